@@ -1,0 +1,86 @@
+# gpulse build. `make` builds build/rel/gpulse; `make check-build` builds
+# the ASan+UBSan binary, unit tests, fuzz replayers and the stand-in NVML
+# libraries that the test suite uses. scripts/test runs everything.
+
+CC      ?= cc
+VERSION := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
+PKGS    := libmicrohttpd jansson yaml-0.1
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+
+WARN    := -Wall -Wextra -Werror -Wshadow -Wpointer-arith -Wstrict-prototypes \
+           -Wmissing-prototypes -Wvla -Wformat=2 -Wno-format-nonliteral
+CFLAGS_COMMON := -std=c11 -D_GNU_SOURCE -DGP_VERSION='"$(VERSION)"' -Isrc $(WARN) -g -pthread \
+                 $(PKG_CFLAGS)
+LDLIBS  := $(PKG_LIBS) -ldl -lm -pthread
+
+SAN     := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+
+LIB_SRC := $(sort $(wildcard src/lib/*.c src/sources/*.c src/agent/*.c))
+TEST_SRC := $(sort $(wildcard tests/unit/*.c)) tests/runner.c
+FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz_*.c))
+FUZZERS := $(patsubst tests/fuzz/fuzz_%.c,%,$(FUZZ_SRC))
+
+REL_OBJ  := $(patsubst %.c,build/rel/%.o,$(LIB_SRC))
+ASAN_OBJ := $(patsubst %.c,build/asan/%.o,$(LIB_SRC))
+
+.PHONY: all check-build fakenvml fuzz clean
+all: build/rel/gpulse
+
+check-build: build/asan/gpulse build/asan/unit-tests fakenvml \
+             $(addprefix build/asan/fuzz-,$(FUZZERS)) build/rel/gpulse
+
+build/rel/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_COMMON) -O2 -MMD -MP -c $< -o $@
+
+build/asan/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_COMMON) -O1 $(SAN) -DGP_TEST_DATA_DIR='"$(CURDIR)/tests/data"' \
+	    -Itests -MMD -MP -c $< -o $@
+
+build/rel/libgpulse.a: $(REL_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+build/asan/libgpulse.a: $(ASAN_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+build/rel/gpulse: build/rel/src/main.o build/rel/libgpulse.a
+	$(CC) -o $@ $^ $(LDLIBS)
+
+build/asan/gpulse: build/asan/src/main.o build/asan/libgpulse.a
+	$(CC) $(SAN) -o $@ $^ $(LDLIBS)
+
+build/asan/unit-tests: $(patsubst %.c,build/asan/%.o,$(TEST_SRC)) build/asan/libgpulse.a
+	$(CC) $(SAN) -o $@ $^ $(LDLIBS)
+
+# Fuzz targets: built with gcc as corpus replayers (run in the test suite),
+# and with clang + libFuzzer by `make fuzz` for real fuzzing.
+build/asan/fuzz-%: build/asan/tests/fuzz/fuzz_%.o build/asan/tests/fuzz/replay.o build/asan/libgpulse.a
+	$(CC) $(SAN) -o $@ $^ $(LDLIBS)
+
+fuzz: $(addprefix build/fuzz/fuzz-,$(FUZZERS))
+build/fuzz/fuzz-%: tests/fuzz/fuzz_%.c $(LIB_SRC)
+	@mkdir -p $(dir $@)
+	clang $(filter-out -Werror,$(CFLAGS_COMMON)) -O1 -fsanitize=fuzzer,address,undefined \
+	    -Itests -o $@ $< $(LIB_SRC) $(LDLIBS)
+
+# The stand-in NVML: the full Hopper-era library, and an old driver's
+# library that lacks the _v2/_v3/GPM symbols.
+FAKE_SRC := tests/fakenvml/fakenvml.c tests/fakenvml/scenario.c
+fakenvml: build/fakenvml/full/libnvidia-ml.so.1 build/fakenvml/old/libnvidia-ml.so.1
+build/fakenvml/full/libnvidia-ml.so.1: $(FAKE_SRC) $(wildcard tests/fakenvml/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -D_GNU_SOURCE $(WARN) -Wno-missing-prototypes -g -O1 -fPIC -shared \
+	    -Wl,-soname,libnvidia-ml.so.1 -o $@ $(FAKE_SRC) -pthread -lm
+build/fakenvml/old/libnvidia-ml.so.1: $(FAKE_SRC) $(wildcard tests/fakenvml/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -D_GNU_SOURCE -DFAKENVML_OLD_DRIVER $(WARN) -Wno-missing-prototypes -g -O1 \
+	    -fPIC -shared -Wl,-soname,libnvidia-ml.so.1 -o $@ $(FAKE_SRC) -pthread -lm
+
+clean:
+	rm -rf build
+
+-include $(shell find build -name '*.d' 2>/dev/null)

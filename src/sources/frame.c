@@ -1,0 +1,144 @@
+/* frame.c - frame memory: arrays that grow, then get reused every tick. */
+#include "frame.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+const struct gp_gpu_field_info gp_gpu_fields[GPF__COUNT] = {
+#define GP_FIELD_INFO_(id, name, type, help) [GPF_##id] = {name, GP_##type, help},
+    GP_GPU_FIELDS(GP_FIELD_INFO_)
+#undef GP_FIELD_INFO_
+};
+
+const char *gp_vendor_name(enum gp_vendor v) { return v == GP_VENDOR_AMD ? "amd" : "nvidia"; }
+
+void gp_frame_init(struct gp_frame *f) { memset(f, 0, sizeof *f); }
+
+void gp_frame_free(struct gp_frame *f)
+{
+    if (!f)
+        return;
+    for (unsigned i = 0; i < f->cap_gpus; i++)
+        free(f->gpus[i].procs);
+    free(f->gpus);
+    free(f->procs);
+    memset(f, 0, sizeof *f);
+}
+
+void gp_frame_reset(struct gp_frame *f)
+{
+    f->ngpus = 0;
+    f->nprocs = 0;
+    memset(&f->host, 0, sizeof f->host);
+}
+
+/* Grows *arr (of elements of size sz) to hold at least n; new slots zeroed. */
+static int grow(void **arr, unsigned *cap, unsigned n, size_t sz)
+{
+    if (n <= *cap)
+        return 0;
+    unsigned nc = *cap ? *cap * 2 : 8;
+    while (nc < n)
+        nc *= 2;
+    void *p = realloc(*arr, (size_t)nc * sz);
+    if (!p)
+        return -1;
+    memset((char *)p + (size_t)*cap * sz, 0, (size_t)(nc - *cap) * sz);
+    *arr = p;
+    *cap = nc;
+    return 0;
+}
+
+struct gp_gpu *gp_frame_add_gpu(struct gp_frame *f)
+{
+    if (grow((void **)&f->gpus, &f->cap_gpus, f->ngpus + 1, sizeof *f->gpus))
+        return NULL;
+    struct gp_gpu *g = &f->gpus[f->ngpus++];
+    struct gp_gpu_proc *procs = g->procs;
+    unsigned cap = g->cap_procs;
+    memset(g, 0, sizeof *g);
+    g->procs = procs;
+    g->cap_procs = cap;
+    g->mig_gi = -1;
+    return g;
+}
+
+struct gp_proc *gp_frame_add_proc(struct gp_frame *f)
+{
+    if (grow((void **)&f->procs, &f->cap_procs, f->nprocs + 1, sizeof *f->procs))
+        return NULL;
+    struct gp_proc *p = &f->procs[f->nprocs++];
+    memset(p, 0, sizeof *p);
+    return p;
+}
+
+struct gp_gpu_proc *gp_gpu_add_proc(struct gp_gpu *g)
+{
+    if (grow((void **)&g->procs, &g->cap_procs, g->nprocs + 1, sizeof *g->procs))
+        return NULL;
+    struct gp_gpu_proc *p = &g->procs[g->nprocs++];
+    memset(p, 0, sizeof *p);
+    return p;
+}
+
+static int cmp_pid(const void *a, const void *b)
+{
+    uint32_t x = ((const struct gp_proc *)a)->pid, y = ((const struct gp_proc *)b)->pid;
+    return (x > y) - (x < y);
+}
+
+void gp_frame_sort_procs(struct gp_frame *f)
+{
+    /* /proc lists pids in ascending order already; check before sorting. */
+    for (unsigned i = 1; i < f->nprocs; i++)
+        if (f->procs[i - 1].pid > f->procs[i].pid) {
+            qsort(f->procs, f->nprocs, sizeof *f->procs, cmp_pid);
+            return;
+        }
+}
+
+const struct gp_proc *gp_frame_find_proc(const struct gp_frame *f, uint32_t pid)
+{
+    unsigned lo = 0, hi = f->nprocs;
+    while (lo < hi) {
+        unsigned mid = lo + (hi - lo) / 2;
+        if (f->procs[mid].pid < pid)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < f->nprocs && f->procs[lo].pid == pid ? &f->procs[lo] : NULL;
+}
+
+int gp_frame_copy(struct gp_frame *dst, const struct gp_frame *src)
+{
+    gp_frame_reset(dst);
+    if (grow((void **)&dst->gpus, &dst->cap_gpus, src->ngpus, sizeof *dst->gpus) ||
+        grow((void **)&dst->procs, &dst->cap_procs, src->nprocs, sizeof *dst->procs))
+        return -1;
+    for (unsigned i = 0; i < src->ngpus; i++) {
+        const struct gp_gpu *s = &src->gpus[i];
+        struct gp_gpu *d = gp_frame_add_gpu(dst);
+        struct gp_gpu_proc *procs = d->procs;
+        unsigned cap = d->cap_procs;
+        *d = *s;
+        d->procs = procs;
+        d->cap_procs = cap;
+        d->nprocs = 0;
+        if (grow((void **)&d->procs, &d->cap_procs, s->nprocs, sizeof *d->procs))
+            return -1;
+        if (s->nprocs)
+            memcpy(d->procs, s->procs, s->nprocs * sizeof *s->procs);
+        d->nprocs = s->nprocs;
+    }
+    if (src->nprocs)
+        memcpy(dst->procs, src->procs, src->nprocs * sizeof *src->procs);
+    dst->nprocs = src->nprocs;
+    dst->seq = src->seq;
+    dst->time_ms = src->time_ms;
+    dst->tick_duration_s = src->tick_duration_s;
+    memcpy(dst->hostname, src->hostname, sizeof dst->hostname);
+    dst->host = src->host;
+    memcpy(dst->src, src->src, sizeof dst->src);
+    return 0;
+}
