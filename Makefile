@@ -32,11 +32,11 @@ check-build: build/asan/gpulse build/asan/unit-tests fakenvml \
 
 build/rel/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_COMMON) -O2 -MMD -MP -c $< -o $@
+	@echo "  CC      $<"; $(CC) $(CFLAGS_COMMON) -O2 -MMD -MP -c $< -o $@
 
 build/asan/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_COMMON) -O1 $(SAN) -DGP_TEST_DATA_DIR='"$(CURDIR)/tests/data"' \
+	@echo "  CC-SAN  $<"; $(CC) $(CFLAGS_COMMON) -O1 $(SAN) -DGP_TEST_DATA_DIR='"$(CURDIR)/tests/data"' \
 	    -Itests -MMD -MP -c $< -o $@
 
 build/rel/libgpulse.a: $(REL_OBJ)

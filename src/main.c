@@ -1,7 +1,38 @@
-/* main.c - placeholder while the agent lands. */
+/*
+ * main.c - `gpulse COMMAND ...`: dispatch to the role.
+ */
+#include "agent/agent.h"
+
 #include <stdio.h>
-int main(void)
+#include <string.h>
+
+static void usage(FILE *out)
 {
-    printf("gpulse %s\n", GP_VERSION);
-    return 0;
+    fprintf(out, "usage: gpulse COMMAND [ARGS]\n\n"
+                 "commands:\n"
+                 "  agent     sample this node's GPUs, host and processes; serve /metrics\n"
+                 "  version   print the version\n"
+                 "  help      this text\n\n"
+                 "'gpulse COMMAND --help' describes each command.\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "agent"))
+        return gp_agent_main(argc - 2, argv + 2);
+    if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
+        printf("gpulse %s\n", GP_VERSION);
+        return 0;
+    }
+    if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
+        usage(stdout);
+        return 0;
+    }
+    fprintf(stderr, "gpulse: unknown command '%s' (see 'gpulse help')\n", cmd);
+    return 2;
 }

@@ -2,3 +2,5 @@
 GROUP(buf)
 GROUP(duration)
 GROUP(frame)
+GROUP(config)
+GROUP(expo)

@@ -63,13 +63,14 @@ void gp_log_(enum gp_log_level lvl, const char *module, const char *msg, const c
     if (n < 0)
         return;
     if (kvfmt && *kvfmt && (size_t)n + 1 < sizeof line) {
-        line[n++] = ' ';
         va_list ap;
         va_start(ap, kvfmt);
-        int m = vsnprintf(line + n, sizeof line - (size_t)n, kvfmt, ap);
+        int m = vsnprintf(line + n + 1, sizeof line - (size_t)n - 1, kvfmt, ap);
         va_end(ap);
-        if (m > 0)
-            n += m;
+        if (m > 0) {
+            line[n] = ' ';
+            n += m + 1;
+        }
     }
     if ((size_t)n >= sizeof line - 1)
         n = (int)sizeof line - 2;

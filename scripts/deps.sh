@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs the Debian packages gpulse needs, only those missing, so a
+# second run costs a few dpkg queries. Usage: scripts/deps.sh build|test
+set -euo pipefail
+
+build_pkgs=(gcc make pkg-config libc6-dev libmicrohttpd-dev libjansson-dev libyaml-dev)
+# Tests: the real Prometheus (scraper + promtool), curl to talk HTTP,
+# python3 for the small protocol checks, node_exporter for the benchmark.
+test_pkgs=(prometheus curl python3 prometheus-node-exporter procps)
+
+want=("${build_pkgs[@]}")
+[ "${1:-build}" = test ] && want+=("${test_pkgs[@]}")
+
+missing=()
+for p in "${want[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+if [ "$(id -u)" -ne 0 ]; then
+    echo "gpulse: missing Debian packages: ${missing[*]} (run as root, or install them)" >&2
+    exit 1
+fi
+echo "gpulse: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+# The prometheus package starts a service on install where an init system
+# runs; the tests start their own on 127.0.0.1, so keep it from starting.
+printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d
+trap 'rm -f /usr/sbin/policy-rc.d' EXIT
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,229 @@
+/*
+ * agent.c - the agent role: config -> sampler -> HTTP routes.
+ *
+ * Routes: /metrics (Prometheus text 0.0.4), /api/v1/snapshot (JSON of
+ * the latest frame; ?processes=all for every host process), /healthz,
+ * and / (a short index). The /metrics text is rendered once per frame
+ * and shared by every scrape of that frame.
+ */
+#include "agent.h"
+
+#include "agent/expo.h"
+#include "agent/http.h"
+#include "agent/sampler.h"
+#include "agent/snapshot.h"
+#include "lib/err.h"
+#include "lib/log.h"
+#include "sources/sources.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+struct gp_agent {
+    struct gp_agent_config cfg;
+    struct gp_sampler *sampler;
+    struct gp_http *http;
+    struct gp_expo_options expo_opts;
+
+    pthread_mutex_t cache_mu; /* guards the rendered /metrics text */
+    struct gp_expo expo;
+    struct gp_buf metrics;
+    uint64_t metrics_seq;
+};
+
+struct render_ctx {
+    struct gp_agent *a;
+    struct gp_http_response *resp;
+    int all_procs;
+    int rc;
+    int64_t frame_ms;
+};
+
+static void render_metrics(const struct gp_frame *f, const struct gp_agent_stats *st, void *arg)
+{
+    struct render_ctx *c = arg;
+    struct gp_agent *a = c->a;
+    if (a->metrics_seq != f->seq || a->metrics.err) {
+        gp_buf_reset(&a->metrics);
+        c->rc = gp_expo_render(&a->expo, &a->metrics, f, &a->expo_opts, st);
+        a->metrics_seq = c->rc ? 0 : f->seq;
+    }
+    gp_buf_append(&c->resp->body, a->metrics.data, a->metrics.len);
+}
+
+static void render_snapshot(const struct gp_frame *f, const struct gp_agent_stats *st, void *arg)
+{
+    struct render_ctx *c = arg;
+    c->rc = gp_snapshot_render(&c->resp->body, f, &c->a->expo_opts, st, c->all_procs);
+}
+
+static void frame_time(const struct gp_frame *f, const struct gp_agent_stats *st, void *arg)
+{
+    (void)st;
+    ((struct render_ctx *)arg)->frame_ms = f->time_ms;
+}
+
+static const char index_html[] =
+    "<!doctype html><html><head><meta charset=\"utf-8\"><title>gpulse agent</title></head><body>"
+    "<h1>gpulse agent</h1><ul>"
+    "<li><a href=\"/metrics\">/metrics</a> (Prometheus text format)</li>"
+    "<li><a href=\"/api/v1/snapshot\">/api/v1/snapshot</a> (JSON of the latest sample)</li>"
+    "<li><a href=\"/healthz\">/healthz</a></li></ul></body></html>\n";
+
+static void handle(void *ctx, const struct gp_http_request *req, struct gp_http_response *resp)
+{
+    struct gp_agent *a = ctx;
+    const char *path = gp_http_path(req);
+    struct render_ctx c = {a, resp, 0, GP_OK, 0};
+    if (!strcmp(path, "/metrics")) {
+        resp->content_type = "text/plain; version=0.0.4; charset=utf-8";
+        pthread_mutex_lock(&a->cache_mu);
+        gp_sampler_read(a->sampler, render_metrics, &c);
+        pthread_mutex_unlock(&a->cache_mu);
+        if (c.rc)
+            gp_http_error(resp, 500, gp_strerror(c.rc));
+    } else if (!strcmp(path, "/api/v1/snapshot")) {
+        const char *pr = gp_http_query(req, "processes");
+        c.all_procs = pr && !strcmp(pr, "all");
+        resp->content_type = "application/json";
+        gp_sampler_read(a->sampler, render_snapshot, &c);
+        if (c.rc)
+            gp_http_error(resp, 500, gp_strerror(c.rc));
+    } else if (!strcmp(path, "/healthz")) {
+        /* Healthy while frames keep coming: at most 3 intervals + 5 s old. */
+        gp_sampler_read(a->sampler, frame_time, &c);
+        struct timespec now;
+        clock_gettime(CLOCK_REALTIME, &now);
+        int64_t age = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000 - c.frame_ms;
+        if (age > 3 * a->cfg.interval_ms + 5000) {
+            resp->status = 503;
+            gp_buf_printf(&resp->body, "stale: last sample %lld ms ago\n", (long long)age);
+        } else {
+            gp_buf_puts(&resp->body, "ok\n");
+        }
+    } else if (!strcmp(path, "/")) {
+        resp->content_type = "text/html; charset=utf-8";
+        gp_buf_puts(&resp->body, index_html);
+    } else {
+        gp_http_error(resp, 404, "not found");
+    }
+}
+
+int gp_agent_start(struct gp_agent **out, const struct gp_agent_config *cfg, char *err, size_t errlen)
+{
+    struct gp_agent *a = calloc(1, sizeof *a);
+    if (!a)
+        return gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
+    a->cfg = *cfg;
+    if (!a->cfg.hostname[0] && gethostname(a->cfg.hostname, sizeof a->cfg.hostname - 1))
+        snprintf(a->cfg.hostname, sizeof a->cfg.hostname, "localhost");
+    a->expo_opts.hostname_label = a->cfg.hostname_label;
+    a->expo_opts.process_series = !strcmp(a->cfg.process_series, "all")    ? GP_PROC_SERIES_ALL
+                                  : !strcmp(a->cfg.process_series, "none") ? GP_PROC_SERIES_NONE
+                                                                           : GP_PROC_SERIES_GPU;
+    pthread_mutex_init(&a->cache_mu, NULL);
+    gp_buf_init(&a->metrics, 0);
+
+    struct gp_source_config sc = {
+        .proc_root = a->cfg.proc_root,
+        .sysfs_root = a->cfg.sysfs_root,
+        .nvml_library = a->cfg.nvml_library,
+        .simulate = a->cfg.simulate[0] ? a->cfg.simulate : NULL,
+        .hostname = a->cfg.hostname,
+        .seed = a->cfg.seed,
+        .interval_ms = a->cfg.interval_ms,
+        .gpm = a->cfg.gpm,
+    };
+    int rc;
+    if (sc.simulate)
+        rc = gp_sampler_start(&a->sampler, &sc, gp_simulated_sources, gp_simulated_sources_count, err,
+                              errlen);
+    else
+        rc = gp_sampler_start(&a->sampler, &sc, gp_hardware_sources, gp_hardware_sources_count, err,
+                              errlen);
+    if (rc) {
+        gp_agent_stop(a);
+        return rc;
+    }
+    if (!sc.simulate && gp_sampler_gpu_sources(a->sampler) == 0)
+        gp_log(GP_LOG_WARN, "agent",
+               "no GPU driver found (neither NVML nor an amdgpu card): serving host and process metrics only",
+               "%s", "");
+    rc = gp_http_start(&a->http, a->cfg.listen, handle, a, err, errlen);
+    if (rc) {
+        gp_agent_stop(a);
+        return rc;
+    }
+    *out = a;
+    return GP_OK;
+}
+
+unsigned gp_agent_port(const struct gp_agent *a) { return gp_http_port(a->http); }
+
+void gp_agent_stop(struct gp_agent *a)
+{
+    if (!a)
+        return;
+    gp_http_stop(a->http);
+    gp_sampler_stop(a->sampler);
+    gp_expo_free(&a->expo);
+    gp_buf_free(&a->metrics);
+    pthread_mutex_destroy(&a->cache_mu);
+    free(a);
+}
+
+int gp_agent_main(int argc, char **argv)
+{
+    struct gp_agent_config cfg;
+    char err[768];
+    bool help;
+    gp_agent_config_defaults(&cfg);
+    if (gp_agent_config_from_args(&cfg, argc, argv, &help, err, sizeof err)) {
+        fprintf(stderr, "gpulse agent: %s\n", err);
+        return 2;
+    }
+    if (help) {
+        gp_agent_config_usage(stdout);
+        return 0;
+    }
+    if (gp_agent_config_validate(&cfg, err, sizeof err)) {
+        fprintf(stderr, "gpulse agent: %s\n", err);
+        return 2;
+    }
+    gp_log_parse_level(cfg.log_level, &gp_log_min);
+
+    /* Signals go to sigwait below, not to the sampling or HTTP threads. */
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    struct gp_agent *a;
+    int rc = gp_agent_start(&a, &cfg, err, sizeof err);
+    if (rc) {
+        fprintf(stderr, "gpulse agent: %s\n", err);
+        return rc == GP_ECONFIG || rc == GP_EUSAGE ? 2 : 1;
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    char host[128];
+    unsigned port;
+    gp_parse_listen(cfg.listen, host, sizeof host, &port, NULL, 0);
+    gp_log(GP_LOG_INFO, "agent", "serving metrics", "listen=%s%s%s:%u interval=%lldms startup_ms=%.1f",
+           strchr(host, ':') ? "[" : "", host, strchr(host, ':') ? "]" : "", gp_agent_port(a),
+           (long long)cfg.interval_ms,
+           (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6);
+    int sig;
+    sigwait(&set, &sig);
+    gp_log(GP_LOG_INFO, "agent", "shutting down", "signal=%d", sig);
+    gp_agent_stop(a);
+    return 0;
+}

@@ -1,0 +1,95 @@
+/*
+ * config.h - the agent's configuration: defaults, YAML file, flags.
+ *
+ * One table (GP_AGENT_KEYS) names every setting once: its YAML key under
+ * `agent:`, its flag, its type, its default and its help. The YAML
+ * loader, the flag parser, `--help` and docs/config.md all come from it,
+ * and a test checks that the docs name every key. Precedence: defaults,
+ * then the file given by --config, then flags.
+ */
+#ifndef GP_CONFIG_H
+#define GP_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define GP_PATH_LEN 512
+
+struct gp_agent_config {
+    char config_file[GP_PATH_LEN];
+    char listen[128];
+    int64_t interval_ms;
+    char simulate[512];
+    uint64_t seed;
+    char nvml_library[GP_PATH_LEN];
+    bool gpm;
+    char proc_root[GP_PATH_LEN];
+    char sysfs_root[GP_PATH_LEN];
+    char hostname[256];
+    char hostname_label[16];
+    char process_series[8];
+    char log_level[8];
+};
+
+/* X(field, yaml key, flag, type, default, help). Types: STR, DURATION, UINT, BOOL. */
+#define GP_AGENT_KEYS(X)                                                                          \
+    X(listen, "listen", "listen", STR, "0.0.0.0:9401",                                            \
+      "address and port to serve /metrics and /api/v1/snapshot on (ADDR:PORT, [IPv6]:PORT)")      \
+    X(interval_ms, "interval", "interval", DURATION, "1s",                                        \
+      "sampling interval, from 100ms to 60s")                                                     \
+    X(simulate, "simulate", "simulate", STR, "",                                                  \
+      "serve simulated nodes instead of the hardware: NODESxGPUSxMODEL[,...], e.g. 2x8xH100")     \
+    X(seed, "seed", "seed", UINT, "1", "seed of the simulation (same seed, same series)")         \
+    X(nvml_library, "nvml_library", "nvml-library", STR, "",                                      \
+      "path of libnvidia-ml.so.1 (default: $GPULSE_NVML_LIBRARY, else the dynamic loader's search)") \
+    X(gpm, "gpm", "gpm", BOOL, "true",                                                            \
+      "read NVML GPM profiling metrics (SM active, tensor, DRAM) on Hopper and later")            \
+    X(proc_root, "proc_root", "proc-root", STR, "/proc", "where procfs is mounted")              \
+    X(sysfs_root, "sysfs_root", "sysfs-root", STR, "/sys", "where sysfs is mounted")             \
+    X(hostname, "hostname", "hostname", STR, "", "host name in the Hostname label (default: this host's name)") \
+    X(hostname_label, "hostname_label", "hostname-label", STR, "Hostname",                        \
+      "spelling of the host label on GPU series: Hostname (dcgm-exporter until 2026-05, Grafana dashboard 12239) or hostname") \
+    X(process_series, "process_series", "process-series", STR, "gpu",                             \
+      "which host processes get series: gpu (processes on a GPU and their descendants), all, none") \
+    X(log_level, "log_level", "log-level", STR, "info", "debug, info, warn or error")
+
+void gp_agent_config_defaults(struct gp_agent_config *c);
+
+/*
+ * Parses a YAML document (the whole file) into c. Keys live under a
+ * top-level `agent:` mapping; other top-level sections are ignored (they
+ * belong to other roles). Unknown keys and bad values are errors that
+ * name the line. Returns GP_OK, GP_EPARSE or GP_ECONFIG.
+ */
+int gp_agent_config_parse_yaml(struct gp_agent_config *c, const char *yaml, size_t len, char *err,
+                               size_t errlen);
+
+/* Reads and parses a file (at most 1 MiB). */
+int gp_agent_config_load_file(struct gp_agent_config *c, const char *path, char *err, size_t errlen);
+
+/* Sets one key by its flag name ("interval") from text. */
+int gp_agent_config_set(struct gp_agent_config *c, const char *flag, const char *value, char *err,
+                        size_t errlen);
+
+/* Checks cross-field rules and ranges after everything is applied. */
+int gp_agent_config_validate(const struct gp_agent_config *c, char *err, size_t errlen);
+
+/*
+ * Parses argv (after the "agent" word): --config FILE is applied first,
+ * then every other flag in order. `--flag value` and `--flag=value` both
+ * work; booleans accept `--gpm`, `--no-gpm`, `--gpm=false`. Sets *help
+ * when --help/-h is given. Returns GP_OK or GP_EUSAGE/GP_ECONFIG.
+ */
+int gp_agent_config_from_args(struct gp_agent_config *c, int argc, char **argv, bool *help,
+                              char *err, size_t errlen);
+
+/* Prints the --help text generated from the key table. */
+void gp_agent_config_usage(FILE *out);
+
+/* Splits "ADDR:PORT" / "[V6]:PORT" into host and port. */
+int gp_parse_listen(const char *s, char *host, size_t hostlen, unsigned *port, char *err,
+                    size_t errlen);
+
+#endif

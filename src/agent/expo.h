@@ -1,0 +1,56 @@
+/*
+ * expo.h - a frame as Prometheus text exposition format 0.0.4.
+ *
+ * GPU readings keep dcgm-exporter's names and labels (gpu, UUID,
+ * pci_bus_id, device, modelName, Hostname, DCGM_FI_DRIVER_VERSION) so
+ * existing dashboards work; everything else is gpulse_* in base units.
+ * Every family has HELP and TYPE, every name+label set appears once, and
+ * label values are escaped (process names contain anything).
+ */
+#ifndef GP_EXPO_H
+#define GP_EXPO_H
+
+#include "lib/buf.h"
+#include "sources/frame.h"
+
+enum gp_proc_series { GP_PROC_SERIES_GPU, GP_PROC_SERIES_ALL, GP_PROC_SERIES_NONE };
+
+struct gp_expo_options {
+    const char *hostname_label;        /* "Hostname" or "hostname" */
+    enum gp_proc_series process_series;
+};
+
+/* Agent-level counters shown next to the frame. */
+struct gp_agent_stats {
+    uint64_t ticks;
+    uint64_t overruns;
+    double start_time_s;
+    double last_tick_duration_s;
+};
+
+/* Scratch memory reused across renders; zero-initialise, free with gp_expo_free. */
+struct gp_expo {
+    struct gp_buf labels;   /* per-GPU label strings, back to back */
+    unsigned *label_off;    /* offset of GPU i's labels in `labels` */
+    unsigned cap_gpus;
+    unsigned char *selected; /* per host process: emit its series */
+    unsigned cap_procs;
+};
+
+void gp_expo_free(struct gp_expo *x);
+
+/* Appends the whole exposition of f to out. Returns GP_OK or out->err. */
+int gp_expo_render(struct gp_expo *x, struct gp_buf *out, const struct gp_frame *f,
+                   const struct gp_expo_options *o, const struct gp_agent_stats *st);
+
+/* Appends s escaped as a label value (\\, \", \n). */
+void gp_expo_escape(struct gp_buf *out, const char *s);
+
+/*
+ * Marks which host processes get series: with GP_PROC_SERIES_GPU, those
+ * holding a GPU and all their descendants (dataloader workers). sel must
+ * have f->nprocs entries. Returns the number selected.
+ */
+unsigned gp_expo_select_procs(const struct gp_frame *f, enum gp_proc_series mode, unsigned char *sel);
+
+#endif

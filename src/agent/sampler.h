@@ -1,0 +1,49 @@
+/*
+ * sampler.h - the sampling loop: sources -> frame, once per interval.
+ *
+ * One thread ticks at a fixed rate on CLOCK_MONOTONIC. Each tick fills a
+ * private frame from every open source, then publishes it by swapping
+ * it with the shared one under a write lock. Readers (the HTTP handlers)
+ * take the read lock only while they render into memory, never while
+ * they send, so a slow client can not stall sampling. A tick that runs
+ * past the next deadline skips the missed ticks and counts an overrun.
+ */
+#ifndef GP_SAMPLER_H
+#define GP_SAMPLER_H
+
+#include "agent/expo.h"
+#include "sources/source.h"
+
+struct gp_sampler;
+
+/*
+ * Opens the sources (a source with nothing to watch is skipped after one
+ * log line), takes the first sample synchronously, and starts the
+ * thread. Returns GP_OK with *out set (caller stops it with
+ * gp_sampler_stop), or an error with detail in err.
+ */
+int gp_sampler_start(struct gp_sampler **out, const struct gp_source_config *cfg,
+                     const struct gp_source_ops *const *sources, size_t nsources, char *err,
+                     size_t errlen);
+
+/* Calls fn with the latest frame and stats under the read lock; fn must not block. */
+void gp_sampler_read(struct gp_sampler *s,
+                     void (*fn)(const struct gp_frame *f, const struct gp_agent_stats *st, void *arg),
+                     void *arg);
+
+/* Runs one tick now, in the caller's thread (tests and benchmarks). Only
+ * valid for a sampler created with gp_sampler_open (no thread). */
+void gp_sampler_tick(struct gp_sampler *s);
+
+/* Like gp_sampler_start without the thread: the caller ticks. */
+int gp_sampler_open(struct gp_sampler **out, const struct gp_source_config *cfg,
+                    const struct gp_source_ops *const *sources, size_t nsources, char *err,
+                    size_t errlen);
+
+/* Stops the thread, closes the sources, frees everything. Accepts NULL. */
+void gp_sampler_stop(struct gp_sampler *s);
+
+/* Number of open sources that report GPUs (nvml, amdgpu, simulate). */
+unsigned gp_sampler_gpu_sources(const struct gp_sampler *s);
+
+#endif

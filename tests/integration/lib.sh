@@ -1,0 +1,64 @@
+# lib.sh - helpers for integration tests (sourced). Everything listens on
+# 127.0.0.1 only, on free ports, and is killed when the test exits.
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+GPULSE=${GPULSE:-$ROOT/build/asan/gpulse}
+FAKE_FULL=$ROOT/build/fakenvml/full/libnvidia-ml.so.1
+FAKE_OLD=$ROOT/build/fakenvml/old/libnvidia-ml.so.1
+SCEN=$ROOT/tests/data/nvml
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+TMP=$(mktemp -d /tmp/gpulse-it-XXXXXX)
+PIDS=()
+cleanup() {
+    for p in "${PIDS[@]:-}"; do [ -n "$p" ] && kill "$p" 2>/dev/null || true; done
+    for p in "${PIDS[@]:-}"; do [ -n "$p" ] && wait "$p" 2>/dev/null || true; done
+    rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+note() { echo "  - $*"; }
+
+free_port() {
+    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+# wait_until SECONDS CMD...: retries CMD every 0.1 s.
+wait_until() {
+    local limit=$1; shift
+    local end=$((SECONDS + limit))
+    until "$@" >/dev/null 2>&1; do
+        [ $SECONDS -ge $end ] && return 1
+        sleep 0.1
+    done
+}
+
+# start_agent ARGS...: starts the agent on a free port; sets AGENT_PORT,
+# AGENT_PID, AGENT_LOG; waits until /healthz answers.
+start_agent() {
+    AGENT_PORT=$(free_port)
+    AGENT_LOG=$TMP/agent-$AGENT_PORT.log
+    "$GPULSE" agent --listen "127.0.0.1:$AGENT_PORT" "$@" >"$AGENT_LOG" 2>&1 &
+    AGENT_PID=$!
+    PIDS+=("$AGENT_PID")
+    wait_until 10 curl -sf "http://127.0.0.1:$AGENT_PORT/healthz" ||
+        { cat "$AGENT_LOG" >&2; fail "agent did not come up"; }
+}
+
+# stop_agent: SIGTERM, expect a clean exit 0 (ASan leak check runs at exit).
+stop_agent() {
+    kill -TERM "$AGENT_PID"
+    local rc=0
+    wait "$AGENT_PID" || rc=$?
+    [ $rc -eq 0 ] || { cat "$AGENT_LOG" >&2; fail "agent exited with $rc"; }
+}
+
+metrics() { curl -sf "http://127.0.0.1:$AGENT_PORT/metrics"; }
+
+# check_exposition FILE: promtool's lint plus our own uniqueness check.
+check_exposition() {
+    local f=$1
+    promtool check metrics <"$f" || fail "promtool check metrics failed on $f"
+    python3 "$ROOT/tests/integration/check_expo.py" "$f" || fail "exposition check failed on $f"
+}
