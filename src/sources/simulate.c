@@ -202,7 +202,7 @@ static void leaking(const struct sim_gpu *sg, double t, struct sim_reading *r, u
     double x = t + sg->phase_s;
     double c = floor(x / sg->period_s);
     double tc = x - c * sg->period_s;
-    *cycle = (unsigned)c;
+    *cycle = (unsigned)fmod(c, 1024.0); /* only picks the pid: keep the cast in range */
     if (tc < RESTART_S) {
         /* the restarted job is loading: a context, no work */
         r->mem_frac = 0.03 + 0.02 * tc / RESTART_S;
@@ -293,7 +293,7 @@ static void readings(const struct sim_gpu *sg, double t, struct sim_reading *r)
         break;
     }
     /* a restarted job gets a new pid (ranks of one node share a range) */
-    r->pid = sg->pid_base + sg->index + GP_SIM_MAX_GPUS_PER_NODE * (cycle % 1024);
+    r->pid = sg->pid_base + sg->index + GP_SIM_MAX_GPUS_PER_NODE * cycle;
 }
 
 /* ---- identity and fleet ---- */
@@ -322,7 +322,7 @@ static void identity(struct sim_gpu *sg, uint64_t seed)
         snprintf(sg->device, sizeof sg->device, "nvidia%u", sg->index);
     }
     uint64_t nk = mix64(seed ^ mix64(0x6e6f6465ull + sg->node));
-    sg->pid_base = 100000 + (uint32_t)(nk % 3000u) * 1000u; /* 100000..3099000, room for restarts */
+    sg->pid_base = 100000 + (uint32_t)(nk % 3000u) * 1000u; /* up to ~3.12e6 with restarts: below pid_max */
     double u[6];
     for (unsigned i = 0; i < 6; i++)
         u[i] = hash_unit(sg->key, 0xc0, i);
@@ -579,7 +579,8 @@ static int sim_sample(void *state, struct gp_frame *f, unsigned *errors)
         s->started = true;
         s->t0_ms = f->time_ms;
     }
-    int64_t ms = f->time_ms - s->t0_ms;
+    /* unsigned difference: no overflow whatever the clock says */
+    int64_t ms = (int64_t)((uint64_t)f->time_ms - (uint64_t)s->t0_ms);
     double t = ms > 0 ? (double)ms / 1000.0 : 0;
     for (unsigned i = 0; i < s->n; i++) {
         struct sim_gpu *sg = &s->gpus[i];
