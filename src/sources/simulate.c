@@ -353,7 +353,7 @@ static int assign_behaviours(struct sim_gpu *gpus, unsigned n, uint64_t seed)
         specials = n / 2;
     if (!specials)
         return GP_OK;
-    uint32_t *order = malloc((size_t)n * sizeof *order);
+    uint32_t *order = calloc(n, sizeof *order);
     if (!order)
         return GP_ENOMEM;
     unsigned k = 0;
