@@ -1,0 +1,144 @@
+/*
+ * gpumodels.c - the GPU model table and its lookups.
+ *
+ * Where the numbers come from (dense figures throughout, never the
+ * "with sparsity" ones that data sheets print first):
+ * - NVIDIA data sheets: Tesla V100 (SXM2 32 GB), Tesla T4, A10, A100
+ *   (SXM4 40/80 GB), L4, L40S, H100 (SXM5 and PCIe), H200 (SXM), GH200
+ *   Grace Hopper Superchip (96 GB HBM3), HGX/DGX B200; the NVIDIA Ada
+ *   GPU architecture whitepaper (Appendix A) for the GeForce RTX 4090
+ *   (its bf16 figure is with fp32 accumulate, as training uses).
+ * - AMD data sheets: Instinct MI250X and MI300X. An MI250X package holds
+ *   two GCDs and amdgpu shows each GCD as its own card, so its row holds
+ *   per-GCD figures: half the package's 128 GB, 3.2768 TB/s, 383 bf16
+ *   TFLOP/s, 47.9 fp32 TFLOP/s and 560 W.
+ * - V100 and T4 have no bf16: their tensor figure is fp16. The B200's
+ *   fp32 figure (80) is approximate: NVIDIA's HGX B200 sheet prints
+ *   tensor figures only.
+ * - memory_bytes is the total that nvidia-smi shows for the model (public
+ *   outputs), which is a little less than the marketing size on recent
+ *   parts; V100, MI250X and MI300X use the nominal size.
+ * - Maximum clocks are the boost clocks nvidia-smi -q reports under
+ *   "Max Clocks" for data-center parts; idle power is a typical observed
+ *   draw, only used to make simulated idle GPUs look plausible.
+ */
+#include "gpumodels.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#define MIB (1024ull * 1024ull)
+#define GIB (1024ull * MIB)
+
+#define NV GP_VENDOR_NVIDIA
+#define AMD GP_VENDOR_AMD
+
+/* PCIe x16 per-direction bandwidth by generation, GB/s. */
+#define PCIE3 15.75
+#define PCIE4 31.5
+#define PCIE5 63.0
+
+static const struct gp_gpumodel models[] = {
+    /* short, name, vendor, arch, memory, bw, tensor, fp32, power, idle, sm, mem, nvlink, pcie,
+       gpm, tensor cores, hbm, ecc, fan, mig */
+    {"V100", "Tesla V100-SXM2-32GB", NV, GP_ARCH_VOLTA, 32 * GIB, 900, 125, 15.7, 300, 40, 1530,
+     877, 150, PCIE3, false, true, true, true, false, false},
+    {"T4", "Tesla T4", NV, GP_ARCH_TURING, 15360 * MIB, 320, 65, 8.1, 70, 10, 1590, 5001, 0,
+     PCIE3, false, true, false, true, false, false},
+    {"A10", "NVIDIA A10", NV, GP_ARCH_AMPERE, 23028 * MIB, 600, 125, 31.2, 150, 20, 1695, 6251, 0,
+     PCIE4, false, true, false, true, false, false},
+    {"A100-40GB", "NVIDIA A100-SXM4-40GB", NV, GP_ARCH_AMPERE, 40960 * MIB, 1555, 312, 19.5, 400,
+     55, 1410, 1215, 300, PCIE4, false, true, true, true, false, true},
+    {"A100", "NVIDIA A100-SXM4-80GB", NV, GP_ARCH_AMPERE, 81920 * MIB, 2039, 312, 19.5, 400, 60,
+     1410, 1593, 300, PCIE4, false, true, true, true, false, true},
+    {"L4", "NVIDIA L4", NV, GP_ARCH_ADA, 23034 * MIB, 300, 121, 30.3, 72, 16, 2040, 6251, 0, PCIE4,
+     false, true, false, true, false, false},
+    {"L40S", "NVIDIA L40S", NV, GP_ARCH_ADA, 46068 * MIB, 864, 362.05, 91.6, 350, 35, 2520, 9001, 0,
+     PCIE4, false, true, false, true, false, false},
+    {"H100", "NVIDIA H100 80GB HBM3", NV, GP_ARCH_HOPPER, 81559 * MIB, 3350, 989.4, 67, 700, 70,
+     1980, 2619, 450, PCIE5, true, true, true, true, false, true},
+    {"H100-PCIE", "NVIDIA H100 PCIe", NV, GP_ARCH_HOPPER, 81559 * MIB, 2000, 756, 51, 350, 45, 1755,
+     1593, 0, PCIE5, true, true, true, true, false, true},
+    {"H200", "NVIDIA H200", NV, GP_ARCH_HOPPER, 143771 * MIB, 4800, 989.4, 67, 700, 75, 1980, 3201,
+     450, PCIE5, true, true, true, true, false, true},
+    {"GH200", "NVIDIA GH200 480GB", NV, GP_ARCH_HOPPER, 97871 * MIB, 4000, 989.4, 67, 900, 90,
+     1980, 2619, 450, PCIE5, true, true, true, true, false, true},
+    {"B200", "NVIDIA B200", NV, GP_ARCH_BLACKWELL, 183359 * MIB, 8000, 2250, 80, 1000, 140, 1965,
+     3996, 900, PCIE5, true, true, true, true, false, true},
+    {"MI250X", "AMD Instinct MI250X", AMD, GP_ARCH_CDNA2, 64 * GIB, 1638.4, 191.5, 23.95, 280, 45,
+     1700, 1600, 0, PCIE4, false, true, true, true, false, false},
+    {"MI300X", "AMD Instinct MI300X", AMD, GP_ARCH_CDNA3, 192 * GIB, 5300, 1307.4, 163.4, 750, 140,
+     2100, 1300, 0, PCIE5, false, true, true, true, false, false},
+    {"RTX4090", "NVIDIA GeForce RTX 4090", NV, GP_ARCH_ADA, 24564 * MIB, 1008, 165.2, 82.6, 450, 25,
+     2520, 10501, 0, PCIE4, false, true, false, false, true, false},
+};
+
+#define NMODELS (sizeof models / sizeof models[0])
+
+/* Other spellings of a short name. */
+static const struct {
+    const char *alias, *short_name;
+} aliases[] = {
+    {"A100-80GB", "A100"}, {"A100-SXM", "A100"},  {"H100-SXM", "H100"},
+    {"H100-SXM5", "H100"}, {"H100PCIE", "H100-PCIE"}, {"RTX-4090", "RTX4090"},
+    {"4090", "RTX4090"},
+};
+
+/* Compares name (length n) with s, ignoring case. */
+static bool eq_n(const char *name, size_t n, const char *s)
+{
+    return strlen(s) == n && strncasecmp(name, s, n) == 0;
+}
+
+const struct gp_gpumodel *gp_gpumodel_find(const char *name)
+{
+    if (!name)
+        return NULL;
+    while (*name == ' ' || *name == '\t')
+        name++;
+    size_t n = strlen(name);
+    while (n && (name[n - 1] == ' ' || name[n - 1] == '\t' || name[n - 1] == '\n'))
+        n--;
+    if (!n)
+        return NULL;
+    for (size_t i = 0; i < NMODELS; i++)
+        if (eq_n(name, n, models[i].short_name) || eq_n(name, n, models[i].name))
+            return &models[i];
+    for (size_t i = 0; i < sizeof aliases / sizeof aliases[0]; i++)
+        if (eq_n(name, n, aliases[i].alias))
+            return gp_gpumodel_find(aliases[i].short_name);
+    return NULL;
+}
+
+size_t gp_gpumodel_count(void) { return NMODELS; }
+
+const struct gp_gpumodel *gp_gpumodel_at(size_t i) { return i < NMODELS ? &models[i] : NULL; }
+
+size_t gp_gpumodel_names(char *out, size_t outlen, const char *sep)
+{
+    size_t len = 0;
+    if (out && outlen)
+        out[0] = '\0';
+    for (size_t i = 0; i < NMODELS; i++) {
+        const char *parts[2] = {i ? sep : "", models[i].short_name};
+        for (int k = 0; k < 2; k++) {
+            for (const char *p = parts[k]; *p; p++, len++)
+                if (out && len + 1 < outlen) {
+                    out[len] = *p;
+                    out[len + 1] = '\0';
+                }
+        }
+    }
+    return len;
+}
+
+bool gp_gpumodel_has_row_remap(const struct gp_gpumodel *m)
+{
+    return m->vendor == GP_VENDOR_NVIDIA && m->ecc && m->arch >= GP_ARCH_AMPERE;
+}
+
+bool gp_gpumodel_has_page_retire(const struct gp_gpumodel *m)
+{
+    return m->vendor == GP_VENDOR_NVIDIA && m->ecc && m->arch < GP_ARCH_AMPERE;
+}

@@ -1,0 +1,625 @@
+/*
+ * simulate.c - simulated training nodes (--simulate SPEC).
+ *
+ * Stands in for the hardware sources in demos, load tests and benchmarks:
+ * every GPU of the spec becomes a gp_gpu marked simulated, on a node named
+ * "sim-node-<n>", with the identity a real box would give it (UUID, PCI
+ * bus id, device, model, driver) and the readings the real source fills
+ * for that vendor and generation: PROF_* only where NVML has GPM (Hopper
+ * and later), memory temperature only on HBM parts, fan only where there
+ * is one, row remapping or page retirement by generation.
+ *
+ * Parts:
+ * - noise: a hash-based value noise (splitmix64 of seed, GPU and time
+ *   cell, smoothly interpolated), so the series wander like real ones yet
+ *   are a pure function of (seed, GPU, time since the first tick). Two
+ *   instances with the same seed sampled at the same relative times give
+ *   identical frames; no rand(), no global state.
+ * - behaviours: each GPU plays one workload (simulate.h). The fleet gets a
+ *   mix: node 0 GPU 1 is data-starved, then leaking, straggler, idle and
+ *   more starved GPUs are placed by a seeded shuffle, about one of each
+ *   per 64 GPUs and never more than half the fleet; the rest are
+ *   compute-bound. A fleet of 8 or more GPUs shows all five.
+ * - counters (energy, PCIe bytes, throttle time) integrate the gauges
+ *   from tick to tick (trapezoids), starting from a plausible
+ *   "since boot" value, and never go down.
+ *
+ * Gauges that NVML averages over a period (utilization, GPM ratios) are
+ * averaged here over the last second, which is what turns the starved
+ * GPU's square wave of work into the sawtooth a scrape sees.
+ */
+#include "simulate.h"
+
+#include "lib/err.h"
+#include "lib/gpumodels.h"
+#include "simulate_spec.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MIB (1024.0 * 1024.0)
+#define GP_SIM_DRIVER_NVIDIA "550.127.05"
+#define GP_SIM_DRIVER_AMD "6.8.5"
+#define RESTART_S 10.0 /* a leaking job's restart: memory low, nothing running */
+
+struct sim_gpu {
+    const struct gp_gpumodel *m;
+    unsigned node, index; /* node number in the fleet, GPU index within it */
+    enum gp_sim_behaviour beh;
+    uint64_t key; /* hash of (seed, node, index): every per-GPU constant and noise */
+    char uuid[48], pci[32], device[16], nodename[32];
+    uint32_t pid_base; /* this node's fake pid range starts here */
+    double mem_frac;   /* steady memory use, fraction of total */
+    double period_s;   /* starved: input cycle; leaking: time to OOM */
+    double duty;       /* starved: busy share of the cycle */
+    double phase_s;    /* offset into the cycle at t = 0 */
+    double temp_base;  /* busy temperature, C */
+    /* counters and the previous tick's rates, for the trapezoids */
+    bool have_last;
+    double last_t;
+    double energy_mj, pcie_tx_b, pcie_rx_b, power_viol_us, thermal_viol_us;
+    double last_power, last_tx, last_rx, last_pcap, last_therm;
+};
+
+struct sim_state {
+    unsigned n;
+    struct sim_gpu *gpus;
+    bool started;
+    int64_t t0_ms;
+};
+
+/* One tick's readings of one GPU, before they go into the frame. */
+struct sim_reading {
+    double util, copy_util;                 /* % */
+    double gr, sm, occ, tensor, dram, fp64, fp32, fp16; /* ratios */
+    double pcie_tx, pcie_rx, nvl_tx, nvl_rx; /* bytes/s */
+    double power, sm_clock, mem_clock, temp, mem_temp, fan;
+    double mem_frac;
+    double power_capped, thermal_throttled; /* share of the period, 0..1 */
+    uint64_t clock_events;
+    uint32_t pid;
+};
+
+/* ---- noise ---- */
+
+static uint64_t mix64(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+/* Uniform in [0, 1) from a key and two more words. */
+static double hash_unit(uint64_t key, uint64_t a, uint64_t b)
+{
+    uint64_t h = mix64(key ^ mix64(a * 0x100000001b3ull ^ mix64(b)));
+    return (double)(h >> 11) * (1.0 / 9007199254740992.0);
+}
+
+/* Smooth value noise in [-1, 1]: hashed values at cells of `scale` seconds. */
+static double vnoise(uint64_t key, unsigned chan, double t, double scale)
+{
+    double x = t / scale, c = floor(x), f = x - c;
+    uint64_t i = (uint64_t)(int64_t)c;
+    double a = 2.0 * hash_unit(key, chan, i) - 1.0;
+    double b = 2.0 * hash_unit(key, chan, i + 1) - 1.0;
+    double u = f * f * (3.0 - 2.0 * f);
+    return a + (b - a) * u;
+}
+
+/* Two octaves: slow drift plus faster jitter, still within [-1, 1]. */
+static double noise(const struct sim_gpu *sg, unsigned chan, double t)
+{
+    return 0.65 * vnoise(sg->key, chan, t, 7.0) + 0.35 * vnoise(sg->key, chan + 1000, t, 1.7);
+}
+
+static double clamp(double v, double lo, double hi) { return v < lo ? lo : v > hi ? hi : v; }
+
+/* ---- behaviours ---- */
+
+/* Busy time of a square wave (period p, duty d, offset o) integrated from 0 to t. */
+static double busy_integral(double t, double p, double d, double o)
+{
+    double x = (t + o) / p, c = floor(x);
+    return (c * d + fmin(x - c, d)) * p;
+}
+
+/* Everything of a compute-bound GPU; the other behaviours start from it. */
+static void compute_bound(const struct sim_gpu *sg, double t, struct sim_reading *r)
+{
+    const struct gp_gpumodel *m = sg->m;
+    r->util = clamp(98.6 + 1.4 * noise(sg, 1, t), 0, 100);
+    r->copy_util = clamp(38 + 10 * noise(sg, 2, t), 0, 100);
+    r->sm = clamp(0.90 + 0.045 * noise(sg, 3, t), 0, 1);
+    r->gr = clamp(r->sm + 0.04, 0, 1);
+    r->occ = clamp(0.45 + 0.08 * noise(sg, 4, t), 0, 1);
+    r->tensor = m->tensor_cores ? clamp(0.60 + 0.09 * noise(sg, 5, t), 0, 1) : 0;
+    r->dram = clamp(0.45 + 0.08 * noise(sg, 6, t), 0, 1);
+    r->fp64 = clamp(0.002 + 0.002 * noise(sg, 7, t), 0, 1);
+    r->fp32 = clamp(0.12 + 0.04 * noise(sg, 8, t), 0, 1);
+    r->fp16 = clamp(0.15 + 0.05 * noise(sg, 9, t), 0, 1);
+    double pcie = m->pcie_gbps * 1e9;
+    r->pcie_rx = clamp(0.03 * pcie * (1 + 0.5 * noise(sg, 10, t)), 0, pcie);
+    r->pcie_tx = clamp(0.012 * pcie * (1 + 0.5 * noise(sg, 11, t)), 0, pcie);
+    double nvl = m->nvlink_gbps * 1e9;
+    r->nvl_tx = clamp(nvl * (0.35 + 0.1 * noise(sg, 12, t)), 0, nvl);
+    r->nvl_rx = clamp(nvl * (0.35 + 0.1 * noise(sg, 13, t)), 0, nvl);
+    double pl = m->power_limit_w;
+    r->power = pl * (0.955 + 0.035 * noise(sg, 14, t));
+    r->power_capped = clamp((r->power / pl - 0.97) / 0.02, 0, 1);
+    r->sm_clock = m->sm_clock_max_mhz * (1 - 0.03 * r->power_capped);
+    r->mem_clock = m->mem_clock_max_mhz;
+    if (r->power_capped > 0)
+        r->clock_events |= 0x4; /* sw_power_cap */
+    r->temp = sg->temp_base + 3 * noise(sg, 15, t);
+    r->mem_temp = r->temp + 6 + 2 * noise(sg, 16, t);
+    r->fan = clamp(0.6 + 0.1 * noise(sg, 17, t), 0, 1);
+    r->mem_frac = clamp(sg->mem_frac + 0.004 * noise(sg, 18, t), 0, 0.99);
+}
+
+/* Busy bursts, then waits for the next batch: work scales with the busy share. */
+static void starved(const struct sim_gpu *sg, double t, struct sim_reading *r)
+{
+    const struct gp_gpumodel *m = sg->m;
+    compute_bound(sg, t, r);
+    double w0 = t - 1.0; /* the last second, what NVML averages over */
+    double b = busy_integral(t, sg->period_s, sg->duty, sg->phase_s) -
+               busy_integral(w0, sg->period_s, sg->duty, sg->phase_s);
+    b = clamp(b, 0, 1);
+    double idle = 1 - b;
+    r->util = clamp(b * r->util + idle * (1.5 + 1.5 * noise(sg, 20, t)), 0, 100);
+    r->copy_util *= b;
+    r->sm = b * r->sm + idle * 0.03;
+    r->gr = clamp(r->sm + 0.02, 0, 1);
+    r->occ *= b;
+    r->tensor *= b;
+    r->dram = b * r->dram + idle * 0.02;
+    r->fp32 *= b;
+    r->fp16 *= b;
+    r->fp64 *= b;
+    r->nvl_tx *= b;
+    r->nvl_rx *= b;
+    double pcie = m->pcie_gbps * 1e9;
+    r->pcie_rx = clamp(b * r->pcie_rx + idle * pcie * (0.55 + 0.1 * noise(sg, 21, t)), 0, pcie);
+    double wait_power = 1.8 * m->idle_power_w;
+    r->power = wait_power + (r->power - wait_power) * b;
+    r->power_capped *= b;
+    if (r->power_capped <= 0)
+        r->clock_events &= ~0x4ull;
+    r->temp -= 8 * idle;
+    r->mem_temp -= 8 * idle;
+    if (r->util < 5)
+        r->clock_events |= 0x1; /* gpu_idle */
+}
+
+/* Memory grows linearly to ~99 %, the job dies (OOM), restarts, grows again. */
+static void leaking(const struct sim_gpu *sg, double t, struct sim_reading *r, unsigned *cycle)
+{
+    compute_bound(sg, t, r);
+    double x = t + sg->phase_s;
+    double c = floor(x / sg->period_s);
+    double tc = x - c * sg->period_s;
+    *cycle = (unsigned)fmod(c, 1024.0); /* only picks the pid: keep the cast in range */
+    if (tc < RESTART_S) {
+        /* the restarted job is loading: a context, no work */
+        r->mem_frac = 0.03 + 0.02 * tc / RESTART_S;
+        r->util = clamp(1 + noise(sg, 30, t), 0, 100);
+        r->copy_util = 0;
+        r->sm = r->gr = r->occ = r->tensor = r->fp16 = r->fp32 = r->fp64 = 0.005;
+        r->dram = 0.01;
+        r->nvl_tx = r->nvl_rx = 0;
+        r->power = sg->m->idle_power_w * 1.3;
+        r->power_capped = 0;
+        r->clock_events = 0x1;
+        r->temp -= 15;
+        r->mem_temp -= 15;
+        return;
+    }
+    r->mem_frac = 0.40 + 0.59 * (tc - RESTART_S) / (sg->period_s - RESTART_S);
+}
+
+/* Hot: thermal slowdown holds the SM clock down, so it does less work than its peers. */
+static void straggler(const struct sim_gpu *sg, double t, struct sim_reading *r)
+{
+    const struct gp_gpumodel *m = sg->m;
+    compute_bound(sg, t, r);
+    r->temp = 88.5 + 1.5 * noise(sg, 40, t);
+    r->mem_temp = r->temp + 5;
+    r->sm_clock = m->sm_clock_max_mhz * (0.62 + 0.06 * noise(sg, 41, t));
+    r->util = clamp(95.5 + 3 * noise(sg, 42, t), 0, 100);
+    r->sm = clamp(0.62 + 0.05 * noise(sg, 43, t), 0, 1);
+    r->gr = clamp(r->sm + 0.05, 0, 1);
+    r->tensor = m->tensor_cores ? clamp(0.35 + 0.05 * noise(sg, 44, t), 0, 1) : 0;
+    r->fp16 *= 0.6;
+    r->fp32 *= 0.6;
+    r->dram *= 0.7;
+    r->nvl_tx *= 0.6;
+    r->nvl_rx *= 0.6;
+    r->power = m->power_limit_w * (0.70 + 0.05 * noise(sg, 45, t));
+    r->power_capped = 0;
+    r->thermal_throttled = clamp(0.9 + 0.1 * noise(sg, 46, t), 0, 1);
+    r->clock_events = 0x40 | 0x20; /* hw_thermal_slowdown | sw_thermal_slowdown */
+    r->fan = 1.0;
+}
+
+/* A job holds memory but runs nothing (a hung rank, a notebook left open). */
+static void idle_allocated(const struct sim_gpu *sg, double t, struct sim_reading *r)
+{
+    const struct gp_gpumodel *m = sg->m;
+    compute_bound(sg, t, r);
+    r->util = clamp(0.5 + 0.5 * noise(sg, 50, t), 0, 100);
+    r->copy_util = 0;
+    r->sm = clamp(0.002 * (1 + noise(sg, 51, t)), 0, 1);
+    r->gr = r->sm;
+    r->occ = r->sm / 2;
+    r->tensor = r->fp16 = r->fp32 = r->fp64 = 0;
+    r->dram = 0.001;
+    r->pcie_rx *= 0.01;
+    r->pcie_tx *= 0.01;
+    r->nvl_tx = r->nvl_rx = 0;
+    r->power = m->idle_power_w * (1.05 + 0.05 * noise(sg, 52, t));
+    r->power_capped = 0;
+    r->sm_clock = round(m->sm_clock_max_mhz * 0.175);
+    r->mem_clock = m->hbm ? m->mem_clock_max_mhz : round(m->mem_clock_max_mhz * 0.13);
+    r->clock_events = 0x1; /* gpu_idle */
+    r->temp = sg->temp_base - 30 + 2 * noise(sg, 53, t);
+    r->mem_temp = r->temp + 4;
+    r->fan = 0.3;
+    r->mem_frac = sg->mem_frac;
+}
+
+static void readings(const struct sim_gpu *sg, double t, struct sim_reading *r)
+{
+    memset(r, 0, sizeof *r);
+    unsigned cycle = 0;
+    switch (sg->beh) {
+    case GP_SIM_STARVED:
+        starved(sg, t, r);
+        break;
+    case GP_SIM_LEAKING:
+        leaking(sg, t, r, &cycle);
+        break;
+    case GP_SIM_STRAGGLER:
+        straggler(sg, t, r);
+        break;
+    case GP_SIM_IDLE:
+        idle_allocated(sg, t, r);
+        break;
+    default:
+        compute_bound(sg, t, r);
+        break;
+    }
+    /* a restarted job gets a new pid (ranks of one node share a range) */
+    r->pid = sg->pid_base + sg->index + GP_SIM_MAX_GPUS_PER_NODE * cycle;
+}
+
+/* ---- identity and fleet ---- */
+
+/* PCI buses of the GPUs in a DGX/HGX H100 box, then a second set for 16-GPU nodes. */
+static const unsigned nv_bus[GP_SIM_MAX_GPUS_PER_NODE] = {
+    0x18, 0x2a, 0x3a, 0x5d, 0x9a, 0xab, 0xba, 0xdb,
+    0x1b, 0x2d, 0x3d, 0x60, 0x9d, 0xae, 0xbd, 0xde};
+/* ... and of an 8x MI300X box. */
+static const unsigned amd_bus[GP_SIM_MAX_GPUS_PER_NODE] = {
+    0x0c, 0x22, 0x38, 0x5c, 0x9f, 0xaf, 0xbf, 0xdf,
+    0x0f, 0x25, 0x3b, 0x5f, 0xa2, 0xb2, 0xc2, 0xe2};
+
+static void identity(struct sim_gpu *sg, uint64_t seed)
+{
+    uint64_t h1 = mix64(sg->key ^ 0x5555), h2 = mix64(sg->key ^ 0xaaaa);
+    snprintf(sg->uuid, sizeof sg->uuid, "GPU-%08x-%04x-%04x-%04x-%012llx",
+             (unsigned)(h1 >> 32), (unsigned)(h1 >> 16) & 0xffff, (unsigned)h1 & 0xffff,
+             (unsigned)(h2 >> 48), (unsigned long long)(h2 & 0xffffffffffffull));
+    snprintf(sg->nodename, sizeof sg->nodename, "sim-node-%u", sg->node);
+    if (sg->m->vendor == GP_VENDOR_AMD) {
+        snprintf(sg->pci, sizeof sg->pci, "0000:%02x:00.0", amd_bus[sg->index]);
+        snprintf(sg->device, sizeof sg->device, "card%u", sg->index);
+    } else {
+        snprintf(sg->pci, sizeof sg->pci, "00000000:%02X:00.0", nv_bus[sg->index]);
+        snprintf(sg->device, sizeof sg->device, "nvidia%u", sg->index);
+    }
+    uint64_t nk = mix64(seed ^ mix64(0x6e6f6465ull + sg->node));
+    sg->pid_base = 100000 + (uint32_t)(nk % 3000u) * 1000u; /* up to ~3.12e6 with restarts: below pid_max */
+    double u[6];
+    for (unsigned i = 0; i < 6; i++)
+        u[i] = hash_unit(sg->key, 0xc0, i);
+    sg->temp_base = 62 + 10 * u[0];
+    switch (sg->beh) {
+    case GP_SIM_STARVED:
+        sg->period_s = 4 + 2 * u[1];
+        sg->duty = 0.35 + 0.1 * u[2];
+        break;
+    case GP_SIM_LEAKING:
+        sg->period_s = 180 + 120 * u[1];
+        break;
+    default:
+        break;
+    }
+    sg->phase_s = sg->period_s * u[3];
+    sg->mem_frac = sg->beh == GP_SIM_IDLE ? 0.42 + 0.16 * u[4] : 0.71 + 0.13 * u[4];
+}
+
+/*
+ * Gives every GPU its behaviour. gpu 1 (node 0 GPU 1) is starved; the
+ * other special GPUs go to seeded-shuffle positions. Caller owns gpus.
+ */
+static int assign_behaviours(struct sim_gpu *gpus, unsigned n, uint64_t seed)
+{
+    unsigned per_kind = 1 + n / 64, specials = 4 * per_kind;
+    if (specials > n / 2)
+        specials = n / 2;
+    if (!specials)
+        return GP_OK;
+    uint32_t *order = calloc(n, sizeof *order);
+    if (!order)
+        return GP_ENOMEM;
+    unsigned k = 0;
+    for (unsigned i = 0; i < n; i++)
+        if (i != 1)
+            order[k++] = i;
+    uint64_t st = mix64(seed ^ 0x73687566ull);
+    for (unsigned i = k; i > 1; i--) {
+        st = mix64(st);
+        unsigned j = (unsigned)(st % i);
+        uint32_t tmp = order[i - 1];
+        order[i - 1] = order[j];
+        order[j] = tmp;
+    }
+    static const enum gp_sim_behaviour kinds[4] = {GP_SIM_STARVED, GP_SIM_LEAKING, GP_SIM_STRAGGLER,
+                                                   GP_SIM_IDLE};
+    gpus[1].beh = GP_SIM_STARVED;
+    for (unsigned s = 1; s < specials; s++)
+        gpus[order[s - 1]].beh = kinds[s % 4];
+    free(order);
+    return GP_OK;
+}
+
+/* ---- the source ---- */
+
+static void sim_close(void *state)
+{
+    struct sim_state *s = state;
+    if (!s)
+        return;
+    free(s->gpus);
+    free(s);
+}
+
+static int sim_open(const struct gp_source_config *cfg, void **state, char *err, size_t errlen)
+{
+    *state = NULL;
+    if (!cfg->simulate)
+        return GP_ENODEV;
+    struct gp_sim_spec *spec = malloc(sizeof *spec);
+    if (!spec)
+        return gp_seterr(err, errlen, GP_ENOMEM, "simulate: out of memory");
+    int rc = gp_sim_spec_parse(cfg->simulate, spec, err, errlen);
+    if (rc != GP_OK) {
+        free(spec);
+        return rc;
+    }
+    struct sim_state *s = calloc(1, sizeof *s);
+    if (s)
+        s->gpus = calloc(spec->total_gpus, sizeof *s->gpus);
+    if (!s || !s->gpus) {
+        unsigned total = spec->total_gpus;
+        free(spec);
+        sim_close(s);
+        return gp_seterr(err, errlen, GP_ENOMEM, "simulate: out of memory for %u GPUs", total);
+    }
+    unsigned node = 0;
+    for (unsigned gi = 0; gi < spec->ngroups; gi++) {
+        const struct gp_sim_group *g = &spec->groups[gi];
+        for (unsigned nd = 0; nd < g->nodes; nd++, node++)
+            for (unsigned i = 0; i < g->gpus; i++) {
+                struct sim_gpu *sg = &s->gpus[s->n++];
+                sg->m = g->model;
+                sg->node = node;
+                sg->index = i;
+                sg->key = mix64(cfg->seed * 0x9e3779b97f4a7c15ull ^ mix64(((uint64_t)node << 20) | i));
+            }
+    }
+    free(spec);
+    rc = assign_behaviours(s->gpus, s->n, cfg->seed);
+    if (rc != GP_OK) {
+        sim_close(s);
+        return gp_seterr(err, errlen, rc, "simulate: out of memory");
+    }
+    for (unsigned i = 0; i < s->n; i++)
+        identity(&s->gpus[i], cfg->seed);
+    *state = s;
+    return GP_OK;
+}
+
+/* Counters "since boot" at the first tick: a few days' worth, per GPU. */
+static void start_counters(struct sim_gpu *sg)
+{
+    const struct gp_gpumodel *m = sg->m;
+    double uptime = 86400 * (1 + 29 * hash_unit(sg->key, 0xb0, 0));
+    sg->energy_mj = uptime * (m->idle_power_w + 0.5 * (m->power_limit_w - m->idle_power_w)) * 1e3;
+    sg->pcie_rx_b = uptime * m->pcie_gbps * 1e9 * 0.02 * hash_unit(sg->key, 0xb0, 1);
+    sg->pcie_tx_b = uptime * m->pcie_gbps * 1e9 * 0.008 * hash_unit(sg->key, 0xb0, 2);
+    sg->power_viol_us = uptime * 1e6 * 0.01 * hash_unit(sg->key, 0xb0, 3);
+    sg->thermal_viol_us = sg->beh == GP_SIM_STRAGGLER ? uptime * 1e6 * 0.2 : 0;
+}
+
+/* Adds the trapezoid from the previous tick to t; counters never go down. */
+static void integrate(struct sim_gpu *sg, double t, const struct sim_reading *r)
+{
+    if (!sg->have_last) {
+        start_counters(sg);
+    } else if (t > sg->last_t) {
+        double dt = t - sg->last_t;
+        sg->energy_mj += 0.5 * (sg->last_power + r->power) * dt * 1e3;
+        sg->pcie_tx_b += 0.5 * (sg->last_tx + r->pcie_tx) * dt;
+        sg->pcie_rx_b += 0.5 * (sg->last_rx + r->pcie_rx) * dt;
+        sg->power_viol_us += 0.5 * (sg->last_pcap + r->power_capped) * dt * 1e6;
+        sg->thermal_viol_us += 0.5 * (sg->last_therm + r->thermal_throttled) * dt * 1e6;
+    } else {
+        return; /* time stood still or went back: keep the counters and the last rates */
+    }
+    sg->have_last = true;
+    sg->last_t = t;
+    sg->last_power = r->power;
+    sg->last_tx = r->pcie_tx;
+    sg->last_rx = r->pcie_rx;
+    sg->last_pcap = r->power_capped;
+    sg->last_therm = r->thermal_throttled;
+}
+
+/* Writes one simulated GPU into the frame. */
+static int fill_gpu(struct gp_gpu *g, const struct sim_gpu *sg, const struct sim_reading *r)
+{
+    const struct gp_gpumodel *m = sg->m;
+    bool nv = m->vendor == GP_VENDOR_NVIDIA;
+    g->vendor = m->vendor;
+    g->index = sg->index;
+    g->simulated = true;
+    snprintf(g->uuid, sizeof g->uuid, "%s", sg->uuid);
+    snprintf(g->pci_bus_id, sizeof g->pci_bus_id, "%s", sg->pci);
+    snprintf(g->device, sizeof g->device, "%s", sg->device);
+    snprintf(g->model, sizeof g->model, "%s", m->name);
+    snprintf(g->driver, sizeof g->driver, "%s", nv ? GP_SIM_DRIVER_NVIDIA : GP_SIM_DRIVER_AMD);
+    snprintf(g->node, sizeof g->node, "%s", sg->nodename);
+
+    gp_gpu_set(g, GPF_SM_CLOCK, round(r->sm_clock));
+    gp_gpu_set(g, GPF_MEM_CLOCK, round(r->mem_clock));
+    gp_gpu_set(g, GPF_SM_CLOCK_MAX, m->sm_clock_max_mhz * 1e6);
+    gp_gpu_set(g, GPF_MEM_CLOCK_MAX, m->mem_clock_max_mhz * 1e6);
+    gp_gpu_set(g, GPF_GPU_TEMP, round(r->temp));
+    if (m->hbm)
+        gp_gpu_set(g, GPF_MEMORY_TEMP, round(r->mem_temp));
+    gp_gpu_set(g, GPF_POWER_USAGE, round(r->power * 1000) / 1000); /* NVML gives mW */
+    gp_gpu_set(g, GPF_POWER_LIMIT, m->power_limit_w);
+    gp_gpu_set(g, GPF_TOTAL_ENERGY, floor(sg->energy_mj));
+    gp_gpu_set(g, GPF_GPU_UTIL, round(r->util));
+    gp_gpu_set(g, GPF_MEM_COPY_UTIL, round(r->copy_util));
+    gp_gpu_set(g, GPF_PCIE_REPLAY, 0);
+    if (m->fan)
+        gp_gpu_set(g, GPF_FAN_SPEED, round(r->fan * 100) / 100);
+
+    /* memory: used + free (+ reserved on NVIDIA) = total, in MiB and in bytes */
+    double total_mib = floor((double)m->memory_bytes / MIB);
+    double reserved_mib = nv ? floor(total_mib / 160) : 0;
+    double used_mib = round(r->mem_frac * (total_mib - reserved_mib));
+    gp_gpu_set(g, GPF_FB_USED, used_mib);
+    gp_gpu_set(g, GPF_FB_FREE, total_mib - reserved_mib - used_mib);
+    gp_gpu_set(g, GPF_MEMORY_TOTAL, (double)m->memory_bytes);
+    gp_gpu_set(g, GPF_MEMORY_USED, used_mib * MIB);
+    if (m->ecc) {
+        gp_gpu_set(g, GPF_ECC_SBE_VOL, 0);
+        gp_gpu_set(g, GPF_ECC_DBE_VOL, 0);
+    }
+
+    if (nv) {
+        gp_gpu_set(g, GPF_FB_RESERVED, reserved_mib);
+        gp_gpu_set(g, GPF_ENC_UTIL, 0);
+        gp_gpu_set(g, GPF_DEC_UTIL, 0);
+        gp_gpu_set(g, GPF_XID_ERRORS, 0);
+        gp_gpu_set(g, GPF_POWER_VIOLATION, floor(sg->power_viol_us));
+        gp_gpu_set(g, GPF_THERMAL_VIOLATION, floor(sg->thermal_viol_us));
+        gp_gpu_set(g, GPF_PCIE_TX_TOTAL, floor(sg->pcie_tx_b));
+        gp_gpu_set(g, GPF_PCIE_RX_TOTAL, floor(sg->pcie_rx_b));
+        g->clock_events_valid = true;
+        g->clock_events = r->clock_events;
+        if (m->ecc) {
+            gp_gpu_set(g, GPF_ECC_SBE_AGG, 0);
+            gp_gpu_set(g, GPF_ECC_DBE_AGG, 0);
+        }
+        if (gp_gpumodel_has_row_remap(m)) {
+            gp_gpu_set(g, GPF_REMAP_COR, 0);
+            gp_gpu_set(g, GPF_REMAP_UNC, 0);
+            gp_gpu_set(g, GPF_REMAP_FAILURE, 0);
+        }
+        if (gp_gpumodel_has_page_retire(m)) {
+            gp_gpu_set(g, GPF_RETIRED_SBE, 0);
+            gp_gpu_set(g, GPF_RETIRED_DBE, 0);
+            gp_gpu_set(g, GPF_RETIRED_PENDING, 0);
+        }
+        if (m->mig)
+            gp_gpu_set(g, GPF_MIG_MODE, 0);
+        if (m->gpm) {
+            gp_gpu_set(g, GPF_PROF_GR_ACTIVE, r->gr);
+            gp_gpu_set(g, GPF_PROF_SM_ACTIVE, r->sm);
+            gp_gpu_set(g, GPF_PROF_SM_OCCUPANCY, r->occ);
+            gp_gpu_set(g, GPF_PROF_TENSOR, r->tensor);
+            gp_gpu_set(g, GPF_TENSOR_HMMA, r->tensor * 0.97);
+            gp_gpu_set(g, GPF_PROF_DRAM, r->dram);
+            gp_gpu_set(g, GPF_PROF_FP64, r->fp64);
+            gp_gpu_set(g, GPF_PROF_FP32, r->fp32);
+            gp_gpu_set(g, GPF_PROF_FP16, r->fp16);
+            gp_gpu_set(g, GPF_PROF_PCIE_TX, round(r->pcie_tx));
+            gp_gpu_set(g, GPF_PROF_PCIE_RX, round(r->pcie_rx));
+            gp_gpu_set(g, GPF_PROF_NVLINK_TX, round(r->nvl_tx));
+            gp_gpu_set(g, GPF_PROF_NVLINK_RX, round(r->nvl_rx));
+        }
+    }
+
+    /* the training process: its memory is the GPU's minus the context */
+    struct gp_gpu_proc *p = gp_gpu_add_proc(g);
+    if (!p)
+        return GP_ENOMEM;
+    double used = used_mib * MIB, ctx = fmin(512 * MIB, used / 10);
+    p->pid = r->pid;
+    p->mem_valid = true;
+    p->mem_bytes = (uint64_t)(used - ctx);
+    p->util_valid = true;
+    p->sm_util = round(r->util);
+    p->mem_util = round(r->copy_util);
+    return GP_OK;
+}
+
+static int sim_sample(void *state, struct gp_frame *f, unsigned *errors)
+{
+    struct sim_state *s = state;
+    if (!s->started) {
+        s->started = true;
+        s->t0_ms = f->time_ms;
+    }
+    /* unsigned difference: no overflow whatever the clock says */
+    int64_t ms = (int64_t)((uint64_t)f->time_ms - (uint64_t)s->t0_ms);
+    double t = ms > 0 ? (double)ms / 1000.0 : 0;
+    for (unsigned i = 0; i < s->n; i++) {
+        struct sim_gpu *sg = &s->gpus[i];
+        struct sim_reading r;
+        readings(sg, t, &r);
+        integrate(sg, t, &r);
+        struct gp_gpu *g = gp_frame_add_gpu(f);
+        if (!g || fill_gpu(g, sg, &r) != GP_OK) {
+            (*errors)++; /* out of memory: this GPU is missing from the tick */
+            if (g)
+                f->ngpus--;
+        }
+    }
+    return GP_OK;
+}
+
+const struct gp_source_ops gp_source_simulate = {
+    .name = "simulate",
+    .id = GP_SRC_SIMULATE,
+    .open = sim_open,
+    .sample = sim_sample,
+    .close = sim_close,
+};
+
+const char *gp_sim_behaviour_name(enum gp_sim_behaviour b)
+{
+    static const char *const names[GP_SIM__COUNT] = {"compute", "starved", "leaking", "straggler",
+                                                     "idle"};
+    return (unsigned)b < GP_SIM__COUNT ? names[b] : "?";
+}
+
+unsigned gp_sim_gpu_count(const void *state)
+{
+    const struct sim_state *s = state;
+    return s ? s->n : 0;
+}
+
+int gp_sim_gpu_behaviour(const void *state, unsigned i)
+{
+    const struct sim_state *s = state;
+    return s && i < s->n ? (int)s->gpus[i].beh : -1;
+}

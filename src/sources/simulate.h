@@ -1,0 +1,31 @@
+/*
+ * simulate.h - what the simulated source exposes beyond its ops table.
+ *
+ * gp_source_simulate (source.h) is the source itself. These helpers let
+ * tests and demos ask which workload a simulated GPU plays, so a check
+ * can look for each behaviour's signature in the series.
+ */
+#ifndef GP_SIMULATE_H
+#define GP_SIMULATE_H
+
+#include "source.h"
+
+enum gp_sim_behaviour {
+    GP_SIM_COMPUTE,   /* compute-bound: busy, power near the limit, clocks at max */
+    GP_SIM_STARVED,   /* data-starved: busy bursts, then idle waits for input */
+    GP_SIM_LEAKING,   /* memory grows until ~99 %, the job dies and restarts */
+    GP_SIM_STRAGGLER, /* thermally throttled: hot, slow clock, less work done */
+    GP_SIM_IDLE,      /* idle but allocated: memory held, nothing running */
+    GP_SIM__COUNT
+};
+
+/* "compute", "starved", "leaking", "straggler", "idle"; "?" when out of range. */
+const char *gp_sim_behaviour_name(enum gp_sim_behaviour b);
+
+/* Number of simulated GPUs of an open simulate state (frame order). */
+unsigned gp_sim_gpu_count(const void *state);
+
+/* Behaviour of the i-th simulated GPU (frame order); -1 when i is out of range. */
+int gp_sim_gpu_behaviour(const void *state, unsigned i);
+
+#endif
