@@ -223,7 +223,27 @@ static void test_snapshot_json(void)
     gp_frame_free(&f);
 }
 
+/* docs/metrics.md names every GPU reading of the table. */
+static void test_docs_name_every_metric(void)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/../../docs/metrics.md", GP_TEST_DATA_DIR);
+    FILE *fp = fopen(path, "r");
+    CHECK(fp != NULL);
+    static char text[1 << 17];
+    size_t n = fread(text, 1, sizeof text - 1, fp);
+    text[n] = '\0';
+    fclose(fp);
+    for (int i = 0; i < GPF__COUNT; i++) {
+        char needle[128];
+        snprintf(needle, sizeof needle, "`%s`", gp_gpu_fields[i].name);
+        if (!strstr(text, needle))
+            gp_test_fail(__FILE__, __LINE__, "docs/metrics.md does not name %s", needle);
+    }
+}
+
 const struct gp_test gp_tests_expo[] = {
+    {"docs_name_every_metric", test_docs_name_every_metric},
     {"gpu_series", test_gpu_series},
     {"host_and_processes", test_host_and_processes},
     {"families_well_formed", test_families_well_formed},
