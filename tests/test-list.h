@@ -2,3 +2,5 @@
 GROUP(buf)
 GROUP(duration)
 GROUP(frame)
+GROUP(procfs_parse)
+GROUP(procfs)

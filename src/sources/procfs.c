@@ -58,7 +58,7 @@ struct procfs {
     uint64_t page;             /* bytes per page */
     uint64_t btime;            /* boot time, epoch seconds */
     bool psi_said;             /* "no PSI" logged */
-    char dents[PROCFS_DENTS];  /* getdents64 buffer */
+    _Alignas(struct dirent64) char dents[PROCFS_DENTS]; /* getdents64 buffer */
 };
 
 /*
