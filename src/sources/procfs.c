@@ -17,8 +17,18 @@
  *     allocation in steady state. Every file read here is produced whole
  *     by one kernel show() call, so a read shorter than the buffer is the
  *     whole file: one read() per file, no second read to see EOF.
- *   - Per-process files (stat, status, io) are opened, read and closed
- *     each tick: processes come and go.
+ *   - Per-process files (stat, io) are opened, read and closed each
+ *     tick: processes come and go.
+ *   - /proc/PID/status is the dearest file the kernel makes (it walks the
+ *     address space for the Vm* lines): measured, it was half of a tick.
+ *     It is read only for the real uid, which almost never changes, so
+ *     the uid is remembered per (pid, start time) and status re-read when
+ *     a process is new, when its pid now names a different process, and
+ *     at least every PROCFS_UID_REFRESH ticks (staggered by pid, so no
+ *     tick pays for all of them): a setuid() after start shows late by at
+ *     most that many ticks. The memory is two arrays sorted by pid (this
+ *     tick's, last tick's), swapped each tick and grown only when the
+ *     node runs more processes than ever before.
  *
  * Failure policy: a process that vanishes mid-read (ENOENT, ESRCH) or a
  * garbled per-process file skips that process; an unreadable or garbled
@@ -44,9 +54,23 @@
 #define PROCFS_BUF_START (16u * 1024)
 #define PROCFS_BUF_MAX (4u * 1024 * 1024) /* /proc/stat on a huge box: ~1 MiB */
 #define PROCFS_DENTS 32768
+#define PROCFS_UID_REFRESH 16 /* ticks a remembered uid may be used */
 
 static const char *const psi_files[GP_PSI__COUNT] = {"pressure/cpu", "pressure/memory",
                                                      "pressure/io"};
+
+/* What status said about one process, remembered across ticks. */
+struct procfs_seen {
+    uint32_t pid, uid;
+    uint64_t starttime;  /* clock ticks after boot: tells a reused pid apart */
+    uint64_t read_tick;  /* tick of the last status read, staggered by pid */
+};
+
+struct procfs_seen_list {
+    struct procfs_seen *v;
+    size_t n, cap;
+    bool sorted;         /* appended in ascending pid order */
+};
 
 struct procfs {
     int root;                  /* O_DIRECTORY fd of proc_root */
@@ -58,6 +82,9 @@ struct procfs {
     uint64_t page;             /* bytes per page */
     uint64_t btime;            /* boot time, epoch seconds */
     bool psi_said;             /* "no PSI" logged */
+    uint64_t tick;             /* sample() calls */
+    struct procfs_seen_list seen[2]; /* [cur]: this tick; [!cur]: last */
+    int cur;
     _Alignas(struct dirent64) char dents[PROCFS_DENTS]; /* getdents64 buffer */
 };
 
@@ -117,6 +144,8 @@ static void procfs_close(void *state)
         if (*fds[i] >= 0)
             close(*fds[i]);
     free(st->buf);
+    free(st->seen[0].v);
+    free(st->seen[1].v);
     free(st);
 }
 
@@ -228,6 +257,43 @@ static void sample_host(struct procfs *st, struct gp_frame *f, unsigned *errors)
     }
 }
 
+/* Last tick's record of pid, or NULL. */
+static const struct procfs_seen *seen_find(const struct procfs_seen_list *l, uint32_t pid)
+{
+    size_t lo = 0, hi = l->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (l->v[mid].pid < pid)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < l->n && l->v[lo].pid == pid ? &l->v[lo] : NULL;
+}
+
+/* Remembers a process for the next tick. Out of memory only means its
+ * status is read again next tick, so failure is silent. */
+static void seen_add(struct procfs_seen_list *l, const struct procfs_seen *s)
+{
+    if (l->n == l->cap) {
+        size_t nc = l->cap ? l->cap * 2 : 256;
+        struct procfs_seen *nv = realloc(l->v, nc * sizeof *nv);
+        if (!nv)
+            return;
+        l->v = nv;
+        l->cap = nc;
+    }
+    if (l->n > 0 && l->v[l->n - 1].pid >= s->pid)
+        l->sorted = false;
+    l->v[l->n++] = *s;
+}
+
+static int seen_cmp(const void *a, const void *b)
+{
+    uint32_t x = ((const struct procfs_seen *)a)->pid, y = ((const struct procfs_seen *)b)->pid;
+    return x < y ? -1 : x > y;
+}
+
 /*
  * Reads one process (pid, as the digits name[0..len)) into a new frame
  * record. Returns GP_OK, GP_ENOMEM (the frame could not grow) or another
@@ -247,11 +313,23 @@ static int sample_pid(struct procfs *st, struct gp_frame *f, const char *name, s
     if (n < 0 || gp_procfs_parse_pid_stat(st->buf, (size_t)n, &ps) != GP_OK)
         return GP_EIO;
 
-    struct gp_procfs_pid_status status;
-    memcpy(leaf, "/status", sizeof "/status");
-    n = read_rel(st, path);
-    if (n < 0 || gp_procfs_parse_pid_status(st->buf, (size_t)n, &status) != GP_OK)
-        return GP_EIO;
+    const struct procfs_seen *old = seen_find(&st->seen[!st->cur], ps.pid);
+    struct procfs_seen now;
+    if (old && old->starttime == ps.starttime &&
+        st->tick - old->read_tick < PROCFS_UID_REFRESH) {
+        now = *old;
+    } else {
+        struct gp_procfs_pid_status status;
+        memcpy(leaf, "/status", sizeof "/status");
+        n = read_rel(st, path);
+        if (n < 0 || gp_procfs_parse_pid_status(st->buf, (size_t)n, &status) != GP_OK)
+            return GP_EIO;
+        now.pid = ps.pid;
+        now.uid = status.uid;
+        now.starttime = ps.starttime;
+        /* first sight: pretend an earlier read, so refreshes spread out */
+        now.read_tick = old ? st->tick : st->tick - ps.pid % PROCFS_UID_REFRESH;
+    }
 
     bool io_valid = false;
     uint64_t rd = 0, wr = 0;
@@ -273,7 +351,7 @@ static int sample_pid(struct procfs *st, struct gp_frame *f, const char *name, s
     double tck = (double)st->ticks;
     p->pid = ps.pid;
     p->ppid = ps.ppid;
-    p->uid = status.uid;
+    p->uid = now.uid;
     memcpy(p->comm, ps.comm, sizeof p->comm);
     p->state = ps.state;
     p->threads = ps.num_threads;
@@ -285,12 +363,17 @@ static int sample_pid(struct procfs *st, struct gp_frame *f, const char *name, s
     p->io_valid = io_valid;
     p->io_read_bytes = rd;
     p->io_write_bytes = wr;
+    seen_add(&st->seen[st->cur], &now);
     return GP_OK;
 }
 
 static int procfs_sample(void *state, struct gp_frame *f, unsigned *errors)
 {
     struct procfs *st = state;
+    st->tick++;
+    struct procfs_seen_list *cur = &st->seen[st->cur];
+    cur->n = 0;
+    cur->sorted = true;
     sample_host(st, f, errors);
 
     if (lseek(st->root, 0, SEEK_SET) < 0)
@@ -322,6 +405,9 @@ static int procfs_sample(void *state, struct gp_frame *f, unsigned *errors)
                 (*errors)++;
         }
     }
+    if (!cur->sorted) /* the kernel lists pids ascending; a fake tree may not */
+        qsort(cur->v, cur->n, sizeof *cur->v, seen_cmp);
+    st->cur = !st->cur;
     gp_frame_sort_procs(f);
     return GP_OK;
 }

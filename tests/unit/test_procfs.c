@@ -273,6 +273,44 @@ static void test_rereads_host_files(void)
     gp_frame_free(&f);
 }
 
+/* The uid is remembered per (pid, start time): a changed status shows
+ * within PROCFS_UID_REFRESH (16) ticks, and at once for a new process
+ * behind a reused pid. */
+static void test_uid_cache(void)
+{
+    const char *root = build_tree();
+    void *st = open_at(root);
+    struct gp_frame f;
+    gp_frame_init(&f);
+    unsigned errors = 0;
+    CHECK_INT(gp_source_procfs.sample(st, &f, &errors), GP_OK);
+    CHECK_INT(gp_frame_find_proc(&f, 42)->uid, 1000);
+    CHECK_INT(gp_frame_find_proc(&f, 123)->uid, 1000);
+
+    write_status(root, 42, 2000, 4);   /* setuid() after start */
+    write_status(root, 123, 3000, 1);  /* pid 123 reused by a new process: */
+    write_pid_stat(root, 123, "newer", 'S', 1, 0, 0, 1, 999999, 0, 0);
+    int ticks_to_change = 0;
+    for (int tick = 1; tick <= 20; tick++) {
+        gp_frame_reset(&f);
+        errors = 0;
+        CHECK_INT(gp_source_procfs.sample(st, &f, &errors), GP_OK);
+        CHECK_INT(errors, 4);
+        CHECK_INT(f.nprocs, 4);
+        CHECK_INT(gp_frame_find_proc(&f, 123)->uid, 3000); /* at once */
+        CHECK_STR(gp_frame_find_proc(&f, 123)->comm, "newer");
+        if (!ticks_to_change && gp_frame_find_proc(&f, 42)->uid == 2000)
+            ticks_to_change = tick;
+        if (ticks_to_change)
+            CHECK_INT(gp_frame_find_proc(&f, 42)->uid, 2000);
+        else
+            CHECK_INT(gp_frame_find_proc(&f, 42)->uid, 1000);
+    }
+    CHECK(ticks_to_change > 1 && ticks_to_change <= 16);
+    gp_source_procfs.close(st);
+    gp_frame_free(&f);
+}
+
 /* No /proc/pressure (old kernel or psi=0): not an error, PSI invalid. */
 static void test_no_psi(void)
 {
@@ -385,6 +423,7 @@ static void test_real_proc(void)
 const struct gp_test gp_tests_procfs[] = {
     {"fake_tree", test_fake_tree},
     {"rereads_host_files", test_rereads_host_files},
+    {"uid_cache", test_uid_cache},
     {"no_psi", test_no_psi},
     {"open_failures", test_open_failures},
     {"real_proc", test_real_proc},
