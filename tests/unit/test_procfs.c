@@ -1,0 +1,431 @@
+/*
+ * test_procfs.c - the procfs source end to end through open/sample/close.
+ *
+ * A fake /proc tree is written into the test's temporary directory: host
+ * files and processes with the awkward cases (a comm with ") (" in it, a
+ * truncated stat, a garbled stat, no io file, a process that vanished
+ * between its stat and status, 2048 threads, non-process entries). The
+ * frame's contents are checked exactly, as is error counting. One test
+ * samples this machine's real /proc.
+ */
+#include "lib/err.h"
+#include "sources/frame.h"
+#include "sources/source.h"
+#include "test.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char fake_stat[] = "cpu  1000 200 300 40000 50 6 70 8 0 0\n"
+                                "cpu0 500 100 150 20000 25 3 35 4 0 0\n"
+                                "cpu1 500 100 150 20000 25 3 35 4 0 0\n"
+                                "intr 100 0 0\nctxt 500\nbtime 1700000000\n"
+                                "processes 900\nprocs_running 1\nprocs_blocked 0\n";
+static const char fake_meminfo[] = "MemTotal:       8000000 kB\nMemFree:        1000000 kB\n"
+                                   "MemAvailable:   4000000 kB\nBuffers:          10000 kB\n"
+                                   "Cached:         2000000 kB\nShmem:            30000 kB\n"
+                                   "Dirty:              40 kB\nSwapTotal:            0 kB\n"
+                                   "SwapFree:             0 kB\nHugePages_Total:       0\n";
+
+/* Writes <dir>/<pid>/stat with the fields the source reads. */
+static void write_pid_stat(const char *dir, unsigned pid, const char *comm, char state,
+                           unsigned ppid, unsigned long utime, unsigned long stime,
+                           unsigned threads, unsigned long start, unsigned long vsize,
+                           unsigned long rss)
+{
+    char rel[64], text[1024];
+    snprintf(rel, sizeof rel, "%u/stat", pid);
+    snprintf(text, sizeof text,
+             "%u (%s) %c %u %u %u 0 -1 4194560 100 0 0 0 %lu %lu 0 0 20 0 %u 0 %lu %lu %lu "
+             "18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0\n",
+             pid, comm, state, ppid, pid, pid, utime, stime, threads, start, vsize, rss);
+    gp_test_write_file(dir, rel, text);
+}
+
+static void write_pid_file(const char *dir, unsigned pid, const char *leaf, const char *text)
+{
+    char rel[64];
+    snprintf(rel, sizeof rel, "%u/%s", pid, leaf);
+    gp_test_write_file(dir, rel, text);
+}
+
+static void write_status(const char *dir, unsigned pid, unsigned uid, unsigned threads)
+{
+    char text[256];
+    snprintf(text, sizeof text,
+             "Name:\tx\nState:\tS (sleeping)\nUid:\t%u\t%u\t%u\t%u\nGid:\t0\t0\t0\t0\n"
+             "NSpid:\t%u\nThreads:\t%u\n",
+             uid, uid + 1, uid, uid, pid, threads);
+    write_pid_file(dir, pid, "status", text);
+}
+
+/* The fake tree; returns its root (a static buffer). */
+static const char *build_tree(void)
+{
+    static char root[1024];
+    snprintf(root, sizeof root, "%s/proc", gp_test_tmpdir());
+    gp_test_write_file(gp_test_tmpdir(), "proc/stat", fake_stat);
+    gp_test_write_file(root, "meminfo", fake_meminfo);
+    gp_test_write_file(root, "loadavg", "0.50 1.25 2.00 3/400 4242\n");
+    gp_test_write_file(root, "pressure/cpu", "some avg10=0.00 avg60=0.00 avg300=0.00 total=2500000\n");
+    gp_test_write_file(root, "pressure/memory",
+                       "some avg10=0.00 avg60=0.00 avg300=0.00 total=1000\n"
+                       "full avg10=0.00 avg60=0.00 avg300=0.00 total=500\n");
+    gp_test_write_file(root, "pressure/io",
+                       "some avg10=0.00 avg60=0.00 avg300=0.00 total=3000000\n"
+                       "full avg10=0.00 avg60=0.00 avg300=0.00 total=2000000\n");
+
+    /* 1: init, everything readable */
+    write_pid_stat(root, 1, "systemd", 'S', 0, 250, 120, 1, 5, 170000000, 3000);
+    write_status(root, 1, 0, 1);
+    write_pid_file(root, 1, "io", "rchar: 9\nwchar: 9\nread_bytes: 4096\nwrite_bytes: 8192\n");
+    /* 42: comm with spaces and ") (" */
+    write_pid_stat(root, 42, "my app) (x y", 'R', 1, 100, 50, 4, 1000, 5000000, 100);
+    write_status(root, 42, 1000, 4);
+    write_pid_file(root, 42, "io", "read_bytes: 1\nwrite_bytes: 2\n");
+    /* 77: stat truncated mid-field */
+    write_pid_file(root, 77, "stat", "77 (cut) S 1 77 77 0 -1 4194560 100 0 0 0 12");
+    write_status(root, 77, 0, 1);
+    /* 88: garbage */
+    write_pid_file(root, 88, "stat", "\x01\x02 this is not a stat file )( \xff\n");
+    write_status(root, 88, 0, 1);
+    /* 99: no io file (kernel without task I/O accounting) */
+    write_pid_stat(root, 99, "noio", 'S', 1, 1, 1, 1, 200, 4096, 1);
+    write_status(root, 99, 5, 1);
+    /* 123: thread-heavy */
+    write_pid_stat(root, 123, "trainer", 'S', 42, 360000, 4200, 2048, 123456, 1ul << 40,
+                   2000000);
+    write_status(root, 123, 1000, 2048);
+    write_pid_file(root, 123, "io", "read_bytes: 1000000000000\nwrite_bytes: 0\n");
+    /* 150: exited between its stat and status: no status file */
+    write_pid_stat(root, 150, "gone", 'Z', 1, 0, 0, 1, 300, 0, 0);
+    /* 160: io garbled */
+    write_pid_stat(root, 160, "badio", 'S', 1, 0, 0, 1, 300, 0, 0);
+    write_status(root, 160, 0, 1);
+    write_pid_file(root, 160, "io", "read_bytes: lots\nwrite_bytes: 0\n");
+    /* not processes: ignored without error */
+    gp_test_write_file(root, "self/stat", "garbage");
+    gp_test_write_file(root, "12abc/stat", "garbage");
+    gp_test_write_file(root, "0/stat", "garbage");
+    gp_test_write_file(root, "4321", "a regular file named like a pid");
+    return root;
+}
+
+static void *open_at(const char *root)
+{
+    struct gp_source_config cfg = {.proc_root = root};
+    void *st = NULL;
+    char err[256] = "";
+    int rc = gp_source_procfs.open(&cfg, &st, err, sizeof err);
+    if (rc != GP_OK)
+        gp_test_fail(__FILE__, __LINE__, "open: %s", err);
+    return st;
+}
+
+static void test_fake_tree(void)
+{
+    const char *root = build_tree();
+    void *st = open_at(root);
+    struct gp_frame f;
+    gp_frame_init(&f);
+    unsigned errors = 0;
+    CHECK_INT(gp_source_procfs.sample(st, &f, &errors), GP_OK);
+    CHECK_INT(errors, 4); /* 77 truncated, 88 garbage, 150 vanished, 160 garbled io */
+
+    double tck = (double)sysconf(_SC_CLK_TCK);
+    double page = (double)sysconf(_SC_PAGESIZE);
+    const struct gp_host *h = &f.host;
+    CHECK(h->cpu_valid);
+    CHECK_INT(h->ncpus, 2);
+    CHECK_DBL(h->cpu_seconds[GP_CPU_USER], 1000 / tck, 1e-9);
+    CHECK_DBL(h->cpu_seconds[GP_CPU_NICE], 200 / tck, 1e-9);
+    CHECK_DBL(h->cpu_seconds[GP_CPU_SYSTEM], 300 / tck, 1e-9);
+    CHECK_DBL(h->cpu_seconds[GP_CPU_IDLE], 40000 / tck, 1e-9);
+    CHECK_DBL(h->cpu_seconds[GP_CPU_IOWAIT], 50 / tck, 1e-9);
+    CHECK_DBL(h->cpu_seconds[GP_CPU_IRQ], 6 / tck, 1e-9);
+    CHECK_DBL(h->cpu_seconds[GP_CPU_SOFTIRQ], 70 / tck, 1e-9);
+    CHECK_DBL(h->cpu_seconds[GP_CPU_STEAL], 8 / tck, 1e-9);
+    CHECK_INT(h->mem_valid, (1u << GP_MEM__COUNT) - 1);
+    CHECK_INT(h->mem_bytes[GP_MEM_TOTAL], 8000000ull * 1024);
+    CHECK_INT(h->mem_bytes[GP_MEM_AVAILABLE], 4000000ull * 1024);
+    CHECK_INT(h->mem_bytes[GP_MEM_DIRTY], 40 * 1024);
+    CHECK(h->load_valid);
+    CHECK_DBL(h->load[0], 0.5, 1e-12);
+    CHECK_DBL(h->load[1], 1.25, 1e-12);
+    CHECK_DBL(h->load[2], 2.0, 1e-12);
+    CHECK_INT(h->psi_valid[GP_PSI_CPU], 1u << GP_PSI_SOME);
+    CHECK_DBL(h->psi_seconds[GP_PSI_CPU][GP_PSI_SOME], 2.5, 1e-12);
+    CHECK_INT(h->psi_valid[GP_PSI_MEMORY], 3);
+    CHECK_DBL(h->psi_seconds[GP_PSI_MEMORY][GP_PSI_FULL], 0.0005, 1e-12);
+    CHECK_DBL(h->psi_seconds[GP_PSI_IO][GP_PSI_SOME], 3.0, 1e-12);
+    CHECK_DBL(h->psi_seconds[GP_PSI_IO][GP_PSI_FULL], 2.0, 1e-12);
+
+    CHECK_INT(f.nprocs, 4);
+    CHECK_INT(f.procs[0].pid, 1);
+    CHECK_INT(f.procs[1].pid, 42);
+    CHECK_INT(f.procs[2].pid, 99);
+    CHECK_INT(f.procs[3].pid, 123);
+
+    const struct gp_proc *p = gp_frame_find_proc(&f, 1);
+    CHECK(p);
+    CHECK_STR(p->comm, "systemd");
+    CHECK_INT(p->ppid, 0);
+    CHECK_INT(p->uid, 0);
+    CHECK_INT(p->state, 'S');
+    CHECK_INT(p->threads, 1);
+    CHECK_DBL(p->utime_s, 250 / tck, 1e-9);
+    CHECK_DBL(p->stime_s, 120 / tck, 1e-9);
+    CHECK_DBL(p->start_time_s, 1700000000 + 5 / tck, 1e-6);
+    CHECK_INT(p->vsize_bytes, 170000000);
+    CHECK_DBL((double)p->rss_bytes, 3000 * page, 0);
+    CHECK(p->io_valid);
+    CHECK_INT(p->io_read_bytes, 4096);
+    CHECK_INT(p->io_write_bytes, 8192);
+
+    p = gp_frame_find_proc(&f, 42);
+    CHECK(p);
+    CHECK_STR(p->comm, "my app) (x y");
+    CHECK_INT(p->state, 'R');
+    CHECK_INT(p->ppid, 1);
+    CHECK_INT(p->uid, 1000); /* real uid, not the effective 1001 */
+    CHECK_INT(p->threads, 4);
+    CHECK(p->io_valid);
+    CHECK_INT(p->io_write_bytes, 2);
+
+    p = gp_frame_find_proc(&f, 99);
+    CHECK(p);
+    CHECK(!p->io_valid);
+    CHECK_INT(p->io_read_bytes, 0);
+    CHECK_INT(p->uid, 5);
+
+    p = gp_frame_find_proc(&f, 123);
+    CHECK(p);
+    CHECK_STR(p->comm, "trainer");
+    CHECK_INT(p->ppid, 42);
+    CHECK_INT(p->threads, 2048);
+    CHECK_DBL(p->utime_s, 360000 / tck, 1e-9);
+    CHECK_DBL(p->start_time_s, 1700000000 + 123456 / tck, 1e-6);
+    CHECK(p->vsize_bytes == 1ull << 40);
+    CHECK_DBL((double)p->rss_bytes, 2000000 * page, 0);
+    CHECK_INT(p->io_read_bytes, 1000000000000ull);
+
+    CHECK(!gp_frame_find_proc(&f, 77));
+    CHECK(!gp_frame_find_proc(&f, 88));
+    CHECK(!gp_frame_find_proc(&f, 150));
+    CHECK(!gp_frame_find_proc(&f, 160));
+
+    gp_source_procfs.close(st);
+    gp_frame_free(&f);
+}
+
+/* Host files stay open and are re-read from offset 0: a rewrite in place
+ * shows in the next tick; a host file turned garbage is one error. */
+static void test_rereads_host_files(void)
+{
+    const char *root = build_tree();
+    void *st = open_at(root);
+    struct gp_frame f;
+    gp_frame_init(&f);
+    unsigned errors = 0;
+    CHECK_INT(gp_source_procfs.sample(st, &f, &errors), GP_OK);
+    CHECK_DBL(f.host.load[0], 0.5, 1e-12);
+
+    gp_test_write_file(root, "loadavg", "7.00 1.25 2.00 3/400 4242\n");
+    gp_test_write_file(root, "meminfo", "MemTotal: 1 kB\nMemFree: oops\n");
+    gp_test_write_file(root, "pressure/io", "");
+    /* a larger /proc/stat than the read buffer: grows once */
+    char big[40000];
+    size_t n = (size_t)snprintf(big, sizeof big, "cpu  1 2 3 4 5 6 7 8 0 0\n");
+    for (int i = 0; i < 1000; i++)
+        n += (size_t)snprintf(big + n, sizeof big - n, "cpu%d 0 0 0 0 0 0 0 0 0 0\n", i);
+    snprintf(big + n, sizeof big - n, "btime 1700000100\n");
+    gp_test_write_file(root, "stat", big);
+
+    gp_frame_reset(&f);
+    errors = 0;
+    CHECK_INT(gp_source_procfs.sample(st, &f, &errors), GP_OK);
+    CHECK_INT(errors, 4 + 2); /* the 4 bad processes, meminfo, pressure/io */
+    CHECK_DBL(f.host.load[0], 7.0, 1e-12);
+    CHECK_INT(f.host.mem_valid, 0);
+    CHECK_INT(f.host.psi_valid[GP_PSI_IO], 0);
+    CHECK_INT(f.host.psi_valid[GP_PSI_CPU], 1);
+    CHECK(f.host.cpu_valid);
+    CHECK_INT(f.host.ncpus, 1000);
+    CHECK_INT(f.nprocs, 4);
+    double tck = (double)sysconf(_SC_CLK_TCK);
+    CHECK_DBL(gp_frame_find_proc(&f, 1)->start_time_s, 1700000100 + 5 / tck, 1e-6);
+
+    /* /proc/stat garbled: cpu invalid, processes still read with the
+     * last good boot time */
+    gp_test_write_file(root, "stat", "nonsense\n");
+    gp_frame_reset(&f);
+    errors = 0;
+    CHECK_INT(gp_source_procfs.sample(st, &f, &errors), GP_OK);
+    CHECK(!f.host.cpu_valid);
+    CHECK_INT(errors, 4 + 3);
+    CHECK_INT(f.nprocs, 4);
+    CHECK_DBL(gp_frame_find_proc(&f, 1)->start_time_s, 1700000100 + 5 / tck, 1e-6);
+
+    gp_source_procfs.close(st);
+    gp_frame_free(&f);
+}
+
+/* The uid is remembered per (pid, start time): a changed status shows
+ * within PROCFS_UID_REFRESH (16) ticks, and at once for a new process
+ * behind a reused pid. */
+static void test_uid_cache(void)
+{
+    const char *root = build_tree();
+    void *st = open_at(root);
+    struct gp_frame f;
+    gp_frame_init(&f);
+    unsigned errors = 0;
+    CHECK_INT(gp_source_procfs.sample(st, &f, &errors), GP_OK);
+    CHECK_INT(gp_frame_find_proc(&f, 42)->uid, 1000);
+    CHECK_INT(gp_frame_find_proc(&f, 123)->uid, 1000);
+
+    write_status(root, 42, 2000, 4);   /* setuid() after start */
+    write_status(root, 123, 3000, 1);  /* pid 123 reused by a new process: */
+    write_pid_stat(root, 123, "newer", 'S', 1, 0, 0, 1, 999999, 0, 0);
+    int ticks_to_change = 0;
+    for (int tick = 1; tick <= 20; tick++) {
+        gp_frame_reset(&f);
+        errors = 0;
+        CHECK_INT(gp_source_procfs.sample(st, &f, &errors), GP_OK);
+        CHECK_INT(errors, 4);
+        CHECK_INT(f.nprocs, 4);
+        CHECK_INT(gp_frame_find_proc(&f, 123)->uid, 3000); /* at once */
+        CHECK_STR(gp_frame_find_proc(&f, 123)->comm, "newer");
+        if (!ticks_to_change && gp_frame_find_proc(&f, 42)->uid == 2000)
+            ticks_to_change = tick;
+        if (ticks_to_change)
+            CHECK_INT(gp_frame_find_proc(&f, 42)->uid, 2000);
+        else
+            CHECK_INT(gp_frame_find_proc(&f, 42)->uid, 1000);
+    }
+    CHECK(ticks_to_change > 1 && ticks_to_change <= 16);
+    gp_source_procfs.close(st);
+    gp_frame_free(&f);
+}
+
+/* No /proc/pressure (old kernel or psi=0): not an error, PSI invalid. */
+static void test_no_psi(void)
+{
+    char root[1024];
+    snprintf(root, sizeof root, "%s/proc", gp_test_tmpdir());
+    gp_test_write_file(gp_test_tmpdir(), "proc/stat", fake_stat);
+    gp_test_write_file(root, "meminfo", fake_meminfo);
+    gp_test_write_file(root, "loadavg", "0.50 1.25 2.00 3/400 4242\n");
+    write_pid_stat(root, 7, "solo", 'S', 1, 0, 0, 1, 0, 0, 0);
+    write_status(root, 7, 0, 1);
+    void *st = open_at(root);
+    struct gp_frame f;
+    gp_frame_init(&f);
+    unsigned errors = 0;
+    CHECK_INT(gp_source_procfs.sample(st, &f, &errors), GP_OK);
+    CHECK_INT(errors, 0);
+    for (int r = 0; r < GP_PSI__COUNT; r++)
+        CHECK_INT(f.host.psi_valid[r], 0);
+    CHECK(f.host.cpu_valid);
+    CHECK_INT(f.nprocs, 1);
+    CHECK_STR(f.procs[0].comm, "solo");
+    CHECK(!f.procs[0].io_valid);
+    gp_source_procfs.close(st);
+    gp_frame_free(&f);
+}
+
+static void test_open_failures(void)
+{
+    struct gp_source_config cfg = {.proc_root = "/nonexistent/gpulse-proc"};
+    void *st = NULL;
+    char err[256] = "";
+    CHECK_INT(gp_source_procfs.open(&cfg, &st, err, sizeof err), GP_EIO);
+    CHECK_CONTAINS(err, "/nonexistent/gpulse-proc");
+
+    /* a root without stat */
+    char root[1024];
+    snprintf(root, sizeof root, "%s/empty", gp_test_tmpdir());
+    CHECK_INT(mkdir(root, 0755), 0);
+    cfg.proc_root = root;
+    CHECK_INT(gp_source_procfs.open(&cfg, &st, err, sizeof err), GP_EIO);
+    CHECK_CONTAINS(err, "stat");
+
+    /* a garbled stat */
+    gp_test_write_file(root, "stat", "cpu x\n");
+    CHECK_INT(gp_source_procfs.open(&cfg, &st, err, sizeof err), GP_EPARSE);
+    CHECK_CONTAINS(err, "malformed");
+
+    /* a stat but no meminfo or loadavg: opens, counts those each tick */
+    gp_test_write_file(root, "stat", fake_stat);
+    CHECK_INT(gp_source_procfs.open(&cfg, &st, err, sizeof err), GP_OK);
+    struct gp_frame f;
+    gp_frame_init(&f);
+    unsigned errors = 0;
+    CHECK_INT(gp_source_procfs.sample(st, &f, &errors), GP_OK);
+    CHECK_INT(errors, 2);
+    CHECK(f.host.cpu_valid);
+    CHECK_INT(f.host.mem_valid, 0);
+    CHECK(!f.host.load_valid);
+    CHECK_INT(f.nprocs, 0);
+    gp_source_procfs.close(st);
+    gp_source_procfs.close(NULL);
+    gp_frame_free(&f);
+}
+
+/* The real /proc of this machine: this test's own process is found. */
+static void test_real_proc(void)
+{
+    void *st = open_at("/proc");
+    struct gp_frame f;
+    gp_frame_init(&f);
+    for (int tick = 0; tick < 2; tick++) {
+        gp_frame_reset(&f);
+        unsigned errors = 0;
+        CHECK_INT(gp_source_procfs.sample(st, &f, &errors), GP_OK);
+        CHECK(f.nprocs >= 2);
+        for (unsigned i = 1; i < f.nprocs; i++)
+            CHECK(f.procs[i - 1].pid < f.procs[i].pid);
+        const struct gp_host *h = &f.host;
+        CHECK(h->cpu_valid);
+        long online = sysconf(_SC_NPROCESSORS_ONLN);
+        CHECK_INT(h->ncpus, online);
+        CHECK(h->cpu_seconds[GP_CPU_IDLE] + h->cpu_seconds[GP_CPU_USER] > 0);
+        CHECK(h->mem_valid & (1u << GP_MEM_TOTAL));
+        CHECK(h->mem_valid & (1u << GP_MEM_FREE));
+        CHECK(h->mem_bytes[GP_MEM_TOTAL] > h->mem_bytes[GP_MEM_FREE]);
+        CHECK(h->load_valid);
+        struct stat sb;
+        if (stat("/proc/pressure/cpu", &sb) == 0)
+            CHECK(h->psi_valid[GP_PSI_CPU] & (1u << GP_PSI_SOME));
+
+        const struct gp_proc *me = gp_frame_find_proc(&f, (uint32_t)getpid());
+        CHECK(me);
+        CHECK_INT(me->ppid, getppid());
+        CHECK_INT(me->uid, getuid());
+        CHECK_INT(me->state, 'R');
+        CHECK(me->threads >= 1);
+        CHECK(me->rss_bytes > 0);
+        CHECK(me->vsize_bytes >= me->rss_bytes);
+        CHECK(me->utime_s >= 0 && me->stime_s >= 0);
+        double now = (double)time(NULL);
+        CHECK(me->start_time_s > now - 3600 && me->start_time_s < now + 2);
+        CHECK_STR(me->comm, "unit-tests");
+        if (getuid() == 0)
+            CHECK(me->io_valid);
+    }
+    gp_source_procfs.close(st);
+    gp_frame_free(&f);
+}
+
+const struct gp_test gp_tests_procfs[] = {
+    {"fake_tree", test_fake_tree},
+    {"rereads_host_files", test_rereads_host_files},
+    {"uid_cache", test_uid_cache},
+    {"no_psi", test_no_psi},
+    {"open_failures", test_open_failures},
+    {"real_proc", test_real_proc},
+    {0},
+};
