@@ -2,3 +2,4 @@
 GROUP(buf)
 GROUP(duration)
 GROUP(frame)
+GROUP(nvml)

@@ -150,9 +150,10 @@ unsigned long fakenvml_calls(const char *fn, int dev)
 
 /* ---- lifecycle ---- */
 
-static nvmlReturn_t do_init(void)
+static nvmlReturn_t do_init(const char *fn)
 {
     pthread_mutex_lock(&fk_mu);
+    count_call(fn, NULL);
     if (fk_refs) {
         fk_refs++;
         return leave(FK_SUCCESS);
@@ -198,9 +199,9 @@ static nvmlReturn_t do_init(void)
     return leave(FK_SUCCESS);
 }
 
-nvmlReturn_t nvmlInit(void) { return do_init(); }
+nvmlReturn_t nvmlInit(void) { return do_init("nvmlInit"); }
 #ifndef FAKENVML_OLD_DRIVER
-nvmlReturn_t nvmlInit_v2(void) { return do_init(); }
+nvmlReturn_t nvmlInit_v2(void) { return do_init("nvmlInit_v2"); }
 #endif
 
 nvmlReturn_t nvmlShutdown(void)

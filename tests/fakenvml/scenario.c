@@ -428,7 +428,7 @@ int fk_scenario_parse(struct fk_scenario *s, const char *text, size_t len, char 
         }
     }
     if (s->ngpus == 0 && !s->init_error) {
-        fail_at(err, errlen, line, "scenario declares no gpu");
+        fail_at(err, errlen, line ? line : 1, "scenario declares no gpu");
         goto fail;
     }
     /* Dry-run every timeline line against a scratch copy of the scenario. */
