@@ -16,6 +16,7 @@
 
 #include <dlfcn.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #define FAKE_FULL GP_TEST_DATA_DIR "/../../build/fakenvml/full/libnvidia-ml.so.1"
 #define FAKE_OLD GP_TEST_DATA_DIR "/../../build/fakenvml/old/libnvidia-ml.so.1"
@@ -25,6 +26,8 @@ static const char *g_lib = FAKE_FULL;
 
 static void *open_with(const char *lib, const char *scn_path, bool gpm, int want)
 {
+    if (access(lib, R_OK) != 0)
+        gp_test_fail(__FILE__, __LINE__, "%s missing: build the stand-in NVML first (make fakenvml)", lib);
     setenv("GPULSE_FAKENVML_SCENARIO", scn_path, 1);
     gp_log_min = getenv("GP_TEST_NVML_DEBUG") ? GP_LOG_DEBUG : GP_LOG_ERROR;
     g_lib = lib;
