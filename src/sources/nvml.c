@@ -58,6 +58,9 @@ static void *sym3(void *lib, int *ver, const char *a, const char *b, const char 
             continue;
         void *p = dlsym(lib, names[i]);
         if (p) {
+            if (i > 0)
+                gp_log(GP_LOG_DEBUG, NV_MODULE, "older NVML symbol used", "symbol=%s wanted=%s",
+                       names[i], a);
             if (ver)
                 *ver = 3 - i;
             return p;
