@@ -49,6 +49,6 @@ ngpu=$(grep -c '^gpulse_gpu_lost{' "$TMP/lost")
 nlive=$(grep -c '^DCGM_FI_DEV_GPU_TEMP{' "$TMP/lost")
 [ "$nlive" -eq $((ngpu - 1)) ] || fail "want $((ngpu - 1)) live GPUs after the loss, got $nlive"
 sleep 0.5
-[ "$(grep -c 'GPU lost' "$AGENT_LOG")" -eq 1 ] || { cat "$AGENT_LOG"; fail "want one 'GPU lost' log line"; }
+[ "$(grep -c 'GPU is lost' "$AGENT_LOG")" -eq 1 ] || { cat "$AGENT_LOG"; fail "want one 'GPU is lost' log line"; }
 stop_agent
 note "stand-in NVML ok"
