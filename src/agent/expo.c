@@ -151,14 +151,6 @@ static void render_gpu_fields(struct gp_expo *x, struct gp_buf *b, const struct 
 
 static void render_gpu_extras(struct gp_expo *x, struct gp_buf *b, const struct gp_frame *f)
 {
-    static const struct {
-        uint64_t bit;
-        const char *name;
-    } reasons[] = {
-#define GP_REASON_ROW_(bit, name) {bit, name},
-        GP_CLOCK_EVENTS(GP_REASON_ROW_)
-#undef GP_REASON_ROW_
-    };
     char extra[128];
     int any = 0;
     for (unsigned i = 0; i < f->ngpus; i++) {
@@ -169,10 +161,10 @@ static void render_gpu_extras(struct gp_expo *x, struct gp_buf *b, const struct 
             family(b, "gpulse_gpu_clock_event_reasons", "gauge",
                    "1 while the clocks are held down for this reason (NVML clock-event reasons).");
         any = 1;
-        for (size_t r = 0; r < sizeof reasons / sizeof reasons[0]; r++) {
-            snprintf(extra, sizeof extra, "reason=\"%s\"", reasons[r].name);
+        for (unsigned r = 0; r < gp_clock_event_count; r++) {
+            snprintf(extra, sizeof extra, "reason=\"%s\"", gp_clock_event_names[r].name);
             sample(b, "gpulse_gpu_clock_event_reasons", gpu_labels(x, i), extra,
-                   (g->clock_events & reasons[r].bit) ? 1 : 0);
+                   (g->clock_events & gp_clock_event_names[r].bit) ? 1 : 0);
         }
     }
     any = 0;
@@ -245,24 +237,12 @@ static void render_gpu_procs(struct gp_expo *x, struct gp_buf *b, const struct g
 
 static void render_host(struct gp_buf *b, const struct gp_frame *f)
 {
-    static const char *const modes[] = {
-#define GP_MODE_NAME_(id, name) name,
-        GP_CPU_MODES(GP_MODE_NAME_)
-#undef GP_MODE_NAME_
-    };
-    static const char *const mem_kinds[] = {
-#define GP_MEM_NAME_(id, label, key) label,
-        GP_MEM_KINDS(GP_MEM_NAME_)
-#undef GP_MEM_NAME_
-    };
-    static const char *const psi_res[] = {"cpu", "memory", "io"};
-    static const char *const psi_kind[] = {"some", "full"};
     const struct gp_host *h = &f->host;
     char extra[96];
     if (h->cpu_valid) {
         family(b, "gpulse_host_cpu_seconds_total", "counter", "Host CPU time spent in each mode, summed over CPUs.");
         for (int m = 0; m < GP_CPU__COUNT; m++) {
-            snprintf(extra, sizeof extra, "mode=\"%s\"", modes[m]);
+            snprintf(extra, sizeof extra, "mode=\"%s\"", gp_cpu_mode_names[m]);
             sample(b, "gpulse_host_cpu_seconds_total", "", extra, h->cpu_seconds[m]);
         }
         family(b, "gpulse_host_cpus", "gauge", "Number of online CPUs.");
@@ -273,7 +253,7 @@ static void render_host(struct gp_buf *b, const struct gp_frame *f)
         for (int m = 0; m < GP_MEM__COUNT; m++) {
             if (m == GP_MEM_HUGEPAGES_TOTAL || !(h->mem_valid & (1u << m)))
                 continue;
-            snprintf(extra, sizeof extra, "kind=\"%s\"", mem_kinds[m]);
+            snprintf(extra, sizeof extra, "kind=\"%s\"", gp_mem_kind_names[m]);
             sample(b, "gpulse_host_memory_bytes", "", extra, (double)h->mem_bytes[m]);
         }
     }
@@ -290,7 +270,7 @@ static void render_host(struct gp_buf *b, const struct gp_frame *f)
                 family(b, "gpulse_host_pressure_stall_seconds_total", "counter",
                        "Time tasks stalled waiting for a resource (Linux PSI).");
             any = 1;
-            snprintf(extra, sizeof extra, "resource=\"%s\",kind=\"%s\"", psi_res[r], psi_kind[k]);
+            snprintf(extra, sizeof extra, "resource=\"%s\",kind=\"%s\"", gp_psi_resource_names[r], gp_psi_kind_names[k]);
             sample(b, "gpulse_host_pressure_stall_seconds_total", "", extra, h->psi_seconds[r][k]);
         }
     if (h->load_valid) {
@@ -407,28 +387,23 @@ static void render_procs(struct gp_expo *x, struct gp_buf *b, const struct gp_fr
 
 static void render_self(struct gp_buf *b, const struct gp_frame *f, const struct gp_agent_stats *st)
 {
-    static const char *const names[] = {
-#define GP_SRC_NAME_(id, name) name,
-        GP_SOURCES(GP_SRC_NAME_)
-#undef GP_SRC_NAME_
-    };
     char extra[64];
     family(b, "gpulse_source_up", "gauge", "1 when the source found something to sample and is sampling it.");
     for (int s = 0; s < GP_SRC__COUNT; s++) {
-        snprintf(extra, sizeof extra, "source=\"%s\"", names[s]);
+        snprintf(extra, sizeof extra, "source=\"%s\"", gp_source_names[s]);
         sample(b, "gpulse_source_up", "", extra, f->src[s].active ? 1 : 0);
     }
     family(b, "gpulse_source_errors_total", "counter",
            "Readings a source had to skip: vanished processes, garbled files, driver errors.");
     for (int s = 0; s < GP_SRC__COUNT; s++) {
-        snprintf(extra, sizeof extra, "source=\"%s\"", names[s]);
+        snprintf(extra, sizeof extra, "source=\"%s\"", gp_source_names[s]);
         sample(b, "gpulse_source_errors_total", "", extra, (double)f->src[s].errors_total);
     }
     family(b, "gpulse_source_sample_duration_seconds", "gauge", "Time the source's last sample took.");
     for (int s = 0; s < GP_SRC__COUNT; s++) {
         if (!f->src[s].active)
             continue;
-        snprintf(extra, sizeof extra, "source=\"%s\"", names[s]);
+        snprintf(extra, sizeof extra, "source=\"%s\"", gp_source_names[s]);
         sample(b, "gpulse_source_sample_duration_seconds", "", extra, f->src[s].duration_s);
     }
     scalar(b, "gpulse_scrape_duration_seconds", "gauge", "Time the last sampling tick took, all sources.",

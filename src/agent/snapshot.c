@@ -9,14 +9,6 @@
 
 static json_t *gpu_json(const struct gp_frame *f, const struct gp_gpu *g)
 {
-    static const struct {
-        uint64_t bit;
-        const char *name;
-    } reasons[] = {
-#define GP_REASON_ROW_(bit, name) {bit, name},
-        GP_CLOCK_EVENTS(GP_REASON_ROW_)
-#undef GP_REASON_ROW_
-    };
     json_t *o = json_object();
     json_object_set_new(o, "gpu", json_integer(g->index));
     json_object_set_new(o, "uuid", json_string(g->uuid));
@@ -39,9 +31,9 @@ static json_t *gpu_json(const struct gp_frame *f, const struct gp_gpu *g)
     json_object_set_new(o, "metrics", vals);
     if (g->clock_events_valid && !g->lost) {
         json_t *r = json_array();
-        for (size_t i = 0; i < sizeof reasons / sizeof reasons[0]; i++)
-            if (g->clock_events & reasons[i].bit)
-                json_array_append_new(r, json_string(reasons[i].name));
+        for (unsigned i = 0; i < gp_clock_event_count; i++)
+            if (g->clock_events & gp_clock_event_names[i].bit)
+                json_array_append_new(r, json_string(gp_clock_event_names[i].name));
         json_object_set_new(o, "clock_event_reasons", r);
     }
     json_t *x = json_object();
@@ -72,36 +64,25 @@ static json_t *gpu_json(const struct gp_frame *f, const struct gp_gpu *g)
 
 static json_t *host_json(const struct gp_host *h)
 {
-    static const char *const modes[] = {
-#define GP_MODE_NAME_(id, name) name,
-        GP_CPU_MODES(GP_MODE_NAME_)
-#undef GP_MODE_NAME_
-    };
-    static const char *const kinds[] = {
-#define GP_MEM_NAME_(id, label, key) label,
-        GP_MEM_KINDS(GP_MEM_NAME_)
-#undef GP_MEM_NAME_
-    };
-    static const char *const res[] = {"cpu", "memory", "io"}, *const pk[] = {"some", "full"};
     json_t *o = json_object();
     if (h->cpu_valid) {
         json_t *c = json_object();
         for (int m = 0; m < GP_CPU__COUNT; m++)
-            json_object_set_new(c, modes[m], json_real(h->cpu_seconds[m]));
+            json_object_set_new(c, gp_cpu_mode_names[m], json_real(h->cpu_seconds[m]));
         json_object_set_new(o, "cpu_seconds", c);
         json_object_set_new(o, "cpus", json_integer(h->ncpus));
     }
     json_t *m = json_object();
     for (int k = 0; k < GP_MEM__COUNT; k++)
         if (h->mem_valid & (1u << k))
-            json_object_set_new(m, kinds[k], json_integer((json_int_t)h->mem_bytes[k]));
+            json_object_set_new(m, gp_mem_kind_names[k], json_integer((json_int_t)h->mem_bytes[k]));
     json_object_set_new(o, "memory_bytes", m);
     json_t *p = json_object();
     for (int r = 0; r < GP_PSI__COUNT; r++)
         for (int k = 0; k < GP_PSI_KIND__COUNT; k++)
             if (h->psi_valid[r] & (1u << k)) {
                 char key[32];
-                snprintf(key, sizeof key, "%s_%s", res[r], pk[k]);
+                snprintf(key, sizeof key, "%s_%s", gp_psi_resource_names[r], gp_psi_kind_names[k]);
                 json_object_set_new(p, key, json_real(h->psi_seconds[r][k]));
             }
     json_object_set_new(o, "pressure_stall_seconds", p);
@@ -129,11 +110,6 @@ static json_t *proc_json(const struct gp_proc *p)
 int gp_snapshot_render(struct gp_buf *out, const struct gp_frame *f, const struct gp_expo_options *o,
                        const struct gp_agent_stats *st, int all_procs)
 {
-    static const char *const src_names[] = {
-#define GP_SRC_NAME_(id, name) name,
-        GP_SOURCES(GP_SRC_NAME_)
-#undef GP_SRC_NAME_
-    };
     json_t *root = json_object();
     json_object_set_new(root, "version", json_string(GP_VERSION));
     json_object_set_new(root, "hostname", json_string(f->hostname));
@@ -163,7 +139,7 @@ int gp_snapshot_render(struct gp_buf *out, const struct gp_frame *f, const struc
     json_object_set_new(root, "processes", procs);
     json_t *srcs = json_object();
     for (int s = 0; s < GP_SRC__COUNT; s++)
-        json_object_set_new(srcs, src_names[s],
+        json_object_set_new(srcs, gp_source_names[s],
                             json_pack("{s:b,s:I,s:f}", "active", f->src[s].active, "errors_total",
                                       (json_int_t)f->src[s].errors_total, "sample_duration_seconds",
                                       f->src[s].duration_s));

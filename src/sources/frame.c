@@ -10,6 +10,34 @@ const struct gp_gpu_field_info gp_gpu_fields[GPF__COUNT] = {
 #undef GP_FIELD_INFO_
 };
 
+const struct gp_clock_event_name gp_clock_event_names[] = {
+#define GP_REASON_ROW_(bit, name) {bit, name},
+    GP_CLOCK_EVENTS(GP_REASON_ROW_)
+#undef GP_REASON_ROW_
+};
+const unsigned gp_clock_event_count = sizeof gp_clock_event_names / sizeof gp_clock_event_names[0];
+
+const char *const gp_cpu_mode_names[GP_CPU__COUNT] = {
+#define GP_MODE_NAME_(id, name) name,
+    GP_CPU_MODES(GP_MODE_NAME_)
+#undef GP_MODE_NAME_
+};
+
+const char *const gp_mem_kind_names[GP_MEM__COUNT] = {
+#define GP_MEM_NAME_(id, label, key) label,
+    GP_MEM_KINDS(GP_MEM_NAME_)
+#undef GP_MEM_NAME_
+};
+
+const char *const gp_psi_resource_names[GP_PSI__COUNT] = {"cpu", "memory", "io"};
+const char *const gp_psi_kind_names[GP_PSI_KIND__COUNT] = {"some", "full"};
+
+const char *const gp_source_names[GP_SRC__COUNT] = {
+#define GP_SRC_NAME_(id, name) name,
+    GP_SOURCES(GP_SRC_NAME_)
+#undef GP_SRC_NAME_
+};
+
 const char *gp_vendor_name(enum gp_vendor v) { return v == GP_VENDOR_AMD ? "amd" : "nvidia"; }
 
 void gp_frame_init(struct gp_frame *f) { memset(f, 0, sizeof *f); }

@@ -278,6 +278,19 @@ struct gp_frame {
     struct gp_source_stat src[GP_SRC__COUNT];
 };
 
+/* Label values of the enums above, shared by every output. */
+struct gp_clock_event_name {
+    uint64_t bit;
+    const char *name;
+};
+extern const struct gp_clock_event_name gp_clock_event_names[];
+extern const unsigned gp_clock_event_count;
+extern const char *const gp_cpu_mode_names[GP_CPU__COUNT];
+extern const char *const gp_mem_kind_names[GP_MEM__COUNT];
+extern const char *const gp_psi_resource_names[GP_PSI__COUNT];
+extern const char *const gp_psi_kind_names[GP_PSI_KIND__COUNT];
+extern const char *const gp_source_names[GP_SRC__COUNT];
+
 void gp_frame_init(struct gp_frame *f);
 void gp_frame_free(struct gp_frame *f); /* accepts a zeroed frame */
 /* Forgets GPUs, processes and host readings; keeps memory and source stats. */
