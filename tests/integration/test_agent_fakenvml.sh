@@ -7,7 +7,11 @@ source "$(dirname "$0")/lib.sh"
 
 # 8 Hopper GPUs, every field, GPM.
 export GPULSE_FAKENVML_SCENARIO=$SCEN/h100x8.scn
+t0=$(date +%s%N)
 GPULSE_NVML_LIBRARY=$FAKE_FULL start_agent --interval 100ms
+ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+note "agent answered /healthz ${ms} ms after exec (ASan build)"
+[ $ms -lt 1000 ] || fail "startup took ${ms} ms, want well under a second"
 sleep 0.4  # GPM needs two samples
 metrics >"$TMP/h100"
 check_exposition "$TMP/h100"

@@ -27,4 +27,10 @@ stop_agent
 start_agent --simulate 2x8xH100,1x4xMI300X --interval 100ms --seed 7
 metrics >"$TMP/m3"; grep -q "$uuid" "$TMP/m3" || fail "seed 7 gave other UUIDs on a second run"
 stop_agent
+# dcgm-exporter's newer label spelling, by config switch.
+start_agent --simulate 1x2xA100 --hostname-label hostname
+metrics >"$TMP/m4"
+grep -q '^DCGM_FI_DEV_GPU_UTIL{.*,hostname="sim-node-0",' "$TMP/m4" || fail "hostname_label: hostname not applied"
+grep -q 'Hostname=' "$TMP/m4" && fail "Hostname label still present"
+stop_agent
 note "simulated fleet ok"
