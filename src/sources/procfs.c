@@ -17,22 +17,48 @@
  *     allocation in steady state. Every file read here is produced whole
  *     by one kernel show() call, so a read shorter than the buffer is the
  *     whole file: one read() per file, no second read to see EOF.
- *   - Per-process files (stat, io) are opened, read and closed each
- *     tick: processes come and go.
+ *   - Only the processes that get series are read fully. By default
+ *     (process_series: gpu) those are the processes on a GPU and their
+ *     descendants (dataloader workers); reading stat, status and io of
+ *     all ~500 processes of a node cost ~12 ms a tick, more than a whole
+ *     node_exporter scrape. The GPU sources sample before this one in
+ *     the same tick (sources.c), so the frame already holds this tick's
+ *     GPU pids; they are marked, then their descendants through the
+ *     cached parents (repeated until nothing changes: pids wrap, so
+ *     children may have smaller pids). cfg->all_processes (process_series
+ *     all) reads every process fully and follows no tree.
+ *   - Each tick the root is listed (cheap: getdents64) and a cache per
+ *     pid (pid, parent, start time, uid) carried over from last tick:
+ *     two arrays sorted by pid, swapped each tick, merged in one walk,
+ *     grown only when the node runs more processes than ever before.
+ *     Pids gone from the listing drop out. A new pid's stat is read once
+ *     to learn its parent, so a worker forked since the last tick is
+ *     followed at once. Parents also change without a new pid (a parent
+ *     exits and its children are reparented, or a process is adopted by
+ *     a subreaper), so a slice of the cache is re-read round-robin each
+ *     tick, sized so that each process is re-read about every
+ *     PROCFS_REFRESH_MS of wall time: ceil(n * interval / 10 s), at least
+ *     one. A pid reused between two ticks by an unrelated process keeps
+ *     the old parent until its refresh; a fully read process is always
+ *     current. A GPU pid with no /proc entry (another pid namespace, a
+ *     simulated pid) is simply not found.
+ *   - Per-process files (stat, status, io) are opened, read and closed
+ *     when read: processes come and go.
  *   - /proc/PID/status is the dearest file the kernel makes (it walks the
  *     address space for the Vm* lines): measured, it was half of a tick.
  *     It is read only for the real uid, which almost never changes, so
- *     the uid is remembered per (pid, start time) and status re-read when
- *     a process is new, when its pid now names a different process, and
- *     at least every PROCFS_UID_REFRESH ticks (staggered by pid, so no
- *     tick pays for all of them): a setuid() after start shows late by at
- *     most that many ticks. The memory is two arrays sorted by pid (this
- *     tick's, last tick's), swapped each tick and grown only when the
- *     node runs more processes than ever before.
+ *     the uid is kept in the cache with the start time it was read for,
+ *     and status re-read when a process is new, when its pid now names a
+ *     different process (another start time), and when the uid is
+ *     PROCFS_UID_REFRESH ticks old (staggered by pid, so no tick pays for
+ *     all of them): a setuid() after start shows late by at most that
+ *     many ticks.
  *
- * Failure policy: a process that vanishes mid-read (ENOENT, ESRCH) or a
- * garbled per-process file skips that process; an unreadable or garbled
- * host file leaves that reading invalid; both count one error. Permission
+ * Failure policy: a process read fully that vanishes mid-read (ENOENT,
+ * ESRCH) or has a garbled file is skipped; a stat read only to learn the
+ * parent counts when garbled, not when its process is gone (nothing is
+ * lost: it is not followed). Each counts one error. An unreadable or garbled
+ * host file leaves that reading invalid and counts one. Permission
  * denied on /proc/PID/io (other users' processes when unprivileged) and a
  * missing io file (kernels without task I/O accounting) only leave
  * io_valid false. A kernel without PSI (no /proc/pressure, or reads
