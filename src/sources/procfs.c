@@ -27,13 +27,19 @@
  *     cached parents (repeated until nothing changes: pids wrap, so
  *     children may have smaller pids). cfg->all_processes (process_series
  *     all) reads every process fully and follows no tree.
- *   - Each tick the root is listed (cheap: getdents64) and a cache per
- *     pid (pid, parent, start time, uid) carried over from last tick:
- *     two arrays sorted by pid, swapped each tick, merged in one walk,
+ *   - The root is listed (getdents64) into a cache per pid (pid,
+ *     parent, start time, uid) carried over from the last listing: two
+ *     arrays sorted by pid, swapped at each listing, merged in one walk,
  *     grown only when the node runs more processes than ever before.
  *     Pids gone from the listing drop out. A new pid's stat is read once
- *     to learn its parent, so a worker forked since the last tick is
- *     followed at once. Parents also change without a new pid (a parent
+ *     to learn its parent. Listing is not cheap: the kernel looks up a
+ *     dentry per process, measured ~1.7 ms for 550 processes at 100 ms
+ *     ticks (cold caches; 0.25 ms in a tight loop). So with GPU trees
+ *     only, the root is listed every tick only down to PROCFS_LIST_MS
+ *     (1 s) between listings; between them a GPU pid not in the cache is
+ *     looked up directly, and a worker forked since the last listing
+ *     shows at the next one. A process found gone between listings is
+ *     skipped without error until the listing drops it. Parents also change without a new pid (a parent
  *     exits and its children are reparented, or a process is adopted by
  *     a subreaper), so a slice of the cache is re-read round-robin each
  *     tick, sized so that each process is re-read about every
@@ -83,6 +89,7 @@
 #define PROCFS_UID_REFRESH 16 /* ticks a remembered uid may be used */
 #define PROCFS_REFRESH_MS 10000u /* every cached parent re-read this often */
 #define PROCFS_MARK_PASSES 64 /* bound on the descendant-marking passes */
+#define PROCFS_LIST_MS 1000u /* GPU trees: the root is listed this often */
 
 static const char *const psi_files[GP_PSI__COUNT] = {"pressure/cpu", "pressure/memory",
                                                      "pressure/io"};
@@ -98,6 +105,7 @@ struct procfs_pid {
     uint64_t stat_tick;  /* tick of the last stat read; 0: never read */
     uint64_t uid_tick;   /* tick of the last status read, staggered by pid */
     bool uid_valid;      /* uid read for this starttime */
+    bool gone;           /* exited since the last listing: skipped until the next */
     bool marked;         /* this tick: on a GPU, or a descendant of one */
 };
 
@@ -120,6 +128,8 @@ struct procfs {
     bool all;                  /* cfg->all_processes */
     uint64_t interval_ms;      /* sampling interval, sizes the refresh slice */
     uint32_t refresh_next;     /* the refresh slice starts at this pid */
+    uint64_t list_every;       /* ticks between listings of the root */
+    uint64_t listed_tick;      /* tick of the last listing; 0: none yet */
     struct procfs_cache cache[2]; /* [cur]: last tick's, [!cur]: built now */
     int cur;
     _Alignas(struct dirent64) char dents[PROCFS_DENTS]; /* getdents64 buffer */
@@ -213,6 +223,9 @@ static int procfs_open(const struct gp_source_config *cfg, void **state, char *e
     }
     st->all = cfg && cfg->all_processes;
     st->interval_ms = cfg && cfg->interval_ms > 0 ? (uint64_t)cfg->interval_ms : 0;
+    st->list_every = 1;
+    if (!st->all && st->interval_ms && st->interval_ms < PROCFS_LIST_MS)
+        st->list_every = (PROCFS_LIST_MS + st->interval_ms - 1) / st->interval_ms;
     st->ticks = sysconf(_SC_CLK_TCK);
     long page = sysconf(_SC_PAGESIZE);
     st->page = page > 0 ? (uint64_t)page : 4096;
@@ -339,6 +352,17 @@ static int cache_push(struct procfs_cache *c, uint32_t pid)
     return GP_OK;
 }
 
+/* Inserts e (a pid not in c) in pid order; NULL when out of memory. */
+static struct procfs_pid *cache_insert(struct procfs_cache *c, const struct procfs_pid *e)
+{
+    if (cache_push(c, e->pid) != GP_OK)
+        return NULL;
+    size_t at = cache_lower(c, e->pid); /* the pushed copy sorts after any equal */
+    memmove(&c->v[at + 1], &c->v[at], (c->n - 1 - at) * sizeof *c->v);
+    c->v[at] = *e;
+    return &c->v[at];
+}
+
 static int cache_cmp(const void *a, const void *b)
 {
     uint32_t x = ((const struct procfs_pid *)a)->pid, y = ((const struct procfs_pid *)b)->pid;
@@ -394,11 +418,14 @@ static int list_pids(struct procfs *st)
         uint32_t pid = now->v[i].pid;
         while (j < old->n && old->v[j].pid < pid)
             j++;
-        if (j < old->n && old->v[j].pid == pid)
+        if (j < old->n && old->v[j].pid == pid) {
             now->v[i] = old->v[j];
-        now->v[i].marked = false;
+            if (now->v[i].gone) /* listed again: the pid was reused */
+                now->v[i] = (struct procfs_pid){.pid = pid};
+        }
     }
     st->cur = !st->cur;
+    st->listed_tick = st->tick;
     return GP_OK;
 }
 
@@ -423,14 +450,16 @@ static void pid_path(char path[static 32], uint32_t pid, const char *leaf)
 /*
  * Reads /proc/PID/stat of e into *ps and brings e's parent and start
  * time up to date (a new start time means a new process behind the
- * pid: its uid must be read again). Returns GP_OK, GP_EIO (the process
- * is gone or unreadable) or GP_EPARSE (garbled).
+ * pid: its uid must be read again). Returns GP_OK, GP_ENOTFOUND (the
+ * process is gone), GP_EIO (unreadable) or GP_EPARSE (garbled).
  */
 static int read_stat(struct procfs *st, struct procfs_pid *e, struct gp_procfs_pid_stat *ps)
 {
     char path[32];
     pid_path(path, e->pid, "/stat");
     ssize_t n = read_rel(st, path);
+    if (n == -ENOENT || n == -ESRCH)
+        return GP_ENOTFOUND;
     if (n < 0)
         return GP_EIO;
     if (gp_procfs_parse_pid_stat(st->buf, (size_t)n, ps) != GP_OK)
@@ -516,9 +545,16 @@ static void refresh_parents(struct procfs *st, unsigned *errors)
 {
     struct procfs_cache *c = &st->cache[st->cur];
     struct gp_procfs_pid_stat ps;
-    for (size_t i = 0; i < c->n; i++)
-        if (!c->v[i].stat_tick && read_stat(st, &c->v[i], &ps) == GP_EPARSE)
+    int rc;
+    for (size_t i = 0; i < c->n; i++) {
+        if (c->v[i].stat_tick || c->v[i].gone)
+            continue;
+        rc = read_stat(st, &c->v[i], &ps);
+        if (rc == GP_EPARSE)
             (*errors)++;
+        else if (rc == GP_ENOTFOUND)
+            c->v[i].gone = true;
+    }
     if (!c->n)
         return;
     uint64_t slice = (c->n * st->interval_ms + PROCFS_REFRESH_MS - 1) / PROCFS_REFRESH_MS;
@@ -532,10 +568,33 @@ static void refresh_parents(struct procfs *st, unsigned *errors)
             i = 0;
         struct procfs_pid *e = &c->v[i];
         /* stat_tick 0: tried just above; this tick: new, read above */
-        if (e->stat_tick && e->stat_tick != st->tick && read_stat(st, e, &ps) == GP_EPARSE)
+        if (e->gone || !e->stat_tick || e->stat_tick == st->tick)
+            continue;
+        rc = read_stat(st, e, &ps);
+        if (rc == GP_EPARSE)
             (*errors)++;
+        else if (rc == GP_ENOTFOUND)
+            e->gone = true;
         st->refresh_next = e->pid + 1; /* past UINT32_MAX: 0, the start */
     }
+}
+
+/*
+ * The cache entry of a GPU pid, or NULL when there is no such process
+ * here (another pid namespace, a simulated pid). A pid started since the
+ * last listing is looked up directly and added.
+ */
+static struct procfs_pid *find_gpu_pid(struct procfs *st, uint32_t pid)
+{
+    struct procfs_cache *c = &st->cache[st->cur];
+    struct procfs_pid *e = cache_find(c, pid);
+    if (e || st->listed_tick == st->tick || !pid)
+        return e && !e->gone ? e : NULL;
+    struct procfs_pid fresh = {.pid = pid};
+    struct gp_procfs_pid_stat ps;
+    if (read_stat(st, &fresh, &ps) != GP_OK)
+        return NULL;
+    return cache_insert(c, &fresh);
 }
 
 /*
@@ -546,11 +605,12 @@ static void refresh_parents(struct procfs *st, unsigned *errors)
 static size_t mark_gpu_trees(struct procfs *st, const struct gp_frame *f)
 {
     struct procfs_cache *c = &st->cache[st->cur];
+    for (size_t i = 0; i < c->n; i++)
+        c->v[i].marked = false;
     size_t roots = 0;
     for (unsigned g = 0; g < f->ngpus; g++)
         for (unsigned j = 0; j < f->gpus[g].nprocs; j++) {
-            /* not found: another pid namespace, or a simulated pid */
-            struct procfs_pid *e = cache_find(c, f->gpus[g].procs[j].pid);
+            struct procfs_pid *e = find_gpu_pid(st, f->gpus[g].procs[j].pid);
             if (e && !e->marked) {
                 e->marked = true;
                 roots++;
@@ -563,7 +623,7 @@ static size_t mark_gpu_trees(struct procfs *st, const struct gp_frame *f)
         changed = false;
         for (size_t i = 0; i < c->n; i++) {
             struct procfs_pid *e = &c->v[i];
-            if (e->marked || !e->ppid || !e->stat_tick)
+            if (e->marked || e->gone || !e->ppid || !e->stat_tick)
                 continue;
             const struct procfs_pid *parent = cache_find(c, e->ppid);
             if (parent && parent->marked) {
@@ -581,7 +641,12 @@ static int procfs_sample(void *state, struct gp_frame *f, unsigned *errors)
     st->tick++;
     sample_host(st, f, errors);
 
-    int rc = list_pids(st);
+    /* Listing the root costs more than reading the GPU trees (the
+     * kernel looks up a dentry per process): with GPU trees only, list
+     * every PROCFS_LIST_MS and look up new GPU pids directly between. */
+    int rc = GP_OK;
+    if (!st->listed_tick || st->tick - st->listed_tick >= st->list_every)
+        rc = list_pids(st);
     if (rc != GP_OK)
         return rc;
     if (!st->all) {
@@ -596,7 +661,9 @@ static int procfs_sample(void *state, struct gp_frame *f, unsigned *errors)
         rc = sample_pid(st, f, &c->v[i]);
         if (rc == GP_ENOMEM)
             return rc;
-        if (rc != GP_OK)
+        if (rc == GP_ENOTFOUND && st->listed_tick != st->tick)
+            c->v[i].gone = true; /* exited since the listing: no error */
+        else if (rc != GP_OK)
             (*errors)++;
     }
     gp_frame_sort_procs(f);

@@ -503,6 +503,38 @@ static void test_gpu_tree_fork(void)
     gp_frame_free(&f);
 }
 
+/* At 250 ms a tick the root is listed every 4th tick: a new worker shows
+ * by the next listing, a new GPU pid at once (looked up directly), an
+ * exited worker goes without error. */
+static void test_gpu_tree_between_listings(void)
+{
+    const char *root = build_gpu_tree();
+    void *st = open_with(root, false, 250);
+    struct gp_frame f;
+    gp_frame_init(&f);
+    const uint32_t gpu[] = {500};
+    CHECK_INT(sample_gpu_pids(st, &f, gpu, 1), 0); /* tick 1: listed */
+    CHECK_INT(f.nprocs, 4);
+    write_pid_stat(root, 700, "newworker", 'R', 510, 0, 0, 1, 5000, 4096, 1);
+    write_status(root, 700, 1000, 1);
+    write_pid_stat(root, 800, "newjob", 'R', 1, 0, 0, 1, 5000, 4096, 1);
+    write_status(root, 800, 1000, 1);
+    char gone[1024];
+    snprintf(gone, sizeof gone, "rm -r '%s/30'", root);
+    CHECK_INT(system(gone), 0);
+    const uint32_t gpu2[] = {500, 800};
+    for (int tick = 2; tick <= 5; tick++) {
+        CHECK_INT(sample_gpu_pids(st, &f, gpu2, 2), 0);
+        CHECK(!gp_frame_find_proc(&f, 30));
+        CHECK(gp_frame_find_proc(&f, 800));
+        CHECK_INT(f.nprocs, tick < 5 ? 4 : 5); /* 500 510 520 800, then 700 */
+        CHECK(tick == 5 || !gp_frame_find_proc(&f, 700));
+    }
+    CHECK(gp_frame_find_proc(&f, 700));
+    gp_source_procfs.close(st);
+    gp_frame_free(&f);
+}
+
 /* A GPU pid with no /proc entry (another pid namespace, a made-up pid)
  * is simply not found: no error, the others still followed. */
 static void test_gpu_pid_absent(void)
@@ -662,6 +694,7 @@ const struct gp_test gp_tests_procfs[] = {
     {"real_proc", test_real_proc},
     {"gpu_trees", test_gpu_trees},
     {"gpu_tree_fork", test_gpu_tree_fork},
+    {"gpu_tree_between_listings", test_gpu_tree_between_listings},
     {"gpu_pid_absent", test_gpu_pid_absent},
     {"gpu_tree_reparent", test_gpu_tree_reparent},
     {"gpu_trees_errors", test_gpu_trees_errors},
