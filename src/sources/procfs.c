@@ -582,7 +582,8 @@ static void refresh_parents(struct procfs *st, unsigned *errors)
 /*
  * The cache entry of a GPU pid, or NULL when there is no such process
  * here (another pid namespace, a simulated pid). A pid started since the
- * last listing is looked up directly and added.
+ * last listing is looked up directly and added; one not found is added
+ * as gone, so it is not looked up again before the next listing.
  */
 static struct procfs_pid *find_gpu_pid(struct procfs *st, uint32_t pid)
 {
@@ -592,9 +593,9 @@ static struct procfs_pid *find_gpu_pid(struct procfs *st, uint32_t pid)
         return e && !e->gone ? e : NULL;
     struct procfs_pid fresh = {.pid = pid};
     struct gp_procfs_pid_stat ps;
-    if (read_stat(st, &fresh, &ps) != GP_OK)
-        return NULL;
-    return cache_insert(c, &fresh);
+    fresh.gone = read_stat(st, &fresh, &ps) != GP_OK;
+    e = cache_insert(c, &fresh);
+    return e && !e->gone ? e : NULL;
 }
 
 /*
