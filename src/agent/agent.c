@@ -138,6 +138,7 @@ int gp_agent_start(struct gp_agent **out, const struct gp_agent_config *cfg, cha
         .seed = a->cfg.seed,
         .interval_ms = a->cfg.interval_ms,
         .gpm = a->cfg.gpm,
+        .all_processes = !strcmp(a->cfg.process_series, "all"),
     };
     int rc;
     if (sc.simulate)

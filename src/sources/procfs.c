@@ -17,22 +17,54 @@
  *     allocation in steady state. Every file read here is produced whole
  *     by one kernel show() call, so a read shorter than the buffer is the
  *     whole file: one read() per file, no second read to see EOF.
- *   - Per-process files (stat, io) are opened, read and closed each
- *     tick: processes come and go.
+ *   - Only the processes that get series are read fully. By default
+ *     (process_series: gpu) those are the processes on a GPU and their
+ *     descendants (dataloader workers); reading stat, status and io of
+ *     all ~500 processes of a node cost ~12 ms a tick, more than a whole
+ *     node_exporter scrape. The GPU sources sample before this one in
+ *     the same tick (sources.c), so the frame already holds this tick's
+ *     GPU pids; they are marked, then their descendants through the
+ *     cached parents (repeated until nothing changes: pids wrap, so
+ *     children may have smaller pids). cfg->all_processes (process_series
+ *     all) reads every process fully and follows no tree.
+ *   - The root is listed (getdents64) into a cache per pid (pid,
+ *     parent, start time, uid) carried over from the last listing: two
+ *     arrays sorted by pid, swapped at each listing, merged in one walk,
+ *     grown only when the node runs more processes than ever before.
+ *     Pids gone from the listing drop out. A new pid's stat is read once
+ *     to learn its parent. Listing is not cheap: the kernel looks up a
+ *     dentry per process, measured ~1.7 ms for 550 processes at 100 ms
+ *     ticks (cold caches; 0.25 ms in a tight loop). So with GPU trees
+ *     only, the root is listed every tick only down to PROCFS_LIST_MS
+ *     (1 s) between listings; between them a GPU pid not in the cache is
+ *     looked up directly, and a worker forked since the last listing
+ *     shows at the next one. A process found gone between listings is
+ *     skipped without error until the listing drops it. Parents also change without a new pid (a parent
+ *     exits and its children are reparented, or a process is adopted by
+ *     a subreaper), so a slice of the cache is re-read round-robin each
+ *     tick, sized so that each process is re-read about every
+ *     PROCFS_REFRESH_MS of wall time: ceil(n * interval / 10 s), at least
+ *     one. A pid reused between two ticks by an unrelated process keeps
+ *     the old parent until its refresh; a fully read process is always
+ *     current. A GPU pid with no /proc entry (another pid namespace, a
+ *     simulated pid) is simply not found.
+ *   - Per-process files (stat, status, io) are opened, read and closed
+ *     when read: processes come and go.
  *   - /proc/PID/status is the dearest file the kernel makes (it walks the
  *     address space for the Vm* lines): measured, it was half of a tick.
  *     It is read only for the real uid, which almost never changes, so
- *     the uid is remembered per (pid, start time) and status re-read when
- *     a process is new, when its pid now names a different process, and
- *     at least every PROCFS_UID_REFRESH ticks (staggered by pid, so no
- *     tick pays for all of them): a setuid() after start shows late by at
- *     most that many ticks. The memory is two arrays sorted by pid (this
- *     tick's, last tick's), swapped each tick and grown only when the
- *     node runs more processes than ever before.
+ *     the uid is kept in the cache with the start time it was read for,
+ *     and status re-read when a process is new, when its pid now names a
+ *     different process (another start time), and when the uid is
+ *     PROCFS_UID_REFRESH ticks old (staggered by pid, so no tick pays for
+ *     all of them): a setuid() after start shows late by at most that
+ *     many ticks.
  *
- * Failure policy: a process that vanishes mid-read (ENOENT, ESRCH) or a
- * garbled per-process file skips that process; an unreadable or garbled
- * host file leaves that reading invalid; both count one error. Permission
+ * Failure policy: a process read fully that vanishes mid-read (ENOENT,
+ * ESRCH) or has a garbled file is skipped; a stat read only to learn the
+ * parent counts when garbled, not when its process is gone (nothing is
+ * lost: it is not followed). Each counts one error. An unreadable or garbled
+ * host file leaves that reading invalid and counts one. Permission
  * denied on /proc/PID/io (other users' processes when unprivileged) and a
  * missing io file (kernels without task I/O accounting) only leave
  * io_valid false. A kernel without PSI (no /proc/pressure, or reads
@@ -55,21 +87,31 @@
 #define PROCFS_BUF_MAX (4u * 1024 * 1024) /* /proc/stat on a huge box: ~1 MiB */
 #define PROCFS_DENTS 32768
 #define PROCFS_UID_REFRESH 16 /* ticks a remembered uid may be used */
+#define PROCFS_REFRESH_MS 10000u /* every cached parent re-read this often */
+#define PROCFS_MARK_PASSES 64 /* bound on the descendant-marking passes */
+#define PROCFS_LIST_MS 1000u /* GPU trees: the root is listed this often */
 
 static const char *const psi_files[GP_PSI__COUNT] = {"pressure/cpu", "pressure/memory",
                                                      "pressure/io"};
 
-/* What status said about one process, remembered across ticks. */
-struct procfs_seen {
-    uint32_t pid, uid;
+/*
+ * What the source remembers of one process across ticks. The arrays
+ * of these are sorted by pid.
+ */
+struct procfs_pid {
+    uint32_t pid, ppid;
+    uint32_t uid;        /* real uid, from status; valid when uid_valid */
     uint64_t starttime;  /* clock ticks after boot: tells a reused pid apart */
-    uint64_t read_tick;  /* tick of the last status read, staggered by pid */
+    uint64_t stat_tick;  /* tick of the last stat read; 0: never read */
+    uint64_t uid_tick;   /* tick of the last status read, staggered by pid */
+    bool uid_valid;      /* uid read for this starttime */
+    bool gone;           /* exited since the last listing: skipped until the next */
+    bool marked;         /* this tick: on a GPU, or a descendant of one */
 };
 
-struct procfs_seen_list {
-    struct procfs_seen *v;
+struct procfs_cache {
+    struct procfs_pid *v;
     size_t n, cap;
-    bool sorted;         /* appended in ascending pid order */
 };
 
 struct procfs {
@@ -83,7 +125,12 @@ struct procfs {
     uint64_t btime;            /* boot time, epoch seconds */
     bool psi_said;             /* "no PSI" logged */
     uint64_t tick;             /* sample() calls */
-    struct procfs_seen_list seen[2]; /* [cur]: this tick; [!cur]: last */
+    bool all;                  /* cfg->all_processes */
+    uint64_t interval_ms;      /* sampling interval, sizes the refresh slice */
+    uint32_t refresh_next;     /* the refresh slice starts at this pid */
+    uint64_t list_every;       /* ticks between listings of the root */
+    uint64_t listed_tick;      /* tick of the last listing; 0: none yet */
+    struct procfs_cache cache[2]; /* [cur]: last tick's, [!cur]: built now */
     int cur;
     _Alignas(struct dirent64) char dents[PROCFS_DENTS]; /* getdents64 buffer */
 };
@@ -144,8 +191,8 @@ static void procfs_close(void *state)
         if (*fds[i] >= 0)
             close(*fds[i]);
     free(st->buf);
-    free(st->seen[0].v);
-    free(st->seen[1].v);
+    free(st->cache[0].v);
+    free(st->cache[1].v);
     free(st);
 }
 
@@ -174,6 +221,11 @@ static int procfs_open(const struct gp_source_config *cfg, void **state, char *e
         return gp_seterr(err, errlen, GP_EIO, "cannot open proc root '%s': %s", root,
                          strerror(e));
     }
+    st->all = cfg && cfg->all_processes;
+    st->interval_ms = cfg && cfg->interval_ms > 0 ? (uint64_t)cfg->interval_ms : 0;
+    st->list_every = 1;
+    if (!st->all && st->interval_ms && st->interval_ms < PROCFS_LIST_MS)
+        st->list_every = (PROCFS_LIST_MS + st->interval_ms - 1) / st->interval_ms;
     st->ticks = sysconf(_SC_CLK_TCK);
     long page = sysconf(_SC_PAGESIZE);
     st->page = page > 0 ? (uint64_t)page : 4096;
@@ -257,125 +309,78 @@ static void sample_host(struct procfs *st, struct gp_frame *f, unsigned *errors)
     }
 }
 
-/* Last tick's record of pid, or NULL. */
-static const struct procfs_seen *seen_find(const struct procfs_seen_list *l, uint32_t pid)
+/* The entry of pid in c, or NULL (binary search). */
+static struct procfs_pid *cache_find(const struct procfs_cache *c, uint32_t pid)
 {
-    size_t lo = 0, hi = l->n;
+    size_t lo = 0, hi = c->n;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (l->v[mid].pid < pid)
+        if (c->v[mid].pid < pid)
             lo = mid + 1;
         else
             hi = mid;
     }
-    return lo < l->n && l->v[lo].pid == pid ? &l->v[lo] : NULL;
+    return lo < c->n && c->v[lo].pid == pid ? &c->v[lo] : NULL;
 }
 
-/* Remembers a process for the next tick. Out of memory only means its
- * status is read again next tick, so failure is silent. */
-static void seen_add(struct procfs_seen_list *l, const struct procfs_seen *s)
+/* Index of the first entry of c with a pid >= pid (c->n if none). */
+static size_t cache_lower(const struct procfs_cache *c, uint32_t pid)
 {
-    if (l->n == l->cap) {
-        size_t nc = l->cap ? l->cap * 2 : 256;
-        struct procfs_seen *nv = realloc(l->v, nc * sizeof *nv);
-        if (!nv)
-            return;
-        l->v = nv;
-        l->cap = nc;
+    size_t lo = 0, hi = c->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (c->v[mid].pid < pid)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
-    if (l->n > 0 && l->v[l->n - 1].pid >= s->pid)
-        l->sorted = false;
-    l->v[l->n++] = *s;
+    return lo;
 }
 
-static int seen_cmp(const void *a, const void *b)
+/* Appends pid to c, growing it only past the most processes seen yet. */
+static int cache_push(struct procfs_cache *c, uint32_t pid)
 {
-    uint32_t x = ((const struct procfs_seen *)a)->pid, y = ((const struct procfs_seen *)b)->pid;
+    if (c->n == c->cap) {
+        size_t nc = c->cap ? c->cap * 2 : 512;
+        struct procfs_pid *nv = realloc(c->v, nc * sizeof *nv);
+        if (!nv)
+            return GP_ENOMEM;
+        c->v = nv;
+        c->cap = nc;
+    }
+    c->v[c->n++] = (struct procfs_pid){.pid = pid};
+    return GP_OK;
+}
+
+/* Inserts e (a pid not in c) in pid order; NULL when out of memory. */
+static struct procfs_pid *cache_insert(struct procfs_cache *c, const struct procfs_pid *e)
+{
+    if (cache_push(c, e->pid) != GP_OK)
+        return NULL;
+    size_t at = cache_lower(c, e->pid); /* the pushed copy sorts after any equal */
+    memmove(&c->v[at + 1], &c->v[at], (c->n - 1 - at) * sizeof *c->v);
+    c->v[at] = *e;
+    return &c->v[at];
+}
+
+static int cache_cmp(const void *a, const void *b)
+{
+    uint32_t x = ((const struct procfs_pid *)a)->pid, y = ((const struct procfs_pid *)b)->pid;
     return x < y ? -1 : x > y;
 }
 
 /*
- * Reads one process (pid, as the digits name[0..len)) into a new frame
- * record. Returns GP_OK, GP_ENOMEM (the frame could not grow) or another
- * code when the process was skipped (the caller counts it).
+ * Lists the root's process directories into the cache being built
+ * (st->cache[!st->cur]), sorted by pid, each entry carrying what last
+ * tick's cache knew of that pid; pids gone from the listing are dropped.
+ * Returns GP_OK, GP_EIO (the listing failed) or GP_ENOMEM.
  */
-static int sample_pid(struct procfs *st, struct gp_frame *f, const char *name, size_t len)
+static int list_pids(struct procfs *st)
 {
-    char path[40];
-    if (len > 20)
-        return GP_EPARSE;
-    memcpy(path, name, len);
-    char *leaf = path + len;
-
-    struct gp_procfs_pid_stat ps;
-    memcpy(leaf, "/stat", sizeof "/stat");
-    ssize_t n = read_rel(st, path);
-    if (n < 0 || gp_procfs_parse_pid_stat(st->buf, (size_t)n, &ps) != GP_OK)
-        return GP_EIO;
-
-    const struct procfs_seen *old = seen_find(&st->seen[!st->cur], ps.pid);
-    struct procfs_seen now;
-    if (old && old->starttime == ps.starttime &&
-        st->tick - old->read_tick < PROCFS_UID_REFRESH) {
-        now = *old;
-    } else {
-        struct gp_procfs_pid_status status;
-        memcpy(leaf, "/status", sizeof "/status");
-        n = read_rel(st, path);
-        if (n < 0 || gp_procfs_parse_pid_status(st->buf, (size_t)n, &status) != GP_OK)
-            return GP_EIO;
-        now.pid = ps.pid;
-        now.uid = status.uid;
-        now.starttime = ps.starttime;
-        /* first sight: pretend an earlier read, so refreshes spread out */
-        now.read_tick = old ? st->tick : st->tick - ps.pid % PROCFS_UID_REFRESH;
-    }
-
-    bool io_valid = false;
-    uint64_t rd = 0, wr = 0;
-    memcpy(leaf, "/io", sizeof "/io");
-    n = read_rel(st, path);
-    if (n >= 0) {
-        if (gp_procfs_parse_pid_io(st->buf, (size_t)n, &rd, &wr) != GP_OK)
-            return GP_EPARSE;
-        io_valid = true;
-    } else if (n != -EACCES && n != -EPERM && n != -ENOENT) {
-        return GP_EIO; /* ESRCH: it exited between the reads */
-    }
-
-    if (ps.rss_pages > UINT64_MAX / st->page)
-        return GP_ERANGE;
-    struct gp_proc *p = gp_frame_add_proc(f);
-    if (!p)
-        return GP_ENOMEM;
-    double tck = (double)st->ticks;
-    p->pid = ps.pid;
-    p->ppid = ps.ppid;
-    p->uid = now.uid;
-    memcpy(p->comm, ps.comm, sizeof p->comm);
-    p->state = ps.state;
-    p->threads = ps.num_threads;
-    p->utime_s = (double)ps.utime / tck;
-    p->stime_s = (double)ps.stime / tck;
-    p->start_time_s = (double)st->btime + (double)ps.starttime / tck;
-    p->rss_bytes = ps.rss_pages * st->page;
-    p->vsize_bytes = ps.vsize;
-    p->io_valid = io_valid;
-    p->io_read_bytes = rd;
-    p->io_write_bytes = wr;
-    seen_add(&st->seen[st->cur], &now);
-    return GP_OK;
-}
-
-static int procfs_sample(void *state, struct gp_frame *f, unsigned *errors)
-{
-    struct procfs *st = state;
-    st->tick++;
-    struct procfs_seen_list *cur = &st->seen[st->cur];
-    cur->n = 0;
-    cur->sorted = true;
-    sample_host(st, f, errors);
-
+    const struct procfs_cache *old = &st->cache[st->cur];
+    struct procfs_cache *now = &st->cache[!st->cur];
+    bool sorted = true;
+    now->n = 0;
     if (lseek(st->root, 0, SEEK_SET) < 0)
         return GP_EIO;
     for (;;) {
@@ -393,21 +398,275 @@ static int procfs_sample(void *state, struct gp_frame *f, unsigned *errors)
             if (d->d_name[0] < '1' || d->d_name[0] > '9' ||
                 (d->d_type != DT_DIR && d->d_type != DT_UNKNOWN))
                 continue;
-            size_t len = 1;
-            while (d->d_name[len] >= '0' && d->d_name[len] <= '9')
-                len++;
-            if (d->d_name[len] != '\0')
-                continue; /* "1abc": not a process */
-            int rc = sample_pid(st, f, d->d_name, len);
-            if (rc == GP_ENOMEM)
-                return rc;
-            if (rc != GP_OK)
-                (*errors)++;
+            uint64_t pid = 0;
+            size_t len = 0;
+            while (d->d_name[len] >= '0' && d->d_name[len] <= '9' && pid <= UINT32_MAX)
+                pid = pid * 10 + (uint64_t)(d->d_name[len++] - '0');
+            if (d->d_name[len] != '\0' || pid > UINT32_MAX)
+                continue; /* "1abc" or out of range: not a process */
+            if (now->n > 0 && now->v[now->n - 1].pid >= pid)
+                sorted = false;
+            if (cache_push(now, (uint32_t)pid) != GP_OK)
+                return GP_ENOMEM;
         }
     }
-    if (!cur->sorted) /* the kernel lists pids ascending; a fake tree may not */
-        qsort(cur->v, cur->n, sizeof *cur->v, seen_cmp);
+    if (!sorted) /* the kernel lists pids ascending; a fake tree may not */
+        qsort(now->v, now->n, sizeof *now->v, cache_cmp);
+    /* merge: both arrays ascend, so one walk carries the old entries over */
+    size_t j = 0;
+    for (size_t i = 0; i < now->n; i++) {
+        uint32_t pid = now->v[i].pid;
+        while (j < old->n && old->v[j].pid < pid)
+            j++;
+        if (j < old->n && old->v[j].pid == pid) {
+            now->v[i] = old->v[j];
+            if (now->v[i].gone) /* listed again: the pid was reused */
+                now->v[i] = (struct procfs_pid){.pid = pid};
+        }
+    }
     st->cur = !st->cur;
+    st->listed_tick = st->tick;
+    return GP_OK;
+}
+
+/* Writes "<pid><leaf>" into path (room for 10 digits and the leaf). */
+static void pid_path(char path[static 32], uint32_t pid, const char *leaf)
+{
+    char digits[10];
+    size_t n = 0;
+    do {
+        digits[n++] = (char)('0' + pid % 10);
+        pid /= 10;
+    } while (pid);
+    for (size_t i = 0; i < n; i++)
+        path[i] = digits[n - 1 - i];
+    size_t ll = strlen(leaf);
+    if (ll > 31 - n)
+        ll = 31 - n;
+    memcpy(path + n, leaf, ll);
+    path[n + ll] = '\0';
+}
+
+/*
+ * Reads /proc/PID/stat of e into *ps and brings e's parent and start
+ * time up to date (a new start time means a new process behind the
+ * pid: its uid must be read again). Returns GP_OK, GP_ENOTFOUND (the
+ * process is gone), GP_EIO (unreadable) or GP_EPARSE (garbled).
+ */
+static int read_stat(struct procfs *st, struct procfs_pid *e, struct gp_procfs_pid_stat *ps)
+{
+    char path[32];
+    pid_path(path, e->pid, "/stat");
+    ssize_t n = read_rel(st, path);
+    if (n == -ENOENT || n == -ESRCH)
+        return GP_ENOTFOUND;
+    if (n < 0)
+        return GP_EIO;
+    if (gp_procfs_parse_pid_stat(st->buf, (size_t)n, ps) != GP_OK)
+        return GP_EPARSE;
+    if (e->stat_tick && e->starttime != ps->starttime)
+        e->uid_valid = false;
+    e->ppid = ps->ppid;
+    e->starttime = ps->starttime;
+    e->stat_tick = st->tick;
+    return GP_OK;
+}
+
+/*
+ * Reads one process fully into a new frame record, refreshing its cache
+ * entry. Returns GP_OK, GP_ENOMEM (the frame could not grow) or another
+ * code when the process was skipped (the caller counts it).
+ */
+static int sample_pid(struct procfs *st, struct gp_frame *f, struct procfs_pid *e)
+{
+    struct gp_procfs_pid_stat ps;
+    int rc = read_stat(st, e, &ps);
+    if (rc != GP_OK)
+        return rc;
+
+    char path[32];
+    ssize_t n;
+    if (!e->uid_valid || st->tick - e->uid_tick >= PROCFS_UID_REFRESH) {
+        struct gp_procfs_pid_status status;
+        pid_path(path, e->pid, "/status");
+        n = read_rel(st, path);
+        if (n < 0 || gp_procfs_parse_pid_status(st->buf, (size_t)n, &status) != GP_OK)
+            return GP_EIO;
+        /* first read for this process: pretend an earlier one, so the
+         * refreshes of many processes spread over the ticks */
+        e->uid_tick = e->uid_valid ? st->tick : st->tick - e->pid % PROCFS_UID_REFRESH;
+        e->uid = status.uid;
+        e->uid_valid = true;
+    }
+
+    bool io_valid = false;
+    uint64_t rd = 0, wr = 0;
+    pid_path(path, e->pid, "/io");
+    n = read_rel(st, path);
+    if (n >= 0) {
+        if (gp_procfs_parse_pid_io(st->buf, (size_t)n, &rd, &wr) != GP_OK)
+            return GP_EPARSE;
+        io_valid = true;
+    } else if (n != -EACCES && n != -EPERM && n != -ENOENT) {
+        return GP_EIO; /* ESRCH: it exited between the reads */
+    }
+
+    if (ps.rss_pages > UINT64_MAX / st->page)
+        return GP_ERANGE;
+    struct gp_proc *p = gp_frame_add_proc(f);
+    if (!p)
+        return GP_ENOMEM;
+    double tck = (double)st->ticks;
+    p->pid = ps.pid;
+    p->ppid = ps.ppid;
+    p->uid = e->uid;
+    memcpy(p->comm, ps.comm, sizeof p->comm);
+    p->state = ps.state;
+    p->threads = ps.num_threads;
+    p->utime_s = (double)ps.utime / tck;
+    p->stime_s = (double)ps.stime / tck;
+    p->start_time_s = (double)st->btime + (double)ps.starttime / tck;
+    p->rss_bytes = ps.rss_pages * st->page;
+    p->vsize_bytes = ps.vsize;
+    p->io_valid = io_valid;
+    p->io_read_bytes = rd;
+    p->io_write_bytes = wr;
+    return GP_OK;
+}
+
+/*
+ * Keeps the parents in the cache fresh enough to follow the GPU process
+ * trees: reads the stat of every pid new this tick, and of a slice of
+ * the others, round-robin from st->refresh_next, sized so that each is
+ * re-read about every PROCFS_REFRESH_MS. A process gone between listing
+ * and read is no error (it is not followed); a garbled stat counts one.
+ */
+static void refresh_parents(struct procfs *st, unsigned *errors)
+{
+    struct procfs_cache *c = &st->cache[st->cur];
+    struct gp_procfs_pid_stat ps;
+    int rc;
+    for (size_t i = 0; i < c->n; i++) {
+        if (c->v[i].stat_tick || c->v[i].gone)
+            continue;
+        rc = read_stat(st, &c->v[i], &ps);
+        if (rc == GP_EPARSE)
+            (*errors)++;
+        else if (rc == GP_ENOTFOUND)
+            c->v[i].gone = true;
+    }
+    if (!c->n)
+        return;
+    uint64_t slice = (c->n * st->interval_ms + PROCFS_REFRESH_MS - 1) / PROCFS_REFRESH_MS;
+    if (slice < 1)
+        slice = 1;
+    if (slice > c->n)
+        slice = c->n;
+    size_t i = cache_lower(c, st->refresh_next);
+    for (uint64_t k = 0; k < slice; k++, i++) {
+        if (i >= c->n)
+            i = 0;
+        struct procfs_pid *e = &c->v[i];
+        /* stat_tick 0: tried just above; this tick: new, read above */
+        if (e->gone || !e->stat_tick || e->stat_tick == st->tick)
+            continue;
+        rc = read_stat(st, e, &ps);
+        if (rc == GP_EPARSE)
+            (*errors)++;
+        else if (rc == GP_ENOTFOUND)
+            e->gone = true;
+        st->refresh_next = e->pid + 1; /* past UINT32_MAX: 0, the start */
+    }
+}
+
+/*
+ * The cache entry of a GPU pid, or NULL when there is no such process
+ * here (another pid namespace, a simulated pid). A pid started since the
+ * last listing is looked up directly and added; one not found is added
+ * as gone, so it is not looked up again before the next listing.
+ */
+static struct procfs_pid *find_gpu_pid(struct procfs *st, uint32_t pid)
+{
+    struct procfs_cache *c = &st->cache[st->cur];
+    struct procfs_pid *e = cache_find(c, pid);
+    if (e || st->listed_tick == st->tick || !pid)
+        return e && !e->gone ? e : NULL;
+    struct procfs_pid fresh = {.pid = pid};
+    struct gp_procfs_pid_stat ps;
+    fresh.gone = read_stat(st, &fresh, &ps) != GP_OK;
+    e = cache_insert(c, &fresh);
+    return e && !e->gone ? e : NULL;
+}
+
+/*
+ * Marks the cached processes this tick's GPU sources found on a GPU,
+ * then their descendants through the cached parents. Returns how many
+ * GPU processes were found here.
+ */
+static size_t mark_gpu_trees(struct procfs *st, const struct gp_frame *f)
+{
+    struct procfs_cache *c = &st->cache[st->cur];
+    for (size_t i = 0; i < c->n; i++)
+        c->v[i].marked = false;
+    size_t roots = 0;
+    for (unsigned g = 0; g < f->ngpus; g++)
+        for (unsigned j = 0; j < f->gpus[g].nprocs; j++) {
+            struct procfs_pid *e = find_gpu_pid(st, f->gpus[g].procs[j].pid);
+            if (e && !e->marked) {
+                e->marked = true;
+                roots++;
+            }
+        }
+    /* Children after parents: repeat until no process is newly marked
+     * (pids wrap, so one pass in pid order is not enough). */
+    bool changed = roots > 0;
+    for (int pass = 0; changed && pass < PROCFS_MARK_PASSES; pass++) {
+        changed = false;
+        for (size_t i = 0; i < c->n; i++) {
+            struct procfs_pid *e = &c->v[i];
+            if (e->marked || e->gone || !e->ppid || !e->stat_tick)
+                continue;
+            const struct procfs_pid *parent = cache_find(c, e->ppid);
+            if (parent && parent->marked) {
+                e->marked = true;
+                changed = true;
+            }
+        }
+    }
+    return roots;
+}
+
+static int procfs_sample(void *state, struct gp_frame *f, unsigned *errors)
+{
+    struct procfs *st = state;
+    st->tick++;
+    sample_host(st, f, errors);
+
+    /* Listing the root costs more than reading the GPU trees (the
+     * kernel looks up a dentry per process): with GPU trees only, list
+     * every PROCFS_LIST_MS and look up new GPU pids directly between. */
+    int rc = GP_OK;
+    if (!st->listed_tick || st->tick - st->listed_tick >= st->list_every)
+        rc = list_pids(st);
+    if (rc != GP_OK)
+        return rc;
+    if (!st->all) {
+        refresh_parents(st, errors);
+        if (!mark_gpu_trees(st, f))
+            return GP_OK;
+    }
+    struct procfs_cache *c = &st->cache[st->cur];
+    for (size_t i = 0; i < c->n; i++) {
+        if (!st->all && !c->v[i].marked)
+            continue;
+        rc = sample_pid(st, f, &c->v[i]);
+        if (rc == GP_ENOMEM)
+            return rc;
+        if (rc == GP_ENOTFOUND && st->listed_tick != st->tick)
+            c->v[i].gone = true; /* exited since the listing: no error */
+        else if (rc != GP_OK)
+            (*errors)++;
+    }
     gp_frame_sort_procs(f);
     return GP_OK;
 }

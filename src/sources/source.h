@@ -28,6 +28,7 @@ struct gp_source_config {
     uint64_t seed;            /* simulate: same seed, same series */
     int64_t interval_ms;      /* sampling interval */
     bool gpm;                 /* NVML GPM (profiling metrics) on Hopper+ */
+    bool all_processes;       /* procfs: read every process each tick, not only GPU process trees */
 };
 
 struct gp_source_ops {

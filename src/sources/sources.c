@@ -1,4 +1,10 @@
-/* sources.c - the explicit list of sources, in sampling order. */
+/*
+ * sources.c - the explicit list of sources, in sampling order.
+ *
+ * procfs must stay last in both lists: it reads only the processes on a
+ * GPU and their descendants, following the GPU processes the sources
+ * before it put into this tick's frame.
+ */
 #include "sources.h"
 
 const struct gp_source_ops *const gp_hardware_sources[] = {&gp_source_nvml, &gp_source_amdgpu,

@@ -13,9 +13,13 @@
 #include "sources/source.h"
 #include "test.h"
 
+#include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -114,15 +118,22 @@ static const char *build_tree(void)
     return root;
 }
 
-static void *open_at(const char *root)
+/* Opens the source on root; all: every process, else GPU trees only. */
+static void *open_with(const char *root, bool all, int64_t interval_ms)
 {
-    struct gp_source_config cfg = {.proc_root = root};
+    struct gp_source_config cfg = {.proc_root = root, .all_processes = all,
+                                   .interval_ms = interval_ms};
     void *st = NULL;
     char err[256] = "";
     int rc = gp_source_procfs.open(&cfg, &st, err, sizeof err);
     if (rc != GP_OK)
         gp_test_fail(__FILE__, __LINE__, "open: %s", err);
     return st;
+}
+
+static void *open_at(const char *root)
+{
+    return open_with(root, true, 1000);
 }
 
 static void test_fake_tree(void)
@@ -375,6 +386,227 @@ static void test_open_failures(void)
     gp_frame_free(&f);
 }
 
+/*
+ * A tree for following GPU processes: 500 is on a GPU; 510, 520 its
+ * child and grandchild; 30 a great-grandchild whose pid wrapped below
+ * its parent's; 600 and 601 unrelated.
+ */
+static const char *build_gpu_tree(void)
+{
+    static char root[1024];
+    snprintf(root, sizeof root, "%s/proc", gp_test_tmpdir());
+    gp_test_write_file(gp_test_tmpdir(), "proc/stat", fake_stat);
+    gp_test_write_file(root, "meminfo", fake_meminfo);
+    gp_test_write_file(root, "loadavg", "0.50 1.25 2.00 3/400 4242\n");
+    static const struct {
+        unsigned pid, ppid;
+        const char *comm;
+    } procs[] = {{1, 0, "systemd"},   {500, 1, "trainer"}, {510, 500, "worker"},
+                 {520, 510, "grand"}, {30, 520, "wrapped"}, {600, 1, "other"},
+                 {601, 600, "otherkid"}};
+    for (size_t i = 0; i < sizeof procs / sizeof procs[0]; i++) {
+        write_pid_stat(root, procs[i].pid, procs[i].comm, 'S', procs[i].ppid, 1, 1, 1, 100, 4096,
+                       1);
+        write_status(root, procs[i].pid, 1000, 1);
+        write_pid_file(root, procs[i].pid, "io", "read_bytes: 1\nwrite_bytes: 2\n");
+    }
+    return root;
+}
+
+/* This tick's GPU processes, as the GPU sources put them in the frame
+ * before procfs samples. */
+static void frame_with_gpu_pids(struct gp_frame *f, const uint32_t *pids, size_t n)
+{
+    gp_frame_reset(f);
+    struct gp_gpu *g = gp_frame_add_gpu(f);
+    CHECK(g);
+    for (size_t i = 0; i < n; i++) {
+        struct gp_gpu_proc *p = gp_gpu_add_proc(g);
+        CHECK(p);
+        p->pid = pids[i];
+    }
+}
+
+static unsigned sample_gpu_pids(void *st, struct gp_frame *f, const uint32_t *pids, size_t n)
+{
+    frame_with_gpu_pids(f, pids, n);
+    unsigned errors = 0;
+    CHECK_INT(gp_source_procfs.sample(st, f, &errors), GP_OK);
+    return errors;
+}
+
+/* Only the GPU process and its descendants are read, tick after tick. */
+static void test_gpu_trees(void)
+{
+    const char *root = build_gpu_tree();
+    void *st = open_with(root, false, 1000);
+    struct gp_frame f;
+    gp_frame_init(&f);
+    const uint32_t gpu[] = {500};
+    for (int tick = 0; tick < 3; tick++) {
+        CHECK_INT(sample_gpu_pids(st, &f, gpu, 1), 0);
+        CHECK(f.host.cpu_valid);
+        CHECK_INT(f.nprocs, 4);
+        CHECK_INT(f.procs[0].pid, 30);
+        CHECK_STR(f.procs[0].comm, "wrapped");
+        CHECK_INT(f.procs[0].ppid, 520);
+        CHECK_INT(f.procs[1].pid, 500);
+        CHECK_INT(f.procs[1].uid, 1000);
+        CHECK(f.procs[1].io_valid);
+        CHECK_INT(f.procs[1].io_write_bytes, 2);
+        CHECK_INT(f.procs[2].pid, 510);
+        CHECK_INT(f.procs[3].pid, 520);
+        CHECK(!gp_frame_find_proc(&f, 1));
+        CHECK(!gp_frame_find_proc(&f, 600));
+        CHECK(!gp_frame_find_proc(&f, 601));
+    }
+    /* no GPU process: no process at all, host still read */
+    CHECK_INT(sample_gpu_pids(st, &f, NULL, 0), 0);
+    CHECK_INT(f.nprocs, 0);
+    CHECK(f.host.load_valid);
+    /* two roots, one inside the other's tree: each read once */
+    const uint32_t two[] = {510, 600, 510};
+    CHECK_INT(sample_gpu_pids(st, &f, two, 3), 0);
+    CHECK_INT(f.nprocs, 5); /* 30 510 520 600 601 */
+    CHECK(!gp_frame_find_proc(&f, 500));
+    CHECK(gp_frame_find_proc(&f, 601));
+    gp_source_procfs.close(st);
+    gp_frame_free(&f);
+}
+
+/* A worker forked after the first tick shows on the next one; one that
+ * exited is gone. */
+static void test_gpu_tree_fork(void)
+{
+    const char *root = build_gpu_tree();
+    void *st = open_with(root, false, 1000);
+    struct gp_frame f;
+    gp_frame_init(&f);
+    const uint32_t gpu[] = {500};
+    CHECK_INT(sample_gpu_pids(st, &f, gpu, 1), 0);
+    CHECK_INT(f.nprocs, 4);
+
+    write_pid_stat(root, 700, "newworker", 'R', 510, 0, 0, 1, 5000, 4096, 1);
+    write_status(root, 700, 1000, 1);
+    char gone[1024];
+    snprintf(gone, sizeof gone, "rm -r '%s/30'", root);
+    CHECK_INT(system(gone), 0);
+    CHECK_INT(sample_gpu_pids(st, &f, gpu, 1), 0);
+    CHECK_INT(f.nprocs, 4); /* 500 510 520 700 */
+    const struct gp_proc *p = gp_frame_find_proc(&f, 700);
+    CHECK(p);
+    CHECK_STR(p->comm, "newworker");
+    CHECK_INT(p->ppid, 510);
+    CHECK(!p->io_valid);
+    CHECK(!gp_frame_find_proc(&f, 30));
+    gp_source_procfs.close(st);
+    gp_frame_free(&f);
+}
+
+/* At 250 ms a tick the root is listed every 4th tick: a new worker shows
+ * by the next listing, a new GPU pid at once (looked up directly), an
+ * exited worker goes without error. */
+static void test_gpu_tree_between_listings(void)
+{
+    const char *root = build_gpu_tree();
+    void *st = open_with(root, false, 250);
+    struct gp_frame f;
+    gp_frame_init(&f);
+    const uint32_t gpu[] = {500};
+    CHECK_INT(sample_gpu_pids(st, &f, gpu, 1), 0); /* tick 1: listed */
+    CHECK_INT(f.nprocs, 4);
+    write_pid_stat(root, 700, "newworker", 'R', 510, 0, 0, 1, 5000, 4096, 1);
+    write_status(root, 700, 1000, 1);
+    write_pid_stat(root, 800, "newjob", 'R', 1, 0, 0, 1, 5000, 4096, 1);
+    write_status(root, 800, 1000, 1);
+    char gone[1024];
+    snprintf(gone, sizeof gone, "rm -r '%s/30'", root);
+    CHECK_INT(system(gone), 0);
+    const uint32_t gpu2[] = {500, 800};
+    for (int tick = 2; tick <= 5; tick++) {
+        CHECK_INT(sample_gpu_pids(st, &f, gpu2, 2), 0);
+        CHECK(!gp_frame_find_proc(&f, 30));
+        CHECK(gp_frame_find_proc(&f, 800));
+        CHECK_INT(f.nprocs, tick < 5 ? 4 : 5); /* 500 510 520 800, then 700 */
+        CHECK(tick == 5 || !gp_frame_find_proc(&f, 700));
+    }
+    CHECK(gp_frame_find_proc(&f, 700));
+    gp_source_procfs.close(st);
+    gp_frame_free(&f);
+}
+
+/* A GPU pid with no /proc entry (another pid namespace, a made-up pid)
+ * is simply not found: no error, the others still followed. */
+static void test_gpu_pid_absent(void)
+{
+    const char *root = build_gpu_tree();
+    void *st = open_with(root, false, 1000);
+    struct gp_frame f;
+    gp_frame_init(&f);
+    const uint32_t absent[] = {4242, 0, 4294967295u};
+    CHECK_INT(sample_gpu_pids(st, &f, absent, 3), 0);
+    CHECK_INT(f.nprocs, 0);
+    const uint32_t mixed[] = {4242, 520};
+    CHECK_INT(sample_gpu_pids(st, &f, mixed, 2), 0);
+    CHECK_INT(f.nprocs, 2); /* 30 520 */
+    gp_source_procfs.close(st);
+    gp_frame_free(&f);
+}
+
+/* A process reparented into a GPU tree (its ppid changed without a new
+ * pid) is picked up within the refresh window: 7 processes at 2 s per
+ * tick re-read 2 a tick, every one within 4 ticks. */
+static void test_gpu_tree_reparent(void)
+{
+    const char *root = build_gpu_tree();
+    void *st = open_with(root, false, 2000);
+    struct gp_frame f;
+    gp_frame_init(&f);
+    const uint32_t gpu[] = {500};
+    CHECK_INT(sample_gpu_pids(st, &f, gpu, 1), 0);
+    CHECK(!gp_frame_find_proc(&f, 601));
+
+    write_pid_stat(root, 601, "otherkid", 'S', 520, 1, 1, 1, 100, 4096, 1);
+    int seen_at = 0;
+    for (int tick = 1; tick <= 8; tick++) {
+        CHECK_INT(sample_gpu_pids(st, &f, gpu, 1), 0);
+        if (!seen_at && gp_frame_find_proc(&f, 601))
+            seen_at = tick;
+        if (seen_at) {
+            CHECK_INT(f.nprocs, 5);
+            CHECK_INT(gp_frame_find_proc(&f, 601)->ppid, 520);
+        } else {
+            CHECK_INT(f.nprocs, 4);
+        }
+        CHECK(!gp_frame_find_proc(&f, 600));
+    }
+    CHECK(seen_at >= 1 && seen_at <= 4);
+    gp_source_procfs.close(st);
+    gp_frame_free(&f);
+}
+
+/* Following GPU trees, problems of processes that are not read fully
+ * do not count; a garbled stat (read to learn the parent) does. */
+static void test_gpu_trees_errors(void)
+{
+    const char *root = build_tree();
+    void *st = open_with(root, false, 1000);
+    struct gp_frame f;
+    gp_frame_init(&f);
+    const uint32_t gpu[] = {42};
+    for (int tick = 0; tick < 2; tick++) {
+        CHECK_INT(sample_gpu_pids(st, &f, gpu, 1), 2); /* 77 truncated, 88 garbage */
+        CHECK_INT(f.nprocs, 2);
+        CHECK_STR(f.procs[0].comm, "my app) (x y");
+        CHECK_INT(f.procs[1].pid, 123);
+    }
+    const uint32_t bad[] = {160, 150};
+    CHECK_INT(sample_gpu_pids(st, &f, bad, 2), 2 + 2); /* and now 150 and 160 */
+    CHECK_INT(f.nprocs, 0);
+    gp_source_procfs.close(st);
+    gp_frame_free(&f);
+}
+
 /* The real /proc of this machine: this test's own process is found. */
 static void test_real_proc(void)
 {
@@ -420,6 +652,39 @@ static void test_real_proc(void)
     gp_frame_free(&f);
 }
 
+/* The real /proc, following this process as if it were on a GPU: it and
+ * a child it forks are read, its parent (the test runner) is not. */
+static void test_real_proc_gpu_tree(void)
+{
+    pid_t child = fork();
+    CHECK(child >= 0);
+    if (child == 0) {
+        pause();
+        _exit(0);
+    }
+    void *st = open_with("/proc", false, 100);
+    struct gp_frame f;
+    gp_frame_init(&f);
+    const uint32_t gpu[] = {(uint32_t)getpid()};
+    for (int tick = 0; tick < 3; tick++) {
+        unsigned errors = sample_gpu_pids(st, &f, gpu, 1);
+        (void)errors; /* other processes' stat may vanish mid-read: not counted */
+        const struct gp_proc *me = gp_frame_find_proc(&f, (uint32_t)getpid());
+        CHECK(me);
+        CHECK_STR(me->comm, "unit-tests");
+        const struct gp_proc *kid = gp_frame_find_proc(&f, (uint32_t)child);
+        CHECK(kid);
+        CHECK_INT(kid->ppid, getpid());
+        CHECK(!gp_frame_find_proc(&f, (uint32_t)getppid()));
+        CHECK(!gp_frame_find_proc(&f, 1));
+        CHECK(f.host.cpu_valid);
+    }
+    kill(child, SIGKILL);
+    waitpid(child, NULL, 0);
+    gp_source_procfs.close(st);
+    gp_frame_free(&f);
+}
+
 const struct gp_test gp_tests_procfs[] = {
     {"fake_tree", test_fake_tree},
     {"rereads_host_files", test_rereads_host_files},
@@ -427,5 +692,12 @@ const struct gp_test gp_tests_procfs[] = {
     {"no_psi", test_no_psi},
     {"open_failures", test_open_failures},
     {"real_proc", test_real_proc},
+    {"gpu_trees", test_gpu_trees},
+    {"gpu_tree_fork", test_gpu_tree_fork},
+    {"gpu_tree_between_listings", test_gpu_tree_between_listings},
+    {"gpu_pid_absent", test_gpu_pid_absent},
+    {"gpu_tree_reparent", test_gpu_tree_reparent},
+    {"gpu_trees_errors", test_gpu_trees_errors},
+    {"real_proc_gpu_tree", test_real_proc_gpu_tree},
     {0},
 };
