@@ -2,7 +2,7 @@
  * agent.c - the agent role: config -> sampler -> HTTP routes.
  *
  * Routes: /metrics (Prometheus text 0.0.4), /api/v1/snapshot (JSON of
- * the latest frame; ?processes=all for every host process), /healthz,
+ * the latest frame), /healthz,
  * and / (a short index). The /metrics text is rendered once per frame
  * and shared by every scrape of that frame.
  */
@@ -39,7 +39,6 @@ struct gp_agent {
 struct render_ctx {
     struct gp_agent *a;
     struct gp_http_response *resp;
-    int all_procs;
     int rc;
     int64_t frame_ms;
 };
@@ -59,7 +58,7 @@ static void render_metrics(const struct gp_frame *f, const struct gp_agent_stats
 static void render_snapshot(const struct gp_frame *f, const struct gp_agent_stats *st, void *arg)
 {
     struct render_ctx *c = arg;
-    c->rc = gp_snapshot_render(&c->resp->body, f, &c->a->expo_opts, st, c->all_procs);
+    c->rc = gp_snapshot_render(&c->resp->body, f, &c->a->expo_opts, st);
 }
 
 static void frame_time(const struct gp_frame *f, const struct gp_agent_stats *st, void *arg)
@@ -79,7 +78,7 @@ static void handle(void *ctx, const struct gp_http_request *req, struct gp_http_
 {
     struct gp_agent *a = ctx;
     const char *path = gp_http_path(req);
-    struct render_ctx c = {a, resp, 0, GP_OK, 0};
+    struct render_ctx c = {a, resp, GP_OK, 0};
     if (!strcmp(path, "/metrics")) {
         resp->content_type = "text/plain; version=0.0.4; charset=utf-8";
         pthread_mutex_lock(&a->cache_mu);
@@ -88,8 +87,6 @@ static void handle(void *ctx, const struct gp_http_request *req, struct gp_http_
         if (c.rc)
             gp_http_error(resp, 500, gp_strerror(c.rc));
     } else if (!strcmp(path, "/api/v1/snapshot")) {
-        const char *pr = gp_http_query(req, "processes");
-        c.all_procs = pr && !strcmp(pr, "all");
         resp->content_type = "application/json";
         gp_sampler_read(a->sampler, render_snapshot, &c);
         if (c.rc)

@@ -108,7 +108,7 @@ static json_t *proc_json(const struct gp_proc *p)
 }
 
 int gp_snapshot_render(struct gp_buf *out, const struct gp_frame *f, const struct gp_expo_options *o,
-                       const struct gp_agent_stats *st, int all_procs)
+                       const struct gp_agent_stats *st)
 {
     json_t *root = json_object();
     json_object_set_new(root, "version", json_string(GP_VERSION));
@@ -131,7 +131,7 @@ int gp_snapshot_render(struct gp_buf *out, const struct gp_frame *f, const struc
         return GP_ENOMEM;
     }
     if (sel)
-        gp_expo_select_procs(f, all_procs ? GP_PROC_SERIES_ALL : o->process_series, sel);
+        gp_expo_select_procs(f, o->process_series, sel);
     for (unsigned i = 0; i < f->nprocs; i++)
         if (sel[i])
             json_array_append_new(procs, proc_json(&f->procs[i]));

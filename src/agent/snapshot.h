@@ -13,9 +13,9 @@
 #include "lib/buf.h"
 #include "sources/frame.h"
 
-/* Appends the JSON document to out. all_procs: every host process rather
- * than only those selected by o->process_series. Returns GP_OK or an error. */
+/* Appends the JSON document to out: the host processes selected by
+ * o->process_series, as /metrics. Returns GP_OK or an error. */
 int gp_snapshot_render(struct gp_buf *out, const struct gp_frame *f, const struct gp_expo_options *o,
-                       const struct gp_agent_stats *st, int all_procs);
+                       const struct gp_agent_stats *st);
 
 #endif

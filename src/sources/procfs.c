@@ -48,8 +48,15 @@
  *     the old parent until its refresh; a fully read process is always
  *     current. A GPU pid with no /proc entry (another pid namespace, a
  *     simulated pid) is simply not found.
- *   - Per-process files (stat, status, io) are opened, read and closed
- *     when read: processes come and go.
+ *   - On a real procfs, stat and io of up to PROCFS_KEEP_MAX processes
+ *     read every tick stay open and are re-read with pread() like the
+ *     host files: openat() and close() were half of the syscall time of
+ *     a tick. A kept file of a process that exited answers ESRCH (the
+ *     kernel ties it to the task, not the pid), so a reused pid is never
+ *     read through an old file. Files not read in a tick are closed at
+ *     its end. On a fake tree (tests) a kept file would keep reading a
+ *     deleted file, so every read opens and closes there; status (read
+ *     rarely) always does.
  *   - /proc/PID/status is the dearest file the kernel makes (it walks the
  *     address space for the Vm* lines): measured, it was half of a tick.
  *     It is read only for the real uid, which almost never changes, so
@@ -81,6 +88,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #define PROCFS_BUF_START (16u * 1024)
@@ -90,6 +98,8 @@
 #define PROCFS_REFRESH_MS 10000u /* every cached parent re-read this often */
 #define PROCFS_MARK_PASSES 64 /* bound on the descendant-marking passes */
 #define PROCFS_LIST_MS 1000u /* GPU trees: the root is listed this often */
+#define PROCFS_KEEP_MAX 192u /* processes whose stat and io stay open (2 fds each) */
+#define PROC_SUPER_MAGIC 0x9fa0
 
 static const char *const psi_files[GP_PSI__COUNT] = {"pressure/cpu", "pressure/memory",
                                                      "pressure/io"};
@@ -114,8 +124,18 @@ struct procfs_cache {
     size_t n, cap;
 };
 
+/* Per-process files kept open between ticks (see the design comment). */
+struct procfs_kept {
+    uint32_t pid;
+    int fd_stat, fd_io;  /* -1: not open */
+    uint64_t used_tick;
+};
+
 struct procfs {
     int root;                  /* O_DIRECTORY fd of proc_root */
+    bool keep;                 /* proc_root is a real procfs: keep files open */
+    unsigned nkept;
+    struct procfs_kept kept[PROCFS_KEEP_MAX];
     int fd_stat, fd_meminfo, fd_loadavg;
     int fd_psi[GP_PSI__COUNT]; /* -1: no PSI on this kernel */
     char *buf;                 /* read buffer, reused */
@@ -162,6 +182,24 @@ static ssize_t read_whole(struct procfs *st, int fd)
     }
 }
 
+/* Writes "<pid><leaf>" into path (room for 10 digits and the leaf). */
+static void pid_path(char path[static 32], uint32_t pid, const char *leaf)
+{
+    char digits[10];
+    size_t n = 0;
+    do {
+        digits[n++] = (char)('0' + pid % 10);
+        pid /= 10;
+    } while (pid);
+    for (size_t i = 0; i < n; i++)
+        path[i] = digits[n - 1 - i];
+    size_t ll = strlen(leaf);
+    if (ll > 31 - n)
+        ll = 31 - n;
+    memcpy(path + n, leaf, ll);
+    path[n + ll] = '\0';
+}
+
 /* Opens rel (relative to the root) for reading; -errno on failure. */
 static int open_rel(const struct procfs *st, const char *rel)
 {
@@ -180,11 +218,75 @@ static ssize_t read_rel(struct procfs *st, const char *rel)
     return n;
 }
 
+static void kept_close(struct procfs_kept *k)
+{
+    if (k->fd_stat >= 0)
+        close(k->fd_stat);
+    if (k->fd_io >= 0)
+        close(k->fd_io);
+    k->fd_stat = k->fd_io = -1;
+}
+
+/* The kept-files slot of pid, taking a free one; NULL when not keeping
+ * files (fake tree) or all slots are taken (then files open and close). */
+static struct procfs_kept *kept_slot(struct procfs *st, uint32_t pid)
+{
+    if (!st->keep)
+        return NULL;
+    for (unsigned i = 0; i < st->nkept; i++)
+        if (st->kept[i].pid == pid)
+            return &st->kept[i];
+    if (st->nkept == PROCFS_KEEP_MAX)
+        return NULL;
+    struct procfs_kept *k = &st->kept[st->nkept++];
+    *k = (struct procfs_kept){.pid = pid, .fd_stat = -1, .fd_io = -1};
+    return k;
+}
+
+/* Closes the files of processes not read this tick. */
+static void kept_sweep(struct procfs *st)
+{
+    for (unsigned i = 0; i < st->nkept;) {
+        if (st->kept[i].used_tick == st->tick) {
+            i++;
+            continue;
+        }
+        kept_close(&st->kept[i]);
+        st->kept[i] = st->kept[--st->nkept];
+    }
+}
+
+/*
+ * Reads <pid><leaf> through the kept descriptor *fd (opened on first
+ * use), or opens and closes it when fd is NULL. A failed read closes
+ * the kept descriptor. Returns the length or -errno.
+ */
+static ssize_t read_pid_file(struct procfs *st, uint32_t pid, const char *leaf, int *fd)
+{
+    char path[32];
+    pid_path(path, pid, leaf);
+    if (!fd)
+        return read_rel(st, path);
+    if (*fd < 0 && (*fd = open_rel(st, path)) < 0) {
+        int e = *fd;
+        *fd = -1;
+        return e;
+    }
+    ssize_t n = read_whole(st, *fd);
+    if (n <= 0) {
+        close(*fd);
+        *fd = -1;
+    }
+    return n;
+}
+
 static void procfs_close(void *state)
 {
     struct procfs *st = state;
     if (!st)
         return;
+    for (unsigned i = 0; i < st->nkept; i++)
+        kept_close(&st->kept[i]);
     int *fds[] = {&st->root, &st->fd_stat, &st->fd_meminfo, &st->fd_loadavg,
                   &st->fd_psi[0], &st->fd_psi[1], &st->fd_psi[2]};
     for (size_t i = 0; i < sizeof fds / sizeof fds[0]; i++)
@@ -221,6 +323,8 @@ static int procfs_open(const struct gp_source_config *cfg, void **state, char *e
         return gp_seterr(err, errlen, GP_EIO, "cannot open proc root '%s': %s", root,
                          strerror(e));
     }
+    struct statfs sfs;
+    st->keep = fstatfs(st->root, &sfs) == 0 && sfs.f_type == PROC_SUPER_MAGIC;
     st->all = cfg && cfg->all_processes;
     st->interval_ms = cfg && cfg->interval_ms > 0 ? (uint64_t)cfg->interval_ms : 0;
     st->list_every = 1;
@@ -429,35 +533,17 @@ static int list_pids(struct procfs *st)
     return GP_OK;
 }
 
-/* Writes "<pid><leaf>" into path (room for 10 digits and the leaf). */
-static void pid_path(char path[static 32], uint32_t pid, const char *leaf)
-{
-    char digits[10];
-    size_t n = 0;
-    do {
-        digits[n++] = (char)('0' + pid % 10);
-        pid /= 10;
-    } while (pid);
-    for (size_t i = 0; i < n; i++)
-        path[i] = digits[n - 1 - i];
-    size_t ll = strlen(leaf);
-    if (ll > 31 - n)
-        ll = 31 - n;
-    memcpy(path + n, leaf, ll);
-    path[n + ll] = '\0';
-}
 
 /*
  * Reads /proc/PID/stat of e into *ps and brings e's parent and start
  * time up to date (a new start time means a new process behind the
- * pid: its uid must be read again). Returns GP_OK, GP_ENOTFOUND (the
+ * pid: its uid must be read again). fd: a kept descriptor, or NULL to
+ * open and close. Returns GP_OK, GP_ENOTFOUND (the
  * process is gone), GP_EIO (unreadable) or GP_EPARSE (garbled).
  */
-static int read_stat(struct procfs *st, struct procfs_pid *e, struct gp_procfs_pid_stat *ps)
+static int read_stat(struct procfs *st, struct procfs_pid *e, struct gp_procfs_pid_stat *ps, int *fd)
 {
-    char path[32];
-    pid_path(path, e->pid, "/stat");
-    ssize_t n = read_rel(st, path);
+    ssize_t n = read_pid_file(st, e->pid, "/stat", fd);
     if (n == -ENOENT || n == -ESRCH)
         return GP_ENOTFOUND;
     if (n < 0)
@@ -480,7 +566,10 @@ static int read_stat(struct procfs *st, struct procfs_pid *e, struct gp_procfs_p
 static int sample_pid(struct procfs *st, struct gp_frame *f, struct procfs_pid *e)
 {
     struct gp_procfs_pid_stat ps;
-    int rc = read_stat(st, e, &ps);
+    struct procfs_kept *k = kept_slot(st, e->pid);
+    if (k)
+        k->used_tick = st->tick;
+    int rc = read_stat(st, e, &ps, k ? &k->fd_stat : NULL);
     if (rc != GP_OK)
         return rc;
 
@@ -501,8 +590,7 @@ static int sample_pid(struct procfs *st, struct gp_frame *f, struct procfs_pid *
 
     bool io_valid = false;
     uint64_t rd = 0, wr = 0;
-    pid_path(path, e->pid, "/io");
-    n = read_rel(st, path);
+    n = read_pid_file(st, e->pid, "/io", k ? &k->fd_io : NULL);
     if (n >= 0) {
         if (gp_procfs_parse_pid_io(st->buf, (size_t)n, &rd, &wr) != GP_OK)
             return GP_EPARSE;
@@ -549,7 +637,7 @@ static void refresh_parents(struct procfs *st, unsigned *errors)
     for (size_t i = 0; i < c->n; i++) {
         if (c->v[i].stat_tick || c->v[i].gone)
             continue;
-        rc = read_stat(st, &c->v[i], &ps);
+        rc = read_stat(st, &c->v[i], &ps, NULL);
         if (rc == GP_EPARSE)
             (*errors)++;
         else if (rc == GP_ENOTFOUND)
@@ -570,7 +658,7 @@ static void refresh_parents(struct procfs *st, unsigned *errors)
         /* stat_tick 0: tried just above; this tick: new, read above */
         if (e->gone || !e->stat_tick || e->stat_tick == st->tick)
             continue;
-        rc = read_stat(st, e, &ps);
+        rc = read_stat(st, e, &ps, NULL);
         if (rc == GP_EPARSE)
             (*errors)++;
         else if (rc == GP_ENOTFOUND)
@@ -593,7 +681,7 @@ static struct procfs_pid *find_gpu_pid(struct procfs *st, uint32_t pid)
         return e && !e->gone ? e : NULL;
     struct procfs_pid fresh = {.pid = pid};
     struct gp_procfs_pid_stat ps;
-    fresh.gone = read_stat(st, &fresh, &ps) != GP_OK;
+    fresh.gone = read_stat(st, &fresh, &ps, NULL) != GP_OK;
     e = cache_insert(c, &fresh);
     return e && !e->gone ? e : NULL;
 }
@@ -652,8 +740,10 @@ static int procfs_sample(void *state, struct gp_frame *f, unsigned *errors)
         return rc;
     if (!st->all) {
         refresh_parents(st, errors);
-        if (!mark_gpu_trees(st, f))
+        if (!mark_gpu_trees(st, f)) {
+            kept_sweep(st); /* no GPU process: nothing stays open */
             return GP_OK;
+        }
     }
     struct procfs_cache *c = &st->cache[st->cur];
     for (size_t i = 0; i < c->n; i++) {
@@ -667,6 +757,7 @@ static int procfs_sample(void *state, struct gp_frame *f, unsigned *errors)
         else if (rc != GP_OK)
             (*errors)++;
     }
+    kept_sweep(st);
     gp_frame_sort_procs(f);
     return GP_OK;
 }

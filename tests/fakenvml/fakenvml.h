@@ -195,6 +195,8 @@ struct fk_dev {
     int lost;
     int gpm;
     unsigned char gpm_has[FK_GPM_IDS];
+    unsigned short gpm_ids[FK_GPM_IDS]; /* the ids with gpm_has set, so a sample is cheap */
+    unsigned ngpm_ids;
     double gpm_val[FK_GPM_IDS]; /* rate: percent or MiB/s */
     double gpm_acc[FK_GPM_IDS]; /* integral of the rate over seconds */
     long long gpm_t_ns;         /* time gpm_acc is integrated up to */

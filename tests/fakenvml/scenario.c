@@ -131,6 +131,8 @@ static int apply_dev(struct fk_dev *d, char tok[][FK_TOK_LEN], int n, unsigned l
             parse_dbl(tok[2], &v) || v < 0)
             return fail_at(err, errlen, line, "'gpm_metric' takes an id 1-%d and a value >= 0",
                            FK_GPM_IDS - 1);
+        if (!d->gpm_has[id])
+            d->gpm_ids[d->ngpm_ids++] = (unsigned short)id;
         d->gpm_has[id] = 1;
         d->gpm_val[id] = v;
         return 0;
@@ -467,9 +469,8 @@ void fk_gpm_integrate(struct fk_dev *d, long long t_ns)
     if (t_ns <= d->gpm_t_ns)
         return;
     double dt = (double)(t_ns - d->gpm_t_ns) / 1e9;
-    for (int i = 0; i < FK_GPM_IDS; i++)
-        if (d->gpm_has[i])
-            d->gpm_acc[i] += d->gpm_val[i] * dt;
+    for (unsigned k = 0; k < d->ngpm_ids; k++)
+        d->gpm_acc[d->gpm_ids[k]] += d->gpm_val[d->gpm_ids[k]] * dt;
     d->gpm_t_ns = t_ns;
 }
 

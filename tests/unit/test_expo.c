@@ -209,7 +209,7 @@ static void test_snapshot_json(void)
     gp_buf_init(&b, 0);
     struct gp_expo_options o = {"Hostname", GP_PROC_SERIES_GPU};
     struct gp_agent_stats st = {10, 1, 1700000000.5, 0.001};
-    CHECK_INT(gp_snapshot_render(&b, &f, &o, &st, 0), 0);
+    CHECK_INT(gp_snapshot_render(&b, &f, &o, &st), 0);
     CHECK_CONTAINS(b.data, "\"DCGM_FI_DEV_GPU_UTIL\":87");
     CHECK_CONTAINS(b.data, "\"clock_event_reasons\":[\"sw_power_cap\",\"hw_thermal_slowdown\"]");
     CHECK_CONTAINS(b.data, "\"xid_errors\":{\"79\":2}");
@@ -217,7 +217,8 @@ static void test_snapshot_json(void)
     CHECK_CONTAINS(b.data, "\"comm\":\"python \\\"train\\\"\\\\x\"");
     CHECK(!strstr(b.data, "sshd"));
     gp_buf_reset(&b);
-    CHECK_INT(gp_snapshot_render(&b, &f, &o, &st, 1), 0);
+    o.process_series = GP_PROC_SERIES_ALL;
+    CHECK_INT(gp_snapshot_render(&b, &f, &o, &st), 0);
     CHECK_CONTAINS(b.data, "sshd");
     gp_buf_free(&b);
     gp_frame_free(&f);
