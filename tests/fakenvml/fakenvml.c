@@ -32,6 +32,7 @@ static int fk_refs;
 static long long fk_mono0_ns, fk_offset_ns, fk_real0_us;
 
 struct fk_count {
+    const char *lit; /* the caller's literal, for the fast compare */
     char name[64];
     int dev;
     unsigned long n;
@@ -59,6 +60,13 @@ static int dev_key(const struct fk_dev *d)
 static void count_call(const char *fn, const struct fk_dev *d)
 {
     int k = dev_key(d);
+    /* fn is a string literal: compare the pointer first, so counting
+     * keeps the stand-in cheap in the agent's benchmark. */
+    for (unsigned i = 0; i < fk_ncounts; i++)
+        if (fk_counts[i].dev == k && fk_counts[i].lit == fn) {
+            fk_counts[i].n++;
+            return;
+        }
     for (unsigned i = 0; i < fk_ncounts; i++)
         if (fk_counts[i].dev == k && strcmp(fk_counts[i].name, fn) == 0) {
             fk_counts[i].n++;
@@ -66,6 +74,7 @@ static void count_call(const char *fn, const struct fk_dev *d)
         }
     if (fk_ncounts < sizeof fk_counts / sizeof fk_counts[0]) {
         snprintf(fk_counts[fk_ncounts].name, sizeof fk_counts[0].name, "%s", fn);
+        fk_counts[fk_ncounts].lit = fn;
         fk_counts[fk_ncounts].dev = k;
         fk_counts[fk_ncounts++].n = 1;
     }
@@ -623,8 +632,14 @@ nvmlReturn_t nvmlDeviceGetGpuInstanceId(nvmlDevice_t d, unsigned *id)
 static int r535_stride_bug(void)
 {
     unsigned major = 0, minor = 0;
-    return sscanf(fk_scn.driver, "%u.%u", &major, &minor) == 2 && major == 535 && minor >= 43 &&
-           minor <= 86;
+    const char *p = fk_scn.driver;
+    while (*p >= '0' && *p <= '9')
+        major = major * 10 + (unsigned)(*p++ - '0');
+    if (*p++ != '.')
+        return 0;
+    while (*p >= '0' && *p <= '9')
+        minor = minor * 10 + (unsigned)(*p++ - '0');
+    return major == 535 && minor >= 43 && minor <= 86;
 }
 
 static nvmlReturn_t running_procs(const char *fn, nvmlDevice_t d, unsigned *count, void *infos, int ver)
