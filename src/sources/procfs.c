@@ -413,20 +413,6 @@ static void sample_host(struct procfs *st, struct gp_frame *f, unsigned *errors)
     }
 }
 
-/* The entry of pid in c, or NULL (binary search). */
-static struct procfs_pid *cache_find(const struct procfs_cache *c, uint32_t pid)
-{
-    size_t lo = 0, hi = c->n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (c->v[mid].pid < pid)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < c->n && c->v[lo].pid == pid ? &c->v[lo] : NULL;
-}
-
 /* Index of the first entry of c with a pid >= pid (c->n if none). */
 static size_t cache_lower(const struct procfs_cache *c, uint32_t pid)
 {
@@ -438,6 +424,14 @@ static size_t cache_lower(const struct procfs_cache *c, uint32_t pid)
         else
             hi = mid;
     }
+
+/* The entry of pid in c, or NULL. */
+static struct procfs_pid *cache_find(const struct procfs_cache *c, uint32_t pid)
+{
+    size_t i = cache_lower(c, pid);
+    return i < c->n && c->v[i].pid == pid ? &c->v[i] : NULL;
+}
+
     return lo;
 }
 
