@@ -424,15 +424,14 @@ static size_t cache_lower(const struct procfs_cache *c, uint32_t pid)
         else
             hi = mid;
     }
+    return lo;
+}
 
 /* The entry of pid in c, or NULL. */
 static struct procfs_pid *cache_find(const struct procfs_cache *c, uint32_t pid)
 {
     size_t i = cache_lower(c, pid);
     return i < c->n && c->v[i].pid == pid ? &c->v[i] : NULL;
-}
-
-    return lo;
 }
 
 /* Appends pid to c, growing it only past the most processes seen yet. */
