@@ -24,8 +24,11 @@ fi
 echo "gpulse: installing ${missing[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
-# The prometheus package starts a service on install where an init system
-# runs; the tests start their own on 127.0.0.1, so keep it from starting.
-printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d
-trap 'rm -f /usr/sbin/policy-rc.d' EXIT
+# The prometheus packages start services on install where an init system
+# runs; the tests start their own on 127.0.0.1, so keep them from starting
+# (without touching a policy the machine already has).
+if [ ! -e /usr/sbin/policy-rc.d ]; then
+    printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d
+    trap 'rm -f /usr/sbin/policy-rc.d' EXIT
+fi
 apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
