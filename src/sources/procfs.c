@@ -32,22 +32,27 @@
  *     arrays sorted by pid, swapped at each listing, merged in one walk,
  *     grown only when the node runs more processes than ever before.
  *     Pids gone from the listing drop out. A new pid's stat is read once
- *     to learn its parent. Listing is not cheap: the kernel looks up a
- *     dentry per process, measured ~1.7 ms for 550 processes at 100 ms
- *     ticks (cold caches; 0.25 ms in a tight loop). So with GPU trees
- *     only, the root is listed every tick only down to PROCFS_LIST_MS
- *     (1 s) between listings; between them a GPU pid not in the cache is
- *     looked up directly, and a worker forked since the last listing
- *     shows at the next one. A process found gone between listings is
- *     skipped without error until the listing drops it. Parents also change without a new pid (a parent
- *     exits and its children are reparented, or a process is adopted by
- *     a subreaper), so a slice of the cache is re-read round-robin each
- *     tick, sized so that each process is re-read about every
- *     PROCFS_REFRESH_MS of wall time: ceil(n * interval / 10 s), at least
- *     one. A pid reused between two ticks by an unrelated process keeps
- *     the old parent until its refresh; a fully read process is always
- *     current. A GPU pid with no /proc entry (another pid namespace, a
- *     simulated pid) is simply not found.
+ *     to learn its parent. Listing is dear: the kernel looks up a dentry
+ *     per process, 1-2 ms of CPU for 570 processes when done once a
+ *     second (caches cold), 0.25 ms in a tight loop. So with GPU trees
+ *     only, new workers are found every PROCFS_LIST_MS (1 s) from the
+ *     main-thread children files of the GPU processes
+ *     (/proc/PID/task/PID/children, a read per GPU process), and
+ *     the root is listed only every PROCFS_FULL_LIST_MS (30 s), for
+ *     grandchildren, children forked by other threads, and adoptions. Where the kernel
+ *     has no children files (CONFIG_PROC_CHILDREN off; a fake tree) the
+ *     root is listed every PROCFS_LIST_MS instead. Between listings a
+ *     GPU pid not in the cache is looked up directly. A process found
+ *     gone between listings is skipped without error until the listing
+ *     drops it. Parents also change without a new pid (a parent exits
+ *     and its children are reparented, or a subreaper adopts them), so
+ *     a slice of the cache is re-read round-robin each tick, sized so
+ *     that each process is re-read about every PROCFS_REFRESH_MS (60 s)
+ *     of wall time, at least one a tick; followed processes are read
+ *     fully every tick, so their parents are always current. A pid
+ *     reused between two listings by an unrelated process keeps the old
+ *     parent until its refresh. A GPU pid with no /proc entry (another
+ *     pid namespace, a simulated pid) is simply not found.
  *   - On a real procfs, stat and io of up to PROCFS_KEEP_MAX processes
  *     read every tick stay open and are re-read with pread() like the
  *     host files: openat() and close() were half of the syscall time of
@@ -86,6 +91,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/vfs.h>
@@ -95,9 +101,11 @@
 #define PROCFS_BUF_MAX (4u * 1024 * 1024) /* /proc/stat on a huge box: ~1 MiB */
 #define PROCFS_DENTS 32768
 #define PROCFS_UID_REFRESH 16 /* ticks a remembered uid may be used */
-#define PROCFS_REFRESH_MS 10000u /* every cached parent re-read this often */
+#define PROCFS_REFRESH_MS 60000u /* every cached parent re-read this often */
 #define PROCFS_MARK_PASSES 64 /* bound on the descendant-marking passes */
 #define PROCFS_LIST_MS 1000u /* GPU trees: the root is listed this often */
+#define PROCFS_FULL_LIST_MS 30000u /* GPU trees with children files: full listing this often */
+#define PROCFS_CHILDREN_MAX 4096u /* new-worker pids gathered per look */
 #define PROCFS_KEEP_MAX 192u /* processes whose stat and io stay open (2 fds each) */
 #define PROC_SUPER_MAGIC 0x9fa0
 
@@ -117,6 +125,7 @@ struct procfs_pid {
     bool uid_valid;      /* uid read for this starttime */
     bool gone;           /* exited since the last listing: skipped until the next */
     bool marked;         /* this tick: on a GPU, or a descendant of one */
+    bool root;           /* this tick: on a GPU (its children are looked for) */
 };
 
 struct procfs_cache {
@@ -148,7 +157,11 @@ struct procfs {
     bool all;                  /* cfg->all_processes */
     uint64_t interval_ms;      /* sampling interval, sizes the refresh slice */
     uint32_t refresh_next;     /* the refresh slice starts at this pid */
-    uint64_t list_every;       /* ticks between listings of the root */
+    uint64_t list_every;       /* ticks between listings (or looks for new children) */
+    uint64_t full_list_every;  /* ticks between listings when children files are read */
+    bool children;             /* /proc/PID/task/PID/children exists (CONFIG_PROC_CHILDREN) */
+    uint64_t looked_tick;      /* tick of the last look at the followed processes' children */
+    uint32_t kids[PROCFS_CHILDREN_MAX];
     uint64_t listed_tick;      /* tick of the last listing; 0: none yet */
     struct procfs_cache cache[2]; /* [cur]: last tick's, [!cur]: built now */
     int cur;
@@ -330,6 +343,13 @@ static int procfs_open(const struct gp_source_config *cfg, void **state, char *e
     st->list_every = 1;
     if (!st->all && st->interval_ms && st->interval_ms < PROCFS_LIST_MS)
         st->list_every = (PROCFS_LIST_MS + st->interval_ms - 1) / st->interval_ms;
+    st->full_list_every = st->list_every;
+    if (!st->all && st->interval_ms && st->interval_ms < PROCFS_FULL_LIST_MS)
+        st->full_list_every = (PROCFS_FULL_LIST_MS + st->interval_ms - 1) / st->interval_ms;
+    int kf = openat(st->root, "thread-self/children", O_RDONLY | O_CLOEXEC);
+    st->children = kf >= 0;
+    if (kf >= 0)
+        close(kf);
     st->ticks = sysconf(_SC_CLK_TCK);
     long page = sysconf(_SC_PAGESIZE);
     st->page = page > 0 ? (uint64_t)page : 4096;
@@ -688,13 +708,13 @@ static size_t mark_gpu_trees(struct procfs *st, const struct gp_frame *f)
 {
     struct procfs_cache *c = &st->cache[st->cur];
     for (size_t i = 0; i < c->n; i++)
-        c->v[i].marked = false;
+        c->v[i].marked = c->v[i].root = false;
     size_t roots = 0;
     for (unsigned g = 0; g < f->ngpus; g++)
         for (unsigned j = 0; j < f->gpus[g].nprocs; j++) {
             struct procfs_pid *e = find_gpu_pid(st, f->gpus[g].procs[j].pid);
             if (e && !e->marked) {
-                e->marked = true;
+                e->marked = e->root = true;
                 roots++;
             }
         }
@@ -717,6 +737,47 @@ static size_t mark_gpu_trees(struct procfs *st, const struct gp_frame *f)
     return roots;
 }
 
+/*
+ * Finds the processes the GPU processes forked since the last look
+ * (dataloader workers), from their main threads' children files, and
+ * adds them to the cache; deeper descendants wait for the full listing.
+ * Far cheaper than listing the root (a read per followed process, not
+ * a dentry per process on the node); the full listing still runs every
+ * PROCFS_FULL_LIST_MS for children of other threads and adoptions.
+ * Returns how many processes were added.
+ */
+static size_t look_for_children(struct procfs *st, unsigned *errors)
+{
+    struct procfs_cache *c = &st->cache[st->cur];
+    size_t nk = 0;
+    st->looked_tick = st->tick;
+    for (size_t i = 0; i < c->n && nk < PROCFS_CHILDREN_MAX; i++) {
+        if (!c->v[i].root || c->v[i].gone)
+            continue;
+        char path[64];
+        snprintf(path, sizeof path, "%u/task/%u/children", c->v[i].pid, c->v[i].pid);
+        ssize_t n = read_rel(st, path);
+        if (n < 0)
+            continue; /* exited: the next listing drops it */
+        size_t got = 0;
+        int rc = gp_procfs_parse_children(st->buf, (size_t)n, st->kids + nk,
+                                          PROCFS_CHILDREN_MAX - nk, &got);
+        if (rc == GP_EPARSE)
+            (*errors)++;
+        nk += got;
+    }
+    size_t added = 0;
+    for (size_t k = 0; k < nk; k++) {
+        if (cache_find(c, st->kids[k]))
+            continue;
+        struct procfs_pid fresh = {.pid = st->kids[k]};
+        struct gp_procfs_pid_stat ps;
+        if (read_stat(st, &fresh, &ps, NULL) == GP_OK && cache_insert(c, &fresh))
+            added++;
+    }
+    return added;
+}
+
 static int procfs_sample(void *state, struct gp_frame *f, unsigned *errors)
 {
     struct procfs *st = state;
@@ -727,7 +788,8 @@ static int procfs_sample(void *state, struct gp_frame *f, unsigned *errors)
      * kernel looks up a dentry per process): with GPU trees only, list
      * every PROCFS_LIST_MS and look up new GPU pids directly between. */
     int rc = GP_OK;
-    if (!st->listed_tick || st->tick - st->listed_tick >= st->list_every)
+    uint64_t every = st->children && !st->all ? st->full_list_every : st->list_every;
+    if (!st->listed_tick || st->tick - st->listed_tick >= every)
         rc = list_pids(st);
     if (rc != GP_OK)
         return rc;
@@ -737,6 +799,9 @@ static int procfs_sample(void *state, struct gp_frame *f, unsigned *errors)
             kept_sweep(st); /* no GPU process: nothing stays open */
             return GP_OK;
         }
+        if (st->children && st->listed_tick != st->tick &&
+            st->tick - st->looked_tick >= st->list_every && look_for_children(st, errors))
+            mark_gpu_trees(st, f);
     }
     struct procfs_cache *c = &st->cache[st->cur];
     for (size_t i = 0; i < c->n; i++) {

@@ -454,3 +454,29 @@ int gp_procfs_parse_pid_io(const char *buf, size_t len, uint64_t *read_bytes,
     }
     return have_r && have_w ? GP_OK : GP_EPARSE;
 }
+
+int gp_procfs_parse_children(const char *buf, size_t len, uint32_t *out, size_t max, size_t *n)
+{
+    size_t i = 0, count = 0;
+    *n = 0;
+    while (i < len) {
+        if (buf[i] == ' ' || (buf[i] == '\n' && i + 1 == len)) {
+            i++;
+            continue;
+        }
+        uint64_t v = 0;
+        size_t start = i;
+        while (i < len && buf[i] >= '0' && buf[i] <= '9') {
+            v = v * 10 + (uint64_t)(buf[i++] - '0');
+            if (v > UINT32_MAX)
+                return GP_EPARSE;
+        }
+        if (i == start || v == 0 || (i < len && buf[i] != ' ' && buf[i] != '\n'))
+            return GP_EPARSE;
+        if (count == max)
+            return GP_ETOOBIG;
+        out[count++] = (uint32_t)v;
+    }
+    *n = count;
+    return GP_OK;
+}

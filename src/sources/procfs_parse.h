@@ -85,4 +85,10 @@ int gp_procfs_parse_pid_status(const char *buf, size_t len, struct gp_procfs_pid
 int gp_procfs_parse_pid_io(const char *buf, size_t len, uint64_t *read_bytes,
                            uint64_t *write_bytes);
 
+/* /proc/PID/task/TID/children: pids separated by single blanks (the
+ * kernel writes a trailing blank). Fills up to max pids into out, sets
+ * *n; GP_ETOOBIG when there are more than max, GP_EPARSE on anything
+ * else than digits and blanks, a 0 or a pid past 2^32-1. */
+int gp_procfs_parse_children(const char *buf, size_t len, uint32_t *out, size_t max, size_t *n);
+
 #endif

@@ -20,7 +20,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 1)
         return 0;
-    unsigned which = data[0] % 7;
+    unsigned which = data[0] % 8;
     size_t len = size - 1;
     char *buf = malloc(len ? len : 1);
     if (!buf)
@@ -65,6 +65,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     case 5: {
         struct gp_procfs_pid_status st;
         rc = gp_procfs_parse_pid_status(buf, len, &st);
+        break;
+    }
+    case 7: {
+        uint32_t kids[16];
+        size_t nk;
+        rc = gp_procfs_parse_children(buf, len, kids, 16, &nk);
+        if (rc == GP_ETOOBIG)
+            rc = GP_EPARSE; /* a clean refusal too */
+        if (rc == GP_OK && nk > 16)
+            abort();
         break;
     }
     default: {

@@ -554,8 +554,8 @@ static void test_gpu_pid_absent(void)
 }
 
 /* A process reparented into a GPU tree (its ppid changed without a new
- * pid) is picked up within the refresh window: 7 processes at 2 s per
- * tick re-read 2 a tick, every one within 4 ticks. */
+ * pid) is picked up within the refresh window (PROCFS_REFRESH_MS, 60 s):
+ * 7 processes at 2 s per tick re-read 1 a tick, every one within 7 ticks. */
 static void test_gpu_tree_reparent(void)
 {
     const char *root = build_gpu_tree();
@@ -580,7 +580,7 @@ static void test_gpu_tree_reparent(void)
         }
         CHECK(!gp_frame_find_proc(&f, 600));
     }
-    CHECK(seen_at >= 1 && seen_at <= 4);
+    CHECK(seen_at >= 1 && seen_at <= 7);
     gp_source_procfs.close(st);
     gp_frame_free(&f);
 }

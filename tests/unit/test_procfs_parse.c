@@ -433,7 +433,32 @@ static void test_bounded_by_len(void)
     CHECK_INT(gp_procfs_parse_pid_stat(st, sizeof st - 5, &ps), GP_EPARSE);
 }
 
+static void test_children(void)
+{
+    uint32_t k[4];
+    size_t n = 99;
+    CHECK_INT(gp_procfs_parse_children("12 345 6789 ", 12, k, 4, &n), GP_OK);
+    CHECK_INT(n, 3);
+    CHECK_INT(k[0], 12);
+    CHECK_INT(k[2], 6789);
+    CHECK_INT(gp_procfs_parse_children("", 0, k, 4, &n), GP_OK);
+    CHECK_INT(n, 0);
+    CHECK_INT(gp_procfs_parse_children("7\n", 2, k, 4, &n), GP_OK);
+    CHECK_INT(n, 1);
+    CHECK_INT(gp_procfs_parse_children("1 2 3 4 5 ", 10, k, 4, &n), GP_ETOOBIG);
+    const char *bad[] = {"12x ", "-1 ", "0 ", "4294967296 ", "1\n2", "1,2", "1\0 2"};
+    const size_t blen[] = {4, 3, 2, 11, 3, 3, 4};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        if (gp_procfs_parse_children(bad[i], blen[i], k, 4, &n) != GP_EPARSE)
+            gp_test_fail(__FILE__, __LINE__, "accepted children \"%s\"", bad[i]);
+    /* reads nothing past len */
+    CHECK_INT(gp_procfs_parse_children("12 34", 2, k, 4, &n), GP_OK);
+    CHECK_INT(n, 1);
+    CHECK_INT(k[0], 12);
+}
+
 const struct gp_test gp_tests_procfs_parse[] = {
+    {"children", test_children},
     {"stat_ok", test_stat_ok},
     {"stat_malformed", test_stat_malformed},
     {"meminfo_ok", test_meminfo_ok},
