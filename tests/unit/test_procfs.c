@@ -685,7 +685,37 @@ static void test_real_proc_gpu_tree(void)
     gp_frame_free(&f);
 }
 
+/* The real /proc: a worker forked after the first listing is found from
+ * the GPU process's children file within a second of ticks (10 at
+ * 100 ms), long before the next full listing (30 s). */
+static void test_real_proc_new_worker(void)
+{
+    void *st = open_with("/proc", false, 100);
+    struct gp_frame f;
+    gp_frame_init(&f);
+    const uint32_t gpu[] = {(uint32_t)getpid()};
+    sample_gpu_pids(st, &f, gpu, 1); /* tick 1: the full listing */
+    pid_t child = fork();
+    CHECK(child >= 0);
+    if (child == 0) {
+        pause();
+        _exit(0);
+    }
+    int seen_at = 0;
+    for (int tick = 2; tick <= 12 && !seen_at; tick++) {
+        sample_gpu_pids(st, &f, gpu, 1);
+        if (gp_frame_find_proc(&f, (uint32_t)child))
+            seen_at = tick;
+    }
+    kill(child, SIGKILL);
+    waitpid(child, NULL, 0);
+    CHECK(seen_at >= 2 && seen_at <= 10); /* a full listing would come at tick 11 */
+    gp_source_procfs.close(st);
+    gp_frame_free(&f);
+}
+
 const struct gp_test gp_tests_procfs[] = {
+    {"real_proc_new_worker", test_real_proc_new_worker},
     {"fake_tree", test_fake_tree},
     {"rereads_host_files", test_rereads_host_files},
     {"uid_cache", test_uid_cache},
