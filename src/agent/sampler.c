@@ -16,12 +16,18 @@ struct open_source {
     void *state;
     uint64_t errors_total;
     double duration_s;
+    int last_rc;          /* logged when it changes, not every tick */
 };
+
+double gp_sampler_reprobe_s = 60.0;
 
 struct gp_sampler {
     struct gp_source_config cfg;
     struct open_source src[GP_SRC__COUNT];
     size_t nsrc;
+    const struct gp_source_ops *absent[GP_SRC__COUNT]; /* answered GP_ENODEV */
+    size_t nabsent;
+    double reprobe_at;    /* monotonic seconds of the next probe of absent */
     struct gp_frame work;      /* filled by the tick, private */
     struct gp_frame published; /* read by outputs under lock */
     pthread_rwlock_t lock;
@@ -49,10 +55,49 @@ static int64_t wall_ms(void)
     return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
 }
 
+/* Opens a source into the next slot. Returns what its open returned. */
+static int open_source(struct gp_sampler *s, const struct gp_source_ops *ops, char *detail,
+                       size_t len)
+{
+    void *state = NULL;
+    int rc = ops->open(&s->cfg, &state, detail, len);
+    if (rc == GP_OK) {
+        s->src[s->nsrc] = (struct open_source){.ops = ops, .state = state};
+        s->nsrc++;
+    }
+    return rc;
+}
+
+/* Tries the absent sources again; one that opens now joins the next ticks.
+ * The GPU sources sample before procfs, which follows their processes, so
+ * a newcomer is moved in front of procfs. */
+static void reprobe(struct gp_sampler *s)
+{
+    for (size_t i = 0; i < s->nabsent;) {
+        char detail[512] = "";
+        int rc = open_source(s, s->absent[i], detail, sizeof detail);
+        if (rc != GP_OK) {
+            i++;
+            continue;
+        }
+        gp_log(GP_LOG_INFO, s->absent[i]->name, "source found something to sample", "%s", "");
+        for (size_t k = s->nsrc - 1; k > 0 && s->src[k - 1].ops->id == GP_SRC_PROCFS; k--) {
+            struct open_source t = s->src[k];
+            s->src[k] = s->src[k - 1];
+            s->src[k - 1] = t;
+        }
+        s->absent[i] = s->absent[--s->nabsent];
+    }
+}
+
 void gp_sampler_tick(struct gp_sampler *s)
 {
     struct gp_frame *f = &s->work;
     double t0 = mono_s();
+    if (s->nabsent && t0 >= s->reprobe_at) {
+        reprobe(s);
+        s->reprobe_at = t0 + gp_sampler_reprobe_s;
+    }
     gp_frame_reset(f);
     f->seq = ++s->seq;
     f->time_ms = wall_ms();
@@ -64,8 +109,13 @@ void gp_sampler_tick(struct gp_sampler *s)
         int rc = o->ops->sample(o->state, f, &errors);
         o->duration_s = mono_s() - a;
         o->errors_total += errors + (rc != GP_OK);
-        if (rc != GP_OK)
-            gp_log(GP_LOG_WARN, o->ops->name, "sampling failed", "err=\"%s\"", gp_strerror(rc));
+        if (rc != o->last_rc) {
+            if (rc != GP_OK)
+                gp_log(GP_LOG_WARN, o->ops->name, "sampling failed", "err=\"%s\"", gp_strerror(rc));
+            else
+                gp_log(GP_LOG_INFO, o->ops->name, "sampling works again", "%s", "");
+            o->last_rc = rc;
+        }
     }
     gp_frame_sort_procs(f);
     memset(f->src, 0, sizeof f->src);
@@ -160,14 +210,14 @@ int gp_sampler_open(struct gp_sampler **out, const struct gp_source_config *cfg,
     clock_gettime(CLOCK_REALTIME, &now);
     s->stats.start_time_s = (double)now.tv_sec + (double)now.tv_nsec / 1e9;
 
-    for (size_t i = 0; i < nsources && s->nsrc < GP_SRC__COUNT; i++) {
+    for (size_t i = 0; i < nsources && s->nsrc + s->nabsent < GP_SRC__COUNT; i++) {
         char detail[512] = "";
-        void *state = NULL;
-        int rc = sources[i]->open(cfg, &state, detail, sizeof detail);
+        int rc = open_source(s, sources[i], detail, sizeof detail);
         if (rc == GP_ENODEV) {
             char q[600];
             gp_log(GP_LOG_INFO, sources[i]->name, "source has nothing to sample here", "detail=%s",
                    gp_log_quote(q, sizeof q, detail));
+            s->absent[s->nabsent++] = sources[i];
             continue;
         }
         if (rc != GP_OK) {
@@ -175,10 +225,8 @@ int gp_sampler_open(struct gp_sampler **out, const struct gp_source_config *cfg,
             gp_sampler_stop(s);
             return rc;
         }
-        s->src[s->nsrc].ops = sources[i];
-        s->src[s->nsrc].state = state;
-        s->nsrc++;
     }
+    s->reprobe_at = mono_s() + gp_sampler_reprobe_s;
     *out = s;
     return GP_OK;
 }

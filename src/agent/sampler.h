@@ -16,6 +16,11 @@
 
 struct gp_sampler;
 
+/* Sources with nothing to sample at start (no driver loaded yet, no
+ * card) are probed again every this many seconds (60): a node may start
+ * the agent before the GPU driver. Tests lower it. */
+extern double gp_sampler_reprobe_s;
+
 /*
  * Opens the sources (a source with nothing to watch is skipped after one
  * log line), takes the first sample synchronously, and starts the
