@@ -288,12 +288,13 @@ int gp_chunk_append(struct gp_chunk *c, int64_t t_ms, double v)
 
 const uint8_t *gp_chunk_bytes(const struct gp_chunk *c, size_t *len)
 {
-    *len = c->data && c->alloc >= 2 ? gp_chunk_size(c) : 0;
+    *len = gp_chunk_size(c);
     return *len ? c->data : NULL;
 }
 
 unsigned gp_chunk_count(const struct gp_chunk *c) { return c->count; }
-size_t gp_chunk_size(const struct gp_chunk *c) { return (c->nbits + 7) / 8; }
+/* 0 until a growable chunk allocates; the header's 2 bytes from then on. */
+size_t gp_chunk_size(const struct gp_chunk *c) { return c->data ? (c->nbits + 7) / 8 : 0; }
 int64_t gp_chunk_first_t(const struct gp_chunk *c) { return c->t_first; }
 int64_t gp_chunk_last_t(const struct gp_chunk *c) { return c->t_last; }
 

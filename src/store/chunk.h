@@ -107,7 +107,7 @@ int gp_chunk_append(struct gp_chunk *c, int64_t t_ms, double v);
 const uint8_t *gp_chunk_bytes(const struct gp_chunk *c, size_t *len);
 
 unsigned gp_chunk_count(const struct gp_chunk *c);
-size_t gp_chunk_size(const struct gp_chunk *c); /* encoded bytes */
+size_t gp_chunk_size(const struct gp_chunk *c); /* encoded bytes, as gp_chunk_bytes */
 /* First and last timestamps; meaningless (0) while the count is 0. */
 int64_t gp_chunk_first_t(const struct gp_chunk *c);
 int64_t gp_chunk_last_t(const struct gp_chunk *c);
