@@ -16,7 +16,7 @@ LDLIBS  := $(PKG_LIBS) -ldl -lm -pthread
 
 SAN     := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
-LIB_SRC := $(sort $(wildcard src/lib/*.c src/sources/*.c src/agent/*.c))
+LIB_SRC := $(sort $(wildcard src/lib/*.c src/sources/*.c src/agent/*.c src/store/*.c))
 TEST_SRC := $(sort $(wildcard tests/unit/*.c)) tests/runner.c
 FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 FUZZERS := $(patsubst tests/fuzz/fuzz_%.c,%,$(FUZZ_SRC))
