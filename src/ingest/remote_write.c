@@ -378,7 +378,7 @@ static int dec_series(struct rd *r, struct dec *d)
             if ((rc = rd_len(r, &s)))
                 return rc;
             struct gp_rw_label l;
-            bool keep;
+            bool keep = false;
             if ((rc = dec_label(&s, &l, &keep)))
                 return rc;
             if (!keep)
