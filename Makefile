@@ -4,7 +4,7 @@
 
 CC      ?= cc
 VERSION := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
-PKGS    := libmicrohttpd jansson yaml-0.1
+PKGS    := libmicrohttpd jansson yaml-0.1 snappy
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
@@ -16,7 +16,8 @@ LDLIBS  := $(PKG_LIBS) -ldl -lm -pthread
 
 SAN     := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
-LIB_SRC := $(sort $(wildcard src/lib/*.c src/sources/*.c src/agent/*.c src/store/*.c))
+LIB_SRC := $(sort $(wildcard src/lib/*.c src/sources/*.c src/agent/*.c src/ingest/*.c \
+                            src/store/*.c))
 TEST_SRC := $(sort $(wildcard tests/unit/*.c)) tests/runner.c
 FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 FUZZERS := $(patsubst tests/fuzz/fuzz_%.c,%,$(FUZZ_SRC))

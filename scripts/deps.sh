@@ -3,7 +3,7 @@
 # second run costs a few dpkg queries. Usage: scripts/deps.sh build|test
 set -euo pipefail
 
-build_pkgs=(gcc make pkg-config libc6-dev libmicrohttpd-dev libjansson-dev libyaml-dev)
+build_pkgs=(gcc make pkg-config libc6-dev libmicrohttpd-dev libjansson-dev libyaml-dev libsnappy-dev)
 # Tests: the real Prometheus (scraper + promtool), curl to talk HTTP,
 # python3 for the small protocol checks, node_exporter for the benchmark.
 test_pkgs=(prometheus curl python3 prometheus-node-exporter procps)

@@ -1,0 +1,110 @@
+/*
+ * remote_write.h - Prometheus remote-write 1.0 codec (protobuf + snappy).
+ *
+ * The wire contract between agents and the server (DESIGN.md "Data flow"):
+ * a POST body is the snappy *block* encoding of a protobuf WriteRequest
+ *
+ *     WriteRequest { repeated TimeSeries timeseries = 1; }
+ *     TimeSeries   { repeated Label labels = 1; repeated Sample samples = 2; }
+ *     Label        { string name = 1; string value = 2; }
+ *     Sample       { double value = 1; int64 timestamp = 2; }   // ms
+ *
+ * gp_rw_decode() is the server's half: it decompresses, parses and
+ * validates a body into one arena owned by the request. gp_rw_encode() is
+ * the agent's half: it serializes caller-owned series and compresses them.
+ *
+ * Canonical form: a decoded series has its labels sorted by name (byte
+ * order) and no label with an empty value (proto3 cannot tell "" from
+ * absent, and Prometheus treats an empty label as a missing one); the
+ * encoder writes exactly that form, so decode(encode(decode(x))) ==
+ * decode(x). Sample values are kept bit-exact, including NaN payloads and
+ * the stale marker GP_RW_STALE_NAN_BITS.
+ */
+#ifndef GP_INGEST_REMOTE_WRITE_H
+#define GP_INGEST_REMOTE_WRITE_H
+
+#include "lib/buf.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Caps; exceeding one is GP_ETOOBIG. */
+/* Series in one WriteRequest (Prometheus sends at most a few thousand). */
+#define GP_RW_MAX_SERIES 100000
+/* Labels in one series, empty-valued ones not counted (Mimir's default is 30). */
+#define GP_RW_MAX_LABELS 64
+/* Bytes in one label name or one label value. */
+#define GP_RW_MAX_LABEL_LEN 4096
+
+/* The Prometheus staleness marker: a NaN that no computation produces. */
+#define GP_RW_STALE_NAN_BITS UINT64_C(0x7ff0000000000002)
+
+/* A string view: not NUL-terminated. */
+struct gp_rw_str {
+    const char *ptr;
+    size_t len;
+};
+
+struct gp_rw_label {
+    struct gp_rw_str name;
+    struct gp_rw_str value;
+};
+
+struct gp_rw_sample {
+    double value;
+    int64_t timestamp_ms;
+};
+
+struct gp_rw_series {
+    struct gp_rw_label *labels;
+    size_t nlabels;
+    struct gp_rw_sample *samples;
+    size_t nsamples;
+};
+
+/*
+ * A decoded request owns `arena` (the uncompressed bytes the strings point
+ * into, and the series/label/sample arrays). For gp_rw_encode the caller
+ * fills series itself and leaves arena NULL.
+ */
+struct gp_rw_request {
+    struct gp_rw_series *series;
+    size_t nseries;
+    size_t nlabels_total;
+    size_t nsamples_total;
+    void *arena;
+};
+
+/*
+ * Decodes a snappy-compressed WriteRequest into *out (zeroed first; on
+ * success the caller frees it with gp_rw_request_free; on failure nothing
+ * is left to free). The declared uncompressed length is checked against
+ * max_uncompressed before anything is allocated. Returns GP_OK,
+ * GP_EPARSE (not snappy, malformed protobuf, invalid labels), GP_ETOOBIG
+ * (a size cap) or GP_ENOMEM, with a one-line message in err.
+ */
+int gp_rw_decode(const uint8_t *body, size_t len, size_t max_uncompressed,
+                 struct gp_rw_request *out, char *err, size_t errlen);
+
+/* Same as gp_rw_decode for a WriteRequest that is not compressed (copied). */
+int gp_rw_unmarshal(const uint8_t *pb, size_t len, struct gp_rw_request *out,
+                    char *err, size_t errlen);
+
+/* Frees what a decode allocated and zeroes *req; accepts NULL and zeroed. */
+void gp_rw_request_free(struct gp_rw_request *req);
+
+/*
+ * Serializes req (labels written sorted by name whatever the caller's
+ * order, empty-valued labels skipped) into scratch, then snappy-compresses
+ * it into out_compressed. Both buffers are reset first and reused, so a
+ * sender that keeps them allocates nothing in steady state; on return
+ * scratch holds the uncompressed WriteRequest. Returns GP_OK, GP_ETOOBIG
+ * (a cap, or a buffer's max), GP_ENOMEM, or GP_EUSAGE for a series the
+ * decoder would reject (no label, empty/invalid/duplicate name, value not
+ * UTF-8). More than GP_RW_MAX_LABELS labels in a series is GP_ETOOBIG even
+ * when some have empty values.
+ */
+int gp_rw_encode(const struct gp_rw_request *req, struct gp_buf *out_compressed,
+                 struct gp_buf *scratch);
+
+#endif
