@@ -21,6 +21,7 @@
  */
 #include "ingest/remote_write.h"
 
+#include "lib/bits.h"
 #include "lib/err.h"
 
 #include <snappy-c.h>
@@ -339,7 +340,7 @@ static int dec_sample(struct rd *r, struct gp_rw_sample *s)
         } else if ((rc = rd_skip(r, f, wt)))
             return rc;
     }
-    memcpy(&s->value, &bits, sizeof bits); /* bit-exact: NaN payloads survive */
+    s->value = gp_bits_f64(bits); /* bit-exact: NaN payloads survive */
     s->timestamp_ms = (int64_t)ts;          /* int64 is two's complement on the wire */
     return GP_OK;
 }
@@ -612,7 +613,7 @@ static uint8_t *put_series(uint8_t *p, const struct gp_rw_series *ser, size_t bo
         *p++ = 0x12; /* TimeSeries.samples */
         p = put_varint(p, sample_size(s));
         uint64_t bits;
-        memcpy(&bits, &s->value, sizeof bits);
+        bits = gp_f64_bits(s->value);
         *p++ = 0x09;
         for (int b = 0; b < 8; b++)
             *p++ = (uint8_t)(bits >> (8 * b));

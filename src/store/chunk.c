@@ -9,6 +9,8 @@
  */
 #include "chunk.h"
 
+#include "lib/bits.h"
+
 #include "lib/err.h"
 
 #include <stdlib.h>
@@ -26,20 +28,6 @@ static const struct {
     {3, 0x6, 17},
     {4, 0xe, 20},
 };
-
-static uint64_t dbl_bits(double v)
-{
-    uint64_t u;
-    memcpy(&u, &v, sizeof u);
-    return u;
-}
-
-static double bits_dbl(uint64_t u)
-{
-    double v;
-    memcpy(&v, &u, sizeof v);
-    return v;
-}
 
 /* Does the signed value x fit in a two's complement field of w bits? */
 static int fits_signed(int64_t x, unsigned w)
@@ -250,7 +238,7 @@ int gp_chunk_append(struct gp_chunk *c, int64_t t_ms, double v)
         return rc;
 
     struct gp_chunk saved = *c;
-    uint64_t bits = dbl_bits(v);
+    uint64_t bits = gp_f64_bits(v);
     uint64_t delta = (uint64_t)t_ms - (uint64_t)c->t_last;
     if (c->count == 0) {
         uint64_t zz = ((uint64_t)t_ms << 1) ^ (uint64_t)(t_ms >> 63);
@@ -441,7 +429,7 @@ int gp_chunk_iter_next(struct gp_chunk_iter *it, int64_t *t_ms, double *v)
     it->t = t;
     it->read++;
     *t_ms = t;
-    *v = bits_dbl(it->v);
+    *v = gp_bits_f64(it->v);
     return 1;
 bad:
     it->err = GP_EPARSE;

@@ -3,26 +3,13 @@
  * random doubles, special values, int64 edges), rejection of late and
  * duplicate samples, full chunks, and corrupt or truncated bytes.
  */
+#include "lib/bits.h"
 #include "lib/err.h"
 #include "store/chunk.h"
 #include "test.h"
 
 #include <stdint.h>
 #include <stdlib.h>
-
-static uint64_t bits_of(double v)
-{
-    uint64_t u;
-    memcpy(&u, &v, sizeof u);
-    return u;
-}
-
-static double dbl_of(uint64_t u)
-{
-    double v;
-    memcpy(&v, &u, sizeof v);
-    return v;
-}
 
 /* Deterministic generator (xorshift64*), so failures reproduce. */
 static uint64_t rng_next(uint64_t *s)
@@ -47,9 +34,9 @@ static void check_decodes(const struct gp_chunk *c, const int64_t *ts, const dou
     for (size_t i = 0; i < n; i++) {
         CHECK_INT(gp_chunk_iter_next(&it, &t, &v), 1);
         CHECK_INT(t, ts[i]);
-        if (bits_of(v) != bits_of(vs[i]))
+        if (gp_f64_bits(v) != gp_f64_bits(vs[i]))
             gp_test_fail(__FILE__, __LINE__, "sample %zu: bits %016llx != %016llx", i,
-                         (unsigned long long)bits_of(v), (unsigned long long)bits_of(vs[i]));
+                         (unsigned long long)gp_f64_bits(v), (unsigned long long)gp_f64_bits(vs[i]));
     }
     CHECK_INT(gp_chunk_iter_next(&it, &t, &v), 0);
     CHECK_INT(gp_chunk_iter_next(&it, &t, &v), 0);
@@ -128,7 +115,7 @@ static void test_random_doubles(void)
         ts[i] = 1000LL * i;
         uint64_t r = rng_next(&s);
         /* Mix raw random bits, small integers and fractions. */
-        vs[i] = i % 3 == 0 ? dbl_of(r) : i % 3 == 1 ? (double)(r % 100) : (double)(r % 1000) / 7.0;
+        vs[i] = i % 3 == 0 ? gp_bits_f64(r) : i % 3 == 1 ? (double)(r % 100) : (double)(r % 1000) / 7.0;
         CHECK_INT(gp_chunk_append(&c, ts[i], vs[i]), GP_OK);
     }
     check_decodes(&c, ts, vs, N);
@@ -161,7 +148,7 @@ static void test_special_values(void)
     CHECK_INT(gp_chunk_init(&c, 0, 0), GP_OK);
     for (size_t i = 0; i < n; i++) {
         ts[i] = 15000 * (int64_t)i;
-        vs[i] = dbl_of(specials[i]);
+        vs[i] = gp_bits_f64(specials[i]);
         CHECK_INT(gp_chunk_append(&c, ts[i], vs[i]), GP_OK);
     }
     check_decodes(&c, ts, vs, n);
@@ -249,7 +236,7 @@ static void test_full_by_bytes(void)
     size_t n = 0;
     for (;;) {
         int64_t t = 1000LL * (int64_t)n + (int64_t)(rng_next(&s) % 700);
-        double v = dbl_of(rng_next(&s)); /* ~10 bytes a sample */
+        double v = gp_bits_f64(rng_next(&s)); /* ~10 bytes a sample */
         size_t size = gp_chunk_size(&c);
         uint8_t copy[100];
         memcpy(copy, buf, sizeof buf);
@@ -277,11 +264,11 @@ static void test_full_by_bytes(void)
 
     /* Growable chunk with a byte cap: the same, and an empty chunk never refuses. */
     CHECK_INT(gp_chunk_init(&c, GP_CHUNK_MIN_BYTES, 0), GP_OK);
-    CHECK_INT(gp_chunk_append(&c, INT64_MIN, dbl_of(0xffffffffffffffffULL)), GP_OK);
+    CHECK_INT(gp_chunk_append(&c, INT64_MIN, gp_bits_f64(0xffffffffffffffffULL)), GP_OK);
     int rc = GP_OK;
     int64_t t = INT64_MIN;
     for (int i = 0; i < 20 && rc == GP_OK; i++)
-        rc = gp_chunk_append(&c, t += INT64_MAX / 8, dbl_of(rng_next(&s)));
+        rc = gp_chunk_append(&c, t += INT64_MAX / 8, gp_bits_f64(rng_next(&s)));
     CHECK_INT(rc, GP_ETOOBIG);
     CHECK(gp_chunk_size(&c) <= GP_CHUNK_MIN_BYTES);
     gp_chunk_free(&c);
@@ -349,7 +336,7 @@ static void build_sample_chunk(struct gp_chunk *c, int n)
     int64_t t = -123456789;
     for (int i = 0; i < n; i++) {
         t += 15000 + (int64_t)(rng_next(&s) % 3000) * (i % 5 == 0 ? 1000 : 1);
-        double v = i % 4 == 0 ? dbl_of(rng_next(&s)) : (double)(i % 9);
+        double v = i % 4 == 0 ? gp_bits_f64(rng_next(&s)) : (double)(i % 9);
         CHECK_INT(gp_chunk_append(c, t, v), GP_OK);
     }
 }

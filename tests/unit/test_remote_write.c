@@ -4,6 +4,7 @@
  * Malformed protobuf is wrapped in real snappy so it goes through
  * gp_rw_decode exactly as a POST body would.
  */
+#include "lib/bits.h"
 #include "ingest/remote_write.h"
 #include "lib/err.h"
 #include "test.h"
@@ -49,20 +50,6 @@ static void expect_error(const void *pb, size_t len, int code, const char *msg)
     CHECK_CONTAINS(err, msg);
     CHECK(req.arena == NULL && req.nseries == 0);
     gp_rw_request_free(&req);
-}
-
-static uint64_t bits_of(double d)
-{
-    uint64_t b;
-    memcpy(&b, &d, sizeof b);
-    return b;
-}
-
-static double double_of(uint64_t b)
-{
-    double d;
-    memcpy(&d, &b, sizeof d);
-    return d;
 }
 
 static void test_vector_decodes(void)
@@ -118,8 +105,8 @@ static void test_round_trip_many(void)
     static struct gp_rw_label labels[NS][4];
     static struct gp_rw_sample samples[NS][NSMP];
     static struct gp_rw_series series[NS];
-    const uint64_t special[] = {GP_RW_STALE_NAN_BITS, bits_of(NAN), bits_of(INFINITY),
-                                bits_of(-INFINITY), UINT64_C(0x7ff8dead00000001),
+    const uint64_t special[] = {GP_RW_STALE_NAN_BITS, gp_f64_bits(NAN), gp_f64_bits(INFINITY),
+                                gp_f64_bits(-INFINITY), UINT64_C(0x7ff8dead00000001),
                                 UINT64_C(0x8000000000000000)};
     for (int i = 0; i < NS; i++) {
         snprintf(names[i], sizeof names[i], "gpu_metric_%d:rate", i);
@@ -129,7 +116,7 @@ static void test_round_trip_many(void)
         labels[i][3] = (struct gp_rw_label){S("empty"), S("")}; /* dropped */
         for (int k = 0; k < NSMP; k++) {
             uint64_t b = special[(size_t)(i + k) % (sizeof special / sizeof special[0])];
-            samples[i][k].value = (k == 0) ? i * 0.5 : double_of(b);
+            samples[i][k].value = (k == 0) ? i * 0.5 : gp_bits_f64(b);
             samples[i][k].timestamp_ms = (k == 1) ? -1 - i : (k == 2 ? INT64_MIN + i : 1700000000000LL + k);
         }
         series[i] = (struct gp_rw_series){labels[i], 4, samples[i], NSMP};
@@ -154,11 +141,11 @@ static void test_round_trip_many(void)
         CHECK(streq(s->labels[2].name, "zone") && streq(s->labels[2].value, labels[i][0].value.ptr));
         CHECK_INT(s->nsamples, NSMP);
         for (int k = 0; k < NSMP; k++) {
-            CHECK(bits_of(s->samples[k].value) == bits_of(samples[i][k].value));
+            CHECK(gp_f64_bits(s->samples[k].value) == gp_f64_bits(samples[i][k].value));
             CHECK_INT(s->samples[k].timestamp_ms, samples[i][k].timestamp_ms);
         }
     }
-    CHECK(bits_of(dec.series[0].samples[1].value) == bits_of(double_of(special[1])));
+    CHECK(gp_f64_bits(dec.series[0].samples[1].value) == gp_f64_bits(gp_bits_f64(special[1])));
     gp_rw_request_free(&dec);
     gp_buf_free(&out);
     gp_buf_free(&scratch);
