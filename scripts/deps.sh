@@ -3,10 +3,13 @@
 # second run costs a few dpkg queries. Usage: scripts/deps.sh build|test
 set -euo pipefail
 
-build_pkgs=(gcc make pkg-config libc6-dev libmicrohttpd-dev libjansson-dev libyaml-dev libsnappy-dev)
+build_pkgs=(gcc make pkg-config libc6-dev libmicrohttpd-dev libjansson-dev libyaml-dev libsnappy-dev
+            libsqlite3-dev libcurl4-openssl-dev libgnutls28-dev)
 # Tests: the real Prometheus (scraper + promtool), curl to talk HTTP,
-# python3 for the small protocol checks, node_exporter for the benchmark.
-test_pkgs=(prometheus curl python3 prometheus-node-exporter procps)
+# python3 for the small protocol checks, node_exporter for the benchmark,
+# VictoriaMetrics as a second real remote-write receiver and query peer,
+# openssl to make a throwaway certificate for the TLS test.
+test_pkgs=(prometheus curl python3 prometheus-node-exporter procps victoria-metrics openssl)
 
 want=("${build_pkgs[@]}")
 [ "${1:-build}" = test ] && want+=("${test_pkgs[@]}")

@@ -1,0 +1,94 @@
+/*
+ * query.h - the read side of the server's API: range queries, series,
+ * labels and the node/GPU inventory, rendered as JSON in the envelope of
+ * Prometheus's HTTP API ({"status":"success","data":...}) so existing
+ * Prometheus clients can read the answers.
+ *
+ * Range evaluation (docs/api.md says it to users): for each series and
+ * each step time t in start, start+step, ... <= end, the series' value is
+ * the mean of its samples in (t - step, t]; when that window is empty, the
+ * newest sample in (t - 5m, t] (Prometheus's lookback), and nothing when
+ * that sample is the stale marker. With agg=min or agg=max the per-series
+ * value is the window's min or max instead of its mean, so peaks survive
+ * downsampling (what an OOM forecast needs). agg then combines the series
+ * that share the `by` labels, as PromQL's `avg by (...)` does; without agg
+ * every series is returned as it is. When step is a multiple of a minute
+ * (and start is minute-aligned) windows are read from the 1-minute rollups,
+ * which also reach past the raw retention.
+ */
+#ifndef GP_QUERY_QUERY_H
+#define GP_QUERY_QUERY_H
+
+#include "lib/buf.h"
+#include "store/matcher.h"
+#include "store/store.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum gp_agg { GP_AGG_NONE, GP_AGG_AVG, GP_AGG_MIN, GP_AGG_MAX, GP_AGG_SUM, GP_AGG_COUNT };
+
+#define GP_QUERY_MAX_BY 16
+#define GP_QUERY_MAX_POINTS 11000 /* per series, as Prometheus caps a range query */
+#define GP_QUERY_LOOKBACK_MS (5 * 60 * 1000)
+
+struct gp_range_query {
+    const struct gp_matcher *m;
+    size_t nm;
+    int64_t start_ms, end_ms, step_ms;
+    enum gp_agg agg;
+    const char *by[GP_QUERY_MAX_BY]; /* label names, NUL-terminated */
+    size_t nby;
+    int rollups; /* -1 automatic (above), 0 never, 1 always (step a multiple of 1m) */
+};
+
+/* Parses a time: Unix seconds with an optional fraction ("1700000000.5")
+ * or RFC 3339 ("2026-11-22T10:00:00Z", "...+01:00", fractional seconds).
+ * GP_OK or GP_EPARSE with detail. */
+int gp_parse_time_ms(const char *s, int64_t *ms, char *err, size_t errlen);
+
+/* Parses a step or duration: "15s", "1m30s", "100ms", or seconds ("15",
+ * "0.5"). Must be > 0. GP_OK or GP_EPARSE. */
+int gp_parse_step_ms(const char *s, int64_t *ms, char *err, size_t errlen);
+
+/* Parses "avg", "min", "max", "sum", "count" ("" or NULL: none). */
+int gp_parse_agg(const char *s, enum gp_agg *agg);
+
+/*
+ * Evaluates q and appends the whole JSON answer to out:
+ * {"status":"success","data":{"resultType":"matrix","result":[{"metric":{...},"values":[[t,"v"],...]}]}}
+ * Times are Unix seconds (a JSON number, fraction when needed), values
+ * strings as Prometheus writes them ("NaN", "+Inf", "-Inf"). Returns GP_OK,
+ * GP_EUSAGE (bad range: end < start, too many points) with detail, or
+ * GP_ENOMEM / GP_EIO.
+ */
+int gp_query_range(struct gp_store *s, const struct gp_range_query *q, struct gp_buf *out, char *err,
+                   size_t errlen);
+
+/* {"status":"success","data":[{labels}, ...]}: series matching any of the
+ * nsel selectors (each an array of matchers) with samples in [start, end]. */
+int gp_query_series(struct gp_store *s, const struct gp_matcher *const *sel, const size_t *nm,
+                    size_t nsel, int64_t start_ms, int64_t end_ms, struct gp_buf *out, char *err,
+                    size_t errlen);
+
+/* {"status":"success","data":["name", ...]} */
+int gp_query_labels(struct gp_store *s, struct gp_buf *out, char *err, size_t errlen);
+int gp_query_label_values(struct gp_store *s, const char *name, struct gp_buf *out, char *err,
+                          size_t errlen);
+
+/*
+ * Inventory from the stored series (dcgm-exporter labels: Hostname or
+ * hostname, gpu, UUID, modelName, DCGM_FI_DRIVER_VERSION; memory from
+ * gpulse_gpu_memory_total_bytes or DCGM_FI_DEV_FB_USED + FB_FREE).
+ * nodes: {"status":"success","data":[{"node":..,"gpus":N,"models":[..],
+ *          "last_seen":t,"simulated":bool}, ...]}
+ * gpus:  {"status":"success","data":[{"node":..,"gpu":"0","uuid":..,
+ *          "model":..,"memory_bytes":N,"driver":..,"last_seen":t}, ...]}
+ */
+int gp_query_nodes(struct gp_store *s, struct gp_buf *out, char *err, size_t errlen);
+int gp_query_gpus(struct gp_store *s, struct gp_buf *out, char *err, size_t errlen);
+
+/* {"status":"error","errorType":type,"error":msg}, as Prometheus answers. */
+void gp_query_error(struct gp_buf *out, const char *type, const char *msg);
+
+#endif

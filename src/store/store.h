@@ -1,0 +1,176 @@
+/*
+ * store.h - the embedded time-series store of `gpulse server`.
+ *
+ * DESIGN.md "Storage". On disk, under the data directory:
+ *
+ *   wal/          write-ahead log (wal.h): every accepted batch, synced
+ *                 before the write is acknowledged
+ *   chunks/       closed head chunks, appended as they fill (segment.h
+ *                 records: series id, first/last time, Gorilla bytes)
+ *   head.snap     the open head chunks at the last checkpoint
+ *   blocks/       compacted data: per 2-hour window, one large chunk per
+ *                 series and an index; raw retention deletes whole blocks
+ *   rollups/      1-minute rollups (min, max, sum, count) per series and
+ *                 window, written at compaction and kept longer
+ *   meta.db       SQLite (WAL mode): the series registry, store metadata
+ *
+ * In memory: the series index (series.h) and one open Gorilla chunk per
+ * series (chunk.h).
+ *
+ * Appends: samples of one series must come in increasing time. As in
+ * Prometheus, a sample older than the series' newest is rejected as out of
+ * order; one at the same time with the same value bits is a duplicate,
+ * dropped silently (a sender's retry); one at the same time with other bits
+ * is a conflict, rejected. Rejections are counted, never stored.
+ *
+ * Crash safety: gp_store_append returns only after the batch is in the
+ * WAL and synced. Start-up loads blocks, chunk segments and the snapshot,
+ * then replays the WAL after the snapshot, skipping samples at or before
+ * a series' newest persisted time, so each sample is restored once.
+ *
+ * Threads: any number of appenders and readers; one lock inside orders
+ * them. Background work (checkpoints, compaction, retention) runs on the
+ * store's own thread.
+ */
+#ifndef GP_STORE_STORE_H
+#define GP_STORE_STORE_H
+
+#include "ingest/remote_write.h"
+#include "store/matcher.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct gp_store_options {
+    const char *dir;               /* data directory, created if absent */
+    int64_t retention_raw_ms;      /* 0: 15 days */
+    int64_t retention_rollup_ms;   /* 0: 400 days */
+    int64_t checkpoint_interval_ms;/* 0: 5 minutes */
+    int64_t block_ms;              /* compaction window; 0: 2 hours */
+    uint64_t wal_segment_bytes;    /* 0: the WAL default */
+    size_t max_series;             /* 0: 10 million; more is rejected */
+    int no_sync;                   /* 1: no fsync (benchmarks of the rest) */
+    int no_background;             /* 1: no thread; the caller runs gp_store_maintain (tests) */
+};
+
+struct gp_store;
+
+/* Opens (and recovers) the store. GP_OK, GP_EIO, GP_EPARSE (a damaged file
+ * that recovery cannot cut around) or GP_ENOMEM, with detail. */
+int gp_store_open(struct gp_store **out, const struct gp_store_options *o, char *err, size_t errlen);
+
+/* Stops the thread, checkpoints, closes. Accepts NULL. */
+void gp_store_close(struct gp_store *s);
+
+/* What one append did with the request's samples. */
+struct gp_append_result {
+    uint64_t accepted;
+    uint64_t duplicate;    /* same time and value as stored: dropped, not an error */
+    uint64_t out_of_order; /* older than the series' newest sample */
+    uint64_t conflict;     /* same time as the newest, other value */
+    uint64_t too_old;      /* older than the raw retention window */
+    uint64_t series_limit; /* samples of new series over max_series */
+    uint64_t series_created;
+};
+
+/*
+ * Appends a decoded write request and returns once it is durable.
+ * Rejected samples are counted in *res and skipped; the rest is stored.
+ * Returns GP_OK (even when samples were rejected: the caller answers 400
+ * if any were, as Prometheus does), GP_EIO (nothing acknowledged; the WAL
+ * is broken, later appends fail too) or GP_ENOMEM.
+ */
+int gp_store_append(struct gp_store *s, const struct gp_rw_request *req, struct gp_append_result *res,
+                    char *err, size_t errlen);
+
+/* ---- reading ---- */
+
+/* Series chosen by matchers: ids and a copy of their canonical labels. */
+struct gp_store_series {
+    uint32_t id;
+    const uint8_t *labels; /* canonical (labels.h), owned by the selection */
+    size_t labels_len;
+    int64_t first_ms, last_ms; /* times of the series' oldest and newest sample held */
+};
+struct gp_store_selection {
+    struct gp_store_series *series;
+    size_t n;
+    void *arena;
+};
+
+/*
+ * Selects the series that satisfy every matcher and have at least one
+ * sample in [mint, maxt] (INT64_MIN/INT64_MAX for all), ascending by id.
+ * GP_OK or GP_ENOMEM. Free with gp_store_selection_free.
+ */
+int gp_store_select(struct gp_store *s, const struct gp_matcher *m, size_t nm, int64_t mint,
+                    int64_t maxt, struct gp_store_selection *out);
+void gp_store_selection_free(struct gp_store_selection *sel);
+
+/* A growable array of raw samples. */
+struct gp_samples {
+    int64_t *t;
+    double *v;
+    size_t n, cap;
+};
+void gp_samples_free(struct gp_samples *x);
+
+/*
+ * Appends the raw samples of series id with mint <= t <= maxt, in time
+ * order, to out (from blocks, chunk segments and the head alike).
+ * GP_OK, GP_ENOMEM, GP_EIO or GP_EPARSE (a damaged chunk: logged, and
+ * the rest of the range still returned).
+ */
+int gp_store_read(struct gp_store *s, uint32_t id, int64_t mint, int64_t maxt, struct gp_samples *out);
+
+/* One minute of one series: the minute starting at t (a multiple of 60000 ms). */
+struct gp_rollup {
+    int64_t t;
+    double min, max, sum;
+    uint64_t count; /* samples in the minute; NaN values counted, not summed */
+};
+struct gp_rollups {
+    struct gp_rollup *r;
+    size_t n, cap;
+};
+void gp_rollups_free(struct gp_rollups *x);
+
+/*
+ * Appends the 1-minute rollups of series id for the minutes that overlap
+ * [mint, maxt], in time order: from rollup files where compaction wrote
+ * them, computed from raw samples for newer minutes. Minutes without
+ * samples are absent. Same returns as gp_store_read.
+ */
+int gp_store_read_rollups(struct gp_store *s, uint32_t id, int64_t mint, int64_t maxt,
+                          struct gp_rollups *out);
+
+/* Distinct label names / values (of series matching m, or of all when
+ * nm is 0), sorted, via fn. GP_OK or GP_ENOMEM. */
+int gp_store_label_names(struct gp_store *s, const struct gp_matcher *m, size_t nm,
+                         void (*fn)(void *arg, const char *name, size_t len), void *arg);
+int gp_store_label_values(struct gp_store *s, const char *name, const struct gp_matcher *m,
+                          size_t nm, void (*fn)(void *arg, const char *value, size_t len),
+                          void *arg);
+
+/* ---- maintenance and health ---- */
+
+/* Runs due background work now: checkpoint, compaction, retention
+ * (force: all of it regardless of timers). For tests and shutdown. */
+int gp_store_maintain(struct gp_store *s, int force);
+
+struct gp_store_stats {
+    uint64_t series;
+    uint64_t head_chunks, head_bytes;
+    uint64_t samples_appended; /* since start */
+    uint64_t rejected_out_of_order, rejected_conflict, rejected_too_old, rejected_series_limit;
+    uint64_t duplicates;
+    uint64_t wal_bytes, wal_syncs;
+    uint64_t disk_bytes;       /* chunks + blocks + rollups + snapshot + meta */
+    uint64_t blocks, checkpoints, compactions;
+    int64_t oldest_ms, newest_ms;
+    double replay_seconds;     /* time the last start spent recovering */
+    uint64_t replayed_samples;
+};
+void gp_store_stats(struct gp_store *s, struct gp_store_stats *st);
+
+#endif

@@ -1,0 +1,132 @@
+/*
+ * wal.h - the store's write-ahead log.
+ *
+ * Every accepted write is one WAL batch, appended under the store's lock
+ * and made durable by gp_wal_sync before the sender gets its 204, so an
+ * acknowledged sample survives a crash (DESIGN.md "Storage"). The log is
+ * a directory of numbered segment files (`%08u.wal`, segment.h framing);
+ * a batch never spans two segments. Record types:
+ *
+ *   1 SERIES   new series first seen in this batch:
+ *              repeated { uvarint id, uvarint len, len bytes of labels }
+ *              (labels in the canonical form of labels.h)
+ *   2 SAMPLES  uvarint count, then per sample { uvarint id,
+ *              varint (zigzag) timestamp ms as a delta from the previous
+ *              sample of the record (the first from 0), 8 bytes value
+ *              bits little-endian }
+ *
+ * A batch writes its SERIES record (when it has new series) before its
+ * SAMPLES record, in one writev, so replay always knows a sample's series.
+ *
+ * Checkpoints: the store persists what the head holds, then calls
+ * gp_wal_cut (start a new segment) and, once that state is durable,
+ * gp_wal_remove_before (drop the segments it covers).
+ *
+ * Threads: gp_wal_append, gp_wal_cut and gp_wal_remove_before are called
+ * under the store's write lock; gp_wal_sync is called by many request
+ * threads at once, outside that lock, and batches their fdatasyncs (group
+ * commit: one fdatasync covers every batch appended before it started).
+ */
+#ifndef GP_STORE_WAL_H
+#define GP_STORE_WAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define GP_WAL_REC_SERIES 1
+#define GP_WAL_REC_SAMPLES 2
+
+/* Default segment size: a new segment is started once this is passed. */
+#define GP_WAL_DEFAULT_SEGMENT_BYTES (64u << 20)
+
+struct gp_wal_series {
+    uint32_t id;
+    const uint8_t *labels; /* canonical, labels.h */
+    size_t labels_len;
+};
+
+struct gp_wal_sample {
+    uint32_t id;
+    int64_t t_ms;
+    uint64_t v_bits; /* the value's raw bits: NaN payloads survive */
+};
+
+/* Where a batch ends: durable once gp_wal_sync(pos) returned GP_OK. */
+struct gp_wal_pos {
+    uint32_t segment;
+    uint64_t offset;
+};
+
+struct gp_wal_options {
+    uint64_t segment_bytes; /* 0: GP_WAL_DEFAULT_SEGMENT_BYTES */
+    int no_sync;            /* 1: skip fdatasync (benchmarks of the rest only) */
+};
+
+/* Replay callbacks; a nonzero return stops the replay with that code. */
+struct gp_wal_handler {
+    int (*series)(void *ctx, const struct gp_wal_series *s);
+    int (*samples)(void *ctx, const struct gp_wal_sample *s, size_t n);
+};
+
+struct gp_wal_replay_stats {
+    uint32_t segments;     /* segment files read */
+    uint64_t records;      /* good records */
+    uint64_t series, samples;
+    uint64_t torn_bytes;   /* cut from the end of the last segment */
+    int corrupt;           /* 1: a bad record before the end (see below) */
+};
+
+/*
+ * Replays segments numbered >= from_segment in order, calling h for each
+ * record. Run before gp_wal_open. A torn or corrupt record ends the
+ * replay there: the file is truncated after its last good record and any
+ * later segments are removed (as Prometheus repairs its WAL), since a
+ * write after a torn one was never acknowledged. A bad record in the
+ * middle of the log is reported in st->corrupt and logged as an error.
+ * Returns GP_OK (also for a missing or empty directory), a handler's code,
+ * GP_EPARSE for a record whose payload does not decode, or GP_EIO.
+ */
+int gp_wal_replay(const char *dir, uint32_t from_segment, const struct gp_wal_handler *h, void *ctx,
+                  struct gp_wal_replay_stats *st, char *err, size_t errlen);
+
+/* Decodes one record's payload (the fuzz target's entry); same callbacks. */
+int gp_wal_decode_record(uint8_t type, const uint8_t *p, size_t n, const struct gp_wal_handler *h,
+                         void *ctx);
+
+struct gp_wal;
+
+/*
+ * Opens dir (created if absent) for appending: always into a new segment
+ * numbered after the highest existing one. Returns GP_OK or GP_EIO.
+ */
+int gp_wal_open(struct gp_wal **out, const char *dir, const struct gp_wal_options *o, char *err,
+                size_t errlen);
+
+/*
+ * Appends one batch (series may be 0, samples may be 0 but not both).
+ * Starts a new segment first when the current one is past segment_bytes.
+ * Sets *end to where the batch ends. Not durable until gp_wal_sync.
+ * GP_OK, GP_ENOMEM, GP_ETOOBIG or GP_EIO (then the WAL is broken and the
+ * store must stop acknowledging writes).
+ */
+int gp_wal_append(struct gp_wal *w, const struct gp_wal_series *series, size_t nseries,
+                  const struct gp_wal_sample *samples, size_t nsamples, struct gp_wal_pos *end);
+
+/* Makes everything up to pos durable (group commit). GP_OK or GP_EIO. */
+int gp_wal_sync(struct gp_wal *w, const struct gp_wal_pos *pos);
+
+/* Syncs and closes the current segment and starts the next; *segment is
+ * the new segment's number: replaying from it replays what follows. */
+int gp_wal_cut(struct gp_wal *w, uint32_t *segment);
+
+/* Removes the segments numbered below segment (and fsyncs the directory). */
+int gp_wal_remove_before(struct gp_wal *w, uint32_t segment);
+
+uint64_t gp_wal_bytes(const struct gp_wal *w);   /* on disk, all segments */
+uint32_t gp_wal_segment(const struct gp_wal *w); /* the current one */
+uint64_t gp_wal_syncs(const struct gp_wal *w);   /* fdatasyncs done */
+
+/* Syncs and closes; accepts NULL. */
+void gp_wal_close(struct gp_wal *w);
+
+#endif
