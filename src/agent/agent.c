@@ -34,11 +34,12 @@ struct gp_agent {
     struct gp_expo expo;
     struct gp_buf metrics;
     uint64_t metrics_seq;
+    struct gp_agent_embed embed;
 };
 
 struct render_ctx {
     struct gp_agent *a;
-    struct gp_http_response *resp;
+    struct gp_buf *out;
     int rc;
     int64_t frame_ms;
 };
@@ -52,13 +53,13 @@ static void render_metrics(const struct gp_frame *f, const struct gp_agent_stats
         c->rc = gp_expo_render(&a->expo, &a->metrics, f, &a->expo_opts, st);
         a->metrics_seq = c->rc ? 0 : f->seq;
     }
-    gp_buf_append(&c->resp->body, a->metrics.data, a->metrics.len);
+    gp_buf_append(c->out, a->metrics.data, a->metrics.len);
 }
 
 static void render_snapshot(const struct gp_frame *f, const struct gp_agent_stats *st, void *arg)
 {
     struct render_ctx *c = arg;
-    c->rc = gp_snapshot_render(&c->resp->body, f, &c->a->expo_opts, st);
+    c->rc = gp_snapshot_render(c->out, f, &c->a->expo_opts, st);
 }
 
 static void frame_time(const struct gp_frame *f, const struct gp_agent_stats *st, void *arg)
@@ -78,7 +79,7 @@ static void handle(void *ctx, const struct gp_http_request *req, struct gp_http_
 {
     struct gp_agent *a = ctx;
     const char *path = gp_http_path(req);
-    struct render_ctx c = {a, resp, GP_OK, 0};
+    struct render_ctx c = {a, &resp->body, GP_OK, 0};
     if (!strcmp(path, "/metrics")) {
         resp->content_type = "text/plain; version=0.0.4; charset=utf-8";
         pthread_mutex_lock(&a->cache_mu);
@@ -111,12 +112,29 @@ static void handle(void *ctx, const struct gp_http_request *req, struct gp_http_
     }
 }
 
+int gp_agent_render_metrics(struct gp_agent *a, struct gp_buf *out)
+{
+    struct render_ctx c = {a, out, GP_OK, 0};
+    pthread_mutex_lock(&a->cache_mu);
+    gp_sampler_read(a->sampler, render_metrics, &c);
+    pthread_mutex_unlock(&a->cache_mu);
+    return c.rc ? c.rc : out->err;
+}
+
 int gp_agent_start(struct gp_agent **out, const struct gp_agent_config *cfg, char *err, size_t errlen)
+{
+    struct gp_agent_embed none = {0};
+    return gp_agent_start_embedded(out, cfg, &none, err, errlen);
+}
+
+int gp_agent_start_embedded(struct gp_agent **out, const struct gp_agent_config *cfg,
+                            const struct gp_agent_embed *e, char *err, size_t errlen)
 {
     struct gp_agent *a = calloc(1, sizeof *a);
     if (!a)
         return gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
     a->cfg = *cfg;
+    a->embed = *e;
     if (!a->cfg.hostname[0] && gethostname(a->cfg.hostname, sizeof a->cfg.hostname - 1))
         snprintf(a->cfg.hostname, sizeof a->cfg.hostname, "localhost");
     a->expo_opts.hostname_label = a->cfg.hostname_label;
@@ -152,7 +170,7 @@ int gp_agent_start(struct gp_agent **out, const struct gp_agent_config *cfg, cha
         gp_log(GP_LOG_WARN, "agent",
                "no GPU driver found (neither NVML nor an amdgpu card): serving host and process metrics only",
                "%s", "");
-    rc = gp_http_start(&a->http, a->cfg.listen, handle, a, err, errlen);
+    rc = e->no_http ? GP_OK : gp_http_start(&a->http, a->cfg.listen, handle, a, err, errlen);
     if (rc) {
         gp_agent_stop(a);
         return rc;
@@ -161,7 +179,7 @@ int gp_agent_start(struct gp_agent **out, const struct gp_agent_config *cfg, cha
     return GP_OK;
 }
 
-unsigned gp_agent_port(const struct gp_agent *a) { return gp_http_port(a->http); }
+unsigned gp_agent_port(const struct gp_agent *a) { return a->http ? gp_http_port(a->http) : 0; }
 
 void gp_agent_stop(struct gp_agent *a)
 {

@@ -5,13 +5,38 @@
 #define GP_AGENT_H
 
 #include "agent/config.h"
+#include "lib/buf.h"
+
+#include <stdint.h>
 
 struct gp_agent;
 
 /* Starts sampling and serving per c. Returns GP_OK with *out set, or an
  * error with detail. */
 int gp_agent_start(struct gp_agent **out, const struct gp_agent_config *c, char *err, size_t errlen);
-unsigned gp_agent_port(const struct gp_agent *a);
+unsigned gp_agent_port(const struct gp_agent *a); /* 0 without HTTP */
+
+/*
+ * `gpulse up` runs the agent inside the server's process: no listener of
+ * its own (the server serves its /metrics), and pushes handed to the
+ * server in-process through `write`, which takes one remote-write body
+ * (snappy + protobuf, exactly what would be POSTed) and returns the HTTP
+ * status the server would answer (204, 400, 429, 503...), with a reason
+ * in msg.
+ */
+typedef int (*gp_agent_local_write)(void *ctx, const uint8_t *body, size_t len, char *msg,
+                                    size_t msglen);
+struct gp_agent_embed {
+    int no_http;
+    gp_agent_local_write write; /* NULL: no in-process target */
+    void *write_ctx;
+};
+int gp_agent_start_embedded(struct gp_agent **out, const struct gp_agent_config *c,
+                            const struct gp_agent_embed *e, char *err, size_t errlen);
+
+/* Appends the exposition of the newest frame, as /metrics serves it.
+ * GP_OK or an error code. */
+int gp_agent_render_metrics(struct gp_agent *a, struct gp_buf *out);
 void gp_agent_stop(struct gp_agent *a); /* accepts NULL */
 
 /* The `gpulse agent` command: parses args, runs until SIGINT/SIGTERM.

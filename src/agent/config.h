@@ -10,6 +10,8 @@
 #ifndef GP_CONFIG_H
 #define GP_CONFIG_H
 
+#include "lib/cfg.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -88,8 +90,7 @@ int gp_agent_config_from_args(struct gp_agent_config *c, int argc, char **argv, 
 /* Prints the --help text generated from the key table. */
 void gp_agent_config_usage(FILE *out);
 
-/* Splits "ADDR:PORT" / "[V6]:PORT" into host and port. */
-int gp_parse_listen(const char *s, char *host, size_t hostlen, unsigned *port, char *err,
-                    size_t errlen);
+/* The agent's section for commands that combine roles (`gpulse up`). */
+struct gp_cfg_section gp_agent_cfg_section(struct gp_agent_config *c);
 
 #endif
