@@ -25,7 +25,7 @@ FUZZERS := $(patsubst tests/fuzz/fuzz_%.c,%,$(FUZZ_SRC))
 REL_OBJ  := $(patsubst %.c,build/rel/%.o,$(LIB_SRC))
 ASAN_OBJ := $(patsubst %.c,build/asan/%.o,$(LIB_SRC))
 
-.PHONY: all check-build fakenvml fuzz clean
+.PHONY: all check-build fakenvml fuzz clean bench-tools
 all: build/rel/gpulse
 
 check-build: build/asan/gpulse build/asan/unit-tests fakenvml \
@@ -80,6 +80,17 @@ build/fakenvml/old/libnvidia-ml.so.1: $(FAKE_SRC) $(wildcard tests/fakenvml/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -D_GNU_SOURCE -DFAKENVML_OLD_DRIVER $(WARN) -Wno-missing-prototypes -g -O1 \
 	    -fPIC -shared -Wl,-soname,libnvidia-ml.so.1 -o $@ $(FAKE_SRC) -pthread -lm
+
+# Benchmark tools (bench/): the fleet data generator, the remote-write
+# load sender and the store tool. Release flags against the release library.
+BENCH_TOOLS := build/rel/fleetgen build/rel/rwload build/rel/storetool
+bench-tools: $(BENCH_TOOLS)
+build/rel/fleetgen: bench/fleetgen.c bench/fleetgen.h build/rel/libgpulse.a
+	$(CC) $(CFLAGS_COMMON) -O2 -Ibench -o $@ $< build/rel/libgpulse.a $(LDLIBS)
+build/rel/rwload: bench/rwload.c bench/bodies.c bench/fleetgen.h build/rel/libgpulse.a
+	$(CC) $(CFLAGS_COMMON) -O2 -Ibench -o $@ bench/rwload.c bench/bodies.c build/rel/libgpulse.a $(LDLIBS)
+build/rel/storetool: bench/storetool.c bench/bodies.c bench/fleetgen.h build/rel/libgpulse.a
+	$(CC) $(CFLAGS_COMMON) -O2 -Ibench -o $@ bench/storetool.c bench/bodies.c build/rel/libgpulse.a $(LDLIBS)
 
 clean:
 	rm -rf build
