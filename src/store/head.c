@@ -132,6 +132,36 @@ int gp_st_head_append(struct gp_store *s, uint32_t id, int64_t t, uint64_t bits)
     return GP_OK;
 }
 
+/*
+ * 1 when the series holds exactly (t, bits) in its head chunk or its
+ * newest closed chunk: a sender retrying a request whose answer it lost.
+ * Such a sample counts as a duplicate, not out of order, so a retry is
+ * answered with success. Only on the out-of-order path, which is rare.
+ */
+static int stored_sample(struct gp_store *s, const struct gp_st_series *se, int64_t t,
+                         uint64_t bits)
+{
+    const uint8_t *p = NULL;
+    size_t len = 0;
+    uint8_t buf[GP_ST_CHUNKREC_MAX];
+    if (se->head.count && t >= se->head.t_first) {
+        p = gp_chunk_bytes(&se->head, &len);
+    } else if (se->nrefs) {
+        const struct gp_st_ref *r = &se->refs[se->nrefs - 1];
+        if (t < r->t_first || t > r->t_last || gp_st_chunk_read(s, r, buf, sizeof buf, &p, &len))
+            return 0;
+    }
+    struct gp_chunk_iter it;
+    int64_t ct;
+    double v;
+    if (!p || gp_chunk_iter_init(&it, p, len) != GP_OK)
+        return 0;
+    while (gp_chunk_iter_next(&it, &ct, &v) == 1 && ct <= t)
+        if (ct == t)
+            return gp_f64_bits(v) == bits;
+    return 0;
+}
+
 /* Grows an append scratch array to hold n (allocation only when a request
  * is larger than every one before). */
 static int grow(void **arr, size_t *cap, size_t n, size_t elem)
@@ -251,12 +281,12 @@ int gp_store_append(struct gp_store *s, const struct gp_rw_request *req,
             if (t < floor || t > GP_ST_T_LIMIT) {
                 res->too_old++;
             } else if (se->has_data && t <= se->newest) {
-                if (t < se->newest)
-                    res->out_of_order++;
-                else if (bits == se->newest_bits)
+                if (t == se->newest)
+                    *(bits == se->newest_bits ? &res->duplicate : &res->conflict) += 1;
+                else if (stored_sample(s, se, t, bits))
                     res->duplicate++;
                 else
-                    res->conflict++;
+                    res->out_of_order++;
             } else if ((rc = gp_st_head_append(s, id, t, bits)) != GP_OK) {
                 gp_seterr(err, errlen, rc, "store append: %s", gp_strerror(rc));
                 break;
