@@ -1,0 +1,402 @@
+/*
+ * storetool - offline work on a stopped gpulse server's data directory,
+ * through the store's own API (store/store.h), for the benchmark and the
+ * server crash test.
+ *
+ *   storetool compact DIR
+ *       Opens (recovers) the store, forces every due background step
+ *       (gp_store_maintain(s, 1): compaction of every complete block
+ *       window, retention, checkpoint) and closes it. Prints the store's
+ *       statistics as key=value pairs. The benchmark measures the
+ *       directory afterwards.
+ *
+ *   storetool verify DIR BODIES ACKLOG
+ *       The crash test's judge. ACKLOG lists (one index per line) the
+ *       bodies of the BODIES file that the server acknowledged. Every
+ *       series of the store is read raw (gp_store_read), then every body
+ *       is decoded and each of its samples looked up by series and time:
+ *         - a sample of an acknowledged body must be held exactly once,
+ *           with the same value bits;
+ *         - a sample of another body (sent and lost with its answer, or
+ *           never sent) may be absent, but if held it is held once and
+ *           with its exact value;
+ *         - the store holds nothing that no body carried.
+ *       Prints the counts and the first few problems; exit 1 on any.
+ *
+ *   storetool expect BODIES ACKLOG
+ *       Prints the acknowledged samples as text for the HTTP read-back:
+ *       "NAME HOSTNAME GPU T_MS VALUE" with VALUE as %.17g.
+ */
+#include "fleetgen.h"
+
+#include "ingest/remote_write.h"
+#include "lib/buf.h"
+#include "lib/err.h"
+#include "store/labels.h"
+#include "store/matcher.h"
+#include "store/store.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_BODY_UNCOMPRESSED (64u << 20)
+
+static int fail(const char *what, int rc, const char *err)
+{
+    fprintf(stderr, "storetool: %s: %s%s%s\n", what, gp_strerror(rc), err && err[0] ? ": " : "",
+            err ? err : "");
+    return 1;
+}
+
+static int open_store(struct gp_store **s, const char *dir)
+{
+    struct gp_store_options o = {.dir = dir, .no_background = 1};
+    char err[512] = "";
+    int rc = gp_store_open(s, &o, err, sizeof err);
+    return rc == GP_OK ? 0 : fail(dir, rc, err);
+}
+
+static void print_stats(struct gp_store *s)
+{
+    struct gp_store_stats st;
+    gp_store_stats(s, &st);
+    printf("series=%" PRIu64 " head_chunks=%" PRIu64 " blocks=%" PRIu64 " compactions=%" PRIu64
+           " disk_bytes=%" PRIu64 " wal_bytes=%" PRIu64 " oldest_ms=%" PRId64 " newest_ms=%" PRId64
+           " replay_s=%.3f replayed=%" PRIu64 "\n",
+           st.series, st.head_chunks, st.blocks, st.compactions, st.disk_bytes, st.wal_bytes, st.oldest_ms,
+           st.newest_ms, st.replay_seconds, st.replayed_samples);
+}
+
+static int cmd_compact(const char *dir)
+{
+    struct gp_store *s;
+    if (open_store(&s, dir) != 0)
+        return 1;
+    int rc = gp_store_maintain(s, 1);
+    if (rc != GP_OK) {
+        gp_store_close(s);
+        return fail("compaction", rc, NULL);
+    }
+    print_stats(s);
+    gp_store_close(s);
+    return 0;
+}
+
+/* ---- the acknowledged set ---- */
+
+static uint8_t *read_acklog(const char *path, uint64_t nbodies, uint64_t *nacked)
+{
+    FILE *fp = fopen(path, "r");
+    if (!fp) {
+        fprintf(stderr, "storetool: %s: %s\n", path, strerror(errno));
+        return NULL;
+    }
+    uint8_t *acked = calloc(nbodies ? nbodies : 1, 1);
+    unsigned long long i;
+    *nacked = 0;
+    int c;
+    while (acked && (c = fscanf(fp, "%llu", &i)) == 1) {
+        if (i >= nbodies) {
+            fprintf(stderr, "storetool: %s: body %llu out of range\n", path, i);
+            free(acked);
+            acked = NULL;
+            break;
+        }
+        if (acked[i]) {
+            fprintf(stderr, "storetool: %s: body %llu acknowledged twice\n", path, i);
+            free(acked);
+            acked = NULL;
+            break;
+        }
+        acked[i] = 1;
+        (*nacked)++;
+    }
+    if (acked && !feof(fp)) {
+        fprintf(stderr, "storetool: %s: not a list of body numbers\n", path);
+        free(acked);
+        acked = NULL;
+    }
+    fclose(fp);
+    return acked;
+}
+
+/* ---- the store's contents, by label blob ---- */
+
+struct held {
+    uint8_t *blob;
+    size_t len;
+    uint64_t hash;
+    struct gp_samples x;
+    uint8_t *seen; /* per sample: matched by a body */
+};
+
+struct heldmap {
+    struct held *h;
+    size_t n, cap; /* open addressing, cap a power of two */
+};
+
+static struct held *held_find(struct heldmap *m, const uint8_t *blob, size_t len, uint64_t hash)
+{
+    for (size_t i = hash & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
+        struct held *e = &m->h[i];
+        if (!e->blob)
+            return e;
+        if (e->hash == hash && e->len == len && memcmp(e->blob, blob, len) == 0)
+            return e;
+    }
+}
+
+static int load_store(struct gp_store *s, struct heldmap *m, uint64_t *total)
+{
+    struct gp_matcher all;
+    char err[256];
+    int rc = gp_matcher_init(&all, GP_MATCH_RE, "__name__", ".+", err, sizeof err);
+    if (rc != GP_OK)
+        return fail("matcher", rc, err);
+    struct gp_store_selection sel = {0};
+    rc = gp_store_select(s, &all, 1, INT64_MIN, INT64_MAX, &sel);
+    gp_matcher_free(&all);
+    if (rc != GP_OK)
+        return fail("select", rc, NULL);
+    m->cap = 16;
+    while (m->cap < sel.n * 2 + 16)
+        m->cap *= 2;
+    m->h = calloc(m->cap, sizeof *m->h);
+    if (!m->h)
+        return fail("load", GP_ENOMEM, NULL);
+    *total = 0;
+    for (size_t i = 0; i < sel.n; i++) {
+        const struct gp_store_series *ss = &sel.series[i];
+        uint64_t hash = gp_labels_hash(ss->labels, ss->labels_len);
+        struct held *e = held_find(m, ss->labels, ss->labels_len, hash);
+        if (e->blob) {
+            fprintf(stderr, "storetool: two series with the same labels (id %u)\n", ss->id);
+            gp_store_selection_free(&sel);
+            return 1;
+        }
+        e->blob = malloc(ss->labels_len);
+        if (!e->blob)
+            return fail("load", GP_ENOMEM, NULL);
+        memcpy(e->blob, ss->labels, ss->labels_len);
+        e->len = ss->labels_len;
+        e->hash = hash;
+        rc = gp_store_read(s, ss->id, INT64_MIN, INT64_MAX, &e->x);
+        if (rc != GP_OK) {
+            gp_store_selection_free(&sel);
+            return fail("read", rc, NULL);
+        }
+        e->seen = calloc(e->x.n ? e->x.n : 1, 1);
+        if (!e->seen)
+            return fail("load", GP_ENOMEM, NULL);
+        for (size_t k = 1; k < e->x.n; k++)
+            if (e->x.t[k] < e->x.t[k - 1]) {
+                fprintf(stderr, "storetool: series id %u read back out of time order\n", ss->id);
+                gp_store_selection_free(&sel);
+                return 1;
+            }
+        *total += e->x.n;
+        m->n++;
+    }
+    gp_store_selection_free(&sel);
+    return 0;
+}
+
+static void heldmap_free(struct heldmap *m)
+{
+    for (size_t i = 0; i < m->cap; i++) {
+        free(m->h[i].blob);
+        gp_samples_free(&m->h[i].x);
+        free(m->h[i].seen);
+    }
+    free(m->h);
+}
+
+/* A short text name for a series in messages. */
+static void series_name(const struct gp_rw_series *se, char *out, size_t len)
+{
+    const char *fields[] = {"__name__", "Hostname", "gpu"};
+    size_t off = 0;
+    out[0] = 0;
+    for (size_t f = 0; f < 3; f++)
+        for (size_t i = 0; i < se->nlabels; i++) {
+            const struct gp_rw_label *l = &se->labels[i];
+            if (l->name.len == strlen(fields[f]) && memcmp(l->name.ptr, fields[f], l->name.len) == 0 &&
+                off < len) {
+                int k = snprintf(out + off, len - off, "%s%.*s", f ? "/" : "", (int)l->value.len,
+                                 l->value.ptr);
+                off += k > 0 ? (size_t)k : 0;
+            }
+        }
+}
+
+struct verdict {
+    uint64_t acked, acked_ok, missing, dup, wrong, unacked_held, foreign;
+    int shown;
+};
+
+static void problem(struct verdict *v, const char *what, const struct gp_rw_series *se, int64_t t)
+{
+    if (v->shown++ >= 10)
+        return;
+    char name[256];
+    series_name(se, name, sizeof name);
+    fprintf(stderr, "storetool: %s: %s at %" PRId64 "\n", what, name, t);
+}
+
+static int cmd_verify(const char *dir, const char *bodies_path, const char *ackpath)
+{
+    struct gp_bodies b;
+    char err[512];
+    if (gp_bodies_open(&b, bodies_path, err, sizeof err) != 0) {
+        fprintf(stderr, "storetool: %s\n", err);
+        return 1;
+    }
+    uint64_t nacked;
+    uint8_t *acked = read_acklog(ackpath, b.h.bodies, &nacked);
+    if (!acked)
+        return 1;
+    struct gp_store *s;
+    if (open_store(&s, dir) != 0)
+        return 1;
+    struct heldmap m = {0};
+    uint64_t held_total = 0;
+    if (load_store(s, &m, &held_total) != 0)
+        return 1;
+    gp_store_close(s);
+
+    struct verdict v = {0};
+    struct gp_buf blob;
+    gp_buf_init(&blob, 1 << 20);
+    for (uint64_t i = 0; i < b.h.bodies; i++) {
+        struct gp_rw_request req;
+        int rc = gp_rw_decode(b.body[i].data, b.body[i].len, MAX_BODY_UNCOMPRESSED, &req, err, sizeof err);
+        if (rc != GP_OK)
+            return fail("decoding a body", rc, err);
+        for (size_t k = 0; k < req.nseries; k++) {
+            const struct gp_rw_series *se = &req.series[k];
+            gp_buf_reset(&blob);
+            rc = gp_labels_encode(se->labels, se->nlabels, &blob);
+            if (rc != GP_OK)
+                return fail("labels", rc, NULL);
+            const uint8_t *bl = (const uint8_t *)blob.data;
+            struct held *e = held_find(&m, bl, blob.len, gp_labels_hash(bl, blob.len));
+            for (size_t j = 0; j < se->nsamples; j++) {
+                const struct gp_rw_sample *x = &se->samples[j];
+                /* the first stored sample at or after x's time */
+                size_t lo = 0, hi = e->blob ? e->x.n : 0;
+                while (lo < hi) {
+                    size_t mid = lo + (hi - lo) / 2;
+                    if (e->x.t[mid] < x->timestamp_ms)
+                        lo = mid + 1;
+                    else
+                        hi = mid;
+                }
+                size_t count = 0;
+                int same = 0;
+                for (size_t q = lo; e->blob && q < e->x.n && e->x.t[q] == x->timestamp_ms; q++) {
+                    count++;
+                    e->seen[q] = 1;
+                    same = memcmp(&e->x.v[q], &x->value, sizeof x->value) == 0;
+                }
+                if (acked[i])
+                    v.acked++;
+                if (count > 1) {
+                    v.dup++;
+                    problem(&v, "held more than once", se, x->timestamp_ms);
+                } else if (count == 1 && !same) {
+                    v.wrong++;
+                    problem(&v, "held with another value", se, x->timestamp_ms);
+                } else if (count == 0 && acked[i]) {
+                    v.missing++;
+                    problem(&v, "acknowledged but missing", se, x->timestamp_ms);
+                } else if (count == 1 && acked[i]) {
+                    v.acked_ok++;
+                } else if (count == 1) {
+                    v.unacked_held++;
+                }
+            }
+        }
+        gp_rw_request_free(&req);
+    }
+    for (size_t i = 0; i < m.cap; i++)
+        for (size_t q = 0; m.h[i].blob && q < m.h[i].x.n; q++)
+            if (!m.h[i].seen[q]) {
+                v.foreign++;
+                if (v.shown++ < 10)
+                    fprintf(stderr, "storetool: a sample no body carried, at %" PRId64 "\n", m.h[i].x.t[q]);
+            }
+    printf("bodies=%" PRIu64 " acked_bodies=%" PRIu64 " acked_samples=%" PRIu64 " present_once=%" PRIu64
+           " missing=%" PRIu64 " duplicated=%" PRIu64 " wrong_value=%" PRIu64 " unacked_held=%" PRIu64
+           " foreign=%" PRIu64 " series=%zu held_samples=%" PRIu64 "\n",
+           b.h.bodies, nacked, v.acked, v.acked_ok, v.missing, v.dup, v.wrong, v.unacked_held, v.foreign, m.n,
+           held_total);
+    gp_buf_free(&blob);
+    heldmap_free(&m);
+    free(acked);
+    gp_bodies_close(&b);
+    return v.missing || v.dup || v.wrong || v.foreign || v.acked_ok != v.acked ? 1 : 0;
+}
+
+static int label(const struct gp_rw_series *se, const char *name, struct gp_rw_str *out)
+{
+    for (size_t i = 0; i < se->nlabels; i++)
+        if (se->labels[i].name.len == strlen(name) && memcmp(se->labels[i].name.ptr, name, se->labels[i].name.len) == 0) {
+            *out = se->labels[i].value;
+            return 1;
+        }
+    *out = (struct gp_rw_str){"-", 1};
+    return 0;
+}
+
+static int cmd_expect(const char *bodies_path, const char *ackpath)
+{
+    struct gp_bodies b;
+    char err[512];
+    if (gp_bodies_open(&b, bodies_path, err, sizeof err) != 0) {
+        fprintf(stderr, "storetool: %s\n", err);
+        return 1;
+    }
+    uint64_t nacked;
+    uint8_t *acked = read_acklog(ackpath, b.h.bodies, &nacked);
+    if (!acked)
+        return 1;
+    for (uint64_t i = 0; i < b.h.bodies; i++) {
+        if (!acked[i])
+            continue;
+        struct gp_rw_request req;
+        int rc = gp_rw_decode(b.body[i].data, b.body[i].len, MAX_BODY_UNCOMPRESSED, &req, err, sizeof err);
+        if (rc != GP_OK)
+            return fail("decoding a body", rc, err);
+        for (size_t k = 0; k < req.nseries; k++) {
+            const struct gp_rw_series *se = &req.series[k];
+            struct gp_rw_str name, host, gpu;
+            label(se, "__name__", &name);
+            label(se, "Hostname", &host);
+            label(se, "gpu", &gpu);
+            for (size_t j = 0; j < se->nsamples; j++)
+                printf("%.*s %.*s %.*s %" PRId64 " %.17g\n", (int)name.len, name.ptr, (int)host.len, host.ptr,
+                       (int)gpu.len, gpu.ptr, se->samples[j].timestamp_ms, se->samples[j].value);
+        }
+        gp_rw_request_free(&req);
+    }
+    free(acked);
+    gp_bodies_close(&b);
+    return fflush(stdout) == 0 ? 0 : 1;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 3 && strcmp(argv[1], "compact") == 0)
+        return cmd_compact(argv[2]);
+    if (argc == 5 && strcmp(argv[1], "verify") == 0)
+        return cmd_verify(argv[2], argv[3], argv[4]);
+    if (argc == 4 && strcmp(argv[1], "expect") == 0)
+        return cmd_expect(argv[2], argv[3]);
+    fprintf(stderr, "usage: storetool compact DIR\n"
+                    "       storetool verify DIR BODIES ACKLOG\n"
+                    "       storetool expect BODIES ACKLOG\n");
+    return 2;
+}
