@@ -1,0 +1,208 @@
+#!/usr/bin/env bash
+# bench/store.sh - the gpulse server's store next to Debian's
+# VictoriaMetrics and Prometheus, on the same generated GPU-fleet data,
+# measured in one run.
+#
+#   bench/store.sh [NODES] [MINUTES]   (default 64 nodes = 512 GPUs, 60 min)
+#   QUICK=1 bench/store.sh             (8 nodes, 10 min: a smoke test)
+#   CONNECTIONS=8                      (concurrent senders)
+#
+# Data: bench/fleetgen, NODES x 8 H100 x 12 dcgm-exporter gauges with
+# dcgm-exporter's labels, one sample a second for MINUTES, ending at the
+# start of the current 2-hour window (so it lies in complete 2-hour
+# windows: gpulse compacts those, and Prometheus takes old samples into an
+# empty head as long as they come in time order). Pre-encoded into
+# remote-write bodies (snappy) of ~1500 samples, all series of a group of
+# nodes at one or a few timestamps; each connection owns whole groups, so
+# every series arrives in time order.
+#
+# Each receiver in turn, alone on the machine, on 127.0.0.1:
+#   ingest    bench/rwload POSTs every body over CONNECTIONS keep-alive
+#             connections; the receiver's CPU time (utime + stime from
+#             /proc/PID/stat) from before the first request to 5 s after
+#             the last answer (so deferred flushes count): samples per CPU
+#             second = samples per second per core. gpulse syncs its WAL
+#             before every answer; the other two do not.
+#   disk      VictoriaMetrics: /internal/force_flush, /internal/force_merge,
+#             wait until no merge runs, size of its data path.
+#             Prometheus: `promtool tsdb create-blocks-from openmetrics` over
+#             the same data as OpenMetrics text, size of the blocks; also a
+#             TSDB snapshot of the remote-written head (admin API) as a
+#             cross-check. gpulse: stop the server (checkpoint), force the
+#             compaction of every complete window through the store API
+#             (bench/storetool compact), size of the data directory
+#             (blocks, rollups, meta.db, ...), and of the blocks alone.
+#   queries   a 1-hour range at 15 s step, median of 20 after 2 warm-ups
+#             (curl's time_total): one GPU's DCGM_FI_DEV_GPU_UTIL, and
+#             avg by Hostname over all GPUs' DCGM_FI_DEV_GPU_UTIL. PromQL
+#             for VictoriaMetrics (its result cache off: -search.disableCache)
+#             and Prometheus (data in its head); gpulse's
+#             match=...&agg=avg&by=Hostname, on the fresh head and again
+#             after compaction (blocks).
+# Prints the numbers, the ratios and the goals. Not part of the tests.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+NODES=${1:-64}
+MINUTES=${2:-60}
+if [ "${QUICK:-0}" = 1 ]; then NODES=8 MINUTES=10; fi
+CONNECTIONS=${CONNECTIONS:-8}
+RUNS=20
+scripts/deps.sh test
+make -s -j2 build/rel/gpulse bench-tools
+TMP=$(mktemp -d /tmp/gpulse-bench-XXXXXX)
+PIDS=()
+cleanup() {
+    for p in "${PIDS[@]:-}"; do [ -n "$p" ] && kill "$p" 2>/dev/null || true; done
+    for p in "${PIDS[@]:-}"; do [ -n "$p" ] && wait "$p" 2>/dev/null || true; done
+    rm -rf "$TMP"
+}
+trap cleanup EXIT
+port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+hz=$(getconf CLK_TCK)
+wait_http() { # URL SECONDS
+    local end=$((SECONDS + $2))
+    until curl -sf -o /dev/null "$1"; do
+        [ $SECONDS -ge $end ] && { echo "bench: $1 did not answer" >&2; return 1; }
+        sleep 0.2
+    done
+}
+kv() { tr ' ' '\n' <<<"$1" | sed -n "s/^$2=//p"; } # LINE KEY
+
+# ---- data ----
+now=$(date +%s)
+END=$(( now / 7200 * 7200 ))
+QEND=$END QSTART=$((END - 3600))
+GROUP=$(( (NODES + 7) / 8 ))               # nodes per request: 8 shards
+TS=$(( (1536 + GROUP * 96 - 1) / (GROUP * 96) ))  # timestamps per request: ~1500 samples
+build/rel/fleetgen -n "$NODES" -m "$MINUTES" -e "${END}000" -G "$GROUP" -T "$TS" -o "$TMP/fleet.rw" 2>"$TMP/gen.log"
+cat "$TMP/gen.log"
+SERIES=$((NODES * 8 * 12)) GPUS=$((NODES * 8))
+echo "window: $(date -u -d @$((END - MINUTES * 60)) +%FT%TZ) .. $(date -u -d @$END +%FT%TZ); queries over the last hour of it"
+
+# ingest NAME URL PID: sets ING_<NAME> (samples per CPU second), WALL_<NAME>
+ingest() {
+    local name=$1 url=$2 pid=$3 c0 c1 out
+    c0=$(cpu_ticks "$pid")
+    out=$(build/rel/rwload -c "$CONNECTIONS" -p "$pid" "$url" "$TMP/fleet.rw") ||
+        { echo "$out"; echo "bench: $name did not take every request" >&2; exit 1; }
+    sleep 5
+    c1=$(cpu_ticks "$pid")
+    local samples wall
+    samples=$(kv "$out" samples) wall=$(kv "$out" wall_s)
+    printf -v "ING_$name" '%s' "$(python3 -c "print($samples / (($c1 - $c0) / $hz))")"
+    printf -v "WALL_$name" '%s' "$wall"
+    echo "  $name ingest: $out, CPU incl. 5 s after: $(python3 -c "print(($c1 - $c0) / $hz)") s"
+}
+
+# latency VAR BASEURL PATH EXPECT_SERIES CURLARGS...: median ms into VAR
+latency() {
+    local var=$1 base=$2 path=$3 want=$4; shift 4
+    local times=() i r code t
+    for i in $(seq $((RUNS + 2))); do
+        r=$(curl -s -G -o "$TMP/q.json" -w '%{http_code} %{time_total}' "$base$path" "$@")
+        code=${r% *} t=${r#* }
+        [ "$code" = 200 ] || { head -c 300 "$TMP/q.json"; echo; echo "bench: $base$path answered $code" >&2; exit 1; }
+        [ "$i" -gt 2 ] && times+=("$t")
+    done
+    python3 - "$TMP/q.json" "$want" <<'PY' || exit 1
+import json, sys
+d = json.load(open(sys.argv[1]))
+res = d["data"]["result"]
+if d["status"] != "success" or len(res) != int(sys.argv[2]) or not all(r["values"] for r in res):
+    sys.exit(f"bench: expected {sys.argv[2]} series with points, got {len(res)}")
+PY
+    printf -v "$var" '%s' "$(printf '%s\n' "${times[@]}" | sort -g | awk '{a[NR]=$1} END {print (NR % 2 ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2) * 1000}')"
+}
+promql_latency() { # PREFIX BASEURL
+    latency "${1}_ONE" "$2" /api/v1/query_range 1 --data-urlencode 'query=DCGM_FI_DEV_GPU_UTIL{Hostname="node-000",gpu="0"}' \
+        -d start=$QSTART -d end=$QEND -d step=15
+    latency "${1}_AVG" "$2" /api/v1/query_range "$NODES" --data-urlencode 'query=avg by (Hostname) (DCGM_FI_DEV_GPU_UTIL)' \
+        -d start=$QSTART -d end=$QEND -d step=15
+}
+gpulse_latency() { # PREFIX BASEURL
+    latency "${1}_ONE" "$2" /api/v1/query_range 1 --data-urlencode 'match=DCGM_FI_DEV_GPU_UTIL{Hostname="node-000",gpu="0"}' \
+        -d start=$QSTART -d end=$QEND -d step=15
+    latency "${1}_AVG" "$2" /api/v1/query_range "$NODES" --data-urlencode 'match=DCGM_FI_DEV_GPU_UTIL' \
+        -d agg=avg -d by=Hostname -d start=$QSTART -d end=$QEND -d step=15
+}
+
+# ---- VictoriaMetrics ----
+VP=$(port)
+victoria-metrics -httpListenAddr "127.0.0.1:$VP" -storageDataPath "$TMP/vm" -search.disableCache \
+    -loggerLevel ERROR >"$TMP/vm.log" 2>&1 &
+VPID=$!; PIDS+=($VPID)
+wait_http "http://127.0.0.1:$VP/health" 30
+echo "VictoriaMetrics $(dpkg-query -W -f="\${Version}" victoria-metrics)"
+ingest VM "http://127.0.0.1:$VP/api/v1/write" $VPID
+curl -sf "http://127.0.0.1:$VP/internal/force_flush" >/dev/null
+curl -sf "http://127.0.0.1:$VP/internal/force_merge" >/dev/null
+vm_busy() { curl -sf "http://127.0.0.1:$VP/metrics" | awk '/^vm_active_merges|^vm_pending_rows/ {s += $2} END {print s + 0}'; }
+sleep 2
+for _ in $(seq 300); do [ "$(vm_busy)" = 0 ] && break; sleep 1; done
+sleep 1
+BYTES_VM=$(du -sb "$TMP/vm" | cut -f1)
+promql_latency LAT_VM "http://127.0.0.1:$VP"
+kill $VPID; wait $VPID 2>/dev/null || true
+
+# ---- Prometheus ----
+PP=$(port)
+printf 'global: {scrape_interval: 15s}\nscrape_configs: []\n' >"$TMP/prom.yml"
+prometheus --config.file="$TMP/prom.yml" --storage.tsdb.path="$TMP/prom" --web.listen-address="127.0.0.1:$PP" \
+    --web.enable-remote-write-receiver --web.enable-admin-api --log.level=warn >"$TMP/prom.log" 2>&1 &
+PPID_=$!; PIDS+=($PPID_)
+wait_http "http://127.0.0.1:$PP/-/ready" 60
+echo "$(prometheus --version 2>&1 | head -1)"
+ingest PROM "http://127.0.0.1:$PP/api/v1/write" $PPID_
+promql_latency LAT_PROM "http://127.0.0.1:$PP"
+snap=$(curl -sf -XPOST "http://127.0.0.1:$PP/api/v1/admin/tsdb/snapshot" | python3 -c 'import json,sys; print(json.load(sys.stdin)["data"]["name"])')
+BYTES_PROM_SNAP=$(du -sb "$TMP/prom/snapshots/$snap" | cut -f1)
+kill $PPID_; wait $PPID_ 2>/dev/null || true
+rm -rf "$TMP/prom"
+build/rel/fleetgen -n "$NODES" -m "$MINUTES" -e "${END}000" -f om -o "$TMP/fleet.om" 2>>"$TMP/gen.log"
+promtool tsdb create-blocks-from openmetrics "$TMP/fleet.om" "$TMP/promblocks" >"$TMP/promtool.log" 2>&1 ||
+    { cat "$TMP/promtool.log"; exit 1; }
+rm -f "$TMP/fleet.om"
+BYTES_PROM=$(du -sb "$TMP/promblocks" | cut -f1)
+echo "  promtool: $(grep -c '^[0-9A-Z]\{26\}' "$TMP/promtool.log") block(s) from the OpenMetrics text"
+
+# ---- gpulse ----
+start_gpulse() {
+    GP=$(port)
+    build/rel/gpulse server --data "$TMP/gpulse" --listen "127.0.0.1:$GP" --log-level warn >>"$TMP/gpulse.log" 2>&1 &
+    GPID=$!; PIDS+=($GPID)
+    wait_http "http://127.0.0.1:$GP/api/v1/health" 120
+}
+start_gpulse
+echo "gpulse $(build/rel/gpulse version 2>&1 | head -1)"
+ingest GP "http://127.0.0.1:$GP/api/v1/write" $GPID
+gpulse_latency LAT_GPH "http://127.0.0.1:$GP"
+kill $GPID; wait $GPID 2>/dev/null || true
+echo "  gpulse compaction: $(build/rel/storetool compact "$TMP/gpulse")"
+BYTES_GP=$(du -sb "$TMP/gpulse" | cut -f1)
+BYTES_GP_BLOCKS=$(du -sb "$TMP/gpulse/blocks" | cut -f1)
+BYTES_GP_ROLLUPS=$(du -sb "$TMP/gpulse/rollups" | cut -f1)
+start_gpulse
+gpulse_latency LAT_GPC "http://127.0.0.1:$GP"
+kill $GPID; wait $GPID 2>/dev/null || true
+
+SAMPLES=$(( SERIES * MINUTES * 60 ))
+echo
+echo "$NODES nodes x 8 GPUs x 12 gauges = $SERIES series, $MINUTES min at 1 s = $SAMPLES samples; $CONNECTIONS connections"
+python3 - <<PY
+vm, prom, gp = $ING_VM, $ING_PROM, $ING_GP
+n = $SAMPLES
+bvm, bprom, bsnap, bgp, bgpb, bgpr = $BYTES_VM / n, $BYTES_PROM / n, $BYTES_PROM_SNAP / n, $BYTES_GP / n, $BYTES_GP_BLOCKS / n, $BYTES_GP_ROLLUPS / n
+def row(what, a, b, c, unit, ratio, goal):
+    print(f"{what:<34}{a:>14}{b:>14}{c:>14}  {unit:<10}{ratio:<30}{goal}")
+row("", "VictoriaM.", "Prometheus", "gpulse", "", "ratio", "goal")
+row("ingest per core", f"{vm:,.0f}", f"{prom:,.0f}", f"{gp:,.0f}", "samples/s", f"gpulse/VM {gp/vm:.2f}", "gpulse/VM >= 1")
+row("bytes per sample on disk", f"{bvm:.3f}", f"{bprom:.3f}", f"{bgp:.3f}", "B", f"gpulse/Prometheus {bgp/bprom:.2f}", "gpulse/Prometheus < 1")
+print(f"  (Prometheus: promtool blocks from the same data; its head snapshot: {bsnap:.3f} B. gpulse: whole data dir, "
+      f"blocks alone {bgpb:.3f} B + rollups {bgpr:.3f} B)")
+one = [$LAT_VM_ONE, $LAT_PROM_ONE, $LAT_GPH_ONE, $LAT_GPC_ONE]
+avg = [$LAT_VM_AVG, $LAT_PROM_AVG, $LAT_GPH_AVG, $LAT_GPC_AVG]
+for what, l in (("1h range, one series", one), ("1h range, avg by Hostname ($GPUS)", avg)):
+    row(what, f"{l[0]:.2f}", f"{l[1]:.2f}", f"{l[3]:.2f}", "ms", f"Prometheus/gpulse {l[1]/l[3]:.1f}", "Prometheus/gpulse >= 2")
+    print(f"  (gpulse before compaction, head: {l[2]:.2f} ms, Prometheus/gpulse {l[1]/l[2]:.1f})")
+PY
