@@ -16,8 +16,9 @@
  * with thermal lag, SM clocks dropping under power capping, PCIe bursts
  * at each step's batch load), pausing for evaluation and checkpoints; a
  * few are data-starved (utilization swinging, low SM activity) and a few
- * hold memory while idle. Profiling ratios are full-precision doubles,
- * as DCGM computes them from counters. Scrape timestamps are one per
+ * hold memory while idle. Values are what a receiver gets from
+ * dcgm-exporter, which prints doubles with "%f": profiling ratios with 6
+ * decimals, power (NVML's milliwatts) with 3. Scrape timestamps are one per
  * node per tick, with up to JITTER_MS of jitter (Prometheus's scrape
  * timing), aligned to INTERVAL_MS otherwise.
  *
@@ -285,9 +286,10 @@ static void fleet_tick(struct fleet *f, int64_t t)
             v[M_FB_FREE] = FB_TOTAL_MIB - FB_RESERVED_MIB - u->fb_used;
             v[M_SM_CLOCK] = sm_clock;
             v[M_MEM_CLOCK] = MEM_CLOCK;
-            v[M_SM_ACTIVE] = sm;
-            v[M_DRAM_ACTIVE] = dram;
-            v[M_TENSOR_ACTIVE] = tensor;
+            /* "%f": the nearest double to the 6-decimal text */
+            v[M_SM_ACTIVE] = round(sm * 1e6) / 1e6;
+            v[M_DRAM_ACTIVE] = round(dram * 1e6) / 1e6;
+            v[M_TENSOR_ACTIVE] = round(tensor * 1e6) / 1e6;
             v[M_PCIE_TX] = round(fmax(pcie, 0));
         }
     }

@@ -182,6 +182,7 @@ echo "  gpulse compaction: $(build/rel/storetool compact "$TMP/gpulse")"
 BYTES_GP=$(du -sb "$TMP/gpulse" | cut -f1)
 BYTES_GP_BLOCKS=$(du -sb "$TMP/gpulse/blocks" | cut -f1)
 BYTES_GP_ROLLUPS=$(du -sb "$TMP/gpulse/rollups" | cut -f1)
+echo "  gpulse data dir after compaction (bytes): $(cd "$TMP/gpulse" && du -sb -- * | awk '{printf "%s %s, ", $2, $1}')"
 start_gpulse
 gpulse_latency LAT_GPC "http://127.0.0.1:$GP"
 kill $GPID; wait $GPID 2>/dev/null || true
