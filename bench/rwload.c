@@ -213,7 +213,7 @@ int main(int argc, char **argv)
         return 1;
     }
     sh.b = &b;
-    if (ackpath && !(sh.acklog = fopen(ackpath, "w"))) {
+    if (ackpath && (!(sh.acklog = fopen(ackpath, "w")) || setvbuf(sh.acklog, NULL, _IOLBF, 0) != 0)) {
         fprintf(stderr, "rwload: %s: %s\n", ackpath, strerror(errno));
         return 1;
     }
