@@ -22,14 +22,17 @@ TEST_SRC := $(sort $(wildcard tests/unit/*.c)) tests/runner.c
 FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 FUZZERS := $(patsubst tests/fuzz/fuzz_%.c,%,$(FUZZ_SRC))
 
+BENCH_TOOLS := build/rel/fleetgen build/rel/rwload build/rel/storetool
 REL_OBJ  := $(patsubst %.c,build/rel/%.o,$(LIB_SRC))
 ASAN_OBJ := $(patsubst %.c,build/asan/%.o,$(LIB_SRC))
 
 .PHONY: all check-build fakenvml fuzz clean bench-tools
 all: build/rel/gpulse
 
+# The release bench tools are here because the server crash test drives
+# the server with them (rwload, fleetgen) and judges with storetool.
 check-build: build/asan/gpulse build/asan/unit-tests fakenvml \
-             $(addprefix build/asan/fuzz-,$(FUZZERS)) build/rel/gpulse
+             $(addprefix build/asan/fuzz-,$(FUZZERS)) build/rel/gpulse $(BENCH_TOOLS)
 
 build/rel/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -83,7 +86,6 @@ build/fakenvml/old/libnvidia-ml.so.1: $(FAKE_SRC) $(wildcard tests/fakenvml/*.h)
 
 # Benchmark tools (bench/): the fleet data generator, the remote-write
 # load sender and the store tool. Release flags against the release library.
-BENCH_TOOLS := build/rel/fleetgen build/rel/rwload build/rel/storetool
 bench-tools: $(BENCH_TOOLS)
 build/rel/fleetgen: bench/fleetgen.c bench/fleetgen.h build/rel/libgpulse.a
 	$(CC) $(CFLAGS_COMMON) -O2 -Ibench -o $@ $< build/rel/libgpulse.a $(LDLIBS)
