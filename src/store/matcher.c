@@ -16,8 +16,9 @@
  *      {,n}  lone {          RE2 reads them literally, glibc as counts
  *    Unbalanced parentheses are refused as well: "a)|(b" would otherwise
  *    escape the ^(...)$ anchoring. Counted repetitions are capped at 1000
- *    (RE2's limit) and the pattern's expanded size, with nesting, at
- *    GP_RE_MAX_SIZE, so regcomp's work stays bounded for any input.
+ *    (RE2's limit), and the pattern's size and optional parts once counts
+ *    are expanded (regex_vet), so regcomp's and regexec's work stays
+ *    bounded for any input.
  *  - matcher build and match: values are compared with their length (a
  *    value decoded from \x00 may hold NUL bytes); regexec gets a
  *    NUL-terminated copy of the value (sanitizers' regexec interceptor
@@ -38,7 +39,8 @@
 
 /* Bounds on what regcomp is asked to build. */
 #define GP_RE_MAX_REPEAT 1000
-#define GP_RE_MAX_SIZE 100000
+#define GP_RE_MAX_SIZE 20000
+#define GP_RE_MAX_OPTIONAL 256
 #define GP_RE_MAX_DEPTH 100
 
 /* ---- regex vetting -------------------------------------------------------- */
@@ -46,11 +48,12 @@
 static bool is_digit(char c) { return c >= '0' && c <= '9'; }
 static bool is_alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 
-/* Parses "{n}", "{n,}" or "{n,m}" at p[i]; sets *end after '}' and *count
- * to the largest repetition (n+1 for "{n,}"). 1 when it is one, 0 when it
- * is not an interval, -1 with *why when it is a bad one. */
-static int parse_interval(const char *p, size_t len, size_t i, size_t *end, unsigned long *count,
-                          const char **why)
+/* Parses "{n}", "{n,}" or "{n,m}" at p[i]; sets *end after '}', *lo = n
+ * and *hi = m (n for "{n}", UNBOUNDED for "{n,}"). 1 when it is one, 0
+ * when it is not an interval, -1 with *why when it is a bad one. */
+#define UNBOUNDED ((unsigned long)-1)
+static int parse_interval(const char *p, size_t len, size_t i, size_t *end, unsigned long *lo,
+                          unsigned long *hi, const char **why)
 {
     size_t j = i + 1;
     unsigned long n = 0, m = 0;
@@ -87,7 +90,8 @@ static int parse_interval(const char *p, size_t len, size_t i, size_t *end, unsi
         return -1;
     }
     *end = j + 1;
-    *count = has_m ? m : comma ? n + 1 : n;
+    *lo = n;
+    *hi = has_m ? m : comma ? UNBOUNDED : n;
     return 1;
 }
 
@@ -125,48 +129,73 @@ static const char *escape_why(char c)
 /*
  * Checks a pattern as described at the top. Returns NULL when it is fine,
  * else a static reason; *at is the offset in the pattern.
+ *
+ * Cost model: glibc expands counted repetitions into copies, and its
+ * matcher's work per input byte grows with the parts that may be skipped
+ * or repeated (x?, x*, x+, the optional copies of x{n,m}). So each atom
+ * carries its expanded size and its optional size, multiplied out through
+ * nesting, and the totals are capped (GP_RE_MAX_SIZE, GP_RE_MAX_OPTIONAL):
+ * alternations of thousands of literals pass, ".{0,1000}" does not.
  */
 static const char *regex_vet(const char *p, size_t len, size_t *at)
 {
-    /* size[d]: expanded size of the open group at depth d; total: of all. */
-    size_t size[GP_RE_MAX_DEPTH + 1];
-    size_t depth = 0, total = 0, next;
-    size_t last = 0; /* expanded size of the previous atom; 0: none */
+    static const char *const too_big =
+        "regular expression too costly once its counts are expanded";
+    /* Per open group (depth d): expanded and optional size of its atoms. */
+    uint64_t size[GP_RE_MAX_DEPTH + 1], opt[GP_RE_MAX_DEPTH + 1];
+    size_t depth = 0, next;
+    uint64_t tsize = 0, topt = 0;         /* of the whole pattern */
+    uint64_t lsize = 0, lopt = 0;         /* of the previous atom; lsize 0: none */
     bool after_quant = false;
-    size[0] = 0;
+    size[0] = opt[0] = 0;
     for (size_t i = 0; i < len; i = next) {
         char c = p[i];
         *at = i;
         next = i + 1;
         if (c == '\0')
             return "NUL byte in a regular expression";
-        unsigned long k = 0;
-        if (c == '*' || c == '+' || c == '?') {
-            k = c == '+' ? 2 : 1; /* glibc expands a+ to aa* */
-        } else if (c == '{') {
+        unsigned long lo = 0, hi = 0;
+        bool quant = true;
+        if (c == '*')
+            lo = 0, hi = UNBOUNDED;
+        else if (c == '+')
+            lo = 1, hi = UNBOUNDED;
+        else if (c == '?')
+            lo = 0, hi = 1;
+        else if (c == '{') {
             const char *why = NULL;
-            int r = parse_interval(p, len, i, &next, &k, &why);
+            int r = parse_interval(p, len, i, &next, &lo, &hi, &why);
             if (r < 0)
                 return why;
             if (r == 0)
                 return "a '{' that does not start a count {n}, {n,} or {n,m}; escape it as \\{";
-            if (k == 0)
-                k = 1;
-        }
-        if (k > 0) { /* a quantifier */
+        } else
+            quant = false;
+        if (quant) {
             if (after_quant)
                 return c == '?' ? "lazy quantifiers ('*?', '+?', '?\?') are RE2 syntax, not POSIX"
                                 : "stacked quantifiers ('a**', 'a{2}{3}')";
             after_quant = true;
-            if (k > 1 && last > 0) {
-                if (last > GP_RE_MAX_SIZE / (k - 1))
-                    return "regular expression too large once its counts are expanded";
-                size[depth] += last * (k - 1);
-                total += last * (k - 1);
-                last *= k;
-            }
+            if (lsize == 0)
+                continue; /* nothing to repeat: regcomp says so */
+            /* lo required copies keep their own optional parts; the rest
+             * (hi - lo copies, or one starred copy) are optional whole. */
+            uint64_t copies = hi == UNBOUNDED ? lo + 1 : hi;
+            uint64_t extra = hi == UNBOUNDED ? 1 : hi - lo;
+            if (copies == 0)
+                copies = 1;
+            uint64_t nsize = lsize * copies, nopt = lopt * lo + lsize * extra;
+            if (lo == 0 && nopt < lsize)
+                nopt = lsize;
+            size[depth] += nsize - lsize;
+            tsize += nsize - lsize;
+            opt[depth] += nopt - lopt;
+            topt += nopt - lopt;
+            lsize = nsize;
+            lopt = nopt;
         } else {
             after_quant = false;
+            lopt = 0;
             switch (c) {
             case '\\': {
                 if (i + 1 >= len)
@@ -178,7 +207,7 @@ static const char *regex_vet(const char *p, size_t len, size_t *at)
                     e == '>' || e == '`' || e == '\'')
                     return escape_why(e);
                 next = i + 2;
-                last = 1;
+                lsize = 1;
                 break;
             }
             case '[': {
@@ -211,7 +240,7 @@ static const char *regex_vet(const char *p, size_t len, size_t *at)
                     j++;
                 }
                 next = j + 1;
-                last = 1;
+                lsize = 1;
                 break;
             }
             case '(':
@@ -219,34 +248,38 @@ static const char *regex_vet(const char *p, size_t len, size_t *at)
                     return "'(?' groups and flags are RE2 syntax, not POSIX";
                 if (depth == GP_RE_MAX_DEPTH)
                     return "groups nested deeper than 100";
-                total++;
-                size[++depth] = 0;
-                last = 0;
-                break;
-            case ')': {
+                depth++;
+                size[depth] = opt[depth] = 0;
+                lsize = 0;
+                continue;
+            case ')':
                 if (depth == 0)
                     return "unbalanced ')'";
-                size_t s = size[depth--] + 1; /* already in total */
-                size[depth] += s;
-                last = s;
+                lsize = size[depth] + 1; /* the group node itself */
+                lopt = opt[depth];
+                depth--;
+                size[depth] += lsize;
+                opt[depth] += lopt;
+                tsize++;
                 break;
-            }
             case '|':
             case '^':
             case '$':
                 size[depth]++;
-                total++;
-                last = 0;
+                tsize++;
+                lsize = 0;
                 break;
             default:
-                size[depth]++;
-                total++;
-                last = 1;
+                lsize = 1;
                 break;
             }
+            if (c != ')' && c != '|' && c != '^' && c != '$') { /* a one-node atom */
+                size[depth] += lsize;
+                tsize += lsize;
+            }
         }
-        if (total > GP_RE_MAX_SIZE)
-            return "regular expression too large once its counts are expanded";
+        if (tsize > GP_RE_MAX_SIZE || topt > GP_RE_MAX_OPTIONAL)
+            return too_big;
     }
     *at = len;
     if (depth > 0)
