@@ -835,11 +835,11 @@ int gp_sindex_select(const struct gp_sindex *x, const struct gp_matcher *m, size
 {
     *ids = NULL;
     *n = 0;
-    if (x->n == 0)
-        return GP_OK;
     struct term *t = calloc(nm ? nm : 1, sizeof *t);
     if (!t)
         return GP_ENOMEM;
+    if (x->n == 0)
+        nm = 0; /* below: no terms, no candidates */
     int rc = GP_OK;
     size_t nt = 0;
     bool none = false;
@@ -862,7 +862,7 @@ int gp_sindex_select(const struct gp_sindex *x, const struct gp_matcher *m, size
 
     size_t words = ((size_t)x->n + 63) / 64;
     uint64_t *bm = NULL;
-    uint32_t *c = malloc((size_t)x->n * sizeof *c);
+    uint32_t *c = malloc(((size_t)x->n + 1) * sizeof *c);
     if (!c) {
         rc = GP_ENOMEM;
         goto out;
@@ -898,13 +898,9 @@ int gp_sindex_select(const struct gp_sindex *x, const struct gp_matcher *m, size
     for (size_t i = first; i < nt && cn > 0; i++)
         cn = apply_term(x, &t[i], c, cn, bm, words);
     free(bm);
-    if (cn == 0) {
-        free(c);
-        goto out;
-    }
     for (size_t i = 0; i < cn; i++)
         c[i] = x->ids[c[i]];
-    uint32_t *shrunk = realloc(c, cn * sizeof *c);
+    uint32_t *shrunk = realloc(c, (cn ? cn : 1) * sizeof *c);
     *ids = shrunk ? shrunk : c;
     *n = cn;
 out:
@@ -912,6 +908,10 @@ out:
         if (t[i].set != &t[i].one)
             free(t[i].set);
     free(t);
+    /* Never NULL on success: an empty selection passed on to
+     * gp_sindex_label_names must not read as "all series". */
+    if (rc == GP_OK && !*ids && !(*ids = malloc(sizeof **ids)))
+        rc = GP_ENOMEM;
     return rc;
 }
 
