@@ -677,8 +677,8 @@ static int parse_matchers(struct lx *l, struct gp_matcher *arr, size_t *n, bool 
         if (l->i >= l->len || (l->s[l->i] != '"' && l->s[l->i] != '\'' && l->s[l->i] != '`'))
             return unexpected(l, l->i, "a quoted string");
         size_t vat = l->i;
-        char *value;
-        size_t vlen;
+        char *value = NULL;
+        size_t vlen = 0;
         int rc = lex_string(l, &value, &vlen);
         if (rc)
             return rc;

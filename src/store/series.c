@@ -54,6 +54,7 @@
 /* Relative costs for choosing how a term is applied (1 = set one bit). */
 #define COST_FILTER 8 /* find a label in one series' blob */
 #define COST_REGEX 40 /* one regexec on a short value */
+#define COST_FAST 4   /* a prefix/suffix/substring test instead */
 
 /* ---- postings lists ------------------------------------------------------ */
 
@@ -638,7 +639,19 @@ struct term {
     size_t nset;
     uint32_t one;
     uint64_t est; /* series in the set (upper bound for T_VALUES) */
+    int fast;     /* T_VALUES: FAST_* when the regex is matched without regexec */
+    char *lit;    /* its literal (owned) */
+    size_t litlen;
 };
+
+enum { FAST_NONE, FAST_PREFIX, FAST_SUFFIX, FAST_CONTAINS };
+
+static void term_free(struct term *t)
+{
+    if (t->set != &t->one)
+        free(t->set);
+    free(t->lit);
+}
 
 static bool is_meta(char c) { return strchr(".[]()*+?{}|^$\\", c) != NULL; }
 
@@ -703,6 +716,62 @@ static int literal_set(const struct gp_sindex *x, uint32_t name, const struct gp
     return 1;
 }
 
+/*
+ * The regexes dashboards write most, "lit.*", ".*lit" and ".*lit.*" (lit
+ * without metacharacters; \-escapes allowed), become a prefix, suffix or
+ * substring test: a T_VALUES term may visit many values. GP_ENOMEM or
+ * GP_OK (t->fast stays FAST_NONE when the pattern is not one).
+ */
+static int fast_init(struct term *t)
+{
+    const char *p = t->m->value;
+    size_t len = t->m->value_len;
+    bool starts = len >= 2 && p[0] == '.' && p[1] == '*';
+    bool ends = len >= 2 && p[len - 2] == '.' && p[len - 1] == '*';
+    if (len < 4 && starts && ends)
+        return GP_OK; /* ".*" itself, or ".*" overlapping */
+    if (!starts && !ends)
+        return GP_OK;
+    size_t from = starts ? 2 : 0, to = ends ? len - 2 : len;
+    for (size_t i = from; i < to; i++) {
+        if (p[i] == '\\') {
+            if (i + 1 >= to || !is_meta(p[i + 1]))
+                return GP_OK; /* the backslash would escape the ".*" */
+            i++;
+        } else if (is_meta(p[i])) {
+            return GP_OK;
+        }
+    }
+    char *lit = malloc(to - from + 1);
+    if (!lit)
+        return GP_ENOMEM;
+    size_t n = 0;
+    for (size_t i = from; i < to; i++) {
+        if (p[i] == '\\')
+            i++;
+        lit[n++] = p[i];
+    }
+    t->lit = lit;
+    t->litlen = n;
+    t->fast = starts && ends ? FAST_CONTAINS : starts ? FAST_SUFFIX : FAST_PREFIX;
+    return GP_OK;
+}
+
+/* matches(t->m, v) for a value, through the fast form when there is one. */
+static inline bool value_matches(const struct term *t, const char *v, size_t len)
+{
+    if (t->fast == FAST_NONE)
+        return gp_matcher_matches(t->m, v, len);
+    bool r;
+    if (t->fast == FAST_CONTAINS)
+        r = memmem(v, len, t->lit, t->litlen) != NULL;
+    else if (len < t->litlen)
+        r = false;
+    else
+        r = memcmp(t->fast == FAST_PREFIX ? v : v + len - t->litlen, t->lit, t->litlen) == 0;
+    return t->m->op == GP_MATCH_RE ? r : !r;
+}
+
 /* Classifies matcher m into t (see the top of the file). */
 static int term_init(const struct gp_sindex *x, const struct gp_matcher *m, struct term *t)
 {
@@ -748,8 +817,10 @@ static int term_init(const struct gp_sindex *x, const struct gp_matcher *m, stru
     int rc = literal_set(x, (uint32_t)ni, m, t);
     if (rc < 0)
         return rc;
-    if (rc == 0)
+    if (rc == 0) {
         t->kind = T_VALUES;
+        return fast_init(t);
+    }
     else if (t->nset == 0)
         t->kind = t->pos ? T_NONE : T_ALL;
     return GP_OK;
@@ -760,7 +831,7 @@ static uint64_t bitmap_cost(const struct term *t)
 {
     uint64_t c = t->est;
     if (t->kind == T_VALUES)
-        c += (uint64_t)t->name->nvals * COST_REGEX;
+        c += (uint64_t)t->name->nvals * (t->fast ? COST_FAST : COST_REGEX);
     return c;
 }
 
@@ -772,7 +843,7 @@ static void bitmap_fill(const struct gp_sindex *x, const struct term *t, uint64_
     size_t n = by_name ? ln->nvals : t->nset;
     for (size_t k = 0; k < n; k++) {
         const struct pair *p = &x->pairs[by_name ? ln->vals[k] : t->set[k]];
-        if (t->kind == T_VALUES && gp_matcher_matches(t->m, p->v, p->vlen) == (int)t->me)
+        if (t->kind == T_VALUES && value_matches(t, p->v, p->vlen) == t->me)
             continue;
         const uint32_t *d = pl_data(&p->post);
         for (uint32_t j = 0; j < p->post.n; j++)
@@ -788,7 +859,7 @@ static size_t filter_each(const struct gp_sindex *x, const struct term *t, uint3
         const uint8_t *rec = x->recs[c[i]];
         struct gp_rw_str v;
         gp_labels_get(rec + SX_REC_HDR, rec_len(rec), t->m->name, &v);
-        if (gp_matcher_matches(t->m, v.ptr, v.len))
+        if (value_matches(t, v.ptr, v.len))
             c[out++] = c[i];
     }
     return out;
@@ -802,7 +873,7 @@ static size_t apply_term(const struct gp_sindex *x, const struct term *t, uint32
         const struct plist *pl = &x->pairs[t->set[0]].post;
         return merge_list(c, cn, pl_data(pl), pl->n, t->pos);
     }
-    uint64_t per = COST_FILTER + (t->m->has_re ? COST_REGEX : 0);
+    uint64_t per = COST_FILTER + (!t->m->has_re ? 0 : t->fast ? COST_FAST : COST_REGEX);
     if ((uint64_t)cn * per <= bitmap_cost(t) + words)
         return filter_each(x, t, c, cn);
     memset(bm, 0, words * sizeof *bm);
@@ -850,8 +921,8 @@ int gp_sindex_select(const struct gp_sindex *x, const struct gp_matcher *m, size
             none = true;
         if (t[nt].kind != T_ALL)
             nt++;
-        else if (t[nt].set != &t[nt].one)
-            free(t[nt].set);
+        else
+            term_free(&t[nt]);
     }
     if (none)
         goto out;
@@ -905,8 +976,7 @@ int gp_sindex_select(const struct gp_sindex *x, const struct gp_matcher *m, size
     *n = cn;
 out:
     for (size_t i = 0; i < nt; i++)
-        if (t[i].set != &t[i].one)
-            free(t[i].set);
+        term_free(&t[i]);
     free(t);
     /* Never NULL on success: an empty selection passed on to
      * gp_sindex_label_names must not read as "all series". */

@@ -286,6 +286,14 @@ static void test_regex_anchoring_in_select(void)
     CHECK_STR(sel(x, "{ip=~`10.0.0.1`}"), "9");
     CHECK_STR(sel(x, "{__name__=~`mem\\.used|temp`}"), "1,2,3,9");
     CHECK_STR(sel(x, "{gpu=~\"[0-9]\", gpu!~\"2\"}"), "1,5");
+    /* Prefix, suffix and substring forms (no regexec) keep regex meaning. */
+    CHECK_STR(sel(x, "{gpu=~\"1.*\"}"), "1,2,3,5");
+    CHECK_STR(sel(x, "{gpu=~\".*1\"}"), "1,3,5");
+    CHECK_STR(sel(x, "{ip=~`.*0\\.0.*`}"), "9");
+    CHECK_STR(sel(x, "{ip=~`.*0.0.*`}"), "9");
+    CHECK_STR(sel(x, "{__name__=~\".+\", gpu!~\"1.*\"}"), "8,9");
+    CHECK_STR(sel(x, "{__name__=~\".+\", host!~\".*\"}"), "");
+    CHECK_STR(sel(x, "{gpu=~`1\\.*`}"), "1,5"); /* "1" then any number of dots */
     gp_sindex_free(x);
 }
 
@@ -378,6 +386,7 @@ static void rand_matcher(uint64_t *s, struct gp_matcher *m)
     static const char *const res[] = {
         ".*", ".+", "", "1", "1|10", "1.", "n1.*", "n[0-9]", "temp|util", "t.*|x.*", "1|",
         "pod-1.*", "pod-(1|2)", "[0-9]+", "dcgm", "1g|2g", "n3|n30|n31", "pod-7|pod-77|pod-777",
+        ".*1", ".*od-1.*", ".*0.*", "n\\.*", "pod-.*", ".*g", ".*.*", "\\.*", "te.*|.*il",
     };
     unsigned name = rnd(s, NP + 1);
     enum gp_match_op op = (enum gp_match_op)rnd(s, 4);
