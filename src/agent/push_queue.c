@@ -246,13 +246,13 @@ static int cmp_u64(const void *a, const void *b)
 /* Segment names found in dir, sorted. Caller frees *names. */
 static int list_segments(const char *dir, uint64_t **names, size_t *n, char *err, size_t errlen)
 {
+    size_t cap = 0;
+    *names = NULL;
+    *n = 0;
     DIR *d = opendir(dir);
     if (!d)
         return gp_seterr(err, errlen, GP_EIO, "cannot read buffer directory '%s': %s", dir,
                          strerror(errno));
-    size_t cap = 0;
-    *names = NULL;
-    *n = 0;
     struct dirent *e;
     while ((e = readdir(d))) {
         const char *s = e->d_name;
@@ -283,7 +283,8 @@ static int list_segments(const char *dir, uint64_t **names, size_t *n, char *err
         (*names)[(*n)++] = v;
     }
     closedir(d);
-    qsort(*names, *n, sizeof **names, cmp_u64);
+    if (*n)
+        qsort(*names, *n, sizeof **names, cmp_u64);
     return GP_OK;
 }
 
