@@ -21,6 +21,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -29,17 +30,34 @@
 
 /* ---- character classes -------------------------------------------------- */
 
+/* One table lookup per byte in the name scanners (the hot loops). */
+enum { C_LABEL_FIRST = 1, C_LABEL_REST = 2, C_METRIC_FIRST = 4, C_METRIC_REST = 8 };
+static unsigned char cls[256];
+static pthread_once_t cls_once = PTHREAD_ONCE_INIT;
+
+static void cls_init(void)
+{
+    for (int ch = 0; ch < 256; ch++) {
+        int alpha = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z'), digit = ch >= '0' && ch <= '9';
+        if (alpha || ch == '_')
+            cls[ch] |= C_LABEL_FIRST | C_LABEL_REST | C_METRIC_FIRST | C_METRIC_REST;
+        if (ch == ':')
+            cls[ch] |= C_METRIC_FIRST | C_METRIC_REST;
+        if (digit)
+            cls[ch] |= C_LABEL_REST | C_METRIC_REST;
+    }
+}
+
 static bool is_blank(char ch) { return ch == ' ' || ch == '\t'; }
 static bool is_digit(char ch) { return ch >= '0' && ch <= '9'; }
-static bool is_alpha(char ch) { return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z'); }
 static bool is_hex(char ch)
 {
     return is_digit(ch) || (ch >= 'a' && ch <= 'f') || (ch >= 'A' && ch <= 'F');
 }
-static bool metric_first(char ch) { return is_alpha(ch) || ch == '_' || ch == ':'; }
-static bool metric_rest(char ch) { return metric_first(ch) || is_digit(ch); }
-static bool label_first(char ch) { return is_alpha(ch) || ch == '_'; }
-static bool label_rest(char ch) { return label_first(ch) || is_digit(ch); }
+static bool metric_first(char ch) { return cls[(unsigned char)ch] & C_METRIC_FIRST; }
+static bool metric_rest(char ch) { return cls[(unsigned char)ch] & C_METRIC_REST; }
+static bool label_first(char ch) { return cls[(unsigned char)ch] & C_LABEL_FIRST; }
+static bool label_rest(char ch) { return cls[(unsigned char)ch] & C_LABEL_REST; }
 
 static const char *skip_blanks(const char *q, const char *e)
 {
@@ -175,6 +193,54 @@ static int parse_value(const char *t, size_t n, double *out)
             v = v * 10 + (uint64_t)(t[k++] - '0');
         if (k == n) {
             *out = t[0] == '-' ? -(double)v : (double)v;
+            return NUM_OK;
+        }
+    }
+    /* Clinger's fast path: up to 15 significant digits and a power of
+     * ten up to 22 are both exact doubles, so one multiplication or
+     * division rounds correctly, exactly as strtod would. */
+    {
+        uint64_t m = 0;
+        int sig = 0, any = 0, scale = 0, exp10 = 0;
+        size_t k = i;
+        bool dot = false, ok = true;
+        for (; k < n; k++) {
+            char ch = t[k];
+            if (is_digit(ch)) {
+                any++;
+                if (dot)
+                    scale--;
+                if (m == 0 && ch == '0')
+                    continue; /* leading zeros are not significant */
+                if (++sig > 15) {
+                    ok = false;
+                    break;
+                }
+                m = m * 10 + (uint64_t)(ch - '0');
+            } else if (ch == '.' && !dot) {
+                dot = true;
+            } else {
+                break;
+            }
+        }
+        if (ok && any && k < n && (t[k] == 'e' || t[k] == 'E')) {
+            size_t j = k + 1;
+            bool eneg = j < n && t[j] == '-';
+            j += j < n && (t[j] == '-' || t[j] == '+');
+            int ed = 0;
+            for (; j < n && is_digit(t[j]) && ed < 4; j++, ed++)
+                exp10 = exp10 * 10 + (t[j] - '0');
+            ok = ed > 0;
+            exp10 = eneg ? -exp10 : exp10;
+            k = j;
+        }
+        int e = scale + exp10;
+        if (ok && any && k == n && (m == 0 || (e >= -22 && e <= 22))) {
+            static const double p10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                         1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                                         1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+            double v = m == 0 ? 0.0 : e >= 0 ? (double)m * p10[e] : (double)m / p10[-e];
+            *out = t[0] == '-' ? -v : v;
             return NUM_OK;
         }
     }
@@ -398,7 +464,9 @@ static int read_label_value(struct ctx *c, const char **qp, const char *e, const
 {
     const char *v = *qp, *r = v;
     bool esc = false;
+    unsigned char high = 0; /* any byte >= 0x80: then check UTF-8 */
     while (r < e && *r != '"') {
+        high |= (unsigned char)*r;
         if (*r == '\\') {
             esc = true;
             if (r + 1 >= e)
@@ -441,7 +509,7 @@ static int read_label_value(struct ctx *c, const char **qp, const char *e, const
     }
     if (*vlen > GP_RW_MAX_LABEL_LEN)
         return fail(c, NULL, NULL, GP_ETOOBIG, "label value longer than %d bytes", GP_RW_MAX_LABEL_LEN);
-    if (!valid_utf8(*val, *vlen))
+    if ((high & 0x80) && !valid_utf8(*val, *vlen))
         return fail(c, v, e, GP_EPARSE, "label value is not valid UTF-8");
     return GP_OK;
 }
@@ -475,8 +543,8 @@ static int parse_labels(struct ctx *c, const char **qp, const char *e, const cha
         if (q >= e || *q != '"')
             return fail(c, name, e, GP_EPARSE, "expected '\"' to start the label value");
         q++;
-        const char *val;
-        size_t vlen;
+        const char *val = NULL;
+        size_t vlen = 0;
         int rc = read_label_value(c, &q, e, line, &val, &vlen);
         if (rc)
             return rc;
@@ -584,6 +652,7 @@ static void clear_result(struct gp_text_parser *p) { memset(&p->req, 0, sizeof p
 int gp_text_parse(struct gp_text_parser *p, const char *text, size_t len, int64_t default_ts_ms,
                   char *err, size_t errlen)
 {
+    pthread_once(&cls_once, cls_init);
     clear_result(p);
     struct ctx c = {.p = p, .textlen = len, .err = err, .errlen = errlen,
                     .max_series = p->max_series ? p->max_series : GP_RW_MAX_SERIES};

@@ -167,6 +167,53 @@ static void test_values(void)
     }
 }
 
+/* The decimal fast path agrees with strtod bit for bit (random short
+ * decimals, exponents around the path's edges, shortest round-trip forms). */
+static void test_values_match_strtod(void)
+{
+    struct gp_text_parser p = {0};
+    struct gp_buf doc;
+    gp_buf_init(&doc, 0);
+    char vals[2000][48];
+    uint64_t x = 88172645463325252ULL;
+    for (int i = 0; i < 2000; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        int kind = i % 4;
+        if (kind == 0) /* d.ddd..e±xx */
+            snprintf(vals[i], sizeof vals[i], "%s%llu.%llue%d", x & 1 ? "-" : "",
+                     (unsigned long long)(x >> 8) % 100000, (unsigned long long)(x >> 20) % 1000000000,
+                     (int)((x >> 50) % 60) - 30);
+        else if (kind == 1) /* 0.000ddd */
+            snprintf(vals[i], sizeof vals[i], "0.%0*llu", (int)((x >> 3) % 18) + 1,
+                     (unsigned long long)(x >> 9) % 1000000000000ULL);
+        else if (kind == 2) { /* shortest form of a random double */
+            double d;
+            uint64_t bits = x & ~(UINT64_C(0x7ff) << 52);
+            bits |= (uint64_t)((x >> 40) % 2046 + 1) << 52;
+            memcpy(&d, &bits, sizeof d);
+            struct gp_buf b;
+            gp_buf_init(&b, 0);
+            gp_buf_put_double(&b, d);
+            snprintf(vals[i], sizeof vals[i], "%s", b.data);
+            gp_buf_free(&b);
+        } else /* 15 and 16 significant digits */
+            snprintf(vals[i], sizeof vals[i], "%llu.%llue%d", (unsigned long long)(x % 10),
+                     (unsigned long long)(x >> 7) % (i % 8 ? 100000000000000ULL : 1000000000000000ULL),
+                     (int)((x >> 56) % 46) - 23);
+        gp_buf_printf(&doc, "m{i=\"%d\"} %s\n", i, vals[i]);
+    }
+    char err[256] = "";
+    CHECK_INT(gp_text_parse(&p, doc.data, doc.len, 0, err, sizeof err), GP_OK);
+    CHECK_INT(p.req.nseries, 2000);
+    for (int i = 0; i < 2000; i++) {
+        double want = strtod(vals[i], NULL), got = p.req.series[i].samples[0].value;
+        if (gp_f64_bits(want) != gp_f64_bits(got))
+            gp_test_fail(__FILE__, __LINE__, "'%s': strtod %.17g, parser %.17g", vals[i], want, got);
+    }
+    gp_buf_free(&doc);
+    gp_text_parser_free(&p);
+}
+
 /* One malformed document: its error code, the message part, the line. */
 struct bad {
     const char *doc;
@@ -435,6 +482,7 @@ const struct gp_test gp_tests_textparse[] = {
     {"uppercase_labels_sort_before_name", test_uppercase_labels_sort_before_name},
     {"escapes", test_escapes},
     {"values", test_values},
+    {"values_match_strtod", test_values_match_strtod},
     {"rejects_malformed", test_rejects_malformed},
     {"comments", test_comments},
     {"empty_and_blank_input", test_empty_and_blank_input},
