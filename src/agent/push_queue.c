@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -68,6 +69,7 @@ struct gp_pushq {
     struct gp_segw *w;  /* appender of the last segment, NULL until needed */
     struct gp_segw *ck; /* checkpoint appender */
     int rfd;            /* reader of segment rseg, or -1 */
+    int lockfd;         /* holds flock(2) on dir/lock while open, or -1 */
     uint64_t rseg;
     struct gp_buf scratch;
 };
@@ -370,6 +372,7 @@ int gp_pushq_open(struct gp_pushq **out, const char *dir, uint64_t max_bytes, ui
     if (!q)
         return gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
     q->rfd = -1;
+    q->lockfd = -1;
     q->max_bytes = max_bytes;
     q->next_id = 1;
     q->acked = 1;
@@ -398,7 +401,17 @@ int gp_pushq_open(struct gp_pushq **out, const char *dir, uint64_t max_bytes, ui
         return gp_seterr(err, errlen, GP_EIO, "cannot create buffer directory '%s': %s", dir,
                          strerror(e));
     }
+    /* One writer per directory: a second agent on the same buffer would
+     * interleave records and acknowledge each other's batches. */
     char tmp[NAME_LEN + 16];
+    snprintf(tmp, sizeof tmp, "%s/lock", dir);
+    q->lockfd = open(tmp, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (q->lockfd < 0 || flock(q->lockfd, LOCK_EX | LOCK_NB)) {
+        int e = errno;
+        gp_pushq_close(q);
+        return gp_seterr(err, errlen, GP_EIO, "buffer directory '%s' %s", dir,
+                         e == EWOULDBLOCK ? "is in use by another agent" : strerror(e));
+    }
     snprintf(tmp, sizeof tmp, "%s/" CKPT_TMP, dir);
     unlink(tmp);
     read_checkpoint(q);
@@ -610,6 +623,8 @@ void gp_pushq_close(struct gp_pushq *q)
     gp_segw_close(q->ck);
     if (q->rfd >= 0)
         close(q->rfd);
+    if (q->lockfd >= 0)
+        close(q->lockfd); /* releases the flock */
     while (q->n)
         pop_item(q);
     free(q->it);

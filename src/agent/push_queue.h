@@ -25,6 +25,9 @@
  * are dropped (and reported) until the new one fits: after a long outage
  * the newest data is worth more than the oldest.
  *
+ * A directory has one owner at a time (flock on `lock`): a second open
+ * fails until the first is closed.
+ *
  * Not thread-safe: the owner serializes calls (push.c holds a mutex).
  */
 #ifndef GP_PUSH_QUEUE_H

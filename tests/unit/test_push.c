@@ -9,6 +9,7 @@
  * across a restart, the /metrics families, URL labels without secrets,
  * configuration errors, and a stop that does not hang on a dead server.
  */
+#include "agent/config.h"
 #include "agent/push.h"
 #include "agent/push_http.h"
 #include "ingest/remote_write.h"
@@ -620,7 +621,55 @@ static void test_bad_text_counted(void)
     gp_push_stop(p);
 }
 
+/* The agent's push keys: defaults, a YAML list, repeated flags, checks. */
+static void test_agent_push_keys(void)
+{
+    struct gp_agent_config c;
+    char err[256] = "";
+    gp_agent_config_defaults(&c);
+    CHECK_INT(c.push.n, 0);
+    CHECK_INT(c.buffer_max, 256ull << 20);
+    CHECK_INT(c.push_queue_max, 64ull << 20);
+    CHECK_INT(c.push_timeout_ms, 10000);
+    CHECK_INT(c.push_max_backoff_ms, 30000);
+    CHECK_STR(c.buffer_dir, "");
+    CHECK_INT(gp_agent_config_validate(&c, err, sizeof err), GP_OK);
+    const char *yaml = "agent:\n  push:\n    - http://a:9402/api/v1/write\n    - https://b/api/v1/push\n"
+                       "  buffer_dir: /var/lib/gpulse/buffer\n  buffer_max: 1GiB\n  push_timeout: 30s\n";
+    CHECK_INT(gp_agent_config_parse_yaml(&c, yaml, strlen(yaml), err, sizeof err), GP_OK);
+    CHECK_INT(c.push.n, 2);
+    CHECK_STR(c.push.v[1], "https://b/api/v1/push");
+    CHECK_INT(c.buffer_max, 1ull << 30);
+    CHECK_INT(c.push_timeout_ms, 30000);
+    /* Flags replace the file's list. */
+    char *argv[] = {"--push", "http://x/w", "--push=http://y/w", "--buffer-max", "2MiB"};
+    bool help;
+    CHECK_INT(gp_agent_config_from_args(&c, 5, argv, &help, err, sizeof err), GP_OK);
+    CHECK_INT(c.push.n, 2);
+    CHECK_STR(c.push.v[0], "http://x/w");
+    CHECK_INT(c.buffer_max, 2ull << 20);
+    CHECK_INT(gp_agent_config_validate(&c, err, sizeof err), GP_OK);
+    c.buffer_max = 1000;
+    CHECK_INT(gp_agent_config_validate(&c, err, sizeof err), GP_ECONFIG);
+    CHECK_CONTAINS(err, "at least 1MiB");
+    c.buffer_max = 1 << 20;
+    c.push_timeout_ms = 500;
+    CHECK_INT(gp_agent_config_validate(&c, err, sizeof err), GP_ECONFIG);
+    c.push_timeout_ms = 10000;
+    c.push_max_backoff_ms = 100;
+    CHECK_INT(gp_agent_config_validate(&c, err, sizeof err), GP_ECONFIG);
+    c.push_max_backoff_ms = 1000;
+    snprintf(c.push_bearer_token, sizeof c.push_bearer_token, "t");
+    snprintf(c.push_bearer_token_file, sizeof c.push_bearer_token_file, "/f");
+    CHECK_INT(gp_agent_config_validate(&c, err, sizeof err), GP_ECONFIG);
+    CHECK_CONTAINS(err, "choose one");
+    /* At most 8 targets. */
+    const char *many = "agent:\n  push: [a, b, c, d, e, f, g, h, i]\n";
+    CHECK_INT(gp_agent_config_parse_yaml(&c, many, strlen(many), err, sizeof err), GP_ECONFIG);
+}
+
 const struct gp_test gp_tests_push[] = {
+    {"agent_push_keys", test_agent_push_keys},
     {"delivers_every_tick_in_order", test_delivers_every_tick_in_order},
     {"retries_then_delivers_in_order", test_retries_then_delivers_in_order},
     {"rejected_batch_is_dropped_and_counted", test_rejected_batch_is_dropped_and_counted},

@@ -419,6 +419,15 @@ static void test_open_errors(void)
     gp_test_write_file(gp_test_tmpdir(), "afile", "x");
     snprintf(dir, sizeof dir, "%s/afile", gp_test_tmpdir());
     CHECK(gp_pushq_open(&q, dir, 1 << 20, 0, NULL, err, sizeof err) != GP_OK);
+    /* One owner per directory at a time. */
+    struct gp_pushq *q2 = NULL;
+    snprintf(dir, sizeof dir, "%s/owned", gp_test_tmpdir());
+    CHECK_INT(gp_pushq_open(&q, dir, 1 << 20, 0, NULL, err, sizeof err), GP_OK);
+    CHECK_INT(gp_pushq_open(&q2, dir, 1 << 20, 0, NULL, err, sizeof err), GP_EIO);
+    CHECK_CONTAINS(err, "is in use by another agent");
+    gp_pushq_close(q);
+    CHECK_INT(gp_pushq_open(&q2, dir, 1 << 20, 0, NULL, err, sizeof err), GP_OK);
+    gp_pushq_close(q2);
     /* Files that are not segments are left alone. */
     snprintf(dir, sizeof dir, "%s/buf", gp_test_tmpdir());
     gp_test_write_file(gp_test_tmpdir(), "buf/README", "hello");
