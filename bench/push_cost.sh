@@ -24,7 +24,11 @@ command -v victoria-metrics >/dev/null || { echo "needs victoria-metrics (script
 make -s -j"$(nproc)" build/rel/gpulse
 TMP=$(mktemp -d)
 PIDS=()
-cleanup() { kill "${PIDS[@]}" 2>/dev/null || true; rm -rf "$TMP"; }
+cleanup() {
+    kill "${PIDS[@]}" 2>/dev/null || true
+    wait "${PIDS[@]}" 2>/dev/null || true
+    rm -rf "$TMP"
+}
 trap cleanup EXIT
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }

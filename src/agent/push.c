@@ -441,10 +441,12 @@ static void handle_result(struct target *t, const struct gp_push_result *res, ui
     uint64_t dropped = 0; /* less than samples if some went to a full buffer meanwhile */
     gp_pushq_ack(t->q, last_id + 1, &dropped);
     atomic_fetch_add(&t->dropped[R_REJECTED], dropped);
-    if (should_log(t, R_REJECTED))
+    if (should_log(t, R_REJECTED)) {
         gp_log(GP_LOG_WARN, "push", "target rejected samples: dropped",
-               "target=%s status=%d samples=%" PRIu64 " err=%s suppressed=%" PRIu64, t->label,
+               "target=%s status=%d samples=%" PRIu64 " err=%s not_logged_since=%" PRIu64, t->label,
                res->status, samples, gp_log_quote(q, sizeof q, res->msg), t->suppressed[R_REJECTED]);
+        t->suppressed[R_REJECTED] = 0;
+    }
     t->failing = 0;
     t->backoff_ms = 0;
     t->next_try_ms = 0;
