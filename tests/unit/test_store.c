@@ -373,7 +373,7 @@ static void test_rollups_match_brute_force(void)
 static void test_retention_deletes_old_blocks(void)
 {
     const char *dir = gp_test_tmpdir();
-    struct gp_store_options o = {.block_ms = 60000, .retention_raw_ms = 300000,
+    struct gp_store_options o = {.block_ms = 60000, .retention_raw_ms = 400000,
                                  .no_background = 1};
     struct gp_store *s = topen(dir, &o);
     int64_t t0 = gp_st_floor(tnow_ms() - 290 * 1000, 60000);
