@@ -512,9 +512,24 @@ static size_t expire(struct gp_st_mlist *l, int64_t cut, uint64_t *bytes)
     return removed;
 }
 
+/* 1 when some file of l ended before cut. */
+static int any_expired(const struct gp_st_mlist *l, int64_t cut)
+{
+    for (size_t i = 0; i < l->n; i++)
+        if (l->f[i].bf.maxt < cut)
+            return 1;
+    return 0;
+}
+
 int gp_st_retention(struct gp_store *s)
 {
     int64_t now = gp_st_now_ms();
+    pthread_rwlock_rdlock(&s->lock);
+    int due = any_expired(&s->blocks, now - s->o.retention_raw_ms) ||
+              any_expired(&s->rollups, now - s->o.retention_rollup_ms);
+    pthread_rwlock_unlock(&s->lock);
+    if (!due)
+        return GP_OK; /* the usual case: no write lock every tick */
     pthread_rwlock_wrlock(&s->lock);
     size_t b = expire(&s->blocks, now - s->o.retention_raw_ms, &s->block_bytes);
     size_t r = expire(&s->rollups, now - s->o.retention_rollup_ms, &s->rollup_bytes);

@@ -238,8 +238,10 @@ int gp_store_append(struct gp_store *s, const struct gp_rw_request *req,
         floor = s->compacted_until;
     if (floor < -GP_ST_T_LIMIT)
         floor = -GP_ST_T_LIMIT;
-    size_t nws = 0, nwser = 0;
-    int rc = grow((void **)&s->ws, &s->ws_cap, req->nsamples_total, sizeof *s->ws);
+    size_t nws = 0, nwser = 0, total = 0;
+    for (size_t i = 0; i < req->nseries; i++)
+        total += req->series[i].nsamples; /* not trusting nsamples_total */
+    int rc = grow((void **)&s->ws, &s->ws_cap, total, sizeof *s->ws);
     for (size_t i = 0; rc == GP_OK && i < req->nseries; i++) {
         const struct gp_rw_series *rs = &req->series[i];
         if (rs->nsamples == 0)

@@ -106,6 +106,9 @@ struct gp_store_selection {
 /*
  * Selects the series that satisfy every matcher and have at least one
  * sample in [mint, maxt] (INT64_MIN/INT64_MAX for all), ascending by id.
+ * "Has a sample" is judged by [first_ms, last_ms] overlapping the range
+ * (a series with a gap spanning the whole range is still selected).
+ * nm 0 selects every series.
  * GP_OK or GP_ENOMEM. Free with gp_store_selection_free.
  */
 int gp_store_select(struct gp_store *s, const struct gp_matcher *m, size_t nm, int64_t mint,
