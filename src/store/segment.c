@@ -259,7 +259,7 @@ static int write_all(struct gp_segw *w, struct iovec *iov, int cnt)
 }
 
 /* Records per writev: headers and iovecs live on the stack. */
-enum { GROUP = 64 };
+enum { RECS_PER_WRITEV = 64 };
 
 int gp_segw_appendv(struct gp_segw *w, const struct gp_seg_rec *recs, size_t nrecs)
 {
@@ -271,10 +271,10 @@ int gp_segw_appendv(struct gp_segw *w, const struct gp_seg_rec *recs, size_t nre
         if (recs[i].type == 0)
             return GP_EUSAGE;
     }
-    uint8_t hdr[GROUP][GP_SEG_HEADER];
-    struct iovec iov[2 * GROUP];
-    for (size_t base = 0; base < nrecs; base += GROUP) {
-        size_t k = nrecs - base < GROUP ? nrecs - base : GROUP;
+    uint8_t hdr[RECS_PER_WRITEV][GP_SEG_HEADER];
+    struct iovec iov[2 * RECS_PER_WRITEV];
+    for (size_t base = 0; base < nrecs; base += RECS_PER_WRITEV) {
+        size_t k = nrecs - base < RECS_PER_WRITEV ? nrecs - base : RECS_PER_WRITEV;
         for (size_t i = 0; i < k; i++) {
             const struct gp_seg_rec *r = &recs[base + i];
             gp_seg_header(hdr[i], r->type, r->payload, r->n);

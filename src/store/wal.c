@@ -209,7 +209,7 @@ static int decode_samples(const uint8_t *p, size_t n, const struct gp_wal_handle
     uint64_t prev = 0;
     s = body;
     for (uint64_t i = 0; i < count; i++) { /* pass 2: cannot fail */
-        uint64_t zz;
+        uint64_t zz = 0;
         read_id(&s, end, &batch[k].id);
         gp_uvarint_get(&s, end, &zz);
         prev += gp_unzigzag(zz);

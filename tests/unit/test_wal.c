@@ -892,7 +892,9 @@ static void *syncer(void *arg)
         CHECK_INT(gp_wal_sync(gc.w, &p), GP_OK);
         /* Durable: an fdatasync of that very file, started after the batch
          * was written, has returned. */
-        uint64_t d = durable(seg_file(gc.dir, p.segment));
+        char path[600];
+        snprintf(path, sizeof path, "%s/%08u.wal", gc.dir, p.segment);
+        uint64_t d = durable(path);
         if (d < p.offset)
             gp_test_fail(__FILE__, __LINE__, "batch %d at %u:%llu synced only to %llu", i,
                          p.segment, (unsigned long long)p.offset, (unsigned long long)d);
