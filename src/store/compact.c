@@ -418,7 +418,12 @@ static int compact_window(struct gp_store *s, int64_t mint, int64_t end)
         mapped_free(&bm);
     if (rrc == GP_OK && (rrc = mlist_insert(&s->rollups, &rm)) != GP_OK)
         mapped_free(&rm);
-    if (brc == GP_OK) {
+    if (brc != GP_OK)
+        gp_log(GP_LOG_ERROR, "store", "block written but not mapped; it is read at the next start",
+               "file=%s", bpath);
+    /* The block on disk is the window's data from now on (recovery reads
+     * it so), mapped or not: drop the refs either way. */
+    {
         s->block_bytes += bsize;
         for (size_t i = 0; i < n;) {
             struct gp_st_series *se = &s->ser[jobs[i].id];
@@ -434,8 +439,6 @@ static int compact_window(struct gp_store *s, int64_t mint, int64_t end)
             while (i < n && jobs[i].id == id)
                 i++;
         }
-    } else {
-        rc = brc; /* the window stays readable from the chunk files */
     }
     if (rrc == GP_OK)
         s->rollup_bytes += rsize;
