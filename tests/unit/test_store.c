@@ -154,6 +154,38 @@ static void test_ordering_rules_counted(void)
     gp_store_close(s);
 }
 
+static void test_retried_request_is_duplicate(void)
+{
+    struct gp_store *s = topen(gp_test_tmpdir(), NULL);
+    int64_t t0 = gp_st_floor(tnow_ms() - 3600 * 1000, 3600 * 1000) + 1000; /* one block window */
+    struct treq r;
+    treq_build(&r, 0, 5, 300, t0, 1000, NULL); /* chunks 0-119, 120-239, head 240-299 */
+    struct gp_append_result res = tappend(s, &r);
+    CHECK_INT(res.accepted, 1500);
+    treq_free(&r);
+    /* A retry of the last 100 (spanning the cut at 240): all duplicates. */
+    treq_build(&r, 0, 5, 100, t0 + 200 * 1000, 1000, NULL);
+    res = tappend(s, &r);
+    CHECK_INT(res.duplicate, 500);
+    CHECK_INT(res.out_of_order, 0);
+    CHECK_INT(res.accepted, 0);
+    treq_free(&r);
+    /* Older than the newest two chunks: out of order, as Prometheus says. */
+    treq_build(&r, 0, 5, 1, t0 + 10 * 1000, 1000, NULL);
+    res = tappend(s, &r);
+    CHECK_INT(res.out_of_order, 5);
+    treq_free(&r);
+    /* The same time with another value inside the chunks: out of order too. */
+    double v[1] = {1234.5};
+    treq_build(&r, 0, 1, 1, t0 + 250 * 1000, 1000, v);
+    res = tappend(s, &r);
+    CHECK_INT(res.out_of_order, 1);
+    treq_free(&r);
+    for (uint32_t k = 0; k < 5; k++)
+        check_fill(s, k, t0, 300);
+    gp_store_close(s);
+}
+
 static void test_max_series(void)
 {
     struct gp_store_options o = {.max_series = 5, .no_background = 1};
@@ -793,6 +825,7 @@ static void test_concurrent_appends_and_reads(void)
 const struct gp_test gp_tests_store[] = {
     {"special_values_round_trip", test_special_values_round_trip},
     {"ordering_rules_counted", test_ordering_rules_counted},
+    {"retried_request_is_duplicate", test_retried_request_is_duplicate},
     {"max_series", test_max_series},
     {"close_reopen_keeps_everything", test_close_reopen_keeps_everything},
     {"reopen_from_wal_only", test_reopen_from_wal_only},
