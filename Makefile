@@ -94,6 +94,13 @@ build/rel/rwload: bench/rwload.c bench/bodies.c bench/fleetgen.h build/rel/libgp
 build/rel/storetool: bench/storetool.c bench/bodies.c bench/fleetgen.h build/rel/libgpulse.a
 	$(CC) $(CFLAGS_COMMON) -O2 -Ibench -o $@ bench/storetool.c bench/bodies.c build/rel/libgpulse.a $(LDLIBS)
 
+# Series index speed (find per ingested series, selects): prints, asserts nothing.
+.PHONY: bench-sindex
+bench-sindex: build/rel/bench-sindex
+	build/rel/bench-sindex
+build/rel/bench-sindex: bench/sindex.c build/rel/libgpulse.a
+	$(CC) $(CFLAGS_COMMON) -O2 -o $@ $^ $(LDLIBS)
+
 clean:
 	rm -rf build
 

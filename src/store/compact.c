@@ -40,8 +40,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Byte cap of a block chunk: 65535 samples of the worst kind fit. */
-#define BLOCK_CHUNK_BYTES ((size_t)GP_CHUNK_MAX_SAMPLES * 20u)
+/* Samples in one block chunk. */
+#define BLOCK_CHUNK_SAMPLES GP_CHUNK_MAX_SAMPLES
 
 void gp_st_mlist_free(struct gp_st_mlist *l)
 {
@@ -215,7 +215,10 @@ struct job {
 
 struct builder {
     struct gp_st_bwriter bw, rw;
-    struct gp_chunk big;
+    int64_t *bt; /* the series' samples for its next block chunk */
+    double *bv;
+    size_t bn;
+    struct gp_st_bchunk_scratch sc;
     struct gp_st_rollup_enc re;
     struct gp_buf payload;
     struct gp_rollup cur; /* the minute being folded */
@@ -226,12 +229,14 @@ struct builder {
 
 static int flush_big(struct builder *b, uint32_t id)
 {
-    if (b->big.count == 0)
+    if (b->bn == 0)
         return GP_OK;
-    size_t len;
-    const uint8_t *p = gp_chunk_bytes(&b->big, &len);
-    int rc = gp_st_bwriter_add(&b->bw, id, b->big.count, b->big.t_first, b->big.t_last, p, len);
-    gp_chunk_reset(&b->big);
+    gp_buf_reset(&b->payload);
+    int rc = gp_st_bchunk_encode(b->bt, b->bv, b->bn, &b->sc, &b->payload);
+    if (rc == GP_OK)
+        rc = gp_st_bwriter_add(&b->bw, id, (uint32_t)b->bn, b->bt[0], b->bt[b->bn - 1],
+                               b->payload.data, b->payload.len);
+    b->bn = 0;
     return rc;
 }
 
@@ -252,7 +257,7 @@ static int flush_rollups(struct builder *b, uint32_t id)
     if (rc == GP_OK && b->re.n > 0) {
         gp_buf_reset(&b->payload);
         uint32_t n = b->re.n;
-        int64_t last = b->re.mn.t_last;
+        int64_t last = b->re.t[n - 1];
         if ((rc = gp_st_rollup_enc_finish(&b->re, &b->payload)) == GP_OK)
             rc = gp_st_bwriter_add(&b->rw, id, n, b->rfirst, last, b->payload.data, b->payload.len);
     }
@@ -262,13 +267,11 @@ static int flush_rollups(struct builder *b, uint32_t id)
 
 static int add_sample(struct builder *b, uint32_t id, int64_t t, double v)
 {
-    int rc = gp_chunk_append(&b->big, t, v);
-    if (rc == GP_ETOOBIG) {
-        if ((rc = flush_big(b, id)) == GP_OK)
-            rc = gp_chunk_append(&b->big, t, v);
-    }
-    if (rc != GP_OK)
+    int rc;
+    if (b->bn == BLOCK_CHUNK_SAMPLES && (rc = flush_big(b, id)) != GP_OK)
         return rc;
+    b->bt[b->bn] = t;
+    b->bv[b->bn++] = v;
     int64_t m = gp_st_floor(t, 60000);
     if (b->cur.count && b->cur.t != m && (rc = flush_minute(b)) != GP_OK)
         return rc;
@@ -376,9 +379,14 @@ static int compact_window(struct gp_store *s, int64_t mint, int64_t end)
         rc = GP_ENOMEM;
         goto out;
     }
-    gp_chunk_init(&b->big, BLOCK_CHUNK_BYTES, GP_CHUNK_MAX_SAMPLES);
+    b->bt = malloc(BLOCK_CHUNK_SAMPLES * sizeof *b->bt);
+    b->bv = malloc(BLOCK_CHUNK_SAMPLES * sizeof *b->bv);
     gp_st_rollup_enc_init(&b->re);
     gp_buf_init(&b->payload, 0);
+    if (!b->bt || !b->bv) {
+        rc = GP_ENOMEM;
+        goto out;
+    }
     if ((rc = gp_st_bwriter_open(&b->bw, btmp, GP_ST_BF_BLOCK, mint, maxt)) != GP_OK ||
         (rc = gp_st_bwriter_open(&b->rw, rtmp, GP_ST_BF_ROLLUP, mint, maxt)) != GP_OK)
         goto out;
@@ -410,7 +418,12 @@ static int compact_window(struct gp_store *s, int64_t mint, int64_t end)
         mapped_free(&bm);
     if (rrc == GP_OK && (rrc = mlist_insert(&s->rollups, &rm)) != GP_OK)
         mapped_free(&rm);
-    if (brc == GP_OK) {
+    if (brc != GP_OK)
+        gp_log(GP_LOG_ERROR, "store", "block written but not mapped; it is read at the next start",
+               "file=%s", bpath);
+    /* The block on disk is the window's data from now on (recovery reads
+     * it so), mapped or not: drop the refs either way. */
+    {
         s->block_bytes += bsize;
         for (size_t i = 0; i < n;) {
             struct gp_st_series *se = &s->ser[jobs[i].id];
@@ -426,8 +439,6 @@ static int compact_window(struct gp_store *s, int64_t mint, int64_t end)
             while (i < n && jobs[i].id == id)
                 i++;
         }
-    } else {
-        rc = brc; /* the window stays readable from the chunk files */
     }
     if (rrc == GP_OK)
         s->rollup_bytes += rsize;
@@ -445,7 +456,9 @@ out:
                gp_strerror(rc));
     }
     if (b) {
-        gp_chunk_free(&b->big);
+        free(b->bt);
+        free(b->bv);
+        gp_st_bchunk_scratch_free(&b->sc);
         gp_st_rollup_enc_free(&b->re);
         gp_buf_free(&b->payload);
     }
@@ -502,9 +515,24 @@ static size_t expire(struct gp_st_mlist *l, int64_t cut, uint64_t *bytes)
     return removed;
 }
 
+/* 1 when some file of l ended before cut. */
+static int any_expired(const struct gp_st_mlist *l, int64_t cut)
+{
+    for (size_t i = 0; i < l->n; i++)
+        if (l->f[i].bf.maxt < cut)
+            return 1;
+    return 0;
+}
+
 int gp_st_retention(struct gp_store *s)
 {
     int64_t now = gp_st_now_ms();
+    pthread_rwlock_rdlock(&s->lock);
+    int due = any_expired(&s->blocks, now - s->o.retention_raw_ms) ||
+              any_expired(&s->rollups, now - s->o.retention_rollup_ms);
+    pthread_rwlock_unlock(&s->lock);
+    if (!due)
+        return GP_OK; /* the usual case: no write lock every tick */
     pthread_rwlock_wrlock(&s->lock);
     size_t b = expire(&s->blocks, now - s->o.retention_raw_ms, &s->block_bytes);
     size_t r = expire(&s->rollups, now - s->o.retention_rollup_ms, &s->rollup_bytes);

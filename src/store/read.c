@@ -42,6 +42,35 @@ static int emit_chunk(const uint8_t *p, size_t len, int64_t mint, int64_t maxt, 
     return k < 0 ? GP_EPARSE : GP_OK;
 }
 
+/* Decodes a block chunk straight into out, keeping the samples in
+ * [mint, maxt] newer than *last. */
+static int emit_bchunk(const uint8_t *p, size_t len, int64_t mint, int64_t maxt, int64_t *last,
+                       struct gp_samples *out)
+{
+    size_t n;
+    if (gp_st_bchunk_count(p, len, &n) != GP_OK)
+        return GP_EPARSE;
+    size_t base = out->n;
+    if (gp_st_samples_reserve(out, n) != GP_OK)
+        return GP_ENOMEM;
+    int k = gp_st_bchunk_decode(p, len, out->t + base, out->v + base, n);
+    if (k < 0)
+        return GP_EPARSE;
+    size_t w = base;
+    for (size_t i = base; i < base + n; i++) {
+        int64_t t = out->t[i];
+        if (t > maxt)
+            break;
+        if (t < mint || t <= *last)
+            continue;
+        out->t[w] = t;
+        out->v[w++] = out->v[i];
+        *last = t;
+    }
+    out->n = w;
+    return GP_OK;
+}
+
 /* Keeps the worst of two results: ENOMEM over EIO over EPARSE over OK. */
 static int worse(int a, int b)
 {
@@ -73,7 +102,7 @@ static int read_locked(struct gp_store *s, uint32_t id, int64_t mint, int64_t ma
             const uint8_t *p;
             k = gp_st_bfile_payload(&m->bf, &e, &p);
             if (k == GP_OK)
-                k = emit_chunk(p, e.len, mint, maxt, &last, out);
+                k = emit_bchunk(p, e.len, mint, maxt, &last, out);
             if (k == GP_EPARSE)
                 gp_log(GP_LOG_ERROR, "store", "damaged chunk in a block", "file=%s id=%u", m->path,
                        id);

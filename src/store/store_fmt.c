@@ -15,6 +15,7 @@
 #include "store/segment.h"
 
 #include <errno.h>
+#include <math.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -365,33 +366,17 @@ void gp_st_bwriter_abort(struct gp_st_bwriter *w)
 
 /* ---- rollup payloads ---- */
 
-#define ROLLUP_CHUNK_BYTES (GP_CHUNK_MAX_SAMPLES * 20u)
+void gp_st_rollup_enc_init(struct gp_st_rollup_enc *e) { memset(e, 0, sizeof *e); }
 
-void gp_st_rollup_enc_init(struct gp_st_rollup_enc *e)
-{
-    memset(e, 0, sizeof *e);
-    gp_chunk_init(&e->mn, ROLLUP_CHUNK_BYTES, GP_CHUNK_MAX_SAMPLES);
-    gp_chunk_init(&e->mx, ROLLUP_CHUNK_BYTES, GP_CHUNK_MAX_SAMPLES);
-    gp_chunk_init(&e->sm, ROLLUP_CHUNK_BYTES, GP_CHUNK_MAX_SAMPLES);
-    gp_buf_init(&e->counts, 0);
-}
-
-void gp_st_rollup_enc_reset(struct gp_st_rollup_enc *e)
-{
-    gp_chunk_reset(&e->mn);
-    gp_chunk_reset(&e->mx);
-    gp_chunk_reset(&e->sm);
-    gp_buf_reset(&e->counts);
-    e->n = 0;
-}
+void gp_st_rollup_enc_reset(struct gp_st_rollup_enc *e) { e->n = 0; }
 
 void gp_st_rollup_enc_free(struct gp_st_rollup_enc *e)
 {
-    gp_chunk_free(&e->mn);
-    gp_chunk_free(&e->mx);
-    gp_chunk_free(&e->sm);
-    gp_buf_free(&e->counts);
-    e->n = 0;
+    free(e->t);
+    for (int i = 0; i < 4; i++)
+        free(e->col[i]);
+    gp_st_bchunk_scratch_free(&e->sc);
+    memset(e, 0, sizeof *e);
 }
 
 static void put_uvarint(struct gp_buf *b, uint64_t u)
@@ -426,31 +411,49 @@ int gp_st_rollup_enc_add(struct gp_st_rollup_enc *e, const struct gp_rollup *r)
 {
     if (e->n >= GP_CHUNK_MAX_SAMPLES)
         return GP_ETOOBIG;
-    int rc = gp_chunk_append(&e->mn, r->t, r->min);
-    if (rc == GP_OK && (rc = gp_chunk_append(&e->mx, r->t, r->max)) != GP_OK)
-        return rc; /* only GP_ENOMEM: the caps fit every sample; the encoder is then dropped */
-    if (rc == GP_OK)
-        rc = gp_chunk_append(&e->sm, r->t, r->sum);
-    if (rc != GP_OK)
-        return rc;
-    put_uvarint(&e->counts, r->count);
+    if (e->n > 0 && r->t <= e->t[e->n - 1])
+        return GP_EUSAGE;
+    if (e->n == e->cap) {
+        uint32_t cap = e->cap ? e->cap * 2 : 128;
+        int64_t *t = realloc(e->t, cap * sizeof *t);
+        if (!t)
+            return GP_ENOMEM;
+        e->t = t;
+        for (int i = 0; i < 4; i++) {
+            double *c = realloc(e->col[i], cap * sizeof *c);
+            if (!c)
+                return GP_ENOMEM;
+            e->col[i] = c;
+        }
+        e->cap = cap;
+    }
+    e->t[e->n] = r->t;
+    e->col[0][e->n] = r->min;
+    e->col[1][e->n] = r->max;
+    e->col[2][e->n] = r->sum;
+    e->col[3][e->n] = (double)r->count;
     e->n++;
-    return e->counts.err;
+    return GP_OK;
 }
 
 int gp_st_rollup_enc_finish(struct gp_st_rollup_enc *e, struct gp_buf *out)
 {
+    if (e->n == 0)
+        return GP_EUSAGE;
     put_uvarint(out, e->n);
-    const struct gp_chunk *cs[3] = {&e->mn, &e->mx, &e->sm};
-    for (int i = 0; i < 3; i++) {
-        size_t len;
-        const uint8_t *b = gp_chunk_bytes(cs[i], &len);
-        put_uvarint(out, len);
-        if (len)
-            gp_buf_append(out, b, len);
+    struct gp_buf tmp;
+    gp_buf_init(&tmp, 0);
+    int rc = GP_OK;
+    for (int i = 0; i < 4 && rc == GP_OK; i++) {
+        gp_buf_reset(&tmp);
+        rc = gp_st_bchunk_encode(e->t, e->col[i], e->n, &e->sc, &tmp);
+        if (rc == GP_OK) {
+            put_uvarint(out, tmp.len);
+            gp_buf_append(out, tmp.data, tmp.len);
+        }
     }
-    gp_buf_append(out, e->counts.data, e->counts.len);
-    return out->err;
+    gp_buf_free(&tmp);
+    return rc != GP_OK ? rc : out->err;
 }
 
 int gp_st_rollup_decode(const uint8_t *p, size_t n, int64_t mint, int64_t maxt,
@@ -458,32 +461,36 @@ int gp_st_rollup_decode(const uint8_t *p, size_t n, int64_t mint, int64_t maxt,
 {
     const uint8_t *end = p + n;
     uint64_t cnt, len;
-    struct gp_chunk_iter it[3];
     if (get_uvarint(&p, end, &cnt) < 0 || cnt == 0 || cnt > GP_CHUNK_MAX_SAMPLES)
         return GP_EPARSE;
-    for (int i = 0; i < 3; i++) {
+    int64_t *t = malloc(cnt * 2 * sizeof *t);
+    double *col = malloc(cnt * 4 * sizeof *col);
+    int rc = t && col ? GP_OK : GP_ENOMEM;
+    for (int i = 0; i < 4 && rc == GP_OK; i++) {
+        int64_t *ti = i == 0 ? t : t + cnt;
         if (get_uvarint(&p, end, &len) < 0 || len > (uint64_t)(end - p) ||
-            gp_chunk_iter_init(&it[i], p, (size_t)len) != GP_OK ||
-            gp_chunk_iter_count(&it[i]) != cnt)
-            return GP_EPARSE;
-        p += len;
+            gp_st_bchunk_decode(p, (size_t)len, ti, col + i * cnt, cnt) != (int)cnt ||
+            (i > 0 && memcmp(t, ti, cnt * sizeof *t) != 0))
+            rc = GP_EPARSE;
+        p += rc == GP_OK ? len : 0;
     }
-    for (uint64_t k = 0; k < cnt; k++) {
-        struct gp_rollup r;
-        int64_t t1, t2;
-        if (gp_chunk_iter_next(&it[0], &r.t, &r.min) != 1 ||
-            gp_chunk_iter_next(&it[1], &t1, &r.max) != 1 ||
-            gp_chunk_iter_next(&it[2], &t2, &r.sum) != 1 || t1 != r.t || t2 != r.t ||
-            r.t % 60000 != 0 || get_uvarint(&p, end, &r.count) < 0 || r.count == 0)
-            return GP_EPARSE;
-        /* The minute [t, t + 59999] overlaps [mint, maxt]; unsigned, so no overflow. */
-        if (r.t <= maxt && (r.t >= mint || (uint64_t)mint - (uint64_t)r.t <= 59999)) {
-            int rc = gp_st_rollups_push(out, &r);
-            if (rc != GP_OK)
-                return rc;
+    if (rc == GP_OK && p != end)
+        rc = GP_EPARSE;
+    for (uint64_t k = 0; k < cnt && rc == GP_OK; k++) {
+        double c = col[3 * cnt + k];
+        struct gp_rollup r = {t[k], col[k], col[cnt + k], col[2 * cnt + k], (uint64_t)0};
+        if (t[k] % 60000 != 0 || !(c >= 1 && c < 9007199254740992.0) || c != floor(c)) {
+            rc = GP_EPARSE;
+            break;
         }
+        r.count = (uint64_t)c;
+        /* The minute [t, t + 59999] overlaps [mint, maxt]; unsigned, so no overflow. */
+        if (r.t <= maxt && (r.t >= mint || (uint64_t)mint - (uint64_t)r.t <= 59999))
+            rc = gp_st_rollups_push(out, &r);
     }
-    return p == end ? GP_OK : GP_EPARSE;
+    free(t);
+    free(col);
+    return rc;
 }
 
 void gp_st_rollup_fold(struct gp_rollup *r, double v)
@@ -502,20 +509,29 @@ void gp_st_rollup_fold(struct gp_rollup *r, double v)
     r->sum += v;
 }
 
+int gp_st_samples_reserve(struct gp_samples *x, size_t extra)
+{
+    if (x->cap - x->n >= extra)
+        return GP_OK;
+    size_t cap = x->cap ? x->cap : 256;
+    while (cap - x->n < extra)
+        cap *= 2;
+    int64_t *nt = realloc(x->t, cap * sizeof *nt);
+    if (!nt)
+        return GP_ENOMEM;
+    x->t = nt;
+    double *nv = realloc(x->v, cap * sizeof *nv);
+    if (!nv)
+        return GP_ENOMEM;
+    x->v = nv;
+    x->cap = cap;
+    return GP_OK;
+}
+
 int gp_st_samples_push(struct gp_samples *x, int64_t t, double v)
 {
-    if (x->n == x->cap) {
-        size_t cap = x->cap ? x->cap * 2 : 256;
-        int64_t *nt = realloc(x->t, cap * sizeof *nt);
-        if (!nt)
-            return GP_ENOMEM;
-        x->t = nt;
-        double *nv = realloc(x->v, cap * sizeof *nv);
-        if (!nv)
-            return GP_ENOMEM;
-        x->v = nv;
-        x->cap = cap;
-    }
+    if (x->n == x->cap && gp_st_samples_reserve(x, 1) != GP_OK)
+        return GP_ENOMEM;
     x->t[x->n] = t;
     x->v[x->n] = v;
     x->n++;

@@ -29,14 +29,14 @@
  *             u32 count, i64 t_first, i64 t_last
  *     footer  24 bytes: u64 index offset, u32 n, u32 CRC-32C over header
  *             and index, "GPSTEND1"
- *   A block's payload is one Gorilla chunk (count = samples, up to 65535;
- *   a series with more in one window has several entries). A rollup
- *   payload holds one series' minutes of the window:
- *       uvarint n, then three length-prefixed Gorilla chunks (uvarint
- *       length, bytes) of (minute start, min), (minute start, max),
- *       (minute start, sum), then n uvarint sample counts.
- *   The three chunks cost a bit per minute for their timestamps, and the
- *   XOR coding of neighbouring minutes is what makes rollups small.
+ *   A block's payload is one block chunk (count = samples, up to 65535;
+ *   a series with more in one window has several entries): decimal
+ *   scaling and bit-packed deltas, or a Gorilla chunk where values are
+ *   not decimals (bchunk.c). A rollup payload holds one series' minutes
+ *   of the window: uvarint n, then four length-prefixed block chunks
+ *   (uvarint length, bytes) of n samples each, all at the minutes' start
+ *   times: min, max, sum and count (as a double). Minima and maxima of
+ *   decimal gauges pack as well as the samples do.
  *
  * All integers little-endian. Every parser bounds-checks before reading
  * and answers GP_EPARSE for anything malformed.
@@ -167,17 +167,39 @@ int gp_st_bwriter_finish(struct gp_st_bwriter *w, uint64_t *size);
 /* Closes without finishing (the caller removes the file); accepts a zeroed writer. */
 void gp_st_bwriter_abort(struct gp_st_bwriter *w);
 
+/* ---- block chunks (bchunk.c describes the encoding) ---- */
+
+/* Arrays the encoder reuses between chunks; zero-initialize. */
+struct gp_st_bchunk_scratch {
+    uint64_t *u;
+    int64_t *m;
+    size_t cap;
+};
+void gp_st_bchunk_scratch_free(struct gp_st_bchunk_scratch *sc);
+
+/* Encodes n (1..65535) samples with strictly increasing times, appending
+ * to out. GP_OK, GP_EUSAGE (bad n or order), GP_ENOMEM or out->err. */
+int gp_st_bchunk_encode(const int64_t *t, const double *v, size_t n, struct gp_st_bchunk_scratch *sc,
+                        struct gp_buf *out);
+/* The sample count a block chunk announces: GP_OK or GP_EPARSE. */
+int gp_st_bchunk_count(const uint8_t *p, size_t len, size_t *n);
+/* Decodes a whole block chunk into t and v (room for cap samples; both
+ * are written even on failure). Returns the count, or GP_EPARSE. */
+int gp_st_bchunk_decode(const uint8_t *p, size_t len, int64_t *t, double *v, size_t cap);
+
 /* ---- rollup payloads ---- */
 
 struct gp_st_rollup_enc {
-    struct gp_chunk mn, mx, sm;
-    struct gp_buf counts;
-    uint32_t n;
+    int64_t *t;
+    double *col[4]; /* min, max, sum, count */
+    uint32_t n, cap;
+    struct gp_st_bchunk_scratch sc;
 };
 void gp_st_rollup_enc_init(struct gp_st_rollup_enc *e);
 void gp_st_rollup_enc_reset(struct gp_st_rollup_enc *e);
 void gp_st_rollup_enc_free(struct gp_st_rollup_enc *e);
-/* Adds one minute (t a multiple of 60000, increasing). GP_OK, GP_ETOOBIG, GP_ENOMEM. */
+/* Adds one minute (t a multiple of 60000, increasing). GP_OK, GP_ETOOBIG
+ * (65535 minutes), GP_EUSAGE (not increasing) or GP_ENOMEM. */
 int gp_st_rollup_enc_add(struct gp_st_rollup_enc *e, const struct gp_rollup *r);
 /* Serializes into out (appended). GP_OK or out->err. */
 int gp_st_rollup_enc_finish(struct gp_st_rollup_enc *e, struct gp_buf *out);
@@ -194,6 +216,7 @@ int gp_st_rollup_decode(const uint8_t *p, size_t n, int64_t mint, int64_t maxt,
 void gp_st_rollup_fold(struct gp_rollup *r, double v);
 
 /* Growth helpers for the public arrays (GP_OK or GP_ENOMEM). */
+int gp_st_samples_reserve(struct gp_samples *x, size_t extra);
 int gp_st_samples_push(struct gp_samples *x, int64_t t, double v);
 int gp_st_rollups_push(struct gp_rollups *x, const struct gp_rollup *r);
 

@@ -265,6 +265,106 @@ static void test_snapshot_parse(void)
     gp_buf_free(&b);
 }
 
+/* Encodes n samples, checks the size bound when given, decodes them back
+ * bit for bit, and checks every truncation is refused. */
+static size_t bchunk_round_trip(const int64_t *t, const double *v, size_t n, int want_enc)
+{
+    struct gp_st_bchunk_scratch sc = {0};
+    struct gp_buf b;
+    gp_buf_init(&b, 0);
+    CHECK_INT(gp_st_bchunk_encode(t, v, n, &sc, &b), GP_OK);
+    const uint8_t *p = (const uint8_t *)b.data;
+    if (want_enc >= 0)
+        CHECK_INT(p[0], want_enc);
+    int64_t *tt = malloc(n * sizeof *tt);
+    double *vv = malloc(n * sizeof *vv);
+    CHECK_INT(gp_st_bchunk_decode(p, b.len, tt, vv, n), (int)n);
+    for (size_t i = 0; i < n; i++) {
+        if (tt[i] != t[i] || gp_f64_bits(vv[i]) != gp_f64_bits(v[i]))
+            gp_test_fail(__FILE__, __LINE__, "sample %zu: %lld/%016llx != %lld/%016llx", i,
+                         (long long)tt[i], (unsigned long long)gp_f64_bits(vv[i]),
+                         (long long)t[i], (unsigned long long)gp_f64_bits(v[i]));
+    }
+    if (n > 1)
+        CHECK_INT(gp_st_bchunk_decode(p, b.len, tt, vv, n - 1), GP_EPARSE); /* no room */
+    size_t step = b.len > 3000 ? b.len / 300 : 1;
+    for (size_t k = 0; k < b.len; k += step)
+        CHECK_INT(gp_st_bchunk_decode(p, k, tt, vv, n), GP_EPARSE);
+    size_t len = b.len;
+    free(tt);
+    free(vv);
+    gp_buf_free(&b);
+    gp_st_bchunk_scratch_free(&sc);
+    return len;
+}
+
+static void test_bchunk_round_trips(void)
+{
+    enum { N = 7200 };
+    int64_t *t = malloc(N * sizeof *t);
+    double *v = malloc(N * sizeof *v);
+    uint64_t seed = 12345;
+    /* GPU-like decimals at 1 s with a few ms of jitter: packed, small. */
+    for (size_t i = 0; i < N; i++) {
+        seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+        t[i] = 1700000000000LL + (int64_t)i * 1000 + (int64_t)(seed >> 61);
+        v[i] = (double)(250000 + (int64_t)(seed >> 50) % 20000) / 1000; /* W, 3 decimals */
+    }
+    size_t len = bchunk_round_trip(t, v, N, 1);
+    printf("bchunk: power W: %.3f bytes/sample\n", (double)len / N);
+    CHECK(len < N * 3); /* random in a 20 W band: 16 bits a value, 4 a time */
+    for (size_t i = 0; i < N; i++)
+        v[i] = (double)(i / 100 % 101); /* slow integer steps */
+    len = bchunk_round_trip(t, v, N, 1);
+    printf("bchunk: stepped integer: %.3f bytes/sample\n", (double)len / N);
+    CHECK(len < N); /* jitter costs 5 bits a time; the values almost nothing */
+    /* Exceptions: NaN, the stale marker, infinities, -0.0, 0.1 + 0.2. */
+    v[0] = NAN;
+    v[17] = gp_bits_f64(GP_RW_STALE_NAN_BITS);
+    v[18] = INFINITY;
+    v[500] = -INFINITY;
+    v[501] = -0.0;
+    v[N - 1] = 0.1 + 0.2;
+    bchunk_round_trip(t, v, N, 1);
+    /* Counters (deltas of deltas win) and huge integers (Gorilla). */
+    for (size_t i = 0; i < N; i++)
+        v[i] = 1e12 + (double)i * 250123;
+    bchunk_round_trip(t, v, N, 1);
+    for (size_t i = 0; i < N; i++)
+        v[i] = 1e300 / (double)(i + 1);
+    bchunk_round_trip(t, v, N, 0);
+    /* Random bits: Gorilla. */
+    for (size_t i = 0; i < N; i++) {
+        seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+        v[i] = gp_bits_f64(seed);
+    }
+    bchunk_round_trip(t, v, 300, 0);
+    /* Tiny chunks and extreme times. */
+    for (size_t n = 1; n <= 4; n++) {
+        int64_t te[4] = {INT64_MIN, -1, 0, INT64_MAX};
+        double ve[4] = {1.5, -2.25, 1e15, 0};
+        bchunk_round_trip(te + 4 - n, ve, n, -1);
+        bchunk_round_trip(te, ve, n, -1);
+    }
+    /* Bad input to the encoder. */
+    struct gp_st_bchunk_scratch sc = {0};
+    struct gp_buf b;
+    gp_buf_init(&b, 0);
+    int64_t tb[2] = {5, 5};
+    CHECK_INT(gp_st_bchunk_encode(tb, v, 2, &sc, &b), GP_EUSAGE);
+    CHECK_INT(gp_st_bchunk_encode(tb, v, 0, &sc, &b), GP_EUSAGE);
+    gp_buf_free(&b);
+    gp_st_bchunk_scratch_free(&sc);
+    /* Garbage. */
+    uint8_t junk[40];
+    memset(junk, 0xff, sizeof junk);
+    CHECK_INT(gp_st_bchunk_decode(junk, sizeof junk, t, v, N), GP_EPARSE);
+    junk[0] = 7;
+    CHECK_INT(gp_st_bchunk_decode(junk, sizeof junk, t, v, N), GP_EPARSE);
+    free(t);
+    free(v);
+}
+
 static void test_floor(void)
 {
     CHECK_INT(gp_st_floor(125, 60), 120);
@@ -281,6 +381,7 @@ const struct gp_test gp_tests_store_fmt[] = {
     {"rollup_fold", test_rollup_fold},
     {"chunk_record", test_chunk_record},
     {"snapshot_parse", test_snapshot_parse},
+    {"bchunk_round_trips", test_bchunk_round_trips},
     {"floor", test_floor},
     {0},
 };
