@@ -19,6 +19,7 @@
 #include "lib/err.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -193,23 +194,32 @@ int gp_eval_groups_init(struct gp_eval_groups *g, enum gp_agg agg, size_t ngroup
     g->ngroups = ngroups;
     g->npoints = npoints;
     size_t cells = ngroups * npoints;
-    if (npoints && cells / npoints != ngroups)
+    if ((npoints && cells / npoints != ngroups) || cells > SIZE_MAX / sizeof(double))
         return GP_ENOMEM;
     if (cells == 0)
         return GP_OK;
-    g->cnt = calloc(cells, sizeof *g->cnt);
+    g->cnt = malloc(cells * sizeof *g->cnt);
     if (agg != GP_AGG_COUNT)
         g->acc = malloc(cells * sizeof *g->acc);
     if (!g->cnt || (agg != GP_AGG_COUNT && !g->acc)) {
         gp_eval_groups_free(g);
         return GP_ENOMEM;
     }
-    if (g->acc) {
-        double init = agg == GP_AGG_MIN || agg == GP_AGG_MAX ? NAN : 0.0;
-        for (size_t i = 0; i < cells; i++)
-            g->acc[i] = init;
-    }
+    for (size_t i = 0; i < ngroups; i++)
+        gp_eval_groups_clear(g, i);
     return GP_OK;
+}
+
+void gp_eval_groups_clear(struct gp_eval_groups *g, size_t group)
+{
+    size_t np = g->npoints;
+    memset(g->cnt + group * np, 0, np * sizeof *g->cnt);
+    if (g->acc) {
+        double init = g->agg == GP_AGG_MIN || g->agg == GP_AGG_MAX ? NAN : 0.0;
+        double *acc = g->acc + group * np;
+        for (size_t k = 0; k < np; k++)
+            acc[k] = init;
+    }
 }
 
 void gp_eval_groups_add(struct gp_eval_groups *g, size_t group, const double *val,

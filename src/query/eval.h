@@ -88,6 +88,10 @@ void gp_eval_groups_add(struct gp_eval_groups *g, size_t group, const double *va
  * group had a value there. */
 int gp_eval_groups_get(const struct gp_eval_groups *g, size_t group, size_t k, double *v);
 
+/* Empties one group's cells for reuse (query.c evaluates groups one at a
+ * time with a single group's worth of cells). */
+void gp_eval_groups_clear(struct gp_eval_groups *g, size_t group);
+
 /* Accepts a zeroed or freed g. */
 void gp_eval_groups_free(struct gp_eval_groups *g);
 

@@ -16,6 +16,9 @@
  */
 #include "query/json.h"
 
+#include "lib/err.h"
+#include "store/labels.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -109,6 +112,25 @@ void gp_json_str(struct gp_buf *b, const char *s, size_t len)
     gp_buf_putc(b, '"');
 }
 
+int gp_json_labels(struct gp_buf *b, const uint8_t *blob, size_t len)
+{
+    struct gp_labels_iter it;
+    struct gp_rw_str name, value;
+    int rc, first = 1;
+    gp_labels_iter_init(&it, blob, len);
+    gp_buf_putc(b, '{');
+    while ((rc = gp_labels_next(&it, &name, &value)) == 1) {
+        if (!first)
+            gp_buf_putc(b, ',');
+        first = 0;
+        gp_json_str(b, name.ptr, name.len);
+        gp_buf_putc(b, ':');
+        gp_json_str(b, value.ptr, value.len);
+    }
+    gp_buf_putc(b, '}');
+    return rc < 0 ? GP_EPARSE : GP_OK;
+}
+
 /* Decimal digits of v into the end of a buffer; returns the start. */
 static char *u64_digits(uint64_t v, char *end)
 {
@@ -119,7 +141,7 @@ static char *u64_digits(uint64_t v, char *end)
     return end;
 }
 
-void gp_json_time(struct gp_buf *b, int64_t ms)
+size_t gp_json_format_time(int64_t ms, char *out)
 {
     char tmp[32], *end = tmp + sizeof tmp;
     uint64_t u = ms < 0 ? (uint64_t)0 - (uint64_t)ms : (uint64_t)ms;
@@ -135,7 +157,32 @@ void gp_json_time(struct gp_buf *b, int64_t ms)
     p = u64_digits(u / 1000, p);
     if (ms < 0)
         *--p = '-';
-    gp_buf_append(b, p, (size_t)(end - p));
+    size_t n = (size_t)(end - p);
+    memcpy(out, p, n);
+    out[n] = '\0';
+    return n;
+}
+
+void gp_json_time(struct gp_buf *b, int64_t ms)
+{
+    char tmp[32];
+    gp_buf_append(b, tmp, gp_json_format_time(ms, tmp));
+}
+
+void gp_json_point(struct gp_buf *b, int first, int64_t ms, double v)
+{
+    char tmp[80];
+    size_t n = 0;
+    if (!first)
+        tmp[n++] = ',';
+    tmp[n++] = '[';
+    n += gp_json_format_time(ms, tmp + n);
+    tmp[n++] = ',';
+    tmp[n++] = '"';
+    n += gp_json_format_double(v, tmp + n);
+    tmp[n++] = '"';
+    tmp[n++] = ']';
+    gp_buf_append(b, tmp, n);
 }
 
 size_t gp_json_format_double(double v, char *out)

@@ -20,9 +20,20 @@
  * valid JSON whatever a label holds. */
 void gp_json_str(struct gp_buf *b, const char *s, size_t len);
 
+/* A label set (a canonical blob, store/labels.h) as a JSON object
+ * {"name":"value",...}. GP_OK, or GP_EPARSE for a malformed blob (what
+ * was written so far stays; the caller abandons the answer). */
+int gp_json_labels(struct gp_buf *b, const uint8_t *blob, size_t len);
+
 /* A time as Unix seconds, a JSON number with the millisecond fraction
  * only when needed: 1700000000, 1700000000.5, -0.25. */
 void gp_json_time(struct gp_buf *b, int64_t ms);
+
+/* The same into out (32 bytes); returns the length. */
+size_t gp_json_format_time(int64_t ms, char *out);
+
+/* One point of a matrix, [t,"v"], preceded by ',' unless first. */
+void gp_json_point(struct gp_buf *b, int first, int64_t ms, double v);
 
 /* A sample value as Prometheus writes it: a JSON string holding the
  * shortest decimal that reads back as the same double, "NaN", "+Inf" or
