@@ -156,6 +156,41 @@ static void test_id_gaps_and_refusals(void)
     gp_sindex_free(x);
 }
 
+static const char *sel(const struct gp_sindex *x, const char *s);
+struct collect {
+    char text[1024];
+};
+static void collect_fn(void *arg, const char *s, size_t len);
+
+/* More labels than add's on-stack scratch holds. */
+static void test_many_labels(void)
+{
+    struct gp_sindex *x;
+    CHECK_INT(gp_sindex_new(&x), GP_OK);
+    struct gp_rw_label l[150];
+    char names[150][16];
+    for (int i = 0; i < 150; i++) {
+        snprintf(names[i], sizeof names[i], "l%03u", (unsigned)i);
+        l[i] = (struct gp_rw_label){{names[i], 4}, {names[i] + 1, 3}};
+    }
+    struct gp_buf b;
+    gp_buf_init(&b, 0);
+    CHECK_INT(gp_labels_encode(l, 150, &b), GP_OK);
+    const uint8_t *p = (const uint8_t *)b.data;
+    uint32_t id;
+    CHECK_INT(gp_sindex_add(x, p, b.len, gp_labels_hash(p, b.len), 0, &id), GP_OK);
+    CHECK_INT(gp_sindex_find(x, p, b.len, gp_labels_hash(p, b.len)), 1);
+    gp_buf_free(&b);
+    CHECK_INT(ADD(x, 0, "l149=149", "zz=1"), 2);
+    CHECK_STR(sel(x, "{l149=\"149\"}"), "1,2");
+    CHECK_STR(sel(x, "{l149=\"149\", l000=\"\"}"), "2");
+    CHECK_STR(sel(x, "{l100=~\"1.0\"}"), "1");
+    struct collect c = {""};
+    CHECK_INT(gp_sindex_label_values(x, "l149", NULL, 0, collect_fn, &c), GP_OK);
+    CHECK_STR(c.text, "149");
+    gp_sindex_free(x);
+}
+
 static void test_growth_100k(void)
 {
     struct gp_sindex *x;
@@ -296,10 +331,6 @@ static void test_regex_anchoring_in_select(void)
     CHECK_STR(sel(x, "{gpu=~`1\\.*`}"), "1,5"); /* "1" then any number of dots */
     gp_sindex_free(x);
 }
-
-struct collect {
-    char text[1024];
-};
 
 static void collect_fn(void *arg, const char *s, size_t len)
 {
@@ -544,6 +575,7 @@ static void test_select_matches_brute_force(void)
 const struct gp_test gp_tests_series[] = {
     {"add_find_labels", test_add_find_labels},
     {"id_gaps_and_refusals", test_id_gaps_and_refusals},
+    {"many_labels", test_many_labels},
     {"growth_100k", test_growth_100k},
     {"absent_label_semantics", test_absent_label_semantics},
     {"regex_anchoring_in_select", test_regex_anchoring_in_select},
