@@ -290,7 +290,7 @@ int gp_server_start(struct gp_server **out, const struct gp_server_config *c, ch
     }
     if (fell_back)
         gp_log(GP_LOG_WARN, "server",
-               "no token for every route: listening on loopback only instead of the configured address",
+               "serving on loopback only, not on the configured address: a token is missing",
                "configured=%s listen=%s reason=\"%s (set write_token and read_token to serve other hosts)\"",
                c->listen, bind, why);
     struct gp_http_options ho = {
