@@ -81,6 +81,13 @@ build/fakenvml/old/libnvidia-ml.so.1: $(FAKE_SRC) $(wildcard tests/fakenvml/*.h)
 	$(CC) -std=c11 -D_GNU_SOURCE -DFAKENVML_OLD_DRIVER $(WARN) -Wno-missing-prototypes -g -O1 \
 	    -fPIC -shared -Wl,-soname,libnvidia-ml.so.1 -o $@ $(FAKE_SRC) -pthread -lm
 
+# Series index speed (find per ingested series, selects): prints, asserts nothing.
+.PHONY: bench-sindex
+bench-sindex: build/rel/bench-sindex
+	build/rel/bench-sindex
+build/rel/bench-sindex: bench/sindex.c build/rel/libgpulse.a
+	$(CC) $(CFLAGS_COMMON) -O2 -o $@ $^ $(LDLIBS)
+
 clean:
 	rm -rf build
 

@@ -22,10 +22,12 @@
 
 /* Appends the canonical form of n labels, which must already be sorted by
  * name with no duplicates or empty values (as gp_rw_decode yields them).
- * Returns GP_OK or GP_EUSAGE when they are not, or out->err. */
+ * Returns GP_OK or GP_EUSAGE when they are not (or n is 0; nothing is
+ * appended then), or out->err. */
 int gp_labels_encode(const struct gp_rw_label *l, size_t n, struct gp_buf *out);
 
-/* 64-bit hash of a blob (stable across runs and machines). */
+/* 64-bit hash of a blob (stable across runs and machines; not keyed).
+ * Any bytes. */
 uint64_t gp_labels_hash(const uint8_t *blob, size_t len);
 
 struct gp_labels_iter {
@@ -36,11 +38,13 @@ void gp_labels_iter_init(struct gp_labels_iter *it, const uint8_t *blob, size_t 
 int gp_labels_next(struct gp_labels_iter *it, struct gp_rw_str *name, struct gp_rw_str *value);
 
 /* Value of label name (NUL-terminated) in the blob: 1 and *value when
- * present, 0 when absent (Prometheus reads an absent label as ""). */
+ * present, 0 when absent (Prometheus reads an absent label as ""; *value
+ * is then ""). A malformed blob reads as absent: validate blobs first. */
 int gp_labels_get(const uint8_t *blob, size_t len, const char *name, struct gp_rw_str *value);
 
 /* Checks a blob read from disk: well-formed, sorted, unique, non-empty
- * values. GP_OK or GP_EPARSE. */
+ * names and values, at least one label, minimal varints (so that equal
+ * labels are equal bytes). GP_OK or GP_EPARSE. */
 int gp_labels_validate(const uint8_t *blob, size_t len);
 
 #endif

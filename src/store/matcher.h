@@ -9,9 +9,11 @@
  * (\\ \" \' \n \t \r, \xHH, \uHHHH, \UHHHHHHHH, \NNN octal). Regular
  * expressions are fully anchored, as in Prometheus, and use POSIX
  * extended syntax (regcomp REG_EXTENDED): RE2 features such as (?i) or
- * \d are rejected with a clear error rather than misread. A label that a
- * series lacks has the value "", so {x=""} selects series without x and
- * {x=~".*"} selects every series.
+ * \d are rejected with a clear error rather than misread, and so are
+ * regexes whose expanded cost passes a cap (matcher.c, regex_vet). A label
+ * that a series lacks has the value "", so {x=""} selects series without
+ * x and {x=~".*"} selects every series. Error messages start with
+ * "selector: " and give byte offsets counted from 0.
  */
 #ifndef GP_STORE_MATCHER_H
 #define GP_STORE_MATCHER_H

@@ -48,19 +48,23 @@ size_t gp_sindex_bytes(const struct gp_sindex *x);   /* memory held, approximate
 
 /*
  * Ids of the series that satisfy every matcher, ascending, in a new array
- * *ids (free()) of *n entries (*ids may be NULL when *n is 0). Returns
+ * *ids (free()) of *n entries. *ids is not NULL on GP_OK even when *n is
+ * 0, so a selection can be handed to label_names/label_values as is
+ * (where ids NULL means all series). No matchers: every series. Returns
  * GP_OK or GP_ENOMEM.
  */
 int gp_sindex_select(const struct gp_sindex *x, const struct gp_matcher *m, size_t nm, uint32_t **ids,
                      size_t *n);
 
 /* Calls fn once per distinct label name, in byte order, of the given
- * series (ids NULL: of all series). */
+ * series (ids NULL: of all series; unknown ids are skipped). fn gets a
+ * view of len bytes, valid during the call. GP_OK or GP_ENOMEM. */
 int gp_sindex_label_names(const struct gp_sindex *x, const uint32_t *ids, size_t nids,
                           void (*fn)(void *arg, const char *name, size_t len), void *arg);
 
 /* Calls fn once per distinct value of label name, in byte order, among
- * the given series (ids NULL: all series). */
+ * the given series (ids NULL: all series). The value is a view of len
+ * bytes, not NUL-terminated, valid during the call. GP_OK or GP_ENOMEM. */
 int gp_sindex_label_values(const struct gp_sindex *x, const char *name, const uint32_t *ids,
                            size_t nids, void (*fn)(void *arg, const char *value, size_t len),
                            void *arg);
