@@ -21,7 +21,12 @@
  * Prometheus, a sample older than the series' newest is rejected as out of
  * order; one at the same time with the same value bits is a duplicate,
  * dropped silently (a sender's retry); one at the same time with other bits
- * is a conflict, rejected. Rejections are counted, never stored.
+ * is a conflict, rejected. Rejections are counted, never stored. Beyond
+ * Prometheus, an older sample that equals (time and value bits) one the
+ * series still holds in its newest two chunks also counts as a duplicate,
+ * so a sender that retries a multi-sample request after losing the answer
+ * is told success rather than "out of order". Sample times beyond
+ * +-2^61 ms are refused as too old.
  *
  * Crash safety: gp_store_append returns only after the batch is in the
  * WAL and synced. Start-up loads blocks, chunk segments and the snapshot,
