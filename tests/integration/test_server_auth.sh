@@ -32,7 +32,7 @@ out=$(rw write "$U" --token w-Secret_1 "auth_probe{a=\"1\"}=1@$(now)")
 [ "${out%% *}" = 204 ] || fail "write with the write token: $out"
 curl -s -D "$TMP/h" -o /dev/null "$U/api/v1/labels"
 grep -qi '^WWW-Authenticate: Bearer' "$TMP/h" || fail "401 without WWW-Authenticate: Bearer"
-head -1 "$TMP/h" | grep -q ' 401' || fail "read without a token was not 401"
+head -1 "$TMP/h" | grep -c ' 401' >/dev/null || fail "read without a token was not 401"
 [ "$(code -H 'Authorization: Bearer w-Secret_1' "$U/api/v1/labels")" = 401 ] || fail "read with the write token"
 [ "$(code -H 'Authorization: Bearer r-Secret_2' "$U/api/v1/labels")" = 200 ] || fail "read with the read token"
 [ "$(code -H 'Authorization: Bearer r-Secret_2' "$U/api/v1/series?match[]=auth_probe")" = 200 ] ||
@@ -41,7 +41,7 @@ head -1 "$TMP/h" | grep -q ' 401' || fail "read without a token was not 401"
 [ "$(code -H 'Authorization: bearer r-Secret_2' "$U/metrics")" = 200 ] || fail "/metrics with the read token"
 [ "$(code "$U/api/v1/health")" = 200 ] || fail "health must stay open"
 curl -sf -H 'Authorization: Bearer r-Secret_2' "$U/metrics" |
-    grep -q '^gpulse_server_write_requests_refused_total{reason="unauthorized"} 3' ||
+    grep -c '^gpulse_server_write_requests_refused_total{reason="unauthorized"} 3' >/dev/null ||
     fail "unauthorized writes not counted"
 note "tokens enforced per route; health open"
 stop_server
@@ -55,8 +55,8 @@ SERVER_LOG=$TMP/s2.log
 wait_until 30 curl -sf "http://127.0.0.1:$PORT/api/v1/health" || { cat "$TMP/s2.log"; fail "no server"; }
 grep -q 'level=warn .*loopback only.*configured=0.0.0.0:'"$PORT"' listen=127.0.0.1:'"$PORT"'.*read_token not set' \
     "$TMP/s2.log" || { cat "$TMP/s2.log"; fail "no loopback fallback warning"; }
-ss -ltn | grep -q "127.0.0.1:$PORT " || fail "not bound to 127.0.0.1:$PORT"
-ss -ltn | grep -q "0.0.0.0:$PORT " && fail "bound to 0.0.0.0 without a read token"
+ss -ltn | grep -c "127.0.0.1:$PORT " >/dev/null || fail "not bound to 127.0.0.1:$PORT"
+ss -ltn | grep -c "0.0.0.0:$PORT " >/dev/null && fail "bound to 0.0.0.0 without a read token"
 note "$(grep -o 'msg="serving on loopback.*' "$TMP/s2.log")"
 stop_server
 

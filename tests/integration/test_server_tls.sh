@@ -11,8 +11,8 @@ openssl req -x509 -newkey rsa:2048 -nodes -days 1 -keyout "$TMP/key.pem" -out "$
 SERVER_SCHEME=https SERVER_CURL="--cacert $TMP/cert.pem" \
     start_server --tls-cert "$TMP/cert.pem" --tls-key "$TMP/key.pem"
 grep -q 'tls=on' "$SERVER_LOG" || fail "start log does not say tls=on"
-curl -sf --cacert "$TMP/cert.pem" "$SERVER_URL/api/v1/health" | grep -q '"ok"' || fail "health over TLS"
-curl -sf --cacert "$TMP/cert.pem" "$SERVER_URL/metrics" | grep -q gpulse_server_series || fail "/metrics over TLS"
+curl -sf --cacert "$TMP/cert.pem" "$SERVER_URL/api/v1/health" | grep -c '"ok"' >/dev/null || fail "health over TLS"
+curl -sf --cacert "$TMP/cert.pem" "$SERVER_URL/metrics" | grep -c gpulse_server_series >/dev/null || fail "/metrics over TLS"
 python3 - "$SERVER_PORT" "$TMP/cert.pem" "$ROOT/tests/integration" <<'PY' || fail "remote write over TLS"
 import http.client, ssl, sys, time
 sys.path.insert(0, sys.argv[3])
@@ -25,7 +25,7 @@ r = c.getresponse()
 print("  - remote write over TLS:", r.status)
 sys.exit(0 if r.status == 204 else 1)
 PY
-curl -s --max-time 5 "http://127.0.0.1:$SERVER_PORT/api/v1/health" | grep -q '"ok"' && fail "plain HTTP answered on the TLS port"
+curl -s --max-time 5 "http://127.0.0.1:$SERVER_PORT/api/v1/health" | grep -c '"ok"' >/dev/null && fail "plain HTTP answered on the TLS port"
 curl -s --max-time 5 "$SERVER_URL/api/v1/health" >/dev/null && fail "an unverified certificate was accepted"
 
 # Debian's Prometheus, remote-writing over HTTPS with the certificate as CA.
