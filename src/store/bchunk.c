@@ -379,7 +379,7 @@ int gp_st_bchunk_count(const uint8_t *p, size_t len, size_t *n)
         if (gp_chunk_iter_init(&it, p + 1, len - 1) != GP_OK)
             return GP_EPARSE;
         *n = gp_chunk_iter_count(&it);
-        return GP_OK;
+        return *n ? GP_OK : GP_EPARSE;
     }
     const uint8_t *q = p + 1;
     uint64_t u;

@@ -418,7 +418,12 @@ static int compact_window(struct gp_store *s, int64_t mint, int64_t end)
         mapped_free(&bm);
     if (rrc == GP_OK && (rrc = mlist_insert(&s->rollups, &rm)) != GP_OK)
         mapped_free(&rm);
-    if (brc == GP_OK) {
+    if (brc != GP_OK)
+        gp_log(GP_LOG_ERROR, "store", "block written but not mapped; it is read at the next start",
+               "file=%s", bpath);
+    /* The block on disk is the window's data from now on (recovery reads
+     * it so), mapped or not: drop the refs either way. */
+    {
         s->block_bytes += bsize;
         for (size_t i = 0; i < n;) {
             struct gp_st_series *se = &s->ser[jobs[i].id];
@@ -434,8 +439,6 @@ static int compact_window(struct gp_store *s, int64_t mint, int64_t end)
             while (i < n && jobs[i].id == id)
                 i++;
         }
-    } else {
-        rc = brc; /* the window stays readable from the chunk files */
     }
     if (rrc == GP_OK)
         s->rollup_bytes += rsize;
@@ -512,9 +515,24 @@ static size_t expire(struct gp_st_mlist *l, int64_t cut, uint64_t *bytes)
     return removed;
 }
 
+/* 1 when some file of l ended before cut. */
+static int any_expired(const struct gp_st_mlist *l, int64_t cut)
+{
+    for (size_t i = 0; i < l->n; i++)
+        if (l->f[i].bf.maxt < cut)
+            return 1;
+    return 0;
+}
+
 int gp_st_retention(struct gp_store *s)
 {
     int64_t now = gp_st_now_ms();
+    pthread_rwlock_rdlock(&s->lock);
+    int due = any_expired(&s->blocks, now - s->o.retention_raw_ms) ||
+              any_expired(&s->rollups, now - s->o.retention_rollup_ms);
+    pthread_rwlock_unlock(&s->lock);
+    if (!due)
+        return GP_OK; /* the usual case: no write lock every tick */
     pthread_rwlock_wrlock(&s->lock);
     size_t b = expire(&s->blocks, now - s->o.retention_raw_ms, &s->block_bytes);
     size_t r = expire(&s->rollups, now - s->o.retention_rollup_ms, &s->rollup_bytes);

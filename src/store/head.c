@@ -132,34 +132,54 @@ int gp_st_head_append(struct gp_store *s, uint32_t id, int64_t t, uint64_t bits)
     return GP_OK;
 }
 
+/* Appends the samples of a chunk to the duplicate cache. */
+static void dup_add(struct gp_store *s, const uint8_t *p, size_t len)
+{
+    struct gp_chunk_iter it;
+    int64_t t;
+    double v;
+    if (gp_chunk_iter_init(&it, p, len) != GP_OK)
+        return;
+    while (s->dup_n < 2 * GP_ST_HEAD_SAMPLES && gp_chunk_iter_next(&it, &t, &v) == 1) {
+        s->dup_t[s->dup_n] = t;
+        s->dup_v[s->dup_n++] = gp_f64_bits(v);
+    }
+}
+
 /*
  * 1 when the series holds exactly (t, bits) in its head chunk or its
  * newest closed chunk: a sender retrying a request whose answer it lost.
  * Such a sample counts as a duplicate, not out of order, so a retry is
- * answered with success. Only on the out-of-order path, which is rare.
+ * answered with success. Only on the out-of-order path; the two chunks
+ * are decoded once per series per append (so a flood of old samples
+ * costs a binary search each) unless the series grew since.
  */
-static int stored_sample(struct gp_store *s, const struct gp_st_series *se, int64_t t,
+static int stored_sample(struct gp_store *s, uint32_t id, const struct gp_st_series *se, int64_t t,
                          uint64_t bits)
 {
-    const uint8_t *p = NULL;
-    size_t len = 0;
-    uint8_t buf[GP_ST_CHUNKREC_MAX];
-    if (se->head.count && t >= se->head.t_first) {
-        p = gp_chunk_bytes(&se->head, &len);
-    } else if (se->nrefs) {
-        const struct gp_st_ref *r = &se->refs[se->nrefs - 1];
-        if (t < r->t_first || t > r->t_last || gp_st_chunk_read(s, r, buf, sizeof buf, &p, &len))
-            return 0;
+    if (s->dup_id != id || (s->dup_n && t > s->dup_t[s->dup_n - 1])) {
+        s->dup_id = id;
+        s->dup_n = 0;
+        uint8_t buf[GP_ST_CHUNKREC_MAX];
+        const uint8_t *p;
+        size_t len;
+        if (se->nrefs &&
+            gp_st_chunk_read(s, &se->refs[se->nrefs - 1], buf, sizeof buf, &p, &len) == GP_OK)
+            dup_add(s, p, len);
+        if (se->head.count) {
+            p = gp_chunk_bytes(&se->head, &len);
+            dup_add(s, p, len);
+        }
     }
-    struct gp_chunk_iter it;
-    int64_t ct;
-    double v;
-    if (!p || gp_chunk_iter_init(&it, p, len) != GP_OK)
-        return 0;
-    while (gp_chunk_iter_next(&it, &ct, &v) == 1 && ct <= t)
-        if (ct == t)
-            return gp_f64_bits(v) == bits;
-    return 0;
+    size_t lo = 0, hi = s->dup_n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (s->dup_t[mid] < t)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < s->dup_n && s->dup_t[lo] == t && s->dup_v[lo] == bits;
 }
 
 /* Grows an append scratch array to hold n (allocation only when a request
@@ -238,8 +258,11 @@ int gp_store_append(struct gp_store *s, const struct gp_rw_request *req,
         floor = s->compacted_until;
     if (floor < -GP_ST_T_LIMIT)
         floor = -GP_ST_T_LIMIT;
-    size_t nws = 0, nwser = 0;
-    int rc = grow((void **)&s->ws, &s->ws_cap, req->nsamples_total, sizeof *s->ws);
+    s->dup_id = 0;
+    size_t nws = 0, nwser = 0, total = 0;
+    for (size_t i = 0; i < req->nseries; i++)
+        total += req->series[i].nsamples; /* not trusting nsamples_total */
+    int rc = grow((void **)&s->ws, &s->ws_cap, total, sizeof *s->ws);
     for (size_t i = 0; rc == GP_OK && i < req->nseries; i++) {
         const struct gp_rw_series *rs = &req->series[i];
         if (rs->nsamples == 0)
@@ -283,7 +306,7 @@ int gp_store_append(struct gp_store *s, const struct gp_rw_request *req,
             } else if (se->has_data && t <= se->newest) {
                 if (t == se->newest)
                     *(bits == se->newest_bits ? &res->duplicate : &res->conflict) += 1;
-                else if (stored_sample(s, se, t, bits))
+                else if (stored_sample(s, id, se, t, bits))
                     res->duplicate++;
                 else
                     res->out_of_order++;

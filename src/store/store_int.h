@@ -118,6 +118,11 @@ struct gp_store {
     struct gp_wal_series *wser;
     size_t wser_cap;
     uint8_t crec[GP_ST_CHUNKREC_HDR + GP_ST_HEAD_BYTES];
+    /* The newest two chunks of one series, decoded once per append for
+     * the duplicate check of retried samples (head.c, stored_sample). */
+    uint32_t dup_id, dup_n;
+    int64_t dup_t[2 * GP_ST_HEAD_SAMPLES];
+    uint64_t dup_v[2 * GP_ST_HEAD_SAMPLES];
 
     /* counters (under lock) */
     uint64_t samples_appended, rej_ooo, rej_conflict, rej_too_old, rej_limit, duplicates;

@@ -21,6 +21,7 @@
 #include "store/store.h"
 
 #include <dirent.h>
+#include <pthread.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -191,6 +192,78 @@ static double ingest(const char *dir, size_t nseries, size_t per, size_t nreq, i
     return (double)total / busy;
 }
 
+/* Several appender threads at once, each with its own 1,000 series. */
+struct thr {
+    struct gp_store *s;
+    size_t first, nreq;
+    uint64_t accepted;
+};
+
+static void *thr_main(void *arg)
+{
+    struct thr *t = arg;
+    struct req q;
+    req_init(&q, 1000, 1, t->first);
+    int64_t ts = (int64_t)time(NULL) * 1000 - (int64_t)t->nreq * 1000;
+    for (size_t r = 0; r < t->nreq; r++, ts += 1000) {
+        for (size_t i = 0; i < 1000; i++)
+            q.smp[i] = (struct gp_rw_sample){(double)((i + r) % 100), ts};
+        struct gp_append_result res;
+        char err[256];
+        if (gp_store_append(t->s, &q.r, &res, err, sizeof err) != GP_OK)
+            exit(1);
+        t->accepted += res.accepted;
+    }
+    req_free(&q);
+    return NULL;
+}
+
+static double ingest_threads(const char *dir, int nthreads, size_t nreq, int no_sync)
+{
+    rmrf(dir);
+    struct gp_store *s = open_store(dir, no_sync);
+    struct thr t[16];
+    pthread_t th[16];
+    double a = now_s();
+    for (int i = 0; i < nthreads; i++) {
+        t[i] = (struct thr){s, (size_t)i * 1000, nreq, 0};
+        pthread_create(&th[i], NULL, thr_main, &t[i]);
+    }
+    uint64_t total = 0;
+    for (int i = 0; i < nthreads; i++) {
+        pthread_join(th[i], NULL);
+        total += t[i].accepted;
+    }
+    double el = now_s() - a;
+    struct gp_store_stats st;
+    gp_store_stats(s, &st);
+    printf("  (%llu fdatasyncs for %d x %zu requests)\n", (unsigned long long)st.wal_syncs,
+           nthreads, nreq);
+    gp_store_close(s);
+    return (double)total / el;
+}
+
+/* A checkpoint of many series with open heads: its total time. */
+static void checkpoint_cost(const char *dir, size_t nseries)
+{
+    rmrf(dir);
+    struct gp_store *s = open_store(dir, 1);
+    struct req q;
+    req_init(&q, nseries, 30, 0);
+    int64_t t = (int64_t)time(NULL) * 1000;
+    t -= t % (2 * 3600 * 1000);
+    for (size_t i = 0; i < nseries * 30; i++)
+        q.smp[i] = (struct gp_rw_sample){(double)(i % 97), t + (int64_t)(i % 30) * 1000};
+    struct gp_append_result res;
+    char err[256];
+    gp_store_append(s, &q.r, &res, err, sizeof err);
+    double a = now_s();
+    gp_store_maintain(s, 1);
+    printf("checkpoint of %zu series with open heads: %.0f ms\n", nseries, (now_s() - a) * 1000);
+    gp_store_close(s);
+    req_free(&q);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -205,6 +278,9 @@ int main(int argc, char **argv)
     printf("  100 series x 100 samples,  no fsync: %10.0f\n", ingest(dir, 100, 100, 300, 1));
     printf("  1000 series x 1 sample,    fsync:    %10.0f\n", ingest(dir, 1000, 1, 300, 0));
     printf("  100 series x 100 samples,  fsync:    %10.0f\n", ingest(dir, 100, 100, 100, 0));
+    printf("ingest, 8 threads of 1000 series x 1 sample, fsync (group commit), samples/s:\n");
+    printf("  %10.0f\n", ingest_threads(dir, 8, 200, 0));
+    checkpoint_cost(dir, 100000);
 
     /* Bytes per sample: 512 GPU series (about 100 GPUs x 5 gauges),
      * 4 hours at 1 s, then compaction of the complete 2-hour windows. */

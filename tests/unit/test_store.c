@@ -7,10 +7,12 @@
  * concurrent appenders and readers.
  */
 #include "store/labels.h"
+#include "store/segment.h"
 #include "store/store_fmt.h"
 #include "store_testlib.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <sqlite3.h>
@@ -149,6 +151,38 @@ static void test_ordering_rules_counted(void)
     int64_t ts[4] = {t0, t0 + 1000, t0 + 2000, t0 + 3000};
     double vs[4] = {1, 2, 3, 5};
     check_series(s, tid(s, 1), ts, vs, 4);
+    gp_store_close(s);
+}
+
+static void test_retried_request_is_duplicate(void)
+{
+    struct gp_store *s = topen(gp_test_tmpdir(), NULL);
+    int64_t t0 = gp_st_floor(tnow_ms() - 3600 * 1000, 3600 * 1000) + 1000; /* one block window */
+    struct treq r;
+    treq_build(&r, 0, 5, 300, t0, 1000, NULL); /* chunks 0-119, 120-239, head 240-299 */
+    struct gp_append_result res = tappend(s, &r);
+    CHECK_INT(res.accepted, 1500);
+    treq_free(&r);
+    /* A retry of the last 100 (spanning the cut at 240): all duplicates. */
+    treq_build(&r, 0, 5, 100, t0 + 200 * 1000, 1000, NULL);
+    res = tappend(s, &r);
+    CHECK_INT(res.duplicate, 500);
+    CHECK_INT(res.out_of_order, 0);
+    CHECK_INT(res.accepted, 0);
+    treq_free(&r);
+    /* Older than the newest two chunks: out of order, as Prometheus says. */
+    treq_build(&r, 0, 5, 1, t0 + 10 * 1000, 1000, NULL);
+    res = tappend(s, &r);
+    CHECK_INT(res.out_of_order, 5);
+    treq_free(&r);
+    /* The same time with another value inside the chunks: out of order too. */
+    double v[1] = {1234.5};
+    treq_build(&r, 0, 1, 1, t0 + 250 * 1000, 1000, v);
+    res = tappend(s, &r);
+    CHECK_INT(res.out_of_order, 1);
+    treq_free(&r);
+    for (uint32_t k = 0; k < 5; k++)
+        check_fill(s, k, t0, 300);
     gp_store_close(s);
 }
 
@@ -618,6 +652,94 @@ static void test_bad_options(void)
     CHECK_INT(gp_store_open(&s, &o, err, sizeof err), GP_EUSAGE);
 }
 
+static void test_damaged_chunk_file(void)
+{
+    const char *dir = gp_test_tmpdir();
+    struct gp_store *s = topen(dir, NULL);
+    int64_t t0 = gp_st_floor(tnow_ms() - 1800 * 1000, 60000);
+    fill(s, 4, 600, t0, 600); /* 5 chunks per series in the first chunk file */
+    gp_store_close(s);
+    damage(dir, "chunks", "00000000.chk", 100); /* in the first record */
+    s = topen(dir, NULL); /* logged; the records from the damage on are ignored */
+    for (uint32_t k = 0; k < 4; k++) {
+        struct gp_samples x = {0};
+        CHECK_INT(gp_store_read(s, tid(s, k), INT64_MIN, INT64_MAX, &x), GP_OK);
+        CHECK_INT(x.n, 120); /* the head chunk, from the snapshot */
+        CHECK_INT(x.t[0], t0 + 480 * 1000);
+        for (size_t i = 1; i < x.n; i++)
+            CHECK(x.t[i] > x.t[i - 1]);
+        gp_samples_free(&x);
+    }
+    /* New samples still go in after the last one held. */
+    struct treq r;
+    treq_build(&r, 0, 4, 1, t0 + 600 * 1000, 1000, NULL);
+    struct gp_append_result res = tappend(s, &r);
+    CHECK_INT(res.accepted, 4);
+    treq_free(&r);
+    gp_store_close(s);
+}
+
+/* fdatasync and writev that fail, for the store's files. */
+static int fail_sync(int fd)
+{
+    (void)fd;
+    errno = EIO;
+    return -1;
+}
+
+static ssize_t fail_writev(int fd, const struct iovec *iov, int n)
+{
+    (void)fd, (void)iov, (void)n;
+    errno = ENOSPC;
+    return -1;
+}
+
+static void test_write_errors_refuse_appends(void)
+{
+    const char *dir = gp_test_tmpdir();
+    int64_t t0 = tnow_ms() - 600000;
+    for (int kind = 0; kind < 2; kind++) {
+        struct gp_store *s = topen(dir, NULL);
+        fill(s, 3, 10, t0 + kind * 100000, 10);
+        if (kind == 0)
+            gp_seg_sys.fdatasync = fail_sync;
+        else
+            gp_seg_sys.writev = fail_writev;
+        struct treq r;
+        treq_build(&r, 0, 3, 1, t0 + kind * 100000 + 50000, 1000, NULL);
+        struct gp_append_result res;
+        char err[256];
+        CHECK_INT(gp_store_append(s, &r.req, &res, err, sizeof err), GP_EIO);
+        CHECK_CONTAINS(err, "WAL");
+        /* The WAL is broken: later appends are refused too. */
+        gp_seg_sys.fdatasync = fdatasync;
+        gp_seg_sys.writev = writev;
+        treq_free(&r);
+        treq_build(&r, 0, 3, 1, t0 + kind * 100000 + 60000, 1000, NULL);
+        CHECK_INT(gp_store_append(s, &r.req, &res, err, sizeof err), GP_EIO);
+        treq_free(&r);
+        /* Reads go on. */
+        struct gp_samples x = {0};
+        CHECK_INT(gp_store_read(s, tid(s, 1), t0 + kind * 100000, t0 + kind * 100000 + 9999, &x),
+                  GP_OK);
+        CHECK_INT(x.n, 10);
+        gp_samples_free(&x);
+        gp_store_close(s); /* no checkpoint of a broken store */
+    }
+    /* After a restart everything acknowledged is there (and what failed
+     * to sync may be too: it was never acknowledged either way). */
+    struct gp_store *s = topen(dir, NULL);
+    for (int kind = 0; kind < 2; kind++) {
+        struct gp_samples x = {0};
+        int64_t a = t0 + kind * 100000;
+        CHECK_INT(gp_store_read(s, tid(s, 2), a, a + 9999, &x), GP_OK);
+        CHECK_INT(x.n, 10);
+        CHECK_INT(x.t[9], a + 9000);
+        gp_samples_free(&x);
+    }
+    gp_store_close(s);
+}
+
 /* ---- concurrency ---- */
 
 struct worker {
@@ -703,6 +825,7 @@ static void test_concurrent_appends_and_reads(void)
 const struct gp_test gp_tests_store[] = {
     {"special_values_round_trip", test_special_values_round_trip},
     {"ordering_rules_counted", test_ordering_rules_counted},
+    {"retried_request_is_duplicate", test_retried_request_is_duplicate},
     {"max_series", test_max_series},
     {"close_reopen_keeps_everything", test_close_reopen_keeps_everything},
     {"reopen_from_wal_only", test_reopen_from_wal_only},
@@ -712,6 +835,8 @@ const struct gp_test gp_tests_store[] = {
     {"select_and_labels", test_select_and_labels},
     {"damaged_block_is_detected", test_damaged_block_is_detected},
     {"damaged_snapshot_refuses_open", test_damaged_snapshot_refuses_open},
+    {"damaged_chunk_file", test_damaged_chunk_file},
+    {"write_errors_refuse_appends", test_write_errors_refuse_appends},
     {"newer_format_refused", test_newer_format_refused},
     {"second_process_refused", test_second_process_refused},
     {"bad_options", test_bad_options},
