@@ -5,11 +5,17 @@
  * the latest frame), /healthz,
  * and / (a short index). The /metrics text is rendered once per frame
  * and shared by every scrape of that frame.
+ *
+ * With push targets (--push, or the in-process server of `gpulse up`),
+ * the sampler calls a hook after every tick that renders that text at
+ * once and hands it to the pusher (push.h): what is pushed is exactly
+ * what /metrics shows, with the tick's time on every sample.
  */
 #include "agent.h"
 
 #include "agent/expo.h"
 #include "agent/http.h"
+#include "agent/push.h"
 #include "agent/sampler.h"
 #include "agent/snapshot.h"
 #include "lib/err.h"
@@ -35,6 +41,7 @@ struct gp_agent {
     struct gp_buf metrics;
     uint64_t metrics_seq;
     struct gp_agent_embed embed;
+    struct gp_push *push; /* NULL without targets */
 };
 
 struct render_ctx {
@@ -44,16 +51,37 @@ struct render_ctx {
     int64_t frame_ms;
 };
 
+/* Renders f into the /metrics cache unless it holds f already. Called
+ * with cache_mu held. GP_OK or an error code. */
+static int refresh_cache(struct gp_agent *a, const struct gp_frame *f, const struct gp_agent_stats *st)
+{
+    if (a->metrics_seq == f->seq && !a->metrics.err)
+        return GP_OK;
+    gp_buf_reset(&a->metrics);
+    int rc = gp_expo_render(&a->expo, &a->metrics, f, &a->expo_opts, st);
+    gp_push_render_metrics(a->push, &a->metrics);
+    if (!rc)
+        rc = a->metrics.err;
+    a->metrics_seq = rc ? 0 : f->seq;
+    return rc;
+}
+
 static void render_metrics(const struct gp_frame *f, const struct gp_agent_stats *st, void *arg)
 {
     struct render_ctx *c = arg;
     struct gp_agent *a = c->a;
-    if (a->metrics_seq != f->seq || a->metrics.err) {
-        gp_buf_reset(&a->metrics);
-        c->rc = gp_expo_render(&a->expo, &a->metrics, f, &a->expo_opts, st);
-        a->metrics_seq = c->rc ? 0 : f->seq;
-    }
+    c->rc = refresh_cache(a, f, st);
     gp_buf_append(c->out, a->metrics.data, a->metrics.len);
+}
+
+/* The sampler's hook: each tick, exactly once, as /metrics will show it. */
+static void push_tick(const struct gp_frame *f, const struct gp_agent_stats *st, void *arg)
+{
+    struct gp_agent *a = arg;
+    pthread_mutex_lock(&a->cache_mu);
+    if (refresh_cache(a, f, st) == GP_OK)
+        gp_push_tick(a->push, a->metrics.data, a->metrics.len, f->time_ms);
+    pthread_mutex_unlock(&a->cache_mu);
 }
 
 static void render_snapshot(const struct gp_frame *f, const struct gp_agent_stats *st, void *arg)
@@ -157,11 +185,34 @@ int gp_agent_start_embedded(struct gp_agent **out, const struct gp_agent_config 
     };
     int rc;
     if (sc.simulate)
-        rc = gp_sampler_start(&a->sampler, &sc, gp_simulated_sources, gp_simulated_sources_count, err,
-                              errlen);
+        rc = gp_sampler_open(&a->sampler, &sc, gp_simulated_sources, gp_simulated_sources_count, err,
+                             errlen);
     else
-        rc = gp_sampler_start(&a->sampler, &sc, gp_hardware_sources, gp_hardware_sources_count, err,
-                              errlen);
+        rc = gp_sampler_open(&a->sampler, &sc, gp_hardware_sources, gp_hardware_sources_count, err,
+                             errlen);
+    if (!rc && (a->cfg.push.n || e->write)) {
+        const char *urls[GP_CFG_LIST_MAX];
+        for (unsigned i = 0; i < a->cfg.push.n; i++)
+            urls[i] = a->cfg.push.v[i];
+        struct gp_push_options po = {
+            .urls = urls,
+            .nurls = a->cfg.push.n,
+            .local = e->write,
+            .local_ctx = e->write_ctx,
+            .buffer_dir = a->cfg.buffer_dir,
+            .buffer_max = a->cfg.buffer_max,
+            .queue_max = a->cfg.push_queue_max,
+            .bearer_token = a->cfg.push_bearer_token,
+            .bearer_token_file = a->cfg.push_bearer_token_file,
+            .timeout_ms = a->cfg.push_timeout_ms,
+            .max_backoff_ms = a->cfg.push_max_backoff_ms,
+        };
+        rc = gp_push_start(&a->push, &po, err, errlen);
+        if (!rc)
+            gp_sampler_set_hook(a->sampler, push_tick, a);
+    }
+    if (!rc)
+        rc = gp_sampler_run(a->sampler, err, errlen);
     if (rc) {
         gp_agent_stop(a);
         return rc;
@@ -186,7 +237,8 @@ void gp_agent_stop(struct gp_agent *a)
     if (!a)
         return;
     gp_http_stop(a->http);
-    gp_sampler_stop(a->sampler);
+    gp_sampler_stop(a->sampler); /* no more ticks reach the pusher */
+    gp_push_stop(a->push);
     gp_expo_free(&a->expo);
     gp_buf_free(&a->metrics);
     pthread_mutex_destroy(&a->cache_mu);

@@ -22,7 +22,11 @@ unsigned gp_agent_port(const struct gp_agent *a); /* 0 without HTTP */
  * server in-process through `write`, which takes one remote-write body
  * (snappy + protobuf, exactly what would be POSTed) and returns the HTTP
  * status the server would answer (204, 400, 429, 503...), with a reason
- * in msg.
+ * in msg. It is called from the pusher's own thread for the target
+ * "local" (never from the sampling thread), with the same retry, buffer
+ * and drop rules as a URL target, and must stay callable until
+ * gp_agent_stop returns (the stop lets a healthy target drain for up to
+ * 5 s).
  */
 typedef int (*gp_agent_local_write)(void *ctx, const uint8_t *body, size_t len, char *msg,
                                     size_t msglen);

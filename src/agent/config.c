@@ -68,6 +68,15 @@ int gp_agent_config_validate(const struct gp_agent_config *c, char *err, size_t 
         strcmp(c->process_series, "none"))
         return gp_seterr(err, errlen, GP_ECONFIG,
                          "process_series must be 'gpu', 'all' or 'none', not '%s'", c->process_series);
+    if (c->push_timeout_ms < 1000 || c->push_timeout_ms > 300000)
+        return gp_seterr(err, errlen, GP_ECONFIG, "push_timeout must be between 1s and 5m");
+    if (c->push_max_backoff_ms < 250 || c->push_max_backoff_ms > 3600000)
+        return gp_seterr(err, errlen, GP_ECONFIG, "push_max_backoff must be between 250ms and 1h");
+    if (c->buffer_max < ((uint64_t)1 << 20) || c->push_queue_max < ((uint64_t)1 << 20))
+        return gp_seterr(err, errlen, GP_ECONFIG, "buffer_max and push_queue_max must be at least 1MiB");
+    if (c->push_bearer_token[0] && c->push_bearer_token_file[0])
+        return gp_seterr(err, errlen, GP_ECONFIG,
+                         "push_bearer_token and push_bearer_token_file are both set: choose one");
     enum gp_log_level lvl;
     if (gp_log_parse_level(c->log_level, &lvl))
         return gp_seterr(err, errlen, GP_ECONFIG,

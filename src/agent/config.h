@@ -19,6 +19,10 @@
 
 #define GP_PATH_LEN 512
 
+/* Default of buffer_max: one hour of a busy 8-GPU node at a 1 s interval,
+ * with margin (see docs/config.md for the measurement). */
+#define GP_PUSH_BUFFER_MAX_DEFAULT "256MiB"
+
 struct gp_agent_config {
     char config_file[GP_PATH_LEN];
     char listen[128];
@@ -33,9 +37,17 @@ struct gp_agent_config {
     char hostname_label[16];
     char process_series[8];
     char log_level[8];
+    struct gp_cfg_list push;
+    char buffer_dir[GP_PATH_LEN];
+    uint64_t buffer_max;
+    uint64_t push_queue_max;
+    char push_bearer_token[4096];
+    char push_bearer_token_file[GP_PATH_LEN];
+    int64_t push_timeout_ms;
+    int64_t push_max_backoff_ms;
 };
 
-/* X(field, yaml key, flag, type, default, help). Types: STR, DURATION, UINT, BOOL. */
+/* X(field, yaml key, flag, type, default, help). Types: STR, DURATION, UINT, BOOL, BYTES, LIST. */
 #define GP_AGENT_KEYS(X)                                                                          \
     X(listen, "listen", "listen", STR, "0.0.0.0:9401",                                            \
       "address and port to serve /metrics and /api/v1/snapshot on (ADDR:PORT, [IPv6]:PORT)")      \
@@ -55,7 +67,25 @@ struct gp_agent_config {
       "spelling of the host label on GPU series: Hostname (dcgm-exporter until 2026-05, Grafana dashboard 12239) or hostname") \
     X(process_series, "process_series", "process-series", STR, "gpu",                             \
       "which host processes get series: gpu (processes on a GPU and their descendants), all, none") \
-    X(log_level, "log_level", "log-level", STR, "info", "debug, info, warn or error")
+    X(log_level, "log_level", "log-level", STR, "info", "debug, info, warn or error")              \
+    X(push, "push", "push", LIST, "",                                                             \
+      "remote-write URL to push every sample to (http:// or https://, e.g. "                      \
+      "http://server:9402/api/v1/write); repeat for several targets")                              \
+    X(buffer_dir, "buffer_dir", "buffer-dir", STR, "",                                            \
+      "directory for the on-disk push buffer (a subdirectory per target) that keeps samples "     \
+      "while a target is down and across restarts; empty: a memory queue only")                  \
+    X(buffer_max, "buffer_max", "buffer-max", BYTES, GP_PUSH_BUFFER_MAX_DEFAULT,                    \
+      "bytes of the on-disk push buffer per target; when full the oldest samples are dropped")   \
+    X(push_queue_max, "push_queue_max", "push-queue-max", BYTES, "64MiB",                          \
+      "bytes queued in memory per target when buffer_dir is empty; oldest dropped when full")    \
+    X(push_bearer_token, "push_bearer_token", "push-bearer-token", STR, "",                       \
+      "bearer token sent to the push targets (prefer push_bearer_token_file)")                   \
+    X(push_bearer_token_file, "push_bearer_token_file", "push-bearer-token-file", STR, "",        \
+      "file holding the bearer token for the push targets, read at start")                       \
+    X(push_timeout_ms, "push_timeout", "push-timeout", DURATION, "10s",                           \
+      "time limit of one remote-write request, from 1s to 5m")                                   \
+    X(push_max_backoff_ms, "push_max_backoff", "push-max-backoff", DURATION, "30s",               \
+      "longest wait between retries of a failing target (from 250ms doubling up to this)")
 
 void gp_agent_config_defaults(struct gp_agent_config *c);
 

@@ -34,6 +34,9 @@ struct gp_sampler {
     struct gp_agent_stats stats;
     uint64_t seq;
 
+    gp_sampler_hook hook;
+    void *hook_arg;
+
     pthread_t thread;
     int running;
     pthread_mutex_t stop_mu;
@@ -135,6 +138,16 @@ void gp_sampler_tick(struct gp_sampler *s)
     s->stats.ticks++;
     s->stats.last_tick_duration_s = f->tick_duration_s;
     pthread_rwlock_unlock(&s->lock);
+    /* Only this thread swaps frames, so the published one holds still
+     * while the hook reads it (readers share it under the read lock). */
+    if (s->hook)
+        s->hook(&s->published, &s->stats, s->hook_arg);
+}
+
+void gp_sampler_set_hook(struct gp_sampler *s, gp_sampler_hook fn, void *arg)
+{
+    s->hook = fn;
+    s->hook_arg = arg;
 }
 
 void gp_sampler_read(struct gp_sampler *s,
@@ -231,6 +244,15 @@ int gp_sampler_open(struct gp_sampler **out, const struct gp_source_config *cfg,
     return GP_OK;
 }
 
+int gp_sampler_run(struct gp_sampler *s, char *err, size_t errlen)
+{
+    gp_sampler_tick(s);
+    if (pthread_create(&s->thread, NULL, run, s))
+        return gp_seterr(err, errlen, GP_EINTERNAL, "cannot start the sampling thread");
+    s->running = 1;
+    return GP_OK;
+}
+
 int gp_sampler_start(struct gp_sampler **out, const struct gp_source_config *cfg,
                      const struct gp_source_ops *const *sources, size_t nsources, char *err,
                      size_t errlen)
@@ -239,12 +261,10 @@ int gp_sampler_start(struct gp_sampler **out, const struct gp_source_config *cfg
     int rc = gp_sampler_open(&s, cfg, sources, nsources, err, errlen);
     if (rc)
         return rc;
-    gp_sampler_tick(s);
-    if (pthread_create(&s->thread, NULL, run, s)) {
+    if ((rc = gp_sampler_run(s, err, errlen))) {
         gp_sampler_stop(s);
-        return gp_seterr(err, errlen, GP_EINTERNAL, "cannot start the sampling thread");
+        return rc;
     }
-    s->running = 1;
     *out = s;
     return GP_OK;
 }

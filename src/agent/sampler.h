@@ -36,6 +36,21 @@ void gp_sampler_read(struct gp_sampler *s,
                      void (*fn)(const struct gp_frame *f, const struct gp_agent_stats *st, void *arg),
                      void *arg);
 
+/*
+ * A hook the sampling thread calls after each tick is published, with the
+ * frame and stats just published (valid during the call; the hook runs
+ * before the next tick starts, so it sees every tick once). The agent's
+ * pusher renders the tick here. It must not block for long: it delays
+ * the next tick. Set it on a sampler from gp_sampler_open, before
+ * gp_sampler_run or the first gp_sampler_tick.
+ */
+typedef void (*gp_sampler_hook)(const struct gp_frame *f, const struct gp_agent_stats *st, void *arg);
+void gp_sampler_set_hook(struct gp_sampler *s, gp_sampler_hook fn, void *arg);
+
+/* Takes the first sample and starts the thread of a sampler made by
+ * gp_sampler_open (gp_sampler_start is open + run). GP_OK or an error. */
+int gp_sampler_run(struct gp_sampler *s, char *err, size_t errlen);
+
 /* Runs one tick now, in the caller's thread (tests and benchmarks). Only
  * valid for a sampler created with gp_sampler_open (no thread). */
 void gp_sampler_tick(struct gp_sampler *s);

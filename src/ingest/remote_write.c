@@ -545,10 +545,43 @@ static size_t sample_size(const struct gp_rw_sample *s)
 
 static size_t field_size(size_t body) { return 1 + varint_size(body) + body; }
 
-/* Size of one TimeSeries body; validates the series on the way. */
-static int series_size(const struct gp_rw_series *ser, size_t *size)
+/*
+ * The labels written, in name order, as indexes into ser->labels (empty
+ * values skipped). Insertion sort: a few labels, usually sorted already
+ * (the agent's parser sorts them), so about one comparison per label.
+ */
+static size_t sorted_labels(const struct gp_rw_series *ser, uint8_t idx[GP_RW_MAX_LABELS])
 {
-    size_t n = 0, kept = 0;
+    size_t n = 0;
+    for (size_t i = 0; i < ser->nlabels; i++) {
+        if (ser->labels[i].value.len == 0)
+            continue;
+        size_t j = n++;
+        while (j > 0 && cmp_str(&ser->labels[idx[j - 1]].name, &ser->labels[i].name) > 0) {
+            idx[j] = idx[j - 1];
+            j--;
+        }
+        idx[j] = (uint8_t)i;
+    }
+    return n;
+}
+
+/* Size of one TimeSeries body, for a series series_check accepted. */
+static size_t series_size(const struct gp_rw_series *ser)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < ser->nlabels; i++)
+        if (ser->labels[i].value.len)
+            n += field_size(label_size(&ser->labels[i]));
+    for (size_t i = 0; i < ser->nsamples; i++)
+        n += field_size(sample_size(&ser->samples[i]));
+    return n;
+}
+
+/* Validates one series as the decoder would (names, UTF-8, caps, a name
+ * given twice: adjacent once sorted). The caller checked nlabels <= cap. */
+static int series_check(const struct gp_rw_series *ser)
+{
     for (size_t i = 0; i < ser->nlabels; i++) {
         const struct gp_rw_label *l = &ser->labels[i];
         if (l->value.len == 0) {
@@ -560,18 +593,14 @@ static int series_size(const struct gp_rw_series *ser, size_t *size)
         int rc = check_label(l, &why);
         if (rc)
             return rc == GP_ETOOBIG ? rc : GP_EUSAGE;
-        if (++kept > GP_RW_MAX_LABELS)
-            return GP_ETOOBIG;
-        for (size_t j = 0; j < i; j++)
-            if (ser->labels[j].value.len && cmp_str(&ser->labels[j].name, &l->name) == 0)
-                return GP_EUSAGE;
-        n += field_size(label_size(l));
     }
-    if (kept == 0)
+    uint8_t idx[GP_RW_MAX_LABELS];
+    size_t n = sorted_labels(ser, idx);
+    if (n == 0)
         return GP_EUSAGE;
-    for (size_t i = 0; i < ser->nsamples; i++)
-        n += field_size(sample_size(&ser->samples[i]));
-    *size = n;
+    for (size_t k = 1; k < n; k++)
+        if (cmp_str(&ser->labels[idx[k - 1]].name, &ser->labels[idx[k]].name) == 0)
+            return GP_EUSAGE;
     return GP_OK;
 }
 
@@ -590,17 +619,7 @@ static uint8_t *put_series(uint8_t *p, const struct gp_rw_series *ser, size_t bo
     p = put_varint(p, body);
     /* Sorted order through an index: the caller's arrays are const. */
     uint8_t idx[GP_RW_MAX_LABELS];
-    size_t n = 0;
-    for (size_t i = 0; i < ser->nlabels; i++) {
-        if (ser->labels[i].value.len == 0)
-            continue;
-        size_t j = n++;
-        while (j > 0 && cmp_str(&ser->labels[idx[j - 1]].name, &ser->labels[i].name) > 0) {
-            idx[j] = idx[j - 1];
-            j--;
-        }
-        idx[j] = (uint8_t)i;
-    }
+    size_t n = sorted_labels(ser, idx);
     for (size_t k = 0; k < n; k++) {
         const struct gp_rw_label *l = &ser->labels[idx[k]];
         *p++ = 0x0a; /* TimeSeries.labels */
@@ -635,23 +654,19 @@ int gp_rw_encode(const struct gp_rw_request *req, struct gp_buf *out_compressed,
     _Static_assert(GP_RW_MAX_LABELS <= 256, "label index is a uint8_t");
     size_t total = 0;
     for (size_t i = 0; i < req->nseries; i++) {
-        size_t body;
         if (req->series[i].nlabels > GP_RW_MAX_LABELS)
             return GP_ETOOBIG;
-        int rc = series_size(&req->series[i], &body);
+        int rc = series_check(&req->series[i]);
         if (rc)
             return rc;
-        total += field_size(body);
+        total += field_size(series_size(&req->series[i]));
     }
     int rc = gp_buf_reserve(scratch, total);
     if (rc)
         return rc;
     uint8_t *p = (uint8_t *)scratch->data;
-    for (size_t i = 0; i < req->nseries; i++) {
-        size_t body;
-        series_size(&req->series[i], &body); /* cannot fail: checked above */
-        p = put_series(p, &req->series[i], body);
-    }
+    for (size_t i = 0; i < req->nseries; i++)
+        p = put_series(p, &req->series[i], series_size(&req->series[i]));
     scratch->len = (size_t)(p - (uint8_t *)scratch->data);
     if (scratch->len != total)
         return GP_EINTERNAL;

@@ -74,6 +74,68 @@ check_exposition() {
     python3 "$ROOT/tests/integration/check_expo.py" "$f" || fail "exposition check failed on $f"
 }
 
+# ---- remote-write receivers (the push tests) ------------------------------
+
+# start_vm [PORT]: Debian's VictoriaMetrics on 127.0.0.1 with its data
+# under $TMP/vm (kept across restarts on the same port); sets VM_PORT,
+# VM_PID and VM_URL (its remote-write endpoint).
+start_vm() {
+    command -v victoria-metrics >/dev/null || fail "victoria-metrics is not installed (scripts/deps.sh test)"
+    VM_PORT=${1:-$(free_port)}
+    victoria-metrics -httpListenAddr "127.0.0.1:$VM_PORT" -storageDataPath "$TMP/vm" \
+        -loggerLevel ERROR >>"$TMP/vm.log" 2>&1 &
+    VM_PID=$!
+    PIDS+=("$VM_PID")
+    VM_URL=http://127.0.0.1:$VM_PORT/api/v1/write
+    wait_until 30 curl -sf "http://127.0.0.1:$VM_PORT/health" ||
+        { tail -20 "$TMP/vm.log" >&2; fail "victoria-metrics did not come up"; }
+}
+
+# stop_vm: SIGTERM (VictoriaMetrics flushes what it holds) and wait.
+stop_vm() {
+    kill -TERM "$VM_PID" 2>/dev/null || true
+    wait "$VM_PID" 2>/dev/null || true
+}
+
+# start_prom_receiver: Debian's Prometheus as a remote-write receiver only
+# (no scrapes); sets PROM_PORT, PROM_PID and PROM_URL.
+start_prom_receiver() {
+    command -v prometheus >/dev/null || fail "prometheus is not installed (scripts/deps.sh test)"
+    PROM_PORT=$(free_port)
+    printf 'global: {scrape_interval: 1m}\nscrape_configs: []\n' >"$TMP/prom-rw.yml"
+    prometheus --config.file="$TMP/prom-rw.yml" --storage.tsdb.path="$TMP/prom-tsdb" \
+        --web.listen-address="127.0.0.1:$PROM_PORT" --web.enable-remote-write-receiver \
+        >"$TMP/prom.log" 2>&1 &
+    PROM_PID=$!
+    PIDS+=("$PROM_PID")
+    PROM_URL=http://127.0.0.1:$PROM_PORT/api/v1/write
+    wait_until 30 curl -sf "http://127.0.0.1:$PROM_PORT/-/ready" ||
+        { tail -20 "$TMP/prom.log" >&2; fail "prometheus did not come up"; }
+}
+
+# agent_metric NAME: the value of an unlabelled series, or of the first
+# series whose line starts with NAME (e.g. 'gpulse_push_queue_bytes{').
+agent_metric() {
+    metrics | awk -v n="$1" 'index($0, n) == 1 {print $NF; exit}'
+}
+
+# snapshot_metrics N DIR: N copies of /metrics, each of a new frame, in DIR.
+snapshot_metrics() {
+    local n=$1 dir=$2 last="" t i=0
+    mkdir -p "$dir"
+    while [ $i -lt "$n" ]; do
+        metrics >"$dir/cur"
+        t=$(awk '/^gpulse_agent_last_sample_timestamp_seconds / {print $2}' "$dir/cur")
+        if [ -n "$t" ] && [ "$t" != "$last" ]; then
+            mv "$dir/cur" "$dir/snap-$i.prom"; last=$t; i=$((i + 1))
+        fi
+        sleep 0.25
+    done
+    rm -f "$dir/cur"
+}
+
+# ---- the gpulse server ----------------------------------------------------
+
 # start_server ARGS...: starts `gpulse server` on a free port with a fresh
 # data directory (unless ARGS give --data); sets SERVER_PORT, SERVER_PID,
 # SERVER_LOG, SERVER_URL, SERVER_DATA; waits until /api/v1/health answers

@@ -1,0 +1,817 @@
+/*
+ * push.c - see push.h.
+ *
+ * Threads and what they own:
+ *  - the caller of gp_push_tick (the sampling thread) copies the tick's
+ *    text into a small ring of reused buffers and signals the encoder; it
+ *    never touches the disk or the network, so sampling keeps its pace;
+ *  - the encoder thread swaps a ring buffer for its own (no copy), parses
+ *    and encodes it once, and appends the body to every target's queue
+ *    (writing and syncing the disk buffer, under that target's mutex);
+ *  - one thread per target takes the oldest queued batches (joining
+ *    several into one request when behind), sends them without holding
+ *    the mutex, then acknowledges, retries later, or drops them.
+ * Counters are atomics, so /metrics reads them without waiting for a
+ * target that is busy with its disk.
+ *
+ * Parts: options and targets; the encoder; batching and sending; the
+ * target loop with its back-off; metrics; start and stop.
+ */
+#include "agent/push.h"
+
+#include "agent/expo.h"
+#include "agent/push_http.h"
+#include "agent/push_queue.h"
+#include "ingest/remote_write.h"
+#include "ingest/textparse.h"
+#include "lib/err.h"
+#include "lib/log.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <snappy-c.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#define RING 8                    /* ticks the encoder may lag behind */
+#define MAX_REQUEST_RAW (1u << 20) /* uncompressed bytes in one request */
+#define MAX_REQUEST_SAMPLES 50000
+#define LOG_EVERY_MS 60000        /* one log line per problem per target per minute */
+#define DRAIN_MAX_MS 5000
+#define RETRY_AFTER_MAX_MS 600000
+
+enum reason { R_REJECTED, R_BUFFER_FULL, R_CORRUPT, R_IO_ERROR, R_ENCODER, R__COUNT };
+static const char *const reason_name[R__COUNT] = {"rejected", "buffer_full", "corrupt", "io_error",
+                                                  "encoder"};
+
+struct target {
+    struct gp_push *p;
+    char label[512];
+    char key[1024]; /* what the buffer directory's name hashes: the URL without user info */
+    struct gp_push_http *http; /* NULL for the local target */
+
+    pthread_mutex_t mu; /* guards q and the fields below it */
+    pthread_cond_t cv;
+    struct gp_pushq *q;
+    int stopping;
+    int64_t drain_until_ms; /* monotonic: stop once this passes */
+    int64_t next_try_ms;    /* monotonic: back-off until */
+    int64_t backoff_ms;     /* 0 while healthy */
+    int failing;
+
+    /* sender's scratch, used by the target thread only */
+    struct gp_buf body, one, raw;
+    uint64_t rng;
+    int64_t last_log_ms[R__COUNT + 1]; /* + one slot for "failing" */
+    uint64_t suppressed[R__COUNT + 1];
+
+    atomic_uint_fast64_t sent, retried, dropped[R__COUNT], queue_bytes, buffer_bytes;
+    atomic_int_fast64_t last_success_ms; /* wall clock; 0 never */
+
+    pthread_t thread;
+    int running;
+};
+
+struct slot {
+    struct gp_buf text;
+    int64_t time_ms;
+};
+
+struct gp_push {
+    struct gp_push_options o;
+    char *bearer;
+    char *dir;
+    struct target *t;
+    size_t nt;
+
+    pthread_mutex_t mu; /* guards the ring and stopping */
+    pthread_cond_t cv;
+    struct slot ring[RING];
+    size_t rhead, rn;
+    int stopping;
+    pthread_t encoder;
+    int encoder_running;
+    atomic_int cancel; /* cancels requests in flight at the end of a stop */
+    int curl_ref;      /* holds a reference on libcurl's global state */
+
+    /* the encoder's own state */
+    struct gp_buf work;
+    struct gp_text_parser parser;
+    struct gp_buf enc_body, enc_raw;
+    int64_t enc_last_log_ms;
+    atomic_uint_fast64_t enc_ns_last, enc_ns_total, enc_ticks;
+};
+
+static int64_t mono_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+static int64_t mono_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+static int64_t wall_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/* Waits on cv until the monotonic deadline (ms), or without limit when < 0. */
+static void wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t deadline_ms)
+{
+    if (deadline_ms < 0) {
+        pthread_cond_wait(cv, mu);
+        return;
+    }
+    struct timespec ts = {deadline_ms / 1000, (deadline_ms % 1000) * 1000000};
+    pthread_cond_timedwait(cv, mu, &ts);
+}
+
+static void cond_init_mono(pthread_cond_t *cv)
+{
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(cv, &ca);
+    pthread_condattr_destroy(&ca);
+}
+
+/* Logs at most once a minute per target and kind; says how many were held back. */
+static int should_log(struct target *t, int kind)
+{
+    int64_t now = mono_ms();
+    if (t->last_log_ms[kind] && now - t->last_log_ms[kind] < LOG_EVERY_MS) {
+        t->suppressed[kind]++;
+        return 0;
+    }
+    t->last_log_ms[kind] = now;
+    return 1;
+}
+
+static uint64_t fnv1a(const char *s)
+{
+    uint64_t h = UINT64_C(0xcbf29ce484222325);
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * UINT64_C(0x100000001b3);
+    return h;
+}
+
+static void publish_sizes(struct target *t)
+{
+    atomic_store(&t->queue_bytes, gp_pushq_bytes(t->q));
+    atomic_store(&t->buffer_bytes, gp_pushq_disk_bytes(t->q));
+}
+
+/* ---- the encoder --------------------------------------------------------- */
+
+static uint64_t count_sample_lines(const char *s, size_t len)
+{
+    uint64_t n = 0;
+    const char *end = s + len;
+    while (s < end) {
+        const char *e = memchr(s, '\n', (size_t)(end - s));
+        if (!e)
+            e = end;
+        while (s < e && (*s == ' ' || *s == '\t'))
+            s++;
+        n += s < e && *s != '#';
+        s = e + 1;
+    }
+    return n;
+}
+
+static void drop_all_targets(struct gp_push *p, enum reason r, uint64_t samples)
+{
+    for (size_t i = 0; i < p->nt; i++)
+        atomic_fetch_add(&p->t[i].dropped[r], samples);
+}
+
+/* Appends one encoded tick to a target's queue and wakes its thread. */
+static void enqueue(struct target *t, const struct gp_buf *body, uint32_t nsamples, uint32_t raw_len,
+                    int64_t time_ms)
+{
+    pthread_mutex_lock(&t->mu);
+    uint64_t dropped = 0;
+    int rc = gp_pushq_append(t->q, body->data, body->len, nsamples, raw_len, time_ms, &dropped);
+    if (dropped) {
+        atomic_fetch_add(&t->dropped[R_BUFFER_FULL], dropped);
+        if (should_log(t, R_BUFFER_FULL))
+            gp_log(GP_LOG_WARN, "push", "buffer full: dropping the oldest samples",
+                   "target=%s dropped=%" PRIu64, t->label, dropped);
+    }
+    if (rc == GP_ETOOBIG) {
+        atomic_fetch_add(&t->dropped[R_BUFFER_FULL], nsamples);
+        if (should_log(t, R_BUFFER_FULL))
+            gp_log(GP_LOG_WARN, "push", "one tick is larger than the whole buffer: dropped",
+                   "target=%s bytes=%zu", t->label, body->len);
+    } else if (rc) {
+        atomic_fetch_add(&t->dropped[R_IO_ERROR], nsamples);
+        if (should_log(t, R_IO_ERROR))
+            gp_log(GP_LOG_ERROR, "push", "cannot write the push buffer: tick dropped",
+                   "target=%s err=\"%s\"", t->label, gp_strerror(rc));
+    } else if ((rc = gp_pushq_sync(t->q)) && should_log(t, R_IO_ERROR)) {
+        /* Queued and sent from memory, but a crash now would lose it. */
+        gp_log(GP_LOG_ERROR, "push", "cannot sync the push buffer", "target=%s err=\"%s\"", t->label,
+               gp_strerror(rc));
+    }
+    publish_sizes(t);
+    pthread_cond_signal(&t->cv);
+    pthread_mutex_unlock(&t->mu);
+}
+
+static void encode_one(struct gp_push *p, int64_t time_ms)
+{
+    int64_t t0 = mono_ns();
+    char err[256] = "";
+    int rc = gp_text_parse(&p->parser, p->work.data, p->work.len, time_ms, err, sizeof err);
+    if (!rc && (rc = gp_rw_encode(&p->parser.req, &p->enc_body, &p->enc_raw)))
+        snprintf(err, sizeof err, "remote-write encoding: %s", gp_strerror(rc));
+    if (rc) {
+        int64_t now = mono_ms();
+        if (!p->enc_last_log_ms || now - p->enc_last_log_ms >= LOG_EVERY_MS) {
+            p->enc_last_log_ms = now;
+            char q[300];
+            gp_log(GP_LOG_ERROR, "push", "cannot encode a tick for remote write", "err=%s",
+                   gp_log_quote(q, sizeof q, err));
+        }
+        drop_all_targets(p, R_ENCODER, count_sample_lines(p->work.data, p->work.len));
+        return;
+    }
+    uint64_t ns = (uint64_t)(mono_ns() - t0);
+    atomic_store(&p->enc_ns_last, ns);
+    atomic_fetch_add(&p->enc_ns_total, ns);
+    atomic_fetch_add(&p->enc_ticks, 1);
+    uint32_t nsamples = (uint32_t)p->parser.req.nsamples_total;
+    for (size_t i = 0; i < p->nt; i++)
+        enqueue(&p->t[i], &p->enc_body, nsamples, (uint32_t)p->enc_raw.len, time_ms);
+}
+
+static void *encoder_main(void *arg)
+{
+    struct gp_push *p = arg;
+    pthread_mutex_lock(&p->mu);
+    for (;;) {
+        while (!p->rn && !p->stopping)
+            pthread_cond_wait(&p->cv, &p->mu);
+        if (!p->rn)
+            break; /* stopping, and every tick handed over is encoded */
+        struct slot *s = &p->ring[p->rhead];
+        struct gp_buf tmp = s->text;
+        s->text = p->work;
+        p->work = tmp;
+        int64_t time_ms = s->time_ms;
+        p->rhead = (p->rhead + 1) % RING;
+        p->rn--;
+        pthread_mutex_unlock(&p->mu);
+        encode_one(p, time_ms);
+        pthread_mutex_lock(&p->mu);
+    }
+    pthread_mutex_unlock(&p->mu);
+    return NULL;
+}
+
+void gp_push_tick(struct gp_push *p, const char *text, size_t len, int64_t time_ms)
+{
+    pthread_mutex_lock(&p->mu);
+    if (p->rn == RING) {
+        /* The encoder is RING ticks behind: the oldest waiting tick goes. */
+        struct slot *old = &p->ring[p->rhead];
+        drop_all_targets(p, R_ENCODER, count_sample_lines(old->text.data, old->text.len));
+        p->rhead = (p->rhead + 1) % RING;
+        p->rn--;
+    }
+    struct slot *s = &p->ring[(p->rhead + p->rn) % RING];
+    gp_buf_reset(&s->text);
+    gp_buf_append(&s->text, text, len);
+    s->time_ms = time_ms;
+    if (s->text.err) {
+        drop_all_targets(p, R_ENCODER, count_sample_lines(text, len));
+    } else {
+        p->rn++;
+        pthread_cond_signal(&p->cv);
+    }
+    pthread_mutex_unlock(&p->mu);
+}
+
+/* ---- batching and sending ------------------------------------------------ */
+
+/*
+ * Puts the oldest batches into t->body: one batch as stored, or several
+ * joined (a WriteRequest's serialization concatenated with another's is
+ * the WriteRequest holding both series lists, so the uncompressed bodies
+ * are concatenated and compressed again). Called with t->mu held. Returns
+ * the number of batches taken (0 when the first is unreadable: *bad set
+ * to its error).
+ */
+static size_t take_batches(struct target *t, uint64_t *samples, int *bad)
+{
+    size_t n = gp_pushq_count(t->q), k = 0;
+    uint64_t raw = 0, ns = 0;
+    *bad = GP_OK;
+    while (k < n) {
+        struct gp_pushq_info in = gp_pushq_info(t->q, k);
+        if (k && (raw + in.raw_len > MAX_REQUEST_RAW || ns + in.nsamples > MAX_REQUEST_SAMPLES))
+            break;
+        raw += in.raw_len;
+        ns += in.nsamples;
+        k++;
+    }
+    gp_buf_reset(&t->body);
+    if (k == 1) {
+        int rc = gp_pushq_read(t->q, 0, &t->body);
+        if (rc) {
+            *bad = rc;
+            return 0;
+        }
+        *samples = ns;
+        return 1;
+    }
+    gp_buf_reset(&t->raw);
+    if (gp_buf_reserve(&t->raw, (size_t)raw))
+        return *bad = GP_ENOMEM, 0;
+    size_t used = 0;
+    for (size_t i = 0; i < k; i++) {
+        struct gp_pushq_info in = gp_pushq_info(t->q, i);
+        gp_buf_reset(&t->one);
+        int rc = gp_pushq_read(t->q, i, &t->one);
+        size_t outlen = in.raw_len;
+        if (!rc && (snappy_uncompress(t->one.data, t->one.len, t->raw.data + used, &outlen) != SNAPPY_OK ||
+                    outlen != in.raw_len))
+            rc = GP_EPARSE;
+        if (rc) {
+            if (i == 0) {
+                *bad = rc;
+                return 0;
+            }
+            k = i; /* send the good ones before it; it comes first next time */
+            break;
+        }
+        used += outlen;
+        *samples += in.nsamples;
+    }
+    size_t clen = snappy_max_compressed_length(used);
+    if (gp_buf_reserve(&t->body, clen) ||
+        snappy_compress(t->raw.data, used, t->body.data, &clen) != SNAPPY_OK)
+        return *bad = GP_ENOMEM, 0;
+    t->body.len = clen;
+    return k;
+}
+
+static int send_body(struct target *t, struct gp_push_result *res)
+{
+    if (t->http)
+        return gp_push_http_post(t->http, t->body.data, t->body.len, &t->p->cancel, res);
+    memset(res, 0, sizeof *res);
+    res->retry_after_ms = -1;
+    res->status = t->p->o.local(t->p->o.local_ctx, (const uint8_t *)t->body.data, t->body.len,
+                                res->msg, sizeof res->msg);
+    return GP_OK;
+}
+
+static uint64_t next_rand(struct target *t)
+{
+    t->rng ^= t->rng << 13;
+    t->rng ^= t->rng >> 7;
+    t->rng ^= t->rng << 17;
+    return t->rng;
+}
+
+/* Schedules the next try after a retryable failure. Called with t->mu held. */
+static void back_off(struct target *t, const struct gp_push_result *res)
+{
+    const struct gp_push_options *o = &t->p->o;
+    t->backoff_ms = t->backoff_ms ? t->backoff_ms * 2 : o->min_backoff_ms;
+    if (t->backoff_ms > o->max_backoff_ms)
+        t->backoff_ms = o->max_backoff_ms;
+    /* Jitter: somewhere in the upper half, so agents restarted together spread out. */
+    int64_t delay = t->backoff_ms / 2 + (int64_t)(next_rand(t) % (uint64_t)(t->backoff_ms / 2 + 1));
+    if (res->retry_after_ms > delay)
+        delay = res->retry_after_ms < RETRY_AFTER_MAX_MS ? res->retry_after_ms : RETRY_AFTER_MAX_MS;
+    t->next_try_ms = mono_ms() + delay;
+}
+
+static void handle_result(struct target *t, const struct gp_push_result *res, uint64_t last_id,
+                          uint64_t samples)
+{
+    char q[300];
+    if (res->status >= 200 && res->status < 300) {
+        uint64_t acked = 0;
+        int rc = gp_pushq_ack(t->q, last_id + 1, &acked);
+        atomic_fetch_add(&t->sent, samples);
+        atomic_store(&t->last_success_ms, wall_ms());
+        if (rc && should_log(t, R_IO_ERROR))
+            gp_log(GP_LOG_ERROR, "push", "cannot record delivered batches in the buffer checkpoint",
+                   "target=%s", t->label);
+        if (t->failing)
+            gp_log(GP_LOG_INFO, "push", "target accepts samples again", "target=%s queued_batches=%zu",
+                   t->label, gp_pushq_count(t->q));
+        t->failing = 0;
+        t->backoff_ms = 0;
+        t->next_try_ms = 0;
+        return;
+    }
+    int retry = res->status == 0 || res->status == 429 || res->status >= 500;
+    if (retry) {
+        atomic_fetch_add(&t->retried, 1);
+        back_off(t, res);
+        if (!t->failing || should_log(t, R__COUNT)) {
+            if (!t->failing)
+                t->last_log_ms[R__COUNT] = mono_ms();
+            gp_log(GP_LOG_WARN, "push", "push failed, will retry",
+                   "target=%s status=%d err=%s retry_in_ms=%" PRId64 " queued_batches=%zu", t->label,
+                   res->status, gp_log_quote(q, sizeof q, res->msg), t->next_try_ms - mono_ms(),
+                   gp_pushq_count(t->q));
+        }
+        t->failing = 1;
+        return;
+    }
+    /* A final answer (4xx, a redirect): these samples will never be taken. */
+    uint64_t dropped = 0; /* less than samples if some went to a full buffer meanwhile */
+    gp_pushq_ack(t->q, last_id + 1, &dropped);
+    atomic_fetch_add(&t->dropped[R_REJECTED], dropped);
+    if (should_log(t, R_REJECTED)) {
+        gp_log(GP_LOG_WARN, "push", "target rejected samples: dropped",
+               "target=%s status=%d samples=%" PRIu64 " err=%s not_logged_since=%" PRIu64, t->label,
+               res->status, samples, gp_log_quote(q, sizeof q, res->msg), t->suppressed[R_REJECTED]);
+        t->suppressed[R_REJECTED] = 0;
+    }
+    t->failing = 0;
+    t->backoff_ms = 0;
+    t->next_try_ms = 0;
+}
+
+static void *target_main(void *arg)
+{
+    struct target *t = arg;
+    pthread_mutex_lock(&t->mu);
+    for (;;) {
+        int64_t now = mono_ms();
+        if (t->stopping) {
+            /* Drain while delivering works and time is left; a failing
+             * target keeps its queue (on disk: for the next start). */
+            if (!gp_pushq_count(t->q) || t->failing || now >= t->drain_until_ms ||
+                atomic_load(&t->p->cancel))
+                break;
+        } else if (!gp_pushq_count(t->q) || now < t->next_try_ms) {
+            wait_until(&t->cv, &t->mu, gp_pushq_count(t->q) ? t->next_try_ms : -1);
+            continue;
+        }
+        uint64_t samples = 0;
+        int bad;
+        size_t k = take_batches(t, &samples, &bad);
+        if (!k) {
+            struct gp_pushq_info in = gp_pushq_info(t->q, 0);
+            if (bad == GP_ENOMEM) {
+                t->next_try_ms = now + 1000;
+                continue;
+            }
+            /* An unreadable or corrupt batch: skip it. */
+            gp_pushq_ack(t->q, in.id + 1, NULL);
+            atomic_fetch_add(&t->dropped[R_CORRUPT], in.nsamples);
+            if (should_log(t, R_CORRUPT))
+                gp_log(GP_LOG_ERROR, "push", "a buffered batch is unreadable: dropped",
+                       "target=%s id=%" PRIu64 " err=\"%s\"", t->label, in.id, gp_strerror(bad));
+            publish_sizes(t);
+            continue;
+        }
+        uint64_t last_id = gp_pushq_info(t->q, k - 1).id;
+        pthread_mutex_unlock(&t->mu);
+        struct gp_push_result res;
+        if (send_body(t, &res) != GP_OK) {
+            res.status = 0;
+            snprintf(res.msg, sizeof res.msg, "out of memory");
+        }
+        pthread_mutex_lock(&t->mu);
+        if (res.status == 0 && atomic_load(&t->p->cancel))
+            break; /* cancelled by the stop: not a failure of the target */
+        handle_result(t, &res, last_id, samples);
+        publish_sizes(t);
+    }
+    pthread_mutex_unlock(&t->mu);
+    return NULL;
+}
+
+/* ---- metrics ------------------------------------------------------------- */
+
+static void family(struct gp_buf *b, const char *name, const char *type, const char *help)
+{
+    gp_buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+static void target_line(struct gp_buf *b, const char *name, const struct target *t, const char *reason,
+                        double v)
+{
+    gp_buf_puts(b, name);
+    gp_buf_puts(b, "{target=\"");
+    gp_expo_escape(b, t->label);
+    if (reason) {
+        gp_buf_puts(b, "\",reason=\"");
+        gp_buf_puts(b, reason);
+    }
+    gp_buf_puts(b, "\"} ");
+    gp_buf_put_double(b, v);
+    gp_buf_putc(b, '\n');
+}
+
+void gp_push_render_metrics(struct gp_push *p, struct gp_buf *b)
+{
+    if (!p || !p->nt)
+        return;
+    family(b, "gpulse_push_samples_sent_total", "counter", "Samples the target acknowledged.");
+    for (size_t i = 0; i < p->nt; i++)
+        target_line(b, "gpulse_push_samples_sent_total", &p->t[i], NULL,
+                    (double)atomic_load(&p->t[i].sent));
+    family(b, "gpulse_push_samples_dropped_total", "counter",
+           "Samples given up on: rejected by the target (4xx), oldest dropped from a full buffer, "
+           "corrupt in the buffer, not written to it (io_error), or not encoded.");
+    for (size_t i = 0; i < p->nt; i++)
+        for (int r = 0; r < R__COUNT; r++)
+            target_line(b, "gpulse_push_samples_dropped_total", &p->t[i], reason_name[r],
+                        (double)atomic_load(&p->t[i].dropped[r]));
+    family(b, "gpulse_push_batches_retried_total", "counter",
+           "Requests that failed with 5xx, 429 or a connection error and are retried.");
+    for (size_t i = 0; i < p->nt; i++)
+        target_line(b, "gpulse_push_batches_retried_total", &p->t[i], NULL,
+                    (double)atomic_load(&p->t[i].retried));
+    family(b, "gpulse_push_queue_bytes", "gauge", "Bytes of samples waiting for the target.");
+    for (size_t i = 0; i < p->nt; i++)
+        target_line(b, "gpulse_push_queue_bytes", &p->t[i], NULL,
+                    (double)atomic_load(&p->t[i].queue_bytes));
+    family(b, "gpulse_push_buffer_bytes", "gauge",
+           "Bytes of the target's on-disk buffer files (0 without --buffer-dir).");
+    for (size_t i = 0; i < p->nt; i++)
+        target_line(b, "gpulse_push_buffer_bytes", &p->t[i], NULL,
+                    (double)atomic_load(&p->t[i].buffer_bytes));
+    family(b, "gpulse_push_last_success_timestamp_seconds", "gauge",
+           "When the target last acknowledged a request (0: never).");
+    for (size_t i = 0; i < p->nt; i++)
+        target_line(b, "gpulse_push_last_success_timestamp_seconds", &p->t[i], NULL,
+                    (double)atomic_load(&p->t[i].last_success_ms) / 1000.0);
+    family(b, "gpulse_push_encode_duration_seconds", "gauge",
+           "Time the last tick took to parse its exposition and encode it as remote write.");
+    gp_buf_puts(b, "gpulse_push_encode_duration_seconds ");
+    gp_buf_put_double(b, (double)atomic_load(&p->enc_ns_last) / 1e9);
+    gp_buf_putc(b, '\n');
+}
+
+/* ---- start and stop ------------------------------------------------------ */
+
+/* Reads the token file: one line, trailing whitespace cut. Caller frees *out. */
+static int read_token_file(const char *path, char **out, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return gp_seterr(err, errlen, GP_ECONFIG, "cannot read push_bearer_token_file '%s': %s", path,
+                         strerror(errno));
+    char buf[8192];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    int full = n == sizeof buf - 1 && fgetc(f) != EOF;
+    fclose(f);
+    if (full)
+        return gp_seterr(err, errlen, GP_ECONFIG, "push_bearer_token_file '%s' is larger than 8 KiB",
+                         path);
+    buf[n] = '\0';
+    while (n && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' ' || buf[n - 1] == '\t'))
+        buf[--n] = '\0';
+    *out = strdup(buf);
+    memset(buf, 0, sizeof buf);
+    return *out ? GP_OK : gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
+}
+
+static int check_token(const char *tok, char *err, size_t errlen)
+{
+    if (!*tok)
+        return gp_seterr(err, errlen, GP_ECONFIG, "the push bearer token is empty");
+    for (const unsigned char *s = (const unsigned char *)tok; *s; s++)
+        if (*s < 0x21 || *s > 0x7e)
+            return gp_seterr(err, errlen, GP_ECONFIG,
+                             "the push bearer token holds a blank or control character");
+    return GP_OK;
+}
+
+static int target_init(struct gp_push *p, struct target *t, const char *url, char *err, size_t errlen)
+{
+    t->p = p;
+    pthread_mutex_init(&t->mu, NULL);
+    cond_init_mono(&t->cv);
+    gp_buf_init(&t->body, 0);
+    gp_buf_init(&t->one, 0);
+    gp_buf_init(&t->raw, 0);
+    t->rng = fnv1a(url ? url : "local") ^ (uint64_t)mono_ns() ^ (uint64_t)(uintptr_t)t;
+    if (!t->rng)
+        t->rng = 1;
+    int rc;
+    if (url) {
+        gp_push_url_label(url, t->label, sizeof t->label);
+        /* The buffer belongs to the endpoint (query included: tenants
+         * differ there), not to the credentials in the URL. */
+        const char *at = strchr(url, '@'), *scheme_end = strstr(url, "://");
+        const char *slash = scheme_end ? strchr(scheme_end + 3, '/') : NULL;
+        if (at && scheme_end && (!slash || at < slash))
+            snprintf(t->key, sizeof t->key, "%.*s%s", (int)(scheme_end + 3 - url), url, at + 1);
+        else
+            snprintf(t->key, sizeof t->key, "%s", url);
+        if ((rc = gp_push_http_open(&t->http, url, p->bearer, p->o.timeout_ms, err, errlen)))
+            return rc;
+    } else {
+        snprintf(t->label, sizeof t->label, "local");
+        snprintf(t->key, sizeof t->key, "local");
+    }
+    char sub[1024] = "";
+    struct gp_pushq_recovery rec;
+    if (p->dir) {
+        snprintf(sub, sizeof sub, "%s/%016" PRIx64, p->dir, fnv1a(t->key));
+    }
+    rc = gp_pushq_open(&t->q, p->dir ? sub : NULL, p->dir ? p->o.buffer_max : p->o.queue_max, 0, &rec,
+                       err, errlen);
+    if (rc)
+        return rc;
+    if (p->dir) {
+        /* A note for people looking at the directory: which target this is. */
+        char path[1100];
+        snprintf(path, sizeof path, "%s/target", sub);
+        FILE *f = fopen(path, "w");
+        if (f) {
+            fprintf(f, "%s\n", t->label);
+            fclose(f);
+        }
+        if (rec.batches || rec.torn_bytes || rec.lost_bytes || rec.lost_records)
+            gp_log(GP_LOG_INFO, "push", "push buffer recovered: sending it first",
+                   "target=%s batches=%" PRIu64 " samples=%" PRIu64 " bytes=%" PRIu64
+                   " torn_bytes=%" PRIu64 " lost_bytes=%" PRIu64 " lost_records=%" PRIu64,
+                   t->label, rec.batches, rec.samples, rec.bytes, rec.torn_bytes, rec.lost_bytes,
+                   rec.lost_records);
+        atomic_fetch_add(&t->dropped[R_BUFFER_FULL], rec.dropped_samples);
+    }
+    publish_sizes(t);
+    return GP_OK;
+}
+
+int gp_push_start(struct gp_push **out, const struct gp_push_options *o, char *err, size_t errlen)
+{
+    struct gp_push *p = calloc(1, sizeof *p);
+    if (!p)
+        return gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
+    p->o = *o;
+    if (!p->o.min_backoff_ms)
+        p->o.min_backoff_ms = 250;
+    if (!p->o.max_backoff_ms)
+        p->o.max_backoff_ms = 30000;
+    if (p->o.max_backoff_ms < p->o.min_backoff_ms)
+        p->o.max_backoff_ms = p->o.min_backoff_ms;
+    if (p->o.timeout_ms <= 0)
+        p->o.timeout_ms = 10000;
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->cv, NULL);
+    for (int i = 0; i < RING; i++)
+        gp_buf_init(&p->ring[i].text, 0);
+    gp_buf_init(&p->work, 0);
+    gp_buf_init(&p->enc_body, 0);
+    gp_buf_init(&p->enc_raw, 0);
+    p->parser.max_series = GP_RW_MAX_SERIES;
+    p->t = calloc(o->nurls + 1, sizeof *p->t);
+    int rc = p->t ? GP_OK : gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
+    if (!rc && gp_push_http_global_init())
+        rc = gp_seterr(err, errlen, GP_EINTERNAL, "libcurl failed to initialise");
+    else if (!rc)
+        p->curl_ref = 1;
+    if (!rc && o->bearer_token && *o->bearer_token && o->bearer_token_file && *o->bearer_token_file)
+        rc = gp_seterr(err, errlen, GP_ECONFIG,
+                       "push_bearer_token and push_bearer_token_file are both set: choose one");
+    if (!rc && o->bearer_token_file && *o->bearer_token_file)
+        rc = read_token_file(o->bearer_token_file, &p->bearer, err, errlen);
+    else if (!rc && o->bearer_token && *o->bearer_token && !(p->bearer = strdup(o->bearer_token)))
+        rc = gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
+    if (!rc && p->bearer)
+        rc = check_token(p->bearer, err, errlen);
+    if (!rc && o->buffer_dir && *o->buffer_dir) {
+        if (mkdir(o->buffer_dir, 0755) && errno != EEXIST)
+            rc = gp_seterr(err, errlen, GP_EIO, "cannot create buffer directory '%s': %s",
+                           o->buffer_dir, strerror(errno));
+        else if (!(p->dir = strdup(o->buffer_dir)))
+            rc = gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
+    }
+    for (size_t i = 0; !rc && i < o->nurls + (o->local != NULL); i++) {
+        const char *url = i < o->nurls ? o->urls[i] : NULL;
+        for (size_t j = 0; url && j < i; j++)
+            if (!strcmp(url, o->urls[j]))
+                rc = gp_seterr(err, errlen, GP_ECONFIG, "push target '%s' is given twice",
+                               p->t[j].label);
+        if (rc)
+            break;
+        rc = target_init(p, &p->t[i], url, err, errlen);
+        p->nt = i + 1;
+        /* URLs that differ only in what the label hides (the query) keep
+         * distinct labels: the second is "<label>#2", and so on. */
+        size_t same = 0;
+        for (size_t j = 0; url && j < i; j++) {
+            char l[sizeof p->t[j].label];
+            gp_push_url_label(o->urls[j], l, sizeof l);
+            same += !strcmp(l, p->t[i].label);
+        }
+        if (same) {
+            size_t n = strlen(p->t[i].label);
+            snprintf(p->t[i].label + (n < sizeof p->t[i].label - 24 ? n : sizeof p->t[i].label - 24),
+                     24, "#%zu", same + 1);
+        }
+    }
+    if (!rc && pthread_create(&p->encoder, NULL, encoder_main, p))
+        rc = gp_seterr(err, errlen, GP_EINTERNAL, "cannot start the push encoder thread");
+    else if (!rc)
+        p->encoder_running = 1;
+    for (size_t i = 0; !rc && i < p->nt; i++) {
+        if (pthread_create(&p->t[i].thread, NULL, target_main, &p->t[i]))
+            rc = gp_seterr(err, errlen, GP_EINTERNAL, "cannot start a push thread");
+        else
+            p->t[i].running = 1;
+    }
+    if (rc) {
+        gp_push_stop(p);
+        return rc;
+    }
+    /* The caller's strings were needed only here (the token is copied). */
+    p->o.urls = NULL;
+    p->o.buffer_dir = p->o.bearer_token = p->o.bearer_token_file = NULL;
+    for (size_t i = 0; i < p->nt; i++)
+        gp_log(GP_LOG_INFO, "push", "pushing samples", "target=%s buffer=%s queued_batches=%zu",
+               p->t[i].label, p->dir ? "disk" : "memory", gp_pushq_count(p->t[i].q));
+    *out = p;
+    return GP_OK;
+}
+
+void gp_push_stop(struct gp_push *p)
+{
+    if (!p)
+        return;
+    /* 1. Encode what was handed over. */
+    if (p->encoder_running) {
+        pthread_mutex_lock(&p->mu);
+        p->stopping = 1;
+        pthread_cond_signal(&p->cv);
+        pthread_mutex_unlock(&p->mu);
+        pthread_join(p->encoder, NULL);
+    }
+    /* 2. Let healthy targets deliver it, for a bounded time. */
+    int64_t drain = p->o.timeout_ms < DRAIN_MAX_MS ? p->o.timeout_ms : DRAIN_MAX_MS;
+    int64_t until = mono_ms() + drain;
+    for (size_t i = 0; i < p->nt; i++) {
+        struct target *t = &p->t[i];
+        pthread_mutex_lock(&t->mu);
+        t->stopping = 1;
+        t->drain_until_ms = until;
+        pthread_cond_signal(&t->cv);
+        pthread_mutex_unlock(&t->mu);
+    }
+    /* 3. Past the deadline, cancel what is still in flight. */
+    for (size_t i = 0; i < p->nt; i++) {
+        struct target *t = &p->t[i];
+        if (!t->running)
+            continue;
+        struct timespec ts = {until / 1000, (until % 1000) * 1000000};
+        /* pthread_clockjoin_np is glibc 2.31+; Debian 12 has 2.36. */
+        if (pthread_clockjoin_np(t->thread, NULL, CLOCK_MONOTONIC, &ts) == ETIMEDOUT) {
+            atomic_store(&p->cancel, 1);
+            pthread_join(t->thread, NULL);
+        }
+        t->running = 0;
+    }
+    for (size_t i = 0; i < p->nt; i++) {
+        struct target *t = &p->t[i];
+        gp_push_http_close(t->http);
+        gp_pushq_close(t->q);
+        gp_buf_free(&t->body);
+        gp_buf_free(&t->one);
+        gp_buf_free(&t->raw);
+        pthread_mutex_destroy(&t->mu);
+        pthread_cond_destroy(&t->cv);
+    }
+    if (p->curl_ref)
+        gp_push_http_global_cleanup();
+    for (int i = 0; i < RING; i++)
+        gp_buf_free(&p->ring[i].text);
+    gp_buf_free(&p->work);
+    gp_buf_free(&p->enc_body);
+    gp_buf_free(&p->enc_raw);
+    gp_text_parser_free(&p->parser);
+    if (p->bearer) {
+        memset(p->bearer, 0, strlen(p->bearer));
+        free(p->bearer);
+    }
+    free(p->dir);
+    free(p->t);
+    pthread_mutex_destroy(&p->mu);
+    pthread_cond_destroy(&p->cv);
+    free(p);
+}

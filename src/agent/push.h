@@ -1,0 +1,81 @@
+/*
+ * push.h - the agent's remote-write sender: every tick, to every target.
+ *
+ * Each tick the sampler hands the pusher the tick's exposition text (what
+ * /metrics shows) and its frame time. An encoder thread parses it
+ * (ingest/textparse.h), stamps every sample with the frame time, encodes
+ * one remote-write body (ingest/remote_write.h) and appends it to every
+ * target's queue (push_queue.h: memory, or a disk buffer that survives a
+ * restart). Each target has its own thread that sends its queue in order:
+ * 2xx acknowledges; 5xx, 429 and connection errors retry the same batch
+ * with exponential back-off (250 ms doubling to max_backoff, jittered,
+ * Retry-After honoured) while newer ticks queue behind; other answers drop
+ * the batch and count it. A target that fell behind catches up with
+ * requests that join several queued ticks (up to 1 MiB uncompressed).
+ *
+ * Targets are http:// or https:// URLs (push_http.h), or, under
+ * `gpulse up`, the server in the same process ("local"), handed the same
+ * bodies through a function.
+ *
+ * The pusher's own counters are appended to the agent's /metrics
+ * (gp_push_render_metrics), labelled by target = the URL without
+ * credentials or query.
+ */
+#ifndef GP_PUSH_H
+#define GP_PUSH_H
+
+#include "lib/buf.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct gp_push;
+
+/* Same contract as gp_agent_local_write (agent.h): one body in, an HTTP status out. */
+typedef int (*gp_push_local_write)(void *ctx, const uint8_t *body, size_t len, char *msg,
+                                   size_t msglen);
+
+struct gp_push_options {
+    const char *const *urls; /* remote-write endpoints */
+    size_t nurls;
+    gp_push_local_write local; /* NULL: no in-process target */
+    void *local_ctx;
+    const char *buffer_dir;   /* NULL or "": queues in memory */
+    uint64_t buffer_max;      /* bytes per target on disk */
+    uint64_t queue_max;       /* bytes per target in memory (no buffer_dir) */
+    const char *bearer_token; /* NULL or "" */
+    const char *bearer_token_file;
+    int64_t timeout_ms;       /* one request */
+    int64_t min_backoff_ms;   /* 0: 250 */
+    int64_t max_backoff_ms;   /* 0: 30 s */
+};
+
+/*
+ * Opens every target's queue (recovering a disk buffer) and starts the
+ * threads. Returns GP_OK with *out set (caller stops it), GP_ECONFIG for a
+ * bad URL, token file or duplicate target, GP_EIO for a buffer directory
+ * that cannot be used, with detail in err.
+ */
+int gp_push_start(struct gp_push **out, const struct gp_push_options *o, char *err, size_t errlen);
+
+/*
+ * Hands one tick to the pusher: text is copied, the call never waits for
+ * the network or the disk. If the encoder is several ticks behind, the
+ * oldest tick not yet encoded is dropped (counted, reason "encoder").
+ */
+void gp_push_tick(struct gp_push *p, const char *text, size_t len, int64_t time_ms);
+
+/* Appends the gpulse_push_* families (HELP, TYPE, one series per target).
+ * Reads counters only: never blocks on a target. */
+void gp_push_render_metrics(struct gp_push *p, struct gp_buf *out);
+
+/*
+ * Encodes the ticks handed over so far, gives each target a few seconds
+ * (at most the request timeout, at most 5 s) to deliver what it holds
+ * while it is succeeding, then cancels requests in flight, stops the
+ * threads and closes the queues (a disk buffer keeps what was not
+ * delivered for the next start). Accepts NULL.
+ */
+void gp_push_stop(struct gp_push *p);
+
+#endif

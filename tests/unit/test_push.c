@@ -1,0 +1,686 @@
+/*
+ * test_push.c - the remote-write sender end to end, without a real
+ * database: ticks go in through gp_push_tick, and come out either at an
+ * in-process target (the `gpulse up` path, a function that answers
+ * scripted statuses) or at a small libmicrohttpd server on 127.0.0.1 that
+ * records the headers. Checked: delivery in order and exactly once, retry
+ * with back-off on 503/429 (Retry-After honoured), drop-and-count on 400,
+ * batching while behind, drop-oldest at the queue bound, the disk buffer
+ * across a restart, the /metrics families, URL labels without secrets,
+ * configuration errors, and a stop that does not hang on a dead server.
+ */
+#include "agent/config.h"
+#include "agent/push.h"
+#include "agent/push_http.h"
+#include "ingest/remote_write.h"
+#include "ingest/textparse.h"
+#include "lib/err.h"
+#include "test.h"
+
+#include <arpa/inet.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_TS 4096
+
+/* ---- a receiver that records what it got ---------------------------------- */
+
+struct fake {
+    pthread_mutex_t mu;
+    int script[32]; /* statuses answered in turn, then `then` */
+    size_t nscript, next;
+    int then;
+    int64_t ts[MAX_TS]; /* timestamps of series m{i="0"}, in arrival order */
+    size_t nts;
+    size_t requests, accepted_requests, max_ticks_per_request;
+    size_t samples;
+    char headers[8][256];
+};
+
+static void fake_init(struct fake *f, int then)
+{
+    memset(f, 0, sizeof *f);
+    pthread_mutex_init(&f->mu, NULL);
+    f->then = then;
+}
+
+static int next_status(struct fake *f)
+{
+    return f->next < f->nscript ? f->script[f->next++] : f->then;
+}
+
+/* Decodes a body and records it if the answer is a success. */
+static int receive(struct fake *f, const uint8_t *body, size_t len, char *msg, size_t msglen)
+{
+    struct gp_rw_request req;
+    char err[256];
+    int rc = gp_rw_decode(body, len, 64 << 20, &req, err, sizeof err);
+    if (rc) {
+        snprintf(msg, msglen, "%s", err);
+        return 400;
+    }
+    pthread_mutex_lock(&f->mu);
+    f->requests++;
+    int status = next_status(f);
+    if (status >= 200 && status < 300) {
+        f->accepted_requests++;
+        size_t ticks = 0;
+        for (size_t i = 0; i < req.nseries; i++) {
+            const struct gp_rw_series *s = &req.series[i];
+            f->samples += s->nsamples;
+            /* labels sorted: __name__, i */
+            if (s->nlabels == 2 && s->labels[0].value.len == 1 && s->labels[0].value.ptr[0] == 'm' &&
+                s->labels[1].value.len == 1 && s->labels[1].value.ptr[0] == '0')
+                for (size_t k = 0; k < s->nsamples && f->nts < MAX_TS; k++, ticks++)
+                    f->ts[f->nts++] = s->samples[k].timestamp_ms;
+        }
+        if (ticks > f->max_ticks_per_request)
+            f->max_ticks_per_request = ticks;
+    } else {
+        snprintf(msg, msglen, "scripted %d", status);
+    }
+    pthread_mutex_unlock(&f->mu);
+    gp_rw_request_free(&req);
+    return status;
+}
+
+static int local_write(void *ctx, const uint8_t *body, size_t len, char *msg, size_t msglen)
+{
+    return receive(ctx, body, len, msg, msglen);
+}
+
+static size_t fake_nts(struct fake *f)
+{
+    pthread_mutex_lock(&f->mu);
+    size_t n = f->nts;
+    pthread_mutex_unlock(&f->mu);
+    return n;
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec t = {ms / 1000, (ms % 1000) * 1000000};
+    nanosleep(&t, NULL);
+}
+
+static int wait_nts(struct fake *f, size_t n, long timeout_ms)
+{
+    for (long waited = 0; waited < timeout_ms; waited += 10) {
+        if (fake_nts(f) >= n)
+            return 1;
+        sleep_ms(10);
+    }
+    return fake_nts(f) >= n;
+}
+
+/* One tick: two series, m{i="0"} and m{i="1"}, with value n. */
+static void tick(struct gp_push *p, unsigned n)
+{
+    char text[128];
+    int k = snprintf(text, sizeof text, "# TYPE m gauge\nm{i=\"0\"} %u\nm{i=\"1\"} %u\n", n, n);
+    gp_push_tick(p, text, (size_t)k, 1000 * (int64_t)n);
+}
+
+/* The timestamps of ticks first..first+count-1, each once, in order. */
+static void expect_ticks(struct fake *f, unsigned first, unsigned count)
+{
+    pthread_mutex_lock(&f->mu);
+    size_t n = f->nts;
+    pthread_mutex_unlock(&f->mu);
+    if (n != count)
+        gp_test_fail(__FILE__, __LINE__, "want %u ticks, got %zu", count, n);
+    for (unsigned i = 0; i < count; i++)
+        if (f->ts[i] != 1000 * (int64_t)(first + i))
+            gp_test_fail(__FILE__, __LINE__, "tick %u: want ts %lld, got %lld", i,
+                         (long long)(1000 * (int64_t)(first + i)), (long long)f->ts[i]);
+}
+
+static struct gp_push_options local_opts(struct fake *f)
+{
+    return (struct gp_push_options){.local = local_write,
+                                    .local_ctx = f,
+                                    .buffer_max = 1 << 20,
+                                    .queue_max = 1 << 20,
+                                    .timeout_ms = 2000,
+                                    .min_backoff_ms = 20,
+                                    .max_backoff_ms = 80};
+}
+
+/* The value of one metric line (exact name+labels text) in the pusher's /metrics. */
+static double metric(struct gp_push *p, const char *series)
+{
+    struct gp_buf b;
+    gp_buf_init(&b, 0);
+    gp_push_render_metrics(p, &b);
+    const char *at = b.data ? strstr(b.data, series) : NULL;
+    double v = at ? strtod(at + strlen(series) + 1, NULL) : -1;
+    gp_buf_free(&b);
+    return v;
+}
+
+/* ---- tests ------------------------------------------------------------------ */
+
+static void test_delivers_every_tick_in_order(void)
+{
+    struct fake f;
+    fake_init(&f, 204);
+    struct gp_push_options o = local_opts(&f);
+    struct gp_push *p;
+    char err[256] = "";
+    CHECK_INT(gp_push_start(&p, &o, err, sizeof err), GP_OK);
+    for (unsigned i = 1; i <= 30; i++) {
+        tick(p, i);
+        sleep_ms(2);
+    }
+    CHECK(wait_nts(&f, 30, 5000));
+    expect_ticks(&f, 1, 30);
+    CHECK_DBL(metric(p, "gpulse_push_samples_sent_total{target=\"local\"}"), 60, 0);
+    CHECK(metric(p, "gpulse_push_last_success_timestamp_seconds{target=\"local\"}") > 1.6e9);
+    CHECK_DBL(metric(p, "gpulse_push_queue_bytes{target=\"local\"}"), 0, 0);
+    gp_push_stop(p);
+    gp_push_stop(NULL);
+}
+
+/* 503s retry the same batch; newer ticks queue behind it; when the target
+ * is back they arrive in order, exactly once, several to a request. */
+static void test_retries_then_delivers_in_order(void)
+{
+    struct fake f;
+    fake_init(&f, 204);
+    for (int i = 0; i < 6; i++)
+        f.script[f.nscript++] = i % 2 ? 500 : 503;
+    struct gp_push_options o = local_opts(&f);
+    o.min_backoff_ms = 60;
+    o.max_backoff_ms = 120;
+    struct gp_push *p;
+    char err[256] = "";
+    CHECK_INT(gp_push_start(&p, &o, err, sizeof err), GP_OK);
+    for (unsigned i = 1; i <= 40; i++) {
+        tick(p, i);
+        sleep_ms(5);
+    }
+    CHECK(wait_nts(&f, 40, 10000));
+    expect_ticks(&f, 1, 40);
+    CHECK_DBL(metric(p, "gpulse_push_batches_retried_total{target=\"local\"}"), 6, 0);
+    CHECK_DBL(metric(p, "gpulse_push_samples_sent_total{target=\"local\"}"), 80, 0);
+    CHECK(f.max_ticks_per_request > 1); /* caught up with joined requests */
+    CHECK(f.accepted_requests < 40);
+    gp_push_stop(p);
+}
+
+/* A 400 drops that batch (counted) and delivery goes on with the next. */
+static void test_rejected_batch_is_dropped_and_counted(void)
+{
+    struct fake f;
+    fake_init(&f, 204);
+    f.script[f.nscript++] = 400;
+    struct gp_push_options o = local_opts(&f);
+    struct gp_push *p;
+    char err[256] = "";
+    CHECK_INT(gp_push_start(&p, &o, err, sizeof err), GP_OK);
+    tick(p, 1);
+    for (int i = 0; i < 500 && metric(p, "gpulse_push_samples_dropped_total{target=\"local\",reason=\"rejected\"}") < 2; i++)
+        sleep_ms(10);
+    CHECK_DBL(metric(p, "gpulse_push_samples_dropped_total{target=\"local\",reason=\"rejected\"}"), 2, 0);
+    tick(p, 2);
+    tick(p, 3);
+    CHECK(wait_nts(&f, 2, 5000));
+    expect_ticks(&f, 2, 2);
+    CHECK_DBL(metric(p, "gpulse_push_batches_retried_total{target=\"local\"}"), 0, 0);
+    gp_push_stop(p);
+}
+
+/* A memory queue at its bound drops the oldest ticks; what is delivered
+ * afterwards is the newest ones, contiguous and in order. */
+static void test_full_queue_drops_oldest(void)
+{
+    struct fake f;
+    fake_init(&f, 503);
+    struct gp_push_options o = local_opts(&f);
+    o.queue_max = 2000; /* about a dozen of these small ticks */
+    struct gp_push *p;
+    char err[256] = "";
+    CHECK_INT(gp_push_start(&p, &o, err, sizeof err), GP_OK);
+    for (unsigned i = 1; i <= 100; i++) {
+        tick(p, i);
+        sleep_ms(3);
+    }
+    /* Wait until every tick is encoded and queued (the count settles). */
+    const char *full = "gpulse_push_samples_dropped_total{target=\"local\",reason=\"buffer_full\"}";
+    double dropped = -1;
+    for (int i = 0; i < 100 && metric(p, full) != dropped; i++) {
+        dropped = metric(p, full);
+        sleep_ms(300);
+    }
+    CHECK(dropped > 0);
+    CHECK_DBL(metric(p, "gpulse_push_samples_dropped_total{target=\"local\",reason=\"encoder\"}"), 0, 0);
+    CHECK(metric(p, "gpulse_push_queue_bytes{target=\"local\"}") <= 2000);
+    pthread_mutex_lock(&f.mu);
+    f.then = 204;
+    pthread_mutex_unlock(&f.mu);
+    unsigned kept = 100 - (unsigned)(dropped / 2);
+    CHECK(wait_nts(&f, kept, 10000));
+    sleep_ms(50);
+    expect_ticks(&f, 100 - kept + 1, kept);
+    gp_push_stop(p);
+}
+
+/* With a buffer directory, ticks a dead target never took are sent first
+ * by the next pusher on the same directory, in order, exactly once. */
+static void test_disk_buffer_survives_restart(void)
+{
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/buffer", gp_test_tmpdir());
+    struct fake down;
+    fake_init(&down, 503);
+    struct gp_push_options o = local_opts(&down);
+    o.buffer_dir = dir;
+    struct gp_push *p;
+    char err[256] = "";
+    CHECK_INT(gp_push_start(&p, &o, err, sizeof err), GP_OK);
+    for (unsigned i = 1; i <= 12; i++) {
+        tick(p, i);
+        sleep_ms(10);
+    }
+    for (int i = 0; i < 500 && metric(p, "gpulse_push_batches_retried_total{target=\"local\"}") < 2; i++)
+        sleep_ms(10);
+    CHECK(metric(p, "gpulse_push_buffer_bytes{target=\"local\"}") > 0);
+    CHECK_DBL(metric(p, "gpulse_push_samples_dropped_total{target=\"local\",reason=\"encoder\"}"), 0, 0);
+    gp_push_stop(p); /* a failing target does not hold the stop up */
+    CHECK_INT(down.nts, 0);
+
+    struct fake up;
+    fake_init(&up, 204);
+    o = local_opts(&up);
+    o.buffer_dir = dir;
+    CHECK_INT(gp_push_start(&p, &o, err, sizeof err), GP_OK);
+    CHECK(wait_nts(&up, 12, 5000));
+    tick(p, 13);
+    tick(p, 14);
+    CHECK(wait_nts(&up, 14, 5000));
+    expect_ticks(&up, 1, 14);
+    gp_push_stop(p);
+
+    /* Delivered: a third start sends nothing again. */
+    struct fake again;
+    fake_init(&again, 204);
+    o = local_opts(&again);
+    o.buffer_dir = dir;
+    CHECK_INT(gp_push_start(&p, &o, err, sizeof err), GP_OK);
+    sleep_ms(200);
+    CHECK_INT(fake_nts(&again), 0);
+    gp_push_stop(p);
+}
+
+/* The metrics are a valid exposition, one series per target and reason. */
+static void test_metrics_render(void)
+{
+    struct fake f;
+    fake_init(&f, 204);
+    struct gp_push_options o = local_opts(&f);
+    const char *urls[] = {"http://user:secret@127.0.0.1:1/api/v1/write?tenant=a",
+                          "http://127.0.0.1:1/api/v1/write?tenant=b"};
+    o.urls = urls;
+    o.nurls = 2;
+    struct gp_push *p;
+    char err[256] = "";
+    CHECK_INT(gp_push_start(&p, &o, err, sizeof err), GP_OK);
+    struct gp_buf b;
+    gp_buf_init(&b, 0);
+    gp_push_render_metrics(p, &b);
+    CHECK(strstr(b.data, "secret") == NULL && strstr(b.data, "tenant") == NULL);
+    CHECK_CONTAINS(b.data, "gpulse_push_samples_sent_total{target=\"http://127.0.0.1:1/api/v1/write\"} 0\n");
+    CHECK_CONTAINS(b.data, "gpulse_push_samples_sent_total{target=\"http://127.0.0.1:1/api/v1/write#2\"} 0\n");
+    CHECK_CONTAINS(b.data, "gpulse_push_samples_sent_total{target=\"local\"} 0\n");
+    CHECK_CONTAINS(b.data, "reason=\"buffer_full\"");
+    CHECK_CONTAINS(b.data, "# TYPE gpulse_push_last_success_timestamp_seconds gauge\n");
+    struct gp_text_parser tp = {0};
+    CHECK_INT(gp_text_parse(&tp, b.data, b.len, 0, err, sizeof err), GP_OK);
+    CHECK_INT(tp.req.nseries, 3 * (1 + 5 + 1 + 1 + 1 + 1) + 1);
+    gp_text_parser_free(&tp);
+    gp_buf_free(&b);
+    gp_push_stop(p);
+}
+
+static void test_url_labels_hide_secrets(void)
+{
+    char l[512];
+    gp_push_url_label("https://u:p@example.com:8443/api/v1/push?tenant=x&token=y#frag", l, sizeof l);
+    CHECK_STR(l, "https://example.com:8443/api/v1/push");
+    gp_push_url_label("http://127.0.0.1:9402/api/v1/write", l, sizeof l);
+    CHECK_STR(l, "http://127.0.0.1:9402/api/v1/write");
+    gp_push_url_label("http://[::1]:8428/api/v1/write", l, sizeof l);
+    CHECK_STR(l, "http://[::1]:8428/api/v1/write");
+    gp_push_url_label("not a url", l, sizeof l);
+    CHECK_STR(l, "invalid-url");
+}
+
+static void expect_start_error(struct gp_push_options *o, int code, const char *msg)
+{
+    struct gp_push *p = NULL;
+    char err[256] = "";
+    int rc = gp_push_start(&p, o, err, sizeof err);
+    if (rc != code || !strstr(err, msg))
+        gp_test_fail(__FILE__, __LINE__, "want %d '%s', got %d '%s'", code, msg, rc, err);
+    CHECK(p == NULL);
+}
+
+static void test_config_errors(void)
+{
+    struct fake f;
+    fake_init(&f, 204);
+    struct gp_push_options o = local_opts(&f);
+    const char *bad_scheme[] = {"ftp://127.0.0.1/x"};
+    o.urls = bad_scheme;
+    o.nurls = 1;
+    expect_start_error(&o, GP_ECONFIG, "the scheme must be http or https");
+    const char *garbage[] = {"::::"};
+    o.urls = garbage;
+    expect_start_error(&o, GP_ECONFIG, "push URL");
+    const char *twice[] = {"http://127.0.0.1:1/w", "http://127.0.0.1:1/w"};
+    o.urls = twice;
+    o.nurls = 2;
+    expect_start_error(&o, GP_ECONFIG, "given twice");
+    o.nurls = 0;
+    o.bearer_token = "abc";
+    o.bearer_token_file = "/nonexistent";
+    expect_start_error(&o, GP_ECONFIG, "both set");
+    o.bearer_token = NULL;
+    expect_start_error(&o, GP_ECONFIG, "cannot read push_bearer_token_file '/nonexistent'");
+    o.bearer_token_file = NULL;
+    o.bearer_token = "two words";
+    expect_start_error(&o, GP_ECONFIG, "blank or control character");
+    o.bearer_token = NULL;
+    char dir[600];
+    gp_test_write_file(gp_test_tmpdir(), "plainfile", "x");
+    snprintf(dir, sizeof dir, "%s/plainfile/sub", gp_test_tmpdir());
+    o.buffer_dir = dir;
+    expect_start_error(&o, GP_EIO, "cannot create buffer directory");
+}
+
+/* ---- over HTTP ---------------------------------------------------------------- */
+
+struct server {
+    struct MHD_Daemon *d;
+    struct fake *f;
+    unsigned port;
+    int retry_after; /* sent with 429/503 answers */
+    struct timespec when[32];
+    size_t nwhen;
+};
+
+struct upload {
+    char *data;
+    size_t len;
+};
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
+                                  const char *method, const char *version, const char *data,
+                                  size_t *size, void **state)
+{
+    (void)url, (void)method, (void)version;
+    struct server *s = cls;
+    struct upload *u = *state;
+    if (!u) {
+        *state = calloc(1, sizeof *u);
+        return *state ? MHD_YES : MHD_NO;
+    }
+    if (*size) {
+        char *d = realloc(u->data, u->len + *size);
+        if (!d)
+            return MHD_NO;
+        memcpy(d + u->len, data, *size);
+        u->data = d;
+        u->len += *size;
+        *size = 0;
+        return MHD_YES;
+    }
+    const char *names[] = {"Content-Encoding", "Content-Type", "X-Prometheus-Remote-Write-Version",
+                           "User-Agent", "Authorization"};
+    pthread_mutex_lock(&s->f->mu);
+    for (int i = 0; i < 5; i++) {
+        const char *v = MHD_lookup_connection_value(c, MHD_HEADER_KIND, names[i]);
+        snprintf(s->f->headers[i], sizeof s->f->headers[i], "%s", v ? v : "");
+    }
+    if (s->nwhen < 32)
+        clock_gettime(CLOCK_MONOTONIC, &s->when[s->nwhen++]);
+    pthread_mutex_unlock(&s->f->mu);
+    char msg[256] = "";
+    int status = receive(s->f, (const uint8_t *)u->data, u->len, msg, sizeof msg);
+    struct MHD_Response *r = MHD_create_response_from_buffer(strlen(msg), msg, MHD_RESPMEM_MUST_COPY);
+    if (s->retry_after && (status == 429 || status == 503)) {
+        char ra[16];
+        snprintf(ra, sizeof ra, "%d", s->retry_after);
+        MHD_add_response_header(r, "Retry-After", ra);
+    }
+    enum MHD_Result ret = MHD_queue_response(c, (unsigned)status, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+static void on_done(void *cls, struct MHD_Connection *c, void **state, enum MHD_RequestTerminationCode t)
+{
+    (void)cls, (void)c, (void)t;
+    struct upload *u = *state;
+    if (u) {
+        free(u->data);
+        free(u);
+    }
+    *state = NULL;
+}
+
+static void server_start(struct server *s, struct fake *f)
+{
+    memset(s, 0, sizeof *s);
+    s->f = f;
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = 0};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    s->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD, 0, NULL, NULL, on_request, s,
+                            MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&a, MHD_OPTION_NOTIFY_COMPLETED,
+                            on_done, NULL, MHD_OPTION_END);
+    CHECK(s->d != NULL);
+    const union MHD_DaemonInfo *i = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
+    CHECK(i != NULL);
+    s->port = i->port;
+}
+
+static double since_ms(const struct timespec *a, const struct timespec *b)
+{
+    return (double)(b->tv_sec - a->tv_sec) * 1e3 + (double)(b->tv_nsec - a->tv_nsec) / 1e6;
+}
+
+/* The remote-write headers and the bearer token go out; a 429 with
+ * Retry-After: 1 holds the retry back for a second although the
+ * back-off alone would retry after 20 ms. */
+static void test_http_headers_and_retry_after(void)
+{
+    struct fake f;
+    fake_init(&f, 204);
+    f.script[f.nscript++] = 429;
+    struct server s;
+    server_start(&s, &f);
+    s.retry_after = 1;
+    char url[128];
+    snprintf(url, sizeof url, "http://127.0.0.1:%u/api/v1/write?x=1", s.port);
+    const char *urls[] = {url};
+    char tokfile[600];
+    snprintf(tokfile, sizeof tokfile, "%s/token", gp_test_tmpdir());
+    gp_test_write_file(gp_test_tmpdir(), "token", "s3cr3t-token\n");
+    struct gp_push_options o = {.urls = urls, .nurls = 1, .queue_max = 1 << 20, .timeout_ms = 3000,
+                                .min_backoff_ms = 20, .max_backoff_ms = 40,
+                                .bearer_token_file = tokfile};
+    struct gp_push *p;
+    char err[256] = "";
+    CHECK_INT(gp_push_start(&p, &o, err, sizeof err), GP_OK);
+    tick(p, 1);
+    CHECK(wait_nts(&f, 1, 8000));
+    expect_ticks(&f, 1, 1);
+    CHECK_INT(s.nwhen, 2);
+    CHECK(since_ms(&s.when[0], &s.when[1]) >= 900);
+    CHECK_STR(f.headers[0], "snappy");
+    CHECK_STR(f.headers[1], "application/x-protobuf");
+    CHECK_STR(f.headers[2], "0.1.0");
+    CHECK(strncmp(f.headers[3], "gpulse/", 7) == 0);
+    CHECK_STR(f.headers[4], "Bearer s3cr3t-token");
+    char series[200];
+    snprintf(series, sizeof series, "gpulse_push_batches_retried_total{target=\"http://127.0.0.1:%u/api/v1/write\"}",
+             s.port);
+    CHECK_DBL(metric(p, series), 1, 0);
+    gp_push_stop(p);
+    MHD_stop_daemon(s.d);
+}
+
+/* A target that refuses connections is retried; once it listens, the
+ * queued ticks arrive in order. */
+static void test_http_connection_refused_then_up(void)
+{
+    struct fake f;
+    fake_init(&f, 204);
+    struct server s;
+    server_start(&s, &f);
+    unsigned port = s.port;
+    MHD_stop_daemon(s.d); /* the port is now closed */
+    char url[128];
+    snprintf(url, sizeof url, "http://127.0.0.1:%u/api/v1/write", port);
+    const char *urls[] = {url};
+    struct gp_push_options o = {.urls = urls, .nurls = 1, .queue_max = 1 << 20, .timeout_ms = 2000,
+                                .min_backoff_ms = 20, .max_backoff_ms = 50};
+    struct gp_push *p;
+    char err[256] = "";
+    CHECK_INT(gp_push_start(&p, &o, err, sizeof err), GP_OK);
+    for (unsigned i = 1; i <= 5; i++) {
+        tick(p, i);
+        sleep_ms(40);
+    }
+    char series[200];
+    snprintf(series, sizeof series, "gpulse_push_batches_retried_total{target=\"%s\"}", url);
+    CHECK(metric(p, series) >= 2);
+    /* Listen on the same port again. */
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    s.d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD, (uint16_t)port, NULL, NULL, on_request, &s,
+                           MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&a, MHD_OPTION_NOTIFY_COMPLETED,
+                           on_done, NULL, MHD_OPTION_END);
+    CHECK(s.d != NULL);
+    CHECK(wait_nts(&f, 5, 5000));
+    expect_ticks(&f, 1, 5);
+    gp_push_stop(p);
+    MHD_stop_daemon(s.d);
+}
+
+/* A server that accepts the connection and never answers: the stop gives
+ * up after its drain time (5 s at most), not after the 60 s timeout. */
+static void test_stop_does_not_hang(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    CHECK(fd >= 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = 0};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t al = sizeof a;
+    CHECK(bind(fd, (struct sockaddr *)&a, sizeof a) == 0);
+    CHECK(listen(fd, 16) == 0);
+    CHECK(getsockname(fd, (struct sockaddr *)&a, &al) == 0);
+    char url[128];
+    snprintf(url, sizeof url, "http://127.0.0.1:%u/api/v1/write", ntohs(a.sin_port));
+    const char *urls[] = {url};
+    struct gp_push_options o = {.urls = urls, .nurls = 1, .queue_max = 1 << 20, .timeout_ms = 60000};
+    struct gp_push *p;
+    char err[256] = "";
+    CHECK_INT(gp_push_start(&p, &o, err, sizeof err), GP_OK);
+    tick(p, 1);
+    sleep_ms(300); /* the request is in flight, waiting for an answer */
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    gp_push_stop(p);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    CHECK(since_ms(&t0, &t1) < 7000);
+    close(fd);
+}
+
+/* Malformed exposition text is counted as dropped (reason encoder), not sent. */
+static void test_bad_text_counted(void)
+{
+    struct fake f;
+    fake_init(&f, 204);
+    struct gp_push_options o = local_opts(&f);
+    struct gp_push *p;
+    char err[256] = "";
+    CHECK_INT(gp_push_start(&p, &o, err, sizeof err), GP_OK);
+    const char *bad = "m{i=\"0\"} 1\nm{i=\"1\" 2\n";
+    gp_push_tick(p, bad, strlen(bad), 5000);
+    tick(p, 6);
+    CHECK(wait_nts(&f, 1, 5000));
+    expect_ticks(&f, 6, 1);
+    CHECK_DBL(metric(p, "gpulse_push_samples_dropped_total{target=\"local\",reason=\"encoder\"}"), 2, 0);
+    gp_push_stop(p);
+}
+
+/* The agent's push keys: defaults, a YAML list, repeated flags, checks. */
+static void test_agent_push_keys(void)
+{
+    struct gp_agent_config c;
+    char err[256] = "";
+    gp_agent_config_defaults(&c);
+    CHECK_INT(c.push.n, 0);
+    CHECK_INT(c.buffer_max, 256ull << 20);
+    CHECK_INT(c.push_queue_max, 64ull << 20);
+    CHECK_INT(c.push_timeout_ms, 10000);
+    CHECK_INT(c.push_max_backoff_ms, 30000);
+    CHECK_STR(c.buffer_dir, "");
+    CHECK_INT(gp_agent_config_validate(&c, err, sizeof err), GP_OK);
+    const char *yaml = "agent:\n  push:\n    - http://a:9402/api/v1/write\n    - https://b/api/v1/push\n"
+                       "  buffer_dir: /var/lib/gpulse/buffer\n  buffer_max: 1GiB\n  push_timeout: 30s\n";
+    CHECK_INT(gp_agent_config_parse_yaml(&c, yaml, strlen(yaml), err, sizeof err), GP_OK);
+    CHECK_INT(c.push.n, 2);
+    CHECK_STR(c.push.v[1], "https://b/api/v1/push");
+    CHECK_INT(c.buffer_max, 1ull << 30);
+    CHECK_INT(c.push_timeout_ms, 30000);
+    /* Flags replace the file's list. */
+    char *argv[] = {"--push", "http://x/w", "--push=http://y/w", "--buffer-max", "2MiB"};
+    bool help;
+    CHECK_INT(gp_agent_config_from_args(&c, 5, argv, &help, err, sizeof err), GP_OK);
+    CHECK_INT(c.push.n, 2);
+    CHECK_STR(c.push.v[0], "http://x/w");
+    CHECK_INT(c.buffer_max, 2ull << 20);
+    CHECK_INT(gp_agent_config_validate(&c, err, sizeof err), GP_OK);
+    c.buffer_max = 1000;
+    CHECK_INT(gp_agent_config_validate(&c, err, sizeof err), GP_ECONFIG);
+    CHECK_CONTAINS(err, "at least 1MiB");
+    c.buffer_max = 1 << 20;
+    c.push_timeout_ms = 500;
+    CHECK_INT(gp_agent_config_validate(&c, err, sizeof err), GP_ECONFIG);
+    c.push_timeout_ms = 10000;
+    c.push_max_backoff_ms = 100;
+    CHECK_INT(gp_agent_config_validate(&c, err, sizeof err), GP_ECONFIG);
+    c.push_max_backoff_ms = 1000;
+    snprintf(c.push_bearer_token, sizeof c.push_bearer_token, "t");
+    snprintf(c.push_bearer_token_file, sizeof c.push_bearer_token_file, "/f");
+    CHECK_INT(gp_agent_config_validate(&c, err, sizeof err), GP_ECONFIG);
+    CHECK_CONTAINS(err, "choose one");
+    /* At most 8 targets. */
+    const char *many = "agent:\n  push: [a, b, c, d, e, f, g, h, i]\n";
+    CHECK_INT(gp_agent_config_parse_yaml(&c, many, strlen(many), err, sizeof err), GP_ECONFIG);
+}
+
+const struct gp_test gp_tests_push[] = {
+    {"agent_push_keys", test_agent_push_keys},
+    {"delivers_every_tick_in_order", test_delivers_every_tick_in_order},
+    {"retries_then_delivers_in_order", test_retries_then_delivers_in_order},
+    {"rejected_batch_is_dropped_and_counted", test_rejected_batch_is_dropped_and_counted},
+    {"full_queue_drops_oldest", test_full_queue_drops_oldest},
+    {"disk_buffer_survives_restart", test_disk_buffer_survives_restart},
+    {"metrics_render", test_metrics_render},
+    {"url_labels_hide_secrets", test_url_labels_hide_secrets},
+    {"config_errors", test_config_errors},
+    {"http_headers_and_retry_after", test_http_headers_and_retry_after},
+    {"http_connection_refused_then_up", test_http_connection_refused_then_up},
+    {"stop_does_not_hang", test_stop_does_not_hang},
+    {"bad_text_counted", test_bad_text_counted},
+    {0},
+};
