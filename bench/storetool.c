@@ -43,6 +43,7 @@
 #include "ingest/remote_write.h"
 #include "lib/buf.h"
 #include "lib/err.h"
+#include "lib/log.h"
 #include "store/labels.h"
 #include "store/matcher.h"
 #include "store/store.h"
@@ -451,6 +452,7 @@ static int cmd_expect(const char *bodies_path, const char *ackpath)
 
 int main(int argc, char **argv)
 {
+    gp_log_min = GP_LOG_WARN; /* the store's "opened" lines are noise here; its warnings are not */
     if (argc == 3 && strcmp(argv[1], "compact") == 0)
         return cmd_compact(argv[2]);
     if (argc == 5 && strcmp(argv[1], "load") == 0)

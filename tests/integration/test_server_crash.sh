@@ -10,15 +10,19 @@
 #
 # Writer: bench/rwload -r over 4 connections (each owning whole nodes, so
 # every series arrives in time order); it retries on connection errors,
-# 5xx and 429, and logs the index of every acknowledged body. Data:
-# bench/fleetgen, 4 nodes x 8 GPUs x 12 gauges, one body per node and
-# second (96 samples), timestamps on whole seconds ending now.
+# 5xx and 429, and logs the index of every acknowledged body; it stops
+# starting new bodies after WRITE_SECONDS. Data: bench/fleetgen, 24 nodes
+# x 1 GPU x 12 gauges, one body per node and second (12 samples: many
+# small requests, so the kills land mid-stream), timestamps on whole
+# seconds over the 55 minutes that end now (the store compacts a 2-hour
+# window an hour after its end; data younger than 55 minutes stays at
+# least 5 minutes clear of that, so no sample is refused as too old).
 source "$(dirname "$0")/lib.sh"
 BIN=$ROOT/build/rel
 for t in fleetgen rwload storetool; do
     [ -x "$BIN/$t" ] || fail "$BIN/$t missing (make check-build builds it)"
 done
-"$BIN/fleetgen" -n 4 -m 60 -G 1 -T 1 -j 0 -s 7 -o "$TMP/fleet.rw" 2>"$TMP/gen.log" || fail "fleetgen failed"
+"$BIN/fleetgen" -n 24 -g 1 -m 55 -G 1 -T 1 -j 0 -s 7 -o "$TMP/fleet.rw" 2>"$TMP/gen.log" || fail "fleetgen failed"
 
 DATA=$TMP/data
 PORT=$(free_port)
@@ -41,13 +45,14 @@ start_server() {
 start_server
 wait_until 30 curl -sf "$URL/api/v1/health" || { tail "$TMP/server.log" >&2; fail "server not healthy"; }
 
-WRITE_SECONDS=22
+WRITE_SECONDS=20
 "$BIN/rwload" -r -c 4 -d "$WRITE_SECONDS" -a "$TMP/acked" "$URL/api/v1/write" "$TMP/fleet.rw" \
     >"$TMP/rwload.out" 2>"$TMP/rwload.err" &
 WPID=$!
 kills=0
 for i in 1 2 3 4 5; do
-    sleep "$(( 1 + RANDOM % 3 )).$(( RANDOM % 10 ))"
+    sleep "$(( 1 + RANDOM % 2 )).$(( RANDOM % 10 ))"
+    kill -0 "$WPID" 2>/dev/null || fail "the writer finished before kill $i: give it more data"
     before=$(wc -l <"$TMP/acked")
     kill -KILL "$SPID"
     wait "$SPID" 2>/dev/null || true
