@@ -34,6 +34,12 @@
  *         - the store holds nothing that no body carried.
  *       Prints the counts and the first few problems; exit 1 on any.
  *
+ *   storetool dump DIR SELECTOR
+ *       Prints the raw samples of the series SELECTOR matches: per series
+ *       a line "series {name="value",...}", then one "T_MS VALUE" line per
+ *       sample (VALUE as %.17g), as the store returns them. For tests that
+ *       need every stored sample (the server outage test).
+ *
  *   storetool expect BODIES ACKLOG
  *       Prints the acknowledged samples as text for the HTTP read-back:
  *       "NAME HOSTNAME GPU T_MS VALUE" with VALUE as %.17g.
@@ -403,6 +409,43 @@ static int cmd_verify(const char *dir, const char *bodies_path, const char *ackp
     return v.missing || v.dup || v.wrong || v.foreign || v.acked_ok != v.acked ? 1 : 0;
 }
 
+static int cmd_dump(const char *dir, const char *selector)
+{
+    struct gp_matcher *m = NULL;
+    size_t nm = 0;
+    char err[512] = "";
+    int rc = gp_selector_parse(selector, strlen(selector), &m, &nm, err, sizeof err);
+    if (rc != GP_OK)
+        return fail("selector", rc, err);
+    struct gp_store *s;
+    if (open_store(&s, dir) != 0) {
+        gp_matchers_free(m, nm);
+        return 1;
+    }
+    struct gp_store_selection sel = {0};
+    rc = gp_store_select(s, m, nm, INT64_MIN, INT64_MAX, &sel);
+    for (size_t i = 0; rc == GP_OK && i < sel.n; i++) {
+        struct gp_labels_iter it;
+        struct gp_rw_str name, value;
+        gp_labels_iter_init(&it, sel.series[i].labels, sel.series[i].labels_len);
+        printf("series {");
+        for (int k = 0; gp_labels_next(&it, &name, &value) == 1; k++)
+            printf("%s%.*s=\"%.*s\"", k ? "," : "", (int)name.len, name.ptr, (int)value.len, value.ptr);
+        printf("}\n");
+        struct gp_samples x = {0};
+        rc = gp_store_read(s, sel.series[i].id, INT64_MIN, INT64_MAX, &x);
+        for (size_t j = 0; rc == GP_OK && j < x.n; j++)
+            printf("%" PRId64 " %.17g\n", x.t[j], x.v[j]);
+        gp_samples_free(&x);
+    }
+    gp_store_selection_free(&sel);
+    gp_store_close(s);
+    gp_matchers_free(m, nm);
+    if (rc != GP_OK)
+        return fail("dump", rc, NULL);
+    return fflush(stdout) == 0 ? 0 : 1;
+}
+
 static int label(const struct gp_rw_series *se, const char *name, struct gp_rw_str *out)
 {
     for (size_t i = 0; i < se->nlabels; i++)
@@ -459,11 +502,14 @@ int main(int argc, char **argv)
         return cmd_load(argv[2], argv[3], argv[4]);
     if (argc == 5 && strcmp(argv[1], "verify") == 0)
         return cmd_verify(argv[2], argv[3], argv[4]);
+    if (argc == 4 && strcmp(argv[1], "dump") == 0)
+        return cmd_dump(argv[2], argv[3]);
     if (argc == 4 && strcmp(argv[1], "expect") == 0)
         return cmd_expect(argv[2], argv[3]);
     fprintf(stderr, "usage: storetool compact DIR\n"
                     "       storetool load DIR BODIES SHIFT_MS\n"
                     "       storetool verify DIR BODIES ACKLOG\n"
+                    "       storetool dump DIR SELECTOR\n"
                     "       storetool expect BODIES ACKLOG\n");
     return 2;
 }

@@ -49,6 +49,7 @@ WRITE_SECONDS=20
 "$BIN/rwload" -r -c 4 -d "$WRITE_SECONDS" -a "$TMP/acked" "$URL/api/v1/write" "$TMP/fleet.rw" \
     >"$TMP/rwload.out" 2>"$TMP/rwload.err" &
 WPID=$!
+PIDS+=("$WPID")
 kills=0
 for i in 1 2 3 4 5; do
     sleep "$(( 1 + RANDOM % 2 )).$(( RANDOM % 10 ))"
