@@ -223,6 +223,10 @@ int main(int argc, char **argv)
         sink ^= ((const uint8_t *)b.map)[i];
     (void)sink;
     curl_global_init(CURL_GLOBAL_DEFAULT);
+    if (b.h.shards == 0 || b.h.bodies == 0) {
+        fprintf(stderr, "rwload: %s holds no bodies\n", argv[optind + 1]);
+        return 1;
+    }
     if (threads > (int)b.h.shards)
         threads = sh.threads = (int)b.h.shards;
     struct worker *w = calloc((size_t)threads, sizeof *w);
