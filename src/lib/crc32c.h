@@ -15,4 +15,14 @@
 /* Extends crc (0 to start) over n bytes of p. */
 uint32_t gp_crc32c(uint32_t crc, const void *p, size_t n);
 
+/*
+ * The two implementations gp_crc32c chooses between, exposed so the
+ * tests can check one against the other: slicing-by-8 in portable C, and
+ * SSE4.2's crc32 instruction (gp_crc32c_hw falls back to the software
+ * one where the CPU lacks it; gp_crc32c_hw_available says which).
+ */
+uint32_t gp_crc32c_sw(uint32_t crc, const void *p, size_t n);
+uint32_t gp_crc32c_hw(uint32_t crc, const void *p, size_t n);
+int gp_crc32c_hw_available(void);
+
 #endif

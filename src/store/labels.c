@@ -68,9 +68,9 @@ int gp_labels_encode(const struct gp_rw_label *l, size_t n, struct gp_buf *out)
         return out->err ? out->err : GP_ENOMEM;
     uint8_t tmp[GP_UVARINT_MAX];
     for (size_t i = 0; i < n; i++) {
-        gp_buf_append(out, tmp, gp_uvarint_put(tmp, l[i].name.len));
+        gp_buf_append(out, tmp, (size_t)(gp_uvarint_put(tmp, l[i].name.len) - tmp));
         gp_buf_append(out, l[i].name.ptr, l[i].name.len);
-        gp_buf_append(out, tmp, gp_uvarint_put(tmp, l[i].value.len));
+        gp_buf_append(out, tmp, (size_t)(gp_uvarint_put(tmp, l[i].value.len) - tmp));
         gp_buf_append(out, l[i].value.ptr, l[i].value.len);
     }
     return out->err;
@@ -88,8 +88,11 @@ void gp_labels_iter_init(struct gp_labels_iter *it, const uint8_t *blob, size_t 
 static int read_str(struct gp_labels_iter *it, struct gp_rw_str *s, int *minimal)
 {
     uint64_t n;
-    size_t k = gp_uvarint_get(it->p, it->end, &n);
-    if (k == 0 || n > (uint64_t)(it->end - it->p - (ptrdiff_t)k))
+    const uint8_t *q = it->p;
+    if (gp_uvarint_get(&q, it->end, &n))
+        return GP_EPARSE;
+    size_t k = (size_t)(q - it->p);
+    if (n > (uint64_t)(it->end - q))
         return GP_EPARSE;
     if (k > 1 && it->p[k - 1] == 0)
         *minimal = 0;

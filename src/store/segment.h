@@ -19,6 +19,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
+#include <sys/uio.h>
 
 #define GP_SEG_HEADER 9u
 /* Largest payload a record may declare; a larger length reads as corrupt. */
@@ -52,7 +54,8 @@ struct gp_segw;
 /*
  * Opens path for appending, creating it (mode 0644) when absent. An
  * existing file is scanned and truncated after its last good record; the
- * bytes cut are reported in *cut (may be NULL). Returns GP_OK or GP_EIO.
+ * bytes cut are reported in *cut (may be NULL); the cut is synced.
+ * Returns GP_OK, GP_ENOMEM or GP_EIO.
  */
 int gp_segw_open(struct gp_segw **out, const char *path, uint64_t *cut, char *err, size_t errlen);
 
@@ -60,12 +63,14 @@ int gp_segw_open(struct gp_segw **out, const char *path, uint64_t *cut, char *er
  * Appends one record with a single write(2) of header and payload, so
  * a concurrent reader or a crash sees the record whole or torn, never
  * interleaved. Not durable until gp_segw_sync. Returns GP_OK, GP_ETOOBIG
- * (n > GP_SEG_MAX_RECORD) or GP_EIO (the file is then unusable: every
- * later append answers GP_EIO, since what reached the disk is unknown).
+ * (n > GP_SEG_MAX_RECORD), GP_EUSAGE (type 0) or GP_EIO (the file is then
+ * unusable: every later append answers GP_EIO, since what reached the
+ * disk is unknown). Short writes and EINTR are continued, not errors.
  */
 int gp_segw_append(struct gp_segw *w, uint8_t type, const void *payload, size_t n);
 
-/* Appends several records with one writev(2); same contract. */
+/* Appends several records with one writev(2) (per 64 records); same
+ * contract; nothing is written when a record is too big or of type 0. */
 struct gp_seg_rec {
     uint8_t type;
     const void *payload;
@@ -73,7 +78,8 @@ struct gp_seg_rec {
 };
 int gp_segw_appendv(struct gp_segw *w, const struct gp_seg_rec *recs, size_t nrecs);
 
-/* fdatasync(2). GP_OK or GP_EIO. */
+/* fdatasync(2). GP_OK or GP_EIO (latched like a failed append: after a
+ * failed fsync the kernel may have dropped the dirty pages). */
 int gp_segw_sync(struct gp_segw *w);
 uint64_t gp_segw_size(const struct gp_segw *w); /* bytes, i.e. the end offset */
 int gp_segw_fd(const struct gp_segw *w);
@@ -82,5 +88,17 @@ void gp_segw_close(struct gp_segw *w);
 
 /* fsync(2) of a directory, after creating, renaming or removing in it. */
 int gp_fsync_dir(const char *dir);
+
+/*
+ * The system calls appenders make, through a table tests may change to
+ * inject short writes, EINTR, failing or observed syncs (SQLite's syscall
+ * table). Defaults are libc's writev and fdatasync. Set before any
+ * appender is used; every appender in the process shares it.
+ */
+struct gp_seg_syscalls {
+    ssize_t (*writev)(int fd, const struct iovec *iov, int iovcnt);
+    int (*fdatasync)(int fd);
+};
+extern struct gp_seg_syscalls gp_seg_sys;
 
 #endif

@@ -9,7 +9,10 @@
  *                 records: series id, first/last time, Gorilla bytes)
  *   head.snap     the open head chunks at the last checkpoint
  *   blocks/       compacted data: per 2-hour window, one large chunk per
- *                 series and an index; raw retention deletes whole blocks
+ *                 series and an index; raw retention deletes whole blocks.
+ *                 Block chunks store values as decimals (m / 10^e) with
+ *                 bit-packed deltas, Gorilla where values are not decimals
+ *                 (store_fmt.h, bchunk.c): 0.7 B/sample on GPU gauges
  *   rollups/      1-minute rollups (min, max, sum, count) per series and
  *                 window, written at compaction and kept longer
  *   meta.db       SQLite (WAL mode): the series registry, store metadata
@@ -21,7 +24,12 @@
  * Prometheus, a sample older than the series' newest is rejected as out of
  * order; one at the same time with the same value bits is a duplicate,
  * dropped silently (a sender's retry); one at the same time with other bits
- * is a conflict, rejected. Rejections are counted, never stored.
+ * is a conflict, rejected. Rejections are counted, never stored. Beyond
+ * Prometheus, an older sample that equals (time and value bits) one the
+ * series still holds in its newest two chunks also counts as a duplicate,
+ * so a sender that retries a multi-sample request after losing the answer
+ * is told success rather than "out of order". Sample times beyond
+ * +-2^61 ms are refused as too old.
  *
  * Crash safety: gp_store_append returns only after the batch is in the
  * WAL and synced. Start-up loads blocks, chunk segments and the snapshot,
@@ -55,8 +63,11 @@ struct gp_store_options {
 
 struct gp_store;
 
-/* Opens (and recovers) the store. GP_OK, GP_EIO, GP_EPARSE (a damaged file
- * that recovery cannot cut around) or GP_ENOMEM, with detail. */
+/* Opens (and recovers) the store. GP_OK, GP_EIO (also: the directory is
+ * in use by another process), GP_EPARSE (a damaged file that recovery
+ * cannot cut around: head.snap), GP_EUSAGE (bad options: block_ms must be
+ * whole minutes), GP_EUNSUPPORTED (meta.db is of a newer store format) or
+ * GP_ENOMEM, with detail. */
 int gp_store_open(struct gp_store **out, const struct gp_store_options *o, char *err, size_t errlen);
 
 /* Stops the thread, checkpoints, closes. Accepts NULL. */
@@ -78,7 +89,10 @@ struct gp_append_result {
  * Rejected samples are counted in *res and skipped; the rest is stored.
  * Returns GP_OK (even when samples were rejected: the caller answers 400
  * if any were, as Prometheus does), GP_EIO (nothing acknowledged; the WAL
- * is broken, later appends fail too) or GP_ENOMEM.
+ * is broken, later appends fail too), GP_ENOMEM, or GP_EUSAGE for labels
+ * not in canonical form (gp_rw_decode never yields those). After an error
+ * the samples before the failing one may be stored: not acknowledged,
+ * but a retry finds them as duplicates.
  */
 int gp_store_append(struct gp_store *s, const struct gp_rw_request *req, struct gp_append_result *res,
                     char *err, size_t errlen);
@@ -101,6 +115,9 @@ struct gp_store_selection {
 /*
  * Selects the series that satisfy every matcher and have at least one
  * sample in [mint, maxt] (INT64_MIN/INT64_MAX for all), ascending by id.
+ * "Has a sample" is judged by [first_ms, last_ms] overlapping the range
+ * (a series with a gap spanning the whole range is still selected).
+ * nm 0 selects every series.
  * GP_OK or GP_ENOMEM. Free with gp_store_selection_free.
  */
 int gp_store_select(struct gp_store *s, const struct gp_matcher *m, size_t nm, int64_t mint,

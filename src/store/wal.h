@@ -62,7 +62,9 @@ struct gp_wal_options {
     int no_sync;            /* 1: skip fdatasync (benchmarks of the rest only) */
 };
 
-/* Replay callbacks; a nonzero return stops the replay with that code. */
+/* Replay callbacks; a nonzero return stops the replay with that code.
+ * Either may be NULL. A record is validated whole before any callback;
+ * its samples may then arrive in several calls (up to 256 at a time). */
 struct gp_wal_handler {
     int (*series)(void *ctx, const struct gp_wal_series *s);
     int (*samples)(void *ctx, const struct gp_wal_sample *s, size_t n);
@@ -72,8 +74,8 @@ struct gp_wal_replay_stats {
     uint32_t segments;     /* segment files read */
     uint64_t records;      /* good records */
     uint64_t series, samples;
-    uint64_t torn_bytes;   /* cut from the end of the last segment */
-    int corrupt;           /* 1: a bad record before the end (see below) */
+    uint64_t torn_bytes;   /* cut from the segment holding the bad record */
+    int corrupt;           /* 1: the bad record was not in the last segment */
 };
 
 /*
@@ -84,12 +86,18 @@ struct gp_wal_replay_stats {
  * write after a torn one was never acknowledged. A bad record in the
  * middle of the log is reported in st->corrupt and logged as an error.
  * Returns GP_OK (also for a missing or empty directory), a handler's code,
- * GP_EPARSE for a record whose payload does not decode, or GP_EIO.
+ * GP_EPARSE for a record whose payload does not decode (its checksum is
+ * good, so this is not a torn write: nothing is repaired) or for a hole
+ * in the numbering (only a prefix is ever removed), GP_ENOMEM or GP_EIO.
+ * st may be NULL.
  */
 int gp_wal_replay(const char *dir, uint32_t from_segment, const struct gp_wal_handler *h, void *ctx,
                   struct gp_wal_replay_stats *st, char *err, size_t errlen);
 
-/* Decodes one record's payload (the fuzz target's entry); same callbacks. */
+/* Decodes one record's payload (the fuzz target's entry); same callbacks.
+ * GP_OK, a handler's code, or GP_EPARSE (unknown type, bad varint, id 0
+ * or above 2^32-1, empty labels, counts the payload cannot hold, trailing
+ * bytes). Label blobs are not checked further: that is the store's job. */
 int gp_wal_decode_record(uint8_t type, const uint8_t *p, size_t n, const struct gp_wal_handler *h,
                          void *ctx);
 
@@ -97,7 +105,9 @@ struct gp_wal;
 
 /*
  * Opens dir (created if absent) for appending: always into a new segment
- * numbered after the highest existing one. Returns GP_OK or GP_EIO.
+ * numbered after the highest existing one (0 in an empty directory),
+ * and syncs the directory so the new file's name is durable. Returns
+ * GP_OK, GP_ENOMEM or GP_EIO.
  */
 int gp_wal_open(struct gp_wal **out, const char *dir, const struct gp_wal_options *o, char *err,
                 size_t errlen);
@@ -106,20 +116,26 @@ int gp_wal_open(struct gp_wal **out, const char *dir, const struct gp_wal_option
  * Appends one batch (series may be 0, samples may be 0 but not both).
  * Starts a new segment first when the current one is past segment_bytes.
  * Sets *end to where the batch ends. Not durable until gp_wal_sync.
- * GP_OK, GP_ENOMEM, GP_ETOOBIG or GP_EIO (then the WAL is broken and the
+ * GP_OK, GP_ENOMEM, GP_ETOOBIG (a record would pass GP_SEG_MAX_RECORD;
+ * nothing written), GP_EUSAGE (nothing to append, an id 0, empty labels:
+ * what replay would reject) or GP_EIO (then the WAL is broken and the
  * store must stop acknowledging writes).
  */
 int gp_wal_append(struct gp_wal *w, const struct gp_wal_series *series, size_t nseries,
                   const struct gp_wal_sample *samples, size_t nsamples, struct gp_wal_pos *end);
 
-/* Makes everything up to pos durable (group commit). GP_OK or GP_EIO. */
+/* Makes everything up to pos durable (group commit). GP_OK, GP_EIO, or
+ * GP_EUSAGE for a position past anything appended. Returns at once when
+ * pos is already durable, even while another thread's fdatasync runs. */
 int gp_wal_sync(struct gp_wal *w, const struct gp_wal_pos *pos);
 
 /* Syncs and closes the current segment and starts the next; *segment is
  * the new segment's number: replaying from it replays what follows. */
 int gp_wal_cut(struct gp_wal *w, uint32_t *segment);
 
-/* Removes the segments numbered below segment (and fsyncs the directory). */
+/* Removes the segments numbered below segment (and fsyncs the directory),
+ * oldest first. GP_OK, GP_EIO, or GP_EUSAGE when segment is past the
+ * current one (which is never removed). */
 int gp_wal_remove_before(struct gp_wal *w, uint32_t segment);
 
 uint64_t gp_wal_bytes(const struct gp_wal *w);   /* on disk, all segments */

@@ -182,24 +182,31 @@ static void test_varint_helpers(void)
     static const size_t sizes[] = {1, 1, 1, 2, 2, 2, 2, 3, 5, 10, 10};
     for (size_t i = 0; i < sizeof vals / sizeof vals[0]; i++) {
         uint8_t buf[GP_UVARINT_MAX];
-        size_t n = gp_uvarint_put(buf, vals[i]);
+        size_t n = (size_t)(gp_uvarint_put(buf, vals[i]) - buf);
         CHECK_INT(n, sizes[i]);
+        CHECK_INT(gp_uvarint_size(vals[i]), n);
         uint64_t v = 0;
-        CHECK_INT(gp_uvarint_get(buf, buf + n, &v), n);
+        const uint8_t *p = buf;
+        CHECK_INT(gp_uvarint_get(&p, buf + n, &v), GP_OK);
+        CHECK(p == buf + n);
         CHECK(v == vals[i]);
-        for (size_t k = 0; k < n; k++)
-            CHECK_INT(gp_uvarint_get(buf, buf + k, &v), 0); /* truncated */
+        for (size_t k = 0; k < n; k++) {
+            p = buf;
+            CHECK_INT(gp_uvarint_get(&p, buf + k, &v), GP_EPARSE); /* truncated */
+        }
     }
     const uint8_t over[] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02};
     const uint8_t eleven[] = {0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x00};
     uint64_t v;
-    CHECK_INT(gp_uvarint_get(over, over + sizeof over, &v), 0);
-    CHECK_INT(gp_uvarint_get(eleven, eleven + sizeof eleven, &v), 0);
+    const uint8_t *p = over;
+    CHECK_INT(gp_uvarint_get(&p, over + sizeof over, &v), GP_EPARSE);
+    p = eleven;
+    CHECK_INT(gp_uvarint_get(&p, eleven + sizeof eleven, &v), GP_EPARSE);
     static const int64_t zz[] = {0, -1, 1, -2, 2, INT64_MAX, INT64_MIN, -1234567890123LL};
     static const uint64_t zzenc[] = {0, 1, 2, 3, 4, UINT64_MAX - 1, UINT64_MAX, 2469135780245ULL};
     for (size_t i = 0; i < sizeof zz / sizeof zz[0]; i++) {
-        CHECK(gp_zigzag_enc(zz[i]) == zzenc[i]);
-        CHECK(gp_zigzag_dec(zzenc[i]) == zz[i]);
+        CHECK(gp_zigzag((uint64_t)zz[i]) == zzenc[i]);
+        CHECK(gp_u64_to_i64(gp_unzigzag(zzenc[i])) == zz[i]);
     }
 }
 

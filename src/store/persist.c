@@ -1,0 +1,611 @@
+/*
+ * persist.c - chunk files, the head snapshot, checkpoints and WAL replay.
+ *
+ * Durability rests on one ordering. A checkpoint, under the write lock,
+ * cuts the WAL (new segment K), starts a new chunk file C and writes the
+ * open heads into head.snap.tmp; then, without the lock, it syncs the
+ * chunk files before C, inserts the series created since the last
+ * checkpoint into meta.db, syncs and renames the snapshot (the commit
+ * point) and only then removes WAL segments below K. So at any crash:
+ *
+ *   - meta.db holds every series that the surviving WAL does not define;
+ *   - chunk files below the snapshot's C are durable and complete; those
+ *     from C on may be torn or partly lost, and recovery deletes them,
+ *     since replaying the WAL from K regenerates exactly their content;
+ *   - head.snap is the old or the new one, whole (rename is atomic).
+ *
+ * Recovery (store.c drives it): series from meta.db, blocks, chunk files
+ * below C, the snapshot's heads, then the WAL from K, skipping samples
+ * in compacted windows or at/before a series' newest restored time.
+ */
+#include "store/store_int.h"
+
+#include "lib/bits.h"
+#include "lib/err.h"
+#include "lib/log.h"
+#include "store/labels.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define SNAP_WBUF (1u << 20)
+
+static char *chunk_path(const struct gp_store *s, uint32_t num)
+{
+    char name[32];
+    snprintf(name, sizeof name, "%08u.chk", num);
+    return gp_st_path(s->chunk_dir, name);
+}
+
+/* "%08u.chk" exactly: 1 with *num, else 0. */
+static int chunk_name(const char *name, uint32_t *num)
+{
+    unsigned long long v = 0;
+    size_t i = 0;
+    for (; name[i] >= '0' && name[i] <= '9'; i++) {
+        v = v * 10 + (unsigned)(name[i] - '0');
+        if (v > UINT32_MAX)
+            return 0;
+    }
+    if (i != 8 || strcmp(name + i, ".chk") != 0)
+        return 0;
+    *num = (uint32_t)v;
+    return 1;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Appends a cfile entry (num must exceed the others) with a read fd. */
+static int cfile_add(struct gp_store *s, uint32_t num, uint64_t size)
+{
+    if (s->ncf == s->capcf) {
+        size_t cap = s->capcf ? s->capcf * 2 : 16;
+        struct gp_st_cfile *p = realloc(s->cf, cap * sizeof *p);
+        if (!p)
+            return GP_ENOMEM;
+        s->cf = p;
+        s->capcf = cap;
+    }
+    char *path = chunk_path(s, num);
+    if (!path)
+        return GP_ENOMEM;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    free(path);
+    if (fd < 0)
+        return GP_EIO;
+    s->cf[s->ncf++] = (struct gp_st_cfile){.num = num, .rfd = fd, .size = size, .live = 0};
+    return GP_OK;
+}
+
+/* Loads the records of one durable chunk file as refs. */
+static int load_chunk_file(struct gp_store *s, uint32_t num, const char *path)
+{
+    struct gp_seg_file f;
+    char err[256];
+    int rc = gp_seg_read_file(path, &f, err, sizeof err);
+    if (rc != GP_OK) {
+        gp_log(GP_LOG_ERROR, "store", "cannot read a chunk file", "file=%s error=\"%s\"", path, err);
+        return rc;
+    }
+    if ((rc = cfile_add(s, num, f.len)) != GP_OK) {
+        gp_seg_file_free(&f);
+        return rc;
+    }
+    size_t pos = 0, n;
+    uint8_t type;
+    const uint8_t *p;
+    uint64_t unknown = 0, disorder = 0;
+    for (;;) {
+        size_t at = pos;
+        int prc = gp_seg_parse(f.data, f.len, &pos, &type, &p, &n);
+        if (prc == 0)
+            break;
+        uint32_t id;
+        int64_t tf, tl;
+        const uint8_t *chunk;
+        size_t clen;
+        if (prc < 0 || type != GP_ST_REC_CHUNK ||
+            gp_st_chunkrec_parse(p, n, &id, &tf, &tl, &chunk, &clen) != GP_OK || at > UINT32_MAX) {
+            gp_log(GP_LOG_ERROR, "store", "chunk file damaged: records from here on are ignored",
+                   "file=%s offset=%zu", path, at);
+            break;
+        }
+        if (tf < s->compacted_until)
+            continue; /* its window is in a block */
+        if (id >= s->ser_cap || !s->ser[id].exists) {
+            unknown++;
+            continue;
+        }
+        struct gp_st_series *se = &s->ser[id];
+        if (se->nrefs > 0 && tf <= se->refs[se->nrefs - 1].t_last) {
+            disorder++;
+            continue;
+        }
+        struct gp_st_ref r = {.file = num, .off = (uint32_t)at, .t_first = tf, .t_last = tl};
+        if ((rc = gp_st_ref_push(s, id, &r)) != GP_OK)
+            break;
+        if (!se->has_data || tf < se->first)
+            se->first = tf;
+        if (!se->has_data || tl > se->newest)
+            se->newest = tl;
+        se->has_data = 1;
+        if (tl > s->max_t)
+            s->max_t = tl;
+    }
+    if (unknown || disorder)
+        gp_log(GP_LOG_ERROR, "store", "chunk file has chunks of unknown series or out of order",
+               "file=%s unknown=%llu disorder=%llu", path, (unsigned long long)unknown,
+               (unsigned long long)disorder);
+    gp_seg_file_free(&f);
+    return rc;
+}
+
+int gp_st_chunks_load(struct gp_store *s, uint32_t keep_below, char *err, size_t errlen)
+{
+    DIR *d = opendir(s->chunk_dir);
+    if (!d)
+        return gp_seterr(err, errlen, GP_EIO, "%s: %s", s->chunk_dir, strerror(errno));
+    uint32_t *nums = NULL;
+    size_t n = 0, cap = 0;
+    struct dirent *de;
+    int rc = GP_OK;
+    while ((de = readdir(d)) != NULL) {
+        uint32_t num;
+        if (!chunk_name(de->d_name, &num))
+            continue;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 64;
+            uint32_t *p = realloc(nums, cap * sizeof *p);
+            if (!p) {
+                rc = GP_ENOMEM;
+                break;
+            }
+            nums = p;
+        }
+        nums[n++] = num;
+    }
+    closedir(d);
+    if (n)
+        qsort(nums, n, sizeof *nums, cmp_u32);
+    uint32_t next = keep_below;
+    int removed = 0;
+    for (size_t i = 0; rc == GP_OK && i < n; i++) {
+        char *path = chunk_path(s, nums[i]);
+        if (!path) {
+            rc = GP_ENOMEM;
+            break;
+        }
+        if (nums[i] >= keep_below) {
+            /* Written after the snapshot: the WAL replay writes it again. */
+            if (unlink(path) != 0)
+                rc = GP_EIO;
+            removed = 1;
+        } else {
+            int lrc = load_chunk_file(s, nums[i], path);
+            if (lrc == GP_ENOMEM)
+                rc = lrc;
+            if (nums[i] + 1 > next)
+                next = nums[i] + 1;
+        }
+        free(path);
+    }
+    free(nums);
+    if (removed && rc == GP_OK)
+        gp_fsync_dir(s->chunk_dir);
+    if (rc != GP_OK)
+        return gp_seterr(err, errlen, rc, "%s: cannot load chunk files", s->chunk_dir);
+    char *path = chunk_path(s, next);
+    if (!path)
+        return gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
+    char e2[256];
+    rc = gp_segw_open(&s->cw, path, NULL, e2, sizeof e2);
+    free(path);
+    if (rc != GP_OK)
+        return gp_seterr(err, errlen, rc, "%s", e2);
+    gp_fsync_dir(s->chunk_dir);
+    if ((rc = cfile_add(s, next, gp_segw_size(s->cw))) != GP_OK)
+        return gp_seterr(err, errlen, rc, "%s: cannot open chunk file %u", s->chunk_dir, next);
+    return GP_OK;
+}
+
+int gp_st_chunks_rotate(struct gp_store *s)
+{
+    uint32_t num = s->cf[s->ncf - 1].num + 1;
+    if (s->nunsynced == s->capunsynced) {
+        size_t cap = s->capunsynced ? s->capunsynced * 2 : 8;
+        struct gp_segw **p = realloc(s->unsynced, cap * sizeof *p);
+        if (!p)
+            return GP_ENOMEM;
+        s->unsynced = p;
+        s->capunsynced = cap;
+    }
+    char *path = chunk_path(s, num);
+    if (!path)
+        return GP_ENOMEM;
+    struct gp_segw *w;
+    char err[256];
+    int rc = gp_segw_open(&w, path, NULL, err, sizeof err);
+    free(path);
+    if (rc != GP_OK) {
+        gp_log(GP_LOG_ERROR, "store", "cannot start a chunk file", "error=\"%s\"", err);
+        return rc;
+    }
+    if ((rc = cfile_add(s, num, 0)) != GP_OK) {
+        gp_segw_close(w);
+        return rc;
+    }
+    s->unsynced[s->nunsynced++] = s->cw;
+    s->cw = w;
+    return GP_OK;
+}
+
+void gp_st_chunks_gc(struct gp_store *s)
+{
+    size_t k = 0;
+    int removed = 0;
+    for (size_t i = 0; i < s->ncf; i++) {
+        struct gp_st_cfile *f = &s->cf[i];
+        if (f->live == 0 && i + 1 < s->ncf) {
+            char *path = chunk_path(s, f->num);
+            if (path && unlink(path) == 0) {
+                close(f->rfd);
+                removed = 1;
+                free(path);
+                continue;
+            }
+            free(path);
+        }
+        s->cf[k++] = *f;
+    }
+    s->ncf = k;
+    if (removed)
+        gp_fsync_dir(s->chunk_dir);
+}
+
+int gp_st_chunk_pread(int fd, const struct gp_st_ref *r, uint8_t *buf, size_t cap,
+                      const uint8_t **chunk, size_t *len)
+{
+    ssize_t got;
+    do
+        got = pread(fd, buf, cap, r->off);
+    while (got < 0 && errno == EINTR);
+    if (got < 0)
+        return GP_EIO;
+    size_t pos = 0, n;
+    uint8_t type;
+    const uint8_t *p;
+    uint32_t id;
+    int64_t tf, tl;
+    if (gp_seg_parse(buf, (size_t)got, &pos, &type, &p, &n) != 1 || type != GP_ST_REC_CHUNK ||
+        gp_st_chunkrec_parse(p, n, &id, &tf, &tl, chunk, len) != GP_OK || tf != r->t_first ||
+        tl != r->t_last)
+        return GP_EPARSE;
+    return GP_OK;
+}
+
+int gp_st_chunk_read(struct gp_store *s, const struct gp_st_ref *r, uint8_t *buf, size_t cap,
+                     const uint8_t **chunk, size_t *len)
+{
+    struct gp_st_cfile *f = gp_st_cfile_find(s, r->file);
+    if (!f || r->off >= f->size)
+        return GP_EIO;
+    return gp_st_chunk_pread(f->rfd, r, buf, cap, chunk, len);
+}
+
+/* ---- snapshot restore ---- */
+
+static int restore_series(void *arg, const struct gp_st_snap_series *ss)
+{
+    struct gp_store *s = arg;
+    if (ss->id >= s->ser_cap || !s->ser[ss->id].exists) {
+        gp_log(GP_LOG_ERROR, "store", "snapshot names an unknown series; skipped", "id=%u", ss->id);
+        return 0;
+    }
+    struct gp_st_series *se = &s->ser[ss->id];
+    if (!se->has_data || ss->first < se->first)
+        se->first = ss->first;
+    if (!se->has_data || ss->newest >= se->newest) {
+        se->newest = ss->newest;
+        se->newest_bits = ss->newest_bits;
+    }
+    se->has_data = 1;
+    if (ss->newest > s->max_t)
+        s->max_t = ss->newest;
+    if (!ss->chunk)
+        return 0;
+    struct gp_chunk_iter it;
+    int64_t t, after = se->nrefs ? se->refs[se->nrefs - 1].t_last : INT64_MIN;
+    double v;
+    int rc;
+    gp_chunk_iter_init(&it, ss->chunk, ss->len);
+    while ((rc = gp_chunk_iter_next(&it, &t, &v)) == 1) {
+        if (t < s->compacted_until || t <= after)
+            continue;
+        if (gp_chunk_append(&se->head, t, v) != GP_OK)
+            return GP_ENOMEM; /* a head chunk holds what a head chunk held */
+        if (t < s->data_min)
+            s->data_min = t;
+    }
+    if (rc < 0)
+        gp_log(GP_LOG_ERROR, "store", "snapshot head chunk damaged; the rest comes from the WAL",
+               "id=%u", ss->id);
+    return 0;
+}
+
+int gp_st_snap_restore(struct gp_store *s, const uint8_t *buf, size_t len, char *err, size_t errlen)
+{
+    struct gp_st_snap_header h;
+    int rc = gp_st_snap_parse(buf, len, &h, restore_series, s, err, errlen);
+    if (rc == GP_ENOMEM)
+        gp_seterr(err, errlen, rc, "snapshot: out of memory");
+    if (rc == GP_OK && h.max_t > s->max_t)
+        s->max_t = h.max_t;
+    return rc;
+}
+
+/* ---- WAL replay ---- */
+
+static int replay_series(void *ctx, const struct gp_wal_series *ws)
+{
+    struct gp_store *s = ctx;
+    uint64_t hash = gp_labels_hash(ws->labels, ws->labels_len);
+    uint32_t have = gp_sindex_find(s->idx, ws->labels, ws->labels_len, hash);
+    if (have == ws->id)
+        return 0; /* already in meta.db */
+    if (have != 0 || ws->id <= gp_sindex_max_id(s->idx) || ws->id == 0) {
+        gp_log(GP_LOG_ERROR, "store", "WAL series record conflicts with the registry; skipped",
+               "id=%u existing=%u", ws->id, have);
+        return 0;
+    }
+    int rc = gp_st_ser_reserve(s, ws->id);
+    uint32_t id;
+    if (rc == GP_OK)
+        rc = gp_sindex_add(s->idx, ws->labels, ws->labels_len, hash, ws->id, &id);
+    if (rc == GP_ENOMEM)
+        return rc;
+    if (rc != GP_OK) {
+        gp_log(GP_LOG_ERROR, "store", "WAL series record invalid; skipped", "id=%u", ws->id);
+        return 0;
+    }
+    struct gp_st_series *se = &s->ser[id];
+    memset(se, 0, sizeof *se);
+    gp_chunk_init(&se->head, GP_ST_HEAD_BYTES, GP_ST_HEAD_SAMPLES);
+    se->exists = 1;
+    return 0;
+}
+
+static int replay_samples(void *ctx, const struct gp_wal_sample *ws, size_t n)
+{
+    struct gp_store *s = ctx;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t id = ws[i].id;
+        if (id >= s->ser_cap || !s->ser[id].exists)
+            continue; /* its series record was rejected above, and logged */
+        struct gp_st_series *se = &s->ser[id];
+        int64_t t = ws[i].t_ms;
+        if (t < s->compacted_until || (se->has_data && t <= se->newest))
+            continue;
+        int rc = gp_st_head_append(s, id, t, ws[i].v_bits);
+        if (rc != GP_OK)
+            return rc;
+        s->replayed_samples++;
+    }
+    return 0;
+}
+
+int gp_st_wal_replay(struct gp_store *s, uint32_t from, char *err, size_t errlen)
+{
+    struct gp_wal_handler h = {replay_series, replay_samples};
+    struct gp_wal_replay_stats st;
+    memset(&st, 0, sizeof st);
+    int rc = gp_wal_replay(s->wal_dir, from, &h, s, &st, err, errlen);
+    if (rc == GP_OK && (st.torn_bytes || st.corrupt))
+        gp_log(GP_LOG_WARN, "store", "WAL had a torn or damaged tail; cut there",
+               "torn_bytes=%llu corrupt=%d", (unsigned long long)st.torn_bytes, st.corrupt);
+    return rc;
+}
+
+/* ---- checkpoint ---- */
+
+struct snapw {
+    int fd;
+    uint8_t *buf;
+    size_t len;
+    uint64_t total;
+    int err;
+};
+
+static void snapw_flush(struct snapw *w)
+{
+    size_t off = 0;
+    while (w->err == GP_OK && off < w->len) {
+        ssize_t k = write(w->fd, w->buf + off, w->len - off);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            w->err = GP_EIO;
+        else
+            off += (size_t)k;
+    }
+    w->len = 0;
+}
+
+static void snapw_record(struct snapw *w, uint8_t type, const uint8_t *payload, size_t n)
+{
+    uint8_t hdr[GP_SEG_HEADER];
+    gp_seg_header(hdr, type, payload, n);
+    if (w->len + sizeof hdr + n > SNAP_WBUF)
+        snapw_flush(w);
+    memcpy(w->buf + w->len, hdr, sizeof hdr);
+    memcpy(w->buf + w->len + sizeof hdr, payload, n);
+    w->len += sizeof hdr + n;
+    w->total += sizeof hdr + n;
+}
+
+/* Writes the snapshot (under the lock) into the open tmp file. */
+static int snap_write(struct gp_store *s, struct snapw *w, const struct gp_st_snap_header *h)
+{
+    uint8_t hb[GP_ST_SNAP_HEADER_LEN];
+    uint8_t rec[GP_ST_SNAP_SERIES_HDR + GP_ST_HEAD_BYTES];
+    gp_st_snap_header_encode(hb, h);
+    snapw_record(w, GP_ST_SNAP_HEADER, hb, sizeof hb);
+    uint64_t count = 0;
+    for (uint32_t id = 1; id <= h->max_id && w->err == GP_OK; id++) {
+        struct gp_st_series *se = &s->ser[id];
+        if (!se->exists || !se->has_data)
+            continue;
+        gp_st_snap_series_encode(rec, id, se->first, se->newest, se->newest_bits);
+        size_t len;
+        const uint8_t *b = gp_chunk_bytes(&se->head, &len);
+        if (se->head.count == 0)
+            len = 0;
+        if (len)
+            memcpy(rec + GP_ST_SNAP_SERIES_HDR, b, len);
+        snapw_record(w, GP_ST_SNAP_SERIES, rec, GP_ST_SNAP_SERIES_HDR + len);
+        count++;
+    }
+    uint8_t eb[8];
+    for (int i = 0; i < 8; i++)
+        eb[i] = (uint8_t)(count >> (8 * i));
+    snapw_record(w, GP_ST_SNAP_END, eb, sizeof eb);
+    snapw_flush(w);
+    return w->err;
+}
+
+int gp_st_checkpoint(struct gp_store *s)
+{
+    char *tmp = gp_st_path(s->dir, "head.snap.tmp"), *final = gp_st_path(s->dir, "head.snap");
+    struct snapw w = {.fd = -1, .buf = malloc(SNAP_WBUF)};
+    struct gp_segw **sync = NULL;
+    size_t nsync = 0;
+    struct gp_wal_series *fresh = NULL;
+    uint8_t *labels = NULL;
+    size_t nfresh = 0;
+    int rc = GP_OK;
+    uint32_t seg = 0;
+    if (!tmp || !final || !w.buf) {
+        rc = GP_ENOMEM;
+        goto out;
+    }
+
+    int64_t t0 = gp_st_mono_ms();
+    pthread_rwlock_wrlock(&s->lock);
+    if (s->broken) {
+        pthread_rwlock_unlock(&s->lock);
+        rc = GP_EIO;
+        goto out;
+    }
+    uint32_t max_id = gp_sindex_max_id(s->idx);
+    /* Copy the labels of series created since the last checkpoint. */
+    size_t lbytes = 0;
+    for (uint32_t id = s->persisted_max_id + 1; id <= max_id; id++) {
+        size_t l;
+        if (s->ser[id].exists && gp_sindex_labels(s->idx, id, &l))
+            lbytes += l, nfresh++;
+    }
+    fresh = malloc((nfresh ? nfresh : 1) * sizeof *fresh);
+    labels = malloc(lbytes ? lbytes : 1);
+    w.fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (!fresh || !labels || w.fd < 0) {
+        pthread_rwlock_unlock(&s->lock);
+        rc = w.fd < 0 ? GP_EIO : GP_ENOMEM;
+        goto out;
+    }
+    nfresh = lbytes = 0;
+    for (uint32_t id = s->persisted_max_id + 1; id <= max_id; id++) {
+        size_t l;
+        const uint8_t *b = s->ser[id].exists ? gp_sindex_labels(s->idx, id, &l) : NULL;
+        if (!b)
+            continue;
+        memcpy(labels + lbytes, b, l);
+        fresh[nfresh++] = (struct gp_wal_series){id, labels + lbytes, l};
+        lbytes += l;
+    }
+    if ((rc = gp_wal_cut(s->wal, &seg)) != GP_OK) {
+        s->broken = GP_EIO;
+        pthread_rwlock_unlock(&s->lock);
+        gp_log(GP_LOG_ERROR, "store", "cannot cut the WAL; refusing writes from now on",
+               "segment=%u", gp_wal_segment(s->wal));
+        goto out;
+    }
+    if ((rc = gp_st_chunks_rotate(s)) != GP_OK) {
+        pthread_rwlock_unlock(&s->lock);
+        goto out;
+    }
+    struct gp_st_snap_header h = {
+        .version = GP_ST_FORMAT_VERSION,
+        .wal_segment = seg,
+        .chunk_file = s->cf[s->ncf - 1].num,
+        .max_id = max_id,
+        .compacted_until = s->compacted_until,
+        .max_t = s->max_t,
+    };
+    rc = snap_write(s, &w, &h);
+    sync = s->unsynced;
+    nsync = s->nunsynced;
+    s->unsynced = NULL;
+    s->nunsynced = s->capunsynced = 0;
+    pthread_rwlock_unlock(&s->lock);
+    int64_t locked = gp_st_mono_ms() - t0;
+
+    /* Slow I/O without the lock: appends go on meanwhile. */
+    for (size_t i = 0; i < nsync; i++) {
+        if (gp_segw_sync(sync[i]) != GP_OK)
+            rc = GP_EIO;
+        gp_segw_close(sync[i]);
+    }
+    if (rc != GP_OK)
+        goto out;
+    if (nfresh && (rc = gp_st_meta_insert(s, fresh, nfresh)) != GP_OK)
+        goto out;
+    s->persisted_max_id = max_id;
+    if (fsync(w.fd) != 0 || close(w.fd) != 0) {
+        w.fd = -1;
+        rc = GP_EIO;
+        goto out;
+    }
+    w.fd = -1;
+    if (rename(tmp, final) != 0 || gp_fsync_dir(s->dir) != GP_OK) {
+        rc = GP_EIO;
+        goto out;
+    }
+
+    pthread_rwlock_wrlock(&s->lock);
+    if (gp_wal_remove_before(s->wal, seg) != GP_OK)
+        gp_log(GP_LOG_WARN, "store", "cannot remove old WAL segments", "before=%u", seg);
+    gp_st_chunks_gc(s);
+    s->checkpoints++;
+    s->snap_bytes = w.total;
+    s->last_checkpoint_ms = gp_st_mono_ms();
+    pthread_rwlock_unlock(&s->lock);
+    gp_log(GP_LOG_DEBUG, "store", "checkpoint",
+           "wal_segment=%u chunk_file=%u new_series=%zu snapshot_bytes=%llu locked_ms=%lld total_ms=%lld",
+           seg, h.chunk_file, nfresh, (unsigned long long)w.total, (long long)locked,
+           (long long)(gp_st_mono_ms() - t0));
+out:
+    if (rc != GP_OK) {
+        gp_log(GP_LOG_ERROR, "store", "checkpoint failed; the WAL keeps everything",
+               "error=\"%s\"", gp_strerror(rc));
+        if (tmp)
+            unlink(tmp);
+    }
+    if (w.fd >= 0)
+        close(w.fd);
+    free(sync);
+    free(w.buf);
+    free(fresh);
+    free(labels);
+    free(tmp);
+    free(final);
+    return rc;
+}

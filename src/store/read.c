@@ -1,0 +1,332 @@
+/*
+ * read.c - the query side: select, raw reads, rollup reads, label names
+ * and values.
+ *
+ * Every call holds the read lock for its duration, so it sees one
+ * consistent state; readers run in parallel with each other and wait
+ * only for appends and the short locked steps of maintenance. A series'
+ * samples live in three places, oldest first: blocks (mapped files, one
+ * or more chunks per series per window, found by binary search in the
+ * block's index), closed chunks in chunk files (read with pread), and the
+ * open head chunk. They never overlap, since a window's data moves to its
+ * block in one locked step; a reader still emits only increasing times,
+ * so a damaged source cannot produce disorder.
+ */
+#include "store/store_int.h"
+
+#include "lib/err.h"
+#include "lib/log.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Decodes a chunk, appending samples in [mint, maxt] newer than *last. */
+static int emit_chunk(const uint8_t *p, size_t len, int64_t mint, int64_t maxt, int64_t *last,
+                      struct gp_samples *out)
+{
+    struct gp_chunk_iter it;
+    int64_t t;
+    double v;
+    int k;
+    if (gp_chunk_iter_init(&it, p, len) != GP_OK)
+        return GP_EPARSE;
+    while ((k = gp_chunk_iter_next(&it, &t, &v)) == 1) {
+        if (t > maxt)
+            return GP_OK;
+        if (t < mint || t <= *last)
+            continue;
+        if (gp_st_samples_push(out, t, v) != GP_OK)
+            return GP_ENOMEM;
+        *last = t;
+    }
+    return k < 0 ? GP_EPARSE : GP_OK;
+}
+
+/* Decodes a block chunk straight into out, keeping the samples in
+ * [mint, maxt] newer than *last. */
+static int emit_bchunk(const uint8_t *p, size_t len, int64_t mint, int64_t maxt, int64_t *last,
+                       struct gp_samples *out)
+{
+    size_t n;
+    if (gp_st_bchunk_count(p, len, &n) != GP_OK)
+        return GP_EPARSE;
+    size_t base = out->n;
+    if (gp_st_samples_reserve(out, n) != GP_OK)
+        return GP_ENOMEM;
+    int k = gp_st_bchunk_decode(p, len, out->t + base, out->v + base, n);
+    if (k < 0)
+        return GP_EPARSE;
+    size_t w = base;
+    for (size_t i = base; i < base + n; i++) {
+        int64_t t = out->t[i];
+        if (t > maxt)
+            break;
+        if (t < mint || t <= *last)
+            continue;
+        out->t[w] = t;
+        out->v[w++] = out->v[i];
+        *last = t;
+    }
+    out->n = w;
+    return GP_OK;
+}
+
+/* Keeps the worst of two results: ENOMEM over EIO over EPARSE over OK. */
+static int worse(int a, int b)
+{
+    static const int order[] = {GP_ENOMEM, GP_EIO, GP_EPARSE};
+    for (size_t i = 0; i < sizeof order / sizeof order[0]; i++)
+        if (a == order[i] || b == order[i])
+            return order[i];
+    return a != GP_OK ? a : b;
+}
+
+static int read_locked(struct gp_store *s, uint32_t id, int64_t mint, int64_t maxt,
+                       struct gp_samples *out)
+{
+    if (id == 0 || id >= s->ser_cap || !s->ser[id].exists || mint > maxt)
+        return GP_OK;
+    int64_t last = INT64_MIN;
+    int rc = GP_OK, k;
+    for (size_t b = 0; b < s->blocks.n && rc != GP_ENOMEM; b++) {
+        const struct gp_st_mapped *m = &s->blocks.f[b];
+        if (m->bf.maxt < mint || m->bf.mint > maxt)
+            continue;
+        struct gp_st_bentry e;
+        for (uint32_t i = gp_st_bfile_lower(&m->bf, id); i < m->bf.n; i++) {
+            gp_st_bfile_entry(&m->bf, i, &e);
+            if (e.id != id || e.t_first > maxt)
+                break;
+            if (e.t_last < mint)
+                continue;
+            const uint8_t *p;
+            k = gp_st_bfile_payload(&m->bf, &e, &p);
+            if (k == GP_OK)
+                k = emit_bchunk(p, e.len, mint, maxt, &last, out);
+            if (k == GP_EPARSE)
+                gp_log(GP_LOG_ERROR, "store", "damaged chunk in a block", "file=%s id=%u", m->path,
+                       id);
+            rc = worse(rc, k);
+        }
+    }
+    const struct gp_st_series *se = &s->ser[id];
+    uint8_t buf[GP_ST_CHUNKREC_MAX];
+    for (uint32_t i = 0; i < se->nrefs && rc != GP_ENOMEM; i++) {
+        const struct gp_st_ref *r = &se->refs[i];
+        if (r->t_first > maxt)
+            break;
+        if (r->t_last < mint)
+            continue;
+        const uint8_t *p;
+        size_t len;
+        k = gp_st_chunk_read(s, r, buf, sizeof buf, &p, &len);
+        if (k == GP_OK)
+            k = emit_chunk(p, len, mint, maxt, &last, out);
+        if (k == GP_EPARSE)
+            gp_log(GP_LOG_ERROR, "store", "damaged chunk in a chunk file", "file=%u offset=%u id=%u",
+                   r->file, r->off, id);
+        rc = worse(rc, k);
+    }
+    if (se->head.count && se->head.t_first <= maxt && se->head.t_last >= mint &&
+        rc != GP_ENOMEM) {
+        size_t len;
+        const uint8_t *p = gp_chunk_bytes(&se->head, &len);
+        rc = worse(rc, emit_chunk(p, len, mint, maxt, &last, out));
+    }
+    return rc;
+}
+
+int gp_store_read(struct gp_store *s, uint32_t id, int64_t mint, int64_t maxt, struct gp_samples *out)
+{
+    pthread_rwlock_rdlock(&s->lock);
+    int rc = read_locked(s, id, mint, maxt, out);
+    pthread_rwlock_unlock(&s->lock);
+    return rc;
+}
+
+/* Rollups of [from, to] (whole minutes) computed from raw samples. */
+static int raw_rollups(struct gp_store *s, uint32_t id, int64_t from, int64_t to,
+                       struct gp_rollups *out)
+{
+    struct gp_samples x = {0};
+    int rc = read_locked(s, id, from, to, &x);
+    struct gp_rollup r = {.count = 0};
+    for (size_t i = 0; i < x.n && rc != GP_ENOMEM; i++) {
+        int64_t m = gp_st_floor(x.t[i], 60000);
+        if (r.count && r.t != m) {
+            if (gp_st_rollups_push(out, &r) != GP_OK)
+                rc = GP_ENOMEM;
+            r.count = 0;
+        }
+        r.t = m;
+        gp_st_rollup_fold(&r, x.v[i]);
+    }
+    if (r.count && rc != GP_ENOMEM && gp_st_rollups_push(out, &r) != GP_OK)
+        rc = GP_ENOMEM;
+    gp_samples_free(&x);
+    return rc;
+}
+
+int gp_store_read_rollups(struct gp_store *s, uint32_t id, int64_t mint, int64_t maxt,
+                          struct gp_rollups *out)
+{
+    if (mint > maxt)
+        return GP_OK;
+    pthread_rwlock_rdlock(&s->lock);
+    int rc = GP_OK;
+    if (id == 0 || id >= s->ser_cap || !s->ser[id].exists)
+        goto out;
+    int64_t cursor = gp_st_floor(mint, 60000);
+    int64_t end = gp_st_floor(maxt, 60000);
+    end = end > INT64_MAX - 59999 ? INT64_MAX : end + 59999;
+    for (size_t f = 0; f < s->rollups.n && rc != GP_ENOMEM; f++) {
+        const struct gp_st_mapped *m = &s->rollups.f[f];
+        if (m->bf.maxt < cursor)
+            continue;
+        if (m->bf.mint > end)
+            break;
+        if (m->bf.mint > cursor)
+            rc = worse(rc, raw_rollups(s, id, cursor, m->bf.mint - 1, out));
+        size_t before = out->n;
+        struct gp_st_bentry e;
+        int bad = 0;
+        for (uint32_t i = gp_st_bfile_lower(&m->bf, id); i < m->bf.n && !bad; i++) {
+            gp_st_bfile_entry(&m->bf, i, &e);
+            if (e.id != id)
+                break;
+            const uint8_t *p;
+            int k = gp_st_bfile_payload(&m->bf, &e, &p);
+            if (k == GP_OK)
+                k = gp_st_rollup_decode(p, e.len, mint, maxt, out);
+            if (k == GP_ENOMEM) {
+                rc = k;
+                goto out;
+            }
+            bad = k != GP_OK;
+        }
+        if (bad) {
+            /* Damaged: the block may still hold the raw samples. */
+            gp_log(GP_LOG_ERROR, "store", "damaged rollup entry; computed from raw samples",
+                   "file=%s id=%u", m->path, id);
+            out->n = before;
+            rc = worse(rc, GP_EPARSE);
+            int64_t from = m->bf.mint > cursor ? m->bf.mint : cursor;
+            rc = worse(rc, raw_rollups(s, id, from, m->bf.maxt < end ? m->bf.maxt : end, out));
+        }
+        cursor = m->bf.maxt + 1;
+    }
+    if (cursor <= end && rc != GP_ENOMEM)
+        rc = worse(rc, raw_rollups(s, id, cursor, end, out));
+out:
+    pthread_rwlock_unlock(&s->lock);
+    return rc;
+}
+
+/* Ids matching m (all existing series when nm is 0); caller frees *ids. */
+static int select_ids(struct gp_store *s, const struct gp_matcher *m, size_t nm, uint32_t **ids,
+                      size_t *n)
+{
+    if (nm > 0)
+        return gp_sindex_select(s->idx, m, nm, ids, n);
+    uint32_t max_id = gp_sindex_max_id(s->idx);
+    *n = 0;
+    *ids = malloc((max_id ? max_id : 1) * sizeof **ids);
+    if (!*ids)
+        return GP_ENOMEM;
+    for (uint32_t id = 1; id <= max_id; id++)
+        if (s->ser[id].exists)
+            (*ids)[(*n)++] = id;
+    return GP_OK;
+}
+
+int gp_store_select(struct gp_store *s, const struct gp_matcher *m, size_t nm, int64_t mint,
+                    int64_t maxt, struct gp_store_selection *out)
+{
+    memset(out, 0, sizeof *out);
+    pthread_rwlock_rdlock(&s->lock);
+    uint32_t *ids = NULL;
+    size_t n = 0, keep = 0, bytes = 0;
+    int rc = select_ids(s, m, nm, &ids, &n);
+    int64_t floor = gp_st_raw_floor(s);
+    for (size_t i = 0; rc == GP_OK && i < n; i++) {
+        const struct gp_st_series *se = &s->ser[ids[i]];
+        int64_t first = se->first > floor ? se->first : floor;
+        if (!se->has_data || se->newest < first || se->newest < mint || first > maxt)
+            continue;
+        size_t l;
+        gp_sindex_labels(s->idx, ids[i], &l);
+        bytes += l;
+        ids[keep++] = ids[i];
+    }
+    if (rc == GP_OK && keep > 0) {
+        size_t head = keep * sizeof(struct gp_store_series);
+        uint8_t *arena = malloc(head + bytes);
+        if (!arena) {
+            rc = GP_ENOMEM;
+        } else {
+            struct gp_store_series *ss = (struct gp_store_series *)arena;
+            uint8_t *lp = arena + head;
+            for (size_t i = 0; i < keep; i++) {
+                const struct gp_st_series *se = &s->ser[ids[i]];
+                size_t l;
+                const uint8_t *b = gp_sindex_labels(s->idx, ids[i], &l);
+                memcpy(lp, b, l);
+                ss[i] = (struct gp_store_series){
+                    .id = ids[i],
+                    .labels = lp,
+                    .labels_len = l,
+                    .first_ms = se->first > floor ? se->first : floor,
+                    .last_ms = se->newest,
+                };
+                lp += l;
+            }
+            out->series = ss;
+            out->n = keep;
+            out->arena = arena;
+        }
+    }
+    pthread_rwlock_unlock(&s->lock);
+    free(ids);
+    return rc;
+}
+
+void gp_store_selection_free(struct gp_store_selection *sel)
+{
+    if (!sel)
+        return;
+    free(sel->arena);
+    memset(sel, 0, sizeof *sel);
+}
+
+int gp_store_label_names(struct gp_store *s, const struct gp_matcher *m, size_t nm,
+                         void (*fn)(void *arg, const char *name, size_t len), void *arg)
+{
+    pthread_rwlock_rdlock(&s->lock);
+    uint32_t *ids = NULL;
+    size_t n = 0;
+    int rc = GP_OK;
+    if (nm == 0)
+        rc = gp_sindex_label_names(s->idx, NULL, 0, fn, arg);
+    else if ((rc = gp_sindex_select(s->idx, m, nm, &ids, &n)) == GP_OK && n > 0)
+        rc = gp_sindex_label_names(s->idx, ids, n, fn, arg);
+    pthread_rwlock_unlock(&s->lock);
+    free(ids);
+    return rc;
+}
+
+int gp_store_label_values(struct gp_store *s, const char *name, const struct gp_matcher *m,
+                          size_t nm, void (*fn)(void *arg, const char *value, size_t len),
+                          void *arg)
+{
+    pthread_rwlock_rdlock(&s->lock);
+    uint32_t *ids = NULL;
+    size_t n = 0;
+    int rc = GP_OK;
+    if (nm == 0)
+        rc = gp_sindex_label_values(s->idx, name, NULL, 0, fn, arg);
+    else if ((rc = gp_sindex_select(s->idx, m, nm, &ids, &n)) == GP_OK && n > 0)
+        rc = gp_sindex_label_values(s->idx, name, ids, n, fn, arg);
+    pthread_rwlock_unlock(&s->lock);
+    free(ids);
+    return rc;
+}

@@ -1,0 +1,411 @@
+/*
+ * store.c - opening (and recovering) the store, closing it, the
+ * background thread, gp_store_maintain and stats.
+ *
+ * Recovery order (persist.c explains why it is correct):
+ *   1. meta.db: the series registered at checkpoints;
+ *   2. head.snap's header: the WAL segment and chunk file it covers, and
+ *      how far compaction had come;
+ *   3. blocks/ and rollups/ (mapped; a damaged file is logged, skipped);
+ *   4. chunk files written before the snapshot (later ones are removed);
+ *   5. the snapshot's head chunks and per-series newest samples;
+ *   6. the WAL from the snapshot's segment;
+ * then the WAL is opened for appending and the thread started.
+ *
+ * A LOCK file held with flock(2) keeps a second process off the same
+ * directory (the lock goes away with the process, so a SIGKILL leaves
+ * nothing to clean up).
+ */
+#include "store/store_int.h"
+
+#include "lib/err.h"
+#include "lib/log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define DAY_MS (24LL * 3600 * 1000)
+
+int64_t gp_st_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t gp_st_mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+char *gp_st_path(const char *dir, const char *name)
+{
+    size_t a = strlen(dir), b = strlen(name);
+    char *p = malloc(a + b + 2);
+    if (!p)
+        return NULL;
+    memcpy(p, dir, a);
+    p[a] = '/';
+    memcpy(p + a + 1, name, b + 1);
+    return p;
+}
+
+int gp_st_ser_reserve(struct gp_store *s, uint32_t id)
+{
+    if (id < s->ser_cap)
+        return GP_OK;
+    size_t cap = s->ser_cap ? s->ser_cap * 2 : 1024;
+    while (cap <= id)
+        cap *= 2;
+    struct gp_st_series *p = realloc(s->ser, cap * sizeof *p);
+    if (!p)
+        return GP_ENOMEM;
+    memset(p + s->ser_cap, 0, (cap - s->ser_cap) * sizeof *p);
+    s->ser = p;
+    s->ser_cap = cap;
+    return GP_OK;
+}
+
+/* mkdir -p. GP_OK or GP_EIO. */
+static int mkdirs(const char *path)
+{
+    char *p = strdup(path);
+    if (!p)
+        return GP_ENOMEM;
+    for (char *q = p + 1; *q; q++) {
+        if (*q != '/')
+            continue;
+        *q = 0;
+        if (mkdir(p, 0755) != 0 && errno != EEXIST) {
+            free(p);
+            return GP_EIO;
+        }
+        *q = '/';
+    }
+    int rc = mkdir(p, 0755) != 0 && errno != EEXIST ? GP_EIO : GP_OK;
+    free(p);
+    return rc;
+}
+
+static int check_options(struct gp_store_options *o, char *err, size_t errlen)
+{
+    if (!o->dir || !*o->dir)
+        return gp_seterr(err, errlen, GP_EUSAGE, "store: no data directory");
+    if (!o->retention_raw_ms)
+        o->retention_raw_ms = 15 * DAY_MS;
+    if (!o->retention_rollup_ms)
+        o->retention_rollup_ms = 400 * DAY_MS;
+    if (!o->checkpoint_interval_ms)
+        o->checkpoint_interval_ms = 5 * 60 * 1000;
+    if (!o->block_ms)
+        o->block_ms = 2 * 3600 * 1000;
+    if (!o->max_series)
+        o->max_series = 10 * 1000 * 1000;
+    if (o->max_series > UINT32_MAX - 1)
+        o->max_series = UINT32_MAX - 1;
+    if (o->block_ms < 60000 || o->block_ms % 60000 != 0 ||
+        o->block_ms / 60000 > GP_CHUNK_MAX_SAMPLES)
+        return gp_seterr(err, errlen, GP_EUSAGE,
+                         "store: block window of %lld ms is not a whole number of minutes "
+                         "between 1 and 65535",
+                         (long long)o->block_ms);
+    if (o->retention_raw_ms < 0 || o->retention_rollup_ms < 0 || o->checkpoint_interval_ms < 0 ||
+        o->retention_raw_ms > GP_ST_T_LIMIT || o->retention_rollup_ms > GP_ST_T_LIMIT)
+        return gp_seterr(err, errlen, GP_EUSAGE, "store: negative or huge retention or interval");
+    return GP_OK;
+}
+
+static void *bg_main(void *arg)
+{
+    struct gp_store *s = arg;
+    int64_t tick = s->o.checkpoint_interval_ms / 4;
+    if (tick < 10)
+        tick = 10;
+    if (tick > 1000)
+        tick = 1000;
+    pthread_mutex_lock(&s->tmu);
+    while (!s->stop) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        ts.tv_sec += tick / 1000;
+        ts.tv_nsec += (tick % 1000) * 1000000;
+        if (ts.tv_nsec >= 1000000000) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000;
+        }
+        pthread_cond_timedwait(&s->tcond, &s->tmu, &ts);
+        if (s->stop)
+            break;
+        pthread_mutex_unlock(&s->tmu);
+        gp_store_maintain(s, 0);
+        pthread_mutex_lock(&s->tmu);
+    }
+    pthread_mutex_unlock(&s->tmu);
+    return NULL;
+}
+
+/* Steps 2-6 of recovery (the caller has loaded meta.db). */
+static int recover(struct gp_store *s, char *err, size_t errlen)
+{
+    char *snap_path = gp_st_path(s->dir, "head.snap"), *tmp = gp_st_path(s->dir, "head.snap.tmp");
+    if (!snap_path || !tmp) {
+        free(snap_path);
+        free(tmp);
+        return gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
+    }
+    unlink(tmp);
+    free(tmp);
+    struct gp_seg_file snap = {0};
+    struct gp_st_snap_header h = {0};
+    int have = 0;
+    int rc = gp_seg_read_file(snap_path, &snap, err, errlen);
+    if (rc == GP_OK) {
+        rc = gp_st_snap_parse(snap.data, snap.len, &h, NULL, NULL, err, errlen);
+        if (rc != GP_OK) {
+            char e2[300];
+            snprintf(e2, sizeof e2, "%s: %s (the store cannot tell which WAL segments it covers)",
+                     snap_path, err);
+            gp_seterr(err, errlen, GP_EPARSE, "%s", e2);
+            goto out;
+        }
+        have = 1;
+        if (h.max_id > gp_sindex_max_id(s->idx))
+            gp_log(GP_LOG_ERROR, "store", "meta.db lacks series the snapshot knows", "snapshot=%u db=%u",
+                   h.max_id, gp_sindex_max_id(s->idx));
+        s->compacted_until = h.compacted_until;
+        s->max_t = h.max_t;
+        s->snap_bytes = snap.len;
+    } else if (rc != GP_ENOTFOUND) {
+        goto out;
+    }
+    if ((rc = gp_st_blocks_load(s, err, errlen)) != GP_OK)
+        goto out;
+    if ((rc = gp_st_chunks_load(s, have ? h.chunk_file : 0, err, errlen)) != GP_OK)
+        goto out;
+    if (have && (rc = gp_st_snap_restore(s, snap.data, snap.len, err, errlen)) != GP_OK)
+        goto out;
+    gp_seg_file_free(&snap);
+    rc = gp_st_wal_replay(s, have ? h.wal_segment : 0, err, errlen);
+out:
+    gp_seg_file_free(&snap);
+    free(snap_path);
+    return rc;
+}
+
+int gp_store_open(struct gp_store **out, const struct gp_store_options *o, char *err, size_t errlen)
+{
+    *out = NULL;
+    if (!o)
+        return gp_seterr(err, errlen, GP_EUSAGE, "store: no options");
+    struct gp_store_options opt = *o;
+    int rc = check_options(&opt, err, errlen);
+    if (rc != GP_OK)
+        return rc;
+    struct gp_store *s = calloc(1, sizeof *s);
+    if (!s)
+        return gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
+    s->lock_fd = -1;
+    pthread_rwlockattr_t ra;
+    pthread_rwlockattr_init(&ra);
+    pthread_rwlockattr_setkind_np(&ra, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+    pthread_rwlock_init(&s->lock, &ra);
+    pthread_rwlockattr_destroy(&ra);
+    pthread_mutex_init(&s->maint, NULL);
+    pthread_mutex_init(&s->tmu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&s->tcond, &ca);
+    pthread_condattr_destroy(&ca);
+    s->compacted_until = INT64_MIN;
+    s->max_t = INT64_MIN;
+    s->data_min = INT64_MAX;
+    gp_buf_init(&s->lbuf, 0);
+    s->o = opt;
+    s->dir = strdup(opt.dir);
+    s->o.dir = s->dir;
+    if (!s->dir || !(s->wal_dir = gp_st_path(s->dir, "wal")) ||
+        !(s->chunk_dir = gp_st_path(s->dir, "chunks")) ||
+        !(s->block_dir = gp_st_path(s->dir, "blocks")) ||
+        !(s->rollup_dir = gp_st_path(s->dir, "rollups"))) {
+        rc = gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
+        goto fail;
+    }
+    const char *dirs[] = {s->dir, s->wal_dir, s->chunk_dir, s->block_dir, s->rollup_dir};
+    for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++)
+        if (mkdirs(dirs[i]) != GP_OK) {
+            rc = gp_seterr(err, errlen, GP_EIO, "%s: %s", dirs[i], strerror(errno));
+            goto fail;
+        }
+    char *lp = gp_st_path(s->dir, "LOCK");
+    s->lock_fd = lp ? open(lp, O_RDWR | O_CREAT | O_CLOEXEC, 0644) : -1;
+    free(lp);
+    if (s->lock_fd < 0 || flock(s->lock_fd, LOCK_EX | LOCK_NB) != 0) {
+        rc = gp_seterr(err, errlen, GP_EIO, "%s: %s", s->dir,
+                       errno == EWOULDBLOCK ? "in use by another gpulse process" : strerror(errno));
+        goto fail;
+    }
+    if (gp_sindex_new(&s->idx) != GP_OK) {
+        rc = gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
+        goto fail;
+    }
+    int64_t t0 = gp_st_mono_ms();
+    if ((rc = gp_st_meta_open(s, err, errlen)) != GP_OK ||
+        (rc = gp_st_meta_load(s, err, errlen)) != GP_OK || (rc = recover(s, err, errlen)) != GP_OK)
+        goto fail;
+    struct gp_wal_options wo = {.segment_bytes = opt.wal_segment_bytes, .no_sync = opt.no_sync};
+    if ((rc = gp_wal_open(&s->wal, s->wal_dir, &wo, err, errlen)) != GP_OK)
+        goto fail;
+    gp_st_data_min(s);
+    s->replay_seconds = (double)(gp_st_mono_ms() - t0) / 1000.0;
+    s->last_checkpoint_ms = gp_st_mono_ms();
+    gp_log(GP_LOG_INFO, "store", "opened", "dir=%s series=%zu blocks=%zu replayed_samples=%llu seconds=%.3f",
+           s->dir, gp_sindex_count(s->idx), s->blocks.n, (unsigned long long)s->replayed_samples,
+           s->replay_seconds);
+    if (!opt.no_background) {
+        if (pthread_create(&s->thread, NULL, bg_main, s) != 0) {
+            rc = gp_seterr(err, errlen, GP_ENOMEM, "store: cannot start its thread");
+            goto fail;
+        }
+        s->thread_started = 1;
+    }
+    *out = s;
+    return GP_OK;
+fail:
+    s->broken = GP_EIO; /* close must not checkpoint a half-recovered store */
+    gp_store_close(s);
+    return rc;
+}
+
+void gp_store_close(struct gp_store *s)
+{
+    if (!s)
+        return;
+    if (s->thread_started) {
+        pthread_mutex_lock(&s->tmu);
+        s->stop = 1;
+        pthread_cond_signal(&s->tcond);
+        pthread_mutex_unlock(&s->tmu);
+        pthread_join(s->thread, NULL);
+    }
+    if (s->wal && !s->broken) {
+        pthread_mutex_lock(&s->maint);
+        gp_st_checkpoint(s);
+        pthread_mutex_unlock(&s->maint);
+    }
+    gp_wal_close(s->wal);
+    gp_segw_close(s->cw);
+    for (size_t i = 0; i < s->nunsynced; i++)
+        gp_segw_close(s->unsynced[i]);
+    free(s->unsynced);
+    for (size_t i = 0; i < s->ncf; i++)
+        close(s->cf[i].rfd);
+    free(s->cf);
+    gp_st_mlist_free(&s->blocks);
+    gp_st_mlist_free(&s->rollups);
+    gp_st_meta_close(s);
+    for (size_t i = 0; i < s->ser_cap; i++) {
+        gp_chunk_free(&s->ser[i].head);
+        free(s->ser[i].refs);
+    }
+    free(s->ser);
+    gp_sindex_free(s->idx);
+    gp_buf_free(&s->lbuf);
+    free(s->ws);
+    free(s->wser);
+    if (s->lock_fd >= 0)
+        close(s->lock_fd);
+    free(s->dir);
+    free(s->wal_dir);
+    free(s->chunk_dir);
+    free(s->block_dir);
+    free(s->rollup_dir);
+    pthread_rwlock_destroy(&s->lock);
+    pthread_mutex_destroy(&s->maint);
+    pthread_mutex_destroy(&s->tmu);
+    pthread_cond_destroy(&s->tcond);
+    free(s);
+}
+
+int gp_store_maintain(struct gp_store *s, int force)
+{
+    pthread_mutex_lock(&s->maint);
+    pthread_rwlock_rdlock(&s->lock);
+    int broken = s->broken;
+    uint64_t compactions = s->compactions;
+    int due = force || gp_st_mono_ms() - s->last_checkpoint_ms >= s->o.checkpoint_interval_ms ||
+              gp_wal_bytes(s->wal) >= GP_ST_WAL_CHECKPOINT_BYTES;
+    pthread_rwlock_unlock(&s->lock);
+    int rc = GP_OK;
+    if (broken) {
+        rc = GP_EIO;
+    } else {
+        rc = gp_st_compact(s, force);
+        int rrc = gp_st_retention(s);
+        if (rc == GP_OK)
+            rc = rrc;
+        pthread_rwlock_rdlock(&s->lock);
+        if (s->compactions != compactions)
+            due = 1; /* drop the consumed chunk files and the WAL soon */
+        pthread_rwlock_unlock(&s->lock);
+        if (due) {
+            int crc = gp_st_checkpoint(s);
+            if (rc == GP_OK)
+                rc = crc;
+        }
+    }
+    pthread_mutex_unlock(&s->maint);
+    return rc;
+}
+
+void gp_store_stats(struct gp_store *s, struct gp_store_stats *st)
+{
+    memset(st, 0, sizeof *st);
+    uint64_t meta = gp_st_meta_bytes(s);
+    pthread_rwlock_rdlock(&s->lock);
+    st->series = gp_sindex_count(s->idx);
+    int64_t floor = gp_st_raw_floor(s), oldest = INT64_MAX;
+    for (size_t id = 1; id < s->ser_cap; id++) {
+        const struct gp_st_series *se = &s->ser[id];
+        if (!se->exists)
+            continue;
+        if (se->head.count) {
+            st->head_chunks++;
+            st->head_bytes += gp_chunk_size(&se->head);
+        }
+        if (se->has_data && se->newest >= floor) {
+            int64_t f = se->first > floor ? se->first : floor;
+            if (f < oldest)
+                oldest = f;
+        }
+    }
+    st->samples_appended = s->samples_appended;
+    st->rejected_out_of_order = s->rej_ooo;
+    st->rejected_conflict = s->rej_conflict;
+    st->rejected_too_old = s->rej_too_old;
+    st->rejected_series_limit = s->rej_limit;
+    st->duplicates = s->duplicates;
+    st->wal_bytes = gp_wal_bytes(s->wal);
+    st->wal_syncs = gp_wal_syncs(s->wal);
+    uint64_t chunks = 0;
+    for (size_t i = 0; i < s->ncf; i++)
+        chunks += s->cf[i].size;
+    st->disk_bytes = chunks + s->block_bytes + s->rollup_bytes + s->snap_bytes + meta;
+    st->blocks = s->blocks.n;
+    st->checkpoints = s->checkpoints;
+    st->compactions = s->compactions;
+    st->oldest_ms = oldest == INT64_MAX ? 0 : oldest;
+    st->newest_ms = s->max_t == INT64_MIN ? 0 : s->max_t;
+    st->replay_seconds = s->replay_seconds;
+    st->replayed_samples = s->replayed_samples;
+    pthread_rwlock_unlock(&s->lock);
+}

@@ -1,0 +1,233 @@
+/*
+ * store_fmt.h - the store's own on-disk formats, as pure functions over
+ * bytes (no files, no locks), so the fuzz targets and the tests drive them
+ * directly. store.h describes the directory; the files are:
+ *
+ * chunks/%08u.chk   segment.h records of type GP_ST_REC_CHUNK, one closed
+ *                   head chunk each:
+ *                       u32 series id, i64 t_first, i64 t_last (LE),
+ *                       then the Gorilla bytes (chunk.h)
+ *
+ * head.snap         segment.h records: one GP_ST_SNAP_HEADER first, one
+ *                   GP_ST_SNAP_SERIES per series holding data, one
+ *                   GP_ST_SNAP_END last (its count makes a cut-short file
+ *                   detectable even where the cut falls between records).
+ *                       header: u32 version, u32 wal_segment (replay from),
+ *                               u32 chunk_file (first chunk file not
+ *                               durable at the snapshot), u32 max_id,
+ *                               i64 compacted_until, i64 max_t
+ *                       series: u32 id, i64 first, i64 newest,
+ *                               u64 newest value bits, then the open head
+ *                               chunk's Gorilla bytes (none when empty)
+ *                       end:    u64 number of series records
+ *
+ * blocks/<mint>_<maxt>.blk, rollups/<mint>_<maxt>.rlp  one container:
+ *     header  32 bytes: "GPSTORE1", u32 version, u32 kind, i64 mint, i64 maxt
+ *     payloads back to back
+ *     index   n entries of 40 bytes, sorted by (id, t_first):
+ *             u32 id, u32 CRC-32C of the payload, u64 offset, u32 length,
+ *             u32 count, i64 t_first, i64 t_last
+ *     footer  24 bytes: u64 index offset, u32 n, u32 CRC-32C over header
+ *             and index, "GPSTEND1"
+ *   A block's payload is one block chunk (count = samples, up to 65535;
+ *   a series with more in one window has several entries): decimal
+ *   scaling and bit-packed deltas, or a Gorilla chunk where values are
+ *   not decimals (bchunk.c). A rollup payload holds one series' minutes
+ *   of the window: uvarint n, then four length-prefixed block chunks
+ *   (uvarint length, bytes) of n samples each, all at the minutes' start
+ *   times: min, max, sum and count (as a double). Minima and maxima of
+ *   decimal gauges pack as well as the samples do.
+ *
+ * All integers little-endian. Every parser bounds-checks before reading
+ * and answers GP_EPARSE for anything malformed.
+ */
+#ifndef GP_STORE_STORE_FMT_H
+#define GP_STORE_STORE_FMT_H
+
+#include "lib/buf.h"
+#include "store/chunk.h"
+#include "store/store.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define GP_ST_FORMAT_VERSION 1u
+
+/* ---- chunk segment records ---- */
+
+#define GP_ST_REC_CHUNK 1
+#define GP_ST_CHUNKREC_HDR 20u
+
+/* Writes the fixed part of a chunk record's payload into out. */
+void gp_st_chunkrec_header(uint8_t out[GP_ST_CHUNKREC_HDR], uint32_t id, int64_t t_first,
+                           int64_t t_last);
+
+/* Splits a chunk record's payload (out: id, times, the Gorilla bytes
+ * inside p). GP_OK, or GP_EPARSE for a short payload, id 0, t_first >
+ * t_last, or a chunk header announcing no samples. */
+int gp_st_chunkrec_parse(const uint8_t *p, size_t n, uint32_t *id, int64_t *t_first,
+                         int64_t *t_last, const uint8_t **chunk, size_t *len);
+
+/* ---- head snapshot ---- */
+
+#define GP_ST_SNAP_HEADER 1
+#define GP_ST_SNAP_SERIES 2
+#define GP_ST_SNAP_END 3
+#define GP_ST_SNAP_HEADER_LEN 32u
+#define GP_ST_SNAP_SERIES_HDR 36u
+
+struct gp_st_snap_header {
+    uint32_t version;
+    uint32_t wal_segment;
+    uint32_t chunk_file;
+    uint32_t max_id;
+    int64_t compacted_until;
+    int64_t max_t;
+};
+
+struct gp_st_snap_series {
+    uint32_t id;
+    int64_t first, newest;
+    uint64_t newest_bits;
+    const uint8_t *chunk; /* inside the parsed buffer; NULL when the head is empty */
+    size_t len;
+};
+
+void gp_st_snap_header_encode(uint8_t out[GP_ST_SNAP_HEADER_LEN], const struct gp_st_snap_header *h);
+void gp_st_snap_series_encode(uint8_t out[GP_ST_SNAP_SERIES_HDR], uint32_t id, int64_t first,
+                              int64_t newest, uint64_t newest_bits);
+
+/*
+ * Parses a whole snapshot file: *h (out), then fn once per series record
+ * (a nonzero return stops with that code). GP_OK, or GP_EPARSE with
+ * detail for a damaged or cut-short file (fn may have been called for
+ * the records before the damage).
+ */
+int gp_st_snap_parse(const uint8_t *buf, size_t len, struct gp_st_snap_header *h,
+                     int (*fn)(void *arg, const struct gp_st_snap_series *s), void *arg, char *err,
+                     size_t errlen);
+
+/* ---- block and rollup files ---- */
+
+#define GP_ST_BF_BLOCK 1u
+#define GP_ST_BF_ROLLUP 2u
+#define GP_ST_BF_HEADER 32u
+#define GP_ST_BF_ENTRY 40u
+#define GP_ST_BF_FOOTER 24u
+
+/* A parsed container over bytes the caller keeps (an mmap). */
+struct gp_st_bfile {
+    const uint8_t *data;
+    size_t len;
+    uint32_t kind;
+    int64_t mint, maxt;
+    const uint8_t *index;
+    uint32_t n;
+};
+
+struct gp_st_bentry {
+    uint32_t id, crc, len, count;
+    uint64_t off;
+    int64_t t_first, t_last;
+};
+
+/* Checks header, footer, index checksum and every entry's bounds and
+ * order. GP_OK or GP_EPARSE with detail. */
+int gp_st_bfile_parse(const uint8_t *data, size_t len, struct gp_st_bfile *bf, char *err,
+                      size_t errlen);
+void gp_st_bfile_entry(const struct gp_st_bfile *bf, uint32_t i, struct gp_st_bentry *e);
+/* Index of the first entry whose id is >= id (bf->n when none). */
+uint32_t gp_st_bfile_lower(const struct gp_st_bfile *bf, uint32_t id);
+/* The payload of an entry after checking its CRC: GP_OK or GP_EPARSE. */
+int gp_st_bfile_payload(const struct gp_st_bfile *bf, const struct gp_st_bentry *e,
+                        const uint8_t **p);
+
+/* Writes a container through a buffered fd: entries must come sorted. */
+struct gp_st_bwriter {
+    int fd;
+    uint8_t *buf;
+    size_t blen;
+    uint64_t off;
+    uint8_t header[GP_ST_BF_HEADER];
+    uint8_t *index; /* n * GP_ST_BF_ENTRY bytes */
+    size_t n, cap;
+    uint32_t last_id;
+    int64_t last_t;
+    int err;
+};
+
+/* Creates path (truncating) and writes the header. GP_OK or GP_EIO. */
+int gp_st_bwriter_open(struct gp_st_bwriter *w, const char *path, uint32_t kind, int64_t mint,
+                       int64_t maxt);
+/* Appends one payload. GP_OK, GP_EUSAGE (out of order), GP_ENOMEM, GP_EIO. */
+int gp_st_bwriter_add(struct gp_st_bwriter *w, uint32_t id, uint32_t count, int64_t t_first,
+                      int64_t t_last, const void *payload, size_t len);
+/* Writes index and footer, fsyncs and closes. GP_OK or GP_EIO. *size: the file's bytes. */
+int gp_st_bwriter_finish(struct gp_st_bwriter *w, uint64_t *size);
+/* Closes without finishing (the caller removes the file); accepts a zeroed writer. */
+void gp_st_bwriter_abort(struct gp_st_bwriter *w);
+
+/* ---- block chunks (bchunk.c describes the encoding) ---- */
+
+/* Arrays the encoder reuses between chunks; zero-initialize. */
+struct gp_st_bchunk_scratch {
+    uint64_t *u;
+    int64_t *m;
+    size_t cap;
+};
+void gp_st_bchunk_scratch_free(struct gp_st_bchunk_scratch *sc);
+
+/* Encodes n (1..65535) samples with strictly increasing times, appending
+ * to out. GP_OK, GP_EUSAGE (bad n or order), GP_ENOMEM or out->err. */
+int gp_st_bchunk_encode(const int64_t *t, const double *v, size_t n, struct gp_st_bchunk_scratch *sc,
+                        struct gp_buf *out);
+/* The sample count a block chunk announces: GP_OK or GP_EPARSE. */
+int gp_st_bchunk_count(const uint8_t *p, size_t len, size_t *n);
+/* Decodes a whole block chunk into t and v (room for cap samples; both
+ * are written even on failure). Returns the count, or GP_EPARSE. */
+int gp_st_bchunk_decode(const uint8_t *p, size_t len, int64_t *t, double *v, size_t cap);
+
+/* ---- rollup payloads ---- */
+
+struct gp_st_rollup_enc {
+    int64_t *t;
+    double *col[4]; /* min, max, sum, count */
+    uint32_t n, cap;
+    struct gp_st_bchunk_scratch sc;
+};
+void gp_st_rollup_enc_init(struct gp_st_rollup_enc *e);
+void gp_st_rollup_enc_reset(struct gp_st_rollup_enc *e);
+void gp_st_rollup_enc_free(struct gp_st_rollup_enc *e);
+/* Adds one minute (t a multiple of 60000, increasing). GP_OK, GP_ETOOBIG
+ * (65535 minutes), GP_EUSAGE (not increasing) or GP_ENOMEM. */
+int gp_st_rollup_enc_add(struct gp_st_rollup_enc *e, const struct gp_rollup *r);
+/* Serializes into out (appended). GP_OK or out->err. */
+int gp_st_rollup_enc_finish(struct gp_st_rollup_enc *e, struct gp_buf *out);
+
+/*
+ * Decodes a rollup payload, appending the minutes that overlap [mint,
+ * maxt] to out. GP_OK, GP_EPARSE or GP_ENOMEM (entries before the
+ * problem are kept).
+ */
+int gp_st_rollup_decode(const uint8_t *p, size_t n, int64_t mint, int64_t maxt,
+                        struct gp_rollups *out);
+
+/* Folds one raw sample into a minute's rollup (r->count 0: empty). */
+void gp_st_rollup_fold(struct gp_rollup *r, double v);
+
+/* Growth helpers for the public arrays (GP_OK or GP_ENOMEM). */
+int gp_st_samples_reserve(struct gp_samples *x, size_t extra);
+int gp_st_samples_push(struct gp_samples *x, int64_t t, double v);
+int gp_st_rollups_push(struct gp_rollups *x, const struct gp_rollup *r);
+
+/* t rounded down to a multiple of unit (> 0), negative times included;
+ * saturates at INT64_MIN where the multiple is not representable. */
+static inline int64_t gp_st_floor(int64_t t, int64_t unit)
+{
+    int64_t r = t % unit, out;
+    if (r < 0)
+        r += unit;
+    return __builtin_sub_overflow(t, r, &out) ? INT64_MIN : out;
+}
+
+#endif

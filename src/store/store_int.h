@@ -1,0 +1,206 @@
+/*
+ * store_int.h - what the store's files share (prefix gp_st_): the store
+ * object, the per-series state and the internal calls between
+ *
+ *   store.c    open (recovery order), close, the background thread,
+ *              gp_store_maintain, stats
+ *   head.c     the append path: series lookup, the ordering rules, head
+ *              chunks and cutting them into chunk files
+ *   persist.c  chunk files, the head snapshot and checkpoints, WAL replay
+ *   compact.c  compaction into blocks and rollups, retention
+ *   read.c     select, read, read_rollups, label names and values
+ *   meta.c     SQLite: the series registry and the format version
+ *
+ * Locking: `lock` (a writer-preferring rwlock) guards everything below
+ * except what is marked otherwise; appends and maintenance steps that
+ * change state take it for writing, reads for reading. `maint` serializes
+ * maintenance (checkpoint, compaction, retention) so those can drop
+ * `lock` while they do slow I/O.
+ */
+#ifndef GP_STORE_STORE_INT_H
+#define GP_STORE_STORE_INT_H
+
+#include "lib/buf.h"
+#include "store/chunk.h"
+#include "store/segment.h"
+#include "store/series.h"
+#include "store/store.h"
+#include "store/store_fmt.h"
+#include "store/wal.h"
+
+#include <pthread.h>
+#include <stdint.h>
+
+/* Head chunks: Prometheus's 120 samples; cut also at block window edges. */
+#define GP_ST_HEAD_SAMPLES GP_CHUNK_DEFAULT_SAMPLES
+#define GP_ST_HEAD_BYTES GP_CHUNK_DEFAULT_BYTES
+/* A chunk file is rotated past this size (offsets stay 32-bit). */
+#define GP_ST_CHUNK_FILE_MAX (1u << 30)
+/* A checkpoint is due once the WAL holds this much. */
+#define GP_ST_WAL_CHECKPOINT_BYTES (256ull << 20)
+/* Sample times beyond +-2^61 ms are refused (window arithmetic stays in range). */
+#define GP_ST_T_LIMIT ((int64_t)1 << 61)
+
+/* A closed chunk in a chunk file, not yet compacted. */
+struct gp_st_ref {
+    uint32_t file; /* chunk file number */
+    uint32_t off;  /* offset of its record */
+    int64_t t_first, t_last;
+};
+
+struct gp_st_series {
+    struct gp_chunk head;    /* the open chunk (owned, growable) */
+    int64_t first, newest;   /* oldest / newest sample held (valid when has_data) */
+    uint64_t newest_bits;    /* the newest sample's value bits (duplicate vs conflict) */
+    struct gp_st_ref *refs;  /* closed chunks in time order */
+    uint32_t nrefs, caprefs;
+    uint8_t exists;   /* the id names a series (ids can have gaps) */
+    uint8_t has_data;
+};
+
+/* A chunk file. */
+struct gp_st_cfile {
+    uint32_t num;
+    int rfd;       /* read-only descriptor for pread */
+    uint64_t size;
+    uint64_t live; /* refs pointing into it */
+};
+
+/* A mapped block or rollup file. */
+struct gp_st_mapped {
+    char *path;
+    uint8_t *map;
+    size_t len;
+    struct gp_st_bfile bf;
+};
+
+struct gp_st_mlist {
+    struct gp_st_mapped *f; /* sorted by mint */
+    size_t n, cap;
+};
+
+struct gp_store {
+    struct gp_store_options o; /* defaults filled in; dir points at dir below */
+    char *dir, *wal_dir, *chunk_dir, *block_dir, *rollup_dir;
+    int lock_fd;
+
+    pthread_rwlock_t lock;
+    pthread_mutex_t maint; /* taken before lock, never inside it */
+
+    struct gp_sindex *idx;
+    struct gp_st_series *ser; /* indexed by id; ser[0] unused */
+    size_t ser_cap;
+
+    struct gp_wal *wal;
+    int broken; /* a write error: appends answer GP_EIO from now on */
+
+    /* chunk files */
+    struct gp_st_cfile *cf; /* ascending num; the last is the current one */
+    size_t ncf, capcf;
+    struct gp_segw *cw;     /* writer of the current chunk file */
+    struct gp_segw **unsynced; /* rotated writers the next checkpoint syncs */
+    size_t nunsynced, capunsynced;
+
+    struct gp_st_mlist blocks, rollups;
+
+    int64_t compacted_until; /* data before this lives in blocks only */
+    int64_t max_t;           /* newest sample time in the store (INT64_MIN: none) */
+    int64_t data_min;        /* oldest uncompacted sample time (INT64_MAX: none) */
+    uint32_t persisted_max_id; /* highest series id in meta.db (maint only) */
+
+    void *db;          /* sqlite3 (maint and open/close only) */
+    void *db_insert;   /* sqlite3_stmt */
+
+    /* append scratch, reused (steady state allocates nothing) */
+    struct gp_buf lbuf;
+    struct gp_wal_sample *ws;
+    size_t ws_cap;
+    struct gp_wal_series *wser;
+    size_t wser_cap;
+    uint8_t crec[GP_ST_CHUNKREC_HDR + GP_ST_HEAD_BYTES];
+    /* The newest two chunks of one series, decoded once per append for
+     * the duplicate check of retried samples (head.c, stored_sample). */
+    uint32_t dup_id, dup_n;
+    int64_t dup_t[2 * GP_ST_HEAD_SAMPLES];
+    uint64_t dup_v[2 * GP_ST_HEAD_SAMPLES];
+
+    /* counters (under lock) */
+    uint64_t samples_appended, rej_ooo, rej_conflict, rej_too_old, rej_limit, duplicates;
+    uint64_t checkpoints, compactions, replayed_samples;
+    uint64_t snap_bytes, block_bytes, rollup_bytes;
+    double replay_seconds;
+    int64_t last_checkpoint_ms; /* monotonic */
+
+    /* background thread */
+    pthread_t thread;
+    int thread_started;
+    pthread_mutex_t tmu;
+    pthread_cond_t tcond;
+    int stop;
+};
+
+/* ---- store.c ---- */
+int64_t gp_st_now_ms(void);       /* wall clock */
+int64_t gp_st_mono_ms(void);      /* monotonic clock */
+char *gp_st_path(const char *dir, const char *name); /* malloc'd dir/name, NULL on ENOMEM */
+/* Makes sure ser[] holds id (zeroed new entries). GP_OK or GP_ENOMEM. */
+int gp_st_ser_reserve(struct gp_store *s, uint32_t id);
+
+/* ---- head.c ---- */
+/* Appends one sample known to be newer than the series' newest, cutting
+ * the head at window edges and when full. GP_OK, GP_ENOMEM or GP_EIO. */
+int gp_st_head_append(struct gp_store *s, uint32_t id, int64_t t, uint64_t bits);
+/* Writes the head chunk of id to the current chunk file as a ref and
+ * empties it. GP_OK or GP_EIO (s->broken is then set). */
+int gp_st_head_cut(struct gp_store *s, uint32_t id);
+/* Adds a ref to a series (GP_OK or GP_ENOMEM). */
+int gp_st_ref_push(struct gp_store *s, uint32_t id, const struct gp_st_ref *r);
+/* The cfile entry of chunk file num, or NULL. */
+struct gp_st_cfile *gp_st_cfile_find(struct gp_store *s, uint32_t num);
+
+/* ---- persist.c ---- */
+/* Loads chunk files below keep_below, deletes the rest, opens the writer. */
+int gp_st_chunks_load(struct gp_store *s, uint32_t keep_below, char *err, size_t errlen);
+/* Starts a new chunk file (the old writer goes to s->unsynced). */
+int gp_st_chunks_rotate(struct gp_store *s);
+/* Removes chunk files no ref points into (but the current one). Under lock. */
+void gp_st_chunks_gc(struct gp_store *s);
+/* Reads the record at (file, off) into buf (cap bytes) and splits it. GP_OK, GP_EPARSE, GP_EIO. */
+int gp_st_chunk_read(struct gp_store *s, const struct gp_st_ref *r, uint8_t *buf, size_t cap,
+                     const uint8_t **chunk, size_t *len);
+/* The same through a descriptor, without the store (compaction reads
+ * outside the lock). */
+int gp_st_chunk_pread(int fd, const struct gp_st_ref *r, uint8_t *buf, size_t cap,
+                      const uint8_t **chunk, size_t *len);
+/* Bytes a chunk record can take: the read buffer size. */
+#define GP_ST_CHUNKREC_MAX (GP_SEG_HEADER + GP_ST_CHUNKREC_HDR + GP_ST_HEAD_BYTES)
+/* Restores the series records of a parsed snapshot into the head. */
+int gp_st_snap_restore(struct gp_store *s, const uint8_t *buf, size_t len, char *err, size_t errlen);
+/* Replays the WAL from segment from. */
+int gp_st_wal_replay(struct gp_store *s, uint32_t from, char *err, size_t errlen);
+/* A full checkpoint (maint held, lock not held). */
+int gp_st_checkpoint(struct gp_store *s);
+
+/* ---- compact.c ---- */
+int gp_st_blocks_load(struct gp_store *s, char *err, size_t errlen);
+void gp_st_mlist_free(struct gp_st_mlist *l);
+/* Compacts every due window (maint held). force: windows up to the current one. */
+int gp_st_compact(struct gp_store *s, int force);
+/* Deletes blocks and rollups past retention (maint held). */
+int gp_st_retention(struct gp_store *s);
+/* Raw samples before this time are gone (in no block: retention or
+ * damage), so a series' first sample is at least this. Under lock. */
+int64_t gp_st_raw_floor(const struct gp_store *s);
+/* Recomputes s->data_min from refs and heads. Under lock. */
+void gp_st_data_min(struct gp_store *s);
+
+/* ---- meta.c ---- */
+int gp_st_meta_open(struct gp_store *s, char *err, size_t errlen);
+/* Loads the series registry into s->idx and s->ser. */
+int gp_st_meta_load(struct gp_store *s, char *err, size_t errlen);
+/* Inserts series in one transaction. GP_OK or GP_EIO. */
+int gp_st_meta_insert(struct gp_store *s, const struct gp_wal_series *list, size_t n);
+void gp_st_meta_close(struct gp_store *s);
+uint64_t gp_st_meta_bytes(const struct gp_store *s);
+
+#endif

@@ -1,0 +1,129 @@
+/*
+ * store_testlib.h - helpers shared by the store's test groups: building
+ * write requests of synthetic GPU series, a deterministic value for any
+ * (series, time), and opening a store in the test's directory.
+ *
+ * Static functions in a header included by one test file each, so every
+ * group stays a single translation unit without exported helpers.
+ */
+#ifndef GP_TESTS_STORE_TESTLIB_H
+#define GP_TESTS_STORE_TESTLIB_H
+
+#include "lib/bits.h"
+#include "lib/err.h"
+#include "store/store.h"
+#include "test.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* A request of nseries series (gpu_util{gpu="<k>",node="n<k/8>"} for k in
+ * [first, first+nseries)) with per samples each. */
+struct treq {
+    struct gp_rw_request req;
+    struct gp_rw_series *series;
+    struct gp_rw_label *labels;
+    struct gp_rw_sample *samples;
+    char *strings;
+};
+
+/* Deterministic "GPU-like" value of series k at time t. */
+static inline double tvalue(uint32_t k, int64_t t)
+{
+    uint64_t x = (uint64_t)t / 1000u * 2654435761u + k * 40503u;
+    return (double)(x % 101u); /* a utilization percentage */
+}
+
+static inline void treq_free(struct treq *r)
+{
+    free(r->series);
+    free(r->labels);
+    free(r->samples);
+    free(r->strings);
+    memset(r, 0, sizeof *r);
+}
+
+/* Builds the request; sample j of series k is at t0 + j * step with
+ * tvalue(k, t) unless val is given (then val[k * per + j]). */
+static inline void treq_build(struct treq *r, uint32_t first, size_t nseries, size_t per,
+                              int64_t t0, int64_t step, const double *val)
+{
+    memset(r, 0, sizeof *r);
+    r->series = calloc(nseries ? nseries : 1, sizeof *r->series);
+    r->labels = calloc(nseries * 3 + 1, sizeof *r->labels);
+    r->samples = calloc(nseries * per + 1, sizeof *r->samples);
+    r->strings = calloc(nseries + 1, 32);
+    CHECK(r->series && r->labels && r->samples && r->strings);
+    for (size_t i = 0; i < nseries; i++) {
+        uint32_t k = first + (uint32_t)i;
+        char *s = r->strings + i * 32;
+        int a = snprintf(s, 16, "%u", k);
+        int b = snprintf(s + 16, 16, "n%u", k / 8);
+        struct gp_rw_label *l = r->labels + i * 3;
+        l[0] = (struct gp_rw_label){{"__name__", 8}, {"gpu_util", 8}};
+        l[1] = (struct gp_rw_label){{"gpu", 3}, {s, (size_t)a}};
+        l[2] = (struct gp_rw_label){{"node", 4}, {s + 16, (size_t)b}};
+        struct gp_rw_sample *sm = r->samples + i * per;
+        for (size_t j = 0; j < per; j++) {
+            int64_t t = t0 + (int64_t)j * step;
+            sm[j] = (struct gp_rw_sample){val ? val[i * per + j] : tvalue(k, t), t};
+        }
+        r->series[i] = (struct gp_rw_series){l, 3, sm, per};
+    }
+    r->req = (struct gp_rw_request){r->series, nseries, nseries * 3, nseries * per, NULL};
+}
+
+static inline int64_t tnow_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Opens the store in dir with small windows for tests (no thread). */
+static inline struct gp_store *topen(const char *dir, struct gp_store_options *o)
+{
+    struct gp_store_options def = {.dir = dir, .no_background = 1};
+    if (!o)
+        o = &def;
+    o->dir = dir;
+    struct gp_store *s = NULL;
+    char err[512] = "";
+    int rc = gp_store_open(&s, o, err, sizeof err);
+    if (rc != GP_OK)
+        gp_test_fail(__FILE__, __LINE__, "gp_store_open: %s (%d)", err, rc);
+    return s;
+}
+
+/* Appends and checks the call succeeded; returns the result. */
+static inline struct gp_append_result tappend(struct gp_store *s, const struct treq *r)
+{
+    struct gp_append_result res;
+    char err[256] = "";
+    int rc = gp_store_append(s, &r->req, &res, err, sizeof err);
+    if (rc != GP_OK)
+        gp_test_fail(__FILE__, __LINE__, "gp_store_append: %s (%d)", err, rc);
+    return res;
+}
+
+/* The id of gpu_util{gpu="<k>"} via select, or 0. */
+static inline uint32_t tid(struct gp_store *s, uint32_t k)
+{
+    char sel[96];
+    snprintf(sel, sizeof sel, "gpu_util{gpu=\"%u\"}", k);
+    struct gp_matcher *m;
+    size_t nm;
+    char err[128];
+    CHECK_INT(gp_selector_parse(sel, strlen(sel), &m, &nm, err, sizeof err), GP_OK);
+    struct gp_store_selection sl;
+    CHECK_INT(gp_store_select(s, m, nm, INT64_MIN, INT64_MAX, &sl), GP_OK);
+    uint32_t id = sl.n == 1 ? sl.series[0].id : 0;
+    gp_store_selection_free(&sl);
+    gp_matchers_free(m, nm);
+    return id;
+}
+
+#endif

@@ -1,0 +1,387 @@
+/*
+ * test_store_fmt.c - the store's file formats without a store: block and
+ * rollup containers (round trip, every truncation, flipped bits, lying
+ * indexes), rollup payloads, chunk records and head snapshots.
+ */
+#include "lib/bits.h"
+#include "lib/err.h"
+#include "store/segment.h"
+#include "store/store_fmt.h"
+#include "test.h"
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Reads a whole file; caller frees. */
+static uint8_t *slurp(const char *path, size_t *len)
+{
+    int fd = open(path, O_RDONLY);
+    CHECK(fd >= 0);
+    struct stat st;
+    CHECK(fstat(fd, &st) == 0);
+    uint8_t *p = malloc((size_t)st.st_size + 1);
+    CHECK(p);
+    CHECK(read(fd, p, (size_t)st.st_size) == st.st_size);
+    close(fd);
+    *len = (size_t)st.st_size;
+    return p;
+}
+
+/* A block of 3 series (series 2 with two chunks) written and read back. */
+static uint8_t *make_block(size_t *len)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/b.blk", gp_test_tmpdir());
+    struct gp_st_bwriter w;
+    CHECK_INT(gp_st_bwriter_open(&w, path, GP_ST_BF_BLOCK, 0, 599999), GP_OK);
+    for (uint32_t id = 1; id <= 3; id++) {
+        for (int part = 0; part < (id == 2 ? 2 : 1); part++) {
+            struct gp_chunk c;
+            gp_chunk_init(&c, 4096, 200);
+            int64_t base = part * 300000;
+            for (int i = 0; i < 100; i++)
+                CHECK_INT(gp_chunk_append(&c, base + i * 1000, id * 10.0 + i % 7), GP_OK);
+            size_t l;
+            const uint8_t *b = gp_chunk_bytes(&c, &l);
+            CHECK_INT(gp_st_bwriter_add(&w, id, c.count, c.t_first, c.t_last, b, l), GP_OK);
+            /* Out of order is refused. */
+            CHECK_INT(gp_st_bwriter_add(&w, id, c.count, c.t_first, c.t_last, b, l), GP_EUSAGE);
+            gp_chunk_free(&c);
+        }
+    }
+    uint64_t size;
+    CHECK_INT(gp_st_bwriter_finish(&w, &size), GP_OK);
+    uint8_t *p = slurp(path, len);
+    CHECK_INT(*len, size);
+    return p;
+}
+
+static void test_block_round_trip(void)
+{
+    size_t len;
+    uint8_t *p = make_block(&len);
+    struct gp_st_bfile bf;
+    char err[200];
+    CHECK_INT(gp_st_bfile_parse(p, len, &bf, err, sizeof err), GP_OK);
+    CHECK_INT(bf.n, 4);
+    CHECK_INT(bf.kind, GP_ST_BF_BLOCK);
+    CHECK_INT(bf.maxt, 599999);
+    CHECK_INT(gp_st_bfile_lower(&bf, 2), 1);
+    CHECK_INT(gp_st_bfile_lower(&bf, 3), 3);
+    CHECK_INT(gp_st_bfile_lower(&bf, 9), 4);
+    struct gp_st_bentry e;
+    gp_st_bfile_entry(&bf, 2, &e);
+    CHECK_INT(e.id, 2);
+    CHECK_INT(e.t_first, 300000);
+    CHECK_INT(e.count, 100);
+    const uint8_t *pl;
+    CHECK_INT(gp_st_bfile_payload(&bf, &e, &pl), GP_OK);
+    struct gp_chunk_iter it;
+    CHECK_INT(gp_chunk_iter_init(&it, pl, e.len), GP_OK);
+    int64_t t;
+    double v;
+    CHECK_INT(gp_chunk_iter_next(&it, &t, &v), 1);
+    CHECK_INT(t, 300000);
+    CHECK_DBL(v, 20, 0);
+    /* A flipped payload byte is caught by the entry's CRC. */
+    p[e.off + 3] ^= 1;
+    CHECK_INT(gp_st_bfile_payload(&bf, &e, &pl), GP_EPARSE);
+    free(p);
+}
+
+static void test_block_damage_rejected(void)
+{
+    size_t len;
+    uint8_t *p = make_block(&len);
+    struct gp_st_bfile bf;
+    char err[200];
+    /* Every truncation. */
+    for (size_t n = 0; n < len; n++)
+        CHECK_INT(gp_st_bfile_parse(p, n, &bf, err, sizeof err), GP_EPARSE);
+    /* Every flipped bit outside the payloads (header, index, footer). */
+    size_t ioff = len - GP_ST_BF_FOOTER - 4 * GP_ST_BF_ENTRY;
+    for (size_t i = 0; i < len; i++) {
+        if (i >= GP_ST_BF_HEADER && i < ioff)
+            continue;
+        for (int bit = 0; bit < 8; bit++) {
+            p[i] ^= (uint8_t)(1u << bit);
+            CHECK_INT(gp_st_bfile_parse(p, len, &bf, err, sizeof err), GP_EPARSE);
+            p[i] ^= (uint8_t)(1u << bit);
+        }
+    }
+    CHECK_INT(gp_st_bfile_parse(p, len, &bf, err, sizeof err), GP_OK);
+    free(p);
+    CHECK_INT(gp_st_bfile_parse((const uint8_t *)"", 0, &bf, err, sizeof err), GP_EPARSE);
+}
+
+static void test_rollup_payload_round_trip(void)
+{
+    struct gp_st_rollup_enc e;
+    gp_st_rollup_enc_init(&e);
+    struct gp_rollup in[50];
+    for (int i = 0; i < 50; i++) {
+        in[i] = (struct gp_rollup){
+            .t = 1700000040000LL + (i + i / 10) * 60000LL, /* a gap every ten minutes */
+            .min = i * 0.5,
+            .max = i == 7 ? INFINITY : 100 - i,
+            .sum = i == 9 ? gp_bits_f64(GP_RW_STALE_NAN_BITS) : i * 37.25,
+            .count = (uint64_t)(i % 3 == 0 ? 60 : 1 + i * 1000),
+        };
+        CHECK_INT(gp_st_rollup_enc_add(&e, &in[i]), GP_OK);
+    }
+    struct gp_buf out;
+    gp_buf_init(&out, 0);
+    CHECK_INT(gp_st_rollup_enc_finish(&e, &out), GP_OK);
+    printf("rollups: %zu bytes for 50 minutes\n", out.len);
+    struct gp_rollups r = {0};
+    CHECK_INT(gp_st_rollup_decode((const uint8_t *)out.data, out.len, INT64_MIN, INT64_MAX, &r),
+              GP_OK);
+    CHECK_INT(r.n, 50);
+    for (int i = 0; i < 50; i++) {
+        CHECK_INT(r.r[i].t, in[i].t);
+        CHECK_INT(gp_f64_bits(r.r[i].min), gp_f64_bits(in[i].min));
+        CHECK_INT(gp_f64_bits(r.r[i].max), gp_f64_bits(in[i].max));
+        CHECK_INT(gp_f64_bits(r.r[i].sum), gp_f64_bits(in[i].sum));
+        CHECK_INT(r.r[i].count, in[i].count);
+    }
+    /* A range picks overlapping minutes only. */
+    r.n = 0;
+    CHECK_INT(gp_st_rollup_decode((const uint8_t *)out.data, out.len, in[3].t + 59999, in[5].t, &r),
+              GP_OK);
+    CHECK_INT(r.n, 3);
+    CHECK_INT(r.r[0].t, in[3].t);
+    /* Every truncation and some garbage are refused. */
+    for (size_t n = 0; n < out.len; n++) {
+        r.n = 0;
+        CHECK_INT(gp_st_rollup_decode((const uint8_t *)out.data, n, INT64_MIN, INT64_MAX, &r),
+                  GP_EPARSE);
+    }
+    uint8_t junk[64];
+    memset(junk, 0xff, sizeof junk);
+    CHECK_INT(gp_st_rollup_decode(junk, sizeof junk, INT64_MIN, INT64_MAX, &r), GP_EPARSE);
+    gp_rollups_free(&r);
+    gp_buf_free(&out);
+    gp_st_rollup_enc_free(&e);
+}
+
+static void test_rollup_fold(void)
+{
+    struct gp_rollup r = {.count = 0};
+    gp_st_rollup_fold(&r, NAN);
+    gp_st_rollup_fold(&r, 3);
+    gp_st_rollup_fold(&r, -1);
+    gp_st_rollup_fold(&r, gp_bits_f64(GP_RW_STALE_NAN_BITS));
+    CHECK_INT(r.count, 4);
+    CHECK_DBL(r.min, -1, 0);
+    CHECK_DBL(r.max, 3, 0);
+    CHECK_DBL(r.sum, 2, 0);
+}
+
+static void test_chunk_record(void)
+{
+    uint8_t buf[64] = {0};
+    gp_st_chunkrec_header(buf, 5, 100, 200);
+    buf[GP_ST_CHUNKREC_HDR + 1] = 1; /* count 1 */
+    uint32_t id;
+    int64_t a, b;
+    const uint8_t *c;
+    size_t l;
+    CHECK_INT(gp_st_chunkrec_parse(buf, GP_ST_CHUNKREC_HDR + 10, &id, &a, &b, &c, &l), GP_OK);
+    CHECK_INT(id, 5);
+    CHECK_INT(a, 100);
+    CHECK_INT(b, 200);
+    CHECK_INT(l, 10);
+    CHECK_INT(gp_st_chunkrec_parse(buf, GP_ST_CHUNKREC_HDR + 1, &id, &a, &b, &c, &l), GP_EPARSE);
+    gp_st_chunkrec_header(buf, 5, 300, 200);
+    CHECK_INT(gp_st_chunkrec_parse(buf, GP_ST_CHUNKREC_HDR + 10, &id, &a, &b, &c, &l), GP_EPARSE);
+    gp_st_chunkrec_header(buf, 0, 100, 200);
+    CHECK_INT(gp_st_chunkrec_parse(buf, GP_ST_CHUNKREC_HDR + 10, &id, &a, &b, &c, &l), GP_EPARSE);
+}
+
+/* Appends one framed record to b. */
+static void rec(struct gp_buf *b, uint8_t type, const uint8_t *p, size_t n)
+{
+    uint8_t h[GP_SEG_HEADER];
+    gp_seg_header(h, type, p, n);
+    gp_buf_append(b, h, sizeof h);
+    gp_buf_append(b, p, n);
+}
+
+static int count_series(void *arg, const struct gp_st_snap_series *s)
+{
+    (*(int *)arg)++;
+    return s->id == 99 ? GP_EINTERNAL : 0;
+}
+
+static void test_snapshot_parse(void)
+{
+    struct gp_buf b;
+    gp_buf_init(&b, 0);
+    struct gp_st_snap_header h = {GP_ST_FORMAT_VERSION, 7, 3, 10, 1000, 5000};
+    uint8_t hb[GP_ST_SNAP_HEADER_LEN], sb[GP_ST_SNAP_SERIES_HDR + 16];
+    gp_st_snap_header_encode(hb, &h);
+    rec(&b, GP_ST_SNAP_HEADER, hb, sizeof hb);
+    gp_st_snap_series_encode(sb, 4, 100, 200, 42);
+    rec(&b, GP_ST_SNAP_SERIES, sb, GP_ST_SNAP_SERIES_HDR);
+    struct gp_chunk c;
+    gp_chunk_init(&c, 1024, 120);
+    gp_chunk_append(&c, 150, 1.0);
+    size_t cl;
+    const uint8_t *cb = gp_chunk_bytes(&c, &cl);
+    CHECK(cl <= 16);
+    gp_st_snap_series_encode(sb, 5, 150, 150, gp_f64_bits(1.0));
+    memcpy(sb + GP_ST_SNAP_SERIES_HDR, cb, cl);
+    rec(&b, GP_ST_SNAP_SERIES, sb, GP_ST_SNAP_SERIES_HDR + cl);
+    gp_chunk_free(&c);
+    uint8_t eb[8] = {2};
+    rec(&b, GP_ST_SNAP_END, eb, 8);
+    const uint8_t *p = (const uint8_t *)b.data;
+    struct gp_st_snap_header got;
+    char err[200];
+    int n = 0;
+    CHECK_INT(gp_st_snap_parse(p, b.len, &got, count_series, &n, err, sizeof err), GP_OK);
+    CHECK_INT(n, 2);
+    CHECK_INT(got.wal_segment, 7);
+    CHECK_INT(got.chunk_file, 3);
+    CHECK_INT(got.max_t, 5000);
+    for (size_t k = 0; k < b.len; k++)
+        CHECK_INT(gp_st_snap_parse(p, k, &got, NULL, NULL, err, sizeof err), GP_EPARSE);
+    /* A wrong end count, a series id beyond max_id. */
+    eb[0] = 3;
+    gp_buf_reset(&b);
+    rec(&b, GP_ST_SNAP_HEADER, hb, sizeof hb);
+    rec(&b, GP_ST_SNAP_END, eb, 8);
+    CHECK_INT(gp_st_snap_parse((const uint8_t *)b.data, b.len, &got, NULL, NULL, err, sizeof err),
+              GP_EPARSE);
+    gp_buf_reset(&b);
+    rec(&b, GP_ST_SNAP_HEADER, hb, sizeof hb);
+    gp_st_snap_series_encode(sb, 11, 1, 2, 0);
+    rec(&b, GP_ST_SNAP_SERIES, sb, GP_ST_SNAP_SERIES_HDR);
+    CHECK_INT(gp_st_snap_parse((const uint8_t *)b.data, b.len, &got, NULL, NULL, err, sizeof err),
+              GP_EPARSE);
+    gp_buf_free(&b);
+}
+
+/* Encodes n samples, checks the size bound when given, decodes them back
+ * bit for bit, and checks every truncation is refused. */
+static size_t bchunk_round_trip(const int64_t *t, const double *v, size_t n, int want_enc)
+{
+    struct gp_st_bchunk_scratch sc = {0};
+    struct gp_buf b;
+    gp_buf_init(&b, 0);
+    CHECK_INT(gp_st_bchunk_encode(t, v, n, &sc, &b), GP_OK);
+    const uint8_t *p = (const uint8_t *)b.data;
+    if (want_enc >= 0)
+        CHECK_INT(p[0], want_enc);
+    int64_t *tt = malloc(n * sizeof *tt);
+    double *vv = malloc(n * sizeof *vv);
+    CHECK_INT(gp_st_bchunk_decode(p, b.len, tt, vv, n), (int)n);
+    for (size_t i = 0; i < n; i++) {
+        if (tt[i] != t[i] || gp_f64_bits(vv[i]) != gp_f64_bits(v[i]))
+            gp_test_fail(__FILE__, __LINE__, "sample %zu: %lld/%016llx != %lld/%016llx", i,
+                         (long long)tt[i], (unsigned long long)gp_f64_bits(vv[i]),
+                         (long long)t[i], (unsigned long long)gp_f64_bits(v[i]));
+    }
+    if (n > 1)
+        CHECK_INT(gp_st_bchunk_decode(p, b.len, tt, vv, n - 1), GP_EPARSE); /* no room */
+    size_t step = b.len > 3000 ? b.len / 300 : 1;
+    for (size_t k = 0; k < b.len; k += step)
+        CHECK_INT(gp_st_bchunk_decode(p, k, tt, vv, n), GP_EPARSE);
+    size_t len = b.len;
+    free(tt);
+    free(vv);
+    gp_buf_free(&b);
+    gp_st_bchunk_scratch_free(&sc);
+    return len;
+}
+
+static void test_bchunk_round_trips(void)
+{
+    enum { N = 7200 };
+    int64_t *t = malloc(N * sizeof *t);
+    double *v = malloc(N * sizeof *v);
+    uint64_t seed = 12345;
+    /* GPU-like decimals at 1 s with a few ms of jitter: packed, small. */
+    for (size_t i = 0; i < N; i++) {
+        seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+        t[i] = 1700000000000LL + (int64_t)i * 1000 + (int64_t)(seed >> 61);
+        v[i] = (double)(250000 + (int64_t)(seed >> 50) % 20000) / 1000; /* W, 3 decimals */
+    }
+    size_t len = bchunk_round_trip(t, v, N, 1);
+    printf("bchunk: power W: %.3f bytes/sample\n", (double)len / N);
+    CHECK(len < N * 3); /* random in a 20 W band: 16 bits a value, 4 a time */
+    for (size_t i = 0; i < N; i++)
+        v[i] = (double)(i / 100 % 101); /* slow integer steps */
+    len = bchunk_round_trip(t, v, N, 1);
+    printf("bchunk: stepped integer: %.3f bytes/sample\n", (double)len / N);
+    CHECK(len < N); /* jitter costs 5 bits a time; the values almost nothing */
+    /* Exceptions: NaN, the stale marker, infinities, -0.0, 0.1 + 0.2. */
+    v[0] = NAN;
+    v[17] = gp_bits_f64(GP_RW_STALE_NAN_BITS);
+    v[18] = INFINITY;
+    v[500] = -INFINITY;
+    v[501] = -0.0;
+    v[N - 1] = 0.1 + 0.2;
+    bchunk_round_trip(t, v, N, 1);
+    /* Counters (deltas of deltas win) and huge integers (Gorilla). */
+    for (size_t i = 0; i < N; i++)
+        v[i] = 1e12 + (double)i * 250123;
+    bchunk_round_trip(t, v, N, 1);
+    for (size_t i = 0; i < N; i++)
+        v[i] = 1e300 / (double)(i + 1);
+    bchunk_round_trip(t, v, N, 0);
+    /* Random bits: Gorilla. */
+    for (size_t i = 0; i < N; i++) {
+        seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+        v[i] = gp_bits_f64(seed);
+    }
+    bchunk_round_trip(t, v, 300, 0);
+    /* Tiny chunks and extreme times. */
+    for (size_t n = 1; n <= 4; n++) {
+        int64_t te[4] = {INT64_MIN, -1, 0, INT64_MAX};
+        double ve[4] = {1.5, -2.25, 1e15, 0};
+        bchunk_round_trip(te + 4 - n, ve, n, -1);
+        bchunk_round_trip(te, ve, n, -1);
+    }
+    /* Bad input to the encoder. */
+    struct gp_st_bchunk_scratch sc = {0};
+    struct gp_buf b;
+    gp_buf_init(&b, 0);
+    int64_t tb[2] = {5, 5};
+    CHECK_INT(gp_st_bchunk_encode(tb, v, 2, &sc, &b), GP_EUSAGE);
+    CHECK_INT(gp_st_bchunk_encode(tb, v, 0, &sc, &b), GP_EUSAGE);
+    gp_buf_free(&b);
+    gp_st_bchunk_scratch_free(&sc);
+    /* Garbage. */
+    uint8_t junk[40];
+    memset(junk, 0xff, sizeof junk);
+    CHECK_INT(gp_st_bchunk_decode(junk, sizeof junk, t, v, N), GP_EPARSE);
+    junk[0] = 7;
+    CHECK_INT(gp_st_bchunk_decode(junk, sizeof junk, t, v, N), GP_EPARSE);
+    free(t);
+    free(v);
+}
+
+static void test_floor(void)
+{
+    CHECK_INT(gp_st_floor(125, 60), 120);
+    CHECK_INT(gp_st_floor(-1, 60), -60);
+    CHECK_INT(gp_st_floor(-60, 60), -60);
+    CHECK_INT(gp_st_floor(0, 60), 0);
+    CHECK_INT(gp_st_floor(INT64_MIN, 60000), INT64_MIN);
+}
+
+const struct gp_test gp_tests_store_fmt[] = {
+    {"block_round_trip", test_block_round_trip},
+    {"block_damage_rejected", test_block_damage_rejected},
+    {"rollup_payload_round_trip", test_rollup_payload_round_trip},
+    {"rollup_fold", test_rollup_fold},
+    {"chunk_record", test_chunk_record},
+    {"snapshot_parse", test_snapshot_parse},
+    {"bchunk_round_trips", test_bchunk_round_trips},
+    {"floor", test_floor},
+    {0},
+};
