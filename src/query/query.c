@@ -107,7 +107,7 @@ static int item_cmp(const void *pa, const void *pb)
 
 static int same_key(const struct item *a, const struct item *b)
 {
-    return a->key_len == b->key_len && memcmp(a->key, b->key, a->key_len) == 0;
+    return a->key_len == b->key_len && (!a->key_len || memcmp(a->key, b->key, a->key_len) == 0);
 }
 
 /* ---- range queries ---- */
@@ -179,9 +179,11 @@ static int make_items(const struct gp_store_selection *sel, int grouped, const c
             free(off);
             return GP_ENOMEM;
         }
-        /* keys has stopped moving: point into it. */
+        /* keys has stopped moving: point into it (all keys are empty
+         * when no series has a `by` label, and then keys has no memory). */
+        static const uint8_t none[1];
         for (size_t i = 0; i < sel->n; i++)
-            items[i].key = (const uint8_t *)keys->data + off[i];
+            items[i].key = keys->data ? (const uint8_t *)keys->data + off[i] : none;
         free(off);
     }
     qsort(items, sel->n, sizeof *items, item_cmp);
