@@ -13,6 +13,9 @@
  *   cc -std=c11 -D_GNU_SOURCE -O2 -Isrc -pthread tests/perf/query_perf.c \
  *      build/rel/libgpulse.a $(pkg-config --libs sqlite3 snappy) -lm -o build/query-perf
  *   build/query-perf /path/to/scratch/dir
+ *
+ * QUERY_PERF_METRICS=12 stores 12 gauges per GPU (as bench/fleetgen
+ * does) while querying the one.
  */
 #include "lib/err.h"
 #include "query/query.h"
@@ -43,12 +46,17 @@ static uint64_t rnd(void)
     return rng;
 }
 
-/* One hour of DCGM_FI_DEV_GPU_UTIL for every GPU, appended a minute of
- * all series per request (as agents batch). */
-static int fill(struct gp_store *s, int64_t t0)
+/* One hour of DCGM_FI_DEV_GPU_UTIL (and, with metric > 0, of other
+ * gauges named DCGM_FI_DEV_GAUGE_<metric>) for every GPU, appended a
+ * minute of all its series per request (as agents batch). */
+static int fill(struct gp_store *s, int64_t t0, int metric)
 {
     enum { N = NODES * GPUS, PER = 60 };
-    static char host[N][16], gpu[N][8];
+    static char host[N][16], gpu[N][8], name[32];
+    if (metric)
+        snprintf(name, sizeof name, "DCGM_FI_DEV_GAUGE_%d", metric);
+    else
+        snprintf(name, sizeof name, "DCGM_FI_DEV_GPU_UTIL");
     struct gp_rw_label *l = calloc(3 * N, sizeof *l);
     struct gp_rw_series *ser = calloc(N, sizeof *ser);
     struct gp_rw_sample *smp = calloc((size_t)N * PER, sizeof *smp);
@@ -59,7 +67,7 @@ static int fill(struct gp_store *s, int64_t t0)
         snprintf(host[i], sizeof host[i], "node-%02d", i / GPUS);
         snprintf(gpu[i], sizeof gpu[i], "%d", i % GPUS);
         l[3 * i] = (struct gp_rw_label){{"Hostname", 8}, {host[i], strlen(host[i])}};
-        l[3 * i + 1] = (struct gp_rw_label){{"__name__", 8}, {"DCGM_FI_DEV_GPU_UTIL", 20}};
+        l[3 * i + 1] = (struct gp_rw_label){{"__name__", 8}, {name, strlen(name)}};
         l[3 * i + 2] = (struct gp_rw_label){{"gpu", 3}, {gpu[i], strlen(gpu[i])}};
         util[i] = 50;
     }
@@ -166,12 +174,18 @@ int main(int argc, char **argv)
     /* An hour that starts on a whole hour, 4 hours ago: old enough for
      * the default 2-hour blocks to compact it. */
     int64_t t0 = ((int64_t)time(NULL) / 3600 - 4) * 3600000;
+    /* QUERY_PERF_METRICS=12: as many gauges per GPU as bench/fleetgen. */
+    const char *env = getenv("QUERY_PERF_METRICS");
+    int metrics = env ? atoi(env) : 1;
+    metrics = metrics < 1 ? 1 : metrics > 64 ? 64 : metrics;
     double f0 = now_s();
-    if (fill(s, t0)) {
-        fprintf(stderr, "fill failed\n");
-        return 1;
-    }
-    printf("stored %d series x %d samples in %.2f s\n", NODES * GPUS, SECONDS, now_s() - f0);
+    for (int k = 0; k < metrics; k++)
+        if (fill(s, t0, k)) {
+            fprintf(stderr, "fill failed\n");
+            return 1;
+        }
+    printf("stored %d series x %d samples in %.2f s\n", NODES * GPUS * metrics, SECONDS,
+           now_s() - f0);
     printf("head (in memory):\n");
     run_all(s, t0);
     gp_store_maintain(s, 1);

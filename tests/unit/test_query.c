@@ -342,6 +342,91 @@ static void test_range_matches_samples(void)
     gp_store_close(s);
 }
 
+/* Enough series and steps for several threads and several batches: the
+ * answer must be the one a single pass gives. */
+static void test_parallel_batches(void)
+{
+    struct gp_store *s = open_store();
+    int64_t b = base_ms() - 4 * 3600000;
+    enum { HOSTS = 10, GPUS = 20, N = 1500 };
+    static int64_t t[N];
+    static double v[HOSTS * GPUS][N];
+    uint64_t x = 99;
+    for (int i = 0; i < N; i++)
+        t[i] = b + (int64_t)i * 1000 + 250;
+    for (int h = 0; h < HOSTS; h++)
+        for (int g = 0; g < GPUS; g++) {
+            double *vv = v[h * GPUS + g];
+            for (int i = 0; i < N; i++) {
+                x = x * 6364136223846793005u + 1442695040888963407u;
+                vv[i] = (double)((x >> 33) % 10000) / 7.0;
+            }
+            char hn[32], gn[32];
+            snprintf(hn, sizeof hn, "Hostname=h%d", h);
+            snprintf(gn, sizeof gn, "gpu=%02d", g);
+            const char *kv[] = {"__name__=par", hn, gn, NULL};
+            put(s, kv, t, vv, N);
+        }
+    /* 11001 steps of 1 s: 200 grids of 11001 cells take two batches. */
+    int64_t start = b - 600000, end = start + 11000 * 1000;
+    struct gp_eval_range r;
+    CHECK_INT(gp_eval_range_init(&r, start, end, 1000, NULL, 0), GP_OK);
+    double *val = malloc(r.npoints * sizeof *val), *sum = malloc(r.npoints * sizeof *sum);
+    uint8_t *has = malloc(r.npoints);
+    char err[256] = "";
+    json_t *j = range(s, "par", start, end, 1000, GP_AGG_NONE, NULL, 0, NULL, err, sizeof err);
+    json_t *res = result_of(j);
+    CHECK_INT(json_array_size(res), HOSTS * GPUS);
+    for (int k = 0; k < HOSTS * GPUS; k++) {
+        /* Sorted by labels: Hostname h0..h9, then gpu 00..19. */
+        json_t *e = json_array_get(res, (size_t)k);
+        char hn[16], gn[16];
+        snprintf(hn, sizeof hn, "h%d", k / GPUS);
+        snprintf(gn, sizeof gn, "%02d", k % GPUS);
+        CHECK_STR(json_string_value(json_object_get(json_object_get(e, "metric"), "Hostname")), hn);
+        CHECK_STR(json_string_value(json_object_get(json_object_get(e, "metric"), "gpu")), gn);
+        gp_eval_raw(&r, GP_EVAL_MEAN, t, v[k], N, val, has);
+        json_t *vals = json_object_get(e, "values");
+        size_t q = 0;
+        for (size_t p = 0; p < r.npoints; p++)
+            if (has[p]) {
+                json_t *pt = json_array_get(vals, q++);
+                CHECK_INT(jtime_ms(pt), start + (int64_t)p * 1000);
+                CHECK(jvalue(pt) == val[p]);
+            }
+        CHECK_INT(json_array_size(vals), q);
+    }
+    json_decref(j);
+    /* avg by Hostname: each group summed in series order by one thread. */
+    j = range(s, "par", start, end, 1000, GP_AGG_AVG, "Hostname", 0, NULL, err, sizeof err);
+    res = result_of(j);
+    CHECK_INT(json_array_size(res), HOSTS);
+    for (int h = 0; h < HOSTS; h++) {
+        for (size_t p = 0; p < r.npoints; p++)
+            sum[p] = 0;
+        size_t cnt = 0;
+        for (int g = 0; g < GPUS; g++) {
+            gp_eval_raw(&r, GP_EVAL_MEAN, t, v[h * GPUS + g], N, val, has);
+            for (size_t p = 0; p < r.npoints; p++)
+                if (has[p])
+                    sum[p] += val[p];
+        }
+        json_t *vals = json_object_get(json_array_get(res, (size_t)h), "values");
+        for (size_t p = 0; p < r.npoints; p++)
+            if (has[p]) {
+                json_t *pt = json_array_get(vals, cnt++);
+                CHECK_INT(jtime_ms(pt), start + (int64_t)p * 1000);
+                CHECK(jvalue(pt) == sum[p] / GPUS);
+            }
+        CHECK_INT(json_array_size(vals), cnt);
+    }
+    json_decref(j);
+    free(val);
+    free(sum);
+    free(has);
+    gp_store_close(s);
+}
+
 static void test_grouping_every_agg(void)
 {
     struct gp_store *s = open_store();
@@ -915,6 +1000,7 @@ static void test_inventory_empty(void)
 const struct gp_test gp_tests_query[] = {
     {"range_exact_envelope", test_range_exact_envelope},
     {"range_matches_samples", test_range_matches_samples},
+    {"parallel_batches", test_parallel_batches},
     {"grouping_every_agg", test_grouping_every_agg},
     {"min_max_keep_peaks", test_min_max_keep_peaks},
     {"rollups_equal_raw", test_rollups_equal_raw},
