@@ -400,7 +400,7 @@ int gp_query_range(struct gp_store *s, const struct gp_range_query *q, struct gp
     int nby = sorted_by(q, by, err, errlen);
     if (nby < 0)
         return nby;
-    int use_rollups;
+    int use_rollups = 0;
     rc = choose_rollups(q, &use_rollups, err, errlen);
     if (rc)
         return rc;
