@@ -13,7 +13,8 @@ int gp_parse_duration_ms(const char *s, int64_t *out_ms, char *err, size_t errle
     static const struct {
         const char *unit;
         int64_t ms;
-    } units[] = {{"ms", 1}, {"d", 86400000}, {"h", 3600000}, {"m", 60000}, {"s", 1000}};
+    } units[] = {{"ms", 1},          {"y", 31536000000}, {"w", 604800000}, {"d", 86400000},
+                 {"h", 3600000},     {"m", 60000},       {"s", 1000}};
     if (!s || !*s)
         return gp_seterr(err, errlen, GP_EPARSE, "empty duration");
     if (strcmp(s, "0") == 0) {
@@ -40,7 +41,7 @@ int gp_parse_duration_ms(const char *s, int64_t *out_ms, char *err, size_t errle
         }
         if (k == sizeof units / sizeof units[0])
             return gp_seterr(err, errlen, GP_EPARSE,
-                             "invalid duration '%s': unit must be one of ms, s, m, h, d", s);
+                             "invalid duration '%s': unit must be one of ms, s, m, h, d, w, y", s);
         if (units[k].ms >= last_unit)
             return gp_seterr(err, errlen, GP_EPARSE,
                              "invalid duration '%s': units must go from largest to smallest", s);

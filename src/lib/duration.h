@@ -7,8 +7,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Parses a duration into milliseconds. Units ms, s, m, h, d (combinable,
- * largest first, e.g. "1m30s"); a bare "0" is allowed. Returns GP_OK, or
+/* Parses a duration into milliseconds. Units ms, s, m, h, d, w (7d) and
+ * y (365d), as Prometheus has them (combinable, largest first, e.g.
+ * "1m30s"); a bare "0" is allowed. Returns GP_OK, or
  * GP_EPARSE / GP_ERANGE with detail in err. */
 int gp_parse_duration_ms(const char *s, int64_t *out_ms, char *err, size_t errlen);
 

@@ -31,6 +31,9 @@ enum gp_agg { GP_AGG_NONE, GP_AGG_AVG, GP_AGG_MIN, GP_AGG_MAX, GP_AGG_SUM, GP_AG
 #define GP_QUERY_MAX_BY 16
 #define GP_QUERY_MAX_POINTS 11000 /* per series, as Prometheus caps a range query */
 #define GP_QUERY_LOOKBACK_MS (5 * 60 * 1000)
+/* Series one range query may select (added to the contract: a selector
+ * that matches the whole store is refused, not evaluated for minutes). */
+#define GP_QUERY_MAX_SERIES 100000
 
 struct gp_range_query {
     const struct gp_matcher *m;
@@ -59,8 +62,11 @@ int gp_parse_agg(const char *s, enum gp_agg *agg);
  * {"status":"success","data":{"resultType":"matrix","result":[{"metric":{...},"values":[[t,"v"],...]}]}}
  * Times are Unix seconds (a JSON number, fraction when needed), values
  * strings as Prometheus writes them ("NaN", "+Inf", "-Inf"). Returns GP_OK,
- * GP_EUSAGE (bad range: end < start, too many points) with detail, or
- * GP_ENOMEM / GP_EIO.
+ * GP_EUSAGE (bad range: end < start, too many points or series, by
+ * without agg, rollups=1 with a step they cannot serve) with detail, or
+ * GP_ENOMEM / GP_EIO / GP_ETOOBIG (the answer outgrew out's cap). On any
+ * error out is left as it was on entry (these functions all do that), so
+ * the caller can append gp_query_error to it.
  */
 int gp_query_range(struct gp_store *s, const struct gp_range_query *q, struct gp_buf *out, char *err,
                    size_t errlen);

@@ -1,0 +1,364 @@
+/*
+ * inventory.c - /api/v1/nodes and /api/v1/gpus (query.h): the fleet as
+ * the stored GPU series describe it.
+ *
+ * There is no separate inventory table: every agent already sends its
+ * GPUs' identity as labels on each GPU series (dcgm-exporter's labels,
+ * docs/metrics.md), so the inventory is derived from the series registry
+ * and stays right for any Prometheus-compatible sender too.
+ *
+ *   1. Select the GPU series: __name__ =~ "DCGM_FI_.*|gpulse_gpu_.*".
+ *   2. One row per series keyed by (node, gpu, MIG instance); node is the
+ *      Hostname label, or hostname (dcgm-exporter's newer spelling).
+ *      Series without a node or gpu label are not about a GPU: skipped.
+ *   3. Sort the rows; each run of equal keys is one GPU. Its identity
+ *      labels (UUID, modelName, DCGM_FI_DRIVER_VERSION, vendor) come
+ *      from its newest series carrying them, so a driver upgrade shows
+ *      the new version; last_seen is the newest sample of any series.
+ *      Memory is the newest value of gpulse_gpu_memory_total_bytes, else
+ *      (dcgm-exporter) FB_USED + FB_FREE (+ FB_RESERVED where sent), MiB.
+ *   4. Nodes are runs of equal node over the GPUs.
+ */
+#include "query/query.h"
+
+#include "lib/err.h"
+#include "query/json.h"
+#include "store/labels.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* How far back from a series' newest sample to look for its newest
+ * number (the newest sample may be a stale marker). */
+#define VALUE_LOOKBACK_MS GP_QUERY_LOOKBACK_MS
+
+struct row {
+    struct gp_rw_str node, gpu, mig;
+    const struct gp_store_series *s;
+};
+
+static int str_cmp(struct gp_rw_str a, struct gp_rw_str b)
+{
+    int c = memcmp(a.ptr, b.ptr, a.len < b.len ? a.len : b.len);
+    if (c)
+        return c;
+    return a.len < b.len ? -1 : a.len > b.len;
+}
+
+static int all_digits(struct gp_rw_str s)
+{
+    if (!s.len)
+        return 0;
+    for (size_t i = 0; i < s.len; i++)
+        if (s.ptr[i] < '0' || s.ptr[i] > '9')
+            return 0;
+    return 1;
+}
+
+/* GPU indexes in numeric order ("2" before "10"), other text bytewise. */
+static int index_cmp(struct gp_rw_str a, struct gp_rw_str b)
+{
+    if (all_digits(a) && all_digits(b)) {
+        while (a.len > 1 && a.ptr[0] == '0')
+            a.ptr++, a.len--;
+        while (b.len > 1 && b.ptr[0] == '0')
+            b.ptr++, b.len--;
+        if (a.len != b.len)
+            return a.len < b.len ? -1 : 1;
+    }
+    return str_cmp(a, b);
+}
+
+static int row_cmp(const void *pa, const void *pb)
+{
+    const struct row *a = pa, *b = pb;
+    int c = str_cmp(a->node, b->node);
+    if (!c)
+        c = index_cmp(a->gpu, b->gpu);
+    if (!c)
+        c = index_cmp(a->mig, b->mig);
+    return c;
+}
+
+static int same_gpu(const struct row *a, const struct row *b)
+{
+    return !str_cmp(a->node, b->node) && !str_cmp(a->gpu, b->gpu) && !str_cmp(a->mig, b->mig);
+}
+
+/* One GPU: identity strings (views into the selection) and readings. */
+struct gpu {
+    struct gp_rw_str node, gpu, mig, profile, uuid, model, driver, vendor;
+    int64_t uuid_t, model_t, driver_t, vendor_t, profile_t; /* last_ms of their source series */
+    int64_t last_seen;
+    int simulated;
+    double memory; /* bytes; NaN unknown */
+};
+
+/* Takes label name of s into *dst when s is newer than its last source. */
+static void take_label(const struct gp_store_series *s, const char *name, struct gp_rw_str *dst,
+                       int64_t *dst_t)
+{
+    struct gp_rw_str v;
+    if (gp_labels_get(s->labels, s->labels_len, name, &v) == 1 && v.len && s->last_ms >= *dst_t) {
+        *dst = v;
+        *dst_t = s->last_ms;
+    }
+}
+
+/* The newest number (not NaN, not a stale marker) of series s, or NaN.
+ * Read errors give NaN: the inventory is best effort per reading. */
+static double newest_value(struct gp_store *st, const struct gp_store_series *s,
+                           struct gp_samples *smp)
+{
+    smp->n = 0;
+    int rc = gp_store_read(st, s->id, s->last_ms - VALUE_LOOKBACK_MS, s->last_ms, smp);
+    if (rc && rc != GP_EPARSE)
+        return NAN;
+    for (size_t i = smp->n; i-- > 0;)
+        if (!isnan(smp->v[i]))
+            return smp->v[i];
+    return NAN;
+}
+
+static int name_is(const struct gp_store_series *s, const char *name)
+{
+    struct gp_rw_str v;
+    return gp_labels_get(s->labels, s->labels_len, "__name__", &v) == 1 && v.len == strlen(name) &&
+           memcmp(v.ptr, name, v.len) == 0;
+}
+
+/* Fills g from the rows [a, b) of one GPU. */
+static void build_gpu(struct gp_store *st, const struct row *a, const struct row *b, struct gpu *g,
+                      struct gp_samples *smp)
+{
+    memset(g, 0, sizeof *g);
+    g->node = a->node;
+    g->gpu = a->gpu;
+    g->mig = a->mig;
+    g->uuid_t = g->model_t = g->driver_t = g->vendor_t = g->profile_t = INT64_MIN;
+    g->last_seen = INT64_MIN;
+    g->memory = NAN;
+    const struct gp_store_series *total = NULL, *fb[3] = {NULL, NULL, NULL};
+    static const char *const fb_names[3] = {"DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_FREE",
+                                            "DCGM_FI_DEV_FB_RESERVED"};
+    for (const struct row *r = a; r < b; r++) {
+        const struct gp_store_series *s = r->s;
+        take_label(s, "UUID", &g->uuid, &g->uuid_t);
+        take_label(s, "modelName", &g->model, &g->model_t);
+        take_label(s, "DCGM_FI_DRIVER_VERSION", &g->driver, &g->driver_t);
+        take_label(s, "vendor", &g->vendor, &g->vendor_t);
+        take_label(s, "GPU_I_PROFILE", &g->profile, &g->profile_t);
+        if (s->last_ms > g->last_seen)
+            g->last_seen = s->last_ms;
+        struct gp_rw_str v;
+        if (gp_labels_get(s->labels, s->labels_len, "simulated", &v) == 1 && v.len == 4 &&
+            memcmp(v.ptr, "true", 4) == 0)
+            g->simulated = 1;
+        if (name_is(s, "gpulse_gpu_memory_total_bytes")) {
+            if (!total || s->last_ms > total->last_ms)
+                total = s;
+        }
+        for (int k = 0; k < 3; k++)
+            if (name_is(s, fb_names[k]) && (!fb[k] || s->last_ms > fb[k]->last_ms))
+                fb[k] = s;
+    }
+    if (total)
+        g->memory = newest_value(st, total, smp);
+    if (isnan(g->memory) && fb[0] && fb[1]) {
+        double used = newest_value(st, fb[0], smp), avail = newest_value(st, fb[1], smp);
+        double reserved = fb[2] ? newest_value(st, fb[2], smp) : 0;
+        if (isnan(reserved))
+            reserved = 0;
+        g->memory = (used + avail + reserved) * 1048576.0;
+    }
+    /* A memory size is a byte count: anything else is not reported. */
+    if (!(g->memory >= 0 && g->memory < 9.2e18))
+        g->memory = NAN;
+}
+
+/* Selects and sorts the GPU rows. Caller frees *rows and the selection. */
+static int gpu_rows(struct gp_store *st, struct gp_store_selection *sel, struct row **rows,
+                    size_t *nrows, char *err, size_t errlen)
+{
+    struct gp_matcher m;
+    *rows = NULL;
+    *nrows = 0;
+    int rc = gp_matcher_init(&m, GP_MATCH_RE, "__name__", "DCGM_FI_.*|gpulse_gpu_.*", err, errlen);
+    if (rc)
+        return rc;
+    rc = gp_store_select(st, &m, 1, INT64_MIN, INT64_MAX, sel);
+    gp_matcher_free(&m);
+    if (rc)
+        return gp_seterr(err, errlen, rc, "selecting GPU series: %s", gp_strerror(rc));
+    struct row *r = malloc((sel->n ? sel->n : 1) * sizeof *r);
+    if (!r)
+        return gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
+    size_t n = 0;
+    for (size_t i = 0; i < sel->n; i++) {
+        const struct gp_store_series *s = &sel->series[i];
+        struct row x = {.s = s};
+        if (gp_labels_get(s->labels, s->labels_len, "Hostname", &x.node) != 1 &&
+            gp_labels_get(s->labels, s->labels_len, "hostname", &x.node) != 1)
+            continue;
+        if (gp_labels_get(s->labels, s->labels_len, "gpu", &x.gpu) != 1)
+            continue;
+        if (gp_labels_get(s->labels, s->labels_len, "GPU_I_ID", &x.mig) != 1)
+            x.mig = (struct gp_rw_str){"", 0};
+        r[n++] = x;
+    }
+    qsort(r, n, sizeof *r, row_cmp);
+    *rows = r;
+    *nrows = n;
+    return GP_OK;
+}
+
+static void put_str_or_null(struct gp_buf *out, struct gp_rw_str v)
+{
+    if (v.len)
+        gp_json_str(out, v.ptr, v.len);
+    else
+        gp_buf_puts(out, "null");
+}
+
+static void put_gpu(struct gp_buf *out, const struct gpu *g)
+{
+    gp_buf_puts(out, "{\"node\":");
+    gp_json_str(out, g->node.ptr, g->node.len);
+    gp_buf_puts(out, ",\"gpu\":");
+    gp_json_str(out, g->gpu.ptr, g->gpu.len);
+    if (g->mig.len) {
+        gp_buf_puts(out, ",\"gpu_instance\":");
+        gp_json_str(out, g->mig.ptr, g->mig.len);
+        gp_buf_puts(out, ",\"profile\":");
+        put_str_or_null(out, g->profile);
+    }
+    gp_buf_puts(out, ",\"uuid\":");
+    put_str_or_null(out, g->uuid);
+    gp_buf_puts(out, ",\"model\":");
+    put_str_or_null(out, g->model);
+    gp_buf_puts(out, ",\"memory_bytes\":");
+    if (isnan(g->memory))
+        gp_buf_puts(out, "null");
+    else
+        gp_buf_put_u64(out, (unsigned long long)llround(g->memory));
+    gp_buf_puts(out, ",\"driver\":");
+    put_str_or_null(out, g->driver);
+    gp_buf_puts(out, ",\"vendor\":");
+    put_str_or_null(out, g->vendor);
+    gp_buf_puts(out, ",\"last_seen\":");
+    gp_json_time(out, g->last_seen);
+    gp_buf_puts(out, g->simulated ? ",\"simulated\":true}" : ",\"simulated\":false}");
+}
+
+static int view_cmp(const void *a, const void *b)
+{
+    return str_cmp(*(const struct gp_rw_str *)a, *(const struct gp_rw_str *)b);
+}
+
+/* Writes one node from its GPUs [a, b); models is scratch for b - a. */
+static void put_node(struct gp_buf *out, const struct gpu *a, const struct gpu *b,
+                     struct gp_rw_str *models)
+{
+    size_t ngpus = 0, nm = 0;
+    int64_t last = INT64_MIN;
+    int simulated = 0;
+    for (const struct gpu *g = a; g < b; g++) {
+        /* MIG instances of one GPU are adjacent: count the GPU once. */
+        if (g == a || str_cmp(g->gpu, g[-1].gpu))
+            ngpus++;
+        if (g->model.len)
+            models[nm++] = g->model;
+        if (g->last_seen > last)
+            last = g->last_seen;
+        simulated |= g->simulated;
+    }
+    qsort(models, nm, sizeof *models, view_cmp);
+    gp_buf_puts(out, "{\"node\":");
+    gp_json_str(out, a->node.ptr, a->node.len);
+    gp_buf_puts(out, ",\"gpus\":");
+    gp_buf_put_u64(out, ngpus);
+    gp_buf_puts(out, ",\"models\":[");
+    for (size_t i = 0; i < nm; i++) {
+        if (i && !str_cmp(models[i], models[i - 1]))
+            continue;
+        if (i)
+            gp_buf_putc(out, ',');
+        gp_json_str(out, models[i].ptr, models[i].len);
+    }
+    gp_buf_puts(out, "],\"last_seen\":");
+    gp_json_time(out, last);
+    gp_buf_puts(out, simulated ? ",\"simulated\":true}" : ",\"simulated\":false}");
+}
+
+/* Both answers: the GPUs built once, then written as GPUs or as nodes. */
+static int inventory(struct gp_store *st, int nodes, struct gp_buf *out, char *err, size_t errlen)
+{
+    size_t mark_len = out->len;
+    int mark_err = out->err;
+    struct gp_store_selection sel = {0};
+    struct gp_samples smp = {0};
+    struct row *rows = NULL;
+    struct gpu *gpus = NULL;
+    struct gp_rw_str *models = NULL;
+    size_t nrows, ngpus = 0;
+    int rc = gpu_rows(st, &sel, &rows, &nrows, err, errlen);
+    if (rc)
+        goto done;
+    gpus = malloc((nrows ? nrows : 1) * sizeof *gpus);
+    models = malloc((nrows ? nrows : 1) * sizeof *models);
+    if (!gpus || !models) {
+        rc = gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
+        goto done;
+    }
+    for (size_t i = 0; i < nrows;) {
+        size_t j = i + 1;
+        while (j < nrows && same_gpu(&rows[i], &rows[j]))
+            j++;
+        build_gpu(st, &rows[i], &rows[j], &gpus[ngpus++], &smp);
+        i = j;
+    }
+    gp_buf_puts(out, "{\"status\":\"success\",\"data\":[");
+    for (size_t i = 0; i < ngpus;) {
+        size_t j = i + 1;
+        if (nodes) {
+            while (j < ngpus && !str_cmp(gpus[j].node, gpus[i].node))
+                j++;
+            if (i)
+                gp_buf_putc(out, ',');
+            put_node(out, &gpus[i], &gpus[j], models);
+        } else {
+            if (i)
+                gp_buf_putc(out, ',');
+            put_gpu(out, &gpus[i]);
+        }
+        i = j;
+    }
+    gp_buf_puts(out, "]}");
+    if (out->err)
+        rc = gp_seterr(err, errlen, out->err, "writing the inventory: %s", gp_strerror(out->err));
+done:
+    if (rc) {
+        out->len = mark_len;
+        out->err = mark_err;
+        if (out->data)
+            out->data[out->len] = '\0';
+    }
+    free(models);
+    free(gpus);
+    free(rows);
+    gp_samples_free(&smp);
+    gp_store_selection_free(&sel);
+    return rc;
+}
+
+int gp_query_nodes(struct gp_store *s, struct gp_buf *out, char *err, size_t errlen)
+{
+    return inventory(s, 1, out, err, errlen);
+}
+
+int gp_query_gpus(struct gp_store *s, struct gp_buf *out, char *err, size_t errlen)
+{
+    return inventory(s, 0, out, err, errlen);
+}

@@ -1,0 +1,647 @@
+/*
+ * query.c - range queries, series, label names and values (query.h):
+ * select from the store, evaluate (eval.c), write the JSON answer
+ * (json.c) in the envelope of Prometheus's HTTP API.
+ *
+ * A range query orders the selected series as the answer lists them:
+ * without agg by their labels (Prometheus sorts a matrix that way); with
+ * agg grouped by the result labels (the `by` labels a series has, as a
+ * canonical label blob) and ordered by them, so a group's series are
+ * adjacent. It then evaluates them in bounded batches on a few threads
+ * (reading chunks is most of the work) and writes each batch in order:
+ * memory is a batch of grids plus each thread's largest series, however
+ * many series match, and the answer does not depend on the threads.
+ *
+ * Every function leaves out as it found it when it fails, so the HTTP
+ * layer appends gp_query_error to the same buffer.
+ */
+#include "query/query.h"
+
+#include "lib/err.h"
+#include "query/eval.h"
+#include "query/json.h"
+#include "store/labels.h"
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* ---- shared helpers (inventory.c has its own small ones) ---- */
+
+struct mark {
+    size_t len;
+    int err;
+};
+
+static struct mark mark_of(const struct gp_buf *b)
+{
+    return (struct mark){b->len, b->err};
+}
+
+/* Undoes a partial answer. */
+static void rewind_to(struct gp_buf *b, struct mark m)
+{
+    b->len = m.len;
+    b->err = m.err;
+    if (b->data)
+        b->data[b->len] = '\0';
+}
+
+/* GP_OK, or out's latched failure with a message. */
+static int out_status(const struct gp_buf *out, char *err, size_t errlen)
+{
+    if (!out->err)
+        return GP_OK;
+    if (out->err == GP_ETOOBIG)
+        return gp_seterr(err, errlen, GP_ETOOBIG,
+                         "the answer is larger than %zu bytes: narrow the selector or the time "
+                         "range, or raise the step",
+                         out->max);
+    return gp_seterr(err, errlen, out->err, "writing the answer: %s", gp_strerror(out->err));
+}
+
+static int str_cmp(const char *a, size_t an, const char *b, size_t bn)
+{
+    int c = memcmp(a, b, an < bn ? an : bn);
+    if (c)
+        return c;
+    return an < bn ? -1 : an > bn;
+}
+
+/* Prometheus's labels.Compare on canonical blobs: pairwise by name, then
+ * value; a set that runs out first sorts first. */
+static int labels_cmp(const uint8_t *a, size_t al, const uint8_t *b, size_t bl)
+{
+    struct gp_labels_iter ia, ib;
+    gp_labels_iter_init(&ia, a, al);
+    gp_labels_iter_init(&ib, b, bl);
+    for (;;) {
+        struct gp_rw_str an, av, bn, bv;
+        int ra = gp_labels_next(&ia, &an, &av) == 1;
+        int rb = gp_labels_next(&ib, &bn, &bv) == 1;
+        if (!ra || !rb)
+            return ra - rb;
+        int c = str_cmp(an.ptr, an.len, bn.ptr, bn.len);
+        if (!c)
+            c = str_cmp(av.ptr, av.len, bv.ptr, bv.len);
+        if (c)
+            return c;
+    }
+}
+
+/* A series with the blob it is ordered by (its labels, or its group's). */
+struct item {
+    const struct gp_store_series *s;
+    const uint8_t *key;
+    size_t key_len;
+};
+
+static int item_cmp(const void *pa, const void *pb)
+{
+    const struct item *a = pa, *b = pb;
+    int c = labels_cmp(a->key, a->key_len, b->key, b->key_len);
+    if (c)
+        return c;
+    return a->s->id < b->s->id ? -1 : a->s->id > b->s->id;
+}
+
+static int same_key(const struct item *a, const struct item *b)
+{
+    return a->key_len == b->key_len && (!a->key_len || memcmp(a->key, b->key, a->key_len) == 0);
+}
+
+/* ---- range queries ---- */
+
+static int name_cmp(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* q's by labels sorted (canonical order) and unique into by; returns the
+ * count or GP_EUSAGE. */
+static int sorted_by(const struct gp_range_query *q, const char **by, char *err, size_t errlen)
+{
+    if (q->nby > GP_QUERY_MAX_BY)
+        return gp_seterr(err, errlen, GP_EUSAGE, "by: more than %d labels", GP_QUERY_MAX_BY);
+    size_t n = 0;
+    for (size_t i = 0; i < q->nby; i++) {
+        if (!q->by[i] || !q->by[i][0])
+            return gp_seterr(err, errlen, GP_EUSAGE, "by: empty label name");
+        if (strlen(q->by[i]) > GP_RW_MAX_LABEL_LEN)
+            return gp_seterr(err, errlen, GP_EUSAGE, "by: label name longer than %d bytes",
+                             GP_RW_MAX_LABEL_LEN);
+        by[n++] = q->by[i];
+    }
+    qsort(by, n, sizeof *by, name_cmp);
+    size_t u = 0;
+    for (size_t i = 0; i < n; i++)
+        if (u == 0 || strcmp(by[u - 1], by[i]) != 0)
+            by[u++] = by[i];
+    return (int)u;
+}
+
+/* Builds the items of a selection: keys are the series' own labels, or
+ * (nby >= 0 with agg) the canonical blob of its `by` labels, stored in
+ * keys. Sorted. GP_OK or GP_ENOMEM. */
+static int make_items(const struct gp_store_selection *sel, int grouped, const char *const *by,
+                      size_t nby, struct gp_buf *keys, struct item *items)
+{
+    size_t *off = NULL;
+    if (grouped) {
+        off = malloc((sel->n ? sel->n : 1) * sizeof *off);
+        if (!off)
+            return GP_ENOMEM;
+    }
+    for (size_t i = 0; i < sel->n; i++) {
+        const struct gp_store_series *s = &sel->series[i];
+        items[i].s = s;
+        items[i].key = s->labels;
+        items[i].key_len = s->labels_len;
+        if (!grouped)
+            continue;
+        struct gp_rw_label l[GP_QUERY_MAX_BY];
+        size_t nl = 0;
+        for (size_t b = 0; b < nby; b++) {
+            struct gp_rw_str v;
+            if (gp_labels_get(s->labels, s->labels_len, by[b], &v) == 1 && v.len) {
+                l[nl].name.ptr = by[b];
+                l[nl].name.len = strlen(by[b]);
+                l[nl].value = v;
+                nl++;
+            }
+        }
+        off[i] = keys->len;
+        gp_labels_encode(l, nl, keys);
+        items[i].key_len = keys->len - off[i];
+    }
+    if (grouped) {
+        if (keys->err) {
+            free(off);
+            return GP_ENOMEM;
+        }
+        /* keys has stopped moving: point into it (all keys are empty
+         * when no series has a `by` label, and then keys has no memory). */
+        static const uint8_t none[1];
+        for (size_t i = 0; i < sel->n; i++)
+            items[i].key = keys->data ? (const uint8_t *)keys->data + off[i] : none;
+        free(off);
+    }
+    qsort(items, sel->n, sizeof *items, item_cmp);
+    return GP_OK;
+}
+
+/* Whether q runs on rollups: GP_OK with *use set, or GP_EUSAGE. */
+static int choose_rollups(const struct gp_range_query *q, int *use, char *err, size_t errlen)
+{
+    int aligned = q->step_ms % 60000 == 0 && q->start_ms % 60000 == 0;
+    if (q->rollups == 1 && !aligned)
+        return gp_seterr(err, errlen, GP_EUSAGE,
+                         "rollups need a step that is a multiple of 1m and a start on a whole "
+                         "minute");
+    *use = q->rollups == 1 || (q->rollups < 0 && aligned);
+    return GP_OK;
+}
+
+static void put_series_values(struct gp_buf *out, const struct gp_eval_range *r, const double *val,
+                              const uint8_t *has)
+{
+    int first = 1;
+    int64_t t = r->start_ms;
+    for (size_t k = 0; k < r->npoints; k++, t += r->step_ms)
+        if (has[k]) {
+            gp_json_point(out, first, t, val[k]);
+            first = 0;
+        }
+}
+
+/*
+ * Evaluation in batches, each spread over worker threads.
+ *
+ * A unit is one series (without agg) or one group (with agg: the run of
+ * adjacent items sharing a key, so a group's sum is always taken by one
+ * thread in one order, and the answer does not depend on the threads).
+ * A batch is as many units as BATCH_CELLS grid cells hold; its units are
+ * handed out through an atomic counter, evaluated into per-unit grids,
+ * then written in order by the calling thread. Memory stays bounded
+ * however many series match; reading and decoding chunks, most of a
+ * query's time, runs on up to MAX_THREADS cores.
+ */
+#define BATCH_CELLS ((size_t)1 << 21)
+#define MAX_THREADS 4
+/* Below this many series a query runs on the calling thread alone. */
+#define PARALLEL_MIN_SERIES 32
+
+struct range_job;
+
+struct worker {
+    struct range_job *job;
+    struct gp_samples smp;
+    struct gp_rollups ru;
+    double *val; /* one grid of scratch (grouped) */
+    uint8_t *has;
+    pthread_t th;
+};
+
+struct range_job {
+    struct gp_store *s;
+    const struct gp_eval_range *r;
+    enum gp_eval_mode mode;
+    int use_rollups, grouped;
+    int64_t mint, maxt;
+    const struct item *items;
+    const size_t *ustart; /* unit u is items [ustart[u], ustart[u + 1]) */
+    size_t u0, u1;        /* the batch */
+    size_t next;          /* next unit to take (atomic) */
+    int failed;           /* atomic: stop taking units */
+    double *val;          /* per unit of the batch: a grid (not grouped) */
+    uint8_t *has;
+    struct gp_eval_groups g; /* per unit of the batch: a group (grouped) */
+    pthread_mutex_t mu;
+    int rc;
+    char err[256];
+};
+
+static void job_fail(struct range_job *j, int rc, const char *fmt, uint32_t id)
+{
+    pthread_mutex_lock(&j->mu);
+    if (!j->rc) {
+        j->rc = rc;
+        snprintf(j->err, sizeof j->err, fmt, (unsigned)id, gp_strerror(rc));
+    }
+    pthread_mutex_unlock(&j->mu);
+    __atomic_store_n(&j->failed, 1, __ATOMIC_RELAXED);
+}
+
+/* Reads and evaluates one series into val/has; returns steps with a value. */
+static size_t eval_one(struct worker *w, const struct gp_store_series *ss, double *val,
+                       uint8_t *has)
+{
+    struct range_job *j = w->job;
+    size_t found;
+    int rc;
+    if (j->use_rollups) {
+        w->ru.n = 0;
+        rc = gp_store_read_rollups(j->s, ss->id, j->mint, j->maxt, &w->ru);
+        found = gp_eval_rollups(j->r, j->mode, w->ru.r, w->ru.n, val, has);
+    } else {
+        w->smp.n = 0;
+        rc = gp_store_read(j->s, ss->id, j->mint, j->maxt, &w->smp);
+        found = gp_eval_raw(j->r, j->mode, w->smp.t, w->smp.v, w->smp.n, val, has);
+    }
+    /* A damaged chunk (GP_EPARSE) is logged by the store, which still
+     * returns the rest of the range: answer with that. */
+    if (rc && rc != GP_EPARSE)
+        job_fail(j, rc, "reading series %u: %s", ss->id);
+    return found;
+}
+
+static void *work(void *arg)
+{
+    struct worker *w = arg;
+    struct range_job *j = w->job;
+    size_t np = j->r->npoints;
+    for (;;) {
+        size_t u = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED);
+        if (u >= j->u1 || __atomic_load_n(&j->failed, __ATOMIC_RELAXED))
+            break;
+        size_t slot = u - j->u0;
+        for (size_t i = j->ustart[u]; i < j->ustart[u + 1]; i++) {
+            if (!j->grouped) {
+                eval_one(w, j->items[i].s, j->val + slot * np, j->has + slot * np);
+            } else if (eval_one(w, j->items[i].s, w->val, w->has)) {
+                gp_eval_groups_add(&j->g, slot, w->val, w->has);
+            }
+        }
+    }
+    return NULL;
+}
+
+/* Evaluates units [u0, u1) on nw workers (the first on this thread). */
+static void run_batch(struct range_job *j, struct worker *w, size_t nw, size_t u0, size_t u1)
+{
+    j->u0 = u0;
+    j->u1 = u1;
+    j->next = u0;
+    if (j->grouped)
+        for (size_t u = u0; u < u1; u++)
+            gp_eval_groups_clear(&j->g, u - u0);
+    size_t started = 1;
+    if (u1 - u0 < nw)
+        nw = u1 - u0;
+    for (; started < nw; started++)
+        if (pthread_create(&w[started].th, NULL, work, &w[started]))
+            break; /* fewer threads: the rest is shared by those running */
+    work(&w[0]);
+    for (size_t i = 1; i < started; i++)
+        pthread_join(w[i].th, NULL);
+}
+
+/* Writes unit u of the batch (a series or a group) if it has any value. */
+static void put_unit(struct gp_buf *out, const struct range_job *j, size_t u, int *first_series)
+{
+    const struct gp_eval_range *r = j->r;
+    size_t slot = u - j->u0;
+    const struct item *it = &j->items[j->ustart[u]];
+    if (!j->grouped) {
+        const uint8_t *has = j->has + slot * r->npoints;
+        if (!memchr(has, 1, r->npoints))
+            return;
+        gp_buf_puts(out, *first_series ? "{\"metric\":" : ",{\"metric\":");
+        *first_series = 0;
+        gp_json_labels(out, it->s->labels, it->s->labels_len);
+        gp_buf_puts(out, ",\"values\":[");
+        put_series_values(out, r, j->val + slot * r->npoints, has);
+        gp_buf_puts(out, "]}");
+        return;
+    }
+    int first = 1;
+    int64_t t = r->start_ms;
+    for (size_t k = 0; k < r->npoints; k++, t += r->step_ms) {
+        double v;
+        if (!gp_eval_groups_get(&j->g, slot, k, &v))
+            continue;
+        if (first) {
+            gp_buf_puts(out, *first_series ? "{\"metric\":" : ",{\"metric\":");
+            *first_series = 0;
+            gp_json_labels(out, it->key, it->key_len);
+            gp_buf_puts(out, ",\"values\":[");
+        }
+        gp_json_point(out, first, t, v);
+        first = 0;
+    }
+    if (!first)
+        gp_buf_puts(out, "]}");
+}
+
+static size_t online_cpus(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > MAX_THREADS ? MAX_THREADS : (size_t)n;
+}
+
+int gp_query_range(struct gp_store *s, const struct gp_range_query *q, struct gp_buf *out, char *err,
+                   size_t errlen)
+{
+    struct mark m = mark_of(out);
+    struct gp_eval_range r;
+    int rc = gp_eval_range_init(&r, q->start_ms, q->end_ms, q->step_ms, err, errlen);
+    if (rc)
+        return rc;
+    if (q->start_ms < INT64_MIN / 4 || q->end_ms > INT64_MAX / 4)
+        return gp_seterr(err, errlen, GP_EUSAGE, "start or end out of range");
+    if (!q->m || q->nm == 0)
+        return gp_seterr(err, errlen, GP_EUSAGE, "a range query needs a series selector (match)");
+    if (q->agg == GP_AGG_NONE && q->nby)
+        return gp_seterr(err, errlen, GP_EUSAGE, "by needs agg (avg, min, max, sum or count)");
+    const char *by[GP_QUERY_MAX_BY];
+    int nby = sorted_by(q, by, err, errlen);
+    if (nby < 0)
+        return nby;
+    int use_rollups = 0;
+    rc = choose_rollups(q, &use_rollups, err, errlen);
+    if (rc)
+        return rc;
+
+    struct range_job j;
+    memset(&j, 0, sizeof j);
+    pthread_mutex_init(&j.mu, NULL);
+    j.s = s;
+    j.r = &r;
+    j.mode = gp_eval_mode_for(q->agg);
+    j.use_rollups = use_rollups;
+    j.grouped = q->agg != GP_AGG_NONE;
+    /* What the first step can see: its window or its lookback. */
+    int64_t reach = q->step_ms > GP_QUERY_LOOKBACK_MS ? q->step_ms : GP_QUERY_LOOKBACK_MS;
+    j.mint = use_rollups ? q->start_ms - reach : q->start_ms - reach + 1;
+    j.maxt = use_rollups ? q->end_ms - 1 : q->end_ms;
+
+    struct gp_store_selection sel = {0};
+    struct item *items = NULL;
+    size_t *ustart = NULL;
+    struct worker w[MAX_THREADS];
+    memset(w, 0, sizeof w);
+    size_t nw = 0;
+    struct gp_buf keys;
+    gp_buf_init(&keys, (size_t)1 << 30);
+
+    rc = gp_store_select(s, q->m, q->nm, j.mint, j.maxt, &sel);
+    if (rc) {
+        gp_seterr(err, errlen, rc, "selecting series: %s", gp_strerror(rc));
+        goto done;
+    }
+    if (sel.n > GP_QUERY_MAX_SERIES) {
+        rc = gp_seterr(err, errlen, GP_EUSAGE,
+                       "the selector matches %zu series, more than the limit of %d: narrow it",
+                       sel.n, GP_QUERY_MAX_SERIES);
+        goto done;
+    }
+    items = malloc((sel.n ? sel.n : 1) * sizeof *items);
+    ustart = malloc((sel.n + 1) * sizeof *ustart);
+    if (!items || !ustart || make_items(&sel, j.grouped, by, (size_t)nby, &keys, items)) {
+        rc = gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
+        goto done;
+    }
+    size_t nunits = 0;
+    for (size_t i = 0; i < sel.n; i++)
+        if (!j.grouped || i == 0 || !same_key(&items[i - 1], &items[i]))
+            ustart[nunits++] = i;
+    ustart[nunits] = sel.n;
+    j.items = items;
+    j.ustart = ustart;
+
+    /* Grids for one batch, and the workers with their read buffers. */
+    size_t per_batch = BATCH_CELLS / r.npoints;
+    if (per_batch < 1)
+        per_batch = 1;
+    if (per_batch > nunits)
+        per_batch = nunits ? nunits : 1;
+    nw = sel.n >= PARALLEL_MIN_SERIES ? online_cpus() : 1;
+    int ok = 1;
+    if (j.grouped) {
+        ok = gp_eval_groups_init(&j.g, q->agg, per_batch, r.npoints) == GP_OK;
+    } else {
+        j.val = malloc(per_batch * r.npoints * sizeof *j.val);
+        j.has = malloc(per_batch * r.npoints);
+        ok = j.val && j.has;
+    }
+    for (size_t i = 0; i < nw && ok; i++) {
+        w[i].job = &j;
+        if (j.grouped) {
+            w[i].val = malloc(r.npoints * sizeof *w[i].val);
+            w[i].has = malloc(r.npoints);
+            ok = w[i].val && w[i].has;
+        }
+    }
+    if (!ok) {
+        rc = gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
+        goto done;
+    }
+
+    gp_buf_puts(out, "{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":[");
+    int first_series = 1;
+    for (size_t u0 = 0; u0 < nunits && !out->err; u0 += per_batch) {
+        size_t u1 = u0 + per_batch < nunits ? u0 + per_batch : nunits;
+        run_batch(&j, w, nw, u0, u1);
+        if (j.rc) {
+            rc = gp_seterr(err, errlen, j.rc, "%s", j.err);
+            goto done;
+        }
+        for (size_t u = u0; u < u1; u++)
+            put_unit(out, &j, u, &first_series);
+    }
+    gp_buf_puts(out, "]}}");
+    rc = out_status(out, err, errlen);
+
+done:
+    if (rc)
+        rewind_to(out, m);
+    for (size_t i = 0; i < MAX_THREADS; i++) {
+        gp_samples_free(&w[i].smp);
+        gp_rollups_free(&w[i].ru);
+        free(w[i].val);
+        free(w[i].has);
+    }
+    gp_eval_groups_free(&j.g);
+    free(j.val);
+    free(j.has);
+    pthread_mutex_destroy(&j.mu);
+    free(ustart);
+    free(items);
+    gp_buf_free(&keys);
+    gp_store_selection_free(&sel);
+    return rc;
+}
+
+/* ---- series ---- */
+
+int gp_query_series(struct gp_store *s, const struct gp_matcher *const *sel, const size_t *nm,
+                    size_t nsel, int64_t start_ms, int64_t end_ms, struct gp_buf *out, char *err,
+                    size_t errlen)
+{
+    if (nsel == 0)
+        return gp_seterr(err, errlen, GP_EUSAGE, "no match[] parameter provided");
+    if (end_ms < start_ms)
+        return gp_seterr(err, errlen, GP_EUSAGE, "end timestamp must not be before start time");
+    struct mark m = mark_of(out);
+    struct gp_store_selection *sels = calloc(nsel, sizeof *sels);
+    struct item *items = NULL;
+    int rc = GP_OK;
+    if (!sels)
+        return gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
+    size_t total = 0;
+    for (size_t i = 0; i < nsel; i++) {
+        if (!sel[i] || nm[i] == 0) {
+            rc = gp_seterr(err, errlen, GP_EUSAGE, "match[] %zu: empty selector", i + 1);
+            goto done;
+        }
+        rc = gp_store_select(s, sel[i], nm[i], start_ms, end_ms, &sels[i]);
+        if (rc) {
+            gp_seterr(err, errlen, rc, "selecting series: %s", gp_strerror(rc));
+            goto done;
+        }
+        total += sels[i].n;
+    }
+    items = malloc((total ? total : 1) * sizeof *items);
+    if (!items) {
+        rc = gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
+        goto done;
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < nsel; i++)
+        for (size_t j = 0; j < sels[i].n; j++) {
+            items[n].s = &sels[i].series[j];
+            items[n].key = sels[i].series[j].labels;
+            items[n].key_len = sels[i].series[j].labels_len;
+            n++;
+        }
+    /* By labels, ties by id: a series matched by two selectors is adjacent
+     * to itself and written once. */
+    qsort(items, n, sizeof *items, item_cmp);
+    gp_buf_puts(out, "{\"status\":\"success\",\"data\":[");
+    for (size_t i = 0; i < n && !out->err; i++) {
+        if (i && items[i].s->id == items[i - 1].s->id)
+            continue;
+        if (i)
+            gp_buf_putc(out, ',');
+        if (gp_json_labels(out, items[i].key, items[i].key_len)) {
+            rc = gp_seterr(err, errlen, GP_EIO, "series %u: malformed labels",
+                           (unsigned)items[i].s->id);
+            goto done;
+        }
+    }
+    gp_buf_puts(out, "]}");
+    rc = out_status(out, err, errlen);
+done:
+    if (rc)
+        rewind_to(out, m);
+    free(items);
+    for (size_t i = 0; i < nsel; i++)
+        gp_store_selection_free(&sels[i]);
+    free(sels);
+    return rc;
+}
+
+/* ---- label names and values ---- */
+
+struct list_writer {
+    struct gp_buf *out;
+    int first;
+};
+
+static void write_item(void *arg, const char *p, size_t len)
+{
+    struct list_writer *w = arg;
+    if (!w->first)
+        gp_buf_putc(w->out, ',');
+    w->first = 0;
+    gp_json_str(w->out, p, len);
+}
+
+static int write_list(struct gp_store *s, const char *name, struct gp_buf *out, char *err,
+                      size_t errlen)
+{
+    struct mark m = mark_of(out);
+    struct list_writer w = {out, 1};
+    gp_buf_puts(out, "{\"status\":\"success\",\"data\":[");
+    int rc = name ? gp_store_label_values(s, name, NULL, 0, write_item, &w)
+                  : gp_store_label_names(s, NULL, 0, write_item, &w);
+    if (rc) {
+        gp_seterr(err, errlen, rc, "listing labels: %s", gp_strerror(rc));
+    } else {
+        gp_buf_puts(out, "]}");
+        rc = out_status(out, err, errlen);
+    }
+    if (rc)
+        rewind_to(out, m);
+    return rc;
+}
+
+int gp_query_labels(struct gp_store *s, struct gp_buf *out, char *err, size_t errlen)
+{
+    return write_list(s, NULL, out, err, errlen);
+}
+
+int gp_query_label_values(struct gp_store *s, const char *name, struct gp_buf *out, char *err,
+                          size_t errlen)
+{
+    if (!name || !*name)
+        return gp_seterr(err, errlen, GP_EUSAGE, "invalid label name: empty");
+    if (strlen(name) > GP_RW_MAX_LABEL_LEN)
+        return gp_seterr(err, errlen, GP_EUSAGE, "invalid label name: longer than %d bytes",
+                         GP_RW_MAX_LABEL_LEN);
+    return write_list(s, name, out, err, errlen);
+}
+
+void gp_query_error(struct gp_buf *out, const char *type, const char *msg)
+{
+    gp_buf_puts(out, "{\"status\":\"error\",\"errorType\":");
+    type = type ? type : "internal";
+    msg = msg ? msg : "";
+    gp_json_str(out, type, strlen(type));
+    gp_buf_puts(out, ",\"error\":");
+    gp_json_str(out, msg, strlen(msg));
+    gp_buf_putc(out, '}');
+}
