@@ -288,22 +288,49 @@ int64_t gp_chunk_last_t(const struct gp_chunk *c) { return c->t_last; }
 
 /* ---- bit reader and iterator ---- */
 
+/* The 8 bytes at data[byte..] as a big-endian word, zero past len: one
+ * load serves every read inside it, which is what makes decoding cheap. */
+static inline uint64_t load_be64(const uint8_t *data, size_t len, size_t byte)
+{
+    uint64_t w = 0;
+    if (byte + 8 <= len) {
+        memcpy(&w, data + byte, 8);
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+        w = __builtin_bswap64(w);
+#endif
+        return w;
+    }
+    for (size_t i = 0; i < 8; i++)
+        w = w << 8 | (byte + i < len ? data[byte + i] : 0);
+    return w;
+}
+
 /* Reads n bits (n <= 64) into *out; -1 when fewer remain. */
-static int r_bits(struct gp_chunk_iter *it, unsigned n, uint64_t *out)
+static inline __attribute__((always_inline)) int r_bits(struct gp_chunk_iter *it, unsigned n,
+                                                        uint64_t *out)
 {
     size_t avail = it->len * 8 - it->pos; /* len <= SIZE_MAX / 8, see init */
     if (n > avail)
         return -1;
-    uint64_t v = 0;
-    while (n > 0) {
-        unsigned used = (unsigned)(it->pos & 7), room = 8 - used;
-        unsigned take = n < room ? n : room;
-        unsigned byte = it->data[it->pos >> 3];
-        v = (v << take) | ((byte >> (room - take)) & ((1u << take) - 1));
-        it->pos += take;
-        n -= take;
+    if (n == 0) {
+        *out = 0;
+        return 0;
     }
-    *out = v;
+    unsigned off = (unsigned)(it->pos & 7);
+    uint64_t w = load_be64(it->data, it->len, it->pos >> 3);
+    if (n <= 64 - off) {
+        *out = (w << off) >> (64 - n);
+        it->pos += n;
+        return 0;
+    }
+    /* The field straddles the word: its head ends the word, its tail
+     * (fewer than 8 bits) starts the next byte-aligned one. */
+    unsigned head = 64 - off, tail = n - head;
+    uint64_t hi = (w << off) >> off;
+    it->pos += head;
+    uint64_t lo = load_be64(it->data, it->len, it->pos >> 3) >> (64 - tail);
+    it->pos += tail;
+    *out = hi << tail | lo;
     return 0;
 }
 
