@@ -5,14 +5,17 @@
  * hold any bytes, so every byte is either copied as well-formed UTF-8,
  * escaped, or replaced; clients (and jansson in the tests) must accept
  * every answer. Speed: a range query without aggregation can answer a
- * few hundred thousand points, and snprintf + strtod per value would cost
- * more than evaluating them. Most values are short decimals (means of
- * integers, percentages), so the formatter first looks for the fewest
- * fraction digits f <= 15 with v == m / 10^f for an integer m < 2^53:
- * IEEE division of two exact operands is correctly rounded, exactly what
- * strtod does with the decimal "m/10^f", so that text reads back as v and
- * is the shortest fixed-point text that does. Only the rest goes through
- * %.15g / %.16g / %.17g with a read-back check.
+ * few hundred thousand points, and averages need 16 or 17 digits, for
+ * which snprintf + strtod (as gp_buf_put_double does) cost ~400 ns a
+ * value, more than evaluating them. So values are formatted in integer
+ * arithmetic: integers below 2^53 directly; values in [1e-3, 1e15) by
+ * computing the correctly rounded 15-, 16- and 17-digit decimals with
+ * 128-bit integers and taking the first that provably reads back (an
+ * exact comparison against half the gap to the neighbouring double) -
+ * the same text "%.15g"/"%.16g"/"%.17g" + strtod would choose, in
+ * ~60 ns; other values by the fewest fraction digits f with
+ * v == m / 10^f (one correctly rounded IEEE division, which is what
+ * strtod computes), and the rest through snprintf with a read-back check.
  */
 #include "query/json.h"
 
@@ -185,6 +188,109 @@ void gp_json_point(struct gp_buf *b, int first, int64_t ms, double v)
     gp_buf_append(b, tmp, n);
 }
 
+/*
+ * The shortest of the correctly rounded 15-, 16- and 17-significant-digit
+ * decimals of a that reads back as a, in fixed notation: exactly what
+ * "%.15g", "%.16g", "%.17g" + strtod would choose, in integer arithmetic.
+ * a = M * 2^-sh exactly; for 1e-3 <= a < 1e15 every quantity below fits
+ * in 128 bits: M * 10^k < 2^53 * 10^19 < 2^117, q * 2^sh < 10^17 * 2^62.
+ * Returns the length, or 0 when a is outside that range (the caller
+ * falls back to snprintf).
+ */
+static size_t format_exact(double a, int neg, char *out)
+{
+    static const uint64_t p10[] = {1u,
+                                   10u,
+                                   100u,
+                                   1000u,
+                                   10000u,
+                                   100000u,
+                                   1000000u,
+                                   10000000u,
+                                   100000000u,
+                                   1000000000u,
+                                   10000000000u,
+                                   100000000000u,
+                                   1000000000000u,
+                                   10000000000000u,
+                                   100000000000000u,
+                                   1000000000000000u,
+                                   10000000000000000u,
+                                   100000000000000000u,
+                                   1000000000000000000u,
+                                   10000000000000000000u};
+    if (!(a >= 1e-3 && a < 1e15))
+        return 0;
+    uint64_t bits;
+    memcpy(&bits, &a, sizeof bits);
+    uint64_t m = (bits & ((UINT64_C(1) << 52) - 1)) | (UINT64_C(1) << 52);
+    unsigned sh = (unsigned)(1075 - (int)(bits >> 52)); /* 2..62 in this range */
+    /* e10 = floor(log10 a), exactly: the largest j with M >= 10^j 2^sh. */
+    int e10 = -3;
+    for (int j = 14; j > -3; j--) {
+        int ge = j >= 0 ? (unsigned __int128)m >= ((unsigned __int128)p10[j] << sh)
+                        : (unsigned __int128)m * p10[-j] >= (unsigned __int128)1 << sh;
+        if (ge) {
+            e10 = j;
+            break;
+        }
+    }
+    unsigned __int128 q = 0;
+    int k = 0;
+    for (int d = 15; d <= 17; d++) {
+        /* q = a * 10^k rounded half-even to an integer of d digits (or
+         * 10^d when it rounds up: the same value, one more zero). */
+        k = d - 1 - e10;
+        unsigned __int128 n = (unsigned __int128)m * p10[k];
+        q = n >> sh;
+        unsigned __int128 rem = n - (q << sh), half = (unsigned __int128)1 << (sh - 1);
+        if (rem > half || (rem == half && (q & 1)))
+            q++;
+        if (d == 17)
+            break; /* 17 digits always read back */
+        /* Does q / 10^k read back as a? |q 2^sh - M 10^k| against half the
+         * gap to the neighbour on that side (a quarter below a power of 2);
+         * a tie goes to the even mantissa, as strtod rounds. */
+        unsigned __int128 x = q << sh;
+        unsigned __int128 diff = x > n ? x - n : n - x;
+        int quarter = x < n && m == (UINT64_C(1) << 52);
+        unsigned __int128 lhs = diff * (quarter ? 4u : 2u);
+        if (lhs < p10[k] || (lhs == p10[k] && !(m & 1)))
+            break;
+    }
+    /* q has d digits (or is 10^d after rounding up: one more, all zeros)
+     * with the decimal point after e10 + 1 of them. */
+    char dig[24];
+    int nd = 0;
+    for (uint64_t t = (uint64_t)q; t; t /= 10) /* q <= 10^17 */
+        dig[nd++] = (char)('0' + t % 10);
+    int point = nd - k; /* digits before the decimal point */
+    int lo = 0;
+    while (lo < nd && lo < k && dig[lo] == '0')
+        lo++; /* trailing zeros of the fraction */
+    size_t n = 0;
+    if (neg)
+        out[n++] = '-';
+    if (point <= 0) {
+        out[n++] = '0';
+        out[n++] = '.';
+        for (int i = 0; i < -point; i++)
+            out[n++] = '0';
+        for (int i = nd - 1; i >= lo; i--)
+            out[n++] = dig[i];
+    } else {
+        for (int i = nd - 1; i >= nd - point; i--)
+            out[n++] = dig[i];
+        if (lo < nd - point) {
+            out[n++] = '.';
+            for (int i = nd - point - 1; i >= lo; i--)
+                out[n++] = dig[i];
+        }
+    }
+    out[n] = '\0';
+    return n;
+}
+
 size_t gp_json_format_double(double v, char *out)
 {
     static const double pow10[] = {1e0, 1e1, 1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
@@ -199,6 +305,18 @@ size_t gp_json_format_double(double v, char *out)
     }
     const double lim = 9007199254740992.0; /* 2^53: integers exact below it */
     double a = fabs(v);
+    if (a < lim && a == floor(a) && !(v == 0 && signbit(v))) {
+        char tmp[24], *end = tmp + sizeof tmp, *p = u64_digits((uint64_t)a, end);
+        if (v < 0)
+            *--p = '-';
+        size_t n = (size_t)(end - p);
+        memcpy(out, p, n);
+        out[n] = '\0';
+        return n;
+    }
+    size_t fast = format_exact(a, v < 0, out);
+    if (fast)
+        return fast;
     if (a < lim && !(v == 0 && signbit(v))) {
         for (int f = 0; f < 16; f++) {
             double x = a * pow10[f];

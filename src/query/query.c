@@ -3,14 +3,14 @@
  * select from the store, evaluate (eval.c), write the JSON answer
  * (json.c) in the envelope of Prometheus's HTTP API.
  *
- * A range query streams: series are read one at a time into one reused
- * sample (or rollup) buffer and evaluated onto one reused grid, so memory
- * is the largest single series plus the answer, however many series
- * match. Series are visited in the order of the answer: without agg by
- * their labels (Prometheus sorts a matrix that way); with agg grouped by
- * the result labels (the `by` labels a series has, as a canonical label
- * blob) and ordered by them, so a group's series are adjacent and one
- * group's accumulator at a time suffices.
+ * A range query orders the selected series as the answer lists them:
+ * without agg by their labels (Prometheus sorts a matrix that way); with
+ * agg grouped by the result labels (the `by` labels a series has, as a
+ * canonical label blob) and ordered by them, so a group's series are
+ * adjacent. It then evaluates them in bounded batches on a few threads
+ * (reading chunks is most of the work) and writes each batch in order:
+ * memory is a batch of grids plus each thread's largest series, however
+ * many series match, and the answer does not depend on the threads.
  *
  * Every function leaves out as it found it when it fails, so the HTTP
  * layer appends gp_query_error to the same buffer.
@@ -22,9 +22,12 @@
 #include "query/json.h"
 #include "store/labels.h"
 
+#include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* ---- shared helpers (inventory.c has its own small ones) ---- */
 
@@ -107,7 +110,7 @@ static int item_cmp(const void *pa, const void *pb)
 
 static int same_key(const struct item *a, const struct item *b)
 {
-    return a->key_len == b->key_len && memcmp(a->key, b->key, a->key_len) == 0;
+    return a->key_len == b->key_len && (!a->key_len || memcmp(a->key, b->key, a->key_len) == 0);
 }
 
 /* ---- range queries ---- */
@@ -179,9 +182,11 @@ static int make_items(const struct gp_store_selection *sel, int grouped, const c
             free(off);
             return GP_ENOMEM;
         }
-        /* keys has stopped moving: point into it. */
+        /* keys has stopped moving: point into it (all keys are empty
+         * when no series has a `by` label, and then keys has no memory). */
+        static const uint8_t none[1];
         for (size_t i = 0; i < sel->n; i++)
-            items[i].key = (const uint8_t *)keys->data + off[i];
+            items[i].key = keys->data ? (const uint8_t *)keys->data + off[i] : none;
         free(off);
     }
     qsort(items, sel->n, sizeof *items, item_cmp);
@@ -212,6 +217,171 @@ static void put_series_values(struct gp_buf *out, const struct gp_eval_range *r,
         }
 }
 
+/*
+ * Evaluation in batches, each spread over worker threads.
+ *
+ * A unit is one series (without agg) or one group (with agg: the run of
+ * adjacent items sharing a key, so a group's sum is always taken by one
+ * thread in one order, and the answer does not depend on the threads).
+ * A batch is as many units as BATCH_CELLS grid cells hold; its units are
+ * handed out through an atomic counter, evaluated into per-unit grids,
+ * then written in order by the calling thread. Memory stays bounded
+ * however many series match; reading and decoding chunks, most of a
+ * query's time, runs on up to MAX_THREADS cores.
+ */
+#define BATCH_CELLS ((size_t)1 << 21)
+#define MAX_THREADS 4
+/* Below this many series a query runs on the calling thread alone. */
+#define PARALLEL_MIN_SERIES 32
+
+struct range_job;
+
+struct worker {
+    struct range_job *job;
+    struct gp_samples smp;
+    struct gp_rollups ru;
+    double *val; /* one grid of scratch (grouped) */
+    uint8_t *has;
+    pthread_t th;
+};
+
+struct range_job {
+    struct gp_store *s;
+    const struct gp_eval_range *r;
+    enum gp_eval_mode mode;
+    int use_rollups, grouped;
+    int64_t mint, maxt;
+    const struct item *items;
+    const size_t *ustart; /* unit u is items [ustart[u], ustart[u + 1]) */
+    size_t u0, u1;        /* the batch */
+    size_t next;          /* next unit to take (atomic) */
+    int failed;           /* atomic: stop taking units */
+    double *val;          /* per unit of the batch: a grid (not grouped) */
+    uint8_t *has;
+    struct gp_eval_groups g; /* per unit of the batch: a group (grouped) */
+    pthread_mutex_t mu;
+    int rc;
+    char err[256];
+};
+
+static void job_fail(struct range_job *j, int rc, const char *fmt, uint32_t id)
+{
+    pthread_mutex_lock(&j->mu);
+    if (!j->rc) {
+        j->rc = rc;
+        snprintf(j->err, sizeof j->err, fmt, (unsigned)id, gp_strerror(rc));
+    }
+    pthread_mutex_unlock(&j->mu);
+    __atomic_store_n(&j->failed, 1, __ATOMIC_RELAXED);
+}
+
+/* Reads and evaluates one series into val/has; returns steps with a value. */
+static size_t eval_one(struct worker *w, const struct gp_store_series *ss, double *val,
+                       uint8_t *has)
+{
+    struct range_job *j = w->job;
+    size_t found;
+    int rc;
+    if (j->use_rollups) {
+        w->ru.n = 0;
+        rc = gp_store_read_rollups(j->s, ss->id, j->mint, j->maxt, &w->ru);
+        found = gp_eval_rollups(j->r, j->mode, w->ru.r, w->ru.n, val, has);
+    } else {
+        w->smp.n = 0;
+        rc = gp_store_read(j->s, ss->id, j->mint, j->maxt, &w->smp);
+        found = gp_eval_raw(j->r, j->mode, w->smp.t, w->smp.v, w->smp.n, val, has);
+    }
+    /* A damaged chunk (GP_EPARSE) is logged by the store, which still
+     * returns the rest of the range: answer with that. */
+    if (rc && rc != GP_EPARSE)
+        job_fail(j, rc, "reading series %u: %s", ss->id);
+    return found;
+}
+
+static void *work(void *arg)
+{
+    struct worker *w = arg;
+    struct range_job *j = w->job;
+    size_t np = j->r->npoints;
+    for (;;) {
+        size_t u = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED);
+        if (u >= j->u1 || __atomic_load_n(&j->failed, __ATOMIC_RELAXED))
+            break;
+        size_t slot = u - j->u0;
+        for (size_t i = j->ustart[u]; i < j->ustart[u + 1]; i++) {
+            if (!j->grouped) {
+                eval_one(w, j->items[i].s, j->val + slot * np, j->has + slot * np);
+            } else if (eval_one(w, j->items[i].s, w->val, w->has)) {
+                gp_eval_groups_add(&j->g, slot, w->val, w->has);
+            }
+        }
+    }
+    return NULL;
+}
+
+/* Evaluates units [u0, u1) on nw workers (the first on this thread). */
+static void run_batch(struct range_job *j, struct worker *w, size_t nw, size_t u0, size_t u1)
+{
+    j->u0 = u0;
+    j->u1 = u1;
+    j->next = u0;
+    if (j->grouped)
+        for (size_t u = u0; u < u1; u++)
+            gp_eval_groups_clear(&j->g, u - u0);
+    size_t started = 1;
+    if (u1 - u0 < nw)
+        nw = u1 - u0;
+    for (; started < nw; started++)
+        if (pthread_create(&w[started].th, NULL, work, &w[started]))
+            break; /* fewer threads: the rest is shared by those running */
+    work(&w[0]);
+    for (size_t i = 1; i < started; i++)
+        pthread_join(w[i].th, NULL);
+}
+
+/* Writes unit u of the batch (a series or a group) if it has any value. */
+static void put_unit(struct gp_buf *out, const struct range_job *j, size_t u, int *first_series)
+{
+    const struct gp_eval_range *r = j->r;
+    size_t slot = u - j->u0;
+    const struct item *it = &j->items[j->ustart[u]];
+    if (!j->grouped) {
+        const uint8_t *has = j->has + slot * r->npoints;
+        if (!memchr(has, 1, r->npoints))
+            return;
+        gp_buf_puts(out, *first_series ? "{\"metric\":" : ",{\"metric\":");
+        *first_series = 0;
+        gp_json_labels(out, it->s->labels, it->s->labels_len);
+        gp_buf_puts(out, ",\"values\":[");
+        put_series_values(out, r, j->val + slot * r->npoints, has);
+        gp_buf_puts(out, "]}");
+        return;
+    }
+    int first = 1;
+    int64_t t = r->start_ms;
+    for (size_t k = 0; k < r->npoints; k++, t += r->step_ms) {
+        double v;
+        if (!gp_eval_groups_get(&j->g, slot, k, &v))
+            continue;
+        if (first) {
+            gp_buf_puts(out, *first_series ? "{\"metric\":" : ",{\"metric\":");
+            *first_series = 0;
+            gp_json_labels(out, it->key, it->key_len);
+            gp_buf_puts(out, ",\"values\":[");
+        }
+        gp_json_point(out, first, t, v);
+        first = 0;
+    }
+    if (!first)
+        gp_buf_puts(out, "]}");
+}
+
+static size_t online_cpus(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > MAX_THREADS ? MAX_THREADS : (size_t)n;
+}
+
 int gp_query_range(struct gp_store *s, const struct gp_range_query *q, struct gp_buf *out, char *err,
                    size_t errlen)
 {
@@ -230,28 +400,34 @@ int gp_query_range(struct gp_store *s, const struct gp_range_query *q, struct gp
     int nby = sorted_by(q, by, err, errlen);
     if (nby < 0)
         return nby;
-    int use_rollups;
+    int use_rollups = 0;
     rc = choose_rollups(q, &use_rollups, err, errlen);
     if (rc)
         return rc;
 
+    struct range_job j;
+    memset(&j, 0, sizeof j);
+    pthread_mutex_init(&j.mu, NULL);
+    j.s = s;
+    j.r = &r;
+    j.mode = gp_eval_mode_for(q->agg);
+    j.use_rollups = use_rollups;
+    j.grouped = q->agg != GP_AGG_NONE;
     /* What the first step can see: its window or its lookback. */
     int64_t reach = q->step_ms > GP_QUERY_LOOKBACK_MS ? q->step_ms : GP_QUERY_LOOKBACK_MS;
-    int64_t mint = use_rollups ? q->start_ms - reach : q->start_ms - reach + 1;
-    int64_t maxt = use_rollups ? q->end_ms - 1 : q->end_ms;
+    j.mint = use_rollups ? q->start_ms - reach : q->start_ms - reach + 1;
+    j.maxt = use_rollups ? q->end_ms - 1 : q->end_ms;
 
     struct gp_store_selection sel = {0};
     struct item *items = NULL;
+    size_t *ustart = NULL;
+    struct worker w[MAX_THREADS];
+    memset(w, 0, sizeof w);
+    size_t nw = 0;
     struct gp_buf keys;
     gp_buf_init(&keys, (size_t)1 << 30);
-    double *val = NULL;
-    uint8_t *has = NULL;
-    struct gp_samples smp = {0};
-    struct gp_rollups ru = {0};
-    struct gp_eval_groups g = {0};
-    enum gp_eval_mode mode = gp_eval_mode_for(q->agg);
 
-    rc = gp_store_select(s, q->m, q->nm, mint, maxt, &sel);
+    rc = gp_store_select(s, q->m, q->nm, j.mint, j.maxt, &sel);
     if (rc) {
         gp_seterr(err, errlen, rc, "selecting series: %s", gp_strerror(rc));
         goto done;
@@ -263,80 +439,58 @@ int gp_query_range(struct gp_store *s, const struct gp_range_query *q, struct gp
         goto done;
     }
     items = malloc((sel.n ? sel.n : 1) * sizeof *items);
-    val = malloc(r.npoints * sizeof *val);
-    has = malloc(r.npoints);
-    if (!items || !val || !has) {
+    ustart = malloc((sel.n + 1) * sizeof *ustart);
+    if (!items || !ustart || make_items(&sel, j.grouped, by, (size_t)nby, &keys, items)) {
         rc = gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
         goto done;
     }
-    int grouped = q->agg != GP_AGG_NONE;
-    rc = make_items(&sel, grouped, by, (size_t)nby, &keys, items);
-    if (!rc && grouped)
-        rc = gp_eval_groups_init(&g, q->agg, 1, r.npoints);
-    if (rc) {
-        gp_seterr(err, errlen, rc, "out of memory");
+    size_t nunits = 0;
+    for (size_t i = 0; i < sel.n; i++)
+        if (!j.grouped || i == 0 || !same_key(&items[i - 1], &items[i]))
+            ustart[nunits++] = i;
+    ustart[nunits] = sel.n;
+    j.items = items;
+    j.ustart = ustart;
+
+    /* Grids for one batch, and the workers with their read buffers. */
+    size_t per_batch = BATCH_CELLS / r.npoints;
+    if (per_batch < 1)
+        per_batch = 1;
+    if (per_batch > nunits)
+        per_batch = nunits ? nunits : 1;
+    nw = sel.n >= PARALLEL_MIN_SERIES ? online_cpus() : 1;
+    int ok = 1;
+    if (j.grouped) {
+        ok = gp_eval_groups_init(&j.g, q->agg, per_batch, r.npoints) == GP_OK;
+    } else {
+        j.val = malloc(per_batch * r.npoints * sizeof *j.val);
+        j.has = malloc(per_batch * r.npoints);
+        ok = j.val && j.has;
+    }
+    for (size_t i = 0; i < nw && ok; i++) {
+        w[i].job = &j;
+        if (j.grouped) {
+            w[i].val = malloc(r.npoints * sizeof *w[i].val);
+            w[i].has = malloc(r.npoints);
+            ok = w[i].val && w[i].has;
+        }
+    }
+    if (!ok) {
+        rc = gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
         goto done;
     }
 
     gp_buf_puts(out, "{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":[");
     int first_series = 1;
-    for (size_t i = 0; i < sel.n && !out->err; i++) {
-        const struct gp_store_series *ss = items[i].s;
-        size_t found;
-        if (use_rollups) {
-            ru.n = 0;
-            rc = gp_store_read_rollups(s, ss->id, mint, maxt, &ru);
-            found = gp_eval_rollups(&r, mode, ru.r, ru.n, val, has);
-        } else {
-            smp.n = 0;
-            rc = gp_store_read(s, ss->id, mint, maxt, &smp);
-            found = gp_eval_raw(&r, mode, smp.t, smp.v, smp.n, val, has);
-        }
-        /* A damaged chunk (GP_EPARSE) is logged by the store, which still
-         * returns the rest of the range: answer with that. */
-        if (rc && rc != GP_EPARSE) {
-            gp_seterr(err, errlen, rc, "reading series %u: %s", (unsigned)ss->id, gp_strerror(rc));
+    for (size_t u0 = 0; u0 < nunits && !out->err; u0 += per_batch) {
+        size_t u1 = u0 + per_batch < nunits ? u0 + per_batch : nunits;
+        run_batch(&j, w, nw, u0, u1);
+        if (j.rc) {
+            rc = gp_seterr(err, errlen, j.rc, "%s", j.err);
             goto done;
         }
-        rc = GP_OK;
-        if (!grouped) {
-            if (!found)
-                continue;
-            gp_buf_puts(out, first_series ? "{\"metric\":" : ",{\"metric\":");
-            first_series = 0;
-            if (gp_json_labels(out, ss->labels, ss->labels_len)) {
-                rc = gp_seterr(err, errlen, GP_EIO, "series %u: malformed labels",
-                               (unsigned)ss->id);
-                goto done;
-            }
-            gp_buf_puts(out, ",\"values\":[");
-            put_series_values(out, &r, val, has);
-            gp_buf_puts(out, "]}");
-            continue;
-        }
-        if (found)
-            gp_eval_groups_add(&g, 0, val, has);
-        if (i + 1 < sel.n && same_key(&items[i], &items[i + 1]))
-            continue;
-        /* The group is complete: write it if any step has a value. */
-        int first = 1;
-        int64_t t = r.start_ms;
-        for (size_t k = 0; k < r.npoints; k++, t += r.step_ms) {
-            double v;
-            if (!gp_eval_groups_get(&g, 0, k, &v))
-                continue;
-            if (first) {
-                gp_buf_puts(out, first_series ? "{\"metric\":" : ",{\"metric\":");
-                first_series = 0;
-                gp_json_labels(out, items[i].key, items[i].key_len);
-                gp_buf_puts(out, ",\"values\":[");
-            }
-            gp_json_point(out, first, t, v);
-            first = 0;
-        }
-        if (!first)
-            gp_buf_puts(out, "]}");
-        gp_eval_groups_clear(&g, 0);
+        for (size_t u = u0; u < u1; u++)
+            put_unit(out, &j, u, &first_series);
     }
     gp_buf_puts(out, "]}}");
     rc = out_status(out, err, errlen);
@@ -344,11 +498,17 @@ int gp_query_range(struct gp_store *s, const struct gp_range_query *q, struct gp
 done:
     if (rc)
         rewind_to(out, m);
-    gp_eval_groups_free(&g);
-    gp_samples_free(&smp);
-    gp_rollups_free(&ru);
-    free(val);
-    free(has);
+    for (size_t i = 0; i < MAX_THREADS; i++) {
+        gp_samples_free(&w[i].smp);
+        gp_rollups_free(&w[i].ru);
+        free(w[i].val);
+        free(w[i].has);
+    }
+    gp_eval_groups_free(&j.g);
+    free(j.val);
+    free(j.has);
+    pthread_mutex_destroy(&j.mu);
+    free(ustart);
     free(items);
     gp_buf_free(&keys);
     gp_store_selection_free(&sel);

@@ -1,0 +1,1015 @@
+/*
+ * test_query.c - the query API over a real store: the exact envelope,
+ * range answers against evaluating the samples written,
+ * grouping with every aggregation, rollups against raw, limits and
+ * errors (out left untouched), JSON validity for hostile labels (every
+ * answer goes through jansson), series/labels/label values, and the
+ * node/GPU inventory.
+ */
+#include "ingest/remote_write.h"
+#include "lib/bits.h"
+#include "lib/buf.h"
+#include "lib/err.h"
+#include "query/eval.h"
+#include "query/query.h"
+#include "store/matcher.h"
+#include "store/store.h"
+#include "test.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* ---- helpers ---- */
+
+static struct gp_store *open_store_blocks(int64_t block_ms)
+{
+    struct gp_store_options o;
+    memset(&o, 0, sizeof o);
+    o.block_ms = block_ms;
+    o.dir = gp_test_tmpdir();
+    o.no_sync = 1;
+    o.no_background = 1;
+    struct gp_store *s = NULL;
+    char err[256] = "";
+    int rc = gp_store_open(&s, &o, err, sizeof err);
+    if (rc)
+        gp_test_fail(__FILE__, __LINE__, "gp_store_open: %s", err);
+    return s;
+}
+
+static struct gp_store *open_store(void)
+{
+    return open_store_blocks(0);
+}
+
+/* A whole hour, two hours ago: inside the raw retention, minute-aligned. */
+static int64_t base_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    int64_t now = (int64_t)ts.tv_sec * 1000;
+    return (now / 3600000 - 2) * 3600000;
+}
+
+static int label_cmp(const void *a, const void *b)
+{
+    const struct gp_rw_label *x = a, *y = b;
+    size_t n = x->name.len < y->name.len ? x->name.len : y->name.len;
+    int c = memcmp(x->name.ptr, y->name.ptr, n);
+    return c ? c : (x->name.len > y->name.len) - (x->name.len < y->name.len);
+}
+
+/* Appends samples to the series named by "k=v" pairs (NULL-terminated
+ * list, any order). Values may hold any bytes but no '\0'. */
+static void put(struct gp_store *s, const char *const *kv, const int64_t *t, const double *v,
+                size_t n)
+{
+    struct gp_rw_label l[32];
+    size_t nl = 0;
+    char copy[32][512];
+    for (; kv[nl]; nl++) {
+        snprintf(copy[nl], sizeof copy[nl], "%s", kv[nl]);
+        char *eq = strchr(copy[nl], '=');
+        CHECK(eq != NULL);
+        *eq = '\0';
+        l[nl].name = (struct gp_rw_str){copy[nl], strlen(copy[nl])};
+        l[nl].value = (struct gp_rw_str){eq + 1, strlen(eq + 1)};
+    }
+    qsort(l, nl, sizeof l[0], label_cmp);
+    struct gp_rw_sample *smp = malloc((n ? n : 1) * sizeof *smp);
+    for (size_t i = 0; i < n; i++)
+        smp[i] = (struct gp_rw_sample){v[i], t[i]};
+    struct gp_rw_series ser = {l, nl, smp, n};
+    struct gp_rw_request req = {&ser, 1, nl, n, NULL};
+    struct gp_append_result res;
+    char err[256] = "";
+    CHECK_INT(gp_store_append(s, &req, &res, err, sizeof err), GP_OK);
+    CHECK_INT(res.accepted, n);
+    free(smp);
+}
+
+/* One sample a second over [t0, t0 + n s) with value f(i). */
+static void put_seconds(struct gp_store *s, const char *const *kv, int64_t t0, size_t n,
+                        double (*f)(size_t i, size_t salt), size_t salt)
+{
+    int64_t *t = malloc(n * sizeof *t);
+    double *v = malloc(n * sizeof *v);
+    for (size_t i = 0; i < n; i++) {
+        t[i] = t0 + (int64_t)i * 1000;
+        v[i] = f(i, salt);
+    }
+    put(s, kv, t, v, n);
+    free(t);
+    free(v);
+}
+
+static struct gp_matcher *sel(const char *text, size_t *n)
+{
+    struct gp_matcher *m = NULL;
+    char err[256] = "";
+    int rc = gp_selector_parse(text, strlen(text), &m, n, err, sizeof err);
+    if (rc)
+        gp_test_fail(__FILE__, __LINE__, "selector '%s': %s", text, err);
+    return m;
+}
+
+/* Runs a range query; returns the parsed answer (caller decrefs) or NULL
+ * with *rc and err set. */
+static json_t *range(struct gp_store *s, const char *selector, int64_t start, int64_t end,
+                     int64_t step, enum gp_agg agg, const char *by_csv, int rollups, int *rc_out,
+                     char *err, size_t errlen)
+{
+    size_t nm;
+    struct gp_matcher *m = sel(selector, &nm);
+    struct gp_range_query q;
+    memset(&q, 0, sizeof q);
+    q.m = m;
+    q.nm = nm;
+    q.start_ms = start;
+    q.end_ms = end;
+    q.step_ms = step;
+    q.agg = agg;
+    q.rollups = rollups;
+    char bybuf[256] = "";
+    if (by_csv) {
+        snprintf(bybuf, sizeof bybuf, "%s", by_csv);
+        for (char *save = NULL, *p = strtok_r(bybuf, ",", &save); p; p = strtok_r(NULL, ",", &save))
+            q.by[q.nby++] = p;
+    }
+    struct gp_buf out;
+    gp_buf_init(&out, 0);
+    int rc = gp_query_range(s, &q, &out, err, errlen);
+    gp_matchers_free(m, nm);
+    if (rc_out)
+        *rc_out = rc;
+    json_t *j = NULL;
+    if (rc == GP_OK) {
+        json_error_t je;
+        j = json_loadb(out.data, out.len, 0, &je);
+        if (!j)
+            gp_test_fail(__FILE__, __LINE__, "invalid JSON (%s): %.300s", je.text, out.data);
+    } else {
+        CHECK_INT(out.len, 0);
+    }
+    gp_buf_free(&out);
+    return j;
+}
+
+static json_t *result_of(json_t *j)
+{
+    CHECK_STR(json_string_value(json_object_get(j, "status")), "success");
+    json_t *d = json_object_get(j, "data");
+    CHECK_STR(json_string_value(json_object_get(d, "resultType")), "matrix");
+    json_t *r = json_object_get(d, "result");
+    CHECK(json_is_array(r));
+    return r;
+}
+
+/* A value string as the API writes it, back to a double. */
+static double jvalue(json_t *pt)
+{
+    const char *s = json_string_value(json_array_get(pt, 1));
+    CHECK(s != NULL);
+    if (!strcmp(s, "NaN"))
+        return NAN;
+    if (!strcmp(s, "+Inf"))
+        return INFINITY;
+    if (!strcmp(s, "-Inf"))
+        return -INFINITY;
+    char *end;
+    double v = strtod(s, &end);
+    CHECK(*end == '\0');
+    return v;
+}
+
+static int64_t jtime_ms(json_t *pt)
+{
+    return (int64_t)llround(json_number_value(json_array_get(pt, 0)) * 1000.0);
+}
+
+static double f_mix(size_t i, size_t salt)
+{
+    return (double)((i * 7919 + salt * 104729) % 1000) / 8.0;
+}
+
+static double f_salt(size_t i, size_t salt)
+{
+    (void)i;
+    return (double)salt;
+}
+
+/* ---- range queries ---- */
+
+static void test_range_exact_envelope(void)
+{
+    struct gp_store *s = open_store();
+    int64_t b = base_ms();
+    const char *kv[] = {"__name__=m", "a=1", NULL};
+    int64_t t[] = {b + 1000, b + 2000, b + 11000};
+    double v[] = {1, 2, 0.1};
+    put(s, kv, t, v, 3);
+    size_t nm;
+    struct gp_matcher *m = sel("m", &nm);
+    struct gp_range_query q;
+    memset(&q, 0, sizeof q);
+    q.m = m;
+    q.nm = nm;
+    q.start_ms = b + 2000;
+    q.end_ms = b + 12500;
+    q.step_ms = 2500;
+    q.rollups = -1;
+    struct gp_buf out;
+    gp_buf_init(&out, 0);
+    char err[256] = "";
+    CHECK_INT(gp_query_range(s, &q, &out, err, sizeof err), GP_OK);
+    char want[512];
+    long long bs = (long long)(b / 1000);
+    /* 2 s: (-0.5, 2] = 1, 2; 4.5 .. 9.5: the lookback finds 2; 12 s: 11 s */
+    snprintf(want, sizeof want,
+             "{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":[{\"metric\":"
+             "{\"__name__\":\"m\",\"a\":\"1\"},\"values\":[[%lld,\"1.5\"],[%lld.5,\"2\"],[%lld,"
+             "\"2\"],[%lld.5,\"2\"],[%lld,\"0.1\"]]}]}}",
+             bs + 2, bs + 4, bs + 7, bs + 9, bs + 12);
+    CHECK_STR(out.data, want);
+    /* Nothing matches: an empty result. */
+    gp_buf_reset(&out);
+    gp_matchers_free(m, nm);
+    m = sel("nothing_here", &nm);
+    q.m = m;
+    q.nm = nm;
+    CHECK_INT(gp_query_range(s, &q, &out, err, sizeof err), GP_OK);
+    CHECK_STR(out.data, "{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":[]}}");
+    gp_matchers_free(m, nm);
+    gp_buf_free(&out);
+    gp_store_close(s);
+}
+
+/* The store and the query plumbing against evaluating the samples we
+ * wrote directly (eval.c itself is checked against brute force in
+ * test_eval.c). */
+static void test_range_matches_samples(void)
+{
+    struct gp_store *s = open_store();
+    int64_t b = base_ms() - 8 * 3600000;
+    /* 12 series with ragged sampling: gaps, a stale marker, NaN. */
+    enum { N = 900 };
+    int64_t t[12][N];
+    double v[12][N];
+    size_t n[12];
+    uint64_t x = 12345;
+    for (int k = 0; k < 12; k++) {
+        int64_t now = b + k * 37;
+        n[k] = 0;
+        for (int i = 0; i < N; i++) {
+            x = x * 6364136223846793005u + 1442695040888963407u;
+            now += (x >> 33) % 100 < 95 ? 1000 + (int64_t)((x >> 20) % 3000) : 400000;
+            t[k][i] = now;
+            uint64_t r = (x >> 40) % 100;
+            v[k][i] = r < 2 ? gp_bits_f64(GP_RW_STALE_NAN_BITS) : r < 3 ? NAN : (double)((x >> 24) % 5000) / 3.0;
+            n[k]++;
+        }
+        char name[32], inst[32];
+        snprintf(name, sizeof name, "__name__=gpu_util");
+        snprintf(inst, sizeof inst, "gpu=%d", k);
+        const char *kv[] = {name, inst, "Hostname=h", NULL};
+        put(s, kv, t[k], v[k], n[k]);
+    }
+    int64_t steps[] = {1000, 15000, 60000, 420000};
+    for (size_t si = 0; si < sizeof steps / sizeof steps[0]; si++) {
+        int64_t start = b + 30000, end = b + 6 * 3600000;
+        if ((end - start) / steps[si] > 11000)
+            end = start + 11000 * steps[si];
+        char err[256] = "";
+        int rc;
+        json_t *j = range(s, "gpu_util{Hostname=\"h\"}", start, end, steps[si], GP_AGG_NONE, NULL, 0,
+                          &rc, err, sizeof err);
+        CHECK(j != NULL);
+        json_t *res = result_of(j);
+        struct gp_eval_range r;
+        CHECK_INT(gp_eval_range_init(&r, start, end, steps[si], NULL, 0), GP_OK);
+        double *val = malloc(r.npoints * sizeof *val);
+        uint8_t *has = malloc(r.npoints);
+        size_t seen = 0;
+        for (int k = 0; k < 12; k++) {
+            gp_eval_raw(&r, GP_EVAL_MEAN, t[k], v[k], n[k], val, has);
+            size_t want = 0;
+            for (size_t p = 0; p < r.npoints; p++)
+                want += has[p];
+            if (!want)
+                continue;
+            /* Results are sorted by labels: gpu="10" sorts before gpu="2". */
+            json_t *found = NULL;
+            char gpu[16];
+            snprintf(gpu, sizeof gpu, "%d", k % 100);
+            for (size_t i = 0; i < json_array_size(res); i++) {
+                json_t *mt = json_object_get(json_array_get(res, i), "metric");
+                if (!strcmp(json_string_value(json_object_get(mt, "gpu")), gpu))
+                    found = json_array_get(res, i);
+            }
+            CHECK(found != NULL);
+            seen++;
+            json_t *vals = json_object_get(found, "values");
+            CHECK_INT(json_array_size(vals), want);
+            size_t q = 0;
+            for (size_t p = 0; p < r.npoints; p++) {
+                if (!has[p])
+                    continue;
+                json_t *pt = json_array_get(vals, q++);
+                CHECK_INT(jtime_ms(pt), start + (int64_t)p * steps[si]);
+                double got = jvalue(pt);
+                if (!(isnan(got) && isnan(val[p])) && got != val[p])
+                    gp_test_fail(__FILE__, __LINE__, "step %lld series %d point %zu: %.17g != %.17g",
+                                 (long long)steps[si], k, p, got, val[p]);
+            }
+        }
+        CHECK_INT(json_array_size(res), seen);
+        /* Sorted by labels. */
+        for (size_t i = 1; i < json_array_size(res); i++) {
+            const char *a = json_string_value(
+                json_object_get(json_object_get(json_array_get(res, i - 1), "metric"), "gpu"));
+            const char *c = json_string_value(
+                json_object_get(json_object_get(json_array_get(res, i), "metric"), "gpu"));
+            CHECK(strcmp(a, c) < 0);
+        }
+        free(val);
+        free(has);
+        json_decref(j);
+    }
+    gp_store_close(s);
+}
+
+/* Enough series and steps for several threads and several batches: the
+ * answer must be the one a single pass gives. */
+static void test_parallel_batches(void)
+{
+    struct gp_store *s = open_store();
+    int64_t b = base_ms() - 4 * 3600000;
+    enum { HOSTS = 10, GPUS = 20, N = 1500 };
+    static int64_t t[N];
+    static double v[HOSTS * GPUS][N];
+    uint64_t x = 99;
+    for (int i = 0; i < N; i++)
+        t[i] = b + (int64_t)i * 1000 + 250;
+    for (int h = 0; h < HOSTS; h++)
+        for (int g = 0; g < GPUS; g++) {
+            double *vv = v[h * GPUS + g];
+            for (int i = 0; i < N; i++) {
+                x = x * 6364136223846793005u + 1442695040888963407u;
+                vv[i] = (double)((x >> 33) % 10000) / 7.0;
+            }
+            char hn[32], gn[32];
+            snprintf(hn, sizeof hn, "Hostname=h%d", h);
+            snprintf(gn, sizeof gn, "gpu=%02d", g);
+            const char *kv[] = {"__name__=par", hn, gn, NULL};
+            put(s, kv, t, vv, N);
+        }
+    /* 11001 steps of 1 s: 200 grids of 11001 cells take two batches. */
+    int64_t start = b - 600000, end = start + 11000 * 1000;
+    struct gp_eval_range r;
+    CHECK_INT(gp_eval_range_init(&r, start, end, 1000, NULL, 0), GP_OK);
+    double *val = malloc(r.npoints * sizeof *val), *sum = malloc(r.npoints * sizeof *sum);
+    uint8_t *has = malloc(r.npoints);
+    char err[256] = "";
+    json_t *j = range(s, "par", start, end, 1000, GP_AGG_NONE, NULL, 0, NULL, err, sizeof err);
+    json_t *res = result_of(j);
+    CHECK_INT(json_array_size(res), HOSTS * GPUS);
+    for (int k = 0; k < HOSTS * GPUS; k++) {
+        /* Sorted by labels: Hostname h0..h9, then gpu 00..19. */
+        json_t *e = json_array_get(res, (size_t)k);
+        char hn[16], gn[16];
+        snprintf(hn, sizeof hn, "h%d", k / GPUS);
+        snprintf(gn, sizeof gn, "%02d", k % GPUS);
+        CHECK_STR(json_string_value(json_object_get(json_object_get(e, "metric"), "Hostname")), hn);
+        CHECK_STR(json_string_value(json_object_get(json_object_get(e, "metric"), "gpu")), gn);
+        gp_eval_raw(&r, GP_EVAL_MEAN, t, v[k], N, val, has);
+        json_t *vals = json_object_get(e, "values");
+        size_t q = 0;
+        for (size_t p = 0; p < r.npoints; p++)
+            if (has[p]) {
+                json_t *pt = json_array_get(vals, q++);
+                CHECK_INT(jtime_ms(pt), start + (int64_t)p * 1000);
+                CHECK(jvalue(pt) == val[p]);
+            }
+        CHECK_INT(json_array_size(vals), q);
+    }
+    json_decref(j);
+    /* avg by Hostname: each group summed in series order by one thread. */
+    j = range(s, "par", start, end, 1000, GP_AGG_AVG, "Hostname", 0, NULL, err, sizeof err);
+    res = result_of(j);
+    CHECK_INT(json_array_size(res), HOSTS);
+    for (int h = 0; h < HOSTS; h++) {
+        for (size_t p = 0; p < r.npoints; p++)
+            sum[p] = 0;
+        size_t cnt = 0;
+        for (int g = 0; g < GPUS; g++) {
+            gp_eval_raw(&r, GP_EVAL_MEAN, t, v[h * GPUS + g], N, val, has);
+            for (size_t p = 0; p < r.npoints; p++)
+                if (has[p])
+                    sum[p] += val[p];
+        }
+        json_t *vals = json_object_get(json_array_get(res, (size_t)h), "values");
+        for (size_t p = 0; p < r.npoints; p++)
+            if (has[p]) {
+                json_t *pt = json_array_get(vals, cnt++);
+                CHECK_INT(jtime_ms(pt), start + (int64_t)p * 1000);
+                CHECK(jvalue(pt) == sum[p] / GPUS);
+            }
+        CHECK_INT(json_array_size(vals), cnt);
+    }
+    json_decref(j);
+    free(val);
+    free(sum);
+    free(has);
+    gp_store_close(s);
+}
+
+static void test_grouping_every_agg(void)
+{
+    struct gp_store *s = open_store();
+    int64_t b = base_ms();
+    /* 3 hosts x 2 GPUs, constant values 1..6 (host h1: 1, 2; h2: 3, 4;
+     * h3: 5, 6); gpu 1 of h3 also has a NaN-free different metric. */
+    int val = 1;
+    for (int h = 1; h <= 3; h++)
+        for (int g = 0; g < 2; g++, val++) {
+            char hn[32], gn[32];
+            snprintf(hn, sizeof hn, "Hostname=h%d", h);
+            snprintf(gn, sizeof gn, "gpu=%d", g);
+            const char *kv[] = {"__name__=util", hn, gn, NULL};
+            put_seconds(s, kv, b, 600, f_salt, (size_t)val);
+        }
+    /* A series without Hostname groups as {} under by=Hostname. */
+    const char *nohost[] = {"__name__=util", "gpu=9", NULL};
+    put_seconds(s, nohost, b, 600, f_salt, 100);
+    static const struct {
+        enum gp_agg agg;
+        double h1, h2, h3, none;
+    } cases[] = {
+        {GP_AGG_AVG, 1.5, 3.5, 5.5, 100}, {GP_AGG_SUM, 3, 7, 11, 100}, {GP_AGG_MIN, 1, 3, 5, 100},
+        {GP_AGG_MAX, 2, 4, 6, 100},       {GP_AGG_COUNT, 2, 2, 2, 1},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        char err[256] = "";
+        json_t *j = range(s, "util", b + 60000, b + 300000, 60000, cases[c].agg, "Hostname", 0, NULL,
+                          err, sizeof err);
+        CHECK(j != NULL);
+        json_t *res = result_of(j);
+        CHECK_INT(json_array_size(res), 4);
+        /* Sorted by result labels: {} first, then h1, h2, h3. */
+        json_t *m0 = json_object_get(json_array_get(res, 0), "metric");
+        CHECK_INT(json_object_size(m0), 0);
+        const double want[4] = {cases[c].none, cases[c].h1, cases[c].h2, cases[c].h3};
+        for (size_t i = 0; i < 4; i++) {
+            json_t *e = json_array_get(res, i);
+            json_t *mt = json_object_get(e, "metric");
+            if (i) {
+                char hn[8];
+                snprintf(hn, sizeof hn, "h%zu", i);
+                CHECK_INT(json_object_size(mt), 1);
+                CHECK_STR(json_string_value(json_object_get(mt, "Hostname")), hn);
+            }
+            json_t *vals = json_object_get(e, "values");
+            CHECK_INT(json_array_size(vals), 5);
+            for (size_t p = 0; p < 5; p++)
+                CHECK_DBL(jvalue(json_array_get(vals, p)), want[i], 0);
+        }
+        json_decref(j);
+    }
+    /* No by: one group, metric {}. by two labels, given twice: per series. */
+    char err[256] = "";
+    json_t *j = range(s, "util{Hostname=~\"h.*\"}", b + 60000, b + 60000, 60000, GP_AGG_SUM, NULL, 0,
+                      NULL, err, sizeof err);
+    json_t *res = result_of(j);
+    CHECK_INT(json_array_size(res), 1);
+    CHECK_INT(json_object_size(json_object_get(json_array_get(res, 0), "metric")), 0);
+    CHECK_DBL(jvalue(json_array_get(json_object_get(json_array_get(res, 0), "values"), 0)), 21, 0);
+    json_decref(j);
+    j = range(s, "util", b + 60000, b + 60000, 60000, GP_AGG_MAX, "gpu,Hostname,gpu", 0, NULL, err,
+              sizeof err);
+    res = result_of(j);
+    CHECK_INT(json_array_size(res), 7);
+    json_t *m1 = json_object_get(json_array_get(res, 1), "metric");
+    CHECK_INT(json_object_size(m1), 2);
+    CHECK_STR(json_string_value(json_object_get(m1, "Hostname")), "h1");
+    CHECK_STR(json_string_value(json_object_get(m1, "gpu")), "1");
+    json_decref(j);
+    gp_store_close(s);
+}
+
+static void test_min_max_keep_peaks(void)
+{
+    struct gp_store *s = open_store();
+    int64_t b = base_ms();
+    /* 1 s samples of 10 with one spike of 90 at 30 s. */
+    int64_t t[60];
+    double v[60];
+    for (int i = 0; i < 60; i++) {
+        t[i] = b + (i + 1) * 1000;
+        v[i] = i == 29 ? 90 : 10;
+    }
+    const char *kv[] = {"__name__=fb_used", "gpu=0", NULL};
+    put(s, kv, t, v, 60);
+    char err[256];
+    json_t *j = range(s, "fb_used", b + 60000, b + 60000, 60000, GP_AGG_MAX, NULL, 0, NULL, err,
+                      sizeof err);
+    CHECK_DBL(jvalue(json_array_get(json_object_get(json_array_get(result_of(j), 0), "values"), 0)), 90,
+              0);
+    json_decref(j);
+    j = range(s, "fb_used", b + 60000, b + 60000, 60000, GP_AGG_AVG, NULL, 0, NULL, err, sizeof err);
+    CHECK_DBL(jvalue(json_array_get(json_object_get(json_array_get(result_of(j), 0), "values"), 0)),
+              11.333333333333334, 1e-12);
+    json_decref(j);
+    gp_store_close(s);
+}
+
+static void test_rollups_equal_raw(void)
+{
+    /* 10-minute blocks, so compaction writes rollup files for most of the
+     * hour and the newest minutes come from raw samples. */
+    struct gp_store *s = open_store_blocks(600000);
+    int64_t b = base_ms();
+    for (size_t k = 0; k < 4; k++) {
+        char g[16];
+        snprintf(g, sizeof g, "gpu=%zu", k);
+        const char *kv[] = {"__name__=power", g, NULL};
+        /* 0.5 s past each second: never on a minute boundary. */
+        put_seconds(s, kv, b + 500, 3600, f_mix, k);
+    }
+    int64_t et[] = {b + 30000, b + 60000};
+    double ev[] = {1, 3};
+    const char *edge[] = {"__name__=edge", NULL};
+    put(s, edge, et, ev, 2);
+    gp_store_maintain(s, 1);
+    struct gp_store_stats st;
+    gp_store_stats(s, &st);
+    CHECK(st.blocks > 0);
+    static const enum gp_agg aggs[] = {GP_AGG_NONE, GP_AGG_AVG, GP_AGG_MIN, GP_AGG_MAX, GP_AGG_SUM};
+    for (size_t a = 0; a < sizeof aggs / sizeof aggs[0]; a++) {
+        for (int64_t step = 60000; step <= 300000; step += 240000) {
+            char err[256] = "";
+            int64_t start = b + 120000, end = b + 3540000;
+            json_t *raw = range(s, "power", start, end, step, aggs[a], NULL, 0, NULL, err, sizeof err);
+            json_t *ru = range(s, "power", start, end, step, aggs[a], NULL, 1, NULL, err, sizeof err);
+            json_t *rr = result_of(raw), *rx = result_of(ru);
+            CHECK_INT(json_array_size(rr), json_array_size(rx));
+            CHECK(json_array_size(rr) > 0);
+            for (size_t i = 0; i < json_array_size(rr); i++) {
+                json_t *va = json_object_get(json_array_get(rr, i), "values");
+                json_t *vb = json_object_get(json_array_get(rx, i), "values");
+                CHECK(json_equal(json_object_get(json_array_get(rr, i), "metric"),
+                                 json_object_get(json_array_get(rx, i), "metric")));
+                CHECK_INT(json_array_size(va), (end - start) / step + 1);
+                CHECK_INT(json_array_size(va), json_array_size(vb));
+                for (size_t p = 0; p < json_array_size(va); p++) {
+                    CHECK_INT(jtime_ms(json_array_get(va, p)), jtime_ms(json_array_get(vb, p)));
+                    CHECK_DBL(jvalue(json_array_get(va, p)), jvalue(json_array_get(vb, p)), 1e-9);
+                }
+            }
+            json_decref(raw);
+            json_decref(ru);
+        }
+    }
+    /* Auto picks rollups only for minute steps on minute starts (seen on a
+     * sample exactly on a minute boundary, which rollups count one step
+     * later); forcing them otherwise is an error. */
+    char err[256] = "";
+    int rc;
+    static const struct {
+        int rollups;
+        int64_t start, step;
+        double want;
+    } ecases[] = {{0, 60000, 60000, 2}, {1, 60000, 60000, 1}, {-1, 60000, 60000, 1},
+                  {-1, 60000, 30000, 3}, {-1, 90000, 60000, 3}};
+    for (size_t i = 0; i < sizeof ecases / sizeof ecases[0]; i++) {
+        json_t *j = range(s, "edge", b + ecases[i].start, b + ecases[i].start, ecases[i].step,
+                          GP_AGG_NONE, NULL, ecases[i].rollups, NULL, err, sizeof err);
+        json_t *vals = json_object_get(json_array_get(result_of(j), 0), "values");
+        CHECK_DBL(jvalue(json_array_get(vals, 0)), ecases[i].want, 0);
+        json_decref(j);
+    }
+    CHECK(range(s, "power", b + 120000, b + 240000, 15000, GP_AGG_NONE, NULL, 1, &rc, err,
+                sizeof err) == NULL);
+    CHECK_INT(rc, GP_EUSAGE);
+    CHECK_CONTAINS(err, "multiple of 1m");
+    CHECK(range(s, "power", b + 120500, b + 240500, 60000, GP_AGG_NONE, NULL, 1, &rc, err,
+                sizeof err) == NULL);
+    CHECK_INT(rc, GP_EUSAGE);
+    gp_store_close(s);
+}
+
+static void test_special_values_and_staleness(void)
+{
+    struct gp_store *s = open_store();
+    int64_t b = base_ms();
+    int64_t t[] = {b + 1000, b + 2000, b + 3000, b + 4000};
+    double v[] = {NAN, INFINITY, -INFINITY, gp_bits_f64(GP_RW_STALE_NAN_BITS)};
+    const char *kv[] = {"__name__=odd", NULL};
+    put(s, kv, t, v, 4);
+    char err[256];
+    /* step 1 s: NaN, +Inf, -Inf, then the marker ends the series. */
+    json_t *j = range(s, "odd", b + 1000, b + 10000, 1000, GP_AGG_NONE, NULL, 0, NULL, err, sizeof err);
+    json_t *vals = json_object_get(json_array_get(result_of(j), 0), "values");
+    CHECK_INT(json_array_size(vals), 3);
+    CHECK_STR(json_string_value(json_array_get(json_array_get(vals, 0), 1)), "NaN");
+    CHECK_STR(json_string_value(json_array_get(json_array_get(vals, 1), 1)), "+Inf");
+    CHECK_STR(json_string_value(json_array_get(json_array_get(vals, 2), 1)), "-Inf");
+    json_decref(j);
+    gp_store_close(s);
+}
+
+static void test_limits_and_errors(void)
+{
+    struct gp_store *s = open_store();
+    int64_t b = base_ms();
+    const char *kv[] = {"__name__=m", NULL};
+    put_seconds(s, kv, b, 100, f_salt, 1);
+    size_t nm;
+    struct gp_matcher *m = sel("m", &nm);
+    struct gp_range_query q;
+    memset(&q, 0, sizeof q);
+    q.m = m;
+    q.nm = nm;
+    q.rollups = -1;
+    struct gp_buf out;
+    gp_buf_init(&out, 0);
+    gp_buf_puts(&out, "prefix");
+    char err[256];
+    struct {
+        int64_t start, end, step;
+        enum gp_agg agg;
+        size_t nby;
+        const char *msg;
+    } bad[] = {
+        {b, b + 11001, 1, GP_AGG_NONE, 0, "exceeded maximum resolution of 11,000 points"},
+        {b + 1, b, 1000, GP_AGG_NONE, 0, "end timestamp must not be before start time"},
+        {b, b + 1000, 0, GP_AGG_NONE, 0, "zero or negative query resolution step"},
+        {b, b + 1000, -5, GP_AGG_NONE, 0, "zero or negative query resolution step"},
+        {b, b + 1000, 1000, GP_AGG_NONE, 1, "by needs agg"},
+        {INT64_MIN, 0, INT64_MAX, GP_AGG_NONE, 0, "out of range"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        q.start_ms = bad[i].start;
+        q.end_ms = bad[i].end;
+        q.step_ms = bad[i].step;
+        q.agg = bad[i].agg;
+        q.nby = bad[i].nby;
+        q.by[0] = "Hostname";
+        err[0] = '\0';
+        CHECK_INT(gp_query_range(s, &q, &out, err, sizeof err), GP_EUSAGE);
+        CHECK_CONTAINS(err, bad[i].msg);
+        CHECK_STR(out.data, "prefix");
+        CHECK_INT(out.err, 0);
+    }
+    q.nby = 0;
+    q.agg = GP_AGG_AVG;
+    q.by[0] = "";
+    q.nby = 1;
+    q.start_ms = b;
+    q.end_ms = b + 1000;
+    q.step_ms = 1000;
+    CHECK_INT(gp_query_range(s, &q, &out, err, sizeof err), GP_EUSAGE);
+    q.nby = 0;
+    q.nm = 0;
+    CHECK_INT(gp_query_range(s, &q, &out, err, sizeof err), GP_EUSAGE);
+    q.nm = nm;
+    /* An answer over the buffer's cap: refused whole, out untouched. */
+    struct gp_buf small;
+    gp_buf_init(&small, 64);
+    gp_buf_puts(&small, "x");
+    q.agg = GP_AGG_NONE;
+    q.end_ms = b + 100000;
+    CHECK_INT(gp_query_range(s, &q, &small, err, sizeof err), GP_ETOOBIG);
+    CHECK_CONTAINS(err, "larger than 64 bytes");
+    CHECK_STR(small.data, "x");
+    CHECK_INT(small.err, 0);
+    gp_buf_free(&small);
+    /* The error envelope, with text that needs escaping. */
+    gp_buf_reset(&out);
+    gp_query_error(&out, "bad_data", "invalid \"step\"\n\x01");
+    json_error_t je;
+    json_t *j = json_loads(out.data, 0, &je);
+    CHECK(j != NULL);
+    CHECK_STR(json_string_value(json_object_get(j, "status")), "error");
+    CHECK_STR(json_string_value(json_object_get(j, "errorType")), "bad_data");
+    CHECK_STR(json_string_value(json_object_get(j, "error")), "invalid \"step\"\n\x01");
+    CHECK_INT(json_object_size(j), 3);
+    json_decref(j);
+    gp_buf_free(&out);
+    gp_matchers_free(m, nm);
+    gp_store_close(s);
+}
+
+static void test_series_cap(void)
+{
+    struct gp_store *s = open_store();
+    int64_t b = base_ms();
+    /* GP_QUERY_MAX_SERIES + 1 series in one request. */
+    size_t n = GP_QUERY_MAX_SERIES + 1;
+    struct gp_rw_series *ser = calloc(n, sizeof *ser);
+    struct gp_rw_label *l = calloc(2 * n, sizeof *l);
+    struct gp_rw_sample *smp = calloc(n, sizeof *smp);
+    char *ids = calloc(n, 8);
+    for (size_t i = 0; i < n; i++) {
+        snprintf(ids + 8 * i, 8, "%zu", i);
+        l[2 * i] = (struct gp_rw_label){{"__name__", 8}, {"many", 4}};
+        l[2 * i + 1] = (struct gp_rw_label){{"i", 1}, {ids + 8 * i, strlen(ids + 8 * i)}};
+        smp[i] = (struct gp_rw_sample){1, b};
+        ser[i] = (struct gp_rw_series){&l[2 * i], 2, &smp[i], 1};
+    }
+    struct gp_rw_request req = {ser, n, 2 * n, n, NULL};
+    struct gp_append_result res;
+    char err[256] = "";
+    CHECK_INT(gp_store_append(s, &req, &res, err, sizeof err), GP_OK);
+    CHECK_INT(res.accepted, n);
+    int rc;
+    CHECK(range(s, "many", b, b, 1000, GP_AGG_COUNT, NULL, 0, &rc, err, sizeof err) == NULL);
+    CHECK_INT(rc, GP_EUSAGE);
+    CHECK_CONTAINS(err, "more than the limit of 100000");
+    json_t *j = range(s, "many{i=~\"1.*\"}", b, b, 1000, GP_AGG_COUNT, NULL, 0, &rc, err, sizeof err);
+    CHECK(j != NULL);
+    json_decref(j);
+    free(ser);
+    free(l);
+    free(smp);
+    free(ids);
+    gp_store_close(s);
+}
+
+/* ---- JSON validity for hostile labels ---- */
+
+static void test_hostile_labels(void)
+{
+    struct gp_store *s = open_store();
+    int64_t b = base_ms();
+    const char *vals[] = {
+        "quote\" backslash\\ slash/",
+        "ctl \x01\x02\x1f tab\t nl\n cr\r del\x7f",
+        "utf8 caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80",
+        "bad \xc3 \xff\xfe \xed\xa0\x80 \xc0\xaf",
+        "</script><script>alert(1)</script>",
+    };
+    for (size_t i = 0; i < sizeof vals / sizeof vals[0]; i++) {
+        char kv0[600];
+        snprintf(kv0, sizeof kv0, "weird=%s", vals[i]);
+        char idx[16];
+        snprintf(idx, sizeof idx, "i=%zu", i);
+        const char *kv[] = {"__name__=w", kv0, idx, NULL};
+        put_seconds(s, kv, b, 10, f_salt, i);
+    }
+    char err[256];
+    json_t *j = range(s, "w", b + 5000, b + 5000, 1000, GP_AGG_NONE, NULL, 0, NULL, err, sizeof err);
+    json_t *res = result_of(j);
+    CHECK_INT(json_array_size(res), 5);
+    for (size_t i = 0; i < 5; i++) {
+        json_t *mt = json_object_get(json_array_get(res, i), "metric");
+        size_t k = (size_t)atoi(json_string_value(json_object_get(mt, "i")));
+        const char *w = json_string_value(json_object_get(mt, "weird"));
+        if (k == 3)
+            CHECK_STR(w, "bad \xef\xbf\xbd \xef\xbf\xbd\xef\xbf\xbd \xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd "
+                         "\xef\xbf\xbd\xef\xbf\xbd");
+        else
+            CHECK_STR(w, vals[k]);
+    }
+    json_decref(j);
+    /* Grouped by the hostile label: the result metric is escaped too. */
+    j = range(s, "w", b + 5000, b + 5000, 1000, GP_AGG_COUNT, "weird", 0, NULL, err, sizeof err);
+    CHECK_INT(json_array_size(result_of(j)), 5);
+    json_decref(j);
+    /* Series and label values go through the same writer. */
+    struct gp_buf out;
+    gp_buf_init(&out, 0);
+    CHECK_INT(gp_query_label_values(s, "weird", &out, err, sizeof err), GP_OK);
+    json_error_t je;
+    j = json_loadb(out.data, out.len, 0, &je);
+    CHECK(j != NULL);
+    CHECK_INT(json_array_size(json_object_get(j, "data")), 5);
+    json_decref(j);
+    gp_buf_free(&out);
+    gp_store_close(s);
+}
+
+/* ---- series, labels, label values ---- */
+
+static void test_series_labels_values(void)
+{
+    struct gp_store *s = open_store();
+    int64_t b = base_ms();
+    const char *a[] = {"__name__=temp", "Hostname=n2", "gpu=0", NULL};
+    const char *c[] = {"__name__=temp", "Hostname=n1", "gpu=1", NULL};
+    const char *d[] = {"__name__=power", "Hostname=n1", "gpu=1", "extra=x", NULL};
+    put_seconds(s, a, b, 10, f_salt, 1);
+    put_seconds(s, c, b + 100000, 10, f_salt, 1);
+    put_seconds(s, d, b, 10, f_salt, 1);
+    size_t n1, n2;
+    struct gp_matcher *m1 = sel("temp", &n1), *m2 = sel("{Hostname=\"n1\"}", &n2);
+    const struct gp_matcher *sels[2] = {m1, m2};
+    size_t nms[2] = {n1, n2};
+    struct gp_buf out;
+    gp_buf_init(&out, 0);
+    char err[256] = "";
+    CHECK_INT(gp_query_series(s, sels, nms, 2, INT64_MIN, INT64_MAX, &out, err, sizeof err), GP_OK);
+    /* Union, each series once, sorted by labels (power < temp; n1 < n2). */
+    CHECK_STR(out.data,
+              "{\"status\":\"success\",\"data\":["
+              "{\"Hostname\":\"n1\",\"__name__\":\"power\",\"extra\":\"x\",\"gpu\":\"1\"},"
+              "{\"Hostname\":\"n1\",\"__name__\":\"temp\",\"gpu\":\"1\"},"
+              "{\"Hostname\":\"n2\",\"__name__\":\"temp\",\"gpu\":\"0\"}]}");
+    /* A time range leaves out series without samples in it. */
+    gp_buf_reset(&out);
+    CHECK_INT(gp_query_series(s, sels, nms, 1, b, b + 50000, &out, err, sizeof err), GP_OK);
+    CHECK_STR(out.data, "{\"status\":\"success\",\"data\":[{\"Hostname\":\"n2\",\"__name__\":\"temp\",\"gpu\":\"0\"}]}");
+    gp_buf_reset(&out);
+    gp_buf_puts(&out, "keep");
+    CHECK_INT(gp_query_series(s, sels, nms, 0, b, b, &out, err, sizeof err), GP_EUSAGE);
+    CHECK_CONTAINS(err, "no match[] parameter provided");
+    CHECK_INT(gp_query_series(s, sels, nms, 1, b + 1, b, &out, err, sizeof err), GP_EUSAGE);
+    CHECK_STR(out.data, "keep");
+
+    gp_buf_reset(&out);
+    CHECK_INT(gp_query_labels(s, &out, err, sizeof err), GP_OK);
+    CHECK_STR(out.data, "{\"status\":\"success\",\"data\":[\"Hostname\",\"__name__\",\"extra\",\"gpu\"]}");
+    gp_buf_reset(&out);
+    CHECK_INT(gp_query_label_values(s, "__name__", &out, err, sizeof err), GP_OK);
+    CHECK_STR(out.data, "{\"status\":\"success\",\"data\":[\"power\",\"temp\"]}");
+    gp_buf_reset(&out);
+    CHECK_INT(gp_query_label_values(s, "nope", &out, err, sizeof err), GP_OK);
+    CHECK_STR(out.data, "{\"status\":\"success\",\"data\":[]}");
+    gp_buf_reset(&out);
+    CHECK_INT(gp_query_label_values(s, "", &out, err, sizeof err), GP_EUSAGE);
+    CHECK_INT(out.len, 0);
+    gp_buf_free(&out);
+    gp_matchers_free(m1, n1);
+    gp_matchers_free(m2, n2);
+    gp_store_close(s);
+}
+
+/* ---- inventory ---- */
+
+static json_t *inventory(struct gp_store *s, int nodes)
+{
+    struct gp_buf out;
+    gp_buf_init(&out, 0);
+    char err[256] = "";
+    int rc = nodes ? gp_query_nodes(s, &out, err, sizeof err) : gp_query_gpus(s, &out, err, sizeof err);
+    if (rc)
+        gp_test_fail(__FILE__, __LINE__, "inventory: %s", err);
+    json_error_t je;
+    json_t *j = json_loadb(out.data, out.len, 0, &je);
+    if (!j)
+        gp_test_fail(__FILE__, __LINE__, "invalid JSON (%s): %s", je.text, out.data);
+    gp_buf_free(&out);
+    CHECK_STR(json_string_value(json_object_get(j, "status")), "success");
+    return j;
+}
+
+static void put_one(struct gp_store *s, const char *const *kv, int64_t t, double v)
+{
+    put(s, kv, &t, &v, 1);
+}
+
+static void test_inventory(void)
+{
+    struct gp_store *s = open_store();
+    int64_t b = base_ms();
+    /* Node a (gpulse): GPUs 0, 1 and 10 (numeric order), memory from
+     * gpulse_gpu_memory_total_bytes; gpu 0's driver was upgraded. */
+    for (int g = 0; g < 3; g++) {
+        int gi = g == 2 ? 10 : g;
+        char gl[16], ul[32];
+        snprintf(gl, sizeof gl, "gpu=%d", gi);
+        snprintf(ul, sizeof ul, "UUID=GPU-a%d", gi);
+        const char *util[] = {"__name__=DCGM_FI_DEV_GPU_UTIL", "Hostname=a", gl, ul,
+                              "modelName=NVIDIA H100 80GB HBM3", "DCGM_FI_DRIVER_VERSION=550.1",
+                              "vendor=nvidia", NULL};
+        put_one(s, util, b + 1000, 50);
+        const char *mem[] = {"__name__=gpulse_gpu_memory_total_bytes", "Hostname=a", gl, ul,
+                             "modelName=NVIDIA H100 80GB HBM3", NULL};
+        int64_t t[] = {b + 1000, b + 2000, b + 3000};
+        double v[] = {85520809984.0, 85520809984.0, gp_bits_f64(GP_RW_STALE_NAN_BITS)};
+        put(s, mem, t, v, g == 0 ? 3 : 2);
+    }
+    const char *upgraded[] = {"__name__=DCGM_FI_DEV_GPU_TEMP", "Hostname=a", "gpu=0", "UUID=GPU-a0",
+                              "modelName=NVIDIA H100 80GB HBM3", "DCGM_FI_DRIVER_VERSION=555.2",
+                              "vendor=nvidia", NULL};
+    put_one(s, upgraded, b + 9000, 40);
+    /* Node b (dcgm-exporter, lowercase hostname): memory from FB_* MiB,
+     * simulated, an A100 with a MIG instance and another model. */
+    const char *used[] = {"__name__=DCGM_FI_DEV_FB_USED", "hostname=b", "gpu=0", "UUID=GPU-b0",
+                          "modelName=NVIDIA A100-SXM4-40GB", "simulated=true", NULL};
+    const char *fre[] = {"__name__=DCGM_FI_DEV_FB_FREE", "hostname=b", "gpu=0", "UUID=GPU-b0",
+                         "modelName=NVIDIA A100-SXM4-40GB", "simulated=true", NULL};
+    const char *res[] = {"__name__=DCGM_FI_DEV_FB_RESERVED", "hostname=b", "gpu=0", "UUID=GPU-b0",
+                         "modelName=NVIDIA A100-SXM4-40GB", "simulated=true", NULL};
+    put_one(s, used, b + 5000, 1000);
+    put_one(s, fre, b + 5000, 39000);
+    put_one(s, res, b + 4000, 536);
+    const char *mig[] = {"__name__=DCGM_FI_DEV_FB_USED", "hostname=b", "gpu=0", "GPU_I_ID=1",
+                         "GPU_I_PROFILE=1g.5gb", "UUID=MIG-b0-1", "modelName=NVIDIA A100-SXM4-40GB",
+                         "simulated=true", NULL};
+    put_one(s, mig, b + 6000, 10);
+    const char *other[] = {"__name__=gpulse_gpu_lost", "hostname=b", "gpu=1", "UUID=GPU-b1",
+                           "modelName=NVIDIA L4", NULL};
+    put_one(s, other, b + 7000, 0);
+    /* Not GPU series: ignored. */
+    const char *host[] = {"__name__=gpulse_host_cpus", "Hostname=c", NULL};
+    put_one(s, host, b + 8000, 64);
+    const char *nogpu[] = {"__name__=DCGM_FI_DEV_GPU_UTIL", "Hostname=d", NULL};
+    put_one(s, nogpu, b + 8000, 1);
+
+    json_t *j = inventory(s, 0);
+    json_t *d = json_object_get(j, "data");
+    CHECK_INT(json_array_size(d), 6);
+    static const struct {
+        const char *node, *gpu, *uuid, *model, *driver;
+        double mem;
+        int64_t last;
+        int sim;
+    } want[] = {
+        {"a", "0", "GPU-a0", "NVIDIA H100 80GB HBM3", "555.2", 85520809984.0, 9000, 0},
+        {"a", "1", "GPU-a1", "NVIDIA H100 80GB HBM3", "550.1", 85520809984.0, 2000, 0},
+        {"a", "10", "GPU-a10", "NVIDIA H100 80GB HBM3", "550.1", 85520809984.0, 2000, 0},
+        {"b", "0", "GPU-b0", "NVIDIA A100-SXM4-40GB", NULL, (1000.0 + 39000 + 536) * 1048576, 5000, 1},
+        {"b", "0", "MIG-b0-1", "NVIDIA A100-SXM4-40GB", NULL, -1, 6000, 1},
+        {"b", "1", "GPU-b1", "NVIDIA L4", NULL, -1, 7000, 0},
+    };
+    for (size_t i = 0; i < 6; i++) {
+        json_t *e = json_array_get(d, i);
+        CHECK_STR(json_string_value(json_object_get(e, "node")), want[i].node);
+        CHECK_STR(json_string_value(json_object_get(e, "gpu")), want[i].gpu);
+        CHECK_STR(json_string_value(json_object_get(e, "uuid")), want[i].uuid);
+        CHECK_STR(json_string_value(json_object_get(e, "model")), want[i].model);
+        if (want[i].driver)
+            CHECK_STR(json_string_value(json_object_get(e, "driver")), want[i].driver);
+        else
+            CHECK(json_is_null(json_object_get(e, "driver")));
+        if (want[i].mem < 0)
+            CHECK(json_is_null(json_object_get(e, "memory_bytes")));
+        else
+            CHECK_DBL((double)json_integer_value(json_object_get(e, "memory_bytes")), want[i].mem, 0);
+        CHECK_INT(llround(json_number_value(json_object_get(e, "last_seen")) * 1000), b + want[i].last);
+        CHECK(json_is_boolean(json_object_get(e, "simulated")));
+        CHECK_INT(json_is_true(json_object_get(e, "simulated")), want[i].sim);
+    }
+    CHECK_STR(json_string_value(json_object_get(json_array_get(d, 0), "vendor")), "nvidia");
+    CHECK(json_is_null(json_object_get(json_array_get(d, 3), "vendor")));
+    CHECK(json_object_get(json_array_get(d, 3), "gpu_instance") == NULL);
+    CHECK_STR(json_string_value(json_object_get(json_array_get(d, 4), "gpu_instance")), "1");
+    CHECK_STR(json_string_value(json_object_get(json_array_get(d, 4), "profile")), "1g.5gb");
+    json_decref(j);
+
+    j = inventory(s, 1);
+    d = json_object_get(j, "data");
+    CHECK_INT(json_array_size(d), 2);
+    json_t *na = json_array_get(d, 0), *nb = json_array_get(d, 1);
+    CHECK_STR(json_string_value(json_object_get(na, "node")), "a");
+    CHECK_INT(json_integer_value(json_object_get(na, "gpus")), 3);
+    CHECK_INT(json_array_size(json_object_get(na, "models")), 1);
+    CHECK_STR(json_string_value(json_array_get(json_object_get(na, "models"), 0)), "NVIDIA H100 80GB HBM3");
+    CHECK_INT(llround(json_number_value(json_object_get(na, "last_seen")) * 1000), b + 9000);
+    CHECK(json_is_false(json_object_get(na, "simulated")));
+    CHECK_STR(json_string_value(json_object_get(nb, "node")), "b");
+    CHECK_INT(json_integer_value(json_object_get(nb, "gpus")), 2); /* the MIG instance is GPU 0 */
+    CHECK_INT(json_array_size(json_object_get(nb, "models")), 2);
+    CHECK_STR(json_string_value(json_array_get(json_object_get(nb, "models"), 0)), "NVIDIA A100-SXM4-40GB");
+    CHECK_STR(json_string_value(json_array_get(json_object_get(nb, "models"), 1)), "NVIDIA L4");
+    CHECK(json_is_true(json_object_get(nb, "simulated")));
+    CHECK_INT(json_object_size(nb), 5);
+    json_decref(j);
+    gp_store_close(s);
+}
+
+static void test_inventory_empty(void)
+{
+    struct gp_store *s = open_store();
+    struct gp_buf out;
+    gp_buf_init(&out, 0);
+    char err[256];
+    CHECK_INT(gp_query_gpus(s, &out, err, sizeof err), GP_OK);
+    CHECK_STR(out.data, "{\"status\":\"success\",\"data\":[]}");
+    gp_buf_reset(&out);
+    CHECK_INT(gp_query_nodes(s, &out, err, sizeof err), GP_OK);
+    CHECK_STR(out.data, "{\"status\":\"success\",\"data\":[]}");
+    gp_buf_free(&out);
+    gp_store_close(s);
+}
+
+const struct gp_test gp_tests_query[] = {
+    {"range_exact_envelope", test_range_exact_envelope},
+    {"range_matches_samples", test_range_matches_samples},
+    {"parallel_batches", test_parallel_batches},
+    {"grouping_every_agg", test_grouping_every_agg},
+    {"min_max_keep_peaks", test_min_max_keep_peaks},
+    {"rollups_equal_raw", test_rollups_equal_raw},
+    {"special_values_and_staleness", test_special_values_and_staleness},
+    {"limits_and_errors", test_limits_and_errors},
+    {"series_cap", test_series_cap},
+    {"hostile_labels", test_hostile_labels},
+    {"series_labels_values", test_series_labels_values},
+    {"inventory", test_inventory},
+    {"inventory_empty", test_inventory_empty},
+    {0},
+};
