@@ -8,6 +8,19 @@
  * and deadline, or the connection is cut by returning MHD_NO), and once
  * more with no data (the handler runs and the response is queued).
  * on_complete frees the state whatever happened.
+ *
+ * The deadline (roles with a prepare callback): a connection's phase is
+ * "waiting for headers", "receiving a body" or "answering". A watchdog
+ * thread looks every 250 ms and shuts down the socket of a connection
+ * that has been receiving a body for longer than body_timeout_ms, or
+ * waiting for (the rest of) its headers for longer than that or the idle
+ * timeout, whichever is longer (a kept-alive connection waits there
+ * between requests): a client trickling a byte a second, in its headers
+ * or its body, is cut off, and the idle timeout (reset by every byte)
+ * cannot be gamed. shutdown() leaves the fd to
+ * libmicrohttpd, which sees the end of the stream and closes it; the
+ * watchdog's record is removed (under its lock) before libmicrohttpd
+ * closes the fd, so a reused fd number is never touched.
  */
 #include "http.h"
 
@@ -25,14 +38,34 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <pthread.h>
 #include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
+
+enum conn_phase { PHASE_HEADERS, PHASE_BODY, PHASE_ANSWER };
+
+/* One open connection, for the watchdog. */
+struct conn_rec {
+    int fd;
+    enum conn_phase phase;
+    int64_t since_ms; /* CLOSED: when the phase began */
+    int cut;
+    struct conn_rec *prev, *next;
+};
 
 struct gp_http {
     struct MHD_Daemon *d;
     struct gp_http_options o;
     char *cert, *key; /* copies: libmicrohttpd keeps pointers */
     unsigned port;
+
+    /* the deadline watchdog (servers with prepare) */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    struct conn_rec *conns;
+    pthread_t watchdog;
+    int watching, stopping, started_watchdog;
 };
 
 struct gp_http_request {
@@ -248,6 +281,88 @@ static enum MHD_Result on_body(struct gp_http_request *r, const char *data, size
     return MHD_YES;
 }
 
+/* Moves the connection of r to a phase (no-op without the watchdog). */
+static void set_phase(struct gp_http *h, struct MHD_Connection *conn, enum conn_phase p)
+{
+    if (!h->watching)
+        return;
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    struct conn_rec *c = ci ? ci->socket_context : NULL;
+    if (!c)
+        return;
+    pthread_mutex_lock(&h->mu);
+    c->phase = p;
+    c->since_ms = mono_ms();
+    pthread_mutex_unlock(&h->mu);
+}
+
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code)
+{
+    struct gp_http *h = cls;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        struct conn_rec *c = ci ? calloc(1, sizeof *c) : NULL;
+        if (!c)
+            return; /* not watched; the idle timeout still applies */
+        c->fd = ci->connect_fd;
+        c->phase = PHASE_HEADERS;
+        c->since_ms = mono_ms();
+        pthread_mutex_lock(&h->mu);
+        c->next = h->conns;
+        if (h->conns)
+            h->conns->prev = c;
+        h->conns = c;
+        pthread_mutex_unlock(&h->mu);
+        *socket_context = c;
+    } else if (code == MHD_CONNECTION_NOTIFY_CLOSED && *socket_context) {
+        struct conn_rec *c = *socket_context;
+        pthread_mutex_lock(&h->mu);
+        if (c->prev)
+            c->prev->next = c->next;
+        else
+            h->conns = c->next;
+        if (c->next)
+            c->next->prev = c->prev;
+        pthread_mutex_unlock(&h->mu);
+        free(c);
+        *socket_context = NULL;
+    }
+}
+
+static void *watchdog_main(void *arg)
+{
+    struct gp_http *h = arg;
+    pthread_mutex_lock(&h->mu);
+    while (!h->stopping) {
+        struct timespec t;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        t.tv_nsec += 250 * 1000000;
+        if (t.tv_nsec >= 1000000000) {
+            t.tv_sec++;
+            t.tv_nsec -= 1000000000;
+        }
+        pthread_cond_timedwait(&h->cv, &h->mu, &t);
+        int64_t now = mono_ms();
+        /* Waiting for headers includes a kept-alive connection's idle
+         * time, which the idle timeout governs: the longer of the two. */
+        int64_t idle = (int64_t)h->o.idle_timeout_s * 1000, body = (int64_t)h->o.body_timeout_ms;
+        int64_t for_headers = idle > body ? idle : body;
+        for (struct conn_rec *c = h->conns; c; c = c->next) {
+            int64_t limit = c->phase == PHASE_HEADERS ? for_headers : body;
+            if (c->cut || c->phase == PHASE_ANSWER || now - c->since_ms <= limit)
+                continue;
+            c->cut = 1;
+            shutdown(c->fd, SHUT_RDWR);
+            gp_log(GP_LOG_WARN, "http", "client too slow: connection closed", "phase=%s timeout_ms=%llu",
+                   c->phase == PHASE_HEADERS ? "headers" : "body",
+                   (unsigned long long)h->o.body_timeout_ms);
+        }
+    }
+    pthread_mutex_unlock(&h->mu);
+    return NULL;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
                                   const char *method, const char *version, const char *upload,
                                   size_t *upload_size, void **con_cls)
@@ -265,7 +380,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         r->path = url;
         r->deadline_ms = mono_ms() + (int64_t)h->o.body_timeout_ms;
         *con_cls = r;
-        return on_headers(h, r);
+        set_phase(h, conn, PHASE_BODY);
+        enum MHD_Result ok = on_headers(h, r);
+        if (r->status)
+            set_phase(h, conn, PHASE_ANSWER);
+        return ok;
     }
     if (*upload_size) {
         enum MHD_Result ok = on_body(r, upload, *upload_size);
@@ -274,6 +393,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     }
     if (r->status)
         return MHD_YES; /* the early answer is on its way */
+    set_phase(h, conn, PHASE_ANSWER);
     struct gp_http_response resp;
     resp_init(&resp, 200);
     h->o.handler(h->o.ctx, r, &resp);
@@ -283,8 +403,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 static void on_complete(void *cls, struct MHD_Connection *conn, void **con_cls,
                         enum MHD_RequestTerminationCode toe)
 {
-    (void)conn;
     struct gp_http *h = cls;
+    set_phase(h, conn, PHASE_HEADERS); /* the next request on this connection */
     struct gp_http_request *r = *con_cls;
     if (!r)
         return;
@@ -371,6 +491,8 @@ int gp_http_start_opts(struct gp_http **out, const struct gp_http_options *o, ch
     struct gp_http *h = calloc(1, sizeof *h);
     if (!h)
         return gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
+    pthread_mutex_init(&h->mu, NULL);
+    pthread_cond_init(&h->cv, NULL);
     h->o = *o;
     h->o.listen = NULL; /* not kept: the caller's string */
     if (!h->o.max_connections)
@@ -389,6 +511,7 @@ int gp_http_start_opts(struct gp_http **out, const struct gp_http_options *o, ch
     }
     h->o.tls_cert_pem = h->cert;
     h->o.tls_key_pem = h->key;
+    h->watching = h->o.prepare != NULL;
     struct MHD_OptionItem opts[12];
     size_t no = 0;
 #define GP_OPT_(opt, val, ptr) opts[no++] = (struct MHD_OptionItem){opt, (intptr_t)(val), ptr}
@@ -399,6 +522,8 @@ int gp_http_start_opts(struct gp_http **out, const struct gp_http_options *o, ch
     GP_OPT_(MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)mhd_log, NULL);
     if (h->o.threads)
         GP_OPT_(MHD_OPTION_THREAD_POOL_SIZE, h->o.threads, NULL);
+    if (h->watching)
+        GP_OPT_(MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)on_connection, h);
     if (h->cert) {
         GP_OPT_(MHD_OPTION_HTTPS_MEM_CERT, 0, h->cert);
         GP_OPT_(MHD_OPTION_HTTPS_MEM_KEY, 0, h->key);
@@ -415,6 +540,12 @@ int gp_http_start_opts(struct gp_http **out, const struct gp_http_options *o, ch
     }
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_BIND_PORT);
     h->port = info ? info->port : port;
+    if (h->watching && pthread_create(&h->watchdog, NULL, watchdog_main, h)) {
+        h->watching = 0;
+        gp_http_stop(h);
+        return gp_seterr(err, errlen, GP_ENOMEM, "cannot start a thread");
+    }
+    h->started_watchdog = h->watching;
     *out = h;
     return GP_OK;
 }
@@ -425,8 +556,17 @@ void gp_http_stop(struct gp_http *h)
 {
     if (!h)
         return;
+    if (h->started_watchdog) {
+        pthread_mutex_lock(&h->mu);
+        h->stopping = 1;
+        pthread_cond_signal(&h->cv);
+        pthread_mutex_unlock(&h->mu);
+        pthread_join(h->watchdog, NULL);
+    }
     if (h->d)
         MHD_stop_daemon(h->d);
+    pthread_mutex_destroy(&h->mu);
+    pthread_cond_destroy(&h->cv);
     free(h->cert);
     free(h->key);
     free(h);

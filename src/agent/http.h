@@ -18,9 +18,10 @@
  * Content-Length over the limit is answered 413 at once, unread; a
  * chunked body that grows past the limit is cut off (the connection
  * closed) the moment it does, so no more than the limit is ever held.
- * Every body must arrive within body_timeout_ms of its headers: a client
- * trickling a byte a second is cut off, while the connection's idle
- * timeout still closes one that sends nothing. A connection that is cut
+ * Every body must arrive within body_timeout_ms of its headers, and
+ * headers within the longer of that and the idle timeout: a client
+ * trickling a byte a second is cut off (a watchdog thread shuts its
+ * socket), while the idle timeout still closes one that sends nothing. A connection that is cut
  * off gets no response (HTTP has no way to answer mid-body).
  *
  * Threads. The agent's default is a pool of 2 threads on epoll (its

@@ -13,6 +13,7 @@
 
 #include "lib/err.h"
 #include "lib/log.h"
+#include "query/query.h"
 #include "server/auth.h"
 #include "store/store.h"
 
@@ -166,8 +167,16 @@ static uint64_t prepare(void *ctx, struct gp_http_request *req, struct gp_http_r
     if (token[0] && !gp_auth_bearer_ok(gp_http_header(req, "Authorization"), token)) {
         if (is_write)
             gp_srv_count(&s->refused[GP_SRV_REF_UNAUTHORIZED], 1);
-        gp_http_error(early, 401, gp_http_header(req, "Authorization") ? "invalid bearer token"
-                                                                       : "a bearer token is required");
+        const char *why = gp_http_header(req, "Authorization") ? "invalid bearer token"
+                                                               : "a bearer token is required";
+        if (is_write) {
+            early->status = 401;
+            gp_buf_printf(&early->body, "%s\n", why);
+        } else { /* the API's error envelope, as its other errors */
+            early->status = 401;
+            early->content_type = "application/json";
+            gp_query_error(&early->body, "unauthorized", why);
+        }
         gp_http_add_header(early, "WWW-Authenticate", "Bearer realm=\"gpulse\"%s",
                            gp_http_header(req, "Authorization") ? ", error=\"invalid_token\"" : "");
         return 0;

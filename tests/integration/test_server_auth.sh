@@ -30,7 +30,8 @@ out=$(rw write "$U" --token r-Secret_2 "auth_probe{a=\"1\"}=1@$(now)")
 [ "${out%% *}" = 401 ] || fail "write with the read token: $out"
 out=$(rw write "$U" --token w-Secret_1 "auth_probe{a=\"1\"}=1@$(now)")
 [ "${out%% *}" = 204 ] || fail "write with the write token: $out"
-curl -s -D "$TMP/h" -o /dev/null "$U/api/v1/labels"
+curl -s -D "$TMP/h" -o "$TMP/b" "$U/api/v1/labels"
+grep -q '"errorType":"unauthorized"' "$TMP/b" || fail "401 body: $(cat "$TMP/b")"
 grep -qi '^WWW-Authenticate: Bearer' "$TMP/h" || fail "401 without WWW-Authenticate: Bearer"
 head -1 "$TMP/h" | grep -c ' 401' >/dev/null || fail "read without a token was not 401"
 [ "$(code -H 'Authorization: Bearer w-Secret_1' "$U/api/v1/labels")" = 401 ] || fail "read with the write token"

@@ -58,5 +58,5 @@ echo "$m" | grep -c '^gpulse_server_write_requests_refused_total{reason="too_lar
     fail "413s not counted"
 echo "$m" | grep -c '^gpulse_server_http_requests_total{handler="write",code="0"} [1-9]' >/dev/null ||
     fail "cut-off requests not counted"
-grep -q 'request body too slow' "$SERVER_LOG" || fail "the trickling client was not logged"
+grep -q 'too slow: connection closed' "$SERVER_LOG" || fail "the trickling client was not logged"
 stop_server

@@ -395,6 +395,40 @@ static void test_trickling_body_is_cut_off(void)
     gp_http_stop(h);
 }
 
+static void test_trickling_headers_are_cut_off(void)
+{
+    struct seen s;
+    memset(&s, 0, sizeof s);
+    pthread_mutex_init(&s.mu, NULL);
+    struct gp_http_options o = {.listen = "127.0.0.1:0", .handler = handler, .ctx = &s,
+                                .prepare = prepare, .complete = complete, .body_timeout_ms = 300,
+                                .idle_timeout_s = 1};
+    struct gp_http *h;
+    char err[256];
+    CHECK_INT(gp_http_start_opts(&h, &o, err, sizeof err), GP_OK);
+    int fd = dial(h);
+    double t0 = now_s();
+    const char *req = "POST /write HTTP/1.1\r\nHost: x\r\nX-Padding: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+                      "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n\r\n";
+    int cut = 0;
+    for (size_t i = 0; req[i] && !cut; i++) { /* a byte per 50 ms: ~6 s if never cut */
+        if (send(fd, req + i, 1, MSG_NOSIGNAL) != 1)
+            cut = 1;
+        char c;
+        if (recv(fd, &c, 1, MSG_DONTWAIT) == 0)
+            cut = 1;
+        usleep(50000);
+    }
+    CHECK(cut);
+    double took = now_s() - t0;
+    if (took < 0.9 || took > 2.5)
+        gp_test_fail(__FILE__, __LINE__, "headers cut off after %.2f s, want about 1 s", took);
+    close(fd);
+    CHECK_INT(s.handled, 0);
+    CHECK_INT(s.prepared, 0);
+    gp_http_stop(h);
+}
+
 static void test_early_answer_and_response_headers(void)
 {
     struct seen s;
@@ -515,6 +549,7 @@ const struct gp_test gp_tests_http[] = {
     {"content_length_over_limit_is_413_unread", test_content_length_over_limit_is_413_unread},
     {"chunked_over_limit_is_cut_off", test_chunked_over_limit_is_cut_off},
     {"trickling_body_is_cut_off", test_trickling_body_is_cut_off},
+    {"trickling_headers_are_cut_off", test_trickling_headers_are_cut_off},
     {"early_answer_and_response_headers", test_early_answer_and_response_headers},
     {"agent_form_is_get_only", test_agent_form_is_get_only},
     {"bad_listen_and_port_in_use", test_bad_listen_and_port_in_use},
