@@ -2,6 +2,7 @@
  * main.c - `gpulse COMMAND ...`: dispatch to the role.
  */
 #include "agent/agent.h"
+#include "server/server.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -11,6 +12,8 @@ static void usage(FILE *out)
     fprintf(out, "usage: gpulse COMMAND [ARGS]\n\n"
                  "commands:\n"
                  "  agent     sample this node's GPUs, host and processes; serve /metrics\n"
+                 "  server    receive remote write, store the series, serve the query API\n"
+                 "  up        server and agent in one process, for one machine\n"
                  "  version   print the version\n"
                  "  help      this text\n\n"
                  "'gpulse COMMAND --help' describes each command.\n");
@@ -25,6 +28,10 @@ int main(int argc, char **argv)
     const char *cmd = argv[1];
     if (!strcmp(cmd, "agent"))
         return gp_agent_main(argc - 2, argv + 2);
+    if (!strcmp(cmd, "server"))
+        return gp_server_main(argc - 2, argv + 2);
+    if (!strcmp(cmd, "up"))
+        return gp_up_main(argc - 2, argv + 2);
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
         printf("gpulse %s\n", GP_VERSION);
         return 0;

@@ -1,36 +1,150 @@
-/* http.c - libmicrohttpd glue; see http.h. */
+/*
+ * http.c - libmicrohttpd glue; see http.h.
+ *
+ * libmicrohttpd calls on_request several times per request: once when
+ * the headers are in (we allocate the request's state, ask the role's
+ * prepare for a body limit, and may answer at once), once per piece of
+ * body that arrives (appended to the request's buffer within its limit
+ * and deadline, or the connection is cut by returning MHD_NO), and once
+ * more with no data (the handler runs and the response is queued).
+ * on_complete frees the state whatever happened.
+ *
+ * The deadline (roles with a prepare callback): a connection's phase is
+ * "waiting for headers", "receiving a body" or "answering". A watchdog
+ * thread looks every 250 ms and shuts down the socket of a connection
+ * that has been receiving a body for longer than body_timeout_ms, or
+ * waiting for (the rest of) its headers for longer than that or the idle
+ * timeout, whichever is longer (a kept-alive connection waits there
+ * between requests): a client trickling a byte a second, in its headers
+ * or its body, is cut off, and the idle timeout (reset by every byte)
+ * cannot be gamed. shutdown() leaves the fd to
+ * libmicrohttpd, which sees the end of the stream and closes it; the
+ * watchdog's record is removed (under its lock) before libmicrohttpd
+ * closes the fd, so a reused fd number is never touched.
+ */
 #include "http.h"
 
-#include "agent/config.h"
+#include "lib/cfg.h"
 #include "lib/err.h"
 #include "lib/log.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
+#include <gnutls/gnutls.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <pthread.h>
 #include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+enum conn_phase { PHASE_HEADERS, PHASE_BODY, PHASE_ANSWER };
+
+/* One open connection, for the watchdog. */
+struct conn_rec {
+    int fd;
+    enum conn_phase phase;
+    int64_t since_ms; /* CLOSED: when the phase began */
+    int cut;
+    struct conn_rec *prev, *next;
+};
 
 struct gp_http {
     struct MHD_Daemon *d;
-    gp_http_handler handler;
-    void *ctx;
+    struct gp_http_options o;
+    char *cert, *key; /* copies: libmicrohttpd keeps pointers */
     unsigned port;
+
+    /* the deadline watchdog (servers with prepare) */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    struct conn_rec *conns;
+    pthread_t watchdog;
+    int watching, stopping, started_watchdog;
 };
 
 struct gp_http_request {
+    struct gp_http *h;
     struct MHD_Connection *conn;
     const char *method, *path;
+    uint8_t *body;
+    size_t len, cap;
+    uint64_t limit;
+    int64_t deadline_ms; /* CLOCK_MONOTONIC */
+    int status;          /* what was queued; 0 until then */
+    void *user;
 };
+
+static int64_t mono_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
 
 const char *gp_http_method(const struct gp_http_request *r) { return r->method; }
 const char *gp_http_path(const struct gp_http_request *r) { return r->path; }
+void gp_http_set_user(struct gp_http_request *r, void *user) { r->user = user; }
+void *gp_http_user(const struct gp_http_request *r) { return r->user; }
 
 const char *gp_http_query(const struct gp_http_request *r, const char *key)
 {
     return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, key);
+}
+
+const char *gp_http_header(const struct gp_http_request *r, const char *name)
+{
+    return MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, name);
+}
+
+const uint8_t *gp_http_body(const struct gp_http_request *r, size_t *len)
+{
+    *len = r->len;
+    return r->len ? r->body : NULL;
+}
+
+struct query_all {
+    const char *key;
+    const char **vals;
+    size_t max, n;
+};
+
+static enum MHD_Result collect_arg(void *cls, enum MHD_ValueKind kind, const char *key,
+                                   const char *value)
+{
+    (void)kind;
+    struct query_all *q = cls;
+    if (key && !strcmp(key, q->key)) {
+        if (q->n < q->max)
+            q->vals[q->n] = value ? value : "";
+        q->n++;
+    }
+    return MHD_YES;
+}
+
+size_t gp_http_query_all(const struct gp_http_request *r, const char *key, const char **vals,
+                         size_t max)
+{
+    struct query_all q = {key, vals, max, 0};
+    MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, collect_arg, &q);
+    return q.n;
+}
+
+void gp_http_add_header(struct gp_http_response *resp, const char *name, const char *fmt, ...)
+{
+    if (resp->nhdr >= GP_HTTP_MAX_HEADERS)
+        return;
+    resp->hdr[resp->nhdr].name = name;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(resp->hdr[resp->nhdr].value, sizeof resp->hdr[0].value, fmt, ap);
+    va_end(ap);
+    resp->nhdr++;
 }
 
 void gp_http_error(struct gp_http_response *resp, int status, const char *msg)
@@ -47,48 +161,274 @@ void gp_http_error(struct gp_http_response *resp, int status, const char *msg)
     gp_buf_puts(&resp->body, "\"}\n");
 }
 
+static void resp_init(struct gp_http_response *resp, int status)
+{
+    memset(resp, 0, sizeof *resp);
+    resp->status = status;
+    resp->content_type = "text/plain; charset=utf-8";
+    gp_buf_init(&resp->body, 0);
+}
+
+/* Hands resp to libmicrohttpd (its body moves) and records the status. */
+static enum MHD_Result send_response(struct gp_http_request *r, struct gp_http_response *resp)
+{
+    if (resp->body.err)
+        gp_http_error(resp, 500, "response too large or out of memory");
+    size_t len;
+    char *data = gp_buf_steal(&resp->body, &len);
+    if (resp->status == 204 || resp->status == 304) { /* no body allowed */
+        free(data);
+        data = NULL;
+        len = 0;
+    }
+    struct MHD_Response *m = MHD_create_response_from_buffer(
+        len, data ? data : (char *)"", data ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
+    if (!m) {
+        free(data);
+        return MHD_NO;
+    }
+    if (len || resp->status != 204)
+        MHD_add_response_header(m, "Content-Type", resp->content_type);
+    if (resp->allow)
+        MHD_add_response_header(m, "Allow", resp->allow);
+    for (unsigned i = 0; i < resp->nhdr && i < GP_HTTP_MAX_HEADERS; i++)
+        MHD_add_response_header(m, resp->hdr[i].name, resp->hdr[i].value);
+    enum MHD_Result ret = MHD_queue_response(r->conn, (unsigned)resp->status, m);
+    MHD_destroy_response(m);
+    if (ret == MHD_YES)
+        r->status = resp->status;
+    return ret;
+}
+
+/* First call: headers are in, no body read yet. */
+static enum MHD_Result on_headers(struct gp_http *h, struct gp_http_request *r)
+{
+    struct gp_http_response early;
+    resp_init(&early, 0);
+    if (!h->o.prepare) {
+        r->limit = 0;
+        if (strcmp(r->method, "GET") && strcmp(r->method, "HEAD")) {
+            gp_http_error(&early, 405, "method not allowed");
+            early.allow = "GET, HEAD";
+        }
+    } else {
+        r->limit = h->o.prepare(h->o.ctx, r, &early);
+    }
+    if (!early.status) {
+        const char *cl = gp_http_header(r, "Content-Length");
+        if (cl) {
+            char *end;
+            errno = 0;
+            unsigned long long n = strtoull(cl, &end, 10);
+            if (end == cl || *end || errno) {
+                gp_http_error(&early, 400, "invalid Content-Length");
+            } else if (n > r->limit) {
+                char msg[160];
+                if (r->limit)
+                    snprintf(msg, sizeof msg, "request body of %llu bytes is over the limit of %llu bytes",
+                             n, (unsigned long long)r->limit);
+                else
+                    snprintf(msg, sizeof msg, "this route takes no request body");
+                gp_http_error(&early, 413, msg);
+            } else if (n > 0) {
+                r->body = malloc((size_t)n);
+                if (!r->body) {
+                    gp_http_error(&early, 503, "out of memory");
+                    gp_http_add_header(&early, "Retry-After", "5");
+                } else {
+                    r->cap = (size_t)n;
+                }
+            }
+        }
+    }
+    if (!early.status) {
+        gp_buf_free(&early.body);
+        return MHD_YES;
+    }
+    return send_response(r, &early);
+}
+
+/* A piece of body: keep it within the limit and the deadline, or cut. */
+static enum MHD_Result on_body(struct gp_http_request *r, const char *data, size_t n)
+{
+    if (r->status)
+        return MHD_NO; /* answered early: nothing more is read */
+    if (mono_ms() > r->deadline_ms) {
+        gp_log(GP_LOG_WARN, "http", "request body too slow: connection closed",
+               "path=%s received=%zu timeout_ms=%llu", r->path, r->len,
+               (unsigned long long)r->h->o.body_timeout_ms);
+        return MHD_NO;
+    }
+    if (n > r->limit - r->len) {
+        gp_log(GP_LOG_WARN, "http", "request body over its limit: connection closed",
+               "path=%s received=%zu limit=%llu", r->path, r->len + n, (unsigned long long)r->limit);
+        return MHD_NO;
+    }
+    if (r->len + n > r->cap) {
+        size_t cap = r->cap ? r->cap : 64 * 1024;
+        while (cap < r->len + n)
+            cap *= 2;
+        if (cap > r->limit)
+            cap = (size_t)r->limit;
+        uint8_t *nb = realloc(r->body, cap);
+        if (!nb)
+            return MHD_NO;
+        r->body = nb;
+        r->cap = cap;
+    }
+    memcpy(r->body + r->len, data, n);
+    r->len += n;
+    return MHD_YES;
+}
+
+/* Moves the connection of r to a phase (no-op without the watchdog). */
+static void set_phase(struct gp_http *h, struct MHD_Connection *conn, enum conn_phase p)
+{
+    if (!h->watching)
+        return;
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    struct conn_rec *c = ci ? ci->socket_context : NULL;
+    if (!c)
+        return;
+    pthread_mutex_lock(&h->mu);
+    c->phase = p;
+    c->since_ms = mono_ms();
+    pthread_mutex_unlock(&h->mu);
+}
+
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code)
+{
+    struct gp_http *h = cls;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        struct conn_rec *c = ci ? calloc(1, sizeof *c) : NULL;
+        if (!c)
+            return; /* not watched; the idle timeout still applies */
+        c->fd = ci->connect_fd;
+        c->phase = PHASE_HEADERS;
+        c->since_ms = mono_ms();
+        pthread_mutex_lock(&h->mu);
+        c->next = h->conns;
+        if (h->conns)
+            h->conns->prev = c;
+        h->conns = c;
+        pthread_mutex_unlock(&h->mu);
+        *socket_context = c;
+    } else if (code == MHD_CONNECTION_NOTIFY_CLOSED && *socket_context) {
+        struct conn_rec *c = *socket_context;
+        pthread_mutex_lock(&h->mu);
+        if (c->prev)
+            c->prev->next = c->next;
+        else
+            h->conns = c->next;
+        if (c->next)
+            c->next->prev = c->prev;
+        pthread_mutex_unlock(&h->mu);
+        free(c);
+        *socket_context = NULL;
+    }
+}
+
+static void *watchdog_main(void *arg)
+{
+    struct gp_http *h = arg;
+    pthread_mutex_lock(&h->mu);
+    while (!h->stopping) {
+        struct timespec t;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        t.tv_nsec += 250 * 1000000;
+        if (t.tv_nsec >= 1000000000) {
+            t.tv_sec++;
+            t.tv_nsec -= 1000000000;
+        }
+        pthread_cond_timedwait(&h->cv, &h->mu, &t);
+        int64_t now = mono_ms();
+        /* Waiting for headers includes a kept-alive connection's idle
+         * time, which the idle timeout governs: the longer of the two. */
+        int64_t idle = (int64_t)h->o.idle_timeout_s * 1000, body = (int64_t)h->o.body_timeout_ms;
+        int64_t for_headers = idle > body ? idle : body;
+        for (struct conn_rec *c = h->conns; c; c = c->next) {
+            int64_t limit = c->phase == PHASE_HEADERS ? for_headers : body;
+            if (c->cut || c->phase == PHASE_ANSWER || now - c->since_ms <= limit)
+                continue;
+            c->cut = 1;
+            shutdown(c->fd, SHUT_RDWR);
+            gp_log(GP_LOG_WARN, "http", "client too slow: connection closed", "phase=%s timeout_ms=%llu",
+                   c->phase == PHASE_HEADERS ? "headers" : "body",
+                   (unsigned long long)h->o.body_timeout_ms);
+        }
+    }
+    pthread_mutex_unlock(&h->mu);
+    return NULL;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
                                   const char *method, const char *version, const char *upload,
                                   size_t *upload_size, void **con_cls)
 {
-    (void)version, (void)upload;
+    (void)version;
     struct gp_http *h = cls;
-    /* First call per request only announces the headers. */
-    if (*con_cls == NULL) {
-        *con_cls = h;
-        return MHD_YES;
+    struct gp_http_request *r = *con_cls;
+    if (!r) {
+        r = calloc(1, sizeof *r);
+        if (!r)
+            return MHD_NO;
+        r->h = h;
+        r->conn = conn;
+        r->method = method;
+        r->path = url;
+        r->deadline_ms = mono_ms() + (int64_t)h->o.body_timeout_ms;
+        *con_cls = r;
+        set_phase(h, conn, PHASE_BODY);
+        enum MHD_Result ok = on_headers(h, r);
+        if (r->status)
+            set_phase(h, conn, PHASE_ANSWER);
+        return ok;
     }
     if (*upload_size) {
-        *upload_size = 0; /* no route takes a body yet: drained and answered 405 */
-        return MHD_YES;
+        enum MHD_Result ok = on_body(r, upload, *upload_size);
+        *upload_size = 0;
+        return ok;
     }
-    struct gp_http_request req = {conn, method, url};
-    struct gp_http_response resp = {200, "text/plain; charset=utf-8", NULL, {0}};
-    gp_buf_init(&resp.body, 0);
-    if (strcmp(method, "GET") && strcmp(method, "HEAD")) {
-        gp_http_error(&resp, 405, "method not allowed");
-        resp.allow = "GET, HEAD";
-    } else {
-        h->handler(h->ctx, &req, &resp);
-    }
-    if (resp.body.err) {
-        gp_http_error(&resp, 500, "response too large or out of memory");
-    }
-    size_t len;
-    char *data = gp_buf_steal(&resp.body, &len);
-    struct MHD_Response *r =
-        MHD_create_response_from_buffer(len, data ? data : (char *)"", data ? MHD_RESPMEM_MUST_FREE
-                                                                            : MHD_RESPMEM_PERSISTENT);
-    if (!r) {
-        free(data);
-        return MHD_NO;
-    }
-    MHD_add_response_header(r, "Content-Type", resp.content_type);
-    if (resp.allow)
-        MHD_add_response_header(r, "Allow", resp.allow);
-    enum MHD_Result ret = MHD_queue_response(conn, (unsigned)resp.status, r);
-    MHD_destroy_response(r);
-    return ret;
+    if (r->status)
+        return MHD_YES; /* the early answer is on its way */
+    set_phase(h, conn, PHASE_ANSWER);
+    struct gp_http_response resp;
+    resp_init(&resp, 200);
+    h->o.handler(h->o.ctx, r, &resp);
+    return send_response(r, &resp);
+}
+
+static void on_complete(void *cls, struct MHD_Connection *conn, void **con_cls,
+                        enum MHD_RequestTerminationCode toe)
+{
+    struct gp_http *h = cls;
+    set_phase(h, conn, PHASE_HEADERS); /* the next request on this connection */
+    struct gp_http_request *r = *con_cls;
+    if (!r)
+        return;
+    if (h->o.complete)
+        h->o.complete(h->o.ctx, r, toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? r->status : 0);
+    free(r->body);
+    free(r);
+    *con_cls = NULL;
+}
+
+/* Loads the pair as GnuTLS will, for a clear message before listening. */
+static int check_tls_pair(const char *cert, const char *key, char *err, size_t errlen)
+{
+    gnutls_certificate_credentials_t c;
+    if (gnutls_certificate_allocate_credentials(&c) < 0)
+        return gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
+    gnutls_datum_t cd = {(unsigned char *)(uintptr_t)cert, (unsigned)strlen(cert)};
+    gnutls_datum_t kd = {(unsigned char *)(uintptr_t)key, (unsigned)strlen(key)};
+    int r = gnutls_certificate_set_x509_key_mem(c, &cd, &kd, GNUTLS_X509_FMT_PEM);
+    gnutls_certificate_free_credentials(c);
+    if (r < 0)
+        return gp_seterr(err, errlen, GP_ECONFIG, "TLS certificate or key rejected: %s",
+                         gnutls_strerror(r));
+    return GP_OK;
 }
 
 static void mhd_log(void *cls, const char *fmt, va_list ap)
@@ -105,14 +445,22 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 int gp_http_start(struct gp_http **out, const char *listen, gp_http_handler handler, void *ctx,
                   char *err, size_t errlen)
 {
+    struct gp_http_options o = {.listen = listen, .handler = handler, .ctx = ctx, .threads = 2};
+    return gp_http_start_opts(out, &o, err, errlen);
+}
+
+int gp_http_start_opts(struct gp_http **out, const struct gp_http_options *o, char *err,
+                       size_t errlen)
+{
     char host[128];
     unsigned port;
-    int rc = gp_parse_listen(listen, host, sizeof host, &port, err, errlen);
+    int rc = gp_parse_listen(o->listen, host, sizeof host, &port, err, errlen);
     if (rc)
         return rc;
     struct sockaddr_storage ss;
     memset(&ss, 0, sizeof ss);
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;
+    flags |= o->threads ? MHD_USE_EPOLL : (MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL);
     struct sockaddr_in *v4 = (struct sockaddr_in *)&ss;
     struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)&ss;
     if (host[0] == '\0' || inet_pton(AF_INET, host, &v4->sin_addr) == 1) {
@@ -126,24 +474,78 @@ int gp_http_start(struct gp_http **out, const char *listen, gp_http_handler hand
         flags |= MHD_USE_IPv6;
     } else {
         return gp_seterr(err, errlen, GP_ECONFIG,
-                         "invalid listen address '%s': the address must be an IPv4 or IPv6 literal", listen);
+                         "invalid listen address '%s': the address must be an IPv4 or IPv6 literal",
+                         o->listen);
+    }
+    if (!o->tls_cert_pem != !o->tls_key_pem)
+        return gp_seterr(err, errlen, GP_ECONFIG, "TLS needs both a certificate and a key");
+    if (o->tls_cert_pem) {
+        if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES)
+            return gp_seterr(err, errlen, GP_ECONFIG,
+                             "TLS is configured but this libmicrohttpd was built without TLS support");
+        rc = check_tls_pair(o->tls_cert_pem, o->tls_key_pem, err, errlen);
+        if (rc)
+            return rc;
+        flags |= MHD_USE_TLS;
     }
     struct gp_http *h = calloc(1, sizeof *h);
     if (!h)
         return gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
-    h->handler = handler;
-    h->ctx = ctx;
-    h->d = MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, on_request, h, MHD_OPTION_SOCK_ADDR,
-                            (struct sockaddr *)&ss, MHD_OPTION_THREAD_POOL_SIZE, 2U,
-                            MHD_OPTION_CONNECTION_LIMIT, 256U, MHD_OPTION_CONNECTION_TIMEOUT, 30U,
-                            MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_END);
+    pthread_mutex_init(&h->mu, NULL);
+    pthread_cond_init(&h->cv, NULL);
+    h->o = *o;
+    h->o.listen = NULL; /* not kept: the caller's string */
+    if (!h->o.max_connections)
+        h->o.max_connections = 256;
+    if (!h->o.idle_timeout_s)
+        h->o.idle_timeout_s = 30;
+    if (!h->o.body_timeout_ms)
+        h->o.body_timeout_ms = 30000;
+    if (o->tls_cert_pem) {
+        h->cert = strdup(o->tls_cert_pem);
+        h->key = strdup(o->tls_key_pem);
+        if (!h->cert || !h->key) {
+            gp_http_stop(h);
+            return gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
+        }
+    }
+    h->o.tls_cert_pem = h->cert;
+    h->o.tls_key_pem = h->key;
+    h->watching = h->o.prepare != NULL;
+    struct MHD_OptionItem opts[12];
+    size_t no = 0;
+#define GP_OPT_(opt, val, ptr) opts[no++] = (struct MHD_OptionItem){opt, (intptr_t)(val), ptr}
+    GP_OPT_(MHD_OPTION_SOCK_ADDR, 0, &ss);
+    GP_OPT_(MHD_OPTION_CONNECTION_LIMIT, h->o.max_connections, NULL);
+    GP_OPT_(MHD_OPTION_CONNECTION_TIMEOUT, h->o.idle_timeout_s, NULL);
+    GP_OPT_(MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_complete, h);
+    GP_OPT_(MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)mhd_log, NULL);
+    if (h->o.threads)
+        GP_OPT_(MHD_OPTION_THREAD_POOL_SIZE, h->o.threads, NULL);
+    if (h->watching)
+        GP_OPT_(MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)on_connection, h);
+    if (h->cert) {
+        GP_OPT_(MHD_OPTION_HTTPS_MEM_CERT, 0, h->cert);
+        GP_OPT_(MHD_OPTION_HTTPS_MEM_KEY, 0, h->key);
+    }
+    GP_OPT_(MHD_OPTION_END, 0, NULL);
+#undef GP_OPT_
+    h->d = MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, on_request, h, MHD_OPTION_ARRAY, opts,
+                            MHD_OPTION_END);
     if (!h->d) {
-        free(h);
+        gp_http_stop(h);
         return gp_seterr(err, errlen, GP_ENET,
-                         "cannot listen on '%s' (address in use, or not an address of this host?)", listen);
+                         "cannot listen on '%s' (address in use, or not an address of this host?)",
+                         o->listen);
     }
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_BIND_PORT);
     h->port = info ? info->port : port;
+    if (h->watching && pthread_create(&h->watchdog, NULL, watchdog_main, h)) {
+        h->watching = 0;
+        gp_http_stop(h);
+        return gp_seterr(err, errlen, GP_ENOMEM, "cannot start a thread");
+    }
+    h->started_watchdog = h->watching;
     *out = h;
     return GP_OK;
 }
@@ -154,6 +556,18 @@ void gp_http_stop(struct gp_http *h)
 {
     if (!h)
         return;
-    MHD_stop_daemon(h->d);
+    if (h->started_watchdog) {
+        pthread_mutex_lock(&h->mu);
+        h->stopping = 1;
+        pthread_cond_signal(&h->cv);
+        pthread_mutex_unlock(&h->mu);
+        pthread_join(h->watchdog, NULL);
+    }
+    if (h->d)
+        MHD_stop_daemon(h->d);
+    pthread_mutex_destroy(&h->mu);
+    pthread_cond_destroy(&h->cv);
+    free(h->cert);
+    free(h->key);
     free(h);
 }

@@ -1,12 +1,37 @@
 /*
- * http.h - a small HTTP server over libmicrohttpd.
+ * http.h - a small HTTP server over libmicrohttpd, for the agent and the
+ * server roles.
  *
- * The IO layer only: it accepts connections, calls one handler per
- * request with the method, path and query, and sends what the handler
- * put in the response. Routing and rendering live with the role that
- * owns the routes (agent.c), so this file knows nothing of metrics.
+ * The IO layer only: it accepts connections, reads request bodies within
+ * limits, calls one handler per request with the method, path, query,
+ * headers and body, and sends what the handler put in the response.
+ * Routing and rendering live with the role that owns the routes (agent.c,
+ * server/), so this file knows nothing of metrics or remote write.
  * Responses are built in memory and copied to libmicrohttpd, so a slow
  * client holds no lock of ours.
+ *
+ * Bodies. A role that takes bodies gives a `prepare` callback, called
+ * once the headers are in and before any body byte is read. It returns
+ * the most body bytes that route accepts (0: none), or answers at once
+ * (401, 405, 429...) by filling the early response; an early answer is
+ * sent without reading the body and the connection is then closed. A
+ * Content-Length over the limit is answered 413 at once, unread; a
+ * chunked body that grows past the limit is cut off (the connection
+ * closed) the moment it does, so no more than the limit is ever held.
+ * Every body must arrive within body_timeout_ms of its headers, and
+ * headers within the longer of that and the idle timeout: a client
+ * trickling a byte a second is cut off (a watchdog thread shuts its
+ * socket), while the idle timeout still closes one that sends nothing. A connection that is cut
+ * off gets no response (HTTP has no way to answer mid-body).
+ *
+ * Threads. The agent's default is a pool of 2 threads on epoll (its
+ * handlers only copy a cached text). The server sets threads = 0: one
+ * thread per connection, so a handler that waits for a WAL sync or runs
+ * a long query never delays another client.
+ *
+ * TLS when tls_cert_pem and tls_key_pem are given (libmicrohttpd's
+ * GnuTLS backend); gp_http_start fails with a clear message when the
+ * library was built without TLS.
  */
 #ifndef GP_HTTP_H
 #define GP_HTTP_H
@@ -14,34 +39,93 @@
 #include "lib/buf.h"
 
 #include <stddef.h>
+#include <stdint.h>
 
 struct gp_http;
 struct gp_http_request;
+
+#define GP_HTTP_MAX_HEADERS 4
 
 struct gp_http_response {
     int status;               /* 200 by default */
     const char *content_type; /* static string */
     const char *allow;        /* for 405: the allowed methods */
     struct gp_buf body;
+    /* Extra response headers (Retry-After, WWW-Authenticate...): names are
+     * static strings, values copied. Set with gp_http_add_header. */
+    struct {
+        const char *name;
+        char value[128];
+    } hdr[GP_HTTP_MAX_HEADERS];
+    unsigned nhdr;
 };
 
 typedef void (*gp_http_handler)(void *ctx, const struct gp_http_request *req,
                                 struct gp_http_response *resp);
 
-const char *gp_http_method(const struct gp_http_request *req);
-const char *gp_http_path(const struct gp_http_request *req);
-/* Value of a query argument, or NULL. */
-const char *gp_http_query(const struct gp_http_request *req, const char *key);
+/*
+ * Called when a request's headers have arrived, before its body is read.
+ * Returns the body limit in bytes for this request. To answer at once
+ * instead, set early->status (and body/headers); the body is then not
+ * read. May attach per-request state with gp_http_set_user.
+ */
+typedef uint64_t (*gp_http_prepare)(void *ctx, struct gp_http_request *req,
+                                    struct gp_http_response *early);
 
 /*
- * Listens on "ADDR:PORT" ("[V6]:PORT"; port 0 picks a free one) and
- * serves with a small thread pool. Returns GP_OK with *out set, or an
- * error with detail (e.g. the address is in use).
+ * Called once per request when it is over: status is what was sent, or 0
+ * when the connection was cut off (body over its limit or its deadline,
+ * client gone) before a response. For counting and releasing what
+ * prepare reserved.
  */
+typedef void (*gp_http_complete)(void *ctx, struct gp_http_request *req, int status);
+
+struct gp_http_options {
+    const char *listen;       /* "ADDR:PORT", "[V6]:PORT"; port 0 picks a free one */
+    gp_http_handler handler;
+    void *ctx;
+    gp_http_prepare prepare;  /* NULL: GET and HEAD only, no bodies (405 otherwise) */
+    gp_http_complete complete;/* may be NULL */
+    unsigned threads;         /* 0: a thread per connection; else a pool of this size */
+    unsigned max_connections; /* 0: 256 */
+    unsigned idle_timeout_s;  /* 0: 30 */
+    uint64_t body_timeout_ms; /* 0: 30000 */
+    const char *tls_cert_pem; /* PEM text (copied); both or neither */
+    const char *tls_key_pem;
+};
+
+const char *gp_http_method(const struct gp_http_request *req);
+const char *gp_http_path(const struct gp_http_request *req);
+/* Value of a query argument (URL-decoded), or NULL. */
+const char *gp_http_query(const struct gp_http_request *req, const char *key);
+/* Every value of a repeated query argument (match[]=a&match[]=b), in
+ * order: up to max into vals; returns how many there are in all. */
+size_t gp_http_query_all(const struct gp_http_request *req, const char *key, const char **vals,
+                         size_t max);
+/* Value of a request header (name case-insensitive), or NULL. */
+const char *gp_http_header(const struct gp_http_request *req, const char *name);
+/* The request body (NULL and 0 without one); owned by the request. */
+const uint8_t *gp_http_body(const struct gp_http_request *req, size_t *len);
+/* Per-request state for the role (NULL until set). */
+void gp_http_set_user(struct gp_http_request *req, void *user);
+void *gp_http_user(const struct gp_http_request *req);
+
+/* Adds a response header (value formatted, truncated at 127 bytes);
+ * silently ignored past GP_HTTP_MAX_HEADERS. */
+void gp_http_add_header(struct gp_http_response *resp, const char *name, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Starts serving per o. Returns GP_OK with *out set, or GP_ECONFIG (bad
+ * address, TLS wanted but unsupported or the PEM rejected), GP_ENET (the
+ * address in use) or GP_ENOMEM, with detail. */
+int gp_http_start_opts(struct gp_http **out, const struct gp_http_options *o, char *err,
+                       size_t errlen);
+
+/* The agent's form: GET/HEAD routes, a pool of 2 threads. */
 int gp_http_start(struct gp_http **out, const char *listen, gp_http_handler h, void *ctx, char *err,
                   size_t errlen);
 unsigned gp_http_port(const struct gp_http *h);
-void gp_http_stop(struct gp_http *h); /* accepts NULL */
+void gp_http_stop(struct gp_http *h); /* accepts NULL; waits for running handlers */
 
 /* Fills resp with a JSON error {"error": msg}. */
 void gp_http_error(struct gp_http_response *resp, int status, const char *msg);

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Checks a Prometheus text exposition beyond what promtool 2.42 checks:
 every series (name + label set) appears once, every sample's family has
-HELP and TYPE before it, families are contiguous, values parse, label
+HELP and TYPE before it (a histogram's _bucket/_sum/_count samples count
+as its family's), families are contiguous, values parse, label
 values use only the three legal escapes."""
 import re
 import sys
@@ -26,6 +27,7 @@ def parse_labels(s):
 
 def main(path):
     seen, helps, types, done = set(), set(), set(), set()
+    histograms = set()
     current = None
     errors = 0
     for n, line in enumerate(open(path, encoding="utf-8"), 1):
@@ -35,6 +37,8 @@ def main(path):
         if line.startswith("# HELP ") or line.startswith("# TYPE "):
             name = line.split(" ")[2]
             (helps if line[2] == "H" else types).add(name)
+            if line.startswith("# TYPE ") and line.split(" ")[3] in ("histogram", "summary"):
+                histograms.add(name)
             if name != current:
                 if name in done:
                     print("line %d: family %s is not contiguous" % (n, name)); errors += 1
@@ -48,6 +52,10 @@ def main(path):
         if not m:
             print("line %d: cannot parse %r" % (n, line)); errors += 1; continue
         name = m.group(1)
+        # A histogram's samples carry its name plus _bucket, _sum or _count.
+        for suffix in ("_bucket", "_sum", "_count"):
+            if name.endswith(suffix) and name[:-len(suffix)] in histograms:
+                name = name[:-len(suffix)]
         if name != current or name not in helps or name not in types:
             print("line %d: %s has no HELP/TYPE before it" % (n, name)); errors += 1
         try:
@@ -55,7 +63,7 @@ def main(path):
             float(m.group(4).replace("Inf", "inf"))
         except ValueError as e:
             print("line %d: %s" % (n, e)); errors += 1; continue
-        key = (name, labels)
+        key = (m.group(1), labels)
         if key in seen:
             print("line %d: duplicate series %s%s" % (n, name, m.group(2) or "")); errors += 1
         seen.add(key)

@@ -133,3 +133,35 @@ snapshot_metrics() {
     done
     rm -f "$dir/cur"
 }
+
+# ---- the gpulse server ----------------------------------------------------
+
+# start_server ARGS...: starts `gpulse server` on a free port with a fresh
+# data directory (unless ARGS give --data); sets SERVER_PORT, SERVER_PID,
+# SERVER_LOG, SERVER_URL, SERVER_DATA; waits until /api/v1/health answers
+# 200. SERVER_SCHEME=https and SERVER_CURL (extra curl options, e.g.
+# --cacert) serve the TLS test; SERVER_CMD=up starts `gpulse up` instead.
+start_server() {
+    SERVER_PORT=$(free_port)
+    SERVER_DATA=${SERVER_DATA:-$TMP/data-$SERVER_PORT}
+    SERVER_LOG=$TMP/server-$SERVER_PORT.log
+    SERVER_URL=${SERVER_SCHEME:-http}://127.0.0.1:$SERVER_PORT
+    "$GPULSE" "${SERVER_CMD:-server}" --listen "127.0.0.1:$SERVER_PORT" --data "$SERVER_DATA" "$@" \
+        >"$SERVER_LOG" 2>&1 &
+    SERVER_PID=$!
+    PIDS+=("$SERVER_PID")
+    # shellcheck disable=SC2086
+    wait_until 30 curl -sf ${SERVER_CURL:-} "$SERVER_URL/api/v1/health" ||
+        { cat "$SERVER_LOG" >&2; fail "server did not come up"; }
+}
+
+# stop_server: SIGTERM, expect a clean exit 0 (store closed, ASan leak check).
+stop_server() {
+    kill -TERM "$SERVER_PID"
+    local rc=0
+    wait "$SERVER_PID" || rc=$?
+    [ $rc -eq 0 ] || { cat "$SERVER_LOG" >&2; fail "server exited with $rc"; }
+}
+
+# rw ARGS...: the remote-write test client (tests/integration/rw.py).
+rw() { python3 "$ROOT/tests/integration/rw.py" "$@"; }

@@ -1,0 +1,318 @@
+/*
+ * api.c - the query routes: HTTP parameters in, query.h calls, JSON out.
+ *
+ * This file only reads parameters and maps errors; the evaluation and the
+ * JSON (Prometheus's envelope) are query.h's. Parameter errors answer 400
+ * {"status":"error","errorType":"bad_data","error":"..."} as Prometheus
+ * does, so its clients show the message.
+ *
+ *   /api/v1/series        match[]=SEL (repeated; match= too), start, end
+ *   /api/v1/query_range   match=SEL (or match[]= once, or query= holding
+ *                         a plain selector), start, end, step,
+ *                         agg=avg|min|max|sum|count, by=l1,l2,
+ *                         rollups=auto|true|false
+ *   /api/v1/labels, /api/v1/label/NAME/values, /api/v1/nodes, /api/v1/gpus
+ */
+#include "server_int.h"
+
+#include "lib/err.h"
+#include "lib/log.h"
+#include "query/query.h"
+
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define API_MAX_SELECTORS 64
+
+enum gp_srv_route gp_srv_route_of(const char *p)
+{
+    static const struct {
+        const char *path;
+        enum gp_srv_route r;
+    } fixed[] = {
+        {"/api/v1/write", GP_SRV_R_WRITE},   {"/api/v1/query_range", GP_SRV_R_QUERY_RANGE},
+        {"/api/v1/series", GP_SRV_R_SERIES}, {"/api/v1/labels", GP_SRV_R_LABELS},
+        {"/api/v1/nodes", GP_SRV_R_NODES},   {"/api/v1/gpus", GP_SRV_R_GPUS},
+        {"/api/v1/health", GP_SRV_R_HEALTH}, {"/metrics", GP_SRV_R_METRICS},
+    };
+    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
+        if (!strcmp(p, fixed[i].path))
+            return fixed[i].r;
+    static const char pre[] = "/api/v1/label/", post[] = "/values";
+    size_t n = strlen(p);
+    if (!strncmp(p, pre, sizeof pre - 1) && n > sizeof pre - 1 + sizeof post - 1 &&
+        !strcmp(p + n - (sizeof post - 1), post))
+        return GP_SRV_R_LABEL_VALUES;
+    return GP_SRV_R_OTHER;
+}
+
+static void bad(struct gp_http_response *resp, int status, const char *type, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static void bad(struct gp_http_response *resp, int status, const char *type, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    resp->status = status;
+    resp->content_type = "application/json";
+    gp_buf_reset(&resp->body);
+    gp_query_error(&resp->body, type, msg);
+}
+
+/* Maps a query.h failure to an answer. */
+static void query_failed(struct gp_http_response *resp, int rc, const char *err)
+{
+    if (rc == GP_EUSAGE || rc == GP_EPARSE || rc == GP_ETOOBIG || rc == GP_ERANGE)
+        bad(resp, 400, "bad_data", "%s", err[0] ? err : gp_strerror(rc));
+    else if (rc == GP_ENOMEM)
+        bad(resp, 503, "unavailable", "out of memory: %s", err);
+    else
+        bad(resp, 500, "internal", "%s", err[0] ? err : gp_strerror(rc));
+}
+
+/* Parses an optional time parameter; 0 and the answer filled on error. */
+static int time_param(const struct gp_http_request *req, struct gp_http_response *resp,
+                      const char *name, int64_t def, int required, int64_t *out)
+{
+    const char *v = gp_http_query(req, name);
+    if (!v || !*v) {
+        if (required) {
+            bad(resp, 400, "bad_data", "missing parameter '%s'", name);
+            return 0;
+        }
+        *out = def;
+        return 1;
+    }
+    char err[256];
+    if (gp_parse_time_ms(v, out, err, sizeof err)) {
+        bad(resp, 400, "bad_data", "invalid parameter '%s': %s", name, err);
+        return 0;
+    }
+    return 1;
+}
+
+/* Parsed selectors of one request. */
+struct selectors {
+    struct gp_matcher *m[API_MAX_SELECTORS];
+    size_t nm[API_MAX_SELECTORS];
+    size_t n;
+};
+
+static void selectors_free(struct selectors *s)
+{
+    for (size_t i = 0; i < s->n; i++)
+        gp_matchers_free(s->m[i], s->nm[i]);
+    s->n = 0;
+}
+
+/* Parses the values of match[] and match (and query when allow_query).
+ * 0 and the answer filled on error or when none is given. */
+static int parse_selectors(const struct gp_http_request *req, struct gp_http_response *resp,
+                           int allow_query, struct selectors *out)
+{
+    out->n = 0;
+    const char *vals[API_MAX_SELECTORS];
+    size_t n = 0;
+    const char *names[] = {"match[]", "match", allow_query ? "query" : NULL};
+    for (size_t k = 0; k < 3 && names[k]; k++) {
+        size_t got = gp_http_query_all(req, names[k], vals + n, API_MAX_SELECTORS - n);
+        if (got > API_MAX_SELECTORS - n) {
+            bad(resp, 400, "bad_data", "too many selectors (at most %d)", API_MAX_SELECTORS);
+            return 0;
+        }
+        n += got;
+    }
+    if (!n) {
+        bad(resp, 400, "bad_data", "no match[] parameter provided");
+        return 0;
+    }
+    for (size_t i = 0; i < n; i++) {
+        char err[256];
+        int rc = gp_selector_parse(vals[i], strlen(vals[i]), &out->m[out->n], &out->nm[out->n], err,
+                                   sizeof err);
+        if (rc) {
+            selectors_free(out);
+            bad(resp, 400, "bad_data", "invalid selector '%.200s': %s", vals[i], err);
+            return 0;
+        }
+        out->n++;
+    }
+    return 1;
+}
+
+static int valid_label_name(const char *s)
+{
+    if (!*s || !((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || *s == '_'))
+        return 0;
+    for (s++; *s; s++)
+        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
+              *s == '_'))
+            return 0;
+    return 1;
+}
+
+static void do_series(struct gp_store *st, const struct gp_http_request *req,
+                      struct gp_http_response *resp)
+{
+    struct selectors sel;
+    int64_t start, end;
+    if (!time_param(req, resp, "start", INT64_MIN, 0, &start) ||
+        !time_param(req, resp, "end", INT64_MAX, 0, &end) || !parse_selectors(req, resp, 0, &sel))
+        return;
+    const struct gp_matcher *m[API_MAX_SELECTORS];
+    for (size_t i = 0; i < sel.n; i++)
+        m[i] = sel.m[i];
+    char err[256] = "";
+    int rc = gp_query_series(st, m, sel.nm, sel.n, start, end, &resp->body, err, sizeof err);
+    selectors_free(&sel);
+    if (rc)
+        query_failed(resp, rc, err);
+}
+
+static void do_query_range(struct gp_store *st, const struct gp_http_request *req,
+                           struct gp_http_response *resp)
+{
+    struct gp_range_query q;
+    memset(&q, 0, sizeof q);
+    q.rollups = -1;
+    if (!time_param(req, resp, "start", 0, 1, &q.start_ms) ||
+        !time_param(req, resp, "end", 0, 1, &q.end_ms))
+        return;
+    const char *step = gp_http_query(req, "step");
+    char err[256] = "";
+    if (!step || !*step) {
+        bad(resp, 400, "bad_data", "missing parameter 'step'");
+        return;
+    }
+    if (gp_parse_step_ms(step, &q.step_ms, err, sizeof err)) {
+        bad(resp, 400, "bad_data", "invalid parameter 'step': %s", err);
+        return;
+    }
+    const char *agg = gp_http_query(req, "agg");
+    if (gp_parse_agg(agg, &q.agg)) {
+        bad(resp, 400, "bad_data", "invalid parameter 'agg': '%.40s' (use avg, min, max, sum or count)",
+            agg);
+        return;
+    }
+    const char *roll = gp_http_query(req, "rollups");
+    if (roll && *roll && strcmp(roll, "auto")) {
+        if (!strcmp(roll, "true") || !strcmp(roll, "1"))
+            q.rollups = 1;
+        else if (!strcmp(roll, "false") || !strcmp(roll, "0"))
+            q.rollups = 0;
+        else {
+            bad(resp, 400, "bad_data", "invalid parameter 'rollups': use auto, true or false");
+            return;
+        }
+    }
+    char bybuf[1024];
+    const char *by = gp_http_query(req, "by");
+    if (by && *by) {
+        if (!q.agg) {
+            bad(resp, 400, "bad_data", "'by' needs 'agg'");
+            return;
+        }
+        if (strlen(by) >= sizeof bybuf) {
+            bad(resp, 400, "bad_data", "parameter 'by' is too long");
+            return;
+        }
+        strcpy(bybuf, by);
+        for (char *save = NULL, *t = strtok_r(bybuf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+            while (*t == ' ')
+                t++;
+            size_t tl = strlen(t);
+            while (tl && t[tl - 1] == ' ')
+                t[--tl] = '\0';
+            if (!valid_label_name(t)) {
+                bad(resp, 400, "bad_data", "invalid label name '%.100s' in 'by'", t);
+                return;
+            }
+            if (q.nby >= GP_QUERY_MAX_BY) {
+                bad(resp, 400, "bad_data", "at most %d labels in 'by'", GP_QUERY_MAX_BY);
+                return;
+            }
+            q.by[q.nby++] = t;
+        }
+    }
+    struct selectors sel;
+    if (!parse_selectors(req, resp, 1, &sel))
+        return;
+    if (sel.n != 1) {
+        selectors_free(&sel);
+        bad(resp, 400, "bad_data", "query_range takes one selector, got %zu", sel.n);
+        return;
+    }
+    q.m = sel.m[0];
+    q.nm = sel.nm[0];
+    int rc = gp_query_range(st, &q, &resp->body, err, sizeof err);
+    selectors_free(&sel);
+    if (rc)
+        query_failed(resp, rc, err);
+}
+
+static void do_label_values(struct gp_store *st, const struct gp_http_request *req,
+                            struct gp_http_response *resp)
+{
+    const char *p = gp_http_path(req) + strlen("/api/v1/label/");
+    char name[256];
+    size_t n = strlen(p) - strlen("/values");
+    if (n >= sizeof name) {
+        bad(resp, 400, "bad_data", "label name too long");
+        return;
+    }
+    memcpy(name, p, n);
+    name[n] = '\0';
+    if (!valid_label_name(name)) {
+        bad(resp, 400, "bad_data", "invalid label name '%.100s'", name);
+        return;
+    }
+    char err[256] = "";
+    int rc = gp_query_label_values(st, name, &resp->body, err, sizeof err);
+    if (rc)
+        query_failed(resp, rc, err);
+}
+
+void gp_srv_handle_api(struct gp_server *s, enum gp_srv_route route,
+                       const struct gp_http_request *req, struct gp_http_response *resp)
+{
+    resp->content_type = "application/json";
+    struct gp_store *st = gp_srv_store(s);
+    if (!st) {
+        bad(resp, 503, "unavailable", "the store is starting (recovering its data)");
+        gp_http_add_header(resp, "Retry-After", "5");
+        return;
+    }
+    char err[256] = "";
+    int rc = GP_OK;
+    switch (route) {
+    case GP_SRV_R_SERIES:
+        do_series(st, req, resp);
+        break;
+    case GP_SRV_R_QUERY_RANGE:
+        do_query_range(st, req, resp);
+        break;
+    case GP_SRV_R_LABEL_VALUES:
+        do_label_values(st, req, resp);
+        break;
+    case GP_SRV_R_LABELS:
+        rc = gp_query_labels(st, &resp->body, err, sizeof err);
+        break;
+    case GP_SRV_R_NODES:
+        rc = gp_query_nodes(st, &resp->body, err, sizeof err);
+        break;
+    case GP_SRV_R_GPUS:
+        rc = gp_query_gpus(st, &resp->body, err, sizeof err);
+        break;
+    default:
+        bad(resp, 404, "not_found", "no such route");
+        return;
+    }
+    if (rc)
+        query_failed(resp, rc, err);
+}

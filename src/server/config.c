@@ -1,0 +1,88 @@
+/*
+ * config.c - the server's settings: its key table handed to the settings
+ * engine (lib/cfg.h), and the checks across keys that a table cannot say.
+ */
+#include "config.h"
+
+#include "lib/err.h"
+#include "lib/log.h"
+
+#include <string.h>
+
+static const struct gp_cfg_key keys[] = {
+#define GP_KEY_ROW_(field, yaml, flag, type, def, help) \
+    GP_CFG_ROW(struct gp_server_config, field, yaml, flag, type, def, help),
+    GP_SERVER_KEYS(GP_KEY_ROW_)
+#undef GP_KEY_ROW_
+};
+
+struct gp_cfg_section gp_server_cfg_section(struct gp_server_config *c)
+{
+    return (struct gp_cfg_section){"server", keys, sizeof keys / sizeof keys[0], c};
+}
+
+void gp_server_config_defaults(struct gp_server_config *c)
+{
+    memset(c, 0, sizeof *c);
+    struct gp_cfg_section s = gp_server_cfg_section(c);
+    gp_cfg_defaults(&s, 1);
+}
+
+int gp_server_config_validate(const struct gp_server_config *c, char *err, size_t errlen)
+{
+    char host[128];
+    unsigned port;
+    int rc = gp_parse_listen(c->listen, host, sizeof host, &port, err, errlen);
+    if (rc)
+        return rc;
+    if (!c->data_dir[0])
+        return gp_seterr(err, errlen, GP_ECONFIG, "data_dir must not be empty");
+    if (c->retention_raw_ms < 3600 * 1000)
+        return gp_seterr(err, errlen, GP_ECONFIG, "retention_raw must be at least 1h");
+    if (c->retention_rollup_ms < c->retention_raw_ms)
+        return gp_seterr(err, errlen, GP_ECONFIG,
+                         "retention_rollup must be at least retention_raw (rollups outlive raw data)");
+    if (c->write_token[0] && c->write_token_file[0])
+        return gp_seterr(err, errlen, GP_ECONFIG, "set write_token or write_token_file, not both");
+    if (c->read_token[0] && c->read_token_file[0])
+        return gp_seterr(err, errlen, GP_ECONFIG, "set read_token or read_token_file, not both");
+    if (!c->tls_cert[0] != !c->tls_key[0])
+        return gp_seterr(err, errlen, GP_ECONFIG, "tls_cert and tls_key go together: set both or neither");
+    if (c->max_body < 1024)
+        return gp_seterr(err, errlen, GP_ECONFIG, "max_body must be at least 1KiB");
+    if (c->max_uncompressed < 1024)
+        return gp_seterr(err, errlen, GP_ECONFIG, "max_uncompressed must be at least 1KiB");
+    if (c->max_inflight_bytes < c->max_body + c->max_uncompressed)
+        return gp_seterr(err, errlen, GP_ECONFIG,
+                         "max_inflight_bytes must be at least max_body + max_uncompressed, "
+                         "or the largest request could never be taken");
+    if (c->read_timeout_ms < 100 || c->read_timeout_ms > 600000)
+        return gp_seterr(err, errlen, GP_ECONFIG, "read_timeout must be between 100ms and 10m");
+    if (c->max_connections < 1 || c->max_connections > 65536)
+        return gp_seterr(err, errlen, GP_ECONFIG, "max_connections must be between 1 and 65536");
+    if (c->max_series < 1)
+        return gp_seterr(err, errlen, GP_ECONFIG, "max_series must be at least 1");
+    if (c->checkpoint_interval_ms < 1000)
+        return gp_seterr(err, errlen, GP_ECONFIG, "checkpoint_interval must be at least 1s");
+    enum gp_log_level lvl;
+    if (gp_log_parse_level(c->log_level, &lvl))
+        return gp_seterr(err, errlen, GP_ECONFIG,
+                         "log_level must be debug, info, warn or error, not '%s'", c->log_level);
+    return GP_OK;
+}
+
+void gp_server_config_usage(FILE *out)
+{
+    fprintf(out,
+            "usage: gpulse server [--config FILE] [flags]\n\n"
+            "Receives Prometheus remote write (POST /api/v1/write) from gpulse agents, Prometheus\n"
+            "or vmagent, keeps the samples in an embedded crash-safe time-series store, and\n"
+            "serves them through a Prometheus-style JSON API (/api/v1/query_range, /series,\n"
+            "/labels, /label/NAME/values, /nodes, /gpus, /health) and its own /metrics.\n\n"
+            "flags (each also a key under 'server:' in the YAML config):\n"
+            "  --config FILE\n      YAML configuration file; flags override it\n");
+    struct gp_server_config dummy;
+    struct gp_cfg_section s = gp_server_cfg_section(&dummy);
+    gp_cfg_usage(out, &s, 1);
+    fprintf(out, "\nexit status: 0 on success, 1 on a runtime failure, 2 on a usage or config error.\n");
+}

@@ -1,0 +1,93 @@
+/*
+ * config.h - the server's settings: one table (GP_SERVER_KEYS) under the
+ * YAML section `server:`, handed to the settings engine (lib/cfg.h),
+ * which derives the YAML reader, the flags and --help from it; a unit
+ * test checks that docs/config.md and gpulse.example.yaml name every key.
+ * `gpulse up` takes this section first, then the agent's, so a flag both
+ * have (--listen, --log-level) sets the server's.
+ */
+#ifndef GP_SERVER_CONFIG_H
+#define GP_SERVER_CONFIG_H
+
+#include "lib/cfg.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define GP_SERVER_PATH_LEN 512
+#define GP_SERVER_TOKEN_LEN 256
+
+struct gp_server_config {
+    char config_file[GP_SERVER_PATH_LEN];
+    char listen[128];
+    char data_dir[GP_SERVER_PATH_LEN];
+    int64_t retention_raw_ms;
+    int64_t retention_rollup_ms;
+    char write_token[GP_SERVER_TOKEN_LEN];
+    char write_token_file[GP_SERVER_PATH_LEN];
+    char read_token[GP_SERVER_TOKEN_LEN];
+    char read_token_file[GP_SERVER_PATH_LEN];
+    char tls_cert[GP_SERVER_PATH_LEN];
+    char tls_key[GP_SERVER_PATH_LEN];
+    uint64_t max_body;
+    uint64_t max_uncompressed;
+    uint64_t max_inflight_bytes;
+    int64_t read_timeout_ms;
+    uint64_t max_connections;
+    uint64_t max_series;
+    int64_t checkpoint_interval_ms;
+    char log_level[8];
+};
+
+/* X(field, yaml key, flag, type, default, help). */
+#define GP_SERVER_KEYS(X)                                                                          \
+    X(listen, "listen", "listen", STR, "127.0.0.1:9402",                                           \
+      "address and port of the API, remote write and /metrics (ADDR:PORT, [IPv6]:PORT); without "  \
+      "both tokens the server binds 127.0.0.1 only")                                              \
+    X(data_dir, "data_dir", "data", STR, "./gpulse-data",                                          \
+      "directory of the time-series store (created if absent)")                                   \
+    X(retention_raw_ms, "retention_raw", "retention-raw", DURATION, "15d",                         \
+      "how long raw samples are kept")                                                            \
+    X(retention_rollup_ms, "retention_rollup", "retention-rollup", DURATION, "400d",               \
+      "how long 1-minute rollups (min, max, sum, count) are kept")                                \
+    X(write_token, "write_token", "write-token", STR, "",                                          \
+      "bearer token that POST /api/v1/write requires")                                            \
+    X(write_token_file, "write_token_file", "write-token-file", STR, "",                           \
+      "file holding the write token (instead of write_token)")                                    \
+    X(read_token, "read_token", "read-token", STR, "",                                             \
+      "bearer token that the query API and /metrics require")                                     \
+    X(read_token_file, "read_token_file", "read-token-file", STR, "",                              \
+      "file holding the read token (instead of read_token)")                                      \
+    X(tls_cert, "tls_cert", "tls-cert", STR, "", "PEM certificate (chain) file: serve HTTPS")      \
+    X(tls_key, "tls_key", "tls-key", STR, "", "PEM private key file of tls_cert")                 \
+    X(max_body, "max_body", "max-body", BYTES, "16MiB",                                            \
+      "largest remote-write body accepted, compressed (413 above)")                               \
+    X(max_uncompressed, "max_uncompressed", "max-uncompressed", BYTES, "128MiB",                   \
+      "largest remote-write body accepted once decompressed (413 above)")                         \
+    X(max_inflight_bytes, "max_inflight_bytes", "max-inflight-bytes", BYTES, "512MiB",             \
+      "memory that write requests being received and decoded may hold together (429 above)")      \
+    X(read_timeout_ms, "read_timeout", "read-timeout", DURATION, "30s",                            \
+      "time a client has to send a whole request body")                                           \
+    X(max_connections, "max_connections", "max-connections", UINT, "512",                          \
+      "open client connections at most")                                                          \
+    X(max_series, "max_series", "max-series", UINT, "10000000",                                    \
+      "series the store holds at most; samples of new series beyond are rejected")               \
+    X(checkpoint_interval_ms, "checkpoint_interval", "checkpoint-interval", DURATION, "5m",        \
+      "how often the head is snapshotted and the WAL truncated")                                  \
+    X(log_level, "log_level", "log-level", STR, "info", "debug, info, warn or error")
+
+void gp_server_config_defaults(struct gp_server_config *c);
+
+/* Checks ranges and cross-key rules after everything is applied. GP_OK or
+ * GP_ECONFIG with detail. */
+int gp_server_config_validate(const struct gp_server_config *c, char *err, size_t errlen);
+
+/* The server's section, for gp_cfg_* and commands that combine roles. */
+struct gp_cfg_section gp_server_cfg_section(struct gp_server_config *c);
+
+/* Prints the --help text of `gpulse server`. */
+void gp_server_config_usage(FILE *out);
+
+#endif

@@ -1,0 +1,423 @@
+/*
+ * server.c - the server role: start and stop, routing, auth and limits
+ * per route before a body is read, the health route, and `gpulse server`.
+ *
+ * Per request: prepare (http.h) picks the route from the path, checks the
+ * method and the bearer token, and for writes takes the body's bytes from
+ * the in-flight budget (429 when it is spent) and sets the body limit;
+ * the handler dispatches to write.c, api.c or selfmetrics.c and times
+ * it; complete counts the answer by route and code and gives the bytes
+ * back. Nothing is read from a client that is not allowed to send it.
+ */
+#include "server_int.h"
+
+#include "lib/err.h"
+#include "lib/log.h"
+#include "query/query.h"
+#include "server/auth.h"
+#include "store/store.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+int64_t gp_srv_mono_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+static int64_t wall_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+struct gp_store *gp_srv_store(struct gp_server *s)
+{
+    return __atomic_load_n(&s->store, __ATOMIC_ACQUIRE);
+}
+
+void gp_srv_count(uint64_t *c, uint64_t n)
+{
+    if (n)
+        __atomic_fetch_add(c, n, __ATOMIC_RELAXED);
+}
+
+uint64_t gp_srv_get(const uint64_t *c) { return __atomic_load_n(c, __ATOMIC_RELAXED); }
+
+int gp_srv_reserve(struct gp_server *s, uint64_t n)
+{
+    uint64_t cur = __atomic_load_n(&s->inflight, __ATOMIC_RELAXED);
+    do {
+        if (n > s->cfg.max_inflight_bytes || cur > s->cfg.max_inflight_bytes - n)
+            return 0;
+    } while (!__atomic_compare_exchange_n(&s->inflight, &cur, cur + n, 1, __ATOMIC_RELAXED,
+                                          __ATOMIC_RELAXED));
+    return 1;
+}
+
+void gp_srv_release(struct gp_server *s, uint64_t n)
+{
+    if (n)
+        __atomic_fetch_sub(&s->inflight, n, __ATOMIC_RELAXED);
+}
+
+/* ---- routes ---- */
+
+static void health(struct gp_server *s, struct gp_http_response *resp)
+{
+    int state = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
+    struct gp_store *st = gp_srv_store(s);
+    const char *what = state == GP_SRV_FAILED ? "failed" : st ? "ok" : "starting";
+    resp->content_type = "application/json";
+    resp->status = strcmp(what, "ok") ? 503 : 200;
+    gp_buf_printf(&resp->body,
+                  "{\"status\":\"success\",\"data\":{\"status\":\"%s\",\"version\":\"%s\","
+                  "\"uptime_seconds\":%.3f",
+                  what, GP_VERSION, (double)(wall_ms() - s->start_ms) / 1e3);
+    if (st) {
+        struct gp_store_stats x;
+        memset(&x, 0, sizeof x);
+        gp_store_stats(st, &x);
+        gp_buf_printf(&resp->body, ",\"series\":%llu,\"samples_appended\":%llu",
+                      (unsigned long long)x.series, (unsigned long long)x.samples_appended);
+    }
+    gp_buf_puts(&resp->body, "}}\n");
+    if (resp->status == 503)
+        gp_http_add_header(resp, "Retry-After", "%d", state == GP_SRV_FAILED ? 30 : 5);
+}
+
+static const char index_text[] =
+    "gpulse server\n\n"
+    "POST /api/v1/write                 Prometheus remote write 1.0 (snappy + protobuf)\n"
+    "GET  /api/v1/query_range           match=SELECTOR&start=&end=&step=[&agg=&by=]\n"
+    "GET  /api/v1/series                match[]=SELECTOR...\n"
+    "GET  /api/v1/labels\n"
+    "GET  /api/v1/label/NAME/values\n"
+    "GET  /api/v1/nodes, /api/v1/gpus   inventory\n"
+    "GET  /api/v1/health\n"
+    "GET  /metrics                      the server's own metrics\n";
+
+static void handle(void *ctx, const struct gp_http_request *req, struct gp_http_response *resp)
+{
+    struct gp_server *s = ctx;
+    struct gp_srv_req *sr = gp_http_user(req);
+    enum gp_srv_route route = sr ? sr->route : GP_SRV_R_OTHER;
+    int64_t t0 = gp_srv_mono_ns();
+    switch (route) {
+    case GP_SRV_R_WRITE:
+        gp_srv_handle_write(s, req, resp);
+        break;
+    case GP_SRV_R_HEALTH:
+        health(s, resp);
+        break;
+    case GP_SRV_R_METRICS: {
+        resp->content_type = "text/plain; version=0.0.4; charset=utf-8";
+        int rc = gp_srv_render_metrics(s, &resp->body);
+        if (rc)
+            gp_http_error(resp, 500, gp_strerror(rc));
+        break;
+    }
+    case GP_SRV_R_OTHER:
+        if (!strcmp(gp_http_path(req), "/"))
+            gp_buf_puts(&resp->body, index_text);
+        else if (!strncmp(gp_http_path(req), "/api/", 5))
+            gp_srv_handle_api(s, route, req, resp);
+        else
+            gp_http_error(resp, 404, "not found");
+        break;
+    default:
+        gp_srv_handle_api(s, route, req, resp);
+        break;
+    }
+    if (route != GP_SRV_R_OTHER && route != GP_SRV_R_HEALTH && route != GP_SRV_R_METRICS)
+        gp_srv_observe(&s->route_hist[route], gp_srv_mono_ns() - t0);
+}
+
+static uint64_t prepare(void *ctx, struct gp_http_request *req, struct gp_http_response *early)
+{
+    struct gp_server *s = ctx;
+    struct gp_srv_req *sr = calloc(1, sizeof *sr);
+    if (!sr) {
+        gp_http_error(early, 503, "out of memory");
+        gp_http_add_header(early, "Retry-After", "5");
+        return 0;
+    }
+    sr->route = gp_srv_route_of(gp_http_path(req));
+    sr->t0_ns = gp_srv_mono_ns();
+    gp_http_set_user(req, sr);
+    const char *m = gp_http_method(req);
+    int is_write = sr->route == GP_SRV_R_WRITE;
+    int get = !strcmp(m, "GET") || !strcmp(m, "HEAD");
+    if (is_write ? strcmp(m, "POST") != 0 : !get) {
+        gp_http_error(early, 405, "method not allowed");
+        early->allow = is_write ? "POST" : "GET, HEAD";
+        return 0;
+    }
+    const char *token = is_write                         ? s->write_token
+                        : sr->route == GP_SRV_R_HEALTH   ? ""
+                        : !strcmp(gp_http_path(req), "/") ? ""
+                                                         : s->read_token;
+    if (token[0] && !gp_auth_bearer_ok(gp_http_header(req, "Authorization"), token)) {
+        if (is_write)
+            gp_srv_count(&s->refused[GP_SRV_REF_UNAUTHORIZED], 1);
+        const char *why = gp_http_header(req, "Authorization") ? "invalid bearer token"
+                                                               : "a bearer token is required";
+        if (is_write) {
+            early->status = 401;
+            gp_buf_printf(&early->body, "%s\n", why);
+        } else { /* the API's error envelope, as its other errors */
+            early->status = 401;
+            early->content_type = "application/json";
+            gp_query_error(&early->body, "unauthorized", why);
+        }
+        gp_http_add_header(early, "WWW-Authenticate", "Bearer realm=\"gpulse\"%s",
+                           gp_http_header(req, "Authorization") ? ", error=\"invalid_token\"" : "");
+        return 0;
+    }
+    if (!is_write)
+        return 0;
+    if (!gp_srv_store(s) || __atomic_load_n(&s->state, __ATOMIC_ACQUIRE) == GP_SRV_FAILED) {
+        int failed = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE) == GP_SRV_FAILED;
+        gp_srv_count(&s->refused[GP_SRV_REF_UNAVAILABLE], 1);
+        early->status = 503;
+        gp_buf_puts(&early->body, failed ? "the store cannot write its WAL (see the server log)\n"
+                                         : "the store is starting (recovering its data)\n");
+        gp_http_add_header(early, "Retry-After", "%d", failed ? 30 : 5);
+        return 0;
+    }
+    /* The body's bytes come out of the in-flight budget before it is read:
+     * its Content-Length, or the whole limit for a chunked body. */
+    uint64_t want = s->cfg.max_body;
+    const char *cl = gp_http_header(req, "Content-Length");
+    if (cl) {
+        char *end;
+        errno = 0;
+        unsigned long long n = strtoull(cl, &end, 10);
+        if (end != cl && !*end && !errno && n < want)
+            want = n;
+    }
+    if (!gp_srv_reserve(s, want)) {
+        gp_srv_count(&s->refused[GP_SRV_REF_OVERLOADED], 1);
+        early->status = 429;
+        gp_buf_puts(&early->body, "too many write requests in flight; retry later\n");
+        gp_http_add_header(early, "Retry-After", "1");
+        return 0;
+    }
+    sr->reserved = want;
+    return s->cfg.max_body;
+}
+
+static void complete(void *ctx, struct gp_http_request *req, int status)
+{
+    struct gp_server *s = ctx;
+    struct gp_srv_req *sr = gp_http_user(req);
+    enum gp_srv_route route = sr ? sr->route : GP_SRV_R_OTHER;
+    if (status == 413 && route == GP_SRV_R_WRITE)
+        gp_srv_count(&s->refused[GP_SRV_REF_TOO_LARGE], 1);
+    gp_srv_count(&s->requests[route][status >= 0 && status < 600 ? status : 0], 1);
+    if (sr) {
+        gp_srv_release(s, sr->reserved);
+        free(sr);
+    }
+}
+
+/* ---- start and stop ---- */
+
+/* Reads a whole PEM file (at most 1 MiB) into *out (caller frees). */
+static int read_pem(const char *path, const char *what, char **out, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return gp_seterr(err, errlen, GP_ECONFIG, "cannot read %s '%s': %s", what, path, strerror(errno));
+    enum { MAX = 1 << 20 };
+    char *b = malloc(MAX + 1);
+    if (!b) {
+        fclose(f);
+        return gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
+    }
+    size_t n = fread(b, 1, MAX + 1, f);
+    fclose(f);
+    if (n > MAX) {
+        free(b);
+        return gp_seterr(err, errlen, GP_ECONFIG, "%s '%s' is larger than 1 MiB", what, path);
+    }
+    b[n] = '\0';
+    *out = b;
+    return GP_OK;
+}
+
+void gp_server_set_metrics_hook(struct gp_server *s, gp_server_metrics_hook fn, void *ctx)
+{
+    pthread_mutex_lock(&s->hook_mu);
+    s->hook = fn;
+    s->hook_ctx = ctx;
+    pthread_mutex_unlock(&s->hook_mu);
+}
+
+int gp_server_render_metrics(struct gp_server *s, struct gp_buf *out)
+{
+    return gp_srv_render_metrics(s, out);
+}
+
+unsigned gp_server_port(const struct gp_server *s) { return s->http ? gp_http_port(s->http) : 0; }
+
+int gp_server_start(struct gp_server **out, const struct gp_server_config *c, char *err,
+                    size_t errlen)
+{
+    int rc = gp_server_config_validate(c, err, errlen);
+    if (rc)
+        return rc;
+    struct gp_server *s = calloc(1, sizeof *s);
+    if (!s)
+        return gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
+    s->cfg = *c;
+    s->start_ms = wall_ms();
+    pthread_mutex_init(&s->hook_mu, NULL);
+    char *cert = NULL, *key = NULL;
+    if ((rc = gp_auth_load_token(c->write_token, c->write_token_file, "write_token", s->write_token,
+                                 sizeof s->write_token, err, errlen)) ||
+        (rc = gp_auth_load_token(c->read_token, c->read_token_file, "read_token", s->read_token,
+                                 sizeof s->read_token, err, errlen)))
+        goto fail;
+    if (c->tls_cert[0] && ((rc = read_pem(c->tls_cert, "tls_cert", &cert, err, errlen)) ||
+                           (rc = read_pem(c->tls_key, "tls_key", &key, err, errlen))))
+        goto fail;
+
+    char bind[160], why[128];
+    int fell_back;
+    if ((rc = gp_auth_bind_address(c->listen, s->write_token[0] != 0, s->read_token[0] != 0, bind,
+                                   sizeof bind, &fell_back, why, sizeof why))) {
+        gp_seterr(err, errlen, rc, "%s", why);
+        goto fail;
+    }
+    if (fell_back)
+        gp_log(GP_LOG_WARN, "server",
+               "serving on loopback only, not on the configured address: a token is missing",
+               "configured=%s listen=%s reason=\"%s (set write_token and read_token to serve other hosts)\"",
+               c->listen, bind, why);
+    struct gp_http_options ho = {
+        .listen = bind,
+        .handler = handle,
+        .ctx = s,
+        .prepare = prepare,
+        .complete = complete,
+        .threads = 0,
+        .max_connections = (unsigned)c->max_connections,
+        .idle_timeout_s = 30,
+        .body_timeout_ms = (uint64_t)c->read_timeout_ms,
+        .tls_cert_pem = cert,
+        .tls_key_pem = key,
+    };
+    rc = gp_http_start_opts(&s->http, &ho, err, errlen);
+    free(cert);
+    free(key);
+    cert = key = NULL;
+    if (rc)
+        goto fail;
+    char host[128];
+    unsigned port;
+    gp_parse_listen(bind, host, sizeof host, &port, NULL, 0);
+    int v6 = strchr(host, ':') != NULL;
+    gp_log(GP_LOG_INFO, "server", "listening",
+           "listen=%s%s%s:%u tls=%s write_auth=%s read_auth=%s data=%s", v6 ? "[" : "", host,
+           v6 ? "]" : "", gp_http_port(s->http), c->tls_cert[0] ? "on" : "off",
+           s->write_token[0] ? "bearer" : "none", s->read_token[0] ? "bearer" : "none", c->data_dir);
+
+    struct gp_store_options so = {
+        .dir = c->data_dir,
+        .retention_raw_ms = c->retention_raw_ms,
+        .retention_rollup_ms = c->retention_rollup_ms,
+        .checkpoint_interval_ms = c->checkpoint_interval_ms,
+        .max_series = (size_t)c->max_series,
+    };
+    struct gp_store *st;
+    rc = gp_store_open(&st, &so, err, errlen);
+    if (rc)
+        goto fail;
+    struct gp_store_stats x;
+    memset(&x, 0, sizeof x);
+    gp_store_stats(st, &x);
+    gp_log(GP_LOG_INFO, "server", "store open", "data=%s series=%llu replayed_samples=%llu recovery_s=%.3f",
+           c->data_dir, (unsigned long long)x.series, (unsigned long long)x.replayed_samples,
+           x.replay_seconds);
+    __atomic_store_n(&s->store, st, __ATOMIC_RELEASE);
+    __atomic_store_n(&s->state, GP_SRV_READY, __ATOMIC_RELEASE);
+    *out = s;
+    return GP_OK;
+fail:
+    free(cert);
+    free(key);
+    gp_server_stop(s);
+    return rc;
+}
+
+void gp_server_stop(struct gp_server *s)
+{
+    if (!s)
+        return;
+    gp_http_stop(s->http); /* waits for running handlers */
+    s->http = NULL;
+    struct gp_store *st = gp_srv_store(s);
+    if (st) {
+        __atomic_store_n(&s->store, NULL, __ATOMIC_RELEASE);
+        gp_store_close(st);
+    }
+    pthread_mutex_destroy(&s->hook_mu);
+    free(s);
+}
+
+/* ---- `gpulse server` ---- */
+
+/* Blocks SIGINT/SIGTERM for every thread started after this (sigwait takes them). */
+static void block_signals(sigset_t *set)
+{
+    sigemptyset(set);
+    sigaddset(set, SIGINT);
+    sigaddset(set, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, set, NULL);
+    signal(SIGPIPE, SIG_IGN);
+}
+
+int gp_server_main(int argc, char **argv)
+{
+    struct gp_server_config cfg;
+    gp_server_config_defaults(&cfg);
+    struct gp_cfg_section sec = gp_server_cfg_section(&cfg);
+    char err[768];
+    bool help;
+    if (gp_cfg_from_args(&sec, 1, "server", argc, argv, cfg.config_file, sizeof cfg.config_file, &help,
+                         err, sizeof err)) {
+        fprintf(stderr, "gpulse server: %s\n", err);
+        return 2;
+    }
+    if (help) {
+        gp_server_config_usage(stdout);
+        return 0;
+    }
+    if (gp_server_config_validate(&cfg, err, sizeof err)) {
+        fprintf(stderr, "gpulse server: %s\n", err);
+        return 2;
+    }
+    gp_log_parse_level(cfg.log_level, &gp_log_min);
+    sigset_t set;
+    block_signals(&set);
+    struct gp_server *s;
+    int rc = gp_server_start(&s, &cfg, err, sizeof err);
+    if (rc) {
+        fprintf(stderr, "gpulse server: %s\n", err);
+        return rc == GP_ECONFIG || rc == GP_EUSAGE ? 2 : 1;
+    }
+    int sig;
+    sigwait(&set, &sig);
+    gp_log(GP_LOG_INFO, "server", "shutting down", "signal=%d", sig);
+    gp_server_stop(s);
+    gp_log(GP_LOG_INFO, "server", "stopped", "%s", "");
+    return 0;
+}

@@ -1,0 +1,132 @@
+/*
+ * server_int.h - what the server's files share: the struct, the routes,
+ * the counters. Not for other modules (they use server.h).
+ *
+ * Counters are plain uint64_t updated with relaxed atomics: /metrics
+ * reads them without a lock, and a request never waits for a scrape.
+ */
+#ifndef GP_SERVER_INT_H
+#define GP_SERVER_INT_H
+
+#include "agent/http.h"
+#include "server/server.h"
+#include "store/store.h"
+
+#include <pthread.h>
+#include <stdint.h>
+
+enum gp_srv_state { GP_SRV_STARTING, GP_SRV_READY, GP_SRV_FAILED };
+
+/* Routes, in the order /metrics names them (handler="..."). */
+#define GP_SRV_ROUTES(X)                        \
+    X(WRITE, "write")                           \
+    X(QUERY_RANGE, "query_range")               \
+    X(SERIES, "series")                         \
+    X(LABELS, "labels")                         \
+    X(LABEL_VALUES, "label_values")             \
+    X(NODES, "nodes")                           \
+    X(GPUS, "gpus")                             \
+    X(HEALTH, "health")                         \
+    X(METRICS, "metrics")                       \
+    X(OTHER, "other")
+
+enum gp_srv_route {
+#define GP_SRV_ROUTE_ENUM_(id, name) GP_SRV_R_##id,
+    GP_SRV_ROUTES(GP_SRV_ROUTE_ENUM_)
+#undef GP_SRV_ROUTE_ENUM_
+    GP_SRV_R_COUNT
+};
+
+/* Why samples were not stored, as /metrics labels them. */
+#define GP_SRV_REJECTS(X)       \
+    X(OUT_OF_ORDER, "out_of_order") \
+    X(CONFLICT, "duplicate_timestamp") \
+    X(TOO_OLD, "too_old")      \
+    X(SERIES_LIMIT, "series_limit")
+
+enum gp_srv_reject {
+#define GP_SRV_REJ_ENUM_(id, name) GP_SRV_REJ_##id,
+    GP_SRV_REJECTS(GP_SRV_REJ_ENUM_)
+#undef GP_SRV_REJ_ENUM_
+    GP_SRV_REJ_COUNT
+};
+
+/* Why whole write requests were refused before the store saw them. */
+#define GP_SRV_REFUSALS(X)                \
+    X(MALFORMED, "malformed")             \
+    X(TOO_LARGE, "too_large")             \
+    X(UNSUPPORTED, "unsupported_format")  \
+    X(OVERLOADED, "overloaded")           \
+    X(UNAVAILABLE, "unavailable")         \
+    X(UNAUTHORIZED, "unauthorized")
+
+enum gp_srv_refusal {
+#define GP_SRV_REF_ENUM_(id, name) GP_SRV_REF_##id,
+    GP_SRV_REFUSALS(GP_SRV_REF_ENUM_)
+#undef GP_SRV_REF_ENUM_
+    GP_SRV_REF_COUNT
+};
+
+#define GP_SRV_HIST_BUCKETS 14
+extern const double gp_srv_hist_bounds[GP_SRV_HIST_BUCKETS]; /* seconds, ascending */
+
+struct gp_srv_hist {
+    uint64_t bucket[GP_SRV_HIST_BUCKETS]; /* not cumulative: observation counts per bucket */
+    uint64_t count;
+    uint64_t sum_ns;
+};
+
+struct gp_server {
+    struct gp_server_config cfg;
+    char write_token[GP_SERVER_TOKEN_LEN];
+    char read_token[GP_SERVER_TOKEN_LEN];
+    struct gp_http *http;
+    struct gp_store *store; /* set (release) once open; read with acquire */
+    int state;              /* enum gp_srv_state, atomic */
+    int64_t start_ms;       /* wall clock, for /metrics and health */
+
+    uint64_t inflight;      /* bytes held by write requests being received or decoded */
+
+    /* counters */
+    uint64_t samples_ingested, samples_duplicate, series_created;
+    uint64_t rejected[GP_SRV_REJ_COUNT];
+    uint64_t refused[GP_SRV_REF_COUNT];
+    uint64_t requests[GP_SRV_R_COUNT][600]; /* by status code; [0] cut off without an answer */
+    struct gp_srv_hist route_hist[GP_SRV_R_COUNT];
+
+    pthread_mutex_t hook_mu;
+    gp_server_metrics_hook hook;
+    void *hook_ctx;
+};
+
+/* Per request, attached in prepare and freed in complete. */
+struct gp_srv_req {
+    enum gp_srv_route route;
+    uint64_t reserved; /* bytes of s->inflight this request holds */
+    int64_t t0_ns;
+};
+
+int64_t gp_srv_mono_ns(void);
+struct gp_store *gp_srv_store(struct gp_server *s); /* NULL until open */
+void gp_srv_count(uint64_t *c, uint64_t n);
+uint64_t gp_srv_get(const uint64_t *c);
+void gp_srv_observe(struct gp_srv_hist *h, int64_t ns);
+
+/* Takes n bytes of the in-flight budget: 1, or 0 when that would pass it. */
+int gp_srv_reserve(struct gp_server *s, uint64_t n);
+void gp_srv_release(struct gp_server *s, uint64_t n);
+
+/* write.c: the handler of POST /api/v1/write (body already read). */
+void gp_srv_handle_write(struct gp_server *s, const struct gp_http_request *req,
+                         struct gp_http_response *resp);
+
+/* api.c: the GET routes; route is already chosen by the path. */
+void gp_srv_handle_api(struct gp_server *s, enum gp_srv_route route,
+                       const struct gp_http_request *req, struct gp_http_response *resp);
+/* Route of a path ("/api/v1/label/x/values" -> LABEL_VALUES), or OTHER. */
+enum gp_srv_route gp_srv_route_of(const char *path);
+
+/* selfmetrics.c */
+int gp_srv_render_metrics(struct gp_server *s, struct gp_buf *out);
+
+#endif

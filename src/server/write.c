@@ -1,0 +1,258 @@
+/*
+ * write.c - POST /api/v1/write: Prometheus remote write 1.0 into the store.
+ *
+ * One path for HTTP and for `gpulse up`'s in-process agent
+ * (gp_server_write): check the encoding, check the declared decompressed
+ * size against max_uncompressed and the in-flight budget before anything
+ * is allocated, decode (ingest/remote_write.h: exact caps, labels
+ * validated), append (store.h: durable before it returns), answer.
+ *
+ * Answers, as Prometheus's receiver gives them and senders expect them:
+ *   204  stored (duplicates of stored samples are dropped silently: a
+ *        sender's retry of a batch that landed)
+ *   400  malformed body, or some samples rejected (out of order, another
+ *        value at a stored timestamp, older than retention, series limit):
+ *        the good samples are stored, the rejects counted by reason, and
+ *        the sender drops the batch instead of retrying it forever
+ *   413  body over max_body (http.c) or its decompressed size over
+ *        max_uncompressed
+ *   415  not snappy, or not remote write 1.0 (a 2.0 sender falls back)
+ *   429  too many bytes in flight: Retry-After 1
+ *   503  store starting (Retry-After 5) or its WAL failed (Retry-After 30)
+ */
+#include "server_int.h"
+
+#include "ingest/remote_write.h"
+#include "lib/err.h"
+#include "lib/log.h"
+
+#include <ctype.h>
+#include <snappy-c.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+/* Trims blanks from both ends of [*p, *p + *n). */
+static void trim(const char **p, size_t *n)
+{
+    while (*n && isspace((unsigned char)**p))
+        (*p)++, (*n)--;
+    while (*n && isspace((unsigned char)(*p)[*n - 1]))
+        (*n)--;
+}
+
+/* 0 when the Content-Type is remote write 1.0 (or absent), else 415 with msg. */
+static int check_content_type(const char *ct, char *msg, size_t msglen)
+{
+    if (!ct || !*ct)
+        return 0;
+    const char *semi = strchr(ct, ';');
+    const char *mt = ct;
+    size_t mn = semi ? (size_t)(semi - ct) : strlen(ct);
+    trim(&mt, &mn);
+    if (mn != strlen("application/x-protobuf") || strncasecmp(mt, "application/x-protobuf", mn)) {
+        snprintf(msg, msglen, "unsupported Content-Type '%.60s': expected application/x-protobuf", ct);
+        return 415;
+    }
+    for (const char *p = semi; p && *p; p = strchr(p + 1, ';')) {
+        const char *k = p + 1;
+        while (*k == ' ')
+            k++;
+        if (strncasecmp(k, "proto=", 6))
+            continue;
+        const char *v = k + 6;
+        size_t vn = strcspn(v, ";");
+        trim(&v, &vn);
+        if (vn && *v == '"' && v[vn - 1] == '"' && vn >= 2)
+            v++, vn -= 2;
+        if (vn != strlen("prometheus.WriteRequest") || strncmp(v, "prometheus.WriteRequest", vn)) {
+            snprintf(msg, msglen,
+                     "unsupported remote write message 'proto=%.*s': this receiver speaks remote write "
+                     "1.0 (prometheus.WriteRequest)",
+                     (int)(vn > 60 ? 60 : vn), v);
+            return 415;
+        }
+    }
+    return 0;
+}
+
+static void refuse(struct gp_server *s, enum gp_srv_refusal why)
+{
+    gp_srv_count(&s->refused[why], 1);
+}
+
+/* The whole write; returns the status with msg and *retry_after (s). */
+static int write_core(struct gp_server *s, const uint8_t *body, size_t len, const char *encoding,
+                      const char *ctype, char *msg, size_t msglen, int *retry_after)
+{
+    msg[0] = '\0';
+    *retry_after = 0;
+    struct gp_store *st = gp_srv_store(s);
+    if (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) == GP_SRV_FAILED) {
+        refuse(s, GP_SRV_REF_UNAVAILABLE);
+        snprintf(msg, msglen, "the store cannot write its WAL (see the server log)");
+        *retry_after = 30;
+        return 503;
+    }
+    if (!st) {
+        refuse(s, GP_SRV_REF_UNAVAILABLE);
+        snprintf(msg, msglen, "the store is starting (recovering its data)");
+        *retry_after = 5;
+        return 503;
+    }
+    if (encoding && *encoding && strcasecmp(encoding, "snappy")) {
+        refuse(s, GP_SRV_REF_UNSUPPORTED);
+        snprintf(msg, msglen, "unsupported Content-Encoding '%.40s': remote write bodies are snappy",
+                 encoding);
+        return 415;
+    }
+    int code = check_content_type(ctype, msg, msglen);
+    if (code) {
+        refuse(s, GP_SRV_REF_UNSUPPORTED);
+        return code;
+    }
+    if (!len) {
+        refuse(s, GP_SRV_REF_MALFORMED);
+        snprintf(msg, msglen, "empty body: expected a snappy-compressed WriteRequest");
+        return 400;
+    }
+    if (len > s->cfg.max_body) { /* HTTP checked it already; the in-process path here */
+        refuse(s, GP_SRV_REF_TOO_LARGE);
+        snprintf(msg, msglen, "body of %zu bytes is over the limit of %llu bytes", len,
+                 (unsigned long long)s->cfg.max_body);
+        return 413;
+    }
+    char derr[256];
+    size_t ulen = 0;
+    if (snappy_uncompressed_length((const char *)body, len, &ulen) == SNAPPY_OK) {
+        if (ulen > s->cfg.max_uncompressed) {
+            refuse(s, GP_SRV_REF_TOO_LARGE);
+            snprintf(msg, msglen, "decompressed body of %zu bytes is over the limit of %llu bytes", ulen,
+                     (unsigned long long)s->cfg.max_uncompressed);
+            return 413;
+        }
+        if (!gp_srv_reserve(s, ulen)) {
+            refuse(s, GP_SRV_REF_OVERLOADED);
+            snprintf(msg, msglen, "too many write requests in flight; retry later");
+            *retry_after = 1;
+            return 429;
+        }
+    } else {
+        ulen = 0; /* the decoder names the problem below */
+    }
+    struct gp_rw_request rq;
+    int rc = gp_rw_decode(body, len, (size_t)s->cfg.max_uncompressed, &rq, derr, sizeof derr);
+    if (rc) {
+        gp_srv_release(s, ulen);
+        if (rc == GP_ENOMEM) {
+            refuse(s, GP_SRV_REF_OVERLOADED);
+            snprintf(msg, msglen, "out of memory decoding the request; retry later");
+            *retry_after = 5;
+            return 503;
+        }
+        refuse(s, GP_SRV_REF_MALFORMED);
+        snprintf(msg, msglen, "%s", derr);
+        return 400;
+    }
+    struct gp_append_result res;
+    memset(&res, 0, sizeof res);
+    rc = gp_store_append(st, &rq, &res, derr, sizeof derr);
+    size_t nsamples = rq.nsamples_total;
+    gp_rw_request_free(&rq);
+    gp_srv_release(s, ulen);
+    if (rc == GP_EIO) {
+        if (__atomic_exchange_n(&s->state, GP_SRV_FAILED, __ATOMIC_ACQ_REL) != GP_SRV_FAILED)
+            gp_log(GP_LOG_ERROR, "server", "the store's WAL failed: writes are refused until a restart",
+                   "error=\"%s\"", derr);
+        refuse(s, GP_SRV_REF_UNAVAILABLE);
+        snprintf(msg, msglen, "the store cannot write its WAL (see the server log)");
+        *retry_after = 30;
+        return 503;
+    }
+    if (rc) {
+        refuse(s, GP_SRV_REF_OVERLOADED);
+        snprintf(msg, msglen, "cannot store the samples now (%s); retry later", gp_strerror(rc));
+        *retry_after = 5;
+        return 503;
+    }
+    gp_srv_count(&s->samples_ingested, res.accepted);
+    gp_srv_count(&s->samples_duplicate, res.duplicate);
+    gp_srv_count(&s->series_created, res.series_created);
+    gp_srv_count(&s->rejected[GP_SRV_REJ_OUT_OF_ORDER], res.out_of_order);
+    gp_srv_count(&s->rejected[GP_SRV_REJ_CONFLICT], res.conflict);
+    gp_srv_count(&s->rejected[GP_SRV_REJ_TOO_OLD], res.too_old);
+    gp_srv_count(&s->rejected[GP_SRV_REJ_SERIES_LIMIT], res.series_limit);
+    uint64_t bad = res.out_of_order + res.conflict + res.too_old + res.series_limit;
+    if (!bad)
+        return 204;
+    /* One line, the reasons that occurred, as Prometheus's receiver does. */
+    int n = snprintf(msg, msglen, "rejected %llu of %zu samples:", (unsigned long long)bad, nsamples);
+    const char *sep = " ";
+    const struct {
+        uint64_t n;
+        const char *what;
+    } why[] = {{res.out_of_order, "out of order (older than the series' newest sample)"},
+               {res.conflict, "duplicate timestamp with a different value"},
+               {res.too_old, "older than the raw retention"},
+               {res.series_limit, "of new series over max_series"}};
+    for (size_t i = 0; i < sizeof why / sizeof why[0]; i++) {
+        if (!why[i].n || n < 0 || (size_t)n >= msglen)
+            continue;
+        n += snprintf(msg + n, msglen - (size_t)n, "%s%llu %s", sep, (unsigned long long)why[i].n,
+                      why[i].what);
+        sep = ", ";
+    }
+    if (n >= 0 && (size_t)n < msglen)
+        snprintf(msg + n, msglen - (size_t)n, "; the other samples were stored");
+    return 400;
+}
+
+void gp_srv_handle_write(struct gp_server *s, const struct gp_http_request *req,
+                         struct gp_http_response *resp)
+{
+    size_t len;
+    const uint8_t *body = gp_http_body(req, &len);
+    char msg[512];
+    int retry;
+    const char *ver = gp_http_header(req, "X-Prometheus-Remote-Write-Version");
+    if (ver && !strncmp(ver, "2.", 2) && !gp_http_header(req, "Content-Type")) {
+        /* A 2.0 sender without a proto= parameter: say so rather than misparse. */
+        resp->status = 415;
+        gp_buf_printf(&resp->body, "remote write %s is not supported: send remote write 1.0\n", ver);
+        refuse(s, GP_SRV_REF_UNSUPPORTED);
+        return;
+    }
+    int code = write_core(s, body, len, gp_http_header(req, "Content-Encoding"),
+                          gp_http_header(req, "Content-Type"), msg, sizeof msg, &retry);
+    resp->status = code;
+    if (retry)
+        gp_http_add_header(resp, "Retry-After", "%d", retry);
+    if (code != 204) {
+        gp_buf_printf(&resp->body, "%s\n", msg);
+        gp_log(code >= 500 ? GP_LOG_WARN : GP_LOG_DEBUG, "write", "write refused", "code=%d reason=\"%s\"",
+               code, msg);
+    }
+}
+
+int gp_server_write(struct gp_server *s, const uint8_t *body, size_t len, char *msg, size_t msglen)
+{
+    char local[8];
+    if (!msg || !msglen) {
+        msg = local;
+        msglen = sizeof local;
+    }
+    int64_t t0 = gp_srv_mono_ns();
+    int retry;
+    int code;
+    if (!gp_srv_reserve(s, len)) { /* the body, as HTTP would hold it */
+        refuse(s, GP_SRV_REF_OVERLOADED);
+        snprintf(msg, msglen, "too many write requests in flight; retry later");
+        code = 429;
+    } else {
+        code = write_core(s, body, len, NULL, NULL, msg, msglen, &retry);
+        gp_srv_release(s, len);
+    }
+    gp_srv_observe(&s->route_hist[GP_SRV_R_WRITE], gp_srv_mono_ns() - t0);
+    gp_srv_count(&s->requests[GP_SRV_R_WRITE][code], 1);
+    return code;
+}

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# `gpulse up --simulate 1x2xH100`: one process samples the simulated GPUs
+# and serves the server's API and /metrics; /metrics carries the server's
+# families and then the agent's, each family once, lint-clean. The
+# agent's samples reach the store in-process (gp_server_write), so the
+# inventory lists the two simulated GPUs and their series can be queried.
+# SIGTERM stops it cleanly, and a restart on the same data recovers them.
+source "$(dirname "$0")/lib.sh"
+SERVER_CMD=up start_server --simulate 1x2xH100 --interval 200ms
+grep -q 'msg="sampling into the embedded server"' "$SERVER_LOG" || fail "up did not start its agent"
+sleep 1
+curl -sf "$SERVER_URL/metrics" >"$TMP/m"
+check_exposition "$TMP/m"
+grep -q '^gpulse_server_samples_ingested_total ' "$TMP/m" || fail "no server families in up's /metrics"
+[ "$(grep -c '^DCGM_FI_DEV_GPU_UTIL{' "$TMP/m")" -eq 2 ] || fail "want 2 simulated GPUs in up's /metrics"
+[ "$(grep -c '^# TYPE gpulse_build_info ' "$TMP/m")" -eq 1 ] || fail "gpulse_build_info twice"
+awk '/^# TYPE / {print $3}' "$TMP/m" | sort | uniq -d | grep . && fail "a family is repeated (above)"
+# The server's families come first.
+first_agent=$(grep -n '^# TYPE DCGM_' "$TMP/m" | head -1 | cut -d: -f1)
+last_server=$(grep -n '^# TYPE gpulse_server_' "$TMP/m" | tail -1 | cut -d: -f1)
+[ "$last_server" -lt "$first_agent" ] || fail "agent families before the server's"
+note "up's /metrics: server and agent families, each once, lint-clean"
+
+# The agent pushes in-process: the store fills and the inventory shows the GPUs.
+wait_until 30 sh -c "curl -sf '$SERVER_URL/api/v1/gpus' | grep -q 'sim-node-0'" ||
+    fail "the simulated GPUs never reached the store: $(curl -s "$SERVER_URL/api/v1/gpus")"
+python3 - "$SERVER_URL" <<'PY' || fail "inventory does not match the simulation"
+import json, sys, urllib.request
+u = sys.argv[1]
+gpus = json.load(urllib.request.urlopen(u + "/api/v1/gpus"))["data"]
+nodes = json.load(urllib.request.urlopen(u + "/api/v1/nodes"))["data"]
+mine = [g for g in gpus if g["node"] == "sim-node-0"]
+assert len(mine) == 2, gpus
+assert sorted(g["gpu"] for g in mine) == ["0", "1"], mine
+assert all("H100" in g["model"] for g in mine), mine
+assert all(g["memory_bytes"] > 70e9 for g in mine), mine
+node = [n for n in nodes if n["node"] == "sim-node-0"]
+assert len(node) == 1 and node[0]["gpus"] == 2 and node[0]["simulated"] is True, nodes
+print("  - inventory:", ", ".join("%s/%s %s" % (g["node"], g["gpu"], g["model"]) for g in mine))
+PY
+curl -sf "$SERVER_URL/api/v1/series?match[]=DCGM_FI_DEV_GPU_UTIL" | grep -c '"Hostname":"sim-node-0"' >/dev/null ||
+    fail "series API does not list the simulated GPU series"
+stop_server
+SERVER_CMD=up start_server --simulate 1x2xH100 --interval 200ms
+grep -q 'msg="store open" .*series=[1-9]' "$SERVER_LOG" || { cat "$SERVER_LOG"; fail "up's restart recovered nothing"; }
+stop_server
