@@ -492,7 +492,13 @@ int gp_http_start_opts(struct gp_http **out, const struct gp_http_options *o, ch
     if (!h)
         return gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
     pthread_mutex_init(&h->mu, NULL);
-    pthread_cond_init(&h->cv, NULL);
+    /* The watchdog's deadlines are CLOCK_MONOTONIC times: with the default
+     * (realtime) clock every wait would return at once and the thread spin. */
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&h->cv, &ca);
+    pthread_condattr_destroy(&ca);
     h->o = *o;
     h->o.listen = NULL; /* not kept: the caller's string */
     if (!h->o.max_connections)
