@@ -144,7 +144,8 @@ int gp_store_read(struct gp_store *s, uint32_t id, int64_t mint, int64_t maxt, s
 struct gp_rollup {
     int64_t t;
     double min, max, sum;
-    uint64_t count; /* samples in the minute; NaN values counted, not summed */
+    uint64_t count; /* samples in the minute, stale markers not counted; a NaN
+                     * sample counts and makes sum NaN (min/max skip it) */
 };
 struct gp_rollups {
     struct gp_rollup *r;

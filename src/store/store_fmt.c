@@ -10,6 +10,7 @@
  */
 #include "store/store_fmt.h"
 
+#include "lib/bits.h"
 #include "lib/crc32c.h"
 #include "lib/err.h"
 #include "store/segment.h"
@@ -495,18 +496,20 @@ int gp_st_rollup_decode(const uint8_t *p, size_t n, int64_t mint, int64_t maxt,
 
 void gp_st_rollup_fold(struct gp_rollup *r, double v)
 {
+    if (gp_f64_bits(v) == GP_RW_STALE_NAN_BITS)
+        return; /* the stale marker ends a series: not a sample of the minute */
     if (r->count == 0) {
         r->min = r->max = v;
         r->sum = 0;
     }
     r->count++;
+    r->sum += v; /* a NaN makes the minute's mean NaN, as the raw window mean is */
     if (v != v)
-        return; /* NaN (the stale marker too): counted, not folded */
+        return; /* min and max skip NaN, as PromQL's min/max do */
     if (r->min != r->min || v < r->min)
         r->min = v;
     if (r->max != r->max || v > r->max)
         r->max = v;
-    r->sum += v;
 }
 
 int gp_st_samples_reserve(struct gp_samples *x, size_t extra)

@@ -169,15 +169,29 @@ static void test_rollup_payload_round_trip(void)
 
 static void test_rollup_fold(void)
 {
+    /* Stale markers are not samples; min/max skip NaN; sum and count
+     * match the raw window mean (3 + -1) / 2. */
     struct gp_rollup r = {.count = 0};
-    gp_st_rollup_fold(&r, NAN);
+    gp_st_rollup_fold(&r, gp_bits_f64(GP_RW_STALE_NAN_BITS));
+    CHECK_INT(r.count, 0);
     gp_st_rollup_fold(&r, 3);
     gp_st_rollup_fold(&r, -1);
     gp_st_rollup_fold(&r, gp_bits_f64(GP_RW_STALE_NAN_BITS));
-    CHECK_INT(r.count, 4);
+    CHECK_INT(r.count, 2);
     CHECK_DBL(r.min, -1, 0);
     CHECK_DBL(r.max, 3, 0);
     CHECK_DBL(r.sum, 2, 0);
+    /* A NaN sample makes the mean NaN, but not min or max. */
+    gp_st_rollup_fold(&r, NAN);
+    CHECK_INT(r.count, 3);
+    CHECK(r.sum != r.sum);
+    CHECK_DBL(r.min, -1, 0);
+    CHECK_DBL(r.max, 3, 0);
+    struct gp_rollup n = {.count = 0};
+    gp_st_rollup_fold(&n, NAN);
+    gp_st_rollup_fold(&n, 5);
+    CHECK_DBL(n.min, 5, 0);
+    CHECK_DBL(n.max, 5, 0);
 }
 
 static void test_chunk_record(void)
