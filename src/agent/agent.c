@@ -14,7 +14,7 @@
 #include "agent.h"
 
 #include "agent/expo.h"
-#include "agent/http.h"
+#include "net/http.h"
 #include "agent/push.h"
 #include "agent/sampler.h"
 #include "agent/snapshot.h"

@@ -2,7 +2,7 @@
  * server.h - `gpulse server`: the store behind an HTTP front.
  *
  * A gp_server owns the embedded time-series store (store/store.h), the
- * HTTP listener (agent/http.h) and the routes:
+ * HTTP listener (net/http.h) and the routes:
  *
  *   POST /api/v1/write               remote write 1.0 (write.c)
  *   GET  /api/v1/query_range, /series, /labels, /label/NAME/values,

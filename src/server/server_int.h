@@ -8,7 +8,7 @@
 #ifndef GP_SERVER_INT_H
 #define GP_SERVER_INT_H
 
-#include "agent/http.h"
+#include "net/http.h"
 #include "server/server.h"
 #include "store/store.h"
 

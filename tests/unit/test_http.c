@@ -6,7 +6,7 @@
  * query arguments, and TLS with a throwaway certificate. Clients are
  * libcurl and raw sockets (for what curl will not do on purpose).
  */
-#include "agent/http.h"
+#include "net/http.h"
 #include "lib/err.h"
 #include "test.h"
 

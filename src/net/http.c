@@ -22,7 +22,7 @@
  * watchdog's record is removed (under its lock) before libmicrohttpd
  * closes the fd, so a reused fd number is never touched.
  */
-#include "http.h"
+#include "net/http.h"
 
 #include "lib/cfg.h"
 #include "lib/err.h"
