@@ -43,11 +43,15 @@ remote_write:
 YML
     prometheus --config.file="$TMP/prom.yml" --storage.tsdb.path="$TMP/tsdb" \
         --web.listen-address="127.0.0.1:$PP" >"$TMP/prom.log" 2>&1 &
-    PIDS+=($!)
+    prom=$!
+    PIDS+=($prom)
     wait_until 60 sh -c "curl -sf --cacert $TMP/cert.pem $SERVER_URL/metrics |
         grep -qE '^gpulse_server_samples_ingested_total [0-9]{3,}'" ||
         { tail -20 "$TMP/prom.log"; fail "Prometheus's remote write over TLS never arrived"; }
     note "Prometheus remote-wrote over TLS"
+    # Stop Prometheus while its receiver is still up: otherwise it spends
+    # its one-minute flush deadline retrying a server that is gone.
+    kill "$prom"; wait "$prom" 2>/dev/null || true
 fi
 stop_server
 
