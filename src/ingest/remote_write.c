@@ -66,6 +66,18 @@ static size_t rd_off(const struct rd *r) { return (size_t)(r->p - r->base); }
 static int rd_varint_slow(struct rd *r, uint64_t *v)
 {
     uint64_t x = 0;
+    if (r->end - r->p >= 10) { /* no bounds checks; a 10th byte takes the checked loop */
+        const uint8_t *p = r->p;
+        for (int i = 0; i < 9; i++) {
+            x |= (uint64_t)(p[i] & 0x7f) << (7 * i);
+            if (!(p[i] & 0x80)) {
+                r->p = p + i + 1;
+                *v = x;
+                return GP_OK;
+            }
+        }
+        x = 0;
+    }
     size_t off = rd_off(r);
     for (int i = 0; i < 10; i++) {
         if (r->p >= r->end)
