@@ -372,6 +372,208 @@ static void test_unmarshal_uncompressed(void)
     CHECK_CONTAINS(err, "runs past the end");
 }
 
+/* ---- hand-built protobuf for the decoder's fast and slow paths ---------- */
+
+/* A growing protobuf body; lengths here stay below 128 (one-byte varints). */
+struct pb {
+    uint8_t b[4096];
+    size_t n;
+};
+
+static void pb_bytes(struct pb *p, uint8_t key, const void *s, size_t len)
+{
+    CHECK(len < 128 && p->n + 2 + len <= sizeof p->b);
+    p->b[p->n++] = key;
+    p->b[p->n++] = (uint8_t)len;
+    memcpy(p->b + p->n, s, len);
+    p->n += len;
+}
+
+/* Appends a Label field (name, value: value_len bytes) to a series body. */
+static void pb_label(struct pb *ser, const char *name, const void *value, size_t value_len)
+{
+    struct pb l = {.n = 0};
+    pb_bytes(&l, 0x0a, name, strlen(name));
+    pb_bytes(&l, 0x12, value, value_len);
+    pb_bytes(ser, 0x0a, l.b, l.n);
+}
+
+/* Appends a Sample field (value v, timestamp ts) to a series body. */
+static void pb_sample(struct pb *ser, double v, uint8_t ts)
+{
+    uint8_t s[11] = {0x09};
+    uint64_t bits = gp_f64_bits(v);
+    for (int i = 0; i < 8; i++)
+        s[1 + i] = (uint8_t)(bits >> (8 * i));
+    s[9] = 0x10;
+    s[10] = ts;
+    pb_bytes(ser, 0x12, s, sizeof s);
+}
+
+static void test_unsorted_labels_sorted(void)
+{
+    /* Two series: reverse order with a sample between labels, then one
+     * already sorted; both must come back sorted, with their samples. */
+    struct pb s1 = {.n = 0}, s2 = {.n = 0}, req = {.n = 0};
+    pb_label(&s1, "zone", "z", 1);
+    pb_sample(&s1, 1.5, 7);
+    pb_label(&s1, "job", "j", 1);
+    pb_label(&s1, "empty", "", 0); /* dropped */
+    pb_label(&s1, "__name__", "up", 2);
+    pb_label(&s1, "Hostname", "h", 1);
+    pb_label(&s1, "a", "x", 1);
+    pb_label(&s1, "ab", "y", 1);
+    pb_sample(&s1, -2.0, 8);
+    pb_label(&s2, "__name__", "m", 1);
+    pb_label(&s2, "gpu", "0", 1);
+    pb_bytes(&req, 0x0a, s1.b, s1.n);
+    pb_bytes(&req, 0x0a, s2.b, s2.n);
+    struct gp_rw_request r;
+    char err[256] = "";
+    CHECK_INT(decode_raw(req.b, req.n, &r, err, sizeof err), GP_OK);
+    CHECK_INT(r.nseries, 2);
+    CHECK_INT(r.nlabels_total, 8);
+    CHECK_INT(r.nsamples_total, 2);
+    const char *want[] = {"Hostname", "__name__", "a", "ab", "job", "zone"};
+    CHECK_INT(r.series[0].nlabels, 6);
+    for (size_t i = 0; i < 6; i++)
+        CHECK(streq(r.series[0].labels[i].name, want[i]));
+    CHECK(streq(r.series[0].labels[1].value, "up"));
+    CHECK(streq(r.series[0].labels[5].value, "z"));
+    CHECK_INT(r.series[0].nsamples, 2);
+    CHECK(r.series[0].samples[0].value == 1.5 && r.series[0].samples[0].timestamp_ms == 7);
+    CHECK(r.series[0].samples[1].value == -2.0 && r.series[0].samples[1].timestamp_ms == 8);
+    CHECK_INT(r.series[1].nlabels, 2);
+    CHECK(streq(r.series[1].labels[0].name, "__name__"));
+    CHECK(streq(r.series[1].labels[1].name, "gpu"));
+    CHECK_INT(r.series[1].nsamples, 0);
+    gp_rw_request_free(&r);
+}
+
+static void test_unsorted_duplicates_rejected(void)
+{
+    /* Not adjacent on the wire: only found once sorted. */
+    struct pb s = {.n = 0}, req = {.n = 0};
+    pb_label(&s, "b", "1", 1);
+    pb_label(&s, "a", "2", 1);
+    pb_label(&s, "c", "3", 1);
+    pb_label(&s, "b", "4", 1);
+    pb_bytes(&req, 0x0a, s.b, s.n);
+    expect_error(req.b, req.n, GP_EPARSE, "duplicate label name b in series at byte 2");
+    /* Adjacent and otherwise sorted. */
+    struct pb s2 = {.n = 0}, req2 = {.n = 0};
+    pb_label(&s2, "a", "1", 1);
+    pb_label(&s2, "a", "2", 1);
+    pb_bytes(&req2, 0x0a, s2.b, s2.n);
+    expect_error(req2.b, req2.n, GP_EPARSE, "duplicate label name a");
+    /* A duplicate is reported only once the whole message parsed: a
+     * malformed later series wins (as with the earlier two-pass decoder). */
+    const uint8_t trunc[] = {0x0a, 0x80};
+    memcpy(req.b + req.n, trunc, sizeof trunc);
+    expect_error(req.b, req.n + sizeof trunc, GP_EPARSE, "truncated varint");
+}
+
+/* Decodes one series {a=<value>} and returns the decoder's result. */
+static int decode_value(const uint8_t *v, size_t n)
+{
+    struct pb s = {.n = 0}, req = {.n = 0};
+    pb_label(&s, "a", v, n);
+    pb_bytes(&req, 0x0a, s.b, s.n);
+    struct gp_rw_request r;
+    char err[256] = "";
+    int rc = decode_raw(req.b, req.n, &r, err, sizeof err);
+    if (rc == GP_OK) {
+        CHECK(r.series[0].labels[0].value.len == n);
+        CHECK(memcmp(r.series[0].labels[0].value.ptr, v, n) == 0);
+        gp_rw_request_free(&r);
+    } else
+        CHECK_CONTAINS(err, "not valid UTF-8");
+    return rc;
+}
+
+static void test_utf8_every_position(void)
+{
+    /* A multi-byte character, valid or not, at every offset of two 8-byte
+     * words (the ASCII fast path reads whole words), in values of every
+     * length around the word size. */
+    static const struct {
+        const char *bytes;
+        int ok;
+    } seqs[] = {
+        {"\xc3\xa9", 1},         {"\xe2\x82\xac", 1},     {"\xf0\x9f\x98\x80", 1},
+        {"\xf4\x8f\xbf\xbf", 1}, {"\xff", 0},             {"\x80", 0},
+        {"\xc0\xaf", 0},         {"\xed\xa0\x80", 0},     {"\xf4\x90\x80\x80", 0},
+        {"\xe2\x82", 0},         {"\xc3", 0},             {"\xf8\x88\x80\x80\x80", 0},
+    };
+    for (size_t k = 0; k < sizeof seqs / sizeof seqs[0]; k++) {
+        size_t sl = strlen(seqs[k].bytes);
+        for (size_t len = sl; len <= 20; len++)
+            for (size_t pos = 0; pos + sl <= len; pos++) {
+                uint8_t v[32];
+                memset(v, 'x', len);
+                memcpy(v + pos, seqs[k].bytes, sl);
+                int rc = decode_value(v, len);
+                if (rc != (seqs[k].ok ? GP_OK : GP_EPARSE))
+                    gp_test_fail(__FILE__, __LINE__, "seq %zu at %zu of %zu: rc %d", k, pos,
+                                 len, rc);
+            }
+    }
+    /* A high byte in every position of an otherwise ASCII 16-byte value. */
+    for (size_t pos = 0; pos < 16; pos++) {
+        uint8_t v[16];
+        memset(v, 'y', sizeof v);
+        v[pos] = 0xa0;
+        CHECK_INT(decode_value(v, sizeof v), GP_EPARSE);
+    }
+    /* Pure ASCII of every length 0..40 (0 is an empty value: dropped,
+     * leaving no label). */
+    for (size_t len = 1; len <= 40; len++) {
+        uint8_t v[40];
+        for (size_t i = 0; i < len; i++)
+            v[i] = (uint8_t)(0x01 + (i * 37) % 0x7f);
+        CHECK_INT(decode_value(v, len), GP_OK);
+    }
+}
+
+static void test_name_charset(void)
+{
+    static const struct {
+        const char *name;
+        int ok;
+    } names[] = {
+        {"a", 1},  {"_", 1},   {"Z9_z", 1}, {"__name_", 1}, {"a:b", 0},  {"9a", 0},
+        {"a-b", 0}, {"a\xc3\xa9", 0}, {"\xc3\xa9", 0}, {"a b", 0},  {"a\x7f", 0},
+    };
+    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
+        struct pb s = {.n = 0}, req = {.n = 0};
+        pb_label(&s, names[k].name, "v", 1);
+        pb_bytes(&req, 0x0a, s.b, s.n);
+        struct gp_rw_request r;
+        char err[256] = "";
+        int rc = decode_raw(req.b, req.n, &r, err, sizeof err);
+        if (rc != (names[k].ok ? GP_OK : GP_EPARSE))
+            gp_test_fail(__FILE__, __LINE__, "name %zu: rc %d %s", k, rc, err);
+        gp_rw_request_free(&r);
+    }
+    static const struct {
+        const char *metric;
+        int ok;
+    } metrics[] = {
+        {"up", 1}, {":a", 1}, {"a:b:c", 1}, {"_9", 1}, {"9a", 0}, {"a.b", 0}, {"a\xc3\xa9", 0},
+    };
+    for (size_t k = 0; k < sizeof metrics / sizeof metrics[0]; k++) {
+        struct pb s = {.n = 0}, req = {.n = 0};
+        pb_label(&s, "__name__", metrics[k].metric, strlen(metrics[k].metric));
+        pb_bytes(&req, 0x0a, s.b, s.n);
+        struct gp_rw_request r;
+        char err[256] = "";
+        int rc = decode_raw(req.b, req.n, &r, err, sizeof err);
+        if (rc != (metrics[k].ok ? GP_OK : GP_EPARSE))
+            gp_test_fail(__FILE__, __LINE__, "metric %zu: rc %d %s", k, rc, err);
+        gp_rw_request_free(&r);
+    }
+}
+
 const struct gp_test gp_tests_remote_write[] = {
     {"vector_decodes", test_vector_decodes},
     {"vector_encodes", test_vector_encodes},
@@ -384,5 +586,9 @@ const struct gp_test gp_tests_remote_write[] = {
     {"not_snappy_and_too_big", test_not_snappy_and_too_big},
     {"encode_rejects", test_encode_rejects},
     {"unmarshal_uncompressed", test_unmarshal_uncompressed},
+    {"unsorted_labels_sorted", test_unsorted_labels_sorted},
+    {"unsorted_duplicates_rejected", test_unsorted_duplicates_rejected},
+    {"utf8_every_position", test_utf8_every_position},
+    {"name_charset", test_name_charset},
     {0},
 };
