@@ -24,8 +24,10 @@
 #include "agent/push_queue.h"
 #include "ingest/remote_write.h"
 #include "ingest/textparse.h"
+#include "lib/clock.h"
 #include "lib/err.h"
 #include "lib/log.h"
+#include "lib/token.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -107,27 +109,6 @@ struct gp_push {
     atomic_uint_fast64_t enc_ns_last, enc_ns_total, enc_ticks;
 };
 
-static int64_t mono_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
-
-static int64_t mono_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
-}
-
-static int64_t wall_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_REALTIME, &t);
-    return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
-
 /* Waits on cv until the monotonic deadline (ms), or without limit when < 0. */
 static void wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t deadline_ms)
 {
@@ -151,7 +132,7 @@ static void cond_init_mono(pthread_cond_t *cv)
 /* Logs at most once a minute per target and kind; says how many were held back. */
 static int should_log(struct target *t, int kind)
 {
-    int64_t now = mono_ms();
+    int64_t now = gp_mono_ms();
     if (t->last_log_ms[kind] && now - t->last_log_ms[kind] < LOG_EVERY_MS) {
         t->suppressed[kind]++;
         return 0;
@@ -233,13 +214,13 @@ static void enqueue(struct target *t, const struct gp_buf *body, uint32_t nsampl
 
 static void encode_one(struct gp_push *p, int64_t time_ms)
 {
-    int64_t t0 = mono_ns();
+    int64_t t0 = gp_mono_ns();
     char err[256] = "";
     int rc = gp_text_parse(&p->parser, p->work.data, p->work.len, time_ms, err, sizeof err);
     if (!rc && (rc = gp_rw_encode(&p->parser.req, &p->enc_body, &p->enc_raw)))
         snprintf(err, sizeof err, "remote-write encoding: %s", gp_strerror(rc));
     if (rc) {
-        int64_t now = mono_ms();
+        int64_t now = gp_mono_ms();
         if (!p->enc_last_log_ms || now - p->enc_last_log_ms >= LOG_EVERY_MS) {
             p->enc_last_log_ms = now;
             char q[300];
@@ -249,7 +230,7 @@ static void encode_one(struct gp_push *p, int64_t time_ms)
         drop_all_targets(p, R_ENCODER, count_sample_lines(p->work.data, p->work.len));
         return;
     }
-    uint64_t ns = (uint64_t)(mono_ns() - t0);
+    uint64_t ns = (uint64_t)(gp_mono_ns() - t0);
     atomic_store(&p->enc_ns_last, ns);
     atomic_fetch_add(&p->enc_ns_total, ns);
     atomic_fetch_add(&p->enc_ticks, 1);
@@ -399,7 +380,7 @@ static void back_off(struct target *t, const struct gp_push_result *res)
     int64_t delay = t->backoff_ms / 2 + (int64_t)(next_rand(t) % (uint64_t)(t->backoff_ms / 2 + 1));
     if (res->retry_after_ms > delay)
         delay = res->retry_after_ms < RETRY_AFTER_MAX_MS ? res->retry_after_ms : RETRY_AFTER_MAX_MS;
-    t->next_try_ms = mono_ms() + delay;
+    t->next_try_ms = gp_mono_ms() + delay;
 }
 
 static void handle_result(struct target *t, const struct gp_push_result *res, uint64_t last_id,
@@ -410,7 +391,7 @@ static void handle_result(struct target *t, const struct gp_push_result *res, ui
         uint64_t acked = 0;
         int rc = gp_pushq_ack(t->q, last_id + 1, &acked);
         atomic_fetch_add(&t->sent, samples);
-        atomic_store(&t->last_success_ms, wall_ms());
+        atomic_store(&t->last_success_ms, gp_wall_ms());
         if (rc && should_log(t, R_IO_ERROR))
             gp_log(GP_LOG_ERROR, "push", "cannot record delivered batches in the buffer checkpoint",
                    "target=%s", t->label);
@@ -428,10 +409,10 @@ static void handle_result(struct target *t, const struct gp_push_result *res, ui
         back_off(t, res);
         if (!t->failing || should_log(t, R__COUNT)) {
             if (!t->failing)
-                t->last_log_ms[R__COUNT] = mono_ms();
+                t->last_log_ms[R__COUNT] = gp_mono_ms();
             gp_log(GP_LOG_WARN, "push", "push failed, will retry",
                    "target=%s status=%d err=%s retry_in_ms=%" PRId64 " queued_batches=%zu", t->label,
-                   res->status, gp_log_quote(q, sizeof q, res->msg), t->next_try_ms - mono_ms(),
+                   res->status, gp_log_quote(q, sizeof q, res->msg), t->next_try_ms - gp_mono_ms(),
                    gp_pushq_count(t->q));
         }
         t->failing = 1;
@@ -457,7 +438,7 @@ static void *target_main(void *arg)
     struct target *t = arg;
     pthread_mutex_lock(&t->mu);
     for (;;) {
-        int64_t now = mono_ms();
+        int64_t now = gp_mono_ms();
         if (t->stopping) {
             /* Drain while delivering works and time is left; a failing
              * target keeps its queue (on disk: for the next start). */
@@ -568,39 +549,6 @@ void gp_push_render_metrics(struct gp_push *p, struct gp_buf *b)
 
 /* ---- start and stop ------------------------------------------------------ */
 
-/* Reads the token file: one line, trailing whitespace cut. Caller frees *out. */
-static int read_token_file(const char *path, char **out, char *err, size_t errlen)
-{
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return gp_seterr(err, errlen, GP_ECONFIG, "cannot read push_bearer_token_file '%s': %s", path,
-                         strerror(errno));
-    char buf[8192];
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    int full = n == sizeof buf - 1 && fgetc(f) != EOF;
-    fclose(f);
-    if (full)
-        return gp_seterr(err, errlen, GP_ECONFIG, "push_bearer_token_file '%s' is larger than 8 KiB",
-                         path);
-    buf[n] = '\0';
-    while (n && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' ' || buf[n - 1] == '\t'))
-        buf[--n] = '\0';
-    *out = strdup(buf);
-    memset(buf, 0, sizeof buf);
-    return *out ? GP_OK : gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
-}
-
-static int check_token(const char *tok, char *err, size_t errlen)
-{
-    if (!*tok)
-        return gp_seterr(err, errlen, GP_ECONFIG, "the push bearer token is empty");
-    for (const unsigned char *s = (const unsigned char *)tok; *s; s++)
-        if (*s < 0x21 || *s > 0x7e)
-            return gp_seterr(err, errlen, GP_ECONFIG,
-                             "the push bearer token holds a blank or control character");
-    return GP_OK;
-}
-
 static int target_init(struct gp_push *p, struct target *t, const char *url, char *err, size_t errlen)
 {
     t->p = p;
@@ -609,7 +557,7 @@ static int target_init(struct gp_push *p, struct target *t, const char *url, cha
     gp_buf_init(&t->body, 0);
     gp_buf_init(&t->one, 0);
     gp_buf_init(&t->raw, 0);
-    t->rng = fnv1a(url ? url : "local") ^ (uint64_t)mono_ns() ^ (uint64_t)(uintptr_t)t;
+    t->rng = fnv1a(url ? url : "local") ^ (uint64_t)gp_mono_ns() ^ (uint64_t)(uintptr_t)t;
     if (!t->rng)
         t->rng = 1;
     int rc;
@@ -690,12 +638,13 @@ int gp_push_start(struct gp_push **out, const struct gp_push_options *o, char *e
     if (!rc && o->bearer_token && *o->bearer_token && o->bearer_token_file && *o->bearer_token_file)
         rc = gp_seterr(err, errlen, GP_ECONFIG,
                        "push_bearer_token and push_bearer_token_file are both set: choose one");
-    if (!rc && o->bearer_token_file && *o->bearer_token_file)
-        rc = read_token_file(o->bearer_token_file, &p->bearer, err, errlen);
-    else if (!rc && o->bearer_token && *o->bearer_token && !(p->bearer = strdup(o->bearer_token)))
+    char token[4096];
+    if (!rc)
+        rc = gp_token_load(o->bearer_token, o->bearer_token_file, "push_bearer_token", token,
+                           sizeof token, err, errlen);
+    if (!rc && token[0] && !(p->bearer = strdup(token)))
         rc = gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
-    if (!rc && p->bearer)
-        rc = check_token(p->bearer, err, errlen);
+    memset(token, 0, sizeof token);
     if (!rc && o->buffer_dir && *o->buffer_dir) {
         if (mkdir(o->buffer_dir, 0755) && errno != EEXIST)
             rc = gp_seterr(err, errlen, GP_EIO, "cannot create buffer directory '%s': %s",
@@ -765,7 +714,7 @@ void gp_push_stop(struct gp_push *p)
     }
     /* 2. Let healthy targets deliver it, for a bounded time. */
     int64_t drain = p->o.timeout_ms < DRAIN_MAX_MS ? p->o.timeout_ms : DRAIN_MAX_MS;
-    int64_t until = mono_ms() + drain;
+    int64_t until = gp_mono_ms() + drain;
     for (size_t i = 0; i < p->nt; i++) {
         struct target *t = &p->t[i];
         pthread_mutex_lock(&t->mu);

@@ -17,6 +17,7 @@
  */
 #include "agent/push_queue.h"
 
+#include "lib/bits.h"
 #include "lib/err.h"
 #include "lib/log.h"
 #include "store/segment.h"
@@ -75,31 +76,6 @@ struct gp_pushq {
 };
 
 /* ---- little helpers ------------------------------------------------------ */
-
-static void put32(uint8_t *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-static void put64(uint8_t *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-static uint32_t get32(const uint8_t *p)
-{
-    uint32_t v = 0;
-    for (int i = 3; i >= 0; i--)
-        v = v << 8 | p[i];
-    return v;
-}
-static uint64_t get64(const uint8_t *p)
-{
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--)
-        v = v << 8 | p[i];
-    return v;
-}
 
 static uint64_t rec_size(uint32_t body_len) { return GP_SEG_HEADER + BATCH_HDR + (uint64_t)body_len; }
 
@@ -169,7 +145,7 @@ static int ckpt_rewrite(struct gp_pushq *q, uint64_t id)
     unlink(tmp);
     struct gp_segw *w;
     uint8_t p[8];
-    put64(p, id);
+    gp_put_le64(p, id);
     if (gp_segw_open(&w, tmp, NULL, NULL, 0))
         return GP_EIO;
     int rc = gp_segw_append(w, REC_ACKED, p, sizeof p);
@@ -197,7 +173,7 @@ static int ckpt_write(struct gp_pushq *q)
         rc = ckpt_rewrite(q, id);
     } else {
         uint8_t p[8];
-        put64(p, id);
+        gp_put_le64(p, id);
         rc = gp_segw_append(q->ck, REC_ACKED, p, sizeof p);
         if (!rc)
             rc = gp_segw_sync(q->ck);
@@ -302,7 +278,7 @@ static void read_checkpoint(struct gp_pushq *q)
     const uint8_t *p;
     while (gp_seg_parse(f.data, f.len, &pos, &type, &p, &n) == 1)
         if (type == REC_ACKED && n == 8)
-            q->acked = get64(p);
+            q->acked = gp_get_le64(p);
     gp_seg_file_free(&f);
 }
 
@@ -322,16 +298,16 @@ static int recover_segment(struct gp_pushq *q, uint64_t name, int last, struct g
     while (gp_seg_parse(f.data, f.len, &pos, &type, &p, &n) == 1) {
         size_t start = pos - GP_SEG_HEADER - n;
         if (type != REC_BATCH || n < BATCH_HDR || p[0] != BATCH_VERSION ||
-            get32(p + 8) != n - BATCH_HDR) {
+            gp_get_le32(p + 8) != n - BATCH_HDR) {
             rec->lost_records++;
             continue;
         }
         struct item x = {.seg = name, .off = start};
-        x.info.nsamples = get32(p + 4);
+        x.info.nsamples = gp_get_le32(p + 4);
         x.info.body_len = (uint32_t)(n - BATCH_HDR);
-        x.info.raw_len = get32(p + 12);
-        x.info.id = get64(p + 16);
-        x.info.time_ms = (int64_t)get64(p + 24);
+        x.info.raw_len = gp_get_le32(p + 12);
+        x.info.id = gp_get_le64(p + 16);
+        x.info.time_ms = (int64_t)gp_get_le64(p + 24);
         if (x.info.id < q->next_id) {
             rec->lost_records++; /* ids only increase: this one is not ours */
             continue;
@@ -495,11 +471,11 @@ int gp_pushq_append(struct gp_pushq *q, const void *body, size_t len, uint32_t n
             return rc;
     gp_buf_reset(&q->scratch);
     uint8_t h[BATCH_HDR] = {BATCH_VERSION};
-    put32(h + 4, nsamples);
-    put32(h + 8, (uint32_t)len);
-    put32(h + 12, raw_len);
-    put64(h + 16, x.info.id);
-    put64(h + 24, (uint64_t)time_ms);
+    gp_put_le32(h + 4, nsamples);
+    gp_put_le32(h + 8, (uint32_t)len);
+    gp_put_le32(h + 12, raw_len);
+    gp_put_le64(h + 16, x.info.id);
+    gp_put_le64(h + 24, (uint64_t)time_ms);
     gp_buf_append(&q->scratch, h, sizeof h);
     gp_buf_append(&q->scratch, body, len);
     if (q->scratch.err)
@@ -587,7 +563,7 @@ int gp_pushq_read(struct gp_pushq *q, size_t i, struct gp_buf *out)
     uint8_t type;
     const uint8_t *p;
     if (gp_seg_parse((const uint8_t *)q->scratch.data, n, &pos, &type, &p, &pn) != 1 ||
-        type != REC_BATCH || pn != n - GP_SEG_HEADER || get64(p + 16) != x->info.id)
+        type != REC_BATCH || pn != n - GP_SEG_HEADER || gp_get_le64(p + 16) != x->info.id)
         return GP_EPARSE;
     gp_buf_append(out, p + BATCH_HDR, x->info.body_len);
     return out->err;

@@ -1,6 +1,7 @@
 /* sampler.c - see sampler.h. */
 #include "sampler.h"
 
+#include "lib/clock.h"
 #include "lib/err.h"
 #include "lib/log.h"
 
@@ -44,19 +45,7 @@ struct gp_sampler {
     int stopping;
 };
 
-static double mono_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
-static int64_t wall_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_REALTIME, &t);
-    return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
+static double mono_s(void) { return (double)gp_mono_ns() / 1e9; }
 
 /* Opens a source into the next slot. Returns what its open returned. */
 static int open_source(struct gp_sampler *s, const struct gp_source_ops *ops, char *detail,
@@ -103,7 +92,7 @@ void gp_sampler_tick(struct gp_sampler *s)
     }
     gp_frame_reset(f);
     f->seq = ++s->seq;
-    f->time_ms = wall_ms();
+    f->time_ms = gp_wall_ms();
     snprintf(f->hostname, sizeof f->hostname, "%s", s->cfg.hostname);
     for (size_t i = 0; i < s->nsrc; i++) {
         struct open_source *o = &s->src[i];

@@ -3,7 +3,8 @@
  *
  * Storage and wire formats keep values bit-exact (NaN payloads, the
  * Prometheus stale marker 0x7ff0000000000002, -0.0), so they move raw
- * bits, not doubles.
+ * bits, not doubles. Also the little-endian integer fields of gpulse's
+ * on-disk records (segment framing, store files, the push buffer).
  */
 #ifndef GP_BITS_H
 #define GP_BITS_H
@@ -23,6 +24,28 @@ static inline double gp_bits_f64(uint64_t u)
     double v;
     memcpy(&v, &u, sizeof v);
     return v;
+}
+
+static inline void gp_put_le32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static inline void gp_put_le64(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static inline uint32_t gp_get_le32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static inline uint64_t gp_get_le64(const uint8_t *p)
+{
+    return (uint64_t)gp_get_le32(p) | (uint64_t)gp_get_le32(p + 4) << 32;
 }
 
 #endif

@@ -11,6 +11,7 @@
 #ifndef GP_VARINT_H
 #define GP_VARINT_H
 
+#include "lib/buf.h"
 #include "lib/err.h"
 
 #include <stddef.h>
@@ -37,6 +38,13 @@ static inline uint8_t *gp_uvarint_put(uint8_t *p, uint64_t v)
     }
     *p++ = (uint8_t)v;
     return p;
+}
+
+/* Appends v to a buffer (b->err latches a failure, as gp_buf_append does). */
+static inline void gp_buf_put_uvarint(struct gp_buf *b, uint64_t v)
+{
+    uint8_t tmp[GP_UVARINT_MAX];
+    gp_buf_append(b, tmp, (size_t)(gp_uvarint_put(tmp, v) - tmp));
 }
 
 /* Reads a varint from [*p, end) into *v and advances *p past it.

@@ -24,6 +24,7 @@
  */
 #include "net/http.h"
 
+#include "lib/clock.h"
 #include "lib/cfg.h"
 #include "lib/err.h"
 #include "lib/log.h"
@@ -79,13 +80,6 @@ struct gp_http_request {
     int status;          /* what was queued; 0 until then */
     void *user;
 };
-
-static int64_t mono_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
 
 const char *gp_http_method(const struct gp_http_request *r) { return r->method; }
 const char *gp_http_path(const struct gp_http_request *r) { return r->path; }
@@ -253,7 +247,7 @@ static enum MHD_Result on_body(struct gp_http_request *r, const char *data, size
 {
     if (r->status)
         return MHD_NO; /* answered early: nothing more is read */
-    if (mono_ms() > r->deadline_ms) {
+    if (gp_mono_ms() > r->deadline_ms) {
         gp_log(GP_LOG_WARN, "http", "request body too slow: connection closed",
                "path=%s received=%zu timeout_ms=%llu", r->path, r->len,
                (unsigned long long)r->h->o.body_timeout_ms);
@@ -292,7 +286,7 @@ static void set_phase(struct gp_http *h, struct MHD_Connection *conn, enum conn_
         return;
     pthread_mutex_lock(&h->mu);
     c->phase = p;
-    c->since_ms = mono_ms();
+    c->since_ms = gp_mono_ms();
     pthread_mutex_unlock(&h->mu);
 }
 
@@ -307,7 +301,7 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
             return; /* not watched; the idle timeout still applies */
         c->fd = ci->connect_fd;
         c->phase = PHASE_HEADERS;
-        c->since_ms = mono_ms();
+        c->since_ms = gp_mono_ms();
         pthread_mutex_lock(&h->mu);
         c->next = h->conns;
         if (h->conns)
@@ -343,7 +337,7 @@ static void *watchdog_main(void *arg)
             t.tv_nsec -= 1000000000;
         }
         pthread_cond_timedwait(&h->cv, &h->mu, &t);
-        int64_t now = mono_ms();
+        int64_t now = gp_mono_ms();
         /* Waiting for headers includes a kept-alive connection's idle
          * time, which the idle timeout governs: the longer of the two. */
         int64_t idle = (int64_t)h->o.idle_timeout_s * 1000, body = (int64_t)h->o.body_timeout_ms;
@@ -378,7 +372,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         r->conn = conn;
         r->method = method;
         r->path = url;
-        r->deadline_ms = mono_ms() + (int64_t)h->o.body_timeout_ms;
+        r->deadline_ms = gp_mono_ms() + (int64_t)h->o.body_timeout_ms;
         *con_cls = r;
         set_phase(h, conn, PHASE_BODY);
         enum MHD_Result ok = on_headers(h, r);

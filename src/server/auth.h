@@ -16,15 +16,6 @@
 
 #include <stddef.h>
 
-/*
- * Resolves one token: the inline value, else the first line of file
- * (trailing blanks and newline cut), else none (out = ""). A token must
- * be visible ASCII without spaces. GP_OK or GP_ECONFIG with detail;
- * `what` names the key in messages ("write_token").
- */
-int gp_auth_load_token(const char *inline_token, const char *file, const char *what, char *out,
-                       size_t outlen, char *err, size_t errlen);
-
 /* 1 when the Authorization header value is "Bearer <token>" (scheme
  * case-insensitive) with exactly token; 0 otherwise, and always 0 for an
  * empty token. */

@@ -11,10 +11,12 @@
  */
 #include "server_int.h"
 
+#include "lib/clock.h"
 #include "lib/err.h"
 #include "lib/log.h"
 #include "query/query.h"
 #include "server/auth.h"
+#include "lib/token.h"
 #include "store/store.h"
 
 #include <errno.h>
@@ -23,20 +25,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-int64_t gp_srv_mono_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
-}
-
-static int64_t wall_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_REALTIME, &t);
-    return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
 
 struct gp_store *gp_srv_store(struct gp_server *s)
 {
@@ -80,7 +68,7 @@ static void health(struct gp_server *s, struct gp_http_response *resp)
     gp_buf_printf(&resp->body,
                   "{\"status\":\"success\",\"data\":{\"status\":\"%s\",\"version\":\"%s\","
                   "\"uptime_seconds\":%.3f",
-                  what, GP_VERSION, (double)(wall_ms() - s->start_ms) / 1e3);
+                  what, GP_VERSION, (double)(gp_wall_ms() - s->start_ms) / 1e3);
     if (st) {
         struct gp_store_stats x;
         memset(&x, 0, sizeof x);
@@ -109,7 +97,7 @@ static void handle(void *ctx, const struct gp_http_request *req, struct gp_http_
     struct gp_server *s = ctx;
     struct gp_srv_req *sr = gp_http_user(req);
     enum gp_srv_route route = sr ? sr->route : GP_SRV_R_OTHER;
-    int64_t t0 = gp_srv_mono_ns();
+    int64_t t0 = gp_mono_ns();
     switch (route) {
     case GP_SRV_R_WRITE:
         gp_srv_handle_write(s, req, resp);
@@ -137,7 +125,7 @@ static void handle(void *ctx, const struct gp_http_request *req, struct gp_http_
         break;
     }
     if (route != GP_SRV_R_OTHER && route != GP_SRV_R_HEALTH && route != GP_SRV_R_METRICS)
-        gp_srv_observe(&s->route_hist[route], gp_srv_mono_ns() - t0);
+        gp_srv_observe(&s->route_hist[route], gp_mono_ns() - t0);
 }
 
 static uint64_t prepare(void *ctx, struct gp_http_request *req, struct gp_http_response *early)
@@ -150,7 +138,7 @@ static uint64_t prepare(void *ctx, struct gp_http_request *req, struct gp_http_r
         return 0;
     }
     sr->route = gp_srv_route_of(gp_http_path(req));
-    sr->t0_ns = gp_srv_mono_ns();
+    sr->t0_ns = gp_mono_ns();
     gp_http_set_user(req, sr);
     const char *m = gp_http_method(req);
     int is_write = sr->route == GP_SRV_R_WRITE;
@@ -278,12 +266,12 @@ int gp_server_start(struct gp_server **out, const struct gp_server_config *c, ch
     if (!s)
         return gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
     s->cfg = *c;
-    s->start_ms = wall_ms();
+    s->start_ms = gp_wall_ms();
     pthread_mutex_init(&s->hook_mu, NULL);
     char *cert = NULL, *key = NULL;
-    if ((rc = gp_auth_load_token(c->write_token, c->write_token_file, "write_token", s->write_token,
+    if ((rc = gp_token_load(c->write_token, c->write_token_file, "write_token", s->write_token,
                                  sizeof s->write_token, err, errlen)) ||
-        (rc = gp_auth_load_token(c->read_token, c->read_token_file, "read_token", s->read_token,
+        (rc = gp_token_load(c->read_token, c->read_token_file, "read_token", s->read_token,
                                  sizeof s->read_token, err, errlen)))
         goto fail;
     if (c->tls_cert[0] && ((rc = read_pem(c->tls_cert, "tls_cert", &cert, err, errlen)) ||

@@ -106,7 +106,6 @@ struct gp_srv_req {
     int64_t t0_ns;
 };
 
-int64_t gp_srv_mono_ns(void);
 struct gp_store *gp_srv_store(struct gp_server *s); /* NULL until open */
 void gp_srv_count(uint64_t *c, uint64_t n);
 uint64_t gp_srv_get(const uint64_t *c);

@@ -23,6 +23,7 @@
 #include "server_int.h"
 
 #include "ingest/remote_write.h"
+#include "lib/clock.h"
 #include "lib/err.h"
 #include "lib/log.h"
 
@@ -241,7 +242,7 @@ int gp_server_write(struct gp_server *s, const uint8_t *body, size_t len, char *
         msg = local;
         msglen = sizeof local;
     }
-    int64_t t0 = gp_srv_mono_ns();
+    int64_t t0 = gp_mono_ns();
     int retry;
     int code;
     if (!gp_srv_reserve(s, len)) { /* the body, as HTTP would hold it */
@@ -252,7 +253,7 @@ int gp_server_write(struct gp_server *s, const uint8_t *body, size_t len, char *
         code = write_core(s, body, len, NULL, NULL, msg, msglen, &retry);
         gp_srv_release(s, len);
     }
-    gp_srv_observe(&s->route_hist[GP_SRV_R_WRITE], gp_srv_mono_ns() - t0);
+    gp_srv_observe(&s->route_hist[GP_SRV_R_WRITE], gp_mono_ns() - t0);
     gp_srv_count(&s->requests[GP_SRV_R_WRITE][code], 1);
     return code;
 }

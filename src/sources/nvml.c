@@ -19,6 +19,7 @@
  */
 #include "nvml.h"
 
+#include "lib/clock.h"
 #include "lib/err.h"
 #include "lib/log.h"
 #include "nvml_int.h"
@@ -33,13 +34,6 @@
 int64_t gp_nvml_slow_interval_ms = 10000;
 
 #define NV_MODULE "nvml"
-
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 const char *gp_nvml__errstr(const struct gp_nvml *st, nvmlReturn_t rc)
 {
@@ -525,7 +519,7 @@ static void drain_events(struct gp_nvml *st, unsigned *errors)
 static int nvml_sample(void *state, struct gp_frame *f, unsigned *errors)
 {
     struct gp_nvml *st = state;
-    int64_t now = mono_ms();
+    int64_t now = gp_mono_ms();
     bool slow = !st->slow_done || now - st->last_slow_ms >= gp_nvml_slow_interval_ms;
     if (slow) {
         st->slow_done = true;

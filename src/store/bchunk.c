@@ -42,6 +42,7 @@
 
 #include "lib/bits.h"
 #include "lib/err.h"
+#include "lib/varint.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -54,8 +55,8 @@
 static const double p10[MAX_E + 1] = {1e0, 1e1, 1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
                                       1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15};
 
-static uint64_t zz(int64_t v) { return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63); }
-static int64_t unzz(uint64_t u) { return (int64_t)((u >> 1) ^ (0 - (u & 1))); }
+static uint64_t zz(int64_t v) { return gp_zigzag((uint64_t)v); }
+static int64_t unzz(uint64_t u) { return gp_u64_to_i64(gp_unzigzag(u)); }
 
 /* m with m / 10^e == v bit for bit: 1, else 0. */
 static int decimal_at(double v, int e, int64_t *m)
@@ -150,18 +151,6 @@ static void pack(struct bw *b, const uint64_t *u, size_t n)
     }
 }
 
-static void put_uv(struct gp_buf *b, uint64_t u)
-{
-    uint8_t tmp[10];
-    size_t k = 0;
-    while (u >= 0x80) {
-        tmp[k++] = (uint8_t)(u | 0x80);
-        u >>= 7;
-    }
-    tmp[k++] = (uint8_t)u;
-    gp_buf_append(b, tmp, k);
-}
-
 static int encode_gorilla(const int64_t *t, const double *v, size_t n, struct gp_buf *out)
 {
     struct gp_chunk c;
@@ -242,22 +231,22 @@ int gp_st_bchunk_encode(const int64_t *t, const double *v, size_t n, struct gp_s
         mode = d2 < d1;
     }
     gp_buf_putc(out, 1);
-    put_uv(out, n);
-    put_uv(out, zz(t[0]));
+    gp_buf_put_uvarint(out, n);
+    gp_buf_put_uvarint(out, zz(t[0]));
     if (n >= 2)
-        put_uv(out, (uint64_t)t[1] - (uint64_t)t[0]);
+        gp_buf_put_uvarint(out, (uint64_t)t[1] - (uint64_t)t[0]);
     gp_buf_putc(out, (char)(e | mode << 4));
-    put_uv(out, zz(sc->m[0]));
+    gp_buf_put_uvarint(out, zz(sc->m[0]));
     if (mode == 1)
-        put_uv(out, zz(sc->m[1] - sc->m[0]));
-    put_uv(out, nexc);
+        gp_buf_put_uvarint(out, zz(sc->m[1] - sc->m[0]));
+    gp_buf_put_uvarint(out, nexc);
     size_t last = 0;
     int first = 1;
     for (size_t i = 0; i < n && nexc; i++) {
         int64_t m;
         if (decimal_at(v[i], e, &m))
             continue;
-        put_uv(out, first ? i : i - last - 1);
+        gp_buf_put_uvarint(out, first ? i : i - last - 1);
         uint8_t raw[8];
         uint64_t bits = gp_f64_bits(v[i]);
         for (int k = 0; k < 8; k++)
@@ -354,22 +343,6 @@ static int unpack(struct br *r, uint64_t *u, double *d, size_t n)
     return 0;
 }
 
-static int get_uv(const uint8_t **p, const uint8_t *end, uint64_t *out)
-{
-    uint64_t u = 0;
-    for (unsigned i = 0; i < 10 && *p < end; i++) {
-        uint8_t b = *(*p)++;
-        if (i == 9 && b > 1)
-            return -1;
-        u |= (uint64_t)(b & 0x7f) << (7 * i);
-        if (!(b & 0x80)) {
-            *out = u;
-            return 0;
-        }
-    }
-    return -1;
-}
-
 int gp_st_bchunk_count(const uint8_t *p, size_t len, size_t *n)
 {
     if (len < 1)
@@ -383,7 +356,7 @@ int gp_st_bchunk_count(const uint8_t *p, size_t len, size_t *n)
     }
     const uint8_t *q = p + 1;
     uint64_t u;
-    if (p[0] != 1 || get_uv(&q, p + len, &u) < 0 || u == 0 || u > GP_CHUNK_MAX_SAMPLES)
+    if (p[0] != 1 || gp_uvarint_get(&q, p + len, &u) < 0 || u == 0 || u > GP_CHUNK_MAX_SAMPLES)
         return GP_EPARSE;
     *n = (size_t)u;
     return GP_OK;
@@ -404,28 +377,28 @@ int gp_st_bchunk_decode(const uint8_t *p, size_t len, int64_t *t, double *v, siz
     }
     const uint8_t *q = p + 1, *end = p + len;
     uint64_t u, d1 = 0, m0, md1 = 0, nexc;
-    get_uv(&q, end, &u); /* n, checked above */
-    if (get_uv(&q, end, &u) < 0)
+    gp_uvarint_get(&q, end, &u); /* n, checked above */
+    if (gp_uvarint_get(&q, end, &u) < 0)
         return GP_EPARSE;
     t[0] = unzz(u);
-    if (n >= 2 && (get_uv(&q, end, &d1) < 0 || d1 == 0))
+    if (n >= 2 && (gp_uvarint_get(&q, end, &d1) < 0 || d1 == 0))
         return GP_EPARSE;
     if (q >= end)
         return GP_EPARSE;
     unsigned e = *q & 15, mode = *q >> 4;
     q++;
-    if (mode > 1 || get_uv(&q, end, &m0) < 0)
+    if (mode > 1 || gp_uvarint_get(&q, end, &m0) < 0)
         return GP_EPARSE;
-    if (mode == 1 && n >= 2 && get_uv(&q, end, &md1) < 0)
+    if (mode == 1 && n >= 2 && gp_uvarint_get(&q, end, &md1) < 0)
         return GP_EPARSE;
     if (mode == 1 && n < 3)
         return GP_EPARSE; /* the encoder picks it for three or more only */
-    if (get_uv(&q, end, &nexc) < 0 || nexc > n)
+    if (gp_uvarint_get(&q, end, &nexc) < 0 || nexc > n)
         return GP_EPARSE;
     /* The exceptions: checked now, applied last. */
     const uint8_t *exc = q;
     for (uint64_t i = 0; i < nexc; i++) {
-        if (get_uv(&q, end, &u) < 0 || (size_t)(end - q) < 8)
+        if (gp_uvarint_get(&q, end, &u) < 0 || (size_t)(end - q) < 8)
             return GP_EPARSE;
         q += 8;
     }
@@ -472,7 +445,7 @@ int gp_st_bchunk_decode(const uint8_t *p, size_t len, int64_t *t, double *v, siz
     size_t at = 0;
     q = exc;
     for (uint64_t i = 0; i < nexc; i++) {
-        get_uv(&q, end, &u);
+        gp_uvarint_get(&q, end, &u);
         if (u >= n || (i > 0 && u >= n - at - 1))
             return GP_EPARSE;
         at = i == 0 ? (size_t)u : at + (size_t)u + 1;

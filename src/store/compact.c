@@ -26,6 +26,7 @@
  */
 #include "store/store_int.h"
 
+#include "lib/clock.h"
 #include "lib/err.h"
 #include "lib/log.h"
 
@@ -480,7 +481,7 @@ int gp_st_compact(struct gp_store *s, int force)
         pthread_rwlock_unlock(&s->lock);
         if (data_min == INT64_MAX)
             return GP_OK;
-        int64_t clock = gp_st_now_ms();
+        int64_t clock = gp_wall_ms();
         if (max_t > clock)
             clock = max_t;
         int64_t limit = force ? gp_st_floor(clock, block) : clock - block / 2;
@@ -526,7 +527,7 @@ static int any_expired(const struct gp_st_mlist *l, int64_t cut)
 
 int gp_st_retention(struct gp_store *s)
 {
-    int64_t now = gp_st_now_ms();
+    int64_t now = gp_wall_ms();
     pthread_rwlock_rdlock(&s->lock);
     int due = any_expired(&s->blocks, now - s->o.retention_raw_ms) ||
               any_expired(&s->rollups, now - s->o.retention_rollup_ms);

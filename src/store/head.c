@@ -21,6 +21,7 @@
  */
 #include "store/store_int.h"
 
+#include "lib/clock.h"
 #include "lib/bits.h"
 #include "lib/err.h"
 #include "lib/log.h"
@@ -253,7 +254,7 @@ int gp_store_append(struct gp_store *s, const struct gp_rw_request *req,
         pthread_rwlock_unlock(&s->lock);
         return gp_seterr(err, errlen, GP_EIO, "store: refusing writes after an earlier write error");
     }
-    int64_t floor = gp_st_now_ms() - s->o.retention_raw_ms;
+    int64_t floor = gp_wall_ms() - s->o.retention_raw_ms;
     if (floor < s->compacted_until)
         floor = s->compacted_until;
     if (floor < -GP_ST_T_LIMIT)

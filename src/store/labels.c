@@ -38,16 +38,6 @@ static int str_cmp(const char *a, size_t an, const char *b, size_t bn)
     return an < bn ? -1 : an > bn;
 }
 
-static size_t uvarint_len(uint64_t v)
-{
-    size_t n = 1;
-    while (v >= 0x80) {
-        v >>= 7;
-        n++;
-    }
-    return n;
-}
-
 int gp_labels_encode(const struct gp_rw_label *l, size_t n, struct gp_buf *out)
 {
     if (n == 0)
@@ -59,7 +49,7 @@ int gp_labels_encode(const struct gp_rw_label *l, size_t n, struct gp_buf *out)
         if (i > 0 && str_cmp(l[i - 1].name.ptr, l[i - 1].name.len, l[i].name.ptr,
                              l[i].name.len) >= 0)
             return GP_EUSAGE;
-        total += uvarint_len(l[i].name.len) + l[i].name.len + uvarint_len(l[i].value.len) +
+        total += gp_uvarint_size(l[i].name.len) + l[i].name.len + gp_uvarint_size(l[i].value.len) +
                  l[i].value.len;
     }
     if (out->err)

@@ -20,6 +20,7 @@
  */
 #include "store/store_int.h"
 
+#include "lib/clock.h"
 #include "lib/bits.h"
 #include "lib/err.h"
 #include "lib/log.h"
@@ -498,7 +499,7 @@ int gp_st_checkpoint(struct gp_store *s)
         goto out;
     }
 
-    int64_t t0 = gp_st_mono_ms();
+    int64_t t0 = gp_mono_ms();
     pthread_rwlock_wrlock(&s->lock);
     if (s->broken) {
         pthread_rwlock_unlock(&s->lock);
@@ -556,7 +557,7 @@ int gp_st_checkpoint(struct gp_store *s)
     s->unsynced = NULL;
     s->nunsynced = s->capunsynced = 0;
     pthread_rwlock_unlock(&s->lock);
-    int64_t locked = gp_st_mono_ms() - t0;
+    int64_t locked = gp_mono_ms() - t0;
 
     /* Slow I/O without the lock: appends go on meanwhile. */
     for (size_t i = 0; i < nsync; i++) {
@@ -586,12 +587,12 @@ int gp_st_checkpoint(struct gp_store *s)
     gp_st_chunks_gc(s);
     s->checkpoints++;
     s->snap_bytes = w.total;
-    s->last_checkpoint_ms = gp_st_mono_ms();
+    s->last_checkpoint_ms = gp_mono_ms();
     pthread_rwlock_unlock(&s->lock);
     gp_log(GP_LOG_DEBUG, "store", "checkpoint",
            "wal_segment=%u chunk_file=%u new_series=%zu snapshot_bytes=%llu locked_ms=%lld total_ms=%lld",
            seg, h.chunk_file, nfresh, (unsigned long long)w.total, (long long)locked,
-           (long long)(gp_st_mono_ms() - t0));
+           (long long)(gp_mono_ms() - t0));
 out:
     if (rc != GP_OK) {
         gp_log(GP_LOG_ERROR, "store", "checkpoint failed; the WAL keeps everything",

@@ -15,6 +15,7 @@
  */
 #include "store/segment.h"
 
+#include "lib/bits.h"
 #include "lib/crc32c.h"
 #include "lib/err.h"
 
@@ -30,19 +31,6 @@ struct gp_seg_syscalls gp_seg_sys = {writev, fdatasync};
 
 /* ---- framing -------------------------------------------------------------- */
 
-static uint32_t get_le32(const uint8_t *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static void put_le32(uint8_t *p, uint32_t v)
-{
-    p[0] = (uint8_t)v;
-    p[1] = (uint8_t)(v >> 8);
-    p[2] = (uint8_t)(v >> 16);
-    p[3] = (uint8_t)(v >> 24);
-}
-
 static uint32_t record_crc(uint8_t type, const void *payload, size_t n)
 {
     return gp_crc32c(gp_crc32c(0, &type, 1), payload, n);
@@ -50,8 +38,8 @@ static uint32_t record_crc(uint8_t type, const void *payload, size_t n)
 
 void gp_seg_header(uint8_t hdr[GP_SEG_HEADER], uint8_t type, const void *payload, size_t n)
 {
-    put_le32(hdr, (uint32_t)n);
-    put_le32(hdr + 4, record_crc(type, payload, n));
+    gp_put_le32(hdr, (uint32_t)n);
+    gp_put_le32(hdr + 4, record_crc(type, payload, n));
     hdr[8] = type;
 }
 
@@ -64,7 +52,7 @@ int gp_seg_parse(const uint8_t *buf, size_t len, size_t *pos, uint8_t *type,
     if (at > len || len - at < GP_SEG_HEADER)
         return GP_EPARSE;
     const uint8_t *h = buf + at;
-    uint32_t plen = get_le32(h), crc = get_le32(h + 4);
+    uint32_t plen = gp_get_le32(h), crc = gp_get_le32(h + 4);
     uint8_t t = h[8];
     /* Zeroed space (a file extended but never written) stops here. */
     if (t == 0 || plen > GP_SEG_MAX_RECORD || plen > len - at - GP_SEG_HEADER)

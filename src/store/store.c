@@ -18,6 +18,7 @@
  */
 #include "store/store_int.h"
 
+#include "lib/clock.h"
 #include "lib/err.h"
 #include "lib/log.h"
 
@@ -32,20 +33,6 @@
 #include <unistd.h>
 
 #define DAY_MS (24LL * 3600 * 1000)
-
-int64_t gp_st_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-int64_t gp_st_mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 char *gp_st_path(const char *dir, const char *name)
 {
@@ -258,7 +245,7 @@ int gp_store_open(struct gp_store **out, const struct gp_store_options *o, char 
         rc = gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
         goto fail;
     }
-    int64_t t0 = gp_st_mono_ms();
+    int64_t t0 = gp_mono_ms();
     if ((rc = gp_st_meta_open(s, err, errlen)) != GP_OK ||
         (rc = gp_st_meta_load(s, err, errlen)) != GP_OK || (rc = recover(s, err, errlen)) != GP_OK)
         goto fail;
@@ -266,8 +253,8 @@ int gp_store_open(struct gp_store **out, const struct gp_store_options *o, char 
     if ((rc = gp_wal_open(&s->wal, s->wal_dir, &wo, err, errlen)) != GP_OK)
         goto fail;
     gp_st_data_min(s);
-    s->replay_seconds = (double)(gp_st_mono_ms() - t0) / 1000.0;
-    s->last_checkpoint_ms = gp_st_mono_ms();
+    s->replay_seconds = (double)(gp_mono_ms() - t0) / 1000.0;
+    s->last_checkpoint_ms = gp_mono_ms();
     gp_log(GP_LOG_INFO, "store", "opened", "dir=%s series=%zu blocks=%zu replayed_samples=%llu seconds=%.3f",
            s->dir, gp_sindex_count(s->idx), s->blocks.n, (unsigned long long)s->replayed_samples,
            s->replay_seconds);
@@ -342,7 +329,7 @@ int gp_store_maintain(struct gp_store *s, int force)
     pthread_rwlock_rdlock(&s->lock);
     int broken = s->broken;
     uint64_t compactions = s->compactions;
-    int due = force || gp_st_mono_ms() - s->last_checkpoint_ms >= s->o.checkpoint_interval_ms ||
+    int due = force || gp_mono_ms() - s->last_checkpoint_ms >= s->o.checkpoint_interval_ms ||
               gp_wal_bytes(s->wal) >= GP_ST_WAL_CHECKPOINT_BYTES;
     pthread_rwlock_unlock(&s->lock);
     int rc = GP_OK;

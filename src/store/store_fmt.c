@@ -13,6 +13,7 @@
 #include "lib/bits.h"
 #include "lib/crc32c.h"
 #include "lib/err.h"
+#include "lib/varint.h"
 #include "store/segment.h"
 
 #include <errno.h>
@@ -27,35 +28,14 @@ static const char bf_end[8] = {'G', 'P', 'S', 'T', 'E', 'N', 'D', '1'};
 
 #define WBUF (1u << 20)
 
-/* ---- little-endian helpers ---- */
-
-static void put32(uint8_t *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static void put64(uint8_t *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static uint64_t get64(const uint8_t *p) { return (uint64_t)get32(p) | (uint64_t)get32(p + 4) << 32; }
-
 /* ---- chunk records ---- */
 
 void gp_st_chunkrec_header(uint8_t out[GP_ST_CHUNKREC_HDR], uint32_t id, int64_t t_first,
                            int64_t t_last)
 {
-    put32(out, id);
-    put64(out + 4, (uint64_t)t_first);
-    put64(out + 12, (uint64_t)t_last);
+    gp_put_le32(out, id);
+    gp_put_le64(out + 4, (uint64_t)t_first);
+    gp_put_le64(out + 12, (uint64_t)t_last);
 }
 
 int gp_st_chunkrec_parse(const uint8_t *p, size_t n, uint32_t *id, int64_t *t_first,
@@ -63,9 +43,9 @@ int gp_st_chunkrec_parse(const uint8_t *p, size_t n, uint32_t *id, int64_t *t_fi
 {
     if (n < GP_ST_CHUNKREC_HDR + 2)
         return GP_EPARSE;
-    *id = get32(p);
-    *t_first = (int64_t)get64(p + 4);
-    *t_last = (int64_t)get64(p + 12);
+    *id = gp_get_le32(p);
+    *t_first = (int64_t)gp_get_le64(p + 4);
+    *t_last = (int64_t)gp_get_le64(p + 12);
     *chunk = p + GP_ST_CHUNKREC_HDR;
     *len = n - GP_ST_CHUNKREC_HDR;
     unsigned count = (unsigned)(*chunk)[0] << 8 | (*chunk)[1];
@@ -78,21 +58,21 @@ int gp_st_chunkrec_parse(const uint8_t *p, size_t n, uint32_t *id, int64_t *t_fi
 
 void gp_st_snap_header_encode(uint8_t out[GP_ST_SNAP_HEADER_LEN], const struct gp_st_snap_header *h)
 {
-    put32(out, h->version);
-    put32(out + 4, h->wal_segment);
-    put32(out + 8, h->chunk_file);
-    put32(out + 12, h->max_id);
-    put64(out + 16, (uint64_t)h->compacted_until);
-    put64(out + 24, (uint64_t)h->max_t);
+    gp_put_le32(out, h->version);
+    gp_put_le32(out + 4, h->wal_segment);
+    gp_put_le32(out + 8, h->chunk_file);
+    gp_put_le32(out + 12, h->max_id);
+    gp_put_le64(out + 16, (uint64_t)h->compacted_until);
+    gp_put_le64(out + 24, (uint64_t)h->max_t);
 }
 
 void gp_st_snap_series_encode(uint8_t out[GP_ST_SNAP_SERIES_HDR], uint32_t id, int64_t first,
                               int64_t newest, uint64_t newest_bits)
 {
-    put32(out, id);
-    put64(out + 4, (uint64_t)first);
-    put64(out + 12, (uint64_t)newest);
-    put64(out + 20, newest_bits);
+    gp_put_le32(out, id);
+    gp_put_le64(out + 4, (uint64_t)first);
+    gp_put_le64(out + 12, (uint64_t)newest);
+    gp_put_le64(out + 20, newest_bits);
     memset(out + 28, 0, 8); /* reserved */
 }
 
@@ -107,12 +87,12 @@ int gp_st_snap_parse(const uint8_t *buf, size_t len, struct gp_st_snap_header *h
     int rc = gp_seg_parse(buf, len, &pos, &type, &p, &n);
     if (rc != 1 || type != GP_ST_SNAP_HEADER || n != GP_ST_SNAP_HEADER_LEN)
         return gp_seterr(err, errlen, GP_EPARSE, "snapshot: no valid header record");
-    h->version = get32(p);
-    h->wal_segment = get32(p + 4);
-    h->chunk_file = get32(p + 8);
-    h->max_id = get32(p + 12);
-    h->compacted_until = (int64_t)get64(p + 16);
-    h->max_t = (int64_t)get64(p + 24);
+    h->version = gp_get_le32(p);
+    h->wal_segment = gp_get_le32(p + 4);
+    h->chunk_file = gp_get_le32(p + 8);
+    h->max_id = gp_get_le32(p + 12);
+    h->compacted_until = (int64_t)gp_get_le64(p + 16);
+    h->max_t = (int64_t)gp_get_le64(p + 24);
     if (h->version != GP_ST_FORMAT_VERSION)
         return gp_seterr(err, errlen, GP_EPARSE, "snapshot: format version %u, expected %u",
                          h->version, GP_ST_FORMAT_VERSION);
@@ -124,7 +104,7 @@ int gp_st_snap_parse(const uint8_t *buf, size_t len, struct gp_st_snap_header *h
                              "snapshot: %s at byte %zu before the end record",
                              rc == 0 ? "file ends" : "damaged record", at);
         if (type == GP_ST_SNAP_END) {
-            if (n != 8 || get64(p) != nseries)
+            if (n != 8 || gp_get_le64(p) != nseries)
                 return gp_seterr(err, errlen, GP_EPARSE, "snapshot: end record does not match");
             if (pos != len)
                 return gp_seterr(err, errlen, GP_EPARSE, "snapshot: bytes after the end record");
@@ -133,10 +113,10 @@ int gp_st_snap_parse(const uint8_t *buf, size_t len, struct gp_st_snap_header *h
         if (type != GP_ST_SNAP_SERIES || n < GP_ST_SNAP_SERIES_HDR)
             return gp_seterr(err, errlen, GP_EPARSE, "snapshot: unexpected record at byte %zu", at);
         struct gp_st_snap_series s = {
-            .id = get32(p),
-            .first = (int64_t)get64(p + 4),
-            .newest = (int64_t)get64(p + 12),
-            .newest_bits = get64(p + 20),
+            .id = gp_get_le32(p),
+            .first = (int64_t)gp_get_le64(p + 4),
+            .newest = (int64_t)gp_get_le64(p + 12),
+            .newest_bits = gp_get_le64(p + 20),
             .chunk = n > GP_ST_SNAP_SERIES_HDR ? p + GP_ST_SNAP_SERIES_HDR : NULL,
             .len = n - GP_ST_SNAP_SERIES_HDR,
         };
@@ -158,27 +138,27 @@ int gp_st_bfile_parse(const uint8_t *data, size_t len, struct gp_st_bfile *bf, c
         return gp_seterr(err, errlen, GP_EPARSE, "file of %zu bytes is too short", len);
     if (memcmp(data, bf_magic, 8) != 0)
         return gp_seterr(err, errlen, GP_EPARSE, "bad magic");
-    uint32_t version = get32(data + 8);
+    uint32_t version = gp_get_le32(data + 8);
     if (version != GP_ST_FORMAT_VERSION)
         return gp_seterr(err, errlen, GP_EPARSE, "format version %u, expected %u", version,
                          GP_ST_FORMAT_VERSION);
-    bf->kind = get32(data + 12);
-    bf->mint = (int64_t)get64(data + 16);
-    bf->maxt = (int64_t)get64(data + 24);
+    bf->kind = gp_get_le32(data + 12);
+    bf->mint = (int64_t)gp_get_le64(data + 16);
+    bf->maxt = (int64_t)gp_get_le64(data + 24);
     if ((bf->kind != GP_ST_BF_BLOCK && bf->kind != GP_ST_BF_ROLLUP) || bf->mint > bf->maxt)
         return gp_seterr(err, errlen, GP_EPARSE, "bad header");
     const uint8_t *f = data + len - GP_ST_BF_FOOTER;
     if (memcmp(f + 16, bf_end, 8) != 0)
         return gp_seterr(err, errlen, GP_EPARSE, "bad footer (file cut short?)");
-    uint64_t ioff = get64(f);
-    uint32_t n = get32(f + 8);
+    uint64_t ioff = gp_get_le64(f);
+    uint32_t n = gp_get_le32(f + 8);
     size_t room = len - GP_ST_BF_FOOTER;
     if (ioff < GP_ST_BF_HEADER || ioff > room || (room - ioff) / GP_ST_BF_ENTRY != n ||
         (room - ioff) % GP_ST_BF_ENTRY != 0)
         return gp_seterr(err, errlen, GP_EPARSE, "bad index bounds");
     uint32_t crc = gp_crc32c(0, data, GP_ST_BF_HEADER);
     crc = gp_crc32c(crc, data + ioff, room - ioff);
-    if (crc != get32(f + 12))
+    if (crc != gp_get_le32(f + 12))
         return gp_seterr(err, errlen, GP_EPARSE, "index checksum mismatch");
     bf->data = data;
     bf->len = len;
@@ -201,13 +181,13 @@ int gp_st_bfile_parse(const uint8_t *data, size_t len, struct gp_st_bfile *bf, c
 void gp_st_bfile_entry(const struct gp_st_bfile *bf, uint32_t i, struct gp_st_bentry *e)
 {
     const uint8_t *p = bf->index + (size_t)i * GP_ST_BF_ENTRY;
-    e->id = get32(p);
-    e->crc = get32(p + 4);
-    e->off = get64(p + 8);
-    e->len = get32(p + 16);
-    e->count = get32(p + 20);
-    e->t_first = (int64_t)get64(p + 24);
-    e->t_last = (int64_t)get64(p + 32);
+    e->id = gp_get_le32(p);
+    e->crc = gp_get_le32(p + 4);
+    e->off = gp_get_le64(p + 8);
+    e->len = gp_get_le32(p + 16);
+    e->count = gp_get_le32(p + 20);
+    e->t_first = (int64_t)gp_get_le64(p + 24);
+    e->t_last = (int64_t)gp_get_le64(p + 32);
 }
 
 uint32_t gp_st_bfile_lower(const struct gp_st_bfile *bf, uint32_t id)
@@ -215,7 +195,7 @@ uint32_t gp_st_bfile_lower(const struct gp_st_bfile *bf, uint32_t id)
     uint32_t lo = 0, hi = bf->n;
     while (lo < hi) {
         uint32_t mid = lo + (hi - lo) / 2;
-        if (get32(bf->index + (size_t)mid * GP_ST_BF_ENTRY) < id)
+        if (gp_get_le32(bf->index + (size_t)mid * GP_ST_BF_ENTRY) < id)
             lo = mid + 1;
         else
             hi = mid;
@@ -284,10 +264,10 @@ int gp_st_bwriter_open(struct gp_st_bwriter *w, const char *path, uint32_t kind,
         return GP_EIO;
     }
     memcpy(w->header, bf_magic, 8);
-    put32(w->header + 8, GP_ST_FORMAT_VERSION);
-    put32(w->header + 12, kind);
-    put64(w->header + 16, (uint64_t)mint);
-    put64(w->header + 24, (uint64_t)maxt);
+    gp_put_le32(w->header + 8, GP_ST_FORMAT_VERSION);
+    gp_put_le32(w->header + 12, kind);
+    gp_put_le64(w->header + 16, (uint64_t)mint);
+    gp_put_le64(w->header + 24, (uint64_t)maxt);
     w->last_t = INT64_MIN;
     return bw_write(w, w->header, GP_ST_BF_HEADER);
 }
@@ -309,13 +289,13 @@ int gp_st_bwriter_add(struct gp_st_bwriter *w, uint32_t id, uint32_t count, int6
         w->cap = cap;
     }
     uint8_t *e = w->index + w->n * GP_ST_BF_ENTRY;
-    put32(e, id);
-    put32(e + 4, gp_crc32c(0, payload, len));
-    put64(e + 8, w->off);
-    put32(e + 16, (uint32_t)len);
-    put32(e + 20, count);
-    put64(e + 24, (uint64_t)t_first);
-    put64(e + 32, (uint64_t)t_last);
+    gp_put_le32(e, id);
+    gp_put_le32(e + 4, gp_crc32c(0, payload, len));
+    gp_put_le64(e + 8, w->off);
+    gp_put_le32(e + 16, (uint32_t)len);
+    gp_put_le32(e + 20, count);
+    gp_put_le64(e + 24, (uint64_t)t_first);
+    gp_put_le64(e + 32, (uint64_t)t_last);
     if (bw_write(w, payload, len) != GP_OK)
         return w->err;
     w->n++;
@@ -331,9 +311,9 @@ int gp_st_bwriter_finish(struct gp_st_bwriter *w, uint64_t *size)
     size_t ilen = w->n * GP_ST_BF_ENTRY;
     uint32_t crc = gp_crc32c(0, w->header, GP_ST_BF_HEADER);
     crc = gp_crc32c(crc, w->index, ilen);
-    put64(footer, ioff);
-    put32(footer + 8, (uint32_t)w->n);
-    put32(footer + 12, crc);
+    gp_put_le64(footer, ioff);
+    gp_put_le32(footer + 8, (uint32_t)w->n);
+    gp_put_le32(footer + 12, crc);
     memcpy(footer + 16, bf_end, 8);
     if (w->n > UINT32_MAX)
         w->err = GP_ETOOBIG;
@@ -380,34 +360,6 @@ void gp_st_rollup_enc_free(struct gp_st_rollup_enc *e)
     memset(e, 0, sizeof *e);
 }
 
-static void put_uvarint(struct gp_buf *b, uint64_t u)
-{
-    uint8_t tmp[10];
-    size_t k = 0;
-    while (u >= 0x80) {
-        tmp[k++] = (uint8_t)(u | 0x80);
-        u >>= 7;
-    }
-    tmp[k++] = (uint8_t)u;
-    gp_buf_append(b, tmp, k);
-}
-
-static int get_uvarint(const uint8_t **p, const uint8_t *end, uint64_t *out)
-{
-    uint64_t u = 0;
-    for (unsigned i = 0; i < 10 && *p < end; i++) {
-        uint8_t b = *(*p)++;
-        if (i == 9 && b > 1)
-            return -1;
-        u |= (uint64_t)(b & 0x7f) << (7 * i);
-        if (!(b & 0x80)) {
-            *out = u;
-            return 0;
-        }
-    }
-    return -1;
-}
-
 int gp_st_rollup_enc_add(struct gp_st_rollup_enc *e, const struct gp_rollup *r)
 {
     if (e->n >= GP_CHUNK_MAX_SAMPLES)
@@ -441,7 +393,7 @@ int gp_st_rollup_enc_finish(struct gp_st_rollup_enc *e, struct gp_buf *out)
 {
     if (e->n == 0)
         return GP_EUSAGE;
-    put_uvarint(out, e->n);
+    gp_buf_put_uvarint(out, e->n);
     struct gp_buf tmp;
     gp_buf_init(&tmp, 0);
     int rc = GP_OK;
@@ -449,7 +401,7 @@ int gp_st_rollup_enc_finish(struct gp_st_rollup_enc *e, struct gp_buf *out)
         gp_buf_reset(&tmp);
         rc = gp_st_bchunk_encode(e->t, e->col[i], e->n, &e->sc, &tmp);
         if (rc == GP_OK) {
-            put_uvarint(out, tmp.len);
+            gp_buf_put_uvarint(out, tmp.len);
             gp_buf_append(out, tmp.data, tmp.len);
         }
     }
@@ -462,14 +414,14 @@ int gp_st_rollup_decode(const uint8_t *p, size_t n, int64_t mint, int64_t maxt,
 {
     const uint8_t *end = p + n;
     uint64_t cnt, len;
-    if (get_uvarint(&p, end, &cnt) < 0 || cnt == 0 || cnt > GP_CHUNK_MAX_SAMPLES)
+    if (gp_uvarint_get(&p, end, &cnt) < 0 || cnt == 0 || cnt > GP_CHUNK_MAX_SAMPLES)
         return GP_EPARSE;
     int64_t *t = malloc(cnt * 2 * sizeof *t);
     double *col = malloc(cnt * 4 * sizeof *col);
     int rc = t && col ? GP_OK : GP_ENOMEM;
     for (int i = 0; i < 4 && rc == GP_OK; i++) {
         int64_t *ti = i == 0 ? t : t + cnt;
-        if (get_uvarint(&p, end, &len) < 0 || len > (uint64_t)(end - p) ||
+        if (gp_uvarint_get(&p, end, &len) < 0 || len > (uint64_t)(end - p) ||
             gp_st_bchunk_decode(p, (size_t)len, ti, col + i * cnt, cnt) != (int)cnt ||
             (i > 0 && memcmp(t, ti, cnt * sizeof *t) != 0))
             rc = GP_EPARSE;

@@ -140,8 +140,6 @@ struct gp_store {
 };
 
 /* ---- store.c ---- */
-int64_t gp_st_now_ms(void);       /* wall clock */
-int64_t gp_st_mono_ms(void);      /* monotonic clock */
 char *gp_st_path(const char *dir, const char *name); /* malloc'd dir/name, NULL on ENOMEM */
 /* Makes sure ser[] holds id (zeroed new entries). GP_OK or GP_ENOMEM. */
 int gp_st_ser_reserve(struct gp_store *s, uint32_t id);

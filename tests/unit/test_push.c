@@ -395,7 +395,7 @@ static void test_config_errors(void)
     expect_start_error(&o, GP_ECONFIG, "cannot read push_bearer_token_file '/nonexistent'");
     o.bearer_token_file = NULL;
     o.bearer_token = "two words";
-    expect_start_error(&o, GP_ECONFIG, "blank or control character");
+    expect_start_error(&o, GP_ECONFIG, "push_bearer_token must be visible ASCII characters without spaces");
     o.bearer_token = NULL;
     char dir[600];
     gp_test_write_file(gp_test_tmpdir(), "plainfile", "x");

@@ -7,6 +7,7 @@
 #include "agent/config.h"
 #include "lib/err.h"
 #include "server/auth.h"
+#include "lib/token.h"
 #include "server/config.h"
 #include "test.h"
 
@@ -178,34 +179,34 @@ static void test_token_files(void)
     char out[GP_SERVER_TOKEN_LEN], err[256], p[600];
     gp_test_write_file(d, "ok", "tok-123_ABC\n");
     snprintf(p, sizeof p, "%s/ok", d);
-    CHECK_INT(gp_auth_load_token("", p, "write_token", out, sizeof out, err, sizeof err), GP_OK);
+    CHECK_INT(gp_token_load("", p, "write_token", out, sizeof out, err, sizeof err), GP_OK);
     CHECK_STR(out, "tok-123_ABC");
-    CHECK_INT(gp_auth_load_token("inline", p, "write_token", out, sizeof out, err, sizeof err), GP_OK);
+    CHECK_INT(gp_token_load("inline", p, "write_token", out, sizeof out, err, sizeof err), GP_OK);
     CHECK_STR(out, "inline");
-    CHECK_INT(gp_auth_load_token("", "", "write_token", out, sizeof out, err, sizeof err), GP_OK);
+    CHECK_INT(gp_token_load("", "", "write_token", out, sizeof out, err, sizeof err), GP_OK);
     CHECK_STR(out, "");
     gp_test_write_file(d, "crlf", "abc \r\nsecond line\n");
     snprintf(p, sizeof p, "%s/crlf", d);
-    CHECK_INT(gp_auth_load_token("", p, "read_token", out, sizeof out, err, sizeof err), GP_OK);
+    CHECK_INT(gp_token_load("", p, "read_token", out, sizeof out, err, sizeof err), GP_OK);
     CHECK_STR(out, "abc");
     gp_test_write_file(d, "empty", "\n");
     snprintf(p, sizeof p, "%s/empty", d);
-    CHECK_INT(gp_auth_load_token("", p, "read_token", out, sizeof out, err, sizeof err), GP_ECONFIG);
+    CHECK_INT(gp_token_load("", p, "read_token", out, sizeof out, err, sizeof err), GP_ECONFIG);
     CHECK_CONTAINS(err, "is empty");
     gp_test_write_file(d, "space", "a b\n");
     snprintf(p, sizeof p, "%s/space", d);
-    CHECK_INT(gp_auth_load_token("", p, "read_token", out, sizeof out, err, sizeof err), GP_ECONFIG);
+    CHECK_INT(gp_token_load("", p, "read_token", out, sizeof out, err, sizeof err), GP_ECONFIG);
     CHECK_CONTAINS(err, "without spaces");
     static char big[1000];
     memset(big, 'x', sizeof big - 1);
     gp_test_write_file(d, "big", big);
     snprintf(p, sizeof p, "%s/big", d);
-    CHECK_INT(gp_auth_load_token("", p, "read_token", out, sizeof out, err, sizeof err), GP_ECONFIG);
+    CHECK_INT(gp_token_load("", p, "read_token", out, sizeof out, err, sizeof err), GP_ECONFIG);
     CHECK_CONTAINS(err, "too long");
     snprintf(p, sizeof p, "%s/absent", d);
-    CHECK_INT(gp_auth_load_token("", p, "read_token", out, sizeof out, err, sizeof err), GP_ECONFIG);
+    CHECK_INT(gp_token_load("", p, "read_token", out, sizeof out, err, sizeof err), GP_ECONFIG);
     CHECK_CONTAINS(err, "cannot read read_token_file");
-    CHECK_INT(gp_auth_load_token(big, "", "read_token", out, sizeof out, err, sizeof err), GP_ECONFIG);
+    CHECK_INT(gp_token_load(big, "", "read_token", out, sizeof out, err, sizeof err), GP_ECONFIG);
 }
 
 static void test_loopback_rule(void)
