@@ -4,7 +4,8 @@
  * Storage and wire formats keep values bit-exact (NaN payloads, the
  * Prometheus stale marker 0x7ff0000000000002, -0.0), so they move raw
  * bits, not doubles. Also the little-endian integer fields of gpulse's
- * on-disk records (segment framing, store files, the push buffer).
+ * on-disk records (segment framing, store files, the push buffer), and
+ * the mixing step of the store's hashes.
  */
 #ifndef GP_BITS_H
 #define GP_BITS_H
@@ -46,6 +47,18 @@ static inline uint32_t gp_get_le32(const uint8_t *p)
 static inline uint64_t gp_get_le64(const uint8_t *p)
 {
     return (uint64_t)gp_get_le32(p) | (uint64_t)gp_get_le32(p + 4) << 32;
+}
+
+/* A 64-bit finalizer (the well-known MurmurHash3 fmix64 constants): every
+ * input bit affects every output bit. Hash tables mix their keys with it. */
+static inline uint64_t gp_mix64(uint64_t h)
+{
+    h ^= h >> 33;
+    h *= UINT64_C(0xff51afd7ed558ccd);
+    h ^= h >> 33;
+    h *= UINT64_C(0xc4ceb9fe1a85ec53);
+    h ^= h >> 33;
+    return h;
 }
 
 #endif

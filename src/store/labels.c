@@ -22,6 +22,7 @@
  */
 #include "store/labels.h"
 
+#include "lib/bits.h"
 #include "lib/err.h"
 #include "lib/varint.h"
 
@@ -172,16 +173,6 @@ static inline uint64_t round64(uint64_t acc, uint64_t w)
     return acc * K1;
 }
 
-static inline uint64_t fmix64(uint64_t h)
-{
-    h ^= h >> 33;
-    h *= UINT64_C(0xff51afd7ed558ccd);
-    h ^= h >> 33;
-    h *= UINT64_C(0xc4ceb9fe1a85ec53);
-    h ^= h >> 33;
-    return h;
-}
-
 uint64_t gp_labels_hash(const uint8_t *p, size_t len)
 {
     /* Four lanes over 32-byte stripes: each lane's chain is ~5 cycles per
@@ -219,5 +210,5 @@ uint64_t gp_labels_hash(const uint8_t *p, size_t len)
         t |= (uint64_t)p[i] << (8 * i);
     d = round64(d, t);
     uint64_t h = rotl64(a, 1) + rotl64(b, 7) + rotl64(c, 12) + rotl64(d, 18);
-    return fmix64(h ^ ((uint64_t)len * K2));
+    return gp_mix64(h ^ ((uint64_t)len * K2));
 }

@@ -39,6 +39,7 @@
  */
 #include "store/series.h"
 
+#include "lib/bits.h"
 #include "lib/err.h"
 #include "store/labels.h"
 
@@ -160,16 +161,6 @@ struct gp_sindex {
 
     size_t bytes;
 };
-
-static inline uint64_t fmix64(uint64_t h)
-{
-    h ^= h >> 33;
-    h *= UINT64_C(0xff51afd7ed558ccd);
-    h ^= h >> 33;
-    h *= UINT64_C(0xc4ceb9fe1a85ec53);
-    h ^= h >> 33;
-    return h;
-}
 
 static inline uint32_t rec_len(const uint8_t *rec)
 {
@@ -309,7 +300,7 @@ static uint8_t *arena_alloc(struct gp_sindex *x, size_t n)
 
 static inline uint64_t pair_hash(uint32_t name, const char *v, size_t vlen)
 {
-    return fmix64(gp_labels_hash((const uint8_t *)v, vlen) + (uint64_t)(name + 1) *
+    return gp_mix64(gp_labels_hash((const uint8_t *)v, vlen) + (uint64_t)(name + 1) *
                                                                 UINT64_C(0x9e3779b97f4a7c15));
 }
 
