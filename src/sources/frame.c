@@ -1,6 +1,8 @@
 /* frame.c - frame memory: arrays that grow, then get reused every tick. */
 #include "frame.h"
 
+#include "lib/err.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,6 +40,12 @@ const char *const gp_source_names[GP_SRC__COUNT] = {
 #undef GP_SRC_NAME_
 };
 
+const char *const gp_job_scheme_names[GP_JOB__COUNT] = {
+#define GP_JOB_SCHEME_NAME_(id, name) name,
+    GP_JOB_SCHEMES(GP_JOB_SCHEME_NAME_)
+#undef GP_JOB_SCHEME_NAME_
+};
+
 const char *gp_vendor_name(enum gp_vendor v) { return v == GP_VENDOR_AMD ? "amd" : "nvidia"; }
 
 void gp_frame_init(struct gp_frame *f) { memset(f, 0, sizeof *f); }
@@ -50,6 +58,9 @@ void gp_frame_free(struct gp_frame *f)
         free(f->gpus[i].procs);
     free(f->gpus);
     free(f->procs);
+    free(f->roots);
+    free(f->steps);
+    free(f->jobs);
     memset(f, 0, sizeof *f);
 }
 
@@ -57,6 +68,9 @@ void gp_frame_reset(struct gp_frame *f)
 {
     f->ngpus = 0;
     f->nprocs = 0;
+    f->nroots = 0;
+    f->nsteps = 0;
+    f->njobs = 0;
     memset(&f->host, 0, sizeof f->host);
 }
 
@@ -88,6 +102,7 @@ struct gp_gpu *gp_frame_add_gpu(struct gp_frame *f)
     g->procs = procs;
     g->cap_procs = cap;
     g->mig_gi = -1;
+    g->job_idx = -1;
     return g;
 }
 
@@ -107,6 +122,32 @@ struct gp_gpu_proc *gp_gpu_add_proc(struct gp_gpu *g)
     struct gp_gpu_proc *p = &g->procs[g->nprocs++];
     memset(p, 0, sizeof *p);
     return p;
+}
+
+int gp_frame_add_root(struct gp_frame *f, uint32_t pid)
+{
+    if (grow((void **)&f->roots, &f->cap_roots, f->nroots + 1, sizeof *f->roots))
+        return GP_ENOMEM;
+    f->roots[f->nroots++] = pid;
+    return GP_OK;
+}
+
+struct gp_step_stats *gp_frame_add_steps(struct gp_frame *f)
+{
+    if (grow((void **)&f->steps, &f->cap_steps, f->nsteps + 1, sizeof *f->steps))
+        return NULL;
+    struct gp_step_stats *s = &f->steps[f->nsteps++];
+    memset(s, 0, sizeof *s);
+    return s;
+}
+
+struct gp_job *gp_frame_add_job(struct gp_frame *f)
+{
+    if (grow((void **)&f->jobs, &f->cap_jobs, f->njobs + 1, sizeof *f->jobs))
+        return NULL;
+    struct gp_job *j = &f->jobs[f->njobs++];
+    memset(j, 0, sizeof *j);
+    return j;
 }
 
 static int cmp_pid(const void *a, const void *b)
@@ -162,6 +203,19 @@ int gp_frame_copy(struct gp_frame *dst, const struct gp_frame *src)
     if (src->nprocs)
         memcpy(dst->procs, src->procs, src->nprocs * sizeof *src->procs);
     dst->nprocs = src->nprocs;
+    if (grow((void **)&dst->roots, &dst->cap_roots, src->nroots, sizeof *dst->roots) ||
+        grow((void **)&dst->steps, &dst->cap_steps, src->nsteps, sizeof *dst->steps) ||
+        grow((void **)&dst->jobs, &dst->cap_jobs, src->njobs, sizeof *dst->jobs))
+        return -1;
+    if (src->nroots)
+        memcpy(dst->roots, src->roots, src->nroots * sizeof *src->roots);
+    if (src->nsteps)
+        memcpy(dst->steps, src->steps, src->nsteps * sizeof *src->steps);
+    if (src->njobs)
+        memcpy(dst->jobs, src->jobs, src->njobs * sizeof *src->jobs);
+    dst->nroots = src->nroots;
+    dst->nsteps = src->nsteps;
+    dst->njobs = src->njobs;
     dst->seq = src->seq;
     dst->time_ms = src->time_ms;
     dst->tick_duration_s = src->tick_duration_s;

@@ -177,6 +177,11 @@ struct gp_gpu {
 
     unsigned nprocs, cap_procs;
     struct gp_gpu_proc *procs;
+
+    /* The job whose processes hold the most memory on this GPU (index
+     * into the frame's jobs, set by the jobs source; -1: none). Its job
+     * and rank label every series of the GPU. */
+    int job_idx;
 };
 
 static inline void gp_gpu_set(struct gp_gpu *g, enum gp_gpu_field f, double v)
@@ -232,6 +237,35 @@ struct gp_host {
     double load[3];                  /* 1, 5, 15 minutes */
 };
 
+/*
+ * Job identity (DESIGN.md "Jobs"). A process belongs to a job named, in
+ * this order, by: gpulse run's id (GPULSE_RUN_ID), GPULSE_JOB, Slurm
+ * (SLURM_JOB_ID), torchelastic (TORCHELASTIC_RUN_ID), the Kubernetes pod
+ * of its cgroup, its parent's job, else its process group. The scheme
+ * says which rule named it; it is the "scheme" label of gpulse_job_info.
+ */
+#define GP_JOB_SCHEMES(X)                                                                   \
+    X(NONE, "none") X(RUN, "gpulse_run") X(ENV, "gpulse_job") X(SLURM, "slurm")            \
+    X(TORCHELASTIC, "torchelastic") X(KUBERNETES, "kubernetes") X(PGID, "process_group")
+
+enum gp_job_scheme {
+#define GP_JOB_SCHEME_ENUM_(id, name) GP_JOB_##id,
+    GP_JOB_SCHEMES(GP_JOB_SCHEME_ENUM_)
+#undef GP_JOB_SCHEME_ENUM_
+    GP_JOB__COUNT
+};
+extern const char *const gp_job_scheme_names[GP_JOB__COUNT];
+
+#define GP_JOB_LEN 128
+
+struct gp_job_id {
+    char job[GP_JOB_LEN];   /* "" (scheme NONE): no job */
+    int32_t rank;           /* -1 when unknown */
+    int32_t local_rank;     /* -1 when unknown */
+    int32_t world_size;     /* -1 when unknown */
+    uint8_t scheme;         /* enum gp_job_scheme */
+};
+
 /* One host process. */
 struct gp_proc {
     uint32_t pid, ppid, uid;
@@ -244,10 +278,61 @@ struct gp_proc {
     uint64_t vsize_bytes;
     bool io_valid;         /* /proc/PID/io needs privileges */
     uint64_t io_read_bytes, io_write_bytes;
+    uint32_t pgid;         /* process group, field 5 of /proc/PID/stat */
+    bool followed;         /* on a GPU, a root to follow, or a descendant of one */
+    struct gp_job_id jid;  /* own environment or cgroup (procfs); inherited by the jobs source */
+};
+
+/*
+ * One job (or one rank of it) on this node: the processes that share a
+ * gp_job_id, summed by the jobs source after procfs. CPU time counts the
+ * processes that have exited too, so it never goes down.
+ */
+struct gp_job {
+    struct gp_job_id id;
+    double start_time_s;      /* earliest start of its processes, epoch seconds */
+    unsigned nprocs;          /* live processes in the tree */
+    double cpu_seconds;       /* user + system, live and exited processes */
+    uint64_t rss_bytes;       /* resident memory of the live processes */
+    unsigned ngpus;           /* GPUs where it holds memory or runs */
+    bool gpu_mem_valid, sm_valid;
+    uint64_t gpu_memory_bytes; /* summed over its processes and GPUs */
+    double sm_ratio;          /* its processes' SM share summed over GPUs (2 busy GPUs: 2) */
+};
+
+/* Allocator statistics a training process reported for one device. */
+#define GP_STEP_DEVICES 16
+struct gp_step_alloc {
+    int32_t device;           /* the framework's device index */
+    uint64_t allocated, reserved, peak; /* bytes */
+};
+
+/*
+ * What one process has reported over the step socket since it started
+ * reporting (the steps source). Totals are cumulative counters.
+ */
+struct gp_step_stats {
+    uint32_t pid;             /* the sender, from SCM_CREDENTIALS */
+    struct gp_job_id jid;     /* the sender's job (jobs source), else what the client named */
+    uint64_t steps_total;     /* step records received */
+    uint64_t last_step;       /* the caller's own step number */
+    double step_seconds_total;
+    double last_step_seconds;
+    bool data_wait_valid;
+    double data_wait_seconds_total;
+    double samples_total, tokens_total;
+    bool loss_valid;
+    double loss;              /* the last loss reported */
+    uint64_t target_steps;    /* steps the job means to run; 0: not said */
+    int64_t last_ms;          /* wall clock of the last record */
+    uint64_t lost_total;      /* records lost: unsent by the client, or missing by sequence */
+    unsigned nalloc;
+    struct gp_step_alloc alloc[GP_STEP_DEVICES];
 };
 
 /* Source ids: index of per-source counters in the frame. */
-#define GP_SOURCES(X) X(NVML, "nvml") X(AMDGPU, "amdgpu") X(PROCFS, "procfs") X(SIMULATE, "simulate")
+#define GP_SOURCES(X) X(NVML, "nvml") X(AMDGPU, "amdgpu") X(PROCFS, "procfs") X(SIMULATE, "simulate") \
+    X(STEPS, "steps") X(JOBS, "jobs")
 
 enum gp_source_id {
 #define GP_SRC_ENUM_(id, name) GP_SRC_##id,
@@ -276,6 +361,18 @@ struct gp_frame {
 
     struct gp_host host;
     struct gp_source_stat src[GP_SRC__COUNT];
+
+    /* pids procfs follows (with their descendants) besides the GPU
+     * processes: step reporters, gpulse run's child. Filled by the
+     * sources that sample before procfs. */
+    unsigned nroots, cap_roots;
+    uint32_t *roots;
+
+    unsigned nsteps, cap_steps;  /* one per reporting process, by pid */
+    struct gp_step_stats *steps;
+
+    unsigned njobs, cap_jobs;    /* one per job id (job + rank) on this node */
+    struct gp_job *jobs;
 };
 
 /* Label values of the enums above, shared by every output. */
@@ -301,6 +398,11 @@ struct gp_gpu *gp_frame_add_gpu(struct gp_frame *f);
 struct gp_proc *gp_frame_add_proc(struct gp_frame *f);
 /* Appends a zeroed per-GPU process. NULL when out of memory. */
 struct gp_gpu_proc *gp_gpu_add_proc(struct gp_gpu *g);
+/* Appends a pid to follow. GP_OK or GP_ENOMEM. */
+int gp_frame_add_root(struct gp_frame *f, uint32_t pid);
+/* Appends a zeroed step record / job. NULL when out of memory. */
+struct gp_step_stats *gp_frame_add_steps(struct gp_frame *f);
+struct gp_job *gp_frame_add_job(struct gp_frame *f);
 /* Finds a host process by pid (binary search: procs are sorted by pid
  * after gp_frame_sort_procs()). NULL if absent. */
 const struct gp_proc *gp_frame_find_proc(const struct gp_frame *f, uint32_t pid);

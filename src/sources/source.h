@@ -29,6 +29,9 @@ struct gp_source_config {
     int64_t interval_ms;      /* sampling interval */
     bool gpm;                 /* NVML GPM (profiling metrics) on Hopper+ */
     bool all_processes;       /* procfs: read every process each tick, not only GPU process trees */
+    const char *steps_socket; /* steps: path of the step datagram socket; NULL or "": none */
+    const uint32_t *follow;   /* procfs: pids followed with their descendants besides the GPU */
+    size_t nfollow;           /*   processes (gpulse run's child); the array outlives the source */
 };
 
 struct gp_source_ops {
@@ -55,5 +58,7 @@ extern const struct gp_source_ops gp_source_nvml;
 extern const struct gp_source_ops gp_source_amdgpu;
 extern const struct gp_source_ops gp_source_procfs;
 extern const struct gp_source_ops gp_source_simulate;
+extern const struct gp_source_ops gp_source_steps;
+extern const struct gp_source_ops gp_source_jobs;
 
 #endif
