@@ -74,14 +74,19 @@ static void render_metrics(const struct gp_frame *f, const struct gp_agent_stats
     gp_buf_append(c->out, a->metrics.data, a->metrics.len);
 }
 
-/* The sampler's hook: each tick, exactly once, as /metrics will show it. */
-static void push_tick(const struct gp_frame *f, const struct gp_agent_stats *st, void *arg)
+/* The sampler's hook: each tick, exactly once, as /metrics will show it;
+ * then the embedder's own hook. */
+static void after_tick(const struct gp_frame *f, const struct gp_agent_stats *st, void *arg)
 {
     struct gp_agent *a = arg;
-    pthread_mutex_lock(&a->cache_mu);
-    if (refresh_cache(a, f, st) == GP_OK)
-        gp_push_tick(a->push, a->metrics.data, a->metrics.len, f->time_ms);
-    pthread_mutex_unlock(&a->cache_mu);
+    if (a->push) {
+        pthread_mutex_lock(&a->cache_mu);
+        if (refresh_cache(a, f, st) == GP_OK)
+            gp_push_tick(a->push, a->metrics.data, a->metrics.len, f->time_ms);
+        pthread_mutex_unlock(&a->cache_mu);
+    }
+    if (a->embed.tick_hook)
+        a->embed.tick_hook(f, st, a->embed.tick_ctx);
 }
 
 static void render_snapshot(const struct gp_frame *f, const struct gp_agent_stats *st, void *arg)
@@ -182,6 +187,8 @@ int gp_agent_start_embedded(struct gp_agent **out, const struct gp_agent_config 
         .interval_ms = a->cfg.interval_ms,
         .gpm = a->cfg.gpm,
         .all_processes = !strcmp(a->cfg.process_series, "all"),
+        .follow = e->follow,
+        .nfollow = e->nfollow,
     };
     int rc;
     if (sc.simulate)
@@ -208,9 +215,9 @@ int gp_agent_start_embedded(struct gp_agent **out, const struct gp_agent_config 
             .max_backoff_ms = a->cfg.push_max_backoff_ms,
         };
         rc = gp_push_start(&a->push, &po, err, errlen);
-        if (!rc)
-            gp_sampler_set_hook(a->sampler, push_tick, a);
     }
+    if (!rc && (a->push || e->tick_hook))
+        gp_sampler_set_hook(a->sampler, after_tick, a);
     if (!rc)
         rc = gp_sampler_run(a->sampler, err, errlen);
     if (rc) {

@@ -5,6 +5,7 @@
 #define GP_AGENT_H
 
 #include "agent/config.h"
+#include "agent/sampler.h"
 #include "lib/buf.h"
 
 #include <stdint.h>
@@ -34,6 +35,12 @@ struct gp_agent_embed {
     int no_http;
     gp_agent_local_write write; /* NULL: no in-process target */
     void *write_ctx;
+    /* `gpulse run`: called on the sampling thread after every tick (after
+     * the push), with the frame just published; must not block for long. */
+    gp_sampler_hook tick_hook;
+    void *tick_ctx;
+    const uint32_t *follow;     /* pids procfs follows with their descendants */
+    size_t nfollow;             /*   (the array outlives the agent) */
 };
 int gp_agent_start_embedded(struct gp_agent **out, const struct gp_agent_config *c,
                             const struct gp_agent_embed *e, char *err, size_t errlen);

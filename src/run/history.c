@@ -1,0 +1,664 @@
+/* history.c - see history.h. */
+#include "history.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#define MIB 1048576.0
+#define GIB 1073741824.0
+
+/* Step-time histogram: buckets of 1 % from 1 us to ~1e5 s. */
+#define STEP_MIN_S 1e-6
+#define STEP_RATIO 1.01
+#define STEP_BUCKETS 2560
+#define MAX_RANKS 256
+#define MAX_GPUS 64
+#define ACT_BINS 101 /* activity histogram, 1 % bins */
+
+struct cell {
+    double sum, max;
+    uint32_t n;
+};
+
+struct curve {
+    struct cell c[GP_HISTORY_POINTS];
+};
+
+struct hgpu {
+    char uuid[96], model[96], node[256];
+    unsigned index;
+    double mem_total;        /* bytes; 0 unknown */
+    bool saw_sm_active;      /* activity came from GPM SM active at least once */
+    double gpu_seconds;      /* ticks held by the job, weighted by their width */
+    double act_sum, act_dt;  /* time-weighted activity */
+    double peak_mem;         /* bytes */
+    bool peak_valid;
+    struct curve act, mem;
+};
+
+struct hrank {
+    int32_t rank, local_rank;
+    unsigned procs;
+    char node[256];
+};
+
+struct gp_history {
+    pthread_mutex_t mu;
+    char job[GP_JOB_LEN];
+    char *command;
+    double interval_s, price;
+    double start_s, end_s;
+    bool ended;
+    int status;
+    bool have_ru;
+    struct rusage ru;
+    char node[256];
+
+    /* points: point k covers `width` ticks starting at t[k] */
+    unsigned width, nb, in_point;
+    double t[GP_HISTORY_POINTS];
+    uint64_t ticks;
+    double last_tick_s;
+
+    struct hgpu *gpus;
+    unsigned ngpus;
+    struct curve cpu, rss, step;
+    double act_hist[ACT_BINS]; /* seconds of GPU time at each activity */
+    double act_sum, act_dt;
+
+    bool cpu_valid;
+    double cpu_seconds, prev_cpu;
+    bool prev_cpu_valid, rss_valid;
+    double rss_peak;
+    struct hrank ranks[MAX_RANKS];
+    unsigned nranks;
+    int32_t world_size;
+
+    uint64_t steps;
+    double step_sum, step_max;
+    uint32_t step_hist[STEP_BUCKETS];
+    bool has_samples, has_tokens, has_wait;
+    double samples, tokens, wait;
+    double first_start, last_end;
+
+    /* status line: steps seen at the last status, for the rate */
+    double rate_t;
+    uint64_t rate_steps;
+    double rate;
+    double last_act, last_mem, last_mem_total, last_rss;
+    bool last_act_valid, last_mem_valid;
+};
+
+static double wall_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+struct gp_history *gp_history_new(const struct gp_history_options *o)
+{
+    struct gp_history *h = calloc(1, sizeof *h);
+    if (!h)
+        return NULL;
+    h->gpus = calloc(MAX_GPUS, sizeof *h->gpus);
+    h->command = strdup(o->command ? o->command : "");
+    if (!h->gpus || !h->command) {
+        free(h->gpus);
+        free(h->command);
+        free(h);
+        return NULL;
+    }
+    pthread_mutex_init(&h->mu, NULL);
+    snprintf(h->job, sizeof h->job, "%s", o->job);
+    h->interval_s = o->interval_s > 0 ? o->interval_s : 1.0;
+    h->price = o->price_per_gpu_hour;
+    h->start_s = wall_s();
+    h->width = 1;
+    h->world_size = -1;
+    h->first_start = INFINITY;
+    h->last_end = -INFINITY;
+    h->rate_t = h->start_s;
+    return h;
+}
+
+void gp_history_free(struct gp_history *h)
+{
+    if (!h)
+        return;
+    pthread_mutex_destroy(&h->mu);
+    free(h->gpus);
+    free(h->command);
+    free(h);
+}
+
+static void cell_add(struct cell *c, double v)
+{
+    if (!isfinite(v))
+        return;
+    c->max = c->n ? fmax(c->max, v) : v;
+    c->sum += v;
+    c->n++;
+}
+
+static void curve_halve(struct curve *cv, unsigned nb)
+{
+    for (unsigned i = 0; i < nb / 2; i++) {
+        struct cell a = cv->c[2 * i], b = cv->c[2 * i + 1], m = a;
+        m.sum = a.sum + b.sum;
+        m.n = a.n + b.n;
+        m.max = !a.n ? b.max : !b.n ? a.max : fmax(a.max, b.max);
+        cv->c[i] = m;
+    }
+    memset(&cv->c[nb / 2], 0, (GP_HISTORY_POINTS - nb / 2) * sizeof cv->c[0]);
+}
+
+/* Makes room for this tick: a new point when the last one is full,
+ * merging pairs of points when every point is used. */
+static void next_point(struct gp_history *h, double now)
+{
+    if (h->nb && h->in_point < h->width) {
+        h->in_point++;
+        return;
+    }
+    if (h->nb == GP_HISTORY_POINTS) {
+        for (unsigned i = 0; i < h->nb / 2; i++)
+            h->t[i] = h->t[2 * i];
+        curve_halve(&h->cpu, h->nb);
+        curve_halve(&h->rss, h->nb);
+        curve_halve(&h->step, h->nb);
+        for (unsigned g = 0; g < h->ngpus; g++) {
+            curve_halve(&h->gpus[g].act, h->nb);
+            curve_halve(&h->gpus[g].mem, h->nb);
+        }
+        h->nb /= 2;
+        h->width *= 2;
+    }
+    h->t[h->nb++] = now;
+    h->in_point = 1;
+}
+
+static struct hgpu *find_gpu(struct gp_history *h, const struct gp_gpu *g, const char *node)
+{
+    for (unsigned i = 0; i < h->ngpus; i++)
+        if (!strcmp(h->gpus[i].uuid, g->uuid) && !strcmp(h->gpus[i].node, node))
+            return &h->gpus[i];
+    if (h->ngpus == MAX_GPUS)
+        return NULL;
+    struct hgpu *x = &h->gpus[h->ngpus++];
+    memset(x, 0, sizeof *x);
+    snprintf(x->uuid, sizeof x->uuid, "%s", g->uuid);
+    snprintf(x->model, sizeof x->model, "%s", g->model);
+    snprintf(x->node, sizeof x->node, "%s", node);
+    x->index = g->index;
+    return x;
+}
+
+static bool is_ours(const struct gp_history *h, const struct gp_frame *f, uint32_t pid)
+{
+    const struct gp_proc *p = gp_frame_find_proc(f, pid);
+    return p && !strcmp(p->jid.job, h->job);
+}
+
+/* GPU activity 0-1: SM active where the GPU has it, else coarse utilization. */
+static bool activity(const struct gp_gpu *g, double *a, bool *sm)
+{
+    *sm = gp_gpu_has(g, GPF_PROF_SM_ACTIVE);
+    if (*sm)
+        *a = g->val[GPF_PROF_SM_ACTIVE];
+    else if (gp_gpu_has(g, GPF_GPU_UTIL))
+        *a = g->val[GPF_GPU_UTIL] / 100.0;
+    else
+        return false;
+    *a = fmin(fmax(*a, 0.0), 1.0);
+    return true;
+}
+
+static double memory_total(const struct gp_gpu *g)
+{
+    if (gp_gpu_has(g, GPF_MEMORY_TOTAL))
+        return g->val[GPF_MEMORY_TOTAL];
+    if (gp_gpu_has(g, GPF_FB_USED) && gp_gpu_has(g, GPF_FB_FREE))
+        return (g->val[GPF_FB_USED] + g->val[GPF_FB_FREE] +
+                (gp_gpu_has(g, GPF_FB_RESERVED) ? g->val[GPF_FB_RESERVED] : 0)) * MIB;
+    return 0;
+}
+
+static void record_gpus(struct gp_history *h, const struct gp_frame *f, double dt, unsigned pt)
+{
+    double act_sum = 0, mem_sum = 0, total_sum = 0;
+    unsigned nact = 0, nmem = 0;
+    for (unsigned i = 0; i < f->ngpus; i++) {
+        const struct gp_gpu *g = &f->gpus[i];
+        if (g->lost)
+            continue;
+        bool held = false, mem_valid = false;
+        double mem = 0;
+        for (unsigned j = 0; j < g->nprocs; j++) {
+            if (!is_ours(h, f, g->procs[j].pid))
+                continue;
+            held = true;
+            if (g->procs[j].mem_valid) {
+                mem += (double)g->procs[j].mem_bytes;
+                mem_valid = true;
+            }
+        }
+        if (!held)
+            continue;
+        struct hgpu *x = find_gpu(h, g, g->node[0] ? g->node : f->hostname);
+        if (!x)
+            continue;
+        double total = memory_total(g);
+        if (total > 0)
+            x->mem_total = total;
+        if (!mem_valid && gp_gpu_has(g, GPF_MEMORY_USED)) {
+            mem = g->val[GPF_MEMORY_USED];
+            mem_valid = true;
+        } else if (!mem_valid && gp_gpu_has(g, GPF_FB_USED)) {
+            mem = g->val[GPF_FB_USED] * MIB;
+            mem_valid = true;
+        }
+        x->gpu_seconds += dt;
+        double a;
+        bool sm;
+        if (activity(g, &a, &sm)) {
+            x->saw_sm_active |= sm;
+            x->act_sum += a * dt;
+            x->act_dt += dt;
+            h->act_sum += a * dt;
+            h->act_dt += dt;
+            h->act_hist[(int)lround(a * (ACT_BINS - 1))] += dt;
+            cell_add(&x->act.c[pt], a);
+            act_sum += a;
+            nact++;
+        }
+        if (mem_valid) {
+            if (!x->peak_valid || mem > x->peak_mem)
+                x->peak_mem = mem;
+            x->peak_valid = true;
+            cell_add(&x->mem.c[pt], mem);
+            mem_sum += mem;
+            total_sum += x->mem_total;
+            nmem++;
+        }
+    }
+    h->last_act_valid = nact > 0;
+    h->last_act = nact ? act_sum / nact : 0;
+    h->last_mem_valid = nmem > 0;
+    h->last_mem = mem_sum;
+    h->last_mem_total = total_sum;
+}
+
+static void record_rank(struct gp_history *h, const struct gp_job *j, const char *node)
+{
+    for (unsigned i = 0; i < h->nranks; i++)
+        if (h->ranks[i].rank == j->id.rank && !strcmp(h->ranks[i].node, node)) {
+            if (j->nprocs > h->ranks[i].procs)
+                h->ranks[i].procs = j->nprocs;
+            return;
+        }
+    if (h->nranks == MAX_RANKS)
+        return;
+    struct hrank *r = &h->ranks[h->nranks++];
+    r->rank = j->id.rank;
+    r->local_rank = j->id.local_rank;
+    r->procs = j->nprocs;
+    snprintf(r->node, sizeof r->node, "%s", node);
+}
+
+static void record_host(struct gp_history *h, const struct gp_frame *f, double dt, unsigned pt)
+{
+    double cpu = 0, rss = 0;
+    bool any = false;
+    for (unsigned i = 0; i < f->njobs; i++) {
+        const struct gp_job *j = &f->jobs[i];
+        if (strcmp(j->id.job, h->job))
+            continue;
+        any = true;
+        cpu += j->cpu_seconds;
+        rss += (double)j->rss_bytes;
+        if (j->id.world_size > 0)
+            h->world_size = j->id.world_size;
+        record_rank(h, j, f->hostname);
+    }
+    if (!any)
+        return;
+    h->cpu_valid = h->rss_valid = true;
+    if (cpu > h->cpu_seconds)
+        h->cpu_seconds = cpu;
+    if (h->prev_cpu_valid && cpu >= h->prev_cpu && dt > 0)
+        cell_add(&h->cpu.c[pt], (cpu - h->prev_cpu) / dt);
+    h->prev_cpu = cpu;
+    h->prev_cpu_valid = true;
+    cell_add(&h->rss.c[pt], rss);
+    if (rss > h->rss_peak)
+        h->rss_peak = rss;
+    h->last_rss = rss;
+}
+
+void gp_history_frame(struct gp_history *h, const struct gp_frame *f)
+{
+    pthread_mutex_lock(&h->mu);
+    snprintf(h->node, sizeof h->node, "%s", f->hostname);
+    double now = (double)f->time_ms / 1000.0;
+    double dt = h->ticks ? now - h->last_tick_s : h->interval_s;
+    if (dt <= 0 || dt > 3600)
+        dt = h->interval_s;
+    h->ticks++;
+    h->last_tick_s = now;
+    next_point(h, now);
+    unsigned pt = h->nb - 1;
+    record_gpus(h, f, dt, pt);
+    record_host(h, f, dt, pt);
+    pthread_mutex_unlock(&h->mu);
+}
+
+static int step_bucket(double s)
+{
+    if (!(s > STEP_MIN_S))
+        return 0;
+    int b = (int)(log(s / STEP_MIN_S) / log(STEP_RATIO));
+    return b < 0 ? 0 : b >= STEP_BUCKETS ? STEP_BUCKETS - 1 : b;
+}
+
+void gp_history_step(struct gp_history *h, const struct gp_history_step *s)
+{
+    if (!isfinite(s->seconds) || s->seconds < 0 || !isfinite(s->t_end))
+        return;
+    pthread_mutex_lock(&h->mu);
+    h->steps++;
+    h->step_sum += s->seconds;
+    if (s->seconds > h->step_max)
+        h->step_max = s->seconds;
+    h->step_hist[step_bucket(s->seconds)]++;
+    if (s->has_samples) {
+        h->has_samples = true;
+        h->samples += s->samples;
+    }
+    if (s->has_tokens) {
+        h->has_tokens = true;
+        h->tokens += s->tokens;
+    }
+    double start = s->t_end - s->seconds;
+    if (s->has_wait) {
+        h->has_wait = true;
+        h->wait += s->wait_seconds;
+        start -= s->wait_seconds;
+    }
+    if (start < h->first_start)
+        h->first_start = start;
+    if (s->t_end > h->last_end)
+        h->last_end = s->t_end;
+    if (!h->nb)
+        next_point(h, wall_s());
+    cell_add(&h->step.c[h->nb - 1], s->seconds);
+    pthread_mutex_unlock(&h->mu);
+}
+
+void gp_history_finish(struct gp_history *h, double end_s, int status, const struct rusage *ru)
+{
+    pthread_mutex_lock(&h->mu);
+    h->ended = true;
+    h->end_s = end_s;
+    h->status = status;
+    if (ru) {
+        h->ru = *ru;
+        h->have_ru = true;
+    }
+    pthread_mutex_unlock(&h->mu);
+}
+
+static void put_duration(struct gp_buf *b, double s)
+{
+    long t = (long)s;
+    gp_buf_printf(b, "%ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
+}
+
+void gp_history_status(struct gp_history *h, struct gp_buf *out, double now_s)
+{
+    pthread_mutex_lock(&h->mu);
+    gp_buf_printf(out, "[gpulse] %s ", h->job);
+    put_duration(out, now_s - h->start_s);
+    if (now_s - h->rate_t >= 5.0 || (h->rate == 0 && h->steps && now_s > h->rate_t)) {
+        h->rate = (double)(h->steps - h->rate_steps) / (now_s - h->rate_t);
+        h->rate_t = now_s;
+        h->rate_steps = h->steps;
+    }
+    if (h->steps)
+        gp_buf_printf(out, " | step %llu (%.1f/s)", (unsigned long long)h->steps, h->rate);
+    if (h->last_act_valid)
+        gp_buf_printf(out, " | GPU %.0f%%", h->last_act * 100);
+    else
+        gp_buf_puts(out, " | no GPU");
+    if (h->last_mem_valid) {
+        gp_buf_printf(out, " | GPU mem %.1f", h->last_mem / GIB);
+        if (h->last_mem_total > 0)
+            gp_buf_printf(out, "/%.1f", h->last_mem_total / GIB);
+        gp_buf_puts(out, " GiB");
+    }
+    if (h->rss_valid)
+        gp_buf_printf(out, " | RSS %.2f GiB", h->last_rss / GIB);
+    pthread_mutex_unlock(&h->mu);
+}
+
+/* A number, or null when not finite (the document never shows NaN). */
+static json_t *num(double v) { return isfinite(v) ? json_real(v) : json_null(); }
+
+static double step_quantile(const struct gp_history *h, double q)
+{
+    uint64_t want = (uint64_t)ceil(q * (double)h->steps), seen = 0;
+    if (want < 1)
+        want = 1;
+    for (int b = 0; b < STEP_BUCKETS; b++) {
+        seen += h->step_hist[b];
+        if (seen >= want) {
+            double mid = STEP_MIN_S * pow(STEP_RATIO, b + 0.5);
+            return fmin(mid, h->step_max);
+        }
+    }
+    return h->step_max;
+}
+
+static double act_quantile(const struct gp_history *h, double q)
+{
+    double want = q * h->act_dt, seen = 0;
+    for (int b = 0; b < ACT_BINS; b++) {
+        seen += h->act_hist[b];
+        if (seen >= want - 1e-9 && h->act_hist[b] > 0)
+            return b / (double)(ACT_BINS - 1);
+    }
+    return 1.0;
+}
+
+static json_t *curve_json(const struct gp_history *h, const struct curve *cv, bool use_max)
+{
+    json_t *a = json_array();
+    for (unsigned i = 0; i < h->nb; i++) {
+        const struct cell *c = &cv->c[i];
+        json_array_append_new(a, c->n ? num(use_max ? c->max : c->sum / c->n) : json_null());
+    }
+    return a;
+}
+
+static json_t *times_json(const struct gp_history *h)
+{
+    json_t *a = json_array();
+    for (unsigned i = 0; i < h->nb; i++)
+        json_array_append_new(a, json_real(h->t[i] - h->start_s));
+    return a;
+}
+
+static void put_state(const struct gp_history *h, json_t *d)
+{
+    if (!h->ended) {
+        json_object_set_new(d, "state", json_string("running"));
+        json_object_set_new(d, "exit_status", json_null());
+        json_object_set_new(d, "signal", json_null());
+        return;
+    }
+    int st = h->status;
+    bool sig = WIFSIGNALED(st);
+    int code = sig ? 128 + WTERMSIG(st) : WIFEXITED(st) ? WEXITSTATUS(st) : 1;
+    json_object_set_new(d, "state", json_string(sig ? "killed" : code ? "failed" : "finished"));
+    json_object_set_new(d, "exit_status", json_integer(code));
+    json_object_set_new(d, "signal", sig ? json_integer(WTERMSIG(st)) : json_null());
+}
+
+static json_t *gpus_json(const struct gp_history *h, double *gpu_s, double *peak, double *peak_ratio)
+{
+    json_t *a = json_array();
+    *gpu_s = 0;
+    *peak = NAN;
+    *peak_ratio = NAN;
+    for (unsigned i = 0; i < h->ngpus; i++) {
+        const struct hgpu *x = &h->gpus[i];
+        json_t *o = json_object();
+        char idx[16];
+        snprintf(idx, sizeof idx, "%u", x->index);
+        json_object_set_new(o, "node", json_string(x->node));
+        json_object_set_new(o, "gpu", json_string(idx));
+        json_object_set_new(o, "uuid", json_string(x->uuid));
+        json_object_set_new(o, "model", json_string(x->model));
+        json_object_set_new(o, "memory_total_bytes", x->mem_total > 0 ? json_real(x->mem_total) : json_null());
+        json_object_set_new(o, "peak_memory_bytes", x->peak_valid ? json_real(x->peak_mem) : json_null());
+        double ratio = x->peak_valid && x->mem_total > 0 ? x->peak_mem / x->mem_total : NAN;
+        json_object_set_new(o, "peak_memory_ratio", num(ratio));
+        json_object_set_new(o, "activity_avg", x->act_dt > 0 ? json_real(x->act_sum / x->act_dt) : json_null());
+        json_object_set_new(o, "activity_source",
+                            x->act_dt > 0 ? json_string(x->saw_sm_active ? "sm_active" : "gpu_util") : json_null());
+        json_object_set_new(o, "gpu_seconds", json_real(x->gpu_seconds));
+        json_array_append_new(a, o);
+        *gpu_s += x->gpu_seconds;
+        if (x->peak_valid && (isnan(*peak) || x->peak_mem > *peak))
+            *peak = x->peak_mem;
+        if (isfinite(ratio) && (isnan(*peak_ratio) || ratio > *peak_ratio))
+            *peak_ratio = ratio;
+    }
+    return a;
+}
+
+static json_t *totals_json(const struct gp_history *h, double wall, json_t *gpus_out)
+{
+    json_t *t = json_object();
+    double gpu_s, peak, peak_ratio;
+    json_t *gpus = gpus_json(h, &gpu_s, &peak, &peak_ratio);
+    json_object_set_new(t, "gpu_seconds", json_real(gpu_s));
+    json_object_set_new(t, "gpu_hours", json_real(gpu_s / 3600));
+    bool act = h->act_dt > 0;
+    json_object_set_new(t, "activity_avg", act ? json_real(h->act_sum / h->act_dt) : json_null());
+    json_object_set_new(t, "activity_p50", act ? json_real(act_quantile(h, 0.5)) : json_null());
+    json_object_set_new(t, "activity_p90", act ? json_real(act_quantile(h, 0.9)) : json_null());
+    json_object_set_new(t, "activity_p99", act ? json_real(act_quantile(h, 0.99)) : json_null());
+    json_object_set_new(t, "peak_gpu_memory_bytes", num(peak));
+    json_object_set_new(t, "peak_gpu_memory_ratio", num(peak_ratio));
+
+    /* The kernel's accounting of the reaped command is exact; samples miss
+     * what happened between ticks and after the last one. */
+    double cpu = h->cpu_valid ? h->cpu_seconds : NAN, rss = h->rss_valid ? h->rss_peak : NAN;
+    if (h->have_ru) {
+        double ru_cpu = (double)h->ru.ru_utime.tv_sec + (double)h->ru.ru_utime.tv_usec / 1e6 +
+                        (double)h->ru.ru_stime.tv_sec + (double)h->ru.ru_stime.tv_usec / 1e6;
+        double ru_rss = (double)h->ru.ru_maxrss * 1024.0;
+        cpu = isnan(cpu) ? ru_cpu : fmax(cpu, ru_cpu);
+        rss = isnan(rss) ? ru_rss : fmax(rss, ru_rss);
+    }
+    json_object_set_new(t, "host_cpu_seconds", num(cpu));
+    json_object_set_new(t, "host_cpu_avg_cores", num(wall > 0 ? cpu / wall : NAN));
+    json_object_set_new(t, "host_rss_peak_bytes", num(rss));
+
+    double span = h->steps ? h->last_end - h->first_start : NAN;
+    bool rate = h->steps && span > 0;
+    json_object_set_new(t, "steps", json_integer((json_int_t)h->steps));
+    json_object_set_new(t, "samples", h->has_samples ? json_real(h->samples) : json_null());
+    json_object_set_new(t, "tokens", h->has_tokens ? json_real(h->tokens) : json_null());
+    json_object_set_new(t, "stepping_seconds", rate ? json_real(span) : json_null());
+    json_object_set_new(t, "samples_per_second", rate && h->has_samples ? json_real(h->samples / span) : json_null());
+    json_object_set_new(t, "tokens_per_second", rate && h->has_tokens ? json_real(h->tokens / span) : json_null());
+    json_object_set_new(t, "steps_per_second", rate ? json_real((double)h->steps / span) : json_null());
+    if (h->steps) {
+        json_t *s = json_object();
+        json_object_set_new(s, "mean", json_real(h->step_sum / (double)h->steps));
+        json_object_set_new(s, "p50", json_real(step_quantile(h, 0.5)));
+        json_object_set_new(s, "p90", json_real(step_quantile(h, 0.9)));
+        json_object_set_new(s, "p99", json_real(step_quantile(h, 0.99)));
+        json_object_set_new(s, "max", json_real(h->step_max));
+        json_object_set_new(t, "step_seconds", s);
+    } else {
+        json_object_set_new(t, "step_seconds", json_null());
+    }
+    double busy = h->step_sum + h->wait;
+    json_object_set_new(t, "data_wait_ratio", h->has_wait && busy > 0 ? json_real(h->wait / busy) : json_null());
+    json_object_set_new(t, "price_per_gpu_hour", h->price > 0 ? json_real(h->price) : json_null());
+    json_object_set_new(t, "cost", h->price > 0 ? json_real(gpu_s / 3600 * h->price) : json_null());
+    json_object_set_new(t, "currency", json_string("USD"));
+    json_array_extend(gpus_out, gpus);
+    json_decref(gpus);
+    return t;
+}
+
+static json_t *series_json(const struct gp_history *h)
+{
+    json_t *s = json_object(), *gpus = json_array();
+    for (unsigned i = 0; i < h->ngpus; i++) {
+        json_t *o = json_object();
+        json_object_set_new(o, "uuid", json_string(h->gpus[i].uuid));
+        json_object_set_new(o, "node", json_string(h->gpus[i].node));
+        json_object_set_new(o, "t", times_json(h));
+        json_object_set_new(o, "activity", curve_json(h, &h->gpus[i].act, false));
+        json_object_set_new(o, "memory_bytes", curve_json(h, &h->gpus[i].mem, true));
+        json_array_append_new(gpus, o);
+    }
+    json_object_set_new(s, "gpus", gpus);
+    json_t *steps = json_object();
+    json_object_set_new(steps, "t", times_json(h));
+    json_object_set_new(steps, "seconds", curve_json(h, &h->step, false));
+    json_object_set_new(s, "steps", steps);
+    json_t *host = json_object();
+    json_object_set_new(host, "t", times_json(h));
+    json_object_set_new(host, "cpu_cores", curve_json(h, &h->cpu, false));
+    json_object_set_new(host, "rss_bytes", curve_json(h, &h->rss, true));
+    json_object_set_new(s, "host", host);
+    return s;
+}
+
+json_t *gp_history_document(struct gp_history *h)
+{
+    pthread_mutex_lock(&h->mu);
+    json_t *d = json_object();
+    double end = h->ended ? h->end_s : wall_s();
+    double wall = end - h->start_s;
+    json_object_set_new(d, "id", json_string(h->job));
+    json_object_set_new(d, "scheme", json_string(gp_job_scheme_names[GP_JOB_RUN]));
+    json_object_set_new(d, "command", json_string(h->command));
+    put_state(h, d);
+    json_object_set_new(d, "start", json_real(h->start_s));
+    json_object_set_new(d, "end", h->ended ? json_real(h->end_s) : json_null());
+    json_object_set_new(d, "wall_seconds", json_real(wall));
+
+    json_t *nodes = json_array(), *ranks = json_array();
+    if (h->ticks)
+        json_array_append_new(nodes, json_string(h->node));
+    for (unsigned i = 0; i < h->nranks; i++) {
+        const struct hrank *r = &h->ranks[i];
+        json_t *o = json_object();
+        json_object_set_new(o, "rank", r->rank >= 0 ? json_integer(r->rank) : json_null());
+        json_object_set_new(o, "node", json_string(r->node));
+        json_object_set_new(o, "local_rank", r->local_rank >= 0 ? json_integer(r->local_rank) : json_null());
+        json_object_set_new(o, "processes", json_integer(r->procs));
+        json_array_append_new(ranks, o);
+    }
+    json_object_set_new(d, "nodes", nodes);
+    json_object_set_new(d, "ranks", ranks);
+    json_object_set_new(d, "world_size", h->world_size > 0 ? json_integer(h->world_size) : json_null());
+    json_t *gpus = json_array();
+    json_t *totals = totals_json(h, wall, gpus);
+    json_object_set_new(d, "gpus", gpus);
+    json_object_set_new(d, "totals", totals);
+    json_object_set_new(d, "series", series_json(h));
+    json_object_set_new(d, "advice", json_array());
+    pthread_mutex_unlock(&h->mu);
+    return d;
+}

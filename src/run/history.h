@@ -1,0 +1,70 @@
+/*
+ * history.h - what `gpulse run` remembers of its job, and the job
+ * document (docs/jobs.md) built from it.
+ *
+ * Two feeds: every sampling tick (the frame: the job's GPUs, found by the
+ * job label of the processes on them, and the job's host processes from
+ * the jobs source) and every step record the training code sends. Steps
+ * are kept exactly where it matters for trust (count, sums, max) and in a
+ * log histogram of 1 % buckets for percentiles, so a ten-day run costs
+ * the same memory as a ten-minute one. Curves are kept at most
+ * GP_HISTORY_POINTS points: when full, neighbouring points are merged
+ * (mean of activity, CPU and step time; max of memory) and each point
+ * covers twice as many ticks from then on.
+ *
+ * Feeds and readers may run on different threads: every call takes the
+ * history's own lock.
+ */
+#ifndef GP_RUN_HISTORY_H
+#define GP_RUN_HISTORY_H
+
+#include "lib/buf.h"
+#include "sources/frame.h"
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <sys/resource.h>
+
+#define GP_HISTORY_POINTS 512
+
+struct gp_history;
+
+struct gp_history_options {
+    const char *job;           /* the job id the processes carry */
+    const char *command;       /* shown in the report */
+    double interval_s;         /* sampling interval (the first tick's width) */
+    double price_per_gpu_hour; /* 0: no price configured, cost is null */
+};
+
+/* One step as the training code reported it. */
+struct gp_history_step {
+    double t_end;              /* epoch seconds the step ended (arrival when not sent) */
+    double seconds;            /* the step's own duration */
+    bool has_samples, has_tokens, has_wait;
+    double samples, tokens;
+    double wait_seconds;       /* time before the step spent waiting for data */
+};
+
+/* A new history starting now. NULL when out of memory. The caller frees it. */
+struct gp_history *gp_history_new(const struct gp_history_options *o);
+void gp_history_free(struct gp_history *h); /* accepts NULL */
+
+/* Records one tick. */
+void gp_history_frame(struct gp_history *h, const struct gp_frame *f);
+
+/* Records one step. */
+void gp_history_step(struct gp_history *h, const struct gp_history_step *s);
+
+/* The command ended at end_s with waitpid status and its rusage (its
+ * waited-for descendants included): exact CPU time and peak RSS. */
+void gp_history_finish(struct gp_history *h, double end_s, int status, const struct rusage *ru);
+
+/* One status line (no newline): elapsed, steps and rate, GPU activity and
+ * memory, host RSS. */
+void gp_history_status(struct gp_history *h, struct gp_buf *out, double now_s);
+
+/* The job document (docs/jobs.md); the caller owns the reference. NULL
+ * when out of memory. */
+json_t *gp_history_document(struct gp_history *h);
+
+#endif
