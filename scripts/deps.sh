@@ -8,8 +8,9 @@ build_pkgs=(gcc make pkg-config libc6-dev libmicrohttpd-dev libjansson-dev libya
 # Tests: the real Prometheus (scraper + promtool), curl to talk HTTP,
 # python3 for the small protocol checks, node_exporter for the benchmark,
 # VictoriaMetrics as a second real remote-write receiver and query peer,
-# openssl to make a throwaway certificate for the TLS test.
-test_pkgs=(prometheus curl python3 prometheus-node-exporter procps victoria-metrics openssl)
+# openssl to make a throwaway certificate for the TLS test, PyTorch (CPU)
+# for real training loops under `gpulse run`.
+test_pkgs=(prometheus curl python3 prometheus-node-exporter procps victoria-metrics openssl python3-torch)
 
 want=("${build_pkgs[@]}")
 [ "${1:-build}" = test ] && want+=("${test_pkgs[@]}")

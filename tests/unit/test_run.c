@@ -1,6 +1,7 @@
 /* test_run.c - gpulse run's parts: the gated child and the job history. */
 #include "run/child.h"
 #include "run/history.h"
+#include "run/run_config.h"
 
 #include "lib/err.h"
 #include "test.h"
@@ -330,7 +331,91 @@ static void test_history_status_line(void)
     gp_history_free(h);
 }
 
+static char *read_text(const char *rel)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/../../%s", GP_TEST_DATA_DIR, rel);
+    FILE *f = fopen(path, "r");
+    CHECK(f);
+    static char text[1 << 20];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    text[n] = '\0';
+    fclose(f);
+    return text;
+}
+
+/* docs/config.md and gpulse.example.yaml name every run key, and the
+ * example's run: and agent: sections make a valid run configuration. */
+static void test_docs_name_every_key(void)
+{
+    static const char *const keys[] = {
+#define GP_DOC_KEY_(field, yaml, flag, type, def, help) yaml,
+        GP_RUN_KEYS(GP_DOC_KEY_)
+#undef GP_DOC_KEY_
+    };
+    const char *sec = strstr(read_text("docs/config.md"), "## Run");
+    CHECK(sec);
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        char needle[80];
+        snprintf(needle, sizeof needle, "| `%s` |", keys[i]);
+        if (!strstr(sec, needle))
+            gp_test_fail(__FILE__, __LINE__, "docs/config.md's run section lacks %s", needle);
+    }
+    const char *ex = strstr(read_text("gpulse.example.yaml"), "\nrun:\n");
+    CHECK(ex);
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        char needle[80];
+        snprintf(needle, sizeof needle, "\n  %s:", keys[i]);
+        if (!strstr(ex, needle))
+            gp_test_fail(__FILE__, __LINE__, "gpulse.example.yaml's run section lacks %s", keys[i]);
+    }
+    struct gp_run_config r;
+    struct gp_agent_config a;
+    gp_run_config_defaults(&r, &a);
+    struct gp_cfg_section s[2] = {gp_run_cfg_section(&r), gp_agent_cfg_section(&a)};
+    char err[512], path[1024];
+    double price;
+    snprintf(path, sizeof path, "%s/../../gpulse.example.yaml", GP_TEST_DATA_DIR);
+    CHECK_INT(gp_cfg_load_file(s, 2, path, err, sizeof err), GP_OK);
+    CHECK_INT(gp_run_config_validate(&r, &a, &price, err, sizeof err), GP_OK);
+}
+
+static void test_config_checks(void)
+{
+    struct gp_run_config r;
+    struct gp_agent_config a;
+    char err[512];
+    double price;
+    gp_run_config_defaults(&r, &a);
+    CHECK_STR(a.log_level, "error");
+    CHECK_INT(gp_run_config_validate(&r, &a, &price, err, sizeof err), GP_OK);
+    CHECK_DBL(price, 0, 0);
+    snprintf(r.gpu_hour_price, sizeof r.gpu_hour_price, "2.75");
+    CHECK_INT(gp_run_config_validate(&r, &a, &price, err, sizeof err), GP_OK);
+    CHECK_DBL(price, 2.75, 0);
+    const char *bad_prices[] = {"-1", "cheap", "1e400", "nan", "3$"};
+    for (size_t i = 0; i < sizeof bad_prices / sizeof bad_prices[0]; i++) {
+        snprintf(r.gpu_hour_price, sizeof r.gpu_hour_price, "%s", bad_prices[i]);
+        CHECK_INT(gp_run_config_validate(&r, &a, &price, err, sizeof err), GP_ECONFIG);
+        CHECK_CONTAINS(err, "gpu_hour_price");
+    }
+    r.gpu_hour_price[0] = '\0';
+    const char *bad_jobs[] = {"a b", "a/b", "x\"y", "tab\there", "\x01"};
+    for (size_t i = 0; i < sizeof bad_jobs / sizeof bad_jobs[0]; i++) {
+        snprintf(r.job, sizeof r.job, "%s", bad_jobs[i]);
+        CHECK_INT(gp_run_config_validate(&r, &a, &price, err, sizeof err), GP_ECONFIG);
+    }
+    snprintf(r.job, sizeof r.job, "bert-large_v2.1@team");
+    CHECK_INT(gp_run_config_validate(&r, &a, &price, err, sizeof err), GP_OK);
+    snprintf(r.server, sizeof r.server, "ftp://x");
+    CHECK_INT(gp_run_config_validate(&r, &a, &price, err, sizeof err), GP_ECONFIG);
+    snprintf(r.server, sizeof r.server, "http://127.0.0.1:9402");
+    CHECK_INT(gp_run_config_validate(&r, &a, &price, err, sizeof err), GP_OK);
+}
+
 const struct gp_test gp_tests_run[] = {
+    {"docs_name_every_key", test_docs_name_every_key},
+    {"config_checks", test_config_checks},
     {"child_exit_codes", test_child_exit_codes},
     {"child_gate_and_env", test_child_gate_and_env},
     {"child_not_found", test_child_not_found},
