@@ -589,7 +589,8 @@ static int write_doc(struct doc *d, struct gp_buf *b, char *err, size_t errlen)
             procs[nprocs++] = s;
         }
     }
-    qsort(d->g, d->ng, sizeof *d->g, gpu_cmp);
+    if (d->ng)
+        qsort(d->g, d->ng, sizeof *d->g, gpu_cmp);
     double gpu_seconds = NAN, peak = NAN, peak_ratio = NAN;
     for (size_t i = 0; i < d->ng; i++) {
         if ((rc = do_gpu(d, &d->g[i])))
@@ -603,7 +604,8 @@ static int write_doc(struct doc *d, struct gp_buf *b, char *err, size_t errlen)
         if (isfinite(ratio) && !(peak_ratio >= ratio))
             peak_ratio = ratio;
     }
-    qsort(d->act.a, d->act.n, sizeof *d->act.a, wv_cmp);
+    if (d->act.n)
+        qsort(d->act.a, d->act.n, sizeof *d->act.a, wv_cmp);
     double act_sum = 0, act_w = 0;
     for (size_t i = 0; i < d->act.n; i++)
         act_sum += d->act.a[i].v * d->act.a[i].w, act_w += d->act.a[i].w;

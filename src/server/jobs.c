@@ -30,6 +30,7 @@ struct gp_jobs {
     size_t n, cap;
     int64_t interval_ms;
     int64_t scanned_to; /* "now" of the last scan; 0 before the first */
+    uint32_t max_id;    /* newest store series id any scan has folded */
     struct gp_jobs_stats stats;
 
     pthread_mutex_t tmu; /* the thread's stop flag */
@@ -246,10 +247,15 @@ static double newest_value(struct gp_store *st, const struct gp_store_series *s,
     return NAN;
 }
 
-/* Selects {__name__ op name, job!=""} with samples in [since, +inf). */
-static int select_job_series(struct gp_store *st, enum gp_match_op op, const char *name,
-                             int64_t since, struct gp_store_selection *sel, char *err,
-                             size_t errlen)
+/*
+ * Selects {__name__ op name, job!=""} and keeps the series with samples
+ * since `since` or newer than any folded before (ids grow): a series an
+ * agent delivers late, all of it older than `since`, is still new. The
+ * selection reads only the index, so looking at all of it is cheap.
+ */
+static int select_job_series(struct gp_jobs *j, struct gp_store *st, enum gp_match_op op,
+                             const char *name, int64_t since, uint32_t *max_id,
+                             struct gp_store_selection *sel, char *err, size_t errlen)
 {
     struct gp_matcher m[2];
     memset(sel, 0, sizeof *sel);
@@ -261,11 +267,20 @@ static int select_job_series(struct gp_store *st, enum gp_match_op op, const cha
         gp_matcher_free(&m[0]);
         return rc;
     }
-    rc = gp_store_select(st, m, 2, since, INT64_MAX, sel);
+    rc = gp_store_select(st, m, 2, INT64_MIN, INT64_MAX, sel);
     gp_matcher_free(&m[0]);
     gp_matcher_free(&m[1]);
     if (rc)
         return gp_seterr(err, errlen, rc, "selecting %s: %s", name, gp_strerror(rc));
+    size_t k = 0;
+    for (size_t i = 0; i < sel->n; i++) {
+        const struct gp_store_series *x = &sel->series[i];
+        if (x->id > *max_id)
+            *max_id = x->id;
+        if (x->last_ms >= since || x->id > j->max_id)
+            sel->series[k++] = *x;
+    }
+    sel->n = k;
     return GP_OK;
 }
 
@@ -566,21 +581,25 @@ int gp_jobs_scan(struct gp_jobs *j, struct gp_store *st, int64_t now_ms, int ful
     static const char *const value_names[3] = {"gpulse_job_start_time_seconds",
                                                "gpulse_job_end_time_seconds",
                                                "gpulse_job_exit_status"};
-    int rc = select_job_series(st, GP_MATCH_EQ, "gpulse_job_info", since, &sel, err, errlen);
+    uint32_t max_id = j->max_id;
+    int rc = select_job_series(j, st, GP_MATCH_EQ, "gpulse_job_info", since, &max_id, &sel, err, errlen);
     if (rc)
         goto out;
     looked += sel.n;
     rc = fold_info(j, &sel);
     gp_store_selection_free(&sel);
     for (int k = 0; !rc && k < 3; k++) {
-        if ((rc = select_job_series(st, GP_MATCH_EQ, value_names[k], since, &sel, err, errlen)))
+        if ((rc = select_job_series(j, st, GP_MATCH_EQ, value_names[k], since, &max_id, &sel, err,
+                                    errlen)))
             break;
         looked += sel.n;
         fold_values(j, st, &sel, (enum fold_kind)k, &smp);
         gp_store_selection_free(&sel);
     }
-    if (!rc && !(rc = select_job_series(st, GP_MATCH_RE, "DCGM_FI_DEV_FB_USED|DCGM_FI_DEV_GPU_UTIL|gpulse_gpu_memory_used_bytes",
-                                        since, &sel, err, errlen))) {
+    if (!rc && !(rc = select_job_series(j, st, GP_MATCH_RE,
+                                        "DCGM_FI_DEV_FB_USED|DCGM_FI_DEV_GPU_UTIL|"
+                                        "gpulse_gpu_memory_used_bytes",
+                                        since, &max_id, &sel, err, errlen))) {
         looked += sel.n;
         rc = fold_gpus(j, &sel);
         gp_store_selection_free(&sel);
@@ -595,6 +614,7 @@ int gp_jobs_scan(struct gp_jobs *j, struct gp_store *st, int64_t now_ms, int ful
             j->v[i]->state = s, j->v[i]->dirty = 1;
     }
     j->scanned_to = now_ms;
+    j->max_id = max_id;
     rc = save(j, err, errlen);
 out:
     gp_samples_free(&smp);
