@@ -310,8 +310,8 @@ static int load(struct gp_jobs *j, char *err, size_t errlen)
     sqlite3_stmt *st = NULL;
     int rc = GP_OK;
     if (sqlite3_prepare_v2(j->db,
-                           "SELECT id, scheme, first_seen, last_seen, start_ms, end_ms, exit_status "
-                           "FROM jobs",
+                           "SELECT id, scheme, first_seen, last_seen, start_ms, end_ms, exit_status, "
+                           "state FROM jobs",
                            -1, &st, NULL) != SQLITE_OK)
         goto sqlfail;
     int r;
@@ -327,6 +327,9 @@ static int load(struct gp_jobs *j, char *err, size_t errlen)
         job->start_ms = col_int(st, 4);
         job->end_ms = col_int(st, 5);
         job->exit_status = col_int(st, 6);
+        const char *state = col_text(st, 7);
+        if (gp_job_state_parse(state, strlen(state), &job->state))
+            job->state = gp_job_state_at(job, gp_wall_ms(), j->interval_ms);
         job->dirty = 0;
     }
     sqlite3_finalize(st);
@@ -378,8 +381,6 @@ static int load(struct gp_jobs *j, char *err, size_t errlen)
     if (sqlite3_step(st) == SQLITE_ROW)
         j->scanned_to = sqlite3_column_int64(st, 0);
     sqlite3_finalize(st);
-    for (size_t i = 0; i < j->n; i++)
-        j->v[i]->state = gp_job_state_at(j->v[i], gp_wall_ms(), j->interval_ms);
     return GP_OK;
 sqlfail:
     rc = gp_seterr(err, errlen, GP_EIO, "state.db: loading jobs: %s", sqlite3_errmsg(j->db));
