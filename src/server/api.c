@@ -12,6 +12,7 @@
  *                         agg=avg|min|max|sum|count, by=l1,l2,
  *                         rollups=auto|true|false
  *   /api/v1/labels, /api/v1/label/NAME/values, /api/v1/nodes, /api/v1/gpus
+ *   /api/v1/jobs, /api/v1/jobs/ID   (jobs_api.c)
  */
 #include "server_int.h"
 
@@ -37,10 +38,14 @@ enum gp_srv_route gp_srv_route_of(const char *p)
         {"/api/v1/series", GP_SRV_R_SERIES}, {"/api/v1/labels", GP_SRV_R_LABELS},
         {"/api/v1/nodes", GP_SRV_R_NODES},   {"/api/v1/gpus", GP_SRV_R_GPUS},
         {"/api/v1/health", GP_SRV_R_HEALTH}, {"/metrics", GP_SRV_R_METRICS},
+        {"/api/v1/jobs", GP_SRV_R_JOBS},
     };
     for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
         if (!strcmp(p, fixed[i].path))
             return fixed[i].r;
+    static const char jobs[] = "/api/v1/jobs/";
+    if (!strncmp(p, jobs, sizeof jobs - 1) && p[sizeof jobs - 1])
+        return GP_SRV_R_JOB;
     static const char pre[] = "/api/v1/label/", post[] = "/values";
     size_t n = strlen(p);
     if (!strncmp(p, pre, sizeof pre - 1) && n > sizeof pre - 1 + sizeof post - 1 &&
@@ -49,10 +54,7 @@ enum gp_srv_route gp_srv_route_of(const char *p)
     return GP_SRV_R_OTHER;
 }
 
-static void bad(struct gp_http_response *resp, int status, const char *type, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static void bad(struct gp_http_response *resp, int status, const char *type, const char *fmt, ...)
+void gp_srv_bad(struct gp_http_response *resp, int status, const char *type, const char *fmt, ...)
 {
     char msg[512];
     va_list ap;
@@ -69,11 +71,11 @@ static void bad(struct gp_http_response *resp, int status, const char *type, con
 static void query_failed(struct gp_http_response *resp, int rc, const char *err)
 {
     if (rc == GP_EUSAGE || rc == GP_EPARSE || rc == GP_ETOOBIG || rc == GP_ERANGE)
-        bad(resp, 400, "bad_data", "%s", err[0] ? err : gp_strerror(rc));
+        gp_srv_bad(resp, 400, "bad_data", "%s", err[0] ? err : gp_strerror(rc));
     else if (rc == GP_ENOMEM)
-        bad(resp, 503, "unavailable", "out of memory: %s", err);
+        gp_srv_bad(resp, 503, "unavailable", "out of memory: %s", err);
     else
-        bad(resp, 500, "internal", "%s", err[0] ? err : gp_strerror(rc));
+        gp_srv_bad(resp, 500, "internal", "%s", err[0] ? err : gp_strerror(rc));
 }
 
 /* Parses an optional time parameter; 0 and the answer filled on error. */
@@ -83,7 +85,7 @@ static int time_param(const struct gp_http_request *req, struct gp_http_response
     const char *v = gp_http_query(req, name);
     if (!v || !*v) {
         if (required) {
-            bad(resp, 400, "bad_data", "missing parameter '%s'", name);
+            gp_srv_bad(resp, 400, "bad_data", "missing parameter '%s'", name);
             return 0;
         }
         *out = def;
@@ -91,7 +93,7 @@ static int time_param(const struct gp_http_request *req, struct gp_http_response
     }
     char err[256];
     if (gp_parse_time_ms(v, out, err, sizeof err)) {
-        bad(resp, 400, "bad_data", "invalid parameter '%s': %s", name, err);
+        gp_srv_bad(resp, 400, "bad_data", "invalid parameter '%s': %s", name, err);
         return 0;
     }
     return 1;
@@ -123,13 +125,13 @@ static int parse_selectors(const struct gp_http_request *req, struct gp_http_res
     for (size_t k = 0; k < 3 && names[k]; k++) {
         size_t got = gp_http_query_all(req, names[k], vals + n, API_MAX_SELECTORS - n);
         if (got > API_MAX_SELECTORS - n) {
-            bad(resp, 400, "bad_data", "too many selectors (at most %d)", API_MAX_SELECTORS);
+            gp_srv_bad(resp, 400, "bad_data", "too many selectors (at most %d)", API_MAX_SELECTORS);
             return 0;
         }
         n += got;
     }
     if (!n) {
-        bad(resp, 400, "bad_data", "no match[] parameter provided");
+        gp_srv_bad(resp, 400, "bad_data", "no match[] parameter provided");
         return 0;
     }
     for (size_t i = 0; i < n; i++) {
@@ -138,7 +140,7 @@ static int parse_selectors(const struct gp_http_request *req, struct gp_http_res
                                    sizeof err);
         if (rc) {
             selectors_free(out);
-            bad(resp, 400, "bad_data", "invalid selector '%.200s': %s", vals[i], err);
+            gp_srv_bad(resp, 400, "bad_data", "invalid selector '%.200s': %s", vals[i], err);
             return 0;
         }
         out->n++;
@@ -187,16 +189,16 @@ static void do_query_range(struct gp_store *st, const struct gp_http_request *re
     const char *step = gp_http_query(req, "step");
     char err[256] = "";
     if (!step || !*step) {
-        bad(resp, 400, "bad_data", "missing parameter 'step'");
+        gp_srv_bad(resp, 400, "bad_data", "missing parameter 'step'");
         return;
     }
     if (gp_parse_step_ms(step, &q.step_ms, err, sizeof err)) {
-        bad(resp, 400, "bad_data", "invalid parameter 'step': %s", err);
+        gp_srv_bad(resp, 400, "bad_data", "invalid parameter 'step': %s", err);
         return;
     }
     const char *agg = gp_http_query(req, "agg");
     if (gp_parse_agg(agg, &q.agg)) {
-        bad(resp, 400, "bad_data", "invalid parameter 'agg': '%.40s' (use avg, min, max, sum or count)",
+        gp_srv_bad(resp, 400, "bad_data", "invalid parameter 'agg': '%.40s' (use avg, min, max, sum or count)",
             agg);
         return;
     }
@@ -207,7 +209,7 @@ static void do_query_range(struct gp_store *st, const struct gp_http_request *re
         else if (!strcmp(roll, "false") || !strcmp(roll, "0"))
             q.rollups = 0;
         else {
-            bad(resp, 400, "bad_data", "invalid parameter 'rollups': use auto, true or false");
+            gp_srv_bad(resp, 400, "bad_data", "invalid parameter 'rollups': use auto, true or false");
             return;
         }
     }
@@ -215,11 +217,11 @@ static void do_query_range(struct gp_store *st, const struct gp_http_request *re
     const char *by = gp_http_query(req, "by");
     if (by && *by) {
         if (!q.agg) {
-            bad(resp, 400, "bad_data", "'by' needs 'agg'");
+            gp_srv_bad(resp, 400, "bad_data", "'by' needs 'agg'");
             return;
         }
         if (strlen(by) >= sizeof bybuf) {
-            bad(resp, 400, "bad_data", "parameter 'by' is too long");
+            gp_srv_bad(resp, 400, "bad_data", "parameter 'by' is too long");
             return;
         }
         strcpy(bybuf, by);
@@ -230,11 +232,11 @@ static void do_query_range(struct gp_store *st, const struct gp_http_request *re
             while (tl && t[tl - 1] == ' ')
                 t[--tl] = '\0';
             if (!valid_label_name(t)) {
-                bad(resp, 400, "bad_data", "invalid label name '%.100s' in 'by'", t);
+                gp_srv_bad(resp, 400, "bad_data", "invalid label name '%.100s' in 'by'", t);
                 return;
             }
             if (q.nby >= GP_QUERY_MAX_BY) {
-                bad(resp, 400, "bad_data", "at most %d labels in 'by'", GP_QUERY_MAX_BY);
+                gp_srv_bad(resp, 400, "bad_data", "at most %d labels in 'by'", GP_QUERY_MAX_BY);
                 return;
             }
             q.by[q.nby++] = t;
@@ -245,7 +247,7 @@ static void do_query_range(struct gp_store *st, const struct gp_http_request *re
         return;
     if (sel.n != 1) {
         selectors_free(&sel);
-        bad(resp, 400, "bad_data", "query_range takes one selector, got %zu", sel.n);
+        gp_srv_bad(resp, 400, "bad_data", "query_range takes one selector, got %zu", sel.n);
         return;
     }
     q.m = sel.m[0];
@@ -263,13 +265,13 @@ static void do_label_values(struct gp_store *st, const struct gp_http_request *r
     char name[256];
     size_t n = strlen(p) - strlen("/values");
     if (n >= sizeof name) {
-        bad(resp, 400, "bad_data", "label name too long");
+        gp_srv_bad(resp, 400, "bad_data", "label name too long");
         return;
     }
     memcpy(name, p, n);
     name[n] = '\0';
     if (!valid_label_name(name)) {
-        bad(resp, 400, "bad_data", "invalid label name '%.100s'", name);
+        gp_srv_bad(resp, 400, "bad_data", "invalid label name '%.100s'", name);
         return;
     }
     char err[256] = "";
@@ -284,7 +286,7 @@ void gp_srv_handle_api(struct gp_server *s, enum gp_srv_route route,
     resp->content_type = "application/json";
     struct gp_store *st = gp_srv_store(s);
     if (!st) {
-        bad(resp, 503, "unavailable", "the store is starting (recovering its data)");
+        gp_srv_bad(resp, 503, "unavailable", "the store is starting (recovering its data)");
         gp_http_add_header(resp, "Retry-After", "5");
         return;
     }
@@ -309,8 +311,12 @@ void gp_srv_handle_api(struct gp_server *s, enum gp_srv_route route,
     case GP_SRV_R_GPUS:
         rc = gp_query_gpus(st, &resp->body, err, sizeof err);
         break;
+    case GP_SRV_R_JOBS:
+    case GP_SRV_R_JOB:
+        gp_srv_handle_jobs(s, st, route, req, resp);
+        break;
     default:
-        bad(resp, 404, "not_found", "no such route");
+        gp_srv_bad(resp, 404, "not_found", "no such route");
         return;
     }
     if (rc)

@@ -7,6 +7,8 @@
 #include "lib/err.h"
 #include "lib/log.h"
 
+#include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const struct gp_cfg_key keys[] = {
@@ -64,11 +66,26 @@ int gp_server_config_validate(const struct gp_server_config *c, char *err, size_
         return gp_seterr(err, errlen, GP_ECONFIG, "max_series must be at least 1");
     if (c->checkpoint_interval_ms < 1000)
         return gp_seterr(err, errlen, GP_ECONFIG, "checkpoint_interval must be at least 1s");
+    if (c->jobs_scan_interval_ms < 100 || c->jobs_scan_interval_ms > 3600 * 1000)
+        return gp_seterr(err, errlen, GP_ECONFIG, "jobs_scan_interval must be between 100ms and 1h");
+    char *end;
+    double price = strtod(c->gpu_hour_price, &end);
+    if (end == c->gpu_hour_price || *end || !isfinite(price) || price < 0 || price > 1e6)
+        return gp_seterr(err, errlen, GP_ECONFIG,
+                         "gpu_hour_price must be a number of USD between 0 and 1000000, not '%s'",
+                         c->gpu_hour_price);
     enum gp_log_level lvl;
     if (gp_log_parse_level(c->log_level, &lvl))
         return gp_seterr(err, errlen, GP_ECONFIG,
                          "log_level must be debug, info, warn or error, not '%s'", c->log_level);
     return GP_OK;
+}
+
+double gp_server_config_price(const struct gp_server_config *c)
+{
+    char *end;
+    double price = strtod(c->gpu_hour_price, &end);
+    return end != c->gpu_hour_price && !*end && isfinite(price) && price > 0 ? price : 0;
 }
 
 void gp_server_config_usage(FILE *out)

@@ -38,6 +38,8 @@ struct gp_server_config {
     uint64_t max_connections;
     uint64_t max_series;
     int64_t checkpoint_interval_ms;
+    int64_t jobs_scan_interval_ms;
+    char gpu_hour_price[32]; /* decimal text; parsed by gp_server_config_price */
     char log_level[8];
 };
 
@@ -76,6 +78,10 @@ struct gp_server_config {
       "series the store holds at most; samples of new series beyond are rejected")               \
     X(checkpoint_interval_ms, "checkpoint_interval", "checkpoint-interval", DURATION, "5m",        \
       "how often the head is snapshotted and the WAL truncated")                                  \
+    X(jobs_scan_interval_ms, "jobs_scan_interval", "jobs-scan-interval", DURATION, "5s",          \
+      "how often the jobs registry is updated from new gpulse_job_* samples")                     \
+    X(gpu_hour_price, "gpu_hour_price", "gpu-hour-price", STR, "0",                                \
+      "price of one GPU-hour in USD, for the cost of jobs (0: not configured, cost is null)")     \
     X(log_level, "log_level", "log-level", STR, "info", "debug, info, warn or error")
 
 void gp_server_config_defaults(struct gp_server_config *c);
@@ -83,6 +89,10 @@ void gp_server_config_defaults(struct gp_server_config *c);
 /* Checks ranges and cross-key rules after everything is applied. GP_OK or
  * GP_ECONFIG with detail. */
 int gp_server_config_validate(const struct gp_server_config *c, char *err, size_t errlen);
+
+/* The gpu_hour_price key as a number: 0 when not configured. The key is
+ * checked by gp_server_config_validate, so this cannot fail after it. */
+double gp_server_config_price(const struct gp_server_config *c);
 
 /* The server's section, for gp_cfg_* and commands that combine roles. */
 struct gp_cfg_section gp_server_cfg_section(struct gp_server_config *c);

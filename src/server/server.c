@@ -89,6 +89,7 @@ static const char index_text[] =
     "GET  /api/v1/labels\n"
     "GET  /api/v1/label/NAME/values\n"
     "GET  /api/v1/nodes, /api/v1/gpus   inventory\n"
+    "GET  /api/v1/jobs, /api/v1/jobs/ID training jobs and their documents\n"
     "GET  /api/v1/health\n"
     "GET  /metrics                      the server's own metrics\n";
 
@@ -335,6 +336,22 @@ int gp_server_start(struct gp_server **out, const struct gp_server_config *c, ch
     gp_log(GP_LOG_INFO, "server", "store open", "data=%s series=%llu replayed_samples=%llu recovery_s=%.3f",
            c->data_dir, (unsigned long long)x.series, (unsigned long long)x.replayed_samples,
            x.replay_seconds);
+    /* The jobs registry before the store is published: handlers that see
+     * the store see the registry too. */
+    s->gpu_hour_price = gp_server_config_price(c);
+    if ((rc = gp_jobs_open(&s->jobs, c->data_dir, c->jobs_scan_interval_ms, err, errlen)) ||
+        (rc = gp_jobs_start(s->jobs, st))) {
+        if (rc == GP_ENOMEM)
+            gp_seterr(err, errlen, rc, "cannot start the jobs scanner");
+        gp_jobs_close(s->jobs);
+        s->jobs = NULL;
+        gp_store_close(st);
+        goto fail;
+    }
+    struct gp_jobs_stats js;
+    gp_jobs_stats(s->jobs, &js);
+    gp_log(GP_LOG_INFO, "server", "jobs registry open", "jobs=%llu scan_interval_ms=%lld",
+           (unsigned long long)js.jobs, (long long)c->jobs_scan_interval_ms);
     __atomic_store_n(&s->store, st, __ATOMIC_RELEASE);
     __atomic_store_n(&s->state, GP_SRV_READY, __ATOMIC_RELEASE);
     *out = s;
@@ -353,10 +370,12 @@ void gp_server_stop(struct gp_server *s)
     gp_http_stop(s->http); /* waits for running handlers */
     s->http = NULL;
     struct gp_store *st = gp_srv_store(s);
-    if (st) {
+    if (st)
         __atomic_store_n(&s->store, NULL, __ATOMIC_RELEASE);
+    gp_jobs_close(s->jobs); /* its scanner reads the store: stop it first */
+    s->jobs = NULL;
+    if (st)
         gp_store_close(st);
-    }
     pthread_mutex_destroy(&s->hook_mu);
     free(s);
 }

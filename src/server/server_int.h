@@ -9,6 +9,7 @@
 #define GP_SERVER_INT_H
 
 #include "net/http.h"
+#include "server/jobs.h"
 #include "server/server.h"
 #include "store/store.h"
 
@@ -26,6 +27,8 @@ enum gp_srv_state { GP_SRV_STARTING, GP_SRV_READY, GP_SRV_FAILED };
     X(LABEL_VALUES, "label_values")             \
     X(NODES, "nodes")                           \
     X(GPUS, "gpus")                             \
+    X(JOBS, "jobs")                             \
+    X(JOB, "job")                               \
     X(HEALTH, "health")                         \
     X(METRICS, "metrics")                       \
     X(OTHER, "other")
@@ -94,6 +97,9 @@ struct gp_server {
     uint64_t requests[GP_SRV_R_COUNT][600]; /* by status code; [0] cut off without an answer */
     struct gp_srv_hist route_hist[GP_SRV_R_COUNT];
 
+    struct gp_jobs *jobs;   /* the jobs registry; set with the store */
+    double gpu_hour_price;  /* USD, 0 when not configured */
+
     pthread_mutex_t hook_mu;
     gp_server_metrics_hook hook;
     void *hook_ctx;
@@ -122,6 +128,14 @@ void gp_srv_handle_write(struct gp_server *s, const struct gp_http_request *req,
 /* api.c: the GET routes; route is already chosen by the path. */
 void gp_srv_handle_api(struct gp_server *s, enum gp_srv_route route,
                        const struct gp_http_request *req, struct gp_http_response *resp);
+/* Answers an API error in Prometheus's envelope (replacing the body). */
+void gp_srv_bad(struct gp_http_response *resp, int status, const char *type, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* jobs_api.c: GET /api/v1/jobs and /api/v1/jobs/ID over an open store. */
+void gp_srv_handle_jobs(struct gp_server *s, struct gp_store *st, enum gp_srv_route route,
+                        const struct gp_http_request *req, struct gp_http_response *resp);
+
 /* Route of a path ("/api/v1/label/x/values" -> LABEL_VALUES), or OTHER. */
 enum gp_srv_route gp_srv_route_of(const char *path);
 

@@ -1,0 +1,161 @@
+/*
+ * jobs_api.c - GET /api/v1/jobs (the registry, filtered) and
+ * GET /api/v1/jobs/ID (the job document of docs/jobs.md, in the
+ * Prometheus-style envelope): parameters in, server/jobs.h and
+ * query/jobdoc.h out, errors in the API's error envelope.
+ *
+ *   /api/v1/jobs      state=running|finished|failed|killed|lost,
+ *                     since=TIME (seen at or after), node=NAME,
+ *                     limit=N (1..1000, default 100)
+ *   /api/v1/jobs/ID   series=0|1 (adds the series, at most 500 points)
+ *
+ * ID is the rest of the path, as the HTTP layer decoded it
+ * (percent-escapes included), so an id may hold '/', '?' or spaces when
+ * the client escapes them.
+ */
+#include "server_int.h"
+
+#include "lib/clock.h"
+#include "lib/err.h"
+#include "query/jobdoc.h"
+#include "query/query.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define JOBS_LIMIT_DEFAULT 100
+#define JOBS_LIMIT_MAX 1000
+
+static void do_list(struct gp_server *s, const struct gp_http_request *req,
+                    struct gp_http_response *resp)
+{
+    struct gp_jobs_filter f = {.state = -1, .since_ms = INT64_MIN, .node = NULL,
+                               .limit = JOBS_LIMIT_DEFAULT};
+    const char *v = gp_http_query(req, "state");
+    if (v && *v) {
+        enum gp_job_state st;
+        if (gp_job_state_parse(v, strlen(v), &st)) {
+            gp_srv_bad(resp, 400, "bad_data",
+                       "invalid parameter 'state': '%.40s' (use running, finished, failed, killed "
+                       "or lost)",
+                       v);
+            return;
+        }
+        f.state = (int)st;
+    }
+    v = gp_http_query(req, "since");
+    if (v && *v) {
+        char err[256];
+        if (gp_parse_time_ms(v, &f.since_ms, err, sizeof err)) {
+            gp_srv_bad(resp, 400, "bad_data", "invalid parameter 'since': %s", err);
+            return;
+        }
+    }
+    v = gp_http_query(req, "node");
+    if (v && *v)
+        f.node = v;
+    v = gp_http_query(req, "limit");
+    if (v) {
+        char *end;
+        errno = 0;
+        long long n = strtoll(v, &end, 10);
+        if (!*v || *end || errno || n < 1 || n > JOBS_LIMIT_MAX) {
+            gp_srv_bad(resp, 400, "bad_data",
+                       "invalid parameter 'limit': '%.40s' (a whole number from 1 to %d)", v,
+                       JOBS_LIMIT_MAX);
+            return;
+        }
+        f.limit = (size_t)n;
+    }
+    int rc = gp_jobs_list_json(s->jobs, &f, gp_wall_ms(), &resp->body);
+    if (rc == GP_ETOOBIG)
+        gp_srv_bad(resp, 400, "bad_data", "the answer is larger than %zu bytes: lower 'limit'",
+                   resp->body.max);
+    else if (rc)
+        gp_srv_bad(resp, 503, "unavailable", "out of memory listing jobs");
+}
+
+static void do_job(struct gp_server *s, struct gp_store *st, const struct gp_http_request *req,
+                   struct gp_http_response *resp)
+{
+    const char *id = gp_http_path(req) + strlen("/api/v1/jobs/");
+    int series = 0;
+    const char *v = gp_http_query(req, "series");
+    if (v && *v) {
+        if (!strcmp(v, "1") || !strcmp(v, "true"))
+            series = 1;
+        else if (strcmp(v, "0") && strcmp(v, "false")) {
+            gp_srv_bad(resp, 400, "bad_data", "invalid parameter 'series': use 0 or 1");
+            return;
+        }
+    }
+    if (strlen(id) > GP_JOB_ID_MAX) {
+        gp_srv_bad(resp, 404, "not_found", "no job with an id of %zu bytes (at most %d)", strlen(id),
+                   GP_JOB_ID_MAX);
+        return;
+    }
+    int64_t now = gp_wall_ms();
+    struct gp_job job;
+    int rc = gp_jobs_get(s->jobs, id, now, &job);
+    if (rc == GP_ENOTFOUND) {
+        gp_srv_bad(resp, 404, "not_found", "no job '%.300s'", id);
+        return;
+    }
+    if (rc) {
+        gp_srv_bad(resp, 503, "unavailable", "out of memory reading the job");
+        return;
+    }
+    struct gp_jobdoc_rank *ranks = calloc(job.nranks ? job.nranks : 1, sizeof *ranks);
+    if (!ranks) {
+        gp_job_free(&job);
+        gp_srv_bad(resp, 503, "unavailable", "out of memory reading the job");
+        return;
+    }
+    for (size_t i = 0; i < job.nranks; i++)
+        ranks[i] = (struct gp_jobdoc_rank){job.ranks[i].node, job.ranks[i].rank, job.ranks[i].local_rank};
+    int64_t start = job.start_ms != GP_JOB_NONE ? job.start_ms : job.first_ms;
+    struct gp_jobdoc_in in = {
+        .id = job.id,
+        .scheme = job.scheme,
+        .state = gp_job_state_name(job.state),
+        .start_ms = start,
+        .end_ms = job.end_ms,
+        .range_end_ms = job.end_ms != GP_JOB_NONE ? job.end_ms
+                        : job.state == GP_JOB_RUNNING ? now
+                                                       : job.last_ms,
+        .exit_status = job.exit_status,
+        .ranks = ranks,
+        .nranks = job.nranks,
+        .price_per_gpu_hour = s->gpu_hour_price,
+        .series = series,
+    };
+    char err[256] = "";
+    gp_buf_puts(&resp->body, "{\"status\":\"success\",\"data\":");
+    rc = gp_jobdoc_write(st, &in, &resp->body, err, sizeof err);
+    gp_buf_puts(&resp->body, "}\n");
+    free(ranks);
+    gp_job_free(&job);
+    if (rc == GP_ENOMEM)
+        gp_srv_bad(resp, 503, "unavailable", "%s", err);
+    else if (rc == GP_ETOOBIG)
+        gp_srv_bad(resp, 400, "bad_data", "%s: ask without series=1", err);
+    else if (rc)
+        gp_srv_bad(resp, 500, "internal", "%s", err);
+    else if (resp->body.err)
+        gp_srv_bad(resp, 400, "bad_data", "the job document is larger than %zu bytes",
+                   resp->body.max);
+}
+
+void gp_srv_handle_jobs(struct gp_server *s, struct gp_store *st, enum gp_srv_route route,
+                        const struct gp_http_request *req, struct gp_http_response *resp)
+{
+    if (!s->jobs) {
+        gp_srv_bad(resp, 503, "unavailable", "the jobs registry is not open");
+        return;
+    }
+    if (route == GP_SRV_R_JOBS)
+        do_list(s, req, resp);
+    else
+        do_job(s, st, req, resp);
+}

@@ -1,0 +1,94 @@
+/*
+ * state.c - opens and migrates <data>/state.db (state.h). The
+ * migrations are one table, applied in order from the database's
+ * user_version; add a row to change the schema, never edit a row.
+ */
+#include "server/state.h"
+
+#include "lib/err.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* migrations[i] takes a database from version i to i + 1. */
+static const char *const migrations[GP_STATE_VERSION] = {
+    /* 1: the jobs registry (server/jobs.c). Times are Unix milliseconds;
+     * NULL where unknown. Ranks are keyed by node and rank, -1 when the
+     * rank is unknown (a NULL would not be unique in a key). */
+    "CREATE TABLE jobs(id TEXT PRIMARY KEY, scheme TEXT, first_seen INTEGER NOT NULL,"
+    " last_seen INTEGER NOT NULL, start_ms INTEGER, end_ms INTEGER, exit_status INTEGER,"
+    " state TEXT NOT NULL);"
+    "CREATE TABLE job_ranks(job TEXT NOT NULL, node TEXT NOT NULL, rank INTEGER NOT NULL,"
+    " local_rank INTEGER, world_size INTEGER, first_seen INTEGER NOT NULL,"
+    " last_seen INTEGER NOT NULL, PRIMARY KEY(job, node, rank));"
+    "CREATE TABLE job_gpus(job TEXT NOT NULL, node TEXT NOT NULL, gpu TEXT NOT NULL,"
+    " PRIMARY KEY(job, node, gpu));"
+    "CREATE TABLE kv(key TEXT PRIMARY KEY, value INTEGER NOT NULL);",
+};
+
+static int user_version(sqlite3 *db, int *v)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL) != SQLITE_OK)
+        return GP_EIO;
+    int rc = sqlite3_step(st);
+    *v = rc == SQLITE_ROW ? sqlite3_column_int(st, 0) : 0;
+    sqlite3_finalize(st);
+    return rc == SQLITE_ROW ? GP_OK : GP_EIO;
+}
+
+int gp_state_open(sqlite3 **out, const char *dir, char *err, size_t errlen)
+{
+    *out = NULL;
+    char path[1024];
+    if ((size_t)snprintf(path, sizeof path, "%s/state.db", dir) >= sizeof path)
+        return gp_seterr(err, errlen, GP_EUSAGE, "data directory path too long");
+    sqlite3 *db = NULL;
+    int rc = sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
+                             NULL);
+    if (rc != SQLITE_OK) {
+        rc = gp_seterr(err, errlen, rc == SQLITE_NOMEM ? GP_ENOMEM : GP_EIO, "%s: %s", path,
+                       db ? sqlite3_errmsg(db) : "cannot open");
+        sqlite3_close(db);
+        return rc;
+    }
+    sqlite3_busy_timeout(db, 5000);
+    char *msg = NULL;
+    if (sqlite3_exec(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;", NULL, NULL, &msg) !=
+        SQLITE_OK)
+        goto sqlfail;
+    int v;
+    if (user_version(db, &v))
+        goto sqlfail;
+    if (v > GP_STATE_VERSION) {
+        sqlite3_close(db);
+        return gp_seterr(err, errlen, GP_EUNSUPPORTED,
+                         "%s: schema version %d is newer than this gpulse reads (%d); use the gpulse "
+                         "version that wrote it",
+                         path, v, GP_STATE_VERSION);
+    }
+    for (; v < GP_STATE_VERSION; v++) {
+        char sql[64];
+        snprintf(sql, sizeof sql, "PRAGMA user_version=%d; COMMIT;", v + 1);
+        if (sqlite3_exec(db, "BEGIN IMMEDIATE;", NULL, NULL, &msg) != SQLITE_OK ||
+            sqlite3_exec(db, migrations[v], NULL, NULL, &msg) != SQLITE_OK ||
+            sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK) {
+            sqlite3_exec(db, "ROLLBACK;", NULL, NULL, NULL);
+            goto sqlfail;
+        }
+    }
+    *out = db;
+    return GP_OK;
+sqlfail:
+    rc = gp_seterr(err, errlen, GP_EIO, "%s: %s", path, msg ? msg : sqlite3_errmsg(db));
+    sqlite3_free(msg);
+    sqlite3_close(db);
+    return rc;
+}
+
+void gp_state_close(sqlite3 *db)
+{
+    if (db)
+        sqlite3_close(db);
+}
