@@ -182,6 +182,7 @@ int gp_agent_start_embedded(struct gp_agent **out, const struct gp_agent_config 
         .interval_ms = a->cfg.interval_ms,
         .gpm = a->cfg.gpm,
         .all_processes = !strcmp(a->cfg.process_series, "all"),
+        .steps_socket = a->cfg.steps_socket,
     };
     int rc;
     if (sc.simulate)
