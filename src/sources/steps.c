@@ -369,7 +369,9 @@ static int make_parent(const char *path)
         if (*p == '/' || *p == '\0') {
             char c = *p;
             *p = '\0';
-            if (mkdir(dir, 0755) && errno != EEXIST)
+            if (mkdir(dir, 0755) == 0)
+                chmod(dir, 0755); /* whatever the umask: senders need to reach the socket */
+            else if (errno != EEXIST)
                 return -1;
             *p = c;
             if (!c)
