@@ -49,19 +49,23 @@ def _destinations():
     return list(_DEFAULTS)
 
 
+_INF = float("inf")
+
+
 def _num(v):
     """A value the agent takes (finite, >= 0), as text; None when not."""
-    if v is None or isinstance(v, bool):
-        return None
-    if isinstance(v, int):
+    t = type(v)
+    if t is float:  # the common case first
+        return repr(v) if 0.0 <= v < _INF else None
+    if t is int:
         return str(v) if v >= 0 else None
+    if v is None or t is bool:
+        return None
     try:
         v = float(v)
     except (TypeError, ValueError):
         return None
-    if not math.isfinite(v) or v < 0:
-        return None
-    return repr(v)
+    return repr(v) if 0.0 <= v < _INF else None
 
 
 def _loss(v):
@@ -71,7 +75,7 @@ def _loss(v):
         v = float(v)
     except (TypeError, ValueError):
         return None
-    return repr(v) if math.isfinite(v) else None
+    return repr(v) if -_INF < v < _INF else None
 
 
 class Client:
@@ -106,18 +110,23 @@ class Client:
         except OSError:
             self._sock = None
 
-    def _add(self, line):
-        """Appends one record line (without seq); called with the lock held."""
-        if self._pid != os.getpid():
-            self._reset()
+    def _add(self, kind, rest):
+        """Appends one record (kind, then the text after its seq); called
+        with the lock held, after the fork check."""
         self._seq += 1
-        rec = "%s seq=%d%s\n" % (line[0], self._seq, line[1])
+        rec = "%s seq=%d%s\n" % (kind, self._seq, rest)
         if self._len + len(rec) > _DGRAM - _PREFIX:
             self._flush()
         self._parts.append(rec)
         self._len += len(rec)
         if _perf() - self._last_flush >= _FLUSH_S:
             self._flush()
+
+    def _locked_add(self, kind, rest):
+        with self._lock:
+            if self._pid != os.getpid():
+                self._reset()
+            self._add(kind, rest)
 
     def _flush(self):
         self._last_flush = _perf()
@@ -147,16 +156,28 @@ class Client:
         """One finished step of ``duration`` seconds. ``n`` is your step
         number (default: counts the steps reported); ``wait`` is the time
         it waited for input data."""
+        rest = " dur=" + (_num(duration) or "0")
+        if samples is not None:
+            v = _num(samples)
+            if v is not None:
+                rest += " samples=" + v
+        if tokens is not None:
+            v = _num(tokens)
+            if v is not None:
+                rest += " tokens=" + v
+        if loss is not None:
+            v = _loss(loss)
+            if v is not None:
+                rest += " loss=" + v
+        if wait is not None:
+            v = _num(wait)
+            if v is not None:
+                rest += " wait=" + v
         with self._lock:
             if self._pid != os.getpid():
                 self._reset()
-            self._n = n if isinstance(n, int) and n >= 0 else self._n + 1
-            extra = " n=%d dur=%s" % (self._n, _num(duration) or "0")
-            for key, val in (("samples", _num(samples)), ("tokens", _num(tokens)),
-                             ("loss", _loss(loss)), ("wait", _num(wait))):
-                if val is not None:
-                    extra += " %s=%s" % (key, val)
-            self._add(("step", extra))
+            self._n = n if type(n) is int and n >= 0 else self._n + 1
+            self._add("step", " n=%d%s" % (self._n, rest))
 
     def memory(self, device=None):
         """Reports torch.cuda's allocator (allocated, reserved, peak bytes)
@@ -182,8 +203,7 @@ class Client:
             return
         if not isinstance(device, int) or device < 0 or None in vals:
             return
-        with self._lock:
-            self._add(("mem", " dev=%d alloc=%s reserved=%s peak=%s" % (device, *vals)))
+        self._locked_add("mem", " dev=%d alloc=%s reserved=%s peak=%s" % (device, *vals))
 
     def meta(self, target_steps=None, job=None, rank=None, world=None):
         """Steps the job means to run; a job name, rank and world size used
@@ -199,14 +219,15 @@ class Client:
             extra += " rank=%d" % rank
         if isinstance(world, int) and world >= 1:
             extra += " world=%d" % world
-        with self._lock:
-            self._add(("meta", extra))
+        self._locked_add("meta", extra)
 
     def end(self, status=0):
         """Training is over (exit ``status``); flushes."""
         extra = " status=%d" % status if isinstance(status, int) and status >= 0 else ""
         with self._lock:
-            self._add(("end", extra + " t=%.6f" % time.time()))
+            if self._pid != os.getpid():
+                self._reset()
+            self._add("end", extra + " t=%.6f" % time.time())
             self._flush()
 
     def flush(self):
