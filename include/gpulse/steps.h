@@ -26,8 +26,9 @@
  *
  * A handle is NOT thread-safe: use one per thread, or lock around calls.
  * After fork() the child reports as itself (the agent learns pids from
- * the kernel); its first flush notices the fork and drops that batch,
- * which holds the parent's records (the parent sends those itself).
+ * the kernel): its first record drops what the parent had buffered (the
+ * parent sends that itself). Fork is noticed through pthread_atfork, so
+ * the per-call cost stays a memory load.
  *
  * Optional values are GPULSE_UNSET (NaN); negative counts are omitted.
  */
@@ -36,6 +37,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,12 +68,16 @@ struct gpulse_steps {
     uint64_t lost_total;      /* records dropped, summed over destinations (for the caller) */
     uint64_t sent_total;      /* datagrams sent, summed over destinations */
     uint64_t seq;             /* records produced */
-    pid_t pid;                /* owner; a forked child starts afresh */
+    unsigned forks;           /* gpulse__forks when the buffer was last ours */
     int64_t last_flush_ns;
     unsigned nrec;            /* records in buf */
     size_t len;
     char buf[GPULSE_STEPS_DGRAM - GPULSE_STEPS_PREFIX];
 };
+
+/* Forks seen by this translation unit (pthread_atfork, child side). */
+static unsigned gpulse__forks;
+static inline void gpulse__on_fork(void) { gpulse__forks++; }
 
 static inline int64_t gpulse__now_ns(void)
 {
@@ -117,7 +123,10 @@ static inline int gpulse_steps_open(struct gpulse_steps *h)
         }
     }
     h->fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    h->pid = getpid();
+    static int registered;
+    if (!__atomic_exchange_n(&registered, 1, __ATOMIC_RELAXED))
+        pthread_atfork(NULL, NULL, gpulse__on_fork);
+    h->forks = gpulse__forks;
     return h->fd < 0 ? -1 : 0;
 }
 
@@ -127,12 +136,6 @@ static inline void gpulse_flush(struct gpulse_steps *h)
     h->last_flush_ns = gpulse__now_ns();
     if (!h->nrec)
         return;
-    if (getpid() != h->pid) { /* forked: the parent sends its own records */
-        h->pid = getpid();
-        h->len = h->nrec = 0;
-        memset(h->unsent, 0, sizeof h->unsent);
-        return;
-    }
     for (int d = 0; d < h->ndest; d++) {
         char pre[GPULSE_STEPS_PREFIX];
         struct iovec iov[2];
@@ -230,6 +233,11 @@ static inline char *gpulse__key(char *p, const char *k)
  * where the line goes; its kind and seq are written. */
 static inline char *gpulse__begin(struct gpulse_steps *h, const char *kind)
 {
+    if (h->forks != gpulse__forks) { /* a forked child: the parent sends its own records */
+        h->forks = gpulse__forks;
+        h->len = h->nrec = 0;
+        memset(h->unsent, 0, sizeof h->unsent);
+    }
     if (h->len + GPULSE_STEPS_LINE_MAX > sizeof h->buf)
         gpulse_flush(h);
     char *p = h->buf + h->len;

@@ -24,17 +24,26 @@ for i in range(n):
         s.loss = 1.0 / (i + 1)
 gpulse.report_step(0.5, samples=32, tokens=1000, wait=0.25)
 mem = gpulse.memory()  # torch imports, no CUDA here: nothing reported
+gpulse.report_step(0.5, samples=1)  # buffered at the fork: the parent's, not the child's
+child = os.fork()
+if child == 0:  # a worker reports as itself
+    for _ in range(7):
+        gpulse.report_step(0.01, samples=1)
+    gpulse.flush()
+    os._exit(0)
+os.waitpid(child, 0)
 gpulse.flush()
-print(os.getpid(), gpulse.lost(), len(mem))
+print(os.getpid(), gpulse.lost(), len(mem), child)
 PYEOF
-read -r PY_PID PY_LOST PY_MEM <"$TMP/py.out"
+read -r PY_PID PY_LOST PY_MEM PY_CHILD <"$TMP/py.out"
 [ "$PY_LOST" = 0 ] || fail "python client dropped $PY_LOST records"
-note "python trainer pid $PY_PID reported $((N + 1)) steps (memory devices: $PY_MEM)"
+note "python trainer pid $PY_PID reported $((N + 2)) steps, its child $PY_CHILD 7 (memory devices: $PY_MEM)"
 
 cat >"$TMP/trainer.c" <<'CEOF'
 #include <gpulse/steps.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 int main(int argc, char **argv)
 {
     unsigned n = argc > 1 ? (unsigned)atoi(argv[1]) : 10;
@@ -48,8 +57,17 @@ int main(int argc, char **argv)
             usleep(2000);
     }
     gpulse_memory(&g, 1, 1000, 2000, 1500);
+    gpulse_step(&g, n + 1, 0.125, 16, 2048, 3.5, GPULSE_UNSET); /* buffered at the fork */
+    pid_t child = fork();
+    if (child == 0) { /* reports as itself, without the parent's buffer */
+        for (int i = 0; i < 5; i++)
+            gpulse_step(&g, (uint64_t)i + 1, 0.5, 1, GPULSE_UNSET, GPULSE_UNSET, GPULSE_UNSET);
+        gpulse_close(&g);
+        _exit(0);
+    }
+    waitpid(child, NULL, 0);
     gpulse_close(&g);
-    printf("%d %llu\n", (int)getpid(), (unsigned long long)g.lost_total);
+    printf("%d %llu %d\n", (int)getpid(), (unsigned long long)g.lost_total, (int)child);
     return 0;
 }
 CEOF
@@ -57,7 +75,7 @@ cc -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -O2 -I"$ROOT/include" -o "$TMP/t
     fail "include/gpulse/steps.h does not compile"
 NC=5000
 "$TMP/trainer" "$NC" >"$TMP/c.out" || fail "C trainer failed"
-read -r C_PID C_LOST <"$TMP/c.out"
+read -r C_PID C_LOST C_CHILD <"$TMP/c.out"
 [ "$C_LOST" = 0 ] || fail "C client dropped $C_LOST records"
 note "C trainer pid $C_PID reported $NC steps"
 
@@ -67,8 +85,10 @@ PYL="job=\"py-fallback\",rank=\"2\",Hostname=\"$(hostname)\",pid=\"$PY_PID\"}"
 CL="Hostname=\"$(hostname)\",pid=\"$C_PID\"}"
 have_all() {
     metrics >"$TMP/m"
-    [ "$(value "$(sel gpulse_job_steps_total "$PYL")")" = $((N + 1)) ] &&
-        [ "$(value "$(sel gpulse_job_steps_total "$CL")")" = "$NC" ]
+    [ "$(value "$(sel gpulse_job_steps_total "$PYL")")" = $((N + 2)) ] &&
+        [ "$(value "gpulse_job_steps_total{Hostname=\"$(hostname)\",pid=\"$PY_CHILD\"}")" = 7 ] &&
+        [ "$(value "$(sel gpulse_job_steps_total "$CL")")" = $((NC + 1)) ] &&
+        [ "$(value "gpulse_job_steps_total{Hostname=\"$(hostname)\",pid=\"$C_CHILD\"}")" = 5 ]
 }
 wait_until 10 have_all || { grep -E '^gpulse_(job|steps)' "$TMP/m" >&2; fail "step totals not shown"; }
 
@@ -77,25 +97,25 @@ check() { # check SERIES WANT
     got=$(value "$1")
     [ "$got" = "$2" ] || fail "$1 is '$got', want $2"
 }
-check "$(sel gpulse_job_samples_total "$PYL")" $((32 * (N + 1)))
+check "$(sel gpulse_job_samples_total "$PYL")" $((32 * (N + 1) + 1))
 check "$(sel gpulse_job_tokens_total "$PYL")" $((1000 * (N + 1)))
 check "$(sel gpulse_job_data_wait_seconds_total "$PYL")" 0.25
 check "$(sel gpulse_job_target_steps "$PYL")" "$N"
-check "$(sel gpulse_job_step "$PYL")" $((N + 1))
+check "$(sel gpulse_job_step "$PYL")" $((N + 2))
 check "$(sel gpulse_job_step_records_lost_total "$PYL")" 0
 awk -v want="$(awk -v n="$N" 'BEGIN {printf "%.15f", 1 / n}')" '{ if ($1 - want > 1e-9 || want - $1 > 1e-9) exit 1 }' \
     <<<"$(value "$(sel gpulse_job_loss "$PYL")")" || fail "python's last loss is not 1/$N"
-check "$(sel gpulse_job_samples_total "$CL")" $((16 * NC))
-check "$(sel gpulse_job_tokens_total "$CL")" $((2048 * NC))
-check "$(sel gpulse_job_step_seconds_total "$CL")" $((NC / 8))
-check "$(sel gpulse_job_step "$CL")" "$NC"
+check "$(sel gpulse_job_samples_total "$CL")" $((16 * (NC + 1)))
+check "$(sel gpulse_job_tokens_total "$CL")" $((2048 * (NC + 1)))
+check "$(sel gpulse_job_step_seconds_total "$CL")" "$(awk -v n=$NC 'BEGIN {print (n + 1) / 8}')"
+check "$(sel gpulse_job_step "$CL")" $((NC + 1))
 check "$(sel gpulse_job_loss "$CL")" 3.5
 check "$(sel gpulse_job_step_records_lost_total "$CL")" 0
 check "gpulse_job_allocator_bytes{Hostname=\"$(hostname)\",pid=\"$C_PID\",device=\"1\",kind=\"reserved\"}" 2000
 grep -q "^gpulse_job_data_wait_seconds_total{$CL" "$TMP/m" && fail "C trainer never said wait="
 check gpulse_steps_malformed_total 0
 recs=$(value gpulse_steps_records_total)
-[ "$recs" = $((N + 2 + NC + 2)) ] || fail "gpulse_steps_records_total $recs, want $((N + 2 + NC + 2))"
+[ "$recs" = $((N + 3 + 7 + NC + 3 + 5)) ] || fail "gpulse_steps_records_total $recs, want $((N + 3 + 7 + NC + 3 + 5))"
 grep -q '^gpulse_source_up{source="steps"} 1' "$TMP/m" || fail "steps source not up"
 check_exposition "$TMP/m"
 note "totals exact, exposition clean"
