@@ -35,6 +35,12 @@
 #ifndef GPULSE_STEPS_H
 #define GPULSE_STEPS_H
 
+/* POSIX and Linux socket flags: with strict -std=c11 include this header
+ * before any system header, or compile with -D_GNU_SOURCE. */
+#if !defined(_GNU_SOURCE) && !defined(_DEFAULT_SOURCE)
+#define _GNU_SOURCE 1
+#endif
+
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
