@@ -189,6 +189,9 @@ int gp_agent_start_embedded(struct gp_agent **out, const struct gp_agent_config 
         .all_processes = !strcmp(a->cfg.process_series, "all"),
         .follow = e->follow,
         .nfollow = e->nfollow,
+        .steps_socket = a->cfg.steps_socket,
+        .step_observer = e->step_observer,
+        .step_observer_ctx = e->step_observer_ctx,
     };
     int rc;
     if (sc.simulate)

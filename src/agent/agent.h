@@ -6,6 +6,7 @@
 
 #include "agent/config.h"
 #include "agent/sampler.h"
+#include "sources/steps_proto.h"
 #include "lib/buf.h"
 
 #include <stdint.h>
@@ -41,6 +42,9 @@ struct gp_agent_embed {
     void *tick_ctx;
     const uint32_t *follow;     /* pids procfs follows with their descendants */
     size_t nfollow;             /*   (the array outlives the agent) */
+    /* called from the step socket's receiver thread for every good record */
+    void (*step_observer)(void *ctx, uint32_t pid, const struct gp_steps_record *r);
+    void *step_observer_ctx;
 };
 int gp_agent_start_embedded(struct gp_agent **out, const struct gp_agent_config *c,
                             const struct gp_agent_embed *e, char *err, size_t errlen);

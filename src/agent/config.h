@@ -45,6 +45,7 @@ struct gp_agent_config {
     char push_bearer_token_file[GP_PATH_LEN];
     int64_t push_timeout_ms;
     int64_t push_max_backoff_ms;
+    char steps_socket[GP_PATH_LEN];
 };
 
 /* X(field, yaml key, flag, type, default, help). Types: STR, DURATION, UINT, BOOL, BYTES, LIST. */
@@ -85,7 +86,9 @@ struct gp_agent_config {
     X(push_timeout_ms, "push_timeout", "push-timeout", DURATION, "10s",                           \
       "time limit of one remote-write request, from 1s to 5m")                                   \
     X(push_max_backoff_ms, "push_max_backoff", "push-max-backoff", DURATION, "30s",               \
-      "longest wait between retries of a failing target (from 250ms doubling up to this)")
+      "longest wait between retries of a failing target (from 250ms doubling up to this)")        \
+    X(steps_socket, "steps_socket", "steps-socket", STR, "/run/gpulse/steps.sock",                 \
+      "local datagram socket where training code reports steps (docs/jobs.md); empty: off")
 
 void gp_agent_config_defaults(struct gp_agent_config *c);
 

@@ -431,6 +431,7 @@ int gp_expo_render(struct gp_expo *x, struct gp_buf *out, const struct gp_frame 
     render_gpu_procs(x, out, f);
     render_host(out, f);
     render_procs(x, out, f, o->process_series);
+    gp_expo_render_steps(out, f, o);
     render_self(out, f, st);
     return out->err;
 }

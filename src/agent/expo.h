@@ -43,6 +43,13 @@ void gp_expo_free(struct gp_expo *x);
 int gp_expo_render(struct gp_expo *x, struct gp_buf *out, const struct gp_frame *f,
                    const struct gp_expo_options *o, const struct gp_agent_stats *st);
 
+/*
+ * Appends the step telemetry families of f->steps (docs/jobs.md) and, when
+ * the steps source is active, its self counters (expo_steps.c). Returns
+ * GP_OK or out->err.
+ */
+int gp_expo_render_steps(struct gp_buf *out, const struct gp_frame *f, const struct gp_expo_options *o);
+
 /* Appends s escaped as a label value (\\, \", \n). */
 void gp_expo_escape(struct gp_buf *out, const char *s);
 

@@ -221,6 +221,7 @@ int gp_frame_copy(struct gp_frame *dst, const struct gp_frame *src)
     dst->tick_duration_s = src->tick_duration_s;
     memcpy(dst->hostname, src->hostname, sizeof dst->hostname);
     dst->host = src->host;
+    dst->steps_self = src->steps_self;
     memcpy(dst->src, src->src, sizeof dst->src);
     return 0;
 }

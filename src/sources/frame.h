@@ -320,6 +320,7 @@ struct gp_step_stats {
     double last_step_seconds;
     bool data_wait_valid;
     double data_wait_seconds_total;
+    bool samples_valid, tokens_valid; /* some step record carried samples= / tokens= */
     double samples_total, tokens_total;
     bool loss_valid;
     double loss;              /* the last loss reported */
@@ -328,6 +329,18 @@ struct gp_step_stats {
     uint64_t lost_total;      /* records lost: unsent by the client, or missing by sequence */
     unsigned nalloc;
     struct gp_step_alloc alloc[GP_STEP_DEVICES];
+    bool client_job;          /* jid came from the client's meta/end record (no job of its own yet) */
+    bool ended;               /* an `end` record came; kept 5 minutes after */
+    bool exit_status_valid;
+    int32_t exit_status;      /* from `end status=` */
+    double end_time_s;        /* epoch seconds: `end t=`, else when the agent received it */
+};
+
+/* The steps source's own counters, cumulative since it opened. */
+struct gp_steps_self {
+    uint64_t datagrams;       /* datagrams received */
+    uint64_t records;         /* good records */
+    uint64_t malformed;       /* records (or oversized datagrams) dropped as malformed */
 };
 
 /* Source ids: index of per-source counters in the frame. */
@@ -370,6 +383,7 @@ struct gp_frame {
 
     unsigned nsteps, cap_steps;  /* one per reporting process, by pid */
     struct gp_step_stats *steps;
+    struct gp_steps_self steps_self; /* set by the steps source each tick */
 
     unsigned njobs, cap_jobs;    /* one per job id (job + rank) on this node */
     struct gp_job *jobs;

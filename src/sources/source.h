@@ -15,6 +15,8 @@
 
 #include "frame.h"
 
+struct gp_steps_record; /* steps_proto.h */
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -30,6 +32,11 @@ struct gp_source_config {
     bool gpm;                 /* NVML GPM (profiling metrics) on Hopper+ */
     bool all_processes;       /* procfs: read every process each tick, not only GPU process trees */
     const char *steps_socket; /* steps: path of the step datagram socket; NULL or "": none */
+    /* steps: called from the socket's receiver thread for every good
+     * record with the sender's pid (from the kernel), e.g. by `gpulse run`
+     * to see each step; r is valid only during the call. NULL: none. */
+    void (*step_observer)(void *ctx, uint32_t pid, const struct gp_steps_record *r);
+    void *step_observer_ctx;
     const uint32_t *follow;   /* procfs: pids followed with their descendants besides the GPU */
     size_t nfollow;           /*   processes (gpulse run's child); the array outlives the source */
 };

@@ -1,0 +1,137 @@
+"""Training-framework callbacks that report every optimizer step to gpulse.
+
+Defined only when their framework imports; nothing here is a hard
+dependency:
+
+- ``GpulseLightningCallback`` (PyTorch Lightning: ``lightning.pytorch`` or
+  ``pytorch_lightning``): ``Trainer(callbacks=[GpulseLightningCallback()])``
+- ``GpulseTrainerCallback`` (Hugging Face transformers):
+  ``Trainer(..., callbacks=[GpulseTrainerCallback()])``
+
+Both report, per step, the time from the end of the previous step to the
+end of this one (so the wait for the next batch is inside it), that wait
+separately (from the previous step's end to this step's start), and the
+samples of the step; the target step count at the start; the allocator
+memory every ``memory_every`` steps; and ``end`` when training ends.
+"""
+
+import time
+
+import gpulse
+
+__all__ = []
+
+
+class _Timer:
+    def __init__(self):
+        self.prev_end = None
+        self.start = None
+
+    def begin(self):
+        self.start = time.perf_counter()
+
+    def finish(self):
+        now = time.perf_counter()
+        if self.start is None:
+            return None, None
+        base = self.prev_end if self.prev_end is not None else self.start
+        wait = self.start - base if self.prev_end is not None else None
+        self.prev_end, self.start = now, None
+        return now - base, wait
+
+
+def _batch_size(batch):
+    """Samples in a batch: the first dimension of its first tensor."""
+    if hasattr(batch, "shape") and len(getattr(batch, "shape", ())) > 0:
+        return int(batch.shape[0])
+    if isinstance(batch, dict):
+        batch = list(batch.values())
+    if isinstance(batch, (list, tuple)):
+        for item in batch:
+            n = _batch_size(item)
+            if n is not None:
+                return n
+    return None
+
+
+try:
+    try:
+        import lightning.pytorch as _pl
+    except ImportError:
+        import pytorch_lightning as _pl
+
+    class GpulseLightningCallback(_pl.Callback):
+        def __init__(self, memory_every=100):
+            super().__init__()
+            self._t = _Timer()
+            self._every = memory_every
+
+        def on_train_start(self, trainer, pl_module):
+            if trainer.max_steps and trainer.max_steps > 0:
+                gpulse.meta(target_steps=int(trainer.max_steps))
+
+        def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
+            self._t.begin()
+
+        def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+            dur, wait = self._t.finish()
+            if dur is None:
+                return
+            loss = outputs.get("loss") if isinstance(outputs, dict) else outputs
+            try:
+                loss = float(loss.detach()) if hasattr(loss, "detach") else loss
+            except (TypeError, ValueError, RuntimeError):
+                loss = None
+            gpulse.report_step(dur, samples=_batch_size(batch), loss=loss, wait=wait,
+                               n=int(trainer.global_step))
+            if self._every and trainer.global_step % self._every == 0:
+                gpulse.memory()
+
+        def on_train_end(self, trainer, pl_module):
+            gpulse.memory()
+            gpulse.flush()
+
+    __all__.append("GpulseLightningCallback")
+except ImportError:
+    pass
+
+try:
+    import transformers as _tf
+
+    class GpulseTrainerCallback(_tf.TrainerCallback):
+        def __init__(self, memory_every=100):
+            self._t = _Timer()
+            self._every = memory_every
+            self._samples = None
+            self._loss = None
+
+        def on_train_begin(self, args, state, control, **kwargs):
+            self._samples = (args.per_device_train_batch_size *
+                             max(1, args.gradient_accumulation_steps))
+            if state.max_steps and state.max_steps > 0:
+                gpulse.meta(target_steps=int(state.max_steps))
+
+        def on_step_begin(self, args, state, control, **kwargs):
+            self._t.begin()
+
+        def on_log(self, args, state, control, logs=None, **kwargs):
+            if logs and "loss" in logs:
+                self._loss = logs["loss"]
+
+        def on_step_end(self, args, state, control, **kwargs):
+            dur, wait = self._t.finish()
+            if dur is None:
+                return
+            gpulse.report_step(dur, samples=self._samples, loss=self._loss, wait=wait,
+                               n=int(state.global_step))
+            self._loss = None
+            if self._every and state.global_step % self._every == 0:
+                gpulse.memory()
+
+        def on_train_end(self, args, state, control, **kwargs):
+            gpulse.memory()
+            gpulse.flush()
+
+    __all__.append("GpulseTrainerCallback")
+except ImportError:
+    pass

@@ -1,0 +1,192 @@
+/*
+ * expo_steps.c - the step telemetry families (docs/jobs.md "Series") and
+ * the steps source's own counters, as Prometheus text.
+ *
+ * One series per reporting process: labels job (when it has one), rank
+ * (when >= 0), the host label, pid. Families are written whole, one after
+ * the other, each with HELP and TYPE, and only when at least one process
+ * has the reading (a process that never sent tokens= gets no tokens
+ * series rather than a misleading 0). Label sets are formatted into a
+ * stack buffer per process: rendering allocates nothing but the output.
+ */
+#include "expo.h"
+
+#include "lib/err.h"
+
+#include <stdio.h>
+#include <string.h>
+
+enum step_fam {
+    SF_STEPS, SF_STEP, SF_SECONDS, SF_DURATION, SF_WAIT, SF_SAMPLES, SF_TOKENS, SF_LOSS, SF_TARGET,
+    SF_LOST, SF_EXIT, SF_END, SF__COUNT
+};
+
+static const struct {
+    const char *name, *type, *help;
+} fams[SF__COUNT] = {
+    [SF_STEPS] = {"gpulse_job_steps_total", "counter", "Training steps the process reported."},
+    [SF_STEP] = {"gpulse_job_step", "gauge", "The process's own number of its last step."},
+    [SF_SECONDS] = {"gpulse_job_step_seconds_total", "counter", "Sum of the reported step durations."},
+    [SF_DURATION] = {"gpulse_job_step_duration_seconds", "gauge", "Duration of the last reported step."},
+    [SF_WAIT] = {"gpulse_job_data_wait_seconds_total", "counter", "Time the steps waited for input data."},
+    [SF_SAMPLES] = {"gpulse_job_samples_total", "counter", "Samples processed by the reported steps."},
+    [SF_TOKENS] = {"gpulse_job_tokens_total", "counter", "Tokens processed by the reported steps."},
+    [SF_LOSS] = {"gpulse_job_loss", "gauge", "The last loss the process reported."},
+    [SF_TARGET] = {"gpulse_job_target_steps", "gauge", "Steps the job means to run."},
+    [SF_LOST] = {"gpulse_job_step_records_lost_total", "counter",
+                 "Step records lost between the process and the agent (unsent or missing by sequence)."},
+    [SF_EXIT] = {"gpulse_job_exit_status", "gauge",
+                 "Exit status the process reported when it ended (128 + signal for a signal death)."},
+    [SF_END] = {"gpulse_job_end_time_seconds", "gauge", "When the process reported it ended, since the epoch."},
+};
+
+/* Whether st has the reading of family k, and its value. */
+static bool reading(const struct gp_step_stats *st, enum step_fam k, double *v)
+{
+    switch (k) {
+    case SF_STEPS: *v = (double)st->steps_total; return true;
+    case SF_STEP: *v = (double)st->last_step; return st->steps_total > 0;
+    case SF_SECONDS: *v = st->step_seconds_total; return true;
+    case SF_DURATION: *v = st->last_step_seconds; return st->steps_total > 0;
+    case SF_WAIT: *v = st->data_wait_seconds_total; return st->data_wait_valid;
+    case SF_SAMPLES: *v = st->samples_total; return st->samples_valid;
+    case SF_TOKENS: *v = st->tokens_total; return st->tokens_valid;
+    case SF_LOSS: *v = st->loss; return st->loss_valid;
+    case SF_TARGET: *v = (double)st->target_steps; return st->target_steps > 0;
+    case SF_LOST: *v = (double)st->lost_total; return true;
+    case SF_EXIT: *v = st->exit_status; return st->ended && st->exit_status_valid;
+    case SF_END: *v = st->end_time_s; return st->ended;
+    case SF__COUNT: break;
+    }
+    return false;
+}
+
+/* Appends s escaped as a label value to out[*len..cap) (truncating). */
+static void put_escaped(char *out, size_t cap, size_t *len, const char *s)
+{
+    for (; *s && *len + 3 < cap; s++) {
+        if (*s == '\\' || *s == '"' || *s == '\n') {
+            out[(*len)++] = '\\';
+            out[(*len)++] = *s == '\n' ? 'n' : *s;
+        } else {
+            out[(*len)++] = *s;
+        }
+    }
+    out[*len] = '\0';
+}
+
+static void put_raw(char *out, size_t cap, size_t *len, const char *s)
+{
+    int n = snprintf(out + *len, cap - *len, "%s", s);
+    if (n > 0)
+        *len = *len + (size_t)n < cap ? *len + (size_t)n : cap - 1;
+}
+
+/* job="..",rank="..",Hostname="..",pid=".." into out (NUL-terminated). */
+static void step_labels(char *out, size_t cap, const struct gp_frame *f, const struct gp_step_stats *st,
+                        const struct gp_expo_options *o)
+{
+    size_t len = 0;
+    char num[32];
+    out[0] = '\0';
+    if (st->jid.job[0]) {
+        put_raw(out, cap, &len, "job=\"");
+        put_escaped(out, cap, &len, st->jid.job);
+        put_raw(out, cap, &len, "\",");
+    }
+    if (st->jid.rank >= 0) {
+        snprintf(num, sizeof num, "rank=\"%d\",", (int)st->jid.rank);
+        put_raw(out, cap, &len, num);
+    }
+    put_raw(out, cap, &len, o->hostname_label);
+    put_raw(out, cap, &len, "=\"");
+    put_escaped(out, cap, &len, f->hostname);
+    snprintf(num, sizeof num, "\",pid=\"%u\"", st->pid);
+    put_raw(out, cap, &len, num);
+}
+
+static void family(struct gp_buf *b, const char *name, const char *type, const char *help)
+{
+    gp_buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+static void series(struct gp_buf *b, const char *name, const char *labels, double v)
+{
+    gp_buf_puts(b, name);
+    gp_buf_putc(b, '{');
+    gp_buf_puts(b, labels);
+    gp_buf_puts(b, "} ");
+    gp_buf_put_double(b, v);
+    gp_buf_putc(b, '\n');
+}
+
+static void render_allocator(struct gp_buf *b, const struct gp_frame *f, const struct gp_expo_options *o)
+{
+    static const char *const kinds[] = {"allocated", "reserved", "peak"};
+    const char *name = "gpulse_job_allocator_bytes";
+    char lab[1024], extra[96];
+    bool any = false;
+    for (unsigned i = 0; i < f->nsteps; i++) {
+        const struct gp_step_stats *st = &f->steps[i];
+        if (!st->nalloc)
+            continue;
+        if (!any)
+            family(b, name, "gauge",
+                   "Framework allocator memory the process reported, by device and kind.");
+        any = true;
+        step_labels(lab, sizeof lab, f, st, o);
+        for (unsigned d = 0; d < st->nalloc; d++) {
+            const struct gp_step_alloc *a = &st->alloc[d];
+            const uint64_t v[3] = {a->allocated, a->reserved, a->peak};
+            for (int k = 0; k < 3; k++) {
+                snprintf(extra, sizeof extra, ",device=\"%d\",kind=\"%s\"", (int)a->device, kinds[k]);
+                gp_buf_puts(b, name);
+                gp_buf_putc(b, '{');
+                gp_buf_puts(b, lab);
+                gp_buf_puts(b, extra);
+                gp_buf_puts(b, "} ");
+                gp_buf_put_u64(b, v[k]);
+                gp_buf_putc(b, '\n');
+            }
+        }
+    }
+}
+
+static void render_self(struct gp_buf *b, const struct gp_frame *f)
+{
+    static const struct {
+        const char *name, *help;
+    } c[] = {
+        {"gpulse_steps_datagrams_total", "Datagrams received on the step socket."},
+        {"gpulse_steps_records_total", "Step records received and accepted."},
+        {"gpulse_steps_malformed_total", "Step records dropped as malformed (and oversized datagrams)."},
+    };
+    const uint64_t v[3] = {f->steps_self.datagrams, f->steps_self.records, f->steps_self.malformed};
+    for (int i = 0; i < 3; i++) {
+        family(b, c[i].name, "counter", c[i].help);
+        gp_buf_printf(b, "%s %llu\n", c[i].name, (unsigned long long)v[i]);
+    }
+}
+
+int gp_expo_render_steps(struct gp_buf *out, const struct gp_frame *f, const struct gp_expo_options *o)
+{
+    char lab[1024];
+    for (int k = 0; k < SF__COUNT; k++) {
+        bool any = false;
+        for (unsigned i = 0; i < f->nsteps; i++) {
+            const struct gp_step_stats *st = &f->steps[i];
+            double v;
+            if (!reading(st, (enum step_fam)k, &v))
+                continue;
+            if (!any)
+                family(out, fams[k].name, fams[k].type, fams[k].help);
+            any = true;
+            step_labels(lab, sizeof lab, f, st, o);
+            series(out, fams[k].name, lab, v);
+        }
+    }
+    render_allocator(out, f, o);
+    if (f->src[GP_SRC_STEPS].active)
+        render_self(out, f);
+    return out->err;
+}

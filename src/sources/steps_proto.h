@@ -1,0 +1,92 @@
+/*
+ * steps_proto.h - the step protocol (docs/jobs.md "The step protocol"):
+ * one datagram of text records, parsed without allocation.
+ *
+ * A datagram (at most GP_STEPS_DGRAM_MAX bytes) holds records, one per
+ * line: `KIND key=value ...`. The parser is pure: bytes in, records out
+ * through a callback, nothing kept between calls, so the fuzzer and the
+ * unit tests drive it directly and the steps source (steps.c) and
+ * `gpulse run` share it.
+ *
+ * Strictness, record by record: a record that breaks a rule (a value that
+ * is not a number of its kind, a negative or non-finite number where one
+ * cannot be, an integer that overflows, a duplicated key, a missing
+ * required key, a token without '=', a NUL or control byte) is dropped and
+ * counted; the good records of the same datagram are kept. Unknown keys
+ * are skipped (newer clients). An unknown kind whose name is well formed
+ * is delivered as GP_STEPS_OTHER with only seq/lost, so a newer client's
+ * records do not look like sequence gaps; it is not counted as malformed.
+ */
+#ifndef GP_STEPS_PROTO_H
+#define GP_STEPS_PROTO_H
+
+#include "frame.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define GP_STEPS_DGRAM_MAX 4096
+
+enum gp_steps_kind { GP_STEPS_STEP, GP_STEPS_MEM, GP_STEPS_META, GP_STEPS_END, GP_STEPS_OTHER };
+
+/* Which optional keys a record carried (bits of gp_steps_record.has). */
+enum gp_steps_key {
+    GP_SK_SEQ = 1u << 0,
+    GP_SK_LOST = 1u << 1,
+    GP_SK_N = 1u << 2,
+    GP_SK_DUR = 1u << 3,
+    GP_SK_WAIT = 1u << 4,
+    GP_SK_SAMPLES = 1u << 5,
+    GP_SK_TOKENS = 1u << 6,
+    GP_SK_LOSS = 1u << 7,
+    GP_SK_T = 1u << 8,
+    GP_SK_DEV = 1u << 9,
+    GP_SK_ALLOC = 1u << 10,
+    GP_SK_RESERVED = 1u << 11,
+    GP_SK_PEAK = 1u << 12,
+    GP_SK_TARGET = 1u << 13,
+    GP_SK_JOB = 1u << 14,
+    GP_SK_RANK = 1u << 15,
+    GP_SK_WORLD = 1u << 16,
+    GP_SK_STATUS = 1u << 17,
+};
+
+/*
+ * One record. Keys by kind (docs/jobs.md):
+ *   every kind: seq (>= 1), lost (>= 0)
+ *   step: dur (required, seconds >= 0), n, wait, samples, tokens (>= 0),
+ *         loss (any finite number), t (epoch seconds >= 0)
+ *   mem:  dev (required, 0..INT32_MAX), alloc, reserved, peak (bytes)
+ *   meta: target (steps), job (1..GP_JOB_LEN-1 printable bytes), rank
+ *         (>= 0), world (>= 1)
+ *   end:  status (0..INT32_MAX), t, and job/rank/world as meta
+ */
+struct gp_steps_record {
+    enum gp_steps_kind kind;
+    uint32_t has;             /* GP_SK_* bits */
+    uint64_t seq, lost;
+    uint64_t n;
+    double dur, wait, samples, tokens, loss, t;
+    int32_t dev;
+    uint64_t alloc, reserved, peak;
+    uint64_t target;
+    char job[GP_JOB_LEN];
+    int32_t rank, world;      /* -1 when absent */
+    int32_t status;
+};
+
+/* Called once per good record; r is valid only during the call. */
+typedef void (*gp_steps_record_fn)(void *ctx, const struct gp_steps_record *r);
+
+/*
+ * Parses one datagram of len bytes (data need not be NUL-terminated and
+ * is only read). Calls fn for every good record in order; adds the number
+ * of malformed records to *malformed (a datagram longer than
+ * GP_STEPS_DGRAM_MAX counts as one malformed record and nothing of it is
+ * delivered). Returns the number of good records delivered.
+ */
+unsigned gp_steps_parse(const char *data, size_t len, gp_steps_record_fn fn, void *ctx,
+                        unsigned *malformed);
+
+#endif

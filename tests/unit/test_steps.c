@@ -1,0 +1,423 @@
+/*
+ * test_steps.c - the steps source over a real socket in the test's
+ * temporary directory, and the C client (include/gpulse/steps.h).
+ *
+ * The test process is the sender, so the pid the source reports must be
+ * getpid(): the kernel's, not anything in the message. Covers totals,
+ * loss from seq gaps and lost= (never counted twice), malformed counting,
+ * the leftover/live socket rules, a full queue that does not block the
+ * client, a burst where every record is either received or reported lost,
+ * eviction of gone and ended senders, and the observer.
+ */
+#include "../../include/gpulse/steps.h"
+#include "lib/err.h"
+#include "sources/frame.h"
+#include "sources/source.h"
+#include "sources/steps.h"
+#include "sources/steps_proto.h"
+#include "test.h"
+
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+
+static const char *sock_path(const char *leaf)
+{
+    static char p[256];
+    snprintf(p, sizeof p, "%s/%s", gp_test_tmpdir(), leaf);
+    return p;
+}
+
+static void *open_at(const char *path, const struct gp_source_config *extra)
+{
+    struct gp_source_config cfg = {.steps_socket = path};
+    if (extra) {
+        cfg.step_observer = extra->step_observer;
+        cfg.step_observer_ctx = extra->step_observer_ctx;
+    }
+    void *st = NULL;
+    char err[256];
+    int rc = gp_source_steps.open(&cfg, &st, err, sizeof err);
+    if (rc != GP_OK)
+        gp_test_fail(__FILE__, __LINE__, "open: %s", err);
+    return st;
+}
+
+static void send_text(const char *path, const char *text)
+{
+    int fd = socket(AF_UNIX, SOCK_DGRAM, 0);
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    snprintf(a.sun_path, sizeof a.sun_path, "%s", path);
+    CHECK(fd >= 0);
+    CHECK(sendto(fd, text, strlen(text), 0, (struct sockaddr *)&a, sizeof a) == (ssize_t)strlen(text));
+    close(fd);
+}
+
+static const struct gp_step_stats *find_pid(const struct gp_frame *f, uint32_t pid)
+{
+    for (unsigned i = 0; i < f->nsteps; i++)
+        if (f->steps[i].pid == pid)
+            return &f->steps[i];
+    return NULL;
+}
+
+static bool has_root(const struct gp_frame *f, uint32_t pid)
+{
+    for (unsigned i = 0; i < f->nroots; i++)
+        if (f->roots[i] == pid)
+            return true;
+    return false;
+}
+
+static void sample(void *st, struct gp_frame *f, unsigned *errors)
+{
+    gp_frame_reset(f);
+    CHECK_INT(gp_source_steps.sample(st, f, errors), GP_OK);
+}
+
+/* Samples until the source has received `records` good records (5 s). */
+static void sample_until_records(void *st, struct gp_frame *f, uint64_t records)
+{
+    unsigned errors = 0;
+    for (int i = 0; i < 500; i++) {
+        sample(st, f, &errors);
+        if (f->steps_self.records + f->steps_self.malformed >= records)
+            return;
+        usleep(10000);
+    }
+    gp_test_fail(__FILE__, __LINE__, "only %llu records arrived, wanted %llu",
+                 (unsigned long long)f->steps_self.records, (unsigned long long)records);
+}
+
+static void test_no_path_is_enodev(void)
+{
+    struct gp_source_config cfg = {0};
+    void *st = NULL;
+    char err[128];
+    CHECK_INT(gp_source_steps.open(&cfg, &st, err, sizeof err), GP_ENODEV);
+    cfg.steps_socket = "";
+    CHECK_INT(gp_source_steps.open(&cfg, &st, err, sizeof err), GP_ENODEV);
+    CHECK(st == NULL);
+}
+
+static void test_totals_pid_and_socket_mode(void)
+{
+    const char *path = sock_path("run/gpulse/steps.sock"); /* parents created */
+    void *st = open_at(path, NULL);
+    struct stat sb;
+    CHECK_INT(stat(path, &sb), 0);
+    CHECK(S_ISSOCK(sb.st_mode));
+    CHECK_INT(sb.st_mode & 0777, 0666);
+    char dir[256];
+    snprintf(dir, sizeof dir, "%s/run/gpulse", gp_test_tmpdir());
+    CHECK_INT(stat(dir, &sb), 0);
+    CHECK_INT(sb.st_mode & 0777, 0755);
+
+    send_text(path, "step seq=1 n=10 dur=0.5 samples=32 tokens=1000 loss=2.5 wait=0.1\n"
+                    "step seq=2 n=11 dur=0.25 samples=32 tokens=1000 loss=2.25\n");
+    send_text(path, "mem seq=3 dev=1 alloc=100 reserved=200 peak=150\n"
+                    "meta seq=4 target=500 job=bert rank=3 world=8\n"
+                    "mem seq=5 dev=1 alloc=110\n");
+    struct gp_frame f;
+    gp_frame_init(&f);
+    sample_until_records(st, &f, 5);
+    CHECK_INT(f.nsteps, 1);
+    const struct gp_step_stats *s = find_pid(&f, (uint32_t)getpid());
+    CHECK(s != NULL);
+    CHECK_INT(s->steps_total, 2);
+    CHECK_INT(s->last_step, 11);
+    CHECK_DBL(s->step_seconds_total, 0.75, 1e-12);
+    CHECK_DBL(s->last_step_seconds, 0.25, 1e-12);
+    CHECK(s->samples_valid && s->tokens_valid && s->loss_valid && s->data_wait_valid);
+    CHECK_DBL(s->samples_total, 64, 0);
+    CHECK_DBL(s->tokens_total, 2000, 0);
+    CHECK_DBL(s->loss, 2.25, 0);
+    CHECK_DBL(s->data_wait_seconds_total, 0.1, 1e-12);
+    CHECK_INT(s->target_steps, 500);
+    CHECK_STR(s->jid.job, "bert");
+    CHECK(s->client_job);
+    CHECK_INT(s->jid.rank, 3);
+    CHECK_INT(s->jid.world_size, 8);
+    CHECK_INT(s->nalloc, 1);
+    CHECK_INT(s->alloc[0].device, 1);
+    CHECK_INT(s->alloc[0].allocated, 110);
+    CHECK_INT(s->alloc[0].reserved, 200);
+    CHECK_INT(s->alloc[0].peak, 150);
+    CHECK_INT(s->lost_total, 0);
+    CHECK(!s->ended);
+    CHECK(has_root(&f, (uint32_t)getpid()));
+    CHECK_INT(f.steps_self.datagrams, 2);
+    CHECK_INT(f.steps_self.records, 5);
+    CHECK_INT(f.steps_self.malformed, 0);
+    /* gp_frame_copy carries the steps and the counters. */
+    struct gp_frame c;
+    gp_frame_init(&c);
+    CHECK_INT(gp_frame_copy(&c, &f), 0);
+    CHECK_INT(c.nsteps, 1);
+    CHECK_INT(c.steps_self.records, 5);
+    CHECK_INT(c.steps[0].steps_total, 2);
+    gp_frame_free(&c);
+    gp_source_steps.close(st);
+    CHECK(stat(path, &sb) != 0); /* closing removes its socket file */
+    gp_frame_free(&f);
+}
+
+static void test_loss_from_gaps_and_lost_never_twice(void)
+{
+    const char *path = sock_path("s.sock");
+    void *st = open_at(path, NULL);
+    /* 1, 2, then 5: records 3 and 4 are missing. */
+    send_text(path, "step seq=1 dur=1\nstep seq=2 dur=1\n");
+    send_text(path, "step seq=5 dur=1\n");
+    /* The client says it could not send 3 records, whose numbers 6-8 the
+     * gap before 9 shows again: counted once. */
+    send_text(path, "meta lost=3\nstep seq=9 dur=1\n");
+    /* A client without seq numbers reports its drops with lost= only. */
+    send_text(path, "step dur=1 lost=4\n");
+    /* A seq going back is a new client in the same pid (exec): no gap. */
+    send_text(path, "step seq=1 dur=1\nstep seq=2 dur=1\n");
+    struct gp_frame f;
+    gp_frame_init(&f);
+    sample_until_records(st, &f, 8);
+    const struct gp_step_stats *s = find_pid(&f, (uint32_t)getpid());
+    CHECK(s != NULL);
+    CHECK_INT(s->steps_total, 7);
+    CHECK_INT(s->lost_total, 2 + 3 + 4);
+    gp_source_steps.close(st);
+    gp_frame_free(&f);
+}
+
+static void test_malformed_counted_good_kept(void)
+{
+    const char *path = sock_path("s.sock");
+    void *st = open_at(path, NULL);
+    send_text(path, "step seq=1 dur=1\nstep seq=2 dur=nan\nbogus line here\nstep seq=3 dur=1\n");
+    /* An oversized datagram: one malformed, nothing of it taken. */
+    static char big[GP_STEPS_DGRAM_MAX + 100];
+    memset(big, ' ', sizeof big - 1);
+    memcpy(big, "step seq=4 dur=1\n", 17);
+    send_text(path, big);
+    struct gp_frame f;
+    gp_frame_init(&f);
+    sample_until_records(st, &f, 5);
+    CHECK_INT(f.steps_self.records, 2);
+    CHECK_INT(f.steps_self.malformed, 3);
+    CHECK_INT(f.steps_self.datagrams, 2);
+    const struct gp_step_stats *s = find_pid(&f, (uint32_t)getpid());
+    CHECK_INT(s->steps_total, 2);
+    CHECK_INT(s->lost_total, 1); /* seq 2 never counted as a good record */
+    gp_source_steps.close(st);
+    gp_frame_free(&f);
+}
+
+static void test_leftover_replaced_live_kept(void)
+{
+    const char *path = sock_path("s.sock");
+    /* A leftover: bound, then its owner went away without unlinking. */
+    int fd = socket(AF_UNIX, SOCK_DGRAM, 0);
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    snprintf(a.sun_path, sizeof a.sun_path, "%s", path);
+    CHECK_INT(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+    close(fd);
+    void *st = open_at(path, NULL);
+    /* A second agent on the same path: refused, the first keeps its socket. */
+    struct gp_source_config cfg = {.steps_socket = path};
+    void *st2 = NULL;
+    char err[256];
+    CHECK_INT(gp_source_steps.open(&cfg, &st2, err, sizeof err), GP_ENODEV);
+    CHECK_CONTAINS(err, "in use");
+    send_text(path, "step seq=1 dur=1\n");
+    struct gp_frame f;
+    gp_frame_init(&f);
+    sample_until_records(st, &f, 1);
+    CHECK_INT(f.nsteps, 1);
+    gp_source_steps.close(st);
+    /* A regular file in the way is never removed. */
+    gp_test_write_file(gp_test_tmpdir(), "plain", "x");
+    cfg.steps_socket = sock_path("plain");
+    CHECK_INT(gp_source_steps.open(&cfg, &st2, err, sizeof err), GP_ENODEV);
+    struct stat sb;
+    CHECK_INT(stat(sock_path("plain"), &sb), 0);
+    CHECK(S_ISREG(sb.st_mode));
+    gp_frame_free(&f);
+}
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* Nobody reads: the client must neither block nor lose count. */
+static void test_full_queue_does_not_block_the_client(void)
+{
+    const char *path = sock_path("dead.sock");
+    int rfd = socket(AF_UNIX, SOCK_DGRAM, 0);
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    snprintf(a.sun_path, sizeof a.sun_path, "%s", path);
+    CHECK_INT(bind(rfd, (struct sockaddr *)&a, sizeof a), 0);
+    setenv("GPULSE_STEPS_SOCKET", path, 1);
+    struct gpulse_steps g;
+    CHECK_INT(gpulse_steps_open(&g), 0);
+    CHECK_INT(g.ndest, 1);
+    double t0 = now_s();
+    for (unsigned i = 1; i <= 1000; i++) {
+        gpulse_step(&g, i, 0.01, 8, GPULSE_UNSET, GPULSE_UNSET, GPULSE_UNSET);
+        gpulse_flush(&g); /* one datagram per record: the queue fills at once */
+    }
+    double took = now_s() - t0;
+    CHECK(took < 2.0);
+    CHECK(g.sent_total >= 1 && g.sent_total < 1000);
+    CHECK_INT(g.lost_total + g.sent_total, 1000);
+    /* Drain, send one more: its datagram says how many were lost first. */
+    char buf[GP_STEPS_DGRAM_MAX];
+    while (recv(rfd, buf, sizeof buf, MSG_DONTWAIT) > 0)
+        ;
+    gpulse_step(&g, 1001, 0.01, 8, GPULSE_UNSET, GPULSE_UNSET, GPULSE_UNSET);
+    gpulse_flush(&g);
+    ssize_t n = recv(rfd, buf, sizeof buf - 1, MSG_DONTWAIT);
+    CHECK(n > 0);
+    buf[n] = '\0';
+    char want[64];
+    snprintf(want, sizeof want, "meta lost=%llu\nstep seq=1001 n=1001 dur=0.01 samples=8\n",
+             (unsigned long long)g.lost_total);
+    CHECK_STR(buf, want);
+    gpulse_close(&g);
+    close(rfd);
+}
+
+/* A burst through the real source: each record is received or reported
+ * lost, none vanishes, none is counted twice. */
+static void test_burst_everything_accounted(void)
+{
+    const char *path = sock_path("s.sock");
+    void *st = open_at(path, NULL);
+    setenv("GPULSE_STEPS_SOCKET", path, 1);
+    struct gpulse_steps g;
+    CHECK_INT(gpulse_steps_open(&g), 0);
+    const unsigned N = 20000;
+    for (unsigned i = 1; i <= N; i++) {
+        gpulse_step(&g, i, 0.001, 1, 2, 0.5, GPULSE_UNSET);
+        if (i % 4 == 0)
+            gpulse_flush(&g);
+    }
+    gpulse_flush(&g);
+    /* Until the drops are told: a last record, sent when the queue has room. */
+    unsigned extra = 0;
+    while (g.unsent[0] && extra < 100) {
+        uint64_t before = g.sent_total;
+        usleep(20000);
+        gpulse_step(&g, N + ++extra, 0.001, 1, 2, 0.5, GPULSE_UNSET);
+        gpulse_flush(&g);
+        if (g.sent_total > before)
+            break;
+    }
+    struct gp_frame f;
+    gp_frame_init(&f);
+    const struct gp_step_stats *s = NULL;
+    for (int i = 0; i < 500; i++) {
+        unsigned errors = 0;
+        sample(st, &f, &errors);
+        s = find_pid(&f, (uint32_t)getpid());
+        if (s && s->steps_total + s->lost_total >= N + extra)
+            break;
+        usleep(10000);
+    }
+    CHECK(s != NULL);
+    CHECK_INT(s->steps_total + s->lost_total, N + extra);
+    CHECK_INT(s->lost_total, g.lost_total);
+    CHECK_DBL(s->samples_total, (double)s->steps_total, 0);
+    CHECK(s->steps_total > N / 10); /* the receiver drains as they come */
+    gpulse_close(&g);
+    gp_source_steps.close(st);
+    gp_frame_free(&f);
+}
+
+static void test_eviction_of_gone_and_ended_senders(void)
+{
+    gp_steps_idle_evict_s = 0.3;
+    gp_steps_ended_keep_s = 0.3;
+    const char *path = sock_path("s.sock");
+    void *st = open_at(path, NULL);
+    pid_t child = fork();
+    if (child == 0) {
+        send_text(path, "step seq=1 dur=1\n");
+        _exit(0);
+    }
+    int status;
+    CHECK(waitpid(child, &status, 0) == child);
+    send_text(path, "step seq=1 dur=1\n");
+    struct gp_frame f;
+    gp_frame_init(&f);
+    sample_until_records(st, &f, 2);
+    CHECK_INT(f.nsteps, 2);
+    CHECK(find_pid(&f, (uint32_t)child) != NULL);
+    CHECK(!has_root(&f, (uint32_t)child)); /* gone: procfs need not follow it */
+    CHECK(has_root(&f, (uint32_t)getpid()));
+    usleep(400000);
+    unsigned errors = 0;
+    sample(st, &f, &errors);
+    CHECK(find_pid(&f, (uint32_t)child) == NULL); /* idle and gone */
+    CHECK(find_pid(&f, (uint32_t)getpid()) != NULL); /* idle but alive: kept */
+    /* An end: kept (not followed) for gp_steps_ended_keep_s, then forgotten. */
+    send_text(path, "end seq=2 status=3 t=1700000000.5 job=fallback\n");
+    sample_until_records(st, &f, 3);
+    const struct gp_step_stats *s = find_pid(&f, (uint32_t)getpid());
+    CHECK(s && s->ended && s->exit_status_valid);
+    CHECK_INT(s->exit_status, 3);
+    CHECK_DBL(s->end_time_s, 1700000000.5, 1e-6);
+    CHECK_STR(s->jid.job, "fallback");
+    CHECK(!has_root(&f, (uint32_t)getpid()));
+    usleep(400000);
+    sample(st, &f, &errors);
+    CHECK_INT(f.nsteps, 0);
+    gp_source_steps.close(st);
+    gp_frame_free(&f);
+}
+
+struct observed {
+    unsigned steps, metas;
+    uint32_t pid;
+};
+
+static void observe(void *ctx, uint32_t pid, const struct gp_steps_record *r)
+{
+    struct observed *o = ctx;
+    o->pid = pid;
+    if (r->kind == GP_STEPS_STEP)
+        __atomic_add_fetch(&o->steps, 1, __ATOMIC_RELAXED);
+    else if (r->kind == GP_STEPS_META)
+        __atomic_add_fetch(&o->metas, 1, __ATOMIC_RELAXED);
+}
+
+static void test_observer_sees_every_good_record(void)
+{
+    struct observed o = {0};
+    struct gp_source_config extra = {.step_observer = observe, .step_observer_ctx = &o};
+    const char *path = sock_path("s.sock");
+    void *st = open_at(path, &extra);
+    send_text(path, "step seq=1 dur=1\nstep seq=2 dur=x\nmeta seq=3 target=9\nfuture seq=4\n"
+                    "step seq=5 dur=1\n");
+    struct gp_frame f;
+    gp_frame_init(&f);
+    sample_until_records(st, &f, 5);
+    gp_source_steps.close(st); /* joins the receiver: o is complete */
+    CHECK_INT(o.steps, 2);
+    CHECK_INT(o.metas, 1);
+    CHECK_INT(o.pid, getpid());
+    gp_frame_free(&f);
+}
+
+const struct gp_test gp_tests_steps[] = {
+    {"no_path_is_enodev", test_no_path_is_enodev},
+    {"totals_pid_and_socket_mode", test_totals_pid_and_socket_mode},
+    {"loss_from_gaps_and_lost_never_twice", test_loss_from_gaps_and_lost_never_twice},
+    {"malformed_counted_good_kept", test_malformed_counted_good_kept},
+    {"leftover_replaced_live_kept", test_leftover_replaced_live_kept},
+    {"full_queue_does_not_block_the_client", test_full_queue_does_not_block_the_client},
+    {"burst_everything_accounted", test_burst_everything_accounted},
+    {"eviction_of_gone_and_ended_senders", test_eviction_of_gone_and_ended_senders},
+    {"observer_sees_every_good_record", test_observer_sees_every_good_record},
+    {0},
+};
