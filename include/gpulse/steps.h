@@ -280,6 +280,14 @@ static inline void gpulse_step(struct gpulse_steps *h, uint64_t n, double dur, d
         p = gpulse__dbl(gpulse__key(p, "loss"), loss);
     if (isfinite(wait) && wait >= 0)
         p = gpulse__dbl(gpulse__key(p, "wait"), wait);
+    /* t: when the step ended (epoch seconds, microseconds), so batching
+     * does not blur the time line that throughput is computed from */
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    p = gpulse__u64(gpulse__key(p, "t"), (unsigned long long)now.tv_sec);
+    *p++ = '.';
+    for (long us = now.tv_nsec / 1000, d = 100000; d; d /= 10)
+        *p++ = (char)('0' + us / d % 10);
     gpulse__end(h, p);
 }
 

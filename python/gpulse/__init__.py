@@ -156,7 +156,9 @@ class Client:
         """One finished step of ``duration`` seconds. ``n`` is your step
         number (default: counts the steps reported); ``wait`` is the time
         it waited for input data."""
-        rest = " dur=" + (_num(duration) or "0")
+        # t: when the step ended, so batching (up to 20 ms) does not blur
+        # the time line that throughput is computed from
+        rest = " dur=%s t=%.6f" % (_num(duration) or "0", time.time())
         if samples is not None:
             v = _num(samples)
             if v is not None:
