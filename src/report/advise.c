@@ -59,6 +59,8 @@ static int rule_ending(const json_t *doc, json_t *adv)
     snprintf(ev, sizeof ev, "state=%s exit_status=%s signal=%s", state, ex, sigraw);
     if (!hx)
         snprintf(ex, sizeof ex, GP_RP_NA);
+    if (!strcmp(sig, GP_RP_NA))
+        snprintf(sig, sizeof sig, "a signal gpulse did not see");
     if (!strcmp(state, "failed"))
         snprintf(text, sizeof text,
                  "The job failed (exit status %s): read its output for the error first; the numbers "
