@@ -6,10 +6,10 @@ usage: report_server.py PORTFILE DIR [TOKEN]
 Serves GET /api/v1/jobs/<id>?series=1 on 127.0.0.1 (a free port, written
 to PORTFILE): the document DIR/<file>.json whose "id" is <id>, in the
 {"status":"success","data":...} envelope. Job "garbage" answers a body
-that is not JSON; "noenvelope" a JSON body without the envelope; "slow"
-sleeps past the client's timeout is not tested (10 s). Any other id: 404
-with an error envelope. With TOKEN, a request without "Bearer TOKEN"
-gets 401. Each request's path is appended to DIR/requests.log.
+that is not JSON; "noenvelope" a JSON body without the envelope. Any
+other id: 404 with an error envelope. With TOKEN, a request without
+"Bearer TOKEN" gets 401. Each request's path is appended to
+$REQLOG_DIR/requests.log.
 """
 import json, os, sys, urllib.parse
 from http.server import BaseHTTPRequestHandler, HTTPServer
