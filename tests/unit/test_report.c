@@ -562,6 +562,39 @@ static void test_escaping(void)
     gp_buf_free(&b);
 }
 
+/* docs/jobs.md names every advice kind with its threshold. */
+static void test_docs_name_every_rule(void)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/../../docs/jobs.md", GP_TEST_DATA_DIR);
+    FILE *f = fopen(path, "r");
+    CHECK(f != NULL);
+    static char text[1 << 17];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    text[n] = '\0';
+    fclose(f);
+    char row[160];
+    static const struct {
+        const char *kind, *op;
+        double v;
+    } rules[] = {{"memory_high", ">", GP_REPORT_MEMORY_HIGH},
+                 {"data_wait", "`data_wait_ratio` >", GP_REPORT_DATA_WAIT_HIGH},
+                 {"low_activity", "`activity_avg` <", GP_REPORT_ACTIVITY_LOW},
+                 {"memory_low", "<", GP_REPORT_MEMORY_LOW}};
+    for (size_t i = 0; i < sizeof rules / sizeof rules[0]; i++) {
+        snprintf(row, sizeof row, "| `%s` |", rules[i].kind);
+        const char *r = strstr(text, row);
+        if (!r)
+            gp_test_fail(__FILE__, __LINE__, "docs/jobs.md has no row for %s", rules[i].kind);
+        snprintf(row, sizeof row, "%s %g", rules[i].op, rules[i].v);
+        const char *eol = strchr(r, '\n');
+        const char *at = strstr(r, row);
+        if (!at || (eol && at > eol))
+            gp_test_fail(__FILE__, __LINE__, "docs/jobs.md: %s row lacks \"%s\"", rules[i].kind, row);
+    }
+    CHECK_CONTAINS(text, "| `failed`, `killed`, `lost` |");
+}
+
 const struct gp_test gp_tests_report[] = {
     {"text_full", test_text_full},
     {"text_nulls_are_na", test_text_nulls_are_na},
@@ -583,5 +616,6 @@ const struct gp_test gp_tests_report[] = {
     {"advice_keeps_entries_and_is_idempotent", test_advice_keeps_entries_and_is_idempotent},
     {"formats", test_formats},
     {"escaping", test_escaping},
+    {"docs_name_every_rule", test_docs_name_every_rule},
     {0},
 };
