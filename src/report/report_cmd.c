@@ -171,14 +171,20 @@ static int fetch(const char *url, const char *token, struct gp_buf *body, long *
     return rc;
 }
 
+/* Makes s one plain line: control and non-ASCII bytes (C1 controls hide there) become blanks. */
+static void one_line(char *s)
+{
+    for (; *s; s++)
+        if ((unsigned char)*s < 0x20 || *s == 0x7f || (unsigned char)*s >= 0x80)
+            *s = ' ';
+}
+
 /* The server's own one-line error from an error envelope, or "". */
 static void envelope_error(const json_t *root, char *out, size_t n)
 {
     const json_t *e = json_is_object(root) ? json_object_get(root, "error") : NULL;
     snprintf(out, n, "%s", json_is_string(e) ? json_string_value(e) : "");
-    for (char *p = out; *p; p++) /* one line, nothing a terminal would act on */
-        if ((unsigned char)*p < 0x20 || *p == 0x7f)
-            *p = ' ';
+    one_line(out);
 }
 
 /* Writes data to path through path.tmp.PID + fsync + rename. */
@@ -263,6 +269,7 @@ static int get_doc(const struct opts *o, const char *token, json_t **doc)
         goto out;
     }
     if (!root) {
+        one_line(je.text); /* it quotes the answer */
         fprintf(stderr, "gpulse report: bad JSON from %s: %s (line %d)\n", label, je.text, je.line);
         goto out;
     }
