@@ -2,6 +2,8 @@
  * main.c - `gpulse COMMAND ...`: dispatch to the role.
  */
 #include "agent/agent.h"
+#include "report/report.h"
+#include "run/run.h"
 #include "server/server.h"
 
 #include <stdio.h>
@@ -14,6 +16,8 @@ static void usage(FILE *out)
                  "  agent     sample this node's GPUs, host and processes; serve /metrics\n"
                  "  server    receive remote write, store the series, serve the query API\n"
                  "  up        server and agent in one process, for one machine\n"
+                 "  run       run a training command as a tracked job, report on it when it ends\n"
+                 "  report    the end-of-run report of a training job, from the server\n"
                  "  version   print the version\n"
                  "  help      this text\n\n"
                  "'gpulse COMMAND --help' describes each command.\n");
@@ -32,6 +36,10 @@ int main(int argc, char **argv)
         return gp_server_main(argc - 2, argv + 2);
     if (!strcmp(cmd, "up"))
         return gp_up_main(argc - 2, argv + 2);
+    if (!strcmp(cmd, "run"))
+        return gp_run_main(argc - 2, argv + 2);
+    if (!strcmp(cmd, "report"))
+        return gp_report_main(argc - 2, argv + 2);
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
         printf("gpulse %s\n", GP_VERSION);
         return 0;
