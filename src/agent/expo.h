@@ -47,9 +47,10 @@ int gp_expo_render(struct gp_expo *x, struct gp_buf *out, const struct gp_frame 
 void gp_expo_escape(struct gp_buf *out, const char *s);
 
 /*
- * Marks which host processes get series: with GP_PROC_SERIES_GPU, those
- * holding a GPU and all their descendants (dataloader workers). sel must
- * have f->nprocs entries. Returns the number selected.
+ * Marks which host processes get series: with GP_PROC_SERIES_GPU, the
+ * followed ones (p->followed: on a GPU, a root to follow, or a
+ * descendant of one, such as dataloader workers). sel must have
+ * f->nprocs entries. Returns the number selected.
  */
 unsigned gp_expo_select_procs(const struct gp_frame *f, enum gp_proc_series mode, unsigned char *sel);
 
