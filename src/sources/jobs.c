@@ -17,9 +17,12 @@
  *      keeps each process's last CPU time (an array sorted by pid, two
  *      swapped per tick and merged in one walk, like procfs's cache) and
  *      adds it to its job's retired total when the pid leaves the frame,
- *      starts anew (another start time) or changes job. Jobs are kept
- *      in a table of their own across ticks and forgotten
- *      JOBS_FORGET_MS after their last process.
+ *      starts anew (another start time) or changes job. A departed pid
+ *      is kept JOBS_FORGET_MS: if the same process comes back (it left
+ *      its GPU for a while, a read failed) its CPU leaves the retired
+ *      total again, so nothing counts twice. Jobs are kept in a table
+ *      of their own across ticks and forgotten JOBS_FORGET_MS after
+ *      their last process.
  *   3. GPUs: each GPU's per-process entries add memory and SM share to
  *      their processes' jobs; the GPU's job_idx is the job holding the
  *      most memory on it (the first seen on a tie).
@@ -47,8 +50,10 @@ enum { F_OWN = 1, F_ELIGIBLE = 2 }; /* per frame process */
 struct jobs_pid {
     uint32_t pid;
     uint32_t job;        /* index into jobs_state.jobs */
+    bool departed;       /* left the frame: cpu_s is in its job's retired total */
     double start_time_s; /* tells a reused pid apart */
     double cpu_s;        /* user + system at its last tick */
+    int64_t departed_ms; /* when it left; kept JOBS_FORGET_MS in case it comes back */
 };
 
 /* A job (and rank) seen on this node, kept across ticks. */
@@ -64,6 +69,7 @@ struct jobs_job {
 struct jobs_proc {
     unsigned char flags; /* F_* */
     int job;             /* index into frame->jobs; -1: none */
+    uint32_t sjob;       /* index into jobs_state.jobs, when job >= 0 */
 };
 struct jobs_on_gpu {
     uint64_t mem;        /* bytes its processes hold on the GPU */
@@ -237,8 +243,7 @@ static int sum_jobs(struct jobs_state *st, struct gp_frame *f)
 {
     for (size_t k = 0; k < st->njobs; k++)
         st->jobs[k].frame_idx = -1;
-    struct jobs_pid *now = st->pids[!st->cur];
-    size_t nnow = 0;
+    size_t nlive = 0;
     for (unsigned i = 0; i < f->nprocs; i++) {
         const struct gp_proc *p = &f->procs[i];
         st->procs[i].job = -1;
@@ -263,27 +268,52 @@ static int sum_jobs(struct jobs_state *st, struct gp_frame *f)
             j->id.world_size = p->jid.world_size;
         if (p->start_time_s < j->start_time_s)
             j->start_time_s = p->start_time_s;
-        double cpu = p->utime_s + p->stime_s;
         j->nprocs++;
         j->rss_bytes += p->rss_bytes;
-        j->cpu_seconds += cpu;
+        j->cpu_seconds += p->utime_s + p->stime_s;
         sj->last_ms = f->time_ms;
         st->procs[i].job = sj->frame_idx;
-        now[nnow++] = (struct jobs_pid){p->pid, (uint32_t)k, p->start_time_s, cpu};
+        st->procs[i].sjob = (uint32_t)k;
+        nlive++;
     }
 
-    /* Retire the CPU of the processes that left their job since last tick. */
-    const struct jobs_pid *old = st->pids[st->cur];
-    size_t nold = st->npids[st->cur], i = 0;
-    for (size_t o = 0; o < nold; o++) {
-        while (i < nnow && now[i].pid < old[o].pid)
-            i++;
-        bool same = i < nnow && now[i].pid == old[o].pid &&
-                    now[i].start_time_s == old[o].start_time_s && now[i].job == old[o].job;
-        if (!same && old[o].job < st->njobs && st->jobs[old[o].job].used)
-            st->jobs[old[o].job].retired_cpu_s += old[o].cpu_s;
+    /* Merge this tick's processes with the kept ones (both by pid). */
+    size_t nold = st->npids[st->cur];
+    if (grow((void **)&st->pids[!st->cur], &st->cap_pids[!st->cur], nold + nlive,
+             sizeof *st->pids[0]) != GP_OK)
+        return GP_ENOMEM;
+    struct jobs_pid *old = st->pids[st->cur], *now = st->pids[!st->cur];
+    size_t n = 0, o = 0;
+    for (unsigned i = 0; i <= f->nprocs; i++) {
+        const struct gp_proc *p = i < f->nprocs ? &f->procs[i] : NULL;
+        if (p && st->procs[i].job < 0)
+            continue;
+        /* the kept pids below p's (all that are left after the last) are gone */
+        for (; o < nold && (!p || old[o].pid < p->pid); o++) {
+            struct jobs_pid *e = &old[o];
+            if (!e->departed) {
+                st->jobs[e->job].retired_cpu_s += e->cpu_s;
+                e->departed = true;
+                e->departed_ms = f->time_ms;
+            }
+            if (f->time_ms - e->departed_ms < JOBS_FORGET_MS && st->jobs[e->job].used)
+                now[n++] = *e;
+        }
+        if (!p)
+            break;
+        struct jobs_pid live = {p->pid, st->procs[i].sjob, false, p->start_time_s,
+                                p->utime_s + p->stime_s, 0};
+        if (o < nold && old[o].pid == p->pid) {
+            struct jobs_pid *e = &old[o++];
+            bool same = e->start_time_s == live.start_time_s && e->job == live.job;
+            if (same && e->departed) /* back: it was counted as retired */
+                st->jobs[e->job].retired_cpu_s -= e->cpu_s;
+            else if (!same && !e->departed) /* another process, or another job */
+                st->jobs[e->job].retired_cpu_s += e->cpu_s;
+        }
+        now[n++] = live;
     }
-    st->npids[!st->cur] = nnow;
+    st->npids[!st->cur] = n;
     st->cur = !st->cur;
 
     for (size_t k = 0; k < st->njobs; k++) {
@@ -343,9 +373,7 @@ static int jobs_sample(void *state, struct gp_frame *f, unsigned *errors)
     if (f->hostname[0] && strcmp(f->hostname, st->hostname) != 0)
         snprintf(st->hostname, sizeof st->hostname, "%s", f->hostname);
     f->njobs = 0;
-    if (grow((void **)&st->procs, &st->cap_procs, f->nprocs, sizeof *st->procs) != GP_OK ||
-        grow((void **)&st->pids[0], &st->cap_pids[0], f->nprocs, sizeof *st->pids[0]) != GP_OK ||
-        grow((void **)&st->pids[1], &st->cap_pids[1], f->nprocs, sizeof *st->pids[1]) != GP_OK)
+    if (grow((void **)&st->procs, &st->cap_procs, f->nprocs, sizeof *st->procs) != GP_OK)
         return GP_ENOMEM;
 
     name_jobs(st, f);
