@@ -18,7 +18,9 @@
  *     by one kernel show() call, so a read shorter than the buffer is the
  *     whole file: one read() per file, no second read to see EOF.
  *   - Only the processes that get series are read fully. By default
- *     (process_series: gpu) those are the processes on a GPU and their
+ *     (process_series: gpu) those are the followed processes: the ones
+ *     on a GPU, the roots the sources before put in frame->roots (step
+ *     reporters) and cfg->follow (gpulse run's child), and their
  *     descendants (dataloader workers); reading stat, status and io of
  *     all ~500 processes of a node cost ~12 ms a tick, more than a whole
  *     node_exporter scrape. The GPU sources sample before this one in
@@ -26,7 +28,17 @@
  *     GPU pids; they are marked, then their descendants through the
  *     cached parents (repeated until nothing changes: pids wrap, so
  *     children may have smaller pids). cfg->all_processes (process_series
- *     all) reads every process fully and follows no tree.
+ *     all) reads every process fully and marks the followed trees in the
+ *     frame afterwards, from this tick's parents.
+ *   - A followed process's own job identity (docs/jobs.md: environment,
+ *     else Kubernetes cgroup; jobattr.c parses) is read once per process,
+ *     pid + start time: environ and cgroup are read when it is first
+ *     followed and never again until the pid names another process. The
+ *     cache entry holds only a 32-bit index into a side table of the
+ *     identities that name something (most processes name nothing and
+ *     take no slot); slots are freed when the pid leaves the cache or is
+ *     reused, and the table grows only past the most ever held. The
+ *     jobs source (jobs.c) then does inheritance and process groups.
  *   - The root is listed (getdents64) into a cache per pid (pid,
  *     parent, start time, uid) carried over from the last listing: two
  *     arrays sorted by pid, swapped at each listing, merged in one walk,
@@ -79,7 +91,9 @@
  * host file leaves that reading invalid and counts one. Permission
  * denied on /proc/PID/io (other users' processes when unprivileged) and a
  * missing io file (kernels without task I/O accounting) only leave
- * io_valid false. A kernel without PSI (no /proc/pressure, or reads
+ * io_valid false. An unreadable environ or cgroup (another user's when
+ * unprivileged, a process gone) leaves the identity empty without
+ * error; a garbled one counts one. A kernel without PSI (no /proc/pressure, or reads
  * answering EOPNOTSUPP when booted with psi=0) is said once at info level.
  */
 #include "jobattr.h"
@@ -963,7 +977,7 @@ static int procfs_sample(void *state, struct gp_frame *f, unsigned *errors)
     if (!st->all) {
         refresh_parents(st, errors);
         if (!mark_gpu_trees(st, f)) {
-            kept_sweep(st); /* no GPU process: nothing stays open */
+            kept_sweep(st); /* nothing to follow: nothing stays open */
             return GP_OK;
         }
         if (st->children && st->listed_tick != st->tick &&
