@@ -262,7 +262,8 @@ unsigned gp_sampler_gpu_sources(const struct gp_sampler *s)
 {
     unsigned n = 0;
     for (size_t i = 0; i < s->nsrc; i++)
-        n += s->src[i].ops->id != GP_SRC_PROCFS;
+        n += s->src[i].ops->id == GP_SRC_NVML || s->src[i].ops->id == GP_SRC_AMDGPU ||
+             s->src[i].ops->id == GP_SRC_SIMULATE; /* not procfs, steps, jobs */
     return n;
 }
 
