@@ -5,6 +5,13 @@
  * (or process, or mode) that has the reading. GPU label sets are built
  * once per render and reused by every family. Simulated GPUs carry
  * simulated="true"; MIG instances GPU_I_ID and GPU_I_PROFILE.
+ *
+ * Jobs (docs/jobs.md): a GPU's series carry the job and rank holding the
+ * most memory on it (gpu->job_idx); each GPU therefore has two label
+ * sets, one with its job for the GPU's own series and one without for
+ * the per-process GPU series, which say their own process's job. Host
+ * process series carry their process's job; the gpulse_job_* families
+ * (one series per job and rank) come from frame->jobs.
  */
 #include "expo.h"
 
@@ -87,10 +94,23 @@ static void sample(struct gp_buf *b, const char *name, const char *labels, const
     gp_buf_putc(b, '\n');
 }
 
+/* job="..",rank=".." (rank when known) of id, when it names a job. */
+static void job_labels(struct gp_buf *b, const struct gp_job_id *id, int *first)
+{
+    if (!id->job[0])
+        return;
+    label(b, "job", id->job, first);
+    if (id->rank >= 0) {
+        char r[16];
+        snprintf(r, sizeof r, "%d", (int)id->rank);
+        label(b, "rank", r, first);
+    }
+}
+
 static int build_gpu_labels(struct gp_expo *x, const struct gp_frame *f, const struct gp_expo_options *o)
 {
     if (f->ngpus > x->cap_gpus) {
-        unsigned *p = realloc(x->label_off, f->ngpus * sizeof *p);
+        unsigned *p = realloc(x->label_off, 2 * f->ngpus * sizeof *p);
         if (!p)
             return GP_ENOMEM;
         x->label_off = p;
@@ -123,11 +143,27 @@ static int build_gpu_labels(struct gp_expo *x, const struct gp_frame *f, const s
         if (g->simulated)
             label(b, "simulated", "true", &first);
         gp_buf_putc(b, '\0'); /* each label set is its own C string */
+        /* the same again with the GPU's job, for its own series */
+        size_t base = x->label_off[i], blen = b->len - 1 - base;
+        x->label_off[f->ngpus + i] = (unsigned)b->len;
+        if (b->err || gp_buf_reserve(b, blen) != GP_OK)
+            break;
+        gp_buf_append(b, b->data + base, blen); /* reserved: the source does not move */
+        if (g->job_idx >= 0 && (unsigned)g->job_idx < f->njobs)
+            job_labels(b, &f->jobs[g->job_idx].id, &first);
+        gp_buf_putc(b, '\0');
     }
     return b->err;
 }
 
-static const char *gpu_labels(const struct gp_expo *x, unsigned i)
+/* The labels of GPU i's own series (with its job). */
+static const char *gpu_labels(const struct gp_expo *x, const struct gp_frame *f, unsigned i)
+{
+    return x->labels.data + x->label_off[f->ngpus + i];
+}
+
+/* GPU i's labels without its job (per-process GPU series). */
+static const char *gpu_base_labels(const struct gp_expo *x, unsigned i)
 {
     return x->labels.data + x->label_off[i];
 }
@@ -144,7 +180,7 @@ static void render_gpu_fields(struct gp_expo *x, struct gp_buf *b, const struct 
             if (!any)
                 family(b, info->name, info->type == GP_COUNTER ? "counter" : "gauge", info->help);
             any = 1;
-            sample(b, info->name, gpu_labels(x, i), NULL, g->val[fi]);
+            sample(b, info->name, gpu_labels(x, f, i), NULL, g->val[fi]);
         }
     }
 }
@@ -163,7 +199,7 @@ static void render_gpu_extras(struct gp_expo *x, struct gp_buf *b, const struct 
         any = 1;
         for (unsigned r = 0; r < gp_clock_event_count; r++) {
             snprintf(extra, sizeof extra, "reason=\"%s\"", gp_clock_event_names[r].name);
-            sample(b, "gpulse_gpu_clock_event_reasons", gpu_labels(x, i), extra,
+            sample(b, "gpulse_gpu_clock_event_reasons", gpu_labels(x, f, i), extra,
                    (g->clock_events & gp_clock_event_names[r].bit) ? 1 : 0);
         }
     }
@@ -176,22 +212,26 @@ static void render_gpu_extras(struct gp_expo *x, struct gp_buf *b, const struct 
                        "XID error events seen since the agent started, by XID code.");
             any = 1;
             snprintf(extra, sizeof extra, "xid=\"%u\"", g->xids[k].xid);
-            sample(b, "gpulse_gpu_xid_errors_total", gpu_labels(x, i), extra, (double)g->xids[k].count);
+            sample(b, "gpulse_gpu_xid_errors_total", gpu_labels(x, f, i), extra, (double)g->xids[k].count);
         }
     }
     if (f->ngpus)
         family(b, "gpulse_gpu_lost", "gauge", "1 when the GPU has fallen off the bus (NVML GPU_IS_LOST).");
     for (unsigned i = 0; i < f->ngpus; i++)
-        sample(b, "gpulse_gpu_lost", gpu_labels(x, i), NULL, f->gpus[i].lost ? 1 : 0);
+        sample(b, "gpulse_gpu_lost", gpu_labels(x, f, i), NULL, f->gpus[i].lost ? 1 : 0);
 }
 
-/* pid="..",comm=".." for a GPU process (comm from the host table when known). */
+/* pid="..",comm=".."[,job="..",rank=".."] for a GPU process (comm and
+ * job from the host table when known). */
 static void proc_labels(struct gp_buf *b, const struct gp_frame *f, uint32_t pid)
 {
     const struct gp_proc *p = gp_frame_find_proc(f, pid);
     gp_buf_printf(b, "pid=\"%u\",comm=\"", pid);
     gp_expo_escape(b, p ? p->comm : "");
     gp_buf_putc(b, '"');
+    int first = 0;
+    if (p)
+        job_labels(b, &p->jid, &first);
 }
 
 static void render_gpu_procs(struct gp_expo *x, struct gp_buf *b, const struct gp_frame *f)
@@ -228,7 +268,7 @@ static void render_gpu_procs(struct gp_expo *x, struct gp_buf *b, const struct g
                 any = 1;
                 gp_buf_reset(&extra);
                 proc_labels(&extra, f, p->pid);
-                sample(b, fams[k].name, gpu_labels(x, i), extra.data, v);
+                sample(b, fams[k].name, gpu_base_labels(x, i), extra.data, v);
             }
         }
     }
@@ -290,29 +330,75 @@ unsigned gp_expo_select_procs(const struct gp_frame *f, enum gp_proc_series mode
         sel[i] = mode == GP_PROC_SERIES_ALL;
     if (mode != GP_PROC_SERIES_GPU)
         return mode == GP_PROC_SERIES_ALL ? f->nprocs : 0;
-    for (unsigned g = 0; g < f->ngpus; g++)
-        for (unsigned j = 0; j < f->gpus[g].nprocs; j++) {
-            const struct gp_proc *p = gp_frame_find_proc(f, f->gpus[g].procs[j].pid);
-            if (p)
-                sel[p - f->procs] = 1;
-        }
-    /* Children after parents: repeat until no process is newly marked
-     * (pids can wrap, so one pass in pid order is not enough). */
-    for (int changed = 1, pass = 0; changed && pass < 64; pass++) {
-        changed = 0;
-        for (unsigned i = 0; i < f->nprocs; i++) {
-            if (sel[i] || !f->procs[i].ppid)
+    /* procfs marked the followed trees: GPU processes, roots, descendants */
+    for (unsigned i = 0; i < f->nprocs; i++)
+        n += sel[i] = f->procs[i].followed;
+    return n;
+}
+
+/* {pid="..",comm=".."[,job="..",rank=".."] of a host process, unclosed. */
+static void host_proc_labels(struct gp_buf *b, const struct gp_proc *p)
+{
+    gp_buf_printf(b, "{pid=\"%u\",comm=\"", p->pid);
+    gp_expo_escape(b, p->comm);
+    gp_buf_putc(b, '"');
+    int first = 0;
+    job_labels(b, &p->jid, &first);
+}
+
+/* The per-job families of docs/jobs.md: one series per job and rank. */
+static void render_jobs(struct gp_buf *b, const struct gp_frame *f, const struct gp_expo_options *o)
+{
+    if (!f->njobs)
+        return;
+    static const struct {
+        const char *name, *type, *help;
+    } fams[] = {
+        {"gpulse_job_info", "gauge", "A job (and rank) with processes on this node; value 1."},
+        {"gpulse_job_start_time_seconds", "gauge", "Earliest start of the job's processes, since the epoch."},
+        {"gpulse_job_processes", "gauge", "Live processes in the job's tree."},
+        {"gpulse_job_cpu_seconds_total", "counter",
+         "User and system CPU time of the job's tree, exited processes included."},
+        {"gpulse_job_resident_memory_bytes", "gauge", "Resident memory of the job's tree."},
+        {"gpulse_job_gpus", "gauge", "GPUs the job holds memory on or runs on."},
+        {"gpulse_job_gpu_memory_bytes", "gauge", "GPU memory of the job's processes."},
+        {"gpulse_job_gpu_sm_ratio", "gauge", "SM share of the job's processes, summed over GPUs."},
+    };
+    char num[16];
+    for (size_t k = 0; k < sizeof fams / sizeof fams[0]; k++) {
+        int any = 0;
+        for (unsigned i = 0; i < f->njobs; i++) {
+            const struct gp_job *j = &f->jobs[i];
+            if (!j->id.job[0] || (k == 6 && !j->gpu_mem_valid) || (k == 7 && !j->sm_valid))
                 continue;
-            const struct gp_proc *parent = gp_frame_find_proc(f, f->procs[i].ppid);
-            if (parent && sel[parent - f->procs]) {
-                sel[i] = 1;
-                changed = 1;
+            if (!any)
+                family(b, fams[k].name, fams[k].type, fams[k].help);
+            any = 1;
+            int first = 1;
+            gp_buf_puts(b, fams[k].name);
+            gp_buf_putc(b, '{');
+            job_labels(b, &j->id, &first);
+            label(b, o->hostname_label, f->hostname, &first);
+            if (k == 0) {
+                label(b, "scheme", j->id.scheme < GP_JOB__COUNT ? gp_job_scheme_names[j->id.scheme] : "none",
+                      &first);
+                if (j->id.local_rank >= 0) {
+                    snprintf(num, sizeof num, "%d", (int)j->id.local_rank);
+                    label(b, "local_rank", num, &first);
+                }
+                if (j->id.world_size >= 0) {
+                    snprintf(num, sizeof num, "%d", (int)j->id.world_size);
+                    label(b, "world_size", num, &first);
+                }
             }
+            double v = k == 0 ? 1 : k == 1 ? j->start_time_s : k == 2 ? (double)j->nprocs :
+                       k == 3 ? j->cpu_seconds : k == 4 ? (double)j->rss_bytes :
+                       k == 5 ? (double)j->ngpus : k == 6 ? (double)j->gpu_memory_bytes : j->sm_ratio;
+            gp_buf_puts(b, "} ");
+            gp_buf_put_double(b, v);
+            gp_buf_putc(b, '\n');
         }
     }
-    for (unsigned i = 0; i < f->nprocs; i++)
-        n += sel[i];
-    return n;
 }
 
 static void render_procs(struct gp_expo *x, struct gp_buf *b, const struct gp_frame *f,
@@ -354,9 +440,7 @@ static void render_procs(struct gp_expo *x, struct gp_buf *b, const struct gp_fr
                 family(b, fams[k].name, fams[k].type, fams[k].help);
             any = 1;
             gp_buf_puts(b, fams[k].name);
-            gp_buf_printf(b, "{pid=\"%u\",comm=\"", p->pid);
-            gp_expo_escape(b, p->comm);
-            gp_buf_putc(b, '"');
+            host_proc_labels(b, p);
             switch (k) {
             case 0:
                 snprintf(lab, sizeof lab, ",ppid=\"%u\",uid=\"%u\",state=\"%c\"} 1\n", p->ppid, p->uid,
@@ -366,9 +450,10 @@ static void render_procs(struct gp_expo *x, struct gp_buf *b, const struct gp_fr
             case 1:
                 gp_buf_puts(b, ",mode=\"user\"} ");
                 gp_buf_put_double(b, p->utime_s);
-                gp_buf_printf(b, "\n%s{pid=\"%u\",comm=\"", fams[k].name, p->pid);
-                gp_expo_escape(b, p->comm);
-                gp_buf_puts(b, "\",mode=\"system\"} ");
+                gp_buf_putc(b, '\n');
+                gp_buf_puts(b, fams[k].name);
+                host_proc_labels(b, p);
+                gp_buf_puts(b, ",mode=\"system\"} ");
                 gp_buf_put_double(b, p->stime_s);
                 gp_buf_putc(b, '\n');
                 break;
@@ -431,6 +516,7 @@ int gp_expo_render(struct gp_expo *x, struct gp_buf *out, const struct gp_frame 
     render_gpu_procs(x, out, f);
     render_host(out, f);
     render_procs(x, out, f, o->process_series);
+    render_jobs(out, f, o);
     gp_expo_render_steps(out, f, o);
     render_self(out, f, st);
     return out->err;

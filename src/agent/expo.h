@@ -54,9 +54,10 @@ int gp_expo_render_steps(struct gp_buf *out, const struct gp_frame *f, const str
 void gp_expo_escape(struct gp_buf *out, const char *s);
 
 /*
- * Marks which host processes get series: with GP_PROC_SERIES_GPU, those
- * holding a GPU and all their descendants (dataloader workers). sel must
- * have f->nprocs entries. Returns the number selected.
+ * Marks which host processes get series: with GP_PROC_SERIES_GPU, the
+ * followed ones (p->followed: on a GPU, a root to follow, or a
+ * descendant of one, such as dataloader workers). sel must have
+ * f->nprocs entries. Returns the number selected.
  */
 unsigned gp_expo_select_procs(const struct gp_frame *f, enum gp_proc_series mode, unsigned char *sel);
 

@@ -61,8 +61,9 @@ static int open_source(struct gp_sampler *s, const struct gp_source_ops *ops, ch
 }
 
 /* Tries the absent sources again; one that opens now joins the next ticks.
- * The GPU sources sample before procfs, which follows their processes, so
- * a newcomer is moved in front of procfs. */
+ * The GPU and step sources sample before procfs, which follows their
+ * processes, and jobs, which names them: a newcomer is moved in front of
+ * both. */
 static void reprobe(struct gp_sampler *s)
 {
     for (size_t i = 0; i < s->nabsent;) {
@@ -73,7 +74,9 @@ static void reprobe(struct gp_sampler *s)
             continue;
         }
         gp_log(GP_LOG_INFO, s->absent[i]->name, "source found something to sample", "%s", "");
-        for (size_t k = s->nsrc - 1; k > 0 && s->src[k - 1].ops->id == GP_SRC_PROCFS; k--) {
+        for (size_t k = s->nsrc - 1; k > 0 && (s->src[k - 1].ops->id == GP_SRC_PROCFS ||
+                                               s->src[k - 1].ops->id == GP_SRC_JOBS);
+             k--) {
             struct open_source t = s->src[k];
             s->src[k] = s->src[k - 1];
             s->src[k - 1] = t;
@@ -263,7 +266,7 @@ unsigned gp_sampler_gpu_sources(const struct gp_sampler *s)
     unsigned n = 0;
     for (size_t i = 0; i < s->nsrc; i++)
         n += s->src[i].ops->id == GP_SRC_NVML || s->src[i].ops->id == GP_SRC_AMDGPU ||
-             s->src[i].ops->id == GP_SRC_SIMULATE;
+             s->src[i].ops->id == GP_SRC_SIMULATE; /* not procfs, steps, jobs */
     return n;
 }
 

@@ -1,4 +1,11 @@
-/* snapshot.c - JSON of a frame, built with jansson (escaping done right). */
+/*
+ * snapshot.c - JSON of a frame, built with jansson (escaping done right).
+ *
+ * Jobs (docs/jobs.md): every process with a job says its job and rank
+ * (null when unknown), every GPU the job holding the most memory on it,
+ * and "jobs" lists one object per job and rank, with the values of the
+ * gpulse_job_* families.
+ */
 #include "snapshot.h"
 
 #include "lib/err.h"
@@ -6,6 +13,37 @@
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Sets "job" and "rank" of o from id (rank null when unknown); nothing
+ * when id names no job. */
+static void set_job(json_t *o, const struct gp_job_id *id)
+{
+    if (!id->job[0])
+        return;
+    json_object_set_new(o, "job", json_string(id->job));
+    json_object_set_new(o, "rank", id->rank >= 0 ? json_integer(id->rank) : json_null());
+}
+
+static json_t *job_json(const struct gp_job *j)
+{
+    json_t *o = json_object();
+    set_job(o, &j->id);
+    json_object_set_new(o, "scheme", json_string(j->id.scheme < GP_JOB__COUNT
+                                                     ? gp_job_scheme_names[j->id.scheme] : "none"));
+    json_object_set_new(o, "local_rank",
+                        j->id.local_rank >= 0 ? json_integer(j->id.local_rank) : json_null());
+    json_object_set_new(o, "world_size",
+                        j->id.world_size >= 0 ? json_integer(j->id.world_size) : json_null());
+    json_object_set_new(o, "start_time_seconds", json_real(j->start_time_s));
+    json_object_set_new(o, "processes", json_integer(j->nprocs));
+    json_object_set_new(o, "cpu_seconds", json_real(j->cpu_seconds));
+    json_object_set_new(o, "resident_memory_bytes", json_integer((json_int_t)j->rss_bytes));
+    json_object_set_new(o, "gpus", json_integer(j->ngpus));
+    json_object_set_new(o, "gpu_memory_bytes",
+                        j->gpu_mem_valid ? json_integer((json_int_t)j->gpu_memory_bytes) : json_null());
+    json_object_set_new(o, "gpu_sm_ratio", j->sm_valid ? json_real(j->sm_ratio) : json_null());
+    return o;
+}
 
 static json_t *gpu_json(const struct gp_frame *f, const struct gp_gpu *g)
 {
@@ -24,6 +62,8 @@ static json_t *gpu_json(const struct gp_frame *f, const struct gp_gpu *g)
         json_object_set_new(o, "mig_profile", json_string(g->mig_profile));
     }
     json_object_set_new(o, "lost", json_boolean(g->lost));
+    if (g->job_idx >= 0 && (unsigned)g->job_idx < f->njobs)
+        set_job(o, &f->jobs[g->job_idx].id);
     json_t *vals = json_object();
     for (int fi = 0; fi < GPF__COUNT && !g->lost; fi++)
         if (gp_gpu_has(g, (enum gp_gpu_field)fi))
@@ -50,6 +90,8 @@ static json_t *gpu_json(const struct gp_frame *f, const struct gp_gpu *g)
         json_t *po = json_object();
         json_object_set_new(po, "pid", json_integer(p->pid));
         json_object_set_new(po, "comm", json_string(hp ? hp->comm : ""));
+        if (hp)
+            set_job(po, &hp->jid);
         if (p->mem_valid)
             json_object_set_new(po, "memory_bytes", json_integer((json_int_t)p->mem_bytes));
         if (p->util_valid) {
@@ -100,6 +142,8 @@ static json_t *proc_json(const struct gp_proc *p)
                           p->utime_s, "cpu_system_seconds", p->stime_s, "start_time_seconds",
                           p->start_time_s, "resident_memory_bytes", (json_int_t)p->rss_bytes,
                           "virtual_memory_bytes", (json_int_t)p->vsize_bytes);
+    if (o)
+        set_job(o, &p->jid);
     if (o && p->io_valid) {
         json_object_set_new(o, "io_read_bytes", json_integer((json_int_t)p->io_read_bytes));
         json_object_set_new(o, "io_write_bytes", json_integer((json_int_t)p->io_write_bytes));
@@ -137,6 +181,10 @@ int gp_snapshot_render(struct gp_buf *out, const struct gp_frame *f, const struc
             json_array_append_new(procs, proc_json(&f->procs[i]));
     free(sel);
     json_object_set_new(root, "processes", procs);
+    json_t *jobs = json_array();
+    for (unsigned i = 0; i < f->njobs; i++)
+        json_array_append_new(jobs, job_json(&f->jobs[i]));
+    json_object_set_new(root, "jobs", jobs);
     json_t *srcs = json_object();
     for (int s = 0; s < GP_SRC__COUNT; s++)
         json_object_set_new(srcs, gp_source_names[s],

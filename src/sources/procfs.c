@@ -18,7 +18,9 @@
  *     by one kernel show() call, so a read shorter than the buffer is the
  *     whole file: one read() per file, no second read to see EOF.
  *   - Only the processes that get series are read fully. By default
- *     (process_series: gpu) those are the processes on a GPU and their
+ *     (process_series: gpu) those are the followed processes: the ones
+ *     on a GPU, the roots the sources before put in frame->roots (step
+ *     reporters) and cfg->follow (gpulse run's child), and their
  *     descendants (dataloader workers); reading stat, status and io of
  *     all ~500 processes of a node cost ~12 ms a tick, more than a whole
  *     node_exporter scrape. The GPU sources sample before this one in
@@ -26,7 +28,17 @@
  *     GPU pids; they are marked, then their descendants through the
  *     cached parents (repeated until nothing changes: pids wrap, so
  *     children may have smaller pids). cfg->all_processes (process_series
- *     all) reads every process fully and follows no tree.
+ *     all) reads every process fully and marks the followed trees in the
+ *     frame afterwards, from this tick's parents.
+ *   - A followed process's own job identity (docs/jobs.md: environment,
+ *     else Kubernetes cgroup; jobattr.c parses) is read once per process,
+ *     pid + start time: environ and cgroup are read when it is first
+ *     followed and never again until the pid names another process. The
+ *     cache entry holds only a 32-bit index into a side table of the
+ *     identities that name something (most processes name nothing and
+ *     take no slot); slots are freed when the pid leaves the cache or is
+ *     reused, and the table grows only past the most ever held. The
+ *     jobs source (jobs.c) then does inheritance and process groups.
  *   - The root is listed (getdents64) into a cache per pid (pid,
  *     parent, start time, uid) carried over from the last listing: two
  *     arrays sorted by pid, swapped at each listing, merged in one walk,
@@ -79,9 +91,12 @@
  * host file leaves that reading invalid and counts one. Permission
  * denied on /proc/PID/io (other users' processes when unprivileged) and a
  * missing io file (kernels without task I/O accounting) only leave
- * io_valid false. A kernel without PSI (no /proc/pressure, or reads
+ * io_valid false. An unreadable environ or cgroup (another user's when
+ * unprivileged, a process gone) leaves the identity empty without
+ * error; a garbled one counts one. A kernel without PSI (no /proc/pressure, or reads
  * answering EOPNOTSUPP when booted with psi=0) is said once at info level.
  */
+#include "jobattr.h"
 #include "procfs_parse.h"
 #include "source.h"
 
@@ -119,6 +134,7 @@ static const char *const psi_files[GP_PSI__COUNT] = {"pressure/cpu", "pressure/m
 struct procfs_pid {
     uint32_t pid, ppid;
     uint32_t uid;        /* real uid, from status; valid when uid_valid */
+    uint32_t ident;      /* job identity: IDENT_UNREAD, IDENT_EMPTY, else slot + IDENT_SLOT0 */
     uint64_t starttime;  /* clock ticks after boot: tells a reused pid apart */
     uint64_t stat_tick;  /* tick of the last stat read; 0: never read */
     uint64_t uid_tick;   /* tick of the last status read, staggered by pid */
@@ -126,6 +142,16 @@ struct procfs_pid {
     bool gone;           /* exited since the last listing: skipped until the next */
     bool marked;         /* this tick: on a GPU, or a descendant of one */
     bool root;           /* this tick: on a GPU (its children are looked for) */
+};
+
+/* The identity side table: the few processes whose environment or cgroup
+ * named something. Free slots are chained through next_free. */
+#define IDENT_UNREAD 0u /* environ and cgroup not read for this start time */
+#define IDENT_EMPTY 1u  /* read: no job, no rank */
+#define IDENT_SLOT0 2u
+struct procfs_ident {
+    struct gp_job_id id;
+    uint32_t next_free;  /* slot + 1 of the next free slot; 0: end */
 };
 
 struct procfs_cache {
@@ -165,6 +191,11 @@ struct procfs {
     uint64_t listed_tick;      /* tick of the last listing; 0: none yet */
     struct procfs_cache cache[2]; /* [cur]: last tick's, [!cur]: built now */
     int cur;
+    struct procfs_ident *idv;  /* identity slots, grown past the most ever held */
+    uint32_t nid, capid;       /* slots handed out at least once, allocated */
+    uint32_t free_id;          /* slot + 1 of the first free slot; 0: none */
+    const uint32_t *follow;    /* cfg->follow: pids followed besides the GPU ones */
+    size_t nfollow;
     _Alignas(struct dirent64) char dents[PROCFS_DENTS]; /* getdents64 buffer */
 };
 
@@ -308,6 +339,7 @@ static void procfs_close(void *state)
     free(st->buf);
     free(st->cache[0].v);
     free(st->cache[1].v);
+    free(st->idv);
     free(st);
 }
 
@@ -339,6 +371,8 @@ static int procfs_open(const struct gp_source_config *cfg, void **state, char *e
     struct statfs sfs;
     st->keep = fstatfs(st->root, &sfs) == 0 && sfs.f_type == PROC_SUPER_MAGIC;
     st->all = cfg && cfg->all_processes;
+    st->follow = cfg && cfg->nfollow ? cfg->follow : NULL;
+    st->nfollow = st->follow ? cfg->nfollow : 0;
     st->interval_ms = cfg && cfg->interval_ms > 0 ? (uint64_t)cfg->interval_ms : 0;
     st->list_every = 1;
     if (!st->all && st->interval_ms && st->interval_ms < PROCFS_LIST_MS)
@@ -433,6 +467,18 @@ static void sample_host(struct procfs *st, struct gp_frame *f, unsigned *errors)
     }
 }
 
+/* Gives e's identity slot back (a new process behind the pid, or the pid
+ * dropped from the cache); e must be read again. */
+static void ident_release(struct procfs *st, struct procfs_pid *e)
+{
+    if (e->ident >= IDENT_SLOT0) {
+        uint32_t slot = e->ident - IDENT_SLOT0;
+        st->idv[slot].next_free = st->free_id;
+        st->free_id = slot + 1;
+    }
+    e->ident = IDENT_UNREAD;
+}
+
 /* Index of the first entry of c with a pid >= pid (c->n if none). */
 static size_t cache_lower(const struct procfs_cache *c, uint32_t pid)
 {
@@ -494,7 +540,7 @@ static int cache_cmp(const void *a, const void *b)
  */
 static int list_pids(struct procfs *st)
 {
-    const struct procfs_cache *old = &st->cache[st->cur];
+    struct procfs_cache *old = &st->cache[st->cur];
     struct procfs_cache *now = &st->cache[!st->cur];
     bool sorted = true;
     now->n = 0;
@@ -529,18 +575,23 @@ static int list_pids(struct procfs *st)
     }
     if (!sorted) /* the kernel lists pids ascending; a fake tree may not */
         qsort(now->v, now->n, sizeof *now->v, cache_cmp);
-    /* merge: both arrays ascend, so one walk carries the old entries over */
+    /* merge: both arrays ascend, so one walk carries the old entries over;
+     * the identity slots of the entries dropped go back to the table */
     size_t j = 0;
     for (size_t i = 0; i < now->n; i++) {
         uint32_t pid = now->v[i].pid;
         while (j < old->n && old->v[j].pid < pid)
-            j++;
+            ident_release(st, &old->v[j++]);
         if (j < old->n && old->v[j].pid == pid) {
-            now->v[i] = old->v[j];
-            if (now->v[i].gone) /* listed again: the pid was reused */
+            now->v[i] = old->v[j++];
+            if (now->v[i].gone) { /* listed again: the pid was reused */
+                ident_release(st, &now->v[i]);
                 now->v[i] = (struct procfs_pid){.pid = pid};
+            }
         }
     }
+    while (j < old->n)
+        ident_release(st, &old->v[j++]);
     st->cur = !st->cur;
     st->listed_tick = st->tick;
     return GP_OK;
@@ -563,8 +614,10 @@ static int read_stat(struct procfs *st, struct procfs_pid *e, struct gp_procfs_p
         return GP_EIO;
     if (gp_procfs_parse_pid_stat(st->buf, (size_t)n, ps) != GP_OK)
         return GP_EPARSE;
-    if (e->stat_tick && e->starttime != ps->starttime)
+    if (e->stat_tick && e->starttime != ps->starttime) {
         e->uid_valid = false;
+        ident_release(st, e);
+    }
     e->ppid = ps->ppid;
     e->starttime = ps->starttime;
     e->stat_tick = st->tick;
@@ -572,11 +625,80 @@ static int read_stat(struct procfs *st, struct procfs_pid *e, struct gp_procfs_p
 }
 
 /*
+ * Stores id as e's identity: IDENT_EMPTY when it names nothing, else a
+ * slot of the side table (taken from the free chain, or grown). Out of
+ * memory leaves e unread, to be tried again next tick.
+ */
+static void ident_store(struct procfs *st, struct procfs_pid *e, const struct gp_job_id *id)
+{
+    if (id->scheme == GP_JOB_NONE && id->rank < 0 && id->local_rank < 0 && id->world_size < 0) {
+        e->ident = IDENT_EMPTY;
+        return;
+    }
+    uint32_t slot;
+    if (st->free_id) {
+        slot = st->free_id - 1;
+        st->free_id = st->idv[slot].next_free;
+    } else {
+        if (st->nid == st->capid) {
+            uint32_t nc = st->capid ? st->capid * 2 : 64;
+            struct procfs_ident *nv = realloc(st->idv, nc * sizeof *nv);
+            if (!nv)
+                return;
+            st->idv = nv;
+            st->capid = nc;
+        }
+        slot = st->nid++;
+    }
+    st->idv[slot].id = *id;
+    st->idv[slot].next_free = 0;
+    e->ident = slot + IDENT_SLOT0;
+}
+
+/*
+ * Reads e's job identity once per process (pid + start time): its
+ * environment, and its cgroup when the environment names no job. An
+ * unreadable file (another user's environ when unprivileged, a process
+ * gone) names nothing and is no error; a garbled one counts one.
+ */
+static void ident_read(struct procfs *st, struct procfs_pid *e, unsigned *errors)
+{
+    struct gp_job_id id;
+    char path[32];
+    pid_path(path, e->pid, "/environ");
+    ssize_t n = read_rel(st, path);
+    gp_jobattr_clear(&id);
+    if (n >= 0 && gp_jobattr_parse_environ(st->buf, (size_t)n, &id) != GP_OK)
+        (*errors)++;
+    if (id.scheme == GP_JOB_NONE) {
+        pid_path(path, e->pid, "/cgroup");
+        n = read_rel(st, path);
+        if (n >= 0 && gp_jobattr_parse_cgroup(st->buf, (size_t)n, &id) == GP_EPARSE)
+            (*errors)++;
+    }
+    ident_store(st, e, &id);
+}
+
+/* Marks p followed and gives it e's own identity, read if not yet. */
+static void follow_proc(struct procfs *st, struct procfs_pid *e, struct gp_proc *p,
+                        unsigned *errors)
+{
+    p->followed = true;
+    if (e->ident == IDENT_UNREAD)
+        ident_read(st, e, errors);
+    if (e->ident >= IDENT_SLOT0)
+        p->jid = st->idv[e->ident - IDENT_SLOT0].id;
+    else
+        gp_jobattr_clear(&p->jid);
+}
+
+/*
  * Reads one process fully into a new frame record, refreshing its cache
- * entry. Returns GP_OK, GP_ENOMEM (the frame could not grow) or another
+ * entry; *out (may be NULL) is set to the record. Returns GP_OK, GP_ENOMEM (the frame could not grow) or another
  * code when the process was skipped (the caller counts it).
  */
-static int sample_pid(struct procfs *st, struct gp_frame *f, struct procfs_pid *e)
+static int sample_pid(struct procfs *st, struct gp_frame *f, struct procfs_pid *e,
+                      struct gp_proc **out)
 {
     struct gp_procfs_pid_stat ps;
     struct procfs_kept *k = kept_slot(st, e->pid);
@@ -620,6 +742,8 @@ static int sample_pid(struct procfs *st, struct gp_frame *f, struct procfs_pid *
     double tck = (double)st->ticks;
     p->pid = ps.pid;
     p->ppid = ps.ppid;
+    p->pgid = ps.pgrp;
+    gp_jobattr_clear(&p->jid);
     p->uid = e->uid;
     memcpy(p->comm, ps.comm, sizeof p->comm);
     p->state = ps.state;
@@ -632,6 +756,8 @@ static int sample_pid(struct procfs *st, struct gp_frame *f, struct procfs_pid *
     p->io_valid = io_valid;
     p->io_read_bytes = rd;
     p->io_write_bytes = wr;
+    if (out)
+        *out = p;
     return GP_OK;
 }
 
@@ -699,10 +825,21 @@ static struct procfs_pid *find_gpu_pid(struct procfs *st, uint32_t pid)
     return e && !e->gone ? e : NULL;
 }
 
+/* Marks the cache entry of a pid to follow as a root; counts it in *roots. */
+static void mark_root(struct procfs *st, uint32_t pid, size_t *roots)
+{
+    struct procfs_pid *e = find_gpu_pid(st, pid);
+    if (e && !e->marked) {
+        e->marked = e->root = true;
+        (*roots)++;
+    }
+}
+
 /*
- * Marks the cached processes this tick's GPU sources found on a GPU,
- * then their descendants through the cached parents. Returns how many
- * GPU processes were found here.
+ * Marks the cached processes to follow: those this tick's GPU sources
+ * found on a GPU, the roots the sources before put into the frame, and
+ * cfg->follow; then their descendants through the cached parents.
+ * Returns how many roots were found here.
  */
 static size_t mark_gpu_trees(struct procfs *st, const struct gp_frame *f)
 {
@@ -711,13 +848,12 @@ static size_t mark_gpu_trees(struct procfs *st, const struct gp_frame *f)
         c->v[i].marked = c->v[i].root = false;
     size_t roots = 0;
     for (unsigned g = 0; g < f->ngpus; g++)
-        for (unsigned j = 0; j < f->gpus[g].nprocs; j++) {
-            struct procfs_pid *e = find_gpu_pid(st, f->gpus[g].procs[j].pid);
-            if (e && !e->marked) {
-                e->marked = e->root = true;
-                roots++;
-            }
-        }
+        for (unsigned j = 0; j < f->gpus[g].nprocs; j++)
+            mark_root(st, f->gpus[g].procs[j].pid, &roots);
+    for (unsigned r = 0; r < f->nroots; r++)
+        mark_root(st, f->roots[r], &roots);
+    for (size_t r = 0; r < st->nfollow; r++)
+        mark_root(st, st->follow[r], &roots);
     /* Children after parents: repeat until no process is newly marked
      * (pids wrap, so one pass in pid order is not enough). */
     bool changed = roots > 0;
@@ -778,6 +914,51 @@ static size_t look_for_children(struct procfs *st, unsigned *errors)
     return added;
 }
 
+/* Marks p followed in all-processes mode; true when it was not yet. */
+static bool follow_in_frame(struct gp_frame *f, uint32_t pid)
+{
+    struct gp_proc *p = (struct gp_proc *)gp_frame_find_proc(f, pid);
+    if (!p || p->followed)
+        return false;
+    p->followed = true;
+    return true;
+}
+
+/*
+ * With every process read (process_series all): marks the followed trees
+ * in the frame itself, whose parents are this tick's, and gives the
+ * followed processes their identities. f's processes are sorted.
+ */
+static void follow_all(struct procfs *st, struct gp_frame *f, unsigned *errors)
+{
+    bool any = false;
+    for (unsigned g = 0; g < f->ngpus; g++)
+        for (unsigned j = 0; j < f->gpus[g].nprocs; j++)
+            any |= follow_in_frame(f, f->gpus[g].procs[j].pid);
+    for (unsigned r = 0; r < f->nroots; r++)
+        any |= follow_in_frame(f, f->roots[r]);
+    for (size_t r = 0; r < st->nfollow; r++)
+        any |= follow_in_frame(f, st->follow[r]);
+    bool changed = any;
+    for (int pass = 0; changed && pass < PROCFS_MARK_PASSES; pass++) {
+        changed = false;
+        for (unsigned i = 0; i < f->nprocs; i++) {
+            struct gp_proc *p = &f->procs[i];
+            if (p->followed || !p->ppid)
+                continue;
+            const struct gp_proc *parent = gp_frame_find_proc(f, p->ppid);
+            if (parent && parent->followed)
+                changed = p->followed = true;
+        }
+    }
+    struct procfs_cache *c = &st->cache[st->cur];
+    for (unsigned i = 0; any && i < f->nprocs; i++) {
+        struct procfs_pid *e = f->procs[i].followed ? cache_find(c, f->procs[i].pid) : NULL;
+        if (e)
+            follow_proc(st, e, &f->procs[i], errors);
+    }
+}
+
 static int procfs_sample(void *state, struct gp_frame *f, unsigned *errors)
 {
     struct procfs *st = state;
@@ -796,7 +977,7 @@ static int procfs_sample(void *state, struct gp_frame *f, unsigned *errors)
     if (!st->all) {
         refresh_parents(st, errors);
         if (!mark_gpu_trees(st, f)) {
-            kept_sweep(st); /* no GPU process: nothing stays open */
+            kept_sweep(st); /* nothing to follow: nothing stays open */
             return GP_OK;
         }
         if (st->children && st->listed_tick != st->tick &&
@@ -807,7 +988,10 @@ static int procfs_sample(void *state, struct gp_frame *f, unsigned *errors)
     for (size_t i = 0; i < c->n; i++) {
         if (!st->all && !c->v[i].marked)
             continue;
-        rc = sample_pid(st, f, &c->v[i]);
+        struct gp_proc *p = NULL;
+        rc = sample_pid(st, f, &c->v[i], &p);
+        if (rc == GP_OK && !st->all)
+            follow_proc(st, &c->v[i], p, errors);
         if (rc == GP_ENOMEM)
             return rc;
         if (rc == GP_ENOTFOUND && st->listed_tick != st->tick)
@@ -817,6 +1001,8 @@ static int procfs_sample(void *state, struct gp_frame *f, unsigned *errors)
     }
     kept_sweep(st);
     gp_frame_sort_procs(f);
+    if (st->all)
+        follow_all(st, f, errors);
     return GP_OK;
 }
 

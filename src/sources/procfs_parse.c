@@ -374,6 +374,7 @@ int gp_procfs_parse_pid_stat(const char *buf, size_t len, struct gp_procfs_pid_s
         bool ok;
         switch (field) {
         case 4: ok = get_u32(&c, &out->ppid); break;
+        case 5: ok = get_u32(&c, &out->pgrp); break;
         case 14: ok = get_u64(&c, &out->utime); break;
         case 15: ok = get_u64(&c, &out->stime); break;
         case 20: ok = get_u32(&c, &out->num_threads); break;

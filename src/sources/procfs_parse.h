@@ -54,6 +54,7 @@ int gp_procfs_parse_loadavg(const char *buf, size_t len, struct gp_host *h);
 /* The fields of /proc/PID/stat the source uses; times in clock ticks. */
 struct gp_procfs_pid_stat {
     uint32_t pid, ppid;
+    uint32_t pgrp;          /* process group (field 5) */
     char comm[32];          /* control characters replaced by '?', truncated */
     char state;             /* 'R', 'S', 'D', 'Z', ... */
     uint64_t utime, stime;  /* clock ticks */

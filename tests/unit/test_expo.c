@@ -63,6 +63,8 @@ static void fill(struct gp_frame *f)
         hp->utime_s = 1.5;
         hp->io_valid = i == 1;
         hp->io_read_bytes = 77;
+        hp->followed = i >= 1 && i <= 3; /* procfs: the GPU process and its descendants */
+        hp->jid.rank = hp->jid.local_rank = hp->jid.world_size = -1;
     }
     gp_frame_sort_procs(f);
     f->host.cpu_valid = true;
@@ -153,11 +155,94 @@ static void test_host_and_processes(void)
     gp_frame_free(&f);
 }
 
+/* The jobs source's results on fill()'s frame: the GPU process 100 and
+ * its child 101 in job "bert" rank 0, the grandchild 102 in no job. */
+static void add_jobs(struct gp_frame *f)
+{
+    struct gp_job_id id = {.rank = 0, .local_rank = 0, .world_size = 8, .scheme = GP_JOB_SLURM};
+    snprintf(id.job, sizeof id.job, "bert \"x\"");
+    for (uint32_t pid = 100; pid <= 101; pid++)
+        ((struct gp_proc *)gp_frame_find_proc(f, pid))->jid = id;
+    struct gp_job *j = gp_frame_add_job(f);
+    CHECK(j);
+    j->id = id;
+    j->id.world_size = -1;
+    j->start_time_s = 1700000000.25;
+    j->nprocs = 2;
+    j->cpu_seconds = 3;
+    j->rss_bytes = 8192;
+    j->ngpus = 1;
+    j->gpu_mem_valid = true;
+    j->gpu_memory_bytes = 1 << 30;
+    struct gp_job_id other = {.rank = -1, .local_rank = -1, .world_size = -1, .scheme = GP_JOB_PGID};
+    snprintf(other.job, sizeof other.job, "pg-7@node-a");
+    j = gp_frame_add_job(f);
+    CHECK(j);
+    j->id = other;
+    j->nprocs = 1;
+    j->sm_valid = true;
+    j->sm_ratio = 1.5;
+    f->gpus[0].job_idx = 0;
+    f->gpus[2].job_idx = 1;
+}
+
+/* job and rank on GPU, GPU-process and process series; the job families. */
+static void test_job_labels(void)
+{
+    struct gp_frame f;
+    fill(&f);
+    add_jobs(&f);
+    char *t = render(&f, GP_PROC_SERIES_GPU);
+    CHECK_CONTAINS(t, "vendor=\"nvidia\",job=\"bert \\\"x\\\"\",rank=\"0\"} 87\n");
+    CHECK_CONTAINS(t, "DCGM_FI_DEV_FB_USED{gpu=\"0\",UUID=\"MIG-aaaa\"");
+    CHECK_CONTAINS(t, "vendor=\"nvidia\",job=\"pg-7@node-a\"} 100\n");
+    /* the per-process GPU series: the process's job, not the GPU's twice */
+    CHECK_CONTAINS(t, "vendor=\"nvidia\",pid=\"100\",comm=\"python \\\"train\\\"\\\\x\",job=\"bert "
+                      "\\\"x\\\"\",rank=\"0\"} 1073741824\n");
+    CHECK_CONTAINS(t, "gpulse_process_resident_memory_bytes{pid=\"101\",comm=\"pt_data_worker\","
+                      "job=\"bert \\\"x\\\"\",rank=\"0\"} 12288\n");
+    CHECK_CONTAINS(t, "gpulse_process_cpu_seconds_total{pid=\"101\",comm=\"pt_data_worker\",job=\"bert "
+                      "\\\"x\\\"\",rank=\"0\",mode=\"system\"} 0\n");
+    CHECK_CONTAINS(t, "gpulse_process_resident_memory_bytes{pid=\"102\",comm=\"grandchild\"} 16384\n");
+    /* the job families */
+    CHECK_CONTAINS(t, "# TYPE gpulse_job_info gauge\n");
+    CHECK_CONTAINS(t, "gpulse_job_info{job=\"bert \\\"x\\\"\",rank=\"0\",Hostname=\"node-a\",scheme=\"slurm\","
+                      "local_rank=\"0\"} 1\n");
+    CHECK_CONTAINS(t, "gpulse_job_info{job=\"pg-7@node-a\",Hostname=\"node-a\",scheme=\"process_group\"} 1\n");
+    CHECK_CONTAINS(t, "gpulse_job_start_time_seconds{job=\"bert \\\"x\\\"\",rank=\"0\",Hostname=\"node-a\"} "
+                      "1700000000.25\n");
+    CHECK_CONTAINS(t, "# TYPE gpulse_job_cpu_seconds_total counter\n");
+    CHECK_CONTAINS(t, "gpulse_job_cpu_seconds_total{job=\"bert \\\"x\\\"\",rank=\"0\",Hostname=\"node-a\"} 3\n");
+    CHECK_CONTAINS(t, "gpulse_job_processes{job=\"pg-7@node-a\",Hostname=\"node-a\"} 1\n");
+    CHECK_CONTAINS(t, "gpulse_job_resident_memory_bytes{job=\"bert \\\"x\\\"\",rank=\"0\",Hostname=\"node-a\"} 8192\n");
+    CHECK_CONTAINS(t, "gpulse_job_gpus{job=\"bert \\\"x\\\"\",rank=\"0\",Hostname=\"node-a\"} 1\n");
+    CHECK_CONTAINS(t, "gpulse_job_gpu_memory_bytes{job=\"bert \\\"x\\\"\",rank=\"0\",Hostname=\"node-a\"} 1073741824\n");
+    CHECK(!strstr(t, "gpulse_job_gpu_memory_bytes{job=\"pg-7"));
+    CHECK_CONTAINS(t, "gpulse_job_gpu_sm_ratio{job=\"pg-7@node-a\",Hostname=\"node-a\"} 1.5\n");
+    CHECK(!strstr(t, "gpulse_job_gpu_sm_ratio{job=\"bert"));
+    free(t);
+
+    struct gp_buf b;
+    gp_buf_init(&b, 0);
+    struct gp_expo_options o = {"Hostname", GP_PROC_SERIES_GPU};
+    struct gp_agent_stats st = {10, 1, 1700000000.5, 0.001};
+    CHECK_INT(gp_snapshot_render(&b, &f, &o, &st), 0);
+    CHECK_CONTAINS(b.data, "\"pid\":101,");
+    CHECK_CONTAINS(b.data, "\"job\":\"bert \\\"x\\\"\",\"rank\":0");
+    CHECK_CONTAINS(b.data, "\"jobs\":[{\"job\":\"bert \\\"x\\\"\",\"rank\":0,\"scheme\":\"slurm\","
+                           "\"local_rank\":0,\"world_size\":null,");
+    CHECK_CONTAINS(b.data, "{\"job\":\"pg-7@node-a\",\"rank\":null,\"scheme\":\"process_group\"");
+    CHECK_CONTAINS(b.data, "\"gpu_memory_bytes\":null,\"gpu_sm_ratio\":1.5}");
+    gp_buf_free(&b);
+    gp_frame_free(&f);
+}
+
 /* Each family once, HELP and TYPE before its samples, each series once. */
 static void test_families_well_formed(void)
 {
     struct gp_frame f;
     fill(&f);
+    add_jobs(&f);
     char *t = render(&f, GP_PROC_SERIES_ALL);
     char *save = NULL, *copy = strdup(t);
     char seen[256][96];
@@ -248,6 +333,7 @@ const struct gp_test gp_tests_expo[] = {
     {"gpu_series", test_gpu_series},
     {"host_and_processes", test_host_and_processes},
     {"families_well_formed", test_families_well_formed},
+    {"job_labels", test_job_labels},
     {"escape", test_escape},
     {"snapshot_json", test_snapshot_json},
     {0},
