@@ -416,6 +416,9 @@ int gp_run_main(int argc, char **argv)
     rc = gp_child_spawn(&child, cmd, env_add, &old, err, sizeof err);
     if (!rc) {
         r->child_pid = (uint32_t)child.pid;
+        if (!r->rc.quiet && !r->tty)
+            fprintf(stderr, "[gpulse] job %s: %s\n", r->job, r->command);
+        r->next_status_ms = gp_wall_ms() + r->rc.status_interval_ms;
         rc = start_agent(r, &agent, err, sizeof err);
         if (rc)
             gp_child_abort(&child);
@@ -427,8 +430,6 @@ int gp_run_main(int argc, char **argv)
         free(r);
         return 1;
     }
-    if (!r->rc.quiet && !r->tty)
-        fprintf(stderr, "[gpulse] job %s: %s\n", r->job, r->command);
     int exec_errno;
     rc = gp_child_release(&child, &exec_errno);
     int status = 0;

@@ -679,11 +679,27 @@ static void ident_read(struct procfs *st, struct procfs_pid *e, unsigned *errors
     ident_store(st, e, &id);
 }
 
-/* Marks p followed and gives it e's own identity, read if not yet. */
+/* True for a pid of cfg->follow (gpulse run's command). */
+static bool is_follow_pid(const struct procfs *st, uint32_t pid)
+{
+    for (size_t i = 0; i < st->nfollow; i++)
+        if (st->follow[i] == pid)
+            return true;
+    return false;
+}
+
+/*
+ * Marks p followed and gives it e's own identity, read if not yet. A
+ * cfg->follow pid that named nothing is read again each tick: gpulse run
+ * forks its command before the exec that gives it GPULSE_RUN_ID (the
+ * start time, the cache's key, does not change across exec).
+ */
 static void follow_proc(struct procfs *st, struct procfs_pid *e, struct gp_proc *p,
                         unsigned *errors)
 {
     p->followed = true;
+    if (e->ident == IDENT_EMPTY && st->nfollow && is_follow_pid(st, e->pid))
+        e->ident = IDENT_UNREAD;
     if (e->ident == IDENT_UNREAD)
         ident_read(st, e, errors);
     if (e->ident >= IDENT_SLOT0)
