@@ -126,7 +126,8 @@ start_agent --steps-socket "$SOCK" --interval 200ms
 n=$(grep -c 'step socket unavailable' "$AGENT_LOG" || true)
 [ "$n" = 1 ] || { cat "$AGENT_LOG"; fail "want one warning from the second agent, got $n"; }
 grep -q 'in use by another running agent' "$AGENT_LOG" || fail "the warning does not say why"
-metrics | grep -q '^gpulse_source_up{source="steps"} 0' || fail "second agent: steps should be down"
+metrics >"$TMP/m2" # to a file: grep -q in a pipe under pipefail can cut curl off (SIGPIPE)
+grep -q '^gpulse_source_up{source="steps"} 0' "$TMP/m2" || fail "second agent: steps should be down"
 stop_agent
 [ -S "$SOCK" ] || fail "the second agent removed the first one's socket"
 AGENT_PID=$FIRST_PID AGENT_LOG=$FIRST_LOG AGENT_PORT=$FIRST_PORT

@@ -17,6 +17,7 @@
 #include "sources/steps_proto.h"
 #include "test.h"
 
+#include <stdlib.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -279,10 +280,15 @@ static void test_full_queue_does_not_block_the_client(void)
     ssize_t n = recv(rfd, buf, sizeof buf - 1, MSG_DONTWAIT);
     CHECK(n > 0);
     buf[n] = '\0';
-    char want[64];
-    snprintf(want, sizeof want, "meta lost=%llu\nstep seq=1001 n=1001 dur=0.01 samples=8\n",
+    char want[96];
+    snprintf(want, sizeof want, "meta lost=%llu\nstep seq=1001 n=1001 dur=0.01 samples=8 t=",
              (unsigned long long)g.lost_total);
-    CHECK_STR(buf, want);
+    CHECK(strncmp(buf, want, strlen(want)) == 0);
+    /* t: the step's end, epoch seconds with microseconds */
+    char *t = buf + strlen(want), *end;
+    double ts = strtod(t, &end);
+    CHECK(end - t == 17 && !strcmp(end, "\n"));
+    CHECK(fabs(ts - (double)time(NULL)) < 5);
     gpulse_close(&g);
     close(rfd);
 }
