@@ -54,6 +54,20 @@ const char *gp_test_data(const char *rel)
     return path;
 }
 
+const char *gp_test_repo_text(const char *rel)
+{
+    static char text[1 << 20];
+    char path[1024];
+    snprintf(path, sizeof path, "%s/../../%s", GP_TEST_DATA_DIR, rel);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        gp_test_fail(__FILE__, __LINE__, "cannot open %s", path);
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    text[n] = '\0';
+    fclose(f);
+    return text;
+}
+
 void gp_test_write_file(const char *dir, const char *rel, const char *content)
 {
     char path[1024];

@@ -31,6 +31,10 @@ void gp_test_fail(const char *file, int line, const char *fmt, ...)
 const char *gp_test_tmpdir(void);
 /* Absolute path of tests/data/<rel> (static buffer, valid until next call). */
 const char *gp_test_data(const char *rel);
+/* The text of a file of the repository (e.g. "docs/config.md"), at most
+ * 1 MiB, in a static buffer valid until the next call; fails the test when
+ * it cannot be read. */
+const char *gp_test_repo_text(const char *rel);
 /* Writes a file below dir, creating parent directories; fails the test on error. */
 void gp_test_write_file(const char *dir, const char *rel, const char *content);
 

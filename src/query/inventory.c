@@ -107,19 +107,12 @@ static void take_label(const struct gp_store_series *s, const char *name, struct
     }
 }
 
-/* The newest number (not NaN, not a stale marker) of series s, or NaN.
- * Read errors give NaN: the inventory is best effort per reading. */
-static double newest_value(struct gp_store *st, const struct gp_store_series *s,
-                           struct gp_samples *smp)
+
+/* The newest number of series s; NaN when none (the inventory is best
+ * effort per reading). */
+static double newest(struct gp_store *st, const struct gp_store_series *s, struct gp_samples *smp)
 {
-    smp->n = 0;
-    int rc = gp_store_read(st, s->id, s->last_ms - VALUE_LOOKBACK_MS, s->last_ms, smp);
-    if (rc && rc != GP_EPARSE)
-        return NAN;
-    for (size_t i = smp->n; i-- > 0;)
-        if (!isnan(smp->v[i]))
-            return smp->v[i];
-    return NAN;
+    return gp_store_newest_value(st, s->id, s->last_ms, VALUE_LOOKBACK_MS, smp);
 }
 
 static int name_is(const struct gp_store_series *s, const char *name)
@@ -165,10 +158,10 @@ static void build_gpu(struct gp_store *st, const struct row *a, const struct row
                 fb[k] = s;
     }
     if (total)
-        g->memory = newest_value(st, total, smp);
+        g->memory = newest(st, total, smp);
     if (isnan(g->memory) && fb[0] && fb[1]) {
-        double used = newest_value(st, fb[0], smp), avail = newest_value(st, fb[1], smp);
-        double reserved = fb[2] ? newest_value(st, fb[2], smp) : 0;
+        double used = newest(st, fb[0], smp), avail = newest(st, fb[1], smp);
+        double reserved = fb[2] ? newest(st, fb[2], smp) : 0;
         if (isnan(reserved))
             reserved = 0;
         g->memory = (used + avail + reserved) * 1048576.0;

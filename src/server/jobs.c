@@ -233,19 +233,6 @@ static int64_t int_label(const struct gp_store_series *s, const char *name)
     return *end || errno || v < 0 ? GP_JOB_NONE : (int64_t)v;
 }
 
-/* The newest number (not NaN, not a stale marker) of a series, or NaN. */
-static double newest_value(struct gp_store *st, const struct gp_store_series *s,
-                           struct gp_samples *smp)
-{
-    smp->n = 0;
-    int rc = gp_store_read(st, s->id, s->last_ms - LOOKBACK_MS, s->last_ms, smp);
-    if (rc && rc != GP_EPARSE)
-        return NAN;
-    for (size_t i = smp->n; i-- > 0;)
-        if (!isnan(smp->v[i]))
-            return smp->v[i];
-    return NAN;
-}
 
 /*
  * Selects {__name__ op name, job!=""} and keeps the series with samples
@@ -530,7 +517,7 @@ static void fold_values(struct gp_jobs *j, struct gp_store *st, const struct gp_
         if (at < 0)
             continue;
         struct gp_job *job = j->v[at];
-        double v = newest_value(st, s, smp);
+        double v = gp_store_newest_value(st, s->id, s->last_ms, LOOKBACK_MS, smp);
         if (!isfinite(v) || fabs(v) > 9e15)
             continue;
         if (kind == FOLD_EXIT) {

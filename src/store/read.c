@@ -17,6 +17,7 @@
 #include "lib/err.h"
 #include "lib/log.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -329,4 +330,17 @@ int gp_store_label_values(struct gp_store *s, const char *name, const struct gp_
     pthread_rwlock_unlock(&s->lock);
     free(ids);
     return rc;
+}
+
+double gp_store_newest_value(struct gp_store *s, uint32_t id, int64_t last_ms, int64_t lookback_ms,
+                             struct gp_samples *scratch)
+{
+    scratch->n = 0;
+    int rc = gp_store_read(s, id, last_ms - lookback_ms, last_ms, scratch);
+    if (rc && rc != GP_EPARSE)
+        return NAN;
+    for (size_t i = scratch->n; i-- > 0;)
+        if (!isnan(scratch->v[i]))
+            return scratch->v[i];
+    return NAN;
 }

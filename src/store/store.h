@@ -140,6 +140,14 @@ void gp_samples_free(struct gp_samples *x);
  */
 int gp_store_read(struct gp_store *s, uint32_t id, int64_t mint, int64_t maxt, struct gp_samples *out);
 
+/*
+ * The newest number (not NaN, not a stale marker) of series id within
+ * lookback_ms before its last sample at last_ms, or NaN (read errors
+ * too: callers use it for best-effort readings). scratch is reused.
+ */
+double gp_store_newest_value(struct gp_store *s, uint32_t id, int64_t last_ms, int64_t lookback_ms,
+                             struct gp_samples *scratch);
+
 /* One minute of one series: the minute starting at t (a multiple of 60000 ms). */
 struct gp_rollup {
     int64_t t;

@@ -331,19 +331,6 @@ static void test_history_status_line(void)
     gp_history_free(h);
 }
 
-static char *read_text(const char *rel)
-{
-    char path[1024];
-    snprintf(path, sizeof path, "%s/../../%s", GP_TEST_DATA_DIR, rel);
-    FILE *f = fopen(path, "r");
-    CHECK(f);
-    static char text[1 << 20];
-    size_t n = fread(text, 1, sizeof text - 1, f);
-    text[n] = '\0';
-    fclose(f);
-    return text;
-}
-
 /* docs/config.md and gpulse.example.yaml name every run key, and the
  * example's run: and agent: sections make a valid run configuration. */
 static void test_docs_name_every_key(void)
@@ -353,7 +340,7 @@ static void test_docs_name_every_key(void)
         GP_RUN_KEYS(GP_DOC_KEY_)
 #undef GP_DOC_KEY_
     };
-    const char *sec = strstr(read_text("docs/config.md"), "## Run");
+    const char *sec = strstr(gp_test_repo_text("docs/config.md"), "## Run");
     CHECK(sec);
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
         char needle[80];
@@ -361,7 +348,7 @@ static void test_docs_name_every_key(void)
         if (!strstr(sec, needle))
             gp_test_fail(__FILE__, __LINE__, "docs/config.md's run section lacks %s", needle);
     }
-    const char *ex = strstr(read_text("gpulse.example.yaml"), "\nrun:\n");
+    const char *ex = strstr(gp_test_repo_text("gpulse.example.yaml"), "\nrun:\n");
     CHECK(ex);
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
         char needle[80];

@@ -102,20 +102,6 @@ static void test_config_cross_checks(void)
     }
 }
 
-static char *read_text(const char *rel)
-{
-    static char text[1 << 17];
-    char path[1024];
-    snprintf(path, sizeof path, "%s/../../%s", GP_TEST_DATA_DIR, rel);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        gp_test_fail(__FILE__, __LINE__, "cannot open %s", path);
-    size_t n = fread(text, 1, sizeof text - 1, f);
-    text[n] = '\0';
-    fclose(f);
-    return text;
-}
-
 /* docs/config.md and gpulse.example.yaml name every server key, and the
  * example's server section is valid. */
 static void test_docs_name_every_key(void)
@@ -125,7 +111,7 @@ static void test_docs_name_every_key(void)
         GP_SERVER_KEYS(GP_DOC_KEY_)
 #undef GP_DOC_KEY_
     };
-    const char *docs = read_text("docs/config.md");
+    const char *docs = gp_test_repo_text("docs/config.md");
     const char *sec = strstr(docs, "## Server");
     if (!sec)
         gp_test_fail(__FILE__, __LINE__, "docs/config.md has no '## Server' section");
@@ -136,7 +122,7 @@ static void test_docs_name_every_key(void)
             gp_test_fail(__FILE__, __LINE__, "docs/config.md's server section does not document %s",
                          needle);
     }
-    const char *ex = read_text("gpulse.example.yaml");
+    const char *ex = gp_test_repo_text("gpulse.example.yaml");
     const char *ssec = strstr(ex, "\nserver:\n");
     if (!ssec)
         gp_test_fail(__FILE__, __LINE__, "gpulse.example.yaml has no server: section");
