@@ -422,7 +422,9 @@ void gp_history_status(struct gp_history *h, struct gp_buf *out, double now_s)
     pthread_mutex_lock(&h->mu);
     gp_buf_printf(out, "[gpulse] %s ", h->job);
     put_duration(out, now_s - h->start_s);
-    if (now_s - h->rate_t >= 5.0 || (h->rate == 0 && h->steps && now_s > h->rate_t)) {
+    /* the rate over the last 2 s or more, so it follows changes without
+     * jumping with each batch of records */
+    if (now_s - h->rate_t >= 2.0) {
         h->rate = (double)(h->steps - h->rate_steps) / (now_s - h->rate_t);
         h->rate_t = now_s;
         h->rate_steps = h->steps;
@@ -439,7 +441,9 @@ void gp_history_status(struct gp_history *h, struct gp_buf *out, double now_s)
             gp_buf_printf(out, "/%.1f", h->last_mem_total / GIB);
         gp_buf_puts(out, " GiB");
     }
-    if (h->rss_valid)
+    if (h->rss_valid && h->last_rss < GIB)
+        gp_buf_printf(out, " | RSS %.0f MiB", h->last_rss / MIB);
+    else if (h->rss_valid)
         gp_buf_printf(out, " | RSS %.2f GiB", h->last_rss / GIB);
     pthread_mutex_unlock(&h->mu);
 }

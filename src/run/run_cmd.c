@@ -47,6 +47,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -89,6 +90,11 @@ static void on_tick(const struct gp_frame *f, const struct gp_agent_stats *st, v
     gp_buf_init(&b, 4096);
     gp_buf_puts(&b, r->tty ? "\r" : "");
     gp_history_status(r->hist, &b, (double)now / 1000.0);
+    struct winsize ws;
+    /* a line longer than the terminal would wrap, and \r redraw only the
+     * last row of it */
+    if (r->tty && !ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) && ws.ws_col > 1 && b.len > ws.ws_col)
+        b.len = ws.ws_col; /* the status line is ASCII apart from the job id */
     gp_buf_puts(&b, r->tty ? "\x1b[K" : "\n");
     if (!b.err) {
         ssize_t w = write(STDERR_FILENO, b.data, b.len);
@@ -374,7 +380,10 @@ int gp_run_main(int argc, char **argv)
     if (!rc)
         rc = gp_run_config_validate(&r->rc, &r->ac, &r->price, err, sizeof err);
     if (rc) {
-        fprintf(stderr, "gpulse run: %s\n", err);
+        fprintf(stderr, "gpulse run: %s%s\n", err,
+                dash < 0 && strstr(err, "unexpected argument")
+                    ? " (the command goes after '--': gpulse run [flags] -- CMD [ARG...])"
+                    : "");
         free(r);
         return 2;
     }
