@@ -236,6 +236,7 @@ struct doc {
     size_t ncpu, nrss;
     struct interval *iv;
     size_t niv, civ;
+    int64_t span_t0, span_t1; /* stepping span, ms; span_t1 0: no step */
     struct wvec act;
 };
 
@@ -348,6 +349,7 @@ static int do_gpu(struct doc *d, struct gpu *g)
 static int add_intervals(struct doc *d, const struct ser *steps, const struct ser *secs, int from0)
 {
     double ps = 0, pc = 0;
+    int64_t pt = 0; /* time of the previous sample; 0: none (counting from 0) */
     int have = from0;
     size_t i = 0, k = 0;
     while (i < steps->n && k < secs->n) {
@@ -374,10 +376,19 @@ static int add_intervals(struct doc *d, const struct ser *steps, const struct se
                     d->civ = nc;
                 }
                 d->iv[d->niv++] = (struct interval){steps->t[i], dc, ds};
+                /* The stepping span: from the sample before the first step
+                 * (or, for a counter born in the job, back by the step
+                 * seconds of its first sample) to the last step's sample. */
+                int64_t start = pt ? pt : steps->t[i] - (int64_t)(dc * 1000.0);
+                if (!d->span_t1 || start < d->span_t0)
+                    d->span_t0 = start;
+                if (steps->t[i] > d->span_t1)
+                    d->span_t1 = steps->t[i];
             }
         }
         ps = s;
         pc = c;
+        pt = steps->t[i];
         have = 1;
         i++;
         k++;
@@ -773,9 +784,13 @@ static int write_doc(struct doc *d, struct gp_buf *b, char *err, size_t errlen)
     put_total(b, "steps", sums[0]);
     put_total(b, "samples", sums[3]);
     put_total(b, "tokens", sums[4]);
-    put_total(b, "samples_per_second", wall > 0 ? sums[3] / wall : NAN);
-    put_total(b, "tokens_per_second", wall > 0 ? sums[4] / wall : NAN);
-    put_total(b, "steps_per_second", wall > 0 ? sums[0] / wall : NAN);
+    /* Throughput over the stepping span, as gpulse run reports it: start-up
+     * and the tail after the last step do not dilute it. */
+    double span = d->span_t1 > d->span_t0 ? (double)(d->span_t1 - d->span_t0) / 1000.0 : NAN;
+    put_total(b, "stepping_seconds", span);
+    put_total(b, "samples_per_second", sums[3] / span);
+    put_total(b, "tokens_per_second", sums[4] / span);
+    put_total(b, "steps_per_second", sums[0] / span);
     gp_buf_puts(b, ",\"step_seconds\":");
     if (d->niv) {
         double *m = malloc(d->niv * sizeof *m), ts = 0, tn = 0;

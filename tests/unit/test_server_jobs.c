@@ -388,9 +388,12 @@ static void test_totals(void)
     CHECK_DBL(num_at(t, "host_cpu_avg_cores"), 1.03, 1e-12);
     CHECK_DBL(num_at(t, "host_rss_peak_bytes"), 5e9, 0);
     CHECK_DBL(num_at(t, "steps"), 330, 1e-9);
-    CHECK_DBL(num_at(t, "steps_per_second"), 3.3, 1e-12);
+    /* over the stepping span: from 5 s (pid 100's step seconds in its first
+     * sample) before the first sample to the last, 105 s */
+    CHECK_DBL(num_at(t, "stepping_seconds"), 105, 1e-9);
+    CHECK_DBL(num_at(t, "steps_per_second"), 330 / 105.0, 1e-12);
     CHECK_DBL(num_at(t, "samples"), 3520, 1e-9);
-    CHECK_DBL(num_at(t, "samples_per_second"), 35.2, 1e-12);
+    CHECK_DBL(num_at(t, "samples_per_second"), 3520 / 105.0, 1e-12);
     CHECK(json_is_null(json_object_get(t, "tokens")));
     CHECK(json_is_null(json_object_get(t, "tokens_per_second")));
     /* Intervals: eleven of .5 (pid 100), ten of .2 and one of .9 (pid 101). */
