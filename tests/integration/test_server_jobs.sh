@@ -41,7 +41,7 @@ d = d["data"]
 T = d["totals"]
 checks = {"gpu_seconds": 220, "gpu_hours": 220 / 3600, "activity_avg": 0.65, "activity_p50": 0.5,
           "activity_p90": 0.8, "peak_gpu_memory_bytes": 2000 * 2**20, "peak_gpu_memory_ratio": 0.5,
-          "steps": 220, "steps_per_second": 2.2, "price_per_gpu_hour": 2.5, "cost": 220 / 3600 * 2.5}
+          "steps": 220, "steps_per_second": 220 / 105, "stepping_seconds": 105, "price_per_gpu_hour": 2.5, "cost": 220 / 3600 * 2.5}
 for k, v in checks.items():
     assert abs(T[k] - v) < 1e-9, (k, T[k], v)
 assert T["step_seconds"]["mean"] == 0.5 and T["step_seconds"]["p99"] == 0.5, T["step_seconds"]
