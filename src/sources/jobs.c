@@ -26,8 +26,10 @@
  *   3. GPUs: each GPU's per-process entries add memory and SM share to
  *      their processes' jobs; the GPU's job_idx is the job holding the
  *      most memory on it (the first seen on a tie).
- *   4. Steps: each frame->steps entry takes its process's job; a process
- *      not in the frame keeps the job its client named.
+ *   4. Steps: each frame->steps entry takes its process's job; one whose
+ *      process has exited takes the job it had (kept JOBS_FORGET_MS), so
+ *      its step series keep their labels until the steps source drops
+ *      them; else the job its client named.
  * Every array grows only past the most processes or jobs seen yet: a
  * steady-state tick allocates nothing. Out of memory fails the tick
  * (GP_ENOMEM) with the frame's jobs left consistent but incomplete.
@@ -328,6 +330,22 @@ static int sum_jobs(struct jobs_state *st, struct gp_frame *f)
     return GP_OK;
 }
 
+/* The kept record of pid (live or departed within JOBS_FORGET_MS), or
+ * NULL: a binary search of the list merged this tick. */
+static const struct jobs_pid *kept_pid(const struct jobs_state *st, uint32_t pid)
+{
+    const struct jobs_pid *v = st->pids[st->cur];
+    size_t lo = 0, hi = st->npids[st->cur];
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (v[mid].pid < pid)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < st->npids[st->cur] && v[lo].pid == pid ? &v[lo] : NULL;
+}
+
 /* Step 3 of the design comment. */
 static void sum_gpus(struct jobs_state *st, struct gp_frame *f)
 {
@@ -387,8 +405,11 @@ static int jobs_sample(void *state, struct gp_frame *f, unsigned *errors)
     for (unsigned s = 0; s < f->nsteps; s++) {
         struct gp_step_stats *ss = &f->steps[s];
         const struct gp_proc *p = gp_frame_find_proc(f, ss->pid);
+        const struct jobs_pid *e = p ? NULL : kept_pid(st, ss->pid);
         if (p && p->jid.job[0])
             ss->jid = p->jid;
+        else if (e && st->jobs[e->job].used)
+            ss->jid = st->jobs[e->job].id; /* exited: its series keep their labels */
     }
     return GP_OK;
 }

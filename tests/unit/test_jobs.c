@@ -372,7 +372,8 @@ static void test_cpu_of_exited_kept(void)
 }
 
 /* Step reporters: a root without a job gets its process group; a sender
- * not in the frame keeps the job its client named. */
+ * not in the frame keeps the job its client named, or the one it had
+ * before it exited. */
 static void test_steps(void)
 {
     static const struct fake procs[] = {
@@ -404,6 +405,16 @@ static void test_steps(void)
     CHECK_INT(r.f.steps[1].jid.rank, 1);
     CHECK_STR(r.f.steps[2].jid.job, "client-named");
     CHECK_INT(r.f.steps[2].jid.rank, 7);
+    /* The GPU process exits; the steps source still holds its record: the
+     * step series keep their job and rank instead of losing the labels. */
+    remove_proc(200);
+    tick_begin(&r, NULL, 0);
+    s = gp_frame_add_steps(&r.f);
+    CHECK(s);
+    s->pid = 200;
+    tick_end(&r);
+    CHECK_STR(r.f.steps[0].jid.job, "g");
+    CHECK_INT(r.f.steps[0].jid.rank, 1);
     rig_close(&r);
 }
 
