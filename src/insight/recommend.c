@@ -12,6 +12,8 @@
  */
 #include "insight/recommend.h"
 
+#include "insight/detect.h"
+#include "lib/gpumodels.h"
 #include "lib/err.h"
 
 #include <math.h>

@@ -64,11 +64,14 @@
 #ifndef GP_INSIGHT_RECOMMEND_H
 #define GP_INSIGHT_RECOMMEND_H
 
-#include "insight/detect.h"
-#include "lib/gpumodels.h"
-
 #include <jansson.h>
 #include <stddef.h>
+
+/* Declared only, so that the server's files, whose jobs.h has its own
+ * struct gp_job, can include this header: see insight/detect.h and
+ * lib/gpumodels.h. */
+struct gp_observation;
+struct gp_gpumodel;
 
 #define GP_REC_DATA_WAIT_HIGH 0.2
 #define GP_REC_ACTIVITY_LOW 0.5
