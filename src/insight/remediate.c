@@ -230,7 +230,7 @@ struct event {
     char id[64], kind[GP_REM_KIND_LEN];
     enum gp_severity severity;
     struct gp_obs_key key;
-    int64_t at_ms;
+    int64_t at_ms; /* when the listener took it: the rate limits' and audit's time */
     bool silenced;
 };
 
@@ -474,7 +474,7 @@ static void handle(struct gp_rem *r, const struct event *ev)
     if (!rule)
         return;
     struct outcome oc = {.exit_status = -1, .duration_ms = -1};
-    int64_t now = now_of(r);
+    int64_t now = ev->at_ms;
     char (*argv)[GP_REM_ARG_LEN] = r->argv; /* the worker's alone */
     if (ev->silenced) {
         oc.decision = "skipped";
@@ -567,7 +567,7 @@ void gp_rem_listener(void *ctx, const struct gp_alert_event *ev)
     e->key.node[sizeof e->key.node - 1] = 0;
     e->key.gpu[sizeof e->key.gpu - 1] = 0;
     e->key.job[sizeof e->key.job - 1] = 0;
-    e->at_ms = ev->at_ms;
+    e->at_ms = now_of(r); /* read here: the queue's wait is not the decision's time */
     e->silenced = ev->silenced;
     r->qlen++;
     r->st.queued++;
