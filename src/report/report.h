@@ -33,7 +33,10 @@ struct gp_report_opts {
 };
 
 /*
- * Advice rules, each added at most once (an entry of the same `kind`
+ * Advice: the recommendations of insight/recommend.h (its diagnosis tree
+ * adds communication_bound, no_tensor_cores, memory_bound and
+ * oversized_gpu where the document has the numbers), then the ending
+ * rule. Rules, each added at most once (an entry of the same `kind`
  * already in `advice` is kept and the rule skipped; entries of other
  * kinds are kept too). The thresholds are GP_REPORT_* below.
  *   failed | killed | lost  state says the job did not finish well; put
@@ -49,6 +52,7 @@ struct gp_report_opts {
  * A missing or non-array `advice` becomes an array. Returns GP_OK,
  * GP_EPARSE when doc is not an object, GP_ENOMEM.
  */
+/* equal to recommend.h's GP_REC_* of the same names */
 #define GP_REPORT_DATA_WAIT_HIGH 0.2
 #define GP_REPORT_ACTIVITY_LOW 0.5
 #define GP_REPORT_MEMORY_LOW 0.3

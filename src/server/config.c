@@ -4,6 +4,7 @@
  */
 #include "config.h"
 
+#include "insight/remediate.h"
 #include "lib/err.h"
 #include "lib/log.h"
 
@@ -78,6 +79,37 @@ int gp_server_config_validate(const struct gp_server_config *c, char *err, size_
     if (gp_log_parse_level(c->log_level, &lvl))
         return gp_seterr(err, errlen, GP_ECONFIG,
                          "log_level must be debug, info, warn or error, not '%s'", c->log_level);
+    struct gp_rem_rule rules[GP_CFG_LIST_MAX];
+    size_t n;
+    if ((rc = gp_server_config_remediation(c, rules, &n, err, errlen)))
+        return rc;
+    if (c->remediation_max_per_hour < 1 || c->remediation_max_per_hour > GP_REM_RATE_MAX ||
+        c->remediation_max_per_kind_per_hour < 1 || c->remediation_max_per_kind_per_hour > GP_REM_RATE_MAX)
+        return gp_seterr(err, errlen, GP_ECONFIG,
+                         "remediation_max_per_hour and remediation_max_per_kind_per_hour must be "
+                         "between 1 and %d",
+                         GP_REM_RATE_MAX);
+    if (c->remediation_timeout_ms < 100 || c->remediation_timeout_ms > 600000)
+        return gp_seterr(err, errlen, GP_ECONFIG, "remediation_timeout must be between 100ms and 10m");
+    return GP_OK;
+}
+
+int gp_server_config_remediation(const struct gp_server_config *c, struct gp_rem_rule *rules,
+                                 size_t *n, char *err, size_t errlen)
+{
+    *n = 0;
+    for (unsigned i = 0; i < c->remediation.n && i < GP_CFG_LIST_MAX; i++) {
+        if (!c->remediation.v[i][0])
+            continue;
+        int rc = gp_rem_parse_rule(c->remediation.v[i], &rules[*n], err, errlen);
+        if (rc)
+            return rc;
+        for (size_t j = 0; j < *n; j++)
+            if (!strcmp(rules[j].kind, rules[*n].kind))
+                return gp_seterr(err, errlen, GP_ECONFIG, "remediation for '%s' is given twice",
+                                 rules[j].kind);
+        (*n)++;
+    }
     return GP_OK;
 }
 

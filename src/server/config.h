@@ -41,6 +41,11 @@ struct gp_server_config {
     int64_t jobs_scan_interval_ms;
     char gpu_hour_price[32]; /* decimal text; parsed by gp_server_config_price */
     char log_level[8];
+    struct gp_cfg_list remediation;  /* "KIND=COMMAND ARG..." (insight/remediate.h) */
+    bool remediation_dry_run;
+    uint64_t remediation_max_per_hour;
+    uint64_t remediation_max_per_kind_per_hour;
+    int64_t remediation_timeout_ms;
 };
 
 /* X(field, yaml key, flag, type, default, help). */
@@ -82,7 +87,19 @@ struct gp_server_config {
       "how often the jobs registry is updated from new gpulse_job_* samples")                     \
     X(gpu_hour_price, "gpu_hour_price", "gpu-hour-price", STR, "0",                                \
       "price of one GPU-hour in USD, for the cost of jobs (0: not configured, cost is null)")     \
-    X(log_level, "log_level", "log-level", STR, "info", "debug, info, warn or error")
+    X(log_level, "log_level", "log-level", STR, "info", "debug, info, warn or error")             \
+    X(remediation, "remediation", "remediation", LIST, "",                                         \
+      "KIND=COMMAND ARG...: a command run (no shell) when an alert of KIND starts firing; "        \
+      "placeholders {node} {gpu} {job} {rank} {kind} {severity}, each value checked")             \
+    X(remediation_dry_run, "remediation_dry_run", "remediation-dry-run", BOOL, "true",             \
+      "log and audit the remediation commands instead of running them")                           \
+    X(remediation_max_per_hour, "remediation_max_per_hour", "remediation-max-per-hour", UINT, "1", \
+      "remediation actions per alert kind and node in any hour, at most (1-64)")                 \
+    X(remediation_max_per_kind_per_hour, "remediation_max_per_kind_per_hour",                      \
+      "remediation-max-per-kind-per-hour", UINT, "5",                                              \
+      "remediation actions per alert kind over all nodes in any hour, at most (1-64)")           \
+    X(remediation_timeout_ms, "remediation_timeout", "remediation-timeout", DURATION, "30s",       \
+      "a remediation command still running after this is killed (100ms-10m)")
 
 void gp_server_config_defaults(struct gp_server_config *c);
 
@@ -93,6 +110,12 @@ int gp_server_config_validate(const struct gp_server_config *c, char *err, size_
 /* The gpu_hour_price key as a number: 0 when not configured. The key is
  * checked by gp_server_config_validate, so this cannot fail after it. */
 double gp_server_config_price(const struct gp_server_config *c);
+
+/* The remediation entries parsed into rules (at most GP_CFG_LIST_MAX);
+ * *n gets their count. GP_OK or GP_ECONFIG with detail. */
+struct gp_rem_rule;
+int gp_server_config_remediation(const struct gp_server_config *c, struct gp_rem_rule *rules,
+                                 size_t *n, char *err, size_t errlen);
 
 /* The server's section, for gp_cfg_* and commands that combine roles. */
 struct gp_cfg_section gp_server_cfg_section(struct gp_server_config *c);

@@ -76,41 +76,23 @@ static void do_list(struct gp_server *s, const struct gp_http_request *req,
         gp_srv_bad(resp, 503, "unavailable", "out of memory listing jobs");
 }
 
-static void do_job(struct gp_server *s, struct gp_store *st, const struct gp_http_request *req,
-                   struct gp_http_response *resp)
+int gp_srv_job_doc(struct gp_server *s, struct gp_store *st, const char *id, int series,
+                   struct gp_buf *out, char *err, size_t errlen)
 {
-    const char *id = gp_http_path(req) + strlen("/api/v1/jobs/");
-    int series = 0;
-    const char *v = gp_http_query(req, "series");
-    if (v && *v) {
-        if (!strcmp(v, "1") || !strcmp(v, "true"))
-            series = 1;
-        else if (strcmp(v, "0") && strcmp(v, "false")) {
-            gp_srv_bad(resp, 400, "bad_data", "invalid parameter 'series': use 0 or 1");
-            return;
-        }
-    }
-    if (strlen(id) > GP_JOB_ID_MAX) {
-        gp_srv_bad(resp, 404, "not_found", "no job with an id of %zu bytes (at most %d)", strlen(id),
-                   GP_JOB_ID_MAX);
-        return;
-    }
+    if (strlen(id) > GP_JOB_ID_MAX)
+        return gp_seterr(err, errlen, GP_ENOTFOUND, "no job with an id of %zu bytes (at most %d)",
+                         strlen(id), GP_JOB_ID_MAX);
     int64_t now = gp_wall_ms();
     struct gp_job job;
     int rc = gp_jobs_get(s->jobs, id, now, &job);
-    if (rc == GP_ENOTFOUND) {
-        gp_srv_bad(resp, 404, "not_found", "no job '%.300s'", id);
-        return;
-    }
-    if (rc) {
-        gp_srv_bad(resp, 503, "unavailable", "out of memory reading the job");
-        return;
-    }
+    if (rc == GP_ENOTFOUND)
+        return gp_seterr(err, errlen, rc, "no job '%.300s'", id);
+    if (rc)
+        return gp_seterr(err, errlen, rc, "out of memory reading the job");
     struct gp_jobdoc_rank *ranks = calloc(job.nranks ? job.nranks : 1, sizeof *ranks);
     if (!ranks) {
         gp_job_free(&job);
-        gp_srv_bad(resp, 503, "unavailable", "out of memory reading the job");
-        return;
+        return gp_seterr(err, errlen, GP_ENOMEM, "out of memory reading the job");
     }
     for (size_t i = 0; i < job.nranks; i++)
         ranks[i] = (struct gp_jobdoc_rank){job.ranks[i].node, job.ranks[i].rank, job.ranks[i].local_rank};
@@ -130,13 +112,33 @@ static void do_job(struct gp_server *s, struct gp_store *st, const struct gp_htt
         .price_per_gpu_hour = s->gpu_hour_price,
         .series = series,
     };
-    char err[256] = "";
-    gp_buf_puts(&resp->body, "{\"status\":\"success\",\"data\":");
-    rc = gp_jobdoc_write(st, &in, &resp->body, err, sizeof err);
-    gp_buf_puts(&resp->body, "}\n");
+    rc = gp_jobdoc_write(st, &in, out, err, errlen);
     free(ranks);
     gp_job_free(&job);
-    if (rc == GP_ENOMEM)
+    return rc;
+}
+
+static void do_job(struct gp_server *s, struct gp_store *st, const struct gp_http_request *req,
+                   struct gp_http_response *resp)
+{
+    const char *id = gp_http_path(req) + strlen("/api/v1/jobs/");
+    int series = 0;
+    const char *v = gp_http_query(req, "series");
+    if (v && *v) {
+        if (!strcmp(v, "1") || !strcmp(v, "true"))
+            series = 1;
+        else if (strcmp(v, "0") && strcmp(v, "false")) {
+            gp_srv_bad(resp, 400, "bad_data", "invalid parameter 'series': use 0 or 1");
+            return;
+        }
+    }
+    char err[256] = "";
+    gp_buf_puts(&resp->body, "{\"status\":\"success\",\"data\":");
+    int rc = gp_srv_job_doc(s, st, id, series, &resp->body, err, sizeof err);
+    gp_buf_puts(&resp->body, "}\n");
+    if (rc == GP_ENOTFOUND)
+        gp_srv_bad(resp, 404, "not_found", "%s", err);
+    else if (rc == GP_ENOMEM)
         gp_srv_bad(resp, 503, "unavailable", "%s", err);
     else if (rc == GP_ETOOBIG)
         gp_srv_bad(resp, 400, "bad_data", "%s: ask without series=1", err);

@@ -90,6 +90,8 @@ static const char index_text[] =
     "GET  /api/v1/label/NAME/values\n"
     "GET  /api/v1/nodes, /api/v1/gpus   inventory\n"
     "GET  /api/v1/jobs, /api/v1/jobs/ID training jobs and their documents\n"
+    "GET  /api/v1/recommendations       what to change, per job (job=) or for recent jobs\n"
+    "GET  /api/v1/audit                 remediation decisions and outcomes\n"
     "GET  /api/v1/health\n"
     "GET  /metrics                      the server's own metrics\n";
 
@@ -348,6 +350,21 @@ int gp_server_start(struct gp_server **out, const struct gp_server_config *c, ch
         gp_store_close(st);
         goto fail;
     }
+    struct gp_rem_rule rules[GP_CFG_LIST_MAX];
+    struct gp_rem_opts ro = {.rules = rules,
+                             .dry_run = c->remediation_dry_run,
+                             .max_per_hour = (unsigned)c->remediation_max_per_hour,
+                             .max_per_kind_per_hour = (unsigned)c->remediation_max_per_kind_per_hour,
+                             .timeout_ms = c->remediation_timeout_ms};
+    if ((rc = gp_server_config_remediation(c, rules, &ro.nrules, err, errlen)) ||
+        (rc = gp_rem_open(&s->rem, c->data_dir, &ro, err, errlen))) {
+        gp_jobs_close(s->jobs);
+        s->jobs = NULL;
+        gp_store_close(st);
+        goto fail;
+    }
+    gp_log(GP_LOG_INFO, "server", "remediation ready", "commands=%zu dry_run=%s", ro.nrules,
+           c->remediation_dry_run ? "true" : "false");
     struct gp_jobs_stats js;
     gp_jobs_stats(s->jobs, &js);
     gp_log(GP_LOG_INFO, "server", "jobs registry open", "jobs=%llu scan_interval_ms=%lld",
@@ -374,6 +391,8 @@ void gp_server_stop(struct gp_server *s)
         __atomic_store_n(&s->store, NULL, __ATOMIC_RELEASE);
     gp_jobs_close(s->jobs); /* its scanner reads the store: stop it first */
     s->jobs = NULL;
+    gp_rem_close(s->rem); /* finishes what was queued */
+    s->rem = NULL;
     if (st)
         gp_store_close(st);
     pthread_mutex_destroy(&s->hook_mu);

@@ -9,6 +9,7 @@
 #define GP_SERVER_INT_H
 
 #include "net/http.h"
+#include "insight/remediate.h"
 #include "server/jobs.h"
 #include "server/server.h"
 #include "store/store.h"
@@ -29,6 +30,8 @@ enum gp_srv_state { GP_SRV_STARTING, GP_SRV_READY, GP_SRV_FAILED };
     X(GPUS, "gpus")                             \
     X(JOBS, "jobs")                             \
     X(JOB, "job")                               \
+    X(RECOMMENDATIONS, "recommendations")       \
+    X(AUDIT, "audit")                           \
     X(HEALTH, "health")                         \
     X(METRICS, "metrics")                       \
     X(OTHER, "other")
@@ -99,6 +102,7 @@ struct gp_server {
 
     struct gp_jobs *jobs;   /* the jobs registry; set with the store */
     double gpu_hour_price;  /* USD, 0 when not configured */
+    struct gp_rem *rem;     /* remediation hooks and their audit log; set with the store */
 
     pthread_mutex_t hook_mu;
     gp_server_metrics_hook hook;
@@ -135,6 +139,16 @@ void gp_srv_bad(struct gp_http_response *resp, int status, const char *type, con
 /* jobs_api.c: GET /api/v1/jobs and /api/v1/jobs/ID over an open store. */
 void gp_srv_handle_jobs(struct gp_server *s, struct gp_store *st, enum gp_srv_route route,
                         const struct gp_http_request *req, struct gp_http_response *resp);
+
+/* The bare job document of job `id` (NUL-terminated) appended to out
+ * (jobs_api.c). GP_OK, GP_ENOTFOUND, GP_ENOMEM, GP_EIO or GP_ETOOBIG,
+ * with detail. */
+int gp_srv_job_doc(struct gp_server *s, struct gp_store *st, const char *id, int series,
+                   struct gp_buf *out, char *err, size_t errlen);
+
+/* insight_api.c: GET /api/v1/recommendations and /api/v1/audit. */
+void gp_srv_handle_insight(struct gp_server *s, struct gp_store *st, enum gp_srv_route route,
+                           const struct gp_http_request *req, struct gp_http_response *resp);
 
 /* Route of a path ("/api/v1/label/x/values" -> LABEL_VALUES), or OTHER. */
 enum gp_srv_route gp_srv_route_of(const char *path);

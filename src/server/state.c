@@ -25,6 +25,14 @@ static const char *const migrations[GP_STATE_VERSION] = {
     "CREATE TABLE job_gpus(job TEXT NOT NULL, node TEXT NOT NULL, gpu TEXT NOT NULL,"
     " PRIMARY KEY(job, node, gpu));"
     "CREATE TABLE kv(key TEXT PRIMARY KEY, value INTEGER NOT NULL);",
+    /* 2: the remediation audit log (insight/remediate.c): one row per
+     * decision on an alert that started firing, with what ran (argv as a
+     * JSON array) and its outcome; NULL where it does not apply. */
+    "CREATE TABLE audit(id INTEGER PRIMARY KEY AUTOINCREMENT, at_ms INTEGER NOT NULL,"
+    " alert_id TEXT, kind TEXT NOT NULL, severity TEXT, node TEXT, gpu TEXT, job TEXT,"
+    " rank INTEGER, decision TEXT NOT NULL, command TEXT, exit_status INTEGER, stderr TEXT,"
+    " detail TEXT, duration_ms INTEGER);"
+    "CREATE INDEX audit_at ON audit(at_ms);",
 };
 
 static int user_version(sqlite3 *db, int *v)

@@ -2,6 +2,7 @@
  * state.h - the server's own state database, <data>/state.db (SQLite,
  * WAL mode): what the server derives and must remember across restarts,
  * as opposed to the samples (the store). It holds the jobs registry
+ * and the remediation audit log
  * today; alert history and the notification outbox are meant to live
  * here too, each adding a migration.
  *
@@ -26,7 +27,7 @@
 #include <stddef.h>
 
 /* The schema version this binary writes. */
-#define GP_STATE_VERSION 1
+#define GP_STATE_VERSION 2
 
 /*
  * Opens (creating and migrating) dir/state.db in WAL mode with

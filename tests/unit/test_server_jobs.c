@@ -515,6 +515,9 @@ static void test_routes(void)
     snprintf(c.log_level, sizeof c.log_level, "error");
     snprintf(c.gpu_hour_price, sizeof c.gpu_hour_price, "2.5");
     c.jobs_scan_interval_ms = 100;
+    c.remediation.n = 1;
+    snprintf(c.remediation.v[0], sizeof c.remediation.v[0],
+             "gpu_hardware_errors=scontrol update nodename={node} state=drain");
     struct gp_server *s;
     char err[512];
     CHECK_INT(gp_server_start(&s, &c, err, sizeof err), GP_OK);
@@ -570,10 +573,60 @@ static void test_routes(void)
     expect(s, "/api/v1/jobs?since=soon", 400, "bad_data", "invalid parameter 'since'");
     expect(s, "/api/v1/jobs/train-1?series=maybe", 400, "bad_data", "invalid parameter 'series'");
 
+    /* recommendations: every recent job newest first, or one */
+    r = http_get(s, "/api/v1/recommendations");
+    CHECK_INT(r->status, 200);
+    {
+        json_t *d = json_loads(r->body, 0, NULL);
+        json_t *a = json_object_get(d, "data");
+        CHECK_INT(json_array_size(a), 5);
+        CHECK_STR(json_string_value(json_object_get(json_array_get(a, 2), "job")), "killed-1");
+        CHECK(json_is_array(json_object_get(json_array_get(a, 0), "recommendations")));
+        json_decref(d);
+    }
+    r = http_get(s, "/api/v1/recommendations?job=train-1");
+    CHECK_INT(r->status, 200);
+    CHECK_CONTAINS(r->body, "{\"status\":\"success\",\"data\":[{\"job\":\"train-1\",\"state\":\"finished\","
+                            "\"recommendations\":[");
+    r = http_get(s, "/api/v1/recommendations?limit=2");
+    CHECK_INT(r->status, 200);
+    CHECK_CONTAINS(r->body, "\"job\":\"run-1\"");
+    CHECK(!strstr(r->body, "killed-1"));
+    expect(s, "/api/v1/recommendations?job=nope", 404, "not_found", "no job 'nope'");
+    expect(s, "/api/v1/recommendations?limit=101", 400, "bad_data", "invalid parameter 'limit'");
+    expect(s, "/api/v1/recommendations?state=done", 400, "bad_data", "invalid parameter 'state'");
+
+    /* audit: rows as the remediation worker writes them (test_remediate
+     * drives the worker; alert_event.h cannot be included next to jobs.h) */
+    {
+        char dbp[1024];
+        snprintf(dbp, sizeof dbp, "%s/state.db", data_dir());
+        sqlite3 *db;
+        CHECK_INT(sqlite3_open(dbp, &db), SQLITE_OK);
+        CHECK_INT(sqlite3_exec(db,
+                               "INSERT INTO audit(at_ms, alert_id, kind, severity, node, decision, command,"
+                               " detail) VALUES(1000, 'abc', 'gpu_hardware_errors', 'critical', 'n1',"
+                               " 'dry_run', '[\"scontrol\",\"update\",\"nodename=n1\",\"state=drain\"]',"
+                               " 'remediation_dry_run is on: nothing was run')",
+                               NULL, NULL, NULL),
+                  SQLITE_OK);
+        sqlite3_close(db);
+    }
+    r = http_get(s, "/api/v1/audit?kind=gpu_hardware_errors&decision=dry_run");
+    CHECK_INT(r->status, 200);
+    CHECK_CONTAINS(r->body, "\"decision\":\"dry_run\",\"command\":[\"scontrol\",\"update\",\"nodename=n1\","
+                            "\"state=drain\"]");
+    r = http_get(s, "/api/v1/audit?node=n2");
+    CHECK_STR(r->body, "{\"status\":\"success\",\"data\":[]}\n");
+    expect(s, "/api/v1/audit?decision=maybe", 400, "bad_data", "invalid parameter 'decision'");
+    expect(s, "/api/v1/audit?limit=0", 400, "bad_data", "invalid parameter 'limit'");
+    expect(s, "/api/v1/audit?since=soon", 400, "bad_data", "invalid parameter 'since'");
+
     struct gp_buf m;
     gp_buf_init(&m, 0);
     CHECK_INT(gp_server_render_metrics(s, &m), GP_OK);
     CHECK_CONTAINS(m.data, "gpulse_server_http_requests_total{handler=\"job\",code=\"404\"} 1\n");
+    CHECK_CONTAINS(m.data, "gpulse_server_http_requests_total{handler=\"audit\",code=\"200\"} 2\n");
     gp_buf_free(&m);
     gp_server_stop(s);
 }

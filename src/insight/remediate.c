@@ -1,0 +1,727 @@
+/*
+ * remediate.c - remediation hooks (remediate.h): the template parser,
+ * the placeholder substitution, the worker that decides, rate-limits,
+ * runs and audits.
+ *
+ * Threads: the alert engine's thread calls gp_rem_listener, which only
+ * copies the event into a fixed ring under the mutex. One worker thread
+ * takes events off the ring and does everything that can take time:
+ * the rate-limit bookkeeping (only it touches it, so it needs no lock),
+ * posix_spawnp of the command in its own process group with stdin and
+ * stdout on /dev/null and stderr on a pipe, a poll loop that reads the
+ * first line of stderr until the child ends or the timeout passes
+ * (then SIGKILL to the group), and the audit row. `busy` tells flush
+ * that an event taken off the ring is still being handled.
+ *
+ * Rate limits: per (kind, node) and per kind, a ring of the times of
+ * the last actions (dry runs included); an action is allowed when fewer
+ * than the limit fall within the last hour. The key tables are bounded;
+ * when full, the key whose newest action is oldest is reused.
+ */
+#include "insight/remediate.h"
+
+#include "insight/alert_event.h"
+#include "lib/clock.h"
+#include "lib/err.h"
+#include "lib/log.h"
+#include "server/state.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+#define HOUR_MS (3600 * 1000LL)
+#define RATE_KEYS 256
+#define STDERR_KEEP 256
+
+static const char *const placeholders[] = {"node", "gpu", "job", "rank", "kind", "severity"};
+#define NPH (sizeof placeholders / sizeof placeholders[0])
+
+static const char *const decisions[] = {"skipped", "refused", "rate_limited", "dry_run",
+                                        "ran",     "failed",  "timed_out"};
+
+int gp_rem_decision_check(const char *s)
+{
+    for (size_t i = 0; s && i < sizeof decisions / sizeof decisions[0]; i++)
+        if (!strcmp(s, decisions[i]))
+            return GP_OK;
+    return GP_EPARSE;
+}
+
+/* --- templates ------------------------------------------------------------ */
+
+/* Length of the placeholder name at p (after '{'), or 0 when none fits. */
+static size_t placeholder_at(const char *p, size_t *which)
+{
+    for (size_t i = 0; i < NPH; i++) {
+        size_t n = strlen(placeholders[i]);
+        if (!strncmp(p, placeholders[i], n) && p[n] == '}') {
+            *which = i;
+            return n;
+        }
+    }
+    return 0;
+}
+
+static bool kind_char(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '.' || c == ':' || c == '-';
+}
+
+int gp_rem_parse_rule(const char *line, struct gp_rem_rule *out, char *err, size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    const char *p = line;
+    while (*p == ' ' || *p == '\t')
+        p++;
+    size_t k = 0;
+    while (kind_char(p[k]))
+        k++;
+    if (!k || p[k] != '=')
+        return gp_seterr(err, errlen, GP_ECONFIG,
+                         "remediation entry must be KIND=COMMAND ARG... with a kind of letters, "
+                         "digits, '_', '.', ':' or '-'");
+    if (k >= sizeof out->kind)
+        return gp_seterr(err, errlen, GP_ECONFIG, "remediation kind longer than %d bytes",
+                         GP_REM_KIND_LEN - 1);
+    memcpy(out->kind, p, k);
+    p += k + 1;
+    for (const char *c = p; *c; c++)
+        if ((unsigned char)*c < 0x20 && *c != '\t')
+            return gp_seterr(err, errlen, GP_ECONFIG,
+                             "remediation for '%s': control character in the command", out->kind);
+    for (;;) {
+        while (*p == ' ' || *p == '\t')
+            p++;
+        if (!*p)
+            break;
+        if (out->argc == GP_REM_MAX_ARGS)
+            return gp_seterr(err, errlen, GP_ECONFIG, "remediation for '%s': more than %d arguments",
+                             out->kind, GP_REM_MAX_ARGS);
+        char *a = out->argv[out->argc];
+        size_t n = 0;
+        char quote = 0;
+        while (*p && (quote || (*p != ' ' && *p != '\t'))) {
+            char c = *p++;
+            if (quote == '\'') {
+                if (c == '\'') {
+                    quote = 0;
+                    continue;
+                }
+            } else if (quote == '"') {
+                if (c == '"') {
+                    quote = 0;
+                    continue;
+                }
+                if (c == '\\' && (*p == '"' || *p == '\\'))
+                    c = *p++;
+            } else if (c == '"' || c == '\'') {
+                quote = c;
+                continue;
+            } else if (c == '\\') {
+                if (!*p)
+                    return gp_seterr(err, errlen, GP_ECONFIG,
+                                     "remediation for '%s': '\\' at the end", out->kind);
+                c = *p++;
+            }
+            if (n + 1 >= GP_REM_ARG_LEN)
+                return gp_seterr(err, errlen, GP_ECONFIG,
+                                 "remediation for '%s': an argument longer than %d bytes", out->kind,
+                                 GP_REM_ARG_LEN - 1);
+            a[n++] = c;
+        }
+        if (quote)
+            return gp_seterr(err, errlen, GP_ECONFIG, "remediation for '%s': unterminated %c quote",
+                             out->kind, quote);
+        a[n] = 0;
+        for (char *b = strchr(a, '{'); b; b = strchr(b + 1, '{')) {
+            size_t which;
+            if (!placeholder_at(b + 1, &which))
+                return gp_seterr(err, errlen, GP_ECONFIG,
+                                 "remediation for '%s': unknown placeholder at '%.20s' (use {node}, "
+                                 "{gpu}, {job}, {rank}, {kind} or {severity})",
+                                 out->kind, b);
+            if (!out->argc)
+                return gp_seterr(err, errlen, GP_ECONFIG,
+                                 "remediation for '%s': the command name cannot hold a placeholder",
+                                 out->kind);
+        }
+        out->argc++;
+    }
+    if (!out->argc || !out->argv[0][0])
+        return gp_seterr(err, errlen, GP_ECONFIG, "remediation for '%s': no command", out->kind);
+    if (out->argv[0][0] == '-')
+        return gp_seterr(err, errlen, GP_ECONFIG,
+                         "remediation for '%s': the command name cannot start with '-'", out->kind);
+    return GP_OK;
+}
+
+bool gp_rem_value_ok(const char *v)
+{
+    size_t n = v ? strlen(v) : 0;
+    if (!n || n > GP_REM_VALUE_MAX || v[0] == '-')
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        char c = v[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+              c == '_' || c == ':' || c == '@' || c == '/' || c == '+' || c == '-'))
+            return false;
+    }
+    return true;
+}
+
+int gp_rem_expand(const struct gp_rem_rule *r, const struct gp_alert_event *ev,
+                  char out[][GP_REM_ARG_LEN], char *err, size_t errlen)
+{
+    char rank[24] = "";
+    if (ev->key && ev->key->rank >= 0)
+        snprintf(rank, sizeof rank, "%d", (int)ev->key->rank);
+    const char *vals[NPH] = {
+        ev->key ? ev->key->node : "", ev->key ? ev->key->gpu : "", ev->key ? ev->key->job : "",
+        rank, ev->kind ? ev->kind : "",
+        (unsigned)ev->severity < GP_SEV__COUNT ? gp_severity_names[ev->severity] : ""};
+    for (unsigned i = 0; i < r->argc; i++) {
+        const char *t = r->argv[i];
+        size_t n = 0;
+        while (*t) {
+            size_t which, len;
+            if (*t == '{' && (len = placeholder_at(t + 1, &which))) {
+                const char *v = vals[which];
+                if (!gp_rem_value_ok(v))
+                    return gp_seterr(err, errlen, GP_EPARSE,
+                                     "label %s is empty, too long, starts with '-' or holds a "
+                                     "character outside [A-Za-z0-9._:@/+-]",
+                                     placeholders[which]);
+                size_t vl = strlen(v);
+                if (n + vl >= GP_REM_ARG_LEN)
+                    return gp_seterr(err, errlen, GP_ETOOBIG, "argument %u longer than %d bytes", i,
+                                     GP_REM_ARG_LEN - 1);
+                memcpy(out[i] + n, v, vl);
+                n += vl;
+                t += len + 2;
+                continue;
+            }
+            if (n + 1 >= GP_REM_ARG_LEN)
+                return gp_seterr(err, errlen, GP_ETOOBIG, "argument %u longer than %d bytes", i,
+                                 GP_REM_ARG_LEN - 1);
+            out[i][n++] = *t++;
+        }
+        out[i][n] = 0;
+    }
+    return GP_OK;
+}
+
+/* --- the worker's state ---------------------------------------------------- */
+
+struct event {
+    char id[64], kind[GP_REM_KIND_LEN];
+    enum gp_severity severity;
+    struct gp_obs_key key;
+    int64_t at_ms; /* when the listener took it: the rate limits' and audit's time */
+    bool silenced;
+};
+
+struct rate {
+    char kind[GP_REM_KIND_LEN];
+    char node[GP_VIEW_NODE_LEN];
+    int64_t t[GP_REM_RATE_MAX];
+    unsigned n, head; /* ring of the newest n times */
+    int64_t newest;
+};
+
+struct gp_rem {
+    struct gp_rem_opts o;
+    struct gp_rem_rule rules[GP_REM_MAX_RULES];
+    sqlite3 *db;
+    pthread_mutex_t mu;
+    pthread_cond_t cv, idle;
+    struct event q[GP_REM_QUEUE];
+    size_t qhead, qlen;
+    bool stop, busy, started;
+    pthread_t th;
+    struct gp_rem_stats st;
+    struct rate node_rates[RATE_KEYS], kind_rates[RATE_KEYS];
+    char argv[GP_REM_MAX_ARGS][GP_REM_ARG_LEN]; /* the worker's expansion */
+};
+
+static int64_t now_of(struct gp_rem *r)
+{
+    return r->o.now_ms ? r->o.now_ms(r->o.clock_ctx) : gp_wall_ms();
+}
+
+/* The key's entry in tab, created (or the stalest reused) when absent. */
+static struct rate *rate_of(struct rate *tab, const char *kind, const char *node)
+{
+    struct rate *stale = &tab[0];
+    for (size_t i = 0; i < RATE_KEYS; i++) {
+        struct rate *e = &tab[i];
+        if (e->kind[0] && !strcmp(e->kind, kind) && !strcmp(e->node, node))
+            return e;
+        if (!e->kind[0] ? stale->kind[0] : (stale->kind[0] && e->newest < stale->newest))
+            stale = e;
+    }
+    memset(stale, 0, sizeof *stale);
+    snprintf(stale->kind, sizeof stale->kind, "%s", kind);
+    snprintf(stale->node, sizeof stale->node, "%s", node);
+    return stale;
+}
+
+static unsigned rate_count(const struct rate *e, int64_t now)
+{
+    unsigned c = 0;
+    for (unsigned i = 0; i < e->n; i++)
+        if (e->t[i] > now - HOUR_MS)
+            c++;
+    return c;
+}
+
+static void rate_note(struct rate *e, int64_t now)
+{
+    e->t[e->head] = now;
+    e->head = (e->head + 1) % GP_REM_RATE_MAX;
+    if (e->n < GP_REM_RATE_MAX)
+        e->n++;
+    e->newest = now;
+}
+
+/* --- running a command ------------------------------------------------------ */
+
+struct outcome {
+    const char *decision;
+    int exit_status; /* -1 unknown */
+    char stderr_line[STDERR_KEEP];
+    char detail[256];
+    int64_t duration_ms;
+};
+
+static void keep_stderr(struct outcome *oc, size_t *kept, bool *done, const char *b, size_t n)
+{
+    for (size_t i = 0; i < n && !*done; i++) {
+        if (b[i] == '\n' || *kept + 1 >= sizeof oc->stderr_line) {
+            *done = true;
+            break;
+        }
+        oc->stderr_line[(*kept)++] = (unsigned char)b[i] < 0x20 ? '?' : b[i];
+        oc->stderr_line[*kept] = 0;
+    }
+}
+
+static void run_command(char argv[][GP_REM_ARG_LEN], unsigned argc, int64_t timeout_ms,
+                        struct outcome *oc)
+{
+    char *av[GP_REM_MAX_ARGS + 1];
+    for (unsigned i = 0; i < argc; i++)
+        av[i] = argv[i];
+    av[argc] = NULL;
+    int fds[2];
+    oc->exit_status = -1;
+    if (pipe2(fds, O_CLOEXEC)) {
+        oc->decision = "failed";
+        snprintf(oc->detail, sizeof oc->detail, "cannot make a pipe: %s", strerror(errno));
+        return;
+    }
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t at;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawnattr_init(&at);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_adddup2(&fa, fds[1], 2);
+    sigset_t none, dfl;
+    sigemptyset(&none);
+    sigemptyset(&dfl);
+    sigaddset(&dfl, SIGPIPE);
+    posix_spawnattr_setsigmask(&at, &none);
+    posix_spawnattr_setsigdefault(&at, &dfl);
+    posix_spawnattr_setpgroup(&at, 0);
+    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
+                                      POSIX_SPAWN_SETSIGDEF);
+    pid_t pid;
+    int64_t t0 = gp_mono_ms();
+    int rc = posix_spawnp(&pid, av[0], &fa, &at, av, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    posix_spawnattr_destroy(&at);
+    close(fds[1]);
+    if (rc) {
+        close(fds[0]);
+        oc->decision = "failed";
+        snprintf(oc->detail, sizeof oc->detail, "cannot run '%.100s': %s", av[0], strerror(rc));
+        return;
+    }
+    size_t kept = 0;
+    bool done = false, eof = false, timed_out = false;
+    int status = 0;
+    for (;;) {
+        int64_t left = t0 + timeout_ms - gp_mono_ms();
+        if (left <= 0) {
+            timed_out = true;
+            kill(-pid, SIGKILL);
+            kill(pid, SIGKILL);
+            waitpid(pid, &status, 0);
+            break;
+        }
+        if (!eof) {
+            struct pollfd pf = {fds[0], POLLIN, 0};
+            int pr = poll(&pf, 1, (int)(left < 50 ? left : 50));
+            if (pr > 0) {
+                char b[512];
+                ssize_t n = read(fds[0], b, sizeof b);
+                if (n > 0)
+                    keep_stderr(oc, &kept, &done, b, (size_t)n);
+                else if (n == 0 || errno != EINTR)
+                    eof = true;
+            }
+        } else {
+            struct timespec ts = {0, 10 * 1000000L};
+            nanosleep(&ts, NULL);
+        }
+        pid_t w = waitpid(pid, &status, WNOHANG);
+        if (w == pid)
+            break;
+    }
+    close(fds[0]);
+    oc->duration_ms = gp_mono_ms() - t0;
+    if (timed_out) {
+        oc->decision = "timed_out";
+        snprintf(oc->detail, sizeof oc->detail, "killed after %lld ms", (long long)timeout_ms);
+    } else if (WIFEXITED(status)) {
+        oc->exit_status = WEXITSTATUS(status);
+        oc->decision = oc->exit_status ? "failed" : "ran";
+    } else if (WIFSIGNALED(status)) {
+        oc->exit_status = 128 + WTERMSIG(status);
+        oc->decision = "failed";
+        snprintf(oc->detail, sizeof oc->detail, "killed by signal %d", WTERMSIG(status));
+    }
+}
+
+/* --- audit -------------------------------------------------------------------- */
+
+static void audit(struct gp_rem *r, const struct event *ev, const struct outcome *oc,
+                  char argv[][GP_REM_ARG_LEN], unsigned argc, int64_t at_ms)
+{
+    char *cmd = NULL;
+    if (argv) {
+        json_t *a = json_array();
+        for (unsigned i = 0; a && i < argc; i++)
+            json_array_append_new(a, json_string(argv[i]));
+        cmd = a ? json_dumps(a, JSON_COMPACT) : NULL;
+        json_decref(a);
+    }
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(
+        r->db,
+        "INSERT INTO audit(at_ms, alert_id, kind, severity, node, gpu, job, rank, decision, command,"
+        " exit_status, stderr, detail, duration_ms) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        -1, &st, NULL);
+    if (rc == SQLITE_OK) {
+        sqlite3_bind_int64(st, 1, at_ms);
+        sqlite3_bind_text(st, 2, ev->id, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 3, ev->kind, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 4, gp_severity_names[ev->severity], -1, SQLITE_STATIC);
+        const char *txt[3] = {ev->key.node, ev->key.gpu, ev->key.job};
+        for (int i = 0; i < 3; i++)
+            if (txt[i][0])
+                sqlite3_bind_text(st, 5 + i, txt[i], -1, SQLITE_STATIC);
+        if (ev->key.rank >= 0)
+            sqlite3_bind_int64(st, 8, ev->key.rank);
+        sqlite3_bind_text(st, 9, oc->decision, -1, SQLITE_STATIC);
+        if (cmd)
+            sqlite3_bind_text(st, 10, cmd, -1, SQLITE_STATIC);
+        if (oc->exit_status >= 0)
+            sqlite3_bind_int(st, 11, oc->exit_status);
+        if (oc->stderr_line[0])
+            sqlite3_bind_text(st, 12, oc->stderr_line, -1, SQLITE_STATIC);
+        if (oc->detail[0])
+            sqlite3_bind_text(st, 13, oc->detail, -1, SQLITE_STATIC);
+        if (oc->duration_ms >= 0)
+            sqlite3_bind_int64(st, 14, oc->duration_ms);
+        rc = sqlite3_step(st);
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE) {
+        pthread_mutex_lock(&r->mu);
+        r->st.audit_errors++;
+        pthread_mutex_unlock(&r->mu);
+        gp_log(GP_LOG_ERROR, "remediate", "cannot write audit row", "err=\"%s\"", sqlite3_errmsg(r->db));
+    }
+    char q[300];
+    gp_log(GP_LOG_INFO, "remediate", "decision", "kind=%s node=%s decision=%s command=%s exit=%d",
+           ev->kind, ev->key.node[0] ? ev->key.node : "-", oc->decision,
+           gp_log_quote(q, sizeof q, cmd ? cmd : ""), oc->exit_status);
+    free(cmd);
+}
+
+/* Decides what to do with one event, does it, audits it. */
+static void handle(struct gp_rem *r, const struct event *ev)
+{
+    const struct gp_rem_rule *rule = NULL;
+    for (size_t i = 0; i < r->o.nrules; i++)
+        if (!strcmp(r->rules[i].kind, ev->kind))
+            rule = &r->rules[i];
+    if (!rule)
+        return;
+    struct outcome oc = {.exit_status = -1, .duration_ms = -1};
+    int64_t now = ev->at_ms;
+    char (*argv)[GP_REM_ARG_LEN] = r->argv; /* the worker's alone */
+    if (ev->silenced) {
+        oc.decision = "skipped";
+        snprintf(oc.detail, sizeof oc.detail, "the alert is silenced");
+        audit(r, ev, &oc, NULL, 0, now);
+        return;
+    }
+    struct gp_alert_event e = {.id = ev->id, .kind = ev->kind, .severity = ev->severity,
+                               .key = &ev->key};
+    if (gp_rem_expand(rule, &e, argv, oc.detail, sizeof oc.detail)) {
+        oc.decision = "refused";
+        audit(r, ev, &oc, NULL, 0, now);
+        return;
+    }
+    struct rate *kr = rate_of(r->kind_rates, ev->kind, "");
+    struct rate *nr = rate_of(r->node_rates, ev->kind, ev->key.node);
+    unsigned kc = rate_count(kr, now), nc = rate_count(nr, now);
+    if (nc >= r->o.max_per_hour || kc >= r->o.max_per_kind_per_hour) {
+        oc.decision = "rate_limited";
+        if (nc >= r->o.max_per_hour)
+            snprintf(oc.detail, sizeof oc.detail, "%u actions for %s on node '%s' in the last hour (at most %u)",
+                     nc, ev->kind, ev->key.node, r->o.max_per_hour);
+        else
+            snprintf(oc.detail, sizeof oc.detail, "%u actions for %s in the last hour (at most %u)", kc,
+                     ev->kind, r->o.max_per_kind_per_hour);
+        audit(r, ev, &oc, argv, rule->argc, now);
+        return;
+    }
+    rate_note(kr, now);
+    rate_note(nr, now);
+    if (r->o.dry_run) {
+        oc.decision = "dry_run";
+        snprintf(oc.detail, sizeof oc.detail, "remediation_dry_run is on: nothing was run");
+        audit(r, ev, &oc, argv, rule->argc, now);
+        return;
+    }
+    run_command(argv, rule->argc, r->o.timeout_ms, &oc);
+    audit(r, ev, &oc, argv, rule->argc, now);
+}
+
+static void *worker(void *arg)
+{
+    struct gp_rem *r = arg;
+    pthread_mutex_lock(&r->mu);
+    for (;;) {
+        while (!r->qlen && !r->stop)
+            pthread_cond_wait(&r->cv, &r->mu);
+        if (!r->qlen && r->stop)
+            break;
+        struct event ev = r->q[r->qhead];
+        r->qhead = (r->qhead + 1) % GP_REM_QUEUE;
+        r->qlen--;
+        r->busy = true;
+        pthread_mutex_unlock(&r->mu);
+        handle(r, &ev);
+        pthread_mutex_lock(&r->mu);
+        r->busy = false;
+        r->st.decided++;
+        pthread_cond_broadcast(&r->idle);
+    }
+    pthread_mutex_unlock(&r->mu);
+    return NULL;
+}
+
+void gp_rem_listener(void *ctx, const struct gp_alert_event *ev)
+{
+    struct gp_rem *r = ctx;
+    if (!r || !ev || ev->to != GP_ALERT_FIRING || ev->from == GP_ALERT_FIRING || !ev->kind)
+        return;
+    bool known = false;
+    for (size_t i = 0; i < r->o.nrules && !known; i++)
+        known = !strcmp(r->rules[i].kind, ev->kind);
+    if (!known)
+        return;
+    pthread_mutex_lock(&r->mu);
+    if (r->qlen == GP_REM_QUEUE || r->stop) {
+        r->st.dropped++;
+        pthread_mutex_unlock(&r->mu);
+        return;
+    }
+    struct event *e = &r->q[(r->qhead + r->qlen) % GP_REM_QUEUE];
+    memset(e, 0, sizeof *e);
+    snprintf(e->id, sizeof e->id, "%s", ev->id ? ev->id : "");
+    snprintf(e->kind, sizeof e->kind, "%s", ev->kind);
+    e->severity = (unsigned)ev->severity < GP_SEV__COUNT ? ev->severity : GP_SEV_WARNING;
+    if (ev->key)
+        e->key = *ev->key;
+    else
+        e->key.rank = -1;
+    e->key.node[sizeof e->key.node - 1] = 0;
+    e->key.gpu[sizeof e->key.gpu - 1] = 0;
+    e->key.job[sizeof e->key.job - 1] = 0;
+    e->at_ms = now_of(r); /* read here: the queue's wait is not the decision's time */
+    e->silenced = ev->silenced;
+    r->qlen++;
+    r->st.queued++;
+    pthread_cond_signal(&r->cv);
+    pthread_mutex_unlock(&r->mu);
+}
+
+void gp_rem_flush(struct gp_rem *r)
+{
+    pthread_mutex_lock(&r->mu);
+    while (r->qlen || r->busy)
+        pthread_cond_wait(&r->idle, &r->mu);
+    pthread_mutex_unlock(&r->mu);
+}
+
+void gp_rem_stats(struct gp_rem *r, struct gp_rem_stats *out)
+{
+    pthread_mutex_lock(&r->mu);
+    *out = r->st;
+    pthread_mutex_unlock(&r->mu);
+}
+
+int gp_rem_open(struct gp_rem **out, const char *dir, const struct gp_rem_opts *o, char *err,
+                size_t errlen)
+{
+    *out = NULL;
+    if (o->nrules > GP_REM_MAX_RULES)
+        return gp_seterr(err, errlen, GP_EUSAGE, "more than %d remediation entries", GP_REM_MAX_RULES);
+    if (o->max_per_hour < 1 || o->max_per_hour > GP_REM_RATE_MAX || o->max_per_kind_per_hour < 1 ||
+        o->max_per_kind_per_hour > GP_REM_RATE_MAX)
+        return gp_seterr(err, errlen, GP_EUSAGE, "remediation rate limits must be between 1 and %d",
+                         GP_REM_RATE_MAX);
+    if (o->timeout_ms < 1)
+        return gp_seterr(err, errlen, GP_EUSAGE, "remediation timeout must be positive");
+    struct gp_rem *r = calloc(1, sizeof *r);
+    if (!r)
+        return gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
+    r->o = *o;
+    for (size_t i = 0; i < o->nrules; i++)
+        r->rules[i] = o->rules[i];
+    r->o.rules = r->rules;
+    int rc = gp_state_open(&r->db, dir, err, errlen);
+    if (rc) {
+        free(r);
+        return rc;
+    }
+    pthread_mutex_init(&r->mu, NULL);
+    pthread_cond_init(&r->cv, NULL);
+    pthread_cond_init(&r->idle, NULL);
+    if (pthread_create(&r->th, NULL, worker, r)) {
+        gp_rem_close(r);
+        return gp_seterr(err, errlen, GP_ENOMEM, "cannot start the remediation worker");
+    }
+    r->started = true;
+    *out = r;
+    return GP_OK;
+}
+
+void gp_rem_close(struct gp_rem *r)
+{
+    if (!r)
+        return;
+    if (r->started) {
+        pthread_mutex_lock(&r->mu);
+        r->stop = true;
+        pthread_cond_signal(&r->cv);
+        pthread_mutex_unlock(&r->mu);
+        pthread_join(r->th, NULL);
+    }
+    pthread_mutex_destroy(&r->mu);
+    pthread_cond_destroy(&r->cv);
+    pthread_cond_destroy(&r->idle);
+    gp_state_close(r->db);
+    free(r);
+}
+
+/* --- GET /api/v1/audit -------------------------------------------------------- */
+
+static json_t *col(sqlite3_stmt *st, int i)
+{
+    switch (sqlite3_column_type(st, i)) {
+    case SQLITE_INTEGER:
+        return json_integer(sqlite3_column_int64(st, i));
+    case SQLITE_TEXT:
+        return json_string((const char *)sqlite3_column_text(st, i));
+    default:
+        return json_null();
+    }
+}
+
+int gp_rem_audit_json(struct gp_rem *r, const struct gp_audit_filter *f, struct gp_buf *out)
+{
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(r->db,
+                           "SELECT id, at_ms, alert_id, kind, severity, node, gpu, job, rank, decision,"
+                           " command, exit_status, stderr, detail, duration_ms FROM audit"
+                           " WHERE (?1 IS NULL OR kind = ?1) AND (?2 IS NULL OR node = ?2)"
+                           " AND (?3 IS NULL OR job = ?3) AND (?4 IS NULL OR decision = ?4)"
+                           " AND at_ms >= ?5 ORDER BY at_ms DESC, id DESC LIMIT ?6",
+                           -1, &st, NULL) != SQLITE_OK)
+        return GP_EIO;
+    const char *txt[4] = {f->kind, f->node, f->job, f->decision};
+    for (int i = 0; i < 4; i++)
+        if (txt[i])
+            sqlite3_bind_text(st, i + 1, txt[i], -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 5, f->since_ms);
+    sqlite3_bind_int64(st, 6, (sqlite3_int64)f->limit);
+    json_t *arr = json_array();
+    int rc = arr ? SQLITE_ROW : SQLITE_NOMEM;
+    static const char *const names[] = {"id",     "at",      "alert_id", "kind",     "severity",
+                                        "node",   "gpu",     "job",      "rank",     "decision",
+                                        "command", "exit_status", "stderr", "detail",
+                                        "duration_seconds"};
+    while (arr && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        json_t *o = json_object();
+        if (!o || json_array_append_new(arr, o)) {
+            rc = SQLITE_NOMEM;
+            break;
+        }
+        for (int i = 0; i < 15; i++) {
+            json_t *v;
+            if (i == 1)
+                v = json_real((double)sqlite3_column_int64(st, i) / 1000.0);
+            else if (i == 14 && sqlite3_column_type(st, i) == SQLITE_INTEGER)
+                v = json_real((double)sqlite3_column_int64(st, i) / 1000.0);
+            else if (i == 10 && sqlite3_column_type(st, i) == SQLITE_TEXT)
+                v = json_loads((const char *)sqlite3_column_text(st, i), 0, NULL);
+            else
+                v = col(st, i);
+            if (json_object_set_new(o, names[i], v ? v : json_null())) {
+                rc = SQLITE_NOMEM;
+                break;
+            }
+        }
+        if (rc == SQLITE_NOMEM)
+            break;
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE) {
+        json_decref(arr);
+        return rc == SQLITE_NOMEM ? GP_ENOMEM : GP_EIO;
+    }
+    char *s = json_dumps(arr, JSON_COMPACT);
+    json_decref(arr);
+    if (!s)
+        return GP_ENOMEM;
+    size_t mark = out->len;
+    gp_buf_puts(out, "{\"status\":\"success\",\"data\":");
+    gp_buf_puts(out, s);
+    gp_buf_puts(out, "}\n");
+    free(s);
+    if (out->err) {
+        out->len = mark;
+        return out->err;
+    }
+    return GP_OK;
+}

@@ -1,0 +1,137 @@
+/*
+ * remediate.h - remediation hooks: a configured command per alert kind,
+ * run when an alert of that kind starts firing (issue 5 part 6).
+ *
+ * Configuration (server section, docs/config.md):
+ *   remediation: a list of "KIND=COMMAND ARG...", e.g.
+ *     gpu_hardware_errors=scontrol update nodename={node} state=drain reason="gpulse {kind}"
+ *   remediation_dry_run (default true), remediation_max_per_hour (per
+ *   kind and node), remediation_max_per_kind_per_hour (per kind, all
+ *   nodes), remediation_timeout.
+ *
+ * Safety. The command never goes through a shell: the template is split
+ * into arguments once, when the config is read (blanks separate; "..."
+ * groups with \" and \\ escapes; '...' groups literally; \ escapes one
+ * character outside quotes), and run with posix_spawnp. Placeholders
+ * {node} {gpu} {job} {rank} {kind} {severity} are substituted inside
+ * each argument, never splitting or joining arguments, and the command
+ * name itself cannot hold one. A label value must be 1-128 characters of
+ * [A-Za-z0-9._:@/+-] not starting with '-': anything else (blanks,
+ * quotes, ';', '$(...)', newlines, an option-like "-rf") refuses the
+ * action, which is audited as `refused`. Any other '{' in a template is
+ * a config error.
+ *
+ * Flow. gp_rem_listener is a gp_alert_listener: it acts on transitions
+ * to firing only, copies the event into a bounded queue and returns; a
+ * worker thread decides and runs. Decisions, each one audit row in
+ * state.db's `audit` table: skipped (the alert is silenced), refused (a
+ * label value fails the check above), rate_limited, dry_run (what would
+ * run), ran (exit status 0), failed (another exit status, a signal, or
+ * the command could not start), timed_out (killed, with its process
+ * group, after remediation_timeout). Rows keep the argv, exit status,
+ * the first line of stderr and the run time. Dry runs count against the
+ * rate limits, so a dry run predicts what a live one would do.
+ */
+#ifndef GP_INSIGHT_REMEDIATE_H
+#define GP_INSIGHT_REMEDIATE_H
+
+#include "lib/buf.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define GP_REM_MAX_RULES 8     /* the config list's capacity */
+#define GP_REM_MAX_ARGS 32
+#define GP_REM_ARG_LEN 256
+#define GP_REM_KIND_LEN 64
+#define GP_REM_VALUE_MAX 128
+#define GP_REM_RATE_MAX 64     /* largest per-hour limit */
+#define GP_REM_QUEUE 64        /* events waiting for the worker */
+
+/* insight/alert_event.h; declared only, so that the server's files (whose
+ * jobs.h has its own struct gp_job) can include this header. */
+struct gp_alert_event;
+
+struct gp_rem_rule {
+    char kind[GP_REM_KIND_LEN];
+    unsigned argc;
+    char argv[GP_REM_MAX_ARGS][GP_REM_ARG_LEN]; /* templates, unquoted */
+};
+
+/*
+ * Parses one "KIND=COMMAND ARG..." entry into *out. GP_OK, or GP_ECONFIG
+ * with detail (empty kind or command, unknown placeholder, placeholder
+ * in the command name, option-like command name, unterminated quote,
+ * control character, too many or too long arguments).
+ */
+int gp_rem_parse_rule(const char *line, struct gp_rem_rule *out, char *err, size_t errlen);
+
+/* A label value may go into an argument (module comment). */
+bool gp_rem_value_ok(const char *v);
+
+/*
+ * Substitutes ev's labels into r's arguments: out[0..r->argc). GP_OK,
+ * or GP_EPARSE with detail naming the label that failed the check, or
+ * GP_ETOOBIG for an argument over GP_REM_ARG_LEN.
+ */
+int gp_rem_expand(const struct gp_rem_rule *r, const struct gp_alert_event *ev,
+                  char out[][GP_REM_ARG_LEN], char *err, size_t errlen);
+
+struct gp_rem_opts {
+    const struct gp_rem_rule *rules; /* copied */
+    size_t nrules;
+    bool dry_run;
+    unsigned max_per_hour;           /* per kind and node, 1..GP_REM_RATE_MAX */
+    unsigned max_per_kind_per_hour;  /* per kind over all nodes, 1..GP_REM_RATE_MAX */
+    int64_t timeout_ms;              /* a command's run time at most */
+    int64_t (*now_ms)(void *ctx);    /* NULL: the wall clock */
+    void *clock_ctx;
+};
+
+struct gp_rem;
+
+/*
+ * Opens dir/state.db (its own connection; server/state.h migrates it)
+ * and starts the worker. *out is closed with gp_rem_close. GP_OK,
+ * GP_EUSAGE (limits out of range), the errors of gp_state_open, or
+ * GP_ENOMEM, with detail.
+ */
+int gp_rem_open(struct gp_rem **out, const char *dir, const struct gp_rem_opts *o, char *err,
+                size_t errlen);
+
+/* Waits for the queue to empty and the worker to finish, stops it,
+ * closes the database, frees. Accepts NULL. */
+void gp_rem_close(struct gp_rem *r);
+
+/* The gp_alert_listener: ctx is the struct gp_rem. Never blocks on a
+ * command or the database; a full queue drops the event (counted). */
+void gp_rem_listener(void *ctx, const struct gp_alert_event *ev);
+
+/* Waits until everything queued so far is decided and audited. */
+void gp_rem_flush(struct gp_rem *r);
+
+struct gp_rem_stats {
+    uint64_t queued, dropped, decided, audit_errors;
+};
+void gp_rem_stats(struct gp_rem *r, struct gp_rem_stats *out);
+
+struct gp_audit_filter {
+    const char *kind, *node, *job, *decision; /* NULL: any */
+    int64_t since_ms;                          /* INT64_MIN: any */
+    size_t limit;
+};
+
+/*
+ * Appends GET /api/v1/audit's answer to out: the envelope and the rows
+ * passing f, newest first, each {"id","at","alert_id","kind","severity",
+ * "node","gpu","job","rank","decision","command":[...],"exit_status",
+ * "stderr","detail","duration_seconds"} (unknown: null). GP_OK, GP_EIO,
+ * GP_ENOMEM or out's latched error.
+ */
+int gp_rem_audit_json(struct gp_rem *r, const struct gp_audit_filter *f, struct gp_buf *out);
+
+/* The decision words, for filters: GP_OK when s is one. */
+int gp_rem_decision_check(const char *s);
+
+#endif

@@ -1,0 +1,328 @@
+/*
+ * test_remediate.c - remediation hooks: the template parser, placeholder
+ * substitution against hostile label values, rate limits on a fake
+ * clock, dry runs, real commands (success, failure, missing, timeout),
+ * silenced and non-firing transitions, and the audit rows.
+ */
+#include "insight/alert_event.h"
+#include "insight/remediate.h"
+#include "lib/buf.h"
+#include "lib/err.h"
+#include "test.h"
+
+#include <jansson.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+static void test_parse(void)
+{
+    struct gp_rem_rule r;
+    char err[256];
+    CHECK_INT(gp_rem_parse_rule("gpu_hardware_errors=scontrol update nodename={node} state=drain "
+                                "reason=\"gpulse {kind}\"",
+                                &r, err, sizeof err),
+              GP_OK);
+    CHECK_STR(r.kind, "gpu_hardware_errors");
+    CHECK_INT(r.argc, 5);
+    CHECK_STR(r.argv[0], "scontrol");
+    CHECK_STR(r.argv[2], "nodename={node}");
+    CHECK_STR(r.argv[4], "reason=gpulse {kind}");
+    CHECK_INT(gp_rem_parse_rule("k=a 'b c' \"d \\\"e\\\\\" f\\ g", &r, err, sizeof err), GP_OK);
+    CHECK_INT(r.argc, 4);
+    CHECK_STR(r.argv[1], "b c");
+    CHECK_STR(r.argv[2], "d \"e\\");
+    CHECK_STR(r.argv[3], "f g");
+    const char *bad[] = {"", "=cmd", "k=", "k=   ", "k=cmd {host}", "k={node} x", "k=-rf /",
+                         "k=cmd \"open", "k=cmd 'open", "k=cmd\nrm", "k=cmd \\", "bad kind=cmd"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        if (gp_rem_parse_rule(bad[i], &r, err, sizeof err) != GP_ECONFIG)
+            gp_test_fail(__FILE__, __LINE__, "accepted '%s'", bad[i]);
+    CHECK_INT(gp_rem_parse_rule("k=cmd {host}", &r, err, sizeof err), GP_ECONFIG);
+    CHECK_CONTAINS(err, "unknown placeholder");
+}
+
+static struct gp_obs_key key(const char *node, const char *gpu, const char *job, int rank)
+{
+    struct gp_obs_key k = {.det = GP_DET_HW_ERRORS, .rank = rank};
+    snprintf(k.node, sizeof k.node, "%s", node);
+    snprintf(k.gpu, sizeof k.gpu, "%s", gpu);
+    snprintf(k.job, sizeof k.job, "%s", job);
+    return k;
+}
+
+static void test_expand_hostile_values(void)
+{
+    struct gp_rem_rule r;
+    char err[256], out[GP_REM_MAX_ARGS][GP_REM_ARG_LEN];
+    CHECK_INT(gp_rem_parse_rule("k=drain {node} gpu={gpu} --job={job} r{rank} {kind} {severity}", &r, err,
+                                sizeof err),
+              GP_OK);
+    struct gp_obs_key k = key("n1.example", "0/1", "bert-1@host", 3);
+    struct gp_alert_event ev = {.kind = "k", .severity = GP_SEV_CRITICAL, .key = &k,
+                                .to = GP_ALERT_FIRING};
+    CHECK_INT(gp_rem_expand(&r, &ev, out, err, sizeof err), GP_OK);
+    CHECK_STR(out[1], "n1.example");
+    CHECK_STR(out[2], "gpu=0/1");
+    CHECK_STR(out[3], "--job=bert-1@host");
+    CHECK_STR(out[4], "r3");
+    CHECK_STR(out[5], "k");
+    CHECK_STR(out[6], "critical");
+    const char *hostile[] = {"a b", "a\"b", "a'b", "-rf", "--force", "a;rm -rf /", "$(reboot)", "`id`",
+                             "a\nb", "", "a|b", "a>b", "a&b", "*"};
+    for (size_t i = 0; i < sizeof hostile / sizeof hostile[0]; i++) {
+        CHECK(!gp_rem_value_ok(hostile[i]));
+        k = key(hostile[i], "0", "j", 0);
+        if (gp_rem_expand(&r, &ev, out, err, sizeof err) != GP_EPARSE)
+            gp_test_fail(__FILE__, __LINE__, "node '%s' was substituted", hostile[i]);
+        CHECK_CONTAINS(err, "label node");
+        k = key("n1", "0", hostile[i], 0);
+        CHECK_INT(gp_rem_expand(&r, &ev, out, err, sizeof err), GP_EPARSE);
+    }
+    /* an unknown rank cannot be substituted */
+    k = key("n1", "0", "j", -1);
+    CHECK_INT(gp_rem_expand(&r, &ev, out, err, sizeof err), GP_EPARSE);
+    CHECK_CONTAINS(err, "label rank");
+    char longv[200];
+    memset(longv, 'a', sizeof longv - 1);
+    longv[sizeof longv - 1] = 0;
+    CHECK(!gp_rem_value_ok(longv));
+}
+
+/* --- the worker ---------------------------------------------------------- */
+
+static int64_t fake_now;
+static int64_t fake_clock(void *ctx)
+{
+    (void)ctx;
+    return fake_now;
+}
+
+static struct gp_rem *open_rem(const char *const *lines, size_t n, bool dry, unsigned per_node,
+                               unsigned per_kind, int64_t timeout_ms)
+{
+    static struct gp_rem_rule rules[GP_REM_MAX_RULES];
+    char err[256];
+    for (size_t i = 0; i < n; i++)
+        if (gp_rem_parse_rule(lines[i], &rules[i], err, sizeof err))
+            gp_test_fail(__FILE__, __LINE__, "%s", err);
+    struct gp_rem_opts o = {.rules = rules, .nrules = n, .dry_run = dry, .max_per_hour = per_node,
+                            .max_per_kind_per_hour = per_kind, .timeout_ms = timeout_ms,
+                            .now_ms = fake_clock};
+    struct gp_rem *r;
+    if (gp_rem_open(&r, gp_test_tmpdir(), &o, err, sizeof err))
+        gp_test_fail(__FILE__, __LINE__, "%s", err);
+    return r;
+}
+
+static void fire(struct gp_rem *r, const char *kind, const char *node, bool silenced)
+{
+    struct gp_obs_key k = key(node, "0", "job-1", 2);
+    struct gp_alert_event ev = {.id = "9f2c41d0a3b5e617", .kind = kind, .severity = GP_SEV_CRITICAL,
+                                .from = GP_ALERT_PENDING, .to = GP_ALERT_FIRING, .key = &k,
+                                .silenced = silenced};
+    gp_rem_listener(r, &ev);
+}
+
+/* The audit rows (newest first) as JSON; caller decrefs. */
+static json_t *rows(struct gp_rem *r, const char *decision)
+{
+    gp_rem_flush(r);
+    struct gp_buf b;
+    gp_buf_init(&b, 0);
+    struct gp_audit_filter f = {.decision = decision, .since_ms = INT64_MIN, .limit = 100};
+    CHECK_INT(gp_rem_audit_json(r, &f, &b), GP_OK);
+    json_t *d = json_loadb(b.data, b.len, 0, NULL);
+    gp_buf_free(&b);
+    CHECK(d);
+    json_t *data = json_incref(json_object_get(d, "data"));
+    json_decref(d);
+    CHECK(json_is_array(data));
+    return data;
+}
+
+static const char *rs(const json_t *rows_, size_t i, const char *k)
+{
+    return json_string_value(json_object_get(json_array_get(rows_, i), k));
+}
+
+static void test_dry_run_and_rate_limits(void)
+{
+    const char *lines[] = {"gpu_hardware_errors=scontrol update nodename={node} state=drain "
+                           "reason=\"gpulse {kind}\""};
+    fake_now = 1000000000;
+    struct gp_rem *r = open_rem(lines, 1, true, 1, 2, 5000);
+    fire(r, "gpu_hardware_errors", "n1", false);
+    fire(r, "gpu_hardware_errors", "n1", false);  /* same node within the hour */
+    fire(r, "gpu_hardware_errors", "n2", false);  /* second for the kind */
+    fire(r, "gpu_hardware_errors", "n3", false);  /* third for the kind: over 2 */
+    fire(r, "memory_leak", "n1", false);          /* no command for it: nothing */
+    json_t *a = rows(r, NULL);
+    CHECK_INT(json_array_size(a), 4);
+    /* newest first */
+    CHECK_STR(rs(a, 0, "decision"), "rate_limited");
+    CHECK_STR(rs(a, 0, "node"), "n3");
+    CHECK_CONTAINS(rs(a, 0, "detail"), "in the last hour (at most 2)");
+    CHECK_STR(rs(a, 1, "decision"), "dry_run");
+    CHECK_STR(rs(a, 2, "decision"), "rate_limited");
+    CHECK_CONTAINS(rs(a, 2, "detail"), "on node 'n1'");
+    CHECK_STR(rs(a, 3, "decision"), "dry_run");
+    const json_t *cmd = json_object_get(json_array_get(a, 3), "command");
+    CHECK_INT(json_array_size(cmd), 5);
+    CHECK_STR(json_string_value(json_array_get(cmd, 2)), "nodename=n1");
+    CHECK_STR(json_string_value(json_array_get(cmd, 4)), "reason=gpulse gpu_hardware_errors");
+    CHECK_STR(rs(a, 3, "job"), "job-1");
+    CHECK_INT(json_integer_value(json_object_get(json_array_get(a, 3), "rank")), 2);
+    CHECK(json_is_null(json_object_get(json_array_get(a, 3), "exit_status")));
+    json_decref(a);
+    /* an hour later the node may act again */
+    fake_now += 3600 * 1000 + 1;
+    fire(r, "gpu_hardware_errors", "n1", false);
+    a = rows(r, "dry_run");
+    CHECK_INT(json_array_size(a), 3);
+    json_decref(a);
+    struct gp_rem_stats st;
+    gp_rem_stats(r, &st);
+    CHECK_INT(st.queued, 5);
+    CHECK_INT(st.decided, 5);
+    gp_rem_close(r);
+}
+
+static void test_silenced_and_transitions(void)
+{
+    const char *lines[] = {"k=true"};
+    struct gp_rem *r = open_rem(lines, 1, false, 5, 5, 5000);
+    fire(r, "k", "n1", true);
+    struct gp_obs_key kk = key("n1", "0", "j", 0);
+    struct gp_alert_event ev = {.kind = "k", .from = GP_ALERT_FIRING, .to = GP_ALERT_RESOLVED, .key = &kk};
+    gp_rem_listener(r, &ev);
+    ev.from = GP_ALERT_PENDING;
+    ev.to = GP_ALERT_PENDING;
+    gp_rem_listener(r, &ev);
+    json_t *a = rows(r, NULL);
+    CHECK_INT(json_array_size(a), 1);
+    CHECK_STR(rs(a, 0, "decision"), "skipped");
+    CHECK(json_is_null(json_object_get(json_array_get(a, 0), "command")));
+    json_decref(a);
+    gp_rem_close(r);
+}
+
+static void test_hostile_label_refused(void)
+{
+    const char *lines[] = {"k=true {node}"};
+    struct gp_rem *r = open_rem(lines, 1, false, 5, 5, 5000);
+    fire(r, "k", "n1;reboot", false);
+    fire(r, "k", "-rf", false);
+    json_t *a = rows(r, "refused");
+    CHECK_INT(json_array_size(a), 2);
+    CHECK_CONTAINS(rs(a, 0, "detail"), "label node");
+    json_decref(a);
+    gp_rem_close(r);
+}
+
+static void test_real_commands(void)
+{
+    const char *dir = gp_test_tmpdir();
+    char script[512], argsfile[600], line_ok[1400], line_fail[700], line_slow[700];
+    snprintf(script, sizeof script, "%s/hook.sh", dir);
+    snprintf(argsfile, sizeof argsfile, "%s/args.txt", dir);
+    char body[1200];
+    snprintf(body, sizeof body,
+             "#!/bin/sh\nfor a in \"$@\"; do printf '%%s|' \"$a\" >> '%s'; done\n"
+             "echo 'first line of stderr' >&2\necho second >&2\n"
+             "if [ \"$1\" = fail ]; then exit 3; fi\nif [ \"$1\" = slow ]; then sleep 30; fi\nexit 0\n",
+             argsfile);
+    gp_test_write_file(dir, "hook.sh", body);
+    CHECK_INT(chmod(script, 0755), 0);
+    snprintf(line_ok, sizeof line_ok, "ok_kind=%s ok \"node {node}\" --gpu={gpu} {kind}", script);
+    snprintf(line_fail, sizeof line_fail, "fail_kind=%s fail", script);
+    snprintf(line_slow, sizeof line_slow, "slow_kind=%s slow", script);
+    const char *lines[] = {line_ok, line_fail, line_slow, "false_kind=false", "missing_kind=/nonexistent/cmd"};
+    struct gp_rem *r = open_rem(lines, 5, false, 5, 5, 500);
+    fire(r, "ok_kind", "n1", false);
+    json_t *a = rows(r, NULL);
+    CHECK_STR(rs(a, 0, "decision"), "ran");
+    CHECK_INT(json_integer_value(json_object_get(json_array_get(a, 0), "exit_status")), 0);
+    CHECK_STR(rs(a, 0, "stderr"), "first line of stderr");
+    json_decref(a);
+    char args[256] = "";
+    FILE *af = fopen(argsfile, "r");
+    CHECK(af);
+    args[fread(args, 1, sizeof args - 1, af)] = 0;
+    fclose(af);
+    CHECK_STR(args, "ok|node n1|--gpu=0|ok_kind|");
+    fire(r, "fail_kind", "n1", false);
+    fire(r, "false_kind", "n1", false);
+    fire(r, "missing_kind", "n1", false);
+    fire(r, "slow_kind", "n1", false);
+    a = rows(r, NULL);
+    CHECK_STR(rs(a, 0, "decision"), "timed_out");
+    CHECK_CONTAINS(rs(a, 0, "detail"), "killed after 500 ms");
+    double dur = json_number_value(json_object_get(json_array_get(a, 0), "duration_seconds"));
+    CHECK(dur >= 0.5 && dur < 5);
+    CHECK_STR(rs(a, 1, "decision"), "failed");
+    CHECK_CONTAINS(rs(a, 1, "detail"), "cannot run '/nonexistent/cmd'");
+    CHECK_STR(rs(a, 2, "decision"), "failed");
+    CHECK_INT(json_integer_value(json_object_get(json_array_get(a, 2), "exit_status")), 1);
+    CHECK_STR(rs(a, 3, "decision"), "failed");
+    CHECK_INT(json_integer_value(json_object_get(json_array_get(a, 3), "exit_status")), 3);
+    CHECK_STR(rs(a, 3, "stderr"), "first line of stderr");
+    json_decref(a);
+    gp_rem_close(r);
+}
+
+static void test_audit_filters(void)
+{
+    const char *lines[] = {"a=true", "b=true"};
+    fake_now = 5000000;
+    struct gp_rem *r = open_rem(lines, 2, true, 5, 5, 5000);
+    fire(r, "a", "n1", false);
+    fake_now = 6000000;
+    fire(r, "b", "n2", false);
+    gp_rem_flush(r);
+    struct gp_buf b;
+    gp_buf_init(&b, 0);
+    struct gp_audit_filter f = {.kind = "b", .since_ms = INT64_MIN, .limit = 10};
+    CHECK_INT(gp_rem_audit_json(r, &f, &b), GP_OK);
+    CHECK_CONTAINS(b.data, "\"kind\":\"b\"");
+    CHECK(!strstr(b.data, "\"kind\":\"a\""));
+    gp_buf_reset(&b);
+    f = (struct gp_audit_filter){.since_ms = 5500000, .limit = 10};
+    CHECK_INT(gp_rem_audit_json(r, &f, &b), GP_OK);
+    CHECK_CONTAINS(b.data, "\"node\":\"n2\"");
+    CHECK(!strstr(b.data, "\"node\":\"n1\""));
+    CHECK_CONTAINS(b.data, "\"at\":6000");
+    gp_buf_reset(&b);
+    f = (struct gp_audit_filter){.node = "n1", .since_ms = INT64_MIN, .limit = 1};
+    CHECK_INT(gp_rem_audit_json(r, &f, &b), GP_OK);
+    CHECK_CONTAINS(b.data, "\"node\":\"n1\"");
+    gp_buf_free(&b);
+    CHECK_INT(gp_rem_decision_check("dry_run"), GP_OK);
+    CHECK_INT(gp_rem_decision_check("drop"), GP_EPARSE);
+    gp_rem_close(r);
+}
+
+static void test_open_checks_limits(void)
+{
+    char err[256];
+    struct gp_rem *r;
+    struct gp_rem_opts o = {.max_per_hour = 0, .max_per_kind_per_hour = 1, .timeout_ms = 1};
+    CHECK_INT(gp_rem_open(&r, gp_test_tmpdir(), &o, err, sizeof err), GP_EUSAGE);
+    o.max_per_hour = GP_REM_RATE_MAX + 1;
+    CHECK_INT(gp_rem_open(&r, gp_test_tmpdir(), &o, err, sizeof err), GP_EUSAGE);
+    o.max_per_hour = 1;
+    o.timeout_ms = 0;
+    CHECK_INT(gp_rem_open(&r, gp_test_tmpdir(), &o, err, sizeof err), GP_EUSAGE);
+}
+
+const struct gp_test gp_tests_remediate[] = {
+    {"parse", test_parse},
+    {"expand_hostile_values", test_expand_hostile_values},
+    {"dry_run_and_rate_limits", test_dry_run_and_rate_limits},
+    {"silenced_and_transitions", test_silenced_and_transitions},
+    {"hostile_label_refused", test_hostile_label_refused},
+    {"real_commands", test_real_commands},
+    {"audit_filters", test_audit_filters},
+    {"open_checks_limits", test_open_checks_limits},
+    {0},
+};
