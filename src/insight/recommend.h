@@ -67,9 +67,7 @@
 #include <jansson.h>
 #include <stddef.h>
 
-/* Declared only, so that the server's files, whose jobs.h has its own
- * struct gp_job, can include this header: see insight/detect.h and
- * lib/gpumodels.h. */
+/* insight/detect.h and lib/gpumodels.h: only pointers are needed here. */
 struct gp_observation;
 struct gp_gpumodel;
 

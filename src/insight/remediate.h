@@ -49,8 +49,7 @@
 #define GP_REM_RATE_MAX 64     /* largest per-hour limit */
 #define GP_REM_QUEUE 64        /* events waiting for the worker */
 
-/* insight/alert_event.h; declared only, so that the server's files (whose
- * jobs.h has its own struct gp_job) can include this header. */
+/* insight/alert_event.h; only pointers to it are needed here. */
 struct gp_alert_event;
 
 struct gp_rem_rule {

@@ -26,7 +26,7 @@
 struct gp_jobs {
     pthread_mutex_t mu; /* the registry, the database, the stats */
     sqlite3 *db;
-    struct gp_job **v;  /* sorted by id */
+    struct gp_jobs_entry **v;  /* sorted by id */
     size_t n, cap;
     int64_t interval_ms;
     int64_t scanned_to; /* "now" of the last scan; 0 before the first */
@@ -66,7 +66,7 @@ int64_t gp_job_lost_after_ms(int64_t interval_ms)
     return 3 * interval_ms > LOOKBACK_MS ? 3 * interval_ms : LOOKBACK_MS;
 }
 
-enum gp_job_state gp_job_state_at(const struct gp_job *j, int64_t now_ms, int64_t interval_ms)
+enum gp_job_state gp_job_state_at(const struct gp_jobs_entry *j, int64_t now_ms, int64_t interval_ms)
 {
     if (j->exit_status != GP_JOB_NONE)
         return j->exit_status == 0 ? GP_JOB_FINISHED : j->exit_status >= 128 ? GP_JOB_KILLED : GP_JOB_FAILED;
@@ -75,7 +75,7 @@ enum gp_job_state gp_job_state_at(const struct gp_job *j, int64_t now_ms, int64_
     return now_ms - j->last_ms <= gp_job_lost_after_ms(interval_ms) ? GP_JOB_RUNNING : GP_JOB_LOST;
 }
 
-void gp_job_free(struct gp_job *j)
+void gp_job_free(struct gp_jobs_entry *j)
 {
     if (!j)
         return;
@@ -106,7 +106,7 @@ static long find(const struct gp_jobs *j, const char *id)
 }
 
 /* The job named id, created when absent. NULL on ENOMEM. */
-static struct gp_job *job_get_or_add(struct gp_jobs *j, const char *id)
+static struct gp_jobs_entry *job_get_or_add(struct gp_jobs *j, const char *id)
 {
     long at = find(j, id);
     if (at >= 0)
@@ -114,13 +114,13 @@ static struct gp_job *job_get_or_add(struct gp_jobs *j, const char *id)
     size_t pos = (size_t)(-at - 1);
     if (j->n == j->cap) {
         size_t nc = j->cap ? j->cap * 2 : 64;
-        struct gp_job **nv = realloc(j->v, nc * sizeof *nv);
+        struct gp_jobs_entry **nv = realloc(j->v, nc * sizeof *nv);
         if (!nv)
             return NULL;
         j->v = nv;
         j->cap = nc;
     }
-    struct gp_job *job = calloc(1, sizeof *job);
+    struct gp_jobs_entry *job = calloc(1, sizeof *job);
     if (!job)
         return NULL;
     snprintf(job->id, sizeof job->id, "%s", id);
@@ -146,7 +146,7 @@ static int rank_cmp(const struct gp_job_rank *a, const struct gp_job_rank *b)
 }
 
 /* The rank entry (node, rank) of job, added when absent. NULL on ENOMEM. */
-static struct gp_job_rank *rank_get_or_add(struct gp_job *job, const char *node, int64_t rank)
+static struct gp_job_rank *rank_get_or_add(struct gp_jobs_entry *job, const char *node, int64_t rank)
 {
     struct gp_job_rank key;
     memset(&key, 0, sizeof key);
@@ -175,7 +175,7 @@ static struct gp_job_rank *rank_get_or_add(struct gp_job *job, const char *node,
 }
 
 /* Adds GPU (node, gpu) to job when absent: 1 added, 0 present, GP_ENOMEM. */
-static int gpu_add(struct gp_job *job, const char *node, const char *gpu)
+static int gpu_add(struct gp_jobs_entry *job, const char *node, const char *gpu)
 {
     size_t pos = 0;
     for (; pos < job->ngpus; pos++) {
@@ -303,7 +303,7 @@ static int load(struct gp_jobs *j, char *err, size_t errlen)
         goto sqlfail;
     int r;
     while ((r = sqlite3_step(st)) == SQLITE_ROW) {
-        struct gp_job *job = job_get_or_add(j, col_text(st, 0));
+        struct gp_jobs_entry *job = job_get_or_add(j, col_text(st, 0));
         if (!job) {
             sqlite3_finalize(st);
             return gp_seterr(err, errlen, GP_ENOMEM, "out of memory loading jobs");
@@ -331,7 +331,7 @@ static int load(struct gp_jobs *j, char *err, size_t errlen)
         long at = find(j, col_text(st, 0));
         if (at < 0)
             continue;
-        struct gp_job *job = j->v[at];
+        struct gp_jobs_entry *job = j->v[at];
         int64_t rank = sqlite3_column_int64(st, 2);
         struct gp_job_rank *rk = rank_get_or_add(job, col_text(st, 1), rank < 0 ? GP_JOB_NONE : rank);
         if (!rk) {
@@ -398,7 +398,7 @@ static int save(struct gp_jobs *j, char *err, size_t errlen)
                             -1, &mark, NULL) == SQLITE_OK;
     uint64_t rows = 0;
     for (size_t i = 0; ok && i < j->n; i++) {
-        struct gp_job *job = j->v[i];
+        struct gp_jobs_entry *job = j->v[i];
         if (!job->dirty)
             continue;
         rows++;
@@ -474,7 +474,7 @@ static int fold_info(struct gp_jobs *j, const struct gp_store_selection *sel)
             j->stats.ids_too_long++;
             continue;
         }
-        struct gp_job *job = job_get_or_add(j, id);
+        struct gp_jobs_entry *job = job_get_or_add(j, id);
         if (!job)
             return GP_ENOMEM;
         if (label(s, "scheme", scheme, sizeof scheme) && strcmp(job->scheme, scheme)) {
@@ -516,7 +516,7 @@ static void fold_values(struct gp_jobs *j, struct gp_store *st, const struct gp_
         long at = find(j, id);
         if (at < 0)
             continue;
-        struct gp_job *job = j->v[at];
+        struct gp_jobs_entry *job = j->v[at];
         double v = gp_store_newest_value(st, s->id, s->last_ms, LOOKBACK_MS, smp);
         if (!isfinite(v) || fabs(v) > 9e15)
             continue;
@@ -704,7 +704,7 @@ void gp_jobs_stats(struct gp_jobs *j, struct gp_jobs_stats *out)
 
 /* ---- reading ---- */
 
-int gp_jobs_get(struct gp_jobs *j, const char *id, int64_t now_ms, struct gp_job *out)
+int gp_jobs_get(struct gp_jobs *j, const char *id, int64_t now_ms, struct gp_jobs_entry *out)
 {
     memset(out, 0, sizeof *out);
     pthread_mutex_lock(&j->mu);
@@ -713,7 +713,7 @@ int gp_jobs_get(struct gp_jobs *j, const char *id, int64_t now_ms, struct gp_job
         pthread_mutex_unlock(&j->mu);
         return GP_ENOTFOUND;
     }
-    const struct gp_job *job = j->v[at];
+    const struct gp_jobs_entry *job = j->v[at];
     *out = *job;
     out->ranks = NULL;
     out->gpus = NULL;
@@ -735,14 +735,14 @@ nomem:
     return GP_ENOMEM;
 }
 
-static int64_t sort_time(const struct gp_job *j)
+static int64_t sort_time(const struct gp_jobs_entry *j)
 {
     return j->start_ms != GP_JOB_NONE ? j->start_ms : j->first_ms;
 }
 
 static int newest_first(const void *pa, const void *pb)
 {
-    const struct gp_job *a = *(const struct gp_job *const *)pa, *b = *(const struct gp_job *const *)pb;
+    const struct gp_jobs_entry *a = *(const struct gp_jobs_entry *const *)pa, *b = *(const struct gp_jobs_entry *const *)pb;
     int64_t ta = sort_time(a), tb = sort_time(b);
     if (ta != tb)
         return ta > tb ? -1 : 1;
@@ -758,7 +758,7 @@ static void json_ms_or_null(struct gp_buf *b, int64_t ms)
 }
 
 /* The distinct nodes of a job's ranks, sorted, as a JSON array. */
-static void json_nodes(struct gp_buf *b, const struct gp_job *job)
+static void json_nodes(struct gp_buf *b, const struct gp_jobs_entry *job)
 {
     const char *seen[64];
     size_t ns = 0;
@@ -789,7 +789,7 @@ static void json_nodes(struct gp_buf *b, const struct gp_job *job)
     gp_buf_putc(b, ']');
 }
 
-static int has_node(const struct gp_job *job, const char *node)
+static int has_node(const struct gp_jobs_entry *job, const char *node)
 {
     for (size_t i = 0; i < job->nranks; i++)
         if (!strcmp(job->ranks[i].node, node))
@@ -803,14 +803,14 @@ int gp_jobs_list_json(struct gp_jobs *j, const struct gp_jobs_filter *f, int64_t
     size_t mark = out->len;
     int mark_err = out->err;
     pthread_mutex_lock(&j->mu);
-    const struct gp_job **pick = malloc((j->n ? j->n : 1) * sizeof *pick);
+    const struct gp_jobs_entry **pick = malloc((j->n ? j->n : 1) * sizeof *pick);
     if (!pick) {
         pthread_mutex_unlock(&j->mu);
         return GP_ENOMEM;
     }
     size_t n = 0;
     for (size_t i = 0; i < j->n; i++) {
-        const struct gp_job *job = j->v[i];
+        const struct gp_jobs_entry *job = j->v[i];
         if (f->state >= 0 && (int)gp_job_state_at(job, now_ms, j->interval_ms) != f->state)
             continue;
         if (job->last_ms < f->since_ms)
@@ -824,7 +824,7 @@ int gp_jobs_list_json(struct gp_jobs *j, const struct gp_jobs_filter *f, int64_t
         n = f->limit;
     gp_buf_puts(out, "{\"status\":\"success\",\"data\":[");
     for (size_t i = 0; i < n; i++) {
-        const struct gp_job *job = pick[i];
+        const struct gp_jobs_entry *job = pick[i];
         gp_buf_puts(out, i ? ",{\"id\":" : "{\"id\":");
         gp_json_str(out, job->id, strlen(job->id));
         gp_buf_puts(out, ",\"scheme\":");

@@ -69,7 +69,7 @@ struct gp_job_gpu {
     char gpu[GP_JOB_GPU_MAX];
 };
 
-struct gp_job {
+struct gp_jobs_entry {
     char id[GP_JOB_ID_MAX + 1];
     char scheme[64];                  /* "" when unknown */
     int64_t first_ms, last_ms;        /* first and newest sample of its info series */
@@ -84,13 +84,13 @@ struct gp_job {
 };
 
 /* The state of j at now_ms, for a scan interval (module comment). */
-enum gp_job_state gp_job_state_at(const struct gp_job *j, int64_t now_ms, int64_t interval_ms);
+enum gp_job_state gp_job_state_at(const struct gp_jobs_entry *j, int64_t now_ms, int64_t interval_ms);
 
 /* How long after its last sample a job without an end is lost. */
 int64_t gp_job_lost_after_ms(int64_t interval_ms);
 
 /* Frees a copy's arrays (gp_jobs_get); accepts a zeroed job. */
-void gp_job_free(struct gp_job *j);
+void gp_job_free(struct gp_jobs_entry *j);
 
 struct gp_jobs;
 
@@ -131,7 +131,7 @@ void gp_jobs_stats(struct gp_jobs *j, struct gp_jobs_stats *out);
  * of now_ms (caller frees with gp_job_free). GP_OK, GP_ENOTFOUND or
  * GP_ENOMEM.
  */
-int gp_jobs_get(struct gp_jobs *j, const char *id, int64_t now_ms, struct gp_job *out);
+int gp_jobs_get(struct gp_jobs *j, const char *id, int64_t now_ms, struct gp_jobs_entry *out);
 
 struct gp_jobs_filter {
     int state;         /* -1 any, else the enum gp_job_state */

@@ -83,7 +83,7 @@ int gp_srv_job_doc(struct gp_server *s, struct gp_store *st, const char *id, int
         return gp_seterr(err, errlen, GP_ENOTFOUND, "no job with an id of %zu bytes (at most %d)",
                          strlen(id), GP_JOB_ID_MAX);
     int64_t now = gp_wall_ms();
-    struct gp_job job;
+    struct gp_jobs_entry job;
     int rc = gp_jobs_get(s->jobs, id, now, &job);
     if (rc == GP_ENOTFOUND)
         return gp_seterr(err, errlen, rc, "no job '%.300s'", id);

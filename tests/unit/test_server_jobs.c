@@ -201,14 +201,14 @@ static int64_t now_ms(void)
     return n;
 }
 
-static void get(struct gp_jobs *j, const char *id, int64_t now, struct gp_job *out)
+static void get(struct gp_jobs *j, const char *id, int64_t now, struct gp_jobs_entry *out)
 {
     CHECK_INT(gp_jobs_get(j, id, now, out), GP_OK);
 }
 
 static void check_registry(struct gp_jobs *j, int64_t now)
 {
-    struct gp_job x;
+    struct gp_jobs_entry x;
     get(j, "train-1", now, &x);
     CHECK_STR(gp_job_state_name(x.state), "finished");
     CHECK_STR(x.scheme, "slurm");
@@ -292,7 +292,7 @@ static void test_registry(void)
     /* Five minutes without a sample: running -> lost, in memory and on disk. */
     int64_t later = now + gp_job_lost_after_ms(5000) + 1000;
     CHECK_INT(gp_jobs_scan(j, st, later, 0, err, sizeof err), GP_OK);
-    struct gp_job x;
+    struct gp_jobs_entry x;
     get(j, "run-1", later, &x);
     CHECK_STR(gp_job_state_name(x.state), "lost");
     gp_job_free(&x);
@@ -318,7 +318,7 @@ static void test_registry(void)
 
 static void test_state_rules(void)
 {
-    struct gp_job j;
+    struct gp_jobs_entry j;
     memset(&j, 0, sizeof j);
     j.start_ms = j.end_ms = j.exit_status = GP_JOB_NONE;
     j.last_ms = 1000000;
