@@ -1,6 +1,8 @@
 /* history.c - see history.h. */
 #include "history.h"
 
+#include "lib/gpumodels.h"
+
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -68,6 +70,8 @@ struct gp_history {
     struct curve cpu, rss, step;
     double act_hist[ACT_BINS]; /* seconds of GPU time at each activity */
     double act_sum, act_dt;
+    /* time-weighted profiling averages over the job's GPUs, where reported */
+    struct wavg { double sum, dt; } occ, tensor, dram, link;
 
     bool cpu_valid;
     double cpu_seconds, prev_cpu;
@@ -227,6 +231,33 @@ static double memory_total(const struct gp_gpu *g)
     return 0;
 }
 
+static void wavg_add(struct wavg *w, const struct gp_gpu *g, enum gp_gpu_field fld, double scale, double dt)
+{
+    if (!gp_gpu_has(g, fld))
+        return;
+    w->sum += g->val[fld] * scale * dt;
+    w->dt += dt;
+}
+
+/* How busy the GPU's links are, 0-1: the busier of NVLink and PCIe, each
+ * the larger direction's bytes per second over the model's per-direction
+ * bandwidth. NaN when the GPU reports no link traffic or the model is
+ * unknown. */
+static double link_busy(const struct gp_gpu *g)
+{
+    const struct gp_gpumodel *m = gp_gpumodel_find(g->model);
+    if (!m)
+        return NAN;
+    double busy = NAN;
+    if (m->nvlink_gbps > 0 && gp_gpu_has(g, GPF_PROF_NVLINK_TX) && gp_gpu_has(g, GPF_PROF_NVLINK_RX))
+        busy = fmax(g->val[GPF_PROF_NVLINK_TX], g->val[GPF_PROF_NVLINK_RX]) / (m->nvlink_gbps * 1e9);
+    if (m->pcie_gbps > 0 && gp_gpu_has(g, GPF_PROF_PCIE_TX) && gp_gpu_has(g, GPF_PROF_PCIE_RX)) {
+        double p = fmax(g->val[GPF_PROF_PCIE_TX], g->val[GPF_PROF_PCIE_RX]) / (m->pcie_gbps * 1e9);
+        busy = isnan(busy) ? p : fmax(busy, p);
+    }
+    return isnan(busy) ? NAN : fmin(busy, 1.0);
+}
+
 static void record_gpus(struct gp_history *h, const struct gp_frame *f, double dt, unsigned pt)
 {
     double act_sum = 0, mem_sum = 0, total_sum = 0;
@@ -274,6 +305,14 @@ static void record_gpus(struct gp_history *h, const struct gp_frame *f, double d
             cell_add(&x->act.c[pt], a);
             act_sum += a;
             nact++;
+        }
+        wavg_add(&h->occ, g, GPF_PROF_SM_OCCUPANCY, 1, dt);
+        wavg_add(&h->tensor, g, GPF_PROF_TENSOR, 1, dt);
+        wavg_add(&h->dram, g, GPF_PROF_DRAM, 1, dt);
+        double link = link_busy(g);
+        if (isfinite(link)) {
+            h->link.sum += link * dt;
+            h->link.dt += dt;
         }
         if (mem_valid) {
             if (!x->peak_valid || mem > x->peak_mem)
@@ -556,6 +595,11 @@ static json_t *totals_json(const struct gp_history *h, double wall, json_t *gpus
     json_object_set_new(t, "activity_p50", act ? json_real(act_quantile(h, 0.5)) : json_null());
     json_object_set_new(t, "activity_p90", act ? json_real(act_quantile(h, 0.9)) : json_null());
     json_object_set_new(t, "activity_p99", act ? json_real(act_quantile(h, 0.99)) : json_null());
+    const struct wavg *w[] = {&h->occ, &h->tensor, &h->dram, &h->link};
+    const char *wn[] = {"sm_occupancy_avg", "tensor_active_avg", "dram_active_avg", "link_busy_avg"};
+    for (int i = 0; i < 4; i++)
+        json_object_set_new(t, wn[i], w[i]->dt > 0 ? json_real(w[i]->sum / w[i]->dt) : json_null());
+    json_object_set_new(t, "rank_step_spread", json_null()); /* records carry no rank */
     json_object_set_new(t, "peak_gpu_memory_bytes", num(peak));
     json_object_set_new(t, "peak_gpu_memory_ratio", num(peak_ratio));
 

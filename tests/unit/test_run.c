@@ -141,6 +141,9 @@ static void make_frame(struct gp_frame *f, int64_t t_ms, double act0, double mem
     snprintf(g->uuid, sizeof g->uuid, "GPU-0");
     snprintf(g->model, sizeof g->model, "NVIDIA H100 80GB HBM3");
     gp_gpu_set(g, GPF_PROF_SM_ACTIVE, act0);
+    gp_gpu_set(g, GPF_PROF_TENSOR, act0 / 2);
+    gp_gpu_set(g, GPF_PROF_PCIE_RX, 63e9 * 0.25); /* a quarter of PCIe 5 x16 */
+    gp_gpu_set(g, GPF_PROF_PCIE_TX, 1e9);
     gp_gpu_set(g, GPF_GPU_UTIL, 100);
     gp_gpu_set(g, GPF_MEMORY_TOTAL, 80.0 * 1073741824.0);
     struct gp_gpu_proc *gp = gp_gpu_add_proc(g);
@@ -227,6 +230,10 @@ static void test_history_totals(void)
     CHECK_DBL(dget(d, "totals.activity_avg"), 0.75, 1e-9);
     CHECK_DBL(dget(d, "totals.activity_p50"), 0.5, 1e-9);
     CHECK_DBL(dget(d, "totals.activity_p90"), 1.0, 1e-9);
+    CHECK_DBL(dget(d, "totals.tensor_active_avg"), 0.375, 1e-9);
+    CHECK_DBL(dget(d, "totals.link_busy_avg"), 0.25, 1e-9);
+    CHECK(is_null(d, "totals.sm_occupancy_avg")); /* not reported: unknown, not 0 */
+    CHECK(is_null(d, "totals.dram_active_avg"));
     CHECK_DBL(dget(d, "totals.peak_gpu_memory_bytes"), 8.0 * 1073741824.0, 1);
     CHECK_DBL(dget(d, "totals.peak_gpu_memory_ratio"), 0.1, 1e-9);
     CHECK_DBL(dget(d, "totals.host_cpu_seconds"), 30.0, 1e-9);
