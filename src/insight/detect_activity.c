@@ -36,7 +36,7 @@ struct act {
     unsigned n, nlow, nhigh;
     double mean, min, max;
     bool sm;              /* SM activity (GPM), else coarse utilization */
-    double rx_low, rx_high; /* mean PCIe RX at idle and at busy points; NaN: none */
+    double rx_low, rx_work; /* mean PCIe RX at idle and at the other points; NaN: none */
 };
 
 static struct act activity(const struct gp_view *v, const struct gp_view_gpu *g)
@@ -65,8 +65,8 @@ static struct act activity(const struct gp_view *v, const struct gp_view_gpu *g)
                 rl += rx[k];
                 nrl++;
             }
-        } else if (x >= HIGH_ACT) {
-            a.nhigh++;
+        } else {
+            a.nhigh += x >= HIGH_ACT;
             if (!isnan(rx[k])) {
                 rh += rx[k];
                 nrh++;
@@ -80,7 +80,7 @@ static struct act activity(const struct gp_view *v, const struct gp_view_gpu *g)
     a.max = mx;
     a.sm = nsm * 2 >= a.n;
     a.rx_low = nrl ? rl / nrl : NAN;
-    a.rx_high = nrh ? rh / nrh : NAN;
+    a.rx_work = nrh ? rh / nrh : NAN;
     return a;
 }
 
@@ -178,7 +178,7 @@ int gp_det_idle_allocated(const struct gp_detect_ctx *c)
  * Else from the activity's shape: 1 - mean activity when the GPU
  * alternates idle stretches and work (at least 25 % of points idle and
  * either bursts - 10 % of points busy, a peak of 0.6 - or PCIe RX while
- * idle at twice its rate while busy, at least 100 MB/s), 0 when it does
+ * idle at twice its rate while working, at least 100 MB/s), 0 when it does
  * not (steady work with short dips, or plain idleness).
  */
 int gp_det_data_starved(const struct gp_detect_ctx *c)
@@ -205,8 +205,7 @@ int gp_det_data_starved(const struct gp_detect_ctx *c)
         if (!by_wait && a.n * 2 < v->npoints)
             continue;
         bool peaks = a.nhigh >= STARVE_MIN_BUSY_SHARE * a.n && a.max >= STARVE_MIN_PEAK;
-        bool pcie = a.rx_low >= STARVE_PCIE_MIN &&
-                    (isnan(a.rx_high) || a.rx_low >= STARVE_PCIE_RATIO * a.rx_high);
+        bool pcie = a.rx_low >= STARVE_PCIE_MIN && a.rx_low >= STARVE_PCIE_RATIO * a.rx_work;
         bool bursty = a.n && a.nlow >= STARVE_MIN_IDLE_SHARE * a.n && (peaks || pcie);
         double value;
         if (by_wait)
@@ -231,11 +230,11 @@ int gp_det_data_starved(const struct gp_detect_ctx *c)
             gp_det_printf(o.evidence, sizeof o.evidence,
                           "over %s: data wait %.1f s of %.1f s step time; %s mean %.3f, max %.3f, "
                           "%u of %u points idle (<= %.1f), %u busy (>= %.1f); PCIe RX %.1f MB/s "
-                          "idle vs %.1f MB/s busy; judged by %s; threshold %.2f, clear %.2f",
+                          "idle vs %.1f MB/s working; judged by %s; threshold %.2f, clear %.2f",
                           win, isnan(dw) ? 0.0 : dw, isnan(st) ? 0.0 : st, act_name(&a), a.mean,
                           a.max, a.nlow, a.n, LOW_ACT, a.nhigh, HIGH_ACT,
                           isnan(a.rx_low) ? 0.0 : a.rx_low / 1e6,
-                          isnan(a.rx_high) ? 0.0 : a.rx_high / 1e6,
+                          isnan(a.rx_work) ? 0.0 : a.rx_work / 1e6,
                           by_wait ? "the data-wait share" : "the activity's shape",
                           c->cfg->threshold, c->cfg->clear);
         }
