@@ -90,8 +90,11 @@ static const char *act_name(const struct act *a)
 }
 
 /*
- * SATURATED (above): mean activity over the window; judged where at
- * least half the points have a reading.
+ * SATURATED (above): mean SM activity (GPM) over the window; judged
+ * where at least half the points have an SM activity reading. Coarse
+ * utilization is not judged: it reads 100 % whenever any kernel runs,
+ * however few SMs it keeps busy, so it would call most busy cards
+ * saturated.
  */
 int gp_det_saturated(const struct gp_detect_ctx *c)
 {
@@ -100,7 +103,7 @@ int gp_det_saturated(const struct gp_detect_ctx *c)
     for (unsigned i = 0; i < v->ngpus; i++) {
         const struct gp_view_gpu *g = &v->gpus[i];
         struct act a = activity(v, g);
-        if (a.n * 2 < v->npoints)
+        if (!a.sm || a.n * 2 < v->npoints)
             continue;
         gp_det_key_gpu(&o, GP_DET_SATURATED, g);
         if (gp_det_judge(c, &o, a.mean, true)) {

@@ -23,15 +23,6 @@
 #define THROTTLE_CLOCK 0.8     /* busy with the SM clock below this share of max */
 #define THROTTLE_BUSY 0.5
 
-/* The SM clock maximum of g at point k in hertz (reading, else model). */
-static double clock_max(const struct gp_view *v, const struct gp_view_gpu *g, unsigned k)
-{
-    double m = gp_view_gpu_at(v, g, GP_VGM_SM_CLOCK_MAX)[k];
-    if (!isnan(m) && m > 0)
-        return m;
-    return g->spec && g->spec->sm_clock_max_mhz ? g->spec->sm_clock_max_mhz * 1e6 : NAN;
-}
-
 /*
  * THROTTLED (above): share of the points with a reading at which the GPU
  * was held down: a thermal or power clock-event reason set, temperature
@@ -49,6 +40,11 @@ int gp_det_throttled(const struct gp_detect_ctx *c)
         const double *pw = gp_view_gpu_at(v, g, GP_VGM_THROTTLE_POWER);
         const double *te = gp_view_gpu_at(v, g, GP_VGM_TEMP);
         const double *ck = gp_view_gpu_at(v, g, GP_VGM_SM_CLOCK);
+        const double *ckmax = gp_view_gpu_at(v, g, GP_VGM_SM_CLOCK_MAX);
+        const double *sm = gp_view_gpu_at(v, g, GP_VGM_SM_ACTIVE);
+        const double *ut = gp_view_gpu_at(v, g, GP_VGM_UTIL);
+        double spec_max = g->spec && g->spec->sm_clock_max_mhz ? g->spec->sm_clock_max_mhz * 1e6
+                                                               : NAN;
         unsigned n = 0, nbad = 0, nth = 0, npw = 0, nhot = 0, nslow = 0, nbusy = 0;
         double tmax = -INFINITY, cksum = 0, cmax = NAN;
         for (unsigned k = 0; k < v->npoints; k++) {
@@ -76,7 +72,9 @@ int gp_det_throttled(const struct gp_detect_ctx *c)
                 }
             }
             if (!isnan(ck[k])) {
-                double act = gp_view_activity(v, g, k, NULL), mx = clock_max(v, g, k);
+                /* gp_view_activity and clock_max, inlined: the hot loop */
+                double act = isnan(sm[k]) ? ut[k] : sm[k];
+                double mx = !isnan(ckmax[k]) && ckmax[k] > 0 ? ckmax[k] : spec_max;
                 if (act >= THROTTLE_BUSY && !isnan(mx)) {
                     seen = true;
                     nbusy++;

@@ -247,9 +247,10 @@ int gp_det_match_procs(const struct gp_view *v, unsigned **gpu_proc, unsigned **
             unsigned same_node = 0, only = UINT_MAX, hit = UINT_MAX;
             for (unsigned b = 0; b < j->nprocs && hit == UINT_MAX; b++) {
                 const struct gp_view_proc *p = &v->procs[j->procs[b]];
-                if (strcmp(p->node, g->node))
-                    continue;
+                /* the cheap test first: this runs for every GPU x rank of a job */
                 if (g->rank >= 0 && p->rank >= 0 && p->rank != g->rank)
+                    continue;
+                if (strcmp(p->node, g->node))
                     continue;
                 same_node++;
                 if (g->rank >= 0 && p->rank == g->rank)
