@@ -66,32 +66,36 @@ static struct gpu_look look(const struct gp_view *v, const struct gp_view_gpu *g
     };
 }
 
-/* Writes the likely cause on GPU gi of job j into out: what its GPU
- * shows that its peers' do not. scratch holds j->ngpus doubles. */
-static void cause(const struct gp_view *v, const struct gp_view_job *j, unsigned gi,
-                  double *scratch, char *out, size_t len)
+/* The median SM clock while busy of job j's GPUs (Hz; NaN: none), using
+ * scratch (j->ngpus doubles). Computed once per job, when a cause is
+ * first written. */
+static double peer_clock(const struct gp_view *v, const struct gp_view_job *j, double *scratch)
+{
+    unsigned n = 0;
+    for (unsigned a = 0; a < j->ngpus; a++) {
+        double ck = look(v, &v->gpus[j->gpus[a]]).busy_clock;
+        if (!isnan(ck))
+            scratch[n++] = ck;
+    }
+    return n ? gp_det_median(scratch, n) : NAN;
+}
+
+/* Writes the likely cause on GPU gi into out: what its GPU shows that
+ * its peers' do not (peers: the job's median busy SM clock). */
+static void cause(const struct gp_view *v, unsigned gi, double peers, char *out, size_t len)
 {
     if (gi == UINT_MAX) {
         gp_det_printf(out, len, "its GPU is not known: check its node for other load");
         return;
     }
     struct gpu_look me = look(v, &v->gpus[gi]);
-    unsigned n = 0;
-    for (unsigned a = 0; a < j->ngpus; a++) {
-        if (j->gpus[a] == gi)
-            continue;
-        double ck = look(v, &v->gpus[j->gpus[a]]).busy_clock;
-        if (!isnan(ck))
-            scratch[n++] = ck;
-    }
-    double peer_clock = n ? gp_det_median(scratch, n) : NAN;
     if (me.throttle_share > 0)
         gp_det_printf(out, len, "thermal or power throttling on %.0f %% of points of GPU %s",
                       100 * me.throttle_share, v->gpus[gi].gpu);
-    else if (!isnan(me.busy_clock) && !isnan(peer_clock) &&
-             me.busy_clock < (1 - STRAG_CLOCK_GAP) * peer_clock)
+    else if (!isnan(me.busy_clock) && !isnan(peers) &&
+             me.busy_clock < (1 - STRAG_CLOCK_GAP) * peers)
         gp_det_printf(out, len, "GPU %s runs its SMs at %.0f MHz vs %.0f MHz on its peers",
-                      v->gpus[gi].gpu, me.busy_clock / 1e6, peer_clock / 1e6);
+                      v->gpus[gi].gpu, me.busy_clock / 1e6, peers / 1e6);
     else if (me.replays > 0)
         gp_det_printf(out, len, "PCIe replays on GPU %s rose by %.0f", v->gpus[gi].gpu,
                       me.replays);
@@ -126,6 +130,8 @@ static int by_steps(const struct gp_detect_ctx *c, const struct gp_view_job *j,
     const struct gp_view *v = c->view;
     double med, mad;
     med_mad(x, n, tmp, &med, &mad);
+    double peers = NAN;
+    bool have_peers = false;
     struct gp_observation o;
     for (unsigned r = 0; r < n; r++) {
         const struct gp_view_proc *p = &v->procs[idx[r]];
@@ -138,7 +144,11 @@ static int by_steps(const struct gp_detect_ctx *c, const struct gp_view_job *j,
             char who[320], why[200], win[96];
             gp_det_proc_name(p, who, sizeof who);
             gp_det_window(v, v->npoints, win, sizeof win);
-            cause(v, j, gi, tmp, why, sizeof why);
+            if (!have_peers) {
+                peers = peer_clock(v, j, tmp);
+                have_peers = true;
+            }
+            cause(v, gi, peers, why, sizeof why);
             gp_det_printf(o.summary, sizeof o.summary,
                           "%s%s%s is a straggler: %.3f s a step vs %.3f s median of %u ranks "
                           "(z %.1f); likely cause: %s",
@@ -165,6 +175,8 @@ static int by_activity(const struct gp_detect_ctx *c, const struct gp_view_job *
     const struct gp_view *v = c->view;
     double med, mad;
     med_mad(x, n, tmp, &med, &mad);
+    double peers = NAN;
+    bool have_peers = false;
     struct gp_observation o;
     for (unsigned r = 0; r < n; r++) {
         const struct gp_view_gpu *g = &v->gpus[idx[r]];
@@ -175,7 +187,11 @@ static int by_activity(const struct gp_detect_ctx *c, const struct gp_view_job *
             char who[320], why[200], win[96];
             gp_det_gpu_name(g, who, sizeof who);
             gp_det_window(v, v->npoints, win, sizeof win);
-            cause(v, j, idx[r], tmp, why, sizeof why);
+            if (!have_peers) {
+                peers = peer_clock(v, j, tmp);
+                have_peers = true;
+            }
+            cause(v, idx[r], peers, why, sizeof why);
             gp_det_printf(o.summary, sizeof o.summary,
                           "%s lags its job: activity %.0f %% vs %.0f %% median of %u GPUs (z %.1f); "
                           "likely cause: %s",
