@@ -102,6 +102,13 @@ bench-sindex: build/rel/bench-sindex
 build/rel/bench-sindex: bench/sindex.c build/rel/libgpulse.a
 	$(CC) $(CFLAGS_COMMON) -O2 -o $@ $^ $(LDLIBS)
 
+# Detector evaluation cost over 10,000 GPUs (CPU per tick): prints, asserts nothing.
+.PHONY: bench-detect
+bench-detect: build/rel/bench-detect
+	build/rel/bench-detect
+build/rel/bench-detect: bench/detect_cost.c build/rel/libgpulse.a
+	$(CC) $(CFLAGS_COMMON) -O2 -o $@ $^ $(LDLIBS)
+
 clean:
 	rm -rf build
 

@@ -126,6 +126,8 @@ struct gp_observation {
     char uuid[96];
     bool bad;                /* crosses threshold (or, when active, clear) now */
     double value;            /* the number judged */
+    /* Text is written when bad or when the alert is active (what the
+     * engine shows); "" otherwise, to keep a tick over 10,000 GPUs cheap. */
     char summary[256];       /* one line a person can act on */
     char evidence[768];      /* the numbers and the window behind them */
 };
@@ -133,7 +135,7 @@ struct gp_observation {
 /* What a detector is told and where it writes. */
 struct gp_detect_ctx {
     const struct gp_view *view;
-    const struct gp_detector_cfg *cfg;
+    const struct gp_detector_cfg *cfg; /* this detector's own settings */
     /* true when the alert of this key is pending or firing: use `clear` */
     bool (*active)(void *ctx, const struct gp_obs_key *k);
     void *active_ctx;

@@ -1,0 +1,227 @@
+/*
+ * detect_health.c - the hardware detectors: clocks held down (thermal or
+ * power throttling) and errors that mean a node must be drained (ECC
+ * double-bit errors, XID errors, pending page retirement, uncorrectable
+ * row remaps and remap failures).
+ *
+ * Throttling is a share of points, so one hot sample does not make a
+ * throttled card and the `for` duration does the rest. Errors are
+ * counters: any increase within the window is bad, at once (`for` 0s);
+ * the persistent states (pending retirement, remapped rows, failure) are
+ * bad while they last.
+ */
+#include "detect_util.h"
+
+#include "lib/err.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#define THROTTLE_TEMP_C 87.0   /* slowdown starts near here on data-center cards */
+#define THROTTLE_CLOCK 0.8     /* busy with the SM clock below this share of max */
+#define THROTTLE_BUSY 0.5
+
+/*
+ * THROTTLED (above): share of the points with a reading at which the GPU
+ * was held down: a thermal or power clock-event reason set, temperature
+ * at 87 °C or more, or busy (activity >= 0.5) with the SM clock below
+ * 80 % of its maximum. Judged where at least half the points have one
+ * of these readings.
+ */
+int gp_det_throttled(const struct gp_detect_ctx *c)
+{
+    const struct gp_view *v = c->view;
+    struct gp_observation o;
+    for (unsigned i = 0; i < v->ngpus; i++) {
+        const struct gp_view_gpu *g = &v->gpus[i];
+        const double *th = gp_view_gpu_at(v, g, GP_VGM_THROTTLE_THERMAL);
+        const double *pw = gp_view_gpu_at(v, g, GP_VGM_THROTTLE_POWER);
+        const double *te = gp_view_gpu_at(v, g, GP_VGM_TEMP);
+        const double *ck = gp_view_gpu_at(v, g, GP_VGM_SM_CLOCK);
+        const double *ckmax = gp_view_gpu_at(v, g, GP_VGM_SM_CLOCK_MAX);
+        const double *sm = gp_view_gpu_at(v, g, GP_VGM_SM_ACTIVE);
+        const double *ut = gp_view_gpu_at(v, g, GP_VGM_UTIL);
+        double spec_max = g->spec && g->spec->sm_clock_max_mhz ? g->spec->sm_clock_max_mhz * 1e6
+                                                               : NAN;
+        unsigned n = 0, nbad = 0, nth = 0, npw = 0, nhot = 0, nslow = 0, nbusy = 0;
+        double tmax = -INFINITY, cksum = 0, cmax = NAN;
+        for (unsigned k = 0; k < v->npoints; k++) {
+            bool seen = false, bad = false;
+            if (!isnan(th[k])) {
+                seen = true;
+                if (th[k] >= 0.5) {
+                    nth++;
+                    bad = true;
+                }
+            }
+            if (!isnan(pw[k])) {
+                seen = true;
+                if (pw[k] >= 0.5) {
+                    npw++;
+                    bad = true;
+                }
+            }
+            if (!isnan(te[k])) {
+                seen = true;
+                tmax = te[k] > tmax ? te[k] : tmax;
+                if (te[k] >= THROTTLE_TEMP_C) {
+                    nhot++;
+                    bad = true;
+                }
+            }
+            if (!isnan(ck[k])) {
+                /* gp_view_activity and clock_max, inlined: the hot loop */
+                double act = isnan(sm[k]) ? ut[k] : sm[k];
+                double mx = !isnan(ckmax[k]) && ckmax[k] > 0 ? ckmax[k] : spec_max;
+                if (act >= THROTTLE_BUSY && !isnan(mx)) {
+                    seen = true;
+                    nbusy++;
+                    cksum += ck[k];
+                    cmax = mx;
+                    if (ck[k] < THROTTLE_CLOCK * mx) {
+                        nslow++;
+                        bad = true;
+                    }
+                }
+            }
+            n += seen;
+            nbad += bad;
+        }
+        if (!n || n * 2 < v->npoints)
+            continue;
+        double share = (double)nbad / n;
+        gp_det_key_gpu(&o, GP_DET_THROTTLED, g);
+        if (gp_det_judge(c, &o, share, true)) {
+            char who[320], win[96];
+            gp_det_gpu_name(g, who, sizeof who);
+            gp_det_window(v, v->npoints, win, sizeof win);
+            const char *why = nth >= npw && nth >= nhot && nth >= nslow ? "thermal slowdown"
+                              : npw >= nhot && npw >= nslow             ? "power capping"
+                              : nhot >= nslow                           ? "temperature"
+                                                                        : "low SM clock while busy";
+            gp_det_printf(o.summary, sizeof o.summary,
+                          "%s is throttled on %.0f %% of points over %s, mostly %s (max %.0f °C, "
+                          "SM clock %.0f of %.0f MHz while busy)",
+                          who, 100 * share, win, why, isfinite(tmax) ? tmax : 0.0,
+                          nbusy ? cksum / nbusy / 1e6 : 0.0, isnan(cmax) ? 0.0 : cmax / 1e6);
+            gp_det_printf(o.evidence, sizeof o.evidence,
+                          "over %s, %u points with a reading, %u held down: thermal reason on %u, "
+                          "power reason on %u, at or above %.0f °C on %u (max %.0f °C), busy with "
+                          "the SM clock under %.0f %% of max on %u of %u busy points; threshold "
+                          "%.2f, clear %.2f",
+                          win, n, nbad, nth, npw, THROTTLE_TEMP_C, nhot,
+                          isfinite(tmax) ? tmax : 0.0, 100 * THROTTLE_CLOCK, nslow, nbusy,
+                          c->cfg->threshold, c->cfg->clear);
+        }
+        int rc = gp_det_emit(c, &o);
+        if (rc)
+            return rc;
+    }
+    return GP_OK;
+}
+
+/* Appends ", " (after the first) and a formatted part to buf; len is
+ * kept at most cap - 1, so a cut list stays terminated. */
+static void append(char *buf, size_t cap, size_t *len, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void append(char *buf, size_t cap, size_t *len, const char *fmt, ...)
+{
+    if (*len && *len + 2 < cap) {
+        memcpy(buf + *len, ", ", 3);
+        *len += 2;
+    }
+    if (*len + 1 >= cap)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int w = vsnprintf(buf + *len, cap - *len, fmt, ap);
+    va_end(ap);
+    if (w > 0)
+        *len = *len + (size_t)w < cap ? *len + (size_t)w : cap - 1;
+}
+
+/* XID_LAST changes to a non-zero code: the count where no XID counter is kept. */
+static double xid_changes(const double *x, unsigned n)
+{
+    double prev = NAN, cnt = 0;
+    for (unsigned k = 0; k < n; k++) {
+        if (isnan(x[k]))
+            continue;
+        if (!isnan(prev) && x[k] != prev && x[k] != 0)
+            cnt++;
+        prev = x[k];
+    }
+    return cnt;
+}
+
+/*
+ * HW_ERRORS (above): the number of error findings in the window: ECC
+ * double-bit errors (counter increase) + XID errors (counter increase,
+ * else changes of the last-XID code) + 1 for each state that holds at the
+ * newest reading: pages pending retirement, uncorrectable remapped rows,
+ * a row remap failure. Judged where any of these has a reading.
+ */
+int gp_det_hw_errors(const struct gp_detect_ctx *c)
+{
+    const struct gp_view *v = c->view;
+    unsigned n = v->npoints;
+    struct gp_observation o;
+    for (unsigned i = 0; i < v->ngpus; i++) {
+        const struct gp_view_gpu *g = &v->gpus[i];
+        const double *dbe_s = gp_view_gpu_at(v, g, GP_VGM_ECC_DBE);
+        const double *xid_s = gp_view_gpu_at(v, g, GP_VGM_XID_TOTAL);
+        const double *last_s = gp_view_gpu_at(v, g, GP_VGM_XID_LAST);
+        double pend = gp_det_last(gp_view_gpu_at(v, g, GP_VGM_RETIRED_PENDING), n, NULL);
+        double unc = gp_det_last(gp_view_gpu_at(v, g, GP_VGM_REMAP_UNC), n, NULL);
+        double fail = gp_det_last(gp_view_gpu_at(v, g, GP_VGM_REMAP_FAILURE), n, NULL);
+        double xid_last = gp_det_last(last_s, n, NULL);
+        bool have_xid_total = !isnan(gp_det_first(xid_s, n, NULL));
+        bool any = have_xid_total || !isnan(xid_last) || !isnan(pend) || !isnan(unc) ||
+                   !isnan(fail) || !isnan(gp_det_first(dbe_s, n, NULL));
+        if (!any)
+            continue;
+        double dbe = gp_det_increase(dbe_s, n);
+        double xid = have_xid_total ? gp_det_increase(xid_s, n) : xid_changes(last_s, n);
+        bool st_pend = pend > 0, st_unc = unc > 0, st_fail = fail > 0;
+        double value = dbe + xid + st_pend + st_unc + st_fail;
+        gp_det_key_gpu(&o, GP_DET_HW_ERRORS, g);
+        if (gp_det_judge(c, &o, value, true)) {
+            char who[320], win[96], what[200] = "";
+            size_t len = 0;
+            gp_det_gpu_name(g, who, sizeof who);
+            gp_det_window(v, n, win, sizeof win);
+            if (dbe > 0)
+                append(what, sizeof what, &len, "%.0f uncorrectable ECC errors", dbe);
+            if (xid > 0 && !isnan(xid_last) && xid_last > 0)
+                append(what, sizeof what, &len, "XID %.0f (%.0f XID errors)", xid_last, xid);
+            else if (xid > 0)
+                append(what, sizeof what, &len, "%.0f XID errors", xid);
+            if (st_pend)
+                append(what, sizeof what, &len, "%.0f pages pending retirement", pend);
+            if (st_unc)
+                append(what, sizeof what, &len, "%.0f rows remapped for uncorrectable errors", unc);
+            if (st_fail)
+                append(what, sizeof what, &len, "a row remap failure");
+            if (o.bad)
+                gp_det_printf(o.summary, sizeof o.summary, "%s: %s in %s: drain this node", who,
+                              what, win);
+            else
+                gp_det_printf(o.summary, sizeof o.summary,
+                              "%s: no new hardware errors in %s", who, win);
+            gp_det_printf(o.evidence, sizeof o.evidence,
+                          "over %s: ECC double-bit errors +%.0f, XID errors +%.0f%s (last XID "
+                          "%.0f), pages pending retirement %.0f, uncorrectable remapped rows "
+                          "%.0f, row remap failure %.0f; findings %.0f, threshold %.0f",
+                          win, dbe, xid, have_xid_total ? "" : " (from last-XID changes)",
+                          isnan(xid_last) ? 0.0 : xid_last, isnan(pend) ? 0.0 : pend,
+                          isnan(unc) ? 0.0 : unc, isnan(fail) ? 0.0 : fail, value,
+                          c->cfg->threshold);
+        }
+        int rc = gp_det_emit(c, &o);
+        if (rc)
+            return rc;
+    }
+    return GP_OK;
+}

@@ -1,0 +1,782 @@
+/*
+ * test_detect.c - the built-in detectors (detect_*.c): for each, a view
+ * built by hand where it must fire and one where it must stay silent,
+ * hysteresis through the engine's `active` answer, and the detector
+ * table's defaults.
+ *
+ * The baseline is a healthy compute-bound job on H100s (SM activity
+ * ~0.9, tensor pipes busy, 60 of 80 GiB, cool, full clocks, no errors,
+ * steady steps); each scenario changes the few series it is about, so
+ * every other detector's silence on the baseline is checked too
+ * (test_healthy_job_is_silent).
+ */
+#include "insight/detect.h"
+#include "insight/view.h"
+
+#include "lib/duration.h"
+#include "lib/err.h"
+#include "test.h"
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdlib.h>
+
+#define NPTS 40
+#define STEP_MS 15000
+#define GIB (1024.0 * 1024.0 * 1024.0)
+#define MIB (1024.0 * 1024.0)
+
+/* What the detectors emitted in one run. */
+static struct gp_observation obs[512];
+static unsigned nobs;
+static bool all_active;  /* the engine's answer to active() */
+static bool fail_emit;
+
+static int emit_cb(void *ctx, const struct gp_observation *o)
+{
+    (void)ctx;
+    if (fail_emit)
+        return GP_ENOMEM;
+    CHECK(nobs < sizeof obs / sizeof obs[0]);
+    obs[nobs++] = *o;
+    return GP_OK;
+}
+
+static bool active_cb(void *ctx, const struct gp_obs_key *k)
+{
+    (void)ctx;
+    (void)k;
+    return all_active;
+}
+
+/* Runs detector d with its default settings; returns its result. */
+static int run(enum gp_detector d, const struct gp_view *v)
+{
+    struct gp_detector_cfg cfg[GP_DET__COUNT];
+    gp_detector_cfg_defaults(cfg);
+    struct gp_detect_ctx c = {v, &cfg[d], active_cb, NULL, emit_cb, NULL};
+    nobs = 0;
+    return gp_detect_fns[d](&c);
+}
+
+/* The observation about GPU gpu of node (or NULL). */
+static const struct gp_observation *about_gpu(const char *node, const char *gpu)
+{
+    for (unsigned i = 0; i < nobs; i++)
+        if (!strcmp(obs[i].key.node, node) && !strcmp(obs[i].key.gpu, gpu))
+            return &obs[i];
+    return NULL;
+}
+
+static const struct gp_observation *about_rank(const char *job, int rank)
+{
+    for (unsigned i = 0; i < nobs; i++)
+        if (!strcmp(obs[i].key.job, job) && obs[i].key.rank == rank)
+            return &obs[i];
+    return NULL;
+}
+
+static unsigned nbad(void)
+{
+    unsigned n = 0;
+    for (unsigned i = 0; i < nobs; i++)
+        n += obs[i].bad;
+    return n;
+}
+
+/* Deterministic noise in [-1, 1]. */
+static double noise(unsigned *s)
+{
+    *s = *s * 1103515245u + 12345u;
+    return ((*s >> 8) & 0xffff) / 32767.5 - 1.0;
+}
+
+static void fill(struct gp_view *v, struct gp_view_gpu *g, enum gp_vgm m, double x)
+{
+    double *s = gp_view_gpu_series(v, g, m);
+    for (unsigned k = 0; k < v->npoints; k++)
+        s[k] = x;
+}
+
+static void fillp(struct gp_view *v, struct gp_view_proc *p, enum gp_vpm m, double x)
+{
+    double *s = gp_view_proc_series(v, p, m);
+    for (unsigned k = 0; k < v->npoints; k++)
+        s[k] = x;
+}
+
+/* A healthy busy H100 of job (rank) on node. Pointer valid until the next add. */
+static struct gp_view_gpu *add_gpu(struct gp_view *v, const char *node, const char *gpu,
+                                   const char *job, int rank)
+{
+    struct gp_view_gpu *g = gp_view_add_gpu(v);
+    CHECK(g);
+    snprintf(g->node, sizeof g->node, "%s", node);
+    snprintf(g->gpu, sizeof g->gpu, "%s", gpu);
+    snprintf(g->uuid, sizeof g->uuid, "GPU-%s-%s", node, gpu);
+    snprintf(g->model, sizeof g->model, "NVIDIA H100 80GB HBM3");
+    snprintf(g->job, sizeof g->job, "%s", job ? job : "");
+    g->rank = rank;
+    g->spec = gp_gpumodel_find("H100");
+    CHECK(g->spec);
+    unsigned seed = (unsigned)rank * 7u + 3u;
+    double *sm = gp_view_gpu_series(v, g, GP_VGM_SM_ACTIVE);
+    for (unsigned k = 0; k < v->npoints; k++)
+        sm[k] = 0.9 + 0.02 * noise(&seed);
+    fill(v, g, GP_VGM_UTIL, 1.0);
+    fill(v, g, GP_VGM_SM_OCC, 0.4);
+    fill(v, g, GP_VGM_TENSOR, 0.45);
+    fill(v, g, GP_VGM_DRAM, 0.3);
+    fill(v, g, GP_VGM_MEM_USED, 60 * GIB);
+    fill(v, g, GP_VGM_MEM_TOTAL, 80 * GIB);
+    fill(v, g, GP_VGM_POWER, 600);
+    fill(v, g, GP_VGM_POWER_LIMIT, 700);
+    fill(v, g, GP_VGM_TEMP, 65);
+    fill(v, g, GP_VGM_SM_CLOCK, 1980e6);
+    fill(v, g, GP_VGM_SM_CLOCK_MAX, 1980e6);
+    fill(v, g, GP_VGM_PCIE_RX, 2e9);
+    fill(v, g, GP_VGM_PCIE_TX, 1e9);
+    fill(v, g, GP_VGM_THROTTLE_THERMAL, 0);
+    fill(v, g, GP_VGM_THROTTLE_POWER, 0);
+    fill(v, g, GP_VGM_ECC_DBE, 0);
+    fill(v, g, GP_VGM_XID_TOTAL, 0);
+    fill(v, g, GP_VGM_XID_LAST, 0);
+    fill(v, g, GP_VGM_RETIRED_PENDING, 0);
+    fill(v, g, GP_VGM_REMAP_UNC, 0);
+    fill(v, g, GP_VGM_REMAP_FAILURE, 0);
+    fill(v, g, GP_VGM_PCIE_REPLAY, 12);
+    return g;
+}
+
+/* A step reporter stepping steadily at step_s seconds a step (10 per
+ * point at 0.3 s with slight jitter), data wait 3 %, allocator 20 of
+ * 22 GiB. */
+static struct gp_view_proc *add_proc(struct gp_view *v, const char *node, const char *job,
+                                     int rank, double step_s)
+{
+    struct gp_view_proc *p = gp_view_add_proc(v);
+    CHECK(p);
+    snprintf(p->node, sizeof p->node, "%s", node);
+    snprintf(p->job, sizeof p->job, "%s", job);
+    p->rank = rank;
+    p->pid = 4000u + (unsigned)rank;
+    double *st = gp_view_proc_series(v, p, GP_VPM_STEPS);
+    double *ss = gp_view_proc_series(v, p, GP_VPM_STEP_SECONDS);
+    double *dw = gp_view_proc_series(v, p, GP_VPM_DATA_WAIT);
+    double per_point = (double)STEP_MS / 1000 / step_s;
+    unsigned seed = (unsigned)rank + 11u;
+    double steps = 1000, secs = 300;
+    for (unsigned k = 0; k < v->npoints; k++) {
+        double n = floor(per_point + 0.3 * noise(&seed) + 0.5);
+        steps += n;
+        secs += n * step_s;
+        st[k] = steps;
+        ss[k] = secs;
+        dw[k] = 0.03 * secs;
+    }
+    fillp(v, p, GP_VPM_SAMPLES, 0);
+    fillp(v, p, GP_VPM_ALLOCATED, 20 * GIB);
+    fillp(v, p, GP_VPM_RESERVED, 22 * GIB);
+    return p;
+}
+
+static void new_view(struct gp_view *v)
+{
+    CHECK_INT(gp_view_init(v, NPTS, 1764000000000LL, STEP_MS), GP_OK);
+}
+
+/* A healthy 4-GPU job on n1 with a step reporter per rank. */
+static void healthy_job(struct gp_view *v)
+{
+    new_view(v);
+    char gpu[16];
+    for (int r = 0; r < 4; r++) {
+        snprintf(gpu, sizeof gpu, "%d", r);
+        add_gpu(v, "n1", gpu, "bert-1", r);
+        add_proc(v, "n1", "bert-1", r, 0.3);
+    }
+    CHECK_INT(gp_view_index_jobs(v), GP_OK);
+}
+
+static void test_table_defaults(void)
+{
+    struct gp_detector_cfg cfg[GP_DET__COUNT];
+    gp_detector_cfg_defaults(cfg);
+    for (int d = 0; d < GP_DET__COUNT; d++) {
+        int64_t ms = -1;
+        char err[64];
+        CHECK_INT(gp_parse_duration_ms(gp_detectors[d].for_, &ms, err, sizeof err), GP_OK);
+        CHECK_INT(cfg[d].for_ms, ms);
+        CHECK(cfg[d].enabled);
+        CHECK(gp_detect_fns[d] != NULL);
+        CHECK(gp_detectors[d].name && gp_detectors[d].runbook[0]);
+        /* the clear level is on the healthy side of the threshold */
+        bool below = d == GP_DET_OOM_PREDICTED || d == GP_DET_IDLE_ALLOCATED ||
+                     d == GP_DET_NO_TENSOR_CORES;
+        CHECK(below ? cfg[d].clear >= cfg[d].threshold : cfg[d].clear <= cfg[d].threshold);
+    }
+    CHECK_INT(cfg[GP_DET_HW_ERRORS].for_ms, 0);
+    CHECK_INT(cfg[GP_DET_BUDGET].for_ms, 0);
+    CHECK_INT(cfg[GP_DET_MEMORY_HIGH].for_ms, 120000);
+}
+
+static void test_healthy_job_is_silent(void)
+{
+    struct gp_view v;
+    healthy_job(&v);
+    for (int d = 0; d < GP_DET__COUNT; d++) {
+        CHECK_INT(run((enum gp_detector)d, &v), GP_OK);
+        if (nbad())
+            gp_test_fail(__FILE__, __LINE__, "%s fired on a healthy job: %s",
+                         gp_detectors[d].name, obs[0].summary);
+        for (unsigned i = 0; i < nobs; i++)
+            CHECK(!obs[i].summary[0]); /* neither bad nor active: no text */
+    }
+    /* each GPU-scope detector that can judge a GPM H100 judged all four */
+    CHECK_INT(run(GP_DET_MEMORY_HIGH, &v), GP_OK);
+    CHECK_INT(nobs, 4);
+    CHECK_INT(run(GP_DET_NO_TENSOR_CORES, &v), GP_OK);
+    CHECK_INT(nobs, 4);
+    CHECK_INT(run(GP_DET_STRAGGLER, &v), GP_OK);
+    CHECK_INT(nobs, 4);
+    gp_view_free(&v);
+}
+
+static void test_memory_high(void)
+{
+    struct gp_view v;
+    healthy_job(&v);
+    fill(&v, &v.gpus[2], GP_VGM_MEM_USED, 77 * GIB);
+    CHECK_INT(run(GP_DET_MEMORY_HIGH, &v), GP_OK);
+    const struct gp_observation *o = about_gpu("n1", "2");
+    CHECK(o && o->bad);
+    CHECK_DBL(o->value, 77.0 / 80, 1e-9);
+    CHECK_STR(o->key.job, "bert-1");
+    CHECK_INT(o->key.rank, 2);
+    CHECK_STR(o->uuid, "GPU-n1-2");
+    CHECK_CONTAINS(o->summary, "GPU 2 on n1 (job bert-1 rank 2) uses 77.0 of 80.0 GiB");
+    CHECK_CONTAINS(o->evidence, "threshold 0.95");
+    CHECK_INT(nbad(), 1);
+    /* the size from the model table when the GPU does not report it */
+    fill(&v, &v.gpus[2], GP_VGM_MEM_TOTAL, NAN);
+    CHECK_INT(run(GP_DET_MEMORY_HIGH, &v), GP_OK);
+    o = about_gpu("n1", "2");
+    CHECK(o && o->bad);
+    CHECK_DBL(o->value, 77 * GIB / (double)gp_gpumodel_find("H100")->memory_bytes, 1e-9);
+    gp_view_free(&v);
+}
+
+/* Between clear and threshold: bad only while the alert is active. */
+static void test_hysteresis(void)
+{
+    struct gp_view v;
+    healthy_job(&v);
+    fill(&v, &v.gpus[0], GP_VGM_MEM_USED, 0.92 * 80 * GIB);
+    all_active = false;
+    CHECK_INT(run(GP_DET_MEMORY_HIGH, &v), GP_OK);
+    CHECK(!about_gpu("n1", "0")->bad);
+    CHECK(!about_gpu("n1", "0")->summary[0]);
+    all_active = true;
+    CHECK_INT(run(GP_DET_MEMORY_HIGH, &v), GP_OK);
+    CHECK(about_gpu("n1", "0")->bad);
+    CHECK(!about_gpu("n1", "1")->bad); /* 0.75: under clear too */
+    CHECK(about_gpu("n1", "1")->summary[0]); /* active: text for the engine */
+    /* a below-direction detector: 12 minutes to OOM is between 10 and 15 */
+    fill(&v, &v.gpus[0], GP_VGM_MEM_USED, NAN);
+    double *u = gp_view_gpu_series(&v, &v.gpus[0], GP_VGM_MEM_USED);
+    for (unsigned k = 0; k < NPTS; k++) /* +1 GiB/min, 12 GiB left at the end */
+        u[k] = 68 * GIB - (NPTS - 1 - k) * 0.25 * GIB;
+    all_active = false;
+    CHECK_INT(run(GP_DET_OOM_PREDICTED, &v), GP_OK);
+    CHECK_DBL(about_gpu("n1", "0")->value, 720, 1);
+    CHECK(!about_gpu("n1", "0")->bad);
+    all_active = true;
+    CHECK_INT(run(GP_DET_OOM_PREDICTED, &v), GP_OK);
+    CHECK(about_gpu("n1", "0")->bad);
+    all_active = false;
+    gp_view_free(&v);
+}
+
+/* Memory used of a simulated leak at absolute time t (s): flat at 30 GiB
+ * until 600 s, then +1 GiB/min with +-0.15 GiB of noise; 80 GiB total is
+ * reached at 600 + 50 * 60 s. */
+static double leak_at(double t, unsigned *seed)
+{
+    double base = t < 600 ? 30 * GIB : 30 * GIB + (t - 600) / 60 * GIB;
+    return base + 0.15 * GIB * noise(seed);
+}
+
+static void test_oom_predicted_in_time(void)
+{
+    const double hit = 600 + 50 * 60;
+    double first_bad = -1;
+    char summary[256] = "";
+    /* walk the window forward one point at a time */
+    for (double now = 600; now < hit && first_bad < 0; now += STEP_MS / 1000.0) {
+        struct gp_view v;
+        CHECK_INT(gp_view_init(&v, NPTS, (int64_t)(now * 1000), STEP_MS), GP_OK);
+        struct gp_view_gpu *g = add_gpu(&v, "n1", "3", "bert-1", 3);
+        double *u = gp_view_gpu_series(&v, g, GP_VGM_MEM_USED);
+        for (unsigned k = 0; k < NPTS; k++) {
+            double t = (double)gp_view_time(&v, k) / 1000;
+            unsigned seed = (unsigned)(t * 7);
+            u[k] = t < 0 ? NAN : leak_at(t, &seed);
+        }
+        CHECK_INT(gp_view_index_jobs(&v), GP_OK);
+        CHECK_INT(run(GP_DET_OOM_PREDICTED, &v), GP_OK);
+        CHECK_INT(nobs, 1);
+        if (obs[0].bad) {
+            first_bad = now;
+            snprintf(summary, sizeof summary, "%s", obs[0].summary);
+            /* the prediction is near the truth */
+            CHECK(fabs(obs[0].value - (hit - now)) < 90);
+        }
+        /* and the memory detector has not fired yet when it does */
+        CHECK_INT(run(GP_DET_MEMORY_HIGH, &v), GP_OK);
+        CHECK(!obs[0].bad || first_bad > 0);
+        gp_view_free(&v);
+    }
+    CHECK(first_bad > 0);
+    CHECK(hit - first_bad >= 5 * 60);
+    CHECK(hit - first_bad <= 11 * 60); /* threshold 600 s: not wildly early */
+    CHECK_CONTAINS(summary, "GPU 3 on n1 (job bert-1 rank 3) will run out of memory in ~");
+    CHECK_CONTAINS(summary, "GiB/min over the last 9m45s");
+}
+
+static void test_oom_silent(void)
+{
+    struct gp_view v;
+    healthy_job(&v);
+    unsigned seed = 5;
+    /* noisy flat memory near but under the threshold */
+    double *u0 = gp_view_gpu_series(&v, &v.gpus[0], GP_VGM_MEM_USED);
+    for (unsigned k = 0; k < NPTS; k++)
+        u0[k] = 0.93 * 80 * GIB + 0.8 * GIB * noise(&seed);
+    /* memory that grows once, then plateaus */
+    double *u1 = gp_view_gpu_series(&v, &v.gpus[1], GP_VGM_MEM_USED);
+    double *u2 = gp_view_gpu_series(&v, &v.gpus[2], GP_VGM_MEM_USED);
+    for (unsigned k = 0; k < NPTS; k++) {
+        u1[k] = (k < 10 ? 20 : 70) * GIB + 0.05 * GIB * noise(&seed);
+        u2[k] = (k < 20 ? 10 * GIB + k * 3 * GIB : 70 * GIB) + 0.05 * GIB * noise(&seed);
+    }
+    CHECK_INT(run(GP_DET_OOM_PREDICTED, &v), GP_OK);
+    CHECK_INT(nobs, 4);
+    CHECK_INT(nbad(), 0);
+    CHECK_DBL(about_gpu("n1", "1")->value, 7 * 86400, 0);
+    CHECK_INT(run(GP_DET_MEMORY_HIGH, &v), GP_OK);
+    CHECK_INT(nbad(), 0);
+    gp_view_free(&v);
+}
+
+static void test_memory_leak(void)
+{
+    struct gp_view v;
+    healthy_job(&v);
+    /* rank 1 grows 2 MiB a step (with allocator noise); rank 2 grows once */
+    double *a1 = gp_view_proc_series(&v, &v.procs[1], GP_VPM_ALLOCATED);
+    const double *s1 = gp_view_proc_at(&v, &v.procs[1], GP_VPM_STEPS);
+    double *a2 = gp_view_proc_series(&v, &v.procs[2], GP_VPM_ALLOCATED);
+    unsigned seed = 9;
+    for (unsigned k = 0; k < NPTS; k++) {
+        a1[k] = 20 * GIB + (s1[k] - s1[0]) * 2 * MIB + 30 * MIB * noise(&seed);
+        a2[k] = k < 20 ? 12 * GIB : 19 * GIB;
+    }
+    CHECK_INT(run(GP_DET_MEMORY_LEAK, &v), GP_OK);
+    CHECK_INT(nobs, 4);
+    const struct gp_observation *o = about_rank("bert-1", 1);
+    CHECK(o && o->bad);
+    CHECK_INT(o->key.pid, 4001);
+    CHECK(o->value > 0.15 && o->value < 0.25);
+    CHECK_CONTAINS(o->summary, "rank 1 of bert-1 on n1 (pid 4001) grows 2.0 MiB a step at a steady "
+                               "3.33 steps/s");
+    o = about_rank("bert-1", 2);
+    CHECK(o && !o->bad);
+    CHECK(o->value > 0.5); /* it grew a lot, but once */
+    CHECK_INT(nbad(), 1);
+
+    /* without allocator series: device memory of the rank's GPU */
+    fillp(&v, &v.procs[3], GP_VPM_ALLOCATED, NAN);
+    double *u3 = gp_view_gpu_series(&v, &v.gpus[3], GP_VGM_MEM_USED);
+    const double *s3 = gp_view_proc_at(&v, &v.procs[3], GP_VPM_STEPS);
+    for (unsigned k = 0; k < NPTS; k++)
+        u3[k] = 30 * GIB + (s3[k] - s3[0]) * 10 * MIB;
+    CHECK_INT(run(GP_DET_MEMORY_LEAK, &v), GP_OK);
+    o = about_rank("bert-1", 3);
+    CHECK(o && o->bad);
+    CHECK_CONTAINS(o->evidence, "device memory used");
+
+    /* a leak at an unsteady step rate (stalls) is not judged a leak */
+    double *st = gp_view_proc_series(&v, &v.procs[1], GP_VPM_STEPS);
+    for (unsigned k = 10; k < NPTS; k += 3)
+        for (unsigned m = k; m < NPTS; m++)
+            st[m] -= 25;
+    CHECK_INT(run(GP_DET_MEMORY_LEAK, &v), GP_OK);
+    CHECK(!about_rank("bert-1", 1)->bad);
+    gp_view_free(&v);
+}
+
+static void test_fragmentation(void)
+{
+    struct gp_view v;
+    healthy_job(&v);
+    fillp(&v, &v.procs[0], GP_VPM_ALLOCATED, 10 * GIB);
+    fillp(&v, &v.procs[0], GP_VPM_RESERVED, 18 * GIB);
+    /* a large ratio of a small process costs nothing */
+    fillp(&v, &v.procs[1], GP_VPM_ALLOCATED, 100 * MIB);
+    fillp(&v, &v.procs[1], GP_VPM_RESERVED, 400 * MIB);
+    CHECK_INT(run(GP_DET_FRAGMENTATION, &v), GP_OK);
+    CHECK_INT(nobs, 4);
+    const struct gp_observation *o = about_rank("bert-1", 0);
+    CHECK(o && o->bad);
+    CHECK_DBL(o->value, 0.8, 1e-9);
+    CHECK_CONTAINS(o->summary, "reserves 18.0 GiB but uses 10.0 GiB (80 % more");
+    CHECK(!about_rank("bert-1", 1)->bad);
+    CHECK_DBL(about_rank("bert-1", 1)->value, 3, 1e-9);
+    CHECK_DBL(about_rank("bert-1", 2)->value, 0.1, 1e-9);
+    CHECK_INT(nbad(), 1);
+    gp_view_free(&v);
+}
+
+static void test_saturated(void)
+{
+    struct gp_view v;
+    healthy_job(&v);
+    fill(&v, &v.gpus[1], GP_VGM_SM_ACTIVE, 0.98);
+    CHECK_INT(run(GP_DET_SATURATED, &v), GP_OK);
+    CHECK(about_gpu("n1", "1")->bad);
+    CHECK_CONTAINS(about_gpu("n1", "1")->summary, "is fully busy: SM activity 98 %");
+    CHECK_INT(nbad(), 1);
+    /* without GPM only coarse utilization (100 % whenever a kernel runs):
+     * not judged */
+    fill(&v, &v.gpus[2], GP_VGM_SM_ACTIVE, NAN);
+    CHECK_INT(run(GP_DET_SATURATED, &v), GP_OK);
+    CHECK_INT(nobs, 3);
+    CHECK(!about_gpu("n1", "2"));
+    gp_view_free(&v);
+}
+
+static void test_idle_allocated(void)
+{
+    struct gp_view v;
+    healthy_job(&v);
+    fill(&v, &v.gpus[0], GP_VGM_SM_ACTIVE, 0.01);
+    fill(&v, &v.gpus[0], GP_VGM_UTIL, 0);
+    fill(&v, &v.gpus[0], GP_VGM_MEM_USED, 30 * GIB);
+    /* idle but holding almost nothing */
+    fill(&v, &v.gpus[1], GP_VGM_SM_ACTIVE, 0);
+    fill(&v, &v.gpus[1], GP_VGM_MEM_USED, 0.5 * GIB);
+    /* a quiet phase with real bursts: low mean, not idle */
+    fill(&v, &v.gpus[2], GP_VGM_SM_ACTIVE, 0);
+    gp_view_gpu_series(&v, &v.gpus[2], GP_VGM_SM_ACTIVE)[20] = 0.9;
+    /* idle with no job: not this detector's business */
+    struct gp_view_gpu *free_gpu = add_gpu(&v, "n2", "0", NULL, -1);
+    fill(&v, free_gpu, GP_VGM_SM_ACTIVE, 0);
+    CHECK_INT(gp_view_index_jobs(&v), GP_OK);
+    CHECK_INT(run(GP_DET_IDLE_ALLOCATED, &v), GP_OK);
+    CHECK_INT(nobs, 4);
+    const struct gp_observation *o = about_gpu("n1", "0");
+    CHECK(o && o->bad);
+    CHECK_CONTAINS(o->summary, "GPU 0 on n1 (job bert-1 rank 0) holds 30.0 GiB but runs nothing");
+    CHECK(!about_gpu("n1", "1")->bad);
+    CHECK(!about_gpu("n1", "2")->bad);
+    CHECK(!about_gpu("n1", "3")->bad);
+    CHECK(!about_gpu("n2", "0"));
+    gp_view_free(&v);
+}
+
+static void test_data_starved(void)
+{
+    struct gp_view v;
+    healthy_job(&v);
+    /* rank 0: 60 % of step time waiting for data */
+    double *dw = gp_view_proc_series(&v, &v.procs[0], GP_VPM_DATA_WAIT);
+    const double *ss = gp_view_proc_at(&v, &v.procs[0], GP_VPM_STEP_SECONDS);
+    for (unsigned k = 0; k < NPTS; k++)
+        dw[k] = 0.6 * ss[k];
+    /* GPU 1 (no data-wait series): a sawtooth of bursts and idle stretches */
+    fillp(&v, &v.procs[1], GP_VPM_DATA_WAIT, NAN);
+    double *a1 = gp_view_gpu_series(&v, &v.gpus[1], GP_VGM_SM_ACTIVE);
+    for (unsigned k = 0; k < NPTS; k++)
+        a1[k] = k % 4 == 0 ? 0.9 : 0.04;
+    /* GPU 2 (no data-wait series): compute-bound with short dips between batches */
+    fillp(&v, &v.procs[2], GP_VPM_DATA_WAIT, NAN);
+    double *a2 = gp_view_gpu_series(&v, &v.gpus[2], GP_VGM_SM_ACTIVE);
+    for (unsigned k = 0; k < NPTS; k++)
+        a2[k] = k % 8 == 0 ? 0.15 : 0.93;
+    /* GPU 3 (no data-wait series): low activity, PCIe RX while idle */
+    fillp(&v, &v.procs[3], GP_VPM_DATA_WAIT, NAN);
+    double *a3 = gp_view_gpu_series(&v, &v.gpus[3], GP_VGM_SM_ACTIVE);
+    double *r3 = gp_view_gpu_series(&v, &v.gpus[3], GP_VGM_PCIE_RX);
+    for (unsigned k = 0; k < NPTS; k++) {
+        a3[k] = k % 3 == 0 ? 0.45 : 0.1;
+        r3[k] = k % 3 == 0 ? 0.2e9 : 3e9;
+    }
+    CHECK_INT(run(GP_DET_DATA_STARVED, &v), GP_OK);
+    CHECK_INT(nobs, 4);
+    const struct gp_observation *o = about_gpu("n1", "0");
+    CHECK(o && o->bad);
+    CHECK_DBL(o->value, 0.6, 1e-6);
+    CHECK_CONTAINS(o->summary, "waits for input data 60 % of its step time");
+    o = about_gpu("n1", "1");
+    CHECK(o && o->bad);
+    CHECK_DBL(o->value, 1 - (10 * 0.9 + 30 * 0.04) / 40, 1e-9);
+    CHECK_CONTAINS(o->summary, "idle on 75 % of points between bursts");
+    o = about_gpu("n1", "2");
+    CHECK(o && !o->bad);
+    CHECK_DBL(o->value, 0, 0);
+    o = about_gpu("n1", "3");
+    CHECK(o && o->bad);
+    CHECK_CONTAINS(o->evidence, "PCIe RX 3000.0 MB/s idle");
+    /* a plain idle GPU is idle, not starved */
+    fill(&v, &v.gpus[1], GP_VGM_SM_ACTIVE, 0.0);
+    CHECK_INT(run(GP_DET_DATA_STARVED, &v), GP_OK);
+    CHECK(!about_gpu("n1", "1")->bad);
+    gp_view_free(&v);
+}
+
+static void test_no_tensor_cores(void)
+{
+    struct gp_view v;
+    healthy_job(&v);
+    fill(&v, &v.gpus[0], GP_VGM_TENSOR, 0.001);
+    /* a GPU without GPM: no tensor reading, not judged */
+    fill(&v, &v.gpus[1], GP_VGM_TENSOR, NAN);
+    fill(&v, &v.gpus[1], GP_VGM_SM_ACTIVE, NAN);
+    fill(&v, &v.gpus[1], GP_VGM_DRAM, NAN);
+    /* idle: nothing to judge either */
+    fill(&v, &v.gpus[2], GP_VGM_TENSOR, 0);
+    fill(&v, &v.gpus[2], GP_VGM_SM_ACTIVE, 0.02);
+    CHECK_INT(run(GP_DET_NO_TENSOR_CORES, &v), GP_OK);
+    CHECK_INT(nobs, 2);
+    const struct gp_observation *o = about_gpu("n1", "0");
+    CHECK(o && o->bad);
+    CHECK_CONTAINS(o->summary, "(H100) is busy (90 %) but its tensor cores are at 0.1 %");
+    CHECK(!about_gpu("n1", "1"));
+    CHECK(!about_gpu("n1", "2"));
+    CHECK(!about_gpu("n1", "3")->bad);
+    gp_view_free(&v);
+}
+
+static void test_memory_bound(void)
+{
+    struct gp_view v;
+    healthy_job(&v);
+    fill(&v, &v.gpus[0], GP_VGM_DRAM, 0.8);
+    fill(&v, &v.gpus[0], GP_VGM_SM_ACTIVE, 0.3);
+    fill(&v, &v.gpus[1], GP_VGM_DRAM, 0.8); /* SMs busy too: not bound */
+    CHECK_INT(run(GP_DET_MEMORY_BOUND, &v), GP_OK);
+    CHECK_INT(nobs, 4);
+    CHECK(about_gpu("n1", "0")->bad);
+    CHECK_CONTAINS(about_gpu("n1", "0")->summary, "DRAM 80 % busy while SMs are 30 % active");
+    CHECK(!about_gpu("n1", "1")->bad);
+    CHECK_INT(nbad(), 1);
+    gp_view_free(&v);
+}
+
+static void test_throttled(void)
+{
+    struct gp_view v;
+    healthy_job(&v);
+    double *th = gp_view_gpu_series(&v, &v.gpus[0], GP_VGM_THROTTLE_THERMAL);
+    double *te = gp_view_gpu_series(&v, &v.gpus[0], GP_VGM_TEMP);
+    for (unsigned k = 0; k < NPTS; k++) {
+        th[k] = k % 5 < 3; /* 60 % */
+        te[k] = k % 5 < 3 ? 86 : 80;
+    }
+    fill(&v, &v.gpus[1], GP_VGM_SM_CLOCK, 1400e6); /* busy under 80 % of max */
+    fill(&v, &v.gpus[2], GP_VGM_SM_CLOCK, 1800e6); /* a little under: fine */
+    /* one hot sample does not make a throttled card */
+    gp_view_gpu_series(&v, &v.gpus[3], GP_VGM_TEMP)[7] = 90;
+    CHECK_INT(run(GP_DET_THROTTLED, &v), GP_OK);
+    CHECK_INT(nobs, 4);
+    const struct gp_observation *o = about_gpu("n1", "0");
+    CHECK(o && o->bad);
+    CHECK_DBL(o->value, 0.6, 1e-9);
+    CHECK_CONTAINS(o->summary, "throttled on 60 % of points over the last 9m45s (40 points 15s "
+                               "apart), mostly thermal");
+    o = about_gpu("n1", "1");
+    CHECK(o && o->bad);
+    CHECK_CONTAINS(o->summary, "SM clock 1400 of 1980 MHz while busy");
+    CHECK(!about_gpu("n1", "2")->bad);
+    CHECK(!about_gpu("n1", "3")->bad);
+    gp_view_free(&v);
+}
+
+static void test_hw_errors(void)
+{
+    struct gp_view v;
+    healthy_job(&v);
+    double *dbe = gp_view_gpu_series(&v, &v.gpus[0], GP_VGM_ECC_DBE);
+    double *xt = gp_view_gpu_series(&v, &v.gpus[1], GP_VGM_XID_TOTAL);
+    double *xl = gp_view_gpu_series(&v, &v.gpus[1], GP_VGM_XID_LAST);
+    for (unsigned k = 30; k < NPTS; k++) {
+        dbe[k] = 2;
+        xt[k] = 1;
+        xl[k] = 79;
+    }
+    fill(&v, &v.gpus[2], GP_VGM_RETIRED_PENDING, 1);
+    /* the healthy GPU 3 had old errors before the window: counters flat */
+    fill(&v, &v.gpus[3], GP_VGM_ECC_DBE, 4);
+    fill(&v, &v.gpus[3], GP_VGM_XID_LAST, 13);
+    CHECK_INT(run(GP_DET_HW_ERRORS, &v), GP_OK);
+    CHECK_INT(nobs, 4);
+    const struct gp_observation *o = about_gpu("n1", "0");
+    CHECK(o && o->bad);
+    CHECK_DBL(o->value, 2, 0);
+    CHECK_CONTAINS(o->summary, "GPU 0 on n1 (job bert-1 rank 0): 2 uncorrectable ECC errors in");
+    CHECK_CONTAINS(o->summary, "drain this node");
+    o = about_gpu("n1", "1");
+    CHECK(o && o->bad);
+    CHECK_CONTAINS(o->summary, "XID 79 (1 XID errors)");
+    o = about_gpu("n1", "2");
+    CHECK(o && o->bad);
+    CHECK_CONTAINS(o->summary, "1 pages pending retirement");
+    CHECK(!about_gpu("n1", "3")->bad);
+    /* a counter reset (driver reload) is not an error */
+    fill(&v, &v.gpus[0], GP_VGM_ECC_DBE, 5);
+    for (unsigned k = 20; k < NPTS; k++)
+        dbe[k] = 0;
+    CHECK_INT(run(GP_DET_HW_ERRORS, &v), GP_OK);
+    CHECK(!about_gpu("n1", "0")->bad);
+    gp_view_free(&v);
+}
+
+static void test_straggler(void)
+{
+    struct gp_view v;
+    new_view(&v);
+    char gpu[16];
+    for (int r = 0; r < 8; r++) {
+        snprintf(gpu, sizeof gpu, "%d", r);
+        add_gpu(&v, r < 4 ? "n1" : "n2", gpu, "llama-7", r);
+        add_proc(&v, r < 4 ? "n1" : "n2", "llama-7", r, r == 5 ? 0.42 : 0.30 + 0.002 * (r % 3));
+    }
+    /* the cause on rank 5's GPU: power capping */
+    fill(&v, &v.gpus[5], GP_VGM_THROTTLE_POWER, 1);
+    /* a 2-rank job with one slower rank: too few peers to judge */
+    add_gpu(&v, "n3", "0", "tiny", 0);
+    add_gpu(&v, "n3", "1", "tiny", 1);
+    add_proc(&v, "n3", "tiny", 0, 0.3);
+    add_proc(&v, "n3", "tiny", 1, 0.6);
+    CHECK_INT(gp_view_index_jobs(&v), GP_OK);
+    CHECK_INT(run(GP_DET_STRAGGLER, &v), GP_OK);
+    CHECK_INT(nobs, 8);
+    CHECK(!about_rank("tiny", 0) && !about_rank("tiny", 1));
+    const struct gp_observation *o = about_rank("llama-7", 5);
+    CHECK(o && o->bad);
+    CHECK(o->value > 10);
+    CHECK_STR(o->key.node, "n2");
+    CHECK_STR(o->key.gpu, "5");
+    CHECK_INT(o->key.pid, 4005);
+    CHECK_CONTAINS(o->summary, "rank 5 of llama-7 on n2 (pid 4005) GPU 5 is a straggler: 0.42");
+    CHECK_CONTAINS(o->summary, "likely cause: thermal or power throttling on 100 % of points");
+    CHECK_INT(nbad(), 1);
+
+    /* the cause can be a lower clock than the peers', or PCIe replays */
+    fill(&v, &v.gpus[5], GP_VGM_THROTTLE_POWER, 0);
+    fill(&v, &v.gpus[5], GP_VGM_SM_CLOCK, 1700e6);
+    CHECK_INT(run(GP_DET_STRAGGLER, &v), GP_OK);
+    CHECK_CONTAINS(about_rank("llama-7", 5)->summary, "runs its SMs at 1700 MHz vs 1980 MHz");
+    fill(&v, &v.gpus[5], GP_VGM_SM_CLOCK, 1980e6);
+    double *rp = gp_view_gpu_series(&v, &v.gpus[5], GP_VGM_PCIE_REPLAY);
+    for (unsigned k = 0; k < NPTS; k++)
+        rp[k] = 100 + 10 * k;
+    CHECK_INT(run(GP_DET_STRAGGLER, &v), GP_OK);
+    CHECK_CONTAINS(about_rank("llama-7", 5)->summary, "PCIe replays on GPU 5 rose by 390");
+    gp_view_free(&v);
+
+    /* identical ranks (MAD 0) with 1 % of jitter on one: not an outlier */
+    new_view(&v);
+    for (int r = 0; r < 4; r++) {
+        snprintf(gpu, sizeof gpu, "%d", r);
+        add_gpu(&v, "n1", gpu, "same", r);
+        add_proc(&v, "n1", "same", r, r == 2 ? 0.303 : 0.3);
+    }
+    CHECK_INT(gp_view_index_jobs(&v), GP_OK);
+    CHECK_INT(run(GP_DET_STRAGGLER, &v), GP_OK);
+    CHECK_INT(nobs, 4);
+    CHECK_INT(nbad(), 0);
+    gp_view_free(&v);
+
+    /* no step reporters: a GPU whose activity is far below its peers' */
+    new_view(&v);
+    for (int r = 0; r < 4; r++) {
+        snprintf(gpu, sizeof gpu, "%d", r);
+        add_gpu(&v, "n1", gpu, "nosteps", r);
+    }
+    fill(&v, &v.gpus[2], GP_VGM_SM_ACTIVE, 0.3);
+    CHECK_INT(gp_view_index_jobs(&v), GP_OK);
+    CHECK_INT(run(GP_DET_STRAGGLER, &v), GP_OK);
+    CHECK_INT(nobs, 4);
+    o = about_gpu("n1", "2");
+    CHECK(o && o->bad);
+    CHECK_CONTAINS(o->summary, "GPU 2 on n1 (job nosteps rank 2) lags its job: activity 30 %");
+    CHECK_INT(nbad(), 1);
+    gp_view_free(&v);
+}
+
+static void test_budget(void)
+{
+    struct gp_view v;
+    healthy_job(&v);
+    struct gp_view_gpu *g = add_gpu(&v, "n2", "0", "cheap", 0);
+    (void)g;
+    add_gpu(&v, "n2", "1", "nobudget", 0);
+    CHECK_INT(gp_view_index_jobs(&v), GP_OK);
+    for (unsigned i = 0; i < v.njobs; i++) {
+        if (!strcmp(v.jobs[i].job, "bert-1")) {
+            v.jobs[i].budget = 100;
+            v.jobs[i].cost = 120;
+        } else if (!strcmp(v.jobs[i].job, "cheap")) {
+            v.jobs[i].budget = 100;
+            v.jobs[i].cost = 50;
+        } else {
+            v.jobs[i].cost = 999;
+        }
+    }
+    CHECK_INT(run(GP_DET_BUDGET, &v), GP_OK);
+    CHECK_INT(nobs, 2);
+    CHECK(about_rank("bert-1", -1)->bad);
+    CHECK_DBL(about_rank("bert-1", -1)->value, 1.2, 1e-9);
+    CHECK_CONTAINS(about_rank("bert-1", -1)->summary,
+                   "job bert-1 has cost $120.00 of its $100.00 budget (120 %) on 4 GPUs");
+    CHECK(!about_rank("cheap", -1)->bad);
+    gp_view_free(&v);
+}
+
+/* Every detector passes the engine's out-of-memory answer back. */
+static void test_emit_failure(void)
+{
+    struct gp_view v;
+    healthy_job(&v);
+    v.jobs[0].budget = 10;
+    v.jobs[0].cost = 1;
+    fail_emit = true;
+    for (int d = 0; d < GP_DET__COUNT; d++)
+        if (run((enum gp_detector)d, &v) != GP_ENOMEM)
+            gp_test_fail(__FILE__, __LINE__, "%s ignored a failed emit", gp_detectors[d].name);
+    fail_emit = false;
+    gp_view_free(&v);
+}
+
+const struct gp_test gp_tests_detect[] = {
+    {"table_defaults", test_table_defaults},
+    {"healthy_job_is_silent", test_healthy_job_is_silent},
+    {"memory_high", test_memory_high},
+    {"hysteresis", test_hysteresis},
+    {"oom_predicted_in_time", test_oom_predicted_in_time},
+    {"oom_silent", test_oom_silent},
+    {"memory_leak", test_memory_leak},
+    {"fragmentation", test_fragmentation},
+    {"saturated", test_saturated},
+    {"idle_allocated", test_idle_allocated},
+    {"data_starved", test_data_starved},
+    {"no_tensor_cores", test_no_tensor_cores},
+    {"memory_bound", test_memory_bound},
+    {"throttled", test_throttled},
+    {"hw_errors", test_hw_errors},
+    {"straggler", test_straggler},
+    {"budget", test_budget},
+    {"emit_failure", test_emit_failure},
+    {0},
+};
