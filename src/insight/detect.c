@@ -49,3 +49,11 @@ void gp_detector_cfg_defaults(struct gp_detector_cfg cfg[GP_DET__COUNT])
         };
     }
 }
+
+bool gp_xid_is_hardware(double xid)
+{
+#define GP_XID_CASE_(n) if (xid == n) return true;
+    GP_HARDWARE_XIDS(GP_XID_CASE_)
+#undef GP_XID_CASE_
+    return false;
+}

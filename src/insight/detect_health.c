@@ -142,14 +142,15 @@ static void append(char *buf, size_t cap, size_t *len, const char *fmt, ...)
         *len = *len + (size_t)w < cap ? *len + (size_t)w : cap - 1;
 }
 
-/* XID_LAST changes to a non-zero code: the count where no XID counter is kept. */
+/* XID_LAST changes to a hardware XID: the count where no XID counter is
+ * kept (XID_TOTAL counts hardware XIDs only, detect.h). */
 static double xid_changes(const double *x, unsigned n)
 {
     double prev = NAN, cnt = 0;
     for (unsigned k = 0; k < n; k++) {
         if (isnan(x[k]))
             continue;
-        if (!isnan(prev) && x[k] != prev && x[k] != 0)
+        if (!isnan(prev) && x[k] != prev && gp_xid_is_hardware(x[k]))
             cnt++;
         prev = x[k];
     }

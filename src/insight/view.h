@@ -45,7 +45,7 @@
     X(THROTTLE_THERMAL, "gpulse_gpu_clock_event_reasons", 1) /* 1: hw/sw thermal */ \
     X(THROTTLE_POWER, "gpulse_gpu_clock_event_reasons", 1)   /* 1: power cap/brake */ \
     X(ECC_DBE, "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", 1)       /* counter */             \
-    X(XID_TOTAL, "gpulse_gpu_xid_errors_total", 1)       /* counter, all XIDs */   \
+    X(XID_TOTAL, "gpulse_gpu_xid_errors_total", 1)       /* counter, hardware XIDs */ \
     X(XID_LAST, "DCGM_FI_DEV_XID_ERRORS", 1)             /* last XID code */       \
     X(RETIRED_PENDING, "DCGM_FI_DEV_RETIRED_PENDING", 1)                            \
     X(REMAP_UNC, "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", 1)                      \

@@ -632,6 +632,19 @@ static void test_hw_errors(void)
     CHECK(o && o->bad);
     CHECK_CONTAINS(o->summary, "1 pages pending retirement");
     CHECK(!about_gpu("n1", "3")->bad);
+    /* without an XID counter, changes of the last XID: an application's
+     * own XID 13 or 31 is no hardware error, XID 48 is */
+    fill(&v, &v.gpus[1], GP_VGM_XID_TOTAL, NAN);
+    fill(&v, &v.gpus[3], GP_VGM_XID_LAST, 0);
+    for (unsigned k = 10; k < NPTS; k++)
+        gp_view_gpu_series(&v, &v.gpus[3], GP_VGM_XID_LAST)[k] = k < 25 ? 13 : 31;
+    for (unsigned k = 0; k < NPTS; k++)
+        xl[k] = k < 30 ? 0 : 48;
+    CHECK_INT(run(GP_DET_HW_ERRORS, &v), GP_OK);
+    CHECK(!about_gpu("n1", "3")->bad);
+    o = about_gpu("n1", "1");
+    CHECK(o && o->bad);
+    CHECK_CONTAINS(o->summary, "XID 48");
     /* a counter reset (driver reload) is not an error */
     fill(&v, &v.gpus[0], GP_VGM_ECC_DBE, 5);
     for (unsigned k = 20; k < NPTS; k++)
