@@ -11,6 +11,7 @@
 #include "insight/cost.h"
 
 #include "lib/err.h"
+#include "lib/gpumodels.h"
 #include "query/json.h"
 
 #include <ctype.h>

@@ -27,11 +27,14 @@
 #define GP_INSIGHT_COST_H
 
 #include "lib/buf.h"
-#include "lib/gpumodels.h"
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+/* lib/gpumodels.h; not included here: it brings sources/frame.h, whose
+ * struct gp_job the server's jobs.h also defines. */
+struct gp_gpumodel;
 
 #define GP_PRICES_MAX 64
 #define GP_PRICE_NAME_LEN 96

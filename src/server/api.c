@@ -38,7 +38,8 @@ enum gp_srv_route gp_srv_route_of(const char *p)
         {"/api/v1/series", GP_SRV_R_SERIES}, {"/api/v1/labels", GP_SRV_R_LABELS},
         {"/api/v1/nodes", GP_SRV_R_NODES},   {"/api/v1/gpus", GP_SRV_R_GPUS},
         {"/api/v1/health", GP_SRV_R_HEALTH}, {"/metrics", GP_SRV_R_METRICS},
-        {"/api/v1/jobs", GP_SRV_R_JOBS},
+        {"/api/v1/jobs", GP_SRV_R_JOBS},     {"/api/v1/fleet", GP_SRV_R_FLEET},
+        {"/api/v1/cost", GP_SRV_R_COST},
     };
     for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
         if (!strcmp(p, fixed[i].path))
@@ -314,6 +315,10 @@ void gp_srv_handle_api(struct gp_server *s, enum gp_srv_route route,
     case GP_SRV_R_JOBS:
     case GP_SRV_R_JOB:
         gp_srv_handle_jobs(s, st, route, req, resp);
+        break;
+    case GP_SRV_R_FLEET:
+    case GP_SRV_R_COST:
+        gp_srv_handle_cost(s, st, route, req, resp);
         break;
     default:
         gp_srv_bad(resp, 404, "not_found", "no such route");

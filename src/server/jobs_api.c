@@ -128,6 +128,8 @@ static void do_job(struct gp_server *s, struct gp_store *st, const struct gp_htt
         .ranks = ranks,
         .nranks = job.nranks,
         .price_per_gpu_hour = s->gpu_hour_price,
+        .prices = &s->prices,
+        .budget = s->job_budget,
         .series = series,
     };
     char err[256] = "";

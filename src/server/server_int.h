@@ -8,6 +8,7 @@
 #ifndef GP_SERVER_INT_H
 #define GP_SERVER_INT_H
 
+#include "insight/cost.h"
 #include "net/http.h"
 #include "server/jobs.h"
 #include "server/server.h"
@@ -29,6 +30,8 @@ enum gp_srv_state { GP_SRV_STARTING, GP_SRV_READY, GP_SRV_FAILED };
     X(GPUS, "gpus")                             \
     X(JOBS, "jobs")                             \
     X(JOB, "job")                               \
+    X(FLEET, "fleet")                           \
+    X(COST, "cost")                             \
     X(HEALTH, "health")                         \
     X(METRICS, "metrics")                       \
     X(OTHER, "other")
@@ -99,6 +102,8 @@ struct gp_server {
 
     struct gp_jobs *jobs;   /* the jobs registry; set with the store */
     double gpu_hour_price;  /* USD, 0 when not configured */
+    struct gp_prices prices; /* per model (insight/cost.h); read-only once open */
+    double job_budget;      /* USD per job, 0 none */
 
     pthread_mutex_t hook_mu;
     gp_server_metrics_hook hook;
@@ -134,6 +139,10 @@ void gp_srv_bad(struct gp_http_response *resp, int status, const char *type, con
 
 /* jobs_api.c: GET /api/v1/jobs and /api/v1/jobs/ID over an open store. */
 void gp_srv_handle_jobs(struct gp_server *s, struct gp_store *st, enum gp_srv_route route,
+                        const struct gp_http_request *req, struct gp_http_response *resp);
+
+/* cost_api.c: GET /api/v1/fleet and /api/v1/cost over an open store. */
+void gp_srv_handle_cost(struct gp_server *s, struct gp_store *st, enum gp_srv_route route,
                         const struct gp_http_request *req, struct gp_http_response *resp);
 
 /* Route of a path ("/api/v1/label/x/values" -> LABEL_VALUES), or OTHER. */
