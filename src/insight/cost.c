@@ -59,8 +59,9 @@ int gp_prices_parse(struct gp_prices *p, const char *list, double gpu_hour_price
     int have_default = 0;
     const char *s = list ? list : "";
     size_t idx = 0;
-    while (*s) {
+    for (int more = *s != '\0'; more;) {
         const char *comma = strchr(s, ',');
+        more = comma != NULL;
         size_t n = comma ? (size_t)(comma - s) : strlen(s);
         const char *item = s;
         trim(&item, &n);

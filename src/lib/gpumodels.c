@@ -19,8 +19,8 @@
  *   outputs), which is a little less than the marketing size on recent
  *   parts; V100, MI250X and MI300X use the nominal size.
  * - Consumer and workstation cards: the NVIDIA Ampere GA102 whitepaper
- *   (GeForce RTX 3090: 35.6 fp16/bf16 tensor TFLOP/s with fp32
- *   accumulate, GeForce halves that rate; 35.6 fp32), the Ada whitepaper
+ *   (GeForce RTX 3090: 71 fp16/bf16 tensor TFLOP/s with fp32
+ *   accumulate, half the RTX A6000's rate; 35.6 fp32), the Ada whitepaper
  *   Appendix A (RTX 4080: 97.5 / 48.7; RTX 6000 Ada: 364.2 / 91.1), the
  *   RTX A6000 data sheet (309.7 sparse, so 154.8 dense; 38.7 fp32).
  *   Aliases cover driver names of close variants (PCIe A100s, 16 GB
@@ -82,7 +82,7 @@ static const struct gp_gpumodel models[] = {
      1700, 1600, 0, PCIE4, false, true, true, true, false, false, 1.5},
     {"MI300X", "AMD Instinct MI300X", AMD, GP_ARCH_CDNA3, 192 * GIB, 5300, 1307.4, 163.4, 750, 140,
      2100, 1300, 0, PCIE5, false, true, true, true, false, false, 3.0},
-    {"RTX3090", "NVIDIA GeForce RTX 3090", NV, GP_ARCH_AMPERE, 24576 * MIB, 936, 35.6, 35.6, 350,
+    {"RTX3090", "NVIDIA GeForce RTX 3090", NV, GP_ARCH_AMPERE, 24576 * MIB, 936, 71, 35.6, 350,
      25, 1695, 9751, 0, PCIE4, false, true, false, false, true, false, 0.35},
     {"RTX4080", "NVIDIA GeForce RTX 4080", NV, GP_ARCH_ADA, 16376 * MIB, 716.8, 97.5, 48.7, 320,
      20, 2505, 11201, 0, PCIE4, false, true, false, false, true, false, 0.4},

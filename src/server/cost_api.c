@@ -237,7 +237,7 @@ static void group_json(struct gp_buf *b, const struct group *g, const char *by)
         gp_buf_putc(b, '{');
     }
     gp_buf_printf(b, "\"gpus\":%u,\"gpu_hours\":", g->gpus);
-    gp_json_value(b, g->acc.gpu_seconds / 3600.0);
+    gp_buf_put_double(b, g->acc.gpu_seconds / 3600.0);
     double cost = gp_cost_total(&g->acc), span = (double)(g->last - g->first) / 3.6e6;
     const struct {
         const char *name;
