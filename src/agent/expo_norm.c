@@ -20,9 +20,10 @@
  *   pipes          tensor active x peak tensor + fp32 active x peak fp32
  *   compute_ratio  compute ratio x peak tensor (an upper bound)
  *
- * Cost: one model lookup per distinct model name per render (a small
- * per-thread cache keyed by the name; the table is static), then each
- * family is one pass over the GPUs writing into the output buffer.
+ * Cost: each GPU is normalized once per render (up to 64 GPUs, on the
+ * stack), its model found through a small per-thread cache keyed by the
+ * name (the table is static); then each family is one pass over the GPUs
+ * writing into the output buffer.
  * Nothing is allocated but the output.
  */
 #include "expo.h"
@@ -154,8 +155,17 @@ static void line(struct gp_buf *b, const char *name, const char *labels, const c
     gp_buf_putc(b, '\n');
 }
 
+/* GPUs normalized once per render into a stack array; a frame with more
+ * (a large simulated node) normalizes each GPU once per family instead. */
+#define NORM_ONCE 64
+
 int gp_expo_render_norm(const struct gp_expo *x, struct gp_buf *out, const struct gp_frame *f)
 {
+    struct gp_expo_norm once[NORM_ONCE];
+    int pre = f->ngpus <= NORM_ONCE;
+    for (unsigned i = 0; pre && i < f->ngpus; i++)
+        if (!f->gpus[i].lost)
+            gp_expo_normalize(&f->gpus[i], &once[i]);
     for (int k = 0; k < NF__COUNT; k++) {
         int any = 0;
         for (unsigned i = 0; i < f->ngpus; i++) {
@@ -163,7 +173,10 @@ int gp_expo_render_norm(const struct gp_expo *x, struct gp_buf *out, const struc
             if (g->lost)
                 continue;
             struct gp_expo_norm n;
-            gp_expo_normalize(g, &n);
+            if (pre)
+                n = once[i];
+            else
+                gp_expo_normalize(g, &n);
             double v = -1, v2 = -1;
             const char *lk = NULL, *lv = NULL;
             switch ((enum nfam)k) {
