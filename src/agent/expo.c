@@ -513,6 +513,7 @@ int gp_expo_render(struct gp_expo *x, struct gp_buf *out, const struct gp_frame 
         return rc;
     render_gpu_fields(x, out, f);
     render_gpu_extras(x, out, f);
+    gp_expo_render_norm(x, out, f);
     render_gpu_procs(x, out, f);
     render_host(out, f);
     render_procs(x, out, f, o->process_series);

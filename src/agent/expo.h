@@ -50,6 +50,36 @@ int gp_expo_render(struct gp_expo *x, struct gp_buf *out, const struct gp_frame 
  */
 int gp_expo_render_steps(struct gp_buf *out, const struct gp_frame *f, const struct gp_expo_options *o);
 
+/*
+ * A GPU's readings normalized by its model (expo_norm.c). A value < 0 is
+ * absent (the reading, or the capability it is divided by, is unknown);
+ * sources are static strings, NULL with their value absent. model is the
+ * table row, NULL for a model the table does not know.
+ */
+struct gp_gpumodel;
+struct gp_expo_norm {
+    const struct gp_gpumodel *model;
+    double compute;            /* 0-1 */
+    double memory;             /* used / total, 0-1 */
+    double bandwidth;          /* 0-1 */
+    double power;              /* draw / limit (may pass 1 for a moment) */
+    double clock;              /* SM clock / max */
+    double effective_tflops;
+    const char *compute_source;   /* "sm_active" | "gpu_util" */
+    const char *bandwidth_source; /* "dram_active" | "mem_copy_util" */
+    const char *effective_basis;  /* "pipes" | "compute_ratio" */
+};
+
+/* Normalizes g's readings into *out (overwritten). */
+void gp_expo_normalize(const struct gp_gpu *g, struct gp_expo_norm *out);
+
+/*
+ * Appends the normalized families (gpulse_gpu_*_ratio, effective and peak
+ * TFLOP/s, H100-equivalents, model_known) of f's GPUs, with the GPU label
+ * sets that gp_expo_render built in x. Returns GP_OK or out->err.
+ */
+int gp_expo_render_norm(const struct gp_expo *x, struct gp_buf *out, const struct gp_frame *f);
+
 /* Appends s escaped as a label value (\\, \", \n). */
 void gp_expo_escape(struct gp_buf *out, const char *s);
 

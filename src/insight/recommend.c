@@ -12,6 +12,7 @@
  */
 #include "insight/recommend.h"
 
+#include "insight/cost.h"
 #include "insight/detect.h"
 #include "lib/gpumodels.h"
 #include "lib/err.h"
@@ -433,12 +434,12 @@ static int rule_small_job(const struct gp_rec_in *in, const struct facts *f, jso
     if (has_kind(adv, "oversized_gpu") || has_kind(adv, "memory_low"))
         return GP_OK;
     const struct gp_gpumodel *m = f->model, *alt = NULL;
-    double cur = m ? gp_rec_price_of(in->prices, in->nprices, m) : NAN;
+    double cur = gp_rec_price_of(in->prices, m);
     if (isnan(cur))
         cur = f->doc_price;
     double diff = NAN;
     if (!isnan(cur) && !isnan(f->peak_bytes))
-        diff = gp_rec_smaller_card(in->prices, in->nprices, f->peak_bytes, cur, &alt);
+        diff = gp_rec_smaller_card(in->prices, f->peak_bytes, cur, &alt);
     char share[128] = "";
     if (m && m->mig)
         snprintf(share, sizeof share, " The %s can be split with MIG.", m->short_name);
@@ -478,25 +479,22 @@ static int rule_small_job(const struct gp_rec_in *in, const struct facts *f, jso
 
 /* --- prices --------------------------------------------------------------- */
 
-double gp_rec_price_of(const struct gp_rec_price *prices, size_t n, const struct gp_gpumodel *m)
+double gp_rec_price_of(const struct gp_prices *prices, const struct gp_gpumodel *m)
 {
     if (!m)
         return NAN;
-    for (size_t i = 0; prices && i < n; i++)
-        if (gp_gpumodel_find(prices[i].model) == m && isfinite(prices[i].per_hour) &&
-            prices[i].per_hour >= 0)
-            return prices[i].per_hour;
-    return NAN;
+    double p = gp_prices_of(prices, m->name, strlen(m->name));
+    return p > 0 ? p : NAN;
 }
 
-double gp_rec_smaller_card(const struct gp_rec_price *prices, size_t n, double peak_bytes,
-                           double cur_price, const struct gp_gpumodel **alt)
+double gp_rec_smaller_card(const struct gp_prices *prices, double peak_bytes, double cur_price,
+                           const struct gp_gpumodel **alt)
 {
     *alt = NULL;
     double best = cur_price;
     for (size_t i = 0; i < gp_gpumodel_count(); i++) {
         const struct gp_gpumodel *m = gp_gpumodel_at(i);
-        double p = gp_rec_price_of(prices, n, m);
+        double p = gp_rec_price_of(prices, m);
         if (isnan(p) || (double)m->memory_bytes < peak_bytes * (1 + GP_REC_HEADROOM) || !(p < best))
             continue;
         best = p;

@@ -70,6 +70,7 @@
 /* insight/detect.h and lib/gpumodels.h: only pointers are needed here. */
 struct gp_observation;
 struct gp_gpumodel;
+struct gp_prices;
 
 #define GP_REC_DATA_WAIT_HIGH 0.2
 #define GP_REC_ACTIVITY_LOW 0.5
@@ -85,20 +86,13 @@ struct gp_gpumodel;
 #define GP_REC_HEADROOM 0.2      /* a smaller card must hold peak x (1 + this) */
 #define GP_REC_ACTIVITY_TARGET 0.8 /* what a well-fed job reaches, for time savings */
 
-/* A price per GPU-hour (USD) of a model, named as gp_gpumodel_find takes it. */
-struct gp_rec_price {
-    const char *model;
-    double per_hour;
-};
-
 struct gp_rec_in {
     const json_t *doc;                 /* the job document (borrowed) */
     const char *const *firing;         /* alert kinds firing for the job */
     size_t nfiring;
     const struct gp_observation *obs;  /* the job's observations, bad or not */
     size_t nobs;
-    const struct gp_rec_price *prices; /* may be NULL */
-    size_t nprices;
+    const struct gp_prices *prices;    /* insight/cost.h; NULL: the model table's */
 };
 
 /*
@@ -109,11 +103,10 @@ struct gp_rec_in {
 int gp_recommend(const struct gp_rec_in *in, json_t *advice);
 
 /*
- * The price of model m from prices (by short or device name), else NaN.
- * Same contract as the model table's gp_price_per_hour: the server wires
- * that table in place of this list.
+ * The price per GPU-hour of model m (insight/cost.h's order: the list,
+ * the model table, the fallback), or NaN when m is NULL or has none.
  */
-double gp_rec_price_of(const struct gp_rec_price *prices, size_t n, const struct gp_gpumodel *m);
+double gp_rec_price_of(const struct gp_prices *prices, const struct gp_gpumodel *m);
 
 /*
  * The smaller-card saving: the cheapest priced model that holds
@@ -121,7 +114,7 @@ double gp_rec_price_of(const struct gp_rec_price *prices, size_t n, const struct
  * *alt is that model (NULL when none); returns cur_price - its price
  * (USD per GPU-hour), or 0 when none.
  */
-double gp_rec_smaller_card(const struct gp_rec_price *prices, size_t n, double peak_bytes,
-                           double cur_price, const struct gp_gpumodel **alt);
+double gp_rec_smaller_card(const struct gp_prices *prices, double peak_bytes, double cur_price,
+                           const struct gp_gpumodel **alt);
 
 #endif

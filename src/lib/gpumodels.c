@@ -18,6 +18,18 @@
  * - memory_bytes is the total that nvidia-smi shows for the model (public
  *   outputs), which is a little less than the marketing size on recent
  *   parts; V100, MI250X and MI300X use the nominal size.
+ * - Consumer and workstation cards: the NVIDIA Ampere GA102 whitepaper
+ *   (GeForce RTX 3090: 71 fp16/bf16 tensor TFLOP/s with fp32
+ *   accumulate, half the RTX A6000's rate; 35.6 fp32), the Ada whitepaper
+ *   Appendix A (RTX 4080: 97.5 / 48.7; RTX 6000 Ada: 364.2 / 91.1), the
+ *   RTX A6000 data sheet (309.7 sparse, so 154.8 dense; 38.7 fp32).
+ *   Aliases cover driver names of close variants (PCIe A100s, 16 GB
+ *   V100s, the MI300X OAM name) whose compute figures match a row; their
+ *   memory is then read from the driver, never from the row.
+ * - Prices (price_usd_hour): a default on-demand price per GPU-hour in
+ *   USD, typical public cloud list prices in 2026 (between the big clouds'
+ *   on-demand rates and the GPU clouds' list rates), rounded. They are a
+ *   starting point only: the server's `gpu_prices` key overrides them.
  * - Maximum clocks are the boost clocks nvidia-smi -q reports under
  *   "Max Clocks" for data-center parts; idle power is a typical observed
  *   draw, only used to make simulated idle GPUs look plausible.
@@ -41,37 +53,46 @@
 
 static const struct gp_gpumodel models[] = {
     /* short, name, vendor, arch, memory, bw, tensor, fp32, power, idle, sm, mem, nvlink, pcie,
-       gpm, tensor cores, hbm, ecc, fan, mig */
+       gpm, tensor cores, hbm, ecc, fan, mig, price */
     {"V100", "Tesla V100-SXM2-32GB", NV, GP_ARCH_VOLTA, 32 * GIB, 900, 125, 15.7, 300, 40, 1530,
-     877, 150, PCIE3, false, true, true, true, false, false},
+     877, 150, PCIE3, false, true, true, true, false, false, 2.5},
     {"T4", "Tesla T4", NV, GP_ARCH_TURING, 15360 * MIB, 320, 65, 8.1, 70, 10, 1590, 5001, 0,
-     PCIE3, false, true, false, true, false, false},
+     PCIE3, false, true, false, true, false, false, 0.5},
     {"A10", "NVIDIA A10", NV, GP_ARCH_AMPERE, 23028 * MIB, 600, 125, 31.2, 150, 20, 1695, 6251, 0,
-     PCIE4, false, true, false, true, false, false},
+     PCIE4, false, true, false, true, false, false, 1.0},
     {"A100-40GB", "NVIDIA A100-SXM4-40GB", NV, GP_ARCH_AMPERE, 40960 * MIB, 1555, 312, 19.5, 400,
-     55, 1410, 1215, 300, PCIE4, false, true, true, true, false, true},
+     55, 1410, 1215, 300, PCIE4, false, true, true, true, false, true, 2.5},
     {"A100", "NVIDIA A100-SXM4-80GB", NV, GP_ARCH_AMPERE, 81920 * MIB, 2039, 312, 19.5, 400, 60,
-     1410, 1593, 300, PCIE4, false, true, true, true, false, true},
+     1410, 1593, 300, PCIE4, false, true, true, true, false, true, 3.0},
     {"L4", "NVIDIA L4", NV, GP_ARCH_ADA, 23034 * MIB, 300, 121, 30.3, 72, 16, 2040, 6251, 0, PCIE4,
-     false, true, false, true, false, false},
+     false, true, false, true, false, false, 0.8},
     {"L40S", "NVIDIA L40S", NV, GP_ARCH_ADA, 46068 * MIB, 864, 362.05, 91.6, 350, 35, 2520, 9001, 0,
-     PCIE4, false, true, false, true, false, false},
-    {"H100", "NVIDIA H100 80GB HBM3", NV, GP_ARCH_HOPPER, 81559 * MIB, 3350, 989.4, 67, 700, 70,
-     1980, 2619, 450, PCIE5, true, true, true, true, false, true},
+     PCIE4, false, true, false, true, false, false, 1.9},
+    {"H100", "NVIDIA H100 80GB HBM3", NV, GP_ARCH_HOPPER, 81559 * MIB, 3350, GP_H100_TENSOR_TFLOPS,
+     67, 700, 70, 1980, 2619, 450, PCIE5, true, true, true, true, false, true, 3.5},
     {"H100-PCIE", "NVIDIA H100 PCIe", NV, GP_ARCH_HOPPER, 81559 * MIB, 2000, 756, 51, 350, 45, 1755,
-     1593, 0, PCIE5, true, true, true, true, false, true},
+     1593, 0, PCIE5, true, true, true, true, false, true, 2.8},
     {"H200", "NVIDIA H200", NV, GP_ARCH_HOPPER, 143771 * MIB, 4800, 989.4, 67, 700, 75, 1980, 3201,
-     450, PCIE5, true, true, true, true, false, true},
+     450, PCIE5, true, true, true, true, false, true, 4.5},
     {"GH200", "NVIDIA GH200 480GB", NV, GP_ARCH_HOPPER, 97871 * MIB, 4000, 989.4, 67, 900, 90,
-     1980, 2619, 450, PCIE5, true, true, true, true, false, true},
+     1980, 2619, 450, PCIE5, true, true, true, true, false, true, 4.0},
     {"B200", "NVIDIA B200", NV, GP_ARCH_BLACKWELL, 183359 * MIB, 8000, 2250, 80, 1000, 140, 1965,
-     3996, 900, PCIE5, true, true, true, true, false, true},
+     3996, 900, PCIE5, true, true, true, true, false, true, 6.5},
     {"MI250X", "AMD Instinct MI250X", AMD, GP_ARCH_CDNA2, 64 * GIB, 1638.4, 191.5, 23.95, 280, 45,
-     1700, 1600, 0, PCIE4, false, true, true, true, false, false},
+     1700, 1600, 0, PCIE4, false, true, true, true, false, false, 1.5},
     {"MI300X", "AMD Instinct MI300X", AMD, GP_ARCH_CDNA3, 192 * GIB, 5300, 1307.4, 163.4, 750, 140,
-     2100, 1300, 0, PCIE5, false, true, true, true, false, false},
+     2100, 1300, 0, PCIE5, false, true, true, true, false, false, 3.0},
+    {"RTX3090", "NVIDIA GeForce RTX 3090", NV, GP_ARCH_AMPERE, 24576 * MIB, 936, 71, 35.6, 350,
+     25, 1695, 9751, 0, PCIE4, false, true, false, false, true, false, 0.35},
+    {"RTX4080", "NVIDIA GeForce RTX 4080", NV, GP_ARCH_ADA, 16376 * MIB, 716.8, 97.5, 48.7, 320,
+     20, 2505, 11201, 0, PCIE4, false, true, false, false, true, false, 0.4},
+    {"RTXA6000", "NVIDIA RTX A6000", NV, GP_ARCH_AMPERE, 49140 * MIB, 768, 154.8, 38.7, 300, 25,
+     1800, 8001, 0, PCIE4, false, true, false, false, true, false, 0.8},
+    {"RTX6000ADA", "NVIDIA RTX 6000 Ada Generation", NV, GP_ARCH_ADA, 49140 * MIB, 960, 364.2,
+     91.1, 300, 25, 2505, 10001, 0, PCIE4, false, true, false, false, true, false, 1.2},
+    /* RTX4090 stays last: --simulate's error message ends with it. */
     {"RTX4090", "NVIDIA GeForce RTX 4090", NV, GP_ARCH_ADA, 24564 * MIB, 1008, 165.2, 82.6, 450, 25,
-     2520, 10501, 0, PCIE4, false, true, false, false, true, false},
+     2520, 10501, 0, PCIE4, false, true, false, false, true, false, 0.6},
 };
 
 #define NMODELS (sizeof models / sizeof models[0])
@@ -82,7 +103,12 @@ static const struct {
 } aliases[] = {
     {"A100-80GB", "A100"}, {"A100-SXM", "A100"},  {"H100-SXM", "H100"},
     {"H100-SXM5", "H100"}, {"H100PCIE", "H100-PCIE"}, {"RTX-4090", "RTX4090"},
-    {"4090", "RTX4090"},
+    {"4090", "RTX4090"}, {"RTX-3090", "RTX3090"}, {"3090", "RTX3090"},
+    {"RTX-4080", "RTX4080"}, {"4080", "RTX4080"}, {"A6000", "RTXA6000"},
+    {"RTX-A6000", "RTXA6000"}, {"RTX6000-ADA", "RTX6000ADA"}, {"L40", "L40S"},
+    {"MI300X-OAM", "MI300X"}, {"AMD Instinct MI300X OAM", "MI300X"},
+    {"NVIDIA A100 80GB PCIe", "A100"}, {"NVIDIA A100-PCIE-40GB", "A100-40GB"},
+    {"Tesla V100-SXM2-16GB", "V100"},
 };
 
 /* Compares name (length n) with s, ignoring case. */
@@ -131,6 +157,11 @@ size_t gp_gpumodel_names(char *out, size_t outlen, const char *sep)
         }
     }
     return len;
+}
+
+double gp_gpumodel_h100_equivalents(const struct gp_gpumodel *m)
+{
+    return m ? m->tensor_tflops / GP_H100_TENSOR_TFLOPS : 0;
 }
 
 bool gp_gpumodel_has_row_remap(const struct gp_gpumodel *m)

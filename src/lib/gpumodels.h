@@ -10,6 +10,9 @@
  * same rows normalize readings across hardware (a ratio of peak FLOP/s or
  * bandwidth means the same on an A100 and an MI300X).
  *
+ * Each row also carries a default price per GPU-hour (insight/cost.h
+ * reads it; the user's `gpu_prices` override it).
+ *
  * The table is static and read-only: lookups return pointers into it that
  * stay valid for the life of the process.
  */
@@ -54,7 +57,14 @@ struct gp_gpumodel {
     bool ecc;                 /* ECC memory (on by default) */
     bool fan;                 /* has a fan NVML can read (not passive data-center cards) */
     bool mig;                 /* MIG capable */
+    double price_usd_hour;    /* default on-demand price per GPU-hour, USD (gpumodels.c says the basis) */
 };
+
+/* Peak dense bf16 tensor TFLOP/s of the H100 SXM: the unit of "H100-equivalents". */
+#define GP_H100_TENSOR_TFLOPS 989.4
+
+/* m's peak dense bf16 throughput in H100 SXMs (H100 SXM: 1). */
+double gp_gpumodel_h100_equivalents(const struct gp_gpumodel *m);
 
 /*
  * Finds a model by short name or alias ("H100", "h100-sxm", "A100-80GB")

@@ -5,6 +5,7 @@
  */
 #include "query/jobdoc.h"
 
+#include "insight/cost.h"
 #include "lib/err.h"
 #include "query/eval.h"
 #include "query/json.h"
@@ -529,6 +530,103 @@ static int write_series(struct doc *d, struct gp_buf *b)
     return GP_OK;
 }
 
+/* The cost totals of the job (cost.h's arithmetic over its GPUs). */
+struct cost_out {
+    double price, cost, idle, unused, per_hour, target, seconds_left, projected;
+};
+
+static double price_of(const struct doc *d, const struct gpu *g)
+{
+    if (d->in->prices)
+        return gp_prices_of(d->in->prices, g->model.ptr, g->model.len);
+    return d->in->price_per_gpu_hour;
+}
+
+/* The newest time of g's samples (activity, else memory); 0 without any. */
+static int64_t gpu_last(const struct gpu *g)
+{
+    const struct ser *p = g->act.n ? &g->act : &g->mem;
+    return p->n ? p->t[p->n - 1] : 0;
+}
+
+/* Steps per second of x over its last 5 minutes of samples; NaN when
+ * unknown (fewer than two samples, a reset). */
+static double recent_rate(const struct ser *x)
+{
+    if (x->n < 2)
+        return NAN;
+    size_t last = x->n - 1, first = last;
+    while (first > 0 && x->t[last] - x->t[first - 1] <= 300000)
+        first--;
+    if (first == last)
+        first = last - 1;
+    double dt = (double)(x->t[last] - x->t[first]) / 1e3, ds = x->v[last] - x->v[first];
+    return dt > 0 && ds >= 0 ? ds / dt : NAN;
+}
+
+static int job_cost(struct doc *d, const struct gp_store_series **targets, size_t ntargets,
+                    const struct gp_store_series **stepnos, size_t nstepnos, struct cost_out *co)
+{
+    struct gp_cost_acc acc;
+    memset(&acc, 0, sizeof acc);
+    double one = NAN;
+    int mixed = 0;
+    int64_t newest_t = 0;
+    for (size_t i = 0; i < d->ng; i++)
+        if (gpu_last(&d->g[i]) > newest_t)
+            newest_t = gpu_last(&d->g[i]);
+    co->per_hour = NAN;
+    for (size_t i = 0; i < d->ng; i++) {
+        const struct gpu *g = &d->g[i];
+        double price = price_of(d, g);
+        const struct ser *p = g->act.n ? &g->act : &g->mem;
+        gp_cost_add_gpu(&acc, g->act.n ? g->act.v : NULL, p->n, g->step, price);
+        if (price > 0 && p->n && g->step > 0) {
+            if (isnan(one))
+                one = price;
+            else if (one != price)
+                mixed = 1;
+            /* held now: seen within two of its steps of the job's newest sample */
+            if (gpu_last(g) >= newest_t - 2 * g->step - 1000)
+                co->per_hour = (isfinite(co->per_hour) ? co->per_hour : 0) + price;
+        }
+    }
+    co->cost = gp_cost_total(&acc);
+    co->idle = gp_cost_idle(&acc);
+    co->unused = gp_cost_unused(&acc);
+    co->price = mixed ? acc.cost / (acc.priced_seconds / 3600.0) : one;
+    co->target = NAN;
+    for (size_t i = 0; i < ntargets; i++) {
+        double t = newest(d, targets[i]);
+        if (isfinite(t) && !(co->target >= t))
+            co->target = t;
+    }
+    co->seconds_left = co->projected = NAN;
+    if (isnan(co->target) || !nstepnos || d->in->end_ms != GP_JOBDOC_NONE)
+        return GP_OK;
+    /* The leading reporter: the highest step number. */
+    const struct gp_store_series *lead = NULL;
+    double step = NAN;
+    for (size_t i = 0; i < nstepnos; i++) {
+        double v = newest(d, stepnos[i]);
+        if (isfinite(v) && !(step >= v)) {
+            step = v;
+            lead = stepnos[i];
+        }
+    }
+    if (!lead)
+        return GP_OK;
+    struct ser x;
+    int rc = ser_read(d->st, lead, d->t0, d->t1, &x);
+    if (rc)
+        return rc;
+    double rate = recent_rate(&x);
+    ser_free(&x);
+    gp_cost_project(co->cost, isfinite(co->per_hour) ? co->per_hour : NAN, co->target, step, rate,
+                    &co->seconds_left, &co->projected);
+    return GP_OK;
+}
+
 static void put_total(struct gp_buf *b, const char *name, double v)
 {
     gp_buf_printf(b, ",\"%s\":", name);
@@ -541,8 +639,9 @@ static int write_doc(struct doc *d, struct gp_buf *b, char *err, size_t errlen)
     int rc;
     /* Sort the series out by name. */
     const struct gp_store_series **steps = NULL, **secs = NULL, **waits = NULL, **samples = NULL,
-                                 **tokens = NULL, **procs = NULL;
-    size_t nsteps = 0, nsecs = 0, nwaits = 0, nsamples = 0, ntokens = 0, nprocs = 0;
+                                 **tokens = NULL, **procs = NULL, **targets = NULL, **stepnos = NULL;
+    size_t nsteps = 0, nsecs = 0, nwaits = 0, nsamples = 0, ntokens = 0, nprocs = 0, ntargets = 0,
+           nstepnos = 0;
     size_t nsel = d->sel.n ? d->sel.n : 1;
     steps = calloc(nsel, sizeof *steps);
     secs = calloc(nsel, sizeof *secs);
@@ -550,10 +649,13 @@ static int write_doc(struct doc *d, struct gp_buf *b, char *err, size_t errlen)
     samples = calloc(nsel, sizeof *samples);
     tokens = calloc(nsel, sizeof *tokens);
     procs = calloc(nsel, sizeof *procs);
+    targets = calloc(nsel, sizeof *targets);
+    stepnos = calloc(nsel, sizeof *stepnos);
     d->cpu = calloc(nsel, sizeof *d->cpu);
     d->rss = calloc(nsel, sizeof *d->rss);
     rc = GP_ENOMEM;
-    if (!steps || !secs || !waits || !samples || !tokens || !procs || !d->cpu || !d->rss)
+    if (!steps || !secs || !waits || !samples || !tokens || !procs || !targets || !stepnos || !d->cpu ||
+        !d->rss)
         goto out;
     for (size_t i = 0; i < d->sel.n; i++) {
         const struct gp_store_series *s = &d->sel.series[i];
@@ -598,6 +700,10 @@ static int write_doc(struct doc *d, struct gp_buf *b, char *err, size_t errlen)
             tokens[ntokens++] = s;
         } else if (name_is(s, "gpulse_job_processes")) {
             procs[nprocs++] = s;
+        } else if (name_is(s, "gpulse_job_target_steps")) {
+            targets[ntargets++] = s;
+        } else if (name_is(s, "gpulse_job_step")) {
+            stepnos[nstepnos++] = s;
         }
     }
     if (d->ng)
@@ -819,15 +925,27 @@ static int write_doc(struct doc *d, struct gp_buf *b, char *err, size_t errlen)
         gp_buf_puts(b, "null");
     }
     put_total(b, "data_wait_ratio", sums[1] > 0 ? sums[2] / sums[1] : NAN);
-    double price = in->price_per_gpu_hour > 0 ? in->price_per_gpu_hour : NAN;
-    put_total(b, "price_per_gpu_hour", price);
-    put_total(b, "cost", gpu_seconds / 3600.0 * price);
-    gp_buf_puts(b, isfinite(price) ? ",\"currency\":\"USD\"}" : ",\"currency\":null}");
+    struct cost_out co;
+    if ((rc = job_cost(d, targets, ntargets, stepnos, nstepnos, &co)))
+        goto out;
+    put_total(b, "price_per_gpu_hour", co.price);
+    put_total(b, "cost", co.cost);
+    put_total(b, "cost_idle", co.idle);
+    put_total(b, "cost_unused_compute", co.unused);
+    put_total(b, "cost_per_hour", co.per_hour);
+    put_total(b, "target_steps", co.target);
+    put_total(b, "projected_seconds_left", co.seconds_left);
+    put_total(b, "projected_cost_total", co.projected);
+    put_total(b, "budget", in->budget > 0 ? in->budget : NAN);
+    put_total(b, "budget_ratio", in->budget > 0 ? co.cost / in->budget : NAN);
+    gp_buf_puts(b, isfinite(co.cost) ? ",\"currency\":\"USD\"}" : ",\"currency\":null}");
     if (in->series && (rc = write_series(d, b)))
         goto out;
     gp_buf_puts(b, ",\"advice\":[]}");
     rc = GP_OK;
 out:
+    free(targets);
+    free(stepnos);
     free(steps);
     free(secs);
     free(waits);

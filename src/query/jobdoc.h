@@ -36,7 +36,16 @@
  *                  steps; p50/p90/p99/max over the intervals' means.
  *   data wait      increase of data_wait_seconds_total / increase of
  *                  step_seconds_total.
- *   cost           gpu_hours x price, when a price is configured.
+ *   cost           per GPU: its held time x its model's price (insight/
+ *                  cost.h: gpu_prices, the model table, the fallback);
+ *                  cost_idle the samples with activity < 0.05,
+ *                  cost_unused_compute (1 - activity) x step x price.
+ *   projection     while running, with gpulse_job_target_steps: the
+ *                  leading reporter's gpulse_job_step, its rate over the
+ *                  last 5 minutes of samples, and the job's cost per hour
+ *                  now (the prices of the GPUs seen at its newest sample):
+ *                  seconds left = (target - step) / rate, projected total
+ *                  = cost + seconds left x cost per hour.
  *
  * What the data cannot give is null, never 0: no GPU series, no
  * counter, no price. `series` (on request) samples the same series on at
@@ -70,7 +79,9 @@ struct gp_jobdoc_in {
     int64_t exit_status;       /* GP_JOBDOC_NONE when unknown */
     const struct gp_jobdoc_rank *ranks;
     size_t nranks;
-    double price_per_gpu_hour; /* USD; 0 not configured */
+    double price_per_gpu_hour; /* USD for every GPU when prices is NULL; 0 not configured */
+    const struct gp_prices *prices; /* per model (insight/cost.h); NULL: price_per_gpu_hour */
+    double budget;             /* USD; 0: none */
     int series;                /* 1: add "series" */
 };
 

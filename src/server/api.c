@@ -40,6 +40,8 @@ enum gp_srv_route gp_srv_route_of(const char *p)
         {"/api/v1/health", GP_SRV_R_HEALTH}, {"/metrics", GP_SRV_R_METRICS},
         {"/api/v1/jobs", GP_SRV_R_JOBS},     {"/api/v1/recommendations", GP_SRV_R_RECOMMENDATIONS},
         {"/api/v1/audit", GP_SRV_R_AUDIT},
+        {"/api/v1/jobs", GP_SRV_R_JOBS},     {"/api/v1/fleet", GP_SRV_R_FLEET},
+        {"/api/v1/cost", GP_SRV_R_COST},
     };
     for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
         if (!strcmp(p, fixed[i].path))
@@ -319,6 +321,10 @@ void gp_srv_handle_api(struct gp_server *s, enum gp_srv_route route,
     case GP_SRV_R_RECOMMENDATIONS:
     case GP_SRV_R_AUDIT:
         gp_srv_handle_insight(s, st, route, req, resp);
+        break;
+    case GP_SRV_R_FLEET:
+    case GP_SRV_R_COST:
+        gp_srv_handle_cost(s, st, route, req, resp);
         break;
     default:
         gp_srv_bad(resp, 404, "not_found", "no such route");

@@ -5,6 +5,7 @@
 #include "config.h"
 
 #include "insight/remediate.h"
+#include "insight/cost.h"
 #include "lib/err.h"
 #include "lib/log.h"
 
@@ -75,6 +76,18 @@ int gp_server_config_validate(const struct gp_server_config *c, char *err, size_
         return gp_seterr(err, errlen, GP_ECONFIG,
                          "gpu_hour_price must be a number of USD between 0 and 1000000, not '%s'",
                          c->gpu_hour_price);
+    double budget = strtod(c->job_budget, &end);
+    if (end == c->job_budget || *end || !isfinite(budget) || budget < 0 || budget > 1e9)
+        return gp_seterr(err, errlen, GP_ECONFIG,
+                         "job_budget must be a number of USD between 0 and 1000000000, not '%s'",
+                         c->job_budget);
+    struct gp_prices *p = malloc(sizeof *p);
+    if (!p)
+        return gp_seterr(err, errlen, GP_ENOMEM, "out of memory checking gpu_prices");
+    rc = gp_server_config_prices(c, p, err, errlen);
+    free(p);
+    if (rc)
+        return rc;
     enum gp_log_level lvl;
     if (gp_log_parse_level(c->log_level, &lvl))
         return gp_seterr(err, errlen, GP_ECONFIG,
@@ -118,6 +131,19 @@ double gp_server_config_price(const struct gp_server_config *c)
     char *end;
     double price = strtod(c->gpu_hour_price, &end);
     return end != c->gpu_hour_price && !*end && isfinite(price) && price > 0 ? price : 0;
+}
+
+int gp_server_config_prices(const struct gp_server_config *c, struct gp_prices *p, char *err,
+                            size_t errlen)
+{
+    return gp_prices_parse(p, c->gpu_prices, gp_server_config_price(c), err, errlen);
+}
+
+double gp_server_config_budget(const struct gp_server_config *c)
+{
+    char *end;
+    double b = strtod(c->job_budget, &end);
+    return end != c->job_budget && !*end && isfinite(b) && b > 0 ? b : 0;
 }
 
 void gp_server_config_usage(FILE *out)

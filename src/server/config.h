@@ -40,6 +40,8 @@ struct gp_server_config {
     int64_t checkpoint_interval_ms;
     int64_t jobs_scan_interval_ms;
     char gpu_hour_price[32]; /* decimal text; parsed by gp_server_config_price */
+    char gpu_prices[1024];   /* MODEL=USD,...; parsed by gp_server_config_prices */
+    char job_budget[32];     /* decimal text, USD; 0 none */
     char log_level[8];
     struct gp_cfg_list remediation;  /* "KIND=COMMAND ARG..." (insight/remediate.h) */
     bool remediation_dry_run;
@@ -86,7 +88,14 @@ struct gp_server_config {
     X(jobs_scan_interval_ms, "jobs_scan_interval", "jobs-scan-interval", DURATION, "5s",          \
       "how often the jobs registry is updated from new gpulse_job_* samples")                     \
     X(gpu_hour_price, "gpu_hour_price", "gpu-hour-price", STR, "0",                                \
-      "price of one GPU-hour in USD, for the cost of jobs (0: not configured, cost is null)")     \
+      "price of one GPU-hour in USD for models without a price of their own in gpu_prices or "    \
+      "the model table (0: none, their cost is null)")                                            \
+    X(gpu_prices, "gpu_prices", "gpu-prices", STR, "",                                             \
+      "USD per GPU-hour by model, overriding the model table's defaults: "                        \
+      "\"H100=2.9,A100=1.8,default=2.0\" (default: models without a price)")                        \
+    X(job_budget, "job_budget", "job-budget", STR, "0",                                            \
+      "budget of each job in USD: the job document's budget and budget_ratio, the budget "        \
+      "detector's limit (0: none)")                                                                \
     X(log_level, "log_level", "log-level", STR, "info", "debug, info, warn or error")             \
     X(remediation, "remediation", "remediation", LIST, "",                                         \
       "KIND=COMMAND ARG...: a command run (no shell) when an alert of KIND starts firing; "        \
@@ -116,6 +125,15 @@ double gp_server_config_price(const struct gp_server_config *c);
 struct gp_rem_rule;
 int gp_server_config_remediation(const struct gp_server_config *c, struct gp_rem_rule *rules,
                                  size_t *n, char *err, size_t errlen);
+/* The price list (gpu_prices over the model table, gpu_hour_price the
+ * fallback) into *p. Checked by gp_server_config_validate. GP_OK or
+ * GP_ECONFIG with detail. */
+struct gp_prices;
+int gp_server_config_prices(const struct gp_server_config *c, struct gp_prices *p, char *err,
+                            size_t errlen);
+
+/* The job_budget key in USD: 0 when none. */
+double gp_server_config_budget(const struct gp_server_config *c);
 
 /* The server's section, for gp_cfg_* and commands that combine roles. */
 struct gp_cfg_section gp_server_cfg_section(struct gp_server_config *c);

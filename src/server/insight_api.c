@@ -74,7 +74,7 @@ static json_t *job_recs(struct gp_server *s, struct gp_store *st, const char *id
         *rc = gp_seterr(err, errlen, GP_ENOMEM, "out of memory advising job '%.200s'", id);
         return NULL;
     }
-    struct gp_rec_in in = {.doc = doc};
+    struct gp_rec_in in = {.doc = doc, .prices = &s->prices};
     *rc = gp_recommend(&in, recs);
     json_t *state = json_object_get(doc, "state");
     if (*rc || json_object_set_new(o, "job", json_string(id)) ||

@@ -110,6 +110,8 @@ int gp_srv_job_doc(struct gp_server *s, struct gp_store *st, const char *id, int
         .ranks = ranks,
         .nranks = job.nranks,
         .price_per_gpu_hour = s->gpu_hour_price,
+        .prices = &s->prices,
+        .budget = s->job_budget,
         .series = series,
     };
     rc = gp_jobdoc_write(st, &in, out, err, errlen);

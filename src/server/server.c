@@ -92,6 +92,7 @@ static const char index_text[] =
     "GET  /api/v1/jobs, /api/v1/jobs/ID training jobs and their documents\n"
     "GET  /api/v1/recommendations       what to change, per job (job=) or for recent jobs\n"
     "GET  /api/v1/audit                 remediation decisions and outcomes\n"
+    "GET  /api/v1/fleet, /api/v1/cost  the fleet's use and spend now; cost by job or node\n"
     "GET  /api/v1/health\n"
     "GET  /metrics                      the server's own metrics\n";
 
@@ -341,6 +342,11 @@ int gp_server_start(struct gp_server **out, const struct gp_server_config *c, ch
     /* The jobs registry before the store is published: handlers that see
      * the store see the registry too. */
     s->gpu_hour_price = gp_server_config_price(c);
+    s->job_budget = gp_server_config_budget(c);
+    if ((rc = gp_server_config_prices(c, &s->prices, err, errlen))) {
+        gp_store_close(st);
+        goto fail;
+    }
     if ((rc = gp_jobs_open(&s->jobs, c->data_dir, c->jobs_scan_interval_ms, err, errlen)) ||
         (rc = gp_jobs_start(s->jobs, st))) {
         if (rc == GP_ENOMEM)

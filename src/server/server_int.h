@@ -8,6 +8,7 @@
 #ifndef GP_SERVER_INT_H
 #define GP_SERVER_INT_H
 
+#include "insight/cost.h"
 #include "net/http.h"
 #include "insight/remediate.h"
 #include "server/jobs.h"
@@ -32,6 +33,8 @@ enum gp_srv_state { GP_SRV_STARTING, GP_SRV_READY, GP_SRV_FAILED };
     X(JOB, "job")                               \
     X(RECOMMENDATIONS, "recommendations")       \
     X(AUDIT, "audit")                           \
+    X(FLEET, "fleet")                           \
+    X(COST, "cost")                             \
     X(HEALTH, "health")                         \
     X(METRICS, "metrics")                       \
     X(OTHER, "other")
@@ -103,6 +106,8 @@ struct gp_server {
     struct gp_jobs *jobs;   /* the jobs registry; set with the store */
     double gpu_hour_price;  /* USD, 0 when not configured */
     struct gp_rem *rem;     /* remediation hooks and their audit log; set with the store */
+    struct gp_prices prices; /* per model (insight/cost.h); read-only once open */
+    double job_budget;      /* USD per job, 0 none */
 
     pthread_mutex_t hook_mu;
     gp_server_metrics_hook hook;
@@ -149,6 +154,9 @@ int gp_srv_job_doc(struct gp_server *s, struct gp_store *st, const char *id, int
 /* insight_api.c: GET /api/v1/recommendations and /api/v1/audit. */
 void gp_srv_handle_insight(struct gp_server *s, struct gp_store *st, enum gp_srv_route route,
                            const struct gp_http_request *req, struct gp_http_response *resp);
+/* cost_api.c: GET /api/v1/fleet and /api/v1/cost over an open store. */
+void gp_srv_handle_cost(struct gp_server *s, struct gp_store *st, enum gp_srv_route route,
+                        const struct gp_http_request *req, struct gp_http_response *resp);
 
 /* Route of a path ("/api/v1/label/x/values" -> LABEL_VALUES), or OTHER. */
 enum gp_srv_route gp_srv_route_of(const char *path);

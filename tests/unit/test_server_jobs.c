@@ -405,6 +405,13 @@ static void test_totals(void)
     CHECK_DBL(num_at(t, "data_wait_ratio"), 11.0 / 113, 1e-12);
     CHECK_DBL(num_at(t, "price_per_gpu_hour"), 2, 0);
     CHECK_DBL(num_at(t, "cost"), 220 / 3600.0 * 2, 1e-12);
+    /* Idle: gpu 0's first sample (activity 0), 10 s. Unused compute: gpu 0
+     * sum(1 - i/10) = 5.5 samples, gpu 1 11 x 0.2 = 2.2, x 10 s each. */
+    CHECK_DBL(num_at(t, "cost_idle"), 10 / 3600.0 * 2, 1e-12);
+    CHECK_DBL(num_at(t, "cost_unused_compute"), 77 / 3600.0 * 2, 1e-12);
+    CHECK_DBL(num_at(t, "cost_per_hour"), 4, 1e-12);
+    CHECK(json_is_null(json_object_get(t, "projected_cost_total"))); /* ended; no target */
+    CHECK(json_is_null(json_object_get(t, "budget")));
     CHECK_STR(json_string_value(json_object_get(t, "currency")), "USD");
     CHECK_DBL(num_at(d, "wall_seconds"), 100, 0);
     CHECK(json_is_null(json_object_get(d, "signal")));
@@ -513,7 +520,9 @@ static void test_routes(void)
     snprintf(c.listen, sizeof c.listen, "127.0.0.1:0");
     snprintf(c.data_dir, sizeof c.data_dir, "%s", data_dir());
     snprintf(c.log_level, sizeof c.log_level, "error");
-    snprintf(c.gpu_hour_price, sizeof c.gpu_hour_price, "2.5");
+    snprintf(c.gpu_hour_price, sizeof c.gpu_hour_price, "9");   /* unknown models only */
+    snprintf(c.gpu_prices, sizeof c.gpu_prices, "h100 = 2.5"); /* over the table's default */
+    snprintf(c.job_budget, sizeof c.job_budget, "0.5");
     c.jobs_scan_interval_ms = 100;
     c.remediation.n = 1;
     snprintf(c.remediation.v[0], sizeof c.remediation.v[0],
@@ -556,8 +565,13 @@ static void test_routes(void)
     CHECK_CONTAINS(r->body, "{\"status\":\"success\",\"data\":{\"id\":\"odd job/x?y%z\"");
     r = http_get(s, "/api/v1/jobs/train-1");
     CHECK_INT(r->status, 200);
-    /* 220 GPU-seconds at 2.5 USD per GPU-hour. */
-    CHECK_CONTAINS(r->body, "\"price_per_gpu_hour\":2.5,\"cost\":0.15277777777777776,\"currency\":\"USD\"");
+    /* 110 GPU-seconds of the H100 (gpu 0) at 2.5 USD per GPU-hour
+     * (gpu_prices) and 110 of gpu 1, whose model is not known, at the
+     * gpu_hour_price fallback of 9: 0.35138... USD, 11.5 USD per hour now,
+     * the average price 5.75; idle: gpu 0's first sample, 10 s at 2.5. */
+    CHECK_CONTAINS(r->body, "\"cost\":0.3513888888888889,\"cost_idle\":0.006944444444444445,");
+    CHECK_CONTAINS(r->body, "\"cost_per_hour\":11.5,\"target_steps\":null,");
+    CHECK_CONTAINS(r->body, "\"budget\":0.5,\"budget_ratio\":0.7027777777777778,\"currency\":\"USD\"");
     CHECK(!strstr(r->body, "\"series\""));
     r = http_get(s, "/api/v1/jobs/killed-1?series=1");
     CHECK_INT(r->status, 200);
@@ -572,6 +586,27 @@ static void test_routes(void)
     expect(s, "/api/v1/jobs?state=done", 400, "bad_data", "invalid parameter 'state'");
     expect(s, "/api/v1/jobs?since=soon", 400, "bad_data", "invalid parameter 'since'");
     expect(s, "/api/v1/jobs/train-1?series=maybe", 400, "bad_data", "invalid parameter 'series'");
+    expect(s, "/api/v1/cost?by=gpu", 400, "bad_data", "invalid parameter 'by'");
+    expect(s, "/api/v1/cost?start=yesterday", 400, "bad_data", "invalid parameter 'start'");
+    expect(s, "/api/v1/cost?end=x", 400, "bad_data", "invalid parameter 'end'");
+    expect(s, "/api/v1/cost?start=2000&end=1000", 400, "bad_data", "'end' is before 'start'");
+    expect(s, "/api/v1/cost?start=0&end=1000000000", 400, "bad_data", "longer than 31 days");
+    /* Cost by job over the fleet's range: train-1 as in its document. */
+    snprintf(path, sizeof path, "/api/v1/cost?by=job&start=%lld&end=%lld", (long long)T - 100,
+             (long long)T + 300);
+    r = http_get(s, path);
+    CHECK_INT(r->status, 200);
+    CHECK_CONTAINS(r->body, "{\"job\":\"train-1\",\"gpus\":2,\"gpu_hours\":0.06111111111111111,"
+                            "\"cost\":0.3513888888888889,");
+    snprintf(path, sizeof path, "/api/v1/cost?by=node&start=%lld&end=%lld", (long long)T - 100,
+             (long long)T + 300);
+    r = http_get(s, path);
+    CHECK_INT(r->status, 200);
+    CHECK_CONTAINS(r->body, "\"by\":\"node\"");
+    CHECK_CONTAINS(r->body, "{\"node\":\"n1\",");
+    r = http_get(s, "/api/v1/fleet");
+    CHECK_INT(r->status, 200);
+    CHECK_CONTAINS(r->body, "{\"status\":\"success\",\"data\":{\"overall\":{\"gpus\":");
 
     /* recommendations: every recent job newest first, or one */
     r = http_get(s, "/api/v1/recommendations");

@@ -1,0 +1,410 @@
+/*
+ * cost_api.c - GET /api/v1/fleet (the fleet's use and spend now) and
+ * GET /api/v1/cost (cost over a range, by job or node), in the API's
+ * envelope. The arithmetic is insight/cost.h's; this file reads the
+ * store and sorts series out.
+ *
+ *   /api/v1/fleet   the newest sample of each GPU seen within the last
+ *                   5 minutes: activity (DCGM_FI_PROF_SM_ACTIVE, else
+ *                   DCGM_FI_DEV_GPU_UTIL / 100), the agent's
+ *                   gpulse_gpu_effective_tflops when it sends it, and
+ *                   whether a job holds it (its newest series carries a
+ *                   `job` label). GPUs known only by memory series count
+ *                   with unknown activity.
+ *   /api/v1/cost    by=job|node (default job), start=, end= (RFC 3339 or
+ *                   epoch seconds; end defaults to now, start to end - 1d;
+ *                   at most 31 days). Each GPU's activity series in the
+ *                   range: its samples x its median scrape step are held
+ *                   time, priced by its modelName. A GPU's series with a
+ *                   job label count for that job; without one, for the
+ *                   group `null` (GPUs no job held).
+ *
+ * A GPU is (Hostname, gpu, GPU_I_ID); for one GPU and job, SM activity
+ * wins over coarse utilization. Memory: the selections and samples of one
+ * request, freed before it returns.
+ */
+#include "server_int.h"
+
+#include "lib/clock.h"
+#include "lib/err.h"
+#include "query/json.h"
+#include "query/query.h"
+#include "store/labels.h"
+#include "store/matcher.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FLEET_LOOKBACK_MS (5 * 60 * 1000)
+#define COST_RANGE_DEFAULT_MS (24LL * 3600 * 1000)
+#define COST_RANGE_MAX_MS (31LL * 24 * 3600 * 1000)
+
+static struct gp_rw_str lab(const struct gp_store_series *s, const char *name)
+{
+    struct gp_rw_str v = {"", 0};
+    if (gp_labels_get(s->labels, s->labels_len, name, &v) != 1)
+        v = (struct gp_rw_str){"", 0};
+    return v;
+}
+
+static struct gp_rw_str node_lab(const struct gp_store_series *s)
+{
+    struct gp_rw_str v = lab(s, "Hostname");
+    return v.len ? v : lab(s, "hostname");
+}
+
+static int rw_cmp(struct gp_rw_str a, struct gp_rw_str b)
+{
+    int c = memcmp(a.ptr, b.ptr, a.len < b.len ? a.len : b.len);
+    return c ? c : a.len < b.len ? -1 : a.len > b.len;
+}
+
+enum kind { K_SM, K_UTIL, K_EFF, K_MEM };
+
+/* One candidate series of a GPU. */
+struct cand {
+    const struct gp_store_series *s;
+    struct gp_rw_str node, gpu, mig, job, model;
+    enum kind kind;
+};
+
+/* Orders by GPU, then (with_job) job, then kind, then newest first. */
+static int cand_order(const struct cand *a, const struct cand *b, int with_job)
+{
+    int c = rw_cmp(a->node, b->node);
+    if (!c)
+        c = rw_cmp(a->gpu, b->gpu);
+    if (!c)
+        c = rw_cmp(a->mig, b->mig);
+    if (!c && with_job)
+        c = rw_cmp(a->job, b->job);
+    if (!c)
+        c = (int)a->kind - (int)b->kind;
+    if (!c)
+        c = a->s->last_ms > b->s->last_ms ? -1 : a->s->last_ms < b->s->last_ms;
+    return c;
+}
+
+static int cand_cmp_gpu(const void *a, const void *b) { return cand_order(a, b, 0); }
+static int cand_cmp_job(const void *a, const void *b) { return cand_order(a, b, 1); }
+
+static int same_gpu(const struct cand *a, const struct cand *b, int job)
+{
+    return !rw_cmp(a->node, b->node) && !rw_cmp(a->gpu, b->gpu) && !rw_cmp(a->mig, b->mig) &&
+           (!job || !rw_cmp(a->job, b->job));
+}
+
+/* Selects the series of the named kinds with a sample in [t0, t1] into
+ * *cands (caller frees *cands and sel). */
+static int select_cands(struct gp_store *st, const char *names, int64_t t0, int64_t t1,
+                        struct gp_store_selection *sel, struct cand **cands, size_t *n, char *err,
+                        size_t errlen)
+{
+    struct gp_matcher m;
+    int rc = gp_matcher_init(&m, GP_MATCH_RE, "__name__", names, err, errlen);
+    if (rc)
+        return rc;
+    rc = gp_store_select(st, &m, 1, t0, t1, sel);
+    gp_matcher_free(&m);
+    if (rc)
+        return rc;
+    *cands = calloc(sel->n ? sel->n : 1, sizeof **cands);
+    if (!*cands)
+        return GP_ENOMEM;
+    *n = 0;
+    for (size_t i = 0; i < sel->n; i++) {
+        const struct gp_store_series *s = &sel->series[i];
+        struct gp_rw_str name = lab(s, "__name__"), gpu = lab(s, "gpu");
+        if (!gpu.len)
+            continue;
+        struct cand *c = &(*cands)[(*n)++];
+        c->s = s;
+        c->node = node_lab(s);
+        c->gpu = gpu;
+        c->mig = lab(s, "GPU_I_ID");
+        c->job = lab(s, "job");
+        c->model = lab(s, "modelName");
+        c->kind = !rw_cmp(name, (struct gp_rw_str){"DCGM_FI_PROF_SM_ACTIVE", 22}) ? K_SM
+                  : !rw_cmp(name, (struct gp_rw_str){"DCGM_FI_DEV_GPU_UTIL", 20}) ? K_UTIL
+                  : !rw_cmp(name, (struct gp_rw_str){"gpulse_gpu_effective_tflops", 27}) ? K_EFF
+                                                                                       : K_MEM;
+    }
+    return GP_OK;
+}
+
+static void do_fleet(struct gp_server *s, struct gp_store *st, struct gp_http_response *resp)
+{
+    int64_t now = gp_wall_ms();
+    struct gp_store_selection sel = {0};
+    struct cand *c = NULL;
+    size_t n = 0;
+    struct gp_fleet fl = {0};
+    struct gp_samples scratch = {0};
+    char err[256] = "";
+    int rc = select_cands(st,
+                          "DCGM_FI_PROF_SM_ACTIVE|DCGM_FI_DEV_GPU_UTIL|gpulse_gpu_effective_tflops|"
+                          "gpulse_gpu_memory_used_bytes|DCGM_FI_DEV_FB_USED",
+                          now - FLEET_LOOKBACK_MS, now, &sel, &c, &n, err, sizeof err);
+    if (!rc && n) {
+        qsort(c, n, sizeof *c, cand_cmp_gpu);
+    }
+    for (size_t i = 0; !rc && i < n;) {
+        size_t j = i;
+        while (j < n && same_gpu(&c[i], &c[j], 0))
+            j++;
+        /* c[i..j) is one GPU, by kind, newest first within a kind. */
+        struct gp_fleet_gpu g = {.model = "", .activity = NAN, .effective_tflops = NAN};
+        const struct cand *act = NULL, *eff = NULL, *newest = &c[i];
+        for (size_t k = i; k < j; k++) {
+            if (!act && (c[k].kind == K_SM || c[k].kind == K_UTIL)) {
+                double v = gp_store_newest_value(st, c[k].s->id, c[k].s->last_ms, FLEET_LOOKBACK_MS,
+                                                 &scratch);
+                if (isfinite(v)) {
+                    act = &c[k];
+                    g.activity = c[k].kind == K_UTIL ? v / 100.0 : v;
+                }
+            }
+            if (!eff && c[k].kind == K_EFF) {
+                eff = &c[k];
+                g.effective_tflops =
+                    gp_store_newest_value(st, c[k].s->id, c[k].s->last_ms, FLEET_LOOKBACK_MS, &scratch);
+            }
+            if (c[k].s->last_ms > newest->s->last_ms)
+                newest = &c[k];
+        }
+        const struct cand *who = act ? act : newest;
+        char model[GP_PRICE_NAME_LEN];
+        size_t ml = who->model.len < sizeof model - 1 ? who->model.len : sizeof model - 1;
+        memcpy(model, who->model.ptr, ml);
+        model[ml] = '\0';
+        g.model = model;
+        g.allocated = who->job.len > 0;
+        rc = gp_fleet_add(&fl, &g, &s->prices);
+        i = j;
+    }
+    if (!rc) {
+        gp_buf_puts(&resp->body, "{\"status\":\"success\",\"data\":");
+        gp_fleet_json(&fl, &resp->body);
+        gp_buf_puts(&resp->body, "}\n");
+        if (resp->body.err)
+            gp_srv_bad(resp, 400, "bad_data", "the answer is larger than %zu bytes", resp->body.max);
+    } else {
+        gp_srv_bad(resp, rc == GP_ENOMEM ? 503 : 500, rc == GP_ENOMEM ? "unavailable" : "internal",
+                   "reading the fleet: %s", err[0] ? err : gp_strerror(rc));
+    }
+    gp_samples_free(&scratch);
+    gp_fleet_free(&fl);
+    free(c);
+    gp_store_selection_free(&sel);
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Median gap between samples (ms); 0 with fewer than two. Sorts g. */
+static int64_t median_gap(const int64_t *t, size_t n, int64_t *g)
+{
+    if (n < 2)
+        return 0;
+    for (size_t i = 1; i < n; i++)
+        g[i - 1] = t[i] - t[i - 1];
+    qsort(g, n - 1, sizeof *g, cmp_i64);
+    return g[(n - 1) / 2];
+}
+
+/* The cost of one group (a job, a node); by NULL: no key (the total). */
+struct group {
+    struct gp_rw_str key;
+    unsigned gpus;
+    struct gp_cost_acc acc;
+    int64_t first, last;
+};
+
+static void group_json(struct gp_buf *b, const struct group *g, const char *by)
+{
+    if (by) {
+        gp_buf_printf(b, "{\"%s\":", by);
+        if (g->key.len)
+            gp_json_str(b, g->key.ptr, g->key.len);
+        else
+            gp_buf_puts(b, "null");
+        gp_buf_putc(b, ',');
+    } else {
+        gp_buf_putc(b, '{');
+    }
+    gp_buf_printf(b, "\"gpus\":%u,\"gpu_hours\":", g->gpus);
+    gp_buf_put_double(b, g->acc.gpu_seconds / 3600.0);
+    double cost = gp_cost_total(&g->acc), span = (double)(g->last - g->first) / 3.6e6;
+    const struct {
+        const char *name;
+        double v;
+    } f[] = {{"cost", cost},
+             {"cost_idle", gp_cost_idle(&g->acc)},
+             {"cost_unused_compute", gp_cost_unused(&g->acc)},
+             {"cost_per_hour", span > 0 ? cost / span : NAN}};
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
+        gp_buf_printf(b, ",\"%s\":", f[i].name);
+        if (isfinite(f[i].v))
+            gp_buf_put_double(b, f[i].v);
+        else
+            gp_buf_puts(b, "null");
+    }
+    gp_buf_printf(b, ",\"unpriced_gpus\":%u,\"currency\":\"USD\"}", g->acc.unpriced);
+}
+
+static int group_cmp(const void *pa, const void *pb)
+{
+    const struct group *a = pa, *b = pb;
+    if (!a->key.len != !b->key.len)
+        return a->key.len ? -1 : 1; /* null last */
+    return rw_cmp(a->key, b->key);
+}
+
+static void do_cost(struct gp_server *s, struct gp_store *st, const struct gp_http_request *req,
+                    struct gp_http_response *resp)
+{
+    const char *by = "job";
+    const char *v = gp_http_query(req, "by");
+    if (v && *v) {
+        if (strcmp(v, "job") && strcmp(v, "node")) {
+            gp_srv_bad(resp, 400, "bad_data", "invalid parameter 'by': '%.40s' (use job or node)", v);
+            return;
+        }
+        by = v;
+    }
+    char err[256] = "";
+    int64_t end = gp_wall_ms(), start;
+    v = gp_http_query(req, "end");
+    if (v && *v && gp_parse_time_ms(v, &end, err, sizeof err)) {
+        gp_srv_bad(resp, 400, "bad_data", "invalid parameter 'end': %s", err);
+        return;
+    }
+    start = end - COST_RANGE_DEFAULT_MS;
+    v = gp_http_query(req, "start");
+    if (v && *v && gp_parse_time_ms(v, &start, err, sizeof err)) {
+        gp_srv_bad(resp, 400, "bad_data", "invalid parameter 'start': %s", err);
+        return;
+    }
+    if (end < start) {
+        gp_srv_bad(resp, 400, "bad_data", "invalid parameters: 'end' is before 'start'");
+        return;
+    }
+    if (end - start > COST_RANGE_MAX_MS) {
+        gp_srv_bad(resp, 400, "bad_data", "the range is longer than 31 days: narrow 'start'..'end'");
+        return;
+    }
+    int by_job = !strcmp(by, "job");
+    struct gp_store_selection sel = {0};
+    struct cand *c = NULL;
+    struct group *gr = NULL;
+    size_t n = 0, ng = 0;
+    int64_t *gaps = NULL;
+    int rc = select_cands(st, "DCGM_FI_PROF_SM_ACTIVE|DCGM_FI_DEV_GPU_UTIL", start, end, &sel, &c, &n,
+                          err, sizeof err);
+    if (!rc && n) {
+        qsort(c, n, sizeof *c, cand_cmp_job);
+        gr = calloc(n, sizeof *gr);
+        if (!gr)
+            rc = GP_ENOMEM;
+    }
+    for (size_t i = 0; !rc && i < n;) {
+        size_t j = i;
+        while (j < n && same_gpu(&c[i], &c[j], 1))
+            j++;
+        /* c[i] is the best activity series of this GPU and job: SM first. */
+        struct gp_samples smp = {0};
+        rc = gp_store_read(st, c[i].s->id, start, end, &smp);
+        if (rc == GP_EPARSE)
+            rc = GP_OK; /* a damaged chunk: the rest still counts */
+        size_t k = 0;
+        for (size_t m = 0; !rc && m < smp.n; m++)
+            if (!isnan(smp.v[m])) {
+                smp.t[k] = smp.t[m];
+                smp.v[k++] = c[i].kind == K_UTIL ? smp.v[m] / 100.0 : smp.v[m];
+            }
+        if (!rc && k) {
+            int64_t *ng_ = realloc(gaps, k * sizeof *gaps);
+            if (!ng_) {
+                rc = GP_ENOMEM;
+            } else {
+                gaps = ng_;
+                int64_t step = median_gap(smp.t, k, gaps);
+                struct gp_rw_str key = by_job ? c[i].job : c[i].node;
+                struct group *g = NULL;
+                for (size_t q = 0; q < ng && !g; q++)
+                    if (gr[q].key.len == key.len && !rw_cmp(gr[q].key, key))
+                        g = &gr[q];
+                if (!g) {
+                    g = &gr[ng++];
+                    g->key = key;
+                    g->first = smp.t[0];
+                    g->last = smp.t[k - 1];
+                }
+                if (smp.t[0] < g->first)
+                    g->first = smp.t[0];
+                if (smp.t[k - 1] > g->last)
+                    g->last = smp.t[k - 1];
+                g->gpus++;
+                if (step > 0)
+                    gp_cost_add_gpu(&g->acc, smp.v, k, step,
+                                    gp_prices_of(&s->prices, c[i].model.ptr, c[i].model.len));
+            }
+        }
+        gp_samples_free(&smp);
+        i = j;
+    }
+    if (!rc) {
+        if (ng)
+            qsort(gr, ng, sizeof *gr, group_cmp);
+        struct group total = {.key = {"", 0}};
+        struct gp_buf *b = &resp->body;
+        gp_buf_printf(b, "{\"status\":\"success\",\"data\":{\"by\":\"%s\",\"start\":", by);
+        gp_json_time(b, start);
+        gp_buf_puts(b, ",\"end\":");
+        gp_json_time(b, end);
+        gp_buf_puts(b, ",\"groups\":[");
+        for (size_t q = 0; q < ng; q++) {
+            if (q)
+                gp_buf_putc(b, ',');
+            group_json(b, &gr[q], by);
+            total.gpus += gr[q].gpus;
+            total.acc.gpu_seconds += gr[q].acc.gpu_seconds;
+            total.acc.cost += gr[q].acc.cost;
+            total.acc.cost_idle += gr[q].acc.cost_idle;
+            total.acc.cost_unused += gr[q].acc.cost_unused;
+            total.acc.priced_seconds += gr[q].acc.priced_seconds;
+            total.acc.unpriced += gr[q].acc.unpriced;
+            total.acc.activity |= gr[q].acc.activity;
+            if (!q || gr[q].first < total.first)
+                total.first = gr[q].first;
+            if (!q || gr[q].last > total.last)
+                total.last = gr[q].last;
+        }
+        gp_buf_puts(b, "],\"total\":");
+        group_json(b, &total, NULL);
+        gp_buf_puts(b, "}}\n");
+        if (b->err)
+            gp_srv_bad(resp, 400, "bad_data", "the answer is larger than %zu bytes: narrow the range",
+                       b->max);
+    } else {
+        gp_srv_bad(resp, rc == GP_ENOMEM ? 503 : 500, rc == GP_ENOMEM ? "unavailable" : "internal",
+                   "reading the cost: %s", err[0] ? err : gp_strerror(rc));
+    }
+    free(gaps);
+    free(gr);
+    free(c);
+    gp_store_selection_free(&sel);
+}
+
+void gp_srv_handle_cost(struct gp_server *s, struct gp_store *st, enum gp_srv_route route,
+                        const struct gp_http_request *req, struct gp_http_response *resp)
+{
+    if (route == GP_SRV_R_FLEET)
+        do_fleet(s, st, resp);
+    else
+        do_cost(s, st, req, resp);
+}
