@@ -609,7 +609,7 @@ static int fill_gpu(struct gp_gpu *g, const struct sim_gpu *sg, const struct sim
         gp_gpu_set(g, GPF_ECC_SBE_VOL, 0);
         gp_gpu_set(g, GPF_ECC_DBE_VOL, dbe ? 1 : 0);
     }
-    if (dbe) {
+    if (dbe && nv) {
         g->nxids = 1;
         g->xids[0] = (struct gp_xid_count){48, 1}; /* XID 48: double-bit ECC error */
     }

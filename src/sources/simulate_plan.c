@@ -10,7 +10,8 @@
  *   not used yet, so in a fleet of six nodes or more every fault is alone
  *   on its node; smaller fleets wrap round and put faults on distinct
  *   GPUs of shared nodes, never leaving the straggler fewer than two
- *   peers; ECC only goes to a model with ECC memory;
+ *   peers; ECC only goes to an NVIDIA model with ECC memory (an override
+ *   may name any card with ECC memory; XID 48 is NVIDIA's alone);
  * - the GPU within the node is picked by hash from the free ones.
  * An override names the GPUs itself and is checked against the spec the
  * same way. Everything is a function of (spec, seed, override): no
@@ -230,7 +231,8 @@ static unsigned job_ranks(const struct gp_sim_plan *p, const struct layout *l, u
 static bool place(struct gp_sim_plan *p, const struct layout *l, unsigned node, enum gp_sim_fault_kind k,
                   unsigned straggler_node, bool have_straggler, uint64_t h)
 {
-    if (k == GP_SIM_FAULT_ECC && !l->model[node]->ecc)
+    /* ECC with its XID 48: an NVIDIA card with ECC memory */
+    if (k == GP_SIM_FAULT_ECC && (!l->model[node]->ecc || l->model[node]->vendor != GP_VENDOR_NVIDIA))
         return false;
     if (solo(k) && have_straggler && node == straggler_node && job_ranks(p, l, node) <= 3)
         return false;
