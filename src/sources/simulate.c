@@ -20,9 +20,10 @@
  *   throttled card, ECC error and idle allocation, the rest healthy and
  *   compute-bound (a short dip between batches every half minute or so,
  *   memory that rises once when the job starts, then plateaus).
- * - jobs and steps: every GPU is a rank of its plan's job. A job starts
- *   a few seconds after the first tick (idle GPU, no process), loads for
- *   LOAD_S (memory ramps up, no work), then steps. Each rank is one
+ * - jobs and steps: every GPU is a rank of its plan's job. The job's
+ *   process is there from the first tick (so a GPU's job and rank labels
+ *   never change), loads for its start offset (1-5 s) plus LOAD_S (memory
+ *   ramps up once, no work), then steps. Each rank is one
  *   gp_job entry (job, rank) and, while it steps, one step reporter in
  *   frame->steps whose counters are closed forms of the time it has run:
  *   steps at the rank's step time (slower on the straggler, one a data
@@ -100,7 +101,6 @@ struct sim_reading {
     double power_capped, thermal_throttled; /* share of the period, 0..1 */
     uint64_t clock_events;
     uint32_t pid;
-    bool has_proc;   /* a process holds the GPU (its job has started) */
     double run_s;    /* how long the process has stepped; < 0: not stepping */
 };
 
@@ -331,19 +331,12 @@ static void throttled(const struct sim_gpu *sg, double t, struct sim_reading *r)
     r->mem_temp = r->temp + 6;
 }
 
-/* Not running: before its job starts, the GPU is empty and idle. */
-static void empty(const struct sim_gpu *sg, double t, struct sim_reading *r)
-{
-    idle_allocated(sg, t, r);
-    r->mem_frac = 0.002;
-}
-
 /* The job's start: its process allocates up to the plateau, no work yet. */
-static void loading(const struct sim_gpu *sg, double t, double since, double plateau, struct sim_reading *r)
+static void loading(const struct sim_gpu *sg, double t, double plateau, struct sim_reading *r)
 {
     idle_allocated(sg, t, r);
     r->util = clamp(3 + 2 * noise(sg, 70, t), 0, 100);
-    r->mem_frac = 0.03 + (plateau - 0.03) * clamp(since / LOAD_S, 0, 1);
+    r->mem_frac = 0.03 + (plateau - 0.03) * clamp(t / (sg->slot->start_s + LOAD_S), 0, 1);
 }
 
 /* Seconds the GPU's process has been stepping at t; < 0 before. */
@@ -353,13 +346,10 @@ static void readings(const struct sim_gpu *sg, double t, struct sim_reading *r)
 {
     memset(r, 0, sizeof *r);
     unsigned cycle = 0;
-    double since = t - sg->slot->start_s, run = run_time(sg, t);
+    double run = run_time(sg, t);
     r->run_s = run;
-    r->has_proc = since >= 0;
-    if (since < 0) {
-        empty(sg, t, r);
-    } else if (run < 0) {
-        loading(sg, t, since, sg->beh == GP_SIM_LEAKING ? LEAK_FROM : sg->mem_frac, r);
+    if (run < 0) {
+        loading(sg, t, sg->beh == GP_SIM_LEAKING ? LEAK_FROM : sg->mem_frac, r);
     } else {
         switch (sg->beh) {
         case GP_SIM_STARVED:
@@ -658,8 +648,6 @@ static int fill_gpu(struct gp_gpu *g, const struct sim_gpu *sg, const struct sim
         }
     }
 
-    if (!r->has_proc)
-        return GP_OK; /* its job has not started: nothing on it */
     /* the training process: its memory is the GPU's minus the context */
     struct gp_gpu_proc *p = gp_gpu_add_proc(g);
     if (!p)
@@ -696,8 +684,8 @@ static int add_job(struct gp_frame *f, struct gp_gpu *g, const struct sim_state 
     j->id.world_size = sg->slot->world;
     j->id.scheme = GP_JOB_ENV;
     snprintf(j->node, sizeof j->node, "%s", sg->nodename);
-    double since = t - sg->slot->start_s;
-    j->start_time_s = (double)s->t0_ms / 1000.0 + sg->slot->start_s;
+    double since = t;
+    j->start_time_s = (double)s->t0_ms / 1000.0;
     j->nprocs = sg->beh == GP_SIM_IDLE ? 1 : 5; /* the rank and its data-loader workers */
     j->cpu_seconds = since * (sg->beh == GP_SIM_IDLE ? 0.02 : 1.8);
     j->rss_bytes = (uint64_t)(6e9 + 1e9 * hash_unit(sg->key, 0xd0, 0));
@@ -768,8 +756,7 @@ static int sim_sample(void *state, struct gp_frame *f, unsigned *errors)
                 f->ngpus--;
             continue;
         }
-        if (r.has_proc && (add_job(f, g, s, sg, &r, t) != GP_OK ||
-                           (r.run_s >= 0 && add_steps(f, sg, &r) != GP_OK)))
+        if (add_job(f, g, s, sg, &r, t) != GP_OK || (r.run_s >= 0 && add_steps(f, sg, &r) != GP_OK))
             (*errors)++; /* out of memory: its job or steps are missing from the tick */
     }
     f->nsim_jobs = f->njobs;

@@ -69,7 +69,7 @@ struct gp_sim_slot {
     int fault;          /* enum gp_sim_fault_kind, -1: healthy */
     unsigned job;       /* "sim-job-<job>" */
     int rank, world;    /* rank in the job and its size */
-    double start_s;     /* the job starts this long after the first tick */
+    double start_s;     /* the job loads this long (and LOAD_S more) from the first tick, then steps */
 };
 
 struct gp_sim_plan {

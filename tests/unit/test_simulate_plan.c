@@ -242,13 +242,13 @@ static void test_jobs_and_steps(void)
     const struct gp_sim_plan *p = gp_sim_state_plan(st);
     struct gp_frame f;
     gp_frame_init(&f);
-    sample_at(st, &f, T0_MS); /* nothing has started yet */
-    CHECK_INT(f.njobs, 0);
+    sample_at(st, &f, T0_MS); /* every job loading: its process there, no steps yet */
+    CHECK_INT(f.njobs, 112);
     CHECK_INT(f.nsteps, 0);
     for (unsigned i = 0; i < f.ngpus; i++) {
-        CHECK_INT(f.gpus[i].nprocs, 0);
-        CHECK_INT(f.gpus[i].job_idx, -1);
-        CHECK(f.gpus[i].val[GPF_MEMORY_USED] < 0.01 * f.gpus[i].val[GPF_MEMORY_TOTAL]);
+        CHECK_INT(f.gpus[i].nprocs, 1);
+        CHECK_INT(f.gpus[i].job_idx, (int)i);
+        CHECK(f.gpus[i].val[GPF_MEMORY_USED] < 0.05 * f.gpus[i].val[GPF_MEMORY_TOTAL]);
     }
     sample_at(st, &f, T0_MS + 120000);
     CHECK_INT(f.njobs, 112);
@@ -478,8 +478,8 @@ static void test_healthy_plateau(void)
             double run = t - p->slots[i].start_s - 8;
             if (p->slots[i].fault == GP_SIM_FAULT_LEAK)
                 continue;
-            if (t < p->slots[i].start_s)
-                CHECK(m < 0.01);
+            if (k == 0)
+                CHECK(m < 0.05);
             else if (run < 0)
                 CHECK(m >= prev[i] - 0.002); /* rises once, while the job loads */
             else {
