@@ -52,8 +52,8 @@ fi
 TMP=$(mktemp -d /tmp/gpulse-fleet-XXXXXX)
 PID=
 cleanup() {
-    [ -n "$PID" ] && kill "$PID" 2>/dev/null && wait "$PID" 2>/dev/null
-    if [ -n "$KEEP" ]; then mkdir -p "$KEEP" && cp -r "$TMP"/. "$KEEP"/; fi
+    if [ -n "$PID" ]; then kill "$PID" 2>/dev/null || true; wait "$PID" 2>/dev/null || true; fi
+    if [ -n "$KEEP" ]; then mkdir -p "$KEEP" && cp -r "$TMP"/. "$KEEP"/ || true; fi
     rm -rf "$TMP"
 }
 trap cleanup EXIT

@@ -57,4 +57,16 @@ cmp -s "$TMP/t1.json" "$TMP/up-truth.json" || fail "up's truth file differs from
 stop_server
 note "gpulse up --simulate-truth FILE: the same truth"
 python3 "$ROOT/tests/integration/fleet_truth_check.py" "$TMP/t1.json"
+# bench/fleet_faults.sh itself, against a stand-in for gpulse up that
+# serves canned alerts (tests/integration/fake_alerts_up.py)
+export GPULSE
+fleet() { "$ROOT/bench/fleet_faults.sh" --bin "$ROOT/tests/integration/fake_alerts_up.py" --poll 1 --wait 3 "$@"; }
+fleet >"$TMP/f1" 2>&1 || { cat "$TMP/f1"; fail "fleet check on perfect alerts failed"; }
+grep -q "precision 1.000  recall 1.000  (6 faults, 6 firing alerts, 0 false alarms)" "$TMP/f1" || fail "$(cat "$TMP/f1")"
+rc=0; FAKE_DROP=idle_gpu_allocated fleet >"$TMP/f2" 2>&1 || rc=$?
+[ $rc -eq 1 ] && grep -q "recall 0.833" "$TMP/f2" && grep -q "idle .*MISSED" "$TMP/f2" || fail "a missed fault: rc $rc $(cat "$TMP/f2")"
+rc=0; FAKE_FALSE=1 fleet --seed 3 >"$TMP/f3" 2>&1 || rc=$?
+[ $rc -eq 1 ] && grep -q "precision 0.857  recall 1.000" "$TMP/f3" && grep -q "false alarm: straggler on sim-node-0 nope#0" "$TMP/f3" ||
+    fail "a false alarm: rc $rc $(cat "$TMP/f3")"
+note "bench/fleet_faults.sh: 0 on a perfect answer, 1 on a miss or a false alarm"
 note "fleet truth ok"
