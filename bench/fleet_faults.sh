@@ -13,9 +13,12 @@
 # set how long a run takes; pass a faster evaluation to the server after
 # `--`, e.g. `-- --eval-interval 5s --eval-step 5s --eval-window 10m`.
 #
+# Alerts of severity info (gpu_saturated on busy healthy cards) are not
+# scored unless --include-info is given (bench/fleet_truth.py).
+#
 # usage: bench/fleet_faults.sh [--spec SPEC] [--seed N] [--interval D]
 #            [--wait S] [--min-wait S] [--poll S] [--bin PATH] [--keep DIR]
-#            [-- EXTRA gpulse up ARGS]
+#            [--include-info] [-- EXTRA gpulse up ARGS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SPEC=8x8xH100,4x8xA100,2x8xMI300X
@@ -26,7 +29,8 @@ MIN_WAIT=0
 POLL=15
 BIN=
 KEEP=
-usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+INFO=()
+usage() { sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 while [ $# -gt 0 ]; do
     case $1 in
     --spec) SPEC=$2; shift 2 ;;
@@ -37,6 +41,7 @@ while [ $# -gt 0 ]; do
     --poll) POLL=$2; shift 2 ;;
     --bin) BIN=$2; shift 2 ;;
     --keep) KEEP=$2; shift 2 ;;
+    --include-info) INFO=(--include-info); shift ;;
     --) shift; break ;;
     -h|--help) usage ;;
     *) echo "fleet_faults: unknown argument '$1'" >&2; usage ;;
@@ -83,7 +88,7 @@ while :; do
     curl -sf "$URL/api/v1/alerts?state=firing" >"$TMP/alerts.json" || { echo "fleet_faults: alerts query failed" >&2; continue; }
     elapsed=$((SECONDS - start))
     rc=0
-    python3 bench/fleet_truth.py "$TMP/truth.json" "$TMP/alerts.json" >"$TMP/score.txt" || rc=$?
+    python3 bench/fleet_truth.py "${INFO[@]}" "$TMP/truth.json" "$TMP/alerts.json" >"$TMP/score.txt" || rc=$?
     [ $rc -eq 2 ] && { cat "$TMP/score.txt"; echo "fleet_faults: unreadable alerts answer" >&2; exit 1; }
     echo "after ${elapsed}s: $(tail -1 "$TMP/score.txt")"
     if { [ $rc -eq 0 ] && [ $elapsed -ge "$MIN_WAIT" ]; } || [ $elapsed -ge "$WAIT" ]; then

@@ -12,12 +12,15 @@ Matching: an alert belongs to a fault when its kind is in the fault's
 expect or allow list and every identifying label it carries (node, gpu,
 job, rank) equals the fault's, with at least node+gpu or job+rank there.
 A fault is found (recall) when an alert of an `expect` kind belongs to
-it. Precision is the share of firing alerts that belong to some fault:
-anything else is a false alarm. Exit status (as a command): 0 when recall
-and precision are both 1, 1 otherwise, 2 on bad input.
+it. Precision is the share of scored firing alerts that belong to some
+fault: anything else is a false alarm. Alerts of severity "info"
+(gpu_saturated on a busy healthy card, tensor_cores_unused...) are advice
+about healthy work, not fault reports: they are counted apart and not
+scored unless --include-info is given. Exit status (as a command): 0 when
+recall and precision are both 1, 1 otherwise, 2 on bad input.
 
-Usage: fleet_truth.py TRUTH.json ALERTS.json   (ALERTS: the API's envelope
-or its bare data list)
+Usage: fleet_truth.py [--include-info] TRUTH.json ALERTS.json   (ALERTS:
+the API's envelope or its bare data list)
 """
 import json
 import sys
@@ -26,12 +29,20 @@ IDENT = ("node", "gpu", "job", "rank")
 
 
 def load_alerts(doc):
-    """The list of alerts from the API envelope ({"data": [...]}) or a bare list."""
+    """The firing alerts from the API envelope ({"data": [...]}) or a bare list."""
     if isinstance(doc, dict):
         doc = doc.get("data")
-    if not isinstance(doc, list):
-        raise ValueError("alerts: expected a list or an envelope with a data list")
+    if not isinstance(doc, list) or not all(isinstance(a, dict) for a in doc):
+        raise ValueError("alerts: expected a list of objects or an envelope with one")
     return [a for a in doc if a.get("state", "firing") == "firing"]
+
+
+def split_info(alerts, include_info=False):
+    """(scored, info): info-severity alerts apart unless include_info."""
+    if include_info:
+        return alerts, []
+    return ([a for a in alerts if a.get("severity") != "info"],
+            [a for a in alerts if a.get("severity") == "info"])
 
 
 def belongs(alert, fault):
@@ -72,8 +83,8 @@ def where(labels):
     return " ".join(parts) or "-"
 
 
-def report(rows, false_alarms, precision, recall, nalerts, out=sys.stdout):
-    """Prints the table, the false alarms and the two numbers."""
+def report(rows, false_alarms, precision, recall, nalerts, out=sys.stdout, info=()):
+    """Prints the table, the false alarms, the unscored info alerts and the two numbers."""
     fmt = "%-10s %-16s %-15s %-36s %-36s %s\n"
     out.write(fmt % ("fault", "node/gpu", "job#rank", "expected", "fired", "ok"))
     for r in rows:
@@ -87,13 +98,20 @@ def report(rows, false_alarms, precision, recall, nalerts, out=sys.stdout):
     for a in false_alarms:
         out.write("false alarm: %s on %s: %s\n" % (a.get("kind"), where(a.get("labels") or {}),
                                                    a.get("summary", "")))
+    if info:
+        kinds = {}
+        for a in info:
+            kinds[a.get("kind")] = kinds.get(a.get("kind"), 0) + 1
+        out.write("not scored (info): %s\n" % ", ".join("%s x%d" % kv for kv in sorted(kinds.items())))
     out.write("precision %.3f  recall %.3f  (%d faults, %d firing alerts, %d false alarms)\n" %
               (precision, recall, len(rows), nalerts, len(false_alarms)))
 
 
 def main(argv):
+    include_info = "--include-info" in argv[1:]
+    argv = [a for a in argv if a != "--include-info"]
     if len(argv) != 3:
-        sys.stderr.write("usage: fleet_truth.py TRUTH.json ALERTS.json\n")
+        sys.stderr.write("usage: fleet_truth.py [--include-info] TRUTH.json ALERTS.json\n")
         return 2
     try:
         with open(argv[1]) as f:
@@ -103,8 +121,9 @@ def main(argv):
     except (OSError, ValueError) as e:
         sys.stderr.write("fleet_truth: %s\n" % e)
         return 2
+    alerts, info = split_info(alerts, include_info)
     rows, false_alarms, precision, recall = score(truth, alerts)
-    report(rows, false_alarms, precision, recall, len(alerts))
+    report(rows, false_alarms, precision, recall, len(alerts), info=info)
     return 0 if precision == 1 and recall == 1 else 1
 
 

@@ -111,6 +111,13 @@ def main():
     except ValueError:
         pass
 
+    # info alerts (advice on healthy work) are set apart unless asked for
+    sat = dict(alert("gpu_saturated", faults["leak"], gpu="0"), severity="info")
+    scored, info = ft.split_info(perfect(truth) + [sat])
+    check(len(info) == 1 and ft.score(truth, scored)[2:] == (1, 1), "info alert not set apart")
+    scored, info = ft.split_info(perfect(truth) + [sat], include_info=True)
+    check(not info and ft.score(truth, scored)[2] < 1, "--include-info does not score info alerts")
+
     # the report names each cause and the false alarm
     out = io.StringIO()
     rows, fa, p, r = ft.score(truth, fa_alerts)
@@ -123,13 +130,15 @@ def main():
     # the command: 0 perfect, 1 not, 2 unreadable
     with tempfile.TemporaryDirectory() as d:
         good, bad, junk = (os.path.join(d, n) for n in ("good.json", "bad.json", "junk.json"))
-        json.dump({"data": perfect(truth)}, open(good, "w"))
+        json.dump({"data": perfect(truth) + [sat]}, open(good, "w"))
         json.dump(missed, open(bad, "w"))
         open(junk, "w").write("{")
         cmd = [sys.executable, os.path.join(ROOT, "bench", "fleet_truth.py"), sys.argv[1]]
         for path, want in ((good, 0), (bad, 1), (junk, 2)):
             rc = subprocess.run(cmd + [path], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode
             check(rc == want, "fleet_truth.py on %s: exit %d, want %d" % (os.path.basename(path), rc, want))
+        rc = subprocess.run(cmd[:2] + ["--include-info"] + cmd[2:] + [good], stdout=subprocess.DEVNULL).returncode
+        check(rc == 1, "--include-info: the saturated alert is a false alarm")
     print("  - fleet_truth scoring: perfect, extras, misses, false alarms, wrong labels, exit codes")
 
 
