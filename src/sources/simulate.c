@@ -671,7 +671,7 @@ static double proc_bytes(const struct gp_gpumodel *m, double frac)
     return used - fmin(512 * MIB, used / 10);
 }
 
-/* The rank's gp_job entry; g is its GPU in the frame. */
+/* Appends the rank's gp_job entry (the frame owns it) and points g's job_idx at it. */
 static int add_job(struct gp_frame *f, struct gp_gpu *g, const struct sim_state *s,
                    const struct sim_gpu *sg, const struct sim_reading *r, double t)
 {
@@ -684,10 +684,9 @@ static int add_job(struct gp_frame *f, struct gp_gpu *g, const struct sim_state 
     j->id.world_size = sg->slot->world;
     j->id.scheme = GP_JOB_ENV;
     snprintf(j->node, sizeof j->node, "%s", sg->nodename);
-    double since = t;
-    j->start_time_s = (double)s->t0_ms / 1000.0;
+    j->start_time_s = (double)s->t0_ms / 1000.0; /* it was there at the first tick */
     j->nprocs = sg->beh == GP_SIM_IDLE ? 1 : 5; /* the rank and its data-loader workers */
-    j->cpu_seconds = since * (sg->beh == GP_SIM_IDLE ? 0.02 : 1.8);
+    j->cpu_seconds = t * (sg->beh == GP_SIM_IDLE ? 0.02 : 1.8);
     j->rss_bytes = (uint64_t)(6e9 + 1e9 * hash_unit(sg->key, 0xd0, 0));
     j->ngpus = 1;
     j->gpu_mem_valid = j->sm_valid = true;
@@ -697,7 +696,7 @@ static int add_job(struct gp_frame *f, struct gp_gpu *g, const struct sim_state 
     return GP_OK;
 }
 
-/* The rank's step reporter: counters in closed form of the time it has stepped. */
+/* Appends the rank's step reporter (the frame owns it): counters in closed form of the time it has stepped. */
 static int add_steps(struct gp_frame *f, const struct sim_gpu *sg, const struct sim_reading *r)
 {
     struct gp_step_stats *st = gp_frame_add_steps(f);
