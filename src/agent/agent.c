@@ -20,6 +20,7 @@
 #include "agent/snapshot.h"
 #include "lib/err.h"
 #include "lib/log.h"
+#include "sources/simulate_plan.h"
 #include "sources/sources.h"
 
 #include <pthread.h>
@@ -182,6 +183,7 @@ int gp_agent_start_embedded(struct gp_agent **out, const struct gp_agent_config 
         .sysfs_root = a->cfg.sysfs_root,
         .nvml_library = a->cfg.nvml_library,
         .simulate = a->cfg.simulate[0] ? a->cfg.simulate : NULL,
+        .simulate_faults = a->cfg.simulate_faults[0] ? a->cfg.simulate_faults : NULL,
         .hostname = a->cfg.hostname,
         .seed = a->cfg.seed,
         .interval_ms = a->cfg.interval_ms,
@@ -193,7 +195,14 @@ int gp_agent_start_embedded(struct gp_agent **out, const struct gp_agent_config 
         .step_observer = e->step_observer,
         .step_observer_ctx = e->step_observer_ctx,
     };
-    int rc;
+    int rc = GP_OK;
+    if (sc.simulate && a->cfg.simulate_truth[0] && strcmp(a->cfg.simulate_truth, "-") != 0)
+        rc = gp_sim_write_truth(a->cfg.simulate, a->cfg.seed, a->cfg.simulate_faults, a->cfg.simulate_truth,
+                                err, errlen);
+    if (rc) {
+        gp_agent_stop(a);
+        return rc;
+    }
     if (sc.simulate)
         rc = gp_sampler_open(&a->sampler, &sc, gp_simulated_sources, gp_simulated_sources_count, err,
                              errlen);
@@ -260,6 +269,7 @@ int gp_agent_main(int argc, char **argv)
     struct gp_agent_config cfg;
     char err[768];
     bool help;
+    int rc0;
     gp_agent_config_defaults(&cfg);
     if (gp_agent_config_from_args(&cfg, argc, argv, &help, err, sizeof err)) {
         fprintf(stderr, "gpulse agent: %s\n", err);
@@ -274,6 +284,12 @@ int gp_agent_main(int argc, char **argv)
         return 2;
     }
     gp_log_parse_level(cfg.log_level, &gp_log_min);
+    if (!strcmp(cfg.simulate_truth, "-")) {
+        rc0 = gp_sim_write_truth(cfg.simulate, cfg.seed, cfg.simulate_faults, "-", err, sizeof err);
+        if (rc0)
+            fprintf(stderr, "gpulse agent: %s\n", err);
+        return rc0 == GP_OK ? 0 : rc0 == GP_EUSAGE ? 2 : 1;
+    }
 
     /* Signals go to sigwait below, not to the sampling or HTTP threads. */
     sigset_t set;

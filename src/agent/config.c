@@ -4,6 +4,8 @@
  */
 #include "config.h"
 
+#include "sources/simulate_plan.h"
+
 #include "lib/duration.h"
 #include "lib/err.h"
 #include "lib/log.h"
@@ -74,6 +76,24 @@ int gp_agent_config_validate(const struct gp_agent_config *c, char *err, size_t 
         return gp_seterr(err, errlen, GP_ECONFIG, "push_max_backoff must be between 250ms and 1h");
     if (c->buffer_max < ((uint64_t)1 << 20) || c->push_queue_max < ((uint64_t)1 << 20))
         return gp_seterr(err, errlen, GP_ECONFIG, "buffer_max and push_queue_max must be at least 1MiB");
+    if ((c->simulate_faults[0] || c->simulate_truth[0]) && !c->simulate[0])
+        return gp_seterr(err, errlen, GP_ECONFIG, "%s is set but simulate is not",
+                         c->simulate_faults[0] ? "simulate_faults" : "simulate_truth");
+    if (c->simulate_faults[0]) {
+        /* the override against the spec, so a bad one stops the agent before it starts */
+        struct gp_sim_spec *spec = malloc(sizeof *spec);
+        if (!spec)
+            return gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
+        struct gp_sim_plan plan;
+        rc = gp_sim_spec_parse(c->simulate, spec, err, errlen);
+        if (rc == GP_OK)
+            rc = gp_sim_plan_build(spec, c->seed, c->simulate_faults, &plan, err, errlen);
+        if (rc == GP_OK)
+            gp_sim_plan_free(&plan);
+        free(spec);
+        if (rc != GP_OK)
+            return rc == GP_ENOMEM ? rc : GP_ECONFIG;
+    }
     if (c->push_bearer_token[0] && c->push_bearer_token_file[0])
         return gp_seterr(err, errlen, GP_ECONFIG,
                          "push_bearer_token and push_bearer_token_file are both set: choose one");

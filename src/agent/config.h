@@ -28,6 +28,8 @@ struct gp_agent_config {
     char listen[128];
     int64_t interval_ms;
     char simulate[512];
+    char simulate_faults[512];
+    char simulate_truth[GP_PATH_LEN];
     uint64_t seed;
     char nvml_library[GP_PATH_LEN];
     bool gpm;
@@ -56,6 +58,12 @@ struct gp_agent_config {
       "sampling interval, from 100ms to 60s")                                                     \
     X(simulate, "simulate", "simulate", STR, "",                                                  \
       "serve simulated nodes instead of the hardware: NODESxGPUSxMODEL[,...], e.g. 2x8xH100")     \
+    X(simulate_faults, "simulate_faults", "simulate-faults", STR, "",                             \
+      "faults planted in the simulation instead of the seeded plan: none, or "                    \
+      "KIND=sim-node-N/GPU[,...] with KIND leak, straggler, starved, throttled, ecc, idle")        \
+    X(simulate_truth, "simulate_truth", "simulate-truth", STR, "",                                \
+      "write the simulation's planted faults and jobs (JSON) to this file at start; '-': print "  \
+      "them and exit")                                                                            \
     X(seed, "seed", "seed", UINT, "1", "seed of the simulation (same seed, same series)")         \
     X(nvml_library, "nvml_library", "nvml-library", STR, "",                                      \
       "path of libnvidia-ml.so.1 (default: $GPULSE_NVML_LIBRARY, else the dynamic loader's search)") \

@@ -378,7 +378,7 @@ static void render_jobs(struct gp_buf *b, const struct gp_frame *f, const struct
             gp_buf_puts(b, fams[k].name);
             gp_buf_putc(b, '{');
             job_labels(b, &j->id, &first);
-            label(b, o->hostname_label, f->hostname, &first);
+            label(b, o->hostname_label, j->node[0] ? j->node : f->hostname, &first);
             if (k == 0) {
                 label(b, "scheme", j->id.scheme < GP_JOB__COUNT ? gp_job_scheme_names[j->id.scheme] : "none",
                       &first);

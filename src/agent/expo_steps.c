@@ -3,7 +3,7 @@
  * the steps source's own counters, as Prometheus text.
  *
  * One series per reporting process: labels job (when it has one), rank
- * (when >= 0), the host label, pid. Families are written whole, one after
+ * (when >= 0), the host label (a simulated rank's node), pid. Families are written whole, one after
  * the other, each with HELP and TYPE, and only when at least one process
  * has the reading (a process that never sent tokens= gets no tokens
  * series rather than a misleading 0). Label sets are formatted into a
@@ -100,7 +100,7 @@ static void step_labels(char *out, size_t cap, const struct gp_frame *f, const s
     }
     put_raw(out, cap, &len, o->hostname_label);
     put_raw(out, cap, &len, "=\"");
-    put_escaped(out, cap, &len, f->hostname);
+    put_escaped(out, cap, &len, st->node[0] ? st->node : f->hostname);
     snprintf(num, sizeof num, "\",pid=\"%u\"", st->pid);
     put_raw(out, cap, &len, num);
 }

@@ -28,6 +28,8 @@ static json_t *job_json(const struct gp_job *j)
 {
     json_t *o = json_object();
     set_job(o, &j->id);
+    if (j->node[0])
+        json_object_set_new(o, "node", json_string(j->node)); /* a simulated job's node */
     json_object_set_new(o, "scheme", json_string(j->id.scheme < GP_JOB__COUNT
                                                      ? gp_job_scheme_names[j->id.scheme] : "none"));
     json_object_set_new(o, "local_rank",

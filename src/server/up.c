@@ -16,6 +16,7 @@
 #include "lib/err.h"
 #include "lib/log.h"
 #include "server/server.h"
+#include "sources/simulate_plan.h"
 
 #include <pthread.h>
 #include <signal.h>
@@ -86,6 +87,12 @@ int gp_up_main(int argc, char **argv)
         return 2;
     }
     gp_log_parse_level(sc.log_level, &gp_log_min);
+    if (!strcmp(ac.simulate_truth, "-")) { /* the simulation's ground truth only */
+        int trc = gp_sim_write_truth(ac.simulate, ac.seed, ac.simulate_faults, "-", err, sizeof err);
+        if (trc)
+            fprintf(stderr, "gpulse up: %s\n", err);
+        return trc == GP_OK ? 0 : trc == GP_EUSAGE ? 2 : 1;
+    }
 
     sigset_t set;
     sigemptyset(&set);

@@ -71,6 +71,7 @@ void gp_frame_reset(struct gp_frame *f)
     f->nroots = 0;
     f->nsteps = 0;
     f->njobs = 0;
+    f->nsim_jobs = 0;
     memset(&f->host, 0, sizeof f->host);
 }
 
@@ -216,6 +217,7 @@ int gp_frame_copy(struct gp_frame *dst, const struct gp_frame *src)
     dst->nroots = src->nroots;
     dst->nsteps = src->nsteps;
     dst->njobs = src->njobs;
+    dst->nsim_jobs = src->nsim_jobs;
     dst->seq = src->seq;
     dst->time_ms = src->time_ms;
     dst->tick_duration_s = src->tick_duration_s;

@@ -290,6 +290,7 @@ struct gp_proc {
  */
 struct gp_job {
     struct gp_job_id id;
+    char node[64];            /* host of a simulated job (simulate source); "": this host */
     double start_time_s;      /* earliest start of its processes, epoch seconds */
     unsigned nprocs;          /* live processes in the tree */
     double cpu_seconds;       /* user + system, live and exited processes */
@@ -313,6 +314,7 @@ struct gp_step_alloc {
  */
 struct gp_step_stats {
     uint32_t pid;             /* the sender, from SCM_CREDENTIALS */
+    char node[64];            /* host of a simulated rank (simulate source); "": this host */
     struct gp_job_id jid;     /* the sender's job (jobs source), else what the client named */
     uint64_t steps_total;     /* step records received */
     uint64_t last_step;       /* the caller's own step number */
@@ -386,6 +388,8 @@ struct gp_frame {
     struct gp_steps_self steps_self; /* set by the steps source each tick */
 
     unsigned njobs, cap_jobs;    /* one per job id (job + rank) on this node */
+    unsigned nsim_jobs;          /* the first nsim_jobs are simulated (simulate source): the
+                                  * jobs source keeps them and their GPUs' job_idx */
     struct gp_job *jobs;
 };
 

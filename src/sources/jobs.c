@@ -30,6 +30,9 @@
  *      process has exited takes the job it had (kept JOBS_FORGET_MS), so
  *      its step series keep their labels until the steps source drops
  *      them; else the job its client named.
+ * Simulated jobs (the first frame->nsim_jobs jobs), simulated GPUs and
+ * simulated step reporters (node set) come named from the simulate
+ * source and are left as they are.
  * Every array grows only past the most processes or jobs seen yet: a
  * steady-state tick allocates nothing. Out of memory fails the tick
  * (GP_ENOMEM) with the frame's jobs left consistent but incomplete.
@@ -184,7 +187,8 @@ static void name_jobs(struct jobs_state *st, struct gp_frame *f)
     for (size_t r = 0; r < st->nfollow; r++)
         mark_eligible(st, f, st->follow[r]);
     for (unsigned s = 0; s < f->nsteps; s++)
-        mark_eligible(st, f, f->steps[s].pid);
+        if (!f->steps[s].node[0])
+            mark_eligible(st, f, f->steps[s].pid);
 
     for (unsigned i = 0; i < f->nprocs; i++) {
         struct gp_proc *p = &f->procs[i];
@@ -351,6 +355,8 @@ static void sum_gpus(struct jobs_state *st, struct gp_frame *f)
 {
     for (unsigned g = 0; g < f->ngpus; g++) {
         struct gp_gpu *gpu = &f->gpus[g];
+        if (gpu->simulated)
+            continue; /* its job is the simulate source's; its pids are not in /proc */
         gpu->job_idx = -1;
         if (gpu->lost || !f->njobs)
             continue;
@@ -390,7 +396,7 @@ static int jobs_sample(void *state, struct gp_frame *f, unsigned *errors)
     gp_frame_sort_procs(f);
     if (f->hostname[0] && strcmp(f->hostname, st->hostname) != 0)
         snprintf(st->hostname, sizeof st->hostname, "%s", f->hostname);
-    f->njobs = 0;
+    f->njobs = f->nsim_jobs; /* simulated jobs (simulate source) pass through */
     if (grow((void **)&st->procs, &st->cap_procs, f->nprocs, sizeof *st->procs) != GP_OK)
         return GP_ENOMEM;
 
@@ -404,6 +410,8 @@ static int jobs_sample(void *state, struct gp_frame *f, unsigned *errors)
 
     for (unsigned s = 0; s < f->nsteps; s++) {
         struct gp_step_stats *ss = &f->steps[s];
+        if (ss->node[0])
+            continue; /* a simulated rank: named by the simulate source */
         const struct gp_proc *p = gp_frame_find_proc(f, ss->pid);
         const struct jobs_pid *e = p ? NULL : kept_pid(st, ss->pid);
         if (p && p->jid.job[0])

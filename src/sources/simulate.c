@@ -15,11 +15,21 @@
  *   are a pure function of (seed, GPU, time since the first tick). Two
  *   instances with the same seed sampled at the same relative times give
  *   identical frames; no rand(), no global state.
- * - behaviours: each GPU plays one workload (simulate.h). The fleet gets a
- *   mix: node 0 GPU 1 is data-starved, then leaking, straggler, idle and
- *   more starved GPUs are placed by a seeded shuffle, about one of each
- *   per 64 GPUs and never more than half the fleet; the rest are
- *   compute-bound. A fleet of 8 or more GPUs shows all five.
+ * - behaviours: each GPU plays one workload (simulate.h), from the plan
+ *   (simulate_plan.h): exactly one leak, straggler, starved job,
+ *   throttled card, ECC error and idle allocation, the rest healthy and
+ *   compute-bound (a short dip between batches every half minute or so,
+ *   memory that rises once when the job starts, then plateaus).
+ * - jobs and steps: every GPU is a rank of its plan's job. The job's
+ *   process is there from the first tick (so a GPU's job and rank labels
+ *   never change), loads for its start offset (1-5 s) plus LOAD_S (memory
+ *   ramps up once, no work), then steps. Each rank is one
+ *   gp_job entry (job, rank) and, while it steps, one step reporter in
+ *   frame->steps whose counters are closed forms of the time it has run:
+ *   steps at the rank's step time (slower on the straggler, one a data
+ *   cycle on the starved GPU), data wait, samples, tokens and allocator
+ *   bytes that follow the GPU's memory. frame->nsim_jobs tells the jobs
+ *   source to keep them.
  * - counters (energy, PCIe bytes, throttle time) integrate the gauges
  *   from tick to tick (trapezoids), starting from a plausible
  *   "since boot" value, and never go down.
@@ -43,18 +53,28 @@
 #define GP_SIM_DRIVER_NVIDIA "550.127.05"
 #define GP_SIM_DRIVER_AMD "6.8.5"
 #define RESTART_S 10.0 /* a leaking job's restart: memory low, nothing running */
+#define LOAD_S 8.0     /* a job's start: memory rises to its plateau, no steps yet */
+#define LEAK_FROM 0.55 /* a leaking rank's memory share when it starts stepping */
+#define LEAK_TO 0.99   /* ... when it dies of OOM */
+#define BATCH 32       /* samples per step per rank */
+#define SEQ 2048       /* tokens per sample */
 
 struct sim_gpu {
     const struct gp_gpumodel *m;
     unsigned node, index; /* node number in the fleet, GPU index within it */
     enum gp_sim_behaviour beh;
+    const struct gp_sim_slot *slot; /* job, rank, start (the state's plan) */
+    char job[32];
+    double step_s;     /* seconds per step while running (starved: period_s) */
+    double ecc_at_s;   /* ecc: when the double-bit error happens */
     uint64_t key; /* hash of (seed, node, index): every per-GPU constant and noise */
     char uuid[48], pci[32], device[16], nodename[32];
     uint32_t pid_base; /* this node's fake pid range starts here */
     double mem_frac;   /* steady memory use, fraction of total */
-    double period_s;   /* starved: input cycle; leaking: time to OOM */
+    double period_s;   /* starved: input cycle; leaking: time from first step to OOM */
     double duty;       /* starved: busy share of the cycle */
-    double phase_s;    /* offset into the cycle at t = 0 */
+    double phase_s;    /* starved: offset into the cycle at t = 0 */
+    double dip_period_s; /* healthy: a dip between batches every this long */
     double temp_base;  /* busy temperature, C */
     /* counters and the previous tick's rates, for the trapezoids */
     bool have_last;
@@ -66,6 +86,7 @@ struct sim_gpu {
 struct sim_state {
     unsigned n;
     struct sim_gpu *gpus;
+    struct gp_sim_plan plan;
     bool started;
     int64_t t0_ms;
 };
@@ -80,6 +101,7 @@ struct sim_reading {
     double power_capped, thermal_throttled; /* share of the period, 0..1 */
     uint64_t clock_events;
     uint32_t pid;
+    double run_s;    /* how long the process has stepped; < 0: not stepping */
 };
 
 /* ---- noise ---- */
@@ -148,7 +170,7 @@ static void compute_bound(const struct sim_gpu *sg, double t, struct sim_reading
     r->nvl_tx = clamp(nvl * (0.35 + 0.1 * noise(sg, 12, t)), 0, nvl);
     r->nvl_rx = clamp(nvl * (0.35 + 0.1 * noise(sg, 13, t)), 0, nvl);
     double pl = m->power_limit_w;
-    r->power = pl * (0.955 + 0.035 * noise(sg, 14, t));
+    r->power = pl * (0.90 + 0.04 * noise(sg, 14, t)); /* never at the cap: healthy cards do not throttle */
     r->power_capped = clamp((r->power / pl - 0.97) / 0.02, 0, 1);
     r->sm_clock = m->sm_clock_max_mhz * (1 - 0.03 * r->power_capped);
     r->mem_clock = m->mem_clock_max_mhz;
@@ -157,7 +179,26 @@ static void compute_bound(const struct sim_gpu *sg, double t, struct sim_reading
     r->temp = sg->temp_base + 3 * noise(sg, 15, t);
     r->mem_temp = r->temp + 6 + 2 * noise(sg, 16, t);
     r->fan = clamp(0.6 + 0.1 * noise(sg, 17, t), 0, 1);
-    r->mem_frac = clamp(sg->mem_frac + 0.004 * noise(sg, 18, t), 0, 0.99);
+    r->mem_frac = clamp(sg->mem_frac + 0.001 * noise(sg, 18, t), 0, 0.99);
+}
+
+/* A healthy GPU's short dip between batches (evaluation, logging): about
+ * a second and a half every half minute, averaged over the last second. */
+static void batch_dips(const struct sim_gpu *sg, double t, struct sim_reading *r)
+{
+    double p = sg->dip_period_s, d = 1 - 1.5 / p;
+    double b = busy_integral(t, p, d, sg->phase_s) - busy_integral(t - 1.0, p, d, sg->phase_s);
+    b = clamp(b, 0, 1);
+    if (b >= 1)
+        return;
+    double idle = 1 - b;
+    r->util = b * r->util + idle * 55;
+    r->sm = b * r->sm + idle * 0.30;
+    r->gr = clamp(r->sm + 0.04, 0, 1);
+    r->tensor *= b;
+    r->fp16 *= b;
+    r->fp32 *= b;
+    r->power -= idle * 0.35 * (r->power - sg->m->idle_power_w);
 }
 
 /* Busy bursts, then waits for the next batch: work scales with the busy share. */
@@ -195,17 +236,22 @@ static void starved(const struct sim_gpu *sg, double t, struct sim_reading *r)
         r->clock_events |= 0x1; /* gpu_idle */
 }
 
-/* Memory grows linearly to ~99 %, the job dies (OOM), restarts, grows again. */
-static void leaking(const struct sim_gpu *sg, double t, struct sim_reading *r, unsigned *cycle)
+/*
+ * Memory grows linearly from LEAK_FROM to LEAK_TO over period_s of
+ * stepping, at a steady step rate; then the job dies (OOM), restarts
+ * (RESTART_S loading, a new pid) and leaks again. run is the time since
+ * the first step of the first process.
+ */
+static void leaking(const struct sim_gpu *sg, double run, double t, struct sim_reading *r,
+                    unsigned *cycle)
 {
-    compute_bound(sg, t, r);
-    double x = t + sg->phase_s;
-    double c = floor(x / sg->period_s);
-    double tc = x - c * sg->period_s;
+    double c = floor(run / (sg->period_s + RESTART_S));
+    double tc = run - c * (sg->period_s + RESTART_S);
     *cycle = (unsigned)fmod(c, 1024.0); /* only picks the pid: keep the cast in range */
-    if (tc < RESTART_S) {
-        /* the restarted job is loading: a context, no work */
-        r->mem_frac = 0.03 + 0.02 * tc / RESTART_S;
+    if (tc >= sg->period_s) {
+        /* died of OOM: the restarted process loads, no work */
+        double tl = tc - sg->period_s;
+        r->mem_frac = 0.03 + (LEAK_FROM - 0.03) * tl / RESTART_S;
         r->util = clamp(1 + noise(sg, 30, t), 0, 100);
         r->copy_util = 0;
         r->sm = r->gr = r->occ = r->tensor = r->fp16 = r->fp32 = r->fp64 = 0.005;
@@ -216,9 +262,11 @@ static void leaking(const struct sim_gpu *sg, double t, struct sim_reading *r, u
         r->clock_events = 0x1;
         r->temp -= 15;
         r->mem_temp -= 15;
+        r->run_s = -1;
         return;
     }
-    r->mem_frac = 0.40 + 0.59 * (tc - RESTART_S) / (sg->period_s - RESTART_S);
+    r->mem_frac = LEAK_FROM + (LEAK_TO - LEAK_FROM) * tc / sg->period_s;
+    r->run_s = tc;
 }
 
 /* Hot: thermal slowdown holds the SM clock down, so it does less work than its peers. */
@@ -271,26 +319,64 @@ static void idle_allocated(const struct sim_gpu *sg, double t, struct sim_readin
     r->mem_frac = sg->mem_frac;
 }
 
+/* Power-capped most of the time: at the limit, clocks held down, the cap reason set. */
+static void throttled(const struct sim_gpu *sg, double t, struct sim_reading *r)
+{
+    const struct gp_gpumodel *m = sg->m;
+    r->power = m->power_limit_w * (0.995 + 0.004 * noise(sg, 60, t));
+    r->power_capped = clamp(0.85 + 0.3 * noise(sg, 61, t), 0, 1);
+    r->sm_clock = m->sm_clock_max_mhz * (0.80 + 0.03 * noise(sg, 62, t));
+    r->clock_events = r->power_capped > 0.3 ? 0x4 | 0x80 : 0x4; /* sw_power_cap, power brake */
+    r->temp = 79 + 2 * noise(sg, 63, t);
+    r->mem_temp = r->temp + 6;
+}
+
+/* The job's start: its process allocates up to the plateau, no work yet. */
+static void loading(const struct sim_gpu *sg, double t, double plateau, struct sim_reading *r)
+{
+    idle_allocated(sg, t, r);
+    r->util = clamp(3 + 2 * noise(sg, 70, t), 0, 100);
+    r->mem_frac = 0.03 + (plateau - 0.03) * clamp(t / (sg->slot->start_s + LOAD_S), 0, 1);
+}
+
+/* Seconds the GPU's process has been stepping at t; < 0 before. */
+static double run_time(const struct sim_gpu *sg, double t) { return t - sg->slot->start_s - LOAD_S; }
+
 static void readings(const struct sim_gpu *sg, double t, struct sim_reading *r)
 {
     memset(r, 0, sizeof *r);
     unsigned cycle = 0;
-    switch (sg->beh) {
-    case GP_SIM_STARVED:
-        starved(sg, t, r);
-        break;
-    case GP_SIM_LEAKING:
-        leaking(sg, t, r, &cycle);
-        break;
-    case GP_SIM_STRAGGLER:
-        straggler(sg, t, r);
-        break;
-    case GP_SIM_IDLE:
-        idle_allocated(sg, t, r);
-        break;
-    default:
-        compute_bound(sg, t, r);
-        break;
+    double run = run_time(sg, t);
+    r->run_s = run;
+    if (run < 0) {
+        loading(sg, t, sg->beh == GP_SIM_LEAKING ? LEAK_FROM : sg->mem_frac, r);
+    } else {
+        switch (sg->beh) {
+        case GP_SIM_STARVED:
+            starved(sg, t, r);
+            break;
+        case GP_SIM_LEAKING:
+            compute_bound(sg, t, r);
+            batch_dips(sg, t, r);
+            leaking(sg, run, t, r, &cycle);
+            break;
+        case GP_SIM_STRAGGLER:
+            straggler(sg, t, r);
+            break;
+        case GP_SIM_IDLE:
+            idle_allocated(sg, t, r);
+            r->run_s = -1; /* holds memory, runs nothing: no steps */
+            break;
+        case GP_SIM_THROTTLED:
+            compute_bound(sg, t, r);
+            batch_dips(sg, t, r);
+            throttled(sg, t, r);
+            break;
+        default: /* compute-bound; the ECC card too (its error is in fill_gpu) */
+            compute_bound(sg, t, r);
+            batch_dips(sg, t, r);
+            break;
+        }
     }
     /* a restarted job gets a new pid (ranks of one node share a range) */
     r->pid = sg->pid_base + sg->index + GP_SIM_MAX_GPUS_PER_NODE * cycle;
@@ -323,58 +409,53 @@ static void identity(struct sim_gpu *sg, uint64_t seed)
     }
     uint64_t nk = mix64(seed ^ mix64(0x6e6f6465ull + sg->node));
     sg->pid_base = 100000 + (uint32_t)(nk % 3000u) * 1000u; /* up to ~3.12e6 with restarts: below pid_max */
-    double u[6];
-    for (unsigned i = 0; i < 6; i++)
+    double u[8];
+    for (unsigned i = 0; i < 8; i++)
         u[i] = hash_unit(sg->key, 0xc0, i);
     sg->temp_base = 62 + 10 * u[0];
+    sg->dip_period_s = 25 + 10 * u[5];
+    sg->phase_s = sg->dip_period_s * u[3];
+    /* the job's step time (shared by its ranks), then a rank's own 1 % */
+    double job_u = hash_unit(seed, 0x6a6f62, sg->slot->job);
+    sg->step_s = (0.35 + 0.4 * job_u) * (1 + 0.01 * u[6]);
     switch (sg->beh) {
     case GP_SIM_STARVED:
         sg->period_s = 4 + 2 * u[1];
         sg->duty = 0.35 + 0.1 * u[2];
+        sg->phase_s = sg->period_s * u[3];
+        sg->step_s = sg->period_s; /* one step a data cycle */
         break;
     case GP_SIM_LEAKING:
-        sg->period_s = 180 + 120 * u[1];
+        sg->period_s = 900 + 120 * u[1]; /* 15 to 17 minutes from the first step to OOM */
+        break;
+    case GP_SIM_STRAGGLER:
+        sg->step_s *= 1.6; /* the SM clock at ~62 % */
+        break;
+    case GP_SIM_THROTTLED:
+        sg->step_s *= 1.2;
+        break;
+    case GP_SIM_ECC:
+        sg->ecc_at_s = sg->slot->start_s + LOAD_S + 45 + 30 * u[7];
         break;
     default:
         break;
     }
-    sg->phase_s = sg->period_s * u[3];
     sg->mem_frac = sg->beh == GP_SIM_IDLE ? 0.42 + 0.16 * u[4] : 0.71 + 0.13 * u[4];
+    gp_sim_job_name(sg->job, sizeof sg->job, sg->slot->job);
 }
 
-/*
- * Gives every GPU its behaviour. gpu 1 (node 0 GPU 1) is starved; the
- * other special GPUs go to seeded-shuffle positions. Caller owns gpus.
- */
-static int assign_behaviours(struct sim_gpu *gpus, unsigned n, uint64_t seed)
+/* The behaviour that plays a planted fault. */
+static enum gp_sim_behaviour fault_behaviour(int fault)
 {
-    unsigned per_kind = 1 + n / 64, specials = 4 * per_kind;
-    if (specials > n / 2)
-        specials = n / 2;
-    if (!specials)
-        return GP_OK;
-    uint32_t *order = calloc(n, sizeof *order);
-    if (!order)
-        return GP_ENOMEM;
-    unsigned k = 0;
-    for (unsigned i = 0; i < n; i++)
-        if (i != 1)
-            order[k++] = i;
-    uint64_t st = mix64(seed ^ 0x73687566ull);
-    for (unsigned i = k; i > 1; i--) {
-        st = mix64(st);
-        unsigned j = (unsigned)(st % i);
-        uint32_t tmp = order[i - 1];
-        order[i - 1] = order[j];
-        order[j] = tmp;
+    switch (fault) {
+    case GP_SIM_FAULT_LEAK: return GP_SIM_LEAKING;
+    case GP_SIM_FAULT_STRAGGLER: return GP_SIM_STRAGGLER;
+    case GP_SIM_FAULT_STARVED: return GP_SIM_STARVED;
+    case GP_SIM_FAULT_THROTTLED: return GP_SIM_THROTTLED;
+    case GP_SIM_FAULT_ECC: return GP_SIM_ECC;
+    case GP_SIM_FAULT_IDLE: return GP_SIM_IDLE;
+    default: return GP_SIM_COMPUTE;
     }
-    static const enum gp_sim_behaviour kinds[4] = {GP_SIM_STARVED, GP_SIM_LEAKING, GP_SIM_STRAGGLER,
-                                                   GP_SIM_IDLE};
-    gpus[1].beh = GP_SIM_STARVED;
-    for (unsigned s = 1; s < specials; s++)
-        gpus[order[s - 1]].beh = kinds[s % 4];
-    free(order);
-    return GP_OK;
 }
 
 /* ---- the source ---- */
@@ -385,6 +466,7 @@ static void sim_close(void *state)
     if (!s)
         return;
     free(s->gpus);
+    gp_sim_plan_free(&s->plan);
     free(s);
 }
 
@@ -422,14 +504,17 @@ static int sim_open(const struct gp_source_config *cfg, void **state, char *err,
                 sg->key = mix64(cfg->seed * 0x9e3779b97f4a7c15ull ^ mix64(((uint64_t)node << 20) | i));
             }
     }
+    rc = gp_sim_plan_build(spec, cfg->seed, cfg->simulate_faults, &s->plan, err, errlen);
     free(spec);
-    rc = assign_behaviours(s->gpus, s->n, cfg->seed);
     if (rc != GP_OK) {
         sim_close(s);
-        return gp_seterr(err, errlen, rc, "simulate: out of memory");
+        return rc;
     }
-    for (unsigned i = 0; i < s->n; i++)
+    for (unsigned i = 0; i < s->n; i++) {
+        s->gpus[i].slot = &s->plan.slots[i];
+        s->gpus[i].beh = fault_behaviour(s->plan.slots[i].fault);
         identity(&s->gpus[i], cfg->seed);
+    }
     *state = s;
     return GP_OK;
 }
@@ -470,8 +555,8 @@ static void integrate(struct sim_gpu *sg, double t, const struct sim_reading *r)
     sg->last_therm = r->thermal_throttled;
 }
 
-/* Writes one simulated GPU into the frame. */
-static int fill_gpu(struct gp_gpu *g, const struct sim_gpu *sg, const struct sim_reading *r)
+/* Writes one simulated GPU into the frame (t: seconds since the first tick). */
+static int fill_gpu(struct gp_gpu *g, const struct sim_gpu *sg, const struct sim_reading *r, double t)
 {
     const struct gp_gpumodel *m = sg->m;
     bool nv = m->vendor == GP_VENDOR_NVIDIA;
@@ -509,16 +594,21 @@ static int fill_gpu(struct gp_gpu *g, const struct sim_gpu *sg, const struct sim
     gp_gpu_set(g, GPF_FB_FREE, total_mib - reserved_mib - used_mib);
     gp_gpu_set(g, GPF_MEMORY_TOTAL, (double)m->memory_bytes);
     gp_gpu_set(g, GPF_MEMORY_USED, used_mib * MIB);
+    bool dbe = sg->beh == GP_SIM_ECC && t >= sg->ecc_at_s; /* the planted double-bit error */
     if (m->ecc) {
         gp_gpu_set(g, GPF_ECC_SBE_VOL, 0);
-        gp_gpu_set(g, GPF_ECC_DBE_VOL, 0);
+        gp_gpu_set(g, GPF_ECC_DBE_VOL, dbe ? 1 : 0);
+    }
+    if (dbe && nv) {
+        g->nxids = 1;
+        g->xids[0] = (struct gp_xid_count){48, 1}; /* XID 48: double-bit ECC error */
     }
 
     if (nv) {
         gp_gpu_set(g, GPF_FB_RESERVED, reserved_mib);
         gp_gpu_set(g, GPF_ENC_UTIL, 0);
         gp_gpu_set(g, GPF_DEC_UTIL, 0);
-        gp_gpu_set(g, GPF_XID_ERRORS, 0);
+        gp_gpu_set(g, GPF_XID_ERRORS, dbe ? 48 : 0);
         gp_gpu_set(g, GPF_POWER_VIOLATION, floor(sg->power_viol_us));
         gp_gpu_set(g, GPF_THERMAL_VIOLATION, floor(sg->thermal_viol_us));
         gp_gpu_set(g, GPF_PCIE_TX_TOTAL, floor(sg->pcie_tx_b));
@@ -527,7 +617,7 @@ static int fill_gpu(struct gp_gpu *g, const struct sim_gpu *sg, const struct sim
         g->clock_events = r->clock_events;
         if (m->ecc) {
             gp_gpu_set(g, GPF_ECC_SBE_AGG, 0);
-            gp_gpu_set(g, GPF_ECC_DBE_AGG, 0);
+            gp_gpu_set(g, GPF_ECC_DBE_AGG, dbe ? 1 : 0);
         }
         if (gp_gpumodel_has_row_remap(m)) {
             gp_gpu_set(g, GPF_REMAP_COR, 0);
@@ -572,6 +662,77 @@ static int fill_gpu(struct gp_gpu *g, const struct sim_gpu *sg, const struct sim
     return GP_OK;
 }
 
+/* Bytes the rank's process holds on the GPU (as fill_gpu computes them) for a memory share. */
+static double proc_bytes(const struct gp_gpumodel *m, double frac)
+{
+    double total_mib = floor((double)m->memory_bytes / MIB);
+    double reserved_mib = m->vendor == GP_VENDOR_NVIDIA ? floor(total_mib / 160) : 0;
+    double used = round(frac * (total_mib - reserved_mib)) * MIB;
+    return used - fmin(512 * MIB, used / 10);
+}
+
+/* Appends the rank's gp_job entry (the frame owns it) and points g's job_idx at it. */
+static int add_job(struct gp_frame *f, struct gp_gpu *g, const struct sim_state *s,
+                   const struct sim_gpu *sg, const struct sim_reading *r, double t)
+{
+    struct gp_job *j = gp_frame_add_job(f);
+    if (!j)
+        return GP_ENOMEM;
+    snprintf(j->id.job, sizeof j->id.job, "%s", sg->job);
+    j->id.rank = sg->slot->rank;
+    j->id.local_rank = sg->slot->rank;
+    j->id.world_size = sg->slot->world;
+    j->id.scheme = GP_JOB_ENV;
+    snprintf(j->node, sizeof j->node, "%s", sg->nodename);
+    j->start_time_s = (double)s->t0_ms / 1000.0; /* it was there at the first tick */
+    j->nprocs = sg->beh == GP_SIM_IDLE ? 1 : 5; /* the rank and its data-loader workers */
+    j->cpu_seconds = t * (sg->beh == GP_SIM_IDLE ? 0.02 : 1.8);
+    j->rss_bytes = (uint64_t)(6e9 + 1e9 * hash_unit(sg->key, 0xd0, 0));
+    j->ngpus = 1;
+    j->gpu_mem_valid = j->sm_valid = true;
+    j->gpu_memory_bytes = g->nprocs ? g->procs[0].mem_bytes : 0;
+    j->sm_ratio = round(r->util) / 100.0;
+    g->job_idx = (int)(f->njobs - 1);
+    return GP_OK;
+}
+
+/* Appends the rank's step reporter (the frame owns it): counters in closed form of the time it has stepped. */
+static int add_steps(struct gp_frame *f, const struct sim_gpu *sg, const struct sim_reading *r)
+{
+    struct gp_step_stats *st = gp_frame_add_steps(f);
+    if (!st)
+        return GP_ENOMEM;
+    double run = r->run_s, steps = floor(run / sg->step_s);
+    st->pid = r->pid;
+    snprintf(st->node, sizeof st->node, "%s", sg->nodename);
+    snprintf(st->jid.job, sizeof st->jid.job, "%s", sg->job);
+    st->jid.rank = sg->slot->rank;
+    st->jid.local_rank = sg->slot->rank;
+    st->jid.world_size = sg->slot->world;
+    st->jid.scheme = GP_JOB_ENV;
+    st->steps_total = (uint64_t)steps;
+    st->last_step = (uint64_t)steps;
+    st->step_seconds_total = steps * sg->step_s;
+    st->last_step_seconds = steps > 0 ? sg->step_s : 0;
+    st->data_wait_valid = true;
+    double wait_share = sg->beh == GP_SIM_STARVED ? 1 - sg->duty : 0.02;
+    st->data_wait_seconds_total = st->step_seconds_total * wait_share;
+    st->samples_valid = st->tokens_valid = true;
+    st->samples_total = steps * BATCH;
+    st->tokens_total = steps * BATCH * SEQ;
+    st->loss_valid = true;
+    st->loss = 1.2 + 2.5 * exp(-steps / 5000.0);
+    st->target_steps = 200000;
+    st->last_ms = f->time_ms;
+    /* allocator: follows the memory the process holds (without the gauge's noise) */
+    double frac = sg->beh == GP_SIM_LEAKING ? r->mem_frac : sg->mem_frac;
+    double held = proc_bytes(sg->m, frac);
+    st->nalloc = 1;
+    st->alloc[0] = (struct gp_step_alloc){(int32_t)sg->index, (uint64_t)(0.86 * held),
+                                          (uint64_t)(0.93 * held), (uint64_t)(0.91 * held)};
+    return GP_OK;
+}
+
 static int sim_sample(void *state, struct gp_frame *f, unsigned *errors)
 {
     struct sim_state *s = state;
@@ -588,12 +749,16 @@ static int sim_sample(void *state, struct gp_frame *f, unsigned *errors)
         readings(sg, t, &r);
         integrate(sg, t, &r);
         struct gp_gpu *g = gp_frame_add_gpu(f);
-        if (!g || fill_gpu(g, sg, &r) != GP_OK) {
+        if (!g || fill_gpu(g, sg, &r, t) != GP_OK) {
             (*errors)++; /* out of memory: this GPU is missing from the tick */
             if (g)
                 f->ngpus--;
+            continue;
         }
+        if (add_job(f, g, s, sg, &r, t) != GP_OK || (r.run_s >= 0 && add_steps(f, sg, &r) != GP_OK))
+            (*errors)++; /* out of memory: its job or steps are missing from the tick */
     }
+    f->nsim_jobs = f->njobs;
     return GP_OK;
 }
 
@@ -608,7 +773,7 @@ const struct gp_source_ops gp_source_simulate = {
 const char *gp_sim_behaviour_name(enum gp_sim_behaviour b)
 {
     static const char *const names[GP_SIM__COUNT] = {"compute", "starved", "leaking", "straggler",
-                                                     "idle"};
+                                                     "idle",    "throttled", "ecc"};
     return (unsigned)b < GP_SIM__COUNT ? names[b] : "?";
 }
 
@@ -622,4 +787,10 @@ int gp_sim_gpu_behaviour(const void *state, unsigned i)
 {
     const struct sim_state *s = state;
     return s && i < s->n ? (int)s->gpus[i].beh : -1;
+}
+
+const struct gp_sim_plan *gp_sim_state_plan(const void *state)
+{
+    const struct sim_state *s = state;
+    return s ? &s->plan : NULL;
 }

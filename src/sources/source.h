@@ -26,6 +26,7 @@ struct gp_source_config {
     const char *sysfs_root;   /* "/sys" */
     const char *nvml_library; /* NULL or "": libnvidia-ml.so.1 through the loader */
     const char *simulate;     /* --simulate spec, NULL when off */
+    const char *simulate_faults; /* simulate: fault plan override (simulate_plan.h); NULL: seeded */
     const char *hostname;     /* this host's name */
     uint64_t seed;            /* simulate: same seed, same series */
     int64_t interval_ms;      /* sampling interval */

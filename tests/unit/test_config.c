@@ -167,7 +167,32 @@ static void test_docs_name_every_key(void)
     CHECK_INT(gp_agent_config_validate(&c, err, sizeof err), GP_OK);
 }
 
+/* simulate_faults and simulate_truth: only with simulate, the override checked against the spec. */
+static void test_simulate_faults_validated(void)
+{
+    struct gp_agent_config c;
+    char err[512];
+    gp_agent_config_defaults(&c);
+    CHECK_INT(gp_agent_config_set(&c, "simulate-faults", "leak=sim-node-0/1", err, sizeof err), GP_OK);
+    CHECK_INT(gp_agent_config_validate(&c, err, sizeof err), GP_ECONFIG);
+    CHECK_CONTAINS(err, "simulate_faults is set but simulate is not");
+    CHECK_INT(gp_agent_config_set(&c, "simulate", "2x8xH100", err, sizeof err), GP_OK);
+    CHECK_INT(gp_agent_config_validate(&c, err, sizeof err), GP_OK);
+    CHECK_INT(gp_agent_config_set(&c, "simulate-faults", "leak=sim-node-2/1", err, sizeof err), GP_OK);
+    CHECK_INT(gp_agent_config_validate(&c, err, sizeof err), GP_ECONFIG);
+    CHECK_CONTAINS(err, "the fleet has nodes 0 to 1");
+    CHECK_INT(gp_agent_config_set(&c, "simulate-faults", "leak=sim-node-1/1,leak=sim-node-0/0", err, sizeof err),
+              GP_OK);
+    CHECK_INT(gp_agent_config_validate(&c, err, sizeof err), GP_ECONFIG);
+    CHECK_CONTAINS(err, "given twice");
+    gp_agent_config_defaults(&c);
+    CHECK_INT(gp_agent_config_set(&c, "simulate-truth", "-", err, sizeof err), GP_OK);
+    CHECK_INT(gp_agent_config_validate(&c, err, sizeof err), GP_ECONFIG);
+    CHECK_CONTAINS(err, "simulate_truth is set but simulate is not");
+}
+
 const struct gp_test gp_tests_config[] = {
+    {"simulate_faults_validated", test_simulate_faults_validated},
     {"defaults", test_defaults},
     {"yaml_sets_keys", test_yaml_sets_keys},
     {"yaml_errors_name_the_line", test_yaml_errors_name_the_line},

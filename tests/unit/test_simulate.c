@@ -2,6 +2,7 @@
  * test_simulate.c - the GPU model table, the --simulate spec parser and
  * the simulated source: determinism, each behaviour's signature, counters,
  * sanity of every value, vendor/generation field sets, a large fleet.
+ * The fault plan and the simulated jobs: test_simulate_plan.c.
  */
 #include "lib/err.h"
 #include "lib/gpumodels.h"
@@ -173,9 +174,10 @@ static void test_spec_bad(void)
 
 /* ---- the source ---- */
 
-static void *open_sim(const char *spec, uint64_t seed)
+static void *open_sim_faults(const char *spec, uint64_t seed, const char *faults)
 {
-    struct gp_source_config cfg = {.simulate = spec, .seed = seed, .interval_ms = 1000};
+    struct gp_source_config cfg = {.simulate = spec, .seed = seed, .interval_ms = 1000,
+                                   .simulate_faults = faults};
     void *st = NULL;
     char err[512] = "";
     int rc = gp_source_simulate.open(&cfg, &st, err, sizeof err);
@@ -184,6 +186,11 @@ static void *open_sim(const char *spec, uint64_t seed)
     CHECK(st != NULL);
     return st;
 }
+
+static void *open_sim(const char *spec, uint64_t seed) { return open_sim_faults(spec, seed, NULL); }
+
+/* Every job has started and steps by then (start 1-5 s, loading 8 s). */
+#define RUNNING_MS 14000
 
 static void sample_at(void *st, struct gp_frame *f, int64_t ms)
 {
@@ -319,33 +326,38 @@ static void test_behaviours(void)
 {
     for (uint64_t seed = 1; seed <= 5; seed++) {
         void *st = open_sim("2x8xH100", seed);
-        CHECK_INT(gp_sim_gpu_behaviour(st, 1), GP_SIM_STARVED);
-        unsigned comp = find_beh(st, GP_SIM_COMPUTE), starv = 1;
+        unsigned comp = find_beh(st, GP_SIM_COMPUTE), starv = find_beh(st, GP_SIM_STARVED);
         unsigned leak = find_beh(st, GP_SIM_LEAKING), strag = find_beh(st, GP_SIM_STRAGGLER);
-        unsigned idle = find_beh(st, GP_SIM_IDLE);
+        unsigned idle = find_beh(st, GP_SIM_IDLE), thr = find_beh(st, GP_SIM_THROTTLED);
+        unsigned ecc = find_beh(st, GP_SIM_ECC);
         unsigned ncomp = 0;
         for (unsigned i = 0; i < 16; i++)
             ncomp += gp_sim_gpu_behaviour(st, i) == GP_SIM_COMPUTE;
-        CHECK(ncomp >= 8);
+        CHECK_INT(ncomp, 10);
 
         struct gp_frame f;
         gp_frame_init(&f);
         double starv_sm = 0, comp_sm = 0, starv_min = 100, starv_max = 0;
         double starv_pmin = 1e9, starv_pmax = 0, starv_rx_idle = 0, starv_rx_busy = 0;
-        unsigned leak_up = 0, leak_drops = 0, nstarv_idle = 0, nstarv_busy = 0;
+        unsigned leak_up = 0, leak_drops = 0, nstarv_idle = 0, nstarv_busy = 0, comp_busy = 0;
+        unsigned thr_capped = 0, ecc_seen = 0;
         double last_leak = -1;
         const int ticks = 600;
+        sample_at(st, &f, T0_MS); /* the simulation's clock starts at its first tick */
         for (int i = 0; i < ticks; i++) {
-            sample_at(st, &f, T0_MS + (int64_t)i * 1000);
+            sample_at(st, &f, T0_MS + RUNNING_MS + (int64_t)i * 1000);
             const struct gp_gpu *c = &f.gpus[comp], *s = &f.gpus[starv], *l = &f.gpus[leak];
-            const struct gp_gpu *t = &f.gpus[strag], *d = &f.gpus[idle];
-            /* compute-bound */
-            CHECK(c->val[GPF_GPU_UTIL] >= 97);
-            CHECK(c->val[GPF_PROF_SM_ACTIVE] >= 0.85 && c->val[GPF_PROF_SM_ACTIVE] <= 0.95);
-            CHECK(c->val[GPF_PROF_TENSOR] >= 0.5 && c->val[GPF_PROF_TENSOR] <= 0.7);
-            CHECK(c->val[GPF_POWER_USAGE] >= 0.9 * c->val[GPF_POWER_LIMIT]);
+            const struct gp_gpu *t = &f.gpus[strag], *d = &f.gpus[idle], *h = &f.gpus[thr];
+            const struct gp_gpu *e = &f.gpus[ecc];
+            /* compute-bound: busy but for short dips between batches, never throttled */
+            comp_busy += c->val[GPF_GPU_UTIL] >= 97;
+            CHECK(c->val[GPF_GPU_UTIL] >= 50);
+            CHECK(c->val[GPF_PROF_SM_ACTIVE] >= 0.25 && c->val[GPF_PROF_SM_ACTIVE] <= 0.95);
+            CHECK(c->val[GPF_POWER_USAGE] >= 0.5 * c->val[GPF_POWER_LIMIT]);
+            CHECK(c->val[GPF_POWER_USAGE] < 0.95 * c->val[GPF_POWER_LIMIT]);
             CHECK(mem_ratio(c) >= 0.70 && mem_ratio(c) <= 0.85);
-            CHECK(c->val[GPF_SM_CLOCK] >= 0.96 * c->val[GPF_SM_CLOCK_MAX] / 1e6);
+            CHECK(c->val[GPF_SM_CLOCK] * 1e6 == c->val[GPF_SM_CLOCK_MAX]);
+            CHECK((c->clock_events & ~0x1ull) == 0);
             comp_sm += c->val[GPF_PROF_SM_ACTIVE];
             /* data-starved */
             starv_sm += s->val[GPF_PROF_SM_ACTIVE];
@@ -365,7 +377,7 @@ static void test_behaviours(void)
             if (last_leak >= 0) {
                 if (lm > last_leak)
                     leak_up++;
-                else if (lm < 0.2 * last_leak)
+                else if (lm < 0.8 * last_leak)
                     leak_drops++;
             }
             last_leak = lm;
@@ -374,25 +386,48 @@ static void test_behaviours(void)
             CHECK(t->clock_events & 0x40);
             CHECK(t->val[GPF_GPU_TEMP] >= 87 && t->val[GPF_GPU_TEMP] <= 90);
             CHECK(t->val[GPF_SM_CLOCK] < 0.75 * c->val[GPF_SM_CLOCK]);
-            CHECK(t->val[GPF_PROF_SM_ACTIVE] < c->val[GPF_PROF_SM_ACTIVE]);
             /* idle but allocated */
             CHECK(d->val[GPF_GPU_UTIL] < 5);
             CHECK(mem_ratio(d) > 0.3);
             CHECK(d->val[GPF_POWER_USAGE] < 0.2 * d->val[GPF_POWER_LIMIT]);
             CHECK(d->clock_events & 0x1);
+            /* throttled: power cap most of the time, clocks down, no thermal reason */
+            thr_capped += (h->clock_events & 0x4) != 0;
+            CHECK(h->val[GPF_SM_CLOCK] < 0.85 * c->val[GPF_SM_CLOCK]);
+            CHECK((h->clock_events & 0x60) == 0);
+            /* ECC: one double-bit error and XID 48, once, and it stays counted */
+            if (e->val[GPF_ECC_DBE_VOL] > 0) {
+                CHECK_DBL(e->val[GPF_ECC_DBE_VOL], 1, 0);
+                CHECK_DBL(e->val[GPF_XID_ERRORS], 48, 0);
+                CHECK_INT(e->nxids, 1);
+                CHECK_INT(e->xids[0].xid, 48);
+                CHECK_INT(e->xids[0].count, 1);
+                ecc_seen++;
+            } else {
+                CHECK_INT(ecc_seen, 0);
+                CHECK_INT(e->nxids, 0);
+            }
+            /* only the planted GPUs carry errors */
+            for (unsigned k = 0; k < f.ngpus; k++)
+                if (k != ecc)
+                    CHECK(f.gpus[k].val[GPF_ECC_DBE_VOL] == 0 && f.gpus[k].nxids == 0);
         }
+        CHECK(comp_busy > (unsigned)ticks * 8 / 10);
+        CHECK(comp_busy < (unsigned)ticks); /* the dips between batches are there */
         CHECK(starv_sm / ticks < 0.6);
-        CHECK(comp_sm / ticks > 0.85);
+        CHECK(comp_sm / ticks > 0.8);
         CHECK(starv_min < 10 && starv_max > 90);
         CHECK(starv_pmax > 2 * starv_pmin);
         CHECK(nstarv_idle > 0 && nstarv_busy > 0);
         CHECK(starv_rx_idle / nstarv_idle > 5 * (starv_rx_busy / nstarv_busy));
         CHECK(leak_up >= (unsigned)ticks * 9 / 10);
-        CHECK(leak_drops >= 1); /* 600 s covers at least one OOM (period 3-5 min) */
+        CHECK_INT(leak_drops, 0); /* 10 minutes: it grows all along, OOM comes later */
+        CHECK(thr_capped > (unsigned)ticks * 7 / 10);
+        CHECK(ecc_seen > (unsigned)ticks * 8 / 10);
         /* the straggler's thermal violation counter keeps growing */
         const struct gp_gpu *t = &f.gpus[strag];
         double tv = t->val[GPF_THERMAL_VIOLATION];
-        sample_at(st, &f, T0_MS + (int64_t)ticks * 1000);
+        sample_at(st, &f, T0_MS + RUNNING_MS + (int64_t)ticks * 1000);
         CHECK(f.gpus[strag].val[GPF_THERMAL_VIOLATION] > tv + 5e5);
         gp_frame_free(&f);
         gp_source_simulate.close(st);
@@ -400,7 +435,7 @@ static void test_behaviours(void)
 }
 
 /* Every value within its range, memory consistent, processes plausible. */
-static void check_sane(const struct gp_gpu *g)
+static void check_sane(const struct gp_gpu *g, bool running)
 {
     static const enum gp_gpu_field pct[] = {GPF_GPU_UTIL, GPF_MEM_COPY_UTIL, GPF_ENC_UTIL,
                                             GPF_DEC_UTIL};
@@ -427,7 +462,11 @@ static void check_sane(const struct gp_gpu *g)
     CHECK(g->val[GPF_SM_CLOCK] * 1e6 <= g->val[GPF_SM_CLOCK_MAX]);
     CHECK(g->val[GPF_MEM_CLOCK] * 1e6 <= g->val[GPF_MEM_CLOCK_MAX]);
     CHECK(g->val[GPF_GPU_TEMP] > 20 && g->val[GPF_GPU_TEMP] < 100);
-    CHECK_INT(g->nprocs, 1);
+    CHECK(g->nprocs <= 1);
+    if (running)
+        CHECK_INT(g->nprocs, 1);
+    if (!g->nprocs)
+        return;
     const struct gp_gpu_proc *p = &g->procs[0];
     CHECK(p->pid >= 100000);
     CHECK(p->mem_valid && p->util_valid);
@@ -458,7 +497,7 @@ static void test_counters_and_sanity(void)
         CHECK_INT(f.ngpus, n);
         for (unsigned i = 0; i < n; i++) {
             const struct gp_gpu *g = &f.gpus[i];
-            check_sane(g);
+            check_sane(g, ms - T0_MS >= RUNNING_MS);
             for (size_t c = 0; c < nc; c++) {
                 if (!gp_gpu_has(g, counters[c]))
                     continue;
@@ -489,7 +528,7 @@ static void test_mixed_fleet_fields(void)
     struct gp_frame f;
     gp_frame_init(&f);
     sample_at(st, &f, T0_MS);
-    sample_at(st, &f, T0_MS + 1000);
+    sample_at(st, &f, T0_MS + RUNNING_MS);
     CHECK_INT(f.ngpus, 14);
     for (unsigned i = 0; i < f.ngpus; i++) {
         const struct gp_gpu *g = &f.gpus[i];
@@ -511,7 +550,7 @@ static void test_mixed_fleet_fields(void)
         CHECK(gp_gpu_has(g, GPF_SM_CLOCK_MAX) && gp_gpu_has(g, GPF_GPU_UTIL));
         CHECK_DBL(g->val[GPF_MEMORY_TOTAL], (double)m->memory_bytes, 0);
         CHECK_INT(g->vendor, m->vendor);
-        check_sane(g);
+        check_sane(g, true);
     }
     /* a GDDR card with a fan: fan speed, no memory temperature, no ECC */
     void *st2 = open_sim("1x2xRTX4090", 3);
@@ -524,26 +563,37 @@ static void test_mixed_fleet_fields(void)
     gp_source_simulate.close(st2);
 }
 
+static void count_behaviours(void *st, unsigned seen[GP_SIM__COUNT])
+{
+    memset(seen, 0, GP_SIM__COUNT * sizeof *seen);
+    for (unsigned i = 0; i < gp_sim_gpu_count(st); i++)
+        seen[gp_sim_gpu_behaviour(st, i)]++;
+}
+
 static void test_small_fleets(void)
 {
-    /* one GPU: compute-bound; two: node 0 GPU 1 is starved */
+    unsigned seen[GP_SIM__COUNT];
+    /* one GPU: the first fault that fits (no straggler without peers) */
     void *st = open_sim("1x1xA100", 1);
-    CHECK_INT(gp_sim_gpu_behaviour(st, 0), GP_SIM_COMPUTE);
+    CHECK_INT(gp_sim_gpu_behaviour(st, 0), GP_SIM_LEAKING);
+    CHECK_INT(gp_sim_state_plan(st)->nfaults, 1);
     gp_source_simulate.close(st);
-    st = open_sim("1x2xL4", 1);
-    CHECK_INT(gp_sim_gpu_behaviour(st, 0), GP_SIM_COMPUTE);
-    CHECK_INT(gp_sim_gpu_behaviour(st, 1), GP_SIM_STARVED);
-    gp_source_simulate.close(st);
-    /* eight GPUs: every behaviour, half the fleet compute-bound */
+    /* eight GPUs on one node: every fault once, the straggler keeps peers */
     st = open_sim("1x8xH200", 99);
-    unsigned seen[GP_SIM__COUNT] = {0};
-    for (unsigned i = 0; i < 8; i++)
-        seen[gp_sim_gpu_behaviour(st, i)]++;
-    CHECK_INT(seen[GP_SIM_COMPUTE], 4);
+    count_behaviours(st, seen);
+    CHECK_INT(seen[GP_SIM_COMPUTE], 2);
     for (int b = 1; b < GP_SIM__COUNT; b++)
         CHECK_INT(seen[b], 1);
     CHECK_STR(gp_sim_behaviour_name(GP_SIM_LEAKING), "leaking");
+    CHECK_STR(gp_sim_behaviour_name(GP_SIM_THROTTLED), "throttled");
+    CHECK_STR(gp_sim_behaviour_name(GP_SIM_ECC), "ecc");
     CHECK_STR(gp_sim_behaviour_name((enum gp_sim_behaviour)99), "?");
+    gp_source_simulate.close(st);
+    /* cards without ECC memory: no ECC fault */
+    st = open_sim("1x8xRTX4090", 3);
+    count_behaviours(st, seen);
+    CHECK_INT(seen[GP_SIM_ECC], 0);
+    CHECK_INT(seen[GP_SIM_COMPUTE], 3);
     gp_source_simulate.close(st);
 }
 
@@ -553,19 +603,21 @@ static void test_large_fleet(void)
     struct gp_frame f;
     gp_frame_init(&f);
     struct timespec a, b;
+    sample_at(st, &f, T0_MS);
     clock_gettime(CLOCK_MONOTONIC, &a);
     for (int i = 0; i < 10; i++)
-        sample_at(st, &f, T0_MS + i * 1000);
+        sample_at(st, &f, T0_MS + RUNNING_MS + i * 1000);
     clock_gettime(CLOCK_MONOTONIC, &b);
     CHECK_INT(f.ngpus, 512);
     CHECK_STR(f.gpus[511].node, "sim-node-63");
     CHECK_INT(f.gpus[511].index, 7);
-    unsigned seen[GP_SIM__COUNT] = {0};
-    for (unsigned i = 0; i < 512; i++)
-        seen[gp_sim_gpu_behaviour(st, i)]++;
+    unsigned seen[GP_SIM__COUNT];
+    count_behaviours(st, seen);
     for (int k = 1; k < GP_SIM__COUNT; k++)
-        CHECK(seen[k] >= 2); /* about one of each per 64 GPUs */
-    CHECK(seen[GP_SIM_COMPUTE] > 400);
+        CHECK_INT(seen[k], 1); /* exactly one of each, however large the fleet */
+    CHECK_INT(seen[GP_SIM_COMPUTE], 506);
+    CHECK_INT(f.njobs, 512);
+    CHECK_INT(f.nsteps, 511); /* the idle rank reports no steps */
     double s = (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) / 1e9;
     CHECK(s < 5.0); /* ten ticks of 512 GPUs, even under ASan */
     gp_frame_free(&f);
