@@ -40,6 +40,12 @@ struct gp_server_config {
     int64_t checkpoint_interval_ms;
     int64_t jobs_scan_interval_ms;
     char gpu_hour_price[32]; /* decimal text; parsed by gp_server_config_price */
+    int64_t eval_interval_ms;
+    int64_t eval_window_ms;
+    int64_t eval_step_ms;
+    int64_t alert_clear_for_ms;
+    char detectors_disabled[512];
+    char detector_overrides[1024];
     char log_level[8];
 };
 
@@ -82,6 +88,19 @@ struct gp_server_config {
       "how often the jobs registry is updated from new gpulse_job_* samples")                     \
     X(gpu_hour_price, "gpu_hour_price", "gpu-hour-price", STR, "0",                                \
       "price of one GPU-hour in USD, for the cost of jobs (0: not configured, cost is null)")     \
+    X(eval_interval_ms, "eval_interval", "eval-interval", DURATION, "15s",                         \
+      "how often detectors and custom rules are evaluated and alerts move")                      \
+    X(eval_window_ms, "eval_window", "eval-window", DURATION, "15m",                               \
+      "how much recent history the detectors see (a whole number of eval_step)")                 \
+    X(eval_step_ms, "eval_step", "eval-step", DURATION, "15s",                                     \
+      "spacing of the points of the detectors' window")                                           \
+    X(alert_clear_for_ms, "alert_clear_for", "alert-clear-for", DURATION, "1m",                    \
+      "how long a firing alert must be clear before it resolves (0s: at the first clear tick)")   \
+    X(detectors_disabled, "detectors_disabled", "detectors-disabled", STR, "",                     \
+      "comma-separated built-in detectors not to run (e.g. gpu_saturated,tensor_cores_unused)")  \
+    X(detector_overrides, "detector_overrides", "detector-overrides", STR, "",                     \
+      "detector settings, DETECTOR.FIELD=VALUE,... with FIELD threshold, clear, for, cooldown, "  \
+      "severity or enabled (e.g. memory_near_exhaustion.threshold=0.9,oom_predicted.for=2m)")   \
     X(log_level, "log_level", "log-level", STR, "info", "debug, info, warn or error")
 
 void gp_server_config_defaults(struct gp_server_config *c);

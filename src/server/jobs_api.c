@@ -19,6 +19,7 @@
 #include "lib/err.h"
 #include "query/jobdoc.h"
 #include "query/query.h"
+#include "server/jobs.h"
 
 #include <errno.h>
 #include <stdlib.h>
