@@ -280,7 +280,29 @@ static void test_eval(void)
     gp_store_close(st);
 }
 
+/* The example config's rules and the docs' example parse. */
+static void test_examples_parse(void)
+{
+    struct gp_rules rs = {0};
+    char err[256] = "";
+    const char *ex = gp_test_repo_text("gpulse.example.yaml");
+    if (gp_rules_parse_yaml(ex, strlen(ex), &rs, err, sizeof err))
+        gp_test_fail(__FILE__, __LINE__, "gpulse.example.yaml: %s", err);
+    CHECK_INT(rs.n, 1);
+    const char *doc = strstr(gp_test_repo_text("docs/config.md"), "```yaml\nrules:");
+    CHECK(doc != NULL);
+    doc += strlen("```yaml\n");
+    const char *end = strstr(doc, "```");
+    CHECK(end != NULL);
+    if (gp_rules_parse_yaml(doc, (size_t)(end - doc), &rs, err, sizeof err))
+        gp_test_fail(__FILE__, __LINE__, "docs/config.md: %s", err);
+    CHECK_INT(rs.n, 1);
+    CHECK_STR(rs.r[0].name, "gpu_hot");
+    gp_rules_free(&rs);
+}
+
 const struct gp_test gp_tests_rules[] = {
+    {"examples_parse", test_examples_parse},
     {"parse", test_parse},
     {"malformed", test_malformed},
     {"aggregates", test_aggregates},
