@@ -62,6 +62,10 @@ struct transition {
 
 struct gp_alerts {
     pthread_mutex_t mu;
+    /* Orders writers of the connection: a tick's transaction and the
+     * silences' statements (which would otherwise join it, and go with
+     * its rollback). Taken after mu when both are held. */
+    pthread_mutex_t dbmu;
     sqlite3 *db;
     struct alert *bucket[NBUCKETS];
     size_t nalerts;
@@ -312,6 +316,7 @@ int gp_alerts_open(struct gp_alerts **out, const char *dir, int64_t now_ms, char
         return gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
     }
     pthread_mutex_init(&a->mu, NULL);
+    pthread_mutex_init(&a->dbmu, NULL);
     int rc = gp_state_open(&a->db, dir, err, errlen);
     if (rc) {
         gp_alerts_close(a);
@@ -342,6 +347,7 @@ void gp_alerts_close(struct gp_alerts *a)
     free(a->sil);
     free(a->q);
     pthread_mutex_destroy(&a->mu);
+    pthread_mutex_destroy(&a->dbmu);
     free(a);
 }
 
@@ -636,6 +642,7 @@ int gp_alerts_end(struct gp_alerts *a, char *err, size_t errlen)
 
     int rc = GP_OK;
     if (nq) {
+        pthread_mutex_lock(&a->dbmu);
         int s = sqlite3_exec(a->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
         for (size_t i = 0; s == SQLITE_OK && i < nq; i++) {
             s = write_transition(a->db, &q[i]);
@@ -648,12 +655,11 @@ int gp_alerts_end(struct gp_alerts *a, char *err, size_t errlen)
             rc = gp_seterr(err, errlen, GP_EIO, "writing %zu alert transitions: %s", nq,
                            sqlite3_errmsg(a->db));
             sqlite3_exec(a->db, "ROLLBACK", NULL, NULL, NULL);
-            pthread_mutex_lock(&a->mu);
-            a->st.db_errors++;
-            pthread_mutex_unlock(&a->mu);
         }
+        pthread_mutex_unlock(&a->dbmu);
     }
     pthread_mutex_lock(&a->mu);
+    a->st.db_errors += rc != GP_OK;
     size_t nlis = a->nlis;
     __typeof__(a->lis[0]) lis[GP_ALERTS_MAX_LISTENERS];
     memcpy(lis, a->lis, sizeof lis);
@@ -751,6 +757,7 @@ int gp_alerts_silence_add(struct gp_alerts *a, struct gp_silence *s, int64_t now
         return gp_seterr(err, errlen, GP_ETOOBIG, "too many silences (at most %d)", GP_SILENCES_MAX);
     }
     sqlite3_stmt *st;
+    pthread_mutex_lock(&a->dbmu);
     int rc = sqlite3_prepare_v2(a->db,
                                 "INSERT INTO silences(id, kind, job, node, gpu, severity, comment,"
                                 " created, starts_at, ends_at) VALUES(?,?,?,?,?,?,?,?,?,?)",
@@ -771,9 +778,11 @@ int gp_alerts_silence_add(struct gp_alerts *a, struct gp_silence *s, int64_t now
     }
     if (rc != SQLITE_DONE) {
         rc = gp_seterr(err, errlen, GP_EIO, "storing the silence: %s", sqlite3_errmsg(a->db));
+        pthread_mutex_unlock(&a->dbmu);
         pthread_mutex_unlock(&a->mu);
         return rc;
     }
+    pthread_mutex_unlock(&a->dbmu);
     a->sil[a->nsil++] = *s;
     /* Active alerts learn at once, not only at the next tick. */
     for (size_t i = 0; i < NBUCKETS; i++)
@@ -795,6 +804,7 @@ int gp_alerts_silence_delete(struct gp_alerts *a, const char *id, int64_t now_ms
         return GP_ENOTFOUND;
     }
     sqlite3_stmt *st;
+    pthread_mutex_lock(&a->dbmu);
     int rc = sqlite3_prepare_v2(a->db, "UPDATE silences SET ends_at=? WHERE id=?", -1, &st, NULL);
     if (rc == SQLITE_OK) {
         sqlite3_bind_int64(st, 1, now_ms);
@@ -802,6 +812,7 @@ int gp_alerts_silence_delete(struct gp_alerts *a, const char *id, int64_t now_ms
         rc = sqlite3_step(st);
         sqlite3_finalize(st);
     }
+    pthread_mutex_unlock(&a->dbmu);
     if (rc != SQLITE_DONE) {
         pthread_mutex_unlock(&a->mu);
         return GP_EIO;

@@ -398,6 +398,36 @@ static void test_silences(void)
     gp_alerts_close(a);
 }
 
+/* A database that refuses the writes: a clean GP_EIO, counted; the state
+ * in memory moves on and the listeners still hear of it. */
+static void test_db_failure(void)
+{
+    struct rec r = {0};
+    struct gp_alerts *a = open_alerts(T0, &r);
+    char path[700];
+    snprintf(path, sizeof path, "%s/state.db", gp_test_tmpdir());
+    sqlite3 *db;
+    CHECK_INT(sqlite3_open(path, &db), SQLITE_OK);
+    CHECK_INT(sqlite3_exec(db, "DROP TABLE alert_transitions", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+    struct gp_alert_params p = params(0);
+    struct gp_observation bad = obs("n1", "", 0, true, 0.97);
+    gp_alerts_begin(a, T0);
+    CHECK_INT(gp_alerts_observe(a, &p, &bad), GP_OK);
+    char err[256] = "";
+    CHECK_INT(gp_alerts_end(a, err, sizeof err), GP_EIO);
+    CHECK_CONTAINS(err, "writing 2 alert transitions");
+    CHECK_CONTAINS(err, "alert_transitions");
+    struct gp_alerts_stats st;
+    gp_alerts_stats(a, &st);
+    CHECK_INT(st.db_errors, 1);
+    CHECK_INT(st.firing, 1);
+    CHECK_INT(r.n, 2);
+    /* Nothing half-written: the alert row went with the rollback. */
+    CHECK_INT(count_rows("SELECT count(*) FROM alerts"), 0);
+    gp_alerts_close(a);
+}
+
 /* A database of a newer schema is refused, not written to. */
 static void test_newer_schema(void)
 {
@@ -628,5 +658,6 @@ const struct gp_test gp_tests_alerts[] = {
     {"hold", test_hold},
     {"silences", test_silences},
     {"newer_schema", test_newer_schema},
+    {"db_failure", test_db_failure},
     {0},
 };
