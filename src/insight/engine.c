@@ -835,10 +835,22 @@ void gp_engine_stats(struct gp_engine *e, struct gp_engine_stats *out)
     pthread_mutex_unlock(&e->mu);
 }
 
+/* Waits until next_ms (wall clock) or stop; called and returns with e->mu held. */
+static void wait_until_ms(struct gp_engine *e, int64_t next_ms)
+{
+    struct timespec until = {(time_t)(next_ms / 1000), (long)(next_ms % 1000) * 1000000};
+    while (!e->stop && pthread_cond_timedwait(&e->cv, &e->mu, &until) == 0)
+        ;
+}
+
+/* The first tick waits one interval: after a restart the agents have
+ * pushed again by then, so alerts reloaded as firing are judged on fresh
+ * samples rather than on the gap of the restart. */
 static void *thread_main(void *arg)
 {
     struct gp_engine *e = arg;
     pthread_mutex_lock(&e->mu);
+    wait_until_ms(e, gp_wall_ms() + e->o.interval_ms);
     while (!e->stop) {
         pthread_mutex_unlock(&e->mu);
         char err[512] = "";
@@ -850,12 +862,7 @@ static void *thread_main(void *arg)
         gp_log(GP_LOG_DEBUG, "engine", "tick", "gpus=%llu procs=%llu series=%llu tick_ms=%.3f",
                (unsigned long long)s.gpus, (unsigned long long)s.procs,
                (unsigned long long)s.series, (double)s.last_tick_ns / 1e6);
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        int64_t next = now + e->o.interval_ms;
-        struct timespec until = {(time_t)(next / 1000), (long)(next % 1000) * 1000000};
-        while (!e->stop && pthread_cond_timedwait(&e->cv, &e->mu, &until) == 0)
-            ;
+        wait_until_ms(e, now + e->o.interval_ms);
     }
     pthread_mutex_unlock(&e->mu);
     return NULL;

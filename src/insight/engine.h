@@ -65,7 +65,9 @@ struct gp_engine;
  * detail. Close with gp_engine_close. */
 int gp_engine_new(struct gp_engine **out, const struct gp_engine_options *o, char *err,
                   size_t errlen);
-/* Starts the thread (a tick every interval, on the wall clock). GP_OK or GP_ENOMEM. */
+/* Starts the thread: a tick every interval on the wall clock, the first
+ * one interval after the start (agents push again after a server
+ * restart before reloaded alerts are judged). GP_OK or GP_ENOMEM. */
 int gp_engine_start(struct gp_engine *e);
 /* Stops the thread (if started) and frees. Accepts NULL. */
 void gp_engine_close(struct gp_engine *e);
