@@ -13,6 +13,7 @@
  *                         rollups=auto|true|false
  *   /api/v1/labels, /api/v1/label/NAME/values, /api/v1/nodes, /api/v1/gpus
  *   /api/v1/jobs, /api/v1/jobs/ID   (jobs_api.c)
+ *   /api/v1/alerts[/ID], /api/v1/silences[/ID]   (alerts_api.c)
  */
 #include "server_int.h"
 
@@ -39,16 +40,21 @@ enum gp_srv_route gp_srv_route_of(const char *p)
         {"/api/v1/nodes", GP_SRV_R_NODES},   {"/api/v1/gpus", GP_SRV_R_GPUS},
         {"/api/v1/health", GP_SRV_R_HEALTH}, {"/metrics", GP_SRV_R_METRICS},
         {"/api/v1/jobs", GP_SRV_R_JOBS},     {"/api/v1/recommendations", GP_SRV_R_RECOMMENDATIONS},
-        {"/api/v1/audit", GP_SRV_R_AUDIT},
-        {"/api/v1/jobs", GP_SRV_R_JOBS},     {"/api/v1/fleet", GP_SRV_R_FLEET},
-        {"/api/v1/cost", GP_SRV_R_COST},
+        {"/api/v1/audit", GP_SRV_R_AUDIT},   {"/api/v1/fleet", GP_SRV_R_FLEET},
+        {"/api/v1/cost", GP_SRV_R_COST},     {"/api/v1/alerts", GP_SRV_R_ALERTS},
+        {"/api/v1/silences", GP_SRV_R_SILENCES},
     };
     for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
         if (!strcmp(p, fixed[i].path))
             return fixed[i].r;
-    static const char jobs[] = "/api/v1/jobs/";
+    static const char jobs[] = "/api/v1/jobs/", alerts[] = "/api/v1/alerts/",
+                      silences[] = "/api/v1/silences/";
     if (!strncmp(p, jobs, sizeof jobs - 1) && p[sizeof jobs - 1])
         return GP_SRV_R_JOB;
+    if (!strncmp(p, alerts, sizeof alerts - 1) && p[sizeof alerts - 1])
+        return GP_SRV_R_ALERT;
+    if (!strncmp(p, silences, sizeof silences - 1) && p[sizeof silences - 1])
+        return GP_SRV_R_SILENCE;
     static const char pre[] = "/api/v1/label/", post[] = "/values";
     size_t n = strlen(p);
     if (!strncmp(p, pre, sizeof pre - 1) && n > sizeof pre - 1 + sizeof post - 1 &&
@@ -325,6 +331,12 @@ void gp_srv_handle_api(struct gp_server *s, enum gp_srv_route route,
     case GP_SRV_R_FLEET:
     case GP_SRV_R_COST:
         gp_srv_handle_cost(s, st, route, req, resp);
+        break;
+    case GP_SRV_R_ALERTS:
+    case GP_SRV_R_ALERT:
+    case GP_SRV_R_SILENCES:
+    case GP_SRV_R_SILENCE:
+        gp_srv_handle_alerts(s, route, req, resp);
         break;
     default:
         gp_srv_bad(resp, 404, "not_found", "no such route");

@@ -6,6 +6,7 @@
 
 #include "insight/remediate.h"
 #include "insight/cost.h"
+#include "insight/engine.h"
 #include "lib/err.h"
 #include "lib/log.h"
 
@@ -88,6 +89,20 @@ int gp_server_config_validate(const struct gp_server_config *c, char *err, size_
     free(p);
     if (rc)
         return rc;
+    if (c->eval_interval_ms < 100 || c->eval_interval_ms > 3600 * 1000)
+        return gp_seterr(err, errlen, GP_ECONFIG, "eval_interval must be between 100ms and 1h");
+    if (c->eval_step_ms < 100)
+        return gp_seterr(err, errlen, GP_ECONFIG, "eval_step must be at least 100ms");
+    if (c->eval_window_ms < c->eval_step_ms || c->eval_window_ms % c->eval_step_ms ||
+        c->eval_window_ms / c->eval_step_ms >= 10000)
+        return gp_seterr(err, errlen, GP_ECONFIG,
+                         "eval_window must be a whole number (1 to 9999) of eval_step");
+    if (c->alert_clear_for_ms > 24 * 3600 * 1000)
+        return gp_seterr(err, errlen, GP_ECONFIG, "alert_clear_for must be at most 24h");
+    struct gp_detector_cfg dc[GP_DET__COUNT];
+    int drc = gp_engine_detector_config(c->detectors_disabled, c->detector_overrides, dc, err, errlen);
+    if (drc)
+        return drc;
     enum gp_log_level lvl;
     if (gp_log_parse_level(c->log_level, &lvl))
         return gp_seterr(err, errlen, GP_ECONFIG,

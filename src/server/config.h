@@ -42,6 +42,12 @@ struct gp_server_config {
     char gpu_hour_price[32]; /* decimal text; parsed by gp_server_config_price */
     char gpu_prices[1024];   /* MODEL=USD,...; parsed by gp_server_config_prices */
     char job_budget[32];     /* decimal text, USD; 0 none */
+    int64_t eval_interval_ms;
+    int64_t eval_window_ms;
+    int64_t eval_step_ms;
+    int64_t alert_clear_for_ms;
+    char detectors_disabled[512];
+    char detector_overrides[1024];
     char log_level[8];
     struct gp_cfg_list remediation;  /* "KIND=COMMAND ARG..." (insight/remediate.h) */
     bool remediation_dry_run;
@@ -96,6 +102,19 @@ struct gp_server_config {
     X(job_budget, "job_budget", "job-budget", STR, "0",                                            \
       "budget of each job in USD: the job document's budget and budget_ratio, the budget "        \
       "detector's limit (0: none)")                                                                \
+    X(eval_interval_ms, "eval_interval", "eval-interval", DURATION, "15s",                         \
+      "how often detectors and custom rules are evaluated and alerts move")                      \
+    X(eval_window_ms, "eval_window", "eval-window", DURATION, "15m",                               \
+      "how much recent history the detectors see (a whole number of eval_step)")                 \
+    X(eval_step_ms, "eval_step", "eval-step", DURATION, "15s",                                     \
+      "spacing of the points of the detectors' window")                                           \
+    X(alert_clear_for_ms, "alert_clear_for", "alert-clear-for", DURATION, "1m",                    \
+      "how long a firing alert must be clear before it resolves (0s: at the first clear tick)")   \
+    X(detectors_disabled, "detectors_disabled", "detectors-disabled", STR, "",                     \
+      "comma-separated built-in detectors not to run (e.g. gpu_saturated,tensor_cores_unused)")  \
+    X(detector_overrides, "detector_overrides", "detector-overrides", STR, "",                     \
+      "detector settings, DETECTOR.FIELD=VALUE,... with FIELD threshold, clear, for, cooldown, "  \
+      "severity or enabled (e.g. memory_near_exhaustion.threshold=0.9,oom_predicted.for=2m)")   \
     X(log_level, "log_level", "log-level", STR, "info", "debug, info, warn or error")             \
     X(remediation, "remediation", "remediation", LIST, "",                                         \
       "KIND=COMMAND ARG...: a command run (no shell) when an alert of KIND starts firing; "        \

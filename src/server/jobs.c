@@ -48,12 +48,12 @@ static const char *const state_names[] = {
 
 const char *gp_job_state_name(enum gp_job_state s)
 {
-    return (unsigned)s < GP_JOB_STATE_COUNT ? state_names[s] : "unknown";
+    return (unsigned)s < GP_JOBS_STATE_COUNT ? state_names[s] : "unknown";
 }
 
 int gp_job_state_parse(const char *s, size_t len, enum gp_job_state *out)
 {
-    for (int i = 0; i < GP_JOB_STATE_COUNT; i++)
+    for (int i = 0; i < GP_JOBS_STATE_COUNT; i++)
         if (strlen(state_names[i]) == len && !memcmp(state_names[i], s, len)) {
             *out = (enum gp_job_state)i;
             return GP_OK;
@@ -68,11 +68,11 @@ int64_t gp_job_lost_after_ms(int64_t interval_ms)
 
 enum gp_job_state gp_job_state_at(const struct gp_jobs_entry *j, int64_t now_ms, int64_t interval_ms)
 {
-    if (j->exit_status != GP_JOB_NONE)
-        return j->exit_status == 0 ? GP_JOB_FINISHED : j->exit_status >= 128 ? GP_JOB_KILLED : GP_JOB_FAILED;
-    if (j->end_ms != GP_JOB_NONE)
-        return GP_JOB_FINISHED;
-    return now_ms - j->last_ms <= gp_job_lost_after_ms(interval_ms) ? GP_JOB_RUNNING : GP_JOB_LOST;
+    if (j->exit_status != GP_JOBS_NONE)
+        return j->exit_status == 0 ? GP_JOBS_FINISHED : j->exit_status >= 128 ? GP_JOBS_KILLED : GP_JOBS_FAILED;
+    if (j->end_ms != GP_JOBS_NONE)
+        return GP_JOBS_FINISHED;
+    return now_ms - j->last_ms <= gp_job_lost_after_ms(interval_ms) ? GP_JOBS_RUNNING : GP_JOBS_LOST;
 }
 
 void gp_job_free(struct gp_jobs_entry *j)
@@ -126,7 +126,7 @@ static struct gp_jobs_entry *job_get_or_add(struct gp_jobs *j, const char *id)
     snprintf(job->id, sizeof job->id, "%s", id);
     job->first_ms = INT64_MAX;
     job->last_ms = INT64_MIN;
-    job->start_ms = job->end_ms = job->exit_status = GP_JOB_NONE;
+    job->start_ms = job->end_ms = job->exit_status = GP_JOBS_NONE;
     job->dirty = 1;
     memmove(j->v + pos + 1, j->v + pos, (j->n - pos) * sizeof *j->v);
     j->v[pos] = job;
@@ -138,8 +138,8 @@ static int rank_cmp(const struct gp_job_rank *a, const struct gp_job_rank *b)
 {
     /* Known ranks first, ascending; then by node. */
     if (a->rank != b->rank) {
-        if (a->rank == GP_JOB_NONE || b->rank == GP_JOB_NONE)
-            return a->rank == GP_JOB_NONE ? 1 : -1;
+        if (a->rank == GP_JOBS_NONE || b->rank == GP_JOBS_NONE)
+            return a->rank == GP_JOBS_NONE ? 1 : -1;
         return a->rank < b->rank ? -1 : 1;
     }
     return strcmp(a->node, b->node);
@@ -165,7 +165,7 @@ static struct gp_job_rank *rank_get_or_add(struct gp_jobs_entry *job, const char
         return NULL;
     job->ranks = nr;
     memmove(nr + pos + 1, nr + pos, (job->nranks - pos) * sizeof *nr);
-    key.local_rank = key.world_size = GP_JOB_NONE;
+    key.local_rank = key.world_size = GP_JOBS_NONE;
     key.first_ms = INT64_MAX;
     key.last_ms = INT64_MIN;
     nr[pos] = key;
@@ -222,15 +222,15 @@ static void node_of(const struct gp_store_series *s, char *buf, size_t size)
         label(s, "hostname", buf, size);
 }
 
-/* An integer label (rank, local_rank, world_size), or GP_JOB_NONE. */
+/* An integer label (rank, local_rank, world_size), or GP_JOBS_NONE. */
 static int64_t int_label(const struct gp_store_series *s, const char *name)
 {
     char b[32], *end;
     if (!label(s, name, b, sizeof b) || !b[0])
-        return GP_JOB_NONE;
+        return GP_JOBS_NONE;
     errno = 0;
     long long v = strtoll(b, &end, 10);
-    return *end || errno || v < 0 ? GP_JOB_NONE : (int64_t)v;
+    return *end || errno || v < 0 ? GP_JOBS_NONE : (int64_t)v;
 }
 
 
@@ -275,12 +275,12 @@ static int select_job_series(struct gp_jobs *j, struct gp_store *st, enum gp_mat
 
 static int64_t col_int(sqlite3_stmt *st, int i)
 {
-    return sqlite3_column_type(st, i) == SQLITE_NULL ? GP_JOB_NONE : sqlite3_column_int64(st, i);
+    return sqlite3_column_type(st, i) == SQLITE_NULL ? GP_JOBS_NONE : sqlite3_column_int64(st, i);
 }
 
 static void bind_int(sqlite3_stmt *st, int i, int64_t v)
 {
-    if (v == GP_JOB_NONE)
+    if (v == GP_JOBS_NONE)
         sqlite3_bind_null(st, i);
     else
         sqlite3_bind_int64(st, i, v);
@@ -333,7 +333,7 @@ static int load(struct gp_jobs *j, char *err, size_t errlen)
             continue;
         struct gp_jobs_entry *job = j->v[at];
         int64_t rank = sqlite3_column_int64(st, 2);
-        struct gp_job_rank *rk = rank_get_or_add(job, col_text(st, 1), rank < 0 ? GP_JOB_NONE : rank);
+        struct gp_job_rank *rk = rank_get_or_add(job, col_text(st, 1), rank < 0 ? GP_JOBS_NONE : rank);
         if (!rk) {
             sqlite3_finalize(st);
             return gp_seterr(err, errlen, GP_ENOMEM, "out of memory loading jobs");
@@ -420,7 +420,7 @@ static int save(struct gp_jobs *j, char *err, size_t errlen)
             sqlite3_reset(ins_r);
             sqlite3_bind_text(ins_r, 1, job->id, -1, SQLITE_STATIC);
             sqlite3_bind_text(ins_r, 2, r->node, -1, SQLITE_STATIC);
-            sqlite3_bind_int64(ins_r, 3, r->rank == GP_JOB_NONE ? -1 : r->rank);
+            sqlite3_bind_int64(ins_r, 3, r->rank == GP_JOBS_NONE ? -1 : r->rank);
             bind_int(ins_r, 4, r->local_rank);
             bind_int(ins_r, 5, r->world_size);
             sqlite3_bind_int64(ins_r, 6, r->first_ms);
@@ -490,9 +490,9 @@ static int fold_info(struct gp_jobs *j, const struct gp_store_selection *sel)
         if (!r)
             return GP_ENOMEM;
         int64_t lr = int_label(s, "local_rank"), ws = int_label(s, "world_size");
-        if (lr != GP_JOB_NONE && lr != r->local_rank)
+        if (lr != GP_JOBS_NONE && lr != r->local_rank)
             r->local_rank = lr, job->dirty = 1;
-        if (ws != GP_JOB_NONE && ws != r->world_size)
+        if (ws != GP_JOBS_NONE && ws != r->world_size)
             r->world_size = ws, job->dirty = 1;
         if (s->first_ms < r->first_ms)
             r->first_ms = s->first_ms, job->dirty = 1;
@@ -522,13 +522,13 @@ static void fold_values(struct gp_jobs *j, struct gp_store *st, const struct gp_
             continue;
         if (kind == FOLD_EXIT) {
             int64_t x = (int64_t)v;
-            if (job->exit_status == GP_JOB_NONE || x > job->exit_status)
+            if (job->exit_status == GP_JOBS_NONE || x > job->exit_status)
                 job->exit_status = x, job->dirty = 1;
             continue;
         }
         int64_t ms = (int64_t)llround(v * 1000.0);
         int64_t *dst = kind == FOLD_START ? &job->start_ms : &job->end_ms;
-        if (*dst == GP_JOB_NONE || (kind == FOLD_START ? ms < *dst : ms > *dst))
+        if (*dst == GP_JOBS_NONE || (kind == FOLD_START ? ms < *dst : ms > *dst))
             *dst = ms, job->dirty = 1;
     }
 }
@@ -737,7 +737,7 @@ nomem:
 
 static int64_t sort_time(const struct gp_jobs_entry *j)
 {
-    return j->start_ms != GP_JOB_NONE ? j->start_ms : j->first_ms;
+    return j->start_ms != GP_JOBS_NONE ? j->start_ms : j->first_ms;
 }
 
 static int newest_first(const void *pa, const void *pb)
@@ -751,7 +751,7 @@ static int newest_first(const void *pa, const void *pb)
 
 static void json_ms_or_null(struct gp_buf *b, int64_t ms)
 {
-    if (ms == GP_JOB_NONE)
+    if (ms == GP_JOBS_NONE)
         gp_buf_puts(b, "null");
     else
         gp_json_time(b, ms);
@@ -838,7 +838,7 @@ int gp_jobs_list_json(struct gp_jobs *j, const struct gp_jobs_filter *f, int64_t
         gp_buf_puts(out, ",\"end\":");
         json_ms_or_null(out, job->end_ms);
         gp_buf_puts(out, ",\"exit_status\":");
-        if (job->exit_status == GP_JOB_NONE)
+        if (job->exit_status == GP_JOBS_NONE)
             gp_buf_puts(out, "null");
         else
             gp_buf_printf(out, "%lld", (long long)job->exit_status);

@@ -42,25 +42,25 @@
 #define GP_JOB_ID_MAX 512   /* bytes of a job id; longer ids are skipped (counted) */
 #define GP_JOB_NODE_MAX 256 /* bytes of a node name */
 #define GP_JOB_GPU_MAX 64   /* bytes of a GPU index (with a MIG instance: "0/1") */
-#define GP_JOB_NONE INT64_MIN /* an unknown time or number */
+#define GP_JOBS_NONE INT64_MIN /* an unknown time or number */
 
 #define GP_JOB_STATES(X) X(RUNNING, "running") X(FINISHED, "finished") X(FAILED, "failed") \
     X(KILLED, "killed") X(LOST, "lost")
 
 enum gp_job_state {
-#define GP_JOB_STATE_ENUM_(id, name) GP_JOB_##id,
+#define GP_JOB_STATE_ENUM_(id, name) GP_JOBS_##id,
     GP_JOB_STATES(GP_JOB_STATE_ENUM_)
 #undef GP_JOB_STATE_ENUM_
-    GP_JOB_STATE_COUNT
+    GP_JOBS_STATE_COUNT
 };
 
 const char *gp_job_state_name(enum gp_job_state s);
-/* "running" -> GP_JOB_RUNNING: GP_OK, or GP_EPARSE for another word. */
+/* "running" -> GP_JOBS_RUNNING: GP_OK, or GP_EPARSE for another word. */
 int gp_job_state_parse(const char *s, size_t len, enum gp_job_state *out);
 
 struct gp_job_rank {
     char node[GP_JOB_NODE_MAX];
-    int64_t rank, local_rank, world_size; /* GP_JOB_NONE when unknown */
+    int64_t rank, local_rank, world_size; /* GP_JOBS_NONE when unknown */
     int64_t first_ms, last_ms;
 };
 
@@ -73,8 +73,8 @@ struct gp_jobs_entry {
     char id[GP_JOB_ID_MAX + 1];
     char scheme[64];                  /* "" when unknown */
     int64_t first_ms, last_ms;        /* first and newest sample of its info series */
-    int64_t start_ms, end_ms;         /* GP_JOB_NONE when unknown */
-    int64_t exit_status;              /* GP_JOB_NONE when unknown */
+    int64_t start_ms, end_ms;         /* GP_JOBS_NONE when unknown */
+    int64_t exit_status;              /* GP_JOBS_NONE when unknown */
     enum gp_job_state state;          /* as of the last scan */
     struct gp_job_rank *ranks;        /* sorted by rank (unknown last), then node */
     size_t nranks;

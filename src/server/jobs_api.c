@@ -19,6 +19,7 @@
 #include "lib/err.h"
 #include "query/jobdoc.h"
 #include "query/query.h"
+#include "server/jobs.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -96,15 +97,15 @@ int gp_srv_job_doc(struct gp_server *s, struct gp_store *st, const char *id, int
     }
     for (size_t i = 0; i < job.nranks; i++)
         ranks[i] = (struct gp_jobdoc_rank){job.ranks[i].node, job.ranks[i].rank, job.ranks[i].local_rank};
-    int64_t start = job.start_ms != GP_JOB_NONE ? job.start_ms : job.first_ms;
+    int64_t start = job.start_ms != GP_JOBS_NONE ? job.start_ms : job.first_ms;
     struct gp_jobdoc_in in = {
         .id = job.id,
         .scheme = job.scheme,
         .state = gp_job_state_name(job.state),
         .start_ms = start,
         .end_ms = job.end_ms,
-        .range_end_ms = job.end_ms != GP_JOB_NONE ? job.end_ms
-                        : job.state == GP_JOB_RUNNING ? now
+        .range_end_ms = job.end_ms != GP_JOBS_NONE ? job.end_ms
+                        : job.state == GP_JOBS_RUNNING ? now
                                                        : job.last_ms,
         .exit_status = job.exit_status,
         .ranks = ranks,

@@ -17,6 +17,7 @@
 #include "query/query.h"
 #include "server/auth.h"
 #include "lib/token.h"
+#include "server/jobs.h"
 #include "store/store.h"
 
 #include <errno.h>
@@ -25,6 +26,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#define GP_SRV_SILENCE_BODY_MAX (64 * 1024)
 
 struct gp_store *gp_srv_store(struct gp_server *s)
 {
@@ -93,6 +96,8 @@ static const char index_text[] =
     "GET  /api/v1/recommendations       what to change, per job (job=) or for recent jobs\n"
     "GET  /api/v1/audit                 remediation decisions and outcomes\n"
     "GET  /api/v1/fleet, /api/v1/cost  the fleet's use and spend now; cost by job or node\n"
+    "GET  /api/v1/alerts, /api/v1/alerts/ID alerts (active and history) and their transitions\n"
+    "GET, POST /api/v1/silences; DELETE /api/v1/silences/ID\n"
     "GET  /api/v1/health\n"
     "GET  /metrics                      the server's own metrics\n";
 
@@ -147,12 +152,22 @@ static uint64_t prepare(void *ctx, struct gp_http_request *req, struct gp_http_r
     const char *m = gp_http_method(req);
     int is_write = sr->route == GP_SRV_R_WRITE;
     int get = !strcmp(m, "GET") || !strcmp(m, "HEAD");
-    if (is_write ? strcmp(m, "POST") != 0 : !get) {
+    /* Silencing changes state: POST /silences and DELETE /silences/ID
+     * take the write token, as remote write does (docs/api.md). */
+    int silence_post = sr->route == GP_SRV_R_SILENCES && !strcmp(m, "POST");
+    int silence_delete = sr->route == GP_SRV_R_SILENCE && !strcmp(m, "DELETE");
+    int changes = is_write || silence_post || silence_delete;
+    if (sr->route == GP_SRV_R_SILENCE ? !silence_delete
+        : is_write                     ? strcmp(m, "POST") != 0
+                                       : !get && !silence_post) {
         gp_http_error(early, 405, "method not allowed");
-        early->allow = is_write ? "POST" : "GET, HEAD";
+        early->allow = is_write                           ? "POST"
+                       : sr->route == GP_SRV_R_SILENCES ? "GET, HEAD, POST"
+                       : sr->route == GP_SRV_R_SILENCE  ? "DELETE"
+                                                         : "GET, HEAD";
         return 0;
     }
-    const char *token = is_write                         ? s->write_token
+    const char *token = changes                          ? s->write_token
                         : sr->route == GP_SRV_R_HEALTH   ? ""
                         : !strcmp(gp_http_path(req), "/") ? ""
                                                          : s->read_token;
@@ -173,6 +188,8 @@ static uint64_t prepare(void *ctx, struct gp_http_request *req, struct gp_http_r
                            gp_http_header(req, "Authorization") ? ", error=\"invalid_token\"" : "");
         return 0;
     }
+    if (silence_post)
+        return GP_SRV_SILENCE_BODY_MAX;
     if (!is_write)
         return 0;
     if (!gp_srv_store(s) || __atomic_load_n(&s->state, __ATOMIC_ACQUIRE) == GP_SRV_FAILED) {
@@ -282,6 +299,8 @@ int gp_server_start(struct gp_server **out, const struct gp_server_config *c, ch
                            (rc = read_pem(c->tls_key, "tls_key", &key, err, errlen))))
         goto fail;
 
+    if ((rc = gp_srv_rules_load(s, err, errlen)))
+        goto fail;
     char bind[160], why[128];
     int fell_back;
     if ((rc = gp_auth_bind_address(c->listen, s->write_token[0] != 0, s->read_token[0] != 0, bind,
@@ -375,6 +394,13 @@ int gp_server_start(struct gp_server **out, const struct gp_server_config *c, ch
     gp_jobs_stats(s->jobs, &js);
     gp_log(GP_LOG_INFO, "server", "jobs registry open", "jobs=%llu scan_interval_ms=%lld",
            (unsigned long long)js.jobs, (long long)c->jobs_scan_interval_ms);
+    if ((rc = gp_srv_alerts_start(s, st, err, errlen))) {
+        gp_srv_alerts_stop(s);
+        gp_jobs_close(s->jobs);
+        s->jobs = NULL;
+        gp_store_close(st);
+        goto fail;
+    }
     __atomic_store_n(&s->store, st, __ATOMIC_RELEASE);
     __atomic_store_n(&s->state, GP_SRV_READY, __ATOMIC_RELEASE);
     *out = s;
@@ -395,6 +421,7 @@ void gp_server_stop(struct gp_server *s)
     struct gp_store *st = gp_srv_store(s);
     if (st)
         __atomic_store_n(&s->store, NULL, __ATOMIC_RELEASE);
+    gp_srv_alerts_stop(s); /* the engine reads the store: first */
     gp_jobs_close(s->jobs); /* its scanner reads the store: stop it first */
     s->jobs = NULL;
     gp_rem_close(s->rem); /* finishes what was queued */

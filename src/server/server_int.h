@@ -18,6 +18,14 @@
 #include <pthread.h>
 #include <stdint.h>
 
+/* Pointers only: server/jobs.h and the insight headers each define a
+ * struct gp_job (the registry's and the frame's), so no file includes
+ * both; files include what they use. */
+struct gp_jobs;
+struct gp_alerts;
+struct gp_engine;
+struct gp_rules;
+
 enum gp_srv_state { GP_SRV_STARTING, GP_SRV_READY, GP_SRV_FAILED };
 
 /* Routes, in the order /metrics names them (handler="..."). */
@@ -35,6 +43,10 @@ enum gp_srv_state { GP_SRV_STARTING, GP_SRV_READY, GP_SRV_FAILED };
     X(AUDIT, "audit")                           \
     X(FLEET, "fleet")                           \
     X(COST, "cost")                             \
+    X(ALERTS, "alerts")                         \
+    X(ALERT, "alert")                           \
+    X(SILENCES, "silences")                     \
+    X(SILENCE, "silence")                       \
     X(HEALTH, "health")                         \
     X(METRICS, "metrics")                       \
     X(OTHER, "other")
@@ -109,6 +121,11 @@ struct gp_server {
     struct gp_prices prices; /* per model (insight/cost.h); read-only once open */
     double job_budget;      /* USD per job, 0 none */
 
+    struct gp_rules *rules;   /* the config file's rules */
+    struct gp_alerts *alerts; /* set with the store */
+    struct gp_engine *engine;
+    struct cost_ctx *costs;   /* the budget detector's job costs (alerts_api.c) */
+
     pthread_mutex_t hook_mu;
     gp_server_metrics_hook hook;
     void *hook_ctx;
@@ -157,6 +174,17 @@ void gp_srv_handle_insight(struct gp_server *s, struct gp_store *st, enum gp_srv
 /* cost_api.c: GET /api/v1/fleet and /api/v1/cost over an open store. */
 void gp_srv_handle_cost(struct gp_server *s, struct gp_store *st, enum gp_srv_route route,
                         const struct gp_http_request *req, struct gp_http_response *resp);
+/* alerts_api.c: the config file's rules (before anything starts), the
+ * alerts and the engine over st (after the store opens), their end
+ * (before the store closes; accepts a server without them), their
+ * /metrics families, and the routes /api/v1/alerts[/ID] and
+ * /api/v1/silences[/ID]. */
+int gp_srv_rules_load(struct gp_server *s, char *err, size_t errlen);
+int gp_srv_alerts_start(struct gp_server *s, struct gp_store *st, char *err, size_t errlen);
+void gp_srv_alerts_stop(struct gp_server *s);
+void gp_srv_render_alert_metrics(struct gp_server *s, struct gp_buf *out);
+void gp_srv_handle_alerts(struct gp_server *s, enum gp_srv_route route,
+                          const struct gp_http_request *req, struct gp_http_response *resp);
 
 /* Route of a path ("/api/v1/label/x/values" -> LABEL_VALUES), or OTHER. */
 enum gp_srv_route gp_srv_route_of(const char *path);

@@ -25,7 +25,27 @@ static const char *const migrations[GP_STATE_VERSION] = {
     "CREATE TABLE job_gpus(job TEXT NOT NULL, node TEXT NOT NULL, gpu TEXT NOT NULL,"
     " PRIMARY KEY(job, node, gpu));"
     "CREATE TABLE kv(key TEXT PRIMARY KEY, value INTEGER NOT NULL);",
-    /* 2: the remediation audit log (insight/remediate.c): one row per
+    /* 2: alerts (insight/alerts.c). One row per alert instance (a key that
+     * fires again after resolving gets a new row with the same id, the
+     * fingerprint); every transition; silences. Times are Unix ms. */
+    "CREATE TABLE alerts(seq INTEGER PRIMARY KEY, id TEXT NOT NULL, kind TEXT NOT NULL,"
+    " severity TEXT NOT NULL, state TEXT NOT NULL, node TEXT NOT NULL, gpu TEXT NOT NULL,"
+    " job TEXT NOT NULL, rank INTEGER NOT NULL, pid INTEGER NOT NULL, labels TEXT NOT NULL,"
+    " grp TEXT NOT NULL, summary TEXT NOT NULL, evidence TEXT NOT NULL, runbook TEXT NOT NULL,"
+    " value REAL, started INTEGER NOT NULL, firing_since INTEGER, resolved INTEGER,"
+    " silenced INTEGER NOT NULL, for_ms INTEGER NOT NULL, clear_for_ms INTEGER NOT NULL,"
+    " cooldown_ms INTEGER NOT NULL);"
+    "CREATE INDEX alerts_by_id ON alerts(id, started);"
+    "CREATE INDEX alerts_by_state ON alerts(state);"
+    "CREATE INDEX alerts_by_started ON alerts(started);"
+    "CREATE TABLE alert_transitions(id TEXT NOT NULL, started INTEGER NOT NULL,"
+    " from_state TEXT, to_state TEXT NOT NULL, at INTEGER NOT NULL, value REAL,"
+    " silenced INTEGER NOT NULL, summary TEXT NOT NULL, evidence TEXT NOT NULL);"
+    "CREATE INDEX alert_transitions_by_id ON alert_transitions(id, at);"
+    "CREATE TABLE silences(id TEXT PRIMARY KEY, kind TEXT NOT NULL, job TEXT NOT NULL,"
+    " node TEXT NOT NULL, gpu TEXT NOT NULL, severity TEXT NOT NULL, comment TEXT NOT NULL,"
+    " created INTEGER NOT NULL, starts_at INTEGER NOT NULL, ends_at INTEGER NOT NULL);",
+    /* 3: the remediation audit log (insight/remediate.c): one row per
      * decision on an alert that started firing, with what ran (argv as a
      * JSON array) and its outcome; NULL where it does not apply. */
     "CREATE TABLE audit(id INTEGER PRIMARY KEY AUTOINCREMENT, at_ms INTEGER NOT NULL,"

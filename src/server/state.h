@@ -2,9 +2,9 @@
  * state.h - the server's own state database, <data>/state.db (SQLite,
  * WAL mode): what the server derives and must remember across restarts,
  * as opposed to the samples (the store). It holds the jobs registry
- * and the remediation audit log
- * today; alert history and the notification outbox are meant to live
- * here too, each adding a migration.
+ * and the alerts (insight/alerts.h) and the remediation audit log
+ * (insight/remediate.h); the notification outbox is meant to live here
+ * too, adding a migration.
  *
  * Why not the store's meta.db: meta.db belongs to the store. Its format
  * version decides whether a data directory can be opened at all, it is
@@ -27,7 +27,7 @@
 #include <stddef.h>
 
 /* The schema version this binary writes. */
-#define GP_STATE_VERSION 2
+#define GP_STATE_VERSION 3
 
 /*
  * Opens (creating and migrating) dir/state.db in WAL mode with

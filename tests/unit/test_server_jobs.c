@@ -229,11 +229,11 @@ static void check_registry(struct gp_jobs *j, int64_t now)
     get(j, "killed-1", now, &x);
     CHECK_STR(gp_job_state_name(x.state), "killed");
     CHECK_INT(x.exit_status, 137);
-    CHECK_INT(x.end_ms, GP_JOB_NONE);
+    CHECK_INT(x.end_ms, GP_JOBS_NONE);
     gp_job_free(&x);
     get(j, "lost-1", now, &x);
     CHECK_STR(gp_job_state_name(x.state), "lost");
-    CHECK_INT(x.ranks[0].rank, GP_JOB_NONE);
+    CHECK_INT(x.ranks[0].rank, GP_JOBS_NONE);
     CHECK_STR(x.ranks[0].node, "n3");
     CHECK_STR(x.scheme, "");
     gp_job_free(&x);
@@ -320,22 +320,22 @@ static void test_state_rules(void)
 {
     struct gp_jobs_entry j;
     memset(&j, 0, sizeof j);
-    j.start_ms = j.end_ms = j.exit_status = GP_JOB_NONE;
+    j.start_ms = j.end_ms = j.exit_status = GP_JOBS_NONE;
     j.last_ms = 1000000;
-    CHECK_INT(gp_job_state_at(&j, 1000000 + 300000, 5000), GP_JOB_RUNNING);
-    CHECK_INT(gp_job_state_at(&j, 1000000 + 300001, 5000), GP_JOB_LOST);
+    CHECK_INT(gp_job_state_at(&j, 1000000 + 300000, 5000), GP_JOBS_RUNNING);
+    CHECK_INT(gp_job_state_at(&j, 1000000 + 300001, 5000), GP_JOBS_LOST);
     CHECK_INT(gp_job_lost_after_ms(600000), 1800000); /* 3 intervals when longer */
     j.end_ms = 2000000;
-    CHECK_INT(gp_job_state_at(&j, 9e9, 5000), GP_JOB_FINISHED);
+    CHECK_INT(gp_job_state_at(&j, 9e9, 5000), GP_JOBS_FINISHED);
     j.exit_status = 1;
-    CHECK_INT(gp_job_state_at(&j, 0, 5000), GP_JOB_FAILED);
+    CHECK_INT(gp_job_state_at(&j, 0, 5000), GP_JOBS_FAILED);
     j.exit_status = 127;
-    CHECK_INT(gp_job_state_at(&j, 0, 5000), GP_JOB_FAILED);
+    CHECK_INT(gp_job_state_at(&j, 0, 5000), GP_JOBS_FAILED);
     j.exit_status = 128 + 15;
-    CHECK_INT(gp_job_state_at(&j, 0, 5000), GP_JOB_KILLED);
+    CHECK_INT(gp_job_state_at(&j, 0, 5000), GP_JOBS_KILLED);
     enum gp_job_state s;
     CHECK_INT(gp_job_state_parse("killed", 6, &s), GP_OK);
-    CHECK_INT(s, GP_JOB_KILLED);
+    CHECK_INT(s, GP_JOBS_KILLED);
     CHECK_INT(gp_job_state_parse("kill", 4, &s), GP_EPARSE);
 }
 

@@ -1,0 +1,629 @@
+/*
+ * rules.c - custom threshold rules (rules.h): the `rules:` parser over
+ * libyaml's document tree (each node knows its line, so errors name it),
+ * the aggregates and comparisons, the summary templates, and the
+ * evaluation of one rule over the store.
+ */
+#include "insight/rules.h"
+
+#include "lib/bits.h"
+#include "lib/buf.h"
+#include "lib/duration.h"
+#include "lib/err.h"
+#include "query/json.h"
+#include "store/labels.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <yaml.h>
+
+const char *const gp_rule_agg_names[GP_RAGG__COUNT] = {
+#define GP_RAGG_NAME_(id, name) name,
+    GP_RULE_AGGS(GP_RAGG_NAME_)
+#undef GP_RAGG_NAME_
+};
+
+const char *const gp_rule_op_names[GP_ROP__COUNT] = {
+#define GP_ROP_NAME_(id, name) name,
+    GP_RULE_OPS(GP_ROP_NAME_)
+#undef GP_ROP_NAME_
+};
+
+void gp_rules_free(struct gp_rules *r)
+{
+    if (!r)
+        return;
+    for (size_t i = 0; i < r->n; i++)
+        gp_matchers_free(r->r[i].m, r->r[i].nm);
+    free(r->r);
+    r->r = NULL;
+    r->n = 0;
+}
+
+/* ---- parsing ---- */
+
+static unsigned line_of(const yaml_node_t *n) { return (unsigned)n->start_mark.line + 1; }
+
+static const char *scalar(const yaml_node_t *n)
+{
+    return n && n->type == YAML_SCALAR_NODE ? (const char *)n->data.scalar.value : NULL;
+}
+
+static bool valid_name(const char *s)
+{
+    if (!*s || !((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || *s == '_'))
+        return false;
+    for (s++; *s; s++)
+        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
+              *s == '_'))
+            return false;
+    return true;
+}
+
+/* Copies a scalar value into out (size len): GP_OK or GP_ECONFIG. */
+static int take_text(const yaml_node_t *v, const char *what, char *out, size_t len, char *err,
+                     size_t errlen)
+{
+    const char *s = scalar(v);
+    if (!s)
+        return gp_seterr(err, errlen, GP_ECONFIG, "line %u: '%s' must be a single value", line_of(v),
+                         what);
+    if (strlen(s) >= len)
+        return gp_seterr(err, errlen, GP_ECONFIG, "line %u: '%s' is longer than %zu bytes",
+                         line_of(v), what, len - 1);
+    memcpy(out, s, strlen(s) + 1);
+    return GP_OK;
+}
+
+static int take_duration(const yaml_node_t *v, const char *what, int64_t *out, char *err,
+                         size_t errlen)
+{
+    char text[64], detail[128];
+    int rc = take_text(v, what, text, sizeof text, err, errlen);
+    if (rc)
+        return rc;
+    if (gp_parse_duration_ms(text, out, detail, sizeof detail) || *out < 0)
+        return gp_seterr(err, errlen, GP_ECONFIG, "line %u: '%s': %s", line_of(v), what, detail);
+    return GP_OK;
+}
+
+/* A mapping of scalars to scalars (labels, annotations): calls fn per pair. */
+static int map_pairs(yaml_document_t *d, const yaml_node_t *m, const char *what,
+                     int (*fn)(void *ctx, const yaml_node_t *k, const yaml_node_t *v, char *err,
+                               size_t errlen),
+                     void *ctx, char *err, size_t errlen)
+{
+    if (m->type == YAML_SCALAR_NODE && !m->data.scalar.length)
+        return GP_OK; /* empty */
+    if (m->type != YAML_MAPPING_NODE)
+        return gp_seterr(err, errlen, GP_ECONFIG, "line %u: '%s' must be a mapping", line_of(m), what);
+    for (yaml_node_pair_t *p = m->data.mapping.pairs.start; p < m->data.mapping.pairs.top; p++) {
+        const yaml_node_t *k = yaml_document_get_node(d, p->key);
+        const yaml_node_t *v = yaml_document_get_node(d, p->value);
+        if (!k || !v || !scalar(k))
+            return gp_seterr(err, errlen, GP_ECONFIG, "line %u: '%s' keys must be plain names",
+                             m ? line_of(m) : 0, what);
+        int rc = fn(ctx, k, v, err, errlen);
+        if (rc)
+            return rc;
+    }
+    return GP_OK;
+}
+
+static int label_pair(void *ctx, const yaml_node_t *k, const yaml_node_t *v, char *err, size_t errlen)
+{
+    struct gp_rule *r = ctx;
+    const char *name = scalar(k);
+    if (!valid_name(name) || !strcmp(name, "__name__"))
+        return gp_seterr(err, errlen, GP_ECONFIG, "line %u: invalid label name '%.64s'", line_of(k),
+                         name);
+    if (r->nlabels >= GP_RULE_LABELS_MAX)
+        return gp_seterr(err, errlen, GP_ECONFIG, "line %u: at most %d labels per rule", line_of(k),
+                         GP_RULE_LABELS_MAX);
+    for (unsigned i = 0; i < r->nlabels; i++)
+        if (!strcmp(r->label_names[i], name))
+            return gp_seterr(err, errlen, GP_ECONFIG, "line %u: label '%s' given twice", line_of(k),
+                             name);
+    if (strlen(name) >= sizeof r->label_names[0])
+        return gp_seterr(err, errlen, GP_ECONFIG, "line %u: label name too long", line_of(k));
+    int rc = take_text(v, name, r->label_values[r->nlabels], sizeof r->label_values[0], err, errlen);
+    if (rc)
+        return rc;
+    snprintf(r->label_names[r->nlabels], sizeof r->label_names[0], "%s", name);
+    r->nlabels++;
+    return GP_OK;
+}
+
+static int annotation_pair(void *ctx, const yaml_node_t *k, const yaml_node_t *v, char *err,
+                           size_t errlen)
+{
+    struct gp_rule *r = ctx;
+    const char *name = scalar(k);
+    if (!strcmp(name, "summary"))
+        return take_text(v, "annotations.summary", r->summary, sizeof r->summary, err, errlen);
+    if (!strcmp(name, "runbook"))
+        return take_text(v, "annotations.runbook", r->runbook, sizeof r->runbook, err, errlen);
+    return gp_seterr(err, errlen, GP_ECONFIG,
+                     "line %u: unknown annotation '%.64s' (use summary or runbook)", line_of(k), name);
+}
+
+/* Fills r from the mapping n. */
+static int parse_rule(yaml_document_t *d, const yaml_node_t *n, struct gp_rule *r, char *err,
+                      size_t errlen)
+{
+    memset(r, 0, sizeof *r);
+    r->line = line_of(n);
+    r->agg = GP_RAGG_LAST;
+    r->window_ms = 5 * 60 * 1000;
+    r->cooldown_ms = 10 * 60 * 1000;
+    r->severity = GP_SEV_WARNING;
+    r->op = GP_ROP__COUNT;
+    bool have_threshold = false;
+    if (n->type != YAML_MAPPING_NODE)
+        return gp_seterr(err, errlen, GP_ECONFIG, "line %u: a rule must be a mapping", r->line);
+    int rc = GP_OK;
+    for (yaml_node_pair_t *p = n->data.mapping.pairs.start; !rc && p < n->data.mapping.pairs.top;
+         p++) {
+        const yaml_node_t *k = yaml_document_get_node(d, p->key);
+        const yaml_node_t *v = yaml_document_get_node(d, p->value);
+        const char *key = scalar(k);
+        if (!key || !v)
+            return gp_seterr(err, errlen, GP_ECONFIG, "line %u: expected a key", r->line);
+        unsigned ln = line_of(k);
+        char text[64];
+        if (!strcmp(key, "name")) {
+            rc = take_text(v, "name", r->name, sizeof r->name, err, errlen);
+            if (!rc && !valid_name(r->name))
+                rc = gp_seterr(err, errlen, GP_ECONFIG,
+                               "line %u: rule name '%s' must be letters, digits and '_', not "
+                               "starting with a digit",
+                               ln, r->name);
+        } else if (!strcmp(key, "expr")) {
+            rc = take_text(v, "expr", r->expr, sizeof r->expr, err, errlen);
+        } else if (!strcmp(key, "agg")) {
+            if (!(rc = take_text(v, "agg", text, sizeof text, err, errlen))) {
+                int i = 0;
+                while (i < GP_RAGG__COUNT && strcmp(text, gp_rule_agg_names[i]))
+                    i++;
+                if (i == GP_RAGG__COUNT)
+                    rc = gp_seterr(err, errlen, GP_ECONFIG,
+                                   "line %u: unknown agg '%s' (use avg, min, max, last, rate or "
+                                   "increase)",
+                                   ln, text);
+                r->agg = (enum gp_rule_agg)i;
+            }
+        } else if (!strcmp(key, "window")) {
+            rc = take_duration(v, "window", &r->window_ms, err, errlen);
+            if (!rc && r->window_ms <= 0)
+                rc = gp_seterr(err, errlen, GP_ECONFIG, "line %u: 'window' must be more than 0", ln);
+        } else if (!strcmp(key, "for")) {
+            rc = take_duration(v, "for", &r->for_ms, err, errlen);
+        } else if (!strcmp(key, "cooldown")) {
+            rc = take_duration(v, "cooldown", &r->cooldown_ms, err, errlen);
+        } else if (!strcmp(key, "op")) {
+            if (!(rc = take_text(v, "op", text, sizeof text, err, errlen))) {
+                int i = 0;
+                while (i < GP_ROP__COUNT && strcmp(text, gp_rule_op_names[i]))
+                    i++;
+                if (i == GP_ROP__COUNT)
+                    rc = gp_seterr(err, errlen, GP_ECONFIG,
+                                   "line %u: unknown op '%s' (use >, >=, <, <=, == or !=)", ln, text);
+                r->op = (enum gp_rule_op)i;
+            }
+        } else if (!strcmp(key, "threshold")) {
+            if (!(rc = take_text(v, "threshold", text, sizeof text, err, errlen))) {
+                char *end;
+                errno = 0;
+                r->threshold = strtod(text, &end);
+                if (end == text || *end || errno || !isfinite(r->threshold))
+                    rc = gp_seterr(err, errlen, GP_ECONFIG,
+                                   "line %u: 'threshold' must be a finite number, not '%s'", ln, text);
+                have_threshold = true;
+            }
+        } else if (!strcmp(key, "severity")) {
+            if (!(rc = take_text(v, "severity", text, sizeof text, err, errlen)) &&
+                gp_severity_parse(text, &r->severity))
+                rc = gp_seterr(err, errlen, GP_ECONFIG,
+                               "line %u: unknown severity '%s' (use info, warning or critical)", ln,
+                               text);
+        } else if (!strcmp(key, "labels")) {
+            rc = map_pairs(d, v, "labels", label_pair, r, err, errlen);
+        } else if (!strcmp(key, "annotations")) {
+            rc = map_pairs(d, v, "annotations", annotation_pair, r, err, errlen);
+        } else {
+            rc = gp_seterr(err, errlen, GP_ECONFIG, "line %u: unknown rule key '%.64s'", ln, key);
+        }
+    }
+    if (rc)
+        return rc;
+    if (!r->name[0])
+        return gp_seterr(err, errlen, GP_ECONFIG, "line %u: the rule has no 'name'", r->line);
+    for (int i = 0; i < GP_DET__COUNT; i++)
+        if (!strcmp(gp_detectors[i].name, r->name))
+            return gp_seterr(err, errlen, GP_ECONFIG,
+                             "line %u: rule '%s' has the name of a built-in detector", r->line,
+                             r->name);
+    if (!r->expr[0])
+        return gp_seterr(err, errlen, GP_ECONFIG, "line %u: rule '%s' has no 'expr'", r->line, r->name);
+    if (r->op == GP_ROP__COUNT)
+        return gp_seterr(err, errlen, GP_ECONFIG, "line %u: rule '%s' has no 'op'", r->line, r->name);
+    if (!have_threshold)
+        return gp_seterr(err, errlen, GP_ECONFIG, "line %u: rule '%s' has no 'threshold'", r->line,
+                         r->name);
+    char detail[256];
+    rc = gp_selector_parse(r->expr, strlen(r->expr), &r->m, &r->nm, detail, sizeof detail);
+    if (rc) {
+        r->m = NULL;
+        r->nm = 0;
+        return gp_seterr(err, errlen, rc == GP_ENOMEM ? GP_ENOMEM : GP_ECONFIG,
+                         "line %u: rule '%s': 'expr': %s", r->line, r->name, detail);
+    }
+    return GP_OK;
+}
+
+int gp_rules_parse_yaml(const char *yaml, size_t len, struct gp_rules *out, char *err,
+                        size_t errlen)
+{
+    gp_rules_free(out);
+    yaml_parser_t p;
+    if (!yaml_parser_initialize(&p))
+        return gp_seterr(err, errlen, GP_ENOMEM, "cannot start the YAML parser");
+    yaml_parser_set_input_string(&p, (const unsigned char *)yaml, len);
+    yaml_document_t d;
+    if (!yaml_parser_load(&p, &d)) {
+        int rc = gp_seterr(err, errlen, GP_EPARSE, "line %zu: %s", p.problem_mark.line + 1,
+                           p.problem ? p.problem : "invalid YAML");
+        yaml_parser_delete(&p);
+        return rc;
+    }
+    yaml_parser_delete(&p);
+    int rc = GP_OK;
+    const yaml_node_t *root = yaml_document_get_root_node(&d);
+    const yaml_node_t *list = NULL;
+    if (root && root->type == YAML_MAPPING_NODE)
+        for (yaml_node_pair_t *q = root->data.mapping.pairs.start; q < root->data.mapping.pairs.top;
+             q++) {
+            const char *k = scalar(yaml_document_get_node(&d, q->key));
+            if (k && !strcmp(k, "rules"))
+                list = yaml_document_get_node(&d, q->value);
+        }
+    if (!list || (list->type == YAML_SCALAR_NODE && !list->data.scalar.length))
+        goto done;
+    if (list->type != YAML_SEQUENCE_NODE) {
+        rc = gp_seterr(err, errlen, GP_ECONFIG, "line %u: 'rules' must be a list of rules",
+                       line_of(list));
+        goto done;
+    }
+    size_t n = (size_t)(list->data.sequence.items.top - list->data.sequence.items.start);
+    if (n > GP_RULES_MAX) {
+        rc = gp_seterr(err, errlen, GP_ECONFIG, "line %u: at most %d rules", line_of(list),
+                       GP_RULES_MAX);
+        goto done;
+    }
+    if (!n)
+        goto done;
+    out->r = calloc(n, sizeof *out->r);
+    if (!out->r) {
+        rc = gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
+        goto done;
+    }
+    for (size_t i = 0; i < n && !rc; i++) {
+        const yaml_node_t *item = yaml_document_get_node(&d, list->data.sequence.items.start[i]);
+        struct gp_rule *r = &out->r[out->n];
+        rc = parse_rule(&d, item, r, err, errlen);
+        if (r->m)
+            out->n++; /* owned from here, freed with the set */
+        for (size_t k = 0; !rc && k + 1 < out->n; k++)
+            if (!strcmp(out->r[k].name, r->name))
+                rc = gp_seterr(err, errlen, GP_ECONFIG, "line %u: rule name '%s' is used twice",
+                               r->line, r->name);
+    }
+done:
+    yaml_document_delete(&d);
+    return rc;
+}
+
+int gp_rules_load_file(const char *path, struct gp_rules *out, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return gp_seterr(err, errlen, GP_ECONFIG, "cannot open config '%s': %s", path, strerror(errno));
+    enum { MAX = 1 << 20 };
+    char *b = malloc(MAX + 1);
+    if (!b) {
+        fclose(f);
+        return gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
+    }
+    size_t n = fread(b, 1, MAX + 1, f);
+    fclose(f);
+    int rc;
+    if (n > MAX)
+        rc = gp_seterr(err, errlen, GP_ECONFIG, "config '%s' is larger than 1 MiB", path);
+    else
+        rc = gp_rules_parse_yaml(b, n, out, err, errlen);
+    free(b);
+    return rc;
+}
+
+/* ---- evaluation ---- */
+
+/* Bytes of the labels a rule adds to its alerts (alerts.h keeps 1 KiB in
+ * all; more is left out rather than cut mid-string). */
+#define EXTRA_LABELS_MAX 768
+
+double gp_rule_aggregate(enum gp_rule_agg agg, const int64_t *t, const double *v, size_t n)
+{
+    double acc = NAN, prev = NAN, first_t = NAN, last_t = NAN;
+    size_t cnt = 0;
+    for (size_t i = 0; i < n; i++) {
+        double x = v[i];
+        if (isnan(x)) {
+            if (gp_f64_bits(x) == GP_RW_STALE_NAN_BITS && agg == GP_RAGG_LAST)
+                acc = NAN, cnt = 0; /* the series ended */
+            continue;
+        }
+        switch (agg) {
+        case GP_RAGG_AVG:
+            acc = cnt ? acc + x : x;
+            break;
+        case GP_RAGG_MIN:
+            acc = cnt && acc <= x ? acc : x;
+            break;
+        case GP_RAGG_MAX:
+            acc = cnt && acc >= x ? acc : x;
+            break;
+        case GP_RAGG_LAST:
+            acc = x;
+            break;
+        case GP_RAGG_RATE:
+        case GP_RAGG_INCREASE:
+            if (!cnt) {
+                acc = 0;
+                first_t = (double)t[i];
+            } else {
+                acc += x >= prev ? x - prev : x; /* a reset: counted from 0 */
+            }
+            prev = x;
+            last_t = (double)t[i];
+            break;
+        case GP_RAGG__COUNT:
+            break;
+        }
+        cnt++;
+    }
+    if (!cnt)
+        return NAN;
+    if (agg == GP_RAGG_AVG)
+        return acc / (double)cnt;
+    if (agg == GP_RAGG_RATE || agg == GP_RAGG_INCREASE) {
+        if (cnt < 2)
+            return NAN;
+        if (agg == GP_RAGG_RATE)
+            return last_t > first_t ? acc / ((last_t - first_t) / 1e3) : NAN;
+    }
+    return acc;
+}
+
+bool gp_rule_compare(enum gp_rule_op op, double v, double thr)
+{
+    switch (op) {
+    case GP_ROP_GT:
+        return v > thr;
+    case GP_ROP_GE:
+        return v >= thr;
+    case GP_ROP_LT:
+        return v < thr;
+    case GP_ROP_LE:
+        return v <= thr;
+    case GP_ROP_EQ:
+        return v == thr;
+    case GP_ROP_NE:
+        return v != thr;
+    case GP_ROP__COUNT:
+        break;
+    }
+    return false;
+}
+
+/* Appends s to out[*n..len) (cut, NUL kept). */
+static void put(char *out, size_t len, size_t *n, const char *s, size_t sl)
+{
+    if (*n + 1 >= len)
+        return;
+    size_t room = len - 1 - *n;
+    if (sl > room)
+        sl = room;
+    memcpy(out + *n, s, sl);
+    *n += sl;
+    out[*n] = '\0';
+}
+
+static void format_value(double v, char *out, size_t len)
+{
+    if (isnan(v))
+        snprintf(out, len, "NaN");
+    else if (v == floor(v) && fabs(v) < 1e15)
+        snprintf(out, len, "%.0f", v);
+    else
+        snprintf(out, len, "%.4g", v);
+}
+
+void gp_rule_template(const char *tmpl, double value, const uint8_t *labels, size_t labels_len,
+                      char *out, size_t outlen)
+{
+    size_t n = 0;
+    if (!outlen)
+        return;
+    out[0] = '\0';
+    for (const char *p = tmpl; *p;) {
+        const char *open = strstr(p, "{{");
+        if (!open) {
+            put(out, outlen, &n, p, strlen(p));
+            break;
+        }
+        put(out, outlen, &n, p, (size_t)(open - p));
+        const char *close = strstr(open + 2, "}}");
+        if (!close) {
+            put(out, outlen, &n, open, strlen(open));
+            break;
+        }
+        const char *a = open + 2, *b = close;
+        while (a < b && *a == ' ')
+            a++;
+        while (b > a && b[-1] == ' ')
+            b--;
+        size_t len = (size_t)(b - a);
+        if (len == 6 && !memcmp(a, "$value", 6)) {
+            char v[32];
+            format_value(value, v, sizeof v);
+            put(out, outlen, &n, v, strlen(v));
+        } else if (len > 8 && !memcmp(a, "$labels.", 8) && len - 8 < 128) {
+            char name[128];
+            memcpy(name, a + 8, len - 8);
+            name[len - 8] = '\0';
+            struct gp_rw_str val = {"", 0};
+            if (labels)
+                gp_labels_get(labels, labels_len, name, &val);
+            put(out, outlen, &n, val.ptr, val.len);
+        } else {
+            put(out, outlen, &n, open, (size_t)(close + 2 - open));
+        }
+        p = close + 2;
+    }
+}
+
+/* A label value as a C string into out (size len): "" when absent or too long. */
+static void label_text(const uint8_t *blob, size_t blen, const char *name, char *out, size_t len)
+{
+    struct gp_rw_str v;
+    out[0] = '\0';
+    if (gp_labels_get(blob, blen, name, &v) && v.len < len) {
+        memcpy(out, v.ptr, v.len);
+        out[v.len] = '\0';
+    }
+}
+
+static bool key_label(const char *name, size_t len)
+{
+    static const char *const k[] = {"__name__", "Hostname", "hostname", "gpu", "job", "rank", "pid"};
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)
+        if (strlen(k[i]) == len && !memcmp(k[i], name, len))
+            return true;
+    return false;
+}
+
+/* The alert labels beyond the key: the series' other labels, then the
+ * rule's (which win a name both have). */
+static void extra_labels(const struct gp_rule *r, const uint8_t *blob, size_t blen, struct gp_buf *b)
+{
+    const char *sep = "";
+    struct gp_labels_iter it;
+    gp_labels_iter_init(&it, blob, blen);
+    struct gp_rw_str name, value;
+    while (gp_labels_next(&it, &name, &value) == 1) {
+        if (key_label(name.ptr, name.len))
+            continue;
+        bool ruled = false;
+        for (unsigned i = 0; i < r->nlabels && !ruled; i++)
+            ruled = strlen(r->label_names[i]) == name.len &&
+                    !memcmp(r->label_names[i], name.ptr, name.len);
+        if (ruled)
+            continue;
+        gp_buf_puts(b, sep);
+        gp_json_str(b, name.ptr, name.len);
+        gp_buf_putc(b, ':');
+        gp_json_str(b, value.ptr, value.len);
+        sep = ",";
+    }
+    for (unsigned i = 0; i < r->nlabels; i++) {
+        gp_buf_puts(b, sep);
+        gp_json_str(b, r->label_names[i], strlen(r->label_names[i]));
+        gp_buf_putc(b, ':');
+        gp_json_str(b, r->label_values[i], strlen(r->label_values[i]));
+        sep = ",";
+    }
+}
+
+int gp_rule_eval(struct gp_store *st, const struct gp_rule *r, int64_t now_ms, gp_rule_emit emit,
+                 void *ctx, char *err, size_t errlen)
+{
+    int64_t mint = now_ms - r->window_ms + 1;
+    struct gp_store_selection sel;
+    int rc = gp_store_select(st, r->m, r->nm, mint, now_ms, &sel);
+    if (rc)
+        return gp_seterr(err, errlen, rc, "rule '%s': selecting series", r->name);
+    struct gp_samples smp = {0};
+    struct gp_buf lab;
+    gp_buf_init(&lab, EXTRA_LABELS_MAX);
+    struct gp_observation *o = malloc(sizeof *o);
+    if (!o) {
+        gp_store_selection_free(&sel);
+        return gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < sel.n && !rc; i++) {
+        const struct gp_store_series *s = &sel.series[i];
+        smp.n = 0;
+        int rrc = gp_store_read(st, s->id, mint, now_ms, &smp);
+        if (rrc == GP_ENOMEM || rrc == GP_EIO) {
+            rc = gp_seterr(err, errlen, rrc, "rule '%s': reading a series", r->name);
+            break;
+        }
+        double v = gp_rule_aggregate(r->agg, smp.t, smp.v, smp.n);
+        if (isnan(v))
+            continue;
+        memset(o, 0, sizeof *o);
+        o->key.det = GP_DET__COUNT;
+        label_text(s->labels, s->labels_len, "Hostname", o->key.node, sizeof o->key.node);
+        if (!o->key.node[0])
+            label_text(s->labels, s->labels_len, "hostname", o->key.node, sizeof o->key.node);
+        label_text(s->labels, s->labels_len, "gpu", o->key.gpu, sizeof o->key.gpu);
+        label_text(s->labels, s->labels_len, "job", o->key.job, sizeof o->key.job);
+        label_text(s->labels, s->labels_len, "UUID", o->uuid, sizeof o->uuid);
+        char num[32];
+        label_text(s->labels, s->labels_len, "rank", num, sizeof num);
+        char *end;
+        long x = strtol(num, &end, 10);
+        o->key.rank = num[0] && !*end && x >= 0 && x <= INT32_MAX ? (int32_t)x : -1;
+        label_text(s->labels, s->labels_len, "pid", num, sizeof num);
+        unsigned long pid = strtoul(num, &end, 10);
+        o->key.pid = num[0] && !*end && pid <= UINT32_MAX ? (uint32_t)pid : 0;
+        o->value = v;
+        o->bad = gp_rule_compare(r->op, v, r->threshold);
+        char vtext[32], ttext[32], wtext[32];
+        format_value(v, vtext, sizeof vtext);
+        format_value(r->threshold, ttext, sizeof ttext);
+        gp_format_duration(r->window_ms, wtext, sizeof wtext);
+        if (r->summary[0])
+            gp_rule_template(r->summary, v, s->labels, s->labels_len, o->summary, sizeof o->summary);
+        else
+            snprintf(o->summary, sizeof o->summary, "%s: %s over %s is %s (%s %s)", r->name,
+                     gp_rule_agg_names[r->agg], wtext, vtext, gp_rule_op_names[r->op], ttext);
+        gp_buf_reset(&lab);
+        gp_json_labels(&lab, s->labels, s->labels_len);
+        /* cut at the buffer's end: the series' labels go last */
+        if (snprintf(o->evidence, sizeof o->evidence,
+                 "%s(%s[%s]) = %s from %zu samples, threshold %s %s; series %s",
+                 gp_rule_agg_names[r->agg], r->expr, wtext, vtext, smp.n, gp_rule_op_names[r->op],
+                 ttext, lab.data && !lab.err ? lab.data : "{}") < 0)
+            o->evidence[0] = '\0';
+        gp_buf_reset(&lab);
+        extra_labels(r, s->labels, s->labels_len, &lab);
+        struct gp_rule_obs ro = {
+            .rule = r,
+            .obs = o,
+            .labels_json = lab.err || !lab.data ? "" : lab.data,
+            .extra = gp_labels_hash(s->labels, s->labels_len),
+        };
+        rc = emit(ctx, &ro);
+        if (rc)
+            gp_seterr(err, errlen, rc, "rule '%s': %s", r->name, gp_strerror(rc));
+    }
+    free(o);
+    gp_buf_free(&lab);
+    gp_samples_free(&smp);
+    gp_store_selection_free(&sel);
+    return rc;
+}

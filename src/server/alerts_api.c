@@ -1,0 +1,486 @@
+/*
+ * alerts_api.c - the alert and silence routes (docs/api.md, the contract
+ * in docs/insight.md): parameters and bodies in, insight/alerts.h out,
+ * errors in the API's envelope (400 bad_data with the reason).
+ *
+ *   GET    /api/v1/alerts        state=active|firing|pending|resolved|all,
+ *                                kind=, severity=, job=, node=, since=TIME,
+ *                                limit=N (1..1000, default 100)
+ *   GET    /api/v1/alerts/ID     the newest alert of that id + transitions
+ *   POST   /api/v1/silences      {"matchers":{"kind","job","node","gpu",
+ *                                "severity"}, "duration":"2h" | "ends_at":T,
+ *                                "starts_at":T, "comment":"..."} -> {"id"}
+ *   GET    /api/v1/silences      state=active (default) | all
+ *   DELETE /api/v1/silences/ID   ends it now
+ *
+ * The write token guards POST and DELETE (server.c's prepare). This file
+ * also starts and stops the rules, alerts and engine for server.c, which
+ * cannot include the insight headers next to server/jobs.h.
+ */
+#include "server_int.h"
+
+#include "insight/alerts.h"
+#include "insight/detect.h"
+#include "insight/remediate.h"
+#include "insight/engine.h"
+#include "insight/rules.h"
+#include "lib/clock.h"
+#include "lib/log.h"
+#include "lib/duration.h"
+#include "lib/err.h"
+#include "query/query.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ALERTS_LIMIT_DEFAULT 100
+#define ALERTS_LIMIT_MAX 1000
+
+static void list_alerts(struct gp_server *s, const struct gp_http_request *req,
+                        struct gp_http_response *resp)
+{
+    struct gp_alerts_filter f = {.state = -1, .since_ms = INT64_MIN, .limit = ALERTS_LIMIT_DEFAULT};
+    const char *v = gp_http_query(req, "state");
+    if (v && *v) {
+        if (!strcmp(v, "active"))
+            f.state = -1;
+        else if (!strcmp(v, "all"))
+            f.state = -2;
+        else if (!strcmp(v, "pending"))
+            f.state = GP_ALERT_PENDING;
+        else if (!strcmp(v, "firing"))
+            f.state = GP_ALERT_FIRING;
+        else if (!strcmp(v, "resolved"))
+            f.state = GP_ALERT_RESOLVED;
+        else {
+            gp_srv_bad(resp, 400, "bad_data",
+                       "invalid parameter 'state': '%.40s' (use active, firing, pending, resolved or "
+                       "all)",
+                       v);
+            return;
+        }
+    }
+    const char **dst[] = {&f.kind, &f.severity, &f.job, &f.node};
+    const char *names[] = {"kind", "severity", "job", "node"};
+    for (size_t i = 0; i < 4; i++) {
+        v = gp_http_query(req, names[i]);
+        *dst[i] = v && *v ? v : NULL;
+    }
+    enum gp_severity sev;
+    if (f.severity && gp_severity_parse(f.severity, &sev)) {
+        gp_srv_bad(resp, 400, "bad_data",
+                   "invalid parameter 'severity': '%.40s' (use info, warning or critical)", f.severity);
+        return;
+    }
+    v = gp_http_query(req, "since");
+    if (v && *v) {
+        char err[256];
+        if (gp_parse_time_ms(v, &f.since_ms, err, sizeof err)) {
+            gp_srv_bad(resp, 400, "bad_data", "invalid parameter 'since': %s", err);
+            return;
+        }
+    }
+    v = gp_http_query(req, "limit");
+    if (v) {
+        char *end;
+        errno = 0;
+        long long n = strtoll(v, &end, 10);
+        if (!*v || *end || errno || n < 1 || n > ALERTS_LIMIT_MAX) {
+            gp_srv_bad(resp, 400, "bad_data",
+                       "invalid parameter 'limit': '%.40s' (a whole number from 1 to %d)", v,
+                       ALERTS_LIMIT_MAX);
+            return;
+        }
+        f.limit = (size_t)n;
+    }
+    int rc = gp_alerts_list_json(s->alerts, &f, &resp->body);
+    if (rc == GP_ETOOBIG)
+        gp_srv_bad(resp, 400, "bad_data", "the answer is larger than %zu bytes: lower 'limit'",
+                   resp->body.max);
+    else if (rc == GP_ENOMEM)
+        gp_srv_bad(resp, 503, "unavailable", "out of memory listing alerts");
+    else if (rc)
+        gp_srv_bad(resp, 500, "internal", "cannot read the alerts from state.db");
+}
+
+static void get_alert(struct gp_server *s, const struct gp_http_request *req,
+                      struct gp_http_response *resp)
+{
+    const char *id = gp_http_path(req) + strlen("/api/v1/alerts/");
+    if (strlen(id) != 16 || strspn(id, "0123456789abcdef") != 16) {
+        gp_srv_bad(resp, 404, "not_found", "no alert '%.40s' (ids are 16 hex digits)", id);
+        return;
+    }
+    int rc = gp_alerts_get_json(s->alerts, id, &resp->body);
+    if (rc == GP_ENOTFOUND)
+        gp_srv_bad(resp, 404, "not_found", "no alert '%s'", id);
+    else if (rc == GP_ENOMEM || rc == GP_ETOOBIG)
+        gp_srv_bad(resp, 503, "unavailable", "out of memory reading the alert");
+    else if (rc)
+        gp_srv_bad(resp, 500, "internal", "cannot read the alert from state.db");
+}
+
+/* A time in JSON: a number of Unix seconds or a string gp_parse_time_ms
+ * reads. 1 and *ms, or 0 with the reason in err. */
+static int json_time(json_t *v, int64_t *ms, char *err, size_t errlen)
+{
+    if (json_is_number(v)) {
+        double x = json_number_value(v);
+        if (!isfinite(x) || x < 0 || x > 1e11)
+            return snprintf(err, errlen, "a time out of range"), 0;
+        *ms = (int64_t)llround(x * 1000);
+        return 1;
+    }
+    if (json_is_string(v))
+        return gp_parse_time_ms(json_string_value(v), ms, err, errlen) == GP_OK;
+    snprintf(err, errlen, "a time must be Unix seconds or RFC 3339 text");
+    return 0;
+}
+
+/* Copies the string member name of obj into out; 0 with the reason in err. */
+static int json_field(json_t *obj, const char *name, char *out, size_t len, char *err, size_t errlen)
+{
+    json_t *v = json_object_get(obj, name);
+    out[0] = '\0';
+    if (!v || json_is_null(v))
+        return 1;
+    if (!json_is_string(v)) {
+        snprintf(err, errlen, "'%s' must be a string", name);
+        return 0;
+    }
+    const char *sv = json_string_value(v);
+    if (strlen(sv) >= len) {
+        snprintf(err, errlen, "'%s' is longer than %zu bytes", name, len - 1);
+        return 0;
+    }
+    memcpy(out, sv, strlen(sv) + 1);
+    return 1;
+}
+
+/* Parses a silence body into *si. 1, or 0 with the reason in err. */
+static int parse_silence(const uint8_t *body, size_t len, int64_t now, struct gp_silence *si,
+                         char *err, size_t errlen)
+{
+    memset(si, 0, sizeof *si);
+    json_error_t je;
+    json_t *root = json_loadb((const char *)body, len, JSON_REJECT_DUPLICATES, &je);
+    if (!root) {
+        snprintf(err, errlen, "the body is not JSON: %s (line %d)", je.text, je.line);
+        return 0;
+    }
+    int ok = 0;
+    const char *key;
+    json_t *val;
+    if (!json_is_object(root)) {
+        snprintf(err, errlen, "the body must be a JSON object");
+        goto out;
+    }
+    json_object_foreach(root, key, val)
+    {
+        if (strcmp(key, "matchers") && strcmp(key, "duration") && strcmp(key, "ends_at") &&
+            strcmp(key, "starts_at") && strcmp(key, "comment")) {
+            snprintf(err, errlen, "unknown field '%.40s'", key);
+            goto out;
+        }
+    }
+    json_t *m = json_object_get(root, "matchers");
+    if (!json_is_object(m)) {
+        snprintf(err, errlen, "'matchers' must be an object with kind, job, node, gpu or severity");
+        goto out;
+    }
+    json_object_foreach(m, key, val)
+    {
+        if (strcmp(key, "kind") && strcmp(key, "job") && strcmp(key, "node") && strcmp(key, "gpu") &&
+            strcmp(key, "severity")) {
+            snprintf(err, errlen, "unknown matcher '%.40s' (use kind, job, node, gpu or severity)", key);
+            goto out;
+        }
+    }
+    if (!json_field(m, "kind", si->kind, sizeof si->kind, err, errlen) ||
+        !json_field(m, "job", si->job, sizeof si->job, err, errlen) ||
+        !json_field(m, "node", si->node, sizeof si->node, err, errlen) ||
+        !json_field(m, "gpu", si->gpu, sizeof si->gpu, err, errlen) ||
+        !json_field(m, "severity", si->severity, sizeof si->severity, err, errlen) ||
+        !json_field(root, "comment", si->comment, sizeof si->comment, err, errlen))
+        goto out;
+    json_t *st = json_object_get(root, "starts_at");
+    si->starts_ms = now;
+    if (st && !json_time(st, &si->starts_ms, err, errlen))
+        goto out;
+    json_t *d = json_object_get(root, "duration"), *e = json_object_get(root, "ends_at");
+    if (!d == !e) {
+        snprintf(err, errlen, "give 'duration' or 'ends_at' (one of them)");
+        goto out;
+    }
+    if (d) {
+        int64_t ms;
+        char detail[128];
+        if (!json_is_string(d) || gp_parse_duration_ms(json_string_value(d), &ms, detail, sizeof detail)) {
+            snprintf(err, errlen, "'duration' must be a duration such as \"2h\"");
+            goto out;
+        }
+        if (ms <= 0 || ms > 365LL * 24 * 3600 * 1000) {
+            snprintf(err, errlen, "'duration' must be more than 0 and at most 1y");
+            goto out;
+        }
+        si->ends_ms = si->starts_ms + ms;
+    } else if (!json_time(e, &si->ends_ms, err, errlen)) {
+        goto out;
+    }
+    ok = 1;
+out:
+    json_decref(root);
+    return ok;
+}
+
+static void post_silence(struct gp_server *s, const struct gp_http_request *req,
+                         struct gp_http_response *resp)
+{
+    size_t len;
+    const uint8_t *body = gp_http_body(req, &len);
+    int64_t now = gp_wall_ms();
+    struct gp_silence si;
+    char err[256];
+    if (!body || !len) {
+        gp_srv_bad(resp, 400, "bad_data", "the body must be a JSON silence");
+        return;
+    }
+    if (!parse_silence(body, len, now, &si, err, sizeof err)) {
+        gp_srv_bad(resp, 400, "bad_data", "invalid silence: %s", err);
+        return;
+    }
+    int rc = gp_alerts_silence_add(s->alerts, &si, now, err, sizeof err);
+    if (rc == GP_EUSAGE || rc == GP_ETOOBIG)
+        gp_srv_bad(resp, 400, "bad_data", "invalid silence: %s", err);
+    else if (rc)
+        gp_srv_bad(resp, 500, "internal", "%s", err);
+    else
+        gp_buf_printf(&resp->body, "{\"status\":\"success\",\"data\":{\"id\":\"%s\"}}\n", si.id);
+}
+
+void gp_srv_handle_alerts(struct gp_server *s, enum gp_srv_route route,
+                          const struct gp_http_request *req, struct gp_http_response *resp)
+{
+    if (!s->alerts) {
+        gp_srv_bad(resp, 503, "unavailable", "the alerts are not open");
+        return;
+    }
+    const char *m = gp_http_method(req);
+    switch (route) {
+    case GP_SRV_R_ALERTS:
+        list_alerts(s, req, resp);
+        break;
+    case GP_SRV_R_ALERT:
+        get_alert(s, req, resp);
+        break;
+    case GP_SRV_R_SILENCES:
+        if (!strcmp(m, "POST")) {
+            post_silence(s, req, resp);
+        } else {
+            const char *v = gp_http_query(req, "state");
+            if (v && *v && strcmp(v, "active") && strcmp(v, "all")) {
+                gp_srv_bad(resp, 400, "bad_data", "invalid parameter 'state': use active or all");
+                return;
+            }
+            int rc = gp_alerts_silences_json(s->alerts, gp_wall_ms(), v && !strcmp(v, "all"),
+                                             &resp->body);
+            if (rc)
+                gp_srv_bad(resp, 500, "internal", "cannot read the silences from state.db");
+        }
+        break;
+    case GP_SRV_R_SILENCE: {
+        const char *id = gp_http_path(req) + strlen("/api/v1/silences/");
+        int rc = strlen(id) < 17 ? gp_alerts_silence_delete(s->alerts, id, gp_wall_ms())
+                                 : GP_ENOTFOUND;
+        if (rc == GP_ENOTFOUND)
+            gp_srv_bad(resp, 404, "not_found", "no active silence '%.40s'", id);
+        else if (rc)
+            gp_srv_bad(resp, 500, "internal", "cannot end the silence in state.db");
+        else
+            gp_buf_puts(&resp->body, "{\"status\":\"success\",\"data\":null}\n");
+        break;
+    }
+    default:
+        gp_srv_bad(resp, 404, "not_found", "no such route");
+    }
+}
+
+/* ---- start and stop ---- */
+
+int gp_srv_rules_load(struct gp_server *s, char *err, size_t errlen)
+{
+    s->rules = calloc(1, sizeof *s->rules);
+    if (!s->rules)
+        return gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
+    if (!s->cfg.config_file[0])
+        return GP_OK;
+    char detail[512];
+    int rc = gp_rules_load_file(s->cfg.config_file, s->rules, detail, sizeof detail);
+    if (rc)
+        return gp_seterr(err, errlen, rc == GP_ENOMEM ? rc : GP_ECONFIG, "%s: rules: %s",
+                         s->cfg.config_file, detail);
+    return GP_OK;
+}
+
+/*
+ * The budget detector's inputs: each view job's budget (job_budget) and
+ * its cost so far, from its job document (the window holds too little of
+ * the job to add it up). A document costs a read of the job's series, so
+ * a job's cost is recomputed at most every COST_REFRESH_MS; between, the
+ * last one stands (a budget is passed a minute late at worst).
+ */
+#define COST_REFRESH_MS 60000
+#define COST_CACHE 1024
+
+struct job_cost {
+    char job[GP_JOB_LEN];
+    double cost;
+    int64_t at_ms;
+};
+
+struct cost_ctx {
+    struct gp_server *s;
+    struct gp_store *st;
+    struct job_cost cache[COST_CACHE];
+    unsigned n;
+};
+
+static double job_cost_now(struct cost_ctx *c, const char *job, int64_t now)
+{
+    struct job_cost *slot = NULL, *oldest = NULL;
+    for (unsigned i = 0; i < c->n && !slot; i++)
+        if (!strcmp(c->cache[i].job, job))
+            slot = &c->cache[i];
+    if (slot && now - slot->at_ms < COST_REFRESH_MS)
+        return slot->cost;
+    if (!slot && c->n < COST_CACHE)
+        slot = &c->cache[c->n++];
+    for (unsigned i = 0; !slot && i < c->n; i++)
+        if (!oldest || c->cache[i].at_ms < oldest->at_ms)
+            oldest = &c->cache[i];
+    if (!slot)
+        slot = oldest;
+    struct gp_buf b;
+    char err[256];
+    gp_buf_init(&b, 0);
+    double cost = NAN;
+    if (gp_srv_job_doc(c->s, c->st, job, 0, &b, err, sizeof err) == GP_OK && !b.err) {
+        json_t *d = json_loadb(b.data, b.len, 0, NULL);
+        json_t *v = json_object_get(json_object_get(d, "totals"), "cost");
+        cost = json_is_number(v) ? json_number_value(v) : NAN;
+        json_decref(d);
+    }
+    gp_buf_free(&b);
+    snprintf(slot->job, sizeof slot->job, "%s", job);
+    slot->cost = cost;
+    slot->at_ms = now;
+    return cost;
+}
+
+static void fill_job_costs(void *ctx, struct gp_view *v)
+{
+    struct cost_ctx *c = ctx;
+    if (c->s->job_budget <= 0)
+        return;
+    int64_t now = gp_wall_ms();
+    for (unsigned i = 0; i < v->njobs; i++) {
+        v->jobs[i].budget = c->s->job_budget;
+        v->jobs[i].cost = job_cost_now(c, v->jobs[i].job, now);
+    }
+}
+
+int gp_srv_alerts_start(struct gp_server *s, struct gp_store *st, char *err, size_t errlen)
+{
+    const struct gp_server_config *c = &s->cfg;
+    s->costs = calloc(1, sizeof *s->costs);
+    if (!s->costs)
+        return gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
+    s->costs->s = s;
+    s->costs->st = st;
+    struct gp_engine_options eo = {
+        .store = st,
+        .detectors = gp_detect_fns,
+        .job_costs = fill_job_costs,
+        .job_costs_ctx = s->costs,
+        .rules = s->rules,
+        .interval_ms = c->eval_interval_ms,
+        .window_ms = c->eval_window_ms,
+        .step_ms = c->eval_step_ms,
+        .clear_for_ms = c->alert_clear_for_ms,
+    };
+    int rc = gp_engine_detector_config(c->detectors_disabled, c->detector_overrides, eo.det_cfg, err,
+                                       errlen);
+    if (rc || (rc = gp_alerts_open(&s->alerts, c->data_dir, gp_wall_ms(), err, errlen)))
+        return rc;
+    eo.alerts = s->alerts;
+    /* remediation acts on alerts that start firing */
+    if (s->rem && (rc = gp_alerts_add_listener(s->alerts, gp_rem_listener, s->rem)))
+        return gp_seterr(err, errlen, rc, "cannot register the remediation hooks");
+    if ((rc = gp_engine_new(&s->engine, &eo, err, errlen)))
+        return rc;
+    if ((rc = gp_engine_start(s->engine)))
+        return gp_seterr(err, errlen, rc, "cannot start the evaluation thread");
+    struct gp_alerts_stats as;
+    gp_alerts_stats(s->alerts, &as);
+    gp_log(GP_LOG_INFO, "server", "alerts open",
+           "rules=%zu active_alerts=%llu eval_interval_ms=%lld eval_window_ms=%lld eval_step_ms=%lld",
+           s->rules ? s->rules->n : 0, (unsigned long long)as.active, (long long)c->eval_interval_ms,
+           (long long)c->eval_window_ms, (long long)c->eval_step_ms);
+    return GP_OK;
+}
+
+void gp_srv_alerts_stop(struct gp_server *s)
+{
+    gp_engine_close(s->engine);
+    s->engine = NULL;
+    gp_alerts_close(s->alerts);
+    s->alerts = NULL;
+    gp_rules_free(s->rules);
+    free(s->rules);
+    s->rules = NULL;
+    free(s->costs);
+    s->costs = NULL;
+}
+
+void gp_srv_render_alert_metrics(struct gp_server *s, struct gp_buf *b)
+{
+    if (!s->engine || !s->alerts)
+        return;
+    struct gp_engine_stats es;
+    struct gp_alerts_stats as;
+    gp_engine_stats(s->engine, &es);
+    gp_alerts_stats(s->alerts, &as);
+    gp_buf_puts(b, "# HELP gpulse_server_eval_ticks_total Evaluation ticks (view, detectors, rules, alerts).\n"
+                   "# TYPE gpulse_server_eval_ticks_total counter\n");
+    gp_buf_printf(b, "gpulse_server_eval_ticks_total %llu\n", (unsigned long long)es.ticks);
+    gp_buf_puts(b, "# HELP gpulse_server_eval_errors_total Evaluation failures, by what failed.\n"
+                   "# TYPE gpulse_server_eval_errors_total counter\n");
+    gp_buf_printf(b, "gpulse_server_eval_errors_total{part=\"tick\"} %llu\n"
+                     "gpulse_server_eval_errors_total{part=\"detector\"} %llu\n"
+                     "gpulse_server_eval_errors_total{part=\"rule\"} %llu\n"
+                     "gpulse_server_eval_errors_total{part=\"alerts_db\"} %llu\n",
+                  (unsigned long long)es.tick_errors, (unsigned long long)es.detector_errors,
+                  (unsigned long long)es.rule_errors, (unsigned long long)as.db_errors);
+    gp_buf_puts(b, "# HELP gpulse_server_eval_last_seconds Time the last evaluation tick took, by part.\n"
+                   "# TYPE gpulse_server_eval_last_seconds gauge\n");
+    gp_buf_printf(b, "gpulse_server_eval_last_seconds{part=\"view\"} %.6f\n"
+                     "gpulse_server_eval_last_seconds{part=\"detectors\"} %.6f\n"
+                     "gpulse_server_eval_last_seconds{part=\"rules\"} %.6f\n"
+                     "gpulse_server_eval_last_seconds{part=\"total\"} %.6f\n",
+                  (double)es.last_view_ns / 1e9, (double)es.last_detect_ns / 1e9,
+                  (double)es.last_rules_ns / 1e9, (double)es.last_tick_ns / 1e9);
+    gp_buf_puts(b, "# HELP gpulse_server_eval_view_gpus GPUs in the detectors' view.\n"
+                   "# TYPE gpulse_server_eval_view_gpus gauge\n");
+    gp_buf_printf(b, "gpulse_server_eval_view_gpus %llu\n", (unsigned long long)es.gpus);
+    gp_buf_puts(b, "# HELP gpulse_server_alerts Alerts now, by state.\n"
+                   "# TYPE gpulse_server_alerts gauge\n");
+    gp_buf_printf(b, "gpulse_server_alerts{state=\"pending\"} %llu\ngpulse_server_alerts{state=\"firing\"} %llu\n",
+                  (unsigned long long)as.pending, (unsigned long long)as.firing);
+    gp_buf_puts(b, "# HELP gpulse_server_alert_transitions_total Alert state changes.\n"
+                   "# TYPE gpulse_server_alert_transitions_total counter\n");
+    gp_buf_printf(b, "gpulse_server_alert_transitions_total %llu\n", (unsigned long long)as.transitions);
+}
