@@ -101,11 +101,17 @@ int gp_det_throttled(const struct gp_detect_ctx *c)
                               : npw >= nhot && npw >= nslow             ? "power capping"
                               : nhot >= nslow                           ? "temperature"
                                                                         : "low SM clock while busy";
-            gp_det_printf(o.summary, sizeof o.summary,
-                          "%s is throttled on %.0f %% of points over %s, mostly %s (max %.0f °C, "
-                          "SM clock %.0f of %.0f MHz while busy)",
-                          who, 100 * share, win, why, isfinite(tmax) ? tmax : 0.0,
-                          nbusy ? cksum / nbusy / 1e6 : 0.0, isnan(cmax) ? 0.0 : cmax / 1e6);
+            /* only the readings there are: "0 of 0 MHz" says nothing */
+            char temp[48] = "", clock[64] = "";
+            if (isfinite(tmax))
+                snprintf(temp, sizeof temp, "max %.0f °C", tmax);
+            if (nbusy && !isnan(cmax))
+                snprintf(clock, sizeof clock, "%sSM clock %.0f of %.0f MHz while busy",
+                         temp[0] ? ", " : "", cksum / nbusy / 1e6, cmax / 1e6);
+            gp_det_printf(o.summary, sizeof o.summary, "%s is throttled on %.0f %% of points over %s, "
+                          "mostly %s%s%s%s%s",
+                          who, 100 * share, win, why, temp[0] || clock[0] ? " (" : "", temp, clock,
+                          temp[0] || clock[0] ? ")" : "");
             gp_det_printf(o.evidence, sizeof o.evidence,
                           "over %s, %u points with a reading, %u held down: thermal reason on %u, "
                           "power reason on %u, at or above %.0f °C on %u (max %.0f °C), busy with "

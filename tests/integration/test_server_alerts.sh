@@ -95,7 +95,9 @@ get "/api/v1/alerts?state=all" >"$TMP/all.json" || fail "GET /api/v1/alerts?stat
 get "/api/v1/alerts/$ID" >"$TMP/after2.json" || fail "GET /api/v1/alerts/$ID"
 python3 - "$TMP/all.json" "$TMP/after2.json" <<'PY' || fail "history or cool-down wrong (above)"
 import json, sys
-L = json.load(open(sys.argv[1]))["data"]
+# the rule's alerts only: the built-in detectors judge the same GPU too
+# (at 90 C it is throttled)
+L = [x for x in json.load(open(sys.argv[1]))["data"] if x["kind"] == "gpu_hot"]
 assert len(L) == 1 and L[0]["state"] == "resolved" and L[0]["resolved"] is not None, L
 a = json.load(open(sys.argv[2]))["data"]
 assert [t["to"] for t in a["transitions"]] == ["pending", "firing", "resolved"], a["transitions"]

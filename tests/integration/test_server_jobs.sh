@@ -7,7 +7,7 @@
 # same data directory and find the registry still there (the unit tests
 # check that it is loaded from state.db, not rebuilt by a scan).
 source "$(dirname "$0")/lib.sh"
-start_server --jobs-scan-interval 200ms --gpu-hour-price 2.5
+start_server --jobs-scan-interval 200ms --gpu-prices H100=2.5
 NOW=$(date +%s)
 T0=$(python3 "$ROOT/tests/integration/jobs_feed.py" "$SERVER_URL" "$NOW") || fail "feeding the jobs"
 wait_until 20 sh -c "curl -sf '$SERVER_URL/api/v1/jobs' | grep -q killed-1" ||
