@@ -772,7 +772,39 @@ static void test_emit_failure(void)
     gp_view_free(&v);
 }
 
+/* docs/insight.md's detector table names every detector with its
+ * defaults as the code has them. */
+static void test_docs_table(void)
+{
+    const char *doc = strstr(gp_test_repo_text("docs/insight.md"), "## Detectors");
+    CHECK(doc);
+    for (int d = 0; d < GP_DET__COUNT; d++) {
+        const struct gp_detector_info *i = &gp_detectors[d];
+        char row[128];
+        snprintf(row, sizeof row, "| `%s` | ", i->name);
+        const char *r = strstr(doc, row);
+        if (!r)
+            gp_test_fail(__FILE__, __LINE__, "docs/insight.md has no row for %s", i->name);
+        /* cells: name, scope, severity, judges, threshold, clear, for */
+        char line[1024], *cell[8] = {0};
+        snprintf(line, sizeof line, "%.*s", (int)strcspn(r + 1, "\n"), r + 1);
+        int n = 0;
+        for (char *save = NULL, *t = strtok_r(line, "|", &save); t && n < 8; t = strtok_r(NULL, "|", &save)) {
+            while (*t == ' ')
+                t++;
+            t[strcspn(t, " ")] = n == 3 ? t[strcspn(t, " ")] : '\0';
+            cell[n++] = t;
+        }
+        CHECK_INT(n, 7);
+        CHECK_STR(cell[2], gp_severity_names[i->severity]);
+        CHECK_DBL(strtod(cell[4], NULL), i->threshold, 1e-12);
+        CHECK_DBL(strtod(cell[5], NULL), i->clear, 1e-12);
+        CHECK_STR(cell[6], i->for_);
+    }
+}
+
 const struct gp_test gp_tests_detect[] = {
+    {"docs_table", test_docs_table},
     {"table_defaults", test_table_defaults},
     {"healthy_job_is_silent", test_healthy_job_is_silent},
     {"memory_high", test_memory_high},
