@@ -84,19 +84,8 @@ static void list_alerts(struct gp_server *s, const struct gp_http_request *req,
             return;
         }
     }
-    v = gp_http_query(req, "limit");
-    if (v) {
-        char *end;
-        errno = 0;
-        long long n = strtoll(v, &end, 10);
-        if (!*v || *end || errno || n < 1 || n > ALERTS_LIMIT_MAX) {
-            gp_srv_bad(resp, 400, "bad_data",
-                       "invalid parameter 'limit': '%.40s' (a whole number from 1 to %d)", v,
-                       ALERTS_LIMIT_MAX);
-            return;
-        }
-        f.limit = (size_t)n;
-    }
+    if (!gp_srv_query_limit(req, resp, ALERTS_LIMIT_MAX, &f.limit))
+        return;
     int rc = gp_alerts_list_json(s->alerts, &f, &resp->body);
     if (rc == GP_ETOOBIG)
         gp_srv_bad(resp, 400, "bad_data", "the answer is larger than %zu bytes: lower 'limit'",

@@ -21,6 +21,7 @@
 #include "lib/log.h"
 #include "query/query.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -61,6 +62,24 @@ enum gp_srv_route gp_srv_route_of(const char *p)
         !strcmp(p + n - (sizeof post - 1), post))
         return GP_SRV_R_LABEL_VALUES;
     return GP_SRV_R_OTHER;
+}
+
+int gp_srv_query_limit(const struct gp_http_request *req, struct gp_http_response *resp, size_t max,
+                       size_t *out)
+{
+    const char *v = gp_http_query(req, "limit");
+    if (!v)
+        return 1;
+    char *end;
+    errno = 0;
+    long long n = strtoll(v, &end, 10);
+    if (!*v || *end || errno || n < 1 || (size_t)n > max) {
+        gp_srv_bad(resp, 400, "bad_data", "invalid parameter 'limit': '%.40s' (a whole number from 1 to %zu)",
+                   v, max);
+        return 0;
+    }
+    *out = (size_t)n;
+    return 1;
 }
 
 void gp_srv_bad(struct gp_http_response *resp, int status, const char *type, const char *fmt, ...)

@@ -32,25 +32,6 @@
 #define AUDIT_LIMIT_DEFAULT 100
 #define AUDIT_LIMIT_MAX 1000
 
-/* limit=N into *out when present: 1 ok, 0 answered 400. */
-static int parse_limit(const struct gp_http_request *req, struct gp_http_response *resp, size_t max,
-                       size_t *out)
-{
-    const char *v = gp_http_query(req, "limit");
-    if (!v)
-        return 1;
-    char *end;
-    errno = 0;
-    long long n = strtoll(v, &end, 10);
-    if (!*v || *end || errno || n < 1 || (size_t)n > max) {
-        gp_srv_bad(resp, 400, "bad_data", "invalid parameter 'limit': '%.40s' (a whole number from 1 to %zu)",
-                   v, max);
-        return 0;
-    }
-    *out = (size_t)n;
-    return 1;
-}
-
 /* The recommendations of one job as {"job","state","recommendations"}:
  * a new object (caller owns), or NULL with *rc and err set. */
 static json_t *job_recs(struct gp_server *s, struct gp_store *st, const char *id, int *rc, char *err,
@@ -138,7 +119,7 @@ static void do_recommendations(struct gp_server *s, struct gp_store *st,
         return;
     }
     struct gp_jobs_filter f = {.state = -1, .since_ms = INT64_MIN, .limit = REC_LIMIT_DEFAULT};
-    if (!parse_limit(req, resp, REC_LIMIT_MAX, &f.limit)) {
+    if (!gp_srv_query_limit(req, resp, REC_LIMIT_MAX, &f.limit)) {
         json_decref(data);
         return;
     }
@@ -217,7 +198,7 @@ static void do_audit(struct gp_server *s, const struct gp_http_request *req,
             return;
         }
     }
-    if (!parse_limit(req, resp, AUDIT_LIMIT_MAX, &f.limit))
+    if (!gp_srv_query_limit(req, resp, AUDIT_LIMIT_MAX, &f.limit))
         return;
     int rc = gp_rem_audit_json(s->rem, &f, &resp->body);
     if (rc == GP_ETOOBIG)

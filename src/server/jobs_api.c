@@ -56,19 +56,8 @@ static void do_list(struct gp_server *s, const struct gp_http_request *req,
     v = gp_http_query(req, "node");
     if (v && *v)
         f.node = v;
-    v = gp_http_query(req, "limit");
-    if (v) {
-        char *end;
-        errno = 0;
-        long long n = strtoll(v, &end, 10);
-        if (!*v || *end || errno || n < 1 || n > JOBS_LIMIT_MAX) {
-            gp_srv_bad(resp, 400, "bad_data",
-                       "invalid parameter 'limit': '%.40s' (a whole number from 1 to %d)", v,
-                       JOBS_LIMIT_MAX);
-            return;
-        }
-        f.limit = (size_t)n;
-    }
+    if (!gp_srv_query_limit(req, resp, JOBS_LIMIT_MAX, &f.limit))
+        return;
     int rc = gp_jobs_list_json(s->jobs, &f, gp_wall_ms(), &resp->body);
     if (rc == GP_ETOOBIG)
         gp_srv_bad(resp, 400, "bad_data", "the answer is larger than %zu bytes: lower 'limit'",

@@ -155,6 +155,10 @@ void gp_srv_handle_write(struct gp_server *s, const struct gp_http_request *req,
 void gp_srv_handle_api(struct gp_server *s, enum gp_srv_route route,
                        const struct gp_http_request *req, struct gp_http_response *resp);
 /* Answers an API error in Prometheus's envelope (replacing the body). */
+/* The query parameter limit=N (1..max) into *out when present, else *out
+ * is left alone: 1, or 0 when it answered 400 bad_data. */
+int gp_srv_query_limit(const struct gp_http_request *req, struct gp_http_response *resp, size_t max,
+                       size_t *out);
 void gp_srv_bad(struct gp_http_response *resp, int status, const char *type, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
