@@ -58,7 +58,7 @@ int gp_severity_parse(const char *s, enum gp_severity *out); /* GP_OK or GP_EPAR
     X(SATURATED, "gpu_saturated", GPU, INFO, 0.95, 0.90, "10m",                                    \
       "The GPU is fully busy: speed now comes from less work (mixed precision, fused kernels, "   \
       "torch.compile) or more GPUs.")                                                             \
-    X(IDLE_ALLOCATED, "idle_gpu_allocated", GPU, WARNING, 0.05, 0.10, "10m",                       \
+    X(IDLE_ALLOCATED, "idle_gpu_allocated", GPU, WARNING, 0.05, 0.10, "5m",                       \
       "A job holds this GPU's memory but runs nothing on it: release it, or check the job is "    \
       "not stuck (a hung collective, a dead data loader).")                                       \
     X(DATA_STARVED, "dataloader_starvation", GPU, WARNING, 0.5, 0.4, "5m",                         \

@@ -164,11 +164,14 @@ static double xid_changes(const double *x, unsigned n)
 }
 
 /*
- * HW_ERRORS (above): the number of error findings in the window: ECC
- * double-bit errors (counter increase) + XID errors (counter increase,
- * else changes of the last-XID code) + 1 for each state that holds at the
- * newest reading: pages pending retirement, uncorrectable remapped rows,
- * a row remap failure. Judged where any of these has a reading.
+ * HW_ERRORS (above): the number of error findings: hardware XIDs in the
+ * window (counter increase, else changes of the last-XID code) + 1 for
+ * each state that holds at the newest reading: volatile double-bit ECC
+ * errors (the volatile counter goes back to 0 only when the GPU is reset,
+ * which is what draining is for, so the alert holds until then, not
+ * just while the increase is in the window), pages pending retirement,
+ * uncorrectable remapped rows, a row remap failure. Judged where any of
+ * these has a reading.
  */
 int gp_det_hw_errors(const struct gp_detect_ctx *c)
 {
@@ -189,10 +192,11 @@ int gp_det_hw_errors(const struct gp_detect_ctx *c)
                    !isnan(fail) || !isnan(gp_det_first(dbe_s, n, NULL));
         if (!any)
             continue;
-        double dbe = gp_det_increase(dbe_s, n);
+        double dbe_now = gp_det_last(dbe_s, n, NULL);
+        double dbe = isnan(dbe_now) ? 0 : dbe_now; /* volatile: since the last reset */
         double xid = have_xid_total ? gp_det_increase(xid_s, n) : xid_changes(last_s, n);
         bool st_pend = pend > 0, st_unc = unc > 0, st_fail = fail > 0;
-        double value = dbe + xid + st_pend + st_unc + st_fail;
+        double value = (dbe > 0) + xid + st_pend + st_unc + st_fail;
         gp_det_key_gpu(&o, GP_DET_HW_ERRORS, g);
         if (gp_det_judge(c, &o, value, true)) {
             char who[320], win[96], what[200] = "";
@@ -200,7 +204,8 @@ int gp_det_hw_errors(const struct gp_detect_ctx *c)
             gp_det_gpu_name(g, who, sizeof who);
             gp_det_window(v, n, win, sizeof win);
             if (dbe > 0)
-                append(what, sizeof what, &len, "%.0f uncorrectable ECC errors", dbe);
+                append(what, sizeof what, &len, "%.0f uncorrectable ECC errors since the last reset",
+                       dbe);
             if (xid > 0 && !isnan(xid_last) && xid_last > 0)
                 append(what, sizeof what, &len, "XID %.0f (%.0f XID errors)", xid_last, xid);
             else if (xid > 0)
@@ -212,13 +217,12 @@ int gp_det_hw_errors(const struct gp_detect_ctx *c)
             if (st_fail)
                 append(what, sizeof what, &len, "a row remap failure");
             if (o.bad)
-                gp_det_printf(o.summary, sizeof o.summary, "%s: %s in %s: drain this node", who,
-                              what, win);
+                gp_det_printf(o.summary, sizeof o.summary, "%s: %s: drain this node", who, what);
             else
                 gp_det_printf(o.summary, sizeof o.summary,
                               "%s: no new hardware errors in %s", who, win);
             gp_det_printf(o.evidence, sizeof o.evidence,
-                          "over %s: ECC double-bit errors +%.0f, XID errors +%.0f%s (last XID "
+                          "over %s: volatile ECC double-bit errors %.0f, hardware XIDs +%.0f%s (last XID "
                           "%.0f), pages pending retirement %.0f, uncorrectable remapped rows "
                           "%.0f, row remap failure %.0f; findings %.0f, threshold %.0f",
                           win, dbe, xid, have_xid_total ? "" : " (from last-XID changes)",

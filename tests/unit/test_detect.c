@@ -615,15 +615,16 @@ static void test_hw_errors(void)
         xl[k] = 79;
     }
     fill(&v, &v.gpus[2], GP_VGM_RETIRED_PENDING, 1);
-    /* the healthy GPU 3 had old errors before the window: counters flat */
-    fill(&v, &v.gpus[3], GP_VGM_ECC_DBE, 4);
+    /* the healthy GPU 3: reset since its last errors (volatile count 0), an
+     * application's XID 13 long ago */
+    fill(&v, &v.gpus[3], GP_VGM_ECC_DBE, 0);
     fill(&v, &v.gpus[3], GP_VGM_XID_LAST, 13);
     CHECK_INT(run(GP_DET_HW_ERRORS, &v), GP_OK);
     CHECK_INT(nobs, 4);
     const struct gp_observation *o = about_gpu("n1", "0");
     CHECK(o && o->bad);
-    CHECK_DBL(o->value, 2, 0);
-    CHECK_CONTAINS(o->summary, "GPU 0 on n1 (job bert-1 rank 0): 2 uncorrectable ECC errors in");
+    CHECK_DBL(o->value, 1, 0);
+    CHECK_CONTAINS(o->summary, "GPU 0 on n1 (job bert-1 rank 0): 2 uncorrectable ECC errors since the last reset");
     CHECK_CONTAINS(o->summary, "drain this node");
     o = about_gpu("n1", "1");
     CHECK(o && o->bad);
@@ -645,7 +646,11 @@ static void test_hw_errors(void)
     o = about_gpu("n1", "1");
     CHECK(o && o->bad);
     CHECK_CONTAINS(o->summary, "XID 48");
-    /* a counter reset (driver reload) is not an error */
+    /* the errors long before the window, no reset since: still bad */
+    fill(&v, &v.gpus[0], GP_VGM_ECC_DBE, 2);
+    CHECK_INT(run(GP_DET_HW_ERRORS, &v), GP_OK);
+    CHECK(about_gpu("n1", "0")->bad);
+    /* the GPU reset (what draining is for) zeroes the volatile count: clear */
     fill(&v, &v.gpus[0], GP_VGM_ECC_DBE, 5);
     for (unsigned k = 20; k < NPTS; k++)
         dbe[k] = 0;
