@@ -1,6 +1,7 @@
 /* history.c - see history.h. */
 #include "history.h"
 
+#include "insight/cost.h"
 #include "lib/gpumodels.h"
 
 #include <math.h>
@@ -35,6 +36,7 @@ struct hgpu {
     double mem_total;        /* bytes; 0 unknown */
     bool saw_sm_active;      /* activity came from GPM SM active at least once */
     double gpu_seconds;      /* ticks held by the job, weighted by their width */
+    double price;            /* USD per GPU-hour: configured, else the model table's; 0 none */
     double act_sum, act_dt;  /* time-weighted activity */
     double peak_mem;         /* bytes */
     bool peak_valid;
@@ -198,6 +200,7 @@ static struct hgpu *find_gpu(struct gp_history *h, const struct gp_gpu *g, const
     snprintf(x->model, sizeof x->model, "%s", g->model);
     snprintf(x->node, sizeof x->node, "%s", node);
     x->index = g->index;
+    x->price = h->price > 0 ? h->price : gp_prices_of(NULL, g->model, strlen(g->model));
     return x;
 }
 
@@ -639,8 +642,17 @@ static json_t *totals_json(const struct gp_history *h, double wall, json_t *gpus
     }
     double busy = h->step_sum + h->wait;
     json_object_set_new(t, "data_wait_ratio", h->has_wait && busy > 0 ? json_real(h->wait / busy) : json_null());
-    json_object_set_new(t, "price_per_gpu_hour", h->price > 0 ? json_real(h->price) : json_null());
-    json_object_set_new(t, "cost", h->price > 0 ? json_real(gpu_s / 3600 * h->price) : json_null());
+    /* each GPU at its price: the configured one, else its model's default
+     * (insight/cost.h); null when a GPU the job used has none */
+    double cost = 0;
+    bool priced = true;
+    for (unsigned i = 0; i < h->ngpus; i++) {
+        cost += h->gpus[i].gpu_seconds / 3600 * h->gpus[i].price;
+        priced &= h->gpus[i].price > 0;
+    }
+    double price = gpu_s > 0 ? cost / (gpu_s / 3600) : h->price > 0 ? h->price : NAN;
+    json_object_set_new(t, "price_per_gpu_hour", priced ? num(price) : json_null());
+    json_object_set_new(t, "cost", priced ? json_real(cost) : json_null());
     json_object_set_new(t, "currency", json_string("USD"));
     json_array_extend(gpus_out, gpus);
     json_decref(gpus);

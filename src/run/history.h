@@ -33,7 +33,7 @@ struct gp_history_options {
     const char *job;           /* the job id the processes carry */
     const char *command;       /* shown in the report */
     double interval_s;         /* sampling interval (the first tick's width) */
-    double price_per_gpu_hour; /* 0: no price configured, cost is null */
+    double price_per_gpu_hour; /* 0: each GPU at its model's default price */
 };
 
 /* One step as the training code reported it. */

@@ -44,7 +44,7 @@ struct gp_run_config {
       "how often the status line is printed when stderr is not a terminal (on a terminal it "    \
       "is redrawn every sample)")                                                                \
     X(gpu_hour_price, "gpu_hour_price", "gpu-hour-price", STR, "",                                \
-      "price of one GPU-hour (USD) for the report's cost; empty: no cost")
+      "price of one GPU-hour (USD) for the report's cost; empty: each GPU model's default price")
 
 /* Defaults of both sections (the agent's log level is lowered to error:
  * the terminal belongs to the training command). */

@@ -4,6 +4,7 @@
 #include "run/run_config.h"
 
 #include "lib/err.h"
+#include "lib/gpumodels.h"
 #include "test.h"
 
 #include <errno.h>
@@ -274,12 +275,13 @@ static void test_history_empty_is_null(void)
     CHECK_INT(dget(d, "signal"), 9);
     const char *nulls[] = {"totals.activity_avg", "totals.peak_gpu_memory_bytes", "totals.host_cpu_seconds",
                            "totals.host_rss_peak_bytes", "totals.step_seconds", "totals.samples_per_second",
-                           "totals.data_wait_ratio", "totals.cost", "totals.price_per_gpu_hour"};
+                           "totals.data_wait_ratio", "totals.price_per_gpu_hour"};
     for (size_t i = 0; i < sizeof nulls / sizeof nulls[0]; i++)
         if (!is_null(d, nulls[i]))
             gp_test_fail(__FILE__, __LINE__, "%s is not null", nulls[i]);
     CHECK_INT(dget(d, "totals.steps"), 0);
     CHECK_DBL(dget(d, "totals.gpu_hours"), 0, 0);
+    CHECK_DBL(dget(d, "totals.cost"), 0, 0); /* no GPU time: nothing to pay */
     json_decref(d);
     gp_history_free(h);
 }
@@ -310,6 +312,11 @@ static void test_history_downsamples(void)
     for (size_t i = 0; i + 1 < json_array_size(act); i++) /* full points mix both ticks */
         CHECK_DBL(json_number_value(json_array_get(act, i)), 0.5, 1e-9);
     CHECK_DBL(dget(d, "totals.gpu_seconds"), n, 1e-6);
+    /* no price given: the H100 at the model table's default */
+    double p = gp_gpumodel_find("H100")->price_usd_hour;
+    CHECK(p > 0);
+    CHECK_DBL(dget(d, "totals.price_per_gpu_hour"), p, 1e-9);
+    CHECK_DBL(dget(d, "totals.cost"), n / 3600.0 * p, 1e-9);
     json_decref(d);
     gp_frame_free(&f);
     gp_history_free(h);
