@@ -8,7 +8,8 @@
  *      of its nearest ancestor in the frame that has one (dataloader
  *      workers whose environment could not be read); a process on a GPU,
  *      a root (frame->roots, cfg->follow) or a step reporter with still
- *      no job gets "pg-<pgid>@<host>" (scheme process_group), and the
+ *      no job takes the job its step client named (meta job=), else
+ *      gets "pg-<pgid>@<host>" (scheme process_group), and the
  *      followed processes below it inherit that. Ranks a process knows
  *      itself are kept; unknown ones come with the inherited job.
  *   2. Sums: one frame->jobs entry per distinct (job, rank) of the
@@ -197,6 +198,17 @@ static void name_jobs(struct jobs_state *st, struct gp_frame *f)
         const struct gp_proc *a = job_ancestor(st, f, i, true);
         if (a)
             inherit(p, &a->jid);
+    }
+    /* A step reporter with no job of its own or of its ancestors takes the
+     * job its client named (gpulse.meta(job=...)) before a process group:
+     * the same name while it runs and after it exits. */
+    for (unsigned s = 0; s < f->nsteps; s++) {
+        const struct gp_step_stats *ss = &f->steps[s];
+        if (ss->node[0] || !ss->client_job || !ss->jid.job[0])
+            continue;
+        struct gp_proc *p = (struct gp_proc *)gp_frame_find_proc(f, ss->pid);
+        if (p && p->followed && !p->jid.job[0])
+            p->jid = ss->jid;
     }
     for (unsigned i = 0; i < f->nprocs; i++) {
         struct gp_proc *p = &f->procs[i];

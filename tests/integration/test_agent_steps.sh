@@ -79,15 +79,22 @@ read -r C_PID C_LOST C_CHILD <"$TMP/c.out"
 [ "$C_LOST" = 0 ] || fail "C client dropped $C_LOST records"
 note "C trainer pid $C_PID reported $NC steps"
 
+# value PREFIX: the value of the first series line starting with PREFIX.
+# The C trainer lives a fraction of a second: when a tick saw it alive it
+# has its process group's job, else no job (its series are the same), so
+# its lines are found by name and pid whatever comes before (cval NAME).
 value() { awk -v s="$1" 'index($0, s) == 1 {print $NF; exit}' "$TMP/m"; }
 sel() { printf '%s{%s' "$1" "$2"; }
+cval() {
+    awk -v n="$1{" -v p="Hostname=\"$(hostname)\",pid=\"$C_PID\"}" \
+        'index($0, n) == 1 && index($0, p) {print $NF; exit}' "$TMP/m"
+}
 PYL="job=\"py-fallback\",rank=\"2\",Hostname=\"$(hostname)\",pid=\"$PY_PID\"}"
-CL="Hostname=\"$(hostname)\",pid=\"$C_PID\"}"
 have_all() {
     metrics >"$TMP/m"
     [ "$(value "$(sel gpulse_job_steps_total "$PYL")")" = $((N + 2)) ] &&
         [ "$(value "gpulse_job_steps_total{Hostname=\"$(hostname)\",pid=\"$PY_CHILD\"}")" = 7 ] &&
-        [ "$(value "$(sel gpulse_job_steps_total "$CL")")" = $((NC + 1)) ] &&
+        [ "$(cval gpulse_job_steps_total)" = $((NC + 1)) ] &&
         [ "$(value "gpulse_job_steps_total{Hostname=\"$(hostname)\",pid=\"$C_CHILD\"}")" = 5 ]
 }
 wait_until 10 have_all || { grep -E '^gpulse_(job|steps)' "$TMP/m" >&2; fail "step totals not shown"; }
@@ -97,6 +104,11 @@ check() { # check SERIES WANT
     got=$(value "$1")
     [ "$got" = "$2" ] || fail "$1 is '$got', want $2"
 }
+ccheck() { # ccheck NAME WANT: the C trainer's series
+    local got
+    got=$(cval "$1")
+    [ "$got" = "$2" ] || fail "the C trainer's $1 is '$got', want $2"
+}
 check "$(sel gpulse_job_samples_total "$PYL")" $((32 * (N + 1) + 1))
 check "$(sel gpulse_job_tokens_total "$PYL")" $((1000 * (N + 1)))
 check "$(sel gpulse_job_data_wait_seconds_total "$PYL")" 0.25
@@ -105,14 +117,16 @@ check "$(sel gpulse_job_step "$PYL")" $((N + 2))
 check "$(sel gpulse_job_step_records_lost_total "$PYL")" 0
 awk -v want="$(awk -v n="$N" 'BEGIN {printf "%.15f", 1 / n}')" '{ if ($1 - want > 1e-9 || want - $1 > 1e-9) exit 1 }' \
     <<<"$(value "$(sel gpulse_job_loss "$PYL")")" || fail "python's last loss is not 1/$N"
-check "$(sel gpulse_job_samples_total "$CL")" $((16 * (NC + 1)))
-check "$(sel gpulse_job_tokens_total "$CL")" $((2048 * (NC + 1)))
-check "$(sel gpulse_job_step_seconds_total "$CL")" "$(awk -v n=$NC 'BEGIN {print (n + 1) / 8}')"
-check "$(sel gpulse_job_step "$CL")" $((NC + 1))
-check "$(sel gpulse_job_loss "$CL")" 3.5
-check "$(sel gpulse_job_step_records_lost_total "$CL")" 0
-check "gpulse_job_allocator_bytes{Hostname=\"$(hostname)\",pid=\"$C_PID\",device=\"1\",kind=\"reserved\"}" 2000
-grep -q "^gpulse_job_data_wait_seconds_total{$CL" "$TMP/m" && fail "C trainer never said wait="
+ccheck gpulse_job_samples_total $((16 * (NC + 1)))
+ccheck gpulse_job_tokens_total $((2048 * (NC + 1)))
+ccheck gpulse_job_step_seconds_total "$(awk -v n=$NC 'BEGIN {print (n + 1) / 8}')"
+ccheck gpulse_job_step $((NC + 1))
+ccheck gpulse_job_loss 3.5
+ccheck gpulse_job_step_records_lost_total 0
+got=$(awk -v n="gpulse_job_allocator_bytes{" -v p="Hostname=\"$(hostname)\",pid=\"$C_PID\",device=\"1\",kind=\"reserved\"}" \
+    'index($0, n) == 1 && index($0, p) {print $NF; exit}' "$TMP/m")
+[ "$got" = 2000 ] || fail "the C trainer's reserved bytes on device 1 are '$got', want 2000"
+[ -n "$(cval gpulse_job_data_wait_seconds_total)" ] && fail "C trainer never said wait="
 check gpulse_steps_malformed_total 0
 recs=$(value gpulse_steps_records_total)
 [ "$recs" = $((N + 3 + 7 + NC + 3 + 5)) ] || fail "gpulse_steps_records_total $recs, want $((N + 3 + 7 + NC + 3 + 5))"
