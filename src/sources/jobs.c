@@ -207,8 +207,16 @@ static void name_jobs(struct jobs_state *st, struct gp_frame *f)
         if (ss->node[0] || !ss->client_job || !ss->jid.job[0])
             continue;
         struct gp_proc *p = (struct gp_proc *)gp_frame_find_proc(f, ss->pid);
-        if (p && p->followed && !p->jid.job[0])
-            p->jid = ss->jid;
+        if (!p || !p->followed || p->jid.job[0])
+            continue;
+        struct gp_job_id own = p->jid; /* ranks it knows itself are kept */
+        p->jid = ss->jid;
+        if (own.rank >= 0)
+            p->jid.rank = own.rank;
+        if (own.local_rank >= 0)
+            p->jid.local_rank = own.local_rank;
+        if (own.world_size >= 0)
+            p->jid.world_size = own.world_size;
     }
     for (unsigned i = 0; i < f->nprocs; i++) {
         struct gp_proc *p = &f->procs[i];

@@ -405,6 +405,22 @@ static void test_steps(void)
     CHECK_INT(r.f.steps[1].jid.rank, 1);
     CHECK_STR(r.f.steps[2].jid.job, "client-named");
     CHECK_INT(r.f.steps[2].jid.rank, 7);
+    /* The reporter's client names a job (meta job=): it takes it over its
+     * process group, keeping the rank its environment gives. */
+    tick_begin(&r, gpus, 1);
+    CHECK_INT(gp_frame_add_root(&r.f, 100), GP_OK);
+    s = gp_frame_add_steps(&r.f);
+    CHECK(s);
+    s->pid = 100;
+    s->client_job = true;
+    snprintf(s->jid.job, sizeof s->jid.job, "named-by-client");
+    s->jid.rank = 5;
+    s->jid.world_size = 8;
+    tick_end(&r);
+    CHECK_JID(&r, 100, "named-by-client", 2, GP_JOB_NONE);
+    CHECK_STR(r.f.steps[0].jid.job, "named-by-client");
+    CHECK_INT(r.f.steps[0].jid.rank, 2);
+    CHECK_INT(r.f.steps[0].jid.world_size, 8);
     /* The GPU process exits; the steps source still holds its record: the
      * step series keep their job and rank instead of losing the labels. */
     remove_proc(200);
