@@ -532,9 +532,15 @@ static void test_routes(void)
     CHECK_INT(gp_server_start(&s, &c, err, sizeof err), GP_OK);
     fill(gp_srv_store(s), now);
     char ids[1024];
-    for (int i = 0; i < 100; i++) {
-        ids_of(http_get(s, "/api/v1/jobs")->body, ids, sizeof ids);
-        if (strstr(ids, "killed-1"))
+    /* The scanner runs while fill() writes: a series whose old samples
+     * land after a scan has passed them waits for a full rescan (every
+     * 60 scans, 6 s here), so wait for the whole list, up to 15 s. */
+    for (int i = 0; i < 300; i++) {
+        const char *body = http_get(s, "/api/v1/jobs")->body;
+        ids_of(body, ids, sizeof ids);
+        if (!strcmp(ids, ODD ",run-1,killed-1,train-1,lost-1") &&
+            strstr(body, "{\"id\":\"train-1\",\"scheme\":\"slurm\",\"state\":\"finished\"") &&
+            strstr(body, "\"exit_status\":137"))
             break;
         struct timespec ts = {0, 50 * 1000000};
         nanosleep(&ts, NULL);
