@@ -98,6 +98,16 @@ static inline struct gp_store *topen(const char *dir, struct gp_store_options *o
     return s;
 }
 
+/* A store in the test's temporary directory ("data"), without fsync or
+ * background thread. */
+static inline struct gp_store *topen_tmp(void)
+{
+    char dir[600];
+    snprintf(dir, sizeof dir, "%s/data", gp_test_tmpdir());
+    struct gp_store_options o = {.no_sync = 1, .no_background = 1};
+    return topen(dir, &o);
+}
+
 /* Appends and checks the call succeeded; returns the result. */
 static inline struct gp_append_result tappend(struct gp_store *s, const struct treq *r)
 {

@@ -12,6 +12,7 @@
 #include "ingest/remote_write.h"
 #include "lib/clock.h"
 #include "lib/err.h"
+#include "store_testlib.h"
 #include "test.h"
 
 #include <math.h>
@@ -21,18 +22,6 @@
 /* An hour ago, a multiple of 15 s (samples must be within the raw retention). */
 static int64_t T0;
 static void set_t0(void) { T0 = gp_wall_ms() / 15000 * 15000 - 3600000; }
-
-static struct gp_store *open_store(void)
-{
-    char dir[600];
-    snprintf(dir, sizeof dir, "%s/data", gp_test_tmpdir());
-    struct gp_store_options o = {.dir = dir, .no_sync = 1, .no_background = 1};
-    struct gp_store *st;
-    char err[256];
-    if (gp_store_open(&st, &o, err, sizeof err))
-        gp_test_fail(__FILE__, __LINE__, "store: %s", err);
-    return st;
-}
 
 static struct gp_alerts *open_alerts(void)
 {
@@ -197,7 +186,7 @@ static void check_grid(const struct gp_view *v)
 static void test_view_grid(void)
 {
     set_t0();
-    struct gp_store *st = open_store();
+    struct gp_store *st = topen_tmp();
     struct gp_alerts *a = open_alerts();
     fill(st);
     struct gp_engine *e = engine(st, a, NULL, 120 * S);
@@ -219,7 +208,7 @@ static void test_view_grid(void)
 static void test_incremental_equals_full(void)
 {
     set_t0();
-    struct gp_store *st = open_store();
+    struct gp_store *st = topen_tmp();
     struct gp_alerts *a = open_alerts();
     struct gp_engine *inc = engine(st, a, NULL, 300 * S);
     char err[256];
@@ -317,7 +306,7 @@ static int alerts_in(struct gp_alerts *a, int state)
 static void test_detectors(void)
 {
     set_t0();
-    struct gp_store *st = open_store();
+    struct gp_store *st = topen_tmp();
     struct gp_alerts *a = open_alerts();
     gp_detect_fn fns[GP_DET__COUNT] = {0};
     fns[GP_DET_MEMORY_HIGH] = det_memory;
@@ -413,7 +402,7 @@ static void test_detector_config(void)
 static void test_build_cost(void)
 {
     set_t0();
-    struct gp_store *st = open_store();
+    struct gp_store *st = topen_tmp();
     struct gp_alerts *a = open_alerts();
     enum { NGPU = 2048, NPTS = 61 };
     static const char *const names[] = {"DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_PROF_SM_ACTIVE",

@@ -11,6 +11,7 @@
 #include "store/labels.h"
 #include "lib/clock.h"
 #include "lib/err.h"
+#include "store_testlib.h"
 #include "test.h"
 
 #include <math.h>
@@ -165,18 +166,6 @@ static void test_template(void)
 
 /* ---- over a store ---- */
 
-static struct gp_store *open_store(void)
-{
-    char dir[600];
-    snprintf(dir, sizeof dir, "%s/data", gp_test_tmpdir());
-    struct gp_store_options o = {.dir = dir, .no_sync = 1, .no_background = 1};
-    struct gp_store *st;
-    char err[256];
-    if (gp_store_open(&st, &o, err, sizeof err))
-        gp_test_fail(__FILE__, __LINE__, "store: %s", err);
-    return st;
-}
-
 /* temp{Hostname=n1,gpu=g,modelName=m} with 5 samples, 10 s apart, ending at end. */
 static void put_temp(struct gp_store *st, const char *gpu, const char *model, const double *v,
                      int64_t end)
@@ -225,7 +214,7 @@ static int refuse(void *ctx, const struct gp_rule_obs *ro)
 
 static void test_eval(void)
 {
-    struct gp_store *st = open_store();
+    struct gp_store *st = topen_tmp();
     int64_t end = gp_wall_ms() / 1000 * 1000 - 3600000; /* within the raw retention */
     put_temp(st, "0", "NVIDIA H100 80GB HBM3", (double[]){80, 84, 86, 83, 82}, end);
     put_temp(st, "1", "NVIDIA H100 80GB HBM3", (double[]){70, 71, 72, 73, 74}, end);

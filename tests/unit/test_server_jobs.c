@@ -13,6 +13,7 @@
 #include "server/jobs.h"
 #include "server/server.h"
 #include "server/server_int.h"
+#include "store_testlib.h"
 #include "test.h"
 
 #include <curl/curl.h>
@@ -22,18 +23,6 @@
 #include <stdlib.h>
 
 #define ODD "odd job/x?y%z"
-
-static struct gp_store *open_store(void)
-{
-    char dir[600];
-    snprintf(dir, sizeof dir, "%s/data", gp_test_tmpdir());
-    struct gp_store_options o = {.dir = dir, .no_sync = 1, .no_background = 1};
-    struct gp_store *st;
-    char err[256];
-    if (gp_store_open(&st, &o, err, sizeof err))
-        gp_test_fail(__FILE__, __LINE__, "store: %s", err);
-    return st;
-}
 
 static const char *data_dir(void)
 {
@@ -266,7 +255,7 @@ static void db_state(const char *id, char *out, size_t len)
 static void test_registry(void)
 {
     int64_t now = now_ms();
-    struct gp_store *st = open_store();
+    struct gp_store *st = topen_tmp();
     fill(st, now);
     struct gp_jobs *j;
     char err[256];
@@ -354,7 +343,7 @@ static double num_at(json_t *o, const char *path)
 static void test_totals(void)
 {
     int64_t now = now_ms();
-    struct gp_store *st = open_store();
+    struct gp_store *st = topen_tmp();
     fill(st, now);
     struct gp_jobdoc_rank ranks[2] = {{"n1", 0, 0}, {"n1", 1, 1}};
     struct gp_jobdoc_in in = {
@@ -677,7 +666,7 @@ static void test_routes(void)
 static void test_scan_cost(void)
 {
     enum { JOBS = 5000 };
-    struct gp_store *st = open_store();
+    struct gp_store *st = topen_tmp();
     int64_t now = gp_wall_ms();
     struct gp_rw_series *se = calloc(2 * JOBS, sizeof *se);
     struct gp_rw_label *l = calloc(2 * JOBS * 4, sizeof *l);
