@@ -874,6 +874,19 @@ static void silence_json(struct gp_buf *b, const struct gp_silence *s, int64_t n
                   now >= s->starts_ms && now < s->ends_ms ? "true" : "false");
 }
 
+/* Ends an answer appended to out from mark: GP_OK, or the first error
+ * (the query's as GP_EIO, the buffer's own) with out cut back to mark so
+ * the caller can answer an error instead. */
+static int end_answer(struct gp_buf *out, size_t mark, int sqlite_rc)
+{
+    if (sqlite_rc == SQLITE_DONE && !out->err)
+        return GP_OK;
+    int e = out->err ? out->err : GP_EIO;
+    out->len = mark;
+    out->err = 0;
+    return e;
+}
+
 int gp_alerts_silences_json(struct gp_alerts *a, int64_t now_ms, bool all, struct gp_buf *out)
 {
     size_t mark = out->len;
@@ -911,13 +924,7 @@ int gp_alerts_silences_json(struct gp_alerts *a, int64_t now_ms, bool all, struc
     }
     pthread_mutex_unlock(&a->mu);
     gp_buf_puts(out, "]}\n");
-    if (rc != SQLITE_DONE || out->err) {
-        int e = out->err ? out->err : GP_EIO;
-        out->len = mark;
-        out->err = 0;
-        return e;
-    }
-    return GP_OK;
+    return end_answer(out, mark, rc);
 }
 
 #define ALERT_COLS                                                                              \
@@ -1015,13 +1022,7 @@ int gp_alerts_list_json(struct gp_alerts *a, const struct gp_alerts_filter *f, s
     }
     pthread_mutex_unlock(&a->mu);
     gp_buf_puts(out, "]}\n");
-    if (rc != SQLITE_DONE || out->err) {
-        int e = out->err ? out->err : GP_EIO;
-        out->len = mark;
-        out->err = 0;
-        return e;
-    }
-    return GP_OK;
+    return end_answer(out, mark, rc);
 }
 
 int gp_alerts_get_json(struct gp_alerts *a, const char *id, struct gp_buf *out)
