@@ -32,7 +32,7 @@ all: build/rel/gpulse
 
 # The release bench tools are here because the server crash test drives
 # the server with them (rwload, fleetgen) and judges with storetool.
-check-build: build/asan/gpulse build/asan/unit-tests fakenvml \
+check-build: build/asan/gpulse build/asan/unit-tests build/asan/notify-send fakenvml \
              $(addprefix build/asan/fuzz-,$(FUZZERS)) build/rel/gpulse $(BENCH_TOOLS)
 
 build/rel/%.o: %.c
@@ -59,6 +59,10 @@ build/asan/gpulse: build/asan/src/main.o build/asan/libgpulse.a
 	$(CC) $(SAN) -o $@ $^ $(LDLIBS)
 
 build/asan/unit-tests: $(patsubst %.c,build/asan/%.o,$(TEST_SRC)) build/asan/libgpulse.a
+	$(CC) $(SAN) -o $@ $^ $(LDLIBS)
+
+# The notification tests' driver of the HTTP channels (tests/integration/notify_send.c).
+build/asan/notify-send: build/asan/tests/integration/notify_send.o build/asan/libgpulse.a
 	$(CC) $(SAN) -o $@ $^ $(LDLIBS)
 
 # Fuzz targets: built with gcc as corpus replayers (run in the test suite),

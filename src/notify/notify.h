@@ -35,6 +35,7 @@ struct gp_notice_alert {
 
 /* One notification: a group of alerts for one receiver. */
 struct gp_notice {
+    const char *id;          /* the notification's stable id (outbox): X-Gpulse-Notification-Id, Message-ID */
     const char *receiver;    /* the receiver's name */
     const char *group_key;   /* e.g. "{job=\"bert-1\"}": stable for a group */
     const char *status;      /* "firing" when any alert fires, else "resolved" */
