@@ -1,0 +1,197 @@
+#!/usr/bin/env bash
+# Notifications end to end through the server: a custom rule fires on
+# remote-written GPU temperatures; the router groups the alerts by job and
+# the outbox delivers them to a webhook, a Slack endpoint (both the test
+# receiver, notify_receiver.py) and Debian's real Alertmanager.
+#   1. one hot GPU: one firing notification per receiver, then one
+#      resolution; Alertmanager shows the alert, then not;
+#   2. the webhook down (500) while a second job's GPU heats, the server
+#      restarted in the middle, the webhook back: that notification is
+#      delivered exactly once (one notification id, one request 2xx);
+#   3. a storm: 1,000 GPUs of one job hot within seconds arrive as a
+#      handful of grouped messages;
+#   4. no configured secret in the logs, the API's answers or /metrics.
+source "$(dirname "$0")/lib.sh"
+PY=/usr/bin/python3
+RPORT=$(free_port)
+RLOG=$TMP/requests.jsonl
+python3 "$ROOT/tests/integration/notify_receiver.py" "$RPORT" "$RLOG" >"$TMP/receiver.out" 2>&1 &
+PIDS+=($!)
+R=http://127.0.0.1:$RPORT
+wait_until 10 curl -sf "$R/health" || fail "the receiver did not come up"
+mode() { curl -sf -X POST -d "$1" "$R/_control" >/dev/null || fail "control $1"; }
+
+APORT=$(free_port)
+mkdir -p "$TMP/am"
+printf 'route:\n  receiver: blackhole\nreceivers:\n  - name: blackhole\n' >"$TMP/am/am.yml"
+prometheus-alertmanager --config.file="$TMP/am/am.yml" --storage.path="$TMP/am/data" \
+    --web.listen-address="127.0.0.1:$APORT" --cluster.listen-address= >"$TMP/am/log" 2>&1 &
+PIDS+=($!)
+A=http://127.0.0.1:$APORT
+wait_until 20 curl -sf "$A/-/ready" || { cat "$TMP/am/log" >&2; fail "alertmanager did not come up"; }
+
+echo -n "$R/slack/services/T000/B000/SLACKSECRET42" >"$TMP/slack.url"
+export GPULSE_TEST_HOOK_TOKEN=HOOKSECRET43
+cat >"$TMP/gpulse.yaml" <<EOF
+server:
+  write_token: WRITESECRET44
+  read_token: READSECRET45
+rules:
+  - name: gpu_hot
+    expr: DCGM_FI_DEV_GPU_TEMP
+    agg: last
+    window: 10s
+    op: ">"
+    threshold: 85
+    for: 1s
+    severity: critical
+    annotations:
+      summary: "GPU {{ \$labels.gpu }} of {{ \$labels.Hostname }} at {{ \$value }} C"
+notify:
+  external_url: http://gpulse.test:9402
+  retry_max_backoff: 1s
+  receivers:
+    - name: hooks
+      type: webhook
+      url: $R/hook/receive
+      bearer_token_env: GPULSE_TEST_HOOK_TOKEN
+    - name: chat
+      type: slack
+      url_file: $TMP/slack.url
+    - name: am
+      type: alertmanager
+      url: $A
+  routes:
+    - receiver: hooks
+      group_by: [job]
+      group_wait: 2s
+      group_interval: 2s
+      repeat_interval: 1h
+      continue: true
+    - receiver: chat
+      group_by: [job]
+      group_wait: 2s
+      group_interval: 2s
+      repeat_interval: 1h
+      continue: true
+    - receiver: am
+      group_interval: 2s
+EOF
+ARGS=(--config "$TMP/gpulse.yaml" --eval-interval 1s --eval-step 1s --eval-window 20s --alert-clear-for 1s)
+start_server "${ARGS[@]}"
+KEEP=$SERVER_DATA
+
+# The feeder: every GPU named in $TMP/hot at 90 C, the others in $TMP/gpus at 40, every 300 ms.
+: >"$TMP/hot"
+printf 'job-a 0\n' >"$TMP/gpus"
+(
+    while :; do
+        args=()
+        while read -r job gpu; do
+            t=40
+            grep -qx "$job $gpu" "$TMP/hot" && t=90
+            args+=("DCGM_FI_DEV_GPU_TEMP{Hostname=\"n1\",gpu=\"$gpu\",job=\"$job\"}=$t@$(date +%s%3N)")
+        done <"$TMP/gpus"
+        [ ${#args[@]} -gt 0 ] && rw write "$SERVER_URL" --token WRITESECRET44 "${args[@]}" >/dev/null 2>&1
+        sleep 0.3
+    done
+) &
+PIDS+=($!)
+get() { curl -sf -H 'Authorization: Bearer READSECRET45' "$SERVER_URL$1"; }
+reqs() { # reqs PATH_PREFIX STATUS: requests to a path whose body status is STATUS
+    python3 - "$RLOG" "$1" "$2" <<'PY'
+import json, sys
+n = 0
+for line in open(sys.argv[1]) if __import__("os").path.exists(sys.argv[1]) else []:
+    r = json.loads(line)
+    if r["path"].startswith(sys.argv[2]) and r.get("answered", 200) < 300:
+        b = json.loads(r["body"]) if r["body"] else {}
+        st = b.get("status") if isinstance(b, dict) else None
+        if sys.argv[3] in ("any", st) or (sys.argv[3] == "slack" and isinstance(b, dict)):
+            n += 1
+print(n)
+PY
+}
+
+# 1. One hot GPU: firing once per receiver, then resolved once.
+printf 'job-a 0\n' >"$TMP/hot"
+wait_until 20 sh -c "[ \"\$(curl -sf -H 'Authorization: Bearer READSECRET45' '$SERVER_URL/api/v1/notifications?state=done' | grep -o '\"receiver\":\"hooks\"' | wc -l)\" -ge 1 ]" ||
+    fail "no notification delivered to the webhook: $(get '/api/v1/notifications?state=all')"
+wait_until 20 sh -c "curl -sf '$A/api/v2/alerts?active=true' | grep -q '\"alertname\":\"gpu_hot\"'" ||
+    fail "the alert never reached Alertmanager"
+sleep 3
+[ "$(reqs /hook firing)" = 1 ] || fail "want 1 firing webhook message, got $(reqs /hook firing)"
+[ "$(reqs /slack slack)" = 1 ] || fail "want 1 Slack message, got $(reqs /slack slack)"
+: >"$TMP/hot"
+wait_until 20 sh -c "[ \"\$(python3 - '$RLOG' <<'PY'
+import json, sys
+print(sum(1 for l in open(sys.argv[1]) if json.loads(l)['path'].startswith('/hook') and '\"resolved\"' in json.loads(l)['body']))
+PY
+)\" -ge 1 ]" || fail "no resolution reached the webhook"
+wait_until 20 sh -c "! curl -sf '$A/api/v2/alerts?active=true' | grep -q '\"alertname\":\"gpu_hot\"'" ||
+    fail "the alert is still active in Alertmanager after its resolution"
+python3 - "$RLOG" <<'PY' || fail "validation errors in the delivered bodies (above)"
+import json, sys
+bad = [r for r in map(json.loads, open(sys.argv[1])) if r["errors"]]
+for r in bad: print(r["path"], r["errors"])
+sys.exit(1 if bad else 0)
+PY
+note "firing and resolved once per receiver; Alertmanager showed it, then not"
+
+# 2. The webhook down, a restart in the middle, the webhook back: exactly once.
+mode '{"mode":"500","path":"/hook"}'
+printf 'job-a 0\njob-b 1\n' >"$TMP/gpus"
+printf 'job-b 1\n' >"$TMP/hot"
+wait_until 20 sh -c "curl -sf -H 'Authorization: Bearer READSECRET45' '$SERVER_URL/api/v1/notifications?state=queued' | grep -q '\"receiver\":\"hooks\"'" ||
+    fail "no queued webhook notification while the webhook fails: $(get '/api/v1/notifications?state=all')"
+stop_server
+SERVER_DATA=$KEEP start_server "${ARGS[@]}"
+sleep 2
+mode '{"mode":"clear","path":"/hook"}'
+wait_until 30 sh -c "! curl -sf -H 'Authorization: Bearer READSECRET45' '$SERVER_URL/api/v1/notifications?state=queued' | grep -q '\"receiver\":\"hooks\"'" ||
+    fail "the queued webhook notification was never delivered"
+sleep 3
+python3 - "$RLOG" <<'PY' || fail "job-b's firing notification not delivered exactly once"
+import json, sys
+ok = {}
+for r in map(json.loads, open(sys.argv[1])):
+    if not r["path"].startswith("/hook") or r.get("answered", 200) >= 300:
+        continue
+    b = json.loads(r["body"])
+    if b["status"] == "firing" and b["groupLabels"].get("job") == "job-b":
+        nid = r["headers"].get("X-Gpulse-Notification-Id") or r["headers"].get("x-gpulse-notification-id")
+        ok[nid] = ok.get(nid, 0) + 1
+print("  delivered job-b firing notifications:", ok)
+sys.exit(0 if len(ok) == 1 and list(ok.values()) == [1] else 1)
+PY
+note "webhook down, server restarted, webhook back: delivered exactly once"
+
+# 3. A storm: 1,000 GPUs of one job, hot together.
+python3 -c 'print("\n".join("storm %d" % i for i in range(1000)))' >"$TMP/storm"
+cat "$TMP/storm" >>"$TMP/gpus"
+cp "$TMP/storm" "$TMP/hot"
+sleep 12
+n=$(python3 - "$RLOG" <<'PY'
+import json, sys
+n = 0
+for r in map(json.loads, open(sys.argv[1])):
+    if r["path"].startswith("/hook") and r.get("answered", 200) < 300:
+        if json.loads(r["body"])["groupLabels"].get("job") == "storm":
+            n += 1
+print(n)
+PY
+)
+[ "$n" -ge 1 ] && [ "$n" -le 5 ] || fail "1,000 alerts of one job arrived as $n webhook messages, want 1-5"
+note "a storm of 1,000 alerts of one job: $n grouped webhook messages"
+
+# 4. No secret anywhere a person or a scraper can read.
+for p in '/api/v1/notifications?state=all' '/api/v1/alerts?state=all' /metrics; do
+    get "$p" >>"$TMP/answers" || fail "GET $p"
+done
+for s in SLACKSECRET42 HOOKSECRET43 WRITESECRET44 READSECRET45; do
+    grep -l "$s" "$SERVER_LOG" "$TMP/answers" 2>/dev/null && fail "secret $s found (above)"
+done
+"$GPULSE" notify test hooks --config "$TMP/gpulse.yaml" >"$TMP/nt.out" 2>&1 || { cat "$TMP/nt.out"; fail "gpulse notify test hooks"; }
+grep -q "HOOKSECRET43" "$TMP/nt.out" && fail "gpulse notify test printed the token"
+stop_server
+note "no secret in logs, API answers, /metrics or notify test"
