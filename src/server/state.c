@@ -53,6 +53,20 @@ static const char *const migrations[GP_STATE_VERSION] = {
     " rank INTEGER, decision TEXT NOT NULL, command TEXT, exit_status INTEGER, stderr TEXT,"
     " detail TEXT, duration_ms INTEGER);"
     "CREATE INDEX audit_at ON audit(at_ms);",
+    /* 4: notifications (notify/outbox.c, notify/router.c). The outbox: one
+     * row per notification, written before it is sent (state queued, done
+     * or dead; the notice as JSON). The router's groups and what each has
+     * notified (sent: 1 once the alert's current status went out), so a
+     * restart neither repeats nor forgets. Times are Unix ms. */
+    "CREATE TABLE notifications(seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE,"
+    " receiver TEXT NOT NULL, group_key TEXT NOT NULL, notice TEXT NOT NULL,"
+    " created INTEGER NOT NULL, attempts INTEGER NOT NULL, next_attempt INTEGER NOT NULL,"
+    " state TEXT NOT NULL, last_status INTEGER, detail TEXT NOT NULL, updated INTEGER NOT NULL);"
+    "CREATE INDEX notifications_due ON notifications(state, next_attempt);"
+    "CREATE TABLE notify_groups(key TEXT PRIMARY KEY, receiver TEXT NOT NULL,"
+    " labels TEXT NOT NULL, created INTEGER NOT NULL, last_sent INTEGER NOT NULL);"
+    "CREATE TABLE notify_group_alerts(gkey TEXT NOT NULL, id TEXT NOT NULL, alert TEXT NOT NULL,"
+    " sent INTEGER NOT NULL, PRIMARY KEY(gkey, id));",
 };
 
 static int user_version(sqlite3 *db, int *v)

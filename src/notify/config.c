@@ -1,0 +1,652 @@
+/*
+ * config.c - the `notify:` section (config.h, docs/notify.md).
+ *
+ * The parser walks libyaml's document tree, so each node knows its line
+ * and every error reads "line N: 'key': why". Receivers are parsed key
+ * by key against one table of known keys; secrets come from exactly one
+ * of KEY, KEY_file, KEY_env, and an error about a secret names the key
+ * (and the file or variable), never the value. Validation after the
+ * walk: names unique, routes name known receivers, each type has what it
+ * needs (a URL; for email smtp, from and to).
+ */
+#include "notify/config.h"
+
+#include "lib/duration.h"
+#include "lib/err.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <yaml.h>
+
+const char *const gp_receiver_type_names[GP_RT__COUNT] = {
+#define GP_RT_NAME_(id, name) name,
+    GP_NOTIFY_TYPES(GP_RT_NAME_)
+#undef GP_RT_NAME_
+};
+
+const char *const gp_notify_label_names[GP_NL__COUNT] = {
+#define GP_NL_NAME_(id, name) name,
+    GP_NOTIFY_LABELS(GP_NL_NAME_)
+#undef GP_NL_NAME_
+};
+
+#define SECRET_FILE_MAX 4096
+
+int gp_receiver_type_parse(const char *s, enum gp_receiver_type *out)
+{
+    for (int i = 0; i < GP_RT__COUNT; i++)
+        if (!strcmp(s, gp_receiver_type_names[i])) {
+            *out = (enum gp_receiver_type)i;
+            return GP_OK;
+        }
+    return GP_ECONFIG;
+}
+
+void gp_notify_config_init(struct gp_notify_config *c)
+{
+    memset(c, 0, sizeof *c);
+    c->retry_max_backoff_ms = 10 * 60 * 1000;
+    c->retry_max_age_ms = 24LL * 3600 * 1000;
+}
+
+void gp_notify_config_free(struct gp_notify_config *c)
+{
+    if (!c)
+        return;
+    if (c->recv) /* wipe the secrets before giving the memory back */
+        memset(c->recv, 0, c->nrecv * sizeof *c->recv);
+    free(c->recv);
+    free(c->routes);
+    gp_notify_config_init(c);
+}
+
+const struct gp_receiver *gp_notify_receiver(const struct gp_notify_config *c, const char *name)
+{
+    for (size_t i = 0; i < c->nrecv; i++)
+        if (!strcmp(c->recv[i].name, name))
+            return &c->recv[i];
+    return NULL;
+}
+
+/* ---- YAML helpers ---- */
+
+static unsigned line_of(const yaml_node_t *n) { return n ? (unsigned)n->start_mark.line + 1 : 0; }
+
+static const char *scalar(const yaml_node_t *n)
+{
+    return n && n->type == YAML_SCALAR_NODE ? (const char *)n->data.scalar.value : NULL;
+}
+
+static int take_text(const yaml_node_t *v, const char *what, char *out, size_t len, char *err,
+                     size_t errlen)
+{
+    const char *s = scalar(v);
+    if (!s)
+        return gp_seterr(err, errlen, GP_ECONFIG, "line %u: '%s' must be a single value",
+                         line_of(v), what);
+    if (strlen(s) >= len)
+        return gp_seterr(err, errlen, GP_ECONFIG, "line %u: '%s' is longer than %zu bytes",
+                         line_of(v), what, len - 1);
+    memcpy(out, s, strlen(s) + 1);
+    return GP_OK;
+}
+
+static int take_duration(const yaml_node_t *v, const char *what, int64_t *out, char *err,
+                         size_t errlen)
+{
+    char text[64], detail[128];
+    int rc = take_text(v, what, text, sizeof text, err, errlen);
+    if (rc)
+        return rc;
+    if (gp_parse_duration_ms(text, out, detail, sizeof detail) || *out < 0)
+        return gp_seterr(err, errlen, GP_ECONFIG, "line %u: '%s': %s", line_of(v), what, detail);
+    return GP_OK;
+}
+
+static int take_bool(const yaml_node_t *v, const char *what, bool *out, char *err, size_t errlen)
+{
+    const char *s = scalar(v);
+    if (s && (!strcmp(s, "true") || !strcmp(s, "yes") || !strcmp(s, "on")))
+        *out = true;
+    else if (s && (!strcmp(s, "false") || !strcmp(s, "no") || !strcmp(s, "off")))
+        *out = false;
+    else
+        return gp_seterr(err, errlen, GP_ECONFIG, "line %u: '%s' must be true or false",
+                         line_of(v), what);
+    return GP_OK;
+}
+
+static bool empty(const yaml_node_t *n)
+{
+    return n->type == YAML_SCALAR_NODE && !n->data.scalar.length &&
+           n->data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
+}
+
+/* ---- secrets ---- */
+
+/* Reads a secret file into out, one final newline (\n or \r\n) trimmed. */
+static int read_secret_file(const char *path, const char *key, unsigned line, char *out,
+                            size_t len, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return gp_seterr(err, errlen, GP_ECONFIG, "line %u: '%s_file': cannot open '%s': %s", line,
+                         key, path, strerror(errno));
+    char buf[SECRET_FILE_MAX + 1];
+    size_t n = fread(buf, 1, sizeof buf, f);
+    int bad = ferror(f);
+    fclose(f);
+    if (bad)
+        return gp_seterr(err, errlen, GP_ECONFIG, "line %u: '%s_file': cannot read '%s'", line, key,
+                         path);
+    if (n && buf[n - 1] == '\n')
+        n--;
+    if (n && buf[n - 1] == '\r')
+        n--;
+    if (n >= len || n > SECRET_FILE_MAX - 1)
+        return gp_seterr(err, errlen, GP_ECONFIG, "line %u: '%s_file': '%s' is longer than %zu bytes",
+                         line, key, path, len - 1);
+    if (memchr(buf, '\0', n) || memchr(buf, '\n', n))
+        return gp_seterr(err, errlen, GP_ECONFIG,
+                         "line %u: '%s_file': '%s' must hold one line without NUL bytes", line, key,
+                         path);
+    if (!n)
+        return gp_seterr(err, errlen, GP_ECONFIG, "line %u: '%s_file': '%s' is empty", line, key, path);
+    memcpy(out, buf, n);
+    out[n] = '\0';
+    memset(buf, 0, sizeof buf);
+    return GP_OK;
+}
+
+/* One secret's three possible sources, as seen while walking a receiver. */
+struct secret_src {
+    const char *key;            /* "url", "password", "bearer_token" */
+    const yaml_node_t *v[3];    /* KEY, KEY_file, KEY_env */
+};
+
+static int resolve_secret(const struct secret_src *s, char *out, size_t len, unsigned rline,
+                          char *err, size_t errlen)
+{
+    int n = 0, which = -1;
+    for (int i = 0; i < 3; i++)
+        if (s->v[i] && !(scalar(s->v[i]) && !*scalar(s->v[i]))) {
+            n++;
+            which = i;
+        }
+    if (n > 1)
+        return gp_seterr(err, errlen, GP_ECONFIG,
+                         "line %u: '%s': give exactly one of '%s', '%s_file' and '%s_env'", rline,
+                         s->key, s->key, s->key, s->key);
+    out[0] = '\0';
+    if (which < 0)
+        return GP_OK;
+    const yaml_node_t *v = s->v[which];
+    const char *text = scalar(v);
+    if (!text)
+        return gp_seterr(err, errlen, GP_ECONFIG, "line %u: '%s%s' must be a single value",
+                         line_of(v), s->key, which == 1 ? "_file" : which == 2 ? "_env" : "");
+    if (which == 0) {
+        if (strlen(text) >= len)
+            return gp_seterr(err, errlen, GP_ECONFIG, "line %u: '%s' is longer than %zu bytes",
+                             line_of(v), s->key, len - 1);
+        memcpy(out, text, strlen(text) + 1);
+        return GP_OK;
+    }
+    if (which == 1)
+        return read_secret_file(text, s->key, line_of(v), out, len, err, errlen);
+    const char *e = getenv(text);
+    if (!e || !*e)
+        return gp_seterr(err, errlen, GP_ECONFIG,
+                         "line %u: '%s_env': the environment variable '%.64s' is not set or empty",
+                         line_of(v), s->key, text);
+    if (strlen(e) >= len)
+        return gp_seterr(err, errlen, GP_ECONFIG,
+                         "line %u: '%s_env': the value of '%.64s' is longer than %zu bytes",
+                         line_of(v), s->key, text, len - 1);
+    memcpy(out, e, strlen(e) + 1);
+    return GP_OK;
+}
+
+/* ---- receivers ---- */
+
+enum { S_URL, S_PASSWORD, S_TOKEN, S__COUNT };
+static const char *const secret_keys[S__COUNT] = {"url", "password", "bearer_token"};
+
+static int parse_to(yaml_document_t *d, const yaml_node_t *v, struct gp_receiver *r, char *err,
+                    size_t errlen)
+{
+    if (scalar(v)) {
+        r->nto = 1;
+        return take_text(v, "to", r->to[0], sizeof r->to[0], err, errlen);
+    }
+    if (v->type != YAML_SEQUENCE_NODE)
+        return gp_seterr(err, errlen, GP_ECONFIG, "line %u: 'to' must be an address or a list",
+                         line_of(v));
+    for (yaml_node_item_t *it = v->data.sequence.items.start; it < v->data.sequence.items.top; it++) {
+        if (r->nto >= GP_NOTIFY_TO_MAX)
+            return gp_seterr(err, errlen, GP_ECONFIG, "line %u: 'to': at most %d addresses",
+                             line_of(v), GP_NOTIFY_TO_MAX);
+        int rc = take_text(yaml_document_get_node(d, *it), "to", r->to[r->nto], sizeof r->to[0],
+                           err, errlen);
+        if (rc)
+            return rc;
+        if (!strchr(r->to[r->nto], '@'))
+            return gp_seterr(err, errlen, GP_ECONFIG, "line %u: 'to': '%s' is not an address",
+                             line_of(v), r->to[r->nto]);
+        r->nto++;
+    }
+    return GP_OK;
+}
+
+static int parse_receiver(yaml_document_t *d, const yaml_node_t *n, struct gp_receiver *r,
+                          char *err, size_t errlen)
+{
+    if (n->type != YAML_MAPPING_NODE)
+        return gp_seterr(err, errlen, GP_ECONFIG, "line %u: a receiver must be a mapping",
+                         line_of(n));
+    memset(r, 0, sizeof *r);
+    r->timeout_ms = 10000;
+    struct secret_src sec[S__COUNT] = {{.key = "url"}, {.key = "password"}, {.key = "bearer_token"}};
+    const yaml_node_t *type = NULL, *tls = NULL;
+    bool has_name = false;
+    int rc = GP_OK;
+    for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top && !rc;
+         p++) {
+        const yaml_node_t *kn = yaml_document_get_node(d, p->key);
+        const yaml_node_t *v = yaml_document_get_node(d, p->value);
+        const char *k = scalar(kn);
+        if (!k || !v)
+            return gp_seterr(err, errlen, GP_ECONFIG, "line %u: receiver keys must be plain names",
+                             line_of(n));
+        bool done = false;
+        for (int s = 0; s < S__COUNT && !done; s++) {
+            size_t kl = strlen(secret_keys[s]);
+            if (strncmp(k, secret_keys[s], kl))
+                continue;
+            int which = !k[kl] ? 0 : !strcmp(k + kl, "_file") ? 1 : !strcmp(k + kl, "_env") ? 2 : -1;
+            if (which < 0)
+                continue;
+            if (sec[s].v[which])
+                return gp_seterr(err, errlen, GP_ECONFIG, "line %u: '%s' is given twice",
+                                 line_of(kn), k);
+            sec[s].v[which] = v;
+            done = true;
+        }
+        if (done)
+            continue;
+        if (!strcmp(k, "name")) {
+            rc = take_text(v, k, r->name, sizeof r->name, err, errlen);
+            has_name = true;
+        } else if (!strcmp(k, "type"))
+            type = v;
+        else if (!strcmp(k, "timeout"))
+            rc = take_duration(v, k, &r->timeout_ms, err, errlen);
+        else if (!strcmp(k, "smtp"))
+            rc = take_text(v, k, r->smtp_url, sizeof r->smtp_url, err, errlen);
+        else if (!strcmp(k, "tls"))
+            tls = v;
+        else if (!strcmp(k, "username"))
+            rc = take_text(v, k, r->username, sizeof r->username, err, errlen);
+        else if (!strcmp(k, "insecure_skip_verify"))
+            rc = take_bool(v, k, &r->insecure_skip_verify, err, errlen);
+        else if (!strcmp(k, "ca_file"))
+            rc = take_text(v, k, r->ca_file, sizeof r->ca_file, err, errlen);
+        else if (!strcmp(k, "from"))
+            rc = take_text(v, k, r->from, sizeof r->from, err, errlen);
+        else if (!strcmp(k, "to"))
+            rc = parse_to(d, v, r, err, errlen);
+        else if (!strcmp(k, "subject"))
+            rc = take_text(v, k, r->subject_template, sizeof r->subject_template, err, errlen);
+        else
+            return gp_seterr(err, errlen, GP_ECONFIG, "line %u: unknown receiver key '%.64s'",
+                             line_of(kn), k);
+    }
+    if (rc)
+        return rc;
+    if (!has_name || !r->name[0])
+        return gp_seterr(err, errlen, GP_ECONFIG, "line %u: a receiver needs a 'name'", line_of(n));
+    if (!type)
+        return gp_seterr(err, errlen, GP_ECONFIG, "line %u: receiver '%s' needs a 'type' (slack, "
+                         "email, webhook or alertmanager)", line_of(n), r->name);
+    if (!scalar(type) || gp_receiver_type_parse(scalar(type), &r->type))
+        return gp_seterr(err, errlen, GP_ECONFIG,
+                         "line %u: 'type': '%.32s' is not slack, email, webhook or alertmanager",
+                         line_of(type), scalar(type) ? scalar(type) : "");
+    if ((rc = resolve_secret(&sec[S_URL], r->url, sizeof r->url, line_of(n), err, errlen)) ||
+        (rc = resolve_secret(&sec[S_PASSWORD], r->password, sizeof r->password, line_of(n), err,
+                             errlen)) ||
+        (rc = resolve_secret(&sec[S_TOKEN], r->bearer_token, sizeof r->bearer_token, line_of(n), err,
+                             errlen)))
+        return rc;
+    if (r->type == GP_RT_EMAIL) {
+        if (r->url[0])
+            return gp_seterr(err, errlen, GP_ECONFIG,
+                             "line %u: receiver '%s': 'url' is not for email (use 'smtp')",
+                             line_of(n), r->name);
+        if (!r->smtp_url[0] || !r->from[0] || !r->nto)
+            return gp_seterr(err, errlen, GP_ECONFIG,
+                             "line %u: email receiver '%s' needs 'smtp', 'from' and 'to'",
+                             line_of(n), r->name);
+        bool smtps = !strncmp(r->smtp_url, "smtps://", 8);
+        if (!smtps && strncmp(r->smtp_url, "smtp://", 7))
+            return gp_seterr(err, errlen, GP_ECONFIG,
+                             "line %u: 'smtp' must start with smtp:// or smtps://", line_of(n));
+        if (tls) {
+            int trc = take_text(tls, "tls", r->smtp_tls, sizeof r->smtp_tls, err, errlen);
+            if (trc)
+                return trc;
+            if (strcmp(r->smtp_tls, "starttls") && strcmp(r->smtp_tls, "implicit") &&
+                strcmp(r->smtp_tls, "none"))
+                return gp_seterr(err, errlen, GP_ECONFIG,
+                                 "line %u: 'tls': '%s' is not starttls, implicit or none",
+                                 line_of(tls), r->smtp_tls);
+        } else
+            snprintf(r->smtp_tls, sizeof r->smtp_tls, "%s", smtps ? "implicit" : "starttls");
+        if (smtps != !strcmp(r->smtp_tls, "implicit"))
+            return gp_seterr(err, errlen, GP_ECONFIG,
+                             "line %u: receiver '%s': use smtps:// with tls: implicit (and only then)",
+                             line_of(n), r->name);
+        if (r->password[0] && !r->username[0])
+            return gp_seterr(err, errlen, GP_ECONFIG,
+                             "line %u: receiver '%s': a password needs a 'username'", line_of(n),
+                             r->name);
+        if (!strchr(r->from, '@'))
+            return gp_seterr(err, errlen, GP_ECONFIG, "line %u: 'from': '%s' is not an address",
+                             line_of(n), r->from);
+    } else {
+        if (!r->url[0])
+            return gp_seterr(err, errlen, GP_ECONFIG,
+                             "line %u: %s receiver '%s' needs 'url', 'url_file' or 'url_env'",
+                             line_of(n), gp_receiver_type_names[r->type], r->name);
+        if (strncmp(r->url, "http://", 7) && strncmp(r->url, "https://", 8))
+            return gp_seterr(err, errlen, GP_ECONFIG,
+                             "line %u: receiver '%s': the url must start with http:// or https:// "
+                             "(value not shown: it is a secret)",
+                             line_of(n), r->name);
+        if (r->smtp_url[0] || r->from[0] || r->nto || tls || r->password[0])
+            return gp_seterr(err, errlen, GP_ECONFIG,
+                             "line %u: receiver '%s': smtp, tls, from, to and password are for email",
+                             line_of(n), r->name);
+        if (r->bearer_token[0] && r->type == GP_RT_SLACK)
+            return gp_seterr(err, errlen, GP_ECONFIG,
+                             "line %u: receiver '%s': slack takes no bearer_token", line_of(n),
+                             r->name);
+    }
+    return GP_OK;
+}
+
+/* ---- routes ---- */
+
+static int label_of(const char *s, enum gp_notify_label *out)
+{
+    for (int i = 0; i < GP_NL__COUNT; i++)
+        if (!strcmp(s, gp_notify_label_names[i])) {
+            *out = (enum gp_notify_label)i;
+            return 1;
+        }
+    return 0;
+}
+
+static int parse_route(yaml_document_t *d, const yaml_node_t *n, struct gp_notify_route *r,
+                       char *err, size_t errlen)
+{
+    if (n->type != YAML_MAPPING_NODE)
+        return gp_seterr(err, errlen, GP_ECONFIG, "line %u: a route must be a mapping", line_of(n));
+    memset(r, 0, sizeof *r);
+    r->line = line_of(n);
+    r->group_wait_ms = 30000;
+    r->group_interval_ms = 5 * 60000;
+    r->repeat_interval_ms = 4 * 3600000LL;
+    r->group_by_default = true;
+    int rc = GP_OK;
+    for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top && !rc;
+         p++) {
+        const yaml_node_t *kn = yaml_document_get_node(d, p->key);
+        const yaml_node_t *v = yaml_document_get_node(d, p->value);
+        const char *k = scalar(kn);
+        if (!k || !v)
+            return gp_seterr(err, errlen, GP_ECONFIG, "line %u: route keys must be plain names",
+                             line_of(n));
+        if (!strcmp(k, "receiver"))
+            rc = take_text(v, k, r->receiver, sizeof r->receiver, err, errlen);
+        else if (!strcmp(k, "group_wait"))
+            rc = take_duration(v, k, &r->group_wait_ms, err, errlen);
+        else if (!strcmp(k, "group_interval"))
+            rc = take_duration(v, k, &r->group_interval_ms, err, errlen);
+        else if (!strcmp(k, "repeat_interval"))
+            rc = take_duration(v, k, &r->repeat_interval_ms, err, errlen);
+        else if (!strcmp(k, "continue"))
+            rc = take_bool(v, k, &r->cont, err, errlen);
+        else if (!strcmp(k, "match")) {
+            if (empty(v))
+                continue;
+            if (v->type != YAML_MAPPING_NODE)
+                return gp_seterr(err, errlen, GP_ECONFIG, "line %u: 'match' must be a mapping",
+                                 line_of(v));
+            for (yaml_node_pair_t *q = v->data.mapping.pairs.start; q < v->data.mapping.pairs.top;
+                 q++) {
+                const yaml_node_t *mk = yaml_document_get_node(d, q->key);
+                const yaml_node_t *mv = yaml_document_get_node(d, q->value);
+                enum gp_notify_label l;
+                if (!scalar(mk) || !label_of(scalar(mk), &l))
+                    return gp_seterr(err, errlen, GP_ECONFIG,
+                                     "line %u: 'match': '%.64s' is not kind, severity, job, node, "
+                                     "gpu or rank",
+                                     line_of(mk), scalar(mk) ? scalar(mk) : "");
+                if (r->has_match[l])
+                    return gp_seterr(err, errlen, GP_ECONFIG, "line %u: 'match': '%s' is given twice",
+                                     line_of(mk), gp_notify_label_names[l]);
+                if ((rc = take_text(mv, "match", r->match[l], sizeof r->match[l], err, errlen)))
+                    return rc;
+                r->has_match[l] = true;
+            }
+        } else if (!strcmp(k, "group_by")) {
+            r->group_by_default = false;
+            if (empty(v))
+                continue;
+            if (v->type != YAML_SEQUENCE_NODE)
+                return gp_seterr(err, errlen, GP_ECONFIG, "line %u: 'group_by' must be a list",
+                                 line_of(v));
+            for (yaml_node_item_t *it = v->data.sequence.items.start;
+                 it < v->data.sequence.items.top; it++) {
+                const yaml_node_t *g = yaml_document_get_node(d, *it);
+                enum gp_notify_label l;
+                if (!scalar(g) || !label_of(scalar(g), &l))
+                    return gp_seterr(err, errlen, GP_ECONFIG,
+                                     "line %u: 'group_by': '%.64s' is not kind, severity, job, node, "
+                                     "gpu or rank",
+                                     line_of(g), scalar(g) ? scalar(g) : "");
+                for (unsigned j = 0; j < r->ngroup_by; j++)
+                    if (r->group_by[j] == l)
+                        return gp_seterr(err, errlen, GP_ECONFIG,
+                                         "line %u: 'group_by': '%s' is given twice", line_of(g),
+                                         gp_notify_label_names[l]);
+                r->group_by[r->ngroup_by++] = l;
+            }
+        } else
+            return gp_seterr(err, errlen, GP_ECONFIG, "line %u: unknown route key '%.64s'",
+                             line_of(kn), k);
+    }
+    if (rc)
+        return rc;
+    if (!r->receiver[0])
+        return gp_seterr(err, errlen, GP_ECONFIG, "line %u: a route needs a 'receiver'", r->line);
+    if (r->group_by_default) {
+        r->group_by[0] = GP_NL_JOB;
+        r->ngroup_by = 1;
+    }
+    if (r->group_interval_ms < 1000 || r->repeat_interval_ms < 1000)
+        return gp_seterr(err, errlen, GP_ECONFIG,
+                         "line %u: 'group_interval' and 'repeat_interval' must be at least 1s",
+                         r->line);
+    return GP_OK;
+}
+
+static int parse_list(yaml_document_t *d, const yaml_node_t *v, const char *what, size_t max,
+                      size_t elem, void **out, size_t *nout, char *err, size_t errlen)
+{
+    if (empty(v))
+        return GP_OK;
+    if (v->type != YAML_SEQUENCE_NODE)
+        return gp_seterr(err, errlen, GP_ECONFIG, "line %u: '%s' must be a list", line_of(v), what);
+    size_t n = (size_t)(v->data.sequence.items.top - v->data.sequence.items.start);
+    if (n > max)
+        return gp_seterr(err, errlen, GP_ECONFIG, "line %u: '%s': at most %zu", line_of(v), what,
+                         max);
+    if (!n)
+        return GP_OK;
+    *out = calloc(n, elem);
+    if (!*out)
+        return gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        const yaml_node_t *item = yaml_document_get_node(d, v->data.sequence.items.start[i]);
+        if (!item)
+            return gp_seterr(err, errlen, GP_ECONFIG, "line %u: '%s': a broken item", line_of(v),
+                             what);
+        int rc = elem == sizeof(struct gp_receiver)
+                     ? parse_receiver(d, item, (struct gp_receiver *)*out + i, err, errlen)
+                     : parse_route(d, item, (struct gp_notify_route *)*out + i, err, errlen);
+        *nout = i + 1;
+        if (rc)
+            return rc;
+    }
+    return GP_OK;
+}
+
+static int parse_section(yaml_document_t *d, const yaml_node_t *sec, struct gp_notify_config *c,
+                         char *err, size_t errlen)
+{
+    c->present = true;
+    if (empty(sec))
+        return GP_OK;
+    if (sec->type != YAML_MAPPING_NODE)
+        return gp_seterr(err, errlen, GP_ECONFIG, "line %u: 'notify' must be a mapping",
+                         line_of(sec));
+    int rc = GP_OK;
+    const yaml_node_t *routes = NULL;
+    for (yaml_node_pair_t *p = sec->data.mapping.pairs.start; p < sec->data.mapping.pairs.top && !rc;
+         p++) {
+        const yaml_node_t *kn = yaml_document_get_node(d, p->key);
+        const yaml_node_t *v = yaml_document_get_node(d, p->value);
+        const char *k = scalar(kn);
+        if (!k || !v)
+            return gp_seterr(err, errlen, GP_ECONFIG, "line %u: 'notify' keys must be plain names",
+                             line_of(sec));
+        if (!strcmp(k, "external_url")) {
+            rc = take_text(v, k, c->external_url, sizeof c->external_url, err, errlen);
+            if (!rc && c->external_url[0] && strncmp(c->external_url, "http://", 7) &&
+                strncmp(c->external_url, "https://", 8))
+                rc = gp_seterr(err, errlen, GP_ECONFIG,
+                               "line %u: 'external_url' must start with http:// or https://",
+                               line_of(v));
+        } else if (!strcmp(k, "retry_max_backoff"))
+            rc = take_duration(v, k, &c->retry_max_backoff_ms, err, errlen);
+        else if (!strcmp(k, "retry_max_age"))
+            rc = take_duration(v, k, &c->retry_max_age_ms, err, errlen);
+        else if (!strcmp(k, "receivers")) {
+            if (c->recv)
+                return gp_seterr(err, errlen, GP_ECONFIG, "line %u: 'receivers' is given twice",
+                                 line_of(kn));
+            rc = parse_list(d, v, k, GP_NOTIFY_RECEIVERS_MAX, sizeof *c->recv, (void **)&c->recv,
+                            &c->nrecv, err, errlen);
+        } else if (!strcmp(k, "routes")) {
+            if (routes)
+                return gp_seterr(err, errlen, GP_ECONFIG, "line %u: 'routes' is given twice",
+                                 line_of(kn));
+            routes = v;
+        } else
+            return gp_seterr(err, errlen, GP_ECONFIG, "line %u: unknown key 'notify.%.64s'",
+                             line_of(kn), k);
+    }
+    if (rc)
+        return rc;
+    if (c->retry_max_backoff_ms < 1000)
+        return gp_seterr(err, errlen, GP_ECONFIG, "line %u: 'retry_max_backoff' must be at least 1s",
+                         line_of(sec));
+    if (c->retry_max_age_ms < 1000)
+        return gp_seterr(err, errlen, GP_ECONFIG, "line %u: 'retry_max_age' must be at least 1s",
+                         line_of(sec));
+    for (size_t i = 0; i < c->nrecv; i++)
+        for (size_t j = 0; j < i; j++)
+            if (!strcmp(c->recv[i].name, c->recv[j].name))
+                return gp_seterr(err, errlen, GP_ECONFIG, "line %u: receiver name '%s' is used twice",
+                                 line_of(sec), c->recv[i].name);
+    if (routes && (rc = parse_list(d, routes, "routes", GP_NOTIFY_ROUTES_MAX, sizeof *c->routes,
+                                   (void **)&c->routes, &c->nroutes, err, errlen)))
+        return rc;
+    for (size_t i = 0; i < c->nroutes; i++) {
+        struct gp_notify_route *r = &c->routes[i];
+        const struct gp_receiver *rv = gp_notify_receiver(c, r->receiver);
+        if (!rv)
+            return gp_seterr(err, errlen, GP_ECONFIG, "line %u: route: no receiver named '%s'",
+                             r->line, r->receiver);
+        r->recv = (size_t)(rv - c->recv);
+    }
+    return GP_OK;
+}
+
+int gp_notify_config_parse(const char *yaml, size_t len, struct gp_notify_config *out, char *err,
+                           size_t errlen)
+{
+    gp_notify_config_free(out);
+    yaml_parser_t p;
+    if (!yaml_parser_initialize(&p))
+        return gp_seterr(err, errlen, GP_ENOMEM, "cannot start the YAML parser");
+    yaml_parser_set_input_string(&p, (const unsigned char *)yaml, len);
+    yaml_document_t d;
+    if (!yaml_parser_load(&p, &d)) {
+        int rc = gp_seterr(err, errlen, GP_EPARSE, "line %zu: %s", p.problem_mark.line + 1,
+                           p.problem ? p.problem : "invalid YAML");
+        yaml_parser_delete(&p);
+        return rc;
+    }
+    yaml_parser_delete(&p);
+    int rc = GP_OK;
+    const yaml_node_t *root = yaml_document_get_root_node(&d);
+    const yaml_node_t *sec = NULL;
+    if (root && root->type == YAML_MAPPING_NODE)
+        for (yaml_node_pair_t *q = root->data.mapping.pairs.start; q < root->data.mapping.pairs.top;
+             q++) {
+            const char *k = scalar(yaml_document_get_node(&d, q->key));
+            if (k && !strcmp(k, "notify")) {
+                if (sec) {
+                    rc = gp_seterr(err, errlen, GP_ECONFIG, "line %u: 'notify' is given twice",
+                                   line_of(yaml_document_get_node(&d, q->key)));
+                    break;
+                }
+                sec = yaml_document_get_node(&d, q->value);
+            }
+        }
+    if (!rc && sec)
+        rc = parse_section(&d, sec, out, err, errlen);
+    yaml_document_delete(&d);
+    if (rc)
+        gp_notify_config_free(out);
+    return rc;
+}
+
+int gp_notify_config_load_file(const char *path, struct gp_notify_config *out, char *err,
+                               size_t errlen)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return gp_seterr(err, errlen, GP_ECONFIG, "cannot open config '%s': %s", path,
+                         strerror(errno));
+    enum { MAX = 1 << 20 };
+    char *b = malloc(MAX + 1);
+    if (!b) {
+        fclose(f);
+        return gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
+    }
+    size_t n = fread(b, 1, MAX + 1, f);
+    fclose(f);
+    int rc;
+    if (n > MAX)
+        rc = gp_seterr(err, errlen, GP_ECONFIG, "config '%s' is larger than 1 MiB", path);
+    else
+        rc = gp_notify_config_parse(b, n, out, err, errlen);
+    free(b);
+    return rc;
+}
