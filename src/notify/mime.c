@@ -580,8 +580,8 @@ int gp_mime_build(const struct gp_notice *n, const struct gp_mime_opts *o, struc
     }
 
     char tok[48], host[32], btok[40], boundary[64];
-    token_chars(o->msgid_token, "-_.", 40, tok);
-    token_chars(o->msgid_host, "-.", 23, host);
+    token_chars(o->msgid_token, "-_.", 36, tok); /* "Message-ID: <36@25>" = 76 */
+    token_chars(o->msgid_host, "-.", 25, host);
     if (!*host)
         snprintf(host, sizeof host, "gpulse.localhost");
     token_chars(o->boundary_token, "", 32, btok);
@@ -610,7 +610,7 @@ int gp_mime_build(const struct gp_notice *n, const struct gp_mime_opts *o, struc
             gp_buf_putc(out, ',');
             col++;
         }
-        if (i > 0 && col + 1 + l > 78) {
+        if (i > 0 && col + 1 + l > 75) { /* room for the next comma */
             gp_buf_puts(out, "\r\n");
             col = 0;
         }
