@@ -563,7 +563,7 @@ int gp_mime_build(const struct gp_notice *n, const struct gp_mime_opts *o, struc
             return gp_seterr(err, errlen, GP_ECONFIG, "email to address '%.64s' is not a plain address",
                              o->to[i] ? o->to[i] : "");
 
-    char subject[512];
+    char subject[GP_MIME_SUBJECT_MAX];
     gp_mime_subject(n, o->subject_template, subject, sizeof subject);
     struct gp_buf text, html, qt, qh;
     gp_buf_init(&text, GP_MIME_MAX_BYTES);

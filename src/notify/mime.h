@@ -42,6 +42,7 @@
 #define GP_MIME_MAX_ALERTS 50         /* listed in full; the rest are counted */
 #define GP_MIME_FIELD_MAX 1024        /* bytes of one field (summary, evidence...) */
 #define GP_MIME_MAX_BYTES (2u << 20)  /* a whole message */
+#define GP_MIME_SUBJECT_MAX 512       /* bytes of the subject text (before encoding), NUL included */
 
 struct gp_mime_opts {
     const char *from;             /* the From address (plain addr-spec) */
