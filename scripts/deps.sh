@@ -10,7 +10,7 @@ build_pkgs=(gcc make pkg-config libc6-dev libmicrohttpd-dev libjansson-dev libya
 # VictoriaMetrics as a second real remote-write receiver and query peer,
 # openssl to make a throwaway certificate for the TLS test, PyTorch (CPU)
 # for real training loops under `gpulse run`.
-test_pkgs=(prometheus curl python3 prometheus-node-exporter procps victoria-metrics openssl python3-torch)
+test_pkgs=(prometheus curl python3 prometheus-node-exporter procps victoria-metrics openssl python3-torch python3-aiosmtpd)
 
 want=("${build_pkgs[@]}")
 [ "${1:-build}" = test ] && want+=("${test_pkgs[@]}")

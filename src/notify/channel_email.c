@@ -251,8 +251,12 @@ static int email_send(const struct gp_receiver *r, const struct gp_notice *n, st
         CURLcode cc = curl_easy_perform(c);
         long code = 0;
         curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
-        out->status = (int)code;
         out->result = classify(cc, code);
+        /* The status is the reply that decided: a failure after a 2xx/3xx
+         * (the STARTTLS greeting, EHLO) was not the server's answer. */
+        if (cc != CURLE_OK && code < 400)
+            code = 0;
+        out->status = (int)code;
         const char *why = cc == CURLE_OK ? "accepted" : errbuf[0] ? errbuf : curl_easy_strerror(cc);
         if (cc == CURLE_USE_SSL_FAILED)
             why = "the server does not offer STARTTLS; not sending in clear";
