@@ -17,7 +17,9 @@
  *   (a text/plain part and a text/html part, both UTF-8, quoted-printable)
  *
  * Every line ends in CRLF and is at most 76 characters long (the header
- * fields are folded, the bodies are quoted-printable). The boundary
+ * fields are folded, the bodies are quoted-printable; only an address
+ * longer than a line, up to 254 characters, stands alone on a longer
+ * one). The boundary
  * starts with "=_", which quoted-printable output can never contain (an
  * '=' there is always followed by two hex digits or a line break), and
  * the builder checks the parts anyway.
@@ -60,7 +62,8 @@ struct gp_mime_opts {
  * frees; out->max should be at least GP_MIME_MAX_BYTES). Returns GP_OK,
  * GP_ECONFIG for an address that cannot go into a header (no '@',
  * spaces, control or non-ASCII characters, angle brackets, commas), or
- * out's latched error (GP_ENOMEM / GP_ETOOBIG). err (may be NULL) gets
+ * out's latched error (GP_ENOMEM / GP_ETOOBIG), or GP_EINTERNAL should
+ * the boundary ever occur in a part. err (may be NULL) gets
  * the detail.
  */
 int gp_mime_build(const struct gp_notice *n, const struct gp_mime_opts *o, struct gp_buf *out,
