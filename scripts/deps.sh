@@ -10,9 +10,10 @@ build_pkgs=(gcc make pkg-config libc6-dev libmicrohttpd-dev libjansson-dev libya
 # VictoriaMetrics as a second real remote-write receiver and query peer,
 # openssl to make a throwaway certificate for the TLS test, PyTorch (CPU)
 # for real training loops under `gpulse run`, Alertmanager as the real
-# receiver of the alertmanager notification channel.
+# receiver of the alertmanager notification channel, aiosmtpd as a real
+# SMTP server (STARTTLS, AUTH) for the email channel.
 test_pkgs=(prometheus curl python3 prometheus-node-exporter procps victoria-metrics openssl python3-torch
-           prometheus-alertmanager)
+           prometheus-alertmanager python3-aiosmtpd)
 
 want=("${build_pkgs[@]}")
 [ "${1:-build}" = test ] && want+=("${test_pkgs[@]}")

@@ -12,6 +12,8 @@ const struct gp_channel_ops *gp_channel_of(enum gp_receiver_type t)
     switch (t) {
     case GP_RT_SLACK:
         return &gp_channel_slack;
+    case GP_RT_EMAIL:
+        return &gp_channel_email;
     case GP_RT_WEBHOOK:
         return &gp_channel_webhook;
     case GP_RT_ALERTMANAGER:
