@@ -455,7 +455,9 @@ static int on_firing(struct gp_router *r, const struct qev *e, int64_t now)
             if (!(g = malloc(sizeof *g)))
                 return GP_ENOMEM;
             *g = probe;
-            g->created = now;
+            /* group_wait runs from the first alert's firing, not from when the
+             * router got to it */
+            g->created = e->at_ms > 0 && e->at_ms <= now ? e->at_ms : now;
             if ((rc = add_group(r, g))) {
                 free(g);
                 return rc;
