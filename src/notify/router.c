@@ -34,8 +34,8 @@
 
 #define GROUPS_MAX 10000
 #define GROUP_ALERTS_MAX 100000
-#define KEY_LEN 1024
-#define VAL_LEN 128
+#define KEY_LEN 2048
+#define VAL_LEN 256
 #define TICK_MS 200
 
 struct ralert {

@@ -104,7 +104,7 @@ import json, sys
 n = 0
 for line in open(sys.argv[1]) if __import__("os").path.exists(sys.argv[1]) else []:
     r = json.loads(line)
-    if r["path"].startswith(sys.argv[2]) and r.get("answered", 200) < 300:
+    if r["path"].startswith(sys.argv[2]) and r.get("mode", "ok") == "ok":
         b = json.loads(r["body"]) if r["body"] else {}
         st = b.get("status") if isinstance(b, dict) else None
         if sys.argv[3] in ("any", st) or (sys.argv[3] == "slack" and isinstance(b, dict)):
@@ -155,7 +155,7 @@ python3 - "$RLOG" <<'PY' || fail "job-b's firing notification not delivered exac
 import json, sys
 ok = {}
 for r in map(json.loads, open(sys.argv[1])):
-    if not r["path"].startswith("/hook") or r.get("answered", 200) >= 300:
+    if not r["path"].startswith("/hook") or r.get("mode", "ok") != "ok":
         continue
     b = json.loads(r["body"])
     if b["status"] == "firing" and b["groupLabels"].get("job") == "job-b":
@@ -175,7 +175,7 @@ n=$(python3 - "$RLOG" <<'PY'
 import json, sys
 n = 0
 for r in map(json.loads, open(sys.argv[1])):
-    if r["path"].startswith("/hook") and r.get("answered", 200) < 300:
+    if r["path"].startswith("/hook") and r.get("mode", "ok") == "ok":
         if json.loads(r["body"])["groupLabels"].get("job") == "storm":
             n += 1
 print(n)

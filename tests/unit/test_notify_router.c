@@ -44,6 +44,7 @@ static struct {
 static int rec_send(const struct gp_receiver *r, const struct gp_notice *n, struct gp_send_outcome *o)
 {
     (void)r;
+    CHECK(n->id && strlen(n->id) == GP_OUTBOX_ID_LEN - 1); /* the outbox's stable id reaches the channel */
     rec.alerts += (long)n->nalerts;
     if (rec.count < 64) {
         struct got *g = &rec.n[rec.count];
