@@ -2,6 +2,7 @@
  * main.c - `gpulse COMMAND ...`: dispatch to the role.
  */
 #include "agent/agent.h"
+#include "notify/notify_cmd.h"
 #include "report/report.h"
 #include "run/run.h"
 #include "server/server.h"
@@ -18,6 +19,7 @@ static void usage(FILE *out)
                  "  up        server and agent in one process, for one machine\n"
                  "  run       run a training command as a tracked job, report on it when it ends\n"
                  "  report    the end-of-run report of a training job, from the server\n"
+                 "  notify    notifications: 'notify test RECEIVER' sends a test message\n"
                  "  version   print the version\n"
                  "  help      this text\n\n"
                  "'gpulse COMMAND --help' describes each command.\n");
@@ -40,6 +42,8 @@ int main(int argc, char **argv)
         return gp_run_main(argc - 2, argv + 2);
     if (!strcmp(cmd, "report"))
         return gp_report_main(argc - 2, argv + 2);
+    if (!strcmp(cmd, "notify"))
+        return gp_notify_main(argc - 2, argv + 2);
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
         printf("gpulse %s\n", GP_VERSION);
         return 0;

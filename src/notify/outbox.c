@@ -262,6 +262,7 @@ static void send_row(struct gp_outbox *ob, struct due_row *row, int64_t now)
         snprintf(detail, sizeof detail, "the stored notice does not parse: %s", perr);
         attempts++;
     } else {
+        doc.n.id = row->id; /* the stable id: X-Gpulse-Notification-Id, Message-ID */
         rc = ch->send(r, &doc.n, &oc);
         attempts++;
         __atomic_add_fetch(&ob->sends, 1, __ATOMIC_RELAXED);

@@ -409,6 +409,13 @@ int gp_srv_alerts_start(struct gp_server *s, struct gp_store *st, char *err, siz
     /* remediation acts on alerts that start firing */
     if (s->rem && (rc = gp_alerts_add_listener(s->alerts, gp_rem_listener, s->rem)))
         return gp_seterr(err, errlen, rc, "cannot register the remediation hooks");
+    /* notifications: the router hears every transition from the first tick */
+    gp_alert_listener fn;
+    void *fctx;
+    if ((rc = gp_srv_notify_open(s, &fn, &fctx, err, errlen)))
+        return rc;
+    if ((rc = gp_alerts_add_listener(s->alerts, fn, fctx)))
+        return gp_seterr(err, errlen, rc, "cannot register the notification router");
     if ((rc = gp_engine_new(&s->engine, &eo, err, errlen)))
         return rc;
     if ((rc = gp_engine_start(s->engine)))
@@ -426,6 +433,7 @@ void gp_srv_alerts_stop(struct gp_server *s)
 {
     gp_engine_close(s->engine);
     s->engine = NULL;
+    gp_srv_notify_stop(s); /* no transition comes after the engine: router, then outbox */
     gp_alerts_close(s->alerts);
     s->alerts = NULL;
     gp_rules_free(s->rules);

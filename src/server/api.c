@@ -14,6 +14,7 @@
  *   /api/v1/labels, /api/v1/label/NAME/values, /api/v1/nodes, /api/v1/gpus
  *   /api/v1/jobs, /api/v1/jobs/ID   (jobs_api.c)
  *   /api/v1/alerts[/ID], /api/v1/silences[/ID]   (alerts_api.c)
+ *   /api/v1/notifications                        (notify_api.c)
  */
 #include "server_int.h"
 
@@ -43,7 +44,7 @@ enum gp_srv_route gp_srv_route_of(const char *p)
         {"/api/v1/jobs", GP_SRV_R_JOBS},     {"/api/v1/recommendations", GP_SRV_R_RECOMMENDATIONS},
         {"/api/v1/audit", GP_SRV_R_AUDIT},   {"/api/v1/fleet", GP_SRV_R_FLEET},
         {"/api/v1/cost", GP_SRV_R_COST},     {"/api/v1/alerts", GP_SRV_R_ALERTS},
-        {"/api/v1/silences", GP_SRV_R_SILENCES},
+        {"/api/v1/silences", GP_SRV_R_SILENCES}, {"/api/v1/notifications", GP_SRV_R_NOTIFICATIONS},
     };
     for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
         if (!strcmp(p, fixed[i].path))
@@ -356,6 +357,9 @@ void gp_srv_handle_api(struct gp_server *s, enum gp_srv_route route,
     case GP_SRV_R_SILENCES:
     case GP_SRV_R_SILENCE:
         gp_srv_handle_alerts(s, route, req, resp);
+        break;
+    case GP_SRV_R_NOTIFICATIONS:
+        gp_srv_handle_notifications(s, req, resp);
         break;
     default:
         gp_srv_bad(resp, 404, "not_found", "no such route");

@@ -168,6 +168,7 @@ int gp_srv_render_metrics(struct gp_server *s, struct gp_buf *b)
         state == GP_SRV_READY ? 1 : 0);
     store_families(b, gp_srv_store(s));
     gp_srv_render_alert_metrics(s, b);
+    gp_srv_render_notify_metrics(s, b);
     one(b, "gpulse_server_start_time_seconds", "gauge", "When the server started (Unix time).",
         (double)s->start_ms / 1e3);
 

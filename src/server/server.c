@@ -98,6 +98,7 @@ static const char index_text[] =
     "GET  /api/v1/fleet, /api/v1/cost  the fleet's use and spend now; cost by job or node\n"
     "GET  /api/v1/alerts, /api/v1/alerts/ID alerts (active and history) and their transitions\n"
     "GET, POST /api/v1/silences; DELETE /api/v1/silences/ID\n"
+    "GET  /api/v1/notifications         the notification outbox (queued, done, dead)\n"
     "GET  /api/v1/health\n"
     "GET  /metrics                      the server's own metrics\n";
 
@@ -299,7 +300,7 @@ int gp_server_start(struct gp_server **out, const struct gp_server_config *c, ch
                            (rc = read_pem(c->tls_key, "tls_key", &key, err, errlen))))
         goto fail;
 
-    if ((rc = gp_srv_rules_load(s, err, errlen)))
+    if ((rc = gp_srv_rules_load(s, err, errlen)) || (rc = gp_srv_notify_load(s, err, errlen)))
         goto fail;
     char bind[160], why[128];
     int fell_back;

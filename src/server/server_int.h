@@ -8,6 +8,7 @@
 #ifndef GP_SERVER_INT_H
 #define GP_SERVER_INT_H
 
+#include "insight/alert_event.h"
 #include "insight/cost.h"
 #include "net/http.h"
 #include "insight/remediate.h"
@@ -25,6 +26,7 @@ struct gp_jobs;
 struct gp_alerts;
 struct gp_engine;
 struct gp_rules;
+struct gp_srv_notify;
 
 enum gp_srv_state { GP_SRV_STARTING, GP_SRV_READY, GP_SRV_FAILED };
 
@@ -47,6 +49,7 @@ enum gp_srv_state { GP_SRV_STARTING, GP_SRV_READY, GP_SRV_FAILED };
     X(ALERT, "alert")                           \
     X(SILENCES, "silences")                     \
     X(SILENCE, "silence")                       \
+    X(NOTIFICATIONS, "notifications")           \
     X(HEALTH, "health")                         \
     X(METRICS, "metrics")                       \
     X(OTHER, "other")
@@ -125,6 +128,7 @@ struct gp_server {
     struct gp_alerts *alerts; /* set with the store */
     struct gp_engine *engine;
     struct cost_ctx *costs;   /* the budget detector's job costs (alerts_api.c) */
+    struct gp_srv_notify *notify; /* config, outbox and router (notify_api.c) */
 
     pthread_mutex_t hook_mu;
     gp_server_metrics_hook hook;
@@ -189,6 +193,20 @@ void gp_srv_alerts_stop(struct gp_server *s);
 void gp_srv_render_alert_metrics(struct gp_server *s, struct gp_buf *out);
 void gp_srv_handle_alerts(struct gp_server *s, enum gp_srv_route route,
                           const struct gp_http_request *req, struct gp_http_response *resp);
+
+/* notify_api.c: the config file's notify: section (with the rules,
+ * before anything starts: GP_ECONFIG names the line), the outbox and the
+ * router over state.db (*fn, *ctx: the listener alerts_api.c registers
+ * before the engine starts), their end (router, then outbox; before the
+ * store closes; accepts a server without them), the outbox's /metrics
+ * families and GET /api/v1/notifications. */
+int gp_srv_notify_load(struct gp_server *s, char *err, size_t errlen);
+int gp_srv_notify_open(struct gp_server *s, gp_alert_listener *fn, void **ctx, char *err,
+                       size_t errlen);
+void gp_srv_notify_stop(struct gp_server *s);
+void gp_srv_render_notify_metrics(struct gp_server *s, struct gp_buf *out);
+void gp_srv_handle_notifications(struct gp_server *s, const struct gp_http_request *req,
+                                 struct gp_http_response *resp);
 
 /* Route of a path ("/api/v1/label/x/values" -> LABEL_VALUES), or OTHER. */
 enum gp_srv_route gp_srv_route_of(const char *path);
