@@ -57,16 +57,16 @@ void gp_chan_link(const char *external_url, const char *prefix, const char *tail
                   size_t outlen);
 
 /* The renderers: a NUL-terminated JSON text the caller frees with free(); NULL when out of memory. */
-char *gp_slack_render(const struct gp_notice *n);
+char *gp_slack_render(const struct gp_notice *n, const char *title); /* title: "" default */
 char *gp_webhook_render(const struct gp_notice *n);
 char *gp_alertmanager_render(const struct gp_notice *n);
 
 /*
- * Renders with render and posts to url through http_post.c with r's
- * timeout, bearer token (when bearer) and n->id; the shared body of the
- * three sends.
+ * Posts body (a rendered payload; freed here; NULL: rendering ran out of
+ * memory, a RETRY) to url through http_post.c with r's timeout, bearer
+ * token (when bearer) and n->id; the shared part of the three sends.
  */
 int gp_chan_post(const struct gp_receiver *r, const struct gp_notice *n, const char *url, bool bearer,
-                 char *(*render)(const struct gp_notice *), struct gp_send_outcome *out);
+                 char *body, struct gp_send_outcome *out);
 
 #endif

@@ -74,7 +74,7 @@ static int am_send(const struct gp_receiver *r, const struct gp_notice *n, struc
     while (blen > 0 && r->url[blen - 1] == '/')
         blen--;
     snprintf(url, sizeof url, "%.*s/api/v2/alerts", (int)blen, r->url);
-    int rc = gp_chan_post(r, n, url, true, gp_alertmanager_render, out);
+    int rc = gp_chan_post(r, n, url, true, gp_alertmanager_render(n), out);
     memset(url, 0, sizeof url); /* the base URL may carry credentials */
     return rc;
 }

@@ -150,10 +150,9 @@ void gp_chan_link(const char *external_url, const char *prefix, const char *tail
 }
 
 int gp_chan_post(const struct gp_receiver *r, const struct gp_notice *n, const char *url, bool bearer,
-                 char *(*render)(const struct gp_notice *), struct gp_send_outcome *out)
+                 char *body, struct gp_send_outcome *out)
 {
     memset(out, 0, sizeof *out);
-    char *body = render(n);
     if (!body) {
         out->result = GP_SEND_RETRY;
         snprintf(out->detail, sizeof out->detail, "out of memory rendering the notification");

@@ -20,6 +20,7 @@
  * and > as Slack asks, and a cut never splits such an escape.
  */
 #include "notify/channel.h"
+#include "notify/mime.h"
 
 #include "lib/err.h"
 
@@ -109,8 +110,14 @@ static void counts(const struct gp_notice *n, size_t *firing, size_t *resolved)
     }
 }
 
-static void header_text(const struct gp_notice *n, struct stext *t)
+static void header_text(const struct gp_notice *n, const char *title, struct stext *t)
 {
+    if (title && title[0]) { /* the receiver's template (mime.h's placeholders) */
+        char c[GP_SLACK_HEADER_MAX * 2];
+        gp_mime_subject(n, title, c, sizeof c);
+        st_put(t, c, false);
+        return;
+    }
     size_t firing, resolved;
     counts(n, &firing, &resolved);
     char c[96];
@@ -196,15 +203,20 @@ static int alert_blocks(const struct gp_notice *n, const struct gp_notice_alert 
     return bad ? -1 : 0;
 }
 
-static void fallback_text(const struct gp_notice *n, struct stext *t)
+static void fallback_text(const struct gp_notice *n, const char *title, struct stext *t)
 {
     size_t firing, resolved;
     counts(n, &firing, &resolved);
-    char c[128];
-    snprintf(c, sizeof c, "%s[%s] %zu alert%s (%zu firing, %zu resolved)", n->test ? "[TEST] " : "",
-             strcmp(n->status, "resolved") == 0 ? "RESOLVED" : "FIRING", n->nalerts,
-             n->nalerts == 1 ? "" : "s", firing, resolved);
-    st_raw(t, c);
+    char c[GP_SLACK_HEADER_MAX * 2];
+    if (title && title[0]) {
+        gp_mime_subject(n, title, c, sizeof c);
+        st_put(t, c, true);
+    } else {
+        snprintf(c, sizeof c, "%s[%s] %zu alert%s (%zu firing, %zu resolved)", n->test ? "[TEST] " : "",
+                 strcmp(n->status, "resolved") == 0 ? "RESOLVED" : "FIRING", n->nalerts,
+                 n->nalerts == 1 ? "" : "s", firing, resolved);
+        st_raw(t, c);
+    }
     for (size_t i = 0; i < n->nalerts && !t->cut; i++) {
         const struct gp_notice_alert *a = &n->alerts[i];
         st_raw(t, "\n- ");
@@ -212,7 +224,7 @@ static void fallback_text(const struct gp_notice *n, struct stext *t)
     }
 }
 
-char *gp_slack_render(const struct gp_notice *n)
+char *gp_slack_render(const struct gp_notice *n, const char *title)
 {
     struct stext *t = malloc(sizeof *t);
     json_t *root = NULL, *blocks = json_array();
@@ -220,7 +232,7 @@ char *gp_slack_render(const struct gp_notice *n)
     if (!t || !blocks)
         goto done;
     st_init(t, GP_SLACK_HEADER_MAX);
-    header_text(n, t);
+    header_text(n, title, t);
     json_t *h = text_obj("plain_text", t);
     if (h && json_object_set_new(h, "emoji", json_false())) {
         json_decref(h);
@@ -241,7 +253,7 @@ char *gp_slack_render(const struct gp_notice *n)
             goto done;
     }
     st_init(t, GP_SLACK_TEXT_MAX);
-    fallback_text(n, t);
+    fallback_text(n, title, t);
     root = json_pack("{s:s%, s:O}", "text", t->s, t->len, "blocks", blocks);
     if (root)
         out = json_dumps(root, JSON_COMPACT);
@@ -255,7 +267,7 @@ done:
 static int slack_send(const struct gp_receiver *r, const struct gp_notice *n, struct gp_send_outcome *out)
 {
     /* Slack's webhooks take no bearer token: the URL is the credential. */
-    return gp_chan_post(r, n, r->url, false, gp_slack_render, out);
+    return gp_chan_post(r, n, r->url, false, gp_slack_render(n, r->subject_template), out);
 }
 
 const struct gp_channel_ops gp_channel_slack = {

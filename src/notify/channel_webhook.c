@@ -121,7 +121,7 @@ out:
 static int webhook_send(const struct gp_receiver *r, const struct gp_notice *n,
                         struct gp_send_outcome *out)
 {
-    return gp_chan_post(r, n, r->url, true, gp_webhook_render, out);
+    return gp_chan_post(r, n, r->url, true, gp_webhook_render(n), out);
 }
 
 const struct gp_channel_ops gp_channel_webhook = {

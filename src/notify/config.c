@@ -297,7 +297,7 @@ static int parse_receiver(yaml_document_t *d, const yaml_node_t *n, struct gp_re
             rc = take_text(v, k, r->from, sizeof r->from, err, errlen);
         else if (!strcmp(k, "to"))
             rc = parse_to(d, v, r, err, errlen);
-        else if (!strcmp(k, "subject"))
+        else if (!strcmp(k, "title") || !strcmp(k, "subject")) /* subject: email's word */
             rc = take_text(v, k, r->subject_template, sizeof r->subject_template, err, errlen);
         else
             return gp_seterr(err, errlen, GP_ECONFIG, "line %u: unknown receiver key '%.64s'",
@@ -368,6 +368,11 @@ static int parse_receiver(yaml_document_t *d, const yaml_node_t *n, struct gp_re
         if (r->smtp_url[0] || r->from[0] || r->nto || tls || r->password[0])
             return gp_seterr(err, errlen, GP_ECONFIG,
                              "line %u: receiver '%s': smtp, tls, from, to and password are for email",
+                             line_of(n), r->name);
+        if (r->subject_template[0] && r->type != GP_RT_SLACK)
+            return gp_seterr(err, errlen, GP_ECONFIG,
+                             "line %u: receiver '%s': 'title' is for slack and email (a webhook or "
+                             "Alertmanager payload has no title)",
                              line_of(n), r->name);
         if (r->bearer_token[0] && r->type == GP_RT_SLACK)
             return gp_seterr(err, errlen, GP_ECONFIG,

@@ -90,7 +90,8 @@ struct gp_receiver {
     char from[256];
     char to[GP_NOTIFY_TO_MAX][256];
     unsigned nto;
-    char subject_template[256];      /* "" default */
+    char subject_template[256];      /* `title` (email: also `subject`): slack header and email
+                                      * subject, {status} {count} {group} {receiver}; "" default */
     char bearer_token[1024];         /* webhook, alertmanager: Authorization: Bearer; a secret */
 };
 

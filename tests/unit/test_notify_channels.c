@@ -178,7 +178,7 @@ static const json_t *block_of(const json_t *blocks, size_t i, const char *type)
 static void test_slack_two_alerts(void)
 {
     struct gp_notice n = notice(two, 2);
-    json_t *j = load(gp_slack_render(&n));
+    json_t *j = load(gp_slack_render(&n, ""));
     CHECK_INT(json_object_size(j), 2);
     CHECK_STR(sget(j, "text"), "[FIRING] 2 alerts (1 firing, 1 resolved)\n"
                                "- GPU 0 will run out of memory in 10 minutes\n- rank 7 is 30% slower");
@@ -209,7 +209,7 @@ static void test_slack_two_alerts(void)
     /* A test message says so; without external_url there is no link. */
     n.test = true;
     n.external_url = "";
-    j = load(gp_slack_render(&n));
+    j = load(gp_slack_render(&n, ""));
     bl = json_object_get(j, "blocks");
     CHECK_STR(sget(json_object_get(json_array_get(bl, 0), "text"), "text"),
               "[TEST] [FIRING] 1 firing, 1 resolved: job=bert-1");
@@ -223,7 +223,7 @@ static void test_slack_many_alerts(void)
     for (size_t i = 0; i < 25; i++)
         a[i] = two[i % 2];
     struct gp_notice n = notice(a, 25);
-    json_t *j = load(gp_slack_render(&n));
+    json_t *j = load(gp_slack_render(&n, ""));
     const json_t *bl = json_object_get(j, "blocks");
     CHECK_INT(json_array_size(bl), 1 + 2 * GP_SLACK_MAX_ALERTS + 1);
     CHECK(json_array_size(bl) <= 50);
@@ -268,7 +268,7 @@ static void test_hostile_strings(void)
               "line1\nline2 <@U123> \x01");
     json_decref(j);
     /* Slack: mrkdwn escaped, within limits, cut cleanly. */
-    j = load(gp_slack_render(&n));
+    j = load(gp_slack_render(&n, ""));
     const json_t *bl = json_object_get(j, "blocks");
     const char *sec = sget(json_object_get(json_array_get(bl, 1), "text"), "text");
     CHECK(sec && strlen(sec) <= GP_SLACK_SECTION_MAX);
@@ -311,7 +311,7 @@ static void test_slack_cuts_on_utf8_boundaries(void)
             a.summary = sum;
             struct gp_notice n = notice(&a, 1);
             n.group_labels[0][1] = sum; /* the header cut too */
-            json_t *j = load(gp_slack_render(&n));
+            json_t *j = load(gp_slack_render(&n, ""));
             const json_t *bl = json_object_get(j, "blocks");
             const char *h = sget(json_object_get(json_array_get(bl, 0), "text"), "text");
             const char *sec = sget(json_object_get(json_array_get(bl, 1), "text"), "text");
@@ -402,7 +402,22 @@ static void test_channel_table(void)
     CHECK_STR(gp_receiver_type_names[GP_RT_ALERTMANAGER], "alertmanager");
 }
 
+/* A receiver's title template: the Slack header and the first line of
+ * the plain-text fallback, with the placeholders filled in. */
+static void test_slack_title_template(void)
+{
+    struct gp_notice n = notice(two, 2);
+    json_t *j = load(gp_slack_render(&n, "{status}: {count} alerts <{receiver}>"));
+    const json_t *h = block_of(json_object_get(j, "blocks"), 0, "header");
+    CHECK_STR(sget(json_object_get(h, "text"), "text"), "FIRING: 2 alerts <hooks>");
+    const char *text = sget(j, "text");
+    if (strncmp(text, "FIRING: 2 alerts &lt;hooks&gt;\n- ", 33))
+        gp_test_fail(__FILE__, __LINE__, "fallback text begins '%.60s'", text);
+    json_decref(j);
+}
+
 const struct gp_test gp_tests_notify_channels[] = {
+    {"slack_title_template", test_slack_title_template},
     {"webhook_two_alerts", test_webhook_two_alerts},
     {"webhook_truncates", test_webhook_truncates},
     {"alertmanager_two_alerts", test_alertmanager_two_alerts},

@@ -31,6 +31,7 @@ static void test_full_example(void)
              "    - name: team-slack\n"
              "      type: slack\n"
              "      url_file: %s/slack.url\n"
+             "      title: \"{status} on {group}\"\n"
              "    - name: oncall-mail\n"
              "      type: email\n"
              "      smtp: smtp://mail.example:587\n"
@@ -55,6 +56,7 @@ static void test_full_example(void)
     CHECK(c.present);
     CHECK_INT(c.nrecv, 3);
     CHECK_STR(c.recv[0].url, "https://hooks.slack.com/services/T0/B0/s3cr3tpath");
+    CHECK_STR(c.recv[0].subject_template, "{status} on {group}");
     CHECK_STR(c.recv[1].password, "pa ss/wörd");
     CHECK_STR(c.recv[1].smtp_tls, "starttls");
     CHECK_INT(c.recv[1].nto, 2);
@@ -131,6 +133,8 @@ static void test_malformed(void)
     expect_error("notify: {receivers: [\n", "line", NULL);
     BAD("    - name: a\n      type: pager\n      url: http://x\n", "line 4: 'type': 'pager'", NULL);
     BAD("    - name: a\n      type: slack\n", "needs 'url', 'url_file' or 'url_env'", NULL);
+    BAD("    - name: a\n      type: webhook\n      url: http://x\n      title: '{status}'\n",
+        "'title' is for slack and email", NULL);
     BAD("    - name: a\n      type: slack\n      url: ftp://sekrit\n",
         "must start with http:// or https://", "sekrit");
     BAD("    - name: a\n      type: slack\n      url: http://sekrit\n      url_env: GP_TEST_SET\n",
