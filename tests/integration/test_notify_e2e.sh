@@ -2,7 +2,8 @@
 # Notifications end to end through the server: a custom rule fires on
 # remote-written GPU temperatures; the router groups the alerts by job and
 # the outbox delivers them to a webhook, a Slack endpoint (both the test
-# receiver, notify_receiver.py) and Debian's real Alertmanager.
+# receiver, notify_receiver.py), Debian's real Alertmanager and a real
+# SMTP server (aiosmtpd, STARTTLS and AUTH).
 #   1. one hot GPU: one firing notification per receiver, then one
 #      resolution; Alertmanager shows the alert, then not;
 #   2. the webhook down (500) while a second job's GPU heats, the server
@@ -29,6 +30,18 @@ prometheus-alertmanager --config.file="$TMP/am/am.yml" --storage.path="$TMP/am/d
 PIDS+=($!)
 A=http://127.0.0.1:$APORT
 wait_until 20 curl -sf "$A/-/ready" || { cat "$TMP/am/log" >&2; fail "alertmanager did not come up"; }
+
+# A real SMTP server (Debian's aiosmtpd) with STARTTLS and AUTH.
+openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=127.0.0.1 \
+    -addext "subjectAltName=IP:127.0.0.1" -keyout "$TMP/key.pem" -out "$TMP/cert.pem" 2>/dev/null ||
+    fail "openssl could not make a certificate"
+SMTP_PORT=$(free_port)
+mkdir -p "$TMP/mail"
+$PY "$ROOT/tests/integration/smtp_server.py" --port "$SMTP_PORT" --dir "$TMP/mail" \
+    --user gpulse --password SMTPSECRET46 --cert "$TMP/cert.pem" --key "$TMP/key.pem" >"$TMP/smtp.log" 2>&1 &
+PIDS+=($!)
+wait_until 10 grep -q ready "$TMP/smtp.log" || { cat "$TMP/smtp.log" >&2; fail "smtp_server did not start"; }
+export GPULSE_TEST_SMTP_PASSWORD=SMTPSECRET46
 
 echo -n "$R/slack/services/T000/B000/SLACKSECRET42" >"$TMP/slack.url"
 export GPULSE_TEST_HOOK_TOKEN=HOOKSECRET43
@@ -61,7 +74,24 @@ notify:
     - name: am
       type: alertmanager
       url: $A
+    - name: mail
+      type: email
+      smtp: smtp://127.0.0.1:$SMTP_PORT
+      tls: starttls
+      ca_file: $TMP/cert.pem
+      username: gpulse
+      password_env: GPULSE_TEST_SMTP_PASSWORD
+      from: gpulse@example.com
+      to: [oncall@example.com]
+      title: "gpulse {status}: {count} on {group}"
   routes:
+    - receiver: mail
+      match: {severity: critical}
+      group_by: [job]
+      group_wait: 2s
+      group_interval: 2s
+      repeat_interval: 1h
+      continue: true
     - receiver: hooks
       group_by: [job]
       group_wait: 2s
@@ -137,7 +167,25 @@ bad = [r for r in map(json.loads, open(sys.argv[1])) if r["errors"]]
 for r in bad: print(r["path"], r["errors"])
 sys.exit(1 if bad else 0)
 PY
-note "firing and resolved once per receiver; Alertmanager showed it, then not"
+wait_until 20 sh -c "ls '$TMP/mail' | grep -c '\.eml$' | grep -qv '^[01]$'" ||
+    fail "want a firing and a resolved email, got $(ls "$TMP/mail")"
+$PY - "$TMP/mail" <<'PY' || fail "the emails are wrong (above)"
+import email, email.policy, glob, json, sys
+subjects = []
+for f in sorted(glob.glob(sys.argv[1] + "/*.eml")):
+    m = email.message_from_binary_file(open(f, "rb"), policy=email.policy.default)
+    assert not m.defects, (f, m.defects)
+    assert m["Date"] and m["Message-ID"] and m["From"] == "gpulse@example.com", f
+    parts = {p.get_content_type(): p.get_content() for p in m.walk() if not p.is_multipart()}
+    assert set(parts) == {"text/plain", "text/html"}, parts.keys()
+    assert "gpu_hot" in parts["text/plain"] and "GPU 0 of n1" in parts["text/plain"], parts["text/plain"]
+    env = json.load(open(f[:-4] + ".json"))
+    assert env["rcpt_tos"] == ["oncall@example.com"], env
+    subjects.append(str(m["Subject"]))
+print("  email subjects:", subjects)
+assert subjects == ["gpulse FIRING: 1 on job job-a", "gpulse RESOLVED: 1 on job job-a"], subjects
+PY
+note "firing and resolved once per receiver; Alertmanager showed it, then not; the emails are valid MIME"
 
 # 2. The webhook down, a restart in the middle, the webhook back: exactly once.
 mode '{"mode":"500","path":"/hook"}'
@@ -190,7 +238,7 @@ note "a storm of 1,000 alerts of one job: $n grouped webhook messages"
 for p in '/api/v1/notifications?state=all' '/api/v1/alerts?state=all' /metrics; do
     get "$p" >>"$TMP/answers" || fail "GET $p"
 done
-for s in SLACKSECRET42 HOOKSECRET43 WRITESECRET44 READSECRET45; do
+for s in SLACKSECRET42 HOOKSECRET43 WRITESECRET44 READSECRET45 SMTPSECRET46; do
     grep -l "$s" "$SERVER_LOG" "$TMP/answers" 2>/dev/null && fail "secret $s found (above)"
 done
 "$GPULSE" notify test hooks --config "$TMP/gpulse.yaml" >"$TMP/nt.out" 2>&1 || { cat "$TMP/nt.out"; fail "gpulse notify test hooks"; }
