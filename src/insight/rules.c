@@ -10,6 +10,7 @@
 #include "lib/buf.h"
 #include "lib/duration.h"
 #include "lib/err.h"
+#include "lib/yamldoc.h"
 #include "query/json.h"
 #include "store/labels.h"
 
@@ -45,12 +46,6 @@ void gp_rules_free(struct gp_rules *r)
 
 /* ---- parsing ---- */
 
-static unsigned line_of(const yaml_node_t *n) { return (unsigned)n->start_mark.line + 1; }
-
-static const char *scalar(const yaml_node_t *n)
-{
-    return n && n->type == YAML_SCALAR_NODE ? (const char *)n->data.scalar.value : NULL;
-}
 
 static bool valid_name(const char *s)
 {
@@ -67,13 +62,13 @@ static bool valid_name(const char *s)
 static int take_text(const yaml_node_t *v, const char *what, char *out, size_t len, char *err,
                      size_t errlen)
 {
-    const char *s = scalar(v);
+    const char *s = gp_yaml_scalar(v);
     if (!s)
-        return gp_seterr(err, errlen, GP_ECONFIG, "line %u: '%s' must be a single value", line_of(v),
+        return gp_seterr(err, errlen, GP_ECONFIG, "line %u: '%s' must be a single value", gp_yaml_line(v),
                          what);
     if (strlen(s) >= len)
         return gp_seterr(err, errlen, GP_ECONFIG, "line %u: '%s' is longer than %zu bytes",
-                         line_of(v), what, len - 1);
+                         gp_yaml_line(v), what, len - 1);
     memcpy(out, s, strlen(s) + 1);
     return GP_OK;
 }
@@ -86,7 +81,7 @@ static int take_duration(const yaml_node_t *v, const char *what, int64_t *out, c
     if (rc)
         return rc;
     if (gp_parse_duration_ms(text, out, detail, sizeof detail) || *out < 0)
-        return gp_seterr(err, errlen, GP_ECONFIG, "line %u: '%s': %s", line_of(v), what, detail);
+        return gp_seterr(err, errlen, GP_ECONFIG, "line %u: '%s': %s", gp_yaml_line(v), what, detail);
     return GP_OK;
 }
 
@@ -99,13 +94,13 @@ static int map_pairs(yaml_document_t *d, const yaml_node_t *m, const char *what,
     if (m->type == YAML_SCALAR_NODE && !m->data.scalar.length)
         return GP_OK; /* empty */
     if (m->type != YAML_MAPPING_NODE)
-        return gp_seterr(err, errlen, GP_ECONFIG, "line %u: '%s' must be a mapping", line_of(m), what);
+        return gp_seterr(err, errlen, GP_ECONFIG, "line %u: '%s' must be a mapping", gp_yaml_line(m), what);
     for (yaml_node_pair_t *p = m->data.mapping.pairs.start; p < m->data.mapping.pairs.top; p++) {
         const yaml_node_t *k = yaml_document_get_node(d, p->key);
         const yaml_node_t *v = yaml_document_get_node(d, p->value);
-        if (!k || !v || !scalar(k))
+        if (!k || !v || !gp_yaml_scalar(k))
             return gp_seterr(err, errlen, GP_ECONFIG, "line %u: '%s' keys must be plain names",
-                             m ? line_of(m) : 0, what);
+                             m ? gp_yaml_line(m) : 0, what);
         int rc = fn(ctx, k, v, err, errlen);
         if (rc)
             return rc;
@@ -116,19 +111,19 @@ static int map_pairs(yaml_document_t *d, const yaml_node_t *m, const char *what,
 static int label_pair(void *ctx, const yaml_node_t *k, const yaml_node_t *v, char *err, size_t errlen)
 {
     struct gp_rule *r = ctx;
-    const char *name = scalar(k);
+    const char *name = gp_yaml_scalar(k);
     if (!valid_name(name) || !strcmp(name, "__name__"))
-        return gp_seterr(err, errlen, GP_ECONFIG, "line %u: invalid label name '%.64s'", line_of(k),
+        return gp_seterr(err, errlen, GP_ECONFIG, "line %u: invalid label name '%.64s'", gp_yaml_line(k),
                          name);
     if (r->nlabels >= GP_RULE_LABELS_MAX)
-        return gp_seterr(err, errlen, GP_ECONFIG, "line %u: at most %d labels per rule", line_of(k),
+        return gp_seterr(err, errlen, GP_ECONFIG, "line %u: at most %d labels per rule", gp_yaml_line(k),
                          GP_RULE_LABELS_MAX);
     for (unsigned i = 0; i < r->nlabels; i++)
         if (!strcmp(r->label_names[i], name))
-            return gp_seterr(err, errlen, GP_ECONFIG, "line %u: label '%s' given twice", line_of(k),
+            return gp_seterr(err, errlen, GP_ECONFIG, "line %u: label '%s' given twice", gp_yaml_line(k),
                              name);
     if (strlen(name) >= sizeof r->label_names[0])
-        return gp_seterr(err, errlen, GP_ECONFIG, "line %u: label name too long", line_of(k));
+        return gp_seterr(err, errlen, GP_ECONFIG, "line %u: label name too long", gp_yaml_line(k));
     int rc = take_text(v, name, r->label_values[r->nlabels], sizeof r->label_values[0], err, errlen);
     if (rc)
         return rc;
@@ -141,13 +136,13 @@ static int annotation_pair(void *ctx, const yaml_node_t *k, const yaml_node_t *v
                            size_t errlen)
 {
     struct gp_rule *r = ctx;
-    const char *name = scalar(k);
+    const char *name = gp_yaml_scalar(k);
     if (!strcmp(name, "summary"))
         return take_text(v, "annotations.summary", r->summary, sizeof r->summary, err, errlen);
     if (!strcmp(name, "runbook"))
         return take_text(v, "annotations.runbook", r->runbook, sizeof r->runbook, err, errlen);
     return gp_seterr(err, errlen, GP_ECONFIG,
-                     "line %u: unknown annotation '%.64s' (use summary or runbook)", line_of(k), name);
+                     "line %u: unknown annotation '%.64s' (use summary or runbook)", gp_yaml_line(k), name);
 }
 
 /* Fills r from the mapping n. */
@@ -155,7 +150,7 @@ static int parse_rule(yaml_document_t *d, const yaml_node_t *n, struct gp_rule *
                       size_t errlen)
 {
     memset(r, 0, sizeof *r);
-    r->line = line_of(n);
+    r->line = gp_yaml_line(n);
     r->agg = GP_RAGG_LAST;
     r->window_ms = 5 * 60 * 1000;
     r->cooldown_ms = 10 * 60 * 1000;
@@ -169,10 +164,10 @@ static int parse_rule(yaml_document_t *d, const yaml_node_t *n, struct gp_rule *
          p++) {
         const yaml_node_t *k = yaml_document_get_node(d, p->key);
         const yaml_node_t *v = yaml_document_get_node(d, p->value);
-        const char *key = scalar(k);
+        const char *key = gp_yaml_scalar(k);
         if (!key || !v)
             return gp_seterr(err, errlen, GP_ECONFIG, "line %u: expected a key", r->line);
-        unsigned ln = line_of(k);
+        unsigned ln = gp_yaml_line(k);
         char text[64];
         if (!strcmp(key, "name")) {
             rc = take_text(v, "name", r->name, sizeof r->name, err, errlen);
@@ -268,38 +263,21 @@ int gp_rules_parse_yaml(const char *yaml, size_t len, struct gp_rules *out, char
                         size_t errlen)
 {
     gp_rules_free(out);
-    yaml_parser_t p;
-    if (!yaml_parser_initialize(&p))
-        return gp_seterr(err, errlen, GP_ENOMEM, "cannot start the YAML parser");
-    yaml_parser_set_input_string(&p, (const unsigned char *)yaml, len);
     yaml_document_t d;
-    if (!yaml_parser_load(&p, &d)) {
-        int rc = gp_seterr(err, errlen, GP_EPARSE, "line %zu: %s", p.problem_mark.line + 1,
-                           p.problem ? p.problem : "invalid YAML");
-        yaml_parser_delete(&p);
+    const yaml_node_t *list;
+    int rc = gp_yaml_section(yaml, len, "rules", &d, &list, err, errlen);
+    if (rc)
         return rc;
-    }
-    yaml_parser_delete(&p);
-    int rc = GP_OK;
-    const yaml_node_t *root = yaml_document_get_root_node(&d);
-    const yaml_node_t *list = NULL;
-    if (root && root->type == YAML_MAPPING_NODE)
-        for (yaml_node_pair_t *q = root->data.mapping.pairs.start; q < root->data.mapping.pairs.top;
-             q++) {
-            const char *k = scalar(yaml_document_get_node(&d, q->key));
-            if (k && !strcmp(k, "rules"))
-                list = yaml_document_get_node(&d, q->value);
-        }
     if (!list || (list->type == YAML_SCALAR_NODE && !list->data.scalar.length))
         goto done;
     if (list->type != YAML_SEQUENCE_NODE) {
         rc = gp_seterr(err, errlen, GP_ECONFIG, "line %u: 'rules' must be a list of rules",
-                       line_of(list));
+                       gp_yaml_line(list));
         goto done;
     }
     size_t n = (size_t)(list->data.sequence.items.top - list->data.sequence.items.start);
     if (n > GP_RULES_MAX) {
-        rc = gp_seterr(err, errlen, GP_ECONFIG, "line %u: at most %d rules", line_of(list),
+        rc = gp_seterr(err, errlen, GP_ECONFIG, "line %u: at most %d rules", gp_yaml_line(list),
                        GP_RULES_MAX);
         goto done;
     }

@@ -13,6 +13,7 @@
 
 #include "lib/duration.h"
 #include "lib/err.h"
+#include "lib/yamldoc.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -72,23 +73,17 @@ const struct gp_receiver *gp_notify_receiver(const struct gp_notify_config *c, c
 
 /* ---- YAML helpers ---- */
 
-static unsigned line_of(const yaml_node_t *n) { return n ? (unsigned)n->start_mark.line + 1 : 0; }
-
-static const char *scalar(const yaml_node_t *n)
-{
-    return n && n->type == YAML_SCALAR_NODE ? (const char *)n->data.scalar.value : NULL;
-}
 
 static int take_text(const yaml_node_t *v, const char *what, char *out, size_t len, char *err,
                      size_t errlen)
 {
-    const char *s = scalar(v);
+    const char *s = gp_yaml_scalar(v);
     if (!s)
         return gp_seterr(err, errlen, GP_ECONFIG, "line %u: '%s' must be a single value",
-                         line_of(v), what);
+                         gp_yaml_line(v), what);
     if (strlen(s) >= len)
         return gp_seterr(err, errlen, GP_ECONFIG, "line %u: '%s' is longer than %zu bytes",
-                         line_of(v), what, len - 1);
+                         gp_yaml_line(v), what, len - 1);
     memcpy(out, s, strlen(s) + 1);
     return GP_OK;
 }
@@ -101,20 +96,20 @@ static int take_duration(const yaml_node_t *v, const char *what, int64_t *out, c
     if (rc)
         return rc;
     if (gp_parse_duration_ms(text, out, detail, sizeof detail) || *out < 0)
-        return gp_seterr(err, errlen, GP_ECONFIG, "line %u: '%s': %s", line_of(v), what, detail);
+        return gp_seterr(err, errlen, GP_ECONFIG, "line %u: '%s': %s", gp_yaml_line(v), what, detail);
     return GP_OK;
 }
 
 static int take_bool(const yaml_node_t *v, const char *what, bool *out, char *err, size_t errlen)
 {
-    const char *s = scalar(v);
+    const char *s = gp_yaml_scalar(v);
     if (s && (!strcmp(s, "true") || !strcmp(s, "yes") || !strcmp(s, "on")))
         *out = true;
     else if (s && (!strcmp(s, "false") || !strcmp(s, "no") || !strcmp(s, "off")))
         *out = false;
     else
         return gp_seterr(err, errlen, GP_ECONFIG, "line %u: '%s' must be true or false",
-                         line_of(v), what);
+                         gp_yaml_line(v), what);
     return GP_OK;
 }
 
@@ -171,7 +166,7 @@ static int resolve_secret(const struct secret_src *s, char *out, size_t len, uns
 {
     int n = 0, which = -1;
     for (int i = 0; i < 3; i++)
-        if (s->v[i] && !(scalar(s->v[i]) && !*scalar(s->v[i]))) {
+        if (s->v[i] && !(gp_yaml_scalar(s->v[i]) && !*gp_yaml_scalar(s->v[i]))) {
             n++;
             which = i;
         }
@@ -183,28 +178,28 @@ static int resolve_secret(const struct secret_src *s, char *out, size_t len, uns
     if (which < 0)
         return GP_OK;
     const yaml_node_t *v = s->v[which];
-    const char *text = scalar(v);
+    const char *text = gp_yaml_scalar(v);
     if (!text)
         return gp_seterr(err, errlen, GP_ECONFIG, "line %u: '%s%s' must be a single value",
-                         line_of(v), s->key, which == 1 ? "_file" : which == 2 ? "_env" : "");
+                         gp_yaml_line(v), s->key, which == 1 ? "_file" : which == 2 ? "_env" : "");
     if (which == 0) {
         if (strlen(text) >= len)
             return gp_seterr(err, errlen, GP_ECONFIG, "line %u: '%s' is longer than %zu bytes",
-                             line_of(v), s->key, len - 1);
+                             gp_yaml_line(v), s->key, len - 1);
         memcpy(out, text, strlen(text) + 1);
         return GP_OK;
     }
     if (which == 1)
-        return read_secret_file(text, s->key, line_of(v), out, len, err, errlen);
+        return read_secret_file(text, s->key, gp_yaml_line(v), out, len, err, errlen);
     const char *e = getenv(text);
     if (!e || !*e)
         return gp_seterr(err, errlen, GP_ECONFIG,
                          "line %u: '%s_env': the environment variable '%.64s' is not set or empty",
-                         line_of(v), s->key, text);
+                         gp_yaml_line(v), s->key, text);
     if (strlen(e) >= len)
         return gp_seterr(err, errlen, GP_ECONFIG,
                          "line %u: '%s_env': the value of '%.64s' is longer than %zu bytes",
-                         line_of(v), s->key, text, len - 1);
+                         gp_yaml_line(v), s->key, text, len - 1);
     memcpy(out, e, strlen(e) + 1);
     return GP_OK;
 }
@@ -217,24 +212,24 @@ static const char *const secret_keys[S__COUNT] = {"url", "password", "bearer_tok
 static int parse_to(yaml_document_t *d, const yaml_node_t *v, struct gp_receiver *r, char *err,
                     size_t errlen)
 {
-    if (scalar(v)) {
+    if (gp_yaml_scalar(v)) {
         r->nto = 1;
         return take_text(v, "to", r->to[0], sizeof r->to[0], err, errlen);
     }
     if (v->type != YAML_SEQUENCE_NODE)
         return gp_seterr(err, errlen, GP_ECONFIG, "line %u: 'to' must be an address or a list",
-                         line_of(v));
+                         gp_yaml_line(v));
     for (yaml_node_item_t *it = v->data.sequence.items.start; it < v->data.sequence.items.top; it++) {
         if (r->nto >= GP_NOTIFY_TO_MAX)
             return gp_seterr(err, errlen, GP_ECONFIG, "line %u: 'to': at most %d addresses",
-                             line_of(v), GP_NOTIFY_TO_MAX);
+                             gp_yaml_line(v), GP_NOTIFY_TO_MAX);
         int rc = take_text(yaml_document_get_node(d, *it), "to", r->to[r->nto], sizeof r->to[0],
                            err, errlen);
         if (rc)
             return rc;
         if (!strchr(r->to[r->nto], '@'))
             return gp_seterr(err, errlen, GP_ECONFIG, "line %u: 'to': '%s' is not an address",
-                             line_of(v), r->to[r->nto]);
+                             gp_yaml_line(v), r->to[r->nto]);
         r->nto++;
     }
     return GP_OK;
@@ -245,7 +240,7 @@ static int parse_receiver(yaml_document_t *d, const yaml_node_t *n, struct gp_re
 {
     if (n->type != YAML_MAPPING_NODE)
         return gp_seterr(err, errlen, GP_ECONFIG, "line %u: a receiver must be a mapping",
-                         line_of(n));
+                         gp_yaml_line(n));
     memset(r, 0, sizeof *r);
     r->timeout_ms = 10000;
     struct secret_src sec[S__COUNT] = {{.key = "url"}, {.key = "password"}, {.key = "bearer_token"}};
@@ -256,10 +251,10 @@ static int parse_receiver(yaml_document_t *d, const yaml_node_t *n, struct gp_re
          p++) {
         const yaml_node_t *kn = yaml_document_get_node(d, p->key);
         const yaml_node_t *v = yaml_document_get_node(d, p->value);
-        const char *k = scalar(kn);
+        const char *k = gp_yaml_scalar(kn);
         if (!k || !v)
             return gp_seterr(err, errlen, GP_ECONFIG, "line %u: receiver keys must be plain names",
-                             line_of(n));
+                             gp_yaml_line(n));
         bool done = false;
         for (int s = 0; s < S__COUNT && !done; s++) {
             size_t kl = strlen(secret_keys[s]);
@@ -270,7 +265,7 @@ static int parse_receiver(yaml_document_t *d, const yaml_node_t *n, struct gp_re
                 continue;
             if (sec[s].v[which])
                 return gp_seterr(err, errlen, GP_ECONFIG, "line %u: '%s' is given twice",
-                                 line_of(kn), k);
+                                 gp_yaml_line(kn), k);
             sec[s].v[which] = v;
             done = true;
         }
@@ -301,38 +296,38 @@ static int parse_receiver(yaml_document_t *d, const yaml_node_t *n, struct gp_re
             rc = take_text(v, k, r->subject_template, sizeof r->subject_template, err, errlen);
         else
             return gp_seterr(err, errlen, GP_ECONFIG, "line %u: unknown receiver key '%.64s'",
-                             line_of(kn), k);
+                             gp_yaml_line(kn), k);
     }
     if (rc)
         return rc;
     if (!has_name || !r->name[0])
-        return gp_seterr(err, errlen, GP_ECONFIG, "line %u: a receiver needs a 'name'", line_of(n));
+        return gp_seterr(err, errlen, GP_ECONFIG, "line %u: a receiver needs a 'name'", gp_yaml_line(n));
     if (!type)
         return gp_seterr(err, errlen, GP_ECONFIG, "line %u: receiver '%s' needs a 'type' (slack, "
-                         "email, webhook or alertmanager)", line_of(n), r->name);
-    if (!scalar(type) || gp_receiver_type_parse(scalar(type), &r->type))
+                         "email, webhook or alertmanager)", gp_yaml_line(n), r->name);
+    if (!gp_yaml_scalar(type) || gp_receiver_type_parse(gp_yaml_scalar(type), &r->type))
         return gp_seterr(err, errlen, GP_ECONFIG,
                          "line %u: 'type': '%.32s' is not slack, email, webhook or alertmanager",
-                         line_of(type), scalar(type) ? scalar(type) : "");
-    if ((rc = resolve_secret(&sec[S_URL], r->url, sizeof r->url, line_of(n), err, errlen)) ||
-        (rc = resolve_secret(&sec[S_PASSWORD], r->password, sizeof r->password, line_of(n), err,
+                         gp_yaml_line(type), gp_yaml_scalar(type) ? gp_yaml_scalar(type) : "");
+    if ((rc = resolve_secret(&sec[S_URL], r->url, sizeof r->url, gp_yaml_line(n), err, errlen)) ||
+        (rc = resolve_secret(&sec[S_PASSWORD], r->password, sizeof r->password, gp_yaml_line(n), err,
                              errlen)) ||
-        (rc = resolve_secret(&sec[S_TOKEN], r->bearer_token, sizeof r->bearer_token, line_of(n), err,
+        (rc = resolve_secret(&sec[S_TOKEN], r->bearer_token, sizeof r->bearer_token, gp_yaml_line(n), err,
                              errlen)))
         return rc;
     if (r->type == GP_RT_EMAIL) {
         if (r->url[0])
             return gp_seterr(err, errlen, GP_ECONFIG,
                              "line %u: receiver '%s': 'url' is not for email (use 'smtp')",
-                             line_of(n), r->name);
+                             gp_yaml_line(n), r->name);
         if (!r->smtp_url[0] || !r->from[0] || !r->nto)
             return gp_seterr(err, errlen, GP_ECONFIG,
                              "line %u: email receiver '%s' needs 'smtp', 'from' and 'to'",
-                             line_of(n), r->name);
+                             gp_yaml_line(n), r->name);
         bool smtps = !strncmp(r->smtp_url, "smtps://", 8);
         if (!smtps && strncmp(r->smtp_url, "smtp://", 7))
             return gp_seterr(err, errlen, GP_ECONFIG,
-                             "line %u: 'smtp' must start with smtp:// or smtps://", line_of(n));
+                             "line %u: 'smtp' must start with smtp:// or smtps://", gp_yaml_line(n));
         if (tls) {
             int trc = take_text(tls, "tls", r->smtp_tls, sizeof r->smtp_tls, err, errlen);
             if (trc)
@@ -341,42 +336,42 @@ static int parse_receiver(yaml_document_t *d, const yaml_node_t *n, struct gp_re
                 strcmp(r->smtp_tls, "none"))
                 return gp_seterr(err, errlen, GP_ECONFIG,
                                  "line %u: 'tls': '%s' is not starttls, implicit or none",
-                                 line_of(tls), r->smtp_tls);
+                                 gp_yaml_line(tls), r->smtp_tls);
         } else
             snprintf(r->smtp_tls, sizeof r->smtp_tls, "%s", smtps ? "implicit" : "starttls");
         if (smtps != !strcmp(r->smtp_tls, "implicit"))
             return gp_seterr(err, errlen, GP_ECONFIG,
                              "line %u: receiver '%s': use smtps:// with tls: implicit (and only then)",
-                             line_of(n), r->name);
+                             gp_yaml_line(n), r->name);
         if (r->password[0] && !r->username[0])
             return gp_seterr(err, errlen, GP_ECONFIG,
-                             "line %u: receiver '%s': a password needs a 'username'", line_of(n),
+                             "line %u: receiver '%s': a password needs a 'username'", gp_yaml_line(n),
                              r->name);
         if (!strchr(r->from, '@'))
             return gp_seterr(err, errlen, GP_ECONFIG, "line %u: 'from': '%s' is not an address",
-                             line_of(n), r->from);
+                             gp_yaml_line(n), r->from);
     } else {
         if (!r->url[0])
             return gp_seterr(err, errlen, GP_ECONFIG,
                              "line %u: %s receiver '%s' needs 'url', 'url_file' or 'url_env'",
-                             line_of(n), gp_receiver_type_names[r->type], r->name);
+                             gp_yaml_line(n), gp_receiver_type_names[r->type], r->name);
         if (strncmp(r->url, "http://", 7) && strncmp(r->url, "https://", 8))
             return gp_seterr(err, errlen, GP_ECONFIG,
                              "line %u: receiver '%s': the url must start with http:// or https:// "
                              "(value not shown: it is a secret)",
-                             line_of(n), r->name);
+                             gp_yaml_line(n), r->name);
         if (r->smtp_url[0] || r->from[0] || r->nto || tls || r->password[0])
             return gp_seterr(err, errlen, GP_ECONFIG,
                              "line %u: receiver '%s': smtp, tls, from, to and password are for email",
-                             line_of(n), r->name);
+                             gp_yaml_line(n), r->name);
         if (r->subject_template[0] && r->type != GP_RT_SLACK)
             return gp_seterr(err, errlen, GP_ECONFIG,
                              "line %u: receiver '%s': 'title' is for slack and email (a webhook or "
                              "Alertmanager payload has no title)",
-                             line_of(n), r->name);
+                             gp_yaml_line(n), r->name);
         if (r->bearer_token[0] && r->type == GP_RT_SLACK)
             return gp_seterr(err, errlen, GP_ECONFIG,
-                             "line %u: receiver '%s': slack takes no bearer_token", line_of(n),
+                             "line %u: receiver '%s': slack takes no bearer_token", gp_yaml_line(n),
                              r->name);
     }
     return GP_OK;
@@ -398,9 +393,9 @@ static int parse_route(yaml_document_t *d, const yaml_node_t *n, struct gp_notif
                        char *err, size_t errlen)
 {
     if (n->type != YAML_MAPPING_NODE)
-        return gp_seterr(err, errlen, GP_ECONFIG, "line %u: a route must be a mapping", line_of(n));
+        return gp_seterr(err, errlen, GP_ECONFIG, "line %u: a route must be a mapping", gp_yaml_line(n));
     memset(r, 0, sizeof *r);
-    r->line = line_of(n);
+    r->line = gp_yaml_line(n);
     r->group_wait_ms = 30000;
     r->group_interval_ms = 5 * 60000;
     r->repeat_interval_ms = 4 * 3600000LL;
@@ -410,10 +405,10 @@ static int parse_route(yaml_document_t *d, const yaml_node_t *n, struct gp_notif
          p++) {
         const yaml_node_t *kn = yaml_document_get_node(d, p->key);
         const yaml_node_t *v = yaml_document_get_node(d, p->value);
-        const char *k = scalar(kn);
+        const char *k = gp_yaml_scalar(kn);
         if (!k || !v)
             return gp_seterr(err, errlen, GP_ECONFIG, "line %u: route keys must be plain names",
-                             line_of(n));
+                             gp_yaml_line(n));
         if (!strcmp(k, "receiver"))
             rc = take_text(v, k, r->receiver, sizeof r->receiver, err, errlen);
         else if (!strcmp(k, "group_wait"))
@@ -429,20 +424,20 @@ static int parse_route(yaml_document_t *d, const yaml_node_t *n, struct gp_notif
                 continue;
             if (v->type != YAML_MAPPING_NODE)
                 return gp_seterr(err, errlen, GP_ECONFIG, "line %u: 'match' must be a mapping",
-                                 line_of(v));
+                                 gp_yaml_line(v));
             for (yaml_node_pair_t *q = v->data.mapping.pairs.start; q < v->data.mapping.pairs.top;
                  q++) {
                 const yaml_node_t *mk = yaml_document_get_node(d, q->key);
                 const yaml_node_t *mv = yaml_document_get_node(d, q->value);
                 enum gp_notify_label l;
-                if (!scalar(mk) || !label_of(scalar(mk), &l))
+                if (!gp_yaml_scalar(mk) || !label_of(gp_yaml_scalar(mk), &l))
                     return gp_seterr(err, errlen, GP_ECONFIG,
                                      "line %u: 'match': '%.64s' is not kind, severity, job, node, "
                                      "gpu or rank",
-                                     line_of(mk), scalar(mk) ? scalar(mk) : "");
+                                     gp_yaml_line(mk), gp_yaml_scalar(mk) ? gp_yaml_scalar(mk) : "");
                 if (r->has_match[l])
                     return gp_seterr(err, errlen, GP_ECONFIG, "line %u: 'match': '%s' is given twice",
-                                     line_of(mk), gp_notify_label_names[l]);
+                                     gp_yaml_line(mk), gp_notify_label_names[l]);
                 if ((rc = take_text(mv, "match", r->match[l], sizeof r->match[l], err, errlen)))
                     return rc;
                 r->has_match[l] = true;
@@ -453,26 +448,26 @@ static int parse_route(yaml_document_t *d, const yaml_node_t *n, struct gp_notif
                 continue;
             if (v->type != YAML_SEQUENCE_NODE)
                 return gp_seterr(err, errlen, GP_ECONFIG, "line %u: 'group_by' must be a list",
-                                 line_of(v));
+                                 gp_yaml_line(v));
             for (yaml_node_item_t *it = v->data.sequence.items.start;
                  it < v->data.sequence.items.top; it++) {
                 const yaml_node_t *g = yaml_document_get_node(d, *it);
                 enum gp_notify_label l;
-                if (!scalar(g) || !label_of(scalar(g), &l))
+                if (!gp_yaml_scalar(g) || !label_of(gp_yaml_scalar(g), &l))
                     return gp_seterr(err, errlen, GP_ECONFIG,
                                      "line %u: 'group_by': '%.64s' is not kind, severity, job, node, "
                                      "gpu or rank",
-                                     line_of(g), scalar(g) ? scalar(g) : "");
+                                     gp_yaml_line(g), gp_yaml_scalar(g) ? gp_yaml_scalar(g) : "");
                 for (unsigned j = 0; j < r->ngroup_by; j++)
                     if (r->group_by[j] == l)
                         return gp_seterr(err, errlen, GP_ECONFIG,
-                                         "line %u: 'group_by': '%s' is given twice", line_of(g),
+                                         "line %u: 'group_by': '%s' is given twice", gp_yaml_line(g),
                                          gp_notify_label_names[l]);
                 r->group_by[r->ngroup_by++] = l;
             }
         } else
             return gp_seterr(err, errlen, GP_ECONFIG, "line %u: unknown route key '%.64s'",
-                             line_of(kn), k);
+                             gp_yaml_line(kn), k);
     }
     if (rc)
         return rc;
@@ -495,10 +490,10 @@ static int parse_list(yaml_document_t *d, const yaml_node_t *v, const char *what
     if (empty(v))
         return GP_OK;
     if (v->type != YAML_SEQUENCE_NODE)
-        return gp_seterr(err, errlen, GP_ECONFIG, "line %u: '%s' must be a list", line_of(v), what);
+        return gp_seterr(err, errlen, GP_ECONFIG, "line %u: '%s' must be a list", gp_yaml_line(v), what);
     size_t n = (size_t)(v->data.sequence.items.top - v->data.sequence.items.start);
     if (n > max)
-        return gp_seterr(err, errlen, GP_ECONFIG, "line %u: '%s': at most %zu", line_of(v), what,
+        return gp_seterr(err, errlen, GP_ECONFIG, "line %u: '%s': at most %zu", gp_yaml_line(v), what,
                          max);
     if (!n)
         return GP_OK;
@@ -508,7 +503,7 @@ static int parse_list(yaml_document_t *d, const yaml_node_t *v, const char *what
     for (size_t i = 0; i < n; i++) {
         const yaml_node_t *item = yaml_document_get_node(d, v->data.sequence.items.start[i]);
         if (!item)
-            return gp_seterr(err, errlen, GP_ECONFIG, "line %u: '%s': a broken item", line_of(v),
+            return gp_seterr(err, errlen, GP_ECONFIG, "line %u: '%s': a broken item", gp_yaml_line(v),
                              what);
         int rc = elem == sizeof(struct gp_receiver)
                      ? parse_receiver(d, item, (struct gp_receiver *)*out + i, err, errlen)
@@ -528,24 +523,24 @@ static int parse_section(yaml_document_t *d, const yaml_node_t *sec, struct gp_n
         return GP_OK;
     if (sec->type != YAML_MAPPING_NODE)
         return gp_seterr(err, errlen, GP_ECONFIG, "line %u: 'notify' must be a mapping",
-                         line_of(sec));
+                         gp_yaml_line(sec));
     int rc = GP_OK;
     const yaml_node_t *routes = NULL;
     for (yaml_node_pair_t *p = sec->data.mapping.pairs.start; p < sec->data.mapping.pairs.top && !rc;
          p++) {
         const yaml_node_t *kn = yaml_document_get_node(d, p->key);
         const yaml_node_t *v = yaml_document_get_node(d, p->value);
-        const char *k = scalar(kn);
+        const char *k = gp_yaml_scalar(kn);
         if (!k || !v)
             return gp_seterr(err, errlen, GP_ECONFIG, "line %u: 'notify' keys must be plain names",
-                             line_of(sec));
+                             gp_yaml_line(sec));
         if (!strcmp(k, "external_url")) {
             rc = take_text(v, k, c->external_url, sizeof c->external_url, err, errlen);
             if (!rc && c->external_url[0] && strncmp(c->external_url, "http://", 7) &&
                 strncmp(c->external_url, "https://", 8))
                 rc = gp_seterr(err, errlen, GP_ECONFIG,
                                "line %u: 'external_url' must start with http:// or https://",
-                               line_of(v));
+                               gp_yaml_line(v));
         } else if (!strcmp(k, "retry_max_backoff"))
             rc = take_duration(v, k, &c->retry_max_backoff_ms, err, errlen);
         else if (!strcmp(k, "retry_max_age"))
@@ -553,31 +548,31 @@ static int parse_section(yaml_document_t *d, const yaml_node_t *sec, struct gp_n
         else if (!strcmp(k, "receivers")) {
             if (c->recv)
                 return gp_seterr(err, errlen, GP_ECONFIG, "line %u: 'receivers' is given twice",
-                                 line_of(kn));
+                                 gp_yaml_line(kn));
             rc = parse_list(d, v, k, GP_NOTIFY_RECEIVERS_MAX, sizeof *c->recv, (void **)&c->recv,
                             &c->nrecv, err, errlen);
         } else if (!strcmp(k, "routes")) {
             if (routes)
                 return gp_seterr(err, errlen, GP_ECONFIG, "line %u: 'routes' is given twice",
-                                 line_of(kn));
+                                 gp_yaml_line(kn));
             routes = v;
         } else
             return gp_seterr(err, errlen, GP_ECONFIG, "line %u: unknown key 'notify.%.64s'",
-                             line_of(kn), k);
+                             gp_yaml_line(kn), k);
     }
     if (rc)
         return rc;
     if (c->retry_max_backoff_ms < 1000)
         return gp_seterr(err, errlen, GP_ECONFIG, "line %u: 'retry_max_backoff' must be at least 1s",
-                         line_of(sec));
+                         gp_yaml_line(sec));
     if (c->retry_max_age_ms < 1000)
         return gp_seterr(err, errlen, GP_ECONFIG, "line %u: 'retry_max_age' must be at least 1s",
-                         line_of(sec));
+                         gp_yaml_line(sec));
     for (size_t i = 0; i < c->nrecv; i++)
         for (size_t j = 0; j < i; j++)
             if (!strcmp(c->recv[i].name, c->recv[j].name))
                 return gp_seterr(err, errlen, GP_ECONFIG, "line %u: receiver name '%s' is used twice",
-                                 line_of(sec), c->recv[i].name);
+                                 gp_yaml_line(sec), c->recv[i].name);
     if (routes && (rc = parse_list(d, routes, "routes", GP_NOTIFY_ROUTES_MAX, sizeof *c->routes,
                                    (void **)&c->routes, &c->nroutes, err, errlen)))
         return rc;
@@ -596,35 +591,12 @@ int gp_notify_config_parse(const char *yaml, size_t len, struct gp_notify_config
                            size_t errlen)
 {
     gp_notify_config_free(out);
-    yaml_parser_t p;
-    if (!yaml_parser_initialize(&p))
-        return gp_seterr(err, errlen, GP_ENOMEM, "cannot start the YAML parser");
-    yaml_parser_set_input_string(&p, (const unsigned char *)yaml, len);
     yaml_document_t d;
-    if (!yaml_parser_load(&p, &d)) {
-        int rc = gp_seterr(err, errlen, GP_EPARSE, "line %zu: %s", p.problem_mark.line + 1,
-                           p.problem ? p.problem : "invalid YAML");
-        yaml_parser_delete(&p);
+    const yaml_node_t *sec;
+    int rc = gp_yaml_section(yaml, len, "notify", &d, &sec, err, errlen);
+    if (rc)
         return rc;
-    }
-    yaml_parser_delete(&p);
-    int rc = GP_OK;
-    const yaml_node_t *root = yaml_document_get_root_node(&d);
-    const yaml_node_t *sec = NULL;
-    if (root && root->type == YAML_MAPPING_NODE)
-        for (yaml_node_pair_t *q = root->data.mapping.pairs.start; q < root->data.mapping.pairs.top;
-             q++) {
-            const char *k = scalar(yaml_document_get_node(&d, q->key));
-            if (k && !strcmp(k, "notify")) {
-                if (sec) {
-                    rc = gp_seterr(err, errlen, GP_ECONFIG, "line %u: 'notify' is given twice",
-                                   line_of(yaml_document_get_node(&d, q->key)));
-                    break;
-                }
-                sec = yaml_document_get_node(&d, q->value);
-            }
-        }
-    if (!rc && sec)
+    if (sec)
         rc = parse_section(&d, sec, out, err, errlen);
     yaml_document_delete(&d);
     if (rc)

@@ -46,14 +46,19 @@ print("  - fleet: %d GPUs, %.2f H100-eq (%.2f used), %.2f USD/h, %.2f wasted" % 
     o["gpus"], o["h100_equivalents"], o["h100_equivalents_used"], o["cost_per_hour"],
     o["wasted_cost_per_hour"]))
 PY
-curl -sf "$SERVER_URL/api/v1/cost?by=node&start=$(($(date +%s) - 60))" >"$TMP/cost"
-python3 - "$TMP/cost" <<'PY' || fail "cost by node: $(cat "$TMP/cost")"
+# A GPU's held time is its samples x its scrape step: it needs two
+# samples in the range (a loaded machine may not have them yet).
+cost_ok() {
+    curl -sf "$SERVER_URL/api/v1/cost?by=node&start=$(($(date +%s) - 60))" >"$TMP/cost" &&
+        python3 - "$TMP/cost" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))["data"]
 assert d["by"] == "node" and len(d["groups"]) == 3, d
-assert all(g["cost"] > 0 and g["gpus"] == 8 for g in d["groups"]), d
+assert all(g["cost"] is not None and g["cost"] > 0 and g["gpus"] == 8 for g in d["groups"]), d
 assert abs(sum(g["cost"] for g in d["groups"]) - d["total"]["cost"]) < 1e-9, d
 PY
+}
+wait_until 20 cost_ok || fail "cost by node: $(cat "$TMP/cost")"
 code=$(curl -s -o /dev/null -w '%{http_code}' "$SERVER_URL/api/v1/cost?by=rack")
 [ "$code" = 400 ] || fail "by=rack answered $code, not 400"
 note "fleet and cost add up against /metrics"
