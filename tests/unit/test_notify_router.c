@@ -523,6 +523,9 @@ static void test_server_route_and_metrics(void)
     CHECK_CONTAINS(r->body, "gpulse_server_notifications_dead 0\n");
     CHECK_CONTAINS(r->body, "gpulse_server_notifications_total{receiver=\"hooks\",result=\"retry\"}");
     CHECK_CONTAINS(r->body, "handler=\"notifications\"");
+    CHECK_CONTAINS(r->body, "gpulse_server_notify_notices_total 1\n");
+    CHECK_CONTAINS(r->body, "gpulse_server_notify_groups 1\n");
+    CHECK_CONTAINS(r->body, "gpulse_server_notify_events_dropped_total 0\n");
     CHECK(!strstr(r->body, "SECRETPATH9"));
     gp_server_stop(s);
     /* A bad notify: section stops the start with its line. */
