@@ -58,33 +58,6 @@ static bool valid_name(const char *s)
     return true;
 }
 
-/* Copies a scalar value into out (size len): GP_OK or GP_ECONFIG. */
-static int take_text(const yaml_node_t *v, const char *what, char *out, size_t len, char *err,
-                     size_t errlen)
-{
-    const char *s = gp_yaml_scalar(v);
-    if (!s)
-        return gp_seterr(err, errlen, GP_ECONFIG, "line %u: '%s' must be a single value", gp_yaml_line(v),
-                         what);
-    if (strlen(s) >= len)
-        return gp_seterr(err, errlen, GP_ECONFIG, "line %u: '%s' is longer than %zu bytes",
-                         gp_yaml_line(v), what, len - 1);
-    memcpy(out, s, strlen(s) + 1);
-    return GP_OK;
-}
-
-static int take_duration(const yaml_node_t *v, const char *what, int64_t *out, char *err,
-                         size_t errlen)
-{
-    char text[64], detail[128];
-    int rc = take_text(v, what, text, sizeof text, err, errlen);
-    if (rc)
-        return rc;
-    if (gp_parse_duration_ms(text, out, detail, sizeof detail) || *out < 0)
-        return gp_seterr(err, errlen, GP_ECONFIG, "line %u: '%s': %s", gp_yaml_line(v), what, detail);
-    return GP_OK;
-}
-
 /* A mapping of scalars to scalars (labels, annotations): calls fn per pair. */
 static int map_pairs(yaml_document_t *d, const yaml_node_t *m, const char *what,
                      int (*fn)(void *ctx, const yaml_node_t *k, const yaml_node_t *v, char *err,
@@ -124,7 +97,7 @@ static int label_pair(void *ctx, const yaml_node_t *k, const yaml_node_t *v, cha
                              name);
     if (strlen(name) >= sizeof r->label_names[0])
         return gp_seterr(err, errlen, GP_ECONFIG, "line %u: label name too long", gp_yaml_line(k));
-    int rc = take_text(v, name, r->label_values[r->nlabels], sizeof r->label_values[0], err, errlen);
+    int rc = gp_yaml_text(v, name, r->label_values[r->nlabels], sizeof r->label_values[0], err, errlen);
     if (rc)
         return rc;
     snprintf(r->label_names[r->nlabels], sizeof r->label_names[0], "%s", name);
@@ -138,9 +111,9 @@ static int annotation_pair(void *ctx, const yaml_node_t *k, const yaml_node_t *v
     struct gp_rule *r = ctx;
     const char *name = gp_yaml_scalar(k);
     if (!strcmp(name, "summary"))
-        return take_text(v, "annotations.summary", r->summary, sizeof r->summary, err, errlen);
+        return gp_yaml_text(v, "annotations.summary", r->summary, sizeof r->summary, err, errlen);
     if (!strcmp(name, "runbook"))
-        return take_text(v, "annotations.runbook", r->runbook, sizeof r->runbook, err, errlen);
+        return gp_yaml_text(v, "annotations.runbook", r->runbook, sizeof r->runbook, err, errlen);
     return gp_seterr(err, errlen, GP_ECONFIG,
                      "line %u: unknown annotation '%.64s' (use summary or runbook)", gp_yaml_line(k), name);
 }
@@ -170,16 +143,16 @@ static int parse_rule(yaml_document_t *d, const yaml_node_t *n, struct gp_rule *
         unsigned ln = gp_yaml_line(k);
         char text[64];
         if (!strcmp(key, "name")) {
-            rc = take_text(v, "name", r->name, sizeof r->name, err, errlen);
+            rc = gp_yaml_text(v, "name", r->name, sizeof r->name, err, errlen);
             if (!rc && !valid_name(r->name))
                 rc = gp_seterr(err, errlen, GP_ECONFIG,
                                "line %u: rule name '%s' must be letters, digits and '_', not "
                                "starting with a digit",
                                ln, r->name);
         } else if (!strcmp(key, "expr")) {
-            rc = take_text(v, "expr", r->expr, sizeof r->expr, err, errlen);
+            rc = gp_yaml_text(v, "expr", r->expr, sizeof r->expr, err, errlen);
         } else if (!strcmp(key, "agg")) {
-            if (!(rc = take_text(v, "agg", text, sizeof text, err, errlen))) {
+            if (!(rc = gp_yaml_text(v, "agg", text, sizeof text, err, errlen))) {
                 int i = 0;
                 while (i < GP_RAGG__COUNT && strcmp(text, gp_rule_agg_names[i]))
                     i++;
@@ -191,15 +164,15 @@ static int parse_rule(yaml_document_t *d, const yaml_node_t *n, struct gp_rule *
                 r->agg = (enum gp_rule_agg)i;
             }
         } else if (!strcmp(key, "window")) {
-            rc = take_duration(v, "window", &r->window_ms, err, errlen);
+            rc = gp_yaml_duration(v, "window", &r->window_ms, err, errlen);
             if (!rc && r->window_ms <= 0)
                 rc = gp_seterr(err, errlen, GP_ECONFIG, "line %u: 'window' must be more than 0", ln);
         } else if (!strcmp(key, "for")) {
-            rc = take_duration(v, "for", &r->for_ms, err, errlen);
+            rc = gp_yaml_duration(v, "for", &r->for_ms, err, errlen);
         } else if (!strcmp(key, "cooldown")) {
-            rc = take_duration(v, "cooldown", &r->cooldown_ms, err, errlen);
+            rc = gp_yaml_duration(v, "cooldown", &r->cooldown_ms, err, errlen);
         } else if (!strcmp(key, "op")) {
-            if (!(rc = take_text(v, "op", text, sizeof text, err, errlen))) {
+            if (!(rc = gp_yaml_text(v, "op", text, sizeof text, err, errlen))) {
                 int i = 0;
                 while (i < GP_ROP__COUNT && strcmp(text, gp_rule_op_names[i]))
                     i++;
@@ -209,7 +182,7 @@ static int parse_rule(yaml_document_t *d, const yaml_node_t *n, struct gp_rule *
                 r->op = (enum gp_rule_op)i;
             }
         } else if (!strcmp(key, "threshold")) {
-            if (!(rc = take_text(v, "threshold", text, sizeof text, err, errlen))) {
+            if (!(rc = gp_yaml_text(v, "threshold", text, sizeof text, err, errlen))) {
                 char *end;
                 errno = 0;
                 r->threshold = strtod(text, &end);
@@ -219,7 +192,7 @@ static int parse_rule(yaml_document_t *d, const yaml_node_t *n, struct gp_rule *
                 have_threshold = true;
             }
         } else if (!strcmp(key, "severity")) {
-            if (!(rc = take_text(v, "severity", text, sizeof text, err, errlen)) &&
+            if (!(rc = gp_yaml_text(v, "severity", text, sizeof text, err, errlen)) &&
                 gp_severity_parse(text, &r->severity))
                 rc = gp_seterr(err, errlen, GP_ECONFIG,
                                "line %u: unknown severity '%s' (use info, warning or critical)", ln,

@@ -1,6 +1,7 @@
 /* yamldoc.c - see yamldoc.h. */
 #include "yamldoc.h"
 
+#include "lib/duration.h"
 #include "lib/err.h"
 
 #include <string.h>
@@ -43,5 +44,31 @@ int gp_yaml_section(const char *yaml, size_t len, const char *name, yaml_documen
         }
         *sec = yaml_document_get_node(d, q->value);
     }
+    return GP_OK;
+}
+
+int gp_yaml_text(const yaml_node_t *v, const char *what, char *out, size_t len, char *err,
+                 size_t errlen)
+{
+    const char *s = gp_yaml_scalar(v);
+    if (!s)
+        return gp_seterr(err, errlen, GP_ECONFIG, "line %u: '%s' must be a single value",
+                         gp_yaml_line(v), what);
+    if (strlen(s) >= len)
+        return gp_seterr(err, errlen, GP_ECONFIG, "line %u: '%s' is longer than %zu bytes",
+                         gp_yaml_line(v), what, len - 1);
+    memcpy(out, s, strlen(s) + 1);
+    return GP_OK;
+}
+
+int gp_yaml_duration(const yaml_node_t *v, const char *what, int64_t *out, char *err,
+                     size_t errlen)
+{
+    char text[64], detail[128];
+    int rc = gp_yaml_text(v, what, text, sizeof text, err, errlen);
+    if (rc)
+        return rc;
+    if (gp_parse_duration_ms(text, out, detail, sizeof detail) || *out < 0)
+        return gp_seterr(err, errlen, GP_ECONFIG, "line %u: '%s': %s", gp_yaml_line(v), what, detail);
     return GP_OK;
 }

@@ -7,6 +7,7 @@
 #define GP_LIB_YAMLDOC_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <yaml.h>
 
 /*
@@ -24,5 +25,15 @@ const char *gp_yaml_scalar(const yaml_node_t *n);
 
 /* The 1-based line a node starts on; 0 for NULL. */
 unsigned gp_yaml_line(const yaml_node_t *n);
+
+/* A scalar's text copied into out (size len): GP_OK, or GP_ECONFIG naming
+ * the line and `what` (not a single value, longer than len - 1). */
+int gp_yaml_text(const yaml_node_t *v, const char *what, char *out, size_t len, char *err,
+                 size_t errlen);
+
+/* A duration scalar ("30s", "5m") in milliseconds, >= 0: GP_OK or
+ * GP_ECONFIG naming the line. */
+int gp_yaml_duration(const yaml_node_t *v, const char *what, int64_t *out, char *err,
+                     size_t errlen);
 
 #endif

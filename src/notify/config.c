@@ -74,32 +74,6 @@ const struct gp_receiver *gp_notify_receiver(const struct gp_notify_config *c, c
 /* ---- YAML helpers ---- */
 
 
-static int take_text(const yaml_node_t *v, const char *what, char *out, size_t len, char *err,
-                     size_t errlen)
-{
-    const char *s = gp_yaml_scalar(v);
-    if (!s)
-        return gp_seterr(err, errlen, GP_ECONFIG, "line %u: '%s' must be a single value",
-                         gp_yaml_line(v), what);
-    if (strlen(s) >= len)
-        return gp_seterr(err, errlen, GP_ECONFIG, "line %u: '%s' is longer than %zu bytes",
-                         gp_yaml_line(v), what, len - 1);
-    memcpy(out, s, strlen(s) + 1);
-    return GP_OK;
-}
-
-static int take_duration(const yaml_node_t *v, const char *what, int64_t *out, char *err,
-                         size_t errlen)
-{
-    char text[64], detail[128];
-    int rc = take_text(v, what, text, sizeof text, err, errlen);
-    if (rc)
-        return rc;
-    if (gp_parse_duration_ms(text, out, detail, sizeof detail) || *out < 0)
-        return gp_seterr(err, errlen, GP_ECONFIG, "line %u: '%s': %s", gp_yaml_line(v), what, detail);
-    return GP_OK;
-}
-
 static int take_bool(const yaml_node_t *v, const char *what, bool *out, char *err, size_t errlen)
 {
     const char *s = gp_yaml_scalar(v);
@@ -214,7 +188,7 @@ static int parse_to(yaml_document_t *d, const yaml_node_t *v, struct gp_receiver
 {
     if (gp_yaml_scalar(v)) {
         r->nto = 1;
-        return take_text(v, "to", r->to[0], sizeof r->to[0], err, errlen);
+        return gp_yaml_text(v, "to", r->to[0], sizeof r->to[0], err, errlen);
     }
     if (v->type != YAML_SEQUENCE_NODE)
         return gp_seterr(err, errlen, GP_ECONFIG, "line %u: 'to' must be an address or a list",
@@ -223,7 +197,7 @@ static int parse_to(yaml_document_t *d, const yaml_node_t *v, struct gp_receiver
         if (r->nto >= GP_NOTIFY_TO_MAX)
             return gp_seterr(err, errlen, GP_ECONFIG, "line %u: 'to': at most %d addresses",
                              gp_yaml_line(v), GP_NOTIFY_TO_MAX);
-        int rc = take_text(yaml_document_get_node(d, *it), "to", r->to[r->nto], sizeof r->to[0],
+        int rc = gp_yaml_text(yaml_document_get_node(d, *it), "to", r->to[r->nto], sizeof r->to[0],
                            err, errlen);
         if (rc)
             return rc;
@@ -272,28 +246,28 @@ static int parse_receiver(yaml_document_t *d, const yaml_node_t *n, struct gp_re
         if (done)
             continue;
         if (!strcmp(k, "name")) {
-            rc = take_text(v, k, r->name, sizeof r->name, err, errlen);
+            rc = gp_yaml_text(v, k, r->name, sizeof r->name, err, errlen);
             has_name = true;
         } else if (!strcmp(k, "type"))
             type = v;
         else if (!strcmp(k, "timeout"))
-            rc = take_duration(v, k, &r->timeout_ms, err, errlen);
+            rc = gp_yaml_duration(v, k, &r->timeout_ms, err, errlen);
         else if (!strcmp(k, "smtp"))
-            rc = take_text(v, k, r->smtp_url, sizeof r->smtp_url, err, errlen);
+            rc = gp_yaml_text(v, k, r->smtp_url, sizeof r->smtp_url, err, errlen);
         else if (!strcmp(k, "tls"))
             tls = v;
         else if (!strcmp(k, "username"))
-            rc = take_text(v, k, r->username, sizeof r->username, err, errlen);
+            rc = gp_yaml_text(v, k, r->username, sizeof r->username, err, errlen);
         else if (!strcmp(k, "insecure_skip_verify"))
             rc = take_bool(v, k, &r->insecure_skip_verify, err, errlen);
         else if (!strcmp(k, "ca_file"))
-            rc = take_text(v, k, r->ca_file, sizeof r->ca_file, err, errlen);
+            rc = gp_yaml_text(v, k, r->ca_file, sizeof r->ca_file, err, errlen);
         else if (!strcmp(k, "from"))
-            rc = take_text(v, k, r->from, sizeof r->from, err, errlen);
+            rc = gp_yaml_text(v, k, r->from, sizeof r->from, err, errlen);
         else if (!strcmp(k, "to"))
             rc = parse_to(d, v, r, err, errlen);
         else if (!strcmp(k, "title") || !strcmp(k, "subject")) /* subject: email's word */
-            rc = take_text(v, k, r->subject_template, sizeof r->subject_template, err, errlen);
+            rc = gp_yaml_text(v, k, r->subject_template, sizeof r->subject_template, err, errlen);
         else
             return gp_seterr(err, errlen, GP_ECONFIG, "line %u: unknown receiver key '%.64s'",
                              gp_yaml_line(kn), k);
@@ -329,7 +303,7 @@ static int parse_receiver(yaml_document_t *d, const yaml_node_t *n, struct gp_re
             return gp_seterr(err, errlen, GP_ECONFIG,
                              "line %u: 'smtp' must start with smtp:// or smtps://", gp_yaml_line(n));
         if (tls) {
-            int trc = take_text(tls, "tls", r->smtp_tls, sizeof r->smtp_tls, err, errlen);
+            int trc = gp_yaml_text(tls, "tls", r->smtp_tls, sizeof r->smtp_tls, err, errlen);
             if (trc)
                 return trc;
             if (strcmp(r->smtp_tls, "starttls") && strcmp(r->smtp_tls, "implicit") &&
@@ -410,13 +384,13 @@ static int parse_route(yaml_document_t *d, const yaml_node_t *n, struct gp_notif
             return gp_seterr(err, errlen, GP_ECONFIG, "line %u: route keys must be plain names",
                              gp_yaml_line(n));
         if (!strcmp(k, "receiver"))
-            rc = take_text(v, k, r->receiver, sizeof r->receiver, err, errlen);
+            rc = gp_yaml_text(v, k, r->receiver, sizeof r->receiver, err, errlen);
         else if (!strcmp(k, "group_wait"))
-            rc = take_duration(v, k, &r->group_wait_ms, err, errlen);
+            rc = gp_yaml_duration(v, k, &r->group_wait_ms, err, errlen);
         else if (!strcmp(k, "group_interval"))
-            rc = take_duration(v, k, &r->group_interval_ms, err, errlen);
+            rc = gp_yaml_duration(v, k, &r->group_interval_ms, err, errlen);
         else if (!strcmp(k, "repeat_interval"))
-            rc = take_duration(v, k, &r->repeat_interval_ms, err, errlen);
+            rc = gp_yaml_duration(v, k, &r->repeat_interval_ms, err, errlen);
         else if (!strcmp(k, "continue"))
             rc = take_bool(v, k, &r->cont, err, errlen);
         else if (!strcmp(k, "match")) {
@@ -438,7 +412,7 @@ static int parse_route(yaml_document_t *d, const yaml_node_t *n, struct gp_notif
                 if (r->has_match[l])
                     return gp_seterr(err, errlen, GP_ECONFIG, "line %u: 'match': '%s' is given twice",
                                      gp_yaml_line(mk), gp_notify_label_names[l]);
-                if ((rc = take_text(mv, "match", r->match[l], sizeof r->match[l], err, errlen)))
+                if ((rc = gp_yaml_text(mv, "match", r->match[l], sizeof r->match[l], err, errlen)))
                     return rc;
                 r->has_match[l] = true;
             }
@@ -535,16 +509,16 @@ static int parse_section(yaml_document_t *d, const yaml_node_t *sec, struct gp_n
             return gp_seterr(err, errlen, GP_ECONFIG, "line %u: 'notify' keys must be plain names",
                              gp_yaml_line(sec));
         if (!strcmp(k, "external_url")) {
-            rc = take_text(v, k, c->external_url, sizeof c->external_url, err, errlen);
+            rc = gp_yaml_text(v, k, c->external_url, sizeof c->external_url, err, errlen);
             if (!rc && c->external_url[0] && strncmp(c->external_url, "http://", 7) &&
                 strncmp(c->external_url, "https://", 8))
                 rc = gp_seterr(err, errlen, GP_ECONFIG,
                                "line %u: 'external_url' must start with http:// or https://",
                                gp_yaml_line(v));
         } else if (!strcmp(k, "retry_max_backoff"))
-            rc = take_duration(v, k, &c->retry_max_backoff_ms, err, errlen);
+            rc = gp_yaml_duration(v, k, &c->retry_max_backoff_ms, err, errlen);
         else if (!strcmp(k, "retry_max_age"))
-            rc = take_duration(v, k, &c->retry_max_age_ms, err, errlen);
+            rc = gp_yaml_duration(v, k, &c->retry_max_age_ms, err, errlen);
         else if (!strcmp(k, "receivers")) {
             if (c->recv)
                 return gp_seterr(err, errlen, GP_ECONFIG, "line %u: 'receivers' is given twice",
