@@ -11,6 +11,7 @@
 #include "lib/clock.h"
 #include "lib/err.h"
 #include "server/server.h"
+#include "server_testlib.h"
 #include "test.h"
 
 #include <curl/curl.h>
@@ -445,99 +446,18 @@ static void test_newer_schema(void)
 
 /* ---- the routes, through a whole server ---- */
 
-struct reply {
-    long status;
-    char body[1 << 16];
-    size_t len;
-};
-
-static size_t on_data(char *p, size_t sz, size_t n, void *arg)
-{
-    struct reply *r = arg;
-    size_t k = sz * n, room = sizeof r->body - 1 - r->len;
-    memcpy(r->body + r->len, p, k < room ? k : room);
-    r->len += k < room ? k : room;
-    r->body[r->len] = '\0';
-    return k;
-}
-
-static struct reply *call(struct gp_server *s, const char *method, const char *path, const char *body,
-                          const char *token)
-{
-    static struct reply r;
-    memset(&r, 0, sizeof r);
-    char url[1024], auth[128];
-    snprintf(url, sizeof url, "http://127.0.0.1:%u%s", gp_server_port(s), path);
-    CURL *c = curl_easy_init();
-    struct curl_slist *h = NULL;
-    if (token) {
-        snprintf(auth, sizeof auth, "Authorization: Bearer %s", token);
-        h = curl_slist_append(h, auth);
-    }
-    if (body)
-        h = curl_slist_append(h, "Content-Type: application/json");
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, &r);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT, 10L);
-    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-    if (body)
-        curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-    CHECK_INT(curl_easy_perform(c), CURLE_OK);
-    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r.status);
-    curl_easy_cleanup(c);
-    curl_slist_free_all(h);
-    return &r;
-}
-
-/* temp{Hostname=n1,gpu=0} = v at now. */
-static void put_temp(struct gp_server *s, double v)
-{
-    struct gp_rw_label l[3] = {{{"Hostname", 8}, {"n1", 2}},
-                               {{"__name__", 8}, {"DCGM_FI_DEV_GPU_TEMP", 20}},
-                               {{"gpu", 3}, {"0", 1}}};
-    struct gp_rw_sample smp = {v, gp_wall_ms()};
-    struct gp_rw_series se = {l, 3, &smp, 1};
-    struct gp_rw_request rq = {&se, 1, 3, 1, NULL};
-    struct gp_buf body, scratch;
-    gp_buf_init(&body, 0);
-    gp_buf_init(&scratch, 0);
-    CHECK_INT(gp_rw_encode(&rq, &body, &scratch), GP_OK);
-    char url[256];
-    snprintf(url, sizeof url, "http://127.0.0.1:%u/api/v1/write", gp_server_port(s));
-    CURL *c = curl_easy_init();
-    struct curl_slist *h = curl_slist_append(NULL, "Content-Encoding: snappy");
-    h = curl_slist_append(h, "Content-Type: application/x-protobuf");
-    h = curl_slist_append(h, "Authorization: Bearer w-tok");
-    struct reply r = {0};
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body.data);
-    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)body.len);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, &r);
-    CHECK_INT(curl_easy_perform(c), CURLE_OK);
-    long code;
-    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
-    CHECK_INT(code, 204);
-    curl_easy_cleanup(c);
-    curl_slist_free_all(h);
-    gp_buf_free(&body);
-    gp_buf_free(&scratch);
-}
-
 /* Waits (up to 10 s, writing v every 100 ms) until GET path holds want. */
 static void wait_for(struct gp_server *s, const char *path, const char *want, double v)
 {
     for (int i = 0; i < 100; i++) {
-        put_temp(s, v);
-        struct reply *r = call(s, "GET", path, NULL, "r-tok");
+        srv_put_temp(s, v, NULL);
+        struct reply *r = srv_request(s, "GET", path, NULL, "r-tok");
         if (r->status == 200 && strstr(r->body, want))
             return;
         usleep(100000);
     }
-    gp_test_fail(__FILE__, __LINE__, "%s never held %s: %s", path, want, call(s, "GET", path, NULL, "r-tok")->body);
+    gp_test_fail(__FILE__, __LINE__, "%s never held %s: %s", path, want,
+                 srv_request(s, "GET", path, NULL, "r-tok")->body);
 }
 
 static void test_api_routes(void)
@@ -572,7 +492,8 @@ static void test_api_routes(void)
     if (gp_server_start(&s, &c, err, sizeof err))
         gp_test_fail(__FILE__, __LINE__, "start: %s", err);
     wait_for(s, "/api/v1/alerts?state=firing", "\"state\":\"firing\"", 90);
-    struct reply *r = call(s, "GET", "/api/v1/alerts?kind=gpu_hot&severity=critical&node=n1", NULL, "r-tok");
+    struct reply *r =
+        srv_request(s, "GET", "/api/v1/alerts?kind=gpu_hot&severity=critical&node=n1", NULL, "r-tok");
     CHECK_INT(r->status, 200);
     json_t *j = json_loads(r->body, 0, NULL);
     CHECK(j);
@@ -584,21 +505,21 @@ static void test_api_routes(void)
     json_decref(j);
     char path[128];
     snprintf(path, sizeof path, "/api/v1/alerts/%s", id);
-    r = call(s, "GET", path, NULL, "r-tok");
+    r = srv_request(s, "GET", path, NULL, "r-tok");
     CHECK_INT(r->status, 200);
     CHECK_CONTAINS(r->body, "\"transitions\":[{\"from\":null,\"to\":\"pending\"");
     CHECK_CONTAINS(r->body, "{\"from\":\"pending\",\"to\":\"firing\"");
-    CHECK_INT(call(s, "GET", "/api/v1/alerts/0123456789abcdef", NULL, "r-tok")->status, 404);
-    CHECK_INT(call(s, "GET", "/api/v1/alerts/zz", NULL, "r-tok")->status, 404);
-    CHECK_INT(call(s, "GET", "/api/v1/alerts?state=sleeping", NULL, "r-tok")->status, 400);
-    CHECK_INT(call(s, "GET", "/api/v1/alerts?limit=0", NULL, "r-tok")->status, 400);
-    CHECK_INT(call(s, "GET", "/api/v1/alerts?severity=loud", NULL, "r-tok")->status, 400);
-    CHECK_INT(call(s, "GET", "/api/v1/alerts", NULL, NULL)->status, 401);
-    CHECK_INT(call(s, "POST", "/api/v1/alerts", "{}", "w-tok")->status, 405);
+    CHECK_INT(srv_request(s, "GET", "/api/v1/alerts/0123456789abcdef", NULL, "r-tok")->status, 404);
+    CHECK_INT(srv_request(s, "GET", "/api/v1/alerts/zz", NULL, "r-tok")->status, 404);
+    CHECK_INT(srv_request(s, "GET", "/api/v1/alerts?state=sleeping", NULL, "r-tok")->status, 400);
+    CHECK_INT(srv_request(s, "GET", "/api/v1/alerts?limit=0", NULL, "r-tok")->status, 400);
+    CHECK_INT(srv_request(s, "GET", "/api/v1/alerts?severity=loud", NULL, "r-tok")->status, 400);
+    CHECK_INT(srv_request(s, "GET", "/api/v1/alerts", NULL, NULL)->status, 401);
+    CHECK_INT(srv_request(s, "POST", "/api/v1/alerts", "{}", "w-tok")->status, 405);
     /* Silences: the write token, a validated body. */
     const char *sil = "{\"matchers\":{\"kind\":\"gpu_hot\",\"node\":\"n1\"},\"duration\":\"2h\","
                       "\"comment\":\"fans being replaced\"}";
-    CHECK_INT(call(s, "POST", "/api/v1/silences", sil, "r-tok")->status, 401);
+    CHECK_INT(srv_request(s, "POST", "/api/v1/silences", sil, "r-tok")->status, 401);
     const struct {
         const char *body, *msg;
     } bad[] = {
@@ -613,11 +534,11 @@ static void test_api_routes(void)
         {"{\"matchers\":{\"job\":\"x\"},\"duration\":\"1h\",\"x\":1}", "unknown field 'x'"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        r = call(s, "POST", "/api/v1/silences", bad[i].body, "w-tok");
+        r = srv_request(s, "POST", "/api/v1/silences", bad[i].body, "w-tok");
         if (r->status != 400 || !strstr(r->body, "bad_data") || !strstr(r->body, bad[i].msg))
             gp_test_fail(__FILE__, __LINE__, "%s: %ld %s", bad[i].body, r->status, r->body);
     }
-    r = call(s, "POST", "/api/v1/silences", sil, "w-tok");
+    r = srv_request(s, "POST", "/api/v1/silences", sil, "w-tok");
     CHECK_INT(r->status, 200);
     j = json_loads(r->body, 0, NULL);
     char sid[17];
@@ -625,21 +546,21 @@ static void test_api_routes(void)
     json_decref(j);
     CHECK_INT(strlen(sid), 16);
     wait_for(s, "/api/v1/alerts?state=firing", "\"silenced\":true", 91);
-    r = call(s, "GET", "/api/v1/silences", NULL, "r-tok");
+    r = srv_request(s, "GET", "/api/v1/silences", NULL, "r-tok");
     CHECK_CONTAINS(r->body, sid);
     CHECK_CONTAINS(r->body, "fans being replaced");
     snprintf(path, sizeof path, "/api/v1/silences/%s", sid);
-    CHECK_INT(call(s, "DELETE", path, NULL, "r-tok")->status, 401);
-    CHECK_INT(call(s, "GET", path, NULL, "r-tok")->status, 405);
-    CHECK_INT(call(s, "DELETE", path, NULL, "w-tok")->status, 200);
-    CHECK_INT(call(s, "DELETE", path, NULL, "w-tok")->status, 404);
-    r = call(s, "GET", "/api/v1/silences", NULL, "r-tok");
+    CHECK_INT(srv_request(s, "DELETE", path, NULL, "r-tok")->status, 401);
+    CHECK_INT(srv_request(s, "GET", path, NULL, "r-tok")->status, 405);
+    CHECK_INT(srv_request(s, "DELETE", path, NULL, "w-tok")->status, 200);
+    CHECK_INT(srv_request(s, "DELETE", path, NULL, "w-tok")->status, 404);
+    r = srv_request(s, "GET", "/api/v1/silences", NULL, "r-tok");
     CHECK(!strstr(r->body, sid));
-    r = call(s, "GET", "/api/v1/silences?state=all", NULL, "r-tok");
+    r = srv_request(s, "GET", "/api/v1/silences?state=all", NULL, "r-tok");
     CHECK_CONTAINS(r->body, sid);
     /* Cool and resolved (clear_for 0). */
     wait_for(s, "/api/v1/alerts?state=resolved", id, 20);
-    r = call(s, "GET", "/metrics", NULL, "r-tok");
+    r = srv_request(s, "GET", "/metrics", NULL, "r-tok");
     CHECK_CONTAINS(r->body, "gpulse_server_eval_ticks_total ");
     CHECK_CONTAINS(r->body, "gpulse_server_alert_transitions_total 3");
     gp_server_stop(s);

@@ -16,6 +16,7 @@
 #include "notify/outbox.h"
 #include "notify/router.h"
 #include "server/server.h"
+#include "server_testlib.h"
 #include "test.h"
 
 #include <curl/curl.h>
@@ -397,79 +398,6 @@ static void test_storm(void)
 
 /* ---- through a server ---- */
 
-struct reply {
-    long status;
-    char body[1 << 16];
-    size_t len;
-};
-
-static size_t on_data(char *p, size_t sz, size_t n, void *arg)
-{
-    struct reply *r = arg;
-    size_t k = sz * n, room = sizeof r->body - 1 - r->len;
-    memcpy(r->body + r->len, p, k < room ? k : room);
-    r->len += k < room ? k : room;
-    r->body[r->len] = '\0';
-    return k;
-}
-
-static struct reply *call(struct gp_server *s, const char *path, const char *token)
-{
-    static struct reply r;
-    memset(&r, 0, sizeof r);
-    char url[1024], auth[128];
-    snprintf(url, sizeof url, "http://127.0.0.1:%u%s", gp_server_port(s), path);
-    CURL *c = curl_easy_init();
-    struct curl_slist *h = NULL;
-    if (token) {
-        snprintf(auth, sizeof auth, "Authorization: Bearer %s", token);
-        h = curl_slist_append(h, auth);
-    }
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, &r);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT, 10L);
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-    CHECK_INT(curl_easy_perform(c), CURLE_OK);
-    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r.status);
-    curl_easy_cleanup(c);
-    curl_slist_free_all(h);
-    return &r;
-}
-
-static void put_temp(struct gp_server *s, double v)
-{
-    struct gp_rw_label l[4] = {{{"Hostname", 8}, {"n1", 2}},
-                               {{"__name__", 8}, {"DCGM_FI_DEV_GPU_TEMP", 20}},
-                               {{"gpu", 3}, {"0", 1}},
-                               {{"job", 3}, {"bert", 4}}};
-    struct gp_rw_sample smp = {v, gp_wall_ms()};
-    struct gp_rw_series se = {l, 4, &smp, 1};
-    struct gp_rw_request rq = {&se, 1, 4, 1, NULL};
-    struct gp_buf body, scratch;
-    gp_buf_init(&body, 0);
-    gp_buf_init(&scratch, 0);
-    CHECK_INT(gp_rw_encode(&rq, &body, &scratch), GP_OK);
-    char url[256];
-    snprintf(url, sizeof url, "http://127.0.0.1:%u/api/v1/write", gp_server_port(s));
-    CURL *c = curl_easy_init();
-    struct curl_slist *h = curl_slist_append(NULL, "Content-Encoding: snappy");
-    h = curl_slist_append(h, "Content-Type: application/x-protobuf");
-    h = curl_slist_append(h, "Authorization: Bearer w-tok");
-    struct reply r = {0};
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body.data);
-    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)body.len);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, &r);
-    CHECK_INT(curl_easy_perform(c), CURLE_OK);
-    curl_easy_cleanup(c);
-    curl_slist_free_all(h);
-    gp_buf_free(&body);
-    gp_buf_free(&scratch);
-}
-
 static void test_server_route_and_metrics(void)
 {
     const char *cfgtext = "rules:\n"
@@ -500,8 +428,8 @@ static void test_server_route_and_metrics(void)
         gp_test_fail(__FILE__, __LINE__, "start: %s", err);
     struct reply *r = NULL;
     for (int i = 0; i < 100; i++) { /* the far end refuses: the notice stays queued */
-        put_temp(s, 90);
-        r = call(s, "/api/v1/notifications?state=queued&receiver=hooks", "r-tok");
+        srv_put_temp(s, 90, "bert");
+        r = srv_request(s, "GET", "/api/v1/notifications?state=queued&receiver=hooks", NULL, "r-tok");
         if (r->status == 200 && strstr(r->body, "\"receiver\":\"hooks\""))
             break;
         usleep(100000);
@@ -510,15 +438,15 @@ static void test_server_route_and_metrics(void)
     CHECK_CONTAINS(r->body, "\"receiver\":\"hooks\"");
     CHECK_CONTAINS(r->body, "job=\\\"bert\\\"");
     CHECK(!strstr(r->body, "SECRETPATH9"));
-    r = call(s, "/api/v1/notifications?state=done", "r-tok");
+    r = srv_request(s, "GET", "/api/v1/notifications?state=done", NULL, "r-tok");
     CHECK_INT(r->status, 200);
     CHECK_CONTAINS(r->body, "\"data\":[]");
-    r = call(s, "/api/v1/notifications?receiver=nobody", "r-tok");
+    r = srv_request(s, "GET", "/api/v1/notifications?receiver=nobody", NULL, "r-tok");
     CHECK_CONTAINS(r->body, "\"data\":[]");
-    CHECK_INT(call(s, "/api/v1/notifications?state=lost", "r-tok")->status, 400);
-    CHECK_INT(call(s, "/api/v1/notifications?limit=0", "r-tok")->status, 400);
-    CHECK_INT(call(s, "/api/v1/notifications", NULL)->status, 401);
-    r = call(s, "/metrics", "r-tok");
+    CHECK_INT(srv_request(s, "GET", "/api/v1/notifications?state=lost", NULL, "r-tok")->status, 400);
+    CHECK_INT(srv_request(s, "GET", "/api/v1/notifications?limit=0", NULL, "r-tok")->status, 400);
+    CHECK_INT(srv_request(s, "GET", "/api/v1/notifications", NULL, NULL)->status, 401);
+    r = srv_request(s, "GET", "/metrics", NULL, "r-tok");
     CHECK_CONTAINS(r->body, "gpulse_server_notifications_queued 1\n");
     CHECK_CONTAINS(r->body, "gpulse_server_notifications_dead 0\n");
     CHECK_CONTAINS(r->body, "gpulse_server_notifications_total{receiver=\"hooks\",result=\"retry\"}");

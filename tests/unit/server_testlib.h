@@ -1,0 +1,108 @@
+/*
+ * server_testlib.h - talking to a whole gp_server over real HTTP from a
+ * unit test: a request with an optional bearer token and JSON body, and
+ * a remote-written GPU temperature. Static functions in a header included
+ * by one test file each (as store_testlib.h).
+ */
+#ifndef GP_SERVER_TESTLIB_H
+#define GP_SERVER_TESTLIB_H
+
+#include "ingest/remote_write.h"
+#include "lib/buf.h"
+#include "lib/clock.h"
+#include "lib/err.h"
+#include "server/server.h"
+#include "test.h"
+
+#include <curl/curl.h>
+#include <stdio.h>
+#include <string.h>
+
+struct reply {
+    long status;
+    char body[1 << 16];
+    size_t len;
+};
+
+static inline size_t srv_on_data(char *p, size_t sz, size_t n, void *arg)
+{
+    struct reply *r = arg;
+    size_t k = sz * n, room = sizeof r->body - 1 - r->len;
+    memcpy(r->body + r->len, p, k < room ? k : room);
+    r->len += k < room ? k : room;
+    r->body[r->len] = '\0';
+    return k;
+}
+
+/* METHOD path with a bearer token (NULL: none) and a JSON body (NULL:
+ * none). The reply is static: valid until the next call. */
+static inline struct reply *srv_request(struct gp_server *s, const char *method, const char *path,
+                                        const char *body, const char *token)
+{
+    static struct reply r;
+    memset(&r, 0, sizeof r);
+    char url[1024], auth[128];
+    snprintf(url, sizeof url, "http://127.0.0.1:%u%s", gp_server_port(s), path);
+    CURL *c = curl_easy_init();
+    struct curl_slist *h = NULL;
+    if (token) {
+        snprintf(auth, sizeof auth, "Authorization: Bearer %s", token);
+        h = curl_slist_append(h, auth);
+    }
+    if (body)
+        h = curl_slist_append(h, "Content-Type: application/json");
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, srv_on_data);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &r);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT, 10L);
+    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+    if (body)
+        curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+    CHECK_INT(curl_easy_perform(c), CURLE_OK);
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r.status);
+    curl_easy_cleanup(c);
+    curl_slist_free_all(h);
+    return &r;
+}
+
+/* DCGM_FI_DEV_GPU_TEMP{Hostname="n1",gpu="0"[,job=JOB]} = v now, remote
+ * written with the write token "w-tok"; the write must answer 204. */
+static inline void srv_put_temp(struct gp_server *s, double v, const char *job)
+{
+    struct gp_rw_label l[4] = {{{"Hostname", 8}, {"n1", 2}},
+                               {{"__name__", 8}, {"DCGM_FI_DEV_GPU_TEMP", 20}},
+                               {{"gpu", 3}, {"0", 1}},
+                               {{"job", 3}, {job ? job : "", job ? strlen(job) : 0}}};
+    size_t nl = job ? 4 : 3;
+    struct gp_rw_sample smp = {v, gp_wall_ms()};
+    struct gp_rw_series se = {l, nl, &smp, 1};
+    struct gp_rw_request rq = {&se, 1, nl, 1, NULL};
+    struct gp_buf body, scratch;
+    gp_buf_init(&body, 0);
+    gp_buf_init(&scratch, 0);
+    CHECK_INT(gp_rw_encode(&rq, &body, &scratch), GP_OK);
+    char url[256];
+    snprintf(url, sizeof url, "http://127.0.0.1:%u/api/v1/write", gp_server_port(s));
+    CURL *c = curl_easy_init();
+    struct curl_slist *h = curl_slist_append(NULL, "Content-Encoding: snappy");
+    h = curl_slist_append(h, "Content-Type: application/x-protobuf");
+    h = curl_slist_append(h, "Authorization: Bearer w-tok");
+    struct reply r = {0};
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body.data);
+    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)body.len);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, srv_on_data);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &r);
+    CHECK_INT(curl_easy_perform(c), CURLE_OK);
+    long code;
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
+    curl_easy_cleanup(c);
+    curl_slist_free_all(h);
+    gp_buf_free(&body);
+    gp_buf_free(&scratch);
+    CHECK_INT(code, 204);
+}
+
+#endif
