@@ -279,22 +279,12 @@ done:
 
 int gp_rules_load_file(const char *path, struct gp_rules *out, char *err, size_t errlen)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return gp_seterr(err, errlen, GP_ECONFIG, "cannot open config '%s': %s", path, strerror(errno));
-    enum { MAX = 1 << 20 };
-    char *b = malloc(MAX + 1);
-    if (!b) {
-        fclose(f);
-        return gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
-    }
-    size_t n = fread(b, 1, MAX + 1, f);
-    fclose(f);
-    int rc;
-    if (n > MAX)
-        rc = gp_seterr(err, errlen, GP_ECONFIG, "config '%s' is larger than 1 MiB", path);
-    else
-        rc = gp_rules_parse_yaml(b, n, out, err, errlen);
+    char *b;
+    size_t n;
+    int rc = gp_yaml_read_file(path, &b, &n, err, errlen);
+    if (rc)
+        return rc;
+    rc = gp_rules_parse_yaml(b, n, out, err, errlen);
     free(b);
     return rc;
 }

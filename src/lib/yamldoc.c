@@ -4,6 +4,9 @@
 #include "lib/duration.h"
 #include "lib/err.h"
 
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 unsigned gp_yaml_line(const yaml_node_t *n) { return n ? (unsigned)n->start_mark.line + 1 : 0; }
@@ -70,5 +73,30 @@ int gp_yaml_duration(const yaml_node_t *v, const char *what, int64_t *out, char 
         return rc;
     if (gp_parse_duration_ms(text, out, detail, sizeof detail) || *out < 0)
         return gp_seterr(err, errlen, GP_ECONFIG, "line %u: '%s': %s", gp_yaml_line(v), what, detail);
+    return GP_OK;
+}
+
+int gp_yaml_read_file(const char *path, char **out, size_t *len, char *err, size_t errlen)
+{
+    *out = NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return gp_seterr(err, errlen, GP_ECONFIG, "cannot open config '%s': %s", path,
+                         strerror(errno));
+    enum { MAX = 1 << 20 };
+    char *b = malloc(MAX + 2);
+    if (!b) {
+        fclose(f);
+        return gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
+    }
+    size_t n = fread(b, 1, MAX + 1, f);
+    fclose(f);
+    if (n > MAX) {
+        free(b);
+        return gp_seterr(err, errlen, GP_ECONFIG, "config '%s' is larger than 1 MiB", path);
+    }
+    b[n] = '\0';
+    *out = b;
+    *len = n;
     return GP_OK;
 }

@@ -20,6 +20,13 @@
 int gp_yaml_section(const char *yaml, size_t len, const char *name, yaml_document_t *d,
                     const yaml_node_t **sec, char *err, size_t errlen);
 
+/*
+ * Reads a config file (at most 1 MiB) into *out (NUL-terminated, the
+ * caller frees) and its length into *len. GP_OK, GP_ECONFIG (cannot open,
+ * too large: named in err) or GP_ENOMEM.
+ */
+int gp_yaml_read_file(const char *path, char **out, size_t *len, char *err, size_t errlen);
+
 /* A scalar's text, or NULL for another node (or NULL). */
 const char *gp_yaml_scalar(const yaml_node_t *n);
 

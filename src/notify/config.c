@@ -581,23 +581,12 @@ int gp_notify_config_parse(const char *yaml, size_t len, struct gp_notify_config
 int gp_notify_config_load_file(const char *path, struct gp_notify_config *out, char *err,
                                size_t errlen)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return gp_seterr(err, errlen, GP_ECONFIG, "cannot open config '%s': %s", path,
-                         strerror(errno));
-    enum { MAX = 1 << 20 };
-    char *b = malloc(MAX + 1);
-    if (!b) {
-        fclose(f);
-        return gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
-    }
-    size_t n = fread(b, 1, MAX + 1, f);
-    fclose(f);
-    int rc;
-    if (n > MAX)
-        rc = gp_seterr(err, errlen, GP_ECONFIG, "config '%s' is larger than 1 MiB", path);
-    else
-        rc = gp_notify_config_parse(b, n, out, err, errlen);
+    char *b;
+    size_t n;
+    int rc = gp_yaml_read_file(path, &b, &n, err, errlen);
+    if (rc)
+        return rc;
+    rc = gp_notify_config_parse(b, n, out, err, errlen);
     free(b);
     return rc;
 }

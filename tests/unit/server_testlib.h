@@ -11,6 +11,7 @@
 #include "lib/buf.h"
 #include "lib/clock.h"
 #include "lib/err.h"
+#include "server/config.h"
 #include "server/server.h"
 #include "test.h"
 
@@ -103,6 +104,38 @@ static inline void srv_put_temp(struct gp_server *s, double v, const char *job)
     gp_buf_free(&body);
     gp_buf_free(&scratch);
     CHECK_INT(code, 204);
+}
+
+/* A server's settings for the tests: its config file at <tmp>/gpulse.yaml
+ * (the caller writes it), data under <tmp>/data, 127.0.0.1, tokens
+ * "w-tok"/"r-tok", and a fast evaluation (every 100 ms over 10 s of 1 s
+ * points, alerts resolving at the first clear tick). */
+static inline void srv_eval_config(struct gp_server_config *c)
+{
+    gp_server_config_defaults(c);
+    CHECK(snprintf(c->config_file, sizeof c->config_file, "%s/gpulse.yaml", gp_test_tmpdir()) <
+          (int)sizeof c->config_file);
+    snprintf(c->listen, sizeof c->listen, "127.0.0.1:0");
+    snprintf(c->data_dir, sizeof c->data_dir, "%s/data", gp_test_tmpdir());
+    snprintf(c->log_level, sizeof c->log_level, "error");
+    snprintf(c->write_token, sizeof c->write_token, "w-tok");
+    snprintf(c->read_token, sizeof c->read_token, "r-tok");
+    c->eval_interval_ms = 100;
+    c->eval_step_ms = 1000;
+    c->eval_window_ms = 10000;
+    c->alert_clear_for_ms = 0;
+}
+
+/* A server started with srv_eval_config's settings; the caller stops it. */
+static inline struct gp_server *srv_start_eval(void)
+{
+    struct gp_server_config c;
+    srv_eval_config(&c);
+    struct gp_server *s;
+    char err[512];
+    if (gp_server_start(&s, &c, err, sizeof err))
+        gp_test_fail(__FILE__, __LINE__, "start: %s", err);
+    return s;
 }
 
 #endif

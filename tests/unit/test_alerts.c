@@ -474,23 +474,7 @@ static void test_api_routes(void)
                        "    severity: critical\n"
                        "    annotations:\n"
                        "      summary: 'GPU {{ $labels.gpu }} at {{ $value }} C'\n");
-    struct gp_server_config c;
-    gp_server_config_defaults(&c);
-    CHECK(snprintf(c.config_file, sizeof c.config_file, "%s/gpulse.yaml", gp_test_tmpdir()) <
-          (int)sizeof c.config_file);
-    snprintf(c.listen, sizeof c.listen, "127.0.0.1:0");
-    snprintf(c.data_dir, sizeof c.data_dir, "%s/data", gp_test_tmpdir());
-    snprintf(c.log_level, sizeof c.log_level, "error");
-    snprintf(c.write_token, sizeof c.write_token, "w-tok");
-    snprintf(c.read_token, sizeof c.read_token, "r-tok");
-    c.eval_interval_ms = 100;
-    c.eval_step_ms = 1000;
-    c.eval_window_ms = 10000;
-    c.alert_clear_for_ms = 0;
-    struct gp_server *s;
-    char err[512];
-    if (gp_server_start(&s, &c, err, sizeof err))
-        gp_test_fail(__FILE__, __LINE__, "start: %s", err);
+    struct gp_server *s = srv_start_eval();
     wait_for(s, "/api/v1/alerts?state=firing", "\"state\":\"firing\"", 90);
     struct reply *r =
         srv_request(s, "GET", "/api/v1/alerts?kind=gpu_hot&severity=critical&node=n1", NULL, "r-tok");
@@ -566,6 +550,9 @@ static void test_api_routes(void)
     gp_server_stop(s);
     /* A bad rule stops the start with its line. */
     gp_test_write_file(gp_test_tmpdir(), "gpulse.yaml", "rules:\n  - name: x\n    expr: up\n    op: '>'\n");
+    struct gp_server_config c;
+    char err[512];
+    srv_eval_config(&c);
     CHECK_INT(gp_server_start(&s, &c, err, sizeof err), GP_ECONFIG);
     CHECK_CONTAINS(err, "line 2: rule 'x' has no 'threshold'");
 }

@@ -410,22 +410,7 @@ static void test_server_route_and_metrics(void)
                           "  routes:\n"
                           "    - {receiver: hooks, group_wait: 100ms}\n";
     gp_test_write_file(gp_test_tmpdir(), "gpulse.yaml", cfgtext);
-    struct gp_server_config c;
-    gp_server_config_defaults(&c);
-    snprintf(c.config_file, sizeof c.config_file, "%s/gpulse.yaml", gp_test_tmpdir());
-    snprintf(c.listen, sizeof c.listen, "127.0.0.1:0");
-    snprintf(c.data_dir, sizeof c.data_dir, "%s/data", gp_test_tmpdir());
-    snprintf(c.log_level, sizeof c.log_level, "error");
-    snprintf(c.write_token, sizeof c.write_token, "w-tok");
-    snprintf(c.read_token, sizeof c.read_token, "r-tok");
-    c.eval_interval_ms = 100;
-    c.eval_step_ms = 1000;
-    c.eval_window_ms = 10000;
-    c.alert_clear_for_ms = 0;
-    struct gp_server *s;
-    char err[512];
-    if (gp_server_start(&s, &c, err, sizeof err))
-        gp_test_fail(__FILE__, __LINE__, "start: %s", err);
+    struct gp_server *s = srv_start_eval();
     struct reply *r = NULL;
     for (int i = 0; i < 100; i++) { /* the far end refuses: the notice stays queued */
         srv_put_temp(s, 90, "bert");
@@ -459,6 +444,9 @@ static void test_server_route_and_metrics(void)
     /* A bad notify: section stops the start with its line. */
     gp_test_write_file(gp_test_tmpdir(), "gpulse.yaml",
                        "notify:\n  receivers:\n    - {name: x, type: pager}\n");
+    struct gp_server_config c;
+    char err[512];
+    srv_eval_config(&c);
     CHECK_INT(gp_server_start(&s, &c, err, sizeof err), GP_ECONFIG);
     CHECK_CONTAINS(err, "notify: line 3");
 }
