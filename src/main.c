@@ -1,10 +1,17 @@
 /*
  * main.c - `gpulse COMMAND ...`: dispatch to the role.
+ *
+ * `gpulse help-man` (not listed in help) prints the settings tables as
+ * man(7) roff; the build pastes its output into the man pages (man/).
  */
 #include "agent/agent.h"
+#include "agent/config.h"
+#include "lib/cfg.h"
 #include "notify/notify_cmd.h"
 #include "report/report.h"
 #include "run/run.h"
+#include "run/run_config.h"
+#include "server/config.h"
 #include "server/server.h"
 
 #include <stdio.h>
@@ -23,6 +30,24 @@ static void usage(FILE *out)
                  "  version   print the version\n"
                  "  help      this text\n\n"
                  "'gpulse COMMAND --help' describes each command.\n");
+}
+
+/* `gpulse help-man flags|keys SECTION`: SECTION's table as roff entries. */
+static int help_man(int argc, char **argv)
+{
+    struct gp_agent_config ac;
+    struct gp_server_config sc;
+    struct gp_run_config rc;
+    const struct gp_cfg_section all[] = {gp_agent_cfg_section(&ac), gp_server_cfg_section(&sc),
+                                         gp_run_cfg_section(&rc)};
+    if (argc == 2 && (!strcmp(argv[0], "flags") || !strcmp(argv[0], "keys")))
+        for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+            if (!strcmp(argv[1], all[i].name)) {
+                gp_cfg_man(stdout, &all[i], 1, argv[0][0] == 'k');
+                return fflush(stdout) ? 1 : 0;
+            }
+    fprintf(stderr, "usage: gpulse help-man flags|keys agent|server|run\n");
+    return 2;
 }
 
 int main(int argc, char **argv)
@@ -44,6 +69,8 @@ int main(int argc, char **argv)
         return gp_report_main(argc - 2, argv + 2);
     if (!strcmp(cmd, "notify"))
         return gp_notify_main(argc - 2, argv + 2);
+    if (!strcmp(cmd, "help-man"))
+        return help_man(argc - 2, argv + 2);
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
         printf("gpulse %s\n", GP_VERSION);
         return 0;

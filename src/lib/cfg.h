@@ -87,6 +87,13 @@ int gp_cfg_from_args(const struct gp_cfg_section *s, size_t ns, const char *cmd,
 /* Prints one "--flag VALUE (yaml: section.key)\n    help [default]" entry per key. */
 void gp_cfg_usage(FILE *out, const struct gp_cfg_section *s, size_t ns);
 
+/*
+ * Writes one man(7) .TP entry per key, escaped for roff (lib/cfg_man.c):
+ * the flag with its YAML key, or with yaml true the YAML key with its
+ * type and flag; help and default follow. The man pages are built from it.
+ */
+void gp_cfg_man(FILE *out, const struct gp_cfg_section *s, size_t ns, bool yaml);
+
 /* Parses a byte size: an integer with an optional unit (B, KB, MB, GB, TB
  * powers of 1000; KiB, MiB, GiB, TiB powers of 1024). */
 int gp_parse_bytes(const char *s, uint64_t *out, char *err, size_t errlen);

@@ -4,6 +4,8 @@
 #include "test.h"
 
 #include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 struct one {
@@ -124,7 +126,42 @@ static void test_list_flags_replace_the_file(void)
     CHECK_CONTAINS(err, "at most");
 }
 
+/* The man pages' entries: flag and key forms, roff escapes, defaults. */
+static void test_man_roff(void)
+{
+    static const struct gp_cfg_key keys[] = {
+        GP_CFG_ROW(struct one, name, "name", "the-name", STR, "./x-y", ".dot, a\\b and -z"),
+        GP_CFG_ROW(struct one, flag, "flag", "flag", BOOL, "false", "a switch."),
+        GP_CFG_ROW(struct one, urls, "urls", "url", LIST, "", "targets"),
+    };
+    struct one a;
+    const struct gp_cfg_section s = {"one", keys, 3, &a};
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    CHECK(f != NULL);
+    gp_cfg_man(f, &s, 1, false);
+    fclose(f);
+    CHECK_CONTAINS(text, ".TP\n\\fB\\-\\-the\\-name\\fR \\fIVALUE\\fR\n"
+                         "\\&.dot, a\\eb and \\-z.\nDefault: \\fB\\&./x\\-y\\fR.\n"
+                         "YAML: \\fBone.name\\fR.\n");
+    /* A help that ends in a period gets no second one; a bool its --no- form. */
+    CHECK_CONTAINS(text, "\\fB\\-\\-flag\\fR, \\fB\\-\\-no\\-flag\\fR\na switch.\n");
+    CHECK_CONTAINS(text, "YAML: \\fBone.urls\\fR (a list; the flag repeats).\n");
+    free(text);
+    f = open_memstream(&text, &len);
+    CHECK(f != NULL);
+    gp_cfg_man(f, &s, 1, true);
+    fclose(f);
+    CHECK_CONTAINS(text, ".TP\n\\fBname\\fR: \\fIstring\\fR\n");
+    CHECK_CONTAINS(text, "Flag: \\fB\\-\\-the\\-name\\fR.\n");
+    CHECK_CONTAINS(text, "\\fBurls\\fR: \\fIlist of strings\\fR\ntargets.\n"
+                         "Flag: \\fB\\-\\-url\\fR (repeated for several).\n");
+    free(text);
+}
+
 const struct gp_test gp_tests_cfg[] = {
+    {"man_roff", test_man_roff},
     {"bytes", test_bytes},
     {"sections_and_lists", test_sections_and_lists},
     {"list_flags_replace_the_file", test_list_flags_replace_the_file},
