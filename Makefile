@@ -27,17 +27,17 @@ BENCH_TOOLS := build/rel/fleetgen build/rel/rwload build/rel/storetool
 REL_OBJ  := $(patsubst %.c,build/rel/%.o,$(LIB_SRC))
 ASAN_OBJ := $(patsubst %.c,build/asan/%.o,$(LIB_SRC))
 
-.PHONY: all check-build fakenvml fuzz clean bench-tools
-all: build/rel/gpulse
+.PHONY: all check-build fakenvml fuzz clean bench-tools man install uninstall
+all: build/rel/gpulse man
 
 # The release bench tools are here because the server crash test drives
 # the server with them (rwload, fleetgen) and judges with storetool.
 check-build: build/asan/gpulse build/asan/unit-tests build/asan/notify-send fakenvml \
-             $(addprefix build/asan/fuzz-,$(FUZZERS)) build/rel/gpulse $(BENCH_TOOLS)
+             $(addprefix build/asan/fuzz-,$(FUZZERS)) build/rel/gpulse $(BENCH_TOOLS) man
 
 build/rel/%.o: %.c
 	@mkdir -p $(dir $@)
-	@echo "  CC      $<"; $(CC) $(CFLAGS_COMMON) -O2 -MMD -MP -c $< -o $@
+	@echo "  CC      $<"; $(CC) $(CPPFLAGS) $(CFLAGS_COMMON) -O2 $(CFLAGS) -MMD -MP -c $< -o $@
 
 build/asan/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -52,8 +52,10 @@ build/asan/libgpulse.a: $(ASAN_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
+# CPPFLAGS, CFLAGS and LDFLAGS are the packager's (dpkg-buildflags'
+# hardening); CFLAGS come after ours so they win.
 build/rel/gpulse: build/rel/src/main.o build/rel/libgpulse.a
-	$(CC) -o $@ $^ $(LDLIBS)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 build/asan/gpulse: build/asan/src/main.o build/asan/libgpulse.a
 	$(CC) $(SAN) -o $@ $^ $(LDLIBS)
@@ -113,7 +115,65 @@ bench-detect: build/rel/bench-detect
 build/rel/bench-detect: bench/detect_cost.c build/rel/libgpulse.a
 	$(CC) $(CFLAGS_COMMON) -O2 -o $@ $^ $(LDLIBS)
 
+# Man pages (man/*.in): their flag and key lists come from the settings
+# tables through `gpulse help-man`, so they cannot drift from --help.
+# The date is the packager's SOURCE_DATE_EPOCH, else the last commit's.
+MAN_PAGES := build/man/gpulse.1 build/man/gpulse-agent.1 build/man/gpulse-server.1 \
+             build/man/gpulse.yml.5
+MAN_DATE = $(shell date -u -d @$${SOURCE_DATE_EPOCH:-$$(git log -1 --format=%ct 2>/dev/null || \
+                  date +%s)} +%Y-%m-%d)
+man: $(MAN_PAGES)
+build/man/%: man/%.in build/rel/gpulse scripts/mkman VERSION
+	@mkdir -p $(dir $@)
+	scripts/mkman build/rel/gpulse $< $@ $(VERSION) $(MAN_DATE)
+
+# `make install [PREFIX=/usr/local] [DESTDIR=]`: the binary, man pages,
+# docs, example and system configuration, and the systemd units of
+# deploy/systemd/ (with this install's paths). An existing configuration
+# is kept; uninstall removes it only when it is unchanged.
+PREFIX     ?= /usr/local
+BINDIR     ?= $(PREFIX)/bin
+MANDIR     ?= $(PREFIX)/share/man
+DOCDIR     ?= $(PREFIX)/share/doc/gpulse
+SYSCONFDIR ?= $(if $(filter /usr,$(PREFIX)),/etc,$(PREFIX)/etc)
+LOCALSTATEDIR ?= $(if $(filter /usr,$(PREFIX)),/var,$(PREFIX)/var)
+UNITDIR    ?= $(PREFIX)/lib/systemd/system
+UNITS      := $(wildcard deploy/systemd/*.service)
+# The configuration installed under SYSCONFDIR: the example with every
+# key, its store moved to the system's state directory.
+ETC_CONFIG = sed 's|^  data_dir: ./gpulse-data$$|  data_dir: $(LOCALSTATEDIR)/lib/gpulse|' gpulse.example.yaml
+ETC_FILE   = $(DESTDIR)$(SYSCONFDIR)/gpulse/gpulse.yml
+DOCS       := README.md $(wildcard docs/*.md)
+INSTALL    ?= install
+
+install: build/rel/gpulse man
+	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 \
+	    $(DESTDIR)$(DOCDIR)/examples $(DESTDIR)$(SYSCONFDIR)/gpulse
+	$(INSTALL) -m 0755 build/rel/gpulse $(DESTDIR)$(BINDIR)/gpulse
+	$(INSTALL) -m 0644 $(filter %.1,$(MAN_PAGES)) $(DESTDIR)$(MANDIR)/man1/
+	$(INSTALL) -m 0644 $(filter %.5,$(MAN_PAGES)) $(DESTDIR)$(MANDIR)/man5/
+	$(INSTALL) -m 0644 $(DOCS) $(DESTDIR)$(DOCDIR)/
+	$(INSTALL) -m 0644 gpulse.example.yaml $(DESTDIR)$(DOCDIR)/examples/gpulse.yml
+	@if [ -e $(ETC_FILE) ]; then echo "keeping $(ETC_FILE)"; else \
+	    $(ETC_CONFIG) >$(ETC_FILE).new && grep -q '^  data_dir: $(LOCALSTATEDIR)/' $(ETC_FILE).new && \
+	    chmod 0644 $(ETC_FILE).new && mv $(ETC_FILE).new $(ETC_FILE); fi
+	$(if $(UNITS),$(INSTALL) -d $(DESTDIR)$(UNITDIR))
+	$(foreach u,$(UNITS),sed -e 's|/usr/bin/gpulse|$(BINDIR)/gpulse|g' \
+	    -e 's|/etc/gpulse/|$(SYSCONFDIR)/gpulse/|g' $(u) >$(DESTDIR)$(UNITDIR)/$(notdir $(u)) && \
+	    chmod 0644 $(DESTDIR)$(UNITDIR)/$(notdir $(u));)
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/gpulse $(addprefix $(DESTDIR)$(MANDIR)/man1/,$(notdir $(filter %.1,$(MAN_PAGES)))) \
+	    $(addprefix $(DESTDIR)$(MANDIR)/man5/,$(notdir $(filter %.5,$(MAN_PAGES)))) \
+	    $(addprefix $(DESTDIR)$(DOCDIR)/,$(notdir $(DOCS))) $(DESTDIR)$(DOCDIR)/examples/gpulse.yml \
+	    $(addprefix $(DESTDIR)$(UNITDIR)/,$(notdir $(UNITS)))
+	-rmdir $(DESTDIR)$(DOCDIR)/examples $(DESTDIR)$(DOCDIR) 2>/dev/null
+	@if $(ETC_CONFIG) | cmp -s - $(ETC_FILE); then \
+	    rm -f $(ETC_FILE); rmdir $(DESTDIR)$(SYSCONFDIR)/gpulse 2>/dev/null || true; \
+	elif [ -e $(ETC_FILE) ]; then echo "keeping $(ETC_FILE) (changed since it was installed)"; fi
+
 clean:
 	rm -rf build
 
--include $(shell find build -name '*.d' 2>/dev/null)
+# build/debroot holds the package test's cached Debian root (its /etc/rc?.d are not ours).
+-include $(shell find build -path build/debroot -prune -o -name '*.d' -type f -print 2>/dev/null)
