@@ -12,8 +12,12 @@ build_pkgs=(gcc make pkg-config libc6-dev libmicrohttpd-dev libjansson-dev libya
 # for real training loops under `gpulse run`, Alertmanager as the real
 # receiver of the alertmanager notification channel, aiosmtpd as a real
 # SMTP server (STARTTLS, AUTH) for the email channel.
+# The package test: dpkg-dev, debhelper and fakeroot build the .deb,
+# lintian checks it, debootstrap makes the clean root it is installed
+# into; man-db and groff-base render the man pages to catch warnings.
 test_pkgs=(prometheus curl python3 prometheus-node-exporter procps victoria-metrics openssl python3-torch
-           prometheus-alertmanager python3-aiosmtpd)
+           prometheus-alertmanager python3-aiosmtpd
+           dpkg-dev debhelper fakeroot lintian debootstrap man-db groff-base)
 
 want=("${build_pkgs[@]}")
 [ "${1:-build}" = test ] && want+=("${test_pkgs[@]}")
