@@ -129,7 +129,7 @@ build/man/%: man/%.in build/rel/gpulse scripts/mkman VERSION
 
 # `make install [PREFIX=/usr/local] [DESTDIR=]`: the binary, man pages,
 # docs, example and system configuration, and the systemd units of
-# deploy/systemd/ (with this install's paths). An existing configuration
+# deploy/systemd/ (with this install's paths) and its sysusers.d file. An existing configuration
 # is kept; uninstall removes it only when it is unchanged.
 PREFIX     ?= /usr/local
 BINDIR     ?= $(PREFIX)/bin
@@ -138,7 +138,9 @@ DOCDIR     ?= $(PREFIX)/share/doc/gpulse
 SYSCONFDIR ?= $(if $(filter /usr,$(PREFIX)),/etc,$(PREFIX)/etc)
 LOCALSTATEDIR ?= $(if $(filter /usr,$(PREFIX)),/var,$(PREFIX)/var)
 UNITDIR    ?= $(PREFIX)/lib/systemd/system
+SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
 UNITS      := $(wildcard deploy/systemd/*.service)
+SYSUSERS   := $(wildcard deploy/systemd/*.sysusers)
 # The configuration installed under SYSCONFDIR: the example with every
 # key, its store moved to the system's state directory.
 ETC_CONFIG = sed 's|^  data_dir: ./gpulse-data$$|  data_dir: $(LOCALSTATEDIR)/lib/gpulse|' gpulse.example.yaml
@@ -161,12 +163,15 @@ install: build/rel/gpulse man
 	$(foreach u,$(UNITS),sed -e 's|/usr/bin/gpulse|$(BINDIR)/gpulse|g' \
 	    -e 's|/etc/gpulse/|$(SYSCONFDIR)/gpulse/|g' $(u) >$(DESTDIR)$(UNITDIR)/$(notdir $(u)) && \
 	    chmod 0644 $(DESTDIR)$(UNITDIR)/$(notdir $(u));)
+	$(if $(SYSUSERS),$(INSTALL) -d $(DESTDIR)$(SYSUSERSDIR))
+	$(foreach u,$(SYSUSERS),$(INSTALL) -m 0644 $(u) $(DESTDIR)$(SYSUSERSDIR)/$(basename $(notdir $(u))).conf;)
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/gpulse $(addprefix $(DESTDIR)$(MANDIR)/man1/,$(notdir $(filter %.1,$(MAN_PAGES)))) \
 	    $(addprefix $(DESTDIR)$(MANDIR)/man5/,$(notdir $(filter %.5,$(MAN_PAGES)))) \
 	    $(addprefix $(DESTDIR)$(DOCDIR)/,$(notdir $(DOCS))) $(DESTDIR)$(DOCDIR)/examples/gpulse.yml \
-	    $(addprefix $(DESTDIR)$(UNITDIR)/,$(notdir $(UNITS)))
+	    $(addprefix $(DESTDIR)$(UNITDIR)/,$(notdir $(UNITS))) \
+	    $(patsubst %,$(DESTDIR)$(SYSUSERSDIR)/%.conf,$(basename $(notdir $(SYSUSERS))))
 	-rmdir $(DESTDIR)$(DOCDIR)/examples $(DESTDIR)$(DOCDIR) 2>/dev/null
 	@if $(ETC_CONFIG) | cmp -s - $(ETC_FILE); then \
 	    rm -f $(ETC_FILE); rmdir $(DESTDIR)$(SYSCONFDIR)/gpulse 2>/dev/null || true; \

@@ -75,8 +75,19 @@ expect=(/usr/bin/gpulse /etc/gpulse/gpulse.yml /usr/share/man/man1/gpulse.1.gz
 for u in "$ROOT"/deploy/systemd/*.service; do
     [ -e "$u" ] && expect+=("/lib/systemd/system/$(basename "$u")")
 done
+for u in "$ROOT"/deploy/systemd/*.sysusers; do
+    [ -e "$u" ] && expect+=("/usr/lib/sysusers.d/$(basename "$u" .sysusers).conf")
+done
 for f in "${expect[@]}"; do
     grep -qxF "$f" "$TMP/contents" || fail "the package lacks $f"
+done
+# A packaged unit must start from a configuration the package installs.
+for u in "$ROOT"/deploy/systemd/*.service; do
+    [ -e "$u" ] || continue
+    for c in $(sed -n 's/^ExecStart=.*--config[ =]\([^ ]*\).*/\1/p' "$u"); do
+        grep -qxF "$c" "$TMP/contents" ||
+            fail "$(basename "$u") starts with --config $c, which the package does not install"
+    done
 done
 note "package holds ${#expect[@]} expected files ($(wc -l <"$TMP/contents") entries)"
 

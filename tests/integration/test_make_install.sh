@@ -17,6 +17,9 @@ units=0
 for u in "$ROOT"/deploy/systemd/*.service; do
     [ -e "$u" ] && expect+=("644 usr/lib/systemd/system/$(basename "$u")") && units=$((units + 1))
 done
+for u in "$ROOT"/deploy/systemd/*.sysusers; do
+    [ -e "$u" ] && expect+=("644 usr/lib/sysusers.d/$(basename "$u" .sysusers).conf")
+done
 for e in "${expect[@]}"; do
     f=$D/${e#* }
     [ -f "$f" ] || fail "make install did not put /${e#* }"
