@@ -52,6 +52,14 @@ version=$(cat "$ROOT/VERSION")
 [ "$(dpkg-parsechangelog -l "$ROOT/debian/changelog" -S Version)" = "$version" ] ||
     fail "debian/changelog's version is not VERSION ($version)"
 
+# Build-Depends names scripts/deps.sh's build list, less build-essential's.
+want=$(sed -n '/^build_pkgs=(/,/)/p' "$ROOT/scripts/deps.sh" | tr -d '()' | sed 's/build_pkgs=//' |
+       tr ' ' '\n' | grep -vxE 'gcc|make|libc6-dev|' | sort)
+have=$(awk '/^Build-Depends:/ { on = 1; sub(/^Build-Depends:/, ""); print; next }
+            on && /^[ \t]/ { print; next } { on = 0 }' "$ROOT/debian/control" |
+       tr ',' '\n' | sed 's/(.*//; s/[[:space:]]//g' | grep -vxE 'debhelper-compat|' | sort)
+[ "$want" = "$have" ] || { diff <(echo "$want") <(echo "$have"); fail "debian/control's Build-Depends differ from scripts/deps.sh's build list"; }
+
 note "building the package from a copy of the tree"
 src=$TMP/src/gpulse-$version
 mkdir -p "$src"
