@@ -2,6 +2,8 @@
  * main.c - `gpulse COMMAND ...`: dispatch to the role.
  */
 #include "agent/agent.h"
+#include "agent/metrics_ref.h"
+#include "lib/buf.h"
 #include "notify/notify_cmd.h"
 #include "report/report.h"
 #include "run/run.h"
@@ -25,6 +27,20 @@ static void usage(FILE *out)
                  "'gpulse COMMAND --help' describes each command.\n");
 }
 
+/* Hidden: prints docs/metrics.md's generated reference (scripts/docs.sh). */
+static int metrics_reference(void)
+{
+    struct gp_buf b;
+    gp_buf_init(&b, 0);
+    int rc = gp_metrics_reference(&b);
+    if (!rc)
+        fwrite(b.data, 1, b.len, stdout);
+    gp_buf_free(&b);
+    if (rc)
+        fprintf(stderr, "gpulse: metrics-reference: out of memory\n");
+    return rc ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -44,6 +60,8 @@ int main(int argc, char **argv)
         return gp_report_main(argc - 2, argv + 2);
     if (!strcmp(cmd, "notify"))
         return gp_notify_main(argc - 2, argv + 2);
+    if (!strcmp(cmd, "metrics-reference"))
+        return metrics_reference();
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
         printf("gpulse %s\n", GP_VERSION);
         return 0;
