@@ -108,10 +108,33 @@ static void test_head(void)
     gp_buf_free(&b);
 }
 
+/* docs/migrate-from-dcgm-exporter.md's side-by-side table has a row for
+ * every dcgm-exporter name gpulse exposes, with gpulse's type. */
+static void test_migration_page_names_every_dcgm_field(void)
+{
+    const char *page = gp_test_repo_text("docs/migrate-from-dcgm-exporter.md");
+    char needle[160];
+    for (int i = 0; i < GPF__COUNT; i++) {
+        const char *name = gp_gpu_fields[i].name;
+        if (strncmp(name, "DCGM_", 5))
+            continue;
+        snprintf(needle, sizeof needle, "\n| `%s` | ", name);
+        const char *row = strstr(page, needle + 1);
+        if (!row)
+            gp_test_fail(__FILE__, __LINE__, "the migration page's table has no row for %s", name);
+        const char *type = gp_gpu_fields[i].type == GP_COUNTER ? "counter" : "gauge";
+        const char *unit_end = strstr(row + strlen(needle) - 1, " | "); /* after the unit cell */
+        CHECK(unit_end != NULL);
+        if (strncmp(unit_end + 3, type, strlen(type)) || unit_end[3 + strlen(type)] != ' ')
+            gp_test_fail(__FILE__, __LINE__, "the migration page gives %s another type than %s", name, type);
+    }
+}
+
 const struct gp_test gp_tests_metrics_ref[] = {
     {"docs_match_code", test_docs_match_code},
     {"table_sound", test_table_sound},
     {"reference_names_every_family", test_reference_names_every_family},
     {"head", test_head},
+    {"migration_page_names_every_dcgm_field", test_migration_page_names_every_dcgm_field},
     {0},
 };
