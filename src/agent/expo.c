@@ -207,7 +207,8 @@ static void render_gpu_extras(struct gp_expo *x, struct gp_buf *b, const struct 
                 gp_metric_head(b, GP_M_GPU_XID_ERRORS);
             any = 1;
             snprintf(extra, sizeof extra, "xid=\"%u\"", g->xids[k].xid);
-            sample(b, gp_metric_name(GP_M_GPU_XID_ERRORS), gpu_labels(x, f, i), extra, (double)g->xids[k].count);
+            sample(b, gp_metric_name(GP_M_GPU_XID_ERRORS), gpu_labels(x, f, i), extra,
+                   (double)g->xids[k].count);
         }
     }
     if (f->ngpus)

@@ -5,7 +5,8 @@
 #include "lib/metrics.h"
 
 const struct gp_metric_info gp_metrics[GP_M__COUNT] = {
-#define GP_METRIC_ROW_(id, sec, name, type, labels, help) [GP_M_##id] = {name, GP_MK_##type, GP_MS_##sec, labels, help},
+#define GP_METRIC_ROW_(id, sec, name, type, labels, help) \
+    [GP_M_##id] = {name, GP_MK_##type, GP_MS_##sec, labels, help},
     GP_METRICS(GP_METRIC_ROW_)
 #undef GP_METRIC_ROW_
 };

@@ -136,7 +136,8 @@ int gp_srv_render_metrics(struct gp_server *s, struct gp_buf *b)
         for (int c = 0; c < 600; c++) {
             uint64_t n = gp_srv_get(&s->requests[r][c]);
             if (n)
-                gp_buf_printf(b, "%s{handler=\"%s\",code=\"%d\"} %llu\n", gp_metric_name(GP_M_SRV_HTTP_REQUESTS),
+                gp_buf_printf(b, "%s{handler=\"%s\",code=\"%d\"} %llu\n",
+                              gp_metric_name(GP_M_SRV_HTTP_REQUESTS),
                               route_names[r], c, (unsigned long long)n);
         }
     gp_metric_head(b, GP_M_SRV_WRITE_DURATION);
@@ -163,7 +164,8 @@ int gp_srv_render_metrics(struct gp_server *s, struct gp_buf *b)
         rc = s->hook(s->hook_ctx, b);
     } else {
         gp_metric_head(b, GP_M_BUILD_INFO);
-        gp_buf_printf(b, "%s{version=\"%s\",role=\"server\"} 1\n", gp_metric_name(GP_M_BUILD_INFO), GP_VERSION);
+        gp_buf_printf(b, "%s{version=\"%s\",role=\"server\"} 1\n", gp_metric_name(GP_M_BUILD_INFO),
+                      GP_VERSION);
     }
     pthread_mutex_unlock(&s->hook_mu);
     return rc ? rc : b->err;

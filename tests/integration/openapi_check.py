@@ -152,10 +152,14 @@ def lint(spec):
             declared = {prm["name"] for prm in params if prm.get("in") == "path"}
             if declared != templ:
                 problem("%s: path parameters %s, template has %s" % (where, sorted(declared), sorted(templ)))
+            if not op.get("summary"):
+                problem("%s: no summary" % where)
             resps = op.get("responses")
             if not isinstance(resps, dict) or not resps:
                 problem("%s: no responses" % where)
                 continue
+            if m == "get" and not deref(spec, resps.get("200", {})).get("content"):
+                problem("%s: no 200 answer with a content type" % where)
             for code, r in resps.items():
                 if not re.fullmatch(r"[1-5]([0-9]{2}|XX)|default", str(code)):
                     problem("%s: response key %r" % (where, code))

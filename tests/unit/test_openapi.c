@@ -76,7 +76,8 @@ static void route_path(const char *path, void *ctx)
         for (size_t i = 0; i < sizeof not_routed_yet / sizeof not_routed_yet[0]; i++)
             if (!strcmp(path, not_routed_yet[i]))
                 return;
-        gp_test_fail(__FILE__, __LINE__, "docs/openapi.yaml documents %s, which the server does not route", path);
+        gp_test_fail(__FILE__, __LINE__, "docs/openapi.yaml documents %s, which the server does not route",
+                     path);
     }
     c->hit[r]++;
 }
