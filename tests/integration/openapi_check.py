@@ -14,13 +14,17 @@
       calls each documented 400 with no parameters and each documented
       404 with an unknown id and validates the error body; checks that no
       documented method answers 405, and that every route the server's
-      own route index lists is documented. Routes that docs/dashboard.md
+      own route index lists is documented. With GPULSE_READ_TOKEN and
+      GPULSE_WRITE_TOKEN (the server's tokens) it sends them, and first
+      checks each operation's security: open ones answer without a
+      token, the others 401 with the error body. Routes that docs/dashboard.md
       adds (built on another branch) are skipped, with a note, while the
       server answers them 404 (or `/` with the pre-dashboard text index).
 Exits 1 with one line per problem.
 """
 import http.client
 import json
+import os
 import re
 import sys
 import time
@@ -176,22 +180,79 @@ def lint(spec):
 
 
 class Server:
+    """The server, with the tokens of GPULSE_READ_TOKEN and
+    GPULSE_WRITE_TOKEN sent on reads and writes unless auth=False."""
+
     def __init__(self, url):
         u = urllib.parse.urlsplit(url)
         self.host, self.port = u.hostname, u.port
+        self.read_token = os.environ.get("GPULSE_READ_TOKEN")
+        self.write_token = os.environ.get("GPULSE_WRITE_TOKEN")
 
-    def request(self, method, path, body=None, headers=None, timeout=30):
+    def request(self, method, path, body=None, headers=None, timeout=30, auth=True):
         c = http.client.HTTPConnection(self.host, self.port, timeout=timeout)
-        c.request(method, path, body=body, headers=headers or {})
+        headers = dict(headers or {})
+        token = self.read_token if method in ("GET", "HEAD") else self.write_token
+        if auth and token:
+            headers["Authorization"] = "Bearer " + token
+        c.request(method, path, body=body, headers=headers)
         r = c.getresponse()
         return r, c
 
 
-def call(srv, method, path, body=None, headers=None):
-    r, c = srv.request(method, path, body, headers)
+def call(srv, method, path, body=None, headers=None, auth=True):
+    r, c = srv.request(method, path, body, headers, auth=auth)
     data = r.read()
     c.close()
     return r.status, (r.getheader("Content-Type") or "").split(";")[0].strip(), data
+
+
+def effective_security(spec, op):
+    return op.get("security", spec.get("security", []))
+
+
+def check_auth(spec, srv):
+    """With tokens configured: an operation whose security is only {}
+    answers without a token; every other answers 401 (Error body,
+    WWW-Authenticate: Bearer) without one."""
+    n = 0
+    for p, item in spec["paths"].items():
+        for m, op in item.items():
+            if m not in METHODS:
+                continue
+            path = re.sub(r"\{[^}]+\}", "0000000000000000", p)
+            data = b"" if m in ("post", "put") else None
+            if p in DASHBOARD_PATHS:
+                # Not built yet where even the token gets 404 or 405.
+                r, c = srv.request(m.upper(), path, data, timeout=10)
+                st = r.status
+                c.close()
+                if st in (404, 405):
+                    continue
+            r, c = srv.request(m.upper(), path, data, timeout=10, auth=False)
+            st, www = r.status, r.getheader("WWW-Authenticate") or ""
+            ct = (r.getheader("Content-Type") or "").split(";")[0].strip()
+            body = r.read(1 << 16) if st != 200 else b""  # a 200 may be an endless stream
+            c.close()
+            where = "%s %s" % (m.upper(), p)
+            open_op = effective_security(spec, op) == [{}]
+            if open_op and st == 401:
+                problem("%s: documented open, answers 401 without a token" % where)
+            elif not open_op:
+                if st != 401:
+                    problem("%s: documented to need a token, answers %d without one" % (where, st))
+                    continue
+                if not www.startswith("Bearer"):
+                    problem("%s: 401 without WWW-Authenticate: Bearer" % where)
+                doc401 = deref(spec, op["responses"].get("401", {})).get("content", {})
+                if ct not in doc401:
+                    problem("%s: 401 as %s, documented %s" % (where, ct, sorted(doc401)))
+                elif ct == "application/json":
+                    validate_json(spec, where + " (401)", doc401[ct].get("schema", {}), body)
+                elif not body.strip():
+                    problem("%s: 401 with an empty body" % where)
+            n += 1
+    print("  ok  %d operations answer without a token as their security says" % n)
 
 
 def example_of(spec, srv, prm):
@@ -278,6 +339,8 @@ def check_stream(spec, srv, p, url, resp_spec):
 
 def check_server(spec, url):
     srv = Server(url)
+    if srv.read_token and srv.write_token:
+        check_auth(spec, srv)
     checked = skipped = 0
     for p, item in spec["paths"].items():
         for m, op in item.items():

@@ -10,6 +10,9 @@
 #      the documented 400 and 404 answers with their error bodies,
 #   3. checks that every route of the server's own route index is in the
 #      file and that no documented method answers 405;
+#   4. with read and write tokens configured, checks each operation's
+#      documented security: open routes answer without a token, the
+#      others 401 with the error body and WWW-Authenticate;
 # and a mutated copy of the file (one field's type changed) must fail, so
 # the validation is known to bite. The routes docs/dashboard.md adds are
 # skipped with a note while this build answers them 404.
@@ -25,7 +28,11 @@ RPORT=$(free_port)
 $PY "$ROOT/tests/integration/notify_receiver.py" "$RPORT" "$TMP/requests.jsonl" >"$TMP/receiver.out" 2>&1 &
 PIDS+=($!)
 wait_until 10 curl -sf "http://127.0.0.1:$RPORT/health" || fail "the receiver did not come up"
+export GPULSE_READ_TOKEN=openapi-read-token GPULSE_WRITE_TOKEN=openapi-write-token
 cat >"$TMP/gpulse.yaml" <<EOF
+server:
+  read_token: $GPULSE_READ_TOKEN
+  write_token: $GPULSE_WRITE_TOKEN
 rules:
   - name: gpu_warm
     expr: DCGM_FI_DEV_GPU_TEMP
@@ -54,13 +61,14 @@ SERVER_CMD=up start_server --config "$TMP/gpulse.yaml" --simulate 2x2xH100 \
     --eval-interval 1s --eval-step 1s --eval-window 30s --steps-socket "$TMP/steps.sock" \
     --remediation 'gpu_warm=echo drain {node}' --gpu-hour-price 2
 U=$SERVER_URL
-has() { curl -sf "$U$1" | $PY -c 'import json,sys; sys.exit(0 if json.load(sys.stdin)["data"] else 1)'; }
+AUTH=(-H "Authorization: Bearer $GPULSE_READ_TOKEN")
+has() { curl -sf "${AUTH[@]}" "$U$1" | $PY -c 'import json,sys; sys.exit(0 if json.load(sys.stdin)["data"] else 1)'; }
 wait_until 60 has "/api/v1/alerts?state=all" || fail "no alert within 60 s"
 wait_until 60 has "/api/v1/audit" || fail "no remediation audit entry within 60 s"
 wait_until 60 has "/api/v1/notifications?state=done" || fail "no notification delivered within 60 s"
 wait_until 60 has "/api/v1/recommendations" || fail "no recommendation within 60 s"
 wait_until 30 has "/api/v1/jobs" || fail "no job within 30 s"
-SIL=$(curl -sf -X POST -d '{"matchers":{"kind":"gpu_warm","node":"sim-node-1"},"duration":"1h","comment":"openapi test"}' \
+SIL=$(curl -sf -H "Authorization: Bearer $GPULSE_WRITE_TOKEN" -X POST -d '{"matchers":{"kind":"gpu_warm","node":"sim-node-1"},"duration":"1h","comment":"openapi test"}' \
     "$U/api/v1/silences" | $PY -c 'import json,sys; print(json.load(sys.stdin)["data"]["id"])') ||
     fail "POST /api/v1/silences"
 note "server up with alerts, audit entries, notifications, recommendations, jobs and a silence"
@@ -68,6 +76,7 @@ note "server up with alerts, audit entries, notifications, recommendations, jobs
 $PY "$ROOT/tests/integration/openapi_check.py" server "$SPEC" "$U" >"$TMP/check.out" 2>&1 ||
     { cat "$TMP/check.out" >&2; fail "the server's answers do not match docs/openapi.yaml"; }
 grep -E '^  (skip|PROBLEM)' "$TMP/check.out" || true
+grep -E 'operations answer without a token' "$TMP/check.out" || fail "the security check did not run"
 tail -1 "$TMP/check.out"
 n=$(grep -c '^  ok  GET' "$TMP/check.out")
 [ "$n" -ge 17 ] || { cat "$TMP/check.out" >&2; fail "only $n GET routes were checked"; }
@@ -83,7 +92,8 @@ fi
 grep -q "GET /api/v1/gpus: .* is not of type 'string'" "$TMP/mut.out" || { cat "$TMP/mut.out" >&2; fail "the wrong schema failed for another reason"; }
 note "a wrong schema fails the check"
 
-code=$(curl -s -o "$TMP/del.json" -w '%{http_code}' -X DELETE "$U/api/v1/silences/$SIL")
+code=$(curl -s -o "$TMP/del.json" -w '%{http_code}' -H "Authorization: Bearer $GPULSE_WRITE_TOKEN" \
+    -X DELETE "$U/api/v1/silences/$SIL")
 [ "$code" = 200 ] || fail "DELETE /api/v1/silences/$SIL: $code"
 $PY - "$SPEC" "$TMP/del.json" <<'EOF' || fail "the DELETE answer does not match its schema"
 import json, sys, yaml, jsonschema
