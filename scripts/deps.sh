@@ -11,12 +11,14 @@ build_pkgs=(gcc make pkg-config libc6-dev libmicrohttpd-dev libjansson-dev libya
 # openssl to make a throwaway certificate for the TLS test, PyTorch (CPU)
 # for real training loops under `gpulse run`, Alertmanager as the real
 # receiver of the alertmanager notification channel, aiosmtpd as a real
-# SMTP server (STARTTLS, AUTH) for the email channel.
+# SMTP server (STARTTLS, AUTH) for the email channel, jsonschema and yaml
+# to validate the server's answers against docs/openapi.yaml (Debian 12
+# has no OpenAPI validator; jsonschema checks the schemas themselves).
 # The package test: dpkg-dev, debhelper and fakeroot build the .deb,
 # lintian checks it, debootstrap makes the clean root it is installed
 # into; man-db and groff-base render the man pages to catch warnings.
 test_pkgs=(prometheus curl python3 prometheus-node-exporter procps victoria-metrics openssl python3-torch
-           prometheus-alertmanager python3-aiosmtpd
+           prometheus-alertmanager python3-aiosmtpd python3-jsonschema python3-yaml
            dpkg-dev debhelper fakeroot lintian debootstrap man-db groff-base)
 
 want=("${build_pkgs[@]}")

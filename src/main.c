@@ -7,6 +7,8 @@
 #include "agent/agent.h"
 #include "agent/config.h"
 #include "lib/cfg.h"
+#include "agent/metrics_ref.h"
+#include "lib/buf.h"
 #include "notify/notify_cmd.h"
 #include "report/report.h"
 #include "run/run.h"
@@ -50,6 +52,20 @@ static int help_man(int argc, char **argv)
     return 2;
 }
 
+/* Hidden: prints docs/metrics.md's generated reference (scripts/docs.sh). */
+static int metrics_reference(void)
+{
+    struct gp_buf b;
+    gp_buf_init(&b, 0);
+    int rc = gp_metrics_reference(&b);
+    if (!rc)
+        fwrite(b.data, 1, b.len, stdout);
+    gp_buf_free(&b);
+    if (rc)
+        fprintf(stderr, "gpulse: metrics-reference: out of memory\n");
+    return rc ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -71,6 +87,8 @@ int main(int argc, char **argv)
         return gp_notify_main(argc - 2, argv + 2);
     if (!strcmp(cmd, "help-man"))
         return help_man(argc - 2, argv + 2);
+    if (!strcmp(cmd, "metrics-reference"))
+        return metrics_reference();
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
         printf("gpulse %s\n", GP_VERSION);
         return 0;

@@ -16,6 +16,7 @@
 #include "expo.h"
 
 #include "lib/err.h"
+#include "lib/metrics.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,16 +63,11 @@ static void label(struct gp_buf *b, const char *name, const char *value, int *fi
     gp_buf_putc(b, '"');
 }
 
-static void family(struct gp_buf *b, const char *name, const char *type, const char *help)
-{
-    gp_buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
-}
-
 /* A family of one unlabelled series. */
-static void scalar(struct gp_buf *b, const char *name, const char *type, const char *help, double v)
+static void scalar(struct gp_buf *b, enum gp_metric m, double v)
 {
-    family(b, name, type, help);
-    gp_buf_puts(b, name);
+    gp_metric_head(b, m);
+    gp_buf_puts(b, gp_metric_name(m));
     gp_buf_putc(b, ' ');
     gp_buf_put_double(b, v);
     gp_buf_putc(b, '\n');
@@ -178,7 +174,8 @@ static void render_gpu_fields(struct gp_expo *x, struct gp_buf *b, const struct 
             if (g->lost || !gp_gpu_has(g, (enum gp_gpu_field)fi))
                 continue;
             if (!any)
-                family(b, info->name, info->type == GP_COUNTER ? "counter" : "gauge", info->help);
+                gp_buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", info->name, info->help, info->name,
+                              info->type == GP_COUNTER ? "counter" : "gauge");
             any = 1;
             sample(b, info->name, gpu_labels(x, f, i), NULL, g->val[fi]);
         }
@@ -194,12 +191,11 @@ static void render_gpu_extras(struct gp_expo *x, struct gp_buf *b, const struct 
         if (g->lost || !g->clock_events_valid)
             continue;
         if (!any)
-            family(b, "gpulse_gpu_clock_event_reasons", "gauge",
-                   "1 while the clocks are held down for this reason (NVML clock-event reasons).");
+            gp_metric_head(b, GP_M_GPU_CLOCK_EVENT_REASONS);
         any = 1;
         for (unsigned r = 0; r < gp_clock_event_count; r++) {
             snprintf(extra, sizeof extra, "reason=\"%s\"", gp_clock_event_names[r].name);
-            sample(b, "gpulse_gpu_clock_event_reasons", gpu_labels(x, f, i), extra,
+            sample(b, gp_metric_name(GP_M_GPU_CLOCK_EVENT_REASONS), gpu_labels(x, f, i), extra,
                    (g->clock_events & gp_clock_event_names[r].bit) ? 1 : 0);
         }
     }
@@ -208,17 +204,17 @@ static void render_gpu_extras(struct gp_expo *x, struct gp_buf *b, const struct 
         const struct gp_gpu *g = &f->gpus[i];
         for (unsigned k = 0; k < g->nxids && k < GP_MAX_XIDS; k++) {
             if (!any)
-                family(b, "gpulse_gpu_xid_errors_total", "counter",
-                       "XID error events seen since the agent started, by XID code.");
+                gp_metric_head(b, GP_M_GPU_XID_ERRORS);
             any = 1;
             snprintf(extra, sizeof extra, "xid=\"%u\"", g->xids[k].xid);
-            sample(b, "gpulse_gpu_xid_errors_total", gpu_labels(x, f, i), extra, (double)g->xids[k].count);
+            sample(b, gp_metric_name(GP_M_GPU_XID_ERRORS), gpu_labels(x, f, i), extra,
+                   (double)g->xids[k].count);
         }
     }
     if (f->ngpus)
-        family(b, "gpulse_gpu_lost", "gauge", "1 when the GPU has fallen off the bus (NVML GPU_IS_LOST).");
+        gp_metric_head(b, GP_M_GPU_LOST);
     for (unsigned i = 0; i < f->ngpus; i++)
-        sample(b, "gpulse_gpu_lost", gpu_labels(x, f, i), NULL, f->gpus[i].lost ? 1 : 0);
+        sample(b, gp_metric_name(GP_M_GPU_LOST), gpu_labels(x, f, i), NULL, f->gpus[i].lost ? 1 : 0);
 }
 
 /* pid="..",comm=".."[,job="..",rank=".."] for a GPU process (comm and
@@ -236,13 +232,10 @@ static void proc_labels(struct gp_buf *b, const struct gp_frame *f, uint32_t pid
 
 static void render_gpu_procs(struct gp_expo *x, struct gp_buf *b, const struct gp_frame *f)
 {
-    static const struct {
-        const char *name, *help;
-    } fams[] = {
-        {"gpulse_gpu_process_memory_bytes", "GPU memory used by the process."},
-        {"gpulse_gpu_process_sm_ratio", "Share of the GPU's SM time the process used over the last sample period."},
-        {"gpulse_gpu_process_memory_util_ratio",
-         "Share of time the process read or wrote GPU memory over the last sample period."},
+    static const enum gp_metric fams[] = {
+        GP_M_GPU_PROC_MEMORY,
+        GP_M_GPU_PROC_SM,
+        GP_M_GPU_PROC_MEMUTIL,
     };
     struct gp_buf extra;
     gp_buf_init(&extra, 4096);
@@ -264,11 +257,11 @@ static void render_gpu_procs(struct gp_expo *x, struct gp_buf *b, const struct g
                 else
                     continue;
                 if (!any)
-                    family(b, fams[k].name, "gauge", fams[k].help);
+                    gp_metric_head(b, fams[k]);
                 any = 1;
                 gp_buf_reset(&extra);
                 proc_labels(&extra, f, p->pid);
-                sample(b, fams[k].name, gpu_base_labels(x, i), extra.data, v);
+                sample(b, gp_metric_name(fams[k]), gpu_base_labels(x, i), extra.data, v);
             }
         }
     }
@@ -280,26 +273,27 @@ static void render_host(struct gp_buf *b, const struct gp_frame *f)
     const struct gp_host *h = &f->host;
     char extra[96];
     if (h->cpu_valid) {
-        family(b, "gpulse_host_cpu_seconds_total", "counter", "Host CPU time spent in each mode, summed over CPUs.");
+        gp_metric_head(b, GP_M_HOST_CPU);
         for (int m = 0; m < GP_CPU__COUNT; m++) {
             snprintf(extra, sizeof extra, "mode=\"%s\"", gp_cpu_mode_names[m]);
-            sample(b, "gpulse_host_cpu_seconds_total", "", extra, h->cpu_seconds[m]);
+            sample(b, gp_metric_name(GP_M_HOST_CPU), "", extra, h->cpu_seconds[m]);
         }
-        family(b, "gpulse_host_cpus", "gauge", "Number of online CPUs.");
-        gp_buf_printf(b, "gpulse_host_cpus %u\n", h->ncpus);
+        gp_metric_head(b, GP_M_HOST_CPUS);
+        gp_buf_printf(b, "%s %u\n", gp_metric_name(GP_M_HOST_CPUS), h->ncpus);
     }
     if (h->mem_valid & ~(1u << GP_MEM_HUGEPAGES_TOTAL)) {
-        family(b, "gpulse_host_memory_bytes", "gauge", "Host memory by kind, from /proc/meminfo.");
+        gp_metric_head(b, GP_M_HOST_MEMORY);
         for (int m = 0; m < GP_MEM__COUNT; m++) {
             if (m == GP_MEM_HUGEPAGES_TOTAL || !(h->mem_valid & (1u << m)))
                 continue;
             snprintf(extra, sizeof extra, "kind=\"%s\"", gp_mem_kind_names[m]);
-            sample(b, "gpulse_host_memory_bytes", "", extra, (double)h->mem_bytes[m]);
+            sample(b, gp_metric_name(GP_M_HOST_MEMORY), "", extra, (double)h->mem_bytes[m]);
         }
     }
     if (h->mem_valid & (1u << GP_MEM_HUGEPAGES_TOTAL)) {
-        family(b, "gpulse_host_hugepages", "gauge", "Number of huge pages in the pool.");
-        gp_buf_printf(b, "gpulse_host_hugepages %llu\n", (unsigned long long)h->mem_bytes[GP_MEM_HUGEPAGES_TOTAL]);
+        gp_metric_head(b, GP_M_HOST_HUGEPAGES);
+        gp_buf_printf(b, "%s %llu\n", gp_metric_name(GP_M_HOST_HUGEPAGES),
+                      (unsigned long long)h->mem_bytes[GP_MEM_HUGEPAGES_TOTAL]);
     }
     int any = 0;
     for (int r = 0; r < GP_PSI__COUNT; r++)
@@ -307,18 +301,17 @@ static void render_host(struct gp_buf *b, const struct gp_frame *f)
             if (!(h->psi_valid[r] & (1u << k)))
                 continue;
             if (!any)
-                family(b, "gpulse_host_pressure_stall_seconds_total", "counter",
-                       "Time tasks stalled waiting for a resource (Linux PSI).");
+                gp_metric_head(b, GP_M_HOST_PRESSURE);
             any = 1;
             snprintf(extra, sizeof extra, "resource=\"%s\",kind=\"%s\"", gp_psi_resource_names[r], gp_psi_kind_names[k]);
-            sample(b, "gpulse_host_pressure_stall_seconds_total", "", extra, h->psi_seconds[r][k]);
+            sample(b, gp_metric_name(GP_M_HOST_PRESSURE), "", extra, h->psi_seconds[r][k]);
         }
     if (h->load_valid) {
         static const char *const win[] = {"1m", "5m", "15m"};
-        family(b, "gpulse_host_load_average", "gauge", "Host load average over a window.");
+        gp_metric_head(b, GP_M_HOST_LOAD);
         for (int i = 0; i < 3; i++) {
             snprintf(extra, sizeof extra, "window=\"%s\"", win[i]);
-            sample(b, "gpulse_host_load_average", "", extra, h->load[i]);
+            sample(b, gp_metric_name(GP_M_HOST_LOAD), "", extra, h->load[i]);
         }
     }
 }
@@ -351,18 +344,15 @@ static void render_jobs(struct gp_buf *b, const struct gp_frame *f, const struct
 {
     if (!f->njobs)
         return;
-    static const struct {
-        const char *name, *type, *help;
-    } fams[] = {
-        {"gpulse_job_info", "gauge", "A job (and rank) with processes on this node; value 1."},
-        {"gpulse_job_start_time_seconds", "gauge", "Earliest start of the job's processes, since the epoch."},
-        {"gpulse_job_processes", "gauge", "Live processes in the job's tree."},
-        {"gpulse_job_cpu_seconds_total", "counter",
-         "User and system CPU time of the job's tree, exited processes included."},
-        {"gpulse_job_resident_memory_bytes", "gauge", "Resident memory of the job's tree."},
-        {"gpulse_job_gpus", "gauge", "GPUs the job holds memory on or runs on."},
-        {"gpulse_job_gpu_memory_bytes", "gauge", "GPU memory of the job's processes."},
-        {"gpulse_job_gpu_sm_ratio", "gauge", "SM share of the job's processes, summed over GPUs."},
+    static const enum gp_metric fams[] = {
+        GP_M_JOB_INFO,
+        GP_M_JOB_START,
+        GP_M_JOB_PROCESSES,
+        GP_M_JOB_CPU,
+        GP_M_JOB_RSS,
+        GP_M_JOB_GPUS,
+        GP_M_JOB_GPU_MEMORY,
+        GP_M_JOB_GPU_SM,
     };
     char num[16];
     for (size_t k = 0; k < sizeof fams / sizeof fams[0]; k++) {
@@ -372,10 +362,10 @@ static void render_jobs(struct gp_buf *b, const struct gp_frame *f, const struct
             if (!j->id.job[0] || (k == 6 && !j->gpu_mem_valid) || (k == 7 && !j->sm_valid))
                 continue;
             if (!any)
-                family(b, fams[k].name, fams[k].type, fams[k].help);
+                gp_metric_head(b, fams[k]);
             any = 1;
             int first = 1;
-            gp_buf_puts(b, fams[k].name);
+            gp_buf_puts(b, gp_metric_name(fams[k]));
             gp_buf_putc(b, '{');
             job_labels(b, &j->id, &first);
             label(b, o->hostname_label, j->node[0] ? j->node : f->hostname, &first);
@@ -417,17 +407,15 @@ static void render_procs(struct gp_expo *x, struct gp_buf *b, const struct gp_fr
     }
     if (!gp_expo_select_procs(f, mode, x->selected))
         return;
-    static const struct {
-        const char *name, *type, *help;
-    } fams[] = {
-        {"gpulse_process_info", "gauge", "Process identity: parent pid, user id and state; value 1."},
-        {"gpulse_process_cpu_seconds_total", "counter", "CPU time of the process by mode."},
-        {"gpulse_process_resident_memory_bytes", "gauge", "Resident set size of the process."},
-        {"gpulse_process_virtual_memory_bytes", "gauge", "Virtual memory size of the process."},
-        {"gpulse_process_threads", "gauge", "Number of threads of the process."},
-        {"gpulse_process_start_time_seconds", "gauge", "Start time of the process since the epoch."},
-        {"gpulse_process_io_read_bytes_total", "counter", "Bytes the process read from storage."},
-        {"gpulse_process_io_write_bytes_total", "counter", "Bytes the process wrote to storage."},
+    static const enum gp_metric fams[] = {
+        GP_M_PROC_INFO,
+        GP_M_PROC_CPU,
+        GP_M_PROC_RSS,
+        GP_M_PROC_VSIZE,
+        GP_M_PROC_THREADS,
+        GP_M_PROC_START,
+        GP_M_PROC_IO_READ,
+        GP_M_PROC_IO_WRITE,
     };
     char lab[160];
     for (size_t k = 0; k < sizeof fams / sizeof fams[0]; k++) {
@@ -437,9 +425,9 @@ static void render_procs(struct gp_expo *x, struct gp_buf *b, const struct gp_fr
             if (!x->selected[i] || (k >= 6 && !p->io_valid))
                 continue;
             if (!any)
-                family(b, fams[k].name, fams[k].type, fams[k].help);
+                gp_metric_head(b, fams[k]);
             any = 1;
-            gp_buf_puts(b, fams[k].name);
+            gp_buf_puts(b, gp_metric_name(fams[k]));
             host_proc_labels(b, p);
             switch (k) {
             case 0:
@@ -451,7 +439,7 @@ static void render_procs(struct gp_expo *x, struct gp_buf *b, const struct gp_fr
                 gp_buf_puts(b, ",mode=\"user\"} ");
                 gp_buf_put_double(b, p->utime_s);
                 gp_buf_putc(b, '\n');
-                gp_buf_puts(b, fams[k].name);
+                gp_buf_puts(b, gp_metric_name(fams[k]));
                 host_proc_labels(b, p);
                 gp_buf_puts(b, ",mode=\"system\"} ");
                 gp_buf_put_double(b, p->stime_s);
@@ -473,36 +461,34 @@ static void render_procs(struct gp_expo *x, struct gp_buf *b, const struct gp_fr
 static void render_self(struct gp_buf *b, const struct gp_frame *f, const struct gp_agent_stats *st)
 {
     char extra[64];
-    family(b, "gpulse_source_up", "gauge", "1 when the source found something to sample and is sampling it.");
+    gp_metric_head(b, GP_M_SOURCE_UP);
     for (int s = 0; s < GP_SRC__COUNT; s++) {
         snprintf(extra, sizeof extra, "source=\"%s\"", gp_source_names[s]);
-        sample(b, "gpulse_source_up", "", extra, f->src[s].active ? 1 : 0);
+        sample(b, gp_metric_name(GP_M_SOURCE_UP), "", extra, f->src[s].active ? 1 : 0);
     }
-    family(b, "gpulse_source_errors_total", "counter",
-           "Readings a source had to skip: vanished processes, garbled files, driver errors.");
+    gp_metric_head(b, GP_M_SOURCE_ERRORS);
     for (int s = 0; s < GP_SRC__COUNT; s++) {
         snprintf(extra, sizeof extra, "source=\"%s\"", gp_source_names[s]);
-        sample(b, "gpulse_source_errors_total", "", extra, (double)f->src[s].errors_total);
+        sample(b, gp_metric_name(GP_M_SOURCE_ERRORS), "", extra, (double)f->src[s].errors_total);
     }
-    family(b, "gpulse_source_sample_duration_seconds", "gauge", "Time the source's last sample took.");
+    gp_metric_head(b, GP_M_SOURCE_DURATION);
     for (int s = 0; s < GP_SRC__COUNT; s++) {
         if (!f->src[s].active)
             continue;
         snprintf(extra, sizeof extra, "source=\"%s\"", gp_source_names[s]);
-        sample(b, "gpulse_source_sample_duration_seconds", "", extra, f->src[s].duration_s);
+        sample(b, gp_metric_name(GP_M_SOURCE_DURATION), "", extra, f->src[s].duration_s);
     }
-    scalar(b, "gpulse_scrape_duration_seconds", "gauge", "Time the last sampling tick took, all sources.",
+    scalar(b, GP_M_SCRAPE_DURATION,
            f->tick_duration_s);
-    scalar(b, "gpulse_agent_ticks_total", "counter", "Sampling ticks since the agent started.",
+    scalar(b, GP_M_AGENT_TICKS,
            (double)st->ticks);
-    scalar(b, "gpulse_agent_tick_overruns_total", "counter",
-           "Ticks skipped because sampling took longer than the interval.", (double)st->overruns);
-    scalar(b, "gpulse_agent_last_sample_timestamp_seconds", "gauge", "When the latest frame was sampled.",
+    scalar(b, GP_M_AGENT_OVERRUNS, (double)st->overruns);
+    scalar(b, GP_M_AGENT_LAST_SAMPLE,
            (double)f->time_ms / 1000.0);
-    scalar(b, "gpulse_agent_start_time_seconds", "gauge", "When the agent started, since the epoch.",
+    scalar(b, GP_M_AGENT_START,
            st->start_time_s);
-    family(b, "gpulse_build_info", "gauge", "gpulse version; value 1.");
-    gp_buf_printf(b, "gpulse_build_info{version=\"%s\"} 1\n", GP_VERSION);
+    gp_metric_head(b, GP_M_BUILD_INFO);
+    gp_buf_printf(b, "%s{version=\"%s\"} 1\n", gp_metric_name(GP_M_BUILD_INFO), GP_VERSION);
 }
 
 int gp_expo_render(struct gp_expo *x, struct gp_buf *out, const struct gp_frame *f,

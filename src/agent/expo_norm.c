@@ -30,6 +30,7 @@
 
 #include "lib/err.h"
 #include "lib/gpumodels.h"
+#include "lib/metrics.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -113,27 +114,11 @@ enum nfam {
     NF_COMPUTE, NF_MEMORY, NF_BW, NF_POWER, NF_CLOCK, NF_EFF, NF_PEAK, NF_H100, NF_KNOWN, NF__COUNT
 };
 
-static const struct {
-    const char *name, *help;
-} fams[NF__COUNT] = {
-    [NF_COMPUTE] = {"gpulse_gpu_compute_ratio",
-                    "Share of the GPU's compute in use: SM activity (source=\"sm_active\", GPM) or "
-                    "coarse utilization / 100 (source=\"gpu_util\")."},
-    [NF_MEMORY] = {"gpulse_gpu_memory_used_ratio", "GPU memory used as a share of the GPU's total."},
-    [NF_BW] = {"gpulse_gpu_bandwidth_ratio",
-               "Share of time the memory interface is busy: DRAM activity (source=\"dram_active\") or "
-               "memory copy utilization / 100 (source=\"mem_copy_util\")."},
-    [NF_POWER] = {"gpulse_gpu_power_ratio", "Power draw as a share of the enforced power limit."},
-    [NF_CLOCK] = {"gpulse_gpu_clock_ratio", "SM clock as a share of the maximum SM clock."},
-    [NF_EFF] = {"gpulse_gpu_effective_tflops",
-                "Estimated delivered TFLOP/s: pipe activity x peak (basis=\"pipes\") or compute ratio "
-                "x peak dense tensor (basis=\"compute_ratio\")."},
-    [NF_PEAK] = {"gpulse_gpu_peak_tflops", "Peak dense TFLOP/s of the model by precision (bf16 tensor, fp32)."},
-    [NF_H100] = {"gpulse_gpu_h100_equivalents",
-                 "Peak dense bf16 TFLOP/s of the model over the H100 SXM's (989.4)."},
-    [NF_KNOWN] = {"gpulse_gpu_model_known",
-                  "1 when the model table knows the GPU's model; 0: figures from the driver only, no "
-                  "peak FLOP/s."},
+/* The families in nfam order (their rows in lib/metrics.h). */
+static const enum gp_metric fams[NF__COUNT] = {
+    [NF_COMPUTE] = GP_M_NORM_COMPUTE, [NF_MEMORY] = GP_M_NORM_MEMORY, [NF_BW] = GP_M_NORM_BANDWIDTH,
+    [NF_POWER] = GP_M_NORM_POWER,     [NF_CLOCK] = GP_M_NORM_CLOCK,   [NF_EFF] = GP_M_NORM_EFFECTIVE,
+    [NF_PEAK] = GP_M_NORM_PEAK,       [NF_H100] = GP_M_NORM_H100,     [NF_KNOWN] = GP_M_NORM_KNOWN,
 };
 
 static void line(struct gp_buf *b, const char *name, const char *labels, const char *k, const char *v,
@@ -198,14 +183,13 @@ int gp_expo_render_norm(const struct gp_expo *x, struct gp_buf *out, const struc
             if (v < 0)
                 continue;
             if (!any)
-                gp_buf_printf(out, "# HELP %s %s\n# TYPE %s gauge\n", fams[k].name, fams[k].help,
-                              fams[k].name);
+                gp_metric_head(out, fams[k]);
             any = 1;
             /* GPU i's own label set, with its job (expo.c builds both). */
             const char *labels = x->labels.data + x->label_off[f->ngpus + i];
-            line(out, fams[k].name, labels, lk, lv, v);
+            line(out, gp_metric_name(fams[k]), labels, lk, lv, v);
             if (v2 >= 0)
-                line(out, fams[k].name, labels, "precision", "fp32", v2);
+                line(out, gp_metric_name(fams[k]), labels, "precision", "fp32", v2);
         }
     }
     return out->err;

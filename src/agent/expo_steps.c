@@ -12,6 +12,7 @@
 #include "expo.h"
 
 #include "lib/err.h"
+#include "lib/metrics.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -21,23 +22,12 @@ enum step_fam {
     SF_LOST, SF_EXIT, SF_END, SF__COUNT
 };
 
-static const struct {
-    const char *name, *type, *help;
-} fams[SF__COUNT] = {
-    [SF_STEPS] = {"gpulse_job_steps_total", "counter", "Training steps the process reported."},
-    [SF_STEP] = {"gpulse_job_step", "gauge", "The process's own number of its last step."},
-    [SF_SECONDS] = {"gpulse_job_step_seconds_total", "counter", "Sum of the reported step durations."},
-    [SF_DURATION] = {"gpulse_job_step_duration_seconds", "gauge", "Duration of the last reported step."},
-    [SF_WAIT] = {"gpulse_job_data_wait_seconds_total", "counter", "Time the steps waited for input data."},
-    [SF_SAMPLES] = {"gpulse_job_samples_total", "counter", "Samples processed by the reported steps."},
-    [SF_TOKENS] = {"gpulse_job_tokens_total", "counter", "Tokens processed by the reported steps."},
-    [SF_LOSS] = {"gpulse_job_loss", "gauge", "The last loss the process reported."},
-    [SF_TARGET] = {"gpulse_job_target_steps", "gauge", "Steps the job means to run."},
-    [SF_LOST] = {"gpulse_job_step_records_lost_total", "counter",
-                 "Step records lost between the process and the agent (unsent or missing by sequence)."},
-    [SF_EXIT] = {"gpulse_job_exit_status", "gauge",
-                 "Exit status the process reported when it ended (128 + signal for a signal death)."},
-    [SF_END] = {"gpulse_job_end_time_seconds", "gauge", "When the process reported it ended, since the epoch."},
+/* The families in step_fam order (their rows in lib/metrics.h). */
+static const enum gp_metric fams[SF__COUNT] = {
+    [SF_STEPS] = GP_M_STEP_STEPS,     [SF_STEP] = GP_M_STEP_STEP,       [SF_SECONDS] = GP_M_STEP_SECONDS,
+    [SF_DURATION] = GP_M_STEP_DURATION, [SF_WAIT] = GP_M_STEP_WAIT,     [SF_SAMPLES] = GP_M_STEP_SAMPLES,
+    [SF_TOKENS] = GP_M_STEP_TOKENS,   [SF_LOSS] = GP_M_STEP_LOSS,       [SF_TARGET] = GP_M_STEP_TARGET,
+    [SF_LOST] = GP_M_STEP_LOST,       [SF_EXIT] = GP_M_STEP_EXIT,       [SF_END] = GP_M_STEP_END,
 };
 
 /* Whether st has the reading of family k, and its value. */
@@ -105,11 +95,6 @@ static void step_labels(char *out, size_t cap, const struct gp_frame *f, const s
     put_raw(out, cap, &len, num);
 }
 
-static void family(struct gp_buf *b, const char *name, const char *type, const char *help)
-{
-    gp_buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
-}
-
 static void series(struct gp_buf *b, const char *name, const char *labels, double v)
 {
     gp_buf_puts(b, name);
@@ -123,7 +108,7 @@ static void series(struct gp_buf *b, const char *name, const char *labels, doubl
 static void render_allocator(struct gp_buf *b, const struct gp_frame *f, const struct gp_expo_options *o)
 {
     static const char *const kinds[] = {"allocated", "reserved", "peak"};
-    const char *name = "gpulse_job_allocator_bytes";
+    const char *name = gp_metric_name(GP_M_STEP_ALLOCATOR);
     char lab[1024], extra[96];
     bool any = false;
     for (unsigned i = 0; i < f->nsteps; i++) {
@@ -131,8 +116,7 @@ static void render_allocator(struct gp_buf *b, const struct gp_frame *f, const s
         if (!st->nalloc)
             continue;
         if (!any)
-            family(b, name, "gauge",
-                   "Framework allocator memory the process reported, by device and kind.");
+            gp_metric_head(b, GP_M_STEP_ALLOCATOR);
         any = true;
         step_labels(lab, sizeof lab, f, st, o);
         for (unsigned d = 0; d < st->nalloc; d++) {
@@ -154,17 +138,11 @@ static void render_allocator(struct gp_buf *b, const struct gp_frame *f, const s
 
 static void render_self(struct gp_buf *b, const struct gp_frame *f)
 {
-    static const struct {
-        const char *name, *help;
-    } c[] = {
-        {"gpulse_steps_datagrams_total", "Datagrams received on the step socket."},
-        {"gpulse_steps_records_total", "Step records received and accepted."},
-        {"gpulse_steps_malformed_total", "Step records dropped as malformed (and oversized datagrams)."},
-    };
+    static const enum gp_metric c[] = {GP_M_STEPS_DATAGRAMS, GP_M_STEPS_RECORDS, GP_M_STEPS_MALFORMED};
     const uint64_t v[3] = {f->steps_self.datagrams, f->steps_self.records, f->steps_self.malformed};
     for (int i = 0; i < 3; i++) {
-        family(b, c[i].name, "counter", c[i].help);
-        gp_buf_printf(b, "%s %llu\n", c[i].name, (unsigned long long)v[i]);
+        gp_metric_head(b, c[i]);
+        gp_buf_printf(b, "%s %llu\n", gp_metric_name(c[i]), (unsigned long long)v[i]);
     }
 }
 
@@ -179,10 +157,10 @@ int gp_expo_render_steps(struct gp_buf *out, const struct gp_frame *f, const str
             if (!reading(st, (enum step_fam)k, &v))
                 continue;
             if (!any)
-                family(out, fams[k].name, fams[k].type, fams[k].help);
+                gp_metric_head(out, fams[k]);
             any = true;
             step_labels(lab, sizeof lab, f, st, o);
-            series(out, fams[k].name, lab, v);
+            series(out, gp_metric_name(fams[k]), lab, v);
         }
     }
     render_allocator(out, f, o);

@@ -27,6 +27,7 @@
 #include "lib/clock.h"
 #include "lib/err.h"
 #include "lib/log.h"
+#include "lib/metrics.h"
 #include "lib/token.h"
 
 #include <errno.h>
@@ -486,11 +487,6 @@ static void *target_main(void *arg)
 
 /* ---- metrics ------------------------------------------------------------- */
 
-static void family(struct gp_buf *b, const char *name, const char *type, const char *help)
-{
-    gp_buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
-}
-
 static void target_line(struct gp_buf *b, const char *name, const struct target *t, const char *reason,
                         double v)
 {
@@ -510,39 +506,34 @@ void gp_push_render_metrics(struct gp_push *p, struct gp_buf *b)
 {
     if (!p || !p->nt)
         return;
-    family(b, "gpulse_push_samples_sent_total", "counter", "Samples the target acknowledged.");
+    gp_metric_head(b, GP_M_PUSH_SENT);
     for (size_t i = 0; i < p->nt; i++)
-        target_line(b, "gpulse_push_samples_sent_total", &p->t[i], NULL,
+        target_line(b, gp_metric_name(GP_M_PUSH_SENT), &p->t[i], NULL,
                     (double)atomic_load(&p->t[i].sent));
-    family(b, "gpulse_push_samples_dropped_total", "counter",
-           "Samples given up on: rejected by the target (4xx), oldest dropped from a full buffer, "
-           "corrupt in the buffer, not written to it (io_error), or not encoded.");
+    gp_metric_head(b, GP_M_PUSH_DROPPED);
     for (size_t i = 0; i < p->nt; i++)
         for (int r = 0; r < R__COUNT; r++)
-            target_line(b, "gpulse_push_samples_dropped_total", &p->t[i], reason_name[r],
+            target_line(b, gp_metric_name(GP_M_PUSH_DROPPED), &p->t[i], reason_name[r],
                         (double)atomic_load(&p->t[i].dropped[r]));
-    family(b, "gpulse_push_batches_retried_total", "counter",
-           "Requests that failed with 5xx, 429 or a connection error and are retried.");
+    gp_metric_head(b, GP_M_PUSH_RETRIED);
     for (size_t i = 0; i < p->nt; i++)
-        target_line(b, "gpulse_push_batches_retried_total", &p->t[i], NULL,
+        target_line(b, gp_metric_name(GP_M_PUSH_RETRIED), &p->t[i], NULL,
                     (double)atomic_load(&p->t[i].retried));
-    family(b, "gpulse_push_queue_bytes", "gauge", "Bytes of samples waiting for the target.");
+    gp_metric_head(b, GP_M_PUSH_QUEUE);
     for (size_t i = 0; i < p->nt; i++)
-        target_line(b, "gpulse_push_queue_bytes", &p->t[i], NULL,
+        target_line(b, gp_metric_name(GP_M_PUSH_QUEUE), &p->t[i], NULL,
                     (double)atomic_load(&p->t[i].queue_bytes));
-    family(b, "gpulse_push_buffer_bytes", "gauge",
-           "Bytes of the target's on-disk buffer files (0 without --buffer-dir).");
+    gp_metric_head(b, GP_M_PUSH_BUFFER);
     for (size_t i = 0; i < p->nt; i++)
-        target_line(b, "gpulse_push_buffer_bytes", &p->t[i], NULL,
+        target_line(b, gp_metric_name(GP_M_PUSH_BUFFER), &p->t[i], NULL,
                     (double)atomic_load(&p->t[i].buffer_bytes));
-    family(b, "gpulse_push_last_success_timestamp_seconds", "gauge",
-           "When the target last acknowledged a request (0: never).");
+    gp_metric_head(b, GP_M_PUSH_LAST_SUCCESS);
     for (size_t i = 0; i < p->nt; i++)
-        target_line(b, "gpulse_push_last_success_timestamp_seconds", &p->t[i], NULL,
+        target_line(b, gp_metric_name(GP_M_PUSH_LAST_SUCCESS), &p->t[i], NULL,
                     (double)atomic_load(&p->t[i].last_success_ms) / 1000.0);
-    family(b, "gpulse_push_encode_duration_seconds", "gauge",
-           "Time the last tick took to parse its exposition and encode it as remote write.");
-    gp_buf_puts(b, "gpulse_push_encode_duration_seconds ");
+    gp_metric_head(b, GP_M_PUSH_ENCODE);
+    gp_buf_puts(b, gp_metric_name(GP_M_PUSH_ENCODE));
+    gp_buf_putc(b, ' ');
     gp_buf_put_double(b, (double)atomic_load(&p->enc_ns_last) / 1e9);
     gp_buf_putc(b, '\n');
 }

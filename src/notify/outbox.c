@@ -17,6 +17,7 @@
 #include "lib/clock.h"
 #include "lib/err.h"
 #include "lib/log.h"
+#include "lib/metrics.h"
 #include "notify/notice.h"
 #include "server/state.h"
 
@@ -497,18 +498,14 @@ void gp_outbox_render_metrics(struct gp_outbox *ob, struct gp_buf *b)
     struct gp_outbox_stats s;
     gp_outbox_stats(ob, &s);
     const struct gp_notify_config *c = ob->o.cfg;
-    gp_buf_puts(b, "# HELP gpulse_server_notifications_total Notification sends, by receiver and "
-                   "result (done, retry, dead).\n"
-                   "# TYPE gpulse_server_notifications_total counter\n");
+    gp_metric_head(b, GP_M_NOTIFICATIONS);
     for (size_t i = 0; i < c->nrecv && i < GP_NOTIFY_RECEIVERS_MAX; i++)
         for (int r = 0; r < R__COUNT; r++)
-            gp_buf_printf(b, "gpulse_server_notifications_total{receiver=\"%s\",result=\"%s\"} %llu\n",
+            gp_buf_printf(b, "%s{receiver=\"%s\",result=\"%s\"} %llu\n", gp_metric_name(GP_M_NOTIFICATIONS),
                           c->recv[i].name, result_names[r],
                           (unsigned long long)__atomic_load_n(&ob->results[i][r], __ATOMIC_RELAXED));
-    gp_buf_puts(b, "# HELP gpulse_server_notifications_queued Notifications waiting to be sent.\n"
-                   "# TYPE gpulse_server_notifications_queued gauge\n");
-    gp_buf_printf(b, "gpulse_server_notifications_queued %llu\n", (unsigned long long)s.queued);
-    gp_buf_puts(b, "# HELP gpulse_server_notifications_dead Notifications given up on.\n"
-                   "# TYPE gpulse_server_notifications_dead gauge\n");
-    gp_buf_printf(b, "gpulse_server_notifications_dead %llu\n", (unsigned long long)s.dead);
+    gp_metric_head(b, GP_M_NOTIFICATIONS_QUEUED);
+    gp_buf_printf(b, "%s %llu\n", gp_metric_name(GP_M_NOTIFICATIONS_QUEUED), (unsigned long long)s.queued);
+    gp_metric_head(b, GP_M_NOTIFICATIONS_DEAD);
+    gp_buf_printf(b, "%s %llu\n", gp_metric_name(GP_M_NOTIFICATIONS_DEAD), (unsigned long long)s.dead);
 }

@@ -28,6 +28,7 @@
 #include "lib/log.h"
 #include "lib/duration.h"
 #include "lib/err.h"
+#include "lib/metrics.h"
 #include "query/query.h"
 
 #include <errno.h>
@@ -451,33 +452,25 @@ void gp_srv_render_alert_metrics(struct gp_server *s, struct gp_buf *b)
     struct gp_alerts_stats as;
     gp_engine_stats(s->engine, &es);
     gp_alerts_stats(s->alerts, &as);
-    gp_buf_puts(b, "# HELP gpulse_server_eval_ticks_total Evaluation ticks (view, detectors, rules, alerts).\n"
-                   "# TYPE gpulse_server_eval_ticks_total counter\n");
-    gp_buf_printf(b, "gpulse_server_eval_ticks_total %llu\n", (unsigned long long)es.ticks);
-    gp_buf_puts(b, "# HELP gpulse_server_eval_errors_total Evaluation failures, by what failed.\n"
-                   "# TYPE gpulse_server_eval_errors_total counter\n");
-    gp_buf_printf(b, "gpulse_server_eval_errors_total{part=\"tick\"} %llu\n"
-                     "gpulse_server_eval_errors_total{part=\"detector\"} %llu\n"
-                     "gpulse_server_eval_errors_total{part=\"rule\"} %llu\n"
-                     "gpulse_server_eval_errors_total{part=\"alerts_db\"} %llu\n",
-                  (unsigned long long)es.tick_errors, (unsigned long long)es.detector_errors,
-                  (unsigned long long)es.rule_errors, (unsigned long long)as.db_errors);
-    gp_buf_puts(b, "# HELP gpulse_server_eval_last_seconds Time the last evaluation tick took, by part.\n"
-                   "# TYPE gpulse_server_eval_last_seconds gauge\n");
-    gp_buf_printf(b, "gpulse_server_eval_last_seconds{part=\"view\"} %.6f\n"
-                     "gpulse_server_eval_last_seconds{part=\"detectors\"} %.6f\n"
-                     "gpulse_server_eval_last_seconds{part=\"rules\"} %.6f\n"
-                     "gpulse_server_eval_last_seconds{part=\"total\"} %.6f\n",
-                  (double)es.last_view_ns / 1e9, (double)es.last_detect_ns / 1e9,
-                  (double)es.last_rules_ns / 1e9, (double)es.last_tick_ns / 1e9);
-    gp_buf_puts(b, "# HELP gpulse_server_eval_view_gpus GPUs in the detectors' view.\n"
-                   "# TYPE gpulse_server_eval_view_gpus gauge\n");
-    gp_buf_printf(b, "gpulse_server_eval_view_gpus %llu\n", (unsigned long long)es.gpus);
-    gp_buf_puts(b, "# HELP gpulse_server_alerts Alerts now, by state.\n"
-                   "# TYPE gpulse_server_alerts gauge\n");
-    gp_buf_printf(b, "gpulse_server_alerts{state=\"pending\"} %llu\ngpulse_server_alerts{state=\"firing\"} %llu\n",
-                  (unsigned long long)as.pending, (unsigned long long)as.firing);
-    gp_buf_puts(b, "# HELP gpulse_server_alert_transitions_total Alert state changes.\n"
-                   "# TYPE gpulse_server_alert_transitions_total counter\n");
-    gp_buf_printf(b, "gpulse_server_alert_transitions_total %llu\n", (unsigned long long)as.transitions);
+    gp_metric_head(b, GP_M_EVAL_TICKS);
+    gp_buf_printf(b, "%s %llu\n", gp_metric_name(GP_M_EVAL_TICKS), (unsigned long long)es.ticks);
+    static const char *const err_parts[] = {"tick", "detector", "rule", "alerts_db"};
+    const uint64_t errs[] = {es.tick_errors, es.detector_errors, es.rule_errors, as.db_errors};
+    gp_metric_head(b, GP_M_EVAL_ERRORS);
+    for (size_t i = 0; i < 4; i++)
+        gp_buf_printf(b, "%s{part=\"%s\"} %llu\n", gp_metric_name(GP_M_EVAL_ERRORS), err_parts[i],
+                      (unsigned long long)errs[i]);
+    static const char *const time_parts[] = {"view", "detectors", "rules", "total"};
+    const uint64_t ns[] = {es.last_view_ns, es.last_detect_ns, es.last_rules_ns, es.last_tick_ns};
+    gp_metric_head(b, GP_M_EVAL_LAST);
+    for (size_t i = 0; i < 4; i++)
+        gp_buf_printf(b, "%s{part=\"%s\"} %.6f\n", gp_metric_name(GP_M_EVAL_LAST), time_parts[i],
+                      (double)ns[i] / 1e9);
+    gp_metric_head(b, GP_M_EVAL_VIEW_GPUS);
+    gp_buf_printf(b, "%s %llu\n", gp_metric_name(GP_M_EVAL_VIEW_GPUS), (unsigned long long)es.gpus);
+    gp_metric_head(b, GP_M_ALERTS);
+    gp_buf_printf(b, "%s{state=\"pending\"} %llu\n%s{state=\"firing\"} %llu\n", gp_metric_name(GP_M_ALERTS),
+                  (unsigned long long)as.pending, gp_metric_name(GP_M_ALERTS), (unsigned long long)as.firing);
+    gp_metric_head(b, GP_M_ALERT_TRANSITIONS);
+    gp_buf_printf(b, "%s %llu\n", gp_metric_name(GP_M_ALERT_TRANSITIONS), (unsigned long long)as.transitions);
 }

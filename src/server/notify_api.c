@@ -13,6 +13,7 @@
 
 #include "lib/err.h"
 #include "lib/log.h"
+#include "lib/metrics.h"
 #include "notify/config.h"
 #include "notify/outbox.h"
 #include "notify/router.h"
@@ -93,21 +94,15 @@ void gp_srv_render_notify_metrics(struct gp_server *s, struct gp_buf *b)
         return;
     struct gp_router_stats st;
     gp_router_stats(s->notify->router, &st);
-    static const struct {
-        const char *name, *type, *help;
-    } fam[] = {
-        {"gpulse_server_notify_events_total", "counter", "Alert transitions the notification router took in."},
-        {"gpulse_server_notify_events_dropped_total", "counter",
-         "Alert transitions dropped because the router's queue was full."},
-        {"gpulse_server_notify_notices_total", "counter", "Notifications the router wrote to the outbox."},
-        {"gpulse_server_notify_db_errors_total", "counter", "Router writes to state.db that failed."},
-        {"gpulse_server_notify_groups", "gauge", "Notification groups the router keeps now."},
-        {"gpulse_server_notify_group_alerts", "gauge", "Alerts held in the router's groups now."},
+    static const enum gp_metric fam[] = {
+        GP_M_NOTIFY_EVENTS,   GP_M_NOTIFY_DROPPED, GP_M_NOTIFY_NOTICES,
+        GP_M_NOTIFY_DB_ERRORS, GP_M_NOTIFY_GROUPS, GP_M_NOTIFY_GROUP_ALERTS,
     };
     const uint64_t v[] = {st.events, st.dropped, st.notices, st.db_errors, st.groups, st.alerts};
-    for (size_t i = 0; i < sizeof fam / sizeof fam[0]; i++)
-        gp_buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n%s %llu\n", fam[i].name, fam[i].help, fam[i].name,
-                      fam[i].type, fam[i].name, (unsigned long long)v[i]);
+    for (size_t i = 0; i < sizeof fam / sizeof fam[0]; i++) {
+        gp_metric_head(b, fam[i]);
+        gp_buf_printf(b, "%s %llu\n", gp_metric_name(fam[i]), (unsigned long long)v[i]);
+    }
 }
 
 void gp_srv_handle_notifications(struct gp_server *s, const struct gp_http_request *req,

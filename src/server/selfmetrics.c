@@ -15,6 +15,7 @@
 #include "server_int.h"
 
 #include "lib/err.h"
+#include "lib/metrics.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -37,15 +38,11 @@ void gp_srv_observe(struct gp_srv_hist *h, int64_t ns)
     gp_srv_count(&h->count, 1); /* last: a reader sees count <= the buckets' sum + the +Inf rest */
 }
 
-static void family(struct gp_buf *b, const char *name, const char *type, const char *help)
+/* A family of one unlabelled series. */
+static void one(struct gp_buf *b, enum gp_metric m, double v)
 {
-    gp_buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
-}
-
-static void one(struct gp_buf *b, const char *name, const char *type, const char *help, double v)
-{
-    family(b, name, type, help);
-    gp_buf_printf(b, "%s ", name);
+    gp_metric_head(b, m);
+    gp_buf_printf(b, "%s ", gp_metric_name(m));
     gp_buf_put_double(b, v);
     gp_buf_putc(b, '\n');
 }
@@ -92,84 +89,73 @@ static void store_families(struct gp_buf *b, struct gp_store *st)
     memset(&x, 0, sizeof x);
     if (st)
         gp_store_stats(st, &x);
-    one(b, "gpulse_server_series", "gauge", "Series held by the store.", (double)x.series);
-    one(b, "gpulse_server_head_chunks", "gauge", "Open in-memory (head) chunks.", (double)x.head_chunks);
-    one(b, "gpulse_server_head_bytes", "gauge", "Bytes of the head chunks.", (double)x.head_bytes);
-    one(b, "gpulse_server_wal_bytes", "gauge", "Bytes in the write-ahead log.", (double)x.wal_bytes);
-    one(b, "gpulse_server_wal_syncs_total", "counter", "WAL syncs (fdatasync) since start.",
+    one(b, GP_M_SRV_SERIES, (double)x.series);
+    one(b, GP_M_SRV_HEAD_CHUNKS, (double)x.head_chunks);
+    one(b, GP_M_SRV_HEAD_BYTES, (double)x.head_bytes);
+    one(b, GP_M_SRV_WAL_BYTES, (double)x.wal_bytes);
+    one(b, GP_M_SRV_WAL_SYNCS,
         (double)x.wal_syncs);
-    one(b, "gpulse_server_disk_bytes", "gauge",
-        "Bytes the store holds on disk (chunks, blocks, rollups, snapshot, metadata).",
+    one(b, GP_M_SRV_DISK_BYTES,
         (double)x.disk_bytes);
-    one(b, "gpulse_server_blocks", "gauge", "Compacted blocks on disk.", (double)x.blocks);
-    one(b, "gpulse_server_checkpoints_total", "counter", "Head checkpoints since start.",
+    one(b, GP_M_SRV_BLOCKS, (double)x.blocks);
+    one(b, GP_M_SRV_CHECKPOINTS,
         (double)x.checkpoints);
-    one(b, "gpulse_server_compactions_total", "counter", "Compactions since start.",
+    one(b, GP_M_SRV_COMPACTIONS,
         (double)x.compactions);
     if (st && x.newest_ms >= x.oldest_ms && x.series) {
-        one(b, "gpulse_server_oldest_sample_timestamp_seconds", "gauge",
-            "Time of the oldest sample held.", (double)x.oldest_ms / 1e3);
-        one(b, "gpulse_server_newest_sample_timestamp_seconds", "gauge",
-            "Time of the newest sample held.", (double)x.newest_ms / 1e3);
+        one(b, GP_M_SRV_OLDEST, (double)x.oldest_ms / 1e3);
+        one(b, GP_M_SRV_NEWEST, (double)x.newest_ms / 1e3);
     }
-    one(b, "gpulse_server_recovery_duration_seconds", "gauge",
-        "Time the last start spent recovering the store.", x.replay_seconds);
-    one(b, "gpulse_server_recovered_samples", "gauge", "Samples replayed from the WAL at the last start.",
+    one(b, GP_M_SRV_RECOVERY, x.replay_seconds);
+    one(b, GP_M_SRV_RECOVERED,
         (double)x.replayed_samples);
 }
 
 int gp_srv_render_metrics(struct gp_server *s, struct gp_buf *b)
 {
-    one(b, "gpulse_server_samples_ingested_total", "counter", "Samples stored from remote write.",
+    one(b, GP_M_SRV_INGESTED,
         (double)gp_srv_get(&s->samples_ingested));
-    one(b, "gpulse_server_samples_duplicate_total", "counter",
-        "Samples dropped as exact duplicates of stored ones (a sender's retry).",
+    one(b, GP_M_SRV_DUPLICATE,
         (double)gp_srv_get(&s->samples_duplicate));
-    one(b, "gpulse_server_series_created_total", "counter", "Series created by remote write.",
+    one(b, GP_M_SRV_SERIES_CREATED,
         (double)gp_srv_get(&s->series_created));
-    family(b, "gpulse_server_samples_rejected_total", "counter",
-           "Samples not stored, by reason (the request was answered 400).");
+    gp_metric_head(b, GP_M_SRV_REJECTED);
     for (size_t i = 0; i < GP_SRV_REJ_COUNT; i++)
-        gp_buf_printf(b, "gpulse_server_samples_rejected_total{reason=\"%s\"} %llu\n", reject_names[i],
+        gp_buf_printf(b, "%s{reason=\"%s\"} %llu\n", gp_metric_name(GP_M_SRV_REJECTED), reject_names[i],
                       (unsigned long long)gp_srv_get(&s->rejected[i]));
-    family(b, "gpulse_server_write_requests_refused_total", "counter",
-           "Remote-write requests refused whole, by reason.");
+    gp_metric_head(b, GP_M_SRV_REFUSED);
     for (size_t i = 0; i < GP_SRV_REF_COUNT; i++)
-        gp_buf_printf(b, "gpulse_server_write_requests_refused_total{reason=\"%s\"} %llu\n",
+        gp_buf_printf(b, "%s{reason=\"%s\"} %llu\n", gp_metric_name(GP_M_SRV_REFUSED),
                       refusal_names[i], (unsigned long long)gp_srv_get(&s->refused[i]));
-    one(b, "gpulse_server_inflight_bytes", "gauge",
-        "Bytes held by write requests being received or decoded.", (double)gp_srv_get(&s->inflight));
-    one(b, "gpulse_server_inflight_limit_bytes", "gauge", "max_inflight_bytes: 429 above it.",
+    one(b, GP_M_SRV_INFLIGHT, (double)gp_srv_get(&s->inflight));
+    one(b, GP_M_SRV_INFLIGHT_LIMIT,
         (double)s->cfg.max_inflight_bytes);
 
-    family(b, "gpulse_server_http_requests_total", "counter",
-           "HTTP requests by handler and status code (code 0: cut off without an answer).");
+    gp_metric_head(b, GP_M_SRV_HTTP_REQUESTS);
     for (size_t r = 0; r < GP_SRV_R_COUNT; r++)
         for (int c = 0; c < 600; c++) {
             uint64_t n = gp_srv_get(&s->requests[r][c]);
             if (n)
-                gp_buf_printf(b, "gpulse_server_http_requests_total{handler=\"%s\",code=\"%d\"} %llu\n",
+                gp_buf_printf(b, "%s{handler=\"%s\",code=\"%d\"} %llu\n",
+                              gp_metric_name(GP_M_SRV_HTTP_REQUESTS),
                               route_names[r], c, (unsigned long long)n);
         }
-    family(b, "gpulse_server_write_duration_seconds", "histogram",
-           "Time to decode, store and sync one remote-write request.");
-    hist(b, "gpulse_server_write_duration_seconds", "", &s->route_hist[GP_SRV_R_WRITE]);
-    family(b, "gpulse_server_query_duration_seconds", "histogram",
-           "Time to answer one query API request, by handler.");
+    gp_metric_head(b, GP_M_SRV_WRITE_DURATION);
+    hist(b, gp_metric_name(GP_M_SRV_WRITE_DURATION), "", &s->route_hist[GP_SRV_R_WRITE]);
+    gp_metric_head(b, GP_M_SRV_QUERY_DURATION);
     for (size_t r = GP_SRV_R_QUERY_RANGE; r <= GP_SRV_R_GPUS; r++) {
         char label[64];
         snprintf(label, sizeof label, "handler=\"%s\"", route_names[r]);
-        hist(b, "gpulse_server_query_duration_seconds", label, &s->route_hist[r]);
+        hist(b, gp_metric_name(GP_M_SRV_QUERY_DURATION), label, &s->route_hist[r]);
     }
 
     int state = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
-    one(b, "gpulse_server_store_ready", "gauge",
-        "1 when the store takes writes; 0 while it starts or after its WAL failed.",
+    one(b, GP_M_SRV_STORE_READY,
         state == GP_SRV_READY ? 1 : 0);
     store_families(b, gp_srv_store(s));
     gp_srv_render_alert_metrics(s, b);
     gp_srv_render_notify_metrics(s, b);
-    one(b, "gpulse_server_start_time_seconds", "gauge", "When the server started (Unix time).",
+    one(b, GP_M_SRV_START,
         (double)s->start_ms / 1e3);
 
     pthread_mutex_lock(&s->hook_mu);
@@ -177,8 +163,9 @@ int gp_srv_render_metrics(struct gp_server *s, struct gp_buf *b)
     if (s->hook) {
         rc = s->hook(s->hook_ctx, b);
     } else {
-        family(b, "gpulse_build_info", "gauge", "gpulse version; value 1.");
-        gp_buf_printf(b, "gpulse_build_info{version=\"%s\",role=\"server\"} 1\n", GP_VERSION);
+        gp_metric_head(b, GP_M_BUILD_INFO);
+        gp_buf_printf(b, "%s{version=\"%s\",role=\"server\"} 1\n", gp_metric_name(GP_M_BUILD_INFO),
+                      GP_VERSION);
     }
     pthread_mutex_unlock(&s->hook_mu);
     return rc ? rc : b->err;
