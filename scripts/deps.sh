@@ -4,7 +4,8 @@
 set -euo pipefail
 
 build_pkgs=(gcc make pkg-config libc6-dev libmicrohttpd-dev libjansson-dev libyaml-dev libsnappy-dev
-            libsqlite3-dev libcurl4-openssl-dev libgnutls28-dev)
+            libsqlite3-dev libcurl4-openssl-dev libgnutls28-dev
+            libncurses-dev)  # gpulse top's terminal screen (ncursesw)
 # Tests: the real Prometheus (scraper + promtool), curl to talk HTTP,
 # python3 for the small protocol checks, node_exporter for the benchmark,
 # VictoriaMetrics as a second real remote-write receiver and query peer,
@@ -13,7 +14,8 @@ build_pkgs=(gcc make pkg-config libc6-dev libmicrohttpd-dev libjansson-dev libya
 # receiver of the alertmanager notification channel, aiosmtpd as a real
 # SMTP server (STARTTLS, AUTH) for the email channel.
 test_pkgs=(prometheus curl python3 prometheus-node-exporter procps victoria-metrics openssl python3-torch
-           prometheus-alertmanager python3-aiosmtpd)
+           prometheus-alertmanager python3-aiosmtpd
+           tmux)  # a real terminal for gpulse top: send-keys, capture-pane, resize-window
 
 want=("${build_pkgs[@]}")
 [ "${1:-build}" = test ] && want+=("${test_pkgs[@]}")
