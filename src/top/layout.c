@@ -24,27 +24,19 @@ struct col_info {
 };
 
 static const struct col_info cols[GP_TC__COUNT] = {
-#define GP_TOP_COL_ROW_(id, title, width, drop, key) {title, #id, width, drop, key},
+#define GP_TOP_COL_ROW_(id, name, title, width, drop, key) {title, name, width, drop, key},
     GP_TOP_COLS(GP_TOP_COL_ROW_)
 #undef GP_TOP_COL_ROW_
 };
 
 const char *gp_top_col_title(enum gp_top_col c) { return cols[c].title; }
 
-const char *gp_top_col_name(enum gp_top_col c)
-{
-    static char names[GP_TC__COUNT][16];
-    char *n = names[c];
-    if (!n[0])
-        for (size_t i = 0; cols[c].name[i] && i < sizeof names[0] - 1; i++)
-            n[i] = (char)(cols[c].name[i] | 0x20); /* the ids are upper-case letters */
-    return n;
-}
+const char *gp_top_col_name(enum gp_top_col c) { return cols[c].name; }
 
 int gp_top_col_parse(const char *name)
 {
     for (int c = 0; c < GP_TC__COUNT; c++)
-        if (!strcmp(name, gp_top_col_name((enum gp_top_col)c)))
+        if (!strcmp(name, cols[c].name))
             return c;
     return -1;
 }
@@ -184,9 +176,10 @@ int gp_top_view_update(struct gp_top_view *v, const struct gp_frame *f)
     return GP_OK;
 }
 
-/* qsort has no context argument: the column and direction of the sort in progress. */
-static _Thread_local enum gp_top_col sort_col;
-static _Thread_local bool sort_rev;
+struct sort_by {
+    enum gp_top_col col;
+    bool reverse;
+};
 
 static int cmp_num(bool va, double a, bool vb, double b)
 {
@@ -195,11 +188,12 @@ static int cmp_num(bool va, double a, bool vb, double b)
     return a > b ? -1 : a < b ? 1 : 0; /* largest first */
 }
 
-static int cmp_rows(const void *pa, const void *pb)
+static int cmp_rows(const void *pa, const void *pb, void *arg)
 {
     const struct gp_top_proc *a = pa, *b = pb;
+    const struct sort_by *by = arg;
     int c = 0;
-    switch (sort_col) {
+    switch (by->col) {
     case GP_TC_PID: c = 0; break;
     case GP_TC_USER: c = strcmp(a->user, b->user); break;
     case GP_TC_JOB:
@@ -220,15 +214,14 @@ static int cmp_rows(const void *pa, const void *pb)
         c = (a->pid > b->pid) - (a->pid < b->pid);
     if (!c)
         c = (a->gpu > b->gpu) - (a->gpu < b->gpu);
-    return sort_rev ? -c : c;
+    return by->reverse ? -c : c;
 }
 
 void gp_top_sort(struct gp_top_proc *rows, unsigned n, enum gp_top_col c, bool reverse)
 {
-    sort_col = c;
-    sort_rev = reverse;
+    struct sort_by by = {c, reverse};
     if (n > 1)
-        qsort(rows, n, sizeof *rows, cmp_rows);
+        qsort_r(rows, n, sizeof *rows, cmp_rows, &by);
 }
 
 int64_t gp_top_interval_step(int64_t ms, int dir)
@@ -459,7 +452,7 @@ static void fill_attr(struct line *l, enum gp_top_attr a)
         memset(l->s->attr + (size_t)l->row * l->s->w, a, l->s->w);
 }
 
-/* A bar of width bw: '[' and ']' normal, the fill in its level's colour. */
+/* A bar of width bw: brackets and label plain, the fill in its level's colour. */
 static void put_bar(struct line *l, unsigned bw, bool valid, double frac, const char *label)
 {
     char b[256];
@@ -468,15 +461,12 @@ static void put_bar(struct line *l, unsigned bw, bool valid, double frac, const 
     unsigned fill;
     gp_top_bar(b, bw, valid ? frac : 0, valid ? label : "n/a", &fill);
     unsigned start = l->col;
-    put(l, GP_TA_NORMAL, b);
-    if (l->row < 0 || bw < 2)
+    put(l, valid ? GP_TA_NORMAL : GP_TA_DIM, b);
+    if (l->row < 0)
         return;
     unsigned char *at = l->s->attr + (size_t)l->row * l->s->w;
-    for (unsigned i = 0; i < fill && start + 1 + i < l->s->w; i++)
-        at[start + 1 + i] = (unsigned char)level(frac);
-    size_t ll = strlen(valid ? label : "n/a");
-    for (unsigned i = bw - 1 - (unsigned)(ll < bw - 2 ? ll : bw - 2); i < bw - 1 && start + i < l->s->w; i++)
-        at[start + i] = valid ? GP_TA_NORMAL : GP_TA_DIM;
+    for (unsigned i = 1; i <= fill && start + i < l->s->w; i++)
+        at[start + i] = (unsigned char)level(frac);
 }
 
 /* ---- the sections --------------------------------------------------------- */
@@ -572,8 +562,8 @@ static void gpu_lines(const struct gp_frame *f, const struct gp_gpu *g, struct g
             snprintf(tmp, sizeof tmp, "%.0f/%.0fW", v, lim);
         else
             snprintf(tmp, sizeof tmp, "%.0fW", v);
-        put_opt(&l, ok2 && lim > 0 ? level(v / lim) == GP_TA_CRIT ? GP_TA_WARN : GP_TA_NORMAL : GP_TA_NORMAL,
-                "  ", tmp);
+        /* at the cap the driver holds the clocks down: worth a colour */
+        put_opt(&l, ok2 && lim > 0 && v >= 0.95 * lim ? GP_TA_WARN : GP_TA_NORMAL, "  ", tmp);
     }
     /* throttle reasons other than idle are worth a flag */
     if (g->clock_events_valid && (g->clock_events & ~(uint64_t)0x1)) {
@@ -797,7 +787,8 @@ static void alerts(const struct gp_top_view *v, struct gp_top_screen *s, unsigne
         put_opt(&l, v->alerts.firing ? GP_TA_CRIT : GP_TA_NORMAL, "  ", tmp);
     }
     if (v->alerts_err[0]) {
-        put_opt(&l, GP_TA_CRIT, "  ", "(last fetch failed: see the status line)");
+        put(&l, GP_TA_NORMAL, room(&l) > 2 ? "  " : "");
+        put(&l, GP_TA_CRIT, v->alerts_err); /* cut at the edge; whole in the status line */
     }
     for (unsigned i = 0; v->alerts_valid && i < v->alerts.n && i + 1 < max; i++) {
         const struct gp_top_alert *a = &v->alerts.a[i];
@@ -860,10 +851,11 @@ static void status(const struct gp_top_view *v, struct gp_top_screen *s)
     }
 }
 
-/* Rows above the process table: header (2), GPUs (2 each, 1 when lost), alerts, a blank. */
+/* Rows above the process table: header (2), GPUs (2 each, 1 when lost, or
+ * the "no GPUs" line), alerts and a blank, a blank: as gp_top_render lays them out. */
 static unsigned top_rows(const struct gp_top_view *v, const struct gp_frame *f)
 {
-    unsigned n = 2 + 1;
+    unsigned n = 2 + 1 + !f->ngpus;
     for (unsigned i = 0; i < f->ngpus; i++)
         n += f->gpus[i].lost ? 1 : 2;
     unsigned a = alert_rows(v);

@@ -34,28 +34,29 @@ enum gp_top_attr {
     GP_TA__COUNT
 };
 
-/* Process table columns, in display order. X(id, title, width, drop rank, sort key).
- * Narrow terminals drop the columns of highest drop rank first; 0: never. */
-#define GP_TOP_COLS(X)                 \
-    X(PID, "PID", 7, 0, 'P')           \
-    X(USER, "USER", 9, 7, 'U')         \
-    X(JOB, "JOB", 14, 3, 'J')          \
-    X(RANK, "RANK", 4, 4, 0)           \
-    X(GPU, "GPU", 3, 0, 'G')           \
-    X(GPUMEM, "GPU MEM", 8, 0, 'M')    \
-    X(SM, "SM%", 4, 5, 'S')            \
-    X(CPU, "CPU%", 6, 6, 'C')          \
-    X(RSS, "RSS", 6, 8, 0)             \
-    X(COMMAND, "COMMAND", 8, 0, 0)
+/* Process table columns, in display order. X(id, --sort name, title, width,
+ * drop rank, sort key). Narrow terminals drop the columns of highest drop
+ * rank first; 0: never. */
+#define GP_TOP_COLS(X)                            \
+    X(PID, "pid", "PID", 7, 0, 'P')               \
+    X(USER, "user", "USER", 9, 7, 'U')            \
+    X(JOB, "job", "JOB", 14, 3, 'J')              \
+    X(RANK, "rank", "RANK", 4, 4, 0)              \
+    X(GPU, "gpu", "GPU", 3, 0, 'G')               \
+    X(GPUMEM, "gpumem", "GPU MEM", 8, 0, 'M')     \
+    X(SM, "sm", "SM%", 4, 5, 'S')                 \
+    X(CPU, "cpu", "CPU%", 6, 6, 'C')              \
+    X(RSS, "rss", "RSS", 6, 8, 0)                 \
+    X(COMMAND, "command", "COMMAND", 8, 0, 0)
 
 enum gp_top_col {
-#define GP_TOP_COL_ENUM_(id, title, width, drop, key) GP_TC_##id,
+#define GP_TOP_COL_ENUM_(id, name, title, width, drop, key) GP_TC_##id,
     GP_TOP_COLS(GP_TOP_COL_ENUM_)
 #undef GP_TOP_COL_ENUM_
     GP_TC__COUNT
 };
 
-/* Column title ("GPU MEM"); the --sort names are the ids in lower case ("gpumem"). */
+/* Column title ("GPU MEM") and --sort name ("gpumem"). */
 const char *gp_top_col_title(enum gp_top_col c);
 const char *gp_top_col_name(enum gp_top_col c);
 /* Parses a --sort name; -1 when unknown. */

@@ -37,12 +37,13 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-/* uid -> name, cached: getpwuid may read /etc/passwd or ask NSS each time. */
+/* uid -> name, cached (unknown uids too): getpwuid may read /etc/passwd
+ * or ask NSS over the network each time. */
 struct users {
     unsigned n;
     struct {
         uint32_t uid;
-        char name[32];
+        char name[32]; /* "": no such user, shown as the number */
     } e[64];
 };
 
@@ -51,14 +52,12 @@ static const char *user_name(uint32_t uid, void *ctx)
     struct users *u = ctx;
     for (unsigned i = 0; i < u->n; i++)
         if (u->e[i].uid == uid)
-            return u->e[i].name;
+            return u->e[i].name[0] ? u->e[i].name : NULL;
     struct passwd *pw = getpwuid(uid);
-    if (!pw)
-        return NULL;
     unsigned slot = u->n < 64 ? u->n++ : uid % 64;
     u->e[slot].uid = uid;
-    snprintf(u->e[slot].name, sizeof u->e[slot].name, "%s", pw->pw_name);
-    return u->e[slot].name;
+    snprintf(u->e[slot].name, sizeof u->e[slot].name, "%s", pw ? pw->pw_name : "");
+    return u->e[slot].name[0] ? u->e[slot].name : NULL;
 }
 
 struct top {
@@ -123,15 +122,18 @@ static int run_text(struct top *t, uint64_t frames)
         usleep((useconds_t)(t->ac.interval_ms * 1000));
         if ((rc = tick(t)))
             break;
-        if (t->tc.server[0] && i == 0) {
+        if (t->tc.server[0]) {
+            /* a failed fetch is reported, never fatal: the frame is printed all the same */
             t->view.alerts_on = true;
-            char err[200] = "";
-            if (gp_top_alerts_fetch(t->tc.server, t->frame.hostname, t->token, &t->view.alerts, err, sizeof err)) {
-                snprintf(t->view.alerts_err, sizeof t->view.alerts_err, "%s", err);
+            char err[sizeof t->view.alerts_err] = "";
+            if (gp_top_alerts_fetch(t->tc.server, t->frame.hostname, t->token, &t->view.alerts, err,
+                                    sizeof err)) {
+                t->view.alerts_valid = false;
                 fprintf(stderr, "gpulse top: %s\n", err);
             } else {
                 t->view.alerts_valid = true;
             }
+            snprintf(t->view.alerts_err, sizeof t->view.alerts_err, "%s", err);
         }
         gp_buf_reset(&out);
         if (i)

@@ -371,6 +371,7 @@ static void test_render_alerts_and_lost(void)
     CHECK_CONTAINS(t, "ALERTS  1 active, 1 firing");
     CHECK_CONTAINS(t, "critical firing  gpu_hot gpu 1  GPU 1 of node-a at 90 C");
     CHECK_CONTAINS(gp_top_screen_row(&s, 29), "| alerts: the server answered 401: unauthorized");
+    CHECK_CONTAINS(t, "ALERTS  1 active, 1 firing  alerts: the server answered 401"); /* --once has no status line */
     /* no GPUs at all */
     gp_frame_reset(&f);
     gp_top_view_update(&v, &f);
