@@ -886,7 +886,7 @@ int gp_top_render(const struct gp_top_view *v, const struct gp_frame *f, struct 
     header(v, f, s);
     if (!f->ngpus) {
         struct line l = new_line(s);
-        put(&l, GP_TA_DIM, "no GPUs found (no NVML, no amdgpu card); processes on GPUs appear here");
+        put(&l, GP_TA_DIM, "no GPUs found (neither NVML nor an amdgpu card)");
     }
     for (unsigned i = 0; i < f->ngpus; i++)
         gpu_lines(f, &f->gpus[i], s);

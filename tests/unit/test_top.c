@@ -281,6 +281,36 @@ static void test_render_wide_and_narrow(void)
     gp_frame_free(&f);
 }
 
+/* Every size from 1x0 to 40x8: exactly h rows (all of them when h is 0),
+ * each exactly w wide, the status line last, never a crash. */
+static void test_render_tiny_terminals(void)
+{
+    struct gp_frame f;
+    gp_frame_init(&f);
+    struct gp_top_view v;
+    gp_top_view_init(&v);
+    v.alerts_on = true;
+    snprintf(v.alerts_err, sizeof v.alerts_err, "alerts: a long error message that does not fit anywhere at all");
+    struct gp_top_screen s = {0};
+    make_frame(&f, 1000000, 1.0);
+    gp_top_view_update(&v, &f);
+    for (unsigned w = 1; w <= 40; w++)
+        for (unsigned h = 0; h <= 8; h++) {
+            v.help = h % 2;
+            CHECK_INT(gp_top_render(&v, &f, &s, w, h), GP_OK);
+            CHECK_INT(s.w, w);
+            if (h)
+                CHECK_INT(s.nrows, h);
+            else
+                CHECK(s.nrows > 8);
+            if (h > 1)
+                CHECK_INT(s.attr[(h - 1) * w], GP_TA_HEADER);
+        }
+    gp_top_screen_free(&s);
+    gp_top_view_free(&v);
+    gp_frame_free(&f);
+}
+
 static void test_keys_scroll_help(void)
 {
     struct gp_frame f;
@@ -479,6 +509,7 @@ const struct gp_test gp_tests_top[] = {
     {"sort", test_sort},
     {"view_update_cpu", test_view_update_cpu},
     {"render_wide_and_narrow", test_render_wide_and_narrow},
+    {"render_tiny_terminals", test_render_tiny_terminals},
     {"keys_scroll_help", test_keys_scroll_help},
     {"render_alerts_and_lost", test_render_alerts_and_lost},
     {"alerts_parse_malformed", test_alerts_parse_malformed},
