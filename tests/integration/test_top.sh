@@ -82,7 +82,7 @@ run_top() { # NAME ENV... -- ARGS...
     TM new-session -d -s "$name" -x 160 -y 48 "$TMP/$name.sh"
 }
 screen() { TM capture-pane -p -t "$1" >"$2"; }
-# shows NAME TEXT: the pane shows TEXT (waits up to 15 s)
+# shows NAME TEXT: the pane shows TEXT now (callers wait with wait_until)
 shows() { screen "$1" "$TMP/$1.scr" && grep -qF -- "$2" "$TMP/$1.scr"; }
 # same NAME ORDER [ARGS]: screen and snapshot at the same moment, compared
 same() {
