@@ -214,6 +214,11 @@ static int map_key(int ch)
     }
 }
 
+/* Ctrl-C, SIGTERM, a closed terminal: leave through endwin, so the
+ * terminal is given back in its own state. */
+static volatile sig_atomic_t stop_signal;
+static void on_stop(int sig) { stop_signal = sig; }
+
 static int run_live(struct top *t)
 {
     if (!isatty(STDOUT_FILENO) || !isatty(STDIN_FILENO)) {
@@ -239,6 +244,12 @@ static int run_live(struct top *t)
         init_pair(4, COLOR_RED, -1);
         init_pair(5, COLOR_BLACK, COLOR_CYAN);
     }
+    struct sigaction sa = {0};
+    sa.sa_handler = on_stop;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
     cbreak();
     noecho();
     keypad(stdscr, TRUE);
@@ -258,7 +269,7 @@ static int run_live(struct top *t)
     paint(t); /* the first frame at once; CPU % from the next */
     int64_t next = gp_mono_ms() + t->view.interval_ms;
     bool quit = false;
-    while (!quit && !rc) {
+    while (!quit && !rc && !stop_signal) {
         int64_t now = gp_mono_ms();
         if (now >= next) {
             if ((rc = tick(t)))
@@ -268,7 +279,9 @@ static int run_live(struct top *t)
                 gp_top_poller_get(t->poller, &t->view);
             paint(t);
         }
-        timeout((int)(next - now > 0 ? next - now : 0));
+        /* at most 200 ms a wait, so a stop signal is seen at once even at 60 s intervals */
+        int64_t wait = next - now > 0 ? next - now : 0;
+        timeout((int)(wait < 200 ? wait : 200));
         int ch = getch();
         if (ch == ERR)
             continue;

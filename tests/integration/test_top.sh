@@ -11,7 +11,7 @@
 # shows), help, the interval keys, a resize to 70x30 drops columns and
 # wraps nothing, q exits 0 with a clean ASan run, a wrong read token shows
 # the server's 401 in the status line, --once prints the same figures,
-# and without a terminal top says so and exits 2.
+# Ctrl-C exits as q does, and without a terminal top says so and exits 2.
 source "$(dirname "$0")/lib.sh"
 command -v tmux >/dev/null || fail "tmux is not installed (scripts/deps.sh test)"
 
@@ -71,6 +71,9 @@ run_top() { # NAME ENV... -- ARGS...
     {
         echo "#!/bin/sh"
         echo "unset NO_COLOR" # only what the test names: the runner's own NO_COLOR must not leak in
+        # Ctrl-C reaches this shell too (no job control here, one process
+        # group); it must live on to record top's exit status
+        echo "trap '' INT"
         printf 'export %q\n' "ASAN_OPTIONS=$ASAN_OPTIONS" "UBSAN_OPTIONS=$UBSAN_OPTIONS" \
             "GPULSE_FAKENVML_SCENARIO=$GPULSE_FAKENVML_SCENARIO" "${envs[@]}"
         printf '%q ' "$GPULSE" top --nvml-library "$FAKE_FULL" --hostname "$HOST" "$@"
@@ -177,10 +180,12 @@ wait_until 20 shows colour "alerts: the server answered 401" || { cat "$TMP/colo
 same colour gpumem || fail "screen differs with a failing server"
 TM capture-pane -p -e -t colour >"$TMP/colour.esc"
 no_colour "$TMP/colour.esc" 2>/dev/null && fail "no colour without NO_COLOR (the NO_COLOR check proves nothing)"
-TM send-keys -t colour q
-wait_until 15 test -s "$TMP/colour.rc" || fail "q did not quit"
-[ "$(cat "$TMP/colour.rc")" = 0 ] || { cat "$TMP/colour.err"; fail "top exited $(cat "$TMP/colour.rc")"; }
-note "colour shown without NO_COLOR; 401 in the status line"
+# Ctrl-C leaves like q: through endwin, exit 0, a clean ASan run.
+TM send-keys -t colour C-c
+wait_until 15 test -s "$TMP/colour.rc" || fail "Ctrl-C did not stop top"
+[ "$(cat "$TMP/colour.rc")" = 0 ] || { cat "$TMP/colour.err"; fail "top exited $(cat "$TMP/colour.rc") on Ctrl-C"; }
+[ ! -s "$TMP/colour.err" ] || { cat "$TMP/colour.err"; fail "top wrote on stderr"; }
+note "colour shown without NO_COLOR; 401 in the status line; Ctrl-C exits 0"
 stop_agent
 
 # --simulate: the same simulated node as an agent with the same spec and
