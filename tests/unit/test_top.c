@@ -39,8 +39,12 @@ static void make_frame(struct gp_frame *f, int64_t t_ms, double cpu_scale)
         gp_gpu_set(g, GPF_SM_CLOCK, 1755);
         gp_gpu_set(g, GPF_SM_CLOCK_MAX, 1980e6);
         g->clock_events_valid = true;
-        g->clock_events = i ? 0x40 : 0;
+        g->clock_events = i ? 0x40 : 0x1; /* gpu_idle is no throttling: not flagged */
+        gp_gpu_set(g, GPF_ECC_SBE_VOL, 0);
+        gp_gpu_set(g, GPF_ECC_DBE_VOL, i);
     }
+    f->gpus[1].nxids = 1;
+    f->gpus[1].xids[0] = (struct gp_xid_count){48, 2};
     struct gp_gpu_proc *p = gp_gpu_add_proc(&f->gpus[0]);
     *p = (struct gp_gpu_proc){.pid = 300, .mem_valid = true, .mem_bytes = 4ull << 30};
     p = gp_gpu_add_proc(&f->gpus[0]);
@@ -234,7 +238,9 @@ static void test_render_wide_and_narrow(void)
     CHECK_CONTAINS(t, "gpulse top  node-a");
     CHECK_CONTAINS(t, "GPU 0 NVIDIA H100 80GB HBM3  61C  350/700W");
     CHECK_CONTAINS(t, "SM 1755/1980MHz");
-    CHECK_CONTAINS(t, "THROTTLE hw_thermal_slowdown");
+    CHECK_CONTAINS(t, "THROTTLE hw_thermal_slowdown  ECC sbe 0 dbe 1  XID 48(x2)");
+    CHECK(!strstr(t, "gpu_idle"));
+    CHECK(strstr(t, "ECC") > strstr(t, "GPU 1 ")); /* GPU 0: no errors, no flag */
     CHECK_CONTAINS(t, "42%]");
     CHECK_CONTAINS(t, "12.0/80.0G]");
     CHECK_CONTAINS(t, "25.0%]");
