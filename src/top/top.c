@@ -268,6 +268,7 @@ static int run_live(struct top *t)
     }
     paint(t); /* the first frame at once; CPU % from the next */
     int64_t next = gp_mono_ms() + t->view.interval_ms;
+    uint64_t alerts_gen = 0;
     bool quit = false;
     while (!quit && !rc && !stop_signal) {
         int64_t now = gp_mono_ms();
@@ -276,8 +277,10 @@ static int run_live(struct top *t)
                 break;
             next = now + t->view.interval_ms;
             if (t->poller)
-                gp_top_poller_get(t->poller, &t->view);
+                gp_top_poller_get(t->poller, &t->view, &alerts_gen);
             paint(t);
+        } else if (t->poller && gp_top_poller_get(t->poller, &t->view, &alerts_gen)) {
+            paint(t); /* new alerts show at once, whatever the sampling interval */
         }
         /* at most 200 ms a wait, so a stop signal is seen at once even at 60 s intervals */
         int64_t wait = next - now > 0 ? next - now : 0;

@@ -172,6 +172,7 @@ struct gp_top_poller {
     pthread_cond_t cv;
     bool stopping;
     bool valid;
+    uint64_t gen;             /* fetches ended */
     struct gp_top_alerts alerts;
     char err[200];
 };
@@ -193,6 +194,7 @@ static void *poll_loop(void *arg)
         } else {
             snprintf(p->err, sizeof p->err, "%s", err); /* the last good answer stays shown */
         }
+        p->gen++;
         struct timespec until;
         clock_gettime(CLOCK_MONOTONIC, &until);
         until.tv_sec += p->every_ms / 1000;
@@ -251,14 +253,19 @@ int gp_top_poller_start(struct gp_top_poller **out, const char *server, const ch
     return GP_OK;
 }
 
-void gp_top_poller_get(struct gp_top_poller *p, struct gp_top_view *v)
+bool gp_top_poller_get(struct gp_top_poller *p, struct gp_top_view *v, uint64_t *gen)
 {
     pthread_mutex_lock(&p->mu);
-    v->alerts_valid = p->valid;
-    if (p->valid)
-        v->alerts = p->alerts;
-    snprintf(v->alerts_err, sizeof v->alerts_err, "%s", p->err);
+    bool news = p->gen != *gen;
+    if (news) {
+        v->alerts_valid = p->valid;
+        if (p->valid)
+            v->alerts = p->alerts;
+        snprintf(v->alerts_err, sizeof v->alerts_err, "%s", p->err);
+        *gen = p->gen;
+    }
     pthread_mutex_unlock(&p->mu);
+    return news;
 }
 
 void gp_top_poller_stop(struct gp_top_poller *p)

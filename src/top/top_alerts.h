@@ -11,6 +11,7 @@
 
 #include "top/layout.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -34,8 +35,10 @@ struct gp_top_poller;
 int gp_top_poller_start(struct gp_top_poller **out, const char *server, const char *node,
                         const char *token, int64_t every_ms, char *err, size_t errlen);
 
-/* Copies the latest answer (alerts, alerts_valid) and error (alerts_err) into v. */
-void gp_top_poller_get(struct gp_top_poller *p, struct gp_top_view *v);
+/* Copies the latest answer (alerts, alerts_valid) and error (alerts_err)
+ * into v when a fetch has ended since the generation *gen (updated);
+ * returns whether it copied (the screen then needs a repaint). */
+bool gp_top_poller_get(struct gp_top_poller *p, struct gp_top_view *v, uint64_t *gen);
 
 /* Stops the thread (waits at most one request's timeout) and frees. Accepts NULL. */
 void gp_top_poller_stop(struct gp_top_poller *p);
