@@ -4,7 +4,7 @@
 
 CC      ?= cc
 VERSION := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
-PKGS    := libmicrohttpd jansson yaml-0.1 snappy sqlite3 libcurl gnutls
+PKGS    := libmicrohttpd jansson yaml-0.1 snappy sqlite3 libcurl gnutls ncursesw
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
@@ -18,7 +18,8 @@ SAN     := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-re
 
 LIB_SRC := $(sort $(wildcard src/lib/*.c src/sources/*.c src/agent/*.c src/ingest/*.c \
                             src/store/*.c src/query/*.c src/server/*.c src/net/*.c \
-                            src/report/*.c src/run/*.c src/insight/*.c src/notify/*.c))
+                            src/report/*.c src/run/*.c src/insight/*.c src/notify/*.c \
+                            src/top/*.c))
 TEST_SRC := $(sort $(wildcard tests/unit/*.c)) tests/runner.c
 FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 FUZZERS := $(patsubst tests/fuzz/fuzz_%.c,%,$(FUZZ_SRC))

@@ -4,7 +4,8 @@
 set -euo pipefail
 
 build_pkgs=(gcc make pkg-config libc6-dev libmicrohttpd-dev libjansson-dev libyaml-dev libsnappy-dev
-            libsqlite3-dev libcurl4-openssl-dev libgnutls28-dev)
+            libsqlite3-dev libcurl4-openssl-dev libgnutls28-dev
+            libncurses-dev)  # gpulse top's terminal screen (ncursesw)
 # Tests: the real Prometheus (scraper + promtool), curl to talk HTTP,
 # python3 for the small protocol checks, node_exporter for the benchmark,
 # VictoriaMetrics as a second real remote-write receiver and query peer,
@@ -19,7 +20,8 @@ build_pkgs=(gcc make pkg-config libc6-dev libmicrohttpd-dev libjansson-dev libya
 # into; man-db and groff-base render the man pages to catch warnings.
 test_pkgs=(prometheus curl python3 prometheus-node-exporter procps victoria-metrics openssl python3-torch
            prometheus-alertmanager python3-aiosmtpd python3-jsonschema python3-yaml
-           dpkg-dev debhelper fakeroot lintian debootstrap man-db groff-base)
+           dpkg-dev debhelper fakeroot lintian debootstrap man-db groff-base
+           tmux)  # a real terminal for gpulse top: send-keys, capture-pane, resize-window
 
 want=("${build_pkgs[@]}")
 [ "${1:-build}" = test ] && want+=("${test_pkgs[@]}")

@@ -15,6 +15,7 @@
 #include "run/run_config.h"
 #include "server/config.h"
 #include "server/server.h"
+#include "top/top.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -27,6 +28,7 @@ static void usage(FILE *out)
                  "  server    receive remote write, store the series, serve the query API\n"
                  "  up        server and agent in one process, for one machine\n"
                  "  run       run a training command as a tracked job, report on it when it ends\n"
+                 "  top       live terminal view of this node's GPUs, processes, jobs and alerts\n"
                  "  report    the end-of-run report of a training job, from the server\n"
                  "  notify    notifications: 'notify test RECEIVER' sends a test message\n"
                  "  version   print the version\n"
@@ -81,6 +83,8 @@ int main(int argc, char **argv)
         return gp_up_main(argc - 2, argv + 2);
     if (!strcmp(cmd, "run"))
         return gp_run_main(argc - 2, argv + 2);
+    if (!strcmp(cmd, "top"))
+        return gp_top_main(argc - 2, argv + 2);
     if (!strcmp(cmd, "report"))
         return gp_report_main(argc - 2, argv + 2);
     if (!strcmp(cmd, "notify"))
