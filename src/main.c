@@ -6,9 +6,9 @@
  */
 #include "agent/agent.h"
 #include "agent/config.h"
-#include "lib/cfg.h"
 #include "agent/metrics_ref.h"
 #include "lib/buf.h"
+#include "lib/cfg.h"
 #include "notify/notify_cmd.h"
 #include "report/report.h"
 #include "run/run.h"
@@ -16,6 +16,7 @@
 #include "server/config.h"
 #include "server/server.h"
 #include "top/top.h"
+#include "top/top_config.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -42,15 +43,16 @@ static int help_man(int argc, char **argv)
     struct gp_agent_config ac;
     struct gp_server_config sc;
     struct gp_run_config rc;
+    struct gp_top_config tc;
     const struct gp_cfg_section all[] = {gp_agent_cfg_section(&ac), gp_server_cfg_section(&sc),
-                                         gp_run_cfg_section(&rc)};
+                                         gp_run_cfg_section(&rc), gp_top_cfg_section(&tc)};
     if (argc == 2 && (!strcmp(argv[0], "flags") || !strcmp(argv[0], "keys")))
         for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
             if (!strcmp(argv[1], all[i].name)) {
                 gp_cfg_man(stdout, &all[i], 1, argv[0][0] == 'k');
                 return fflush(stdout) ? 1 : 0;
             }
-    fprintf(stderr, "usage: gpulse help-man flags|keys agent|server|run\n");
+    fprintf(stderr, "usage: gpulse help-man flags|keys agent|server|run|top\n");
     return 2;
 }
 
