@@ -58,8 +58,8 @@ enum gp_srv_route gp_srv_route_of(const char *p)
         return gp_srv_path_suffix(p, sizeof jobs - 1, "/report") ? GP_SRV_R_JOB_REPORT : GP_SRV_R_JOB;
     if (!strncmp(p, alerts, sizeof alerts - 1) && p[sizeof alerts - 1])
         return gp_srv_path_suffix(p, sizeof alerts - 1, "/ack") ? GP_SRV_R_ALERT_ACK : GP_SRV_R_ALERT;
-    if (!strncmp(p, assets, sizeof assets - 1) && p[sizeof assets - 1])
-        return GP_SRV_R_WEB;
+    if (!strncmp(p, assets, sizeof assets - 1))
+        return GP_SRV_R_WEB; /* no token: an unknown file is a 404 to anyone */
     if (!strncmp(p, silences, sizeof silences - 1) && p[sizeof silences - 1])
         return GP_SRV_R_SILENCE;
     static const char pre[] = "/api/v1/label/", post[] = "/values";

@@ -20,7 +20,8 @@
  * once), so a hundred open streams cost about what one does.
  *
  * Stopping: gp_srv_stream_close wakes every producer, which ends its
- * stream; the HTTP server's stop then frees them (stream_free unlinks).
+ * stream, and waits up to STREAM_CLOSE_GRACE_MS for them to end cleanly;
+ * the HTTP server's stop then cuts the rest (stream_free unlinks each).
  */
 #include "server_int.h"
 
@@ -44,6 +45,7 @@
 #define STREAM_INTERVAL_MIN_MS 250
 #define STREAM_INTERVAL_MAX_MS 60000
 #define STREAM_FILTER_LEN 256
+#define STREAM_CLOSE_GRACE_MS 1000
 
 struct cached {
     char key[3 * STREAM_FILTER_LEN + 3]; /* the filters, NUL-separated ("" for fleet) */
@@ -99,9 +101,17 @@ void gp_srv_stream_close(struct gp_server *s)
     struct gp_srv_streams *h = s->streams;
     if (!h)
         return;
+    /* Wakes the producers, then gives their streams a moment to end
+     * cleanly (the last chunk sent) before the HTTP server cuts them; a
+     * stalled client's is cut. */
     pthread_mutex_lock(&h->mu);
     h->closing = 1;
     pthread_cond_broadcast(&h->cv);
+    int64_t until = gp_mono_ms() + STREAM_CLOSE_GRACE_MS;
+    while (h->list && gp_mono_ms() < until) {
+        struct timespec ts = {(time_t)(until / 1000), (long)(until % 1000) * 1000000L};
+        pthread_cond_timedwait(&h->cv, &h->mu, &ts);
+    }
     pthread_mutex_unlock(&h->mu);
 }
 
@@ -281,6 +291,7 @@ static void stream_free(void *arg)
         st->qn--;
     }
     __atomic_fetch_sub(&h->open, 1, __ATOMIC_RELAXED);
+    pthread_cond_broadcast(&h->cv); /* a closing hub waits for the list to empty */
     pthread_mutex_unlock(&h->mu);
     free(st);
 }
