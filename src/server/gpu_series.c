@@ -26,6 +26,11 @@ int gp_srv_rw_cmp(struct gp_rw_str a, struct gp_rw_str b)
     return c ? c : a.len < b.len ? -1 : a.len > b.len;
 }
 
+static int is(struct gp_rw_str a, const char *b)
+{
+    return a.len == strlen(b) && !memcmp(a.ptr, b, a.len);
+}
+
 static int same(const struct gp_srv_cand *a, const struct gp_srv_cand *b, int by_job)
 {
     return !gp_srv_rw_cmp(a->node, b->node) && !gp_srv_rw_cmp(a->gpu, b->gpu) &&
@@ -87,25 +92,31 @@ int gp_srv_gpu_series(struct gp_store *st, const char *const *names, size_t nnam
         return GP_ENOMEM;
     for (size_t i = 0; i < sel->n; i++) {
         const struct gp_store_series *s = &sel->series[i];
-        struct gp_rw_str name = gp_srv_label(s, "__name__"), gpu = gp_srv_label(s, "gpu");
-        if (!gpu.len)
-            continue;
-        int kind = -1;
-        for (size_t k = 0; k < nnames && kind < 0; k++)
-            if (name.len == strlen(names[k]) && !memcmp(name.ptr, names[k], name.len))
-                kind = (int)k;
-        if (kind < 0)
-            continue;
-        struct gp_srv_cand *c = &(*cands)[(*n)++];
-        c->s = s;
-        c->node = gp_srv_label(s, "Hostname");
-        if (!c->node.len)
-            c->node = gp_srv_label(s, "hostname");
-        c->gpu = gpu;
-        c->mig = gp_srv_label(s, "GPU_I_ID");
-        c->job = gp_srv_label(s, "job");
-        c->model = gp_srv_label(s, "modelName");
-        c->kind = kind;
+        struct gp_srv_cand c = {.s = s, .kind = -1};
+        struct gp_rw_str name = {"", 0}, host = {"", 0}, ln, lv;
+        c.node = c.gpu = c.mig = c.job = c.model = host;
+        /* one pass over the labels (thousands of series per request) */
+        struct gp_labels_iter it;
+        gp_labels_iter_init(&it, s->labels, s->labels_len);
+        while (gp_labels_next(&it, &ln, &lv) == 1) {
+            struct gp_rw_str *dst = is(ln, "__name__")   ? &name
+                                    : is(ln, "Hostname") ? &c.node
+                                    : is(ln, "hostname") ? &host
+                                    : is(ln, "gpu")      ? &c.gpu
+                                    : is(ln, "GPU_I_ID") ? &c.mig
+                                    : is(ln, "job")      ? &c.job
+                                    : is(ln, "modelName") ? &c.model
+                                                          : NULL;
+            if (dst)
+                *dst = lv;
+        }
+        if (!c.node.len)
+            c.node = host;
+        for (size_t k = 0; k < nnames && c.kind < 0; k++)
+            if (is(name, names[k]))
+                c.kind = (int)k;
+        if (c.gpu.len && c.kind >= 0)
+            (*cands)[(*n)++] = c;
     }
     if (*n)
         qsort(*cands, *n, sizeof **cands, by_job ? cmp_job : cmp_gpu);
