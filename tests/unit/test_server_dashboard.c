@@ -16,6 +16,7 @@
 #include "server/server.h"
 #include "server/server_int.h"
 #include "server/web_assets.h"
+#include "rw_batch.h"
 #include "server_testlib.h"
 #include "test.h"
 
@@ -231,43 +232,11 @@ static void test_web_assets(void)
 
 /* ---- series for the fleet ---- */
 
-struct batch {
-    struct gp_rw_series s[512];
-    struct gp_rw_label l[512][8];
-    char pool[512][8][2][48];
-    struct gp_rw_sample smp[512];
-    size_t n;
-};
-
-static int lab_cmp(const void *a, const void *b)
-{
-    const struct gp_rw_label *x = a, *y = b;
-    return strcmp(x->name.ptr, y->name.ptr);
-}
-
 /* Adds name{labels} ("k=v;k=v") = v now. */
-static void add(struct batch *b, const char *name, const char *labels, double v)
+static void add(struct rw_batch *b, const char *name, const char *labels, double v)
 {
-    size_t i = b->n++, nl = 1;
-    CHECK(i < 512);
-    snprintf(b->pool[i][0][0], 48, "__name__");
-    snprintf(b->pool[i][0][1], 48, "%s", name);
-    char tmp[512];
-    snprintf(tmp, sizeof tmp, "%s", labels);
-    for (char *save = NULL, *p = strtok_r(tmp, ";", &save); p; p = strtok_r(NULL, ";", &save)) {
-        char *eq = strchr(p, '=');
-        CHECK(eq && nl < 8);
-        *eq = '\0';
-        snprintf(b->pool[i][nl][0], 48, "%s", p);
-        snprintf(b->pool[i][nl][1], 48, "%s", eq + 1);
-        nl++;
-    }
-    for (size_t k = 0; k < nl; k++)
-        b->l[i][k] = (struct gp_rw_label){{b->pool[i][k][0], strlen(b->pool[i][k][0])},
-                                          {b->pool[i][k][1], strlen(b->pool[i][k][1])}};
-    qsort(b->l[i], nl, sizeof b->l[i][0], lab_cmp);
-    b->smp[i] = (struct gp_rw_sample){v, gp_wall_ms()};
-    b->s[i] = (struct gp_rw_series){b->l[i], nl, &b->smp[i], 1};
+    double t = (double)gp_wall_ms() / 1000;
+    rw_batch_add(b, name, labels, &t, &v, 1);
 }
 
 #define H100 "modelName=NVIDIA H100 80GB HBM3"
@@ -277,7 +246,7 @@ static void add(struct batch *b, const char *name, const char *labels, double v)
  * throttle, 2 and 10 a temperature (A100s); n2 gpu 0 gpulse's bytes. */
 static void write_fleet(struct gp_server *s, double temp0)
 {
-    static struct batch b;
+    static struct rw_batch b;
     memset(&b, 0, sizeof b);
     add(&b, "DCGM_FI_DEV_GPU_UTIL", G0, 98);
     add(&b, "DCGM_FI_PROF_SM_ACTIVE", G0, 0.91);
@@ -679,7 +648,7 @@ static void firing_id(struct gp_server *s, char id[17])
 static void test_stream_drops(void)
 {
     struct gp_server *s = start_with(hot_rule);
-    static struct batch b;
+    static struct rw_batch b;
     memset(&b, 0, sizeof b);
     char labels[64];
     for (int i = 0; i < 300; i++) { /* large gpus events fill the socket fast */
@@ -837,7 +806,7 @@ static void test_job_report(void)
     CHECK_INT(gp_server_start(&s, &c, err, sizeof err), GP_OK);
     struct reply *r = NULL;
     for (int i = 0; i < 100; i++) {
-        static struct batch b;
+        static struct rw_batch b;
         memset(&b, 0, sizeof b);
         add(&b, "gpulse_job_info", "job=rep-1;rank=0;Hostname=n1;scheme=slurm", 1);
         add(&b, "DCGM_FI_PROF_SM_ACTIVE", "job=rep-1;rank=0;Hostname=n1;gpu=0;" H100, 0.2);
