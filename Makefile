@@ -71,7 +71,8 @@ build/gen/web/%.gz: $(UPLOT_DIST)/%
 	@mkdir -p $(dir $@)
 	gzip -9n -c $< >$@
 
-$(GEN_SRC): build/tools/embed $(WEB_EMBED) $(foreach f,$(WEB_EMBED),build/gen/web/$(notdir $f).gz)
+# web/ itself: a file added or removed there changes the table.
+$(GEN_SRC): build/tools/embed web $(WEB_EMBED) $(foreach f,$(WEB_EMBED),build/gen/web/$(notdir $f).gz)
 	build/tools/embed $@ $(foreach f,$(WEB_EMBED),$(notdir $f)=$f:build/gen/web/$(notdir $f).gz)
 
 build/rel/libgpulse.a: $(REL_OBJ)

@@ -543,14 +543,21 @@ static void test_stream(void)
     write_fleet(s, 60);
     /* refusals */
     CHECK_INT(srv_request(s, "GET", "/api/v1/stream", NULL, NULL)->status, 401);
-    const char *bad[] = {"?interval=100ms", "?interval=2m", "?interval=soon", "?interval=-1s"};
+    char longnode[400];
+    snprintf(longnode, sizeof longnode, "?node=%0300d", 0);
+    const struct {
+        const char *q, *msg;
+    } bad[] = {{"?interval=100ms", "'interval'"}, {"?interval=2m", "'interval'"},
+               {"?interval=soon", "'interval'"}, {"?interval=-1s", "'interval'"},
+               {longnode, "'node': longer than 255 bytes"}};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        char path[128];
-        snprintf(path, sizeof path, "/api/v1/stream%s", bad[i]);
+        char path[512];
+        snprintf(path, sizeof path, "/api/v1/stream%s", bad[i].q);
         struct reply *r = srv_request(s, "GET", path, NULL, "r-tok");
-        if (r->status != 400 || !strstr(r->body, "'interval'"))
-            gp_test_fail(__FILE__, __LINE__, "%s: %ld %s", bad[i], r->status, r->body);
+        if (r->status != 400 || !strstr(r->body, bad[i].msg))
+            gp_test_fail(__FILE__, __LINE__, "%s: %ld %s", bad[i].q, r->status, r->body);
     }
+    CHECK_INT(metric(s, "gpulse_server_streams_opened_total"), 0);
     /* 3 s of events every 250 ms for n1, while its GPU 0 heats up and its alert fires. */
     static struct reader rd;
     memset(&rd, 0, sizeof rd);
@@ -840,7 +847,60 @@ static void test_job_report(void)
     gp_server_stop(s);
 }
 
+/* The dashboard's route table (docs/dashboard.md) agrees with api.md's,
+ * the server's routing and its /api list; its metrics are documented. */
+static void test_docs_agree(void)
+{
+    char dash[1 << 16];
+    snprintf(dash, sizeof dash, "%s",
+             strstr(gp_test_repo_text("docs/dashboard.md"), "## Routes the dashboard adds"));
+    const char *api = gp_test_repo_text("docs/api.md");
+    struct gp_server *s = start_with("");
+    static struct reply list;
+    list = *srv_request(s, "GET", "/api", NULL, NULL);
+    const char *index = list.body;
+    int rows = 0;
+    for (const char *p = strstr(dash, "\n| GET |"), *q = strstr(dash, "\n| POST |");
+         p || q;) {
+        const char *row = !q || (p && p < q) ? p : q;
+        char method[8], path[128];
+        CHECK(sscanf(row, "\n| %7s | `%127[^`]`", method, path) == 2);
+        char line[200];
+        snprintf(line, sizeof line, "| %s | `%s` |", method, path);
+        if (!strstr(gp_test_repo_text("docs/api.md"), line))
+            gp_test_fail(__FILE__, __LINE__, "docs/api.md lacks %s", line);
+        char real[160] = "";
+        for (const char *c = path; *c;) { /* placeholders to real values */
+            if (!strncmp(c, "ID", 2))
+                strcat(real, "0123456789abcdef"), c += 2;
+            else if (!strncmp(c, "NAME", 4))
+                strcat(real, "app.js"), c += 4;
+            else
+                strncat(real, c++, 1);
+        }
+        if (strcmp(path, "/api") && gp_srv_route_of(real) == GP_SRV_R_OTHER)
+            gp_test_fail(__FILE__, __LINE__, "%s is not routed", real);
+        if (!strncmp(path, "/api/v1/", 8) && !strstr(index, path))
+            gp_test_fail(__FILE__, __LINE__, "GET /api does not list %s", path);
+        rows++;
+        if (row == p)
+            p = strstr(p + 1, "\n| GET |");
+        else
+            q = strstr(q + 1, "\n| POST |");
+    }
+    CHECK_INT(rows, 7);
+    const char *m = srv_request(s, "GET", "/metrics", NULL, "r-tok")->body;
+    for (const char *p = strstr(m, "# TYPE gpulse_server_stream"); p; p = strstr(p + 1, "# TYPE gpulse_server_stream")) {
+        char fam[96];
+        CHECK(sscanf(p, "# TYPE %95s", fam) == 1);
+        if (!strstr(api, fam))
+            gp_test_fail(__FILE__, __LINE__, "docs/api.md does not name %s", fam);
+    }
+    gp_server_stop(s);
+}
+
 const struct gp_test gp_tests_server_dashboard[] = {
+    {"docs_agree", test_docs_agree},
     {"negotiation", test_negotiation},
     {"web_assets", test_web_assets},
     {"fleet_gpus", test_fleet_gpus},
