@@ -55,7 +55,9 @@ struct gp_http_request;
  * returns 0 (out may stay empty: it is called again), or returns -1 to
  * end the answer. It may wait for something to send, but briefly (a
  * quarter second or so): the server stopping is noticed between calls,
- * and a client gone when a write fails.
+ * and a client gone when a write fails. Streams need threads = 0 (a
+ * thread per connection): in a pool, a waiting producer would hold a
+ * thread that other connections share.
  */
 typedef int (*gp_http_stream_fn)(void *arg, struct gp_buf *out);
 
