@@ -159,31 +159,51 @@ static int json_field(json_t *obj, const char *name, char *out, size_t len, char
 }
 
 /* Parses a silence body into *si. 1, or 0 with the reason in err. */
-static int parse_silence(const uint8_t *body, size_t len, int64_t now, struct gp_silence *si,
-                         char *err, size_t errlen)
+/* A request body that must be a JSON object of the NULL-terminated
+ * fields (each optional): the object (caller decrefs), or NULL with the
+ * reason in err. */
+static json_t *load_object(const uint8_t *body, size_t len, const char *const *fields, char *err,
+                           size_t errlen)
 {
-    memset(si, 0, sizeof *si);
     json_error_t je;
     json_t *root = json_loadb((const char *)body, len, JSON_REJECT_DUPLICATES, &je);
     if (!root) {
         snprintf(err, errlen, "the body is not JSON: %s (line %d)", je.text, je.line);
-        return 0;
+        return NULL;
     }
+    if (!json_is_object(root)) {
+        snprintf(err, errlen, "the body must be a JSON object");
+        json_decref(root);
+        return NULL;
+    }
+    const char *key;
+    json_t *val;
+    json_object_foreach(root, key, val)
+    {
+        size_t i = 0;
+        while (fields[i] && strcmp(key, fields[i]))
+            i++;
+        if (!fields[i]) {
+            snprintf(err, errlen, "unknown field '%.40s'", key);
+            json_decref(root);
+            return NULL;
+        }
+    }
+    return root;
+}
+
+static int parse_silence(const uint8_t *body, size_t len, int64_t now, struct gp_silence *si,
+                         char *err, size_t errlen)
+{
+    memset(si, 0, sizeof *si);
+    static const char *const fields[] = {"matchers", "duration", "ends_at", "starts_at", "comment",
+                                         NULL};
+    json_t *root = load_object(body, len, fields, err, errlen);
+    if (!root)
+        return 0;
     int ok = 0;
     const char *key;
     json_t *val;
-    if (!json_is_object(root)) {
-        snprintf(err, errlen, "the body must be a JSON object");
-        goto out;
-    }
-    json_object_foreach(root, key, val)
-    {
-        if (strcmp(key, "matchers") && strcmp(key, "duration") && strcmp(key, "ends_at") &&
-            strcmp(key, "starts_at") && strcmp(key, "comment")) {
-            snprintf(err, errlen, "unknown field '%.40s'", key);
-            goto out;
-        }
-    }
     json_t *m = json_object_get(root, "matchers");
     if (!json_is_object(m)) {
         snprintf(err, errlen, "'matchers' must be an object with kind, job, node, gpu or severity");
@@ -268,29 +288,12 @@ int gp_srv_parse_ack(const uint8_t *body, size_t len, char *by, size_t bylen, ch
         i++;
     if (i == len)
         return 1; /* no body: an anonymous ack */
-    json_error_t je;
-    json_t *root = json_loadb((const char *)body, len, JSON_REJECT_DUPLICATES, &je);
-    if (!root) {
-        snprintf(err, errlen, "the body is not JSON: %s (line %d)", je.text, je.line);
+    static const char *const fields[] = {"by", "comment", NULL};
+    json_t *root = load_object(body, len, fields, err, errlen);
+    if (!root)
         return 0;
-    }
-    int ok = 0;
-    const char *key;
-    json_t *val;
-    if (!json_is_object(root)) {
-        snprintf(err, errlen, "the body must be a JSON object");
-        goto out;
-    }
-    json_object_foreach(root, key, val)
-    {
-        if (strcmp(key, "by") && strcmp(key, "comment")) {
-            snprintf(err, errlen, "unknown field '%.40s' (use by and comment)", key);
-            goto out;
-        }
-    }
-    ok = json_field(root, "by", by, bylen, err, errlen) &&
-         json_field(root, "comment", comment, commentlen, err, errlen);
-out:
+    int ok = json_field(root, "by", by, bylen, err, errlen) &&
+             json_field(root, "comment", comment, commentlen, err, errlen);
     json_decref(root);
     return ok;
 }
