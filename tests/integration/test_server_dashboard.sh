@@ -27,7 +27,9 @@ curl -sf -D "$TMP/hz" -H 'Accept-Encoding: gzip' -o "$TMP/u.js.gz" "$SERVER_URL/
 grep -qi '^content-encoding: gzip' "$TMP/hz" || fail "uPlot not gzip'ed"
 gunzip -c "$TMP/u.js.gz" | cmp -s - "$TMP/u.js" || fail "gzip'ed uPlot does not decode to the same bytes"
 note "/ and /assets: $(stat -c %s "$TMP/u.js") bytes of uPlot, $(stat -c %s "$TMP/u.js.gz") gzip'ed, 304 on ETag"
-curl -sf "$SERVER_URL/api" | grep -q '/api/v1/fleet/gpus' || fail "/api does not list the routes"
+# (bodies go to files first: grep -q would leave curl a broken pipe under pipefail)
+curl -sf -o "$TMP/api" "$SERVER_URL/api" && grep -q '/api/v1/fleet/gpus' "$TMP/api" ||
+    fail "/api does not list the routes"
 
 # Every simulated GPU, with readings.
 wait_until 30 sh -c "curl -sf '$SERVER_URL/api/v1/fleet/gpus' | python3 -c 'import json,sys; d=json.load(sys.stdin); assert len(d[\"data\"][\"gpus\"]) == 16 and all(g[\"temp_c\"] is not None for g in d[\"data\"][\"gpus\"])'" ||
@@ -103,7 +105,8 @@ grep -q '"acknowledged":{"by":"it-test"' "$TMP/sse2" || fail "the ack was not st
 # A job's report, in its three forms.
 wait_until 30 sh -c "curl -sf '$SERVER_URL/api/v1/jobs/sim-job-1/report?format=text' | grep -q sim-job-1" ||
     fail "no report of sim-job-1: $(curl -s "$SERVER_URL/api/v1/jobs/sim-job-1/report?format=text" | head -c 300)"
-curl -sf "$SERVER_URL/api/v1/jobs/sim-job-1/report" | grep -qi '<html' || fail "the HTML report is not HTML"
+curl -sf -o "$TMP/r.html" "$SERVER_URL/api/v1/jobs/sim-job-1/report" && grep -qi '<html' "$TMP/r.html" ||
+    fail "the HTML report is not HTML"
 curl -sf "$SERVER_URL/api/v1/jobs/sim-job-1/report?format=json" |
     python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["id"] == "sim-job-1" and isinstance(d["advice"], list)' ||
     fail "the JSON report is not the job document"
@@ -121,8 +124,8 @@ t0=$(date +%s%N)
 stop_server
 note "stopped with an open stream in $(( ($(date +%s%N) - t0) / 1000000 )) ms"
 SERVER_DATA=$SERVER_DATA SERVER_CMD=up start_server "${UP_ARGS[@]}"
-curl -sf "$SERVER_URL/api/v1/alerts/$id" | grep -q '"acknowledged":{"by":"it-test"' ||
-    fail "the ack did not survive a restart: $(curl -s "$SERVER_URL/api/v1/alerts/$id" | head -c 400)"
-curl -sf "$SERVER_URL/api/v1/alerts/$id" | grep -q '"to":"acknowledged"' || fail "no acknowledged transition"
+curl -sf -o "$TMP/al" "$SERVER_URL/api/v1/alerts/$id" || fail "no alert $id after a restart"
+grep -q '"acknowledged":{"by":"it-test"' "$TMP/al" || fail "the ack did not survive a restart: $(head -c 400 "$TMP/al")"
+grep -q '"to":"acknowledged"' "$TMP/al" || fail "no acknowledged transition"
 note "ack of $id kept across a restart"
 stop_server
