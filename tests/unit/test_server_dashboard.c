@@ -6,7 +6,8 @@
  * /api/v1/fleet/gpus (readings, units, nulls, order, filters, alert
  * badges), the SSE stream (framing, ids, live values, alert events,
  * bounded queues that count their drops, ending on stop), POST
- * /api/v1/alerts/ID/ack (auth, bodies, idempotence, a restart) and
+ * /api/v1/alerts/ID/ack (auth, bodies, idempotence, a restart, a
+ * version-4 state.db migrated) and
  * GET /api/v1/jobs/ID/report.
  */
 #include "ingest/remote_write.h"
@@ -24,6 +25,7 @@
 #include <jansson.h>
 #include <math.h>
 #include <pthread.h>
+#include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -780,6 +782,43 @@ static void test_ack(void)
     gp_server_stop(s);
 }
 
+/* A state.db of version 4 (before acks) is migrated: its alerts read
+ * "acknowledged": null and can be acknowledged. */
+static void test_ack_migration(void)
+{
+    struct gp_server *s = start_with(hot_rule);
+    char id[17], path[128];
+    firing_id(s, id);
+    gp_server_stop(s);
+    char db_path[1024];
+    snprintf(db_path, sizeof db_path, "%s/data/state.db", gp_test_tmpdir());
+    sqlite3 *db;
+    CHECK_INT(sqlite3_open(db_path, &db), SQLITE_OK);
+    CHECK_INT(sqlite3_exec(db,
+                           "ALTER TABLE alerts DROP COLUMN ack_by; ALTER TABLE alerts DROP COLUMN ack_at;"
+                           "ALTER TABLE alerts DROP COLUMN ack_comment; PRAGMA user_version=4;",
+                           NULL, NULL, NULL),
+              SQLITE_OK);
+    sqlite3_close(db);
+    s = srv_start_eval();
+    snprintf(path, sizeof path, "/api/v1/alerts/%s", id);
+    struct reply *r = srv_request(s, "GET", path, NULL, "r-tok");
+    CHECK_INT(r->status, 200);
+    CHECK_CONTAINS(r->body, "\"acknowledged\":null");
+    snprintf(path, sizeof path, "/api/v1/alerts/%s/ack", id);
+    r = srv_request(s, "POST", path, "{\"by\":\"dora\"}", "w-tok");
+    CHECK_INT(r->status, 200);
+    CHECK_CONTAINS(r->body, "\"acknowledged\":{\"by\":\"dora\"");
+    gp_server_stop(s);
+    CHECK_INT(sqlite3_open(db_path, &db), SQLITE_OK);
+    sqlite3_stmt *st;
+    CHECK_INT(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL), SQLITE_OK);
+    CHECK_INT(sqlite3_step(st), SQLITE_ROW);
+    CHECK_INT(sqlite3_column_int(st, 0), 5);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+}
+
 static void test_ack_body_parser(void)
 {
     char by[8], comment[16], err[128];
@@ -907,6 +946,7 @@ const struct gp_test gp_tests_server_dashboard[] = {
     {"stream", test_stream},
     {"stream_drops", test_stream_drops},
     {"ack", test_ack},
+    {"ack_migration", test_ack_migration},
     {"ack_body_parser", test_ack_body_parser},
     {"job_report", test_job_report},
     {0},
