@@ -25,8 +25,15 @@ FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 FUZZERS := $(patsubst tests/fuzz/fuzz_%.c,%,$(FUZZ_SRC))
 
 BENCH_TOOLS := build/rel/fleetgen build/rel/rwload build/rel/storetool
-REL_OBJ  := $(patsubst %.c,build/rel/%.o,$(LIB_SRC))
-ASAN_OBJ := $(patsubst %.c,build/asan/%.o,$(LIB_SRC))
+# The dashboard (docs/dashboard.md): web/'s files and the pinned uPlot
+# (npm, web/package-lock.json) become build/gen/web_assets.c, compiled in.
+WEB_FILES := $(sort $(wildcard web/*.html web/*.js web/*.css))
+UPLOT_DIST := web/node_modules/uplot/dist
+WEB_EMBED := $(WEB_FILES) $(UPLOT_DIST)/uPlot.iife.min.js $(UPLOT_DIST)/uPlot.min.css
+GEN_SRC := build/gen/web_assets.c
+
+REL_OBJ  := $(patsubst %.c,build/rel/%.o,$(LIB_SRC) $(GEN_SRC))
+ASAN_OBJ := $(patsubst %.c,build/asan/%.o,$(LIB_SRC) $(GEN_SRC))
 
 .PHONY: all check-build fakenvml fuzz clean bench-tools man install uninstall
 all: build/rel/gpulse man
@@ -44,6 +51,30 @@ build/asan/%.o: %.c
 	@mkdir -p $(dir $@)
 	@echo "  CC-SAN  $<"; $(CC) $(CFLAGS_COMMON) -O1 $(SAN) -DGP_TEST_DATA_DIR='"$(CURDIR)/tests/data"' \
 	    -Itests -MMD -MP -c $< -o $@
+
+# npm ci only when uPlot is missing or older than the lock (offline when
+# npm's cache has it); the tool that embeds is built for this host.
+web/node_modules/uplot/package.json: web/package-lock.json
+	@command -v npm >/dev/null || { echo "gpulse: npm is needed to install uPlot for the dashboard:" \
+	    "run scripts/deps.sh build (Debian's nodejs and npm)" >&2; exit 1; }
+	npm ci --prefix web --silent --no-audit --no-fund --prefer-offline
+	@touch $@
+$(UPLOT_DIST)/%: web/node_modules/uplot/package.json ;
+
+build/tools/embed: tools/embed.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -D_GNU_SOURCE $(WARN) -O1 -o $@ $<
+
+build/gen/web/%.gz: web/%
+	@mkdir -p $(dir $@)
+	gzip -9n -c $< >$@
+build/gen/web/%.gz: $(UPLOT_DIST)/%
+	@mkdir -p $(dir $@)
+	gzip -9n -c $< >$@
+
+# web/ itself: a file added or removed there changes the table.
+$(GEN_SRC): build/tools/embed web $(WEB_EMBED) $(foreach f,$(WEB_EMBED),build/gen/web/$(notdir $f).gz)
+	build/tools/embed $@ $(foreach f,$(WEB_EMBED),$(notdir $f)=$f:build/gen/web/$(notdir $f).gz)
 
 build/rel/libgpulse.a: $(REL_OBJ)
 	@rm -f $@
@@ -74,10 +105,10 @@ build/asan/fuzz-%: build/asan/tests/fuzz/fuzz_%.o build/asan/tests/fuzz/replay.o
 	$(CC) $(SAN) -o $@ $^ $(LDLIBS)
 
 fuzz: $(addprefix build/fuzz/fuzz-,$(FUZZERS))
-build/fuzz/fuzz-%: tests/fuzz/fuzz_%.c $(LIB_SRC)
+build/fuzz/fuzz-%: tests/fuzz/fuzz_%.c $(LIB_SRC) $(GEN_SRC)
 	@mkdir -p $(dir $@)
 	clang $(filter-out -Werror,$(CFLAGS_COMMON)) -O1 -fsanitize=fuzzer,address,undefined \
-	    -Itests -o $@ $< $(LIB_SRC) $(LDLIBS)
+	    -Itests -o $@ $< $(LIB_SRC) $(GEN_SRC) $(LDLIBS)
 
 # The stand-in NVML: the full Hopper-era library, and an old driver's
 # library that lacks the _v2/_v3/GPM symbols.

@@ -5,7 +5,11 @@ set -euo pipefail
 
 build_pkgs=(gcc make pkg-config libc6-dev libmicrohttpd-dev libjansson-dev libyaml-dev libsnappy-dev
             libsqlite3-dev libcurl4-openssl-dev libgnutls28-dev
+            libsqlite3-dev libcurl4-openssl-dev libgnutls28-dev
             libncurses-dev)  # gpulse top's terminal screen (ncursesw)
+# The dashboard's uPlot comes from npm at build time (web/package-lock.json):
+# Debian's node and npm, unless a node and npm are already on PATH.
+command -v node >/dev/null && command -v npm >/dev/null || build_pkgs+=(nodejs npm)
 # Tests: the real Prometheus (scraper + promtool), curl to talk HTTP,
 # python3 for the small protocol checks, node_exporter for the benchmark,
 # VictoriaMetrics as a second real remote-write receiver and query peer,

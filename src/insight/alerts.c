@@ -174,6 +174,16 @@ static void build_labels(struct alert *al, const char *extra)
         snprintf(al->group, sizeof al->group, "kind:%s", al->kind);
 }
 
+void gp_alerts_each_active(struct gp_alerts *a, gp_alerts_each_fn fn, void *ctx)
+{
+    pthread_mutex_lock(&a->mu);
+    for (size_t i = 0; i < NBUCKETS; i++)
+        for (struct alert *x = a->bucket[i]; x; x = x->next)
+            if (x->state != GP_ALERT_RESOLVED)
+                fn(ctx, &x->key, x->state, x->severity);
+    pthread_mutex_unlock(&a->mu);
+}
+
 /* ---- silences ---- */
 
 static bool silence_matches(const struct gp_silence *s, const char *kind,
@@ -929,7 +939,7 @@ int gp_alerts_silences_json(struct gp_alerts *a, int64_t now_ms, bool all, struc
 
 #define ALERT_COLS                                                                              \
     "id, kind, severity, state, labels, grp, summary, evidence, runbook, value, started,"       \
-    " firing_since, resolved, silenced"
+    " firing_since, resolved, silenced, ack_by, ack_at, ack_comment, seq"
 
 /* Writes the alert of the current row; live fields from memory when the
  * same instance is active. Caller holds the lock. */
@@ -970,6 +980,17 @@ static void alert_row_json(struct gp_alerts *a, sqlite3_stmt *st, struct gp_buf 
     json_ms_or_null(b, live ? live->resolved : col_ms(st, 12));
     gp_buf_printf(b, ",\"silenced\":%s",
                   (live ? live->silenced : sqlite3_column_int(st, 13) != 0) ? "true" : "false");
+    if (sqlite3_column_type(st, 15) == SQLITE_NULL) {
+        gp_buf_puts(b, ",\"acknowledged\":null");
+    } else {
+        gp_buf_puts(b, ",\"acknowledged\":{\"by\":");
+        json_text(b, (const char *)sqlite3_column_text(st, 14) ? (const char *)sqlite3_column_text(st, 14) : "");
+        gp_buf_puts(b, ",\"at\":");
+        gp_json_time(b, sqlite3_column_int64(st, 15));
+        gp_buf_puts(b, ",\"comment\":");
+        json_text(b, (const char *)sqlite3_column_text(st, 16) ? (const char *)sqlite3_column_text(st, 16) : "");
+        gp_buf_putc(b, '}');
+    }
 }
 
 int gp_alerts_list_json(struct gp_alerts *a, const struct gp_alerts_filter *f, struct gp_buf *out)
@@ -1025,19 +1046,117 @@ int gp_alerts_list_json(struct gp_alerts *a, const struct gp_alerts_filter *f, s
     return end_answer(out, mark, rc);
 }
 
-int gp_alerts_get_json(struct gp_alerts *a, const char *id, struct gp_buf *out)
+/* Steps *st to the row of the newest alert of fingerprint id: SQLITE_ROW,
+ * SQLITE_DONE (none) or an error; *st (NULL when unprepared) is the
+ * caller's to finalize. Caller holds the lock. */
+static int newest_row(struct gp_alerts *a, const char *id, sqlite3_stmt **st)
 {
-    size_t mark = out->len;
-    sqlite3_stmt *st;
-    pthread_mutex_lock(&a->mu);
     int rc = sqlite3_prepare_v2(a->db,
                                 "SELECT " ALERT_COLS " FROM alerts WHERE id = ? ORDER BY started DESC,"
                                 " seq DESC LIMIT 1",
-                                -1, &st, NULL);
+                                -1, st, NULL);
     if (rc != SQLITE_OK)
-        goto fail;
-    bind_text(st, 1, id);
-    rc = sqlite3_step(st);
+        return rc;
+    bind_text(*st, 1, id);
+    return sqlite3_step(*st);
+}
+
+int gp_alerts_ack(struct gp_alerts *a, const char *id, const char *by, const char *comment,
+                  int64_t now_ms)
+{
+    sqlite3_stmt *st = NULL, *up = NULL, *tr = NULL;
+    pthread_mutex_lock(&a->mu);
+    pthread_mutex_lock(&a->dbmu); /* one transaction of its own, not a tick's */
+    int rc = newest_row(a, id, &st);
+    if (rc != SQLITE_ROW) {
+        sqlite3_finalize(st);
+        pthread_mutex_unlock(&a->dbmu);
+        pthread_mutex_unlock(&a->mu);
+        return rc == SQLITE_DONE ? GP_ENOTFOUND : GP_EIO;
+    }
+    int64_t started = col_ms(st, 10), seq = sqlite3_column_int64(st, 17);
+    const struct alert *live = find(a, strtoull(id, NULL, 16));
+    if (live && (live->started != started || strcmp(live->id, id)))
+        live = NULL;
+    char state[16], summary[256], evidence[768];
+    col_text(st, 3, state, sizeof state);
+    col_text(st, 6, summary, sizeof summary);
+    col_text(st, 7, evidence, sizeof evidence);
+    double value = sqlite3_column_type(st, 9) == SQLITE_NULL ? NAN : sqlite3_column_double(st, 9);
+    int silenced = sqlite3_column_int(st, 13);
+    if (live) { /* its row is written at transitions only: memory is newer */
+        snprintf(state, sizeof state, "%s", gp_alert_state_names[live->state]);
+        value = live->value;
+        silenced = live->silenced;
+    }
+    sqlite3_finalize(st);
+    rc = sqlite3_exec(a->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_prepare_v2(a->db, "UPDATE alerts SET ack_by=?, ack_at=?, ack_comment=? WHERE seq=?",
+                                -1, &up, NULL);
+    if (rc == SQLITE_OK) {
+        bind_text(up, 1, by);
+        sqlite3_bind_int64(up, 2, now_ms);
+        bind_text(up, 3, comment);
+        sqlite3_bind_int64(up, 4, seq);
+        rc = sqlite3_step(up) == SQLITE_DONE ? SQLITE_OK : SQLITE_ERROR;
+    }
+    if (rc == SQLITE_OK)
+        rc = sqlite3_prepare_v2(a->db,
+                                "INSERT INTO alert_transitions(id, started, from_state, to_state, at,"
+                                " value, silenced, summary, evidence)"
+                                " VALUES(?,?,?,'acknowledged',?,?,?,?,?)",
+                                -1, &tr, NULL);
+    if (rc == SQLITE_OK) {
+        bind_text(tr, 1, id);
+        sqlite3_bind_int64(tr, 2, started);
+        bind_text(tr, 3, state);
+        sqlite3_bind_int64(tr, 4, now_ms);
+        bind_value(tr, 5, value);
+        sqlite3_bind_int(tr, 6, silenced);
+        bind_text(tr, 7, summary);
+        bind_text(tr, 8, evidence);
+        rc = sqlite3_step(tr) == SQLITE_DONE ? SQLITE_OK : SQLITE_ERROR;
+    }
+    sqlite3_finalize(up);
+    sqlite3_finalize(tr);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_exec(a->db, "COMMIT", NULL, NULL, NULL);
+    if (rc != SQLITE_OK) {
+        gp_log(GP_LOG_ERROR, "alerts", "cannot store an acknowledgement", "id=%s err=\"%s\"", id,
+               sqlite3_errmsg(a->db));
+        sqlite3_exec(a->db, "ROLLBACK", NULL, NULL, NULL);
+        a->st.db_errors++;
+    }
+    pthread_mutex_unlock(&a->dbmu);
+    pthread_mutex_unlock(&a->mu);
+    return rc == SQLITE_OK ? GP_OK : GP_EIO;
+}
+
+int gp_alerts_one_json(struct gp_alerts *a, const char *id, struct gp_buf *out)
+{
+    size_t mark = out->len;
+    sqlite3_stmt *st = NULL;
+    pthread_mutex_lock(&a->mu);
+    int rc = newest_row(a, id, &st);
+    if (rc == SQLITE_ROW) {
+        alert_row_json(a, st, out);
+        gp_buf_putc(out, '}');
+        rc = SQLITE_DONE;
+    } else if (rc == SQLITE_DONE) {
+        rc = SQLITE_NOTFOUND;
+    }
+    sqlite3_finalize(st);
+    pthread_mutex_unlock(&a->mu);
+    return rc == SQLITE_NOTFOUND ? GP_ENOTFOUND : end_answer(out, mark, rc);
+}
+
+int gp_alerts_get_json(struct gp_alerts *a, const char *id, struct gp_buf *out)
+{
+    size_t mark = out->len;
+    sqlite3_stmt *st = NULL;
+    pthread_mutex_lock(&a->mu);
+    int rc = newest_row(a, id, &st);
     if (rc != SQLITE_ROW) {
         sqlite3_finalize(st);
         pthread_mutex_unlock(&a->mu);

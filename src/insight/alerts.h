@@ -118,6 +118,13 @@ int gp_alerts_end(struct gp_alerts *a, char *err, size_t errlen);
 bool gp_alerts_active(struct gp_alerts *a, const char *kind, const struct gp_obs_key *k,
                       uint64_t extra);
 
+/* Calls fn for each pending or firing alert with its key, state and
+ * severity, under the lock (fn must not call into a). For the
+ * dashboard's per-GPU badges, which need memory, not state.db. */
+typedef void (*gp_alerts_each_fn)(void *ctx, const struct gp_obs_key *k, enum gp_alert_state st,
+                                  enum gp_severity sev);
+void gp_alerts_each_active(struct gp_alerts *a, gp_alerts_each_fn fn, void *ctx);
+
 /* ---- silences ---- */
 
 struct gp_silence {
@@ -142,6 +149,19 @@ int gp_alerts_silence_delete(struct gp_alerts *a, const char *id, int64_t now_ms
 bool gp_alerts_silenced(struct gp_alerts *a, const char *kind, const struct gp_obs_key *k,
                         enum gp_severity sev, int64_t now_ms);
 
+/* ---- acknowledgement ---- */
+
+#define GP_ALERT_ACK_BY_LEN 128
+#define GP_ALERT_ACK_COMMENT_LEN 512
+
+/* Acknowledges the newest alert of fingerprint id at now_ms: who (by)
+ * and why (comment), both may be "", stored on its row (a second ack
+ * replaces them) and appended as a transition to "acknowledged" from its
+ * state. It changes nothing else: it neither silences nor resolves.
+ * GP_OK, GP_ENOTFOUND, GP_EIO. */
+int gp_alerts_ack(struct gp_alerts *a, const char *id, const char *by, const char *comment,
+                  int64_t now_ms);
+
 /* ---- the API's answers (envelope included), appended to out ---- */
 
 struct gp_alerts_filter {
@@ -155,6 +175,9 @@ int gp_alerts_list_json(struct gp_alerts *a, const struct gp_alerts_filter *f, s
 /* The newest alert of fingerprint id with every transition of that
  * fingerprint (at most 1000, oldest first). GP_OK, GP_ENOTFOUND, GP_EIO. */
 int gp_alerts_get_json(struct gp_alerts *a, const char *id, struct gp_buf *out);
+/* The newest alert of fingerprint id alone, as the list shows it (no
+ * envelope, no transitions). GP_OK, GP_ENOTFOUND, GP_EIO. */
+int gp_alerts_one_json(struct gp_alerts *a, const char *id, struct gp_buf *out);
 /* Silences not yet ended at now_ms (all: every one kept). */
 int gp_alerts_silences_json(struct gp_alerts *a, int64_t now_ms, bool all, struct gp_buf *out);
 

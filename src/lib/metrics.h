@@ -254,7 +254,15 @@ enum gp_metric_section {
     X(NOTIFY_GROUPS, NOTIFY, "gpulse_server_notify_groups", GAUGE, "",                                 \
       "Notification groups the router keeps now.")                                                     \
     X(NOTIFY_GROUP_ALERTS, NOTIFY, "gpulse_server_notify_group_alerts", GAUGE, "",                     \
-      "Alerts held in the router's groups now.")
+      "Alerts held in the router's groups now.")                                                       \
+    X(SRV_STREAMS_OPEN, SERVER, "gpulse_server_streams_open", GAUGE, "",                               \
+      "Server-Sent Event streams open now.")                                                           \
+    X(SRV_STREAMS_OPENED, SERVER, "gpulse_server_streams_opened_total", COUNTER, "",                   \
+      "Server-Sent Event streams opened.")                                                             \
+    X(SRV_STREAM_EVENTS, SERVER, "gpulse_server_stream_events_total", COUNTER, "",                     \
+      "Events sent on the streams.")                                                                   \
+    X(SRV_STREAM_DROPPED, SERVER, "gpulse_server_stream_events_dropped_total", COUNTER, "",            \
+      "Alert events a stream lost: its queue was full (a slow client).")
 
 enum gp_metric {
 #define GP_METRIC_ENUM_(id, sec, name, type, labels, help) GP_M_##id,

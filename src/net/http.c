@@ -21,6 +21,14 @@
  * libmicrohttpd, which sees the end of the stream and closes it; the
  * watchdog's record is removed (under its lock) before libmicrohttpd
  * closes the fd, so a reused fd number is never touched.
+ *
+ * Streamed answers: libmicrohttpd's content-reader callback (one thread
+ * per connection, so it may block) calls the role's producer into a
+ * pending buffer and copies out what fits. Returning 0 bytes makes
+ * libmicrohttpd call again at once, so the producer's own short wait is
+ * what keeps that loop from spinning. gp_http_stop raises `closing`
+ * before stopping the daemon: every stream then ends at its next call,
+ * so stopping waits a producer's wait at most.
  */
 #include "net/http.h"
 
@@ -67,6 +75,17 @@ struct gp_http {
     struct conn_rec *conns;
     pthread_t watchdog;
     int watching, stopping, started_watchdog;
+    int closing; /* atomic: streams end */
+};
+
+/* One streamed answer. */
+struct stream {
+    struct gp_http *h;
+    gp_http_stream_fn fn;
+    void (*free_fn)(void *);
+    void *arg;
+    struct gp_buf pending;
+    size_t off; /* sent from pending */
 };
 
 struct gp_http_request {
@@ -155,6 +174,93 @@ void gp_http_error(struct gp_http_response *resp, int status, const char *msg)
     gp_buf_puts(&resp->body, "\"}\n");
 }
 
+/* Skips spaces and tabs. */
+static const char *skip_ows(const char *p)
+{
+    while (*p == ' ' || *p == '\t')
+        p++;
+    return p;
+}
+
+/* The q of one Accept-Encoding element's parameters (p after the token):
+ * 0..1000 (thousandths), or -1 when malformed. */
+static int qvalue(const char *p, const char *end)
+{
+    int q = 1000;
+    while (p < end) {
+        p = skip_ows(p);
+        if (p >= end)
+            break;
+        if (*p++ != ';')
+            return -1;
+        p = skip_ows(p);
+        if (end - p >= 2 && (p[0] == 'q' || p[0] == 'Q') && p[1] == '=') {
+            p += 2;
+            if (p >= end || (*p != '0' && *p != '1'))
+                return -1;
+            int whole = *p++ - '0', frac = 0, digits = 0;
+            if (p < end && *p == '.')
+                for (p++; p < end && *p >= '0' && *p <= '9' && digits < 3; p++, digits++)
+                    frac = frac * 10 + (*p - '0');
+            while (digits++ < 3)
+                frac *= 10;
+            q = whole * 1000 + frac;
+            if (q > 1000)
+                return -1;
+        } else { /* another parameter: skip it */
+            while (p < end && *p != ';')
+                p++;
+        }
+    }
+    return q;
+}
+
+int gp_http_accepts(const char *ae, const char *coding)
+{
+    if (!ae)
+        return 0;
+    int named = -1, star = -1;
+    size_t cl = strlen(coding);
+    for (const char *p = ae; *p;) {
+        const char *end = strchr(p, ',');
+        if (!end)
+            end = p + strlen(p);
+        const char *t = skip_ows(p), *te = t;
+        while (te < end && *te != ';' && *te != ' ' && *te != '\t')
+            te++;
+        int q = qvalue(te, end);
+        if (q >= 0 && (size_t)(te - t) == cl && !strncasecmp(t, coding, cl))
+            named = q;
+        else if (q >= 0 && te - t == 1 && *t == '*')
+            star = q;
+        p = *end ? end + 1 : end;
+    }
+    return named >= 0 ? named > 0 : star > 0;
+}
+
+int gp_http_etag_match(const char *inm, const char *etag)
+{
+    if (!inm)
+        return 0;
+    size_t el = strlen(etag);
+    for (const char *p = inm; *p;) {
+        const char *end = strchr(p, ',');
+        if (!end)
+            end = p + strlen(p);
+        const char *t = skip_ows(p), *te = end;
+        while (te > t && (te[-1] == ' ' || te[-1] == '\t'))
+            te--;
+        if (te - t == 1 && *t == '*')
+            return 1;
+        if (te - t >= 2 && t[0] == 'W' && t[1] == '/')
+            t += 2;
+        if ((size_t)(te - t) == el && !memcmp(t, etag, el))
+            return 1;
+        p = *end ? end + 1 : end;
+    }
+    return 0;
+}
+
 static void resp_init(struct gp_http_response *resp, int status)
 {
     memset(resp, 0, sizeof *resp);
@@ -163,20 +269,81 @@ static void resp_init(struct gp_http_response *resp, int status)
     gp_buf_init(&resp->body, 0);
 }
 
+/* libmicrohttpd wants more of a stream: what is pending, else a call
+ * to the producer (which may wait briefly). */
+static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    (void)pos;
+    struct stream *st = cls;
+    if (st->off == st->pending.len) {
+        if (__atomic_load_n(&st->h->closing, __ATOMIC_ACQUIRE))
+            return MHD_CONTENT_READER_END_OF_STREAM;
+        gp_buf_reset(&st->pending);
+        st->off = 0;
+        if (st->fn(st->arg, &st->pending) < 0 || st->pending.err)
+            return MHD_CONTENT_READER_END_OF_STREAM;
+        if (!st->pending.len)
+            return 0; /* called again: the producer waited */
+    }
+    size_t n = st->pending.len - st->off;
+    if (n > max)
+        n = max;
+    memcpy(buf, st->pending.data + st->off, n);
+    st->off += n;
+    return (ssize_t)n;
+}
+
+static void stream_end(void *cls)
+{
+    struct stream *st = cls;
+    if (st->free_fn)
+        st->free_fn(st->arg);
+    gp_buf_free(&st->pending);
+    free(st);
+}
+
+/* The libmicrohttpd response of a streamed answer; NULL when it cannot
+ * be made (the producer's state is then freed). */
+static struct MHD_Response *stream_response(struct gp_http *h, struct gp_http_response *resp)
+{
+    struct stream *st = calloc(1, sizeof *st);
+    struct MHD_Response *m = NULL;
+    if (st) {
+        *st = (struct stream){h, resp->stream, resp->stream_free, resp->stream_arg, {0}, 0};
+        gp_buf_init(&st->pending, 0);
+        m = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, stream_read, st, stream_end);
+        if (m)
+            return m;
+        gp_buf_free(&st->pending);
+        free(st);
+    }
+    if (resp->stream_free)
+        resp->stream_free(resp->stream_arg);
+    return NULL;
+}
+
 /* Hands resp to libmicrohttpd (its body moves) and records the status. */
 static enum MHD_Result send_response(struct gp_http_request *r, struct gp_http_response *resp)
 {
+    if (resp->stream && resp->status != 200) { /* a stream answers 200 or not at all */
+        if (resp->stream_free)
+            resp->stream_free(resp->stream_arg);
+        resp->stream = NULL;
+    }
     if (resp->body.err)
         gp_http_error(resp, 500, "response too large or out of memory");
     size_t len;
     char *data = gp_buf_steal(&resp->body, &len);
-    if (resp->status == 204 || resp->status == 304) { /* no body allowed */
+    if (resp->status == 204 || resp->status == 304 || resp->stream) { /* no body allowed */
         free(data);
         data = NULL;
         len = 0;
     }
-    struct MHD_Response *m = MHD_create_response_from_buffer(
-        len, data ? data : (char *)"", data ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
+    struct MHD_Response *m =
+        resp->stream ? stream_response(r->h, resp)
+                     : MHD_create_response_from_buffer(len, data ? data : (char *)"",
+                                                       data ? MHD_RESPMEM_MUST_FREE
+                                                            : MHD_RESPMEM_PERSISTENT);
     if (!m) {
         free(data);
         return MHD_NO;
@@ -556,6 +723,7 @@ void gp_http_stop(struct gp_http *h)
 {
     if (!h)
         return;
+    __atomic_store_n(&h->closing, 1, __ATOMIC_RELEASE);
     if (h->started_watchdog) {
         pthread_mutex_lock(&h->mu);
         h->stopping = 1;

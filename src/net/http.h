@@ -8,7 +8,10 @@
  * Routing and rendering live with the role that owns the routes (agent.c,
  * server/), so this file knows nothing of metrics or remote write.
  * Responses are built in memory and copied to libmicrohttpd, so a slow
- * client holds no lock of ours.
+ * client holds no lock of ours. A streamed answer (Server-Sent Events)
+ * sets a stream callback instead of a body: it is called on the
+ * connection's thread whenever the client can take more, for as long as
+ * the answer lasts (see gp_http_stream_fn).
  *
  * Bodies. A role that takes bodies gives a `prepare` callback, called
  * once the headers are in and before any body byte is read. It returns
@@ -44,7 +47,19 @@
 struct gp_http;
 struct gp_http_request;
 
-#define GP_HTTP_MAX_HEADERS 4
+#define GP_HTTP_MAX_HEADERS 8
+
+/*
+ * A streamed answer's producer. Called on the connection's thread each
+ * time the client can take more: appends what is ready to out and
+ * returns 0 (out may stay empty: it is called again), or returns -1 to
+ * end the answer. It may wait for something to send, but briefly (a
+ * quarter second or so): the server stopping is noticed between calls,
+ * and a client gone when a write fails. Streams need threads = 0 (a
+ * thread per connection): in a pool, a waiting producer would hold a
+ * thread that other connections share.
+ */
+typedef int (*gp_http_stream_fn)(void *arg, struct gp_buf *out);
 
 struct gp_http_response {
     int status;               /* 200 by default */
@@ -58,6 +73,12 @@ struct gp_http_response {
         char value[128];
     } hdr[GP_HTTP_MAX_HEADERS];
     unsigned nhdr;
+    /* Streamed instead of body when set (status 200 only): stream_free
+     * (may be NULL) gets stream_arg once the answer is over, whatever
+     * ended it; it is also called when the answer cannot start. */
+    gp_http_stream_fn stream;
+    void (*stream_free)(void *arg);
+    void *stream_arg;
 };
 
 typedef void (*gp_http_handler)(void *ctx, const struct gp_http_request *req,
@@ -126,6 +147,15 @@ int gp_http_start(struct gp_http **out, const char *listen, gp_http_handler h, v
                   size_t errlen);
 unsigned gp_http_port(const struct gp_http *h);
 void gp_http_stop(struct gp_http *h); /* accepts NULL; waits for running handlers */
+
+/* Content negotiation over request headers (NULL: absent), for the
+ * static files. 1 when Accept-Encoding allows `coding` (named with q > 0,
+ * or `*` with q > 0 and the coding not refused by name), else 0; a
+ * malformed element counts as absent. */
+int gp_http_accepts(const char *accept_encoding, const char *coding);
+/* 1 when If-None-Match names etag (a quoted tag; weak comparison: a W/
+ * prefix is ignored) or is `*`, else 0. */
+int gp_http_etag_match(const char *if_none_match, const char *etag);
 
 /* Fills resp with a JSON error {"error": msg}. */
 void gp_http_error(struct gp_http_response *resp, int status, const char *msg);

@@ -12,6 +12,8 @@
  *                                "starts_at":T, "comment":"..."} -> {"id"}
  *   GET    /api/v1/silences      state=active (default) | all
  *   DELETE /api/v1/silences/ID   ends it now
+ *   POST   /api/v1/alerts/ID/ack {"by": "...", "comment": "..."} (both
+ *                                optional, the body too) -> the alert
  *
  * The write token guards POST and DELETE (server.c's prepare). This file
  * also starts and stops the rules, alerts and engine for server.c, which
@@ -97,6 +99,18 @@ static void list_alerts(struct gp_server *s, const struct gp_http_request *req,
         gp_srv_bad(resp, 500, "internal", "cannot read the alerts from state.db");
 }
 
+/* The answer of GET /api/v1/alerts/ID for a well-formed id. */
+static void get_alert_id(struct gp_server *s, const char *id, struct gp_http_response *resp)
+{
+    int rc = gp_alerts_get_json(s->alerts, id, &resp->body);
+    if (rc == GP_ENOTFOUND)
+        gp_srv_bad(resp, 404, "not_found", "no alert '%s'", id);
+    else if (rc == GP_ENOMEM || rc == GP_ETOOBIG)
+        gp_srv_bad(resp, 503, "unavailable", "out of memory reading the alert");
+    else if (rc)
+        gp_srv_bad(resp, 500, "internal", "cannot read the alert from state.db");
+}
+
 static void get_alert(struct gp_server *s, const struct gp_http_request *req,
                       struct gp_http_response *resp)
 {
@@ -105,13 +119,7 @@ static void get_alert(struct gp_server *s, const struct gp_http_request *req,
         gp_srv_bad(resp, 404, "not_found", "no alert '%.40s' (ids are 16 hex digits)", id);
         return;
     }
-    int rc = gp_alerts_get_json(s->alerts, id, &resp->body);
-    if (rc == GP_ENOTFOUND)
-        gp_srv_bad(resp, 404, "not_found", "no alert '%s'", id);
-    else if (rc == GP_ENOMEM || rc == GP_ETOOBIG)
-        gp_srv_bad(resp, 503, "unavailable", "out of memory reading the alert");
-    else if (rc)
-        gp_srv_bad(resp, 500, "internal", "cannot read the alert from state.db");
+    get_alert_id(s, id, resp);
 }
 
 /* A time in JSON: a number of Unix seconds or a string gp_parse_time_ms
@@ -152,31 +160,51 @@ static int json_field(json_t *obj, const char *name, char *out, size_t len, char
 }
 
 /* Parses a silence body into *si. 1, or 0 with the reason in err. */
-static int parse_silence(const uint8_t *body, size_t len, int64_t now, struct gp_silence *si,
-                         char *err, size_t errlen)
+/* A request body that must be a JSON object of the NULL-terminated
+ * fields (each optional): the object (caller decrefs), or NULL with the
+ * reason in err. */
+static json_t *load_object(const uint8_t *body, size_t len, const char *const *fields, char *err,
+                           size_t errlen)
 {
-    memset(si, 0, sizeof *si);
     json_error_t je;
     json_t *root = json_loadb((const char *)body, len, JSON_REJECT_DUPLICATES, &je);
     if (!root) {
         snprintf(err, errlen, "the body is not JSON: %s (line %d)", je.text, je.line);
-        return 0;
+        return NULL;
     }
+    if (!json_is_object(root)) {
+        snprintf(err, errlen, "the body must be a JSON object");
+        json_decref(root);
+        return NULL;
+    }
+    const char *key;
+    json_t *val;
+    json_object_foreach(root, key, val)
+    {
+        size_t i = 0;
+        while (fields[i] && strcmp(key, fields[i]))
+            i++;
+        if (!fields[i]) {
+            snprintf(err, errlen, "unknown field '%.40s'", key);
+            json_decref(root);
+            return NULL;
+        }
+    }
+    return root;
+}
+
+static int parse_silence(const uint8_t *body, size_t len, int64_t now, struct gp_silence *si,
+                         char *err, size_t errlen)
+{
+    memset(si, 0, sizeof *si);
+    static const char *const fields[] = {"matchers", "duration", "ends_at", "starts_at", "comment",
+                                         NULL};
+    json_t *root = load_object(body, len, fields, err, errlen);
+    if (!root)
+        return 0;
     int ok = 0;
     const char *key;
     json_t *val;
-    if (!json_is_object(root)) {
-        snprintf(err, errlen, "the body must be a JSON object");
-        goto out;
-    }
-    json_object_foreach(root, key, val)
-    {
-        if (strcmp(key, "matchers") && strcmp(key, "duration") && strcmp(key, "ends_at") &&
-            strcmp(key, "starts_at") && strcmp(key, "comment")) {
-            snprintf(err, errlen, "unknown field '%.40s'", key);
-            goto out;
-        }
-    }
     json_t *m = json_object_get(root, "matchers");
     if (!json_is_object(m)) {
         snprintf(err, errlen, "'matchers' must be an object with kind, job, node, gpu or severity");
@@ -252,6 +280,61 @@ static void post_silence(struct gp_server *s, const struct gp_http_request *req,
         gp_buf_printf(&resp->body, "{\"status\":\"success\",\"data\":{\"id\":\"%s\"}}\n", si.id);
 }
 
+int gp_srv_parse_ack(const uint8_t *body, size_t len, char *by, size_t bylen, char *comment,
+                     size_t commentlen, char *err, size_t errlen)
+{
+    by[0] = comment[0] = '\0';
+    size_t i = 0;
+    while (i < len && (body[i] == ' ' || body[i] == '\t' || body[i] == '\r' || body[i] == '\n'))
+        i++;
+    if (i == len)
+        return 1; /* no body: an anonymous ack */
+    static const char *const fields[] = {"by", "comment", NULL};
+    json_t *root = load_object(body, len, fields, err, errlen);
+    if (!root)
+        return 0;
+    int ok = json_field(root, "by", by, bylen, err, errlen) &&
+             json_field(root, "comment", comment, commentlen, err, errlen);
+    json_decref(root);
+    return ok;
+}
+
+static void post_ack(struct gp_server *s, const struct gp_http_request *req,
+                     struct gp_http_response *resp)
+{
+    static const char pre[] = "/api/v1/alerts/";
+    const char *path = gp_http_path(req);
+    size_t n = gp_srv_path_suffix(path, sizeof pre - 1, "/ack");
+    char id[17];
+    if (n != 16 || strspn(path + sizeof pre - 1, "0123456789abcdef") < 16) {
+        gp_srv_bad(resp, 404, "not_found", "no alert '%.*s' (ids are 16 hex digits)",
+                   (int)(n < 40 ? n : 40), path + sizeof pre - 1);
+        return;
+    }
+    memcpy(id, path + sizeof pre - 1, 16);
+    id[16] = '\0';
+    size_t len;
+    const uint8_t *body = gp_http_body(req, &len);
+    char by[GP_ALERT_ACK_BY_LEN], comment[GP_ALERT_ACK_COMMENT_LEN], err[256];
+    if (!gp_srv_parse_ack(body ? body : (const uint8_t *)"", len, by, sizeof by, comment,
+                          sizeof comment, err, sizeof err)) {
+        gp_srv_bad(resp, 400, "bad_data", "invalid acknowledgement: %s", err);
+        return;
+    }
+    int rc = gp_alerts_ack(s->alerts, id, by, comment, gp_wall_ms());
+    if (rc == GP_ENOTFOUND) {
+        gp_srv_bad(resp, 404, "not_found", "no alert '%s'", id);
+        return;
+    }
+    if (rc) {
+        gp_srv_bad(resp, 500, "internal", "cannot store the acknowledgement in state.db");
+        return;
+    }
+    gp_log(GP_LOG_INFO, "alerts", "alert acknowledged", "id=%s by=\"%s\"", id, by);
+    gp_srv_stream_alert(s, id);
+    get_alert_id(s, id, resp);
+}
+
 void gp_srv_handle_alerts(struct gp_server *s, enum gp_srv_route route,
                           const struct gp_http_request *req, struct gp_http_response *resp)
 {
@@ -266,6 +349,9 @@ void gp_srv_handle_alerts(struct gp_server *s, enum gp_srv_route route,
         break;
     case GP_SRV_R_ALERT:
         get_alert(s, req, resp);
+        break;
+    case GP_SRV_R_ALERT_ACK:
+        post_ack(s, req, resp);
         break;
     case GP_SRV_R_SILENCES:
         if (!strcmp(m, "POST")) {
@@ -417,6 +503,9 @@ int gp_srv_alerts_start(struct gp_server *s, struct gp_store *st, char *err, siz
         return rc;
     if ((rc = gp_alerts_add_listener(s->alerts, fn, fctx)))
         return gp_seterr(err, errlen, rc, "cannot register the notification router");
+    /* the dashboard's streams hear them too */
+    if (s->streams && (rc = gp_alerts_add_listener(s->alerts, gp_srv_stream_on_alert, s)))
+        return gp_seterr(err, errlen, rc, "cannot register the event streams");
     if ((rc = gp_engine_new(&s->engine, &eo, err, errlen)))
         return rc;
     if ((rc = gp_engine_start(s->engine)))

@@ -45,24 +45,36 @@ enum gp_srv_route gp_srv_route_of(const char *p)
         {"/api/v1/audit", GP_SRV_R_AUDIT},   {"/api/v1/fleet", GP_SRV_R_FLEET},
         {"/api/v1/cost", GP_SRV_R_COST},     {"/api/v1/alerts", GP_SRV_R_ALERTS},
         {"/api/v1/silences", GP_SRV_R_SILENCES}, {"/api/v1/notifications", GP_SRV_R_NOTIFICATIONS},
+        {"/api/v1/fleet/gpus", GP_SRV_R_FLEET_GPUS}, {"/api/v1/stream", GP_SRV_R_STREAM},
+        {"/", GP_SRV_R_WEB},
     };
     for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
         if (!strcmp(p, fixed[i].path))
             return fixed[i].r;
     static const char jobs[] = "/api/v1/jobs/", alerts[] = "/api/v1/alerts/",
-                      silences[] = "/api/v1/silences/";
+                      silences[] = "/api/v1/silences/", assets[] = "/assets/";
+    size_t n = strlen(p);
     if (!strncmp(p, jobs, sizeof jobs - 1) && p[sizeof jobs - 1])
-        return GP_SRV_R_JOB;
+        return gp_srv_path_suffix(p, sizeof jobs - 1, "/report") ? GP_SRV_R_JOB_REPORT : GP_SRV_R_JOB;
     if (!strncmp(p, alerts, sizeof alerts - 1) && p[sizeof alerts - 1])
-        return GP_SRV_R_ALERT;
+        return gp_srv_path_suffix(p, sizeof alerts - 1, "/ack") ? GP_SRV_R_ALERT_ACK : GP_SRV_R_ALERT;
+    if (!strncmp(p, assets, sizeof assets - 1))
+        return GP_SRV_R_WEB; /* no token: an unknown file is a 404 to anyone */
     if (!strncmp(p, silences, sizeof silences - 1) && p[sizeof silences - 1])
         return GP_SRV_R_SILENCE;
     static const char pre[] = "/api/v1/label/", post[] = "/values";
-    size_t n = strlen(p);
     if (!strncmp(p, pre, sizeof pre - 1) && n > sizeof pre - 1 + sizeof post - 1 &&
         !strcmp(p + n - (sizeof post - 1), post))
         return GP_SRV_R_LABEL_VALUES;
     return GP_SRV_R_OTHER;
+}
+
+size_t gp_srv_path_suffix(const char *p, size_t prefix, const char *suffix)
+{
+    size_t n = strlen(p), sl = strlen(suffix);
+    if (n <= prefix + sl || strcmp(p + n - sl, suffix))
+        return 0;
+    return n - sl - prefix;
 }
 
 int gp_srv_query_limit(const struct gp_http_request *req, struct gp_http_response *resp, size_t max,
@@ -360,6 +372,15 @@ void gp_srv_handle_api(struct gp_server *s, enum gp_srv_route route,
         break;
     case GP_SRV_R_NOTIFICATIONS:
         gp_srv_handle_notifications(s, req, resp);
+        break;
+    case GP_SRV_R_FLEET_GPUS:
+        gp_srv_handle_fleet_gpus(s, st, req, resp);
+        break;
+    case GP_SRV_R_JOB_REPORT:
+        gp_srv_handle_jobs(s, st, route, req, resp);
+        break;
+    case GP_SRV_R_ALERT_ACK:
+        gp_srv_handle_alerts(s, route, req, resp);
         break;
     default:
         gp_srv_bad(resp, 404, "not_found", "no such route");

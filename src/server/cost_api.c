@@ -29,8 +29,7 @@
 #include "lib/err.h"
 #include "query/json.h"
 #include "query/query.h"
-#include "store/labels.h"
-#include "store/matcher.h"
+#include "server/gpu_series.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -40,122 +39,29 @@
 #define COST_RANGE_DEFAULT_MS (24LL * 3600 * 1000)
 #define COST_RANGE_MAX_MS (31LL * 24 * 3600 * 1000)
 
-static struct gp_rw_str lab(const struct gp_store_series *s, const char *name)
-{
-    struct gp_rw_str v = {"", 0};
-    if (gp_labels_get(s->labels, s->labels_len, name, &v) != 1)
-        v = (struct gp_rw_str){"", 0};
-    return v;
-}
-
-static struct gp_rw_str node_lab(const struct gp_store_series *s)
-{
-    struct gp_rw_str v = lab(s, "Hostname");
-    return v.len ? v : lab(s, "hostname");
-}
-
-static int rw_cmp(struct gp_rw_str a, struct gp_rw_str b)
-{
-    int c = memcmp(a.ptr, b.ptr, a.len < b.len ? a.len : b.len);
-    return c ? c : a.len < b.len ? -1 : a.len > b.len;
-}
-
+/* The names the fleet reads, in the order a GPU's series sort (K_MEM: the
+ * last two, either is enough to know the GPU). */
 enum kind { K_SM, K_UTIL, K_EFF, K_MEM };
+static const char *const fleet_names[] = {"DCGM_FI_PROF_SM_ACTIVE", "DCGM_FI_DEV_GPU_UTIL",
+                                          "gpulse_gpu_effective_tflops",
+                                          "gpulse_gpu_memory_used_bytes", "DCGM_FI_DEV_FB_USED"};
 
-/* One candidate series of a GPU. */
-struct cand {
-    const struct gp_store_series *s;
-    struct gp_rw_str node, gpu, mig, job, model;
-    enum kind kind;
-};
-
-/* Orders by GPU, then (with_job) job, then kind, then newest first. */
-static int cand_order(const struct cand *a, const struct cand *b, int with_job)
-{
-    int c = rw_cmp(a->node, b->node);
-    if (!c)
-        c = rw_cmp(a->gpu, b->gpu);
-    if (!c)
-        c = rw_cmp(a->mig, b->mig);
-    if (!c && with_job)
-        c = rw_cmp(a->job, b->job);
-    if (!c)
-        c = (int)a->kind - (int)b->kind;
-    if (!c)
-        c = a->s->last_ms > b->s->last_ms ? -1 : a->s->last_ms < b->s->last_ms;
-    return c;
-}
-
-static int cand_cmp_gpu(const void *a, const void *b) { return cand_order(a, b, 0); }
-static int cand_cmp_job(const void *a, const void *b) { return cand_order(a, b, 1); }
-
-static int same_gpu(const struct cand *a, const struct cand *b, int job)
-{
-    return !rw_cmp(a->node, b->node) && !rw_cmp(a->gpu, b->gpu) && !rw_cmp(a->mig, b->mig) &&
-           (!job || !rw_cmp(a->job, b->job));
-}
-
-/* Selects the series of the named kinds with a sample in [t0, t1] into
- * *cands (caller frees *cands and sel). */
-static int select_cands(struct gp_store *st, const char *names, int64_t t0, int64_t t1,
-                        struct gp_store_selection *sel, struct cand **cands, size_t *n, char *err,
-                        size_t errlen)
-{
-    struct gp_matcher m;
-    int rc = gp_matcher_init(&m, GP_MATCH_RE, "__name__", names, err, errlen);
-    if (rc)
-        return rc;
-    rc = gp_store_select(st, &m, 1, t0, t1, sel);
-    gp_matcher_free(&m);
-    if (rc)
-        return rc;
-    *cands = calloc(sel->n ? sel->n : 1, sizeof **cands);
-    if (!*cands)
-        return GP_ENOMEM;
-    *n = 0;
-    for (size_t i = 0; i < sel->n; i++) {
-        const struct gp_store_series *s = &sel->series[i];
-        struct gp_rw_str name = lab(s, "__name__"), gpu = lab(s, "gpu");
-        if (!gpu.len)
-            continue;
-        struct cand *c = &(*cands)[(*n)++];
-        c->s = s;
-        c->node = node_lab(s);
-        c->gpu = gpu;
-        c->mig = lab(s, "GPU_I_ID");
-        c->job = lab(s, "job");
-        c->model = lab(s, "modelName");
-        c->kind = !rw_cmp(name, (struct gp_rw_str){"DCGM_FI_PROF_SM_ACTIVE", 22}) ? K_SM
-                  : !rw_cmp(name, (struct gp_rw_str){"DCGM_FI_DEV_GPU_UTIL", 20}) ? K_UTIL
-                  : !rw_cmp(name, (struct gp_rw_str){"gpulse_gpu_effective_tflops", 27}) ? K_EFF
-                                                                                       : K_MEM;
-    }
-    return GP_OK;
-}
-
-static void do_fleet(struct gp_server *s, struct gp_store *st, struct gp_http_response *resp)
+int gp_srv_fleet_data(struct gp_server *s, struct gp_store *st, struct gp_buf *out, char *err,
+                      size_t errlen)
 {
     int64_t now = gp_wall_ms();
     struct gp_store_selection sel = {0};
-    struct cand *c = NULL;
+    struct gp_srv_cand *c = NULL;
     size_t n = 0;
     struct gp_fleet fl = {0};
     struct gp_samples scratch = {0};
-    char err[256] = "";
-    int rc = select_cands(st,
-                          "DCGM_FI_PROF_SM_ACTIVE|DCGM_FI_DEV_GPU_UTIL|gpulse_gpu_effective_tflops|"
-                          "gpulse_gpu_memory_used_bytes|DCGM_FI_DEV_FB_USED",
-                          now - FLEET_LOOKBACK_MS, now, &sel, &c, &n, err, sizeof err);
-    if (!rc && n) {
-        qsort(c, n, sizeof *c, cand_cmp_gpu);
-    }
+    int rc = gp_srv_gpu_series(st, fleet_names, sizeof fleet_names / sizeof fleet_names[0],
+                               now - FLEET_LOOKBACK_MS, now, 0, &sel, &c, &n, err, errlen);
     for (size_t i = 0; !rc && i < n;) {
-        size_t j = i;
-        while (j < n && same_gpu(&c[i], &c[j], 0))
-            j++;
+        size_t j = gp_srv_gpu_run(c, n, i, 0);
         /* c[i..j) is one GPU, by kind, newest first within a kind. */
         struct gp_fleet_gpu g = {.model = "", .activity = NAN, .effective_tflops = NAN};
-        const struct cand *act = NULL, *eff = NULL, *newest = &c[i];
+        const struct gp_srv_cand *act = NULL, *eff = NULL, *newest = &c[i];
         for (size_t k = i; k < j; k++) {
             if (!act && (c[k].kind == K_SM || c[k].kind == K_UTIL)) {
                 double v = gp_store_newest_value(st, c[k].s->id, c[k].s->last_ms, FLEET_LOOKBACK_MS,
@@ -173,7 +79,7 @@ static void do_fleet(struct gp_server *s, struct gp_store *st, struct gp_http_re
             if (c[k].s->last_ms > newest->s->last_ms)
                 newest = &c[k];
         }
-        const struct cand *who = act ? act : newest;
+        const struct gp_srv_cand *who = act ? act : newest;
         char model[GP_PRICE_NAME_LEN];
         size_t ml = who->model.len < sizeof model - 1 ? who->model.len : sizeof model - 1;
         memcpy(model, who->model.ptr, ml);
@@ -183,20 +89,26 @@ static void do_fleet(struct gp_server *s, struct gp_store *st, struct gp_http_re
         rc = gp_fleet_add(&fl, &g, &s->prices);
         i = j;
     }
-    if (!rc) {
-        gp_buf_puts(&resp->body, "{\"status\":\"success\",\"data\":");
-        gp_fleet_json(&fl, &resp->body);
-        gp_buf_puts(&resp->body, "}\n");
-        if (resp->body.err)
-            gp_srv_bad(resp, 400, "bad_data", "the answer is larger than %zu bytes", resp->body.max);
-    } else {
-        gp_srv_bad(resp, rc == GP_ENOMEM ? 503 : 500, rc == GP_ENOMEM ? "unavailable" : "internal",
-                   "reading the fleet: %s", err[0] ? err : gp_strerror(rc));
-    }
+    if (!rc)
+        gp_fleet_json(&fl, out);
     gp_samples_free(&scratch);
     gp_fleet_free(&fl);
     free(c);
     gp_store_selection_free(&sel);
+    return rc;
+}
+
+static void do_fleet(struct gp_server *s, struct gp_store *st, struct gp_http_response *resp)
+{
+    char err[256] = "";
+    gp_buf_puts(&resp->body, "{\"status\":\"success\",\"data\":");
+    int rc = gp_srv_fleet_data(s, st, &resp->body, err, sizeof err);
+    gp_buf_puts(&resp->body, "}\n");
+    if (rc)
+        gp_srv_bad(resp, rc == GP_ENOMEM ? 503 : 500, rc == GP_ENOMEM ? "unavailable" : "internal",
+                   "reading the fleet: %s", err[0] ? err : gp_strerror(rc));
+    else if (resp->body.err)
+        gp_srv_bad(resp, 400, "bad_data", "the answer is larger than %zu bytes", resp->body.max);
 }
 
 static int cmp_i64(const void *a, const void *b)
@@ -261,7 +173,7 @@ static int group_cmp(const void *pa, const void *pb)
     const struct group *a = pa, *b = pb;
     if (!a->key.len != !b->key.len)
         return a->key.len ? -1 : 1; /* null last */
-    return rw_cmp(a->key, b->key);
+    return gp_srv_rw_cmp(a->key, b->key);
 }
 
 static void do_cost(struct gp_server *s, struct gp_store *st, const struct gp_http_request *req,
@@ -299,22 +211,18 @@ static void do_cost(struct gp_server *s, struct gp_store *st, const struct gp_ht
     }
     int by_job = !strcmp(by, "job");
     struct gp_store_selection sel = {0};
-    struct cand *c = NULL;
+    struct gp_srv_cand *c = NULL;
     struct group *gr = NULL;
     size_t n = 0, ng = 0;
     int64_t *gaps = NULL;
-    int rc = select_cands(st, "DCGM_FI_PROF_SM_ACTIVE|DCGM_FI_DEV_GPU_UTIL", start, end, &sel, &c, &n,
-                          err, sizeof err);
+    int rc = gp_srv_gpu_series(st, fleet_names, 2, start, end, 1, &sel, &c, &n, err, sizeof err);
     if (!rc && n) {
-        qsort(c, n, sizeof *c, cand_cmp_job);
         gr = calloc(n, sizeof *gr);
         if (!gr)
             rc = GP_ENOMEM;
     }
     for (size_t i = 0; !rc && i < n;) {
-        size_t j = i;
-        while (j < n && same_gpu(&c[i], &c[j], 1))
-            j++;
+        size_t j = gp_srv_gpu_run(c, n, i, 1);
         /* c[i] is the best activity series of this GPU and job: SM first. */
         struct gp_samples smp = {0};
         rc = gp_store_read(st, c[i].s->id, start, end, &smp);
@@ -336,7 +244,7 @@ static void do_cost(struct gp_server *s, struct gp_store *st, const struct gp_ht
                 struct gp_rw_str key = by_job ? c[i].job : c[i].node;
                 struct group *g = NULL;
                 for (size_t q = 0; q < ng && !g; q++)
-                    if (gr[q].key.len == key.len && !rw_cmp(gr[q].key, key))
+                    if (gr[q].key.len == key.len && !gp_srv_rw_cmp(gr[q].key, key))
                         g = &gr[q];
                 if (!g) {
                     g = &gr[ng++];

@@ -8,10 +8,15 @@
  *                     since=TIME (seen at or after), node=NAME,
  *                     limit=N (1..1000, default 100)
  *   /api/v1/jobs/ID   series=0|1 (adds the series, at most 500 points)
+ *   /api/v1/jobs/ID/report   format=html (default) | json | text: the
+ *                     end-of-run report (src/report) of the document with
+ *                     its series (without, when they make it too large),
+ *                     advice added, as `gpulse report` shows it
  *
  * ID is the rest of the path, as the HTTP layer decoded it
  * (percent-escapes included), so an id may hold '/', '?' or spaces when
- * the client escapes them.
+ * the client escapes them; one ending in "/report" is read as the report
+ * route.
  */
 #include "server_int.h"
 
@@ -19,6 +24,7 @@
 #include "lib/err.h"
 #include "query/jobdoc.h"
 #include "query/query.h"
+#include "report/report.h"
 #include "server/jobs.h"
 
 #include <errno.h>
@@ -141,6 +147,64 @@ static void do_job(struct gp_server *s, struct gp_store *st, const struct gp_htt
                    resp->body.max);
 }
 
+static void do_report(struct gp_server *s, struct gp_store *st, const struct gp_http_request *req,
+                      struct gp_http_response *resp)
+{
+    static const char pre[] = "/api/v1/jobs/";
+    const char *fmt = gp_http_query(req, "format");
+    if (!fmt || !*fmt)
+        fmt = "html";
+    if (strcmp(fmt, "html") && strcmp(fmt, "json") && strcmp(fmt, "text")) {
+        gp_srv_bad(resp, 400, "bad_data", "invalid parameter 'format': '%.40s' (use html, json or text)",
+                   fmt);
+        return;
+    }
+    const char *path = gp_http_path(req);
+    size_t n = gp_srv_path_suffix(path, sizeof pre - 1, "/report");
+    char id[GP_JOB_ID_MAX + 1];
+    if (n > GP_JOB_ID_MAX) {
+        gp_srv_bad(resp, 404, "not_found", "no job with an id of %zu bytes (at most %d)", n,
+                   GP_JOB_ID_MAX);
+        return;
+    }
+    memcpy(id, path + sizeof pre - 1, n);
+    id[n] = '\0';
+    struct gp_buf doc;
+    gp_buf_init(&doc, 0);
+    char err[256] = "";
+    int rc = gp_srv_job_doc(s, st, id, 1, &doc, err, sizeof err);
+    if (rc == GP_ETOOBIG || (!rc && doc.err)) { /* the series made it too large: without them */
+        gp_buf_reset(&doc);
+        rc = gp_srv_job_doc(s, st, id, 0, &doc, err, sizeof err);
+    }
+    json_t *root = !rc && !doc.err ? json_loadb(doc.data, doc.len, 0, NULL) : NULL;
+    gp_buf_free(&doc);
+    if (rc == GP_ENOTFOUND) {
+        gp_srv_bad(resp, 404, "not_found", "%s", err);
+        return;
+    }
+    if (!root || gp_report_advise(root)) {
+        json_decref(root);
+        gp_srv_bad(resp, rc == GP_ENOMEM ? 503 : 500, rc == GP_ENOMEM ? "unavailable" : "internal",
+                   "cannot build the job's report: %s", err[0] ? err : "a bad job document");
+        return;
+    }
+    struct gp_report_opts ro = {.color = false};
+    if (!strcmp(fmt, "html")) {
+        resp->content_type = "text/html; charset=utf-8";
+        rc = gp_report_html(&resp->body, root);
+    } else if (!strcmp(fmt, "json")) {
+        rc = gp_report_json(&resp->body, root);
+    } else {
+        resp->content_type = "text/plain; charset=utf-8";
+        rc = gp_report_text(&resp->body, root, &ro);
+    }
+    json_decref(root);
+    if (rc)
+        gp_srv_bad(resp, rc == GP_ENOMEM ? 503 : 500, rc == GP_ENOMEM ? "unavailable" : "internal",
+                   "cannot render the job's report: %s", gp_strerror(rc));
+}
+
 void gp_srv_handle_jobs(struct gp_server *s, struct gp_store *st, enum gp_srv_route route,
                         const struct gp_http_request *req, struct gp_http_response *resp)
 {
@@ -150,6 +214,8 @@ void gp_srv_handle_jobs(struct gp_server *s, struct gp_store *st, enum gp_srv_ro
     }
     if (route == GP_SRV_R_JOBS)
         do_list(s, req, resp);
+    else if (route == GP_SRV_R_JOB_REPORT)
+        do_report(s, st, req, resp);
     else
         do_job(s, st, req, resp);
 }

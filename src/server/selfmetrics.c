@@ -8,8 +8,9 @@
  * gpulse_server_query_duration_seconds by handler), the store (series,
  * head chunks and bytes, WAL bytes and syncs, disk bytes, blocks,
  * checkpoints, compactions, sample time range, last recovery), and
- * start time and build info. Names follow Prometheus's conventions
- * (base units, _total for counters), so `promtool check metrics` is clean.
+ * start time and build info, the dashboard's streams (open, events,
+ * drops). Names follow Prometheus's conventions (base units, _total for
+ * counters), so `promtool check metrics` is clean.
  * In `gpulse up` the agent's exposition follows (server.h's hook).
  */
 #include "server_int.h"
@@ -155,6 +156,7 @@ int gp_srv_render_metrics(struct gp_server *s, struct gp_buf *b)
     store_families(b, gp_srv_store(s));
     gp_srv_render_alert_metrics(s, b);
     gp_srv_render_notify_metrics(s, b);
+    gp_srv_render_stream_metrics(s, b);
     one(b, GP_M_SRV_START,
         (double)s->start_ms / 1e3);
 

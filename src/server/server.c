@@ -86,6 +86,7 @@ static void health(struct gp_server *s, struct gp_http_response *resp)
 
 static const char index_text[] =
     "gpulse server\n\n"
+    "GET  /                             the dashboard (docs/dashboard.md); its files under /assets/\n"
     "POST /api/v1/write                 Prometheus remote write 1.0 (snappy + protobuf)\n"
     "GET  /api/v1/query_range           match=SELECTOR&start=&end=&step=[&agg=&by=]\n"
     "GET  /api/v1/series                match[]=SELECTOR...\n"
@@ -96,6 +97,10 @@ static const char index_text[] =
     "GET  /api/v1/recommendations       what to change, per job (job=) or for recent jobs\n"
     "GET  /api/v1/audit                 remediation decisions and outcomes\n"
     "GET  /api/v1/fleet, /api/v1/cost  the fleet's use and spend now; cost by job or node\n"
+    "GET  /api/v1/fleet/gpus            every GPU now: readings, job, alert badge\n"
+    "GET  /api/v1/stream                Server-Sent Events: fleet, gpus, alert\n"
+    "POST /api/v1/alerts/ID/ack         acknowledge an alert\n"
+    "GET  /api/v1/jobs/ID/report        the job's report (format=html|json|text)\n"
     "GET  /api/v1/alerts, /api/v1/alerts/ID alerts (active and history) and their transitions\n"
     "GET, POST /api/v1/silences; DELETE /api/v1/silences/ID\n"
     "GET  /api/v1/notifications         the notification outbox (queued, done, dead)\n"
@@ -122,8 +127,14 @@ static void handle(void *ctx, const struct gp_http_request *req, struct gp_http_
             gp_http_error(resp, 500, gp_strerror(rc));
         break;
     }
+    case GP_SRV_R_WEB:
+        gp_srv_handle_web(req, resp);
+        break;
+    case GP_SRV_R_STREAM:
+        gp_srv_handle_stream(s, req, resp);
+        break;
     case GP_SRV_R_OTHER:
-        if (!strcmp(gp_http_path(req), "/"))
+        if (!strcmp(gp_http_path(req), "/api"))
             gp_buf_puts(&resp->body, index_text);
         else if (!strncmp(gp_http_path(req), "/api/", 5))
             gp_srv_handle_api(s, route, req, resp);
@@ -134,7 +145,8 @@ static void handle(void *ctx, const struct gp_http_request *req, struct gp_http_
         gp_srv_handle_api(s, route, req, resp);
         break;
     }
-    if (route != GP_SRV_R_OTHER && route != GP_SRV_R_HEALTH && route != GP_SRV_R_METRICS)
+    if (route != GP_SRV_R_OTHER && route != GP_SRV_R_HEALTH && route != GP_SRV_R_METRICS &&
+        route != GP_SRV_R_WEB && route != GP_SRV_R_STREAM)
         gp_srv_observe(&s->route_hist[route], gp_mono_ns() - t0);
 }
 
@@ -157,21 +169,25 @@ static uint64_t prepare(void *ctx, struct gp_http_request *req, struct gp_http_r
      * take the write token, as remote write does (docs/api.md). */
     int silence_post = sr->route == GP_SRV_R_SILENCES && !strcmp(m, "POST");
     int silence_delete = sr->route == GP_SRV_R_SILENCE && !strcmp(m, "DELETE");
-    int changes = is_write || silence_post || silence_delete;
+    /* So does acknowledging an alert (docs/dashboard.md). */
+    int ack = sr->route == GP_SRV_R_ALERT_ACK;
+    int changes = is_write || silence_post || silence_delete || ack;
     if (sr->route == GP_SRV_R_SILENCE ? !silence_delete
-        : is_write                     ? strcmp(m, "POST") != 0
+        : is_write || ack              ? strcmp(m, "POST") != 0
                                        : !get && !silence_post) {
         gp_http_error(early, 405, "method not allowed");
-        early->allow = is_write                           ? "POST"
+        early->allow = is_write || ack                    ? "POST"
                        : sr->route == GP_SRV_R_SILENCES ? "GET, HEAD, POST"
                        : sr->route == GP_SRV_R_SILENCE  ? "DELETE"
                                                          : "GET, HEAD";
         return 0;
     }
-    const char *token = changes                          ? s->write_token
-                        : sr->route == GP_SRV_R_HEALTH   ? ""
-                        : !strcmp(gp_http_path(req), "/") ? ""
-                                                         : s->read_token;
+    /* The page and the route list hold no data: no token. */
+    const char *token = changes                             ? s->write_token
+                        : sr->route == GP_SRV_R_HEALTH      ? ""
+                        : sr->route == GP_SRV_R_WEB         ? ""
+                        : !strcmp(gp_http_path(req), "/api") ? ""
+                                                            : s->read_token;
     if (token[0] && !gp_auth_bearer_ok(gp_http_header(req, "Authorization"), token)) {
         if (is_write)
             gp_srv_count(&s->refused[GP_SRV_REF_UNAUTHORIZED], 1);
@@ -189,7 +205,7 @@ static uint64_t prepare(void *ctx, struct gp_http_request *req, struct gp_http_r
                            gp_http_header(req, "Authorization") ? ", error=\"invalid_token\"" : "");
         return 0;
     }
-    if (silence_post)
+    if (silence_post || ack)
         return GP_SRV_SILENCE_BODY_MAX;
     if (!is_write)
         return 0;
@@ -291,6 +307,10 @@ int gp_server_start(struct gp_server **out, const struct gp_server_config *c, ch
     s->start_ms = gp_wall_ms();
     pthread_mutex_init(&s->hook_mu, NULL);
     char *cert = NULL, *key = NULL;
+    if ((rc = gp_srv_stream_open(s))) {
+        gp_seterr(err, errlen, rc, "out of memory");
+        goto fail;
+    }
     if ((rc = gp_token_load(c->write_token, c->write_token_file, "write_token", s->write_token,
                                  sizeof s->write_token, err, errlen)) ||
         (rc = gp_token_load(c->read_token, c->read_token_file, "read_token", s->read_token,
@@ -417,12 +437,14 @@ void gp_server_stop(struct gp_server *s)
 {
     if (!s)
         return;
+    gp_srv_stream_close(s); /* open streams end, or stopping would wait for them */
     gp_http_stop(s->http); /* waits for running handlers */
     s->http = NULL;
     struct gp_store *st = gp_srv_store(s);
     if (st)
         __atomic_store_n(&s->store, NULL, __ATOMIC_RELEASE);
     gp_srv_alerts_stop(s); /* the engine reads the store: first */
+    gp_srv_stream_free(s); /* after the alerts: their listener */
     gp_jobs_close(s->jobs); /* its scanner reads the store: stop it first */
     s->jobs = NULL;
     gp_rem_close(s->rem); /* finishes what was queued */

@@ -27,6 +27,7 @@ struct gp_alerts;
 struct gp_engine;
 struct gp_rules;
 struct gp_srv_notify;
+struct gp_srv_streams;
 
 enum gp_srv_state { GP_SRV_STARTING, GP_SRV_READY, GP_SRV_FAILED };
 
@@ -52,6 +53,11 @@ enum gp_srv_state { GP_SRV_STARTING, GP_SRV_READY, GP_SRV_FAILED };
     X(NOTIFICATIONS, "notifications")           \
     X(HEALTH, "health")                         \
     X(METRICS, "metrics")                       \
+    X(FLEET_GPUS, "fleet_gpus")                 \
+    X(STREAM, "stream")                         \
+    X(ALERT_ACK, "alert_ack")                   \
+    X(JOB_REPORT, "job_report")                 \
+    X(WEB, "web")                               \
     X(OTHER, "other")
 
 enum gp_srv_route {
@@ -129,6 +135,7 @@ struct gp_server {
     struct gp_engine *engine;
     struct cost_ctx *costs;   /* the budget detector's job costs (alerts_api.c) */
     struct gp_srv_notify *notify; /* config, outbox and router (notify_api.c) */
+    struct gp_srv_streams *streams; /* the open SSE streams (stream.c) */
 
     pthread_mutex_t hook_mu;
     gp_server_metrics_hook hook;
@@ -193,6 +200,11 @@ void gp_srv_alerts_stop(struct gp_server *s);
 void gp_srv_render_alert_metrics(struct gp_server *s, struct gp_buf *out);
 void gp_srv_handle_alerts(struct gp_server *s, enum gp_srv_route route,
                           const struct gp_http_request *req, struct gp_http_response *resp);
+/* The body of POST /api/v1/alerts/ID/ack: empty, or a JSON object with
+ * optional string members by and comment (copied, "" when absent). 1, or
+ * 0 with the reason in err. */
+int gp_srv_parse_ack(const uint8_t *body, size_t len, char *by, size_t bylen, char *comment,
+                     size_t commentlen, char *err, size_t errlen);
 
 /* notify_api.c: the config file's notify: section (with the rules,
  * before anything starts: GP_ECONFIG names the line), the outbox and the
@@ -208,8 +220,43 @@ void gp_srv_render_notify_metrics(struct gp_server *s, struct gp_buf *out);
 void gp_srv_handle_notifications(struct gp_server *s, const struct gp_http_request *req,
                                  struct gp_http_response *resp);
 
+/* The dashboard's routes (docs/dashboard.md). web.c: GET / and
+ * /assets/NAME. gpus_api.c: GET /api/v1/fleet/gpus over an open store.
+ * stream.c: the SSE streams' hub (made before the alerts start: its
+ * listener; told to close before the HTTP server stops), GET
+ * /api/v1/stream, and an alert's event for every stream (id: its
+ * fingerprint; also after an ack). alerts_api.c: POST
+ * /api/v1/alerts/ID/ack. jobs_api.c: GET /api/v1/jobs/ID/report. */
+void gp_srv_handle_web(const struct gp_http_request *req, struct gp_http_response *resp);
+/* The data objects of GET /api/v1/fleet (cost_api.c) and
+ * /api/v1/fleet/gpus (gpus_api.c), no envelope, appended to out; the
+ * stream sends them too. GP_OK, GP_ENOMEM or the store's error, with
+ * detail; out's own error is the caller's to check. */
+struct gp_srv_gpu_filter {
+    const char *node, *job, *model; /* exact; NULL: any */
+};
+void gp_srv_gpu_filter_parse(const struct gp_http_request *req, struct gp_srv_gpu_filter *f);
+int gp_srv_fleet_data(struct gp_server *s, struct gp_store *st, struct gp_buf *out, char *err,
+                      size_t errlen);
+int gp_srv_fleet_gpus_data(struct gp_server *s, struct gp_store *st,
+                           const struct gp_srv_gpu_filter *f, struct gp_buf *out, char *err,
+                           size_t errlen);
+void gp_srv_handle_fleet_gpus(struct gp_server *s, struct gp_store *st,
+                              const struct gp_http_request *req, struct gp_http_response *resp);
+int gp_srv_stream_open(struct gp_server *s);
+void gp_srv_stream_close(struct gp_server *s);
+void gp_srv_stream_free(struct gp_server *s);
+void gp_srv_handle_stream(struct gp_server *s, const struct gp_http_request *req,
+                          struct gp_http_response *resp);
+void gp_srv_stream_alert(struct gp_server *s, const char *id);
+void gp_srv_stream_on_alert(void *ctx, const struct gp_alert_event *ev); /* ctx: the server */
+void gp_srv_render_stream_metrics(struct gp_server *s, struct gp_buf *out);
+
 /* Route of a path ("/api/v1/label/x/values" -> LABEL_VALUES), or OTHER. */
 enum gp_srv_route gp_srv_route_of(const char *path);
+/* When p (its first `prefix` bytes a route's prefix) ends with suffix
+ * with something between: the length of that middle part; else 0. */
+size_t gp_srv_path_suffix(const char *p, size_t prefix, const char *suffix);
 
 /* selfmetrics.c */
 int gp_srv_render_metrics(struct gp_server *s, struct gp_buf *out);

@@ -67,6 +67,12 @@ static const char *const migrations[GP_STATE_VERSION] = {
     " labels TEXT NOT NULL, created INTEGER NOT NULL, last_sent INTEGER NOT NULL);"
     "CREATE TABLE notify_group_alerts(gkey TEXT NOT NULL, id TEXT NOT NULL, alert TEXT NOT NULL,"
     " sent INTEGER NOT NULL, PRIMARY KEY(gkey, id));",
+    /* 5: acknowledging an alert (the dashboard, POST /api/v1/alerts/ID/ack):
+     * who, when (Unix ms; NULL: not acknowledged) and why, on the alert
+     * instance's row; each ack is also a transition to 'acknowledged'. */
+    "ALTER TABLE alerts ADD COLUMN ack_by TEXT;"
+    "ALTER TABLE alerts ADD COLUMN ack_at INTEGER;"
+    "ALTER TABLE alerts ADD COLUMN ack_comment TEXT;",
 };
 
 static int user_version(sqlite3 *db, int *v)

@@ -27,7 +27,7 @@
 #include <stddef.h>
 
 /* The schema version this binary writes. */
-#define GP_STATE_VERSION 4
+#define GP_STATE_VERSION 5
 
 /*
  * Opens (creating and migrating) dir/state.db in WAL mode with

@@ -67,18 +67,16 @@ static inline struct reply *srv_request(struct gp_server *s, const char *method,
     return &r;
 }
 
-/* DCGM_FI_DEV_GPU_TEMP{Hostname="n1",gpu="0"[,job=JOB]} = v now, remote
- * written with the write token "w-tok"; the write must answer 204. */
-static inline void srv_put_temp(struct gp_server *s, double v, const char *job)
+/* Remote-writes the series se[0..n) with the write token "w-tok"; the
+ * write must answer 204. Labels must be sorted by name. */
+static inline void srv_write(struct gp_server *s, struct gp_rw_series *se, size_t n)
 {
-    struct gp_rw_label l[4] = {{{"Hostname", 8}, {"n1", 2}},
-                               {{"__name__", 8}, {"DCGM_FI_DEV_GPU_TEMP", 20}},
-                               {{"gpu", 3}, {"0", 1}},
-                               {{"job", 3}, {job ? job : "", job ? strlen(job) : 0}}};
-    size_t nl = job ? 4 : 3;
-    struct gp_rw_sample smp = {v, gp_wall_ms()};
-    struct gp_rw_series se = {l, nl, &smp, 1};
-    struct gp_rw_request rq = {&se, 1, nl, 1, NULL};
+    size_t nl = 0, ns = 0;
+    for (size_t i = 0; i < n; i++) {
+        nl += se[i].nlabels;
+        ns += se[i].nsamples;
+    }
+    struct gp_rw_request rq = {se, n, nl, ns, NULL};
     struct gp_buf body, scratch;
     gp_buf_init(&body, 0);
     gp_buf_init(&scratch, 0);
@@ -89,7 +87,8 @@ static inline void srv_put_temp(struct gp_server *s, double v, const char *job)
     struct curl_slist *h = curl_slist_append(NULL, "Content-Encoding: snappy");
     h = curl_slist_append(h, "Content-Type: application/x-protobuf");
     h = curl_slist_append(h, "Authorization: Bearer w-tok");
-    struct reply r = {0};
+    static struct reply r;
+    memset(&r, 0, sizeof r);
     curl_easy_setopt(c, CURLOPT_URL, url);
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
     curl_easy_setopt(c, CURLOPT_POSTFIELDS, body.data);
@@ -104,6 +103,20 @@ static inline void srv_put_temp(struct gp_server *s, double v, const char *job)
     gp_buf_free(&body);
     gp_buf_free(&scratch);
     CHECK_INT(code, 204);
+}
+
+/* DCGM_FI_DEV_GPU_TEMP{Hostname="n1",gpu="0"[,job=JOB]} = v now, remote
+ * written with the write token "w-tok"; the write must answer 204. */
+static inline void srv_put_temp(struct gp_server *s, double v, const char *job)
+{
+    struct gp_rw_label l[4] = {{{"Hostname", 8}, {"n1", 2}},
+                               {{"__name__", 8}, {"DCGM_FI_DEV_GPU_TEMP", 20}},
+                               {{"gpu", 3}, {"0", 1}},
+                               {{"job", 3}, {job ? job : "", job ? strlen(job) : 0}}};
+    size_t nl = job ? 4 : 3;
+    struct gp_rw_sample smp = {v, gp_wall_ms()};
+    struct gp_rw_series se = {l, nl, &smp, 1};
+    srv_write(s, &se, 1);
 }
 
 /* A server's settings for the tests: its config file at <tmp>/gpulse.yaml

@@ -241,7 +241,7 @@ static void test_api_parameters(void)
     r = get(s, "/api/v1/write", NULL);
     CHECK_INT(r.status, 405);
     CHECK_STR(r.allow, "POST");
-    r = get(s, "/", NULL);
+    r = get(s, "/api", NULL);
     CHECK_CONTAINS(r.body, "/api/v1/query_range");
 
     struct gp_buf m;

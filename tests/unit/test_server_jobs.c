@@ -13,6 +13,7 @@
 #include "server/jobs.h"
 #include "server/server.h"
 #include "server/server_int.h"
+#include "rw_batch.h"
 #include "store_testlib.h"
 #include "test.h"
 
@@ -29,57 +30,6 @@ static const char *data_dir(void)
     static char dir[600];
     snprintf(dir, sizeof dir, "%s/data", gp_test_tmpdir());
     return dir;
-}
-
-static int lab_cmp(const void *a, const void *b)
-{
-    const struct gp_rw_label *x = a, *y = b;
-    return strcmp(x->name.ptr, y->name.ptr);
-}
-
-/* A batch of series being built (labels copied into a small pool). */
-struct batch {
-    struct gp_rw_series s[64];
-    struct gp_rw_label l[64][10];
-    struct gp_rw_sample smp[64][16];
-    char pool[64][10][2][64];
-    size_t n;
-};
-
-/* Adds series name{labels} ("k=v;k=v") with n samples t[i] (s) = v[i]. */
-static void add(struct batch *b, const char *name, const char *labels, const double *t,
-                const double *v, size_t n)
-{
-    size_t i = b->n++, nl = 0;
-    CHECK(i < 64 && n <= 16);
-    snprintf(b->pool[i][0][0], 64, "__name__");
-    snprintf(b->pool[i][0][1], 64, "%s", name);
-    nl = 1;
-    char tmp[512];
-    snprintf(tmp, sizeof tmp, "%s", labels);
-    for (char *save = NULL, *p = strtok_r(tmp, ";", &save); p; p = strtok_r(NULL, ";", &save)) {
-        char *eq = strchr(p, '=');
-        CHECK(eq && nl < 10);
-        *eq = '\0';
-        snprintf(b->pool[i][nl][0], 64, "%s", p);
-        snprintf(b->pool[i][nl][1], 64, "%s", eq + 1);
-        nl++;
-    }
-    for (size_t k = 0; k < nl; k++)
-        b->l[i][k] = (struct gp_rw_label){{b->pool[i][k][0], strlen(b->pool[i][k][0])},
-                                          {b->pool[i][k][1], strlen(b->pool[i][k][1])}};
-    qsort(b->l[i], nl, sizeof b->l[i][0], lab_cmp);
-    for (size_t k = 0; k < n; k++)
-        b->smp[i][k] = (struct gp_rw_sample){v[k], (int64_t)llround(t[k] * 1000)};
-    b->s[i] = (struct gp_rw_series){b->l[i], nl, b->smp[i], n};
-}
-
-static struct gp_rw_request req_of(struct batch *b)
-{
-    size_t nl = 0, ns = 0;
-    for (size_t i = 0; i < b->n; i++)
-        nl += b->s[i].nlabels, ns += b->s[i].nsamples;
-    return (struct gp_rw_request){b->s, b->n, nl, ns, NULL};
 }
 
 /* Base time: whole 10 s, 20 minutes ago. */
@@ -101,82 +51,82 @@ static double T;
  */
 static void fill(struct gp_store *st, int64_t now_ms)
 {
-    static struct batch b;
+    static struct rw_batch b;
     memset(&b, 0, sizeof b);
     double t[11], one[11], v[11];
     for (int i = 0; i < 11; i++)
         t[i] = T + 10 * i, one[i] = 1;
     const char *r0 = "job=train-1;rank=0;Hostname=n1", *r1 = "job=train-1;rank=1;Hostname=n1";
-    add(&b, "gpulse_job_info", "job=train-1;rank=0;Hostname=n1;scheme=slurm;local_rank=0;world_size=2", t, one, 11);
-    add(&b, "gpulse_job_info", "job=train-1;rank=1;Hostname=n1;scheme=slurm;local_rank=1;world_size=2", t, one, 11);
+    rw_batch_add(&b, "gpulse_job_info", "job=train-1;rank=0;Hostname=n1;scheme=slurm;local_rank=0;world_size=2", t, one, 11);
+    rw_batch_add(&b, "gpulse_job_info", "job=train-1;rank=1;Hostname=n1;scheme=slurm;local_rank=1;world_size=2", t, one, 11);
     for (int i = 0; i < 11; i++)
         v[i] = T;
-    add(&b, "gpulse_job_start_time_seconds", r0, t, v, 11);
-    add(&b, "gpulse_job_start_time_seconds", r1, t, v, 11);
+    rw_batch_add(&b, "gpulse_job_start_time_seconds", r0, t, v, 11);
+    rw_batch_add(&b, "gpulse_job_start_time_seconds", r1, t, v, 11);
     double tend[1] = {T + 100}, zero[1] = {0};
-    add(&b, "gpulse_job_end_time_seconds", r0, tend, tend, 1);
-    add(&b, "gpulse_job_exit_status", r0, tend, zero, 1);
+    rw_batch_add(&b, "gpulse_job_end_time_seconds", r0, tend, tend, 1);
+    rw_batch_add(&b, "gpulse_job_exit_status", r0, tend, zero, 1);
     for (int i = 0; i < 11; i++)
         v[i] = i / 10.0;
-    add(&b, "DCGM_FI_PROF_SM_ACTIVE", "job=train-1;rank=0;Hostname=n1;gpu=0;UUID=GPU-a;modelName=H100", t, v, 11);
+    rw_batch_add(&b, "DCGM_FI_PROF_SM_ACTIVE", "job=train-1;rank=0;Hostname=n1;gpu=0;UUID=GPU-a;modelName=H100", t, v, 11);
     for (int i = 0; i < 11; i++)
         v[i] = i == 5 ? 2000 : 1000;
-    add(&b, "DCGM_FI_DEV_FB_USED", "job=train-1;rank=0;Hostname=n1;gpu=0;UUID=GPU-a", t, v, 11);
+    rw_batch_add(&b, "DCGM_FI_DEV_FB_USED", "job=train-1;rank=0;Hostname=n1;gpu=0;UUID=GPU-a", t, v, 11);
     for (int i = 0; i < 11; i++)
         v[i] = 3000;
-    add(&b, "DCGM_FI_DEV_FB_FREE", "job=train-1;rank=0;Hostname=n1;gpu=0;UUID=GPU-a", t, v, 11);
+    rw_batch_add(&b, "DCGM_FI_DEV_FB_FREE", "job=train-1;rank=0;Hostname=n1;gpu=0;UUID=GPU-a", t, v, 11);
     for (int i = 0; i < 11; i++)
         v[i] = 80;
-    add(&b, "DCGM_FI_DEV_GPU_UTIL", "job=train-1;rank=1;Hostname=n1;gpu=1;UUID=GPU-b", t, v, 11);
+    rw_batch_add(&b, "DCGM_FI_DEV_GPU_UTIL", "job=train-1;rank=1;Hostname=n1;gpu=1;UUID=GPU-b", t, v, 11);
     for (int i = 0; i < 11; i++)
         v[i] = 1e9;
-    add(&b, "gpulse_gpu_memory_used_bytes", "job=train-1;rank=1;Hostname=n1;gpu=1;UUID=GPU-b", t, v, 11);
+    rw_batch_add(&b, "gpulse_gpu_memory_used_bytes", "job=train-1;rank=1;Hostname=n1;gpu=1;UUID=GPU-b", t, v, 11);
     for (int i = 0; i < 11; i++)
         v[i] = 4e9;
-    add(&b, "gpulse_gpu_memory_total_bytes", "job=train-1;rank=1;Hostname=n1;gpu=1;UUID=GPU-b", t, v, 11);
+    rw_batch_add(&b, "gpulse_gpu_memory_total_bytes", "job=train-1;rank=1;Hostname=n1;gpu=1;UUID=GPU-b", t, v, 11);
     for (int i = 0; i < 11; i++)
         v[i] = 5 * (i + 1);
-    add(&b, "gpulse_job_cpu_seconds_total", r0, t, v, 11);
+    rw_batch_add(&b, "gpulse_job_cpu_seconds_total", r0, t, v, 11);
     double tc[12], vc[12];
     tc[0] = T - 10, vc[0] = 100;
     for (int i = 0; i < 11; i++)
         tc[i + 1] = t[i], vc[i + 1] = i < 5 ? 105 + 5 * i : 3 + 5 * (i - 5);
-    add(&b, "gpulse_job_cpu_seconds_total", r1, tc, vc, 12);
+    rw_batch_add(&b, "gpulse_job_cpu_seconds_total", r1, tc, vc, 12);
     for (int i = 0; i < 11; i++)
         v[i] = i == 3 ? 3e9 : 1e9;
-    add(&b, "gpulse_job_resident_memory_bytes", r0, t, v, 11);
+    rw_batch_add(&b, "gpulse_job_resident_memory_bytes", r0, t, v, 11);
     for (int i = 0; i < 11; i++)
         v[i] = 2e9;
-    add(&b, "gpulse_job_resident_memory_bytes", r1, t, v, 11);
+    rw_batch_add(&b, "gpulse_job_resident_memory_bytes", r1, t, v, 11);
     const char *p0 = "job=train-1;rank=0;Hostname=n1;pid=100", *p1 = "job=train-1;rank=1;Hostname=n1;pid=101";
     for (int i = 0; i < 11; i++)
         v[i] = 10 * (i + 1);
-    add(&b, "gpulse_job_steps_total", p0, t, v, 11);
+    rw_batch_add(&b, "gpulse_job_steps_total", p0, t, v, 11);
     for (int i = 0; i < 11; i++)
         v[i] = 5 * (i + 1);
-    add(&b, "gpulse_job_step_seconds_total", p0, t, v, 11);
+    rw_batch_add(&b, "gpulse_job_step_seconds_total", p0, t, v, 11);
     for (int i = 0; i < 11; i++)
         v[i] = i + 1;
-    add(&b, "gpulse_job_data_wait_seconds_total", p0, t, v, 11);
+    rw_batch_add(&b, "gpulse_job_data_wait_seconds_total", p0, t, v, 11);
     for (int i = 0; i < 11; i++)
         v[i] = 320 * (i + 1);
-    add(&b, "gpulse_job_samples_total", p0, t, v, 11);
+    rw_batch_add(&b, "gpulse_job_samples_total", p0, t, v, 11);
     for (int i = 0; i < 11; i++)
         v[i] = 20 * (i + 1);
-    add(&b, "gpulse_job_steps_total", p1, t, v, 11);
+    rw_batch_add(&b, "gpulse_job_steps_total", p1, t, v, 11);
     for (int i = 0; i < 11; i++)
         v[i] = i < 10 ? 4 * (i + 1) : 58;
-    add(&b, "gpulse_job_step_seconds_total", p1, t, v, 11);
+    rw_batch_add(&b, "gpulse_job_step_seconds_total", p1, t, v, 11);
 
     double tk[2] = {T + 200, T + 210}, e137[1] = {137}, tk1[1] = {T + 210};
-    add(&b, "gpulse_job_info", "job=killed-1;rank=0;Hostname=n1", tk, one, 2);
-    add(&b, "gpulse_job_exit_status", "job=killed-1;rank=0;Hostname=n1", tk1, e137, 1);
+    rw_batch_add(&b, "gpulse_job_info", "job=killed-1;rank=0;Hostname=n1", tk, one, 2);
+    rw_batch_add(&b, "gpulse_job_exit_status", "job=killed-1;rank=0;Hostname=n1", tk1, e137, 1);
     double tl[3] = {T - 20, T - 10, T};
-    add(&b, "gpulse_job_info", "job=lost-1;Hostname=n3", tl, one, 3);
+    rw_batch_add(&b, "gpulse_job_info", "job=lost-1;Hostname=n3", tl, one, 3);
     double now = (double)(now_ms / 1000), tr[2] = {now - 10, now};
-    add(&b, "gpulse_job_info", "job=run-1;rank=0;Hostname=n2;scheme=gpulse_run", tr, one, 2);
-    add(&b, "gpulse_job_info", "job=" ODD ";rank=0;Hostname=n2", tr, one, 2);
-    struct gp_rw_request rq = req_of(&b);
+    rw_batch_add(&b, "gpulse_job_info", "job=run-1;rank=0;Hostname=n2;scheme=gpulse_run", tr, one, 2);
+    rw_batch_add(&b, "gpulse_job_info", "job=" ODD ";rank=0;Hostname=n2", tr, one, 2);
+    struct gp_rw_request rq = rw_batch_request(&b);
     struct gp_append_result res;
     char err[256];
     CHECK_INT(gp_store_append(st, &rq, &res, err, sizeof err), GP_OK);
