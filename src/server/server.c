@@ -86,7 +86,8 @@ static void health(struct gp_server *s, struct gp_http_response *resp)
 
 static const char index_text[] =
     "gpulse server\n\n"
-    "GET  /                             the dashboard (docs/dashboard.md); its files under /assets/\n"
+    "GET  /                             the web dashboard\n"
+    "GET  /assets/NAME                  the dashboard's embedded files\n"
     "POST /api/v1/write                 Prometheus remote write 1.0 (snappy + protobuf)\n"
     "GET  /api/v1/query_range           match=SELECTOR&start=&end=&step=[&agg=&by=]\n"
     "GET  /api/v1/series                match[]=SELECTOR...\n"
