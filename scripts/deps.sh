@@ -3,10 +3,11 @@
 # second run costs a few dpkg queries. Usage: scripts/deps.sh build|test
 set -euo pipefail
 
+# libncurses-dev: gpulse top's terminal screen (ncursesw). No comment
+# inside the list: test_deb_package.sh reads it against debian/control.
 build_pkgs=(gcc make pkg-config libc6-dev libmicrohttpd-dev libjansson-dev libyaml-dev libsnappy-dev
             libsqlite3-dev libcurl4-openssl-dev libgnutls28-dev
-            libsqlite3-dev libcurl4-openssl-dev libgnutls28-dev
-            libncurses-dev)  # gpulse top's terminal screen (ncursesw)
+            libncurses-dev)
 # The dashboard's uPlot comes from npm at build time (web/package-lock.json):
 # Debian's node and npm, unless a node and npm are already on PATH.
 command -v node >/dev/null && command -v npm >/dev/null || build_pkgs+=(nodejs npm)

@@ -100,10 +100,27 @@ def empty_panels(dash, values):
     return out, n
 
 
+def structure(dash):
+    """What Grafana needs to place and run the panels."""
+    out, ids = [], set()
+    for p in panels(dash):
+        g = p.get("gridPos", {})
+        if p.get("id") in ids:
+            out.append(f"{p['title']}: duplicate panel id {p.get('id')}")
+        ids.add(p.get("id"))
+        if not (0 <= g.get("x", -1) and g.get("x", 0) + g.get("w", 99) <= 24 and g.get("h", 0) > 0):
+            out.append(f"{p['title']}: gridPos {g} outside the 24-column grid")
+        for t in p.get("targets", []):
+            if t.get("datasource", p.get("datasource", {})).get("uid") != "${datasource}":
+                out.append(f"{p['title']} [{t.get('refId')}]: not on the $datasource variable")
+    return out
+
+
 def main():
     bad, npanels, nq, ncombo = [], 0, 0, 0
     for path in sys.argv[2:]:
         dash = json.load(open(path))
+        bad += [f"{dash['title']}: {e}" for e in structure(dash)]
         npanels += sum(1 for _ in panels(dash))
         for mode, values in combos(dash):
             # A single-value variable (a job) is tried over its values until
