@@ -141,6 +141,10 @@ def main():
                 ncombo += 1
                 if first is None:
                     first = errs
+                if errs:
+                    shown = {k: re.sub(r"\\+(.)", r"\1", v) for k, v in tv.items()
+                             if not k.endswith("__choices") and k != "datasource"}
+                    print(f"    ({dash['title']} with {shown}: {len(errs)} empty, e.g. {errs[0][:120]}; next value)")
                 if not errs:
                     shown = {k: re.sub(r"\\+(.)", r"\1", v) for k, v in tv.items()
                              if not k.endswith("__choices") and k != "datasource"}

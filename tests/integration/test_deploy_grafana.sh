@@ -38,7 +38,7 @@ note "Prometheus scrapes gpulse up; jobs step; recording rules evaluated"
 
 out=$(python3 "$ROOT/tests/integration/grafana_queries.py" "$P" "$G"/gpulse-*.json) ||
     { echo "$out"; fail "dashboard queries without data (above)"; }
-echo "$out" | grep '^  - '
+echo "$out" | grep -E '^  (- |  \()'
 read -r panels queries combos <<<"$(echo "$out" | tail -1)"
 
 # The check is real: a panel over a series nobody sends fails, by name.
@@ -54,8 +54,10 @@ if python3 "$ROOT/tests/integration/grafana_queries.py" "$P" "$TMP/broken.json" 
     cat "$TMP/broken.log"; fail "a panel without data was not reported"
 fi
 
-# Every rule in the rules file evaluated on these series without error.
-curl -sf "$P/api/v1/rules" >"$TMP/rules.json"
+# Every rule in the rules file evaluated on these series without error
+# (the health group runs every 30 s: wait until each rule has run once).
+evaluated() { curl -sf "$P/api/v1/rules" >"$TMP/rules.json" && ! grep -q '"health":"unknown"' "$TMP/rules.json"; }
+wait_until 45 evaluated || note "some rules not evaluated after 45 s"
 python3 - "$TMP/rules.json" <<'PY' || fail "rules failed to evaluate (above)"
 import json, sys
 d = json.load(open(sys.argv[1]))["data"]["groups"]
