@@ -14,7 +14,7 @@ rules=$(sed -n 's/.*SUCCESS: \([0-9]*\) rules found.*/\1/p' "$TMP/check.log")
     { cat "$TMP/test.log"; fail "promtool test rules"; }
 note "promtool: $rules rules, unit tests pass"
 
-python3 - "$R/gpulse-rules.yml" "$R/gpulse-rules.test.yml" "$ROOT/docs/insight.md" <<'PY' || fail "rules and tests or docs disagree (above)"
+cat >"$TMP/agree.py" <<'PY'
 import re, sys, yaml
 rules = yaml.safe_load(open(sys.argv[1]))
 tests = yaml.safe_load(open(sys.argv[2]))
@@ -61,4 +61,15 @@ for b in bad: print("  " + b)
 print(f"  - {len(alerts)} alerts, each firing and quiet in a unit test; {n} detectors of docs/insight.md matched")
 sys.exit(1 if bad else 0)
 PY
+python3 "$TMP/agree.py" "$R/gpulse-rules.yml" "$R/gpulse-rules.test.yml" "$ROOT/docs/insight.md" ||
+    fail "rules and tests or docs disagree (above)"
+# The comparison is real: a rule whose `for` or threshold drifts from
+# docs/insight.md fails it.
+sed 's/^        for: 2m$/        for: 3m/; s/gpulse:gpu_memory_used:ratio > 0.95/gpulse:gpu_memory_used:ratio > 0.9/' \
+    "$R/gpulse-rules.yml" >"$TMP/drift.yml"
+python3 "$TMP/agree.py" "$TMP/drift.yml" "$R/gpulse-rules.test.yml" "$ROOT/docs/insight.md" >"$TMP/drift.log" 2>&1 &&
+    fail "a drifted rule passed the docs comparison"
+grep -q "GpulseMemoryNearExhaustion: for 3m, docs/insight.md says 2m" "$TMP/drift.log" &&
+    grep -q "threshold/clear 0.95 is not in its expression" "$TMP/drift.log" ||
+    { cat "$TMP/drift.log"; fail "the drifted rule's findings"; }
 echo "ok: $rules rules checked and unit-tested"
