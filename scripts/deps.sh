@@ -3,10 +3,11 @@
 # second run costs a few dpkg queries. Usage: scripts/deps.sh build|test
 set -euo pipefail
 
+# libncurses-dev: gpulse top's terminal screen (ncursesw). No comment
+# inside the list: test_deb_package.sh reads it against debian/control.
 build_pkgs=(gcc make pkg-config libc6-dev libmicrohttpd-dev libjansson-dev libyaml-dev libsnappy-dev
             libsqlite3-dev libcurl4-openssl-dev libgnutls28-dev
-            libsqlite3-dev libcurl4-openssl-dev libgnutls28-dev
-            libncurses-dev)  # gpulse top's terminal screen (ncursesw)
+            libncurses-dev)
 # The dashboard's uPlot comes from npm at build time (web/package-lock.json):
 # Debian's node and npm, unless a node and npm are already on PATH.
 command -v node >/dev/null && command -v npm >/dev/null || build_pkgs+=(nodejs npm)
@@ -25,7 +26,22 @@ command -v node >/dev/null && command -v npm >/dev/null || build_pkgs+=(nodejs n
 test_pkgs=(prometheus curl python3 prometheus-node-exporter procps victoria-metrics openssl python3-torch
            prometheus-alertmanager python3-aiosmtpd python3-jsonschema python3-yaml
            dpkg-dev debhelper fakeroot lintian debootstrap man-db groff-base
-           tmux)  # a real terminal for gpulse top: send-keys, capture-pane, resize-window
+           tmux   # a real terminal for gpulse top: send-keys, capture-pane, resize-window
+           systemd)  # systemd-analyze verify/security and systemd-sysusers check deploy/systemd
+
+# Tests: deploy/kubernetes is validated offline against the Kubernetes API
+# schemas (tests/k8s/package-lock.json: kubernetes-models, generated from
+# Kubernetes' OpenAPI spec; the Prometheus Operator's models for
+# ServiceMonitor; typescript for the unknown-field check). npm fetches them
+# here, so the test itself needs no network.
+npm_deps() {
+    local d
+    d=$(cd "$(dirname "$0")/../tests/k8s" && pwd)
+    [ -f "$d/node_modules/.package-lock.json" ] && [ "$d/node_modules/.package-lock.json" -nt "$d/package-lock.json" ] &&
+        return 0
+    command -v npm >/dev/null || { echo "gpulse: npm is needed for tests/k8s (Debian's nodejs and npm)" >&2; return 1; }
+    npm ci --prefix "$d" --silent --no-audit --no-fund --prefer-offline
+}
 
 want=("${build_pkgs[@]}")
 [ "${1:-build}" = test ] && want+=("${test_pkgs[@]}")
@@ -34,7 +50,10 @@ missing=()
 for p in "${want[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
+if [ ${#missing[@]} -eq 0 ]; then
+    [ "${1:-build}" != test ] || npm_deps
+    exit 0
+fi
 
 if [ "$(id -u)" -ne 0 ]; then
     echo "gpulse: missing Debian packages: ${missing[*]} (run as root, or install them)" >&2
@@ -51,3 +70,4 @@ if [ ! -e /usr/sbin/policy-rc.d ]; then
     trap 'rm -f /usr/sbin/policy-rc.d' EXIT
 fi
 apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+[ "${1:-build}" != test ] || npm_deps
