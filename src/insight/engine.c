@@ -487,7 +487,7 @@ static int select_all(struct gp_engine *e, int64_t t_end)
     for (size_t mi = 0; mi < e->nmetrics; mi++) {
         const struct metric *m = &e->metrics[mi];
         struct gp_store_selection sel;
-        int rc = gp_store_select(e->o.store, &m->m, 1, mint, t_end, &sel);
+        int rc = gp_storage_select(e->o.store, &m->m, 1, mint, t_end, &sel);
         if (rc)
             return rc;
         bool proc = m->route == R_PROC || m->route == R_ALLOC;
@@ -524,7 +524,7 @@ static int select_all(struct gp_engine *e, int64_t t_end)
             if (!proc)
                 gpu_labels(e, (unsigned)ei, s);
         }
-        gp_store_selection_free(&sel);
+        gp_storage_selection_free(&sel);
         if (rc)
             return rc;
     }
@@ -619,7 +619,7 @@ static int fill(struct gp_engine *e, struct ent *en, double *v, unsigned k0, boo
     for (unsigned k = 0; k < en->ns; k++) {
         const struct eser *s = &en->s[k];
         e->smp.n = 0;
-        int r = gp_store_read(e->o.store, s->id, mint, e->view.t_end_ms, &e->smp);
+        int r = gp_storage_read(e->o.store, s->id, mint, e->view.t_end_ms, &e->smp);
         if (r == GP_ENOMEM || r == GP_EIO) {
             rc = r;
             continue;
