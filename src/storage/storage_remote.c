@@ -692,13 +692,11 @@ static int strings(struct gp_storage *s, const char *path, int get, const struct
     struct gp_buf f, sel, body;
     gp_buf_init(&f, 0);
     gp_buf_init(&sel, 0);
-    if (nm) {
-        selector_of(&sel, m, nm);
-        if (!sel.err)
-            form_add(&f, "match[]", sel.data);
-    }
-    gp_buf_putc(&f, '\0'); /* a form even when empty */
-    f.len = f.len ? f.len - 1 : 0;
+    /* Always a match[]: without one, VictoriaMetrics 1.79 leaves out
+     * names its per-day index has not seen in a label-name lookup. */
+    selector_of(&sel, m, nm);
+    if (!sel.err)
+        form_add(&f, "match[]", sel.data);
     int rc = sel.err || f.err ? GP_ENOMEM : api_call(r, path, f.data, get, &body);
     gp_buf_free(&f);
     gp_buf_free(&sel);
