@@ -620,7 +620,7 @@ static int fill(struct gp_engine *e, struct ent *en, double *v, unsigned k0, boo
         const struct eser *s = &en->s[k];
         e->smp.n = 0;
         int r = gp_storage_read(e->o.store, s->id, mint, e->view.t_end_ms, &e->smp);
-        if (r == GP_ENOMEM || r == GP_EIO) {
+        if (r == GP_ENOMEM || r == GP_EIO || r == GP_ENET) {
             rc = r;
             continue;
         }

@@ -508,7 +508,7 @@ int gp_rule_eval(struct gp_storage *st, const struct gp_rule *r, int64_t now_ms,
         const struct gp_store_series *s = &sel.series[i];
         smp.n = 0;
         int rrc = gp_storage_read(st, s->id, mint, now_ms, &smp);
-        if (rrc == GP_ENOMEM || rrc == GP_EIO) {
+        if (rrc == GP_ENOMEM || rrc == GP_EIO || rrc == GP_ENET) {
             rc = gp_seterr(err, errlen, rrc, "rule '%s': reading a series", r->name);
             break;
         }
