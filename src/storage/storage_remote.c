@@ -53,6 +53,7 @@
 #define MAX_ANSWER (512u << 20)        /* bytes of one answer at most */
 #define CACHE_AGE_MS 10000             /* a selection's samples serve reads this long */
 #define FUTURE_MS 60000                /* open-ended windows reach this far past now */
+#define TAIL_MS 120000                 /* unbounded selections fetch this much of each series */
 
 struct regent {
     uint8_t *labels;
@@ -91,6 +92,7 @@ struct rsel {
     size_t n;
     struct gp_store_series *series; /* == the selection's, ascending id */
     struct gp_promapi_series *data; /* parallel to series: labels and samples */
+    int64_t *from;                  /* parallel: each series' samples are all of [from, qmax] */
 };
 
 static pthread_mutex_t live_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -341,6 +343,106 @@ static int fetch(struct remote *r, const char *sel, int64_t qmin, int64_t qmax,
     return GP_OK;
 }
 
+/* The label sets of the series sel chooses with samples in [qmin, qmax]
+ * (POST /api/v1/series): an index lookup, no samples. */
+static int series_of(struct remote *r, const char *sel, int64_t qmin, int64_t qmax,
+                     struct gp_promapi_result *res)
+{
+    memset(res, 0, sizeof *res);
+    struct gp_buf f, body;
+    gp_buf_init(&f, 0);
+    char t[64];
+    form_add(&f, "match[]", sel);
+    snprintf(t, sizeof t, "%.3f", (double)qmin / 1000.0);
+    form_add(&f, "start", t);
+    snprintf(t, sizeof t, "%.3f", (double)qmax / 1000.0);
+    form_add(&f, "end", t);
+    int rc = f.err ? GP_ENOMEM : api_call(r, "/api/v1/series", f.data, 0, &body);
+    gp_buf_free(&f);
+    if (rc) {
+        if (rc != GP_ENOMEM)
+            gp_buf_free(&body);
+        return rc;
+    }
+    char perr[400];
+    rc = gp_promapi_parse_series(body.data ? body.data : "", body.len, res, perr, sizeof perr);
+    gp_buf_free(&body);
+    if (rc && rc != GP_ENOMEM) {
+        atomic_fetch_add(&r->errors, 1);
+        rc = fail(502, "%s/api/v1/series: %s", r->query_root, perr);
+    }
+    return rc;
+}
+
+static int cmp_series_labels(const void *a, const void *b)
+{
+    const struct gp_promapi_series *x = a, *y = b;
+    size_t n = x->labels_len < y->labels_len ? x->labels_len : y->labels_len;
+    int c = memcmp(x->labels, y->labels, n);
+    return c ? c : (x->labels_len > y->labels_len) - (x->labels_len < y->labels_len);
+}
+
+static void series_free(struct gp_promapi_series *d)
+{
+    free(d->labels);
+    free(d->t);
+    free(d->v);
+}
+
+/*
+ * An unbounded selection: every series with samples in the last lookback
+ * [qmin, qmax], without moving all of their samples. The newest TAIL_MS
+ * of every series is fetched (what the newest-value reads need: most
+ * series have their newest number there); the series API names the
+ * series seen in the whole lookback, and only when some of them have
+ * nothing in the tail is the older part fetched too, for those. On
+ * return from[i] says from when each series' samples are complete.
+ */
+static int fetch_unbounded(struct remote *r, const char *sel, int64_t qmin, int64_t qmax,
+                           struct gp_promapi_result *res, int64_t **from)
+{
+    int64_t tmin = qmax - TAIL_MS + 1;
+    *from = NULL;
+    int rc = fetch(r, sel, tmin, qmax, res);
+    struct gp_promapi_result all = {0}, old = {0};
+    if (!rc)
+        rc = series_of(r, sel, qmin, qmax, &all);
+    size_t missing = 0;
+    if (!rc) {
+        if (res->n)
+            qsort(res->s, res->n, sizeof *res->s, cmp_series_labels);
+        for (size_t i = 0; i < all.n; i++)
+            missing += !res->n ||
+                       !bsearch(&all.s[i], res->s, res->n, sizeof *res->s, cmp_series_labels);
+    }
+    if (!rc && missing)
+        rc = fetch(r, sel, qmin, tmin - 1, &old);
+    size_t n0 = res->n;
+    if (!rc && old.n) {
+        struct gp_promapi_series *ns = realloc(res->s, (res->n + old.n) * sizeof *ns);
+        if (!ns)
+            rc = GP_ENOMEM;
+        else
+            res->s = ns;
+        for (size_t i = 0; !rc && i < old.n; i++) {
+            if (n0 && bsearch(&old.s[i], res->s, n0, sizeof *res->s, cmp_series_labels)) {
+                series_free(&old.s[i]); /* it has a tail: its older samples are not needed */
+            } else {
+                res->s[res->n++] = old.s[i];
+                res->nsamples += old.s[i].n;
+            }
+            memset(&old.s[i], 0, sizeof old.s[i]);
+        }
+    }
+    if (!rc && !(*from = malloc((res->n ? res->n : 1) * sizeof **from)))
+        rc = GP_ENOMEM;
+    for (size_t i = 0; !rc && i < res->n; i++)
+        (*from)[i] = i < n0 ? tmin : qmin;
+    gp_promapi_result_free(&all);
+    gp_promapi_result_free(&old);
+    return rc;
+}
+
 /* ---- the id registry ------------------------------------------------------ */
 
 /* The id of a label set, registered if new (0: over max_series or no memory). */
@@ -412,6 +514,7 @@ static int reg_labels(struct remote *r, uint32_t id, struct gp_buf *b)
 struct pair {
     struct gp_store_series s;
     struct gp_promapi_series d;
+    int64_t from;
 };
 
 static int cmp_pair(const void *a, const void *b)
@@ -447,6 +550,7 @@ static void rsel_free(struct rsel *x)
     }
     free(x->data);
     free(x->series);
+    free(x->from);
     free(x);
 }
 
@@ -483,9 +587,13 @@ static int r_select(struct gp_storage *s, const struct gp_matcher *m, size_t nm,
         return GP_ENOMEM;
     }
     struct gp_promapi_result res;
-    int rc = fetch(r, sel.data, qmin, qmax, &res);
+    int64_t *from = NULL;
+    int rc = mint == INT64_MIN && qmax - qmin > TAIL_MS
+                 ? fetch_unbounded(r, sel.data, qmin, qmax, &res, &from)
+                 : fetch(r, sel.data, qmin, qmax, &res);
     gp_buf_free(&sel);
     if (rc || !res.n) {
+        free(from);
         gp_promapi_result_free(&res);
         return rc;
     }
@@ -494,6 +602,7 @@ static int r_select(struct gp_storage *s, const struct gp_matcher *m, size_t nm,
     if (!p || !x) {
         free(p);
         free(x);
+        free(from);
         gp_promapi_result_free(&res);
         return GP_ENOMEM;
     }
@@ -508,6 +617,7 @@ static int r_select(struct gp_storage *s, const struct gp_matcher *m, size_t nm,
             continue;
         }
         p[n].d = *d;
+        p[n].from = from ? from[i] : qmin;
         p[n].s = (struct gp_store_series){.id = id,
                                           .labels = d->labels,
                                           .labels_len = d->labels_len,
@@ -516,10 +626,12 @@ static int r_select(struct gp_storage *s, const struct gp_matcher *m, size_t nm,
         n++;
     }
     free(res.s);
+    free(from);
     qsort(p, n, sizeof *p, cmp_pair);
     x->series = malloc((n ? n : 1) * sizeof *x->series);
     x->data = malloc((n ? n : 1) * sizeof *x->data);
-    if (!x->series || !x->data) {
+    x->from = malloc((n ? n : 1) * sizeof *x->from);
+    if (!x->series || !x->data || !x->from) {
         for (size_t i = 0; i < n; i++) {
             free(p[i].d.labels);
             free(p[i].d.t);
@@ -528,12 +640,14 @@ static int r_select(struct gp_storage *s, const struct gp_matcher *m, size_t nm,
         free(p);
         free(x->series);
         free(x->data);
+        free(x->from);
         free(x);
         return GP_ENOMEM;
     }
     for (size_t i = 0; i < n; i++) {
         x->series[i] = p[i].s;
         x->data[i] = p[i].d;
+        x->from[i] = p[i].from;
     }
     free(p);
     x->n = n;
@@ -564,16 +678,12 @@ static int append_range(const struct gp_promapi_series *d, int64_t mint, int64_t
     return GP_OK;
 }
 
-/* Answers from a live selection: 1 found (rc set), 0 not covered. */
-static int from_cache(struct gp_storage *s, uint32_t id, int64_t mint, int64_t maxt,
-                      struct gp_samples *out, int *rc)
+/* The live selection of s holding id (lock held): its index in *at. */
+static struct rsel *find_live(struct gp_storage *s, uint32_t id, size_t *at)
 {
-    int found = 0;
     int64_t now = gp_mono_ms();
-    pthread_mutex_lock(&live_mu);
-    for (struct rsel *x = live; x && !found; x = x->next) {
-        if (x->owner != s || now - x->made_ms > CACHE_AGE_MS || mint < x->qmin ||
-            (maxt > x->qmax && !x->open_end))
+    for (struct rsel *x = live; x; x = x->next) {
+        if (x->owner != s || now - x->made_ms > CACHE_AGE_MS)
             continue;
         size_t lo = 0, hi = x->n;
         while (lo < hi) {
@@ -584,9 +694,56 @@ static int from_cache(struct gp_storage *s, uint32_t id, int64_t mint, int64_t m
                 hi = mid;
         }
         if (lo < x->n && x->series[lo].id == id) {
-            *rc = append_range(&x->data[lo], mint, maxt, out);
-            found = 1;
+            *at = lo;
+            return x;
         }
+    }
+    return NULL;
+}
+
+/* Answers from a live selection: 1 found (rc set), 0 not covered. */
+static int from_cache(struct gp_storage *s, uint32_t id, int64_t mint, int64_t maxt,
+                      struct gp_samples *out, int *rc)
+{
+    int found = 0;
+    size_t i;
+    pthread_mutex_lock(&live_mu);
+    struct rsel *x = find_live(s, id, &i);
+    if (x && mint >= x->from[i] && (maxt <= x->qmax || x->open_end)) {
+        *rc = append_range(&x->data[i], mint, maxt, out);
+        found = 1;
+    }
+    pthread_mutex_unlock(&live_mu);
+    if (found)
+        atomic_fetch_add(&R(s)->cache_hits, 1);
+    return found;
+}
+
+/*
+ * The newest number in [last_ms - lookback_ms, last_ms] from a live
+ * selection: 1 when it answers (*v set, NaN for none). The fetched part
+ * need not cover the whole lookback: a number found in it is the newest,
+ * as everything after it up to last_ms was fetched too.
+ */
+static int newest_from_cache(struct gp_storage *s, uint32_t id, int64_t last_ms, int64_t lookback_ms,
+                             double *v)
+{
+    int found = 0;
+    size_t i;
+    pthread_mutex_lock(&live_mu);
+    struct rsel *x = find_live(s, id, &i);
+    if (x && last_ms >= x->from[i] && (last_ms <= x->qmax || x->open_end)) {
+        const struct gp_promapi_series *d = &x->data[i];
+        *v = NAN;
+        for (size_t k = d->n; k-- > 0 && d->t[k] >= last_ms - lookback_ms;) {
+            if (d->t[k] <= last_ms && !isnan(d->v[k])) {
+                *v = d->v[k];
+                found = 1;
+                break;
+            }
+        }
+        if (!found && last_ms - lookback_ms >= x->from[i])
+            found = 1; /* the whole lookback was fetched: none */
     }
     pthread_mutex_unlock(&live_mu);
     if (found)
@@ -642,6 +799,9 @@ static double r_newest_value(struct gp_storage *s, uint32_t id, int64_t last_ms,
                              struct gp_samples *scratch)
 {
     scratch->n = 0;
+    double v;
+    if (newest_from_cache(s, id, last_ms, lookback_ms, &v))
+        return v;
     if (r_read(s, id, last_ms - lookback_ms, last_ms, scratch))
         return NAN;
     for (size_t i = scratch->n; i-- > 0;)
@@ -716,7 +876,8 @@ static int strings(struct gp_storage *s, const char *path, int get, const struct
         rc = fail(502, "%s%s: %s", r->query_root, path, perr);
     }
     if (!rc) {
-        qsort(x.v, x.n, sizeof *x.v, cmp_str);
+        if (x.n)
+            qsort(x.v, x.n, sizeof *x.v, cmp_str);
         for (size_t i = 0; i < x.n; i++)
             if (!i || strcmp(x.v[i], x.v[i - 1]))
                 fn(arg, x.v[i], strlen(x.v[i]));

@@ -77,7 +77,8 @@ e, v, p = (key(x) for x in sys.argv[1:])
 assert e and e == v == p, (e, v, p)
 PY
     fail "the firing gpu_throttled alerts differ"
-curl -sf "$VMS/metrics" | grep -q '^gpulse_storage_remote_queries_total [1-9]' || fail "no remote queries counted"
+curl -sf "$VMS/metrics" >"$TMP/m.prom"
+grep -q '^gpulse_storage_remote_queries_total [1-9]' "$TMP/m.prom" || fail "no remote queries counted"
 kill -TERM "$VMS_PID" "$PRS_PID" "$EMB_PID"
 for p in "$VMS_PID" "$PRS_PID" "$EMB_PID"; do
     rc=0; wait "$p" || rc=$?

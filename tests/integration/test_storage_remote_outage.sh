@@ -30,7 +30,8 @@ for p in "$Q" /api/v1/gpus /api/v1/labels /api/v1/label/gpu/values "/api/v1/seri
 done
 note "queries answer 503: $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["error"])' "$TMP/q.json")"
 curl -sf "$SERVER_URL/api/v1/health" >/dev/null || fail "health is not ok while the cluster is down"
-curl -sf "$SERVER_URL/metrics" | grep -q '^gpulse_storage_remote_query_errors_total [1-9]' ||
+curl -sf "$SERVER_URL/metrics" >"$TMP/m.prom"
+grep -q '^gpulse_storage_remote_query_errors_total [1-9]' "$TMP/m.prom" ||
     fail "query errors not counted"
 
 # A restart with the cluster still down: the buffer is on disk.
@@ -51,7 +52,22 @@ d = json.load(sys.stdin)["data"]["result"]
 vals = sorted(float(v) for s in d for _, v in s["values"])
 sys.exit(0 if set(vals) >= {60.0, 61.0, 62.0, 63.0, 64.0} else 1)'
 }
-wait_until 60 count || { curl -s "$SERVER_URL$Q"; tail -20 "$SERVER_LOG"; fail "the buffered samples never arrived"; }
+wait_until 60 count || { curl -s "$SERVER_URL$Q" || true; tail -40 "$SERVER_LOG"; fail "the buffered samples never arrived"; }
 note "every buffered sample delivered after the cluster came back, and queries answer them"
-[ "$(curl -s -o /dev/null -w '%{http_code}' "$SERVER_URL/api/v1/gpus")" = 200 ] || fail "/api/v1/gpus after the outage"
+# A GPU last heard from 6 minutes ago: older than what unbounded selections
+# fetch of every series (the newest 2 minutes), within remote_lookback
+# (15 minutes): the inventory still lists it, last seen then.
+out=$(rw write "$SERVER_URL" "DCGM_FI_DEV_GPU_TEMP{Hostname=\"n2\",gpu=\"3\"}=41@$((NOW - 360000))")
+[ "${out%% *}" = 204 ] || fail "write of n2: $out"
+n2() {
+    curl -sf "$SERVER_URL/api/v1/gpus" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)["data"]
+g = [x for x in d if x.get("node") == "n2" and str(x.get("gpu")) == "3"]
+assert g and abs(g[0]["last_seen"] * 1000 - int(sys.argv[1])) < 1, d
+n1 = [x for x in d if x.get("node") == "n1"]
+assert n1, d' $((NOW - 360000))
+}
+wait_until 30 n2 || { curl -s "$SERVER_URL/api/v1/gpus"; fail "the inventory lacks a GPU silent for 6 minutes"; }
+note "a GPU silent for 6 minutes is still in the inventory"
 stop_server
