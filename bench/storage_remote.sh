@@ -81,3 +81,16 @@ for r in "${ROUTES[@]}"; do
     done
     echo "$row"
 done
+# The cluster's own share: the one request /api/v1/gpus makes of it (the
+# newest 2 minutes of every GPU series), asked directly.
+Q='query={__name__=~"DCGM_FI_.*|gpulse_gpu_.*"}[120000ms]'
+row=$(printf '%-48s %20s' "(cluster alone: the gpus selection)" "-")
+for c in "http://127.0.0.1:$VM" "http://127.0.0.1:$PR"; do
+    ts=$(for _ in $(seq "$N"); do curl -s -o /dev/null -w '%{time_total} %{size_download}\n' \
+        --data-urlencode "$Q" --data-urlencode "time=$(date +%s)" "$c/api/v1/query"; done | sort -g)
+    med=$(echo "$ts" | awk -v n="$N" 'NR == int((n + 1) / 2) {print $1}')
+    p90=$(echo "$ts" | awk -v n="$N" 'NR == int(n * 0.9 + 0.999) {print $1}')
+    bytes=$(echo "$ts" | awk 'NR == 1 {print $2}')
+    row+=$(printf ' %9.4f / %8.4f' "$med" "$p90")
+done
+echo "$row  ($bytes bytes of JSON)"
