@@ -9,6 +9,7 @@
  */
 #include "lib/err.h"
 #include "net/http.h"
+#include "server/config.h"
 #include "storage/promapi.h"
 #include "storage/storage.h"
 #include "store/labels.h"
@@ -431,6 +432,38 @@ static void test_rollups_of(void)
     gp_rollups_free(&r);
 }
 
+static void test_config_checks(void)
+{
+    struct gp_server_config *c = malloc(sizeof *c);
+    char err[512];
+    gp_server_config_defaults(c);
+    CHECK_STR(c->storage, "embedded");
+    CHECK_INT(gp_server_config_validate(c, err, sizeof err), GP_OK);
+    snprintf(c->storage, sizeof c->storage, "cloud");
+    CHECK_INT(gp_server_config_validate(c, err, sizeof err), GP_ECONFIG);
+    CHECK_CONTAINS(err, "storage must be embedded or remote");
+    snprintf(c->storage, sizeof c->storage, "remote");
+    CHECK_INT(gp_server_config_validate(c, err, sizeof err), GP_ECONFIG);
+    CHECK_CONTAINS(err, "storage: remote needs remote_write_url");
+    snprintf(c->remote_write_url, sizeof c->remote_write_url, "http://vm:8428/api/v1/write");
+    CHECK_INT(gp_server_config_validate(c, err, sizeof err), GP_ECONFIG);
+    CHECK_CONTAINS(err, "needs remote_query_url");
+    snprintf(c->remote_query_url, sizeof c->remote_query_url, "vm:8428");
+    CHECK_INT(gp_server_config_validate(c, err, sizeof err), GP_ECONFIG);
+    CHECK_CONTAINS(err, "remote_query_url must be an http:// or https:// URL");
+    snprintf(c->remote_query_url, sizeof c->remote_query_url, "http://vm:8428");
+    CHECK_INT(gp_server_config_validate(c, err, sizeof err), GP_OK);
+    c->remote_headers.n = 1;
+    snprintf(c->remote_headers.v[0], sizeof c->remote_headers.v[0], "X Scope: a");
+    CHECK_INT(gp_server_config_validate(c, err, sizeof err), GP_ECONFIG);
+    CHECK_CONTAINS(err, "invalid header name");
+    snprintf(c->remote_headers.v[0], sizeof c->remote_headers.v[0], "X-Scope-OrgID: a");
+    snprintf(c->remote_basic_user, sizeof c->remote_basic_user, "u");
+    CHECK_INT(gp_server_config_validate(c, err, sizeof err), GP_ECONFIG);
+    CHECK_CONTAINS(err, "go together");
+    free(c);
+}
+
 const struct gp_test gp_tests_promapi[] = {
     {"matrix_parses", test_matrix_parses},
     {"series_and_strings", test_series_and_strings},
@@ -445,5 +478,6 @@ const struct gp_test gp_tests_storage[] = {
     {"remote_errors", test_remote_errors},
     {"remote_forwards_writes", test_remote_forwards_writes},
     {"rollups_of", test_rollups_of},
+    {"config_checks", test_config_checks},
     {0},
 };
