@@ -296,6 +296,7 @@ static int fetch(struct remote *r, const char *sel, int64_t qmin, int64_t qmax,
     struct gp_buf q, f, body;
     gp_buf_init(&q, 0);
     gp_buf_init(&f, 0);
+    gp_buf_init(&body, 0);
     gp_buf_printf(&q, "%s[%" PRId64 "ms]", sel, qmax - qmin + 1);
     char t[64];
     snprintf(t, sizeof t, "%" PRId64 ".%03d", qmax / 1000 - (qmax % 1000 < 0),
@@ -307,8 +308,7 @@ static int fetch(struct remote *r, const char *sel, int64_t qmin, int64_t qmax,
     gp_buf_free(&q);
     gp_buf_free(&f);
     if (rc) {
-        if (rc != GP_ENOMEM)
-            gp_buf_free(&body);
+        gp_buf_free(&body); /* what came before a failure */
         return rc;
     }
     char perr[400];
@@ -351,6 +351,7 @@ static int series_of(struct remote *r, const char *sel, int64_t qmin, int64_t qm
     memset(res, 0, sizeof *res);
     struct gp_buf f, body;
     gp_buf_init(&f, 0);
+    gp_buf_init(&body, 0);
     char t[64];
     form_add(&f, "match[]", sel);
     snprintf(t, sizeof t, "%.3f", (double)qmin / 1000.0);
@@ -360,8 +361,7 @@ static int series_of(struct remote *r, const char *sel, int64_t qmin, int64_t qm
     int rc = f.err ? GP_ENOMEM : api_call(r, "/api/v1/series", f.data, 0, &body);
     gp_buf_free(&f);
     if (rc) {
-        if (rc != GP_ENOMEM)
-            gp_buf_free(&body);
+        gp_buf_free(&body); /* what came before a failure */
         return rc;
     }
     char perr[400];
@@ -852,6 +852,7 @@ static int strings(struct gp_storage *s, const char *path, int get, const struct
     struct gp_buf f, sel, body;
     gp_buf_init(&f, 0);
     gp_buf_init(&sel, 0);
+    gp_buf_init(&body, 0);
     /* Always a match[]: without one, VictoriaMetrics 1.79 leaves out
      * names its per-day index has not seen in a label-name lookup. */
     selector_of(&sel, m, nm);
@@ -861,8 +862,7 @@ static int strings(struct gp_storage *s, const char *path, int get, const struct
     gp_buf_free(&f);
     gp_buf_free(&sel);
     if (rc) {
-        if (rc != GP_ENOMEM)
-            gp_buf_free(&body);
+        gp_buf_free(&body); /* what came before a failure */
         return rc;
     }
     struct strs x = {0};
@@ -916,8 +916,8 @@ static int r_append(struct gp_storage *s, const struct gp_rw_request *req,
     if (!req->nsamples_total)
         return GP_OK;
     struct gp_buf body, raw;
-    gp_buf_init(&body, 0);
-    gp_buf_init(&raw, 0);
+    gp_buf_init(&body, (size_t)1 << 28); /* the largest request max_uncompressed lets in, with room */
+    gp_buf_init(&raw, (size_t)1 << 28);
     int rc = gp_rw_encode(req, &body, &raw);
     if (rc) {
         gp_buf_free(&body);
