@@ -173,6 +173,15 @@ static int samples_of(json_t *vals, struct gp_promapi_series *s, size_t *total, 
     return GP_OK;
 }
 
+static int cmp_labels_ptr(const void *a, const void *b)
+{
+    const struct gp_promapi_series *x = *(const struct gp_promapi_series *const *)a;
+    const struct gp_promapi_series *y = *(const struct gp_promapi_series *const *)b;
+    size_t n = x->labels_len < y->labels_len ? x->labels_len : y->labels_len;
+    int c = memcmp(x->labels, y->labels, n);
+    return c ? c : (x->labels_len > y->labels_len) - (x->labels_len < y->labels_len);
+}
+
 /* Walks an array of series: matrix entries (with_values) or label sets. */
 static int series_list(json_t *arr, int with_values, struct gp_promapi_result *out, char *err,
                        size_t errlen)
@@ -200,13 +209,22 @@ static int series_list(json_t *arr, int with_values, struct gp_promapi_result *o
         }
         if (rc)
             return rc;
-        /* The same series twice would read as one series with mixed samples. */
-        for (size_t j = 0; j + 1 < out->n && out->n <= 4096; j++)
-            if (out->s[j].labels_len == s->labels_len &&
-                !memcmp(out->s[j].labels, s->labels, s->labels_len))
-                return gp_seterr(err, errlen, GP_EPARSE, "the same series is given twice");
     }
-    return GP_OK;
+    /* The same series twice would read as one series with mixed samples:
+     * sorted by labels, no two neighbours may be equal. */
+    if (out->n < 2)
+        return GP_OK;
+    const struct gp_promapi_series **p = malloc(out->n * sizeof *p);
+    if (!p)
+        return gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
+    for (size_t i = 0; i < out->n; i++)
+        p[i] = &out->s[i];
+    qsort(p, out->n, sizeof *p, cmp_labels_ptr);
+    int dup = 0;
+    for (size_t i = 1; i < out->n && !dup; i++)
+        dup = !cmp_labels_ptr(&p[i - 1], &p[i]);
+    free(p);
+    return dup ? gp_seterr(err, errlen, GP_EPARSE, "the same series is given twice") : GP_OK;
 }
 
 int gp_promapi_parse_matrix(const char *body, size_t len, struct gp_promapi_result *out, char *err,
