@@ -94,3 +94,13 @@ for c in "http://127.0.0.1:$VM" "http://127.0.0.1:$PR"; do
     row+=$(printf ' %9.4f / %8.4f' "$med" "$p90")
 done
 echo "$row  ($bytes bytes of JSON)"
+# The detectors: one evaluation tick (default 15 s interval, 15 m window,
+# which covers all the data here), as each server reports it.
+row=$(printf '%-48s' "(detectors: last evaluation tick, view / total)")
+for u in "$EMB" "$VMS" "$PRS"; do
+    m=$(curl -sf "$u/metrics")
+    v=$(echo "$m" | awk -F' ' '/^gpulse_server_eval_last_seconds\{part="view"\}/ {print $2}')
+    t=$(echo "$m" | awk -F' ' '/^gpulse_server_eval_last_seconds\{part="total"\}/ {print $2}')
+    row+=$(printf ' %9.4f / %8.4f' "${v:-0}" "${t:-0}")
+done
+echo "$row"
