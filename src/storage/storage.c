@@ -77,6 +77,14 @@ int gp_storage_select(struct gp_storage *s, const struct gp_matcher *m, size_t n
     return s->ops->select(s, m, nm, mint, maxt, out);
 }
 
+int gp_storage_select_since(struct gp_storage *s, const struct gp_matcher *m, size_t nm,
+                            int64_t mint, int64_t maxt, int64_t since, struct gp_store_selection *out)
+{
+    if (!s->ops->select_since)
+        return s->ops->select(s, m, nm, mint, maxt, out);
+    return s->ops->select_since(s, m, nm, mint, maxt, since, out);
+}
+
 void gp_storage_selection_free(struct gp_store_selection *sel)
 {
     if (!sel)

@@ -102,6 +102,17 @@ int gp_storage_select(struct gp_storage *s, const struct gp_matcher *m, size_t n
                       int64_t maxt, struct gp_store_selection *out);
 void gp_storage_selection_free(struct gp_store_selection *sel);
 
+/*
+ * As gp_storage_select, for a caller that will read only samples at or
+ * after since (and newest values among them): the detectors, whose
+ * ticks re-read only the newest part of their window. Remote: only
+ * those samples are moved, plus the names of the series the range
+ * holds; for a series with no sample since, last_ms is since - 1 and
+ * first_ms mint (bounds, not sample times). since <= mint: as select.
+ */
+int gp_storage_select_since(struct gp_storage *s, const struct gp_matcher *m, size_t nm,
+                            int64_t mint, int64_t maxt, int64_t since, struct gp_store_selection *out);
+
 /* As gp_store_read / gp_store_read_rollups / gp_store_newest_value, plus
  * GP_ENET for remote (reads covered by a live selection's window are
  * answered from what it fetched, without a request). */

@@ -13,6 +13,9 @@ struct gp_storage_ops {
                   char *err, size_t errlen);
     int (*select)(struct gp_storage *s, const struct gp_matcher *m, size_t nm, int64_t mint,
                   int64_t maxt, struct gp_store_selection *out);
+    /* NULL: select (the embedded store reads only the index anyway) */
+    int (*select_since)(struct gp_storage *s, const struct gp_matcher *m, size_t nm, int64_t mint,
+                        int64_t maxt, int64_t since, struct gp_store_selection *out);
     int (*read)(struct gp_storage *s, uint32_t id, int64_t mint, int64_t maxt, struct gp_samples *out);
     int (*read_rollups)(struct gp_storage *s, uint32_t id, int64_t mint, int64_t maxt,
                         struct gp_rollups *out);

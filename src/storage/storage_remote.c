@@ -443,6 +443,44 @@ static int fetch_unbounded(struct remote *r, const char *sel, int64_t qmin, int6
     return rc;
 }
 
+/*
+ * A selection whose caller reads only samples at or after since: the
+ * samples of [since, qmax], and the series API's list of [qmin, qmax]
+ * for the series with nothing since (listed with no samples). The
+ * detectors' incremental ticks select this way. from[i] is since.
+ */
+static int fetch_since(struct remote *r, const char *sel, int64_t qmin, int64_t qmax, int64_t since,
+                       struct gp_promapi_result *res, int64_t **from)
+{
+    *from = NULL;
+    int rc = fetch(r, sel, since, qmax, res);
+    struct gp_promapi_result all = {0};
+    if (!rc)
+        rc = series_of(r, sel, qmin, qmax, &all);
+    if (!rc && res->n)
+        qsort(res->s, res->n, sizeof *res->s, cmp_series_labels);
+    size_t n0 = res->n;
+    if (!rc && all.n) {
+        struct gp_promapi_series *ns = realloc(res->s, (res->n + all.n) * sizeof *ns);
+        if (!ns)
+            rc = GP_ENOMEM;
+        else
+            res->s = ns;
+        for (size_t i = 0; !rc && i < all.n; i++) {
+            if (!n0 || !bsearch(&all.s[i], res->s, n0, sizeof *res->s, cmp_series_labels)) {
+                res->s[res->n++] = all.s[i]; /* labels only: nothing since */
+                memset(&all.s[i], 0, sizeof all.s[i]);
+            }
+        }
+    }
+    if (!rc && !(*from = malloc((res->n ? res->n : 1) * sizeof **from)))
+        rc = GP_ENOMEM;
+    for (size_t i = 0; !rc && i < res->n; i++)
+        (*from)[i] = since;
+    gp_promapi_result_free(&all);
+    return rc;
+}
+
 /* ---- the id registry ------------------------------------------------------ */
 
 /* The id of a label set, registered if new (0: over max_series or no memory). */
@@ -569,8 +607,8 @@ void gp_storage_remote_selection_free(struct gp_store_selection *sel)
     memset(sel, 0, sizeof *sel);
 }
 
-static int r_select(struct gp_storage *s, const struct gp_matcher *m, size_t nm, int64_t mint,
-                    int64_t maxt, struct gp_store_selection *out)
+static int r_select_since(struct gp_storage *s, const struct gp_matcher *m, size_t nm, int64_t mint,
+                          int64_t maxt, int64_t since, struct gp_store_selection *out)
 {
     struct remote *r = R(s);
     memset(out, 0, sizeof *out);
@@ -588,7 +626,8 @@ static int r_select(struct gp_storage *s, const struct gp_matcher *m, size_t nm,
     }
     struct gp_promapi_result res;
     int64_t *from = NULL;
-    int rc = mint == INT64_MIN && qmax - qmin > TAIL_MS
+    int rc = since > qmin && since <= qmax ? fetch_since(r, sel.data, qmin, qmax, since, &res, &from)
+             : mint == INT64_MIN && qmax - qmin > TAIL_MS
                  ? fetch_unbounded(r, sel.data, qmin, qmax, &res, &from)
                  : fetch(r, sel.data, qmin, qmax, &res);
     gp_buf_free(&sel);
@@ -618,11 +657,13 @@ static int r_select(struct gp_storage *s, const struct gp_matcher *m, size_t nm,
         }
         p[n].d = *d;
         p[n].from = from ? from[i] : qmin;
+        /* A series with nothing since `since` (gp_storage_select_since):
+         * its times are bounds, not sample times. */
         p[n].s = (struct gp_store_series){.id = id,
                                           .labels = d->labels,
                                           .labels_len = d->labels_len,
-                                          .first_ms = d->t[0],
-                                          .last_ms = d->t[d->n - 1]};
+                                          .first_ms = d->n ? d->t[0] : qmin,
+                                          .last_ms = d->n ? d->t[d->n - 1] : since - 1};
         n++;
     }
     free(res.s);
@@ -666,6 +707,12 @@ static int r_select(struct gp_storage *s, const struct gp_matcher *m, size_t nm,
     out->n = n;
     out->arena = x;
     return GP_OK;
+}
+
+static int r_select(struct gp_storage *s, const struct gp_matcher *m, size_t nm, int64_t mint,
+                    int64_t maxt, struct gp_store_selection *out)
+{
+    return r_select_since(s, m, nm, mint, maxt, INT64_MIN, out);
 }
 
 /* Appends the samples in [mint, maxt] of one fetched series. */
@@ -1118,6 +1165,10 @@ int gp_storage_remote_open(struct gp_storage *s, const struct gp_storage_remote_
         s->impl = NULL;
         return rc;
     }
+    /* The caller's strings were needed only here (what is kept is copied). */
+    r->o.write_url = r->o.query_url = r->o.buffer_dir = NULL;
+    r->o.bearer_token_file = r->o.basic_user = r->o.basic_password_file = NULL;
+    memset(r->o.headers, 0, sizeof r->o.headers);
     char label[512];
     gp_push_url_label(r->query_root, label, sizeof label);
     gp_log(GP_LOG_INFO, "storage", "remote storage", "query=%s lookback_ms=%" PRId64, label,
@@ -1129,6 +1180,7 @@ const struct gp_storage_ops gp_storage_remote_ops = {
     .name = "remote",
     .append = r_append,
     .select = r_select,
+    .select_since = r_select_since,
     .read = r_read,
     .read_rollups = r_read_rollups,
     .newest_value = r_newest_value,

@@ -245,6 +245,9 @@ static void fake_handle(void *ctx, const struct gp_http_request *req, struct gp_
                     "{\"metric\":{\"__name__\":\"util\",\"gpu\":\"1\"},"
                     "\"values\":[[1000,\"1\"],[2000,\"2\"],[3000,\"NaN\"],[5000,\"5\"]]},"
                     "{\"metric\":{\"__name__\":\"util\",\"gpu\":\"0\"},\"values\":[[2500,\"7\"]]}]}}");
+    } else if (!strcmp(path, "/api/v1/series")) {
+        gp_buf_puts(&resp->body, "{\"status\":\"success\",\"data\":[{\"__name__\":\"util\",\"gpu\":\"1\"},"
+                                 "{\"__name__\":\"util\",\"gpu\":\"0\"},{\"__name__\":\"util\",\"gpu\":\"2\"}]}");
     } else if (!strcmp(path, "/api/v1/labels")) {
         gp_buf_puts(&resp->body, "{\"status\":\"success\",\"data\":[\"gpu\",\"__name__\",\"gpu\"]}");
     } else if (!strcmp(path, "/api/v1/label/gpu/values")) {
@@ -350,6 +353,47 @@ static void test_remote_reads(void)
     struct gp_store_stats st;
     gp_storage_stats(s, &st);
     CHECK_INT((int)st.series, 2);
+    gp_storage_close(s);
+    gp_http_stop(f.http);
+}
+
+/* The detectors' selection: samples since `since` only, every series of
+ * the range named (one with nothing since has bounds for times). */
+static void test_remote_select_since(void)
+{
+    struct fake f;
+    fake_start(&f);
+    struct gp_storage *s = remote_open(gp_http_port(f.http), NULL);
+    struct gp_store_selection sel;
+    CHECK_INT(gp_storage_select_since(s, NULL, 0, 1500000, 4000000, 2500000, &sel), GP_OK);
+    CHECK_CONTAINS(f.last_query, "%5B1500001ms%5D"); /* [2500000, 4000000] */
+    CHECK_INT((int)sel.n, 3);
+    int seen = 0;
+    for (size_t i = 0; i < sel.n; i++) {
+        struct gp_rw_str g;
+        CHECK_INT(gp_labels_get(sel.series[i].labels, sel.series[i].labels_len, "gpu", &g), 1);
+        struct gp_samples x = {0};
+        int q = atomic_load(&f.queries);
+        CHECK_INT(gp_storage_read(s, sel.series[i].id, 2500000, 4000000, &x), GP_OK);
+        CHECK_INT(atomic_load(&f.queries), q); /* from the selection */
+        if (g.ptr[0] == '2') {
+            CHECK(sel.series[i].last_ms == 2499999 && x.n == 0);
+            seen |= 1;
+        } else if (g.ptr[0] == '0') {
+            CHECK(sel.series[i].last_ms == 2500000 && x.n == 1 && x.v[0] == 7);
+            seen |= 2;
+        } else {
+            CHECK(x.n == 1 && isnan(x.v[0]));
+            seen |= 4;
+        }
+        gp_samples_free(&x);
+    }
+    CHECK_INT(seen, 7);
+    gp_storage_selection_free(&sel);
+    /* since before the range: a plain selection */
+    CHECK_INT(gp_storage_select_since(s, NULL, 0, 1500000, 4000000, 0, &sel), GP_OK);
+    CHECK_INT((int)sel.n, 2);
+    gp_storage_selection_free(&sel);
     gp_storage_close(s);
     gp_http_stop(f.http);
 }
@@ -475,6 +519,7 @@ const struct gp_test gp_tests_promapi[] = {
 const struct gp_test gp_tests_storage[] = {
     {"embedded_same_as_store", test_embedded_same_as_store},
     {"remote_reads", test_remote_reads},
+    {"remote_select_since", test_remote_select_since},
     {"remote_errors", test_remote_errors},
     {"remote_forwards_writes", test_remote_forwards_writes},
     {"rollups_of", test_rollups_of},
