@@ -463,6 +463,39 @@ static void test_remote_forwards_writes(void)
     gp_http_stop(f.http);
 }
 
+/* Basic auth from a password file, on reads and writes alike. */
+static void test_remote_basic_auth(void)
+{
+    struct fake f;
+    fake_start(&f);
+    char wurl[128], qurl[128], pw[600];
+    snprintf(wurl, sizeof wurl, "http://127.0.0.1:%u/api/v1/write", gp_http_port(f.http));
+    snprintf(qurl, sizeof qurl, "http://127.0.0.1:%u", gp_http_port(f.http));
+    snprintf(pw, sizeof pw, "%s/pw", gp_test_tmpdir());
+    FILE *fp = fopen(pw, "w");
+    fputs("p\n", fp);
+    fclose(fp);
+    struct gp_storage_options o = {.kind = GP_STORAGE_REMOTE};
+    o.remote.write_url = wurl;
+    o.remote.query_url = qurl;
+    o.remote.basic_user = "u";
+    o.remote.basic_password_file = pw;
+    struct gp_storage *s = NULL;
+    char err[256] = "";
+    CHECK_INT(gp_storage_open(&s, &o, err, sizeof err), GP_OK);
+    struct gp_buf b;
+    gp_buf_init(&b, 0);
+    CHECK_INT(gp_storage_label_names(s, NULL, 0, names_cb, &b), GP_OK);
+    gp_buf_free(&b);
+    CHECK_STR(f.last_auth, "Basic dTpw"); /* base64("u:p") */
+    gp_storage_close(s);
+    /* a password file that is missing: a config error naming the key */
+    o.remote.basic_password_file = "/nonexistent/pw";
+    CHECK_INT(gp_storage_open(&s, &o, err, sizeof err), GP_ECONFIG);
+    CHECK_CONTAINS(err, "remote_basic_password_file");
+    gp_http_stop(f.http);
+}
+
 static void test_rollups_of(void)
 {
     int64_t t[] = {0, 30000, 60000, 119999, 180000};
@@ -522,6 +555,7 @@ const struct gp_test gp_tests_storage[] = {
     {"remote_select_since", test_remote_select_since},
     {"remote_errors", test_remote_errors},
     {"remote_forwards_writes", test_remote_forwards_writes},
+    {"remote_basic_auth", test_remote_basic_auth},
     {"rollups_of", test_rollups_of},
     {"config_checks", test_config_checks},
     {0},
