@@ -287,6 +287,14 @@ void gp_push_tick(struct gp_push *p, const char *text, size_t len, int64_t time_
     pthread_mutex_unlock(&p->mu);
 }
 
+void gp_push_body(struct gp_push *p, const void *body, size_t len, uint32_t nsamples,
+                  uint32_t raw_len, int64_t time_ms)
+{
+    struct gp_buf b = {.data = (char *)body, .len = len}; /* borrowed: enqueue only reads it */
+    for (size_t i = 0; i < p->nt; i++)
+        enqueue(&p->t[i], &b, nsamples, raw_len, time_ms);
+}
+
 /* ---- batching and sending ------------------------------------------------ */
 
 /*
@@ -564,6 +572,8 @@ static int target_init(struct gp_push *p, struct target *t, const char *url, cha
             snprintf(t->key, sizeof t->key, "%s", url);
         if ((rc = gp_push_http_open(&t->http, url, p->bearer, p->o.timeout_ms, err, errlen)))
             return rc;
+        if (p->o.nheaders && gp_push_http_add_headers(t->http, p->o.headers, p->o.nheaders))
+            return gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
     } else {
         snprintf(t->label, sizeof t->label, "local");
         snprintf(t->key, sizeof t->key, "local");
@@ -684,6 +694,8 @@ int gp_push_start(struct gp_push **out, const struct gp_push_options *o, char *e
     /* The caller's strings were needed only here (the token is copied). */
     p->o.urls = NULL;
     p->o.buffer_dir = p->o.bearer_token = p->o.bearer_token_file = NULL;
+    p->o.headers = NULL;
+    p->o.nheaders = 0;
     for (size_t i = 0; i < p->nt; i++)
         gp_log(GP_LOG_INFO, "push", "pushing samples", "target=%s buffer=%s queued_batches=%zu",
                p->t[i].label, p->dir ? "disk" : "memory", gp_pushq_count(p->t[i].q));

@@ -48,6 +48,8 @@ struct gp_push_options {
     int64_t timeout_ms;       /* one request */
     int64_t min_backoff_ms;   /* 0: 250 */
     int64_t max_backoff_ms;   /* 0: 30 s */
+    const char *const *headers; /* "Name: value" sent with every request (server's remote storage) */
+    size_t nheaders;
 };
 
 /*
@@ -64,6 +66,16 @@ int gp_push_start(struct gp_push **out, const struct gp_push_options *o, char *e
  * oldest tick not yet encoded is dropped (counted, reason "encoder").
  */
 void gp_push_tick(struct gp_push *p, const char *text, size_t len, int64_t time_ms);
+
+/*
+ * Hands one already encoded remote-write body (snappy + protobuf, as
+ * POSTed) straight to every target's queue, skipping the encoder: the
+ * server's remote storage (storage/storage.h) forwards what it receives
+ * this way. Waits for the disk buffer's write and sync, never for the
+ * network.
+ */
+void gp_push_body(struct gp_push *p, const void *body, size_t len, uint32_t nsamples,
+                  uint32_t raw_len, int64_t time_ms);
 
 /* Appends the gpulse_push_* families (HELP, TYPE, one series per target).
  * Reads counters only: never blocks on a target. */

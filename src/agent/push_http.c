@@ -178,6 +178,17 @@ nomem:
     return gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
 }
 
+int gp_push_http_add_headers(struct gp_push_http *h, const char *const *hdrs, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        struct curl_slist *l = curl_slist_append(h->headers, hdrs[i]);
+        if (!l)
+            return GP_ENOMEM;
+        h->headers = l;
+    }
+    return curl_easy_setopt(h->curl, CURLOPT_HTTPHEADER, h->headers) == CURLE_OK ? GP_OK : GP_ENOMEM;
+}
+
 /* Keeps the first line of the body, printable ASCII only (it goes to logs). */
 static void body_summary(const struct gp_push_http *h, char *out, size_t len)
 {

@@ -39,6 +39,9 @@ int gp_push_http_open(struct gp_push_http **out, const char *url, const char *be
  * status or a connection error was obtained (see res), GP_ENOMEM
  * otherwise.
  */
+/* Adds "Name: value" headers to every request. GP_OK or GP_ENOMEM. */
+int gp_push_http_add_headers(struct gp_push_http *h, const char *const *hdrs, size_t n);
+
 int gp_push_http_post(struct gp_push_http *h, const void *body, size_t len, const atomic_int *cancel,
                       struct gp_push_result *res);
 

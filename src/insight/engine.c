@@ -481,13 +481,15 @@ static int add_series(struct ent *en, uint32_t id, int row, enum combine c, doub
 #define IS_PROC (UINT64_C(1) << 63)
 
 /* Selects every metric's series and places the new ones. */
-static int select_all(struct gp_engine *e, int64_t t_end)
+static int select_all(struct gp_engine *e, int64_t t_end, int64_t since)
 {
     int64_t mint = t_end - e->o.window_ms - e->lookback_ms;
     for (size_t mi = 0; mi < e->nmetrics; mi++) {
         const struct metric *m = &e->metrics[mi];
         struct gp_store_selection sel;
-        int rc = gp_store_select(e->o.store, &m->m, 1, mint, t_end, &sel);
+        /* The tick reads samples since `since` only (fill): a remote
+         * storage then moves just those, not the whole window. */
+        int rc = gp_storage_select_since(e->o.store, &m->m, 1, mint, t_end, since, &sel);
         if (rc)
             return rc;
         bool proc = m->route == R_PROC || m->route == R_ALLOC;
@@ -524,7 +526,7 @@ static int select_all(struct gp_engine *e, int64_t t_end)
             if (!proc)
                 gpu_labels(e, (unsigned)ei, s);
         }
-        gp_store_selection_free(&sel);
+        gp_storage_selection_free(&sel);
         if (rc)
             return rc;
     }
@@ -619,8 +621,8 @@ static int fill(struct gp_engine *e, struct ent *en, double *v, unsigned k0, boo
     for (unsigned k = 0; k < en->ns; k++) {
         const struct eser *s = &en->s[k];
         e->smp.n = 0;
-        int r = gp_store_read(e->o.store, s->id, mint, e->view.t_end_ms, &e->smp);
-        if (r == GP_ENOMEM || r == GP_EIO) {
+        int r = gp_storage_read(e->o.store, s->id, mint, e->view.t_end_ms, &e->smp);
+        if (r == GP_ENOMEM || r == GP_EIO || r == GP_ENET) {
             rc = r;
             continue;
         }
@@ -670,15 +672,15 @@ int gp_engine_refresh_view(struct gp_engine *e, int64_t now_ms, char *err, size_
     shift = full ? np : (unsigned)((t_end - e->prev_end) / step);
     e->tick_no++;
     e->view.t_end_ms = t_end;
-    int rc = select_all(e, t_end);
+    unsigned margin = (unsigned)((e->margin_ms + step - 1) / step);
+    unsigned k0 = full || shift + margin >= np ? 0 : np - shift - margin;
+    int rc = select_all(e, t_end, gp_view_time(&e->view, k0) - e->lookback_ms);
     if (!rc)
         rc = compact(e);
     if (rc) {
         e->built = false; /* the maps may be partial: start over next time */
         return gp_seterr(err, errlen, rc, "building the view: %s", gp_strerror(rc));
     }
-    unsigned margin = (unsigned)((e->margin_ms + step - 1) / step);
-    unsigned k0 = full || shift + margin >= np ? 0 : np - shift - margin;
     int first = GP_OK;
     for (unsigned i = 0; i < e->view.ngpus; i++) {
         shift_rows(e->view.gpus[i].v, GPU_ROWS, np, shift);

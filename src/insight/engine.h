@@ -44,13 +44,13 @@
 #include "insight/detect.h"
 #include "insight/rules.h"
 #include "insight/view.h"
-#include "store/store.h"
+#include "storage/storage.h"
 
 #include <stddef.h>
 #include <stdint.h>
 
 struct gp_engine_options {
-    struct gp_store *store;            /* borrowed; outlives the engine */
+    struct gp_storage *store;            /* borrowed; outlives the engine */
     struct gp_alerts *alerts;          /* borrowed */
     const gp_detect_fn *detectors;     /* GP_DET__COUNT entries (NULL ones skipped), or NULL */
     struct gp_detector_cfg det_cfg[GP_DET__COUNT];

@@ -488,12 +488,12 @@ static void extra_labels(const struct gp_rule *r, const uint8_t *blob, size_t bl
     }
 }
 
-int gp_rule_eval(struct gp_store *st, const struct gp_rule *r, int64_t now_ms, gp_rule_emit emit,
+int gp_rule_eval(struct gp_storage *st, const struct gp_rule *r, int64_t now_ms, gp_rule_emit emit,
                  void *ctx, char *err, size_t errlen)
 {
     int64_t mint = now_ms - r->window_ms + 1;
     struct gp_store_selection sel;
-    int rc = gp_store_select(st, r->m, r->nm, mint, now_ms, &sel);
+    int rc = gp_storage_select(st, r->m, r->nm, mint, now_ms, &sel);
     if (rc)
         return gp_seterr(err, errlen, rc, "rule '%s': selecting series", r->name);
     struct gp_samples smp = {0};
@@ -501,14 +501,14 @@ int gp_rule_eval(struct gp_store *st, const struct gp_rule *r, int64_t now_ms, g
     gp_buf_init(&lab, EXTRA_LABELS_MAX);
     struct gp_observation *o = malloc(sizeof *o);
     if (!o) {
-        gp_store_selection_free(&sel);
+        gp_storage_selection_free(&sel);
         return gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
     }
     for (size_t i = 0; i < sel.n && !rc; i++) {
         const struct gp_store_series *s = &sel.series[i];
         smp.n = 0;
-        int rrc = gp_store_read(st, s->id, mint, now_ms, &smp);
-        if (rrc == GP_ENOMEM || rrc == GP_EIO) {
+        int rrc = gp_storage_read(st, s->id, mint, now_ms, &smp);
+        if (rrc == GP_ENOMEM || rrc == GP_EIO || rrc == GP_ENET) {
             rc = gp_seterr(err, errlen, rrc, "rule '%s': reading a series", r->name);
             break;
         }
@@ -565,6 +565,6 @@ int gp_rule_eval(struct gp_store *st, const struct gp_rule *r, int64_t now_ms, g
     free(o);
     gp_buf_free(&lab);
     gp_samples_free(&smp);
-    gp_store_selection_free(&sel);
+    gp_storage_selection_free(&sel);
     return rc;
 }

@@ -36,7 +36,7 @@
 
 #include "insight/detect.h"
 #include "store/matcher.h"
-#include "store/store.h"
+#include "storage/storage.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -119,7 +119,7 @@ typedef int (*gp_rule_emit)(void *ctx, const struct gp_rule_obs *ro);
  * a value. GP_OK, the first error of emit, or the store's GP_ENOMEM /
  * GP_EIO, with detail.
  */
-int gp_rule_eval(struct gp_store *st, const struct gp_rule *r, int64_t now_ms, gp_rule_emit emit,
+int gp_rule_eval(struct gp_storage *st, const struct gp_rule *r, int64_t now_ms, gp_rule_emit emit,
                  void *ctx, char *err, size_t errlen);
 
 /*

@@ -32,6 +32,7 @@
     X(AGENT, "The agent itself")                                               \
     X(PUSH, "Pushing (only with push targets)")                                \
     X(SERVER, "The server")                                                    \
+    X(STORAGE, "The server's remote storage (storage: remote)")                \
     X(EVAL, "The server's detectors and alerts")                               \
     X(NOTIFY, "The server's notifications")
 
@@ -227,6 +228,18 @@ enum gp_metric_section {
       "Samples replayed from the WAL at the last start.")                                              \
     X(SRV_START, SERVER, "gpulse_server_start_time_seconds", GAUGE, "",                                \
       "When the server started (Unix time).")                                                          \
+    X(STORAGE_REMOTE_QUERIES, STORAGE, "gpulse_storage_remote_queries_total", COUNTER, "",            \
+      "Requests made to the cluster's query API.")                                                     \
+    X(STORAGE_REMOTE_QUERY_ERRORS, STORAGE, "gpulse_storage_remote_query_errors_total", COUNTER, "",   \
+      "Query API requests that failed (no answer, an HTTP error, an answer that does not parse).")     \
+    X(STORAGE_REMOTE_QUERY_SECONDS, STORAGE, "gpulse_storage_remote_query_seconds_total", COUNTER, "", \
+      "Time spent waiting for the cluster's query API.")                                               \
+    X(STORAGE_REMOTE_SAMPLES_READ, STORAGE, "gpulse_storage_remote_samples_read_total", COUNTER, "",   \
+      "Raw samples read back from the cluster.")                                                       \
+    X(STORAGE_REMOTE_CACHE_HITS, STORAGE, "gpulse_storage_remote_cache_hits_total", COUNTER, "",       \
+      "Reads answered from the samples a selection had already fetched.")                              \
+    X(STORAGE_REMOTE_FORWARDED, STORAGE, "gpulse_storage_remote_samples_forwarded_total", COUNTER, "", \
+      "Samples received and queued for the cluster's remote write (delivery: gpulse_push_*).")        \
     X(EVAL_TICKS, EVAL, "gpulse_server_eval_ticks_total", COUNTER, "",                                 \
       "Evaluation ticks (view, detectors, rules, alerts).")                                            \
     X(EVAL_ERRORS, EVAL, "gpulse_server_eval_errors_total", COUNTER, "part",                           \

@@ -110,9 +110,9 @@ static void take_label(const struct gp_store_series *s, const char *name, struct
 
 /* The newest number of series s; NaN when none (the inventory is best
  * effort per reading). */
-static double newest(struct gp_store *st, const struct gp_store_series *s, struct gp_samples *smp)
+static double newest(struct gp_storage *st, const struct gp_store_series *s, struct gp_samples *smp)
 {
-    return gp_store_newest_value(st, s->id, s->last_ms, VALUE_LOOKBACK_MS, smp);
+    return gp_storage_newest_value(st, s->id, s->last_ms, VALUE_LOOKBACK_MS, smp);
 }
 
 static int name_is(const struct gp_store_series *s, const char *name)
@@ -123,7 +123,7 @@ static int name_is(const struct gp_store_series *s, const char *name)
 }
 
 /* Fills g from the rows [a, b) of one GPU. */
-static void build_gpu(struct gp_store *st, const struct row *a, const struct row *b, struct gpu *g,
+static void build_gpu(struct gp_storage *st, const struct row *a, const struct row *b, struct gpu *g,
                       struct gp_samples *smp)
 {
     memset(g, 0, sizeof *g);
@@ -172,7 +172,7 @@ static void build_gpu(struct gp_store *st, const struct row *a, const struct row
 }
 
 /* Selects and sorts the GPU rows. Caller frees *rows and the selection. */
-static int gpu_rows(struct gp_store *st, struct gp_store_selection *sel, struct row **rows,
+static int gpu_rows(struct gp_storage *st, struct gp_store_selection *sel, struct row **rows,
                     size_t *nrows, char *err, size_t errlen)
 {
     struct gp_matcher m;
@@ -181,7 +181,7 @@ static int gpu_rows(struct gp_store *st, struct gp_store_selection *sel, struct 
     int rc = gp_matcher_init(&m, GP_MATCH_RE, "__name__", "DCGM_FI_.*|gpulse_gpu_.*", err, errlen);
     if (rc)
         return rc;
-    rc = gp_store_select(st, &m, 1, INT64_MIN, INT64_MAX, sel);
+    rc = gp_storage_select(st, &m, 1, INT64_MIN, INT64_MAX, sel);
     gp_matcher_free(&m);
     if (rc)
         return gp_seterr(err, errlen, rc, "selecting GPU series: %s", gp_strerror(rc));
@@ -286,7 +286,7 @@ static void put_node(struct gp_buf *out, const struct gpu *a, const struct gpu *
 }
 
 /* Both answers: the GPUs built once, then written as GPUs or as nodes. */
-static int inventory(struct gp_store *st, int nodes, struct gp_buf *out, char *err, size_t errlen)
+static int inventory(struct gp_storage *st, int nodes, struct gp_buf *out, char *err, size_t errlen)
 {
     size_t mark_len = out->len;
     int mark_err = out->err;
@@ -342,16 +342,16 @@ done:
     free(gpus);
     free(rows);
     gp_samples_free(&smp);
-    gp_store_selection_free(&sel);
+    gp_storage_selection_free(&sel);
     return rc;
 }
 
-int gp_query_nodes(struct gp_store *s, struct gp_buf *out, char *err, size_t errlen)
+int gp_query_nodes(struct gp_storage *s, struct gp_buf *out, char *err, size_t errlen)
 {
     return inventory(s, 1, out, err, errlen);
 }
 
-int gp_query_gpus(struct gp_store *s, struct gp_buf *out, char *err, size_t errlen)
+int gp_query_gpus(struct gp_storage *s, struct gp_buf *out, char *err, size_t errlen)
 {
     return inventory(s, 0, out, err, errlen);
 }

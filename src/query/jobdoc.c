@@ -25,13 +25,13 @@ struct ser {
     size_t n;
 };
 
-static int ser_read(struct gp_store *st, const struct gp_store_series *s, int64_t t0, int64_t t1,
+static int ser_read(struct gp_storage *st, const struct gp_store_series *s, int64_t t0, int64_t t1,
                     struct ser *out)
 {
     memset(out, 0, sizeof *out);
     out->s = s;
     struct gp_samples smp = {0};
-    int rc = gp_store_read(st, s->id, t0, t1, &smp);
+    int rc = gp_storage_read(st, s->id, t0, t1, &smp);
     if (rc && rc != GP_EPARSE) {
         gp_samples_free(&smp);
         return rc;
@@ -227,7 +227,7 @@ struct interval {
 };
 
 struct doc {
-    struct gp_store *st;
+    struct gp_storage *st;
     const struct gp_jobdoc_in *in;
     int64_t t0, t1;
     struct gp_store_selection sel;
@@ -959,7 +959,7 @@ out:
     return rc;
 }
 
-int gp_jobdoc_write(struct gp_store *st, const struct gp_jobdoc_in *in, struct gp_buf *out,
+int gp_jobdoc_write(struct gp_storage *st, const struct gp_jobdoc_in *in, struct gp_buf *out,
                     char *err, size_t errlen)
 {
     struct doc d;
@@ -974,7 +974,7 @@ int gp_jobdoc_write(struct gp_store *st, const struct gp_jobdoc_in *in, struct g
     int rc = gp_matcher_init(&m, GP_MATCH_EQ, "job", in->id, err, errlen);
     if (rc)
         return rc;
-    rc = gp_store_select(st, &m, 1, d.t0, d.t1, &d.sel);
+    rc = gp_storage_select(st, &m, 1, d.t0, d.t1, &d.sel);
     gp_matcher_free(&m);
     if (rc)
         return gp_seterr(err, errlen, rc, "selecting the job's series: %s", gp_strerror(rc));
@@ -997,7 +997,7 @@ int gp_jobdoc_write(struct gp_store *st, const struct gp_jobdoc_in *in, struct g
     free(d.rss);
     free(d.iv);
     free(d.act.a);
-    gp_store_selection_free(&d.sel);
+    gp_storage_selection_free(&d.sel);
     if (rc) {
         out->len = mark;
         out->err = mark_err;

@@ -57,7 +57,7 @@
 #define GP_QUERY_JOBDOC_H
 
 #include "lib/buf.h"
-#include "store/store.h"
+#include "storage/storage.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -90,7 +90,7 @@ struct gp_jobdoc_in {
  * inputs; nothing kept. GP_OK, GP_ENOMEM, GP_EIO (the store), or out's
  * latched GP_ETOOBIG, with detail; on failure out is as it was.
  */
-int gp_jobdoc_write(struct gp_store *st, const struct gp_jobdoc_in *in, struct gp_buf *out,
+int gp_jobdoc_write(struct gp_storage *st, const struct gp_jobdoc_in *in, struct gp_buf *out,
                     char *err, size_t errlen);
 
 #endif

@@ -246,7 +246,7 @@ struct worker {
 };
 
 struct range_job {
-    struct gp_store *s;
+    struct gp_storage *s;
     const struct gp_eval_range *r;
     enum gp_eval_mode mode;
     int use_rollups, grouped;
@@ -284,11 +284,11 @@ static size_t eval_one(struct worker *w, const struct gp_store_series *ss, doubl
     int rc;
     if (j->use_rollups) {
         w->ru.n = 0;
-        rc = gp_store_read_rollups(j->s, ss->id, j->mint, j->maxt, &w->ru);
+        rc = gp_storage_read_rollups(j->s, ss->id, j->mint, j->maxt, &w->ru);
         found = gp_eval_rollups(j->r, j->mode, w->ru.r, w->ru.n, val, has);
     } else {
         w->smp.n = 0;
-        rc = gp_store_read(j->s, ss->id, j->mint, j->maxt, &w->smp);
+        rc = gp_storage_read(j->s, ss->id, j->mint, j->maxt, &w->smp);
         found = gp_eval_raw(j->r, j->mode, w->smp.t, w->smp.v, w->smp.n, val, has);
     }
     /* A damaged chunk (GP_EPARSE) is logged by the store, which still
@@ -382,7 +382,7 @@ static size_t online_cpus(void)
     return n < 1 ? 1 : n > MAX_THREADS ? MAX_THREADS : (size_t)n;
 }
 
-int gp_query_range(struct gp_store *s, const struct gp_range_query *q, struct gp_buf *out, char *err,
+int gp_query_range(struct gp_storage *s, const struct gp_range_query *q, struct gp_buf *out, char *err,
                    size_t errlen)
 {
     struct mark m = mark_of(out);
@@ -427,7 +427,7 @@ int gp_query_range(struct gp_store *s, const struct gp_range_query *q, struct gp
     struct gp_buf keys;
     gp_buf_init(&keys, (size_t)1 << 30);
 
-    rc = gp_store_select(s, q->m, q->nm, j.mint, j.maxt, &sel);
+    rc = gp_storage_select(s, q->m, q->nm, j.mint, j.maxt, &sel);
     if (rc) {
         gp_seterr(err, errlen, rc, "selecting series: %s", gp_strerror(rc));
         goto done;
@@ -511,13 +511,13 @@ done:
     free(ustart);
     free(items);
     gp_buf_free(&keys);
-    gp_store_selection_free(&sel);
+    gp_storage_selection_free(&sel);
     return rc;
 }
 
 /* ---- series ---- */
 
-int gp_query_series(struct gp_store *s, const struct gp_matcher *const *sel, const size_t *nm,
+int gp_query_series(struct gp_storage *s, const struct gp_matcher *const *sel, const size_t *nm,
                     size_t nsel, int64_t start_ms, int64_t end_ms, struct gp_buf *out, char *err,
                     size_t errlen)
 {
@@ -537,7 +537,7 @@ int gp_query_series(struct gp_store *s, const struct gp_matcher *const *sel, con
             rc = gp_seterr(err, errlen, GP_EUSAGE, "match[] %zu: empty selector", i + 1);
             goto done;
         }
-        rc = gp_store_select(s, sel[i], nm[i], start_ms, end_ms, &sels[i]);
+        rc = gp_storage_select(s, sel[i], nm[i], start_ms, end_ms, &sels[i]);
         if (rc) {
             gp_seterr(err, errlen, rc, "selecting series: %s", gp_strerror(rc));
             goto done;
@@ -579,7 +579,7 @@ done:
         rewind_to(out, m);
     free(items);
     for (size_t i = 0; i < nsel; i++)
-        gp_store_selection_free(&sels[i]);
+        gp_storage_selection_free(&sels[i]);
     free(sels);
     return rc;
 }
@@ -600,14 +600,14 @@ static void write_item(void *arg, const char *p, size_t len)
     gp_json_str(w->out, p, len);
 }
 
-static int write_list(struct gp_store *s, const char *name, struct gp_buf *out, char *err,
+static int write_list(struct gp_storage *s, const char *name, struct gp_buf *out, char *err,
                       size_t errlen)
 {
     struct mark m = mark_of(out);
     struct list_writer w = {out, 1};
     gp_buf_puts(out, "{\"status\":\"success\",\"data\":[");
-    int rc = name ? gp_store_label_values(s, name, NULL, 0, write_item, &w)
-                  : gp_store_label_names(s, NULL, 0, write_item, &w);
+    int rc = name ? gp_storage_label_values(s, name, NULL, 0, write_item, &w)
+                  : gp_storage_label_names(s, NULL, 0, write_item, &w);
     if (rc) {
         gp_seterr(err, errlen, rc, "listing labels: %s", gp_strerror(rc));
     } else {
@@ -619,12 +619,12 @@ static int write_list(struct gp_store *s, const char *name, struct gp_buf *out, 
     return rc;
 }
 
-int gp_query_labels(struct gp_store *s, struct gp_buf *out, char *err, size_t errlen)
+int gp_query_labels(struct gp_storage *s, struct gp_buf *out, char *err, size_t errlen)
 {
     return write_list(s, NULL, out, err, errlen);
 }
 
-int gp_query_label_values(struct gp_store *s, const char *name, struct gp_buf *out, char *err,
+int gp_query_label_values(struct gp_storage *s, const char *name, struct gp_buf *out, char *err,
                           size_t errlen)
 {
     if (!name || !*name)

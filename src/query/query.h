@@ -21,7 +21,7 @@
 
 #include "lib/buf.h"
 #include "store/matcher.h"
-#include "store/store.h"
+#include "storage/storage.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -68,18 +68,18 @@ int gp_parse_agg(const char *s, enum gp_agg *agg);
  * error out is left as it was on entry (these functions all do that), so
  * the caller can append gp_query_error to it.
  */
-int gp_query_range(struct gp_store *s, const struct gp_range_query *q, struct gp_buf *out, char *err,
+int gp_query_range(struct gp_storage *s, const struct gp_range_query *q, struct gp_buf *out, char *err,
                    size_t errlen);
 
 /* {"status":"success","data":[{labels}, ...]}: series matching any of the
  * nsel selectors (each an array of matchers) with samples in [start, end]. */
-int gp_query_series(struct gp_store *s, const struct gp_matcher *const *sel, const size_t *nm,
+int gp_query_series(struct gp_storage *s, const struct gp_matcher *const *sel, const size_t *nm,
                     size_t nsel, int64_t start_ms, int64_t end_ms, struct gp_buf *out, char *err,
                     size_t errlen);
 
 /* {"status":"success","data":["name", ...]} */
-int gp_query_labels(struct gp_store *s, struct gp_buf *out, char *err, size_t errlen);
-int gp_query_label_values(struct gp_store *s, const char *name, struct gp_buf *out, char *err,
+int gp_query_labels(struct gp_storage *s, struct gp_buf *out, char *err, size_t errlen);
+int gp_query_label_values(struct gp_storage *s, const char *name, struct gp_buf *out, char *err,
                           size_t errlen);
 
 /*
@@ -91,8 +91,8 @@ int gp_query_label_values(struct gp_store *s, const char *name, struct gp_buf *o
  * gpus:  {"status":"success","data":[{"node":..,"gpu":"0","uuid":..,
  *          "model":..,"memory_bytes":N,"driver":..,"last_seen":t}, ...]}
  */
-int gp_query_nodes(struct gp_store *s, struct gp_buf *out, char *err, size_t errlen);
-int gp_query_gpus(struct gp_store *s, struct gp_buf *out, char *err, size_t errlen);
+int gp_query_nodes(struct gp_storage *s, struct gp_buf *out, char *err, size_t errlen);
+int gp_query_gpus(struct gp_storage *s, struct gp_buf *out, char *err, size_t errlen);
 
 /* {"status":"error","errorType":type,"error":msg}, as Prometheus answers. */
 void gp_query_error(struct gp_buf *out, const char *type, const char *msg);

@@ -420,7 +420,7 @@ struct job_cost {
 
 struct cost_ctx {
     struct gp_server *s;
-    struct gp_store *st;
+    struct gp_storage *st;
     struct job_cost cache[COST_CACHE];
     unsigned n;
 };
@@ -469,7 +469,7 @@ static void fill_job_costs(void *ctx, struct gp_view *v)
     }
 }
 
-int gp_srv_alerts_start(struct gp_server *s, struct gp_store *st, char *err, size_t errlen)
+int gp_srv_alerts_start(struct gp_server *s, struct gp_storage *st, char *err, size_t errlen)
 {
     const struct gp_server_config *c = &s->cfg;
     s->costs = calloc(1, sizeof *s->costs);

@@ -102,6 +102,12 @@ void gp_srv_bad(struct gp_http_response *resp, int status, const char *type, con
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    if (status == 500 && gp_storage_last_error()[0]) {
+        /* The request failed because the remote storage did: say so. */
+        status = gp_storage_last_error_status();
+        type = "unavailable";
+        snprintf(msg, sizeof msg, "remote storage: %s", gp_storage_last_error());
+    }
     resp->status = status;
     resp->content_type = "application/json";
     gp_buf_reset(&resp->body);
@@ -115,6 +121,9 @@ static void query_failed(struct gp_http_response *resp, int rc, const char *err)
         gp_srv_bad(resp, 400, "bad_data", "%s", err[0] ? err : gp_strerror(rc));
     else if (rc == GP_ENOMEM)
         gp_srv_bad(resp, 503, "unavailable", "out of memory: %s", err);
+    else if (rc == GP_ENET)
+        gp_srv_bad(resp, gp_storage_last_error_status(), "unavailable", "remote storage: %s",
+                   gp_storage_last_error());
     else
         gp_srv_bad(resp, 500, "internal", "%s", err[0] ? err : gp_strerror(rc));
 }
@@ -200,7 +209,7 @@ static int valid_label_name(const char *s)
     return 1;
 }
 
-static void do_series(struct gp_store *st, const struct gp_http_request *req,
+static void do_series(struct gp_storage *st, const struct gp_http_request *req,
                       struct gp_http_response *resp)
 {
     struct selectors sel;
@@ -218,7 +227,7 @@ static void do_series(struct gp_store *st, const struct gp_http_request *req,
         query_failed(resp, rc, err);
 }
 
-static void do_query_range(struct gp_store *st, const struct gp_http_request *req,
+static void do_query_range(struct gp_storage *st, const struct gp_http_request *req,
                            struct gp_http_response *resp)
 {
     struct gp_range_query q;
@@ -299,7 +308,7 @@ static void do_query_range(struct gp_store *st, const struct gp_http_request *re
         query_failed(resp, rc, err);
 }
 
-static void do_label_values(struct gp_store *st, const struct gp_http_request *req,
+static void do_label_values(struct gp_storage *st, const struct gp_http_request *req,
                             struct gp_http_response *resp)
 {
     const char *p = gp_http_path(req) + strlen("/api/v1/label/");
@@ -325,7 +334,7 @@ void gp_srv_handle_api(struct gp_server *s, enum gp_srv_route route,
                        const struct gp_http_request *req, struct gp_http_response *resp)
 {
     resp->content_type = "application/json";
-    struct gp_store *st = gp_srv_store(s);
+    struct gp_storage *st = gp_srv_store(s);
     if (!st) {
         gp_srv_bad(resp, 503, "unavailable", "the store is starting (recovering its data)");
         gp_http_add_header(resp, "Retry-After", "5");

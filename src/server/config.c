@@ -33,6 +33,55 @@ void gp_server_config_defaults(struct gp_server_config *c)
     gp_cfg_defaults(&s, 1);
 }
 
+/* storage: and the remote_* keys. */
+static int validate_storage(const struct gp_server_config *c, char *err, size_t errlen)
+{
+    if (!strcmp(c->storage, "embedded"))
+        return GP_OK;
+    if (strcmp(c->storage, "remote"))
+        return gp_seterr(err, errlen, GP_ECONFIG, "storage must be embedded or remote, not '%s'",
+                         c->storage);
+    const struct {
+        const char *key, *url;
+    } u[] = {{"remote_write_url", c->remote_write_url}, {"remote_query_url", c->remote_query_url}};
+    for (size_t i = 0; i < 2; i++) {
+        if (!u[i].url[0])
+            return gp_seterr(err, errlen, GP_ECONFIG,
+                             "storage: remote needs %s (the cluster's %s)", u[i].key,
+                             i ? "Prometheus HTTP API root, e.g. http://vm:8428"
+                               : "remote-write endpoint, e.g. http://vm:8428/api/v1/write");
+        if (strncmp(u[i].url, "http://", 7) && strncmp(u[i].url, "https://", 8))
+            return gp_seterr(err, errlen, GP_ECONFIG, "%s must be an http:// or https:// URL, not '%s'",
+                             u[i].key, u[i].url);
+    }
+    if (c->remote_timeout_ms < 100 || c->remote_timeout_ms > 600000 ||
+        c->remote_write_timeout_ms < 100 || c->remote_write_timeout_ms > 600000)
+        return gp_seterr(err, errlen, GP_ECONFIG,
+                         "remote_timeout and remote_write_timeout must be between 100ms and 10m");
+    if (c->remote_lookback_ms < 60000 || c->remote_lookback_ms > 7 * 86400000LL)
+        return gp_seterr(err, errlen, GP_ECONFIG, "remote_lookback must be between 1m and 7d");
+    if (c->remote_buffer_max < 1024 * 1024)
+        return gp_seterr(err, errlen, GP_ECONFIG, "remote_buffer_max must be at least 1MiB");
+    if (!c->remote_basic_user[0] != !c->remote_basic_password_file[0])
+        return gp_seterr(err, errlen, GP_ECONFIG,
+                         "remote_basic_user and remote_basic_password_file go together");
+    if (c->remote_basic_user[0] && c->remote_bearer_token_file[0])
+        return gp_seterr(err, errlen, GP_ECONFIG,
+                         "set remote_bearer_token_file or remote basic auth, not both");
+    for (unsigned i = 0; i < c->remote_headers.n && i < GP_CFG_LIST_MAX; i++) {
+        const char *h = c->remote_headers.v[i], *colon = strchr(h, ':');
+        if (!colon || colon == h || strpbrk(h, "\r\n"))
+            return gp_seterr(err, errlen, GP_ECONFIG,
+                             "remote_headers: '%s' is not \"Name: value\"", h);
+        for (const char *p = h; p < colon; p++)
+            if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+                  *p == '-' || *p == '_'))
+                return gp_seterr(err, errlen, GP_ECONFIG,
+                                 "remote_headers: '%s' has an invalid header name", h);
+    }
+    return GP_OK;
+}
+
 int gp_server_config_validate(const struct gp_server_config *c, char *err, size_t errlen)
 {
     char host[128];
@@ -119,7 +168,7 @@ int gp_server_config_validate(const struct gp_server_config *c, char *err, size_
                          GP_REM_RATE_MAX);
     if (c->remediation_timeout_ms < 100 || c->remediation_timeout_ms > 600000)
         return gp_seterr(err, errlen, GP_ECONFIG, "remediation_timeout must be between 100ms and 10m");
-    return GP_OK;
+    return validate_storage(c, err, errlen);
 }
 
 int gp_server_config_remediation(const struct gp_server_config *c, struct gp_rem_rule *rules,

@@ -54,6 +54,17 @@ struct gp_server_config {
     uint64_t remediation_max_per_hour;
     uint64_t remediation_max_per_kind_per_hour;
     int64_t remediation_timeout_ms;
+    char storage[16];                       /* embedded | remote */
+    char remote_write_url[GP_SERVER_PATH_LEN];
+    char remote_query_url[GP_SERVER_PATH_LEN];
+    int64_t remote_timeout_ms;
+    int64_t remote_write_timeout_ms;
+    int64_t remote_lookback_ms;
+    uint64_t remote_buffer_max;
+    char remote_bearer_token_file[GP_SERVER_PATH_LEN];
+    char remote_basic_user[GP_SERVER_TOKEN_LEN];
+    char remote_basic_password_file[GP_SERVER_PATH_LEN];
+    struct gp_cfg_list remote_headers; /* "Name: value" */
 };
 
 /* X(field, yaml key, flag, type, default, help). */
@@ -127,7 +138,34 @@ struct gp_server_config {
       "remediation-max-per-kind-per-hour", UINT, "5",                                              \
       "remediation actions per alert kind over all nodes in any hour, at most (1-64)")           \
     X(remediation_timeout_ms, "remediation_timeout", "remediation-timeout", DURATION, "30s",       \
-      "a remediation command still running after this is killed (100ms-10m)")
+      "a remediation command still running after this is killed (100ms-10m)")                     \
+    X(storage, "storage", "storage", STR, "embedded",                                              \
+      "where samples live: embedded (the store under data_dir) or remote (a Prometheus-compatible " \
+      "cluster written by remote write and read through its HTTP API; docs/storage.md)")          \
+    X(remote_write_url, "remote_write_url", "remote-write-url", STR, "",                           \
+      "storage: remote: the cluster's remote-write endpoint "                                     \
+      "(e.g. http://vm:8428/api/v1/write)")                                                       \
+    X(remote_query_url, "remote_query_url", "remote-query-url", STR, "",                           \
+      "storage: remote: the root of the cluster's Prometheus HTTP API, /api/v1/... appended "      \
+      "(e.g. http://vm:8428, http://mimir/prometheus)")                                           \
+    X(remote_timeout_ms, "remote_timeout", "remote-timeout", DURATION, "30s",                      \
+      "storage: remote: time one query to the cluster may take")                                  \
+    X(remote_write_timeout_ms, "remote_write_timeout", "remote-write-timeout", DURATION, "30s",    \
+      "storage: remote: time one remote-write request may take")                                  \
+    X(remote_lookback_ms, "remote_lookback", "remote-lookback", DURATION, "15m",                   \
+      "storage: remote: how far back the inventory and the jobs scanner look for series")        \
+    X(remote_buffer_max, "remote_buffer_max", "remote-buffer-max", BYTES, "1GiB",                  \
+      "storage: remote: disk buffer (under data_dir/remote-buffer) for writes the cluster has "    \
+      "not taken yet; the oldest are dropped beyond")                                             \
+    X(remote_bearer_token_file, "remote_bearer_token_file", "remote-bearer-token-file", STR, "",   \
+      "storage: remote: file holding a bearer token sent with every request to the cluster")     \
+    X(remote_basic_user, "remote_basic_user", "remote-basic-user", STR, "",                        \
+      "storage: remote: basic-auth user name for the cluster (with remote_basic_password_file)")  \
+    X(remote_basic_password_file, "remote_basic_password_file", "remote-basic-password-file", STR, \
+      "", "storage: remote: file holding the basic-auth password")                                \
+    X(remote_headers, "remote_headers", "remote-header", LIST, "",                                 \
+      "storage: remote: extra header \"Name: value\" on every request to the cluster, e.g. "       \
+      "\"X-Scope-OrgID: team-a\" for Mimir (repeatable, up to 8)")
 
 void gp_server_config_defaults(struct gp_server_config *c);
 

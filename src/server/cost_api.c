@@ -46,7 +46,7 @@ static const char *const fleet_names[] = {"DCGM_FI_PROF_SM_ACTIVE", "DCGM_FI_DEV
                                           "gpulse_gpu_effective_tflops",
                                           "gpulse_gpu_memory_used_bytes", "DCGM_FI_DEV_FB_USED"};
 
-int gp_srv_fleet_data(struct gp_server *s, struct gp_store *st, struct gp_buf *out, char *err,
+int gp_srv_fleet_data(struct gp_server *s, struct gp_storage *st, struct gp_buf *out, char *err,
                       size_t errlen)
 {
     int64_t now = gp_wall_ms();
@@ -64,7 +64,7 @@ int gp_srv_fleet_data(struct gp_server *s, struct gp_store *st, struct gp_buf *o
         const struct gp_srv_cand *act = NULL, *eff = NULL, *newest = &c[i];
         for (size_t k = i; k < j; k++) {
             if (!act && (c[k].kind == K_SM || c[k].kind == K_UTIL)) {
-                double v = gp_store_newest_value(st, c[k].s->id, c[k].s->last_ms, FLEET_LOOKBACK_MS,
+                double v = gp_storage_newest_value(st, c[k].s->id, c[k].s->last_ms, FLEET_LOOKBACK_MS,
                                                  &scratch);
                 if (isfinite(v)) {
                     act = &c[k];
@@ -74,7 +74,7 @@ int gp_srv_fleet_data(struct gp_server *s, struct gp_store *st, struct gp_buf *o
             if (!eff && c[k].kind == K_EFF) {
                 eff = &c[k];
                 g.effective_tflops =
-                    gp_store_newest_value(st, c[k].s->id, c[k].s->last_ms, FLEET_LOOKBACK_MS, &scratch);
+                    gp_storage_newest_value(st, c[k].s->id, c[k].s->last_ms, FLEET_LOOKBACK_MS, &scratch);
             }
             if (c[k].s->last_ms > newest->s->last_ms)
                 newest = &c[k];
@@ -94,11 +94,11 @@ int gp_srv_fleet_data(struct gp_server *s, struct gp_store *st, struct gp_buf *o
     gp_samples_free(&scratch);
     gp_fleet_free(&fl);
     free(c);
-    gp_store_selection_free(&sel);
+    gp_storage_selection_free(&sel);
     return rc;
 }
 
-static void do_fleet(struct gp_server *s, struct gp_store *st, struct gp_http_response *resp)
+static void do_fleet(struct gp_server *s, struct gp_storage *st, struct gp_http_response *resp)
 {
     char err[256] = "";
     gp_buf_puts(&resp->body, "{\"status\":\"success\",\"data\":");
@@ -176,7 +176,7 @@ static int group_cmp(const void *pa, const void *pb)
     return gp_srv_rw_cmp(a->key, b->key);
 }
 
-static void do_cost(struct gp_server *s, struct gp_store *st, const struct gp_http_request *req,
+static void do_cost(struct gp_server *s, struct gp_storage *st, const struct gp_http_request *req,
                     struct gp_http_response *resp)
 {
     const char *by = "job";
@@ -225,7 +225,7 @@ static void do_cost(struct gp_server *s, struct gp_store *st, const struct gp_ht
         size_t j = gp_srv_gpu_run(c, n, i, 1);
         /* c[i] is the best activity series of this GPU and job: SM first. */
         struct gp_samples smp = {0};
-        rc = gp_store_read(st, c[i].s->id, start, end, &smp);
+        rc = gp_storage_read(st, c[i].s->id, start, end, &smp);
         if (rc == GP_EPARSE)
             rc = GP_OK; /* a damaged chunk: the rest still counts */
         size_t k = 0;
@@ -305,10 +305,10 @@ static void do_cost(struct gp_server *s, struct gp_store *st, const struct gp_ht
     free(gaps);
     free(gr);
     free(c);
-    gp_store_selection_free(&sel);
+    gp_storage_selection_free(&sel);
 }
 
-void gp_srv_handle_cost(struct gp_server *s, struct gp_store *st, enum gp_srv_route route,
+void gp_srv_handle_cost(struct gp_server *s, struct gp_storage *st, enum gp_srv_route route,
                         const struct gp_http_request *req, struct gp_http_response *resp)
 {
     if (route == GP_SRV_R_FLEET)

@@ -64,7 +64,7 @@ size_t gp_srv_gpu_run(const struct gp_srv_cand *c, size_t n, size_t i, int by_jo
     return j;
 }
 
-int gp_srv_gpu_series(struct gp_store *st, const char *const *names, size_t nnames, int64_t t0,
+int gp_srv_gpu_series(struct gp_storage *st, const char *const *names, size_t nnames, int64_t t0,
                       int64_t t1, int by_job, struct gp_store_selection *sel,
                       struct gp_srv_cand **cands, size_t *n, char *err, size_t errlen)
 {
@@ -83,7 +83,7 @@ int gp_srv_gpu_series(struct gp_store *st, const char *const *names, size_t nnam
     gp_buf_free(&re);
     if (rc)
         return rc;
-    rc = gp_store_select(st, &m, 1, t0, t1, sel);
+    rc = gp_storage_select(st, &m, 1, t0, t1, sel);
     gp_matcher_free(&m);
     if (rc)
         return rc;

@@ -15,7 +15,7 @@
 #define GP_SERVER_GPU_SERIES_H
 
 #include "ingest/remote_write.h"
-#include "store/store.h"
+#include "storage/storage.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -31,10 +31,10 @@ struct gp_rw_str gp_srv_label(const struct gp_store_series *s, const char *name)
 int gp_srv_rw_cmp(struct gp_rw_str a, struct gp_rw_str b);
 
 /* Selects the series named names[0..nnames) with a sample in [t0, t1]
- * into *cands (caller frees *cands and gp_store_selection_free(sel)),
+ * into *cands (caller frees *cands and gp_storage_selection_free(sel)),
  * sorted by GPU, then (by_job) job, then kind, then newest first.
  * GP_OK, GP_ENOMEM, or the store's error with detail. */
-int gp_srv_gpu_series(struct gp_store *st, const char *const *names, size_t nnames, int64_t t0,
+int gp_srv_gpu_series(struct gp_storage *st, const char *const *names, size_t nnames, int64_t t0,
                       int64_t t1, int by_job, struct gp_store_selection *sel,
                       struct gp_srv_cand **cands, size_t *n, char *err, size_t errlen);
 

@@ -101,7 +101,7 @@ static int row_cmp(const void *pa, const void *pb)
 }
 
 /* Reads the GPU c[i..j) into row; 0 when a filter leaves it out. */
-static int read_gpu(struct gp_store *st, const struct gp_srv_cand *c, size_t i, size_t j,
+static int read_gpu(struct gp_storage *st, const struct gp_srv_cand *c, size_t i, size_t j,
                     const struct gp_srv_gpu_filter *f, struct gp_samples *scratch,
                     struct gpu_row *row)
 {
@@ -130,7 +130,7 @@ static int read_gpu(struct gp_store *st, const struct gp_srv_cand *c, size_t i, 
         if (x->kind == M_REASONS) {
             if (x->s->last_ms < reasons_newest - GPUS_REASON_STALE_MS)
                 continue;
-            double v = gp_store_newest_value(st, x->s->id, x->s->last_ms, GPUS_LOOKBACK_MS, scratch);
+            double v = gp_storage_newest_value(st, x->s->id, x->s->last_ms, GPUS_LOOKBACK_MS, scratch);
             struct gp_rw_str why = gp_srv_label(x->s, "reason");
             if (row->throttled < 0)
                 row->throttled = 0;
@@ -138,7 +138,7 @@ static int read_gpu(struct gp_store *st, const struct gp_srv_cand *c, size_t i, 
                 row->throttled = 1;
         } else if (isnan(row->v[x->kind])) { /* newest series first: the first finite wins */
             row->v[x->kind] =
-                gp_store_newest_value(st, x->s->id, x->s->last_ms, GPUS_LOOKBACK_MS, scratch);
+                gp_storage_newest_value(st, x->s->id, x->s->last_ms, GPUS_LOOKBACK_MS, scratch);
         }
     }
     return 1;
@@ -229,7 +229,7 @@ static void row_json(struct gp_buf *b, const struct gpu_row *r)
         gp_buf_puts(b, "null}}");
 }
 
-int gp_srv_fleet_gpus_data(struct gp_server *s, struct gp_store *st,
+int gp_srv_fleet_gpus_data(struct gp_server *s, struct gp_storage *st,
                            const struct gp_srv_gpu_filter *f, struct gp_buf *out, char *err,
                            size_t errlen)
 {
@@ -267,7 +267,7 @@ int gp_srv_fleet_gpus_data(struct gp_server *s, struct gp_store *st,
     gp_samples_free(&scratch);
     free(rows);
     free(c);
-    gp_store_selection_free(&sel);
+    gp_storage_selection_free(&sel);
     return rc;
 }
 
@@ -279,7 +279,7 @@ void gp_srv_gpu_filter_parse(const struct gp_http_request *req, struct gp_srv_gp
     f->model = (v = gp_http_query(req, "model")) && *v ? v : NULL;
 }
 
-void gp_srv_handle_fleet_gpus(struct gp_server *s, struct gp_store *st,
+void gp_srv_handle_fleet_gpus(struct gp_server *s, struct gp_storage *st,
                               const struct gp_http_request *req, struct gp_http_response *resp)
 {
     struct gp_srv_gpu_filter f;

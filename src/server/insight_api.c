@@ -34,7 +34,7 @@
 
 /* The recommendations of one job as {"job","state","recommendations"}:
  * a new object (caller owns), or NULL with *rc and err set. */
-static json_t *job_recs(struct gp_server *s, struct gp_store *st, const char *id, int *rc, char *err,
+static json_t *job_recs(struct gp_server *s, struct gp_storage *st, const char *id, int *rc, char *err,
                         size_t errlen)
 {
     struct gp_buf b;
@@ -90,7 +90,7 @@ static void answer(struct gp_http_response *resp, json_t *data)
                    resp->body.max);
 }
 
-static void do_recommendations(struct gp_server *s, struct gp_store *st,
+static void do_recommendations(struct gp_server *s, struct gp_storage *st,
                                const struct gp_http_request *req, struct gp_http_response *resp)
 {
     if (!s->jobs) {
@@ -208,7 +208,7 @@ static void do_audit(struct gp_server *s, const struct gp_http_request *req,
         gp_srv_bad(resp, 503, "unavailable", "cannot read the audit log: %s", gp_strerror(rc));
 }
 
-void gp_srv_handle_insight(struct gp_server *s, struct gp_store *st, enum gp_srv_route route,
+void gp_srv_handle_insight(struct gp_server *s, struct gp_storage *st, enum gp_srv_route route,
                            const struct gp_http_request *req, struct gp_http_response *resp)
 {
     if (route == GP_SRV_R_RECOMMENDATIONS)

@@ -37,7 +37,7 @@ struct gp_jobs {
     pthread_cond_t cv;
     pthread_t th;
     int started, stop;
-    struct gp_store *st;
+    struct gp_storage *st;
 };
 
 static const char *const state_names[] = {
@@ -240,7 +240,7 @@ static int64_t int_label(const struct gp_store_series *s, const char *name)
  * agent delivers late, all of it older than `since`, is still new. The
  * selection reads only the index, so looking at all of it is cheap.
  */
-static int select_job_series(struct gp_jobs *j, struct gp_store *st, enum gp_match_op op,
+static int select_job_series(struct gp_jobs *j, struct gp_storage *st, enum gp_match_op op,
                              const char *name, int64_t since, uint32_t *max_id,
                              struct gp_store_selection *sel, char *err, size_t errlen)
 {
@@ -254,7 +254,7 @@ static int select_job_series(struct gp_jobs *j, struct gp_store *st, enum gp_mat
         gp_matcher_free(&m[0]);
         return rc;
     }
-    rc = gp_store_select(st, m, 2, INT64_MIN, INT64_MAX, sel);
+    rc = gp_storage_select(st, m, 2, INT64_MIN, INT64_MAX, sel);
     gp_matcher_free(&m[0]);
     gp_matcher_free(&m[1]);
     if (rc)
@@ -505,7 +505,7 @@ static int fold_info(struct gp_jobs *j, const struct gp_store_selection *sel)
 enum fold_kind { FOLD_START, FOLD_END, FOLD_EXIT };
 
 /* Folds the newest values of the start, end or exit series of known jobs. */
-static void fold_values(struct gp_jobs *j, struct gp_store *st, const struct gp_store_selection *sel,
+static void fold_values(struct gp_jobs *j, struct gp_storage *st, const struct gp_store_selection *sel,
                         enum fold_kind kind, struct gp_samples *smp)
 {
     char id[GP_JOB_ID_MAX + 1];
@@ -517,7 +517,7 @@ static void fold_values(struct gp_jobs *j, struct gp_store *st, const struct gp_
         if (at < 0)
             continue;
         struct gp_jobs_entry *job = j->v[at];
-        double v = gp_store_newest_value(st, s->id, s->last_ms, LOOKBACK_MS, smp);
+        double v = gp_storage_newest_value(st, s->id, s->last_ms, LOOKBACK_MS, smp);
         if (!isfinite(v) || fabs(v) > 9e15)
             continue;
         if (kind == FOLD_EXIT) {
@@ -554,7 +554,7 @@ static int fold_gpus(struct gp_jobs *j, const struct gp_store_selection *sel)
     return GP_OK;
 }
 
-int gp_jobs_scan(struct gp_jobs *j, struct gp_store *st, int64_t now_ms, int full, char *err,
+int gp_jobs_scan(struct gp_jobs *j, struct gp_storage *st, int64_t now_ms, int full, char *err,
                  size_t errlen)
 {
     int64_t t0 = gp_mono_ns();
@@ -575,14 +575,14 @@ int gp_jobs_scan(struct gp_jobs *j, struct gp_store *st, int64_t now_ms, int ful
         goto out;
     looked += sel.n;
     rc = fold_info(j, &sel);
-    gp_store_selection_free(&sel);
+    gp_storage_selection_free(&sel);
     for (int k = 0; !rc && k < 3; k++) {
         if ((rc = select_job_series(j, st, GP_MATCH_EQ, value_names[k], since, &max_id, &sel, err,
                                     errlen)))
             break;
         looked += sel.n;
         fold_values(j, st, &sel, (enum fold_kind)k, &smp);
-        gp_store_selection_free(&sel);
+        gp_storage_selection_free(&sel);
     }
     if (!rc && !(rc = select_job_series(j, st, GP_MATCH_RE,
                                         "DCGM_FI_DEV_FB_USED|DCGM_FI_DEV_GPU_UTIL|"
@@ -590,7 +590,7 @@ int gp_jobs_scan(struct gp_jobs *j, struct gp_store *st, int64_t now_ms, int ful
                                         since, &max_id, &sel, err, errlen))) {
         looked += sel.n;
         rc = fold_gpus(j, &sel);
-        gp_store_selection_free(&sel);
+        gp_storage_selection_free(&sel);
     }
     if (rc == GP_ENOMEM)
         gp_seterr(err, errlen, rc, "out of memory scanning jobs");
@@ -662,7 +662,7 @@ static void *scan_thread(void *arg)
     }
 }
 
-int gp_jobs_start(struct gp_jobs *j, struct gp_store *st)
+int gp_jobs_start(struct gp_jobs *j, struct gp_storage *st)
 {
     j->st = st;
     if (pthread_create(&j->th, NULL, scan_thread, j))

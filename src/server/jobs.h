@@ -34,7 +34,7 @@
 #define GP_SERVER_JOBS_H
 
 #include "lib/buf.h"
-#include "store/store.h"
+#include "storage/storage.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -105,7 +105,7 @@ int gp_jobs_open(struct gp_jobs **out, const char *dir, int64_t interval_ms, cha
 
 /* Starts the scanner thread over st (which must outlive gp_jobs_close).
  * GP_OK or GP_ENOMEM. */
-int gp_jobs_start(struct gp_jobs *j, struct gp_store *st);
+int gp_jobs_start(struct gp_jobs *j, struct gp_storage *st);
 
 /* Stops the thread (if started), closes the database, frees. Accepts NULL. */
 void gp_jobs_close(struct gp_jobs *j);
@@ -114,7 +114,7 @@ void gp_jobs_close(struct gp_jobs *j);
  * with their own times). full: look at all time. GP_OK, GP_ENOMEM or
  * GP_EIO (the database; the registry in memory is still updated and the
  * rows are written again by the next scan), with detail. */
-int gp_jobs_scan(struct gp_jobs *j, struct gp_store *st, int64_t now_ms, int full, char *err,
+int gp_jobs_scan(struct gp_jobs *j, struct gp_storage *st, int64_t now_ms, int full, char *err,
                  size_t errlen);
 
 /* What the scanner has done, for /metrics and tests. */

@@ -72,7 +72,7 @@ static void do_list(struct gp_server *s, const struct gp_http_request *req,
         gp_srv_bad(resp, 503, "unavailable", "out of memory listing jobs");
 }
 
-int gp_srv_job_doc(struct gp_server *s, struct gp_store *st, const char *id, int series,
+int gp_srv_job_doc(struct gp_server *s, struct gp_storage *st, const char *id, int series,
                    struct gp_buf *out, char *err, size_t errlen)
 {
     if (strlen(id) > GP_JOB_ID_MAX)
@@ -116,7 +116,7 @@ int gp_srv_job_doc(struct gp_server *s, struct gp_store *st, const char *id, int
     return rc;
 }
 
-static void do_job(struct gp_server *s, struct gp_store *st, const struct gp_http_request *req,
+static void do_job(struct gp_server *s, struct gp_storage *st, const struct gp_http_request *req,
                    struct gp_http_response *resp)
 {
     const char *id = gp_http_path(req) + strlen("/api/v1/jobs/");
@@ -147,7 +147,7 @@ static void do_job(struct gp_server *s, struct gp_store *st, const struct gp_htt
                    resp->body.max);
 }
 
-static void do_report(struct gp_server *s, struct gp_store *st, const struct gp_http_request *req,
+static void do_report(struct gp_server *s, struct gp_storage *st, const struct gp_http_request *req,
                       struct gp_http_response *resp)
 {
     static const char pre[] = "/api/v1/jobs/";
@@ -205,7 +205,7 @@ static void do_report(struct gp_server *s, struct gp_store *st, const struct gp_
                    "cannot render the job's report: %s", gp_strerror(rc));
 }
 
-void gp_srv_handle_jobs(struct gp_server *s, struct gp_store *st, enum gp_srv_route route,
+void gp_srv_handle_jobs(struct gp_server *s, struct gp_storage *st, enum gp_srv_route route,
                         const struct gp_http_request *req, struct gp_http_response *resp)
 {
     if (!s->jobs) {

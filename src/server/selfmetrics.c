@@ -84,12 +84,12 @@ static const char *const refusal_names[] = {
 #undef GP_SRV_REF_NAME_
 };
 
-static void store_families(struct gp_buf *b, struct gp_store *st)
+static void store_families(struct gp_buf *b, struct gp_storage *st)
 {
     struct gp_store_stats x;
     memset(&x, 0, sizeof x);
     if (st)
-        gp_store_stats(st, &x);
+        gp_storage_stats(st, &x);
     one(b, GP_M_SRV_SERIES, (double)x.series);
     one(b, GP_M_SRV_HEAD_CHUNKS, (double)x.head_chunks);
     one(b, GP_M_SRV_HEAD_BYTES, (double)x.head_bytes);
@@ -154,6 +154,7 @@ int gp_srv_render_metrics(struct gp_server *s, struct gp_buf *b)
     one(b, GP_M_SRV_STORE_READY,
         state == GP_SRV_READY ? 1 : 0);
     store_families(b, gp_srv_store(s));
+    gp_storage_render_metrics(gp_srv_store(s), b);
     gp_srv_render_alert_metrics(s, b);
     gp_srv_render_notify_metrics(s, b);
     gp_srv_render_stream_metrics(s, b);

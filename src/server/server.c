@@ -18,18 +18,19 @@
 #include "server/auth.h"
 #include "lib/token.h"
 #include "server/jobs.h"
-#include "store/store.h"
+#include "storage/storage.h"
 
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #define GP_SRV_SILENCE_BODY_MAX (64 * 1024)
 
-struct gp_store *gp_srv_store(struct gp_server *s)
+struct gp_storage *gp_srv_store(struct gp_server *s)
 {
     return __atomic_load_n(&s->store, __ATOMIC_ACQUIRE);
 }
@@ -64,7 +65,7 @@ void gp_srv_release(struct gp_server *s, uint64_t n)
 static void health(struct gp_server *s, struct gp_http_response *resp)
 {
     int state = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
-    struct gp_store *st = gp_srv_store(s);
+    struct gp_storage *st = gp_srv_store(s);
     const char *what = state == GP_SRV_FAILED ? "failed" : st ? "ok" : "starting";
     resp->content_type = "application/json";
     resp->status = strcmp(what, "ok") ? 503 : 200;
@@ -75,7 +76,7 @@ static void health(struct gp_server *s, struct gp_http_response *resp)
     if (st) {
         struct gp_store_stats x;
         memset(&x, 0, sizeof x);
-        gp_store_stats(st, &x);
+        gp_storage_stats(st, &x);
         gp_buf_printf(&resp->body, ",\"series\":%llu,\"samples_appended\":%llu",
                       (unsigned long long)x.series, (unsigned long long)x.samples_appended);
     }
@@ -114,6 +115,7 @@ static void handle(void *ctx, const struct gp_http_request *req, struct gp_http_
     struct gp_srv_req *sr = gp_http_user(req);
     enum gp_srv_route route = sr ? sr->route : GP_SRV_R_OTHER;
     int64_t t0 = gp_mono_ns();
+    gp_storage_clear_error(); /* what failed in earlier requests of this thread */
     switch (route) {
     case GP_SRV_R_WRITE:
         gp_srv_handle_write(s, req, resp);
@@ -363,29 +365,60 @@ int gp_server_start(struct gp_server **out, const struct gp_server_config *c, ch
            v6 ? "]" : "", gp_http_port(s->http), c->tls_cert[0] ? "on" : "off",
            s->write_token[0] ? "bearer" : "none", s->read_token[0] ? "bearer" : "none", c->data_dir);
 
-    struct gp_store_options so = {
-        .dir = c->data_dir,
-        .retention_raw_ms = c->retention_raw_ms,
-        .retention_rollup_ms = c->retention_rollup_ms,
-        .checkpoint_interval_ms = c->checkpoint_interval_ms,
-        .max_series = (size_t)c->max_series,
+    struct gp_storage_options so = {
+        .kind = strcmp(c->storage, "remote") ? GP_STORAGE_EMBEDDED : GP_STORAGE_REMOTE,
+        .store =
+            {
+                .dir = c->data_dir,
+                .retention_raw_ms = c->retention_raw_ms,
+                .retention_rollup_ms = c->retention_rollup_ms,
+                .checkpoint_interval_ms = c->checkpoint_interval_ms,
+                .max_series = (size_t)c->max_series,
+            },
     };
-    struct gp_store *st;
-    rc = gp_store_open(&st, &so, err, errlen);
+    char rbuf[GP_SERVER_PATH_LEN + 32];
+    if (so.kind == GP_STORAGE_REMOTE) {
+        /* state.db and the write queue's disk buffer still live under data_dir */
+        if (mkdir(c->data_dir, 0755) && errno != EEXIST) {
+            rc = gp_seterr(err, errlen, GP_EIO, "cannot create data directory '%s': %s", c->data_dir,
+                           strerror(errno));
+            goto fail;
+        }
+        snprintf(rbuf, sizeof rbuf, "%s/remote-buffer", c->data_dir);
+        struct gp_storage_remote_options *ro = &so.remote;
+        ro->write_url = c->remote_write_url;
+        ro->query_url = c->remote_query_url;
+        ro->buffer_dir = rbuf;
+        ro->buffer_max = c->remote_buffer_max;
+        ro->write_timeout_ms = c->remote_write_timeout_ms;
+        ro->query_timeout_ms = c->remote_timeout_ms;
+        ro->lookback_ms = c->remote_lookback_ms;
+        ro->bearer_token_file = c->remote_bearer_token_file;
+        ro->basic_user = c->remote_basic_user;
+        ro->basic_password_file = c->remote_basic_password_file;
+        ro->max_series = (size_t)c->max_series;
+        for (unsigned i = 0; i < c->remote_headers.n && i < GP_STORAGE_MAX_HEADERS; i++)
+            ro->headers[ro->nheaders++] = c->remote_headers.v[i];
+    }
+    struct gp_storage *st;
+    rc = gp_storage_open(&st, &so, err, errlen);
     if (rc)
         goto fail;
     struct gp_store_stats x;
     memset(&x, 0, sizeof x);
-    gp_store_stats(st, &x);
-    gp_log(GP_LOG_INFO, "server", "store open", "data=%s series=%llu replayed_samples=%llu recovery_s=%.3f",
-           c->data_dir, (unsigned long long)x.series, (unsigned long long)x.replayed_samples,
-           x.replay_seconds);
+    gp_storage_stats(st, &x);
+    if (so.kind == GP_STORAGE_REMOTE)
+        gp_log(GP_LOG_INFO, "server", "remote storage open", "data=%s", c->data_dir);
+    else
+        gp_log(GP_LOG_INFO, "server", "store open",
+               "data=%s series=%llu replayed_samples=%llu recovery_s=%.3f", c->data_dir,
+               (unsigned long long)x.series, (unsigned long long)x.replayed_samples, x.replay_seconds);
     /* The jobs registry before the store is published: handlers that see
      * the store see the registry too. */
     s->gpu_hour_price = gp_server_config_price(c);
     s->job_budget = gp_server_config_budget(c);
     if ((rc = gp_server_config_prices(c, &s->prices, err, errlen))) {
-        gp_store_close(st);
+        gp_storage_close(st);
         goto fail;
     }
     if ((rc = gp_jobs_open(&s->jobs, c->data_dir, c->jobs_scan_interval_ms, err, errlen)) ||
@@ -394,7 +427,7 @@ int gp_server_start(struct gp_server **out, const struct gp_server_config *c, ch
             gp_seterr(err, errlen, rc, "cannot start the jobs scanner");
         gp_jobs_close(s->jobs);
         s->jobs = NULL;
-        gp_store_close(st);
+        gp_storage_close(st);
         goto fail;
     }
     struct gp_rem_rule rules[GP_CFG_LIST_MAX];
@@ -407,7 +440,7 @@ int gp_server_start(struct gp_server **out, const struct gp_server_config *c, ch
         (rc = gp_rem_open(&s->rem, c->data_dir, &ro, err, errlen))) {
         gp_jobs_close(s->jobs);
         s->jobs = NULL;
-        gp_store_close(st);
+        gp_storage_close(st);
         goto fail;
     }
     gp_log(GP_LOG_INFO, "server", "remediation ready", "commands=%zu dry_run=%s", ro.nrules,
@@ -420,7 +453,7 @@ int gp_server_start(struct gp_server **out, const struct gp_server_config *c, ch
         gp_srv_alerts_stop(s);
         gp_jobs_close(s->jobs);
         s->jobs = NULL;
-        gp_store_close(st);
+        gp_storage_close(st);
         goto fail;
     }
     __atomic_store_n(&s->store, st, __ATOMIC_RELEASE);
@@ -441,7 +474,7 @@ void gp_server_stop(struct gp_server *s)
     gp_srv_stream_close(s); /* open streams end, or stopping would wait for them */
     gp_http_stop(s->http); /* waits for running handlers */
     s->http = NULL;
-    struct gp_store *st = gp_srv_store(s);
+    struct gp_storage *st = gp_srv_store(s);
     if (st)
         __atomic_store_n(&s->store, NULL, __ATOMIC_RELEASE);
     gp_srv_alerts_stop(s); /* the engine reads the store: first */
@@ -451,7 +484,7 @@ void gp_server_stop(struct gp_server *s)
     gp_rem_close(s->rem); /* finishes what was queued */
     s->rem = NULL;
     if (st)
-        gp_store_close(st);
+        gp_storage_close(st);
     pthread_mutex_destroy(&s->hook_mu);
     free(s);
 }

@@ -14,7 +14,7 @@
 #include "insight/remediate.h"
 #include "server/jobs.h"
 #include "server/server.h"
-#include "store/store.h"
+#include "storage/storage.h"
 
 #include <pthread.h>
 #include <stdint.h>
@@ -111,7 +111,7 @@ struct gp_server {
     char write_token[GP_SERVER_TOKEN_LEN];
     char read_token[GP_SERVER_TOKEN_LEN];
     struct gp_http *http;
-    struct gp_store *store; /* set (release) once open; read with acquire */
+    struct gp_storage *store; /* set (release) once open; read with acquire */
     int state;              /* enum gp_srv_state, atomic */
     int64_t start_ms;       /* wall clock, for /metrics and health */
 
@@ -149,7 +149,7 @@ struct gp_srv_req {
     int64_t t0_ns;
 };
 
-struct gp_store *gp_srv_store(struct gp_server *s); /* NULL until open */
+struct gp_storage *gp_srv_store(struct gp_server *s); /* NULL until open */
 void gp_srv_count(uint64_t *c, uint64_t n);
 uint64_t gp_srv_get(const uint64_t *c);
 void gp_srv_observe(struct gp_srv_hist *h, int64_t ns);
@@ -174,20 +174,20 @@ void gp_srv_bad(struct gp_http_response *resp, int status, const char *type, con
     __attribute__((format(printf, 4, 5)));
 
 /* jobs_api.c: GET /api/v1/jobs and /api/v1/jobs/ID over an open store. */
-void gp_srv_handle_jobs(struct gp_server *s, struct gp_store *st, enum gp_srv_route route,
+void gp_srv_handle_jobs(struct gp_server *s, struct gp_storage *st, enum gp_srv_route route,
                         const struct gp_http_request *req, struct gp_http_response *resp);
 
 /* The bare job document of job `id` (NUL-terminated) appended to out
  * (jobs_api.c). GP_OK, GP_ENOTFOUND, GP_ENOMEM, GP_EIO or GP_ETOOBIG,
  * with detail. */
-int gp_srv_job_doc(struct gp_server *s, struct gp_store *st, const char *id, int series,
+int gp_srv_job_doc(struct gp_server *s, struct gp_storage *st, const char *id, int series,
                    struct gp_buf *out, char *err, size_t errlen);
 
 /* insight_api.c: GET /api/v1/recommendations and /api/v1/audit. */
-void gp_srv_handle_insight(struct gp_server *s, struct gp_store *st, enum gp_srv_route route,
+void gp_srv_handle_insight(struct gp_server *s, struct gp_storage *st, enum gp_srv_route route,
                            const struct gp_http_request *req, struct gp_http_response *resp);
 /* cost_api.c: GET /api/v1/fleet and /api/v1/cost over an open store. */
-void gp_srv_handle_cost(struct gp_server *s, struct gp_store *st, enum gp_srv_route route,
+void gp_srv_handle_cost(struct gp_server *s, struct gp_storage *st, enum gp_srv_route route,
                         const struct gp_http_request *req, struct gp_http_response *resp);
 /* alerts_api.c: the config file's rules (before anything starts), the
  * alerts and the engine over st (after the store opens), their end
@@ -195,7 +195,7 @@ void gp_srv_handle_cost(struct gp_server *s, struct gp_store *st, enum gp_srv_ro
  * /metrics families, and the routes /api/v1/alerts[/ID] and
  * /api/v1/silences[/ID]. */
 int gp_srv_rules_load(struct gp_server *s, char *err, size_t errlen);
-int gp_srv_alerts_start(struct gp_server *s, struct gp_store *st, char *err, size_t errlen);
+int gp_srv_alerts_start(struct gp_server *s, struct gp_storage *st, char *err, size_t errlen);
 void gp_srv_alerts_stop(struct gp_server *s);
 void gp_srv_render_alert_metrics(struct gp_server *s, struct gp_buf *out);
 void gp_srv_handle_alerts(struct gp_server *s, enum gp_srv_route route,
@@ -236,12 +236,12 @@ struct gp_srv_gpu_filter {
     const char *node, *job, *model; /* exact; NULL: any */
 };
 void gp_srv_gpu_filter_parse(const struct gp_http_request *req, struct gp_srv_gpu_filter *f);
-int gp_srv_fleet_data(struct gp_server *s, struct gp_store *st, struct gp_buf *out, char *err,
+int gp_srv_fleet_data(struct gp_server *s, struct gp_storage *st, struct gp_buf *out, char *err,
                       size_t errlen);
-int gp_srv_fleet_gpus_data(struct gp_server *s, struct gp_store *st,
+int gp_srv_fleet_gpus_data(struct gp_server *s, struct gp_storage *st,
                            const struct gp_srv_gpu_filter *f, struct gp_buf *out, char *err,
                            size_t errlen);
-void gp_srv_handle_fleet_gpus(struct gp_server *s, struct gp_store *st,
+void gp_srv_handle_fleet_gpus(struct gp_server *s, struct gp_storage *st,
                               const struct gp_http_request *req, struct gp_http_response *resp);
 int gp_srv_stream_open(struct gp_server *s);
 void gp_srv_stream_close(struct gp_server *s);

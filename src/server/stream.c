@@ -158,7 +158,7 @@ static void put_event(struct stream *st, struct gp_buf *out, const char *name, c
 static void put_doc(struct stream *st, struct gp_buf *out, const struct gp_srv_gpu_filter *gpus)
 {
     struct gp_srv_streams *h = st->hub;
-    struct gp_store *store = gp_srv_store(h->s);
+    struct gp_storage *store = gp_srv_store(h->s);
     if (!store)
         return; /* starting: the next tick */
     char key[sizeof h->fleet.key] = "";

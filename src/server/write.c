@@ -88,7 +88,7 @@ static int write_core(struct gp_server *s, const uint8_t *body, size_t len, cons
 {
     msg[0] = '\0';
     *retry_after = 0;
-    struct gp_store *st = gp_srv_store(s);
+    struct gp_storage *st = gp_srv_store(s);
     if (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) == GP_SRV_FAILED) {
         refuse(s, GP_SRV_REF_UNAVAILABLE);
         snprintf(msg, msglen, "the store cannot write its WAL (see the server log)");
@@ -157,7 +157,7 @@ static int write_core(struct gp_server *s, const uint8_t *body, size_t len, cons
     }
     struct gp_append_result res;
     memset(&res, 0, sizeof res);
-    rc = gp_store_append(st, &rq, &res, derr, sizeof derr);
+    rc = gp_storage_append(st, &rq, &res, derr, sizeof derr);
     size_t nsamples = rq.nsamples_total;
     gp_rw_request_free(&rq);
     gp_srv_release(s, ulen);

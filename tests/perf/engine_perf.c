@@ -41,7 +41,7 @@ struct fleet {
 };
 
 /* Appends per samples per series, at t0, t0 + step, ... */
-static void append(struct gp_store *st, struct fleet *f, int64_t t0, int64_t step, int per)
+static void append(struct gp_storage *st, struct fleet *f, int64_t t0, int64_t step, int per)
 {
     size_t n = (size_t)f->ngpu * NM;
     for (size_t i = 0; i < n; i++) {
@@ -54,7 +54,7 @@ static void append(struct gp_store *st, struct fleet *f, int64_t t0, int64_t ste
     struct gp_rw_request rq = {f->se, n, n * 5, n * (size_t)per, NULL};
     struct gp_append_result res;
     char err[256];
-    if (gp_store_append(st, &rq, &res, err, sizeof err) || res.accepted != n * (size_t)per) {
+    if (gp_storage_append(st, &rq, &res, err, sizeof err) || res.accepted != n * (size_t)per) {
         fprintf(stderr, "append: %s (%llu accepted)\n", err, (unsigned long long)res.accepted);
         exit(1);
     }
@@ -70,9 +70,9 @@ int main(int argc, char **argv)
     int64_t iv = (argc > 3 ? atoi(argv[3]) : 5) * 1000LL;
     int per = (int)(16 * 60 * 1000 / iv);
     struct gp_store_options so = {.dir = argv[1], .no_sync = 1};
-    struct gp_store *st;
+    struct gp_storage *st;
     char err[256];
-    if (gp_store_open(&st, &so, err, sizeof err)) {
+    if (gp_storage_open(&st, &(struct gp_storage_options){.store = so}, err, sizeof err)) {
         fprintf(stderr, "store: %s\n", err);
         return 1;
     }
@@ -146,7 +146,7 @@ int main(int argc, char **argv)
            sum / ticks, worst, ticks);
     gp_engine_close(e);
     gp_alerts_close(a);
-    gp_store_close(st);
+    gp_storage_close(st);
     free(f.se);
     free(f.l);
     free(f.smp);

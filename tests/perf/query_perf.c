@@ -19,7 +19,7 @@
  */
 #include "lib/err.h"
 #include "query/query.h"
-#include "store/store.h"
+#include "storage/storage.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,7 +49,7 @@ static uint64_t rnd(void)
 /* One hour of DCGM_FI_DEV_GPU_UTIL (and, with metric > 0, of other
  * gauges named DCGM_FI_DEV_GAUGE_<metric>) for every GPU, appended a
  * minute of all its series per request (as agents batch). */
-static int fill(struct gp_store *s, int64_t t0, int metric)
+static int fill(struct gp_storage *s, int64_t t0, int metric)
 {
     enum { N = NODES * GPUS, PER = 60 };
     static char host[N][16], gpu[N][8], name[32];
@@ -85,7 +85,7 @@ static int fill(struct gp_store *s, int64_t t0, int metric)
         struct gp_rw_request req = {ser, N, 3 * N, (size_t)N * PER, NULL};
         struct gp_append_result res;
         char err[256];
-        rc = gp_store_append(s, &req, &res, err, sizeof err);
+        rc = gp_storage_append(s, &req, &res, err, sizeof err);
         if (!rc && res.accepted != (uint64_t)N * PER) {
             fprintf(stderr, "append: only %llu accepted\n", (unsigned long long)res.accepted);
             rc = GP_EINTERNAL;
@@ -99,7 +99,7 @@ static int fill(struct gp_store *s, int64_t t0, int metric)
 }
 
 /* Best of reps runs of one query; prints ms and the answer's size. */
-static void bench(struct gp_store *s, const char *what, const char *selector, int64_t start,
+static void bench(struct gp_storage *s, const char *what, const char *selector, int64_t start,
                   int64_t step, enum gp_agg agg, const char *by)
 {
     struct gp_matcher *m = NULL;
@@ -141,7 +141,7 @@ static void bench(struct gp_store *s, const char *what, const char *selector, in
     gp_matchers_free(m, nm);
 }
 
-static void run_all(struct gp_store *s, int64_t t0)
+static void run_all(struct gp_storage *s, int64_t t0)
 {
     bench(s, "one series, 1h at 15s", "DCGM_FI_DEV_GPU_UTIL{Hostname=\"node-07\",gpu=\"3\"}", t0,
           15000, GP_AGG_NONE, NULL);
@@ -165,9 +165,9 @@ int main(int argc, char **argv)
     o.dir = argv[1];
     o.no_sync = 1;
     o.no_background = 1;
-    struct gp_store *s;
+    struct gp_storage *s;
     char err[256];
-    if (gp_store_open(&s, &o, err, sizeof err)) {
+    if (gp_storage_open(&s, &(struct gp_storage_options){.store = o}, err, sizeof err)) {
         fprintf(stderr, "open: %s\n", err);
         return 1;
     }
@@ -188,11 +188,11 @@ int main(int argc, char **argv)
            now_s() - f0);
     printf("head (in memory):\n");
     run_all(s, t0);
-    gp_store_maintain(s, 1);
+    gp_store_maintain(gp_storage_store(s), 1);
     struct gp_store_stats st;
-    gp_store_stats(s, &st);
+    gp_storage_stats(s, &st);
     printf("compacted (%llu blocks):\n", (unsigned long long)st.blocks);
     run_all(s, t0);
-    gp_store_close(s);
+    gp_storage_close(s);
     return 0;
 }

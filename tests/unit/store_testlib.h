@@ -11,6 +11,7 @@
 
 #include "lib/bits.h"
 #include "lib/err.h"
+#include "storage/storage.h"
 #include "store/store.h"
 #include "test.h"
 
@@ -108,6 +109,16 @@ static inline struct gp_store *topen_tmp(void)
     return topen(dir, &o);
 }
 
+/* The same store behind the storage interface (storage/storage.h), for
+ * tests of the code above it. */
+static inline struct gp_storage *sopen_tmp(void)
+{
+    struct gp_storage *s = NULL;
+    if (gp_storage_wrap(&s, topen_tmp(), 1))
+        gp_test_fail(__FILE__, __LINE__, "gp_storage_wrap: out of memory");
+    return s;
+}
+
 /* Appends and checks the call succeeded; returns the result. */
 static inline struct gp_append_result tappend(struct gp_store *s, const struct treq *r)
 {
@@ -116,6 +127,16 @@ static inline struct gp_append_result tappend(struct gp_store *s, const struct t
     int rc = gp_store_append(s, &r->req, &res, err, sizeof err);
     if (rc != GP_OK)
         gp_test_fail(__FILE__, __LINE__, "gp_store_append: %s (%d)", err, rc);
+    return res;
+}
+
+static inline struct gp_append_result sappend(struct gp_storage *s, const struct treq *r)
+{
+    struct gp_append_result res;
+    char err[256] = "";
+    int rc = gp_storage_append(s, &r->req, &res, err, sizeof err);
+    if (rc != GP_OK)
+        gp_test_fail(__FILE__, __LINE__, "gp_storage_append: %s (%d)", err, rc);
     return res;
 }
 

@@ -41,7 +41,7 @@ static int lab_cmp(const void *a, const void *b)
 }
 
 /* Appends name{labels "k=v;k=v"} samples (t[i] ms, v[i]). */
-static void put(struct gp_store *st, const char *name, const char *labels, const int64_t *t,
+static void put(struct gp_storage *st, const char *name, const char *labels, const int64_t *t,
                 const double *v, size_t n)
 {
     char buf[512];
@@ -64,16 +64,16 @@ static void put(struct gp_store *st, const char *name, const char *labels, const
     struct gp_rw_request rq = {&se, 1, nl, n, NULL};
     struct gp_append_result res;
     char err[256];
-    CHECK_INT(gp_store_append(st, &rq, &res, err, sizeof err), GP_OK);
+    CHECK_INT(gp_storage_append(st, &rq, &res, err, sizeof err), GP_OK);
     CHECK_INT(res.accepted, n);
 }
 
-static void put1(struct gp_store *st, const char *name, const char *labels, int64_t t, double v)
+static void put1(struct gp_storage *st, const char *name, const char *labels, int64_t t, double v)
 {
     put(st, name, labels, &t, &v, 1);
 }
 
-static struct gp_engine *engine(struct gp_store *st, struct gp_alerts *a, const gp_detect_fn *fns,
+static struct gp_engine *engine(struct gp_storage *st, struct gp_alerts *a, const gp_detect_fn *fns,
                                 int64_t window)
 {
     struct gp_engine_options o = {.store = st, .alerts = a, .detectors = fns, .interval_ms = 15 * S,
@@ -99,7 +99,7 @@ static const struct gp_view_gpu *gpu_of(const struct gp_view *v, const char *nod
 #define PA "Hostname=n1;job=j1;rank=0;pid=100"
 
 /* Grid of the fill: window 2m, step 15 s: 9 points, the last at T0 + 120 s. */
-static void fill(struct gp_store *st)
+static void fill(struct gp_storage *st)
 {
     /* UTIL on A: 50% at 0..30 s, nothing until 120 s (60 at 120). */
     int64_t t[] = {T0, T0 + 15 * S, T0 + 30 * S, T0 + 120 * S};
@@ -186,7 +186,7 @@ static void check_grid(const struct gp_view *v)
 static void test_view_grid(void)
 {
     set_t0();
-    struct gp_store *st = topen_tmp();
+    struct gp_storage *st = sopen_tmp();
     struct gp_alerts *a = open_alerts();
     fill(st);
     struct gp_engine *e = engine(st, a, NULL, 120 * S);
@@ -201,14 +201,14 @@ static void test_view_grid(void)
     CHECK_INT(es.series, 15);
     gp_engine_close(e);
     gp_alerts_close(a);
-    gp_store_close(st);
+    gp_storage_close(st);
 }
 
 /* Ticks while samples arrive (some late) give the view a fresh build gives. */
 static void test_incremental_equals_full(void)
 {
     set_t0();
-    struct gp_store *st = topen_tmp();
+    struct gp_storage *st = sopen_tmp();
     struct gp_alerts *a = open_alerts();
     struct gp_engine *inc = engine(st, a, NULL, 300 * S);
     char err[256];
@@ -254,7 +254,7 @@ static void test_incremental_equals_full(void)
     gp_engine_close(inc);
     gp_engine_close(full);
     gp_alerts_close(a);
-    gp_store_close(st);
+    gp_storage_close(st);
 }
 
 /* A test detector: memory used ratio over threshold (clear when active). */
@@ -306,7 +306,7 @@ static int alerts_in(struct gp_alerts *a, int state)
 static void test_detectors(void)
 {
     set_t0();
-    struct gp_store *st = topen_tmp();
+    struct gp_storage *st = sopen_tmp();
     struct gp_alerts *a = open_alerts();
     gp_detect_fn fns[GP_DET__COUNT] = {0};
     fns[GP_DET_MEMORY_HIGH] = det_memory;
@@ -351,7 +351,7 @@ static void test_detectors(void)
     CHECK_INT(alerts_in(a, -1), 0);
     gp_engine_close(e);
     gp_alerts_close(a);
-    gp_store_close(st);
+    gp_storage_close(st);
 }
 
 static void test_detector_config(void)
@@ -389,7 +389,7 @@ static void test_detector_config(void)
             gp_test_fail(__FILE__, __LINE__, "'%s' '%s': %d '%s', want '%s'", bad[i].dis, bad[i].ovr,
                          rc, err, bad[i].msg);
     }
-    struct gp_engine_options o = {.store = (struct gp_store *)1, .alerts = (struct gp_alerts *)1,
+    struct gp_engine_options o = {.store = (struct gp_storage *)1, .alerts = (struct gp_alerts *)1,
                                   .interval_ms = 1000, .window_ms = 1500, .step_ms = 1000};
     struct gp_engine *e;
     CHECK_INT(gp_engine_new(&e, &o, err, sizeof err), GP_EUSAGE);
@@ -402,7 +402,7 @@ static void test_detector_config(void)
 static void test_build_cost(void)
 {
     set_t0();
-    struct gp_store *st = topen_tmp();
+    struct gp_storage *st = sopen_tmp();
     struct gp_alerts *a = open_alerts();
     enum { NGPU = 2048, NPTS = 61 };
     static const char *const names[] = {"DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_PROF_SM_ACTIVE",
@@ -435,7 +435,7 @@ static void test_build_cost(void)
     struct gp_rw_request rq = {se, NGPU * NM, NGPU * NM * 4, (size_t)NGPU * NM * NPTS, NULL};
     struct gp_append_result res;
     char err[256];
-    CHECK_INT(gp_store_append(st, &rq, &res, err, sizeof err), GP_OK);
+    CHECK_INT(gp_storage_append(st, &rq, &res, err, sizeof err), GP_OK);
     struct gp_engine *e = engine(st, a, NULL, 900 * S);
     int64_t end = T0 + (NPTS - 1) * 15 * S;
     int64_t t0 = gp_mono_ns();
@@ -449,7 +449,7 @@ static void test_build_cost(void)
         se[i].nsamples = 1;
     }
     rq.nsamples_total = (size_t)NGPU * NM;
-    CHECK_INT(gp_store_append(st, &rq, &res, err, sizeof err), GP_OK);
+    CHECK_INT(gp_storage_append(st, &rq, &res, err, sizeof err), GP_OK);
     t0 = gp_mono_ns();
     CHECK_INT(gp_engine_refresh_view(e, end + 15 * S, err, sizeof err), GP_OK);
     int64_t inc_ns = gp_mono_ns() - t0;
@@ -464,7 +464,7 @@ static void test_build_cost(void)
     free(smp);
     free(str);
     gp_alerts_close(a);
-    gp_store_close(st);
+    gp_storage_close(st);
 }
 
 const struct gp_test gp_tests_engine[] = {

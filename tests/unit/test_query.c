@@ -13,7 +13,7 @@
 #include "query/eval.h"
 #include "query/query.h"
 #include "store/matcher.h"
-#include "store/store.h"
+#include "storage/storage.h"
 #include "test.h"
 
 #include <jansson.h>
@@ -25,7 +25,7 @@
 
 /* ---- helpers ---- */
 
-static struct gp_store *open_store_blocks(int64_t block_ms)
+static struct gp_storage *open_store_blocks(int64_t block_ms)
 {
     struct gp_store_options o;
     memset(&o, 0, sizeof o);
@@ -33,15 +33,15 @@ static struct gp_store *open_store_blocks(int64_t block_ms)
     o.dir = gp_test_tmpdir();
     o.no_sync = 1;
     o.no_background = 1;
-    struct gp_store *s = NULL;
+    struct gp_storage *s = NULL;
     char err[256] = "";
-    int rc = gp_store_open(&s, &o, err, sizeof err);
+    int rc = gp_storage_open(&s, &(struct gp_storage_options){.store = o}, err, sizeof err);
     if (rc)
         gp_test_fail(__FILE__, __LINE__, "gp_store_open: %s", err);
     return s;
 }
 
-static struct gp_store *open_store(void)
+static struct gp_storage *open_store(void)
 {
     return open_store_blocks(0);
 }
@@ -65,7 +65,7 @@ static int label_cmp(const void *a, const void *b)
 
 /* Appends samples to the series named by "k=v" pairs (NULL-terminated
  * list, any order). Values may hold any bytes but no '\0'. */
-static void put(struct gp_store *s, const char *const *kv, const int64_t *t, const double *v,
+static void put(struct gp_storage *s, const char *const *kv, const int64_t *t, const double *v,
                 size_t n)
 {
     struct gp_rw_label l[32];
@@ -87,13 +87,13 @@ static void put(struct gp_store *s, const char *const *kv, const int64_t *t, con
     struct gp_rw_request req = {&ser, 1, nl, n, NULL};
     struct gp_append_result res;
     char err[256] = "";
-    CHECK_INT(gp_store_append(s, &req, &res, err, sizeof err), GP_OK);
+    CHECK_INT(gp_storage_append(s, &req, &res, err, sizeof err), GP_OK);
     CHECK_INT(res.accepted, n);
     free(smp);
 }
 
 /* One sample a second over [t0, t0 + n s) with value f(i). */
-static void put_seconds(struct gp_store *s, const char *const *kv, int64_t t0, size_t n,
+static void put_seconds(struct gp_storage *s, const char *const *kv, int64_t t0, size_t n,
                         double (*f)(size_t i, size_t salt), size_t salt)
 {
     int64_t *t = malloc(n * sizeof *t);
@@ -119,7 +119,7 @@ static struct gp_matcher *sel(const char *text, size_t *n)
 
 /* Runs a range query; returns the parsed answer (caller decrefs) or NULL
  * with *rc and err set. */
-static json_t *range(struct gp_store *s, const char *selector, int64_t start, int64_t end,
+static json_t *range(struct gp_storage *s, const char *selector, int64_t start, int64_t end,
                      int64_t step, enum gp_agg agg, const char *by_csv, int rollups, int *rc_out,
                      char *err, size_t errlen)
 {
@@ -206,7 +206,7 @@ static double f_salt(size_t i, size_t salt)
 
 static void test_range_exact_envelope(void)
 {
-    struct gp_store *s = open_store();
+    struct gp_storage *s = open_store();
     int64_t b = base_ms();
     const char *kv[] = {"__name__=m", "a=1", NULL};
     int64_t t[] = {b + 1000, b + 2000, b + 11000};
@@ -245,7 +245,7 @@ static void test_range_exact_envelope(void)
     CHECK_STR(out.data, "{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":[]}}");
     gp_matchers_free(m, nm);
     gp_buf_free(&out);
-    gp_store_close(s);
+    gp_storage_close(s);
 }
 
 /* The store and the query plumbing against evaluating the samples we
@@ -253,7 +253,7 @@ static void test_range_exact_envelope(void)
  * test_eval.c). */
 static void test_range_matches_samples(void)
 {
-    struct gp_store *s = open_store();
+    struct gp_storage *s = open_store();
     int64_t b = base_ms() - 8 * 3600000;
     /* 12 series with ragged sampling: gaps, a stale marker, NaN. */
     enum { N = 900 };
@@ -339,14 +339,14 @@ static void test_range_matches_samples(void)
         free(has);
         json_decref(j);
     }
-    gp_store_close(s);
+    gp_storage_close(s);
 }
 
 /* Enough series and steps for several threads and several batches: the
  * answer must be the one a single pass gives. */
 static void test_parallel_batches(void)
 {
-    struct gp_store *s = open_store();
+    struct gp_storage *s = open_store();
     int64_t b = base_ms() - 4 * 3600000;
     enum { HOSTS = 10, GPUS = 20, N = 1500 };
     static int64_t t[N];
@@ -424,12 +424,12 @@ static void test_parallel_batches(void)
     free(val);
     free(sum);
     free(has);
-    gp_store_close(s);
+    gp_storage_close(s);
 }
 
 static void test_grouping_every_agg(void)
 {
-    struct gp_store *s = open_store();
+    struct gp_storage *s = open_store();
     int64_t b = base_ms();
     /* 3 hosts x 2 GPUs, constant values 1..6 (host h1: 1, 2; h2: 3, 4;
      * h3: 5, 6); gpu 1 of h3 also has a NaN-free different metric. */
@@ -497,12 +497,12 @@ static void test_grouping_every_agg(void)
     CHECK_STR(json_string_value(json_object_get(m1, "Hostname")), "h1");
     CHECK_STR(json_string_value(json_object_get(m1, "gpu")), "1");
     json_decref(j);
-    gp_store_close(s);
+    gp_storage_close(s);
 }
 
 static void test_min_max_keep_peaks(void)
 {
-    struct gp_store *s = open_store();
+    struct gp_storage *s = open_store();
     int64_t b = base_ms();
     /* 1 s samples of 10 with one spike of 90 at 30 s. */
     int64_t t[60];
@@ -523,14 +523,14 @@ static void test_min_max_keep_peaks(void)
     CHECK_DBL(jvalue(json_array_get(json_object_get(json_array_get(result_of(j), 0), "values"), 0)),
               11.333333333333334, 1e-12);
     json_decref(j);
-    gp_store_close(s);
+    gp_storage_close(s);
 }
 
 static void test_rollups_equal_raw(void)
 {
     /* 10-minute blocks, so compaction writes rollup files for most of the
      * hour and the newest minutes come from raw samples. */
-    struct gp_store *s = open_store_blocks(600000);
+    struct gp_storage *s = open_store_blocks(600000);
     int64_t b = base_ms();
     for (size_t k = 0; k < 4; k++) {
         char g[16];
@@ -543,9 +543,9 @@ static void test_rollups_equal_raw(void)
     double ev[] = {1, 3};
     const char *edge[] = {"__name__=edge", NULL};
     put(s, edge, et, ev, 2);
-    gp_store_maintain(s, 1);
+    gp_store_maintain(gp_storage_store(s), 1);
     struct gp_store_stats st;
-    gp_store_stats(s, &st);
+    gp_storage_stats(s, &st);
     CHECK(st.blocks > 0);
     static const enum gp_agg aggs[] = {GP_AGG_NONE, GP_AGG_AVG, GP_AGG_MIN, GP_AGG_MAX, GP_AGG_SUM};
     for (size_t a = 0; a < sizeof aggs / sizeof aggs[0]; a++) {
@@ -598,12 +598,12 @@ static void test_rollups_equal_raw(void)
     CHECK(range(s, "power", b + 120500, b + 240500, 60000, GP_AGG_NONE, NULL, 1, &rc, err,
                 sizeof err) == NULL);
     CHECK_INT(rc, GP_EUSAGE);
-    gp_store_close(s);
+    gp_storage_close(s);
 }
 
 static void test_special_values_and_staleness(void)
 {
-    struct gp_store *s = open_store();
+    struct gp_storage *s = open_store();
     int64_t b = base_ms();
     int64_t t[] = {b + 1000, b + 2000, b + 3000, b + 4000};
     double v[] = {NAN, INFINITY, -INFINITY, gp_bits_f64(GP_RW_STALE_NAN_BITS)};
@@ -618,12 +618,12 @@ static void test_special_values_and_staleness(void)
     CHECK_STR(json_string_value(json_array_get(json_array_get(vals, 1), 1)), "+Inf");
     CHECK_STR(json_string_value(json_array_get(json_array_get(vals, 2), 1)), "-Inf");
     json_decref(j);
-    gp_store_close(s);
+    gp_storage_close(s);
 }
 
 static void test_limits_and_errors(void)
 {
-    struct gp_store *s = open_store();
+    struct gp_storage *s = open_store();
     int64_t b = base_ms();
     const char *kv[] = {"__name__=m", NULL};
     put_seconds(s, kv, b, 100, f_salt, 1);
@@ -700,12 +700,12 @@ static void test_limits_and_errors(void)
     json_decref(j);
     gp_buf_free(&out);
     gp_matchers_free(m, nm);
-    gp_store_close(s);
+    gp_storage_close(s);
 }
 
 static void test_series_cap(void)
 {
-    struct gp_store *s = open_store();
+    struct gp_storage *s = open_store();
     int64_t b = base_ms();
     /* GP_QUERY_MAX_SERIES + 1 series in one request. */
     size_t n = GP_QUERY_MAX_SERIES + 1;
@@ -723,7 +723,7 @@ static void test_series_cap(void)
     struct gp_rw_request req = {ser, n, 2 * n, n, NULL};
     struct gp_append_result res;
     char err[256] = "";
-    CHECK_INT(gp_store_append(s, &req, &res, err, sizeof err), GP_OK);
+    CHECK_INT(gp_storage_append(s, &req, &res, err, sizeof err), GP_OK);
     CHECK_INT(res.accepted, n);
     int rc;
     CHECK(range(s, "many", b, b, 1000, GP_AGG_COUNT, NULL, 0, &rc, err, sizeof err) == NULL);
@@ -736,14 +736,14 @@ static void test_series_cap(void)
     free(l);
     free(smp);
     free(ids);
-    gp_store_close(s);
+    gp_storage_close(s);
 }
 
 /* ---- JSON validity for hostile labels ---- */
 
 static void test_hostile_labels(void)
 {
-    struct gp_store *s = open_store();
+    struct gp_storage *s = open_store();
     int64_t b = base_ms();
     const char *vals[] = {
         "quote\" backslash\\ slash/",
@@ -789,14 +789,14 @@ static void test_hostile_labels(void)
     CHECK_INT(json_array_size(json_object_get(j, "data")), 5);
     json_decref(j);
     gp_buf_free(&out);
-    gp_store_close(s);
+    gp_storage_close(s);
 }
 
 /* ---- series, labels, label values ---- */
 
 static void test_series_labels_values(void)
 {
-    struct gp_store *s = open_store();
+    struct gp_storage *s = open_store();
     int64_t b = base_ms();
     const char *a[] = {"__name__=temp", "Hostname=n2", "gpu=0", NULL};
     const char *c[] = {"__name__=temp", "Hostname=n1", "gpu=1", NULL};
@@ -844,12 +844,12 @@ static void test_series_labels_values(void)
     gp_buf_free(&out);
     gp_matchers_free(m1, n1);
     gp_matchers_free(m2, n2);
-    gp_store_close(s);
+    gp_storage_close(s);
 }
 
 /* ---- inventory ---- */
 
-static json_t *inventory(struct gp_store *s, int nodes)
+static json_t *inventory(struct gp_storage *s, int nodes)
 {
     struct gp_buf out;
     gp_buf_init(&out, 0);
@@ -866,14 +866,14 @@ static json_t *inventory(struct gp_store *s, int nodes)
     return j;
 }
 
-static void put_one(struct gp_store *s, const char *const *kv, int64_t t, double v)
+static void put_one(struct gp_storage *s, const char *const *kv, int64_t t, double v)
 {
     put(s, kv, &t, &v, 1);
 }
 
 static void test_inventory(void)
 {
-    struct gp_store *s = open_store();
+    struct gp_storage *s = open_store();
     int64_t b = base_ms();
     /* Node a (gpulse): GPUs 0, 1 and 10 (numeric order), memory from
      * gpulse_gpu_memory_total_bytes; gpu 0's driver was upgraded. */
@@ -979,12 +979,12 @@ static void test_inventory(void)
     CHECK(json_is_true(json_object_get(nb, "simulated")));
     CHECK_INT(json_object_size(nb), 5);
     json_decref(j);
-    gp_store_close(s);
+    gp_storage_close(s);
 }
 
 static void test_inventory_empty(void)
 {
-    struct gp_store *s = open_store();
+    struct gp_storage *s = open_store();
     struct gp_buf out;
     gp_buf_init(&out, 0);
     char err[256];
@@ -994,7 +994,7 @@ static void test_inventory_empty(void)
     CHECK_INT(gp_query_nodes(s, &out, err, sizeof err), GP_OK);
     CHECK_STR(out.data, "{\"status\":\"success\",\"data\":[]}");
     gp_buf_free(&out);
-    gp_store_close(s);
+    gp_storage_close(s);
 }
 
 const struct gp_test gp_tests_query[] = {

@@ -167,7 +167,7 @@ static void test_template(void)
 /* ---- over a store ---- */
 
 /* temp{Hostname=n1,gpu=g,modelName=m} with 5 samples, 10 s apart, ending at end. */
-static void put_temp(struct gp_store *st, const char *gpu, const char *model, const double *v,
+static void put_temp(struct gp_storage *st, const char *gpu, const char *model, const double *v,
                      int64_t end)
 {
     struct gp_rw_label l[5] = {{{"Hostname", 8}, {"n1", 2}},
@@ -183,7 +183,7 @@ static void put_temp(struct gp_store *st, const char *gpu, const char *model, co
     struct gp_rw_request rq = {&se, 1, 5, 5, NULL};
     struct gp_append_result res;
     char err[256];
-    CHECK_INT(gp_store_append(st, &rq, &res, err, sizeof err), GP_OK);
+    CHECK_INT(gp_storage_append(st, &rq, &res, err, sizeof err), GP_OK);
     CHECK_INT(res.accepted, 5);
 }
 
@@ -214,7 +214,7 @@ static int refuse(void *ctx, const struct gp_rule_obs *ro)
 
 static void test_eval(void)
 {
-    struct gp_store *st = topen_tmp();
+    struct gp_storage *st = sopen_tmp();
     int64_t end = gp_wall_ms() / 1000 * 1000 - 3600000; /* within the raw retention */
     put_temp(st, "0", "NVIDIA H100 80GB HBM3", (double[]){80, 84, 86, 83, 82}, end);
     put_temp(st, "1", "NVIDIA H100 80GB HBM3", (double[]){70, 71, 72, 73, 74}, end);
@@ -266,7 +266,7 @@ static void test_eval(void)
     CHECK_INT(gp_rule_eval(st, &rs.r[1], end, refuse, NULL, err, sizeof err), GP_ENOMEM);
     CHECK_CONTAINS(err, "hot_any");
     gp_rules_free(&rs);
-    gp_store_close(st);
+    gp_storage_close(st);
 }
 
 /* The example config's rules and the docs' example parse. */

@@ -49,7 +49,7 @@ static double T;
  * killed-1: exit 137 at T + 210. lost-1: seen T - 20 .. T. run-1 and ODD:
  * seen until now.
  */
-static void fill(struct gp_store *st, int64_t now_ms)
+static void fill(struct gp_storage *st, int64_t now_ms)
 {
     static struct rw_batch b;
     memset(&b, 0, sizeof b);
@@ -129,7 +129,7 @@ static void fill(struct gp_store *st, int64_t now_ms)
     struct gp_rw_request rq = rw_batch_request(&b);
     struct gp_append_result res;
     char err[256];
-    CHECK_INT(gp_store_append(st, &rq, &res, err, sizeof err), GP_OK);
+    CHECK_INT(gp_storage_append(st, &rq, &res, err, sizeof err), GP_OK);
     CHECK_INT(res.accepted, rq.nsamples_total);
 }
 
@@ -205,7 +205,7 @@ static void db_state(const char *id, char *out, size_t len)
 static void test_registry(void)
 {
     int64_t now = now_ms();
-    struct gp_store *st = topen_tmp();
+    struct gp_storage *st = sopen_tmp();
     fill(st, now);
     struct gp_jobs *j;
     char err[256];
@@ -252,7 +252,7 @@ static void test_registry(void)
     gp_jobs_stats(j, &s1);
     CHECK_INT(s1.rows_written, 0);
     gp_jobs_close(j);
-    gp_store_close(st);
+    gp_storage_close(st);
 }
 
 static void test_state_rules(void)
@@ -293,7 +293,7 @@ static double num_at(json_t *o, const char *path)
 static void test_totals(void)
 {
     int64_t now = now_ms();
-    struct gp_store *st = topen_tmp();
+    struct gp_storage *st = sopen_tmp();
     fill(st, now);
     struct gp_jobdoc_rank ranks[2] = {{"n1", 0, 0}, {"n1", 1, 1}};
     struct gp_jobdoc_in in = {
@@ -389,7 +389,7 @@ static void test_totals(void)
     CHECK(!json_object_get(d, "series"));
     json_decref(d);
     gp_buf_free(&out);
-    gp_store_close(st);
+    gp_storage_close(st);
 }
 
 /* ---- the routes ---- */
@@ -616,7 +616,7 @@ static void test_routes(void)
 static void test_scan_cost(void)
 {
     enum { JOBS = 5000 };
-    struct gp_store *st = topen_tmp();
+    struct gp_storage *st = sopen_tmp();
     int64_t now = gp_wall_ms();
     struct gp_rw_series *se = calloc(2 * JOBS, sizeof *se);
     struct gp_rw_label *l = calloc(2 * JOBS * 4, sizeof *l);
@@ -640,7 +640,7 @@ static void test_scan_cost(void)
     struct gp_rw_request rq = {se, 2 * JOBS, 2 * JOBS * 4, 2 * JOBS, NULL};
     struct gp_append_result res;
     char err[256];
-    CHECK_INT(gp_store_append(st, &rq, &res, err, sizeof err), GP_OK);
+    CHECK_INT(gp_storage_append(st, &rq, &res, err, sizeof err), GP_OK);
     struct gp_jobs *j;
     CHECK_INT(gp_jobs_open(&j, data_dir(), 5000, err, sizeof err), GP_OK);
     struct gp_jobs_stats s;
@@ -659,7 +659,7 @@ static void test_scan_cost(void)
             JOBS, 2 * JOBS, first, (unsigned long long)s.rows_written, again, full);
     CHECK(again < 5000 && full < 5000);
     gp_jobs_close(j);
-    gp_store_close(st);
+    gp_storage_close(st);
     free(se);
     free(l);
     free(smp);

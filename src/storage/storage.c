@@ -1,0 +1,165 @@
+/*
+ * storage.c - see storage.h: opening a backend and dispatching through
+ * its table of operations.
+ */
+#include "storage/storage_int.h"
+
+#include "lib/err.h"
+#include "store/store_fmt.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int gp_storage_open(struct gp_storage **out, const struct gp_storage_options *o, char *err,
+                    size_t errlen)
+{
+    *out = NULL;
+    struct gp_storage *s = calloc(1, sizeof *s);
+    if (!s)
+        return gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
+    s->kind = o->kind;
+    int rc;
+    if (o->kind == GP_STORAGE_REMOTE) {
+        s->ops = &gp_storage_remote_ops;
+        rc = gp_storage_remote_open(s, &o->remote, err, errlen);
+    } else {
+        struct gp_store *st = NULL;
+        s->ops = &gp_storage_embedded_ops;
+        s->own = 1;
+        rc = gp_store_open(&st, &o->store, err, errlen);
+        s->impl = st;
+    }
+    if (rc) {
+        free(s);
+        return rc;
+    }
+    *out = s;
+    return GP_OK;
+}
+
+int gp_storage_wrap(struct gp_storage **out, struct gp_store *st, int own)
+{
+    struct gp_storage *s = calloc(1, sizeof *s);
+    *out = s;
+    if (!s)
+        return GP_ENOMEM;
+    s->ops = &gp_storage_embedded_ops;
+    s->kind = GP_STORAGE_EMBEDDED;
+    s->impl = st;
+    s->own = own;
+    return GP_OK;
+}
+
+void gp_storage_close(struct gp_storage *s)
+{
+    if (!s)
+        return;
+    s->ops->close(s);
+    free(s);
+}
+
+enum gp_storage_kind gp_storage_kind(const struct gp_storage *s) { return s->kind; }
+
+struct gp_store *gp_storage_store(struct gp_storage *s)
+{
+    return s && s->kind == GP_STORAGE_EMBEDDED ? s->impl : NULL;
+}
+
+int gp_storage_append(struct gp_storage *s, const struct gp_rw_request *req,
+                      struct gp_append_result *res, char *err, size_t errlen)
+{
+    return s->ops->append(s, req, res, err, errlen);
+}
+
+int gp_storage_select(struct gp_storage *s, const struct gp_matcher *m, size_t nm, int64_t mint,
+                      int64_t maxt, struct gp_store_selection *out)
+{
+    return s->ops->select(s, m, nm, mint, maxt, out);
+}
+
+int gp_storage_select_since(struct gp_storage *s, const struct gp_matcher *m, size_t nm,
+                            int64_t mint, int64_t maxt, int64_t since, struct gp_store_selection *out)
+{
+    if (!s->ops->select_since)
+        return s->ops->select(s, m, nm, mint, maxt, out);
+    return s->ops->select_since(s, m, nm, mint, maxt, since, out);
+}
+
+void gp_storage_selection_free(struct gp_store_selection *sel)
+{
+    if (!sel)
+        return;
+    if (gp_storage_is_remote_selection(sel))
+        gp_storage_remote_selection_free(sel);
+    else
+        gp_store_selection_free(sel);
+}
+
+int gp_storage_read(struct gp_storage *s, uint32_t id, int64_t mint, int64_t maxt,
+                    struct gp_samples *out)
+{
+    return s->ops->read(s, id, mint, maxt, out);
+}
+
+int gp_storage_read_rollups(struct gp_storage *s, uint32_t id, int64_t mint, int64_t maxt,
+                            struct gp_rollups *out)
+{
+    return s->ops->read_rollups(s, id, mint, maxt, out);
+}
+
+double gp_storage_newest_value(struct gp_storage *s, uint32_t id, int64_t last_ms,
+                               int64_t lookback_ms, struct gp_samples *scratch)
+{
+    return s->ops->newest_value(s, id, last_ms, lookback_ms, scratch);
+}
+
+int gp_storage_label_names(struct gp_storage *s, const struct gp_matcher *m, size_t nm,
+                           void (*fn)(void *arg, const char *name, size_t len), void *arg)
+{
+    return s->ops->label_names(s, m, nm, fn, arg);
+}
+
+int gp_storage_label_values(struct gp_storage *s, const char *name, const struct gp_matcher *m,
+                            size_t nm, void (*fn)(void *arg, const char *value, size_t len),
+                            void *arg)
+{
+    return s->ops->label_values(s, name, m, nm, fn, arg);
+}
+
+void gp_storage_stats(struct gp_storage *s, struct gp_store_stats *st)
+{
+    memset(st, 0, sizeof *st);
+    s->ops->stats(s, st);
+}
+
+void gp_storage_render_metrics(struct gp_storage *s, struct gp_buf *out)
+{
+    if (s)
+        s->ops->render_metrics(s, out);
+}
+
+int gp_storage_rollups_of(const struct gp_samples *x, int64_t mint, int64_t maxt,
+                          struct gp_rollups *out)
+{
+    if (mint > maxt)
+        return GP_OK;
+    int64_t from = gp_st_floor(mint, 60000);
+    int64_t to = gp_st_floor(maxt, 60000);
+    to = to > INT64_MAX - 59999 ? INT64_MAX : to + 59999;
+    struct gp_rollup r = {.count = 0};
+    for (size_t i = 0; i < x->n; i++) {
+        if (x->t[i] < from || x->t[i] > to)
+            continue;
+        int64_t m = gp_st_floor(x->t[i], 60000);
+        if (r.count && r.t != m) {
+            if (gp_st_rollups_push(out, &r) != GP_OK)
+                return GP_ENOMEM;
+            r.count = 0;
+        }
+        r.t = m;
+        gp_st_rollup_fold(&r, x->v[i]);
+    }
+    if (r.count && gp_st_rollups_push(out, &r) != GP_OK)
+        return GP_ENOMEM;
+    return GP_OK;
+}

@@ -1,0 +1,158 @@
+/*
+ * storage.h - the one storage interface of `gpulse server`.
+ *
+ * DESIGN.md "Storage": the server keeps its samples either in the embedded
+ * store (store/store.h) or, when one machine is outgrown, in a
+ * Prometheus-compatible cluster (VictoriaMetrics, Mimir, Thanos,
+ * Prometheus itself) that it writes to by remote write and reads back
+ * through the Prometheus HTTP API. Everything above this header (the API,
+ * the detectors, the rules, the jobs scanner, the dashboard, the reports)
+ * talks to a `struct gp_storage` and cannot tell the two apart.
+ *
+ * Parts:
+ *   storage.c           the handle, its small table of operations (nvtop's
+ *                       vendor table: one struct of function pointers per
+ *                       backend) and the functions that dispatch through it
+ *   storage_embedded.c  the backend over store/store.h (gp_store_*)
+ *   storage_remote.c    the backend over HTTP: writes go through the
+ *                       agent's remote-write sender (agent/push.h: the same
+ *                       queue and disk buffer), reads through promapi.h
+ *   promapi.c           the parser of Prometheus HTTP API answers
+ *
+ * Series ids: the embedded store names series by its own ids; the remote
+ * backend hands out ids of its own, stable for the life of the process,
+ * from a registry of the label sets it has seen. Callers keep ids only
+ * between a select and the reads that follow it, so both kinds serve.
+ *
+ * Types: selections, samples, rollups and stats are the store's own types
+ * (store/store.h), so code above reads them as before.
+ */
+#ifndef GP_STORAGE_STORAGE_H
+#define GP_STORAGE_STORAGE_H
+
+#include "lib/buf.h"
+#include "store/store.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum gp_storage_kind { GP_STORAGE_EMBEDDED, GP_STORAGE_REMOTE };
+
+#define GP_STORAGE_MAX_HEADERS 8
+
+/* Remote backend settings (DESIGN.md "Outgrowing one machine"). */
+struct gp_storage_remote_options {
+    const char *write_url;   /* remote-write endpoint, e.g. http://vm:8428/api/v1/write */
+    const char *query_url;   /* Prometheus HTTP API root, e.g. http://vm:8428 (…/api/v1/ appended) */
+    const char *buffer_dir;  /* disk buffer of the write queue; NULL or "": memory */
+    uint64_t buffer_max;     /* bytes of disk buffer; 0: 1 GiB */
+    int64_t write_timeout_ms;/* one remote-write request; 0: 30 s */
+    int64_t query_timeout_ms;/* one query; 0: 30 s */
+    int64_t lookback_ms;     /* how far back unbounded selections look; 0: 15 min */
+    const char *bearer_token_file; /* NULL or "": none */
+    const char *basic_user;        /* NULL or "": none */
+    const char *basic_password_file;
+    const char *headers[GP_STORAGE_MAX_HEADERS]; /* "Name: value", sent with every request */
+    size_t nheaders;
+    size_t max_series;       /* ids handed out at most; 0: 10 million */
+};
+
+struct gp_storage_options {
+    enum gp_storage_kind kind;
+    struct gp_store_options store;          /* GP_STORAGE_EMBEDDED */
+    struct gp_storage_remote_options remote; /* GP_STORAGE_REMOTE */
+};
+
+struct gp_storage;
+
+/* Opens the storage of o->kind. Same returns as gp_store_open, and for
+ * remote: GP_ECONFIG (a URL, token file or header that cannot be used).
+ * The remote backend does not contact the cluster at open: an outage at
+ * start delays writes (buffered) and fails queries (GP_ENET) until it
+ * ends. Caller closes. */
+int gp_storage_open(struct gp_storage **out, const struct gp_storage_options *o, char *err,
+                    size_t errlen);
+
+/* Wraps an open embedded store (tests, tools); own: close it with the
+ * storage. GP_OK or GP_ENOMEM. */
+int gp_storage_wrap(struct gp_storage **out, struct gp_store *st, int own);
+
+/* Closes (the remote backend first gives its queue a few seconds to
+ * drain; the disk buffer keeps the rest). Accepts NULL. */
+void gp_storage_close(struct gp_storage *s);
+
+enum gp_storage_kind gp_storage_kind(const struct gp_storage *s);
+
+/* The embedded store behind s, or NULL for remote (maintenance and
+ * compaction exist only there). */
+struct gp_store *gp_storage_store(struct gp_storage *s);
+
+/* As gp_store_append. Remote: the request is encoded once more and queued
+ * for the cluster (durable in the disk buffer when one is configured);
+ * every sample counts as accepted, the cluster judges order later. */
+int gp_storage_append(struct gp_storage *s, const struct gp_rw_request *req,
+                      struct gp_append_result *res, char *err, size_t errlen);
+
+/* As gp_store_select, plus GP_ENET when the cluster cannot be asked or
+ * answers an error (gp_storage_last_error says what). Remote: an
+ * unbounded mint looks back lookback_ms from now; first_ms/last_ms are
+ * those of the samples in the window fetched. Free with
+ * gp_storage_selection_free (either kind). */
+int gp_storage_select(struct gp_storage *s, const struct gp_matcher *m, size_t nm, int64_t mint,
+                      int64_t maxt, struct gp_store_selection *out);
+void gp_storage_selection_free(struct gp_store_selection *sel);
+
+/*
+ * As gp_storage_select, for a caller that will read only samples at or
+ * after since (and newest values among them): the detectors, whose
+ * ticks re-read only the newest part of their window. Remote: only
+ * those samples are moved, plus the names of the series the range
+ * holds; for a series with no sample since, last_ms is since - 1 and
+ * first_ms mint (bounds, not sample times). since <= mint: as select.
+ */
+int gp_storage_select_since(struct gp_storage *s, const struct gp_matcher *m, size_t nm,
+                            int64_t mint, int64_t maxt, int64_t since, struct gp_store_selection *out);
+
+/* As gp_store_read / gp_store_read_rollups / gp_store_newest_value, plus
+ * GP_ENET for remote (reads covered by a live selection's window are
+ * answered from what it fetched, without a request). */
+int gp_storage_read(struct gp_storage *s, uint32_t id, int64_t mint, int64_t maxt,
+                    struct gp_samples *out);
+int gp_storage_read_rollups(struct gp_storage *s, uint32_t id, int64_t mint, int64_t maxt,
+                            struct gp_rollups *out);
+double gp_storage_newest_value(struct gp_storage *s, uint32_t id, int64_t last_ms,
+                               int64_t lookback_ms, struct gp_samples *scratch);
+
+/* As gp_store_label_names / gp_store_label_values, plus GP_ENET. */
+int gp_storage_label_names(struct gp_storage *s, const struct gp_matcher *m, size_t nm,
+                           void (*fn)(void *arg, const char *name, size_t len), void *arg);
+int gp_storage_label_values(struct gp_storage *s, const char *name, const struct gp_matcher *m,
+                            size_t nm, void (*fn)(void *arg, const char *value, size_t len),
+                            void *arg);
+
+/* As gp_store_stats; remote fills series (ids handed out) and
+ * samples_appended (samples queued for the cluster). */
+void gp_storage_stats(struct gp_storage *s, struct gp_store_stats *st);
+
+/* Appends the backend's own /metrics families (remote: gpulse_storage_remote_*
+ * and the write queue's gpulse_push_*; embedded: nothing). */
+void gp_storage_render_metrics(struct gp_storage *s, struct gp_buf *out);
+
+/* The detail of this thread's last GP_ENET from s ("" when none):
+ * "GET http://vm:8428/api/v1/query: connection refused". */
+const char *gp_storage_last_error(void);
+
+/* Forgets this thread's last error (at the start of each API request). */
+void gp_storage_clear_error(void);
+
+/* The HTTP status that fits this thread's last GP_ENET: 503 when the
+ * cluster did not answer, 502 when it answered an error or nonsense. */
+int gp_storage_last_error_status(void);
+
+/* The store's rollup of raw samples (t ascending) for minutes overlapping
+ * [mint, maxt], appended to out: what both backends give for minutes
+ * without stored rollups. GP_OK or GP_ENOMEM. */
+int gp_storage_rollups_of(const struct gp_samples *x, int64_t mint, int64_t maxt,
+                          struct gp_rollups *out);
+
+#endif

@@ -1,0 +1,76 @@
+/*
+ * storage_embedded.c - the storage.h backend over the embedded store
+ * (store/store.h): every operation is the store's own.
+ */
+#include "storage/storage_int.h"
+
+static struct gp_store *st_of(struct gp_storage *s) { return s->impl; }
+
+static int e_append(struct gp_storage *s, const struct gp_rw_request *req,
+                    struct gp_append_result *res, char *err, size_t errlen)
+{
+    return gp_store_append(st_of(s), req, res, err, errlen);
+}
+
+static int e_select(struct gp_storage *s, const struct gp_matcher *m, size_t nm, int64_t mint,
+                    int64_t maxt, struct gp_store_selection *out)
+{
+    return gp_store_select(st_of(s), m, nm, mint, maxt, out);
+}
+
+static int e_read(struct gp_storage *s, uint32_t id, int64_t mint, int64_t maxt, struct gp_samples *out)
+{
+    return gp_store_read(st_of(s), id, mint, maxt, out);
+}
+
+static int e_read_rollups(struct gp_storage *s, uint32_t id, int64_t mint, int64_t maxt,
+                          struct gp_rollups *out)
+{
+    return gp_store_read_rollups(st_of(s), id, mint, maxt, out);
+}
+
+static double e_newest_value(struct gp_storage *s, uint32_t id, int64_t last_ms, int64_t lookback_ms,
+                             struct gp_samples *scratch)
+{
+    return gp_store_newest_value(st_of(s), id, last_ms, lookback_ms, scratch);
+}
+
+static int e_label_names(struct gp_storage *s, const struct gp_matcher *m, size_t nm,
+                         void (*fn)(void *arg, const char *name, size_t len), void *arg)
+{
+    return gp_store_label_names(st_of(s), m, nm, fn, arg);
+}
+
+static int e_label_values(struct gp_storage *s, const char *name, const struct gp_matcher *m,
+                          size_t nm, void (*fn)(void *arg, const char *value, size_t len), void *arg)
+{
+    return gp_store_label_values(st_of(s), name, m, nm, fn, arg);
+}
+
+static void e_stats(struct gp_storage *s, struct gp_store_stats *st) { gp_store_stats(st_of(s), st); }
+
+static void e_render_metrics(struct gp_storage *s, struct gp_buf *out)
+{
+    (void)s;
+    (void)out; /* the server renders gpulse_store_* from the stats */
+}
+
+static void e_close(struct gp_storage *s)
+{
+    if (s->own)
+        gp_store_close(st_of(s));
+}
+
+const struct gp_storage_ops gp_storage_embedded_ops = {
+    .name = "embedded",
+    .append = e_append,
+    .select = e_select,
+    .read = e_read,
+    .read_rollups = e_read_rollups,
+    .newest_value = e_newest_value,
+    .label_names = e_label_names,
+    .label_values = e_label_values,
+    .stats = e_stats,
+    .render_metrics = e_render_metrics,
+    .close = e_close,
+};

@@ -1,0 +1,53 @@
+/*
+ * storage_int.h - what the backends of storage.h share: the table of
+ * operations each fills in, and the handle that carries it.
+ */
+#ifndef GP_STORAGE_INT_H
+#define GP_STORAGE_INT_H
+
+#include "storage/storage.h"
+
+struct gp_storage_ops {
+    const char *name;
+    int (*append)(struct gp_storage *s, const struct gp_rw_request *req, struct gp_append_result *res,
+                  char *err, size_t errlen);
+    int (*select)(struct gp_storage *s, const struct gp_matcher *m, size_t nm, int64_t mint,
+                  int64_t maxt, struct gp_store_selection *out);
+    /* NULL: select (the embedded store reads only the index anyway) */
+    int (*select_since)(struct gp_storage *s, const struct gp_matcher *m, size_t nm, int64_t mint,
+                        int64_t maxt, int64_t since, struct gp_store_selection *out);
+    int (*read)(struct gp_storage *s, uint32_t id, int64_t mint, int64_t maxt, struct gp_samples *out);
+    int (*read_rollups)(struct gp_storage *s, uint32_t id, int64_t mint, int64_t maxt,
+                        struct gp_rollups *out);
+    double (*newest_value)(struct gp_storage *s, uint32_t id, int64_t last_ms, int64_t lookback_ms,
+                           struct gp_samples *scratch);
+    int (*label_names)(struct gp_storage *s, const struct gp_matcher *m, size_t nm,
+                       void (*fn)(void *arg, const char *name, size_t len), void *arg);
+    int (*label_values)(struct gp_storage *s, const char *name, const struct gp_matcher *m, size_t nm,
+                        void (*fn)(void *arg, const char *value, size_t len), void *arg);
+    void (*stats)(struct gp_storage *s, struct gp_store_stats *st);
+    void (*render_metrics)(struct gp_storage *s, struct gp_buf *out);
+    void (*close)(struct gp_storage *s);
+};
+
+struct gp_storage {
+    const struct gp_storage_ops *ops;
+    enum gp_storage_kind kind;
+    void *impl;
+    int own; /* embedded: close the store with the storage */
+};
+
+extern const struct gp_storage_ops gp_storage_embedded_ops;
+extern const struct gp_storage_ops gp_storage_remote_ops;
+
+int gp_storage_remote_open(struct gp_storage *s, const struct gp_storage_remote_options *o, char *err,
+                           size_t errlen);
+
+/* Frees a remote selection (sel->arena is its own record). */
+void gp_storage_remote_selection_free(struct gp_store_selection *sel);
+
+/* Samples of one series in the selection's arena: 1 when sel was made by
+ * the remote backend. */
+int gp_storage_is_remote_selection(const struct gp_store_selection *sel);
+
+#endif
