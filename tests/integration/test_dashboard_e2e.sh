@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# gp-timeout: 480
+# The dashboard's page in a real browser (docs/dashboard.md, "The page"):
+# Debian's chromium, headless, driven by playwright-core (npm, pinned in
+# tests/e2e/package-lock.json, installed here into tests/e2e/node_modules)
+# through tests/e2e/dashboard.mjs.
+#
+# 1. `gpulse up --simulate 2x8xH100` behind read and write tokens, with
+#    planted faults (throttled on sim-node-0/2: gpu_throttled; ECC on
+#    sim-node-1/5) and a custom rule (warm_gpu on sim-node-1/3): the page
+#    asks for the token once, every view loads with no console error (the
+#    CSP's violations are console errors), shows the 16 GPUs and the
+#    alerts, updates live, a drag on a chart narrows query_range's window,
+#    acknowledging and silencing reach the server.
+# 2. The page's weight: index.html and every file it links, gzip'ed, under
+#    300 KB.
+# 3. `gpulse up --simulate 64x8xH100` (512 GPUs, 1 s interval): the fleet
+#    page keeps the browser's main thread under 20 % busy, and every API
+#    call the pages made answers under 50 ms (best of 5).
+# Screenshots: build/test-artifacts/dashboard/*.png (GP_ARTIFACTS to move).
+source "$(dirname "$0")/lib.sh"
+CHROMIUM=${CHROMIUM:-/usr/bin/chromium}
+export CHROMIUM
+[ -x "$CHROMIUM" ] || fail "chromium is not installed ($CHROMIUM; scripts/deps.sh test)"
+command -v node >/dev/null && command -v npm >/dev/null || fail "node and npm are needed (scripts/deps.sh build)"
+E2E=$ROOT/tests/e2e
+if [ ! -f "$E2E/node_modules/.package-lock.json" ] || [ "$E2E/package-lock.json" -nt "$E2E/node_modules/.package-lock.json" ]; then
+    PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --prefix "$E2E" --silent --no-audit --no-fund --prefer-offline ||
+        fail "npm ci --prefix tests/e2e failed (playwright-core)"
+fi
+ART=${GP_ARTIFACTS:-$ROOT/build/test-artifacts/dashboard}
+rm -rf "$ART" && mkdir -p "$ART"
+note "artifacts (screenshots) in $ART"
+
+# 1. The views, behind tokens, with planted alerts.
+TOKEN=e2e-$RANDOM$RANDOM
+printf 'rules:\n  - name: warm_gpu\n    expr: DCGM_FI_DEV_GPU_TEMP{Hostname="sim-node-1",gpu="3"}\n'\
+'    agg: last\n    window: 10s\n    op: ">"\n    threshold: 0\n    for: 1s\n    severity: warning\n' \
+    >"$TMP/gpulse.yaml"
+SERVER_CMD=up start_server --simulate 2x8xH100 --simulate-faults throttled=sim-node-0/2,ecc=sim-node-1/5 \
+    --read-token "$TOKEN" --write-token "$TOKEN" --config "$TMP/gpulse.yaml" \
+    --detector-overrides gpu_throttled.for=3s --interval 500ms --eval-interval 1s --eval-step 1s \
+    --eval-window 10s --jobs-scan-interval 1s
+[ "$(curl -s -o /dev/null -w '%{http_code}' "$SERVER_URL/api/v1/fleet/gpus")" = 401 ] ||
+    fail "the API answers without the token"
+GP_TOKEN=$TOKEN GP_BADGES=sim-node-0/2,sim-node-1/3 GP_ALERTS=gpu_throttled,warm_gpu GP_GPU=sim-node-0/2 \
+    GP_GPU_ALERT=gpu_throttled node "$E2E/dashboard.mjs" functional "$SERVER_URL" "$ART" ||
+    { tail -20 "$SERVER_LOG" >&2; fail "the dashboard's functional checks failed (above)"; }
+
+# 2. The page's weight over the wire (gzip, as a browser asks).
+total=0
+for u in / $(grep -o '/assets/[A-Za-z0-9._-]*' "$ROOT/web/index.html" | sort -u); do
+    n=$(curl -sf -H 'Accept-Encoding: gzip' -o /dev/null -w '%{size_download}' "$SERVER_URL$u") || fail "GET $u failed"
+    total=$((total + n))
+done
+note "PAGE $total bytes gzip'ed (index.html and every file it links; limit 300 KB)"
+[ "$total" -lt 307200 ] || fail "the page weighs $total bytes gzip'ed, over 300 KB"
+stop_server
+
+# 3. 512 GPUs: main-thread load and API latency.
+SERVER_CMD=up start_server --simulate 64x8xH100 --interval 1s
+wait_until 60 sh -c "curl -sf '$SERVER_URL/api/v1/fleet' | grep -q '\"gpus\":512'" ||
+    fail "the fleet never showed 512 GPUs: $(curl -s "$SERVER_URL/api/v1/fleet" | head -c 300)"
+node "$E2E/dashboard.mjs" load "$SERVER_URL" "$ART" 512 ||
+    { tail -20 "$SERVER_LOG" >&2; fail "the dashboard's load checks failed (above)"; }
+stop_server
