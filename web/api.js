@@ -11,6 +11,7 @@
   const store = window.sessionStorage;
   const listeners = new Map();
   GP.state = {fleet: null, gpus: null, gpusTime: 0, live: false};
+  GP.stats = {events: 0, bytes: 0, parseMs: 0, handleMs: 0};
 
   GP.on = function (ev, fn) {
     if (!listeners.has(ev)) listeners.set(ev, new Set());
@@ -108,10 +109,15 @@
     if (id !== null) lastId = id;
     if (!data) return;
     let doc;
+    const t0 = performance.now();
     try { doc = JSON.parse(data); } catch (e) { return; }
+    const t1 = performance.now();
     if (ev === "fleet") GP.state.fleet = doc;
     else if (ev === "gpus") { GP.state.gpus = doc; GP.state.gpusTime = Date.now(); }
     GP.emit(ev, doc);
+    // The page's own cost of the stream (the e2e load check prints it).
+    const st = GP.stats;
+    st.events++; st.bytes += data.length; st.parseMs += t1 - t0; st.handleMs += performance.now() - t1;
   }
 
   async function streamOnce() {

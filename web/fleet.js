@@ -20,6 +20,13 @@
     if (obj[key] !== text) { obj[key] = text; node.textContent = text; }
   }
 
+  // "31.7/79.6 GiB": one unit when both share it.
+  function memPair(a, b) {
+    const x = fmt.bytes(a), y = fmt.bytes(b);
+    const ux = x.split(" ")[1], uy = y.split(" ")[1];
+    return ux === uy ? `${x.split(" ")[0]}/${y}` : `${x}/${y}`;
+  }
+
   function makeTile(g) {
     const t = {};
     t.idx = h("span", {class: "idx", text: g.gpu + (g.mig !== null && g.mig !== undefined ? "·" + g.mig : "")});
@@ -34,13 +41,25 @@
       h("span", {class: "row"}, t.idx, t.model, t.badge),
       t.util,
       h("span", {class: "mem"}, t.fill),
-      h("span", {class: "row small"}, t.memText),
+      h("span", {class: "row small memrow"}, t.memText),
       h("span", {class: "row small"}, t.temp, t.power));
     t.el.title = `${g.node} GPU ${g.gpu} · ${g.model || "unknown model"}`;
     return t;
   }
 
+  // Identity for the filters (no DOM), then the DOM only when the tile is
+  // on screen: an off-screen tile keeps its newest reading for later.
   function updateTile(t, g) {
+    const job = g.job || "";
+    if (t.job !== job) { t.job = job; t.el.dataset.job = job; }
+    t.modelName = g.model || "";
+    if (!t.visible && t.painted) { t.pending = g; return; }
+    t.painted = true;
+    t.pending = null;
+    paintTile(t, g);
+  }
+
+  function paintTile(t, g) {
     const u = fmt.num(g.sm_active) ? g.sm_active : g.util;
     const idleAlloc = !!g.job && fmt.num(u) && u < 0.05;
     const a = g.alerts || {};
@@ -52,7 +71,7 @@
       ? g.mem_used_bytes / g.mem_total_bytes : null;
     const w = ratio === null ? "0%" : (Math.min(1, ratio) * 100).toFixed(1) + "%";
     if (t.w !== w) { t.w = w; t.fill.style.width = w; t.fill.classList.toggle("high", ratio !== null && ratio > 0.9); }
-    setText(t, "m", t.memText, ratio === null ? "mem " + fmt.NA : `${fmt.bytes(g.mem_used_bytes)} / ${fmt.bytes(g.mem_total_bytes)}`);
+    setText(t, "m", t.memText, ratio === null ? "mem " + fmt.NA : memPair(g.mem_used_bytes, g.mem_total_bytes));
     setText(t, "tc", t.temp, fmt.celsius(g.temp_c));
     setText(t, "pw", t.power, fmt.watts(g.power_w));
     const n = (a.firing || 0) + (a.pending || 0);
@@ -64,9 +83,6 @@
       t.badge.textContent = n ? "⚠ " + n : "";
       t.badge.title = n ? `${a.firing || 0} firing, ${a.pending || 0} pending (${a.severity})` : "";
     }
-    const job = g.job || "";
-    if (t.job !== job) { t.job = job; t.el.dataset.job = job; }
-    t.modelName = g.model || "";
   }
 
   GP.views.fleet = function (root, args, query) {
@@ -99,6 +115,15 @@
 
     const tiles = new Map();
     const groups = new Map();
+    const byEl = new WeakMap();
+    const io = new IntersectionObserver((entries) => {
+      for (const e of entries) {
+        const t = byEl.get(e.target);
+        if (!t) continue;
+        t.visible = e.isIntersecting;
+        if (t.visible && t.pending) { paintTile(t, t.pending); t.pending = null; }
+      }
+    }, {rootMargin: "300px 0px"});
     let optSig = "";
 
     function group(node) {
@@ -153,6 +178,11 @@
       const seen = new Set();
       const nodeJobs = new Map();
       let added = false;
+      if (!tiles.size) {
+        const names = [...new Set(doc.gpus.map((g) => g.node))].sort((a, b) => a.localeCompare(b, undefined, {numeric: true}));
+        names.forEach(group);
+      }
+      grid.classList.toggle("compact", doc.gpus.length > 64);
       for (const g of doc.gpus) {
         const k = gpuKey(g);
         seen.add(k);
@@ -160,7 +190,9 @@
         if (!t) {
           t = makeTile(g);
           tiles.set(k, t);
+          byEl.set(t.el, t);
           group(g.node).tiles.append(t.el);
+          io.observe(t.el);
           added = true;
         }
         updateTile(t, g);
@@ -203,6 +235,6 @@
     if (GP.state.gpus) onGpus(GP.state.gpus);
     if (GP.state.fleet) onFleet(GP.state.fleet);
     const offs = [GP.on("gpus", onGpus), GP.on("fleet", onFleet)];
-    return () => offs.forEach((f) => f());
+    return () => { io.disconnect(); offs.forEach((f) => f()); };
   };
 })(window.GP);

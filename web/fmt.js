@@ -9,9 +9,14 @@ window.GP.views = window.GP.views || {};
   const NA = "–";
   const num = (v) => typeof v === "number" && Number.isFinite(v);
 
+  // Intl.NumberFormat objects are costly to make: one per digit count,
+  // kept (the fleet view formats a few thousand numbers a second).
+  const nf = [];
   function fixed(v, d) {
-    return v.toLocaleString(undefined, {minimumFractionDigits: d, maximumFractionDigits: d});
+    const f = nf[d] || (nf[d] = new Intl.NumberFormat(undefined, {minimumFractionDigits: d, maximumFractionDigits: d}));
+    return f.format(v);
   }
+  const money = new Map();
   const fmt = {
     NA,
     num,
@@ -30,10 +35,13 @@ window.GP.views = window.GP.views || {};
     tflops(v) { return num(v) ? fixed(v, v < 100 ? 1 : 0) + " TFLOP/s" : NA; },
     money(v, cur = "USD") {
       if (!num(v)) return NA;
-      try { return v.toLocaleString(undefined, {style: "currency", currency: cur || "USD", maximumFractionDigits: 2}); }
-      catch (e) { return fixed(v, 2) + " " + cur; }
+      try {
+        let f = money.get(cur);
+        if (!f) money.set(cur, f = new Intl.NumberFormat(undefined, {style: "currency", currency: cur || "USD", maximumFractionDigits: 2}));
+        return f.format(v);
+      } catch (e) { return fixed(v, 2) + " " + cur; }
     },
-    count(v) { return num(v) ? v.toLocaleString() : NA; },
+    count(v) { return num(v) ? fixed(v, 0) : NA; },
     n(v, d = 2) { return num(v) ? fixed(v, d) : NA; },
     secs(v) {
       if (!num(v)) return NA;

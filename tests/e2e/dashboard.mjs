@@ -11,7 +11,7 @@
 // silencing work, and the token prompt (when GP_TOKEN is set). load: the
 // fleet page with GPUS tiles keeps the main thread under 20 % busy at the
 // stream's 1 s refresh (CDP Performance.getMetrics TaskDuration over 10 s),
-// and every API call the page makes answers under 50 ms (best of 5, from
+// and every API call the page makes answers under 50 ms (best of 10, from
 // outside the browser). Screenshots go to ARTIFACTS_DIR.
 import { chromium } from "playwright-core";
 import http from "node:http";
@@ -35,10 +35,10 @@ async function api(p, opts = {}) {
   return j.data;
 }
 
-async function launch() {
+async function launch(viewport = {width: 1600, height: 1000}) {
   const browser = await chromium.launch({executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
     args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"]});
-  const context = await browser.newContext({viewport: {width: 1600, height: 1000}, colorScheme: "light"});
+  const context = await browser.newContext({viewport, colorScheme: "light"});
   const page = await context.newPage();
   page.on("console", (m) => { if (m.type() === "error") errors.push(`[${step}] console: ${m.text()}`); });
   page.on("pageerror", (e) => errors.push(`[${step}] page error: ${e.message}`));
@@ -204,6 +204,10 @@ async function functional() {
   await browser.close();
 }
 
+// Two CPUs shared with builds: the best of several tries is the server's
+// own cost, the others include waiting for a core.
+const REPEATS = 10;
+
 // The best of N timings of GET url, in ms, from this process.
 function timeOnce(url) {
   return new Promise((resolve, reject) => {
@@ -217,7 +221,8 @@ function timeOnce(url) {
 
 async function load() {
   const n = +gpusArg;
-  const {browser, page} = await launch();
+  // A wall display: every tile on screen, so every tile is redrawn.
+  const {browser, page} = await launch({width: 1920, height: 2400});
   const urls = new Set();
   page.on("request", (r) => {
     const u = new URL(r.url());
@@ -233,16 +238,19 @@ async function load() {
   await cdp.send("Performance.enable");
   const m = async () => Object.fromEntries((await cdp.send("Performance.getMetrics")).metrics.map((x) => [x.name, x.value]));
   const before = await page.$$eval(".tile .power", (els) => els.map((e) => e.textContent).join("|"));
+  const sa = await page.evaluate(() => Object.assign({}, window.GP.stats));
   const a = await m(), w0 = Date.now();
   await page.waitForTimeout(10000);
   const b = await m(), wall = (Date.now() - w0) / 1000;
+  const sb = await page.evaluate(() => Object.assign({}, window.GP.stats));
   const after = await page.$$eval(".tile .power", (els) => els.map((e) => e.textContent).join("|"));
   check(before !== after, "the tiles did not change in 10 s");
   const busy = (b.TaskDuration - a.TaskDuration) / wall;
-  const script = (b.ScriptDuration - a.ScriptDuration) / wall;
   const layout = (b.LayoutDuration - a.LayoutDuration + b.RecalcStyleDuration - a.RecalcStyleDuration) / wall;
   console.log(`  - LOAD main thread busy ${(busy * 100).toFixed(1)} % over ${wall.toFixed(1)} s at ${n} GPUs ` +
-    `(script ${(script * 100).toFixed(1)} %, style+layout ${(layout * 100).toFixed(1)} %; limit 20 %)`);
+    `(style+layout ${(layout * 100).toFixed(1)} %; stream: ${sb.events - sa.events} events, ` +
+    `${((sb.bytes - sa.bytes) / 1024 / wall).toFixed(0)} KiB/s, JSON.parse ${((sb.parseMs - sa.parseMs) / wall / 10).toFixed(1)} %, ` +
+    `tile updates ${((sb.handleMs - sa.handleMs) / wall / 10).toFixed(1)} %; limit 20 %)`);
   await shot(page, "fleet-512");
   // The other pages' calls at this size: a GPU, the alerts, a job.
   const firstTile = page.locator(".tile").first();
@@ -255,16 +263,20 @@ async function load() {
   await page.waitForTimeout(1000);
   noErrors();
   await browser.close();
-  // Every URL the page asked for, best of 5 from outside the browser.
+  // Every URL the page asked for, best of REPEATS from outside the browser.
   let worst = 0, worstUrl = "";
   for (const u of [...urls].sort()) {
     let best = Infinity, code = 0;
-    for (let i = 0; i < 5; i++) { const [c, ms] = await timeOnce(base + u); code = c; best = Math.min(best, ms); }
+    for (let i = 0; i < REPEATS; i++) {
+      const [c, ms] = await timeOnce(base + u);
+      code = c; best = Math.min(best, ms);
+      await new Promise((r) => setTimeout(r, 50));
+    }
     check(code === 200, `${u}: HTTP ${code}`);
     console.log(`  - api ${best.toFixed(1).padStart(6)} ms  ${decodeURIComponent(u).slice(0, 150)}`);
     if (best > worst) { worst = best; worstUrl = u; }
   }
-  console.log(`  - LOAD slowest API call ${worst.toFixed(1)} ms (best of 5) of ${urls.size} URLs: ${decodeURIComponent(worstUrl).slice(0, 120)}; limit 50 ms`);
+  console.log(`  - LOAD slowest API call ${worst.toFixed(1)} ms (best of ${REPEATS}) of ${urls.size} URLs: ${decodeURIComponent(worstUrl).slice(0, 120)}; limit 50 ms`);
   check(busy < 0.2, `main thread busy ${(busy * 100).toFixed(1)} % >= 20 %`);
   check(worst < 50, `slowest API call ${worst.toFixed(1)} ms >= 50 ms`);
 }
