@@ -34,6 +34,7 @@
         const body = {matchers, duration: dur.value, comment: comment.value || `silenced from the dashboard (${a.summary || a.kind})`};
         await GP.api("/api/v1/silences", {method: "POST", body});
         msg.textContent = "silenced";
+        if (GP.refreshCount) GP.refreshCount();
         done();
       } catch (e) { msg.textContent = e.message; }
     }},
@@ -54,10 +55,10 @@
             try { await GP.api(`/api/v1/alerts/${encodeURIComponent(a.id)}/ack`, {method: "POST", body: {by: "dashboard", comment: "acknowledged from the dashboard"}}); onChange(); }
             catch (e) { ev.target.disabled = false; ev.target.title = e.message; actions.append(h("span", {class: "error", text: e.message})); }
           }}),
-          a.silenced ? null : h("button", {text: "Silence…", class: "silence", onclick: () => {
+          ...(a.silenced ? [] : [h("button", {text: "Silence…", class: "silence", onclick: () => {
             extra.hidden = !extra.hidden;
             if (!extra.hidden) extra.firstChild.replaceChildren(silenceForm(a, onChange));
-          }}));
+          }})]));
       }
       const state = h("span", {class: "state " + a.state, text: a.state});
       const tags = [];
@@ -74,6 +75,13 @@
     });
     return h("table", {class: "alerts"}, h("thead", {}, h("tr", {}, ...["severity", "alert", "where", "summary", "since", ""].map((t) => h("th", {text: t})))),
       h("tbody", {}, rows.flat()));
+  };
+
+  // Active alerts in a table, resolved ones folded under it.
+  GP.alertSplit = function (alerts, onChange, none) {
+    const act = alerts.filter((a) => a.state !== "resolved"), res = alerts.filter((a) => a.state === "resolved");
+    return h("div", {}, act.length ? GP.alertTable(act, onChange) : h("p", {class: "muted", text: none}),
+      res.length ? h("details", {class: "resolved"}, h("summary", {text: `${res.length} resolved`}), GP.alertTable(res, onChange)) : null);
   };
 
   GP.views.alerts = function (root) {
@@ -129,7 +137,7 @@
       h("p", {text: r.text || ""}),
       h("p", {class: "evidence"}, "evidence: ", h("code", {text: r.evidence || ""}),
         fmt.num(r.confidence) ? ` · confidence ${fmt.pct(r.confidence)}` : "",
-        r.saving && r.saving.method ? ` · ${r.saving.type === "none" ? "saving: " : "estimate: "}${r.saving.method}` : ""))));
+        r.saving && r.saving.method ? ` · ${r.saving.method}` : ""))));
   };
 
   GP.views.recommendations = function (root) {

@@ -49,6 +49,7 @@
   // The alert count in the header, from the stream's fleet/gpus badges
   // and alert events (re-read on resync).
   let countTimer = null;
+  GP.refreshCount = refreshCount;
   function refreshCount() {
     clearTimeout(countTimer);
     countTimer = setTimeout(async () => {

@@ -38,7 +38,9 @@
     const axes = [{stroke: axisColor, grid: {stroke: gridColor, width: 1}, ticks: {stroke: gridColor}}];
     scaleNames.forEach((name, i) => {
       const sc = o.scales[name];
-      axes.push({scale: name, side: i === 0 ? 3 : 1, stroke: axisColor, size: 64,
+      // Wide enough for the longest label ("1,500 MHz", "59.8 GiB").
+      axes.push({scale: name, side: i === 0 ? 3 : 1, stroke: axisColor,
+        size: (u, vals) => 14 + 7 * Math.max(4, ...(vals || []).map((v) => String(v).length)),
         grid: {show: i === 0, stroke: gridColor, width: 1}, ticks: {stroke: gridColor},
         values: (u, ticks) => ticks.map((v) => sc.fmt(v))});
     });

@@ -118,7 +118,7 @@
       try {
         const al = await GP.api(`/api/v1/alerts?state=all&node=${encodeURIComponent(node)}&limit=200`);
         const mine = al.filter((a) => a.labels && a.labels.gpu === gpu).slice(0, 20);
-        alertsBox.replaceChildren(h("h2", {text: "Alerts"}), mine.length ? GP.alertTable(mine, loadAlerts) : h("p", {class: "muted", text: "no alerts on this GPU"}));
+        alertsBox.replaceChildren(h("h2", {text: "Alerts"}), GP.alertSplit(mine, loadAlerts, "no active alerts on this GPU"));
         return mine;
       } catch (e) { alertsBox.replaceChildren(GP.errorBox(e)); return []; }
     }

@@ -155,7 +155,7 @@
           series: [{label: "CPU cores", scale: "c", color: "--c3"}, {label: "RSS", scale: "m", color: "--c4"}]},
           {x: host.t.map((v) => d.start + v), cols: [host.cpu_cores, host.rss_bytes]}, xr);
         }
-        alertsBox.replaceChildren(al.length ? GP.alertTable(al, load) : h("p", {class: "muted", text: "no alerts for this job"}));
+        alertsBox.replaceChildren(GP.alertSplit(al, load, "no active alerts for this job"));
         const mine = recs.find((j) => j.job === id);
         recsBox.replaceChildren(GP.recList(mine ? mine.recommendations : []));
       } catch (e) {

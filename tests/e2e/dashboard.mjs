@@ -159,6 +159,15 @@ async function functional() {
   await page.waitForFunction((n) => document.querySelectorAll("table.ranks tbody tr").length === n, big.ranks, {timeout: 15000});
   await page.waitForFunction(() => document.querySelectorAll(".chart canvas").length >= 3, null, {timeout: 15000});
   log(`job ${big.id}: ${big.ranks} ranks side by side`);
+  if (process.env.GP_STRAGGLER) {
+    // The planted straggler's row is highlighted (its step time, or the
+    // straggler alert), and it is the only one.
+    await page.waitForFunction((g) => [...document.querySelectorAll("table.ranks tr.straggler")].some((r) => r.textContent.includes(g)),
+      process.env.GP_STRAGGLER, {timeout: 45000});
+    const n = await page.locator("table.ranks tr.straggler").count();
+    check(n === 1, `${n} ranks highlighted as stragglers`);
+    log(`job ${big.id}: the straggler ${process.env.GP_STRAGGLER} is highlighted`);
+  }
   await page.waitForTimeout(500);
   await shot(page, "job-ranks");
 

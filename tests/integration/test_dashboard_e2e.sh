@@ -7,10 +7,10 @@
 #
 # 1. `gpulse up --simulate 2x8xH100` behind read and write tokens, with
 #    planted faults (throttled on sim-node-0/2: gpu_throttled; ECC on
-#    sim-node-1/5) and a custom rule (warm_gpu on sim-node-1/3): the page
+#    sim-node-1/5; a straggler on sim-node-1/6) and a custom rule (warm_gpu on sim-node-1/3): the page
 #    asks for the token once, every view loads with no console error (the
 #    CSP's violations are console errors), shows the 16 GPUs and the
-#    alerts, updates live, a drag on a chart narrows query_range's window,
+#    alerts, updates live, the straggler's rank is highlighted, a drag on a chart narrows query_range's window,
 #    acknowledging and silencing reach the server.
 # 2. The page's weight: index.html and every file it links, gzip'ed, under
 #    300 KB.
@@ -37,14 +37,14 @@ TOKEN=e2e-$RANDOM$RANDOM
 printf 'rules:\n  - name: warm_gpu\n    expr: DCGM_FI_DEV_GPU_TEMP{Hostname="sim-node-1",gpu="3"}\n'\
 '    agg: last\n    window: 10s\n    op: ">"\n    threshold: 0\n    for: 1s\n    severity: warning\n' \
     >"$TMP/gpulse.yaml"
-SERVER_CMD=up start_server --simulate 2x8xH100 --simulate-faults throttled=sim-node-0/2,ecc=sim-node-1/5 \
+SERVER_CMD=up start_server --simulate 2x8xH100 --simulate-faults throttled=sim-node-0/2,ecc=sim-node-1/5,straggler=sim-node-1/6 \
     --read-token "$TOKEN" --write-token "$TOKEN" --config "$TMP/gpulse.yaml" \
     --detector-overrides gpu_throttled.for=3s --interval 500ms --eval-interval 1s --eval-step 1s \
     --eval-window 10s --jobs-scan-interval 1s
 [ "$(curl -s -o /dev/null -w '%{http_code}' "$SERVER_URL/api/v1/fleet/gpus")" = 401 ] ||
     fail "the API answers without the token"
 GP_TOKEN=$TOKEN GP_BADGES=sim-node-0/2,sim-node-1/3 GP_ALERTS=gpu_throttled,warm_gpu GP_GPU=sim-node-0/2 \
-    GP_GPU_ALERT=gpu_throttled node "$E2E/dashboard.mjs" functional "$SERVER_URL" "$ART" ||
+    GP_STRAGGLER=sim-node-1/6 GP_GPU_ALERT=gpu_throttled node "$E2E/dashboard.mjs" functional "$SERVER_URL" "$ART" ||
     { tail -20 "$SERVER_LOG" >&2; fail "the dashboard's functional checks failed (above)"; }
 
 # 2. The page's weight over the wire (gzip, as a browser asks).
