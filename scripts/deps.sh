@@ -25,7 +25,11 @@ command -v node >/dev/null && command -v npm >/dev/null || build_pkgs+=(nodejs n
 test_pkgs=(prometheus curl python3 prometheus-node-exporter procps victoria-metrics openssl python3-torch
            prometheus-alertmanager python3-aiosmtpd python3-jsonschema python3-yaml
            dpkg-dev debhelper fakeroot lintian debootstrap man-db groff-base
-           tmux)  # a real terminal for gpulse top: send-keys, capture-pane, resize-window
+           tmux   # a real terminal for gpulse top: send-keys, capture-pane, resize-window
+           chromium fonts-dejavu-core)  # the dashboard in a real (headless) browser, legible screenshots
+# The dashboard's browser test drives chromium with playwright-core from npm
+# (tests/e2e/package-lock.json): tests/integration/test_dashboard_e2e.sh
+# runs `npm ci --prefix tests/e2e` itself (no browser download).
 
 want=("${build_pkgs[@]}")
 [ "${1:-build}" = test ] && want+=("${test_pkgs[@]}")
