@@ -107,6 +107,8 @@
       cursor: {sync: {key: o.sync || "gp"}, drag: {x: true, y: false, setScale: false}},
       legend: {live: true},
     }, [o.data.x, ...o.data.cols], plot);
+    box.dataset.markers = String(markers.length);
+    box.dataset.shaded = String(shade.length);
     const ro = new ResizeObserver(() => {
       const w = width();
       if (Math.abs(w - u.width) > 2) u.setSize({width: w, height: o.height || 190});
@@ -116,6 +118,8 @@
       u, box,
       setData(data, sh, mk, xr) {
         shade = sh || shade; markers = mk || markers; if (xr) xRange = xr;
+        box.dataset.markers = String(markers.length);
+        box.dataset.shaded = String(shade.length);
         u.setData([data.x, ...data.cols]);
       },
       destroy() { ro.disconnect(); u.destroy(); },

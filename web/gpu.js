@@ -28,22 +28,31 @@
     return Math.ceil(raw / 3600) * 3600;
   }
 
-  // Least-squares line over the newest 10 minutes of (t, used): seconds
-  // until it reaches `total`, or null when it is not rising steadily
-  // (the same test as the oom_predicted detector: R² ≥ 0.8).
+  // Least-squares line over the newest 10 minutes of (t, used), else the
+  // newest 5, 2 or 1 (a job's one-off climb at start-up is not a trend):
+  // [seconds until it reaches `total`, the span], or null when memory is
+  // not rising steadily (the oom_predicted detector's test: R² ≥ 0.8).
   function projectOOM(x, used, total) {
+    for (const span of [600, 300, 120, 60]) {
+      const r = fitOOM(x, used, total, span);
+      if (r !== null) return [r, span];
+    }
+    return null;
+  }
+  function fitOOM(x, used, total, span) {
     const tEnd = x[x.length - 1], pts = [];
-    for (let i = 0; i < x.length; i++) if (used[i] !== null && x[i] > tEnd - 600) pts.push([x[i], used[i]]);
-    if (pts.length < 5 || !fmt.num(total)) return null;
+    for (let i = 0; i < x.length; i++) if (used[i] !== null && x[i] > tEnd - span) pts.push([x[i], used[i]]);
+    if (pts.length < 8 || !fmt.num(total)) return null;
+    // Two passes about the means: Unix seconds squared lose the digits.
     const n = pts.length;
-    let sx = 0, sy = 0, sxx = 0, sxy = 0, syy = 0;
-    for (const [a, b] of pts) { sx += a; sy += b; sxx += a * a; sxy += a * b; syy += b * b; }
-    const cov = sxy - sx * sy / n, vx = sxx - sx * sx / n, vy = syy - sy * sy / n;
+    let mx = 0, my = 0;
+    for (const [a, b] of pts) { mx += a / n; my += b / n; }
+    let vx = 0, vy = 0, cov = 0;
+    for (const [a, b] of pts) { vx += (a - mx) ** 2; vy += (b - my) ** 2; cov += (a - mx) * (b - my); }
     if (vx <= 0 || vy <= 0) return null;
     const slope = cov / vx, r2 = cov * cov / (vx * vy);
     if (slope <= 0 || r2 < 0.8) return null;
-    const last = pts[n - 1];
-    return Math.max(0, (total - last[1]) / slope);
+    return Math.max(0, (total - pts[n - 1][1]) / slope);
   }
 
   GP.views.gpu = function (root, args, query) {
@@ -169,8 +178,11 @@
       let li = mem.cols[0].length - 1;
       while (li >= 0 && mem.cols[0][li] === null) li--;
       const oomAlert = (alerts || []).find((a) => a.kind === "oom_predicted" && a.state !== "resolved");
-      let tto = oomAlert && fmt.num(oomAlert.value) ? oomAlert.value : null, how = "the oom_predicted alert";
-      if (tto === null && li >= 0) { tto = projectOOM(mem.x.slice(0, li + 1), mem.cols[0].slice(0, li + 1), totalNow); how = "a least-squares line over the newest 10 min"; }
+      let tto = oomAlert && fmt.num(oomAlert.value) ? oomAlert.value : null, how = `the ${oomAlert ? oomAlert.state : ""} oom_predicted alert`;
+      if (tto === null && li >= 0) {
+        const p = projectOOM(mem.x.slice(0, li + 1), mem.cols[0].slice(0, li + 1), totalNow);
+        if (p) { tto = p[0]; how = `the page's least-squares line over the newest ${p[1] / 60} min`; }
+      }
       const proj = mem.cols[0].map(() => null);
       const mx = mem.x.slice(), cols = [mem.cols[0].slice(), mem.cols[1].slice()];
       let memNote = "no OOM projected (memory is not rising steadily)";
@@ -252,6 +264,7 @@
         charts = specs.map(([sec, key, spec]) => {
           const c = GP.chart(secs[sec], Object.assign({data: d[key], sync: "gpu", shade: key === "temp" ? merged : [], onZoom}, spec));
           c.key = key;
+          c.box.dataset.chart = key;
           return c;
         });
       } else {

@@ -203,6 +203,26 @@ async function functional() {
   log(`recommendations: ${await page.locator(".rec").count()} shown`);
   await shot(page, "recommendations");
 
+  // Health: the leaking GPU's time-to-OOM projection, the ECC GPU's
+  // marker (its double-bit error comes 45-75 s after its first step).
+  step = "health";
+  if (process.env.GP_LEAK) {
+    await page.goto(base + "/#/gpu/" + process.env.GP_LEAK + "?window=5m");
+    await page.waitForFunction(() => /time to OOM/.test((document.querySelector("[data-chart=mem] .note") || {}).textContent || ""),
+      null, {timeout: 60000});
+    log(`gpu ${process.env.GP_LEAK}: ${await page.textContent("[data-chart=mem] .note")}`);
+    await page.waitForTimeout(300);
+    await shot(page, "gpu-leak");
+  }
+  if (process.env.GP_ECC) {
+    await page.goto(base + "/#/gpu/" + process.env.GP_ECC + "?window=5m");
+    await page.waitForSelector("[data-chart=temp]", {timeout: 15000});
+    await page.waitForFunction(() => +document.querySelector("[data-chart=temp]").dataset.markers > 0, null, {timeout: 120000});
+    log(`gpu ${process.env.GP_ECC}: ECC/XID markers drawn: ${await page.getAttribute("[data-chart=temp]", "data-markers")}`);
+    await page.waitForTimeout(300);
+    await shot(page, "gpu-ecc");
+  }
+
   // Dark scheme renders too.
   step = "dark";
   await page.emulateMedia({colorScheme: "dark"});

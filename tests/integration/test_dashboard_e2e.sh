@@ -7,11 +7,12 @@
 #
 # 1. `gpulse up --simulate 2x8xH100` behind read and write tokens, with
 #    planted faults (throttled on sim-node-0/2: gpu_throttled; ECC on
-#    sim-node-1/5; a straggler on sim-node-1/6) and a custom rule (warm_gpu on sim-node-1/3): the page
+#    sim-node-1/5; a straggler on sim-node-1/6; a leak on sim-node-0/5) and a custom rule (warm_gpu on sim-node-1/3): the page
 #    asks for the token once, every view loads with no console error (the
 #    CSP's violations are console errors), shows the 16 GPUs and the
 #    alerts, updates live, the straggler's rank is highlighted, a drag on a chart narrows query_range's window,
-#    acknowledging and silencing reach the server.
+#    acknowledging and silencing reach the server, the leak's time-to-OOM
+#    projection and the ECC error's marker are drawn.
 # 2. The page's weight: index.html and every file it links, gzip'ed, under
 #    300 KB.
 # 3. `gpulse up --simulate 64x8xH100` (512 GPUs, 1 s interval): the fleet
@@ -37,14 +38,14 @@ TOKEN=e2e-$RANDOM$RANDOM
 printf 'rules:\n  - name: warm_gpu\n    expr: DCGM_FI_DEV_GPU_TEMP{Hostname="sim-node-1",gpu="3"}\n'\
 '    agg: last\n    window: 10s\n    op: ">"\n    threshold: 0\n    for: 1s\n    severity: warning\n' \
     >"$TMP/gpulse.yaml"
-SERVER_CMD=up start_server --simulate 2x8xH100 --simulate-faults throttled=sim-node-0/2,ecc=sim-node-1/5,straggler=sim-node-1/6 \
+SERVER_CMD=up start_server --simulate 2x8xH100 --simulate-faults throttled=sim-node-0/2,ecc=sim-node-1/5,straggler=sim-node-1/6,leak=sim-node-0/5 \
     --read-token "$TOKEN" --write-token "$TOKEN" --config "$TMP/gpulse.yaml" \
     --detector-overrides gpu_throttled.for=3s --interval 500ms --eval-interval 1s --eval-step 1s \
     --eval-window 10s --jobs-scan-interval 1s
 [ "$(curl -s -o /dev/null -w '%{http_code}' "$SERVER_URL/api/v1/fleet/gpus")" = 401 ] ||
     fail "the API answers without the token"
 GP_TOKEN=$TOKEN GP_BADGES=sim-node-0/2,sim-node-1/3 GP_ALERTS=gpu_throttled,warm_gpu GP_GPU=sim-node-0/2 \
-    GP_STRAGGLER=sim-node-1/6 GP_GPU_ALERT=gpu_throttled node "$E2E/dashboard.mjs" functional "$SERVER_URL" "$ART" ||
+    GP_STRAGGLER=sim-node-1/6 GP_LEAK=sim-node-0/5 GP_ECC=sim-node-1/5 GP_GPU_ALERT=gpu_throttled node "$E2E/dashboard.mjs" functional "$SERVER_URL" "$ART" ||
     { tail -20 "$SERVER_LOG" >&2; fail "the dashboard's functional checks failed (above)"; }
 
 # 2. The page's weight over the wire (gzip, as a browser asks).
