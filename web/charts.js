@@ -40,7 +40,7 @@
       const sc = o.scales[name];
       // Wide enough for the longest label ("1,500 MHz", "59.8 GiB").
       axes.push({scale: name, side: i === 0 ? 3 : 1, stroke: axisColor,
-        size: (u, vals) => 14 + 7 * Math.max(4, ...(vals || []).map((v) => String(v).length)),
+        size: (u, vals) => 20 + 8 * Math.max(4, ...(vals || []).map((v) => String(v).length)),
         grid: {show: i === 0, stroke: gridColor, width: 1}, ticks: {stroke: gridColor},
         values: (u, ticks) => ticks.map((v) => sc.fmt(v))});
     });

@@ -17,6 +17,7 @@ import { chromium } from "playwright-core";
 import http from "node:http";
 import fs from "node:fs";
 import path from "node:path";
+import { execSync } from "node:child_process";
 
 const [mode, base, art, gpusArg] = process.argv.slice(2);
 fs.mkdirSync(art, {recursive: true});
@@ -221,6 +222,29 @@ async function functional() {
     log(`gpu ${process.env.GP_ECC}: ECC/XID markers drawn: ${await page.getAttribute("[data-chart=temp]", "data-markers")}`);
     await page.waitForTimeout(300);
     await shot(page, "gpu-ecc");
+  }
+
+  // Reconnection: the server restarts (same port and data); the page
+  // says so, reconnects by itself and goes on updating.
+  if (process.env.GP_RESTART) {
+    step = "reconnect";
+    await page.goto(base + "/#/fleet");
+    await page.waitForSelector("#live:not(.off)", {timeout: 10000});
+    let opened = 0;
+    page.on("request", (r) => { if (r.url().includes("/api/v1/stream")) opened++; });
+    const t = Date.now();
+    execSync(process.env.GP_RESTART, {stdio: "inherit"});
+    await page.waitForFunction(() => document.getElementById("live").textContent === "reconnecting", null, {timeout: 10000});
+    await page.waitForSelector("#live:not(.off)", {timeout: 20000});
+    const before = await page.$$eval(".tile .power", (els) => els.map((e) => e.textContent).join("|"));
+    await page.waitForFunction((b) => [...document.querySelectorAll(".tile .power")].map((e) => e.textContent).join("|") !== b,
+      before, {timeout: 15000});
+    check(opened >= 1, "no new stream request");
+    // The browser logs the dropped stream; nothing else may be logged.
+    const n = errors.length;
+    errors.splice(0, errors.length, ...errors.filter((e) => !/^\[reconnect\] console: Failed to load resource: net::ERR_/.test(e)));
+    log(`reconnect: server restarted, the page was live again with new readings ${((Date.now() - t) / 1000).toFixed(1)} s later ` +
+      `(${opened} stream request(s); ${n - errors.length} network error line(s) of the restart set aside)`);
   }
 
   // Dark scheme renders too.
