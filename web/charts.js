@@ -42,7 +42,12 @@
       axes.push({scale: name, side: i === 0 ? 3 : 1, stroke: axisColor,
         size: (u, vals) => 20 + 8 * Math.max(4, ...(vals || []).map((v) => String(v).length)),
         grid: {show: i === 0, stroke: gridColor, width: 1}, ticks: {stroke: gridColor},
-        values: (u, ticks) => ticks.map((v) => sc.fmt(v))});
+        values: (u, ticks) => {
+          // A narrow range can round ticks to one label ("33 °C" thrice):
+          // then the scale's finer format.
+          const l = ticks.map((v) => sc.fmt(v));
+          return new Set(l).size === l.length || !sc.fine ? l : ticks.map((v) => sc.fine(v));
+        }});
     });
     let xRange = o.xRange || null;
     const scales = {x: {time: true, range: (u, lo, hi) => (xRange ? xRange : lo === null || lo === hi ? [(lo || 0) - 60, (hi || 0) + 60] : [lo, hi])}};

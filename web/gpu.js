@@ -235,7 +235,7 @@
         if (r.values.length && parseFloat(r.values[0][1]) > 0 && r.values[0][0] > start + step) markers.push({t: r.values[0][0], label: "XID " + (r.metric.xid || "?")});
       }
 
-      const pctScale = {fmt: (v) => fmt.pct(v), range: [0, 1]};
+      const pctScale = {fmt: (v) => fmt.pct(v), fine: (v) => fmt.pct(v, 1), range: [0, 1]};
       const specs = [
         ["health", "mem", {title: "Memory used vs total", note: memNote,
           scales: {b: {fmt: fmt.bytes, range: (u, lo, hi) => [0, Math.max(hi, 1)]}},
@@ -244,11 +244,11 @@
         ["health", "temp", {title: "Temperature and clocks", markers,
           note: merged.length ? `shaded: clocks held down (${[...reasons].join(", ")})` : "no throttling in this window" +
             (markers.length ? "" : "; no ECC or XID events"),
-          scales: {c: {fmt: fmt.celsius}, m: {fmt: fmt.mhz, range: (u, lo, hi) => [0, Math.max(hi, 1)]}},
+          scales: {c: {fmt: fmt.celsius, fine: (v) => fmt.n(v, 1) + " °C"}, m: {fmt: fmt.mhz, range: (u, lo, hi) => [0, Math.max(hi, 1)]}},
           series: [{label: "temperature", scale: "c", color: "--c4"}, {label: "SM clock", scale: "m", color: "--c2"},
             {label: "max SM clock", scale: "m", color: "--muted"}]}],
         ["health", "power", {title: "Power vs limit",
-          scales: {w: {fmt: fmt.watts, range: (u, lo, hi) => [0, Math.max(hi, 1)]}},
+          scales: {w: {fmt: fmt.watts, fine: (v) => fmt.n(v, 1) + " W", range: (u, lo, hi) => [0, Math.max(hi, 1)]}},
           series: [{label: "power", scale: "w", color: "--c3", fill: true}, {label: "limit", scale: "w", color: "--bad", dash: [4, 4]}]}],
         ["throughput", "util", {title: "Utilization vs SM active vs occupancy", scales: {p: pctScale},
           series: [{label: "utilization", scale: "p", color: "--c1"}, {label: "SM active", scale: "p", color: "--c2"},
