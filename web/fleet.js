@@ -101,7 +101,7 @@
     }
     const sel = {};
     const mkSel = (k, label) => {
-      sel[k] = h("select", {name: k, "aria-label": label, onchange: () => { filt[k] = sel[k].value; applyFilter(); }},
+      sel[k] = h("select", {name: k, "aria-label": label, onchange: () => { filt[k] = sel[k].value; applyFilter(true); }},
         h("option", {value: "", text: "all " + label}));
       return sel[k];
     };
@@ -157,10 +157,12 @@
       }
     }
 
-    function applyFilter() {
-      const q = new URLSearchParams();
-      for (const k of ["model", "node", "job"]) if (filt[k]) q.set(k, filt[k]);
-      GP.setQuery(q);
+    function applyFilter(fromUser) {
+      if (fromUser) {
+        const q = new URLSearchParams();
+        for (const k of ["model", "node", "job"]) if (filt[k]) q.set(k, filt[k]);
+        GP.setQuery(q);
+      }
       let n = 0;
       const nodeShown = new Map();
       for (const t of tiles.values()) {
