@@ -124,10 +124,7 @@
     const hd = headers("read");
     if (lastId !== null) hd["Last-Event-ID"] = lastId;
     const r = await fetch("/api/v1/stream?interval=1s", {headers: hd, cache: "no-store"});
-    if (r.status === 401) {
-      await askToken("read");
-      return;
-    }
+    if (r.status === 401) return (await askToken("read")) ? "again" : null;
     if (!r.ok || !r.body) throw new Error("stream: HTTP " + r.status);
     setLive(true, "live");
     GP.emit("resync");
@@ -148,7 +145,9 @@
 
   GP.startStream = async function () {
     for (;;) {
-      try { await streamOnce(); } catch (e) { /* reconnect below */ }
+      try {
+        if (await streamOnce() === "again") continue;  // a token was just entered
+      } catch (e) { /* reconnect below */ }
       setLive(false, "reconnecting");
       await new Promise((res) => setTimeout(res, retryMs));
     }

@@ -9,12 +9,13 @@
 #    planted faults (throttled on sim-node-0/2: gpu_throttled; ECC on
 #    sim-node-1/5; a straggler on sim-node-1/6; a leak on sim-node-0/5)
 #    and a custom rule (warm_gpu on sim-node-1/3): the page asks for the
-#    token once, every view loads with no console error (the CSP's
-#    violations are console errors), shows the 16 GPUs and the alerts,
-#    updates live, highlights the straggler's rank, a drag on a chart
-#    narrows query_range's window, acknowledging and silencing reach the
-#    server, the leak's time-to-OOM projection and the ECC error's marker
-#    are drawn, and after a server restart the page reconnects by itself.
+#    read token once (and for the write token at the first ack), every
+#    view loads with no console error (the CSP's violations are console
+#    errors), shows the 16 GPUs and the alerts, updates live, highlights
+#    the straggler's rank, a drag on a chart narrows query_range's
+#    window, acknowledging and silencing reach the server, the leak's
+#    time-to-OOM projection and the ECC error's marker are drawn, and
+#    after a server restart the page reconnects by itself.
 # 2. The page's weight: index.html and every file it links, gzip'ed, under
 #    300 KB.
 # 3. `gpulse up --simulate 64x8xH100` (512 GPUs, 1 s interval): the fleet
@@ -36,13 +37,14 @@ rm -rf "$ART" && mkdir -p "$ART"
 note "artifacts (screenshots) in $ART"
 
 # 1. The views, behind tokens, with planted alerts.
-TOKEN=e2e-$RANDOM$RANDOM
+TOKEN=e2e-read-$RANDOM$RANDOM
+WTOKEN=e2e-write-$RANDOM$RANDOM
 printf 'rules:\n  - name: warm_gpu\n    expr: DCGM_FI_DEV_GPU_TEMP{Hostname="sim-node-1",gpu="3"}\n'\
 '    agg: last\n    window: 10s\n    op: ">"\n    threshold: 0\n    for: 1s\n    severity: warning\n' \
     >"$TMP/gpulse.yaml"
 UP_ARGS=(--simulate 2x8xH100
          --simulate-faults throttled=sim-node-0/2,ecc=sim-node-1/5,straggler=sim-node-1/6,leak=sim-node-0/5
-         --read-token "$TOKEN" --write-token "$TOKEN" --config "$TMP/gpulse.yaml"
+         --read-token "$TOKEN" --write-token "$WTOKEN" --config "$TMP/gpulse.yaml"
          --detector-overrides gpu_throttled.for=3s --interval 500ms --eval-interval 1s --eval-step 1s
          --eval-window 10s --jobs-scan-interval 1s)
 SERVER_CMD=up start_server "${UP_ARGS[@]}"
@@ -59,7 +61,7 @@ SERVER_CMD=up start_server "${UP_ARGS[@]}"
     printf 'for i in $(seq 300); do curl -sf %q >/dev/null && exit 0; sleep 0.1; done; exit 1\n' "$SERVER_URL/api/v1/health"
 } >"$TMP/restart.sh"
 rc=0
-GP_RESTART="bash $TMP/restart.sh" GP_TOKEN=$TOKEN GP_BADGES=sim-node-0/2,sim-node-1/3 GP_ALERTS=gpu_throttled,warm_gpu \
+GP_RESTART="bash $TMP/restart.sh" GP_TOKEN=$TOKEN GP_WRITE_TOKEN=$WTOKEN GP_BADGES=sim-node-0/2,sim-node-1/3 GP_ALERTS=gpu_throttled,warm_gpu \
     GP_GPU=sim-node-0/2 GP_STRAGGLER=sim-node-1/6 GP_LEAK=sim-node-0/5 GP_ECC=sim-node-1/5 GP_GPU_ALERT=gpu_throttled \
     node "$E2E/dashboard.mjs" functional "$SERVER_URL" "$ART" || rc=$?
 if [ -s "$TMP/restarted.pid" ]; then SERVER_PID=$(cat "$TMP/restarted.pid"); PIDS+=("$SERVER_PID"); fi
