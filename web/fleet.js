@@ -53,6 +53,7 @@
     const job = g.job || "";
     if (t.job !== job) { t.job = job; t.el.dataset.job = job; }
     t.modelName = g.model || "";
+    t.g = g;
     if (!t.visible && t.painted) { t.pending = g; return; }
     t.painted = true;
     t.pending = null;
@@ -163,16 +164,22 @@
         for (const k of ["model", "node", "job"]) if (filt[k]) q.set(k, filt[k]);
         GP.setQuery(q);
       }
-      let n = 0;
+      let n = 0, busy = 0, idle = 0, allocIdle = 0;
       const nodeShown = new Map();
       for (const t of tiles.values()) {
         const ok = (!filt.model || t.modelName === filt.model) && (!filt.node || t.el.dataset.node === filt.node) &&
           (!filt.job || t.job === filt.job);
         if (t.hiddenF !== !ok) { t.hiddenF = !ok; t.el.hidden = !ok; }
-        if (ok) { n++; nodeShown.set(t.el.dataset.node, true); }
+        if (!ok) continue;
+        n++;
+        nodeShown.set(t.el.dataset.node, true);
+        const u = t.g ? (fmt.num(t.g.sm_active) ? t.g.sm_active : t.g.util) : null;
+        if (fmt.num(u)) { if (u >= 0.05) busy++; else { idle++; if (t.job) allocIdle++; } }
       }
       for (const [node, gr] of groups) gr.el.hidden = !nodeShown.get(node);
-      shown.textContent = `showing ${n} of ${tiles.size} GPUs`;
+      // The totals above are the fleet's; the filtered GPUs' own counts here.
+      shown.textContent = `showing ${n} of ${tiles.size} GPUs` +
+        (n < tiles.size ? `: ${busy} busy, ${idle} idle, ${allocIdle} allocated but idle` : "");
     }
 
     function onGpus(doc) {

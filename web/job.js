@@ -109,7 +109,12 @@
           stat("host CPU cores", fmt.n(t.host_cpu_avg_cores, 1)), stat("host RSS peak", fmt.bytes(t.host_rss_peak_bytes)),
           stat("wall time", fmt.secs(d.wall_seconds)));
 
+        alertsBox.replaceChildren(GP.alertSplit(al, load, "no active alerts for this job"));
+        const mine = recs.find((j) => j.job === id);
+        recsBox.replaceChildren(GP.recList(mine ? mine.recommendations : []));
+
         // Per-rank step time and summed throughput, on the job's span.
+        if (!fmt.num(d.start)) { status.textContent = "no start time: no charts"; rankTable(); return; }
         const t0 = d.start, t1 = d.end || Date.now() / 1000;
         const step = pickStep(Math.max(60, t1 - t0));
         const a = Math.floor(t0 / step) * step, b = Math.ceil(t1 / step) * step;
@@ -155,9 +160,6 @@
           series: [{label: "CPU cores", scale: "c", color: "--c3"}, {label: "RSS", scale: "m", color: "--c4"}]},
           {x: host.t.map((v) => d.start + v), cols: [host.cpu_cores, host.rss_bytes]}, xr);
         }
-        alertsBox.replaceChildren(GP.alertSplit(al, load, "no active alerts for this job"));
-        const mine = recs.find((j) => j.job === id);
-        recsBox.replaceChildren(GP.recList(mine ? mine.recommendations : []));
       } catch (e) {
         if (alive) status.replaceChildren(GP.errorBox(e));
       }

@@ -106,7 +106,7 @@ async function functional() {
   const shown = await page.$$eval(".tile", (els) => els.filter((e) => !e.hidden && !e.closest(".node").hidden).length);
   check(shown === want / 2 || shown > 0, `filter by node shows ${shown}`);
   check(page.url().includes("node=" + node1), "the filter is not in the URL");
-  log(`fleet: node filter shows ${shown} tiles`);
+  log(`fleet: node filter shows ${shown} tiles ("${await page.textContent(".shown")}")`);
   await page.selectOption("select[name=node]", "");
   await shot(page, "fleet");
 
