@@ -27,7 +27,11 @@ test_pkgs=(prometheus curl python3 prometheus-node-exporter procps victoria-metr
            prometheus-alertmanager python3-aiosmtpd python3-jsonschema python3-yaml
            dpkg-dev debhelper fakeroot lintian debootstrap man-db groff-base
            tmux   # a real terminal for gpulse top: send-keys, capture-pane, resize-window
-           systemd)  # systemd-analyze verify/security and systemd-sysusers check deploy/systemd
+           systemd    # systemd-analyze verify/security and systemd-sysusers check deploy/systemd
+           chromium fonts-dejavu-core)  # the dashboard in a real (headless) browser, legible screenshots
+# The dashboard's browser test drives chromium with playwright-core from npm
+# (tests/e2e/package-lock.json): tests/integration/test_dashboard_e2e.sh
+# runs `npm ci --prefix tests/e2e` itself (no browser download).
 
 # Tests: deploy/kubernetes is validated offline against the Kubernetes API
 # schemas (tests/k8s/package-lock.json: kubernetes-models, generated from

@@ -1,0 +1,367 @@
+// The dashboard in a real browser: Debian's chromium (headless) driven by
+// playwright-core (pinned in tests/e2e/package-lock.json) against a running
+// `gpulse up --simulate`. Run by tests/integration/test_dashboard_e2e.sh:
+//
+//   node tests/e2e/dashboard.mjs functional URL ARTIFACTS_DIR
+//   node tests/e2e/dashboard.mjs load URL ARTIFACTS_DIR GPUS
+//
+// functional: every page loads with no console error (a CSP violation is
+// one), shows the simulated GPUs and the planted alerts, updates live,
+// dragging on a chart changes the query_range window, acknowledging and
+// silencing work, and the token prompt (when GP_TOKEN is set). load: the
+// fleet page with GPUS tiles keeps the main thread under 20 % busy at the
+// stream's 1 s refresh (CDP Performance.getMetrics TaskDuration over 10 s),
+// and every API call the page makes answers under 50 ms (best of 10, from
+// outside the browser). Screenshots go to ARTIFACTS_DIR.
+import { chromium } from "playwright-core";
+import http from "node:http";
+import fs from "node:fs";
+import path from "node:path";
+import { execSync } from "node:child_process";
+
+const [mode, base, art, gpusArg] = process.argv.slice(2);
+fs.mkdirSync(art, {recursive: true});
+const TOKEN = process.env.GP_TOKEN || "";
+const errors = [];
+let step = "start";
+const log = (...a) => console.log("  -", ...a);
+function check(cond, msg) { if (!cond) throw new Error(`${step}: ${msg}`); }
+
+async function api(p, opts = {}) {
+  const r = await fetch(base + p, {method: opts.method || "GET",
+    headers: Object.assign(TOKEN ? {Authorization: "Bearer " + TOKEN} : {}, opts.body ? {"Content-Type": "application/json"} : {}),
+    body: opts.body ? JSON.stringify(opts.body) : undefined});
+  const j = await r.json();
+  if (j.status !== "success") throw new Error(`${p}: ${r.status} ${JSON.stringify(j)}`);
+  return j.data;
+}
+
+async function launch(viewport = {width: 1600, height: 1000}) {
+  const browser = await chromium.launch({executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
+    args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"]});
+  const context = await browser.newContext({viewport, colorScheme: "light"});
+  const page = await context.newPage();
+  page.on("console", (m) => { if (m.type() === "error") errors.push(`[${step}] console: ${m.text()}`); });
+  page.on("pageerror", (e) => errors.push(`[${step}] page error: ${e.message}`));
+  return {browser, context, page};
+}
+
+async function shot(page, name) {
+  const f = path.join(art, name + ".png");
+  await page.screenshot({path: f, fullPage: true});
+  log(`screenshot ${f}`);
+}
+
+function noErrors() {
+  check(errors.length === 0, "console errors:\n" + errors.join("\n"));
+}
+
+const tileSel = (node, gpu) => `.tile[data-node="${node}"][data-gpu="${gpu}"]`;
+
+async function functional() {
+  const {browser, page} = await launch();
+  let t0 = Date.now();
+  step = TOKEN ? "token" : "fleet";
+  await page.goto(base + "/#/fleet");
+  if (TOKEN) {
+    await page.waitForSelector("#token-dialog[open]", {timeout: 10000});
+    await page.fill("#token-input", TOKEN);
+    await page.click("#token-form button");
+    t0 = Date.now();
+    log("the page asked for the token once (401) and used it");
+    await page.waitForSelector("#live:not(.off)", {timeout: 10000});
+    // The 401s that made the page ask are the browser's console errors.
+    const n = errors.length;
+    errors.splice(0, errors.length, ...errors.filter((e) => !/^\[token\] console: .* 401 /.test(e)));
+    log(`${n - errors.length} console line(s) of the 401s before the token was entered set aside`);
+  }
+  step = "fleet";
+  const want = (await api("/api/v1/fleet/gpus")).gpus.length;
+  await page.waitForFunction((n) => document.querySelectorAll(".tile").length === n, want, {timeout: 10000});
+  log(`fleet: ${want} tiles ${Date.now() - t0} ms after ${TOKEN ? "the token was entered" : "navigation"}`);
+  await page.waitForFunction(() => !/–/.test(document.querySelector(".stat.gpus .v").textContent), null, {timeout: 10000});
+  // Live: a reading changes without reload.
+  const before = await page.$$eval(".tile .power", (els) => els.map((e) => e.textContent).join("|"));
+  await page.waitForFunction((b) => [...document.querySelectorAll(".tile .power")].map((e) => e.textContent).join("|") !== b,
+    before, {timeout: 15000});
+  log("fleet: readings changed live (no reload)");
+  check(await page.locator("#live:not(.off)").count() === 1, "the stream is not live");
+  // The planted alerts fire (the server's word), then reach the badges.
+  const kinds = (process.env.GP_ALERTS || "").split(",").filter(Boolean);
+  const tw = Date.now();
+  for (;;) {
+    const firing = new Set((await api("/api/v1/alerts?state=firing")).map((a) => a.kind));
+    if (kinds.every((k) => firing.has(k))) break;
+    check(Date.now() - tw < 120000, `the planted alerts ${kinds} did not fire in 120 s (firing: ${[...firing]})`);
+    await page.waitForTimeout(1000);
+  }
+  log(`fleet: planted alerts firing after ${((Date.now() - tw) / 1000).toFixed(0)} s more: ${kinds.join(", ")}`);
+  for (const [node, gpu] of (process.env.GP_BADGES || "").split(",").filter(Boolean).map((s) => s.split("/"))) {
+    await page.waitForSelector(`${tileSel(node, gpu)} .badge:not([hidden])`, {timeout: 10000});
+    log(`fleet: alert badge on ${node}/${gpu}`);
+  }
+  // Filters.
+  const node1 = (await api("/api/v1/fleet/gpus")).gpus[0].node;
+  await page.selectOption("select[name=node]", node1);
+  const shown = await page.$$eval(".tile", (els) => els.filter((e) => !e.hidden && !e.closest(".node").hidden).length);
+  check(shown === want / 2 || shown > 0, `filter by node shows ${shown}`);
+  check(page.url().includes("node=" + node1), "the filter is not in the URL");
+  log(`fleet: node filter shows ${shown} tiles ("${await page.textContent(".shown")}")`);
+  await page.selectOption("select[name=node]", "");
+  await shot(page, "fleet");
+
+  // GPU page: the planted throttled GPU, two clicks from the fleet.
+  step = "gpu";
+  const [gnode, ggpu] = (process.env.GP_GPU || "sim-node-0/2").split("/");
+  const first = page.waitForRequest((r) => r.url().includes("/api/v1/query_range"));
+  await page.click(tileSel(gnode, ggpu));
+  const q1 = new URL((await first).url());
+  await page.waitForFunction(() => document.querySelectorAll(".chart canvas").length >= 6, null, {timeout: 15000});
+  await page.waitForSelector(".gpu-alerts table, .gpu-alerts p", {timeout: 10000});
+  const gpuAlerts = await page.$$eval(".gpu-alerts tr.alert", (r) => r.map((x) => x.dataset.kind));
+  log(`gpu ${gnode}/${ggpu}: 6 charts, query ${q1.searchParams.get("start")}..${q1.searchParams.get("end")} step ${q1.searchParams.get("step")}, alerts [${gpuAlerts}]`);
+  if (process.env.GP_GPU_ALERT) check(gpuAlerts.includes(process.env.GP_GPU_ALERT), `no ${process.env.GP_GPU_ALERT} alert on the GPU page`);
+  const shade = await page.$$eval(".chart .note", (n) => n.map((x) => x.textContent).join(" | "));
+  log(`gpu notes: ${shade}`);
+  await page.waitForTimeout(500);
+  await shot(page, "gpu");
+  // The 5 min window (where this young fleet has data), then zoom: drag
+  // across the first chart; the next query_range has the new window.
+  const five = page.waitForRequest((r) => r.url().includes("/api/v1/query_range"), {timeout: 10000});
+  await page.click(".windows button[data-window='5m']");
+  const q5 = new URL((await five).url());
+  check(+q5.searchParams.get("end") - +q5.searchParams.get("start") <= 301, "the 5m button did not ask for 5 minutes");
+  check(page.url().includes("window=5m"), "the window is not in the URL");
+  await page.waitForTimeout(800);
+  const over = await page.locator(".chart .u-over").first().boundingBox();
+  const zoomed = page.waitForRequest((r) => r.url().includes("/api/v1/query_range"), {timeout: 10000});
+  await page.mouse.move(over.x + over.width * 0.45, over.y + over.height / 2);
+  await page.mouse.down();
+  await page.mouse.move(over.x + over.width * 0.7, over.y + over.height / 2, {steps: 8});
+  await page.mouse.move(over.x + over.width * 0.95, over.y + over.height / 2, {steps: 8});
+  await page.mouse.up();
+  const q2 = new URL((await zoomed).url());
+  const [s1, e1, s2, e2] = [q5, q5, q2, q2].map((q, i) => +q.searchParams.get(i % 2 ? "end" : "start"));
+  // (the view re-reads its live window every 10 s: its end may have moved on)
+  check(e2 - s2 < (e1 - s1) * 0.75 && s2 > s1 && e2 <= e1 + 15, `zoom did not narrow the window: ${s1}..${e1} -> ${s2}..${e2}`);
+  check(page.url().includes("start=") && page.url().includes("end="), "the zoomed window is not in the URL");
+  log(`gpu: drag zoomed the query window from ${e1 - s1} s to ${(e2 - s2).toFixed(1)} s (${s2}..${e2})`);
+  await page.waitForTimeout(800);
+  await shot(page, "gpu-zoomed");
+
+  // Job page, from the GPU page's job link.
+  step = "job";
+  const jobLink = page.locator("a.joblink");
+  const job = await jobLink.textContent();
+  await jobLink.click();
+  await page.waitForSelector("table.ranks tbody tr", {timeout: 15000});
+  await page.waitForFunction(() => document.querySelectorAll(".chart canvas").length >= 3, null, {timeout: 15000});
+  const ranks = await page.locator("table.ranks tbody tr").count();
+  const href = await page.getAttribute("a.report", "href");
+  const rep = await fetch(base + href, {headers: TOKEN ? {Authorization: "Bearer " + TOKEN} : {}});
+  check(rep.status === 200 && /text\/html/.test(rep.headers.get("content-type")), `report link ${href}: ${rep.status}`);
+  log(`job ${job}: ${ranks} ranks, report link ${href} answers 200 HTML`);
+  await page.waitForTimeout(500);
+  await shot(page, "job");
+  // A job with many ranks: one of the node jobs.
+  const big = (await api("/api/v1/jobs")).sort((a, b) => b.ranks - a.ranks)[0];
+  await page.goto(base + "/#/job/" + encodeURIComponent(big.id));
+  await page.waitForFunction((n) => document.querySelectorAll("table.ranks tbody tr").length === n, big.ranks, {timeout: 15000});
+  await page.waitForFunction(() => document.querySelectorAll(".chart canvas").length >= 3, null, {timeout: 15000});
+  log(`job ${big.id}: ${big.ranks} ranks side by side`);
+  if (process.env.GP_STRAGGLER) {
+    // The planted straggler's row is highlighted (its step time, or the
+    // straggler alert), and it is the only one.
+    await page.waitForFunction((g) => [...document.querySelectorAll("table.ranks tr.straggler")].some((r) => r.textContent.includes(g)),
+      process.env.GP_STRAGGLER, {timeout: 45000});
+    const n = await page.locator("table.ranks tr.straggler").count();
+    check(n === 1, `${n} ranks highlighted as stragglers`);
+    log(`job ${big.id}: the straggler ${process.env.GP_STRAGGLER} is highlighted`);
+  }
+  await page.waitForTimeout(500);
+  await shot(page, "job-ranks");
+
+  // Alerts: the planted ones, acknowledge one, silence another.
+  step = "alerts";
+  await page.click("header nav a[data-view=alerts]");
+  for (const k of kinds) await page.waitForSelector(`#active-alerts tr.alert[data-kind="${k}"]`, {timeout: 60000});
+  log(`alerts: shows ${kinds.join(", ")}`);
+  await shot(page, "alerts");
+  const ackKind = kinds[kinds.length - 1], silKind = kinds[0];
+  const ackRow = page.locator(`#active-alerts tr.alert[data-kind="${ackKind}"]`).first();
+  const ackId = await ackRow.getAttribute("data-id");
+  if (process.env.GP_WRITE_TOKEN) step = "write-token";
+  await ackRow.locator("button.ack").click();
+  if (process.env.GP_WRITE_TOKEN) {
+    // The read token cannot acknowledge: the page asks for the write token.
+    await page.waitForSelector("#token-dialog[open]", {timeout: 10000});
+    check(/write token/.test(await page.textContent("#token-dialog p")), "the dialog does not ask for the write token");
+    await page.fill("#token-input", process.env.GP_WRITE_TOKEN);
+    await page.click("#token-form button");
+    await page.waitForFunction(() => !document.getElementById("token-dialog").open, null, {timeout: 10000});
+    const n = errors.length;
+    errors.splice(0, errors.length, ...errors.filter((e) => !/^\[write-token\] console: .* 401 /.test(e)));
+    log(`alerts: the ack's 401 asked for the write token (${n - errors.length} console line(s) of it set aside)`);
+    step = "alerts";
+  }
+  await page.waitForSelector(`#active-alerts tr.alert[data-id="${ackId}"] .tag:text("ack dashboard")`, {timeout: 10000});
+  const acked = await api(`/api/v1/alerts/${ackId}`);
+  check(acked.acknowledged && acked.acknowledged.by === "dashboard", "the ack is not on the server");
+  log(`alerts: acknowledged ${ackKind} ${ackId} (server: by ${acked.acknowledged.by})`);
+  const silRow = page.locator(`#active-alerts tr.alert[data-kind="${silKind}"]`).first();
+  const silId = await silRow.getAttribute("data-id");
+  await silRow.locator("button.silence").click();
+  await page.locator(".silence-form select").selectOption("1h");
+  await page.click(".silence-form button[type=submit]");
+  await page.waitForSelector("#silences table tbody tr", {timeout: 10000});
+  const sils = await api("/api/v1/silences");
+  check(sils.some((s) => s.matchers.kind === silKind), "no silence on the server");
+  await page.waitForSelector(`#active-alerts tr.alert[data-id="${silId}"] .tag:text("silenced")`, {timeout: 30000});
+  log(`alerts: silenced ${silKind} ${silId} for 1h (server has ${sils.length} silence(s); the row says silenced)`);
+  await shot(page, "alerts-after");
+
+  step = "recommendations";
+  await page.click("header nav a[data-view=recommendations]");
+  await page.waitForFunction(() => !/loading/.test(document.getElementById("app").textContent), null, {timeout: 20000});
+  log(`recommendations: ${await page.locator(".rec").count()} shown`);
+  await shot(page, "recommendations");
+
+  // Health: the leaking GPU's time-to-OOM projection, the ECC GPU's
+  // marker (its double-bit error comes 45-75 s after its first step).
+  step = "health";
+  if (process.env.GP_LEAK) {
+    await page.goto(base + "/#/gpu/" + process.env.GP_LEAK + "?window=5m");
+    await page.waitForFunction(() => /time to OOM/.test((document.querySelector("[data-chart=mem] .note") || {}).textContent || ""),
+      null, {timeout: 60000});
+    log(`gpu ${process.env.GP_LEAK}: ${await page.textContent("[data-chart=mem] .note")}`);
+    await page.waitForTimeout(300);
+    await shot(page, "gpu-leak");
+  }
+  if (process.env.GP_ECC) {
+    await page.goto(base + "/#/gpu/" + process.env.GP_ECC + "?window=5m");
+    await page.waitForSelector("[data-chart=temp]", {timeout: 15000});
+    await page.waitForFunction(() => +document.querySelector("[data-chart=temp]").dataset.markers > 0, null, {timeout: 120000});
+    log(`gpu ${process.env.GP_ECC}: ECC/XID markers drawn: ${await page.getAttribute("[data-chart=temp]", "data-markers")}`);
+    await page.waitForTimeout(300);
+    await shot(page, "gpu-ecc");
+  }
+
+  // Reconnection: the server restarts (same port and data); the page
+  // says so, reconnects by itself and goes on updating.
+  if (process.env.GP_RESTART) {
+    step = "reconnect";
+    await page.goto(base + "/#/fleet");
+    await page.waitForSelector("#live:not(.off)", {timeout: 10000});
+    let opened = 0;
+    page.on("request", (r) => { if (r.url().includes("/api/v1/stream")) opened++; });
+    const t = Date.now();
+    execSync(process.env.GP_RESTART, {stdio: "inherit"});
+    await page.waitForFunction(() => document.getElementById("live").textContent === "reconnecting", null, {timeout: 10000});
+    await page.waitForSelector("#live:not(.off)", {timeout: 20000});
+    const before = await page.$$eval(".tile .power", (els) => els.map((e) => e.textContent).join("|"));
+    await page.waitForFunction((b) => [...document.querySelectorAll(".tile .power")].map((e) => e.textContent).join("|") !== b,
+      before, {timeout: 15000});
+    check(opened >= 1, "no new stream request");
+    // The browser logs the dropped stream; nothing else may be logged.
+    const n = errors.length;
+    errors.splice(0, errors.length, ...errors.filter((e) => !/^\[reconnect\] console: Failed to load resource: net::ERR_/.test(e)));
+    log(`reconnect: server restarted, the page was live again with new readings ${((Date.now() - t) / 1000).toFixed(1)} s later ` +
+      `(${opened} stream request(s); ${n - errors.length} network error line(s) of the restart set aside)`);
+  }
+
+  // Dark scheme renders too.
+  step = "dark";
+  await page.emulateMedia({colorScheme: "dark"});
+  await page.goto(base + "/#/fleet");
+  await page.waitForFunction((n) => document.querySelectorAll(".tile").length === n, want, {timeout: 10000});
+  await shot(page, "fleet-dark");
+  noErrors();
+  await browser.close();
+}
+
+// Two CPUs shared with builds: the best of several tries is the server's
+// own cost, the others include waiting for a core.
+const REPEATS = 10;
+
+// The best of N timings of GET url, in ms, from this process.
+function timeOnce(url) {
+  return new Promise((resolve, reject) => {
+    const t = process.hrtime.bigint();
+    http.get(url, {headers: Object.assign({"Accept-Encoding": "identity"}, TOKEN ? {Authorization: "Bearer " + TOKEN} : {}), agent: false}, (r) => {
+      r.resume();
+      r.on("end", () => resolve([r.statusCode, Number(process.hrtime.bigint() - t) / 1e6]));
+    }).on("error", reject);
+  });
+}
+
+async function load() {
+  const n = +gpusArg;
+  // A wall display: every tile on screen, so every tile is redrawn.
+  const {browser, page} = await launch({width: 1920, height: 2400});
+  const urls = new Set();
+  page.on("request", (r) => {
+    const u = new URL(r.url());
+    if (u.pathname.startsWith("/api/") && u.pathname !== "/api/v1/stream") urls.add(u.pathname + u.search);
+  });
+  step = "load";
+  const t0 = Date.now();
+  await page.goto(base + "/#/fleet");
+  await page.waitForFunction((k) => document.querySelectorAll(".tile").length === k, n, {timeout: 60000});
+  log(`load: ${n} tiles ${Date.now() - t0} ms after navigation`);
+  await page.waitForTimeout(3000);
+  const cdp = await page.context().newCDPSession(page);
+  await cdp.send("Performance.enable");
+  const m = async () => Object.fromEntries((await cdp.send("Performance.getMetrics")).metrics.map((x) => [x.name, x.value]));
+  const before = await page.$$eval(".tile .power", (els) => els.map((e) => e.textContent).join("|"));
+  const sa = await page.evaluate(() => Object.assign({}, window.GP.stats));
+  const a = await m(), w0 = Date.now();
+  await page.waitForTimeout(10000);
+  const b = await m(), wall = (Date.now() - w0) / 1000;
+  const sb = await page.evaluate(() => Object.assign({}, window.GP.stats));
+  const after = await page.$$eval(".tile .power", (els) => els.map((e) => e.textContent).join("|"));
+  check(before !== after, "the tiles did not change in 10 s");
+  const busy = (b.TaskDuration - a.TaskDuration) / wall;
+  const layout = (b.LayoutDuration - a.LayoutDuration + b.RecalcStyleDuration - a.RecalcStyleDuration) / wall;
+  console.log(`  - LOAD main thread busy ${(busy * 100).toFixed(1)} % over ${wall.toFixed(1)} s at ${n} GPUs ` +
+    `(style+layout ${(layout * 100).toFixed(1)} %; stream: ${sb.events - sa.events} events, ` +
+    `${((sb.bytes - sa.bytes) / 1024 / wall).toFixed(0)} KiB/s, JSON.parse ${((sb.parseMs - sa.parseMs) / wall / 10).toFixed(1)} %, ` +
+    `tile updates ${((sb.handleMs - sa.handleMs) / wall / 10).toFixed(1)} %; limit 20 %)`);
+  await shot(page, "fleet-512");
+  // The other pages' calls at this size: a GPU, the alerts, a job.
+  const firstTile = page.locator(".tile").first();
+  await firstTile.click();
+  await page.waitForFunction(() => document.querySelectorAll(".chart canvas").length >= 6, null, {timeout: 20000});
+  await page.click("a.joblink");
+  await page.waitForSelector("table.ranks tbody tr", {timeout: 20000});
+  await page.click("header nav a[data-view=alerts]");
+  await page.waitForSelector("#active-alerts table, #active-alerts p:not(.muted), #active-alerts p", {timeout: 20000});
+  await page.waitForTimeout(1000);
+  noErrors();
+  await browser.close();
+  // Every URL the page asked for, best of REPEATS from outside the browser.
+  let worst = 0, worstUrl = "";
+  for (const u of [...urls].sort()) {
+    let best = Infinity, code = 0;
+    for (let i = 0; i < REPEATS; i++) {
+      const [c, ms] = await timeOnce(base + u);
+      code = c; best = Math.min(best, ms);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    check(code === 200, `${u}: HTTP ${code}`);
+    console.log(`  - api ${best.toFixed(1).padStart(6)} ms  ${decodeURIComponent(u).slice(0, 150)}`);
+    if (best > worst) { worst = best; worstUrl = u; }
+  }
+  console.log(`  - LOAD slowest API call ${worst.toFixed(1)} ms (best of ${REPEATS}) of ${urls.size} URLs: ${decodeURIComponent(worstUrl).slice(0, 120)}; limit 50 ms`);
+  check(busy < 0.2, `main thread busy ${(busy * 100).toFixed(1)} % >= 20 %`);
+  check(worst < 50, `slowest API call ${worst.toFixed(1)} ms >= 50 ms`);
+}
+
+try {
+  if (mode === "functional") await functional();
+  else if (mode === "load") await load();
+  else throw new Error("usage: dashboard.mjs functional|load URL ARTIFACTS [GPUS]");
+} catch (e) {
+  console.error("FAIL:", e.message);
+  if (errors.length) console.error(errors.join("\n"));
+  process.exit(1);
+}
