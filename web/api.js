@@ -124,7 +124,7 @@
     const hd = headers("read");
     if (lastId !== null) hd["Last-Event-ID"] = lastId;
     const r = await fetch("/api/v1/stream?interval=1s", {headers: hd, cache: "no-store"});
-    if (r.status === 401) return (await askToken("read")) ? "again" : null;
+    if (r.status === 401) return (await askToken("read")) ? "again" : "cancelled";
     if (!r.ok || !r.body) throw new Error("stream: HTTP " + r.status);
     setLive(true, "live");
     GP.emit("resync");
@@ -143,11 +143,26 @@
     }
   }
 
+  // A cancelled token prompt is not asked again every retry: the page
+  // waits until the live indicator is clicked.
+  function tokenClick() {
+    const el = document.getElementById("live");
+    setLive(false, "token needed: click");
+    el.classList.add("ask");
+    return new Promise((res) => el.addEventListener("click", () => {
+      el.classList.remove("ask");
+      res();
+    }, {once: true}));
+  }
+
   GP.startStream = async function () {
     for (;;) {
+      let res = null;
       try {
-        if (await streamOnce() === "again") continue;  // a token was just entered
+        res = await streamOnce();
+        if (res === "again") continue;  // a token was just entered
       } catch (e) { /* reconnect below */ }
+      if (res === "cancelled") { await tokenClick(); continue; }
       setLive(false, "reconnecting");
       await new Promise((res) => setTimeout(res, retryMs));
     }

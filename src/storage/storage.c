@@ -138,14 +138,20 @@ void gp_storage_render_metrics(struct gp_storage *s, struct gp_buf *out)
         s->ops->render_metrics(s, out);
 }
 
+void gp_storage_rollup_span(int64_t mint, int64_t maxt, int64_t *from, int64_t *to)
+{
+    *from = gp_st_floor(mint, 60000);
+    *to = gp_st_floor(maxt, 60000);
+    *to = *to > INT64_MAX - 59999 ? INT64_MAX : *to + 59999;
+}
+
 int gp_storage_rollups_of(const struct gp_samples *x, int64_t mint, int64_t maxt,
                           struct gp_rollups *out)
 {
     if (mint > maxt)
         return GP_OK;
-    int64_t from = gp_st_floor(mint, 60000);
-    int64_t to = gp_st_floor(maxt, 60000);
-    to = to > INT64_MAX - 59999 ? INT64_MAX : to + 59999;
+    int64_t from, to;
+    gp_storage_rollup_span(mint, maxt, &from, &to);
     struct gp_rollup r = {.count = 0};
     for (size_t i = 0; i < x->n; i++) {
         if (x->t[i] < from || x->t[i] > to)

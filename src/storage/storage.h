@@ -155,4 +155,8 @@ int gp_storage_last_error_status(void);
 int gp_storage_rollups_of(const struct gp_samples *x, int64_t mint, int64_t maxt,
                           struct gp_rollups *out);
 
+/* The whole minutes that overlap [mint, maxt]: the raw samples a rollup
+ * of that range is made from. */
+void gp_storage_rollup_span(int64_t mint, int64_t maxt, int64_t *from, int64_t *to);
+
 #endif

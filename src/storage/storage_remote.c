@@ -832,9 +832,8 @@ static int r_read_rollups(struct gp_storage *s, uint32_t id, int64_t mint, int64
 {
     if (mint > maxt)
         return GP_OK;
-    int64_t from = gp_st_floor(mint, 60000);
-    int64_t to = gp_st_floor(maxt, 60000);
-    to = to > INT64_MAX - 59999 ? INT64_MAX : to + 59999;
+    int64_t from, to;
+    gp_storage_rollup_span(mint, maxt, &from, &to);
     struct gp_samples x = {0};
     int rc = r_read(s, id, from, to, &x);
     if (!rc)

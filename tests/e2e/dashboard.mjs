@@ -64,6 +64,16 @@ async function functional() {
   step = TOKEN ? "token" : "fleet";
   await page.goto(base + "/#/fleet");
   if (TOKEN) {
+    // Cancelling the prompt leaves the page waiting for a click on the
+    // live indicator, not asking again at every reconnection.
+    await page.waitForSelector("#token-dialog[open]", {timeout: 10000});
+    await page.keyboard.press("Escape");
+    await page.waitForSelector("#live.ask", {timeout: 10000});
+    await page.waitForTimeout(3000);
+    check(!(await page.evaluate(() => document.getElementById("token-dialog").open)),
+          "the token prompt came back by itself after it was cancelled");
+    await page.click("#live");
+    log("a cancelled token prompt waited for a click on the live indicator");
     await page.waitForSelector("#token-dialog[open]", {timeout: 10000});
     await page.fill("#token-input", TOKEN);
     await page.click("#token-form button");
