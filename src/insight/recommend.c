@@ -332,10 +332,13 @@ static int rule_low_activity(const struct gp_rec_in *in, const struct facts *f, 
              "work per kernel launch is small. Try a larger batch, fused kernels (fused optimizer, "
              "flash attention) or torch.compile.",
              fmax(f->activity, -1e6) * 100);
+    char occ[24] = "n/a"; /* no occupancy series: the rule still fires, less confident */
+    if (!isnan(f->occupancy))
+        snprintf(occ, sizeof occ, "%.2f", f->occupancy);
     snprintf(ev, sizeof ev,
-             "activity_avg %.2f < %.2f, data_wait_ratio %.2f <= %.2f, steps %.0f, sm_occupancy_avg %.2f",
+             "activity_avg %.2f < %.2f, data_wait_ratio %.2f <= %.2f, steps %.0f, sm_occupancy_avg %s",
              f->activity, GP_REC_ACTIVITY_LOW, f->data_wait, GP_REC_DATA_WAIT_HIGH, fmin(f->steps, 1e18),
-             f->occupancy);
+             occ);
     static const char *const names[] = {"activity_avg", "data_wait_ratio", "steps", "sm_occupancy_avg",
                                         NULL};
     double vals[] = {f->activity, f->data_wait, f->steps, f->occupancy};

@@ -101,6 +101,8 @@ static void test_low_activity(void)
     check_shape(e);
     CHECK_DBL(saving(e, "fraction"), 1 - 0.3 / 0.8, 1e-9);
     CHECK_DBL(saving(e, "seconds"), (1 - 0.3 / 0.8) * 800, 1e-6);
+    /* no occupancy series: said as unknown, not as "nan" */
+    CHECK(strstr(json_string_value(json_object_get(e, "evidence")), "sm_occupancy_avg n/a") != NULL);
     json_decref(a);
     /* a busy SM occupancy says the launches are not small: silent */
     json_decref(run("{\"totals\": {\"activity_avg\": 0.3, \"steps\": 100, \"data_wait_ratio\": 0.05,"
