@@ -228,6 +228,9 @@ enum gp_metric_section {
       "Samples replayed from the WAL at the last start.")                                              \
     X(SRV_START, SERVER, "gpulse_server_start_time_seconds", GAUGE, "",                                \
       "When the server started (Unix time).")                                                          \
+    X(SRV_STATE_DAMAGED, SERVER, "gpulse_server_state_damaged", GAUGE, "",                             \
+      "1 when state.db was found damaged at start: jobs, alerts and notifications run on an empty "   \
+      "in-memory state until `gpulse repair` (docs/storage.md).")                                      \
     X(STORAGE_REMOTE_QUERIES, STORAGE, "gpulse_storage_remote_queries_total", COUNTER, "",            \
       "Requests made to the cluster's query API.")                                                     \
     X(STORAGE_REMOTE_QUERY_ERRORS, STORAGE, "gpulse_storage_remote_query_errors_total", COUNTER, "",   \

@@ -17,6 +17,7 @@
 
 #include "lib/err.h"
 #include "lib/metrics.h"
+#include "server/state.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -160,6 +161,7 @@ int gp_srv_render_metrics(struct gp_server *s, struct gp_buf *b)
     gp_srv_render_stream_metrics(s, b);
     one(b, GP_M_SRV_START,
         (double)s->start_ms / 1e3);
+    one(b, GP_M_SRV_STATE_DAMAGED, gp_state_damaged(s->cfg.data_dir, NULL, 0));
 
     pthread_mutex_lock(&s->hook_mu);
     int rc = GP_OK;

@@ -14,10 +14,12 @@
 #include "lib/clock.h"
 #include "lib/err.h"
 #include "lib/log.h"
+#include "query/json.h"
 #include "query/query.h"
 #include "server/auth.h"
 #include "lib/token.h"
 #include "server/jobs.h"
+#include "server/state.h"
 #include "storage/storage.h"
 
 #include <errno.h>
@@ -66,9 +68,13 @@ static void health(struct gp_server *s, struct gp_http_response *resp)
 {
     int state = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
     struct gp_storage *st = gp_srv_store(s);
-    const char *what = state == GP_SRV_FAILED ? "failed" : st ? "ok" : "starting";
+    char state_damage[256];
+    int damaged = gp_state_damaged(s->cfg.data_dir, state_damage, sizeof state_damage);
+    /* Damage that the server runs on through is "degraded", still 200:
+     * it ingests and answers, and a balancer must not take it away. */
+    const char *what = state == GP_SRV_FAILED ? "failed" : !st ? "starting" : damaged ? "degraded" : "ok";
     resp->content_type = "application/json";
-    resp->status = strcmp(what, "ok") ? 503 : 200;
+    resp->status = state == GP_SRV_FAILED || !st ? 503 : 200;
     gp_buf_printf(&resp->body,
                   "{\"status\":\"success\",\"data\":{\"status\":\"%s\",\"version\":\"%s\","
                   "\"uptime_seconds\":%.3f",
@@ -79,6 +85,13 @@ static void health(struct gp_server *s, struct gp_http_response *resp)
         gp_storage_stats(st, &x);
         gp_buf_printf(&resp->body, ",\"series\":%llu,\"samples_appended\":%llu",
                       (unsigned long long)x.series, (unsigned long long)x.samples_appended);
+    }
+    if (damaged) {
+        gp_buf_puts(&resp->body, ",\"damage\":[{\"file\":\"state.db\",\"detail\":");
+        gp_json_str(&resp->body, state_damage, strlen(state_damage));
+        gp_buf_puts(&resp->body, ",\"effect\":\"jobs, alerts, silences, notifications and the audit "
+                                 "log run on an empty in-memory state, not kept across restarts\","
+                                 "\"repair\":\"stop the server, then gpulse repair --data DIR\"}]");
     }
     gp_buf_puts(&resp->body, "}}\n");
     if (resp->status == 503)

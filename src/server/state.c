@@ -6,6 +6,10 @@
 #include "server/state.h"
 
 #include "lib/err.h"
+#include "lib/log.h"
+
+#include <pthread.h>
+#include <sys/stat.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -86,12 +90,81 @@ static int user_version(sqlite3 *db, int *v)
     return rc == SQLITE_ROW ? GP_OK : GP_EIO;
 }
 
-int gp_state_open(sqlite3 **out, const char *dir, char *err, size_t errlen)
+/* The verdict on the last state.db checked in this process. The server's
+ * modules each open their own connection: the file is checked again only
+ * when it is another file or has changed since (WAL mode leaves the main
+ * file alone between checkpoints), and once damaged it stays damaged (it
+ * is not written again). Guarded by verdict_mu. */
+static pthread_mutex_t verdict_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+    char path[1024];
+    struct stat st; /* the file as checked; st_ino 0: absent */
+    int damaged;
+    char detail[256];
+} verdict;
+
+static int same_file(const struct stat *a, const struct stat *b)
+{
+    return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_size == b->st_size &&
+           a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
+}
+
+/* Applies the missing migrations. GP_OK, or GP_EIO with SQLite's message
+ * in *msg (sqlite3_free'd by the caller) or in the connection. */
+static int migrate(sqlite3 *db, int v, char **msg)
+{
+    for (; v < GP_STATE_VERSION; v++) {
+        char sql[64];
+        snprintf(sql, sizeof sql, "PRAGMA user_version=%d; COMMIT;", v + 1);
+        if (sqlite3_exec(db, "BEGIN IMMEDIATE;", NULL, NULL, msg) != SQLITE_OK)
+            return GP_EIO;
+        if (sqlite3_exec(db, migrations[v], NULL, NULL, msg) != SQLITE_OK ||
+            sqlite3_exec(db, sql, NULL, NULL, msg) != SQLITE_OK) {
+            /* A failed COMMIT may have ended the transaction already. */
+            if (!sqlite3_get_autocommit(db))
+                sqlite3_exec(db, "ROLLBACK;", NULL, NULL, NULL);
+            return GP_EIO;
+        }
+    }
+    return GP_OK;
+}
+
+static int is_damage(int code)
+{
+    code &= 0xff;
+    return code == SQLITE_CORRUPT || code == SQLITE_NOTADB;
+}
+
+/* SQLite's own check of every page and index ("quick": no index-to-table
+ * comparison, linear in the file's size). 1 damaged (detail says how),
+ * 0 sound, -1 the check itself failed for another reason (I/O...). */
+static int check_damage(sqlite3 *db, char *detail, size_t len)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(db, "PRAGMA quick_check(1)", -1, &st, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_step(st);
+    int out;
+    if (rc == SQLITE_ROW) {
+        const char *r = (const char *)sqlite3_column_text(st, 0);
+        out = !r || strcmp(r, "ok") != 0;
+        if (out)
+            snprintf(detail, len, "integrity check: %s", r ? r : "no answer");
+    } else {
+        out = is_damage(sqlite3_extended_errcode(db)) ? 1 : -1;
+        snprintf(detail, len, "%s", sqlite3_errmsg(db));
+    }
+    sqlite3_finalize(st);
+    return out;
+}
+
+/* Opens and migrates path; *damaged is set when SQLite finds the file
+ * damaged (not a database, corrupt pages), as opposed to other errors. */
+static int open_path(sqlite3 **out, const char *path, int check, int *damaged, char *err,
+                     size_t errlen)
 {
     *out = NULL;
-    char path[1024];
-    if ((size_t)snprintf(path, sizeof path, "%s/state.db", dir) >= sizeof path)
-        return gp_seterr(err, errlen, GP_EUSAGE, "data directory path too long");
+    *damaged = 0;
     sqlite3 *db = NULL;
     int rc = sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
                              NULL);
@@ -106,6 +179,16 @@ int gp_state_open(sqlite3 **out, const char *dir, char *err, size_t errlen)
     if (sqlite3_exec(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;", NULL, NULL, &msg) !=
         SQLITE_OK)
         goto sqlfail;
+    if (check) {
+        char detail[200];
+        int d = check_damage(db, detail, sizeof detail);
+        if (d != 0) {
+            *damaged = d > 0;
+            rc = gp_seterr(err, errlen, GP_EIO, "%s: %s", path, detail);
+            sqlite3_close(db);
+            return rc;
+        }
+    }
     int v;
     if (user_version(db, &v))
         goto sqlfail;
@@ -116,23 +199,76 @@ int gp_state_open(sqlite3 **out, const char *dir, char *err, size_t errlen)
                          "version that wrote it",
                          path, v, GP_STATE_VERSION);
     }
-    for (; v < GP_STATE_VERSION; v++) {
-        char sql[64];
-        snprintf(sql, sizeof sql, "PRAGMA user_version=%d; COMMIT;", v + 1);
-        if (sqlite3_exec(db, "BEGIN IMMEDIATE;", NULL, NULL, &msg) != SQLITE_OK ||
-            sqlite3_exec(db, migrations[v], NULL, NULL, &msg) != SQLITE_OK ||
-            sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK) {
-            sqlite3_exec(db, "ROLLBACK;", NULL, NULL, NULL);
-            goto sqlfail;
-        }
-    }
+    if (migrate(db, v, &msg) != GP_OK)
+        goto sqlfail;
     *out = db;
     return GP_OK;
 sqlfail:
+    *damaged = is_damage(sqlite3_extended_errcode(db));
     rc = gp_seterr(err, errlen, GP_EIO, "%s: %s", path, msg ? msg : sqlite3_errmsg(db));
     sqlite3_free(msg);
     sqlite3_close(db);
     return rc;
+}
+
+int gp_state_open(sqlite3 **out, const char *dir, char *err, size_t errlen)
+{
+    *out = NULL;
+    char path[1024];
+    if ((size_t)snprintf(path, sizeof path, "%s/state.db", dir) >= sizeof path)
+        return gp_seterr(err, errlen, GP_EUSAGE, "data directory path too long");
+    struct stat now;
+    if (stat(path, &now) != 0)
+        memset(&now, 0, sizeof now);
+    pthread_mutex_lock(&verdict_mu);
+    int known = strcmp(verdict.path, path) == 0, damaged = known && verdict.damaged;
+    int first = !known || (!damaged && (!now.st_ino || !same_file(&now, &verdict.st)));
+    char detail[sizeof verdict.detail] = "";
+    int rc = GP_OK;
+    if (!damaged) {
+        rc = open_path(out, path, first, &damaged, detail, sizeof detail);
+        if (first) {
+            snprintf(verdict.path, sizeof verdict.path, "%s", path);
+            if (stat(path, &verdict.st) != 0)
+                memset(&verdict.st, 0, sizeof verdict.st);
+            verdict.damaged = damaged;
+            /* The detail without the "path: " the error starts with. */
+            const char *d = detail;
+            if (!strncmp(d, path, strlen(path)) && !strncmp(d + strlen(path), ": ", 2))
+                d += strlen(path) + 2;
+            snprintf(verdict.detail, sizeof verdict.detail, "%s", damaged ? d : "");
+            if (damaged)
+                gp_log(GP_LOG_ERROR, "state",
+                       "state.db is damaged; running on an empty in-memory state until it is repaired",
+                       "path=%s error=\"%s\" lost_on_restart=\"jobs alerts silences notifications "
+                       "audit\" samples=unaffected repair=\"stop the server, gpulse repair --data %s\"",
+                       path, verdict.detail, dir);
+        }
+    }
+    pthread_mutex_unlock(&verdict_mu);
+    if (!damaged) {
+        if (rc != GP_OK)
+            gp_seterr(err, errlen, rc, "%s", detail);
+        return rc;
+    }
+    /* Damaged: the file is left as it is (gpulse repair sets it aside) and
+     * this connection gets a private, empty database of the same schema,
+     * so the server's other work (ingestion, queries, detectors) goes on. */
+    int ignored;
+    return open_path(out, ":memory:", 0, &ignored, err, errlen);
+}
+
+int gp_state_damaged(const char *dir, char *detail, size_t len)
+{
+    char path[1024];
+    if ((size_t)snprintf(path, sizeof path, "%s/state.db", dir) >= sizeof path)
+        return 0;
+    pthread_mutex_lock(&verdict_mu);
+    int d = strcmp(verdict.path, path) == 0 && verdict.damaged;
+    if (d && detail && len)
+        snprintf(detail, len, "%s", verdict.detail);
+    pthread_mutex_unlock(&verdict_mu);
+    return d;
 }
 
 void gp_state_close(sqlite3 *db)

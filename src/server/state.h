@@ -19,6 +19,15 @@
  * Opening applies the missing ones in order, each in its own
  * transaction; a database of a newer version than this binary knows is
  * refused (GP_EUNSUPPORTED) rather than written to.
+ *
+ * Damage. The first open of a state.db in a process runs SQLite's quick
+ * check. A file SQLite finds damaged (not a database, corrupt pages) is
+ * left untouched and every connection gets a private, empty in-memory
+ * database of the same schema instead: the server keeps ingesting,
+ * answering queries and evaluating detectors, and what state.db holds
+ * starts afresh and is not kept across restarts. The damage is logged,
+ * shown by gp_state_damaged (health, /metrics) and repaired offline by
+ * `gpulse repair`, which sets the file aside (docs/storage.md).
  */
 #ifndef GP_SERVER_STATE_H
 #define GP_SERVER_STATE_H
@@ -35,8 +44,13 @@
  * corrupt: the registry is rebuilt from samples by the next scan).
  * *out is the connection (caller closes with gp_state_close). GP_OK,
  * GP_EIO, GP_ENOMEM, or GP_EUNSUPPORTED (a newer schema), with detail.
+ * A damaged file is not an error: see "Damage" above.
  */
 int gp_state_open(sqlite3 **out, const char *dir, char *err, size_t errlen);
+
+/* 1 when dir/state.db was found damaged by this process (detail, when
+ * given, says how), else 0. */
+int gp_state_damaged(const char *dir, char *detail, size_t len);
 
 /* Closes a connection from gp_state_open; accepts NULL. */
 void gp_state_close(sqlite3 *db);
