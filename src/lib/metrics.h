@@ -204,7 +204,8 @@ enum gp_metric_section {
       "HTTP requests refused for framing that two parsers could read differently, by reason; "        \
       "the connection was closed.")                                                                    \
     X(SRV_HTTP_CONN_REFUSED, SERVER, "gpulse_server_http_connections_refused_total", COUNTER,         \
-      "reason", "Connections closed at once: max_connections or max_connections_per_address reached.") \
+      "reason", "Connections closed at once: max_connections or max_connections_per_address "          \
+      "reached, or the reserve kept for addresses without a connection.")                              \
     X(SRV_HTTP_LINGER, SERVER, "gpulse_server_http_lingering_closes_total", COUNTER, "outcome",       \
       "Connections answered before their body was read: drained so the answer arrives, or closed "     \
       "at once when too many lingered.")                                                               \

@@ -37,8 +37,11 @@
  *
  * Connections. At most max_connections at once, and at most
  * max_per_address from one client address (an IPv6 client's /64): one
- * client opening slow connections cannot take them all. Both refusals
- * close the new connection at once and are counted (gp_http_stats).
+ * client opening slow connections cannot take them all. The last eighth
+ * of max_connections is kept for addresses that hold no connection yet
+ * (agents hold one each), so clients from a few addresses cannot take it
+ * either. A refused connection is closed at once, before any byte is
+ * read, and counted (gp_http_stats).
  *
  * Every body must arrive within body_timeout_ms of its headers, and
  * headers within the longer of that and the idle timeout: a client
@@ -194,6 +197,7 @@ struct gp_http_stats {
     uint64_t framing[GP_HTTP_FRAME__COUNT]; /* requests refused, by reason */
     uint64_t refused_per_address;           /* connections over max_per_address */
     uint64_t refused_max_connections;       /* connections over max_connections */
+    uint64_t refused_reserve;               /* into the reserve from a connected address */
     uint64_t lingered;                      /* early answers drained before closing */
     uint64_t linger_dropped;                /* closed at once: too many lingering */
 };

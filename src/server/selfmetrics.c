@@ -125,11 +125,15 @@ static void http_families(struct gp_buf *b, struct gp_http *h)
                       gp_http_framing_name((enum gp_http_framing)i),
                       (unsigned long long)x.framing[i]);
     gp_metric_head(b, GP_M_SRV_HTTP_CONN_REFUSED);
-    gp_buf_printf(b, "%s{reason=\"max_connections\"} %llu\n%s{reason=\"max_per_address\"} %llu\n",
-                  gp_metric_name(GP_M_SRV_HTTP_CONN_REFUSED),
-                  (unsigned long long)x.refused_max_connections,
-                  gp_metric_name(GP_M_SRV_HTTP_CONN_REFUSED),
-                  (unsigned long long)x.refused_per_address);
+    const struct {
+        const char *reason;
+        uint64_t n;
+    } conn[] = {{"max_connections", x.refused_max_connections},
+                {"max_per_address", x.refused_per_address},
+                {"reserve", x.refused_reserve}};
+    for (size_t i = 0; i < sizeof conn / sizeof conn[0]; i++)
+        gp_buf_printf(b, "%s{reason=\"%s\"} %llu\n", gp_metric_name(GP_M_SRV_HTTP_CONN_REFUSED),
+                      conn[i].reason, (unsigned long long)conn[i].n);
     gp_metric_head(b, GP_M_SRV_HTTP_LINGER);
     gp_buf_printf(b, "%s{outcome=\"drained\"} %llu\n%s{outcome=\"too_many\"} %llu\n",
                   gp_metric_name(GP_M_SRV_HTTP_LINGER), (unsigned long long)x.lingered,

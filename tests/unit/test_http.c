@@ -723,6 +723,78 @@ static void test_per_address_connection_limit(void)
     gp_http_stop(h);
 }
 
+/* The last eighth of max_connections is kept for addresses holding no
+ * connection: one address cannot take it even under its own limit. */
+static void test_connection_reserve_for_new_addresses(void)
+{
+    struct seen s;
+    memset(&s, 0, sizeof s);
+    pthread_mutex_init(&s.mu, NULL);
+    struct gp_http_options o = {.listen = "127.0.0.1:0", .handler = handler, .ctx = &s,
+                                .prepare = prepare, .complete = complete, .max_connections = 16,
+                                .max_per_address = 16};
+    struct gp_http *h;
+    char err[256];
+    CHECK_INT(gp_http_start_opts(&h, &o, err, sizeof err), GP_OK);
+    int held[16], nheld = 0;
+    char buf[2048];
+    /* 127.0.0.1 gets 14 (16 less the reserve of 2), then is refused. */
+    int fds[16];
+    for (int i = 0; i < 16; i++) {
+        fds[i] = dial_from(h, "127.0.0.1");
+        send(fds[i], "GET /sl", 7, MSG_NOSIGNAL);
+    }
+    usleep(300000);
+    for (int i = 0; i < 16; i++) {
+        char c;
+        ssize_t k = recv(fds[i], &c, 1, MSG_DONTWAIT);
+        if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            held[nheld++] = fds[i]; /* still open */
+        else
+            close(fds[i]);
+    }
+    CHECK_INT(nheld, 14);
+    /* Two new addresses take the reserve; a third finds the server full. */
+    const char *get_close = "GET /x HTTP/1.1\r\nHost: x\r\n\r\n";
+    int a = dial_from(h, "127.0.0.2"), b = dial_from(h, "127.0.0.3");
+    send_all(a, get_close);
+    send_all(b, get_close);
+    CHECK(recv(a, buf, sizeof buf, 0) > 12 && !strncmp(buf, "HTTP/1.1 200", 12));
+    CHECK(recv(b, buf, sizeof buf, 0) > 12 && !strncmp(buf, "HTTP/1.1 200", 12));
+    int c = dial_from(h, "127.0.0.4");
+    send(c, get_close, strlen(get_close), MSG_NOSIGNAL);
+    CHECK_INT(read_all(c, buf, sizeof buf), 0);
+    close(c);
+    struct gp_http_stats st;
+    gp_http_stats(h, &st);
+    CHECK_INT(st.refused_reserve, 2);
+    CHECK_INT(st.refused_max_connections, 1);
+    CHECK_INT(st.refused_per_address, 0);
+    close(a);
+    close(b);
+    for (int i = 0; i < nheld; i++)
+        close(held[i]);
+    gp_http_stop(h);
+}
+
+/* libmicrohttpd refuses a Content-Length it cannot parse before gpulse
+ * sees the request: still counted as content_length_invalid. */
+static void test_unparsable_content_length_is_counted(void)
+{
+    struct seen s;
+    struct gp_http *h = start(&s, 1 << 20, 0, NULL, NULL);
+    const char *got = exchange(h, "POST /write HTTP/1.1\r\nHost: x\r\nContent-Length: +5\r\n\r\nhello"
+                                  "GET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n");
+    CHECK(!strncmp(got, "HTTP/1.1 400", 12));
+    got = exchange(h, "POST /write HTTP/1.1\r\nHost: x\r\nContent-Length: 5, 5\r\n\r\nhello");
+    CHECK(!strncmp(got, "HTTP/1.1 400", 12));
+    struct gp_http_stats st;
+    gp_http_stats(h, &st);
+    CHECK_INT(st.framing[GP_HTTP_FRAME_CL_INVALID], 2);
+    CHECK_INT(s.handled, 0);
+    gp_http_stop(h);
+}
+
 static void test_agent_form_is_get_only(void)
 {
     struct seen s;
@@ -824,6 +896,8 @@ const struct gp_test gp_tests_http[] = {
     {"framing_that_could_be_smuggled_is_refused", test_framing_that_could_be_smuggled_is_refused},
     {"check_framing_rules", test_check_framing_rules},
     {"per_address_connection_limit", test_per_address_connection_limit},
+    {"connection_reserve_for_new_addresses", test_connection_reserve_for_new_addresses},
+    {"unparsable_content_length_is_counted", test_unparsable_content_length_is_counted},
     {"agent_form_is_get_only", test_agent_form_is_get_only},
     {"bad_listen_and_port_in_use", test_bad_listen_and_port_in_use},
     {"tls", test_tls},
