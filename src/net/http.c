@@ -759,9 +759,8 @@ static void *watchdog_main(void *arg)
                 continue;
             c->cut = 1;
             shutdown(c->fd, SHUT_RDWR);
-            gp_log(GP_LOG_WARN, "http", "client too slow: connection closed", "phase=%s timeout_ms=%llu",
-                   c->phase == PHASE_HEADERS ? "headers" : "body",
-                   (unsigned long long)h->o.body_timeout_ms);
+            gp_log(GP_LOG_WARN, "http", "client too slow: connection closed", "phase=%s timeout_ms=%lld",
+                   c->phase == PHASE_HEADERS ? "headers" : "body", (long long)limit);
         }
     }
     pthread_mutex_unlock(&h->mu);

@@ -17,7 +17,7 @@
  * once the headers are in and before any body byte is read. It returns
  * the most body bytes that route accepts (0: none), or answers at once
  * (401, 405, 429...) by filling the early response; an early answer is
- * sent without reading the body and the connection is then closed. A
+ * sent (with Connection: close) without storing the body. A
  * Content-Length over the limit is answered 413 at once, unread; a
  * chunked body that grows past the limit is cut off (the connection
  * closed) the moment it does, so no more than the limit is ever held.
