@@ -32,7 +32,8 @@ struct seen {
     unsigned body_sum;
     char auth[128], enc[64], arg[64], all[256];
     uint64_t limit;
-    int deny; /* prepare answers 401 */
+    int deny;        /* prepare answers 401 */
+    int unavailable; /* prepare answers 503 with Retry-After (a full disk's answer) */
 };
 
 static uint64_t prepare(void *ctx, struct gp_http_request *req, struct gp_http_response *early)
@@ -42,9 +43,14 @@ static uint64_t prepare(void *ctx, struct gp_http_request *req, struct gp_http_r
     s->prepared++;
     const char *a = gp_http_header(req, "authorization");
     snprintf(s->auth, sizeof s->auth, "%s", a ? a : "");
-    int deny = s->deny;
+    int deny = s->deny, unavailable = s->unavailable;
     uint64_t limit = s->limit;
     pthread_mutex_unlock(&s->mu);
+    if (unavailable) {
+        gp_http_error(early, 503, "the store cannot write its WAL");
+        gp_http_add_header(early, "Retry-After", "%d", 30);
+        return 0;
+    }
     if (deny) {
         gp_http_error(early, 401, "token required");
         gp_http_add_header(early, "WWW-Authenticate", "Bearer realm=\"%s\"", "gpulse");
@@ -524,9 +530,22 @@ static void test_early_answer_reaches_client_sending_whole_body(void)
     CHECK(!strncmp(buf, "HTTP/1.1 401", 12));
     CHECK_CONTAINS(buf, "token required");
     close(fd);
+
+    /* 503 with Retry-After (issue 15, item 3: "the status arrives before
+     * the connection closes"). */
+    pthread_mutex_lock(&s.mu);
+    s.unavailable = 1;
+    pthread_mutex_unlock(&s.mu);
+    fd = dial_from(h, "127.0.0.1");
+    send_all(fd, "POST /write HTTP/1.1\r\nHost: x\r\nContent-Length: 16777216\r\n\r\n");
+    CHECK_INT(send_body(fd, n), n);
+    read_all(fd, buf, sizeof buf);
+    CHECK(!strncmp(buf, "HTTP/1.1 503", 12));
+    CHECK_CONTAINS(buf, "Retry-After: 30");
+    close(fd);
     struct gp_http_stats st;
     gp_http_stats(h, &st);
-    CHECK(st.lingered >= 2);
+    CHECK(st.lingered >= 3);
     CHECK_INT(s.handled, 0);
     gp_http_stop(h);
 }
