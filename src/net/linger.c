@@ -3,10 +3,11 @@
  *
  * The sockets live in an array guarded by mu; gp_linger_add appends and
  * wakes the thread through an eventfd. The thread polls a snapshot of the
- * first n entries; only it removes entries (swapping the last one in,
- * walking down from the top), so the snapshot's indexes stay valid while
- * others append. Each readable socket is drained without blocking (at
- * most 1 MiB a round, so one fast sender cannot starve the rest).
+ * first n entries; only it changes or removes them (removal swaps the
+ * last one in, walking down from the top, under mu), so the snapshot's
+ * indexes stay valid while others append. Each readable socket is
+ * drained without blocking and without the lock (at most 1 MiB a round,
+ * so one fast sender cannot starve the rest).
  */
 #include "net/linger.h"
 
@@ -87,19 +88,23 @@ static void *linger_main(void *arg)
             if (read(l->wake, &v, sizeof v) < 0) { /* nothing: it is only a wake-up */
             }
         }
-        pthread_mutex_lock(&l->mu);
+        /* Drained without the lock (entries below n are this thread's
+         * alone), so gp_linger_add never waits on a fast sender. */
         now = gp_mono_ms();
         int64_t got = 0;
+        for (unsigned i = 0; i < n; i++) {
+            if (!p[i].revents)
+                continue;
+            int64_t before = got;
+            if (!drain(p[i].fd, &got))
+                p[i].fd = -1; /* the client closed, or the socket failed */
+            else if (got > before)
+                l->ents[i].quiet_until_ms = now + l->idle_ms;
+        }
+        pthread_mutex_lock(&l->mu);
         for (unsigned i = n; i-- > 0;) {
             struct ent *e = &l->ents[i];
-            int open = 1;
-            if (p[i].revents) {
-                int64_t before = got;
-                open = drain(e->fd, &got);
-                if (got > before)
-                    e->quiet_until_ms = now + l->idle_ms;
-            }
-            if (!open || now >= e->until_ms || now >= e->quiet_until_ms)
+            if (p[i].fd < 0 || now >= e->until_ms || now >= e->quiet_until_ms)
                 drop_at(l, i);
         }
         l->bytes += (uint64_t)got;

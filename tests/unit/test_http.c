@@ -550,6 +550,27 @@ static void test_early_answer_reaches_client_sending_whole_body(void)
     gp_http_stop(h);
 }
 
+/* The lingering close is bounded: a client that goes on sending after
+ * its early answer is closed once the body timeout has passed. */
+static void test_lingering_is_bounded(void)
+{
+    struct seen s;
+    struct gp_http *h = start(&s, 4096, 600, NULL, NULL);
+    int fd = dial_from(h, "127.0.0.1");
+    send_all(fd, "POST /write HTTP/1.1\r\nHost: x\r\nContent-Length: 1073741824\r\n\r\n");
+    double t0 = now_s();
+    size_t sent = send_body(fd, (size_t)64 << 30); /* stops when the server closes */
+    double took = now_s() - t0;
+    close(fd);
+    if (took < 0.4 || took > 3)
+        gp_test_fail(__FILE__, __LINE__, "lingered %.2f s (%zu bytes), want about 0.6 s", took, sent);
+    CHECK(sent < (size_t)64 << 30);
+    struct gp_http_stats st;
+    gp_http_stats(h, &st);
+    CHECK_INT(st.lingered, 1);
+    gp_http_stop(h);
+}
+
 /* Sends req on a new connection; returns what came back until the
  * server closed it (the test fails if it stays open past 10 s). */
 static const char *exchange(struct gp_http *h, const char *req)
@@ -912,6 +933,7 @@ const struct gp_test gp_tests_http[] = {
     {"trickling_headers_are_cut_off", test_trickling_headers_are_cut_off},
     {"early_answer_and_response_headers", test_early_answer_and_response_headers},
     {"early_answer_reaches_client_sending_whole_body", test_early_answer_reaches_client_sending_whole_body},
+    {"lingering_is_bounded", test_lingering_is_bounded},
     {"framing_that_could_be_smuggled_is_refused", test_framing_that_could_be_smuggled_is_refused},
     {"check_framing_rules", test_check_framing_rules},
     {"per_address_connection_limit", test_per_address_connection_limit},
