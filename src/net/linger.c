@@ -13,6 +13,7 @@
 
 #include "lib/clock.h"
 #include "lib/err.h"
+#include "lib/log.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -37,6 +38,8 @@ struct gp_linger {
     struct ent *ents;
     struct pollfd *pfd; /* max + 1: the thread's */
     uint64_t lingered, dropped, bytes;
+    int64_t dropped_logged_ms; /* the log names drops once a second at most */
+    uint64_t dropped_unlogged;
 };
 
 static void drop_at(struct gp_linger *l, unsigned i)
@@ -145,8 +148,22 @@ void gp_linger_add(struct gp_linger *l, int fd)
     pthread_mutex_lock(&l->mu);
     if (l->stopping || l->n >= l->max) {
         l->dropped++;
+        int64_t now = gp_mono_ms();
+        int log = !l->stopping && now - l->dropped_logged_ms >= 1000;
+        uint64_t unlogged = l->dropped_unlogged;
+        if (log) {
+            l->dropped_logged_ms = now;
+            l->dropped_unlogged = 0;
+        } else {
+            l->dropped_unlogged++;
+        }
+        unsigned max = l->max;
         pthread_mutex_unlock(&l->mu);
         close(fd);
+        if (log)
+            gp_log(GP_LOG_WARN, "http",
+                   "too many connections lingering: closed at once, the client may miss its answer",
+                   "lingering=%u dropped_unlogged=%llu", max, (unsigned long long)unlogged);
         return;
     }
     int64_t now = gp_mono_ms();

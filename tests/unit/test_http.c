@@ -10,6 +10,7 @@
  * libcurl and raw sockets (for what curl will not do on purpose).
  */
 #include "net/http.h"
+#include "net/linger.h"
 #include "lib/err.h"
 #include "test.h"
 
@@ -571,6 +572,37 @@ static void test_lingering_is_bounded(void)
     gp_http_stop(h);
 }
 
+/* The lingering close alone: a socket stays open (its peer sees no EOF)
+ * until its peer closes or goes quiet; past `max` sockets, one is closed
+ * at once and counted. */
+static void test_linger_keeps_open_then_closes(void)
+{
+    struct gp_linger *l;
+    CHECK_INT(gp_linger_start(&l, 1, 5000, 300), GP_OK);
+    int a[2], b[2];
+    CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, a) == 0);
+    CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, b) == 0);
+    gp_linger_add(l, a[0]);
+    gp_linger_add(l, b[0]); /* over max: closed at once */
+    char c;
+    CHECK(recv(b[1], &c, 1, 0) == 0);
+    CHECK(send(a[1], "body", 4, MSG_NOSIGNAL) == 4); /* read and discarded */
+    usleep(100000);
+    CHECK(recv(a[1], &c, 1, MSG_DONTWAIT) < 0 && errno == EAGAIN); /* still open */
+    double t0 = now_s();
+    CHECK(recv(a[1], &c, 1, 0) == 0); /* closed after 300 ms of quiet */
+    CHECK(now_s() - t0 < 2);
+    struct gp_linger_stats st;
+    gp_linger_stats(l, &st);
+    CHECK_INT(st.lingered, 1);
+    CHECK_INT(st.dropped, 1);
+    CHECK_INT(st.bytes, 4);
+    close(a[1]);
+    close(b[1]);
+    gp_linger_stop(l);
+    gp_linger_stop(NULL);
+}
+
 /* Sends req on a new connection; returns what came back until the
  * server closed it (the test fails if it stays open past 10 s). */
 static const char *exchange(struct gp_http *h, const char *req)
@@ -934,6 +966,7 @@ const struct gp_test gp_tests_http[] = {
     {"early_answer_and_response_headers", test_early_answer_and_response_headers},
     {"early_answer_reaches_client_sending_whole_body", test_early_answer_reaches_client_sending_whole_body},
     {"lingering_is_bounded", test_lingering_is_bounded},
+    {"linger_keeps_open_then_closes", test_linger_keeps_open_then_closes},
     {"framing_that_could_be_smuggled_is_refused", test_framing_that_could_be_smuggled_is_refused},
     {"check_framing_rules", test_check_framing_rules},
     {"per_address_connection_limit", test_per_address_connection_limit},
