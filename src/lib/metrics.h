@@ -200,6 +200,15 @@ enum gp_metric_section {
       "max_inflight_bytes: 429 above it.")                                                             \
     X(SRV_HTTP_REQUESTS, SERVER, "gpulse_server_http_requests_total", COUNTER, "handler code",         \
       "HTTP requests by handler and status code (code 0: cut off without an answer).")                 \
+    X(SRV_HTTP_FRAMING, SERVER, "gpulse_server_http_framing_refused_total", COUNTER, "reason",      \
+      "HTTP requests refused for framing that two parsers could read differently, by reason; "        \
+      "the connection was closed.")                                                                    \
+    X(SRV_HTTP_CONN_REFUSED, SERVER, "gpulse_server_http_connections_refused_total", COUNTER,         \
+      "reason", "Connections closed at once: max_connections or max_connections_per_address "          \
+      "reached, or the reserve kept for addresses without a connection.")                              \
+    X(SRV_HTTP_LINGER, SERVER, "gpulse_server_http_lingering_closes_total", COUNTER, "outcome",       \
+      "Connections answered before their body was read: drained so the answer arrives, or closed "     \
+      "at once when too many lingered.")                                                               \
     X(SRV_WRITE_DURATION, SERVER, "gpulse_server_write_duration_seconds", HISTOGRAM, "le",             \
       "Time to decode, store and sync one remote-write request.")                                      \
     X(SRV_QUERY_DURATION, SERVER, "gpulse_server_query_duration_seconds", HISTOGRAM, "handler le",     \

@@ -22,6 +22,16 @@
  * watchdog's record is removed (under its lock) before libmicrohttpd
  * closes the fd, so a reused fd number is never touched.
  *
+ * Connections are tracked (on_connection) for three things: the
+ * watchdog, the per-address limit (on_accept counts a new connection's
+ * address among those open; libmicrohttpd accepts and announces
+ * connections on its listening thread, so check and record do not race
+ * in the server's thread-per-connection mode), and the lingering close:
+ * a connection answered early is marked, and when libmicrohttpd closes
+ * it (it has sent the answer and shut the write side), a dup of its fd,
+ * taken before libmicrohttpd's close, goes to net/linger.c, which keeps
+ * the socket open and drains the client's unread body.
+ *
  * Streamed answers: libmicrohttpd's content-reader callback (one thread
  * per connection, so it may block) calls the role's producer into a
  * pending buffer and copies out what fits. Returning 0 bytes makes
@@ -36,9 +46,11 @@
 #include "lib/cfg.h"
 #include "lib/err.h"
 #include "lib/log.h"
+#include "net/linger.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <gnutls/gnutls.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
@@ -60,6 +72,8 @@ struct conn_rec {
     enum conn_phase phase;
     int64_t since_ms; /* CLOSED: when the phase began */
     int cut;
+    int linger;       /* answered early: drain the client's body at close */
+    uint8_t addr[16]; /* the client's address (IPv4 mapped; IPv6: its /64) */
     struct conn_rec *prev, *next;
 };
 
@@ -76,6 +90,13 @@ struct gp_http {
     pthread_t watchdog;
     int watching, stopping, started_watchdog;
     int closing; /* atomic: streams end */
+
+    struct gp_linger *linger;
+    unsigned nconns; /* in conns */
+    /* counters (atomic), and the refused connections not yet logged */
+    uint64_t framing[GP_HTTP_FRAME__COUNT], refused_per_address, refused_max, refused_reserve;
+    int64_t refused_logged_ms; /* under mu */
+    uint64_t refused_unlogged;
 };
 
 /* One streamed answer. */
@@ -172,6 +193,75 @@ void gp_http_error(struct gp_http_response *resp, int status, const char *msg)
         gp_buf_putc(&resp->body, (unsigned char)*p < 0x20 ? ' ' : *p);
     }
     gp_buf_puts(&resp->body, "\"}\n");
+}
+
+/* ---- framing ---- */
+
+static const char *const framing_names[GP_HTTP_FRAME__COUNT] = {
+    [GP_HTTP_FRAME_OK] = "ok",
+    [GP_HTTP_FRAME_CL_REPEATED] = "content_length_repeated",
+    [GP_HTTP_FRAME_CL_INVALID] = "content_length_invalid",
+    [GP_HTTP_FRAME_CL_AND_TE] = "content_length_and_transfer_encoding",
+    [GP_HTTP_FRAME_TE_UNSUPPORTED] = "transfer_encoding_unsupported",
+};
+
+const char *gp_http_framing_name(enum gp_http_framing f)
+{
+    return (unsigned)f < GP_HTTP_FRAME__COUNT ? framing_names[f] : "unknown";
+}
+
+/* 1 when v is 1 to 19 digits and nothing else (no sign, space, list). */
+static int plain_decimal(const char *v)
+{
+    size_t n = strspn(v, "0123456789");
+    return n > 0 && n <= 19 && v[n] == '\0';
+}
+
+enum gp_http_framing gp_http_check_framing(const char *const *names, const char *const *values,
+                                           size_t n, int http10, int *status, char *msg,
+                                           size_t msglen)
+{
+    const char *cl = NULL, *te = NULL;
+    size_t ncl = 0, nte = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!strcasecmp(names[i], "Content-Length")) {
+            if (!ncl++)
+                cl = values[i] ? values[i] : "";
+        } else if (!strcasecmp(names[i], "Transfer-Encoding")) {
+            if (!nte++)
+                te = values[i] ? values[i] : "";
+        }
+    }
+    *status = 400;
+    /* Both: RFC 9112 lets a server take the chunked framing, but a proxy
+     * in front may have used Content-Length: the rest of the bytes would
+     * be a request one of them never saw. */
+    if (ncl && nte) {
+        snprintf(msg, msglen, "request has both Content-Length and Transfer-Encoding: its length is "
+                              "ambiguous, so it is refused and the connection closed");
+        return GP_HTTP_FRAME_CL_AND_TE;
+    }
+    if (nte) {
+        *status = 501;
+        if (nte > 1 || strcasecmp(te, "chunked") || http10) {
+            snprintf(msg, msglen, "transfer coding '%.64s'%s is not supported: send chunked (HTTP/1.1) "
+                                  "or a Content-Length",
+                     te, nte > 1 ? " (given twice)" : http10 ? " in HTTP/1.0" : "");
+            return GP_HTTP_FRAME_TE_UNSUPPORTED;
+        }
+        return GP_HTTP_FRAME_OK;
+    }
+    /* Identical repeats too: RFC 9110 section 8.6 allows collapsing them,
+     * but refusing leaves nothing for two parsers to disagree on. */
+    if (ncl > 1) {
+        snprintf(msg, msglen, "request has %zu Content-Length headers: refused, send one", ncl);
+        return GP_HTTP_FRAME_CL_REPEATED;
+    }
+    if (ncl && !plain_decimal(cl)) {
+        snprintf(msg, msglen, "invalid Content-Length '%.64s': not a plain decimal number", cl);
+        return GP_HTTP_FRAME_CL_INVALID;
+    }
+    return GP_HTTP_FRAME_OK;
 }
 
 /* Skips spaces and tabs. */
@@ -361,6 +451,71 @@ static enum MHD_Result send_response(struct gp_http_request *r, struct gp_http_r
     return ret;
 }
 
+/* The framing headers of a request, in order (a few suffice: more of
+ * them is a repeat already). */
+struct framing_hdrs {
+    const char *names[8], *values[8];
+    size_t n;
+};
+
+static enum MHD_Result collect_framing(void *cls, enum MHD_ValueKind kind, const char *key,
+                                       const char *value)
+{
+    (void)kind;
+    struct framing_hdrs *f = cls;
+    if (key && (!strcasecmp(key, "Content-Length") || !strcasecmp(key, "Transfer-Encoding")) &&
+        f->n < 8) {
+        f->names[f->n] = key;
+        f->values[f->n++] = value;
+    }
+    return MHD_YES;
+}
+
+/* Marks the connection of r to linger at close (its body may be unread). */
+static void mark_linger(struct gp_http *h, struct MHD_Connection *conn)
+{
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    struct conn_rec *c = ci ? ci->socket_context : NULL;
+    if (!c)
+        return;
+    pthread_mutex_lock(&h->mu);
+    c->linger = 1;
+    pthread_mutex_unlock(&h->mu);
+}
+
+/* Refuses a request whose length could be read two ways: answered and
+ * the connection closed, so no byte after its headers is served. */
+static enum MHD_Result check_framing(struct gp_http *h, struct gp_http_request *r,
+                                     const char *version, int *refused)
+{
+    struct framing_hdrs f = {.n = 0};
+    MHD_get_connection_values(r->conn, MHD_HEADER_KIND, collect_framing, &f);
+    int status;
+    char msg[200];
+    enum gp_http_framing why = gp_http_check_framing(f.names, f.values, f.n,
+                                                     version && !strcmp(version, "HTTP/1.0"),
+                                                     &status, msg, sizeof msg);
+    *refused = why != GP_HTTP_FRAME_OK;
+    if (!*refused)
+        return MHD_YES;
+    __atomic_fetch_add(&h->framing[why], 1, __ATOMIC_RELAXED);
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    char peer[INET6_ADDRSTRLEN] = "?";
+    if (ci && ci->client_addr && ci->client_addr->sa_family == AF_INET)
+        inet_ntop(AF_INET, &((const struct sockaddr_in *)ci->client_addr)->sin_addr, peer, sizeof peer);
+    else if (ci && ci->client_addr && ci->client_addr->sa_family == AF_INET6)
+        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)ci->client_addr)->sin6_addr, peer,
+                  sizeof peer);
+    gp_log(GP_LOG_WARN, "http", "request refused for its framing: connection closed",
+           "reason=%s status=%d method=%s path=%s client=%s", gp_http_framing_name(why), status,
+           r->method, r->path, peer);
+    struct gp_http_response resp;
+    resp_init(&resp, status);
+    gp_http_error(&resp, status, msg);
+    gp_http_add_header(&resp, "Connection", "close");
+    return send_response(r, &resp);
+}
+
 /* First call: headers are in, no body read yet. */
 static enum MHD_Result on_headers(struct gp_http *h, struct gp_http_request *r)
 {
@@ -457,23 +612,105 @@ static void set_phase(struct gp_http *h, struct MHD_Connection *conn, enum conn_
     pthread_mutex_unlock(&h->mu);
 }
 
+/* The per-address limit's key of a client address: IPv4 as an
+ * IPv4-mapped IPv6 address, IPv6 by its /64 (what one client is
+ * normally given). 0 for another family (not limited). */
+static int addr_key(const struct sockaddr *sa, uint8_t key[16])
+{
+    memset(key, 0, 16);
+    if (sa && sa->sa_family == AF_INET) {
+        key[10] = key[11] = 0xff;
+        memcpy(key + 12, &((const struct sockaddr_in *)sa)->sin_addr, 4);
+        return 1;
+    }
+    if (sa && sa->sa_family == AF_INET6) {
+        const uint8_t *a = ((const struct sockaddr_in6 *)sa)->sin6_addr.s6_addr;
+        static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+        memcpy(key, a, memcmp(a, mapped, 12) ? 8 : 16);
+        return 1;
+    }
+    return 0;
+}
+
+/* libmicrohttpd's accept policy: refuses a connection over
+ * max_connections, over max_per_address, or into the reserve from an
+ * address that has a connection already, counted and logged (once a
+ * second at most, with how many went unlogged: a flood must not flood
+ * the log). A linear scan: the list holds max_connections at most. */
+static enum MHD_Result on_accept(void *cls, const struct sockaddr *sa, socklen_t len)
+{
+    (void)len;
+    struct gp_http *h = cls;
+    uint8_t key[16];
+    int keyed = addr_key(sa, key);
+    pthread_mutex_lock(&h->mu);
+    unsigned same = 0;
+    if (keyed)
+        for (struct conn_rec *c = h->conns; c; c = c->next)
+            same += !memcmp(c->addr, key, 16);
+    /* The last eighth of the connections is kept for addresses holding
+     * none: agents (one connection per host) still get in when clients
+     * from a few addresses hold all the rest. */
+    unsigned reserve = h->o.max_connections / 8;
+    int full = h->nconns >= h->o.max_connections;
+    int over = h->o.max_per_address && same >= h->o.max_per_address;
+    int reserved = same && h->nconns >= h->o.max_connections - reserve;
+    if (!full && !over && !reserved) {
+        pthread_mutex_unlock(&h->mu);
+        return MHD_YES;
+    }
+    const char *why = full ? "max_connections" : over ? "max_per_address" : "reserve";
+    __atomic_fetch_add(full   ? &h->refused_max
+                       : over ? &h->refused_per_address
+                              : &h->refused_reserve,
+                       1, __ATOMIC_RELAXED);
+    int64_t now = gp_mono_ms();
+    uint64_t unlogged = 0;
+    int log = now - h->refused_logged_ms >= 1000;
+    if (log) {
+        unlogged = h->refused_unlogged;
+        h->refused_unlogged = 0;
+        h->refused_logged_ms = now;
+    } else {
+        h->refused_unlogged++;
+    }
+    unsigned open = h->nconns;
+    pthread_mutex_unlock(&h->mu);
+    if (log) {
+        char peer[INET6_ADDRSTRLEN] = "?";
+        if (sa && sa->sa_family == AF_INET)
+            inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, peer, sizeof peer);
+        else if (sa && sa->sa_family == AF_INET6)
+            inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, peer, sizeof peer);
+        gp_log(GP_LOG_WARN, "http", "connection refused: too many open",
+               "reason=%s client=%s from_client=%u open=%u max_connections=%u max_per_address=%u "
+               "refused_unlogged=%llu",
+               why, peer, same, open, h->o.max_connections, h->o.max_per_address,
+               (unsigned long long)unlogged);
+    }
+    return MHD_NO;
+}
+
 static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
                           enum MHD_ConnectionNotificationCode code)
 {
     struct gp_http *h = cls;
     if (code == MHD_CONNECTION_NOTIFY_STARTED) {
         const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        const union MHD_ConnectionInfo *ai = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
         struct conn_rec *c = ci ? calloc(1, sizeof *c) : NULL;
         if (!c)
-            return; /* not watched; the idle timeout still applies */
+            return; /* not watched or counted; the idle timeout still applies */
         c->fd = ci->connect_fd;
         c->phase = PHASE_HEADERS;
         c->since_ms = gp_mono_ms();
+        addr_key(ai ? ai->client_addr : NULL, c->addr);
         pthread_mutex_lock(&h->mu);
         c->next = h->conns;
         if (h->conns)
             h->conns->prev = c;
         h->conns = c;
+        h->nconns++;
         pthread_mutex_unlock(&h->mu);
         *socket_context = c;
     } else if (code == MHD_CONNECTION_NOTIFY_CLOSED && *socket_context) {
@@ -485,7 +722,14 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
             h->conns = c->next;
         if (c->next)
             c->next->prev = c->prev;
+        h->nconns--;
+        int linger = c->linger && !c->cut;
         pthread_mutex_unlock(&h->mu);
+        /* libmicrohttpd closes the fd after this returns: a dup keeps the
+         * socket open, so that close sends no reset. */
+        int fd = linger && h->linger ? fcntl(c->fd, F_DUPFD_CLOEXEC, 0) : -1;
+        if (fd >= 0)
+            gp_linger_add(h->linger, fd);
         free(c);
         *socket_context = NULL;
     }
@@ -515,9 +759,8 @@ static void *watchdog_main(void *arg)
                 continue;
             c->cut = 1;
             shutdown(c->fd, SHUT_RDWR);
-            gp_log(GP_LOG_WARN, "http", "client too slow: connection closed", "phase=%s timeout_ms=%llu",
-                   c->phase == PHASE_HEADERS ? "headers" : "body",
-                   (unsigned long long)h->o.body_timeout_ms);
+            gp_log(GP_LOG_WARN, "http", "client too slow: connection closed", "phase=%s timeout_ms=%lld",
+                   c->phase == PHASE_HEADERS ? "headers" : "body", (long long)limit);
         }
     }
     pthread_mutex_unlock(&h->mu);
@@ -528,7 +771,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                                   const char *method, const char *version, const char *upload,
                                   size_t *upload_size, void **con_cls)
 {
-    (void)version;
     struct gp_http *h = cls;
     struct gp_http_request *r = *con_cls;
     if (!r) {
@@ -542,9 +784,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         r->deadline_ms = gp_mono_ms() + (int64_t)h->o.body_timeout_ms;
         *con_cls = r;
         set_phase(h, conn, PHASE_BODY);
-        enum MHD_Result ok = on_headers(h, r);
-        if (r->status)
+        int refused;
+        enum MHD_Result ok = check_framing(h, r, version, &refused);
+        if (!refused)
+            ok = on_headers(h, r);
+        if (r->status) { /* answered before the body: deliver it (linger.h) */
             set_phase(h, conn, PHASE_ANSWER);
+            mark_linger(h, conn);
+        }
         return ok;
     }
     if (*upload_size) {
@@ -594,13 +841,26 @@ static int check_tls_pair(const char *cert, const char *key, char *err, size_t e
 
 static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
-    (void)cls;
+    struct gp_http *h = cls;
     char msg[512];
     vsnprintf(msg, sizeof msg, fmt, ap);
     size_t n = strlen(msg);
     while (n && msg[n - 1] == '\n')
         msg[--n] = '\0';
     gp_log(GP_LOG_DEBUG, "http", msg, "%s", "");
+    /* libmicrohttpd answers a Content-Length it cannot parse (a sign, a
+     * list, too many digits) itself, before on_request: its message is
+     * the only trace, so it is counted and logged from here. Should a
+     * later version word it otherwise, only this count is lost: the
+     * request is refused all the same, and gp_http_check_framing would
+     * refuse it had the library let it through. */
+    if (h && strstr(msg, "Content-Length") &&
+        (!strncmp(msg, "Failed to parse", 15) || !strncmp(msg, "Too large value", 15))) {
+        __atomic_fetch_add(&h->framing[GP_HTTP_FRAME_CL_INVALID], 1, __ATOMIC_RELAXED);
+        gp_log(GP_LOG_WARN, "http", "request refused for its framing: connection closed",
+               "reason=%s status=%d by=libmicrohttpd", gp_http_framing_name(GP_HTTP_FRAME_CL_INVALID),
+               msg[0] == 'F' ? 400 : 413);
+    }
 }
 
 int gp_http_start(struct gp_http **out, const char *listen, gp_http_handler handler, void *ctx,
@@ -679,25 +939,31 @@ int gp_http_start_opts(struct gp_http **out, const struct gp_http_options *o, ch
     h->o.tls_cert_pem = h->cert;
     h->o.tls_key_pem = h->key;
     h->watching = h->o.prepare != NULL;
+    /* Drained for as long as a body may take anyway, 2 s of silence at most. */
+    if (gp_linger_start(&h->linger, h->o.max_connections, (int64_t)h->o.body_timeout_ms, 2000)) {
+        gp_http_stop(h);
+        return gp_seterr(err, errlen, GP_ENOMEM, "cannot start a thread");
+    }
     struct MHD_OptionItem opts[12];
     size_t no = 0;
 #define GP_OPT_(opt, val, ptr) opts[no++] = (struct MHD_OptionItem){opt, (intptr_t)(val), ptr}
+    /* The logger first: libmicrohttpd prints what comes before it to stderr. */
+    GP_OPT_(MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)mhd_log, h);
     GP_OPT_(MHD_OPTION_SOCK_ADDR, 0, &ss);
-    GP_OPT_(MHD_OPTION_CONNECTION_LIMIT, h->o.max_connections, NULL);
+    /* One over ours: on_accept refuses first, and counts it. */
+    GP_OPT_(MHD_OPTION_CONNECTION_LIMIT, h->o.max_connections + 1, NULL);
     GP_OPT_(MHD_OPTION_CONNECTION_TIMEOUT, h->o.idle_timeout_s, NULL);
     GP_OPT_(MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_complete, h);
-    GP_OPT_(MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)mhd_log, NULL);
     if (h->o.threads)
         GP_OPT_(MHD_OPTION_THREAD_POOL_SIZE, h->o.threads, NULL);
-    if (h->watching)
-        GP_OPT_(MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)on_connection, h);
+    GP_OPT_(MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)on_connection, h);
     if (h->cert) {
         GP_OPT_(MHD_OPTION_HTTPS_MEM_CERT, 0, h->cert);
         GP_OPT_(MHD_OPTION_HTTPS_MEM_KEY, 0, h->key);
     }
     GP_OPT_(MHD_OPTION_END, 0, NULL);
 #undef GP_OPT_
-    h->d = MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, on_request, h, MHD_OPTION_ARRAY, opts,
+    h->d = MHD_start_daemon(flags, (uint16_t)port, on_accept, h, on_request, h, MHD_OPTION_ARRAY, opts,
                             MHD_OPTION_END);
     if (!h->d) {
         gp_http_stop(h);
@@ -719,6 +985,22 @@ int gp_http_start_opts(struct gp_http **out, const struct gp_http_options *o, ch
 
 unsigned gp_http_port(const struct gp_http *h) { return h->port; }
 
+void gp_http_stats(struct gp_http *h, struct gp_http_stats *out)
+{
+    memset(out, 0, sizeof *out);
+    for (size_t i = 0; i < GP_HTTP_FRAME__COUNT; i++)
+        out->framing[i] = __atomic_load_n(&h->framing[i], __ATOMIC_RELAXED);
+    out->refused_per_address = __atomic_load_n(&h->refused_per_address, __ATOMIC_RELAXED);
+    out->refused_max_connections = __atomic_load_n(&h->refused_max, __ATOMIC_RELAXED);
+    out->refused_reserve = __atomic_load_n(&h->refused_reserve, __ATOMIC_RELAXED);
+    if (h->linger) {
+        struct gp_linger_stats l;
+        gp_linger_stats(h->linger, &l);
+        out->lingered = l.lingered;
+        out->linger_dropped = l.dropped;
+    }
+}
+
 void gp_http_stop(struct gp_http *h)
 {
     if (!h)
@@ -733,6 +1015,7 @@ void gp_http_stop(struct gp_http *h)
     }
     if (h->d)
         MHD_stop_daemon(h->d);
+    gp_linger_stop(h->linger); /* after the daemon: its last closes may linger */
     pthread_mutex_destroy(&h->mu);
     pthread_cond_destroy(&h->cv);
     free(h->cert);

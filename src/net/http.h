@@ -17,10 +17,32 @@
  * once the headers are in and before any body byte is read. It returns
  * the most body bytes that route accepts (0: none), or answers at once
  * (401, 405, 429...) by filling the early response; an early answer is
- * sent without reading the body and the connection is then closed. A
+ * sent (with Connection: close) without storing the body. A
  * Content-Length over the limit is answered 413 at once, unread; a
  * chunked body that grows past the limit is cut off (the connection
  * closed) the moment it does, so no more than the limit is ever held.
+ * An early answer is still delivered: once it is sent the connection
+ * lingers (net/linger.h), reading and discarding what the client still
+ * sends, so a client that writes its whole body before reading gets the
+ * status instead of a broken pipe.
+ *
+ * Framing (RFC 9112 section 6). Before prepare runs, a request whose body
+ * length two parties could read differently is refused and its
+ * connection closed, so nothing after it on that connection is served
+ * (request smuggling through a proxy): Content-Length and
+ * Transfer-Encoding together, Content-Length given twice (even with the
+ * same value: a proxy may have used either), a Content-Length that is
+ * not plain digits (400); a Transfer-Encoding other than one `chunked`
+ * (501). See gp_http_check_framing.
+ *
+ * Connections. At most max_connections at once, and at most
+ * max_per_address from one client address (an IPv6 client's /64): one
+ * client opening slow connections cannot take them all. The last eighth
+ * of max_connections is kept for addresses that hold no connection yet
+ * (agents hold one each), so clients from a few addresses cannot take it
+ * either. A refused connection is closed at once, before any byte is
+ * read, and counted (gp_http_stats).
+ *
  * Every body must arrive within body_timeout_ms of its headers, and
  * headers within the longer of that and the idle timeout: a client
  * trickling a byte a second is cut off (a watchdog thread shuts its
@@ -109,6 +131,7 @@ struct gp_http_options {
     gp_http_complete complete;/* may be NULL */
     unsigned threads;         /* 0: a thread per connection; else a pool of this size */
     unsigned max_connections; /* 0: 256 */
+    unsigned max_per_address; /* connections from one address; 0: no limit */
     unsigned idle_timeout_s;  /* 0: 30 */
     uint64_t body_timeout_ms; /* 0: 30000 */
     const char *tls_cert_pem; /* PEM text (copied); both or neither */
@@ -147,6 +170,38 @@ int gp_http_start(struct gp_http **out, const char *listen, gp_http_handler h, v
                   size_t errlen);
 unsigned gp_http_port(const struct gp_http *h);
 void gp_http_stop(struct gp_http *h); /* accepts NULL; waits for running handlers */
+
+/* Why a request's framing is refused (GP_HTTP_FRAME_OK: it is not). */
+enum gp_http_framing {
+    GP_HTTP_FRAME_OK,
+    GP_HTTP_FRAME_CL_REPEATED,
+    GP_HTTP_FRAME_CL_INVALID,
+    GP_HTTP_FRAME_CL_AND_TE,
+    GP_HTTP_FRAME_TE_UNSUPPORTED,
+    GP_HTTP_FRAME__COUNT
+};
+/* The reason's label on /metrics ("content_length_repeated"...). */
+const char *gp_http_framing_name(enum gp_http_framing f);
+
+/* Checks a request's framing headers: names[i] and values[i] for n
+ * headers in the order received (any others may be left out), http10
+ * when the request line said HTTP/1.0. Returns the reason it is refused,
+ * with *status (400 or 501) and a message in msg; GP_HTTP_FRAME_OK
+ * otherwise. */
+enum gp_http_framing gp_http_check_framing(const char *const *names, const char *const *values,
+                                           size_t n, int http10, int *status, char *msg,
+                                           size_t msglen);
+
+/* What the HTTP layer refused or repaired, since start. */
+struct gp_http_stats {
+    uint64_t framing[GP_HTTP_FRAME__COUNT]; /* requests refused, by reason */
+    uint64_t refused_per_address;           /* connections over max_per_address */
+    uint64_t refused_max_connections;       /* connections over max_connections */
+    uint64_t refused_reserve;               /* into the reserve from a connected address */
+    uint64_t lingered;                      /* early answers drained before closing */
+    uint64_t linger_dropped;                /* closed at once: too many lingering */
+};
+void gp_http_stats(struct gp_http *h, struct gp_http_stats *out);
 
 /* Content negotiation over request headers (NULL: absent), for the
  * static files. 1 when Accept-Encoding allows `coding` (named with q > 0,

@@ -114,6 +114,9 @@ int gp_server_config_validate(const struct gp_server_config *c, char *err, size_
         return gp_seterr(err, errlen, GP_ECONFIG, "read_timeout must be between 100ms and 10m");
     if (c->max_connections < 1 || c->max_connections > 65536)
         return gp_seterr(err, errlen, GP_ECONFIG, "max_connections must be between 1 and 65536");
+    if (c->max_connections_per_address > 65536)
+        return gp_seterr(err, errlen, GP_ECONFIG,
+                         "max_connections_per_address must be between 0 (no limit) and 65536");
     if (c->max_series < 1)
         return gp_seterr(err, errlen, GP_ECONFIG, "max_series must be at least 1");
     if (c->checkpoint_interval_ms < 1000)

@@ -36,6 +36,7 @@ struct gp_server_config {
     uint64_t max_inflight_bytes;
     int64_t read_timeout_ms;
     uint64_t max_connections;
+    uint64_t max_connections_per_address;
     uint64_t max_series;
     int64_t checkpoint_interval_ms;
     int64_t jobs_scan_interval_ms;
@@ -98,6 +99,9 @@ struct gp_server_config {
       "time a client has to send a whole request body")                                           \
     X(max_connections, "max_connections", "max-connections", UINT, "512",                          \
       "open client connections at most")                                                          \
+    X(max_connections_per_address, "max_connections_per_address",                                 \
+      "max-connections-per-address", UINT, "64",                                                   \
+      "open connections from one client address (an IPv6 /64) at most; 0: no limit")             \
     X(max_series, "max_series", "max-series", UINT, "10000000",                                    \
       "series the store holds at most; samples of new series beyond are rejected")               \
     X(checkpoint_interval_ms, "checkpoint_interval", "checkpoint-interval", DURATION, "5m",        \

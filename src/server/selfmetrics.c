@@ -113,6 +113,34 @@ static void store_families(struct gp_buf *b, struct gp_storage *st)
         (double)x.replayed_samples);
 }
 
+/* The HTTP layer's refusals (net/http.h); zeros before it listens. */
+static void http_families(struct gp_buf *b, struct gp_http *h)
+{
+    struct gp_http_stats x;
+    memset(&x, 0, sizeof x);
+    if (h)
+        gp_http_stats(h, &x);
+    gp_metric_head(b, GP_M_SRV_HTTP_FRAMING);
+    for (int i = GP_HTTP_FRAME_OK + 1; i < GP_HTTP_FRAME__COUNT; i++)
+        gp_buf_printf(b, "%s{reason=\"%s\"} %llu\n", gp_metric_name(GP_M_SRV_HTTP_FRAMING),
+                      gp_http_framing_name((enum gp_http_framing)i),
+                      (unsigned long long)x.framing[i]);
+    gp_metric_head(b, GP_M_SRV_HTTP_CONN_REFUSED);
+    const struct {
+        const char *reason;
+        uint64_t n;
+    } conn[] = {{"max_connections", x.refused_max_connections},
+                {"max_per_address", x.refused_per_address},
+                {"reserve", x.refused_reserve}};
+    for (size_t i = 0; i < sizeof conn / sizeof conn[0]; i++)
+        gp_buf_printf(b, "%s{reason=\"%s\"} %llu\n", gp_metric_name(GP_M_SRV_HTTP_CONN_REFUSED),
+                      conn[i].reason, (unsigned long long)conn[i].n);
+    gp_metric_head(b, GP_M_SRV_HTTP_LINGER);
+    gp_buf_printf(b, "%s{outcome=\"drained\"} %llu\n%s{outcome=\"too_many\"} %llu\n",
+                  gp_metric_name(GP_M_SRV_HTTP_LINGER), (unsigned long long)x.lingered,
+                  gp_metric_name(GP_M_SRV_HTTP_LINGER), (unsigned long long)x.linger_dropped);
+}
+
 int gp_srv_render_metrics(struct gp_server *s, struct gp_buf *b)
 {
     one(b, GP_M_SRV_INGESTED,
@@ -142,6 +170,7 @@ int gp_srv_render_metrics(struct gp_server *s, struct gp_buf *b)
                               gp_metric_name(GP_M_SRV_HTTP_REQUESTS),
                               route_names[r], c, (unsigned long long)n);
         }
+    http_families(b, s->http);
     gp_metric_head(b, GP_M_SRV_WRITE_DURATION);
     hist(b, gp_metric_name(GP_M_SRV_WRITE_DURATION), "", &s->route_hist[GP_SRV_R_WRITE]);
     gp_metric_head(b, GP_M_SRV_QUERY_DURATION);

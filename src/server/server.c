@@ -358,6 +358,7 @@ int gp_server_start(struct gp_server **out, const struct gp_server_config *c, ch
         .complete = complete,
         .threads = 0,
         .max_connections = (unsigned)c->max_connections,
+        .max_per_address = (unsigned)c->max_connections_per_address,
         .idle_timeout_s = 30,
         .body_timeout_ms = (uint64_t)c->read_timeout_ms,
         .tls_cert_pem = cert,

@@ -22,10 +22,16 @@ read -r status secs sent < <(rw huge "$SERVER_URL" --chunked)
 note "1 GiB chunked: $status after ${secs}s, $sent bytes sent"
 [ "$status" = cut ] || [ "$status" = 413 ] || fail "1 GiB chunked body got '$status', want it cut off"
 [ "$sent" -lt $((256 << 20)) ] || fail "the server read $sent bytes of a chunked body over a 16 MiB limit"
-# curl streaming from /dev/zero, both ways.
+# curl streaming from /dev/zero, both ways. `-T -` sends chunked, so
+# curl's own Transfer-Encoding is dropped for the Content-Length run;
+# with both (curl's default) the framing is ambiguous: 400 (issue 15).
+code=$(head -c 1G /dev/zero | timeout 20 curl -s -o /dev/null -w '%{http_code}' -X POST -T - \
+    -H 'Transfer-Encoding:' -H 'Content-Length: 1073741824' -H 'Content-Encoding: snappy' \
+    "$SERVER_URL/api/v1/write" || true)
+[ "$code" = 413 ] || fail "curl's 1 GiB body got '$code', want 413"
 code=$(head -c 1G /dev/zero | timeout 20 curl -s -o /dev/null -w '%{http_code}' -X POST -T - \
     -H 'Content-Length: 1073741824' -H 'Content-Encoding: snappy' "$SERVER_URL/api/v1/write" || true)
-[ "$code" = 413 ] || fail "curl's 1 GiB body got '$code', want 413"
+[ "$code" = 400 ] || fail "curl's 1 GiB body with Content-Length and chunked got '$code', want 400"
 start=$SECONDS
 head -c 1G /dev/zero | timeout 20 curl -s -o /dev/null -X POST -T - -H 'Transfer-Encoding: chunked' \
     -H 'Content-Encoding: snappy' "$SERVER_URL/api/v1/write" && fail "a 1 GiB chunked body was taken"

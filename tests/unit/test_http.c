@@ -2,11 +2,15 @@
  * test_http.c - the HTTP layer alone: routes with and without bodies,
  * body limits (413 at once from Content-Length, a chunked body cut off
  * as it passes its limit), the body deadline against a trickling client,
- * early answers from prepare, request and response headers, repeated
- * query arguments, and TLS with a throwaway certificate. Clients are
+ * early answers from prepare (delivered to a client that sends its whole
+ * body before reading), framing that could be smuggled (refused, the
+ * connection closed, nothing after it served), the per-address
+ * connection limit, request and response headers, repeated query
+ * arguments, and TLS with a throwaway certificate. Clients are
  * libcurl and raw sockets (for what curl will not do on purpose).
  */
 #include "net/http.h"
+#include "net/linger.h"
 #include "lib/err.h"
 #include "test.h"
 
@@ -29,7 +33,8 @@ struct seen {
     unsigned body_sum;
     char auth[128], enc[64], arg[64], all[256];
     uint64_t limit;
-    int deny; /* prepare answers 401 */
+    int deny;        /* prepare answers 401 */
+    int unavailable; /* prepare answers 503 with Retry-After (a full disk's answer) */
 };
 
 static uint64_t prepare(void *ctx, struct gp_http_request *req, struct gp_http_response *early)
@@ -39,9 +44,14 @@ static uint64_t prepare(void *ctx, struct gp_http_request *req, struct gp_http_r
     s->prepared++;
     const char *a = gp_http_header(req, "authorization");
     snprintf(s->auth, sizeof s->auth, "%s", a ? a : "");
-    int deny = s->deny;
+    int deny = s->deny, unavailable = s->unavailable;
     uint64_t limit = s->limit;
     pthread_mutex_unlock(&s->mu);
+    if (unavailable) {
+        gp_http_error(early, 503, "the store cannot write its WAL");
+        gp_http_add_header(early, "Retry-After", "%d", 30);
+        return 0;
+    }
     if (deny) {
         gp_http_error(early, 401, "token required");
         gp_http_add_header(early, "WWW-Authenticate", "Bearer realm=\"%s\"", "gpulse");
@@ -194,6 +204,24 @@ static void url(char *out, size_t n, struct gp_http *h, const char *scheme, cons
 }
 
 /* ---- a raw socket client ---- */
+
+/* A connection from the loopback address `from` (127.0.0.x: Linux
+ * routes all of 127/8 to lo). */
+static int dial_from(struct gp_http *h, const char *from)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    CHECK(fd >= 0);
+    struct sockaddr_in src = {.sin_family = AF_INET};
+    CHECK(inet_pton(AF_INET, from, &src.sin_addr) == 1);
+    CHECK(bind(fd, (struct sockaddr *)&src, sizeof src) == 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)gp_http_port(h))};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    CHECK(connect(fd, (struct sockaddr *)&a, sizeof a) == 0);
+    struct timeval tv = {10, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    return fd;
+}
 
 static int dial(struct gp_http *h)
 {
@@ -454,6 +482,391 @@ static void test_early_answer_and_response_headers(void)
     gp_http_stop(h);
 }
 
+/* Sends n bytes of body in 64 KiB writes, blocking, as Python's
+ * http.client does before it reads anything. Returns what was sent (less
+ * than n when the server reset or closed the connection). */
+static size_t send_body(int fd, size_t n)
+{
+    static char block[65536];
+    size_t sent = 0;
+    while (sent < n) {
+        size_t k = n - sent < sizeof block ? n - sent : sizeof block;
+        ssize_t w = send(fd, block, k, MSG_NOSIGNAL);
+        if (w <= 0)
+            break;
+        sent += (size_t)w;
+    }
+    return sent;
+}
+
+/* Finding 11 of issue 15: an answer given before the body is read (413
+ * from Content-Length, 401 from prepare) reaches a client that writes
+ * its whole body first and reads after. Before the lingering close the
+ * server closed with the body unread: the client's writes failed with
+ * EPIPE/ECONNRESET after a few MiB, and it never read the status. */
+static void test_early_answer_reaches_client_sending_whole_body(void)
+{
+    struct seen s;
+    struct gp_http *h = start(&s, 64 * 1024, 0, NULL, NULL);
+    const size_t n = 16u << 20; /* more than loopback's socket buffers hold */
+    int fd = dial_from(h, "127.0.0.1");
+    send_all(fd, "POST /write HTTP/1.1\r\nHost: x\r\nContent-Length: 16777216\r\n\r\n");
+    CHECK_INT(send_body(fd, n), n);
+    char buf[2048];
+    read_all(fd, buf, sizeof buf);
+    CHECK(!strncmp(buf, "HTTP/1.1 413", 12));
+    CHECK_CONTAINS(buf, "over the limit of 65536 bytes");
+    CHECK_CONTAINS(buf, "Connection: close");
+    close(fd);
+    wait_completed(&s, 1);
+    CHECK_INT(s.handled, 0);
+
+    pthread_mutex_lock(&s.mu);
+    s.deny = 1;
+    pthread_mutex_unlock(&s.mu);
+    fd = dial_from(h, "127.0.0.1");
+    send_all(fd, "POST /write HTTP/1.1\r\nHost: x\r\nContent-Length: 16777216\r\n\r\n");
+    CHECK_INT(send_body(fd, n), n);
+    read_all(fd, buf, sizeof buf);
+    CHECK(!strncmp(buf, "HTTP/1.1 401", 12));
+    CHECK_CONTAINS(buf, "token required");
+    close(fd);
+
+    /* 503 with Retry-After (issue 15, item 3: "the status arrives before
+     * the connection closes"). */
+    pthread_mutex_lock(&s.mu);
+    s.unavailable = 1;
+    pthread_mutex_unlock(&s.mu);
+    fd = dial_from(h, "127.0.0.1");
+    send_all(fd, "POST /write HTTP/1.1\r\nHost: x\r\nContent-Length: 16777216\r\n\r\n");
+    CHECK_INT(send_body(fd, n), n);
+    read_all(fd, buf, sizeof buf);
+    CHECK(!strncmp(buf, "HTTP/1.1 503", 12));
+    CHECK_CONTAINS(buf, "Retry-After: 30");
+    close(fd);
+    struct gp_http_stats st;
+    gp_http_stats(h, &st);
+    CHECK(st.lingered >= 3);
+    CHECK_INT(s.handled, 0);
+    gp_http_stop(h);
+}
+
+/* The lingering close is bounded: a client that goes on sending after
+ * its early answer is closed once the body timeout has passed. */
+static void test_lingering_is_bounded(void)
+{
+    struct seen s;
+    struct gp_http *h = start(&s, 4096, 600, NULL, NULL);
+    int fd = dial_from(h, "127.0.0.1");
+    send_all(fd, "POST /write HTTP/1.1\r\nHost: x\r\nContent-Length: 1073741824\r\n\r\n");
+    double t0 = now_s();
+    size_t sent = send_body(fd, (size_t)64 << 30); /* stops when the server closes */
+    double took = now_s() - t0;
+    close(fd);
+    if (took < 0.4 || took > 3)
+        gp_test_fail(__FILE__, __LINE__, "lingered %.2f s (%zu bytes), want about 0.6 s", took, sent);
+    CHECK(sent < (size_t)64 << 30);
+    struct gp_http_stats st;
+    gp_http_stats(h, &st);
+    CHECK_INT(st.lingered, 1);
+    gp_http_stop(h);
+}
+
+/* The lingering close alone: a socket stays open (its peer sees no EOF)
+ * until its peer closes or goes quiet; past `max` sockets, one is closed
+ * at once and counted. */
+static void test_linger_keeps_open_then_closes(void)
+{
+    struct gp_linger *l;
+    CHECK_INT(gp_linger_start(&l, 1, 5000, 300), GP_OK);
+    int a[2], b[2];
+    CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, a) == 0);
+    CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, b) == 0);
+    gp_linger_add(l, a[0]);
+    gp_linger_add(l, b[0]); /* over max: closed at once */
+    char c;
+    CHECK(recv(b[1], &c, 1, 0) == 0);
+    CHECK(send(a[1], "body", 4, MSG_NOSIGNAL) == 4); /* read and discarded */
+    usleep(100000);
+    CHECK(recv(a[1], &c, 1, MSG_DONTWAIT) < 0 && errno == EAGAIN); /* still open */
+    double t0 = now_s();
+    CHECK(recv(a[1], &c, 1, 0) == 0); /* closed after 300 ms of quiet */
+    CHECK(now_s() - t0 < 2);
+    struct gp_linger_stats st;
+    gp_linger_stats(l, &st);
+    CHECK_INT(st.lingered, 1);
+    CHECK_INT(st.dropped, 1);
+    CHECK_INT(st.bytes, 4);
+    close(a[1]);
+    close(b[1]);
+    gp_linger_stop(l);
+    gp_linger_stop(NULL);
+}
+
+/* Sends req on a new connection; returns what came back until the
+ * server closed it (the test fails if it stays open past 10 s). */
+static const char *exchange(struct gp_http *h, const char *req)
+{
+    static char buf[8192];
+    int fd = dial(h);
+    send_all(fd, req);
+    read_all(fd, buf, sizeof buf);
+    close(fd);
+    return buf;
+}
+
+/* Counts the status lines in an answer stream. */
+static int responses(const char *buf)
+{
+    int n = 0;
+    for (const char *p = buf; (p = strstr(p, "HTTP/1.1 ")); p++)
+        n++;
+    return n;
+}
+
+/* Finding 8 of issue 15: framing a proxy could read differently is
+ * refused with the connection closed, and the request hidden after it
+ * is never served. Before: with Content-Length and Transfer-Encoding the
+ * chunked reading won and the bytes after "0\r\n\r\n" were served as a
+ * second request; with two Content-Lengths the first won. */
+static void test_framing_that_could_be_smuggled_is_refused(void)
+{
+    struct seen s;
+    struct gp_http *h = start(&s, 1 << 20, 0, NULL, NULL);
+    const char *smuggled = "GET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n";
+    char req[512];
+
+    snprintf(req, sizeof req,
+             "POST /write HTTP/1.1\r\nHost: x\r\nContent-Length: 42\r\n"
+             "Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n%s",
+             smuggled);
+    const char *got = exchange(h, req);
+    CHECK(!strncmp(got, "HTTP/1.1 400", 12));
+    CHECK_CONTAINS(got, "both Content-Length and Transfer-Encoding");
+    CHECK_CONTAINS(got, "Connection: close");
+    CHECK_INT(responses(got), 1);
+
+    snprintf(req, sizeof req,
+             "GET /x HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nContent-Length: 37\r\n\r\n%s",
+             smuggled);
+    got = exchange(h, req);
+    CHECK(!strncmp(got, "HTTP/1.1 400", 12));
+    CHECK_CONTAINS(got, "2 Content-Length headers");
+    CHECK_CONTAINS(got, "Connection: close");
+    CHECK_INT(responses(got), 1);
+
+    /* The same value twice: refused too (docs/api.md says why). */
+    got = exchange(h, "POST /write HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n"
+                      "Content-Length: 5\r\n\r\nhello");
+    CHECK(!strncmp(got, "HTTP/1.1 400", 12));
+    /* A transfer coding other than chunked: 501, the body never taken as
+     * the next request. */
+    snprintf(req, sizeof req,
+             "POST /write HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n%s", smuggled);
+    got = exchange(h, req);
+    CHECK(!strncmp(got, "HTTP/1.1 501", 12));
+    CHECK_CONTAINS(got, "transfer coding 'gzip' is not supported");
+    CHECK_INT(responses(got), 1);
+
+    wait_completed(&s, 4);
+    CHECK_INT(s.handled, 0);
+    CHECK_INT(s.prepared, 0);
+    struct gp_http_stats st;
+    gp_http_stats(h, &st);
+    CHECK_INT(st.framing[GP_HTTP_FRAME_CL_AND_TE], 1);
+    CHECK_INT(st.framing[GP_HTTP_FRAME_CL_REPEATED], 2);
+    CHECK_INT(st.framing[GP_HTTP_FRAME_TE_UNSUPPORTED], 1);
+    /* Well-framed requests still pass, chunked ones included. */
+    got = exchange(h, "POST /write HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
+                      "Connection: close\r\n\r\n5\r\nhello\r\n0\r\n\r\n");
+    CHECK(!strncmp(got, "HTTP/1.1 200", 12));
+    CHECK_CONTAINS(got, "POST /write 5");
+    gp_http_stop(h);
+}
+
+/* The framing rules alone, including what libmicrohttpd refuses before
+ * gpulse sees it (a non-decimal Content-Length), so that the rule holds
+ * whatever the library version does. */
+static void test_check_framing_rules(void)
+{
+    static const struct {
+        const char *hdrs; /* "Name: value" lines, '|' between */
+        int http10;
+        enum gp_http_framing want;
+        int status;
+    } cases[] = {
+        {"", 0, GP_HTTP_FRAME_OK, 0},
+        {"Content-Length: 10", 0, GP_HTTP_FRAME_OK, 0},
+        {"content-length: 0", 1, GP_HTTP_FRAME_OK, 0},
+        {"Transfer-Encoding: chunked", 0, GP_HTTP_FRAME_OK, 0},
+        {"Transfer-Encoding: CHUNKED", 0, GP_HTTP_FRAME_OK, 0},
+        {"Content-Length: 10|Content-Length: 10", 0, GP_HTTP_FRAME_CL_REPEATED, 400},
+        {"Content-Length: 10|Content-Length: 11", 0, GP_HTTP_FRAME_CL_REPEATED, 400},
+        {"Content-Length: +10", 0, GP_HTTP_FRAME_CL_INVALID, 400},
+        {"Content-Length: -1", 0, GP_HTTP_FRAME_CL_INVALID, 400},
+        {"Content-Length: 1 0", 0, GP_HTTP_FRAME_CL_INVALID, 400},
+        {"Content-Length: 10, 10", 0, GP_HTTP_FRAME_CL_INVALID, 400},
+        {"Content-Length: ", 0, GP_HTTP_FRAME_CL_INVALID, 400},
+        {"Content-Length: 0x10", 0, GP_HTTP_FRAME_CL_INVALID, 400},
+        {"Content-Length: 99999999999999999999", 0, GP_HTTP_FRAME_CL_INVALID, 400},
+        {"Content-Length: 5|Transfer-Encoding: chunked", 0, GP_HTTP_FRAME_CL_AND_TE, 400},
+        {"Transfer-Encoding: chunked|Content-Length: 5", 0, GP_HTTP_FRAME_CL_AND_TE, 400},
+        {"Transfer-Encoding: gzip, chunked", 0, GP_HTTP_FRAME_TE_UNSUPPORTED, 501},
+        {"Transfer-Encoding: identity", 0, GP_HTTP_FRAME_TE_UNSUPPORTED, 501},
+        {"Transfer-Encoding: chunked|Transfer-Encoding: chunked", 0, GP_HTTP_FRAME_TE_UNSUPPORTED, 501},
+        {"Transfer-Encoding: chunked", 1, GP_HTTP_FRAME_TE_UNSUPPORTED, 501},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char copy[256];
+        snprintf(copy, sizeof copy, "%s", cases[i].hdrs);
+        const char *names[4], *values[4];
+        size_t n = 0;
+        for (char *line = copy, *next; line && *line && n < 4; line = next) {
+            next = strchr(line, '|');
+            if (next)
+                *next++ = '\0';
+            char *colon = strchr(line, ':');
+            *colon = '\0';
+            names[n] = line;
+            values[n++] = colon[1] == ' ' ? colon + 2 : colon + 1;
+        }
+        int status = 0;
+        char msg[200] = "";
+        enum gp_http_framing got =
+            gp_http_check_framing(names, values, n, cases[i].http10, &status, msg, sizeof msg);
+        if (got != cases[i].want || (got && status != cases[i].status) || (got && !msg[0]))
+            gp_test_fail(__FILE__, __LINE__, "'%s' (HTTP/1.%d): got %s %d, want %s %d",
+                         cases[i].hdrs, !cases[i].http10, gp_http_framing_name(got), status,
+                         gp_http_framing_name(cases[i].want), cases[i].status);
+    }
+}
+
+/* Finding 9 of issue 15: one address cannot hold more than
+ * max_per_address connections; another address is still served, and a
+ * closed connection gives its place back. */
+static void test_per_address_connection_limit(void)
+{
+    struct seen s;
+    memset(&s, 0, sizeof s);
+    pthread_mutex_init(&s.mu, NULL);
+    struct gp_http_options o = {.listen = "127.0.0.1:0", .handler = handler, .ctx = &s,
+                                .prepare = prepare, .complete = complete, .max_connections = 16,
+                                .max_per_address = 3};
+    struct gp_http *h;
+    char err[256];
+    CHECK_INT(gp_http_start_opts(&h, &o, err, sizeof err), GP_OK);
+    int held[3];
+    for (int i = 0; i < 3; i++) {
+        held[i] = dial_from(h, "127.0.0.1");
+        send_all(held[i], "GET /sl"); /* a slow client: headers never end */
+    }
+    usleep(200000);
+    /* The fourth from the same address is closed before anything is read. */
+    int fd = dial_from(h, "127.0.0.1");
+    const char *get = "GET /x HTTP/1.1\r\nHost: x\r\n\r\n";
+    send(fd, get, strlen(get), MSG_NOSIGNAL);
+    char buf[2048];
+    CHECK_INT(read_all(fd, buf, sizeof buf), 0);
+    close(fd);
+    /* Another address is served meanwhile. */
+    fd = dial_from(h, "127.0.0.2");
+    send_all(fd, "GET /x HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    read_all(fd, buf, sizeof buf);
+    CHECK(!strncmp(buf, "HTTP/1.1 200", 12));
+    close(fd);
+    struct gp_http_stats st;
+    gp_http_stats(h, &st);
+    CHECK_INT(st.refused_per_address, 1);
+    CHECK_INT(st.refused_max_connections, 0);
+    /* One slow client leaves: its address may open one more. */
+    close(held[0]);
+    int ok = 0;
+    for (int i = 0; i < 50 && !ok; i++) {
+        usleep(50000);
+        fd = dial_from(h, "127.0.0.1");
+        const char *get_close = "GET /x HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+        send(fd, get_close, strlen(get_close), MSG_NOSIGNAL);
+        ok = read_all(fd, buf, sizeof buf) > 0 && !strncmp(buf, "HTTP/1.1 200", 12);
+        close(fd);
+    }
+    CHECK(ok);
+    close(held[1]);
+    close(held[2]);
+    gp_http_stop(h);
+}
+
+/* The last eighth of max_connections is kept for addresses holding no
+ * connection: one address cannot take it even under its own limit. */
+static void test_connection_reserve_for_new_addresses(void)
+{
+    struct seen s;
+    memset(&s, 0, sizeof s);
+    pthread_mutex_init(&s.mu, NULL);
+    struct gp_http_options o = {.listen = "127.0.0.1:0", .handler = handler, .ctx = &s,
+                                .prepare = prepare, .complete = complete, .max_connections = 16,
+                                .max_per_address = 16};
+    struct gp_http *h;
+    char err[256];
+    CHECK_INT(gp_http_start_opts(&h, &o, err, sizeof err), GP_OK);
+    int held[16], nheld = 0;
+    char buf[2048];
+    /* 127.0.0.1 gets 14 (16 less the reserve of 2), then is refused. */
+    int fds[16];
+    for (int i = 0; i < 16; i++) {
+        fds[i] = dial_from(h, "127.0.0.1");
+        send(fds[i], "GET /sl", 7, MSG_NOSIGNAL);
+    }
+    usleep(300000);
+    for (int i = 0; i < 16; i++) {
+        char c;
+        ssize_t k = recv(fds[i], &c, 1, MSG_DONTWAIT);
+        if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            held[nheld++] = fds[i]; /* still open */
+        else
+            close(fds[i]);
+    }
+    CHECK_INT(nheld, 14);
+    /* Two new addresses take the reserve; a third finds the server full. */
+    const char *get_close = "GET /x HTTP/1.1\r\nHost: x\r\n\r\n";
+    int a = dial_from(h, "127.0.0.2"), b = dial_from(h, "127.0.0.3");
+    send_all(a, get_close);
+    send_all(b, get_close);
+    CHECK(recv(a, buf, sizeof buf, 0) > 12 && !strncmp(buf, "HTTP/1.1 200", 12));
+    CHECK(recv(b, buf, sizeof buf, 0) > 12 && !strncmp(buf, "HTTP/1.1 200", 12));
+    int c = dial_from(h, "127.0.0.4");
+    send(c, get_close, strlen(get_close), MSG_NOSIGNAL);
+    CHECK_INT(read_all(c, buf, sizeof buf), 0);
+    close(c);
+    struct gp_http_stats st;
+    gp_http_stats(h, &st);
+    CHECK_INT(st.refused_reserve, 2);
+    CHECK_INT(st.refused_max_connections, 1);
+    CHECK_INT(st.refused_per_address, 0);
+    close(a);
+    close(b);
+    for (int i = 0; i < nheld; i++)
+        close(held[i]);
+    gp_http_stop(h);
+}
+
+/* libmicrohttpd refuses a Content-Length it cannot parse before gpulse
+ * sees the request: still counted as content_length_invalid. */
+static void test_unparsable_content_length_is_counted(void)
+{
+    struct seen s;
+    struct gp_http *h = start(&s, 1 << 20, 0, NULL, NULL);
+    const char *got = exchange(h, "POST /write HTTP/1.1\r\nHost: x\r\nContent-Length: +5\r\n\r\nhello"
+                                  "GET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n");
+    CHECK(!strncmp(got, "HTTP/1.1 400", 12));
+    got = exchange(h, "POST /write HTTP/1.1\r\nHost: x\r\nContent-Length: 5, 5\r\n\r\nhello");
+    CHECK(!strncmp(got, "HTTP/1.1 400", 12));
+    struct gp_http_stats st;
+    gp_http_stats(h, &st);
+    CHECK_INT(st.framing[GP_HTTP_FRAME_CL_INVALID], 2);
+    CHECK_INT(s.handled, 0);
+    gp_http_stop(h);
+}
+
 static void test_agent_form_is_get_only(void)
 {
     struct seen s;
@@ -551,6 +964,14 @@ const struct gp_test gp_tests_http[] = {
     {"trickling_body_is_cut_off", test_trickling_body_is_cut_off},
     {"trickling_headers_are_cut_off", test_trickling_headers_are_cut_off},
     {"early_answer_and_response_headers", test_early_answer_and_response_headers},
+    {"early_answer_reaches_client_sending_whole_body", test_early_answer_reaches_client_sending_whole_body},
+    {"lingering_is_bounded", test_lingering_is_bounded},
+    {"linger_keeps_open_then_closes", test_linger_keeps_open_then_closes},
+    {"framing_that_could_be_smuggled_is_refused", test_framing_that_could_be_smuggled_is_refused},
+    {"check_framing_rules", test_check_framing_rules},
+    {"per_address_connection_limit", test_per_address_connection_limit},
+    {"connection_reserve_for_new_addresses", test_connection_reserve_for_new_addresses},
+    {"unparsable_content_length_is_counted", test_unparsable_content_length_is_counted},
     {"agent_form_is_get_only", test_agent_form_is_get_only},
     {"bad_listen_and_port_in_use", test_bad_listen_and_port_in_use},
     {"tls", test_tls},
