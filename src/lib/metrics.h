@@ -151,6 +151,8 @@ enum gp_metric_section {
       "Step records received and accepted.")                                                           \
     X(STEPS_MALFORMED, STEPS, "gpulse_steps_malformed_total", COUNTER, "",                             \
       "Step records dropped as malformed (and oversized datagrams).")                                  \
+    X(STEPS_REFUSED, STEPS, "gpulse_steps_refused_total", COUNTER, "reason",                           \
+      "Step records refused because the sender may not report for the job (docs/steps.md).")           \
     X(SOURCE_UP, AGENT, "gpulse_source_up", GAUGE, "source",                                           \
       "1 when the source found something to sample and is sampling it.")                              \
     X(SOURCE_ERRORS, AGENT, "gpulse_source_errors_total", COUNTER, "source",                           \
