@@ -252,6 +252,9 @@ enum gp_metric_section {
     X(ALERTS, EVAL, "gpulse_server_alerts", GAUGE, "state", "Alerts now, by state.")                   \
     X(ALERT_TRANSITIONS, EVAL, "gpulse_server_alert_transitions_total", COUNTER, "",                   \
       "Alert state changes.")                                                                          \
+    X(REMEDIATION_REFUSED, EVAL, "gpulse_server_remediation_refused_total", COUNTER, "reason",         \
+      "Remediation actions refused: a placeholder's value failed its check (reason: the placeholder, " \
+      "or too_long), or a path left remediation_path_root (path).")                                    \
     X(NOTIFICATIONS, NOTIFY, "gpulse_server_notifications_total", COUNTER, "receiver result",          \
       "Notification sends, by receiver and result (done, retry, dead).")                               \
     X(NOTIFICATIONS_QUEUED, NOTIFY, "gpulse_server_notifications_queued", GAUGE, "",                   \
