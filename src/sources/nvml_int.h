@@ -74,6 +74,7 @@ struct gp_nvml_dev {
     bool lost, mig_enabled;
     uint32_t unsup;        /* GP_NC_* bits answered NOT_SUPPORTED (or symbol missing) */
     uint32_t fast_unsup, slow_unsup; /* per entry of the field-value lists */
+    bool said_dedicated;   /* logged that slow readings come from their own calls */
     /* slow readings carried between refreshes */
     double carry[GPF__COUNT];
     uint64_t carry_valid[GP_VALID_WORDS];

@@ -178,10 +178,17 @@ static bool carried(const struct gp_nvml_dev *d, enum gp_gpu_field f)
     return (d->carry_valid[f / 64] >> (f % 64)) & 1u;
 }
 
-static void carry(struct gp_nvml_dev *d, enum gp_gpu_field f, double v)
+/* Carries a reading a dedicated call gave; says so once per GPU. */
+static void carry_dedicated(struct gp_nvml_dev *d, enum gp_gpu_field f, double v)
 {
     d->carry[f] = v;
     d->carry_valid[f / 64] |= 1ull << (f % 64);
+    if (!d->said_dedicated) {
+        d->said_dedicated = true;
+        gp_log(GP_LOG_INFO, NV_MODULE,
+               "ECC and retirement counters read through their own NVML calls: field values do not offer them",
+               "gpu=%u", d->index);
+    }
 }
 
 /*
@@ -210,7 +217,7 @@ static int read_slow_dedicated(struct gp_nvml *st, struct gp_nvml_dev *d, unsign
         if (c == -2)
             return c;
         if (c == 0)
-            carry(d, ecc[i].f, (double)n);
+            carry_dedicated(d, ecc[i].f, (double)n);
     }
     static const struct {
         int cause;
@@ -232,7 +239,7 @@ static int read_slow_dedicated(struct gp_nvml *st, struct gp_nvml_dev *d, unsign
         if (c == -2)
             return c;
         if (c == 0)
-            carry(d, retired[i].f, n);
+            carry_dedicated(d, retired[i].f, n);
     }
     if (!carried(d, GPF_RETIRED_PENDING) && USABLE(d, GP_NC_RETIRED_PENDING)) {
         int pending = 0;
@@ -241,7 +248,7 @@ static int read_slow_dedicated(struct gp_nvml *st, struct gp_nvml_dev *d, unsign
         if (c == -2)
             return c;
         if (c == 0)
-            carry(d, GPF_RETIRED_PENDING, pending == NVML_FEATURE_ENABLED ? 1 : 0);
+            carry_dedicated(d, GPF_RETIRED_PENDING, pending == NVML_FEATURE_ENABLED ? 1 : 0);
     }
     if (USABLE(d, GP_NC_REMAP) &&
         (!carried(d, GPF_REMAP_COR) || !carried(d, GPF_REMAP_UNC) || !carried(d, GPF_REMAP_FAILURE))) {
@@ -252,11 +259,11 @@ static int read_slow_dedicated(struct gp_nvml *st, struct gp_nvml_dev *d, unsign
             return c;
         if (c == 0) {
             if (!carried(d, GPF_REMAP_COR))
-                carry(d, GPF_REMAP_COR, cor);
+                carry_dedicated(d, GPF_REMAP_COR, cor);
             if (!carried(d, GPF_REMAP_UNC))
-                carry(d, GPF_REMAP_UNC, unc);
+                carry_dedicated(d, GPF_REMAP_UNC, unc);
             if (!carried(d, GPF_REMAP_FAILURE))
-                carry(d, GPF_REMAP_FAILURE, failure ? 1 : 0);
+                carry_dedicated(d, GPF_REMAP_FAILURE, failure ? 1 : 0);
         }
     }
     return 0;

@@ -19,6 +19,8 @@ serve() { # serve SCENARIO OUT: one agent's ECC series, sorted
 }
 
 serve "$SCEN/ecc_dedicated.scn" "$TMP/dedicated"
+n=$(grep -c 'read through their own NVML calls' "$AGENT_LOG" || true)
+[ "$n" = 2 ] || { cat "$AGENT_LOG" >&2; fail "$n log lines about the dedicated calls, want one per GPU (2)"; }
 sed 's/^ecc_fields absent$/ecc_fields present/' "$SCEN/ecc_dedicated.scn" >"$TMP/fields.scn"
 grep -q '^ecc_fields present$' "$TMP/fields.scn" || fail "could not make the field-values scenario"
 serve "$TMP/fields.scn" "$TMP/fields"
