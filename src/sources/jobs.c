@@ -467,7 +467,7 @@ static int jobs_sample(void *state, struct gp_frame *f, unsigned *errors)
     unsigned w = 0;
     for (unsigned s = 0; s < f->nsteps; s++) {
         const struct gp_step_stats *ss = &f->steps[s];
-        uint32_t owner;
+        uint32_t owner = 0;
         if (!ss->node[0] && ss->uid != 0 && ss->jid.job[0] &&
             frame_owner(st, f, ss->jid.job, &owner) && owner != ss->uid) {
             (*errors)++;
