@@ -192,6 +192,9 @@ int gp_agent_start_embedded(struct gp_agent **out, const struct gp_agent_config 
         .follow = e->follow,
         .nfollow = e->nfollow,
         .steps_socket = a->cfg.steps_socket,
+        .steps_socket_mode = gp_agent_steps_socket_mode(&a->cfg),
+        .steps_socket_group = a->cfg.steps_socket_group,
+        .steps_per_job = e->steps_per_job,
         .step_observer = e->step_observer,
         .step_observer_ctx = e->step_observer_ctx,
     };

@@ -45,6 +45,9 @@ struct gp_agent_embed {
     /* called from the step socket's receiver thread for every good record */
     void (*step_observer)(void *ctx, uint32_t pid, const struct gp_steps_record *r);
     void *step_observer_ctx;
+    /* `gpulse run`: the step socket is the job's own; a sender counts when
+     * it is root, gpulse run's user or in the follow pids' tree */
+    bool steps_per_job;
 };
 int gp_agent_start_embedded(struct gp_agent **out, const struct gp_agent_config *c,
                             const struct gp_agent_embed *e, char *err, size_t errlen);

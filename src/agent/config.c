@@ -54,6 +54,21 @@ int gp_agent_config_set(struct gp_agent_config *c, const char *flag, const char 
     return gp_cfg_set(&s, 1, flag, value, err, errlen);
 }
 
+unsigned gp_agent_steps_socket_mode(const struct gp_agent_config *c)
+{
+    const char *p = c->steps_socket_mode;
+    unsigned v = 0;
+    if (!p[0] || strlen(p) > 4)
+        return 0;
+    for (; *p; p++) {
+        if (*p < '0' || *p > '7')
+            return 0;
+        v = v * 8 + (unsigned)(*p - '0');
+    }
+    /* the owner must be able to write: a mode nobody can send to is a typo */
+    return v <= 0777 && (v & 0200) ? v : 0;
+}
+
 int gp_agent_config_validate(const struct gp_agent_config *c, char *err, size_t errlen)
 {
     char host[128];
@@ -70,6 +85,10 @@ int gp_agent_config_validate(const struct gp_agent_config *c, char *err, size_t 
         strcmp(c->process_series, "none"))
         return gp_seterr(err, errlen, GP_ECONFIG,
                          "process_series must be 'gpu', 'all' or 'none', not '%s'", c->process_series);
+    if (gp_agent_steps_socket_mode(c) == 0)
+        return gp_seterr(err, errlen, GP_ECONFIG,
+                         "steps_socket_mode must be an octal mode from 0200 to 0777, not '%s'",
+                         c->steps_socket_mode);
     if (c->push_timeout_ms < 1000 || c->push_timeout_ms > 300000)
         return gp_seterr(err, errlen, GP_ECONFIG, "push_timeout must be between 1s and 5m");
     if (c->push_max_backoff_ms < 250 || c->push_max_backoff_ms > 3600000)

@@ -48,6 +48,8 @@ struct gp_agent_config {
     int64_t push_timeout_ms;
     int64_t push_max_backoff_ms;
     char steps_socket[GP_PATH_LEN];
+    char steps_socket_mode[8];
+    char steps_socket_group[64];
 };
 
 /* X(field, yaml key, flag, type, default, help). Types: STR, DURATION, UINT, BOOL, BYTES, LIST. */
@@ -96,7 +98,12 @@ struct gp_agent_config {
     X(push_max_backoff_ms, "push_max_backoff", "push-max-backoff", DURATION, "30s",               \
       "longest wait between retries of a failing target (from 250ms doubling up to this)")        \
     X(steps_socket, "steps_socket", "steps-socket", STR, "/run/gpulse/steps.sock",                 \
-      "local datagram socket where training code reports steps (docs/jobs.md); empty: off")
+      "local datagram socket where training code reports steps (docs/jobs.md); empty: off")    \
+    X(steps_socket_mode, "steps_socket_mode", "steps-socket-mode", STR, "0666",                    \
+      "octal mode of the step socket; 0666 lets any user's training code report (a sender "      \
+      "counts only for a job of its own uid, docs/steps.md)")                                     \
+    X(steps_socket_group, "steps_socket_group", "steps-socket-group", STR, "",                     \
+      "group (name or gid) of the step socket, e.g. with steps_socket_mode 0660; empty: root's")
 
 void gp_agent_config_defaults(struct gp_agent_config *c);
 
@@ -115,6 +122,10 @@ int gp_agent_config_load_file(struct gp_agent_config *c, const char *path, char 
 /* Sets one key by its flag name ("interval") from text. */
 int gp_agent_config_set(struct gp_agent_config *c, const char *flag, const char *value, char *err,
                         size_t errlen);
+
+/* The steps_socket_mode key as a mode; 0 when it is not an octal mode
+ * 0200..0777 with the owner's write bit. */
+unsigned gp_agent_steps_socket_mode(const struct gp_agent_config *c);
 
 /* Checks cross-field rules and ranges after everything is applied. */
 int gp_agent_config_validate(const struct gp_agent_config *c, char *err, size_t errlen);

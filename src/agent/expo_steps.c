@@ -13,6 +13,7 @@
 
 #include "lib/err.h"
 #include "lib/metrics.h"
+#include "sources/steps_trust.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -144,6 +145,12 @@ static void render_self(struct gp_buf *b, const struct gp_frame *f)
         gp_metric_head(b, c[i]);
         gp_buf_printf(b, "%s %llu\n", gp_metric_name(c[i]), (unsigned long long)v[i]);
     }
+    /* every reason, zeros included, so a rate() sees the first refusal */
+    gp_metric_head(b, GP_M_STEPS_REFUSED);
+    for (int r = 0; r < GP_STEPS_NREFUSED; r++)
+        gp_buf_printf(b, "%s{reason=\"%s\"} %llu\n", gp_metric_name(GP_M_STEPS_REFUSED),
+                      gp_steps_refusal_name((enum gp_steps_refusal)(r + 1)),
+                      (unsigned long long)f->steps_self.refused[r]);
 }
 
 int gp_expo_render_steps(struct gp_buf *out, const struct gp_frame *f, const struct gp_expo_options *o)

@@ -28,6 +28,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <jansson.h>
 #include <poll.h>
 #include <pthread.h>
@@ -48,6 +49,11 @@ extern char **environ;
 
 static const char *const placeholders[] = {"node", "gpu", "job", "rank", "kind", "severity"};
 #define NPH (sizeof placeholders / sizeof placeholders[0])
+
+/* The first NPH reasons are the placeholders, in their order. */
+const char *const gp_rem_refusal_names[GP_REM_REFUSE__COUNT] = {
+    "node", "gpu", "job", "rank", "kind", "severity", "too_long", "path"};
+_Static_assert(GP_REM_REFUSE_LONG == NPH, "refusal reasons follow the placeholders");
 
 static const char *const decisions[] = {"skipped", "refused", "rate_limited", "dry_run",
                                         "ran",     "failed",  "timed_out"};
@@ -169,23 +175,242 @@ int gp_rem_parse_rule(const char *line, struct gp_rem_rule *out, char *err, size
     return GP_OK;
 }
 
-bool gp_rem_value_ok(const char *v)
+/* --- placeholder values (remediate.h "Values") ------------------------------ */
+
+static bool alnum(char c)
 {
-    size_t n = v ? strlen(v) : 0;
-    if (!n || n > GP_REM_VALUE_MAX || v[0] == '-')
-        return false;
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+}
+
+/* RFC 1123: dot-separated labels of letters, digits and '-', each 1-63
+ * long, not starting or ending with '-'; at most 253 in all. */
+static const char *node_problem(const char *v, size_t n)
+{
+    if (n > 253)
+        return "a host name is at most 253 characters";
+    size_t label = 0;
+    for (size_t i = 0; i <= n; i++) {
+        char c = i < n ? v[i] : '.';
+        if (c == '.') {
+            if (!label)
+                return "a host name has no empty label (no leading '.', '..' or trailing '.')";
+            if (v[i - 1] == '-')
+                return "a host name label does not end with '-'";
+            label = 0;
+        } else if (alnum(c) || c == '-') {
+            if (!label && c == '-')
+                return "a host name label does not start with '-'";
+            if (++label > 63)
+                return "a host name label is at most 63 characters";
+        } else {
+            return "a host name holds only letters, digits, '-' and '.'";
+        }
+    }
+    return NULL;
+}
+
+/* An index (decimal, no sign or leading zero) or a UUID as NVML writes
+ * it: GPU- or MIG- and hex digits and dashes. */
+static const char *gpu_problem(const char *v, size_t n)
+{
+    bool digits = true;
+    for (size_t i = 0; i < n; i++)
+        digits &= v[i] >= '0' && v[i] <= '9';
+    if (digits)
+        return n <= 5 && (n == 1 || v[0] != '0') ? NULL : "a GPU index is 0-99999 without leading zeros";
+    if (strncmp(v, "GPU-", 4) && strncmp(v, "MIG-", 4))
+        return "a GPU is an index or a GPU-/MIG- UUID";
+    if (n == 4)
+        return "a GPU UUID has hex digits after its prefix";
+    for (size_t i = 4; i < n; i++)
+        if (!((v[i] >= '0' && v[i] <= '9') || (v[i] >= 'a' && v[i] <= 'f') ||
+              (v[i] >= 'A' && v[i] <= 'F') || v[i] == '-'))
+            return "a GPU UUID holds only hex digits and '-' after its prefix";
+    return NULL;
+}
+
+/* Printable ASCII of a file-name-safe set: no '/', no blanks, quotes,
+ * shell or glob characters, no control bytes, no leading '.' or '-'. */
+static const char *job_problem(const char *v, size_t n)
+{
+    if (v[0] == '.' || v[0] == '-')
+        return "a job does not start with '.' or '-'";
     for (size_t i = 0; i < n; i++) {
         char c = v[i];
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
-              c == '_' || c == ':' || c == '@' || c == '/' || c == '+' || c == '-'))
-            return false;
+        if (c == '/')
+            return "a job holds no '/'";
+        if (!(alnum(c) || c == '.' || c == '_' || c == ':' || c == '@' || c == '+' || c == '-'))
+            return "a job holds only letters, digits and . _ : @ + -";
     }
-    return true;
+    return NULL;
+}
+
+static const char *rank_problem(const char *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (v[i] < '0' || v[i] > '9')
+            return "a rank is a decimal number";
+    return n <= 10 && (n == 1 || v[0] != '0') ? NULL : "a rank is 0-2147483647 without leading zeros";
+}
+
+static const char *kind_problem(const char *v, size_t n)
+{
+    if (v[0] == '.' || v[0] == '-')
+        return "a kind does not start with '.' or '-'";
+    for (size_t i = 0; i < n; i++)
+        if (!kind_char(v[i]))
+            return "a kind holds only letters, digits and _ . : -";
+    return NULL;
+}
+
+static const char *severity_problem(const char *v, size_t n)
+{
+    (void)n;
+    for (int i = 0; i < GP_SEV__COUNT; i++)
+        if (!strcmp(v, gp_severity_names[i]))
+            return NULL;
+    return "not a severity name";
+}
+
+const char *gp_rem_value_problem(const char *placeholder, const char *v)
+{
+    static const char *(*const check[NPH])(const char *, size_t) = {
+        node_problem, gpu_problem, job_problem, rank_problem, kind_problem, severity_problem};
+    size_t n = v ? strlen(v) : 0;
+    if (!n)
+        return "empty (not known for this alert)";
+    if (n > GP_REM_VALUE_MAX)
+        return "longer than 128 characters";
+    for (size_t i = 0; i < NPH; i++)
+        if (placeholder && !strcmp(placeholder, placeholders[i]))
+            return check[i](v, n);
+    return "not a placeholder";
+}
+
+bool gp_rem_value_ok(const char *placeholder, const char *v)
+{
+    return gp_rem_value_problem(placeholder, v) == NULL;
+}
+
+/* --- paths (remediate.h "Paths") -------------------------------------------- */
+
+/* Lexically normalises the absolute path p in place: '//' and '.' go,
+ * '..' takes the component before it away (never above '/'). */
+static void normalise(char *p)
+{
+    char *out = p, *in = p;
+    while (*in) {
+        while (*in == '/')
+            in++;
+        if (!*in)
+            break;
+        char *end = strchr(in, '/');
+        size_t len = end ? (size_t)(end - in) : strlen(in);
+        if (len == 1 && in[0] == '.') {
+            /* nothing */
+        } else if (len == 2 && in[0] == '.' && in[1] == '.') {
+            while (out > p && *--out != '/')
+                ;
+        } else {
+            *out++ = '/';
+            memmove(out, in, len);
+            out += len;
+        }
+        in += len;
+    }
+    if (out == p)
+        *out++ = '/';
+    *out = '\0';
+}
+
+/* path (absolute, normalised) with the symbolic links of its longest
+ * existing prefix resolved, into out. false when too long. */
+static bool resolve(const char *path, char *out, size_t outlen)
+{
+    char pre[PATH_MAX];
+    if (strlen(path) >= sizeof pre)
+        return false;
+    strcpy(pre, path);
+    size_t cut = strlen(pre);
+    for (;;) {
+        char real[PATH_MAX];
+        if (realpath(pre[0] ? pre : "/", real)) {
+            const char *rest = path + cut;
+            int n = snprintf(out, outlen, "%s%s", strcmp(real, "/") || !rest[0] ? real : "", rest);
+            if (n < 0 || (size_t)n >= outlen)
+                return false;
+            normalise(out);
+            return true;
+        }
+        char *slash = strrchr(pre, '/');
+        if (!slash)
+            return false;
+        cut = (size_t)(slash - pre);
+        *slash = '\0';
+    }
+}
+
+int gp_rem_check_paths(const struct gp_rem_rule *r, char args[][GP_REM_ARG_LEN], const char *root,
+                       char *err, size_t errlen)
+{
+    if (!root || !root[0])
+        return GP_OK;
+    char base[PATH_MAX];
+    if (!realpath(root, base))
+        return gp_seterr(err, errlen, GP_EPARSE, "remediation_path_root '%s': %s", root,
+                         strerror(errno));
+    size_t bl = strlen(base);
+    for (unsigned i = 1; i < r->argc; i++) {
+        if (!strchr(r->argv[i], '{'))
+            continue; /* the template's own text: the operator wrote it */
+        /* a URL is no path; --out=/x/{job} and key=/x/{job}: the path is after the '=' */
+        const char *a = args[i], *eq = strchr(a, '='), *sl = strchr(a, '/'), *url = strstr(r->argv[i], "://");
+        if (url && url < strchr(r->argv[i], '{'))
+            continue;
+        const char *path = eq && (!sl || eq < sl) ? eq + 1 : a;
+        if (!strchr(path, '/'))
+            continue;
+        char abs[PATH_MAX], real[PATH_MAX];
+        int n;
+        if (path[0] == '/') {
+            n = snprintf(abs, sizeof abs, "%s", path);
+        } else {
+            char cwd[PATH_MAX];
+            if (!getcwd(cwd, sizeof cwd))
+                return gp_seterr(err, errlen, GP_EPARSE, "argument %u: cannot read the working directory", i);
+            n = snprintf(abs, sizeof abs, "%s/%s", cwd, path);
+        }
+        if (n < 0 || (size_t)n >= sizeof abs)
+            return gp_seterr(err, errlen, GP_EPARSE, "argument %u: path too long", i);
+        normalise(abs);
+        if (!resolve(abs, real, sizeof real))
+            return gp_seterr(err, errlen, GP_EPARSE, "argument %u: path too long", i);
+        bool under = bl == 1 ? real[0] == '/' : !strncmp(real, base, bl) && (!real[bl] || real[bl] == '/');
+        if (!under)
+            return gp_seterr(err, errlen, GP_EPARSE,
+                             "argument %u: path '%.100s' resolves to '%.100s', outside "
+                             "remediation_path_root '%.100s'",
+                             i, path, real, base);
+    }
+    return GP_OK;
+}
+
+/* v with control and non-ASCII bytes as '?', for a message. */
+static const char *printable(const char *v, char *out, size_t outlen)
+{
+    size_t i = 0;
+    for (; v[i] && i + 1 < outlen; i++)
+        out[i] = (unsigned char)v[i] < 0x20 || (unsigned char)v[i] >= 0x7f ? '?' : v[i];
+    out[i] = '\0';
+    return out;
 }
 
 int gp_rem_expand(const struct gp_rem_rule *r, const struct gp_alert_event *ev,
-                  char out[][GP_REM_ARG_LEN], char *err, size_t errlen)
+                  char out[][GP_REM_ARG_LEN], int *bad, char *err, size_t errlen)
 {
+    char shown[64];
+    if (bad)
+        *bad = -1;
     char rank[24] = "";
     if (ev->key && ev->key->rank >= 0)
         snprintf(rank, sizeof rank, "%d", (int)ev->key->rank);
@@ -200,11 +425,14 @@ int gp_rem_expand(const struct gp_rem_rule *r, const struct gp_alert_event *ev,
             size_t which, len;
             if (*t == '{' && (len = placeholder_at(t + 1, &which))) {
                 const char *v = vals[which];
-                if (!gp_rem_value_ok(v))
-                    return gp_seterr(err, errlen, GP_EPARSE,
-                                     "label %s is empty, too long, starts with '-' or holds a "
-                                     "character outside [A-Za-z0-9._:@/+-]",
-                                     placeholders[which]);
+                const char *why = gp_rem_value_problem(placeholders[which], v);
+                if (why) {
+                    if (bad)
+                        *bad = (int)which;
+                    return gp_seterr(err, errlen, GP_EPARSE, "label %s '%.60s%s': %s",
+                                     placeholders[which], printable(v, shown, sizeof shown),
+                                     strlen(v) > 60 ? "..." : "", why);
+                }
                 size_t vl = strlen(v);
                 if (n + vl >= GP_REM_ARG_LEN)
                     return gp_seterr(err, errlen, GP_ETOOBIG, "argument %u longer than %d bytes", i,
@@ -255,6 +483,7 @@ struct gp_rem {
     struct gp_rem_stats st;
     struct rate node_rates[RATE_KEYS], kind_rates[RATE_KEYS];
     char argv[GP_REM_MAX_ARGS][GP_REM_ARG_LEN]; /* the worker's expansion */
+    char path_root[1024];
 };
 
 static int64_t now_of(struct gp_rem *r)
@@ -464,6 +693,18 @@ static void audit(struct gp_rem *r, const struct event *ev, const struct outcome
     free(cmd);
 }
 
+/* Counts and logs a refusal (the audit row follows). */
+static void refuse(struct gp_rem *r, const struct event *ev, size_t reason, const char *detail)
+{
+    pthread_mutex_lock(&r->mu);
+    r->st.refused[reason]++;
+    pthread_mutex_unlock(&r->mu);
+    char q[300];
+    gp_log(GP_LOG_WARN, "remediate", "remediation refused, nothing was run",
+           "kind=%s alert=%s reason=%s detail=%s", ev->kind, ev->id, gp_rem_refusal_names[reason],
+           gp_log_quote(q, sizeof q, detail));
+}
+
 /* Decides what to do with one event, does it, audits it. */
 static void handle(struct gp_rem *r, const struct event *ev)
 {
@@ -484,9 +725,17 @@ static void handle(struct gp_rem *r, const struct event *ev)
     }
     struct gp_alert_event e = {.id = ev->id, .kind = ev->kind, .severity = ev->severity,
                                .key = &ev->key};
-    if (gp_rem_expand(rule, &e, argv, oc.detail, sizeof oc.detail)) {
+    int bad;
+    if (gp_rem_expand(rule, &e, argv, &bad, oc.detail, sizeof oc.detail)) {
         oc.decision = "refused";
+        refuse(r, ev, bad >= 0 ? (size_t)bad : GP_REM_REFUSE_LONG, oc.detail);
         audit(r, ev, &oc, NULL, 0, now);
+        return;
+    }
+    if (gp_rem_check_paths(rule, argv, r->o.path_root, oc.detail, sizeof oc.detail)) {
+        oc.decision = "refused";
+        refuse(r, ev, GP_REM_REFUSE_PATH, oc.detail);
+        audit(r, ev, &oc, argv, rule->argc, now);
         return;
     }
     struct rate *kr = rate_of(r->kind_rates, ev->kind, "");
@@ -609,6 +858,18 @@ int gp_rem_open(struct gp_rem **out, const char *dir, const struct gp_rem_opts *
     for (size_t i = 0; i < o->nrules; i++)
         r->rules[i] = o->rules[i];
     r->o.rules = r->rules;
+    if (o->path_root && o->path_root[0]) {
+        if (o->path_root[0] != '/' || strlen(o->path_root) >= sizeof r->path_root) {
+            free(r);
+            return gp_seterr(err, errlen, GP_EUSAGE,
+                             "remediation_path_root must be an absolute path shorter than %d bytes",
+                             (int)sizeof r->path_root);
+        }
+        snprintf(r->path_root, sizeof r->path_root, "%s", o->path_root);
+        r->o.path_root = r->path_root;
+    } else {
+        r->o.path_root = NULL;
+    }
     int rc = gp_state_open(&r->db, dir, err, errlen);
     if (rc) {
         free(r);

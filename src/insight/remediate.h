@@ -15,11 +15,30 @@
  * character outside quotes), and run with posix_spawnp. Placeholders
  * {node} {gpu} {job} {rank} {kind} {severity} are substituted inside
  * each argument, never splitting or joining arguments, and the command
- * name itself cannot hold one. A label value must be 1-128 characters of
- * [A-Za-z0-9._:@/+-] not starting with '-': anything else (blanks,
- * quotes, ';', '$(...)', newlines, an option-like "-rf") refuses the
- * action, which is audited as `refused`. Any other '{' in a template is
- * a config error.
+ * name itself cannot hold one. Any other '{' in a template is a config
+ * error.
+ *
+ * Values. Each placeholder's value is checked by its own rule before any
+ * command runs (1-128 characters for all):
+ *   {node}      an RFC 1123 host name: labels of letters, digits and '-'
+ *               (not first or last), 1-63 long, joined by single '.'
+ *               (no leading, trailing or double '.')
+ *   {gpu}       an index (0-99999) or a UUID: GPU-/MIG- then hex and '-'
+ *   {job}       letters, digits and . _ : @ + -, not starting with '.'
+ *               or '-' (no '/', blanks, quotes, controls, non-ASCII)
+ *   {rank}      a decimal number 0-2147483647
+ *   {kind}      letters, digits and _ . : -, not starting with '.' or '-'
+ *   {severity}  info, warning or critical
+ * A value that fails is never substituted: the action is refused,
+ * audited as `refused` with the placeholder and the rule, logged and
+ * counted (gpulse_remediation_refused_total{reason=PLACEHOLDER}).
+ *
+ * Paths. With remediation_path_root set, every argument built from a
+ * placeholder that holds a '/' (after a leading "NAME=" when the '='
+ * comes first) is a path: made absolute against the working directory,
+ * normalised ('.', '..', '//'), the symbolic links of its longest
+ * existing prefix resolved, and it must then lie in the root (itself
+ * resolved); else the action is refused (reason "path").
  *
  * Flow. gp_rem_listener is a gp_alert_listener: it acts on transitions
  * to firing only, copies the event into a bounded queue and returns; a
@@ -66,16 +85,31 @@ struct gp_rem_rule {
  */
 int gp_rem_parse_rule(const char *line, struct gp_rem_rule *out, char *err, size_t errlen);
 
-/* A label value may go into an argument (module comment). */
-bool gp_rem_value_ok(const char *v);
+/* Why v may not stand for the placeholder ("node", "gpu"...: the module
+ * comment's rules), as a static text; NULL when it may. */
+const char *gp_rem_value_problem(const char *placeholder, const char *v);
+bool gp_rem_value_ok(const char *placeholder, const char *v);
+
+/* Reasons of a refusal: the placeholders in template order, then these. */
+enum { GP_REM_REFUSE_LONG = 6, GP_REM_REFUSE_PATH = 7, GP_REM_REFUSE__COUNT = 8 };
+extern const char *const gp_rem_refusal_names[GP_REM_REFUSE__COUNT];
 
 /*
  * Substitutes ev's labels into r's arguments: out[0..r->argc). GP_OK,
- * or GP_EPARSE with detail naming the label that failed the check, or
- * GP_ETOOBIG for an argument over GP_REM_ARG_LEN.
+ * or GP_EPARSE with detail naming the label that failed its check (*bad:
+ * its placeholder's index; -1 otherwise), or GP_ETOOBIG for an argument
+ * over GP_REM_ARG_LEN. bad may be NULL.
  */
 int gp_rem_expand(const struct gp_rem_rule *r, const struct gp_alert_event *ev,
-                  char out[][GP_REM_ARG_LEN], char *err, size_t errlen);
+                  char out[][GP_REM_ARG_LEN], int *bad, char *err, size_t errlen);
+
+/*
+ * Checks the paths of an expansion (args, from r) against root (module
+ * comment "Paths"); NULL or "" checks nothing. GP_OK, or GP_EPARSE with
+ * detail naming the argument and where it resolves.
+ */
+int gp_rem_check_paths(const struct gp_rem_rule *r, char args[][GP_REM_ARG_LEN], const char *root,
+                       char *err, size_t errlen);
 
 struct gp_rem_opts {
     const struct gp_rem_rule *rules; /* copied */
@@ -84,6 +118,7 @@ struct gp_rem_opts {
     unsigned max_per_hour;           /* per kind and node, 1..GP_REM_RATE_MAX */
     unsigned max_per_kind_per_hour;  /* per kind over all nodes, 1..GP_REM_RATE_MAX */
     int64_t timeout_ms;              /* a command's run time at most */
+    const char *path_root;           /* remediation_path_root; NULL or "": paths unchecked */
     int64_t (*now_ms)(void *ctx);    /* NULL: the wall clock */
     void *clock_ctx;
 };
@@ -112,6 +147,7 @@ void gp_rem_flush(struct gp_rem *r);
 
 struct gp_rem_stats {
     uint64_t queued, dropped, decided, audit_errors;
+    uint64_t refused[GP_REM_REFUSE__COUNT]; /* by gp_rem_refusal_names */
 };
 void gp_rem_stats(struct gp_rem *r, struct gp_rem_stats *out);
 

@@ -151,6 +151,8 @@ enum gp_metric_section {
       "Step records received and accepted.")                                                           \
     X(STEPS_MALFORMED, STEPS, "gpulse_steps_malformed_total", COUNTER, "",                             \
       "Step records dropped as malformed (and oversized datagrams).")                                  \
+    X(STEPS_REFUSED, STEPS, "gpulse_steps_refused_total", COUNTER, "reason",                           \
+      "Step records refused because the sender may not report for the job (docs/steps.md).")           \
     X(SOURCE_UP, AGENT, "gpulse_source_up", GAUGE, "source",                                           \
       "1 when the source found something to sample and is sampling it.")                              \
     X(SOURCE_ERRORS, AGENT, "gpulse_source_errors_total", COUNTER, "source",                           \
@@ -262,6 +264,9 @@ enum gp_metric_section {
     X(ALERTS, EVAL, "gpulse_server_alerts", GAUGE, "state", "Alerts now, by state.")                   \
     X(ALERT_TRANSITIONS, EVAL, "gpulse_server_alert_transitions_total", COUNTER, "",                   \
       "Alert state changes.")                                                                          \
+    X(REMEDIATION_REFUSED, EVAL, "gpulse_server_remediation_refused_total", COUNTER, "reason",         \
+      "Remediation actions refused: a placeholder's value failed its check (reason: the placeholder, " \
+      "or too_long), or a path left remediation_path_root (path).")                                    \
     X(NOTIFICATIONS, NOTIFY, "gpulse_server_notifications_total", COUNTER, "receiver result",          \
       "Notification sends, by receiver and result (done, retry, dead).")                               \
     X(NOTIFICATIONS_QUEUED, NOTIFY, "gpulse_server_notifications_queued", GAUGE, "",                   \

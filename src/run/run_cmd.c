@@ -328,6 +328,7 @@ static int start_agent(struct run *r, struct gp_agent **agent, char *err, size_t
         .nfollow = 1,
         .step_observer = on_step,
         .step_observer_ctx = r,
+        .steps_per_job = true,
     };
     return gp_agent_start_embedded(agent, &ac, &e, err, errlen);
 }

@@ -562,4 +562,12 @@ void gp_srv_render_alert_metrics(struct gp_server *s, struct gp_buf *b)
                   (unsigned long long)as.pending, gp_metric_name(GP_M_ALERTS), (unsigned long long)as.firing);
     gp_metric_head(b, GP_M_ALERT_TRANSITIONS);
     gp_buf_printf(b, "%s %llu\n", gp_metric_name(GP_M_ALERT_TRANSITIONS), (unsigned long long)as.transitions);
+    if (s->rem) {
+        struct gp_rem_stats rs;
+        gp_rem_stats(s->rem, &rs);
+        gp_metric_head(b, GP_M_REMEDIATION_REFUSED);
+        for (size_t i = 0; i < GP_REM_REFUSE__COUNT; i++)
+            gp_buf_printf(b, "%s{reason=\"%s\"} %llu\n", gp_metric_name(GP_M_REMEDIATION_REFUSED),
+                          gp_rem_refusal_names[i], (unsigned long long)rs.refused[i]);
+    }
 }

@@ -171,6 +171,9 @@ int gp_server_config_validate(const struct gp_server_config *c, char *err, size_
                          GP_REM_RATE_MAX);
     if (c->remediation_timeout_ms < 100 || c->remediation_timeout_ms > 600000)
         return gp_seterr(err, errlen, GP_ECONFIG, "remediation_timeout must be between 100ms and 10m");
+    if (c->remediation_path_root[0] && c->remediation_path_root[0] != '/')
+        return gp_seterr(err, errlen, GP_ECONFIG, "remediation_path_root must be an absolute path, not '%s'",
+                         c->remediation_path_root);
     return validate_storage(c, err, errlen);
 }
 

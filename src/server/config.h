@@ -55,6 +55,7 @@ struct gp_server_config {
     uint64_t remediation_max_per_hour;
     uint64_t remediation_max_per_kind_per_hour;
     int64_t remediation_timeout_ms;
+    char remediation_path_root[GP_SERVER_PATH_LEN];
     char storage[16];                       /* embedded | remote */
     char remote_write_url[GP_SERVER_PATH_LEN];
     char remote_query_url[GP_SERVER_PATH_LEN];
@@ -143,6 +144,9 @@ struct gp_server_config {
       "remediation actions per alert kind over all nodes in any hour, at most (1-64)")           \
     X(remediation_timeout_ms, "remediation_timeout", "remediation-timeout", DURATION, "30s",       \
       "a remediation command still running after this is killed (100ms-10m)")                     \
+    X(remediation_path_root, "remediation_path_root", "remediation-path-root", STR, "",             \
+      "directory every path argument built from a placeholder must resolve into (absolute); "     \
+      "empty: unchecked")                                                                          \
     X(storage, "storage", "storage", STR, "embedded",                                              \
       "where samples live: embedded (the store under data_dir) or remote (a Prometheus-compatible " \
       "cluster written by remote write and read through its HTTP API; docs/storage.md)")          \

@@ -449,7 +449,8 @@ int gp_server_start(struct gp_server **out, const struct gp_server_config *c, ch
                              .dry_run = c->remediation_dry_run,
                              .max_per_hour = (unsigned)c->remediation_max_per_hour,
                              .max_per_kind_per_hour = (unsigned)c->remediation_max_per_kind_per_hour,
-                             .timeout_ms = c->remediation_timeout_ms};
+                             .timeout_ms = c->remediation_timeout_ms,
+                             .path_root = c->remediation_path_root};
     if ((rc = gp_server_config_remediation(c, rules, &ro.nrules, err, errlen)) ||
         (rc = gp_rem_open(&s->rem, c->data_dir, &ro, err, errlen))) {
         gp_jobs_close(s->jobs);

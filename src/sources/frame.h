@@ -314,6 +314,7 @@ struct gp_step_alloc {
  */
 struct gp_step_stats {
     uint32_t pid;             /* the sender, from SCM_CREDENTIALS */
+    uint32_t uid;             /* the sender's uid, from SCM_CREDENTIALS (0: root, or simulated) */
     char node[64];            /* host of a simulated rank (simulate source); "": this host */
     struct gp_job_id jid;     /* the sender's job (jobs source), else what the client named */
     uint64_t steps_total;     /* step records received */
@@ -338,11 +339,16 @@ struct gp_step_stats {
     double end_time_s;        /* epoch seconds: `end t=`, else when the agent received it */
 };
 
+#define GP_STEPS_NREFUSED 3 /* reasons of gp_steps_self.refused */
+
 /* The steps source's own counters, cumulative since it opened. */
 struct gp_steps_self {
     uint64_t datagrams;       /* datagrams received */
     uint64_t records;         /* good records */
     uint64_t malformed;       /* records (or oversized datagrams) dropped as malformed */
+    /* good records refused because the sender may not speak for the job,
+     * by reason (steps_trust.h, GP_STEPS_REFUSALS order) */
+    uint64_t refused[GP_STEPS_NREFUSED];
 };
 
 /* Source ids: index of per-source counters in the frame. */

@@ -30,7 +30,13 @@
  *   4. Steps: each frame->steps entry takes its process's job; one whose
  *      process has exited takes the job it had (kept JOBS_FORGET_MS), so
  *      its step series keep their labels until the steps source drops
- *      them; else the job its client named.
+ *      them; else the job its client named. An entry whose sender's uid
+ *      (not root) is not the uid of the job's owner in this frame (the
+ *      earliest-started process naming the job itself) is dropped from
+ *      the frame and counted as a jobs error: the steps source refuses
+ *      such senders as their records come (docs/steps.md), and this
+ *      catches a process that changed its identity since (an exec with
+ *      another environment) before its totals show under the job.
  * Simulated jobs (the first frame->nsim_jobs jobs), simulated GPUs and
  * simulated step reporters (node set) come named from the simulate
  * source and are left as they are.
@@ -409,9 +415,28 @@ static void sum_gpus(struct jobs_state *st, struct gp_frame *f)
     }
 }
 
+/* The real uid of the earliest-started frame process whose own identity
+ * names job; false when none does. */
+static bool frame_owner(const struct jobs_state *st, const struct gp_frame *f, const char *job,
+                        uint32_t *uid)
+{
+    bool found = false;
+    double first = 0;
+    for (unsigned i = 0; i < f->nprocs; i++) {
+        const struct gp_proc *p = &f->procs[i];
+        if (!(st->procs[i].flags & F_OWN) || strcmp(p->jid.job, job) != 0)
+            continue;
+        if (!found || p->start_time_s < first) {
+            found = true;
+            first = p->start_time_s;
+            *uid = p->uid;
+        }
+    }
+    return found;
+}
+
 static int jobs_sample(void *state, struct gp_frame *f, unsigned *errors)
 {
-    (void)errors;
     struct jobs_state *st = state;
     gp_frame_sort_procs(f);
     if (f->hostname[0] && strcmp(f->hostname, st->hostname) != 0)
@@ -439,6 +464,20 @@ static int jobs_sample(void *state, struct gp_frame *f, unsigned *errors)
         else if (e && st->jobs[e->job].used)
             ss->jid = st->jobs[e->job].id; /* exited: its series keep their labels */
     }
+    unsigned w = 0;
+    for (unsigned s = 0; s < f->nsteps; s++) {
+        const struct gp_step_stats *ss = &f->steps[s];
+        uint32_t owner = 0;
+        if (!ss->node[0] && ss->uid != 0 && ss->jid.job[0] &&
+            frame_owner(st, f, ss->jid.job, &owner) && owner != ss->uid) {
+            (*errors)++;
+            continue;
+        }
+        if (w != s)
+            f->steps[w] = *ss;
+        w++;
+    }
+    f->nsteps = w;
     return GP_OK;
 }
 

@@ -102,6 +102,10 @@ static void resolve(struct gp_nvml *st)
     SYM(clock_events, nvml_dev_ull_fn, "nvmlDeviceGetCurrentClocksEventReasons",
         "nvmlDeviceGetCurrentClocksThrottleReasons");
     SYM(fields, nvml_dev_fields_fn, "nvmlDeviceGetFieldValues");
+    SYM(ecc_total, nvml_dev_ecc_total_fn, "nvmlDeviceGetTotalEccErrors");
+    SYM(retired, nvml_dev_retired_fn, "nvmlDeviceGetRetiredPages");
+    SYM(retired_pending, nvml_dev_retired_pending_fn, "nvmlDeviceGetRetiredPagesPendingStatus");
+    SYM(remapped, nvml_dev_remapped_fn, "nvmlDeviceGetRemappedRows");
     SYM(mig_mode, nvml_dev_uint2_fn, "nvmlDeviceGetMigMode");
     SYM(max_mig, nvml_dev_uint_fn, "nvmlDeviceGetMaxMigDeviceCount");
     SYM(gi_id, nvml_dev_uint_fn, "nvmlDeviceGetGpuInstanceId");
@@ -444,6 +448,8 @@ static int nvml_open(const struct gp_source_config *cfg, void **state, char *err
         [GP_NC_CLKMAX_MEM] = (void *)s->max_clock, [GP_NC_EVENTS] = (void *)s->clock_events,
         [GP_NC_FAN] = (void *)s->fan, [GP_NC_FIELDS] = (void *)s->fields, [GP_NC_PROCS] = (void *)s->procs,
         [GP_NC_PUTIL] = (void *)s->proc_util, [GP_NC_GPM] = (void *)s->gpm_get,
+        [GP_NC_ECC] = (void *)s->ecc_total, [GP_NC_RETIRED] = (void *)s->retired,
+        [GP_NC_RETIRED_PENDING] = (void *)s->retired_pending, [GP_NC_REMAP] = (void *)s->remapped,
     };
     for (int c = 0; c < GP_NC__COUNT; c++)
         if (!fns[c])

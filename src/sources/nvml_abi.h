@@ -168,6 +168,16 @@ enum {
 enum { NVML_TEMPERATURE_GPU = 0 };
 enum { NVML_CLOCK_GRAPHICS = 0, NVML_CLOCK_SM = 1, NVML_CLOCK_MEM = 2, NVML_CLOCK_VIDEO = 3 };
 enum { NVML_DEVICE_MIG_DISABLE = 0, NVML_DEVICE_MIG_ENABLE = 1 };
+/* nvmlMemoryErrorType_t, nvmlEccCounterType_t (nvmlDeviceGetTotalEccErrors). */
+enum { NVML_MEMORY_ERROR_TYPE_CORRECTED = 0, NVML_MEMORY_ERROR_TYPE_UNCORRECTED = 1 };
+enum { NVML_VOLATILE_ECC = 0, NVML_AGGREGATE_ECC = 1 };
+/* nvmlPageRetirementCause_t (nvmlDeviceGetRetiredPages). */
+enum {
+    NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS = 0,
+    NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR = 1,
+};
+/* nvmlEnableState_t (nvmlDeviceGetRetiredPagesPendingStatus). */
+enum { NVML_FEATURE_DISABLED = 0, NVML_FEATURE_ENABLED = 1 };
 
 #define nvmlEventTypeSingleBitEccError 0x1ull
 #define nvmlEventTypeDoubleBitEccError 0x2ull
@@ -282,6 +292,16 @@ typedef nvmlReturn_t (*nvml_dev_mem_fn)(nvmlDevice_t, nvmlMemory_t *);
 typedef nvmlReturn_t (*nvml_dev_mem2_fn)(nvmlDevice_t, nvmlMemory_v2_t *);
 typedef nvmlReturn_t (*nvml_dev_util_fn)(nvmlDevice_t, nvmlUtilization_t *);
 typedef nvmlReturn_t (*nvml_dev_fields_fn)(nvmlDevice_t, int, nvmlFieldValue_t *);
+/* The dedicated ECC calls, for drivers whose field values lack the ids.
+ * Enum parameters are C enums (int-sized), in NVML's argument order. */
+typedef nvmlReturn_t (*nvml_dev_ecc_total_fn)(nvmlDevice_t, int errorType, int counterType,
+                                              unsigned long long *eccCounts);
+typedef nvmlReturn_t (*nvml_dev_retired_fn)(nvmlDevice_t, int cause, unsigned int *pageCount,
+                                            unsigned long long *addresses);
+typedef nvmlReturn_t (*nvml_dev_retired_pending_fn)(nvmlDevice_t, int *isPending);
+typedef nvmlReturn_t (*nvml_dev_remapped_fn)(nvmlDevice_t, unsigned int *corrRows,
+                                             unsigned int *uncRows, unsigned int *isPending,
+                                             unsigned int *failureOccurred);
 typedef nvmlReturn_t (*nvml_dev_procs_fn)(nvmlDevice_t, unsigned int *, void *);
 typedef nvmlReturn_t (*nvml_dev_putil_fn)(nvmlDevice_t, nvmlProcessUtilizationSample_t *,
                                           unsigned int *, unsigned long long);

@@ -34,6 +34,10 @@ struct gp_nvml_syms {
     nvml_dev_uint_fn power, power_limit, fan;
     nvml_dev_ull_fn energy, clock_events;
     nvml_dev_fields_fn fields;
+    nvml_dev_ecc_total_fn ecc_total;
+    nvml_dev_retired_fn retired;
+    nvml_dev_retired_pending_fn retired_pending;
+    nvml_dev_remapped_fn remapped;
     nvml_dev_uint2_fn mig_mode;
     nvml_dev_uint_fn max_mig, gi_id;
     nvml_dev_idx_handle_fn mig_handle;
@@ -56,6 +60,7 @@ enum gp_nvml_call {
     GP_NC_UTIL, GP_NC_ENC, GP_NC_DEC, GP_NC_MEM2, GP_NC_MEM1, GP_NC_TEMP, GP_NC_POWER,
     GP_NC_PLIMIT, GP_NC_ENERGY, GP_NC_CLK_SM, GP_NC_CLK_MEM, GP_NC_CLKMAX_SM, GP_NC_CLKMAX_MEM,
     GP_NC_EVENTS, GP_NC_FAN, GP_NC_FIELDS, GP_NC_PROCS, GP_NC_PUTIL, GP_NC_GPM,
+    GP_NC_ECC, GP_NC_RETIRED, GP_NC_RETIRED_PENDING, GP_NC_REMAP, /* the slow fields' own calls */
     GP_NC__COUNT
 };
 
@@ -69,6 +74,7 @@ struct gp_nvml_dev {
     bool lost, mig_enabled;
     uint32_t unsup;        /* GP_NC_* bits answered NOT_SUPPORTED (or symbol missing) */
     uint32_t fast_unsup, slow_unsup; /* per entry of the field-value lists */
+    bool said_dedicated;   /* logged that slow readings come from their own calls */
     /* slow readings carried between refreshes */
     double carry[GPF__COUNT];
     uint64_t carry_valid[GP_VALID_WORDS];

@@ -14,8 +14,13 @@
  * Field values are batched: a fast set every tick (violations, memory
  * temperature, PCIe replay and byte counters) and a slow set (ECC,
  * retired pages, remapped rows) refreshed every gp_nvml_slow_interval_ms
- * and carried over, still valid, in between. Nothing here allocates
- * except when a process buffer has to grow.
+ * and carried over, still valid, in between. A slow reading the field
+ * values do not give (a driver without those ids answers NOT_SUPPORTED
+ * per entry, or the whole call fails) is read through its dedicated
+ * call instead: nvmlDeviceGetTotalEccErrors (ECC counts),
+ * nvmlDeviceGetRetiredPages and ...PendingStatus (retired pages),
+ * nvmlDeviceGetRemappedRows (remapped rows); same series, same values.
+ * Nothing here allocates except when a process buffer has to grow.
  */
 #include "lib/log.h"
 #include "nvml_int.h"
@@ -163,6 +168,102 @@ static int read_fields(struct gp_nvml *st, struct gp_nvml_dev *d, struct gp_gpu 
             d->carry_valid[m->f / 64] |= 1ull << (m->f % 64);
         } else {
             gp_gpu_set(g, m->f, x);
+        }
+    }
+    return 0;
+}
+
+static bool carried(const struct gp_nvml_dev *d, enum gp_gpu_field f)
+{
+    return (d->carry_valid[f / 64] >> (f % 64)) & 1u;
+}
+
+/* Carries a reading a dedicated call gave; says so once per GPU. */
+static void carry_dedicated(struct gp_nvml_dev *d, enum gp_gpu_field f, double v)
+{
+    d->carry[f] = v;
+    d->carry_valid[f / 64] |= 1ull << (f % 64);
+    if (!d->said_dedicated) {
+        d->said_dedicated = true;
+        gp_log(GP_LOG_INFO, NV_MODULE,
+               "ECC and retirement counters read through their own NVML calls: field values do not offer them",
+               "gpu=%u", d->index);
+    }
+}
+
+/*
+ * The slow set's dedicated calls, for each reading the field values left
+ * unset (see the top comment). A call answering NOT_SUPPORTED (ECC mode
+ * off, a pre-Ampere card without row remapping) is not asked again.
+ * Returns -2 when the GPU was lost.
+ */
+static int read_slow_dedicated(struct gp_nvml *st, struct gp_nvml_dev *d, unsigned *errors)
+{
+    static const struct {
+        int type, counter;
+        enum gp_gpu_field f;
+    } ecc[] = {
+        {NVML_MEMORY_ERROR_TYPE_CORRECTED, NVML_VOLATILE_ECC, GPF_ECC_SBE_VOL},
+        {NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_VOLATILE_ECC, GPF_ECC_DBE_VOL},
+        {NVML_MEMORY_ERROR_TYPE_CORRECTED, NVML_AGGREGATE_ECC, GPF_ECC_SBE_AGG},
+        {NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_AGGREGATE_ECC, GPF_ECC_DBE_AGG},
+    };
+    for (size_t i = 0; i < sizeof ecc / sizeof ecc[0]; i++) {
+        if (carried(d, ecc[i].f) || !USABLE(d, GP_NC_ECC))
+            continue;
+        unsigned long long n = 0;
+        int c = gp_nvml__check(st, d, st->s.ecc_total(d->h, ecc[i].type, ecc[i].counter, &n), GP_NC_ECC,
+                               "nvmlDeviceGetTotalEccErrors", errors);
+        if (c == -2)
+            return c;
+        if (c == 0)
+            carry_dedicated(d, ecc[i].f, (double)n);
+    }
+    static const struct {
+        int cause;
+        enum gp_gpu_field f;
+    } retired[] = {
+        {NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS, GPF_RETIRED_SBE},
+        {NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR, GPF_RETIRED_DBE},
+    };
+    for (size_t i = 0; i < sizeof retired / sizeof retired[0]; i++) {
+        if (carried(d, retired[i].f) || !USABLE(d, GP_NC_RETIRED))
+            continue;
+        /* a room of 0 asks for the count only: INSUFFICIENT_SIZE then says how many */
+        unsigned long long addr[1];
+        unsigned n = 0;
+        nvmlReturn_t rc = st->s.retired(d->h, retired[i].cause, &n, addr);
+        if (rc == NVML_ERROR_INSUFFICIENT_SIZE)
+            rc = NVML_SUCCESS;
+        int c = gp_nvml__check(st, d, rc, GP_NC_RETIRED, "nvmlDeviceGetRetiredPages", errors);
+        if (c == -2)
+            return c;
+        if (c == 0)
+            carry_dedicated(d, retired[i].f, n);
+    }
+    if (!carried(d, GPF_RETIRED_PENDING) && USABLE(d, GP_NC_RETIRED_PENDING)) {
+        int pending = 0;
+        int c = gp_nvml__check(st, d, st->s.retired_pending(d->h, &pending), GP_NC_RETIRED_PENDING,
+                               "nvmlDeviceGetRetiredPagesPendingStatus", errors);
+        if (c == -2)
+            return c;
+        if (c == 0)
+            carry_dedicated(d, GPF_RETIRED_PENDING, pending == NVML_FEATURE_ENABLED ? 1 : 0);
+    }
+    if (USABLE(d, GP_NC_REMAP) &&
+        (!carried(d, GPF_REMAP_COR) || !carried(d, GPF_REMAP_UNC) || !carried(d, GPF_REMAP_FAILURE))) {
+        unsigned cor = 0, unc = 0, pending = 0, failure = 0;
+        int c = gp_nvml__check(st, d, st->s.remapped(d->h, &cor, &unc, &pending, &failure), GP_NC_REMAP,
+                               "nvmlDeviceGetRemappedRows", errors);
+        if (c == -2)
+            return c;
+        if (c == 0) {
+            if (!carried(d, GPF_REMAP_COR))
+                carry_dedicated(d, GPF_REMAP_COR, cor);
+            if (!carried(d, GPF_REMAP_UNC))
+                carry_dedicated(d, GPF_REMAP_UNC, unc);
+            if (!carried(d, GPF_REMAP_FAILURE))
+                carry_dedicated(d, GPF_REMAP_FAILURE, failure ? 1 : 0);
         }
     }
     return 0;
@@ -498,6 +599,7 @@ void gp_nvml__read_device(struct gp_nvml *st, struct gp_nvml_dev *d, struct gp_g
         if (slow) {
             memset(d->carry_valid, 0, sizeof d->carry_valid);
             if (read_fields(st, d, g, slow_fields, NSLOW, &d->slow_unsup, true, errors) == -2 ||
+                read_slow_dedicated(st, d, errors) == -2 ||
                 read_clock(st, d, g, true, NVML_CLOCK_SM, GP_NC_CLKMAX_SM, GPF_SM_CLOCK_MAX, 1e6,
                            errors) ||
                 read_clock(st, d, g, true, NVML_CLOCK_MEM, GP_NC_CLKMAX_MEM, GPF_MEM_CLOCK_MAX, 1e6,

@@ -33,6 +33,11 @@ struct gp_source_config {
     bool gpm;                 /* NVML GPM (profiling metrics) on Hopper+ */
     bool all_processes;       /* procfs: read every process each tick, not only GPU process trees */
     const char *steps_socket; /* steps: path of the step datagram socket; NULL or "": none */
+    unsigned steps_socket_mode; /* steps: the socket file's mode; 0: 0666 */
+    const char *steps_socket_group; /* steps: the socket file's group, a name or a gid; NULL or "": as created */
+    /* steps: the socket is gpulse run's own (per job): a sender counts when
+     * it is root, of gpulse run's uid, or in the tree of a follow pid */
+    bool steps_per_job;
     /* steps: called from the socket's receiver thread for every good
      * record with the sender's pid (from the kernel), e.g. by `gpulse run`
      * to see each step; r is valid only during the call. NULL: none. */

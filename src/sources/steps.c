@@ -4,9 +4,20 @@
  *
  * Parts:
  *   - the socket: AF_UNIX SOCK_DGRAM bound at cfg->steps_socket, mode
- *     0666 so any local user's training code can send, SO_PASSCRED so the
- *     kernel tells who sent each datagram. A leftover socket file is
- *     replaced only when nobody answers on it; a live agent keeps its own.
+ *     0666 by default so any local user's training code can send (mode
+ *     and group are configurable), SO_PASSCRED so the kernel tells who
+ *     sent each datagram. A leftover socket file is replaced only when
+ *     nobody answers on it; a live agent keeps its own.
+ *   - trust: anyone may send, so a sender's records count only for a job
+ *     it may speak for (docs/steps.md "Who may report for a job"): root
+ *     may speak for any; others for the job of their own process tree or
+ *     the one their client names, when that job's processes run as their
+ *     uid (steps_trust.c reads /proc), or, for a name no process carries,
+ *     when no sender of another uid named it first. The verdict is made
+ *     when a sender is new and when it names a job, kept in its entry;
+ *     refused records are counted by reason and logged once per sender.
+ *     On gpulse run's own socket (cfg->steps_per_job) a sender counts
+ *     when it is root, gpulse run's user, or in its command's tree.
  *   - a receiver thread that drains the socket as datagrams come, not at
  *     ticks: the kernel queues only net.unix.max_dgram_qlen datagrams (10
  *     by default), and a client finding the queue full drops (counted).
@@ -30,6 +41,7 @@
 #include "source.h"
 #include "steps.h"
 #include "steps_proto.h"
+#include "steps_trust.h"
 
 #include "lib/clock.h"
 #include "lib/err.h"
@@ -37,6 +49,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -61,6 +74,11 @@ struct entry {
     uint64_t lost_credit;  /* lost= reported, not yet matched by a seq gap */
     double seen_s;         /* monotonic time of the last record */
     double ended_s;        /* monotonic time of the `end` record */
+    uint32_t uid;          /* the sender's, from the kernel */
+    bool judged;           /* verdict made for this uid */
+    enum gp_steps_refusal verdict; /* GP_STEPS_ALLOWED, or why its records are refused */
+    char job[GP_JOB_LEN];  /* the job its records count for ("": its own process group) */
+    char claim[GP_JOB_LEN]; /* the job its client named (meta/end job=) */
 };
 
 struct steps {
@@ -75,6 +93,20 @@ struct steps {
     void (*observer)(void *ctx, uint32_t pid, const struct gp_steps_record *r);
     void *observer_ctx;
 
+    struct gp_steps_trust *trust; /* reads /proc for verdicts (receiver thread) */
+    bool per_job;          /* gpulse run's socket (cfg->steps_per_job) */
+    const uint32_t *follow; /* its command's pid(s) */
+    size_t nfollow;
+    uint32_t self_uid;
+    /* the last owner lookup, reused for a second: a burst of new senders
+     * naming one job reads /proc once */
+    char owner_job[GP_JOB_LEN];
+    bool owner_found;
+    uint32_t owner_uid;
+    double owner_s;
+    double log_s;          /* last refusal logged; at most one a second */
+    unsigned log_skipped;  /* refusals not logged since */
+
     pthread_mutex_t mu;    /* guards everything below */
     struct entry *e;       /* sorted by pid */
     unsigned n, cap;
@@ -82,7 +114,7 @@ struct steps {
     uint64_t dropped;      /* records not kept (too many senders, devices), since last sample */
 
     /* receiver-thread only */
-    uint32_t cur_pid;
+    uint32_t cur_pid, cur_uid;
     double cur_s;
     int64_t cur_ms;
     char buf[GP_STEPS_DGRAM_MAX + 1];
@@ -216,13 +248,112 @@ static void set_alloc(struct steps *s, struct gp_step_stats *st, const struct gp
         a->peak = r->peak;
 }
 
-/* Folds one good record into its sender's accumulator. Called with mu held. */
-static void apply(struct steps *s, const struct gp_steps_record *r)
+/* The owner of job (gp_steps_trust_owner), through the one-second cache. */
+static bool job_owner(struct steps *s, const char *job, uint32_t *uid)
+{
+    if (s->owner_s > 0 && s->cur_s - s->owner_s < 1.0 && strcmp(s->owner_job, job) == 0) {
+        *uid = s->owner_uid;
+        return s->owner_found;
+    }
+    s->owner_found = s->trust && gp_steps_trust_owner(s->trust, job, &s->owner_uid);
+    snprintf(s->owner_job, sizeof s->owner_job, "%s", job);
+    s->owner_s = s->cur_s;
+    *uid = s->owner_uid;
+    return s->owner_found;
+}
+
+/* Whether e's job was named first by an allowed sender of another
+ * (non-root) uid that is still tracked. Called with mu held. */
+static bool claimed_by_other(const struct steps *s, const struct entry *e)
+{
+    for (unsigned i = 0; i < s->n; i++) {
+        const struct entry *o = &s->e[i];
+        if (o != e && o->verdict == GP_STEPS_ALLOWED && o->uid != 0 && o->uid != e->uid &&
+            strcmp(o->job, e->job) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* Logs a sender's refusal, at most one line a second over all senders
+ * (a process-spawning sender must not flood the log). */
+static void log_refusal(struct steps *s, const struct entry *e, bool have_owner, uint32_t owner)
+{
+    if (s->log_s > 0 && s->cur_s - s->log_s < 1.0) {
+        s->log_skipped++;
+        return;
+    }
+    char own[16] = "none";
+    if (have_owner)
+        snprintf(own, sizeof own, "%u", owner);
+    gp_log(GP_LOG_WARN, STEPS_MODULE, "step records refused: sender may not report for this job",
+           "pid=%u uid=%u job=\"%s\" reason=%s owner_uid=%s earlier_refusals_not_logged=%u",
+           e->st.pid, e->uid, e->job, gp_steps_refusal_name(e->verdict), own, s->log_skipped);
+    s->log_s = s->cur_s;
+    s->log_skipped = 0;
+}
+
+/* Decides whether e may speak for the job its records count for (the
+ * design comment's "trust"). Called with mu held, when e is new and when
+ * its client names another job. */
+static void judge(struct steps *s, struct entry *e)
+{
+    enum gp_steps_refusal was = e->verdict;
+    bool in_follow = false, have_owner = false;
+    uint32_t owner = 0;
+    e->verdict = GP_STEPS_ALLOWED;
+    e->job[0] = '\0';
+    if (s->trust)
+        gp_steps_trust_tree(s->trust, e->st.pid, s->follow, s->per_job ? s->nfollow : 0, e->job,
+                            &in_follow);
+    if (!e->job[0]) /* no job of its own: the jobs source takes the client's name */
+        memcpy(e->job, e->claim, sizeof e->job);
+    if (e->uid == 0) {
+        /* root may speak for anyone */
+    } else if (s->per_job) {
+        if (!in_follow && e->uid != s->self_uid)
+            e->verdict = GP_STEPS_NOT_IN_JOB;
+    } else if (e->job[0]) {
+        have_owner = job_owner(s, e->job, &owner);
+        if (have_owner && owner != e->uid)
+            e->verdict = GP_STEPS_UID_MISMATCH;
+        else if (!have_owner && claimed_by_other(s, e))
+            e->verdict = GP_STEPS_JOB_CLAIMED;
+    }
+    if (e->verdict != GP_STEPS_ALLOWED && e->verdict != was)
+        log_refusal(s, e, have_owner, owner);
+}
+
+/* Folds one good record into its sender's accumulator. Returns false
+ * when the record was not kept (refused, or no room). Called with mu held. */
+static bool apply(struct steps *s, const struct gp_steps_record *r)
 {
     struct entry *e = entry_for(s, s->cur_pid);
     if (!e) {
         s->dropped++;
-        return;
+        return false;
+    }
+    if (!e->judged || e->uid != s->cur_uid) {
+        /* new, or its pid now belongs to a process of another user */
+        if (e->judged) {
+            uint32_t pid = e->st.pid;
+            memset(e, 0, sizeof *e);
+            e->st.pid = pid;
+            e->st.jid.rank = e->st.jid.local_rank = e->st.jid.world_size = -1;
+            e->st.jid.scheme = GP_JOB_NONE;
+            e->st.exit_status = -1;
+        }
+        e->uid = e->st.uid = s->cur_uid;
+        e->judged = true;
+        judge(s, e);
+    }
+    if ((r->has & GP_SK_JOB) && strcmp(r->job, e->claim) != 0) {
+        snprintf(e->claim, sizeof e->claim, "%s", r->job);
+        judge(s, e);
+    }
+    if (e->verdict != GP_STEPS_ALLOWED) {
+        s->self.refused[e->verdict - 1]++;
+        return false;
     }
     struct gp_step_stats *st = &e->st;
     count_loss(e, r);
@@ -273,6 +404,7 @@ static void apply(struct steps *s, const struct gp_steps_record *r)
     case GP_STEPS_OTHER:
         break;
     }
+    return true;
 }
 
 /* gp_steps_parse's callback: one good record of the current datagram. */
@@ -280,10 +412,11 @@ static void on_record(void *ctx, const struct gp_steps_record *r)
 {
     struct steps *s = ctx;
     pthread_mutex_lock(&s->mu);
-    apply(s, r);
-    s->self.records++;
+    bool kept = apply(s, r);
+    if (kept)
+        s->self.records++;
     pthread_mutex_unlock(&s->mu);
-    if (s->observer && r->kind != GP_STEPS_OTHER)
+    if (kept && s->observer && r->kind != GP_STEPS_OTHER)
         s->observer(s->observer_ctx, s->cur_pid, r);
 }
 
@@ -304,16 +437,18 @@ static bool drain(struct steps *s)
                 continue;
             return errno == EAGAIN || errno == EWOULDBLOCK;
         }
-        uint32_t pid = 0;
+        uint32_t pid = 0, uid = 0;
         for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c))
             if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_CREDENTIALS &&
                 c->cmsg_len >= CMSG_LEN(sizeof(struct ucred))) {
                 struct ucred cr;
                 memcpy(&cr, CMSG_DATA(c), sizeof cr);
                 pid = (uint32_t)cr.pid;
+                uid = (uint32_t)cr.uid;
             }
         unsigned bad = 0;
         s->cur_pid = pid;
+        s->cur_uid = uid;
         s->cur_s = mono_s();
         s->cur_ms = gp_wall_ms();
         if (pid == 0) {
@@ -413,6 +548,7 @@ static void steps_close(void *state)
         if (s->wake[i] >= 0)
             close(s->wake[i]);
     pthread_mutex_destroy(&s->mu);
+    gp_steps_trust_free(s->trust);
     free(s->e);
     free(s);
 }
@@ -428,9 +564,27 @@ static int unavailable(char *err, size_t errlen, const char *path, const char *w
     return gp_seterr(err, errlen, GP_ENODEV, "step socket '%s': %s", path, why);
 }
 
-/* Binds the socket at path (see the design comment). GP_OK or GP_ENODEV. */
-static int bind_socket(struct steps *s, const char *path, char *err, size_t errlen)
+/* The gid named by group (a group name, else a decimal gid); -1 when
+ * neither. */
+static long group_id(const char *group)
 {
+    char buf[4096];
+    struct group g, *res = NULL;
+    if (getgrnam_r(group, &g, buf, sizeof buf, &res) == 0 && res)
+        return (long)res->gr_gid;
+    char *end;
+    errno = 0;
+    unsigned long v = strtoul(group, &end, 10);
+    if (group[0] < '0' || group[0] > '9' || *end || errno || v > 0x7fffffffUL)
+        return -1;
+    return (long)v;
+}
+
+/* Binds the socket at path (see the design comment). GP_OK or GP_ENODEV. */
+static int bind_socket(struct steps *s, const struct gp_source_config *cfg, char *err,
+                       size_t errlen)
+{
+    const char *path = cfg->steps_socket;
     struct sockaddr_un a = {.sun_family = AF_UNIX};
     if (strlen(path) >= sizeof a.sun_path)
         return unavailable(err, errlen, path, "path too long for a unix socket");
@@ -456,7 +610,15 @@ static int bind_socket(struct steps *s, const char *path, char *err, size_t errl
             return unavailable(err, errlen, path, strerror(errno));
     }
     struct stat st;
-    if (chmod(path, 0666) || stat(path, &st))
+    if (cfg->steps_socket_group && cfg->steps_socket_group[0]) {
+        long gid = group_id(cfg->steps_socket_group);
+        if (gid < 0)
+            return unavailable(err, errlen, path, "steps_socket_group names no group");
+        if (chown(path, (uid_t)-1, (gid_t)gid))
+            return unavailable(err, errlen, path, strerror(errno));
+    }
+    mode_t mode = cfg->steps_socket_mode ? (mode_t)(cfg->steps_socket_mode & 0777) : 0666;
+    if (chmod(path, mode) || stat(path, &st))
         return unavailable(err, errlen, path, strerror(errno));
     s->dev = st.st_dev;
     s->ino = st.st_ino;
@@ -473,8 +635,19 @@ static int steps_open(const struct gp_source_config *cfg, void **state, char *er
     s->fd = s->wake[0] = s->wake[1] = -1;
     s->observer = cfg->step_observer;
     s->observer_ctx = cfg->step_observer_ctx;
+    s->per_job = cfg->steps_per_job;
+    s->follow = cfg->follow;
+    s->nfollow = cfg->nfollow;
+    s->self_uid = (uint32_t)getuid();
     pthread_mutex_init(&s->mu, NULL);
-    int rc = bind_socket(s, cfg->steps_socket, err, errlen);
+    /* Without /proc no process names a job: a name then belongs to the
+     * first uid whose client names it, and a sender's tree is unknown. */
+    s->trust = gp_steps_trust_new(cfg->proc_root);
+    if (!s->trust)
+        gp_log(GP_LOG_WARN, STEPS_MODULE, "cannot open the procfs root, step senders' jobs cannot be checked",
+               "proc_root=\"%s\" err=\"%s\"", cfg->proc_root ? cfg->proc_root : "/proc",
+               strerror(errno));
+    int rc = bind_socket(s, cfg, err, errlen);
     if (rc == GP_OK && pipe2(s->wake, O_CLOEXEC))
         rc = gp_seterr(err, errlen, GP_EIO, "pipe: %s", strerror(errno));
     if (rc == GP_OK) {
@@ -499,6 +672,8 @@ static int steps_sample(void *state, struct gp_frame *f, unsigned *errors)
     evict(s, mono_s());
     for (unsigned i = 0; i < s->n; i++) {
         const struct gp_step_stats *st = &s->e[i].st;
+        if (s->e[i].verdict != GP_STEPS_ALLOWED)
+            continue; /* nothing of it was kept */
         struct gp_step_stats *out = gp_frame_add_steps(f);
         if (!out) {
             rc = GP_ENOMEM;

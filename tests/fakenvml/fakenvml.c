@@ -540,6 +540,12 @@ static int field_map(unsigned id, enum fk_key *k, int *type)
     return 0;
 }
 
+/* The ECC, retired-page and remapped-row field ids (`ecc_fields absent`). */
+static int ecc_field(unsigned id)
+{
+    return (id >= 3 && id <= 6) || (id >= 29 && id <= 31) || (id >= 142 && id <= 145);
+}
+
 nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t d, int count, nvmlFieldValue_t *values)
 {
     nvmlReturn_t rc = enter_dev("nvmlDeviceGetFieldValues", d);
@@ -561,6 +567,8 @@ nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t d, int count, nvmlFieldValue_
         v->latencyUsec = 0;
         if (!code && !field_map(v->fieldId, &k, &type))
             code = FK_E_NOT_SUPPORTED;
+        if (!code && fk_scn.no_ecc_fields && ecc_field(v->fieldId))
+            code = FK_E_NOT_SUPPORTED; /* a driver without these ids: the dedicated calls answer */
         v->nvmlReturn = code;
         if (code)
             continue;
@@ -570,6 +578,77 @@ nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t d, int count, nvmlFieldValue_
         else
             v->value.ullVal = d->val[k];
     }
+    return leave(FK_SUCCESS);
+}
+
+/* ---- ECC, retired pages, remapped rows: the dedicated calls ---- */
+
+/* errorType: 0 corrected (single-bit), 1 uncorrected (double-bit);
+ * counterType: 0 volatile, 1 aggregate (nvmlMemoryErrorType_t,
+ * nvmlEccCounterType_t). Arguments in NVML's order, so a caller that
+ * swaps them reads another counter of the scenario. */
+nvmlReturn_t nvmlDeviceGetTotalEccErrors(nvmlDevice_t d, int errorType, int counterType,
+                                         unsigned long long *eccCounts)
+{
+    nvmlReturn_t rc = enter_dev("nvmlDeviceGetTotalEccErrors", d);
+    if (rc)
+        return rc;
+    if (!eccCounts || errorType < 0 || errorType > 1 || counterType < 0 || counterType > 1)
+        return leave(FK_E_INVALID_ARGUMENT);
+    static const enum fk_key keys[2][2] = {{FK_ECC_SBE_VOL, FK_ECC_SBE_AGG},
+                                           {FK_ECC_DBE_VOL, FK_ECC_DBE_AGG}};
+    *eccCounts = d->val[keys[errorType][counterType]];
+    return leave(FK_SUCCESS);
+}
+
+/* cause: 0 multiple single-bit errors, 1 a double-bit error
+ * (nvmlPageRetirementCause_t). *pageCount in: the room in addresses
+ * (0 to size); out: the pages of that cause. INSUFFICIENT_SIZE with the
+ * needed count when the room is short, as the real library answers. */
+nvmlReturn_t nvmlDeviceGetRetiredPages(nvmlDevice_t d, int cause, unsigned *pageCount,
+                                       unsigned long long *addresses)
+{
+    nvmlReturn_t rc = enter_dev("nvmlDeviceGetRetiredPages", d);
+    if (rc)
+        return rc;
+    if (!pageCount || cause < 0 || cause > 1 || (*pageCount && !addresses))
+        return leave(FK_E_INVALID_ARGUMENT);
+    unsigned n = (unsigned)d->val[cause ? FK_RETIRED_DBE : FK_RETIRED_SBE];
+    unsigned room = *pageCount;
+    *pageCount = n;
+    if (room < n)
+        return leave(FK_E_INSUFFICIENT_SIZE);
+    for (unsigned i = 0; i < n; i++)
+        addresses[i] = 0x100000ull * (i + 1) + (unsigned long long)cause;
+    return leave(FK_SUCCESS);
+}
+
+/* isPending: nvmlEnableState_t, 0 disabled, 1 enabled. */
+nvmlReturn_t nvmlDeviceGetRetiredPagesPendingStatus(nvmlDevice_t d, int *isPending)
+{
+    nvmlReturn_t rc = enter_dev("nvmlDeviceGetRetiredPagesPendingStatus", d);
+    if (rc)
+        return rc;
+    if (!isPending)
+        return leave(FK_E_INVALID_ARGUMENT);
+    *isPending = d->val[FK_RETIRED_PENDING] ? 1 : 0;
+    return leave(FK_SUCCESS);
+}
+
+nvmlReturn_t nvmlDeviceGetRemappedRows(nvmlDevice_t d, unsigned *corrRows, unsigned *uncRows,
+                                       unsigned *isPending, unsigned *failureOccurred)
+{
+    nvmlReturn_t rc = enter_dev("nvmlDeviceGetRemappedRows", d);
+    if (rc)
+        return rc;
+    if (!corrRows || !uncRows || !isPending || !failureOccurred)
+        return leave(FK_E_INVALID_ARGUMENT);
+    if (mig_on(d))
+        return leave(FK_E_NOT_SUPPORTED); /* "NOT_SUPPORTED if MIG is enabled" */
+    *corrRows = (unsigned)d->val[FK_REMAP_COR];
+    *uncRows = (unsigned)d->val[FK_REMAP_UNC];
+    *isPending = d->val[FK_REMAP_PENDING] ? 1 : 0;
+    *failureOccurred = d->val[FK_REMAP_FAILURE] ? 1 : 0;
     return leave(FK_SUCCESS);
 }
 

@@ -221,6 +221,7 @@ struct fk_event {
 struct fk_scenario {
     char driver[80];
     int init_error;
+    int no_ecc_fields; /* `ecc_fields absent`: a driver whose field values lack ids 3-6, 29-31, 142-145 */
     unsigned ngpus, nmigs;
     struct fk_dev gpus[FK_MAX_GPUS];
     struct fk_dev migs[FK_MAX_MIGS];

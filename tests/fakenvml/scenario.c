@@ -367,6 +367,12 @@ int fk_scenario_parse(struct fk_scenario *s, const char *text, size_t len, char 
                 fail_at(err, errlen, line, "'driver' takes one version string");
                 goto fail;
             }
+        } else if (strcmp(tok[0], "ecc_fields") == 0) {
+            if (n != 2 || (strcmp(tok[1], "absent") && strcmp(tok[1], "present"))) {
+                fail_at(err, errlen, line, "'ecc_fields' takes 'absent' or 'present'");
+                goto fail;
+            }
+            s->no_ecc_fields = strcmp(tok[1], "absent") == 0;
         } else if (strcmp(tok[0], "init_error") == 0) {
             if (n != 2 || parse_int_max(tok[1], 100000, &s->init_error)) {
                 fail_at(err, errlen, line, "'init_error' takes an NVML return code");

@@ -2,7 +2,9 @@
  * substitution of hostile label values into what they parse to. The
  * input is "ENTRY\0NODE": a parsed rule must hold only terminated
  * arguments, a command name without '-' or placeholders, and an
- * expansion that succeeds only with a node value that passes the check. */
+ * expansion that succeeds only with a node value that passes the host
+ * name check (never one with '/', a leading '.' or '..'), and a path
+ * check that never crashes. */
 #include "insight/alert_event.h"
 #include "insight/remediate.h"
 
@@ -36,12 +38,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         strcpy(k.job, "j");
         struct gp_alert_event ev = {.kind = "k", .key = &k, .to = GP_ALERT_FIRING};
         static char out[GP_REM_MAX_ARGS][GP_REM_ARG_LEN];
-        int rc = gp_rem_expand(&r, &ev, out, err, sizeof err);
+        int bad;
+        int rc = gp_rem_expand(&r, &ev, out, &bad, err, sizeof err);
         bool uses_node = false;
         for (unsigned i = 0; i < r.argc; i++)
             uses_node |= strstr(r.argv[i], "{node}") != NULL;
-        if (rc == 0 && uses_node && !gp_rem_value_ok(k.node))
+        if (rc == 0 && uses_node && !gp_rem_value_ok("node", k.node))
             abort(); /* a hostile value got in */
+        if (rc == 0 && uses_node && (strchr(k.node, '/') || k.node[0] == '.' || strstr(k.node, "..")))
+            abort(); /* a host name that could walk a path */
+        if (rc != 0 && bad >= 0 && !strstr(err, "label "))
+            abort(); /* a refusal names its placeholder */
+        if (rc == 0)
+            gp_rem_check_paths(&r, out, "/tmp", err, sizeof err); /* must not crash */
         for (unsigned i = 0; rc == 0 && i < r.argc; i++)
             if (strchr(out[i], '\n') && !strchr(r.argv[i], '\n'))
                 abort();

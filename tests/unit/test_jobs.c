@@ -436,6 +436,38 @@ static void test_steps(void)
 
 /* process_series all: every process read, only the followed trees have
  * identities and jobs, as in the default mode. */
+/* A step entry whose sender's uid is not the job owner's (the earliest
+ * process naming the job; every fake process runs as uid 1000) is dropped
+ * and counted, whatever its process's environment says (issue 15). */
+static void test_steps_of_another_uid_dropped(void)
+{
+    static const struct fake procs[] = {
+        {300, 1, 300, "owner", 1, 10, ENV("GPULSE_JOB=secretjob\0"), NULL},
+        {400, 1, 400, "forger", 1, 50, ENV("GPULSE_JOB=secretjob\0"), NULL},
+    };
+    build(procs, sizeof procs / sizeof procs[0]);
+    struct rig r;
+    rig_open(&r, false, NULL, 0);
+    static const struct gproc gpus[1][4] = {{{300, 1, 0}}};
+    tick_begin(&r, gpus, 1);
+    CHECK_INT(gp_frame_add_root(&r.f, 400), GP_OK);
+    const uint32_t who[][2] = {{300, 1000}, {400, 1001}, {400, 0}};
+    for (unsigned i = 0; i < 3; i++) {
+        struct gp_step_stats *s = gp_frame_add_steps(&r.f);
+        CHECK(s);
+        s->pid = who[i][0];
+        s->uid = who[i][1];
+        s->steps_total = 100 + i;
+    }
+    CHECK_INT(tick_end(&r), 1);
+    CHECK_INT(r.f.nsteps, 2);
+    CHECK_INT(r.f.steps[0].steps_total, 100);
+    CHECK_STR(r.f.steps[0].jid.job, "secretjob");
+    CHECK_INT(r.f.steps[1].steps_total, 102); /* root may */
+    CHECK_STR(r.f.steps[1].jid.job, "secretjob");
+    rig_close(&r);
+}
+
 static void test_all_mode(void)
 {
     static const struct fake procs[] = {
@@ -469,6 +501,7 @@ const struct gp_test gp_tests_jobs[] = {
     {"run_env_plain_precedence", test_run_env_plain_precedence},
     {"cpu_of_exited_kept", test_cpu_of_exited_kept},
     {"steps", test_steps},
+    {"steps_of_another_uid_dropped", test_steps_of_another_uid_dropped},
     {"all_mode", test_all_mode},
     {0},
 };

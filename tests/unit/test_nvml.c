@@ -585,6 +585,97 @@ static void test_fake_abi_traps(void)
     dlclose(h);
 }
 
+/* The ECC family of ecc_dedicated.scn's two GPUs, whatever path read it. */
+static void check_ecc_values(const struct gp_frame *f)
+{
+    CHECK_INT(f->ngpus, 2);
+    const struct gp_gpu *g = &f->gpus[0];
+    CHECK_VAL(g, ECC_SBE_VOL, 11);
+    CHECK_VAL(g, ECC_DBE_VOL, 2);
+    CHECK_VAL(g, ECC_SBE_AGG, 130);
+    CHECK_VAL(g, ECC_DBE_AGG, 4);
+    CHECK_VAL(g, RETIRED_SBE, 3);
+    CHECK_VAL(g, RETIRED_DBE, 1);
+    CHECK_VAL(g, RETIRED_PENDING, 1);
+    CHECK_VAL(g, REMAP_COR, 5);
+    CHECK_VAL(g, REMAP_UNC, 6);
+    CHECK_VAL(g, REMAP_FAILURE, 1);
+    g = &f->gpus[1];
+    CHECK_VAL(g, ECC_SBE_VOL, 21);
+    CHECK_VAL(g, ECC_DBE_VOL, 0);
+    CHECK_VAL(g, ECC_SBE_AGG, 230);
+    CHECK_VAL(g, ECC_DBE_AGG, 7);
+    CHECK_VAL(g, RETIRED_SBE, 0);
+    CHECK_VAL(g, RETIRED_DBE, 0);
+    CHECK_VAL(g, RETIRED_PENDING, 0);
+    CHECK_VAL(g, REMAP_COR, 9);
+    CHECK_VAL(g, REMAP_UNC, 0);
+    CHECK_VAL(g, REMAP_FAILURE, 0);
+}
+
+/* Issue 15 #12: a driver whose field values lack the ECC ids (per entry
+ * NOT_SUPPORTED, or the whole call failing) still gives every ECC,
+ * retired-page and remapped-row reading, through the dedicated calls,
+ * with the values field values give on a driver that has them. */
+static void test_ecc_without_field_ids(void)
+{
+    struct gp_frame f;
+    gp_frame_init(&f);
+    gp_nvml_slow_interval_ms = 10000;
+    void *st = open_scn("ecc_dedicated.scn", false);
+    CHECK_INT(tick(st, &f), 0);
+    check_ecc_values(&f);
+    CHECK_INT(calls("nvmlDeviceGetTotalEccErrors", 0), 4);
+    CHECK_INT(calls("nvmlDeviceGetRetiredPages", 0), 2);
+    CHECK_INT(calls("nvmlDeviceGetRetiredPagesPendingStatus", 0), 1);
+    CHECK_INT(calls("nvmlDeviceGetRemappedRows", 0), 1);
+    advance(1000);
+    CHECK_INT(tick(st, &f), 0);
+    check_ecc_values(&f); /* carried between slow refreshes, like field values */
+    CHECK_INT(calls("nvmlDeviceGetTotalEccErrors", 0), 4);
+    gp_source_nvml.close(st);
+
+    /* the same scenario with the ids offered: field values, no dedicated call */
+    const char *scn = gp_test_repo_text("tests/data/nvml/ecc_dedicated.scn");
+    const char *sw = strstr(scn, "ecc_fields absent\n");
+    CHECK(sw);
+    size_t n = strlen(scn);
+    char *text = malloc(n + 128);
+    CHECK(text);
+    snprintf(text, n + 128, "%.*secc_fields present\n%s", (int)(sw - scn), scn, sw + 18);
+    st = open_with(FAKE_FULL, write_scn(text), false, GP_OK);
+    CHECK_INT(tick(st, &f), 0);
+    check_ecc_values(&f);
+    CHECK_INT(calls("nvmlDeviceGetTotalEccErrors", 0), 0);
+    CHECK_INT(calls("nvmlDeviceGetRemappedRows", 0), 0);
+    gp_source_nvml.close(st);
+
+    /* field values failing as a whole: the dedicated calls again */
+    char *t2 = malloc(n + 256);
+    CHECK(t2);
+    snprintf(t2, n + 256, "%sfail nvmlDeviceGetFieldValues with 3\n", text);
+    st = open_with(FAKE_FULL, write_scn(t2), false, GP_OK);
+    CHECK_INT(tick(st, &f), 0);
+    check_ecc_values(&f);
+    CHECK_INT(calls("nvmlDeviceGetTotalEccErrors", 1), 4);
+    gp_source_nvml.close(st);
+
+    /* ECC mode off: the dedicated call answers NOT_SUPPORTED once, no series */
+    snprintf(t2, n + 256, "%sfail nvmlDeviceGetFieldValues with 3\nfail nvmlDeviceGetTotalEccErrors with 3\n",
+             text);
+    st = open_with(FAKE_FULL, write_scn(t2), false, GP_OK);
+    CHECK_INT(tick(st, &f), 0);
+    CHECK(!gp_gpu_has(&f.gpus[0], GPF_ECC_SBE_VOL) && !gp_gpu_has(&f.gpus[0], GPF_ECC_DBE_AGG));
+    CHECK_VAL(&f.gpus[0], REMAP_COR, 5);
+    advance(20000);
+    CHECK_INT(tick(st, &f), 0);
+    CHECK_INT(calls("nvmlDeviceGetTotalEccErrors", 0), 1); /* remembered unsupported */
+    gp_source_nvml.close(st);
+    free(t2);
+    free(text);
+    gp_frame_free(&f);
+}
+
 const struct gp_test gp_tests_nvml[] = {
     {"h100x8_exact_values", test_h100x8_exact_values},
     {"gpm_off_by_config", test_gpm_off_by_config},
@@ -601,5 +692,6 @@ const struct gp_test gp_tests_nvml[] = {
     {"driver_not_loaded", test_driver_not_loaded},
     {"malformed_scenarios", test_malformed_scenarios},
     {"fake_abi_traps", test_fake_abi_traps},
+    {"ecc_without_field_ids", test_ecc_without_field_ids},
     {0},
 };

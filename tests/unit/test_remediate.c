@@ -14,6 +14,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 static void test_parse(void)
 {
@@ -58,12 +60,12 @@ static void test_expand_hostile_values(void)
     CHECK_INT(gp_rem_parse_rule("k=drain {node} gpu={gpu} --job={job} r{rank} {kind} {severity}", &r, err,
                                 sizeof err),
               GP_OK);
-    struct gp_obs_key k = key("n1.example", "0/1", "bert-1@host", 3);
+    struct gp_obs_key k = key("n1.example", "1", "bert-1@host", 3);
     struct gp_alert_event ev = {.kind = "k", .severity = GP_SEV_CRITICAL, .key = &k,
                                 .to = GP_ALERT_FIRING};
-    CHECK_INT(gp_rem_expand(&r, &ev, out, err, sizeof err), GP_OK);
+    CHECK_INT(gp_rem_expand(&r, &ev, out, NULL, err, sizeof err), GP_OK);
     CHECK_STR(out[1], "n1.example");
-    CHECK_STR(out[2], "gpu=0/1");
+    CHECK_STR(out[2], "gpu=1");
     CHECK_STR(out[3], "--job=bert-1@host");
     CHECK_STR(out[4], "r3");
     CHECK_STR(out[5], "k");
@@ -71,22 +73,111 @@ static void test_expand_hostile_values(void)
     const char *hostile[] = {"a b", "a\"b", "a'b", "-rf", "--force", "a;rm -rf /", "$(reboot)", "`id`",
                              "a\nb", "", "a|b", "a>b", "a&b", "*"};
     for (size_t i = 0; i < sizeof hostile / sizeof hostile[0]; i++) {
-        CHECK(!gp_rem_value_ok(hostile[i]));
+        CHECK(!gp_rem_value_ok("node", hostile[i]) && !gp_rem_value_ok("job", hostile[i]));
         k = key(hostile[i], "0", "j", 0);
-        if (gp_rem_expand(&r, &ev, out, err, sizeof err) != GP_EPARSE)
+        int bad = -2;
+        if (gp_rem_expand(&r, &ev, out, &bad, err, sizeof err) != GP_EPARSE)
             gp_test_fail(__FILE__, __LINE__, "node '%s' was substituted", hostile[i]);
         CHECK_CONTAINS(err, "label node");
+        CHECK_INT(bad, 0);
         k = key("n1", "0", hostile[i], 0);
-        CHECK_INT(gp_rem_expand(&r, &ev, out, err, sizeof err), GP_EPARSE);
+        CHECK_INT(gp_rem_expand(&r, &ev, out, &bad, err, sizeof err), GP_EPARSE);
+        CHECK_INT(bad, 2);
     }
     /* an unknown rank cannot be substituted */
     k = key("n1", "0", "j", -1);
-    CHECK_INT(gp_rem_expand(&r, &ev, out, err, sizeof err), GP_EPARSE);
+    CHECK_INT(gp_rem_expand(&r, &ev, out, NULL, err, sizeof err), GP_EPARSE);
     CHECK_CONTAINS(err, "label rank");
     char longv[200];
     memset(longv, 'a', sizeof longv - 1);
     longv[sizeof longv - 1] = 0;
-    CHECK(!gp_rem_value_ok(longv));
+    CHECK(!gp_rem_value_ok("job", longv));
+}
+
+/* Every placeholder's own rule, class by class (issue 15: a job label
+ * "../../../../tmp/x" used to reach a path). */
+static void test_value_rules(void)
+{
+    static const struct {
+        const char *ph, *v;
+        bool ok;
+    } cases[] = {
+        /* node: RFC 1123 */
+        {"node", "n1", true}, {"node", "gpu-node-07.cluster.example", true}, {"node", "A1-b2", true},
+        {"node", "../../../../tmp/x", false}, {"node", "a/b", false}, {"node", ".hidden", false},
+        {"node", "a..b", false}, {"node", "a.", false}, {"node", "-x", false}, {"node", "a-.b", false},
+        {"node", "a_b", false}, {"node", "a b", false}, {"node", "a\nb", false}, {"node", "n\xc3\xa9", false},
+        {"node", "host:9401", false}, {"node", "", false},
+        {"node", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.b", false}, /* label of 64 */
+        /* gpu: an index or a UUID */
+        {"gpu", "0", true}, {"gpu", "17", true}, {"gpu", "GPU-8f2d1c3a-1b2c-4d5e-8f90-aabbccddeeff", true},
+        {"gpu", "MIG-5c4f3e2d-1a2b-3c4d-5e6f-708192a3b4c5", true}, {"gpu", "01", false},
+        {"gpu", "-1", false}, {"gpu", "0/1", false}, {"gpu", "GPU-", false}, {"gpu", "GPU-../x", false},
+        {"gpu", "123456", false}, {"gpu", "nvidia0", false},
+        /* job */
+        {"job", "bert-1@host", true}, {"job", "pg-123@node1", true}, {"job", "pod-5c4f3e2d-1a2b", true},
+        {"job", "12345", true}, {"job", "a.b_c:d+e", true}, {"job", "../../../../tmp/x", false},
+        {"job", "a/b", false}, {"job", ".", false}, {"job", "..", false}, {"job", ".bashrc", false},
+        {"job", "-rf", false}, {"job", "--force", false}, {"job", "a b", false}, {"job", "a\tb", false},
+        {"job", "a\nb", false}, {"job", "a\x7f", false}, {"job", "caf\xc3\xa9", false},
+        {"job", "\xe2\x80\xae", false}, {"job", "a*", false}, {"job", "~root", false}, {"job", "$HOME", false},
+        /* rank */
+        {"rank", "0", true}, {"rank", "2147483647", true}, {"rank", "-1", false}, {"rank", "07", false},
+        {"rank", "1e3", false}, {"rank", "12345678901", false},
+        /* kind */
+        {"kind", "gpu_hardware_errors", true}, {"kind", "rule:HighTemp", true}, {"kind", "-x", false},
+        {"kind", ".x", false}, {"kind", "a/b", false},
+        /* severity */
+        {"severity", "critical", true}, {"severity", "warning", true}, {"severity", "info", true},
+        {"severity", "fatal", false}, {"severity", "critical ", false},
+        {"nosuch", "x", false},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *why = gp_rem_value_problem(cases[i].ph, cases[i].v);
+        if ((why == NULL) != cases[i].ok)
+            gp_test_fail(__FILE__, __LINE__, "%s '%s': %s", cases[i].ph, cases[i].v,
+                         why ? why : "accepted");
+    }
+}
+
+/* remediation_path_root: paths built from placeholders are normalised,
+ * their symbolic links resolved, and must stay in the root. */
+static void test_path_root(void)
+{
+    const char *dir = gp_test_tmpdir();
+    char root[200], line[1400], outside[300], link[300];
+    snprintf(root, sizeof root, "%s/out", dir);
+    CHECK_INT(mkdir(root, 0755), 0);
+    snprintf(outside, sizeof outside, "%s/elsewhere", dir);
+    CHECK_INT(mkdir(outside, 0755), 0);
+    snprintf(link, sizeof link, "%s/escape", root);
+    CHECK_INT(symlink(outside, link), 0);
+    struct gp_rem_rule r;
+    char err[512], out[GP_REM_MAX_ARGS][GP_REM_ARG_LEN];
+    snprintf(line, sizeof line,
+             "k=touch %s/{job}_{node} --out=%s/sub/../{job} %s/../out/{node} http://x/{job} %s/escape/{job}",
+             root, root, root, root);
+    CHECK_INT(gp_rem_parse_rule(line, &r, err, sizeof err), GP_OK);
+    struct gp_obs_key k = key("n1", "0", "j1", 0);
+    struct gp_alert_event ev = {.kind = "k", .severity = GP_SEV_CRITICAL, .key = &k};
+    CHECK_INT(gp_rem_expand(&r, &ev, out, NULL, err, sizeof err), GP_OK);
+    /* the first four stay in (a URL is no path); the symlink leaves */
+    CHECK_INT(gp_rem_check_paths(&r, out, root, err, sizeof err), GP_EPARSE);
+    CHECK_CONTAINS(err, "argument 5");
+    CHECK_CONTAINS(err, "outside remediation_path_root");
+    r.argc = 5;
+    CHECK_INT(gp_rem_check_paths(&r, out, root, err, sizeof err), GP_OK);
+    CHECK_INT(gp_rem_check_paths(&r, out, NULL, err, sizeof err), GP_OK);
+    /* a template that climbs out itself, with a placeholder in it */
+    snprintf(line, sizeof line, "k=touch %s/../{job}", root);
+    CHECK_INT(gp_rem_parse_rule(line, &r, err, sizeof err), GP_OK);
+    CHECK_INT(gp_rem_expand(&r, &ev, out, NULL, err, sizeof err), GP_OK);
+    CHECK_INT(gp_rem_check_paths(&r, out, root, err, sizeof err), GP_EPARSE);
+    /* a root that is a prefix of a sibling's name is no parent of it */
+    snprintf(line, sizeof line, "k=touch %s-x/{job}", root);
+    CHECK_INT(gp_rem_parse_rule(line, &r, err, sizeof err), GP_OK);
+    CHECK_INT(gp_rem_expand(&r, &ev, out, NULL, err, sizeof err), GP_OK);
+    CHECK_INT(gp_rem_check_paths(&r, out, root, err, sizeof err), GP_EPARSE);
 }
 
 /* --- the worker ---------------------------------------------------------- */
@@ -220,6 +311,81 @@ static void test_hostile_label_refused(void)
     gp_rem_close(r);
 }
 
+/* The finding: a job label "../../../../tmp/x" with `touch DIR/{job}_{node}`
+ * created a file outside DIR and was audited `ran`. Now each hostile
+ * value is refused, audited with its reason, counted, and nothing is
+ * created anywhere; a good value runs and lands inside DIR. */
+static void test_traversal_creates_nothing_outside(void)
+{
+    const char *dir = gp_test_tmpdir();
+    char out[600], line[1400];
+    snprintf(out, sizeof out, "%s/a/b/c/out", dir);
+    char cmd[800];
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s'", out);
+    CHECK_INT(system(cmd), 0);
+    snprintf(line, sizeof line, "k=touch %s/{job}_{node}", out);
+    static struct gp_rem_rule rules[1];
+    char err[256];
+    CHECK_INT(gp_rem_parse_rule(line, &rules[0], err, sizeof err), GP_OK);
+    struct gp_rem_opts o = {.rules = rules, .nrules = 1, .dry_run = false, .max_per_hour = 64,
+                            .max_per_kind_per_hour = 64, .timeout_ms = 5000, .path_root = out};
+    struct gp_rem *r;
+    CHECK_INT(gp_rem_open(&r, dir, &o, err, sizeof err), GP_OK);
+    static const struct {
+        const char *job, *node;
+        const char *reason;
+    } bad[] = {
+        {"../../../../x", "n1", "job"}, {"../../../../tmp/x", "n1", "job"}, {"-rf", "n1", "job"},
+        {"a\nb", "n1", "job"},          {"a b", "n1", "job"},               {"caf\xc3\xa9", "n1", "job"},
+        {".x", "n1", "job"},             {"j", "../../x", "node"},           {"j", "n1/../../x", "node"},
+        {"j", ".", "node"},
+    };
+    const size_t nbad = sizeof bad / sizeof bad[0];
+    for (size_t i = 0; i < nbad; i++) {
+        struct gp_obs_key k = key(bad[i].node, "0", bad[i].job, 0);
+        char id[32];
+        snprintf(id, sizeof id, "bad%zu", i);
+        struct gp_alert_event ev = {.id = id, .kind = "k", .severity = GP_SEV_CRITICAL,
+                                    .from = GP_ALERT_PENDING, .to = GP_ALERT_FIRING, .key = &k};
+        gp_rem_listener(r, &ev);
+    }
+    struct gp_obs_key k = key("n1", "0", "good-job", 0);
+    struct gp_alert_event ev = {.id = "good", .kind = "k", .severity = GP_SEV_CRITICAL,
+                                .from = GP_ALERT_PENDING, .to = GP_ALERT_FIRING, .key = &k};
+    gp_rem_listener(r, &ev);
+    json_t *a = rows(r, "refused");
+    CHECK_INT(json_array_size(a), nbad);
+    for (size_t i = 0; i < nbad; i++) {
+        const char *d = rs(a, nbad - 1 - i, "detail"); /* newest first */
+        char want[32];
+        snprintf(want, sizeof want, "label %s", bad[i].reason);
+        if (!d || !strstr(d, want))
+            gp_test_fail(__FILE__, __LINE__, "case %zu: detail '%s', want '%s'", i, d ? d : "(null)", want);
+        CHECK(json_is_null(json_object_get(json_array_get(a, i), "command"))); /* nothing substituted */
+    }
+    json_decref(a);
+    a = rows(r, "ran");
+    CHECK_INT(json_array_size(a), 1);
+    json_decref(a);
+    struct gp_rem_stats st;
+    gp_rem_stats(r, &st);
+    CHECK_INT(st.refused[2], 7); /* job */
+    CHECK_INT(st.refused[0], 3); /* node */
+    gp_rem_close(r);
+    /* only the good file exists, in out/; nothing anywhere else in the tree */
+    snprintf(cmd, sizeof cmd, "cd '%s' && find . -type f ! -name 'state.db*' ! -name files.txt | sort > '%s/files.txt'", dir, dir);
+    CHECK_INT(system(cmd), 0);
+    char files[512] = "", fpath[700];
+    snprintf(fpath, sizeof fpath, "%s/files.txt", dir);
+    FILE *f = fopen(fpath, "r");
+    CHECK(f);
+    files[fread(files, 1, sizeof files - 1, f)] = 0;
+    fclose(f);
+    CHECK_STR(files, "./a/b/c/out/good-job_n1\n");
+    struct stat sb;
+    CHECK(stat("/tmp/x_n1", &sb) != 0 || sb.st_mtime < time(NULL) - 60);
+}
+
 static void test_real_commands(void)
 {
     const char *dir = gp_test_tmpdir();
@@ -321,6 +487,9 @@ const struct gp_test gp_tests_remediate[] = {
     {"dry_run_and_rate_limits", test_dry_run_and_rate_limits},
     {"silenced_and_transitions", test_silenced_and_transitions},
     {"hostile_label_refused", test_hostile_label_refused},
+    {"value_rules", test_value_rules},
+    {"path_root", test_path_root},
+    {"traversal_creates_nothing_outside", test_traversal_creates_nothing_outside},
     {"real_commands", test_real_commands},
     {"audit_filters", test_audit_filters},
     {"open_checks_limits", test_open_checks_limits},
