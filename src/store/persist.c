@@ -119,12 +119,14 @@ static int load_chunk_file(struct gp_store *s, uint32_t num, const char *path)
             gp_st_chunkrec_parse(p, n, &id, &tf, &tl, &chunk, &clen) != GP_OK || at > UINT32_MAX) {
             gp_log(GP_LOG_ERROR, "store", "chunk file damaged: records from here on are ignored",
                    "file=%s offset=%zu", path, at);
+            s->damage |= GP_STORE_DMG_CHUNK_FILE;
             break;
         }
         if (tf < s->compacted_until)
             continue; /* its window is in a block */
         if (id >= s->ser_cap || !s->ser[id].exists) {
             unknown++;
+            gp_st_unknown_id(s, id);
             continue;
         }
         struct gp_st_series *se = &s->ser[id];
@@ -178,7 +180,9 @@ int gp_st_chunks_load(struct gp_store *s, uint32_t keep_below, char *err, size_t
     closedir(d);
     if (n)
         qsort(nums, n, sizeof *nums, cmp_u32);
-    uint32_t next = keep_below;
+    /* Keeping them all (no snapshot to say which are durable), the writer
+     * starts after the highest. */
+    uint32_t next = keep_below == UINT32_MAX ? 0 : keep_below;
     int removed = 0;
     for (size_t i = 0; rc == GP_OK && i < n; i++) {
         char *path = chunk_path(s, nums[i]);
@@ -310,6 +314,7 @@ static int restore_series(void *arg, const struct gp_st_snap_series *ss)
     struct gp_store *s = arg;
     if (ss->id >= s->ser_cap || !s->ser[ss->id].exists) {
         gp_log(GP_LOG_ERROR, "store", "snapshot names an unknown series; skipped", "id=%u", ss->id);
+        gp_st_unknown_id(s, ss->id);
         return 0;
     }
     struct gp_st_series *se = &s->ser[ss->id];
@@ -410,9 +415,11 @@ int gp_st_wal_replay(struct gp_store *s, uint32_t from, char *err, size_t errlen
     struct gp_wal_replay_stats st;
     memset(&st, 0, sizeof st);
     int rc = gp_wal_replay(s->wal_dir, from, &h, s, &st, err, errlen);
-    if (rc == GP_OK && (st.torn_bytes || st.corrupt))
-        gp_log(GP_LOG_WARN, "store", "WAL had a torn or damaged tail; cut there",
-               "torn_bytes=%llu corrupt=%d", (unsigned long long)st.torn_bytes, st.corrupt);
+    if (st.corrupt_records) {
+        s->damage |= GP_STORE_DMG_WAL_CORRUPT;
+        s->wal_corrupt = st.corrupt_records;
+        s->wal_recovered = st.recovered_records;
+    }
     return rc;
 }
 
