@@ -383,3 +383,24 @@ double gp_store_newest_value(struct gp_store *s, uint32_t id, int64_t last_ms, i
     }
     return newest_in(s, id, last_ms - lookback_ms, last_ms, scratch);
 }
+
+void gp_store_check_blocks(struct gp_store *s, uint64_t *chunks, uint64_t *damaged)
+{
+    *chunks = *damaged = 0;
+    pthread_rwlock_rdlock(&s->lock);
+    for (size_t b = 0; b < s->blocks.n; b++) {
+        const struct gp_st_mapped *m = &s->blocks.f[b];
+        struct gp_st_bentry e;
+        for (uint32_t i = 0; i < m->bf.n; i++) {
+            gp_st_bfile_entry(&m->bf, i, &e);
+            const uint8_t *p;
+            (*chunks)++;
+            if (gp_st_bfile_payload(&m->bf, &e, &p) != GP_OK) {
+                (*damaged)++;
+                gp_log(GP_LOG_ERROR, "store", "damaged chunk in a block", "file=%s id=%u t_first=%lld t_last=%lld",
+                       m->path, e.id, (long long)e.t_first, (long long)e.t_last);
+            }
+        }
+    }
+    pthread_rwlock_unlock(&s->lock);
+}

@@ -214,6 +214,10 @@ struct gp_store_stats {
     uint64_t damaged_chunks_read;  /* chunks reads skipped as damaged, since start */
 };
 
+/* Checks the CRC of every chunk in every block (what `gpulse repair`
+ * reports): *chunks checked, *damaged of them bad (logged each). */
+void gp_store_check_blocks(struct gp_store *s, uint64_t *chunks, uint64_t *damaged);
+
 /* What gp_store_open found damaged or missing (stats.damage bits). */
 #define GP_STORE_DMG_SNAP_MISSING 1u /* head.snap missing: rebuilt from the other files */
 #define GP_STORE_DMG_SNAP_DAMAGED 2u /* head.snap damaged: set aside, rebuilt */
