@@ -92,6 +92,43 @@ int gp_st_meta_open(struct gp_store *s, char *err, size_t errlen)
     return GP_OK;
 }
 
+int gp_st_meta_set(struct gp_store *s, const char *key, int64_t value)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(s->db, "INSERT OR REPLACE INTO meta(key, value) VALUES(?1, ?2)", -1, &st,
+                           NULL) != SQLITE_OK)
+        return GP_EIO;
+    sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, value);
+    int rc = sqlite3_step(st) == SQLITE_DONE ? GP_OK : GP_EIO;
+    sqlite3_finalize(st);
+    if (rc != GP_OK)
+        gp_log(GP_LOG_ERROR, "store", "meta.db write failed", "key=%s error=\"%s\"", key,
+               sqlite3_errmsg(s->db));
+    return rc;
+}
+
+/* What a registry rebuild left: ids reserved for data whose labels were
+ * lost, and how many series that is (store.c, count_lost). */
+static void load_lost(struct gp_store *s)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(s->db, "SELECT key, value FROM meta WHERE key IN ('reserved_id', 'lost_series')",
+                           -1, &st, NULL) != SQLITE_OK)
+        return;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        const char *k = (const char *)sqlite3_column_text(st, 0);
+        sqlite3_int64 v = sqlite3_column_int64(st, 1);
+        if (!k || v < 0 || v > UINT32_MAX)
+            continue;
+        if (!strcmp(k, "reserved_id") && gp_st_ser_reserve(s, (uint32_t)v) == GP_OK)
+            gp_sindex_reserve(s->idx, (uint32_t)v);
+        else if (!strcmp(k, "lost_series"))
+            s->series_lost = (uint64_t)v;
+    }
+    sqlite3_finalize(st);
+}
+
 int gp_st_meta_load(struct gp_store *s, char *err, size_t errlen)
 {
     sqlite3 *db = s->db;
@@ -135,6 +172,8 @@ int gp_st_meta_load(struct gp_store *s, char *err, size_t errlen)
     if (bad)
         gp_log(GP_LOG_ERROR, "store", "meta.db has invalid series rows; skipped", "rows=%llu",
                (unsigned long long)bad);
+    if (rc == GP_OK)
+        load_lost(s);
     return rc;
 }
 

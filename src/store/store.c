@@ -259,9 +259,16 @@ static int recover(struct gp_store *s, char *err, size_t errlen)
             s->damage |= GP_STORE_DMG_SNAP_DAMAGED;
         } else {
             have = 1;
-            if (h.max_id > gp_sindex_max_id(s->idx))
+            if (h.max_id > gp_sindex_max_id(s->idx)) {
                 gp_log(GP_LOG_ERROR, "store", "meta.db lacks series the snapshot knows",
                        "snapshot=%u db=%u", h.max_id, gp_sindex_max_id(s->idx));
+                /* Their ids stay taken: a new series must not inherit their data. */
+                if (gp_st_ser_reserve(s, h.max_id) != GP_OK) {
+                    rc = gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
+                    goto out;
+                }
+                gp_sindex_reserve(s->idx, h.max_id);
+            }
             s->compacted_until = h.compacted_until;
             s->max_t = h.max_t;
             s->snap_bytes = snap.len;
@@ -343,6 +350,11 @@ static int count_lost(struct gp_store *s)
             return GP_ENOMEM;
         gp_sindex_reserve(s->idx, top);
     }
+    /* Kept in the new meta.db: the reservation must outlive this run, and
+     * the loss stays reported (health, /metrics, repair). */
+    if (gp_st_meta_set(s, "reserved_id", gp_sindex_max_id(s->idx)) != GP_OK ||
+        gp_st_meta_set(s, "lost_series", (int64_t)s->series_lost) != GP_OK)
+        return GP_EIO;
     if (s->series_lost)
         gp_log(GP_LOG_ERROR, "store",
                "series whose labels were only in the damaged meta.db: their samples are kept on "
@@ -427,7 +439,8 @@ int gp_store_open(struct gp_store **out, const struct gp_store_options *o, char 
     if ((rc = gp_st_meta_start(s, err, errlen)) != GP_OK || (rc = recover(s, err, errlen)) != GP_OK)
         goto fail;
     if (s->damage & GP_STORE_DMG_META_DAMAGED && (rc = count_lost(s)) != GP_OK) {
-        gp_seterr(err, errlen, rc, "out of memory");
+        gp_seterr(err, errlen, rc, "meta.db: cannot record the ids of lost series: %s",
+                  gp_strerror(rc));
         goto fail;
     }
     struct gp_wal_options wo = {.segment_bytes = opt.wal_segment_bytes, .no_sync = opt.no_sync};

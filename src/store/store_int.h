@@ -217,6 +217,8 @@ int gp_st_meta_open(struct gp_store *s, char *err, size_t errlen);
 int gp_st_meta_load(struct gp_store *s, char *err, size_t errlen);
 /* Inserts series in one transaction. GP_OK or GP_EIO. */
 int gp_st_meta_insert(struct gp_store *s, const struct gp_wal_series *list, size_t n);
+/* Sets meta(key) = value. GP_OK or GP_EIO (logged). */
+int gp_st_meta_set(struct gp_store *s, const char *key, int64_t value);
 void gp_st_meta_close(struct gp_store *s);
 uint64_t gp_st_meta_bytes(const struct gp_store *s);
 
