@@ -403,10 +403,7 @@ static int plausible(const uint8_t *b, size_t len, size_t q)
             (b[end + 8] == GP_WAL_REC_SERIES || b[end + 8] == GP_WAL_REC_SAMPLES));
 }
 
-/* The offset of the first whole, valid record after the bad one at
- * from, or len when none follows (a torn or damaged tail). Records carry
- * their length and a CRC-32C, so one found this way is one written. */
-static size_t resync(const uint8_t *b, size_t len, size_t from)
+size_t gp_wal_resync(const uint8_t *b, size_t len, size_t from)
 {
     for (size_t q = from + 1; q + GP_SEG_HEADER <= len; q++) {
         size_t pos = q, n;
@@ -469,7 +466,7 @@ int gp_wal_replay(const char *dir, uint32_t from_segment, const struct gp_wal_ha
             if (prc < 0) {
                 /* A bad record: a torn tail, or damage with valid records
                  * after it, which are acknowledged writes and kept. */
-                size_t next = resync(f.data, f.len, pos);
+                size_t next = gp_wal_resync(f.data, f.len, pos);
                 if (next == f.len) {
                     if (!bad && i + 1 == nseg) {
                         rc = cut_tail(dir, nums[i], pos, f.len, st, err, errlen);

@@ -100,6 +100,12 @@ struct gp_wal_replay_stats {
 int gp_wal_replay(const char *dir, uint32_t from_segment, const struct gp_wal_handler *h, void *ctx,
                   struct gp_wal_replay_stats *st, char *err, size_t errlen);
 
+/* The offset of the first whole, valid record (known type, CRC-32C good,
+ * ending at the buffer's end or before another plausible header) after
+ * the bad one at from, or len when none follows: how replay steps over a
+ * damaged record. Pure (the fuzz target drives it). */
+size_t gp_wal_resync(const uint8_t *b, size_t len, size_t from);
+
 /* Decodes one record's payload (the fuzz target's entry); same callbacks.
  * GP_OK, a handler's code, or GP_EPARSE (unknown type, bad varint, id 0
  * or above 2^32-1, empty labels, counts the payload cannot hold, trailing
