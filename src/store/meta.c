@@ -448,12 +448,18 @@ int gp_st_meta_start(struct gp_store *s, char *err, size_t errlen)
         rc = gp_st_meta_load(s, err, errlen);
     if (rc == GP_OK || rc == GP_EUNSUPPORTED || rc == GP_ENOMEM)
         return rc;
+    /* Only damage is rebuilt around; a full disk, a lock or a permission
+     * error stops the start as before, and the file stays where it is. */
+    int code = s->db ? sqlite3_errcode(s->db) : SQLITE_CANTOPEN;
+    if (code != SQLITE_CORRUPT && code != SQLITE_NOTADB)
+        return rc;
     /* Start over: what the failed load registered goes. */
     char why[256];
     snprintf(why, sizeof why, "%s", err);
     for (size_t i = 0; i < s->ser_cap; i++)
         gp_chunk_free(&s->ser[i].head);
-    memset(s->ser, 0, s->ser_cap * sizeof *s->ser);
+    if (s->ser)
+        memset(s->ser, 0, s->ser_cap * sizeof *s->ser);
     gp_sindex_free(s->idx);
     s->idx = NULL;
     s->persisted_max_id = 0;

@@ -327,6 +327,34 @@ static void test_meta_deleted_rebuilt_from_wal(void)
     gp_store_close(s);
 }
 
+/* Not a database at all (its header overwritten): set aside, and the
+ * registry rebuilt from the WAL's series records. */
+static void test_meta_not_a_database(void)
+{
+    const char *dir = gp_test_tmpdir();
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        build_two_generations(dir);
+        _exit(0);
+    }
+    int status;
+    waitpid(pid, &status, 0);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    char p[1024];
+    path_of(p, sizeof p, dir, "meta.db");
+    for (off_t i = 0; i < 16; i++)
+        flip(p, i);
+    struct gp_store *s = reopen(dir);
+    struct gp_store_stats st;
+    gp_store_stats(s, &st);
+    CHECK_INT(st.damage, GP_STORE_DMG_META_DAMAGED);
+    CHECK(has_file(dir, "meta.db.damaged-"));
+    CHECK_INT(st.series, 4);
+    CHECK(tid(s, 102) != 0);
+    gp_store_close(s);
+}
+
 static void test_meta_damaged_page_salvaged(void)
 {
     const char *dir = gp_test_tmpdir();
@@ -498,6 +526,7 @@ const struct gp_test gp_tests_store_damage[] = {
     {"snap_cut_short_is_set_aside", test_snap_cut_short_is_set_aside},
     {"fresh_store_reports_no_damage", test_fresh_store_reports_no_damage},
     {"meta_deleted_rebuilt_from_wal", test_meta_deleted_rebuilt_from_wal},
+    {"meta_not_a_database", test_meta_not_a_database},
     {"meta_damaged_page_salvaged", test_meta_damaged_page_salvaged},
     {"damaged_block_chunk_reported", test_damaged_block_chunk_reported},
     {"wal_flip_mid_segment_recovers_later_records", test_wal_flip_mid_segment_recovers_later_records},
