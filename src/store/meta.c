@@ -113,7 +113,8 @@ int gp_st_meta_set(struct gp_store *s, const char *key, int64_t value)
 static void load_lost(struct gp_store *s)
 {
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(s->db, "SELECT key, value FROM meta WHERE key IN ('reserved_id', 'lost_series')",
+    if (sqlite3_prepare_v2(s->db,
+                           "SELECT key, value FROM meta WHERE key IN ('reserved_id', 'lost_series')",
                            -1, &st, NULL) != SQLITE_OK)
         return;
     while (sqlite3_step(st) == SQLITE_ROW) {
@@ -303,7 +304,8 @@ static void salvage(const char *path, struct rows *out)
         int step;
         while ((step = sqlite3_step(scan)) == SQLITE_ROW) {
             last = sqlite3_column_int64(scan, 0);
-            rows_push(out, last, sqlite3_column_blob(scan, 1), (size_t)sqlite3_column_bytes(scan, 1));
+            rows_push(out, last, sqlite3_column_blob(scan, 1),
+                      (size_t)sqlite3_column_bytes(scan, 1));
         }
         if (step == SQLITE_DONE || out->nomem)
             break;
@@ -313,7 +315,8 @@ static void salvage(const char *path, struct rows *out)
             sqlite3_reset(one);
             sqlite3_bind_int64(one, 1, id);
             if (sqlite3_step(one) == SQLITE_ROW) {
-                rows_push(out, id, sqlite3_column_blob(one, 0), (size_t)sqlite3_column_bytes(one, 0));
+                rows_push(out, id, sqlite3_column_blob(one, 0),
+                          (size_t)sqlite3_column_bytes(one, 0));
                 break;
             }
         }
@@ -432,7 +435,8 @@ static int meta_rebuild(struct gp_store *s, const char *why, char *err, size_t e
     s->damage |= GP_STORE_DMG_META_DAMAGED;
     char q[300];
     gp_log(GP_LOG_ERROR, "store",
-           "meta.db damaged: set aside; the series registry rebuilt from its readable rows and the WAL",
+           "meta.db damaged: set aside; the series registry rebuilt from its readable rows and "
+           "the WAL",
            "set_aside=%s series=%zu from_old_file=%zu bad_rows=%llu error=%s",
            aside[0] ? aside : "none", n, salvaged, (unsigned long long)bad,
            gp_log_quote(q, sizeof q, why));

@@ -397,8 +397,9 @@ void gp_store_check_blocks(struct gp_store *s, uint64_t *chunks, uint64_t *damag
             (*chunks)++;
             if (gp_st_bfile_payload(&m->bf, &e, &p) != GP_OK) {
                 (*damaged)++;
-                gp_log(GP_LOG_ERROR, "store", "damaged chunk in a block", "file=%s id=%u t_first=%lld t_last=%lld",
-                       m->path, e.id, (long long)e.t_first, (long long)e.t_last);
+                gp_log(GP_LOG_ERROR, "store", "damaged chunk in a block",
+                       "file=%s id=%u t_first=%lld t_last=%lld", m->path, e.id,
+                       (long long)e.t_first, (long long)e.t_last);
             }
         }
     }

@@ -254,8 +254,10 @@ static int recover(struct gp_store *s, char *err, size_t errlen)
             }
             char q[320];
             gp_log(GP_LOG_ERROR, "store",
-                   "head.snap damaged: set aside; rebuilt from blocks, chunk files and the whole WAL",
-                   "file=%s set_aside=%s error=%s", snap_path, aside, gp_log_quote(q, sizeof q, why));
+                   "head.snap damaged: set aside; rebuilt from blocks, chunk files and the whole "
+                   "WAL",
+                   "file=%s set_aside=%s error=%s", snap_path, aside,
+                   gp_log_quote(q, sizeof q, why));
             s->damage |= GP_STORE_DMG_SNAP_DAMAGED;
         } else {
             have = 1;
@@ -281,7 +283,8 @@ static int recover(struct gp_store *s, char *err, size_t errlen)
     int rebuild = !have && (s->damage & GP_STORE_DMG_SNAP_DAMAGED || !never_checkpointed(s));
     if (rebuild && !(s->damage & GP_STORE_DMG_SNAP_DAMAGED)) {
         s->damage |= GP_STORE_DMG_SNAP_MISSING;
-        gp_log(GP_LOG_ERROR, "store", "head.snap missing: rebuilt from blocks, chunk files and the whole WAL",
+        gp_log(GP_LOG_ERROR, "store",
+               "head.snap missing: rebuilt from blocks, chunk files and the whole WAL",
                "dir=%s blocks=%zu", s->dir, s->blocks.n);
     }
     if (rebuild)

@@ -391,7 +391,8 @@ static int cut_tail(const char *dir, uint32_t num, size_t good, size_t len,
  * first, so the checksum runs on few candidates. */
 static int plausible(const uint8_t *b, size_t len, size_t q)
 {
-    if (len - q < GP_SEG_HEADER || (b[q + 8] != GP_WAL_REC_SERIES && b[q + 8] != GP_WAL_REC_SAMPLES))
+    if (len - q < GP_SEG_HEADER ||
+        (b[q + 8] != GP_WAL_REC_SERIES && b[q + 8] != GP_WAL_REC_SAMPLES))
         return 0;
     uint64_t n = (uint64_t)b[q] | (uint64_t)b[q + 1] << 8 | (uint64_t)b[q + 2] << 16 |
                  (uint64_t)b[q + 3] << 24;
