@@ -17,6 +17,9 @@
  * Recovery (store.c drives it): series from meta.db, blocks, chunk files
  * below C, the snapshot's heads, then the WAL from K, skipping samples
  * in compacted windows or at/before a series' newest restored time.
+ * Without a (readable) snapshot there is no C and no K: every chunk file
+ * is loaded, the whole WAL replayed, and the same skip keeps each sample
+ * once; only the heads' samples from before K are gone.
  */
 #include "store/store_int.h"
 

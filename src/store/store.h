@@ -35,6 +35,10 @@
  * WAL and synced. Start-up loads blocks, chunk segments and the snapshot,
  * then replays the WAL after the snapshot, skipping samples at or before
  * a series' newest persisted time, so each sample is restored once.
+ * Damage (docs/storage.md "Damage and repair"): a missing or damaged
+ * head.snap or meta.db is set aside and rebuilt from the other files, a
+ * damaged WAL record skipped with the records after it replayed, a
+ * damaged chunk skipped by reads and reported in the result.
  *
  * Threads: any number of appenders and readers; one lock inside orders
  * them. Background work (checkpoints, compaction, retention) runs on the
