@@ -174,7 +174,8 @@ int gp_repair_main(int argc, char **argv)
         printf("wal: ok\n");
     }
     if (st.damage & GP_STORE_DMG_CHUNK_FILE) {
-        printf("chunks: a chunk file is damaged: its records after the damage are lost\n");
+        printf("chunks: a chunk file had damaged records: those chunks are lost, the valid ones "
+               "after them were kept\n");
         bad = 1;
     } else {
         printf("chunks: ok\n");

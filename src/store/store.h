@@ -227,7 +227,7 @@ void gp_store_check_blocks(struct gp_store *s, uint64_t *chunks, uint64_t *damag
 #define GP_STORE_DMG_SNAP_DAMAGED 2u /* head.snap damaged: set aside, rebuilt */
 #define GP_STORE_DMG_META_DAMAGED 4u /* meta.db damaged: set aside, registry rebuilt */
 #define GP_STORE_DMG_WAL_CORRUPT 8u  /* a corrupt record before the WAL's end */
-#define GP_STORE_DMG_CHUNK_FILE 16u  /* a chunk file damaged: its later records ignored */
+#define GP_STORE_DMG_CHUNK_FILE 16u  /* damaged records in a chunk file: those chunks lost */
 #define GP_STORE_DMG_COUNT 5
 /* Short lowercase description of one bit ("head.snap missing"), or NULL. */
 const char *gp_store_damage_name(unsigned bit);

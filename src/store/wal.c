@@ -386,34 +386,9 @@ static int cut_tail(const char *dir, uint32_t num, size_t good, size_t len,
     return GP_OK;
 }
 
-/* A plausible WAL record header at b[q]: a known type and a length that
- * ends at the buffer's end or at another plausible header. Cheap checks
- * first, so the checksum runs on few candidates. */
-static int plausible(const uint8_t *b, size_t len, size_t q)
-{
-    if (len - q < GP_SEG_HEADER ||
-        (b[q + 8] != GP_WAL_REC_SERIES && b[q + 8] != GP_WAL_REC_SAMPLES))
-        return 0;
-    uint64_t n = (uint64_t)b[q] | (uint64_t)b[q + 1] << 8 | (uint64_t)b[q + 2] << 16 |
-                 (uint64_t)b[q + 3] << 24;
-    if (n == 0 || n > len - q - GP_SEG_HEADER)
-        return 0;
-    size_t end = q + GP_SEG_HEADER + (size_t)n;
-    return end == len ||
-           (len - end >= GP_SEG_HEADER &&
-            (b[end + 8] == GP_WAL_REC_SERIES || b[end + 8] == GP_WAL_REC_SAMPLES));
-}
-
 size_t gp_wal_resync(const uint8_t *b, size_t len, size_t from)
 {
-    for (size_t q = from + 1; q + GP_SEG_HEADER <= len; q++) {
-        size_t pos = q, n;
-        uint8_t type;
-        const uint8_t *p;
-        if (plausible(b, len, q) && gp_seg_parse(b, len, &pos, &type, &p, &n) == 1)
-            return q;
-    }
-    return len;
+    return gp_seg_resync(b, len, from, 1u << GP_WAL_REC_SERIES | 1u << GP_WAL_REC_SAMPLES);
 }
 
 int gp_wal_replay(const char *dir, uint32_t from_segment, const struct gp_wal_handler *h, void *ctx,

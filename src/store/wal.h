@@ -100,9 +100,7 @@ struct gp_wal_replay_stats {
 int gp_wal_replay(const char *dir, uint32_t from_segment, const struct gp_wal_handler *h, void *ctx,
                   struct gp_wal_replay_stats *st, char *err, size_t errlen);
 
-/* The offset of the first whole, valid record (known type, CRC-32C good,
- * ending at the buffer's end or before another plausible header) after
- * the bad one at from, or len when none follows: how replay steps over a
+/* gp_seg_resync for the WAL's record types: how replay steps over a
  * damaged record. Pure (the fuzz target drives it). */
 size_t gp_wal_resync(const uint8_t *b, size_t len, size_t from);
 
