@@ -151,6 +151,7 @@ build/rel/bench-detect: bench/detect_cost.c build/rel/libgpulse.a
 # tables through `gpulse help-man`, so they cannot drift from --help.
 # The date is the packager's SOURCE_DATE_EPOCH, else the last commit's.
 MAN_PAGES := build/man/gpulse.1 build/man/gpulse-agent.1 build/man/gpulse-server.1 \
+             build/man/gpulse-repair.1 \
              build/man/gpulse.yml.5
 MAN_DATE = $(shell date -u -d @$${SOURCE_DATE_EPOCH:-$$(git log -1 --format=%ct 2>/dev/null || \
                   date +%s)} +%Y-%m-%d)

@@ -14,6 +14,7 @@
 #include "run/run.h"
 #include "run/run_config.h"
 #include "server/config.h"
+#include "server/repair.h"
 #include "server/server.h"
 #include "top/top.h"
 #include "top/top_config.h"
@@ -32,6 +33,7 @@ static void usage(FILE *out)
                  "  top       live terminal view of this node's GPUs, processes, jobs and alerts\n"
                  "  report    the end-of-run report of a training job, from the server\n"
                  "  notify    notifications: 'notify test RECEIVER' sends a test message\n"
+                 "  repair    check a stopped server's data directory, rebuild what is damaged\n"
                  "  version   print the version\n"
                  "  help      this text\n\n"
                  "'gpulse COMMAND --help' describes each command.\n");
@@ -91,6 +93,8 @@ int main(int argc, char **argv)
         return gp_report_main(argc - 2, argv + 2);
     if (!strcmp(cmd, "notify"))
         return gp_notify_main(argc - 2, argv + 2);
+    if (!strcmp(cmd, "repair"))
+        return gp_repair_main(argc - 2, argv + 2);
     if (!strcmp(cmd, "help-man"))
         return help_man(argc - 2, argv + 2);
     if (!strcmp(cmd, "metrics-reference"))

@@ -237,6 +237,16 @@ enum gp_metric_section {
       "Time the last start spent recovering the store.")                                               \
     X(SRV_RECOVERED, SERVER, "gpulse_server_recovered_samples", GAUGE, "",                             \
       "Samples replayed from the WAL at the last start.")                                              \
+    X(SRV_STORE_DAMAGE, SERVER, "gpulse_server_store_damage", GAUGE, "what",                          \
+      "1 for each damage the last start found and worked around (docs/storage.md).")                   \
+    X(SRV_SERIES_LOST, SERVER, "gpulse_server_store_series_lost", GAUGE, "",                           \
+      "Series with data whose labels were lost with a damaged meta.db.")                               \
+    X(SRV_WAL_CORRUPT, SERVER, "gpulse_server_wal_corrupt_records", GAUGE, "",                         \
+      "Damaged WAL records skipped at the last start (torn tails not counted).")                       \
+    X(SRV_WAL_RECOVERED, SERVER, "gpulse_server_wal_records_recovered", GAUGE, "",                     \
+      "Valid WAL records replayed after a damaged one at the last start.")                             \
+    X(SRV_DAMAGED_READS, SERVER, "gpulse_server_damaged_chunks_read_total", COUNTER, "",               \
+      "Damaged chunks that reads skipped (the answer carried a warning).")                             \
     X(SRV_START, SERVER, "gpulse_server_start_time_seconds", GAUGE, "",                                \
       "When the server started (Unix time).")                                                          \
     X(SRV_STATE_DAMAGED, SERVER, "gpulse_server_state_damaged", GAUGE, "",                             \

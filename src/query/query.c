@@ -14,6 +14,11 @@
  *
  * Every function leaves out as it found it when it fails, so the HTTP
  * layer appends gp_query_error to the same buffer.
+ *
+ * A damaged chunk never makes a silent gap: the store returns the rest
+ * of the series and says which span it skipped (gp_samples.damaged), and
+ * the answer carries one entry per such series in Prometheus's
+ * "warnings" array (at most DAMAGE_WARNINGS, then a count of the rest).
  */
 #include "query/query.h"
 
@@ -27,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 /* ---- shared helpers (inventory.c has its own small ones) ---- */
@@ -262,7 +268,55 @@ struct range_job {
     pthread_mutex_t mu;
     int rc;
     char err[256];
+    struct gp_buf warn; /* under mu: JSON strings of the warnings, comma-separated */
+    size_t nwarn;
 };
+
+#define DAMAGE_WARNINGS 10
+
+static void rfc3339(int64_t ms, char *out, size_t len)
+{
+    time_t sec = (time_t)(ms / 1000 - (ms % 1000 < 0));
+    struct tm tm;
+    if (!gmtime_r(&sec, &tm) || !strftime(out, len, "%Y-%m-%dT%H:%M:%SZ", &tm))
+        snprintf(out, len, "%lld ms", (long long)ms);
+}
+
+/* Appends "data of series NAME{LABELS} between T1 and T2 is damaged and
+ * was skipped" (a JSON string) to the job's warnings. */
+static void note_damage(struct range_job *j, const struct gp_store_series *ss, int64_t from,
+                        int64_t to)
+{
+    char text[1024], t1[40], t2[40];
+    size_t n = 0;
+    struct gp_labels_iter it;
+    struct gp_rw_str k, v;
+    struct gp_rw_str name;
+    gp_labels_get(ss->labels, ss->labels_len, "__name__", &name);
+    n += (size_t)snprintf(text, sizeof text, "data of series %.*s{", (int)name.len, name.ptr);
+    gp_labels_iter_init(&it, ss->labels, ss->labels_len);
+    int first = 1;
+    while (gp_labels_next(&it, &k, &v) == 1 && n < sizeof text) {
+        if (k.len == 8 && !memcmp(k.ptr, "__name__", 8))
+            continue;
+        n += (size_t)snprintf(text + n, sizeof text - n, "%s%.*s=\"%.*s\"", first ? "" : ",",
+                              (int)k.len, k.ptr, (int)v.len, v.ptr);
+        first = 0;
+    }
+    rfc3339(from, t1, sizeof t1);
+    rfc3339(to, t2, sizeof t2);
+    if (n < sizeof text)
+        snprintf(text + n, sizeof text - n, "} between %s and %s is damaged and was skipped", t1,
+                 t2);
+    pthread_mutex_lock(&j->mu);
+    if (j->nwarn < DAMAGE_WARNINGS) {
+        if (j->nwarn)
+            gp_buf_puts(&j->warn, ",");
+        gp_json_str(&j->warn, text, strlen(text));
+    }
+    j->nwarn++;
+    pthread_mutex_unlock(&j->mu);
+}
 
 static void job_fail(struct range_job *j, int rc, const char *fmt, uint32_t id)
 {
@@ -284,15 +338,21 @@ static size_t eval_one(struct worker *w, const struct gp_store_series *ss, doubl
     int rc;
     if (j->use_rollups) {
         w->ru.n = 0;
+        w->ru.damaged = 0;
         rc = gp_storage_read_rollups(j->s, ss->id, j->mint, j->maxt, &w->ru);
         found = gp_eval_rollups(j->r, j->mode, w->ru.r, w->ru.n, val, has);
+        if (w->ru.damaged)
+            note_damage(j, ss, w->ru.damaged_from, w->ru.damaged_to);
     } else {
         w->smp.n = 0;
+        w->smp.damaged = 0;
         rc = gp_storage_read(j->s, ss->id, j->mint, j->maxt, &w->smp);
         found = gp_eval_raw(j->r, j->mode, w->smp.t, w->smp.v, w->smp.n, val, has);
+        if (w->smp.damaged)
+            note_damage(j, ss, w->smp.damaged_from, w->smp.damaged_to);
     }
     /* A damaged chunk (GP_EPARSE) is logged by the store, which still
-     * returns the rest of the range: answer with that. */
+     * returns the rest of the range: answer with that, and a warning. */
     if (rc && rc != GP_EPARSE)
         job_fail(j, rc, "reading series %u: %s", ss->id);
     return found;
@@ -408,6 +468,7 @@ int gp_query_range(struct gp_storage *s, const struct gp_range_query *q, struct 
     struct range_job j;
     memset(&j, 0, sizeof j);
     pthread_mutex_init(&j.mu, NULL);
+    gp_buf_init(&j.warn, 1 << 20);
     j.s = s;
     j.r = &r;
     j.mode = gp_eval_mode_for(q->agg);
@@ -492,7 +553,17 @@ int gp_query_range(struct gp_storage *s, const struct gp_range_query *q, struct 
         for (size_t u = u0; u < u1; u++)
             put_unit(out, &j, u, &first_series);
     }
-    gp_buf_puts(out, "]}}");
+    gp_buf_puts(out, "]}");
+    if (j.nwarn) {
+        /* Prometheus's place for "answered, but not all of it". */
+        gp_buf_puts(out, ",\"warnings\":[");
+        gp_buf_append(out, j.warn.data, j.warn.len);
+        if (j.nwarn > DAMAGE_WARNINGS)
+            gp_buf_printf(out, ",\"data of %zu more series is damaged and was skipped\"",
+                          j.nwarn - DAMAGE_WARNINGS);
+        gp_buf_puts(out, "]");
+    }
+    gp_buf_puts(out, "}");
     rc = out_status(out, err, errlen);
 
 done:
@@ -505,6 +576,7 @@ done:
         free(w[i].has);
     }
     gp_eval_groups_free(&j.g);
+    gp_buf_free(&j.warn);
     free(j.val);
     free(j.has);
     pthread_mutex_destroy(&j.mu);

@@ -111,6 +111,14 @@ static void store_families(struct gp_buf *b, struct gp_storage *st)
     one(b, GP_M_SRV_RECOVERY, x.replay_seconds);
     one(b, GP_M_SRV_RECOVERED,
         (double)x.replayed_samples);
+    gp_metric_head(b, GP_M_SRV_STORE_DAMAGE);
+    for (int i = 0; i < GP_STORE_DMG_COUNT; i++)
+        gp_buf_printf(b, "%s{what=\"%s\"} %d\n", gp_metric_name(GP_M_SRV_STORE_DAMAGE),
+                      gp_store_damage_label(1u << i), (x.damage >> i) & 1);
+    one(b, GP_M_SRV_SERIES_LOST, (double)x.series_lost);
+    one(b, GP_M_SRV_WAL_CORRUPT, (double)x.wal_corrupt_records);
+    one(b, GP_M_SRV_WAL_RECOVERED, (double)x.wal_recovered_records);
+    one(b, GP_M_SRV_DAMAGED_READS, (double)x.damaged_chunks_read);
 }
 
 /* The HTTP layer's refusals (net/http.h); zeros before it listens. */

@@ -85,6 +85,17 @@ static void health(struct gp_server *s, struct gp_http_response *resp)
         gp_storage_stats(st, &x);
         gp_buf_printf(&resp->body, ",\"series\":%llu,\"samples_appended\":%llu",
                       (unsigned long long)x.series, (unsigned long long)x.samples_appended);
+        /* What the store's last start found damaged and worked around
+         * (docs/storage.md): it serves on, so the status stays ok. */
+        if (x.damage || x.series_lost) {
+            gp_buf_puts(&resp->body, ",\"store_damage\":[");
+            int n = 0;
+            for (int i = 0; i < GP_STORE_DMG_COUNT; i++)
+                if (x.damage >> i & 1)
+                    gp_buf_printf(&resp->body, "%s\"%s\"", n++ ? "," : "",
+                                  gp_store_damage_name(1u << i));
+            gp_buf_printf(&resp->body, "],\"series_lost\":%llu", (unsigned long long)x.series_lost);
+        }
     }
     if (damaged) {
         gp_buf_puts(&resp->body, ",\"damage\":[{\"file\":\"state.db\",\"detail\":");

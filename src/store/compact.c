@@ -187,6 +187,27 @@ int gp_st_blocks_load(struct gp_store *s, char *err, size_t errlen)
     return GP_OK;
 }
 
+void gp_st_blocks_bounds(struct gp_store *s)
+{
+    for (size_t b = 0; b < s->blocks.n; b++) {
+        const struct gp_st_bfile *bf = &s->blocks.f[b].bf;
+        struct gp_st_bentry e;
+        for (uint32_t i = 0; i < bf->n; i++) {
+            gp_st_bfile_entry(bf, i, &e);
+            if (e.id >= s->ser_cap || !s->ser[e.id].exists)
+                continue; /* labels lost with meta.db: counted there */
+            struct gp_st_series *se = &s->ser[e.id];
+            if (!se->has_data || e.t_first < se->first)
+                se->first = e.t_first;
+            if (!se->has_data || e.t_last > se->newest)
+                se->newest = e.t_last;
+            se->has_data = 1;
+            if (e.t_last > s->max_t)
+                s->max_t = e.t_last;
+        }
+    }
+}
+
 int64_t gp_st_raw_floor(const struct gp_store *s)
 {
     return s->blocks.n ? s->blocks.f[0].bf.mint : s->compacted_until;

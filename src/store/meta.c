@@ -11,18 +11,32 @@
  *
  * Only the maintenance path (and open/close) touches the connection, so
  * it is opened without SQLite's own mutexes.
+ *
+ * Damage (gp_st_meta_start): a meta.db that SQLite cannot open or read,
+ * or one missing beside a store that has data, is set aside as
+ * meta.db.damaged-<unix time> (never deleted) and a new one is built from
+ * what still names series: the rows SQLite can still read from the
+ * damaged file (scanned in id order, probed id by id past a bad page),
+ * and the SERIES records of the whole WAL. Labels live nowhere else (block
+ * indexes, chunk files and the snapshot hold ids only), so the ids of
+ * data that neither names are counted as lost (store.c) and reserved, so
+ * that no new series inherits their samples.
  */
 #include "store/store_int.h"
 
 #include "lib/err.h"
+#include "store/wal.h"
 #include "lib/log.h"
 #include "store/labels.h"
 
+#include <dirent.h>
+#include <errno.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 static const char schema[] =
     "PRAGMA journal_mode=WAL;"
@@ -78,6 +92,44 @@ int gp_st_meta_open(struct gp_store *s, char *err, size_t errlen)
     return GP_OK;
 }
 
+int gp_st_meta_set(struct gp_store *s, const char *key, int64_t value)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(s->db, "INSERT OR REPLACE INTO meta(key, value) VALUES(?1, ?2)", -1, &st,
+                           NULL) != SQLITE_OK)
+        return GP_EIO;
+    sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, value);
+    int rc = sqlite3_step(st) == SQLITE_DONE ? GP_OK : GP_EIO;
+    sqlite3_finalize(st);
+    if (rc != GP_OK)
+        gp_log(GP_LOG_ERROR, "store", "meta.db write failed", "key=%s error=\"%s\"", key,
+               sqlite3_errmsg(s->db));
+    return rc;
+}
+
+/* What a registry rebuild left: ids reserved for data whose labels were
+ * lost, and how many series that is (store.c, count_lost). */
+static void load_lost(struct gp_store *s)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(s->db,
+                           "SELECT key, value FROM meta WHERE key IN ('reserved_id', 'lost_series')",
+                           -1, &st, NULL) != SQLITE_OK)
+        return;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        const char *k = (const char *)sqlite3_column_text(st, 0);
+        sqlite3_int64 v = sqlite3_column_int64(st, 1);
+        if (!k || v < 0 || v > UINT32_MAX)
+            continue;
+        if (!strcmp(k, "reserved_id") && gp_st_ser_reserve(s, (uint32_t)v) == GP_OK)
+            gp_sindex_reserve(s->idx, (uint32_t)v);
+        else if (!strcmp(k, "lost_series"))
+            s->series_lost = (uint64_t)v;
+    }
+    sqlite3_finalize(st);
+}
+
 int gp_st_meta_load(struct gp_store *s, char *err, size_t errlen)
 {
     sqlite3 *db = s->db;
@@ -121,6 +173,8 @@ int gp_st_meta_load(struct gp_store *s, char *err, size_t errlen)
     if (bad)
         gp_log(GP_LOG_ERROR, "store", "meta.db has invalid series rows; skipped", "rows=%llu",
                (unsigned long long)bad);
+    if (rc == GP_OK)
+        load_lost(s);
     return rc;
 }
 
@@ -173,4 +227,247 @@ uint64_t gp_st_meta_bytes(const struct gp_store *s)
         free(p);
     }
     return total;
+}
+
+/* ---- damage: set aside and rebuild ---- */
+
+struct row {
+    uint32_t id;
+    uint8_t *labels;
+    size_t len;
+};
+struct rows {
+    struct row *r;
+    size_t n, cap;
+    int nomem;
+};
+
+static void rows_push(struct rows *x, sqlite3_int64 id, const void *labels, size_t len)
+{
+    if (id <= 0 || id > UINT32_MAX || !labels || !len || x->nomem)
+        return;
+    if (x->n == x->cap) {
+        size_t cap = x->cap ? x->cap * 2 : 256;
+        struct row *p = realloc(x->r, cap * sizeof *p);
+        if (!p) {
+            x->nomem = 1;
+            return;
+        }
+        x->r = p;
+        x->cap = cap;
+    }
+    uint8_t *b = malloc(len);
+    if (!b) {
+        x->nomem = 1;
+        return;
+    }
+    memcpy(b, labels, len);
+    x->r[x->n++] = (struct row){(uint32_t)id, b, len};
+}
+
+static void rows_free(struct rows *x)
+{
+    for (size_t i = 0; i < x->n; i++)
+        free(x->r[i].labels);
+    free(x->r);
+}
+
+static int row_cmp(const void *a, const void *b)
+{
+    const struct row *x = a, *y = b;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* The rows SQLite can still read from a damaged registry at path: a scan
+ * in id order, and past a page it cannot read, point lookups of the
+ * following ids up to the highest id it reports. */
+static void salvage(const char *path, struct rows *out)
+{
+    sqlite3 *db = NULL;
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
+        sqlite3_close(db);
+        return;
+    }
+    sqlite3_stmt *scan = NULL, *one = NULL, *max = NULL;
+    sqlite3_int64 last = 0, top = 0;
+    if (sqlite3_prepare_v2(db, "SELECT max(id) FROM series", -1, &max, NULL) == SQLITE_OK &&
+        sqlite3_step(max) == SQLITE_ROW)
+        top = sqlite3_column_int64(max, 0);
+    if (sqlite3_prepare_v2(db, "SELECT id, labels FROM series WHERE id > ?1 ORDER BY id", -1, &scan,
+                           NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(db, "SELECT labels FROM series WHERE id = ?1", -1, &one, NULL) !=
+            SQLITE_OK)
+        goto out;
+    for (;;) {
+        sqlite3_reset(scan);
+        sqlite3_bind_int64(scan, 1, last);
+        int step;
+        while ((step = sqlite3_step(scan)) == SQLITE_ROW) {
+            last = sqlite3_column_int64(scan, 0);
+            rows_push(out, last, sqlite3_column_blob(scan, 1),
+                      (size_t)sqlite3_column_bytes(scan, 1));
+        }
+        if (step == SQLITE_DONE || out->nomem)
+            break;
+        /* An unreadable page: find the next id that still reads. */
+        sqlite3_int64 id = last + 1;
+        for (; id <= top; id++) {
+            sqlite3_reset(one);
+            sqlite3_bind_int64(one, 1, id);
+            if (sqlite3_step(one) == SQLITE_ROW) {
+                rows_push(out, id, sqlite3_column_blob(one, 0),
+                          (size_t)sqlite3_column_bytes(one, 0));
+                break;
+            }
+        }
+        if (id > top)
+            break;
+        last = id;
+    }
+out:
+    sqlite3_finalize(scan);
+    sqlite3_finalize(one);
+    sqlite3_finalize(max);
+    sqlite3_close(db);
+}
+
+static int wal_series(void *ctx, const struct gp_wal_series *ws)
+{
+    rows_push(ctx, ws->id, ws->labels, ws->labels_len);
+    return 0;
+}
+
+/* 1 when meta.db is absent but the store has data it should name. */
+static int meta_missing(const struct gp_store *s)
+{
+    char *p = gp_st_path(s->dir, "meta.db");
+    int absent = p && access(p, F_OK) != 0;
+    free(p);
+    if (!absent)
+        return 0;
+    char *snap = gp_st_path(s->dir, "head.snap");
+    int data = snap && access(snap, F_OK) == 0;
+    free(snap);
+    const char *dirs[] = {s->block_dir, s->chunk_dir};
+    for (size_t i = 0; i < 2 && !data; i++) {
+        DIR *d = opendir(dirs[i]);
+        struct dirent *de;
+        while (d && !data && (de = readdir(d)) != NULL)
+            data = de->d_name[0] != '.';
+        if (d)
+            closedir(d);
+    }
+    return data;
+}
+
+/* Sets meta.db aside and builds a new one from what still names series. */
+static int meta_rebuild(struct gp_store *s, const char *why, char *err, size_t errlen)
+{
+    gp_st_meta_close(s);
+    char aside[128] = "";
+    int rc = gp_st_set_aside(s->dir, "meta.db", aside, sizeof aside);
+    if (rc == GP_EIO)
+        return gp_seterr(err, errlen, GP_EIO, "meta.db: damaged (%s) and cannot be set aside: %s",
+                         why, strerror(errno));
+    struct rows rows = {0};
+    if (rc == GP_OK) {
+        char *p = gp_st_path(s->dir, aside);
+        if (p)
+            salvage(p, &rows);
+        free(p);
+    }
+    size_t salvaged = rows.n;
+    struct gp_wal_handler h = {wal_series, NULL};
+    char e2[256];
+    int wrc = gp_wal_replay(s->wal_dir, 0, &h, &rows, NULL, e2, sizeof e2);
+    if (wrc != GP_OK && wrc != GP_ENOMEM)
+        gp_log(GP_LOG_WARN, "store", "meta.db rebuild: the WAL's series records are incomplete",
+               "error=\"%s\"", e2);
+    if (rows.nomem || wrc == GP_ENOMEM) {
+        rows_free(&rows);
+        return gp_seterr(err, errlen, GP_ENOMEM, "meta.db: out of memory rebuilding the registry");
+    }
+    if ((rc = gp_st_meta_open(s, err, errlen)) != GP_OK) {
+        rows_free(&rows);
+        return rc;
+    }
+    qsort(rows.r, rows.n, sizeof *rows.r, row_cmp);
+    struct gp_wal_series *list = malloc((rows.n ? rows.n : 1) * sizeof *list);
+    size_t n = 0;
+    uint64_t bad = 0;
+    for (size_t i = 0; list && i < rows.n; i++) {
+        const struct row *r = &rows.r[i];
+        if (n && list[n - 1].id == r->id)
+            continue; /* in both the old file and the WAL */
+        if (gp_st_ser_reserve(s, r->id) != GP_OK) {
+            rc = GP_ENOMEM;
+            break;
+        }
+        uint32_t got;
+        int arc = gp_sindex_add(s->idx, r->labels, r->len, gp_labels_hash(r->labels, r->len), r->id,
+                                &got);
+        if (arc == GP_ENOMEM) {
+            rc = arc;
+            break;
+        }
+        if (arc != GP_OK) {
+            bad++;
+            continue;
+        }
+        struct gp_st_series *se = &s->ser[got];
+        memset(se, 0, sizeof *se);
+        gp_chunk_init(&se->head, GP_ST_HEAD_BYTES, GP_ST_HEAD_SAMPLES);
+        se->exists = 1;
+        list[n++] = (struct gp_wal_series){r->id, r->labels, r->len};
+    }
+    if (!list)
+        rc = GP_ENOMEM;
+    if (rc == GP_OK && n && gp_st_meta_insert(s, list, n) != GP_OK)
+        rc = gp_seterr(err, errlen, GP_EIO, "meta.db: cannot write the rebuilt registry");
+    else if (rc == GP_ENOMEM)
+        gp_seterr(err, errlen, rc, "meta.db: out of memory rebuilding the registry");
+    if (rc == GP_OK && n)
+        s->persisted_max_id = list[n - 1].id;
+    free(list);
+    rows_free(&rows);
+    if (rc != GP_OK)
+        return rc;
+    s->damage |= GP_STORE_DMG_META_DAMAGED;
+    char q[300];
+    gp_log(GP_LOG_ERROR, "store",
+           "meta.db damaged: set aside; the series registry rebuilt from its readable rows and "
+           "the WAL",
+           "set_aside=%s series=%zu from_old_file=%zu bad_rows=%llu error=%s",
+           aside[0] ? aside : "none", n, salvaged, (unsigned long long)bad,
+           gp_log_quote(q, sizeof q, why));
+    return GP_OK;
+}
+
+int gp_st_meta_start(struct gp_store *s, char *err, size_t errlen)
+{
+    if (meta_missing(s))
+        return meta_rebuild(s, "meta.db is missing", err, errlen);
+    int rc = gp_st_meta_open(s, err, errlen);
+    if (rc == GP_OK)
+        rc = gp_st_meta_load(s, err, errlen);
+    if (rc == GP_OK || rc == GP_EUNSUPPORTED || rc == GP_ENOMEM)
+        return rc;
+    /* Only damage is rebuilt around; a full disk, a lock or a permission
+     * error stops the start as before, and the file stays where it is. */
+    int code = s->db ? sqlite3_errcode(s->db) : SQLITE_CANTOPEN;
+    if (code != SQLITE_CORRUPT && code != SQLITE_NOTADB)
+        return rc;
+    /* Start over: what the failed load registered goes. */
+    char why[256];
+    snprintf(why, sizeof why, "%s", err);
+    for (size_t i = 0; i < s->ser_cap; i++)
+        gp_chunk_free(&s->ser[i].head);
+    if (s->ser)
+        memset(s->ser, 0, s->ser_cap * sizeof *s->ser);
+    gp_sindex_free(s->idx);
+    s->idx = NULL;
+    s->persisted_max_id = 0;
+    if (gp_sindex_new(&s->idx) != GP_OK)
+        return gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
+    return meta_rebuild(s, why, err, errlen);
 }

@@ -17,6 +17,9 @@
  * Recovery (store.c drives it): series from meta.db, blocks, chunk files
  * below C, the snapshot's heads, then the WAL from K, skipping samples
  * in compacted windows or at/before a series' newest restored time.
+ * Without a (readable) snapshot there is no C and no K: every chunk file
+ * is loaded, the whole WAL replayed, and the same skip keeps each sample
+ * once; only the heads' samples from before K are gone.
  */
 #include "store/store_int.h"
 
@@ -88,8 +91,9 @@ static int cfile_add(struct gp_store *s, uint32_t num, uint64_t size)
     return GP_OK;
 }
 
-/* Loads the records of one durable chunk file as refs. */
-static int load_chunk_file(struct gp_store *s, uint32_t num, const char *path)
+/* Loads the records of one chunk file as refs (durable: below the
+ * snapshot's first unsynced file, so even a bad tail is damage). */
+static int load_chunk_file(struct gp_store *s, uint32_t num, const char *path, int durable)
 {
     struct gp_seg_file f;
     char err[256];
@@ -102,10 +106,10 @@ static int load_chunk_file(struct gp_store *s, uint32_t num, const char *path)
         gp_seg_file_free(&f);
         return rc;
     }
-    size_t pos = 0, n;
+    size_t pos = 0, n, bad_at = 0;
     uint8_t type;
     const uint8_t *p;
-    uint64_t unknown = 0, disorder = 0;
+    uint64_t unknown = 0, disorder = 0, bad = 0, after = 0;
     for (;;) {
         size_t at = pos;
         int prc = gp_seg_parse(f.data, f.len, &pos, &type, &p, &n);
@@ -115,16 +119,37 @@ static int load_chunk_file(struct gp_store *s, uint32_t num, const char *path)
         int64_t tf, tl;
         const uint8_t *chunk;
         size_t clen;
+        if (at > UINT32_MAX)
+            break; /* never written: files rotate at 1 GiB */
         if (prc < 0 || type != GP_ST_REC_CHUNK ||
-            gp_st_chunkrec_parse(p, n, &id, &tf, &tl, &chunk, &clen) != GP_OK || at > UINT32_MAX) {
-            gp_log(GP_LOG_ERROR, "store", "chunk file damaged: records from here on are ignored",
-                   "file=%s offset=%zu", path, at);
-            break;
+            gp_st_chunkrec_parse(p, n, &id, &tf, &tl, &chunk, &clen) != GP_OK) {
+            /* Damage: step to the next valid record (same framing as the
+             * WAL), so one bad chunk costs that chunk only. */
+            size_t next = gp_seg_resync(f.data, f.len, at, 1u << GP_ST_REC_CHUNK);
+            if (next == f.len) {
+                /* A torn tail, in a file written after the lost snapshot,
+                 * is a crash's: the WAL replay writes it again. */
+                if (durable || bad) {
+                    gp_log(GP_LOG_ERROR, "store",
+                           "chunk file damaged: the records from here to its end are ignored",
+                           "file=%s offset=%zu", path, at);
+                    s->damage |= GP_STORE_DMG_CHUNK_FILE;
+                }
+                break;
+            }
+            if (!bad)
+                bad_at = at;
+            bad++;
+            s->damage |= GP_STORE_DMG_CHUNK_FILE;
+            pos = next;
+            continue;
         }
+        after += bad != 0;
         if (tf < s->compacted_until)
             continue; /* its window is in a block */
         if (id >= s->ser_cap || !s->ser[id].exists) {
             unknown++;
+            gp_st_unknown_id(s, id);
             continue;
         }
         struct gp_st_series *se = &s->ser[id];
@@ -143,6 +168,11 @@ static int load_chunk_file(struct gp_store *s, uint32_t num, const char *path)
         if (tl > s->max_t)
             s->max_t = tl;
     }
+    if (bad)
+        gp_log(GP_LOG_ERROR, "store",
+               "chunk file damaged: the damaged chunks are lost, the valid ones after them loaded",
+               "file=%s offset=%zu damaged=%llu recovered_chunks=%llu", path, bad_at,
+               (unsigned long long)bad, (unsigned long long)after);
     if (unknown || disorder)
         gp_log(GP_LOG_ERROR, "store", "chunk file has chunks of unknown series or out of order",
                "file=%s unknown=%llu disorder=%llu", path, (unsigned long long)unknown,
@@ -178,7 +208,9 @@ int gp_st_chunks_load(struct gp_store *s, uint32_t keep_below, char *err, size_t
     closedir(d);
     if (n)
         qsort(nums, n, sizeof *nums, cmp_u32);
-    uint32_t next = keep_below;
+    /* Keeping them all (no snapshot to say which are durable), the writer
+     * starts after the highest. */
+    uint32_t next = keep_below == UINT32_MAX ? 0 : keep_below;
     int removed = 0;
     for (size_t i = 0; rc == GP_OK && i < n; i++) {
         char *path = chunk_path(s, nums[i]);
@@ -192,7 +224,7 @@ int gp_st_chunks_load(struct gp_store *s, uint32_t keep_below, char *err, size_t
                 rc = GP_EIO;
             removed = 1;
         } else {
-            int lrc = load_chunk_file(s, nums[i], path);
+            int lrc = load_chunk_file(s, nums[i], path, keep_below != UINT32_MAX);
             if (lrc == GP_ENOMEM)
                 rc = lrc;
             if (nums[i] + 1 > next)
@@ -310,6 +342,7 @@ static int restore_series(void *arg, const struct gp_st_snap_series *ss)
     struct gp_store *s = arg;
     if (ss->id >= s->ser_cap || !s->ser[ss->id].exists) {
         gp_log(GP_LOG_ERROR, "store", "snapshot names an unknown series; skipped", "id=%u", ss->id);
+        gp_st_unknown_id(s, ss->id);
         return 0;
     }
     struct gp_st_series *se = &s->ser[ss->id];
@@ -410,9 +443,11 @@ int gp_st_wal_replay(struct gp_store *s, uint32_t from, char *err, size_t errlen
     struct gp_wal_replay_stats st;
     memset(&st, 0, sizeof st);
     int rc = gp_wal_replay(s->wal_dir, from, &h, s, &st, err, errlen);
-    if (rc == GP_OK && (st.torn_bytes || st.corrupt))
-        gp_log(GP_LOG_WARN, "store", "WAL had a torn or damaged tail; cut there",
-               "torn_bytes=%llu corrupt=%d", (unsigned long long)st.torn_bytes, st.corrupt);
+    if (st.corrupt_records) {
+        s->damage |= GP_STORE_DMG_WAL_CORRUPT;
+        s->wal_corrupt = st.corrupt_records;
+        s->wal_recovered = st.recovered_records;
+    }
     return rc;
 }
 

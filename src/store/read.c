@@ -82,6 +82,17 @@ static int worse(int a, int b)
     return a != GP_OK ? a : b;
 }
 
+/* Notes a damaged chunk covering [t1, t2] that a read skipped. */
+static void note_damage(struct gp_store *s, struct gp_samples *out, int64_t t1, int64_t t2)
+{
+    __atomic_fetch_add(&s->damaged_reads, 1, __ATOMIC_RELAXED);
+    if (!out->damaged || t1 < out->damaged_from)
+        out->damaged_from = t1;
+    if (!out->damaged || t2 > out->damaged_to)
+        out->damaged_to = t2;
+    out->damaged++;
+}
+
 static int read_locked(struct gp_store *s, uint32_t id, int64_t mint, int64_t maxt,
                        struct gp_samples *out)
 {
@@ -104,9 +115,12 @@ static int read_locked(struct gp_store *s, uint32_t id, int64_t mint, int64_t ma
             k = gp_st_bfile_payload(&m->bf, &e, &p);
             if (k == GP_OK)
                 k = emit_bchunk(p, e.len, mint, maxt, &last, out);
-            if (k == GP_EPARSE)
-                gp_log(GP_LOG_ERROR, "store", "damaged chunk in a block", "file=%s id=%u", m->path,
-                       id);
+            if (k == GP_EPARSE) {
+                gp_log(GP_LOG_ERROR, "store", "damaged chunk in a block; its samples skipped",
+                       "file=%s id=%u t_first=%lld t_last=%lld", m->path, id,
+                       (long long)e.t_first, (long long)e.t_last);
+                note_damage(s, out, e.t_first, e.t_last);
+            }
             rc = worse(rc, k);
         }
     }
@@ -123,9 +137,11 @@ static int read_locked(struct gp_store *s, uint32_t id, int64_t mint, int64_t ma
         k = gp_st_chunk_read(s, r, buf, sizeof buf, &p, &len);
         if (k == GP_OK)
             k = emit_chunk(p, len, mint, maxt, &last, out);
-        if (k == GP_EPARSE)
-            gp_log(GP_LOG_ERROR, "store", "damaged chunk in a chunk file", "file=%u offset=%u id=%u",
-                   r->file, r->off, id);
+        if (k == GP_EPARSE) {
+            gp_log(GP_LOG_ERROR, "store", "damaged chunk in a chunk file; its samples skipped",
+                   "file=%u offset=%u id=%u", r->file, r->off, id);
+            note_damage(s, out, r->t_first, r->t_last);
+        }
         rc = worse(rc, k);
     }
     if (se->head.count && se->head.t_first <= maxt && se->head.t_last >= mint &&
@@ -164,6 +180,13 @@ static int raw_rollups(struct gp_store *s, uint32_t id, int64_t from, int64_t to
     }
     if (r.count && rc != GP_ENOMEM && gp_st_rollups_push(out, &r) != GP_OK)
         rc = GP_ENOMEM;
+    if (x.damaged) {
+        if (!out->damaged || x.damaged_from < out->damaged_from)
+            out->damaged_from = x.damaged_from;
+        if (!out->damaged || x.damaged_to > out->damaged_to)
+            out->damaged_to = x.damaged_to;
+        out->damaged += x.damaged;
+    }
     gp_samples_free(&x);
     return rc;
 }
@@ -359,4 +382,26 @@ double gp_store_newest_value(struct gp_store *s, uint32_t id, int64_t last_ms, i
             return v;
     }
     return newest_in(s, id, last_ms - lookback_ms, last_ms, scratch);
+}
+
+void gp_store_check_blocks(struct gp_store *s, uint64_t *chunks, uint64_t *damaged)
+{
+    *chunks = *damaged = 0;
+    pthread_rwlock_rdlock(&s->lock);
+    for (size_t b = 0; b < s->blocks.n; b++) {
+        const struct gp_st_mapped *m = &s->blocks.f[b];
+        struct gp_st_bentry e;
+        for (uint32_t i = 0; i < m->bf.n; i++) {
+            gp_st_bfile_entry(&m->bf, i, &e);
+            const uint8_t *p;
+            (*chunks)++;
+            if (gp_st_bfile_payload(&m->bf, &e, &p) != GP_OK) {
+                (*damaged)++;
+                gp_log(GP_LOG_ERROR, "store", "damaged chunk in a block",
+                       "file=%s id=%u t_first=%lld t_last=%lld", m->path, e.id,
+                       (long long)e.t_first, (long long)e.t_last);
+            }
+        }
+    }
+    pthread_rwlock_unlock(&s->lock);
 }

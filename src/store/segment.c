@@ -67,6 +67,32 @@ int gp_seg_parse(const uint8_t *buf, size_t len, size_t *pos, uint8_t *type,
     return 1;
 }
 
+/* A known type at b[q + 8] and a length ending at len or before another
+ * header of a known type. */
+static int plausible(const uint8_t *b, size_t len, size_t q, uint32_t types)
+{
+    if (len - q < GP_SEG_HEADER || b[q + 8] == 0 || b[q + 8] > 31 || !(types >> b[q + 8] & 1))
+        return 0;
+    uint64_t n = gp_get_le32(b + q);
+    if (n == 0 || n > len - q - GP_SEG_HEADER)
+        return 0;
+    size_t end = q + GP_SEG_HEADER + (size_t)n;
+    return end == len ||
+           (len - end >= GP_SEG_HEADER && b[end + 8] <= 31 && (types >> b[end + 8] & 1));
+}
+
+size_t gp_seg_resync(const uint8_t *buf, size_t len, size_t from, uint32_t types)
+{
+    for (size_t q = from + 1; q + GP_SEG_HEADER <= len; q++) {
+        size_t pos = q, n;
+        uint8_t type;
+        const uint8_t *p;
+        if (plausible(buf, len, q, types) && gp_seg_parse(buf, len, &pos, &type, &p, &n) == 1)
+            return q;
+    }
+    return len;
+}
+
 /* ---- whole-file reads ----------------------------------------------------- */
 
 /* Reads the first size bytes of fd (fewer if it shrinks meanwhile) into a

@@ -36,6 +36,17 @@
 int gp_seg_parse(const uint8_t *buf, size_t len, size_t *pos, uint8_t *type,
                  const uint8_t **payload, size_t *n);
 
+/*
+ * The offset of the first whole, valid record after the bad one at from,
+ * or len when none follows (a torn or damaged tail). A candidate needs a
+ * type in types (bit t for type t, 1..31), a length that ends at len or
+ * at another plausible header, and a good CRC-32C; the cheap checks come
+ * first, so the checksum runs on few candidates and a 64 MiB stretch of
+ * noise is crossed in about a second. Pure: replay and the fuzz targets
+ * use it to step over damage.
+ */
+size_t gp_seg_resync(const uint8_t *buf, size_t len, size_t from, uint32_t types);
+
 /* Writes the 9-byte header for a payload into hdr. */
 void gp_seg_header(uint8_t hdr[GP_SEG_HEADER], uint8_t type, const void *payload, size_t n);
 

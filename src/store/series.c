@@ -160,6 +160,7 @@ struct gp_sindex {
     size_t pmask;
 
     size_t bytes;
+    uint32_t reserved; /* ids up to this are taken though unnamed (gp_sindex_reserve) */
 };
 
 static inline uint32_t rec_len(const uint8_t *rec)
@@ -570,7 +571,17 @@ const uint8_t *gp_sindex_labels(const struct gp_sindex *x, uint32_t id, size_t *
 
 size_t gp_sindex_count(const struct gp_sindex *x) { return x->n; }
 
-uint32_t gp_sindex_max_id(const struct gp_sindex *x) { return x->n ? x->ids[x->n - 1] : 0; }
+uint32_t gp_sindex_max_id(const struct gp_sindex *x)
+{
+    uint32_t m = x->n ? x->ids[x->n - 1] : 0;
+    return m > x->reserved ? m : x->reserved;
+}
+
+void gp_sindex_reserve(struct gp_sindex *x, uint32_t id)
+{
+    if (id > x->reserved)
+        x->reserved = id;
+}
 
 size_t gp_sindex_bytes(const struct gp_sindex *x) { return x->bytes; }
 

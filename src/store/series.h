@@ -43,6 +43,10 @@ int gp_sindex_add(struct gp_sindex *x, const uint8_t *blob, size_t len, uint64_t
 const uint8_t *gp_sindex_labels(const struct gp_sindex *x, uint32_t id, size_t *len);
 
 size_t gp_sindex_count(const struct gp_sindex *x);   /* series */
+/* Takes ids up to id without naming them, so no new series gets one: the
+ * ids of data whose labels were lost (a damaged meta.db). max_id counts
+ * them. */
+void gp_sindex_reserve(struct gp_sindex *x, uint32_t id);
 uint32_t gp_sindex_max_id(const struct gp_sindex *x); /* highest id, 0 when empty */
 size_t gp_sindex_bytes(const struct gp_sindex *x);   /* memory held, approximate */
 

@@ -3,9 +3,11 @@
  * background thread, gp_store_maintain and stats.
  *
  * Recovery order (persist.c explains why it is correct):
- *   1. meta.db: the series registered at checkpoints;
+ *   1. meta.db: the series registered at checkpoints (damaged: set aside
+ *      and rebuilt, meta.c);
  *   2. head.snap's header: the WAL segment and chunk file it covers, and
- *      how far compaction had come;
+ *      how far compaction had come (missing or damaged: blocks, every
+ *      chunk file and the whole WAL stand in, see recover());
  *   3. blocks/ and rollups/ (mapped; a damaged file is logged, skipped);
  *   4. chunk files written before the snapshot (later ones are removed);
  *   5. the snapshot's head chunks and per-series newest samples;
@@ -22,6 +24,7 @@
 #include "lib/err.h"
 #include "lib/log.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -140,7 +143,88 @@ static void *bg_main(void *arg)
     return NULL;
 }
 
-/* Steps 2-6 of recovery (the caller has loaded meta.db). */
+int gp_st_set_aside(const char *dir, const char *name, char *out, size_t outlen)
+{
+    static const char *const sfx[] = {"", "-wal", "-shm"};
+    char from[4096], to[4096];
+    long now = (long)time(NULL);
+    int moved = 0;
+    snprintf(out, outlen, "%s.damaged-%ld", name, now);
+    for (size_t i = 0; i < sizeof sfx / sizeof sfx[0]; i++) {
+        snprintf(from, sizeof from, "%s/%s%s", dir, name, sfx[i]);
+        snprintf(to, sizeof to, "%s/%s.damaged-%ld%s", dir, name, now, sfx[i]);
+        if (rename(from, to) == 0)
+            moved = 1;
+        else if (errno != ENOENT)
+            return GP_EIO;
+    }
+    if (moved)
+        gp_fsync_dir(dir);
+    return moved ? GP_OK : GP_ENOTFOUND;
+}
+
+static const char *const dmg_names[GP_STORE_DMG_COUNT][2] = {
+    {"head.snap missing", "head_snap_missing"},
+    {"head.snap damaged", "head_snap_damaged"},
+    {"meta.db damaged", "meta_db_damaged"},
+    {"wal corrupt record", "wal_corrupt"},
+    {"chunk file damaged", "chunk_file_damaged"},
+};
+
+static int dmg_index(unsigned bit)
+{
+    for (int i = 0; i < GP_STORE_DMG_COUNT; i++)
+        if (bit == 1u << i)
+            return i;
+    return -1;
+}
+
+const char *gp_store_damage_name(unsigned bit)
+{
+    int i = dmg_index(bit);
+    return i < 0 ? NULL : dmg_names[i][0];
+}
+
+const char *gp_store_damage_label(unsigned bit)
+{
+    int i = dmg_index(bit);
+    return i < 0 ? NULL : dmg_names[i][1];
+}
+
+/* 1 when this directory never had a checkpoint: no blocks, no registered
+ * series, and the WAL still starts at its first segment (or nothing was
+ * ever written). Then a missing head.snap is no damage, and the WAL alone
+ * regenerates every chunk file. */
+static int never_checkpointed(const struct gp_store *s)
+{
+    if (s->blocks.n || s->persisted_max_id)
+        return 0;
+    char *seg0 = gp_st_path(s->wal_dir, "00000000.wal");
+    int has0 = seg0 && access(seg0, F_OK) == 0;
+    free(seg0);
+    if (has0)
+        return 1;
+    const char *dirs[] = {s->wal_dir, s->chunk_dir};
+    for (size_t i = 0; i < 2; i++) {
+        DIR *d = opendir(dirs[i]);
+        struct dirent *de;
+        int any = 0;
+        while (d && (de = readdir(d)) != NULL)
+            any |= de->d_name[0] != '.';
+        if (d)
+            closedir(d);
+        if (any)
+            return 0;
+    }
+    return 1;
+}
+
+/* Steps 2-6 of recovery (the caller has loaded meta.db). A missing or
+ * damaged head.snap costs only what it alone held (the open head chunks'
+ * samples whose WAL segments were already removed): blocks are found from
+ * their files, every chunk file is kept and loaded, and the whole WAL is
+ * replayed, whose samples at or before a series' newest loaded time are
+ * skipped, so nothing is restored twice. */
 static int recover(struct gp_store *s, char *err, size_t errlen)
 {
     char *snap_path = gp_st_path(s->dir, "head.snap"), *tmp = gp_st_path(s->dir, "head.snap.tmp");
@@ -154,29 +238,59 @@ static int recover(struct gp_store *s, char *err, size_t errlen)
     struct gp_seg_file snap = {0};
     struct gp_st_snap_header h = {0};
     int have = 0;
+    char why[300] = "";
     int rc = gp_seg_read_file(snap_path, &snap, err, errlen);
     if (rc == GP_OK) {
-        rc = gp_st_snap_parse(snap.data, snap.len, &h, NULL, NULL, err, errlen);
-        if (rc != GP_OK) {
-            char e2[300];
-            snprintf(e2, sizeof e2, "%s: %s (the store cannot tell which WAL segments it covers)",
-                     snap_path, err);
-            gp_seterr(err, errlen, GP_EPARSE, "%s", e2);
+        rc = gp_st_snap_parse(snap.data, snap.len, &h, NULL, NULL, why, sizeof why);
+        if (rc == GP_ENOMEM)
             goto out;
+        if (rc != GP_OK) {
+            char aside[128];
+            gp_seg_file_free(&snap);
+            if (gp_st_set_aside(s->dir, "head.snap", aside, sizeof aside) != GP_OK) {
+                rc = gp_seterr(err, errlen, GP_EIO, "%s: damaged (%s) and cannot be set aside: %s",
+                               snap_path, why, strerror(errno));
+                goto out;
+            }
+            char q[320];
+            gp_log(GP_LOG_ERROR, "store",
+                   "head.snap damaged: set aside; rebuilt from blocks, chunk files and the whole "
+                   "WAL",
+                   "file=%s set_aside=%s error=%s", snap_path, aside,
+                   gp_log_quote(q, sizeof q, why));
+            s->damage |= GP_STORE_DMG_SNAP_DAMAGED;
+        } else {
+            have = 1;
+            if (h.max_id > gp_sindex_max_id(s->idx)) {
+                gp_log(GP_LOG_ERROR, "store", "meta.db lacks series the snapshot knows",
+                       "snapshot=%u db=%u", h.max_id, gp_sindex_max_id(s->idx));
+                /* Their ids stay taken: a new series must not inherit their data. */
+                if (gp_st_ser_reserve(s, h.max_id) != GP_OK) {
+                    rc = gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
+                    goto out;
+                }
+                gp_sindex_reserve(s->idx, h.max_id);
+            }
+            s->compacted_until = h.compacted_until;
+            s->max_t = h.max_t;
+            s->snap_bytes = snap.len;
         }
-        have = 1;
-        if (h.max_id > gp_sindex_max_id(s->idx))
-            gp_log(GP_LOG_ERROR, "store", "meta.db lacks series the snapshot knows", "snapshot=%u db=%u",
-                   h.max_id, gp_sindex_max_id(s->idx));
-        s->compacted_until = h.compacted_until;
-        s->max_t = h.max_t;
-        s->snap_bytes = snap.len;
     } else if (rc != GP_ENOTFOUND) {
         goto out;
     }
     if ((rc = gp_st_blocks_load(s, err, errlen)) != GP_OK)
         goto out;
-    if ((rc = gp_st_chunks_load(s, have ? h.chunk_file : 0, err, errlen)) != GP_OK)
+    int rebuild = !have && (s->damage & GP_STORE_DMG_SNAP_DAMAGED || !never_checkpointed(s));
+    if (rebuild && !(s->damage & GP_STORE_DMG_SNAP_DAMAGED)) {
+        s->damage |= GP_STORE_DMG_SNAP_MISSING;
+        gp_log(GP_LOG_ERROR, "store",
+               "head.snap missing: rebuilt from blocks, chunk files and the whole WAL",
+               "dir=%s blocks=%zu", s->dir, s->blocks.n);
+    }
+    if (rebuild)
+        gp_st_blocks_bounds(s);
+    if ((rc = gp_st_chunks_load(s, have ? h.chunk_file : rebuild ? UINT32_MAX : 0, err, errlen)) !=
+        GP_OK)
         goto out;
     if (have && (rc = gp_st_snap_restore(s, snap.data, snap.len, err, errlen)) != GP_OK)
         goto out;
@@ -186,6 +300,85 @@ out:
     gp_seg_file_free(&snap);
     free(snap_path);
     return rc;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* After a registry rebuild: the ids holding data in blocks, chunk files
+ * or the snapshot that no series names (labels lost with meta.db) are
+ * counted and reserved, so a new series never inherits their samples. */
+static int count_lost(struct gp_store *s)
+{
+    size_t n = s->nunk, cap = s->capunk;
+    uint32_t *ids = s->unk; /* those of chunk files and the snapshot */
+    s->unk = NULL;
+    s->nunk = s->capunk = 0;
+    for (size_t b = 0; b < s->blocks.n; b++) {
+        const struct gp_st_bfile *bf = &s->blocks.f[b].bf;
+        struct gp_st_bentry e;
+        for (uint32_t i = 0; i < bf->n; i++) {
+            gp_st_bfile_entry(bf, i, &e);
+            if (e.id < s->ser_cap && s->ser[e.id].exists)
+                continue;
+            if (n && ids[n - 1] == e.id)
+                continue;
+            if (n == cap) {
+                cap = cap ? cap * 2 : 256;
+                uint32_t *p = realloc(ids, cap * sizeof *p);
+                if (!p) {
+                    free(ids);
+                    return GP_ENOMEM;
+                }
+                ids = p;
+            }
+            ids[n++] = e.id;
+        }
+    }
+    size_t k = 0;
+    if (n) {
+        qsort(ids, n, sizeof *ids, cmp_u32);
+        for (size_t i = 0; i < n; i++)
+            if (!k || ids[k - 1] != ids[i])
+                ids[k++] = ids[i];
+    }
+    uint32_t top = k ? ids[k - 1] : 0;
+    free(ids);
+    s->series_lost = k;
+    if (top > gp_sindex_max_id(s->idx)) {
+        if (gp_st_ser_reserve(s, top) != GP_OK)
+            return GP_ENOMEM;
+        gp_sindex_reserve(s->idx, top);
+    }
+    /* Kept in the new meta.db: the reservation must outlive this run, and
+     * the loss stays reported (health, /metrics, repair). */
+    if (gp_st_meta_set(s, "reserved_id", gp_sindex_max_id(s->idx)) != GP_OK ||
+        gp_st_meta_set(s, "lost_series", (int64_t)s->series_lost) != GP_OK)
+        return GP_EIO;
+    if (s->series_lost)
+        gp_log(GP_LOG_ERROR, "store",
+               "series whose labels were only in the damaged meta.db: their samples are kept on "
+               "disk but cannot be queried",
+               "series=%llu highest_id=%u", (unsigned long long)s->series_lost, top);
+    return GP_OK;
+}
+
+void gp_st_unknown_id(struct gp_store *s, uint32_t id)
+{
+    if (s->nunk && s->unk[s->nunk - 1] == id)
+        return;
+    if (s->nunk == s->capunk) {
+        size_t cap = s->capunk ? s->capunk * 2 : 64;
+        uint32_t *p = realloc(s->unk, cap * sizeof *p);
+        if (!p)
+            return; /* the count is a report; the reservation below still sees blocks */
+        s->unk = p;
+        s->capunk = cap;
+    }
+    s->unk[s->nunk++] = id;
 }
 
 int gp_store_open(struct gp_store **out, const struct gp_store_options *o, char *err, size_t errlen)
@@ -246,9 +439,13 @@ int gp_store_open(struct gp_store **out, const struct gp_store_options *o, char 
         goto fail;
     }
     int64_t t0 = gp_mono_ms();
-    if ((rc = gp_st_meta_open(s, err, errlen)) != GP_OK ||
-        (rc = gp_st_meta_load(s, err, errlen)) != GP_OK || (rc = recover(s, err, errlen)) != GP_OK)
+    if ((rc = gp_st_meta_start(s, err, errlen)) != GP_OK || (rc = recover(s, err, errlen)) != GP_OK)
         goto fail;
+    if (s->damage & GP_STORE_DMG_META_DAMAGED && (rc = count_lost(s)) != GP_OK) {
+        gp_seterr(err, errlen, rc, "meta.db: cannot record the ids of lost series: %s",
+                  gp_strerror(rc));
+        goto fail;
+    }
     struct gp_wal_options wo = {.segment_bytes = opt.wal_segment_bytes, .no_sync = opt.no_sync};
     if ((rc = gp_wal_open(&s->wal, s->wal_dir, &wo, err, errlen)) != GP_OK)
         goto fail;
@@ -305,6 +502,7 @@ void gp_store_close(struct gp_store *s)
         free(s->ser[i].refs);
     }
     free(s->ser);
+    free(s->unk);
     gp_sindex_free(s->idx);
     gp_buf_free(&s->lbuf);
     free(s->ws);
@@ -394,5 +592,10 @@ void gp_store_stats(struct gp_store *s, struct gp_store_stats *st)
     st->newest_ms = s->max_t == INT64_MIN ? 0 : s->max_t;
     st->replay_seconds = s->replay_seconds;
     st->replayed_samples = s->replayed_samples;
+    st->damage = s->damage;
+    st->series_lost = s->series_lost;
+    st->wal_corrupt_records = s->wal_corrupt;
+    st->wal_recovered_records = s->wal_recovered;
+    st->damaged_chunks_read = __atomic_load_n(&s->damaged_reads, __ATOMIC_RELAXED);
     pthread_rwlock_unlock(&s->lock);
 }

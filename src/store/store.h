@@ -35,6 +35,10 @@
  * WAL and synced. Start-up loads blocks, chunk segments and the snapshot,
  * then replays the WAL after the snapshot, skipping samples at or before
  * a series' newest persisted time, so each sample is restored once.
+ * Damage (docs/storage.md "Damage and repair"): a missing or damaged
+ * head.snap or meta.db is set aside and rebuilt from the other files, a
+ * damaged WAL record skipped with the records after it replayed, a
+ * damaged chunk skipped by reads and reported in the result.
  *
  * Threads: any number of appenders and readers; one lock inside orders
  * them. Background work (checkpoints, compaction, retention) runs on the
@@ -64,10 +68,12 @@ struct gp_store_options {
 struct gp_store;
 
 /* Opens (and recovers) the store. GP_OK, GP_EIO (also: the directory is
- * in use by another process), GP_EPARSE (a damaged file that recovery
- * cannot cut around: head.snap), GP_EUSAGE (bad options: block_ms must be
- * whole minutes), GP_EUNSUPPORTED (meta.db is of a newer store format) or
- * GP_ENOMEM, with detail. */
+ * in use by another process), GP_EPARSE (a hole in the WAL's numbering),
+ * GP_EUSAGE (bad options: block_ms must be whole minutes), GP_EUNSUPPORTED
+ * (meta.db is of a newer store format) or GP_ENOMEM, with detail.
+ * A missing or damaged head.snap or meta.db does not stop it: the damaged
+ * file is set aside (NAME.damaged-<unix time>), what it held is rebuilt
+ * from the other files, and gp_store_stats reports it (GP_STORE_DMG_*). */
 int gp_store_open(struct gp_store **out, const struct gp_store_options *o, char *err, size_t errlen);
 
 /* Stops the thread, checkpoints, closes. Accepts NULL. */
@@ -124,19 +130,24 @@ int gp_store_select(struct gp_store *s, const struct gp_matcher *m, size_t nm, i
                     int64_t maxt, struct gp_store_selection *out);
 void gp_store_selection_free(struct gp_store_selection *sel);
 
-/* A growable array of raw samples. */
+/* A growable array of raw samples. damaged counts the chunks reads
+ * skipped as damaged and [damaged_from, damaged_to] the time they
+ * covered; reads add to them, callers that reuse the array reset them. */
 struct gp_samples {
     int64_t *t;
     double *v;
     size_t n, cap;
+    uint32_t damaged;
+    int64_t damaged_from, damaged_to;
 };
 void gp_samples_free(struct gp_samples *x);
 
 /*
  * Appends the raw samples of series id with mint <= t <= maxt, in time
  * order, to out (from blocks, chunk segments and the head alike).
- * GP_OK, GP_ENOMEM, GP_EIO or GP_EPARSE (a damaged chunk: logged, and
- * the rest of the range still returned).
+ * GP_OK, GP_ENOMEM, GP_EIO or GP_EPARSE (a damaged chunk: logged,
+ * counted in out->damaged with its time span and in the stats'
+ * damaged_chunks_read, and the rest of the range still returned).
  */
 int gp_store_read(struct gp_store *s, uint32_t id, int64_t mint, int64_t maxt, struct gp_samples *out);
 
@@ -158,6 +169,8 @@ struct gp_rollup {
 struct gp_rollups {
     struct gp_rollup *r;
     size_t n, cap;
+    uint32_t damaged; /* as in gp_samples: raw data skipped as damaged */
+    int64_t damaged_from, damaged_to;
 };
 void gp_rollups_free(struct gp_rollups *x);
 
@@ -196,7 +209,30 @@ struct gp_store_stats {
     int64_t oldest_ms, newest_ms;
     double replay_seconds;     /* time the last start spent recovering */
     uint64_t replayed_samples;
+    /* Damage (docs/storage.md "Damage and repair"): what the last open
+     * found and worked around, and damaged chunks met by reads since. */
+    unsigned damage;               /* GP_STORE_DMG_* bits */
+    uint64_t series_lost;          /* ids holding data whose labels no file keeps */
+    uint64_t wal_corrupt_records;  /* bad records before the WAL's end, at the last open */
+    uint64_t wal_recovered_records;/* valid records found after them */
+    uint64_t damaged_chunks_read;  /* chunks reads skipped as damaged, since start */
 };
+
+/* Checks the CRC of every chunk in every block (what `gpulse repair`
+ * reports): *chunks checked, *damaged of them bad (logged each). */
+void gp_store_check_blocks(struct gp_store *s, uint64_t *chunks, uint64_t *damaged);
+
+/* What gp_store_open found damaged or missing (stats.damage bits). */
+#define GP_STORE_DMG_SNAP_MISSING 1u /* head.snap missing: rebuilt from the other files */
+#define GP_STORE_DMG_SNAP_DAMAGED 2u /* head.snap damaged: set aside, rebuilt */
+#define GP_STORE_DMG_META_DAMAGED 4u /* meta.db damaged: set aside, registry rebuilt */
+#define GP_STORE_DMG_WAL_CORRUPT 8u  /* a corrupt record before the WAL's end */
+#define GP_STORE_DMG_CHUNK_FILE 16u  /* damaged records in a chunk file: those chunks lost */
+#define GP_STORE_DMG_COUNT 5
+/* Short lowercase description of one bit ("head.snap missing"), or NULL. */
+const char *gp_store_damage_name(unsigned bit);
+/* Its name as a metric label value ("head_snap_missing"), or NULL. */
+const char *gp_store_damage_label(unsigned bit);
 void gp_store_stats(struct gp_store *s, struct gp_store_stats *st);
 
 #endif

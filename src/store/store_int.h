@@ -130,6 +130,12 @@ struct gp_store {
     uint64_t snap_bytes, block_bytes, rollup_bytes;
     double replay_seconds;
     int64_t last_checkpoint_ms; /* monotonic */
+    /* damage found at open (store.h GP_STORE_DMG_*) */
+    unsigned damage;
+    uint64_t series_lost, wal_corrupt, wal_recovered;
+    uint64_t damaged_reads; /* atomic: readers hold the lock for reading only */
+    uint32_t *unk;          /* ids met at open that no series names (open only) */
+    size_t nunk, capunk;
 
     /* background thread */
     pthread_t thread;
@@ -143,6 +149,12 @@ struct gp_store {
 char *gp_st_path(const char *dir, const char *name); /* malloc'd dir/name, NULL on ENOMEM */
 /* Makes sure ser[] holds id (zeroed new entries). GP_OK or GP_ENOMEM. */
 int gp_st_ser_reserve(struct gp_store *s, uint32_t id);
+/* Renames dir/name (and name-wal, name-shm when present) to
+ * name.damaged-<unix time>, never deleting; the new name goes to out.
+ * GP_OK, GP_ENOTFOUND or GP_EIO. */
+int gp_st_set_aside(const char *dir, const char *name, char *out, size_t outlen);
+/* Notes an id with data but no series at open (counted as lost). */
+void gp_st_unknown_id(struct gp_store *s, uint32_t id);
 
 /* ---- head.c ---- */
 /* Appends one sample known to be newer than the series' newest, cutting
@@ -157,7 +169,8 @@ int gp_st_ref_push(struct gp_store *s, uint32_t id, const struct gp_st_ref *r);
 struct gp_st_cfile *gp_st_cfile_find(struct gp_store *s, uint32_t num);
 
 /* ---- persist.c ---- */
-/* Loads chunk files below keep_below, deletes the rest, opens the writer. */
+/* Loads chunk files below keep_below, deletes the rest, opens the writer
+ * after the highest kept (UINT32_MAX: keep and load them all). */
 int gp_st_chunks_load(struct gp_store *s, uint32_t keep_below, char *err, size_t errlen);
 /* Starts a new chunk file (the old writer goes to s->unsynced). */
 int gp_st_chunks_rotate(struct gp_store *s);
@@ -181,6 +194,9 @@ int gp_st_checkpoint(struct gp_store *s);
 
 /* ---- compact.c ---- */
 int gp_st_blocks_load(struct gp_store *s, char *err, size_t errlen);
+/* Without a snapshot: each series' first/newest time and the store's
+ * max_t from the blocks' indexes, so block data stays visible. */
+void gp_st_blocks_bounds(struct gp_store *s);
 void gp_st_mlist_free(struct gp_st_mlist *l);
 /* Compacts every due window (maint held). force: windows up to the current one. */
 int gp_st_compact(struct gp_store *s, int force);
@@ -193,11 +209,16 @@ int64_t gp_st_raw_floor(const struct gp_store *s);
 void gp_st_data_min(struct gp_store *s);
 
 /* ---- meta.c ---- */
+/* Opens and loads meta.db; a damaged or missing one is set aside and
+ * rebuilt (GP_STORE_DMG_META_DAMAGED). Errors as the two below. */
+int gp_st_meta_start(struct gp_store *s, char *err, size_t errlen);
 int gp_st_meta_open(struct gp_store *s, char *err, size_t errlen);
 /* Loads the series registry into s->idx and s->ser. */
 int gp_st_meta_load(struct gp_store *s, char *err, size_t errlen);
 /* Inserts series in one transaction. GP_OK or GP_EIO. */
 int gp_st_meta_insert(struct gp_store *s, const struct gp_wal_series *list, size_t n);
+/* Sets meta(key) = value. GP_OK or GP_EIO (logged). */
+int gp_st_meta_set(struct gp_store *s, const char *key, int64_t value);
 void gp_st_meta_close(struct gp_store *s);
 uint64_t gp_st_meta_bytes(const struct gp_store *s);
 

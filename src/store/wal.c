@@ -8,8 +8,11 @@
  *    whole payload before it calls any handler, so a bad record delivers
  *    nothing;
  *  - the directory: `%08u.wal` names, listed, sorted, checked contiguous;
- *  - replay: records in order, a torn or corrupt record ends the log
- *    (truncate there, remove later segments, as Prometheus repairs);
+ *  - replay: records in order; a torn tail of the last segment is cut
+ *    off (as Prometheus repairs); a bad record with valid ones after it
+ *    (damage, not a crash: a record is written whole or torn at the end)
+ *    is skipped by scanning for the next valid header (length, known
+ *    type, CRC-32C), and the records after it are replayed;
  *  - the appender and group commit.
  *
  * Locking (the appender is one thread at a time, under the store's lock):
@@ -369,36 +372,23 @@ static int truncate_file(const char *path, uint64_t len)
 
 /* ---- replay ---------------------------------------------------------------------- */
 
-/* Cuts the log at (nums[i], good): truncates that segment, removes the
- * ones after it. */
-static int repair(const char *dir, const uint32_t *nums, size_t i, size_t nseg, size_t good,
-                  size_t len, struct gp_wal_replay_stats *st, char *err, size_t errlen)
+/* Cuts the torn tail of the log's last segment at good. */
+static int cut_tail(const char *dir, uint32_t num, size_t good, size_t len,
+                    struct gp_wal_replay_stats *st, char *err, size_t errlen)
 {
     char path[PATH_MAX];
-    if (seg_path(path, sizeof path, dir, nums[i]) != GP_OK ||
-        truncate_file(path, good) != GP_OK)
+    if (seg_path(path, sizeof path, dir, num) != GP_OK || truncate_file(path, good) != GP_OK)
         return gp_seterr(err, errlen, GP_EIO, "wal: truncate segment %08u to %zu bytes: %s",
-                         (unsigned)nums[i], good, strerror(errno));
+                         (unsigned)num, good, strerror(errno));
     st->torn_bytes = len - good;
-    if (i + 1 == nseg) {
-        gp_log(GP_LOG_WARN, "wal", "torn record at the end of the log cut off",
-               "segment=%08u offset=%zu bytes=%zu", (unsigned)nums[i], good, len - good);
-        return GP_OK;
-    }
-    st->corrupt = 1;
-    gp_log(GP_LOG_ERROR, "wal", "corrupt record before the end of the log; later segments removed",
-           "segment=%08u offset=%zu bytes=%zu removed=%zu", (unsigned)nums[i], good, len - good,
-           nseg - i - 1);
-    for (size_t j = i + 1; j < nseg; j++) {
-        if (seg_path(path, sizeof path, dir, nums[j]) != GP_OK ||
-            (unlink(path) != 0 && errno != ENOENT))
-            return gp_seterr(err, errlen, GP_EIO, "wal: remove segment %08u: %s",
-                             (unsigned)nums[j], strerror(errno));
-    }
-    if (gp_fsync_dir(dir) != GP_OK)
-        return gp_seterr(err, errlen, GP_EIO, "wal: sync directory '%s': %s", dir,
-                         strerror(errno));
+    gp_log(GP_LOG_WARN, "wal", "torn record at the end of the log cut off",
+           "segment=%08u offset=%zu bytes=%zu", (unsigned)num, good, len - good);
     return GP_OK;
+}
+
+size_t gp_wal_resync(const uint8_t *b, size_t len, size_t from)
+{
+    return gp_seg_resync(b, len, from, 1u << GP_WAL_REC_SERIES | 1u << GP_WAL_REC_SAMPLES);
 }
 
 int gp_wal_replay(const char *dir, uint32_t from_segment, const struct gp_wal_handler *h, void *ctx,
@@ -440,12 +430,43 @@ int gp_wal_replay(const char *dir, uint32_t from_segment, const struct gp_wal_ha
         if ((rc = gp_seg_read_file(path, &f, err, errlen)) != GP_OK)
             break;
         st->segments++;
-        size_t pos = 0, n;
+        size_t pos = 0, n, bad_at = 0;
+        uint64_t after = 0; /* valid records after the first bad one */
+        int bad = 0;
         uint8_t type;
         const uint8_t *payload;
-        int prc;
-        while ((prc = gp_seg_parse(f.data, f.len, &pos, &type, &payload, &n)) == 1) {
+        for (;;) {
+            int prc = gp_seg_parse(f.data, f.len, &pos, &type, &payload, &n);
+            if (prc == 0)
+                break;
+            if (prc < 0) {
+                /* A bad record: a torn tail, or damage with valid records
+                 * after it, which are acknowledged writes and kept. */
+                size_t next = gp_wal_resync(f.data, f.len, pos);
+                if (next == f.len) {
+                    if (!bad && i + 1 == nseg) {
+                        rc = cut_tail(dir, nums[i], pos, f.len, st, err, errlen);
+                    } else {
+                        st->corrupt = 1;
+                        st->corrupt_records++;
+                        gp_log(GP_LOG_ERROR, "wal",
+                               "corrupt record before the end of the log; the rest of its segment "
+                               "is unreadable, later segments are replayed",
+                               "segment=%08u offset=%zu bytes=%zu", (unsigned)nums[i], pos,
+                               f.len - pos);
+                    }
+                    break;
+                }
+                if (!bad)
+                    bad_at = pos;
+                bad = 1;
+                st->corrupt = 1;
+                st->corrupt_records++;
+                pos = next;
+                continue;
+            }
             st->records++;
+            after += bad;
             size_t at = pos - GP_SEG_HEADER - n;
             rc = decode(type, payload, n, h, ctx, &c);
             if (rc == GP_EPARSE)
@@ -455,10 +476,15 @@ int gp_wal_replay(const char *dir, uint32_t from_segment, const struct gp_wal_ha
             if (rc != GP_OK)
                 break;
         }
-        if (rc == GP_OK && prc < 0) {
-            rc = repair(dir, nums, i, nseg, pos, f.len, st, err, errlen);
-            gp_seg_file_free(&f);
-            break; /* the log ends here */
+        if (bad) {
+            st->recovered_records += after;
+            char msg[160];
+            snprintf(msg, sizeof msg,
+                     "corrupt record at offset %zu of segment %08u; %llu valid records after it "
+                     "recovered",
+                     bad_at, (unsigned)nums[i], (unsigned long long)after);
+            gp_log(GP_LOG_ERROR, "wal", msg, "segment=%08u offset=%zu recovered_records=%llu",
+                   (unsigned)nums[i], bad_at, (unsigned long long)after);
         }
         gp_seg_file_free(&f);
     }

@@ -74,17 +74,23 @@ struct gp_wal_replay_stats {
     uint32_t segments;     /* segment files read */
     uint64_t records;      /* good records */
     uint64_t series, samples;
-    uint64_t torn_bytes;   /* cut from the segment holding the bad record */
-    int corrupt;           /* 1: the bad record was not in the last segment */
+    uint64_t torn_bytes;   /* cut from the end of the last segment */
+    int corrupt;           /* 1: a bad record before the log's end */
+    uint64_t corrupt_records;   /* damaged stretches skipped (not torn tails) */
+    uint64_t recovered_records; /* valid records found after them in their segments */
 };
 
 /*
  * Replays segments numbered >= from_segment in order, calling h for each
- * record. Run before gp_wal_open. A torn or corrupt record ends the
- * replay there: the file is truncated after its last good record and any
- * later segments are removed (as Prometheus repairs its WAL), since a
- * write after a torn one was never acknowledged. A bad record in the
- * middle of the log is reported in st->corrupt and logged as an error.
+ * record. Run before gp_wal_open. A torn record at the end of the last
+ * segment is cut off (the file truncated after its last good record), as
+ * Prometheus repairs its WAL: a write after a torn one was never
+ * acknowledged. A bad record with valid records after it is damage: it
+ * is skipped (the next valid header found by scanning), the records after
+ * it replayed, the file left as it is, and the stretch counted in
+ * st->corrupt_records and logged as an error naming its segment and
+ * offset. Damage reaching a segment's end in an older segment ends that
+ * segment only; later segments are replayed.
  * Returns GP_OK (also for a missing or empty directory), a handler's code,
  * GP_EPARSE for a record whose payload does not decode (its checksum is
  * good, so this is not a torn write: nothing is repaired) or for a hole
@@ -93,6 +99,10 @@ struct gp_wal_replay_stats {
  */
 int gp_wal_replay(const char *dir, uint32_t from_segment, const struct gp_wal_handler *h, void *ctx,
                   struct gp_wal_replay_stats *st, char *err, size_t errlen);
+
+/* gp_seg_resync for the WAL's record types: how replay steps over a
+ * damaged record. Pure (the fuzz target drives it). */
+size_t gp_wal_resync(const uint8_t *b, size_t len, size_t from);
 
 /* Decodes one record's payload (the fuzz target's entry); same callbacks.
  * GP_OK, a handler's code, or GP_EPARSE (unknown type, bad varint, id 0

@@ -5,9 +5,12 @@
  * read every byte they are given. Since random bytes rarely carry a good
  * CRC, the input is also decoded directly as one record (first byte the
  * type, the rest the payload), so the fuzzer reaches the decoder quickly.
+ * Past a bad record the reader resynchronizes as replay does
+ * (gp_wal_resync) and goes on.
  * abort() when an invariant breaks: a record outside the buffer, a parse
- * that does not advance, a handler given id 0, empty labels or no
- * samples, a decode answering anything but GP_OK or GP_EPARSE.
+ * that does not advance, a resync that goes back or lands on anything but
+ * a valid record, a handler given id 0, empty labels or no samples, a
+ * decode answering anything but GP_OK or GP_EPARSE.
  */
 #include "lib/err.h"
 #include "store/segment.h"
@@ -68,6 +71,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     if ((rc == 0 && pos != size) || (rc != 0 && rc != GP_EPARSE) || pos > size)
         abort();
+    /* Replay's way past damage: resynchronize, read on, again. */
+    for (size_t at = pos; rc == GP_EPARSE;) {
+        size_t next = gp_wal_resync(data, size, at);
+        if (next <= at || next > size)
+            abort();
+        if (next == size)
+            break;
+        at = next;
+        if (gp_seg_parse(data, size, &at, &type, &p, &n) != 1)
+            abort(); /* resync promised a valid record there */
+        decode(type, p, n, &k);
+        while ((rc = gp_seg_parse(data, size, &at, &type, &p, &n)) == 1)
+            decode(type, p, n, &k);
+    }
     if (size > 0)
         decode(data[0], data + 1, size - 1, &k);
     return k.sum == 0x5eed ? 0 : 0;

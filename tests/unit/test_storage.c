@@ -500,7 +500,7 @@ static void test_rollups_of(void)
 {
     int64_t t[] = {0, 30000, 60000, 119999, 180000};
     double v[] = {1, 3, 5, NAN, 2};
-    struct gp_samples x = {t, v, 5, 5};
+    struct gp_samples x = {.t = t, .v = v, .n = 5, .cap = 5};
     struct gp_rollups r = {0};
     CHECK_INT(gp_storage_rollups_of(&x, 10000, 70000, &r), GP_OK);
     CHECK_INT((int)r.n, 2);

@@ -2,8 +2,8 @@
  * test_wal.c - the write-ahead log: batches round trip through files
  * (values bit for bit, int64 timestamp edges), the record decoder rejects
  * every malformed payload without calling a handler, rotation, cut and
- * remove_before, replay from a segment, replay repairing a torn tail and
- * a corrupt middle segment, group commit under 8 syncing threads checked
+ * remove_before, replay from a segment, replay repairing a torn tail,
+ * recovering the records after a corrupt one mid-segment, group commit under 8 syncing threads checked
  * against the fdatasyncs actually made, and a child process SIGKILLed
  * while appending, whose acknowledged batches must all replay once.
  */
@@ -674,11 +674,15 @@ static void test_garbage_after_tail(void)
     coll_free(c);
 }
 
+/* A flipped byte inside a record in the middle of a middle segment:
+ * that record is skipped, every valid record after it (in its segment and
+ * in the later ones) is replayed, and the file is left as it was. */
 static void test_corrupt_middle_segment(void)
 {
     const char *dir = sub("wal");
     const char *ref = sub("ref");
-    /* The same workload twice; the reference log is cut by hand. */
+    /* The same workload twice; the damaged record is cut out of the
+     * reference log by hand. */
     struct gp_wal *w = open_wal(dir, 256);
     append_gen(w, 0, 100);
     uint32_t last = gp_wal_segment(w);
@@ -693,9 +697,18 @@ static void test_corrupt_middle_segment(void)
     const uint8_t *p[8];
     size_t lens[8];
     int n = records_of(seg_file(dir, 2), &f, types, p, lens);
-    CHECK(n >= 3);
+    CHECK(n >= 4); /* valid records follow the damaged one in its segment */
     size_t rec2 = (size_t)(p[2] - f.data) - GP_SEG_HEADER, mid = (size_t)(p[2] - f.data);
-    uint64_t seg2 = f.len;
+    size_t end2 = mid + lens[2];
+    uint64_t seg2 = f.len, total = 0;
+    for (size_t pos = 0, k; gp_seg_parse(f.data, f.len, &pos, &types[0], &p[0], &k) == 1;)
+        total++;
+    /* The reference: segment 2 without record 2. */
+    int rfd = open(seg_file(ref, 2), O_WRONLY | O_TRUNC);
+    CHECK(rfd >= 0);
+    CHECK(write(rfd, f.data, rec2) == (ssize_t)rec2);
+    CHECK(write(rfd, f.data + end2, f.len - end2) == (ssize_t)(f.len - end2));
+    close(rfd);
     gp_seg_file_free(&f);
     int fd = open(seg_file(dir, 2), O_RDWR);
     CHECK(fd >= 0);
@@ -704,41 +717,74 @@ static void test_corrupt_middle_segment(void)
     b ^= 0x10;
     CHECK(pwrite(fd, &b, 1, (off_t)mid) == 1);
     close(fd);
-    CHECK(truncate(seg_file(ref, 2), (off_t)rec2) == 0);
-    for (uint32_t s = 3; s <= last; s++)
-        CHECK(unlink(seg_file(ref, s)) == 0);
 
-    struct coll *want = coll_new(), *got = coll_new();
-    struct gp_wal_replay_stats st;
-    CHECK_INT(replay(ref, 0, want, &st), GP_OK);
-    CHECK_INT(st.corrupt, 0);
-    CHECK_INT(replay(dir, 0, got, &st), GP_OK);
-    CHECK_INT(st.corrupt, 1);
-    CHECK_INT(st.segments, 3);
-    CHECK_INT(st.torn_bytes, seg2 - rec2);
-    CHECK_INT(got->nseries, want->nseries);
-    CHECK_INT(got->nsamples, want->nsamples);
-    CHECK(got->nsamples > 0);
-    for (size_t i = 0; i < got->nsamples; i++) {
-        CHECK_INT(got->samples[i].id, want->samples[i].id);
-        CHECK_INT(got->samples[i].t_ms, want->samples[i].t_ms);
-        CHECK(got->samples[i].v_bits == want->samples[i].v_bits);
+    for (int round = 0; round < 2; round++) {
+        struct coll *want = coll_new(), *got = coll_new();
+        struct gp_wal_replay_stats st;
+        CHECK_INT(replay(ref, 0, want, &st), GP_OK);
+        CHECK_INT(st.corrupt, 0);
+        CHECK_INT(replay(dir, 0, got, &st), GP_OK);
+        CHECK_INT(st.corrupt, 1);
+        CHECK_INT(st.corrupt_records, 1);
+        CHECK_INT(st.recovered_records, total - 3);
+        CHECK_INT(st.segments, last + 1);
+        CHECK_INT(st.torn_bytes, 0);
+        CHECK_INT(got->nseries, want->nseries);
+        CHECK_INT(got->nsamples, want->nsamples);
+        CHECK(got->nsamples > 0);
+        for (size_t i = 0; i < got->nsamples; i++) {
+            CHECK_INT(got->samples[i].id, want->samples[i].id);
+            CHECK_INT(got->samples[i].t_ms, want->samples[i].t_ms);
+            CHECK(got->samples[i].v_bits == want->samples[i].v_bits);
+        }
+        /* Nothing cut or removed: the damage stays visible to the next replay. */
+        CHECK_INT(size_of(seg_file(dir, 2)), seg2);
+        for (uint32_t s = 3; s <= last; s++)
+            CHECK(exists(seg_file(dir, s)));
+        coll_free(want);
+        coll_free(got);
     }
-    CHECK_INT(size_of(seg_file(dir, 2)), rec2);
-    for (uint32_t s = 3; s <= last; s++)
-        CHECK(!exists(seg_file(dir, s)));
-    coll_free(want);
-    coll_free(got);
-
-    /* Repaired: a second replay finds nothing wrong, and appends resume. */
-    got = coll_new();
-    CHECK_INT(replay(dir, 0, got, &st), GP_OK);
-    CHECK_INT(st.corrupt, 0);
-    CHECK_INT(st.torn_bytes, 0);
     w = open_wal(dir, 256);
-    CHECK_INT(gp_wal_segment(w), 3);
+    CHECK_INT(gp_wal_segment(w), last + 1);
     gp_wal_close(w);
+}
+
+/* Damage running to the end of an older segment (no valid record after
+ * it there) loses that tail only: the later segments are replayed. */
+static void test_corrupt_tail_of_older_segment(void)
+{
+    const char *dir = sub("wal");
+    struct gp_wal *w = open_wal(dir, 256);
+    append_gen(w, 0, 100);
+    uint32_t last = gp_wal_segment(w);
+    gp_wal_close(w);
+    CHECK(last >= 5);
+    uint64_t len = size_of(seg_file(dir, 1));
+    int fd = open(seg_file(dir, 1), O_RDWR);
+    CHECK(fd >= 0);
+    uint8_t b;
+    CHECK(pread(fd, &b, 1, (off_t)len - 3) == 1);
+    b ^= 0x01;
+    CHECK(pwrite(fd, &b, 1, (off_t)len - 3) == 1);
+    close(fd);
+    struct coll *got = coll_new(), *all = coll_new();
+    struct gp_wal_replay_stats st;
+    CHECK_INT(replay(dir, 0, got, &st), GP_OK);
+    CHECK_INT(st.corrupt_records, 1);
+    CHECK_INT(st.segments, last + 1);
+    CHECK(exists(seg_file(dir, last)));
+    CHECK(got->nsamples > 0);
+    /* Only the last record of segment 1 is missing. */
+    const char *ref = sub("ref");
+    w = open_wal(ref, 256);
+    append_gen(w, 0, 100);
+    gp_wal_close(w);
+    CHECK_INT(replay(ref, 0, all, &st), GP_OK);
+    CHECK(got->nsamples < all->nsamples);
+    CHECK(all->nsamples - got->nsamples <= 64);
+    CHECK_INT(got->samples[got->nsamples - 1].t_ms, all->samples[all->nsamples - 1].t_ms);
     coll_free(got);
+    coll_free(all);
 }
 
 static void test_hole_and_undecodable(void)
@@ -1145,6 +1191,7 @@ const struct gp_test gp_tests_wal[] = {
     {"torn_tail", test_torn_tail},
     {"garbage_after_tail", test_garbage_after_tail},
     {"corrupt_middle_segment", test_corrupt_middle_segment},
+    {"corrupt_tail_of_older_segment", test_corrupt_tail_of_older_segment},
     {"hole_and_undecodable", test_hole_and_undecodable},
     {"handler_stops_replay", test_handler_stops_replay},
     {"concurrent_group_commit", test_concurrent_group_commit},

@@ -1,0 +1,534 @@
+/*
+ * test_store_damage.c - the store with files missing or damaged
+ * (docs/storage.md "Damage and repair"): head.snap deleted, flipped or
+ * cut short; meta.db deleted or with a page SQLite cannot read; a
+ * flipped byte in a block's chunk (the read and the query answer say
+ * so); a flipped byte in the middle of the WAL (the records after it are
+ * replayed). Each case opens the store, checks what is visible sample by
+ * sample (nothing lost beyond what only the damaged file held, nothing
+ * twice), and opens it again.
+ */
+#include "query/query.h"
+#include "store/segment.h"
+#include "store/store_fmt.h"
+#include "store_testlib.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sqlite3.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define NSER 12
+#define BLOCK_MS 120000
+
+/* Appends n samples one a second from t0 to series 0..nseries-1, in
+ * batches of `batch` samples per series. */
+static void fill(struct gp_store *s, size_t nseries, size_t n, int64_t t0, size_t batch)
+{
+    for (size_t j = 0; j < n; j += batch) {
+        size_t per = n - j < batch ? n - j : batch;
+        struct treq r;
+        treq_build(&r, 0, nseries, per, t0 + (int64_t)j * 1000, 1000, NULL);
+        struct gp_append_result res = tappend(s, &r);
+        CHECK_INT(res.accepted, nseries * per);
+        treq_free(&r);
+    }
+}
+
+/* Checks that series id holds exactly the samples of series k at
+ * t0 + i * 1000 for i in [0, n) except [skip_from, skip_to), once each. */
+static void check_span(struct gp_store *s, uint32_t k, int64_t t0, size_t n, size_t skip_from,
+                       size_t skip_to)
+{
+    uint32_t id = tid(s, k);
+    if (!id)
+        gp_test_fail(__FILE__, __LINE__, "series %u is not found", k);
+    struct gp_samples x = {0};
+    CHECK_INT(gp_store_read(s, id, t0, t0 + ((int64_t)n - 1) * 1000, &x), GP_OK);
+    size_t want = n - (skip_to - skip_from), got = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (i >= skip_from && i < skip_to)
+            continue;
+        int64_t t = t0 + (int64_t)i * 1000;
+        if (got >= x.n || x.t[got] != t || x.v[got] != tvalue(k, t))
+            gp_test_fail(__FILE__, __LINE__, "series %u: sample %zu (t=%lld) missing or wrong; %zu read",
+                         k, i, (long long)t, x.n);
+        got++;
+    }
+    if (x.n != want)
+        gp_test_fail(__FILE__, __LINE__, "series %u: %zu samples, expected %zu", k, x.n, want);
+    gp_samples_free(&x);
+}
+
+static void path_of(char *out, size_t len, const char *dir, const char *name)
+{
+    snprintf(out, len, "%s/%s", dir, name);
+}
+
+/* 1 when dir holds a file whose name starts with prefix. */
+static int has_file(const char *dir, const char *prefix)
+{
+    DIR *d = opendir(dir);
+    CHECK(d);
+    struct dirent *de;
+    int found = 0;
+    while ((de = readdir(d)))
+        found |= strncmp(de->d_name, prefix, strlen(prefix)) == 0;
+    closedir(d);
+    return found;
+}
+
+static void flip(const char *path, off_t at)
+{
+    int fd = open(path, O_RDWR);
+    CHECK(fd >= 0);
+    struct stat st;
+    CHECK(fstat(fd, &st) == 0);
+    if (at < 0)
+        at += st.st_size;
+    uint8_t b;
+    CHECK(pread(fd, &b, 1, at) == 1);
+    b ^= 0x5a;
+    CHECK(pwrite(fd, &b, 1, at) == 1);
+    close(fd);
+}
+
+/* The file in dir/sub whose name ends with suffix (one is expected). */
+static void find_file(char *out, size_t len, const char *dir, const char *sub, const char *suffix)
+{
+    char d[512];
+    snprintf(d, sizeof d, "%s/%s", dir, sub);
+    DIR *dd = opendir(d);
+    CHECK(dd);
+    struct dirent *de;
+    out[0] = 0;
+    while ((de = readdir(dd))) {
+        size_t l = strlen(de->d_name), k = strlen(suffix);
+        if (l > k && !strcmp(de->d_name + l - k, suffix) && !out[0])
+            snprintf(out, len, "%s/%s", d, de->d_name);
+    }
+    closedir(dd);
+    CHECK(out[0]);
+}
+
+/*
+ * The store every head.snap case starts from: NSER series with 1100
+ * samples (one a second) in complete, compacted windows, then 200 more
+ * (one every 100 ms) in the current window: 120 of them in a chunk file,
+ * 80 in the open head chunk, whose only durable copy after the closing
+ * checkpoint is head.snap.
+ */
+static int64_t build_blocks_and_chunks(const char *dir, int64_t *t1)
+{
+    struct gp_store_options o = {.block_ms = BLOCK_MS, .no_sync = 1, .no_background = 1};
+    struct gp_store *s = topen(dir, &o);
+    int64_t now = tnow_ms();
+    int64_t t0 = gp_st_floor(now - 1800 * 1000, BLOCK_MS) + 7000;
+    fill(s, NSER, 1100, t0, 100);
+    CHECK_INT(gp_store_maintain(s, 1), GP_OK);
+    struct gp_store_stats st;
+    gp_store_stats(s, &st);
+    CHECK(st.blocks >= 8);
+    CHECK_INT(st.head_chunks, 0);
+    /* The current window (20 s of it, up to 20 s ahead at a window's start). */
+    *t1 = gp_st_floor(now, BLOCK_MS) > now - 30000 ? gp_st_floor(now, BLOCK_MS) : now - 30000;
+    struct treq r;
+    treq_build(&r, 0, NSER, 200, *t1, 100, NULL);
+    CHECK_INT(tappend(s, &r).accepted, NSER * 200);
+    treq_free(&r);
+    gp_store_close(s);
+    return t0;
+}
+
+static struct gp_store *reopen(const char *dir)
+{
+    struct gp_store_options o = {.block_ms = BLOCK_MS, .no_sync = 1, .no_background = 1};
+    return topen(dir, &o);
+}
+
+/* Every block and chunk-file sample is visible once; of the 200 recent
+ * samples, those of the chunk file are, the head's 80 are lost (their
+ * WAL segments were removed by the checkpoint that wrote head.snap). */
+static void check_rebuilt(struct gp_store *s, int64_t t0, int64_t t1, unsigned damage)
+{
+    struct gp_store_stats st;
+    gp_store_stats(s, &st);
+    CHECK_INT(st.damage, damage);
+    CHECK_INT(st.series, NSER);
+    for (uint32_t k = 0; k < NSER; k++) {
+        check_span(s, k, t0, 1100, 0, 0);
+        uint32_t id = tid(s, k);
+        struct gp_samples x = {0};
+        CHECK_INT(gp_store_read(s, id, t1, INT64_MAX, &x), GP_OK);
+        CHECK_INT(x.n, 120);
+        for (size_t i = 0; i < x.n; i++)
+            CHECK_INT(x.t[i], t1 + (int64_t)i * 100);
+        gp_samples_free(&x);
+    }
+    /* New samples go in after the newest held. */
+    struct treq r;
+    treq_build(&r, 0, NSER, 1, t1 + 25 * 1000, 1000, NULL);
+    struct gp_append_result res = tappend(s, &r);
+    CHECK_INT(res.accepted, NSER);
+    treq_free(&r);
+}
+
+static void test_snap_missing_keeps_blocks(void)
+{
+    const char *dir = gp_test_tmpdir();
+    int64_t t1, t0 = build_blocks_and_chunks(dir, &t1);
+    char p[1024];
+    path_of(p, sizeof p, dir, "head.snap");
+    CHECK(unlink(p) == 0);
+    struct gp_store *s = reopen(dir);
+    check_rebuilt(s, t0, t1, GP_STORE_DMG_SNAP_MISSING);
+    gp_store_close(s);
+    /* Once and twice more: the closing checkpoint wrote a new head.snap. */
+    for (int round = 0; round < 2; round++) {
+        s = reopen(dir);
+        struct gp_store_stats st;
+        gp_store_stats(s, &st);
+        CHECK_INT(st.damage, 0);
+        for (uint32_t k = 0; k < NSER; k++)
+            check_span(s, k, t0, 1100, 0, 0);
+        struct gp_samples x = {0};
+        CHECK_INT(gp_store_read(s, tid(s, 3), t1, INT64_MAX, &x), GP_OK);
+        CHECK_INT(x.n, 121);
+        gp_samples_free(&x);
+        gp_store_close(s);
+    }
+    /* Deleted again, with nothing else changed: the same data. */
+    CHECK(unlink(p) == 0);
+    s = reopen(dir);
+    for (uint32_t k = 0; k < NSER; k++)
+        check_span(s, k, t0, 1100, 0, 0);
+    gp_store_close(s);
+}
+
+static void test_snap_damaged_is_set_aside(void)
+{
+    const char *dir = gp_test_tmpdir();
+    int64_t t1, t0 = build_blocks_and_chunks(dir, &t1);
+    char p[1024];
+    path_of(p, sizeof p, dir, "head.snap");
+    flip(p, 12); /* in the header record */
+    struct gp_store *s = reopen(dir);
+    check_rebuilt(s, t0, t1, GP_STORE_DMG_SNAP_DAMAGED);
+    CHECK(has_file(dir, "head.snap.damaged-"));
+    gp_store_close(s);
+    s = reopen(dir);
+    for (uint32_t k = 0; k < NSER; k++)
+        check_span(s, k, t0, 1100, 0, 0);
+    gp_store_close(s);
+}
+
+static void test_snap_cut_short_is_set_aside(void)
+{
+    const char *dir = gp_test_tmpdir();
+    int64_t t1, t0 = build_blocks_and_chunks(dir, &t1);
+    char p[1024];
+    path_of(p, sizeof p, dir, "head.snap");
+    struct stat st;
+    CHECK(stat(p, &st) == 0);
+    CHECK(truncate(p, st.st_size / 2) == 0);
+    struct gp_store *s = reopen(dir);
+    check_rebuilt(s, t0, t1, GP_STORE_DMG_SNAP_DAMAGED);
+    gp_store_close(s);
+}
+
+/* A store that never took a checkpoint has no head.snap: no damage. */
+static void test_fresh_store_reports_no_damage(void)
+{
+    const char *dir = gp_test_tmpdir();
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        struct gp_store *c = reopen(dir);
+        fill(c, 3, 300, tnow_ms() - 600 * 1000, 50);
+        _exit(0); /* no close: no checkpoint */
+    }
+    int status;
+    waitpid(pid, &status, 0);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    struct gp_store *s = reopen(dir);
+    struct gp_store_stats st;
+    gp_store_stats(s, &st);
+    CHECK_INT(st.damage, 0);
+    CHECK_INT(st.replayed_samples, 3 * 300);
+    gp_store_close(s);
+}
+
+/* ---- meta.db ---- */
+
+/* NSER old series (in blocks, their WAL gone), then 4 new ones whose
+ * series records are only in the WAL: the caller exits without closing. */
+static void build_two_generations(const char *dir)
+{
+    int64_t t1;
+    build_blocks_and_chunks(dir, &t1);
+    struct gp_store *s = reopen(dir);
+    struct treq r;
+    treq_build(&r, 100, 4, 10, t1 + 25 * 1000, 100, NULL);
+    CHECK_INT(tappend(s, &r).accepted, 40);
+    treq_free(&r);
+}
+
+static void test_meta_deleted_rebuilt_from_wal(void)
+{
+    const char *dir = gp_test_tmpdir();
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        build_two_generations(dir);
+        _exit(0); /* the store is left open: a crash */
+    }
+    int status;
+    waitpid(pid, &status, 0);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    char p[1024];
+    path_of(p, sizeof p, dir, "meta.db");
+    CHECK(unlink(p) == 0);
+    unlink(strcat(p, "-wal"));
+    struct gp_store *s = reopen(dir);
+    struct gp_store_stats st;
+    gp_store_stats(s, &st);
+    CHECK_INT(st.damage, GP_STORE_DMG_META_DAMAGED);
+    /* The new series are named by the WAL; the old ones only by meta.db. */
+    CHECK_INT(st.series, 4);
+    CHECK_INT(st.series_lost, NSER);
+    for (uint32_t k = 100; k < 104; k++) {
+        uint32_t id = tid(s, k);
+        CHECK(id > NSER);
+        struct gp_samples x = {0};
+        CHECK_INT(gp_store_read(s, id, INT64_MIN, INT64_MAX, &x), GP_OK);
+        CHECK_INT(x.n, 10);
+        gp_samples_free(&x);
+    }
+    /* A new series never takes a lost id (it would inherit its samples). */
+    struct treq r;
+    treq_build(&r, 200, 1, 1, tnow_ms() - 1000, 1000, NULL);
+    CHECK_INT(tappend(s, &r).accepted, 1);
+    treq_free(&r);
+    uint32_t id = tid(s, 200);
+    CHECK(id > NSER + 4);
+    struct gp_samples x = {0};
+    CHECK_INT(gp_store_read(s, id, INT64_MIN, INT64_MAX, &x), GP_OK);
+    CHECK_INT(x.n, 1);
+    gp_samples_free(&x);
+    gp_store_close(s);
+    /* The rebuilt registry is durable: the next open finds no damage. */
+    s = reopen(dir);
+    gp_store_stats(s, &st);
+    CHECK_INT(st.damage, 0);
+    CHECK_INT(st.series, 5);
+    CHECK(tid(s, 101) != 0 && tid(s, 200) == id);
+    gp_store_close(s);
+}
+
+/* Not a database at all (its header overwritten): set aside, and the
+ * registry rebuilt from the WAL's series records. */
+static void test_meta_not_a_database(void)
+{
+    const char *dir = gp_test_tmpdir();
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        build_two_generations(dir);
+        _exit(0);
+    }
+    int status;
+    waitpid(pid, &status, 0);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    char p[1024];
+    path_of(p, sizeof p, dir, "meta.db");
+    for (off_t i = 0; i < 16; i++)
+        flip(p, i);
+    struct gp_store *s = reopen(dir);
+    struct gp_store_stats st;
+    gp_store_stats(s, &st);
+    CHECK_INT(st.damage, GP_STORE_DMG_META_DAMAGED);
+    CHECK(has_file(dir, "meta.db.damaged-"));
+    CHECK_INT(st.series, 4);
+    CHECK(tid(s, 102) != 0);
+    gp_store_close(s);
+}
+
+static void test_meta_damaged_page_salvaged(void)
+{
+    const char *dir = gp_test_tmpdir();
+    struct gp_store_options o = {.block_ms = BLOCK_MS, .no_sync = 1, .no_background = 1};
+    struct gp_store *s = topen(dir, &o);
+    enum { N = 3000 };
+    int64_t t0 = gp_st_floor(tnow_ms() - 1800 * 1000, BLOCK_MS) + 7000;
+    fill(s, N, 10, t0, 10);
+    CHECK_INT(gp_store_maintain(s, 1), GP_OK);
+    gp_store_close(s);
+    char p[1024];
+    path_of(p, sizeof p, dir, "meta.db");
+    struct stat st0;
+    CHECK(stat(p, &st0) == 0);
+    long pages = (long)(st0.st_size / 4096);
+    CHECK(pages >= 8);
+    /* The type byte of the last page, which holds the highest ids:
+     * SQLite calls it malformed. */
+    flip(p, (off_t)(pages - 1) * 4096);
+    s = topen(dir, &o);
+    struct gp_store_stats st;
+    gp_store_stats(s, &st);
+    CHECK_INT(st.damage, GP_STORE_DMG_META_DAMAGED);
+    CHECK(has_file(dir, "meta.db.damaged-"));
+    CHECK(st.series > N / 2);
+    CHECK(st.series < N);
+    CHECK_INT(st.series + st.series_lost, N);
+    /* Every series still named holds its samples. */
+    size_t found = 0;
+    for (uint32_t k = 0; k < N; k += 7)
+        if (tid(s, k)) {
+            check_span(s, k, t0, 10, 0, 0);
+            found++;
+        }
+    CHECK(found > 0);
+    /* Ingestion goes on for old and new series. */
+    struct treq r;
+    treq_build(&r, 0, N + 1, 1, tnow_ms() - 1000, 1000, NULL);
+    CHECK_INT(tappend(s, &r).accepted, N + 1);
+    treq_free(&r);
+    gp_store_close(s);
+    uint64_t lost = st.series_lost;
+    s = topen(dir, &o);
+    gp_store_stats(s, &st);
+    CHECK_INT(st.damage, 0);
+    CHECK_INT(st.series_lost, lost); /* still reported */
+    CHECK(tid(s, N) != 0);
+    /* The lost ids stay taken after a restart: a new series gets a fresh
+     * id, not one whose old samples it would inherit. */
+    treq_build(&r, 5000, 1, 1, tnow_ms() - 500, 1000, NULL);
+    CHECK_INT(tappend(s, &r).accepted, 1);
+    treq_free(&r);
+    CHECK(tid(s, 5000) > N + 1);
+    struct gp_samples x = {0};
+    CHECK_INT(gp_store_read(s, tid(s, 5000), INT64_MIN, INT64_MAX, &x), GP_OK);
+    CHECK_INT(x.n, 1);
+    gp_samples_free(&x);
+    gp_store_close(s);
+}
+
+/* ---- damaged chunks at read time ---- */
+
+static void test_damaged_block_chunk_reported(void)
+{
+    const char *dir = gp_test_tmpdir();
+    struct gp_store_options o = {.block_ms = 600000, .no_sync = 1, .no_background = 1};
+    struct gp_store *s = topen(dir, &o);
+    int64_t t0 = gp_st_floor(tnow_ms(), 600000) - 600000;
+    fill(s, 3, 400, t0, 100);
+    CHECK_INT(gp_store_maintain(s, 1), GP_OK);
+    gp_store_close(s);
+    char p[1024];
+    find_file(p, sizeof p, dir, "blocks", ".blk");
+    flip(p, 40); /* the first payload: series 0's chunk */
+    s = topen(dir, &o);
+    struct gp_samples x = {0};
+    CHECK_INT(gp_store_read(s, tid(s, 0), INT64_MIN, INT64_MAX, &x), GP_EPARSE);
+    CHECK_INT(x.damaged, 1);
+    CHECK_INT(x.damaged_from, t0);
+    CHECK_INT(x.damaged_to, t0 + 399 * 1000);
+    gp_samples_free(&x);
+    check_span(s, 1, t0, 400, 0, 0);
+    struct gp_store_stats st;
+    gp_store_stats(s, &st);
+    CHECK_INT(st.damaged_chunks_read, 1);
+
+    /* The query answer says so in Prometheus's warnings field. */
+    struct gp_storage *sg;
+    CHECK_INT(gp_storage_wrap(&sg, s, 1), GP_OK);
+    struct gp_matcher *m;
+    size_t nm;
+    char err[256];
+    CHECK_INT(gp_selector_parse("gpu_util", 8, &m, &nm, err, sizeof err), GP_OK);
+    struct gp_range_query q = {.m = m, .nm = nm, .start_ms = t0, .end_ms = t0 + 400 * 1000,
+                               .step_ms = 60000, .rollups = 0};
+    struct gp_buf out;
+    gp_buf_init(&out, 1 << 24);
+    CHECK_INT(gp_query_range(sg, &q, &out, err, sizeof err), GP_OK);
+    gp_buf_putc(&out, 0);
+    CHECK_CONTAINS((const char *)out.data, "\"warnings\":[\"data of series gpu_util{gpu=\\\"0\\\",node=\\\"n0\\\"} between ");
+    CHECK_CONTAINS((const char *)out.data, "is damaged and was skipped\"]");
+    gp_buf_free(&out);
+    /* An intact series: no warnings at all. */
+    gp_matchers_free(m, nm);
+    CHECK_INT(gp_selector_parse("gpu_util{gpu=\"1\"}", 17, &m, &nm, err, sizeof err), GP_OK);
+    q.m = m;
+    q.nm = nm;
+    q.rollups = 0;
+    gp_buf_init(&out, 1 << 24);
+    CHECK_INT(gp_query_range(sg, &q, &out, err, sizeof err), GP_OK);
+    gp_buf_putc(&out, 0);
+    CHECK(!strstr((const char *)out.data, "warnings"));
+    gp_buf_free(&out);
+    gp_matchers_free(m, nm);
+    gp_storage_close(sg);
+}
+
+/* ---- the WAL ---- */
+
+static void test_wal_flip_mid_segment_recovers_later_records(void)
+{
+    const char *dir = gp_test_tmpdir();
+    int64_t t0 = gp_st_floor(tnow_ms() - 1800 * 1000, 60000);
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        struct gp_store *c = reopen(dir);
+        fill(c, 10, 500, t0, 50); /* 10 batches: SERIES+SAMPLES, then SAMPLES */
+        _exit(0);
+    }
+    int status;
+    waitpid(pid, &status, 0);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    /* Flip a byte inside the fourth batch's record (batch index 3). */
+    char p[1024];
+    path_of(p, sizeof p, dir, "wal/00000000.wal");
+    struct gp_seg_file f;
+    char err[256];
+    CHECK_INT(gp_seg_read_file(p, &f, err, sizeof err), GP_OK);
+    size_t pos = 0, n, at = 0;
+    uint8_t type;
+    const uint8_t *pl;
+    for (int rec = 0; rec < 5; rec++) {
+        CHECK_INT(gp_seg_parse(f.data, f.len, &pos, &type, &pl, &n), 1);
+        at = (size_t)(pl - f.data) + n / 2;
+    }
+    CHECK_INT(type, 2);
+    gp_seg_file_free(&f);
+    flip(p, (off_t)at);
+    for (int round = 0; round < 2; round++) {
+        struct gp_store *s = reopen(dir);
+        struct gp_store_stats st;
+        gp_store_stats(s, &st);
+        if (round == 0) {
+            CHECK_INT(st.damage, GP_STORE_DMG_WAL_CORRUPT);
+            CHECK_INT(st.wal_corrupt_records, 1);
+            CHECK_INT(st.wal_recovered_records, 6);
+        }
+        /* Batch 3 (samples 150..199) is lost, every later one is there. */
+        for (uint32_t k = 0; k < 10; k++)
+            check_span(s, k, t0, 500, 150, 200);
+        gp_store_close(s);
+    }
+}
+
+const struct gp_test gp_tests_store_damage[] = {
+    {"snap_missing_keeps_blocks", test_snap_missing_keeps_blocks},
+    {"snap_damaged_is_set_aside", test_snap_damaged_is_set_aside},
+    {"snap_cut_short_is_set_aside", test_snap_cut_short_is_set_aside},
+    {"fresh_store_reports_no_damage", test_fresh_store_reports_no_damage},
+    {"meta_deleted_rebuilt_from_wal", test_meta_deleted_rebuilt_from_wal},
+    {"meta_not_a_database", test_meta_not_a_database},
+    {"meta_damaged_page_salvaged", test_meta_damaged_page_salvaged},
+    {"damaged_block_chunk_reported", test_damaged_block_chunk_reported},
+    {"wal_flip_mid_segment_recovers_later_records", test_wal_flip_mid_segment_recovers_later_records},
+    {0},
+};
