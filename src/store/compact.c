@@ -3,9 +3,11 @@
  * retention.
  *
  * Windows are block_ms long, aligned to multiples of block_ms. A window
- * is due once the store's clock (the newest sample or the wall clock,
- * whichever is later) is half a window past its end, so a sender up to
- * that late still lands in the head. Compacting a window W takes three
+ * is due once the store's clock (gp_st_now: the server's, never the
+ * newest sample, which one sender with a wrong clock could move) is half
+ * a window past its end, so a sender up to that late still lands in the
+ * head. Samples ahead of the clock (held from before the future bound)
+ * wait in the head until their window is due. Compacting a window W takes three
  * steps, so appends stall only for the first and the last:
  *
  *   1. under the write lock: raise compacted_until to W's end (later
@@ -477,13 +479,11 @@ int gp_st_compact(struct gp_store *s, int force)
     int64_t block = s->o.block_ms;
     for (;;) {
         pthread_rwlock_rdlock(&s->lock);
-        int64_t max_t = s->max_t, data_min = s->data_min, until = s->compacted_until;
+        int64_t data_min = s->data_min, until = s->compacted_until;
         pthread_rwlock_unlock(&s->lock);
         if (data_min == INT64_MAX)
             return GP_OK;
-        int64_t clock = gp_wall_ms();
-        if (max_t > clock)
-            clock = max_t;
+        int64_t clock = gp_st_now(s);
         int64_t limit = force ? gp_st_floor(clock, block) : clock - block / 2;
         int64_t start = data_min > until ? data_min : until;
         int64_t wstart = gp_st_floor(start, block), end = wstart + block;
@@ -527,7 +527,7 @@ static int any_expired(const struct gp_st_mlist *l, int64_t cut)
 
 int gp_st_retention(struct gp_store *s)
 {
-    int64_t now = gp_wall_ms();
+    int64_t now = gp_st_now(s);
     pthread_rwlock_rdlock(&s->lock);
     int due = any_expired(&s->blocks, now - s->o.retention_raw_ms) ||
               any_expired(&s->rollups, now - s->o.retention_rollup_ms);

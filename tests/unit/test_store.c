@@ -781,6 +781,7 @@ static void *work(void *arg)
         pthread_barrier_wait(w->barrier);
         struct treq r;
         treq_build(&r, w->first, 10, 2, w->t0 + j * 2000, 1000, NULL);
+        tclock_advance(w->t0 + j * 2000 + 1000);
         struct gp_append_result res;
         char err[128];
         if (gp_store_append(w->s, &r.req, &res, err, sizeof err) != GP_OK || res.accepted != 20)
@@ -792,10 +793,12 @@ static void *work(void *arg)
 
 static void test_concurrent_appends_and_reads(void)
 {
-    struct gp_store_options o = {.block_ms = 60000, .checkpoint_interval_ms = 20};
+    /* Times ahead of the wall clock, and a clock that follows them, so
+     * windows are compacted while appends and reads go on. */
+    struct gp_store_options o = {
+        .block_ms = 60000, .checkpoint_interval_ms = 20, .max_future_ms = -1, .clock_ms = tclock};
     struct gp_store *s = topen(gp_test_tmpdir(), &o);
     volatile int stop = 0;
-    /* Times ahead of the clock: compaction follows the newest sample. */
     int64_t t0 = gp_st_floor(tnow_ms(), 60000) + 3600 * 1000;
     struct worker w[6];
     pthread_t th[6];
