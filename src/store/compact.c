@@ -32,6 +32,7 @@
 #include "lib/err.h"
 #include "lib/log.h"
 
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -339,6 +340,7 @@ static int compact_window(struct gp_store *s, int64_t mint, int64_t end)
         pthread_rwlock_unlock(&s->lock);
         return GP_EIO;
     }
+    int64_t prev_until = s->compacted_until;
     if (end > s->compacted_until)
         s->compacted_until = end;
     uint32_t max_id = gp_sindex_max_id(s->idx);
@@ -363,6 +365,8 @@ static int compact_window(struct gp_store *s, int64_t mint, int64_t end)
             jobs[n++] = (struct job){id, f ? f->rfd : -1, se->refs[k]};
         }
     }
+    if (rc != GP_OK && s->compacted_until == end)
+        s->compacted_until = prev_until; /* not compacted: the window still takes samples */
     gp_st_data_min(s);
     pthread_rwlock_unlock(&s->lock);
     if (rc != GP_OK || n == 0) {
@@ -448,6 +452,16 @@ static int compact_window(struct gp_store *s, int64_t mint, int64_t end)
     s->compactions++;
     pthread_rwlock_unlock(&s->lock);
 out:
+    if (rc != GP_OK) {
+        /* No block: the window's refs stay, and so must its samples'
+         * welcome, or the window would be neither compacted nor open
+         * (and its refs swept into the next window's block). It is
+         * compacted again at the next maintenance. */
+        pthread_rwlock_wrlock(&s->lock);
+        if (s->compacted_until == end)
+            s->compacted_until = prev_until;
+        pthread_rwlock_unlock(&s->lock);
+    }
     if (rc != GP_OK && b) {
         gp_st_bwriter_abort(&b->bw);
         gp_st_bwriter_abort(&b->rw);
@@ -455,8 +469,12 @@ out:
             unlink(btmp);
         if (rtmp)
             unlink(rtmp);
-        gp_log(GP_LOG_ERROR, "store", "compaction failed", "window=%" PRId64 " error=\"%s\"", mint,
-               gp_strerror(rc));
+        int e = b->bw.errnum ? b->bw.errnum : b->rw.errnum;
+        char why[160];
+        snprintf(why, sizeof why, "%s", e ? strerror(e) : gp_strerror(rc));
+        why[0] = (char)tolower((unsigned char)why[0]);
+        gp_log(GP_LOG_ERROR, "store", "compaction failed; the window stays in the chunk files and is retried",
+               "window=%" PRId64 " error=\"%s\"", mint, why);
     }
     if (b) {
         free(b->bt);

@@ -239,6 +239,48 @@ static void test_writes_resume_after_write_error(void)
     gp_store_close(s);
 }
 
+/* A compaction that cannot write its block (a full disk) leaves the
+ * window open: before, the window was marked compacted although no block
+ * was written, so its samples were refused as too old and its chunks
+ * were swept into the next window's block. */
+static void test_failed_compaction_keeps_window_open(void)
+{
+    gp_seg_sys.writev = inj_writev;
+    gp_seg_sys.fdatasync = inj_fdatasync;
+    struct gp_store_options o = {.no_background = 1, .block_ms = 120000};
+    struct gp_store *s = topen(gp_test_tmpdir(), &o);
+    int64_t t0 = (tnow_ms() / 120000 - 4) * 120000; /* four whole windows ago */
+    push_current(s, 4, t0, 360); /* three windows; their head chunks cut at the edges */
+    fail_mode = 1;
+    CHECK(gp_store_maintain(s, 1) != GP_OK);
+    fail_mode = 0;
+    struct gp_store_stats st;
+    gp_store_stats(s, &st);
+    CHECK_INT(st.blocks, 0);
+    /* A new series' sample in the first window is still taken. */
+    int64_t t[1] = {t0 + 5000};
+    struct treq r;
+    treq_times(&r, 50, 1, t);
+    struct gp_append_result res = tappend(s, &r);
+    CHECK_INT(res.too_old, 0);
+    CHECK_INT(res.accepted, 1);
+    treq_free(&r);
+    CHECK_INT(gp_store_maintain(s, 1), GP_OK); /* room again: compacted now */
+    gp_store_stats(s, &st);
+    CHECK_INT(st.blocks, 3);
+    check_grid(s, 4, t0, 360);
+    gp_store_close(s);
+    s = topen(gp_test_tmpdir(), &o);
+    check_grid(s, 4, t0, 360);
+    struct gp_samples x = {0};
+    CHECK_INT(gp_store_read(s, tid(s, 50), INT64_MIN, INT64_MAX, &x), GP_OK);
+    CHECK_INT(x.n, 1);
+    gp_samples_free(&x);
+    gp_store_close(s);
+    gp_seg_sys.writev = writev;
+    gp_seg_sys.fdatasync = fdatasync;
+}
+
 /* A batch appended before a WAL failure is never reported durable after
  * the log is reopened (its bytes may have been lost with the failure),
  * while batches after the reopen are. */
@@ -364,6 +406,7 @@ const struct gp_test gp_tests_store_time[] = {
     {"future_sample_refused_and_named", test_future_sample_refused_and_named},
     {"future_samples_held_do_not_move_now", test_future_samples_held_do_not_move_now},
     {"writes_resume_after_write_error", test_writes_resume_after_write_error},
+    {"failed_compaction_keeps_window_open", test_failed_compaction_keeps_window_open},
     {"wal_reopen_keeps_old_positions_undurable", test_wal_reopen_keeps_old_positions_undurable},
     {"close_while_paused", test_close_while_paused},
     {"meta_commit_failure_named", test_meta_commit_failure_named},
