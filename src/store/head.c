@@ -369,7 +369,7 @@ int gp_store_append(struct gp_store *s, const struct gp_rw_request *req,
     if (wrc != GP_OK) {
         pthread_rwlock_wrlock(&s->lock);
         gp_st_set_broken(s, "sync the WAL", gp_wal_errno(s->wal));
-        int rc2 = gp_seterr(err, errlen, GP_EIO, "store: WAL write failed: %s; writes paused",
+        int rc2 = gp_seterr(err, errlen, GP_EIO, "store: %s; writes paused",
                             s->broken_why);
         pthread_rwlock_unlock(&s->lock);
         return rc2;
