@@ -42,6 +42,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/statvfs.h>
+#include <unistd.h>
 
 /* Room beyond the head's snapshot that a resume wants: the WAL's first
  * batches and SQLite's journal. */
@@ -96,7 +97,9 @@ static int has_room(struct gp_store *s)
     struct statvfs v;
     if (statvfs(s->dir, &v) != 0)
         return 1;
-    return (uint64_t)v.f_bavail * v.f_frsize >= need;
+    /* root may write into the blocks reserved for it (ext4's 5 %) */
+    uint64_t blocks = geteuid() == 0 ? v.f_bfree : v.f_bavail;
+    return blocks * v.f_frsize >= need;
 }
 
 int gp_st_resume(struct gp_store *s, int force)

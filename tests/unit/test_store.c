@@ -711,7 +711,8 @@ static void test_write_errors_refuse_appends(void)
         char err[256];
         CHECK_INT(gp_store_append(s, &r.req, &res, err, sizeof err), GP_EIO);
         CHECK_CONTAINS(err, "WAL");
-        /* The WAL is broken: later appends are refused too. */
+        /* Writes are paused: later appends are refused too (until maintenance
+         * resumes them, test_store_time.c). */
         gp_seg_sys.fdatasync = fdatasync;
         gp_seg_sys.writev = writev;
         treq_free(&r);
@@ -724,7 +725,7 @@ static void test_write_errors_refuse_appends(void)
                   GP_OK);
         CHECK_INT(x.n, 10);
         gp_samples_free(&x);
-        gp_store_close(s); /* no checkpoint of a broken store */
+        gp_store_close(s); /* resumes (the calls work again) and checkpoints */
     }
     /* After a restart everything acknowledged is there (and what failed
      * to sync may be too: it was never acknowledged either way). */
