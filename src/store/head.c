@@ -339,7 +339,10 @@ int gp_store_append(struct gp_store *s, const struct gp_rw_request *req,
                 else
                     res->out_of_order++;
             } else if ((rc = gp_st_head_append(s, id, t, bits)) != GP_OK) {
-                gp_seterr(err, errlen, rc, "store append: %s", gp_strerror(rc));
+                if (s->broken) /* a chunk file's write failed: say which and why */
+                    gp_seterr(err, errlen, rc, "store: %s; writes paused", s->broken_why);
+                else
+                    gp_seterr(err, errlen, rc, "store append: %s", gp_strerror(rc));
                 break;
             } else {
                 s->ws[nws++] = (struct gp_wal_sample){id, t, bits};
@@ -350,10 +353,16 @@ int gp_store_append(struct gp_store *s, const struct gp_rw_request *req,
     /* What was accepted goes to the WAL even when a later step failed. */
     struct gp_wal_pos pos = {0, 0, 0};
     int wrc = GP_OK;
+    int need_sync = nws || nwser;
     if (nws || nwser) {
         wrc = wal_write(s, nwser, nws, &pos);
         if (wrc != GP_OK)
             gp_st_set_broken(s, "append to the WAL", gp_wal_errno(s->wal));
+    } else if (res->duplicate) {
+        /* A retry's duplicates may be of a batch whose sync still runs:
+         * "stored" only once that is durable too. */
+        gp_wal_end(s->wal, &pos);
+        need_sync = 1;
     }
     s->samples_appended += res->accepted;
     s->rej_ooo += res->out_of_order;
@@ -364,7 +373,7 @@ int gp_store_append(struct gp_store *s, const struct gp_rw_request *req,
     s->duplicates += res->duplicate;
     pthread_rwlock_unlock(&s->lock);
 
-    if (wrc == GP_OK && (nws || nwser))
+    if (wrc == GP_OK && need_sync)
         wrc = gp_wal_sync(s->wal, &pos);
     if (wrc != GP_OK) {
         pthread_rwlock_wrlock(&s->lock);

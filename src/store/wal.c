@@ -823,6 +823,15 @@ out:
 
 int gp_wal_errno(const struct gp_wal *w) { return atomic_load(&w->err); }
 
+void gp_wal_end(struct gp_wal *w, struct gp_wal_pos *pos)
+{
+    pthread_mutex_lock(&w->write_mu);
+    pos->segment = w->cur;
+    pos->offset = gp_segw_size(w->seg);
+    pos->epoch = atomic_load(&w->epoch);
+    pthread_mutex_unlock(&w->write_mu);
+}
+
 int gp_wal_remove_before(struct gp_wal *w, uint32_t segment)
 {
     if (segment > atomic_load(&w->segment))

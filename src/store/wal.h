@@ -146,6 +146,11 @@ int gp_wal_sync(struct gp_wal *w, const struct gp_wal_pos *pos);
  */
 int gp_wal_reopen(struct gp_wal *w, char *err, size_t errlen);
 
+/* Where the log ends now: syncing to it covers every batch appended so
+ * far (a request whose samples were all duplicates of batches still
+ * being synced waits for them so). */
+void gp_wal_end(struct gp_wal *w, struct gp_wal_pos *pos);
+
 /* The errno of the last failure (0: none since the last reopen). */
 int gp_wal_errno(const struct gp_wal *w);
 

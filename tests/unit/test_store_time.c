@@ -18,6 +18,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <sqlite3.h>
 #include <sys/wait.h>
 #include <sys/uio.h>
@@ -186,7 +188,9 @@ static void test_writes_resume_after_write_error(void)
     gp_seg_sys.writev = inj_writev;
     gp_seg_sys.fdatasync = inj_fdatasync;
     const char *dir = gp_test_tmpdir();
-    int64_t t0 = tnow_ms() - 600000;
+    /* At the start of a block window, so no window edge cuts a head into
+     * a chunk file (whose write would fail first, another message). */
+    int64_t t0 = (tnow_ms() - 600000) / (2 * HOUR_MS) * (2 * HOUR_MS);
     int secs = 0;
     for (int mode = 1; mode <= 2; mode++) {
         struct gp_store_options o = {.no_background = 1};
@@ -315,6 +319,67 @@ static void test_wal_reopen_keeps_old_positions_undurable(void)
     gp_seg_sys.fdatasync = fdatasync;
 }
 
+/* An fdatasync that waits for the test's word, to hold a batch between
+ * its append and its sync. */
+static atomic_int sync_gate = 0; /* 1: syncs wait; 2: one is waiting */
+
+static int gated_fdatasync(int fd)
+{
+    if (atomic_load(&sync_gate)) {
+        atomic_store(&sync_gate, 2);
+        while (atomic_load(&sync_gate) == 2)
+            usleep(1000);
+    }
+    return fdatasync(fd);
+}
+
+struct appender {
+    struct gp_store *s;
+    struct treq *r;
+    struct gp_append_result res;
+    atomic_int done;
+};
+
+static void *append_thread(void *arg)
+{
+    struct appender *a = arg;
+    char err[256];
+    if (gp_store_append(a->s, &a->r->req, &a->res, err, sizeof err) != GP_OK)
+        abort();
+    atomic_store(&a->done, 1);
+    return NULL;
+}
+
+/* A retry whose samples are all duplicates of a batch still being synced
+ * is not answered before that batch is durable: before, it returned at
+ * once (nothing new to log), acknowledging samples a crash could lose. */
+static void test_duplicates_wait_for_the_sync(void)
+{
+    gp_seg_sys.fdatasync = gated_fdatasync;
+    struct gp_store_options o = {.no_background = 1};
+    struct gp_store *s = topen(gp_test_tmpdir(), &o);
+    struct treq r;
+    treq_build(&r, 0, 2, 3, tnow_ms() - 10000, 1000, NULL);
+    atomic_store(&sync_gate, 1);
+    struct appender first = {s, &r, {0}, 0}, retry = {s, &r, {0}, 0};
+    pthread_t t1, t2;
+    CHECK_INT(pthread_create(&t1, NULL, append_thread, &first), 0);
+    while (atomic_load(&sync_gate) != 2)
+        usleep(1000); /* the first batch is in the WAL, its sync held */
+    CHECK_INT(pthread_create(&t2, NULL, append_thread, &retry), 0);
+    usleep(200 * 1000);
+    int early = atomic_load(&retry.done);
+    atomic_store(&sync_gate, 0);
+    pthread_join(t1, NULL);
+    pthread_join(t2, NULL);
+    CHECK(!early);
+    CHECK_INT(first.res.accepted, 6);
+    CHECK_INT(retry.res.duplicate, 6);
+    treq_free(&r);
+    gp_store_close(s);
+    gp_seg_sys.fdatasync = fdatasync;
+}
+
 /* A close while the disk is still full says what failed, and a later
  * open finds every acknowledged sample. */
 static void test_close_while_paused(void)
@@ -408,6 +473,7 @@ const struct gp_test gp_tests_store_time[] = {
     {"writes_resume_after_write_error", test_writes_resume_after_write_error},
     {"failed_compaction_keeps_window_open", test_failed_compaction_keeps_window_open},
     {"wal_reopen_keeps_old_positions_undurable", test_wal_reopen_keeps_old_positions_undurable},
+    {"duplicates_wait_for_the_sync", test_duplicates_wait_for_the_sync},
     {"close_while_paused", test_close_while_paused},
     {"meta_commit_failure_named", test_meta_commit_failure_named},
     {0},
