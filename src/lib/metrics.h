@@ -216,7 +216,7 @@ enum gp_metric_section {
     X(SRV_QUERY_DURATION, SERVER, "gpulse_server_query_duration_seconds", HISTOGRAM, "handler le",     \
       "Time to answer one query API request, by handler.")                                             \
     X(SRV_STORE_READY, SERVER, "gpulse_server_store_ready", GAUGE, "",                                 \
-      "1 when the store takes writes; 0 while it starts or after its WAL failed.")                     \
+      "1 when the store takes writes; 0 while it starts or while its writes are paused.")              \
     X(SRV_SERIES, SERVER, "gpulse_server_series", GAUGE, "", "Series held by the store.")              \
     X(SRV_HEAD_CHUNKS, SERVER, "gpulse_server_head_chunks", GAUGE, "", "Open in-memory (head) chunks.") \
     X(SRV_HEAD_BYTES, SERVER, "gpulse_server_head_bytes", GAUGE, "", "Bytes of the head chunks.")      \
@@ -229,6 +229,12 @@ enum gp_metric_section {
     X(SRV_CHECKPOINTS, SERVER, "gpulse_server_checkpoints_total", COUNTER, "",                         \
       "Head checkpoints since start.")                                                                 \
     X(SRV_COMPACTIONS, SERVER, "gpulse_server_compactions_total", COUNTER, "", "Compactions since start.") \
+    X(SRV_WRITES_PAUSED, SERVER, "gpulse_server_store_writes_paused", GAUGE, "",                       \
+      "1 while the store refuses writes (503, Retry-After) after a write error such as a full disk.")   \
+    X(SRV_WRITE_ERRORS, SERVER, "gpulse_server_store_write_errors_total", COUNTER, "",                 \
+      "Write errors that paused the store's writes, one per episode.")                                 \
+    X(SRV_WRITE_RESUMES, SERVER, "gpulse_server_store_write_resumes_total", COUNTER, "",               \
+      "Times the store resumed writes by itself once its disk had room again.")                        \
     X(SRV_OLDEST, SERVER, "gpulse_server_oldest_sample_timestamp_seconds", GAUGE, "",                  \
       "Time of the oldest sample held.")                                                               \
     X(SRV_NEWEST, SERVER, "gpulse_server_newest_sample_timestamp_seconds", GAUGE, "",                  \

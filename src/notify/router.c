@@ -120,6 +120,19 @@ static int exec(sqlite3 *db, const char *sql)
     return sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK ? GP_OK : GP_EIO;
 }
 
+/* Ends a failed transaction; returns SQLite's message of the statement
+ * that failed, read first: after a failed BEGIN, or a COMMIT that SQLite
+ * rolled back itself (a full disk), no transaction is open, and a
+ * ROLLBACK's "cannot rollback - no transaction is active" would replace
+ * the real reason. */
+static const char *abort_txn(sqlite3 *db, char *why, size_t n)
+{
+    snprintf(why, n, "%s", sqlite3_errmsg(db));
+    if (!sqlite3_get_autocommit(db))
+        exec(db, "ROLLBACK;");
+    return why;
+}
+
 /* Runs sql with text binds (NULL-ended list of up to 4) and ints. */
 static int run_sql(sqlite3 *db, const char *sql, const char *t1, const char *t2, const char *t3,
                    int64_t i4, int64_t i5)
@@ -263,7 +276,7 @@ static struct ralert *add_alert(struct group *g)
     return a;
 }
 
-static int load(struct gp_router *r)
+static int load(struct gp_router *r, char *why, size_t whylen)
 {
     const struct gp_notify_config *c = r->o.cfg;
     sqlite3_stmt *st;
@@ -349,7 +362,7 @@ static int load(struct gp_router *r)
         goto fail;
     return GP_OK;
 fail:
-    exec(r->db, "ROLLBACK;");
+    abort_txn(r->db, why, whylen);
     return rc ? rc : GP_EIO;
 }
 
@@ -548,10 +561,10 @@ static int apply_events(struct gp_router *r, int64_t now)
     if (rc || exec(r->db, "COMMIT;")) {
         /* memory stays ahead of the database: the next emission of these
          * groups writes their whole state again (emit's save) */
-        exec(r->db, "ROLLBACK;");
+        char why[200];
+        abort_txn(r->db, why, sizeof why);
         count(r, &r->st.db_errors, 1);
-        gp_log(GP_LOG_WARN, "notify", "cannot save the router's groups", "error=\"%s\"",
-               sqlite3_errmsg(r->db));
+        gp_log(GP_LOG_WARN, "notify", "cannot save the router's groups", "error=\"%s\"", why);
         rc = rc ? rc : GP_EIO;
     }
     count(r, &r->st.events, n);
@@ -648,11 +661,12 @@ static int emit(struct gp_router *r, struct group *g, int64_t now)
         rc = left ? save_group(r, g)
                   : run_sql(r->db, "DELETE FROM notify_groups WHERE key = ?1", g->key, NULL, NULL, 0, 0);
     if (rc || exec(r->db, "COMMIT;")) {
-        exec(r->db, "ROLLBACK;");
+        char why[200];
+        abort_txn(r->db, why, sizeof why);
         g->last_sent = last;
         count(r, &r->st.db_errors, 1);
         gp_log(GP_LOG_WARN, "notify", "cannot write a notification", "receiver=%s error=\"%s\"",
-               rt->receiver, sqlite3_errmsg(r->db));
+               rt->receiver, why);
         return rc ? rc : GP_EIO;
     }
     /* committed: memory follows */
@@ -794,9 +808,10 @@ int gp_router_open(struct gp_router **out, const struct gp_router_options *o, ch
     pthread_mutex_init(&r->mu, NULL);
     pthread_cond_init(&r->cv, NULL);
     int rc = gp_state_open(&r->db, o->dir, err, errlen);
-    if (!rc && (rc = load(r)))
+    char why[200] = "";
+    if (!rc && (rc = load(r, why, sizeof why)))
         gp_seterr(err, errlen, rc, "cannot load the notification groups from state.db: %s",
-                  sqlite3_errmsg(r->db));
+                  why[0] ? why : sqlite3_errmsg(r->db));
     if (rc) {
         gp_router_close(r);
         return rc;

@@ -119,6 +119,9 @@ int gp_server_config_validate(const struct gp_server_config *c, char *err, size_
                          "max_connections_per_address must be between 0 (no limit) and 65536");
     if (c->max_series < 1)
         return gp_seterr(err, errlen, GP_ECONFIG, "max_series must be at least 1");
+    if (c->max_future_ms < 0 || c->max_future_ms > 365 * 86400000LL)
+        return gp_seterr(err, errlen, GP_ECONFIG,
+                         "max_future must be between 0s (no bound) and 365d");
     if (c->checkpoint_interval_ms < 1000)
         return gp_seterr(err, errlen, GP_ECONFIG, "checkpoint_interval must be at least 1s");
     if (c->jobs_scan_interval_ms < 100 || c->jobs_scan_interval_ms > 3600 * 1000)

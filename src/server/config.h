@@ -38,6 +38,7 @@ struct gp_server_config {
     uint64_t max_connections;
     uint64_t max_connections_per_address;
     uint64_t max_series;
+    int64_t max_future_ms;
     int64_t checkpoint_interval_ms;
     int64_t jobs_scan_interval_ms;
     char gpu_hour_price[32]; /* decimal text; parsed by gp_server_config_price */
@@ -105,6 +106,9 @@ struct gp_server_config {
       "open connections from one client address (an IPv6 /64) at most; 0: no limit")             \
     X(max_series, "max_series", "max-series", UINT, "10000000",                                    \
       "series the store holds at most; samples of new series beyond are rejected")               \
+    X(max_future_ms, "max_future", "max-future", DURATION, "10m",                                  \
+      "samples dated further ahead of the server's clock are rejected (400, too_far_in_future); "  \
+      "0s: no bound, for backfilling synthetic data")                                              \
     X(checkpoint_interval_ms, "checkpoint_interval", "checkpoint-interval", DURATION, "5m",        \
       "how often the head is snapshotted and the WAL truncated")                                  \
     X(jobs_scan_interval_ms, "jobs_scan_interval", "jobs-scan-interval", DURATION, "5s",          \

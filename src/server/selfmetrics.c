@@ -7,7 +7,8 @@
  * gpulse_server_write_duration_seconds, queries in
  * gpulse_server_query_duration_seconds by handler), the store (series,
  * head chunks and bytes, WAL bytes and syncs, disk bytes, blocks,
- * checkpoints, compactions, sample time range, last recovery), and
+ * checkpoints, compactions, paused writes and their resumes, sample
+ * time range, last recovery), and
  * start time and build info, the dashboard's streams (open, events,
  * drops). Names follow Prometheus's conventions (base units, _total for
  * counters), so `promtool check metrics` is clean.
@@ -104,6 +105,9 @@ static void store_families(struct gp_buf *b, struct gp_storage *st)
         (double)x.checkpoints);
     one(b, GP_M_SRV_COMPACTIONS,
         (double)x.compactions);
+    one(b, GP_M_SRV_WRITES_PAUSED, x.writes_paused ? 1 : 0);
+    one(b, GP_M_SRV_WRITE_ERRORS, (double)x.write_errors);
+    one(b, GP_M_SRV_WRITE_RESUMES, (double)x.write_resumes);
     if (st && x.newest_ms >= x.oldest_ms && x.series) {
         one(b, GP_M_SRV_OLDEST, (double)x.oldest_ms / 1e3);
         one(b, GP_M_SRV_NEWEST, (double)x.newest_ms / 1e3);
@@ -190,7 +194,7 @@ int gp_srv_render_metrics(struct gp_server *s, struct gp_buf *b)
 
     int state = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
     one(b, GP_M_SRV_STORE_READY,
-        state == GP_SRV_READY ? 1 : 0);
+        state == GP_SRV_READY && !gp_storage_write_paused(gp_srv_store(s), NULL, 0) ? 1 : 0);
     store_families(b, gp_srv_store(s));
     gp_storage_render_metrics(gp_srv_store(s), b);
     gp_srv_render_alert_metrics(s, b);

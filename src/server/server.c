@@ -66,19 +66,24 @@ void gp_srv_release(struct gp_server *s, uint64_t n)
 
 static void health(struct gp_server *s, struct gp_http_response *resp)
 {
-    int state = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
     struct gp_storage *st = gp_srv_store(s);
+    char why[160];
+    int paused = gp_storage_write_paused(st, why, sizeof why);
     char state_damage[256];
     int damaged = gp_state_damaged(s->cfg.data_dir, state_damage, sizeof state_damage);
     /* Damage that the server runs on through is "degraded", still 200:
      * it ingests and answers, and a balancer must not take it away. */
-    const char *what = state == GP_SRV_FAILED ? "failed" : !st ? "starting" : damaged ? "degraded" : "ok";
+    const char *what = paused ? "writes_paused" : !st ? "starting" : damaged ? "degraded" : "ok";
     resp->content_type = "application/json";
-    resp->status = state == GP_SRV_FAILED || !st ? 503 : 200;
+    resp->status = paused || !st ? 503 : 200;
     gp_buf_printf(&resp->body,
                   "{\"status\":\"success\",\"data\":{\"status\":\"%s\",\"version\":\"%s\","
                   "\"uptime_seconds\":%.3f",
                   what, GP_VERSION, (double)(gp_wall_ms() - s->start_ms) / 1e3);
+    if (paused) {
+        gp_buf_puts(&resp->body, ",\"write_error\":");
+        gp_json_str(&resp->body, why, strlen(why));
+    }
     if (st) {
         struct gp_store_stats x;
         memset(&x, 0, sizeof x);
@@ -106,7 +111,7 @@ static void health(struct gp_server *s, struct gp_http_response *resp)
     }
     gp_buf_puts(&resp->body, "}}\n");
     if (resp->status == 503)
-        gp_http_add_header(resp, "Retry-After", "%d", state == GP_SRV_FAILED ? 30 : 5);
+        gp_http_add_header(resp, "Retry-After", "5");
 }
 
 static const char index_text[] =
@@ -236,13 +241,16 @@ static uint64_t prepare(void *ctx, struct gp_http_request *req, struct gp_http_r
         return GP_SRV_SILENCE_BODY_MAX;
     if (!is_write)
         return 0;
-    if (!gp_srv_store(s) || __atomic_load_n(&s->state, __ATOMIC_ACQUIRE) == GP_SRV_FAILED) {
-        int failed = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE) == GP_SRV_FAILED;
+    char why[160];
+    int paused = gp_storage_write_paused(gp_srv_store(s), why, sizeof why);
+    if (!gp_srv_store(s) || paused) {
         gp_srv_count(&s->refused[GP_SRV_REF_UNAVAILABLE], 1);
         early->status = 503;
-        gp_buf_puts(&early->body, failed ? "the store cannot write its WAL (see the server log)\n"
-                                         : "the store is starting (recovering its data)\n");
-        gp_http_add_header(early, "Retry-After", "%d", failed ? 30 : 5);
+        if (paused) /* the store resumes by itself (store.h): a short Retry-After */
+            gp_buf_printf(&early->body, "the store's writes are paused (%s); retry later\n", why);
+        else
+            gp_buf_puts(&early->body, "the store is starting (recovering its data)\n");
+        gp_http_add_header(early, "Retry-After", "5");
         return 0;
     }
     /* The body's bytes come out of the in-flight budget before it is read:
@@ -399,6 +407,7 @@ int gp_server_start(struct gp_server **out, const struct gp_server_config *c, ch
                 .retention_rollup_ms = c->retention_rollup_ms,
                 .checkpoint_interval_ms = c->checkpoint_interval_ms,
                 .max_series = (size_t)c->max_series,
+                .max_future_ms = c->max_future_ms ? c->max_future_ms : -1, /* 0s: no bound */
             },
     };
     char rbuf[GP_SERVER_PATH_LEN + 32];

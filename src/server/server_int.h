@@ -29,7 +29,7 @@ struct gp_rules;
 struct gp_srv_notify;
 struct gp_srv_streams;
 
-enum gp_srv_state { GP_SRV_STARTING, GP_SRV_READY, GP_SRV_FAILED };
+enum gp_srv_state { GP_SRV_STARTING, GP_SRV_READY };
 
 /* Routes, in the order /metrics names them (handler="..."). */
 #define GP_SRV_ROUTES(X)                        \
@@ -72,7 +72,8 @@ enum gp_srv_route {
     X(OUT_OF_ORDER, "out_of_order") \
     X(CONFLICT, "duplicate_timestamp") \
     X(TOO_OLD, "too_old")      \
-    X(SERIES_LIMIT, "series_limit")
+    X(SERIES_LIMIT, "series_limit") \
+    X(TOO_FAR_IN_FUTURE, "too_far_in_future")
 
 enum gp_srv_reject {
 #define GP_SRV_REJ_ENUM_(id, name) GP_SRV_REJ_##id,

@@ -11,14 +11,18 @@
  *   204  stored (duplicates of stored samples are dropped silently: a
  *        sender's retry of a batch that landed)
  *   400  malformed body, or some samples rejected (out of order, another
- *        value at a stored timestamp, older than retention, series limit):
- *        the good samples are stored, the rejects counted by reason, and
- *        the sender drops the batch instead of retrying it forever
+ *        value at a stored timestamp, older than retention, series limit,
+ *        dated beyond max_future ahead of the server's clock: the first
+ *        such series is named with its time and the server's): the good
+ *        samples are stored, the rejects counted by reason, and the
+ *        sender drops the batch instead of retrying it forever
  *   413  body over max_body (http.c) or its decompressed size over
  *        max_uncompressed
  *   415  not snappy, or not remote write 1.0 (a 2.0 sender falls back)
  *   429  too many bytes in flight: Retry-After 1
- *   503  store starting (Retry-After 5) or its WAL failed (Retry-After 30)
+ *   503  store starting (Retry-After 5), or its writes paused after a
+ *        write error such as a full disk (Retry-After 5: the store
+ *        resumes them by itself within a second of the disk having room)
  */
 #include "server_int.h"
 
@@ -28,6 +32,7 @@
 #include "lib/log.h"
 
 #include <ctype.h>
+#include <inttypes.h>
 #include <snappy-c.h>
 #include <stdio.h>
 #include <string.h>
@@ -82,6 +87,52 @@ static void refuse(struct gp_server *s, enum gp_srv_refusal why)
     gp_srv_count(&s->refused[why], 1);
 }
 
+/* Retry-After of a write refused while the store's writes are paused. */
+#define PAUSED_RETRY_S 5
+
+/* RFC 3339 UTC with milliseconds of a ms timestamp into out. */
+static void rfc3339(char *out, size_t n, int64_t ms)
+{
+    time_t sec = (time_t)(ms >= 0 ? ms / 1000 : (ms - 999) / 1000);
+    struct tm tm;
+    if (!gmtime_r(&sec, &tm) ||
+        !strftime(out, n, "%Y-%m-%dT%H:%M:%S", &tm))
+        snprintf(out, n, "%" PRId64 "ms", ms);
+    else
+        snprintf(out + strlen(out), n - strlen(out), ".%03dZ", (int)(ms - (int64_t)sec * 1000));
+}
+
+/* "the sample of {a="b",...} at TIME is N s ahead of the server's clock
+ * (TIME; max_future S)": the first too-far-in-future sample, named for
+ * the sender's log. Labels are cut at a few hundred bytes. */
+static void future_detail(char *out, size_t n, const struct gp_rw_request *rq,
+                          const struct gp_append_result *res, int64_t bound_ms)
+{
+    const struct gp_rw_series *rs = &rq->series[res->future_series];
+    char labels[320];
+    size_t k = 0;
+    labels[k++] = '{';
+    for (size_t i = 0; i < rs->nlabels && k < sizeof labels - 8; i++) {
+        int w = snprintf(labels + k, sizeof labels - k, "%s%.*s=\"%.*s\"", i ? "," : "",
+                         (int)rs->labels[i].name.len, rs->labels[i].name.ptr,
+                         (int)rs->labels[i].value.len, rs->labels[i].value.ptr);
+        if (w < 0 || (size_t)w >= sizeof labels - k) {
+            k = sizeof labels - 5;
+            memcpy(labels + k, "...", 3);
+            k += 3;
+            break;
+        }
+        k += (size_t)w;
+    }
+    labels[k++] = '}';
+    labels[k] = '\0';
+    char ts[48], now[48];
+    rfc3339(ts, sizeof ts, res->future_t_ms);
+    rfc3339(now, sizeof now, res->now_ms);
+    snprintf(out, n, "%s at %s is %.0f s ahead of the server's clock (%s); max_future is %.0f s", labels,
+             ts, (double)(res->future_t_ms - res->now_ms) / 1e3, now, (double)bound_ms / 1e3);
+}
+
 /* The whole write; returns the status with msg and *retry_after (s). */
 static int write_core(struct gp_server *s, const uint8_t *body, size_t len, const char *encoding,
                       const char *ctype, char *msg, size_t msglen, int *retry_after)
@@ -89,10 +140,11 @@ static int write_core(struct gp_server *s, const uint8_t *body, size_t len, cons
     msg[0] = '\0';
     *retry_after = 0;
     struct gp_storage *st = gp_srv_store(s);
-    if (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) == GP_SRV_FAILED) {
+    char paused[160];
+    if (gp_storage_write_paused(st, paused, sizeof paused)) {
         refuse(s, GP_SRV_REF_UNAVAILABLE);
-        snprintf(msg, msglen, "the store cannot write its WAL (see the server log)");
-        *retry_after = 30;
+        snprintf(msg, msglen, "the store's writes are paused (%s); retry later", paused);
+        *retry_after = PAUSED_RETRY_S;
         return 503;
     }
     if (!st) {
@@ -159,15 +211,16 @@ static int write_core(struct gp_server *s, const uint8_t *body, size_t len, cons
     memset(&res, 0, sizeof res);
     rc = gp_storage_append(st, &rq, &res, derr, sizeof derr);
     size_t nsamples = rq.nsamples_total;
+    char future[600] = "";
+    if (rc == GP_OK && res.too_far_in_future)
+        future_detail(future, sizeof future, &rq, &res, s->cfg.max_future_ms);
     gp_rw_request_free(&rq);
     gp_srv_release(s, ulen);
     if (rc == GP_EIO) {
-        if (__atomic_exchange_n(&s->state, GP_SRV_FAILED, __ATOMIC_ACQ_REL) != GP_SRV_FAILED)
-            gp_log(GP_LOG_ERROR, "server", "the store's WAL failed: writes are refused until a restart",
-                   "error=\"%s\"", derr);
+        /* The store logged the cause and resumes by itself (store.h). */
         refuse(s, GP_SRV_REF_UNAVAILABLE);
-        snprintf(msg, msglen, "the store cannot write its WAL (see the server log)");
-        *retry_after = 30;
+        snprintf(msg, msglen, "%s; retry later", derr);
+        *retry_after = PAUSED_RETRY_S;
         return 503;
     }
     if (rc) {
@@ -183,7 +236,12 @@ static int write_core(struct gp_server *s, const uint8_t *body, size_t len, cons
     gp_srv_count(&s->rejected[GP_SRV_REJ_CONFLICT], res.conflict);
     gp_srv_count(&s->rejected[GP_SRV_REJ_TOO_OLD], res.too_old);
     gp_srv_count(&s->rejected[GP_SRV_REJ_SERIES_LIMIT], res.series_limit);
-    uint64_t bad = res.out_of_order + res.conflict + res.too_old + res.series_limit;
+    gp_srv_count(&s->rejected[GP_SRV_REJ_TOO_FAR_IN_FUTURE], res.too_far_in_future);
+    if (res.too_far_in_future) /* a wrong clock: worth a line at info, once per request */
+        gp_log(GP_LOG_INFO, "write", "samples dated too far ahead of the server's clock rejected",
+               "samples=%llu first=\"%s\"", (unsigned long long)res.too_far_in_future, future);
+    uint64_t bad = res.out_of_order + res.conflict + res.too_old + res.series_limit +
+                   res.too_far_in_future;
     if (!bad)
         return 204;
     /* One line, the reasons that occurred, as Prometheus's receiver does. */
@@ -195,7 +253,8 @@ static int write_core(struct gp_server *s, const uint8_t *body, size_t len, cons
     } why[] = {{res.out_of_order, "out of order (older than the series' newest sample)"},
                {res.conflict, "duplicate timestamp with a different value"},
                {res.too_old, "older than the raw retention"},
-               {res.series_limit, "of new series over max_series"}};
+               {res.series_limit, "of new series over max_series"},
+               {res.too_far_in_future, "too far in the future"}};
     for (size_t i = 0; i < sizeof why / sizeof why[0]; i++) {
         if (!why[i].n || n < 0 || (size_t)n >= msglen)
             continue;
@@ -203,6 +262,8 @@ static int write_core(struct gp_server *s, const uint8_t *body, size_t len, cons
                       why[i].what);
         sep = ", ";
     }
+    if (res.too_far_in_future && n >= 0 && (size_t)n < msglen)
+        n += snprintf(msg + n, msglen - (size_t)n, " (the first: %s)", future);
     if (n >= 0 && (size_t)n < msglen)
         snprintf(msg + n, msglen - (size_t)n, "; the other samples were stored");
     return 400;
@@ -213,7 +274,7 @@ void gp_srv_handle_write(struct gp_server *s, const struct gp_http_request *req,
 {
     size_t len;
     const uint8_t *body = gp_http_body(req, &len);
-    char msg[512];
+    char msg[1024];
     int retry;
     const char *ver = gp_http_header(req, "X-Prometheus-Remote-Write-Version");
     if (ver && !strncmp(ver, "2.", 2) && !gp_http_header(req, "Content-Type")) {

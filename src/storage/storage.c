@@ -132,6 +132,12 @@ void gp_storage_stats(struct gp_storage *s, struct gp_store_stats *st)
     s->ops->stats(s, st);
 }
 
+int gp_storage_write_paused(struct gp_storage *s, char *why, size_t whylen)
+{
+    struct gp_store *st = s ? gp_storage_store(s) : NULL;
+    return st ? gp_store_write_paused(st, why, whylen) : 0;
+}
+
 void gp_storage_render_metrics(struct gp_storage *s, struct gp_buf *out)
 {
     if (s)

@@ -134,6 +134,9 @@ int gp_storage_label_values(struct gp_storage *s, const char *name, const struct
  * samples_appended (samples queued for the cluster). */
 void gp_storage_stats(struct gp_storage *s, struct gp_store_stats *st);
 
+/* As gp_store_write_paused; remote: 0 (its queue buffers on disk). */
+int gp_storage_write_paused(struct gp_storage *s, char *why, size_t whylen);
+
 /* Appends the backend's own /metrics families (remote: gpulse_storage_remote_*
  * and the write queue's gpulse_push_*; embedded: nothing). */
 void gp_storage_render_metrics(struct gp_storage *s, struct gp_buf *out);

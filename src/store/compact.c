@@ -3,9 +3,11 @@
  * retention.
  *
  * Windows are block_ms long, aligned to multiples of block_ms. A window
- * is due once the store's clock (the newest sample or the wall clock,
- * whichever is later) is half a window past its end, so a sender up to
- * that late still lands in the head. Compacting a window W takes three
+ * is due once the store's clock (gp_st_now: the server's, never the
+ * newest sample, which one sender with a wrong clock could move) is half
+ * a window past its end, so a sender up to that late still lands in the
+ * head. Samples ahead of the clock (held from before the future bound)
+ * wait in the head until their window is due. Compacting a window W takes three
  * steps, so appends stall only for the first and the last:
  *
  *   1. under the write lock: raise compacted_until to W's end (later
@@ -30,6 +32,7 @@
 #include "lib/err.h"
 #include "lib/log.h"
 
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -358,6 +361,7 @@ static int compact_window(struct gp_store *s, int64_t mint, int64_t end)
         pthread_rwlock_unlock(&s->lock);
         return GP_EIO;
     }
+    int64_t prev_until = s->compacted_until;
     if (end > s->compacted_until)
         s->compacted_until = end;
     uint32_t max_id = gp_sindex_max_id(s->idx);
@@ -382,6 +386,8 @@ static int compact_window(struct gp_store *s, int64_t mint, int64_t end)
             jobs[n++] = (struct job){id, f ? f->rfd : -1, se->refs[k]};
         }
     }
+    if (rc != GP_OK && s->compacted_until == end)
+        s->compacted_until = prev_until; /* not compacted: the window still takes samples */
     gp_st_data_min(s);
     pthread_rwlock_unlock(&s->lock);
     if (rc != GP_OK || n == 0) {
@@ -467,6 +473,16 @@ static int compact_window(struct gp_store *s, int64_t mint, int64_t end)
     s->compactions++;
     pthread_rwlock_unlock(&s->lock);
 out:
+    if (rc != GP_OK) {
+        /* No block: the window's refs stay, and so must its samples'
+         * welcome, or the window would be neither compacted nor open
+         * (and its refs swept into the next window's block). It is
+         * compacted again at the next maintenance. */
+        pthread_rwlock_wrlock(&s->lock);
+        if (s->compacted_until == end)
+            s->compacted_until = prev_until;
+        pthread_rwlock_unlock(&s->lock);
+    }
     if (rc != GP_OK && b) {
         gp_st_bwriter_abort(&b->bw);
         gp_st_bwriter_abort(&b->rw);
@@ -474,8 +490,12 @@ out:
             unlink(btmp);
         if (rtmp)
             unlink(rtmp);
-        gp_log(GP_LOG_ERROR, "store", "compaction failed", "window=%" PRId64 " error=\"%s\"", mint,
-               gp_strerror(rc));
+        int e = b->bw.errnum ? b->bw.errnum : b->rw.errnum;
+        char why[160];
+        snprintf(why, sizeof why, "%s", e ? strerror(e) : gp_strerror(rc));
+        why[0] = (char)tolower((unsigned char)why[0]);
+        gp_log(GP_LOG_ERROR, "store", "compaction failed; the window stays in the chunk files and is retried",
+               "window=%" PRId64 " error=\"%s\"", mint, why);
     }
     if (b) {
         free(b->bt);
@@ -498,13 +518,11 @@ int gp_st_compact(struct gp_store *s, int force)
     int64_t block = s->o.block_ms;
     for (;;) {
         pthread_rwlock_rdlock(&s->lock);
-        int64_t max_t = s->max_t, data_min = s->data_min, until = s->compacted_until;
+        int64_t data_min = s->data_min, until = s->compacted_until;
         pthread_rwlock_unlock(&s->lock);
         if (data_min == INT64_MAX)
             return GP_OK;
-        int64_t clock = gp_wall_ms();
-        if (max_t > clock)
-            clock = max_t;
+        int64_t clock = gp_st_now(s);
         int64_t limit = force ? gp_st_floor(clock, block) : clock - block / 2;
         int64_t start = data_min > until ? data_min : until;
         int64_t wstart = gp_st_floor(start, block), end = wstart + block;
@@ -548,7 +566,7 @@ static int any_expired(const struct gp_st_mlist *l, int64_t cut)
 
 int gp_st_retention(struct gp_store *s)
 {
-    int64_t now = gp_wall_ms();
+    int64_t now = gp_st_now(s);
     pthread_rwlock_rdlock(&s->lock);
     int due = any_expired(&s->blocks, now - s->o.retention_raw_ms) ||
               any_expired(&s->rollups, now - s->o.retention_rollup_ms);

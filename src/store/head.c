@@ -17,7 +17,13 @@
  *
  * The WAL is written after the head is updated: should that write fail,
  * the samples stay in memory unacknowledged and the store refuses every
- * later append (s->broken), since the log no longer covers the head.
+ * later append (s->broken), since the log no longer covers the head,
+ * until resume.c has made the whole head durable by a checkpoint.
+ *
+ * Time bounds: a sample older than the too-old floor (the store's clock
+ * minus the raw retention, or a compacted window) or later than the
+ * clock plus max_future_ms is refused and counted, never stored, so one
+ * sender with a wrong clock cannot move windows other series need.
  */
 #include "store/store_int.h"
 
@@ -27,6 +33,7 @@
 #include "lib/log.h"
 #include "store/labels.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -77,7 +84,7 @@ int gp_st_head_cut(struct gp_store *s, uint32_t id)
     const uint8_t *bytes = gp_chunk_bytes(c, &len);
     if (gp_segw_size(s->cw) + GP_SEG_HEADER + GP_ST_CHUNKREC_HDR + len > GP_ST_CHUNK_FILE_MAX &&
         gp_st_chunks_rotate(s) != GP_OK) {
-        s->broken = GP_EIO;
+        gp_st_set_broken(s, "start a chunk file", errno);
         return GP_EIO;
     }
     gp_st_chunkrec_header(s->crec, id, c->t_first, c->t_last);
@@ -90,9 +97,7 @@ int gp_st_head_cut(struct gp_store *s, uint32_t id)
     };
     size_t n = GP_ST_CHUNKREC_HDR + len;
     if (gp_segw_append(s->cw, GP_ST_REC_CHUNK, s->crec, n) != GP_OK) {
-        gp_log(GP_LOG_ERROR, "store", "cannot write a chunk file; refusing writes from now on",
-               "file=%u", r.file);
-        s->broken = GP_EIO;
+        gp_st_set_broken(s, "write a chunk file", gp_segw_errno(s->cw));
         return GP_EIO;
     }
     s->cf[s->ncf - 1].size = gp_segw_size(s->cw);
@@ -243,6 +248,19 @@ static int wal_write(struct gp_store *s, size_t nwser, size_t nws, struct gp_wal
     return GP_OK;
 }
 
+/* Counts a sample refused for its time; remembers the first future one. */
+static void time_reject(struct gp_append_result *res, size_t series, int64_t t, int64_t floor)
+{
+    if (t >= floor) {
+        if (res->too_far_in_future++ == 0) {
+            res->future_series = series;
+            res->future_t_ms = t;
+        }
+    } else {
+        res->too_old++;
+    }
+}
+
 int gp_store_append(struct gp_store *s, const struct gp_rw_request *req,
                     struct gp_append_result *res, char *err, size_t errlen)
 {
@@ -251,10 +269,19 @@ int gp_store_append(struct gp_store *s, const struct gp_rw_request *req,
         return gp_seterr(err, errlen, GP_EUSAGE, "store append: no store or request");
     pthread_rwlock_wrlock(&s->lock);
     if (s->broken) {
+        int rc = gp_seterr(err, errlen, GP_EIO,
+                           "store: writes paused since a write error (%s); retrying every second",
+                           s->broken_why);
         pthread_rwlock_unlock(&s->lock);
-        return gp_seterr(err, errlen, GP_EIO, "store: refusing writes after an earlier write error");
+        return rc;
     }
-    int64_t floor = gp_wall_ms() - s->o.retention_raw_ms;
+    int64_t now = gp_st_now(s);
+    res->now_ms = now;
+    int64_t floor = now - s->o.retention_raw_ms;
+    /* max_future_ms < 0: no bound but the store's own limit. */
+    int64_t ceil = s->o.max_future_ms < 0 || now > GP_ST_T_LIMIT - s->o.max_future_ms
+                       ? GP_ST_T_LIMIT
+                       : now + s->o.max_future_ms;
     if (floor < s->compacted_until)
         floor = s->compacted_until;
     if (floor < -GP_ST_T_LIMIT)
@@ -281,10 +308,10 @@ int gp_store_append(struct gp_store *s, const struct gp_rw_request *req,
         if (id == 0) {
             int fresh = 0;
             for (size_t k = 0; k < rs->nsamples && !fresh; k++)
-                fresh = rs->samples[k].timestamp_ms >= floor &&
-                        rs->samples[k].timestamp_ms <= GP_ST_T_LIMIT;
-            if (!fresh) {
-                res->too_old += rs->nsamples;
+                fresh = rs->samples[k].timestamp_ms >= floor && rs->samples[k].timestamp_ms <= ceil;
+            if (!fresh) { /* nothing to store: no series for it either */
+                for (size_t k = 0; k < rs->nsamples; k++)
+                    time_reject(res, i, rs->samples[k].timestamp_ms, floor);
                 continue;
             }
             if (gp_sindex_count(s->idx) >= s->o.max_series) {
@@ -302,8 +329,8 @@ int gp_store_append(struct gp_store *s, const struct gp_rw_request *req,
         for (size_t k = 0; k < rs->nsamples; k++) {
             int64_t t = rs->samples[k].timestamp_ms;
             uint64_t bits = gp_f64_bits(rs->samples[k].value);
-            if (t < floor || t > GP_ST_T_LIMIT) {
-                res->too_old++;
+            if (t < floor || t > ceil) {
+                time_reject(res, i, t, floor);
             } else if (se->has_data && t <= se->newest) {
                 if (t == se->newest)
                     *(bits == se->newest_bits ? &res->duplicate : &res->conflict) += 1;
@@ -312,7 +339,10 @@ int gp_store_append(struct gp_store *s, const struct gp_rw_request *req,
                 else
                     res->out_of_order++;
             } else if ((rc = gp_st_head_append(s, id, t, bits)) != GP_OK) {
-                gp_seterr(err, errlen, rc, "store append: %s", gp_strerror(rc));
+                if (s->broken) /* a chunk file's write failed: say which and why */
+                    gp_seterr(err, errlen, rc, "store: %s; writes paused", s->broken_why);
+                else
+                    gp_seterr(err, errlen, rc, "store append: %s", gp_strerror(rc));
                 break;
             } else {
                 s->ws[nws++] = (struct gp_wal_sample){id, t, bits};
@@ -321,31 +351,37 @@ int gp_store_append(struct gp_store *s, const struct gp_rw_request *req,
         }
     }
     /* What was accepted goes to the WAL even when a later step failed. */
-    struct gp_wal_pos pos = {0, 0};
+    struct gp_wal_pos pos = {0, 0, 0};
     int wrc = GP_OK;
+    int need_sync = nws || nwser;
     if (nws || nwser) {
         wrc = wal_write(s, nwser, nws, &pos);
-        if (wrc != GP_OK) {
-            gp_log(GP_LOG_ERROR, "store", "WAL append failed; refusing writes from now on",
-                   "error=\"%s\"", gp_strerror(wrc));
-            s->broken = GP_EIO;
-        }
+        if (wrc != GP_OK)
+            gp_st_set_broken(s, "append to the WAL", gp_wal_errno(s->wal));
+    } else if (res->duplicate) {
+        /* A retry's duplicates may be of a batch whose sync still runs:
+         * "stored" only once that is durable too. */
+        gp_wal_end(s->wal, &pos);
+        need_sync = 1;
     }
     s->samples_appended += res->accepted;
     s->rej_ooo += res->out_of_order;
     s->rej_conflict += res->conflict;
     s->rej_too_old += res->too_old;
     s->rej_limit += res->series_limit;
+    s->rej_future += res->too_far_in_future;
     s->duplicates += res->duplicate;
     pthread_rwlock_unlock(&s->lock);
 
-    if (wrc == GP_OK && (nws || nwser))
+    if (wrc == GP_OK && need_sync)
         wrc = gp_wal_sync(s->wal, &pos);
     if (wrc != GP_OK) {
         pthread_rwlock_wrlock(&s->lock);
-        s->broken = GP_EIO;
+        gp_st_set_broken(s, "sync the WAL", gp_wal_errno(s->wal));
+        int rc2 = gp_seterr(err, errlen, GP_EIO, "store: %s; writes paused",
+                            s->broken_why);
         pthread_rwlock_unlock(&s->lock);
-        return gp_seterr(err, errlen, GP_EIO, "store: WAL write failed: %s", gp_strerror(wrc));
+        return rc2;
     }
     return rc;
 }

@@ -178,31 +178,47 @@ int gp_st_meta_load(struct gp_store *s, char *err, size_t errlen)
     return rc;
 }
 
-int gp_st_meta_insert(struct gp_store *s, const struct gp_wal_series *list, size_t n)
+/* Ends a failed transaction. SQLite has already rolled it back itself
+ * after some errors (SQLITE_FULL, SQLITE_IOERR at COMMIT): a ROLLBACK
+ * then fails with "no transaction is active" and its message would hide
+ * the real one, so only an open transaction is rolled back. */
+static void abort_txn(sqlite3 *db)
+{
+    if (!sqlite3_get_autocommit(db))
+        sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+}
+
+int gp_st_meta_insert(struct gp_store *s, const struct gp_wal_series *list, size_t n, char *err,
+                      size_t errlen)
 {
     sqlite3 *db = s->db;
     sqlite3_stmt *ins = s->db_insert;
+    const char *step = "begin a transaction";
     if (sqlite3_exec(db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK)
         goto fail;
+    step = "insert a series";
     for (size_t i = 0; i < n; i++) {
         sqlite3_bind_int64(ins, 1, list[i].id);
         sqlite3_bind_blob(ins, 2, list[i].labels, (int)list[i].labels_len, SQLITE_STATIC);
         int rc = sqlite3_step(ins);
         sqlite3_reset(ins);
-        if (rc != SQLITE_DONE) {
-            sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+        if (rc != SQLITE_DONE)
             goto fail;
-        }
     }
     sqlite3_clear_bindings(ins);
-    if (sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
-        sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+    step = "commit";
+    if (sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
         goto fail;
-    }
     return GP_OK;
 fail:
-    gp_log(GP_LOG_ERROR, "store", "meta.db write failed", "error=\"%s\"", sqlite3_errmsg(db));
-    return GP_EIO;
+    /* The message of the failing statement, before anything else runs. */
+    char e[200], q[256];
+    snprintf(e, sizeof e, "%s: %s", step, sqlite3_errmsg(db));
+    sqlite3_clear_bindings(ins);
+    abort_txn(db);
+    gp_log(GP_LOG_ERROR, "store", "meta.db write failed; nothing of this checkpoint was registered",
+           "series=%zu error=%s", n, gp_log_quote(q, sizeof q, e));
+    return gp_seterr(err, errlen, GP_EIO, "%s", e);
 }
 
 void gp_st_meta_close(struct gp_store *s)
@@ -422,8 +438,9 @@ static int meta_rebuild(struct gp_store *s, const char *why, char *err, size_t e
     }
     if (!list)
         rc = GP_ENOMEM;
-    if (rc == GP_OK && n && gp_st_meta_insert(s, list, n) != GP_OK)
-        rc = gp_seterr(err, errlen, GP_EIO, "meta.db: cannot write the rebuilt registry");
+    char ierr[256];
+    if (rc == GP_OK && n && gp_st_meta_insert(s, list, n, ierr, sizeof ierr) != GP_OK)
+        rc = gp_seterr(err, errlen, GP_EIO, "meta.db: cannot write the rebuilt registry: %s", ierr);
     else if (rc == GP_ENOMEM)
         gp_seterr(err, errlen, rc, "meta.db: out of memory rebuilding the registry");
     if (rc == GP_OK && n)

@@ -29,6 +29,7 @@
 #include "lib/log.h"
 #include "store/labels.h"
 
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -459,18 +460,22 @@ struct snapw {
     size_t len;
     uint64_t total;
     int err;
+    int errnum; /* errno of the failed write */
 };
 
 static void snapw_flush(struct snapw *w)
 {
     size_t off = 0;
     while (w->err == GP_OK && off < w->len) {
-        ssize_t k = write(w->fd, w->buf + off, w->len - off);
+        /* Through the appenders' syscall table, so tests fill the disk for it too. */
+        struct iovec iov = {w->buf + off, w->len - off};
+        ssize_t k = gp_seg_sys.writev(w->fd, &iov, 1);
         if (k < 0 && errno == EINTR)
             continue;
-        if (k <= 0)
+        if (k <= 0) {
             w->err = GP_EIO;
-        else
+            w->errnum = k < 0 ? errno : ENOSPC;
+        } else
             off += (size_t)k;
     }
     w->len = 0;
@@ -518,8 +523,16 @@ static int snap_write(struct gp_store *s, struct snapw *w, const struct gp_st_sn
     return w->err;
 }
 
-int gp_st_checkpoint(struct gp_store *s)
+/* Records the step that failed and its cause, for the one log line. */
+static int ck_fail(char *why, size_t n, const char *step, const char *cause, int rc)
 {
+    snprintf(why, n, "%s: %s", step, cause);
+    return rc;
+}
+
+int gp_st_checkpoint(struct gp_store *s, int resume)
+{
+    char why[320] = "";
     char *tmp = gp_st_path(s->dir, "head.snap.tmp"), *final = gp_st_path(s->dir, "head.snap");
     struct snapw w = {.fd = -1, .buf = malloc(SNAP_WBUF)};
     struct gp_segw **sync = NULL;
@@ -530,15 +543,15 @@ int gp_st_checkpoint(struct gp_store *s)
     int rc = GP_OK;
     uint32_t seg = 0;
     if (!tmp || !final || !w.buf) {
-        rc = GP_ENOMEM;
+        rc = ck_fail(why, sizeof why, "start", "out of memory", GP_ENOMEM);
         goto out;
     }
 
     int64_t t0 = gp_mono_ms();
     pthread_rwlock_wrlock(&s->lock);
-    if (s->broken) {
+    if (s->broken && !resume) {
         pthread_rwlock_unlock(&s->lock);
-        rc = GP_EIO;
+        rc = ck_fail(why, sizeof why, "start", "writes are paused after a write error", GP_EIO);
         goto out;
     }
     uint32_t max_id = gp_sindex_max_id(s->idx);
@@ -553,8 +566,10 @@ int gp_st_checkpoint(struct gp_store *s)
     labels = malloc(lbytes ? lbytes : 1);
     w.fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (!fresh || !labels || w.fd < 0) {
+        int e = errno;
         pthread_rwlock_unlock(&s->lock);
-        rc = w.fd < 0 ? GP_EIO : GP_ENOMEM;
+        rc = w.fd < 0 ? ck_fail(why, sizeof why, "create head.snap.tmp", strerror(e), GP_EIO)
+                      : ck_fail(why, sizeof why, "start", "out of memory", GP_ENOMEM);
         goto out;
     }
     nfresh = lbytes = 0;
@@ -568,14 +583,16 @@ int gp_st_checkpoint(struct gp_store *s)
         lbytes += l;
     }
     if ((rc = gp_wal_cut(s->wal, &seg)) != GP_OK) {
-        s->broken = GP_EIO;
+        /* A failed cut breaks the WAL: pause writes until resume.c. */
+        gp_st_set_broken(s, "start a WAL segment", gp_wal_errno(s->wal));
         pthread_rwlock_unlock(&s->lock);
-        gp_log(GP_LOG_ERROR, "store", "cannot cut the WAL; refusing writes from now on",
-               "segment=%u", gp_wal_segment(s->wal));
+        ck_fail(why, sizeof why, "cut the WAL", strerror(gp_wal_errno(s->wal)), rc);
         goto out;
     }
     if ((rc = gp_st_chunks_rotate(s)) != GP_OK) {
+        int e = errno;
         pthread_rwlock_unlock(&s->lock);
+        ck_fail(why, sizeof why, "start a chunk file", strerror(e), rc);
         goto out;
     }
     struct gp_st_snap_header h = {
@@ -587,6 +604,8 @@ int gp_st_checkpoint(struct gp_store *s)
         .max_t = s->max_t,
     };
     rc = snap_write(s, &w, &h);
+    if (rc != GP_OK)
+        ck_fail(why, sizeof why, "write head.snap.tmp", strerror(w.errnum), rc);
     sync = s->unsynced;
     nsync = s->nunsynced;
     s->unsynced = NULL;
@@ -596,27 +615,42 @@ int gp_st_checkpoint(struct gp_store *s)
 
     /* Slow I/O without the lock: appends go on meanwhile. */
     for (size_t i = 0; i < nsync; i++) {
-        if (gp_segw_sync(sync[i]) != GP_OK)
-            rc = GP_EIO;
+        if (gp_segw_sync(sync[i]) != GP_OK && rc == GP_OK)
+            rc = ck_fail(why, sizeof why, "sync a chunk file", strerror(gp_segw_errno(sync[i])),
+                         GP_EIO);
         gp_segw_close(sync[i]);
     }
     if (rc != GP_OK)
         goto out;
-    if (nfresh && (rc = gp_st_meta_insert(s, fresh, nfresh)) != GP_OK)
+    char merr[200];
+    if (nfresh && (rc = gp_st_meta_insert(s, fresh, nfresh, merr, sizeof merr)) != GP_OK) {
+        ck_fail(why, sizeof why, "register new series in meta.db", merr, rc);
         goto out;
+    }
     s->persisted_max_id = max_id;
     if (fsync(w.fd) != 0 || close(w.fd) != 0) {
         w.fd = -1;
-        rc = GP_EIO;
+        rc = ck_fail(why, sizeof why, "sync head.snap.tmp", strerror(errno), GP_EIO);
         goto out;
     }
     w.fd = -1;
     if (rename(tmp, final) != 0 || gp_fsync_dir(s->dir) != GP_OK) {
-        rc = GP_EIO;
+        rc = ck_fail(why, sizeof why, "rename head.snap.tmp to head.snap", strerror(errno), GP_EIO);
         goto out;
     }
 
     pthread_rwlock_wrlock(&s->lock);
+    if (resume && s->broken) {
+        /* The snapshot holds every head sample, logged or not: the WAL
+         * segments before seg are not needed, and appends may go on. */
+        s->broken = 0;
+        s->write_resumes++;
+        char q[200];
+        gp_log(GP_LOG_INFO, "store", "writes resumed after a write error",
+               "paused_seconds=%.1f error=%s", (double)(gp_mono_ms() - s->broken_since_ms) / 1e3,
+               gp_log_quote(q, sizeof q, s->broken_why));
+        s->broken_why[0] = '\0';
+    }
     if (gp_wal_remove_before(s->wal, seg) != GP_OK)
         gp_log(GP_LOG_WARN, "store", "cannot remove old WAL segments", "before=%u", seg);
     gp_st_chunks_gc(s);
@@ -630,8 +664,15 @@ int gp_st_checkpoint(struct gp_store *s)
            (long long)(gp_mono_ms() - t0));
 out:
     if (rc != GP_OK) {
-        gp_log(GP_LOG_ERROR, "store", "checkpoint failed; the WAL keeps everything",
-               "error=\"%s\"", gp_strerror(rc));
+        /* Lowercase, as every message here (strerror capitalizes). */
+        char *c = strchr(why, ':');
+        if (c && c[1] == ' ')
+            c[2] = (char)tolower((unsigned char)c[2]);
+        char q[400];
+        gp_log(resume ? GP_LOG_WARN : GP_LOG_ERROR, "store",
+               resume ? "writes still paused: checkpoint failed"
+                      : "checkpoint failed; the WAL keeps every acknowledged sample",
+               "error=%s", gp_log_quote(q, sizeof q, why[0] ? why : gp_strerror(rc)));
         if (tmp)
             unlink(tmp);
     }

@@ -177,7 +177,10 @@ void gp_seg_file_free(struct gp_seg_file *f)
 struct gp_segw {
     int fd;
     uint64_t size;
-    int broken; /* a write or sync failed: every later call answers GP_EIO */
+    uint64_t good; /* end of the last whole record (size, unless a write failed midway) */
+    int broken;    /* a write or sync failed: every later call answers GP_EIO */
+    int sync_failed;
+    int err;       /* errno of that failure */
 };
 
 int gp_segw_open(struct gp_segw **out, const char *path, uint64_t *cut, char *err, size_t errlen)
@@ -235,7 +238,7 @@ int gp_segw_open(struct gp_segw **out, const char *path, uint64_t *cut, char *er
         return gp_seterr(err, errlen, GP_ENOMEM, "segment: no memory");
     }
     w->fd = fd;
-    w->size = good;
+    w->size = w->good = good;
     *out = w;
     return GP_OK;
 }
@@ -256,6 +259,7 @@ static int write_all(struct gp_segw *w, struct iovec *iov, int cnt)
             continue;
         if (r <= 0) { /* 0: no progress on a regular file means no space */
             w->broken = 1;
+            w->err = r < 0 ? errno : ENOSPC;
             return GP_EIO;
         }
         w->size += (uint64_t)r;
@@ -298,6 +302,7 @@ int gp_segw_appendv(struct gp_segw *w, const struct gp_seg_rec *recs, size_t nre
         int rc = write_all(w, iov, (int)(2 * k));
         if (rc != GP_OK)
             return rc;
+        w->good = w->size;
     }
     return GP_OK;
 }
@@ -315,11 +320,38 @@ int gp_segw_sync(struct gp_segw *w)
     if (gp_seg_sys.fdatasync(w->fd) != 0) {
         /* After a failed fsync the kernel may have dropped the dirty
          * pages and a retry can "succeed": never trust this file again. */
-        w->broken = 1;
+        w->broken = w->sync_failed = 1;
+        w->err = errno;
         return GP_EIO;
     }
     return GP_OK;
 }
+
+int gp_segw_repair(struct gp_segw *w)
+{
+    if (!w->broken)
+        return GP_OK;
+    if (w->sync_failed)
+        return GP_EIO;
+    int r;
+    while ((r = ftruncate(w->fd, (off_t)w->good)) != 0 && errno == EINTR)
+        ;
+    if (r != 0 || lseek(w->fd, (off_t)w->good, SEEK_SET) < 0) {
+        w->err = errno;
+        return GP_EIO;
+    }
+    if (gp_seg_sys.fdatasync(w->fd) != 0) {
+        w->err = errno;
+        w->sync_failed = 1;
+        return GP_EIO;
+    }
+    w->size = w->good;
+    w->broken = 0;
+    w->err = 0;
+    return GP_OK;
+}
+
+int gp_segw_errno(const struct gp_segw *w) { return w->err; }
 
 uint64_t gp_segw_size(const struct gp_segw *w) { return w->size; }
 

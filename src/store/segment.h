@@ -93,6 +93,16 @@ int gp_segw_appendv(struct gp_segw *w, const struct gp_seg_rec *recs, size_t nre
  * failed fsync the kernel may have dropped the dirty pages). */
 int gp_segw_sync(struct gp_segw *w);
 uint64_t gp_segw_size(const struct gp_segw *w); /* bytes, i.e. the end offset */
+/* The errno of the failure that latched the appender (0: none). */
+int gp_segw_errno(const struct gp_segw *w);
+/*
+ * Makes an appender latched by a failed write usable again (a full disk
+ * that has room now): cuts the file back to the end of its last whole
+ * record, syncs that and clears the latch. GP_OK (also when not latched),
+ * or GP_EIO: the truncation failed, or the latch came from a failed sync
+ * (the kernel may have dropped pages: the file is not trusted again).
+ */
+int gp_segw_repair(struct gp_segw *w);
 int gp_segw_fd(const struct gp_segw *w);
 /* Closes (without syncing); accepts NULL. */
 void gp_segw_close(struct gp_segw *w);

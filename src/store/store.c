@@ -100,6 +100,10 @@ static int check_options(struct gp_store_options *o, char *err, size_t errlen)
         o->block_ms = 2 * 3600 * 1000;
     if (!o->max_series)
         o->max_series = 10 * 1000 * 1000;
+    if (!o->max_future_ms)
+        o->max_future_ms = GP_STORE_MAX_FUTURE_MS;
+    if (o->max_future_ms > GP_ST_T_LIMIT)
+        o->max_future_ms = -1;
     if (o->max_series > UINT32_MAX - 1)
         o->max_series = UINT32_MAX - 1;
     if (o->block_ms < 60000 || o->block_ms % 60000 != 0 ||
@@ -465,7 +469,7 @@ int gp_store_open(struct gp_store **out, const struct gp_store_options *o, char 
     *out = s;
     return GP_OK;
 fail:
-    s->broken = GP_EIO; /* close must not checkpoint a half-recovered store */
+    s->broken = GP_EPARSE; /* close must not checkpoint (or resume) a half-recovered store */
     gp_store_close(s);
     return rc;
 }
@@ -481,9 +485,16 @@ void gp_store_close(struct gp_store *s)
         pthread_mutex_unlock(&s->tmu);
         pthread_join(s->thread, NULL);
     }
-    if (s->wal && !s->broken) {
+    if (s->wal && s->broken != GP_EPARSE) {
+        /* Paused writes get one last try: the head then needs no replay. */
         pthread_mutex_lock(&s->maint);
-        gp_st_checkpoint(s);
+        if (!s->broken || gp_st_resume(s, 1) != GP_OK) {
+            if (!s->broken)
+                gp_st_checkpoint(s, 0);
+            else
+                gp_log(GP_LOG_WARN, "store", "closing with writes paused: no checkpoint; the WAL "
+                       "keeps every acknowledged sample", "error=\"%s\"", s->broken_why);
+        }
         pthread_mutex_unlock(&s->maint);
     }
     gp_wal_close(s->wal);
@@ -532,7 +543,7 @@ int gp_store_maintain(struct gp_store *s, int force)
     pthread_rwlock_unlock(&s->lock);
     int rc = GP_OK;
     if (broken) {
-        rc = GP_EIO;
+        rc = gp_st_resume(s, force); /* and nothing else until writes go on */
     } else {
         rc = gp_st_compact(s, force);
         int rrc = gp_st_retention(s);
@@ -543,7 +554,7 @@ int gp_store_maintain(struct gp_store *s, int force)
             due = 1; /* drop the consumed chunk files and the WAL soon */
         pthread_rwlock_unlock(&s->lock);
         if (due) {
-            int crc = gp_st_checkpoint(s);
+            int crc = gp_st_checkpoint(s, 0);
             if (rc == GP_OK)
                 rc = crc;
         }
@@ -578,6 +589,10 @@ void gp_store_stats(struct gp_store *s, struct gp_store_stats *st)
     st->rejected_conflict = s->rej_conflict;
     st->rejected_too_old = s->rej_too_old;
     st->rejected_series_limit = s->rej_limit;
+    st->rejected_too_far_in_future = s->rej_future;
+    st->write_errors = s->write_errors;
+    st->write_resumes = s->write_resumes;
+    st->writes_paused = s->broken != 0;
     st->duplicates = s->duplicates;
     st->wal_bytes = gp_wal_bytes(s->wal);
     st->wal_syncs = gp_wal_syncs(s->wal);

@@ -28,8 +28,23 @@
  * Prometheus, an older sample that equals (time and value bits) one the
  * series still holds in its newest two chunks also counts as a duplicate,
  * so a sender that retries a multi-sample request after losing the answer
- * is told success rather than "out of order". Sample times beyond
- * +-2^61 ms are refused as too old.
+ * is told success rather than "out of order". Sample times below
+ * -2^61 ms are refused as too old, above 2^61 ms as too far in the
+ * future whatever the bound.
+ *
+ * Time: the store's "now" (the too-old floor, which windows compaction
+ * takes, retention) is the server's clock (o.clock_ms), never the newest
+ * sample: one sender with a wrong clock must not move it. A sample more
+ * than max_future_ms ahead of that clock is refused (too_far_in_future),
+ * as Mimir's create grace period does; samples already held from before
+ * that bound existed are only data, kept until their window is due.
+ *
+ * Write errors (a full disk): the append that meets one answers GP_EIO
+ * and appends are refused from then on (GP_EIO, "writes paused") while
+ * the store resumes by itself (resume.c): every second, once the file
+ * system has room, it starts a new WAL segment, cuts the torn record off
+ * the chunk file and checkpoints the whole head, so what was in memory
+ * but not in the log is durable before any append is acknowledged again.
  *
  * Crash safety: gp_store_append returns only after the batch is in the
  * WAL and synced. Start-up loads blocks, chunk segments and the snapshot,
@@ -53,6 +68,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Default bound on sample times ahead of the store's clock: Grafana
+ * Mimir's create grace period (10m); clocks under NTP are within
+ * milliseconds, and a sender batching a few minutes stays inside. */
+#define GP_STORE_MAX_FUTURE_MS (10 * 60 * 1000LL)
+
 struct gp_store_options {
     const char *dir;               /* data directory, created if absent */
     int64_t retention_raw_ms;      /* 0: 15 days */
@@ -63,6 +83,10 @@ struct gp_store_options {
     size_t max_series;             /* 0: 10 million; more is rejected */
     int no_sync;                   /* 1: no fsync (benchmarks of the rest) */
     int no_background;             /* 1: no thread; the caller runs gp_store_maintain (tests) */
+    int64_t max_future_ms;         /* samples later than now + this are refused; 0: 10 minutes,
+                                    * < 0: no bound (backfilling synthetic future data) */
+    int64_t (*clock_ms)(void);     /* the server's clock, ms since the epoch; NULL: the wall
+                                    * clock (tests pass their own) */
 };
 
 struct gp_store;
@@ -87,15 +111,21 @@ struct gp_append_result {
     uint64_t conflict;     /* same time as the newest, other value */
     uint64_t too_old;      /* older than the raw retention window */
     uint64_t series_limit; /* samples of new series over max_series */
+    uint64_t too_far_in_future; /* later than the store's clock + max_future_ms */
     uint64_t series_created;
+    /* The first too_far_in_future sample, for the sender's message: its
+     * series' index in the request, its time and the clock it was judged by. */
+    size_t future_series;
+    int64_t future_t_ms, now_ms;
 };
 
 /*
  * Appends a decoded write request and returns once it is durable.
  * Rejected samples are counted in *res and skipped; the rest is stored.
  * Returns GP_OK (even when samples were rejected: the caller answers 400
- * if any were, as Prometheus does), GP_EIO (nothing acknowledged; the WAL
- * is broken, later appends fail too), GP_ENOMEM, or GP_EUSAGE for labels
+ * if any were, as Prometheus does), GP_EIO (nothing acknowledged: a write
+ * error, or writes are paused since one until the store resumes them),
+ * GP_ENOMEM, or GP_EUSAGE for labels
  * not in canonical form (gp_rw_decode never yields those). After an error
  * the samples before the failing one may be stored: not acknowledged,
  * but a retry finds them as duplicates.
@@ -194,14 +224,24 @@ int gp_store_label_values(struct gp_store *s, const char *name, const struct gp_
 /* ---- maintenance and health ---- */
 
 /* Runs due background work now: checkpoint, compaction, retention
- * (force: all of it regardless of timers). For tests and shutdown. */
+ * (force: all of it regardless of timers). For tests and shutdown.
+ * While writes are paused it tries to resume them instead (at most once
+ * a second unless force) and returns GP_EIO until that succeeds. */
 int gp_store_maintain(struct gp_store *s, int force);
+
+/* 1 while writes are paused after a write error, with what failed in
+ * why (may be NULL); 0 when appends are taken. Cheap: for every request. */
+int gp_store_write_paused(struct gp_store *s, char *why, size_t whylen);
 
 struct gp_store_stats {
     uint64_t series;
     uint64_t head_chunks, head_bytes;
     uint64_t samples_appended; /* since start */
     uint64_t rejected_out_of_order, rejected_conflict, rejected_too_old, rejected_series_limit;
+    uint64_t rejected_too_far_in_future;
+    uint64_t write_errors;     /* episodes of paused writes (a write error each) */
+    uint64_t write_resumes;    /* of them, how many the store resumed by itself */
+    int writes_paused;         /* 1 now */
     uint64_t duplicates;
     uint64_t wal_bytes, wal_syncs;
     uint64_t disk_bytes;       /* chunks + blocks + rollups + snapshot + meta */

@@ -210,15 +210,20 @@ int gp_st_bfile_payload(const struct gp_st_bfile *bf, const struct gp_st_bentry 
     return gp_crc32c(0, *p, e->len) == e->crc ? GP_OK : GP_EPARSE;
 }
 
-/* Writes all of buf (retrying short writes). GP_OK or GP_EIO. */
+/* Writes all of buf (retrying short writes). GP_OK or GP_EIO. Through
+ * the appenders' syscall table, so tests can fill the disk for it too. */
 static int write_all(int fd, const uint8_t *p, size_t n)
 {
     while (n > 0) {
-        ssize_t k = write(fd, p, n);
+        struct iovec iov = {(void *)p, n};
+        ssize_t k = gp_seg_sys.writev(fd, &iov, 1);
         if (k < 0 && errno == EINTR)
             continue;
-        if (k <= 0)
+        if (k <= 0) {
+            if (k == 0)
+                errno = ENOSPC; /* no progress on a regular file */
             return GP_EIO;
+        }
         p += k;
         n -= (size_t)k;
     }
@@ -227,8 +232,8 @@ static int write_all(int fd, const uint8_t *p, size_t n)
 
 static int bw_flush(struct gp_st_bwriter *w)
 {
-    if (w->err == GP_OK && w->blen > 0)
-        w->err = write_all(w->fd, w->buf, w->blen);
+    if (w->err == GP_OK && w->blen > 0 && (w->err = write_all(w->fd, w->buf, w->blen)) != GP_OK)
+        w->errnum = errno;
     w->blen = 0;
     return w->err;
 }

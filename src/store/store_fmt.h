@@ -154,6 +154,7 @@ struct gp_st_bwriter {
     uint32_t last_id;
     int64_t last_t;
     int err;
+    int errnum; /* errno of a failed write or sync, for the log */
 };
 
 /* Creates path (truncating) and writes the header. GP_OK or GP_EIO. */

@@ -10,6 +10,8 @@
  *   compact.c  compaction into blocks and rollups, retention
  *   read.c     select, read, read_rollups, label names and values
  *   meta.c     SQLite: the series registry and the format version
+ *   resume.c   the store's clock, pausing writes on a write error and
+ *              resuming them once the disk has room again
  *
  * Locking: `lock` (a writer-preferring rwlock) guards everything below
  * except what is marked otherwise; appends and maintenance steps that
@@ -92,7 +94,12 @@ struct gp_store {
     size_t ser_cap;
 
     struct gp_wal *wal;
-    int broken; /* a write error: appends answer GP_EIO from now on */
+    int broken; /* GP_EIO: a write error, appends refused until resume.c clears it;
+                 * GP_EPARSE: open failed midway, close must not checkpoint */
+    char broken_why[160];      /* what failed, for errors and health */
+    int64_t broken_since_ms;   /* monotonic */
+    int64_t resume_tried_ms;   /* monotonic; resume attempts at most once a second */
+    uint64_t write_errors, write_resumes;
 
     /* chunk files */
     struct gp_st_cfile *cf; /* ascending num; the last is the current one */
@@ -104,7 +111,8 @@ struct gp_store {
     struct gp_st_mlist blocks, rollups;
 
     int64_t compacted_until; /* data before this lives in blocks only */
-    int64_t max_t;           /* newest sample time in the store (INT64_MIN: none) */
+    int64_t max_t;           /* newest sample time held (INT64_MIN: none): stats only,
+                              * never the store's clock (gp_st_now) */
     int64_t data_min;        /* oldest uncompacted sample time (INT64_MAX: none) */
     uint32_t persisted_max_id; /* highest series id in meta.db (maint only) */
 
@@ -125,7 +133,7 @@ struct gp_store {
     uint64_t dup_v[2 * GP_ST_HEAD_SAMPLES];
 
     /* counters (under lock) */
-    uint64_t samples_appended, rej_ooo, rej_conflict, rej_too_old, rej_limit, duplicates;
+    uint64_t samples_appended, rej_ooo, rej_conflict, rej_too_old, rej_limit, rej_future, duplicates;
     uint64_t checkpoints, compactions, replayed_samples;
     uint64_t snap_bytes, block_bytes, rollup_bytes;
     double replay_seconds;
@@ -189,8 +197,10 @@ int gp_st_chunk_pread(int fd, const struct gp_st_ref *r, uint8_t *buf, size_t ca
 int gp_st_snap_restore(struct gp_store *s, const uint8_t *buf, size_t len, char *err, size_t errlen);
 /* Replays the WAL from segment from. */
 int gp_st_wal_replay(struct gp_store *s, uint32_t from, char *err, size_t errlen);
-/* A full checkpoint (maint held, lock not held). */
-int gp_st_checkpoint(struct gp_store *s);
+/* A full checkpoint (maint held, lock not held). resume: runs although
+ * s->broken and, once committed, clears it (resume.c). GP_OK, GP_EIO or
+ * GP_ENOMEM; a failure is logged with its step and cause. */
+int gp_st_checkpoint(struct gp_store *s, int resume);
 
 /* ---- compact.c ---- */
 int gp_st_blocks_load(struct gp_store *s, char *err, size_t errlen);
@@ -215,11 +225,24 @@ int gp_st_meta_start(struct gp_store *s, char *err, size_t errlen);
 int gp_st_meta_open(struct gp_store *s, char *err, size_t errlen);
 /* Loads the series registry into s->idx and s->ser. */
 int gp_st_meta_load(struct gp_store *s, char *err, size_t errlen);
-/* Inserts series in one transaction. GP_OK or GP_EIO. */
-int gp_st_meta_insert(struct gp_store *s, const struct gp_wal_series *list, size_t n);
+/* Inserts series in one transaction. GP_OK or GP_EIO with SQLite's
+ * reason for the first failure in err. */
+int gp_st_meta_insert(struct gp_store *s, const struct gp_wal_series *list, size_t n, char *err,
+                      size_t errlen);
 /* Sets meta(key) = value. GP_OK or GP_EIO (logged). */
 int gp_st_meta_set(struct gp_store *s, const char *key, int64_t value);
 void gp_st_meta_close(struct gp_store *s);
 uint64_t gp_st_meta_bytes(const struct gp_store *s);
+
+/* ---- resume.c ---- */
+/* The store's "now" in ms since the epoch: the server's clock. */
+int64_t gp_st_now(const struct gp_store *s);
+/* Pauses writes after a failed write (under the write lock): what failed
+ * and the errno, logged once per episode and counted. */
+void gp_st_set_broken(struct gp_store *s, const char *what, int e);
+/* Tries to resume paused writes (maint held, lock not held): at most
+ * once a second unless force, and only when the file system has room.
+ * GP_OK when writes are taken (again), else GP_EIO. */
+int gp_st_resume(struct gp_store *s, int force);
 
 #endif

@@ -27,7 +27,8 @@
  *    segment's fd and size under write_mu, releases write_mu and syncs;
  *    appends go on meanwhile. Rotation takes the token before write_mu,
  *    so it never closes a file that is being synced. Order: token, then
- *    write_mu; sync_mu is only ever taken alone.
+ *    write_mu; sync_mu is taken last (set_broken takes it under write_mu)
+ *    and nothing is taken under it.
  *  - Group commit: threads that find the token taken wait for it; when
  *    the fdatasync ends, every position up to the size read before it is
  *    durable, and one waiter still not covered takes the token and syncs
@@ -512,6 +513,12 @@ struct gp_wal {
     uint64_t synced_off;
 
     atomic_int broken; /* a write, sync or rotation failed: nothing more is acknowledged */
+    atomic_int err;    /* its errno */
+    _Atomic uint64_t epoch; /* failures so far: a position of an older epoch is durable only
+                             * if the last failure's mark covers it */
+    uint64_t mark_epoch;    /* sync_mu: the epoch the last failure ended */
+    uint32_t mark_seg;      /* sync_mu: the synced position when it failed */
+    uint64_t mark_off;
     _Atomic uint64_t bytes, syncs;
     _Atomic uint32_t segment;
 
@@ -546,12 +553,25 @@ static void give_token(struct gp_wal *w, int ok, uint32_t seg, uint64_t off)
     pthread_mutex_unlock(&w->sync_mu);
 }
 
+/* broken before epoch: an append that saw broken clear read the epoch
+ * before, so its position is refused by one test or the other. The
+ * synced position at the failure is kept: what it covers was durable.
+ * (sync_mu is taken here under write_mu by rotation: never the other
+ * way round, so the order stays safe.) */
 static void set_broken(struct gp_wal *w, const char *what, int e)
 {
-    if (!atomic_exchange(&w->broken, 1))
-        gp_log(GP_LOG_ERROR, "wal", "write-ahead log failed; no more writes are acknowledged",
+    if (!atomic_exchange(&w->broken, 1)) {
+        pthread_mutex_lock(&w->sync_mu);
+        w->mark_epoch = atomic_load(&w->epoch);
+        w->mark_seg = w->synced_seg;
+        w->mark_off = w->synced_off;
+        atomic_fetch_add(&w->epoch, 1);
+        pthread_mutex_unlock(&w->sync_mu);
+        atomic_store(&w->err, e);
+        gp_log(GP_LOG_ERROR, "wal", "write-ahead log failed; no writes are acknowledged until it is reopened",
                "op=%s segment=%08u error=\"%s\"", what, (unsigned)atomic_load(&w->segment),
                strerror(e));
+    }
 }
 
 static int fdatasync_fd(int fd)
@@ -665,6 +685,8 @@ int gp_wal_open(struct gp_wal **out, const char *dir, const struct gp_wal_option
     w->synced_seg = next;
     w->synced_off = 0;
     atomic_init(&w->broken, 0);
+    atomic_init(&w->err, 0);
+    atomic_init(&w->epoch, 0);
     atomic_init(&w->bytes, bytes);
     atomic_init(&w->syncs, 0);
     atomic_init(&w->segment, next);
@@ -707,27 +729,39 @@ int gp_wal_append(struct gp_wal *w, const struct gp_wal_series *series, size_t n
         return rc;
 
     pthread_mutex_lock(&w->write_mu);
+    uint64_t epoch = atomic_load(&w->epoch);
     uint64_t before = gp_segw_size(w->seg);
     rc = gp_segw_appendv(w->seg, recs, nrec);
     uint64_t after = gp_segw_size(w->seg);
-    int e = errno;
+    int e = gp_segw_errno(w->seg);
     end->segment = w->cur;
     end->offset = after;
+    end->epoch = epoch;
     pthread_mutex_unlock(&w->write_mu);
     atomic_fetch_add(&w->bytes, after - before);
     if (rc != GP_OK) {
         set_broken(w, "write", e);
         return GP_EIO;
     }
+    if (atomic_load(&w->broken))
+        return GP_EIO; /* a sync failed meanwhile: this batch may share its fate */
     return GP_OK;
 }
 
 int gp_wal_sync(struct gp_wal *w, const struct gp_wal_pos *pos)
 {
     if (w->no_sync)
-        return atomic_load(&w->broken) ? GP_EIO : GP_OK;
+        return atomic_load(&w->broken) || pos->epoch != atomic_load(&w->epoch) ? GP_EIO : GP_OK;
     pthread_mutex_lock(&w->sync_mu);
     for (;;) {
+        if (pos->epoch != atomic_load(&w->epoch)) {
+            /* Appended before a failure: durable only if synced before it. */
+            int ok = pos->epoch == w->mark_epoch &&
+                     (pos->segment < w->mark_seg ||
+                      (pos->segment == w->mark_seg && pos->offset <= w->mark_off));
+            pthread_mutex_unlock(&w->sync_mu);
+            return ok ? GP_OK : GP_EIO;
+        }
         if (covered(w, pos->segment, pos->offset)) {
             pthread_mutex_unlock(&w->sync_mu);
             return GP_OK;
@@ -766,6 +800,62 @@ int gp_wal_sync(struct gp_wal *w, const struct gp_wal_pos *pos)
 int gp_wal_cut(struct gp_wal *w, uint32_t *segment)
 {
     return rotate(w, segment);
+}
+
+int gp_wal_reopen(struct gp_wal *w, char *err, size_t errlen)
+{
+    take_token(w);
+    pthread_mutex_lock(&w->write_mu);
+    int rc = GP_OK;
+    uint32_t old = w->cur;
+    if (!atomic_load(&w->broken))
+        goto out;
+    if (old == UINT32_MAX) {
+        rc = gp_seterr(err, errlen, GP_EIO, "wal: segment numbers exhausted in '%s'", w->dir);
+        goto out;
+    }
+    /* Cut the torn record now so that a replay before the next
+     * checkpoint does not take it for damage and stop there. */
+    char path[PATH_MAX];
+    struct gp_segw *cut = NULL;
+    uint64_t torn = 0;
+    char cerr[256];
+    if (seg_path(path, sizeof path, w->dir, old) == GP_OK &&
+        gp_segw_open(&cut, path, &torn, cerr, sizeof cerr) == GP_OK)
+        gp_segw_close(cut);
+    else
+        gp_log(GP_LOG_WARN, "wal", "cannot cut the torn record of a failed segment; replay stops there",
+               "segment=%08u", (unsigned)old);
+    struct gp_segw *next;
+    if ((rc = open_segment(w, old + 1, &next, err, errlen)) != GP_OK)
+        goto out;
+    gp_segw_close(w->seg);
+    w->seg = next;
+    w->cur = old + 1;
+    atomic_store(&w->segment, old + 1);
+    pthread_mutex_lock(&w->sync_mu); /* the token is ours: no syncer reads these */
+    w->synced_seg = old + 1;
+    w->synced_off = 0;
+    pthread_mutex_unlock(&w->sync_mu);
+    atomic_store(&w->err, 0);
+    atomic_store(&w->broken, 0);
+    gp_log(GP_LOG_INFO, "wal", "write-ahead log reopened after a failure",
+           "segment=%08u torn_bytes_cut=%llu", (unsigned)(old + 1), (unsigned long long)torn);
+out:
+    pthread_mutex_unlock(&w->write_mu);
+    give_token(w, 0, 0, 0);
+    return rc;
+}
+
+int gp_wal_errno(const struct gp_wal *w) { return atomic_load(&w->err); }
+
+void gp_wal_end(struct gp_wal *w, struct gp_wal_pos *pos)
+{
+    pthread_mutex_lock(&w->write_mu);
+    pos->segment = w->cur;
+    pos->offset = gp_segw_size(w->seg);
+    pos->epoch = atomic_load(&w->epoch);
+    pthread_mutex_unlock(&w->write_mu);
 }
 
 int gp_wal_remove_before(struct gp_wal *w, uint32_t segment)

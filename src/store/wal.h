@@ -51,10 +51,14 @@ struct gp_wal_sample {
     uint64_t v_bits; /* the value's raw bits: NaN payloads survive */
 };
 
-/* Where a batch ends: durable once gp_wal_sync(pos) returned GP_OK. */
+/* Where a batch ends: durable once gp_wal_sync(pos) returned GP_OK.
+ * epoch: the log's failure count when it was appended; a position from
+ * before a failure is reported durable after it only if it was synced
+ * before it (gp_wal_reopen). */
 struct gp_wal_pos {
     uint32_t segment;
     uint64_t offset;
+    uint64_t epoch;
 };
 
 struct gp_wal_options {
@@ -138,6 +142,27 @@ int gp_wal_append(struct gp_wal *w, const struct gp_wal_series *series, size_t n
  * GP_EUSAGE for a position past anything appended. Returns at once when
  * pos is already durable, even while another thread's fdatasync runs. */
 int gp_wal_sync(struct gp_wal *w, const struct gp_wal_pos *pos);
+
+/*
+ * After a failure (a full disk), makes the log writable again: cuts the
+ * torn record off the current segment (best effort: a crash before the
+ * next checkpoint replays up to it either way), starts the next segment
+ * and clears the failure. Positions appended before the failure and not
+ * synced by then stay undurable to gp_wal_sync (GP_EIO), whatever
+ * follows, since what they wrote may be gone; the caller makes that data
+ * durable otherwise (the store checkpoints its head) before it
+ * acknowledges anything again.
+ * GP_OK (also when nothing failed) or GP_EIO (still no room: try later).
+ */
+int gp_wal_reopen(struct gp_wal *w, char *err, size_t errlen);
+
+/* Where the log ends now: syncing to it covers every batch appended so
+ * far (a request whose samples were all duplicates of batches still
+ * being synced waits for them so). */
+void gp_wal_end(struct gp_wal *w, struct gp_wal_pos *pos);
+
+/* The errno of the last failure (0: none since the last reopen). */
+int gp_wal_errno(const struct gp_wal *w);
 
 /* Syncs and closes the current segment and starts the next; *segment is
  * the new segment's number: replaying from it replays what follows. */

@@ -15,6 +15,7 @@
 #include "store/store.h"
 #include "test.h"
 
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,6 +83,25 @@ static inline int64_t tnow_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* A clock for tests that write ahead of the wall clock and want the
+ * store to compact as though that time had come: the later of the wall
+ * clock and the newest time given to tclock_advance (the store's clock is
+ * never its newest sample, store.h). Use with max_future_ms = -1. */
+static _Atomic int64_t tclock_at = INT64_MIN;
+
+static inline int64_t tclock(void)
+{
+    int64_t w = tnow_ms(), a = atomic_load(&tclock_at);
+    return a > w ? a : w;
+}
+
+static inline void tclock_advance(int64_t t)
+{
+    int64_t cur = atomic_load(&tclock_at);
+    while (t > cur && !atomic_compare_exchange_weak(&tclock_at, &cur, t))
+        ;
 }
 
 /* Opens the store in dir with small windows for tests (no thread). */

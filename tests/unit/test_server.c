@@ -28,6 +28,7 @@ static void test_config_defaults(void)
     CHECK_INT(c.max_uncompressed, 128 << 20);
     CHECK_INT(c.max_inflight_bytes, 512 << 20);
     CHECK_INT(c.read_timeout_ms, 30000);
+    CHECK_INT(c.max_future_ms, 10 * 60 * 1000);
     CHECK_STR(c.write_token, "");
     CHECK_STR(c.log_level, "info");
 }
@@ -84,6 +85,7 @@ static void test_config_cross_checks(void)
         {"max-inflight-bytes", "100MiB", "max_inflight_bytes must be at least"},
         {"retention-rollup", "1d", "retention_rollup must be at least retention_raw"},
         {"retention-raw", "10m", "retention_raw must be at least 1h"},
+        {"max-future", "400d", "max_future must be between 0s (no bound) and 365d"},
         {"read-timeout", "50ms", "read_timeout"},
         {"max-body", "10", "max_body"},
         {"log-level", "loud", "log_level"},

@@ -713,7 +713,9 @@ static ssize_t fail_writev(int fd, const struct iovec *iov, int n)
 static void test_write_errors_refuse_appends(void)
 {
     const char *dir = gp_test_tmpdir();
-    int64_t t0 = tnow_ms() - 600000;
+    /* At the start of a block window: no head is cut into a chunk file
+     * (whose write would fail first) by a window edge. */
+    int64_t t0 = (tnow_ms() - 600000) / 7200000 * 7200000;
     for (int kind = 0; kind < 2; kind++) {
         struct gp_store *s = topen(dir, NULL);
         fill(s, 3, 10, t0 + kind * 100000, 10);
@@ -727,7 +729,8 @@ static void test_write_errors_refuse_appends(void)
         char err[256];
         CHECK_INT(gp_store_append(s, &r.req, &res, err, sizeof err), GP_EIO);
         CHECK_CONTAINS(err, "WAL");
-        /* The WAL is broken: later appends are refused too. */
+        /* Writes are paused: later appends are refused too (until maintenance
+         * resumes them, test_store_time.c). */
         gp_seg_sys.fdatasync = fdatasync;
         gp_seg_sys.writev = writev;
         treq_free(&r);
@@ -740,7 +743,7 @@ static void test_write_errors_refuse_appends(void)
                   GP_OK);
         CHECK_INT(x.n, 10);
         gp_samples_free(&x);
-        gp_store_close(s); /* no checkpoint of a broken store */
+        gp_store_close(s); /* resumes (the calls work again) and checkpoints */
     }
     /* After a restart everything acknowledged is there (and what failed
      * to sync may be too: it was never acknowledged either way). */
@@ -797,6 +800,7 @@ static void *work(void *arg)
         pthread_barrier_wait(w->barrier);
         struct treq r;
         treq_build(&r, w->first, 10, 2, w->t0 + j * 2000, 1000, NULL);
+        tclock_advance(w->t0 + j * 2000 + 1000);
         struct gp_append_result res;
         char err[128];
         if (gp_store_append(w->s, &r.req, &res, err, sizeof err) != GP_OK || res.accepted != 20)
@@ -808,10 +812,12 @@ static void *work(void *arg)
 
 static void test_concurrent_appends_and_reads(void)
 {
-    struct gp_store_options o = {.block_ms = 60000, .checkpoint_interval_ms = 20};
+    /* Times ahead of the wall clock, and a clock that follows them, so
+     * windows are compacted while appends and reads go on. */
+    struct gp_store_options o = {
+        .block_ms = 60000, .checkpoint_interval_ms = 20, .max_future_ms = -1, .clock_ms = tclock};
     struct gp_store *s = topen(gp_test_tmpdir(), &o);
     volatile int stop = 0;
-    /* Times ahead of the clock: compaction follows the newest sample. */
     int64_t t0 = gp_st_floor(tnow_ms(), 60000) + 3600 * 1000;
     struct worker w[6];
     pthread_t th[6];

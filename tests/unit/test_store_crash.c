@@ -55,6 +55,7 @@ static void *append_loop(void *arg)
                    1000, NULL);
         struct gp_append_result res;
         char err[256];
+        tclock_advance(c->t0 + ((int64_t)b * PER + PER - 1) * 1000);
         if (gp_store_append(a->s, &r.req, &res, err, sizeof err) != GP_OK) {
             fprintf(stderr, "child: append: %s\n", err);
             _exit(3);
@@ -81,6 +82,8 @@ static void child(struct crash *c)
         .checkpoint_interval_ms = 10,
         .wal_segment_bytes = 64 * 1024,
         .no_sync = c->no_sync,
+        .max_future_ms = -1,
+        .clock_ms = tclock, /* follows the data, so windows are compacted as it is written */
     };
     struct gp_store *s;
     char err[512];

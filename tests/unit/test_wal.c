@@ -466,7 +466,7 @@ static void test_append_rejects(void)
 {
     const char *dir = sub("wal");
     struct gp_wal *w = open_wal(dir, 0);
-    struct gp_wal_pos end = {0, 0};
+    struct gp_wal_pos end = {0, 0, 0};
     struct gp_wal_series s = {1, (const uint8_t *)"x", 1};
     struct gp_wal_sample m = {1, 0, 0};
     CHECK_INT(gp_wal_append(w, NULL, 0, NULL, 0, &end), GP_EUSAGE);
@@ -484,9 +484,9 @@ static void test_append_rejects(void)
     CHECK_INT(gp_wal_append(w, &s, 1, &m, 1, &end), GP_OK);
     CHECK_INT(gp_wal_sync(w, &end), GP_OK);
     /* A position never written. */
-    struct gp_wal_pos future = {end.segment, end.offset + 1};
+    struct gp_wal_pos future = {end.segment, end.offset + 1, end.epoch};
     CHECK_INT(gp_wal_sync(w, &future), GP_EUSAGE);
-    future = (struct gp_wal_pos){end.segment + 1, 1};
+    future = (struct gp_wal_pos){end.segment + 1, 1, end.epoch};
     CHECK_INT(gp_wal_sync(w, &future), GP_EUSAGE);
     CHECK_INT(gp_wal_sync(w, &end), GP_OK);
     gp_wal_close(w);
