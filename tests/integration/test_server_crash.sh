@@ -52,7 +52,10 @@ WPID=$!
 PIDS+=("$WPID")
 kills=0
 for i in 1 2 3 4 5; do
-    sleep "$(( 1 + RANDOM % 2 )).$(( RANDOM % 10 ))"
+    # 0.5 to 1.4 s apart: five kills land well inside the data (79,200
+    # bodies, which a fast machine writes in about 10 s).
+    d=$(( 5 + RANDOM % 10 ))
+    sleep "$(( d / 10 )).$(( d % 10 ))"
     kill -0 "$WPID" 2>/dev/null || fail "the writer finished before kill $i: give it more data"
     before=$(wc -l <"$TMP/acked")
     kill -KILL "$SPID"
