@@ -28,6 +28,10 @@ grep '=>' "$TMP/list.txt" | grep -vE "=> $KIT/lib/|^\s*(libc|libm|libresolv)\.so
 python3 -c 'import json,sys; m=json.load(open(sys.argv[1])); sys.exit(not (m["libs"] and m["sha256"] and m["needs_glibc"]))' \
     "$KIT/MANIFEST.json" || fail "MANIFEST.json incomplete"
 
+# The nvidia-smi readers on canned output (no nvidia-smi runs here).
+"$ROOT/scripts/gpu-validate" selftest >"$TMP/selftest.txt" 2>&1 || { cat "$TMP/selftest.txt"; fail "selftest failed"; }
+note "$(tail -1 "$TMP/selftest.txt")"
+
 # 2. the run, stand-in
 OUTD=$TMP/out
 start=$SECONDS
