@@ -153,9 +153,10 @@ class Client:
     # ---- the API ---------------------------------------------------------
 
     def report_step(self, duration, samples=None, tokens=None, loss=None, wait=None, n=None):
-        """One finished step of ``duration`` seconds. ``n`` is your step
-        number (default: counts the steps reported); ``wait`` is the time
-        it waited for input data."""
+        """One finished step of ``duration`` seconds (from the end of the
+        previous step). ``n`` is your step number (default: counts the
+        steps reported); ``wait`` is the part of ``duration`` spent waiting
+        for input data."""
         # t: when the step ended, so batching (up to 20 ms) does not blur
         # the time line that throughput is computed from
         rest = " dur=%s t=%.6f" % (_num(duration) or "0", time.time())
