@@ -243,7 +243,9 @@ class Client:
 class _Step:
     """``with gpulse.step(...)``: times the block with time.perf_counter.
     Set ``.loss``, ``.samples`` or ``.tokens`` inside the block if known
-    only then. A block left by an exception is not reported."""
+    only then; ``.wait`` is the part of the block spent waiting for data
+    (fetch the batch inside the block to count it). A block left by an
+    exception is not reported."""
 
     __slots__ = ("_c", "samples", "tokens", "loss", "wait", "n", "_t0")
 
