@@ -37,6 +37,7 @@ import argparse
 import glob
 import os
 import re
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -204,7 +205,7 @@ class Header:
                 self.macros.append(name)
         noinc = re.sub(r"^[ \t]*#[ \t]*include.*$", "", raw, flags=re.M)
         try:
-            pre = subprocess.run([cc, "-E", "-P", "-x", "c", "-"], input=noinc, capture_output=True,
+            pre = subprocess.run(shlex.split(cc) + ["-E", "-P", "-x", "c", "-"], input=noinc, capture_output=True,
                                  text=True, check=True).stdout
         except (OSError, subprocess.CalledProcessError) as e:
             die(f"cannot preprocess {path} with {cc}: {getattr(e, 'stderr', e)}")
@@ -519,7 +520,7 @@ def main():
         with open(src, "w", encoding="utf-8") as f:
             f.write(probe.program(copy))
         exe = os.path.join(tmp, "probe")
-        cp = subprocess.run([a.cc, "-std=c11", "-w", "-o", exe, src], capture_output=True, text=True)
+        cp = subprocess.run(shlex.split(a.cc) + ["-std=c11", "-w", "-o", exe, src], capture_output=True, text=True)
         if cp.returncode != 0:
             die(f"the layout probe does not compile:\n{cp.stderr[-2000:]}")
         lines = subprocess.run([exe], capture_output=True, text=True, check=True).stdout.splitlines()
