@@ -28,7 +28,8 @@ test_pkgs=(prometheus curl python3 prometheus-node-exporter procps victoria-metr
            dpkg-dev debhelper fakeroot lintian debootstrap man-db groff-base
            tmux   # a real terminal for gpulse top: send-keys, capture-pane, resize-window
            systemd    # systemd-analyze verify/security and systemd-sysusers check deploy/systemd
-           chromium fonts-dejavu-core)  # the dashboard in a real (headless) browser, legible screenshots
+           chromium fonts-dejavu-core  # the dashboard in a real (headless) browser, legible screenshots
+           librust-nvml-wrapper-sys-dev)  # bindgen output of NVIDIA's nvml.h: the reference test_nvml_abi checks nvml_abi.h against
 # The dashboard's browser test drives chromium with playwright-core from npm
 # (tests/e2e/package-lock.json): tests/integration/test_dashboard_e2e.sh
 # runs `npm ci --prefix tests/e2e` itself (no browser download).

@@ -153,9 +153,10 @@ class Client:
     # ---- the API ---------------------------------------------------------
 
     def report_step(self, duration, samples=None, tokens=None, loss=None, wait=None, n=None):
-        """One finished step of ``duration`` seconds. ``n`` is your step
-        number (default: counts the steps reported); ``wait`` is the time
-        it waited for input data."""
+        """One finished step of ``duration`` seconds (from the end of the
+        previous step). ``n`` is your step number (default: counts the
+        steps reported); ``wait`` is the part of ``duration`` spent waiting
+        for input data."""
         # t: when the step ended, so batching (up to 20 ms) does not blur
         # the time line that throughput is computed from
         rest = " dur=%s t=%.6f" % (_num(duration) or "0", time.time())
@@ -242,7 +243,9 @@ class Client:
 class _Step:
     """``with gpulse.step(...)``: times the block with time.perf_counter.
     Set ``.loss``, ``.samples`` or ``.tokens`` inside the block if known
-    only then. A block left by an exception is not reported."""
+    only then; ``.wait`` is the part of the block spent waiting for data
+    (fetch the batch inside the block to count it). A block left by an
+    exception is not reported."""
 
     __slots__ = ("_c", "samples", "tokens", "loss", "wait", "n", "_t0")
 

@@ -424,11 +424,12 @@ void gp_history_step(struct gp_history *h, const struct gp_history_step *s)
         h->has_tokens = true;
         h->tokens += s->tokens;
     }
+    /* a step's seconds run from the previous step's end, its data wait
+     * inside them (docs/jobs.md, the step protocol) */
     double start = s->t_end - s->seconds;
     if (s->has_wait) {
         h->has_wait = true;
         h->wait += s->wait_seconds;
-        start -= s->wait_seconds;
     }
     if (start < h->first_start)
         h->first_start = start;
@@ -640,8 +641,10 @@ static json_t *totals_json(const struct gp_history *h, double wall, json_t *gpus
     } else {
         json_object_set_new(t, "step_seconds", json_null());
     }
-    double busy = h->step_sum + h->wait;
-    json_object_set_new(t, "data_wait_ratio", h->has_wait && busy > 0 ? json_real(h->wait / busy) : json_null());
+    /* the wait's share of step time, as the server's job document and the
+     * dataloader_starvation detector count it */
+    json_object_set_new(t, "data_wait_ratio",
+                        h->has_wait && h->step_sum > 0 ? json_real(fmin(1.0, h->wait / h->step_sum)) : json_null());
     /* each GPU at its price: the configured one, else its model's default
      * (insight/cost.h); null when a GPU the job used has none */
     double cost = 0;

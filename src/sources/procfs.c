@@ -690,16 +690,20 @@ static bool is_follow_pid(const struct procfs *st, uint32_t pid)
 
 /*
  * Marks p followed and gives it e's own identity, read if not yet. A
- * cfg->follow pid that named nothing is read again each tick: gpulse run
- * forks its command before the exec that gives it GPULSE_RUN_ID (the
- * start time, the cache's key, does not change across exec).
+ * cfg->follow pid is read again each tick until its identity is gpulse
+ * run's (GPULSE_RUN_ID): gpulse run forks its command before the exec
+ * that gives it that variable (the start time, the cache's key, does not
+ * change across exec), and until then the child holds gpulse run's own
+ * environment, which may name a rank or a Slurm job (`srun gpulse run`,
+ * RANK set by a launcher) that must not stick.
  */
 static void follow_proc(struct procfs *st, struct procfs_pid *e, struct gp_proc *p,
                         unsigned *errors)
 {
     p->followed = true;
-    if (e->ident == IDENT_EMPTY && st->nfollow && is_follow_pid(st, e->pid))
-        e->ident = IDENT_UNREAD;
+    if (e->ident != IDENT_UNREAD && st->nfollow && is_follow_pid(st, e->pid) &&
+        !(e->ident >= IDENT_SLOT0 && st->idv[e->ident - IDENT_SLOT0].id.scheme == GP_JOB_RUN))
+        ident_release(st, e);
     if (e->ident == IDENT_UNREAD)
         ident_read(st, e, errors);
     if (e->ident >= IDENT_SLOT0)

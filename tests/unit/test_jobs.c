@@ -326,6 +326,37 @@ static void test_run_env_plain_precedence(void)
     rig_close(&r);
 }
 
+/* gpulse run's child before and after its exec: before, it holds gpulse
+ * run's own environment (here a launcher's RANK and a Slurm job); after,
+ * GPULSE_RUN_ID names the job, with the same pid and start time. */
+static void test_run_child_env_after_exec(void)
+{
+    static const struct fake before = {600, 1, 600, "gpulse", 100, 10,
+                                       ENV("RANK=3\0SLURM_JOB_ID=77\0"), NULL};
+    build(&before, 1);
+    struct rig r;
+    static const uint32_t follow[] = {600};
+    rig_open(&r, false, follow, 1);
+    static const struct gproc none[1][4] = {{{0, 0, 0}}};
+    tick_begin(&r, none, 1);
+    tick_end(&r);
+    CHECK_JID(&r, 600, "77", 3, GP_JOB_SLURM);
+    static const struct fake after = {600, 1, 600, "python", 100, 10,
+                                      ENV("RANK=3\0SLURM_JOB_ID=77\0GPULSE_RUN_ID=run-x\0"), NULL};
+    write_proc(&after);
+    tick_begin(&r, none, 1);
+    tick_end(&r);
+    CHECK_JID(&r, 600, "run-x", 3, GP_JOB_RUN);
+    CHECK_INT(job(&r, "run-x", 3)->nprocs, 1);
+    /* named: not read again (the environ file may go; the name stays) */
+    remove_proc(600);
+    write_proc(&(struct fake){600, 1, 600, "python", 100, 10, NOENV, NULL});
+    tick_begin(&r, none, 1);
+    tick_end(&r);
+    CHECK_JID(&r, 600, "run-x", 3, GP_JOB_RUN);
+    rig_close(&r);
+}
+
 /* Exited workers' CPU stays in the job; a new worker reusing a pid is
  * another process; a job without processes leaves the frame. */
 static void test_cpu_of_exited_kept(void)
@@ -499,6 +530,7 @@ const struct gp_test gp_tests_jobs[] = {
     {"torchrun", test_torchrun},
     {"kubernetes", test_kubernetes},
     {"run_env_plain_precedence", test_run_env_plain_precedence},
+    {"run_child_env_after_exec", test_run_child_env_after_exec},
     {"cpu_of_exited_kept", test_cpu_of_exited_kept},
     {"steps", test_steps},
     {"steps_of_another_uid_dropped", test_steps_of_another_uid_dropped},

@@ -209,11 +209,11 @@ static void test_history_totals(void)
                    2.0 * i, 1e9 + i * 1e8);
         gp_history_frame(h, &f);
     }
-    /* 100 steps of 0.1 s with 0.01 s of data wait, 32 samples each */
+    /* 100 steps of 0.11 s, 0.01 s of it data wait, 32 samples each */
     double t = 1700000000.0;
     for (int i = 0; i < 100; i++) {
         t += 0.11;
-        struct gp_history_step s = {.t_end = t, .seconds = 0.1, .has_samples = true, .samples = 32,
+        struct gp_history_step s = {.t_end = t, .seconds = 0.11, .has_samples = true, .samples = 32,
                                     .has_wait = true, .wait_seconds = 0.01};
         gp_history_step(h, &s);
     }
@@ -241,9 +241,9 @@ static void test_history_totals(void)
     CHECK_DBL(dget(d, "totals.host_rss_peak_bytes"), 4.0 * 1073741824.0, 1);
     CHECK_INT(dget(d, "totals.steps"), 100);
     CHECK_DBL(dget(d, "totals.samples"), 3200, 1e-9);
-    CHECK_DBL(dget(d, "totals.step_seconds.mean"), 0.1, 1e-12);
-    CHECK_DBL(dget(d, "totals.step_seconds.p50"), 0.1, 0.1 * 0.01);
-    CHECK_DBL(dget(d, "totals.step_seconds.max"), 0.1, 1e-12);
+    CHECK_DBL(dget(d, "totals.step_seconds.mean"), 0.11, 1e-12);
+    CHECK_DBL(dget(d, "totals.step_seconds.p50"), 0.11, 0.11 * 0.01);
+    CHECK_DBL(dget(d, "totals.step_seconds.max"), 0.11, 1e-12);
     /* 100 steps of 0.11 s of wall time each, waits included */
     CHECK_DBL(dget(d, "totals.samples_per_second"), 3200 / 11.0, 1e-3); /* epoch-second doubles */
     CHECK_DBL(dget(d, "totals.data_wait_ratio"), 0.01 / 0.11, 1e-9);
