@@ -17,7 +17,7 @@ LDLIBS  := $(PKG_LIBS) -ldl -lm -pthread
 SAN     := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
 LIB_SRC := $(sort $(wildcard src/lib/*.c src/sources/*.c src/agent/*.c src/ingest/*.c \
-                            src/store/*.c src/storage/*.c src/query/*.c src/server/*.c src/net/*.c \
+                            src/state/*.c src/store/*.c src/storage/*.c src/query/*.c src/server/*.c src/net/*.c \
                             src/report/*.c src/run/*.c src/insight/*.c src/notify/*.c \
                             src/top/*.c))
 TEST_SRC := $(sort $(wildcard tests/unit/*.c)) tests/runner.c

@@ -18,7 +18,7 @@
 #include "lib/err.h"
 #include "lib/log.h"
 #include "query/json.h"
-#include "server/state.h"
+#include "state/state.h"
 
 #include <math.h>
 #include <pthread.h>

@@ -1,7 +1,7 @@
 /*
  * alerts.h - the alert state machine of `gpulse server`: what the
  * detectors and custom rules observe becomes alerts with a lifecycle,
- * kept in <data>/state.db (server/state.h, tables alerts,
+ * kept in <data>/state.db (state/state.h, tables alerts,
  * alert_transitions and silences).
  *
  * Key and fingerprint. An alert is about one key: its kind (a detector's

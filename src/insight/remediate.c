@@ -24,7 +24,7 @@
 #include "lib/clock.h"
 #include "lib/err.h"
 #include "lib/log.h"
-#include "server/state.h"
+#include "state/state.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -126,7 +126,7 @@ struct gp_rem_opts {
 struct gp_rem;
 
 /*
- * Opens dir/state.db (its own connection; server/state.h migrates it)
+ * Opens dir/state.db (its own connection; state/state.h migrates it)
  * and starts the worker. *out is closed with gp_rem_close. GP_OK,
  * GP_EUSAGE (limits out of range), the errors of gp_state_open, or
  * GP_ENOMEM, with detail.

@@ -19,7 +19,7 @@
 #include "lib/log.h"
 #include "lib/metrics.h"
 #include "notify/notice.h"
-#include "server/state.h"
+#include "state/state.h"
 
 #include <errno.h>
 #include <jansson.h>

@@ -22,7 +22,7 @@
 #include "lib/err.h"
 #include "lib/log.h"
 #include "notify/notice.h"
-#include "server/state.h"
+#include "state/state.h"
 
 #include <jansson.h>
 #include <math.h>

@@ -9,7 +9,7 @@
 #include "lib/err.h"
 #include "lib/log.h"
 #include "query/json.h"
-#include "server/state.h"
+#include "state/state.h"
 #include "store/labels.h"
 
 #include <errno.h>

@@ -1,7 +1,7 @@
 /*
  * jobs.h - the jobs registry of `gpulse server`: which training jobs the
  * stored gpulse_job_* series describe (docs/jobs.md), kept in memory and
- * in <data>/state.db (server/state.h) so it survives restarts.
+ * in <data>/state.db (state/state.h) so it survives restarts.
  *
  * A scanner (its own thread, every jobs_scan_interval) selects the
  * gpulse_job_info series that have samples since its last scan, less an

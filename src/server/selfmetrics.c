@@ -18,7 +18,7 @@
 
 #include "lib/err.h"
 #include "lib/metrics.h"
-#include "server/state.h"
+#include "state/state.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -19,7 +19,7 @@
 #include "server/auth.h"
 #include "lib/token.h"
 #include "server/jobs.h"
-#include "server/state.h"
+#include "state/state.h"
 #include "storage/storage.h"
 
 #include <errno.h>

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A damaged state.db (server/state.h) does not stop the server: it starts,
+# A damaged state.db (state/state.h) does not stop the server: it starts,
 # ingests and answers queries, runs its jobs scanner and detectors on an
 # empty in-memory state, says so in the log, in /api/v1/health
 # ("degraded", with the damage) and on /metrics, leaves the file as it

@@ -1,12 +1,12 @@
 /*
- * test_state.c - state.db (server/state.h): a sound file keeps what is
+ * test_state.c - state.db (state/state.h): a sound file keeps what is
  * written across opens; a damaged one (not a database, a corrupt page)
  * is left byte for byte as it was while every connection gets an empty
  * in-memory database of the same schema; errors that are not damage
  * (no such directory) stay errors.
  */
 #include "lib/err.h"
-#include "server/state.h"
+#include "state/state.h"
 #include "test.h"
 
 #include <fcntl.h>

@@ -29,8 +29,8 @@
  * shown by gp_state_damaged (health, /metrics) and repaired offline by
  * `gpulse repair`, which sets the file aside (docs/storage.md).
  */
-#ifndef GP_SERVER_STATE_H
-#define GP_SERVER_STATE_H
+#ifndef GP_STATE_STATE_H
+#define GP_STATE_STATE_H
 
 #include <sqlite3.h>
 #include <stddef.h>

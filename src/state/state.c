@@ -3,7 +3,7 @@
  * migrations are one table, applied in order from the database's
  * user_version; add a row to change the schema, never edit a row.
  */
-#include "server/state.h"
+#include "state/state.h"
 
 #include "lib/err.h"
 #include "lib/log.h"
