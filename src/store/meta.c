@@ -130,6 +130,24 @@ static void load_lost(struct gp_store *s)
     sqlite3_finalize(st);
 }
 
+/* Enters series id (labels as read back from meta.db or the WAL) into
+ * the index with an empty head. GP_OK, GP_ENOMEM, or another error when
+ * the index refuses it (labels or id already taken: a bad row). */
+static int register_series(struct gp_store *s, uint32_t id, const uint8_t *labels, size_t len)
+{
+    if (gp_st_ser_reserve(s, id) != GP_OK)
+        return GP_ENOMEM;
+    uint32_t got;
+    int rc = gp_sindex_add(s->idx, labels, len, gp_labels_hash(labels, len), id, &got);
+    if (rc != GP_OK)
+        return rc;
+    struct gp_st_series *se = &s->ser[got];
+    memset(se, 0, sizeof *se);
+    gp_chunk_init(&se->head, GP_ST_HEAD_BYTES, GP_ST_HEAD_SAMPLES);
+    se->exists = 1;
+    return GP_OK;
+}
+
 int gp_st_meta_load(struct gp_store *s, char *err, size_t errlen)
 {
     sqlite3 *db = s->db;
@@ -147,10 +165,7 @@ int gp_st_meta_load(struct gp_store *s, char *err, size_t errlen)
             bad++;
             continue;
         }
-        if ((rc = gp_st_ser_reserve(s, (uint32_t)id)) != GP_OK)
-            break;
-        uint32_t got;
-        int arc = gp_sindex_add(s->idx, blob, len, gp_labels_hash(blob, len), (uint32_t)id, &got);
+        int arc = register_series(s, (uint32_t)id, blob, len);
         if (arc == GP_ENOMEM) {
             rc = arc;
             break;
@@ -159,11 +174,7 @@ int gp_st_meta_load(struct gp_store *s, char *err, size_t errlen)
             bad++;
             continue;
         }
-        struct gp_st_series *se = &s->ser[got];
-        memset(se, 0, sizeof *se);
-        gp_chunk_init(&se->head, GP_ST_HEAD_BYTES, GP_ST_HEAD_SAMPLES);
-        se->exists = 1;
-        s->persisted_max_id = got;
+        s->persisted_max_id = (uint32_t)id;
     }
     if (rc == GP_OK && step != SQLITE_DONE)
         rc = gp_seterr(err, errlen, GP_EIO, "meta.db: %s", sqlite3_errmsg(db));
@@ -415,13 +426,7 @@ static int meta_rebuild(struct gp_store *s, const char *why, char *err, size_t e
         const struct row *r = &rows.r[i];
         if (n && list[n - 1].id == r->id)
             continue; /* in both the old file and the WAL */
-        if (gp_st_ser_reserve(s, r->id) != GP_OK) {
-            rc = GP_ENOMEM;
-            break;
-        }
-        uint32_t got;
-        int arc = gp_sindex_add(s->idx, r->labels, r->len, gp_labels_hash(r->labels, r->len), r->id,
-                                &got);
+        int arc = register_series(s, r->id, r->labels, r->len);
         if (arc == GP_ENOMEM) {
             rc = arc;
             break;
@@ -430,10 +435,6 @@ static int meta_rebuild(struct gp_store *s, const char *why, char *err, size_t e
             bad++;
             continue;
         }
-        struct gp_st_series *se = &s->ser[got];
-        memset(se, 0, sizeof *se);
-        gp_chunk_init(&se->head, GP_ST_HEAD_BYTES, GP_ST_HEAD_SAMPLES);
-        se->exists = 1;
         list[n++] = (struct gp_wal_series){r->id, r->labels, r->len};
     }
     if (!list)

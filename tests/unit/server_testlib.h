@@ -139,6 +139,22 @@ static inline void srv_eval_config(struct gp_server_config *c)
     c->alert_clear_for_ms = 0;
 }
 
+/* A server with the default settings but for data under <tmp>/data,
+ * 127.0.0.1 and quiet logs; the caller stops it. */
+static inline struct gp_server *srv_start_plain(void)
+{
+    struct gp_server_config c;
+    gp_server_config_defaults(&c);
+    snprintf(c.listen, sizeof c.listen, "127.0.0.1:0");
+    snprintf(c.data_dir, sizeof c.data_dir, "%s/data", gp_test_tmpdir());
+    snprintf(c.log_level, sizeof c.log_level, "error");
+    struct gp_server *s;
+    char err[512];
+    if (gp_server_start(&s, &c, err, sizeof err))
+        gp_test_fail(__FILE__, __LINE__, "start: %s", err);
+    return s;
+}
+
 /* A server started with srv_eval_config's settings; the caller stops it. */
 static inline struct gp_server *srv_start_eval(void)
 {

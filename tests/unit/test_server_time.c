@@ -15,6 +15,7 @@
 #include "lib/err.h"
 #include "server/server.h"
 #include "server/server_int.h"
+#include "server_testlib.h"
 #include "store/segment.h"
 #include "test.h"
 
@@ -26,27 +27,6 @@
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
-
-static struct gp_server *start(void)
-{
-    struct gp_server_config c;
-    gp_server_config_defaults(&c);
-    snprintf(c.listen, sizeof c.listen, "127.0.0.1:0");
-    snprintf(c.data_dir, sizeof c.data_dir, "%s/data", gp_test_tmpdir());
-    snprintf(c.log_level, sizeof c.log_level, "error");
-    struct gp_server *s;
-    char err[512];
-    if (gp_server_start(&s, &c, err, sizeof err))
-        gp_test_fail(__FILE__, __LINE__, "start: %s", err);
-    return s;
-}
-
-static int64_t now_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_REALTIME, &t);
-    return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
 
 /* Series {__name__=name, gpu=gpu[i]} with one sample each at t[i]; out is
  * the snappy body. */
@@ -80,11 +60,11 @@ static void metrics_contain(struct gp_server *s, const char *want)
 
 static void test_future_sample_answered_400_naming_it(void)
 {
-    struct gp_server *s = start();
+    struct gp_server *s = srv_start_plain();
     struct gp_buf b;
     gp_buf_init(&b, 0);
     char msg[1024];
-    int64_t now = now_ms();
+    int64_t now = gp_wall_ms();
     const char *gpu[2] = {"0", "7"};
     int64_t t[2] = {now, now + 3 * 3600 * 1000LL};
     body_of(&b, "clock_probe", gpu, t, 2);
@@ -167,7 +147,7 @@ static void http(struct gp_server *s, const char *path, const struct gp_buf *bod
 
 static void test_full_disk_503_then_resumes(void)
 {
-    struct gp_server *s = start();
+    struct gp_server *s = srv_start_plain();
     gp_seg_sys.writev = inj_writev;
     struct gp_buf b;
     gp_buf_init(&b, 0);
@@ -175,7 +155,7 @@ static void test_full_disk_503_then_resumes(void)
     const char *gpu[1] = {"0"};
     /* At the start of a block window: no head is cut into a chunk file
      * (a write that would fail first, with another message). */
-    int64_t t = (now_ms() - 60000) / 7200000 * 7200000;
+    int64_t t = (gp_wall_ms() - 60000) / 7200000 * 7200000;
     body_of(&b, "disk_probe", gpu, &t, 1);
     CHECK_INT(gp_server_write(s, (const uint8_t *)b.data, b.len, msg, sizeof msg), 204);
 
