@@ -336,9 +336,9 @@ static void totals_json(const struct gp_fleet_totals *t, struct gp_buf *b, int w
     gp_buf_printf(b, ",\"unpriced\":%u,\"currency\":\"USD\"}", t->unpriced);
 }
 
-void gp_fleet_json(const struct gp_fleet *fl, struct gp_buf *out)
+void gp_fleet_json_members(const struct gp_fleet *fl, struct gp_buf *out)
 {
-    gp_buf_puts(out, "{\"overall\":");
+    gp_buf_puts(out, "\"overall\":");
     totals_json(&fl->all, out, 0);
     gp_buf_puts(out, ",\"models\":[");
     for (size_t i = 0; i < fl->nmodels; i++) {
@@ -346,7 +346,14 @@ void gp_fleet_json(const struct gp_fleet *fl, struct gp_buf *out)
             gp_buf_putc(out, ',');
         totals_json(&fl->models[i], out, 1);
     }
-    gp_buf_puts(out, "]}");
+    gp_buf_putc(out, ']');
+}
+
+void gp_fleet_json(const struct gp_fleet *fl, struct gp_buf *out)
+{
+    gp_buf_putc(out, '{');
+    gp_fleet_json_members(fl, out);
+    gp_buf_putc(out, '}');
 }
 
 void gp_fleet_free(struct gp_fleet *fl)

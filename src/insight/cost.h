@@ -137,8 +137,10 @@ struct gp_fleet {
  */
 int gp_fleet_add(struct gp_fleet *fl, const struct gp_fleet_gpu *g, const struct gp_prices *p);
 
-/* Appends {"overall": {...}, "models": [{...}]} to out. */
+/* Appends {"overall": {...}, "models": [{...}]} to out; _members without
+ * the braces, for a caller that adds members of its own. */
 void gp_fleet_json(const struct gp_fleet *fl, struct gp_buf *out);
+void gp_fleet_json_members(const struct gp_fleet *fl, struct gp_buf *out);
 
 /* Frees the per-model rows; fl is then empty. Accepts a zeroed fleet. */
 void gp_fleet_free(struct gp_fleet *fl);

@@ -10,7 +10,8 @@
  *                   gpulse_gpu_effective_tflops when it sends it, and
  *                   whether a job holds it (its newest series carries a
  *                   `job` label). GPUs known only by memory series count
- *                   with unknown activity.
+ *                   with unknown activity. `hosts`: each node's host
+ *                   figures (hosts.c), what a fleet without GPUs shows.
  *   /api/v1/cost    by=job|node (default job), start=, end= (RFC 3339 or
  *                   epoch seconds; end defaults to now, start to end - 1d;
  *                   at most 31 days). Each GPU's activity series in the
@@ -89,8 +90,13 @@ int gp_srv_fleet_data(struct gp_server *s, struct gp_storage *st, struct gp_buf 
         rc = gp_fleet_add(&fl, &g, &s->prices);
         i = j;
     }
-    if (!rc)
-        gp_fleet_json(&fl, out);
+    if (!rc) {
+        gp_buf_putc(out, '{');
+        gp_fleet_json_members(&fl, out);
+        gp_buf_puts(out, ",\"hosts\":");
+        rc = gp_srv_hosts_json(st, now, out, err, errlen);
+        gp_buf_putc(out, '}');
+    }
     gp_samples_free(&scratch);
     gp_fleet_free(&fl);
     free(c);

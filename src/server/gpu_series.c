@@ -64,9 +64,11 @@ size_t gp_srv_gpu_run(const struct gp_srv_cand *c, size_t n, size_t i, int by_jo
     return j;
 }
 
-int gp_srv_gpu_series(struct gp_storage *st, const char *const *names, size_t nnames, int64_t t0,
-                      int64_t t1, int by_job, struct gp_store_selection *sel,
-                      struct gp_srv_cand **cands, size_t *n, char *err, size_t errlen)
+/* hosts: the series without a `gpu` label, named by instance when
+ * neither host label is there; else those with one. */
+static int select_series(struct gp_storage *st, const char *const *names, size_t nnames, int64_t t0,
+                         int64_t t1, int by_job, int hosts, struct gp_store_selection *sel,
+                         struct gp_srv_cand **cands, size_t *n, char *err, size_t errlen)
 {
     *cands = NULL;
     *n = 0;
@@ -93,7 +95,7 @@ int gp_srv_gpu_series(struct gp_storage *st, const char *const *names, size_t nn
     for (size_t i = 0; i < sel->n; i++) {
         const struct gp_store_series *s = &sel->series[i];
         struct gp_srv_cand c = {.s = s, .kind = -1};
-        struct gp_rw_str name = {"", 0}, host = {"", 0}, ln, lv;
+        struct gp_rw_str name = {"", 0}, host = {"", 0}, instance = {"", 0}, ln, lv;
         c.node = c.gpu = c.mig = c.job = c.model = host;
         /* one pass over the labels (thousands of series per request) */
         struct gp_labels_iter it;
@@ -106,19 +108,34 @@ int gp_srv_gpu_series(struct gp_storage *st, const char *const *names, size_t nn
                                     : is(ln, "GPU_I_ID") ? &c.mig
                                     : is(ln, "job")      ? &c.job
                                     : is(ln, "modelName") ? &c.model
+                                    : is(ln, "instance") ? &instance
                                                           : NULL;
             if (dst)
                 *dst = lv;
         }
         if (!c.node.len)
-            c.node = host;
+            c.node = host.len || !hosts ? host : instance;
         for (size_t k = 0; k < nnames && c.kind < 0; k++)
             if (is(name, names[k]))
                 c.kind = (int)k;
-        if (c.gpu.len && c.kind >= 0)
+        if (!c.gpu.len == !!hosts && c.kind >= 0)
             (*cands)[(*n)++] = c;
     }
     if (*n)
         qsort(*cands, *n, sizeof **cands, by_job ? cmp_job : cmp_gpu);
     return GP_OK;
+}
+
+int gp_srv_gpu_series(struct gp_storage *st, const char *const *names, size_t nnames, int64_t t0,
+                      int64_t t1, int by_job, struct gp_store_selection *sel,
+                      struct gp_srv_cand **cands, size_t *n, char *err, size_t errlen)
+{
+    return select_series(st, names, nnames, t0, t1, by_job, 0, sel, cands, n, err, errlen);
+}
+
+int gp_srv_host_series(struct gp_storage *st, const char *const *names, size_t nnames, int64_t t0,
+                       int64_t t1, struct gp_store_selection *sel, struct gp_srv_cand **cands,
+                       size_t *n, char *err, size_t errlen)
+{
+    return select_series(st, names, nnames, t0, t1, 0, 1, sel, cands, n, err, errlen);
 }

@@ -8,7 +8,9 @@
  * GPU) is what keeps these routes fast at hundreds of GPUs.
  *
  * A GPU is (Hostname or hostname, gpu, GPU_I_ID); series without a `gpu`
- * label are left out. Strings point into the selection: valid until it
+ * label are left out. gp_srv_host_series selects the others (a node's
+ * host series, cost_api.c's `hosts`): one run per node, the node named
+ * by instance (a Prometheus scrape's) when neither host label is there. Strings point into the selection: valid until it
  * is freed.
  */
 #ifndef GP_SERVER_GPU_SERIES_H
@@ -37,6 +39,11 @@ int gp_srv_rw_cmp(struct gp_rw_str a, struct gp_rw_str b);
 int gp_srv_gpu_series(struct gp_storage *st, const char *const *names, size_t nnames, int64_t t0,
                       int64_t t1, int by_job, struct gp_store_selection *sel,
                       struct gp_srv_cand **cands, size_t *n, char *err, size_t errlen);
+
+/* As gp_srv_gpu_series for the series without a `gpu` label. */
+int gp_srv_host_series(struct gp_storage *st, const char *const *names, size_t nnames, int64_t t0,
+                       int64_t t1, struct gp_store_selection *sel, struct gp_srv_cand **cands,
+                       size_t *n, char *err, size_t errlen);
 
 /* Where the run of the same GPU (and job with by_job) as c[i] ends. */
 size_t gp_srv_gpu_run(const struct gp_srv_cand *c, size_t n, size_t i, int by_job);

@@ -179,7 +179,7 @@ static void count_alert(void *ctx, const struct gp_obs_key *k, enum gp_alert_sta
     }
 }
 
-static void put_num(struct gp_buf *b, const char *name, double v)
+void gp_srv_put_num(struct gp_buf *b, const char *name, double v)
 {
     gp_buf_printf(b, ",\"%s\":", name);
     if (isfinite(v))
@@ -208,17 +208,17 @@ static void row_json(struct gp_buf *b, const struct gpu_row *r)
     put_str(b, "model", r->who->model, 1);
     put_str(b, "job", r->who->job, 1);
     put_str(b, "rank", r->rank, 1);
-    put_num(b, "util", v[M_UTIL] / 100.0);
-    put_num(b, "sm_active", v[M_SM]);
-    put_num(b, "sm_occupancy", v[M_OCC]);
-    put_num(b, "tensor_active", v[M_TENSOR]);
-    put_num(b, "mem_used_bytes", isfinite(v[M_MEM_USED]) ? v[M_MEM_USED] : v[M_FB_USED] * MIB);
+    gp_srv_put_num(b, "util", v[M_UTIL] / 100.0);
+    gp_srv_put_num(b, "sm_active", v[M_SM]);
+    gp_srv_put_num(b, "sm_occupancy", v[M_OCC]);
+    gp_srv_put_num(b, "tensor_active", v[M_TENSOR]);
+    gp_srv_put_num(b, "mem_used_bytes", isfinite(v[M_MEM_USED]) ? v[M_MEM_USED] : v[M_FB_USED] * MIB);
     double fb_total = (v[M_FB_USED] + v[M_FB_FREE] + (isfinite(v[M_FB_RESERVED]) ? v[M_FB_RESERVED] : 0)) * MIB;
-    put_num(b, "mem_total_bytes", isfinite(v[M_MEM_TOTAL]) ? v[M_MEM_TOTAL] : fb_total);
-    put_num(b, "temp_c", v[M_TEMP]);
-    put_num(b, "power_w", v[M_POWER]);
-    put_num(b, "power_limit_w", v[M_POWER_LIMIT]);
-    put_num(b, "sm_clock_mhz", v[M_CLOCK]);
+    gp_srv_put_num(b, "mem_total_bytes", isfinite(v[M_MEM_TOTAL]) ? v[M_MEM_TOTAL] : fb_total);
+    gp_srv_put_num(b, "temp_c", v[M_TEMP]);
+    gp_srv_put_num(b, "power_w", v[M_POWER]);
+    gp_srv_put_num(b, "power_limit_w", v[M_POWER_LIMIT]);
+    gp_srv_put_num(b, "sm_clock_mhz", v[M_CLOCK]);
     gp_buf_printf(b, ",\"throttled\":%s,\"last_seen\":",
                   r->throttled < 0 ? "null" : r->throttled ? "true" : "false");
     gp_json_time(b, r->last_seen);

@@ -244,6 +244,13 @@ int gp_srv_fleet_gpus_data(struct gp_server *s, struct gp_storage *st,
                            size_t errlen);
 void gp_srv_handle_fleet_gpus(struct gp_server *s, struct gp_storage *st,
                               const struct gp_http_request *req, struct gp_http_response *resp);
+/* `,"name":v` (null when v is not finite), for the fleet documents (gpus_api.c). */
+void gp_srv_put_num(struct gp_buf *b, const char *name, double v);
+/* hosts.c: the fleet's `hosts` array (each node's host figures now, seen
+ * within 5 minutes of now) appended to out. GP_OK, GP_ENOMEM or the
+ * store's error, with detail. */
+int gp_srv_hosts_json(struct gp_storage *st, int64_t now, struct gp_buf *out, char *err,
+                      size_t errlen);
 int gp_srv_stream_open(struct gp_server *s);
 void gp_srv_stream_close(struct gp_server *s);
 void gp_srv_stream_free(struct gp_server *s);

@@ -387,6 +387,103 @@ static void test_fleet_gpus(void)
     gp_server_stop(s);
 }
 
+/* ---- the fleet's hosts ---- */
+
+/* Adds name{labels} with samples v[0..n) dt_s apart, the last now. */
+static void add_run(struct rw_batch *b, const char *name, const char *labels, const double *v,
+                    size_t n, double dt_s)
+{
+    double t[RW_BATCH_SAMPLES], now = (double)gp_wall_ms() / 1000;
+    for (size_t i = 0; i < n; i++)
+        t[i] = now - dt_s * (double)(n - 1 - i);
+    rw_batch_add(b, name, labels, t, v, n);
+}
+
+static json_t *host_of(json_t *hosts, const char *node)
+{
+    for (size_t i = 0; i < json_array_size(hosts); i++) {
+        json_t *h = json_array_get(hosts, i), *n = json_object_get(h, "node");
+        if (node ? json_is_string(n) && !strcmp(json_string_value(n), node) : json_is_null(n))
+            return h;
+    }
+    gp_test_fail(__FILE__, __LINE__, "no host %s", node ? node : "null");
+    return NULL;
+}
+
+/* GET /api/v1/fleet's hosts: each node's CPU, memory, pressure and load
+ * from its gpulse_host_* series, named by Hostname, hostname, instance or
+ * nothing; counters as rates (resets counted from zero), the newest of
+ * two series of one figure, nulls where a figure is missing. */
+static void test_fleet_hosts(void)
+{
+    struct gp_server *s = start_with("");
+    static struct rw_batch b;
+    memset(&b, 0, sizeof b);
+    const char *cpu = "gpulse_host_cpu_seconds_total", *psi = "gpulse_host_pressure_stall_seconds_total";
+    /* h1: 20 CPU-seconds in 10 s, 6 of them busy */
+    add_run(&b, cpu, "Hostname=h1;mode=user", (double[]){100, 103, 106}, 3, 5);
+    add_run(&b, cpu, "Hostname=h1;mode=system", (double[]){50, 50, 50}, 3, 5);
+    add_run(&b, cpu, "Hostname=h1;mode=idle", (double[]){200, 206, 212}, 3, 5);
+    add_run(&b, cpu, "Hostname=h1;mode=iowait", (double[]){10, 11, 12}, 3, 5);
+    /* an older series of h1's user time (relabelled since): not read */
+    double old_t[] = {(double)gp_wall_ms() / 1000 - 60, (double)gp_wall_ms() / 1000 - 30};
+    rw_batch_add(&b, cpu, "Hostname=h1;mode=user;rack=a", old_t, (double[]){0, 1e6}, 2);
+    add_run(&b, "gpulse_host_cpus", "Hostname=h1", (double[]){2}, 1, 5);
+    add_run(&b, "gpulse_host_memory_bytes", "Hostname=h1;kind=total", (double[]){16e9}, 1, 5);
+    add_run(&b, "gpulse_host_memory_bytes", "Hostname=h1;kind=available", (double[]){12e9}, 1, 5);
+    add_run(&b, "gpulse_host_memory_bytes", "Hostname=h1;kind=free", (double[]){1e9}, 1, 5);
+    add_run(&b, psi, "Hostname=h1;resource=cpu;kind=some", (double[]){1, 1.5}, 2, 10);
+    add_run(&b, psi, "Hostname=h1;resource=cpu;kind=full", (double[]){0, 10}, 2, 10);
+    add_run(&b, psi, "Hostname=h1;resource=memory;kind=some", (double[]){3, 3}, 2, 10);
+    add_run(&b, psi, "Hostname=h1;resource=io;kind=some", (double[]){5, 6}, 2, 10);
+    add_run(&b, "gpulse_host_load_average", "Hostname=h1;window=1m", (double[]){0.7}, 1, 5);
+    add_run(&b, "gpulse_host_load_average", "Hostname=h1;window=5m", (double[]){0.5}, 1, 5);
+    /* n2 (hostname): one sample of a counter is no rate */
+    add_run(&b, cpu, "hostname=n2;mode=idle", (double[]){7}, 1, 5);
+    add_run(&b, cpu, "hostname=n2;mode=user", (double[]){7}, 1, 5);
+    add_run(&b, "gpulse_host_cpus", "hostname=n2", (double[]){64}, 1, 5);
+    /* r: both counters reset in the middle */
+    add_run(&b, cpu, "Hostname=r;mode=user", (double[]){50, 1, 2}, 3, 5);
+    add_run(&b, cpu, "Hostname=r;mode=idle", (double[]){100, 2, 4}, 3, 5);
+    add_run(&b, "gpulse_host_load_average", "instance=10.0.0.3:9401;window=1m", (double[]){3}, 1, 5);
+    add_run(&b, "gpulse_host_cpus", "", (double[]){4}, 1, 5); /* an agent without a node label */
+    add_run(&b, "gpulse_host_cpus", "Hostname=gpunode;gpu=0", (double[]){8}, 1, 5); /* not a host series */
+    srv_write(s, b.s, b.n);
+
+    struct reply *r = srv_request(s, "GET", "/api/v1/fleet", NULL, "r-tok");
+    CHECK_INT(r->status, 200);
+    json_t *j = json_loads(r->body, 0, NULL);
+    CHECK(j);
+    json_t *hosts = json_object_get(json_object_get(j, "data"), "hosts");
+    CHECK_INT(json_array_size(hosts), 5);
+    const char *order[] = {NULL, "10.0.0.3:9401", "h1", "n2", "r"};
+    for (size_t i = 0; i < 5; i++)
+        CHECK(host_of(hosts, order[i]) == json_array_get(hosts, i));
+    json_t *h = host_of(hosts, "h1");
+    CHECK_DBL(num(h, "cpus"), 2, 0);
+    CHECK_DBL(num(h, "cpu_busy"), 0.3, 1e-9);
+    CHECK_DBL(num(h, "memory_used_bytes"), 4e9, 0.5);
+    CHECK_DBL(num(h, "memory_total_bytes"), 16e9, 0.5);
+    CHECK_DBL(num(h, "cpu_pressure"), 0.05, 1e-9);
+    CHECK_DBL(num(h, "memory_pressure"), 0, 0);
+    CHECK_DBL(num(h, "io_pressure"), 0.1, 1e-9);
+    CHECK_DBL(num(h, "load1"), 0.7, 1e-9);
+    CHECK_DBL(num(h, "last_seen") * 1000, (double)gp_wall_ms(), 10000);
+    h = host_of(hosts, "n2");
+    CHECK_DBL(num(h, "cpus"), 64, 0);
+    const char *nulls[] = {"cpu_busy", "memory_used_bytes", "memory_total_bytes", "cpu_pressure",
+                           "memory_pressure", "io_pressure", "load1"};
+    for (size_t i = 0; i < sizeof nulls / sizeof nulls[0]; i++)
+        if (!json_is_null(json_object_get(h, nulls[i])))
+            gp_test_fail(__FILE__, __LINE__, "n2 '%s' is not null", nulls[i]);
+    CHECK_DBL(num(host_of(hosts, "r"), "cpu_busy"), 2.0 / 6, 1e-9);
+    CHECK_DBL(num(host_of(hosts, "10.0.0.3:9401"), "load1"), 3, 0);
+    CHECK_DBL(num(host_of(hosts, NULL), "cpus"), 4, 0);
+    CHECK_INT(json_object_size(json_object_get(json_object_get(j, "data"), "overall")) > 0, 1);
+    json_decref(j);
+    gp_server_stop(s);
+}
+
 /* ---- the stream ---- */
 
 struct reader {
@@ -943,6 +1040,7 @@ const struct gp_test gp_tests_server_dashboard[] = {
     {"negotiation", test_negotiation},
     {"web_assets", test_web_assets},
     {"fleet_gpus", test_fleet_gpus},
+    {"fleet_hosts", test_fleet_hosts},
     {"stream", test_stream},
     {"stream_drops", test_stream_drops},
     {"ack", test_ack},
