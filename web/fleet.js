@@ -2,7 +2,9 @@
 // stream's `fleet` events and one heat-map tile per GPU from its `gpus`
 // events. Tiles are built once and updated in place (a text node or a
 // class changes only when its value does), so 512 GPUs at a 1 s refresh
-// cost a few milliseconds a second on the main thread.
+// cost a few milliseconds a second on the main thread. A fleet without a
+// GPU shows why, its nodes' host figures (the `fleet` event's `hosts`)
+// and how to try a simulated fleet instead.
 "use strict";
 (function (GP) {
   const {h, fmt, stat} = GP;
@@ -86,6 +88,49 @@
     }
   }
 
+  // The empty state: why there is no tile, each node's host figures (live,
+  // updated in place), and the simulated fleet to try.
+  function emptyState() {
+    const why = h("p", {class: "why"});
+    const hostsEl = h("div", {class: "hosts"});
+    const el = h("section", {class: "empty", id: "fleet-empty", hidden: true},
+      h("h2", {text: "No GPU found"}), why, hostsEl,
+      h("p", {class: "tip"}, "To try gpulse without a GPU, run a simulated fleet (16 H100s with training jobs and planted faults): ",
+        h("code", {text: "gpulse up --simulate 2x8xH100"}), ". See docs/simulate.md (installed in /usr/share/doc/gpulse/)."));
+    const cards = new Map();
+    function card(node) {
+      let c = cards.get(node);
+      if (!c) {
+        c = {};
+        const st = (k, label) => { const s = stat(label, fmt.NA, k); c[k] = s.querySelector(".v"); return s; };
+        c.el = h("div", {class: "hostcard", dataset: {node: node === null ? "" : node}},
+          h("h3", {text: node === null ? "unnamed node (no Hostname label)" : node}),
+          h("div", {class: "totals"}, st("cpu", "CPU busy"), st("mem", "memory used"), st("psi", "stalled: CPU · memory · I/O"), st("load", "load (1 min)")));
+        cards.set(node, c);
+      }
+      return c;
+    }
+    function set(c, k, text) { if (c[k].textContent !== text) c[k].textContent = text; }
+    function update(hosts) {
+      const n = hosts.length;
+      why.textContent = n === 0 ? "No agent has reported to this server yet: no GPU, and no host figures either."
+        : n === 1 ? `${hosts[0].node || "The node reporting here"} reported no GPU: its agent found none (no NVIDIA GPU through NVML, no AMD card through amdgpu). Its host:`
+          : `None of the ${n} nodes reporting to this server reported a GPU: their agents found none. Their hosts:`;
+      const seen = new Set();
+      for (const x of hosts) {
+        const c = card(x.node);
+        seen.add(x.node);
+        if (c.el.parentNode !== hostsEl) hostsEl.append(c.el);
+        set(c, "cpu", fmt.pct(x.cpu_busy) + (fmt.num(x.cpus) ? ` of ${fmt.count(x.cpus)} CPUs` : ""));
+        set(c, "mem", fmt.num(x.memory_used_bytes) && fmt.num(x.memory_total_bytes) ? memPair(x.memory_used_bytes, x.memory_total_bytes) : fmt.NA);
+        set(c, "psi", [x.cpu_pressure, x.memory_pressure, x.io_pressure].map((v) => fmt.pct(v, 1)).join(" · "));
+        set(c, "load", fmt.n(x.load1));
+      }
+      for (const [node, c] of cards) if (!seen.has(node)) { c.el.remove(); cards.delete(node); }
+    }
+    return {el, update};
+  }
+
   GP.views.fleet = function (root, args, query) {
     const filt = {model: query.get("model") || "", node: query.get("node") || "", job: query.get("job") || ""};
     const tot = {};
@@ -112,7 +157,16 @@
       h("span", {class: "legend"}, "compute ", ...[0, 2, 4, 6, 8, 10].map((l) => h("span", {class: "sw lv" + l, text: l * 10 + "%"}))));
     const grid = h("section", {class: "grid", id: "fleet-grid"});
     const loading = h("p", {class: "muted", text: "waiting for the fleet…"});
-    root.append(h("h1", {text: "Fleet"}), totalsEl, filters, loading, grid);
+    const empty = emptyState();
+    root.append(h("h1", {text: "Fleet"}), totalsEl, filters, loading, empty.el, grid);
+    let gpusNow = null, fleetGpus = null;
+    // No GPU now, none ever shown on this page (a GPU gone quiet keeps its
+    // faded tile), and the fleet agrees: the empty state.
+    function showEmpty(hosts) {
+      const on = gpusNow === 0 && fleetGpus === 0 && !tiles.size;
+      if (on && hosts) empty.update(hosts);
+      if (empty.el.hidden === on) { empty.el.hidden = !on; totalsEl.hidden = on; filters.hidden = on; }
+    }
 
     const tiles = new Map();
     const groups = new Map();
@@ -184,6 +238,8 @@
 
     function onGpus(doc) {
       loading.remove();
+      gpusNow = doc.gpus.length;
+      showEmpty(GP.state.fleet && GP.state.fleet.hosts);
       const seen = new Set();
       const nodeJobs = new Map();
       let added = false;
@@ -239,6 +295,8 @@
       };
       for (const k in v) if (tot[k].textContent !== v[k]) tot[k].textContent = v[k];
       tot.allocated_idle.parentNode.classList.toggle("bad", (o.allocated_idle || 0) > 0);
+      fleetGpus = o.gpus;
+      showEmpty(doc.hosts || []);
     }
 
     if (GP.state.gpus) onGpus(GP.state.gpus);

@@ -4,6 +4,7 @@
 //
 //   node tests/e2e/dashboard.mjs functional URL ARTIFACTS_DIR
 //   node tests/e2e/dashboard.mjs load URL ARTIFACTS_DIR GPUS
+//   node tests/e2e/dashboard.mjs nogpu URL ARTIFACTS_DIR
 //
 // functional: every page loads with no console error (a CSP violation is
 // one), shows the simulated GPUs and the planted alerts, updates live,
@@ -12,7 +13,11 @@
 // fleet page with GPUS tiles keeps the main thread under 20 % busy at the
 // stream's 1 s refresh (CDP Performance.getMetrics TaskDuration over 10 s),
 // and every API call the page makes answers under 50 ms (best of 10, from
-// outside the browser). Screenshots go to ARTIFACTS_DIR.
+// outside the browser). nogpu: against a `gpulse up` that found no GPU,
+// the fleet view says so, shows the host's CPU, memory and pressure (the
+// CPU count and memory total this machine has: GP_CPUS, GP_MEM_TOTAL),
+// updates them live and suggests --simulate. Screenshots go to
+// ARTIFACTS_DIR.
 import { chromium } from "playwright-core";
 import http from "node:http";
 import fs from "node:fs";
@@ -89,6 +94,7 @@ async function functional() {
   const want = (await api("/api/v1/fleet/gpus")).gpus.length;
   await page.waitForFunction((n) => document.querySelectorAll(".tile").length === n, want, {timeout: 10000});
   log(`fleet: ${want} tiles ${Date.now() - t0} ms after ${TOKEN ? "the token was entered" : "navigation"}`);
+  check(await page.locator("#fleet-empty").isHidden(), "the no-GPU state shows beside GPUs");
   await page.waitForFunction(() => !/–/.test(document.querySelector(".stat.gpus .v").textContent), null, {timeout: 10000});
   // Live: a reading changes without reload.
   const before = await page.$$eval(".tile .power", (els) => els.map((e) => e.textContent).join("|"));
@@ -366,10 +372,57 @@ async function load() {
   check(worst < 50, `slowest API call ${worst.toFixed(1)} ms >= 50 ms`);
 }
 
+// No GPU: the empty state, with the host's figures live.
+async function nogpu() {
+  const {browser, page} = await launch();
+  step = "nogpu";
+  await page.goto(base + "/#/fleet");
+  await page.waitForSelector("#fleet-empty:not([hidden]) .hostcard", {timeout: 20000});
+  const text = await page.textContent("#fleet-empty");
+  check(/No GPU found/.test(text), `no "No GPU found" in: ${text}`);
+  check(/reported no GPU: its agent found none/.test(text), `the reason is not given: ${text}`);
+  check(text.includes("gpulse up --simulate 2x8xH100") && text.includes("docs/simulate.md"), `no --simulate hint: ${text}`);
+  check(await page.locator(".tile").count() === 0, "tiles without a GPU");
+  check(await page.locator(".filters").isHidden() && await page.locator(".totals").first().isHidden(),
+    `"showing 0 of 0 GPUs" and the zero totals still show`);
+  check(await page.locator(".hostcard").count() === 1, "not one host card for one machine");
+  // Figures this machine has: its CPU count and memory total; the page
+  // shows what the API says.
+  const v = (k) => page.textContent(`.hostcard .stat.${k} .v`);
+  await page.waitForFunction(() => /^\d[\d.,]* % of \d+ CPUs$/.test(document.querySelector(".hostcard .stat.cpu .v").textContent), null, {timeout: 20000});
+  const hosts = (await api("/api/v1/fleet")).hosts;
+  check(hosts.length === 1 && hosts[0].cpus === +process.env.GP_CPUS && hosts[0].memory_total_bytes === +process.env.GP_MEM_TOTAL,
+    `the API's host is not this machine's (${process.env.GP_CPUS} CPUs, ${process.env.GP_MEM_TOTAL} bytes): ${JSON.stringify(hosts)}`);
+  const cpu = await v("cpu");
+  check(cpu.endsWith(` of ${process.env.GP_CPUS} CPUs`), `CPU: ${cpu}`);
+  const busy = fmtNum(cpu);
+  check(busy >= 0 && busy <= 100, `CPU busy ${cpu}`);
+  const gib = +process.env.GP_MEM_TOTAL / 2 ** 30;
+  const mem = await v("mem");
+  const m = /\/([\d.,]+) GiB$/.exec(mem);
+  check(m && Math.abs(fmtNum(m[1]) - gib) < 0.1 * gib, `memory ${mem}, total ${gib.toFixed(1)} GiB`);
+  // PSI is absent on some kernels: then the page shows dashes, as the API says null.
+  const psiRe = hosts[0].cpu_pressure === null ? /^– · – · –$/ : /^[\d.,]+ % · [\d.,]+ % · [\d.,]+ %$/;
+  await page.waitForFunction((re) => new RegExp(re).test(document.querySelector(".hostcard .stat.psi .v").textContent),
+    psiRe.source, {timeout: 20000});
+  const psi = await v("psi"), load1 = await v("load");
+  check(fmtNum(load1) >= 0, `load ${load1}`);
+  log(`nogpu: the empty state, host CPU ${cpu}, memory ${mem}, stalled ${psi}, load ${load1}`);
+  // Live: some figure changes without a reload.
+  const before = await page.textContent(".hostcard");
+  await page.waitForFunction((b) => document.querySelector(".hostcard").textContent !== b, before, {timeout: 30000});
+  log("nogpu: host figures changed live (no reload)");
+  await shot(page, "fleet-nogpu");
+  noErrors();
+  await browser.close();
+}
+const fmtNum = (t) => parseFloat(t.replace(/,/g, ""));
+
 try {
   if (mode === "functional") await functional();
   else if (mode === "load") await load();
-  else throw new Error("usage: dashboard.mjs functional|load URL ARTIFACTS [GPUS]");
+  else if (mode === "nogpu") await nogpu();
+  else throw new Error("usage: dashboard.mjs functional|load|nogpu URL ARTIFACTS [GPUS]");
 } catch (e) {
   console.error("FAIL:", e.message);
   if (errors.length) console.error(errors.join("\n"));

@@ -18,7 +18,11 @@
 #    after a server restart the page reconnects by itself.
 # 2. The page's weight: index.html and every file it links, gzip'ed, under
 #    300 KB.
-# 3. `gpulse up --simulate 64x8xH100` (512 GPUs, 1 s interval): the fleet
+# 3. `gpulse up` with no GPU (no NVML library, no amdgpu card): the
+#    fleet's empty state says so, shows the host's CPU, memory and
+#    pressure (this machine's CPU count and memory total), live, and
+#    suggests `gpulse up --simulate 2x8xH100`.
+# 4. `gpulse up --simulate 64x8xH100` (512 GPUs, 1 s interval): the fleet
 #    page keeps the browser's main thread under 20 % busy, and every API
 #    call the pages made answers under 50 ms (best of 10).
 # Screenshots: build/test-artifacts/dashboard/*.png (GP_ARTIFACTS to move).
@@ -79,7 +83,17 @@ note "PAGE $total bytes gzip'ed (index.html and every file it links; limit 300 K
 kill -TERM "$SERVER_PID"
 wait_until 30 sh -c "! kill -0 $SERVER_PID" || fail "the server did not stop"
 
-# 3. 512 GPUs: main-thread load and API latency. Timings are the
+# 3. No GPU: `gpulse up` without --simulate, with NVML and amdgpu pointed
+# at nothing: the fleet view says no GPU was found, shows this machine's
+# CPU, memory and pressure live, and suggests --simulate.
+unset SERVER_DATA
+SERVER_CMD=up start_server --nvml-library "$TMP/no-gpu/libnvidia-ml.so.1" --sysfs-root "$TMP/no-gpu" --interval 1s
+GP_CPUS=$(getconf _NPROCESSORS_ONLN) GP_MEM_TOTAL=$(awk '/^MemTotal:/ {printf "%.0f", $2 * 1024}' /proc/meminfo) \
+    node "$E2E/dashboard.mjs" nogpu "$SERVER_URL" "$ART" ||
+    { tail -20 "$SERVER_LOG" >&2; fail "the dashboard's no-GPU checks failed (above)"; }
+stop_server
+
+# 4. 512 GPUs: main-thread load and API latency. Timings are the
 # product's, so the release binary serves them (make check-build builds
 # it; GPULSE_LOAD names another); the sanitizers' binary is about 3x
 # slower.
