@@ -64,12 +64,17 @@ static double rate(struct gp_storage *st, const struct gp_store_series *s, struc
     return inc * 1000.0 / (double)(x->t[x->n - 1] - x->t[0]);
 }
 
+static double newest(struct gp_storage *st, const struct gp_store_series *s, struct gp_samples *x)
+{
+    return gp_storage_newest_value(st, s->id, s->last_ms, HOSTS_LOOKBACK_MS, x);
+}
+
 /* The node c[i..j): its kinds in order, newest series first. */
 static void read_host(struct gp_storage *st, const struct gp_srv_cand *c, size_t i, size_t j,
                       struct gp_samples *x, struct host *h)
 {
-    *h = (struct host){.cpus = NAN, .cpu_all = 0, .cpu_idle = 0, .mem_total = NAN,
-                       .mem_avail = NAN, .psi = {NAN, NAN, NAN}, .load1 = NAN};
+    *h = (struct host){.cpus = NAN, .mem_total = NAN, .mem_avail = NAN, .psi = {NAN, NAN, NAN},
+                       .load1 = NAN};
     struct gp_rw_str modes[16];
     size_t nmodes = 0;
     int cpu_ok = 0;
@@ -77,9 +82,6 @@ static void read_host(struct gp_storage *st, const struct gp_srv_cand *c, size_t
         const struct gp_store_series *s = c[k].s;
         if (s->last_ms > h->last_seen)
             h->last_seen = s->last_ms;
-        double newest = NAN;
-        if (c[k].kind != K_CPU && c[k].kind != K_PSI)
-            newest = gp_storage_newest_value(st, s->id, s->last_ms, HOSTS_LOOKBACK_MS, x);
         switch (c[k].kind) {
         case K_CPU: {
             struct gp_rw_str mode = gp_srv_label(s, "mode");
@@ -90,7 +92,7 @@ static void read_host(struct gp_storage *st, const struct gp_srv_cand *c, size_t
                 break; /* an older series of a mode already read */
             modes[nmodes++] = mode;
             double r = rate(st, s, x);
-            cpu_ok = (nmodes == 1 || cpu_ok) && isfinite(r);
+            cpu_ok = (nmodes == 1 || cpu_ok) && isfinite(r); /* every mode's rate, or none */
             if (isfinite(r)) {
                 h->cpu_all += r;
                 h->cpu_idle += is(mode, "idle") || is(mode, "iowait") ? r : 0;
@@ -99,13 +101,13 @@ static void read_host(struct gp_storage *st, const struct gp_srv_cand *c, size_t
         }
         case K_CPUS:
             if (isnan(h->cpus))
-                h->cpus = newest;
+                h->cpus = newest(st, s, x);
             break;
         case K_MEM: {
             struct gp_rw_str kind = gp_srv_label(s, "kind");
             double *dst = is(kind, "total") ? &h->mem_total : is(kind, "available") ? &h->mem_avail : NULL;
             if (dst && isnan(*dst))
-                *dst = newest;
+                *dst = newest(st, s, x);
             break;
         }
         case K_PSI: {
@@ -119,7 +121,7 @@ static void read_host(struct gp_storage *st, const struct gp_srv_cand *c, size_t
         }
         case K_LOAD:
             if (is(gp_srv_label(s, "window"), "1m") && isnan(h->load1))
-                h->load1 = newest;
+                h->load1 = newest(st, s, x);
             break;
         }
     }
