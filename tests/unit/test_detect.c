@@ -763,7 +763,7 @@ static void test_budget(void)
     all_active = true;
     CHECK_INT(run(GP_DET_BUDGET, &v), GP_OK);
     all_active = false;
-    CHECK_CONTAINS(about_rank("cheap", -1)->summary, "(50 %) on 1 GPU");
+    CHECK_STR(about_rank("cheap", -1)->summary, "job cheap has cost $50.00 of its $100.00 budget (50 %) on 1 GPU");
     CHECK_CONTAINS(about_rank("cheap", -1)->evidence, "; 1 GPU, 0 step reporters in the window");
     gp_view_free(&v);
 }
