@@ -538,8 +538,10 @@ int gp_rule_eval(struct gp_storage *st, const struct gp_rule *r, int64_t now_ms,
         format_value(v, vtext, sizeof vtext);
         format_value(r->threshold, ttext, sizeof ttext);
         gp_format_duration(r->window_ms, wtext, sizeof wtext);
-        /* what was judged, not the window: a series younger than it has less */
-        gp_format_duration(now_ms - smp.t[0], span, sizeof span);
+        /* what was judged, not the window: a series younger than it has
+         * less; whole seconds (sampling jitter would print "9s522ms") */
+        int64_t age = now_ms - smp.t[0];
+        gp_format_duration(age >= 1000 ? (age + 500) / 1000 * 1000 : age, span, sizeof span);
         if (now_ms == smp.t[0])
             snprintf(judged, sizeof judged, "the newest sample (1 sample)");
         else

@@ -242,6 +242,11 @@ static void test_eval(void)
                                       "over the last 40s (5 samples)");
     CHECK_STR(g.labels[hot], "\"modelName\":\"NVIDIA H100 80GB HBM3\",\"team\":\"ml\"");
     CHECK(g.extra[0] != g.extra[1]);
+    /* Evaluated 400 ms after the newest sample: whole seconds, no "40s400ms". */
+    memset(&g, 0, sizeof g);
+    CHECK_INT(gp_rule_eval(st, &rs.r[0], end + 400, collect, &g, err, sizeof err), GP_OK);
+    CHECK_CONTAINS(g.o[0].evidence, "]) = ");
+    CHECK_CONTAINS(g.o[0].evidence, " over the last 40s (5 samples), threshold");
     /* A window that holds only the last two samples. */
     rs.r[0].window_ms = 15000;
     memset(&g, 0, sizeof g);
