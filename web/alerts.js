@@ -149,7 +149,7 @@
       if (!alive) return;
       let usd = 0, n = 0;
       for (const j of jobs) for (const r of j.recommendations) { n++; if (r.saving && fmt.num(r.saving.usd)) usd += r.saving.usd; }
-      total.textContent = `${n} recommendations over ${jobs.length} jobs` + (usd > 0 ? `; estimated savings ${fmt.money(usd)}` : "");
+      total.textContent = `${fmt.plural(n, "recommendation", "recommendations")} over ${fmt.plural(jobs.length, "job", "jobs")}` + (usd > 0 ? `; estimated savings ${fmt.money(usd)}` : "");
       const withRecs = jobs.filter((j) => j.recommendations.length);
       list.replaceChildren(...(withRecs.length ? withRecs.map((j) => h("section", {class: "job-recs"},
         h("h2", {}, h("a", {href: GP.link.job(j.job), text: j.job}), h("span", {class: "muted", text: " " + (j.state || "")})),

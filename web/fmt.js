@@ -42,6 +42,8 @@ window.GP.views = window.GP.views || {};
       } catch (e) { return fixed(v, 2) + " " + cur; }
     },
     count(v) { return num(v) ? fixed(v, 0) : NA; },
+    // "1 node", "3 nodes": a count with its word, as the server's texts write it.
+    plural(v, one, many) { return `${fmt.count(v)} ${v === 1 ? one : many}`; },
     n(v, d = 2) { return num(v) ? fixed(v, d) : NA; },
     secs(v) {
       if (!num(v)) return NA;

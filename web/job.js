@@ -98,7 +98,7 @@
         const cur = t.currency || "USD";
         sub.replaceChildren(h("span", {class: "state " + d.state, text: d.state}),
           ` · started ${fmt.time(d.start)}`, d.end ? ` · ended ${fmt.time(d.end)}` : "",
-          ` · ${(d.nodes || []).length} nodes, ${(d.ranks || []).length} ranks, ${(d.gpus || []).length} GPUs · `, report);
+          ` · ${fmt.plural((d.nodes || []).length, "node", "nodes")}, ${fmt.plural((d.ranks || []).length, "rank", "ranks")}, ${fmt.plural((d.gpus || []).length, "GPU", "GPUs")} · `, report);
         const s = t.step_seconds || {};
         totals.replaceChildren(
           stat("cost so far", fmt.money(t.cost, cur)), stat("cost per hour", fmt.money(t.cost_per_hour, cur)),

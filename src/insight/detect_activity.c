@@ -109,7 +109,7 @@ int gp_det_saturated(const struct gp_detect_ctx *c)
         if (gp_det_judge(c, &o, a.mean, true)) {
             char who[320], win[96];
             gp_det_gpu_name(g, who, sizeof who);
-            gp_det_window(v, v->npoints, win, sizeof win);
+            gp_det_window_gpu(v, g, 0, win, sizeof win);
             gp_det_printf(o.summary, sizeof o.summary,
                           "%s is fully busy: %s %.0f %% on average over %s (lowest %.0f %%)", who,
                           act_name(&a), 100 * a.mean, win, 100 * a.min);
@@ -153,7 +153,7 @@ int gp_det_idle_allocated(const struct gp_detect_ctx *c)
         if (text) {
             char who[320], win[96];
             gp_det_gpu_name(g, who, sizeof who);
-            gp_det_window(v, v->npoints, win, sizeof win);
+            gp_det_window_gpu(v, g, 0, win, sizeof win);
             gp_det_printf(o.summary, sizeof o.summary,
                           "%s holds %.1f GiB but runs nothing: %s %.1f %% on average, at most "
                           "%.1f %% over %s",
@@ -195,8 +195,9 @@ int gp_det_data_starved(const struct gp_detect_ctx *c)
     for (unsigned i = 0; i < v->ngpus && rc == GP_OK; i++) {
         const struct gp_view_gpu *g = &v->gpus[i];
         double dw = NAN, st = NAN;
+        const struct gp_view_proc *p = NULL;
         if (gpu_proc[i] != UINT_MAX) {
-            const struct gp_view_proc *p = &v->procs[gpu_proc[i]];
+            p = &v->procs[gpu_proc[i]];
             const double *w = gp_view_proc_at(v, p, GP_VPM_DATA_WAIT);
             if (!isnan(gp_det_first(w, v->npoints, NULL))) {
                 dw = gp_det_increase(w, v->npoints);
@@ -219,7 +220,10 @@ int gp_det_data_starved(const struct gp_detect_ctx *c)
         if (gp_det_judge(c, &o, value, true)) {
             char who[320], win[96];
             gp_det_gpu_name(g, who, sizeof who);
-            gp_det_window(v, v->npoints, win, sizeof win);
+            if (by_wait) /* the share is the process's: its readings' span */
+                gp_det_window_proc(v, p, 0, win, sizeof win);
+            else
+                gp_det_window_gpu(v, g, 0, win, sizeof win);
             if (by_wait)
                 gp_det_printf(o.summary, sizeof o.summary,
                               "%s waits for input data %.0f %% of its step time over %s", who,
@@ -283,7 +287,7 @@ int gp_det_no_tensor_cores(const struct gp_detect_ctx *c)
         if (gp_det_judge(c, &o, tmean, false)) {
             char who[320], win[96];
             gp_det_gpu_name(g, who, sizeof who);
-            gp_det_window(v, v->npoints, win, sizeof win);
+            gp_det_window_gpu(v, g, 0, win, sizeof win);
             gp_det_printf(o.summary, sizeof o.summary,
                           "%s (%s) is busy (%.0f %%) but its tensor cores are at %.1f %% over %s",
                           who, g->spec->short_name, 100 * asum / nbusy, 100 * tmean, win);
@@ -332,7 +336,7 @@ int gp_det_memory_bound(const struct gp_detect_ctx *c)
         if (text) {
             char who[320], win[96];
             gp_det_gpu_name(g, who, sizeof who);
-            gp_det_window(v, v->npoints, win, sizeof win);
+            gp_det_window_gpu(v, g, 0, win, sizeof win);
             gp_det_printf(o.summary, sizeof o.summary,
                           "%s is memory-bandwidth bound: DRAM %.0f %% busy while SMs are %.0f %% "
                           "active over %s",

@@ -96,7 +96,7 @@ int gp_det_throttled(const struct gp_detect_ctx *c)
         if (gp_det_judge(c, &o, share, true)) {
             char who[320], win[96];
             gp_det_gpu_name(g, who, sizeof who);
-            gp_det_window(v, v->npoints, win, sizeof win);
+            gp_det_window_gpu(v, g, 0, win, sizeof win);
             const char *why = nth >= npw && nth >= nhot && nth >= nslow ? "thermal slowdown"
                               : npw >= nhot && npw >= nslow             ? "power capping"
                               : nhot >= nslow                           ? "temperature"
@@ -202,18 +202,21 @@ int gp_det_hw_errors(const struct gp_detect_ctx *c)
             char who[320], win[96], what[200] = "";
             size_t len = 0;
             gp_det_gpu_name(g, who, sizeof who);
-            gp_det_window(v, n, win, sizeof win);
+            gp_det_window_gpu(v, g, 0, win, sizeof win);
             if (dbe > 0)
-                append(what, sizeof what, &len, "%.0f uncorrectable ECC errors since the last reset",
-                       dbe);
+                append(what, sizeof what, &len, "%.0f uncorrectable ECC %s since the last reset",
+                       dbe, gp_plural(dbe, "error", "errors"));
             if (xid > 0 && !isnan(xid_last) && xid_last > 0)
-                append(what, sizeof what, &len, "XID %.0f (%.0f XID errors)", xid_last, xid);
+                append(what, sizeof what, &len, "XID %.0f (%.0f XID %s)", xid_last, xid,
+                       gp_plural(xid, "error", "errors"));
             else if (xid > 0)
-                append(what, sizeof what, &len, "%.0f XID errors", xid);
+                append(what, sizeof what, &len, "%.0f XID %s", xid, gp_plural(xid, "error", "errors"));
             if (st_pend)
-                append(what, sizeof what, &len, "%.0f pages pending retirement", pend);
+                append(what, sizeof what, &len, "%.0f %s pending retirement", pend,
+                       gp_plural(pend, "page", "pages"));
             if (st_unc)
-                append(what, sizeof what, &len, "%.0f rows remapped for uncorrectable errors", unc);
+                append(what, sizeof what, &len, "%.0f %s remapped for uncorrectable errors", unc,
+                       gp_plural(unc, "row", "rows"));
             if (st_fail)
                 append(what, sizeof what, &len, "a row remap failure");
             if (o.bad)

@@ -143,7 +143,7 @@ static int by_steps(const struct gp_detect_ctx *c, const struct gp_view_job *j,
         if (gp_det_judge(c, &o, z, true)) {
             char who[320], why[200], win[96];
             gp_det_proc_name(p, who, sizeof who);
-            gp_det_window(v, v->npoints, win, sizeof win);
+            gp_det_window_proc(v, p, 0, win, sizeof win);
             if (!have_peers) {
                 peers = peer_clock(v, j, tmp);
                 have_peers = true;
@@ -186,7 +186,7 @@ static int by_activity(const struct gp_detect_ctx *c, const struct gp_view_job *
         if (gp_det_judge(c, &o, z, true)) {
             char who[320], why[200], win[96];
             gp_det_gpu_name(g, who, sizeof who);
-            gp_det_window(v, v->npoints, win, sizeof win);
+            gp_det_window_gpu(v, g, 0, win, sizeof win);
             if (!have_peers) {
                 peers = peer_clock(v, j, tmp);
                 have_peers = true;
@@ -288,13 +288,15 @@ int gp_det_budget(const struct gp_detect_ctx *c)
         gp_det_key_job(&o, GP_DET_BUDGET, j);
         if (gp_det_judge(c, &o, ratio, true)) {
             gp_det_printf(o.summary, sizeof o.summary,
-                          "job %s has cost $%.2f of its $%.2f budget (%.0f %%) on %u GPUs", j->job,
-                          j->cost, j->budget, 100 * ratio, j->ngpus);
+                          "job %s has cost $%.2f of its $%.2f budget (%.0f %%) on %u %s", j->job,
+                          j->cost, j->budget, 100 * ratio, j->ngpus,
+                          gp_plural(j->ngpus, "GPU", "GPUs"));
             gp_det_printf(o.evidence, sizeof o.evidence,
-                          "cost so far $%.2f, budget $%.2f, ratio %.3f; %u GPUs, %u step reporters "
-                          "in the window; threshold %.2f, clear %.2f",
-                          j->cost, j->budget, ratio, j->ngpus, j->nprocs, c->cfg->threshold,
-                          c->cfg->clear);
+                          "cost so far $%.2f, budget $%.2f, ratio %.3f; %u %s, %u %s in the "
+                          "window; threshold %.2f, clear %.2f",
+                          j->cost, j->budget, ratio, j->ngpus, gp_plural(j->ngpus, "GPU", "GPUs"),
+                          j->nprocs, gp_plural(j->nprocs, "step reporter", "step reporters"),
+                          c->cfg->threshold, c->cfg->clear);
         }
         int rc = gp_det_emit(c, &o);
         if (rc)

@@ -59,7 +59,7 @@ int gp_det_memory_high(const struct gp_detect_ctx *c)
         if (gp_det_judge(c, &o, u / total, true)) {
             char who[320], win[96];
             gp_det_gpu_name(g, who, sizeof who);
-            gp_det_window(v, v->npoints, win, sizeof win);
+            gp_det_window_gpu(v, g, 0, win, sizeof win);
             struct gp_det_stats s = gp_det_stats(used, v->npoints);
             gp_det_printf(o.summary, sizeof o.summary,
                           "%s uses %.1f of %.1f GiB of its memory (%.0f %%)", who, u / GP_DET_GIB,
@@ -126,7 +126,7 @@ int gp_det_oom_predicted(const struct gp_detect_ctx *c)
         if (gp_det_judge(c, &o, secs, false)) {
             char who[320], win[96];
             gp_det_gpu_name(g, who, sizeof who);
-            gp_det_window(v, nfit, win, sizeof win);
+            gp_det_window_gpu(v, g, start, win, sizeof win);
             double per_min = f.b * 60 / GP_DET_GIB;
             if (rising)
                 gp_det_printf(o.summary, sizeof o.summary,
@@ -223,7 +223,7 @@ int gp_det_memory_leak(const struct gp_detect_ctx *c)
         if (text) {
             char who[320], win[96];
             gp_det_proc_name(p, who, sizeof who);
-            gp_det_window(v, v->npoints, win, sizeof win);
+            gp_det_window_proc(v, p, 0, win, sizeof win);
             double per_step = nsteps > 0 ? growth / nsteps : 0;
             if (o.bad)
                 gp_det_printf(o.summary, sizeof o.summary,
@@ -275,17 +275,18 @@ int gp_det_fragmentation(const struct gp_detect_ctx *c)
         bool text = gp_det_judge(c, &o, ratio, true);
         o.bad = o.bad && slack >= FRAG_MIN_SLACK;
         if (text) {
-            char who[320];
+            char who[320], win[96];
             gp_det_proc_name(p, who, sizeof who);
+            gp_det_window_proc(v, p, 0, win, sizeof win);
             gp_det_printf(o.summary, sizeof o.summary,
                           "%s: the allocator reserves %.1f GiB but uses %.1f GiB (%.0f %% more "
                           "than allocated)",
                           who, re[k] / GP_DET_GIB, al[k] / GP_DET_GIB, 100 * ratio);
             gp_det_printf(o.evidence, sizeof o.evidence,
                           "allocator reserved %.2f GiB, allocated %.2f GiB, slack %.2f GiB (judged "
-                          "from 1 GiB) at the newest point of %u; ratio %.3f, threshold %.2f, "
+                          "from 1 GiB) at the newest point of %s; ratio %.3f, threshold %.2f, "
                           "clear %.2f",
-                          re[k] / GP_DET_GIB, al[k] / GP_DET_GIB, slack / GP_DET_GIB, v->npoints,
+                          re[k] / GP_DET_GIB, al[k] / GP_DET_GIB, slack / GP_DET_GIB, win,
                           ratio, c->cfg->threshold, c->cfg->clear);
         }
         int rc = gp_det_emit(c, &o);

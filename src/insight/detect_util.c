@@ -6,7 +6,6 @@
  */
 #include "detect_util.h"
 
-#include "lib/duration.h"
 #include "lib/err.h"
 
 #include <limits.h>
@@ -103,13 +102,16 @@ double gp_det_mem_total(const struct gp_view *v, const struct gp_view_gpu *g, un
     return g->spec && g->spec->memory_bytes ? (double)g->spec->memory_bytes : NAN;
 }
 
-void gp_det_window(const struct gp_view *v, unsigned npoints, char *out, size_t len)
+void gp_det_window_gpu(const struct gp_view *v, const struct gp_view_gpu *g, unsigned from,
+                       char *out, size_t len)
 {
-    char span[32], step[32];
-    int64_t n = npoints ? npoints - 1 : 0;
-    gp_format_duration(n * v->step_ms, span, sizeof span);
-    gp_format_duration(v->step_ms, step, sizeof step);
-    gp_det_printf(out, len, "the last %s (%u points %s apart)", span, npoints, step);
+    gp_view_span_text(v, gp_view_gpu_span(v, g, from), out, len);
+}
+
+void gp_det_window_proc(const struct gp_view *v, const struct gp_view_proc *p, unsigned from,
+                        char *out, size_t len)
+{
+    gp_view_span_text(v, gp_view_proc_span(v, p, from), out, len);
 }
 
 struct gp_det_stats gp_det_stats(const double *x, unsigned n)

@@ -16,6 +16,7 @@
 #define GP_INSIGHT_DETECT_UTIL_H
 
 #include "insight/detect.h"
+#include "lib/plural.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -67,8 +68,13 @@ void gp_det_proc_name(const struct gp_view_proc *p, char *out, size_t len);
 /* The GPU's memory size in bytes at point k: its MEM_TOTAL reading, else
  * the model table's; NaN when neither is known. */
 double gp_det_mem_total(const struct gp_view *v, const struct gp_view_gpu *g, unsigned k);
-/* "the last 10m (40 points 15s apart)" into out. */
-void gp_det_window(const struct gp_view *v, unsigned npoints, char *out, size_t len);
+/* What GPU g's / process p's readings cover from point `from` on, as
+ * gp_view_span_text writes it: "the last 1m30s (7 points 15s apart)" on
+ * a server younger than its 10m window. */
+void gp_det_window_gpu(const struct gp_view *v, const struct gp_view_gpu *g, unsigned from,
+                       char *out, size_t len);
+void gp_det_window_proc(const struct gp_view *v, const struct gp_view_proc *p, unsigned from,
+                        char *out, size_t len);
 
 /* Summary statistics of x[0..n) ignoring NaN; n_valid 0: all NaN (the
  * other fields are then NaN). */

@@ -16,6 +16,7 @@
 #include "insight/detect.h"
 #include "lib/gpumodels.h"
 #include "lib/err.h"
+#include "lib/plural.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -230,8 +231,8 @@ static int rule_memory_high(const struct gp_rec_in *in, const struct facts *f, j
              "GPU memory peaked at %.0f%% of capacity: an out-of-memory error is close. Use activation "
              "checkpointing, a smaller micro-batch with gradient accumulation, or mixed precision.",
              fmin(f->peak_max_ratio, 1e6) * 100);
-    snprintf(ev, sizeof ev, "peak_memory_ratio > %.2f on %zu GPU(s): %s%s", GP_REC_MEMORY_HIGH,
-             f->ngpus_high, f->high_list, f->ngpus_high > 4 ? ", ..." : "");
+    snprintf(ev, sizeof ev, "peak_memory_ratio > %.2f on %zu %s: %s%s", GP_REC_MEMORY_HIGH,
+             f->ngpus_high, gp_plural((double)f->ngpus_high, "GPU", "GPUs"), f->high_list, f->ngpus_high > 4 ? ", ..." : "");
     static const char *const names[] = {"peak_memory_ratio_max", "gpus_over", NULL};
     double vals[] = {f->peak_max_ratio, (double)f->ngpus_high};
     static const char *const series[] = {"DCGM_FI_DEV_FB_USED", "gpulse_gpu_memory_used_bytes", NULL};
@@ -303,9 +304,10 @@ static int rule_comm(const struct gp_rec_in *in, const struct facts *f, json_t *
              "overlapping communication with the backward pass (DDP bucket_cap_mb, FSDP prefetch).",
              f->activity * 100, f->link * 100);
     snprintf(ev, sizeof ev,
-             "activity_avg %.2f < %.2f, link_busy_avg %.2f > %.2f, %zu ranks, rank_step_spread %.2f, "
+             "activity_avg %.2f < %.2f, link_busy_avg %.2f > %.2f, %zu %s, rank_step_spread %.2f, "
              "no straggler firing",
-             f->activity, GP_REC_ACTIVITY_LOW, f->link, GP_REC_LINK_BUSY, f->nranks, f->spread);
+             f->activity, GP_REC_ACTIVITY_LOW, f->link, GP_REC_LINK_BUSY, f->nranks,
+             gp_plural((double)f->nranks, "rank", "ranks"), f->spread);
     static const char *const names[] = {"activity_avg", "link_busy_avg", "ranks", "rank_step_spread",
                                         NULL};
     double vals[] = {f->activity, f->link, (double)f->nranks, f->spread};
@@ -425,8 +427,9 @@ static int rule_small_job(const struct gp_rec_in *in, const struct facts *f, jso
                  "GPU memory never passed %.0f%% of capacity on any GPU: a larger batch would use "
                  "the cards better, or the job fits a smaller or shared GPU (a MIG slice, MPS).",
                  fmax(top, 0) * 100);
-        snprintf(ev, sizeof ev, "peak_memory_ratio at most %.2f < %.2f on all %zu GPU(s)", top,
-                 GP_REC_MEMORY_LOW, f->ngpus);
+        snprintf(ev, sizeof ev, "peak_memory_ratio at most %.2f < %.2f on %s %zu %s", top,
+                 GP_REC_MEMORY_LOW, gp_plural((double)f->ngpus, "the", "all"), f->ngpus,
+                 gp_plural((double)f->ngpus, "GPU", "GPUs"));
         static const char *const names[] = {"peak_memory_ratio_max", "gpus", NULL};
         double vals[] = {top, (double)f->ngpus};
         static const char *const series[] = {"DCGM_FI_DEV_FB_USED", NULL};
@@ -469,9 +472,10 @@ static int rule_small_job(const struct gp_rec_in *in, const struct facts *f, jso
                  fmax(top, 0) * 100, f->activity * 100, share);
     }
     snprintf(ev, sizeof ev,
-             "peak_memory_ratio at most %.2f < %.2f on all %zu GPU(s), activity_avg %.2f < %.2f, "
+             "peak_memory_ratio at most %.2f < %.2f on %s %zu %s, activity_avg %.2f < %.2f, "
              "peak %.0f bytes",
-             top, GP_REC_MEMORY_LOW, f->ngpus, f->activity, GP_REC_SMALL_ACTIVITY, f->peak_bytes);
+             top, GP_REC_MEMORY_LOW, gp_plural((double)f->ngpus, "the", "all"), f->ngpus,
+             gp_plural((double)f->ngpus, "GPU", "GPUs"), f->activity, GP_REC_SMALL_ACTIVITY, f->peak_bytes);
     static const char *const names[] = {"peak_memory_ratio_max", "activity_avg", "peak_gpu_memory_bytes",
                                         "gpu_hours", "price_per_gpu_hour", NULL};
     double vals[] = {top, f->activity, f->peak_bytes, f->gpu_hours, cur};

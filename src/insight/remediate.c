@@ -24,6 +24,7 @@
 #include "lib/clock.h"
 #include "lib/err.h"
 #include "lib/log.h"
+#include "lib/plural.h"
 #include "state/state.h"
 
 #include <errno.h>
@@ -744,11 +745,11 @@ static void handle(struct gp_rem *r, const struct event *ev)
     if (nc >= r->o.max_per_hour || kc >= r->o.max_per_kind_per_hour) {
         oc.decision = "rate_limited";
         if (nc >= r->o.max_per_hour)
-            snprintf(oc.detail, sizeof oc.detail, "%u actions for %s on node '%s' in the last hour (at most %u)",
-                     nc, ev->kind, ev->key.node, r->o.max_per_hour);
+            snprintf(oc.detail, sizeof oc.detail, "%u %s for %s on node '%s' in the last hour (at most %u)",
+                     nc, gp_plural(nc, "action", "actions"), ev->kind, ev->key.node, r->o.max_per_hour);
         else
-            snprintf(oc.detail, sizeof oc.detail, "%u actions for %s in the last hour (at most %u)", kc,
-                     ev->kind, r->o.max_per_kind_per_hour);
+            snprintf(oc.detail, sizeof oc.detail, "%u %s for %s in the last hour (at most %u)", kc,
+                     gp_plural(kc, "action", "actions"), ev->kind, r->o.max_per_kind_per_hour);
         audit(r, ev, &oc, argv, rule->argc, now);
         return;
     }

@@ -10,6 +10,7 @@
 #include "lib/buf.h"
 #include "lib/duration.h"
 #include "lib/err.h"
+#include "lib/plural.h"
 #include "lib/yamldoc.h"
 #include "query/json.h"
 #include "store/labels.h"
@@ -533,21 +534,30 @@ int gp_rule_eval(struct gp_storage *st, const struct gp_rule *r, int64_t now_ms,
         o->key.pid = num[0] && !*end && pid <= UINT32_MAX ? (uint32_t)pid : 0;
         o->value = v;
         o->bad = gp_rule_compare(r->op, v, r->threshold);
-        char vtext[32], ttext[32], wtext[32];
+        char vtext[32], ttext[32], wtext[32], span[32], judged[80];
         format_value(v, vtext, sizeof vtext);
         format_value(r->threshold, ttext, sizeof ttext);
         gp_format_duration(r->window_ms, wtext, sizeof wtext);
+        /* what was judged, not the window: a series younger than it has
+         * less; whole seconds (sampling jitter would print "9s522ms") */
+        int64_t age = now_ms - smp.t[0];
+        gp_format_duration(age >= 1000 ? (age + 500) / 1000 * 1000 : age, span, sizeof span);
+        if (now_ms == smp.t[0])
+            snprintf(judged, sizeof judged, "the newest sample (1 sample)");
+        else
+            snprintf(judged, sizeof judged, "the last %s (%zu %s)", span, smp.n,
+                     gp_plural((double)smp.n, "sample", "samples"));
         if (r->summary[0])
             gp_rule_template(r->summary, v, s->labels, s->labels_len, o->summary, sizeof o->summary);
         else
             snprintf(o->summary, sizeof o->summary, "%s: %s over %s is %s (%s %s)", r->name,
-                     gp_rule_agg_names[r->agg], wtext, vtext, gp_rule_op_names[r->op], ttext);
+                     gp_rule_agg_names[r->agg], judged, vtext, gp_rule_op_names[r->op], ttext);
         gp_buf_reset(&lab);
         gp_json_labels(&lab, s->labels, s->labels_len);
         /* cut at the buffer's end: the series' labels go last */
         if (snprintf(o->evidence, sizeof o->evidence,
-                 "%s(%s[%s]) = %s from %zu samples, threshold %s %s; series %s",
-                 gp_rule_agg_names[r->agg], r->expr, wtext, vtext, smp.n, gp_rule_op_names[r->op],
+                 "%s(%s[%s]) = %s over %s, threshold %s %s; series %s",
+                 gp_rule_agg_names[r->agg], r->expr, wtext, vtext, judged, gp_rule_op_names[r->op],
                  ttext, lab.data && !lab.err ? lab.data : "{}") < 0)
             o->evidence[0] = '\0';
         gp_buf_reset(&lab);

@@ -1,7 +1,9 @@
 /* view.c - see view.h: the view's memory and its small helpers. */
 #include "view.h"
 
+#include "lib/duration.h"
 #include "lib/err.h"
+#include "lib/plural.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -29,6 +31,57 @@ double gp_view_activity(const struct gp_view *v, const struct gp_view_gpu *g, un
     if (sm)
         *sm = is_sm;
     return a;
+}
+
+/* Points k >= from where any of the nrows rows of block x has a reading. */
+static struct gp_view_span span_of(const struct gp_view *v, const double *x, unsigned nrows,
+                                   unsigned from)
+{
+    struct gp_view_span s = {v->npoints, 0};
+    for (unsigned k = from; k < v->npoints; k++) {
+        unsigned r = 0;
+        while (r < nrows && isnan(x[(size_t)r * v->npoints + k]))
+            r++;
+        if (r == nrows)
+            continue;
+        if (!s.n)
+            s.first = k;
+        s.n++;
+    }
+    return s;
+}
+
+struct gp_view_span gp_view_gpu_span(const struct gp_view *v, const struct gp_view_gpu *g,
+                                     unsigned from)
+{
+    return span_of(v, g->v, GP_VGM__COUNT, from);
+}
+
+struct gp_view_span gp_view_proc_span(const struct gp_view *v, const struct gp_view_proc *p,
+                                      unsigned from)
+{
+    return span_of(v, p->v, GP_VPM__COUNT, from);
+}
+
+void gp_view_span_text(const struct gp_view *v, struct gp_view_span s, char *out, size_t len)
+{
+    if (!s.n) {
+        snprintf(out, len, "no points");
+        return;
+    }
+    if (s.first + 1 >= v->npoints) {
+        snprintf(out, len, "the newest point (1 point)");
+        return;
+    }
+    char span[32], step[32];
+    unsigned covered = v->npoints - s.first; /* the first reading to the view's end */
+    gp_format_duration((int64_t)(covered - 1) * v->step_ms, span, sizeof span);
+    gp_format_duration(v->step_ms, step, sizeof step);
+    const char *pts = gp_plural(s.n, "point", "points");
+    if (s.n == covered)
+        snprintf(out, len, "the last %s (%u %s %s apart)", span, s.n, pts, step);
+    else
+        snprintf(out, len, "the last %s (%u %s on a %s grid)", span, s.n, pts, step);
 }
 
 int gp_view_init(struct gp_view *v, unsigned npoints, int64_t t_end_ms, int64_t step_ms)

@@ -141,6 +141,24 @@ static inline int64_t gp_view_time(const struct gp_view *v, unsigned k)
 }
 
 /*
+ * What an entity's readings cover from point `from` on: the oldest point
+ * with any reading and how many points have one (first == npoints, n 0:
+ * none). Texts state this, not the configured window: a server younger
+ * than its window, or a GPU that came later, has NaN before its first
+ * sample. Computed here only, when a detector writes its text.
+ */
+struct gp_view_span {
+    unsigned first, n;
+};
+struct gp_view_span gp_view_gpu_span(const struct gp_view *v, const struct gp_view_gpu *g,
+                                     unsigned from);
+struct gp_view_span gp_view_proc_span(const struct gp_view *v, const struct gp_view_proc *p,
+                                      unsigned from);
+/* "the last 1m30s (7 points 15s apart)"; with gaps "the last 10m (30
+ * points on a 15s grid)"; "the newest point (1 point)"; "no points". */
+void gp_view_span_text(const struct gp_view *v, struct gp_view_span s, char *out, size_t len);
+
+/*
  * GPU activity at point k: SM active where the GPU reports it, else
  * coarse utilization; NaN when neither. *sm (may be NULL) tells which.
  */

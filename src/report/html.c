@@ -21,6 +21,7 @@
 #include "report/report_int.h"
 
 #include "lib/err.h"
+#include "lib/plural.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -315,7 +316,8 @@ static void draw_chart(struct gp_buf *b, const struct chart *c)
 #undef Y
     gp_buf_puts(b, "</svg>\n");
     if (c->not_drawn)
-        gp_buf_printf(b, "<p class=\"note\">%zu more GPUs not drawn</p>\n", c->not_drawn);
+        gp_buf_printf(b, "<p class=\"note\">%zu more %s not drawn</p>\n", c->not_drawn,
+                      gp_plural((double)c->not_drawn, "GPU", "GPUs"));
     gp_buf_puts(b, "</figure>\n");
 out:
     for (int i = 0; i < c->n; i++)

@@ -177,6 +177,12 @@ async function functional() {
   const rep = await fetch(base + href, {headers: TOKEN ? {Authorization: "Bearer " + TOKEN} : {}});
   check(rep.status === 200 && /text\/html/.test(rep.headers.get("content-type")), `report link ${href}: ${rep.status}`);
   log(`job ${job}: ${ranks} ranks, report link ${href} answers 200 HTML`);
+  // "1 node, 1 rank, 1 GPU": each word agrees with its count.
+  const jobSub = await page.textContent("#app p.sub");
+  for (const [one, many] of [["node", "nodes"], ["rank", "ranks"], ["GPU", "GPUs"]]) {
+    const m = new RegExp(`(\\d+) (${one}|${many})\\b`).exec(jobSub || "");
+    check(m && (m[1] === "1") === (m[2] === one), `the job's line says ${m ? m[0] : "no " + many}: ${jobSub}`);
+  }
   await page.waitForTimeout(500);
   await shot(page, "job");
   // A job with many ranks: one of the node jobs.
@@ -240,6 +246,11 @@ async function functional() {
   await page.click("header nav a[data-view=recommendations]");
   await page.waitForFunction(() => !/loading/.test(document.getElementById("app").textContent), null, {timeout: 20000});
   log(`recommendations: ${await page.locator(".rec").count()} shown`);
+  // The count line's words agree with its numbers ("1 job", "2 recommendations").
+  const recLine = await page.textContent("#app p.sub");
+  const rm = /^(\d+) (recommendations?) over (\d+) (jobs?)/.exec(recLine || "");
+  check(rm && (rm[1] === "1") === (rm[2] === "recommendation") && (rm[3] === "1") === (rm[4] === "job"),
+    `the count line's plurals are wrong: ${recLine}`);
   await shot(page, "recommendations");
 
   // Health: the leaking GPU's time-to-OOM projection, the ECC GPU's

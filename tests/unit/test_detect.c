@@ -628,10 +628,10 @@ static void test_hw_errors(void)
     CHECK_CONTAINS(o->summary, "drain this node");
     o = about_gpu("n1", "1");
     CHECK(o && o->bad);
-    CHECK_CONTAINS(o->summary, "XID 79 (1 XID errors)");
+    CHECK_CONTAINS(o->summary, "XID 79 (1 XID error)");
     o = about_gpu("n1", "2");
     CHECK(o && o->bad);
-    CHECK_CONTAINS(o->summary, "1 pages pending retirement");
+    CHECK_CONTAINS(o->summary, "1 page pending retirement");
     CHECK(!about_gpu("n1", "3")->bad);
     /* without an XID counter, changes of the last XID: an application's
      * own XID 13 or 31 is no hardware error, XID 48 is */
@@ -759,6 +759,99 @@ static void test_budget(void)
     CHECK_CONTAINS(about_rank("bert-1", -1)->summary,
                    "job bert-1 has cost $120.00 of its $100.00 budget (120 %) on 4 GPUs");
     CHECK(!about_rank("cheap", -1)->bad);
+    /* one GPU, no step reporter: the words agree with the counts */
+    all_active = true;
+    CHECK_INT(run(GP_DET_BUDGET, &v), GP_OK);
+    all_active = false;
+    CHECK_STR(about_rank("cheap", -1)->summary, "job cheap has cost $50.00 of its $100.00 budget (50 %) on 1 GPU");
+    CHECK_CONTAINS(about_rank("cheap", -1)->evidence, "; 1 GPU, 0 step reporters in the window");
+    gp_view_free(&v);
+}
+
+/* Blanks points [0, k) of every series of g (p): no readings yet. */
+static void young_gpu(struct gp_view *v, struct gp_view_gpu *g, unsigned k)
+{
+    for (int m = 0; m < GP_VGM__COUNT; m++)
+        for (unsigned i = 0; i < k; i++)
+            gp_view_gpu_series(v, g, (enum gp_vgm)m)[i] = NAN;
+}
+
+static void young_proc(struct gp_view *v, struct gp_view_proc *p, unsigned k)
+{
+    for (int m = 0; m < GP_VPM__COUNT; m++)
+        for (unsigned i = 0; i < k; i++)
+            gp_view_proc_series(v, p, (enum gp_vpm)m)[i] = NAN;
+}
+
+/* A server younger than its window (9m45s, 40 points): the texts state
+ * the span and points the detector judged, not the configured window. */
+static void test_young_window(void)
+{
+    struct gp_view v;
+    healthy_job(&v);
+    /* GPU 2 and rank 0 reported for the last 1m30s only: 7 points */
+    young_gpu(&v, &v.gpus[2], NPTS - 7);
+    young_proc(&v, &v.procs[0], NPTS - 7);
+    fill(&v, &v.gpus[2], GP_VGM_MEM_USED, 77 * GIB);
+    young_gpu(&v, &v.gpus[2], NPTS - 7);
+    fill(&v, &v.gpus[3], GP_VGM_MEM_USED, 77 * GIB);
+    CHECK_INT(run(GP_DET_MEMORY_HIGH, &v), GP_OK);
+    const struct gp_observation *o = about_gpu("n1", "2");
+    CHECK(o && o->bad);
+    CHECK_CONTAINS(o->evidence, "over the last 1m30s (7 points 15s apart): min 77.00");
+    /* its neighbour has the whole window */
+    CHECK_CONTAINS(about_gpu("n1", "3")->evidence, "over the last 9m45s (40 points 15s apart)");
+
+    /* a process's text states the process's span */
+    fillp(&v, &v.procs[0], GP_VPM_ALLOCATED, 10 * GIB);
+    fillp(&v, &v.procs[0], GP_VPM_RESERVED, 18 * GIB);
+    young_proc(&v, &v.procs[0], NPTS - 7);
+    CHECK_INT(run(GP_DET_FRAGMENTATION, &v), GP_OK);
+    o = about_rank("bert-1", 0);
+    CHECK(o && o->bad);
+    CHECK_CONTAINS(o->evidence, "at the newest point of the last 1m30s (7 points 15s apart)");
+
+    /* gaps: the points that hold readings, on the grid they lie on */
+    for (unsigned k = 0; k < NPTS - 10; k += 2)
+        for (int m = 0; m < GP_VGM__COUNT; m++)
+            gp_view_gpu_series(&v, &v.gpus[3], (enum gp_vgm)m)[k] = NAN;
+    CHECK_INT(run(GP_DET_MEMORY_HIGH, &v), GP_OK);
+    CHECK_CONTAINS(about_gpu("n1", "3")->evidence, "over the last 9m30s (25 points on a 15s grid)");
+
+    /* one point: singular, no span */
+    young_gpu(&v, &v.gpus[2], NPTS - 1);
+    CHECK_INT(run(GP_DET_MEMORY_HIGH, &v), GP_OK);
+    CHECK_CONTAINS(about_gpu("n1", "2")->evidence, "over the newest point (1 point): min 77.00");
+    gp_view_free(&v);
+}
+
+/* The view's span text directly: what it says for each shape. */
+static void test_span_text(void)
+{
+    struct gp_view v;
+    new_view(&v);
+    struct gp_view_gpu *g = gp_view_add_gpu(&v);
+    CHECK(g);
+    char t[96];
+    struct gp_view_span s = gp_view_gpu_span(&v, g, 0);
+    CHECK_INT(s.n, 0);
+    CHECK_INT(s.first, NPTS);
+    gp_view_span_text(&v, s, t, sizeof t);
+    CHECK_STR(t, "no points");
+    double *x = gp_view_gpu_series(&v, g, GP_VGM_TEMP);
+    x[NPTS - 2] = x[NPTS - 1] = 60;
+    s = gp_view_gpu_span(&v, g, 0);
+    CHECK_INT(s.first, NPTS - 2);
+    CHECK_INT(s.n, 2);
+    gp_view_span_text(&v, s, t, sizeof t);
+    CHECK_STR(t, "the last 15s (2 points 15s apart)");
+    x[NPTS - 2] = NAN;
+    x[NPTS - 3] = 60; /* one reading, then a missing point */
+    gp_view_span_text(&v, gp_view_gpu_span(&v, g, 0), t, sizeof t);
+    CHECK_STR(t, "the last 30s (2 points on a 15s grid)");
+    /* from: only the points the detector looked at */
+    gp_view_span_text(&v, gp_view_gpu_span(&v, g, NPTS - 1), t, sizeof t);
+    CHECK_STR(t, "the newest point (1 point)");
     gp_view_free(&v);
 }
 
@@ -827,6 +920,8 @@ const struct gp_test gp_tests_detect[] = {
     {"hw_errors", test_hw_errors},
     {"straggler", test_straggler},
     {"budget", test_budget},
+    {"young_window", test_young_window},
+    {"span_text", test_span_text},
     {"emit_failure", test_emit_failure},
     {0},
 };

@@ -467,10 +467,42 @@ static void test_build_cost(void)
     gp_storage_close(st);
 }
 
+/* A server younger than its window: 90 s of samples in a 10m window.
+ * The alert's texts, as the API gives them, state the 1m30s and the 7
+ * points the detector judged, not the window's 10m and 41 points. */
+static void test_young_server(void)
+{
+    set_t0();
+    struct gp_storage *st = sopen_tmp();
+    struct gp_alerts *a = open_alerts();
+    gp_detect_fn fns[GP_DET__COUNT] = {0};
+    fns[GP_DET_MEMORY_HIGH] = gp_detect_fns[GP_DET_MEMORY_HIGH];
+    struct gp_engine *e = engine(st, a, fns, 600 * S);
+    char err[256];
+    for (int i = 0; i <= 6; i++) {
+        put1(st, "gpulse_gpu_memory_used_bytes", GA, T0 + i * 15 * S, 96);
+        put1(st, "gpulse_gpu_memory_total_bytes", GA, T0 + i * 15 * S, 100);
+    }
+    CHECK_INT(gp_engine_tick(e, T0 + 90 * S, err, sizeof err), GP_OK);
+    CHECK_INT(gp_engine_view(e)->npoints, 41);
+    struct gp_buf b;
+    gp_buf_init(&b, 0);
+    struct gp_alerts_filter f = {.state = -1, .since_ms = INT64_MIN, .limit = 100};
+    CHECK_INT(gp_alerts_list_json(a, &f, &b), GP_OK);
+    CHECK_CONTAINS(b.data, "over the last 1m30s (7 points 15s apart): min 0.00");
+    CHECK(!strstr(b.data, "10m"));
+    CHECK(!strstr(b.data, "41 points"));
+    gp_buf_free(&b);
+    gp_engine_close(e);
+    gp_alerts_close(a);
+    gp_storage_close(st);
+}
+
 const struct gp_test gp_tests_engine[] = {
     {"view_grid", test_view_grid},
     {"incremental_equals_full", test_incremental_equals_full},
     {"detectors", test_detectors},
+    {"young_server", test_young_server},
     {"detector_config", test_detector_config},
     {"build_cost", test_build_cost},
     {0},

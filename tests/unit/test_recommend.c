@@ -293,6 +293,7 @@ static void test_oversized_gpu(void)
     CHECK_DBL(saving(e, "fraction"), 3.5 / 4.0, 1e-12);
     CHECK_CONTAINS(json_string_value(json_object_get(e, "text")), "T4");
     CHECK_CONTAINS(json_string_value(json_object_get(e, "text")), "MIG");
+    CHECK_CONTAINS(json_string_value(json_object_get(e, "evidence")), " on the 1 GPU, activity_avg");
     json_decref(a);
     /* without a price list: the model table's default prices */
     a = run(doc, NULL, 0, NULL, k, sizeof k);
@@ -313,6 +314,12 @@ static void test_oversized_gpu(void)
     json_decref(run("{\"gpus\": [{\"peak_memory_ratio\": 0.1}], \"totals\": {\"activity_avg\": 0.4}}",
                     NULL, 0, test_prices(), k, sizeof k));
     CHECK_STR(k, "memory_low");
+    a = run("{\"gpus\": [{\"peak_memory_ratio\": 0.1}, {\"peak_memory_ratio\": 0.2}],"
+            " \"totals\": {\"activity_avg\": 0.4}}", NULL, 0, test_prices(), k, sizeof k);
+    CHECK_STR(k, "memory_low");
+    CHECK_STR(json_string_value(json_object_get(entry(a, "memory_low"), "evidence")),
+              "peak_memory_ratio at most 0.20 < 0.30 on all 2 GPUs");
+    json_decref(a);
     /* one GPU over 30 %, or one unknown: silent */
     json_decref(run("{\"gpus\": [{\"peak_memory_ratio\": 0.1}, {\"peak_memory_ratio\": 0.3}],"
                     " \"totals\": {\"activity_avg\": 0.2}}", NULL, 0, test_prices(), k, sizeof k));

@@ -253,10 +253,10 @@ static void test_dry_run_and_rate_limits(void)
     /* newest first */
     CHECK_STR(rs(a, 0, "decision"), "rate_limited");
     CHECK_STR(rs(a, 0, "node"), "n3");
-    CHECK_CONTAINS(rs(a, 0, "detail"), "in the last hour (at most 2)");
+    CHECK_CONTAINS(rs(a, 0, "detail"), "2 actions for gpu_hardware_errors in the last hour (at most 2)");
     CHECK_STR(rs(a, 1, "decision"), "dry_run");
     CHECK_STR(rs(a, 2, "decision"), "rate_limited");
-    CHECK_CONTAINS(rs(a, 2, "detail"), "on node 'n1'");
+    CHECK_STR(rs(a, 2, "detail"), "1 action for gpu_hardware_errors on node 'n1' in the last hour (at most 1)");
     CHECK_STR(rs(a, 3, "decision"), "dry_run");
     const json_t *cmd = json_object_get(json_array_get(a, 3), "command");
     CHECK_INT(json_array_size(cmd), 5);

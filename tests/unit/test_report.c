@@ -128,7 +128,7 @@ static void test_text_full(void)
                       "  data wait     [##................................................]   4.0%\n"
                       "  idle/other    [#########.........................................]  18.0%\n");
     CHECK_CONTAINS(t, "\nWhat to change\n  1. [memory_high] GPU memory peaked at 93% of capacity");
-    CHECK_CONTAINS(t, "evidence: peak_memory_ratio > 0.90 on 1 GPU(s): node1/0 0.930\n");
+    CHECK_CONTAINS(t, "evidence: peak_memory_ratio > 0.90 on 1 GPU: node1/0 0.930\n");
     CHECK(!strstr(t, "2. ")); /* one rule fires on this job */
     CHECK(!strstr(t, "\033"));
     check_terminal_safe(t);
@@ -458,7 +458,7 @@ static void test_advice_memory_high(void)
     json_t *d = parse("{\"gpus\": [{\"node\": \"n\", \"gpu\": \"1\", \"peak_memory_ratio\": 0.95}]}");
     CHECK_INT(gp_report_advise(d), GP_OK);
     const json_t *e = json_array_get(json_object_get(d, "advice"), 0);
-    CHECK_STR(json_string_value(json_object_get(e, "evidence")), "peak_memory_ratio > 0.90 on 1 GPU(s): n/1 0.950");
+    CHECK_STR(json_string_value(json_object_get(e, "evidence")), "peak_memory_ratio > 0.90 on 1 GPU: n/1 0.950");
     CHECK_CONTAINS(json_string_value(json_object_get(e, "text")), "95% of capacity");
     CHECK_CONTAINS(json_string_value(json_object_get(e, "text")), "activation checkpointing");
     json_decref(d);

@@ -237,9 +237,16 @@ static void test_eval(void)
     CHECK_INT(g.o[hot].key.rank, -1);
     CHECK_INT(g.o[hot].key.det, GP_DET__COUNT);
     CHECK_STR(g.o[hot].summary, "GPU 0 of n1 at 86 C");
-    CHECK_CONTAINS(g.o[hot].evidence, "max(DCGM_FI_DEV_GPU_TEMP{modelName=~\"NVIDIA H100.*\"}[2m]) = 86 from 5 samples");
+    /* the 2m window holds 40s of samples: the evidence says what it judged */
+    CHECK_CONTAINS(g.o[hot].evidence, "max(DCGM_FI_DEV_GPU_TEMP{modelName=~\"NVIDIA H100.*\"}[2m]) = 86 "
+                                      "over the last 40s (5 samples)");
     CHECK_STR(g.labels[hot], "\"modelName\":\"NVIDIA H100 80GB HBM3\",\"team\":\"ml\"");
     CHECK(g.extra[0] != g.extra[1]);
+    /* Evaluated 400 ms after the newest sample: whole seconds, no "40s400ms". */
+    memset(&g, 0, sizeof g);
+    CHECK_INT(gp_rule_eval(st, &rs.r[0], end + 400, collect, &g, err, sizeof err), GP_OK);
+    CHECK_CONTAINS(g.o[0].evidence, "]) = ");
+    CHECK_CONTAINS(g.o[0].evidence, " over the last 40s (5 samples), threshold");
     /* A window that holds only the last two samples. */
     rs.r[0].window_ms = 15000;
     memset(&g, 0, sizeof g);
@@ -248,6 +255,13 @@ static void test_eval(void)
     hot = strcmp(g.o[0].key.gpu, "0") ? 1 : 0;
     CHECK_DBL(g.o[hot].value, 83, 0);
     CHECK(!g.o[hot].bad);
+    CHECK_CONTAINS(g.o[hot].evidence, "= 83 over the last 10s (2 samples)");
+    /* One sample, at the evaluation time. */
+    rs.r[0].window_ms = 5000;
+    memset(&g, 0, sizeof g);
+    CHECK_INT(gp_rule_eval(st, &rs.r[0], end, collect, &g, err, sizeof err), GP_OK);
+    CHECK_INT(g.n, 2);
+    CHECK_CONTAINS(g.o[0].evidence, "over the newest sample (1 sample)");
     /* Later than the samples: nothing to judge. */
     memset(&g, 0, sizeof g);
     CHECK_INT(gp_rule_eval(st, &rs.r[0], end + 3600000, collect, &g, err, sizeof err), GP_OK);
@@ -262,7 +276,7 @@ static void test_eval(void)
               GP_OK);
     CHECK_INT(gp_rule_eval(st, &rs.r[1], end, collect, &g, err, sizeof err), GP_OK);
     CHECK_INT(g.n, 1);
-    CHECK_STR(g.o[0].summary, "hot_any: last over 1m is 95 (< 10)");
+    CHECK_STR(g.o[0].summary, "hot_any: last over the last 40s (5 samples) is 95 (< 10)");
     CHECK_INT(gp_rule_eval(st, &rs.r[1], end, refuse, NULL, err, sizeof err), GP_ENOMEM);
     CHECK_CONTAINS(err, "hot_any");
     gp_rules_free(&rs);
