@@ -232,7 +232,7 @@
       }
       for (const [node, gr] of groups) gr.el.hidden = !nodeShown.get(node);
       // The totals above are the fleet's; the filtered GPUs' own counts here.
-      shown.textContent = `showing ${n} of ${tiles.size} GPUs` +
+      shown.textContent = `showing ${n} of ${fmt.plural(tiles.size, "GPU", "GPUs")}` +
         (n < tiles.size ? `: ${busy} busy, ${idle} idle, ${allocIdle} allocated but idle` : "");
     }
 
