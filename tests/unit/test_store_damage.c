@@ -13,6 +13,7 @@
 #include "query/query.h"
 #include "store/segment.h"
 #include "store/store_fmt.h"
+#include "store/store_int.h"
 #include "store_testlib.h"
 
 #include <dirent.h>
@@ -552,6 +553,65 @@ static void check_both(struct gp_store *s, size_t n, int64_t t0, int64_t t1)
     }
 }
 
+/* One series.log record (type, id, labels "a"=v) at out; its size. */
+static size_t slog_rec(uint8_t *out, uint8_t type, uint32_t id, const char *v)
+{
+    uint8_t p[64];
+    size_t n = 4;
+    gp_put_le32(p, id);
+    p[n++] = 1;
+    p[n++] = 'a';
+    p[n++] = (uint8_t)strlen(v);
+    memcpy(p + n, v, strlen(v));
+    n += strlen(v);
+    gp_seg_header(out, type, p, n);
+    memcpy(out + GP_SEG_HEADER, p, n);
+    return GP_SEG_HEADER + n;
+}
+
+static int count_rec(void *ctx, const struct gp_wal_series *ws)
+{
+    (void)ws;
+    (*(int *)ctx)++;
+    return 0;
+}
+
+/* The journal's parser on malformed input: a torn tail is no damage, a
+ * bad record with valid ones after it is (and they are kept), records of
+ * another type, id 0 or invalid labels are skipped and counted. */
+static void test_series_log_parse_malformed(void)
+{
+    uint8_t b[512];
+    size_t n = 0, mid;
+    n += slog_rec(b + n, GP_ST_SLOG_SERIES, 1, "x");
+    mid = n;
+    n += slog_rec(b + n, GP_ST_SLOG_SERIES, 2, "y");
+    n += slog_rec(b + n, GP_ST_SLOG_SERIES, 3, "z");
+    struct gp_st_slog_stats st;
+    int got = 0;
+    CHECK_INT(gp_st_slog_parse(b, n, count_rec, &got, &st), GP_OK);
+    CHECK(got == 3 && st.records == 3 && st.bad_records == 0 && st.torn_bytes == 0 && st.max_id == 3);
+    /* Torn: the last record cut short. */
+    got = 0;
+    CHECK_INT(gp_st_slog_parse(b, n - 3, count_rec, &got, &st), GP_OK);
+    CHECK(got == 2 && st.records == 2 && st.bad_records == 0);
+    CHECK_INT(st.torn_bytes, (n - mid) / 2 - 3); /* the third record, less 3 bytes */
+    /* A flipped byte in the middle record: damage, the third one kept. */
+    b[mid + GP_SEG_HEADER + 5] ^= 0x40;
+    got = 0;
+    CHECK_INT(gp_st_slog_parse(b, n, count_rec, &got, &st), GP_OK);
+    CHECK(got == 2 && st.bad_records == 1 && st.torn_bytes == 0 && st.max_id == 3);
+    /* Another type, id 0, labels that are not labels (empty value). */
+    n = 0;
+    n += slog_rec(b + n, 7, 4, "x");
+    n += slog_rec(b + n, GP_ST_SLOG_SERIES, 0, "x");
+    n += slog_rec(b + n, GP_ST_SLOG_SERIES, 5, "");
+    n += slog_rec(b + n, GP_ST_SLOG_SERIES, 6, "ok");
+    got = 0;
+    CHECK_INT(gp_st_slog_parse(b, n, count_rec, &got, &st), GP_OK);
+    CHECK(got == 1 && st.records == 1 && st.bad_records == 3 && st.max_id == 6);
+}
+
 /* The crash: series.log synced, meta.db's commit never made. */
 static int crash_after_journal_sync(int fd)
 {
@@ -732,6 +792,7 @@ const struct gp_test gp_tests_store_damage[] = {
     {"meta_deleted_rebuilt_from_wal", test_meta_deleted_rebuilt_from_wal},
     {"meta_not_a_database", test_meta_not_a_database},
     {"meta_damaged_page_salvaged", test_meta_damaged_page_salvaged},
+    {"series_log_parse_malformed", test_series_log_parse_malformed},
     {"series_log_deleted_rebuilt", test_series_log_deleted_rebuilt},
     {"series_log_damaged_rebuilt", test_series_log_damaged_rebuilt},
     {"series_log_created_for_old_store", test_series_log_created_for_old_store},
