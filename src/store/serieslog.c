@@ -149,15 +149,20 @@ int gp_st_slog_open(struct gp_store *s, char *err, size_t errlen)
 int gp_st_slog_append(struct gp_store *s, const struct gp_wal_series *list, size_t n, char *err,
                       size_t errlen)
 {
-    if (!s->slog)
-        return gp_seterr(err, errlen, GP_EIO, "series.log is not open");
-    int rc = append_list(s, s->slog, list, n);
+    /* Closed after a failed sync: reopening scans the file and cuts it
+     * after its last whole record; what the failed checkpoints did not
+     * commit to meta.db comes again with the next one. */
+    int rc = s->slog ? GP_OK : gp_st_slog_open(s, err, errlen);
+    if (rc != GP_OK)
+        return rc;
+    rc = append_list(s, s->slog, list, n);
     if (rc == GP_ENOMEM)
         return gp_seterr(err, errlen, rc, "out of memory");
     if (rc != GP_OK) {
         int e = gp_segw_errno(s->slog);
         /* A latched appender stays unusable until it is cut back. */
-        gp_segw_repair(s->slog);
+        if (gp_segw_repair(s->slog) != GP_OK)
+            gp_st_slog_close(s);
         return gp_seterr(err, errlen, GP_EIO, "%s", e ? strerror(e) : gp_strerror(rc));
     }
     return GP_OK;

@@ -17,6 +17,7 @@
 #include "store_testlib.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <sqlite3.h>
 #include <sys/stat.h>
@@ -627,6 +628,66 @@ static int crash_after_journal_sync(int fd)
     return rc;
 }
 
+/* series.log's sync fails (EIO), once. */
+static int journal_fails;
+static int fail_journal_sync(int fd)
+{
+    char link[64], target[1024];
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    ssize_t n = readlink(link, target, sizeof target - 1);
+    if (n > 0 && journal_fails) {
+        target[n] = 0;
+        if (strstr(target, "/series.log") && !strstr(target, ".tmp")) {
+            journal_fails--;
+            errno = EIO;
+            return -1;
+        }
+    }
+    return fdatasync(fd);
+}
+
+/* A failed journal sync fails the checkpoint before meta.db learns of
+ * the new series (the journal stays a superset); the next checkpoint
+ * reopens the journal and registers them in both. */
+static void test_series_log_sync_failure(void)
+{
+    const char *dir = gp_test_tmpdir();
+    enum { N = 20 };
+    int64_t t0 = build_registry(dir, N);
+    int64_t t1 = tnow_ms() - 5000;
+    struct gp_store_options o = {.block_ms = BLOCK_MS, .checkpoint_interval_ms = 1, .no_background = 1};
+    struct gp_store *s = topen(dir, &o);
+    struct treq r;
+    treq_build(&r, N, 10, 10, t1, 1000, NULL);
+    CHECK_INT(tappend(s, &r).accepted, 100);
+    treq_free(&r);
+    journal_fails = 1;
+    gp_seg_sys.fdatasync = fail_journal_sync;
+    CHECK_INT(gp_store_maintain(s, 0), GP_EIO);
+    gp_seg_sys.fdatasync = fdatasync;
+    CHECK_INT(journal_fails, 0);
+    char p[1024];
+    path_of(p, sizeof p, dir, "meta.db");
+    sqlite3 *db;
+    CHECK(sqlite3_open(p, &db) == SQLITE_OK);
+    sqlite3_stmt *q;
+    CHECK(sqlite3_prepare_v2(db, "SELECT count(*) FROM series", -1, &q, NULL) == SQLITE_OK);
+    CHECK(sqlite3_step(q) == SQLITE_ROW);
+    CHECK_INT(sqlite3_column_int64(q, 0), N); /* not before the journal */
+    sqlite3_finalize(q);
+    CHECK_INT(gp_store_maintain(s, 0), GP_OK);
+    CHECK(sqlite3_prepare_v2(db, "SELECT count(*) FROM series", -1, &q, NULL) == SQLITE_OK);
+    CHECK(sqlite3_step(q) == SQLITE_ROW);
+    CHECK_INT(sqlite3_column_int64(q, 0), N + 10);
+    sqlite3_finalize(q);
+    sqlite3_close(db);
+    gp_store_close(s);
+    drop_meta(dir);
+    s = reopen(dir);
+    check_both(s, N, t0, t1);
+    gp_store_close(s);
+}
+
 static void test_crash_between_journal_and_meta(void)
 {
     const char *dir = gp_test_tmpdir();
@@ -797,6 +858,7 @@ const struct gp_test gp_tests_store_damage[] = {
     {"series_log_damaged_rebuilt", test_series_log_damaged_rebuilt},
     {"series_log_created_for_old_store", test_series_log_created_for_old_store},
     {"crash_between_journal_and_meta", test_crash_between_journal_and_meta},
+    {"series_log_sync_failure", test_series_log_sync_failure},
     {"damaged_block_chunk_reported", test_damaged_block_chunk_reported},
     {"wal_flip_mid_segment_recovers_later_records", test_wal_flip_mid_segment_recovers_later_records},
     {0},
