@@ -27,7 +27,7 @@
  *     between the journal's sync and meta.db's commit) are registered;
  *   - a series.log that is missing, damaged, or lacks series meta.db has
  *     is rewritten from the registry (a damaged one set aside first).
-  */
+ */
 #include "store/store_int.h"
 
 #include "lib/err.h"
@@ -508,7 +508,6 @@ static int journal_reconcile(struct gp_store *s, struct rows *j, int jrc,
     if (!extra)
         return gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
     size_t matched = 0, nextra = 0, conflict = 0, distinct = 0;
-    (void)distinct;
     uint32_t db_max = s->persisted_max_id;
     size_t db_count = gp_sindex_count(s->idx);
     int rc = GP_OK;
@@ -551,7 +550,8 @@ static int journal_reconcile(struct gp_store *s, struct rows *j, int jrc,
         }
         s->persisted_max_id = extra[nextra - 1].id;
         gp_log(GP_LOG_WARN, "store",
-               "series.log names series meta.db lacks (a crash before meta.db's commit): registered",
+               "series.log names series meta.db lacks (a crash before meta.db's commit): "
+               "registered",
                "series=%zu highest_id=%u", nextra, extra[nextra - 1].id);
     }
     free(extra);
@@ -585,7 +585,8 @@ static int journal_reconcile(struct gp_store *s, struct rows *j, int jrc,
                (unsigned long long)js->bad_records, conflict);
     } else {
         gp_log(missing ? GP_LOG_INFO : GP_LOG_WARN, "store",
-               missing ? "series.log created from meta.db" : "series.log lacked series: rewritten from meta.db",
+               missing ? "series.log created from meta.db"
+                       : "series.log lacked series: rewritten from meta.db",
                "series=%zu", gp_sindex_count(s->idx));
     }
     return GP_OK;

@@ -140,7 +140,8 @@ int gp_st_slog_open(struct gp_store *s, char *err, size_t errlen)
     uint64_t cut = 0;
     int rc = gp_segw_open(&s->slog, path, &cut, err, errlen);
     if (rc == GP_OK && cut)
-        gp_log(GP_LOG_WARN, "store", "series.log: torn record at the end cut off (a crash mid-append)",
+        gp_log(GP_LOG_WARN, "store",
+               "series.log: torn record at the end cut off (a crash mid-append)",
                "file=%s bytes=%llu", path, (unsigned long long)cut);
     free(path);
     return rc;
