@@ -270,6 +270,7 @@ struct rows {
     struct row *r;
     size_t n, cap;
     int nomem;
+    int borrowed; /* labels point into a buffer the caller keeps (no copies) */
 };
 
 static void rows_push(struct rows *x, sqlite3_int64 id, const void *labels, size_t len)
@@ -286,18 +287,19 @@ static void rows_push(struct rows *x, sqlite3_int64 id, const void *labels, size
         x->r = p;
         x->cap = cap;
     }
-    uint8_t *b = malloc(len);
+    uint8_t *b = x->borrowed ? (uint8_t *)(uintptr_t)labels : malloc(len);
     if (!b) {
         x->nomem = 1;
         return;
     }
-    memcpy(b, labels, len);
+    if (!x->borrowed)
+        memcpy(b, labels, len);
     x->r[x->n++] = (struct row){(uint32_t)id, b, len};
 }
 
 static void rows_free(struct rows *x)
 {
-    for (size_t i = 0; i < x->n; i++)
+    for (size_t i = 0; i < x->n && !x->borrowed; i++)
         free(x->r[i].labels);
     free(x->r);
 }
@@ -596,21 +598,20 @@ static int meta_start(struct gp_store *s, const struct rows *journal, char *err,
 
 int gp_st_meta_start(struct gp_store *s, char *err, size_t errlen)
 {
-    struct rows j = {0};
+    /* The journal's rows point into its file's image, kept until the end. */
+    struct rows j = {.borrowed = 1};
+    struct gp_seg_file f = {0};
     struct gp_st_slog_stats js;
-    int jrc = gp_st_slog_read(s, journal_row, &j, &js, err, errlen);
-    if (jrc == GP_ENOMEM || j.nomem) {
-        rows_free(&j);
-        return gp_seterr(err, errlen, GP_ENOMEM, "series.log: out of memory reading it");
-    }
-    if (jrc != GP_OK && jrc != GP_ENOTFOUND) {
-        rows_free(&j);
-        return jrc; /* unreadable (permissions, I/O): stop as for meta.db */
-    }
-    int rc = meta_start(s, &j, err, errlen);
-    if (rc == GP_OK)
+    int jrc = gp_st_slog_read(s, &f, journal_row, &j, &js, err, errlen);
+    int rc;
+    if (jrc == GP_ENOMEM || j.nomem)
+        rc = gp_seterr(err, errlen, GP_ENOMEM, "series.log: out of memory reading it");
+    else if (jrc != GP_OK && jrc != GP_ENOTFOUND)
+        rc = jrc; /* unreadable (permissions, I/O): stop as for meta.db */
+    else if ((rc = meta_start(s, &j, err, errlen)) == GP_OK)
         rc = journal_reconcile(s, &j, jrc, &js, err, errlen);
     rows_free(&j);
+    gp_seg_file_free(&f);
     return rc;
 }
 

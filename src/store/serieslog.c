@@ -80,21 +80,19 @@ int gp_st_slog_parse(const uint8_t *buf, size_t len,
     return GP_OK;
 }
 
-int gp_st_slog_read(const struct gp_store *s, int (*fn)(void *ctx, const struct gp_wal_series *ws),
-                    void *ctx, struct gp_st_slog_stats *st, char *err, size_t errlen)
+int gp_st_slog_read(const struct gp_store *s, struct gp_seg_file *f,
+                    int (*fn)(void *ctx, const struct gp_wal_series *ws), void *ctx,
+                    struct gp_st_slog_stats *st, char *err, size_t errlen)
 {
     memset(st, 0, sizeof *st);
     char *path = gp_st_path(s->dir, SLOG_NAME);
     if (!path)
         return gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
-    struct gp_seg_file f = {0};
-    int rc = gp_seg_read_file(path, &f, err, errlen);
+    int rc = gp_seg_read_file(path, f, err, errlen);
     free(path);
     if (rc != GP_OK)
         return rc;
-    rc = gp_st_slog_parse(f.data, f.len, fn, ctx, st);
-    gp_seg_file_free(&f);
-    return rc;
+    return gp_st_slog_parse(f->data, f->len, fn, ctx, st);
 }
 
 /* Appends n series; syncs unless the store runs without syncs. */

@@ -255,10 +255,13 @@ struct gp_st_slog_stats {
 int gp_st_slog_parse(const uint8_t *buf, size_t len,
                      int (*fn)(void *ctx, const struct gp_wal_series *ws), void *ctx,
                      struct gp_st_slog_stats *st);
-/* Reads DIR/series.log through gp_st_slog_parse. GP_OK, GP_ENOTFOUND,
- * GP_EIO or GP_ENOMEM (with detail) or fn's return. */
-int gp_st_slog_read(const struct gp_store *s, int (*fn)(void *ctx, const struct gp_wal_series *ws),
-                    void *ctx, struct gp_st_slog_stats *st, char *err, size_t errlen);
+/* Reads DIR/series.log whole into f and parses it (gp_st_slog_parse):
+ * the records handed to fn point into f, which the caller frees
+ * (gp_seg_file_free, also after an error). GP_OK, GP_ENOTFOUND, GP_EIO
+ * or GP_ENOMEM (with detail), or fn's return. */
+int gp_st_slog_read(const struct gp_store *s, struct gp_seg_file *f,
+                    int (*fn)(void *ctx, const struct gp_wal_series *ws), void *ctx,
+                    struct gp_st_slog_stats *st, char *err, size_t errlen);
 /* Opens the appender (a torn tail is cut and logged). */
 int gp_st_slog_open(struct gp_store *s, char *err, size_t errlen);
 /* Replaces series.log by the whole registry (tmp, sync, rename) and
