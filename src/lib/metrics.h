@@ -246,7 +246,7 @@ enum gp_metric_section {
     X(SRV_STORE_DAMAGE, SERVER, "gpulse_server_store_damage", GAUGE, "what",                          \
       "1 for each damage the last start found and worked around (docs/storage.md).")                   \
     X(SRV_SERIES_LOST, SERVER, "gpulse_server_store_series_lost", GAUGE, "",                           \
-      "Series with data whose labels were lost with a damaged meta.db.")                               \
+      "Series with data whose labels were lost (meta.db and series.log both damaged).")                \
     X(SRV_WAL_CORRUPT, SERVER, "gpulse_server_wal_corrupt_records", GAUGE, "",                         \
       "Damaged WAL records skipped at the last start (torn tails not counted).")                       \
     X(SRV_WAL_RECOVERED, SERVER, "gpulse_server_wal_records_recovered", GAUGE, "",                     \

@@ -2,7 +2,7 @@
  * repair.c - `gpulse repair --data DIR` (repair.h).
  *
  * The store repairs itself as it opens (store.h: a missing or damaged
- * head.snap or meta.db is set aside and rebuilt, the WAL's records after
+ * head.snap, meta.db or series.log is set aside and rebuilt, the WAL's records after
  * a damaged one are replayed), so repair opens it with the server's
  * options, reports what the opening found, checks every block chunk's
  * checksum, and closes it, which writes a fresh head.snap and commits the
@@ -32,7 +32,8 @@ static void usage(FILE *out)
             "usage: gpulse repair --data DIR\n\n"
             "Checks the data directory of a stopped gpulse server and rebuilds what can be\n"
             "rebuilt without touching intact data: head.snap (from blocks, chunk files and the\n"
-            "WAL), the series registry meta.db (from its readable rows and the WAL), and\n"
+            "WAL), the series registry's two copies, meta.db and series.log (each from the\n"
+            "other, meta.db also from its readable rows and the WAL), and\n"
             "state.db (a damaged one is set aside as state.db.damaged-<unix time>; the next\n"
             "start creates an empty one). Damaged files are renamed, never deleted.\n\n"
             "  --data DIR   the server's data directory (data_dir)\n"
@@ -153,11 +154,19 @@ int gp_repair_main(int argc, char **argv)
     fixed |= (st.damage & (GP_STORE_DMG_SNAP_MISSING | GP_STORE_DMG_SNAP_DAMAGED)) != 0;
     if (st.damage & GP_STORE_DMG_META_DAMAGED) {
         printf("meta.db: damaged or missing: set aside as meta.db.damaged-*, registry rebuilt from "
-               "its readable rows and the WAL (%llu series)\n",
+               "its readable rows, series.log and the WAL (%llu series)\n",
                (unsigned long long)st.series);
         fixed = 1;
     } else {
         printf("meta.db: ok (%llu series)\n", (unsigned long long)st.series);
+    }
+    if (st.damage & GP_STORE_DMG_SERIES_LOG) {
+        printf("series.log: damaged or missing: a damaged one set aside as series.log.damaged-*, "
+               "rebuilt from meta.db (%llu series)\n",
+               (unsigned long long)st.series);
+        fixed = 1;
+    } else {
+        printf("series.log: ok\n");
     }
     if (st.series_lost) {
         printf("meta.db: the labels of %llu series with data are lost: their samples stay on disk "

@@ -12,15 +12,21 @@
  * Only the maintenance path (and open/close) touches the connection, so
  * it is opened without SQLite's own mutexes.
  *
- * Damage (gp_st_meta_start): a meta.db that SQLite cannot open or read,
- * or one missing beside a store that has data, is set aside as
- * meta.db.damaged-<unix time> (never deleted) and a new one is built from
- * what still names series: the rows SQLite can still read from the
- * damaged file (scanned in id order, probed id by id past a bad page),
- * and the SERIES records of the whole WAL. Labels live nowhere else (block
- * indexes, chunk files and the snapshot hold ids only), so the ids of
- * data that neither names are counted as lost (store.c) and reserved, so
- * that no new series inherits their samples.
+ * Two copies (serieslog.c): every series committed here was appended to
+ * series.log first, so damage to either copy is rebuilt from the other.
+ * gp_st_meta_start reads series.log, then:
+ *   - a meta.db that SQLite cannot open or read, or one missing beside a
+ *     store that has data, is set aside as meta.db.damaged-<unix time>
+ *     (never deleted) and a new one is built from the rows SQLite can
+ *     still read (scanned in id order, probed id by id past a bad page),
+ *     series.log and the SERIES records of the whole WAL. Only when
+ *     series.log is damaged too can labels be lost: the ids of data no
+ *     copy names are counted as lost (store.c) and reserved, so that no
+ *     new series inherits their samples;
+ *   - series that series.log names above meta.db's highest id (a crash
+ *     between the journal's sync and meta.db's commit) are registered;
+ *   - a series.log that is missing, damaged, or lacks series meta.db has
+ *     is rewritten from the registry (a damaged one set aside first).
  */
 #include "store/store_int.h"
 
@@ -130,10 +136,7 @@ static void load_lost(struct gp_store *s)
     sqlite3_finalize(st);
 }
 
-/* Enters series id (labels as read back from meta.db or the WAL) into
- * the index with an empty head. GP_OK, GP_ENOMEM, or another error when
- * the index refuses it (labels or id already taken: a bad row). */
-static int register_series(struct gp_store *s, uint32_t id, const uint8_t *labels, size_t len)
+int gp_st_meta_register(struct gp_store *s, uint32_t id, const uint8_t *labels, size_t len)
 {
     if (gp_st_ser_reserve(s, id) != GP_OK)
         return GP_ENOMEM;
@@ -165,7 +168,7 @@ int gp_st_meta_load(struct gp_store *s, char *err, size_t errlen)
             bad++;
             continue;
         }
-        int arc = register_series(s, (uint32_t)id, blob, len);
+        int arc = gp_st_meta_register(s, (uint32_t)id, blob, len);
         if (arc == GP_ENOMEM) {
             rc = arc;
             break;
@@ -267,6 +270,7 @@ struct rows {
     struct row *r;
     size_t n, cap;
     int nomem;
+    int borrowed; /* labels point into a buffer the caller keeps (no copies) */
 };
 
 static void rows_push(struct rows *x, sqlite3_int64 id, const void *labels, size_t len)
@@ -283,18 +287,19 @@ static void rows_push(struct rows *x, sqlite3_int64 id, const void *labels, size
         x->r = p;
         x->cap = cap;
     }
-    uint8_t *b = malloc(len);
+    uint8_t *b = x->borrowed ? (uint8_t *)(uintptr_t)labels : malloc(len);
     if (!b) {
         x->nomem = 1;
         return;
     }
-    memcpy(b, labels, len);
+    if (!x->borrowed)
+        memcpy(b, labels, len);
     x->r[x->n++] = (struct row){(uint32_t)id, b, len};
 }
 
 static void rows_free(struct rows *x)
 {
-    for (size_t i = 0; i < x->n; i++)
+    for (size_t i = 0; i < x->n && !x->borrowed; i++)
         free(x->r[i].labels);
     free(x->r);
 }
@@ -388,7 +393,8 @@ static int meta_missing(const struct gp_store *s)
 }
 
 /* Sets meta.db aside and builds a new one from what still names series. */
-static int meta_rebuild(struct gp_store *s, const char *why, char *err, size_t errlen)
+static int meta_rebuild(struct gp_store *s, const char *why, const struct rows *journal, char *err,
+                        size_t errlen)
 {
     gp_st_meta_close(s);
     char aside[128] = "";
@@ -404,6 +410,8 @@ static int meta_rebuild(struct gp_store *s, const char *why, char *err, size_t e
         free(p);
     }
     size_t salvaged = rows.n;
+    for (size_t i = 0; i < journal->n; i++)
+        rows_push(&rows, journal->r[i].id, journal->r[i].labels, journal->r[i].len);
     struct gp_wal_handler h = {wal_series, NULL};
     char e2[256];
     int wrc = gp_wal_replay(s->wal_dir, 0, &h, &rows, NULL, e2, sizeof e2);
@@ -418,7 +426,8 @@ static int meta_rebuild(struct gp_store *s, const char *why, char *err, size_t e
         rows_free(&rows);
         return rc;
     }
-    qsort(rows.r, rows.n, sizeof *rows.r, row_cmp);
+    if (rows.n)
+        qsort(rows.r, rows.n, sizeof *rows.r, row_cmp);
     struct gp_wal_series *list = malloc((rows.n ? rows.n : 1) * sizeof *list);
     size_t n = 0;
     uint64_t bad = 0;
@@ -426,7 +435,7 @@ static int meta_rebuild(struct gp_store *s, const char *why, char *err, size_t e
         const struct row *r = &rows.r[i];
         if (n && list[n - 1].id == r->id)
             continue; /* in both the old file and the WAL */
-        int arc = register_series(s, r->id, r->labels, r->len);
+        int arc = gp_st_meta_register(s, r->id, r->labels, r->len);
         if (arc == GP_ENOMEM) {
             rc = arc;
             break;
@@ -453,18 +462,163 @@ static int meta_rebuild(struct gp_store *s, const char *why, char *err, size_t e
     s->damage |= GP_STORE_DMG_META_DAMAGED;
     char q[300];
     gp_log(GP_LOG_ERROR, "store",
-           "meta.db damaged: set aside; the series registry rebuilt from its readable rows and "
-           "the WAL",
-           "set_aside=%s series=%zu from_old_file=%zu bad_rows=%llu error=%s",
-           aside[0] ? aside : "none", n, salvaged, (unsigned long long)bad,
+           "meta.db damaged: set aside; the series registry rebuilt from its readable rows, "
+           "series.log and the WAL",
+           "set_aside=%s series=%zu from_old_file=%zu from_series_log=%zu bad_rows=%llu error=%s",
+           aside[0] ? aside : "none", n, salvaged, journal->n, (unsigned long long)bad,
            gp_log_quote(q, sizeof q, why));
     return GP_OK;
 }
 
+static int journal_row(void *ctx, const struct gp_wal_series *ws)
+{
+    struct rows *x = ctx;
+    rows_push(x, ws->id, ws->labels, ws->labels_len);
+    return x->nomem ? GP_ENOMEM : 0;
+}
+
+/* 1 when meta.db records that this store keeps a series.log (a store of
+ * an older gpulse has none, and creating it then is no repair). */
+static int meta_has_journal(struct gp_store *s)
+{
+    sqlite3_stmt *st;
+    int yes = 0;
+    if (sqlite3_prepare_v2(s->db, "SELECT value FROM meta WHERE key='series_log'", -1, &st, NULL) ==
+        SQLITE_OK) {
+        yes = sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int64(st, 0) == 1;
+        sqlite3_finalize(st);
+    }
+    return yes;
+}
+
+/* Records in meta.db that series.log exists, once. */
+static int mark_journal(struct gp_store *s, char *err, size_t errlen)
+{
+    if (meta_has_journal(s) || gp_st_meta_set(s, "series_log", 1) == GP_OK)
+        return GP_OK;
+    return gp_seterr(err, errlen, GP_EIO, "meta.db: cannot record that series.log exists");
+}
+
+/* Brings the loaded registry and series.log (rows j, read with status
+ * jrc and stats js) into agreement; see the top of this file. */
+static int journal_reconcile(struct gp_store *s, struct rows *j, int jrc,
+                             const struct gp_st_slog_stats *js, char *err, size_t errlen)
+{
+    if (j->n)
+        qsort(j->r, j->n, sizeof *j->r, row_cmp);
+    struct gp_wal_series *extra = malloc((j->n ? j->n : 1) * sizeof *extra);
+    if (!extra)
+        return gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
+    size_t matched = 0, nextra = 0, conflict = 0, distinct = 0;
+    uint32_t db_max = s->persisted_max_id;
+    size_t db_count = gp_sindex_count(s->idx);
+    int rc = GP_OK;
+    for (size_t i = 0; i < j->n; i++) {
+        const struct row *r = &j->r[i];
+        if (i && j->r[i - 1].id == r->id)
+            continue; /* appended again after a crash before meta.db's commit */
+        distinct++;
+        size_t l;
+        const uint8_t *b =
+            r->id < s->ser_cap && s->ser[r->id].exists ? gp_sindex_labels(s->idx, r->id, &l) : NULL;
+        if (b) {
+            if (l == r->len && !memcmp(b, r->labels, l))
+                matched++;
+            else
+                conflict++;
+            continue;
+        }
+        if (r->id <= gp_sindex_max_id(s->idx)) {
+            conflict++; /* an id meta.db skips or reserves: meta.db's word stands */
+            continue;
+        }
+        int arc = gp_st_meta_register(s, r->id, r->labels, r->len);
+        if (arc == GP_ENOMEM) {
+            free(extra);
+            return gp_seterr(err, errlen, arc, "out of memory");
+        }
+        if (arc != GP_OK) {
+            conflict++;
+            continue;
+        }
+        extra[nextra++] = (struct gp_wal_series){r->id, r->labels, r->len};
+    }
+    char ierr[256];
+    if (nextra) {
+        if ((rc = gp_st_meta_insert(s, extra, nextra, ierr, sizeof ierr)) != GP_OK) {
+            free(extra);
+            return gp_seterr(err, errlen, rc, "meta.db: cannot register series.log's series: %s",
+                             ierr);
+        }
+        s->persisted_max_id = extra[nextra - 1].id;
+        gp_log(GP_LOG_WARN, "store",
+               "series.log names series meta.db lacks (a crash before meta.db's commit): "
+               "registered",
+               "series=%zu highest_id=%u", nextra, extra[nextra - 1].id);
+    }
+    free(extra);
+    int missing = jrc == GP_ENOTFOUND;
+    int damaged = js->bad_records || conflict || (missing && meta_has_journal(s));
+    if (!missing && (matched != db_count || damaged))
+        gp_log(GP_LOG_ERROR, "store", "series.log and meta.db disagree",
+               "series_log_series=%zu series_log_max_id=%u meta_db_series=%zu meta_db_max_id=%u "
+               "bad_records=%llu conflicting=%zu",
+               distinct, js->max_id, db_count, db_max, (unsigned long long)js->bad_records,
+               conflict);
+    if (!missing && !damaged && matched == db_count) {
+        if ((rc = gp_st_slog_open(s, err, errlen)) != GP_OK)
+            return rc;
+        return mark_journal(s, err, errlen);
+    }
+    char aside[128] = "";
+    if (damaged && !missing && gp_st_set_aside(s->dir, "series.log", aside, sizeof aside) == GP_EIO)
+        return gp_seterr(err, errlen, GP_EIO, "series.log: damaged and cannot be set aside: %s",
+                         strerror(errno));
+    if ((rc = gp_st_slog_rewrite(s, err, errlen)) != GP_OK ||
+        (rc = mark_journal(s, err, errlen)) != GP_OK)
+        return rc;
+    if (damaged) {
+        s->damage |= GP_STORE_DMG_SERIES_LOG;
+        gp_log(GP_LOG_ERROR, "store",
+               missing ? "series.log missing: rebuilt from meta.db"
+                       : "series.log damaged: set aside; rebuilt from meta.db",
+               "set_aside=%s series=%zu bad_records=%llu conflicting=%zu",
+               aside[0] ? aside : "none", gp_sindex_count(s->idx),
+               (unsigned long long)js->bad_records, conflict);
+    } else {
+        gp_log(missing ? GP_LOG_INFO : GP_LOG_WARN, "store",
+               missing ? "series.log created from meta.db"
+                       : "series.log lacked series: rewritten from meta.db",
+               "series=%zu", gp_sindex_count(s->idx));
+    }
+    return GP_OK;
+}
+
+static int meta_start(struct gp_store *s, const struct rows *journal, char *err, size_t errlen);
+
 int gp_st_meta_start(struct gp_store *s, char *err, size_t errlen)
 {
+    /* The journal's rows point into its file's image, kept until the end. */
+    struct rows j = {.borrowed = 1};
+    struct gp_seg_file f = {0};
+    struct gp_st_slog_stats js;
+    int jrc = gp_st_slog_read(s, &f, journal_row, &j, &js, err, errlen);
+    int rc;
+    if (jrc == GP_ENOMEM || j.nomem)
+        rc = gp_seterr(err, errlen, GP_ENOMEM, "series.log: out of memory reading it");
+    else if (jrc != GP_OK && jrc != GP_ENOTFOUND)
+        rc = jrc; /* unreadable (permissions, I/O): stop as for meta.db */
+    else if ((rc = meta_start(s, &j, err, errlen)) == GP_OK)
+        rc = journal_reconcile(s, &j, jrc, &js, err, errlen);
+    rows_free(&j);
+    gp_seg_file_free(&f);
+    return rc;
+}
+
+static int meta_start(struct gp_store *s, const struct rows *journal, char *err, size_t errlen)
+{
     if (meta_missing(s))
-        return meta_rebuild(s, "meta.db is missing", err, errlen);
+        return meta_rebuild(s, "meta.db is missing", journal, err, errlen);
     int rc = gp_st_meta_open(s, err, errlen);
     if (rc == GP_OK)
         rc = gp_st_meta_load(s, err, errlen);
@@ -487,5 +641,5 @@ int gp_st_meta_start(struct gp_store *s, char *err, size_t errlen)
     s->persisted_max_id = 0;
     if (gp_sindex_new(&s->idx) != GP_OK)
         return gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
-    return meta_rebuild(s, why, err, errlen);
+    return meta_rebuild(s, why, journal, err, errlen);
 }

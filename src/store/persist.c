@@ -4,11 +4,13 @@
  * Durability rests on one ordering. A checkpoint, under the write lock,
  * cuts the WAL (new segment K), starts a new chunk file C and writes the
  * open heads into head.snap.tmp; then, without the lock, it syncs the
- * chunk files before C, inserts the series created since the last
- * checkpoint into meta.db, syncs and renames the snapshot (the commit
+ * chunk files before C, appends the series created since the last
+ * checkpoint to series.log and syncs it, inserts them into meta.db (so
+ * the journal always holds what meta.db holds), syncs and renames the snapshot (the commit
  * point) and only then removes WAL segments below K. So at any crash:
  *
- *   - meta.db holds every series that the surviving WAL does not define;
+ *   - meta.db and series.log hold every series that the surviving WAL
+ *     does not define (series.log perhaps more: meta.c reconciles);
  *   - chunk files below the snapshot's C are durable and complete; those
  *     from C on may be torn or partly lost, and recovery deletes them,
  *     since replaying the WAL from K regenerates exactly their content;
@@ -623,6 +625,11 @@ int gp_st_checkpoint(struct gp_store *s, int resume)
     if (rc != GP_OK)
         goto out;
     char merr[200];
+    /* series.log first: it must hold every series meta.db holds. */
+    if (nfresh && (rc = gp_st_slog_append(s, fresh, nfresh, merr, sizeof merr)) != GP_OK) {
+        ck_fail(why, sizeof why, "append new series to series.log", merr, rc);
+        goto out;
+    }
     if (nfresh && (rc = gp_st_meta_insert(s, fresh, nfresh, merr, sizeof merr)) != GP_OK) {
         ck_fail(why, sizeof why, "register new series in meta.db", merr, rc);
         goto out;

@@ -3,8 +3,9 @@
  * background thread, gp_store_maintain and stats.
  *
  * Recovery order (persist.c explains why it is correct):
- *   1. meta.db: the series registered at checkpoints (damaged: set aside
- *      and rebuilt, meta.c);
+ *   1. meta.db and series.log: the series registered at checkpoints, in
+ *      two copies (either damaged: set aside and rebuilt from the other,
+ *      meta.c);
  *   2. head.snap's header: the WAL segment and chunk file it covers, and
  *      how far compaction had come (missing or damaged: blocks, every
  *      chunk file and the whole WAL stand in, see recover());
@@ -173,6 +174,7 @@ static const char *const dmg_names[GP_STORE_DMG_COUNT][2] = {
     {"meta.db damaged", "meta_db_damaged"},
     {"wal corrupt record", "wal_corrupt"},
     {"chunk file damaged", "chunk_file_damaged"},
+    {"series.log damaged", "series_log_damaged"},
 };
 
 static int dmg_index(unsigned bit)
@@ -508,6 +510,7 @@ void gp_store_close(struct gp_store *s)
     gp_st_mlist_free(&s->blocks);
     gp_st_mlist_free(&s->rollups);
     gp_st_meta_close(s);
+    gp_st_slog_close(s);
     for (size_t i = 0; i < s->ser_cap; i++) {
         gp_chunk_free(&s->ser[i].head);
         free(s->ser[i].refs);
@@ -566,7 +569,7 @@ int gp_store_maintain(struct gp_store *s, int force)
 void gp_store_stats(struct gp_store *s, struct gp_store_stats *st)
 {
     memset(st, 0, sizeof *st);
-    uint64_t meta = gp_st_meta_bytes(s);
+    uint64_t meta = gp_st_meta_bytes(s) + gp_st_slog_bytes(s);
     pthread_rwlock_rdlock(&s->lock);
     st->series = gp_sindex_count(s->idx);
     int64_t floor = gp_st_raw_floor(s), oldest = INT64_MAX;

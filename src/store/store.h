@@ -16,6 +16,8 @@
  *   rollups/      1-minute rollups (min, max, sum, count) per series and
  *                 window, written at compaction and kept longer
  *   meta.db       SQLite (WAL mode): the series registry, store metadata
+ *   series.log    the registry's second copy: a checksummed journal of
+ *                 (id, labels), appended before meta.db commits
  *
  * In memory: the series index (series.h) and one open Gorilla chunk per
  * series (chunk.h).
@@ -268,7 +270,8 @@ void gp_store_check_blocks(struct gp_store *s, uint64_t *chunks, uint64_t *damag
 #define GP_STORE_DMG_META_DAMAGED 4u /* meta.db damaged: set aside, registry rebuilt */
 #define GP_STORE_DMG_WAL_CORRUPT 8u  /* a corrupt record before the WAL's end */
 #define GP_STORE_DMG_CHUNK_FILE 16u  /* damaged records in a chunk file: those chunks lost */
-#define GP_STORE_DMG_COUNT 5
+#define GP_STORE_DMG_SERIES_LOG 32u  /* series.log damaged or missing: rebuilt from meta.db */
+#define GP_STORE_DMG_COUNT 6
 /* Short lowercase description of one bit ("head.snap missing"), or NULL. */
 const char *gp_store_damage_name(unsigned bit);
 /* Its name as a metric label value ("head_snap_missing"), or NULL. */

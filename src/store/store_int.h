@@ -10,6 +10,7 @@
  *   compact.c  compaction into blocks and rollups, retention
  *   read.c     select, read, read_rollups, label names and values
  *   meta.c     SQLite: the series registry and the format version
+ *   serieslog.c series.log: the registry's second copy (a journal)
  *   resume.c   the store's clock, pausing writes on a write error and
  *              resuming them once the disk has room again
  *
@@ -118,6 +119,7 @@ struct gp_store {
 
     void *db;          /* sqlite3 (maint and open/close only) */
     void *db_insert;   /* sqlite3_stmt */
+    struct gp_segw *slog; /* series.log's appender (maint and open/close only) */
 
     /* append scratch, reused (steady state allocates nothing) */
     struct gp_buf lbuf;
@@ -233,6 +235,44 @@ int gp_st_meta_insert(struct gp_store *s, const struct gp_wal_series *list, size
 int gp_st_meta_set(struct gp_store *s, const char *key, int64_t value);
 void gp_st_meta_close(struct gp_store *s);
 uint64_t gp_st_meta_bytes(const struct gp_store *s);
+
+/* Enters series id (labels as read back from meta.db, series.log or
+ * the WAL) into the index with an empty head. GP_OK, GP_ENOMEM, or
+ * another error when the index refuses it (id or labels taken). */
+int gp_st_meta_register(struct gp_store *s, uint32_t id, const uint8_t *labels, size_t len);
+
+/* ---- serieslog.c ---- */
+#define GP_ST_SLOG_SERIES 1 /* record type: u32 LE id, labels blob */
+struct gp_st_slog_stats {
+    uint64_t records;     /* valid series records */
+    uint64_t bad_records; /* damaged records with valid ones after them */
+    uint64_t torn_bytes;  /* a torn tail (a crash mid-append) */
+    uint32_t max_id;
+};
+/* Calls fn for each valid record of a series.log image (ids nonzero,
+ * labels valid), stepping over damage; fn's nonzero return stops it and
+ * is returned. Pure: the fuzz target uses it. */
+int gp_st_slog_parse(const uint8_t *buf, size_t len,
+                     int (*fn)(void *ctx, const struct gp_wal_series *ws), void *ctx,
+                     struct gp_st_slog_stats *st);
+/* Reads DIR/series.log whole into f and parses it (gp_st_slog_parse):
+ * the records handed to fn point into f, which the caller frees
+ * (gp_seg_file_free, also after an error). GP_OK, GP_ENOTFOUND, GP_EIO
+ * or GP_ENOMEM (with detail), or fn's return. */
+int gp_st_slog_read(const struct gp_store *s, struct gp_seg_file *f,
+                    int (*fn)(void *ctx, const struct gp_wal_series *ws), void *ctx,
+                    struct gp_st_slog_stats *st, char *err, size_t errlen);
+/* Opens the appender (a torn tail is cut and logged). */
+int gp_st_slog_open(struct gp_store *s, char *err, size_t errlen);
+/* Replaces series.log by the whole registry (tmp, sync, rename) and
+ * opens the appender. GP_OK, GP_EIO or GP_ENOMEM with detail. */
+int gp_st_slog_rewrite(struct gp_store *s, char *err, size_t errlen);
+/* Appends and syncs series (before meta.db commits them). GP_OK, GP_EIO
+ * (the appender is cut back to its last whole record) or GP_ENOMEM. */
+int gp_st_slog_append(struct gp_store *s, const struct gp_wal_series *list, size_t n, char *err,
+                      size_t errlen);
+void gp_st_slog_close(struct gp_store *s);
+uint64_t gp_st_slog_bytes(const struct gp_store *s);
 
 /* ---- resume.c ---- */
 /* The store's "now" in ms since the epoch: the server's clock. */
