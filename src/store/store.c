@@ -302,6 +302,13 @@ static int recover(struct gp_store *s, char *err, size_t errlen)
         goto out;
     gp_seg_file_free(&snap);
     rc = gp_st_wal_replay(s, have ? h.wal_segment : 0, err, errlen);
+    /* Blocks compacted after head.snap was written (a crash between a
+     * compaction and the checkpoint that follows it) hold samples the
+     * snapshot does not bound, of series only the WAL registers, whose
+     * WAL samples replay skips as compacted: widen every series' bounds
+     * by the blocks' own, or no selection would find those samples. */
+    if (rc == GP_OK)
+        gp_st_blocks_bounds(s);
 out:
     gp_seg_file_free(&snap);
     free(snap_path);

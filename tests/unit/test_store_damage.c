@@ -742,6 +742,47 @@ static void test_crash_between_journal_and_meta(void)
     gp_store_close(s);
 }
 
+/* A compaction wrote a block holding new series, then the process died
+ * before the checkpoint that follows it: head.snap predates the block and
+ * knows none of those series, and their WAL samples are skipped as
+ * compacted. Their bounds must come from the block, or no query finds
+ * them. */
+static void test_compacted_not_checkpointed(void)
+{
+    const char *dir = gp_test_tmpdir();
+    int64_t now = tnow_ms();
+    int64_t recent = gp_st_floor(now, BLOCK_MS); /* the current window: not compacted */
+    int64_t old0 = recent - 3 * BLOCK_MS;        /* a window compaction takes */
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        struct gp_store_options o = {.block_ms = BLOCK_MS, .no_sync = 1, .no_background = 1};
+        struct gp_store *s = topen(dir, &o);
+        struct treq r;
+        treq_build(&r, 0, 3, 1, recent, 1000, NULL);
+        CHECK_INT(tappend(s, &r).accepted, 3);
+        treq_free(&r);
+        CHECK_INT(gp_store_maintain(s, 1), GP_OK); /* head.snap: series 0-2 only */
+        treq_build(&r, 10, 4, 60, old0, 1000, NULL);
+        CHECK_INT(tappend(s, &r).accepted, 240);
+        treq_free(&r);
+        CHECK_INT(gp_st_compact(s, 1), GP_OK);
+        _exit(0); /* before the checkpoint */
+    }
+    int status;
+    waitpid(pid, &status, 0);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    for (int round = 0; round < 2; round++) {
+        struct gp_store *s = reopen(dir);
+        struct gp_store_stats st;
+        gp_store_stats(s, &st);
+        CHECK_INT(st.blocks, 1);
+        for (uint32_t k = 10; k < 14; k++)
+            check_span(s, k, old0, 60, 0, 0);
+        gp_store_close(s);
+    }
+}
+
 /* ---- damaged chunks at read time ---- */
 
 static void test_damaged_block_chunk_reported(void)
@@ -861,6 +902,7 @@ const struct gp_test gp_tests_store_damage[] = {
     {"series_log_created_for_old_store", test_series_log_created_for_old_store},
     {"crash_between_journal_and_meta", test_crash_between_journal_and_meta},
     {"series_log_sync_failure", test_series_log_sync_failure},
+    {"compacted_not_checkpointed", test_compacted_not_checkpointed},
     {"damaged_block_chunk_reported", test_damaged_block_chunk_reported},
     {"wal_flip_mid_segment_recovers_later_records", test_wal_flip_mid_segment_recovers_later_records},
     {0},
