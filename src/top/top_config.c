@@ -54,6 +54,12 @@ int gp_top_config_validate(const struct gp_top_config *t, const struct gp_agent_
     if (t->server[0] && strncmp(t->server, "http://", 7) && strncmp(t->server, "https://", 8))
         return gp_seterr(err, errlen, GP_ECONFIG, "server '%s' must start with http:// or https://",
                          t->server);
+    if (t->agent[0] && strncmp(t->agent, "http://", 7) && strncmp(t->agent, "https://", 8))
+        return gp_seterr(err, errlen, GP_ECONFIG, "agent '%s' must start with http:// or https://",
+                         t->agent);
+    if (t->agent[0] && a->simulate[0])
+        return gp_seterr(err, errlen, GP_ECONFIG,
+                         "agent and simulate are both set: show the agent's view or simulate here, not both");
     if (t->alerts_interval_ms < 1000 || t->alerts_interval_ms > 600000)
         return gp_seterr(err, errlen, GP_ECONFIG, "alerts_interval must be between 1s and 10m");
     if (gp_top_col_parse(t->sort) < 0)
