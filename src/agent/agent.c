@@ -146,6 +146,13 @@ static void handle(void *ctx, const struct gp_http_request *req, struct gp_http_
     }
 }
 
+int gp_agent_render_snapshot(struct gp_agent *a, struct gp_buf *out)
+{
+    struct render_ctx c = {a, out, GP_OK, 0};
+    gp_sampler_read(a->sampler, render_snapshot, &c);
+    return c.rc ? c.rc : out->err;
+}
+
 int gp_agent_render_metrics(struct gp_agent *a, struct gp_buf *out)
 {
     struct render_ctx c = {a, out, GP_OK, 0};

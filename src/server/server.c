@@ -137,6 +137,7 @@ static const char index_text[] =
     "GET, POST /api/v1/silences; DELETE /api/v1/silences/ID\n"
     "GET  /api/v1/notifications         the notification outbox (queued, done, dead)\n"
     "GET  /api/v1/health\n"
+    "GET  /api/v1/snapshot              gpulse up: its agent's latest frame (gpulse top --agent)\n"
     "GET  /metrics                      the server's own metrics\n";
 
 static void handle(void *ctx, const struct gp_http_request *req, struct gp_http_response *resp)
@@ -158,6 +159,20 @@ static void handle(void *ctx, const struct gp_http_request *req, struct gp_http_
         int rc = gp_srv_render_metrics(s, &resp->body);
         if (rc)
             gp_http_error(resp, 500, gp_strerror(rc));
+        break;
+    }
+    case GP_SRV_R_SNAPSHOT: {
+        pthread_mutex_lock(&s->hook_mu);
+        int rc = s->snapshot_hook ? s->snapshot_hook(s->snapshot_ctx, &resp->body) : GP_ENOTFOUND;
+        pthread_mutex_unlock(&s->hook_mu);
+        resp->content_type = "application/json";
+        if (rc == GP_ENOTFOUND) {
+            resp->status = 404;
+            gp_query_error(&resp->body, "not_found",
+                           "no agent runs in this server: ask the node's gpulse agent, or gpulse up");
+        } else if (rc) {
+            gp_http_error(resp, 500, gp_strerror(rc));
+        }
         break;
     }
     case GP_SRV_R_WEB:
@@ -326,6 +341,14 @@ void gp_server_set_metrics_hook(struct gp_server *s, gp_server_metrics_hook fn, 
 int gp_server_render_metrics(struct gp_server *s, struct gp_buf *out)
 {
     return gp_srv_render_metrics(s, out);
+}
+
+void gp_server_set_snapshot_hook(struct gp_server *s, gp_server_metrics_hook fn, void *ctx)
+{
+    pthread_mutex_lock(&s->hook_mu);
+    s->snapshot_hook = fn;
+    s->snapshot_ctx = ctx;
+    pthread_mutex_unlock(&s->hook_mu);
 }
 
 unsigned gp_server_port(const struct gp_server *s) { return s->http ? gp_http_port(s->http) : 0; }

@@ -396,7 +396,7 @@ int gp_top_agent_fetch(const char *agent, struct gp_frame *f, char *err, size_t 
         rc = gp_seterr(err, errlen, GP_ENET, "agent %.*s: GET /api/v1/snapshot answered %ld%s", (int)al,
                        agent, status,
                        status == 404 || status == 401
-                           ? " (not a gpulse agent? gpulse up and gpulse server serve none)"
+                           ? " (not a gpulse agent or gpulse up? gpulse server serves no snapshot)"
                            : "");
     else if ((rc = gp_top_snapshot_parse(body.data ? body.data : "", body.len, f, detail, sizeof detail)))
         gp_seterr(err, errlen, rc, "agent %.*s: %s", (int)al, agent, detail);

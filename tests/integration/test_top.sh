@@ -75,7 +75,7 @@ for bad in "http://127.0.0.1:1" "$SERVER_URL"; do
     [ $rc -eq 1 ] && [ "$(wc -l <"$TMP/agent.err")" -eq 1 ] && grep -q "^gpulse top: agent $bad: " "$TMP/agent.err" ||
         fail "--agent $bad: exit $rc, $(cat "$TMP/agent.err")"
 done
-grep -q "answered 401 (not a gpulse agent?" "$TMP/agent.err" || fail "--agent at a server: $(cat "$TMP/agent.err")"
+grep -q "answered 401 (not a gpulse agent or gpulse up?" "$TMP/agent.err" || fail "--agent at a server: $(cat "$TMP/agent.err")"
 rc=0; "$GPULSE" top --once --agent localhost:9401 2>"$TMP/agent.err" || rc=$?
 [ $rc -eq 2 ] && grep -q "must start with http://" "$TMP/agent.err" || fail "--agent without a scheme: exit $rc"
 note "--agent: the agent's screen and its node's alerts; unreachable or not an agent: exit 1"
