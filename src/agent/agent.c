@@ -146,6 +146,13 @@ static void handle(void *ctx, const struct gp_http_request *req, struct gp_http_
     }
 }
 
+int gp_agent_render_snapshot(struct gp_agent *a, struct gp_buf *out)
+{
+    struct render_ctx c = {a, out, GP_OK, 0};
+    gp_sampler_read(a->sampler, render_snapshot, &c);
+    return c.rc ? c.rc : out->err;
+}
+
 int gp_agent_render_metrics(struct gp_agent *a, struct gp_buf *out)
 {
     struct render_ctx c = {a, out, GP_OK, 0};
@@ -239,10 +246,11 @@ int gp_agent_start_embedded(struct gp_agent **out, const struct gp_agent_config 
         gp_agent_stop(a);
         return rc;
     }
+    /* the newcomer on a laptop or a CPU VM: say what they get, and how to see more */
     if (!sc.simulate && gp_sampler_gpu_sources(a->sampler) == 0)
         gp_log(GP_LOG_WARN, "agent",
                "no GPU driver found (neither NVML nor an amdgpu card): serving host and process metrics only",
-               "%s", "");
+               "hint=\"to try gpulse without a GPU, add --simulate 1x8xH100\"");
     rc = e->no_http ? GP_OK : gp_http_start(&a->http, a->cfg.listen, handle, a, err, errlen);
     if (rc) {
         gp_agent_stop(a);

@@ -55,6 +55,10 @@ int gp_agent_start_embedded(struct gp_agent **out, const struct gp_agent_config 
 /* Appends the exposition of the newest frame, as /metrics serves it.
  * GP_OK or an error code. */
 int gp_agent_render_metrics(struct gp_agent *a, struct gp_buf *out);
+
+/* Appends the newest frame as JSON, as /api/v1/snapshot serves it (for
+ * `gpulse up`, whose agent serves no HTTP). GP_OK or an error code. */
+int gp_agent_render_snapshot(struct gp_agent *a, struct gp_buf *out);
 void gp_agent_stop(struct gp_agent *a); /* accepts NULL */
 
 /* The `gpulse agent` command: parses args, runs until SIGINT/SIGTERM.

@@ -98,17 +98,19 @@ int gp_agent_config_validate(const struct gp_agent_config *c, char *err, size_t 
     if ((c->simulate_faults[0] || c->simulate_truth[0]) && !c->simulate[0])
         return gp_seterr(err, errlen, GP_ECONFIG, "%s is set but simulate is not",
                          c->simulate_faults[0] ? "simulate_faults" : "simulate_truth");
-    if (c->simulate_faults[0]) {
-        /* the override against the spec, so a bad one stops the agent before it starts */
+    if (c->simulate[0]) {
+        /* the spec, and the faults against it, here: a bad one stops `agent`
+         * and `up` before anything listens or a directory is created */
         struct gp_sim_spec *spec = malloc(sizeof *spec);
         if (!spec)
             return gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
         struct gp_sim_plan plan;
         rc = gp_sim_spec_parse(c->simulate, spec, err, errlen);
-        if (rc == GP_OK)
+        if (rc == GP_OK && c->simulate_faults[0]) {
             rc = gp_sim_plan_build(spec, c->seed, c->simulate_faults, &plan, err, errlen);
-        if (rc == GP_OK)
-            gp_sim_plan_free(&plan);
+            if (rc == GP_OK)
+                gp_sim_plan_free(&plan);
+        }
         free(spec);
         if (rc != GP_OK)
             return rc == GP_ENOMEM ? rc : GP_ECONFIG;

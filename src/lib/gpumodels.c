@@ -33,6 +33,31 @@
  * - Maximum clocks are the boost clocks nvidia-smi -q reports under
  *   "Max Clocks" for data-center parts; idle power is a typical observed
  *   draw, only used to make simulated idle GPUs look plausible.
+ * - The cards the clouds rent (rows added later; dense = half the sparse
+ *   figure the sheets print):
+ *   A10G (AWS G5): NVIDIA publishes no data sheet; memory and bandwidth as
+ *   the A10 (AWS, nvidia-smi: 23028 MiB), 70 bf16 TFLOP/s as Baseten's
+ *   "NVIDIA A10 vs A10G" compares them, fp32 from its 9216 cores at
+ *   1710 MHz, the 300 W limit nvidia-smi shows on G5 instances.
+ *   L40 data sheet (362.1 sparse bf16, 90.5 fp32, 300 W): a row of its
+ *   own, no longer an alias of the L40S, which has twice its tensor rate.
+ *   H100 NVL (H100 data sheet, NVL column: 94 GB, 3.9 TB/s, 1671 sparse
+ *   bf16, 60 fp32, 400 W, 600 GB/s NVLink bridge both ways) and H200 NVL
+ *   (H200 data sheet, NVL column: 141 GB, 4.8 TB/s, 1671 sparse, 60 fp32,
+ *   600 W, 900 GB/s bridge); NVML calls them "NVIDIA H100 NVL" and
+ *   "NVIDIA H200 NVL", which are neither "NVIDIA H100 80GB HBM3" nor
+ *   "NVIDIA H200": the names match exactly, never by prefix (an H20 is
+ *   not an H200). H20: 96 GB HBM3, 4.0 TB/s, 148 dense bf16, 44 fp32,
+ *   400 W (NVIDIA's H20 product brief as resellers publish it).
+ *   GB200 NVL72 data sheet per GPU (rack figures / 72): 186 GB HBM3e,
+ *   8 TB/s, 2.5 dense bf16 PFLOP/s, 80 fp32, 1200 W. HGX B300 sheet per
+ *   GPU: 288 GB HBM3e, 8 TB/s, 2.25 dense bf16 PFLOP/s, 75 fp32,
+ *   1100 W, PCIe Gen6; nvidia-smi names it "NVIDIA B300 SXM6 AC".
+ *   AMD Instinct MI325X data sheet: 256 GB HBM3E, 6 TB/s, 1307.4 dense
+ *   bf16 and 163.4 fp32 (the MI300X's compute), 1000 W. MI355X data
+ *   sheet: 288 GB HBM3E, 8 TB/s, 2.5 dense bf16 PFLOP/s, 157.3 fp32,
+ *   1400 W. The new rows' memory is the nominal size except where an
+ *   nvidia-smi total is quoted above; the driver's figure wins at run time.
  */
 #include "gpumodels.h"
 
@@ -50,6 +75,7 @@
 #define PCIE3 15.75
 #define PCIE4 31.5
 #define PCIE5 63.0
+#define PCIE6 126.0
 
 static const struct gp_gpumodel models[] = {
     /* short, name, vendor, arch, memory, bw, tensor, fp32, power, idle, sm, mem, nvlink, pcie,
@@ -60,6 +86,8 @@ static const struct gp_gpumodel models[] = {
      PCIE3, false, true, false, true, false, false, 0.5},
     {"A10", "NVIDIA A10", NV, GP_ARCH_AMPERE, 23028 * MIB, 600, 125, 31.2, 150, 20, 1695, 6251, 0,
      PCIE4, false, true, false, true, false, false, 1.0},
+    {"A10G", "NVIDIA A10G", NV, GP_ARCH_AMPERE, 23028 * MIB, 600, 70, 31.5, 300, 20, 1710, 6251, 0,
+     PCIE4, false, true, false, true, false, false, 1.0},
     {"A100-40GB", "NVIDIA A100-SXM4-40GB", NV, GP_ARCH_AMPERE, 40960 * MIB, 1555, 312, 19.5, 400,
      55, 1410, 1215, 300, PCIE4, false, true, true, true, false, true, 2.5},
     {"A100", "NVIDIA A100-SXM4-80GB", NV, GP_ARCH_AMPERE, 81920 * MIB, 2039, 312, 19.5, 400, 60,
@@ -68,20 +96,36 @@ static const struct gp_gpumodel models[] = {
      false, true, false, true, false, false, 0.8},
     {"L40S", "NVIDIA L40S", NV, GP_ARCH_ADA, 46068 * MIB, 864, 362.05, 91.6, 350, 35, 2520, 9001, 0,
      PCIE4, false, true, false, true, false, false, 1.9},
+    {"L40", "NVIDIA L40", NV, GP_ARCH_ADA, 46068 * MIB, 864, 181.05, 90.5, 300, 35, 2490, 9001, 0,
+     PCIE4, false, true, false, true, false, false, 1.4},
     {"H100", "NVIDIA H100 80GB HBM3", NV, GP_ARCH_HOPPER, 81559 * MIB, 3350, GP_H100_TENSOR_TFLOPS,
      67, 700, 70, 1980, 2619, 450, PCIE5, true, true, true, true, false, true, 3.5},
     {"H100-PCIE", "NVIDIA H100 PCIe", NV, GP_ARCH_HOPPER, 81559 * MIB, 2000, 756, 51, 350, 45, 1755,
      1593, 0, PCIE5, true, true, true, true, false, true, 2.8},
+    {"H100-NVL", "NVIDIA H100 NVL", NV, GP_ARCH_HOPPER, 94 * GIB, 3900, 835.5, 60, 400, 60, 1785, 2619,
+     300, PCIE5, true, true, true, true, false, true, 3.2},
+    {"H20", "NVIDIA H20", NV, GP_ARCH_HOPPER, 96 * GIB, 4000, 148, 44, 400, 60, 1980, 2619, 450, PCIE5,
+     true, true, true, true, false, true, 1.5},
     {"H200", "NVIDIA H200", NV, GP_ARCH_HOPPER, 143771 * MIB, 4800, 989.4, 67, 700, 75, 1980, 3201,
      450, PCIE5, true, true, true, true, false, true, 4.5},
+    {"H200-NVL", "NVIDIA H200 NVL", NV, GP_ARCH_HOPPER, 143771 * MIB, 4800, 835.5, 60, 600, 70, 1785,
+     3201, 450, PCIE5, true, true, true, true, false, true, 4.0},
     {"GH200", "NVIDIA GH200 480GB", NV, GP_ARCH_HOPPER, 97871 * MIB, 4000, 989.4, 67, 900, 90,
      1980, 2619, 450, PCIE5, true, true, true, true, false, true, 4.0},
     {"B200", "NVIDIA B200", NV, GP_ARCH_BLACKWELL, 183359 * MIB, 8000, 2250, 80, 1000, 140, 1965,
      3996, 900, PCIE5, true, true, true, true, false, true, 6.5},
+    {"GB200", "NVIDIA GB200", NV, GP_ARCH_BLACKWELL, 186 * GIB, 8000, 2500, 80, 1200, 150, 1965, 3996,
+     900, PCIE5, true, true, true, true, false, true, 7.0},
+    {"B300", "NVIDIA B300 SXM6 AC", NV, GP_ARCH_BLACKWELL, 288 * GIB, 8000, 2250, 75, 1100, 150, 1965,
+     3996, 900, PCIE6, true, true, true, true, false, true, 8.0},
     {"MI250X", "AMD Instinct MI250X", AMD, GP_ARCH_CDNA2, 64 * GIB, 1638.4, 191.5, 23.95, 280, 45,
      1700, 1600, 0, PCIE4, false, true, true, true, false, false, 1.5},
     {"MI300X", "AMD Instinct MI300X", AMD, GP_ARCH_CDNA3, 192 * GIB, 5300, 1307.4, 163.4, 750, 140,
      2100, 1300, 0, PCIE5, false, true, true, true, false, false, 3.0},
+    {"MI325X", "AMD Instinct MI325X", AMD, GP_ARCH_CDNA3, 256 * GIB, 6000, 1307.4, 163.4, 1000, 150,
+     2100, 1300, 0, PCIE5, false, true, true, true, false, false, 3.5},
+    {"MI355X", "AMD Instinct MI355X", AMD, GP_ARCH_CDNA4, 288 * GIB, 8000, 2500, 157.3, 1400, 180, 2400,
+     2000, 0, PCIE5, false, true, true, true, false, false, 6.0},
     {"RTX3090", "NVIDIA GeForce RTX 3090", NV, GP_ARCH_AMPERE, 24576 * MIB, 936, 71, 35.6, 350,
      25, 1695, 9751, 0, PCIE4, false, true, false, false, true, false, 0.35},
     {"RTX4080", "NVIDIA GeForce RTX 4080", NV, GP_ARCH_ADA, 16376 * MIB, 716.8, 97.5, 48.7, 320,
@@ -105,7 +149,8 @@ static const struct {
     {"H100-SXM5", "H100"}, {"H100PCIE", "H100-PCIE"}, {"RTX-4090", "RTX4090"},
     {"4090", "RTX4090"}, {"RTX-3090", "RTX3090"}, {"3090", "RTX3090"},
     {"RTX-4080", "RTX4080"}, {"4080", "RTX4080"}, {"A6000", "RTXA6000"},
-    {"RTX-A6000", "RTXA6000"}, {"RTX6000-ADA", "RTX6000ADA"}, {"L40", "L40S"},
+    {"RTX-A6000", "RTXA6000"}, {"RTX6000-ADA", "RTX6000ADA"}, {"H100NVL", "H100-NVL"},
+    {"H200NVL", "H200-NVL"}, {"NVIDIA B300", "B300"}, {"AMD Instinct MI325X OAM", "MI325X"},
     {"MI300X-OAM", "MI300X"}, {"AMD Instinct MI300X OAM", "MI300X"},
     {"NVIDIA A100 80GB PCIe", "A100"}, {"NVIDIA A100-PCIE-40GB", "A100-40GB"},
     {"Tesla V100-SXM2-16GB", "V100"},

@@ -34,6 +34,7 @@ enum gp_gpu_arch {
     GP_ARCH_BLACKWELL,
     GP_ARCH_CDNA2,
     GP_ARCH_CDNA3,
+    GP_ARCH_CDNA4,
 };
 
 struct gp_gpumodel {

@@ -46,6 +46,7 @@ enum gp_srv_route gp_srv_route_of(const char *p)
         {"/api/v1/cost", GP_SRV_R_COST},     {"/api/v1/alerts", GP_SRV_R_ALERTS},
         {"/api/v1/silences", GP_SRV_R_SILENCES}, {"/api/v1/notifications", GP_SRV_R_NOTIFICATIONS},
         {"/api/v1/fleet/gpus", GP_SRV_R_FLEET_GPUS}, {"/api/v1/stream", GP_SRV_R_STREAM},
+        {"/api/v1/snapshot", GP_SRV_R_SNAPSHOT},
         {"/", GP_SRV_R_WEB},
     };
     for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)

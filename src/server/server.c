@@ -29,6 +29,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #define GP_SRV_SILENCE_BODY_MAX (64 * 1024)
 
@@ -136,6 +137,7 @@ static const char index_text[] =
     "GET, POST /api/v1/silences; DELETE /api/v1/silences/ID\n"
     "GET  /api/v1/notifications         the notification outbox (queued, done, dead)\n"
     "GET  /api/v1/health\n"
+    "GET  /api/v1/snapshot              gpulse up: its agent's latest frame (gpulse top --agent)\n"
     "GET  /metrics                      the server's own metrics\n";
 
 static void handle(void *ctx, const struct gp_http_request *req, struct gp_http_response *resp)
@@ -157,6 +159,20 @@ static void handle(void *ctx, const struct gp_http_request *req, struct gp_http_
         int rc = gp_srv_render_metrics(s, &resp->body);
         if (rc)
             gp_http_error(resp, 500, gp_strerror(rc));
+        break;
+    }
+    case GP_SRV_R_SNAPSHOT: {
+        pthread_mutex_lock(&s->hook_mu);
+        int rc = s->snapshot_hook ? s->snapshot_hook(s->snapshot_ctx, &resp->body) : GP_ENOTFOUND;
+        pthread_mutex_unlock(&s->hook_mu);
+        resp->content_type = "application/json";
+        if (rc == GP_ENOTFOUND) {
+            resp->status = 404;
+            gp_query_error(&resp->body, "not_found",
+                           "no agent runs in this server: ask the node's gpulse agent, or gpulse up");
+        } else if (rc) {
+            gp_http_error(resp, 500, gp_strerror(rc));
+        }
         break;
     }
     case GP_SRV_R_WEB:
@@ -327,7 +343,43 @@ int gp_server_render_metrics(struct gp_server *s, struct gp_buf *out)
     return gp_srv_render_metrics(s, out);
 }
 
+void gp_server_set_snapshot_hook(struct gp_server *s, gp_server_metrics_hook fn, void *ctx)
+{
+    pthread_mutex_lock(&s->hook_mu);
+    s->snapshot_hook = fn;
+    s->snapshot_ctx = ctx;
+    pthread_mutex_unlock(&s->hook_mu);
+}
+
 unsigned gp_server_port(const struct gp_server *s) { return s->http ? gp_http_port(s->http) : 0; }
+
+/*
+ * The start-up line a newcomer looks for: the dashboard's URL with the
+ * port really bound (--listen :0 picks one) and the scheme TLS implies.
+ * A wildcard address is no place to browse to: the host's name is, and
+ * loopback from this machine.
+ */
+static void log_dashboard_url(const struct gp_server *s, const char *bind)
+{
+    char host[128], name[256];
+    unsigned port;
+    if (gp_parse_listen(bind, host, sizeof host, &port, NULL, 0))
+        return;
+    const char *scheme = s->cfg.tls_cert[0] ? "https" : "http";
+    port = gp_http_port(s->http);
+    int v6 = strchr(host, ':') != NULL;
+    if (host[0] && strcmp(host, "0.0.0.0") && strcmp(host, "::")) {
+        gp_log(GP_LOG_INFO, "server", "dashboard ready: open the url in a browser", "url=%s://%s%s%s:%u/",
+               scheme, v6 ? "[" : "", host, v6 ? "]" : "", port);
+        return;
+    }
+    if (gethostname(name, sizeof name - 1) || !name[0])
+        snprintf(name, sizeof name, "%s", v6 ? "[::1]" : "127.0.0.1");
+    name[sizeof name - 1] = '\0';
+    gp_log(GP_LOG_INFO, "server", "dashboard ready: open the url in a browser",
+           "url=%s://%s:%u/ local=%s://%s:%u/", scheme, name, port, scheme, v6 ? "[::1]" : "127.0.0.1",
+           port);
+}
 
 int gp_server_start(struct gp_server **out, const struct gp_server_config *c, char *err,
                     size_t errlen)
@@ -493,6 +545,7 @@ int gp_server_start(struct gp_server **out, const struct gp_server_config *c, ch
     }
     __atomic_store_n(&s->store, st, __ATOMIC_RELEASE);
     __atomic_store_n(&s->state, GP_SRV_READY, __ATOMIC_RELEASE);
+    log_dashboard_url(s, bind);
     *out = s;
     return GP_OK;
 fail:

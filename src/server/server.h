@@ -60,6 +60,13 @@ int gp_server_write(struct gp_server *s, const uint8_t *body, size_t len, char *
 typedef int (*gp_server_metrics_hook)(void *ctx, struct gp_buf *out);
 void gp_server_set_metrics_hook(struct gp_server *s, gp_server_metrics_hook fn, void *ctx);
 
+/*
+ * Serves fn's JSON on GET /api/v1/snapshot (`gpulse up` passes its
+ * agent's, so `gpulse top --agent` can show it); without one the route
+ * answers 404. Same signature as the metrics hook; NULL clears.
+ */
+void gp_server_set_snapshot_hook(struct gp_server *s, gp_server_metrics_hook fn, void *ctx);
+
 /* Appends the server's /metrics text (its families, then the hook's). */
 int gp_server_render_metrics(struct gp_server *s, struct gp_buf *out);
 

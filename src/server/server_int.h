@@ -57,6 +57,7 @@ enum gp_srv_state { GP_SRV_STARTING, GP_SRV_READY };
     X(STREAM, "stream")                         \
     X(ALERT_ACK, "alert_ack")                   \
     X(JOB_REPORT, "job_report")                 \
+    X(SNAPSHOT, "snapshot")                     \
     X(WEB, "web")                               \
     X(OTHER, "other")
 
@@ -141,6 +142,8 @@ struct gp_server {
     pthread_mutex_t hook_mu;
     gp_server_metrics_hook hook;
     void *hook_ctx;
+    gp_server_metrics_hook snapshot_hook; /* under hook_mu too */
+    void *snapshot_ctx;
 };
 
 /* Per request, attached in prepare and freed in complete. */

@@ -8,7 +8,8 @@
  * recovery); the agent then samples and hands each remote-write batch to
  * gp_server_write in-process (gp_agent_local_write), which is the same
  * path as POST /api/v1/write minus the socket. The server's /metrics
- * carries the agent's exposition after its own families. Shutdown runs
+ * carries the agent's exposition after its own families, and its
+ * /api/v1/snapshot the agent's frame (`gpulse top --agent`). Shutdown runs
  * the other way: the agent stops (delivering what it holds), then the
  * server.
  */
@@ -31,6 +32,11 @@ static int up_write(void *ctx, const uint8_t *body, size_t len, char *msg, size_
 static int up_agent_metrics(void *ctx, struct gp_buf *out)
 {
     return gp_agent_render_metrics(ctx, out);
+}
+
+static int up_agent_snapshot(void *ctx, struct gp_buf *out)
+{
+    return gp_agent_render_snapshot(ctx, out);
 }
 
 /* Flags of the agent that the server's section shadows are not shown. */
@@ -116,12 +122,14 @@ int gp_up_main(int argc, char **argv)
         return rc == GP_ECONFIG || rc == GP_EUSAGE ? 2 : 1;
     }
     gp_server_set_metrics_hook(s, up_agent_metrics, a);
+    gp_server_set_snapshot_hook(s, up_agent_snapshot, a);
     gp_log(GP_LOG_INFO, "up", "sampling into the embedded server", "interval=%lldms simulate=%s",
            (long long)ac.interval_ms, ac.simulate[0] ? ac.simulate : "no");
     int sig;
     sigwait(&set, &sig);
     gp_log(GP_LOG_INFO, "up", "shutting down", "signal=%d", sig);
     gp_server_set_metrics_hook(s, NULL, NULL);
+    gp_server_set_snapshot_hook(s, NULL, NULL);
     gp_agent_stop(a);
     gp_server_stop(s);
     gp_log(GP_LOG_INFO, "up", "stopped", "%s", "");

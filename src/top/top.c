@@ -23,6 +23,7 @@
 #include "lib/token.h"
 #include "sources/sources.h"
 #include "top/layout.h"
+#include "top/top_agent.h"
 #include "top/top_alerts.h"
 #include "top/top_config.h"
 
@@ -66,6 +67,9 @@ struct top {
     char token[4096];
     struct gp_sampler *sampler;
     struct gp_frame frame;   /* the latest tick, copied out of the sampler */
+    struct gp_frame remote;  /* --agent: the latest snapshot, parsed */
+    char fetch_err[512];     /* --agent: why the latest fetch failed; "" when it did not */
+    bool live;
     int copy_rc;
     struct gp_top_view view;
     struct gp_top_screen screen;
@@ -81,11 +85,29 @@ static void copy_frame(const struct gp_frame *f, const struct gp_agent_stats *st
     t->copy_rc = gp_frame_copy(&t->frame, f) ? GP_ENOMEM : GP_OK;
 }
 
-/* One tick: sample, copy, update the view. GP_OK or GP_ENOMEM. */
+/* --agent: the agent's latest frame instead of a local tick. The live view
+ * keeps the last frame and says why when a fetch fails; text frames stop. */
+static int fetch_agent(struct top *t)
+{
+    int rc = gp_top_agent_fetch(t->tc.agent, &t->remote, t->fetch_err, sizeof t->fetch_err);
+    if (rc == GP_OK) {
+        t->fetch_err[0] = '\0';
+        return gp_frame_copy(&t->frame, &t->remote) ? GP_ENOMEM : GP_OK;
+    }
+    return t->live && t->frame.seq ? GP_OK : rc;
+}
+
+/* One tick: sample (or fetch), copy, update the view. GP_OK or an error. */
 static int tick(struct top *t)
 {
-    gp_sampler_tick(t->sampler);
-    gp_sampler_read(t->sampler, copy_frame, t);
+    if (t->tc.agent[0]) {
+        int rc = fetch_agent(t);
+        if (rc)
+            return rc;
+    } else {
+        gp_sampler_tick(t->sampler);
+        gp_sampler_read(t->sampler, copy_frame, t);
+    }
     if (t->copy_rc)
         return t->copy_rc;
     int rc = gp_top_view_update(&t->view, &t->frame);
@@ -95,6 +117,8 @@ static int tick(struct top *t)
     if (errs)
         snprintf(t->view.status, sizeof t->view.status, "%u sampling error%s so far (--log-level)", errs,
                  errs == 1 ? "" : "s");
+    if (t->fetch_err[0])
+        snprintf(t->view.status, sizeof t->view.status, "%.*s", (int)sizeof t->view.status - 1, t->fetch_err);
     return rc;
 }
 
@@ -150,7 +174,7 @@ static int run_text(struct top *t, uint64_t frames)
     }
     gp_buf_free(&out);
     if (rc)
-        fprintf(stderr, "gpulse top: %s\n", gp_strerror(rc));
+        fprintf(stderr, "gpulse top: %s\n", t->fetch_err[0] ? t->fetch_err : gp_strerror(rc));
     return rc ? 1 : 0;
 }
 
@@ -363,15 +387,19 @@ int gp_top_main(int argc, char **argv)
         .steps_socket = "",
     };
     gp_frame_init(&t->frame);
+    gp_frame_init(&t->remote);
     gp_top_view_init(&t->view);
     t->view.interval_ms = t->ac.interval_ms;
     t->view.sort = (enum gp_top_col)gp_top_col_parse(t->tc.sort);
     t->view.user_name = user_name;
     t->view.user_ctx = &t->users;
-    int rc = sc.simulate ? gp_sampler_open(&t->sampler, &sc, gp_simulated_sources, gp_simulated_sources_count,
-                                           err, sizeof err)
-                         : gp_sampler_open(&t->sampler, &sc, gp_hardware_sources, gp_hardware_sources_count,
-                                           err, sizeof err);
+    int rc = GP_OK; /* --agent: nothing is sampled here */
+    if (!t->tc.agent[0] && sc.simulate)
+        rc = gp_sampler_open(&t->sampler, &sc, gp_simulated_sources, gp_simulated_sources_count, err,
+                             sizeof err);
+    else if (!t->tc.agent[0])
+        rc = gp_sampler_open(&t->sampler, &sc, gp_hardware_sources, gp_hardware_sources_count, err,
+                             sizeof err);
     if (rc) {
         fprintf(stderr, "gpulse top: %s\n", err);
         ret = rc == GP_ECONFIG || rc == GP_EUSAGE ? 2 : 1;
@@ -383,8 +411,9 @@ int gp_top_main(int argc, char **argv)
         goto free;
     }
     /* the first tick gives the CPU counters the next one is measured against */
+    t->live = !frames;
     if ((rc = tick(t))) {
-        fprintf(stderr, "gpulse top: %s\n", gp_strerror(rc));
+        fprintf(stderr, "gpulse top: %s\n", t->fetch_err[0] ? t->fetch_err : gp_strerror(rc));
         ret = 1;
     } else {
         ret = frames ? run_text(t, frames) : run_live(t);
@@ -395,6 +424,7 @@ free:
     gp_top_screen_free(&t->screen);
     gp_top_view_free(&t->view);
     gp_frame_free(&t->frame);
+    gp_frame_free(&t->remote);
 out:
     memset(t->token, 0, sizeof t->token);
     free(t);

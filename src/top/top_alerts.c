@@ -3,6 +3,7 @@
 
 #include "lib/buf.h"
 #include "lib/err.h"
+#include "top/top_http.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -88,67 +89,25 @@ done:
     return rc;
 }
 
-static size_t on_body(char *p, size_t size, size_t n, void *arg)
-{
-    struct gp_buf *b = arg;
-    gp_buf_append(b, p, size * n);
-    return b->err ? 0 : size * n; /* 0 stops the transfer past the cap */
-}
-
 int gp_top_alerts_fetch(const char *server, const char *node, const char *token,
                         struct gp_top_alerts *out, char *err, size_t errlen)
 {
-    CURL *c = curl_easy_init();
-    if (!c)
-        return gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
-    char *qnode = curl_easy_escape(c, node, 0);
+    char *qnode = curl_easy_escape(NULL, node, 0);
     size_t sl = strlen(server);
     while (sl && server[sl - 1] == '/')
         sl--;
-    char url[1024], h[600] = "", curl_err[CURL_ERROR_SIZE] = "";
-    struct curl_slist *hdrs = NULL;
+    char url[1024];
     struct gp_buf body;
     gp_buf_init(&body, MAX_ANSWER);
     int rc = GP_OK;
+    long status = 0;
     if (!qnode || (size_t)snprintf(url, sizeof url, "%.*s/api/v1/alerts?node=%s", (int)sl, server, qnode) >=
                       sizeof url) {
         rc = gp_seterr(err, errlen, GP_ECONFIG, "server URL too long");
         goto done;
     }
-    if (token && *token) {
-        snprintf(h, sizeof h, "Authorization: Bearer %s", token);
-        hdrs = curl_slist_append(NULL, h);
-        memset(h, 0, sizeof h);
-        if (!hdrs) {
-            rc = gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
-            goto done;
-        }
-    }
-    int bad = 0;
-    bad |= curl_easy_setopt(c, CURLOPT_URL, url) != CURLE_OK;
-    bad |= curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs) != CURLE_OK;
-    bad |= curl_easy_setopt(c, CURLOPT_USERAGENT, "gpulse-top/" GP_VERSION) != CURLE_OK;
-    bad |= curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L) != CURLE_OK;
-    bad |= curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 5000L) != CURLE_OK;
-    bad |= curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https") != CURLE_OK;
-    bad |= curl_easy_setopt(c, CURLOPT_ERRORBUFFER, curl_err) != CURLE_OK;
-    bad |= curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body) != CURLE_OK;
-    bad |= curl_easy_setopt(c, CURLOPT_WRITEDATA, &body) != CURLE_OK;
-    if (bad) {
-        rc = gp_seterr(err, errlen, GP_EINTERNAL, "libcurl refused an option");
+    if ((rc = gp_top_http_get("alerts", url, token, &body, &status, err, errlen)))
         goto done;
-    }
-    CURLcode cc = curl_easy_perform(c);
-    long status = 0;
-    if (body.err) {
-        rc = gp_seterr(err, errlen, body.err, "alerts: the answer is larger than %u MiB", MAX_ANSWER >> 20);
-        goto done;
-    }
-    if (cc != CURLE_OK) {
-        rc = gp_seterr(err, errlen, GP_ENET, "alerts: %s", curl_err[0] ? curl_err : curl_easy_strerror(cc));
-        goto done;
-    }
-    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
     char detail[400];
     rc = gp_top_alerts_parse(body.data ? body.data : "", body.len, out, detail, sizeof detail);
     if (status != 200)
@@ -158,8 +117,6 @@ int gp_top_alerts_fetch(const char *server, const char *node, const char *token,
         gp_seterr(err, errlen, rc, "alerts: %s", detail);
 done:
     curl_free(qnode);
-    curl_slist_free_all(hdrs);
-    curl_easy_cleanup(c);
     gp_buf_free(&body);
     return rc;
 }

@@ -54,6 +54,12 @@ int gp_top_config_validate(const struct gp_top_config *t, const struct gp_agent_
     if (t->server[0] && strncmp(t->server, "http://", 7) && strncmp(t->server, "https://", 8))
         return gp_seterr(err, errlen, GP_ECONFIG, "server '%s' must start with http:// or https://",
                          t->server);
+    if (t->agent[0] && strncmp(t->agent, "http://", 7) && strncmp(t->agent, "https://", 8))
+        return gp_seterr(err, errlen, GP_ECONFIG, "agent '%s' must start with http:// or https://",
+                         t->agent);
+    if (t->agent[0] && a->simulate[0])
+        return gp_seterr(err, errlen, GP_ECONFIG,
+                         "agent and simulate are both set: show the agent's view or simulate here, not both");
     if (t->alerts_interval_ms < 1000 || t->alerts_interval_ms > 600000)
         return gp_seterr(err, errlen, GP_ECONFIG, "alerts_interval must be between 1s and 10m");
     if (gp_top_col_parse(t->sort) < 0)
@@ -74,8 +80,9 @@ void gp_top_config_usage(FILE *out)
             "A live terminal view of this node's GPUs (utilization, SM activity, memory,\n"
             "power, temperature, clocks, throttling, ECC/XID), their processes with job and\n"
             "rank, host CPU and memory, and this node's active alerts when a server is given.\n"
-            "It samples through the agent's own sources (NVML, amdgpu, --simulate). Keys: h\n"
-            "for help, q to quit. --once (or -n N) prints plain-text frames instead.\n\n"
+            "It samples through the agent's own sources (NVML, amdgpu, --simulate), or shows\n"
+            "a running agent's view with --agent URL. Keys: h for help, q to quit. --once\n"
+            "(or -n N) prints plain-text frames instead.\n\n"
             "flags (each also a key under 'top:' in the YAML config):\n"
             "  --config FILE\n      YAML configuration file with 'top:' and 'agent:' sections; "
             "flags override it\n"

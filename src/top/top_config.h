@@ -14,6 +14,7 @@
 struct gp_top_config {
     char config_file[GP_PATH_LEN];
     char server[512];
+    char agent[512];
     char read_token[4096];
     char read_token_file[GP_PATH_LEN];
     int64_t alerts_interval_ms;
@@ -28,6 +29,8 @@ struct gp_top_config {
 #define GP_TOP_KEYS(X)                                                                            \
     X(server, "server", "server", STR, "",                                                        \
       "gpulse server URL (http://host:9402): show this node's active alerts from it; empty: none") \
+    X(agent, "agent", "agent", STR, "",                                                           \
+      "show a running agent's view (http://host:9401) instead of sampling here; empty: sample here") \
     X(read_token, "read_token", "read-token", STR, "",                                            \
       "the server's read token (prefer read_token_file)")                                        \
     X(read_token_file, "read_token_file", "read-token-file", STR, "",                             \

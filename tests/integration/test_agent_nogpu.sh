@@ -22,3 +22,10 @@ assert any(p["comm"] == "gpulse" for p in d["processes"]), "own process missing"
 '
 stop_agent
 note "no-GPU machine ok"
+# `gpulse up` without a GPU: the same one line, and it suggests --simulate.
+GPULSE_NVML_LIBRARY=$TMP/none/libnvidia-ml.so.1 SERVER_CMD=up start_server --sysfs-root "$TMP/sys"
+wait_until 10 grep -q 'no GPU driver found' "$SERVER_LOG" || { cat "$SERVER_LOG"; fail "up: no 'no GPU driver found' line"; }
+[ "$(grep -c 'no GPU driver found.*hint=.*--simulate 1x8xH100' "$SERVER_LOG")" -eq 1 ] ||
+    { cat "$SERVER_LOG"; fail "up: the no-GPU line does not suggest --simulate"; }
+stop_server
+note "no-GPU up says so and suggests --simulate"

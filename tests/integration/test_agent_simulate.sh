@@ -87,3 +87,18 @@ grep -q '^DCGM_FI_DEV_GPU_UTIL{.*,hostname="sim-node-0",' "$TMP/m4" || fail "hos
 grep -q 'Hostname=' "$TMP/m4" && fail "Hostname label still present"
 stop_agent
 note "simulated fleet ok"
+# A bad spec or fault is refused before anything listens or is created:
+# exit 2, one line on stderr, no data or buffer directory, no log line.
+for cmd in agent up; do
+    for bad in "2x8xFOO" "2xx" "1x1xH100 --simulate-faults bogus"; do
+        port=$(free_port)
+        dirs=(--buffer-dir "$TMP/bad-buf" --push "http://127.0.0.1:$port/api/v1/write")
+        [ $cmd = up ] && dirs+=(--data "$TMP/bad-data")
+        # shellcheck disable=SC2086
+        rc=0; "$GPULSE" $cmd --listen "127.0.0.1:$port" "${dirs[@]}" --simulate $bad 2>"$TMP/err" || rc=$?
+        [ $rc -eq 2 ] && [ "$(wc -l <"$TMP/err")" -eq 1 ] || { cat "$TMP/err"; fail "$cmd --simulate $bad: exit $rc, want 2 and one line"; }
+        grep -q "^gpulse $cmd: invalid" "$TMP/err" || fail "$cmd --simulate $bad: $(cat "$TMP/err")"
+        [ ! -e "$TMP/bad-data" ] && [ ! -e "$TMP/bad-buf" ] || fail "$cmd --simulate $bad created a directory"
+    done
+done
+note "bad --simulate specs and faults: exit 2 before listening or creating anything"

@@ -21,6 +21,9 @@ U=http://127.0.0.1:$PORT
 wait_until 30 curl -sf "$U/api/v1/health" || { cat "$TMP/s1.log"; fail "server did not come up"; }
 grep -q 'msg="listening" listen=0.0.0.0:' "$TMP/s1.log" || { cat "$TMP/s1.log"; fail "not listening on 0.0.0.0"; }
 grep -q 'loopback only' "$TMP/s1.log" && fail "fell back to loopback although both tokens are set"
+# 0.0.0.0 is no address to browse to: the url names this host, and loopback.
+grep -q "msg=\"dashboard ready: open the url in a browser\" url=http://$(hostname):$PORT/ local=http://127.0.0.1:$PORT/\$" \
+    "$TMP/s1.log" || { cat "$TMP/s1.log"; fail "start log lacks a usable dashboard url for 0.0.0.0"; }
 
 out=$(rw write "$U" "auth_probe{a=\"1\"}=1@$(now)")
 [ "${out%% *}" = 401 ] || fail "write without a token: $out"

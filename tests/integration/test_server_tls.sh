@@ -11,6 +11,8 @@ openssl req -x509 -newkey rsa:2048 -nodes -days 1 -keyout "$TMP/key.pem" -out "$
 SERVER_SCHEME=https SERVER_CURL="--cacert $TMP/cert.pem" \
     start_server --tls-cert "$TMP/cert.pem" --tls-key "$TMP/key.pem"
 grep -q 'tls=on' "$SERVER_LOG" || fail "start log does not say tls=on"
+grep -q "msg=\"dashboard ready: open the url in a browser\" url=https://127.0.0.1:$SERVER_PORT/\$" "$SERVER_LOG" ||
+    { cat "$SERVER_LOG"; fail "start log lacks the dashboard's https url"; }
 curl -sf --cacert "$TMP/cert.pem" "$SERVER_URL/api/v1/health" | grep -c '"ok"' >/dev/null || fail "health over TLS"
 curl -sf --cacert "$TMP/cert.pem" "$SERVER_URL/metrics" | grep -c gpulse_server_series >/dev/null || fail "/metrics over TLS"
 python3 - "$SERVER_PORT" "$TMP/cert.pem" "$ROOT/tests/integration" <<'PY' || fail "remote write over TLS"

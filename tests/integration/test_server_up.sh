@@ -40,6 +40,17 @@ print("  - inventory:", ", ".join("%s/%s %s" % (g["node"], g["gpu"], g["model"])
 PY
 curl -sf "$SERVER_URL/api/v1/series?match[]=DCGM_FI_DEV_GPU_UTIL" | grep -c '"Hostname":"sim-node-0"' >/dev/null ||
     fail "series API does not list the simulated GPU series"
+# up's agent view, as an agent serves it, for `gpulse top --agent`.
+curl -sf "$SERVER_URL/api/v1/snapshot" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+assert sorted((g["hostname"], g["gpu"]) for g in d["gpus"]) == [("sim-node-0", 0), ("sim-node-0", 1)], d["gpus"]
+assert d["host"]["cpus"] >= 1 and d["jobs"], d
+' || fail "up's /api/v1/snapshot is not its agent's frame"
+GPULSE_NVML_LIBRARY=$TMP/none/libnvidia-ml.so.1 "$GPULSE" top --once --width 160 --agent "$SERVER_URL" \
+    >"$TMP/top.txt" 2>"$TMP/top.err" || { cat "$TMP/top.err"; fail "top --agent at up failed"; }
+[ "$(grep -c '^GPU [01]@sim-node-0 NVIDIA H100' "$TMP/top.txt")" -eq 2 ] || { cat "$TMP/top.txt"; fail "top --agent at up: not up's GPUs"; }
+note "up's /api/v1/snapshot: its agent's frame; gpulse top --agent shows it"
 stop_server
 SERVER_CMD=up start_server --simulate 1x2xH100 --interval 200ms
 grep -q 'msg="store open" .*series=[1-9]' "$SERVER_LOG" || { cat "$SERVER_LOG"; fail "up's restart recovered nothing"; }

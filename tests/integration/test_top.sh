@@ -58,6 +58,28 @@ python3 "$ROOT/tests/integration/top_screen.py" "$TMP/once.json" "$TMP/once.txt"
 grep -q $'\x1b' "$TMP/once.txt" && fail "--once printed escapes"
 note "--once matches the snapshot"
 
+# --agent: the agent's view, nothing sampled here (top is given no NVML, so
+# the GPUs it shows can only be the agent's); alerts still from the server,
+# for the agent's host name.
+GPULSE_NVML_LIBRARY=$TMP/none/libnvidia-ml.so.1 "$GPULSE" top --once --width 160 --interval 200ms \
+    --agent "http://127.0.0.1:$AGENT_PORT/" --server "$SERVER_URL" --read-token R >"$TMP/agent.txt" \
+    2>"$TMP/agent.err" || { cat "$TMP/agent.err"; fail "top --once --agent failed"; }
+snapshot "$TMP/agent.json"
+python3 "$ROOT/tests/integration/top_screen.py" "$TMP/agent.json" "$TMP/agent.txt" --order gpumem --width 160 ||
+    fail "--agent differs from the agent's snapshot"
+grep -q "^gpulse top  $HOST " "$TMP/agent.txt" || fail "--agent: not the agent's host: $(head -1 "$TMP/agent.txt")"
+grep -q "2 firing" "$TMP/agent.txt" || fail "--agent: the agent's node's alerts are missing"
+# Nothing listening, or not an agent: exit 1, one line naming the agent.
+for bad in "http://127.0.0.1:1" "$SERVER_URL"; do
+    rc=0; "$GPULSE" top --once --agent "$bad" >/dev/null 2>"$TMP/agent.err" || rc=$?
+    [ $rc -eq 1 ] && [ "$(wc -l <"$TMP/agent.err")" -eq 1 ] && grep -q "^gpulse top: agent $bad: " "$TMP/agent.err" ||
+        fail "--agent $bad: exit $rc, $(cat "$TMP/agent.err")"
+done
+grep -q "answered 401 (not a gpulse agent or gpulse up?" "$TMP/agent.err" || fail "--agent at a server: $(cat "$TMP/agent.err")"
+rc=0; "$GPULSE" top --once --agent localhost:9401 2>"$TMP/agent.err" || rc=$?
+[ $rc -eq 2 ] && grep -q "must start with http://" "$TMP/agent.err" || fail "--agent without a scheme: exit $rc"
+note "--agent: the agent's screen and its node's alerts; unreachable or not an agent: exit 1"
+
 # The live view in tmux. A wrapper script carries the environment (tmux
 # starts commands from its server's environment) and records the exit status.
 TMUX_SOCK=gpulse-top-$$
@@ -196,7 +218,11 @@ start_agent --interval 200ms --simulate 1x4xH100 --seed 7 --steps-socket ''
 "$GPULSE" top --once --width 160 --interval 200ms --simulate 1x4xH100 --seed 7 >"$TMP/sim.txt" 2>"$TMP/sim.err" ||
     { cat "$TMP/sim.err"; fail "top --once --simulate failed"; }
 snapshot "$TMP/sim.json"
-python3 - "$TMP/sim.json" "$TMP/sim.txt" <<'PY' || fail "--simulate screen differs from the agent's snapshot"
+# --agent at that agent draws the same GPUs, jobs and processes.
+"$GPULSE" top --once --width 160 --interval 200ms --agent "http://127.0.0.1:$AGENT_PORT" >"$TMP/simagent.txt" \
+    2>"$TMP/sim.err" || { cat "$TMP/sim.err"; fail "top --once --agent (simulated) failed"; }
+for txt in "$TMP/sim.txt" "$TMP/simagent.txt"; do
+python3 - "$TMP/sim.json" "$txt" <<'PY' || fail "$txt: screen differs from the agent's snapshot"
 import json, re, sys
 snap = json.load(open(sys.argv[1]))
 text = open(sys.argv[2]).read()
@@ -208,6 +234,7 @@ want = [(str(p["pid"]), p.get("job", g["job"]), str(p.get("rank", g["rank"])), s
         for g in snap["gpus"] for p in g["processes"]]
 assert len(rows) == 4 and sorted(rows) == sorted(want), (rows, want)
 PY
+done
 stop_agent
 note "--simulate 1x4xH100 --seed 7: GPUs, jobs, ranks and processes as the agent's"
 note "gpulse top ok"

@@ -62,7 +62,7 @@ static void test_model_table_sane(void)
     CHECK(gp_gpumodel_at(gp_gpumodel_count()) == NULL);
     for (size_t i = 0; i < gp_gpumodel_count(); i++) {
         const struct gp_gpumodel *m = gp_gpumodel_at(i);
-        CHECK(m->memory_bytes >= 8ull << 30 && m->memory_bytes <= 256ull << 30);
+        CHECK(m->memory_bytes >= 8ull << 30 && m->memory_bytes <= 320ull << 30); /* B300, MI355X: 288 GB */
         CHECK(m->mem_bw_gbps > 100 && m->mem_bw_gbps < 10000);
         CHECK(m->tensor_tflops > m->fp32_tflops);
         CHECK(m->power_limit_w > m->idle_power_w && m->idle_power_w > 0);
@@ -73,7 +73,7 @@ static void test_model_table_sane(void)
         CHECK(gp_gpumodel_find(m->short_name) == m);
         CHECK(gp_gpumodel_find(m->name) == m);
     }
-    char names[256];
+    char names[512];
     size_t need = gp_gpumodel_names(names, sizeof names, ", ");
     CHECK(need < sizeof names);
     CHECK_CONTAINS(names, "V100, T4, A10");
@@ -81,6 +81,52 @@ static void test_model_table_sane(void)
     char small[8];
     CHECK_INT(gp_gpumodel_names(small, sizeof small, ", "), need);
     CHECK_INT(strlen(small), 7);
+}
+
+/* The cards clouds rent, by the device name NVML (or amdgpu) reports: each
+ * finds its own row, and a name that another begins with finds the other
+ * only when it is that name (an H20 is not an H200, an A10G not an A10). */
+static void test_model_cloud_names(void)
+{
+    static const char *const by_driver[][2] = {
+        {"NVIDIA A10G", "A10G"},           {"NVIDIA A10", "A10"},
+        {"NVIDIA L4", "L4"},               {"NVIDIA L40", "L40"},
+        {"NVIDIA L40S", "L40S"},           {"NVIDIA H20", "H20"},
+        {"NVIDIA H200", "H200"},           {"NVIDIA H200 NVL", "H200-NVL"},
+        {"NVIDIA H100 NVL", "H100-NVL"},   {"NVIDIA H100 80GB HBM3", "H100"},
+        {"NVIDIA H100 PCIe", "H100-PCIE"}, {"NVIDIA B200", "B200"},
+        {"NVIDIA GB200", "GB200"},         {"NVIDIA B300 SXM6 AC", "B300"},
+        {"NVIDIA B300", "B300"},           {" nvidia h200 nvl\n", "H200-NVL"},
+        {"AMD Instinct MI325X", "MI325X"}, {"AMD Instinct MI325X OAM", "MI325X"},
+        {"AMD Instinct MI355X", "MI355X"}, {"AMD Instinct MI300X", "MI300X"},
+    };
+    for (size_t i = 0; i < sizeof by_driver / sizeof by_driver[0]; i++) {
+        const struct gp_gpumodel *m = gp_gpumodel_find(by_driver[i][0]);
+        if (!m || strcmp(m->short_name, by_driver[i][1]))
+            gp_test_fail(__FILE__, __LINE__, "\"%s\" found %s, want %s", by_driver[i][0],
+                         m ? m->short_name : "nothing", by_driver[i][1]);
+    }
+    static const char *const unknown[] = {"NVIDIA H2", "NVIDIA H200 NV", "NVIDIA A10GX", "NVIDIA GB20",
+                                          "AMD Instinct MI325"};
+    for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; i++)
+        if (gp_gpumodel_find(unknown[i]))
+            gp_test_fail(__FILE__, __LINE__, "\"%s\" matched a model", unknown[i]);
+    /* the variants differ where their data sheets do */
+    const struct gp_gpumodel *a10 = gp_gpumodel_find("A10"), *a10g = gp_gpumodel_find("A10G");
+    CHECK(a10g->tensor_tflops < a10->tensor_tflops && a10g->memory_bytes == a10->memory_bytes);
+    CHECK(gp_gpumodel_find("L40")->tensor_tflops * 2 < gp_gpumodel_find("L40S")->tensor_tflops + 1);
+    CHECK(gp_gpumodel_find("H200-NVL")->memory_bytes == gp_gpumodel_find("H200")->memory_bytes);
+    CHECK(gp_gpumodel_find("H200-NVL")->power_limit_w < gp_gpumodel_find("H200")->power_limit_w);
+    CHECK(gp_gpumodel_find("H20")->tensor_tflops < gp_gpumodel_find("H100")->tensor_tflops / 5);
+    CHECK(gp_gpumodel_find("GB200")->tensor_tflops > gp_gpumodel_find("B200")->tensor_tflops);
+    CHECK(gp_gpumodel_find("MI325X")->memory_bytes > gp_gpumodel_find("MI300X")->memory_bytes);
+    /* and --simulate builds fleets of them */
+    struct gp_sim_spec sp;
+    char err[1024] = "";
+    CHECK_INT(gp_sim_spec_parse("2x8xA10G,1x4xh200-nvl,1x8xMI325X,1x4xGB200,1x1xL4", &sp, err, sizeof err),
+              GP_OK);
+    CHECK_STR(sp.groups[1].model->name, "NVIDIA H200 NVL");
+    CHECK_INT(sp.total_gpus, 33);
 }
 
 /* ---- spec parser ---- */
@@ -627,6 +673,7 @@ static void test_large_fleet(void)
 const struct gp_test gp_tests_simulate[] = {
     {"model_lookup", test_model_lookup},
     {"model_table_sane", test_model_table_sane},
+    {"model_cloud_names", test_model_cloud_names},
     {"spec_good", test_spec_good},
     {"spec_bad", test_spec_bad},
     {"open_errors", test_open_errors},

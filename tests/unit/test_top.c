@@ -1,7 +1,9 @@
 /* Tests of `gpulse top` without a terminal: layout, bars, numbers, sorting, keys, alerts, config. */
+#include "agent/snapshot.h"
 #include "lib/err.h"
 #include "test.h"
 #include "top/layout.h"
+#include "top/top_agent.h"
 #include "top/top_alerts.h"
 #include "top/top_config.h"
 
@@ -489,6 +491,137 @@ static void test_config(void)
     gp_top_config_defaults(&t, &a);
     char *bad[] = {"--bogus"};
     CHECK(gp_top_config_from_args(&t, &a, 1, bad, &help, err, sizeof err) != GP_OK);
+    /* --agent: a URL, and not with --simulate (whose view would it be?) */
+    gp_top_config_defaults(&t, &a);
+    snprintf(t.agent, sizeof t.agent, "127.0.0.1:9401");
+    CHECK_INT(gp_top_config_validate(&t, &a, err, sizeof err), GP_ECONFIG);
+    CHECK_CONTAINS(err, "agent '127.0.0.1:9401' must start with http://");
+    snprintf(t.agent, sizeof t.agent, "http://127.0.0.1:9401");
+    CHECK_INT(gp_top_config_validate(&t, &a, err, sizeof err), GP_OK);
+    snprintf(a.simulate, sizeof a.simulate, "1x1xH100");
+    CHECK_INT(gp_top_config_validate(&t, &a, err, sizeof err), GP_ECONFIG);
+    CHECK_CONTAINS(err, "agent and simulate are both set");
+}
+
+/* The agent's snapshot of a frame (render + JSON, as /api/v1/snapshot)
+ * into a frame again. */
+static void snapshot_of(const struct gp_frame *f, struct gp_frame *out)
+{
+    struct gp_buf b;
+    gp_buf_init(&b, 0);
+    struct gp_expo_options o = {.hostname_label = "Hostname", .process_series = GP_PROC_SERIES_ALL};
+    struct gp_agent_stats st = {0};
+    CHECK_INT(gp_snapshot_render(&b, f, &o, &st), GP_OK);
+    char err[300] = "";
+    int rc = gp_top_snapshot_parse(b.data, b.len, out, err, sizeof err);
+    if (rc != GP_OK)
+        gp_test_fail(__FILE__, __LINE__, "parse of the agent's own snapshot: %s", err);
+    gp_buf_free(&b);
+}
+
+/* --agent: a remote node's frames, through its snapshot, draw exactly as
+ * the same frames sampled here (GPUs, readings, throttling, XIDs,
+ * processes with users and CPU %, jobs, host). */
+static void test_agent_snapshot_roundtrip(void)
+{
+    struct gp_frame f, r;
+    gp_frame_init(&f);
+    gp_frame_init(&r);
+    struct gp_top_view vl, vr;
+    gp_top_view_init(&vl);
+    gp_top_view_init(&vr);
+    struct gp_top_screen sl = {0}, sr = {0};
+    for (int k = 0; k < 2; k++) {
+        make_frame(&f, 1000000 + 2000 * k, 1.0 + 0.02 * k);
+        struct gp_job *j = gp_frame_add_job(&f);
+        snprintf(j->id.job, sizeof j->id.job, "train");
+        j->id.rank = 1;
+        j->id.local_rank = j->id.world_size = -1;
+        f.gpus[0].job_idx = 0;
+        snapshot_of(&f, &r);
+        gp_top_view_update(&vl, &f);
+        gp_top_view_update(&vr, &r);
+    }
+    CHECK_STR(r.hostname, "node-a");
+    CHECK_INT(r.ngpus, 2);
+    CHECK_INT(r.nprocs, 2);
+    CHECK_INT(r.gpus[0].job_idx, 0);
+    CHECK_INT(r.gpus[1].job_idx, -1);
+    CHECK_STR(r.jobs[0].id.job, "train");
+    CHECK_INT(r.gpus[1].xids[0].xid, 48);
+    CHECK_DBL(r.gpus[0].procs[1].sm_util, 55, 1e-9);
+    CHECK_INT(gp_top_render(&vl, &f, &sl, 160, 0), GP_OK);
+    CHECK_INT(gp_top_render(&vr, &r, &sr, 160, 0), GP_OK);
+    char local[65536];
+    snprintf(local, sizeof local, "%s", text_of(&sl));
+    CHECK_STR(text_of(&sr), local);
+    CHECK_CONTAINS(local, "torchrun");
+    gp_top_screen_free(&sl);
+    gp_top_screen_free(&sr);
+    gp_top_view_free(&vl);
+    gp_top_view_free(&vr);
+    gp_frame_free(&f);
+    gp_frame_free(&r);
+}
+
+/* Whatever a peer answers, a clear error names the bad member, and the
+ * frame is left empty. */
+static void test_agent_snapshot_malformed(void)
+{
+    static const char *const bad[][2] = {
+        {"", "not JSON"},
+        {"{", "not JSON"},
+        {"[]", "not an agent's snapshot"},
+        {"{\"gpus\":{}}", "not an agent's snapshot"},
+        {"{\"gpus\":[],\"gpus\":[]}", "not JSON"},
+        {"{\"gpus\":[1]}", "gpus[] is not an object"},
+        {"{\"gpus\":[{\"gpu\":-1}]}", "gpu is not a non-negative integer"},
+        {"{\"gpus\":[{\"model\":5}]}", "model is not a string"},
+        {"{\"gpus\":[{\"metrics\":{\"DCGM_FI_DEV_GPU_UTIL\":\"9\"}}]}",
+         "DCGM_FI_DEV_GPU_UTIL is not a number"},
+        {"{\"gpus\":[{\"metrics\":[]}]}", "metrics is not an object"},
+        {"{\"gpus\":[{\"xid_errors\":{\"abc\":1}}]}", "xid_errors has a bad entry"},
+        {"{\"gpus\":[{\"processes\":[{\"pid\":1,\"sm_ratio\":\"a\"}]}]}", "sm_ratio is not a number"},
+        {"{\"gpus\":[{\"processes\":[7]}]}", "gpus[].processes[] is not an object"},
+        {"{\"gpus\":[],\"host\":[]}", "host is not an object"},
+        {"{\"gpus\":[],\"processes\":[{\"pid\":\"1\"}]}", "pid is not a non-negative integer"},
+        {"{\"gpus\":[],\"processes\":{}}", "processes is not an array"},
+        {"{\"gpus\":[],\"jobs\":[{\"rank\":\"x\"}]}", "rank is not a rank"},
+        {"{\"gpus\":[],\"hostname\":[]}", "hostname is not a string"},
+    };
+    struct gp_frame f;
+    gp_frame_init(&f);
+    char err[300];
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        make_frame(&f, 1000, 1.0); /* what a failed parse must not leave behind */
+        int rc = gp_top_snapshot_parse(bad[i][0], strlen(bad[i][0]), &f, err, sizeof err);
+        if (rc != GP_EPARSE || !strstr(err, bad[i][1]) || f.ngpus || f.nprocs)
+            gp_test_fail(__FILE__, __LINE__, "%s: rc %d, \"%s\", %u GPUs", bad[i][0], rc, err, f.ngpus);
+    }
+    /* more GPUs than any agent serves: refused before any is read */
+    struct gp_buf b;
+    gp_buf_init(&b, 0);
+    gp_buf_puts(&b, "{\"gpus\":[{}");
+    for (unsigned i = 0; i < GP_TOP_AGENT_MAX_GPUS; i++)
+        gp_buf_puts(&b, ",{}");
+    gp_buf_puts(&b, "]}");
+    CHECK_INT(gp_top_snapshot_parse(b.data, b.len, &f, err, sizeof err), GP_EPARSE);
+    CHECK_CONTAINS(err, "gpus has too many entries");
+    gp_buf_free(&b);
+    /* the smallest snapshot: no GPUs (a machine without one) */
+    CHECK_INT(gp_top_snapshot_parse("{\"gpus\":[]}", 11, &f, err, sizeof err), GP_OK);
+    CHECK_INT(f.ngpus, 0);
+    gp_frame_free(&f);
+}
+
+static void test_agent_fetch_unreachable(void)
+{
+    struct gp_frame f;
+    gp_frame_init(&f);
+    char err[300];
+    CHECK_INT(gp_top_agent_fetch("http://127.0.0.1:1/", &f, err, sizeof err), GP_ENET);
+    CHECK_CONTAINS(err, "agent http://127.0.0.1:1: snapshot: ");
+    gp_frame_free(&f);
 }
 
 /* docs/top.md names every top key and its flag. */
@@ -520,6 +653,9 @@ const struct gp_test gp_tests_top[] = {
     {"render_alerts_and_lost", test_render_alerts_and_lost},
     {"alerts_parse_malformed", test_alerts_parse_malformed},
     {"fetch_unreachable", test_fetch_unreachable},
+    {"agent_snapshot_roundtrip", test_agent_snapshot_roundtrip},
+    {"agent_snapshot_malformed", test_agent_snapshot_malformed},
+    {"agent_fetch_unreachable", test_agent_fetch_unreachable},
     {"config", test_config},
     {"docs_name_every_key", test_docs_name_every_key},
     {0},
