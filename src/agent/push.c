@@ -249,7 +249,7 @@ static int add_labels(struct gp_push *p, const struct gp_rw_request **out)
         p->cap_series = in->nseries;
     }
     if (need_labels > p->cap_labels) {
-        /* every series points into this array: re-pointed below, after the move */
+        /* the series below point into it, so they are set after it moves */
         void *n = realloc(p->labelled_labels, need_labels * sizeof *p->labelled_labels);
         if (!n)
             return GP_ENOMEM;
