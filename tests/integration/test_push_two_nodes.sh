@@ -8,6 +8,7 @@
 #     agent's host label (Hostname=node-a or node-b; GPU series have it
 #     already) and its external label (--external-label cluster=...), so
 #     every family keeps one series per node; none is stored without;
+#   - the server's fleet counts both nodes' GPUs (16);
 #   - no sample is rejected (server) or dropped (agents).
 source "$(dirname "$0")/lib.sh"
 
@@ -57,6 +58,10 @@ print("%d families from both nodes, %d series stored, %d problems" % (both, len(
 sys.exit(1 if bad else 0)
 PY
 note "$(grep -c '^# TYPE' "$TMP/agent-a.prom") families per agent, each stored once per node"
+
+# The server's readers of these series count both nodes, external label and all.
+wait_until 20 sh -c "curl -sf '$SERVER_URL/api/v1/fleet' | grep -q '\"gpus\":16,'" ||
+    fail "the fleet does not show both nodes' 8 GPUs: $(curl -s "$SERVER_URL/api/v1/fleet")"
 
 ingested=$(awk '/^gpulse_server_samples_ingested_total / {print $2}' "$TMP/server.prom")
 [ "${ingested:-0}" -gt 0 ] || fail "the server counts no ingested sample"
