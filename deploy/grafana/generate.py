@@ -136,8 +136,9 @@ def fleet():
               "percentunit"),
         panel("timeseries", "GPU activity (each GPU)", [(A, "{{Hostname}}/{{gpu}} {{job}}")], "percentunit", w=24),
         row("gpulse itself"),
-        panel("timeseries", "Sample age by agent", [("time() - gpulse_agent_last_sample_timestamp_seconds", "{{instance}}")], "s"),
-        panel("timeseries", "Samples pushed / s", [("sum by (instance, target) (rate(gpulse_push_samples_sent_total[$__rate_interval]))", "{{instance}} → {{target}}")]),
+        # a scraped agent is its instance, a pushing one its Hostname (remote write adds no instance)
+        panel("timeseries", "Sample age by agent", [("time() - gpulse_agent_last_sample_timestamp_seconds", "{{instance}}{{Hostname}}")], "s"),
+        panel("timeseries", "Samples pushed / s", [("sum by (instance, Hostname, target) (rate(gpulse_push_samples_sent_total[$__rate_interval]))", "{{instance}}{{Hostname}} → {{target}}")]),
         panel("timeseries", "Server: samples ingested / s", [("sum by (instance) (rate(gpulse_server_samples_ingested_total[$__rate_interval]))", "{{instance}}")]),
         panel("timeseries", "Server: series and WAL", [("sum by (instance) (gpulse_server_series)", "series {{instance}}"),
                                                      ("sum by (instance) (gpulse_server_wal_bytes)", "WAL bytes {{instance}}")]),

@@ -223,6 +223,13 @@ int gp_agent_start_embedded(struct gp_agent **out, const struct gp_agent_config 
         const char *urls[GP_CFG_LIST_MAX];
         for (unsigned i = 0; i < a->cfg.push.n; i++)
             urls[i] = a->cfg.push.v[i];
+        /* The node label first: series that carry none (host, agent,
+         * process, job) would otherwise merge with another node's. */
+        char node[sizeof a->cfg.hostname_label + sizeof a->cfg.hostname + 1];
+        snprintf(node, sizeof node, "%s=%s", a->cfg.hostname_label, a->cfg.hostname);
+        const char *labels[1 + GP_CFG_LIST_MAX] = {node};
+        for (unsigned i = 0; i < a->cfg.external_labels.n; i++)
+            labels[1 + i] = a->cfg.external_labels.v[i];
         struct gp_push_options po = {
             .urls = urls,
             .nurls = a->cfg.push.n,
@@ -235,6 +242,8 @@ int gp_agent_start_embedded(struct gp_agent **out, const struct gp_agent_config 
             .bearer_token_file = a->cfg.push_bearer_token_file,
             .timeout_ms = a->cfg.push_timeout_ms,
             .max_backoff_ms = a->cfg.push_max_backoff_ms,
+            .labels = labels,
+            .nlabels = 1 + a->cfg.external_labels.n,
         };
         rc = gp_push_start(&a->push, &po, err, errlen);
     }

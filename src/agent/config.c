@@ -4,6 +4,7 @@
  */
 #include "config.h"
 
+#include "ingest/remote_write.h"
 #include "sources/simulate_plan.h"
 
 #include "lib/duration.h"
@@ -69,6 +70,33 @@ unsigned gp_agent_steps_socket_mode(const struct gp_agent_config *c)
     return v <= 0777 && (v & 0200) ? v : 0;
 }
 
+int gp_agent_external_labels_check(const struct gp_agent_config *c, char *err, size_t errlen)
+{
+    /* Names the agent's own series are told apart by: an external label of
+     * that name would be added to some series and silently lose on others. */
+    static const char *const reserved[] = {"Hostname", "hostname", "gpu", "UUID",
+                                           "job",      "rank",     "pid", "target"};
+    for (unsigned i = 0; i < c->external_labels.n; i++) {
+        const char *item = c->external_labels.v[i], *eq = strchr(item, '=');
+        size_t nl = eq ? (size_t)(eq - item) : 0;
+        if (!eq || !eq[1] || !gp_rw_label_valid(item, nl, eq + 1, strlen(eq + 1)))
+            return gp_seterr(err, errlen, GP_ECONFIG,
+                             "external label '%s' is invalid: the name must match [a-zA-Z_][a-zA-Z0-9_]* "
+                             "and the value be non-empty UTF-8",
+                             item);
+        bool taken = nl >= 2 && !strncmp(item, "__", 2);
+        for (size_t r = 0; r < sizeof reserved / sizeof reserved[0] && !taken; r++)
+            taken = strlen(reserved[r]) == nl && !strncmp(item, reserved[r], nl);
+        if (taken)
+            return gp_seterr(err, errlen, GP_ECONFIG,
+                             "external label '%.*s' is reserved: names starting with __, Hostname, "
+                             "hostname (set by hostname), gpu, UUID, job, rank, pid and target are "
+                             "gpulse's own",
+                             (int)nl, item);
+    }
+    return GP_OK;
+}
+
 int gp_agent_config_validate(const struct gp_agent_config *c, char *err, size_t errlen)
 {
     char host[128];
@@ -81,6 +109,8 @@ int gp_agent_config_validate(const struct gp_agent_config *c, char *err, size_t 
     if (strcmp(c->hostname_label, "Hostname") && strcmp(c->hostname_label, "hostname"))
         return gp_seterr(err, errlen, GP_ECONFIG,
                          "hostname_label must be 'Hostname' or 'hostname', not '%s'", c->hostname_label);
+    if ((rc = gp_agent_external_labels_check(c, err, errlen)))
+        return rc;
     if (strcmp(c->process_series, "gpu") && strcmp(c->process_series, "all") &&
         strcmp(c->process_series, "none"))
         return gp_seterr(err, errlen, GP_ECONFIG,

@@ -37,6 +37,7 @@ struct gp_agent_config {
     char sysfs_root[GP_PATH_LEN];
     char hostname[256];
     char hostname_label[16];
+    struct gp_cfg_list external_labels; /* "NAME=VALUE" */
     char process_series[8];
     char log_level[8];
     struct gp_cfg_list push;
@@ -76,6 +77,9 @@ struct gp_agent_config {
     X(hostname, "hostname", "hostname", STR, "", "host name in the Hostname label (default: this host's name)") \
     X(hostname_label, "hostname_label", "hostname-label", STR, "Hostname",                        \
       "spelling of the host label on GPU series: Hostname (dcgm-exporter until 2026-05, Grafana dashboard 12239) or hostname") \
+    X(external_labels, "external_labels", "external-label", MAP, "",                              \
+      "labels added to every pushed series that lacks them, e.g. cluster=a (as Prometheus's "   \
+      "external_labels); the host label is always added")                                       \
     X(process_series, "process_series", "process-series", STR, "gpu",                             \
       "which host processes get series: gpu (processes on a GPU and their descendants), all, none") \
     X(log_level, "log_level", "log-level", STR, "info", "debug, info, warn or error")              \
@@ -127,7 +131,8 @@ int gp_agent_config_set(struct gp_agent_config *c, const char *flag, const char 
  * 0200..0777 with the owner's write bit. */
 unsigned gp_agent_steps_socket_mode(const struct gp_agent_config *c);
 
-/* Checks cross-field rules and ranges after everything is applied. */
+/* Checks cross-field rules and ranges after everything is applied,
+ * external_labels included (gp_agent_external_labels_check). */
 int gp_agent_config_validate(const struct gp_agent_config *c, char *err, size_t errlen);
 
 /*
@@ -138,6 +143,14 @@ int gp_agent_config_validate(const struct gp_agent_config *c, char *err, size_t 
  */
 int gp_agent_config_from_args(struct gp_agent_config *c, int argc, char **argv, bool *help,
                               char *err, size_t errlen);
+
+/*
+ * Checks external_labels: each name a valid label name that is not
+ * reserved (`__` prefixed, either host label spelling, or a label by which
+ * gpulse tells its own series apart: gpu, UUID, job, rank, pid, target),
+ * each value non-empty UTF-8. GP_OK or GP_ECONFIG naming the label.
+ */
+int gp_agent_external_labels_check(const struct gp_agent_config *c, char *err, size_t errlen);
 
 /* Prints the --help text generated from the key table. */
 void gp_agent_config_usage(FILE *out);

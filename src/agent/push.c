@@ -35,6 +35,7 @@
 #include <pthread.h>
 #include <snappy-c.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -102,10 +103,18 @@ struct gp_push {
     atomic_int cancel; /* cancels requests in flight at the end of a stop */
     int curl_ref;      /* holds a reference on libcurl's global state */
 
+    /* labels added to a tick's series that lack them (options' labels) */
+    struct gp_rw_label *add;
+    size_t nadd;
+    char **add_text; /* what add's views point into */
+
     /* the encoder's own state */
     struct gp_buf work;
     struct gp_text_parser parser;
     struct gp_buf enc_body, enc_raw;
+    struct gp_rw_request labelled; /* the tick's series with p->add; arrays reused */
+    struct gp_rw_label *labelled_labels;
+    size_t cap_series, cap_labels;
     int64_t enc_last_log_ms;
     atomic_uint_fast64_t enc_ns_last, enc_ns_total, enc_ticks;
 };
@@ -213,12 +222,68 @@ static void enqueue(struct target *t, const struct gp_buf *body, uint32_t nsampl
     pthread_mutex_unlock(&t->mu);
 }
 
+static bool has_label(const struct gp_rw_series *s, const struct gp_rw_str *name)
+{
+    for (size_t i = 0; i < s->nlabels; i++)
+        if (s->labels[i].name.len == name->len && !memcmp(s->labels[i].name.ptr, name->ptr, name->len))
+            return true;
+    return false;
+}
+
+/* The parsed tick with p->add on every series that lacks a label of that
+ * name (a GPU series keeps its own host label). The strings stay the
+ * parser's and p->add's; only the arrays are p->labelled's. */
+static int add_labels(struct gp_push *p, const struct gp_rw_request **out)
+{
+    const struct gp_rw_request *in = &p->parser.req;
+    *out = in;
+    if (!p->nadd)
+        return GP_OK;
+    size_t need_labels = in->nlabels_total + in->nseries * p->nadd;
+    struct gp_rw_request *r = &p->labelled;
+    if (in->nseries > p->cap_series) {
+        void *n = realloc(r->series, in->nseries * sizeof *r->series);
+        if (!n)
+            return GP_ENOMEM;
+        r->series = n;
+        p->cap_series = in->nseries;
+    }
+    if (need_labels > p->cap_labels) {
+        /* the series below point into it, so they are set after it moves */
+        void *n = realloc(p->labelled_labels, need_labels * sizeof *p->labelled_labels);
+        if (!n)
+            return GP_ENOMEM;
+        p->labelled_labels = n;
+        p->cap_labels = need_labels;
+    }
+    size_t used = 0;
+    for (size_t i = 0; i < in->nseries; i++) {
+        const struct gp_rw_series *src = &in->series[i];
+        struct gp_rw_label *l = p->labelled_labels + used;
+        memcpy(l, src->labels, src->nlabels * sizeof *l);
+        size_t n = src->nlabels;
+        for (size_t j = 0; j < p->nadd; j++)
+            if (!has_label(src, &p->add[j].name))
+                l[n++] = p->add[j];
+        r->series[i] = (struct gp_rw_series){l, n, src->samples, src->nsamples};
+        used += n;
+    }
+    r->nseries = in->nseries;
+    r->nlabels_total = used;
+    r->nsamples_total = in->nsamples_total;
+    *out = r;
+    return GP_OK;
+}
+
 static void encode_one(struct gp_push *p, int64_t time_ms)
 {
     int64_t t0 = gp_mono_ns();
     char err[256] = "";
+    const struct gp_rw_request *req = NULL;
     int rc = gp_text_parse(&p->parser, p->work.data, p->work.len, time_ms, err, sizeof err);
-    if (!rc && (rc = gp_rw_encode(&p->parser.req, &p->enc_body, &p->enc_raw)))
+    if (!rc && (rc = add_labels(p, &req)))
+        snprintf(err, sizeof err, "adding the node and external labels: %s", gp_strerror(rc));
+    if (!rc && (rc = gp_rw_encode(req, &p->enc_body, &p->enc_raw)))
         snprintf(err, sizeof err, "remote-write encoding: %s", gp_strerror(rc));
     if (rc) {
         int64_t now = gp_mono_ms();
@@ -608,6 +673,29 @@ static int target_init(struct gp_push *p, struct target *t, const char *url, cha
     return GP_OK;
 }
 
+/* Copies the options' "NAME=VALUE" labels into p->add (checked by the caller's config). */
+static int copy_labels(struct gp_push *p, const struct gp_push_options *o, char *err, size_t errlen)
+{
+    if (!o->nlabels)
+        return GP_OK;
+    p->add = calloc(o->nlabels, sizeof *p->add);
+    p->add_text = calloc(o->nlabels, sizeof *p->add_text);
+    if (!p->add || !p->add_text)
+        return gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
+    for (size_t i = 0; i < o->nlabels; i++) {
+        const char *eq = strchr(o->labels[i], '=');
+        if (!eq || eq == o->labels[i])
+            return gp_seterr(err, errlen, GP_ECONFIG, "push label '%s' is not NAME=VALUE", o->labels[i]);
+        if (!(p->add_text[i] = strdup(o->labels[i])))
+            return gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
+        size_t nl = (size_t)(eq - o->labels[i]);
+        p->add[i].name = (struct gp_rw_str){p->add_text[i], nl};
+        p->add[i].value = (struct gp_rw_str){p->add_text[i] + nl + 1, strlen(eq + 1)};
+        p->nadd = i + 1;
+    }
+    return GP_OK;
+}
+
 int gp_push_start(struct gp_push **out, const struct gp_push_options *o, char *err, size_t errlen)
 {
     struct gp_push *p = calloc(1, sizeof *p);
@@ -632,6 +720,8 @@ int gp_push_start(struct gp_push **out, const struct gp_push_options *o, char *e
     p->parser.max_series = GP_RW_MAX_SERIES;
     p->t = calloc(o->nurls + 1, sizeof *p->t);
     int rc = p->t ? GP_OK : gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
+    if (!rc)
+        rc = copy_labels(p, o, err, errlen);
     if (!rc && gp_push_http_global_init())
         rc = gp_seterr(err, errlen, GP_EINTERNAL, "libcurl failed to initialise");
     else if (!rc)
@@ -696,6 +786,8 @@ int gp_push_start(struct gp_push **out, const struct gp_push_options *o, char *e
     p->o.buffer_dir = p->o.bearer_token = p->o.bearer_token_file = NULL;
     p->o.headers = NULL;
     p->o.nheaders = 0;
+    p->o.labels = NULL;
+    p->o.nlabels = 0;
     for (size_t i = 0; i < p->nt; i++)
         gp_log(GP_LOG_INFO, "push", "pushing samples", "target=%s buffer=%s queued_batches=%zu",
                p->t[i].label, p->dir ? "disk" : "memory", gp_pushq_count(p->t[i].q));
@@ -757,6 +849,12 @@ void gp_push_stop(struct gp_push *p)
     gp_buf_free(&p->enc_body);
     gp_buf_free(&p->enc_raw);
     gp_text_parser_free(&p->parser);
+    free(p->labelled.series);
+    free(p->labelled_labels);
+    for (size_t i = 0; p->add_text && i < p->nadd; i++)
+        free(p->add_text[i]);
+    free(p->add_text);
+    free(p->add);
     if (p->bearer) {
         memset(p->bearer, 0, strlen(p->bearer));
         free(p->bearer);

@@ -17,6 +17,11 @@
  * `gpulse up`, the server in the same process ("local"), handed the same
  * bodies through a function.
  *
+ * Labels given in the options (the node label and the user's external
+ * labels, "NAME=VALUE") are added to every series of a tick that lacks a
+ * label of that name, so two nodes' host, process and job series stay
+ * apart at the receiver; /metrics is left as it is (docs/metrics.md).
+ *
  * The pusher's own counters are appended to the agent's /metrics
  * (gp_push_render_metrics), labelled by target = the URL without
  * credentials or query.
@@ -50,6 +55,8 @@ struct gp_push_options {
     int64_t max_backoff_ms;   /* 0: 30 s */
     const char *const *headers; /* "Name: value" sent with every request (server's remote storage) */
     size_t nheaders;
+    const char *const *labels; /* "NAME=VALUE" added to each tick's series that lack NAME (copied) */
+    size_t nlabels;
 };
 
 /*

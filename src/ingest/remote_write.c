@@ -326,6 +326,12 @@ static bool valid_utf8(const char *str, size_t n)
     return true;
 }
 
+bool gp_rw_label_valid(const char *name, size_t nlen, const char *value, size_t vlen)
+{
+    return nlen <= GP_RW_MAX_LABEL_LEN && vlen <= GP_RW_MAX_LABEL_LEN && valid_name(name, nlen, false) &&
+           valid_utf8(value, vlen);
+}
+
 static bool is_metric_name_label(const struct gp_rw_str *name)
 {
     return name->len == 8 && memcmp(name->ptr, "__name__", 8) == 0; /* one 64-bit compare */

@@ -25,6 +25,7 @@
 
 #include "lib/buf.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -89,6 +90,11 @@ int gp_rw_decode(const uint8_t *body, size_t len, size_t max_uncompressed,
 /* Same as gp_rw_decode for a WriteRequest that is not compressed (copied). */
 int gp_rw_unmarshal(const uint8_t *pb, size_t len, struct gp_rw_request *out,
                     char *err, size_t errlen);
+
+/* Whether name is a valid label name ([a-zA-Z_][a-zA-Z0-9_]*) and value
+ * valid UTF-8: what the decoder accepts (and the encoder writes). For
+ * labels a user configures, checked before anything is sent. */
+bool gp_rw_label_valid(const char *name, size_t nlen, const char *value, size_t vlen);
 
 /* Frees what a decode allocated and zeroes *req; accepts NULL and zeroed. */
 void gp_rw_request_free(struct gp_rw_request *req);

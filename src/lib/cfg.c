@@ -3,7 +3,8 @@
  *
  * The YAML reader walks libyaml's event stream: a top-level mapping whose
  * entries are sections; inside a known section, a mapping of scalar keys
- * to scalar values (or, for LIST keys, a sequence of scalars). Anything
+ * to scalar values (or, for LIST keys, a sequence of scalars; for MAP
+ * keys, a mapping of scalars, stored as "NAME=VALUE" items). Anything
  * else there (a nested map, an alias) is an error that names its line.
  */
 #include "cfg.h"
@@ -101,10 +102,22 @@ static int set_key(void *target, const struct gp_cfg_key *k, const char *v, char
         if (gp_parse_bytes(v, (uint64_t *)field, detail, sizeof detail))
             return gp_seterr(err, errlen, GP_ECONFIG, "'%s': %s", k->yaml, detail);
         return GP_OK;
-    case GP_CFG_LIST: {
+    case GP_CFG_LIST:
+    case GP_CFG_MAP: {
         struct gp_cfg_list *l = (struct gp_cfg_list *)field;
         if (!*v)
             return GP_OK; /* an empty default: the empty list */
+        if (k->type == GP_CFG_MAP) {
+            const char *eq = strchr(v, '=');
+            if (!eq || eq == v)
+                return gp_seterr(err, errlen, GP_ECONFIG, "'%s': expected NAME=VALUE, got '%s'",
+                                 k->yaml, v);
+            size_t nl = (size_t)(eq - v) + 1; /* the name and its '=' */
+            for (unsigned i = 0; i < l->n; i++)
+                if (!strncmp(l->v[i], v, nl))
+                    return gp_seterr(err, errlen, GP_ECONFIG, "'%s': '%.*s' is given twice", k->yaml,
+                                     (int)(nl - 1), v);
+        }
         if (l->n >= GP_CFG_LIST_MAX)
             return gp_seterr(err, errlen, GP_ECONFIG, "'%s': at most %d values", k->yaml,
                              GP_CFG_LIST_MAX);
@@ -123,7 +136,7 @@ void gp_cfg_defaults(const struct gp_cfg_section *s, size_t ns)
     for (size_t i = 0; i < ns; i++)
         for (size_t j = 0; j < s[i].nkeys; j++) {
             const struct gp_cfg_key *k = &s[i].keys[j];
-            if (k->type == GP_CFG_LIST)
+            if (k->type == GP_CFG_LIST || k->type == GP_CFG_MAP)
                 ((struct gp_cfg_list *)((char *)s[i].target + k->offset))->n = 0;
             int rc = set_key(s[i].target, k, k->def, NULL, 0);
             (void)rc; /* defaults are checked by the config tests */
@@ -204,6 +217,48 @@ static int parse_list(yaml_parser_t *p, const struct gp_cfg_section *s, const st
     }
 }
 
+/* Reads a YAML mapping of scalars into a MAP key (replacing it) as
+ * "NAME=VALUE" items; its MAPPING_START was consumed. */
+static int parse_map(yaml_parser_t *p, const struct gp_cfg_section *s, const struct gp_cfg_key *k,
+                     char *err, size_t errlen)
+{
+    ((struct gp_cfg_list *)((char *)s->target + k->offset))->n = 0;
+    for (;;) {
+        yaml_event_t kev, vev;
+        if (!yaml_parser_parse(p, &kev))
+            return yaml_fail(p, err, errlen);
+        if (kev.type == YAML_MAPPING_END_EVENT) {
+            yaml_event_delete(&kev);
+            return GP_OK;
+        }
+        size_t kline = kev.start_mark.line + 1;
+        if (kev.type != YAML_SCALAR_EVENT) {
+            yaml_event_delete(&kev);
+            return gp_seterr(err, errlen, GP_ECONFIG, "line %zu: '%s.%s' must map names to values",
+                             kline, s->name, k->yaml);
+        }
+        if (!yaml_parser_parse(p, &vev)) {
+            yaml_event_delete(&kev);
+            return yaml_fail(p, err, errlen);
+        }
+        int rc = GP_OK;
+        char item[GP_CFG_LIST_LEN + 1], detail[256];
+        if (vev.type != YAML_SCALAR_EVENT)
+            rc = gp_seterr(err, errlen, GP_ECONFIG, "line %zu: '%s.%s.%s' must be a single value",
+                           kline, s->name, k->yaml, (const char *)kev.data.scalar.value);
+        else if (snprintf(item, sizeof item, "%s=%s", (const char *)kev.data.scalar.value,
+                          (const char *)vev.data.scalar.value) >= (int)sizeof item)
+            rc = gp_seterr(err, errlen, GP_ECONFIG, "line %zu: a value of '%s' is too long (at most %d bytes)",
+                           kline, k->yaml, GP_CFG_LIST_LEN - 1);
+        else if ((rc = set_key(s->target, k, item, detail, sizeof detail)))
+            gp_seterr(err, errlen, rc, "line %zu: %s", kline, detail);
+        yaml_event_delete(&kev);
+        yaml_event_delete(&vev);
+        if (rc)
+            return rc;
+    }
+}
+
 /* Parses the mapping of one section; its MAPPING_START was consumed. */
 static int parse_section(yaml_parser_t *p, const struct gp_cfg_section *s, char *err, size_t errlen)
 {
@@ -240,12 +295,25 @@ static int parse_section(yaml_parser_t *p, const struct gp_cfg_section *s, char 
                 return rc;
             continue;
         }
+        if (k->type == GP_CFG_MAP && vev.type == YAML_MAPPING_START_EVENT) {
+            rc = parse_map(p, s, k, err, errlen);
+            yaml_event_delete(&vev);
+            if (rc)
+                return rc;
+            continue;
+        }
+        if (k->type == GP_CFG_MAP && !(vev.type == YAML_SCALAR_EVENT && !vev.data.scalar.length)) {
+            yaml_event_delete(&vev);
+            return gp_seterr(err, errlen, GP_ECONFIG,
+                             "line %zu: '%s.%s' must be a mapping of names to values", line, s->name,
+                             name);
+        }
         if (vev.type != YAML_SCALAR_EVENT) {
             yaml_event_delete(&vev);
             return gp_seterr(err, errlen, GP_ECONFIG, "line %zu: '%s.%s' must be a single value",
                              line, s->name, name);
         }
-        if (k->type == GP_CFG_LIST) /* a scalar for a list: a list of one */
+        if (k->type == GP_CFG_LIST || k->type == GP_CFG_MAP) /* a list of one; an empty map */
             ((struct gp_cfg_list *)((char *)s->target + k->offset))->n = 0;
         char detail[256];
         rc = set_key(s->target, k, (const char *)vev.data.scalar.value, detail, sizeof detail);
@@ -425,7 +493,7 @@ int gp_cfg_from_args(const struct gp_cfg_section *s, size_t ns, const char *cmd,
                 return gp_seterr(err, errlen, GP_EUSAGE, "flag '--%s' needs a value", name);
             value = argv[++i];
         }
-        if (k->type == GP_CFG_LIST) {
+        if (k->type == GP_CFG_LIST || k->type == GP_CFG_MAP) {
             size_t j = 0;
             while (j < ncleared && cleared[j] != k)
                 j++;
@@ -450,9 +518,13 @@ void gp_cfg_usage(FILE *out, const struct gp_cfg_section *s, size_t ns)
                               : k->type == GP_CFG_DURATION ? " DURATION"
                               : k->type == GP_CFG_UINT     ? " N"
                               : k->type == GP_CFG_BYTES    ? " SIZE"
+                              : k->type == GP_CFG_MAP      ? " NAME=VALUE"
                                                            : " VALUE";
             fprintf(out, "  --%s%s   (yaml: %s.%s%s)\n      %s", k->flag, arg, s[i].name, k->yaml,
-                    k->type == GP_CFG_LIST ? ", a list; the flag repeats" : "", k->help);
+                    k->type == GP_CFG_LIST  ? ", a list; the flag repeats"
+                    : k->type == GP_CFG_MAP ? ", a mapping; the flag repeats"
+                                            : "",
+                    k->help);
             if (*k->def)
                 fprintf(out, " [default: %s]", k->def);
             fputc('\n', out);

@@ -10,7 +10,8 @@
  * both have. Precedence: defaults, then the --config file, then flags.
  *
  * YAML: a top-level mapping of section names to mappings of scalar keys;
- * a LIST key also takes a sequence of scalars. Sections no section table
+ * a LIST key also takes a sequence of scalars, a MAP key takes a mapping
+ * of scalars (and its flag repeats as NAME=VALUE). Sections no section table
  * names are skipped (they configure other roles); unknown keys inside a
  * known section are errors that name their line.
  */
@@ -29,6 +30,7 @@ enum gp_cfg_type {
     GP_CFG_BOOL,     /* bool */
     GP_CFG_BYTES,    /* uint64_t bytes: "512MiB", "1GiB", "1000000", "2GB" */
     GP_CFG_LIST,     /* struct gp_cfg_list: repeated flag or YAML sequence */
+    GP_CFG_MAP,      /* struct gp_cfg_list of "NAME=VALUE": repeated flag or YAML mapping */
 };
 
 #define GP_CFG_LIST_MAX 8
@@ -68,7 +70,8 @@ int gp_cfg_parse_yaml(const struct gp_cfg_section *s, size_t ns, const char *yam
 int gp_cfg_load_file(const struct gp_cfg_section *s, size_t ns, const char *path, char *err,
                      size_t errlen);
 
-/* Sets one key by flag name from text (a LIST key appends). */
+/* Sets one key by flag name from text (a LIST key appends; a MAP key
+ * appends "NAME=VALUE" and refuses a NAME it already holds). */
 int gp_cfg_set(const struct gp_cfg_section *s, size_t ns, const char *flag, const char *value,
                char *err, size_t errlen);
 
@@ -76,7 +79,7 @@ int gp_cfg_set(const struct gp_cfg_section *s, size_t ns, const char *flag, cons
  * Parses argv (after the command word): --config FILE first (its path is
  * copied into config_file when that is not NULL), then the flags in
  * order; `--flag value`, `--flag=value`, `--bool`, `--no-bool`. A LIST
- * flag given on the command line replaces the file's list. Sets *help for
+ * or MAP flag given on the command line replaces the file's list or map. Sets *help for
  * --help/-h. cmd names the command in messages. GP_OK, GP_EUSAGE or
  * GP_ECONFIG.
  */

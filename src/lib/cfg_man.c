@@ -35,6 +35,7 @@ static const char *flag_arg(enum gp_cfg_type t)
            : t == GP_CFG_DURATION ? "DURATION"
            : t == GP_CFG_UINT     ? "N"
            : t == GP_CFG_BYTES    ? "SIZE"
+           : t == GP_CFG_MAP      ? "NAME=VALUE"
                                   : "VALUE";
 }
 
@@ -53,6 +54,8 @@ static const char *yaml_type(enum gp_cfg_type t)
         return "size";
     case GP_CFG_LIST:
         return "list of strings";
+    case GP_CFG_MAP:
+        return "mapping of names to strings";
     }
     return "string";
 }
@@ -74,13 +77,17 @@ static void entry_body(FILE *out, const char *section, const struct gp_cfg_key *
         fputs(k->type == GP_CFG_BOOL ? "\\fR, \\fB\\-\\-no\\-" : "", out);
         if (k->type == GP_CFG_BOOL)
             roff_text(out, k->flag);
-        fputs(k->type == GP_CFG_LIST ? "\\fR (repeated for several).\n" : "\\fR.\n", out);
+        fputs(k->type == GP_CFG_LIST || k->type == GP_CFG_MAP ? "\\fR (repeated for several).\n" : "\\fR.\n",
+              out);
     } else {
         fputs("YAML: \\fB", out);
         roff_text(out, section);
         fputc('.', out);
         roff_text(out, k->yaml);
-        fputs(k->type == GP_CFG_LIST ? "\\fR (a list; the flag repeats).\n" : "\\fR.\n", out);
+        fputs(k->type == GP_CFG_LIST  ? "\\fR (a list; the flag repeats).\n"
+              : k->type == GP_CFG_MAP ? "\\fR (a mapping; the flag repeats as NAME=VALUE).\n"
+                                      : "\\fR.\n",
+              out);
     }
 }
 

@@ -11,8 +11,12 @@ shortest form has at most 12 significant digits (integers, counters, most
 readings) must match exactly, and a longer one must match to within
 VictoriaMetrics's precision (relative 1e-11); both counts are printed.
 
-    compare_push.py vm   http://127.0.0.1:PORT SNAPSHOT...   (VictoriaMetrics /api/v1/export)
-    compare_push.py prom http://127.0.0.1:PORT SNAPSHOT...   (Prometheus /api/v1/query, range selector)
+    compare_push.py vm   http://127.0.0.1:PORT [--add NAME=VALUE...] SNAPSHOT...   (VictoriaMetrics /api/v1/export)
+    compare_push.py prom http://127.0.0.1:PORT [--add NAME=VALUE...] SNAPSHOT...   (Prometheus /api/v1/query)
+
+        --add: a label the agent adds to what it pushes (its host label,
+        external labels) on every series that lacks one of that name; the
+        stored series must carry it, /metrics does not.
 
     compare_push.py ticks vm|prom http://127.0.0.1:PORT MIN_LAST
         The outage check: gpulse_agent_ticks_total as stored, in timestamp
@@ -109,8 +113,17 @@ def significant_digits(v):
     return len(m.rstrip("0")) or 1
 
 
-def compare(kind, base, snaps):
-    parsed = [parse_expo(p) for p in snaps]
+def with_added(series, added):
+    """The series as pushed: each label of added that it lacks, added."""
+    out = {}
+    for (name, labels), v in series.items():
+        have = {k for k, _ in labels}
+        out[(name, labels | frozenset((k, x) for k, x in added if k not in have))] = v
+    return out
+
+
+def compare(kind, base, snaps, added=()):
+    parsed = [(with_added(s, added), t) for s, t in (parse_expo(p) for p in snaps)]
     bad = checked = rounded = 0
     vm = None
     if kind == "vm":
@@ -186,4 +199,8 @@ def ticks(kind, base, min_last):
 if __name__ == "__main__":
     if sys.argv[1] == "ticks":
         sys.exit(ticks(sys.argv[2], sys.argv[3], int(sys.argv[4])))
-    sys.exit(compare(sys.argv[1], sys.argv[2], sys.argv[3:]))
+    rest, added = sys.argv[3:], []
+    while rest and rest[0] == "--add":
+        added.append(tuple(rest[1].split("=", 1)))
+        rest = rest[2:]
+    sys.exit(compare(sys.argv[1], sys.argv[2], rest, added))

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # One wrong clock must not stop a fleet's ingestion (issue 15, finding 1).
-# An agent (two simulated nodes, four GPUs) pushes current samples to the
-# server while a remote-write client sends samples dated far ahead (one
-# agent: two agents on one host push the same host and agent series, which
-# carry no node label yet (issue 17), and would reject each other's
-# samples as out of order):
+# Two agents push current samples to the server while a remote-write
+# client sends samples dated far ahead: node-a simulates two nodes of two
+# GPUs, node-b reads eight from the stand-in NVML (two simulating agents
+# would both call their nodes sim-node-0), both on this host's /proc; their
+# host and agent series are kept apart by the host label (issue 17):
 #   A. the server runs without the bound (--max-future 0s, as older
 #      versions did): a sample 16 days ahead is stored (204), and no
 #      current sample is rejected afterwards, since the store's "now" is
@@ -32,7 +32,7 @@ check_no_current_rejected() {
         [ "$(srv_metric "gpulse_server_samples_rejected_total{reason=\"$r\"}")" = 0 ] ||
             { grep -i reject "$SERVER_LOG" | tail -5 >&2; fail "$1: current samples were rejected as $r"; }
     done
-    for a in "$AGENT1_PORT"; do
+    for a in "$AGENT1_PORT" "$AGENT2_PORT"; do
         curl -sf "http://127.0.0.1:$a/metrics" | grep '^gpulse_push_samples_dropped_total{.*reason="rejected"' |
             awk '$2 != 0 {exit 1}' || fail "$1: an agent had samples rejected"
     done
@@ -40,8 +40,12 @@ check_no_current_rejected() {
 
 SERVER_DATA=$TMP/data start_server --max-future 0s --log-level debug
 PORT=$SERVER_PORT
-start_agent --simulate 1x2xH100,1x2xA100 --interval 200ms --push "$SERVER_URL/api/v1/write" --push-max-backoff 1s
+start_agent --simulate 1x2xH100,1x2xA100 --hostname node-a --interval 200ms \
+    --push "$SERVER_URL/api/v1/write" --push-max-backoff 1s
 AGENT1_PORT=$AGENT_PORT AGENT1_PID=$AGENT_PID AGENT1_LOG=$AGENT_LOG
+GPULSE_FAKENVML_SCENARIO=$SCEN/h100x8.scn GPULSE_NVML_LIBRARY=$FAKE_FULL start_agent --hostname node-b \
+    --interval 200ms --push "$SERVER_URL/api/v1/write" --push-max-backoff 1s
+AGENT2_PORT=$AGENT_PORT
 wait_ingest_past 0 || fail "A: nothing ingested from the agents"
 
 # A. no bound: the far-future sample is stored and must not move "now".
@@ -85,5 +89,6 @@ case $q in *'"node":"near"'*'"node":"skewed"'* | *'"node":"skewed"'*'"node":"nea
 *) fail "B: the stored future samples are not there: $q" ;; esac
 note "B: 3 h ahead refused with 400 naming it; $(( $(ingested) - before )) current samples ingested after it, none rejected"
 stop_agent
+AGENT_PID=$AGENT1_PID AGENT_LOG=$AGENT1_LOG stop_agent
 stop_server
 echo "PASS test_server_future"

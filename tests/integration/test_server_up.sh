@@ -4,9 +4,11 @@
 # families and then the agent's, each family once, lint-clean. The
 # agent's samples reach the store in-process (gp_server_write), so the
 # inventory lists the two simulated GPUs and their series can be queried.
-# SIGTERM stops it cleanly, and a restart on the same data recovers them.
+# Its own samples carry the node label and external labels as a pushing
+# agent's do. SIGTERM stops it cleanly, and a restart on the same data
+# recovers them.
 source "$(dirname "$0")/lib.sh"
-SERVER_CMD=up start_server --simulate 1x2xH100 --interval 200ms
+SERVER_CMD=up start_server --simulate 1x2xH100 --interval 200ms --hostname up-node --external-label cluster=solo
 grep -q 'msg="sampling into the embedded server"' "$SERVER_LOG" || fail "up did not start its agent"
 sleep 1
 curl -sf "$SERVER_URL/metrics" >"$TMP/m"
@@ -51,6 +53,13 @@ GPULSE_NVML_LIBRARY=$TMP/none/libnvidia-ml.so.1 "$GPULSE" top --once --width 160
     >"$TMP/top.txt" 2>"$TMP/top.err" || { cat "$TMP/top.err"; fail "top --agent at up failed"; }
 [ "$(grep -c '^GPU [01]@sim-node-0 NVIDIA H100' "$TMP/top.txt")" -eq 2 ] || { cat "$TMP/top.txt"; fail "top --agent at up: not up's GPUs"; }
 note "up's /api/v1/snapshot: its agent's frame; gpulse top --agent shows it"
+# Host series reach the store with the node label and the external label,
+# as an agent pushing to a server sends them; GPU series keep their node.
+curl -sf "$SERVER_URL/api/v1/series?match[]=gpulse_host_cpus" | grep -q '"Hostname":"up-node"' ||
+    fail "up's host series lack the node label: $(curl -s "$SERVER_URL/api/v1/series?match[]=gpulse_host_cpus")"
+curl -sf "$SERVER_URL/api/v1/series?match[]=DCGM_FI_DEV_GPU_UTIL" | grep -q '"cluster":"solo"' ||
+    fail "up's GPU series lack the external label"
+note "up's own samples carry Hostname=up-node (host series) and cluster=solo"
 stop_server
 SERVER_CMD=up start_server --simulate 1x2xH100 --interval 200ms
 grep -q 'msg="store open" .*series=[1-9]' "$SERVER_LOG" || { cat "$SERVER_LOG"; fail "up's restart recovered nothing"; }

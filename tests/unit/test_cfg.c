@@ -126,6 +126,74 @@ static void test_list_flags_replace_the_file(void)
     CHECK_CONTAINS(err, "at most");
 }
 
+/* A MAP key: a YAML mapping, NAME=VALUE flags that replace the file's map. */
+static void test_maps(void)
+{
+    struct m {
+        struct gp_cfg_list labels;
+    } m;
+    static const struct gp_cfg_key keys[] = {
+        GP_CFG_ROW(struct m, labels, "labels", "label", MAP, "", "labels"),
+    };
+    const struct gp_cfg_section s = {"one", keys, 1, &m};
+    gp_cfg_defaults(&s, 1);
+    CHECK_INT(m.labels.n, 0);
+    char err[256];
+    const char *yaml = "one:\n  labels:\n    cluster: a\n    dc: \"x=y\"\n";
+    CHECK_INT(gp_cfg_parse_yaml(&s, 1, yaml, strlen(yaml), err, sizeof err), GP_OK);
+    CHECK_INT(m.labels.n, 2);
+    CHECK_STR(m.labels.v[0], "cluster=a");
+    CHECK_STR(m.labels.v[1], "dc=x=y"); /* the value keeps its own '=' */
+    /* An empty value is the empty map. */
+    const char *empty = "one:\n  labels:\n";
+    CHECK_INT(gp_cfg_parse_yaml(&s, 1, empty, strlen(empty), err, sizeof err), GP_OK);
+    CHECK_INT(m.labels.n, 0);
+    /* A list, a scalar or a nested map is not a map of names to values. */
+    const char *list = "one:\n  labels: [a, b]\n";
+    CHECK_INT(gp_cfg_parse_yaml(&s, 1, list, strlen(list), err, sizeof err), GP_ECONFIG);
+    CHECK_CONTAINS(err, "line 2: 'one.labels' must be a mapping of names to values");
+    const char *scalar = "one:\n  labels: cluster=a\n";
+    CHECK_INT(gp_cfg_parse_yaml(&s, 1, scalar, strlen(scalar), err, sizeof err), GP_ECONFIG);
+    CHECK_CONTAINS(err, "must be a mapping");
+    const char *nested = "one:\n  labels:\n    cluster: {a: 1}\n";
+    CHECK_INT(gp_cfg_parse_yaml(&s, 1, nested, strlen(nested), err, sizeof err), GP_ECONFIG);
+    CHECK_CONTAINS(err, "line 3: 'one.labels.cluster' must be a single value");
+    const char *twice = "one:\n  labels:\n    a: 1\n    a: 2\n";
+    CHECK_INT(gp_cfg_parse_yaml(&s, 1, twice, strlen(twice), err, sizeof err), GP_ECONFIG);
+    CHECK_CONTAINS(err, "line 4: 'labels': 'a' is given twice");
+    /* Flags: NAME=VALUE, repeated; they replace the file's map. */
+    char path[512];
+    const char *dir = gp_test_tmpdir();
+    gp_test_write_file(dir, "m.yaml", "one:\n  labels:\n    fromfile: 1\n");
+    snprintf(path, sizeof path, "%s/m.yaml", dir);
+    char *argv[] = {"--config", path, "--label", "cluster=b", "--label=dc=d1"};
+    bool help;
+    CHECK_INT(gp_cfg_from_args(&s, 1, "test", 5, argv, NULL, 0, &help, err, sizeof err), GP_OK);
+    CHECK_INT(m.labels.n, 2);
+    CHECK_STR(m.labels.v[0], "cluster=b");
+    CHECK_STR(m.labels.v[1], "dc=d1");
+    char *noeq[] = {"--label", "cluster"};
+    CHECK_INT(gp_cfg_from_args(&s, 1, "test", 2, noeq, NULL, 0, &help, err, sizeof err), GP_EUSAGE);
+    CHECK_CONTAINS(err, "'labels': expected NAME=VALUE, got 'cluster'");
+    char *noname[] = {"--label", "=x"};
+    CHECK_INT(gp_cfg_from_args(&s, 1, "test", 2, noname, NULL, 0, &help, err, sizeof err), GP_EUSAGE);
+    CHECK_CONTAINS(err, "expected NAME=VALUE");
+    char *dup[] = {"--label", "a=1", "--label", "a=2"};
+    CHECK_INT(gp_cfg_from_args(&s, 1, "test", 4, dup, NULL, 0, &help, err, sizeof err), GP_EUSAGE);
+    CHECK_CONTAINS(err, "'a' is given twice");
+    /* --help and the man page say how the flag repeats. */
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    CHECK(f != NULL);
+    gp_cfg_usage(f, &s, 1);
+    gp_cfg_man(f, &s, 1, true);
+    fclose(f);
+    CHECK_CONTAINS(text, "--label NAME=VALUE   (yaml: one.labels, a mapping; the flag repeats)");
+    CHECK_CONTAINS(text, "\\fBlabels\\fR: \\fImapping of names to strings\\fR");
+    free(text);
+}
+
 /* The man pages' entries: flag and key forms, roff escapes, defaults. */
 static void test_man_roff(void)
 {
@@ -165,5 +233,6 @@ const struct gp_test gp_tests_cfg[] = {
     {"bytes", test_bytes},
     {"sections_and_lists", test_sections_and_lists},
     {"list_flags_replace_the_file", test_list_flags_replace_the_file},
+    {"maps", test_maps},
     {0},
 };

@@ -191,7 +191,54 @@ static void test_simulate_faults_validated(void)
     CHECK_CONTAINS(err, "simulate_truth is set but simulate is not");
 }
 
+/* external_labels: a YAML mapping or repeated flags, checked by validate. */
+static void test_external_labels(void)
+{
+    struct gp_agent_config c;
+    char err[512] = "";
+    const char *y = "agent:\n  external_labels:\n    cluster: east\n    datacenter: \"dc 1\"\n";
+    CHECK_INT(parse(&c, y, err, sizeof err), GP_OK);
+    CHECK_INT(c.external_labels.n, 2);
+    CHECK_STR(c.external_labels.v[0], "cluster=east");
+    CHECK_STR(c.external_labels.v[1], "datacenter=dc 1");
+    CHECK_INT(gp_agent_config_validate(&c, err, sizeof err), GP_OK);
+    bool help;
+    char *argv[] = {"--external-label", "cluster=west", "--external-label=region=eu-1"};
+    gp_agent_config_defaults(&c);
+    CHECK_INT(gp_agent_config_from_args(&c, 3, argv, &help, err, sizeof err), GP_OK);
+    CHECK_INT(c.external_labels.n, 2);
+    CHECK_STR(c.external_labels.v[1], "region=eu-1");
+    CHECK_INT(gp_agent_config_validate(&c, err, sizeof err), GP_OK);
+    static const struct {
+        const char *label, *want;
+    } bad[] = {
+        {"1cluster=a", "external label '1cluster=a' is invalid: the name must match"},
+        {"clus-ter=a", "external label 'clus-ter=a' is invalid"},
+        {"cluster=", "external label 'cluster=' is invalid"},
+        {"cluster=\xff", "is invalid"},
+        {"__name__=x", "external label '__name__' is reserved"},
+        {"__meta=x", "external label '__meta' is reserved"},
+        {"Hostname=n1", "external label 'Hostname' is reserved"},
+        {"hostname=n1", "external label 'hostname' is reserved"},
+        {"UUID=x", "external label 'UUID' is reserved"},
+        {"job=x", "external label 'job' is reserved"},
+        {"gpu=0", "external label 'gpu' is reserved"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        gp_agent_config_defaults(&c);
+        CHECK_INT(gp_agent_config_set(&c, "external-label", bad[i].label, err, sizeof err), GP_OK);
+        CHECK_INT(gp_agent_config_validate(&c, err, sizeof err), GP_ECONFIG);
+        CHECK_CONTAINS(err, bad[i].want);
+    }
+    /* A name given twice is refused as it is set. */
+    gp_agent_config_defaults(&c);
+    char *twice[] = {"--external-label", "a=1", "--external-label", "a=2"};
+    CHECK_INT(gp_agent_config_from_args(&c, 4, twice, &help, err, sizeof err), GP_EUSAGE);
+    CHECK_CONTAINS(err, "'external_labels': 'a' is given twice");
+}
+
 const struct gp_test gp_tests_config[] = {
+    {"external_labels", test_external_labels},
     {"simulate_faults_validated", test_simulate_faults_validated},
     {"defaults", test_defaults},
     {"yaml_sets_keys", test_yaml_sets_keys},

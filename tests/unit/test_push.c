@@ -668,7 +668,80 @@ static void test_agent_push_keys(void)
     CHECK_INT(gp_agent_config_parse_yaml(&c, many, strlen(many), err, sizeof err), GP_ECONFIG);
 }
 
+/* Records every series a body holds as "name{a=x,b=y,}" (labels sorted). */
+struct seen {
+    pthread_mutex_t mu;
+    char text[4096];
+};
+
+static int record_series(void *ctx, const uint8_t *body, size_t len, char *msg, size_t msglen)
+{
+    struct seen *w = ctx;
+    struct gp_rw_request req;
+    if (gp_rw_decode(body, len, 1 << 20, &req, msg, msglen))
+        return 400;
+    pthread_mutex_lock(&w->mu);
+    for (size_t i = 0; i < req.nseries; i++) {
+        const struct gp_rw_series *s = &req.series[i];
+        char name[64] = "", rest[512] = "";
+        size_t n = 0;
+        for (size_t j = 0; j < s->nlabels && n < sizeof rest - 64; j++) {
+            const struct gp_rw_label *l = &s->labels[j];
+            if (l->name.len == 8 && !memcmp(l->name.ptr, "__name__", 8))
+                snprintf(name, sizeof name, "%.*s", (int)l->value.len, l->value.ptr);
+            else
+                n += (size_t)snprintf(rest + n, sizeof rest - n, "%.*s=%.*s,", (int)l->name.len,
+                                      l->name.ptr, (int)l->value.len, l->value.ptr);
+        }
+        size_t used = strlen(w->text);
+        snprintf(w->text + used, sizeof w->text - used, "%s{%s}\n", name, rest);
+    }
+    pthread_mutex_unlock(&w->mu);
+    gp_rw_request_free(&req);
+    return 204;
+}
+
+/* The node and external labels go on every series that lacks a label of
+ * that name; a series keeps its own (a GPU's host label, its own cluster). */
+static void test_labels_added_where_missing(void)
+{
+    struct seen w = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    const char *labels[] = {"Hostname=node-a", "cluster=east"};
+    struct gp_push_options o = {.local = record_series,
+                                .local_ctx = &w,
+                                .queue_max = 1 << 20,
+                                .timeout_ms = 2000,
+                                .labels = labels,
+                                .nlabels = 2};
+    struct gp_push *p;
+    char err[256] = "";
+    CHECK_INT(gp_push_start(&p, &o, err, sizeof err), GP_OK);
+    const char *text = "gpulse_host_cpus 8\n"
+                       "DCGM_FI_DEV_GPU_TEMP{gpu=\"0\",Hostname=\"sim-node-0\"} 40\n"
+                       "own{cluster=\"mine\",x=\"1\"} 1\n";
+    gp_push_tick(p, text, strlen(text), 5000);
+    gp_push_stop(p); /* encodes and delivers what was handed over */
+    CHECK_CONTAINS(w.text, "gpulse_host_cpus{Hostname=node-a,cluster=east,}\n");
+    CHECK_CONTAINS(w.text, "DCGM_FI_DEV_GPU_TEMP{Hostname=sim-node-0,cluster=east,gpu=0,}\n");
+    CHECK_CONTAINS(w.text, "own{Hostname=node-a,cluster=mine,x=1,}\n");
+    /* Without labels, the series go as /metrics shows them. */
+    struct seen plain = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    o.local_ctx = &plain;
+    o.nlabels = 0;
+    CHECK_INT(gp_push_start(&p, &o, err, sizeof err), GP_OK);
+    gp_push_tick(p, text, strlen(text), 5000);
+    gp_push_stop(p);
+    CHECK_CONTAINS(plain.text, "gpulse_host_cpus{}\n");
+    /* A label that is not NAME=VALUE is a configuration error. */
+    const char *bad[] = {"=x"};
+    o.labels = bad;
+    o.nlabels = 1;
+    CHECK_INT(gp_push_start(&p, &o, err, sizeof err), GP_ECONFIG);
+    CHECK_CONTAINS(err, "push label '=x' is not NAME=VALUE");
+}
+
 const struct gp_test gp_tests_push[] = {
+    {"labels_added_where_missing", test_labels_added_where_missing},
     {"agent_push_keys", test_agent_push_keys},
     {"delivers_every_tick_in_order", test_delivers_every_tick_in_order},
     {"retries_then_delivers_in_order", test_retries_then_delivers_in_order},
