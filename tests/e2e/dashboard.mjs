@@ -244,7 +244,10 @@ async function functional() {
 
   step = "recommendations";
   await page.click("header nav a[data-view=recommendations]");
-  await page.waitForFunction(() => !/loading/.test(document.getElementById("app").textContent), null, {timeout: 20000});
+  // The count line is written with the list when the answer arrives: wait
+  // for it (a wait for "loading" to go can pass on the previous view).
+  await page.waitForFunction(() => / over \d+ jobs?/.test((document.querySelector("#app p.sub") || {}).textContent || ""),
+    null, {timeout: 20000});
   log(`recommendations: ${await page.locator(".rec").count()} shown`);
   // The count line's words agree with its numbers ("1 job", "2 recommendations").
   const recLine = await page.textContent("#app p.sub");

@@ -83,19 +83,22 @@ note "C trainer pid $C_PID reported $NC steps"
 # The C trainer lives a fraction of a second: when a tick saw it alive it
 # has its process group's job, else no job (its series are the same), so
 # its lines are found by name and pid whatever comes before (cval NAME).
+# The forked children likewise (pval NAME PID): one still alive at a tick
+# takes its process group's job, one gone by then has none.
 value() { awk -v s="$1" 'index($0, s) == 1 {print $NF; exit}' "$TMP/m"; }
 sel() { printf '%s{%s' "$1" "$2"; }
-cval() {
-    awk -v n="$1{" -v p="Hostname=\"$(hostname)\",pid=\"$C_PID\"}" \
+pval() {
+    awk -v n="$1{" -v p="Hostname=\"$(hostname)\",pid=\"$2\"}" \
         'index($0, n) == 1 && index($0, p) {print $NF; exit}' "$TMP/m"
 }
+cval() { pval "$1" "$C_PID"; }
 PYL="job=\"py-fallback\",rank=\"2\",Hostname=\"$(hostname)\",pid=\"$PY_PID\"}"
 have_all() {
     metrics >"$TMP/m"
     [ "$(value "$(sel gpulse_job_steps_total "$PYL")")" = $((N + 2)) ] &&
-        [ "$(value "gpulse_job_steps_total{Hostname=\"$(hostname)\",pid=\"$PY_CHILD\"}")" = 7 ] &&
+        [ "$(pval gpulse_job_steps_total "$PY_CHILD")" = 7 ] &&
         [ "$(cval gpulse_job_steps_total)" = $((NC + 1)) ] &&
-        [ "$(value "gpulse_job_steps_total{Hostname=\"$(hostname)\",pid=\"$C_CHILD\"}")" = 5 ]
+        [ "$(pval gpulse_job_steps_total "$C_CHILD")" = 5 ]
 }
 wait_until 10 have_all || { grep -E '^gpulse_(job|steps)' "$TMP/m" >&2; fail "step totals not shown"; }
 
