@@ -172,7 +172,7 @@ expect_count "older data, same as before" dmg $T0 $NT $AFTER_BLOCK 1
 # samples are all still there.
 stop_server
 [ -f "$DATA/state.db" ] || fail "no state.db"
-printf 'XXXXXX' | dd of="$DATA/state.db" bs=1 seek=0 conv=notrunc 2>/dev/null
+printf 'notsql' | dd of="$DATA/state.db" bs=1 seek=0 conv=notrunc 2>/dev/null
 rm "$DATA/head.snap" "$DATA/series.log"
 rc=0; "$GPULSE" repair --data "$DATA" >"$TMP/repair.out" 2>"$TMP/repair.err" || rc=$?
 cat "$TMP/repair.out" | sed 's/^/      /'

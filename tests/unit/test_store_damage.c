@@ -437,6 +437,18 @@ static void check_all(struct gp_store *s, size_t n, int64_t t0)
 }
 
 /* Deletes meta.db (and its -wal): what is left must name every series. */
+/* Reopens dir and checks its damage flags and that all n series hold
+ * their samples from t0. */
+static void reopen_expect(const char *dir, unsigned damage, size_t n, int64_t t0)
+{
+    struct gp_store *s = reopen(dir);
+    struct gp_store_stats st;
+    gp_store_stats(s, &st);
+    CHECK_INT(st.damage, damage);
+    check_all(s, n, t0);
+    gp_store_close(s);
+}
+
 static void drop_meta(const char *dir)
 {
     char p[1024];
@@ -455,24 +467,11 @@ static void test_series_log_deleted_rebuilt(void)
     char p[1024];
     path_of(p, sizeof p, dir, "series.log");
     CHECK(unlink(p) == 0);
-    struct gp_store *s = reopen(dir);
-    struct gp_store_stats st;
-    gp_store_stats(s, &st);
-    CHECK_INT(st.damage, GP_STORE_DMG_SERIES_LOG);
-    check_all(s, N, t0);
-    gp_store_close(s);
+    reopen_expect(dir, GP_STORE_DMG_SERIES_LOG, N, t0);
     CHECK(access(p, F_OK) == 0);
     drop_meta(dir);
-    s = reopen(dir);
-    gp_store_stats(s, &st);
-    CHECK_INT(st.damage, GP_STORE_DMG_META_DAMAGED);
-    check_all(s, N, t0);
-    gp_store_close(s);
-    s = reopen(dir);
-    gp_store_stats(s, &st);
-    CHECK_INT(st.damage, 0);
-    check_all(s, N, t0);
-    gp_store_close(s);
+    reopen_expect(dir, GP_STORE_DMG_META_DAMAGED, N, t0);
+    reopen_expect(dir, 0, N, t0);
 }
 
 /* A flipped byte in a middle record: set aside, rebuilt from meta.db,
@@ -499,18 +498,10 @@ static void test_series_log_damaged_rebuilt(void)
     CHECK(fd >= 0);
     CHECK(write(fd, "\x20\0\0\0\1\2\3", 7) == 7);
     close(fd);
-    s = reopen(dir);
-    gp_store_stats(s, &st);
-    CHECK_INT(st.damage, 0);
-    check_all(s, N, t0);
-    gp_store_close(s);
+    reopen_expect(dir, 0, N, t0);
     /* The rebuilt journal names every series: meta.db can go. */
     drop_meta(dir);
-    s = reopen(dir);
-    gp_store_stats(s, &st);
-    CHECK_INT(st.damage, GP_STORE_DMG_META_DAMAGED);
-    check_all(s, N, t0);
-    gp_store_close(s);
+    reopen_expect(dir, GP_STORE_DMG_META_DAMAGED, N, t0);
 }
 
 /* A store of an older gpulse (meta.db, no series.log): the journal is
@@ -529,14 +520,9 @@ static void test_series_log_created_for_old_store(void)
     CHECK(sqlite3_exec(db, "DELETE FROM meta WHERE key='series_log'", NULL, NULL, NULL) ==
           SQLITE_OK);
     sqlite3_close(db);
-    struct gp_store *s = reopen(dir);
-    struct gp_store_stats st;
-    gp_store_stats(s, &st);
-    CHECK_INT(st.damage, 0);
-    check_all(s, N, t0);
-    gp_store_close(s);
+    reopen_expect(dir, 0, N, t0);
     drop_meta(dir);
-    s = reopen(dir);
+    struct gp_store *s = reopen(dir);
     check_all(s, N, t0);
     gp_store_close(s);
 }
