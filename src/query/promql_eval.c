@@ -640,7 +640,15 @@ static int call_range(struct gp_pq_ctx *c, const struct gp_pq_call *call,
             double a[4], x;
             for (size_t i = 0; i < nargs; i++)
                 a[i] = args[i].sc[k];
-            if (!gp_pq_fn_range(call->func, &win, a, nargs, &x))
+            int got = gp_pq_fn_range(call->func, &win, a, nargs, &x);
+            if (got < 0) {
+                if (gp_pq_fn_check_args(call->func, a, nargs, c->err, c->errlen) == 0)
+                    rc = gp_pq_oom(c);
+                else
+                    rc = GP_PQ_EEXEC;
+                break;
+            }
+            if (!got)
                 continue;
             if (idx == (size_t)-1) {
                 /* last_over_time acts like offset: it keeps the name. */
@@ -695,6 +703,11 @@ static int call_value(struct gp_pq_ctx *c, const struct gp_pq_call *call,
         for (size_t k = 0; k < g->n && rc == GP_OK; k++) {
             if (!s->has[k])
                 continue;
+            double a[3];
+            for (size_t j = 0; j < nargs; j++)
+                a[j] = args[j].sc[k];
+            if (call->func == GP_PQ_F_CLAMP && a[1] < a[0])
+                continue; /* 2.42 outputs nothing when max < min */
             if (idx == (size_t)-1) {
                 gp_pq_labels_drop_name(s->lab, s->lablen, &c->tmp);
                 rc = c->tmp.err ? gp_pq_oom(c)
@@ -703,9 +716,6 @@ static int call_value(struct gp_pq_ctx *c, const struct gp_pq_call *call,
                 if (rc != GP_OK)
                     break;
             }
-            double a[3];
-            for (size_t j = 0; j < nargs; j++)
-                a[j] = args[j].sc[k];
             rc = gp_pq_val_put(c, out, idx, k, gp_pq_fn_value(call->func, s->v[k], a, nargs));
         }
     }
