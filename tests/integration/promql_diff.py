@@ -341,17 +341,51 @@ def fmt_pts(pts, limit=4):
     return s + (f" ... ({len(pts)} points)" if len(pts) > limit else "")
 
 
+def outer_call(e):
+    """(name, args text) when e is one call `name(...)` as a whole (its
+    first parenthesis closes at the end), else None. Prefix-form grouping
+    (`topk by (x) (...)`) is not a plain call: None."""
+    e = e.strip()
+    m = re.match(r"([a-z_]+)\s*\(", e)
+    if not m:
+        return None
+    depth, quote, i = 0, None, m.end() - 1
+    while i < len(e):
+        ch = e[i]
+        if quote:
+            if ch == "\\":
+                i += 1
+            elif ch == quote:
+                quote = None
+        elif ch in "\"'`":
+            quote = ch
+        elif ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+            if depth == 0:
+                return (m.group(1), e[m.end():i]) if i == len(e) - 1 else None
+        i += 1
+    return None
+
+
 def is_ordered(expr):
-    """Prometheus orders the answer: sort/sort_desc outermost, or topk /
-    bottomk outermost without by/without (one group)."""
+    """Prometheus orders an instant query's answer: sort/sort_desc
+    outermost, or topk/bottomk outermost without by/without (one group).
+    Parentheses around the whole are looked through."""
     e = expr.strip()
-    while e.startswith("(") and e.endswith(")"):
-        e = e[1:-1].strip()
-    if re.match(r"sort(_desc)?\s*\(", e):
+    c = outer_call(e)
+    while c is None and e.startswith("(") and e.endswith(")"):
+        inner = e[1:-1].strip()
+        if outer_call("f" + e) is None:  # "(a) + (b)" is not one parenthesis
+            break
+        e = inner
+        c = outer_call(e)
+    if c is None:
+        return False
+    if c[0] in ("sort", "sort_desc"):
         return True
-    if re.match(r"(topk|bottomk)\s*\(", e) and not re.search(r"\b(by|without)\s*\(", e):
-        return True
-    return False
+    return c[0] in ("topk", "bottomk") and not re.search(r"\b(by|without)\s*\(", e)
 
 
 def parse_spec(spec):
