@@ -280,8 +280,15 @@ int gp_pq_eval_agg(struct gp_pq_ctx *c, const struct gp_pq_node *e, const struct
                         r[take++] = r[j];
                 }
             } else {
+                if (op != GP_PQ_A_LIMITK && !(p >= -9223372036854775808.0 && p < 9223372036854775808.0)) {
+                    char num[64];
+                    gp_pq_fmt_go_v(p, num, sizeof num);
+                    rc = gp_seterr(c->err, c->errlen, GP_PQ_EEXEC, "Scalar value %s overflows int64",
+                                   num);
+                    break;
+                }
                 if (!(p >= 1))
-                    continue; /* k < 1 (or NaN): nothing */
+                    continue; /* k < 1: nothing */
                 if (p < (double)cnt)
                     take = (size_t)p;
                 if (op == GP_PQ_A_TOPK)

@@ -3,8 +3,8 @@
  * vector/vector with Prometheus 2.42's vector matching (on, ignoring,
  * group_left/right and their included labels), comparison filtering and
  * bool, the set operators and, or, unless, and the __name__ rules
- * (arithmetic and bool comparisons drop it, filtering comparisons and
- * set operators keep it).
+ * (+ - * / % ^ and bool comparisons drop it; atan2, filtering
+ * comparisons and set operators keep it).
  *
  * Matching works on signatures: every series' matching labels are
  * mapped to a small integer once, so each step is a pass over arrays
@@ -23,6 +23,13 @@
 static int is_cmp(enum gp_pq_binop op)
 {
     return op >= GP_PQ_OP_EQL && op <= GP_PQ_OP_LTE;
+}
+
+/* 2.42's shouldDropMetricName: atan2 keeps the name. */
+static int drops_name(enum gp_pq_binop op)
+{
+    return op == GP_PQ_OP_ADD || op == GP_PQ_OP_SUB || op == GP_PQ_OP_MUL || op == GP_PQ_OP_DIV ||
+           op == GP_PQ_OP_MOD || op == GP_PQ_OP_POW;
 }
 
 static int is_set(enum gp_pq_binop op)
@@ -71,7 +78,7 @@ static int vector_scalar(struct gp_pq_ctx *c, const struct gp_pq_binary *b,
                          const struct gp_pq_grid *g, const struct gp_pq_val *vec,
                          const double *sc, int scalar_left, struct gp_pq_val *out)
 {
-    int drop = !is_cmp(b->op) || b->return_bool;
+    int drop = drops_name(b->op) || b->return_bool;
     int rc = GP_OK;
     for (size_t i = 0; i < vec->n && rc == GP_OK; i++) {
         const struct gp_pq_ser *s = vec->s + i;
@@ -187,7 +194,7 @@ static int result_labels(struct gp_pq_ctx *c, const struct gp_pq_binary *b,
 {
     struct gp_pq_lset ls = {0};
     int rc = gp_pq_lset_decode(&ls, many->lab, many->lablen);
-    if (rc == GP_OK && (!is_cmp(b->op) || b->return_bool))
+    if (rc == GP_OK && (drops_name(b->op) || b->return_bool))
         gp_pq_lset_del(&ls, "__name__");
     if (rc == GP_OK && b->card == GP_PQ_CARD_ONE_TO_ONE) {
         if (b->on)

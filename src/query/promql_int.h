@@ -11,7 +11,9 @@
  * blob hashes once.
  *
  * Files:
- *   promql_eval.c    entry points, dispatch, selectors, subqueries, calls
+ *   promql_eval.c    entry points, dispatch, values, limits
+ *   promql_select.c  selectors, range selectors and subqueries (reading the store)
+ *   promql_call.c    function calls
  *   promql_binop.c   binary operators and vector matching
  *   promql_agg.c     aggregations
  *   promql_labels.c  label blobs: edit, compare, print, the series map
@@ -24,6 +26,7 @@
 #include "lib/buf.h"
 #include "lib/err.h"
 #include "query/promql.h"
+#include "storage/storage.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -130,12 +133,22 @@ int gp_pq_val_series(struct gp_pq_ctx *c, struct gp_pq_val *v, const struct gp_p
  * "vector cannot contain metrics with the same labelset". */
 int gp_pq_val_put(struct gp_pq_ctx *c, struct gp_pq_val *v, size_t i, size_t k, double x);
 
+/* A new series (labels copied, no points) without looking at the map:
+ * for labels known to be distinct. */
+int gp_pq_val_append(struct gp_pq_ctx *c, struct gp_pq_val *v, const struct gp_pq_grid *g,
+                     const uint8_t *lab, size_t len, size_t *idx);
+int gp_pq_scalar_new(struct gp_pq_ctx *c, struct gp_pq_val *out, const struct gp_pq_grid *g);
+void gp_pq_vector_new(struct gp_pq_val *out);
+
 int gp_pq_check(struct gp_pq_ctx *c);               /* timeout */
 int gp_pq_count(struct gp_pq_ctx *c, size_t n);     /* samples held += n */
+void gp_pq_uncount(struct gp_pq_ctx *c, size_t n);  /* samples held -= n */
 int gp_pq_oom(struct gp_pq_ctx *c);
 
 int gp_pq_eval(struct gp_pq_ctx *c, const struct gp_pq_node *e, const struct gp_pq_grid *g,
                struct gp_pq_val *out);
+int gp_pq_eval_call(struct gp_pq_ctx *c, const struct gp_pq_node *e, const struct gp_pq_grid *g,
+                    struct gp_pq_val *out);
 int gp_pq_eval_binary(struct gp_pq_ctx *c, const struct gp_pq_node *e, const struct gp_pq_grid *g,
                       struct gp_pq_val *out);
 int gp_pq_eval_agg(struct gp_pq_ctx *c, const struct gp_pq_node *e, const struct gp_pq_grid *g,
@@ -146,6 +159,66 @@ int gp_pq_eval_agg(struct gp_pq_ctx *c, const struct gp_pq_node *e, const struct
  * (at least 400 bytes). */
 void gp_pq_fmt_float(double v, int json_form, char *buf, size_t len);
 
+/* Go's fmt %v of a float64 (Prometheus's error messages): 'g' with the
+ * shortest digits, an exponent below 1e-4 and from 1e6. */
+void gp_pq_fmt_go_v(double v, char *buf, size_t len);
+
 const struct gp_pq_node *gp_pq_unparen(const struct gp_pq_node *e);
+
+/* ---- selectors and range sources (promql_select.c) ---- */
+
+/* When a selector or subquery looks: its @ and offset. */
+struct gp_pq_when {
+    enum gp_pq_at at;
+    int64_t at_ms, offset_ms;
+};
+
+/* A range source: the series of a matrix selector (read from the store
+ * one at a time) or of a subquery (its inner expression evaluated once
+ * on its own grid), each with its samples over the union of every
+ * step's window; gp_pq_rsrc_window slides over them step by step. */
+/* A selection being read series by series, in label order. */
+struct gp_pq_sel_read {
+    struct gp_store_selection sel;
+    size_t *order; /* selection indexes sorted by labels */
+    size_t i;
+    struct gp_samples smp;
+    int64_t mint, maxt;
+};
+
+struct gp_pq_rsrc {
+    struct gp_pq_when w;
+    int64_t range;
+    int sub;
+    struct gp_pq_sel_read r;            /* matrix selector */
+    struct gp_pq_val inner;       /* subquery */
+    struct gp_pq_grid ig;
+    size_t vi;
+    int64_t *t;
+    double *v;
+    /* the current series */
+    const uint8_t *lab;
+    size_t lablen, n;
+    const int64_t *ct;
+    const double *cv;
+};
+
+int gp_pq_rsrc_open(struct gp_pq_ctx *c, struct gp_pq_rsrc *rs, const struct gp_pq_node *e,
+                    const struct gp_pq_grid *g);
+/* Next series: 1 (lab, ct, cv, n set), 0 at the end, or an error. */
+int gp_pq_rsrc_next(struct gp_pq_ctx *c, struct gp_pq_rsrc *rs);
+/* Step k's window of the current series: samples [*lo, *hi) (cursors
+ * start at 0 for each series and only move forward). */
+void gp_pq_rsrc_window(const struct gp_pq_ctx *c, const struct gp_pq_rsrc *rs,
+                       const struct gp_pq_grid *g, size_t k, size_t *lo, size_t *hi,
+                       int64_t *from, int64_t *to);
+void gp_pq_rsrc_close(struct gp_pq_ctx *c, struct gp_pq_rsrc *rs);
+/* An instant vector selector; ts_mode: values are the samples' times in
+ * seconds (timestamp()). */
+int gp_pq_eval_vsel(struct gp_pq_ctx *c, const struct gp_pq_sel *sel, const struct gp_pq_grid *g,
+                    int ts_mode, struct gp_pq_val *out);
+/* A range selector or subquery as an instant query's matrix result. */
+int gp_pq_eval_matrix(struct gp_pq_ctx *c, const struct gp_pq_node *e, const struct gp_pq_grid *g,
+                      struct gp_pq_val *out);
 
 #endif

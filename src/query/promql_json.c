@@ -102,6 +102,23 @@ void gp_pq_fmt_float(double v, int json_form, char *buf, size_t len)
     buf[o] = '\0';
 }
 
+void gp_pq_fmt_go_v(double v, char *buf, size_t len)
+{
+    if (isnan(v) || isinf(v) || v == 0) {
+        gp_pq_fmt_float(v, 0, buf, len);
+        return;
+    }
+    char d[24];
+    int e;
+    shortest_digits(v, d, &e);
+    if (e < -4 || e >= 6) { /* strconv's 'g' with the shortest digits */
+        snprintf(buf, len, "%s%c%s%se%c%02d", v < 0 ? "-" : "", d[0], d[1] ? "." : "", d + 1,
+                 e < 0 ? '-' : '+', e < 0 ? -e : e);
+        return;
+    }
+    gp_pq_fmt_float(v, 0, buf, len);
+}
+
 static void put_time(struct gp_buf *b, int64_t t)
 {
     uint64_t u = t < 0 ? (uint64_t)0 - (uint64_t)t : (uint64_t)t;

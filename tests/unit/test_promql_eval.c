@@ -114,6 +114,7 @@ static void test_range_selector_bounds(void)
     struct gp_promql_limits lim = {.prom3_windows = 1};
     CHECK_STR(pt_inst_lim(s, M("req{job=\"api\",inst=\"0\"}", 2 * MIN), T0 + 4 * MIN, &lim),
               API0 " 30@180 40@240");
+    CHECK_STR(pt_inst(s, M("nothing", MIN), T0), "");
     /* A range vector in a range query is refused, with Prometheus's words. */
     CHECK_STR(pt_range(s, M("req", MIN), T0, T0 + MIN, MIN),
               "error: invalid expression type \"range vector\" for range query, must be Scalar or "
