@@ -21,6 +21,7 @@
 
 #include <math.h>
 #include <regex.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -126,6 +127,7 @@ struct range_job {
     double **v;
     uint8_t **has;
     size_t *np;
+    atomic_size_t cells; /* step slots allocated (parallel path), against max_samples */
 };
 
 static int range_steps(struct range_job *j, int64_t *t, double *v, size_t n, double **ov,
@@ -164,6 +166,9 @@ static int range_steps(struct range_job *j, int64_t *t, double *v, size_t n, dou
                 continue;
         }
         if (!*ov) {
+            if (j->v && j->c->cells + atomic_fetch_add(&j->cells, g->n) + g->n >
+                            j->c->lim.max_samples)
+                return gp_seterr(err, errlen, GP_ERANGE, GP_PQ_TOO_MANY_SAMPLES);
             *ov = malloc(g->n * sizeof **ov);
             *oh = calloc(g->n, 1);
             if (!*ov || !*oh)
@@ -237,6 +242,7 @@ static int call_range(struct gp_pq_ctx *c, const struct gp_pq_call *call,
     j.g = g;
     j.args = args;
     j.nargs = nargs;
+    atomic_init(&j.cells, 0);
     struct gp_pq_rsrc rs;
     memset(&rs, 0, sizeof rs);
     rs.sub = 1;

@@ -77,8 +77,10 @@ const struct gp_pq_node *gp_pq_unparen(const struct gp_pq_node *e)
 
 void gp_pq_val_free(struct gp_pq_ctx *c, struct gp_pq_val *v)
 {
-    if (c)
+    if (c) {
         gp_pq_uncount(c, v->npoints);
+        c->cells = v->ncells > c->cells ? 0 : c->cells - v->ncells;
+    }
     free(v->sc);
     for (size_t i = 0; i < v->n; i++) {
         free(v->s[i].lab);
@@ -126,11 +128,20 @@ int gp_pq_val_append(struct gp_pq_ctx *c, struct gp_pq_val *v, const struct gp_p
     }
     s->lablen = len;
     *idx = v->n++;
+    return gp_pq_cells(c, v, g->n);
+}
+
+int gp_pq_cells(struct gp_pq_ctx *c, struct gp_pq_val *v, size_t n)
+{
+    c->cells += n;
+    v->ncells += n;
+    if (c->cells > c->lim.max_samples)
+        return gp_seterr(c->err, c->errlen, GP_ERANGE, GP_PQ_TOO_MANY_SAMPLES);
     return GP_OK;
 }
 
-int gp_pq_val_adopt(struct gp_pq_ctx *c, struct gp_pq_val *v, const uint8_t *lab, size_t len,
-                    double *vals, uint8_t *has, size_t np)
+int gp_pq_val_adopt(struct gp_pq_ctx *c, struct gp_pq_val *v, const struct gp_pq_grid *g,
+                    const uint8_t *lab, size_t len, double *vals, uint8_t *has, size_t np)
 {
     if (v->n == v->cap) {
         size_t cap = v->cap ? v->cap * 2 : 16;
@@ -157,7 +168,8 @@ int gp_pq_val_adopt(struct gp_pq_ctx *c, struct gp_pq_val *v, const uint8_t *lab
     s->has = has;
     v->n++;
     v->npoints += np;
-    return gp_pq_count(c, np);
+    int rc = gp_pq_cells(c, v, g->n);
+    return rc == GP_OK ? gp_pq_count(c, np) : rc;
 }
 
 int gp_pq_val_series(struct gp_pq_ctx *c, struct gp_pq_val *v, const struct gp_pq_grid *g,

@@ -54,6 +54,10 @@ struct gp_pq_ctx {
     int64_t deadline_ns;       /* CLOCK_MONOTONIC */
     unsigned tick;             /* throttles clock reads */
     size_t samples, peak;      /* samples held now, most at once */
+    size_t cells;              /* step slots allocated for vector values: they bound
+                                * memory (a series that lives one step of many
+                                * still takes a slot per step), so they are held
+                                * to max_samples too */
     uint64_t damaged;          /* damaged chunks skipped by reads */
     int64_t damaged_from, damaged_to;
     char *err;
@@ -117,6 +121,7 @@ struct gp_pq_val {
     struct gp_pq_ser *s;  /* vector */
     size_t n, cap;
     size_t npoints;       /* present points, counted against max_samples */
+    size_t ncells;        /* step slots of its series, in c->cells */
     struct gp_pq_map idx; /* label blob -> series (vectors built by label) */
     char *str;            /* string */
     /* matrix (instant queries of range selectors and subqueries) */
@@ -138,8 +143,10 @@ int gp_pq_val_put(struct gp_pq_ctx *c, struct gp_pq_val *v, size_t i, size_t k, 
 int gp_pq_val_append(struct gp_pq_ctx *c, struct gp_pq_val *v, const struct gp_pq_grid *g,
                      const uint8_t *lab, size_t len, size_t *idx);
 /* A new series holding v/has (ownership passes, np points). */
-int gp_pq_val_adopt(struct gp_pq_ctx *c, struct gp_pq_val *v, const uint8_t *lab, size_t len,
-                    double *vals, uint8_t *has, size_t np);
+int gp_pq_val_adopt(struct gp_pq_ctx *c, struct gp_pq_val *v, const struct gp_pq_grid *g,
+                    const uint8_t *lab, size_t len, double *vals, uint8_t *has, size_t np);
+/* Takes n step slots (c->cells) or fails as too many samples. */
+int gp_pq_cells(struct gp_pq_ctx *c, struct gp_pq_val *v, size_t n);
 int gp_pq_scalar_new(struct gp_pq_ctx *c, struct gp_pq_val *out, const struct gp_pq_grid *g);
 void gp_pq_vector_new(struct gp_pq_val *out);
 

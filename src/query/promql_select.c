@@ -269,6 +269,7 @@ struct vsel_job {
     uint8_t **has;
     size_t *np;
     atomic_size_t held; /* points found so far, against max_samples */
+    atomic_size_t cells; /* step slots allocated so far, against it too */
 };
 
 static int vsel_series(void *arg, size_t i, const struct gp_store_series *ser, int64_t *t,
@@ -292,6 +293,8 @@ static int vsel_series(void *arg, size_t i, const struct gp_store_series *ser, i
             (x != x && gp_eval_is_stale(x)))
             continue;
         if (!j->v[i]) {
+            if (c->cells + atomic_fetch_add(&j->cells, g->n) + g->n > c->lim.max_samples)
+                return gp_seterr(err, errlen, GP_ERANGE, GP_PQ_TOO_MANY_SAMPLES);
             j->v[i] = malloc(g->n * sizeof *j->v[i]);
             j->has[i] = calloc(g->n, 1);
             if (!j->v[i] || !j->has[i])
@@ -320,6 +323,7 @@ int gp_pq_eval_vsel(struct gp_pq_ctx *c, const struct gp_pq_sel *sel, const stru
     j.w = (struct gp_pq_when){sel->at, sel->at_ms, sel->offset_ms};
     j.ts_mode = ts_mode;
     atomic_init(&j.held, 0);
+    atomic_init(&j.cells, 0);
     int64_t first = when_at(c, &j.w, g, 0), last = when_at(c, &j.w, g, g->n - 1);
     struct gp_pq_sel_read r;
     int rc = sel_open(c, &r, sel, first - c->lim.lookback_ms, last);
@@ -335,7 +339,7 @@ int gp_pq_eval_vsel(struct gp_pq_ctx *c, const struct gp_pq_sel *sel, const stru
         if (!j.np[i])
             continue;
         const struct gp_store_series *s = r.sel.series + r.order[i];
-        rc = gp_pq_val_adopt(c, out, s->labels, s->labels_len, j.v[i], j.has[i], j.np[i]);
+        rc = gp_pq_val_adopt(c, out, g, s->labels, s->labels_len, j.v[i], j.has[i], j.np[i]);
         j.v[i] = NULL;
         j.has[i] = NULL;
     }
@@ -383,6 +387,10 @@ int gp_pq_rsrc_open(struct gp_pq_ctx *c, struct gp_pq_rsrc *rs, const struct gp_
     rs->ig = (struct gp_pq_grid){start, step, 0};
     if (last >= start)
         rs->ig.n = (size_t)((last - start) / step) + 1;
+    /* Every step of the inner grid takes a slot: refuse a grid beyond the
+     * samples limit before allocating it ("[1y:1ms]"). */
+    if (rs->ig.n > c->lim.max_samples)
+        return gp_seterr(c->err, c->errlen, GP_ERANGE, GP_PQ_TOO_MANY_SAMPLES);
     int rc = gp_pq_eval(c, sq->expr, &rs->ig, &rs->inner);
     if (rc != GP_OK)
         return rc;

@@ -390,6 +390,25 @@ static void test_limits(void)
     CHECK(r.samples_peak == 9);
     gp_promql_result_free(&r);
     pt_free(e);
+    /* Memory: a series takes a slot per step of the query even where it
+     * has no point, so slots are held to the limit too (3 series x 6010
+     * steps here, 30 points). */
+    lim.max_samples = 10000;
+    char *whole = strdup(pt_range(s, V("req"), T0 - 100 * 3600 * 1000LL, T0 + 10 * MIN, MIN));
+    CHECK_STR(whole, pt_range(s, V("req"), T0, T0 + 10 * MIN, MIN));
+    CHECK_CONTAINS(whole, API0 " 0@0 10@60");
+    free(whole);
+    e = V("req");
+    CHECK_INT(gp_promql_range(s, e, T0 - 100 * 3600 * 1000LL, T0 + 10 * MIN, MIN, &lim, &r, err,
+                              sizeof err),
+              GP_ERANGE);
+    gp_promql_result_free(&r);
+    pt_free(e);
+    /* A subquery's grid beyond the limit is refused before it is built. */
+    CHECK_STR(pt_inst_lim(s, F(GP_PQ_F_COUNT_OVER_TIME, 1, SUB(V("req"), 365 * 24 * 3600 * 1000LL, 1)),
+                          T0, &lim),
+              "error: query processing would load too many samples into memory in query "
+              "execution");
     /* Timeout: a deadline already passed. */
     lim = (struct gp_promql_limits){.timeout_ms = 1};
     e = A(GP_PQ_A_SUM, F(GP_PQ_F_SUM_OVER_TIME, 1, SUB(V("req"), 3600 * 1000, 1000)), NULL, 0, NULL);
