@@ -10,9 +10,11 @@
  * +Inf), strings as Go's %q, durations as Prometheus's model.Duration
  * (1h30m, 1w, 1y), matchers sorted by their text. Parentheses come only
  * from paren nodes, which the parser keeps, so the text parses back to the
- * same tree. One deliberate difference: Prometheus drops group_left/right
- * when ignoring() has no labels, which changes the meaning on re-parse;
- * this writes "ignoring () group_left (...)".
+ * same tree. Two deliberate differences, where Prometheus's text would
+ * parse back as another tree: it drops group_left/right when ignoring()
+ * has no labels (this writes "ignoring () group_left (...)"), and writes
+ * +Inf before '^' as "+Inf", which reads back as a unary plus over the
+ * power (this writes "Inf ^ ...").
  */
 #include "query/promql.h"
 
@@ -338,7 +340,11 @@ void gp_promql_format(const struct gp_pq_node *e, struct gp_buf *b)
     }
     case GP_PQ_BINARY: {
         const struct gp_pq_binary *x = &e->u.bin;
-        gp_promql_format(x->lhs, b);
+        if (x->op == GP_PQ_OP_POW && x->lhs->kind == GP_PQ_NUMBER && isinf(x->lhs->u.number) &&
+            x->lhs->u.number > 0)
+            gp_buf_puts(b, "Inf"); /* "+Inf ^ 2" would read back as +(Inf ^ 2) */
+        else
+            gp_promql_format(x->lhs, b);
         gp_buf_putc(b, ' ');
         gp_buf_puts(b, binop_text(x->op));
         if (x->return_bool)
