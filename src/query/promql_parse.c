@@ -1153,19 +1153,6 @@ static const char *value_type(enum gp_pq_type t)
     return "unknown";
 }
 
-static const char *op_name(enum gp_pq_binop op)
-{
-    static const char *const names[] = {
-        [GP_PQ_OP_ADD] = "+",  [GP_PQ_OP_SUB] = "-",  [GP_PQ_OP_MUL] = "*",
-        [GP_PQ_OP_DIV] = "/",  [GP_PQ_OP_MOD] = "%",  [GP_PQ_OP_POW] = "^",
-        [GP_PQ_OP_ATAN2] = "atan2", [GP_PQ_OP_EQL] = "==", [GP_PQ_OP_NEQ] = "!=",
-        [GP_PQ_OP_GTR] = ">",  [GP_PQ_OP_LSS] = "<",  [GP_PQ_OP_GTE] = ">=",
-        [GP_PQ_OP_LTE] = "<=", [GP_PQ_OP_AND] = "and", [GP_PQ_OP_OR] = "or",
-        [GP_PQ_OP_UNLESS] = "unless",
-    };
-    return names[op];
-}
-
 static int is_comparison(enum gp_pq_binop op)
 {
     return op >= GP_PQ_OP_EQL && op <= GP_PQ_OP_LTE;
@@ -1243,11 +1230,11 @@ static void check_binary(struct parser *p, struct gp_pq_node *n)
         b->card = GP_PQ_CARD_ONE_TO_ONE;
     } else if (is_set_op(b->op)) {
         if (b->card == GP_PQ_CARD_ONE_TO_MANY || b->card == GP_PQ_CARD_MANY_TO_ONE)
-            perr(p, n->pos, "no grouping allowed for \"%s\" operation", op_name(b->op));
+            perr(p, n->pos, "no grouping allowed for \"%s\" operation", gp_pq_binop_text(b->op));
     }
     if ((lt == GP_PQ_T_SCALAR || rt == GP_PQ_T_SCALAR) && is_set_op(b->op))
         perr(p, n->pos, "set operator \"%s\" not allowed in binary scalar expression",
-             op_name(b->op));
+             gp_pq_binop_text(b->op));
 }
 
 static void check_call(struct parser *p, struct gp_pq_node *n)
