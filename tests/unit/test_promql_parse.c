@@ -1006,7 +1006,35 @@ static void test_length_cap(void)
     gp_promql_free(NULL);
 }
 
+/* Regexes cost up to the store's cap each to compile: their number is bounded. */
+static void test_matcher_caps(void)
+{
+    char *q = repeat("x{", "a=~\"x{1000}\",", 64, "}");
+    parse_bad_at(__LINE__, q, strlen(q), GP_ETOOBIG, "has more than 64 matchers");
+    free(q);
+    q = repeat("{", "a=\"b\",", 64, "}");
+    struct gp_pq_node *e = parse_ok(q);
+    CHECK_INT(e->u.sel.nm, 64);
+    gp_promql_free(e);
+    free(q);
+    /* 256 regexes over a whole query, balanced so the tree stays shallow. */
+    struct gp_buf b;
+    gp_buf_init(&b, 0);
+    for (int g = 0; g < 16; g++) {
+        gp_buf_puts(&b, g ? " or (" : "(");
+        for (int i = 0; i < 16; i++)
+            gp_buf_puts(&b, i ? " or x{a=~\"x{1000}\"}" : "x{a=~\"x{1000}\"}");
+        gp_buf_putc(&b, ')');
+    }
+    e = parse_ok(b.data);
+    gp_promql_free(e);
+    gp_buf_puts(&b, " or y{a=~\"b\"}");
+    parse_bad_at(__LINE__, b.data, b.len, GP_ETOOBIG, "more than 256 regular expression matchers");
+    gp_buf_free(&b);
+}
+
 const struct gp_test gp_tests_promql_parse[] = {
+    {"matcher_caps", test_matcher_caps},
     {"valid_corpus", test_valid_corpus},
     {"invalid_corpus", test_invalid_corpus},
     {"precedence", test_precedence},
