@@ -440,7 +440,9 @@ void gp_srv_handle_api(struct gp_server *s, enum gp_srv_route route,
         gp_http_add_header(resp, "Retry-After", "5");
         return;
     }
-    if (gp_http_form_error(req)) {
+    /* Only Prometheus's routes read forms: a JSON body that curl -d
+     * labels as a form (silences, acks) is not judged as one. */
+    if (gp_srv_route_takes_form(route) && gp_http_form_error(req)) {
         gp_srv_bad(resp, 400, "bad_data", "%s", gp_http_form_error(req));
         return;
     }
