@@ -13,7 +13,7 @@
  *                         rollups=auto|true|false
  *   /api/v1/labels, /api/v1/label/NAME/values, /api/v1/nodes, /api/v1/gpus
  *   /api/v1/jobs, /api/v1/jobs/ID   (jobs_api.c)
- *   /api/v1/alerts[/ID], /api/v1/silences[/ID]   (alerts_api.c)
+ *   /api/v1/alerts[/ID], /api/v1/silences[/ID], /api/v1/rules   (alerts_api.c)
  *   /api/v1/notifications                        (notify_api.c)
  */
 #include "server_int.h"
@@ -46,7 +46,7 @@ enum gp_srv_route gp_srv_route_of(const char *p)
         {"/api/v1/cost", GP_SRV_R_COST},     {"/api/v1/alerts", GP_SRV_R_ALERTS},
         {"/api/v1/silences", GP_SRV_R_SILENCES}, {"/api/v1/notifications", GP_SRV_R_NOTIFICATIONS},
         {"/api/v1/fleet/gpus", GP_SRV_R_FLEET_GPUS}, {"/api/v1/stream", GP_SRV_R_STREAM},
-        {"/api/v1/snapshot", GP_SRV_R_SNAPSHOT},
+        {"/api/v1/snapshot", GP_SRV_R_SNAPSHOT}, {"/api/v1/rules", GP_SRV_R_RULES},
         {"/", GP_SRV_R_WEB},
     };
     for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
@@ -390,6 +390,7 @@ void gp_srv_handle_api(struct gp_server *s, enum gp_srv_route route,
         gp_srv_handle_jobs(s, st, route, req, resp);
         break;
     case GP_SRV_R_ALERT_ACK:
+    case GP_SRV_R_RULES:
         gp_srv_handle_alerts(s, route, req, resp);
         break;
     default:

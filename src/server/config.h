@@ -68,6 +68,7 @@ struct gp_server_config {
     char remote_basic_user[GP_SERVER_TOKEN_LEN];
     char remote_basic_password_file[GP_SERVER_PATH_LEN];
     struct gp_cfg_list remote_headers; /* "Name: value" */
+    struct gp_cfg_list rule_files;     /* Prometheus rule files: paths or globs */
 };
 
 /* X(field, yaml key, flag, type, default, help). */
@@ -177,7 +178,11 @@ struct gp_server_config {
       "", "storage: remote: file holding the basic-auth password")                                \
     X(remote_headers, "remote_headers", "remote-header", LIST, "",                                 \
       "storage: remote: extra header \"Name: value\" on every request to the cluster, e.g. "       \
-      "\"X-Scope-OrgID: team-a\" for Mimir (repeatable, up to 8)")
+      "\"X-Scope-OrgID: team-a\" for Mimir (repeatable, up to 8)")                             \
+    X(rule_files, "rule_files", "rule-file", LIST, "",                                             \
+      "Prometheus rule files (paths or globs, relative ones under the config file's directory) "  \
+      "whose groups the server evaluates: recorded series written back, alerts in the alerts API " \
+      "(repeatable, up to 8; docs/config.md)")
 
 void gp_server_config_defaults(struct gp_server_config *c);
 
