@@ -397,9 +397,6 @@ static int eval_recording(struct gp_promrules_run *run, struct gstate *g, struct
     int rc = samples_of(res, &one, &s, &n, err, errlen);
     if (rc)
         return rc;
-    if (g->g->limit > 0 && n > (size_t)g->g->limit)
-        return gp_seterr(err, errlen, GP_ERANGE, "exceeded limit %lld with %zu series",
-                         (long long)g->g->limit, n);
     struct outs cur = {0};
     gp_buf_init(&cur.arena, 0);
     struct lset ls = {0};
@@ -425,6 +422,12 @@ static int eval_recording(struct gp_promrules_run *run, struct gstate *g, struct
         outs_free(&cur);
         return gp_seterr(err, errlen, GP_EUSAGE,
                          "vector contains metrics with the same labelset after applying rule labels");
+    }
+    if (g->g->limit > 0 && cur.n > (size_t)g->g->limit) { /* after the duplicates, as 2.42 */
+        size_t got = cur.n;
+        outs_free(&cur);
+        return gp_seterr(err, errlen, GP_ERANGE, "exceeded limit of %lld with %zu series",
+                         (long long)g->g->limit, got);
     }
     rc = write_outs(run->o.store, &cur, &rs->prev, ts, err, errlen);
     outs_free(&rs->prev);
