@@ -3,6 +3,9 @@
  *
  * `gpulse help-man` (not listed in help) prints the settings tables as
  * man(7) roff; the build pastes its output into the man pages (man/).
+ * `gpulse promql-parse [EXPR]` (not listed either) parses PromQL, EXPR or
+ * each line of stdin, and prints its type and canonical text or the parse
+ * error: the parser oracle test compares it with Prometheus's promtool.
  */
 #include "agent/agent.h"
 #include "agent/config.h"
@@ -10,6 +13,7 @@
 #include "lib/buf.h"
 #include "lib/cfg.h"
 #include "notify/notify_cmd.h"
+#include "query/promql.h"
 #include "report/report.h"
 #include "run/run.h"
 #include "run/run_config.h"
@@ -20,6 +24,7 @@
 #include "top/top_config.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static void usage(FILE *out)
@@ -72,6 +77,50 @@ static int metrics_reference(void)
     return rc ? 1 : 0;
 }
 
+/* One expression: "ok\tTYPE\tTEXT" or "error\tMESSAGE" (newlines in
+ * messages flattened). 0 when it parsed. */
+static int promql_parse_one(const char *q, size_t len)
+{
+    static const char *const types[] = {"scalar", "vector", "matrix", "string"};
+    struct gp_pq_node *e;
+    char err[512];
+    int rc = gp_promql_parse(q, len, &e, err, sizeof err);
+    if (rc) {
+        for (char *c = err; *c; c++)
+            if (*c == '\n' || *c == '\t')
+                *c = ' ';
+        printf("error\t%s\n", err);
+        return 1;
+    }
+    struct gp_buf b;
+    gp_buf_init(&b, 0);
+    gp_promql_format(e, &b);
+    printf("ok\t%s\t%.*s\n", types[e->type], (int)b.len, b.len ? b.data : "");
+    gp_buf_free(&b);
+    gp_promql_free(e);
+    return 0;
+}
+
+static int promql_parse_cmd(int argc, char **argv)
+{
+    if (argc == 1)
+        return promql_parse_one(argv[0], strlen(argv[0]));
+    if (argc != 0) {
+        fprintf(stderr, "usage: gpulse promql-parse [EXPR]  (no EXPR: one per line of stdin)\n");
+        return 2;
+    }
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t n;
+    while ((n = getline(&line, &cap, stdin)) >= 0) {
+        if (n > 0 && line[n - 1] == '\n')
+            n--;
+        promql_parse_one(line, (size_t)n);
+    }
+    free(line);
+    return fflush(stdout) ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -97,6 +146,8 @@ int main(int argc, char **argv)
         return gp_repair_main(argc - 2, argv + 2);
     if (!strcmp(cmd, "help-man"))
         return help_man(argc - 2, argv + 2);
+    if (!strcmp(cmd, "promql-parse"))
+        return promql_parse_cmd(argc - 2, argv + 2);
     if (!strcmp(cmd, "metrics-reference"))
         return metrics_reference();
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {

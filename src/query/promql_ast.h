@@ -201,4 +201,18 @@ struct gp_pq_node {
 const char *gp_pq_func_name(enum gp_pq_func f);
 const char *gp_pq_agg_name(enum gp_pq_aggop op);
 
+/* A function's signature, as the parser checks calls (Prometheus's
+ * functions.go): the types of its arguments in order (arguments past
+ * nargs take the last one's type), how many it takes, what it returns. */
+struct gp_pq_func_info {
+    enum gp_pq_type args[5];
+    unsigned nargs;      /* entries of args */
+    unsigned min_args;
+    int max_args;        /* -1: no limit (label_join, sort_by_label) */
+    enum gp_pq_type ret;
+};
+const struct gp_pq_func_info *gp_pq_func_info(enum gp_pq_func f);
+/* The function called name (case-sensitive, as Prometheus); -1 if none. */
+int gp_pq_func_lookup(const char *name, size_t len);
+
 #endif
