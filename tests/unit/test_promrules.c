@@ -297,7 +297,7 @@ static void test_templates(void)
         {"{{ if $value }}x{{ end }}", GP_EUNSUPPORTED, "template action \"if\" is not supported"},
         {"{{ range $labels }}{{ end }}", GP_EUNSUPPORTED, "\"range\" is not supported"},
         {"{{ query \"up\" }}", GP_EUNSUPPORTED, "template function \"query\" is not supported"},
-        {"{{ $x := 1 }}", GP_EPARSE, "undefined variable"},
+        {"{{ $x := 1 }}", GP_EUNSUPPORTED, "':=' in templates is not supported"},
         {"{{ humanize ($value) }}", GP_EUNSUPPORTED, "'(' in templates is not supported"},
         {"{{ $labels }}", GP_EUNSUPPORTED, "printing all of $labels"},
         {"{{ . }}", GP_EUNSUPPORTED, "the template's data '.'"},
