@@ -146,7 +146,8 @@ static int lset_from(struct lset *s, const uint8_t *blob, size_t len, bool drop_
 /* Appends s's canonical blob to out; its offset and length. */
 static int lset_encode(struct lset *s, struct gp_buf *out, size_t *off, size_t *len)
 {
-    qsort(s->l, s->n, sizeof *s->l, cmp_label);
+    if (s->n)
+        qsort(s->l, s->n, sizeof *s->l, cmp_label);
     *off = out->len;
     int rc = gp_labels_encode(s->l, s->n, out);
     if (rc || out->err)
@@ -193,7 +194,8 @@ static bool out_eq(const struct outs *a, const struct out *x, const struct outs 
 /* Sorts o by hash; true when two entries hold the same labels. */
 static bool outs_sort_dup(struct outs *o)
 {
-    qsort(o->e, o->n, sizeof *o->e, cmp_out);
+    if (o->n)
+        qsort(o->e, o->n, sizeof *o->e, cmp_out);
     for (size_t i = 1; i < o->n; i++)
         for (size_t k = i; k > 0 && o->e[k - 1].h == o->e[i].h; k--)
             if (out_eq(o, &o->e[k - 1], o, &o->e[i]))
@@ -506,6 +508,7 @@ static int eval_alerting(struct gp_promrules_run *run, struct gstate *g, struct 
         free(lv[k]);
     free(lv);
     free(ls.l);
+    memset(&ls, 0, sizeof ls); /* used again for ALERTS below */
     /* duplicates: checked before the entries are sorted away from anns */
     for (size_t i = 0; !rc && i < cur.n; i++)
         for (size_t k = 0; k < i && !rc; k++)

@@ -301,7 +301,7 @@ static void lex_braces(struct gp_pq_lexer *l, struct gp_pq_token *t, size_t star
     } else if (c == '{') {
         /* {{...}} is how Prometheus's tests write native histograms. */
         if (l->i >= 2 && l->s[l->i - 2] == '{')
-            fail(l, t, start - 1, "native histogram literals are not supported");
+            fail(l, t, start, "native histogram literals are not supported");
         else
             fail(l, t, start, "unexpected left brace '{'");
     } else if (c == '}') {

@@ -382,8 +382,8 @@ static int number_value(const char *s, size_t n, double *out)
      * refuses and ParseFloat reads as decimal). */
     errno = 0;
     double v = strtod(buf, &end);
-    if (*end != '\0')
-        return -1;
+    if (*end != '\0' || (errno == ERANGE && isinf(v)))
+        return -1; /* Go's ParseFloat refuses overflow; underflow is 0 */
     *out = v;
     return 0;
 }

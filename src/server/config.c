@@ -177,6 +177,14 @@ int gp_server_config_validate(const struct gp_server_config *c, char *err, size_
     if (c->remediation_path_root[0] && c->remediation_path_root[0] != '/')
         return gp_seterr(err, errlen, GP_ECONFIG, "remediation_path_root must be an absolute path, not '%s'",
                          c->remediation_path_root);
+    if (c->query_lookback_delta_ms < 1000 || c->query_lookback_delta_ms > 7 * 86400000LL)
+        return gp_seterr(err, errlen, GP_ECONFIG, "query_lookback_delta must be between 1s and 7d");
+    if (c->query_max_samples < 1)
+        return gp_seterr(err, errlen, GP_ECONFIG, "query_max_samples must be at least 1");
+    if (c->query_timeout_ms < 1000 || c->query_timeout_ms > 3600000)
+        return gp_seterr(err, errlen, GP_ECONFIG, "query_timeout must be between 1s and 1h");
+    if (c->query_subquery_step_ms < 1 || c->query_subquery_step_ms > 86400000)
+        return gp_seterr(err, errlen, GP_ECONFIG, "query_subquery_step must be between 1ms and 1d");
     return validate_storage(c, err, errlen);
 }
 
