@@ -200,6 +200,9 @@ static void test_labels_narrowed(void)
     /* The union of selectors, by POST as Grafana sends it. */
     r = form(s, "POST", "/api/v1/labels", "match%5B%5D=narrow_a&match%5B%5D=%7B__name__%3D%22narrow_b%22%7D");
     CHECK_STR(r->body, "{\"status\":\"success\",\"data\":[\"__name__\",\"alpha\",\"beta\"]}");
+    /* Repeated fields from the body and the URL both count. */
+    r = form(s, "POST", "/api/v1/labels?match[]=narrow_b", "match[]=narrow_a");
+    CHECK_STR(r->body, "{\"status\":\"success\",\"data\":[\"__name__\",\"alpha\",\"beta\"]}");
     /* start and end: the old series is outside the last hour. */
     char path[256];
     snprintf(path, sizeof path, "/api/v1/labels?start=%lld&end=%lld", (long long)(now / 1000 - 3600),
