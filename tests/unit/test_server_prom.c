@@ -200,6 +200,9 @@ static void test_labels_narrowed(void)
     /* The union of selectors, by POST as Grafana sends it. */
     r = form(s, "POST", "/api/v1/labels", "match%5B%5D=narrow_a&match%5B%5D=%7B__name__%3D%22narrow_b%22%7D");
     CHECK_STR(r->body, "{\"status\":\"success\",\"data\":[\"__name__\",\"alpha\",\"beta\"]}");
+    /* Repeated fields from the body and the URL both count. */
+    r = form(s, "POST", "/api/v1/labels?match[]=narrow_b", "match[]=narrow_a");
+    CHECK_STR(r->body, "{\"status\":\"success\",\"data\":[\"__name__\",\"alpha\",\"beta\"]}");
     /* start and end: the old series is outside the last hour. */
     char path[256];
     snprintf(path, sizeof path, "/api/v1/labels?start=%lld&end=%lld", (long long)(now / 1000 - 3600),
@@ -318,7 +321,40 @@ static void test_prefix_and_alerts(void)
     gp_server_stop(s);
 }
 
+/* The query_* settings reach the engine: a lookback of 1s leaves a 5 s
+ * old sample out; a sample limit of 2 takes count() of one series but
+ * refuses a range of three samples (422 execution, Prometheus's words). */
+static void test_limits_from_settings(void)
+{
+    gp_test_write_file(gp_test_tmpdir(), "gpulse.yaml", "");
+    struct gp_server_config c;
+    srv_eval_config(&c);
+    c.query_max_samples = 2;
+    c.query_lookback_delta_ms = 1000;
+    struct gp_server *s;
+    char err[512];
+    if (gp_server_start(&s, &c, err, sizeof err))
+        gp_test_fail(__FILE__, __LINE__, "start: %s", err);
+    int64_t t0 = (gp_wall_ms() / 1000) * 1000;
+    put(s, "lim_probe", "gpu", "0", 1, t0 - 5000);
+    put(s, "lim_probe", "gpu", "1", 2, t0 - 500);
+    put(s, "lim_probe", "gpu", "1", 3, t0 - 300);
+    char path[256];
+    snprintf(path, sizeof path, "/api/v1/query?query=count(lim_probe)&time=%lld", (long long)(t0 / 1000));
+    struct reply *r = form(s, "GET", path, NULL);
+    EXPECT(r, 200, "\"1\"]"); /* only gpu 1 within the 1 s lookback */
+    snprintf(path, sizeof path, "/api/v1/query?query=lim_probe&time=%lld", (long long)(t0 / 1000 - 4));
+    r = form(s, "GET", path, NULL);
+    EXPECT(r, 200, "\"result\":[{");
+    snprintf(path, sizeof path, "/api/v1/query?query=lim_probe%%5B1m%%5D&time=%lld", (long long)(t0 / 1000));
+    r = form(s, "GET", path, NULL);
+    EXPECT(r, 422, "\"errorType\":\"execution\"");
+    EXPECT(r, 422, "query processing would load too many samples into memory");
+    gp_server_stop(s);
+}
+
 const struct gp_test gp_tests_server_prom[] = {
+    {"limits_from_settings", test_limits_from_settings},
     {"query_get_and_post", test_query_get_and_post},
     {"query_errors", test_query_errors},
     {"labels_narrowed", test_labels_narrowed},
