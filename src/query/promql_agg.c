@@ -218,6 +218,14 @@ int gp_pq_eval_agg(struct gp_pq_ctx *c, const struct gp_pq_node *e, const struct
     for (size_t k = 0; k < g->n && rc == GP_OK; k++) {
         if ((rc = gp_pq_check(c)) != GP_OK)
             break;
+        if ((op == GP_PQ_A_TOPK || op == GP_PQ_A_BOTTOMK) &&
+            !(param.sc[k] >= -9223372036854775808.0 && param.sc[k] < 9223372036854775808.0)) {
+            /* 2.42 checks k at every step, with or without input. */
+            char num[64];
+            gp_pq_fmt_go_v(param.sc[k], num, sizeof num);
+            rc = gp_seterr(c->err, c->errlen, GP_PQ_EEXEC, "Scalar value %s overflows int64", num);
+            break;
+        }
         memset(fill, 0, (ng + 1) * sizeof *fill);
         size_t nord = 0;
         for (size_t i = 0; i < n; i++) {
@@ -280,13 +288,6 @@ int gp_pq_eval_agg(struct gp_pq_ctx *c, const struct gp_pq_node *e, const struct
                         r[take++] = r[j];
                 }
             } else {
-                if (op != GP_PQ_A_LIMITK && !(p >= -9223372036854775808.0 && p < 9223372036854775808.0)) {
-                    char num[64];
-                    gp_pq_fmt_go_v(p, num, sizeof num);
-                    rc = gp_seterr(c->err, c->errlen, GP_PQ_EEXEC, "Scalar value %s overflows int64",
-                                   num);
-                    break;
-                }
                 if (!(p >= 1))
                     continue; /* k < 1: nothing */
                 if (p < (double)cnt)

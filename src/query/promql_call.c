@@ -316,6 +316,65 @@ static const char *str_arg(const struct gp_pq_call *call, size_t i, size_t *len)
     return a->u.string.s;
 }
 
+/* RE2's \d \w \s (and \D \W \S outside brackets) as POSIX classes, so
+ * label_replace takes the patterns Prometheus users write; anything else
+ * goes unchanged to the matcher's check, which refuses what POSIX would
+ * read unlike RE2. */
+static void re2_to_posix(const char *p, size_t n, struct gp_buf *out)
+{
+    int in = 0;
+    for (size_t i = 0; i < n; i++) {
+        char ch = p[i];
+        if (!in && ch == '[') {
+            in = 1;
+            gp_buf_putc(out, ch);
+            if (i + 1 < n && p[i + 1] == '^')
+                gp_buf_putc(out, p[++i]);
+            if (i + 1 < n && p[i + 1] == ']')
+                gp_buf_putc(out, p[++i]); /* a leading ] is literal */
+            continue;
+        }
+        if (in && ch == '[' && i + 1 < n && p[i + 1] == ':') {
+            const char *end = NULL;
+            for (size_t j = i + 2; j + 1 < n && !end; j++)
+                if (p[j] == ':' && p[j + 1] == ']')
+                    end = p + j + 2;
+            if (end) { /* [:alpha:] as it is */
+                gp_buf_append(out, p + i, (size_t)(end - (p + i)));
+                i = (size_t)(end - p) - 1;
+                continue;
+            }
+        }
+        if (in && ch == ']') {
+            in = 0;
+            gp_buf_putc(out, ch);
+            continue;
+        }
+        if (ch == '\\' && i + 1 < n) {
+            const char *cls = NULL;
+            char e = p[i + 1];
+            switch (e == 'D' || e == 'W' || e == 'S' ? e + ('a' - 'A') : e) {
+            case 'd': cls = "0-9"; break;
+            case 'w': cls = "0-9A-Za-z_"; break;
+            case 's': cls = "\t\n\f\r "; break;
+            default: break;
+            }
+            int neg = e == 'D' || e == 'W' || e == 'S';
+            if (cls && (!in || !neg)) {
+                gp_buf_printf(out, in ? "%s" : neg ? "[^%s]" : "[%s]", cls);
+                i++;
+                continue;
+            }
+            gp_buf_putc(out, ch);
+            gp_buf_putc(out, p[++i]);
+            continue;
+        }
+        gp_buf_putc(out, ch);
+    }
+    gp_buf_putc(out, '\0');
+    out->len--; /* NUL-terminated, even when empty */
+}
+
 /* label_replace and label_join: the vector with one label rewritten per
  * series (computed once per series, not per step). */
 static int call_relabel(struct gp_pq_ctx *c, const struct gp_pq_call *call,
@@ -335,18 +394,26 @@ static int call_relabel(struct gp_pq_ctx *c, const struct gp_pq_call *call,
     if (replace) {
         size_t rlen;
         const char *rs = str_arg(call, 4, &rlen);
+        struct gp_buf pat = {0};
+        re2_to_posix(rs, rlen, &pat);
         struct gp_matcher m;
         char merr[256] = "";
         /* The matcher's check refuses what POSIX would read unlike RE2. */
-        if (gp_matcher_init(&m, GP_MATCH_RE, "x", rs, merr, sizeof merr) != GP_OK)
+        int bad = pat.err || memchr(rs, '\0', rlen) ||
+                  gp_matcher_init(&m, GP_MATCH_RE, "x", pat.len ? pat.data : "", merr,
+                                  sizeof merr) != GP_OK;
+        if (!bad) {
+            gp_matcher_free(&m);
+            gp_buf_reset(&c->tmp);
+            gp_buf_printf(&c->tmp, "^(%s)$", pat.len ? pat.data : "");
+            bad = c->tmp.err || regcomp(&re, c->tmp.data, REG_EXTENDED) != 0;
+            if (bad)
+                snprintf(merr, sizeof merr, "%.*s", (int)rlen, rs);
+        }
+        gp_buf_free(&pat);
+        if (bad)
             return gp_seterr(c->err, c->errlen, GP_PQ_EEXEC,
                              "invalid regular expression in label_replace(): %s", merr);
-        gp_matcher_free(&m);
-        gp_buf_reset(&c->tmp);
-        gp_buf_printf(&c->tmp, "^(%.*s)$", (int)rlen, rs);
-        if (c->tmp.err || regcomp(&re, c->tmp.data, REG_EXTENDED) != 0)
-            return gp_seterr(c->err, c->errlen, GP_PQ_EEXEC,
-                             "invalid regular expression in label_replace(): %.*s", (int)rlen, rs);
         have_re = 1;
     } else {
         for (size_t i = 3; i < call->nargs; i++) {

@@ -26,6 +26,7 @@
 #include "insight/detect.h"
 #include "insight/remediate.h"
 #include "insight/engine.h"
+#include "insight/promrules.h"
 #include "insight/rules.h"
 #include "lib/clock.h"
 #include "lib/log.h"
@@ -478,6 +479,24 @@ void gp_srv_handle_alerts(struct gp_server *s, enum gp_srv_route route,
             gp_buf_puts(&resp->body, "{\"status\":\"success\",\"data\":null}\n");
         break;
     }
+    case GP_SRV_R_RULES: {
+        /* Prometheus's GET /api/v1/rules (its type filter; 2.42 words) */
+        const char *v = gp_http_query(req, "type");
+        int type = 0;
+        if (v && *v) {
+            if (!strcmp(v, "alert"))
+                type = 'a';
+            else if (!strcmp(v, "record"))
+                type = 'r';
+            else {
+                gp_srv_bad(resp, 400, "bad_data", "invalid query parameter type='%.40s'", v);
+                return;
+            }
+        }
+        if (gp_promrules_json(s->promrules, type, &resp->body))
+            gp_srv_bad(resp, 503, "unavailable", "out of memory listing the rules");
+        break;
+    }
     default:
         gp_srv_bad(resp, 404, "not_found", "no such route");
     }
@@ -485,19 +504,55 @@ void gp_srv_handle_alerts(struct gp_server *s, enum gp_srv_route route,
 
 /* ---- start and stop ---- */
 
+/* The directory of the config file, under which relative rule_files
+ * lie (as Prometheus resolves them); "" without a config file. */
+static void config_dir(const char *file, char *out, size_t len)
+{
+    const char *slash = strrchr(file, '/');
+    if (!file[0])
+        snprintf(out, len, "%s", "");
+    else if (!slash)
+        snprintf(out, len, "%s", ".");
+    else
+        snprintf(out, len, "%.*s", (int)(slash == file ? 1 : slash - file), file);
+}
+
+/* rule_files: every file loaded and checked before anything starts, so a
+ * bad file is a config error (exit 2) naming file and line. */
+static int promrules_load(struct gp_server *s, char *err, size_t errlen)
+{
+    s->promrules_def = calloc(1, sizeof *s->promrules_def);
+    if (!s->promrules_def)
+        return gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
+    const char *pats[GP_CFG_LIST_MAX];
+    for (unsigned i = 0; i < s->cfg.rule_files.n; i++)
+        pats[i] = s->cfg.rule_files.v[i];
+    char dir[GP_SERVER_PATH_LEN], detail[768];
+    config_dir(s->cfg.config_file, dir, sizeof dir);
+    int rc = gp_promrules_load(pats, s->cfg.rule_files.n, dir, s->promrules_def, detail, sizeof detail);
+    if (rc)
+        return gp_seterr(err, errlen, rc == GP_ENOMEM ? rc : GP_ECONFIG, "rule_files: %s", detail);
+    for (size_t i = 0; s->rules && i < s->rules->n; i++)
+        if (gp_promrules_has_alert(s->promrules_def, s->rules->r[i].name))
+            return gp_seterr(err, errlen, GP_ECONFIG,
+                             "rule_files: alert \"%s\" has the name of a rule of the config's rules:",
+                             s->rules->r[i].name);
+    return GP_OK;
+}
+
 int gp_srv_rules_load(struct gp_server *s, char *err, size_t errlen)
 {
     s->rules = calloc(1, sizeof *s->rules);
     if (!s->rules)
         return gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
     if (!s->cfg.config_file[0])
-        return GP_OK;
+        return promrules_load(s, err, errlen);
     char detail[512];
     int rc = gp_rules_load_file(s->cfg.config_file, s->rules, detail, sizeof detail);
     if (rc)
         return gp_seterr(err, errlen, rc == GP_ENOMEM ? rc : GP_ECONFIG, "%s: rules: %s",
                          s->cfg.config_file, detail);
-    return GP_OK;
+    return promrules_load(s, err, errlen);
 }
 
 /*
@@ -591,6 +646,16 @@ int gp_srv_alerts_start(struct gp_server *s, struct gp_storage *st, char *err, s
     if (rc || (rc = gp_alerts_open(&s->alerts, c->data_dir, gp_wall_ms(), err, errlen)))
         return rc;
     eo.alerts = s->alerts;
+    /* the rule files' groups run in the engine's ticks, over the same store */
+    struct gp_promrules_options po = {
+        .store = st,
+        .default_interval_ms = c->eval_interval_ms,
+        .tick_ms = c->eval_interval_ms,
+    };
+    gp_srv_promql_limits(s, &po.limits);
+    if ((rc = gp_promrules_run_new(&s->promrules, s->promrules_def, &po, err, errlen)))
+        return rc;
+    eo.promrules = s->promrules;
     /* remediation acts on alerts that start firing */
     if (s->rem && (rc = gp_alerts_add_listener(s->alerts, gp_rem_listener, s->rem)))
         return gp_seterr(err, errlen, rc, "cannot register the remediation hooks");
@@ -611,8 +676,10 @@ int gp_srv_alerts_start(struct gp_server *s, struct gp_storage *st, char *err, s
     struct gp_alerts_stats as;
     gp_alerts_stats(s->alerts, &as);
     gp_log(GP_LOG_INFO, "server", "alerts open",
-           "rules=%zu active_alerts=%llu eval_interval_ms=%lld eval_window_ms=%lld eval_step_ms=%lld",
-           s->rules ? s->rules->n : 0, (unsigned long long)as.active, (long long)c->eval_interval_ms,
+           "rules=%zu rule_file_rules=%zu active_alerts=%llu eval_interval_ms=%lld eval_window_ms=%lld "
+           "eval_step_ms=%lld",
+           s->rules ? s->rules->n : 0, gp_promrules_count(s->promrules), (unsigned long long)as.active,
+           (long long)c->eval_interval_ms,
            (long long)c->eval_window_ms, (long long)c->eval_step_ms);
     return GP_OK;
 }
@@ -621,6 +688,11 @@ void gp_srv_alerts_stop(struct gp_server *s)
 {
     gp_engine_close(s->engine);
     s->engine = NULL;
+    gp_promrules_run_free(s->promrules); /* after the engine: its ticks run them */
+    s->promrules = NULL;
+    gp_promrules_free(s->promrules_def);
+    free(s->promrules_def);
+    s->promrules_def = NULL;
     gp_srv_notify_stop(s); /* no transition comes after the engine: router, then outbox */
     gp_alerts_close(s->alerts);
     s->alerts = NULL;

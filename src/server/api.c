@@ -20,7 +20,7 @@
  *   /api/v1/query, /metadata, /status/buildinfo, /query_exemplars (prom_api.c)
  *   /api/v1/nodes, /api/v1/gpus
  *   /api/v1/jobs, /api/v1/jobs/ID   (jobs_api.c)
- *   /api/v1/alerts[/ID], /api/v1/silences[/ID]   (alerts_api.c)
+ *   /api/v1/alerts[/ID], /api/v1/silences[/ID], /api/v1/rules   (alerts_api.c)
  *   /api/v1/notifications                        (notify_api.c)
  */
 #include "server_int.h"
@@ -56,6 +56,7 @@ static enum gp_srv_route route_of(const char *p)
         {"/api/v1/snapshot", GP_SRV_R_SNAPSHOT}, {"/api/v1/query", GP_SRV_R_QUERY},
         {"/api/v1/metadata", GP_SRV_R_METADATA}, {"/api/v1/status/buildinfo", GP_SRV_R_BUILDINFO},
         {"/api/v1/query_exemplars", GP_SRV_R_EXEMPLARS},
+        {"/api/v1/rules", GP_SRV_R_RULES},
         {"/", GP_SRV_R_WEB},
     };
     for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
@@ -500,6 +501,7 @@ void gp_srv_handle_api(struct gp_server *s, enum gp_srv_route route,
         break;
     case GP_SRV_R_ALERT_ACK:
     case GP_SRV_R_PROM_ALERTS:
+    case GP_SRV_R_RULES:
         gp_srv_handle_alerts(s, route, req, resp);
         break;
     default:

@@ -73,6 +73,7 @@ struct gp_server_config {
     int64_t query_timeout_ms;
     bool query_prom3_windows;
     int64_t query_subquery_step_ms;
+    struct gp_cfg_list rule_files;     /* Prometheus rule files: paths or globs */
 };
 
 /* X(field, yaml key, flag, type, default, help). */
@@ -197,7 +198,11 @@ struct gp_server_config {
       "lookback, instead of 2.42's closed [t - range, t]")                                        \
     X(query_subquery_step_ms, "query_subquery_step", "query.subquery-step", DURATION, "1m",       \
       "PromQL: the step of a subquery written without one, expr[5m:] (1ms-1d), as Prometheus's "   \
-      "evaluation_interval")
+      "evaluation_interval")                                                                   \
+    X(rule_files, "rule_files", "rule-file", LIST, "",                                             \
+      "Prometheus rule files (paths or globs, relative ones under the config file's directory) "  \
+      "whose groups the server evaluates: recorded series written back, alerts in the alerts API " \
+      "(repeatable, up to 8; docs/config.md)")
 
 void gp_server_config_defaults(struct gp_server_config *c);
 

@@ -41,7 +41,7 @@
  * buildinfo's "version": clients gate features on it. */
 #define PROM_COMPAT_VERSION "2.42.0"
 
-static void limits_of(const struct gp_server *s, struct gp_promql_limits *l)
+void gp_srv_promql_limits(const struct gp_server *s, struct gp_promql_limits *l)
 {
     memset(l, 0, sizeof *l);
     l->lookback_ms = s->cfg.query_lookback_delta_ms;
@@ -111,7 +111,7 @@ static void do_query(struct gp_server *s, struct gp_storage *st, const struct gp
     if (forwarded(st, &fq, resp))
         return;
     struct gp_promql_limits lim;
-    limits_of(s, &lim);
+    gp_srv_promql_limits(s, &lim);
     if (timeout && timeout < lim.timeout_ms)
         lim.timeout_ms = timeout;
     char err[512] = "";
@@ -157,7 +157,7 @@ void gp_srv_promql_range(struct gp_server *s, struct gp_storage *st, const struc
     if (forwarded(st, &fq, resp))
         return;
     struct gp_promql_limits lim;
-    limits_of(s, &lim);
+    gp_srv_promql_limits(s, &lim);
     if (timeout && timeout < lim.timeout_ms)
         lim.timeout_ms = timeout;
     struct gp_pq_node *e = NULL;

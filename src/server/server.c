@@ -146,6 +146,7 @@ static const char index_text[] =
     "GET  /api/v1/alerts, /api/v1/alerts/ID alerts (active and history) and their transitions\n"
     "GET, POST /api/v1/silences; DELETE /api/v1/silences/ID\n"
     "GET  /api/v1/notifications         the notification outbox (queued, done, dead)\n"
+    "GET  /api/v1/rules                 the rule files' groups, rules and alerts (type=alert|record)\n"
     "GET  /api/v1/health\n"
     "GET  /api/v1/snapshot              gpulse up: its agent's latest frame (gpulse top --agent)\n"
     "GET  /metrics                      the server's own metrics\n";

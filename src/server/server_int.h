@@ -26,6 +26,8 @@ struct gp_jobs;
 struct gp_alerts;
 struct gp_engine;
 struct gp_rules;
+struct gp_promrules;
+struct gp_promrules_run;
 struct gp_srv_notify;
 struct gp_srv_streams;
 
@@ -63,6 +65,7 @@ enum gp_srv_state { GP_SRV_STARTING, GP_SRV_READY };
     X(BUILDINFO, "buildinfo")                   \
     X(EXEMPLARS, "query_exemplars")             \
     X(PROM_ALERTS, "prom_alerts")               \
+    X(RULES, "rules")                           \
     X(WEB, "web")                               \
     X(OTHER, "other")
 
@@ -138,6 +141,8 @@ struct gp_server {
     double job_budget;      /* USD per job, 0 none */
 
     struct gp_rules *rules;   /* the config file's rules */
+    struct gp_promrules *promrules_def; /* rule_files, loaded (taken by the run at start) */
+    struct gp_promrules_run *promrules; /* their evaluation; set with the alerts */
     struct gp_alerts *alerts; /* set with the store */
     struct gp_engine *engine;
     struct cost_ctx *costs;   /* the budget detector's job costs (alerts_api.c) */
@@ -202,7 +207,7 @@ void gp_srv_handle_cost(struct gp_server *s, struct gp_storage *st, enum gp_srv_
  * alerts and the engine over st (after the store opens), their end
  * (before the store closes; accepts a server without them), their
  * /metrics families, and the routes /api/v1/alerts[/ID] and
- * /api/v1/silences[/ID]. */
+ * /api/v1/silences[/ID], and /api/v1/rules (the rule files' groups). */
 int gp_srv_rules_load(struct gp_server *s, char *err, size_t errlen);
 int gp_srv_alerts_start(struct gp_server *s, struct gp_storage *st, char *err, size_t errlen);
 void gp_srv_alerts_stop(struct gp_server *s);
@@ -285,6 +290,10 @@ int gp_srv_route_takes_form(enum gp_srv_route r);
  * /api/v1/query_exemplars. (/prometheus/api/v1/alerts: alerts_api.c.) */
 void gp_srv_handle_prom(struct gp_server *s, struct gp_storage *st, enum gp_srv_route route,
                         const struct gp_http_request *req, struct gp_http_response *resp);
+/* The query_* settings as the engine's limits (prom_api.c); the rule
+ * files' evaluation takes the same (alerts_api.c). */
+struct gp_promql_limits;
+void gp_srv_promql_limits(const struct gp_server *s, struct gp_promql_limits *l);
 /* The query_range of PromQL (query=), for api.c's dispatch. */
 void gp_srv_promql_range(struct gp_server *s, struct gp_storage *st, const struct gp_http_request *req,
                          struct gp_http_response *resp);

@@ -193,6 +193,10 @@ static void test_aggregations(void)
     CHECK_STR(pt_inst(s, A(GP_PQ_A_BOTTOMK, V("req"), N(1), 0, "job"), t),
               API0 " 30; " DB0 " 5");
     CHECK_STR(pt_inst(s, A(GP_PQ_A_TOPK, V("req"), N(0), 0, NULL), t), "");
+    CHECK_STR(pt_inst(s, A(GP_PQ_A_TOPK, V("nothing"), N(NAN), 0, NULL), t),
+              "error: Scalar value NaN overflows int64");
+    CHECK_STR(pt_inst(s, A(GP_PQ_A_BOTTOMK, V("req"), N(-1e19), 0, NULL), t),
+              "error: Scalar value -1e+19 overflows int64");
     CHECK_STR(pt_inst(s, A(GP_PQ_A_COUNT_VALUES, V("mem"), S("v"), 0, NULL), t),
               "{v=\"100\"} 1; {v=\"200\"} 1");
     CHECK_STR(pt_inst(s, A(GP_PQ_A_COUNT_VALUES, V("info"), S("v"), 0, "job"), t),
@@ -323,6 +327,16 @@ static void test_structural_functions(void)
                            S("api")),
                       t),
               DB0 " 5");
+    /* RE2's \\w \\d \\s classes, outside and inside brackets. */
+    CHECK_STR(pt_inst(s, F(GP_PQ_F_LABEL_REPLACE, 5, V("req{job=\"db\"}"), S("dst"), S("$2$1"),
+                           S("__name__"), S("(\\w)[\\d\\s]*(\\W?\\D)q")),
+                      t),
+              "{__name__=\"req\", dst=\"er\", inst=\"0\", job=\"db\"} 5");
+    CHECK_CONTAINS(pt_inst(s, F(GP_PQ_F_LABEL_REPLACE, 5, V("req"), S("d"), S(""), S("job"),
+                                S("(?i)x")),
+                           t),
+                   "error: invalid regular expression in label_replace(): matcher: invalid regex "
+                   "\"(?i)x\"");
     CHECK_STR(pt_inst(s, F(GP_PQ_F_LABEL_REPLACE, 5, V("req"), S("0x"), S(""), S("job"), S(".*")), t),
               "error: invalid destination label name in label_replace(): 0x");
     CHECK_STR(pt_inst(s, F(GP_PQ_F_LABEL_JOIN, 5, V("req{job=\"db\"}"), S("j"), S("/"), S("job"),
