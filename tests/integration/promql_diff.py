@@ -170,6 +170,15 @@ def dataset(t0):
     for inst in ("a", "b", "c", "d"):
         add("diff_int", {"instance": inst},
             [(float((k // 20 + ord(inst)) % 3), t0 + k * STEP) for k in ks])
+    # Huge values (sums and means overflow), values of every scale.
+    for i, v in enumerate((1.5e308, 1.7e308, -1e308, 1e-310)):
+        add("diff_huge", {"i": str(i)}, [(v * (1 + (k % 3) * 0.01), t0 + k * STEP) for k in ks])
+    for i, v in enumerate((0.1, 1 / 3, 1e21, 123456789.125, 1e-7, -2.5e-5)):
+        add("diff_scale", {"i": str(i)}, [(v * (k % 4 + 1), t0 + k * STEP) for k in ks])
+    # A histogram whose le labels repeat one bound in two spellings ("1",
+    # "1.0"), spell +Inf as "Inf", and hold a bound that is not a number.
+    for j, le in enumerate(("0.5", "1", "1.0", "abc", "Inf")):
+        add("diff_alt_bucket", {"le": le}, [(float(k * (j + 1) + j), t0 + k * STEP) for k in ks])
     # Two names, one label set: their values without __name__ collide.
     add("diff_dup_a", {"x": "1"}, [(1.0, t0 + k * STEP) for k in ks])
     add("diff_dup_b", {"x": "1"}, [(2.0, t0 + k * STEP) for k in ks])
