@@ -273,7 +273,7 @@ int gp_pq_eval(struct gp_pq_ctx *c, const struct gp_pq_node *e, const struct gp_
     case GP_PQ_CALL: rc = gp_pq_eval_call(c, e, g, out); break;
     case GP_PQ_AGG: rc = gp_pq_eval_agg(c, e, g, out); break;
     case GP_PQ_BINARY: rc = gp_pq_eval_binary(c, e, g, out); break;
-    case GP_PQ_UNARY: return eval_unary(c, e, g, out);
+    case GP_PQ_UNARY: rc = eval_unary(c, e, g, out); break;
     case GP_PQ_PAREN: return gp_pq_eval(c, e->u.paren, g, out);
     default: return gp_seterr(c->err, c->errlen, GP_PQ_EEXEC, "unknown expression node");
     }

@@ -204,7 +204,7 @@ static void test_aggregations(void)
     CHECK_STR(pt_inst(s, A(GP_PQ_A_COUNT_VALUES, V("info"), S("1bad"), 0, NULL), t),
               "error: invalid label name \"1bad\"");
     CHECK_STR(pt_inst(s, A(GP_PQ_A_QUANTILE, V("req"), N(0.5), 0, NULL), t), "{} 30");
-    /* limitk: the first k of each group in input order. */
+    /* limitk: the first k of each group in label order. */
     CHECK_STR(pt_inst(s, A(GP_PQ_A_LIMITK, V("req"), N(1), 0, "job"), t), API0 " 30; " DB0 " 5");
     /* A range query of an aggregation: one group's value per step. */
     CHECK_STR(pt_range(s, A(GP_PQ_A_SUM, V("req"), NULL, 0, "job"), T0, T0 + 2 * MIN, MIN),
