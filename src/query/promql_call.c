@@ -298,6 +298,24 @@ static int call_range(struct gp_pq_ctx *c, const struct gp_pq_call *call,
 
 /* Maps each sample of the vector argument (or of vector(time()) for the
  * date functions without one) through a value kernel; drops __name__. */
+struct value_arg {
+    enum gp_pq_func f;
+    const struct gp_pq_val *args;
+    size_t nargs;
+};
+
+static int value_point(void *arg, size_t k, double *x)
+{
+    const struct value_arg *v = arg;
+    double a[3];
+    for (size_t j = 0; j < v->nargs; j++)
+        a[j] = v->args[j].sc[k];
+    if (v->f == GP_PQ_F_CLAMP && a[1] < a[0])
+        return 0; /* 2.42 outputs nothing when max < min */
+    *x = gp_pq_fn_value(v->f, *x, a, v->nargs);
+    return 1;
+}
+
 static int call_value(struct gp_pq_ctx *c, const struct gp_pq_call *call,
                       const struct gp_pq_grid *g, struct gp_pq_val *out)
 {
@@ -317,28 +335,9 @@ static int call_value(struct gp_pq_ctx *c, const struct gp_pq_call *call,
     }
     if (rc == GP_OK && call->nargs <= 4)
         rc = eval_scalar_args(c, call, g, 0, args, &nargs);
-    for (size_t i = 0; i < in.n && rc == GP_OK; i++) {
-        const struct gp_pq_ser *s = in.s + i;
-        size_t idx = (size_t)-1;
-        for (size_t k = 0; k < g->n && rc == GP_OK; k++) {
-            if (!s->has[k])
-                continue;
-            double a[3];
-            for (size_t j = 0; j < nargs; j++)
-                a[j] = args[j].sc[k];
-            if (call->func == GP_PQ_F_CLAMP && a[1] < a[0])
-                continue; /* 2.42 outputs nothing when max < min */
-            if (idx == (size_t)-1) {
-                gp_pq_labels_drop_name(s->lab, s->lablen, &c->tmp);
-                rc = c->tmp.err ? gp_pq_oom(c)
-                                : gp_pq_val_series(c, out, g, (const uint8_t *)c->tmp.data,
-                                                   c->tmp.len, &idx);
-                if (rc != GP_OK)
-                    break;
-            }
-            rc = gp_pq_val_put(c, out, idx, k, gp_pq_fn_value(call->func, s->v[k], a, nargs));
-        }
-    }
+    struct value_arg va = {call->func, args, nargs};
+    if (rc == GP_OK)
+        rc = gp_pq_map_points(c, &in, g, 1, value_point, &va, out);
     gp_pq_val_free(c, &in);
     for (size_t j = 0; j < nargs; j++)
         gp_pq_val_free(c, &args[j]);
@@ -775,6 +774,20 @@ static int call_histogram_quantile(struct gp_pq_ctx *c, const struct gp_pq_call 
     return rc;
 }
 
+static int keep_point(void *arg, size_t k, double *x)
+{
+    (void)arg;
+    (void)k;
+    (void)x;
+    return 1;
+}
+
+static int step_time(void *arg, size_t k, double *x)
+{
+    *x = (double)gp_pq_grid_t(arg, k) / 1000.0;
+    return 1;
+}
+
 int gp_pq_eval_call(struct gp_pq_ctx *c, const struct gp_pq_node *e, const struct gp_pq_grid *g,
                      struct gp_pq_val *out)
 {
@@ -837,30 +850,12 @@ int gp_pq_eval_call(struct gp_pq_ctx *c, const struct gp_pq_node *e, const struc
     case GP_PQ_F_TIMESTAMP: {
         const struct gp_pq_node *a = gp_pq_unparen(call->args[0]);
         struct gp_pq_val in;
-        /* Of a selector: the sample's own time; else the step's. */
-        rc = a->kind == GP_PQ_VECTOR_SEL ? gp_pq_eval_vsel(c, &a->u.sel, g, 1, &in)
-                                         : gp_pq_eval(c, a, g, &in);
-        if (rc != GP_OK)
-            return rc;
-        gp_pq_vector_new(out);
-        for (size_t i = 0; i < in.n && rc == GP_OK; i++) {
-            size_t idx = (size_t)-1;
-            for (size_t k = 0; k < g->n && rc == GP_OK; k++) {
-                if (!in.s[i].has[k])
-                    continue;
-                if (idx == (size_t)-1) {
-                    gp_pq_labels_drop_name(in.s[i].lab, in.s[i].lablen, &c->tmp);
-                    rc = gp_pq_val_series(c, out, g, (const uint8_t *)c->tmp.data, c->tmp.len,
-                                          &idx);
-                    if (rc != GP_OK)
-                        break;
-                }
-                rc = gp_pq_val_put(c, out, idx, k,
-                                   a->kind == GP_PQ_VECTOR_SEL
-                                       ? in.s[i].v[k]
-                                       : (double)gp_pq_grid_t(g, k) / 1000.0);
-            }
-        }
+        /* Of a selector: the sample's own time (the selector reads it so);
+         * else the step's. */
+        int sel = a->kind == GP_PQ_VECTOR_SEL;
+        rc = sel ? gp_pq_eval_vsel(c, &a->u.sel, g, 1, &in) : gp_pq_eval(c, a, g, &in);
+        if (rc == GP_OK)
+            rc = gp_pq_map_points(c, &in, g, 1, sel ? keep_point : step_time, (void *)g, out);
         gp_pq_val_free(c, &in);
         return rc;
     }

@@ -209,7 +209,46 @@ void gp_pq_vector_new(struct gp_pq_val *out)
     out->type = GP_PQ_T_VECTOR;
 }
 
+int gp_pq_map_points(struct gp_pq_ctx *c, const struct gp_pq_val *in, const struct gp_pq_grid *g,
+                     int drop_name, gp_pq_point_fn fn, void *arg, struct gp_pq_val *out)
+{
+    gp_pq_vector_new(out);
+    int rc = GP_OK;
+    for (size_t i = 0; i < in->n && rc == GP_OK; i++) {
+        const struct gp_pq_ser *s = in->s + i;
+        size_t idx = (size_t)-1;
+        for (size_t k = 0; k < g->n && rc == GP_OK; k++) {
+            double x = s->v[k];
+            if (!s->has[k] || !fn(arg, k, &x))
+                continue;
+            if (idx == (size_t)-1) {
+                const uint8_t *lab = s->lab;
+                size_t len = s->lablen;
+                if (drop_name) {
+                    gp_pq_labels_drop_name(s->lab, s->lablen, &c->tmp);
+                    if (c->tmp.err)
+                        return gp_pq_oom(c);
+                    lab = (const uint8_t *)c->tmp.data;
+                    len = c->tmp.len;
+                }
+                if ((rc = gp_pq_val_series(c, out, g, lab, len, &idx)) != GP_OK)
+                    break;
+            }
+            rc = gp_pq_val_put(c, out, idx, k, x);
+        }
+    }
+    return rc;
+}
+
 /* ---- dispatch ---- */
+
+static int negate(void *arg, size_t k, double *x)
+{
+    (void)arg;
+    (void)k;
+    *x = -*x;
+    return 1;
+}
 
 static int eval_unary(struct gp_pq_ctx *c, const struct gp_pq_node *e, const struct gp_pq_grid *g,
                       struct gp_pq_val *out)
@@ -226,21 +265,8 @@ static int eval_unary(struct gp_pq_ctx *c, const struct gp_pq_node *e, const str
         *out = in;
         return GP_OK;
     }
-    gp_pq_vector_new(out);
-    for (size_t i = 0; i < in.n && rc == GP_OK; i++) {
-        size_t idx = (size_t)-1;
-        for (size_t k = 0; k < g->n && rc == GP_OK; k++) {
-            if (!in.s[i].has[k])
-                continue;
-            if (idx == (size_t)-1) {
-                gp_pq_labels_drop_name(in.s[i].lab, in.s[i].lablen, &c->tmp);
-                if ((rc = gp_pq_val_series(c, out, g, (const uint8_t *)c->tmp.data, c->tmp.len,
-                                           &idx)) != GP_OK)
-                    break;
-            }
-            rc = gp_pq_val_put(c, out, idx, k, -in.s[i].v[k]);
-        }
-    }
+    /* Unary minus drops the name, as 2.42 does. */
+    rc = gp_pq_map_points(c, &in, g, 1, negate, NULL, out);
     gp_pq_val_free(c, &in);
     return rc;
 }

@@ -154,6 +154,14 @@ void gp_pq_vector_new(struct gp_pq_val *out);
     "query processing would load too many samples into memory in query execution"
 
 int64_t gp_pq_now_ns(void); /* CLOCK_MONOTONIC */
+/* out = the points of in, each through fn (it may change *x; 0 drops the
+ * point), under in's labels or, with drop_name, without __name__; two
+ * series that become one are "vector cannot contain metrics with the
+ * same labelset" where both have a point. */
+typedef int (*gp_pq_point_fn)(void *arg, size_t k, double *x);
+int gp_pq_map_points(struct gp_pq_ctx *c, const struct gp_pq_val *in, const struct gp_pq_grid *g,
+                     int drop_name, gp_pq_point_fn fn, void *arg, struct gp_pq_val *out);
+
 int gp_pq_check(struct gp_pq_ctx *c);               /* timeout */
 int gp_pq_count(struct gp_pq_ctx *c, size_t n);     /* samples held += n */
 void gp_pq_uncount(struct gp_pq_ctx *c, size_t n);  /* samples held -= n */

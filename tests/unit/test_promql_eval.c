@@ -389,7 +389,7 @@ static void test_limits(void)
     CHECK_INT(gp_promql_range(s, e, T0, T0 + 2 * MIN, MIN, &lim, &r, err, sizeof err), GP_OK);
     CHECK(r.samples_peak == 9);
     gp_promql_result_free(&r);
-    pt_free(e);
+    gp_promql_free(e);
     /* Memory: a series takes a slot per step of the query even where it
      * has no point, so slots are held to the limit too (3 series x 6010
      * steps here, 30 points). */
@@ -403,7 +403,7 @@ static void test_limits(void)
                               sizeof err),
               GP_ERANGE);
     gp_promql_result_free(&r);
-    pt_free(e);
+    gp_promql_free(e);
     /* A subquery's grid beyond the limit is refused before it is built. */
     CHECK_STR(pt_inst_lim(s, F(GP_PQ_F_COUNT_OVER_TIME, 1, SUB(V("req"), 365 * 24 * 3600 * 1000LL, 1)),
                           T0, &lim),
@@ -418,14 +418,14 @@ static void test_limits(void)
     CHECK_INT(rc, GP_PROMQL_ETIMEOUT);
     CHECK_STR(err, "query timed out in expression evaluation");
     gp_promql_result_free(&r);
-    pt_free(e);
+    gp_promql_free(e);
     /* Range checks. */
     e = V("req");
     CHECK_INT(gp_promql_range(s, e, T0, T0 - 1, MIN, NULL, &r, err, sizeof err), GP_EUSAGE);
     CHECK_INT(gp_promql_range(s, e, T0, T0, 0, NULL, &r, err, sizeof err), GP_EUSAGE);
     CHECK_INT(gp_promql_range(s, e, T0, T0 + 11001 * 1000LL, 1000, NULL, &r, err, sizeof err),
               GP_EUSAGE);
-    pt_free(e);
+    gp_promql_free(e);
     gp_storage_close(s);
 }
 
@@ -471,7 +471,7 @@ static void check_consistent(struct gp_storage *s, struct gp_pq_node *e, int64_t
         gp_promql_result_free(&in);
     }
     gp_promql_result_free(&r);
-    pt_free(e);
+    gp_promql_free(e);
 }
 
 static void test_range_matches_instant(void)
@@ -544,13 +544,13 @@ static void test_render_json(void)
                           "[{\"metric\":{\"__name__\":\"req\",\"inst\":\"1\",\"job\":\"api\"},"
                           "\"values\":[[1699999200.001,\"0\"],[1699999260.001,\"20\"]]}]}}");
     gp_promql_result_free(&r);
-    pt_free(e);
+    gp_promql_free(e);
     e = B(GP_PQ_OP_DIV, N(1), N(0));
     CHECK_INT(gp_promql_instant(s, e, T0 + 10, NULL, &r, err, sizeof err), GP_OK);
     CHECK_STR(render(&r), "{\"status\":\"success\",\"data\":{\"resultType\":\"scalar\",\"result\":"
                           "[1699999200.010,\"+Inf\"]}}");
     gp_promql_result_free(&r);
-    pt_free(e);
+    gp_promql_free(e);
     e = S("a\"b");
     CHECK_INT(gp_promql_instant(s, e, T0, NULL, &r, err, sizeof err), GP_OK);
     free(r.warnings);
@@ -558,7 +558,7 @@ static void test_render_json(void)
     CHECK_STR(render(&r), "{\"status\":\"success\",\"data\":{\"resultType\":\"string\",\"result\":"
                           "[1699999200,\"a\\\"b\"]},\"warnings\":[\"w1\",\"w2\"]}");
     gp_promql_result_free(&r);
-    pt_free(e);
+    gp_promql_free(e);
     gp_storage_close(s);
 }
 
@@ -607,7 +607,7 @@ static void test_many_series(void)
     struct gp_promql_limits lim = {.max_samples = 150};
     CHECK_INT(gp_promql_range(s, e, T0, T0 + 9 * MIN, 30000, &lim, &res, err, sizeof err), GP_ERANGE);
     gp_promql_result_free(&res);
-    pt_free(e);
+    gp_promql_free(e);
     lim.max_samples = 50; /* 100 series at one step */
     CHECK_STR(pt_inst_lim(s, V("many"), t, &lim),
               "error: query processing would load too many samples into memory in query "
