@@ -23,6 +23,7 @@
 
 #include <stdarg.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,11 +37,14 @@ static int64_t pt_clock(void)
     return T0 + 6 * 3600 * 1000LL;
 }
 
-static struct gp_storage *pt_open(void)
+/* A store in the test's directory, or in its subdirectory sub. */
+static struct gp_storage *pt_open_in(const char *sub)
 {
+    static char dir[512];
+    snprintf(dir, sizeof dir, "%s%s%s", gp_test_tmpdir(), sub ? "/" : "", sub ? sub : "");
     struct gp_store_options o;
     memset(&o, 0, sizeof o);
-    o.dir = gp_test_tmpdir();
+    o.dir = dir;
     o.no_sync = 1;
     o.no_background = 1;
     o.max_future_ms = -1;
@@ -50,6 +54,11 @@ static struct gp_storage *pt_open(void)
     if (gp_storage_open(&s, &(struct gp_storage_options){.store = o}, err, sizeof err) != GP_OK)
         gp_test_fail(__FILE__, __LINE__, "storage open: %s", err);
     return s;
+}
+
+static struct gp_storage *pt_open(void)
+{
+    return pt_open_in(NULL);
 }
 
 static int pt_label_cmp(const void *a, const void *b)

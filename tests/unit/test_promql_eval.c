@@ -615,6 +615,53 @@ static void test_many_series(void)
     gp_storage_close(s);
 }
 
+/* Parsed expressions end to end (the parser is pq-parse's): the cases
+ * the hand-built trees above do not reach. */
+static const char *pq(struct gp_storage *s, const char *q, int64_t t)
+{
+    struct gp_pq_node *e = NULL;
+    char err[256];
+    if (gp_promql_parse(q, strlen(q), &e, err, sizeof err) != GP_OK)
+        gp_test_fail(__FILE__, __LINE__, "parse %s: %s", q, err);
+    return pt_inst(s, e, t);
+}
+
+static void test_parsed_queries(void)
+{
+    struct gp_storage *s = fill();
+    int64_t t = T0 + 3 * MIN; /* api0 30, api1 60, db0 5 */
+    CHECK_STR(pq(s, "stdvar(req)", t), "{} 505.5555555555556");
+    CHECK_STR(pq(s, "stddev by (job) (req)", t), "{job=\"api\"} 15; {job=\"db\"} 0");
+    CHECK_STR(pq(s, "quantile(0.25, req)", t), "{} 17.5");
+    CHECK_STR(pq(s, "quantile(2, req)", t), "{} +Inf");
+    /* count_values writes values as Go's 'f' format: no exponent. */
+    CHECK_STR(pq(s, "count_values(\"v\", req{inst=\"1\"} * 1e21)", t),
+              "{v=\"60000000000000000000000\"} 1");
+    CHECK_STR(pq(s, "count_values(\"v\", req{inst=\"1\"} / 1e9)", t), "{v=\"0.00000006\"} 1");
+    CHECK_STR(pq(s, "count_values without (inst) (\"v\", req)", t),
+              "{job=\"api\", v=\"30\"} 1; {job=\"api\", v=\"60\"} 1; {job=\"db\", v=\"5\"} 1");
+    /* $name has no group to name in POSIX: it expands to nothing. */
+    CHECK_STR(pq(s, "label_replace(req{job=\"db\"}, \"d\", \"<$name>\", \"job\", \"(.*)\")", t),
+              "{__name__=\"req\", d=\"<>\", inst=\"0\", job=\"db\"} 5");
+    CHECK_STR(pq(s, "holt_winters(req[5m], 2, 0.5)", t),
+              "error: invalid smoothing factor. Expected: 0 < sf < 1, got: 2.000000");
+    CHECK_STR(pq(s, "clamp(req{job=\"db\"}, 10, 1)", t), "");
+    CHECK_STR(pq(s, "clamp(req{job=\"db\"}, 1, 3)", t), "{inst=\"0\", job=\"db\"} 3");
+    CHECK_STR(pq(s, "req{job=\"db\"} atan2 0", t), DB0 " 1.5707963267948966");
+    CHECK_STR(pq(s, "sum(req @ end() offset 1m)", t), "{} 65");
+    CHECK_STR(pq(s, "max_over_time(sum(req)[3m:1m] @ start())", t), "{} 95");
+    /* histogram_quantile over classic buckets, grouped without le. */
+    struct gp_storage *h = pt_open_in("hist");
+    pt_line(h, "lat_bucket{le=\"0.1\"}", T0, MIN, 3, 1, 0);
+    pt_line(h, "lat_bucket{le=\"1\"}", T0, MIN, 3, 3, 0);
+    pt_line(h, "lat_bucket{le=\"+Inf\"}", T0, MIN, 3, 4, 0);
+    pt_line(h, "lat_bucket{le=\"x\"}", T0, MIN, 3, 100, 0); /* not a bound: ignored */
+    CHECK_STR(pq(h, "histogram_quantile(0.5, lat_bucket)", T0), "{} 0.55");
+    CHECK_STR(pq(h, "histogram_quantile(0.99, lat_bucket)", T0), "{} 1");
+    gp_storage_close(h);
+    gp_storage_close(s);
+}
+
 const struct gp_test gp_tests_promql_eval[] = {
     {"selector_lookback", test_selector_lookback},
     {"staleness", test_staleness},
@@ -629,6 +676,7 @@ const struct gp_test gp_tests_promql_eval[] = {
     {"structural_functions", test_structural_functions},
     {"limits", test_limits},
     {"many_series", test_many_series},
+    {"parsed_queries", test_parsed_queries},
     {"range_matches_instant", test_range_matches_instant},
     {"render_numbers", test_render_numbers},
     {"render_json", test_render_json},
