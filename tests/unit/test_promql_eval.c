@@ -650,6 +650,11 @@ static void test_parsed_queries(void)
     CHECK_STR(pq(s, "req{job=\"db\"} atan2 0", t), DB0 " 1.5707963267948966");
     CHECK_STR(pq(s, "sum(req @ end() offset 1m)", t), "{} 65");
     CHECK_STR(pq(s, "max_over_time(sum(req)[3m:1m] @ start())", t), "{} 95");
+    /* Repeated subexpressions are evaluated once per grid: the copy a
+     * subquery's grid made is not served to the outer grid. */
+    CHECK_STR(pq(s, "sum(req) + sum(req)", t), "{} 190");
+    CHECK_STR(pq(s, "max_over_time(sum(req)[3m:1m]) + sum(req)", t), "{} 190");
+    CHECK_STR(pq(s, "sum(req) - min_over_time(sum(req)[3m:1m])", t), "{} 90");
     /* histogram_quantile over classic buckets, grouped without le. */
     struct gp_storage *h = pt_open_in("hist");
     pt_line(h, "lat_bucket{le=\"0.1\"}", T0, MIN, 3, 1, 0);
