@@ -135,11 +135,20 @@ static int range_steps(struct range_job *j, int64_t *t, double *v, size_t n, dou
 {
     const struct gp_pq_grid *g = j->g;
     const struct gp_pq_call *call = j->call;
-    int absent = call->func == GP_PQ_F_ABSENT_OVER_TIME;
+    int absent = call->func == GP_PQ_F_ABSENT_OVER_TIME, rc = GP_OK;
     n = gp_pq_drop_stale(t, v, n);
-    size_t lo = 0, hi = 0, most = 0;
+    size_t lo = 0, hi = 0, most = 0, *resets = NULL;
     *np = 0;
-    for (size_t k = 0; k < g->n; k++) {
+    if ((call->func == GP_PQ_F_RATE || call->func == GP_PQ_F_INCREASE) && g->n > 1 && n) {
+        /* resets[i]: drops among samples 1..i, so a window knows in O(1)
+         * that it holds none and rate skips its scan (counter_hint). */
+        if (!(resets = malloc(n * sizeof *resets)))
+            return gp_seterr(err, errlen, GP_ENOMEM, "query: out of memory");
+        resets[0] = 0;
+        for (size_t i = 1; i < n; i++)
+            resets[i] = resets[i - 1] + (v[i] < v[i - 1]);
+    }
+    for (size_t k = 0; k < g->n && rc == GP_OK; k++) {
         struct gp_pq_window win;
         gp_pq_window_at(j->c, &j->w, j->range, g, k, t, n, &lo, &hi, &win.start_ms, &win.end_ms);
         if (hi == lo)
@@ -152,36 +161,42 @@ static int range_steps(struct range_job *j, int64_t *t, double *v, size_t n, dou
             win.v = v + lo;
             win.n = hi - lo;
             win.eval_ms = gp_pq_grid_t(g, k);
-            win.counter_hint = 0;
+            win.counter_hint = resets && resets[hi - 1] == resets[lo];
             double a[4];
             for (size_t i = 0; i < j->nargs; i++)
                 a[i] = j->args[i].sc[k];
             int got = gp_pq_fn_range(call->func, &win, a, j->nargs, &x);
             if (got < 0) {
-                if (gp_pq_fn_check_args(call->func, a, j->nargs, err, errlen) == 0)
-                    return gp_seterr(err, errlen, GP_ENOMEM, "query: out of memory");
-                return GP_PQ_EEXEC;
+                rc = gp_pq_fn_check_args(call->func, a, j->nargs, err, errlen) == 0
+                         ? gp_seterr(err, errlen, GP_ENOMEM, "query: out of memory")
+                         : GP_PQ_EEXEC;
+                break;
             }
             if (!got)
                 continue;
         }
         if (!*ov) {
             if (j->v && j->c->cells + atomic_fetch_add(&j->cells, g->n) + g->n >
-                            j->c->lim.max_samples)
-                return gp_seterr(err, errlen, GP_ERANGE, GP_PQ_TOO_MANY_SAMPLES);
+                            j->c->lim.max_samples) {
+                rc = gp_seterr(err, errlen, GP_ERANGE, GP_PQ_TOO_MANY_SAMPLES);
+                break;
+            }
             *ov = malloc(g->n * sizeof **ov);
             *oh = calloc(g->n, 1);
-            if (!*ov || !*oh)
-                return gp_seterr(err, errlen, GP_ENOMEM, "query: out of memory");
+            if (!*ov || !*oh) {
+                rc = gp_seterr(err, errlen, GP_ENOMEM, "query: out of memory");
+                break;
+            }
         }
         (*ov)[k] = x;
         (*oh)[k] = 1;
         (*np)++;
     }
+    free(resets);
     /* The series' largest window is what Prometheus holds for it. */
-    if (j->c->samples + most > j->c->lim.max_samples)
-        return gp_seterr(err, errlen, GP_ERANGE, GP_PQ_TOO_MANY_SAMPLES);
-    return GP_OK;
+    if (rc == GP_OK && j->c->samples + most > j->c->lim.max_samples)
+        rc = gp_seterr(err, errlen, GP_ERANGE, GP_PQ_TOO_MANY_SAMPLES);
+    return rc;
 }
 
 static int range_series(void *arg, size_t i, const struct gp_store_series *ser, int64_t *t,

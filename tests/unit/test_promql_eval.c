@@ -488,6 +488,15 @@ static void test_range_matches_instant(void)
     check_consistent(s, F(GP_PQ_F_ABSENT_OVER_TIME, 1, M("st", MIN)), a, b, st);
     check_consistent(s, B(GP_PQ_OP_ADD, F(GP_PQ_F_TIME, 0), F(GP_PQ_F_SCALAR, 1, V("st"))), a, b, st);
     check_consistent(s, OFFSET(V("req{job=\"db\"}"), 3 * MIN), a, b, st);
+    /* A counter that resets: a range query's rate knows which windows
+     * hold no reset (and skips the scan), the instant query scans. */
+    double cv[] = {0, 10, 20, 5, 15, 30, 2, 4, 8, 16};
+    int64_t ct[10];
+    for (int i = 0; i < 10; i++)
+        ct[i] = T0 + i * MIN;
+    pt_add(s, "ctr", 10, ct, cv);
+    check_consistent(s, F(GP_PQ_F_RATE, 1, M("ctr", 150000)), a, b, st);
+    check_consistent(s, F(GP_PQ_F_INCREASE, 1, M("ctr", 4 * MIN)), a, b, 30000);
     gp_storage_close(s);
 }
 
