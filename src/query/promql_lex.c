@@ -212,7 +212,9 @@ static int rest_of_duration(struct gp_pq_lexer *l)
     return !is_alnum(peek(l, 0));
 }
 
-static void lex_number(struct gp_pq_lexer *l, struct gp_pq_token *t, size_t start)
+/* Digits, a fraction, an exponent (hex after 0x): 1 when what follows
+ * cannot continue a word, so this is a number; 0 when a letter follows. */
+static int scan_number(struct gp_pq_lexer *l)
 {
     int hex = 0;
     if (peek(l, 0) == '0' && (peek(l, 1) == 'x' || peek(l, 1) == 'X'))
@@ -231,7 +233,12 @@ static void lex_number(struct gp_pq_lexer *l, struct gp_pq_token *t, size_t star
         while (is_digit(peek(l, 0)))
             l->i++;
     }
-    if (!is_alnum(peek(l, 0))) {
+    return !is_alnum(peek(l, 0));
+}
+
+static void lex_number(struct gp_pq_lexer *l, struct gp_pq_token *t, size_t start)
+{
+    if (scan_number(l)) {
         t->type = GP_PQ_TK_NUMBER;
         return;
     }
@@ -243,6 +250,27 @@ static void lex_number(struct gp_pq_lexer *l, struct gp_pq_token *t, size_t star
         l->i++; /* the offending character is part of the quoted text */
     fail(l, t, start, "bad number or duration syntax: \"%.*s\"", (int)(l->i - start > 40 ? 40 : l->i - start),
          l->s + start);
+}
+
+/* Right after '[' only a duration may come, as in Prometheus's lexer. */
+static void lex_duration(struct gp_pq_lexer *l, struct gp_pq_token *t)
+{
+    l->want_duration = 0;
+    while (l->i < l->len && is_space((unsigned char)l->s[l->i]))
+        l->i++;
+    size_t start = l->i;
+    t->pos = start;
+    if (scan_number(l)) {
+        fail(l, t, start, "missing unit character in duration");
+        return;
+    }
+    if (!rest_of_duration(l)) {
+        fail(l, t, start, "bad duration syntax: \"%.*s\"", (int)(l->i - start > 40 ? 40 : l->i - start),
+             l->s + start);
+        return;
+    }
+    t->type = GP_PQ_TK_DURATION;
+    t->len = l->i - start;
 }
 
 static void lex_braces(struct gp_pq_lexer *l, struct gp_pq_token *t, size_t start)
@@ -299,6 +327,10 @@ void gp_pq_lex_next(struct gp_pq_lexer *l, struct gp_pq_token *t)
         return;
     }
     memset(t, 0, sizeof *t);
+    if (l->want_duration) {
+        lex_duration(l, t);
+        return;
+    }
     for (;;) { /* spaces and comments */
         int c = peek(l, 0);
         if (is_space(c)) {
@@ -419,16 +451,17 @@ void gp_pq_lex_next(struct gp_pq_lexer *l, struct gp_pq_token *t)
         break;
     case '[':
         if (l->bracket_open) {
-            fail(l, t, l->i, "unexpected left bracket '['");
+            fail(l, t, start, "unexpected left bracket '['");
             return;
         }
         l->got_colon = 0;
         l->bracket_open = 1;
+        l->want_duration = 1;
         t->type = GP_PQ_TK_LBRACKET;
         break;
     case ']':
         if (!l->bracket_open) {
-            fail(l, t, l->i, "unexpected right bracket ']'");
+            fail(l, t, start, "unexpected right bracket ']'");
             return;
         }
         l->bracket_open = 0;

@@ -7,6 +7,8 @@
  * are counted so that a stray ')' or an unclosed '(' is reported where
  * Prometheus reports it. Keywords and aggregation names are matched
  * case-insensitively, as Prometheus does; function names stay identifiers.
+ * Right after '[' only a duration is lexed ("x[5]" is "missing unit
+ * character in duration" there, as in Prometheus).
  * After an error every further token is that same error.
  */
 #ifndef GP_QUERY_PROMQL_LEX_H
@@ -50,6 +52,7 @@ struct gp_pq_lexer {
     size_t len, i;
     int paren_depth;
     int brace_open, bracket_open, got_colon;
+    int want_duration;        /* just after '[' */
     int failed;
     struct gp_pq_token err;   /* the error, repeated once failed */
     char msg[128];

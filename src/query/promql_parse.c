@@ -430,7 +430,7 @@ static int labels_add(struct parser *p, struct gp_pq_labels *l, const char *s, s
 }
 
 /* A word that may name a label in by/without/on/ignoring/group_x lists
- * (Prometheus's maybe_label: identifiers and keywords). */
+ * (Prometheus's maybe_label: identifiers and keywords, but not without). */
 static int maybe_label(const struct gp_pq_token *t)
 {
     switch (t->type) {
@@ -438,7 +438,6 @@ static int maybe_label(const struct gp_pq_token *t)
     case GP_PQ_TK_METRIC:
     case GP_PQ_TK_AGG:
     case GP_PQ_TK_BY:
-    case GP_PQ_TK_WITHOUT:
     case GP_PQ_TK_ON:
     case GP_PQ_TK_IGNORING:
     case GP_PQ_TK_GROUP_LEFT:
@@ -644,6 +643,31 @@ static int deeper(struct parser *p, unsigned *depth, unsigned d, size_t pos)
     return 0;
 }
 
+/* 1 when t can begin an expression. */
+static int starts_expr(const struct gp_pq_token *t)
+{
+    switch (t->type) {
+    case GP_PQ_TK_NUMBER:
+    case GP_PQ_TK_STRING:
+    case GP_PQ_TK_LPAREN:
+    case GP_PQ_TK_LBRACE:
+    case GP_PQ_TK_IDENT:
+    case GP_PQ_TK_METRIC:
+    case GP_PQ_TK_AGG:
+    case GP_PQ_TK_BY:
+    case GP_PQ_TK_WITHOUT:
+    case GP_PQ_TK_OFFSET:
+    case GP_PQ_TK_START:
+    case GP_PQ_TK_END:
+        return 1;
+    case GP_PQ_TK_BINOP:
+        return t->binop == GP_PQ_OP_ADD || t->binop == GP_PQ_OP_SUB || t->binop == GP_PQ_OP_AND ||
+               t->binop == GP_PQ_OP_OR || t->binop == GP_PQ_OP_UNLESS;
+    default:
+        return 0;
+    }
+}
+
 /* "(a, b, ...)" at the lookahead: the arguments of a call or an
  * aggregation. *depth: the deepest argument's. -1 after an error. */
 static int call_body(struct parser *p, struct gp_pq_node ***args, size_t *nargs, unsigned *depth)
@@ -673,7 +697,9 @@ static int call_body(struct parser *p, struct gp_pq_node ***args, size_t *nargs,
         if (p->tok.type == GP_PQ_TK_COMMA) {
             size_t comma = p->tok.pos;
             advance(p);
-            if (p->tok.type == GP_PQ_TK_RPAREN)
+            /* Prometheus's grammar reduces "args ," when no expression
+             * follows, whatever comes instead. */
+            if (p->tok.type != GP_PQ_TK_ERROR && !starts_expr(&p->tok))
                 return perr(p, comma, "trailing commas not allowed in function call args"), -1;
             continue;
         }
@@ -750,6 +776,13 @@ static struct gp_pq_node *aggregation(struct parser *p, unsigned *depth)
         goto fail;
     }
     n->end = (uint32_t)p->prev_end;
+    /* Prometheus reads the next token to see whether by/without follows
+     * before it checks the arguments: a lexer error there comes first. */
+    if (!grouped && p->tok.type == GP_PQ_TK_ERROR) {
+        args_free(args, nargs);
+        unexpected(p, NULL, NULL);
+        goto fail;
+    }
     if (!grouped && (p->tok.type == GP_PQ_TK_BY || p->tok.type == GP_PQ_TK_WITHOUT)) {
         a->without = p->tok.type == GP_PQ_TK_WITHOUT;
         advance(p);

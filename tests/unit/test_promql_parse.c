@@ -33,7 +33,7 @@ struct invalid_case {
 };
 
 /* Generated from Prometheus 2.42's answers for the corpus. */
-/* valid: 354, invalid: 181 */
+/* valid: 356, invalid: 199 */
 static const struct valid_case valid_cases[] = {
     {"1", GP_PQ_T_SCALAR, "1"},
     {"1.5", GP_PQ_T_SCALAR, "1.5"},
@@ -389,6 +389,8 @@ static const struct valid_case valid_cases[] = {
     {"-time()", GP_PQ_T_SCALAR, "-time()"},
     {"-vector(1)", GP_PQ_T_VECTOR, "-vector(1)"},
     {"-pi()", GP_PQ_T_SCALAR, "-pi()"},
+    {"x[ 5m :1m ]", GP_PQ_T_MATRIX, "x[5m:1m]"},
+    {"x[5m :]", GP_PQ_T_MATRIX, "x[5m:]"},
 };
 static const struct invalid_case invalid_cases[] = {
     {"1e", 1, 1}, /* error parsing number: strconv.ParseFloat: parsing "1e": invalid syntax */
@@ -572,6 +574,24 @@ static const struct invalid_case invalid_cases[] = {
     {"x[5M]", 1, 3}, /* bad duration syntax: "5" */
     {"1.5e3m", 1, 1}, /* unexpected duration "1.5e3m" */
     {"label_replace(x, \"a\", \"b\", \"c\", \"d\", \"e\")", 1, 1}, /* expected 5 argument(s) in call to "label_replace", got 6 */
+    {"deg ( x + ( x ) or sum ( x , y )", 1, 33}, /* unclosed left parenthesis */
+    {"sum(x, y", 1, 9}, /* unclosed left parenthesis */
+    {"sumby(by,on,offset,bool,group_left,start,endabsand,atan2)(x)", 1, 9}, /* trailing commas not allowed in function call args */
+    {"rate(x[5m], , 1)", 1, 11}, /* trailing commas not allowed in function call args */
+    {"rate(x[5m], ])", 1, 13}, /* unexpected right bracket ']' */
+    {"sum by (without) (x)", 1, 9}, /* unexpected <without> in grouping opts, expected label */
+    {"sum by (a, without) (x)", 1, 12}, /* unexpected <without> in grouping opts, expected label */
+    {"x[[5m]]", 1, 3}, /* missing unit character in duration */
+    {"x[ [5m]]", 1, 4}, /* missing unit character in duration */
+    {"x[5m[", 1, 5}, /* unexpected left bracket '[' */
+    {"x]", 1, 2}, /* unexpected right bracket ']' */
+    {"x ] 1", 1, 3}, /* unexpected right bracket ']' */
+    {"x[]", 1, 3}, /* missing unit character in duration */
+    {"x[ ]", 1, 4}, /* missing unit character in duration */
+    {"x[5]", 1, 3}, /* missing unit character in duration */
+    {"x[a]", 1, 3}, /* bad duration syntax: "" */
+    {"x[5m:a]", 1, 6}, /* unexpected colon 'a' */
+    {"x[5m:5]", 1, 6}, /* unexpected number "5" in subquery selector, expected duration or "]" */
 };
 
 static struct gp_pq_node *parse_ok_at(int line, const char *q)
