@@ -1,5 +1,6 @@
 /*
- * promql_lex.h - the PromQL lexer (query-internal; used by promql_parse.c).
+ * promql_lex.h - the PromQL lexer, and what the parser's files share
+ * (query-internal: promql_parse.c, promql_format.c, promql_ast.c).
  *
  * A streaming lexer with Prometheus 2.42's states (promql/parser/lex.go):
  * inside braces only label names, strings, matcher operators and commas
@@ -72,6 +73,9 @@ int gp_pq_unquote(const char *s, size_t len, char **out, size_t *outlen);
 /* A description of t for "unexpected ..." messages, as Prometheus words
  * them ("right parenthesis \")\"", "end of input", "identifier \"foo\""). */
 void gp_pq_tok_desc(const char *query, const struct gp_pq_token *t, char *buf, size_t n);
+
+/* Frees a label list's names and empties it (promql_ast.c). */
+void gp_pq_labels_free(struct gp_pq_labels *l);
 
 /* An operator as PromQL writes it ("+", "atan2", "unless"). */
 const char *gp_pq_binop_text(enum gp_pq_binop op);
