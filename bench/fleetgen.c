@@ -4,10 +4,13 @@
  *
  *   fleetgen [-n NODES] [-g GPUS] [-m MINUTES] [-e END_MS] [-i INTERVAL_MS]
  *            [-s SEED] [-j JITTER_MS] [-G NODES_PER_REQUEST]
- *            [-T TIMESTAMPS_PER_REQUEST] [-f rw|om] -o FILE
+ *            [-T TIMESTAMPS_PER_REQUEST] [-F 12|20] [-f rw|om] -o FILE
  *
  * Every node has GPUS H100s, each exposing the 12 dcgm-exporter gauges of
- * `metric[]` with dcgm-exporter's labels (gpu, UUID, device, modelName,
+ * `metric[]` (-F 20: and 8 more families of dcgm-exporter's default
+ * list, among them the counters DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION and
+ * DCGM_FI_DEV_PCIE_REPLAY_COUNTER, for the PromQL benchmark's rate())
+ * with dcgm-exporter's labels (gpu, UUID, device, modelName,
  * Hostname, pci_bus_id, DCGM_FI_DRIVER_VERSION) plus the instance and job
  * a Prometheus scraping it would add. Values behave like a training
  * cluster: most nodes train (GPU utilization on a 97-100 % plateau,
@@ -59,7 +62,16 @@ enum {
     M_DRAM_ACTIVE,
     M_TENSOR_ACTIVE,
     M_PCIE_TX,
-    M_COUNT
+    M_BASE_COUNT, /* -F 12 */
+    M_ENERGY = M_BASE_COUNT,
+    M_PCIE_REPLAY,
+    M_XID,
+    M_MEM_COPY_UTIL,
+    M_ENC_UTIL,
+    M_DEC_UTIL,
+    M_GR_ACTIVE,
+    M_PCIE_RX,
+    M_COUNT /* -F 20 */
 };
 
 static const char *const metric[M_COUNT] = {
@@ -67,7 +79,13 @@ static const char *const metric[M_COUNT] = {
     "DCGM_FI_DEV_POWER_USAGE",   "DCGM_FI_DEV_FB_USED",           "DCGM_FI_DEV_FB_FREE",
     "DCGM_FI_DEV_SM_CLOCK",      "DCGM_FI_DEV_MEM_CLOCK",         "DCGM_FI_PROF_SM_ACTIVE",
     "DCGM_FI_PROF_DRAM_ACTIVE",  "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "DCGM_FI_PROF_PCIE_TX_BYTES",
+    "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "DCGM_FI_DEV_XID_ERRORS",
+    "DCGM_FI_DEV_MEM_COPY_UTIL", "DCGM_FI_DEV_ENC_UTIL",         "DCGM_FI_DEV_DEC_UTIL",
+    "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "DCGM_FI_PROF_PCIE_RX_BYTES",
 };
+
+/* Families per GPU (-F): the first 12, or all 20. */
+static int nfam = M_BASE_COUNT;
 
 /* H100 SXM: what NVML reports for memory (MiB), clocks (MHz) and power (W). */
 #define FB_TOTAL_MIB 81559.0
@@ -128,8 +146,10 @@ struct node {
 
 struct gpu {
     double temp, temp_offset, memtemp_offset, fb_used;
+    double energy_mj, replays; /* counters since the driver loaded */
     double v[M_COUNT];
     uint64_t rng;
+    uint64_t rng2; /* the -F 20 families' own stream: -F 12 output stays as it was */
 };
 
 struct fleet {
@@ -205,6 +225,9 @@ static int fleet_init(struct fleet *f, int nodes, int gpus, uint64_t seed, int64
             u->memtemp_offset = rng_range(&u->rng, 4, 9);
             u->temp = n->kind >= K_IDLE_HELD ? 33 + u->temp_offset : 68 + u->temp_offset;
             u->fb_used = n->kind == K_IDLE ? 0 : n->fb_job + floor(rng_range(&u->rng, -300, 300));
+            u->rng2 = u->rng ^ UINT64_C(0x5851f42d4c957f2d);
+            u->energy_mj = floor(rng_range(&u->rng2, 1e9, 5e10)); /* days since boot */
+            u->replays = (double)(rng_next(&u->rng2) % 4);
         }
     }
     return 0;
@@ -291,6 +314,20 @@ static void fleet_tick(struct fleet *f, int64_t t)
             v[M_DRAM_ACTIVE] = round(dram * 1e6) / 1e6;
             v[M_TENSOR_ACTIVE] = round(tensor * 1e6) / 1e6;
             v[M_PCIE_TX] = round(fmax(pcie, 0));
+            if (nfam > M_BASE_COUNT) {
+                uint64_t *r2 = &u->rng2;
+                u->energy_mj += round(power * (double)f->interval_ms); /* W x ms = mJ */
+                if (rng_unit(r2) < 1e-4) /* PCIe replays are rare */
+                    u->replays += 1;
+                v[M_ENERGY] = u->energy_mj;
+                v[M_PCIE_REPLAY] = u->replays;
+                v[M_XID] = 0;
+                v[M_MEM_COPY_UTIL] = round(clamp(100 * dram * 0.9 + 2 * rng_normal(r2), 0, 100));
+                v[M_ENC_UTIL] = 0;
+                v[M_DEC_UTIL] = 0;
+                v[M_GR_ACTIVE] = round(clamp(sm + 0.03 + 0.01 * rng_normal(r2), 0, 1) * 1e6) / 1e6;
+                v[M_PCIE_RX] = round(fmax(0.4 * pcie + 1e6 * rng_normal(r2), 0));
+            }
         }
     }
 }
@@ -366,7 +403,7 @@ static int gen_rw(const struct opts *o, struct fleet *f, const struct series_lab
                   int64_t ticks, FILE *fp)
 {
     int shards = (o->nodes + o->per_req_nodes - 1) / o->per_req_nodes;
-    int per_node = o->gpus * M_COUNT;
+    int per_node = o->gpus * nfam;
     size_t max_series = (size_t)o->per_req_nodes * (size_t)per_node;
     struct gp_rw_series *series = calloc(max_series, sizeof *series);
     struct gp_rw_label *labels = calloc(max_series * NLABELS, sizeof *labels);
@@ -393,8 +430,8 @@ static int gen_rw(const struct opts *o, struct fleet *f, const struct series_lab
                 if (f->stamp[n] > last_ms)
                     last_ms = f->stamp[n];
                 for (int g = 0; g < o->gpus; g++)
-                    for (int m = 0; m < M_COUNT; m++) {
-                        size_t si = (size_t)n * (size_t)per_node + (size_t)g * M_COUNT + (size_t)m;
+                    for (int m = 0; m < nfam; m++) {
+                        size_t si = (size_t)n * (size_t)per_node + (size_t)g * (size_t)nfam + (size_t)m;
                         samp[si * (size_t)o->per_req_ts + (size_t)j] =
                             (struct gp_rw_sample){f->gpu[n * o->gpus + g].v[m], f->stamp[n]};
                     }
@@ -407,8 +444,8 @@ static int gen_rw(const struct opts *o, struct fleet *f, const struct series_lab
             size_t ns = 0;
             for (int n = n0; n < n1; n++)
                 for (int g = 0; g < o->gpus; g++)
-                    for (int m = 0; m < M_COUNT; m++) {
-                        size_t si = (size_t)n * (size_t)per_node + (size_t)g * M_COUNT + (size_t)m;
+                    for (int m = 0; m < nfam; m++) {
+                        size_t si = (size_t)n * (size_t)per_node + (size_t)g * (size_t)nfam + (size_t)m;
                         fill_labels(&labels[ns * NLABELS], &sl[n * o->gpus + g], m);
                         series[ns] = (struct gp_rw_series){&labels[ns * NLABELS], NLABELS,
                                                            &samp[si * (size_t)o->per_req_ts], (size_t)nts};
@@ -456,13 +493,13 @@ static int gen_om(const struct opts *o, struct fleet *f, const struct series_lab
                   int64_t ticks, FILE *fp)
 {
     /* the label part of every series, rendered once */
-    size_t nser = (size_t)o->nodes * (size_t)o->gpus * M_COUNT;
+    size_t nser = (size_t)o->nodes * (size_t)o->gpus * (size_t)nfam;
     char **lab = calloc(nser, sizeof *lab);
     if (!lab)
         return -1;
     for (int n = 0; n < o->nodes; n++)
         for (int g = 0; g < o->gpus; g++)
-            for (int m = 0; m < M_COUNT; m++) {
+            for (int m = 0; m < nfam; m++) {
                 const struct series_labels *x = &sl[n * o->gpus + g];
                 char *s = NULL;
                 if (asprintf(&s,
@@ -472,7 +509,7 @@ static int gen_om(const struct opts *o, struct fleet *f, const struct series_lab
                              metric[m], x->gpu, x->uuid, x->device, MODEL, x->host, x->pci, DRIVER,
                              x->instance) < 0)
                     return -1;
-                lab[((size_t)n * (size_t)o->gpus + (size_t)g) * M_COUNT + (size_t)m] = s;
+                lab[((size_t)n * (size_t)o->gpus + (size_t)g) * (size_t)nfam + (size_t)m] = s;
             }
     struct gp_buf b;
     gp_buf_init(&b, 256u << 20);
@@ -485,8 +522,8 @@ static int gen_om(const struct opts *o, struct fleet *f, const struct series_lab
             snprintf(ts, sizeof ts, " %lld.%03lld\n", (long long)(f->stamp[n] / 1000),
                      (long long)(f->stamp[n] % 1000));
             for (int g = 0; g < o->gpus; g++)
-                for (int m = 0; m < M_COUNT; m++) {
-                    gp_buf_puts(&b, lab[((size_t)n * (size_t)o->gpus + (size_t)g) * M_COUNT + (size_t)m]);
+                for (int m = 0; m < nfam; m++) {
+                    gp_buf_puts(&b, lab[((size_t)n * (size_t)o->gpus + (size_t)g) * (size_t)nfam + (size_t)m]);
                     gp_buf_put_double(&b, f->gpu[n * o->gpus + g].v[m]);
                     gp_buf_puts(&b, ts);
                     total++;
@@ -510,7 +547,7 @@ static void usage(void)
 {
     fprintf(stderr, "usage: fleetgen [-n NODES] [-g GPUS] [-m MINUTES] [-e END_MS] [-i INTERVAL_MS]\n"
                     "                [-s SEED] [-j JITTER_MS] [-G NODES_PER_REQUEST]\n"
-                    "                [-T TIMESTAMPS_PER_REQUEST] [-f rw|om] -o FILE\n");
+                    "                [-T TIMESTAMPS_PER_REQUEST] [-F 12|20] [-f rw|om] -o FILE\n");
     exit(2);
 }
 
@@ -531,7 +568,7 @@ int main(int argc, char **argv)
     struct opts o = {.nodes = 64, .gpus = 8, .minutes = 60, .jitter_ms = 2, .per_req_nodes = 8,
                      .per_req_ts = 2, .interval_ms = 1000, .seed = 1, .format = "rw"};
     int c;
-    while ((c = getopt(argc, argv, "n:g:m:e:i:s:j:G:T:f:o:")) != -1) {
+    while ((c = getopt(argc, argv, "n:g:m:e:i:s:j:G:T:F:f:o:")) != -1) {
         switch (c) {
         case 'n': o.nodes = (int)num(optarg, 1, 100000); break;
         case 'g': o.gpus = (int)num(optarg, 1, 16); break;
@@ -542,6 +579,11 @@ int main(int argc, char **argv)
         case 'j': o.jitter_ms = (int)num(optarg, 0, 1000); break;
         case 'G': o.per_req_nodes = (int)num(optarg, 1, 100000); break;
         case 'T': o.per_req_ts = (int)num(optarg, 1, 1000); break;
+        case 'F':
+            nfam = (int)num(optarg, M_BASE_COUNT, M_COUNT);
+            if (nfam != M_BASE_COUNT && nfam != M_COUNT)
+                usage();
+            break;
         case 'f': o.format = optarg; break;
         case 'o': o.out = optarg; break;
         default: usage();

@@ -811,6 +811,13 @@ int gp_engine_tick(struct gp_engine *e, int64_t now_ms, char *err, size_t errlen
             }
         }
     }
+    unsigned pr_failed = 0;
+    int prc = gp_promrules_tick(e->o.promrules, a, now_ms, &pr_failed, detail, sizeof detail);
+    rule_err += pr_failed;
+    if (prc && !first) {
+        first = prc;
+        gp_seterr(err, errlen, prc, "%s", detail);
+    }
     int64_t t3 = gp_mono_ns();
     int rc = gp_alerts_end(a, detail, sizeof detail);
     if (rc && !first) {

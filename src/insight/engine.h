@@ -1,7 +1,8 @@
 /*
  * engine.h - the evaluation engine of `gpulse server`: every
  * eval_interval it brings the view (view.h) up to date from the store,
- * runs the detectors and the custom rules, and hands what they observe
+ * runs the detectors, the custom rules and the groups of Prometheus rule
+ * files (promrules.h) that are due, and hands what they observe
  * to the alert state machine (alerts.h).
  *
  * The view. Grid: eval_window / eval_step + 1 points, the last at the
@@ -42,6 +43,7 @@
 
 #include "insight/alerts.h"
 #include "insight/detect.h"
+#include "insight/promrules.h"
 #include "insight/rules.h"
 #include "insight/view.h"
 #include "storage/storage.h"
@@ -55,6 +57,9 @@ struct gp_engine_options {
     const gp_detect_fn *detectors;     /* GP_DET__COUNT entries (NULL ones skipped), or NULL */
     struct gp_detector_cfg det_cfg[GP_DET__COUNT];
     const struct gp_rules *rules;      /* borrowed; may be NULL */
+    /* Prometheus rule files' groups (promrules.h), run after the custom
+     * rules in each tick; borrowed; may be NULL. */
+    struct gp_promrules_run *promrules;
     int64_t interval_ms, window_ms, step_ms, clear_for_ms;
     /* Fills the budget and cost so far of the view's jobs (view.h), which
      * the window alone cannot tell; NULL: no budgets. Called on the

@@ -448,13 +448,32 @@ static void label_text(const uint8_t *blob, size_t blen, const char *name, char 
     }
 }
 
-static bool key_label(const char *name, size_t len)
+bool gp_rule_key_label(const char *name, size_t len)
 {
     static const char *const k[] = {"__name__", "Hostname", "hostname", "gpu", "job", "rank", "pid"};
     for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)
         if (strlen(k[i]) == len && !memcmp(k[i], name, len))
             return true;
     return false;
+}
+
+void gp_rule_obs_key(const uint8_t *labels, size_t len, struct gp_observation *o)
+{
+    o->key.det = GP_DET__COUNT;
+    label_text(labels, len, "Hostname", o->key.node, sizeof o->key.node);
+    if (!o->key.node[0])
+        label_text(labels, len, "hostname", o->key.node, sizeof o->key.node);
+    label_text(labels, len, "gpu", o->key.gpu, sizeof o->key.gpu);
+    label_text(labels, len, "job", o->key.job, sizeof o->key.job);
+    label_text(labels, len, "UUID", o->uuid, sizeof o->uuid);
+    char num[32];
+    label_text(labels, len, "rank", num, sizeof num);
+    char *end;
+    long x = strtol(num, &end, 10);
+    o->key.rank = num[0] && !*end && x >= 0 && x <= INT32_MAX ? (int32_t)x : -1;
+    label_text(labels, len, "pid", num, sizeof num);
+    unsigned long pid = strtoul(num, &end, 10);
+    o->key.pid = num[0] && !*end && pid <= UINT32_MAX ? (uint32_t)pid : 0;
 }
 
 /* The alert labels beyond the key: the series' other labels, then the
@@ -466,7 +485,7 @@ static void extra_labels(const struct gp_rule *r, const uint8_t *blob, size_t bl
     gp_labels_iter_init(&it, blob, blen);
     struct gp_rw_str name, value;
     while (gp_labels_next(&it, &name, &value) == 1) {
-        if (key_label(name.ptr, name.len))
+        if (gp_rule_key_label(name.ptr, name.len))
             continue;
         bool ruled = false;
         for (unsigned i = 0; i < r->nlabels && !ruled; i++)
@@ -517,21 +536,7 @@ int gp_rule_eval(struct gp_storage *st, const struct gp_rule *r, int64_t now_ms,
         if (isnan(v))
             continue;
         memset(o, 0, sizeof *o);
-        o->key.det = GP_DET__COUNT;
-        label_text(s->labels, s->labels_len, "Hostname", o->key.node, sizeof o->key.node);
-        if (!o->key.node[0])
-            label_text(s->labels, s->labels_len, "hostname", o->key.node, sizeof o->key.node);
-        label_text(s->labels, s->labels_len, "gpu", o->key.gpu, sizeof o->key.gpu);
-        label_text(s->labels, s->labels_len, "job", o->key.job, sizeof o->key.job);
-        label_text(s->labels, s->labels_len, "UUID", o->uuid, sizeof o->uuid);
-        char num[32];
-        label_text(s->labels, s->labels_len, "rank", num, sizeof num);
-        char *end;
-        long x = strtol(num, &end, 10);
-        o->key.rank = num[0] && !*end && x >= 0 && x <= INT32_MAX ? (int32_t)x : -1;
-        label_text(s->labels, s->labels_len, "pid", num, sizeof num);
-        unsigned long pid = strtoul(num, &end, 10);
-        o->key.pid = num[0] && !*end && pid <= UINT32_MAX ? (uint32_t)pid : 0;
+        gp_rule_obs_key(s->labels, s->labels_len, o);
         o->value = v;
         o->bad = gp_rule_compare(r->op, v, r->threshold);
         char vtext[32], ttext[32], wtext[32], span[32], judged[80];

@@ -122,6 +122,15 @@ typedef int (*gp_rule_emit)(void *ctx, const struct gp_rule_obs *ro);
 int gp_rule_eval(struct gp_storage *st, const struct gp_rule *r, int64_t now_ms, gp_rule_emit emit,
                  void *ctx, char *err, size_t errlen);
 
+/* The alert key of a series' labels (shared with Prometheus rule files,
+ * promrules.h): det GP_DET__COUNT, node from Hostname (else hostname),
+ * gpu, job, rank (-1 when absent or not a number), pid (0) and the UUID
+ * into o (the rest of o untouched). */
+void gp_rule_obs_key(const uint8_t *labels, size_t len, struct gp_observation *o);
+/* Whether a label is part of that key (or __name__): the alert's labels
+ * object leaves it out. */
+bool gp_rule_key_label(const char *name, size_t len);
+
 /*
  * Expands {{ $value }} and {{ $labels.NAME }} in tmpl into out (always
  * NUL-terminated, cut at outlen). labels is a canonical blob (labels.h)

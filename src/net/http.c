@@ -46,6 +46,7 @@
 #include "lib/cfg.h"
 #include "lib/err.h"
 #include "lib/log.h"
+#include "net/form.h"
 #include "net/linger.h"
 
 #include <arpa/inet.h>
@@ -119,6 +120,8 @@ struct gp_http_request {
     int64_t deadline_ms; /* CLOCK_MONOTONIC */
     int status;          /* what was queued; 0 until then */
     void *user;
+    struct gp_form form; /* a form body's fields (form.h); empty otherwise */
+    char form_err[192];  /* why a form body did not decode; "" when it did */
 };
 
 const char *gp_http_method(const struct gp_http_request *r) { return r->method; }
@@ -126,9 +129,17 @@ const char *gp_http_path(const struct gp_http_request *r) { return r->path; }
 void gp_http_set_user(struct gp_http_request *r, void *user) { r->user = user; }
 void *gp_http_user(const struct gp_http_request *r) { return r->user; }
 
+/* A form body's fields come before the URL's, as Go's Request.Form
+ * orders them and FormValue prefers them (Prometheus reads both). */
 const char *gp_http_query(const struct gp_http_request *r, const char *key)
 {
-    return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, key);
+    const char *v = gp_form_get(&r->form, key);
+    return v ? v : MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, key);
+}
+
+const char *gp_http_form_error(const struct gp_http_request *r)
+{
+    return r->form_err[0] ? r->form_err : NULL;
 }
 
 const char *gp_http_header(const struct gp_http_request *r, const char *name)
@@ -164,9 +175,10 @@ static enum MHD_Result collect_arg(void *cls, enum MHD_ValueKind kind, const cha
 size_t gp_http_query_all(const struct gp_http_request *r, const char *key, const char **vals,
                          size_t max)
 {
-    struct query_all q = {key, vals, max, 0};
+    size_t nf = gp_form_get_all(&r->form, key, vals, max);
+    struct query_all q = {key, nf < max ? vals + nf : vals, nf < max ? max - nf : 0, 0};
     MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, collect_arg, &q);
-    return q.n;
+    return nf + q.n;
 }
 
 void gp_http_add_header(struct gp_http_response *resp, const char *name, const char *fmt, ...)
@@ -802,6 +814,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     if (r->status)
         return MHD_YES; /* the early answer is on its way */
     set_phase(h, conn, PHASE_ANSWER);
+    if (r->len && gp_form_content_type(gp_http_header(r, "Content-Type"))) {
+        char err[160];
+        if (gp_form_parse((const char *)r->body, r->len, &r->form, err, sizeof err))
+            snprintf(r->form_err, sizeof r->form_err, "invalid form body: %s", err);
+    }
     struct gp_http_response resp;
     resp_init(&resp, 200);
     h->o.handler(h->o.ctx, r, &resp);
@@ -818,6 +835,7 @@ static void on_complete(void *cls, struct MHD_Connection *conn, void **con_cls,
         return;
     if (h->o.complete)
         h->o.complete(h->o.ctx, r, toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? r->status : 0);
+    gp_form_free(&r->form);
     free(r->body);
     free(r);
     *con_cls = NULL;

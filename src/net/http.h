@@ -140,10 +140,17 @@ struct gp_http_options {
 
 const char *gp_http_method(const struct gp_http_request *req);
 const char *gp_http_path(const struct gp_http_request *req);
-/* Value of a query argument (URL-decoded), or NULL. */
+/* Value of a query argument (URL-decoded), or NULL. A request whose body
+ * is a form (Content-Type application/x-www-form-urlencoded, net/form.h)
+ * has its fields read too, before the URL's: as Prometheus (Go's
+ * Request.FormValue) reads them, so GET and form POST mean the same. */
 const char *gp_http_query(const struct gp_http_request *req, const char *key);
+/* Why a form body did not decode ("invalid form body: ..."), or NULL:
+ * its fields are then absent, and the handler should answer 400. */
+const char *gp_http_form_error(const struct gp_http_request *req);
 /* Every value of a repeated query argument (match[]=a&match[]=b), in
- * order: up to max into vals; returns how many there are in all. */
+ * order (the form body's, then the URL's): up to max into vals; returns
+ * how many there are in all. */
 size_t gp_http_query_all(const struct gp_http_request *req, const char *key, const char **vals,
                          size_t max);
 /* Value of a request header (name case-insensitive), or NULL. */

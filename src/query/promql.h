@@ -36,6 +36,9 @@
  *   GP_EUNSUPPORTED  execution 422 (native histograms and other refused features)
  *   GP_ENOMEM        execution 422
  *   GP_ETOOBIG       bad_data 400 (query longer or deeper than the parser's caps)
+ *   GP_EINTERNAL     execution 422 (evaluation errors: "multiple matches for labels: ...",
+ *                    "vector cannot contain metrics with the same labelset", a bad
+ *                    label_replace regex, ...)
  *   timeout          GP_EINTERNAL is never used for it: see GP_PROMQL_ETIMEOUT
  */
 #ifndef GP_QUERY_PROMQL_H

@@ -10,10 +10,11 @@
  * Each kernel does what Prometheus 2.42 does for float samples, down to
  * its numerics where they change results (extrapolation of rate/
  * increase/delta, the counter-reset correction, Kahan-compensated sums
- * and means, the linear regression of deriv/predict_linear,
- * histogram_quantile's monotonicity fix-up and bucket interpolation),
- * so answers agree with Prometheus within the differential test's
- * 1e-9 relative tolerance.
+ * and means in the *_over_time functions and the linear regression of
+ * deriv/predict_linear, plain sums and an incremental mean in the
+ * aggregations as 2.42's engine has them, histogram_quantile's
+ * monotonicity fix-up and bucket interpolation), so answers agree with
+ * Prometheus within the differential test's 1e-9 relative tolerance.
  */
 #ifndef GP_QUERY_PROMQL_FN_H
 #define GP_QUERY_PROMQL_FN_H
@@ -46,10 +47,20 @@ int gp_pq_fn_is_range_kernel(enum gp_pq_func f);
  * than the range vector, in call order (quantile_over_time: phi;
  * predict_linear: t; holt_winters: sf, tf). Returns 1 with *out set, or
  * 0 when Prometheus yields no sample for this series at this step (rate
- * with fewer than 2 samples, and so on).
+ * with fewer than 2 samples, and so on), or -1 when Prometheus fails the
+ * query: holt_winters' sf or tf outside (0, 1) (gp_pq_fn_check_args
+ * words it), else out of memory (quantile_over_time's copy of a window
+ * of more than 256 samples).
  */
 int gp_pq_fn_range(enum gp_pq_func f, const struct gp_pq_window *w, const double *args,
                    size_t nargs, double *out);
+
+/* 0 when f's scalar arguments are acceptable, else -1 with Prometheus's
+ * message in err ("invalid smoothing factor. Expected: 0 < sf < 1, got:
+ * 2.000000"). Prometheus checks only when a series has samples in the
+ * window, so call it when gp_pq_fn_range returned -1. */
+int gp_pq_fn_check_args(enum gp_pq_func f, const double *args, size_t nargs, char *err,
+                        size_t errlen);
 
 /* 1 when f maps each sample's value on its own (abs ... year, clamp*,
  * round, and the date functions: v is then a Unix time in seconds). */
@@ -57,7 +68,11 @@ int gp_pq_fn_is_value_kernel(enum gp_pq_func f);
 
 /* f of v; args: clamp's min, max; clamp_min/max's bound; round's
  * to_nearest (1 when absent). The date functions read v as Unix seconds
- * in UTC. NaN in, NaN out where Prometheus does so. */
+ * in UTC (without an argument, pass the step's time in seconds); they
+ * answer for NaN and Inf what 2.42 answers (its Go reads them as the
+ * year 292277026596). NaN in, NaN out where Prometheus does so. clamp
+ * with max < min returns NaN, but Prometheus outputs no sample at all
+ * then: the evaluator drops them. pi() is f = PI (v unused). */
 double gp_pq_fn_value(enum gp_pq_func f, double v, const double *args, size_t nargs);
 
 /* The phi-quantile of v[0..n) as Prometheus computes it (linear
@@ -73,12 +88,17 @@ struct gp_pq_bucket {
 };
 
 /* histogram_quantile(phi, ...) of one histogram's buckets (any order;
- * sorted in place). NaN when there are fewer than two buckets, when the
+ * sorted, coalesced and made monotonic in place; phi < 0: -Inf, phi > 1:
+ * +Inf, NaN phi: NaN). NaN when there are fewer than two buckets, when the
  * highest is not +Inf, or when the count is 0 ... exactly as 2.42. */
 double gp_pq_histogram_quantile(double phi, struct gp_pq_bucket *b, size_t n);
 
-/* Running aggregation state for sum, avg, stddev and stdvar of one
- * group, Kahan-compensated as Prometheus does where it does. */
+/* Running aggregation state of one group for sum, avg, stddev, stdvar
+ * (also min, max, count, group), as 2.42's engine keeps it: the first
+ * sample sets the value, sum adds plainly, avg keeps an incremental mean
+ * (mean += v/n - mean/n, Inf-safe), stddev/stdvar Welford's recurrence.
+ * The compensation fields (c, cmean, caux, inf_mean) stay 0: 2.42 does
+ * not compensate its aggregations. One op per accumulator. */
 struct gp_pq_acc {
     double sum, c;      /* compensated sum */
     double mean, cmean; /* running mean (avg, stddev, stdvar) */
@@ -88,7 +108,8 @@ struct gp_pq_acc {
 };
 void gp_pq_acc_init(struct gp_pq_acc *a);
 void gp_pq_acc_add(struct gp_pq_acc *a, enum gp_pq_aggop op, double v);
-/* The group's value for op (SUM, AVG, STDDEV, STDVAR). */
+/* The group's value for op (SUM, AVG, STDDEV, STDVAR, MIN, MAX, COUNT,
+ * GROUP); only meaningful after at least one gp_pq_acc_add. */
 double gp_pq_acc_value(const struct gp_pq_acc *a, enum gp_pq_aggop op);
 
 #endif

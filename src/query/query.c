@@ -691,6 +691,117 @@ static int write_list(struct gp_storage *s, const char *name, struct gp_buf *out
     return rc;
 }
 
+/* A sorted, de-duplicated list of strings being gathered. */
+struct strset {
+    char **v;
+    size_t n, cap;
+    int err;
+};
+
+static void strset_add(void *arg, const char *p, size_t len)
+{
+    struct strset *x = arg;
+    if (x->err)
+        return;
+    if (x->n == x->cap) {
+        size_t nc = x->cap ? x->cap * 2 : 64;
+        char **nv = realloc(x->v, nc * sizeof *nv);
+        if (!nv) {
+            x->err = GP_ENOMEM;
+            return;
+        }
+        x->v = nv;
+        x->cap = nc;
+    }
+    if (!(x->v[x->n] = strndup(p, len)))
+        x->err = GP_ENOMEM;
+    else
+        x->n++;
+}
+
+static int strset_cmp(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The label names (name NULL) or name's values of a selection's series. */
+static void strset_of_selection(struct strset *x, const struct gp_store_selection *sel, const char *name)
+{
+    for (size_t i = 0; i < sel->n && !x->err; i++) {
+        const struct gp_store_series *se = &sel->series[i];
+        if (name) {
+            struct gp_rw_str v;
+            if (gp_labels_get(se->labels, se->labels_len, name, &v) && v.len)
+                strset_add(x, v.ptr, v.len);
+            continue;
+        }
+        struct gp_labels_iter it;
+        struct gp_rw_str ln, lv;
+        gp_labels_iter_init(&it, se->labels, se->labels_len);
+        while (gp_labels_next(&it, &ln, &lv) == 1)
+            strset_add(x, ln.ptr, ln.len);
+    }
+}
+
+int gp_query_label_list(struct gp_storage *s, const char *name, const struct gp_matcher *const *sel,
+                        const size_t *nm, size_t nsel, int64_t start_ms, int64_t end_ms,
+                        struct gp_buf *out, char *err, size_t errlen)
+{
+    int bounded = start_ms != INT64_MIN || end_ms != INT64_MAX;
+    if (end_ms < start_ms)
+        return gp_seterr(err, errlen, GP_EUSAGE, "end timestamp must not be before start time");
+    if (name && name[0] == '\0')
+        return gp_seterr(err, errlen, GP_EUSAGE, "invalid label name: empty");
+    if (!nsel && !bounded)
+        return write_list(s, name, out, err, errlen);
+    /* The time range needs the series' sample spans, which only the
+     * embedded store's selection has cheaply; the remote backend asks the
+     * cluster's index with the selectors instead (docs/api.md). */
+    int by_time = bounded && gp_storage_kind(s) == GP_STORAGE_EMBEDDED;
+    struct strset x = {0};
+    int rc = GP_OK;
+    for (size_t i = 0; i < (nsel ? nsel : 1) && !rc && !x.err; i++) {
+        const struct gp_matcher *m = nsel ? sel[i] : NULL;
+        size_t n = nsel ? nm[i] : 0;
+        if (by_time) {
+            struct gp_store_selection got;
+            memset(&got, 0, sizeof got);
+            rc = gp_storage_select(s, m, n, start_ms, end_ms, &got);
+            if (!rc)
+                strset_of_selection(&x, &got, name);
+            gp_storage_selection_free(&got);
+        } else if (!n) {
+            rc = name ? gp_storage_label_values(s, name, NULL, 0, strset_add, &x)
+                      : gp_storage_label_names(s, NULL, 0, strset_add, &x);
+        } else {
+            rc = name ? gp_storage_label_values(s, name, m, n, strset_add, &x)
+                      : gp_storage_label_names(s, m, n, strset_add, &x);
+        }
+    }
+    if (!rc)
+        rc = x.err;
+    if (rc) {
+        gp_seterr(err, errlen, rc, "listing labels: %s", gp_strerror(rc));
+    } else {
+        struct mark mk = mark_of(out);
+        if (x.n)
+            qsort(x.v, x.n, sizeof *x.v, strset_cmp);
+        struct list_writer w = {out, 1};
+        gp_buf_puts(out, "{\"status\":\"success\",\"data\":[");
+        for (size_t i = 0; i < x.n; i++)
+            if (!i || strcmp(x.v[i], x.v[i - 1]))
+                write_item(&w, x.v[i], strlen(x.v[i]));
+        gp_buf_puts(out, "]}");
+        rc = out_status(out, err, errlen);
+        if (rc)
+            rewind_to(out, mk);
+    }
+    for (size_t i = 0; i < x.n; i++)
+        free(x.v[i]);
+    free(x.v);
+    return rc;
+}
+
 int gp_query_labels(struct gp_storage *s, struct gp_buf *out, char *err, size_t errlen)
 {
     return write_list(s, NULL, out, err, errlen);

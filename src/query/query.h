@@ -83,6 +83,20 @@ int gp_query_label_values(struct gp_storage *s, const char *name, struct gp_buf 
                           size_t errlen);
 
 /*
+ * Label names (name NULL) or the values of label name, of the series
+ * that match any of the nsel selectors (none: every series) and, when
+ * start or end is given (not INT64_MIN / INT64_MAX), have samples in
+ * [start, end] -- Prometheus's /api/v1/labels and
+ * /api/v1/label/NAME/values with match[], start and end. Sorted and
+ * unique, in the envelope above. On the remote backend the time range is
+ * not applied (the cluster's index answers for the selectors). GP_OK,
+ * GP_EUSAGE (end before start), GP_ENOMEM, GP_ENET, GP_ETOOBIG.
+ */
+int gp_query_label_list(struct gp_storage *s, const char *name, const struct gp_matcher *const *sel,
+                        const size_t *nm, size_t nsel, int64_t start_ms, int64_t end_ms,
+                        struct gp_buf *out, char *err, size_t errlen);
+
+/*
  * Inventory from the stored series (dcgm-exporter labels: Hostname or
  * hostname, gpu, UUID, modelName, DCGM_FI_DRIVER_VERSION; memory from
  * gpulse_gpu_memory_total_bytes or DCGM_FI_DEV_FB_USED + FB_FREE).

@@ -3,6 +3,7 @@
  * in docs/insight.md): parameters and bodies in, insight/alerts.h out,
  * errors in the API's envelope (400 bad_data with the reason).
  *
+ *   GET    /prometheus/api/v1/alerts   the active alerts in Prometheus's shape
  *   GET    /api/v1/alerts        state=active|firing|pending|resolved|all,
  *                                kind=, severity=, job=, node=, since=TIME,
  *                                limit=N (1..1000, default 100)
@@ -25,6 +26,7 @@
 #include "insight/detect.h"
 #include "insight/remediate.h"
 #include "insight/engine.h"
+#include "insight/promrules.h"
 #include "insight/rules.h"
 #include "lib/clock.h"
 #include "lib/log.h"
@@ -39,6 +41,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define ALERTS_LIMIT_DEFAULT 100
 #define ALERTS_LIMIT_MAX 1000
@@ -335,6 +338,99 @@ static void post_ack(struct gp_server *s, const struct gp_http_request *req,
     get_alert_id(s, id, resp);
 }
 
+/* Prometheus writes a sample value as Go's FormatFloat(v, 'e', -1, 64):
+ * the shortest exponent form that reads back the same. */
+static void prom_value(char *out, size_t len, double v)
+{
+    if (isnan(v)) {
+        snprintf(out, len, "NaN");
+        return;
+    }
+    if (isinf(v)) {
+        snprintf(out, len, v > 0 ? "+Inf" : "-Inf");
+        return;
+    }
+    for (int p = 0; p < 17; p++) {
+        snprintf(out, len, "%.*e", p, v);
+        if (strtod(out, NULL) == v)
+            return;
+    }
+}
+
+/* One gpulse alert (the list's JSON object) as Prometheus's: alertname
+ * and severity among the labels, summary/description/runbook_url as
+ * annotations, activeAt in RFC 3339. */
+static json_t *prom_alert(json_t *a)
+{
+    json_t *labels = json_object(), *ann = json_object(), *out = json_object();
+    json_t *own = json_object_get(a, "labels");
+    const char *k;
+    json_t *v;
+    if (json_is_object(own))
+        json_object_foreach(own, k, v) if (json_is_string(v)) json_object_set(labels, k, v);
+    json_object_set(labels, "alertname", json_object_get(a, "kind"));
+    json_object_set(labels, "severity", json_object_get(a, "severity"));
+    static const char *const ann_of[][2] = {
+        {"summary", "summary"}, {"evidence", "description"}, {"runbook", "runbook_url"}};
+    for (size_t i = 0; i < 3; i++) {
+        json_t *x = json_object_get(a, ann_of[i][0]);
+        if (json_is_string(x) && json_string_length(x))
+            json_object_set(ann, ann_of[i][1], x);
+    }
+    char when[40] = "0001-01-01T00:00:00Z", val[40] = "NaN";
+    json_t *started = json_object_get(a, "started");
+    if (json_is_number(started)) {
+        double t = json_number_value(started);
+        time_t sec = (time_t)floor(t);
+        struct tm tm;
+        if (gmtime_r(&sec, &tm)) {
+            size_t n = strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
+            snprintf(when + n, sizeof when - n, ".%03dZ", (int)((t - floor(t)) * 1000 + 0.5) % 1000);
+        }
+    }
+    json_t *value = json_object_get(a, "value");
+    if (json_is_number(value))
+        prom_value(val, sizeof val, json_number_value(value));
+    json_object_set_new(out, "labels", labels);
+    json_object_set_new(out, "annotations", ann);
+    json_object_set(out, "state", json_object_get(a, "state"));
+    json_object_set_new(out, "activeAt", json_string(when));
+    json_object_set_new(out, "value", json_string(val));
+    return out;
+}
+
+/* GET /prometheus/api/v1/alerts: the pending and firing alerts (the
+ * detectors', the custom rules' and the rule files') in Prometheus's
+ * shape, for Grafana and other Prometheus clients. */
+static void prom_alerts(struct gp_server *s, struct gp_http_response *resp)
+{
+    struct gp_alerts_filter f = {.state = -1, .since_ms = INT64_MIN, .limit = GP_ALERTS_MAX};
+    struct gp_buf b;
+    gp_buf_init(&b, 0);
+    int rc = gp_alerts_list_json(s->alerts, &f, &b);
+    json_t *doc = rc ? NULL : json_loadb(b.data ? b.data : "", b.len, 0, NULL);
+    gp_buf_free(&b);
+    json_t *list = json_object_get(doc, "data");
+    if (!json_is_array(list)) {
+        json_decref(doc);
+        gp_srv_bad(resp, 500, "internal", "cannot read the alerts from state.db");
+        return;
+    }
+    json_t *alerts = json_array();
+    size_t i;
+    json_t *a;
+    json_array_foreach(list, i, a) json_array_append_new(alerts, prom_alert(a));
+    json_t *out = json_pack("{s:s, s:{s:o}}", "status", "success", "data", "alerts", alerts);
+    char *text = out ? json_dumps(out, JSON_COMPACT) : NULL;
+    if (text)
+        gp_buf_puts(&resp->body, text);
+    else
+        gp_srv_bad(resp, 500, "internal", "out of memory writing the alerts");
+    free(text);
+    json_decref(out);
+    json_decref(doc);
+}
+
 void gp_srv_handle_alerts(struct gp_server *s, enum gp_srv_route route,
                           const struct gp_http_request *req, struct gp_http_response *resp)
 {
@@ -346,6 +442,9 @@ void gp_srv_handle_alerts(struct gp_server *s, enum gp_srv_route route,
     switch (route) {
     case GP_SRV_R_ALERTS:
         list_alerts(s, req, resp);
+        break;
+    case GP_SRV_R_PROM_ALERTS:
+        prom_alerts(s, resp);
         break;
     case GP_SRV_R_ALERT:
         get_alert(s, req, resp);
@@ -380,6 +479,24 @@ void gp_srv_handle_alerts(struct gp_server *s, enum gp_srv_route route,
             gp_buf_puts(&resp->body, "{\"status\":\"success\",\"data\":null}\n");
         break;
     }
+    case GP_SRV_R_RULES: {
+        /* Prometheus's GET /api/v1/rules (its type filter; 2.42 words) */
+        const char *v = gp_http_query(req, "type");
+        int type = 0;
+        if (v && *v) {
+            if (!strcmp(v, "alert"))
+                type = 'a';
+            else if (!strcmp(v, "record"))
+                type = 'r';
+            else {
+                gp_srv_bad(resp, 400, "bad_data", "invalid query parameter type='%.40s'", v);
+                return;
+            }
+        }
+        if (gp_promrules_json(s->promrules, type, &resp->body))
+            gp_srv_bad(resp, 503, "unavailable", "out of memory listing the rules");
+        break;
+    }
     default:
         gp_srv_bad(resp, 404, "not_found", "no such route");
     }
@@ -387,19 +504,55 @@ void gp_srv_handle_alerts(struct gp_server *s, enum gp_srv_route route,
 
 /* ---- start and stop ---- */
 
+/* The directory of the config file, under which relative rule_files
+ * lie (as Prometheus resolves them); "" without a config file. */
+static void config_dir(const char *file, char *out, size_t len)
+{
+    const char *slash = strrchr(file, '/');
+    if (!file[0])
+        snprintf(out, len, "%s", "");
+    else if (!slash)
+        snprintf(out, len, "%s", ".");
+    else
+        snprintf(out, len, "%.*s", (int)(slash == file ? 1 : slash - file), file);
+}
+
+/* rule_files: every file loaded and checked before anything starts, so a
+ * bad file is a config error (exit 2) naming file and line. */
+static int promrules_load(struct gp_server *s, char *err, size_t errlen)
+{
+    s->promrules_def = calloc(1, sizeof *s->promrules_def);
+    if (!s->promrules_def)
+        return gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
+    const char *pats[GP_CFG_LIST_MAX];
+    for (unsigned i = 0; i < s->cfg.rule_files.n; i++)
+        pats[i] = s->cfg.rule_files.v[i];
+    char dir[GP_SERVER_PATH_LEN], detail[768];
+    config_dir(s->cfg.config_file, dir, sizeof dir);
+    int rc = gp_promrules_load(pats, s->cfg.rule_files.n, dir, s->promrules_def, detail, sizeof detail);
+    if (rc)
+        return gp_seterr(err, errlen, rc == GP_ENOMEM ? rc : GP_ECONFIG, "rule_files: %s", detail);
+    for (size_t i = 0; s->rules && i < s->rules->n; i++)
+        if (gp_promrules_has_alert(s->promrules_def, s->rules->r[i].name))
+            return gp_seterr(err, errlen, GP_ECONFIG,
+                             "rule_files: alert \"%s\" has the name of a rule of the config's rules:",
+                             s->rules->r[i].name);
+    return GP_OK;
+}
+
 int gp_srv_rules_load(struct gp_server *s, char *err, size_t errlen)
 {
     s->rules = calloc(1, sizeof *s->rules);
     if (!s->rules)
         return gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
     if (!s->cfg.config_file[0])
-        return GP_OK;
+        return promrules_load(s, err, errlen);
     char detail[512];
     int rc = gp_rules_load_file(s->cfg.config_file, s->rules, detail, sizeof detail);
     if (rc)
         return gp_seterr(err, errlen, rc == GP_ENOMEM ? rc : GP_ECONFIG, "%s: rules: %s",
                          s->cfg.config_file, detail);
-    return GP_OK;
+    return promrules_load(s, err, errlen);
 }
 
 /*
@@ -493,6 +646,16 @@ int gp_srv_alerts_start(struct gp_server *s, struct gp_storage *st, char *err, s
     if (rc || (rc = gp_alerts_open(&s->alerts, c->data_dir, gp_wall_ms(), err, errlen)))
         return rc;
     eo.alerts = s->alerts;
+    /* the rule files' groups run in the engine's ticks, over the same store */
+    struct gp_promrules_options po = {
+        .store = st,
+        .default_interval_ms = c->eval_interval_ms,
+        .tick_ms = c->eval_interval_ms,
+    };
+    gp_srv_promql_limits(s, &po.limits);
+    if ((rc = gp_promrules_run_new(&s->promrules, s->promrules_def, &po, err, errlen)))
+        return rc;
+    eo.promrules = s->promrules;
     /* remediation acts on alerts that start firing */
     if (s->rem && (rc = gp_alerts_add_listener(s->alerts, gp_rem_listener, s->rem)))
         return gp_seterr(err, errlen, rc, "cannot register the remediation hooks");
@@ -513,8 +676,10 @@ int gp_srv_alerts_start(struct gp_server *s, struct gp_storage *st, char *err, s
     struct gp_alerts_stats as;
     gp_alerts_stats(s->alerts, &as);
     gp_log(GP_LOG_INFO, "server", "alerts open",
-           "rules=%zu active_alerts=%llu eval_interval_ms=%lld eval_window_ms=%lld eval_step_ms=%lld",
-           s->rules ? s->rules->n : 0, (unsigned long long)as.active, (long long)c->eval_interval_ms,
+           "rules=%zu rule_file_rules=%zu active_alerts=%llu eval_interval_ms=%lld eval_window_ms=%lld "
+           "eval_step_ms=%lld",
+           s->rules ? s->rules->n : 0, gp_promrules_count(s->promrules), (unsigned long long)as.active,
+           (long long)c->eval_interval_ms,
            (long long)c->eval_window_ms, (long long)c->eval_step_ms);
     return GP_OK;
 }
@@ -523,6 +688,11 @@ void gp_srv_alerts_stop(struct gp_server *s)
 {
     gp_engine_close(s->engine);
     s->engine = NULL;
+    gp_promrules_run_free(s->promrules); /* after the engine: its ticks run them */
+    s->promrules = NULL;
+    gp_promrules_free(s->promrules_def);
+    free(s->promrules_def);
+    s->promrules_def = NULL;
     gp_srv_notify_stop(s); /* no transition comes after the engine: router, then outbox */
     gp_alerts_close(s->alerts);
     s->alerts = NULL;

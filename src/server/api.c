@@ -6,14 +6,21 @@
  * {"status":"error","errorType":"bad_data","error":"..."} as Prometheus
  * does, so its clients show the message.
  *
+ * Prometheus's routes take a form POST as well as GET (net/http.h reads
+ * a form body's fields with the URL's) and answer under /prometheus too
+ * (gp_srv_route_of).
+ *
  *   /api/v1/series        match[]=SEL (repeated; match= too), start, end
- *   /api/v1/query_range   match=SEL (or match[]= once, or query= holding
- *                         a plain selector), start, end, step,
+ *   /api/v1/query_range   query=PROMQL, start, end, step, timeout
+ *                         (prom_api.c); or gpulse's form: match=SEL (or
+ *                         match[]= once), start, end, step,
  *                         agg=avg|min|max|sum|count, by=l1,l2,
  *                         rollups=auto|true|false
- *   /api/v1/labels, /api/v1/label/NAME/values, /api/v1/nodes, /api/v1/gpus
+ *   /api/v1/labels, /api/v1/label/NAME/values   match[] (any), start, end
+ *   /api/v1/query, /metadata, /status/buildinfo, /query_exemplars (prom_api.c)
+ *   /api/v1/nodes, /api/v1/gpus
  *   /api/v1/jobs, /api/v1/jobs/ID   (jobs_api.c)
- *   /api/v1/alerts[/ID], /api/v1/silences[/ID]   (alerts_api.c)
+ *   /api/v1/alerts[/ID], /api/v1/silences[/ID], /api/v1/rules   (alerts_api.c)
  *   /api/v1/notifications                        (notify_api.c)
  */
 #include "server_int.h"
@@ -31,7 +38,7 @@
 
 #define API_MAX_SELECTORS 64
 
-enum gp_srv_route gp_srv_route_of(const char *p)
+static enum gp_srv_route route_of(const char *p)
 {
     static const struct {
         const char *path;
@@ -46,7 +53,10 @@ enum gp_srv_route gp_srv_route_of(const char *p)
         {"/api/v1/cost", GP_SRV_R_COST},     {"/api/v1/alerts", GP_SRV_R_ALERTS},
         {"/api/v1/silences", GP_SRV_R_SILENCES}, {"/api/v1/notifications", GP_SRV_R_NOTIFICATIONS},
         {"/api/v1/fleet/gpus", GP_SRV_R_FLEET_GPUS}, {"/api/v1/stream", GP_SRV_R_STREAM},
-        {"/api/v1/snapshot", GP_SRV_R_SNAPSHOT},
+        {"/api/v1/snapshot", GP_SRV_R_SNAPSHOT}, {"/api/v1/query", GP_SRV_R_QUERY},
+        {"/api/v1/metadata", GP_SRV_R_METADATA}, {"/api/v1/status/buildinfo", GP_SRV_R_BUILDINFO},
+        {"/api/v1/query_exemplars", GP_SRV_R_EXEMPLARS},
+        {"/api/v1/rules", GP_SRV_R_RULES},
         {"/", GP_SRV_R_WEB},
     };
     for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
@@ -68,6 +78,51 @@ enum gp_srv_route gp_srv_route_of(const char *p)
         !strcmp(p + n - (sizeof post - 1), post))
         return GP_SRV_R_LABEL_VALUES;
     return GP_SRV_R_OTHER;
+}
+
+/* Prometheus's routes: what answers under GP_SRV_PROM_PREFIX as well
+ * (gpulse's own routes do not, so the prefix means "Prometheus's API"). */
+static int prom_route(enum gp_srv_route r)
+{
+    switch (r) {
+    case GP_SRV_R_WRITE:
+    case GP_SRV_R_QUERY:
+    case GP_SRV_R_QUERY_RANGE:
+    case GP_SRV_R_SERIES:
+    case GP_SRV_R_LABELS:
+    case GP_SRV_R_LABEL_VALUES:
+    case GP_SRV_R_METADATA:
+    case GP_SRV_R_BUILDINFO:
+    case GP_SRV_R_EXEMPLARS:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+enum gp_srv_route gp_srv_route_of(const char *p)
+{
+    static const char pre[] = GP_SRV_PROM_PREFIX "/api/v1/";
+    if (strncmp(p, pre, sizeof pre - 1))
+        return route_of(p);
+    const char *rest = p + sizeof GP_SRV_PROM_PREFIX - 1;
+    if (!strcmp(rest, "/api/v1/alerts"))
+        return GP_SRV_R_PROM_ALERTS;
+    /* /api/v1/rules is Prometheus's too: whatever route serves it. */
+    enum gp_srv_route r = route_of(rest);
+    return prom_route(r) || (r != GP_SRV_R_OTHER && !strcmp(rest, "/api/v1/rules")) ? r : GP_SRV_R_OTHER;
+}
+
+const char *gp_srv_api_path(const struct gp_http_request *req)
+{
+    const char *p = gp_http_path(req);
+    static const char pre[] = GP_SRV_PROM_PREFIX "/api/";
+    return strncmp(p, pre, sizeof pre - 1) ? p : p + sizeof GP_SRV_PROM_PREFIX - 1;
+}
+
+int gp_srv_route_takes_form(enum gp_srv_route r)
+{
+    return r != GP_SRV_R_WRITE && r != GP_SRV_R_METADATA && r != GP_SRV_R_BUILDINFO && prom_route(r);
 }
 
 size_t gp_srv_path_suffix(const char *p, size_t prefix, const char *suffix)
@@ -129,8 +184,7 @@ static void query_failed(struct gp_http_response *resp, int rc, const char *err)
         gp_srv_bad(resp, 500, "internal", "%s", err[0] ? err : gp_strerror(rc));
 }
 
-/* Parses an optional time parameter; 0 and the answer filled on error. */
-static int time_param(const struct gp_http_request *req, struct gp_http_response *resp,
+int gp_srv_time_param(const struct gp_http_request *req, struct gp_http_response *resp,
                       const char *name, int64_t def, int required, int64_t *out)
 {
     const char *v = gp_http_query(req, name);
@@ -165,9 +219,10 @@ static void selectors_free(struct selectors *s)
 }
 
 /* Parses the values of match[] and match (and query when allow_query).
- * 0 and the answer filled on error or when none is given. */
+ * 0 and the answer filled on error or when none is given (unless
+ * optional: then none is 1 with out->n 0). */
 static int parse_selectors(const struct gp_http_request *req, struct gp_http_response *resp,
-                           int allow_query, struct selectors *out)
+                           int allow_query, int optional, struct selectors *out)
 {
     out->n = 0;
     const char *vals[API_MAX_SELECTORS];
@@ -181,6 +236,8 @@ static int parse_selectors(const struct gp_http_request *req, struct gp_http_res
         }
         n += got;
     }
+    if (!n && optional)
+        return 1;
     if (!n) {
         gp_srv_bad(resp, 400, "bad_data", "no match[] parameter provided");
         return 0;
@@ -215,8 +272,8 @@ static void do_series(struct gp_storage *st, const struct gp_http_request *req,
 {
     struct selectors sel;
     int64_t start, end;
-    if (!time_param(req, resp, "start", INT64_MIN, 0, &start) ||
-        !time_param(req, resp, "end", INT64_MAX, 0, &end) || !parse_selectors(req, resp, 0, &sel))
+    if (!gp_srv_time_param(req, resp, "start", INT64_MIN, 0, &start) ||
+        !gp_srv_time_param(req, resp, "end", INT64_MAX, 0, &end) || !parse_selectors(req, resp, 0, 0, &sel))
         return;
     const struct gp_matcher *m[API_MAX_SELECTORS];
     for (size_t i = 0; i < sel.n; i++)
@@ -228,14 +285,15 @@ static void do_series(struct gp_storage *st, const struct gp_http_request *req,
         query_failed(resp, rc, err);
 }
 
-static void do_query_range(struct gp_storage *st, const struct gp_http_request *req,
+/* gpulse's own form: a selector in match= (or match[]=), agg, by. */
+static void do_match_range(struct gp_storage *st, const struct gp_http_request *req,
                            struct gp_http_response *resp)
 {
     struct gp_range_query q;
     memset(&q, 0, sizeof q);
     q.rollups = -1;
-    if (!time_param(req, resp, "start", 0, 1, &q.start_ms) ||
-        !time_param(req, resp, "end", 0, 1, &q.end_ms))
+    if (!gp_srv_time_param(req, resp, "start", 0, 1, &q.start_ms) ||
+        !gp_srv_time_param(req, resp, "end", 0, 1, &q.end_ms))
         return;
     const char *step = gp_http_query(req, "step");
     char err[256] = "";
@@ -294,7 +352,7 @@ static void do_query_range(struct gp_storage *st, const struct gp_http_request *
         }
     }
     struct selectors sel;
-    if (!parse_selectors(req, resp, 1, &sel))
+    if (!parse_selectors(req, resp, 0, 0, &sel))
         return;
     if (sel.n != 1) {
         selectors_free(&sel);
@@ -309,10 +367,55 @@ static void do_query_range(struct gp_storage *st, const struct gp_http_request *
         query_failed(resp, rc, err);
 }
 
+/*
+ * query_range has two forms (docs/api.md): query= is PromQL, evaluated as
+ * Prometheus does; match= is gpulse's selector with agg/by (the
+ * dashboard's, gpulse top's and the reports' form), kept as it was.
+ */
+static void do_query_range(struct gp_server *s, struct gp_storage *st,
+                           const struct gp_http_request *req, struct gp_http_response *resp)
+{
+    const char *v;
+    if (gp_http_query_all(req, "match", &v, 1) || gp_http_query_all(req, "match[]", &v, 1)) {
+        do_match_range(st, req, resp);
+        return;
+    }
+    static const char *const own[] = {"agg", "by", "rollups"};
+    for (size_t i = 0; i < 3; i++)
+        if (gp_http_query(req, own[i])) {
+            gp_srv_bad(resp, 400, "bad_data",
+                       "parameter '%s' belongs to the match= form; with query=, write PromQL "
+                       "(e.g. avg by (gpu) (...))",
+                       own[i]);
+            return;
+        }
+    gp_srv_promql_range(s, st, req, resp);
+}
+
+/* /api/v1/labels and /api/v1/label/NAME/values: match[], start, end. */
+static void do_label_list(struct gp_storage *st, const char *name, const struct gp_http_request *req,
+                          struct gp_http_response *resp)
+{
+    struct selectors sel;
+    int64_t start, end;
+    if (!gp_srv_time_param(req, resp, "start", INT64_MIN, 0, &start) ||
+        !gp_srv_time_param(req, resp, "end", INT64_MAX, 0, &end) ||
+        !parse_selectors(req, resp, 0, 1, &sel))
+        return;
+    const struct gp_matcher *m[API_MAX_SELECTORS];
+    for (size_t i = 0; i < sel.n; i++)
+        m[i] = sel.m[i];
+    char err[256] = "";
+    int rc = gp_query_label_list(st, name, m, sel.nm, sel.n, start, end, &resp->body, err, sizeof err);
+    selectors_free(&sel);
+    if (rc)
+        query_failed(resp, rc, err);
+}
+
 static void do_label_values(struct gp_storage *st, const struct gp_http_request *req,
                             struct gp_http_response *resp)
 {
-    const char *p = gp_http_path(req) + strlen("/api/v1/label/");
+    const char *p = gp_srv_api_path(req) + strlen("/api/v1/label/");
     char name[256];
     size_t n = strlen(p) - strlen("/values");
     if (n >= sizeof name) {
@@ -325,10 +428,7 @@ static void do_label_values(struct gp_storage *st, const struct gp_http_request 
         gp_srv_bad(resp, 400, "bad_data", "invalid label name '%.100s'", name);
         return;
     }
-    char err[256] = "";
-    int rc = gp_query_label_values(st, name, &resp->body, err, sizeof err);
-    if (rc)
-        query_failed(resp, rc, err);
+    do_label_list(st, name, req, resp);
 }
 
 void gp_srv_handle_api(struct gp_server *s, enum gp_srv_route route,
@@ -341,6 +441,12 @@ void gp_srv_handle_api(struct gp_server *s, enum gp_srv_route route,
         gp_http_add_header(resp, "Retry-After", "5");
         return;
     }
+    /* Only Prometheus's routes read forms: a JSON body that curl -d
+     * labels as a form (silences, acks) is not judged as one. */
+    if (gp_srv_route_takes_form(route) && gp_http_form_error(req)) {
+        gp_srv_bad(resp, 400, "bad_data", "%s", gp_http_form_error(req));
+        return;
+    }
     char err[256] = "";
     int rc = GP_OK;
     switch (route) {
@@ -348,13 +454,19 @@ void gp_srv_handle_api(struct gp_server *s, enum gp_srv_route route,
         do_series(st, req, resp);
         break;
     case GP_SRV_R_QUERY_RANGE:
-        do_query_range(st, req, resp);
+        do_query_range(s, st, req, resp);
+        break;
+    case GP_SRV_R_QUERY:
+    case GP_SRV_R_METADATA:
+    case GP_SRV_R_BUILDINFO:
+    case GP_SRV_R_EXEMPLARS:
+        gp_srv_handle_prom(s, st, route, req, resp);
         break;
     case GP_SRV_R_LABEL_VALUES:
         do_label_values(st, req, resp);
         break;
     case GP_SRV_R_LABELS:
-        rc = gp_query_labels(st, &resp->body, err, sizeof err);
+        do_label_list(st, NULL, req, resp);
         break;
     case GP_SRV_R_NODES:
         rc = gp_query_nodes(st, &resp->body, err, sizeof err);
@@ -390,6 +502,8 @@ void gp_srv_handle_api(struct gp_server *s, enum gp_srv_route route,
         gp_srv_handle_jobs(s, st, route, req, resp);
         break;
     case GP_SRV_R_ALERT_ACK:
+    case GP_SRV_R_PROM_ALERTS:
+    case GP_SRV_R_RULES:
         gp_srv_handle_alerts(s, route, req, resp);
         break;
     default:

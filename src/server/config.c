@@ -177,6 +177,14 @@ int gp_server_config_validate(const struct gp_server_config *c, char *err, size_
     if (c->remediation_path_root[0] && c->remediation_path_root[0] != '/')
         return gp_seterr(err, errlen, GP_ECONFIG, "remediation_path_root must be an absolute path, not '%s'",
                          c->remediation_path_root);
+    if (c->query_lookback_delta_ms < 1000 || c->query_lookback_delta_ms > 7 * 86400000LL)
+        return gp_seterr(err, errlen, GP_ECONFIG, "query_lookback_delta must be between 1s and 7d");
+    if (c->query_max_samples < 1)
+        return gp_seterr(err, errlen, GP_ECONFIG, "query_max_samples must be at least 1");
+    if (c->query_timeout_ms < 1000 || c->query_timeout_ms > 3600000)
+        return gp_seterr(err, errlen, GP_ECONFIG, "query_timeout must be between 1s and 1h");
+    if (c->query_subquery_step_ms < 1 || c->query_subquery_step_ms > 86400000)
+        return gp_seterr(err, errlen, GP_ECONFIG, "query_subquery_step must be between 1ms and 1d");
     return validate_storage(c, err, errlen);
 }
 
@@ -225,8 +233,9 @@ void gp_server_config_usage(FILE *out)
             "usage: gpulse server [--config FILE] [flags]\n\n"
             "Receives Prometheus remote write (POST /api/v1/write) from gpulse agents, Prometheus\n"
             "or vmagent, keeps the samples in an embedded crash-safe time-series store, and\n"
-            "serves them through a Prometheus-style JSON API (/api/v1/query_range, /series,\n"
-            "/labels, /label/NAME/values, /nodes, /gpus, /health) and its own /metrics.\n\n"
+            "serves them through Prometheus's HTTP API with PromQL (/api/v1/query, /query_range,\n"
+            "/series, /labels, /label/NAME/values, /metadata; also under /prometheus for\n"
+            "Grafana), gpulse's own routes (/nodes, /gpus, /jobs, /alerts, /health) and /metrics.\n\n"
             "flags (each also a key under 'server:' in the YAML config):\n"
             "  --config FILE\n      YAML configuration file; flags override it\n");
     struct gp_server_config dummy;

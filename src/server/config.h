@@ -68,6 +68,12 @@ struct gp_server_config {
     char remote_basic_user[GP_SERVER_TOKEN_LEN];
     char remote_basic_password_file[GP_SERVER_PATH_LEN];
     struct gp_cfg_list remote_headers; /* "Name: value" */
+    int64_t query_lookback_delta_ms;   /* PromQL limits (query/promql.h) */
+    uint64_t query_max_samples;
+    int64_t query_timeout_ms;
+    bool query_prom3_windows;
+    int64_t query_subquery_step_ms;
+    struct gp_cfg_list rule_files;     /* Prometheus rule files: paths or globs */
 };
 
 /* X(field, yaml key, flag, type, default, help). */
@@ -177,7 +183,26 @@ struct gp_server_config {
       "", "storage: remote: file holding the basic-auth password")                                \
     X(remote_headers, "remote_headers", "remote-header", LIST, "",                                 \
       "storage: remote: extra header \"Name: value\" on every request to the cluster, e.g. "       \
-      "\"X-Scope-OrgID: team-a\" for Mimir (repeatable, up to 8)")
+      "\"X-Scope-OrgID: team-a\" for Mimir (repeatable, up to 8)")                                  \
+    X(query_lookback_delta_ms, "query_lookback_delta", "query.lookback-delta", DURATION, "5m",    \
+      "PromQL: how far back an instant vector looks for a series' newest sample (1s-7d), as "      \
+      "Prometheus's --query.lookback-delta")                                                       \
+    X(query_max_samples, "query_max_samples", "query.max-samples", UINT, "50000000",              \
+      "PromQL: samples one query may hold in memory at once; more is refused (422), as "          \
+      "Prometheus's --query.max-samples")                                                          \
+    X(query_timeout_ms, "query_timeout", "query.timeout", DURATION, "2m",                         \
+      "PromQL: the longest a query may run (503 timeout); a request's timeout= may only "          \
+      "shorten it (1s-1h)")                                                                         \
+    X(query_prom3_windows, "query_prom3_windows", "query.prom3-windows", BOOL, "false",           \
+      "PromQL: Prometheus 3's left-open windows, (t - range, t] for range vectors and the "       \
+      "lookback, instead of 2.42's closed [t - range, t]")                                        \
+    X(query_subquery_step_ms, "query_subquery_step", "query.subquery-step", DURATION, "1m",       \
+      "PromQL: the step of a subquery written without one, expr[5m:] (1ms-1d), as Prometheus's "   \
+      "evaluation_interval")                                                                   \
+    X(rule_files, "rule_files", "rule-file", LIST, "",                                             \
+      "Prometheus rule files (paths or globs, relative ones under the config file's directory) "  \
+      "whose groups the server evaluates: recorded series written back, alerts in the alerts API " \
+      "(repeatable, up to 8; docs/config.md)")
 
 void gp_server_config_defaults(struct gp_server_config *c);
 

@@ -32,6 +32,10 @@
 #include <unistd.h>
 
 #define GP_SRV_SILENCE_BODY_MAX (64 * 1024)
+/* A form POST to Prometheus's routes: room for a query over the
+ * parser's cap (query/promql.h), so an overlong one gets its 400 from
+ * the parser rather than a 413. */
+#define GP_SRV_FORM_BODY_MAX (2u << 20)
 
 struct gp_storage *gp_srv_store(struct gp_server *s)
 {
@@ -120,10 +124,16 @@ static const char index_text[] =
     "GET  /                             the web dashboard\n"
     "GET  /assets/NAME                  the dashboard's embedded files\n"
     "POST /api/v1/write                 Prometheus remote write 1.0 (snappy + protobuf)\n"
-    "GET  /api/v1/query_range           match=SELECTOR&start=&end=&step=[&agg=&by=]\n"
-    "GET  /api/v1/series                match[]=SELECTOR...\n"
-    "GET  /api/v1/labels\n"
-    "GET  /api/v1/label/NAME/values\n"
+    "GET, POST /api/v1/query            query=PROMQL[&time=][&timeout=]\n"
+    "GET, POST /api/v1/query_range      query=PROMQL&start=&end=&step=[&timeout=]\n"
+    "GET  /api/v1/query_range           match=SELECTOR&start=&end=&step=[&agg=&by=] (gpulse's form)\n"
+    "GET, POST /api/v1/series           match[]=SELECTOR...[&start=&end=]\n"
+    "GET, POST /api/v1/labels           [match[]=SELECTOR...][&start=&end=]\n"
+    "GET, POST /api/v1/label/NAME/values [match[]=SELECTOR...][&start=&end=]\n"
+    "GET  /api/v1/metadata              [metric=][&limit=]\n"
+    "GET  /api/v1/status/buildinfo\n"
+    "GET, POST /api/v1/query_exemplars  (no exemplars are kept: an empty answer)\n"
+    "ANY  /prometheus/api/v1/...        Prometheus's routes again, for Grafana; alerts in Prometheus's shape\n"
     "GET  /api/v1/nodes, /api/v1/gpus   inventory\n"
     "GET  /api/v1/jobs, /api/v1/jobs/ID training jobs and their documents\n"
     "GET  /api/v1/recommendations       what to change, per job (job=) or for recent jobs\n"
@@ -136,6 +146,7 @@ static const char index_text[] =
     "GET  /api/v1/alerts, /api/v1/alerts/ID alerts (active and history) and their transitions\n"
     "GET, POST /api/v1/silences; DELETE /api/v1/silences/ID\n"
     "GET  /api/v1/notifications         the notification outbox (queued, done, dead)\n"
+    "GET  /api/v1/rules                 the rule files' groups, rules and alerts (type=alert|record)\n"
     "GET  /api/v1/health\n"
     "GET  /api/v1/snapshot              gpulse up: its agent's latest frame (gpulse top --agent)\n"
     "GET  /metrics                      the server's own metrics\n";
@@ -220,13 +231,16 @@ static uint64_t prepare(void *ctx, struct gp_http_request *req, struct gp_http_r
     /* So does acknowledging an alert (docs/dashboard.md). */
     int ack = sr->route == GP_SRV_R_ALERT_ACK;
     int changes = is_write || silence_post || silence_delete || ack;
+    /* Prometheus's read routes take a form POST too (Grafana's default). */
+    int form_post = gp_srv_route_takes_form(sr->route) && !strcmp(m, "POST");
     if (sr->route == GP_SRV_R_SILENCE ? !silence_delete
         : is_write || ack              ? strcmp(m, "POST") != 0
-                                       : !get && !silence_post) {
+                                       : !get && !silence_post && !form_post) {
         gp_http_error(early, 405, "method not allowed");
         early->allow = is_write || ack                    ? "POST"
                        : sr->route == GP_SRV_R_SILENCES ? "GET, HEAD, POST"
                        : sr->route == GP_SRV_R_SILENCE  ? "DELETE"
+                       : gp_srv_route_takes_form(sr->route) ? "GET, HEAD, POST"
                                                          : "GET, HEAD";
         return 0;
     }
@@ -255,6 +269,19 @@ static uint64_t prepare(void *ctx, struct gp_http_request *req, struct gp_http_r
     }
     if (silence_post || ack)
         return GP_SRV_SILENCE_BODY_MAX;
+    if (form_post) {
+        /* Its bytes come out of the write budget: many large forms at
+         * once cannot take more memory than writes may. */
+        if (!gp_srv_reserve(s, GP_SRV_FORM_BODY_MAX)) {
+            early->status = 429;
+            early->content_type = "application/json";
+            gp_query_error(&early->body, "unavailable", "too many requests in flight; retry later");
+            gp_http_add_header(early, "Retry-After", "1");
+            return 0;
+        }
+        sr->reserved = GP_SRV_FORM_BODY_MAX;
+        return GP_SRV_FORM_BODY_MAX;
+    }
     if (!is_write)
         return 0;
     char why[160];

@@ -26,6 +26,8 @@ struct gp_jobs;
 struct gp_alerts;
 struct gp_engine;
 struct gp_rules;
+struct gp_promrules;
+struct gp_promrules_run;
 struct gp_srv_notify;
 struct gp_srv_streams;
 
@@ -58,6 +60,12 @@ enum gp_srv_state { GP_SRV_STARTING, GP_SRV_READY };
     X(ALERT_ACK, "alert_ack")                   \
     X(JOB_REPORT, "job_report")                 \
     X(SNAPSHOT, "snapshot")                     \
+    X(QUERY, "query")                           \
+    X(METADATA, "metadata")                     \
+    X(BUILDINFO, "buildinfo")                   \
+    X(EXEMPLARS, "query_exemplars")             \
+    X(PROM_ALERTS, "prom_alerts")               \
+    X(RULES, "rules")                           \
     X(WEB, "web")                               \
     X(OTHER, "other")
 
@@ -133,6 +141,8 @@ struct gp_server {
     double job_budget;      /* USD per job, 0 none */
 
     struct gp_rules *rules;   /* the config file's rules */
+    struct gp_promrules *promrules_def; /* rule_files, loaded (taken by the run at start) */
+    struct gp_promrules_run *promrules; /* their evaluation; set with the alerts */
     struct gp_alerts *alerts; /* set with the store */
     struct gp_engine *engine;
     struct cost_ctx *costs;   /* the budget detector's job costs (alerts_api.c) */
@@ -197,7 +207,7 @@ void gp_srv_handle_cost(struct gp_server *s, struct gp_storage *st, enum gp_srv_
  * alerts and the engine over st (after the store opens), their end
  * (before the store closes; accepts a server without them), their
  * /metrics families, and the routes /api/v1/alerts[/ID] and
- * /api/v1/silences[/ID]. */
+ * /api/v1/silences[/ID], and /api/v1/rules (the rule files' groups). */
 int gp_srv_rules_load(struct gp_server *s, char *err, size_t errlen);
 int gp_srv_alerts_start(struct gp_server *s, struct gp_storage *st, char *err, size_t errlen);
 void gp_srv_alerts_stop(struct gp_server *s);
@@ -263,8 +273,34 @@ void gp_srv_stream_alert(struct gp_server *s, const char *id);
 void gp_srv_stream_on_alert(void *ctx, const struct gp_alert_event *ev); /* ctx: the server */
 void gp_srv_render_stream_metrics(struct gp_server *s, struct gp_buf *out);
 
-/* Route of a path ("/api/v1/label/x/values" -> LABEL_VALUES), or OTHER. */
+/* Route of a path ("/api/v1/label/x/values" -> LABEL_VALUES), or OTHER.
+ * Prometheus's routes answer under GP_SRV_PROM_PREFIX too (Grafana's
+ * data source URL http://host:9402/prometheus), where /api/v1/alerts is
+ * PROM_ALERTS, Prometheus's shape, not gpulse's. */
+#define GP_SRV_PROM_PREFIX "/prometheus"
 enum gp_srv_route gp_srv_route_of(const char *path);
+/* The request's path without GP_SRV_PROM_PREFIX ("/api/v1/..."). */
+const char *gp_srv_api_path(const struct gp_http_request *req);
+/* 1 when the route takes a form POST as well as GET (Prometheus's). */
+int gp_srv_route_takes_form(enum gp_srv_route r);
+
+/* prom_api.c: Prometheus's own routes -- PromQL /api/v1/query and
+ * /api/v1/query_range (query=; forwarded to the cluster in storage:
+ * remote), /api/v1/metadata, /api/v1/status/buildinfo,
+ * /api/v1/query_exemplars. (/prometheus/api/v1/alerts: alerts_api.c.) */
+void gp_srv_handle_prom(struct gp_server *s, struct gp_storage *st, enum gp_srv_route route,
+                        const struct gp_http_request *req, struct gp_http_response *resp);
+/* The query_* settings as the engine's limits (prom_api.c); the rule
+ * files' evaluation takes the same (alerts_api.c). */
+struct gp_promql_limits;
+void gp_srv_promql_limits(const struct gp_server *s, struct gp_promql_limits *l);
+/* The query_range of PromQL (query=), for api.c's dispatch. */
+void gp_srv_promql_range(struct gp_server *s, struct gp_storage *st, const struct gp_http_request *req,
+                         struct gp_http_response *resp);
+/* api.c: a time parameter (Unix seconds or RFC 3339): 1 with *out
+ * (def when absent and not required), or 0 with a 400 answered. */
+int gp_srv_time_param(const struct gp_http_request *req, struct gp_http_response *resp,
+                      const char *name, int64_t def, int required, int64_t *out);
 /* When p (its first `prefix` bytes a route's prefix) ends with suffix
  * with something between: the length of that middle part; else 0. */
 size_t gp_srv_path_suffix(const char *p, size_t prefix, const char *suffix);

@@ -126,6 +126,13 @@ int gp_storage_label_values(struct gp_storage *s, const char *name, const struct
     return s->ops->label_values(s, name, m, nm, fn, arg);
 }
 
+int gp_storage_promql(struct gp_storage *s, const struct gp_storage_promql *q, struct gp_buf *out,
+                      int *status)
+{
+    *status = 0;
+    return s->ops->promql ? s->ops->promql(s, q, out, status) : GP_EUNSUPPORTED;
+}
+
 void gp_storage_stats(struct gp_storage *s, struct gp_store_stats *st)
 {
     memset(st, 0, sizeof *st);

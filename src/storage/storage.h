@@ -130,6 +130,28 @@ int gp_storage_label_values(struct gp_storage *s, const char *name, const struct
                             size_t nm, void (*fn)(void *arg, const char *value, size_t len),
                             void *arg);
 
+/* A PromQL query for a backend that evaluates PromQL itself. */
+struct gp_storage_promql {
+    const char *query;     /* the expression, as the client sent it */
+    int range;             /* 0: instant at time_ms; 1: range start..end by step */
+    int64_t time_ms, start_ms, end_ms, step_ms;
+    int64_t timeout_ms;    /* 0: the backend's own query timeout */
+};
+
+/*
+ * Remote: sends q to the cluster as PromQL (POST /api/v1/query or
+ * /api/v1/query_range), so the cluster computes it (DESIGN.md "never raw
+ * samples where an aggregate will do"). The cluster's answer body goes
+ * to out (appended) and its HTTP status to *status: GP_OK when it
+ * answered in Prometheus's JSON, success or error (400 bad_data, 422
+ * execution, 503 timeout are relayed as they are); GP_ENET when it could
+ * not be asked or answered something else (gp_storage_last_error says
+ * what); GP_ENOMEM. Embedded: GP_EUNSUPPORTED, the caller evaluates
+ * (query/promql.h).
+ */
+int gp_storage_promql(struct gp_storage *s, const struct gp_storage_promql *q, struct gp_buf *out,
+                      int *status);
+
 /* As gp_store_stats; remote fills series (ids handed out) and
  * samples_appended (samples queued for the cluster). */
 void gp_storage_stats(struct gp_storage *s, struct gp_store_stats *st);

@@ -25,6 +25,9 @@ struct gp_storage_ops {
                        void (*fn)(void *arg, const char *name, size_t len), void *arg);
     int (*label_values)(struct gp_storage *s, const char *name, const struct gp_matcher *m, size_t nm,
                         void (*fn)(void *arg, const char *value, size_t len), void *arg);
+    /* NULL: the backend does not evaluate PromQL (the caller does) */
+    int (*promql)(struct gp_storage *s, const struct gp_storage_promql *q, struct gp_buf *out,
+                  int *status);
     void (*stats)(struct gp_storage *s, struct gp_store_stats *st);
     void (*render_metrics)(struct gp_storage *s, struct gp_buf *out);
     void (*close)(struct gp_storage *s);

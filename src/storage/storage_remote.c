@@ -18,6 +18,9 @@
  * Other reads ask for the one series (an exact-match selector). Label
  * names and values go to /api/v1/labels and /api/v1/label/NAME/values.
  *
+ * PromQL from the API (gp_storage_promql) goes to the cluster as it is,
+ * and its answer, success or Prometheus error, comes back as it is.
+ *
  * Ids: a registry of the label sets seen hands out ids from 1, stable for
  * the process's life (a hash table under a mutex).
  *
@@ -158,15 +161,14 @@ static size_t on_body(char *p, size_t size, size_t n, void *arg)
     return b->err ? 0 : size * n;
 }
 
-/*
- * One request to the query API: GET path?form when get, else POST form.
- * The answer's body lands in out (caller frees). GP_OK for a 2xx, else
- * GP_ENET with the detail set (the body's Prometheus error when it has
- * one), GP_ENOMEM.
- */
-static int api_call(struct remote *r, const char *path, const char *form, int get, struct gp_buf *out)
+/* The request of api_call; GP_OK with *code set whenever the cluster
+ * answered, whatever the status. timeout_ms 0: the configured one. */
+static int api_request(struct remote *r, const char *path, const char *form, int get,
+                       int64_t timeout_ms, struct gp_buf *out, long *code_out)
 {
     gp_buf_init(out, MAX_ANSWER);
+    if (!timeout_ms || timeout_ms > r->o.query_timeout_ms)
+        timeout_ms = r->o.query_timeout_ms;
     char url[2048];
     int n = snprintf(url, sizeof url, "%s%s%s%s", r->query_root, path, get && *form ? "?" : "",
                      get ? form : "");
@@ -180,9 +182,8 @@ static int api_call(struct remote *r, const char *path, const char *form, int ge
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, r->headers);
     curl_easy_setopt(c, CURLOPT_USERAGENT, "gpulse/" GP_VERSION);
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)r->o.query_timeout_ms);
-    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS,
-                     (long)(r->o.query_timeout_ms < 5000 ? r->o.query_timeout_ms : 5000));
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)timeout_ms);
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, (long)(timeout_ms < 5000 ? timeout_ms : 5000));
     curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
     curl_easy_setopt(c, CURLOPT_ACCEPT_ENCODING, ""); /* gzip when the cluster offers it */
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
@@ -205,7 +206,25 @@ static int api_call(struct remote *r, const char *path, const char *form, int ge
         rc = fail(502, "%s%s: the answer is over %u MiB", r->query_root, path, MAX_ANSWER >> 20);
     else if (cc != CURLE_OK)
         rc = fail(503, "%s%s: %s", r->query_root, path, curl_easy_strerror(cc));
-    else if (code < 200 || code > 299) {
+    *code_out = code;
+    if (rc)
+        atomic_fetch_add(&r->errors, 1);
+    return rc;
+}
+
+/*
+ * One request to the query API: GET path?form when get, else POST form.
+ * The answer's body lands in out (caller frees). GP_OK for a 2xx, else
+ * GP_ENET with the detail set (the body's Prometheus error when it has
+ * one), GP_ENOMEM.
+ */
+static int api_call(struct remote *r, const char *path, const char *form, int get, struct gp_buf *out)
+{
+    long code = 0;
+    int rc = api_request(r, path, form, get, 0, out, &code);
+    if (rc)
+        return rc;
+    if (code < 200 || code > 299) {
         /* A Prometheus error body names the problem; else the body's start. */
         struct gp_promapi_result x;
         char perr[300] = "";
@@ -953,6 +972,67 @@ static int r_label_values(struct gp_storage *s, const char *name, const struct g
     return strings(s, path, 1, m, nm, fn, arg);
 }
 
+/* ---- PromQL, computed by the cluster ----------------------------------------------- */
+
+/* "1700000000.250": ms as the API's seconds. */
+static void form_time(struct gp_buf *f, const char *name, int64_t ms)
+{
+    char v[40];
+    uint64_t a = ms < 0 ? 0 - (uint64_t)ms : (uint64_t)ms;
+    snprintf(v, sizeof v, "%s%" PRIu64 ".%03" PRIu64, ms < 0 ? "-" : "", a / 1000, a % 1000);
+    form_add(f, name, v);
+}
+
+static int r_promql(struct gp_storage *s, const struct gp_storage_promql *q, struct gp_buf *out,
+                    int *status)
+{
+    struct remote *r = R(s);
+    const char *path = q->range ? "/api/v1/query_range" : "/api/v1/query";
+    struct gp_buf f, body;
+    gp_buf_init(&f, 0);
+    form_add(&f, "query", q->query);
+    if (q->range) {
+        form_time(&f, "start", q->start_ms);
+        form_time(&f, "end", q->end_ms);
+        char step[40];
+        snprintf(step, sizeof step, "%.3f", (double)q->step_ms / 1e3);
+        form_add(&f, "step", step);
+    } else {
+        form_time(&f, "time", q->time_ms);
+    }
+    if (q->timeout_ms > 0) {
+        char to[40];
+        snprintf(to, sizeof to, "%.3f", (double)q->timeout_ms / 1e3);
+        form_add(&f, "timeout", to);
+    }
+    long code = 0;
+    /* POST: a long expression fits no URL. */
+    int rc = f.err ? GP_ENOMEM : api_request(r, path, f.data, 0, q->timeout_ms, &body, &code);
+    gp_buf_free(&f);
+    if (!rc && (code < 200 || code > 299)) {
+        /* Relay the cluster's own Prometheus error (bad_data with the
+         * position, execution, timeout); anything else is the cluster
+         * failing, not the query. */
+        struct gp_promapi_result x;
+        char perr[300] = "";
+        int prc = gp_promapi_parse_series(body.data ? body.data : "", body.len, &x, perr, sizeof perr);
+        gp_promapi_result_free(&x);
+        if (prc != GP_ENET || code < 400) {
+            atomic_fetch_add(&r->errors, 1);
+            rc = fail(code >= 500 ? 503 : 502, "%s%s: HTTP %ld without a Prometheus error", r->query_root,
+                      path, code);
+        }
+    }
+    if (!rc) {
+        *status = (int)code;
+        gp_buf_append(out, body.data ? body.data : "", body.len);
+        if (out->err)
+            rc = GP_ENOMEM;
+    }
+    gp_buf_free(&body);
+    return rc;
+}
+
 /* ---- writes, stats, metrics ---------------------------------------------------- */
 
 static int r_append(struct gp_storage *s, const struct gp_rw_request *req,
@@ -1186,6 +1266,7 @@ const struct gp_storage_ops gp_storage_remote_ops = {
     .newest_value = r_newest_value,
     .label_names = r_label_names,
     .label_values = r_label_values,
+    .promql = r_promql,
     .stats = r_stats,
     .render_metrics = r_render_metrics,
     .close = r_close,

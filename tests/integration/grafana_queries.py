@@ -1,17 +1,27 @@
 #!/usr/bin/env python3
-"""grafana_queries.py PROM_URL DASHBOARD.json... - runs every panel query
-of the dashboards against a Prometheus, as Grafana would: the template
-variables resolved through their own label_values() queries (each
-variable tried with "All" where it allows it, and with single values),
-$__rate_interval and friends replaced by concrete durations. Fails,
-naming the dashboard and panel, when a query errors or returns no data.
-Prints "PANELS QUERIES COMBINATIONS" on success."""
+"""grafana_queries.py [--empty-vars] PROM_URL DASHBOARD.json... - runs
+every panel query of the dashboards against a Prometheus data source
+(Prometheus, or gpulse server), in Grafana's request shapes: the template
+variables resolved through their own label_values() queries
+(/api/v1/label/NAME/values with match[], start and end; each variable
+tried with "All" where it allows it, and with single values),
+$__rate_interval and friends replaced by concrete durations, each panel
+query sent as a form-encoded POST to /api/v1/query and to
+/api/v1/query_range (the last 5 minutes at 15 s). Fails, naming the
+dashboard and panel, when a query errors or returns no data.
+--empty-vars: a variable whose query finds no values is interpolated as
+the empty string (as Grafana does) and named on stderr, instead of
+failing. Prints "PANELS QUERIES COMBINATIONS" on success."""
 import json
 import re
 import sys
+import time
 import urllib.parse
 import urllib.request
 
+EMPTY_VARS = "--empty-vars" in sys.argv
+if EMPTY_VARS:
+    sys.argv.remove("--empty-vars")
 PROM = sys.argv[1]
 FIXED = {"__rate_interval": "20s", "__interval": "5s", "__range": "1m", "__range_s": "60",
          "__interval_ms": "5000"}
@@ -23,9 +33,14 @@ def esc(value):
     return re.escape(value).replace("\\", "\\\\")
 
 
-def api(path, **params):
-    url = PROM + path + "?" + urllib.parse.urlencode(params, doseq=True)
-    with urllib.request.urlopen(url, timeout=20) as r:
+def api(path, post=False, **params):
+    body = urllib.parse.urlencode(params, doseq=True)
+    if post:  # Grafana's default method: a form body
+        req = urllib.request.Request(PROM + path, data=body.encode(),
+                                     headers={"Content-Type": "application/x-www-form-urlencoded"})
+    else:
+        req = urllib.request.Request(PROM + path + "?" + body)
+    with urllib.request.urlopen(req, timeout=20) as r:
         d = json.load(r)
     if d.get("status") != "success":
         raise RuntimeError(f"{path}: {d}")
@@ -49,12 +64,13 @@ def var_values(v, values):
     if not m:
         raise ValueError(f"variable {v['name']}: unsupported query {q}")
     sel, label = m.group(1), m.group(2)
+    # Grafana's label_values(): the label's values narrowed by match[] and
+    # the dashboard's time range (the last hour).
+    now = int(time.time())
+    params = {"start": now - 3600, "end": now}
     if sel:
-        series = api("/api/v1/series", **{"match[]": subst(sel, values)})
-        vals = sorted({s[label] for s in series if label in s})
-    else:
-        vals = sorted(api(f"/api/v1/label/{label}/values"))
-    return vals
+        params["match[]"] = subst(sel, values)
+    return sorted(api(f"/api/v1/label/{label}/values", **params))
 
 
 def combos(dash):
@@ -66,6 +82,10 @@ def combos(dash):
         values, ok = {"datasource": "prometheus"}, True
         for v in qvars:
             vals = var_values(v, values)
+            if not vals and EMPTY_VARS:
+                print(f"note: {dash['title']}: variable {v['name']} has no values: empty", file=sys.stderr)
+                values[v["name"]] = ""
+                continue
             if not vals:
                 raise RuntimeError(f"{dash['title']}: variable {v['name']} has no values")
             if mode == "all" and v.get("includeAll"):
@@ -90,13 +110,18 @@ def empty_panels(dash, values):
         for t in p.get("targets", []):
             expr = subst(t["expr"], values)
             n += 1
+            now = round(time.time(), 3)
             try:
-                res = api("/api/v1/query", query=expr)["result"]
+                res = api("/api/v1/query", post=True, query=expr, time=now)["result"]
+                rng = api("/api/v1/query_range", post=True, query=expr, start=now - 300, end=now,
+                          step=15)["result"]
             except Exception as e:  # a 400 is a broken query
                 out.append(f"{p['title']} [{t['refId']}]: {expr}: {e}")
                 continue
             if not res:
                 out.append(f"{p['title']} [{t['refId']}]: no data: {expr}")
+            elif not rng:
+                out.append(f"{p['title']} [{t['refId']}]: no data over the last 5 minutes: {expr}")
     return out, n
 
 

@@ -97,20 +97,22 @@ stop_vm() {
     wait "$VM_PID" 2>/dev/null || true
 }
 
-# start_prom_receiver: Debian's Prometheus as a remote-write receiver only
-# (no scrapes); sets PROM_PORT, PROM_PID and PROM_URL.
+# start_prom_receiver [NAME]: Debian's Prometheus as a remote-write
+# receiver only (no scrapes); sets PROM_PORT, PROM_PID and PROM_URL. A
+# NAME gives a second one its own files ($TMP/prom-NAME*).
 start_prom_receiver() {
     command -v prometheus >/dev/null || fail "prometheus is not installed (scripts/deps.sh test)"
+    local sfx=${1:+-$1}
     PROM_PORT=$(free_port)
-    printf 'global: {scrape_interval: 1m}\nscrape_configs: []\n' >"$TMP/prom-rw.yml"
-    prometheus --config.file="$TMP/prom-rw.yml" --storage.tsdb.path="$TMP/prom-tsdb" \
+    printf 'global: {scrape_interval: 1m}\nscrape_configs: []\n' >"$TMP/prom-rw$sfx.yml"
+    prometheus --config.file="$TMP/prom-rw$sfx.yml" --storage.tsdb.path="$TMP/prom-tsdb$sfx" \
         --web.listen-address="127.0.0.1:$PROM_PORT" --web.enable-remote-write-receiver \
-        >"$TMP/prom.log" 2>&1 &
+        >"$TMP/prom$sfx.log" 2>&1 &
     PROM_PID=$!
     PIDS+=("$PROM_PID")
     PROM_URL=http://127.0.0.1:$PROM_PORT/api/v1/write
     wait_until 30 curl -sf "http://127.0.0.1:$PROM_PORT/-/ready" ||
-        { tail -20 "$TMP/prom.log" >&2; fail "prometheus did not come up"; }
+        { tail -20 "$TMP/prom$sfx.log" >&2; fail "prometheus did not come up"; }
 }
 
 # agent_metric NAME: the value of an unlabelled series, or of the first

@@ -7,12 +7,20 @@
 # through their own label_values() queries, "All" and single values
 # (grafana_queries.py). Also: the JSON files are what generate.py writes,
 # and every rule of the rules file evaluates without error on real data.
+#
+# Then the same dashboards, and NVIDIA's dcgm-exporter dashboard's queries
+# (tests/data/grafana/dcgm-exporter-dashboard.json), run against gpulse
+# server directly as a Prometheus data source (issue 16): gpulse up loads
+# the same rules file (rule_files) for the recording rules, and every
+# query answers data there too, in Grafana's request shapes.
 . "$(dirname "$0")/lib.sh"
 command -v prometheus >/dev/null || fail "prometheus is not installed (scripts/deps.sh test)"
 G=$ROOT/deploy/grafana
+DCGM_DASH=$ROOT/tests/data/grafana/dcgm-exporter-dashboard.json
 python3 "$G/generate.py" --check || fail "deploy/grafana/*.json are stale"
 
-SERVER_CMD=up start_server --simulate 2x4xH100 --steps-socket "$TMP/steps.sock"
+printf 'server:\n  rule_files: ["%s"]\n' "$ROOT/deploy/prometheus/gpulse-rules.yml" >"$TMP/gpulse.yaml"
+SERVER_CMD=up start_server --config "$TMP/gpulse.yaml" --simulate 2x4xH100 --steps-socket "$TMP/steps.sock"
 PP=$(free_port)
 # honor_labels: the agent's `job` label is the training job (docs/jobs.md).
 cat >"$TMP/prom.yml" <<YML
@@ -71,4 +79,28 @@ for b in bad: print("  " + b)
 print(f"  - {n} rules evaluated by Prometheus, all healthy" if not bad else "")
 sys.exit(1 if bad or n == 0 else 0)
 PY
-echo "ok: $panels panels, $queries queries with data ($combos variable combinations tried)"
+out=$(python3 "$ROOT/tests/integration/grafana_queries.py" "$P" "$DCGM_DASH") ||
+    { echo "$out"; fail "dcgm-exporter dashboard queries without data from Prometheus (above)"; }
+note "Prometheus: NVIDIA's dcgm-exporter dashboard: $(echo "$out" | tail -1 | awk '{print $2}') queries with data (8 panels, All and single values)"
+
+# gpulse server directly: its recording rules need two evaluations of the
+# step counters, as in Prometheus.
+S=$SERVER_URL
+gp_has() { curl -sf "$S/api/v1/query" --data-urlencode "query=$1" | grep -q '"result":\[{'; }
+wait_until 60 gp_has 'gpulse:job_rank_step_seconds:robust_z5m' ||
+    { tail -5 "$SERVER_LOG"; fail "gpulse server: no step telemetry through the recording rules after 60 s"; }
+out=$(python3 "$ROOT/tests/integration/grafana_queries.py" "$S" "$G"/gpulse-*.json) ||
+    { echo "$out"; fail "gpulse server: dashboard queries without data (above)"; }
+echo "$out" | grep -E '^  - '
+read -r gp_panels gp_queries gp_combos <<<"$(echo "$out" | tail -1)"
+[ "$gp_queries" = "$queries" ] || fail "gpulse server answered $gp_queries dashboard queries, Prometheus $queries"
+# The agents push to gpulse server without Prometheus's scrape label
+# `instance`: the dashboard's instance variable is empty there, and its
+# queries match on instance=~"" as Grafana then sends them.
+out=$(python3 "$ROOT/tests/integration/grafana_queries.py" --empty-vars "$S" "$DCGM_DASH" 2>"$TMP/dcgm.err") ||
+    { echo "$out"; cat "$TMP/dcgm.err"; fail "gpulse server: dcgm-exporter dashboard queries without data (above)"; }
+grep -v '^note: .*variable instance has no values' "$TMP/dcgm.err" && fail "gpulse server: unexpected notes on the dcgm-exporter dashboard (above)"
+gpu_vals=$(curl -sf "$S/api/v1/label/gpu/values" --data-urlencode 'match[]=DCGM_FI_DEV_GPU_TEMP' | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["data"]))')
+[ "$gpu_vals" -ge 4 ] || fail "gpulse server: the dcgm-exporter dashboard's gpu variable has $gpu_vals values"
+note "gpulse server: $gp_queries deploy/grafana queries and NVIDIA's dcgm-exporter dashboard's $(echo "$out" | tail -1 | awk '{print $2}') queries return data (8 panels; gpu variable: $gpu_vals values)"
+echo "ok: $panels panels, $queries queries with data ($combos variable combinations tried), on Prometheus and on gpulse server"

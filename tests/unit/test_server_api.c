@@ -187,7 +187,7 @@ static void test_api_parameters(void)
     CHECK_INT(r.status, 200);
     CHECK_CONTAINS(r.body, "\"resultType\":\"matrix\"");
     CHECK_CONTAINS(r.body, "\"30\"");
-    /* query= with a plain selector is the same query. */
+    /* query= is PromQL: a plain selector's instant values at the steps. */
     snprintf(path, sizeof path, "/api/v1/query_range?query=api_probe%%7Bgpu%%3D%%220%%22%%7D&start=%lld&end=%lld&step=1",
              (long long)(t0 / 1000 - 2), (long long)(t0 / 1000));
     r = get(s, path, NULL);
@@ -220,7 +220,7 @@ static void test_api_parameters(void)
     expect_bad(s, "/api/v1/query_range?match=api_probe&start=1&end=2&step=1&agg=avg&by=g-pu",
                "invalid label name");
     expect_bad(s, "/api/v1/query_range?match=api_probe&start=1&end=2&step=1&rollups=maybe", "rollups");
-    expect_bad(s, "/api/v1/query_range?start=1&end=2&step=1", "no match[] parameter");
+    expect_bad(s, "/api/v1/query_range?start=1&end=2&step=1", "missing parameter 'query' (PromQL) or 'match'");
     expect_bad(s, "/api/v1/query_range?match=a&match=b&start=1&end=2&step=1", "one selector");
     expect_bad(s, "/api/v1/query_range?match=%7Bx%3D~%22.*%22%7D&start=1&end=2&step=1",
                "invalid selector");
@@ -236,6 +236,9 @@ static void test_api_parameters(void)
     r = get(s, "/elsewhere", NULL);
     CHECK_INT(r.status, 404);
     r = get(s, "/api/v1/series?match[]=up", "DELETE");
+    CHECK_INT(r.status, 405);
+    CHECK_STR(r.allow, "GET, HEAD, POST");
+    r = get(s, "/api/v1/nodes", "POST");
     CHECK_INT(r.status, 405);
     CHECK_STR(r.allow, "GET, HEAD");
     r = get(s, "/api/v1/write", NULL);

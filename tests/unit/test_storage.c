@@ -233,7 +233,15 @@ static void fake_handle(void *ctx, const struct gp_http_request *req, struct gp_
         gp_buf_puts(&resp->body, "{\"status\":\"error\",\"errorType\":\"execution\",\"error\":\"too many samples\"}");
         return;
     }
-    if (!strcmp(path, "/api/v1/query")) {
+    if (!strcmp(path, "/api/v1/query_range")) {
+        size_t n;
+        const uint8_t *body = gp_http_body(req, &n);
+        pthread_mutex_lock(&f->mu);
+        snprintf(f->last_query, sizeof f->last_query, "%.*s", (int)n, body ? (const char *)body : "");
+        pthread_mutex_unlock(&f->mu);
+        gp_buf_puts(&resp->body, "{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\","
+                                 "\"result\":[{\"metric\":{},\"values\":[[60,\"3\"]]}]}}");
+    } else if (!strcmp(path, "/api/v1/query")) {
         size_t n;
         const uint8_t *body = gp_http_body(req, &n);
         pthread_mutex_lock(&f->mu);
@@ -435,6 +443,59 @@ static void test_remote_errors(void)
     gp_storage_close(s);
 }
 
+/* PromQL goes to the cluster as PromQL (a POST form of the client's
+ * parameters); its answer, success or Prometheus error, comes back as
+ * it is; anything else is the cluster failing. */
+static void test_remote_promql(void)
+{
+    struct fake f;
+    fake_start(&f);
+    struct gp_storage *s = remote_open(gp_http_port(f.http), NULL);
+    struct gp_buf out;
+    gp_buf_init(&out, 0);
+    int status = 0;
+    struct gp_storage_promql q = {.query = "sum by (gpu) (rate(util[5m]))", .time_ms = 1700000000250,
+                                  .timeout_ms = 1500};
+    CHECK_INT(gp_storage_promql(s, &q, &out, &status), GP_OK);
+    CHECK_INT(status, 200);
+    CHECK_CONTAINS(out.data, "\"resultType\":\"matrix\"");
+    pthread_mutex_lock(&f.mu);
+    CHECK_STR(f.last_query, "query=sum%20by%20%28gpu%29%20%28rate%28util%5B5m%5D%29%29"
+                            "&time=1700000000.250&timeout=1.500");
+    CHECK_STR(f.last_auth, "Bearer s3cret");
+    pthread_mutex_unlock(&f.mu);
+    struct gp_storage_promql r = {.query = "1", .range = 1, .start_ms = -1500, .end_ms = 60000,
+                                  .step_ms = 15000};
+    gp_buf_reset(&out);
+    CHECK_INT(gp_storage_promql(s, &r, &out, &status), GP_OK);
+    CHECK_INT(status, 200);
+    CHECK_CONTAINS(out.data, "[[60,\"3\"]]");
+    pthread_mutex_lock(&f.mu);
+    CHECK_STR(f.last_query, "query=1&start=-1.500&end=60.000&step=15.000");
+    pthread_mutex_unlock(&f.mu);
+    /* The cluster's own error is the client's answer. */
+    atomic_store(&f.mode, 3);
+    gp_buf_reset(&out);
+    CHECK_INT(gp_storage_promql(s, &q, &out, &status), GP_OK);
+    CHECK_INT(status, 422);
+    CHECK_CONTAINS(out.data, "\"errorType\":\"execution\"");
+    /* A failure that is not Prometheus's answer: GP_ENET, nothing relayed. */
+    atomic_store(&f.mode, 1);
+    gp_buf_reset(&out);
+    gp_storage_clear_error();
+    CHECK_INT(gp_storage_promql(s, &q, &out, &status), GP_ENET);
+    CHECK_INT((int)out.len, 0);
+    CHECK_CONTAINS(gp_storage_last_error(), "HTTP 500 without a Prometheus error");
+    CHECK_INT(gp_storage_last_error_status(), 503);
+    gp_buf_free(&out);
+    gp_storage_close(s);
+    gp_http_stop(f.http);
+    /* The embedded store evaluates nothing itself: the caller does. */
+    struct gp_storage *e = sopen_tmp();
+    CHECK_INT(gp_storage_promql(e, &q, &out, &status), GP_EUNSUPPORTED);
+    gp_storage_close(e);
+}
+
 static void test_remote_forwards_writes(void)
 {
     struct fake f;
@@ -554,6 +615,7 @@ const struct gp_test gp_tests_storage[] = {
     {"remote_reads", test_remote_reads},
     {"remote_select_since", test_remote_select_since},
     {"remote_errors", test_remote_errors},
+    {"remote_promql", test_remote_promql},
     {"remote_forwards_writes", test_remote_forwards_writes},
     {"remote_basic_auth", test_remote_basic_auth},
     {"rollups_of", test_rollups_of},

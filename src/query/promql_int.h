@@ -1,0 +1,255 @@
+/*
+ * promql_int.h - what the evaluator's files share (query-internal; the
+ * engine's API is promql.h).
+ *
+ * Representation: every instant-vector or scalar node is evaluated once
+ * for all steps of a grid (Prometheus's rangeEval), not step by step
+ * from the root. A vector value is a set of series, each with a dense
+ * value per step and a presence byte per step; a scalar is one value per
+ * step. An instant query is the grid of one step. Label sets are the
+ * store's canonical blobs (store/labels.h), so equality is memcmp and a
+ * blob hashes once.
+ *
+ * Files:
+ *   promql_eval.c    entry points, dispatch, values, limits
+ *   promql_select.c  selectors, range selectors and subqueries (reading the store)
+ *   promql_call.c    function calls
+ *   promql_binop.c   binary operators and vector matching
+ *   promql_agg.c     aggregations
+ *   promql_labels.c  label blobs: edit, compare, print, the series map
+ *   promql_json.c    rendering and error types
+ */
+#ifndef GP_QUERY_PROMQL_INT_H
+#define GP_QUERY_PROMQL_INT_H
+
+#include "ingest/remote_write.h"
+#include "lib/buf.h"
+#include "lib/err.h"
+#include "query/promql.h"
+#include "storage/storage.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Errors of evaluation itself (many-to-many matching, duplicate label
+ * sets, a bad label_replace regex): Prometheus's "execution" errors, 422. */
+#define GP_PQ_EEXEC GP_EINTERNAL
+
+/* Steps start + k*step for k < n. */
+struct gp_pq_grid {
+    int64_t start, step;
+    size_t n;
+};
+
+static inline int64_t gp_pq_grid_t(const struct gp_pq_grid *g, size_t k)
+{
+    return g->start + (int64_t)k * g->step;
+}
+
+/* Evaluation context of one query. */
+struct gp_pq_ctx {
+    struct gp_storage *s;
+    struct gp_promql_limits lim;
+    int64_t qstart, qend;      /* for @ start() / @ end() */
+    int64_t deadline_ns;       /* CLOCK_MONOTONIC */
+    unsigned tick;             /* throttles clock reads */
+    size_t samples, peak;      /* samples held now, most at once */
+    size_t cells;              /* step slots allocated for vector values: they bound
+                                * memory (a series that lives one step of many
+                                * still takes a slot per step), so they are held
+                                * to max_samples too */
+    uint64_t damaged;          /* damaged chunks skipped by reads */
+    int64_t damaged_from, damaged_to;
+    char *err;
+    size_t errlen;
+    struct gp_buf tmp;         /* scratch for label blobs */
+};
+
+/* ---- label blobs (promql_labels.c) ---- */
+
+/* A decoded label set; names and values point into blobs the caller keeps. */
+struct gp_pq_lset {
+    struct gp_rw_label *l;
+    size_t n, cap;
+};
+void gp_pq_lset_free(struct gp_pq_lset *ls);
+/* Decodes blob into ls (replacing its content). GP_OK or GP_ENOMEM. */
+int gp_pq_lset_decode(struct gp_pq_lset *ls, const uint8_t *blob, size_t len);
+/* Sets (value "" deletes) name; keeps ls sorted. */
+int gp_pq_lset_set(struct gp_pq_lset *ls, const char *name, size_t nlen, const char *value,
+                   size_t vlen);
+void gp_pq_lset_del(struct gp_pq_lset *ls, const char *name);
+/* Keeps only the names in keep (keep_not: drops them, and __name__ too). */
+void gp_pq_lset_filter(struct gp_pq_lset *ls, const struct gp_pq_labels *names, int keep);
+/* Replaces out's content with ls's canonical blob (empty for no labels). */
+void gp_pq_lset_encode(const struct gp_pq_lset *ls, struct gp_buf *out);
+
+/* Prometheus's labels.Compare order. */
+int gp_pq_labels_cmp(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen);
+/* Writes {a="b", c="d"} as Prometheus's Labels.String() does. */
+void gp_pq_labels_str(const uint8_t *blob, size_t len, struct gp_buf *out);
+/* The blob without __name__, into out (replaced). */
+void gp_pq_labels_drop_name(const uint8_t *blob, size_t len, struct gp_buf *out);
+/* Blob of the labels a matching or grouping looks at, into out
+ * (replaced): on/by: only names; else every label but names and __name__. */
+void gp_pq_labels_key(const uint8_t *blob, size_t len, const struct gp_pq_labels *names, int on,
+                      struct gp_buf *out);
+
+/* A map from byte strings to indexes (open addressing, keys copied). */
+struct gp_pq_map {
+    struct gp_pq_slot *slots;
+    size_t cap, n;
+    struct gp_buf keys;
+};
+void gp_pq_map_free(struct gp_pq_map *m);
+/* Index of key, or adds it with value next (*added 1). GP_OK or GP_ENOMEM. */
+int gp_pq_map_get(struct gp_pq_map *m, const void *key, size_t len, size_t next, size_t *out,
+                  int *added);
+
+/* ---- values ---- */
+
+struct gp_pq_ser {
+    uint8_t *lab;         /* owned canonical blob; NULL for none */
+    size_t lablen;
+    double *v;            /* grid.n values */
+    uint8_t *has;         /* grid.n presence bytes */
+};
+
+struct gp_pq_val {
+    enum gp_pq_type type;
+    double *sc;           /* scalar: grid.n values */
+    struct gp_pq_ser *s;  /* vector */
+    size_t n, cap;
+    size_t npoints;       /* present points, counted against max_samples */
+    size_t ncells;        /* step slots of its series, in c->cells */
+    struct gp_pq_map idx; /* label blob -> series (vectors built by label) */
+    char *str;            /* string */
+    /* matrix (instant queries of range selectors and subqueries) */
+    struct gp_promql_series *m;
+    size_t mn;
+    int ordered;          /* vector order is meaningful (sort*, topk/bottomk) */
+};
+
+void gp_pq_val_free(struct gp_pq_ctx *c, struct gp_pq_val *v);
+/* The series with these labels, added (no points) when absent. */
+int gp_pq_val_series(struct gp_pq_ctx *c, struct gp_pq_val *v, const struct gp_pq_grid *g,
+                     const uint8_t *lab, size_t len, size_t *idx);
+/* Sets point k of series i; a second value at the same step is
+ * "vector cannot contain metrics with the same labelset". */
+int gp_pq_val_put(struct gp_pq_ctx *c, struct gp_pq_val *v, size_t i, size_t k, double x);
+
+/* A new series (labels copied, no points) without looking at the map:
+ * for labels known to be distinct. */
+int gp_pq_val_append(struct gp_pq_ctx *c, struct gp_pq_val *v, const struct gp_pq_grid *g,
+                     const uint8_t *lab, size_t len, size_t *idx);
+/* A new series holding v/has (ownership passes, np points). */
+int gp_pq_val_adopt(struct gp_pq_ctx *c, struct gp_pq_val *v, const struct gp_pq_grid *g,
+                    const uint8_t *lab, size_t len, double *vals, uint8_t *has, size_t np);
+/* Takes n step slots (c->cells) or fails as too many samples. */
+int gp_pq_cells(struct gp_pq_ctx *c, struct gp_pq_val *v, size_t n);
+int gp_pq_scalar_new(struct gp_pq_ctx *c, struct gp_pq_val *out, const struct gp_pq_grid *g);
+void gp_pq_vector_new(struct gp_pq_val *out);
+
+#define GP_PQ_TOO_MANY_SAMPLES \
+    "query processing would load too many samples into memory in query execution"
+
+int64_t gp_pq_now_ns(void); /* CLOCK_MONOTONIC */
+int gp_pq_check(struct gp_pq_ctx *c);               /* timeout */
+int gp_pq_count(struct gp_pq_ctx *c, size_t n);     /* samples held += n */
+void gp_pq_uncount(struct gp_pq_ctx *c, size_t n);  /* samples held -= n */
+int gp_pq_oom(struct gp_pq_ctx *c);
+
+int gp_pq_eval(struct gp_pq_ctx *c, const struct gp_pq_node *e, const struct gp_pq_grid *g,
+               struct gp_pq_val *out);
+int gp_pq_eval_call(struct gp_pq_ctx *c, const struct gp_pq_node *e, const struct gp_pq_grid *g,
+                    struct gp_pq_val *out);
+int gp_pq_eval_binary(struct gp_pq_ctx *c, const struct gp_pq_node *e, const struct gp_pq_grid *g,
+                      struct gp_pq_val *out);
+int gp_pq_eval_agg(struct gp_pq_ctx *c, const struct gp_pq_node *e, const struct gp_pq_grid *g,
+                   struct gp_pq_val *out);
+
+/* Go's strconv.FormatFloat(v, 'f', -1, 64) (exp_form 0) or the form
+ * Prometheus's JSON uses ('e' below 1e-6 and from 1e21), into buf
+ * (at least 400 bytes). */
+void gp_pq_fmt_float(double v, int json_form, char *buf, size_t len);
+
+/* Go's fmt %v of a float64 (Prometheus's error messages): 'g' with the
+ * shortest digits, an exponent below 1e-4 and from 1e6. */
+void gp_pq_fmt_go_v(double v, char *buf, size_t len);
+
+const struct gp_pq_node *gp_pq_unparen(const struct gp_pq_node *e);
+
+/* ---- selectors and range sources (promql_select.c) ---- */
+
+/* When a selector or subquery looks: its @ and offset. */
+struct gp_pq_when {
+    enum gp_pq_at at;
+    int64_t at_ms, offset_ms;
+};
+
+/* A range source: the series of a matrix selector (read from the store
+ * one at a time) or of a subquery (its inner expression evaluated once
+ * on its own grid), each with its samples over the union of every
+ * step's window; gp_pq_rsrc_window slides over them step by step. */
+/* A selection being read series by series, in label order. */
+struct gp_pq_sel_read {
+    struct gp_store_selection sel;
+    size_t *order; /* selection indexes sorted by labels */
+    size_t i;
+    struct gp_samples smp;
+    int64_t mint, maxt;
+};
+
+struct gp_pq_rsrc {
+    struct gp_pq_when w;
+    int64_t range;
+    int sub;
+    struct gp_pq_sel_read r;            /* matrix selector */
+    struct gp_pq_val inner;       /* subquery */
+    struct gp_pq_grid ig;
+    size_t vi;
+    int64_t *t;
+    double *v;
+    /* the current series */
+    const uint8_t *lab;
+    size_t lablen, n;
+    const int64_t *ct;
+    const double *cv;
+};
+
+/* Runs fn for every series of a selection, on both cores when there are
+ * enough series (the store takes any number of readers), with the
+ * series' samples in the selection's window (stale markers kept; fn may
+ * change the arrays). i is the series' place in label order: fn stores
+ * its results by i, so they do not depend on the threads. fn reads c
+ * only (limits, times) and reports errors in err. */
+typedef int (*gp_pq_series_fn)(void *arg, size_t i, const struct gp_store_series *ser, int64_t *t,
+                               double *v, size_t n, char *err, size_t errlen);
+int gp_pq_sel_each(struct gp_pq_ctx *c, struct gp_pq_sel_read *r, gp_pq_series_fn fn, void *arg);
+/* Step k's window [t - range, t] (left-open with prom3_windows) of the
+ * samples t[0..n): [*lo, *hi), cursors only moving forward. */
+void gp_pq_window_at(const struct gp_pq_ctx *c, const struct gp_pq_when *w, int64_t range,
+                     const struct gp_pq_grid *g, size_t k, const int64_t *t, size_t n, size_t *lo,
+                     size_t *hi, int64_t *from, int64_t *to);
+/* Drops stale markers in place; returns the samples left. */
+size_t gp_pq_drop_stale(int64_t *t, double *v, size_t n);
+
+int gp_pq_rsrc_open(struct gp_pq_ctx *c, struct gp_pq_rsrc *rs, const struct gp_pq_node *e,
+                    const struct gp_pq_grid *g);
+/* Next series: 1 (lab, ct, cv, n set), 0 at the end, or an error. */
+int gp_pq_rsrc_next(struct gp_pq_ctx *c, struct gp_pq_rsrc *rs);
+/* Step k's window of the current series: samples [*lo, *hi) (cursors
+ * start at 0 for each series and only move forward). */
+void gp_pq_rsrc_window(const struct gp_pq_ctx *c, const struct gp_pq_rsrc *rs,
+                       const struct gp_pq_grid *g, size_t k, size_t *lo, size_t *hi,
+                       int64_t *from, int64_t *to);
+void gp_pq_rsrc_close(struct gp_pq_ctx *c, struct gp_pq_rsrc *rs);
+/* An instant vector selector; ts_mode: values are the samples' times in
+ * seconds (timestamp()). */
+int gp_pq_eval_vsel(struct gp_pq_ctx *c, const struct gp_pq_sel *sel, const struct gp_pq_grid *g,
+                    int ts_mode, struct gp_pq_val *out);
+/* A range selector or subquery as an instant query's matrix result. */
+int gp_pq_eval_matrix(struct gp_pq_ctx *c, const struct gp_pq_node *e, const struct gp_pq_grid *g,
+                      struct gp_pq_val *out);
+
+#endif

@@ -1,0 +1,235 @@
+/*
+ * promql_json.c - a query result as Prometheus 2.42's HTTP API writes it,
+ * and the errorType/status of an error code.
+ *
+ * Numbers follow Prometheus's jsonutil byte for byte:
+ *   times   Unix seconds; a millisecond fraction, when there is one, as
+ *           three digits: 1700000000.5 s is written 1700000000.500;
+ *   values  strings: Go's strconv.FormatFloat(v, 'f', -1, 64), shortest
+ *           text that reads back, no exponent, except below 1e-6 and from
+ *           1e21 (in magnitude) where it is 'e' (1e-07, 1e+21); "NaN",
+ *           "+Inf", "-Inf".
+ * count_values' label values use 'f' throughout (no exponent), hence
+ * gp_pq_fmt_float's two forms.
+ */
+#include "query/promql_int.h"
+
+#include "lib/err.h"
+#include "query/json.h"
+#include "storage/storage.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The shortest round-trip digits of a finite v != 0: digits (no dot) and
+ * the decimal exponent of the first digit. */
+static void shortest_digits(double v, char *digits, int *exp10)
+{
+    char tmp[48];
+    for (int prec = 1; prec <= 17; prec++) {
+        snprintf(tmp, sizeof tmp, "%.*e", prec - 1, v);
+        if (strtod(tmp, NULL) == v)
+            break;
+    }
+    const char *p = tmp;
+    if (*p == '-')
+        p++;
+    size_t n = 0;
+    for (; *p && *p != 'e'; p++)
+        if (*p != '.')
+            digits[n++] = *p;
+    while (n > 1 && digits[n - 1] == '0')
+        n--;
+    digits[n] = '\0';
+    *exp10 = *p == 'e' ? atoi(p + 1) : 0;
+}
+
+void gp_pq_fmt_float(double v, int json_form, char *buf, size_t len)
+{
+    if (isnan(v) || isinf(v)) {
+        snprintf(buf, len, "%s", isnan(v) ? "NaN" : v > 0 ? "+Inf" : "-Inf");
+        return;
+    }
+    double a = fabs(v);
+    if (json_form && a != 0 && (a < 1e-6 || a >= 1e21)) {
+        char d[24];
+        int e;
+        shortest_digits(v, d, &e);
+        /* Go's 'e' -1: d[.ddd]e±XX, at least two exponent digits. */
+        snprintf(buf, len, "%s%c%s%se%c%02d", v < 0 ? "-" : "", d[0], d[1] ? "." : "", d + 1,
+                 e < 0 ? '-' : '+', e < 0 ? -e : e);
+        return;
+    }
+    if (a >= 1e-3 && a < 1e15) {
+        /* json.c's formatter is exact and fast here, in fixed notation. */
+        char tmp[40];
+        gp_json_format_double(v, tmp);
+        if (!strchr(tmp, 'e')) {
+            snprintf(buf, len, "%s", tmp);
+            return;
+        }
+    }
+    if (v == 0) {
+        snprintf(buf, len, "%s", signbit(v) ? "-0" : "0");
+        return;
+    }
+    char d[24];
+    int e;
+    shortest_digits(v, d, &e);
+    size_t nd = strlen(d), o = 0;
+    if (v < 0 && o + 1 < len)
+        buf[o++] = '-';
+    if (e >= 0) {
+        for (int i = 0; i <= e && o + 1 < len; i++)
+            buf[o++] = (size_t)i < nd ? d[i] : '0';
+        if ((size_t)e + 1 < nd && o + 1 < len) {
+            buf[o++] = '.';
+            for (size_t i = (size_t)e + 1; i < nd && o + 1 < len; i++)
+                buf[o++] = d[i];
+        }
+    } else {
+        if (o + 2 < len) {
+            buf[o++] = '0';
+            buf[o++] = '.';
+        }
+        for (int i = 0; i < -e - 1 && o + 1 < len; i++)
+            buf[o++] = '0';
+        for (size_t i = 0; i < nd && o + 1 < len; i++)
+            buf[o++] = d[i];
+    }
+    buf[o] = '\0';
+}
+
+void gp_pq_fmt_go_v(double v, char *buf, size_t len)
+{
+    if (isnan(v) || isinf(v) || v == 0) {
+        gp_pq_fmt_float(v, 0, buf, len);
+        return;
+    }
+    char d[24];
+    int e;
+    shortest_digits(v, d, &e);
+    if (e < -4 || e >= 6) { /* strconv's 'g' with the shortest digits */
+        snprintf(buf, len, "%s%c%s%se%c%02d", v < 0 ? "-" : "", d[0], d[1] ? "." : "", d + 1,
+                 e < 0 ? '-' : '+', e < 0 ? -e : e);
+        return;
+    }
+    gp_pq_fmt_float(v, 0, buf, len);
+}
+
+static void put_time(struct gp_buf *b, int64_t t)
+{
+    uint64_t u = t < 0 ? (uint64_t)0 - (uint64_t)t : (uint64_t)t;
+    unsigned frac = (unsigned)(u % 1000);
+    if (frac)
+        gp_buf_printf(b, "%s%llu.%03u", t < 0 ? "-" : "", (unsigned long long)(u / 1000), frac);
+    else
+        gp_buf_printf(b, "%s%llu", t < 0 ? "-" : "", (unsigned long long)(u / 1000));
+}
+
+static void put_point(struct gp_buf *b, int64_t t, double v)
+{
+    char num[400];
+    gp_buf_putc(b, '[');
+    put_time(b, t);
+    gp_buf_puts(b, ",\"");
+    gp_pq_fmt_float(v, 1, num, sizeof num);
+    gp_buf_puts(b, num);
+    gp_buf_puts(b, "\"]");
+}
+
+static int put_metric(struct gp_buf *b, const struct gp_promql_series *s)
+{
+    gp_buf_puts(b, "{\"metric\":");
+    if (!s->labels || !s->labels_len) {
+        gp_buf_puts(b, "{}");
+        return GP_OK;
+    }
+    return gp_json_labels(b, s->labels, s->labels_len);
+}
+
+int gp_promql_render(const struct gp_promql_result *r, struct gp_buf *out)
+{
+    static const char *types[] = {"scalar", "vector", "matrix", "string"};
+    int rc = GP_OK;
+    gp_buf_printf(out, "{\"status\":\"success\",\"data\":{\"resultType\":\"%s\",\"result\":",
+                  types[r->type]);
+    switch (r->type) {
+    case GP_PROMQL_SCALAR: put_point(out, r->t, r->scalar); break;
+    case GP_PROMQL_STRING:
+        gp_buf_putc(out, '[');
+        put_time(out, r->t);
+        gp_buf_putc(out, ',');
+        gp_json_str(out, r->string ? r->string : "", r->string ? strlen(r->string) : 0);
+        gp_buf_putc(out, ']');
+        break;
+    case GP_PROMQL_VECTOR:
+    case GP_PROMQL_MATRIX:
+        gp_buf_putc(out, '[');
+        for (size_t i = 0; i < r->n && rc == GP_OK; i++) {
+            const struct gp_promql_series *s = r->series + i;
+            if (i)
+                gp_buf_putc(out, ',');
+            rc = put_metric(out, s);
+            if (r->type == GP_PROMQL_VECTOR) {
+                gp_buf_puts(out, ",\"value\":");
+                if (s->n)
+                    put_point(out, s->t[0], s->v[0]);
+                else
+                    gp_buf_puts(out, "null");
+            } else {
+                gp_buf_puts(out, ",\"values\":[");
+                for (size_t k = 0; k < s->n; k++) {
+                    if (k)
+                        gp_buf_putc(out, ',');
+                    put_point(out, s->t[k], s->v[k]);
+                }
+                gp_buf_putc(out, ']');
+            }
+            gp_buf_putc(out, '}');
+        }
+        gp_buf_putc(out, ']');
+        break;
+    }
+    gp_buf_putc(out, '}');
+    if (r->warnings && *r->warnings) {
+        gp_buf_puts(out, ",\"warnings\":[");
+        const char *p = r->warnings;
+        for (int first = 1; *p; first = 0) {
+            const char *nl = strchr(p, '\n');
+            size_t len = nl ? (size_t)(nl - p) : strlen(p);
+            if (!first)
+                gp_buf_putc(out, ',');
+            gp_json_str(out, p, len);
+            p += len + (nl ? 1 : 0);
+        }
+        gp_buf_putc(out, ']');
+    }
+    gp_buf_putc(out, '}');
+    if (rc != GP_OK)
+        return rc;
+    return out->err;
+}
+
+const char *gp_promql_error_type(int rc, int *http_status)
+{
+    int st;
+    const char *t;
+    switch (rc) {
+    case GP_PROMQL_ETIMEOUT: st = 503, t = "timeout"; break;
+    case GP_ENET: {
+        int s = gp_storage_last_error_status();
+        st = s ? s : 503, t = "unavailable";
+        break;
+    }
+    case GP_EPARSE:
+    case GP_EUSAGE:
+    case GP_ETOOBIG: st = 400, t = "bad_data"; break;
+    default: st = 422, t = "execution"; break; /* ERANGE, EIO, EUNSUPPORTED, ENOMEM, EINTERNAL */
+    }
+    if (http_status)
+        *http_status = st;
+    return t;
+}

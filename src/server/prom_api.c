@@ -1,0 +1,315 @@
+/*
+ * prom_api.c - Prometheus's own HTTP API routes, so Grafana, vmalert and
+ * other Prometheus clients use the server as a data source (docs/api.md
+ * "Prometheus API"):
+ *
+ *   /api/v1/query           query=PROMQL, time (default now), timeout
+ *   /api/v1/query_range     query=PROMQL, start, end, step, timeout
+ *                           (api.c sends the match= form elsewhere)
+ *   /api/v1/metadata        metric=, limit=, limit_per_metric=
+ *   /api/v1/status/buildinfo
+ *   /api/v1/query_exemplars (gpulse keeps no exemplars: always empty)
+ *
+ * GET and form POST read the same (net/http.h); the routes answer under
+ * /prometheus as well (api.c). This file reads parameters and maps
+ * errors; the evaluation and its JSON are query/promql.h's. With
+ * storage: remote the query goes to the cluster as PromQL and its answer
+ * comes back as it is (gp_storage_promql): the cluster computes it.
+ *
+ * Limits come from the server's settings (query_* keys, config.h); a
+ * request's timeout= may shorten the configured timeout, never lengthen
+ * it, as in Prometheus.
+ */
+#include "server_int.h"
+
+#include "lib/clock.h"
+#include "lib/err.h"
+#include "lib/metrics.h"
+#include "query/json.h"
+#include "query/promql.h"
+#include "query/query.h"
+#include "sources/frame.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The Prometheus release whose semantics gpulse follows (promql.h), as
+ * buildinfo's "version": clients gate features on it. */
+#define PROM_COMPAT_VERSION "2.42.0"
+
+void gp_srv_promql_limits(const struct gp_server *s, struct gp_promql_limits *l)
+{
+    memset(l, 0, sizeof *l);
+    l->lookback_ms = s->cfg.query_lookback_delta_ms;
+    l->max_samples = (size_t)s->cfg.query_max_samples;
+    l->timeout_ms = s->cfg.query_timeout_ms;
+    l->subquery_step_ms = s->cfg.query_subquery_step_ms;
+    l->prom3_windows = s->cfg.query_prom3_windows;
+}
+
+/* timeout=DURATION: 1 with *ms (0 when absent), or 0 with a 400 answered. */
+static int timeout_param(const struct gp_http_request *req, struct gp_http_response *resp, int64_t *ms)
+{
+    const char *v = gp_http_query(req, "timeout");
+    *ms = 0;
+    if (!v || !*v)
+        return 1;
+    char err[160];
+    if (gp_parse_step_ms(v, ms, err, sizeof err)) {
+        gp_srv_bad(resp, 400, "bad_data", "invalid parameter 'timeout': %s", err);
+        return 0;
+    }
+    return 1;
+}
+
+/* Answers a failed parse or evaluation in Prometheus's error shape. */
+static void promql_failed(struct gp_http_response *resp, int rc, const char *err)
+{
+    int status = 500;
+    const char *type = gp_promql_error_type(rc, &status);
+    if (rc == GP_ENET && gp_storage_last_error()[0])
+        gp_srv_bad(resp, gp_storage_last_error_status(), "unavailable", "remote storage: %s",
+                   gp_storage_last_error());
+    else
+        gp_srv_bad(resp, status, type, "%s", err[0] ? err : gp_strerror(rc));
+}
+
+/* storage: remote -- the cluster evaluates q; its answer is relayed.
+ * 1 when answered so (or failed), 0 when the storage evaluates nothing
+ * itself (embedded: the caller evaluates). */
+static int forwarded(struct gp_storage *st, const struct gp_storage_promql *q,
+                     struct gp_http_response *resp)
+{
+    int status = 0;
+    int rc = gp_storage_promql(st, q, &resp->body, &status);
+    if (rc == GP_EUNSUPPORTED)
+        return 0;
+    if (rc == GP_ENET)
+        gp_srv_bad(resp, gp_storage_last_error_status(), "unavailable", "remote storage: %s",
+                   gp_storage_last_error());
+    else if (rc)
+        gp_srv_bad(resp, 503, "unavailable", "out of memory relaying the cluster's answer");
+    else
+        resp->status = status;
+    return 1;
+}
+
+static void do_query(struct gp_server *s, struct gp_storage *st, const struct gp_http_request *req,
+                     struct gp_http_response *resp)
+{
+    const char *query = gp_http_query(req, "query");
+    int64_t t, timeout;
+    if (!gp_srv_time_param(req, resp, "time", gp_wall_ms(), 0, &t) || !timeout_param(req, resp, &timeout))
+        return;
+    if (!query)
+        query = "";
+    struct gp_storage_promql fq = {.query = query, .time_ms = t, .timeout_ms = timeout};
+    if (forwarded(st, &fq, resp))
+        return;
+    struct gp_promql_limits lim;
+    gp_srv_promql_limits(s, &lim);
+    if (timeout && timeout < lim.timeout_ms)
+        lim.timeout_ms = timeout;
+    char err[512] = "";
+    struct gp_pq_node *e = NULL;
+    struct gp_promql_result res;
+    memset(&res, 0, sizeof res);
+    int rc = gp_promql_parse(query, strlen(query), &e, err, sizeof err);
+    if (!rc)
+        rc = gp_promql_instant(st, e, t, &lim, &res, err, sizeof err);
+    if (!rc)
+        rc = gp_promql_render(&res, &resp->body);
+    if (rc)
+        promql_failed(resp, rc, err);
+    gp_promql_result_free(&res);
+    gp_promql_free(e);
+}
+
+void gp_srv_promql_range(struct gp_server *s, struct gp_storage *st, const struct gp_http_request *req,
+                         struct gp_http_response *resp)
+{
+    const char *query = gp_http_query(req, "query");
+    if (!query) {
+        gp_srv_bad(resp, 400, "bad_data",
+                   "missing parameter 'query' (PromQL) or 'match' (a selector, gpulse's form)");
+        return;
+    }
+    int64_t start, end, step, timeout;
+    if (!gp_srv_time_param(req, resp, "start", 0, 1, &start) ||
+        !gp_srv_time_param(req, resp, "end", 0, 1, &end) || !timeout_param(req, resp, &timeout))
+        return;
+    const char *sv = gp_http_query(req, "step");
+    char err[512] = "";
+    if (!sv || !*sv) {
+        gp_srv_bad(resp, 400, "bad_data", "missing parameter 'step'");
+        return;
+    }
+    if (gp_parse_step_ms(sv, &step, err, sizeof err)) {
+        gp_srv_bad(resp, 400, "bad_data", "invalid parameter 'step': %s", err);
+        return;
+    }
+    struct gp_storage_promql fq = {.query = query, .range = 1, .start_ms = start, .end_ms = end,
+                                   .step_ms = step, .timeout_ms = timeout};
+    if (forwarded(st, &fq, resp))
+        return;
+    struct gp_promql_limits lim;
+    gp_srv_promql_limits(s, &lim);
+    if (timeout && timeout < lim.timeout_ms)
+        lim.timeout_ms = timeout;
+    struct gp_pq_node *e = NULL;
+    struct gp_promql_result res;
+    memset(&res, 0, sizeof res);
+    int rc = gp_promql_parse(query, strlen(query), &e, err, sizeof err);
+    if (!rc)
+        rc = gp_promql_range(st, e, start, end, step, &lim, &res, err, sizeof err);
+    if (!rc)
+        rc = gp_promql_render(&res, &resp->body);
+    if (rc)
+        promql_failed(resp, rc, err);
+    gp_promql_result_free(&res);
+    gp_promql_free(e);
+}
+
+/* ---- metadata ---- */
+
+struct family {
+    const char *name, *type, *help;
+};
+
+static int family_cmp(const void *a, const void *b)
+{
+    return strcmp(((const struct family *)a)->name, ((const struct family *)b)->name);
+}
+
+/* Both tables, sorted by name once (Prometheus's answer is a JSON
+ * object, its keys sorted). */
+static struct family families[GPF__COUNT + GP_M__COUNT];
+static size_t nfamilies;
+static pthread_once_t families_once = PTHREAD_ONCE_INIT;
+
+static void families_build(void)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < GPF__COUNT; i++)
+        if (gp_gpu_fields[i].name)
+            families[n++] = (struct family){gp_gpu_fields[i].name,
+                                            gp_gpu_fields[i].type == GP_COUNTER ? "counter" : "gauge",
+                                            gp_gpu_fields[i].help ? gp_gpu_fields[i].help : ""};
+    for (size_t i = 0; i < GP_M__COUNT; i++)
+        families[n++] = (struct family){gp_metrics[i].name, gp_metric_kind_name(gp_metrics[i].kind),
+                                        gp_metrics[i].help};
+    qsort(families, n, sizeof *families, family_cmp);
+    nfamilies = n;
+}
+
+/* OpenMetrics' unit: the base unit the name ends with (before _total),
+ * as gpulse names its families; "" for names without one (dcgm's). */
+static void unit_of(const char *name, char *out, size_t len)
+{
+    static const char *const units[] = {"bytes", "seconds", "ratio", "watts", "joules", "celsius",
+                                        "hertz", "volts", "amperes"};
+    size_t n = strlen(name);
+    if (n > 6 && !strcmp(name + n - 6, "_total"))
+        n -= 6;
+    out[0] = '\0';
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
+        size_t ul = strlen(units[i]);
+        if (n > ul + 1 && name[n - ul - 1] == '_' && !strncmp(name + n - ul, units[i], ul)) {
+            snprintf(out, len, "%s", units[i]);
+            return;
+        }
+    }
+}
+
+/* An integer parameter (negative: no limit), as Prometheus reads limit. */
+static int int_param(const struct gp_http_request *req, struct gp_http_response *resp, const char *name,
+                     long long *out)
+{
+    const char *v = gp_http_query(req, name);
+    *out = -1;
+    if (!v || !*v)
+        return 1;
+    char *end;
+    errno = 0;
+    long long n = strtoll(v, &end, 10);
+    if (*end || errno) {
+        gp_srv_bad(resp, 400, "bad_data", "%s must be a number", name);
+        return 0;
+    }
+    *out = n;
+    return 1;
+}
+
+/*
+ * The families gpulse writes (lib/metrics.h's gpulse_* table and the GPU
+ * readings' dcgm-exporter names, sources/frame.h): TYPE, HELP and unit,
+ * as Prometheus answers from what it scraped. Remote write's metadata is
+ * not kept by the ingest, so other senders' families are not listed.
+ */
+static void do_metadata(const struct gp_http_request *req, struct gp_http_response *resp)
+{
+    long long limit, per_metric;
+    if (!int_param(req, resp, "limit", &limit) || !int_param(req, resp, "limit_per_metric", &per_metric))
+        return;
+    const char *metric = gp_http_query(req, "metric");
+    pthread_once(&families_once, families_build);
+    const struct family *fam = families;
+    size_t nfam = nfamilies;
+    gp_buf_puts(&resp->body, "{\"status\":\"success\",\"data\":{");
+    long long shown = 0;
+    for (size_t i = 0; i < nfam; i++) {
+        if ((metric && *metric && strcmp(metric, fam[i].name)) || (limit >= 0 && shown >= limit))
+            continue;
+        if (i && !strcmp(fam[i].name, fam[i - 1].name))
+            continue;
+        char unit[16];
+        unit_of(fam[i].name, unit, sizeof unit);
+        gp_buf_puts(&resp->body, shown++ ? "," : "");
+        gp_json_str(&resp->body, fam[i].name, strlen(fam[i].name));
+        gp_buf_puts(&resp->body, ":[");
+        if (per_metric != 0) {
+            gp_buf_printf(&resp->body, "{\"type\":\"%s\",\"help\":", fam[i].type);
+            gp_json_str(&resp->body, fam[i].help, strlen(fam[i].help));
+            gp_buf_printf(&resp->body, ",\"unit\":\"%s\"}", unit);
+        }
+        gp_buf_putc(&resp->body, ']');
+    }
+    gp_buf_puts(&resp->body, "}}\n");
+}
+
+/* Prometheus's shape with gpulse's own version beside: "version" is the
+ * Prometheus release whose PromQL gpulse answers as, which Grafana reads
+ * to choose features; no "features" member, so Grafana takes it for
+ * Prometheus (not Mimir). */
+static void do_buildinfo(struct gp_http_response *resp)
+{
+    gp_buf_puts(&resp->body, "{\"status\":\"success\",\"data\":{\"version\":\"" PROM_COMPAT_VERSION
+                             "\",\"revision\":\"gpulse-" GP_VERSION "\",\"branch\":\"\","
+                             "\"buildUser\":\"gpulse\",\"buildDate\":\"\",\"goVersion\":\"\","
+                             "\"gpulseVersion\":\"" GP_VERSION "\"}}\n");
+}
+
+void gp_srv_handle_prom(struct gp_server *s, struct gp_storage *st, enum gp_srv_route route,
+                        const struct gp_http_request *req, struct gp_http_response *resp)
+{
+    switch (route) {
+    case GP_SRV_R_QUERY:
+        do_query(s, st, req, resp);
+        break;
+    case GP_SRV_R_METADATA:
+        do_metadata(req, resp);
+        break;
+    case GP_SRV_R_BUILDINFO:
+        do_buildinfo(resp);
+        break;
+    case GP_SRV_R_EXEMPLARS: /* no exemplars are stored: none to give */
+        gp_buf_puts(&resp->body, "{\"status\":\"success\",\"data\":[]}\n");
+        break;
+    default:
+        gp_srv_bad(resp, 404, "not_found", "no such route");
+    }
+}

@@ -1,0 +1,364 @@
+/*
+ * test_server_prom.c - Prometheus's routes of a whole gp_server (real
+ * store, real HTTP, real engine): PromQL /api/v1/query and query_range
+ * as GET and as form POST (Grafana's shapes: its health check, its panel
+ * queries), the body-before-URL rule, their errors in Prometheus's shapes,
+ * labels and label values narrowed by match[], start and end (GET and
+ * POST), metadata, buildinfo, query_exemplars, and the /prometheus prefix
+ * with Prometheus-shaped alerts.
+ */
+#include "server_testlib.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+/* One sample per series now-ish: name{label=value} = v at t. */
+static void put(struct gp_server *s, const char *name, const char *label, const char *value, double v,
+                int64_t t)
+{
+    struct gp_rw_label l[2] = {{{"__name__", 8}, {name, strlen(name)}},
+                               {{label, strlen(label)}, {value, strlen(value)}}};
+    if (strcmp(label, "__name__") < 0) { /* labels sorted by name */
+        struct gp_rw_label x = l[0];
+        l[0] = l[1];
+        l[1] = x;
+    }
+    struct gp_rw_sample smp = {v, t};
+    struct gp_rw_series se = {l, 2, &smp, 1};
+    srv_write(s, &se, 1);
+}
+
+/* METHOD path with a token; a form body (NULL: none) sent as Grafana
+ * sends it. The reply is static. */
+static struct reply *form_as(struct gp_server *s, const char *method, const char *path, const char *body,
+                             const char *token)
+{
+    static struct reply r;
+    memset(&r, 0, sizeof r);
+    char url[1024], auth[64];
+    snprintf(url, sizeof url, "http://127.0.0.1:%u%s", gp_server_port(s), path);
+    snprintf(auth, sizeof auth, "Authorization: Bearer %s", token);
+    CURL *c = curl_easy_init();
+    struct curl_slist *h = curl_slist_append(NULL, auth);
+    if (body) {
+        h = curl_slist_append(h, "Content-Type: application/x-www-form-urlencoded");
+        h = curl_slist_append(h, "X-Grafana-Org-Id: 1");
+        curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+    }
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, srv_on_data);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &r);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT, 10L);
+    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+    CHECK_INT(curl_easy_perform(c), CURLE_OK);
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r.status);
+    curl_easy_cleanup(c);
+    curl_slist_free_all(h);
+    return &r;
+}
+
+/* With the read token. */
+static struct reply *form(struct gp_server *s, const char *method, const char *path, const char *body)
+{
+    return form_as(s, method, path, body, "r-tok");
+}
+
+/* srv_start_eval's server (tokens w-tok, r-tok) over the rules in yaml. */
+static struct gp_server *start(const char *yaml)
+{
+    gp_test_write_file(gp_test_tmpdir(), "gpulse.yaml", yaml);
+    return srv_start_eval();
+}
+
+static void expect(int line, struct reply *r, long status, const char *want)
+{
+    if (r->status != status || !strstr(r->body, want))
+        gp_test_fail(__FILE__, line, "%ld %s (want %ld with \"%s\")", r->status, r->body, status, want);
+}
+#define EXPECT(r, status, want) expect(__LINE__, r, status, want)
+
+static void test_query_get_and_post(void)
+{
+    struct gp_server *s = start("");
+    int64_t t0 = (gp_wall_ms() / 1000) * 1000;
+    put(s, "prom_probe", "gpu", "0", 42, t0 - 1000);
+    char path[512], body[512];
+
+    /* Grafana's "Save & test": POST query=1+1 with its time. */
+    snprintf(body, sizeof body, "query=1%%2B1&time=%lld", (long long)(t0 / 1000));
+    struct reply *r = form(s, "POST", "/api/v1/query", body);
+    EXPECT(r, 200, "\"resultType\":\"scalar\"");
+    EXPECT(r, 200, "\"2\"]");
+
+    /* The same instant query by GET and by POST. */
+    snprintf(path, sizeof path, "/api/v1/query?query=prom_probe&time=%lld", (long long)(t0 / 1000));
+    r = form(s, "GET", path, NULL);
+    EXPECT(r, 200, "\"resultType\":\"vector\"");
+    EXPECT(r, 200, "\"__name__\":\"prom_probe\"");
+    EXPECT(r, 200, "\"42\"]");
+    static char got[sizeof r->body];
+    snprintf(got, sizeof got, "%s", r->body);
+    snprintf(body, sizeof body, "query=prom_probe&time=%lld", (long long)(t0 / 1000));
+    r = form(s, "POST", "/api/v1/query", body);
+    CHECK_STR(r->body, got);
+    /* A form's fields come before the URL's; the URL's still count. */
+    snprintf(path, sizeof path, "/api/v1/query?query=nothing_here&time=%lld", (long long)(t0 / 1000));
+    r = form(s, "POST", path, "query=prom_probe");
+    CHECK_STR(r->body, got);
+    /* Without time: now. */
+    r = form(s, "POST", "/api/v1/query", "query=prom_probe");
+    EXPECT(r, 200, "\"42\"]");
+    /* Under /prometheus, the same. */
+    snprintf(path, sizeof path, "/prometheus/api/v1/query?query=prom_probe&time=%lld", (long long)(t0 / 1000));
+    r = form(s, "GET", path, NULL);
+    CHECK_STR(r->body, got);
+
+    /* A panel query: form POST query_range (PromQL, not the match= form). */
+    snprintf(body, sizeof body, "query=prom_probe&start=%lld&end=%lld&step=1",
+             (long long)(t0 / 1000 - 1), (long long)(t0 / 1000));
+    r = form(s, "POST", "/api/v1/query_range", body);
+    EXPECT(r, 200, "\"resultType\":\"matrix\"");
+    EXPECT(r, 200, "\"values\":[[");
+    EXPECT(r, 200, "\"42\"]]");
+    r = form(s, "POST", "/prometheus/api/v1/query_range", body);
+    EXPECT(r, 200, "\"42\"]]");
+    gp_server_stop(s);
+}
+
+static void test_query_errors(void)
+{
+    struct gp_server *s = start("");
+    /* Parse errors: 400 bad_data with the position in the expression. */
+    struct reply *r = form(s, "POST", "/api/v1/query", "query=sum(");
+    EXPECT(r, 400, "\"errorType\":\"bad_data\"");
+    EXPECT(r, 400, "\"error\":\"1:");
+    r = form(s, "POST", "/api/v1/query", "query=");
+    EXPECT(r, 400, "\"errorType\":\"bad_data\"");
+    r = form(s, "GET", "/api/v1/query?query=1&time=tomorrow", NULL);
+    EXPECT(r, 400, "invalid parameter 'time'");
+    r = form(s, "GET", "/api/v1/query?query=1&timeout=soon", NULL);
+    EXPECT(r, 400, "invalid parameter 'timeout'");
+    r = form(s, "POST", "/api/v1/query_range", "query=1&start=1&end=2");
+    EXPECT(r, 400, "missing parameter 'step'");
+    r = form(s, "POST", "/api/v1/query_range", "query=1&end=2&step=1");
+    EXPECT(r, 400, "missing parameter 'start'");
+    r = form(s, "POST", "/api/v1/query_range", "query=1&start=1&end=2&step=0");
+    EXPECT(r, 400, "invalid parameter 'step'");
+    r = form(s, "POST", "/api/v1/query_range", "query=1&start=10&end=2&step=1");
+    EXPECT(r, 400, "\"errorType\":\"bad_data\"");
+    r = form(s, "POST", "/api/v1/query_range", "query=1&start=0&end=100000&step=1");
+    EXPECT(r, 400, "11,000");
+    /* agg and by belong to gpulse's match= form. */
+    r = form(s, "GET", "/api/v1/query_range?query=up&start=1&end=2&step=1&agg=avg", NULL);
+    EXPECT(r, 400, "parameter 'agg' belongs to the match= form");
+    /* A form body that does not decode. */
+    r = form(s, "POST", "/api/v1/query", "query=%zz");
+    EXPECT(r, 400, "invalid form body: invalid URL escape");
+    /* A JSON body labelled a form (curl -d's default) still reaches the
+     * routes that read JSON: only Prometheus's routes judge forms. */
+    r = form_as(s, "POST", "/api/v1/silences",
+                "{\"matchers\":{\"kind\":\"gpu_hot\"},\"duration\":\"1h\",\"comment\":\"100% sure; really\"}",
+                "w-tok");
+    EXPECT(r, 200, "\"id\"");
+    /* POST is for Prometheus's read routes only. */
+    r = form(s, "POST", "/api/v1/gpus", "x=1");
+    CHECK_INT(r->status, 405);
+    r = form(s, "POST", "/api/v1/metadata", "x=1");
+    CHECK_INT(r->status, 405);
+    /* The read token guards POST as GET. */
+    struct reply *u = srv_request(s, "GET", "/api/v1/query?query=1", NULL, NULL);
+    CHECK_INT(u->status, 401);
+    /* An overlong query through a form: the parser's clear 400, not a crash. */
+    size_t n = 1 << 20;
+    char *big = malloc(n + 16);
+    memcpy(big, "query=", 6);
+    for (size_t i = 0; i < n; i++)
+        big[6 + i] = i % 2 ? '+' : '1';
+    big[6 + n - 1] = '1';
+    big[6 + n] = '\0';
+    r = form(s, "POST", "/api/v1/query", big);
+    EXPECT(r, 400, "\"errorType\":\"bad_data\"");
+    free(big);
+    gp_server_stop(s);
+}
+
+static void test_labels_narrowed(void)
+{
+    struct gp_server *s = start("");
+    int64_t now = gp_wall_ms();
+    put(s, "narrow_a", "alpha", "1", 1, now - 1000);
+    put(s, "narrow_b", "beta", "2", 1, now - 1000);
+    put(s, "narrow_old", "gamma", "3", 1, now - 2 * 3600 * 1000);
+    struct reply *r = form(s, "GET", "/api/v1/labels", NULL);
+    EXPECT(r, 200, "\"alpha\"");
+    EXPECT(r, 200, "\"beta\"");
+    EXPECT(r, 200, "\"gamma\"");
+    r = form(s, "GET", "/api/v1/labels?match[]=narrow_a", NULL);
+    CHECK_STR(r->body, "{\"status\":\"success\",\"data\":[\"__name__\",\"alpha\"]}");
+    /* The union of selectors, by POST as Grafana sends it. */
+    r = form(s, "POST", "/api/v1/labels", "match%5B%5D=narrow_a&match%5B%5D=%7B__name__%3D%22narrow_b%22%7D");
+    CHECK_STR(r->body, "{\"status\":\"success\",\"data\":[\"__name__\",\"alpha\",\"beta\"]}");
+    /* Repeated fields from the body and the URL both count. */
+    r = form(s, "POST", "/api/v1/labels?match[]=narrow_b", "match[]=narrow_a");
+    CHECK_STR(r->body, "{\"status\":\"success\",\"data\":[\"__name__\",\"alpha\",\"beta\"]}");
+    /* start and end: the old series is outside the last hour. */
+    char path[256];
+    snprintf(path, sizeof path, "/api/v1/labels?start=%lld&end=%lld", (long long)(now / 1000 - 3600),
+             (long long)(now / 1000 + 1));
+    r = form(s, "GET", path, NULL);
+    EXPECT(r, 200, "\"alpha\"");
+    CHECK(!strstr(r->body, "\"gamma\""));
+    snprintf(path, sizeof path, "/api/v1/labels?start=%lld", (long long)(now / 1000 - 3 * 3600));
+    r = form(s, "GET", path, NULL);
+    EXPECT(r, 200, "\"gamma\"");
+    /* Label values, narrowed the same ways. */
+    r = form(s, "GET", "/api/v1/label/__name__/values?match[]=%7Balpha%3D%221%22%7D", NULL);
+    CHECK_STR(r->body, "{\"status\":\"success\",\"data\":[\"narrow_a\"]}");
+    r = form(s, "GET", "/api/v1/label/alpha/values?match[]=narrow_b", NULL);
+    CHECK_STR(r->body, "{\"status\":\"success\",\"data\":[]}");
+    snprintf(path, sizeof path, "/prometheus/api/v1/label/__name__/values?start=%lld&end=%lld",
+             (long long)(now / 1000 - 60), (long long)(now / 1000 + 1));
+    r = form(s, "GET", path, NULL);
+    EXPECT(r, 200, "\"narrow_a\",\"narrow_b\"");
+    CHECK(!strstr(r->body, "narrow_old"));
+    r = form(s, "POST", "/api/v1/label/gamma/values", "match[]=narrow_old");
+    CHECK_STR(r->body, "{\"status\":\"success\",\"data\":[\"3\"]}");
+    /* Errors. */
+    r = form(s, "GET", "/api/v1/labels?match[]=%7B", NULL);
+    EXPECT(r, 400, "invalid selector");
+    r = form(s, "GET", "/api/v1/labels?start=10&end=5", NULL);
+    EXPECT(r, 400, "end timestamp must not be before start time");
+    r = form(s, "GET", "/api/v1/label/alpha/values?end=never", NULL);
+    EXPECT(r, 400, "invalid parameter 'end'");
+    /* Series by POST too. */
+    r = form(s, "POST", "/api/v1/series", "match[]=narrow_a");
+    EXPECT(r, 200, "{\"__name__\":\"narrow_a\",\"alpha\":\"1\"}");
+    gp_server_stop(s);
+}
+
+static void test_metadata_buildinfo_exemplars(void)
+{
+    struct gp_server *s = start("");
+    struct reply *r = form(s, "GET", "/api/v1/metadata", NULL);
+    EXPECT(r, 200, "\"DCGM_FI_DEV_GPU_UTIL\":[{\"type\":\"gauge\",\"help\":\"GPU utilization (in %).\",\"unit\":\"\"}]");
+    EXPECT(r, 200, "\"DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION\":[{\"type\":\"counter\"");
+    EXPECT(r, 200, "\"gpulse_host_memory_bytes\":[{\"type\":\"gauge\",\"help\":\"Host memory by kind, from /proc/meminfo.\",\"unit\":\"bytes\"}]");
+    EXPECT(r, 200, "\"gpulse_host_cpu_seconds_total\":[{\"type\":\"counter\",\"help\":\"Host CPU time spent in each mode, summed over CPUs.\",\"unit\":\"seconds\"}]");
+    /* Keys sorted, as Prometheus's JSON object. */
+    CHECK(strstr(r->body, "\"DCGM_FI_DEV_GPU_UTIL\"") < strstr(r->body, "\"gpulse_host_cpus\""));
+    r = form(s, "GET", "/api/v1/metadata?metric=DCGM_FI_DEV_GPU_TEMP", NULL);
+    CHECK_STR(r->body, "{\"status\":\"success\",\"data\":{\"DCGM_FI_DEV_GPU_TEMP\":[{\"type\":\"gauge\","
+                       "\"help\":\"GPU temperature (in C).\",\"unit\":\"\"}]}}\n");
+    r = form(s, "GET", "/api/v1/metadata?metric=no_such_metric", NULL);
+    CHECK_STR(r->body, "{\"status\":\"success\",\"data\":{}}\n");
+    r = form(s, "GET", "/api/v1/metadata?limit=2", NULL);
+    size_t keys = 0;
+    for (const char *p = r->body; (p = strstr(p, "\":[")); p++)
+        keys++;
+    CHECK_INT((int)keys, 2);
+    r = form(s, "GET", "/api/v1/metadata?metric=DCGM_FI_DEV_GPU_TEMP&limit_per_metric=0", NULL);
+    CHECK_STR(r->body, "{\"status\":\"success\",\"data\":{\"DCGM_FI_DEV_GPU_TEMP\":[]}}\n");
+    r = form(s, "GET", "/api/v1/metadata?limit=many", NULL);
+    EXPECT(r, 400, "limit must be a number");
+
+    r = form(s, "GET", "/api/v1/status/buildinfo", NULL);
+    EXPECT(r, 200, "{\"status\":\"success\",\"data\":{\"version\":\"2.42.0\",\"revision\":\"gpulse-" GP_VERSION "\"");
+    EXPECT(r, 200, "\"gpulseVersion\":\"" GP_VERSION "\"");
+    CHECK(!strstr(r->body, "features")); /* Grafana: Prometheus, not Mimir */
+    r = form(s, "GET", "/prometheus/api/v1/status/buildinfo", NULL);
+    EXPECT(r, 200, "\"version\":\"2.42.0\"");
+
+    r = form(s, "POST", "/api/v1/query_exemplars", "query=up&start=1&end=2");
+    CHECK_STR(r->body, "{\"status\":\"success\",\"data\":[]}\n");
+    gp_server_stop(s);
+}
+
+static const char hot_rule[] = "rules:\n"
+                               "  - name: gpu_hot\n"
+                               "    expr: DCGM_FI_DEV_GPU_TEMP\n"
+                               "    agg: last\n"
+                               "    window: 5s\n"
+                               "    op: '>'\n"
+                               "    threshold: 85\n"
+                               "    for: 200ms\n"
+                               "    severity: critical\n";
+
+/* /api/v1/alerts stays gpulse's; /prometheus/api/v1/alerts is
+ * Prometheus's shape of the same alerts; gpulse's own routes are not
+ * under the prefix. */
+static void test_prefix_and_alerts(void)
+{
+    struct gp_server *s = start(hot_rule);
+    struct reply *r = form(s, "GET", "/prometheus/api/v1/alerts", NULL);
+    CHECK_STR(r->body, "{\"status\":\"success\",\"data\":{\"alerts\":[]}}");
+    int fired = 0;
+    for (int i = 0; i < 100 && !fired; i++) {
+        srv_put_temp(s, 90, NULL);
+        r = form(s, "GET", "/prometheus/api/v1/alerts", NULL);
+        fired = strstr(r->body, "\"state\":\"firing\"") != NULL;
+        if (!fired)
+            usleep(100000);
+    }
+    CHECK(fired);
+    EXPECT(r, 200, "{\"status\":\"success\",\"data\":{\"alerts\":[{\"labels\":{");
+    EXPECT(r, 200, "\"alertname\":\"gpu_hot\"");
+    EXPECT(r, 200, "\"severity\":\"critical\"");
+    EXPECT(r, 200, "\"node\":\"n1\"");
+    EXPECT(r, 200, "\"annotations\":{");
+    EXPECT(r, 200, "\"activeAt\":\"20");
+    EXPECT(r, 200, "\"value\":\"9e+01\"");
+    r = form(s, "GET", "/api/v1/alerts", NULL);
+    EXPECT(r, 200, "\"kind\":\"gpu_hot\"");
+    CHECK(!strstr(r->body, "\"alertname\""));
+    r = form(s, "GET", "/prometheus/api/v1/gpus", NULL);
+    CHECK_INT(r->status, 404);
+    r = form(s, "GET", "/prometheus/api/v1/alerts/x", NULL);
+    CHECK_INT(r->status, 404);
+    r = form(s, "GET", "/prometheus/metrics", NULL);
+    CHECK_INT(r->status, 404);
+    gp_server_stop(s);
+}
+
+/* The query_* settings reach the engine: a lookback of 1s leaves a 5 s
+ * old sample out; a sample limit of 2 takes count() of one series but
+ * refuses a range of three samples (422 execution, Prometheus's words). */
+static void test_limits_from_settings(void)
+{
+    gp_test_write_file(gp_test_tmpdir(), "gpulse.yaml", "");
+    struct gp_server_config c;
+    srv_eval_config(&c);
+    c.query_max_samples = 2;
+    c.query_lookback_delta_ms = 1000;
+    struct gp_server *s;
+    char err[512];
+    if (gp_server_start(&s, &c, err, sizeof err))
+        gp_test_fail(__FILE__, __LINE__, "start: %s", err);
+    int64_t t0 = (gp_wall_ms() / 1000) * 1000;
+    put(s, "lim_probe", "gpu", "0", 1, t0 - 5000);
+    put(s, "lim_probe", "gpu", "1", 2, t0 - 500);
+    put(s, "lim_probe", "gpu", "1", 3, t0 - 300);
+    char path[256];
+    snprintf(path, sizeof path, "/api/v1/query?query=count(lim_probe)&time=%lld", (long long)(t0 / 1000));
+    struct reply *r = form(s, "GET", path, NULL);
+    EXPECT(r, 200, "\"1\"]"); /* only gpu 1 within the 1 s lookback */
+    snprintf(path, sizeof path, "/api/v1/query?query=lim_probe&time=%lld", (long long)(t0 / 1000 - 4));
+    r = form(s, "GET", path, NULL);
+    EXPECT(r, 200, "\"result\":[{");
+    snprintf(path, sizeof path, "/api/v1/query?query=lim_probe%%5B1m%%5D&time=%lld", (long long)(t0 / 1000));
+    r = form(s, "GET", path, NULL);
+    EXPECT(r, 422, "\"errorType\":\"execution\"");
+    EXPECT(r, 422, "query processing would load too many samples into memory");
+    gp_server_stop(s);
+}
+
+const struct gp_test gp_tests_server_prom[] = {
+    {"limits_from_settings", test_limits_from_settings},
+    {"query_get_and_post", test_query_get_and_post},
+    {"query_errors", test_query_errors},
+    {"labels_narrowed", test_labels_narrowed},
+    {"metadata_buildinfo_exemplars", test_metadata_buildinfo_exemplars},
+    {"prefix_and_alerts", test_prefix_and_alerts},
+    {NULL, NULL},
+};
