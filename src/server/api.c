@@ -204,6 +204,21 @@ int gp_srv_time_param(const struct gp_http_request *req, struct gp_http_response
     return 1;
 }
 
+int gp_srv_step_param(const struct gp_http_request *req, struct gp_http_response *resp, int64_t *out)
+{
+    const char *v = gp_http_query(req, "step");
+    char err[256];
+    if (!v || !*v) {
+        gp_srv_bad(resp, 400, "bad_data", "missing parameter 'step'");
+        return 0;
+    }
+    if (gp_parse_step_ms(v, out, err, sizeof err)) {
+        gp_srv_bad(resp, 400, "bad_data", "invalid parameter 'step': %s", err);
+        return 0;
+    }
+    return 1;
+}
+
 /* Parsed selectors of one request. */
 struct selectors {
     struct gp_matcher *m[API_MAX_SELECTORS];
@@ -293,18 +308,9 @@ static void do_match_range(struct gp_storage *st, const struct gp_http_request *
     memset(&q, 0, sizeof q);
     q.rollups = -1;
     if (!gp_srv_time_param(req, resp, "start", 0, 1, &q.start_ms) ||
-        !gp_srv_time_param(req, resp, "end", 0, 1, &q.end_ms))
+        !gp_srv_time_param(req, resp, "end", 0, 1, &q.end_ms) || !gp_srv_step_param(req, resp, &q.step_ms))
         return;
-    const char *step = gp_http_query(req, "step");
     char err[256] = "";
-    if (!step || !*step) {
-        gp_srv_bad(resp, 400, "bad_data", "missing parameter 'step'");
-        return;
-    }
-    if (gp_parse_step_ms(step, &q.step_ms, err, sizeof err)) {
-        gp_srv_bad(resp, 400, "bad_data", "invalid parameter 'step': %s", err);
-        return;
-    }
     const char *agg = gp_http_query(req, "agg");
     if (gp_parse_agg(agg, &q.agg)) {
         gp_srv_bad(resp, 400, "bad_data", "invalid parameter 'agg': '%.40s' (use avg, min, max, sum or count)",

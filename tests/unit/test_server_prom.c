@@ -29,34 +29,11 @@ static void put(struct gp_server *s, const char *name, const char *label, const 
     srv_write(s, &se, 1);
 }
 
-/* METHOD path with a token; a form body (NULL: none) sent as Grafana
- * sends it. The reply is static. */
+/* METHOD path with a token; a form body (NULL: none) as Grafana sends it. */
 static struct reply *form_as(struct gp_server *s, const char *method, const char *path, const char *body,
                              const char *token)
 {
-    static struct reply r;
-    memset(&r, 0, sizeof r);
-    char url[1024], auth[64];
-    snprintf(url, sizeof url, "http://127.0.0.1:%u%s", gp_server_port(s), path);
-    snprintf(auth, sizeof auth, "Authorization: Bearer %s", token);
-    CURL *c = curl_easy_init();
-    struct curl_slist *h = curl_slist_append(NULL, auth);
-    if (body) {
-        h = curl_slist_append(h, "Content-Type: application/x-www-form-urlencoded");
-        h = curl_slist_append(h, "X-Grafana-Org-Id: 1");
-        curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-    }
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, srv_on_data);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, &r);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT, 10L);
-    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-    CHECK_INT(curl_easy_perform(c), CURLE_OK);
-    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r.status);
-    curl_easy_cleanup(c);
-    curl_slist_free_all(h);
-    return &r;
+    return srv_request_as(s, method, path, body, token, "application/x-www-form-urlencoded");
 }
 
 /* With the read token. */
@@ -275,22 +252,12 @@ static void test_metadata_buildinfo_exemplars(void)
     gp_server_stop(s);
 }
 
-static const char hot_rule[] = "rules:\n"
-                               "  - name: gpu_hot\n"
-                               "    expr: DCGM_FI_DEV_GPU_TEMP\n"
-                               "    agg: last\n"
-                               "    window: 5s\n"
-                               "    op: '>'\n"
-                               "    threshold: 85\n"
-                               "    for: 200ms\n"
-                               "    severity: critical\n";
-
 /* /api/v1/alerts stays gpulse's; /prometheus/api/v1/alerts is
  * Prometheus's shape of the same alerts; gpulse's own routes are not
  * under the prefix. */
 static void test_prefix_and_alerts(void)
 {
-    struct gp_server *s = start(hot_rule);
+    struct gp_server *s = start(srv_hot_rule);
     struct reply *r = form(s, "GET", "/prometheus/api/v1/alerts", NULL);
     CHECK_STR(r->body, "{\"status\":\"success\",\"data\":{\"alerts\":[]}}");
     int fired = 0;
