@@ -70,4 +70,7 @@ int gp_pq_unquote(const char *s, size_t len, char **out, size_t *outlen);
  * them ("right parenthesis \")\"", "end of input", "identifier \"foo\""). */
 void gp_pq_tok_desc(const char *query, const struct gp_pq_token *t, char *buf, size_t n);
 
+/* An operator as PromQL writes it ("+", "atan2", "unless"). */
+const char *gp_pq_binop_text(enum gp_pq_binop op);
+
 #endif

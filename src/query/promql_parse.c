@@ -26,6 +26,9 @@
  * the same depth, so 10,000 '(' fail fast without using the stack; the
  * tree's depth is tracked too, so the recursive check, format and free
  * passes stay bounded even for long left-leaning chains like 1+1+...+1.
+ * A selector holds at most GP_SELECTOR_MAX_MATCHERS matchers and a query
+ * at most GP_PQ_MAX_REGEX regexes, so compiling them (each within the
+ * store's regex cost cap) stays within tens of milliseconds and MB.
  */
 #include "query/promql.h"
 #include "query/promql_lex.h"
@@ -40,6 +43,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Regular expression matchers in one query, at most. */
+#define GP_PQ_MAX_REGEX 256
 
 /* ---- names and the function table ---------------------------------------- */
 
@@ -239,6 +245,7 @@ struct parser {
     int has_next;
     size_t prev_end;         /* end of the last token consumed */
     unsigned rec;            /* parse_expr recursion */
+    unsigned nregex;         /* regular expression matchers so far */
     int rc;                  /* the first error */
     char *err;
     size_t errlen;
@@ -474,9 +481,31 @@ static int grouping_labels(struct parser *p, struct gp_pq_labels *l)
     return 0;
 }
 
+static void *too_big(struct parser *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void *too_big(struct parser *p, const char *fmt, ...)
+{
+    if (!p->rc) {
+        p->rc = GP_ETOOBIG;
+        va_list ap;
+        va_start(ap, fmt);
+        if (p->err && p->errlen)
+            vsnprintf(p->err, p->errlen, fmt, ap);
+        va_end(ap);
+    }
+    return NULL;
+}
+
 static int sel_add(struct parser *p, struct gp_pq_sel *sel, size_t *cap, enum gp_match_op op,
                    const char *name, const char *value, size_t at)
 {
+    /* Each regex costs up to the matcher's cap to compile and to hold:
+     * bound their number, per selector as the store's selectors do. */
+    if (sel->nm == GP_SELECTOR_MAX_MATCHERS)
+        return too_big(p, "promql: selector at byte %zu has more than %d matchers", at,
+                       GP_SELECTOR_MAX_MATCHERS), -1;
+    if ((op == GP_MATCH_RE || op == GP_MATCH_NRE) && ++p->nregex > GP_PQ_MAX_REGEX)
+        return too_big(p, "promql: query has more than %d regular expression matchers",
+                       GP_PQ_MAX_REGEX), -1;
     if (sel->nm == *cap) {
         size_t ncap = *cap ? *cap * 2 : 4;
         struct gp_matcher *m = realloc(sel->m, ncap * sizeof *m);
@@ -507,12 +536,7 @@ static int matchers(struct parser *p, struct gp_pq_sel *sel, size_t *cap)
             break;
         if (p->tok.type != GP_PQ_TK_IDENT)
             return unexpected(p, "label matching", "identifier or \"}\""), -1;
-        size_t at = p->tok.pos;
-        char name[256];
-        if (p->tok.len >= sizeof name)
-            return perr(p, at, "label name longer than %zu bytes", sizeof name - 1), -1;
-        memcpy(name, p->q + p->tok.pos, p->tok.len);
-        name[p->tok.len] = '\0';
+        size_t at = p->tok.pos, name_len = p->tok.len;
         advance(p);
         enum gp_match_op op;
         switch (p->tok.type) {
@@ -534,7 +558,9 @@ static int matchers(struct parser *p, struct gp_pq_sel *sel, size_t *cap)
             free(value);
             return perr(p, at, "label value with a NUL byte is not supported"), -1;
         }
-        int rc = sel_add(p, sel, cap, op, name, value, at);
+        char *name = strndup(p->q + at, name_len);
+        int rc = name ? sel_add(p, sel, cap, op, name, value, at) : (oom(p), -1);
+        free(name);
         free(value);
         if (rc)
             return -1;
@@ -1153,19 +1179,6 @@ static const char *value_type(enum gp_pq_type t)
     return "unknown";
 }
 
-static const char *op_name(enum gp_pq_binop op)
-{
-    static const char *const names[] = {
-        [GP_PQ_OP_ADD] = "+",  [GP_PQ_OP_SUB] = "-",  [GP_PQ_OP_MUL] = "*",
-        [GP_PQ_OP_DIV] = "/",  [GP_PQ_OP_MOD] = "%",  [GP_PQ_OP_POW] = "^",
-        [GP_PQ_OP_ATAN2] = "atan2", [GP_PQ_OP_EQL] = "==", [GP_PQ_OP_NEQ] = "!=",
-        [GP_PQ_OP_GTR] = ">",  [GP_PQ_OP_LSS] = "<",  [GP_PQ_OP_GTE] = ">=",
-        [GP_PQ_OP_LTE] = "<=", [GP_PQ_OP_AND] = "and", [GP_PQ_OP_OR] = "or",
-        [GP_PQ_OP_UNLESS] = "unless",
-    };
-    return names[op];
-}
-
 static int is_comparison(enum gp_pq_binop op)
 {
     return op >= GP_PQ_OP_EQL && op <= GP_PQ_OP_LTE;
@@ -1243,11 +1256,11 @@ static void check_binary(struct parser *p, struct gp_pq_node *n)
         b->card = GP_PQ_CARD_ONE_TO_ONE;
     } else if (is_set_op(b->op)) {
         if (b->card == GP_PQ_CARD_ONE_TO_MANY || b->card == GP_PQ_CARD_MANY_TO_ONE)
-            perr(p, n->pos, "no grouping allowed for \"%s\" operation", op_name(b->op));
+            perr(p, n->pos, "no grouping allowed for \"%s\" operation", gp_pq_binop_text(b->op));
     }
     if ((lt == GP_PQ_T_SCALAR || rt == GP_PQ_T_SCALAR) && is_set_op(b->op))
         perr(p, n->pos, "set operator \"%s\" not allowed in binary scalar expression",
-             op_name(b->op));
+             gp_pq_binop_text(b->op));
 }
 
 static void check_call(struct parser *p, struct gp_pq_node *n)

@@ -45,6 +45,7 @@ import re
 import struct
 import sys
 import threading
+import time
 import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -170,6 +171,15 @@ def dataset(t0):
     for inst in ("a", "b", "c", "d"):
         add("diff_int", {"instance": inst},
             [(float((k // 20 + ord(inst)) % 3), t0 + k * STEP) for k in ks])
+    # Huge values (sums and means overflow), values of every scale.
+    for i, v in enumerate((1.5e308, 1.7e308, -1e308, 1e-310)):
+        add("diff_huge", {"i": str(i)}, [(v * (1 + (k % 3) * 0.01), t0 + k * STEP) for k in ks])
+    for i, v in enumerate((0.1, 1 / 3, 1e21, 123456789.125, 1e-7, -2.5e-5)):
+        add("diff_scale", {"i": str(i)}, [(v * (k % 4 + 1), t0 + k * STEP) for k in ks])
+    # A histogram whose le labels repeat one bound in two spellings ("1",
+    # "1.0"), spell +Inf as "Inf", and hold a bound that is not a number.
+    for j, le in enumerate(("0.5", "1", "1.0", "abc", "Inf")):
+        add("diff_alt_bucket", {"le": le}, [(float(k * (j + 1) + j), t0 + k * STEP) for k in ks])
     # Two names, one label set: their values without __name__ collide.
     add("diff_dup_a", {"x": "1"}, [(1.0, t0 + k * STEP) for k in ks])
     add("diff_dup_b", {"x": "1"}, [(2.0, t0 + k * STEP) for k in ks])
@@ -238,7 +248,7 @@ class Client:
                     raise
 
     def query(self, params):
-        if "step" in params:
+        if "step" in params or "start" in params or "end" in params:
             body = urllib.parse.urlencode(params)
             st, data = self._do("POST", "/api/v1/query_range", body,
                                 {"Content-Type": "application/x-www-form-urlencoded"})
@@ -452,9 +462,10 @@ def cmd_compare(args):
     items = load_corpus(corpus, t0)
     M = 60000
     # Instant times: inside the data, between samples, at its last sample,
-    # after series end (within the lookback), beyond the lookback, near its start.
+    # after series end (within the lookback), beyond the lookback, near its start,
+    # the lookback's exact end (both ends are in the window in 2.42), before the data.
     instants = [t0 + 30 * M, t0 + 30 * M + 7321, t0 + SPAN, t0 + SPAN + 3 * M,
-                t0 + SPAN + 8 * M, t0 + 2 * M + 500]
+                t0 + SPAN + 8 * M, t0 + 2 * M + 500, t0 + SPAN + 5 * M, t0 - 10 * M]
     # Range queries: aligned, unaligned past the end of the data, dense
     # across the stale markers and the gap.
     ranges = [(t0, t0 + SPAN, 60000), (t0 + 10 * M + 3300, t0 + SPAN + 10 * M, 37000),
@@ -542,6 +553,40 @@ def cmd_compare(args):
             fixed.append(it_)
         elif verbose:
             print(f"ok   line {it_['line']}: {expr}")
+    # The query routes' parameters, as Prometheus reads them: RFC 3339
+    # and fractional times, durations as steps, and the bad ones.
+    rfc = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime((t0 + 30 * M) // 1000))
+    api_cases = [
+        {"query": "diff_gauge", "time": rfc + "Z"},
+        {"query": "diff_gauge", "time": rfc + ".250+00:00"},
+        {"query": "diff_gauge", "time": secs(t0 + 30 * M) + "5"},
+        {"query": "diff_gauge", "time": "abc"},
+        {"query": "diff_gauge", "time": secs(t0 + 30 * M), "timeout": "10s"},
+        {"query": "diff_gauge", "time": secs(t0 + 30 * M), "timeout": "abc"},
+        {"query": "", "time": secs(t0 + 30 * M)},
+        {"time": secs(t0 + 30 * M)},
+        {"query": "diff_gauge", "start": rfc + "Z", "end": secs(t0 + 40 * M), "step": "1m"},
+        {"query": "diff_gauge", "start": secs(t0), "end": secs(t0 + 10 * M), "step": "90s"},
+        {"query": "diff_gauge", "start": secs(t0), "end": secs(t0 + 10 * M), "step": "0.5"},
+        {"query": "diff_gauge", "start": secs(t0), "end": secs(t0 + 10 * M), "step": "1h"},
+        {"query": "diff_gauge", "start": secs(t0), "end": secs(t0), "step": "15"},
+        {"query": "diff_gauge", "start": secs(t0 + 10 * M), "end": secs(t0), "step": "15"},
+        {"query": "diff_gauge", "start": secs(t0), "end": secs(t0 + 10 * M), "step": "0"},
+        {"query": "diff_gauge", "start": secs(t0), "end": secs(t0 + 10 * M), "step": "-15"},
+        {"query": "diff_gauge", "start": secs(t0), "end": secs(t0 + 10 * M), "step": "abc"},
+        {"query": "diff_gauge", "start": secs(t0), "end": secs(t0 + SPAN), "step": "0.3"},
+        {"query": "diff_gauge", "start": secs(t0), "end": secs(t0 + SPAN), "step": "0.33"},
+        {"query": "diff_gauge", "start": "abc", "end": secs(t0 + SPAN), "step": "15"},
+        {"query": "diff_gauge", "end": secs(t0 + SPAN), "step": "15"},
+        {"query": "diff_gauge", "start": secs(t0), "end": secs(t0 + SPAN)},
+    ]
+    for q in api_cases:
+        r, c = both(q)
+        n_cmp += 1
+        d = compare(r, c, False)
+        if d:
+            n_diff += 1
+            print(f"DIFF parameters {q}: {d[0]}")
     for it_ in fixed:
         if not self_mode:
             print(f"NOW EQUAL line {it_['line']}: {it_['expr']} (excepted: {it_['except']})")
