@@ -17,7 +17,8 @@
  *                         agg=avg|min|max|sum|count, by=l1,l2,
  *                         rollups=auto|true|false
  *   /api/v1/labels, /api/v1/label/NAME/values   match[] (any), start, end
- *   /api/v1/query, /metadata, /status/buildinfo, /query_exemplars (prom_api.c)
+ *   /api/v1/query, /metadata, /status/buildinfo, /query_exemplars,
+ *   /format_query (prom_api.c)
  *   /api/v1/nodes, /api/v1/gpus
  *   /api/v1/jobs, /api/v1/jobs/ID   (jobs_api.c)
  *   /api/v1/alerts[/ID], /api/v1/silences[/ID], /api/v1/rules   (alerts_api.c)
@@ -55,7 +56,7 @@ static enum gp_srv_route route_of(const char *p)
         {"/api/v1/fleet/gpus", GP_SRV_R_FLEET_GPUS}, {"/api/v1/stream", GP_SRV_R_STREAM},
         {"/api/v1/snapshot", GP_SRV_R_SNAPSHOT}, {"/api/v1/query", GP_SRV_R_QUERY},
         {"/api/v1/metadata", GP_SRV_R_METADATA}, {"/api/v1/status/buildinfo", GP_SRV_R_BUILDINFO},
-        {"/api/v1/query_exemplars", GP_SRV_R_EXEMPLARS},
+        {"/api/v1/query_exemplars", GP_SRV_R_EXEMPLARS}, {"/api/v1/format_query", GP_SRV_R_FORMAT_QUERY},
         {"/api/v1/rules", GP_SRV_R_RULES},
         {"/", GP_SRV_R_WEB},
     };
@@ -94,6 +95,7 @@ static int prom_route(enum gp_srv_route r)
     case GP_SRV_R_METADATA:
     case GP_SRV_R_BUILDINFO:
     case GP_SRV_R_EXEMPLARS:
+    case GP_SRV_R_FORMAT_QUERY:
         return 1;
     default:
         return 0;
@@ -466,6 +468,7 @@ void gp_srv_handle_api(struct gp_server *s, enum gp_srv_route route,
     case GP_SRV_R_METADATA:
     case GP_SRV_R_BUILDINFO:
     case GP_SRV_R_EXEMPLARS:
+    case GP_SRV_R_FORMAT_QUERY:
         gp_srv_handle_prom(s, st, route, req, resp);
         break;
     case GP_SRV_R_LABEL_VALUES:

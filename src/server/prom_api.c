@@ -9,6 +9,7 @@
  *   /api/v1/metadata        metric=, limit=, limit_per_metric=
  *   /api/v1/status/buildinfo
  *   /api/v1/query_exemplars (gpulse keeps no exemplars: always empty)
+ *   /api/v1/format_query    query=: the expression in canonical text
  *
  * GET and form POST read the same (net/http.h); the routes answer under
  * /prometheus as well (api.c). This file reads parameters and maps
@@ -275,6 +276,29 @@ static void do_buildinfo(struct gp_http_response *resp)
                              "\"gpulseVersion\":\"" GP_VERSION "\"}}\n");
 }
 
+/* Grafana's "Format query" button: the canonical text, or the parse error. */
+static void do_format_query(const struct gp_http_request *req, struct gp_http_response *resp)
+{
+    const char *query = gp_http_query(req, "query");
+    char err[512] = "";
+    struct gp_pq_node *e = NULL;
+    int rc = gp_promql_parse(query ? query : "", query ? strlen(query) : 0, &e, err, sizeof err);
+    if (rc) {
+        promql_failed(resp, rc, err);
+        return;
+    }
+    struct gp_buf text;
+    gp_buf_init(&text, 0);
+    gp_promql_format(e, &text);
+    gp_promql_free(e);
+    gp_buf_puts(&resp->body, "{\"status\":\"success\",\"data\":");
+    gp_json_str(&resp->body, text.data ? text.data : "", text.len);
+    gp_buf_puts(&resp->body, "}\n");
+    if (text.err)
+        gp_srv_bad(resp, 503, "unavailable", "out of memory formatting the query");
+    gp_buf_free(&text);
+}
+
 void gp_srv_handle_prom(struct gp_server *s, struct gp_storage *st, enum gp_srv_route route,
                         const struct gp_http_request *req, struct gp_http_response *resp)
 {
@@ -287,6 +311,9 @@ void gp_srv_handle_prom(struct gp_server *s, struct gp_storage *st, enum gp_srv_
         break;
     case GP_SRV_R_BUILDINFO:
         do_buildinfo(resp);
+        break;
+    case GP_SRV_R_FORMAT_QUERY:
+        do_format_query(req, resp);
         break;
     case GP_SRV_R_EXEMPLARS: /* no exemplars are stored: none to give */
         gp_buf_puts(&resp->body, "{\"status\":\"success\",\"data\":[]}\n");

@@ -133,6 +133,7 @@ static const char index_text[] =
     "GET  /api/v1/metadata              [metric=][&limit=]\n"
     "GET  /api/v1/status/buildinfo\n"
     "GET, POST /api/v1/query_exemplars  (no exemplars are kept: an empty answer)\n"
+    "GET, POST /api/v1/format_query     query=PROMQL: its canonical text\n"
     "ANY  /prometheus/api/v1/...        Prometheus's routes again, for Grafana; alerts in Prometheus's shape\n"
     "GET  /api/v1/nodes, /api/v1/gpus   inventory\n"
     "GET  /api/v1/jobs, /api/v1/jobs/ID training jobs and their documents\n"

@@ -64,6 +64,7 @@ enum gp_srv_state { GP_SRV_STARTING, GP_SRV_READY };
     X(METADATA, "metadata")                     \
     X(BUILDINFO, "buildinfo")                   \
     X(EXEMPLARS, "query_exemplars")             \
+    X(FORMAT_QUERY, "format_query")             \
     X(PROM_ALERTS, "prom_alerts")               \
     X(RULES, "rules")                           \
     X(WEB, "web")                               \

@@ -249,6 +249,11 @@ static void test_metadata_buildinfo_exemplars(void)
 
     r = form(s, "POST", "/api/v1/query_exemplars", "query=up&start=1&end=2");
     CHECK_STR(r->body, "{\"status\":\"success\",\"data\":[]}\n");
+
+    r = form(s, "POST", "/api/v1/format_query", "query=sum+by(Hostname)(rate(x%7Bgpu%3D%220%22%7D%5B5m%5D))");
+    CHECK_STR(r->body, "{\"status\":\"success\",\"data\":\"sum by (Hostname) (rate(x{gpu=\\\"0\\\"}[5m]))\"}\n");
+    r = form(s, "GET", "/prometheus/api/v1/format_query?query=sum(", NULL);
+    EXPECT(r, 400, "\"errorType\":\"bad_data\"");
     gp_server_stop(s);
 }
 
