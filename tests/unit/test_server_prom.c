@@ -325,7 +325,41 @@ static void test_limits_from_settings(void)
     gp_server_stop(s);
 }
 
+/* A form's bytes come out of the in-flight budget (429 past it), and a
+ * form over 2 MiB is refused (413) before it is read. */
+static void test_form_budget(void)
+{
+    gp_test_write_file(gp_test_tmpdir(), "gpulse.yaml", "");
+    struct gp_server_config c;
+    srv_eval_config(&c);
+    c.max_body = c.max_uncompressed = 1024;
+    c.max_inflight_bytes = 4096;
+    struct gp_server *s;
+    char err[512];
+    if (gp_server_start(&s, &c, err, sizeof err))
+        gp_test_fail(__FILE__, __LINE__, "start: %s", err);
+    static char body[3 << 20];
+    memcpy(body, "query=1", 7);
+    memset(body + 7, ' ', 5000); /* spaces: the query is still 1 */
+    body[5007] = '\0';
+    struct reply *r = form(s, "POST", "/api/v1/query", body);
+    CHECK_INT(r->status, 429);
+    CHECK_CONTAINS(r->body, "too many requests in flight");
+    body[2000] = '\0'; /* within the budget */
+    r = form(s, "POST", "/api/v1/query", body);
+    EXPECT(r, 200, "\"resultType\":\"scalar\"");
+    gp_server_stop(s);
+
+    s = start("");
+    memset(body + 7, ' ', sizeof body - 8);
+    body[sizeof body - 1] = '\0';
+    r = form(s, "POST", "/api/v1/query", body);
+    CHECK_INT(r->status, 413);
+    gp_server_stop(s);
+}
+
 const struct gp_test gp_tests_server_prom[] = {
+    {"form_budget", test_form_budget},
     {"limits_from_settings", test_limits_from_settings},
     {"query_get_and_post", test_query_get_and_post},
     {"query_errors", test_query_errors},
