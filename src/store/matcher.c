@@ -30,6 +30,7 @@
 #include "store/matcher.h"
 
 #include "lib/err.h"
+#include "lib/hex.h"
 #include "lib/utf8.h"
 
 #include <stdbool.h>
@@ -475,17 +476,6 @@ static void skip_ws(struct lx *l)
     }
 }
 
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /* One escape after the backslash at l->i - 1; appends to o. */
 static int lex_escape(struct lx *l, char *o, size_t *olen, size_t at)
 {
@@ -522,7 +512,7 @@ static int lex_escape(struct lx *l, char *o, size_t *olen, size_t at)
     }
     uint32_t v = 0;
     for (int k = 0; k < digits; k++) {
-        int h = l->i < l->len ? hexval(l->s[l->i]) : -1;
+        int h = l->i < l->len ? gp_hex_digit(l->s[l->i]) : -1;
         if (h < 0)
             return gp_seterr(l->err, l->errlen, GP_EPARSE,
                              "selector: \\%c escape needs %d hex digits at %zu", c, digits, at);
