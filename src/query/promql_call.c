@@ -21,6 +21,7 @@
 
 #include <math.h>
 #include <regex.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,83 +112,181 @@ static int absent_result(struct gp_pq_ctx *c, const struct gp_pq_node *arg,
     return rc;
 }
 
+/* A range function over one series: its value at every step with a
+ * non-empty window into ov/oh (absent_over_time: just the presence).
+ * Thread-safe: reads c, writes only its arguments. */
+struct range_job {
+    const struct gp_pq_ctx *c;
+    const struct gp_pq_call *call;
+    const struct gp_pq_grid *g;
+    struct gp_pq_when w;
+    int64_t range;
+    const struct gp_pq_val *args;
+    size_t nargs;
+    /* per series (parallel path), by place in label order */
+    double **v;
+    uint8_t **has;
+    size_t *np;
+    atomic_size_t cells; /* step slots allocated (parallel path), against max_samples */
+};
+
+static int range_steps(struct range_job *j, int64_t *t, double *v, size_t n, double **ov,
+                       uint8_t **oh, size_t *np, char *err, size_t errlen)
+{
+    const struct gp_pq_grid *g = j->g;
+    const struct gp_pq_call *call = j->call;
+    int absent = call->func == GP_PQ_F_ABSENT_OVER_TIME;
+    n = gp_pq_drop_stale(t, v, n);
+    size_t lo = 0, hi = 0, most = 0;
+    *np = 0;
+    for (size_t k = 0; k < g->n; k++) {
+        struct gp_pq_window win;
+        gp_pq_window_at(j->c, &j->w, j->range, g, k, t, n, &lo, &hi, &win.start_ms, &win.end_ms);
+        if (hi == lo)
+            continue;
+        if (hi - lo > most)
+            most = hi - lo;
+        double x = 1;
+        if (!absent) {
+            win.t = t + lo;
+            win.v = v + lo;
+            win.n = hi - lo;
+            win.eval_ms = gp_pq_grid_t(g, k);
+            win.counter_hint = 0;
+            double a[4];
+            for (size_t i = 0; i < j->nargs; i++)
+                a[i] = j->args[i].sc[k];
+            int got = gp_pq_fn_range(call->func, &win, a, j->nargs, &x);
+            if (got < 0) {
+                if (gp_pq_fn_check_args(call->func, a, j->nargs, err, errlen) == 0)
+                    return gp_seterr(err, errlen, GP_ENOMEM, "query: out of memory");
+                return GP_PQ_EEXEC;
+            }
+            if (!got)
+                continue;
+        }
+        if (!*ov) {
+            if (j->v && j->c->cells + atomic_fetch_add(&j->cells, g->n) + g->n >
+                            j->c->lim.max_samples)
+                return gp_seterr(err, errlen, GP_ERANGE, GP_PQ_TOO_MANY_SAMPLES);
+            *ov = malloc(g->n * sizeof **ov);
+            *oh = calloc(g->n, 1);
+            if (!*ov || !*oh)
+                return gp_seterr(err, errlen, GP_ENOMEM, "query: out of memory");
+        }
+        (*ov)[k] = x;
+        (*oh)[k] = 1;
+        (*np)++;
+    }
+    /* The series' largest window is what Prometheus holds for it. */
+    if (j->c->samples + most > j->c->lim.max_samples)
+        return gp_seterr(err, errlen, GP_ERANGE, GP_PQ_TOO_MANY_SAMPLES);
+    return GP_OK;
+}
+
+static int range_series(void *arg, size_t i, const struct gp_store_series *ser, int64_t *t,
+                        double *v, size_t n, char *err, size_t errlen)
+{
+    (void)ser;
+    struct range_job *j = arg;
+    return range_steps(j, t, v, n, &j->v[i], &j->has[i], &j->np[i], err, errlen);
+}
+
+/* One series' results into out, under its labels (without __name__ but
+ * for last_over_time, which acts like offset), or into present[]. */
+static int range_emit(struct gp_pq_ctx *c, const struct gp_pq_call *call,
+                      const struct gp_pq_grid *g, const uint8_t *lab, size_t len, const double *ov,
+                      const uint8_t *oh, uint8_t *present, struct gp_pq_val *out)
+{
+    if (present) {
+        for (size_t k = 0; k < g->n; k++)
+            present[k] |= oh[k];
+        return GP_OK;
+    }
+    if (call->func != GP_PQ_F_LAST_OVER_TIME) {
+        gp_pq_labels_drop_name(lab, len, &c->tmp);
+        if (c->tmp.err)
+            return gp_pq_oom(c);
+        lab = (const uint8_t *)c->tmp.data;
+        len = c->tmp.len;
+    }
+    size_t idx;
+    int rc = gp_pq_val_series(c, out, g, lab, len, &idx);
+    for (size_t k = 0; k < g->n && rc == GP_OK; k++)
+        if (oh[k])
+            rc = gp_pq_val_put(c, out, idx, k, ov[k]);
+    return rc;
+}
+
 static int call_range(struct gp_pq_ctx *c, const struct gp_pq_call *call,
                       const struct gp_pq_grid *g, struct gp_pq_val *out)
 {
     size_t mi = 0;
     while (mi < call->nargs && call->args[mi]->type != GP_PQ_T_MATRIX)
         mi++;
-    if (mi == call->nargs)
+    if (mi == call->nargs || call->nargs > 4)
         return gp_seterr(c->err, c->errlen, GP_PQ_EEXEC, "expected a range vector argument");
     struct gp_pq_val args[4];
     size_t nargs = 0;
     memset(args, 0, sizeof args);
     gp_pq_vector_new(out);
-    int rc = call->nargs <= 4 ? eval_scalar_args(c, call, g, mi, args, &nargs) : GP_PQ_EEXEC;
+    int rc = eval_scalar_args(c, call, g, mi, args, &nargs);
     int absent = call->func == GP_PQ_F_ABSENT_OVER_TIME;
     uint8_t *present = absent ? calloc(g->n ? g->n : 1, 1) : NULL;
     if (absent && !present)
         rc = gp_pq_oom(c);
+    struct range_job j;
+    memset(&j, 0, sizeof j);
+    j.c = c;
+    j.call = call;
+    j.g = g;
+    j.args = args;
+    j.nargs = nargs;
+    atomic_init(&j.cells, 0);
     struct gp_pq_rsrc rs;
+    memset(&rs, 0, sizeof rs);
+    rs.sub = 1;
     if (rc == GP_OK)
         rc = gp_pq_rsrc_open(c, &rs, call->args[mi], g);
-    else
-        memset(&rs, 0, sizeof rs), rs.sub = 1;
-    while (rc == GP_OK && (rc = gp_pq_rsrc_next(c, &rs)) == 1) {
-        rc = GP_OK;
-        size_t lo = 0, hi = 0, idx = (size_t)-1, held = 0;
-        for (size_t k = 0; k < g->n && rc == GP_OK; k++) {
-            if ((rc = gp_pq_check(c)) != GP_OK)
-                break;
-            struct gp_pq_window win;
-            gp_pq_rsrc_window(c, &rs, g, k, &lo, &hi, &win.start_ms, &win.end_ms);
-            if (hi == lo)
-                continue;
-            if (hi - lo > held) { /* the series' largest window is what it holds */
-                rc = gp_pq_count(c, hi - lo - held);
-                held = hi - lo;
-                if (rc != GP_OK)
-                    break;
-            }
-            if (absent) {
-                present[k] = 1;
-                continue;
-            }
-            win.t = rs.ct + lo;
-            win.v = rs.cv + lo;
-            win.n = hi - lo;
-            win.eval_ms = gp_pq_grid_t(g, k);
-            win.counter_hint = 0;
-            double a[4], x;
-            for (size_t i = 0; i < nargs; i++)
-                a[i] = args[i].sc[k];
-            int got = gp_pq_fn_range(call->func, &win, a, nargs, &x);
-            if (got < 0) {
-                if (gp_pq_fn_check_args(call->func, a, nargs, c->err, c->errlen) == 0)
-                    rc = gp_pq_oom(c);
-                else
-                    rc = GP_PQ_EEXEC;
-                break;
-            }
-            if (!got)
-                continue;
-            if (idx == (size_t)-1) {
-                /* last_over_time acts like offset: it keeps the name. */
-                if (call->func == GP_PQ_F_LAST_OVER_TIME)
-                    rc = gp_pq_val_series(c, out, g, rs.lab, rs.lablen, &idx);
-                else {
-                    gp_pq_labels_drop_name(rs.lab, rs.lablen, &c->tmp);
-                    rc = c->tmp.err ? gp_pq_oom(c)
-                                    : gp_pq_val_series(c, out, g, (const uint8_t *)c->tmp.data,
-                                                       c->tmp.len, &idx);
-                }
-                if (rc != GP_OK)
-                    break;
-            }
-            rc = gp_pq_val_put(c, out, idx, k, x);
+    j.w = rs.w;
+    j.range = rs.range;
+    size_t n = rs.sub ? 0 : rs.r.sel.n;
+    if (rc == GP_OK && !rs.sub) {
+        /* A range selector: series read and computed on both cores, then
+         * put in label order. */
+        j.v = calloc(n ? n : 1, sizeof *j.v);
+        j.has = calloc(n ? n : 1, sizeof *j.has);
+        j.np = calloc(n ? n : 1, sizeof *j.np);
+        rc = j.v && j.has && j.np ? gp_pq_sel_each(c, &rs.r, range_series, &j) : gp_pq_oom(c);
+        for (size_t i = 0; rc == GP_OK && i < n; i++) {
+            const struct gp_store_series *s = rs.r.sel.series + rs.r.order[i];
+            if (j.np[i])
+                rc = range_emit(c, call, g, s->labels, s->labels_len, j.v[i], j.has[i], present,
+                                out);
         }
-        gp_pq_uncount(c, held);
+        for (size_t i = 0; j.v && i < n; i++) {
+            free(j.v[i]);
+            free(j.has[i]);
+        }
+    } else if (rc == GP_OK) {
+        /* A subquery: its series are already in memory. */
+        double *ov = NULL;
+        uint8_t *oh = NULL;
+        while (rc == GP_OK && (rc = gp_pq_rsrc_next(c, &rs)) == 1) {
+            size_t np;
+            if (oh)
+                memset(oh, 0, g->n);
+            rc = range_steps(&j, (int64_t *)rs.ct, (double *)rs.cv, rs.n, &ov, &oh, &np, c->err,
+                             c->errlen);
+            if (rc == GP_OK && np)
+                rc = range_emit(c, call, g, rs.lab, rs.lablen, ov, oh, present, out);
+        }
+        free(ov);
+        free(oh);
     }
+    free(j.v);
+    free(j.has);
+    free(j.np);
     gp_pq_rsrc_close(c, &rs);
     if (rc == GP_OK && absent)
         rc = absent_result(c, call->args[mi], g, present, out);

@@ -29,7 +29,7 @@
 #define DEFAULT_TIMEOUT_MS (2 * 60 * 1000LL)
 #define DEFAULT_SUBQUERY_STEP_MS (60 * 1000LL)
 
-static int64_t mono_ns(void)
+int64_t gp_pq_now_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -40,7 +40,7 @@ int gp_pq_check(struct gp_pq_ctx *c)
 {
     if ((c->tick++ & 63) != 0)
         return GP_OK;
-    if (mono_ns() > c->deadline_ns)
+    if (gp_pq_now_ns() > c->deadline_ns)
         return gp_seterr(c->err, c->errlen, GP_PROMQL_ETIMEOUT,
                          "query timed out in expression evaluation");
     return GP_OK;
@@ -52,9 +52,7 @@ int gp_pq_count(struct gp_pq_ctx *c, size_t n)
     if (c->samples > c->peak)
         c->peak = c->samples;
     if (c->samples > c->lim.max_samples)
-        return gp_seterr(c->err, c->errlen, GP_ERANGE,
-                         "query processing would load too many samples into memory in query "
-                         "execution");
+        return gp_seterr(c->err, c->errlen, GP_ERANGE, GP_PQ_TOO_MANY_SAMPLES);
     return GP_OK;
 }
 
@@ -79,8 +77,10 @@ const struct gp_pq_node *gp_pq_unparen(const struct gp_pq_node *e)
 
 void gp_pq_val_free(struct gp_pq_ctx *c, struct gp_pq_val *v)
 {
-    if (c)
+    if (c) {
         gp_pq_uncount(c, v->npoints);
+        c->cells = v->ncells > c->cells ? 0 : c->cells - v->ncells;
+    }
     free(v->sc);
     for (size_t i = 0; i < v->n; i++) {
         free(v->s[i].lab);
@@ -128,7 +128,48 @@ int gp_pq_val_append(struct gp_pq_ctx *c, struct gp_pq_val *v, const struct gp_p
     }
     s->lablen = len;
     *idx = v->n++;
+    return gp_pq_cells(c, v, g->n);
+}
+
+int gp_pq_cells(struct gp_pq_ctx *c, struct gp_pq_val *v, size_t n)
+{
+    c->cells += n;
+    v->ncells += n;
+    if (c->cells > c->lim.max_samples)
+        return gp_seterr(c->err, c->errlen, GP_ERANGE, GP_PQ_TOO_MANY_SAMPLES);
     return GP_OK;
+}
+
+int gp_pq_val_adopt(struct gp_pq_ctx *c, struct gp_pq_val *v, const struct gp_pq_grid *g,
+                    const uint8_t *lab, size_t len, double *vals, uint8_t *has, size_t np)
+{
+    if (v->n == v->cap) {
+        size_t cap = v->cap ? v->cap * 2 : 16;
+        struct gp_pq_ser *s = realloc(v->s, cap * sizeof *s);
+        if (!s) {
+            free(vals);
+            free(has);
+            return gp_pq_oom(c);
+        }
+        v->s = s;
+        v->cap = cap;
+    }
+    struct gp_pq_ser *s = v->s + v->n;
+    memset(s, 0, sizeof *s);
+    if (len && !(s->lab = malloc(len))) {
+        free(vals);
+        free(has);
+        return gp_pq_oom(c);
+    }
+    if (len)
+        memcpy(s->lab, lab, len);
+    s->lablen = len;
+    s->v = vals;
+    s->has = has;
+    v->n++;
+    v->npoints += np;
+    int rc = gp_pq_cells(c, v, g->n);
+    return rc == GP_OK ? gp_pq_count(c, np) : rc;
 }
 
 int gp_pq_val_series(struct gp_pq_ctx *c, struct gp_pq_val *v, const struct gp_pq_grid *g,
@@ -232,7 +273,7 @@ int gp_pq_eval(struct gp_pq_ctx *c, const struct gp_pq_node *e, const struct gp_
     case GP_PQ_CALL: rc = gp_pq_eval_call(c, e, g, out); break;
     case GP_PQ_AGG: rc = gp_pq_eval_agg(c, e, g, out); break;
     case GP_PQ_BINARY: rc = gp_pq_eval_binary(c, e, g, out); break;
-    case GP_PQ_UNARY: return eval_unary(c, e, g, out);
+    case GP_PQ_UNARY: rc = eval_unary(c, e, g, out); break;
     case GP_PQ_PAREN: return gp_pq_eval(c, e->u.paren, g, out);
     default: return gp_seterr(c->err, c->errlen, GP_PQ_EEXEC, "unknown expression node");
     }
@@ -260,7 +301,7 @@ static void ctx_init(struct gp_pq_ctx *c, struct gp_storage *s, const struct gp_
         c->lim.subquery_step_ms = DEFAULT_SUBQUERY_STEP_MS;
     c->qstart = start;
     c->qend = end;
-    c->deadline_ns = mono_ns() + c->lim.timeout_ms * 1000000;
+    c->deadline_ns = gp_pq_now_ns() + c->lim.timeout_ms * 1000000;
     c->err = err;
     c->errlen = errlen;
     if (err && errlen)

@@ -54,6 +54,10 @@ struct gp_pq_ctx {
     int64_t deadline_ns;       /* CLOCK_MONOTONIC */
     unsigned tick;             /* throttles clock reads */
     size_t samples, peak;      /* samples held now, most at once */
+    size_t cells;              /* step slots allocated for vector values: they bound
+                                * memory (a series that lives one step of many
+                                * still takes a slot per step), so they are held
+                                * to max_samples too */
     uint64_t damaged;          /* damaged chunks skipped by reads */
     int64_t damaged_from, damaged_to;
     char *err;
@@ -117,6 +121,7 @@ struct gp_pq_val {
     struct gp_pq_ser *s;  /* vector */
     size_t n, cap;
     size_t npoints;       /* present points, counted against max_samples */
+    size_t ncells;        /* step slots of its series, in c->cells */
     struct gp_pq_map idx; /* label blob -> series (vectors built by label) */
     char *str;            /* string */
     /* matrix (instant queries of range selectors and subqueries) */
@@ -137,9 +142,18 @@ int gp_pq_val_put(struct gp_pq_ctx *c, struct gp_pq_val *v, size_t i, size_t k, 
  * for labels known to be distinct. */
 int gp_pq_val_append(struct gp_pq_ctx *c, struct gp_pq_val *v, const struct gp_pq_grid *g,
                      const uint8_t *lab, size_t len, size_t *idx);
+/* A new series holding v/has (ownership passes, np points). */
+int gp_pq_val_adopt(struct gp_pq_ctx *c, struct gp_pq_val *v, const struct gp_pq_grid *g,
+                    const uint8_t *lab, size_t len, double *vals, uint8_t *has, size_t np);
+/* Takes n step slots (c->cells) or fails as too many samples. */
+int gp_pq_cells(struct gp_pq_ctx *c, struct gp_pq_val *v, size_t n);
 int gp_pq_scalar_new(struct gp_pq_ctx *c, struct gp_pq_val *out, const struct gp_pq_grid *g);
 void gp_pq_vector_new(struct gp_pq_val *out);
 
+#define GP_PQ_TOO_MANY_SAMPLES \
+    "query processing would load too many samples into memory in query execution"
+
+int64_t gp_pq_now_ns(void); /* CLOCK_MONOTONIC */
 int gp_pq_check(struct gp_pq_ctx *c);               /* timeout */
 int gp_pq_count(struct gp_pq_ctx *c, size_t n);     /* samples held += n */
 void gp_pq_uncount(struct gp_pq_ctx *c, size_t n);  /* samples held -= n */
@@ -202,6 +216,23 @@ struct gp_pq_rsrc {
     const int64_t *ct;
     const double *cv;
 };
+
+/* Runs fn for every series of a selection, on both cores when there are
+ * enough series (the store takes any number of readers), with the
+ * series' samples in the selection's window (stale markers kept; fn may
+ * change the arrays). i is the series' place in label order: fn stores
+ * its results by i, so they do not depend on the threads. fn reads c
+ * only (limits, times) and reports errors in err. */
+typedef int (*gp_pq_series_fn)(void *arg, size_t i, const struct gp_store_series *ser, int64_t *t,
+                               double *v, size_t n, char *err, size_t errlen);
+int gp_pq_sel_each(struct gp_pq_ctx *c, struct gp_pq_sel_read *r, gp_pq_series_fn fn, void *arg);
+/* Step k's window [t - range, t] (left-open with prom3_windows) of the
+ * samples t[0..n): [*lo, *hi), cursors only moving forward. */
+void gp_pq_window_at(const struct gp_pq_ctx *c, const struct gp_pq_when *w, int64_t range,
+                     const struct gp_pq_grid *g, size_t k, const int64_t *t, size_t n, size_t *lo,
+                     size_t *hi, int64_t *from, int64_t *to);
+/* Drops stale markers in place; returns the samples left. */
+size_t gp_pq_drop_stale(int64_t *t, double *v, size_t n);
 
 int gp_pq_rsrc_open(struct gp_pq_ctx *c, struct gp_pq_rsrc *rs, const struct gp_pq_node *e,
                     const struct gp_pq_grid *g);

@@ -17,6 +17,7 @@
 #include "query/promql_lex.h"
 
 #include "lib/err.h"
+#include "lib/utf8.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -73,35 +74,6 @@ static void fail(struct gp_pq_lexer *l, struct gp_pq_token *t, size_t pos, const
     l->err.msg = l->msg;
     l->failed = 1;
     *t = l->err;
-}
-
-/* Length of the valid UTF-8 sequence at s (n bytes left), 0 if invalid
- * (overlong forms, surrogates and code points past U+10FFFF included). */
-static size_t utf8_len(const unsigned char *s, size_t n)
-{
-    unsigned c = s[0];
-    size_t k;
-    unsigned cp, min;
-    if (c < 0x80)
-        return 1;
-    if (c >= 0xc2 && c <= 0xdf)
-        k = 2, cp = c & 0x1f, min = 0x80;
-    else if (c >= 0xe0 && c <= 0xef)
-        k = 3, cp = c & 0x0f, min = 0x800;
-    else if (c >= 0xf0 && c <= 0xf4)
-        k = 4, cp = c & 0x07, min = 0x10000;
-    else
-        return 0;
-    if (n < k)
-        return 0;
-    for (size_t j = 1; j < k; j++) {
-        if ((s[j] & 0xc0) != 0x80)
-            return 0;
-        cp = (cp << 6) | (s[j] & 0x3f);
-    }
-    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-        return 0;
-    return k;
 }
 
 /* Checks one escape after the backslash at l->i - 1 of a string opened
@@ -164,7 +136,8 @@ static void lex_string(struct gp_pq_lexer *l, struct gp_pq_token *t, size_t star
             fail(l, t, start, q == '`' ? "unterminated raw string" : "unterminated quoted string");
             return;
         }
-        size_t k = utf8_len((const unsigned char *)l->s + l->i, l->len - l->i);
+        uint32_t cp;
+        size_t k = gp_utf8_decode((const unsigned char *)l->s + l->i, l->len - l->i, &cp);
         if (k == 0) {
             fail(l, t, start, "invalid UTF-8 rune");
             return;
@@ -239,7 +212,9 @@ static int rest_of_duration(struct gp_pq_lexer *l)
     return !is_alnum(peek(l, 0));
 }
 
-static void lex_number(struct gp_pq_lexer *l, struct gp_pq_token *t, size_t start)
+/* Digits, a fraction, an exponent (hex after 0x): 1 when what follows
+ * cannot continue a word, so this is a number; 0 when a letter follows. */
+static int scan_number(struct gp_pq_lexer *l)
 {
     int hex = 0;
     if (peek(l, 0) == '0' && (peek(l, 1) == 'x' || peek(l, 1) == 'X'))
@@ -258,7 +233,12 @@ static void lex_number(struct gp_pq_lexer *l, struct gp_pq_token *t, size_t star
         while (is_digit(peek(l, 0)))
             l->i++;
     }
-    if (!is_alnum(peek(l, 0))) {
+    return !is_alnum(peek(l, 0));
+}
+
+static void lex_number(struct gp_pq_lexer *l, struct gp_pq_token *t, size_t start)
+{
+    if (scan_number(l)) {
         t->type = GP_PQ_TK_NUMBER;
         return;
     }
@@ -270,6 +250,27 @@ static void lex_number(struct gp_pq_lexer *l, struct gp_pq_token *t, size_t star
         l->i++; /* the offending character is part of the quoted text */
     fail(l, t, start, "bad number or duration syntax: \"%.*s\"", (int)(l->i - start > 40 ? 40 : l->i - start),
          l->s + start);
+}
+
+/* Right after '[' only a duration may come, as in Prometheus's lexer. */
+static void lex_duration(struct gp_pq_lexer *l, struct gp_pq_token *t)
+{
+    l->want_duration = 0;
+    while (l->i < l->len && is_space((unsigned char)l->s[l->i]))
+        l->i++;
+    size_t start = l->i;
+    t->pos = start;
+    if (scan_number(l)) {
+        fail(l, t, start, "missing unit character in duration");
+        return;
+    }
+    if (!rest_of_duration(l)) {
+        fail(l, t, start, "bad duration syntax: \"%.*s\"", (int)(l->i - start > 40 ? 40 : l->i - start),
+             l->s + start);
+        return;
+    }
+    t->type = GP_PQ_TK_DURATION;
+    t->len = l->i - start;
 }
 
 static void lex_braces(struct gp_pq_lexer *l, struct gp_pq_token *t, size_t start)
@@ -326,6 +327,10 @@ void gp_pq_lex_next(struct gp_pq_lexer *l, struct gp_pq_token *t)
         return;
     }
     memset(t, 0, sizeof *t);
+    if (l->want_duration) {
+        lex_duration(l, t);
+        return;
+    }
     for (;;) { /* spaces and comments */
         int c = peek(l, 0);
         if (is_space(c)) {
@@ -446,16 +451,17 @@ void gp_pq_lex_next(struct gp_pq_lexer *l, struct gp_pq_token *t)
         break;
     case '[':
         if (l->bracket_open) {
-            fail(l, t, l->i, "unexpected left bracket '['");
+            fail(l, t, start, "unexpected left bracket '['");
             return;
         }
         l->got_colon = 0;
         l->bracket_open = 1;
+        l->want_duration = 1;
         t->type = GP_PQ_TK_LBRACKET;
         break;
     case ']':
         if (!l->bracket_open) {
-            fail(l, t, l->i, "unexpected right bracket ']'");
+            fail(l, t, start, "unexpected right bracket ']'");
             return;
         }
         l->bracket_open = 0;
@@ -467,30 +473,6 @@ void gp_pq_lex_next(struct gp_pq_lexer *l, struct gp_pq_token *t)
         return;
     }
     t->len = l->i - start;
-}
-
-static size_t put_utf8(char *o, unsigned long cp)
-{
-    if (cp < 0x80) {
-        o[0] = (char)cp;
-        return 1;
-    }
-    if (cp < 0x800) {
-        o[0] = (char)(0xc0 | (cp >> 6));
-        o[1] = (char)(0x80 | (cp & 0x3f));
-        return 2;
-    }
-    if (cp < 0x10000) {
-        o[0] = (char)(0xe0 | (cp >> 12));
-        o[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
-        o[2] = (char)(0x80 | (cp & 0x3f));
-        return 3;
-    }
-    o[0] = (char)(0xf0 | (cp >> 18));
-    o[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
-    o[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
-    o[3] = (char)(0x80 | (cp & 0x3f));
-    return 4;
 }
 
 int gp_pq_unquote(const char *s, size_t len, char **out, size_t *outlen)
@@ -524,7 +506,7 @@ int gp_pq_unquote(const char *s, size_t len, char **out, size_t *outlen)
                 (unsigned long)(is_digit(d) ? d - '0' : (d | 0x20) - 'a' + 10);
         }
         if (c == 'u' || c == 'U')
-            n += put_utf8(o + n, x);
+            n += gp_utf8_encode((uint32_t)x, o + n);
         else
             o[n++] = (char)x; /* \x and octal escapes are bytes */
     }
@@ -559,4 +541,17 @@ void gp_pq_tok_desc(const char *query, const struct gp_pq_token *t, char *buf, s
     }
     int len = (int)(t->len > 20 ? 20 : t->len);
     snprintf(buf, n, "%s \"%.*s%s\"", what, len, query + t->pos, t->len > 20 ? "..." : "");
+}
+
+const char *gp_pq_binop_text(enum gp_pq_binop op)
+{
+    static const char *const t[] = {
+        [GP_PQ_OP_ADD] = "+",  [GP_PQ_OP_SUB] = "-",  [GP_PQ_OP_MUL] = "*",
+        [GP_PQ_OP_DIV] = "/",  [GP_PQ_OP_MOD] = "%",  [GP_PQ_OP_POW] = "^",
+        [GP_PQ_OP_ATAN2] = "atan2", [GP_PQ_OP_EQL] = "==", [GP_PQ_OP_NEQ] = "!=",
+        [GP_PQ_OP_GTR] = ">",  [GP_PQ_OP_LSS] = "<",  [GP_PQ_OP_GTE] = ">=",
+        [GP_PQ_OP_LTE] = "<=", [GP_PQ_OP_AND] = "and", [GP_PQ_OP_OR] = "or",
+        [GP_PQ_OP_UNLESS] = "unless",
+    };
+    return (unsigned)op < sizeof t / sizeof t[0] ? t[op] : "?";
 }

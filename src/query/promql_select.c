@@ -24,6 +24,9 @@
 #include "storage/storage.h"
 #include "store/labels.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -120,7 +123,7 @@ static int sel_next(struct gp_pq_ctx *c, struct gp_pq_sel_read *r, const struct 
 }
 
 /* Drops stale markers in place (range vectors never hold them). */
-static size_t drop_stale(int64_t *t, double *v, size_t n)
+size_t gp_pq_drop_stale(int64_t *t, double *v, size_t n)
 {
     size_t o = 0;
     for (size_t i = 0; i < n; i++) {
@@ -133,42 +136,220 @@ static size_t drop_stale(int64_t *t, double *v, size_t n)
     return o;
 }
 
+/* Step k's window [end - range, end] of samples t[0..n): [*lo, *hi). */
+void gp_pq_window_at(const struct gp_pq_ctx *c, const struct gp_pq_when *w, int64_t range,
+                     const struct gp_pq_grid *g, size_t k, const int64_t *t, size_t n, size_t *lo,
+                     size_t *hi, int64_t *from, int64_t *to)
+{
+    int64_t end = when_at(c, w, g, k), start = end - range;
+    while (*hi < n && t[*hi] <= end)
+        (*hi)++;
+    while (*lo < *hi && (c->lim.prom3_windows ? t[*lo] <= start : t[*lo] < start))
+        (*lo)++;
+    *from = start;
+    *to = end;
+}
+
+/* ---- reading a selection on both cores ---- */
+
+/* Below this many series a second thread costs more than it saves. */
+#define PARALLEL_MIN_SERIES 32
+
+struct each_run {
+    struct gp_pq_ctx *c;
+    struct gp_pq_sel_read *r;
+    gp_pq_series_fn fn;
+    void *arg;
+    atomic_size_t next;
+    atomic_int stop;
+    pthread_mutex_t mu;
+    int rc;
+    char err[512];
+    uint64_t damaged;
+    int64_t dfrom, dto;
+};
+
+static void each_fail(struct each_run *e, int rc, const char *msg)
+{
+    pthread_mutex_lock(&e->mu);
+    if (e->rc == GP_OK) {
+        e->rc = rc;
+        snprintf(e->err, sizeof e->err, "%s", msg);
+    }
+    pthread_mutex_unlock(&e->mu);
+    atomic_store(&e->stop, 1);
+}
+
+static void *each_work(void *p)
+{
+    struct each_run *e = p;
+    struct gp_samples smp;
+    memset(&smp, 0, sizeof smp);
+    char err[512];
+    for (;;) {
+        if (atomic_load(&e->stop))
+            break;
+        size_t i = atomic_fetch_add(&e->next, 1);
+        if (i >= e->r->sel.n)
+            break;
+        if (gp_pq_now_ns() > e->c->deadline_ns) {
+            each_fail(e, GP_PROMQL_ETIMEOUT, "query timed out in expression evaluation");
+            break;
+        }
+        const struct gp_store_series *s = e->r->sel.series + e->r->order[i];
+        smp.n = 0;
+        smp.damaged = 0;
+        int rc = gp_storage_read(e->c->s, s->id, e->r->mint, e->r->maxt, &smp);
+        if (smp.damaged) {
+            pthread_mutex_lock(&e->mu);
+            if (!e->damaged || smp.damaged_from < e->dfrom)
+                e->dfrom = smp.damaged_from;
+            if (!e->damaged || smp.damaged_to > e->dto)
+                e->dto = smp.damaged_to;
+            e->damaged += smp.damaged;
+            pthread_mutex_unlock(&e->mu);
+        }
+        if (rc != GP_OK && rc != GP_EPARSE) { /* a damaged chunk: the rest still counts */
+            snprintf(err, sizeof err, "read series: %s",
+                     rc == GP_ENET ? gp_storage_last_error() : gp_strerror(rc));
+            each_fail(e, rc == GP_ENOMEM || rc == GP_ENET ? rc : GP_EIO, err);
+            break;
+        }
+        err[0] = '\0';
+        if ((rc = e->fn(e->arg, i, s, smp.t, smp.v, smp.n, err, sizeof err)) != GP_OK) {
+            each_fail(e, rc, err);
+            break;
+        }
+    }
+    gp_samples_free(&smp);
+    return NULL;
+}
+
+int gp_pq_sel_each(struct gp_pq_ctx *c, struct gp_pq_sel_read *r, gp_pq_series_fn fn, void *arg)
+{
+    struct each_run e;
+    memset(&e, 0, sizeof e);
+    e.c = c;
+    e.r = r;
+    e.fn = fn;
+    e.arg = arg;
+    atomic_init(&e.next, 0);
+    atomic_init(&e.stop, 0);
+    pthread_mutex_init(&e.mu, NULL);
+    /* The store takes any number of readers; the remote backend keeps its
+     * last error per thread, so it reads on this one. */
+    pthread_t th;
+    int two = r->sel.n >= PARALLEL_MIN_SERIES &&
+              gp_storage_kind(c->s) == GP_STORAGE_EMBEDDED &&
+              pthread_create(&th, NULL, each_work, &e) == 0;
+    each_work(&e);
+    if (two)
+        pthread_join(th, NULL);
+    pthread_mutex_destroy(&e.mu);
+    if (e.damaged) {
+        if (!c->damaged || e.dfrom < c->damaged_from)
+            c->damaged_from = e.dfrom;
+        if (!c->damaged || e.dto > c->damaged_to)
+            c->damaged_to = e.dto;
+        c->damaged += e.damaged;
+    }
+    if (e.rc != GP_OK)
+        return gp_seterr(c->err, c->errlen, e.rc, "%s", e.err);
+    return GP_OK;
+}
+
 /* ---- instant vector selector ---- */
 
+struct vsel_job {
+    const struct gp_pq_ctx *c;
+    const struct gp_pq_grid *g;
+    struct gp_pq_when w;
+    int ts_mode;
+    double **v;
+    uint8_t **has;
+    size_t *np;
+    atomic_size_t held; /* points found so far, against max_samples */
+    atomic_size_t cells; /* step slots allocated so far, against it too */
+};
+
+static int vsel_series(void *arg, size_t i, const struct gp_store_series *ser, int64_t *t,
+                       double *v, size_t n, char *err, size_t errlen)
+{
+    (void)ser;
+    struct vsel_job *j = arg;
+    const struct gp_pq_ctx *c = j->c;
+    const struct gp_pq_grid *g = j->g;
+    int64_t lb = c->lim.lookback_ms;
+    size_t p = 0, np = 0;
+    for (size_t k = 0; k < g->n; k++) {
+        int64_t at = when_at(c, &j->w, g, k);
+        while (p < n && t[p] <= at)
+            p++;
+        if (p == 0)
+            continue;
+        int64_t ts = t[p - 1];
+        double x = v[p - 1];
+        if ((c->lim.prom3_windows ? ts <= at - lb : ts < at - lb) ||
+            (x != x && gp_eval_is_stale(x)))
+            continue;
+        if (!j->v[i]) {
+            if (c->cells + atomic_fetch_add(&j->cells, g->n) + g->n > c->lim.max_samples)
+                return gp_seterr(err, errlen, GP_ERANGE, GP_PQ_TOO_MANY_SAMPLES);
+            j->v[i] = malloc(g->n * sizeof *j->v[i]);
+            j->has[i] = calloc(g->n, 1);
+            if (!j->v[i] || !j->has[i])
+                return gp_seterr(err, errlen, GP_ENOMEM, "query: out of memory");
+        }
+        j->v[i][k] = j->ts_mode ? (double)ts / 1000.0 : x;
+        j->has[i][k] = 1;
+        np++;
+    }
+    j->np[i] = np;
+    if (c->samples + atomic_fetch_add(&j->held, np) + np > c->lim.max_samples)
+        return gp_seterr(err, errlen, GP_ERANGE, GP_PQ_TOO_MANY_SAMPLES);
+    return GP_OK;
+}
+
 int gp_pq_eval_vsel(struct gp_pq_ctx *c, const struct gp_pq_sel *sel, const struct gp_pq_grid *g,
-                     int ts_mode, struct gp_pq_val *out)
+                    int ts_mode, struct gp_pq_val *out)
 {
     gp_pq_vector_new(out);
     if (!g->n)
         return GP_OK;
-    struct gp_pq_when w = {sel->at, sel->at_ms, sel->offset_ms};
-    int64_t lb = c->lim.lookback_ms;
-    int64_t first = when_at(c, &w, g, 0), last = when_at(c, &w, g, g->n - 1);
+    struct vsel_job j;
+    memset(&j, 0, sizeof j);
+    j.c = c;
+    j.g = g;
+    j.w = (struct gp_pq_when){sel->at, sel->at_ms, sel->offset_ms};
+    j.ts_mode = ts_mode;
+    atomic_init(&j.held, 0);
+    atomic_init(&j.cells, 0);
+    int64_t first = when_at(c, &j.w, g, 0), last = when_at(c, &j.w, g, g->n - 1);
     struct gp_pq_sel_read r;
-    int rc = sel_open(c, &r, sel, first - lb, last);
-    const struct gp_store_series *ser;
-    while (rc == GP_OK && (rc = sel_next(c, &r, &ser)) == 1) {
-        rc = GP_OK;
-        const int64_t *t = r.smp.t;
-        const double *v = r.smp.v;
-        size_t n = r.smp.n, j = 0, idx = (size_t)-1;
-        for (size_t k = 0; k < g->n && rc == GP_OK; k++) {
-            int64_t at = when_at(c, &w, g, k);
-            while (j < n && t[j] <= at)
-                j++;
-            if (j == 0)
-                continue;
-            int64_t ts = t[j - 1];
-            double x = v[j - 1];
-            if ((c->lim.prom3_windows ? ts <= at - lb : ts < at - lb) ||
-                (x != x && gp_eval_is_stale(x)))
-                continue;
-            if (idx == (size_t)-1)
-                rc = gp_pq_val_append(c, out, g, ser->labels, ser->labels_len, &idx);
-            if (rc == GP_OK)
-                rc = gp_pq_val_put(c, out, idx, k, ts_mode ? (double)ts / 1000.0 : x);
-        }
+    int rc = sel_open(c, &r, sel, first - c->lim.lookback_ms, last);
+    size_t n = r.sel.n;
+    if (rc == GP_OK) {
+        j.v = calloc(n ? n : 1, sizeof *j.v);
+        j.has = calloc(n ? n : 1, sizeof *j.has);
+        j.np = calloc(n ? n : 1, sizeof *j.np);
+        rc = j.v && j.has && j.np ? gp_pq_sel_each(c, &r, vsel_series, &j) : gp_pq_oom(c);
     }
+    /* In label order, whichever thread read them. */
+    for (size_t i = 0; rc == GP_OK && i < n; i++) {
+        if (!j.np[i])
+            continue;
+        const struct gp_store_series *s = r.sel.series + r.order[i];
+        rc = gp_pq_val_adopt(c, out, g, s->labels, s->labels_len, j.v[i], j.has[i], j.np[i]);
+        j.v[i] = NULL;
+        j.has[i] = NULL;
+    }
+    for (size_t i = 0; j.v && i < n; i++) {
+        free(j.v[i]);
+        free(j.has[i]);
+    }
+    free(j.v);
+    free(j.has);
+    free(j.np);
     sel_close(&r);
     return rc;
 }
@@ -206,6 +387,10 @@ int gp_pq_rsrc_open(struct gp_pq_ctx *c, struct gp_pq_rsrc *rs, const struct gp_
     rs->ig = (struct gp_pq_grid){start, step, 0};
     if (last >= start)
         rs->ig.n = (size_t)((last - start) / step) + 1;
+    /* Every step of the inner grid takes a slot: refuse a grid beyond the
+     * samples limit before allocating it ("[1y:1ms]"). */
+    if (rs->ig.n > c->lim.max_samples)
+        return gp_seterr(c->err, c->errlen, GP_ERANGE, GP_PQ_TOO_MANY_SAMPLES);
     int rc = gp_pq_eval(c, sq->expr, &rs->ig, &rs->inner);
     if (rc != GP_OK)
         return rc;
@@ -228,13 +413,13 @@ void gp_pq_rsrc_close(struct gp_pq_ctx *c, struct gp_pq_rsrc *rs)
 int gp_pq_rsrc_next(struct gp_pq_ctx *c, struct gp_pq_rsrc *rs)
 {
     if (!rs->sub) {
-        const struct gp_store_series *ser;
+        const struct gp_store_series *ser = NULL;
         int rc = rs->r.sel.n ? sel_next(c, &rs->r, &ser) : 0;
         if (rc != 1)
             return rc;
         rs->lab = ser->labels;
         rs->lablen = ser->labels_len;
-        rs->n = drop_stale(rs->r.smp.t, rs->r.smp.v, rs->r.smp.n);
+        rs->n = gp_pq_drop_stale(rs->r.smp.t, rs->r.smp.v, rs->r.smp.n);
         rs->ct = rs->r.smp.t;
         rs->cv = rs->r.smp.v;
         return 1;
@@ -263,16 +448,10 @@ int gp_pq_rsrc_next(struct gp_pq_ctx *c, struct gp_pq_rsrc *rs)
 /* The window of step k: samples [*lo, *hi) of the current series. The
  * cursors only move forward: windows' ends never decrease. */
 void gp_pq_rsrc_window(const struct gp_pq_ctx *c, const struct gp_pq_rsrc *rs,
-                        const struct gp_pq_grid *g, size_t k, size_t *lo, size_t *hi,
-                        int64_t *from, int64_t *to)
+                       const struct gp_pq_grid *g, size_t k, size_t *lo, size_t *hi,
+                       int64_t *from, int64_t *to)
 {
-    int64_t end = when_at(c, &rs->w, g, k), start = end - rs->range;
-    while (*hi < rs->n && rs->ct[*hi] <= end)
-        (*hi)++;
-    while (*lo < *hi && (c->lim.prom3_windows ? rs->ct[*lo] <= start : rs->ct[*lo] < start))
-        (*lo)++;
-    *from = start;
-    *to = end;
+    gp_pq_window_at(c, &rs->w, rs->range, g, k, rs->ct, rs->n, lo, hi, from, to);
 }
 
 /* An instant query of a range selector or subquery: the raw matrix. */

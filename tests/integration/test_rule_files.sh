@@ -5,7 +5,8 @@
 #      and line;
 #   2. deploy/prometheus/gpulse-rules.yml, unchanged, runs in a server fed
 #      by a simulated agent with planted faults, while Debian's Prometheus
-#      2.42 scrapes the same agent with the same file: every rule is
+#      2.42 gets the same samples (the agent pushes to both) and runs the
+#      same file: every rule is
 #      healthy, recorded series and ALERTS are stored, the ECC fault's
 #      alerts fire in gpulse's alerts API with the text Prometheus
 #      renders, and the two hold the same active alerts;
@@ -26,29 +27,28 @@ grep -q "bad.yml:7: group \"g\", rule 2, \"Bad\": could not parse expression: " 
     { cat "$TMP/bad.log"; fail "the error does not name the file, line and rule"; }
 note "a bad rule file stops the server: $(head -c 150 "$TMP/bad.log")"
 
-# 2. The project's rules in gpulse and in Prometheus, over one simulated agent.
+# 2. The project's rules in gpulse and in Prometheus, fed the same samples:
+# the simulated agent pushes to both (Prometheus as a remote-write
+# receiver, started first so that it misses nothing either).
 cat >"$TMP/gpulse.yaml" <<EOF
 server:
   eval_interval: 5s
   rule_files: [$RULES]
 EOF
 start_server --config "$TMP/gpulse.yaml"
-start_agent --simulate 2x4xH100 --simulate-faults ecc=sim-node-0/1,idle=sim-node-1/2,throttled=sim-node-1/0 \
-    --interval 1s --push "$SERVER_URL/api/v1/write"
 PROM_PORT=$(free_port)
 cat >"$TMP/prom.yml" <<EOF
-global: {scrape_interval: 1s, evaluation_interval: 15s}
+global: {evaluation_interval: 15s}
 rule_files: [$RULES]
-scrape_configs:
-  - job_name: gpulse-agent
-    honor_labels: true
-    static_configs: [{targets: ['127.0.0.1:$AGENT_PORT']}]
+scrape_configs: []
 EOF
 prometheus --config.file="$TMP/prom.yml" --storage.tsdb.path="$TMP/prom-tsdb" \
-    --web.listen-address="127.0.0.1:$PROM_PORT" >"$TMP/prom.log" 2>&1 &
+    --web.listen-address="127.0.0.1:$PROM_PORT" --web.enable-remote-write-receiver >"$TMP/prom.log" 2>&1 &
 PIDS+=($!)
 PROM=http://127.0.0.1:$PROM_PORT
 wait_until 30 curl -sf "$PROM/-/ready" || { tail -20 "$TMP/prom.log" >&2; fail "prometheus did not come up"; }
+start_agent --simulate 2x4xH100 --simulate-faults ecc=sim-node-0/1,idle=sim-node-1/2,throttled=sim-node-1/0 \
+    --interval 1s --push "$SERVER_URL/api/v1/write" --push "$PROM/api/v1/write"
 
 cat >"$TMP/cmp.py" <<'PY'
 import json, sys, urllib.request
@@ -127,22 +127,30 @@ assert all(r["type"] == "recording" for x in g for r in x["rules"]) and sum(len(
 
 # 3. vmalert over gpulse server's PromQL routes: no rule errors.
 if command -v vmalert >/dev/null; then
-    VPORT=$(free_port)
-    vmalert -rule="$RULES" -datasource.url="$SERVER_URL" -notifier.blackhole -evaluationInterval=5s \
+    VPORT=$(free_port) RPORT=$(free_port)
+    # an Alertmanager stand-in takes vmalert's notifications
+    $PY "$ROOT/tests/integration/notify_receiver.py" "$RPORT" "$TMP/am.jsonl" >"$TMP/receiver.out" 2>&1 &
+    PIDS+=($!)
+    wait_until 10 curl -sf "http://127.0.0.1:$RPORT/health" || fail "the receiver did not come up"
+    # (its recorded series go to the stand-in too: gpulse records its own)
+    vmalert -rule="$RULES" -datasource.url="$SERVER_URL" -notifier.url="http://127.0.0.1:$RPORT/am" \
+        -remoteWrite.url="http://127.0.0.1:$RPORT/rw" \
+        -evaluationInterval=5s \
         -httpListenAddr="127.0.0.1:$VPORT" -loggerLevel=ERROR >"$TMP/vmalert.log" 2>&1 &
     PIDS+=($!)
     wait_until 30 curl -sf "http://127.0.0.1:$VPORT/api/v1/rules" || { tail "$TMP/vmalert.log"; fail "vmalert did not come up"; }
-    vm_ok() {
-        curl -sf "http://127.0.0.1:$VPORT/api/v1/rules" | $PY -c '
-import json, sys
-rules = [r for g in json.load(sys.stdin)["data"]["groups"] for r in g["rules"]]
-done = [r for r in rules if r.get("lastEvaluation", "").startswith("0001") is False]
-bad = [f"{r[\"name\"]}: {r.get(\"lastError\")}" for r in rules if r.get("lastError")]
-print(f"{len(rules)} rules, {len(bad)} with errors", *bad[:5], sep="\n  ")
-sys.exit(0 if len(rules) == 39 and not bad and len(done) == 39 else 1)'
-    }
-    sleep 12
-    wait_until 30 vm_ok || { vm_ok || true; fail "vmalert: rule errors against gpulse server"; }
+    cat >"$TMP/vmcheck.py" <<'PY'
+import json, sys, urllib.request
+with urllib.request.urlopen(sys.argv[1] + "/api/v1/rules", timeout=10) as r:
+    rules = [x for g in json.load(r)["data"]["groups"] for x in g["rules"]]
+done = [x for x in rules if not x.get("lastEvaluation", "0001").startswith("0001")]
+bad = [f"{x['name']}: {x['lastError']}" for x in rules if x.get("lastError")]
+print(f"{len(rules)} rules, {len(done)} evaluated, {len(bad)} with errors")
+for b in bad[:5]: print("  " + b)
+sys.exit(0 if len(rules) == 39 and len(done) == 39 and not bad else 1)
+PY
+    vm_ok() { $PY "$TMP/vmcheck.py" "http://127.0.0.1:$VPORT"; }
+    wait_until 45 vm_ok || { vm_ok || true; fail "vmalert: rule errors against gpulse server"; }
     note "vmalert: $(vm_ok | head -1)"
 else
     fail "vmalert is not installed (scripts/deps.sh test)"

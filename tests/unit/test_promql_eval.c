@@ -204,7 +204,7 @@ static void test_aggregations(void)
     CHECK_STR(pt_inst(s, A(GP_PQ_A_COUNT_VALUES, V("info"), S("1bad"), 0, NULL), t),
               "error: invalid label name \"1bad\"");
     CHECK_STR(pt_inst(s, A(GP_PQ_A_QUANTILE, V("req"), N(0.5), 0, NULL), t), "{} 30");
-    /* limitk: the first k of each group in input order. */
+    /* limitk: the first k of each group in label order. */
     CHECK_STR(pt_inst(s, A(GP_PQ_A_LIMITK, V("req"), N(1), 0, "job"), t), API0 " 30; " DB0 " 5");
     /* A range query of an aggregation: one group's value per step. */
     CHECK_STR(pt_range(s, A(GP_PQ_A_SUM, V("req"), NULL, 0, "job"), T0, T0 + 2 * MIN, MIN),
@@ -390,6 +390,25 @@ static void test_limits(void)
     CHECK(r.samples_peak == 9);
     gp_promql_result_free(&r);
     pt_free(e);
+    /* Memory: a series takes a slot per step of the query even where it
+     * has no point, so slots are held to the limit too (3 series x 6010
+     * steps here, 30 points). */
+    lim.max_samples = 10000;
+    char *whole = strdup(pt_range(s, V("req"), T0 - 100 * 3600 * 1000LL, T0 + 10 * MIN, MIN));
+    CHECK_STR(whole, pt_range(s, V("req"), T0, T0 + 10 * MIN, MIN));
+    CHECK_CONTAINS(whole, API0 " 0@0 10@60");
+    free(whole);
+    e = V("req");
+    CHECK_INT(gp_promql_range(s, e, T0 - 100 * 3600 * 1000LL, T0 + 10 * MIN, MIN, &lim, &r, err,
+                              sizeof err),
+              GP_ERANGE);
+    gp_promql_result_free(&r);
+    pt_free(e);
+    /* A subquery's grid beyond the limit is refused before it is built. */
+    CHECK_STR(pt_inst_lim(s, F(GP_PQ_F_COUNT_OVER_TIME, 1, SUB(V("req"), 365 * 24 * 3600 * 1000LL, 1)),
+                          T0, &lim),
+              "error: query processing would load too many samples into memory in query "
+              "execution");
     /* Timeout: a deadline already passed. */
     lim = (struct gp_promql_limits){.timeout_ms = 1};
     e = A(GP_PQ_A_SUM, F(GP_PQ_F_SUM_OVER_TIME, 1, SUB(V("req"), 3600 * 1000, 1000)), NULL, 0, NULL);
@@ -559,6 +578,43 @@ static void test_error_types(void)
     CHECK_STR(gp_promql_error_type(GP_ENET, &st), "unavailable");
 }
 
+/* Enough series that selectors read on two threads: the answers are
+ * the same as one thread's, in label order, and limits still hold. */
+static void test_many_series(void)
+{
+    struct gp_storage *s = pt_open();
+    char sel[64];
+    for (int k = 0; k < 100; k++) {
+        snprintf(sel, sizeof sel, "many{k=\"%03d\"}", k);
+        pt_line(s, sel, T0, 15000, 40, k, 1); /* k, k+1, ... every 15 s */
+    }
+    int64_t t = T0 + 5 * MIN; /* sample 20: k + 20 */
+    CHECK_STR(pt_inst(s, A(GP_PQ_A_SUM, V("many"), NULL, 0, NULL), t), "{} 6950");
+    CHECK_STR(pt_inst(s, A(GP_PQ_A_SUM, F(GP_PQ_F_COUNT_OVER_TIME, 1, M("many", MIN)), NULL, 0, NULL), t),
+              "{} 500");
+    const char *r = pt_inst(s, V("many"), t);
+    CHECK(strncmp(r, "{__name__=\"many\", k=\"000\"} 20; {__name__=\"many\", k=\"001\"} 21;", 56) == 0);
+    CHECK_CONTAINS(r, "{__name__=\"many\", k=\"099\"} 119");
+    struct gp_promql_result res;
+    char err[256];
+    struct gp_pq_node *e = F(GP_PQ_F_SUM_OVER_TIME, 1, M("many", MIN));
+    CHECK_INT(gp_promql_range(s, e, T0, T0 + 9 * MIN, 30000, NULL, &res, err, sizeof err), GP_OK);
+    CHECK_INT(res.n, 100);
+    /* k = 99 at +9m: samples 32..36 of 99, 100, ... in [+8m, +9m]. */
+    CHECK_INT(res.series[99].n, 19);
+    CHECK_DBL(res.series[99].v[18], 5 * 99 + 32 + 33 + 34 + 35 + 36, 0);
+    gp_promql_result_free(&res);
+    struct gp_promql_limits lim = {.max_samples = 150};
+    CHECK_INT(gp_promql_range(s, e, T0, T0 + 9 * MIN, 30000, &lim, &res, err, sizeof err), GP_ERANGE);
+    gp_promql_result_free(&res);
+    pt_free(e);
+    lim.max_samples = 50; /* 100 series at one step */
+    CHECK_STR(pt_inst_lim(s, V("many"), t, &lim),
+              "error: query processing would load too many samples into memory in query "
+              "execution");
+    gp_storage_close(s);
+}
+
 const struct gp_test gp_tests_promql_eval[] = {
     {"selector_lookback", test_selector_lookback},
     {"staleness", test_staleness},
@@ -572,6 +628,7 @@ const struct gp_test gp_tests_promql_eval[] = {
     {"set_operators", test_set_operators},
     {"structural_functions", test_structural_functions},
     {"limits", test_limits},
+    {"many_series", test_many_series},
     {"range_matches_instant", test_range_matches_instant},
     {"render_numbers", test_render_numbers},
     {"render_json", test_render_json},
