@@ -20,10 +20,12 @@ server, or a second Prometheus to prove the harness), answers compared.
 
 Compared: success or error (and the errorType when both fail), the result
 type, the series (label sets), their timestamps (to the millisecond) and
-values (equal within 1e-9 relative; NaN equals NaN; infinities by sign).
-Order is compared only where Prometheus defines it: an instant query
+values (equal within 1e-9 relative; NaN equals NaN; infinities by sign;
+equal values written alike, as Go's FormatFloat writes them). Order is compared only where Prometheus defines it: an instant query
 whose outermost operation is sort, sort_desc, or topk/bottomk without
 grouping (the value sequence must be equal; ties may swap labels).
+The query routes' parameters (RFC 3339 and fractional times, duration
+steps, missing and bad ones, too many points) are compared the same way.
 
 Corpus lines (tests/data/promql/diff_corpus.txt): one expression per
 line; "#" starts a comment line; "$T(30m)" is T0 + 30 m in Unix seconds
@@ -42,7 +44,6 @@ import json
 import math
 import os
 import re
-import struct
 import sys
 import threading
 import time
@@ -53,11 +54,6 @@ import rw  # noqa: E402  the remote-write encoder of the other tests
 
 STEP = 15000
 SPAN = 60 * 60000  # the data covers [T0, T0 + 60 m]
-STALE_BITS = 0x7FF0000000000002
-
-
-def is_stale(v):
-    return struct.unpack("<Q", struct.pack("<d", v))[0] == STALE_BITS
 
 
 # ---- the data set ----------------------------------------------------------
