@@ -8,6 +8,10 @@
  * storage yields them, reads each series once and slides over its
  * samples step by step. Range functions take one series at a time from a
  * range source, so a range query holds one series' samples at a time.
+ * With 32 series or more, the series of a selection are read and
+ * computed on two threads (gp_pq_sel_each: the store takes any number of
+ * readers), each result placed by the series' place in label order, so
+ * the answer does not depend on which thread read what.
  * A subquery evaluates its expression once, on the grid of the multiples
  * of its step that fall in the union window (absolute alignment), and
  * serves each step's window from that.
