@@ -48,9 +48,11 @@ static int eval_scalar_args(struct gp_pq_ctx *c, const struct gp_pq_call *call,
     return GP_OK;
 }
 
-/* The labels absent() and absent_over_time() give: the selector's
- * equality matchers, except __name__ and names matched more than once or
- * otherwise. */
+/* The labels absent() and absent_over_time() give, as 2.42 derives
+ * them: in matcher order, an equality matcher sets its label unless the
+ * label is already set; every other matcher (and such a repeat) marks
+ * its label, and marked labels are removed at the end. __name__ never
+ * counts. */
 static int absent_labels(struct gp_pq_ctx *c, const struct gp_pq_node *arg, struct gp_buf *out)
 {
     gp_buf_reset(out);
@@ -62,28 +64,30 @@ static int absent_labels(struct gp_pq_ctx *c, const struct gp_pq_node *arg, stru
     int rc = GP_OK;
     for (size_t i = 0; i < sel->nm && rc == GP_OK; i++) {
         const struct gp_matcher *m = sel->m + i;
+        struct gp_rw_str have = {"", 0};
         if (strcmp(m->name, "__name__") == 0 || m->op != GP_MATCH_EQ)
             continue;
-        int seen = 0;
         for (size_t j = 0; j < ls.n; j++)
             if (strlen(m->name) == ls.l[j].name.len && !memcmp(m->name, ls.l[j].name.ptr, ls.l[j].name.len))
-                seen = 1;
-        if (!seen)
+                have = ls.l[j].value;
+        if (!have.len) /* a repeat is marked below */
             rc = gp_pq_lset_set(&ls, m->name, strlen(m->name), m->value, m->value_len);
     }
+    /* The marks: every matcher that did not set its label. */
     for (size_t i = 0; i < sel->nm && rc == GP_OK; i++) {
         const struct gp_matcher *m = sel->m + i;
         if (strcmp(m->name, "__name__") == 0)
             continue;
-        int first_eq = 0;
+        int set_it = 0;
         if (m->op == GP_MATCH_EQ) {
-            /* Only the first equality matcher of a name sets it. */
-            first_eq = 1;
+            /* It set its label when no earlier equality matcher had. */
+            set_it = 1;
             for (size_t j = 0; j < i; j++)
-                if (!strcmp(sel->m[j].name, m->name) && sel->m[j].op == GP_MATCH_EQ)
-                    first_eq = 0;
+                if (!strcmp(sel->m[j].name, m->name) && sel->m[j].op == GP_MATCH_EQ &&
+                    sel->m[j].value_len)
+                    set_it = 0;
         }
-        if (!first_eq)
+        if (!set_it)
             gp_pq_lset_del(&ls, m->name);
     }
     if (rc == GP_OK)

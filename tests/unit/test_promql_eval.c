@@ -346,6 +346,7 @@ static void test_structural_functions(void)
     /* absent: labels from the equality matchers. */
     CHECK_STR(pt_inst(s, F(GP_PQ_F_ABSENT, 1, V("nope{job=\"a\",x=~\"y\",z=\"1\",z=\"2\"}")), t),
               "{job=\"a\"} 1");
+    CHECK_STR(pt_inst(s, F(GP_PQ_F_ABSENT, 1, V("nope{x=\"\",x=\"a\",y!=\"b\",y=\"c\"}")), t), "{x=\"a\"} 1");
     CHECK_STR(pt_inst(s, F(GP_PQ_F_ABSENT, 1, V("req")), t), "");
     CHECK_STR(pt_range(s, F(GP_PQ_F_ABSENT, 1, V("st")), T0, T0 + 5 * MIN, MIN),
               "{} 1@120 1@180 1@240");
