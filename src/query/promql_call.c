@@ -647,6 +647,42 @@ static int cmp_desc(const void *a, const void *b)
 {
     return cmp_value(a, b, 1);
 }
+/* Natural order, as Prometheus 3's sort_by_label compares values
+ * (natsort): runs of digits compare as numbers, so "node-2" sorts before
+ * "node-10"; everything else byte by byte. */
+static int natural_cmp(const char *a, size_t an, const char *b, size_t bn)
+{
+    size_t i = 0, j = 0;
+    while (i < an && j < bn) {
+        int da = a[i] >= '0' && a[i] <= '9', db = b[j] >= '0' && b[j] <= '9';
+        if (da && db) {
+            size_t si = i, sj = j;
+            while (si < an && a[si] == '0')
+                si++;
+            while (sj < bn && b[sj] == '0')
+                sj++;
+            size_t ei = si, ej = sj;
+            while (ei < an && a[ei] >= '0' && a[ei] <= '9')
+                ei++;
+            while (ej < bn && b[ej] >= '0' && b[ej] <= '9')
+                ej++;
+            if (ei - si != ej - sj) /* more significant digits: larger */
+                return ei - si < ej - sj ? -1 : 1;
+            int c = memcmp(a + si, b + sj, ei - si);
+            if (c)
+                return c < 0 ? -1 : 1;
+            i = ei;
+            j = ej;
+            continue;
+        }
+        if (a[i] != b[j])
+            return (unsigned char)a[i] < (unsigned char)b[j] ? -1 : 1;
+        i++;
+        j++;
+    }
+    return (i < an) - (j < bn);
+}
+
 static int cmp_by_label(const void *pa, const void *pb)
 {
     const struct sort_key *a = pa, *b = pb;
@@ -660,9 +696,7 @@ static int cmp_by_label(const void *pa, const void *pb)
         struct gp_rw_str x, y;
         gp_labels_get(a->s->lab, a->s->lablen, name, &x);
         gp_labels_get(b->s->lab, b->s->lablen, name, &y);
-        int cmp = memcmp(x.ptr, y.ptr, x.len < y.len ? x.len : y.len);
-        if (!cmp)
-            cmp = x.len < y.len ? -1 : x.len > y.len;
+        int cmp = natural_cmp(x.ptr, x.len, y.ptr, y.len);
         if (cmp)
             return desc ? -cmp : cmp;
     }

@@ -365,6 +365,19 @@ static void test_structural_functions(void)
     CHECK_STR(pt_inst(s, F(GP_PQ_F_SORT, 1, V("req")), t), DB0 " 5; " API0 " 30; " API1 " 60");
     CHECK_STR(pt_inst(s, F(GP_PQ_F_SORT_BY_LABEL_DESC, 2, V("req"), S("inst")), t),
               API1 " 60; " DB0 " 5; " API0 " 30");
+    /* sort_by_label: values in natural order (node-2 before node-10). */
+    struct gp_storage *n = pt_open_in("nat");
+    const char *nodes[] = {"node-10", "node-2", "node-1b", "node-02a", "node-"};
+    char sel[64];
+    for (int i = 0; i < 5; i++) {
+        snprintf(sel, sizeof sel, "up{n=\"%s\"}", nodes[i]);
+        pt_line(n, sel, T0, MIN, 1, i, 0);
+    }
+    CHECK_STR(pt_inst(n, F(GP_PQ_F_SORT_BY_LABEL, 2, V("up"), S("n")), T0),
+              "{__name__=\"up\", n=\"node-\"} 4; {__name__=\"up\", n=\"node-1b\"} 2; "
+              "{__name__=\"up\", n=\"node-2\"} 1; {__name__=\"up\", n=\"node-02a\"} 3; "
+              "{__name__=\"up\", n=\"node-10\"} 0");
+    gp_storage_close(n);
     /* Date functions default to vector(time()). */
     CHECK_STR(pt_inst(s, F(GP_PQ_F_HOUR, 0), T0), "{} 22");
     CHECK_STR(pt_inst(s, F(GP_PQ_F_ABS, 1, NEG(V("req{inst=\"1\"}"))), t),
