@@ -143,14 +143,24 @@ static int range_steps(struct range_job *j, int64_t *t, double *v, size_t n, dou
     n = gp_pq_drop_stale(t, v, n);
     size_t lo = 0, hi = 0, most = 0, *resets = NULL;
     *np = 0;
+    int no_resets = 0;
     if ((call->func == GP_PQ_F_RATE || call->func == GP_PQ_F_INCREASE) && g->n > 1 && n) {
-        /* resets[i]: drops among samples 1..i, so a window knows in O(1)
-         * that it holds none and rate skips its scan (counter_hint). */
-        if (!(resets = malloc(n * sizeof *resets)))
-            return gp_seterr(err, errlen, GP_ENOMEM, "query: out of memory");
-        resets[0] = 0;
-        for (size_t i = 1; i < n; i++)
-            resets[i] = resets[i - 1] + (v[i] < v[i - 1]);
+        /* A counter that never drops (the common case) needs no reset
+         * scan in any window; else resets[i] counts the drops among
+         * samples 1..i, so a window knows in O(1) whether it holds one
+         * (counter_hint). */
+        size_t first = 1;
+        while (first < n && !(v[first] < v[first - 1]))
+            first++;
+        no_resets = first == n;
+        if (!no_resets) {
+            if (!(resets = malloc(n * sizeof *resets)))
+                return gp_seterr(err, errlen, GP_ENOMEM, "query: out of memory");
+            for (size_t i = 0; i < first; i++)
+                resets[i] = 0;
+            for (size_t i = first; i < n; i++)
+                resets[i] = resets[i - 1] + (v[i] < v[i - 1]);
+        }
     }
     for (size_t k = 0; k < g->n && rc == GP_OK; k++) {
         struct gp_pq_window win;
@@ -165,7 +175,7 @@ static int range_steps(struct range_job *j, int64_t *t, double *v, size_t n, dou
             win.v = v + lo;
             win.n = hi - lo;
             win.eval_ms = gp_pq_grid_t(g, k);
-            win.counter_hint = resets && resets[hi - 1] == resets[lo];
+            win.counter_hint = no_resets || (resets && resets[hi - 1] == resets[lo]);
             double a[4];
             for (size_t i = 0; i < j->nargs; i++)
                 a[i] = j->args[i].sc[k];

@@ -129,8 +129,11 @@ static int sel_next(struct gp_pq_ctx *c, struct gp_pq_sel_read *r, const struct 
 /* Drops stale markers in place (range vectors never hold them). */
 size_t gp_pq_drop_stale(int64_t *t, double *v, size_t n)
 {
-    size_t o = 0;
-    for (size_t i = 0; i < n; i++) {
+    size_t i = 0;
+    while (i < n && !(v[i] != v[i] && gp_eval_is_stale(v[i])))
+        i++; /* most series have none: nothing moves */
+    size_t o = i;
+    for (; i < n; i++) {
         if (v[i] != v[i] && gp_eval_is_stale(v[i]))
             continue;
         t[o] = t[i];

@@ -510,6 +510,7 @@ static void test_range_matches_instant(void)
         ct[i] = T0 + i * MIN;
     pt_add(s, "ctr", 10, ct, cv);
     check_consistent(s, F(GP_PQ_F_RATE, 1, M("ctr", 150000)), a, b, st);
+    check_consistent(s, F(GP_PQ_F_RATE, 1, M("req", 150000)), a, b, st); /* never drops */
     check_consistent(s, F(GP_PQ_F_INCREASE, 1, M("ctr", 4 * MIN)), a, b, 30000);
     gp_storage_close(s);
 }
