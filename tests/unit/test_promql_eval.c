@@ -540,6 +540,11 @@ static void test_render_numbers(void)
         {1e-6, "0.000001"}, {1e-7, "1e-07"}, {-2.5e-9, "-2.5e-09"}, {1.5e300, "1.5e+300"},
         {0.3, "0.3"}, {1.0 / 3, "0.3333333333333333"}, {NAN, "NaN"}, {INFINITY, "+Inf"},
         {-INFINITY, "-Inf"}, {5e-324, "5e-324"}, {1.7976931348623157e308, "1.7976931348623157e+308"},
+        /* Lopsided rounding intervals: the shortest digits are the
+         * rounded-up ones (the differential test found these). */
+        {5.282945311356653e+269, "5.282945311356653e+269"},
+        {6.156563468186638e+113, "6.156563468186638e+113"},
+        {-5.316911983139664e+36, "-5.316911983139664e+36"}, {9.999999999999999e22, "1e+23"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         gp_pq_fmt_float(cases[i].v, 1, buf, sizeof buf);
