@@ -71,7 +71,8 @@ void gp_pq_lex_next(struct gp_pq_lexer *l, struct gp_pq_token *t);
 int gp_pq_unquote(const char *s, size_t len, char **out, size_t *outlen);
 
 /* A description of t for "unexpected ..." messages, as Prometheus words
- * them ("right parenthesis \")\"", "end of input", "identifier \"foo\""). */
+ * them: "end of input", "identifier \"foo\"", "number \"1\"", "\")\"",
+ * "<op:+>", "<aggr:sum>", "<by>". */
 void gp_pq_tok_desc(const char *query, const struct gp_pq_token *t, char *buf, size_t n);
 
 /* Frees a label list's names and empties it (promql_ast.c). */

@@ -67,6 +67,7 @@ struct parser {
     size_t prev_end;         /* end of the last token consumed */
     unsigned rec;            /* parse_expr recursion */
     unsigned nregex;         /* regular expression matchers so far */
+    unsigned in_agg;         /* inside an aggregation's modifiers and arguments */
     int rc;                  /* the first error */
     char *err;
     size_t errlen;
@@ -145,6 +146,9 @@ static void *unexpected(struct parser *p, const char *context, const char *expec
         return perr(p, p->tok.pos, "%s", p->tok.msg);
     char d[64];
     gp_pq_tok_desc(p->q, &p->tok, d, sizeof d);
+    /* Prometheus's grammar catches errors inside an aggregation as its own. */
+    if (!context && p->in_agg)
+        context = "aggregation";
     return perr(p, p->tok.pos, "unexpected %s%s%s%s%s", d, context ? " in " : "",
                 context ? context : "", expected ? ", expected " : "", expected ? expected : "");
 }
@@ -210,10 +214,20 @@ static int number_value(const char *s, size_t n, double *out)
      * refuses and ParseFloat reads as decimal). */
     errno = 0;
     double v = strtod(buf, &end);
-    if (*end != '\0' || (errno == ERANGE && isinf(v)))
-        return -1; /* Go's ParseFloat refuses overflow; underflow is 0 */
+    if (*end != '\0')
+        return -1;
+    if (errno == ERANGE && isinf(v))
+        return -2; /* Go's ParseFloat refuses overflow; underflow is 0 */
     *out = v;
     return 0;
+}
+
+/* Prometheus's words for a number token that does not read. */
+static void *bad_number(struct parser *p, const struct gp_pq_token *t, int why)
+{
+    return perr(p, t->pos, "error parsing number: strconv.ParseFloat: parsing \"%.*s\": %s",
+                (int)(t->len > 64 ? 64 : t->len), p->q + t->pos,
+                why == -2 ? "value out of range" : "invalid syntax");
 }
 
 /* The duration at the lookahead; advances past it. -1 after an error. */
@@ -365,7 +379,7 @@ static int matchers(struct parser *p, struct gp_pq_sel *sel, size_t *cap)
         case GP_PQ_TK_EQL_REGEX: op = GP_MATCH_RE; break;
         case GP_PQ_TK_NEQ_REGEX: op = GP_MATCH_NRE; break;
         default:
-            return unexpected(p, "label matching", "one of \"=\", \"!=\", \"=~\" or \"!~\""), -1;
+            return unexpected(p, "label matching", "label matching operator"), -1;
         }
         advance(p);
         if (p->tok.type != GP_PQ_TK_STRING)
@@ -491,7 +505,8 @@ static int starts_expr(const struct gp_pq_token *t)
 
 /* "(a, b, ...)" at the lookahead: the arguments of a call or an
  * aggregation. *depth: the deepest argument's. -1 after an error. */
-static int call_body(struct parser *p, struct gp_pq_node ***args, size_t *nargs, unsigned *depth)
+static int call_body(struct parser *p, const char *context, struct gp_pq_node ***args, size_t *nargs,
+                     unsigned *depth)
 {
     *args = NULL;
     *nargs = 0;
@@ -525,7 +540,7 @@ static int call_body(struct parser *p, struct gp_pq_node ***args, size_t *nargs,
             continue;
         }
         if (p->tok.type != GP_PQ_TK_RPAREN)
-            return unexpected(p, "function call", "\",\" or \")\""), -1;
+            return unexpected(p, context, NULL), -1;
         advance(p);
         return 0;
     }
@@ -545,7 +560,7 @@ static struct gp_pq_node *call(struct parser *p, unsigned *depth)
     struct gp_pq_node **args;
     size_t nargs;
     unsigned d;
-    if (call_body(p, &args, &nargs, &d) < 0) {
+    if (call_body(p, NULL, &args, &nargs, &d) < 0) {
         args_free(args, nargs);
         return NULL;
     }
@@ -578,6 +593,7 @@ static struct gp_pq_node *aggregation(struct parser *p, unsigned *depth)
     struct gp_pq_agg *a = &n->u.agg;
     a->op = op.agg;
     int grouped = 0;
+    p->in_agg++;
     if (p->tok.type == GP_PQ_TK_BY || p->tok.type == GP_PQ_TK_WITHOUT) {
         a->without = p->tok.type == GP_PQ_TK_WITHOUT;
         advance(p);
@@ -585,14 +601,14 @@ static struct gp_pq_node *aggregation(struct parser *p, unsigned *depth)
             goto fail;
         grouped = 1;
         if (p->tok.type != GP_PQ_TK_LPAREN) {
-            unexpected(p, "aggregation", "\"(\"");
+            unexpected(p, "aggregation", NULL);
             goto fail;
         }
     }
     struct gp_pq_node **args;
     size_t nargs;
     unsigned d;
-    if (call_body(p, &args, &nargs, &d) < 0) {
+    if (call_body(p, "aggregation", &args, &nargs, &d) < 0) {
         args_free(args, nargs);
         goto fail;
     }
@@ -624,10 +640,12 @@ static struct gp_pq_node *aggregation(struct parser *p, unsigned *depth)
         a->param = want == 2 ? args[0] : NULL;
         a->expr = args[want - 1];
         free(args);
+        p->in_agg--;
         return n;
     }
     args_free(args, nargs);
 fail:
+    p->in_agg--;
     gp_promql_free(n);
     return NULL;
 }
@@ -696,9 +714,9 @@ static struct gp_pq_node *at(struct parser *p, struct gp_pq_node *e)
         }
         if (p->tok.type != GP_PQ_TK_NUMBER)
             goto bad_syntax;
-        if (number_value(p->q + p->tok.pos, p->tok.len, &ts) < 0) {
-            perr(p, p->tok.pos, "error parsing number: invalid syntax \"%.*s\"",
-                 (int)(p->tok.len > 40 ? 40 : p->tok.len), p->q + p->tok.pos);
+        int why = number_value(p->q + p->tok.pos, p->tok.len, &ts);
+        if (why < 0) {
+            bad_number(p, &p->tok, why);
             goto fail;
         }
         if (neg)
@@ -708,7 +726,11 @@ static struct gp_pq_node *at(struct parser *p, struct gp_pq_node *e)
         /* Prometheus's bound is int64 milliseconds' range; a finite
          * timestamp whose milliseconds overflow is refused too. */
         if (!isfinite(ts) || fabs(ts) >= 9.2e15) {
-            perr(p, e->pos, "timestamp out of bounds for @ modifier: %f", ts);
+            if (isfinite(ts))
+                perr(p, e->pos, "timestamp out of bounds for @ modifier: %f", ts);
+            else /* Go's %f words */
+                perr(p, e->pos, "timestamp out of bounds for @ modifier: %s",
+                     isnan(ts) ? "NaN" : ts > 0 ? "+Inf" : "-Inf");
             goto fail;
         }
     }
@@ -816,9 +838,9 @@ static struct gp_pq_node *primary(struct parser *p, unsigned *depth)
     switch (t->type) {
     case GP_PQ_TK_NUMBER: {
         double v;
-        if (number_value(p->q + t->pos, t->len, &v) < 0)
-            return perr(p, t->pos, "error parsing number: invalid syntax \"%.*s\"",
-                        (int)(t->len > 40 ? 40 : t->len), p->q + t->pos);
+        int why = number_value(p->q + t->pos, t->len, &v);
+        if (why < 0)
+            return bad_number(p, t, why);
         if (!(e = node_new(p, GP_PQ_NUMBER, t->pos, tok_end(t))))
             return NULL;
         e->type = GP_PQ_T_SCALAR;
@@ -845,7 +867,7 @@ static struct gp_pq_node *primary(struct parser *p, unsigned *depth)
             return NULL;
         if (p->tok.type != GP_PQ_TK_RPAREN) {
             gp_promql_free(in);
-            return unexpected(p, "parenthesis", "\")\"");
+            return unexpected(p, NULL, NULL);
         }
         if (deeper(p, depth, d, pos) < 0 || !(e = node_new(p, GP_PQ_PAREN, pos, tok_end(&p->tok)))) {
             gp_promql_free(in);
@@ -960,6 +982,9 @@ static int bin_modifiers(struct parser *p, struct gp_pq_binary *b)
     advance(p);
     if (p->tok.type == GP_PQ_TK_LPAREN)
         return grouping_labels(p, &b->include);
+    /* Neither labels nor an operand: Prometheus's "grouping opts" error. */
+    if (p->tok.type != GP_PQ_TK_ERROR && !starts_expr(&p->tok))
+        return unexpected(p, "grouping opts", "\"(\""), -1;
     return 0;
 }
 

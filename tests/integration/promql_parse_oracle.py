@@ -100,7 +100,7 @@ def main():
     out = subprocess.run([gpulse, "promql-parse"], input="\n".join(e for e, _ in exprs) + "\n",
                          capture_output=True, text=True, check=True).stdout.split("\n")
     bad = []
-    n_ok = n_err = 0
+    n_ok = n_err = n_words = 0
     for i, (expr, differ) in enumerate(exprs):
         got = out[i].split("\t")
         f = prom(url, "/api/v1/format_query", query=expr)
@@ -127,6 +127,8 @@ def main():
             gm = re.match(r"(\d+:\d+): parse error", got[1])
             if not pm or not gm or pm.group(1) != gm.group(1):
                 bad.append(f"{expr!r}: error {f['error']!r} from prometheus, {got[1]!r} from gpulse")
+            elif f["error"].split("parse error: ", 1)[1].split("\n")[0] == got[1].split("parse error: ", 1)[1]:
+                n_words += 1
         if len(bad) == before:
             n_ok += p_ok
             n_err += not p_ok
@@ -134,7 +136,7 @@ def main():
         print("  MISMATCH " + b)
     print(f"  {ncorpus} expressions of the corpus and {len(exprs) - ncorpus} mutants: {n_ok} valid and "
           f"{n_err} invalid agree with prometheus, {sum(d for _, d in exprs)} documented differences, "
-          f"{len(bad)} mismatches")
+          f"{len(bad)} mismatches; {n_words} of the errors word for word")
     return 1 if bad else 0
 
 
