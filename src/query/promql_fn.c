@@ -88,7 +88,7 @@ static int extrapolated_rate(const struct gp_pq_window *w, int is_counter, int i
         return 0;
     double first = w->v[0];
     double result = w->v[n - 1] - first;
-    if (is_counter) {
+    if (is_counter && !w->counter_hint) {
         double prev = first;
         for (size_t i = 1; i < n; i++) {
             if (w->v[i] < prev)
