@@ -390,15 +390,11 @@ static int samples_of(const struct gp_promql_result *res, struct gp_promql_serie
 }
 
 static int eval_recording(struct gp_promrules_run *run, struct gstate *g, struct rstate *rs,
-                          const struct gp_promql_result *res, int64_t ts, char *err, size_t errlen)
+                          const struct gp_promql_series *s, size_t n, int64_t ts, char *err,
+                          size_t errlen)
 {
     const struct gp_promrule *r = rs->r;
-    struct gp_promql_series one;
-    const struct gp_promql_series *s = NULL;
-    size_t n = 0;
-    int rc = samples_of(res, &one, &s, &n, err, errlen);
-    if (rc)
-        return rc;
+    int rc = GP_OK;
     struct outs cur = {0};
     gp_buf_init(&cur.arena, 0);
     struct lset ls = {0};
@@ -496,15 +492,11 @@ static int has_dup(const struct outs *o, bool *dup)
 }
 
 static int eval_alerting(struct gp_promrules_run *run, struct gstate *g, struct rstate *rs,
-                         const struct gp_promql_result *res, int64_t ts, char *err, size_t errlen)
+                          const struct gp_promql_series *s, size_t n, int64_t ts, char *err,
+                          size_t errlen)
 {
     const struct gp_promrule *r = rs->r;
-    struct gp_promql_series one;
-    const struct gp_promql_series *s = NULL;
-    size_t n = 0;
-    int rc = samples_of(res, &one, &s, &n, err, errlen);
-    if (rc)
-        return rc;
+    int rc = GP_OK;
     struct outs cur = {0};
     gp_buf_init(&cur.arena, 0);
     struct lset ls = {0};
@@ -799,9 +791,14 @@ int gp_promrules_tick(struct gp_promrules_run *r, struct gp_alerts *alerts, int6
             char detail[512] = "";
             int rc = gp_promql_instant(r->o.store, rs->r->ast, now_ms, &r->o.limits, &res, detail,
                                        sizeof detail);
+            struct gp_promql_series one;
+            const struct gp_promql_series *smp = NULL;
+            size_t n = 0;
             if (!rc)
-                rc = rs->r->alert ? eval_alerting(r, g, rs, &res, now_ms, detail, sizeof detail)
-                                  : eval_recording(r, g, rs, &res, now_ms, detail, sizeof detail);
+                rc = samples_of(&res, &one, &smp, &n, detail, sizeof detail);
+            if (!rc)
+                rc = rs->r->alert ? eval_alerting(r, g, rs, smp, n, now_ms, detail, sizeof detail)
+                                  : eval_recording(r, g, rs, smp, n, now_ms, detail, sizeof detail);
             gp_promql_result_free(&res);
             if (!rc && rs->r->alert && alerts)
                 rc = observe(rs, alerts);
