@@ -49,24 +49,13 @@ RUNS=20
 scripts/deps.sh test
 make -s -j2 build/rel/gpulse bench-tools
 TMP=$(mktemp -d /tmp/gpulse-bench-XXXXXX)
-PIDS=()
+source bench/lib.sh
 cleanup() {
     for p in "${PIDS[@]:-}"; do [ -n "$p" ] && kill "$p" 2>/dev/null || true; done
     for p in "${PIDS[@]:-}"; do [ -n "$p" ] && wait "$p" 2>/dev/null || true; done
     rm -rf "$TMP"
 }
 trap cleanup EXIT
-port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-hz=$(getconf CLK_TCK)
-wait_http() { # URL SECONDS
-    local end=$((SECONDS + $2))
-    until curl -sf -o /dev/null "$1"; do
-        [ $SECONDS -ge $end ] && { echo "bench: $1 did not answer" >&2; return 1; }
-        sleep 0.2
-    done
-}
-kv() { tr ' ' '\n' <<<"$1" | sed -n "s/^$2=//p"; } # LINE KEY
 
 # ---- data ----
 END=$(date +%s)
@@ -80,40 +69,6 @@ SERIES=$((NODES * 8 * 12)) GPUS=$((NODES * 8))
 CEND=$(( END / 7200 * 7200 ))
 SHIFT_MS=$(( (END - CEND) * 1000 ))
 
-# ingest NAME URL PID: sets ING_<NAME> (samples per CPU second), WALL_<NAME>
-ingest() {
-    local name=$1 url=$2 pid=$3 c0 c1 out
-    c0=$(cpu_ticks "$pid")
-    out=$(build/rel/rwload -c "$CONNECTIONS" -p "$pid" "$url" "$TMP/fleet.rw") ||
-        { echo "$out"; echo "bench: $name did not take every request" >&2; exit 1; }
-    sleep 5
-    c1=$(cpu_ticks "$pid")
-    local samples wall
-    samples=$(kv "$out" samples) wall=$(kv "$out" wall_s)
-    printf -v "ING_$name" '%s' "$(python3 -c "print($samples / (($c1 - $c0) / $hz))")"
-    printf -v "WALL_$name" '%s' "$wall"
-    echo "  $name ingest: $out, CPU incl. 5 s after: $(python3 -c "print(($c1 - $c0) / $hz)") s"
-}
-
-# latency VAR BASEURL PATH EXPECT_SERIES CURLARGS...: median ms into VAR
-latency() {
-    local var=$1 base=$2 path=$3 want=$4; shift 4
-    local times=() i r code t
-    for i in $(seq $((RUNS + 2))); do
-        r=$(curl -s -G -o "$TMP/q.json" -w '%{http_code} %{time_total}' "$base$path" "$@")
-        code=${r% *} t=${r#* }
-        [ "$code" = 200 ] || { head -c 300 "$TMP/q.json"; echo; echo "bench: $base$path answered $code" >&2; exit 1; }
-        [ "$i" -gt 2 ] && times+=("$t")
-    done
-    python3 - "$TMP/q.json" "$want" <<'PY' || exit 1
-import json, sys
-d = json.load(open(sys.argv[1]))
-res = d["data"]["result"]
-if d["status"] != "success" or len(res) != int(sys.argv[2]) or not all(r["values"] for r in res):
-    sys.exit(f"bench: expected {sys.argv[2]} series with points, got {len(res)}")
-PY
-    printf -v "$var" '%s' "$(printf '%s\n' "${times[@]}" | sort -g | awk '{a[NR]=$1} END {print (NR % 2 ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2) * 1000}')"
-}
 promql_latency() { # PREFIX BASEURL
     latency "${1}_ONE" "$2" /api/v1/query_range 1 --data-urlencode 'query=DCGM_FI_DEV_GPU_UTIL{Hostname="node-000",gpu="0"}' \
         -d start=$QSTART -d end=$QEND -d step=15
@@ -128,12 +83,7 @@ gpulse_latency() { # PREFIX BASEURL
 }
 
 # ---- VictoriaMetrics ----
-VP=$(port)
-victoria-metrics -httpListenAddr "127.0.0.1:$VP" -storageDataPath "$TMP/vm" -search.disableCache \
-    -loggerLevel ERROR >"$TMP/vm.log" 2>&1 &
-VPID=$!; PIDS+=($VPID)
-wait_http "http://127.0.0.1:$VP/health" 30
-echo "VictoriaMetrics $(dpkg-query -W -f="\${Version}" victoria-metrics)"
+start_vm
 ingest VM "http://127.0.0.1:$VP/api/v1/write" $VPID
 curl -sf "http://127.0.0.1:$VP/internal/force_flush" >/dev/null
 curl -sf "http://127.0.0.1:$VP/internal/force_merge" >/dev/null
@@ -146,13 +96,7 @@ promql_latency LAT_VM "http://127.0.0.1:$VP"
 kill $VPID; wait $VPID 2>/dev/null || true
 
 # ---- Prometheus ----
-PP=$(port)
-printf 'global: {scrape_interval: 15s}\nscrape_configs: []\n' >"$TMP/prom.yml"
-prometheus --config.file="$TMP/prom.yml" --storage.tsdb.path="$TMP/prom" --web.listen-address="127.0.0.1:$PP" \
-    --web.enable-remote-write-receiver --web.enable-admin-api --log.level=warn >"$TMP/prom.log" 2>&1 &
-PPID_=$!; PIDS+=($PPID_)
-wait_http "http://127.0.0.1:$PP/-/ready" 60
-echo "$(prometheus --version 2>&1 | head -1)"
+start_prom
 ingest PROM "http://127.0.0.1:$PP/api/v1/write" $PPID_
 promql_latency LAT_PROM "http://127.0.0.1:$PP"
 snap=$(curl -sf -XPOST "http://127.0.0.1:$PP/api/v1/admin/tsdb/snapshot" | python3 -c 'import json,sys; print(json.load(sys.stdin)["data"]["name"])')
@@ -167,12 +111,6 @@ BYTES_PROM=$(du -sb "$TMP/promblocks" | cut -f1)
 echo "  promtool: $(grep -c '^[0-9A-Z]\{26\}' "$TMP/promtool.log") block(s) from the OpenMetrics text"
 
 # ---- gpulse ----
-start_gpulse() { # DIR
-    GP=$(port)
-    build/rel/gpulse server --data "$1" --listen "127.0.0.1:$GP" --log-level warn >>"$TMP/gpulse.log" 2>&1 &
-    GPID=$!; PIDS+=($GPID)
-    wait_http "http://127.0.0.1:$GP/api/v1/health" 120
-}
 start_gpulse "$TMP/gpulse"
 echo "gpulse $(build/rel/gpulse version 2>&1 | head -1)"
 ingest GP "http://127.0.0.1:$GP/api/v1/write" $GPID

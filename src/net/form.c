@@ -8,22 +8,12 @@
 #include "net/form.h"
 
 #include "lib/err.h"
+#include "lib/hex.h"
 
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
 
 void gp_form_free(struct gp_form *f)
 {
@@ -44,12 +34,12 @@ static int decode(const char *s, size_t from, size_t to, char **w, char *err, si
         if (c == '+') {
             c = ' ';
         } else if (c == '%') {
-            if (i + 2 >= to || hexval(s[i + 1]) < 0 || hexval(s[i + 2]) < 0) {
+            if (i + 2 >= to || gp_hex_digit(s[i + 1]) < 0 || gp_hex_digit(s[i + 2]) < 0) {
                 size_t k = to - i < 3 ? to - i : 3;
                 return gp_seterr(err, errlen, GP_EPARSE, "invalid URL escape \"%.*s\" at byte %zu",
                                  (int)k, s + i, i);
             }
-            c = (char)(hexval(s[i + 1]) << 4 | hexval(s[i + 2]));
+            c = (char)(gp_hex_digit(s[i + 1]) << 4 | gp_hex_digit(s[i + 2]));
             i += 2;
         }
         if (c == '\0')

@@ -10,14 +10,18 @@
  * +Inf), strings as Go's %q, durations as Prometheus's model.Duration
  * (1h30m, 1w, 1y), matchers sorted by their text. Parentheses come only
  * from paren nodes, which the parser keeps, so the text parses back to the
- * same tree. One deliberate difference: Prometheus drops group_left/right
- * when ignoring() has no labels, which changes the meaning on re-parse;
- * this writes "ignoring () group_left (...)".
+ * same tree. Two deliberate differences, where Prometheus's text would
+ * parse back as another tree: it drops group_left/right when ignoring()
+ * has no labels (this writes "ignoring () group_left (...)"), and writes
+ * +Inf before '^' as "+Inf", which reads back as a unary plus over the
+ * power (this writes "Inf ^ ...").
  */
 #include "query/promql.h"
 
 #include "lib/buf.h"
 #include "lib/err.h"
+#include "lib/utf8.h"
+#include "query/promql_lex.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -86,44 +90,14 @@ static void put_go_float(struct gp_buf *b, double v)
     }
 }
 
-/* Length of a valid UTF-8 sequence at s, 0 if invalid. */
-static size_t utf8_seq(const unsigned char *s, size_t n, unsigned *cp)
-{
-    unsigned c = s[0];
-    size_t k;
-    unsigned min;
-    if (c < 0x80) {
-        *cp = c;
-        return 1;
-    }
-    if (c >= 0xc2 && c <= 0xdf)
-        k = 2, *cp = c & 0x1f, min = 0x80;
-    else if (c >= 0xe0 && c <= 0xef)
-        k = 3, *cp = c & 0x0f, min = 0x800;
-    else if (c >= 0xf0 && c <= 0xf4)
-        k = 4, *cp = c & 0x07, min = 0x10000;
-    else
-        return 0;
-    if (n < k)
-        return 0;
-    for (size_t j = 1; j < k; j++) {
-        if ((s[j] & 0xc0) != 0x80)
-            return 0;
-        *cp = (*cp << 6) | (s[j] & 0x3f);
-    }
-    if (*cp < min || *cp > 0x10ffff || (*cp >= 0xd800 && *cp <= 0xdfff))
-        return 0;
-    return k;
-}
-
 /* Go's %q of a string: escapes for quotes, backslashes, controls and
  * invalid UTF-8; printable text as it is. */
 static void put_go_quoted(struct gp_buf *b, const char *s, size_t n)
 {
     gp_buf_putc(b, '"');
     for (size_t i = 0; i < n;) {
-        unsigned cp;
-        size_t k = utf8_seq((const unsigned char *)s + i, n - i, &cp);
+        uint32_t cp;
+        size_t k = gp_utf8_decode((const unsigned char *)s + i, n - i, &cp);
         if (k == 0) {
             gp_buf_printf(b, "\\x%02x", (unsigned char)s[i]);
             i++;
@@ -131,7 +105,7 @@ static void put_go_quoted(struct gp_buf *b, const char *s, size_t n)
         }
         if (k > 1) {
             if (cp < 0xa0 || cp == 0xad || (cp >= 0x2028 && cp <= 0x2029) || cp == 0xfeff)
-                gp_buf_printf(b, cp < 0x10000 ? "\\u%04x" : "\\U%08x", cp);
+                gp_buf_printf(b, cp < 0x10000 ? "\\u%04x" : "\\U%08x", (unsigned)cp);
             else
                 gp_buf_append(b, s + i, k);
             i += k;
@@ -271,19 +245,6 @@ static void put_selector(struct gp_buf *b, const struct gp_pq_sel *s)
     put_modifiers(b, s->at, s->at_ms, s->offset_ms);
 }
 
-static const char *binop_text(enum gp_pq_binop op)
-{
-    static const char *const t[] = {
-        [GP_PQ_OP_ADD] = "+",  [GP_PQ_OP_SUB] = "-",  [GP_PQ_OP_MUL] = "*",
-        [GP_PQ_OP_DIV] = "/",  [GP_PQ_OP_MOD] = "%",  [GP_PQ_OP_POW] = "^",
-        [GP_PQ_OP_ATAN2] = "atan2", [GP_PQ_OP_EQL] = "==", [GP_PQ_OP_NEQ] = "!=",
-        [GP_PQ_OP_GTR] = ">",  [GP_PQ_OP_LSS] = "<",  [GP_PQ_OP_GTE] = ">=",
-        [GP_PQ_OP_LTE] = "<=", [GP_PQ_OP_AND] = "and", [GP_PQ_OP_OR] = "or",
-        [GP_PQ_OP_UNLESS] = "unless",
-    };
-    return t[op];
-}
-
 void gp_promql_format(const struct gp_pq_node *e, struct gp_buf *b)
 {
     switch (e->kind) {
@@ -338,9 +299,13 @@ void gp_promql_format(const struct gp_pq_node *e, struct gp_buf *b)
     }
     case GP_PQ_BINARY: {
         const struct gp_pq_binary *x = &e->u.bin;
-        gp_promql_format(x->lhs, b);
+        if (x->op == GP_PQ_OP_POW && x->lhs->kind == GP_PQ_NUMBER && isinf(x->lhs->u.number) &&
+            x->lhs->u.number > 0)
+            gp_buf_puts(b, "Inf"); /* "+Inf ^ 2" would read back as +(Inf ^ 2) */
+        else
+            gp_promql_format(x->lhs, b);
         gp_buf_putc(b, ' ');
-        gp_buf_puts(b, binop_text(x->op));
+        gp_buf_puts(b, gp_pq_binop_text(x->op));
         if (x->return_bool)
             gp_buf_puts(b, " bool");
         int grouped = x->card == GP_PQ_CARD_MANY_TO_ONE || x->card == GP_PQ_CARD_ONE_TO_MANY;

@@ -11,10 +11,13 @@
  * blob hashes once.
  *
  * Files:
- *   promql_eval.c    entry points, dispatch, selectors, subqueries, calls
+ *   promql_eval.c    entry points, dispatch, values, limits
+ *   promql_select.c  selectors, range selectors and subqueries (reading the store)
+ *   promql_call.c    function calls
  *   promql_binop.c   binary operators and vector matching
  *   promql_agg.c     aggregations
  *   promql_labels.c  label blobs: edit, compare, print, the series map
+ *   promql_cse.c     subexpressions written twice, evaluated once
  *   promql_json.c    rendering and error types
  */
 #ifndef GP_QUERY_PROMQL_INT_H
@@ -24,6 +27,7 @@
 #include "lib/buf.h"
 #include "lib/err.h"
 #include "query/promql.h"
+#include "storage/storage.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -51,11 +55,16 @@ struct gp_pq_ctx {
     int64_t deadline_ns;       /* CLOCK_MONOTONIC */
     unsigned tick;             /* throttles clock reads */
     size_t samples, peak;      /* samples held now, most at once */
+    size_t cells;              /* step slots allocated for vector values: they bound
+                                * memory (a series that lives one step of many
+                                * still takes a slot per step), so they are held
+                                * to max_samples too */
     uint64_t damaged;          /* damaged chunks skipped by reads */
     int64_t damaged_from, damaged_to;
     char *err;
     size_t errlen;
     struct gp_buf tmp;         /* scratch for label blobs */
+    struct gp_pq_cse *cse;     /* repeated subexpressions (promql_cse.c); NULL: none */
 };
 
 /* ---- label blobs (promql_labels.c) ---- */
@@ -114,6 +123,7 @@ struct gp_pq_val {
     struct gp_pq_ser *s;  /* vector */
     size_t n, cap;
     size_t npoints;       /* present points, counted against max_samples */
+    size_t ncells;        /* step slots of its series, in c->cells */
     struct gp_pq_map idx; /* label blob -> series (vectors built by label) */
     char *str;            /* string */
     /* matrix (instant queries of range selectors and subqueries) */
@@ -130,12 +140,42 @@ int gp_pq_val_series(struct gp_pq_ctx *c, struct gp_pq_val *v, const struct gp_p
  * "vector cannot contain metrics with the same labelset". */
 int gp_pq_val_put(struct gp_pq_ctx *c, struct gp_pq_val *v, size_t i, size_t k, double x);
 
+/* A new series (labels copied, no points) without looking at the map:
+ * for labels known to be distinct. */
+int gp_pq_val_append(struct gp_pq_ctx *c, struct gp_pq_val *v, const struct gp_pq_grid *g,
+                     const uint8_t *lab, size_t len, size_t *idx);
+/* A new series holding v/has (ownership passes, np points). */
+int gp_pq_val_adopt(struct gp_pq_ctx *c, struct gp_pq_val *v, const struct gp_pq_grid *g,
+                    const uint8_t *lab, size_t len, double *vals, uint8_t *has, size_t np);
+/* Takes n step slots (c->cells) or fails as too many samples. */
+int gp_pq_cells(struct gp_pq_ctx *c, struct gp_pq_val *v, size_t n);
+/* A deep copy of src (a value on grid g), counted as any value. */
+int gp_pq_val_copy(struct gp_pq_ctx *c, const struct gp_pq_val *src, const struct gp_pq_grid *g,
+                   struct gp_pq_val *dst);
+int gp_pq_scalar_new(struct gp_pq_ctx *c, struct gp_pq_val *out, const struct gp_pq_grid *g);
+void gp_pq_vector_new(struct gp_pq_val *out);
+
+#define GP_PQ_TOO_MANY_SAMPLES \
+    "query processing would load too many samples into memory in query execution"
+
+int64_t gp_pq_now_ns(void); /* CLOCK_MONOTONIC */
+/* out = the points of in, each through fn (it may change *x; 0 drops the
+ * point), under in's labels or, with drop_name, without __name__; two
+ * series that become one are "vector cannot contain metrics with the
+ * same labelset" where both have a point. */
+typedef int (*gp_pq_point_fn)(void *arg, size_t k, double *x);
+int gp_pq_map_points(struct gp_pq_ctx *c, const struct gp_pq_val *in, const struct gp_pq_grid *g,
+                     int drop_name, gp_pq_point_fn fn, void *arg, struct gp_pq_val *out);
+
 int gp_pq_check(struct gp_pq_ctx *c);               /* timeout */
 int gp_pq_count(struct gp_pq_ctx *c, size_t n);     /* samples held += n */
+void gp_pq_uncount(struct gp_pq_ctx *c, size_t n);  /* samples held -= n */
 int gp_pq_oom(struct gp_pq_ctx *c);
 
 int gp_pq_eval(struct gp_pq_ctx *c, const struct gp_pq_node *e, const struct gp_pq_grid *g,
                struct gp_pq_val *out);
+int gp_pq_eval_call(struct gp_pq_ctx *c, const struct gp_pq_node *e, const struct gp_pq_grid *g,
+                    struct gp_pq_val *out);
 int gp_pq_eval_binary(struct gp_pq_ctx *c, const struct gp_pq_node *e, const struct gp_pq_grid *g,
                       struct gp_pq_val *out);
 int gp_pq_eval_agg(struct gp_pq_ctx *c, const struct gp_pq_node *e, const struct gp_pq_grid *g,
@@ -146,6 +186,96 @@ int gp_pq_eval_agg(struct gp_pq_ctx *c, const struct gp_pq_node *e, const struct
  * (at least 400 bytes). */
 void gp_pq_fmt_float(double v, int json_form, char *buf, size_t len);
 
+/* Go's fmt %v of a float64 (Prometheus's error messages): 'g' with the
+ * shortest digits, an exponent below 1e-4 and from 1e6. */
+void gp_pq_fmt_go_v(double v, char *buf, size_t len);
+
 const struct gp_pq_node *gp_pq_unparen(const struct gp_pq_node *e);
+
+/* ---- repeated subexpressions (promql_cse.c) ---- */
+
+/* Finds the nodes of root whose text appears more than once. */
+void gp_pq_cse_scan(struct gp_pq_ctx *c, const struct gp_pq_node *root);
+/* 1 with out a copy of e's cached value on g, 0 when there is none
+ * (*slot: where to put it, or (size_t)-1 when e is not repeated), or an
+ * error. */
+int gp_pq_cse_get(struct gp_pq_ctx *c, const struct gp_pq_node *e, const struct gp_pq_grid *g,
+                  struct gp_pq_val *out, size_t *slot);
+void gp_pq_cse_put(struct gp_pq_ctx *c, size_t slot, const struct gp_pq_val *v,
+                   const struct gp_pq_grid *g);
+void gp_pq_cse_free(struct gp_pq_ctx *c);
+
+/* ---- selectors and range sources (promql_select.c) ---- */
+
+/* When a selector or subquery looks: its @ and offset. */
+struct gp_pq_when {
+    enum gp_pq_at at;
+    int64_t at_ms, offset_ms;
+};
+
+/* A range source: the series of a matrix selector (read from the store
+ * one at a time) or of a subquery (its inner expression evaluated once
+ * on its own grid), each with its samples over the union of every
+ * step's window; gp_pq_rsrc_window slides over them step by step. */
+/* A selection being read series by series, in label order. */
+struct gp_pq_sel_read {
+    struct gp_store_selection sel;
+    size_t *order; /* selection indexes sorted by labels */
+    size_t i;
+    struct gp_samples smp;
+    int64_t mint, maxt;
+};
+
+struct gp_pq_rsrc {
+    struct gp_pq_when w;
+    int64_t range;
+    int sub;
+    struct gp_pq_sel_read r;            /* matrix selector */
+    struct gp_pq_val inner;       /* subquery */
+    struct gp_pq_grid ig;
+    size_t vi;
+    int64_t *t;
+    double *v;
+    /* the current series */
+    const uint8_t *lab;
+    size_t lablen, n;
+    const int64_t *ct;
+    const double *cv;
+};
+
+/* Runs fn for every series of a selection, on both cores when there are
+ * enough series (the store takes any number of readers), with the
+ * series' samples in the selection's window (stale markers kept; fn may
+ * change the arrays). i is the series' place in label order: fn stores
+ * its results by i, so they do not depend on the threads. fn reads c
+ * only (limits, times) and reports errors in err. */
+typedef int (*gp_pq_series_fn)(void *arg, size_t i, const struct gp_store_series *ser, int64_t *t,
+                               double *v, size_t n, char *err, size_t errlen);
+int gp_pq_sel_each(struct gp_pq_ctx *c, struct gp_pq_sel_read *r, gp_pq_series_fn fn, void *arg);
+/* Step k's window [t - range, t] (left-open with prom3_windows) of the
+ * samples t[0..n): [*lo, *hi), cursors only moving forward. */
+void gp_pq_window_at(const struct gp_pq_ctx *c, const struct gp_pq_when *w, int64_t range,
+                     const struct gp_pq_grid *g, size_t k, const int64_t *t, size_t n, size_t *lo,
+                     size_t *hi, int64_t *from, int64_t *to);
+/* Drops stale markers in place; returns the samples left. */
+size_t gp_pq_drop_stale(int64_t *t, double *v, size_t n);
+
+int gp_pq_rsrc_open(struct gp_pq_ctx *c, struct gp_pq_rsrc *rs, const struct gp_pq_node *e,
+                    const struct gp_pq_grid *g);
+/* Next series: 1 (lab, ct, cv, n set), 0 at the end, or an error. */
+int gp_pq_rsrc_next(struct gp_pq_ctx *c, struct gp_pq_rsrc *rs);
+/* Step k's window of the current series: samples [*lo, *hi) (cursors
+ * start at 0 for each series and only move forward). */
+void gp_pq_rsrc_window(const struct gp_pq_ctx *c, const struct gp_pq_rsrc *rs,
+                       const struct gp_pq_grid *g, size_t k, size_t *lo, size_t *hi,
+                       int64_t *from, int64_t *to);
+void gp_pq_rsrc_close(struct gp_pq_ctx *c, struct gp_pq_rsrc *rs);
+/* An instant vector selector; ts_mode: values are the samples' times in
+ * seconds (timestamp()). */
+int gp_pq_eval_vsel(struct gp_pq_ctx *c, const struct gp_pq_sel *sel, const struct gp_pq_grid *g,
+                    int ts_mode, struct gp_pq_val *out);
+/* A range selector or subquery as an instant query's matrix result. */
+int gp_pq_eval_matrix(struct gp_pq_ctx *c, const struct gp_pq_node *e, const struct gp_pq_grid *g,
+                      struct gp_pq_val *out);
 
 #endif

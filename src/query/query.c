@@ -23,6 +23,7 @@
 #include "query/query.h"
 
 #include "lib/err.h"
+#include "lib/strset.h"
 #include "query/eval.h"
 #include "query/json.h"
 #include "store/labels.h"
@@ -691,55 +692,22 @@ static int write_list(struct gp_storage *s, const char *name, struct gp_buf *out
     return rc;
 }
 
-/* A sorted, de-duplicated list of strings being gathered. */
-struct strset {
-    char **v;
-    size_t n, cap;
-    int err;
-};
-
-static void strset_add(void *arg, const char *p, size_t len)
-{
-    struct strset *x = arg;
-    if (x->err)
-        return;
-    if (x->n == x->cap) {
-        size_t nc = x->cap ? x->cap * 2 : 64;
-        char **nv = realloc(x->v, nc * sizeof *nv);
-        if (!nv) {
-            x->err = GP_ENOMEM;
-            return;
-        }
-        x->v = nv;
-        x->cap = nc;
-    }
-    if (!(x->v[x->n] = strndup(p, len)))
-        x->err = GP_ENOMEM;
-    else
-        x->n++;
-}
-
-static int strset_cmp(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 /* The label names (name NULL) or name's values of a selection's series. */
-static void strset_of_selection(struct strset *x, const struct gp_store_selection *sel, const char *name)
+static void strset_of_selection(struct gp_strset *x, const struct gp_store_selection *sel, const char *name)
 {
     for (size_t i = 0; i < sel->n && !x->err; i++) {
         const struct gp_store_series *se = &sel->series[i];
         if (name) {
             struct gp_rw_str v;
             if (gp_labels_get(se->labels, se->labels_len, name, &v) && v.len)
-                strset_add(x, v.ptr, v.len);
+                gp_strset_add(x, v.ptr, v.len);
             continue;
         }
         struct gp_labels_iter it;
         struct gp_rw_str ln, lv;
         gp_labels_iter_init(&it, se->labels, se->labels_len);
         while (gp_labels_next(&it, &ln, &lv) == 1)
-            strset_add(x, ln.ptr, ln.len);
+            gp_strset_add(x, ln.ptr, ln.len);
     }
 }
 
@@ -758,7 +726,7 @@ int gp_query_label_list(struct gp_storage *s, const char *name, const struct gp_
      * embedded store's selection has cheaply; the remote backend asks the
      * cluster's index with the selectors instead (docs/api.md). */
     int by_time = bounded && gp_storage_kind(s) == GP_STORAGE_EMBEDDED;
-    struct strset x = {0};
+    struct gp_strset x = {0};
     int rc = GP_OK;
     for (size_t i = 0; i < (nsel ? nsel : 1) && !rc && !x.err; i++) {
         const struct gp_matcher *m = nsel ? sel[i] : NULL;
@@ -770,12 +738,9 @@ int gp_query_label_list(struct gp_storage *s, const char *name, const struct gp_
             if (!rc)
                 strset_of_selection(&x, &got, name);
             gp_storage_selection_free(&got);
-        } else if (!n) {
-            rc = name ? gp_storage_label_values(s, name, NULL, 0, strset_add, &x)
-                      : gp_storage_label_names(s, NULL, 0, strset_add, &x);
         } else {
-            rc = name ? gp_storage_label_values(s, name, m, n, strset_add, &x)
-                      : gp_storage_label_names(s, m, n, strset_add, &x);
+            rc = name ? gp_storage_label_values(s, name, m, n, gp_strset_add, &x)
+                      : gp_storage_label_names(s, m, n, gp_strset_add, &x);
         }
     }
     if (!rc)
@@ -784,21 +749,15 @@ int gp_query_label_list(struct gp_storage *s, const char *name, const struct gp_
         gp_seterr(err, errlen, rc, "listing labels: %s", gp_strerror(rc));
     } else {
         struct mark mk = mark_of(out);
-        if (x.n)
-            qsort(x.v, x.n, sizeof *x.v, strset_cmp);
         struct list_writer w = {out, 1};
         gp_buf_puts(out, "{\"status\":\"success\",\"data\":[");
-        for (size_t i = 0; i < x.n; i++)
-            if (!i || strcmp(x.v[i], x.v[i - 1]))
-                write_item(&w, x.v[i], strlen(x.v[i]));
+        gp_strset_each(&x, write_item, &w);
         gp_buf_puts(out, "]}");
         rc = out_status(out, err, errlen);
         if (rc)
             rewind_to(out, mk);
     }
-    for (size_t i = 0; i < x.n; i++)
-        free(x.v[i]);
-    free(x.v);
+    gp_strset_free(&x);
     return rc;
 }
 

@@ -17,7 +17,8 @@
  *                         agg=avg|min|max|sum|count, by=l1,l2,
  *                         rollups=auto|true|false
  *   /api/v1/labels, /api/v1/label/NAME/values   match[] (any), start, end
- *   /api/v1/query, /metadata, /status/buildinfo, /query_exemplars (prom_api.c)
+ *   /api/v1/query, /metadata, /status/buildinfo, /query_exemplars,
+ *   /format_query (prom_api.c)
  *   /api/v1/nodes, /api/v1/gpus
  *   /api/v1/jobs, /api/v1/jobs/ID   (jobs_api.c)
  *   /api/v1/alerts[/ID], /api/v1/silences[/ID], /api/v1/rules   (alerts_api.c)
@@ -55,7 +56,7 @@ static enum gp_srv_route route_of(const char *p)
         {"/api/v1/fleet/gpus", GP_SRV_R_FLEET_GPUS}, {"/api/v1/stream", GP_SRV_R_STREAM},
         {"/api/v1/snapshot", GP_SRV_R_SNAPSHOT}, {"/api/v1/query", GP_SRV_R_QUERY},
         {"/api/v1/metadata", GP_SRV_R_METADATA}, {"/api/v1/status/buildinfo", GP_SRV_R_BUILDINFO},
-        {"/api/v1/query_exemplars", GP_SRV_R_EXEMPLARS},
+        {"/api/v1/query_exemplars", GP_SRV_R_EXEMPLARS}, {"/api/v1/format_query", GP_SRV_R_FORMAT_QUERY},
         {"/api/v1/rules", GP_SRV_R_RULES},
         {"/", GP_SRV_R_WEB},
     };
@@ -94,6 +95,7 @@ static int prom_route(enum gp_srv_route r)
     case GP_SRV_R_METADATA:
     case GP_SRV_R_BUILDINFO:
     case GP_SRV_R_EXEMPLARS:
+    case GP_SRV_R_FORMAT_QUERY:
         return 1;
     default:
         return 0;
@@ -204,6 +206,21 @@ int gp_srv_time_param(const struct gp_http_request *req, struct gp_http_response
     return 1;
 }
 
+int gp_srv_step_param(const struct gp_http_request *req, struct gp_http_response *resp, int64_t *out)
+{
+    const char *v = gp_http_query(req, "step");
+    char err[256];
+    if (!v || !*v) {
+        gp_srv_bad(resp, 400, "bad_data", "missing parameter 'step'");
+        return 0;
+    }
+    if (gp_parse_step_ms(v, out, err, sizeof err)) {
+        gp_srv_bad(resp, 400, "bad_data", "invalid parameter 'step': %s", err);
+        return 0;
+    }
+    return 1;
+}
+
 /* Parsed selectors of one request. */
 struct selectors {
     struct gp_matcher *m[API_MAX_SELECTORS];
@@ -293,18 +310,9 @@ static void do_match_range(struct gp_storage *st, const struct gp_http_request *
     memset(&q, 0, sizeof q);
     q.rollups = -1;
     if (!gp_srv_time_param(req, resp, "start", 0, 1, &q.start_ms) ||
-        !gp_srv_time_param(req, resp, "end", 0, 1, &q.end_ms))
+        !gp_srv_time_param(req, resp, "end", 0, 1, &q.end_ms) || !gp_srv_step_param(req, resp, &q.step_ms))
         return;
-    const char *step = gp_http_query(req, "step");
     char err[256] = "";
-    if (!step || !*step) {
-        gp_srv_bad(resp, 400, "bad_data", "missing parameter 'step'");
-        return;
-    }
-    if (gp_parse_step_ms(step, &q.step_ms, err, sizeof err)) {
-        gp_srv_bad(resp, 400, "bad_data", "invalid parameter 'step': %s", err);
-        return;
-    }
     const char *agg = gp_http_query(req, "agg");
     if (gp_parse_agg(agg, &q.agg)) {
         gp_srv_bad(resp, 400, "bad_data", "invalid parameter 'agg': '%.40s' (use avg, min, max, sum or count)",
@@ -441,7 +449,9 @@ void gp_srv_handle_api(struct gp_server *s, enum gp_srv_route route,
         gp_http_add_header(resp, "Retry-After", "5");
         return;
     }
-    if (gp_http_form_error(req)) {
+    /* Only Prometheus's routes read forms: a JSON body that curl -d
+     * labels as a form (silences, acks) is not judged as one. */
+    if (gp_srv_route_takes_form(route) && gp_http_form_error(req)) {
         gp_srv_bad(resp, 400, "bad_data", "%s", gp_http_form_error(req));
         return;
     }
@@ -458,6 +468,7 @@ void gp_srv_handle_api(struct gp_server *s, enum gp_srv_route route,
     case GP_SRV_R_METADATA:
     case GP_SRV_R_BUILDINFO:
     case GP_SRV_R_EXEMPLARS:
+    case GP_SRV_R_FORMAT_QUERY:
         gp_srv_handle_prom(s, st, route, req, resp);
         break;
     case GP_SRV_R_LABEL_VALUES:

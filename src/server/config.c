@@ -233,8 +233,9 @@ void gp_server_config_usage(FILE *out)
             "usage: gpulse server [--config FILE] [flags]\n\n"
             "Receives Prometheus remote write (POST /api/v1/write) from gpulse agents, Prometheus\n"
             "or vmagent, keeps the samples in an embedded crash-safe time-series store, and\n"
-            "serves them through a Prometheus-style JSON API (/api/v1/query_range, /series,\n"
-            "/labels, /label/NAME/values, /nodes, /gpus, /health) and its own /metrics.\n\n"
+            "serves them through Prometheus's HTTP API with PromQL (/api/v1/query, /query_range,\n"
+            "/series, /labels, /label/NAME/values, /metadata; also under /prometheus for\n"
+            "Grafana), gpulse's own routes (/nodes, /gpus, /jobs, /alerts, /health) and /metrics.\n\n"
             "flags (each also a key under 'server:' in the YAML config):\n"
             "  --config FILE\n      YAML configuration file; flags override it\n");
     struct gp_server_config dummy;

@@ -102,7 +102,8 @@ struct gp_server_config {
     X(max_uncompressed, "max_uncompressed", "max-uncompressed", BYTES, "128MiB",                   \
       "largest remote-write body accepted once decompressed (413 above)")                         \
     X(max_inflight_bytes, "max_inflight_bytes", "max-inflight-bytes", BYTES, "512MiB",             \
-      "memory that write requests being received and decoded may hold together (429 above)")      \
+      "memory that write requests being received and decoded, and query form bodies, may hold "   \
+      "together (429 above)")      \
     X(read_timeout_ms, "read_timeout", "read-timeout", DURATION, "30s",                            \
       "time a client has to send a whole request body")                                           \
     X(max_connections, "max_connections", "max-connections", UINT, "512",                          \

@@ -9,6 +9,7 @@
  *   /api/v1/metadata        metric=, limit=, limit_per_metric=
  *   /api/v1/status/buildinfo
  *   /api/v1/query_exemplars (gpulse keeps no exemplars: always empty)
+ *   /api/v1/format_query    query=: the expression in canonical text
  *
  * GET and form POST read the same (net/http.h); the routes answer under
  * /prometheus as well (api.c). This file reads parameters and maps
@@ -98,6 +99,34 @@ static int forwarded(struct gp_storage *st, const struct gp_storage_promql *q,
     return 1;
 }
 
+/* Answers q: the cluster's answer with storage: remote, else the
+ * engine's over st under the server's limits. */
+static void evaluate(struct gp_server *s, struct gp_storage *st, const struct gp_storage_promql *q,
+                     struct gp_http_response *resp)
+{
+    if (forwarded(st, q, resp))
+        return;
+    struct gp_promql_limits lim;
+    gp_srv_promql_limits(s, &lim);
+    if (q->timeout_ms && q->timeout_ms < lim.timeout_ms)
+        lim.timeout_ms = q->timeout_ms;
+    char err[512] = "";
+    struct gp_pq_node *e = NULL;
+    struct gp_promql_result res;
+    memset(&res, 0, sizeof res);
+    int rc = gp_promql_parse(q->query, strlen(q->query), &e, err, sizeof err);
+    if (!rc)
+        rc = q->range ? gp_promql_range(st, e, q->start_ms, q->end_ms, q->step_ms, &lim, &res, err,
+                                         sizeof err)
+                      : gp_promql_instant(st, e, q->time_ms, &lim, &res, err, sizeof err);
+    if (!rc)
+        rc = gp_promql_render(&res, &resp->body);
+    if (rc)
+        promql_failed(resp, rc, err);
+    gp_promql_result_free(&res);
+    gp_promql_free(e);
+}
+
 static void do_query(struct gp_server *s, struct gp_storage *st, const struct gp_http_request *req,
                      struct gp_http_response *resp)
 {
@@ -105,28 +134,8 @@ static void do_query(struct gp_server *s, struct gp_storage *st, const struct gp
     int64_t t, timeout;
     if (!gp_srv_time_param(req, resp, "time", gp_wall_ms(), 0, &t) || !timeout_param(req, resp, &timeout))
         return;
-    if (!query)
-        query = "";
-    struct gp_storage_promql fq = {.query = query, .time_ms = t, .timeout_ms = timeout};
-    if (forwarded(st, &fq, resp))
-        return;
-    struct gp_promql_limits lim;
-    gp_srv_promql_limits(s, &lim);
-    if (timeout && timeout < lim.timeout_ms)
-        lim.timeout_ms = timeout;
-    char err[512] = "";
-    struct gp_pq_node *e = NULL;
-    struct gp_promql_result res;
-    memset(&res, 0, sizeof res);
-    int rc = gp_promql_parse(query, strlen(query), &e, err, sizeof err);
-    if (!rc)
-        rc = gp_promql_instant(st, e, t, &lim, &res, err, sizeof err);
-    if (!rc)
-        rc = gp_promql_render(&res, &resp->body);
-    if (rc)
-        promql_failed(resp, rc, err);
-    gp_promql_result_free(&res);
-    gp_promql_free(e);
+    struct gp_storage_promql q = {.query = query ? query : "", .time_ms = t, .timeout_ms = timeout};
+    evaluate(s, st, &q, resp);
 }
 
 void gp_srv_promql_range(struct gp_server *s, struct gp_storage *st, const struct gp_http_request *req,
@@ -140,38 +149,12 @@ void gp_srv_promql_range(struct gp_server *s, struct gp_storage *st, const struc
     }
     int64_t start, end, step, timeout;
     if (!gp_srv_time_param(req, resp, "start", 0, 1, &start) ||
-        !gp_srv_time_param(req, resp, "end", 0, 1, &end) || !timeout_param(req, resp, &timeout))
+        !gp_srv_time_param(req, resp, "end", 0, 1, &end) || !gp_srv_step_param(req, resp, &step) ||
+        !timeout_param(req, resp, &timeout))
         return;
-    const char *sv = gp_http_query(req, "step");
-    char err[512] = "";
-    if (!sv || !*sv) {
-        gp_srv_bad(resp, 400, "bad_data", "missing parameter 'step'");
-        return;
-    }
-    if (gp_parse_step_ms(sv, &step, err, sizeof err)) {
-        gp_srv_bad(resp, 400, "bad_data", "invalid parameter 'step': %s", err);
-        return;
-    }
-    struct gp_storage_promql fq = {.query = query, .range = 1, .start_ms = start, .end_ms = end,
-                                   .step_ms = step, .timeout_ms = timeout};
-    if (forwarded(st, &fq, resp))
-        return;
-    struct gp_promql_limits lim;
-    gp_srv_promql_limits(s, &lim);
-    if (timeout && timeout < lim.timeout_ms)
-        lim.timeout_ms = timeout;
-    struct gp_pq_node *e = NULL;
-    struct gp_promql_result res;
-    memset(&res, 0, sizeof res);
-    int rc = gp_promql_parse(query, strlen(query), &e, err, sizeof err);
-    if (!rc)
-        rc = gp_promql_range(st, e, start, end, step, &lim, &res, err, sizeof err);
-    if (!rc)
-        rc = gp_promql_render(&res, &resp->body);
-    if (rc)
-        promql_failed(resp, rc, err);
-    gp_promql_result_free(&res);
-    gp_promql_free(e);
+    struct gp_storage_promql q = {.query = query, .range = 1, .start_ms = start, .end_ms = end,
+                                  .step_ms = step, .timeout_ms = timeout};
+    evaluate(s, st, &q, resp);
 }
 
 /* ---- metadata ---- */
@@ -293,6 +276,29 @@ static void do_buildinfo(struct gp_http_response *resp)
                              "\"gpulseVersion\":\"" GP_VERSION "\"}}\n");
 }
 
+/* Grafana's "Format query" button: the canonical text, or the parse error. */
+static void do_format_query(const struct gp_http_request *req, struct gp_http_response *resp)
+{
+    const char *query = gp_http_query(req, "query");
+    char err[512] = "";
+    struct gp_pq_node *e = NULL;
+    int rc = gp_promql_parse(query ? query : "", query ? strlen(query) : 0, &e, err, sizeof err);
+    if (rc) {
+        promql_failed(resp, rc, err);
+        return;
+    }
+    struct gp_buf text;
+    gp_buf_init(&text, 0);
+    gp_promql_format(e, &text);
+    gp_promql_free(e);
+    gp_buf_puts(&resp->body, "{\"status\":\"success\",\"data\":");
+    gp_json_str(&resp->body, text.data ? text.data : "", text.len);
+    gp_buf_puts(&resp->body, "}\n");
+    if (text.err)
+        gp_srv_bad(resp, 503, "unavailable", "out of memory formatting the query");
+    gp_buf_free(&text);
+}
+
 void gp_srv_handle_prom(struct gp_server *s, struct gp_storage *st, enum gp_srv_route route,
                         const struct gp_http_request *req, struct gp_http_response *resp)
 {
@@ -305,6 +311,9 @@ void gp_srv_handle_prom(struct gp_server *s, struct gp_storage *st, enum gp_srv_
         break;
     case GP_SRV_R_BUILDINFO:
         do_buildinfo(resp);
+        break;
+    case GP_SRV_R_FORMAT_QUERY:
+        do_format_query(req, resp);
         break;
     case GP_SRV_R_EXEMPLARS: /* no exemplars are stored: none to give */
         gp_buf_puts(&resp->body, "{\"status\":\"success\",\"data\":[]}\n");

@@ -133,6 +133,7 @@ static const char index_text[] =
     "GET  /api/v1/metadata              [metric=][&limit=]\n"
     "GET  /api/v1/status/buildinfo\n"
     "GET, POST /api/v1/query_exemplars  (no exemplars are kept: an empty answer)\n"
+    "GET, POST /api/v1/format_query     query=PROMQL: its canonical text\n"
     "ANY  /prometheus/api/v1/...        Prometheus's routes again, for Grafana; alerts in Prometheus's shape\n"
     "GET  /api/v1/nodes, /api/v1/gpus   inventory\n"
     "GET  /api/v1/jobs, /api/v1/jobs/ID training jobs and their documents\n"
@@ -209,6 +210,21 @@ static void handle(void *ctx, const struct gp_http_request *req, struct gp_http_
         gp_srv_observe(&s->route_hist[route], gp_mono_ns() - t0);
 }
 
+/* The bytes a body will take: its Content-Length, or limit when it has
+ * none (chunked) or a larger one (refused at the limit anyway). */
+static uint64_t body_want(const struct gp_http_request *req, uint64_t limit)
+{
+    const char *cl = gp_http_header(req, "Content-Length");
+    if (cl) {
+        char *end;
+        errno = 0;
+        unsigned long long n = strtoull(cl, &end, 10);
+        if (end != cl && !*end && !errno && n < limit)
+            return n;
+    }
+    return limit;
+}
+
 static uint64_t prepare(void *ctx, struct gp_http_request *req, struct gp_http_response *early)
 {
     struct gp_server *s = ctx;
@@ -270,16 +286,18 @@ static uint64_t prepare(void *ctx, struct gp_http_request *req, struct gp_http_r
     if (silence_post || ack)
         return GP_SRV_SILENCE_BODY_MAX;
     if (form_post) {
-        /* Its bytes come out of the write budget: many large forms at
-         * once cannot take more memory than writes may. */
-        if (!gp_srv_reserve(s, GP_SRV_FORM_BODY_MAX)) {
+        /* Its bytes come out of the write budget (its Content-Length, or
+         * the whole limit when chunked): many large forms at once cannot
+         * take more memory than writes may. */
+        uint64_t want = body_want(req, GP_SRV_FORM_BODY_MAX);
+        if (!gp_srv_reserve(s, want)) {
             early->status = 429;
             early->content_type = "application/json";
             gp_query_error(&early->body, "unavailable", "too many requests in flight; retry later");
             gp_http_add_header(early, "Retry-After", "1");
             return 0;
         }
-        sr->reserved = GP_SRV_FORM_BODY_MAX;
+        sr->reserved = want;
         return GP_SRV_FORM_BODY_MAX;
     }
     if (!is_write)
@@ -296,17 +314,8 @@ static uint64_t prepare(void *ctx, struct gp_http_request *req, struct gp_http_r
         gp_http_add_header(early, "Retry-After", "5");
         return 0;
     }
-    /* The body's bytes come out of the in-flight budget before it is read:
-     * its Content-Length, or the whole limit for a chunked body. */
-    uint64_t want = s->cfg.max_body;
-    const char *cl = gp_http_header(req, "Content-Length");
-    if (cl) {
-        char *end;
-        errno = 0;
-        unsigned long long n = strtoull(cl, &end, 10);
-        if (end != cl && !*end && !errno && n < want)
-            want = n;
-    }
+    /* The body's bytes come out of the in-flight budget before it is read. */
+    uint64_t want = body_want(req, s->cfg.max_body);
     if (!gp_srv_reserve(s, want)) {
         gp_srv_count(&s->refused[GP_SRV_REF_OVERLOADED], 1);
         early->status = 429;

@@ -7,6 +7,9 @@
  *   POST /api/v1/write               remote write 1.0 (write.c)
  *   GET  /api/v1/query_range, /series, /labels, /label/NAME/values,
  *        /nodes, /gpus               the query API (api.c over query/query.h)
+ *   GET, POST /api/v1/query, query_range?query=, metadata, status/buildinfo,
+ *        query_exemplars             Prometheus's API (prom_api.c over
+ *                                    query/promql.h), also under /prometheus
  *   GET  /api/v1/health              ok / starting / failed (open to all)
  *   GET  /metrics                    the server's own metrics (selfmetrics.c)
  *

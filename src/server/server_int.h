@@ -64,6 +64,7 @@ enum gp_srv_state { GP_SRV_STARTING, GP_SRV_READY };
     X(METADATA, "metadata")                     \
     X(BUILDINFO, "buildinfo")                   \
     X(EXEMPLARS, "query_exemplars")             \
+    X(FORMAT_QUERY, "format_query")             \
     X(PROM_ALERTS, "prom_alerts")               \
     X(RULES, "rules")                           \
     X(WEB, "web")                               \
@@ -301,6 +302,9 @@ void gp_srv_promql_range(struct gp_server *s, struct gp_storage *st, const struc
  * (def when absent and not required), or 0 with a 400 answered. */
 int gp_srv_time_param(const struct gp_http_request *req, struct gp_http_response *resp,
                       const char *name, int64_t def, int required, int64_t *out);
+/* api.c: the required step parameter (a duration or seconds, > 0): 1
+ * with *out, or 0 with a 400 answered. */
+int gp_srv_step_param(const struct gp_http_request *req, struct gp_http_response *resp, int64_t *out);
 /* When p (its first `prefix` bytes a route's prefix) ends with suffix
  * with something between: the length of that middle part; else 0. */
 size_t gp_srv_path_suffix(const char *p, size_t prefix, const char *suffix);

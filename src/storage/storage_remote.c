@@ -37,6 +37,7 @@
 #include "lib/err.h"
 #include "lib/log.h"
 #include "lib/metrics.h"
+#include "lib/strset.h"
 #include "lib/token.h"
 #include "storage/promapi.h"
 #include "store/labels.h"
@@ -878,38 +879,6 @@ static double r_newest_value(struct gp_storage *s, uint32_t id, int64_t last_ms,
 
 /* ---- labels ----------------------------------------------------------------- */
 
-struct strs {
-    char **v;
-    size_t n, cap;
-    int err;
-};
-
-static void collect(void *arg, const char *s, size_t n)
-{
-    struct strs *x = arg;
-    if (x->err)
-        return;
-    if (x->n == x->cap) {
-        size_t nc = x->cap ? x->cap * 2 : 64;
-        char **nv = realloc(x->v, nc * sizeof *nv);
-        if (!nv) {
-            x->err = GP_ENOMEM;
-            return;
-        }
-        x->v = nv;
-        x->cap = nc;
-    }
-    if (!(x->v[x->n] = strndup(s, n)))
-        x->err = GP_ENOMEM;
-    else
-        x->n++;
-}
-
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 /* GET or POST path with an optional match[], the strings sorted and unique to fn. */
 static int strings(struct gp_storage *s, const char *path, int get, const struct gp_matcher *m,
                    size_t nm, void (*fn)(void *arg, const char *v, size_t len), void *arg)
@@ -931,9 +900,10 @@ static int strings(struct gp_storage *s, const char *path, int get, const struct
         gp_buf_free(&body); /* what came before a failure */
         return rc;
     }
-    struct strs x = {0};
+    struct gp_strset x = {0};
     char perr[400];
-    rc = gp_promapi_parse_strings(body.data ? body.data : "", body.len, collect, &x, perr, sizeof perr);
+    rc = gp_promapi_parse_strings(body.data ? body.data : "", body.len, gp_strset_add, &x, perr,
+                                  sizeof perr);
     gp_buf_free(&body);
     if (!rc && x.err)
         rc = x.err;
@@ -941,16 +911,9 @@ static int strings(struct gp_storage *s, const char *path, int get, const struct
         atomic_fetch_add(&r->errors, 1);
         rc = fail(502, "%s%s: %s", r->query_root, path, perr);
     }
-    if (!rc) {
-        if (x.n)
-            qsort(x.v, x.n, sizeof *x.v, cmp_str);
-        for (size_t i = 0; i < x.n; i++)
-            if (!i || strcmp(x.v[i], x.v[i - 1]))
-                fn(arg, x.v[i], strlen(x.v[i]));
-    }
-    for (size_t i = 0; i < x.n; i++)
-        free(x.v[i]);
-    free(x.v);
+    if (!rc)
+        gp_strset_each(&x, fn, arg);
+    gp_strset_free(&x);
     return rc;
 }
 

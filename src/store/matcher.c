@@ -30,6 +30,8 @@
 #include "store/matcher.h"
 
 #include "lib/err.h"
+#include "lib/hex.h"
+#include "lib/utf8.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -474,41 +476,6 @@ static void skip_ws(struct lx *l)
     }
 }
 
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
-static size_t put_utf8(char *o, uint32_t cp)
-{
-    if (cp < 0x80) {
-        o[0] = (char)cp;
-        return 1;
-    }
-    if (cp < 0x800) {
-        o[0] = (char)(0xc0 | (cp >> 6));
-        o[1] = (char)(0x80 | (cp & 0x3f));
-        return 2;
-    }
-    if (cp < 0x10000) {
-        o[0] = (char)(0xe0 | (cp >> 12));
-        o[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
-        o[2] = (char)(0x80 | (cp & 0x3f));
-        return 3;
-    }
-    o[0] = (char)(0xf0 | (cp >> 18));
-    o[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
-    o[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
-    o[3] = (char)(0x80 | (cp & 0x3f));
-    return 4;
-}
-
 /* One escape after the backslash at l->i - 1; appends to o. */
 static int lex_escape(struct lx *l, char *o, size_t *olen, size_t at)
 {
@@ -545,7 +512,7 @@ static int lex_escape(struct lx *l, char *o, size_t *olen, size_t at)
     }
     uint32_t v = 0;
     for (int k = 0; k < digits; k++) {
-        int h = l->i < l->len ? hexval(l->s[l->i]) : -1;
+        int h = l->i < l->len ? gp_hex_digit(l->s[l->i]) : -1;
         if (h < 0)
             return gp_seterr(l->err, l->errlen, GP_EPARSE,
                              "selector: \\%c escape needs %d hex digits at %zu", c, digits, at);
@@ -559,7 +526,7 @@ static int lex_escape(struct lx *l, char *o, size_t *olen, size_t at)
     if (v > 0x10ffff || (v >= 0xd800 && v <= 0xdfff))
         return gp_seterr(l->err, l->errlen, GP_EPARSE,
                          "selector: \\%c escape is not a Unicode code point at %zu", c, at);
-    *olen += put_utf8(o + *olen, v);
+    *olen += gp_utf8_encode(v, o + *olen);
     return GP_OK;
 }
 

@@ -110,8 +110,11 @@ check 'd["status"] == "success" and isinstance(d["data"]["alerts"], list) and al
 [ "$(grafana GET /api/v1/alerts)" = 200 ] || fail "/api/v1/alerts"
 check 'd["status"] == "success" and isinstance(d["data"], list)'
 [ "$(grafana GET "/prometheus/api/v1/labels?match%5B%5D=$M")" = 200 ] || fail "/prometheus labels"
+# Grafana's rule view reads the rules under the same URL.
+[ "$(grafana GET /prometheus/api/v1/rules)" = 200 ] || fail "/prometheus/api/v1/rules answered $(cat "$TMP/a.json")"
+check 'd["status"] == "success" and isinstance(d["data"]["groups"], list)'
 [ "$(grafana GET /prometheus/api/v1/gpus)" = 404 ] || fail "gpulse's own routes must not be under /prometheus"
-note "/prometheus/api/v1/alerts answers in Prometheus's shape; /api/v1/alerts stays gpulse's"
+note "/prometheus/api/v1/alerts answers in Prometheus's shape (rules too); /api/v1/alerts stays gpulse's"
 
 stop_server
 echo "PASS"

@@ -8,7 +8,8 @@
 # all three; then, the agent stopped and the data delivered, the API's
 # answers (/api/v1/gpus, /nodes, /query_range, /series, /labels,
 # /label/NAME/values) of both remote servers equal the embedded one's
-# (values within VictoriaMetrics's 12 significant digits).
+# (values within VictoriaMetrics's 12 significant digits). PromQL
+# queries to the VictoriaMetrics server are the cluster's to compute.
 source "$(dirname "$0")/lib.sh"
 start_vm
 # Queries see fresh rows at once (the default hides the newest 30 s).
@@ -18,6 +19,7 @@ victoria-metrics -httpListenAddr "127.0.0.1:$VM_PORT" -storageDataPath "$TMP/vm"
 VM_PID=$!
 PIDS+=("$VM_PID")
 wait_until 30 curl -sf "http://127.0.0.1:$VM_PORT/health" || fail "victoria-metrics did not restart"
+VM_URL_ROOT=http://127.0.0.1:$VM_PORT
 start_prom_receiver
 
 EVAL=(--eval-interval 1s --eval-step 1s --eval-window 60s --alert-clear-for 30s
@@ -68,6 +70,31 @@ for p in "${PATHS[@]}"; do
     i=$((i + 1))
 done
 note "the API answers of ${#PATHS[@]} queries equal embedded mode's on VictoriaMetrics and Prometheus"
+# PromQL goes to the cluster as PromQL and the cluster's answer is
+# relayed: the aggregate is computed there. The answers equal
+# VictoriaMetrics's own, and MetricsQL's median (which gpulse's engine
+# does not know) answers too: only the cluster can have computed it.
+T=$((END_MS / 1000 - 5))
+AGG='count by (Hostname) (DCGM_FI_DEV_GPU_UTIL)'
+curl -sf "$VMS/api/v1/query" --data-urlencode "query=$AGG" -d "time=$T" >"$TMP/pq-gp.json" ||
+    fail "PromQL through the remote server failed"
+curl -sf "$VMS/api/v1/query_range" --data-urlencode "query=$AGG" -d "start=$START" -d "end=$T" -d step=5 \
+    >"$TMP/pqr-gp.json" || fail "PromQL query_range through the remote server failed"
+curl -sf "$VMS/api/v1/query" --data-urlencode "query=median(DCGM_FI_DEV_GPU_UTIL) by (Hostname)" \
+    -d "time=$T" | grep -q '"Hostname":"sim-node-1"' || fail "a MetricsQL query was not computed by VictoriaMetrics"
+curl -sf "$VM_URL_ROOT/api/v1/query" --data-urlencode "query=$AGG" -d "time=$T" >"$TMP/pq-vm.json"
+curl -sf "$VM_URL_ROOT/api/v1/query_range" --data-urlencode "query=$AGG" -d "start=$START" -d "end=$T" -d step=5 \
+    >"$TMP/pqr-vm.json"
+python3 - "$TMP"/pq-gp.json "$TMP"/pq-vm.json "$TMP"/pqr-gp.json "$TMP"/pqr-vm.json <<'PY' ||
+import json, sys
+g, v, gr, vr = (json.load(open(p)) for p in sys.argv[1:])
+key = lambda d: sorted(json.dumps(s, sort_keys=True) for s in d["data"]["result"])
+assert g["data"]["resultType"] == "vector" and len(g["data"]["result"]) == 2, g
+assert key(g) == key(v), (g, v)
+assert gr["data"]["resultType"] == "matrix" and key(gr) == key(vr), (gr, vr)
+PY
+    fail "PromQL through the remote server differs from VictoriaMetrics's own answer"
+note "PromQL (instant and range aggregates) is computed by VictoriaMetrics, its answers relayed"
 python3 - "$TMP/alerts-${EMB##*:}.json" "$TMP/alerts-${VMS##*:}.json" "$TMP/alerts-${PRS##*:}.json" <<'PY' ||
 import json, sys
 def key(path):

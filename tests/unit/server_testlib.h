@@ -35,14 +35,16 @@ static inline size_t srv_on_data(char *p, size_t sz, size_t n, void *arg)
     return k;
 }
 
-/* METHOD path with a bearer token (NULL: none) and a JSON body (NULL:
- * none). The reply is static: valid until the next call. */
-static inline struct reply *srv_request(struct gp_server *s, const char *method, const char *path,
-                                        const char *body, const char *token)
+/* METHOD path with a bearer token (NULL: none) and a body (NULL: none)
+ * of the given content type. The reply is static: valid until the next
+ * call. */
+static inline struct reply *srv_request_as(struct gp_server *s, const char *method, const char *path,
+                                           const char *body, const char *token,
+                                           const char *content_type)
 {
     static struct reply r;
     memset(&r, 0, sizeof r);
-    char url[1024], auth[128];
+    char url[1024], auth[128], ct[128];
     snprintf(url, sizeof url, "http://127.0.0.1:%u%s", gp_server_port(s), path);
     CURL *c = curl_easy_init();
     struct curl_slist *h = NULL;
@@ -50,8 +52,10 @@ static inline struct reply *srv_request(struct gp_server *s, const char *method,
         snprintf(auth, sizeof auth, "Authorization: Bearer %s", token);
         h = curl_slist_append(h, auth);
     }
-    if (body)
-        h = curl_slist_append(h, "Content-Type: application/json");
+    if (body) {
+        snprintf(ct, sizeof ct, "Content-Type: %s", content_type);
+        h = curl_slist_append(h, ct);
+    }
     curl_easy_setopt(c, CURLOPT_URL, url);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, srv_on_data);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &r);
@@ -65,6 +69,13 @@ static inline struct reply *srv_request(struct gp_server *s, const char *method,
     curl_easy_cleanup(c);
     curl_slist_free_all(h);
     return &r;
+}
+
+/* The same with a JSON body. */
+static inline struct reply *srv_request(struct gp_server *s, const char *method, const char *path,
+                                        const char *body, const char *token)
+{
+    return srv_request_as(s, method, path, body, token, "application/json");
 }
 
 /* Remote-writes the series se[0..n) with the write token "w-tok"; the
@@ -118,6 +129,17 @@ static inline void srv_put_temp(struct gp_server *s, double v, const char *job)
     struct gp_rw_series se = {l, nl, &smp, 1};
     srv_write(s, &se, 1);
 }
+
+/* A custom rule that fires on srv_put_temp(s, 90, ...) within 200 ms. */
+static const char srv_hot_rule[] = "rules:\n"
+                                   "  - name: gpu_hot\n"
+                                   "    expr: DCGM_FI_DEV_GPU_TEMP\n"
+                                   "    agg: last\n"
+                                   "    window: 5s\n"
+                                   "    op: '>'\n"
+                                   "    threshold: 85\n"
+                                   "    for: 200ms\n"
+                                   "    severity: critical\n";
 
 /* A server's settings for the tests: its config file at <tmp>/gpulse.yaml
  * (the caller writes it), data under <tmp>/data, 127.0.0.1, tokens

@@ -129,7 +129,7 @@ static void test_rate_needs_two_samples(void)
 static void test_rate_nan_and_inf(void)
 {
     double t[] = {0, 10, 20}, nan_v[] = {1, NAN, 3}, inf_v[] = {1, 2, INFINITY};
-    CHECK(isnan(range1(GP_PQ_F_RATE, t, nan_v, N(t), 0, 20)) == 0); /* NaN < x is false: 2/20 */
+    /* A NaN in the middle is no reset (NaN < x is false): 2 over 20 s. */
     CHECK_DBL(range1(GP_PQ_F_RATE, t, nan_v, N(t), 0, 20), 0.1, 1e-12);
     CHECK(isinf(range1(GP_PQ_F_INCREASE, t, inf_v, N(t), 0, 20)));
     double nan_last[] = {1, 2, NAN};
@@ -336,6 +336,18 @@ static void test_value_math(void)
     CHECK_DBL(val(GP_PQ_F_ATAN, 1), M_PI / 4, 1e-15);
     CHECK_DBL(val(GP_PQ_F_SINH, 0), 0, 0);
     CHECK_DBL(val(GP_PQ_F_COSH, 0), 1, 0);
+    /* Go's amd64 Exp overflows from 1023.5 * ln 2 = 709.436139303104 on
+     * (values read from Prometheus 2.42), Sinh/Cosh with it; the C
+     * library's exp(709.5) is 1.35e308. */
+    CHECK_DBL(val(GP_PQ_F_EXP, 709.4361393031039), 1.2711610061535065e+308, 1e293);
+    CHECK(isinf(val(GP_PQ_F_EXP, 709.436139303104)));
+    CHECK(isinf(val(GP_PQ_F_EXP, 709.5)));
+    CHECK_DBL(val(GP_PQ_F_EXP, -709.5), 7.38014831401258e-309, 1e-323);
+    CHECK(isinf(val(GP_PQ_F_SINH, 709.5)) && val(GP_PQ_F_SINH, 709.5) > 0);
+    CHECK(isinf(val(GP_PQ_F_SINH, -709.5)) && val(GP_PQ_F_SINH, -709.5) < 0);
+    CHECK(isinf(val(GP_PQ_F_COSH, -709.5)) && val(GP_PQ_F_COSH, -709.5) > 0);
+    CHECK_DBL(val(GP_PQ_F_SINH, 709), 4.109203730777486e+307, 1e292);
+    CHECK_DBL(val(GP_PQ_F_COSH, 30), exp(30.0) / 2, 0);
     CHECK_DBL(val(GP_PQ_F_TANH, INFINITY), 1, 0);
     CHECK_DBL(val(GP_PQ_F_ASINH, 0), 0, 0);
     CHECK_DBL(val(GP_PQ_F_ACOSH, 1), 0, 0);

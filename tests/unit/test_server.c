@@ -31,6 +31,12 @@ static void test_config_defaults(void)
     CHECK_INT(c.max_future_ms, 10 * 60 * 1000);
     CHECK_STR(c.write_token, "");
     CHECK_STR(c.log_level, "info");
+    /* PromQL limits: Prometheus's defaults. */
+    CHECK_INT(c.query_lookback_delta_ms, 5 * 60 * 1000);
+    CHECK_INT(c.query_max_samples, 50000000);
+    CHECK_INT(c.query_timeout_ms, 2 * 60 * 1000);
+    CHECK_INT(c.query_subquery_step_ms, 60 * 1000);
+    CHECK(!c.query_prom3_windows);
 }
 
 static void test_config_yaml_and_flags(void)
@@ -71,6 +77,25 @@ static void test_config_yaml_and_flags(void)
     CHECK_INT(a.interval_ms, 500);
     CHECK_STR(a.simulate, "1x2xH100");
     CHECK_STR(c.log_level, "debug");
+
+    /* The PromQL limits take Prometheus's flag names, and YAML keys. */
+    gp_server_config_defaults(&c);
+    struct gp_cfg_section one = gp_server_cfg_section(&c);
+    char *qargv[] = {"--query.lookback-delta", "1m", "--query.max-samples=1000", "--query.timeout", "10s",
+                     "--query.prom3-windows", "--query.subquery-step", "30s"};
+    CHECK_INT(gp_cfg_from_args(&one, 1, "server", 8, qargv, c.config_file, sizeof c.config_file, &help,
+                               err, sizeof err),
+              GP_OK);
+    CHECK_INT(c.query_lookback_delta_ms, 60000);
+    CHECK_INT(c.query_max_samples, 1000);
+    CHECK_INT(c.query_timeout_ms, 10000);
+    CHECK(c.query_prom3_windows);
+    CHECK_INT(c.query_subquery_step_ms, 30000);
+    CHECK_INT(gp_server_config_validate(&c, err, sizeof err), GP_OK);
+    const char *qy = "server:\n  query_lookback_delta: 2m\n  query_prom3_windows: false\n";
+    CHECK_INT(gp_cfg_parse_yaml(&one, 1, qy, strlen(qy), err, sizeof err), GP_OK);
+    CHECK_INT(c.query_lookback_delta_ms, 120000);
+    CHECK(!c.query_prom3_windows);
 }
 
 static void test_config_cross_checks(void)
@@ -92,6 +117,11 @@ static void test_config_cross_checks(void)
         {"listen", "nowhere", "listen"},
         {"max-connections", "0", "max_connections"},
         {"data", "", "data_dir"},
+        {"query.lookback-delta", "500ms", "query_lookback_delta must be between 1s and 7d"},
+        {"query.lookback-delta", "8d", "query_lookback_delta must be between 1s and 7d"},
+        {"query.max-samples", "0", "query_max_samples must be at least 1"},
+        {"query.timeout", "2h", "query_timeout must be between 1s and 1h"},
+        {"query.subquery-step", "2d", "query_subquery_step must be between 1ms and 1d"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         gp_server_config_defaults(&c);

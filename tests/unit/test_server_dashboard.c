@@ -110,15 +110,6 @@ static struct gp_server *start_with(const char *yaml)
     return srv_start_eval();
 }
 
-static const char hot_rule[] = "rules:\n"
-                               "  - name: gpu_hot\n"
-                               "    expr: DCGM_FI_DEV_GPU_TEMP\n"
-                               "    agg: last\n"
-                               "    window: 5s\n"
-                               "    op: '>'\n"
-                               "    threshold: 85\n"
-                               "    for: 200ms\n"
-                               "    severity: critical\n";
 
 /* ---- negotiation ---- */
 
@@ -307,7 +298,7 @@ static const char *str(json_t *o, const char *k)
 
 static void test_fleet_gpus(void)
 {
-    struct gp_server *s = start_with(hot_rule);
+    struct gp_server *s = start_with(srv_hot_rule);
     write_fleet(s, 60);
     json_t *g = gpus_of(s, "");
     CHECK_INT(json_array_size(g), 5);
@@ -638,7 +629,7 @@ static struct event evs[256];
 
 static void test_stream(void)
 {
-    struct gp_server *s = start_with(hot_rule);
+    struct gp_server *s = start_with(srv_hot_rule);
     write_fleet(s, 60);
     /* refusals */
     CHECK_INT(srv_request(s, "GET", "/api/v1/stream", NULL, NULL)->status, 401);
@@ -753,7 +744,7 @@ static void firing_id(struct gp_server *s, char id[17])
 /* A stalled client loses alert events past its queue, and they count. */
 static void test_stream_drops(void)
 {
-    struct gp_server *s = start_with(hot_rule);
+    struct gp_server *s = start_with(srv_hot_rule);
     static struct rw_batch b;
     memset(&b, 0, sizeof b);
     char labels[64];
@@ -806,7 +797,7 @@ static void test_stream_drops(void)
 
 static void test_ack(void)
 {
-    struct gp_server *s = start_with(hot_rule);
+    struct gp_server *s = start_with(srv_hot_rule);
     char id[17], path[128], one[128];
     firing_id(s, id);
     snprintf(path, sizeof path, "/api/v1/alerts/%s/ack", id);
@@ -883,7 +874,7 @@ static void test_ack(void)
  * "acknowledged": null and can be acknowledged. */
 static void test_ack_migration(void)
 {
-    struct gp_server *s = start_with(hot_rule);
+    struct gp_server *s = start_with(srv_hot_rule);
     char id[17], path[128];
     firing_id(s, id);
     gp_server_stop(s);

@@ -29,32 +29,17 @@ static void put(struct gp_server *s, const char *name, const char *label, const 
     srv_write(s, &se, 1);
 }
 
-/* METHOD path with the read token; a form body (NULL: none) sent as
- * Grafana sends it. The reply is static. */
+/* METHOD path with a token; a form body (NULL: none) as Grafana sends it. */
+static struct reply *form_as(struct gp_server *s, const char *method, const char *path, const char *body,
+                             const char *token)
+{
+    return srv_request_as(s, method, path, body, token, "application/x-www-form-urlencoded");
+}
+
+/* With the read token. */
 static struct reply *form(struct gp_server *s, const char *method, const char *path, const char *body)
 {
-    static struct reply r;
-    memset(&r, 0, sizeof r);
-    char url[1024];
-    snprintf(url, sizeof url, "http://127.0.0.1:%u%s", gp_server_port(s), path);
-    CURL *c = curl_easy_init();
-    struct curl_slist *h = curl_slist_append(NULL, "Authorization: Bearer r-tok");
-    if (body) {
-        h = curl_slist_append(h, "Content-Type: application/x-www-form-urlencoded");
-        h = curl_slist_append(h, "X-Grafana-Org-Id: 1");
-        curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-    }
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, srv_on_data);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, &r);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT, 10L);
-    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-    CHECK_INT(curl_easy_perform(c), CURLE_OK);
-    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r.status);
-    curl_easy_cleanup(c);
-    curl_slist_free_all(h);
-    return &r;
+    return form_as(s, method, path, body, "r-tok");
 }
 
 /* srv_start_eval's server (tokens w-tok, r-tok) over the rules in yaml. */
@@ -148,6 +133,12 @@ static void test_query_errors(void)
     /* A form body that does not decode. */
     r = form(s, "POST", "/api/v1/query", "query=%zz");
     EXPECT(r, 400, "invalid form body: invalid URL escape");
+    /* A JSON body labelled a form (curl -d's default) still reaches the
+     * routes that read JSON: only Prometheus's routes judge forms. */
+    r = form_as(s, "POST", "/api/v1/silences",
+                "{\"matchers\":{\"kind\":\"gpu_hot\"},\"duration\":\"1h\",\"comment\":\"100% sure; really\"}",
+                "w-tok");
+    EXPECT(r, 200, "\"id\"");
     /* POST is for Prometheus's read routes only. */
     r = form(s, "POST", "/api/v1/gpus", "x=1");
     CHECK_INT(r->status, 405);
@@ -185,6 +176,9 @@ static void test_labels_narrowed(void)
     CHECK_STR(r->body, "{\"status\":\"success\",\"data\":[\"__name__\",\"alpha\"]}");
     /* The union of selectors, by POST as Grafana sends it. */
     r = form(s, "POST", "/api/v1/labels", "match%5B%5D=narrow_a&match%5B%5D=%7B__name__%3D%22narrow_b%22%7D");
+    CHECK_STR(r->body, "{\"status\":\"success\",\"data\":[\"__name__\",\"alpha\",\"beta\"]}");
+    /* Repeated fields from the body and the URL both count. */
+    r = form(s, "POST", "/api/v1/labels?match[]=narrow_b", "match[]=narrow_a");
     CHECK_STR(r->body, "{\"status\":\"success\",\"data\":[\"__name__\",\"alpha\",\"beta\"]}");
     /* start and end: the old series is outside the last hour. */
     char path[256];
@@ -255,25 +249,20 @@ static void test_metadata_buildinfo_exemplars(void)
 
     r = form(s, "POST", "/api/v1/query_exemplars", "query=up&start=1&end=2");
     CHECK_STR(r->body, "{\"status\":\"success\",\"data\":[]}\n");
+
+    r = form(s, "POST", "/api/v1/format_query", "query=sum+by(Hostname)(rate(x%7Bgpu%3D%220%22%7D%5B5m%5D))");
+    CHECK_STR(r->body, "{\"status\":\"success\",\"data\":\"sum by (Hostname) (rate(x{gpu=\\\"0\\\"}[5m]))\"}\n");
+    r = form(s, "GET", "/prometheus/api/v1/format_query?query=sum(", NULL);
+    EXPECT(r, 400, "\"errorType\":\"bad_data\"");
     gp_server_stop(s);
 }
-
-static const char hot_rule[] = "rules:\n"
-                               "  - name: gpu_hot\n"
-                               "    expr: DCGM_FI_DEV_GPU_TEMP\n"
-                               "    agg: last\n"
-                               "    window: 5s\n"
-                               "    op: '>'\n"
-                               "    threshold: 85\n"
-                               "    for: 200ms\n"
-                               "    severity: critical\n";
 
 /* /api/v1/alerts stays gpulse's; /prometheus/api/v1/alerts is
  * Prometheus's shape of the same alerts; gpulse's own routes are not
  * under the prefix. */
 static void test_prefix_and_alerts(void)
 {
-    struct gp_server *s = start(hot_rule);
+    struct gp_server *s = start(srv_hot_rule);
     struct reply *r = form(s, "GET", "/prometheus/api/v1/alerts", NULL);
     CHECK_STR(r->body, "{\"status\":\"success\",\"data\":{\"alerts\":[]}}");
     int fired = 0;
@@ -304,7 +293,74 @@ static void test_prefix_and_alerts(void)
     gp_server_stop(s);
 }
 
+/* The query_* settings reach the engine: a lookback of 1s leaves a 5 s
+ * old sample out; a sample limit of 2 takes count() of one series but
+ * refuses a range of three samples (422 execution, Prometheus's words). */
+static void test_limits_from_settings(void)
+{
+    gp_test_write_file(gp_test_tmpdir(), "gpulse.yaml", "");
+    struct gp_server_config c;
+    srv_eval_config(&c);
+    c.query_max_samples = 2;
+    c.query_lookback_delta_ms = 1000;
+    struct gp_server *s;
+    char err[512];
+    if (gp_server_start(&s, &c, err, sizeof err))
+        gp_test_fail(__FILE__, __LINE__, "start: %s", err);
+    int64_t t0 = (gp_wall_ms() / 1000) * 1000;
+    put(s, "lim_probe", "gpu", "0", 1, t0 - 5000);
+    put(s, "lim_probe", "gpu", "1", 2, t0 - 500);
+    put(s, "lim_probe", "gpu", "1", 3, t0 - 300);
+    char path[256];
+    snprintf(path, sizeof path, "/api/v1/query?query=count(lim_probe)&time=%lld", (long long)(t0 / 1000));
+    struct reply *r = form(s, "GET", path, NULL);
+    EXPECT(r, 200, "\"1\"]"); /* only gpu 1 within the 1 s lookback */
+    snprintf(path, sizeof path, "/api/v1/query?query=lim_probe&time=%lld", (long long)(t0 / 1000 - 4));
+    r = form(s, "GET", path, NULL);
+    EXPECT(r, 200, "\"result\":[{");
+    snprintf(path, sizeof path, "/api/v1/query?query=lim_probe%%5B1m%%5D&time=%lld", (long long)(t0 / 1000));
+    r = form(s, "GET", path, NULL);
+    EXPECT(r, 422, "\"errorType\":\"execution\"");
+    EXPECT(r, 422, "query processing would load too many samples into memory");
+    gp_server_stop(s);
+}
+
+/* A form's bytes come out of the in-flight budget (429 past it), and a
+ * form over 2 MiB is refused (413) before it is read. */
+static void test_form_budget(void)
+{
+    gp_test_write_file(gp_test_tmpdir(), "gpulse.yaml", "");
+    struct gp_server_config c;
+    srv_eval_config(&c);
+    c.max_body = c.max_uncompressed = 1024;
+    c.max_inflight_bytes = 4096;
+    struct gp_server *s;
+    char err[512];
+    if (gp_server_start(&s, &c, err, sizeof err))
+        gp_test_fail(__FILE__, __LINE__, "start: %s", err);
+    static char body[3 << 20];
+    memcpy(body, "query=1", 7);
+    memset(body + 7, ' ', 5000); /* spaces: the query is still 1 */
+    body[5007] = '\0';
+    struct reply *r = form(s, "POST", "/api/v1/query", body);
+    CHECK_INT(r->status, 429);
+    CHECK_CONTAINS(r->body, "too many requests in flight");
+    body[2000] = '\0'; /* within the budget */
+    r = form(s, "POST", "/api/v1/query", body);
+    EXPECT(r, 200, "\"resultType\":\"scalar\"");
+    gp_server_stop(s);
+
+    s = start("");
+    memset(body + 7, ' ', sizeof body - 8);
+    body[sizeof body - 1] = '\0';
+    r = form(s, "POST", "/api/v1/query", body);
+    CHECK_INT(r->status, 413);
+    gp_server_stop(s);
+}
+
 const struct gp_test gp_tests_server_prom[] = {
+    {"form_budget", test_form_budget},
+    {"limits_from_settings", test_limits_from_settings},
     {"query_get_and_post", test_query_get_and_post},
     {"query_errors", test_query_errors},
     {"labels_narrowed", test_labels_narrowed},
