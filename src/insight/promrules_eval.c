@@ -23,6 +23,7 @@
 #include "lib/log.h"
 #include "query/json.h"
 #include "store/labels.h"
+#include "store/matcher.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -34,6 +35,10 @@
 
 /* Prometheus keeps a resolved alert this long (for Alertmanager). */
 #define RESOLVED_RETENTION_MS (15 * 60 * 1000)
+/* Prometheus's defaults of --rules.alert.for-grace-period and
+ * --rules.alert.for-outage-tolerance: how a restart restores `for`. */
+#define FOR_GRACE_MS (10 * 60 * 1000)
+#define OUTAGE_TOLERANCE_MS (60 * 60 * 1000)
 
 enum astate { A_INACTIVE, A_PENDING, A_FIRING };
 static const char *const astate_names[] = {"inactive", "pending", "firing"};
@@ -69,6 +74,7 @@ struct rstate {
     char last_error[512];
     int64_t last_ms;
     double eval_s;
+    bool restored;             /* alerting: past the first round (ALERTS written from then) */
 };
 
 struct gstate {
@@ -390,15 +396,11 @@ static int samples_of(const struct gp_promql_result *res, struct gp_promql_serie
 }
 
 static int eval_recording(struct gp_promrules_run *run, struct gstate *g, struct rstate *rs,
-                          const struct gp_promql_result *res, int64_t ts, char *err, size_t errlen)
+                          const struct gp_promql_series *s, size_t n, int64_t ts, char *err,
+                          size_t errlen)
 {
     const struct gp_promrule *r = rs->r;
-    struct gp_promql_series one;
-    const struct gp_promql_series *s;
-    size_t n;
-    int rc = samples_of(res, &one, &s, &n, err, errlen);
-    if (rc)
-        return rc;
+    int rc = GP_OK;
     struct outs cur = {0};
     gp_buf_init(&cur.arena, 0);
     struct lset ls = {0};
@@ -456,24 +458,51 @@ static char *expand(const char *tmpl, const struct gp_ptmpl_data *d, const char 
     return gp_buf_steal(&b, &len);
 }
 
-static struct alert *find_alert(struct rstate *rs, uint64_t h, const uint8_t *blob, size_t len)
+static int cmp_alert(const void *a, const void *b)
 {
-    for (size_t i = 0; i < rs->na; i++)
-        if (rs->a[i].h == h && rs->a[i].len == len && !memcmp(rs->a[i].labels, blob, len))
-            return &rs->a[i];
+    const struct alert *x = a, *y = b;
+    return (x->h > y->h) - (x->h < y->h);
+}
+
+/* The alert with these labels among the first n of rs->a (sorted by hash
+ * at the end of each round), or NULL. */
+static struct alert *find_alert(struct rstate *rs, size_t n, uint64_t h, const uint8_t *blob, size_t len)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (rs->a[mid].h < h)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (; lo < n && rs->a[lo].h == h; lo++)
+        if (rs->a[lo].len == len && !memcmp(rs->a[lo].labels, blob, len))
+            return &rs->a[lo];
     return NULL;
 }
 
+/* Whether two entries of o hold the same labels (o's order kept). */
+static int has_dup(const struct outs *o, bool *dup)
+{
+    *dup = false;
+    if (o->n < 2)
+        return GP_OK;
+    struct outs copy = *o; /* shares the arena: not freed here */
+    if (!(copy.e = malloc(o->n * sizeof *copy.e)))
+        return GP_ENOMEM;
+    memcpy(copy.e, o->e, o->n * sizeof *copy.e);
+    *dup = outs_sort_dup(&copy);
+    free(copy.e);
+    return GP_OK;
+}
+
 static int eval_alerting(struct gp_promrules_run *run, struct gstate *g, struct rstate *rs,
-                         const struct gp_promql_result *res, int64_t ts, char *err, size_t errlen)
+                          const struct gp_promql_series *s, size_t n, int64_t ts, char *err,
+                          size_t errlen)
 {
     const struct gp_promrule *r = rs->r;
-    struct gp_promql_series one;
-    const struct gp_promql_series *s;
-    size_t n;
-    int rc = samples_of(res, &one, &s, &n, err, errlen);
-    if (rc)
-        return rc;
+    int rc = GP_OK;
     struct outs cur = {0};
     gp_buf_init(&cur.arena, 0);
     struct lset ls = {0};
@@ -509,18 +538,17 @@ static int eval_alerting(struct gp_promrules_run *run, struct gstate *g, struct 
     free(lv);
     free(ls.l);
     memset(&ls, 0, sizeof ls); /* used again for ALERTS below */
-    /* duplicates: checked before the entries are sorted away from anns */
-    for (size_t i = 0; !rc && i < cur.n; i++)
-        for (size_t k = 0; k < i && !rc; k++)
-            if (out_eq(&cur, &cur.e[i], &cur, &cur.e[k]))
-                rc = gp_seterr(err, errlen, GP_EUSAGE,
-                               "vector contains metrics with the same labelset after applying alert "
-                               "labels");
+    /* duplicates, on a copy: cur's order is the annotations' */
+    bool dup = false;
+    if (!rc && !(rc = has_dup(&cur, &dup)) && dup)
+        rc = gp_seterr(err, errlen, GP_EUSAGE,
+                       "vector contains metrics with the same labelset after applying alert labels");
     for (size_t i = 0; i < rs->na; i++)
         rs->a[i].seen = false;
+    size_t known = rs->na; /* sorted; new alerts go after them */
     for (size_t i = 0; !rc && i < cur.n; i++) {
         const uint8_t *blob = (const uint8_t *)cur.arena.data + cur.e[i].off;
-        struct alert *a = find_alert(rs, cur.e[i].h, blob, cur.e[i].len);
+        struct alert *a = find_alert(rs, known, cur.e[i].h, blob, cur.e[i].len);
         if (a && a->state != A_INACTIVE) {
             a->value = cur.e[i].v;
         } else {
@@ -603,6 +631,8 @@ static int eval_alerting(struct gp_promrules_run *run, struct gstate *g, struct 
         }
         i++;
     }
+    if (rs->na > 1)
+        qsort(rs->a, rs->na, sizeof *rs->a, cmp_alert);
     if (g->g->limit > 0 && active > (size_t)g->g->limit) {
         for (size_t i = 0; i < rs->na; i++)
             alert_free(&rs->a[i], r->nann);
@@ -610,10 +640,12 @@ static int eval_alerting(struct gp_promrules_run *run, struct gstate *g, struct 
         return gp_seterr(err, errlen, GP_ERANGE, "exceeded limit of %lld with %zu alerts",
                          (long long)g->g->limit, active);
     }
-    /* ALERTS and ALERTS_FOR_STATE of the pending and firing alerts */
+    /* ALERTS and ALERTS_FOR_STATE of the pending and firing alerts; none
+     * in the first round, as Prometheus (its `for` state is restored
+     * after it, restore_for_state) */
     struct outs w = {0};
     gp_buf_init(&w.arena, 0);
-    for (size_t i = 0; !rc && i < rs->na; i++) {
+    for (size_t i = 0; !rc && rs->restored && i < rs->na; i++) {
         const struct alert *a = &rs->a[i];
         if (a->state == A_INACTIVE)
             continue;
@@ -639,6 +671,71 @@ static int eval_alerting(struct gp_promrules_run *run, struct gstate *g, struct 
     outs_free(&rs->prev);
     rs->prev = w;
     return rc;
+}
+
+/*
+ * Prometheus's RestoreForState after a rule's first round at ts: an
+ * alert whose `for` is at least the grace period takes its start back
+ * from the ALERTS_FOR_STATE series it wrote before a restart (newest
+ * sample within the outage tolerance): kept when it had fired, moved to
+ * fire a grace period from now at the soonest, else moved later by the
+ * time the server was down.
+ */
+static void restore_for_state(struct gp_promrules_run *run, struct rstate *rs, int64_t ts)
+{
+    const struct gp_promrule *r = rs->r;
+    if (r->for_ms < FOR_GRACE_MS || !rs->na)
+        return;
+    struct gp_matcher m[2];
+    char err[128];
+    if (gp_matcher_init(&m[0], GP_MATCH_EQ, "__name__", "ALERTS_FOR_STATE", err, sizeof err))
+        return;
+    if (gp_matcher_init(&m[1], GP_MATCH_EQ, "alertname", r->name, err, sizeof err)) {
+        gp_matcher_free(&m[0]);
+        return;
+    }
+    struct gp_store_selection sel;
+    int rc = gp_storage_select(run->o.store, m, 2, ts - OUTAGE_TOLERANCE_MS, ts, &sel);
+    gp_matcher_free(&m[0]);
+    gp_matcher_free(&m[1]);
+    if (rc)
+        return; /* nothing restored: they wait their whole `for`, as after a failed read there */
+    struct gp_buf want;
+    gp_buf_init(&want, 0);
+    struct lset ls = {0};
+    struct gp_samples smp = {0};
+    for (size_t i = 0; i < rs->na; i++) {
+        struct alert *a = &rs->a[i];
+        size_t off, len;
+        gp_buf_reset(&want);
+        if (a->state == A_INACTIVE || lset_from(&ls, a->labels, a->len, false) ||
+            lset_put(&ls, "__name__", 8, "ALERTS_FOR_STATE", 16) || lset_encode(&ls, &want, &off, &len))
+            continue;
+        for (size_t k = 0; k < sel.n; k++) {
+            if (sel.series[k].labels_len != len || memcmp(sel.series[k].labels, want.data, len))
+                continue;
+            smp.n = 0;
+            if (gp_storage_read(run->o.store, sel.series[k].id, ts - OUTAGE_TOLERANCE_MS, ts, &smp))
+                break;
+            size_t j = smp.n;
+            while (j > 0 && isnan(smp.v[j - 1]))
+                j--;
+            if (!j)
+                break;
+            int64_t down = smp.t[j - 1] / 1000 * 1000, at = (int64_t)smp.v[j - 1] * 1000;
+            int64_t remaining = r->for_ms - (down - at);
+            if (remaining > 0 && remaining < FOR_GRACE_MS)
+                at = ts + FOR_GRACE_MS - r->for_ms;
+            else if (remaining > 0)
+                at += ts - down;
+            a->active_at = at;
+            break;
+        }
+    }
+    gp_samples_free(&smp);
+    free(ls.l);
+    gp_buf_free(&want);
+    gp_storage_selection_free(&sel);
 }
 
 /* The severity of an alert's labels. */
@@ -767,9 +864,19 @@ int gp_promrules_tick(struct gp_promrules_run *r, struct gp_alerts *alerts, int6
             char detail[512] = "";
             int rc = gp_promql_instant(r->o.store, rs->r->ast, now_ms, &r->o.limits, &res, detail,
                                        sizeof detail);
+            struct gp_promql_series one;
+            const struct gp_promql_series *smp = NULL;
+            size_t n = 0;
             if (!rc)
-                rc = rs->r->alert ? eval_alerting(r, g, rs, &res, now_ms, detail, sizeof detail)
-                                  : eval_recording(r, g, rs, &res, now_ms, detail, sizeof detail);
+                rc = samples_of(&res, &one, &smp, &n, detail, sizeof detail);
+            if (!rc)
+                rc = rs->r->alert ? eval_alerting(r, g, rs, smp, n, now_ms, detail, sizeof detail)
+                                  : eval_recording(r, g, rs, smp, n, now_ms, detail, sizeof detail);
+            if (rs->r->alert && !rs->restored) {
+                if (!rc)
+                    restore_for_state(r, rs, now_ms);
+                rs->restored = true;
+            }
             gp_promql_result_free(&res);
             if (!rc && rs->r->alert && alerts)
                 rc = observe(rs, alerts);
