@@ -464,6 +464,17 @@ int gp_query_agg_promql(const struct gp_range_query *q, struct gp_buf *out)
     sel.u.sel.m = (struct gp_matcher *)q->m; /* read only */
     sel.u.sel.nm = q->nm;
     sel.u.sel.range_ms = q->step_ms;
+    /* name{...} as a person writes it, when the name is a plain one */
+    for (size_t i = 0; i < q->nm && !sel.u.sel.name; i++) {
+        const struct gp_matcher *x = &q->m[i];
+        const char *v = x->value;
+        int ok = x->op == GP_MATCH_EQ && !strcmp(x->name, "__name__") && *v && !(*v >= '0' && *v <= '9');
+        for (; ok && *v; v++)
+            ok = (*v >= 'a' && *v <= 'z') || (*v >= 'A' && *v <= 'Z') || (*v >= '0' && *v <= '9') ||
+                 *v == '_' || *v == ':';
+        if (ok)
+            sel.u.sel.name = x->value;
+    }
     gp_buf_puts(out, agg_ops[q->agg]);
     if (nby) {
         gp_buf_puts(out, " by (");
