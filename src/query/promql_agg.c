@@ -9,7 +9,8 @@
  * its group depends on the value, so it builds labels per point.
  * topk/bottomk keep the series' own labels and, for an instant query,
  * Prometheus's order: groups as they first appear, within a group by
- * value (descending for topk), NaN last.
+ * value (descending for topk), NaN last, ties by labels; limitk keeps
+ * the first k of a group in label order.
  */
 #include "query/promql_int.h"
 
@@ -26,26 +27,42 @@ struct rank {
     size_t i;
 };
 
-static int cmp_rank_desc(const void *pa, const void *pb)
+/* qsort takes no argument: the series being ranked, per thread. Ties
+ * are broken by labels, not input position, so a range query picks at
+ * each step what the instant query there picks whatever order its input
+ * came in (for selectors, label order is Prometheus's input order). */
+static __thread const struct gp_pq_val *rank_in;
+
+static int cmp_rank_labels(const struct rank *a, const struct rank *b)
 {
-    const struct rank *a = pa, *b = pb;
-    int an = a->v != a->v, bn = b->v != b->v;
-    if (an != bn)
-        return an - bn;
-    if (!an && a->v != b->v)
-        return a->v > b->v ? -1 : 1;
-    return a->i < b->i ? -1 : a->i > b->i;
+    const struct gp_pq_ser *x = rank_in->s + a->i, *y = rank_in->s + b->i;
+    return gp_pq_labels_cmp(x->lab, x->lablen, y->lab, y->lablen);
 }
 
-static int cmp_rank_asc(const void *pa, const void *pb)
+static int cmp_rank(const void *pa, const void *pb, int desc)
 {
     const struct rank *a = pa, *b = pb;
     int an = a->v != a->v, bn = b->v != b->v;
     if (an != bn)
-        return an - bn;
+        return an - bn; /* NaN last */
     if (!an && a->v != b->v)
-        return a->v < b->v ? -1 : 1;
-    return a->i < b->i ? -1 : a->i > b->i;
+        return (a->v > b->v) == desc ? -1 : 1;
+    return cmp_rank_labels(a, b);
+}
+
+static int cmp_rank_desc(const void *a, const void *b)
+{
+    return cmp_rank(a, b, 1);
+}
+
+static int cmp_rank_asc(const void *a, const void *b)
+{
+    return cmp_rank(a, b, 0);
+}
+
+static int cmp_rank_by_labels(const void *a, const void *b)
+{
+    return cmp_rank_labels(a, b);
 }
 
 static int valid_label_name(const char *s)
@@ -292,10 +309,12 @@ int gp_pq_eval_agg(struct gp_pq_ctx *c, const struct gp_pq_node *e, const struct
                     continue; /* k < 1: nothing */
                 if (p < (double)cnt)
                     take = (size_t)p;
-                if (op == GP_PQ_A_TOPK)
-                    qsort(r, cnt, sizeof *r, cmp_rank_desc);
-                else if (op == GP_PQ_A_BOTTOMK)
-                    qsort(r, cnt, sizeof *r, cmp_rank_asc);
+                rank_in = &in;
+                qsort(r, cnt, sizeof *r,
+                      op == GP_PQ_A_TOPK      ? cmp_rank_desc
+                      : op == GP_PQ_A_BOTTOMK ? cmp_rank_asc
+                                              : cmp_rank_by_labels); /* limitk */
+                rank_in = NULL;
             }
             for (size_t j = 0; j < take && rc == GP_OK; j++) {
                 const struct gp_pq_ser *s = in.s + r[j].i;

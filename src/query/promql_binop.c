@@ -74,46 +74,33 @@ static int scalar_scalar(struct gp_pq_ctx *c, const struct gp_pq_binary *b,
     return GP_OK;
 }
 
+struct vs_arg {
+    const struct gp_pq_binary *b;
+    const double *sc;
+    int scalar_left;
+};
+
+static int vs_point(void *arg, size_t k, double *x)
+{
+    const struct vs_arg *a = arg;
+    int keep;
+    double v = *x, r = a->scalar_left ? binop(a->b->op, a->sc[k], v, &keep)
+                                      : binop(a->b->op, v, a->sc[k], &keep);
+    if (!is_cmp(a->b->op))
+        *x = r;
+    else if (a->b->return_bool)
+        *x = keep;
+    else
+        return keep; /* the vector's value, whichever side it is on */
+    return 1;
+}
+
 static int vector_scalar(struct gp_pq_ctx *c, const struct gp_pq_binary *b,
                          const struct gp_pq_grid *g, const struct gp_pq_val *vec,
                          const double *sc, int scalar_left, struct gp_pq_val *out)
 {
-    int drop = drops_name(b->op) || b->return_bool;
-    int rc = GP_OK;
-    for (size_t i = 0; i < vec->n && rc == GP_OK; i++) {
-        const struct gp_pq_ser *s = vec->s + i;
-        size_t idx = (size_t)-1;
-        for (size_t k = 0; k < g->n && rc == GP_OK; k++) {
-            if (!s->has[k])
-                continue;
-            int keep;
-            double x = scalar_left ? binop(b->op, sc[k], s->v[k], &keep)
-                                   : binop(b->op, s->v[k], sc[k], &keep);
-            if (is_cmp(b->op)) {
-                if (b->return_bool)
-                    x = keep;
-                else if (!keep)
-                    continue;
-                else
-                    x = s->v[k]; /* the vector's value, whichever side it is on */
-            }
-            if (idx == (size_t)-1) {
-                const uint8_t *lab = s->lab;
-                size_t len = s->lablen;
-                if (drop) {
-                    gp_pq_labels_drop_name(s->lab, s->lablen, &c->tmp);
-                    if (c->tmp.err)
-                        return gp_pq_oom(c);
-                    lab = (const uint8_t *)c->tmp.data;
-                    len = c->tmp.len;
-                }
-                if ((rc = gp_pq_val_series(c, out, g, lab, len, &idx)) != GP_OK)
-                    break;
-            }
-            rc = gp_pq_val_put(c, out, idx, k, x);
-        }
-    }
-    return rc;
+    struct vs_arg a = {b, sc, scalar_left};
+    return gp_pq_map_points(c, vec, g, drops_name(b->op) || b->return_bool, vs_point, &a, out);
 }
 
 /* Signature ids of both sides' series: sig[i] for lhs then rhs. */

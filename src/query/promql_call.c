@@ -48,9 +48,11 @@ static int eval_scalar_args(struct gp_pq_ctx *c, const struct gp_pq_call *call,
     return GP_OK;
 }
 
-/* The labels absent() and absent_over_time() give: the selector's
- * equality matchers, except __name__ and names matched more than once or
- * otherwise. */
+/* The labels absent() and absent_over_time() give, as 2.42 derives
+ * them: in matcher order, an equality matcher sets its label unless the
+ * label is already set; every other matcher (and such a repeat) marks
+ * its label, and marked labels are removed at the end. __name__ never
+ * counts. */
 static int absent_labels(struct gp_pq_ctx *c, const struct gp_pq_node *arg, struct gp_buf *out)
 {
     gp_buf_reset(out);
@@ -62,28 +64,30 @@ static int absent_labels(struct gp_pq_ctx *c, const struct gp_pq_node *arg, stru
     int rc = GP_OK;
     for (size_t i = 0; i < sel->nm && rc == GP_OK; i++) {
         const struct gp_matcher *m = sel->m + i;
+        struct gp_rw_str have = {"", 0};
         if (strcmp(m->name, "__name__") == 0 || m->op != GP_MATCH_EQ)
             continue;
-        int seen = 0;
         for (size_t j = 0; j < ls.n; j++)
             if (strlen(m->name) == ls.l[j].name.len && !memcmp(m->name, ls.l[j].name.ptr, ls.l[j].name.len))
-                seen = 1;
-        if (!seen)
+                have = ls.l[j].value;
+        if (!have.len) /* a repeat is marked below */
             rc = gp_pq_lset_set(&ls, m->name, strlen(m->name), m->value, m->value_len);
     }
+    /* The marks: every matcher that did not set its label. */
     for (size_t i = 0; i < sel->nm && rc == GP_OK; i++) {
         const struct gp_matcher *m = sel->m + i;
         if (strcmp(m->name, "__name__") == 0)
             continue;
-        int first_eq = 0;
+        int set_it = 0;
         if (m->op == GP_MATCH_EQ) {
-            /* Only the first equality matcher of a name sets it. */
-            first_eq = 1;
+            /* It set its label when no earlier equality matcher had. */
+            set_it = 1;
             for (size_t j = 0; j < i; j++)
-                if (!strcmp(sel->m[j].name, m->name) && sel->m[j].op == GP_MATCH_EQ)
-                    first_eq = 0;
+                if (!strcmp(sel->m[j].name, m->name) && sel->m[j].op == GP_MATCH_EQ &&
+                    sel->m[j].value_len)
+                    set_it = 0;
         }
-        if (!first_eq)
+        if (!set_it)
             gp_pq_lset_del(&ls, m->name);
     }
     if (rc == GP_OK)
@@ -135,11 +139,30 @@ static int range_steps(struct range_job *j, int64_t *t, double *v, size_t n, dou
 {
     const struct gp_pq_grid *g = j->g;
     const struct gp_pq_call *call = j->call;
-    int absent = call->func == GP_PQ_F_ABSENT_OVER_TIME;
+    int absent = call->func == GP_PQ_F_ABSENT_OVER_TIME, rc = GP_OK;
     n = gp_pq_drop_stale(t, v, n);
-    size_t lo = 0, hi = 0, most = 0;
+    size_t lo = 0, hi = 0, most = 0, *resets = NULL;
     *np = 0;
-    for (size_t k = 0; k < g->n; k++) {
+    int no_resets = 0;
+    if ((call->func == GP_PQ_F_RATE || call->func == GP_PQ_F_INCREASE) && g->n > 1 && n) {
+        /* A counter that never drops (the common case) needs no reset
+         * scan in any window; else resets[i] counts the drops among
+         * samples 1..i, so a window knows in O(1) whether it holds one
+         * (counter_hint). */
+        size_t first = 1;
+        while (first < n && !(v[first] < v[first - 1]))
+            first++;
+        no_resets = first == n;
+        if (!no_resets) {
+            if (!(resets = malloc(n * sizeof *resets)))
+                return gp_seterr(err, errlen, GP_ENOMEM, "query: out of memory");
+            for (size_t i = 0; i < first; i++)
+                resets[i] = 0;
+            for (size_t i = first; i < n; i++)
+                resets[i] = resets[i - 1] + (v[i] < v[i - 1]);
+        }
+    }
+    for (size_t k = 0; k < g->n && rc == GP_OK; k++) {
         struct gp_pq_window win;
         gp_pq_window_at(j->c, &j->w, j->range, g, k, t, n, &lo, &hi, &win.start_ms, &win.end_ms);
         if (hi == lo)
@@ -152,36 +175,42 @@ static int range_steps(struct range_job *j, int64_t *t, double *v, size_t n, dou
             win.v = v + lo;
             win.n = hi - lo;
             win.eval_ms = gp_pq_grid_t(g, k);
-            win.counter_hint = 0;
+            win.counter_hint = no_resets || (resets && resets[hi - 1] == resets[lo]);
             double a[4];
             for (size_t i = 0; i < j->nargs; i++)
                 a[i] = j->args[i].sc[k];
             int got = gp_pq_fn_range(call->func, &win, a, j->nargs, &x);
             if (got < 0) {
-                if (gp_pq_fn_check_args(call->func, a, j->nargs, err, errlen) == 0)
-                    return gp_seterr(err, errlen, GP_ENOMEM, "query: out of memory");
-                return GP_PQ_EEXEC;
+                rc = gp_pq_fn_check_args(call->func, a, j->nargs, err, errlen) == 0
+                         ? gp_seterr(err, errlen, GP_ENOMEM, "query: out of memory")
+                         : GP_PQ_EEXEC;
+                break;
             }
             if (!got)
                 continue;
         }
         if (!*ov) {
             if (j->v && j->c->cells + atomic_fetch_add(&j->cells, g->n) + g->n >
-                            j->c->lim.max_samples)
-                return gp_seterr(err, errlen, GP_ERANGE, GP_PQ_TOO_MANY_SAMPLES);
+                            j->c->lim.max_samples) {
+                rc = gp_seterr(err, errlen, GP_ERANGE, GP_PQ_TOO_MANY_SAMPLES);
+                break;
+            }
             *ov = malloc(g->n * sizeof **ov);
             *oh = calloc(g->n, 1);
-            if (!*ov || !*oh)
-                return gp_seterr(err, errlen, GP_ENOMEM, "query: out of memory");
+            if (!*ov || !*oh) {
+                rc = gp_seterr(err, errlen, GP_ENOMEM, "query: out of memory");
+                break;
+            }
         }
         (*ov)[k] = x;
         (*oh)[k] = 1;
         (*np)++;
     }
+    free(resets);
     /* The series' largest window is what Prometheus holds for it. */
-    if (j->c->samples + most > j->c->lim.max_samples)
-        return gp_seterr(err, errlen, GP_ERANGE, GP_PQ_TOO_MANY_SAMPLES);
-    return GP_OK;
+    if (rc == GP_OK && j->c->samples + most > j->c->lim.max_samples)
+        rc = gp_seterr(err, errlen, GP_ERANGE, GP_PQ_TOO_MANY_SAMPLES);
+    return rc;
 }
 
 static int range_series(void *arg, size_t i, const struct gp_store_series *ser, int64_t *t,
@@ -298,6 +327,24 @@ static int call_range(struct gp_pq_ctx *c, const struct gp_pq_call *call,
 
 /* Maps each sample of the vector argument (or of vector(time()) for the
  * date functions without one) through a value kernel; drops __name__. */
+struct value_arg {
+    enum gp_pq_func f;
+    const struct gp_pq_val *args;
+    size_t nargs;
+};
+
+static int value_point(void *arg, size_t k, double *x)
+{
+    const struct value_arg *v = arg;
+    double a[3];
+    for (size_t j = 0; j < v->nargs; j++)
+        a[j] = v->args[j].sc[k];
+    if (v->f == GP_PQ_F_CLAMP && a[1] < a[0])
+        return 0; /* 2.42 outputs nothing when max < min */
+    *x = gp_pq_fn_value(v->f, *x, a, v->nargs);
+    return 1;
+}
+
 static int call_value(struct gp_pq_ctx *c, const struct gp_pq_call *call,
                       const struct gp_pq_grid *g, struct gp_pq_val *out)
 {
@@ -317,28 +364,9 @@ static int call_value(struct gp_pq_ctx *c, const struct gp_pq_call *call,
     }
     if (rc == GP_OK && call->nargs <= 4)
         rc = eval_scalar_args(c, call, g, 0, args, &nargs);
-    for (size_t i = 0; i < in.n && rc == GP_OK; i++) {
-        const struct gp_pq_ser *s = in.s + i;
-        size_t idx = (size_t)-1;
-        for (size_t k = 0; k < g->n && rc == GP_OK; k++) {
-            if (!s->has[k])
-                continue;
-            double a[3];
-            for (size_t j = 0; j < nargs; j++)
-                a[j] = args[j].sc[k];
-            if (call->func == GP_PQ_F_CLAMP && a[1] < a[0])
-                continue; /* 2.42 outputs nothing when max < min */
-            if (idx == (size_t)-1) {
-                gp_pq_labels_drop_name(s->lab, s->lablen, &c->tmp);
-                rc = c->tmp.err ? gp_pq_oom(c)
-                                : gp_pq_val_series(c, out, g, (const uint8_t *)c->tmp.data,
-                                                   c->tmp.len, &idx);
-                if (rc != GP_OK)
-                    break;
-            }
-            rc = gp_pq_val_put(c, out, idx, k, gp_pq_fn_value(call->func, s->v[k], a, nargs));
-        }
-    }
+    struct value_arg va = {call->func, args, nargs};
+    if (rc == GP_OK)
+        rc = gp_pq_map_points(c, &in, g, 1, value_point, &va, out);
     gp_pq_val_free(c, &in);
     for (size_t j = 0; j < nargs; j++)
         gp_pq_val_free(c, &args[j]);
@@ -629,6 +657,42 @@ static int cmp_desc(const void *a, const void *b)
 {
     return cmp_value(a, b, 1);
 }
+/* Natural order, as Prometheus 3's sort_by_label compares values
+ * (natsort): runs of digits compare as numbers, so "node-2" sorts before
+ * "node-10"; everything else byte by byte. */
+static int natural_cmp(const char *a, size_t an, const char *b, size_t bn)
+{
+    size_t i = 0, j = 0;
+    while (i < an && j < bn) {
+        int da = a[i] >= '0' && a[i] <= '9', db = b[j] >= '0' && b[j] <= '9';
+        if (da && db) {
+            size_t si = i, sj = j;
+            while (si < an && a[si] == '0')
+                si++;
+            while (sj < bn && b[sj] == '0')
+                sj++;
+            size_t ei = si, ej = sj;
+            while (ei < an && a[ei] >= '0' && a[ei] <= '9')
+                ei++;
+            while (ej < bn && b[ej] >= '0' && b[ej] <= '9')
+                ej++;
+            if (ei - si != ej - sj) /* more significant digits: larger */
+                return ei - si < ej - sj ? -1 : 1;
+            int c = memcmp(a + si, b + sj, ei - si);
+            if (c)
+                return c < 0 ? -1 : 1;
+            i = ei;
+            j = ej;
+            continue;
+        }
+        if (a[i] != b[j])
+            return (unsigned char)a[i] < (unsigned char)b[j] ? -1 : 1;
+        i++;
+        j++;
+    }
+    return (i < an) - (j < bn);
+}
+
 static int cmp_by_label(const void *pa, const void *pb)
 {
     const struct sort_key *a = pa, *b = pb;
@@ -642,9 +706,7 @@ static int cmp_by_label(const void *pa, const void *pb)
         struct gp_rw_str x, y;
         gp_labels_get(a->s->lab, a->s->lablen, name, &x);
         gp_labels_get(b->s->lab, b->s->lablen, name, &y);
-        int cmp = memcmp(x.ptr, y.ptr, x.len < y.len ? x.len : y.len);
-        if (!cmp)
-            cmp = x.len < y.len ? -1 : x.len > y.len;
+        int cmp = natural_cmp(x.ptr, x.len, y.ptr, y.len);
         if (cmp)
             return desc ? -cmp : cmp;
     }
@@ -775,6 +837,20 @@ static int call_histogram_quantile(struct gp_pq_ctx *c, const struct gp_pq_call 
     return rc;
 }
 
+static int keep_point(void *arg, size_t k, double *x)
+{
+    (void)arg;
+    (void)k;
+    (void)x;
+    return 1;
+}
+
+static int step_time(void *arg, size_t k, double *x)
+{
+    *x = (double)gp_pq_grid_t(arg, k) / 1000.0;
+    return 1;
+}
+
 int gp_pq_eval_call(struct gp_pq_ctx *c, const struct gp_pq_node *e, const struct gp_pq_grid *g,
                      struct gp_pq_val *out)
 {
@@ -837,30 +913,12 @@ int gp_pq_eval_call(struct gp_pq_ctx *c, const struct gp_pq_node *e, const struc
     case GP_PQ_F_TIMESTAMP: {
         const struct gp_pq_node *a = gp_pq_unparen(call->args[0]);
         struct gp_pq_val in;
-        /* Of a selector: the sample's own time; else the step's. */
-        rc = a->kind == GP_PQ_VECTOR_SEL ? gp_pq_eval_vsel(c, &a->u.sel, g, 1, &in)
-                                         : gp_pq_eval(c, a, g, &in);
-        if (rc != GP_OK)
-            return rc;
-        gp_pq_vector_new(out);
-        for (size_t i = 0; i < in.n && rc == GP_OK; i++) {
-            size_t idx = (size_t)-1;
-            for (size_t k = 0; k < g->n && rc == GP_OK; k++) {
-                if (!in.s[i].has[k])
-                    continue;
-                if (idx == (size_t)-1) {
-                    gp_pq_labels_drop_name(in.s[i].lab, in.s[i].lablen, &c->tmp);
-                    rc = gp_pq_val_series(c, out, g, (const uint8_t *)c->tmp.data, c->tmp.len,
-                                          &idx);
-                    if (rc != GP_OK)
-                        break;
-                }
-                rc = gp_pq_val_put(c, out, idx, k,
-                                   a->kind == GP_PQ_VECTOR_SEL
-                                       ? in.s[i].v[k]
-                                       : (double)gp_pq_grid_t(g, k) / 1000.0);
-            }
-        }
+        /* Of a selector: the sample's own time (the selector reads it so);
+         * else the step's. */
+        int sel = a->kind == GP_PQ_VECTOR_SEL;
+        rc = sel ? gp_pq_eval_vsel(c, &a->u.sel, g, 1, &in) : gp_pq_eval(c, a, g, &in);
+        if (rc == GP_OK)
+            rc = gp_pq_map_points(c, &in, g, 1, sel ? keep_point : step_time, (void *)g, out);
         gp_pq_val_free(c, &in);
         return rc;
     }

@@ -172,6 +172,60 @@ int gp_pq_val_adopt(struct gp_pq_ctx *c, struct gp_pq_val *v, const struct gp_pq
     return rc == GP_OK ? gp_pq_count(c, np) : rc;
 }
 
+int gp_pq_val_copy(struct gp_pq_ctx *c, const struct gp_pq_val *src, const struct gp_pq_grid *g,
+                   struct gp_pq_val *dst)
+{
+    memset(dst, 0, sizeof *dst);
+    dst->type = src->type;
+    dst->ordered = src->ordered;
+    int rc = GP_OK;
+    switch (src->type) {
+    case GP_PQ_T_SCALAR:
+        if ((rc = gp_pq_scalar_new(c, dst, g)) == GP_OK && g->n)
+            memcpy(dst->sc, src->sc, g->n * sizeof *dst->sc);
+        return rc;
+    case GP_PQ_T_STRING:
+        dst->str = strdup(src->str ? src->str : "");
+        return dst->str ? GP_OK : gp_pq_oom(c);
+    case GP_PQ_T_VECTOR:
+        for (size_t i = 0; i < src->n && rc == GP_OK; i++) {
+            const struct gp_pq_ser *s = src->s + i;
+            size_t idx, np = 0;
+            if ((rc = gp_pq_val_append(c, dst, g, s->lab, s->lablen, &idx)) != GP_OK)
+                break;
+            memcpy(dst->s[idx].v, s->v, g->n * sizeof *s->v);
+            memcpy(dst->s[idx].has, s->has, g->n);
+            for (size_t k = 0; k < g->n; k++)
+                np += s->has[k];
+            dst->npoints += np;
+            rc = gp_pq_count(c, np);
+        }
+        return rc;
+    case GP_PQ_T_MATRIX:
+        if (!(dst->m = calloc(src->mn ? src->mn : 1, sizeof *dst->m)))
+            return gp_pq_oom(c);
+        for (size_t i = 0; i < src->mn && rc == GP_OK; i++) {
+            const struct gp_promql_series *s = src->m + i;
+            struct gp_promql_series *d = dst->m + dst->mn++;
+            d->t = malloc((s->n ? s->n : 1) * sizeof *d->t);
+            d->v = malloc((s->n ? s->n : 1) * sizeof *d->v);
+            d->labels = s->labels_len ? malloc(s->labels_len) : NULL;
+            if (!d->t || !d->v || (s->labels_len && !d->labels))
+                return gp_pq_oom(c);
+            memcpy(d->t, s->t, s->n * sizeof *d->t);
+            memcpy(d->v, s->v, s->n * sizeof *d->v);
+            if (s->labels_len)
+                memcpy(d->labels, s->labels, s->labels_len);
+            d->labels_len = s->labels_len;
+            d->n = s->n;
+            dst->npoints += s->n;
+            rc = gp_pq_count(c, s->n);
+        }
+        return rc;
+    }
+    return rc;
+}
+
 int gp_pq_val_series(struct gp_pq_ctx *c, struct gp_pq_val *v, const struct gp_pq_grid *g,
                      const uint8_t *lab, size_t len, size_t *idx)
 {
@@ -209,7 +263,46 @@ void gp_pq_vector_new(struct gp_pq_val *out)
     out->type = GP_PQ_T_VECTOR;
 }
 
+int gp_pq_map_points(struct gp_pq_ctx *c, const struct gp_pq_val *in, const struct gp_pq_grid *g,
+                     int drop_name, gp_pq_point_fn fn, void *arg, struct gp_pq_val *out)
+{
+    gp_pq_vector_new(out);
+    int rc = GP_OK;
+    for (size_t i = 0; i < in->n && rc == GP_OK; i++) {
+        const struct gp_pq_ser *s = in->s + i;
+        size_t idx = (size_t)-1;
+        for (size_t k = 0; k < g->n && rc == GP_OK; k++) {
+            double x = s->v[k];
+            if (!s->has[k] || !fn(arg, k, &x))
+                continue;
+            if (idx == (size_t)-1) {
+                const uint8_t *lab = s->lab;
+                size_t len = s->lablen;
+                if (drop_name) {
+                    gp_pq_labels_drop_name(s->lab, s->lablen, &c->tmp);
+                    if (c->tmp.err)
+                        return gp_pq_oom(c);
+                    lab = (const uint8_t *)c->tmp.data;
+                    len = c->tmp.len;
+                }
+                if ((rc = gp_pq_val_series(c, out, g, lab, len, &idx)) != GP_OK)
+                    break;
+            }
+            rc = gp_pq_val_put(c, out, idx, k, x);
+        }
+    }
+    return rc;
+}
+
 /* ---- dispatch ---- */
+
+static int negate(void *arg, size_t k, double *x)
+{
+    (void)arg;
+    (void)k;
+    *x = -*x;
+    return 1;
+}
 
 static int eval_unary(struct gp_pq_ctx *c, const struct gp_pq_node *e, const struct gp_pq_grid *g,
                       struct gp_pq_val *out)
@@ -226,21 +319,8 @@ static int eval_unary(struct gp_pq_ctx *c, const struct gp_pq_node *e, const str
         *out = in;
         return GP_OK;
     }
-    gp_pq_vector_new(out);
-    for (size_t i = 0; i < in.n && rc == GP_OK; i++) {
-        size_t idx = (size_t)-1;
-        for (size_t k = 0; k < g->n && rc == GP_OK; k++) {
-            if (!in.s[i].has[k])
-                continue;
-            if (idx == (size_t)-1) {
-                gp_pq_labels_drop_name(in.s[i].lab, in.s[i].lablen, &c->tmp);
-                if ((rc = gp_pq_val_series(c, out, g, (const uint8_t *)c->tmp.data, c->tmp.len,
-                                           &idx)) != GP_OK)
-                    break;
-            }
-            rc = gp_pq_val_put(c, out, idx, k, -in.s[i].v[k]);
-        }
-    }
+    /* Unary minus drops the name, as 2.42 does. */
+    rc = gp_pq_map_points(c, &in, g, 1, negate, NULL, out);
     gp_pq_val_free(c, &in);
     return rc;
 }
@@ -252,6 +332,13 @@ int gp_pq_eval(struct gp_pq_ctx *c, const struct gp_pq_node *e, const struct gp_
     int rc = gp_pq_check(c);
     if (rc != GP_OK)
         return rc;
+    size_t slot = (size_t)-1;
+    if (c->cse && (rc = gp_pq_cse_get(c, e, g, out, &slot)) != 0) {
+        if (rc > 0)
+            return GP_OK;
+        gp_pq_val_free(c, out);
+        return rc;
+    }
     switch (e->kind) {
     case GP_PQ_NUMBER:
         if ((rc = gp_pq_scalar_new(c, out, g)) != GP_OK)
@@ -273,12 +360,14 @@ int gp_pq_eval(struct gp_pq_ctx *c, const struct gp_pq_node *e, const struct gp_
     case GP_PQ_CALL: rc = gp_pq_eval_call(c, e, g, out); break;
     case GP_PQ_AGG: rc = gp_pq_eval_agg(c, e, g, out); break;
     case GP_PQ_BINARY: rc = gp_pq_eval_binary(c, e, g, out); break;
-    case GP_PQ_UNARY: return eval_unary(c, e, g, out);
+    case GP_PQ_UNARY: rc = eval_unary(c, e, g, out); break;
     case GP_PQ_PAREN: return gp_pq_eval(c, e->u.paren, g, out);
     default: return gp_seterr(c->err, c->errlen, GP_PQ_EEXEC, "unknown expression node");
     }
     if (rc != GP_OK)
         gp_pq_val_free(c, out);
+    else if (slot != (size_t)-1)
+        gp_pq_cse_put(c, slot, out, g);
     return rc;
 }
 
@@ -319,6 +408,7 @@ static void ctx_finish(struct gp_pq_ctx *c, struct gp_promql_result *out)
         out->warnings = w.err ? NULL : gp_buf_steal(&w, NULL);
         gp_buf_free(&w);
     }
+    gp_pq_cse_free(c);
     gp_buf_free(&c->tmp);
 }
 
@@ -375,6 +465,7 @@ int gp_promql_instant(struct gp_storage *s, const struct gp_pq_node *e, int64_t 
     ctx_init(&c, s, lim, t_ms, t_ms, err, errlen);
     struct gp_pq_grid g = {t_ms, 1, 1};
     struct gp_pq_val v;
+    gp_pq_cse_scan(&c, e);
     int rc = gp_pq_eval(&c, e, &g, &v);
     if (rc == GP_OK) {
         out->t = t_ms;
@@ -427,6 +518,7 @@ int gp_promql_range(struct gp_storage *s, const struct gp_pq_node *e, int64_t st
     ctx_init(&c, s, lim, start_ms, end_ms, err, errlen);
     struct gp_pq_grid g = {start_ms, step_ms, r.npoints};
     struct gp_pq_val v;
+    gp_pq_cse_scan(&c, e);
     rc = gp_pq_eval(&c, e, &g, &v);
     if (rc == GP_OK && v.type == GP_PQ_T_SCALAR) {
         out->series = calloc(1, sizeof *out->series);

@@ -88,7 +88,7 @@ static int extrapolated_rate(const struct gp_pq_window *w, int is_counter, int i
         return 0;
     double first = w->v[0];
     double result = w->v[n - 1] - first;
-    if (is_counter) {
+    if (is_counter && !w->counter_hint) {
         double prev = first;
         for (size_t i = 1; i < n; i++) {
             if (w->v[i] < prev)
@@ -567,6 +567,32 @@ static double go_log10(double v)
     return go_log2(v) * 0.30102999566398119521373889472449302676818988146211;
 }
 
+/* Go's math.Exp on amd64 (Prometheus's builds): its assembly rounds
+ * x * log2(e) to the power of two and overflows when that passes 1023,
+ * so exp(x) is +Inf from x = 1023.5 * ln 2 (709.436...) on, where the C
+ * library stays finite up to 709.78. 2.42 answers +Inf there. */
+static double go_exp(double v)
+{
+    return v * 1.4426950408889634073599246810018920 >= 1023.5 ? INFINITY : exp(v);
+}
+
+/* Go's math.Sinh and Cosh beyond |v| > 21: Exp(|v|) / 2, so they reach
+ * +Inf where go_exp does. Nearer 0 the C functions agree within the
+ * differential test's 1e-9. */
+static double go_sinh(double v)
+{
+    double a = fabs(v);
+    if (a > 21)
+        return v < 0 ? -go_exp(a) * 0.5 : go_exp(a) * 0.5;
+    return sinh(v);
+}
+
+static double go_cosh(double v)
+{
+    double a = fabs(v);
+    return a > 21 ? go_exp(a) * 0.5 : cosh(v);
+}
+
 double gp_pq_fn_value(enum gp_pq_func f, double v, const double *args, size_t nargs)
 {
     switch (f) {
@@ -574,7 +600,7 @@ double gp_pq_fn_value(enum gp_pq_func f, double v, const double *args, size_t na
     case GP_PQ_F_CEIL: return ceil(v);
     case GP_PQ_F_FLOOR: return floor(v);
     case GP_PQ_F_SQRT: return sqrt(v);
-    case GP_PQ_F_EXP: return exp(v);
+    case GP_PQ_F_EXP: return go_exp(v);
     case GP_PQ_F_LN: return log(v);
     case GP_PQ_F_LOG2: return go_log2(v);
     case GP_PQ_F_LOG10: return go_log10(v);
@@ -586,9 +612,9 @@ double gp_pq_fn_value(enum gp_pq_func f, double v, const double *args, size_t na
     case GP_PQ_F_ATAN: return atan(v);
     case GP_PQ_F_ATANH: return atanh(v);
     case GP_PQ_F_COS: return cos(v);
-    case GP_PQ_F_COSH: return cosh(v);
+    case GP_PQ_F_COSH: return go_cosh(v);
     case GP_PQ_F_SIN: return sin(v);
-    case GP_PQ_F_SINH: return sinh(v);
+    case GP_PQ_F_SINH: return go_sinh(v);
     case GP_PQ_F_TAN: return tan(v);
     case GP_PQ_F_TANH: return tanh(v);
     case GP_PQ_F_DEG: return v * 180 / M_PI;

@@ -34,7 +34,9 @@ struct gp_pq_window {
     const double *v;
     size_t n;
     int64_t start_ms, end_ms, eval_ms;
-    int counter_hint;   /* unused by the kernels; room for the evaluator */
+    int counter_hint;   /* 1: the evaluator knows no value in the window is below the
+                         * one before it (no counter reset), so rate and increase
+                         * skip their scan for resets; 0: unknown */
 };
 
 /* 1 when f is a function of a range vector that these kernels compute

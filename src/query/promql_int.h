@@ -17,6 +17,7 @@
  *   promql_binop.c   binary operators and vector matching
  *   promql_agg.c     aggregations
  *   promql_labels.c  label blobs: edit, compare, print, the series map
+ *   promql_cse.c     subexpressions written twice, evaluated once
  *   promql_json.c    rendering and error types
  */
 #ifndef GP_QUERY_PROMQL_INT_H
@@ -63,6 +64,7 @@ struct gp_pq_ctx {
     char *err;
     size_t errlen;
     struct gp_buf tmp;         /* scratch for label blobs */
+    struct gp_pq_cse *cse;     /* repeated subexpressions (promql_cse.c); NULL: none */
 };
 
 /* ---- label blobs (promql_labels.c) ---- */
@@ -147,6 +149,9 @@ int gp_pq_val_adopt(struct gp_pq_ctx *c, struct gp_pq_val *v, const struct gp_pq
                     const uint8_t *lab, size_t len, double *vals, uint8_t *has, size_t np);
 /* Takes n step slots (c->cells) or fails as too many samples. */
 int gp_pq_cells(struct gp_pq_ctx *c, struct gp_pq_val *v, size_t n);
+/* A deep copy of src (a value on grid g), counted as any value. */
+int gp_pq_val_copy(struct gp_pq_ctx *c, const struct gp_pq_val *src, const struct gp_pq_grid *g,
+                   struct gp_pq_val *dst);
 int gp_pq_scalar_new(struct gp_pq_ctx *c, struct gp_pq_val *out, const struct gp_pq_grid *g);
 void gp_pq_vector_new(struct gp_pq_val *out);
 
@@ -154,6 +159,14 @@ void gp_pq_vector_new(struct gp_pq_val *out);
     "query processing would load too many samples into memory in query execution"
 
 int64_t gp_pq_now_ns(void); /* CLOCK_MONOTONIC */
+/* out = the points of in, each through fn (it may change *x; 0 drops the
+ * point), under in's labels or, with drop_name, without __name__; two
+ * series that become one are "vector cannot contain metrics with the
+ * same labelset" where both have a point. */
+typedef int (*gp_pq_point_fn)(void *arg, size_t k, double *x);
+int gp_pq_map_points(struct gp_pq_ctx *c, const struct gp_pq_val *in, const struct gp_pq_grid *g,
+                     int drop_name, gp_pq_point_fn fn, void *arg, struct gp_pq_val *out);
+
 int gp_pq_check(struct gp_pq_ctx *c);               /* timeout */
 int gp_pq_count(struct gp_pq_ctx *c, size_t n);     /* samples held += n */
 void gp_pq_uncount(struct gp_pq_ctx *c, size_t n);  /* samples held -= n */
@@ -178,6 +191,19 @@ void gp_pq_fmt_float(double v, int json_form, char *buf, size_t len);
 void gp_pq_fmt_go_v(double v, char *buf, size_t len);
 
 const struct gp_pq_node *gp_pq_unparen(const struct gp_pq_node *e);
+
+/* ---- repeated subexpressions (promql_cse.c) ---- */
+
+/* Finds the nodes of root whose text appears more than once. */
+void gp_pq_cse_scan(struct gp_pq_ctx *c, const struct gp_pq_node *root);
+/* 1 with out a copy of e's cached value on g, 0 when there is none
+ * (*slot: where to put it, or (size_t)-1 when e is not repeated), or an
+ * error. */
+int gp_pq_cse_get(struct gp_pq_ctx *c, const struct gp_pq_node *e, const struct gp_pq_grid *g,
+                  struct gp_pq_val *out, size_t *slot);
+void gp_pq_cse_put(struct gp_pq_ctx *c, size_t slot, const struct gp_pq_val *v,
+                   const struct gp_pq_grid *g);
+void gp_pq_cse_free(struct gp_pq_ctx *c);
 
 /* ---- selectors and range sources (promql_select.c) ---- */
 

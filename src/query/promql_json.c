@@ -23,15 +23,69 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* tmp ("-d.ddde+X", as "%.*e" writes it) moved one unit in its last
+ * digit, up or down in magnitude, into out in the same form; 0 when that
+ * reaches zero. */
+static int step_last_digit(const char *tmp, int up, char *out, size_t outlen)
+{
+    char d[24];
+    size_t n = 0;
+    const char *p = tmp;
+    int neg = *p == '-';
+    if (neg)
+        p++;
+    for (; *p && *p != 'e' && n < sizeof d - 1; p++)
+        if (*p != '.')
+            d[n++] = *p;
+    int e = *p == 'e' ? atoi(p + 1) : 0;
+    size_t i = n;
+    if (up) {
+        while (i > 0 && d[i - 1] == '9')
+            d[--i] = '0';
+        if (i == 0) { /* 9.99 -> 10.0: one more leading digit */
+            memmove(d + 1, d, n++);
+            d[0] = '1';
+            e++;
+        } else {
+            d[i - 1]++;
+        }
+    } else {
+        while (i > 0 && d[i - 1] == '0')
+            d[--i] = '9';
+        if (i == 0)
+            return 0;
+        d[i - 1]--;
+        if (d[0] == '0') { /* 1.00 -> 0.99: one leading digit fewer */
+            if (n == 1)
+                return 0;
+            memmove(d, d + 1, --n);
+            e--;
+        }
+    }
+    d[n] = '\0';
+    snprintf(out, outlen, "%s%c.%se%d", neg ? "-" : "", d[0], d + 1, e);
+    return 1;
+}
+
 /* The shortest round-trip digits of a finite v != 0: digits (no dot) and
- * the decimal exponent of the first digit. */
+ * the decimal exponent of the first digit. For each length the correctly
+ * rounded digits are tried, then their neighbour on v's other side: where
+ * v's rounding interval is lopsided (a power of two's mantissa) that one
+ * can read back as v when the nearer does not, and Go's shortest
+ * formatting (Prometheus's) writes it: 5.282945311356653e+269, not
+ * 5.2829453113566525e+269. */
 static void shortest_digits(double v, char *digits, int *exp10)
 {
-    char tmp[48];
+    char tmp[48], alt[48];
     for (int prec = 1; prec <= 17; prec++) {
         snprintf(tmp, sizeof tmp, "%.*e", prec - 1, v);
-        if (strtod(tmp, NULL) == v)
+        double r = strtod(tmp, NULL);
+        if (r == v)
             break;
+        if (step_last_digit(tmp, fabs(r) < fabs(v), alt, sizeof alt) && strtod(alt, NULL) == v) {
+            memcpy(tmp, alt, sizeof tmp);
+            break;
+        }
     }
     const char *p = tmp;
     if (*p == '-')

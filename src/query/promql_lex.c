@@ -45,19 +45,45 @@ static int peek(const struct gp_pq_lexer *l, size_t k)
     return l->i + k < l->len ? (unsigned char)l->s[l->i + k] : -1;
 }
 
-/* A character for messages, as Go's %q writes a rune: 'x', '\n', '\xff'. */
-static void char_q(int c, char *buf, size_t n)
+/* The character at i for messages: its code point, 0xfffd for a byte
+ * that is not UTF-8, -1 at the end (Go's next() reads them so). */
+static int32_t rune_at(const struct gp_pq_lexer *l, size_t i)
 {
+    if (i >= l->len)
+        return -1;
+    uint32_t cp;
+    return gp_utf8_decode((const unsigned char *)l->s + i, l->len - i, &cp) ? (int32_t)cp : 0xfffd;
+}
+
+/* A rune as Go's %q writes it ('x', '\n', '\\', '\x01', 'é'), or with
+ * as_u as Go's %#U (U+0071 'q'). */
+static void char_q(int32_t c, int as_u, char *buf, size_t n)
+{
+    static const char esc[] = "\a\b\f\n\r\t\v", name[] = "abfnrtv";
     if (c < 0)
-        snprintf(buf, n, "EOF");
-    else if (c == '\n')
-        snprintf(buf, n, "'\\n'");
-    else if (c == '\t')
-        snprintf(buf, n, "'\\t'");
-    else if (c >= 0x20 && c < 0x7f)
-        snprintf(buf, n, c == '\'' ? "'\\''" : "'%c'", c);
+        c = 0xfffd;
+    char g[8];
+    if (c >= 0x20 && c != 0x7f && !(c >= 0x80 && c < 0xa0)) {
+        g[gp_utf8_encode((uint32_t)c, g)] = '\0';
+    } else {
+        g[0] = '\0';
+    }
+    if (as_u) {
+        if (g[0])
+            snprintf(buf, n, "U+%04X '%s'", (unsigned)c, g);
+        else
+            snprintf(buf, n, "U+%04X", (unsigned)c);
+        return;
+    }
+    const char *e = c > 0 && c < 0x20 ? strchr(esc, (char)c) : NULL;
+    if (c == '\\' || c == '\'')
+        snprintf(buf, n, "'\\%c'", (char)c);
+    else if (e)
+        snprintf(buf, n, "'\\%c'", name[e - esc]);
+    else if (g[0])
+        snprintf(buf, n, "'%s'", g);
     else
-        snprintf(buf, n, "'\\x%02x'", c);
+        snprintf(buf, n, c < 0x100 ? "'\\x%02x'" : "'\\u%04x'", (unsigned)c);
 }
 
 static void fail(struct gp_pq_lexer *l, struct gp_pq_token *t, size_t pos, const char *fmt, ...)
@@ -100,7 +126,7 @@ static int lex_escape(struct gp_pq_lexer *l, struct gp_pq_token *t, size_t start
     } else if (c == 'U') {
         n = 8, base = 16, max = 0x10ffff;
     } else {
-        char_q(c, cb, sizeof cb);
+        char_q(rune_at(l, l->i - 1), 1, cb, sizeof cb);
         fail(l, t, start, "unknown escape sequence %s", cb);
         return -1;
     }
@@ -112,7 +138,7 @@ static int lex_escape(struct gp_pq_lexer *l, struct gp_pq_token *t, size_t start
             if (d < 0) {
                 fail(l, t, start, "escape sequence not terminated");
             } else {
-                char_q(d, cb, sizeof cb);
+                char_q(rune_at(l, l->i), 1, cb, sizeof cb);
                 fail(l, t, start, "illegal character %s in escape sequence", cb);
             }
             return -1;
@@ -209,10 +235,15 @@ static int rest_of_duration(struct gp_pq_lexer *l)
         if (peek(l, 0) == 's')
             l->i++;
     }
-    return !is_alnum(peek(l, 0));
+    if (!is_alnum(peek(l, 0)))
+        return 1;
+    l->i++; /* read by the failed check, so part of the error's text */
+    return 0;
 }
 
-static void lex_number(struct gp_pq_lexer *l, struct gp_pq_token *t, size_t start)
+/* Digits, a fraction, an exponent (hex after 0x): 1 when what follows
+ * cannot continue a word, so this is a number; 0 when a letter follows. */
+static int scan_number(struct gp_pq_lexer *l)
 {
     int hex = 0;
     if (peek(l, 0) == '0' && (peek(l, 1) == 'x' || peek(l, 1) == 'X'))
@@ -231,7 +262,12 @@ static void lex_number(struct gp_pq_lexer *l, struct gp_pq_token *t, size_t star
         while (is_digit(peek(l, 0)))
             l->i++;
     }
-    if (!is_alnum(peek(l, 0))) {
+    return !is_alnum(peek(l, 0));
+}
+
+static void lex_number(struct gp_pq_lexer *l, struct gp_pq_token *t, size_t start)
+{
+    if (scan_number(l)) {
         t->type = GP_PQ_TK_NUMBER;
         return;
     }
@@ -239,10 +275,29 @@ static void lex_number(struct gp_pq_lexer *l, struct gp_pq_token *t, size_t star
         t->type = GP_PQ_TK_DURATION;
         return;
     }
-    if (l->i < l->len)
-        l->i++; /* the offending character is part of the quoted text */
     fail(l, t, start, "bad number or duration syntax: \"%.*s\"", (int)(l->i - start > 40 ? 40 : l->i - start),
          l->s + start);
+}
+
+/* Right after '[' only a duration may come, as in Prometheus's lexer. */
+static void lex_duration(struct gp_pq_lexer *l, struct gp_pq_token *t)
+{
+    l->want_duration = 0;
+    while (l->i < l->len && is_space((unsigned char)l->s[l->i]))
+        l->i++;
+    size_t start = l->i;
+    t->pos = start;
+    if (scan_number(l)) {
+        fail(l, t, start, "missing unit character in duration");
+        return;
+    }
+    if (!rest_of_duration(l)) {
+        fail(l, t, start, "bad duration syntax: \"%.*s\"", (int)(l->i - start > 40 ? 40 : l->i - start),
+             l->s + start);
+        return;
+    }
+    t->type = GP_PQ_TK_DURATION;
+    t->len = l->i - start;
 }
 
 static void lex_braces(struct gp_pq_lexer *l, struct gp_pq_token *t, size_t start)
@@ -268,7 +323,7 @@ static void lex_braces(struct gp_pq_lexer *l, struct gp_pq_token *t, size_t star
             t->type = d == '~' ? GP_PQ_TK_NEQ_REGEX : GP_PQ_TK_NEQ;
             t->binop = GP_PQ_OP_NEQ;
         } else {
-            char_q(d, cb, sizeof cb);
+            char_q(rune_at(l, l->i), 0, cb, sizeof cb);
             fail(l, t, start, "unexpected character after '!' inside braces: %s", cb);
         }
     } else if (c == '{') {
@@ -281,7 +336,7 @@ static void lex_braces(struct gp_pq_lexer *l, struct gp_pq_token *t, size_t star
         t->type = GP_PQ_TK_RBRACE;
         l->brace_open = 0;
     } else {
-        char_q(c, cb, sizeof cb);
+        char_q(rune_at(l, start), 0, cb, sizeof cb);
         fail(l, t, start, "unexpected character inside braces: %s", cb);
     }
 }
@@ -299,6 +354,10 @@ void gp_pq_lex_next(struct gp_pq_lexer *l, struct gp_pq_token *t)
         return;
     }
     memset(t, 0, sizeof *t);
+    if (l->want_duration) {
+        lex_duration(l, t);
+        return;
+    }
     for (;;) { /* spaces and comments */
         int c = peek(l, 0);
         if (is_space(c)) {
@@ -341,7 +400,8 @@ void gp_pq_lex_next(struct gp_pq_lexer *l, struct gp_pq_token *t)
              * colon ("x[5m a]" is "x[5m:]"); so do we. */
             l->i++;
             if (l->got_colon) {
-                fail(l, t, start, "unexpected colon ':'");
+                char_q(rune_at(l, start), 0, cb, sizeof cb);
+                fail(l, t, start, "unexpected colon %s", cb);
                 return;
             }
             l->got_colon = 1;
@@ -381,7 +441,7 @@ void gp_pq_lex_next(struct gp_pq_lexer *l, struct gp_pq_token *t)
         break;
     case '!':
         if (d != '=') {
-            char_q(d, cb, sizeof cb);
+            char_q(rune_at(l, l->i), 0, cb, sizeof cb);
             fail(l, t, start, "unexpected character after '!': %s", cb);
             return;
         }
@@ -419,23 +479,24 @@ void gp_pq_lex_next(struct gp_pq_lexer *l, struct gp_pq_token *t)
         break;
     case '[':
         if (l->bracket_open) {
-            fail(l, t, l->i, "unexpected left bracket '['");
+            fail(l, t, start, "unexpected left bracket '['");
             return;
         }
         l->got_colon = 0;
         l->bracket_open = 1;
+        l->want_duration = 1;
         t->type = GP_PQ_TK_LBRACKET;
         break;
     case ']':
         if (!l->bracket_open) {
-            fail(l, t, l->i, "unexpected right bracket ']'");
+            fail(l, t, start, "unexpected right bracket ']'");
             return;
         }
         l->bracket_open = 0;
         t->type = GP_PQ_TK_RBRACKET;
         break;
     default:
-        char_q(c, cb, sizeof cb);
+        char_q(rune_at(l, start), 0, cb, sizeof cb);
         fail(l, t, start, "unexpected character: %s", cb);
         return;
     }
@@ -483,31 +544,78 @@ int gp_pq_unquote(const char *s, size_t len, char **out, size_t *outlen)
     return GP_OK;
 }
 
+/* Go's %q of a token's text (at most 10 bytes then "...", as Prometheus
+ * shortens long items), into buf. */
+static void quote_text(const char *s, size_t len, int cut, char *buf, size_t n)
+{
+    size_t o = 0, k = cut && len > 10 ? 10 : len;
+    if (o + 1 < n)
+        buf[o++] = '"';
+    for (size_t i = 0; i < k && o + 5 < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '"' || c == '\\')
+            buf[o++] = '\\', buf[o++] = (char)c;
+        else if (c < 0x20 || c == 0x7f)
+            o += (size_t)snprintf(buf + o, n - o, "\\x%02x", c);
+        else
+            buf[o++] = (char)c;
+    }
+    if (o + 1 < n)
+        buf[o++] = '"';
+    if (k < len && o + 4 < n)
+        memcpy(buf + o, "...", 3), o += 3;
+    buf[o < n ? o : n - 1] = '\0';
+}
+
 void gp_pq_tok_desc(const char *query, const struct gp_pq_token *t, char *buf, size_t n)
 {
-    static const char *const names[] = {
-        [GP_PQ_TK_EOF] = "end of input",      [GP_PQ_TK_ERROR] = "error",
-        [GP_PQ_TK_IDENT] = "identifier",      [GP_PQ_TK_METRIC] = "metric identifier",
-        [GP_PQ_TK_NUMBER] = "number",         [GP_PQ_TK_DURATION] = "duration",
-        [GP_PQ_TK_STRING] = "string",         [GP_PQ_TK_LPAREN] = "left parenthesis",
-        [GP_PQ_TK_RPAREN] = "right parenthesis", [GP_PQ_TK_LBRACE] = "left brace",
-        [GP_PQ_TK_RBRACE] = "right brace",    [GP_PQ_TK_LBRACKET] = "left bracket",
-        [GP_PQ_TK_RBRACKET] = "right bracket", [GP_PQ_TK_COMMA] = "comma",
-        [GP_PQ_TK_COLON] = "colon",           [GP_PQ_TK_AT] = "@",
-        [GP_PQ_TK_ASSIGN] = "\"=\"",          [GP_PQ_TK_EQL_REGEX] = "\"=~\"",
-        [GP_PQ_TK_NEQ_REGEX] = "\"!~\"",      [GP_PQ_TK_NEQ] = "\"!=\"",
-        [GP_PQ_TK_BINOP] = "operator",        [GP_PQ_TK_AGG] = "aggregation",
-    };
-    const char *what = (size_t)t->type < sizeof names / sizeof names[0] && names[t->type]
-                           ? names[t->type]
-                           : "keyword";
-    if (t->type == GP_PQ_TK_EOF || t->type == GP_PQ_TK_ERROR || t->type == GP_PQ_TK_ASSIGN ||
-        t->type == GP_PQ_TK_EQL_REGEX || t->type == GP_PQ_TK_NEQ_REGEX || t->type == GP_PQ_TK_NEQ) {
-        snprintf(buf, n, "%s", t->type == GP_PQ_TK_ERROR ? t->msg : what);
+    const char *text = query + t->pos;
+    int len = (int)(t->len > 64 ? 64 : t->len);
+    char q[96];
+    switch (t->type) {
+    case GP_PQ_TK_EOF:
+        snprintf(buf, n, "end of input");
+        return;
+    case GP_PQ_TK_ERROR:
+        snprintf(buf, n, "%s", t->msg);
+        return;
+    case GP_PQ_TK_IDENT:
+    case GP_PQ_TK_METRIC:
+        quote_text(text, t->len, 0, q, sizeof q);
+        snprintf(buf, n, "%s %s", t->type == GP_PQ_TK_IDENT ? "identifier" : "metric identifier", q);
+        return;
+    case GP_PQ_TK_NUMBER:
+    case GP_PQ_TK_DURATION:
+    case GP_PQ_TK_STRING:
+        quote_text(text, t->len, 1, q, sizeof q);
+        snprintf(buf, n, "%s %s",
+                 t->type == GP_PQ_TK_NUMBER ? "number" : t->type == GP_PQ_TK_STRING ? "string" : "duration",
+                 q);
+        return;
+    case GP_PQ_TK_BINOP:
+    case GP_PQ_TK_NEQ:
+    case GP_PQ_TK_EQL_REGEX:
+    case GP_PQ_TK_NEQ_REGEX: /* Prometheus's item strings: <op:+>, <aggr:sum>, <by> */
+        snprintf(buf, n, "<op:%.*s>", len, text);
+        return;
+    case GP_PQ_TK_AGG:
+        snprintf(buf, n, "<aggr:%.*s>", len, text);
+        return;
+    case GP_PQ_TK_BY:
+    case GP_PQ_TK_WITHOUT:
+    case GP_PQ_TK_ON:
+    case GP_PQ_TK_IGNORING:
+    case GP_PQ_TK_GROUP_LEFT:
+    case GP_PQ_TK_GROUP_RIGHT:
+    case GP_PQ_TK_BOOL:
+    case GP_PQ_TK_OFFSET:
+        snprintf(buf, n, "<%.*s>", len, text);
+        return;
+    default: /* punctuation, quoted */
+        quote_text(text, t->len, 0, q, sizeof q);
+        snprintf(buf, n, "%s", q);
         return;
     }
-    int len = (int)(t->len > 20 ? 20 : t->len);
-    snprintf(buf, n, "%s \"%.*s%s\"", what, len, query + t->pos, t->len > 20 ? "..." : "");
 }
 
 const char *gp_pq_binop_text(enum gp_pq_binop op)

@@ -1,5 +1,6 @@
 /*
- * promql_lex.h - the PromQL lexer (query-internal; used by promql_parse.c).
+ * promql_lex.h - the PromQL lexer, and what the parser's files share
+ * (query-internal: promql_parse.c, promql_format.c, promql_ast.c).
  *
  * A streaming lexer with Prometheus 2.42's states (promql/parser/lex.go):
  * inside braces only label names, strings, matcher operators and commas
@@ -7,6 +8,8 @@
  * are counted so that a stray ')' or an unclosed '(' is reported where
  * Prometheus reports it. Keywords and aggregation names are matched
  * case-insensitively, as Prometheus does; function names stay identifiers.
+ * Right after '[' only a duration is lexed ("x[5]" is "missing unit
+ * character in duration" there, as in Prometheus).
  * After an error every further token is that same error.
  */
 #ifndef GP_QUERY_PROMQL_LEX_H
@@ -50,6 +53,7 @@ struct gp_pq_lexer {
     size_t len, i;
     int paren_depth;
     int brace_open, bracket_open, got_colon;
+    int want_duration;        /* just after '[' */
     int failed;
     struct gp_pq_token err;   /* the error, repeated once failed */
     char msg[128];
@@ -67,8 +71,12 @@ void gp_pq_lex_next(struct gp_pq_lexer *l, struct gp_pq_token *t);
 int gp_pq_unquote(const char *s, size_t len, char **out, size_t *outlen);
 
 /* A description of t for "unexpected ..." messages, as Prometheus words
- * them ("right parenthesis \")\"", "end of input", "identifier \"foo\""). */
+ * them: "end of input", "identifier \"foo\"", "number \"1\"", "\")\"",
+ * "<op:+>", "<aggr:sum>", "<by>". */
 void gp_pq_tok_desc(const char *query, const struct gp_pq_token *t, char *buf, size_t n);
+
+/* Frees a label list's names and empties it (promql_ast.c). */
+void gp_pq_labels_free(struct gp_pq_labels *l);
 
 /* An operator as PromQL writes it ("+", "atan2", "unless"). */
 const char *gp_pq_binop_text(enum gp_pq_binop op);

@@ -1,6 +1,7 @@
 /*
- * promql_parse.c - the PromQL parser: gp_promql_parse / gp_promql_free
- * (promql.h), the function table and the names of promql_ast.h.
+ * promql_parse.c - the PromQL parser: gp_promql_parse (promql.h). The
+ * function table and freeing are promql_ast.c's, the tokens
+ * promql_lex.c's, the text back promql_format.c's.
  *
  * It accepts what Prometheus 2.42's yacc grammar (generated_parser.y)
  * accepts and reports errors where it reports them, in two passes as
@@ -47,192 +48,12 @@
 /* Regular expression matchers in one query, at most. */
 #define GP_PQ_MAX_REGEX 256
 
-/* ---- names and the function table ---------------------------------------- */
-
-static const char *const func_names[] = {
-#define GP_PQ_FUNC_NAME_(id, name) [GP_PQ_F_##id] = name,
-    GP_PQ_FUNCS(GP_PQ_FUNC_NAME_)
-#undef GP_PQ_FUNC_NAME_
-};
-
-static const char *const agg_names[] = {
-#define GP_PQ_AGG_NAME_(id, name, param) [GP_PQ_A_##id] = name,
-    GP_PQ_AGGS(GP_PQ_AGG_NAME_)
-#undef GP_PQ_AGG_NAME_
-};
-
+/* 1 for the aggregations that take a parameter (topk's k, ...). */
 static const unsigned char agg_param[] = {
 #define GP_PQ_AGG_PARAM_(id, name, param) [GP_PQ_A_##id] = param,
     GP_PQ_AGGS(GP_PQ_AGG_PARAM_)
 #undef GP_PQ_AGG_PARAM_
 };
-
-const char *gp_pq_func_name(enum gp_pq_func f)
-{
-    return (unsigned)f < GP_PQ_F_COUNT_ ? func_names[f] : "unknown";
-}
-
-const char *gp_pq_agg_name(enum gp_pq_aggop op)
-{
-    return (unsigned)op < GP_PQ_A_COUNT_ ? agg_names[op] : "unknown";
-}
-
-#define V GP_PQ_T_VECTOR
-#define M GP_PQ_T_MATRIX
-#define S GP_PQ_T_SCALAR
-#define STR GP_PQ_T_STRING
-/* F1: one argument of type a; OPT: an optional instant vector (the date
- * functions default to vector(time())). */
-#define F1(a) {{a}, 1, 1, 1, V}
-#define OPT {{V}, 1, 0, 1, V}
-static const struct gp_pq_func_info func_table[GP_PQ_F_COUNT_] = {
-    [GP_PQ_F_ABS] = F1(V),
-    [GP_PQ_F_ABSENT] = F1(V),
-    [GP_PQ_F_ABSENT_OVER_TIME] = F1(M),
-    [GP_PQ_F_ACOS] = F1(V),
-    [GP_PQ_F_ACOSH] = F1(V),
-    [GP_PQ_F_ASIN] = F1(V),
-    [GP_PQ_F_ASINH] = F1(V),
-    [GP_PQ_F_ATAN] = F1(V),
-    [GP_PQ_F_ATANH] = F1(V),
-    [GP_PQ_F_AVG_OVER_TIME] = F1(M),
-    [GP_PQ_F_CEIL] = F1(V),
-    [GP_PQ_F_CHANGES] = F1(M),
-    [GP_PQ_F_CLAMP] = {{V, S, S}, 3, 3, 3, V},
-    [GP_PQ_F_CLAMP_MAX] = {{V, S}, 2, 2, 2, V},
-    [GP_PQ_F_CLAMP_MIN] = {{V, S}, 2, 2, 2, V},
-    [GP_PQ_F_COS] = F1(V),
-    [GP_PQ_F_COSH] = F1(V),
-    [GP_PQ_F_COUNT_OVER_TIME] = F1(M),
-    [GP_PQ_F_DAYS_IN_MONTH] = OPT,
-    [GP_PQ_F_DAY_OF_MONTH] = OPT,
-    [GP_PQ_F_DAY_OF_WEEK] = OPT,
-    [GP_PQ_F_DAY_OF_YEAR] = OPT,
-    [GP_PQ_F_DEG] = F1(V),
-    [GP_PQ_F_DELTA] = F1(M),
-    [GP_PQ_F_DERIV] = F1(M),
-    [GP_PQ_F_EXP] = F1(V),
-    [GP_PQ_F_FLOOR] = F1(V),
-    [GP_PQ_F_HISTOGRAM_COUNT] = F1(V),
-    [GP_PQ_F_HISTOGRAM_SUM] = F1(V),
-    [GP_PQ_F_HISTOGRAM_FRACTION] = {{S, S, V}, 3, 3, 3, V},
-    [GP_PQ_F_HISTOGRAM_QUANTILE] = {{S, V}, 2, 2, 2, V},
-    [GP_PQ_F_HOLT_WINTERS] = {{M, S, S}, 3, 3, 3, V},
-    [GP_PQ_F_HOUR] = OPT,
-    [GP_PQ_F_IDELTA] = F1(M),
-    [GP_PQ_F_INCREASE] = F1(M),
-    [GP_PQ_F_IRATE] = F1(M),
-    [GP_PQ_F_LABEL_REPLACE] = {{V, STR, STR, STR, STR}, 5, 5, 5, V},
-    [GP_PQ_F_LABEL_JOIN] = {{V, STR, STR, STR}, 4, 3, -1, V},
-    [GP_PQ_F_LAST_OVER_TIME] = F1(M),
-    [GP_PQ_F_LN] = F1(V),
-    [GP_PQ_F_LOG10] = F1(V),
-    [GP_PQ_F_LOG2] = F1(V),
-    [GP_PQ_F_MAX_OVER_TIME] = F1(M),
-    [GP_PQ_F_MIN_OVER_TIME] = F1(M),
-    [GP_PQ_F_MINUTE] = OPT,
-    [GP_PQ_F_MONTH] = OPT,
-    [GP_PQ_F_PI] = {{V}, 0, 0, 0, S},
-    [GP_PQ_F_PREDICT_LINEAR] = {{M, S}, 2, 2, 2, V},
-    [GP_PQ_F_PRESENT_OVER_TIME] = F1(M),
-    [GP_PQ_F_QUANTILE_OVER_TIME] = {{S, M}, 2, 2, 2, V},
-    [GP_PQ_F_RAD] = F1(V),
-    [GP_PQ_F_RATE] = F1(M),
-    [GP_PQ_F_RESETS] = F1(M),
-    [GP_PQ_F_ROUND] = {{V, S}, 2, 1, 2, V},
-    [GP_PQ_F_SCALAR] = {{V}, 1, 1, 1, S},
-    [GP_PQ_F_SGN] = F1(V),
-    [GP_PQ_F_SIN] = F1(V),
-    [GP_PQ_F_SINH] = F1(V),
-    [GP_PQ_F_SORT] = F1(V),
-    [GP_PQ_F_SORT_DESC] = F1(V),
-    [GP_PQ_F_SORT_BY_LABEL] = {{V, STR}, 2, 1, -1, V},
-    [GP_PQ_F_SORT_BY_LABEL_DESC] = {{V, STR}, 2, 1, -1, V},
-    [GP_PQ_F_SQRT] = F1(V),
-    [GP_PQ_F_STDDEV_OVER_TIME] = F1(M),
-    [GP_PQ_F_STDVAR_OVER_TIME] = F1(M),
-    [GP_PQ_F_SUM_OVER_TIME] = F1(M),
-    [GP_PQ_F_TAN] = F1(V),
-    [GP_PQ_F_TANH] = F1(V),
-    [GP_PQ_F_TIME] = {{V}, 0, 0, 0, S},
-    [GP_PQ_F_TIMESTAMP] = F1(V),
-    [GP_PQ_F_VECTOR] = {{S}, 1, 1, 1, V},
-    [GP_PQ_F_YEAR] = OPT,
-};
-#undef F1
-#undef OPT
-#undef V
-#undef M
-#undef S
-#undef STR
-
-const struct gp_pq_func_info *gp_pq_func_info(enum gp_pq_func f)
-{
-    return (unsigned)f < GP_PQ_F_COUNT_ ? &func_table[f] : NULL;
-}
-
-int gp_pq_func_lookup(const char *name, size_t len)
-{
-    for (int f = 0; f < GP_PQ_F_COUNT_; f++)
-        if (strlen(func_names[f]) == len && memcmp(func_names[f], name, len) == 0)
-            return f;
-    return -1;
-}
-
-/* ---- freeing -------------------------------------------------------------- */
-
-static void labels_free(struct gp_pq_labels *l)
-{
-    for (size_t i = 0; i < l->n; i++)
-        free(l->names[i]);
-    free(l->names);
-    l->names = NULL;
-    l->n = 0;
-}
-
-void gp_promql_free(struct gp_pq_node *e)
-{
-    if (!e)
-        return;
-    switch (e->kind) {
-    case GP_PQ_STRING:
-        free(e->u.string.s);
-        break;
-    case GP_PQ_VECTOR_SEL:
-    case GP_PQ_MATRIX_SEL:
-        free(e->u.sel.name);
-        gp_matchers_free(e->u.sel.m, e->u.sel.nm);
-        break;
-    case GP_PQ_SUBQUERY:
-        gp_promql_free(e->u.sub.expr);
-        break;
-    case GP_PQ_CALL:
-        for (size_t i = 0; i < e->u.call.nargs; i++)
-            gp_promql_free(e->u.call.args[i]);
-        free(e->u.call.args);
-        break;
-    case GP_PQ_AGG:
-        gp_promql_free(e->u.agg.param);
-        gp_promql_free(e->u.agg.expr);
-        labels_free(&e->u.agg.grouping);
-        break;
-    case GP_PQ_BINARY:
-        gp_promql_free(e->u.bin.lhs);
-        gp_promql_free(e->u.bin.rhs);
-        labels_free(&e->u.bin.matching);
-        labels_free(&e->u.bin.include);
-        break;
-    case GP_PQ_UNARY:
-        gp_promql_free(e->u.unary.expr);
-        break;
-    case GP_PQ_PAREN:
-        gp_promql_free(e->u.paren);
-        break;
-    case GP_PQ_NUMBER:
-        break;
-    }
-    free(e);
-}
 
 /* ---- parser state and errors ---------------------------------------------- */
 
@@ -246,6 +67,7 @@ struct parser {
     size_t prev_end;         /* end of the last token consumed */
     unsigned rec;            /* parse_expr recursion */
     unsigned nregex;         /* regular expression matchers so far */
+    unsigned in_agg;         /* inside an aggregation's modifiers and arguments */
     int rc;                  /* the first error */
     char *err;
     size_t errlen;
@@ -324,6 +146,9 @@ static void *unexpected(struct parser *p, const char *context, const char *expec
         return perr(p, p->tok.pos, "%s", p->tok.msg);
     char d[64];
     gp_pq_tok_desc(p->q, &p->tok, d, sizeof d);
+    /* Prometheus's grammar catches errors inside an aggregation as its own. */
+    if (!context && p->in_agg)
+        context = "aggregation";
     return perr(p, p->tok.pos, "unexpected %s%s%s%s%s", d, context ? " in " : "",
                 context ? context : "", expected ? ", expected " : "", expected ? expected : "");
 }
@@ -389,10 +214,20 @@ static int number_value(const char *s, size_t n, double *out)
      * refuses and ParseFloat reads as decimal). */
     errno = 0;
     double v = strtod(buf, &end);
-    if (*end != '\0' || (errno == ERANGE && isinf(v)))
-        return -1; /* Go's ParseFloat refuses overflow; underflow is 0 */
+    if (*end != '\0')
+        return -1;
+    if (errno == ERANGE && isinf(v))
+        return -2; /* Go's ParseFloat refuses overflow; underflow is 0 */
     *out = v;
     return 0;
+}
+
+/* Prometheus's words for a number token that does not read. */
+static void *bad_number(struct parser *p, const struct gp_pq_token *t, int why)
+{
+    return perr(p, t->pos, "error parsing number: strconv.ParseFloat: parsing \"%.*s\": %s",
+                (int)(t->len > 64 ? 64 : t->len), p->q + t->pos,
+                why == -2 ? "value out of range" : "invalid syntax");
 }
 
 /* The duration at the lookahead; advances past it. -1 after an error. */
@@ -430,7 +265,7 @@ static int labels_add(struct parser *p, struct gp_pq_labels *l, const char *s, s
 }
 
 /* A word that may name a label in by/without/on/ignoring/group_x lists
- * (Prometheus's maybe_label: identifiers and keywords). */
+ * (Prometheus's maybe_label: identifiers and keywords, but not without). */
 static int maybe_label(const struct gp_pq_token *t)
 {
     switch (t->type) {
@@ -438,7 +273,6 @@ static int maybe_label(const struct gp_pq_token *t)
     case GP_PQ_TK_METRIC:
     case GP_PQ_TK_AGG:
     case GP_PQ_TK_BY:
-    case GP_PQ_TK_WITHOUT:
     case GP_PQ_TK_ON:
     case GP_PQ_TK_IGNORING:
     case GP_PQ_TK_GROUP_LEFT:
@@ -545,7 +379,7 @@ static int matchers(struct parser *p, struct gp_pq_sel *sel, size_t *cap)
         case GP_PQ_TK_EQL_REGEX: op = GP_MATCH_RE; break;
         case GP_PQ_TK_NEQ_REGEX: op = GP_MATCH_NRE; break;
         default:
-            return unexpected(p, "label matching", "one of \"=\", \"!=\", \"=~\" or \"!~\""), -1;
+            return unexpected(p, "label matching", "label matching operator"), -1;
         }
         advance(p);
         if (p->tok.type != GP_PQ_TK_STRING)
@@ -644,9 +478,35 @@ static int deeper(struct parser *p, unsigned *depth, unsigned d, size_t pos)
     return 0;
 }
 
+/* 1 when t can begin an expression. */
+static int starts_expr(const struct gp_pq_token *t)
+{
+    switch (t->type) {
+    case GP_PQ_TK_NUMBER:
+    case GP_PQ_TK_STRING:
+    case GP_PQ_TK_LPAREN:
+    case GP_PQ_TK_LBRACE:
+    case GP_PQ_TK_IDENT:
+    case GP_PQ_TK_METRIC:
+    case GP_PQ_TK_AGG:
+    case GP_PQ_TK_BY:
+    case GP_PQ_TK_WITHOUT:
+    case GP_PQ_TK_OFFSET:
+    case GP_PQ_TK_START:
+    case GP_PQ_TK_END:
+        return 1;
+    case GP_PQ_TK_BINOP:
+        return t->binop == GP_PQ_OP_ADD || t->binop == GP_PQ_OP_SUB || t->binop == GP_PQ_OP_AND ||
+               t->binop == GP_PQ_OP_OR || t->binop == GP_PQ_OP_UNLESS;
+    default:
+        return 0;
+    }
+}
+
 /* "(a, b, ...)" at the lookahead: the arguments of a call or an
  * aggregation. *depth: the deepest argument's. -1 after an error. */
-static int call_body(struct parser *p, struct gp_pq_node ***args, size_t *nargs, unsigned *depth)
+static int call_body(struct parser *p, const char *context, struct gp_pq_node ***args, size_t *nargs,
+                     unsigned *depth)
 {
     *args = NULL;
     *nargs = 0;
@@ -673,12 +533,14 @@ static int call_body(struct parser *p, struct gp_pq_node ***args, size_t *nargs,
         if (p->tok.type == GP_PQ_TK_COMMA) {
             size_t comma = p->tok.pos;
             advance(p);
-            if (p->tok.type == GP_PQ_TK_RPAREN)
+            /* Prometheus's grammar reduces "args ," when no expression
+             * follows, whatever comes instead. */
+            if (p->tok.type != GP_PQ_TK_ERROR && !starts_expr(&p->tok))
                 return perr(p, comma, "trailing commas not allowed in function call args"), -1;
             continue;
         }
         if (p->tok.type != GP_PQ_TK_RPAREN)
-            return unexpected(p, "function call", "\",\" or \")\""), -1;
+            return unexpected(p, context, NULL), -1;
         advance(p);
         return 0;
     }
@@ -698,7 +560,7 @@ static struct gp_pq_node *call(struct parser *p, unsigned *depth)
     struct gp_pq_node **args;
     size_t nargs;
     unsigned d;
-    if (call_body(p, &args, &nargs, &d) < 0) {
+    if (call_body(p, NULL, &args, &nargs, &d) < 0) {
         args_free(args, nargs);
         return NULL;
     }
@@ -713,7 +575,7 @@ static struct gp_pq_node *call(struct parser *p, unsigned *depth)
         n->u.call.func = (enum gp_pq_func)f;
         n->u.call.args = args;
         n->u.call.nargs = nargs;
-        n->type = func_table[f].ret;
+        n->type = gp_pq_func_info((enum gp_pq_func)f)->ret;
         return n;
     }
     args_free(args, nargs);
@@ -731,6 +593,7 @@ static struct gp_pq_node *aggregation(struct parser *p, unsigned *depth)
     struct gp_pq_agg *a = &n->u.agg;
     a->op = op.agg;
     int grouped = 0;
+    p->in_agg++;
     if (p->tok.type == GP_PQ_TK_BY || p->tok.type == GP_PQ_TK_WITHOUT) {
         a->without = p->tok.type == GP_PQ_TK_WITHOUT;
         advance(p);
@@ -738,18 +601,25 @@ static struct gp_pq_node *aggregation(struct parser *p, unsigned *depth)
             goto fail;
         grouped = 1;
         if (p->tok.type != GP_PQ_TK_LPAREN) {
-            unexpected(p, "aggregation", "\"(\"");
+            unexpected(p, "aggregation", NULL);
             goto fail;
         }
     }
     struct gp_pq_node **args;
     size_t nargs;
     unsigned d;
-    if (call_body(p, &args, &nargs, &d) < 0) {
+    if (call_body(p, "aggregation", &args, &nargs, &d) < 0) {
         args_free(args, nargs);
         goto fail;
     }
     n->end = (uint32_t)p->prev_end;
+    /* Prometheus reads the next token to see whether by/without follows
+     * before it checks the arguments: a lexer error there comes first. */
+    if (!grouped && p->tok.type == GP_PQ_TK_ERROR) {
+        args_free(args, nargs);
+        unexpected(p, NULL, NULL);
+        goto fail;
+    }
     if (!grouped && (p->tok.type == GP_PQ_TK_BY || p->tok.type == GP_PQ_TK_WITHOUT)) {
         a->without = p->tok.type == GP_PQ_TK_WITHOUT;
         advance(p);
@@ -770,10 +640,12 @@ static struct gp_pq_node *aggregation(struct parser *p, unsigned *depth)
         a->param = want == 2 ? args[0] : NULL;
         a->expr = args[want - 1];
         free(args);
+        p->in_agg--;
         return n;
     }
     args_free(args, nargs);
 fail:
+    p->in_agg--;
     gp_promql_free(n);
     return NULL;
 }
@@ -842,9 +714,9 @@ static struct gp_pq_node *at(struct parser *p, struct gp_pq_node *e)
         }
         if (p->tok.type != GP_PQ_TK_NUMBER)
             goto bad_syntax;
-        if (number_value(p->q + p->tok.pos, p->tok.len, &ts) < 0) {
-            perr(p, p->tok.pos, "error parsing number: invalid syntax \"%.*s\"",
-                 (int)(p->tok.len > 40 ? 40 : p->tok.len), p->q + p->tok.pos);
+        int why = number_value(p->q + p->tok.pos, p->tok.len, &ts);
+        if (why < 0) {
+            bad_number(p, &p->tok, why);
             goto fail;
         }
         if (neg)
@@ -854,7 +726,11 @@ static struct gp_pq_node *at(struct parser *p, struct gp_pq_node *e)
         /* Prometheus's bound is int64 milliseconds' range; a finite
          * timestamp whose milliseconds overflow is refused too. */
         if (!isfinite(ts) || fabs(ts) >= 9.2e15) {
-            perr(p, e->pos, "timestamp out of bounds for @ modifier: %f", ts);
+            if (isfinite(ts))
+                perr(p, e->pos, "timestamp out of bounds for @ modifier: %f", ts);
+            else /* Go's %f words */
+                perr(p, e->pos, "timestamp out of bounds for @ modifier: %s",
+                     isnan(ts) ? "NaN" : ts > 0 ? "+Inf" : "-Inf");
             goto fail;
         }
     }
@@ -962,9 +838,9 @@ static struct gp_pq_node *primary(struct parser *p, unsigned *depth)
     switch (t->type) {
     case GP_PQ_TK_NUMBER: {
         double v;
-        if (number_value(p->q + t->pos, t->len, &v) < 0)
-            return perr(p, t->pos, "error parsing number: invalid syntax \"%.*s\"",
-                        (int)(t->len > 40 ? 40 : t->len), p->q + t->pos);
+        int why = number_value(p->q + t->pos, t->len, &v);
+        if (why < 0)
+            return bad_number(p, t, why);
         if (!(e = node_new(p, GP_PQ_NUMBER, t->pos, tok_end(t))))
             return NULL;
         e->type = GP_PQ_T_SCALAR;
@@ -991,7 +867,7 @@ static struct gp_pq_node *primary(struct parser *p, unsigned *depth)
             return NULL;
         if (p->tok.type != GP_PQ_TK_RPAREN) {
             gp_promql_free(in);
-            return unexpected(p, "parenthesis", "\")\"");
+            return unexpected(p, NULL, NULL);
         }
         if (deeper(p, depth, d, pos) < 0 || !(e = node_new(p, GP_PQ_PAREN, pos, tok_end(&p->tok)))) {
             gp_promql_free(in);
@@ -1106,6 +982,9 @@ static int bin_modifiers(struct parser *p, struct gp_pq_binary *b)
     advance(p);
     if (p->tok.type == GP_PQ_TK_LPAREN)
         return grouping_labels(p, &b->include);
+    /* Neither labels nor an operand: Prometheus's "grouping opts" error. */
+    if (p->tok.type != GP_PQ_TK_ERROR && !starts_expr(&p->tok))
+        return unexpected(p, "grouping opts", "\"(\""), -1;
     return 0;
 }
 
@@ -1250,8 +1129,8 @@ static void check_binary(struct parser *p, struct gp_pq_node *n)
         if (b->matching.n > 0)
             perr(p, n->pos, "vector matching only allowed between instant vectors");
         /* No vector matching where a side is not a vector (Prometheus drops it). */
-        labels_free(&b->matching);
-        labels_free(&b->include);
+        gp_pq_labels_free(&b->matching);
+        gp_pq_labels_free(&b->include);
         b->on = 0;
         b->card = GP_PQ_CARD_ONE_TO_ONE;
     } else if (is_set_op(b->op)) {
@@ -1266,8 +1145,8 @@ static void check_binary(struct parser *p, struct gp_pq_node *n)
 static void check_call(struct parser *p, struct gp_pq_node *n)
 {
     const struct gp_pq_call *c = &n->u.call;
-    const struct gp_pq_func_info *fi = &func_table[c->func];
-    const char *name = func_names[c->func];
+    const struct gp_pq_func_info *fi = &*gp_pq_func_info(c->func);
+    const char *name = gp_pq_func_name(c->func);
     if (fi->min_args == fi->nargs && fi->max_args == (int)fi->nargs) {
         if (c->nargs != fi->nargs)
             perr(p, n->pos, "expected %u argument(s) in call to \"%s\", got %zu", fi->nargs, name,

@@ -8,6 +8,10 @@
  * storage yields them, reads each series once and slides over its
  * samples step by step. Range functions take one series at a time from a
  * range source, so a range query holds one series' samples at a time.
+ * With 32 series or more, the series of a selection are read and
+ * computed on two threads (gp_pq_sel_each: the store takes any number of
+ * readers), each result placed by the series' place in label order, so
+ * the answer does not depend on which thread read what.
  * A subquery evaluates its expression once, on the grid of the multiples
  * of its step that fall in the union window (absolute alignment), and
  * serves each step's window from that.
@@ -125,8 +129,11 @@ static int sel_next(struct gp_pq_ctx *c, struct gp_pq_sel_read *r, const struct 
 /* Drops stale markers in place (range vectors never hold them). */
 size_t gp_pq_drop_stale(int64_t *t, double *v, size_t n)
 {
-    size_t o = 0;
-    for (size_t i = 0; i < n; i++) {
+    size_t i = 0;
+    while (i < n && !(v[i] != v[i] && gp_eval_is_stale(v[i])))
+        i++; /* most series have none: nothing moves */
+    size_t o = i;
+    for (; i < n; i++) {
         if (v[i] != v[i] && gp_eval_is_stale(v[i]))
             continue;
         t[o] = t[i];

@@ -443,20 +443,31 @@ int gp_st_bchunk_decode(const uint8_t *p, size_t len, int64_t *t, double *v, siz
         return GP_EPARSE;
     if ((r.pos + 7) / 8 != r.len)
         return GP_EPARSE; /* bytes left over */
+    /* Mantissas first, in loops without branches; scaled after, and only
+     * when e says so (x / 1 is x: integer gauges skip the division). */
     int64_t m = unzz(m0), d = mode == 1 ? unzz(md1) : 0;
-    for (size_t i = 0; i < n; i++) {
-        uint64_t x = 0;
-        if (i >= n - nv)
+    v[0] = (double)m;
+    if (mode == 0) {
+        for (size_t i = 1; i < n; i++) {
+            uint64_t x;
             memcpy(&x, &v[i], sizeof x);
-        if (i > 0 && mode == 0) {
             m = (int64_t)((uint64_t)m + (uint64_t)unzz(x));
-        } else if (i > 0) {
-            if (i >= 2)
-                d = (int64_t)((uint64_t)d + (uint64_t)unzz(x));
-            m = (int64_t)((uint64_t)m + (uint64_t)d);
+            v[i] = (double)m;
         }
-        v[i] = (double)m / p10[e];
+    } else {
+        m = (int64_t)((uint64_t)m + (uint64_t)d); /* n >= 3 here */
+        v[1] = (double)m;
+        for (size_t i = 2; i < n; i++) {
+            uint64_t x;
+            memcpy(&x, &v[i], sizeof x);
+            d = (int64_t)((uint64_t)d + (uint64_t)unzz(x));
+            m = (int64_t)((uint64_t)m + (uint64_t)d);
+            v[i] = (double)m;
+        }
     }
+    if (e)
+        for (size_t i = 0; i < n; i++)
+            v[i] /= p10[e];
     size_t at = 0;
     q = exc;
     for (uint64_t i = 0; i < nexc; i++) {

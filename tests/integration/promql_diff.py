@@ -20,10 +20,12 @@ server, or a second Prometheus to prove the harness), answers compared.
 
 Compared: success or error (and the errorType when both fail), the result
 type, the series (label sets), their timestamps (to the millisecond) and
-values (equal within 1e-9 relative; NaN equals NaN; infinities by sign).
-Order is compared only where Prometheus defines it: an instant query
+values (equal within 1e-9 relative; NaN equals NaN; infinities by sign;
+equal values written alike, as Go's FormatFloat writes them). Order is compared only where Prometheus defines it: an instant query
 whose outermost operation is sort, sort_desc, or topk/bottomk without
 grouping (the value sequence must be equal; ties may swap labels).
+The query routes' parameters (RFC 3339 and fractional times, duration
+steps, missing and bad ones, too many points) are compared the same way.
 
 Corpus lines (tests/data/promql/diff_corpus.txt): one expression per
 line; "#" starts a comment line; "$T(30m)" is T0 + 30 m in Unix seconds
@@ -42,7 +44,6 @@ import json
 import math
 import os
 import re
-import struct
 import sys
 import threading
 import time
@@ -53,11 +54,6 @@ import rw  # noqa: E402  the remote-write encoder of the other tests
 
 STEP = 15000
 SPAN = 60 * 60000  # the data covers [T0, T0 + 60 m]
-STALE_BITS = 0x7FF0000000000002
-
-
-def is_stale(v):
-    return struct.unpack("<Q", struct.pack("<d", v))[0] == STALE_BITS
 
 
 # ---- the data set ----------------------------------------------------------
@@ -171,6 +167,9 @@ def dataset(t0):
     for inst in ("a", "b", "c", "d"):
         add("diff_int", {"instance": inst},
             [(float((k // 20 + ord(inst)) % 3), t0 + k * STEP) for k in ks])
+    # A series that starts late (45 m), on 10 s samples.
+    add("diff_late", {"instance": "a"},
+        [(float(k % 5) + 0.5, t0 + 45 * 60000 + k * 10000) for k in range(0, 91)])
     # Huge values (sums and means overflow), values of every scale.
     for i, v in enumerate((1.5e308, 1.7e308, -1e308, 1e-310)):
         add("diff_huge", {"i": str(i)}, [(v * (1 + (k % 3) * 0.01), t0 + k * STEP) for k in ks])
@@ -270,8 +269,26 @@ def ms_of(t):
     return int(round(float(t) * 1000))
 
 
+class Num(float):
+    """A value with the text it came as: equal values must be written the
+    same way (Go's strconv.FormatFloat(v, 'f', -1, 64), as Prometheus)."""
+
+    def __new__(cls, text):
+        n = super().__new__(cls, text)  # "NaN", "+Inf", "-Inf" parse as such
+        n.text = text
+        return n
+
+
 def fval(s):
-    return float(s)  # "NaN", "+Inf", "-Inf" parse as such
+    return Num(s)
+
+
+def same_text(a, b):
+    """False when a and b are the same number written differently."""
+    ta, tb = getattr(a, "text", None), getattr(b, "text", None)
+    if ta is None or tb is None or ta == tb:
+        return True
+    return not (a == b or (math.isnan(a) and math.isnan(b)))
 
 
 def same_value(a, b):
@@ -321,7 +338,7 @@ def compare(ref, cand, ordered):
         return [] if r[1] == c[1] else [f"expected {r[1]}, got {c[1]}"]
     if r[0] == "scalar":
         (rt, rv), (ct, cv) = r[1][0], c[1][0]
-        if rt != ct or not same_value(fval(rv), fval(cv)):
+        if rt != ct or not same_value(fval(rv), fval(cv)) or not same_text(fval(rv), fval(cv)):
             return [f"expected scalar {rv}@{rt}, got {cv}@{ct}"]
         return []
     diffs = []
@@ -337,6 +354,9 @@ def compare(ref, cand, ordered):
         if len(a) != len(b) or any(ta != tb or not same_value(va, vb)
                                    for (ta, va), (tb, vb) in zip(a, b)):
             diffs.append(f"{k}: expected {fmt_pts(a)}, got {fmt_pts(b)}")
+        elif not all(same_text(va, vb) for (_, va), (_, vb) in zip(a, b)):
+            x = next((va.text, vb.text) for (_, va), (_, vb) in zip(a, b) if not same_text(va, vb))
+            diffs.append(f"{k}: the same value written differently: expected {x[0]!r}, got {x[1]!r}")
     if ordered and not diffs:
         av = [p[0][1] for _, p in r[1]]
         bv = [p[0][1] for _, p in c[1]]
@@ -347,7 +367,7 @@ def compare(ref, cand, ordered):
 
 def fmt_pts(pts, limit=4):
     """The first differing points, briefly."""
-    s = " ".join(f"{v!r}@{t}" for t, v in pts[:limit])
+    s = " ".join(f"{getattr(v, 'text', v)}@{t}" for t, v in pts[:limit])
     return s + (f" ... ({len(pts)} points)" if len(pts) > limit else "")
 
 

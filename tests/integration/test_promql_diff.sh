@@ -46,11 +46,17 @@ if $DIFF compare --t0 "$T0" --corpus "$CORPUS" --self "$REF" "$TWIN" >"$TMP/muta
 fi
 note "one extra sample: $(tail -1 "$TMP/mutated.txt" | cut -d'(' -f1)"
 
-# 2. gpulse server against Prometheus.
+# 2. gpulse server against Prometheus: the corpus, then random expressions
+# (promql_gen.py, a fixed seed: the same ones every run; GP_PROMQL_GEN=N
+# asks for N instead of 300, GP_PROMQL_SEED for another seed).
 rc=0
 $DIFF compare --t0 "$T0" --corpus "$CORPUS" "$REF" "$SERVER_URL" >"$TMP/gpulse.txt" || rc=$?
 grep -E '^(DIFF|EXCEPTED|NOW EQUAL)|^    ' "$TMP/gpulse.txt" | head -150 || true
 note "gpulse vs Prometheus: $(tail -1 "$TMP/gpulse.txt")"
+python3 "$ROOT/tests/integration/promql_gen.py" "${GP_PROMQL_SEED:-16}" "${GP_PROMQL_GEN:-300}" >"$TMP/generated.txt"
+$DIFF compare --t0 "$T0" --corpus "$TMP/generated.txt" "$REF" "$SERVER_URL" >"$TMP/generated.out" || rc=$?
+grep -E '^DIFF|^    ' "$TMP/generated.out" | head -60 || true
+note "generated expressions: $(tail -1 "$TMP/generated.out")"
 [ $rc -eq 0 ] || fail "gpulse server's answers differ from Prometheus 2.42's (above)"
 stop_server
-echo "ok: $(tail -1 "$TMP/gpulse.txt" | cut -d'(' -f1)"
+echo "ok: $(tail -1 "$TMP/gpulse.txt" | cut -d'(' -f1)and $(tail -1 "$TMP/generated.out" | cut -d' ' -f1) generated expressions"

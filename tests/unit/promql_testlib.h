@@ -5,7 +5,8 @@
  * compare with what Prometheus 2.42 answers.
  *
  * Static functions in a header included by one test file, as
- * store_testlib.h does.
+ * store_testlib.h does. Trees are freed with gp_promql_free, as the
+ * parser's are.
  */
 #ifndef GP_TESTS_PROMQL_TESTLIB_H
 #define GP_TESTS_PROMQL_TESTLIB_H
@@ -22,6 +23,7 @@
 
 #include <stdarg.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,11 +37,14 @@ static int64_t pt_clock(void)
     return T0 + 6 * 3600 * 1000LL;
 }
 
-static struct gp_storage *pt_open(void)
+/* A store in the test's directory, or in its subdirectory sub. */
+static struct gp_storage *pt_open_in(const char *sub)
 {
+    static char dir[512];
+    snprintf(dir, sizeof dir, "%s%s%s", gp_test_tmpdir(), sub ? "/" : "", sub ? sub : "");
     struct gp_store_options o;
     memset(&o, 0, sizeof o);
-    o.dir = gp_test_tmpdir();
+    o.dir = dir;
     o.no_sync = 1;
     o.no_background = 1;
     o.max_future_ms = -1;
@@ -49,6 +54,11 @@ static struct gp_storage *pt_open(void)
     if (gp_storage_open(&s, &(struct gp_storage_options){.store = o}, err, sizeof err) != GP_OK)
         gp_test_fail(__FILE__, __LINE__, "storage open: %s", err);
     return s;
+}
+
+static struct gp_storage *pt_open(void)
+{
+    return pt_open_in(NULL);
 }
 
 static int pt_label_cmp(const void *a, const void *b)
@@ -261,45 +271,6 @@ static struct gp_pq_node *NEG(struct gp_pq_node *x)
     return e;
 }
 
-static void pt_free_names(struct gp_pq_labels *l)
-{
-    for (size_t i = 0; i < l->n; i++)
-        free(l->names[i]);
-    free(l->names);
-}
-
-static void pt_free(struct gp_pq_node *e)
-{
-    if (!e)
-        return;
-    switch (e->kind) {
-    case GP_PQ_STRING: free(e->u.string.s); break;
-    case GP_PQ_VECTOR_SEL:
-    case GP_PQ_MATRIX_SEL: gp_matchers_free(e->u.sel.m, e->u.sel.nm); break;
-    case GP_PQ_SUBQUERY: pt_free(e->u.sub.expr); break;
-    case GP_PQ_CALL:
-        for (size_t i = 0; i < e->u.call.nargs; i++)
-            pt_free(e->u.call.args[i]);
-        free(e->u.call.args);
-        break;
-    case GP_PQ_AGG:
-        pt_free(e->u.agg.param);
-        pt_free(e->u.agg.expr);
-        pt_free_names(&e->u.agg.grouping);
-        break;
-    case GP_PQ_BINARY:
-        pt_free(e->u.bin.lhs);
-        pt_free(e->u.bin.rhs);
-        pt_free_names(&e->u.bin.matching);
-        pt_free_names(&e->u.bin.include);
-        break;
-    case GP_PQ_UNARY: pt_free(e->u.unary.expr); break;
-    case GP_PQ_PAREN: pt_free(e->u.paren); break;
-    default: break;
-    }
-    free(e);
-}
-
 /* ---- results as text ---- */
 
 /* A result as one line: vectors "{l="v"} 1; {..} 2", matrices
@@ -332,42 +303,39 @@ static const char *pt_str(const struct gp_promql_result *r)
     return out;
 }
 
-/* Instant query of e at t (e freed); its text, or "error: ..." . */
-static const char *pt_inst_lim(struct gp_storage *s, struct gp_pq_node *e, int64_t t,
-                               const struct gp_promql_limits *lim)
+/* Instant (step 0) or range query of e (freed): its text, or "error: ...". */
+static const char *pt_query(struct gp_storage *s, struct gp_pq_node *e, int64_t start, int64_t end,
+                            int64_t step, const struct gp_promql_limits *lim)
 {
     static char out[8300];
     struct gp_promql_result r;
     char err[512] = "";
-    int rc = gp_promql_instant(s, e, t, lim, &r, err, sizeof err);
+    int rc = step ? gp_promql_range(s, e, start, end, step, lim, &r, err, sizeof err)
+                  : gp_promql_instant(s, e, start, lim, &r, err, sizeof err);
     if (rc != GP_OK)
         snprintf(out, sizeof out, "error: %s", err);
     else
         snprintf(out, sizeof out, "%s", pt_str(&r));
     gp_promql_result_free(&r);
-    pt_free(e);
+    gp_promql_free(e);
     return out;
+}
+
+static const char *pt_inst_lim(struct gp_storage *s, struct gp_pq_node *e, int64_t t,
+                               const struct gp_promql_limits *lim)
+{
+    return pt_query(s, e, t, t, 0, lim);
 }
 
 static const char *pt_inst(struct gp_storage *s, struct gp_pq_node *e, int64_t t)
 {
-    return pt_inst_lim(s, e, t, NULL);
+    return pt_query(s, e, t, t, 0, NULL);
 }
 
 static const char *pt_range(struct gp_storage *s, struct gp_pq_node *e, int64_t start, int64_t end,
                             int64_t step)
 {
-    static char out[8300];
-    struct gp_promql_result r;
-    char err[512] = "";
-    int rc = gp_promql_range(s, e, start, end, step, NULL, &r, err, sizeof err);
-    if (rc != GP_OK)
-        snprintf(out, sizeof out, "error: %s", err);
-    else
-        snprintf(out, sizeof out, "%s", pt_str(&r));
-    gp_promql_result_free(&r);
-    pt_free(e);
-    return out;
+    return pt_query(s, e, start, end, step, NULL);
 }
 
 #endif

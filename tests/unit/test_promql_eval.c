@@ -204,7 +204,7 @@ static void test_aggregations(void)
     CHECK_STR(pt_inst(s, A(GP_PQ_A_COUNT_VALUES, V("info"), S("1bad"), 0, NULL), t),
               "error: invalid label name \"1bad\"");
     CHECK_STR(pt_inst(s, A(GP_PQ_A_QUANTILE, V("req"), N(0.5), 0, NULL), t), "{} 30");
-    /* limitk: the first k of each group in input order. */
+    /* limitk: the first k of each group in label order. */
     CHECK_STR(pt_inst(s, A(GP_PQ_A_LIMITK, V("req"), N(1), 0, "job"), t), API0 " 30; " DB0 " 5");
     /* A range query of an aggregation: one group's value per step. */
     CHECK_STR(pt_range(s, A(GP_PQ_A_SUM, V("req"), NULL, 0, "job"), T0, T0 + 2 * MIN, MIN),
@@ -346,6 +346,7 @@ static void test_structural_functions(void)
     /* absent: labels from the equality matchers. */
     CHECK_STR(pt_inst(s, F(GP_PQ_F_ABSENT, 1, V("nope{job=\"a\",x=~\"y\",z=\"1\",z=\"2\"}")), t),
               "{job=\"a\"} 1");
+    CHECK_STR(pt_inst(s, F(GP_PQ_F_ABSENT, 1, V("nope{x=\"\",x=\"a\",y!=\"b\",y=\"c\"}")), t), "{x=\"a\"} 1");
     CHECK_STR(pt_inst(s, F(GP_PQ_F_ABSENT, 1, V("req")), t), "");
     CHECK_STR(pt_range(s, F(GP_PQ_F_ABSENT, 1, V("st")), T0, T0 + 5 * MIN, MIN),
               "{} 1@120 1@180 1@240");
@@ -364,6 +365,19 @@ static void test_structural_functions(void)
     CHECK_STR(pt_inst(s, F(GP_PQ_F_SORT, 1, V("req")), t), DB0 " 5; " API0 " 30; " API1 " 60");
     CHECK_STR(pt_inst(s, F(GP_PQ_F_SORT_BY_LABEL_DESC, 2, V("req"), S("inst")), t),
               API1 " 60; " DB0 " 5; " API0 " 30");
+    /* sort_by_label: values in natural order (node-2 before node-10). */
+    struct gp_storage *n = pt_open_in("nat");
+    const char *nodes[] = {"node-10", "node-2", "node-1b", "node-02a", "node-"};
+    char sel[64];
+    for (int i = 0; i < 5; i++) {
+        snprintf(sel, sizeof sel, "up{n=\"%s\"}", nodes[i]);
+        pt_line(n, sel, T0, MIN, 1, i, 0);
+    }
+    CHECK_STR(pt_inst(n, F(GP_PQ_F_SORT_BY_LABEL, 2, V("up"), S("n")), T0),
+              "{__name__=\"up\", n=\"node-\"} 4; {__name__=\"up\", n=\"node-1b\"} 2; "
+              "{__name__=\"up\", n=\"node-2\"} 1; {__name__=\"up\", n=\"node-02a\"} 3; "
+              "{__name__=\"up\", n=\"node-10\"} 0");
+    gp_storage_close(n);
     /* Date functions default to vector(time()). */
     CHECK_STR(pt_inst(s, F(GP_PQ_F_HOUR, 0), T0), "{} 22");
     CHECK_STR(pt_inst(s, F(GP_PQ_F_ABS, 1, NEG(V("req{inst=\"1\"}"))), t),
@@ -389,7 +403,7 @@ static void test_limits(void)
     CHECK_INT(gp_promql_range(s, e, T0, T0 + 2 * MIN, MIN, &lim, &r, err, sizeof err), GP_OK);
     CHECK(r.samples_peak == 9);
     gp_promql_result_free(&r);
-    pt_free(e);
+    gp_promql_free(e);
     /* Memory: a series takes a slot per step of the query even where it
      * has no point, so slots are held to the limit too (3 series x 6010
      * steps here, 30 points). */
@@ -403,7 +417,7 @@ static void test_limits(void)
                               sizeof err),
               GP_ERANGE);
     gp_promql_result_free(&r);
-    pt_free(e);
+    gp_promql_free(e);
     /* A subquery's grid beyond the limit is refused before it is built. */
     CHECK_STR(pt_inst_lim(s, F(GP_PQ_F_COUNT_OVER_TIME, 1, SUB(V("req"), 365 * 24 * 3600 * 1000LL, 1)),
                           T0, &lim),
@@ -418,14 +432,14 @@ static void test_limits(void)
     CHECK_INT(rc, GP_PROMQL_ETIMEOUT);
     CHECK_STR(err, "query timed out in expression evaluation");
     gp_promql_result_free(&r);
-    pt_free(e);
+    gp_promql_free(e);
     /* Range checks. */
     e = V("req");
     CHECK_INT(gp_promql_range(s, e, T0, T0 - 1, MIN, NULL, &r, err, sizeof err), GP_EUSAGE);
     CHECK_INT(gp_promql_range(s, e, T0, T0, 0, NULL, &r, err, sizeof err), GP_EUSAGE);
     CHECK_INT(gp_promql_range(s, e, T0, T0 + 11001 * 1000LL, 1000, NULL, &r, err, sizeof err),
               GP_EUSAGE);
-    pt_free(e);
+    gp_promql_free(e);
     gp_storage_close(s);
 }
 
@@ -471,7 +485,7 @@ static void check_consistent(struct gp_storage *s, struct gp_pq_node *e, int64_t
         gp_promql_result_free(&in);
     }
     gp_promql_result_free(&r);
-    pt_free(e);
+    gp_promql_free(e);
 }
 
 static void test_range_matches_instant(void)
@@ -488,6 +502,16 @@ static void test_range_matches_instant(void)
     check_consistent(s, F(GP_PQ_F_ABSENT_OVER_TIME, 1, M("st", MIN)), a, b, st);
     check_consistent(s, B(GP_PQ_OP_ADD, F(GP_PQ_F_TIME, 0), F(GP_PQ_F_SCALAR, 1, V("st"))), a, b, st);
     check_consistent(s, OFFSET(V("req{job=\"db\"}"), 3 * MIN), a, b, st);
+    /* A counter that resets: a range query's rate knows which windows
+     * hold no reset (and skips the scan), the instant query scans. */
+    double cv[] = {0, 10, 20, 5, 15, 30, 2, 4, 8, 16};
+    int64_t ct[10];
+    for (int i = 0; i < 10; i++)
+        ct[i] = T0 + i * MIN;
+    pt_add(s, "ctr", 10, ct, cv);
+    check_consistent(s, F(GP_PQ_F_RATE, 1, M("ctr", 150000)), a, b, st);
+    check_consistent(s, F(GP_PQ_F_RATE, 1, M("req", 150000)), a, b, st); /* never drops */
+    check_consistent(s, F(GP_PQ_F_INCREASE, 1, M("ctr", 4 * MIN)), a, b, 30000);
     gp_storage_close(s);
 }
 
@@ -516,6 +540,11 @@ static void test_render_numbers(void)
         {1e-6, "0.000001"}, {1e-7, "1e-07"}, {-2.5e-9, "-2.5e-09"}, {1.5e300, "1.5e+300"},
         {0.3, "0.3"}, {1.0 / 3, "0.3333333333333333"}, {NAN, "NaN"}, {INFINITY, "+Inf"},
         {-INFINITY, "-Inf"}, {5e-324, "5e-324"}, {1.7976931348623157e308, "1.7976931348623157e+308"},
+        /* Lopsided rounding intervals: the shortest digits are the
+         * rounded-up ones (the differential test found these). */
+        {5.282945311356653e+269, "5.282945311356653e+269"},
+        {6.156563468186638e+113, "6.156563468186638e+113"},
+        {-5.316911983139664e+36, "-5.316911983139664e+36"}, {9.999999999999999e22, "1e+23"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         gp_pq_fmt_float(cases[i].v, 1, buf, sizeof buf);
@@ -544,13 +573,13 @@ static void test_render_json(void)
                           "[{\"metric\":{\"__name__\":\"req\",\"inst\":\"1\",\"job\":\"api\"},"
                           "\"values\":[[1699999200.001,\"0\"],[1699999260.001,\"20\"]]}]}}");
     gp_promql_result_free(&r);
-    pt_free(e);
+    gp_promql_free(e);
     e = B(GP_PQ_OP_DIV, N(1), N(0));
     CHECK_INT(gp_promql_instant(s, e, T0 + 10, NULL, &r, err, sizeof err), GP_OK);
     CHECK_STR(render(&r), "{\"status\":\"success\",\"data\":{\"resultType\":\"scalar\",\"result\":"
                           "[1699999200.010,\"+Inf\"]}}");
     gp_promql_result_free(&r);
-    pt_free(e);
+    gp_promql_free(e);
     e = S("a\"b");
     CHECK_INT(gp_promql_instant(s, e, T0, NULL, &r, err, sizeof err), GP_OK);
     free(r.warnings);
@@ -558,7 +587,7 @@ static void test_render_json(void)
     CHECK_STR(render(&r), "{\"status\":\"success\",\"data\":{\"resultType\":\"string\",\"result\":"
                           "[1699999200,\"a\\\"b\"]},\"warnings\":[\"w1\",\"w2\"]}");
     gp_promql_result_free(&r);
-    pt_free(e);
+    gp_promql_free(e);
     gp_storage_close(s);
 }
 
@@ -607,11 +636,63 @@ static void test_many_series(void)
     struct gp_promql_limits lim = {.max_samples = 150};
     CHECK_INT(gp_promql_range(s, e, T0, T0 + 9 * MIN, 30000, &lim, &res, err, sizeof err), GP_ERANGE);
     gp_promql_result_free(&res);
-    pt_free(e);
+    gp_promql_free(e);
     lim.max_samples = 50; /* 100 series at one step */
     CHECK_STR(pt_inst_lim(s, V("many"), t, &lim),
               "error: query processing would load too many samples into memory in query "
               "execution");
+    gp_storage_close(s);
+}
+
+/* Parsed expressions end to end (the parser is pq-parse's): the cases
+ * the hand-built trees above do not reach. */
+static const char *pq(struct gp_storage *s, const char *q, int64_t t)
+{
+    struct gp_pq_node *e = NULL;
+    char err[256];
+    if (gp_promql_parse(q, strlen(q), &e, err, sizeof err) != GP_OK)
+        gp_test_fail(__FILE__, __LINE__, "parse %s: %s", q, err);
+    return pt_inst(s, e, t);
+}
+
+static void test_parsed_queries(void)
+{
+    struct gp_storage *s = fill();
+    int64_t t = T0 + 3 * MIN; /* api0 30, api1 60, db0 5 */
+    CHECK_STR(pq(s, "stdvar(req)", t), "{} 505.5555555555556");
+    CHECK_STR(pq(s, "stddev by (job) (req)", t), "{job=\"api\"} 15; {job=\"db\"} 0");
+    CHECK_STR(pq(s, "quantile(0.25, req)", t), "{} 17.5");
+    CHECK_STR(pq(s, "quantile(2, req)", t), "{} +Inf");
+    /* count_values writes values as Go's 'f' format: no exponent. */
+    CHECK_STR(pq(s, "count_values(\"v\", req{inst=\"1\"} * 1e21)", t),
+              "{v=\"60000000000000000000000\"} 1");
+    CHECK_STR(pq(s, "count_values(\"v\", req{inst=\"1\"} / 1e9)", t), "{v=\"0.00000006\"} 1");
+    CHECK_STR(pq(s, "count_values without (inst) (\"v\", req)", t),
+              "{job=\"api\", v=\"30\"} 1; {job=\"api\", v=\"60\"} 1; {job=\"db\", v=\"5\"} 1");
+    /* $name has no group to name in POSIX: it expands to nothing. */
+    CHECK_STR(pq(s, "label_replace(req{job=\"db\"}, \"d\", \"<$name>\", \"job\", \"(.*)\")", t),
+              "{__name__=\"req\", d=\"<>\", inst=\"0\", job=\"db\"} 5");
+    CHECK_STR(pq(s, "holt_winters(req[5m], 2, 0.5)", t),
+              "error: invalid smoothing factor. Expected: 0 < sf < 1, got: 2.000000");
+    CHECK_STR(pq(s, "clamp(req{job=\"db\"}, 10, 1)", t), "");
+    CHECK_STR(pq(s, "clamp(req{job=\"db\"}, 1, 3)", t), "{inst=\"0\", job=\"db\"} 3");
+    CHECK_STR(pq(s, "req{job=\"db\"} atan2 0", t), DB0 " 1.5707963267948966");
+    CHECK_STR(pq(s, "sum(req @ end() offset 1m)", t), "{} 65");
+    CHECK_STR(pq(s, "max_over_time(sum(req)[3m:1m] @ start())", t), "{} 95");
+    /* Repeated subexpressions are evaluated once per grid: the copy a
+     * subquery's grid made is not served to the outer grid. */
+    CHECK_STR(pq(s, "sum(req) + sum(req)", t), "{} 190");
+    CHECK_STR(pq(s, "max_over_time(sum(req)[3m:1m]) + sum(req)", t), "{} 190");
+    CHECK_STR(pq(s, "sum(req) - min_over_time(sum(req)[3m:1m])", t), "{} 90");
+    /* histogram_quantile over classic buckets, grouped without le. */
+    struct gp_storage *h = pt_open_in("hist");
+    pt_line(h, "lat_bucket{le=\"0.1\"}", T0, MIN, 3, 1, 0);
+    pt_line(h, "lat_bucket{le=\"1\"}", T0, MIN, 3, 3, 0);
+    pt_line(h, "lat_bucket{le=\"+Inf\"}", T0, MIN, 3, 4, 0);
+    pt_line(h, "lat_bucket{le=\"x\"}", T0, MIN, 3, 100, 0); /* not a bound: ignored */
+    CHECK_STR(pq(h, "histogram_quantile(0.5, lat_bucket)", T0), "{} 0.55");
+    CHECK_STR(pq(h, "histogram_quantile(0.99, lat_bucket)", T0), "{} 1");
+    gp_storage_close(h);
     gp_storage_close(s);
 }
 
@@ -629,6 +710,7 @@ const struct gp_test gp_tests_promql_eval[] = {
     {"structural_functions", test_structural_functions},
     {"limits", test_limits},
     {"many_series", test_many_series},
+    {"parsed_queries", test_parsed_queries},
     {"range_matches_instant", test_range_matches_instant},
     {"render_numbers", test_render_numbers},
     {"render_json", test_render_json},

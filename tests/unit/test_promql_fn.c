@@ -336,6 +336,18 @@ static void test_value_math(void)
     CHECK_DBL(val(GP_PQ_F_ATAN, 1), M_PI / 4, 1e-15);
     CHECK_DBL(val(GP_PQ_F_SINH, 0), 0, 0);
     CHECK_DBL(val(GP_PQ_F_COSH, 0), 1, 0);
+    /* Go's amd64 Exp overflows from 1023.5 * ln 2 = 709.436139303104 on
+     * (values read from Prometheus 2.42), Sinh/Cosh with it; the C
+     * library's exp(709.5) is 1.35e308. */
+    CHECK_DBL(val(GP_PQ_F_EXP, 709.4361393031039), 1.2711610061535065e+308, 1e293);
+    CHECK(isinf(val(GP_PQ_F_EXP, 709.436139303104)));
+    CHECK(isinf(val(GP_PQ_F_EXP, 709.5)));
+    CHECK_DBL(val(GP_PQ_F_EXP, -709.5), 7.38014831401258e-309, 1e-323);
+    CHECK(isinf(val(GP_PQ_F_SINH, 709.5)) && val(GP_PQ_F_SINH, 709.5) > 0);
+    CHECK(isinf(val(GP_PQ_F_SINH, -709.5)) && val(GP_PQ_F_SINH, -709.5) < 0);
+    CHECK(isinf(val(GP_PQ_F_COSH, -709.5)) && val(GP_PQ_F_COSH, -709.5) > 0);
+    CHECK_DBL(val(GP_PQ_F_SINH, 709), 4.109203730777486e+307, 1e292);
+    CHECK_DBL(val(GP_PQ_F_COSH, 30), exp(30.0) / 2, 0);
     CHECK_DBL(val(GP_PQ_F_TANH, INFINITY), 1, 0);
     CHECK_DBL(val(GP_PQ_F_ASINH, 0), 0, 0);
     CHECK_DBL(val(GP_PQ_F_ACOSH, 1), 0, 0);

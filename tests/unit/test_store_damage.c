@@ -10,6 +10,7 @@
  * sample (nothing lost beyond what only the damaged file held, nothing
  * twice), and opens it again.
  */
+#include "query/promql.h"
 #include "query/query.h"
 #include "store/segment.h"
 #include "store/store_fmt.h"
@@ -823,6 +824,22 @@ static void test_damaged_block_chunk_reported(void)
     CHECK(!strstr((const char *)out.data, "warnings"));
     gp_buf_free(&out);
     gp_matchers_free(m, nm);
+
+    /* PromQL: the intact series count, the damaged chunk is a warning. */
+    const char *pq = "sum(count_over_time(gpu_util[10m]))";
+    struct gp_pq_node *e = NULL;
+    CHECK_INT(gp_promql_parse(pq, strlen(pq), &e, err, sizeof err), GP_OK);
+    struct gp_promql_result pr;
+    CHECK_INT(gp_promql_instant(sg, e, t0 + 399 * 1000, NULL, &pr, err, sizeof err), GP_OK);
+    CHECK_INT(pr.n, 1);
+    CHECK_DBL(pr.series[0].v[0], 2 * 400, 0);
+    CHECK_CONTAINS(pr.warnings, "store: 1 damaged chunk(s) skipped between ");
+    gp_buf_init(&out, 1 << 24);
+    CHECK_INT(gp_promql_render(&pr, &out), GP_OK);
+    CHECK_CONTAINS(out.data, ",\"warnings\":[\"store: 1 damaged chunk(s) skipped between ");
+    gp_buf_free(&out);
+    gp_promql_result_free(&pr);
+    gp_promql_free(e);
     gp_storage_close(sg);
 }
 
