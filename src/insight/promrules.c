@@ -7,6 +7,7 @@
 
 #include "insight/detect.h"
 #include "insight/promtmpl.h"
+#include "ingest/remote_write.h"
 #include "lib/duration.h"
 #include "lib/err.h"
 #include "lib/yamldoc.h"
@@ -72,42 +73,24 @@ int gp_promrules_has_alert(const struct gp_promrules *r, const char *name)
 
 /* ---- checks ---- */
 
-static bool label_name_ok(const char *s)
-{
-    if (!*s || !((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || *s == '_'))
-        return false;
-    for (s++; *s; s++)
-        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
-              *s == '_'))
-            return false;
-    return true;
-}
+/* Label names and values as remote write takes them (the same rules as
+ * Prometheus's: [a-zA-Z_][a-zA-Z0-9_]*, UTF-8 values). */
+static bool label_name_ok(const char *s) { return gp_rw_label_valid(s, strlen(s), "x", 1); }
 
+static bool utf8_ok(const char *s) { return gp_rw_label_valid("x", 1, s, strlen(s)); }
+
+/* A metric name: a label name that may also hold ':'. */
 static bool metric_name_ok(const char *s)
 {
-    if (!*s || !((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || *s == '_' || *s == ':'))
+    char *t = strdup(s);
+    if (!t)
         return false;
-    for (s++; *s; s++)
-        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
-              *s == '_' || *s == ':'))
-            return false;
-    return true;
-}
-
-/* Well-formed UTF-8 (Prometheus's LabelValue.IsValid). */
-static bool utf8_ok(const char *s)
-{
-    const unsigned char *p = (const unsigned char *)s;
-    while (*p) {
-        int n = *p < 0x80 ? 0 : (*p & 0xe0) == 0xc0 ? 1 : (*p & 0xf0) == 0xe0 ? 2 : (*p & 0xf8) == 0xf0 ? 3 : -1;
-        if (n < 0 || (n == 1 && *p < 0xc2))
-            return false;
-        p++;
-        for (int i = 0; i < n; i++, p++)
-            if ((*p & 0xc0) != 0x80)
-                return false;
-    }
-    return true;
+    for (char *p = t; *p; p++)
+        if (*p == ':')
+            *p = '_';
+    bool ok = label_name_ok(t);
+    free(t);
+    return ok;
 }
 
 /* ---- parsing ---- */
@@ -223,42 +206,46 @@ static int string_map(struct pctx *c, const yaml_node_t *m, const char *what, ch
     return GP_OK;
 }
 
-static int parse_rule(struct pctx *c, const yaml_node_t *n, struct gp_promrule *r)
+/* The values of a mapping's keys: slots[i] for names[i] (NULL when
+ * absent); a key not in names, or given twice, is an error naming the
+ * Go type Prometheus's decoder would name (type). */
+static int fields(struct pctx *c, const yaml_node_t *n, const char *what, const char *type,
+                  const char *const *names, const yaml_node_t **slots, size_t nn)
 {
-    r->line = gp_yaml_line(n);
     if (n->type != YAML_MAPPING_NODE)
-        return perr(c, n, "a rule must be a mapping");
-    const yaml_node_t *record = NULL, *alert = NULL, *expr = NULL, *labels = NULL, *ann = NULL;
-    const yaml_node_t *forn = NULL, *keep = NULL;
+        return perr(c, n, "a %s must be a mapping", what);
+    for (size_t i = 0; i < nn; i++)
+        slots[i] = NULL;
     for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; p++) {
         const yaml_node_t *k = yaml_document_get_node(c->d, p->key);
         const yaml_node_t *v = yaml_document_get_node(c->d, p->value);
         const char *key = gp_yaml_scalar(k);
-        const yaml_node_t **slot = NULL;
         if (!key || !v)
-            return perr(c, n, "a rule's keys must be plain names");
-        if (!strcmp(key, "record"))
-            slot = &record;
-        else if (!strcmp(key, "alert"))
-            slot = &alert;
-        else if (!strcmp(key, "expr"))
-            slot = &expr;
-        else if (!strcmp(key, "for"))
-            slot = &forn;
-        else if (!strcmp(key, "keep_firing_for"))
-            slot = &keep;
-        else if (!strcmp(key, "labels"))
-            slot = &labels;
-        else if (!strcmp(key, "annotations"))
-            slot = &ann;
-        else
-            return perr(c, k, "field %.64s not found in type rulefmt.RuleNode", key);
-        if (*slot)
+            return perr(c, n, "a %s's keys must be plain names", what);
+        size_t i = 0;
+        while (i < nn && strcmp(key, names[i]))
+            i++;
+        if (i == nn)
+            return perr(c, k, "field %.64s not found in type %s", key, type);
+        if (slots[i])
             return perr(c, k, "field %s given twice", key);
-        *slot = v;
+        slots[i] = v;
     }
+    return GP_OK;
+}
+
+static int parse_rule(struct pctx *c, const yaml_node_t *n, struct gp_promrule *r)
+{
+    r->line = gp_yaml_line(n);
+    static const char *const names[] = {"record", "alert", "expr", "for", "keep_firing_for",
+                                        "labels", "annotations"};
+    const yaml_node_t *f[7];
+    int rc = fields(c, n, "rule", "rulefmt.RuleNode", names, f, 7);
+    if (rc)
+        return rc;
+    const yaml_node_t *record = f[0], *alert = f[1], *expr = f[2], *forn = f[3], *keep = f[4];
+    const yaml_node_t *labels = f[5], *ann = f[6];
     const char *rec_s = NULL, *alert_s = NULL, *expr_s = NULL;
-    int rc;
     if ((record && (rc = scalar(c, record, "record", &rec_s))) ||
         (alert && (rc = scalar(c, alert, "alert", &alert_s))) ||
         (expr && (rc = scalar(c, expr, "expr", &expr_s))))
@@ -338,32 +325,13 @@ static int parse_rule(struct pctx *c, const yaml_node_t *n, struct gp_promrule *
 static int parse_group(struct pctx *c, const yaml_node_t *n, struct gp_promrule_group *g)
 {
     g->line = gp_yaml_line(n);
-    if (n->type != YAML_MAPPING_NODE)
-        return perr(c, n, "a group must be a mapping");
-    const yaml_node_t *name = NULL, *interval = NULL, *limit = NULL, *rules = NULL;
-    for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; p++) {
-        const yaml_node_t *k = yaml_document_get_node(c->d, p->key);
-        const yaml_node_t *v = yaml_document_get_node(c->d, p->value);
-        const char *key = gp_yaml_scalar(k);
-        const yaml_node_t **slot = NULL;
-        if (!key || !v)
-            return perr(c, n, "a group's keys must be plain names");
-        if (!strcmp(key, "name"))
-            slot = &name;
-        else if (!strcmp(key, "interval"))
-            slot = &interval;
-        else if (!strcmp(key, "limit"))
-            slot = &limit;
-        else if (!strcmp(key, "rules"))
-            slot = &rules;
-        else
-            return perr(c, k, "field %.64s not found in type rulefmt.RuleGroup", key);
-        if (*slot)
-            return perr(c, k, "field %s given twice", key);
-        *slot = v;
-    }
+    static const char *const names[] = {"name", "interval", "limit", "rules"};
+    const yaml_node_t *f[4];
+    int rc = fields(c, n, "group", "rulefmt.RuleGroup", names, f, 4);
+    if (rc)
+        return rc;
+    const yaml_node_t *name = f[0], *interval = f[1], *limit = f[2], *rules = f[3];
     const char *name_s = "";
-    int rc;
     if (name && (rc = scalar(c, name, "name", &name_s)))
         return rc;
     if (!*name_s)

@@ -390,15 +390,11 @@ static int samples_of(const struct gp_promql_result *res, struct gp_promql_serie
 }
 
 static int eval_recording(struct gp_promrules_run *run, struct gstate *g, struct rstate *rs,
-                          const struct gp_promql_result *res, int64_t ts, char *err, size_t errlen)
+                          const struct gp_promql_series *s, size_t n, int64_t ts, char *err,
+                          size_t errlen)
 {
     const struct gp_promrule *r = rs->r;
-    struct gp_promql_series one;
-    const struct gp_promql_series *s;
-    size_t n;
-    int rc = samples_of(res, &one, &s, &n, err, errlen);
-    if (rc)
-        return rc;
+    int rc = GP_OK;
     struct outs cur = {0};
     gp_buf_init(&cur.arena, 0);
     struct lset ls = {0};
@@ -456,24 +452,51 @@ static char *expand(const char *tmpl, const struct gp_ptmpl_data *d, const char 
     return gp_buf_steal(&b, &len);
 }
 
-static struct alert *find_alert(struct rstate *rs, uint64_t h, const uint8_t *blob, size_t len)
+static int cmp_alert(const void *a, const void *b)
 {
-    for (size_t i = 0; i < rs->na; i++)
-        if (rs->a[i].h == h && rs->a[i].len == len && !memcmp(rs->a[i].labels, blob, len))
-            return &rs->a[i];
+    const struct alert *x = a, *y = b;
+    return (x->h > y->h) - (x->h < y->h);
+}
+
+/* The alert with these labels among the first n of rs->a (sorted by hash
+ * at the end of each round), or NULL. */
+static struct alert *find_alert(struct rstate *rs, size_t n, uint64_t h, const uint8_t *blob, size_t len)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (rs->a[mid].h < h)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (; lo < n && rs->a[lo].h == h; lo++)
+        if (rs->a[lo].len == len && !memcmp(rs->a[lo].labels, blob, len))
+            return &rs->a[lo];
     return NULL;
 }
 
+/* Whether two entries of o hold the same labels (o's order kept). */
+static int has_dup(const struct outs *o, bool *dup)
+{
+    *dup = false;
+    if (o->n < 2)
+        return GP_OK;
+    struct outs copy = *o; /* shares the arena: not freed here */
+    if (!(copy.e = malloc(o->n * sizeof *copy.e)))
+        return GP_ENOMEM;
+    memcpy(copy.e, o->e, o->n * sizeof *copy.e);
+    *dup = outs_sort_dup(&copy);
+    free(copy.e);
+    return GP_OK;
+}
+
 static int eval_alerting(struct gp_promrules_run *run, struct gstate *g, struct rstate *rs,
-                         const struct gp_promql_result *res, int64_t ts, char *err, size_t errlen)
+                          const struct gp_promql_series *s, size_t n, int64_t ts, char *err,
+                          size_t errlen)
 {
     const struct gp_promrule *r = rs->r;
-    struct gp_promql_series one;
-    const struct gp_promql_series *s;
-    size_t n;
-    int rc = samples_of(res, &one, &s, &n, err, errlen);
-    if (rc)
-        return rc;
+    int rc = GP_OK;
     struct outs cur = {0};
     gp_buf_init(&cur.arena, 0);
     struct lset ls = {0};
@@ -509,18 +532,17 @@ static int eval_alerting(struct gp_promrules_run *run, struct gstate *g, struct 
     free(lv);
     free(ls.l);
     memset(&ls, 0, sizeof ls); /* used again for ALERTS below */
-    /* duplicates: checked before the entries are sorted away from anns */
-    for (size_t i = 0; !rc && i < cur.n; i++)
-        for (size_t k = 0; k < i && !rc; k++)
-            if (out_eq(&cur, &cur.e[i], &cur, &cur.e[k]))
-                rc = gp_seterr(err, errlen, GP_EUSAGE,
-                               "vector contains metrics with the same labelset after applying alert "
-                               "labels");
+    /* duplicates, on a copy: cur's order is the annotations' */
+    bool dup = false;
+    if (!rc && !(rc = has_dup(&cur, &dup)) && dup)
+        rc = gp_seterr(err, errlen, GP_EUSAGE,
+                       "vector contains metrics with the same labelset after applying alert labels");
     for (size_t i = 0; i < rs->na; i++)
         rs->a[i].seen = false;
+    size_t known = rs->na; /* sorted; new alerts go after them */
     for (size_t i = 0; !rc && i < cur.n; i++) {
         const uint8_t *blob = (const uint8_t *)cur.arena.data + cur.e[i].off;
-        struct alert *a = find_alert(rs, cur.e[i].h, blob, cur.e[i].len);
+        struct alert *a = find_alert(rs, known, cur.e[i].h, blob, cur.e[i].len);
         if (a && a->state != A_INACTIVE) {
             a->value = cur.e[i].v;
         } else {
@@ -603,6 +625,8 @@ static int eval_alerting(struct gp_promrules_run *run, struct gstate *g, struct 
         }
         i++;
     }
+    if (rs->na > 1)
+        qsort(rs->a, rs->na, sizeof *rs->a, cmp_alert);
     if (g->g->limit > 0 && active > (size_t)g->g->limit) {
         for (size_t i = 0; i < rs->na; i++)
             alert_free(&rs->a[i], r->nann);
@@ -767,9 +791,14 @@ int gp_promrules_tick(struct gp_promrules_run *r, struct gp_alerts *alerts, int6
             char detail[512] = "";
             int rc = gp_promql_instant(r->o.store, rs->r->ast, now_ms, &r->o.limits, &res, detail,
                                        sizeof detail);
+            struct gp_promql_series one;
+            const struct gp_promql_series *smp = NULL;
+            size_t n = 0;
             if (!rc)
-                rc = rs->r->alert ? eval_alerting(r, g, rs, &res, now_ms, detail, sizeof detail)
-                                  : eval_recording(r, g, rs, &res, now_ms, detail, sizeof detail);
+                rc = samples_of(&res, &one, &smp, &n, detail, sizeof detail);
+            if (!rc)
+                rc = rs->r->alert ? eval_alerting(r, g, rs, smp, n, now_ms, detail, sizeof detail)
+                                  : eval_recording(r, g, rs, smp, n, now_ms, detail, sizeof detail);
             gp_promql_result_free(&res);
             if (!rc && rs->r->alert && alerts)
                 rc = observe(rs, alerts);

@@ -47,7 +47,7 @@ for c in $cmds; do
         checked=$((checked + 1))
     done
     # Every YAML key that --help names is a key of gpulse.yml(5).
-    for k in $(echo "$help" | grep -oE '\(yaml: [a-z]+\.[a-z_]+' | sed 's/.*\.//' | sort -u); do
+    for k in $(echo "$help" | grep -oE '\(yaml: [a-z]+\.[a-z0-9_]+' | sed 's/.*\.//' | sort -u); do
         grep -qF "\\fB$k\\fR" "$MAN/gpulse.yml.5" || fail "gpulse.yml(5) lacks the key $k (gpulse $c)"
     done
 done

@@ -124,6 +124,13 @@ import json, sys
 g = json.load(sys.stdin)["data"]["groups"]
 assert all(r["type"] == "recording" for x in g for r in x["rules"]) and sum(len(x["rules"]) for x in g) == 16, g' ||
     fail "/api/v1/rules?type=record"
+code=$(curl -s -o "$TMP/bad-type.json" -w '%{http_code}' "$SERVER_URL/api/v1/rules?type=alerts")
+[ "$code" = 400 ] && grep -q '"errorType":"bad_data"' "$TMP/bad-type.json" || fail "type=alerts: $code $(cat "$TMP/bad-type.json")"
+# Grafana's Prometheus data source asks under its own prefix too.
+curl -sf "$SERVER_URL/prometheus/api/v1/rules?type=alert" | $PY -c '
+import json, sys
+g = json.load(sys.stdin)["data"]["groups"]
+assert sum(len(x["rules"]) for x in g) == 23, g' || fail "/prometheus/api/v1/rules?type=alert"
 
 # 3. vmalert over gpulse server's PromQL routes: no rule errors.
 if command -v vmalert >/dev/null; then
