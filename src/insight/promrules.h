@@ -39,8 +39,10 @@
  *     alertname): pending, firing once active for `for`, held firing for
  *     keep_firing_for after the expression stops returning them, and
  *     gone when not returned. Their ALERTS{alertstate} and
- *     ALERTS_FOR_STATE series are written like recorded ones, so rules
- *     that read ALERTS (deploy/prometheus/gpulse-rules.yml) work;
+ *     ALERTS_FOR_STATE series are written like recorded ones (from the
+ *     second round: after the first, an alert with `for` >= 10m takes
+ *     its start back from ALERTS_FOR_STATE, Prometheus's restore after
+ *     a restart), so rules that read ALERTS (gpulse-rules.yml) work;
  *   - every pending or firing alert is an observation of the server's
  *     alert engine (alerts.h) with kind = alertname, the key (node,
  *     gpu, job, rank, pid) from its labels (as custom rules,

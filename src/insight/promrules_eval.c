@@ -23,6 +23,7 @@
 #include "lib/log.h"
 #include "query/json.h"
 #include "store/labels.h"
+#include "store/matcher.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -34,6 +35,10 @@
 
 /* Prometheus keeps a resolved alert this long (for Alertmanager). */
 #define RESOLVED_RETENTION_MS (15 * 60 * 1000)
+/* Prometheus's defaults of --rules.alert.for-grace-period and
+ * --rules.alert.for-outage-tolerance: how a restart restores `for`. */
+#define FOR_GRACE_MS (10 * 60 * 1000)
+#define OUTAGE_TOLERANCE_MS (60 * 60 * 1000)
 
 enum astate { A_INACTIVE, A_PENDING, A_FIRING };
 static const char *const astate_names[] = {"inactive", "pending", "firing"};
@@ -69,6 +74,7 @@ struct rstate {
     char last_error[512];
     int64_t last_ms;
     double eval_s;
+    bool restored;             /* alerting: past the first round (ALERTS written from then) */
 };
 
 struct gstate {
@@ -634,10 +640,12 @@ static int eval_alerting(struct gp_promrules_run *run, struct gstate *g, struct 
         return gp_seterr(err, errlen, GP_ERANGE, "exceeded limit of %lld with %zu alerts",
                          (long long)g->g->limit, active);
     }
-    /* ALERTS and ALERTS_FOR_STATE of the pending and firing alerts */
+    /* ALERTS and ALERTS_FOR_STATE of the pending and firing alerts; none
+     * in the first round, as Prometheus (its `for` state is restored
+     * after it, restore_for_state) */
     struct outs w = {0};
     gp_buf_init(&w.arena, 0);
-    for (size_t i = 0; !rc && i < rs->na; i++) {
+    for (size_t i = 0; !rc && rs->restored && i < rs->na; i++) {
         const struct alert *a = &rs->a[i];
         if (a->state == A_INACTIVE)
             continue;
@@ -663,6 +671,71 @@ static int eval_alerting(struct gp_promrules_run *run, struct gstate *g, struct 
     outs_free(&rs->prev);
     rs->prev = w;
     return rc;
+}
+
+/*
+ * Prometheus's RestoreForState after a rule's first round at ts: an
+ * alert whose `for` is at least the grace period takes its start back
+ * from the ALERTS_FOR_STATE series it wrote before a restart (newest
+ * sample within the outage tolerance): kept when it had fired, moved to
+ * fire a grace period from now at the soonest, else moved later by the
+ * time the server was down.
+ */
+static void restore_for_state(struct gp_promrules_run *run, struct rstate *rs, int64_t ts)
+{
+    const struct gp_promrule *r = rs->r;
+    if (r->for_ms < FOR_GRACE_MS || !rs->na)
+        return;
+    struct gp_matcher m[2];
+    char err[128];
+    if (gp_matcher_init(&m[0], GP_MATCH_EQ, "__name__", "ALERTS_FOR_STATE", err, sizeof err))
+        return;
+    if (gp_matcher_init(&m[1], GP_MATCH_EQ, "alertname", r->name, err, sizeof err)) {
+        gp_matcher_free(&m[0]);
+        return;
+    }
+    struct gp_store_selection sel;
+    int rc = gp_storage_select(run->o.store, m, 2, ts - OUTAGE_TOLERANCE_MS, ts, &sel);
+    gp_matcher_free(&m[0]);
+    gp_matcher_free(&m[1]);
+    if (rc)
+        return; /* nothing restored: they wait their whole `for`, as after a failed read there */
+    struct gp_buf want;
+    gp_buf_init(&want, 0);
+    struct lset ls = {0};
+    struct gp_samples smp = {0};
+    for (size_t i = 0; i < rs->na; i++) {
+        struct alert *a = &rs->a[i];
+        size_t off, len;
+        gp_buf_reset(&want);
+        if (a->state == A_INACTIVE || lset_from(&ls, a->labels, a->len, false) ||
+            lset_put(&ls, "__name__", 8, "ALERTS_FOR_STATE", 16) || lset_encode(&ls, &want, &off, &len))
+            continue;
+        for (size_t k = 0; k < sel.n; k++) {
+            if (sel.series[k].labels_len != len || memcmp(sel.series[k].labels, want.data, len))
+                continue;
+            smp.n = 0;
+            if (gp_storage_read(run->o.store, sel.series[k].id, ts - OUTAGE_TOLERANCE_MS, ts, &smp))
+                break;
+            size_t j = smp.n;
+            while (j > 0 && isnan(smp.v[j - 1]))
+                j--;
+            if (!j)
+                break;
+            int64_t down = smp.t[j - 1] / 1000 * 1000, at = (int64_t)smp.v[j - 1] * 1000;
+            int64_t remaining = r->for_ms - (down - at);
+            if (remaining > 0 && remaining < FOR_GRACE_MS)
+                at = ts + FOR_GRACE_MS - r->for_ms;
+            else if (remaining > 0)
+                at += ts - down;
+            a->active_at = at;
+            break;
+        }
+    }
+    gp_samples_free(&smp);
+    free(ls.l);
+    gp_buf_free(&want);
+    gp_storage_selection_free(&sel);
 }
 
 /* The severity of an alert's labels. */
@@ -799,6 +872,11 @@ int gp_promrules_tick(struct gp_promrules_run *r, struct gp_alerts *alerts, int6
             if (!rc)
                 rc = rs->r->alert ? eval_alerting(r, g, rs, smp, n, now_ms, detail, sizeof detail)
                                   : eval_recording(r, g, rs, smp, n, now_ms, detail, sizeof detail);
+            if (rs->r->alert && !rs->restored) {
+                if (!rc)
+                    restore_for_state(r, rs, now_ms);
+                rs->restored = true;
+            }
             gp_promql_result_free(&res);
             if (!rc && rs->r->alert && alerts)
                 rc = observe(rs, alerts);
