@@ -1,7 +1,9 @@
 /*
  * query.c - range queries, series, label names and values (query.h):
  * select from the store, evaluate (eval.c), write the JSON answer
- * (json.c) in the envelope of Prometheus's HTTP API.
+ * (json.c) in the envelope of Prometheus's HTTP API. A range query with
+ * agg on raw samples is instead written as PromQL and handed to the
+ * engine (range_promql below); what follows is the path of the others.
  *
  * A range query orders the selected series as the answer lists them:
  * without agg by their labels (Prometheus sorts a matrix that way); with

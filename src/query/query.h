@@ -15,6 +15,11 @@
  * every series is returned as it is. When step is a multiple of a minute
  * (and start is minute-aligned) windows are read from the 1-minute rollups,
  * which also reach past the raw retention.
+ *
+ * With agg on raw samples this is a PromQL expression (gp_query_agg_promql)
+ * evaluated by the PromQL engine (promql.h), so the form agrees with
+ * query=; without agg (series keep __name__, which PromQL's window
+ * functions drop) and on rollups, eval.c computes the same meaning.
  */
 #ifndef GP_QUERY_QUERY_H
 #define GP_QUERY_QUERY_H
