@@ -488,6 +488,12 @@ int gp_query_agg_promql(const struct gp_range_query *q, struct gp_buf *out)
                      : q->agg == GP_AGG_MAX ? " (max_over_time("
                                             : " (avg_over_time(");
     gp_promql_format(&sel, out);
+    /* A window as long as the lookback holds all the lookback could
+     * find: the fallback would never answer, and costs a second read. */
+    if (q->step_ms >= GP_QUERY_LOOKBACK_MS) {
+        gp_buf_puts(out, "))");
+        return out->err ? out->err : GP_OK;
+    }
     gp_buf_puts(out, ") or ");
     sel.kind = GP_PQ_VECTOR_SEL;
     sel.type = GP_PQ_T_VECTOR;

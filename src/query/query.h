@@ -80,7 +80,8 @@ int gp_query_range(struct gp_storage *s, const struct gp_range_query *q, struct 
  * The PromQL that q's agg form means on raw samples, appended to out:
  *   AGG by (BY) (F_over_time(SEL[STEP]) or SEL * 1)
  * with F min or max for agg=min/max, else avg; `or SEL * 1` is the
- * lookback fallback of an empty window. Evaluated with left-open windows
+ * lookback fallback of an empty window (left out when step >= 5m: the
+ * window then holds the lookback). Evaluated with left-open windows
  * (--query.prom3-windows), it is what gp_query_range answers when q has
  * agg and reads raw samples. GP_OK, GP_EUSAGE (no agg or selector, bad
  * by) or out's error.

@@ -1049,6 +1049,10 @@ static void test_agg_is_promql(void)
     q.step_ms = 90000;
     CHECK_INT(gp_query_agg_promql(&q, &text), GP_OK);
     CHECK_STR(text.data, "count (avg_over_time(ag{gpu=~\"0|1\"}[1m30s]) or ag{gpu=~\"0|1\"} * 1)");
+    gp_buf_reset(&text);
+    q.step_ms = 300000; /* the window holds the lookback: no fallback */
+    CHECK_INT(gp_query_agg_promql(&q, &text), GP_OK);
+    CHECK_STR(text.data, "count (avg_over_time(ag{gpu=~\"0|1\"}[5m]))");
     gp_buf_free(&text);
     gp_matchers_free(m, nm);
 
@@ -1075,9 +1079,9 @@ static void test_agg_is_promql(void)
             }
     }
     const enum gp_agg aggs[] = {GP_AGG_AVG, GP_AGG_MIN, GP_AGG_MAX, GP_AGG_SUM, GP_AGG_COUNT};
-    const int64_t steps[] = {4000, 15000, 60000};
+    const int64_t steps[] = {4000, 15000, 60000, 300000, 420000};
     int64_t start = b + 7000, end = b + 700000; /* past the data: the lookback's tail */
-    for (size_t si = 0; si < 3; si++) {
+    for (size_t si = 0; si < 5; si++) {
         struct gp_eval_range r;
         char err[256];
         CHECK_INT(gp_eval_range_init(&r, start, end, steps[si], err, sizeof err), GP_OK);
