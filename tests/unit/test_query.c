@@ -1001,10 +1001,9 @@ static void test_inventory_empty(void)
 /* Series of the agg form's agreement test: every 10 s over 10 minutes,
  * with a gap, a NaN and a stale marker that ends one series for a while. */
 #define AP_N 60
-static void put_agree(struct gp_storage *s, const char *const *kv, int64_t b, int kind)
+static size_t put_agree(struct gp_storage *s, const char *const *kv, int64_t b, int kind, int64_t *t,
+                        double *v)
 {
-    int64_t t[AP_N];
-    double v[AP_N];
     size_t n = 0;
     for (int i = 0; i < AP_N; i++) {
         if (kind == 1 && i >= 6 && i < 40)
@@ -1016,6 +1015,7 @@ static void put_agree(struct gp_storage *s, const char *const *kv, int64_t b, in
         n++;
     }
     put(s, kv, t, v, n);
+    return n;
 }
 
 /* The agg form on raw samples is the PromQL gp_query_agg_promql writes,
@@ -1032,8 +1032,12 @@ static void test_agg_is_promql(void)
     const char *k3[] = {"__name__=ag", "gpu=7", NULL};
     const char *const *keys[] = {k0, k1, k2, k3};
     const char *host[] = {"a", "a", "b", ""};
+    /* each series' raw samples, kept for the documented meaning below */
+    int64_t ts[4][AP_N];
+    double vs[4][AP_N];
+    size_t ns[4];
     for (int k = 0; k < 4; k++)
-        put_agree(s, keys[k], b, k);
+        ns[k] = put_agree(s, keys[k], b, k, ts[k], vs[k]);
     /* The translation, as docs/api.md shows it. */
     size_t nm;
     struct gp_matcher *m = sel("ag{gpu=~\"0|1\"}", &nm);
@@ -1056,28 +1060,6 @@ static void test_agg_is_promql(void)
     gp_buf_free(&text);
     gp_matchers_free(m, nm);
 
-    /* Each series' raw samples, for the documented meaning. */
-    int64_t *ts[4];
-    double *vs[4];
-    size_t ns[4];
-    for (int k = 0; k < 4; k++) {
-        ts[k] = malloc(AP_N * sizeof *ts[k]);
-        vs[k] = malloc(AP_N * sizeof *vs[k]);
-        ns[k] = 0;
-    }
-    {
-        /* read back what was stored (the same put_agree arithmetic) */
-        for (int k = 0; k < 4; k++)
-            for (int i = 0; i < AP_N; i++) {
-                if (k == 1 && i >= 6 && i < 40)
-                    continue;
-                ts[k][ns[k]] = b + (int64_t)i * 10000 + (k == 2 ? 3000 : 0);
-                vs[k][ns[k]] = k == 1 && i == 45 ? NAN : 1.5 * i + 7 * k + (i % 7) * 0.1;
-                if (k == 2 && i == 20)
-                    vs[k][ns[k]] = gp_bits_f64(GP_RW_STALE_NAN_BITS);
-                ns[k]++;
-            }
-    }
     const enum gp_agg aggs[] = {GP_AGG_AVG, GP_AGG_MIN, GP_AGG_MAX, GP_AGG_SUM, GP_AGG_COUNT};
     const int64_t steps[] = {4000, 15000, 60000, 300000, 420000};
     int64_t start = b + 7000, end = b + 700000; /* past the data: the lookback's tail */
@@ -1146,10 +1128,6 @@ static void test_agg_is_promql(void)
         }
         free(val);
         free(has);
-    }
-    for (int k = 0; k < 4; k++) {
-        free(ts[k]);
-        free(vs[k]);
     }
     gp_storage_close(s);
 }

@@ -196,6 +196,21 @@ static void test_template(void)
 
 /* ---- over a store ---- */
 
+/* Appends 5 samples v, 10 s apart and ending at end, to the series of
+ * the nl labels l (canonical order). */
+static void put5(struct gp_storage *st, struct gp_rw_label *l, size_t nl, const double *v, int64_t end)
+{
+    struct gp_rw_sample s[5];
+    for (int i = 0; i < 5; i++)
+        s[i] = (struct gp_rw_sample){v[i], end - (4 - i) * 10000};
+    struct gp_rw_series se = {l, nl, s, 5};
+    struct gp_rw_request rq = {&se, 1, nl, 5, NULL};
+    struct gp_append_result res;
+    char err[256];
+    CHECK_INT(gp_storage_append(st, &rq, &res, err, sizeof err), GP_OK);
+    CHECK_INT(res.accepted, 5);
+}
+
 /* temp{Hostname=n1,gpu=g,modelName=m} with 5 samples, 10 s apart, ending at end. */
 static void put_temp(struct gp_storage *st, const char *gpu, const char *model, const double *v,
                      int64_t end)
@@ -206,15 +221,7 @@ static void put_temp(struct gp_storage *st, const char *gpu, const char *model, 
                                {{"job", 3}, {"train", 5}},
                                {{"modelName", 9}, {model, strlen(model)}}};
     /* canonical order: Hostname < __name__ < gpu < job < modelName (byte order) */
-    struct gp_rw_sample s[5];
-    for (int i = 0; i < 5; i++)
-        s[i] = (struct gp_rw_sample){v[i], end - (4 - i) * 10000};
-    struct gp_rw_series se = {l, 5, s, 5};
-    struct gp_rw_request rq = {&se, 1, 5, 5, NULL};
-    struct gp_append_result res;
-    char err[256];
-    CHECK_INT(gp_storage_append(st, &rq, &res, err, sizeof err), GP_OK);
-    CHECK_INT(res.accepted, 5);
+    put5(st, l, 5, v, end);
 }
 
 struct got {
@@ -248,15 +255,7 @@ static void put_counter(struct gp_storage *st, int64_t end)
     struct gp_rw_label l[3] = {{{"Hostname", 8}, {"n1", 2}},
                                {{"__name__", 8}, {"energy_total", 12}},
                                {{"gpu", 3}, {"9", 1}}};
-    double v[5] = {10, 20, 5, 15, 25};
-    struct gp_rw_sample s[5];
-    for (int i = 0; i < 5; i++)
-        s[i] = (struct gp_rw_sample){v[i], end - (4 - i) * 10000};
-    struct gp_rw_series se = {l, 3, s, 5};
-    struct gp_rw_request rq = {&se, 1, 5, 5, NULL};
-    struct gp_append_result res;
-    char err[256];
-    CHECK_INT(gp_storage_append(st, &rq, &res, err, sizeof err), GP_OK);
+    put5(st, l, 3, (double[]){10, 20, 5, 15, 25}, end);
 }
 
 static const char more[] = "rules:\n"
