@@ -2,7 +2,8 @@
 # Alerts end to end with the real server: a custom rule in the config
 # file, evaluated every second; remote-written GPU temperatures cross its
 # threshold, so the alert is seen pending and then firing in
-# GET /api/v1/alerts; a silence (write token only) marks it silenced; a
+# GET /api/v1/alerts (its evidence, the rule's PromQL, answers /api/v1/query
+# with the same value); a silence (write token only) marks it silenced; a
 # restart keeps it firing without a second firing transition; cooled, it
 # resolves; another restart keeps the history, and a hot GPU within the
 # cool-down fires nothing new.
