@@ -462,3 +462,13 @@ bad:
     it->err = GP_EPARSE;
     return GP_EPARSE;
 }
+
+int gp_chunk_iter_decode(struct gp_chunk_iter *it, int64_t *t, double *v, size_t cap)
+{
+    size_t n = 0;
+    int k = 0;
+    /* One call for the chunk: gp_chunk_iter_next is inlined here. */
+    while (n < cap && (k = gp_chunk_iter_next(it, &t[n], &v[n])) == 1)
+        n++;
+    return k < 0 ? k : (int)n;
+}

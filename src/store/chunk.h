@@ -139,6 +139,11 @@ int gp_chunk_iter_init(struct gp_chunk_iter *it, const uint8_t *data, size_t len
  */
 int gp_chunk_iter_next(struct gp_chunk_iter *it, int64_t *t_ms, double *v);
 
+/* Decodes the samples left, at most cap, into t and v: how many, or
+ * GP_EPARSE (those before the damage are in t and v). The same as calling
+ * gp_chunk_iter_next for each, without a call per sample. */
+int gp_chunk_iter_decode(struct gp_chunk_iter *it, int64_t *t, double *v, size_t cap);
+
 /* The sample count the header announces (0 for a bad header). */
 unsigned gp_chunk_iter_count(const struct gp_chunk_iter *it);
 

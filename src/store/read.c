@@ -21,26 +21,37 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Decodes a chunk, appending samples in [mint, maxt] newer than *last. */
+/* Decodes a chunk, appending samples in [mint, maxt] newer than *last:
+ * the whole chunk in one call into out's spare room, then filtered in
+ * place (as emit_bchunk does). */
 static int emit_chunk(const uint8_t *p, size_t len, int64_t mint, int64_t maxt, int64_t *last,
                       struct gp_samples *out)
 {
     struct gp_chunk_iter it;
-    int64_t t;
-    double v;
-    int k;
     if (gp_chunk_iter_init(&it, p, len) != GP_OK)
         return GP_EPARSE;
-    while ((k = gp_chunk_iter_next(&it, &t, &v)) == 1) {
-        if (t > maxt)
-            return GP_OK;
+    size_t n = gp_chunk_iter_count(&it), base = out->n;
+    if (gp_st_samples_reserve(out, n) != GP_OK)
+        return GP_ENOMEM;
+    int k = gp_chunk_iter_decode(&it, out->t + base, out->v + base, n);
+    /* After damage, the samples decoded before it still count; and damage
+     * past maxt is never reached, as a sample-by-sample read stops there. */
+    size_t got = k < 0 ? it.read : (size_t)k, w = base;
+    int rc = k < 0 ? GP_EPARSE : GP_OK;
+    for (size_t i = base; i < base + got; i++) {
+        int64_t t = out->t[i];
+        if (t > maxt) {
+            rc = GP_OK;
+            break;
+        }
         if (t < mint || t <= *last)
             continue;
-        if (gp_st_samples_push(out, t, v) != GP_OK)
-            return GP_ENOMEM;
+        out->t[w] = t;
+        out->v[w++] = out->v[i];
         *last = t;
     }
-    return k < 0 ? GP_EPARSE : GP_OK;
+    out->n = w;
+    return rc;
 }
 
 /* Decodes a block chunk straight into out, keeping the samples in
