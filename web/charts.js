@@ -25,11 +25,13 @@
 
   // GP.chart(parent, {title, height, series: [{label, color: "--c1", scale,
   // fmt, dash, fill, width}], scales: {name: {fmt, range, side}}, data,
-  // shade: [[t0, t1]...], markers: [{t, label}], onZoom(t0, t1), sync})
+  // shade: [[t0, t1]...], markers: [{t, label}], onZoom(t0, t1), sync,
+  // promql: the chart's PromQL, shown under it (selectable, for Grafana)})
   GP.chart = function (parent, o) {
-    const box = GP.h("div", {class: "chart"}, GP.h("h3", {text: o.title}));
+    const box = GP.h("div", {class: "chart"}, GP.h("h3", {text: o.title, title: o.promql ? "PromQL: " + o.promql : null}));
     const plot = GP.h("div", {class: "plot"});
     box.append(plot);
+    if (o.promql) box.append(GP.h("code", {class: "promql", title: "the PromQL of this chart: paste it into Grafana", text: o.promql}));
     if (o.note) box.append(GP.h("p", {class: "note", text: o.note}));
     parent.append(box);
     const axisColor = css("--muted") || "#888";

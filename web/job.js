@@ -118,11 +118,14 @@
         const t0 = d.start, t1 = d.end || Date.now() / 1000;
         const step = pickStep(Math.max(60, t1 - t0));
         const a = Math.floor(t0 / step) * step, b = Math.ceil(t1 / step) * step;
-        const q = (sel, extra) => GP.api(`/api/v1/query_range?match=${encodeURIComponent(sel)}&start=${a}&end=${b}&step=${step}${extra}`);
+        // PromQL, as a Grafana panel would ask it: each chart shows its
+        // expression, to paste into Grafana or /api/v1/query_range.
+        const q = (expr) => GP.api(`/api/v1/query_range?query=${encodeURIComponent(expr)}&start=${a}&end=${b}&step=${step}`);
         const jsel = `{job="${reEsc(id)}"}`;
+        const stepExpr = `avg by (rank) (gpulse_job_step_duration_seconds${jsel})`;
+        const thrExpr = `sum(rate(gpulse_job_samples_total${jsel}[${Math.max(2 * step, 60)}s]))`;
         const [stepRes, sampRes] = await Promise.all([
-          q("gpulse_job_step_duration_seconds" + jsel, "&agg=avg&by=rank").catch(() => ({result: []})),
-          q("gpulse_job_samples_total" + jsel, "&agg=sum").catch(() => ({result: []}))]);
+          q(stepExpr).catch(() => ({result: []})), q(thrExpr).catch(() => ({result: []}))]);
         if (!alive) return;
         const rankRes = stepRes.result.slice().sort((x, y) => (+x.metric.rank) - (+y.metric.rank));
         stepByRank = {};
@@ -134,11 +137,10 @@
         const xr = [t0, t1];
         status.textContent = `${fmt.time(t0)} – ${d.end ? fmt.time(t1) : "now"}`;
         const stepData = GP.align(a, b, step, rankRes.map((r) => r.values));
-        chart("steps", {title: "Step time per rank", scales: {s: {fmt: fmt.secs, range: (u, lo, hi) => [0, Math.max(hi, 0.001)]}},
+        chart("steps", {title: "Step time per rank", promql: stepExpr, scales: {s: {fmt: fmt.secs, range: (u, lo, hi) => [0, Math.max(hi, 0.001)]}},
           series: rankRes.map((r, i) => ({label: "rank " + r.metric.rank, scale: "s", color: COLORS[i % COLORS.length]}))}, stepData, xr);
-        const samp = GP.align(a, b, step, [sampRes.result[0] ? sampRes.result[0].values : []]).cols[0];
-        const rate = samp.map((v, i) => (i > 0 && v !== null && samp[i - 1] !== null && v >= samp[i - 1] ? (v - samp[i - 1]) / step : null));
-        chart("thr", {title: "Throughput", scales: {r: {fmt: (v) => fmt.n(v, 0) + "/s", range: (u, lo, hi) => [0, Math.max(hi, 1)]}},
+        const rate = GP.align(a, b, step, [sampRes.result[0] ? sampRes.result[0].values : []]).cols[0];
+        chart("thr", {title: "Throughput", promql: thrExpr, scales: {r: {fmt: (v) => fmt.n(v, 0) + "/s", range: (u, lo, hi) => [0, Math.max(hi, 1)]}},
           series: [{label: "samples/s", scale: "r", color: "--c2", fill: true}]}, {x: stepData.x, cols: [rate]}, xr);
         const sg = (d.series && d.series.gpus) || [];
         const names = {};

@@ -800,7 +800,7 @@ int gp_engine_tick(struct gp_engine *e, int64_t now_ms, char *err, size_t errlen
     for (size_t i = 0; e->o.rules && i < e->o.rules->n; i++) {
         const struct gp_rule *r = &e->o.rules->r[i];
         struct det_ctx c = {e, GP_DET__COUNT, 0};
-        int rc = gp_rule_eval(e->o.store, r, now_ms, rule_emit, &c, detail, sizeof detail);
+        int rc = gp_rule_eval(e->o.store, r, now_ms, &e->o.query_limits, rule_emit, &c, detail, sizeof detail);
         nobs += c.n;
         if (rc) {
             rule_err++;

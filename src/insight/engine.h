@@ -57,6 +57,10 @@ struct gp_engine_options {
     const gp_detect_fn *detectors;     /* GP_DET__COUNT entries (NULL ones skipped), or NULL */
     struct gp_detector_cfg det_cfg[GP_DET__COUNT];
     const struct gp_rules *rules;      /* borrowed; may be NULL */
+    /* The server's query settings (lookback, windows, limits): custom
+     * rules evaluate through the PromQL engine with them. Zeroed:
+     * the engine's defaults. */
+    struct gp_promql_limits query_limits;
     /* Prometheus rule files' groups (promrules.h), run after the custom
      * rules in each tick; borrowed; may be NULL. */
     struct gp_promrules_run *promrules;

@@ -1,18 +1,16 @@
 /*
  * rules.c - custom threshold rules (rules.h): the `rules:` parser over
  * libyaml's document tree (each node knows its line, so errors name it),
- * the aggregates and comparisons, the summary templates, and the
- * evaluation of one rule over the store.
+ * its translation into PromQL, the comparisons, the summary templates,
+ * and the evaluation of one rule through the query engine.
  */
 #include "insight/rules.h"
 
-#include "lib/bits.h"
 #include "lib/buf.h"
-#include "lib/duration.h"
 #include "lib/err.h"
-#include "lib/plural.h"
 #include "lib/yamldoc.h"
 #include "query/json.h"
+#include "query/promql_ast.h"
 #include "store/labels.h"
 
 #include <errno.h>
@@ -38,8 +36,10 @@ void gp_rules_free(struct gp_rules *r)
 {
     if (!r)
         return;
-    for (size_t i = 0; i < r->n; i++)
-        gp_matchers_free(r->r[i].m, r->r[i].nm);
+    for (size_t i = 0; i < r->n; i++) {
+        gp_promql_free(r->r[i].ast);
+        free(r->r[i].promql);
+    }
     free(r->r);
     r->r = NULL;
     r->n = 0;
@@ -119,6 +119,65 @@ static int annotation_pair(void *ctx, const yaml_node_t *k, const yaml_node_t *v
                      "line %u: unknown annotation '%.64s' (use summary or runbook)", gp_yaml_line(k), name);
 }
 
+/* The PromQL functions of the aggs, in GP_RULE_AGGS order. */
+static const char *const agg_funcs[GP_RAGG__COUNT] = {
+    "avg_over_time", "min_over_time", "max_over_time", "last_over_time", "rate", "increase",
+};
+
+/*
+ * r->promql and r->ast from r->expr: a plain selector becomes
+ * FUNC(SEL[window]) (its offset and @ kept, written after the range as
+ * PromQL has them); any other instant-vector expression stays as written,
+ * and then agg and window (given says whether either was) are refused
+ * rather than silently ignored.
+ */
+static int translate(struct gp_rule *r, bool given, char *err, size_t errlen)
+{
+    char detail[256];
+    struct gp_pq_node *e = NULL;
+    int rc = gp_promql_parse(r->expr, strlen(r->expr), &e, detail, sizeof detail);
+    if (rc) {
+        return gp_seterr(err, errlen, rc == GP_ENOMEM ? GP_ENOMEM : GP_ECONFIG,
+                         "line %u: rule '%s': 'expr': %s", r->line, r->name, detail);
+    }
+    struct gp_buf b;
+    gp_buf_init(&b, 0);
+    if (e->kind == GP_PQ_VECTOR_SEL) {
+        e->kind = GP_PQ_MATRIX_SEL;
+        e->type = GP_PQ_T_MATRIX;
+        e->u.sel.range_ms = r->window_ms;
+        gp_buf_puts(&b, agg_funcs[r->agg]);
+        gp_buf_putc(&b, '(');
+        gp_promql_format(e, &b);
+        gp_buf_putc(&b, ')');
+    } else if (given) {
+        gp_promql_free(e);
+        return gp_seterr(err, errlen, GP_ECONFIG,
+                         "line %u: rule '%s': 'agg' and 'window' apply to a plain selector; "
+                         "write the aggregation into 'expr' (e.g. max_over_time(x[5m]))",
+                         r->line, r->name);
+    } else if (e->type != GP_PQ_T_VECTOR) {
+        gp_promql_free(e);
+        return gp_seterr(err, errlen, GP_ECONFIG,
+                         "line %u: rule '%s': 'expr' must be an instant vector expression", r->line,
+                         r->name);
+    } else {
+        r->agg = GP_RAGG__COUNT;
+        gp_buf_puts(&b, r->expr);
+    }
+    gp_promql_free(e);
+    if (b.err || !b.data) {
+        gp_buf_free(&b);
+        return gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
+    }
+    r->promql = b.data; /* the buffer's memory, NUL-terminated: now the rule's */
+    rc = gp_promql_parse(r->promql, strlen(r->promql), &r->ast, detail, sizeof detail);
+    if (rc)
+        return gp_seterr(err, errlen, rc == GP_ENOMEM ? GP_ENOMEM : GP_ECONFIG,
+                         "line %u: rule '%s': '%s': %s", r->line, r->name, r->promql, detail);
+    return GP_OK;
+}
+
 /* Fills r from the mapping n. */
 static int parse_rule(yaml_document_t *d, const yaml_node_t *n, struct gp_rule *r, char *err,
                       size_t errlen)
@@ -130,7 +189,7 @@ static int parse_rule(yaml_document_t *d, const yaml_node_t *n, struct gp_rule *
     r->cooldown_ms = 10 * 60 * 1000;
     r->severity = GP_SEV_WARNING;
     r->op = GP_ROP__COUNT;
-    bool have_threshold = false;
+    bool have_threshold = false, have_agg = false, have_window = false;
     if (n->type != YAML_MAPPING_NODE)
         return gp_seterr(err, errlen, GP_ECONFIG, "line %u: a rule must be a mapping", r->line);
     int rc = GP_OK;
@@ -153,6 +212,7 @@ static int parse_rule(yaml_document_t *d, const yaml_node_t *n, struct gp_rule *
         } else if (!strcmp(key, "expr")) {
             rc = gp_yaml_text(v, "expr", r->expr, sizeof r->expr, err, errlen);
         } else if (!strcmp(key, "agg")) {
+            have_agg = true;
             if (!(rc = gp_yaml_text(v, "agg", text, sizeof text, err, errlen))) {
                 int i = 0;
                 while (i < GP_RAGG__COUNT && strcmp(text, gp_rule_agg_names[i]))
@@ -165,6 +225,7 @@ static int parse_rule(yaml_document_t *d, const yaml_node_t *n, struct gp_rule *
                 r->agg = (enum gp_rule_agg)i;
             }
         } else if (!strcmp(key, "window")) {
+            have_window = true;
             rc = gp_yaml_duration(v, "window", &r->window_ms, err, errlen);
             if (!rc && r->window_ms <= 0)
                 rc = gp_seterr(err, errlen, GP_ECONFIG, "line %u: 'window' must be more than 0", ln);
@@ -222,15 +283,7 @@ static int parse_rule(yaml_document_t *d, const yaml_node_t *n, struct gp_rule *
     if (!have_threshold)
         return gp_seterr(err, errlen, GP_ECONFIG, "line %u: rule '%s' has no 'threshold'", r->line,
                          r->name);
-    char detail[256];
-    rc = gp_selector_parse(r->expr, strlen(r->expr), &r->m, &r->nm, detail, sizeof detail);
-    if (rc) {
-        r->m = NULL;
-        r->nm = 0;
-        return gp_seterr(err, errlen, rc == GP_ENOMEM ? GP_ENOMEM : GP_ECONFIG,
-                         "line %u: rule '%s': 'expr': %s", r->line, r->name, detail);
-    }
-    return GP_OK;
+    return translate(r, have_agg || have_window, err, errlen);
 }
 
 int gp_rules_parse_yaml(const char *yaml, size_t len, struct gp_rules *out, char *err,
@@ -266,7 +319,7 @@ int gp_rules_parse_yaml(const char *yaml, size_t len, struct gp_rules *out, char
         const yaml_node_t *item = yaml_document_get_node(&d, list->data.sequence.items.start[i]);
         struct gp_rule *r = &out->r[out->n];
         rc = parse_rule(&d, item, r, err, errlen);
-        if (r->m)
+        if (r->promql || r->ast)
             out->n++; /* owned from here, freed with the set */
         for (size_t k = 0; !rc && k + 1 < out->n; k++)
             if (!strcmp(out->r[k].name, r->name))
@@ -295,59 +348,6 @@ int gp_rules_load_file(const char *path, struct gp_rules *out, char *err, size_t
 /* Bytes of the labels a rule adds to its alerts (alerts.h keeps 1 KiB in
  * all; more is left out rather than cut mid-string). */
 #define EXTRA_LABELS_MAX 768
-
-double gp_rule_aggregate(enum gp_rule_agg agg, const int64_t *t, const double *v, size_t n)
-{
-    double acc = NAN, prev = NAN, first_t = NAN, last_t = NAN;
-    size_t cnt = 0;
-    for (size_t i = 0; i < n; i++) {
-        double x = v[i];
-        if (isnan(x)) {
-            if (gp_f64_bits(x) == GP_RW_STALE_NAN_BITS && agg == GP_RAGG_LAST)
-                acc = NAN, cnt = 0; /* the series ended */
-            continue;
-        }
-        switch (agg) {
-        case GP_RAGG_AVG:
-            acc = cnt ? acc + x : x;
-            break;
-        case GP_RAGG_MIN:
-            acc = cnt && acc <= x ? acc : x;
-            break;
-        case GP_RAGG_MAX:
-            acc = cnt && acc >= x ? acc : x;
-            break;
-        case GP_RAGG_LAST:
-            acc = x;
-            break;
-        case GP_RAGG_RATE:
-        case GP_RAGG_INCREASE:
-            if (!cnt) {
-                acc = 0;
-                first_t = (double)t[i];
-            } else {
-                acc += x >= prev ? x - prev : x; /* a reset: counted from 0 */
-            }
-            prev = x;
-            last_t = (double)t[i];
-            break;
-        case GP_RAGG__COUNT:
-            break;
-        }
-        cnt++;
-    }
-    if (!cnt)
-        return NAN;
-    if (agg == GP_RAGG_AVG)
-        return acc / (double)cnt;
-    if (agg == GP_RAGG_RATE || agg == GP_RAGG_INCREASE) {
-        if (cnt < 2)
-            return NAN;
-        if (agg == GP_RAGG_RATE)
-            return last_t > first_t ? acc / ((last_t - first_t) / 1e3) : NAN;
-    }
-    return acc;
-}
 
 bool gp_rule_compare(enum gp_rule_op op, double v, double thr)
 {
@@ -508,62 +508,48 @@ static void extra_labels(const struct gp_rule *r, const uint8_t *blob, size_t bl
     }
 }
 
-int gp_rule_eval(struct gp_storage *st, const struct gp_rule *r, int64_t now_ms, gp_rule_emit emit,
-                 void *ctx, char *err, size_t errlen)
+int gp_rule_eval(struct gp_storage *st, const struct gp_rule *r, int64_t now_ms,
+                 const struct gp_promql_limits *lim, gp_rule_emit emit, void *ctx, char *err,
+                 size_t errlen)
 {
-    int64_t mint = now_ms - r->window_ms + 1;
-    struct gp_store_selection sel;
-    int rc = gp_storage_select(st, r->m, r->nm, mint, now_ms, &sel);
-    if (rc)
-        return gp_seterr(err, errlen, rc, "rule '%s': selecting series", r->name);
-    struct gp_samples smp = {0};
+    struct gp_promql_result res = {0};
+    char detail[256];
+    int rc = gp_promql_instant(st, r->ast, now_ms, lim, &res, detail, sizeof detail);
+    if (rc) {
+        gp_promql_result_free(&res);
+        return gp_seterr(err, errlen, rc == GP_PROMQL_ETIMEOUT ? GP_EIO : rc, "rule '%s': %s",
+                         r->name, detail);
+    }
     struct gp_buf lab;
     gp_buf_init(&lab, EXTRA_LABELS_MAX);
     struct gp_observation *o = malloc(sizeof *o);
     if (!o) {
-        gp_storage_selection_free(&sel);
+        gp_promql_result_free(&res);
         return gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
     }
-    for (size_t i = 0; i < sel.n && !rc; i++) {
-        const struct gp_store_series *s = &sel.series[i];
-        smp.n = 0;
-        int rrc = gp_storage_read(st, s->id, mint, now_ms, &smp);
-        if (rrc == GP_ENOMEM || rrc == GP_EIO || rrc == GP_ENET) {
-            rc = gp_seterr(err, errlen, rrc, "rule '%s': reading a series", r->name);
-            break;
-        }
-        double v = gp_rule_aggregate(r->agg, smp.t, smp.v, smp.n);
+    for (size_t i = 0; res.type == GP_PROMQL_VECTOR && i < res.n && !rc; i++) {
+        const struct gp_promql_series *s = &res.series[i];
+        double v = s->n ? s->v[0] : NAN;
         if (isnan(v))
             continue;
         memset(o, 0, sizeof *o);
         gp_rule_obs_key(s->labels, s->labels_len, o);
         o->value = v;
         o->bad = gp_rule_compare(r->op, v, r->threshold);
-        char vtext[32], ttext[32], wtext[32], span[32], judged[80];
+        char vtext[32], ttext[32];
         format_value(v, vtext, sizeof vtext);
         format_value(r->threshold, ttext, sizeof ttext);
-        gp_format_duration(r->window_ms, wtext, sizeof wtext);
-        /* what was judged, not the window: a series younger than it has
-         * less; whole seconds (sampling jitter would print "9s522ms") */
-        int64_t age = now_ms - smp.t[0];
-        gp_format_duration(age >= 1000 ? (age + 500) / 1000 * 1000 : age, span, sizeof span);
-        if (now_ms == smp.t[0])
-            snprintf(judged, sizeof judged, "the newest sample (1 sample)");
-        else
-            snprintf(judged, sizeof judged, "the last %s (%zu %s)", span, smp.n,
-                     gp_plural((double)smp.n, "sample", "samples"));
         if (r->summary[0])
             gp_rule_template(r->summary, v, s->labels, s->labels_len, o->summary, sizeof o->summary);
         else
-            snprintf(o->summary, sizeof o->summary, "%s: %s over %s is %s (%s %s)", r->name,
-                     gp_rule_agg_names[r->agg], judged, vtext, gp_rule_op_names[r->op], ttext);
+            snprintf(o->summary, sizeof o->summary, "%s: %s is %s (%s %s)", r->name, r->promql,
+                     vtext, gp_rule_op_names[r->op], ttext);
         gp_buf_reset(&lab);
         gp_json_labels(&lab, s->labels, s->labels_len);
         /* cut at the buffer's end: the series' labels go last */
-        if (snprintf(o->evidence, sizeof o->evidence,
-                 "%s(%s[%s]) = %s over %s, threshold %s %s; series %s",
-                 gp_rule_agg_names[r->agg], r->expr, wtext, vtext, judged, gp_rule_op_names[r->op],
-                 ttext, lab.data && !lab.err ? lab.data : "{}") < 0)
+        if (snprintf(o->evidence, sizeof o->evidence, "%s = %s, threshold %s %s; series %s",
+                     r->promql, vtext, gp_rule_op_names[r->op], ttext,
+                     lab.data && !lab.err ? lab.data : "{}") < 0)
             o->evidence[0] = '\0';
         gp_buf_reset(&lab);
         extra_labels(r, s->labels, s->labels_len, &lab);
@@ -579,7 +565,6 @@ int gp_rule_eval(struct gp_storage *st, const struct gp_rule *r, int64_t now_ms,
     }
     free(o);
     gp_buf_free(&lab);
-    gp_samples_free(&smp);
-    gp_storage_selection_free(&sel);
+    gp_promql_result_free(&res);
     return rc;
 }

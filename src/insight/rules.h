@@ -6,7 +6,7 @@
  *     - name: gpu_hot                      # the alert kind; [A-Za-z_][A-Za-z0-9_]*
  *       expr: DCGM_FI_DEV_GPU_TEMP{modelName=~"NVIDIA H100.*"}
  *       agg: max                           # avg|min|max|last|rate|increase (last)
- *       window: 5m                         # (5m)
+ *       window: 5m                         # (5m); both only for a plain selector
  *       op: ">"                            # > >= < <= == !=
  *       threshold: 85
  *       for: 2m                            # (0s)
@@ -21,21 +21,30 @@
  * reads the same YAML again with libyaml's document API and takes only
  * `rules:`. Every error names its line.
  *
- * Evaluation (gp_rule_eval): the series the selector matches with
- * samples in (now - window, now]; per series the aggregate of its
- * samples in that window (NaN and stale markers skipped; rate and
- * increase count counter resets as Prometheus does, without
- * extrapolation; both need two samples), compared with the threshold.
- * Each series with a value is one observation, keyed by its node
- * (Hostname, else hostname), gpu, job, rank and pid labels plus a hash
- * of all its labels (so series that differ only in other labels are
- * separate alerts).
+ * Evaluation: each rule is the PromQL expression it means, evaluated
+ * by the server's query engine (query/promql.h) at the tick's time with
+ * the server's query settings, so a rule's value is what the instant
+ * query /api/v1/query?query=<that expression> answers (and what Grafana
+ * shows). A plain selector in `expr` takes agg over window:
+ *   avg  avg_over_time(EXPR[W])    min  min_over_time(EXPR[W])
+ *   max  max_over_time(EXPR[W])    last last_over_time(EXPR[W])
+ *   rate rate(EXPR[W])             increase increase(EXPR[W])
+ * (rate and increase extrapolate to the window's ends as Prometheus
+ * does, and need two samples; a range [W] holds [t - W, t], or
+ * (t - W, t] with query_prom3_windows). Any other instant-vector
+ * expression in `expr` (sum by (Hostname) (...), a / b, ...) is
+ * evaluated as written, and then agg and window must be left out.
+ * Each series of the answer whose value is a number is one observation
+ * (value op threshold), keyed by its node (Hostname, else hostname),
+ * gpu, job, rank and pid labels plus a hash of all its labels (so
+ * series that differ only in other labels are separate alerts).
+ * docs/config.md shows the Prometheus rule-file rule each one equals.
  */
 #ifndef GP_INSIGHT_RULES_H
 #define GP_INSIGHT_RULES_H
 
 #include "insight/detect.h"
-#include "store/matcher.h"
+#include "query/promql.h"
 #include "storage/storage.h"
 
 #include <stddef.h>
@@ -47,6 +56,7 @@
 
 #define GP_RULE_AGGS(X) X(AVG, "avg") X(MIN, "min") X(MAX, "max") X(LAST, "last") \
     X(RATE, "rate") X(INCREASE, "increase")
+/* GP_RAGG__COUNT: no agg, expr is evaluated as written. */
 enum gp_rule_agg {
 #define GP_RAGG_ENUM_(id, name) GP_RAGG_##id,
     GP_RULE_AGGS(GP_RAGG_ENUM_)
@@ -68,8 +78,8 @@ extern const char *const gp_rule_op_names[GP_ROP__COUNT];
 struct gp_rule {
     char name[GP_RULE_NAME_LEN];
     char expr[1024];
-    struct gp_matcher *m;      /* owned */
-    size_t nm;
+    char *promql;              /* owned: what is evaluated (expr, or agg over window of it) */
+    struct gp_pq_node *ast;    /* owned: promql parsed */
     enum gp_rule_agg agg;
     int64_t window_ms, for_ms, cooldown_ms;
     enum gp_rule_op op;
@@ -100,8 +110,6 @@ int gp_rules_parse_yaml(const char *yaml, size_t len, struct gp_rules *out, char
 int gp_rules_load_file(const char *path, struct gp_rules *out, char *err, size_t errlen);
 void gp_rules_free(struct gp_rules *r); /* accepts a zeroed set */
 
-/* The value of one aggregate over n samples (time order), or NaN. */
-double gp_rule_aggregate(enum gp_rule_agg agg, const int64_t *t, const double *v, size_t n);
 /* value op threshold. */
 bool gp_rule_compare(enum gp_rule_op op, double value, double threshold);
 
@@ -115,12 +123,14 @@ struct gp_rule_obs {
 typedef int (*gp_rule_emit)(void *ctx, const struct gp_rule_obs *ro);
 
 /*
- * Evaluates rule r at now_ms over st, calling emit for every series with
- * a value. GP_OK, the first error of emit, or the store's GP_ENOMEM /
- * GP_EIO, with detail.
+ * Evaluates rule r at now_ms over st (lim: the server's query settings;
+ * NULL: the engine's defaults), calling emit for every series with a
+ * value. GP_OK, the first error of emit, or the engine's error (GP_ENOMEM,
+ * GP_EIO, GP_ERANGE, ...; a timeout is GP_EIO), with detail.
  */
-int gp_rule_eval(struct gp_storage *st, const struct gp_rule *r, int64_t now_ms, gp_rule_emit emit,
-                 void *ctx, char *err, size_t errlen);
+int gp_rule_eval(struct gp_storage *st, const struct gp_rule *r, int64_t now_ms,
+                 const struct gp_promql_limits *lim, gp_rule_emit emit, void *ctx, char *err,
+                 size_t errlen);
 
 /* The alert key of a series' labels (shared with Prometheus rule files,
  * promrules.h): det GP_DET__COUNT, node from Hostname (else hostname),

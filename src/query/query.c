@@ -1,7 +1,9 @@
 /*
  * query.c - range queries, series, label names and values (query.h):
  * select from the store, evaluate (eval.c), write the JSON answer
- * (json.c) in the envelope of Prometheus's HTTP API.
+ * (json.c) in the envelope of Prometheus's HTTP API. A range query with
+ * agg on raw samples is instead written as PromQL and handed to the
+ * engine (range_promql below); what follows is the path of the others.
  *
  * A range query orders the selected series as the answer lists them:
  * without agg by their labels (Prometheus sorts a matrix that way); with
@@ -26,6 +28,7 @@
 #include "lib/strset.h"
 #include "query/eval.h"
 #include "query/json.h"
+#include "query/promql.h"
 #include "store/labels.h"
 
 #include <pthread.h>
@@ -443,6 +446,121 @@ static size_t online_cpus(void)
     return n < 1 ? 1 : n > MAX_THREADS ? MAX_THREADS : (size_t)n;
 }
 
+/* ---- the agg form through the PromQL engine ---- */
+
+static const char *const agg_ops[] = {
+    [GP_AGG_AVG] = "avg", [GP_AGG_MIN] = "min", [GP_AGG_MAX] = "max",
+    [GP_AGG_SUM] = "sum", [GP_AGG_COUNT] = "count",
+};
+
+int gp_query_agg_promql(const struct gp_range_query *q, struct gp_buf *out)
+{
+    const char *by[GP_QUERY_MAX_BY];
+    char err[128];
+    int nby = sorted_by(q, by, err, sizeof err);
+    if (nby < 0 || q->agg == GP_AGG_NONE || !q->m || !q->nm)
+        return GP_EUSAGE;
+    /* The selector written by the PromQL formatter, as a range [step] and
+     * as an instant vector (the lookback fallback). */
+    struct gp_pq_node sel = {.kind = GP_PQ_MATRIX_SEL, .type = GP_PQ_T_MATRIX};
+    sel.u.sel.m = (struct gp_matcher *)q->m; /* read only */
+    sel.u.sel.nm = q->nm;
+    sel.u.sel.range_ms = q->step_ms;
+    /* name{...} as a person writes it, when the name is a plain one */
+    for (size_t i = 0; i < q->nm && !sel.u.sel.name; i++) {
+        const struct gp_matcher *x = &q->m[i];
+        const char *v = x->value;
+        int ok = x->op == GP_MATCH_EQ && !strcmp(x->name, "__name__") && *v && !(*v >= '0' && *v <= '9');
+        for (; ok && *v; v++)
+            ok = (*v >= 'a' && *v <= 'z') || (*v >= 'A' && *v <= 'Z') || (*v >= '0' && *v <= '9') ||
+                 *v == '_' || *v == ':';
+        if (ok)
+            sel.u.sel.name = x->value;
+    }
+    gp_buf_puts(out, agg_ops[q->agg]);
+    if (nby) {
+        gp_buf_puts(out, " by (");
+        for (int i = 0; i < nby; i++)
+            gp_buf_printf(out, "%s%s", i ? ", " : "", by[i]);
+        gp_buf_putc(out, ')');
+    }
+    gp_buf_puts(out, q->agg == GP_AGG_MIN   ? " (min_over_time("
+                     : q->agg == GP_AGG_MAX ? " (max_over_time("
+                                            : " (avg_over_time(");
+    gp_promql_format(&sel, out);
+    /* A window as long as the lookback holds all the lookback could
+     * find: the fallback would never answer, and costs a second read. */
+    if (q->step_ms >= GP_QUERY_LOOKBACK_MS) {
+        gp_buf_puts(out, "))");
+        return out->err ? out->err : GP_OK;
+    }
+    gp_buf_puts(out, ") or ");
+    sel.kind = GP_PQ_VECTOR_SEL;
+    sel.type = GP_PQ_T_VECTOR;
+    sel.u.sel.range_ms = 0;
+    gp_promql_format(&sel, out);
+    gp_buf_puts(out, " * 1)");
+    return out->err ? out->err : GP_OK;
+}
+
+/*
+ * The agg form on raw samples is the PromQL of gp_query_agg_promql,
+ * evaluated by the engine with Prometheus 3's left-open windows (so the
+ * window is (t - step, t], every sample in one step) and the fixed
+ * 5-minute lookback: the answer is what /api/v1/query_range?query=...
+ * gives for that expression with --query.prom3-windows.
+ */
+static int range_promql(struct gp_storage *s, const struct gp_range_query *q, struct gp_buf *out,
+                        char *err, size_t errlen)
+{
+    /* The form's series cap holds here too (the engine's own limit is
+     * samples): the index alone tells how many series the range sees. */
+    int64_t reach = q->step_ms > GP_QUERY_LOOKBACK_MS ? q->step_ms : GP_QUERY_LOOKBACK_MS;
+    struct gp_store_selection ss = {0};
+    int rc = gp_storage_select(s, q->m, q->nm, q->start_ms - reach + 1, q->end_ms, &ss);
+    size_t nsel = ss.n;
+    gp_storage_selection_free(&ss);
+    if (rc)
+        return gp_seterr(err, errlen, rc, "selecting series: %s", gp_strerror(rc));
+    if (nsel > GP_QUERY_MAX_SERIES)
+        return gp_seterr(err, errlen, GP_EUSAGE,
+                         "the selector matches %zu series, more than the limit of %d: narrow it",
+                         nsel, GP_QUERY_MAX_SERIES);
+    struct gp_buf text;
+    gp_buf_init(&text, 0);
+    rc = gp_query_agg_promql(q, &text);
+    if (rc || !text.data) {
+        gp_buf_free(&text);
+        return gp_seterr(err, errlen, rc ? rc : GP_ENOMEM, "writing the query's PromQL");
+    }
+    struct gp_pq_node *e = NULL;
+    char detail[256];
+    rc = gp_promql_parse(text.data, text.len, &e, detail, sizeof detail);
+    if (rc) {
+        gp_seterr(err, errlen, rc == GP_ENOMEM ? rc : GP_EUSAGE, "%s: %s", text.data, detail);
+        gp_buf_free(&text);
+        return rc == GP_ENOMEM ? rc : GP_EUSAGE;
+    }
+    gp_buf_free(&text);
+    struct gp_promql_limits lim = {.lookback_ms = GP_QUERY_LOOKBACK_MS, .prom3_windows = 1};
+    struct gp_promql_result res = {0};
+    rc = gp_promql_range(s, e, q->start_ms, q->end_ms, q->step_ms, &lim, &res, detail,
+                         sizeof detail);
+    if (rc) {
+        rc = rc == GP_PROMQL_ETIMEOUT ? GP_EIO : rc;
+        gp_seterr(err, errlen, rc, "%s", detail);
+    } else {
+        struct mark m = mark_of(out);
+        gp_promql_render(&res, out);
+        rc = out_status(out, err, errlen);
+        if (rc)
+            rewind_to(out, m);
+    }
+    gp_promql_result_free(&res);
+    gp_promql_free(e);
+    return rc;
+}
+
 int gp_query_range(struct gp_storage *s, const struct gp_range_query *q, struct gp_buf *out, char *err,
                    size_t errlen)
 {
@@ -465,6 +583,8 @@ int gp_query_range(struct gp_storage *s, const struct gp_range_query *q, struct 
     rc = choose_rollups(q, &use_rollups, err, errlen);
     if (rc)
         return rc;
+    if (!use_rollups && q->agg != GP_AGG_NONE)
+        return range_promql(s, q, out, err, errlen);
 
     struct range_job j;
     memset(&j, 0, sizeof j);

@@ -15,6 +15,11 @@
  * every series is returned as it is. When step is a multiple of a minute
  * (and start is minute-aligned) windows are read from the 1-minute rollups,
  * which also reach past the raw retention.
+ *
+ * With agg on raw samples this is a PromQL expression (gp_query_agg_promql)
+ * evaluated by the PromQL engine (promql.h), so the form agrees with
+ * query=; without agg (series keep __name__, which PromQL's window
+ * functions drop) and on rollups, eval.c computes the same meaning.
  */
 #ifndef GP_QUERY_QUERY_H
 #define GP_QUERY_QUERY_H
@@ -70,6 +75,18 @@ int gp_parse_agg(const char *s, enum gp_agg *agg);
  */
 int gp_query_range(struct gp_storage *s, const struct gp_range_query *q, struct gp_buf *out, char *err,
                    size_t errlen);
+
+/*
+ * The PromQL that q's agg form means on raw samples, appended to out:
+ *   AGG by (BY) (F_over_time(SEL[STEP]) or SEL * 1)
+ * with F min or max for agg=min/max, else avg; `or SEL * 1` is the
+ * lookback fallback of an empty window (left out when step >= 5m: the
+ * window then holds the lookback). Evaluated with left-open windows
+ * (--query.prom3-windows), it is what gp_query_range answers when q has
+ * agg and reads raw samples. GP_OK, GP_EUSAGE (no agg or selector, bad
+ * by) or out's error.
+ */
+int gp_query_agg_promql(const struct gp_range_query *q, struct gp_buf *out);
 
 /* {"status":"success","data":[{labels}, ...]}: series matching any of the
  * nsel selectors (each an array of matchers) with samples in [start, end]. */

@@ -646,6 +646,7 @@ int gp_srv_alerts_start(struct gp_server *s, struct gp_storage *st, char *err, s
     if (rc || (rc = gp_alerts_open(&s->alerts, c->data_dir, gp_wall_ms(), err, errlen)))
         return rc;
     eo.alerts = s->alerts;
+    gp_srv_promql_limits(s, &eo.query_limits);
     /* the rule files' groups run in the engine's ticks, over the same store */
     struct gp_promrules_options po = {
         .store = st,

@@ -177,6 +177,16 @@ async function functional() {
   const rep = await fetch(base + href, {headers: TOKEN ? {Authorization: "Bearer " + TOKEN} : {}});
   check(rep.status === 200 && /text\/html/.test(rep.headers.get("content-type")), `report link ${href}: ${rep.status}`);
   log(`job ${job}: ${ranks} ranks, report link ${href} answers 200 HTML`);
+  // The job charts are PromQL a Grafana user would write: shown under the
+  // chart, and the same text answers /api/v1/query_range with the series.
+  const exprs = await page.locator(".chart code.promql").allTextContents();
+  const stepExpr = exprs.find((e) => e.startsWith("avg by (rank) (gpulse_job_step_duration_seconds{job="));
+  check(stepExpr && exprs.some((e) => e.startsWith("sum(rate(gpulse_job_samples_total{job=")), `job charts' PromQL: ${JSON.stringify(exprs)}`);
+  const now = Math.floor(Date.now() / 1000);
+  const pasted = await api(`/api/v1/query_range?query=${encodeURIComponent(stepExpr)}&start=${now - 120}&end=${now}&step=5`);
+  check(pasted.resultType === "matrix" && pasted.result.length > 0 && pasted.result.length <= ranks && pasted.result.every((r) => "rank" in r.metric),
+    `the step chart's PromQL answers ${JSON.stringify(pasted).slice(0, 300)} for ${ranks} ranks`);
+  log(`job charts show their PromQL: ${stepExpr}`);
   // "1 node, 1 rank, 1 GPU": each word agrees with its count.
   const jobSub = await page.textContent("#app p.sub");
   for (const [one, many] of [["node", "nodes"], ["rank", "ranks"], ["GPU", "GPUs"]]) {

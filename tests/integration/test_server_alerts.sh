@@ -2,7 +2,8 @@
 # Alerts end to end with the real server: a custom rule in the config
 # file, evaluated every second; remote-written GPU temperatures cross its
 # threshold, so the alert is seen pending and then firing in
-# GET /api/v1/alerts; a silence (write token only) marks it silenced; a
+# GET /api/v1/alerts (its evidence, the rule's PromQL, answers /api/v1/query
+# with the same value); a silence (write token only) marks it silenced; a
 # restart keeps it firing without a second firing transition; cooled, it
 # resolves; another restart keeps the history, and a hot GPU within the
 # cool-down fires nothing new.
@@ -59,6 +60,18 @@ print(a["id"])
 PY
 ) || fail "the firing alert is wrong (above)"
 note "firing: $ID"
+# The rule is PromQL (docs/config.md): its evidence names the expression,
+# and the same text answers the instant query with the alert's value.
+EXPR=$(python3 -c 'import json,sys; e=json.load(open(sys.argv[1]))["data"][0]["evidence"]; print(e.split(" = ")[0])' "$TMP/firing.json")
+[ "$EXPR" = 'last_over_time(DCGM_FI_DEV_GPU_TEMP{Hostname="n1"}[10s])' ] || fail "the rule's evidence: $EXPR"
+curl -sf -H 'Authorization: Bearer R' --data-urlencode "query=$EXPR" "$SERVER_URL/api/v1/query" >"$TMP/rule-q.json" ||
+    fail "/api/v1/query of the rule's expression"
+python3 - "$TMP/rule-q.json" <<'PY' || fail "the instant query of the rule's expression (above)"
+import json, sys
+r = json.load(open(sys.argv[1]))["data"]["result"]
+assert len(r) == 1 and r[0]["metric"].get("gpu") == "0" and float(r[0]["value"][1]) == 90, r
+PY
+note "the rule's expression answers the instant query with its value"
 
 code=$(curl -s -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer R' -d '{"matchers":{"kind":"gpu_hot"},"duration":"1h"}' "$SERVER_URL/api/v1/silences")
 [ "$code" = 401 ] || fail "the read token silenced ($code)"

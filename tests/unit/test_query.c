@@ -397,7 +397,8 @@ static void test_parallel_batches(void)
         CHECK_INT(json_array_size(vals), q);
     }
     json_decref(j);
-    /* avg by Hostname: each group summed in series order by one thread. */
+    /* avg by Hostname: the engine's avg (Prometheus's running mean, so
+     * equal to the plain mean within rounding). */
     j = range(s, "par", start, end, 1000, GP_AGG_AVG, "Hostname", 0, NULL, err, sizeof err);
     res = result_of(j);
     CHECK_INT(json_array_size(res), HOSTS);
@@ -416,7 +417,7 @@ static void test_parallel_batches(void)
             if (has[p]) {
                 json_t *pt = json_array_get(vals, cnt++);
                 CHECK_INT(jtime_ms(pt), start + (int64_t)p * 1000);
-                CHECK(jvalue(pt) == sum[p] / GPUS);
+                CHECK_DBL(jvalue(pt), sum[p] / GPUS, 1e-12 * fabs(sum[p] / GPUS));
             }
         CHECK_INT(json_array_size(vals), cnt);
     }
@@ -997,10 +998,145 @@ static void test_inventory_empty(void)
     gp_storage_close(s);
 }
 
+/* Series of the agg form's agreement test: every 10 s over 10 minutes,
+ * with a gap, a NaN and a stale marker that ends one series for a while. */
+#define AP_N 60
+static size_t put_agree(struct gp_storage *s, const char *const *kv, int64_t b, int kind, int64_t *t,
+                        double *v)
+{
+    size_t n = 0;
+    for (int i = 0; i < AP_N; i++) {
+        if (kind == 1 && i >= 6 && i < 40)
+            continue; /* a gap longer than the lookback */
+        t[n] = b + (int64_t)i * 10000 + (kind == 2 ? 3000 : 0);
+        v[n] = kind == 1 && i == 45 ? NAN : 1.5 * i + 7 * kind + (i % 7) * 0.1;
+        if (kind == 2 && i == 20)
+            v[n] = gp_bits_f64(GP_RW_STALE_NAN_BITS);
+        n++;
+    }
+    put(s, kv, t, v, n);
+    return n;
+}
+
+/* The agg form on raw samples is the PromQL gp_query_agg_promql writes,
+ * and that PromQL keeps the form's documented meaning: per series the
+ * window's mean (min, max) over (t - step, t], else the lookback's newest
+ * sample, combined per group (computed here from gp_eval_raw). */
+static void test_agg_is_promql(void)
+{
+    struct gp_storage *s = open_store();
+    int64_t b = base_ms();
+    const char *k0[] = {"__name__=ag", "Hostname=a", "gpu=0", NULL};
+    const char *k1[] = {"__name__=ag", "Hostname=a", "gpu=1", NULL};
+    const char *k2[] = {"__name__=ag", "Hostname=b", "gpu=0", NULL};
+    const char *k3[] = {"__name__=ag", "gpu=7", NULL};
+    const char *const *keys[] = {k0, k1, k2, k3};
+    const char *host[] = {"a", "a", "b", ""};
+    /* each series' raw samples, kept for the documented meaning below */
+    int64_t ts[4][AP_N];
+    double vs[4][AP_N];
+    size_t ns[4];
+    for (int k = 0; k < 4; k++)
+        ns[k] = put_agree(s, keys[k], b, k, ts[k], vs[k]);
+    /* The translation, as docs/api.md shows it. */
+    size_t nm;
+    struct gp_matcher *m = sel("ag{gpu=~\"0|1\"}", &nm);
+    struct gp_range_query q = {.m = m, .nm = nm, .start_ms = b, .end_ms = b + 1000, .step_ms = 15000,
+                               .agg = GP_AGG_MAX, .by = {"Hostname"}, .nby = 1};
+    struct gp_buf text;
+    gp_buf_init(&text, 0);
+    CHECK_INT(gp_query_agg_promql(&q, &text), GP_OK);
+    CHECK_STR(text.data, "max by (Hostname) (max_over_time(ag{gpu=~\"0|1\"}[15s]) or ag{gpu=~\"0|1\"} * 1)");
+    gp_buf_reset(&text);
+    q.agg = GP_AGG_COUNT;
+    q.nby = 0;
+    q.step_ms = 90000;
+    CHECK_INT(gp_query_agg_promql(&q, &text), GP_OK);
+    CHECK_STR(text.data, "count (avg_over_time(ag{gpu=~\"0|1\"}[1m30s]) or ag{gpu=~\"0|1\"} * 1)");
+    gp_buf_reset(&text);
+    q.step_ms = 300000; /* the window holds the lookback: no fallback */
+    CHECK_INT(gp_query_agg_promql(&q, &text), GP_OK);
+    CHECK_STR(text.data, "count (avg_over_time(ag{gpu=~\"0|1\"}[5m]))");
+    gp_buf_free(&text);
+    gp_matchers_free(m, nm);
+
+    const enum gp_agg aggs[] = {GP_AGG_AVG, GP_AGG_MIN, GP_AGG_MAX, GP_AGG_SUM, GP_AGG_COUNT};
+    const int64_t steps[] = {4000, 15000, 60000, 300000, 420000};
+    int64_t start = b + 7000, end = b + 700000; /* past the data: the lookback's tail */
+    for (size_t si = 0; si < 5; si++) {
+        struct gp_eval_range r;
+        char err[256];
+        CHECK_INT(gp_eval_range_init(&r, start, end, steps[si], err, sizeof err), GP_OK);
+        double *val = malloc(r.npoints * sizeof *val);
+        uint8_t *has = malloc(r.npoints);
+        for (size_t ai = 0; ai < 5; ai++) {
+            enum gp_agg agg = aggs[ai];
+            /* expected per group ("" a b): accumulate as PromQL's aggregations */
+            double acc[3][200];
+            unsigned cnt[3][200];
+            memset(cnt, 0, sizeof cnt);
+            CHECK(r.npoints <= 200);
+            for (int k = 0; k < 4; k++) {
+                int g = host[k][0] == 'a' ? 1 : host[k][0] == 'b' ? 2 : 0;
+                gp_eval_raw(&r, gp_eval_mode_for(agg), ts[k], vs[k], ns[k], val, has);
+                for (size_t p = 0; p < r.npoints; p++) {
+                    if (!has[p])
+                        continue;
+                    double x = val[p];
+                    if (!cnt[g][p])
+                        acc[g][p] = x;
+                    else if (agg == GP_AGG_MIN)
+                        acc[g][p] = x < acc[g][p] || isnan(acc[g][p]) ? x : acc[g][p];
+                    else if (agg == GP_AGG_MAX)
+                        acc[g][p] = x > acc[g][p] || isnan(acc[g][p]) ? x : acc[g][p];
+                    else
+                        acc[g][p] += x;
+                    cnt[g][p]++;
+                }
+            }
+            int rc;
+            json_t *j = range(s, "ag", start, end, steps[si], agg, "Hostname", 0, &rc, err, sizeof err);
+            if (!j)
+                gp_test_fail(__FILE__, __LINE__, "agg %d step %lld: %s", (int)agg,
+                             (long long)steps[si], err);
+            json_t *res = result_of(j);
+            CHECK_INT(json_array_size(res), 3);
+            for (size_t gi = 0; gi < json_array_size(res); gi++) {
+                json_t *e = json_array_get(res, gi);
+                const char *hn = json_string_value(json_object_get(json_object_get(e, "metric"), "Hostname"));
+                int g = !hn ? 0 : hn[0] == 'a' ? 1 : 2;
+                CHECK_INT((size_t)g, gi); /* sorted by labels: {} first */
+                json_t *vals = json_object_get(e, "values");
+                size_t c = 0;
+                for (size_t p = 0; p < r.npoints; p++) {
+                    if (!cnt[g][p])
+                        continue;
+                    double want = agg == GP_AGG_COUNT ? cnt[g][p]
+                                  : agg == GP_AGG_AVG ? acc[g][p] / cnt[g][p]
+                                                      : acc[g][p];
+                    json_t *pt = json_array_get(vals, c++);
+                    CHECK_INT(jtime_ms(pt), start + (int64_t)p * steps[si]);
+                    double got = jvalue(pt);
+                    if (isnan(want))
+                        CHECK(isnan(got));
+                    else
+                        CHECK_DBL(got, want, 1e-12 * fabs(want));
+                }
+                CHECK_INT(json_array_size(vals), c);
+            }
+            json_decref(j);
+        }
+        free(val);
+        free(has);
+    }
+    gp_storage_close(s);
+}
+
 const struct gp_test gp_tests_query[] = {
     {"range_exact_envelope", test_range_exact_envelope},
     {"range_matches_samples", test_range_matches_samples},
     {"parallel_batches", test_parallel_batches},
+    {"agg_is_promql", test_agg_is_promql},
     {"grouping_every_agg", test_grouping_every_agg},
     {"min_max_keep_peaks", test_min_max_keep_peaks},
     {"rollups_equal_raw", test_rollups_equal_raw},
