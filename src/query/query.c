@@ -453,6 +453,12 @@ static const char *const agg_ops[] = {
     [GP_AGG_SUM] = "sum", [GP_AGG_COUNT] = "count",
 };
 
+/* The lookback the form's PromQL runs with: the server's, else 5m. */
+static int64_t form_lookback(const struct gp_range_query *q)
+{
+    return q->lim && q->lim->lookback_ms > 0 ? q->lim->lookback_ms : GP_QUERY_LOOKBACK_MS;
+}
+
 int gp_query_agg_promql(const struct gp_range_query *q, struct gp_buf *out)
 {
     const char *by[GP_QUERY_MAX_BY];
@@ -490,7 +496,7 @@ int gp_query_agg_promql(const struct gp_range_query *q, struct gp_buf *out)
     gp_promql_format(&sel, out);
     /* A window as long as the lookback holds all the lookback could
      * find: the fallback would never answer, and costs a second read. */
-    if (q->step_ms >= GP_QUERY_LOOKBACK_MS) {
+    if (q->step_ms >= form_lookback(q)) {
         gp_buf_puts(out, "))");
         return out->err ? out->err : GP_OK;
     }
@@ -515,7 +521,8 @@ static int range_promql(struct gp_storage *s, const struct gp_range_query *q, st
 {
     /* The form's series cap holds here too (the engine's own limit is
      * samples): the index alone tells how many series the range sees. */
-    int64_t reach = q->step_ms > GP_QUERY_LOOKBACK_MS ? q->step_ms : GP_QUERY_LOOKBACK_MS;
+    int64_t lookback = form_lookback(q);
+    int64_t reach = q->step_ms > lookback ? q->step_ms : lookback;
     struct gp_store_selection ss = {0};
     int rc = gp_storage_select(s, q->m, q->nm, q->start_ms - reach + 1, q->end_ms, &ss);
     size_t nsel = ss.n;
@@ -542,13 +549,18 @@ static int range_promql(struct gp_storage *s, const struct gp_range_query *q, st
         return rc == GP_ENOMEM ? rc : GP_EUSAGE;
     }
     gp_buf_free(&text);
-    struct gp_promql_limits lim = {.lookback_ms = GP_QUERY_LOOKBACK_MS, .prom3_windows = 1};
+    /* The server's samples cap, timeout and lookback; the form's own
+     * meaning fixes the windows as left-open. */
+    struct gp_promql_limits lim = {0};
+    if (q->lim)
+        lim = *q->lim;
+    lim.lookback_ms = lookback;
+    lim.prom3_windows = 1;
     struct gp_promql_result res = {0};
     rc = gp_promql_range(s, e, q->start_ms, q->end_ms, q->step_ms, &lim, &res, detail,
                          sizeof detail);
     if (rc) {
-        rc = rc == GP_PROMQL_ETIMEOUT ? GP_EIO : rc;
-        gp_seterr(err, errlen, rc, "%s", detail);
+        snprintf(err, errlen, "%s", detail);
     } else {
         struct mark m = mark_of(out);
         gp_promql_render(&res, out);

@@ -40,6 +40,8 @@ enum gp_agg { GP_AGG_NONE, GP_AGG_AVG, GP_AGG_MIN, GP_AGG_MAX, GP_AGG_SUM, GP_AG
  * that matches the whole store is refused, not evaluated for minutes). */
 #define GP_QUERY_MAX_SERIES 100000
 
+struct gp_promql_limits; /* query/promql.h */
+
 struct gp_range_query {
     const struct gp_matcher *m;
     size_t nm;
@@ -48,6 +50,10 @@ struct gp_range_query {
     const char *by[GP_QUERY_MAX_BY]; /* label names, NUL-terminated */
     size_t nby;
     int rollups; /* -1 automatic (above), 0 never, 1 always (step a multiple of 1m) */
+    /* The server's PromQL limits (query_max_samples, query_timeout,
+     * query_lookback_delta); NULL: the engine's defaults. The form's
+     * windows are left-open whatever lim->prom3_windows says. */
+    const struct gp_promql_limits *lim;
 };
 
 /* Parses a time: Unix seconds with an optional fraction ("1700000000.5")
@@ -69,7 +75,9 @@ int gp_parse_agg(const char *s, enum gp_agg *agg);
  * strings as Prometheus writes them ("NaN", "+Inf", "-Inf"). Returns GP_OK,
  * GP_EUSAGE (bad range: end < start, too many points or series, by
  * without agg, rollups=1 with a step they cannot serve) with detail, or
- * GP_ENOMEM / GP_EIO / GP_ETOOBIG (the answer outgrew out's cap). On any
+ * GP_ENOMEM / GP_EIO / GP_ETOOBIG (the answer outgrew out's cap), and
+ * where the engine evaluates, its GP_ERANGE (q->lim's samples cap) or
+ * GP_PROMQL_ETIMEOUT (q->lim's timeout). On any
  * error out is left as it was on entry (these functions all do that), so
  * the caller can append gp_query_error to it.
  */
@@ -80,8 +88,8 @@ int gp_query_range(struct gp_storage *s, const struct gp_range_query *q, struct 
  * The PromQL that q's agg form means on raw samples, appended to out:
  *   AGG by (BY) (F_over_time(SEL[STEP]) or SEL * 1)
  * with F min or max for agg=min/max, else avg; `or SEL * 1` is the
- * lookback fallback of an empty window (left out when step >= 5m: the
- * window then holds the lookback). Evaluated with left-open windows
+ * lookback fallback of an empty window (left out when step >= the
+ * lookback, q->lim's or 5m: the window then holds the lookback). Evaluated with left-open windows
  * (--query.prom3-windows), it is what gp_query_range answers when q has
  * agg and reads raw samples. GP_OK, GP_EUSAGE (no agg or selector, bad
  * by) or out's error.

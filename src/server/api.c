@@ -28,6 +28,7 @@
 
 #include "lib/err.h"
 #include "lib/log.h"
+#include "query/promql.h"
 #include "query/query.h"
 
 #include <errno.h>
@@ -175,7 +176,12 @@ void gp_srv_bad(struct gp_http_response *resp, int status, const char *type, con
 /* Maps a query.h failure to an answer. */
 static void query_failed(struct gp_http_response *resp, int rc, const char *err)
 {
-    if (rc == GP_EUSAGE || rc == GP_EPARSE || rc == GP_ETOOBIG || rc == GP_ERANGE)
+    /* The engine's own failures read as they do on query= (promql.h). */
+    if (rc == GP_PROMQL_ETIMEOUT || rc == GP_ERANGE) {
+        int status = 500;
+        const char *type = gp_promql_error_type(rc, &status);
+        gp_srv_bad(resp, status, type, "%s", err[0] ? err : gp_strerror(rc));
+    } else if (rc == GP_EUSAGE || rc == GP_EPARSE || rc == GP_ETOOBIG)
         gp_srv_bad(resp, 400, "bad_data", "%s", err[0] ? err : gp_strerror(rc));
     else if (rc == GP_ENOMEM)
         gp_srv_bad(resp, 503, "unavailable", "out of memory: %s", err);
@@ -303,12 +309,16 @@ static void do_series(struct gp_storage *st, const struct gp_http_request *req,
 }
 
 /* gpulse's own form: a selector in match= (or match[]=), agg, by. */
-static void do_match_range(struct gp_storage *st, const struct gp_http_request *req,
-                           struct gp_http_response *resp)
+static void do_match_range(struct gp_server *s, struct gp_storage *st,
+                           const struct gp_http_request *req, struct gp_http_response *resp)
 {
     struct gp_range_query q;
     memset(&q, 0, sizeof q);
     q.rollups = -1;
+    /* The server's query_* settings hold for this form as for query=. */
+    struct gp_promql_limits lim;
+    gp_srv_promql_limits(s, &lim);
+    q.lim = &lim;
     if (!gp_srv_time_param(req, resp, "start", 0, 1, &q.start_ms) ||
         !gp_srv_time_param(req, resp, "end", 0, 1, &q.end_ms) || !gp_srv_step_param(req, resp, &q.step_ms))
         return;
@@ -385,7 +395,7 @@ static void do_query_range(struct gp_server *s, struct gp_storage *st,
 {
     const char *v;
     if (gp_http_query_all(req, "match", &v, 1) || gp_http_query_all(req, "match[]", &v, 1)) {
-        do_match_range(st, req, resp);
+        do_match_range(s, st, req, resp);
         return;
     }
     static const char *const own[] = {"agg", "by", "rollups"};

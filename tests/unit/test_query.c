@@ -11,6 +11,7 @@
 #include "lib/buf.h"
 #include "lib/err.h"
 #include "query/eval.h"
+#include "query/promql.h"
 #include "query/query.h"
 #include "store/matcher.h"
 #include "storage/storage.h"
@@ -1132,11 +1133,71 @@ static void test_agg_is_promql(void)
     gp_storage_close(s);
 }
 
+/* The agg form runs under the server's limits (q.lim): its samples cap
+ * and timeout refuse as on query=, and its lookback decides when the
+ * window holds it (and the fallback is left out) and how far back an
+ * empty window looks. */
+static void test_agg_server_limits(void)
+{
+    struct gp_storage *s = open_store();
+    int64_t b = base_ms();
+    const char *k0[] = {"__name__=lim", "Hostname=a", "gpu=0", NULL};
+    int64_t t[60];
+    double v[60];
+    for (int i = 0; i < 60; i++) {
+        t[i] = b + i * 10000; /* every 10 s for 10 minutes */
+        v[i] = i;
+    }
+    put(s, k0, t, v, 60);
+    size_t nm;
+    struct gp_matcher *m = sel("lim", &nm);
+    struct gp_promql_limits lim = {.max_samples = 5};
+    struct gp_range_query q = {.m = m, .nm = nm, .start_ms = b, .end_ms = b + 590000,
+                               .step_ms = 60000, .agg = GP_AGG_AVG, .rollups = 0, .lim = &lim};
+    struct gp_buf out;
+    gp_buf_init(&out, 0);
+    char err[256] = "";
+    /* 6 samples a window: over a cap of 5 */
+    CHECK_INT(gp_query_range(s, &q, &out, err, sizeof err), GP_ERANGE);
+    CHECK(strstr(err, "too many samples") != NULL);
+    CHECK_INT(out.len, 0);
+    lim.max_samples = 0;
+    CHECK_INT(gp_query_range(s, &q, &out, err, sizeof err), GP_OK);
+    /* a 30 s lookback: a step of 30 s holds it, so no fallback is written */
+    lim.lookback_ms = 30000;
+    q.step_ms = 30000;
+    gp_buf_reset(&out);
+    CHECK_INT(gp_query_agg_promql(&q, &out), GP_OK);
+    CHECK_STR(out.data, "avg (avg_over_time(lim[30s]))");
+    /* a 4 s step: 10 s samples leave empty windows, which the 30 s
+     * lookback fills (and a 5 s one would not) */
+    q.step_ms = 4000;
+    q.end_ms = b + 40000;
+    for (int lb = 0; lb < 2; lb++) {
+        lim.lookback_ms = lb ? 5000 : 30000;
+        gp_buf_reset(&out);
+        CHECK_INT(gp_query_range(s, &q, &out, err, sizeof err), GP_OK);
+        json_error_t je;
+        json_t *j = json_loadb(out.data, out.len, 0, &je);
+        CHECK(j != NULL);
+        json_t *vals = json_object_get(json_array_get(result_of(j), 0), "values");
+        /* steps 0, 4, ..., 40 s: the windows (t - 4s, t] of steps 0, 12,
+         * 20, 32 and 40 hold a sample; of the other six a 5 s lookback
+         * reaches one at 4 and 24 only */
+        CHECK_INT(json_array_size(vals), lb ? 5 + 2 : 11);
+        json_decref(j);
+    }
+    gp_buf_free(&out);
+    gp_matchers_free(m, nm);
+    gp_storage_close(s);
+}
+
 const struct gp_test gp_tests_query[] = {
     {"range_exact_envelope", test_range_exact_envelope},
     {"range_matches_samples", test_range_matches_samples},
     {"parallel_batches", test_parallel_batches},
     {"agg_is_promql", test_agg_is_promql},
+    {"agg_server_limits", test_agg_server_limits},
     {"grouping_every_agg", test_grouping_every_agg},
     {"min_max_keep_peaks", test_min_max_keep_peaks},
     {"rollups_equal_raw", test_rollups_equal_raw},
