@@ -26,12 +26,21 @@
   // GP.chart(parent, {title, height, series: [{label, color: "--c1", scale,
   // fmt, dash, fill, width}], scales: {name: {fmt, range, side}}, data,
   // shade: [[t0, t1]...], markers: [{t, label}], onZoom(t0, t1), sync,
-  // promql: the chart's PromQL, shown under it (selectable, for Grafana)})
+  // promql: the chart's PromQL, or a list (one per query), shown under it
+  // (selectable, for Grafana)})
   GP.chart = function (parent, o) {
-    const box = GP.h("div", {class: "chart"}, GP.h("h3", {text: o.title, title: o.promql ? "PromQL: " + o.promql : null}));
+    const box = GP.h("div", {class: "chart"}, GP.h("h3", {text: o.title}));
     const plot = GP.h("div", {class: "plot"});
     box.append(plot);
-    if (o.promql) box.append(GP.h("code", {class: "promql", title: "the PromQL of this chart: paste it into Grafana", text: o.promql}));
+    const code = GP.h("div", {class: "promqls"});
+    const setPromql = (p) => {
+      const list = (Array.isArray(p) ? p : [p]).filter(Boolean);
+      box.querySelector("h3").title = list.length ? "PromQL: " + list.join("\n") : "";
+      if (list.join("\n") === [...code.children].map((c) => c.textContent).join("\n")) return;
+      code.replaceChildren(...list.map((e) => GP.h("code", {class: "promql", title: "PromQL of this chart: paste it into Grafana", text: e})));
+    };
+    setPromql(o.promql);
+    box.append(code);
     if (o.note) box.append(GP.h("p", {class: "note", text: o.note}));
     parent.append(box);
     const axisColor = css("--muted") || "#888";
@@ -129,6 +138,7 @@
         box.dataset.shaded = String(shade.length);
         u.setData([data.x, ...data.cols]);
       },
+      setPromql,
       destroy() { ro.disconnect(); u.destroy(); },
     };
   };

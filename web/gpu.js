@@ -1,26 +1,54 @@
 // gpu.js - one GPU (#/gpu/NODE/GPU?window=1h, or &start=&end= once zoomed):
 // its readings now (from the stream) and its curves over a window of
-// 5 min … 7 d from one /api/v1/query_range call, laid out by failure
-// mode: health (memory with the time-to-OOM projection, temperature and
-// clocks with throttling shaded and ECC/XID markers, power), throughput
-// (utilization, SM active, occupancy, tensor), bottlenecks (DRAM against
-// PCIe). Dragging across a chart re-queries that window.
+// 5 min … 7 d, laid out by failure mode: health (memory with the
+// time-to-OOM projection, temperature and clocks with throttling shaded
+// and ECC/XID markers, power), throughput (utilization, SM active,
+// occupancy, tensor), bottlenecks (DRAM against PCIe). Each curve is the
+// PromQL a Grafana panel would ask /api/v1/query_range, shown under its
+// chart (so the page agrees with Grafana for the same text). Dragging
+// across a chart re-queries that window.
 "use strict";
 (function (GP) {
   const {h, fmt, stat} = GP;
   const WINDOWS = [["5m", 300], ["15m", 900], ["1h", 3600], ["6h", 21600], ["24h", 86400], ["7d", 604800]];
   const STEPS = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600];
-  const METRICS = ["DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_PROF_SM_ACTIVE", "DCGM_FI_PROF_SM_OCCUPANCY",
-    "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "gpulse_gpu_memory_used_bytes", "gpulse_gpu_memory_total_bytes",
-    "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_FREE", "DCGM_FI_DEV_FB_RESERVED", "DCGM_FI_PROF_DRAM_ACTIVE",
-    "DCGM_FI_PROF_PCIE_RX_BYTES", "DCGM_FI_PROF_PCIE_TX_BYTES", "DCGM_FI_DEV_POWER_USAGE",
-    "gpulse_gpu_power_limit_watts", "DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_SM_CLOCK", "gpulse_gpu_sm_clock_max_hertz",
-    "gpulse_gpu_clock_event_reasons", "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL",
-    "gpulse_gpu_xid_errors_total"];
-  const NOT_THROTTLE = new Set(["gpu_idle", "applications_clocks_setting"]);
-  const MiB = 1048576;
+  // Up to this step (s) a curve is the plain selector: the instant value
+  // at each step is then about every sample. Beyond it, the step's mean
+  // over [step] (its max for memory and throttling, so peaks survive).
+  const RAW_STEP = 15;
 
   const reEsc = (s) => s.replace(/["\\]/g, "\\$&");
+
+  // The PromQL of each curve for one GPU at one step, by key.
+  function exprsFor(node, gpu, step) {
+    const l = `Hostname="${reEsc(node)}",gpu="${reEsc(gpu)}"`;
+    const s = (name, more) => `${name}{${l}${more || ""}}`;
+    const w = (fn, name, more) => step <= RAW_STEP ? s(name, more) : `${fn}_over_time(${s(name, more)}[${step}s])`;
+    return {
+      // gpulse's bytes, else dcgm-exporter's MiB (or on (gpu): the first that exists)
+      used: `${w("max", "gpulse_gpu_memory_used_bytes")} or on (gpu) ${w("max", "DCGM_FI_DEV_FB_USED")} * 1048576`,
+      total: `${s("gpulse_gpu_memory_total_bytes")} or on (gpu) (${s("DCGM_FI_DEV_FB_USED")} + ${s("DCGM_FI_DEV_FB_FREE")} + ${s("DCGM_FI_DEV_FB_RESERVED")}) * 1048576`,
+      temp: w("avg", "DCGM_FI_DEV_GPU_TEMP"),
+      clock: w("avg", "DCGM_FI_DEV_SM_CLOCK"),
+      clockMax: `${s("gpulse_gpu_sm_clock_max_hertz")} / 1e+06`,
+      // clocks held down: any clock-event reason but idle or app clocks
+      throttle: `${w("max", "gpulse_gpu_clock_event_reasons", ',reason!~"gpu_idle|applications_clocks_setting"')} > 0`,
+      // ECC and XID counters: a rise between two steps is an event
+      events: `{__name__=~"DCGM_FI_DEV_ECC_DBE_VOL_TOTAL|DCGM_FI_DEV_ECC_SBE_VOL_TOTAL|gpulse_gpu_xid_errors_total",${l}}`,
+      power: w("avg", "DCGM_FI_DEV_POWER_USAGE"),
+      limit: s("gpulse_gpu_power_limit_watts"),
+      util: `${w("avg", "DCGM_FI_DEV_GPU_UTIL")} / 100`,
+      sm: w("avg", "DCGM_FI_PROF_SM_ACTIVE"),
+      occ: w("avg", "DCGM_FI_PROF_SM_OCCUPANCY"),
+      tensor: w("avg", "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE"),
+      dram: w("avg", "DCGM_FI_PROF_DRAM_ACTIVE"),
+      rx: w("avg", "DCGM_FI_PROF_PCIE_RX_BYTES"),
+      tx: w("avg", "DCGM_FI_PROF_PCIE_TX_BYTES"),
+    };
+  }
+  // Which curves each chart draws (its PromQL, in its series' order).
+  const CHART_KEYS = {mem: ["used", "total"], temp: ["temp", "clock", "clockMax", "throttle", "events"],
+    power: ["power", "limit"], util: ["util", "sm", "occ"], tensor: ["tensor"], bw: ["dram", "rx", "tx"]};
 
   function pickStep(span) {
     const raw = span / 300;
@@ -144,11 +172,13 @@
       const step = pickStep(end - start);
       start = Math.floor(start / step) * step;
       end = Math.ceil(end / step) * step;
-      const sel = `{__name__=~"${METRICS.join("|")}",Hostname="${reEsc(node)}",gpu="${reEsc(gpu)}"}`;
-      const url = `/api/v1/query_range?match=${encodeURIComponent(sel)}&start=${start}&end=${end}&step=${step}`;
+      const ex = exprsFor(node, gpu, step);
+      const keys = Object.keys(ex);
+      const q = (expr) => GP.api(`/api/v1/query_range?query=${encodeURIComponent(expr)}&start=${start}&end=${end}&step=${step}`,
+        {signal: ctl.signal});
       let res, alerts;
       try {
-        [res, alerts] = await Promise.all([GP.api(url, {signal: ctl.signal}), loadAlerts()]);
+        [res, alerts] = await Promise.all([Promise.all(keys.map((k) => q(ex[k]))), loadAlerts()]);
       } catch (e) {
         if (e.name === "AbortError") return;
         status.replaceChildren(GP.errorBox(e));
@@ -156,22 +186,16 @@
       }
       if (!alive) return;
       status.textContent = `${fmt.time(start)} – ${fmt.time(end)}, one point per ${fmt.secs(step)}`;
-      draw(res.result, start, end, step, alerts, rebuild);
+      const by = {};
+      keys.forEach((k, i) => { by[k] = res[i].result; });
+      draw(by, ex, start, end, step, alerts, rebuild);
     }
 
-    function draw(result, start, end, step, alerts, rebuild) {
-      const by = {};
-      for (const r of result) (by[r.metric.__name__] = by[r.metric.__name__] || []).push(r);
-      const one = (name) => (by[name] && by[name][0] ? by[name][0].values : []);
-      const al = (names) => GP.align(start, end, step, names.map(one));
+    function draw(by, ex, start, end, step, alerts, rebuild) {
+      const one = (key) => (by[key] && by[key][0] ? by[key][0].values : []);
+      const al = (keys) => GP.align(start, end, step, keys.map(one));
       const d = {};
-      // Memory: gpulse's bytes, else dcgm-exporter's MiB.
-      let mem = al(["gpulse_gpu_memory_used_bytes", "gpulse_gpu_memory_total_bytes"]);
-      if (!mem.cols[0].some((v) => v !== null)) {
-        const fb = al(["DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_FREE", "DCGM_FI_DEV_FB_RESERVED"]);
-        mem = {x: fb.x, cols: [fb.cols[0].map((v) => v === null ? null : v * MiB),
-          fb.cols[0].map((v, i) => v === null || fb.cols[1][i] === null ? null : (v + fb.cols[1][i] + (fb.cols[2][i] || 0)) * MiB)]};
-      }
+      const mem = al(["used", "total"]);
       // Time to OOM: the oom_predicted alert's value when it is active, else
       // the page's own least-squares line; a dashed line to the total.
       const totalNow = [...mem.cols[1]].reverse().find((v) => v !== null);
@@ -198,20 +222,17 @@
       }
       d.mem = {x: mx, cols: [cols[0], cols[1], proj]};
 
-      d.util = al(["DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_PROF_SM_ACTIVE", "DCGM_FI_PROF_SM_OCCUPANCY"]);
-      d.util.cols[0] = d.util.cols[0].map((v) => v === null ? null : v / 100);
-      d.tensor = al(["DCGM_FI_PROF_PIPE_TENSOR_ACTIVE"]);
-      d.bw = al(["DCGM_FI_PROF_DRAM_ACTIVE", "DCGM_FI_PROF_PCIE_RX_BYTES", "DCGM_FI_PROF_PCIE_TX_BYTES"]);
-      d.power = al(["DCGM_FI_DEV_POWER_USAGE", "gpulse_gpu_power_limit_watts"]);
-      d.temp = al(["DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_SM_CLOCK", "gpulse_gpu_sm_clock_max_hertz"]);
-      d.temp.cols[2] = d.temp.cols[2].map((v) => v === null ? null : v / 1e6);
+      d.util = al(["util", "sm", "occ"]);
+      d.tensor = al(["tensor"]);
+      d.bw = al(["dram", "rx", "tx"]);
+      d.power = al(["power", "limit"]);
+      d.temp = al(["temp", "clock", "clockMax"]);
 
-      // Throttle periods: any clock-event reason but idle / app clocks.
+      // Throttle periods: the steps where a reason's expression answers.
       const shade = [], reasons = new Set();
-      for (const r of by.gpulse_gpu_clock_event_reasons || []) {
-        const why = r.metric.reason;
-        if (!why || NOT_THROTTLE.has(why)) continue;
-        for (const [t, v] of r.values) if (parseFloat(v) > 0) { shade.push([t - step, t]); reasons.add(why); }
+      for (const r of by.throttle || []) {
+        const why = r.metric.reason || "?";
+        for (const [t] of r.values) { shade.push([t - step, t]); reasons.add(why); }
       }
       shade.sort((a, b) => a[0] - b[0]);
       const merged = [];
@@ -227,9 +248,10 @@
           if (b > a) markers.push({t: vals[i][0], label});
         }
       };
-      rises(one("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL"), "ECC DBE");
-      rises(one("DCGM_FI_DEV_ECC_SBE_VOL_TOTAL"), "ECC SBE");
-      for (const r of by.gpulse_gpu_xid_errors_total || []) {
+      const events = (name) => (by.events || []).filter((r) => r.metric.__name__ === name);
+      for (const r of events("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL")) rises(r.values, "ECC DBE");
+      for (const r of events("DCGM_FI_DEV_ECC_SBE_VOL_TOTAL")) rises(r.values, "ECC SBE");
+      for (const r of events("gpulse_gpu_xid_errors_total")) {
         rises(r.values, "XID " + (r.metric.xid || "?"));
         // A counter born inside the window with a non-zero first value.
         if (r.values.length && parseFloat(r.values[0][1]) > 0 && r.values[0][0] > start + step) markers.push({t: r.values[0][0], label: "XID " + (r.metric.xid || "?")});
@@ -262,7 +284,8 @@
       if (rebuild || !charts.length) {
         for (const c of charts) { c.destroy(); c.box.remove(); }
         charts = specs.map(([sec, key, spec]) => {
-          const c = GP.chart(secs[sec], Object.assign({data: d[key], sync: "gpu", shade: key === "temp" ? merged : [], onZoom}, spec));
+          const c = GP.chart(secs[sec], Object.assign({data: d[key], sync: "gpu", shade: key === "temp" ? merged : [], onZoom,
+            promql: CHART_KEYS[key].map((k) => ex[k])}, spec));
           c.key = key;
           c.box.dataset.chart = key;
           return c;
@@ -270,6 +293,7 @@
       } else {
         charts.forEach((c, i) => {
           c.setData(d[c.key], c.key === "temp" ? merged : [], c.key === "temp" ? markers : []);
+          c.setPromql(CHART_KEYS[c.key].map((k) => ex[k]));
           const note = specs[i][2].note;
           const p = c.box.querySelector(".note");
           if (p && note && p.textContent !== note) p.textContent = note;

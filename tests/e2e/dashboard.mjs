@@ -139,6 +139,22 @@ async function functional() {
   if (process.env.GP_GPU_ALERT) check(gpuAlerts.includes(process.env.GP_GPU_ALERT), `no ${process.env.GP_GPU_ALERT} alert on the GPU page`);
   const shade = await page.$$eval(".chart .note", (n) => n.map((x) => x.textContent).join(" | "));
   log(`gpu notes: ${shade}`);
+  // The GPU charts are PromQL too (query=, never the match= form), each
+  // expression shown under its chart; the utilization's text answers
+  // /api/v1/query_range with this one GPU's series, as a fraction.
+  check(q1.searchParams.get("query") && !q1.searchParams.get("match"), `the GPU page asked ${q1.search.slice(0, 200)}`);
+  const gsel = `{Hostname="${gnode}",gpu="${ggpu}"}`;
+  const gexprs = await page.locator("[data-chart] code.promql").allTextContents();
+  const utilExpr = gexprs.find((e) => e.includes("DCGM_FI_DEV_GPU_UTIL" + gsel) && e.endsWith(" / 100"));
+  check(utilExpr && gexprs.length >= 16 && gexprs.every((e) => e.includes(gsel.slice(1, -1))),
+    `GPU charts' PromQL: ${JSON.stringify(gexprs).slice(0, 600)}`);
+  const gnow = Math.floor(Date.now() / 1000);
+  const gpasted = await api(`/api/v1/query_range?query=${encodeURIComponent(utilExpr)}&start=${gnow - 120}&end=${gnow}&step=5`);
+  check(gpasted.resultType === "matrix" && gpasted.result.length === 1 && gpasted.result[0].metric.gpu === ggpu &&
+    gpasted.result[0].metric.Hostname === gnode && gpasted.result[0].values.length > 0 &&
+    gpasted.result[0].values.every(([, v]) => +v >= 0 && +v <= 1),
+    `the utilization chart's PromQL answers ${JSON.stringify(gpasted).slice(0, 300)}`);
+  log(`gpu charts show their PromQL (${gexprs.length} expressions): ${utilExpr}`);
   await page.waitForTimeout(500);
   await shot(page, "gpu");
   // The 5 min window (where this young fleet has data), then zoom: drag
