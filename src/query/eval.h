@@ -2,9 +2,11 @@
  * eval.h - the pure arithmetic of range queries (query-internal): one
  * series' samples or rollups onto the step grid, and the per-group
  * accumulators that combine series. No store, no JSON, no allocation per
- * point: query.c reads a series into a reused buffer, calls gp_eval_raw
+ * point: a caller reads a series into a reused buffer, calls gp_eval_raw
  * or gp_eval_rollups into reused val/has arrays, and either renders them
- * or adds them to a group.
+ * or adds them to a group. Callers: query.c for the match= form on
+ * rollups (on raw samples that form is PromQL, evaluated by the engine to
+ * the same meaning) and jobdoc.c for a job's per-GPU series.
  *
  * Semantics (query.h, docs/api.md). Step times t_k = start + k*step for
  * k < npoints.

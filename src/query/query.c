@@ -1,11 +1,12 @@
 /*
  * query.c - range queries, series, label names and values (query.h):
- * select from the store, evaluate (eval.c), write the JSON answer
- * (json.c) in the envelope of Prometheus's HTTP API. A range query with
- * agg on raw samples is instead written as PromQL and handed to the
- * engine (range_promql below); what follows is the path of the others.
+ * select from the store, evaluate, write the JSON answer (json.c) in the
+ * envelope of Prometheus's HTTP API. A range query on raw samples is
+ * written as PromQL and handed to the engine (range_promql below; without
+ * agg one metric name at a time). One on the 1-minute rollups, which the
+ * engine does not read, is evaluated here from the minutes (eval.c):
  *
- * A range query orders the selected series as the answer lists them:
+ * A rollup query orders the selected series as the answer lists them:
  * without agg by their labels (Prometheus sorts a matrix that way); with
  * agg grouped by the result labels (the `by` labels a series has, as a
  * canonical label blob) and ordered by them, so a group's series are
@@ -25,6 +26,7 @@
 #include "query/query.h"
 
 #include "lib/err.h"
+#include "ingest/remote_write.h"
 #include "lib/strset.h"
 #include "query/eval.h"
 #include "query/json.h"
@@ -248,7 +250,6 @@ struct range_job;
 
 struct worker {
     struct range_job *job;
-    struct gp_samples smp;
     struct gp_rollups ru;
     double *val; /* one grid of scratch (grouped) */
     uint8_t *has;
@@ -259,7 +260,7 @@ struct range_job {
     struct gp_storage *s;
     const struct gp_eval_range *r;
     enum gp_eval_mode mode;
-    int use_rollups, grouped;
+    int grouped;
     int64_t mint, maxt;
     const struct item *items;
     const size_t *ustart; /* unit u is items [ustart[u], ustart[u + 1]) */
@@ -333,28 +334,18 @@ static void job_fail(struct range_job *j, int rc, const char *fmt, uint32_t id)
     __atomic_store_n(&j->failed, 1, __ATOMIC_RELAXED);
 }
 
-/* Reads and evaluates one series into val/has; returns steps with a value. */
+/* Reads and evaluates one series' minutes into val/has; returns steps
+ * with a value. */
 static size_t eval_one(struct worker *w, const struct gp_store_series *ss, double *val,
                        uint8_t *has)
 {
     struct range_job *j = w->job;
-    size_t found;
-    int rc;
-    if (j->use_rollups) {
-        w->ru.n = 0;
-        w->ru.damaged = 0;
-        rc = gp_storage_read_rollups(j->s, ss->id, j->mint, j->maxt, &w->ru);
-        found = gp_eval_rollups(j->r, j->mode, w->ru.r, w->ru.n, val, has);
-        if (w->ru.damaged)
-            note_damage(j, ss, w->ru.damaged_from, w->ru.damaged_to);
-    } else {
-        w->smp.n = 0;
-        w->smp.damaged = 0;
-        rc = gp_storage_read(j->s, ss->id, j->mint, j->maxt, &w->smp);
-        found = gp_eval_raw(j->r, j->mode, w->smp.t, w->smp.v, w->smp.n, val, has);
-        if (w->smp.damaged)
-            note_damage(j, ss, w->smp.damaged_from, w->smp.damaged_to);
-    }
+    w->ru.n = 0;
+    w->ru.damaged = 0;
+    int rc = gp_storage_read_rollups(j->s, ss->id, j->mint, j->maxt, &w->ru);
+    size_t found = gp_eval_rollups(j->r, j->mode, w->ru.r, w->ru.n, val, has);
+    if (w->ru.damaged)
+        note_damage(j, ss, w->ru.damaged_from, w->ru.damaged_to);
     /* A damaged chunk (GP_EPARSE) is logged by the store, which still
      * returns the rest of the range: answer with that, and a warning. */
     if (rc && rc != GP_EPARSE)
@@ -446,7 +437,7 @@ static size_t online_cpus(void)
     return n < 1 ? 1 : n > MAX_THREADS ? MAX_THREADS : (size_t)n;
 }
 
-/* ---- the agg form through the PromQL engine ---- */
+/* ---- the form on raw samples, through the PromQL engine ---- */
 
 static const char *const agg_ops[] = {
     [GP_AGG_AVG] = "avg", [GP_AGG_MIN] = "min", [GP_AGG_MAX] = "max",
@@ -459,19 +450,30 @@ static int64_t form_lookback(const struct gp_range_query *q)
     return q->lim && q->lim->lookback_ms > 0 ? q->lim->lookback_ms : GP_QUERY_LOOKBACK_MS;
 }
 
-int gp_query_agg_promql(const struct gp_range_query *q, struct gp_buf *out)
+/* The metric q's selector names with its one __name__="N" matcher (and
+ * no other __name__ matcher), else NULL. */
+static const char *one_name(const struct gp_range_query *q)
 {
-    const char *by[GP_QUERY_MAX_BY];
-    char err[128];
-    int nby = sorted_by(q, by, err, sizeof err);
-    if (nby < 0 || q->agg == GP_AGG_NONE || !q->m || !q->nm)
-        return GP_EUSAGE;
-    /* The selector written by the PromQL formatter, as a range [step] and
-     * as an instant vector (the lookback fallback). */
-    struct gp_pq_node sel = {.kind = GP_PQ_MATRIX_SEL, .type = GP_PQ_T_MATRIX};
+    const char *name = NULL;
+    for (size_t i = 0; i < q->nm; i++) {
+        if (strcmp(q->m[i].name, "__name__"))
+            continue;
+        if (name || q->m[i].op != GP_MATCH_EQ || !q->m[i].value[0])
+            return NULL;
+        name = q->m[i].value;
+    }
+    return name;
+}
+
+/* q's selector written by the PromQL formatter: a range [range_ms] when
+ * range_ms > 0, else an instant vector. */
+static void put_selector(const struct gp_range_query *q, int64_t range_ms, struct gp_buf *out)
+{
+    struct gp_pq_node sel = {.kind = range_ms ? GP_PQ_MATRIX_SEL : GP_PQ_VECTOR_SEL,
+                             .type = range_ms ? GP_PQ_T_MATRIX : GP_PQ_T_VECTOR};
     sel.u.sel.m = (struct gp_matcher *)q->m; /* read only */
     sel.u.sel.nm = q->nm;
-    sel.u.sel.range_ms = q->step_ms;
+    sel.u.sel.range_ms = range_ms;
     /* name{...} as a person writes it, when the name is a plain one */
     for (size_t i = 0; i < q->nm && !sel.u.sel.name; i++) {
         const struct gp_matcher *x = &q->m[i];
@@ -483,59 +485,89 @@ int gp_query_agg_promql(const struct gp_range_query *q, struct gp_buf *out)
         if (ok)
             sel.u.sel.name = x->value;
     }
-    gp_buf_puts(out, agg_ops[q->agg]);
-    if (nby) {
-        gp_buf_puts(out, " by (");
-        for (int i = 0; i < nby; i++)
-            gp_buf_printf(out, "%s%s", i ? ", " : "", by[i]);
-        gp_buf_putc(out, ')');
-    }
-    gp_buf_puts(out, q->agg == GP_AGG_MIN   ? " (min_over_time("
-                     : q->agg == GP_AGG_MAX ? " (max_over_time("
-                                            : " (avg_over_time(");
     gp_promql_format(&sel, out);
+}
+
+int gp_query_form_promql(const struct gp_range_query *q, struct gp_buf *out)
+{
+    const char *by[GP_QUERY_MAX_BY];
+    char err[128];
+    int nby = sorted_by(q, by, err, sizeof err);
+    if (nby < 0 || !q->m || !q->nm)
+        return GP_EUSAGE;
+    const char *name = NULL;
+    if (q->agg == GP_AGG_NONE) {
+        name = one_name(q);
+        if (!name || nby)
+            return GP_EUSAGE;
+        gp_buf_puts(out, "label_replace(");
+    } else {
+        gp_buf_puts(out, agg_ops[q->agg]);
+        if (nby) {
+            gp_buf_puts(out, " by (");
+            for (int i = 0; i < nby; i++)
+                gp_buf_printf(out, "%s%s", i ? ", " : "", by[i]);
+            gp_buf_putc(out, ')');
+        }
+        gp_buf_puts(out, " (");
+    }
+    gp_buf_puts(out, q->agg == GP_AGG_MIN   ? "min_over_time("
+                     : q->agg == GP_AGG_MAX ? "max_over_time("
+                                            : "avg_over_time(");
+    put_selector(q, q->step_ms, out);
+    gp_buf_putc(out, ')');
     /* A window as long as the lookback holds all the lookback could
      * find: the fallback would never answer, and costs a second read. */
-    if (q->step_ms >= form_lookback(q)) {
-        gp_buf_puts(out, "))");
+    if (q->step_ms < form_lookback(q)) {
+        gp_buf_puts(out, " or ");
+        put_selector(q, 0, out);
+        gp_buf_puts(out, " * 1");
+    }
+    if (!name) {
+        gp_buf_putc(out, ')');
         return out->err ? out->err : GP_OK;
     }
-    gp_buf_puts(out, ") or ");
-    sel.kind = GP_PQ_VECTOR_SEL;
-    sel.type = GP_PQ_T_VECTOR;
-    sel.u.sel.range_ms = 0;
-    gp_promql_format(&sel, out);
-    gp_buf_puts(out, " * 1)");
+    /* the name the window function dropped, back */
+    struct gp_pq_node str = {.kind = GP_PQ_STRING, .type = GP_PQ_T_STRING};
+    str.u.string.s = (char *)name; /* read only */
+    str.u.string.len = strlen(name);
+    gp_buf_puts(out, ", \"__name__\", ");
+    gp_promql_format(&str, out);
+    gp_buf_puts(out, ", \"\", \"\")");
     return out->err ? out->err : GP_OK;
 }
 
-/*
- * The agg form on raw samples is the PromQL of gp_query_agg_promql,
- * evaluated by the engine with Prometheus 3's left-open windows (so the
- * window is (t - step, t], every sample in one step) and the fixed
- * 5-minute lookback: the answer is what /api/v1/query_range?query=...
- * gives for that expression with --query.prom3-windows.
- */
-static int range_promql(struct gp_storage *s, const struct gp_range_query *q, struct gp_buf *out,
-                        char *err, size_t errlen)
+/* The form's series cap holds on the engine's path too (the engine's
+ * own limit is samples): the index alone tells how many series the
+ * range sees. GP_OK with the selection in sel, or an error. */
+static int select_capped(struct gp_storage *s, const struct gp_range_query *q,
+                         struct gp_store_selection *sel, char *err, size_t errlen)
 {
-    /* The form's series cap holds here too (the engine's own limit is
-     * samples): the index alone tells how many series the range sees. */
     int64_t lookback = form_lookback(q);
     int64_t reach = q->step_ms > lookback ? q->step_ms : lookback;
-    struct gp_store_selection ss = {0};
-    int rc = gp_storage_select(s, q->m, q->nm, q->start_ms - reach + 1, q->end_ms, &ss);
-    size_t nsel = ss.n;
-    gp_storage_selection_free(&ss);
+    int rc = gp_storage_select(s, q->m, q->nm, q->start_ms - reach + 1, q->end_ms, sel);
     if (rc)
         return gp_seterr(err, errlen, rc, "selecting series: %s", gp_strerror(rc));
-    if (nsel > GP_QUERY_MAX_SERIES)
+    if (sel->n > GP_QUERY_MAX_SERIES)
         return gp_seterr(err, errlen, GP_EUSAGE,
                          "the selector matches %zu series, more than the limit of %d: narrow it",
-                         nsel, GP_QUERY_MAX_SERIES);
+                         sel->n, GP_QUERY_MAX_SERIES);
+    return GP_OK;
+}
+
+/*
+ * Evaluates q's PromQL (gp_query_form_promql) into res, with Prometheus
+ * 3's left-open windows (so the window is (t - step, t], every sample in
+ * one step) and the server's samples cap, timeout and lookback: the
+ * answer is what /api/v1/query_range?query=... gives for that expression
+ * with --query.prom3-windows.
+ */
+static int eval_form(struct gp_storage *s, const struct gp_range_query *q,
+                     struct gp_promql_result *res, char *err, size_t errlen)
+{
     struct gp_buf text;
     gp_buf_init(&text, 0);
-    rc = gp_query_agg_promql(q, &text);
+    int rc = gp_query_form_promql(q, &text);
     if (rc || !text.data) {
         gp_buf_free(&text);
         return gp_seterr(err, errlen, rc ? rc : GP_ENOMEM, "writing the query's PromQL");
@@ -544,32 +576,126 @@ static int range_promql(struct gp_storage *s, const struct gp_range_query *q, st
     char detail[256];
     rc = gp_promql_parse(text.data, text.len, &e, detail, sizeof detail);
     if (rc) {
-        gp_seterr(err, errlen, rc == GP_ENOMEM ? rc : GP_EUSAGE, "%s: %s", text.data, detail);
+        rc = rc == GP_ENOMEM ? rc : GP_EUSAGE;
+        gp_seterr(err, errlen, rc, "%s: %s", text.data, detail);
         gp_buf_free(&text);
-        return rc == GP_ENOMEM ? rc : GP_EUSAGE;
+        return rc;
     }
     gp_buf_free(&text);
-    /* The server's samples cap, timeout and lookback; the form's own
-     * meaning fixes the windows as left-open. */
     struct gp_promql_limits lim = {0};
     if (q->lim)
         lim = *q->lim;
-    lim.lookback_ms = lookback;
+    lim.lookback_ms = form_lookback(q);
     lim.prom3_windows = 1;
-    struct gp_promql_result res = {0};
-    rc = gp_promql_range(s, e, q->start_ms, q->end_ms, q->step_ms, &lim, &res, detail,
+    rc = gp_promql_range(s, e, q->start_ms, q->end_ms, q->step_ms, &lim, res, detail,
                          sizeof detail);
-    if (rc) {
+    if (rc)
         snprintf(err, errlen, "%s", detail);
-    } else {
+    gp_promql_free(e);
+    return rc;
+}
+
+/* Without agg, one metric name at a time (each series keeps __name__,
+ * which its window function drops and label_replace puts back; two
+ * metrics' series could not share one PromQL vector without it). */
+struct by_name {
+    struct gp_storage *s;
+    const struct gp_range_query *q;
+    struct gp_promql_result all; /* every name's series, then sorted */
+    struct gp_buf warn;
+    int rc;
+    char *err;
+    size_t errlen;
+};
+
+static void eval_name(void *arg, const char *name, size_t len)
+{
+    struct by_name *b = arg;
+    if (b->rc)
+        return;
+    /* q's matchers with __name__="NAME" for its __name__ matchers, which
+     * NAME satisfies (the selection found it through them) */
+    struct gp_matcher m[GP_SELECTOR_MAX_MATCHERS + 1];
+    struct gp_range_query q = *b->q;
+    q.nm = 0;
+    for (size_t i = 0; i < b->q->nm && q.nm < GP_SELECTOR_MAX_MATCHERS; i++)
+        if (strcmp(b->q->m[i].name, "__name__"))
+            m[q.nm++] = b->q->m[i]; /* a shallow copy, only read */
+    char copy[GP_RW_MAX_LABEL_LEN + 1];
+    snprintf(copy, sizeof copy, "%.*s", (int)len, name);
+    struct gp_matcher *nm = &m[q.nm];
+    b->rc = gp_matcher_init(nm, GP_MATCH_EQ, "__name__", copy, b->err, b->errlen);
+    if (b->rc)
+        return;
+    q.nm++;
+    q.m = m;
+    struct gp_promql_result r = {0};
+    b->rc = eval_form(b->s, &q, &r, b->err, b->errlen);
+    gp_matcher_free(nm);
+    if (!b->rc && r.n) {
+        struct gp_promql_series *grown =
+            realloc(b->all.series, (b->all.n + r.n) * sizeof *grown);
+        if (!grown) {
+            b->rc = gp_seterr(b->err, b->errlen, GP_ENOMEM, "out of memory");
+        } else {
+            b->all.series = grown;
+            memcpy(grown + b->all.n, r.series, r.n * sizeof *grown);
+            b->all.n += r.n;
+            r.n = 0; /* moved */
+        }
+    }
+    if (!b->rc && r.warnings)
+        gp_buf_printf(&b->warn, "%s%s", b->warn.len ? "\n" : "", r.warnings);
+    gp_promql_result_free(&r);
+}
+
+static int series_cmp(const void *pa, const void *pb)
+{
+    const struct gp_promql_series *a = pa, *b = pb;
+    return labels_cmp(a->labels, a->labels_len, b->labels, b->labels_len);
+}
+
+/* The form on raw samples: its PromQL through the engine, rendered. */
+static int range_promql(struct gp_storage *s, const struct gp_range_query *q, struct gp_buf *out,
+                        char *err, size_t errlen)
+{
+    struct gp_store_selection sel = {0};
+    int rc = select_capped(s, q, &sel, err, errlen);
+    struct by_name b = {.s = s, .q = q, .err = err, .errlen = errlen};
+    b.all.type = GP_PROMQL_MATRIX;
+    gp_buf_init(&b.warn, 1 << 20);
+    if (!rc && q->agg != GP_AGG_NONE) {
+        rc = eval_form(s, q, &b.all, err, errlen);
+    } else if (!rc) {
+        struct gp_strset names = {0};
+        for (size_t i = 0; i < sel.n; i++) {
+            struct gp_rw_str v = {"", 0};
+            gp_labels_get(sel.series[i].labels, sel.series[i].labels_len, "__name__", &v);
+            gp_strset_add(&names, v.ptr, v.len);
+        }
+        rc = names.err;
+        if (!rc) {
+            gp_strset_each(&names, eval_name, &b);
+            rc = b.rc;
+        }
+        gp_strset_free(&names);
+        if (!rc && b.all.n)
+            qsort(b.all.series, b.all.n, sizeof *b.all.series, series_cmp);
+        if (!rc && b.warn.len) {
+            b.all.warnings = gp_buf_steal(&b.warn, NULL);
+            rc = b.all.warnings ? GP_OK : GP_ENOMEM;
+        }
+    }
+    gp_storage_selection_free(&sel);
+    if (!rc) {
         struct mark m = mark_of(out);
-        gp_promql_render(&res, out);
+        gp_promql_render(&b.all, out);
         rc = out_status(out, err, errlen);
         if (rc)
             rewind_to(out, m);
     }
-    gp_promql_result_free(&res);
-    gp_promql_free(e);
+    gp_buf_free(&b.warn);
+    gp_promql_result_free(&b.all);
     return rc;
 }
 
@@ -595,7 +721,7 @@ int gp_query_range(struct gp_storage *s, const struct gp_range_query *q, struct 
     rc = choose_rollups(q, &use_rollups, err, errlen);
     if (rc)
         return rc;
-    if (!use_rollups && q->agg != GP_AGG_NONE)
+    if (!use_rollups)
         return range_promql(s, q, out, err, errlen);
 
     struct range_job j;
@@ -605,12 +731,11 @@ int gp_query_range(struct gp_storage *s, const struct gp_range_query *q, struct 
     j.s = s;
     j.r = &r;
     j.mode = gp_eval_mode_for(q->agg);
-    j.use_rollups = use_rollups;
     j.grouped = q->agg != GP_AGG_NONE;
-    /* What the first step can see: its window or its lookback. */
+    /* What the first step can see: its minutes or its lookback. */
     int64_t reach = q->step_ms > GP_QUERY_LOOKBACK_MS ? q->step_ms : GP_QUERY_LOOKBACK_MS;
-    j.mint = use_rollups ? q->start_ms - reach : q->start_ms - reach + 1;
-    j.maxt = use_rollups ? q->end_ms - 1 : q->end_ms;
+    j.mint = q->start_ms - reach;
+    j.maxt = q->end_ms - 1;
 
     struct gp_store_selection sel = {0};
     struct item *items = NULL;
@@ -703,7 +828,6 @@ done:
     if (rc)
         rewind_to(out, m);
     for (size_t i = 0; i < MAX_THREADS; i++) {
-        gp_samples_free(&w[i].smp);
         gp_rollups_free(&w[i].ru);
         free(w[i].val);
         free(w[i].has);

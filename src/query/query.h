@@ -16,10 +16,10 @@
  * (and start is minute-aligned) windows are read from the 1-minute rollups,
  * which also reach past the raw retention.
  *
- * With agg on raw samples this is a PromQL expression (gp_query_agg_promql)
+ * On raw samples this is a PromQL expression (gp_query_form_promql)
  * evaluated by the PromQL engine (promql.h), so the form agrees with
- * query=; without agg (series keep __name__, which PromQL's window
- * functions drop) and on rollups, eval.c computes the same meaning.
+ * query=; on rollups, which the engine does not read, eval.c computes the
+ * same meaning from the minutes (docs/api.md says how they differ).
  */
 #ifndef GP_QUERY_QUERY_H
 #define GP_QUERY_QUERY_H
@@ -85,16 +85,21 @@ int gp_query_range(struct gp_storage *s, const struct gp_range_query *q, struct 
                    size_t errlen);
 
 /*
- * The PromQL that q's agg form means on raw samples, appended to out:
- *   AGG by (BY) (F_over_time(SEL[STEP]) or SEL * 1)
+ * The PromQL that q's form means on raw samples, appended to out:
+ *   with agg:    AGG by (BY) (F_over_time(SEL[STEP]) or SEL * 1)
+ *   without agg: label_replace(avg_over_time(SEL[STEP]) or SEL * 1,
+ *                              "__name__", "NAME", "", "")
  * with F min or max for agg=min/max, else avg; `or SEL * 1` is the
  * lookback fallback of an empty window (left out when step >= the
- * lookback, q->lim's or 5m: the window then holds the lookback). Evaluated with left-open windows
- * (--query.prom3-windows), it is what gp_query_range answers when q has
- * agg and reads raw samples. GP_OK, GP_EUSAGE (no agg or selector, bad
- * by) or out's error.
+ * lookback, q->lim's or 5m: the window then holds the lookback). Without
+ * agg, SEL must name one metric (one __name__="NAME" matcher): the window
+ * function drops __name__ and label_replace puts it back, and
+ * gp_query_range evaluates a selector of several metrics one name at a
+ * time. Evaluated with left-open windows (--query.prom3-windows), it is
+ * what gp_query_range answers on raw samples. GP_OK, GP_EUSAGE (no
+ * selector, bad by, no agg and not one name) or out's error.
  */
-int gp_query_agg_promql(const struct gp_range_query *q, struct gp_buf *out);
+int gp_query_form_promql(const struct gp_range_query *q, struct gp_buf *out);
 
 /* {"status":"success","data":[{labels}, ...]}: series matching any of the
  * nsel selectors (each an array of matchers) with samples in [start, end]. */

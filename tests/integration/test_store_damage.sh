@@ -133,7 +133,7 @@ set -- $got
     fail "damaged block chunk: $got (of $LEFT)"
 note "damaged block chunk: $1 of $LEFT samples visible, $2 warning(s)"
 curl -sf "$SERVER_URL/api/v1/query_range?match=dmg&start=$T0&end=$(( T0 + (NT - 1) * STEP ))&step=$STEP&rollups=false" |
-    grep -q '"warnings":\["data of series dmg{' || fail "no warning naming the damaged series"
+    grep -q '"warnings":\["store: [0-9]* damaged chunk(s) skipped between ' || fail "no warning of the damaged chunk"
 [ "$(metric gpulse_server_damaged_chunks_read_total)" -ge 1 ] || fail "damaged chunk reads not counted"
 AFTER_BLOCK=$1
 

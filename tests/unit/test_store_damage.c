@@ -809,8 +809,9 @@ static void test_damaged_block_chunk_reported(void)
     gp_buf_init(&out, 1 << 24);
     CHECK_INT(gp_query_range(sg, &q, &out, err, sizeof err), GP_OK);
     gp_buf_putc(&out, 0);
-    CHECK_CONTAINS((const char *)out.data, "\"warnings\":[\"data of series gpu_util{gpu=\\\"0\\\",node=\\\"n0\\\"} between ");
-    CHECK_CONTAINS((const char *)out.data, "is damaged and was skipped\"]");
+    /* (the form is PromQL on raw samples: the engine's warning, as query= gives it) */
+    CHECK_CONTAINS((const char *)out.data, "\"warnings\":[\"store: ");
+    CHECK_CONTAINS((const char *)out.data, "damaged chunk(s) skipped between ");
     gp_buf_free(&out);
     /* An intact series: no warnings at all. */
     gp_matchers_free(m, nm);
