@@ -169,6 +169,10 @@ static int fail(struct tr *t, size_t at, const char *fmt, ...)
     return GP_EPARSE;
 }
 
+/* Ranges stay within one band: glibc's REG_ICASE folds a range's ends
+ * and refuses one such as [_-z] ("Invalid range end"). */
+static int band(int c) { return c < 'A' ? 0 : c <= 'Z' ? 1 : c < 'a' ? 2 : c <= 'z' ? 3 : 4; }
+
 /* Appends the members of l (bytes 1..255) to a bracket body, as ranges
  * where three or more follow each other; except_specials leaves out the
  * bytes whose place in a bracket matters (] [ ^ -). */
@@ -181,8 +185,8 @@ static void put_bytes(struct gp_buf *o, const unsigned char *l, int except_speci
             continue;
         }
         int e = c;
-        while (e + 1 < 256 && l[e + 1] && !(e + 1 == ']' || e + 1 == '[' || e + 1 == '^' ||
-                                           e + 1 == '-'))
+        while (e + 1 < 256 && l[e + 1] && band(e + 1) == band(c) &&
+               !(e + 1 == ']' || e + 1 == '[' || e + 1 == '^' || e + 1 == '-'))
             e++;
         if (e - c >= 2) {
             gp_buf_putc(o, (char)c);
@@ -539,13 +543,52 @@ static int parse_flags(struct tr *t, int flags, int *nf, bool *colon)
     return GP_OK;
 }
 
+/*
+ * Where anchors may stand. glibc reads a '^' or '$' inside the pattern as
+ * a line anchor in places ("[^x]*^b" matches "a\nb"), where RE2's match
+ * only the start and end of the value. Inside the anchored whole they
+ * agree when a '^' comes before anything that consumes text and a '$'
+ * after it all; elsewhere (rare: "a^b" matches nothing in RE2) the
+ * pattern is refused. Per group level: whether nothing consumes before
+ * this point (lead; lead0 at the start of each alternative), whether a
+ * '$' precedes it (dol, dol0), and what the group held.
+ */
+struct lvl {
+    bool lead0, lead, dol0, dol, consumed, dol_any, has_anchor;
+};
+
+/* A consuming atom comes at `at`. */
+static int consume(struct tr *t, struct lvl *l, size_t at)
+{
+    if (l->dol)
+        return fail(t, at, "text after '$' or '\\z' cannot be translated to POSIX");
+    l->lead = false;
+    l->consumed = true;
+    return GP_OK;
+}
+
+/* '^' (start) or '$' where cur says one may stand. */
+static int put_anchor(struct tr *t, struct lvl *cur, bool start, size_t at)
+{
+    if (start && !cur->lead)
+        return fail(t, at, "'^' or '\\A' after text that consumes cannot be translated to POSIX");
+    if (!start)
+        cur->dol = cur->dol_any = true;
+    cur->has_anchor = true;
+    gp_buf_putc(t->o, start ? '^' : '$');
+    return GP_OK;
+}
+
 static int translate(struct tr *t)
 {
     struct {
         int flags;
         size_t open;
         size_t at;
+        struct lvl lv;
     } stk[GP_RE2_MAX_DEPTH];
+    struct lvl cur = {true, true, false, false, false, false, false};
+    bool atom_anchor = false; /* the last atom is a group holding an anchor */
     size_t depth = 0;
     const char *p = t->p;
     int flags = t->global_icase ? F_I : 0, rc;
@@ -570,6 +613,8 @@ static int translate(struct tr *t)
                 return fail(t, at, "invalid nested repetition operator");
             if (anchor)
                 return fail(t, at, "a repeated anchor (such as '^*') cannot be translated");
+            if (atom_anchor)
+                return fail(t, at, "a repeated group holding an anchor cannot be translated");
             if (!have_atom)
                 return fail(t, at, "missing argument to repetition operator");
             if (multi) { /* é* repeats the character, not its last byte */
@@ -597,7 +642,7 @@ static int translate(struct tr *t)
             after_quant = true;
             continue;
         }
-        after_quant = anchor = multi = false;
+        after_quant = anchor = multi = atom_anchor = false;
         have_atom = true;
         atom_at = t->o->len;
         switch (c) {
@@ -655,7 +700,9 @@ static int translate(struct tr *t)
             stk[depth].flags = flags;
             stk[depth].open = t->o->len;
             stk[depth].at = at;
+            stk[depth].lv = cur;
             depth++;
+            cur = (struct lvl){cur.lead, cur.lead, cur.dol, cur.dol, false, false, false};
             flags = nf;
             gp_buf_putc(t->o, '(');
             have_atom = false;
@@ -667,10 +714,22 @@ static int translate(struct tr *t)
             depth--;
             flags = stk[depth].flags;
             atom_at = stk[depth].open;
+            {
+                struct lvl in = cur;
+                cur = stk[depth].lv;
+                cur.lead = cur.lead && !in.consumed;
+                cur.dol = cur.dol || in.dol_any;
+                cur.dol_any |= in.dol_any;
+                cur.consumed |= in.consumed;
+                cur.has_anchor |= in.has_anchor;
+                atom_anchor = in.has_anchor;
+            }
             gp_buf_putc(t->o, ')');
             t->i++;
             continue;
         case '|':
+            cur.lead = cur.lead0;
+            cur.dol = cur.dol0;
             gp_buf_putc(t->o, '|');
             have_atom = false;
             t->i++;
@@ -679,11 +738,14 @@ static int translate(struct tr *t)
         case '$':
             if (flags & F_M)
                 return fail(t, at, "multi-line anchors ((?m) with '^' or '$') are not supported");
-            gp_buf_putc(t->o, (char)c);
+            if ((rc = put_anchor(t, &cur, c == '^', at)))
+                return rc;
             anchor = true;
             t->i++;
             continue;
         case '.': {
+            if ((rc = consume(t, &cur, at)))
+                return rc;
             struct cset s = {{0}, true};
             cs_range(&s, 0, 127);
             if (!(flags & F_S))
@@ -696,7 +758,7 @@ static int translate(struct tr *t)
         }
         case '[': {
             struct cset s;
-            if ((rc = parse_class(t, flags, &s)))
+            if ((rc = consume(t, &cur, at)) || (rc = parse_class(t, flags, &s)))
                 return rc;
             bool rep = t->i < t->n && (p[t->i] == '*' || p[t->i] == '+');
             if ((rc = put_set(t, &s, at, rep)))
@@ -706,7 +768,8 @@ static int translate(struct tr *t)
         case '\\': {
             char e = at + 1 < t->n ? p[at + 1] : 0;
             if (e == 'A' || e == 'z') {
-                gp_buf_putc(t->o, e == 'A' ? '^' : '$');
+                if ((rc = put_anchor(t, &cur, e == 'A', at)))
+                    return rc;
                 anchor = true;
                 t->i += 2;
                 continue;
@@ -715,6 +778,8 @@ static int translate(struct tr *t)
                 return fail(t, at, "word boundaries ('\\b', '\\B') cannot be translated to POSIX");
             if (e == 'p' || e == 'P')
                 return fail(t, at, "Unicode classes ('\\p', '\\P') cannot be translated to POSIX");
+            if ((rc = consume(t, &cur, at)))
+                return rc;
             if (e && strchr("dDwWsS", e)) {
                 struct cset s = {{0}, false};
                 cs_perl(&s, e);
@@ -752,7 +817,7 @@ static int translate(struct tr *t)
             size_t k = gp_utf8_decode((const unsigned char *)p + at, t->n - at, &cp);
             if (k == 0)
                 return fail(t, at, "invalid UTF-8 in regular expression");
-            if ((rc = put_literal(t, cp, flags, at, &multi)))
+            if ((rc = consume(t, &cur, at)) || (rc = put_literal(t, cp, flags, at, &multi)))
                 return rc;
             t->i += k;
             continue;

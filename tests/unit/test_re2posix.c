@@ -133,7 +133,13 @@ static void test_escapes_counts_anchors(void)
         {"\\Aab\\z", {"ab"}, {"xab"}},
         {"^ab$", {"ab"}, {"xab", "abx"}},
         {"a|^b", {"a", "b"}, {"xb"}},
-        {"a^b", {0}, {"ab", "a^b"}},
+        {"(^a|b$)", {"a", "b"}, {"ab"}},
+        {"(?:^a)b", {"ab"}, {"b"}},
+        {"a(b$)", {"ab"}, {"ab\n"}},
+        {"^a$", {"a"}, {"a\n", "\na"}},
+        {"^$", {""}, {"\n"}},
+        {"\\A\n\\z", {"\n"}, {"\n\n"}},
+        {"^\n?a$", {"\na", "a"}, {"a\n"}},
         {"a|", {"a", ""}, {"b"}},
         {"()", {""}, {"a"}},
         {"\\$\\^\\|\\(\\)\\*\\+\\?\\{\\}\\[\\]", {"$^|()*+?{}[]"}, {""}},
@@ -187,6 +193,10 @@ static void test_capture_groups(void)
     GROUPS("(?P<name>[a-z])-(?:x)(\\d)?", "q-x", "q-x", "q", "(none)");
     GROUPS("\xc3\xa9*(b)", "\xc3\xa9\xc3\xa9" "b", "\xc3\xa9\xc3\xa9" "b", "b");
     GROUPS("(?:(?:(a)))", "a", "a", "a");
+    /* Overlapping alternatives: glibc captures as RE2's leftmost-first
+     * rule does (docs/api.md says what is and is not promised). */
+    GROUPS("(a|ab)(.*)", "abc", "abc", "a", "bc");
+    GROUPS("(x|xy)(y?)", "xy", "xy", "x", "y");
 
     struct gp_re2 re;
     char why[160];
@@ -270,6 +280,14 @@ static void test_refused(void)
         {"a|*", 2, "missing argument to repetition operator"},
         {"(?i)*", 4, "missing argument to repetition operator"},
         {"^*", 1, "repeated anchor"},
+        /* glibc reads these anchors as line anchors: "[^x]*^b" would match "a\nb" */
+        {"a^b", 1, "'^' or '\\A' after text that consumes"},
+        {"[^x]*^b", 5, "'^' or '\\A' after text that consumes"},
+        {"(a)\\Ab", 3, "'^' or '\\A' after text"},
+        {"a$\n", 2, "text after '$' or '\\z'"},
+        {"(a$)b", 4, "text after '$'"},
+        {"(a$|b)c", 6, "text after '$'"},
+        {"(^\n)*", 4, "a repeated group holding an anchor"},
         {"a{1001}", 1, "invalid repeat count"},
         {"a{3,2}", 1, "invalid repeat count"},
         {"[abc", 0, "missing closing ]"},
