@@ -174,13 +174,13 @@ static int fail(struct tr *t, size_t at, const char *fmt, ...)
 static int band(int c) { return c < 'A' ? 0 : c <= 'Z' ? 1 : c < 'a' ? 2 : c <= 'z' ? 3 : 4; }
 
 /* Appends the members of l (bytes 1..255) to a bracket body, as ranges
- * where three or more follow each other; except_specials leaves out the
- * bytes whose place in a bracket matters (] [ ^ -). */
-static void put_bytes(struct gp_buf *o, const unsigned char *l, int except_specials)
+ * where three or more follow each other, leaving out the bytes whose
+ * place in a bracket matters (] [ ^ -): the caller places those. */
+static void put_bytes(struct gp_buf *o, const unsigned char *l)
 {
     for (int c = 1; c < 256;) {
         bool special = c == ']' || c == '[' || c == '^' || c == '-';
-        if (!l[c] || (except_specials && special)) {
+        if (!l[c] || special) {
             c++;
             continue;
         }
@@ -235,7 +235,7 @@ static void put_byteset(struct gp_buf *o, const unsigned char *m)
     size_t mark = o->len;
     if (l[']'])
         gp_buf_putc(o, ']');
-    put_bytes(o, l, 1);
+    put_bytes(o, l);
     if (l['['])
         gp_buf_putc(o, '[');
     if (l['^']) {
