@@ -671,7 +671,7 @@ static int translate(struct tr *t)
                     return fail(t, at, "named groups are written (?P<name>...) in Prometheus's "
                                        "RE2, not (?<name>...)");
                 } else {
-                    bool colon;
+                    bool colon = false;
                     if ((rc = parse_flags(t, flags, &nf, &colon)))
                         return rc;
                     if (t->restart)
