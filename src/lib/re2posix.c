@@ -5,12 +5,13 @@
  *  - character sets: every class RE2 writes ([...], \d, ., [[:alpha:]])
  *    becomes a set of ASCII bytes plus one bit for "any non-ASCII
  *    character" (members past ASCII are refused: a bracket of bytes
- *    cannot name one multi-byte character). A set is written as a
- *    bracket of bytes; when it holds non-ASCII characters and stands
- *    alone it is written ([ascii]|[\xc2-\xf4][\x80-\xbf]+), which matches
- *    exactly one character of a valid UTF-8 value, as RE2's "." does;
- *    under * or + the plain byte bracket already matches the same
- *    strings of characters, and is much cheaper.
+ *    cannot name one multi-byte character). A set without that bit is a
+ *    bracket of bytes; one with it is a character unit,
+ *    ([ascii and lead bytes][\x80-\xbf]*): one byte that does not
+ *    continue a character, then the bytes that continue it. No atom the
+ *    translator writes starts with a continuation byte, so in a valid
+ *    UTF-8 value a unit takes whole characters, alone or repeated
+ *    ("(b*.+){2}" cannot split "\xc3\xa9" in two), as RE2's "." does.
  *  - the translator: one pass over the pattern with a stack of groups
  *    for the flags they scope. Every group becomes a POSIX group (ERE has
  *    no other), so RE2 group i maps to some POSIX subexpression number;
@@ -250,35 +251,33 @@ static void put_byteset(struct gp_buf *o, const unsigned char *m)
     gp_buf_putc(o, ']');
 }
 
-/* Writes a set as one atom matching one character; repeated (it is
- * followed by * or +) lets a byte bracket stand for the characters. */
-static int put_set(struct tr *t, const struct cset *s, size_t at, bool repeated)
+/* The tail of a character unit: a set's byte, then the continuation
+ * bytes of the character it starts (regex_vet knows this shape). */
+#define UNIT_TAIL "[\x80-\xbf]*)"
+
+/* Writes a set as one atom matching one character. */
+static int put_set(struct tr *t, const struct cset *s)
 {
     unsigned char m[256] = {0};
     bool any = s->hi;
     for (int c = 0; c < 128; c++)
         any |= (m[c] = s->a[c]) != 0;
-    if (!any)
-        return fail(t, at, "an empty character class matches nothing; POSIX cannot say so");
+    if (!any) { /* [^\x00-\x{10FFFF}]: a byte no UTF-8 text holds */
+        gp_buf_putc(t->o, '\xff');
+        return GP_OK;
+    }
     if (!s->hi) {
         put_byteset(t->o, m);
         return GP_OK;
     }
-    if (repeated) {
-        memset(m + 128, 1, 128);
-        put_byteset(t->o, m);
-        return GP_OK;
-    }
+    /* One ASCII member or a lead byte, then its continuation bytes: no
+     * other atom starts with a continuation byte, so in valid UTF-8 a
+     * unit takes whole characters, repeated or not. */
+    memset(m + 0xc0, 1, 0x40);
     gp_buf_putc(t->o, '(');
     t->nposix++;
-    bool ascii = false;
-    for (int c = 0; c < 128; c++)
-        ascii |= m[c] != 0;
-    if (ascii) {
-        put_byteset(t->o, m);
-        gp_buf_putc(t->o, '|');
-    }
-    gp_buf_puts(t->o, "[\xc2-\xf4][\x80-\xbf]+)");
+    put_byteset(t->o, m);
+    gp_buf_puts(t->o, UNIT_TAIL);
     return GP_OK;
 }
 
@@ -659,11 +658,6 @@ static int translate(struct tr *t)
                         e++;
                     if (e == s || e >= t->n || p[e] != '>')
                         return fail(t, at, "invalid named capture group");
-                    for (size_t g = 1; g <= t->re->ngroups; g++)
-                        if (t->re->name[g] && strlen(t->re->name[g]) == e - s &&
-                            memcmp(t->re->name[g], p + s, e - s) == 0)
-                            return fail(t, at, "duplicate capture group name '%.*s'",
-                                        (int)(e - s), p + s);
                     if (!(name = strndup(p + s, e - s)))
                         return GP_ENOMEM;
                     t->i = e + 1;
@@ -751,17 +745,14 @@ static int translate(struct tr *t)
             if (!(flags & F_S))
                 s.a['\n'] = 0; /* RE2's "." stops at a newline unless (?s) */
             t->i++;
-            bool rep = t->i < t->n && (p[t->i] == '*' || p[t->i] == '+');
-            if ((rc = put_set(t, &s, at, rep)))
+            if ((rc = put_set(t, &s)))
                 return rc;
             continue;
         }
         case '[': {
             struct cset s;
-            if ((rc = consume(t, &cur, at)) || (rc = parse_class(t, flags, &s)))
-                return rc;
-            bool rep = t->i < t->n && (p[t->i] == '*' || p[t->i] == '+');
-            if ((rc = put_set(t, &s, at, rep)))
+            if ((rc = consume(t, &cur, at)) || (rc = parse_class(t, flags, &s)) ||
+                (rc = put_set(t, &s)))
                 return rc;
             continue;
         }
@@ -784,8 +775,7 @@ static int translate(struct tr *t)
                 struct cset s = {{0}, false};
                 cs_perl(&s, e);
                 t->i += 2;
-                bool rep = t->i < t->n && (p[t->i] == '*' || p[t->i] == '+');
-                if ((rc = put_set(t, &s, at, rep)))
+                if ((rc = put_set(t, &s)))
                     return rc;
                 continue;
             }
@@ -920,6 +910,32 @@ static size_t read_count(const char *p, size_t i, unsigned long *lo, unsigned lo
     return i + 1;
 }
 
+/* After a bracket expression starting at p[i] (the translator's: no [:
+ * inside). */
+static size_t bracket_end(const char *p, size_t len, size_t i)
+{
+    size_t j = i + 1;
+    if (j < len && p[j] == '^')
+        j++;
+    if (j < len && p[j] == ']')
+        j++;
+    while (j < len && p[j] != ']')
+        j++;
+    return j + 1;
+}
+
+/* When p[i] starts a character unit "([...]" UNIT_TAIL, the offset after
+ * it, else 0. Its continuation bytes are at most three per character, so
+ * glibc's work for a unit is a bracket's. */
+static size_t unit_end(const char *p, size_t len, size_t i)
+{
+    size_t tl = sizeof UNIT_TAIL - 1;
+    if (i + 1 >= len || p[i + 1] != '[')
+        return 0;
+    size_t j = bracket_end(p, len, i + 1);
+    return j + tl <= len && memcmp(p + j, UNIT_TAIL, tl) == 0 ? j + tl : 0;
+}
+
 /* NULL when the ERE (as the translator writes it) is within the caps. */
 static const char *regex_vet(const char *p, size_t len)
 {
@@ -967,18 +983,13 @@ static const char *regex_vet(const char *p, size_t len)
             case '\\':
                 next = i + 2;
                 break;
-            case '[': { /* the translator writes no [: [. [= inside */
-                size_t j = i + 1;
-                if (j < len && p[j] == '^')
-                    j++;
-                if (j < len && p[j] == ']')
-                    j++;
-                while (j < len && p[j] != ']')
-                    j++;
-                next = j + 1;
+            case '[':
+                next = bracket_end(p, len, i);
                 break;
-            }
             case '(':
+                if ((next = unit_end(p, len, i)) != 0)
+                    break; /* a character unit counts as one atom */
+                next = i + 1;
                 if (depth == GP_RE2_MAX_DEPTH + 2) /* the outer group and a set's */
                     return "groups nested too deeply";
                 depth++;
@@ -1084,9 +1095,9 @@ int gp_re2_exec(const struct gp_re2 *re, const char *s, size_t len, regmatch_t *
     return hit;
 }
 
-long gp_re2_group_named(const struct gp_re2 *re, const char *name, size_t len)
+long gp_re2_group_named(const struct gp_re2 *re, const char *name, size_t len, size_t from)
 {
-    for (size_t g = 1; g <= re->ngroups; g++)
+    for (size_t g = from ? from : 1; g <= re->ngroups; g++)
         if (re->name[g] && strlen(re->name[g]) == len && memcmp(re->name[g], name, len) == 0)
             return (long)g;
     return -1;

@@ -65,8 +65,9 @@ int gp_re2_compile(struct gp_re2 *re, const char *pat, size_t len, int nosub, ch
  */
 int gp_re2_exec(const struct gp_re2 *re, const char *s, size_t len, regmatch_t *sub, size_t nsub);
 
-/* The RE2 group called name (len bytes), or -1. */
-long gp_re2_group_named(const struct gp_re2 *re, const char *name, size_t len);
+/* The first RE2 group from group `from` on called name (len bytes), or -1
+ * (RE2, unlike Perl, lets two groups share a name). */
+long gp_re2_group_named(const struct gp_re2 *re, const char *name, size_t len, size_t from);
 
 /* Frees what re holds; accepts a zeroed one. */
 void gp_re2_free(struct gp_re2 *re);

@@ -414,7 +414,10 @@ static void expand(struct gp_buf *out, const char *tmpl, size_t tlen, const char
                 num = num * 10 + (size_t)(tmpl[q] - '0');
         }
         long g = numeric ? (num <= re->ngroups ? (long)num : -1)
-                         : gp_re2_group_named(re, tmpl + ns, ne - ns);
+                         : gp_re2_group_named(re, tmpl + ns, ne - ns, 1);
+        /* Go takes the first group of that name that took part. */
+        while (!numeric && g > 0 && sub[g].rm_so < 0)
+            g = gp_re2_group_named(re, tmpl + ns, ne - ns, (size_t)g + 1);
         if (g >= 0 && sub[g].rm_so >= 0)
             gp_buf_append(out, src + sub[g].rm_so, (size_t)(sub[g].rm_eo - sub[g].rm_so));
         i = j;

@@ -338,6 +338,11 @@ static void test_structural_functions(void)
                            S("$1-$n-${n}"), S("job"), S("(?i)(?:D)(?P<n>B)")),
                       t),
               "{__name__=\"req\", dst=\"b-b-b\", inst=\"0\", job=\"db\"} 5");
+    /* A repeated name: the first group of that name that took part. */
+    CHECK_STR(pt_inst(s, F(GP_PQ_F_LABEL_REPLACE, 5, V("req{job=\"db\"}"), S("dst"), S("$n"),
+                           S("job"), S("(?P<n>x)|d(?P<n>b)")),
+                      t),
+              "{__name__=\"req\", dst=\"b\", inst=\"0\", job=\"db\"} 5");
     CHECK_CONTAINS(pt_inst(s, F(GP_PQ_F_LABEL_REPLACE, 5, V("req"), S("d"), S(""), S("job"),
                                 S("\\bx")),
                            t),
