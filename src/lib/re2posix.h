@@ -13,8 +13,10 @@
  * lazy quantifiers (read as greedy: see re2posix.c), \A \z ^ $, and "."
  * and negated classes matching one UTF-8 character, not one byte.
  * Refused with a message naming the construct: what POSIX cannot say
- * (\b \B, \p Unicode classes, (?m) anchors, case-insensitive non-ASCII
- * letters, non-ASCII characters inside [...]) and what RE2 refuses itself.
+ * (\b \B, \p Unicode classes, (?m) anchors, '^' after text or '$'
+ * before it, which glibc would read as line anchors, case-insensitive
+ * non-ASCII letters, non-ASCII characters inside [...]) and what RE2
+ * refuses itself.
  * Label values are taken to be valid UTF-8, as Prometheus requires.
  */
 #ifndef GP_LIB_RE2POSIX_H
