@@ -4,7 +4,8 @@
  * window), value functions mapped over a vector (abs, clamp, the date
  * functions with vector(time()) as default argument, ...), and the
  * functions about labels and structure that the kernels leave to the
- * evaluator: label_replace (Go's $1/${1} expansion over a POSIX regex),
+ * evaluator: label_replace (Go's $1/${1}/$name expansion over an RE2 regex that
+ * lib/re2posix runs as POSIX),
  * label_join, absent and absent_over_time (labels from the selector's
  * equality matchers), scalar, vector, time, timestamp, sort, sort_desc,
  * sort_by_label(_desc), histogram_quantile's bucket grouping.
@@ -16,11 +17,11 @@
 #include "query/promql_int.h"
 
 #include "lib/err.h"
+#include "lib/re2posix.h"
 #include "query/promql_fn.h"
 #include "store/labels.h"
 
 #include <math.h>
-#include <regex.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -373,11 +374,11 @@ static int call_value(struct gp_pq_ctx *c, const struct gp_pq_call *call,
     return rc;
 }
 
-/* Go's Regexp.Expand for a POSIX match whose group 1 is the whole
- * pattern (the matcher wraps it as ^(...)$): $1 is group 2, and so on;
- * names (POSIX has no named groups) and missing groups expand to "". */
+/* Go's Regexp.Expand: $1 or ${1} is RE2 group 1 (sub[1]), $name a
+ * (?P<name>) group; groups that are missing or did not take part expand
+ * to "". */
 static void expand(struct gp_buf *out, const char *tmpl, size_t tlen, const char *src,
-                   const regmatch_t *pm, size_t npm)
+                   const struct gp_re2 *re, const regmatch_t *sub)
 {
     for (size_t i = 0; i < tlen;) {
         if (tmpl[i] != '$' || i + 1 >= tlen) {
@@ -412,8 +413,13 @@ static void expand(struct gp_buf *out, const char *tmpl, size_t tlen, const char
             else
                 num = num * 10 + (size_t)(tmpl[q] - '0');
         }
-        if (numeric && num + 1 < npm && pm[num + 1].rm_so >= 0)
-            gp_buf_append(out, src + pm[num + 1].rm_so, (size_t)(pm[num + 1].rm_eo - pm[num + 1].rm_so));
+        long g = numeric ? (num <= re->ngroups ? (long)num : -1)
+                         : gp_re2_group_named(re, tmpl + ns, ne - ns, 1);
+        /* Go takes the first group of that name that took part. */
+        while (!numeric && g > 0 && sub[g].rm_so < 0)
+            g = gp_re2_group_named(re, tmpl + ns, ne - ns, (size_t)g + 1);
+        if (g >= 0 && sub[g].rm_so >= 0)
+            gp_buf_append(out, src + sub[g].rm_so, (size_t)(sub[g].rm_eo - sub[g].rm_so));
         i = j;
     }
 }
@@ -443,65 +449,6 @@ static const char *str_arg(const struct gp_pq_call *call, size_t i, size_t *len)
     return a->u.string.s;
 }
 
-/* RE2's \d \w \s (and \D \W \S outside brackets) as POSIX classes, so
- * label_replace takes the patterns Prometheus users write; anything else
- * goes unchanged to the matcher's check, which refuses what POSIX would
- * read unlike RE2. */
-static void re2_to_posix(const char *p, size_t n, struct gp_buf *out)
-{
-    int in = 0;
-    for (size_t i = 0; i < n; i++) {
-        char ch = p[i];
-        if (!in && ch == '[') {
-            in = 1;
-            gp_buf_putc(out, ch);
-            if (i + 1 < n && p[i + 1] == '^')
-                gp_buf_putc(out, p[++i]);
-            if (i + 1 < n && p[i + 1] == ']')
-                gp_buf_putc(out, p[++i]); /* a leading ] is literal */
-            continue;
-        }
-        if (in && ch == '[' && i + 1 < n && p[i + 1] == ':') {
-            const char *end = NULL;
-            for (size_t j = i + 2; j + 1 < n && !end; j++)
-                if (p[j] == ':' && p[j + 1] == ']')
-                    end = p + j + 2;
-            if (end) { /* [:alpha:] as it is */
-                gp_buf_append(out, p + i, (size_t)(end - (p + i)));
-                i = (size_t)(end - p) - 1;
-                continue;
-            }
-        }
-        if (in && ch == ']') {
-            in = 0;
-            gp_buf_putc(out, ch);
-            continue;
-        }
-        if (ch == '\\' && i + 1 < n) {
-            const char *cls = NULL;
-            char e = p[i + 1];
-            switch (e == 'D' || e == 'W' || e == 'S' ? e + ('a' - 'A') : e) {
-            case 'd': cls = "0-9"; break;
-            case 'w': cls = "0-9A-Za-z_"; break;
-            case 's': cls = "\t\n\f\r "; break;
-            default: break;
-            }
-            int neg = e == 'D' || e == 'W' || e == 'S';
-            if (cls && (!in || !neg)) {
-                gp_buf_printf(out, in ? "%s" : neg ? "[^%s]" : "[%s]", cls);
-                i++;
-                continue;
-            }
-            gp_buf_putc(out, ch);
-            gp_buf_putc(out, p[++i]);
-            continue;
-        }
-        gp_buf_putc(out, ch);
-    }
-    gp_buf_putc(out, '\0');
-    out->len--; /* NUL-terminated, even when empty */
-}
-
 /* label_replace and label_join: the vector with one label rewritten per
  * series (computed once per series, not per step). */
 static int call_relabel(struct gp_pq_ctx *c, const struct gp_pq_call *call,
@@ -516,32 +463,27 @@ static int call_relabel(struct gp_pq_ctx *c, const struct gp_pq_call *call,
     if (!valid_label_name(dst, dlen))
         return gp_seterr(c->err, c->errlen, GP_PQ_EEXEC,
                          "invalid destination label name in %s(): %.*s", fname, (int)dlen, dst);
-    regex_t re;
-    int have_re = 0;
+    struct gp_re2 re = {0};
     if (replace) {
-        size_t rlen;
+        size_t rlen, at;
         const char *rs = str_arg(call, 4, &rlen);
-        struct gp_buf pat = {0};
-        re2_to_posix(rs, rlen, &pat);
-        struct gp_matcher m;
-        char merr[256] = "";
-        /* The matcher's check refuses what POSIX would read unlike RE2. */
-        int bad = pat.err || memchr(rs, '\0', rlen) ||
-                  gp_matcher_init(&m, GP_MATCH_RE, "x", pat.len ? pat.data : "", merr,
-                                  sizeof merr) != GP_OK;
-        if (!bad) {
-            gp_matcher_free(&m);
-            gp_buf_reset(&c->tmp);
-            gp_buf_printf(&c->tmp, "^(%s)$", pat.len ? pat.data : "");
-            bad = c->tmp.err || regcomp(&re, c->tmp.data, REG_EXTENDED) != 0;
-            if (bad)
-                snprintf(merr, sizeof merr, "%.*s", (int)rlen, rs);
-        }
-        gp_buf_free(&pat);
-        if (bad)
+        char why[160];
+        int rrc = gp_re2_compile(&re, rs, rlen, 0, why, sizeof why, &at);
+        if (rrc == GP_ENOMEM)
+            return gp_pq_oom(c);
+        if (rrc != GP_OK)
             return gp_seterr(c->err, c->errlen, GP_PQ_EEXEC,
-                             "invalid regular expression in label_replace(): %s", merr);
-        have_re = 1;
+                             "invalid regular expression in label_replace(): %s (at %zu)", why,
+                             at);
+        /* POSIX has only greedy submatches: with a lazy quantifier a group
+         * could capture other text than Prometheus's (re2posix.c). */
+        if (re.lazy && re.ngroups > 0) {
+            gp_re2_free(&re);
+            return gp_seterr(c->err, c->errlen, GP_PQ_EEXEC,
+                             "invalid regular expression in label_replace(): lazy quantifiers "
+                             "('*?', '+?') with capture groups are not supported; use a negated "
+                             "class such as [^:]* instead");
+        }
     } else {
         for (size_t i = 3; i < call->nargs; i++) {
             size_t sl;
@@ -555,7 +497,8 @@ static int call_relabel(struct gp_pq_ctx *c, const struct gp_pq_call *call,
     int rc = gp_pq_eval(c, call->args[0], g, &in);
     struct gp_pq_lset ls = {0};
     struct gp_buf val = {0}, lab = {0};
-    char *srcz = NULL;
+    regmatch_t *sub = NULL;
+    size_t nsub = 0;
     for (size_t i = 0; i < in.n && rc == GP_OK; i++) {
         const struct gp_pq_ser *s = in.s + i;
         gp_buf_reset(&val);
@@ -565,19 +508,19 @@ static int call_relabel(struct gp_pq_ctx *c, const struct gp_pq_call *call,
             char an[256];
             snprintf(an, sizeof an, "%.*s", (int)l3, a3);
             gp_labels_get(s->lab, s->lablen, an, &sv);
-            free(srcz);
-            srcz = malloc(sv.len + 1);
-            if (!srcz) {
-                rc = gp_pq_oom(c);
-                break;
+            size_t np = re.ngroups + 1;
+            if (np > nsub) {
+                free(sub);
+                if (!(sub = malloc(np * sizeof *sub))) {
+                    rc = gp_pq_oom(c);
+                    break;
+                }
+                nsub = np;
             }
-            memcpy(srcz, sv.ptr, sv.len);
-            srcz[sv.len] = '\0';
-            regmatch_t pm[32];
-            if (memchr(srcz, '\0', sv.len) || regexec(&re, srcz, 32, pm, 0) != 0)
+            if (!gp_re2_exec(&re, sv.ptr, sv.len, sub, np))
                 change = 0;
             else
-                expand(&val, a2, l2, srcz, pm, 32);
+                expand(&val, a2, l2, sv.ptr, &re, sub);
         } else {
             for (size_t j = 3; j < call->nargs; j++) {
                 size_t sl;
@@ -618,12 +561,11 @@ static int call_relabel(struct gp_pq_ctx *c, const struct gp_pq_call *call,
             if (s->has[k])
                 rc = gp_pq_val_put(c, out, idx, k, s->v[k]);
     }
-    free(srcz);
+    free(sub);
     gp_buf_free(&val);
     gp_buf_free(&lab);
     gp_pq_lset_free(&ls);
-    if (have_re)
-        regfree(&re);
+    gp_re2_free(&re);
     gp_pq_val_free(c, &in);
     /* Series that never had a point (all steps empty) are dropped. */
     return rc;

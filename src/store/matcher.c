@@ -2,27 +2,12 @@
  * matcher.c - see matcher.h.
  *
  * Parts:
- *  - regex vetting: Prometheus compiles matchers with RE2, this store with
- *    glibc's POSIX regcomp. Most patterns mean the same in both; the ones
- *    that do not are refused with a message that names the construct,
- *    never silently read the other way:
- *      (?flags)              RE2 only
- *      \d \w \s \b \pN ...   RE2 classes (glibc reads \d as "d", \w as a
- *                            GNU class): any backslash before a letter or
- *                            digit (backreferences included)
- *      \< \> \` \'           GNU anchors in glibc, plain characters in RE2
- *      \ inside [...]        POSIX reads it literally, RE2 as an escape
- *      *? +? ?? {n}?         RE2 lazy quantifiers; stacked quantifiers too
- *      {,n}  lone {          RE2 reads them literally, glibc as counts
- *    Unbalanced parentheses are refused as well: "a)|(b" would otherwise
- *    escape the ^(...)$ anchoring. Counted repetitions are capped at 1000
- *    (RE2's limit), and the pattern's size and optional parts once counts
- *    are expanded (regex_vet), so regcomp's and regexec's work stays
- *    bounded for any input.
+ *  - regular expressions are RE2 syntax, as in Prometheus: lib/re2posix
+ *    translates them to POSIX ERE, caps their cost and compiles them, and
+ *    refuses by name what it cannot translate, never reading it the
+ *    other way;
  *  - matcher build and match: values are compared with their length (a
- *    value decoded from \x00 may hold NUL bytes); regexec gets a
- *    NUL-terminated copy of the value (sanitizers' regexec interceptor
- *    reads up to the NUL) and REG_STARTEND so embedded NULs do not end it;
+ *    value decoded from \x00 may hold NUL bytes);
  *  - the selector lexer/parser: metric name, {matchers}, the three string
  *    forms with Go/PromQL escapes, whitespace and # comments. Errors give
  *    the byte offset (from 0) of what was wrong.
@@ -39,255 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Bounds on what regcomp is asked to build. */
-#define GP_RE_MAX_REPEAT 1000
-#define GP_RE_MAX_SIZE 20000
-#define GP_RE_MAX_OPTIONAL 256
-#define GP_RE_MAX_DEPTH 100
-
-/* ---- regex vetting -------------------------------------------------------- */
-
 static bool is_digit(char c) { return c >= '0' && c <= '9'; }
 static bool is_alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
-
-/* Parses "{n}", "{n,}" or "{n,m}" at p[i]; sets *end after '}', *lo = n
- * and *hi = m (n for "{n}", UNBOUNDED for "{n,}"). 1 when it is one, 0
- * when it is not an interval, -1 with *why when it is a bad one. */
-#define UNBOUNDED ((unsigned long)-1)
-static int parse_interval(const char *p, size_t len, size_t i, size_t *end, unsigned long *lo,
-                          unsigned long *hi, const char **why)
-{
-    size_t j = i + 1;
-    unsigned long n = 0, m = 0;
-    bool has_m = false, comma = false;
-    if (j < len && p[j] == ',') {
-        *why = "'{,n}' is a literal in RE2 but a count in POSIX; escape the brace as \\{";
-        return -1;
-    }
-    if (j >= len || !is_digit(p[j]))
-        return 0;
-    while (j < len && is_digit(p[j])) {
-        if (n <= GP_RE_MAX_REPEAT)
-            n = n * 10 + (unsigned long)(p[j] - '0');
-        j++;
-    }
-    if (j < len && p[j] == ',') {
-        comma = true;
-        j++;
-        while (j < len && is_digit(p[j])) {
-            if (m <= GP_RE_MAX_REPEAT)
-                m = m * 10 + (unsigned long)(p[j] - '0');
-            has_m = true;
-            j++;
-        }
-    }
-    if (j >= len || p[j] != '}')
-        return 0;
-    if (n > GP_RE_MAX_REPEAT || m > GP_RE_MAX_REPEAT) {
-        *why = "repetition count over 1000";
-        return -1;
-    }
-    if (has_m && m < n) {
-        *why = "repetition range {n,m} with m < n";
-        return -1;
-    }
-    *end = j + 1;
-    *lo = n;
-    *hi = has_m ? m : comma ? UNBOUNDED : n;
-    return 1;
-}
-
-static const char *escape_why(char c)
-{
-    switch (c) {
-    case 'd':
-    case 'D':
-        return "'\\d' is RE2 syntax, not POSIX; use [0-9]";
-    case 'w':
-    case 'W':
-        return "'\\w' is RE2 syntax, not POSIX; use [a-zA-Z0-9_]";
-    case 's':
-    case 'S':
-        return "'\\s' is RE2 syntax, not POSIX; use [[:space:]]";
-    case 'b':
-    case 'B':
-        return "'\\b' word boundaries are not POSIX";
-    case 'p':
-    case 'P':
-        return "'\\p' Unicode classes are RE2 syntax, not POSIX";
-    case '<':
-    case '>':
-    case '`':
-    case '\'':
-        return "'\\<', '\\>', '\\`' and '\\'' are GNU anchors, not plain characters; drop the "
-               "backslash";
-    default:
-        if (is_digit(c))
-            return "backreferences ('\\1') are not supported";
-        return "a backslash before a letter is an RE2 escape, not POSIX";
-    }
-}
-
-/*
- * Checks a pattern as described at the top. Returns NULL when it is fine,
- * else a static reason; *at is the offset in the pattern.
- *
- * Cost model: glibc expands counted repetitions into copies, and its
- * matcher's work per input byte grows with the parts that may be skipped
- * or repeated (x?, x*, x+, the optional copies of x{n,m}). So each atom
- * carries its expanded size and its optional size, multiplied out through
- * nesting, and the totals are capped (GP_RE_MAX_SIZE, GP_RE_MAX_OPTIONAL):
- * alternations of thousands of literals pass, ".{0,1000}" does not.
- */
-static const char *regex_vet(const char *p, size_t len, size_t *at)
-{
-    static const char *const too_big =
-        "regular expression too costly once its counts are expanded";
-    /* Per open group (depth d): expanded and optional size of its atoms. */
-    uint64_t size[GP_RE_MAX_DEPTH + 1], opt[GP_RE_MAX_DEPTH + 1];
-    size_t depth = 0, next;
-    uint64_t tsize = 0, topt = 0;         /* of the whole pattern */
-    uint64_t lsize = 0, lopt = 0;         /* of the previous atom; lsize 0: none */
-    bool after_quant = false;
-    size[0] = opt[0] = 0;
-    for (size_t i = 0; i < len; i = next) {
-        char c = p[i];
-        *at = i;
-        next = i + 1;
-        if (c == '\0')
-            return "NUL byte in a regular expression";
-        unsigned long lo = 0, hi = 0;
-        bool quant = true;
-        if (c == '*')
-            lo = 0, hi = UNBOUNDED;
-        else if (c == '+')
-            lo = 1, hi = UNBOUNDED;
-        else if (c == '?')
-            lo = 0, hi = 1;
-        else if (c == '{') {
-            const char *why = NULL;
-            int r = parse_interval(p, len, i, &next, &lo, &hi, &why);
-            if (r < 0)
-                return why;
-            if (r == 0)
-                return "a '{' that does not start a count {n}, {n,} or {n,m}; escape it as \\{";
-        } else
-            quant = false;
-        if (quant) {
-            if (after_quant)
-                return c == '?' ? "lazy quantifiers ('*?', '+?', '?\?') are RE2 syntax, not POSIX"
-                                : "stacked quantifiers ('a**', 'a{2}{3}')";
-            after_quant = true;
-            if (lsize == 0)
-                continue; /* nothing to repeat: regcomp says so */
-            /* lo required copies keep their own optional parts; the rest
-             * (hi - lo copies, or one starred copy) are optional whole. */
-            uint64_t copies = hi == UNBOUNDED ? lo + 1 : hi;
-            uint64_t extra = hi == UNBOUNDED ? 1 : hi - lo;
-            if (copies == 0)
-                copies = 1;
-            uint64_t nsize = lsize * copies, nopt = lopt * lo + lsize * extra;
-            if (lo == 0 && nopt < lsize)
-                nopt = lsize;
-            size[depth] += nsize - lsize;
-            tsize += nsize - lsize;
-            opt[depth] += nopt - lopt;
-            topt += nopt - lopt;
-            lsize = nsize;
-            lopt = nopt;
-        } else {
-            after_quant = false;
-            lopt = 0;
-            switch (c) {
-            case '\\': {
-                if (i + 1 >= len)
-                    return "trailing backslash";
-                char e = p[i + 1];
-                if (e == '\0')
-                    return "NUL byte in a regular expression";
-                if ((unsigned char)e >= 0x80 || is_alpha(e) || is_digit(e) || e == '<' ||
-                    e == '>' || e == '`' || e == '\'')
-                    return escape_why(e);
-                next = i + 2;
-                lsize = 1;
-                break;
-            }
-            case '[': {
-                size_t j = i + 1;
-                if (j < len && p[j] == '^')
-                    j++;
-                if (j < len && p[j] == ']')
-                    j++; /* a leading ']' is a member */
-                for (;;) {
-                    *at = j;
-                    if (j >= len)
-                        return "unterminated bracket expression '['";
-                    if (p[j] == '\0')
-                        return "NUL byte in a regular expression";
-                    if (p[j] == '\\')
-                        return "backslash inside [...]: POSIX reads it literally, RE2 as an escape";
-                    if (p[j] == ']')
-                        break;
-                    if (p[j] == '[' && j + 1 < len &&
-                        (p[j + 1] == ':' || p[j + 1] == '=' || p[j + 1] == '.')) {
-                        char d = p[j + 1];
-                        size_t q = j + 2;
-                        while (q + 1 < len && !(p[q] == d && p[q + 1] == ']'))
-                            q++;
-                        if (q + 1 >= len)
-                            return "unterminated class '[:', '[=' or '[.' in a bracket expression";
-                        j = q + 2;
-                        continue;
-                    }
-                    j++;
-                }
-                next = j + 1;
-                lsize = 1;
-                break;
-            }
-            case '(':
-                if (i + 1 < len && p[i + 1] == '?')
-                    return "'(?' groups and flags are RE2 syntax, not POSIX";
-                if (depth == GP_RE_MAX_DEPTH)
-                    return "groups nested deeper than 100";
-                depth++;
-                size[depth] = opt[depth] = 0;
-                lsize = 0;
-                continue;
-            case ')':
-                if (depth == 0)
-                    return "unbalanced ')'";
-                lsize = size[depth] + 1; /* the group node itself */
-                lopt = opt[depth];
-                depth--;
-                size[depth] += lsize;
-                opt[depth] += lopt;
-                tsize++;
-                break;
-            case '|':
-            case '^':
-            case '$':
-                size[depth]++;
-                tsize++;
-                lsize = 0;
-                break;
-            default:
-                lsize = 1;
-                break;
-            }
-            if (c != ')' && c != '|' && c != '^' && c != '$') { /* a one-node atom */
-                size[depth] += lsize;
-                tsize += lsize;
-            }
-        }
-        if (tsize > GP_RE_MAX_SIZE || topt > GP_RE_MAX_OPTIONAL)
-            return too_big;
-    }
-    *at = len;
-    if (depth > 0)
-        return "unbalanced '('";
-    return NULL;
-}
 
 /* ---- matchers ------------------------------------------------------------- */
 
@@ -330,30 +68,11 @@ static int matcher_build(struct gp_matcher *m, enum gp_match_op op, const char *
     m->value_len = vlen;
     if (op == GP_MATCH_EQ || op == GP_MATCH_NE)
         return GP_OK;
-    if ((*why = regex_vet(value, vlen, at)) != NULL) {
-        gp_matcher_free(m);
-        return GP_EPARSE;
-    }
-    char *full = malloc(vlen + 5);
-    if (!full) {
-        gp_matcher_free(m);
-        return GP_ENOMEM;
-    }
-    memcpy(full, "^(", 2);
-    memcpy(full + 2, value, vlen);
-    memcpy(full + 2 + vlen, ")$", 3);
-    int rc = regcomp(&m->re, full, REG_EXTENDED | REG_NOSUB);
-    free(full);
-    if (rc != 0) {
-        if (rc == REG_ESPACE) {
-            gp_matcher_free(m);
-            return GP_ENOMEM;
-        }
-        regerror(rc, &m->re, rebuf, rebuflen);
+    int rc = gp_re2_compile(&m->re, value, vlen, 1, rebuf, rebuflen, at);
+    if (rc != GP_OK) {
         *why = rebuf;
-        *at = 0;
         gp_matcher_free(m);
-        return GP_EPARSE;
+        return rc;
     }
     m->has_re = 1;
     return GP_OK;
@@ -370,7 +89,7 @@ int gp_matcher_init(struct gp_matcher *m, enum gp_match_op op, const char *name,
         return gp_seterr(err, errlen, GP_EPARSE, "matcher: invalid label name \"%.64s\"", name);
     const char *why;
     size_t at;
-    char rebuf[128];
+    char rebuf[160];
     int rc = matcher_build(m, op, name, nlen, value, strlen(value), &why, &at, rebuf, sizeof rebuf);
     if (rc == GP_EPARSE)
         return gp_seterr(err, errlen, rc, "matcher: invalid regex \"%.64s\": %s (at %zu)", value,
@@ -396,19 +115,7 @@ int gp_matcher_matches(const struct gp_matcher *m, const char *value, size_t len
     default:
         return 0;
     }
-    if (!m->has_re)
-        return 0;
-    char stack[512];
-    char *copy = len < sizeof stack ? stack : malloc(len + 1);
-    if (!copy)
-        return 0; /* out of memory: no match rather than a wrong one */
-    if (len)
-        memcpy(copy, value, len);
-    copy[len] = '\0';
-    regmatch_t rm = {.rm_so = 0, .rm_eo = (regoff_t)len};
-    hit = regexec(&m->re, copy, 1, &rm, REG_STARTEND) == 0;
-    if (copy != stack)
-        free(copy);
+    hit = m->has_re && gp_re2_exec(&m->re, value, len, NULL, 0);
     return m->op == GP_MATCH_RE ? hit : !hit;
 }
 
@@ -416,8 +123,7 @@ void gp_matcher_free(struct gp_matcher *m)
 {
     if (!m)
         return;
-    if (m->has_re)
-        regfree(&m->re);
+    gp_re2_free(&m->re);
     free(m->name);
     free(m->value);
     memset(m, 0, sizeof *m);
@@ -596,7 +302,7 @@ static int add_matcher(struct lx *l, struct gp_matcher *arr, size_t *n, enum gp_
                          "selector: more than %d matchers at %zu", GP_SELECTOR_MAX_MATCHERS, at);
     const char *why;
     size_t reat;
-    char rebuf[128];
+    char rebuf[160];
     int rc = matcher_build(&arr[*n], op, name, nlen, value, vlen, &why, &reat, rebuf,
                            sizeof rebuf);
     if (rc == GP_EPARSE)

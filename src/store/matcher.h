@@ -7,10 +7,10 @@
  *
  * Values are double- or single-quoted strings with PromQL's escapes
  * (\\ \" \' \n \t \r, \xHH, \uHHHH, \UHHHHHHHH, \NNN octal). Regular
- * expressions are fully anchored, as in Prometheus, and use POSIX
- * extended syntax (regcomp REG_EXTENDED): RE2 features such as (?i) or
- * \d are rejected with a clear error rather than misread, and so are
- * regexes whose expanded cost passes a cap (matcher.c, regex_vet). A label
+ * expressions are fully anchored and RE2 syntax, as in Prometheus,
+ * translated to POSIX ERE by lib/re2posix.h: what cannot be translated,
+ * and regexes whose expanded cost passes a cap, are refused with a clear
+ * error rather than misread. A label
  * that a series lacks has the value "", so {x=""} selects series without
  * x and {x=~".*"} selects every series. Error messages start with
  * "selector: " and give byte offsets counted from 0.
@@ -18,7 +18,8 @@
 #ifndef GP_STORE_MATCHER_H
 #define GP_STORE_MATCHER_H
 
-#include <regex.h>
+#include "lib/re2posix.h"
+
 #include <stddef.h>
 
 enum gp_match_op { GP_MATCH_EQ, GP_MATCH_NE, GP_MATCH_RE, GP_MATCH_NRE };
@@ -28,7 +29,7 @@ struct gp_matcher {
     char *name;   /* NUL-terminated, owned */
     char *value;  /* NUL-terminated, owned (the pattern for =~ and !~) */
     size_t value_len;
-    regex_t re;   /* compiled "^(value)$" for =~ and !~ */
+    struct gp_re2 re; /* the anchored translation, for =~ and !~ */
     int has_re;
 };
 

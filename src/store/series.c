@@ -759,10 +759,11 @@ static int fast_init(struct term *t)
     return GP_OK;
 }
 
-/* matches(t->m, v) for a value, through the fast form when there is one. */
+/* matches(t->m, v) for a value, through the fast form when there is one.
+ * RE2's ".*" stops at a newline: such values take the regex. */
 static inline bool value_matches(const struct term *t, const char *v, size_t len)
 {
-    if (t->fast == FAST_NONE)
+    if (t->fast == FAST_NONE || memchr(v, '\n', len))
         return gp_matcher_matches(t->m, v, len);
     bool r;
     if (t->fast == FAST_CONTAINS)

@@ -332,11 +332,30 @@ static void test_structural_functions(void)
                            S("__name__"), S("(\\w)[\\d\\s]*(\\W?\\D)q")),
                       t),
               "{__name__=\"req\", dst=\"er\", inst=\"0\", job=\"db\"} 5");
+    /* Flags, non-capturing and named groups: $1 and $name count RE2's
+     * groups, not the POSIX translation's. */
+    CHECK_STR(pt_inst(s, F(GP_PQ_F_LABEL_REPLACE, 5, V("req{job=\"db\"}"), S("dst"),
+                           S("$1-$n-${n}"), S("job"), S("(?i)(?:D)(?P<n>B)")),
+                      t),
+              "{__name__=\"req\", dst=\"b-b-b\", inst=\"0\", job=\"db\"} 5");
+    /* A repeated name: the first group of that name that took part. */
+    CHECK_STR(pt_inst(s, F(GP_PQ_F_LABEL_REPLACE, 5, V("req{job=\"db\"}"), S("dst"), S("$n"),
+                           S("job"), S("(?P<n>x)|d(?P<n>b)")),
+                      t),
+              "{__name__=\"req\", dst=\"b\", inst=\"0\", job=\"db\"} 5");
     CHECK_CONTAINS(pt_inst(s, F(GP_PQ_F_LABEL_REPLACE, 5, V("req"), S("d"), S(""), S("job"),
-                                S("(?i)x")),
+                                S("\\bx")),
                            t),
-                   "error: invalid regular expression in label_replace(): matcher: invalid regex "
-                   "\"(?i)x\"");
+                   "error: invalid regular expression in label_replace(): word boundaries");
+    /* A lazy quantifier could make a group capture other text than RE2's. */
+    CHECK_CONTAINS(pt_inst(s, F(GP_PQ_F_LABEL_REPLACE, 5, V("req"), S("d"), S("$1"), S("job"),
+                                S("(.*?)b")),
+                           t),
+                   "lazy quantifiers ('*?', '+?') with capture groups are not supported");
+    CHECK_STR(pt_inst(s, F(GP_PQ_F_LABEL_REPLACE, 5, V("req{job=\"db\"}"), S("dst"), S("x"),
+                           S("job"), S("d.*?")),
+                      t),
+              "{__name__=\"req\", dst=\"x\", inst=\"0\", job=\"db\"} 5");
     CHECK_STR(pt_inst(s, F(GP_PQ_F_LABEL_REPLACE, 5, V("req"), S("0x"), S(""), S("job"), S(".*")), t),
               "error: invalid destination label name in label_replace(): 0x");
     CHECK_STR(pt_inst(s, F(GP_PQ_F_LABEL_JOIN, 5, V("req{job=\"db\"}"), S("j"), S("/"), S("job"),

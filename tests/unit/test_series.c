@@ -329,6 +329,12 @@ static void test_regex_anchoring_in_select(void)
     CHECK_STR(sel(x, "{__name__=~\".+\", gpu!~\"1.*\"}"), "8,9");
     CHECK_STR(sel(x, "{__name__=~\".+\", host!~\".*\"}"), "");
     CHECK_STR(sel(x, "{gpu=~`1\\.*`}"), "1,5"); /* "1" then any number of dots */
+    /* RE2's "." stops at a newline, in the fast forms too; (?s) passes it. */
+    ADD(x, 10, "__name__=temp", "host=a\nb");
+    CHECK_STR(sel(x, "{host=~\"a.*\"}"), "1,2");
+    CHECK_STR(sel(x, "{host=~\".*b\"}"), "3,5");
+    CHECK_STR(sel(x, "{host=~\"(?s)a.*\"}"), "1,2,10");
+    CHECK_STR(sel(x, "{host=~\"a\\\\nb\"}"), "10");
     gp_sindex_free(x);
 }
 
