@@ -180,11 +180,7 @@ static void *self_thread(void *arg)
     struct gp_srv_self *x = arg;
     struct gp_server *s = x->srv;
     for (;;) {
-        struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        int64_t ns = until.tv_nsec + (x->interval_ms % 1000) * 1000000;
-        until.tv_sec += x->interval_ms / 1000 + ns / 1000000000;
-        until.tv_nsec = ns % 1000000000;
+        struct timespec until = gp_realtime_after(x->interval_ms);
         pthread_mutex_lock(&x->mu);
         while (!x->stop && pthread_cond_timedwait(&x->cv, &x->mu, &until) != ETIMEDOUT)
             ;
