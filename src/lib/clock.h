@@ -24,4 +24,15 @@ static inline int64_t gp_wall_ms(void)
     return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
 }
 
+/* The realtime clock ms from now, for pthread_cond_timedwait's deadline. */
+static inline struct timespec gp_realtime_after(int64_t ms)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    int64_t ns = t.tv_nsec + (ms % 1000) * 1000000;
+    t.tv_sec += ms / 1000 + ns / 1000000000;
+    t.tv_nsec = ns % 1000000000;
+    return t;
+}
+
 #endif

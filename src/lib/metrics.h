@@ -258,6 +258,10 @@ enum gp_metric_section {
     X(SRV_STATE_DAMAGED, SERVER, "gpulse_server_state_damaged", GAUGE, "",                             \
       "1 when state.db was found damaged at start: jobs, alerts and notifications run on an empty "   \
       "in-memory state until `gpulse repair` (docs/storage.md).")                                      \
+    X(SRV_SELF_SCRAPES, SERVER, "gpulse_server_self_scrapes_total", COUNTER, "",                       \
+      "Self-scrapes: the server's own families stored in its store (self_scrape_interval).")          \
+    X(SRV_SELF_SCRAPE_FAILURES, SERVER, "gpulse_server_self_scrape_failures_total", COUNTER, "",       \
+      "Self-scrapes that stored nothing or not every sample (logged with the reason).")               \
     X(STORAGE_REMOTE_QUERIES, STORAGE, "gpulse_storage_remote_queries_total", COUNTER, "",            \
       "Requests made to the cluster's query API.")                                                     \
     X(STORAGE_REMOTE_QUERY_ERRORS, STORAGE, "gpulse_storage_remote_query_errors_total", COUNTER, "",   \

@@ -126,6 +126,10 @@ int gp_server_config_validate(const struct gp_server_config *c, char *err, size_
         return gp_seterr(err, errlen, GP_ECONFIG, "checkpoint_interval must be at least 1s");
     if (c->jobs_scan_interval_ms < 100 || c->jobs_scan_interval_ms > 3600 * 1000)
         return gp_seterr(err, errlen, GP_ECONFIG, "jobs_scan_interval must be between 100ms and 1h");
+    if (c->self_scrape_interval_ms &&
+        (c->self_scrape_interval_ms < 100 || c->self_scrape_interval_ms > 3600 * 1000))
+        return gp_seterr(err, errlen, GP_ECONFIG,
+                         "self_scrape_interval must be 0s (off) or between 100ms and 1h");
     char *end;
     double price = strtod(c->gpu_hour_price, &end);
     if (end == c->gpu_hour_price || *end || !isfinite(price) || price < 0 || price > 1e6)

@@ -41,6 +41,7 @@ struct gp_server_config {
     int64_t max_future_ms;
     int64_t checkpoint_interval_ms;
     int64_t jobs_scan_interval_ms;
+    int64_t self_scrape_interval_ms; /* 0: off */
     char gpu_hour_price[32]; /* decimal text; parsed by gp_server_config_price */
     char gpu_prices[1024];   /* MODEL=USD,...; parsed by gp_server_config_prices */
     char job_budget[32];     /* decimal text, USD; 0 none */
@@ -120,6 +121,9 @@ struct gp_server_config {
       "how often the head is snapshotted and the WAL truncated")                                  \
     X(jobs_scan_interval_ms, "jobs_scan_interval", "jobs-scan-interval", DURATION, "5s",          \
       "how often the jobs registry is updated from new gpulse_job_* samples")                     \
+    X(self_scrape_interval_ms, "self_scrape_interval", "self-scrape-interval", DURATION, "15s",    \
+      "how often the server stores its own /metrics families in its store, labelled "             \
+      "job=\"gpulse-server\" and instance=\"HOST:PORT\", with up (100ms-1h; 0s: off)")            \
     X(gpu_hour_price, "gpu_hour_price", "gpu-hour-price", STR, "0",                                \
       "price of one GPU-hour in USD for models without a price of their own in gpu_prices or "    \
       "the model table (0: none, their cost is null)")                                            \

@@ -647,11 +647,7 @@ static void *scan_thread(void *arg)
         char err[256] = "";
         if (gp_jobs_scan(j, j->st, gp_wall_ms(), 0, err, sizeof err))
             gp_log(GP_LOG_WARN, "jobs", "scan failed", "error=\"%s\"", err);
-        struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        int64_t ns = until.tv_nsec + (j->interval_ms % 1000) * 1000000;
-        until.tv_sec += j->interval_ms / 1000 + ns / 1000000000;
-        until.tv_nsec = ns % 1000000000;
+        struct timespec until = gp_realtime_after(j->interval_ms);
         pthread_mutex_lock(&j->tmu);
         while (!j->stop && pthread_cond_timedwait(&j->cv, &j->tmu, &until) != ETIMEDOUT)
             ;

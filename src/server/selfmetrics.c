@@ -12,7 +12,8 @@
  * start time and build info, the dashboard's streams (open, events,
  * drops). Names follow Prometheus's conventions (base units, _total for
  * counters), so `promtool check metrics` is clean.
- * In `gpulse up` the agent's exposition follows (server.h's hook).
+ * In `gpulse up` the agent's exposition follows (server.h's hook); the
+ * self-scrape (selfscrape.c) stores the server's own part only.
  */
 #include "server_int.h"
 
@@ -153,7 +154,7 @@ static void http_families(struct gp_buf *b, struct gp_http *h)
                   gp_metric_name(GP_M_SRV_HTTP_LINGER), (unsigned long long)x.linger_dropped);
 }
 
-int gp_srv_render_metrics(struct gp_server *s, struct gp_buf *b)
+int gp_srv_render_own_metrics(struct gp_server *s, struct gp_buf *b)
 {
     one(b, GP_M_SRV_INGESTED,
         (double)gp_srv_get(&s->samples_ingested));
@@ -203,7 +204,14 @@ int gp_srv_render_metrics(struct gp_server *s, struct gp_buf *b)
     one(b, GP_M_SRV_START,
         (double)s->start_ms / 1e3);
     one(b, GP_M_SRV_STATE_DAMAGED, gp_state_damaged(s->cfg.data_dir, NULL, 0));
+    one(b, GP_M_SRV_SELF_SCRAPES, (double)gp_srv_get(&s->self_scrapes));
+    one(b, GP_M_SRV_SELF_SCRAPE_FAILURES, (double)gp_srv_get(&s->self_scrape_failures));
+    return b->err;
+}
 
+int gp_srv_render_metrics(struct gp_server *s, struct gp_buf *b)
+{
+    gp_srv_render_own_metrics(s, b);
     pthread_mutex_lock(&s->hook_mu);
     int rc = GP_OK;
     if (s->hook) {

@@ -417,6 +417,29 @@ static void log_dashboard_url(const struct gp_server *s, const char *bind)
            port);
 }
 
+/*
+ * The self-scrape's instance label: the listen address as a scraper
+ * would name it, HOST:PORT; a wildcard address names no host, so the
+ * host's name stands in (two servers writing one cluster stay apart).
+ */
+static void self_instance(const struct gp_server *s, const char *bind, char *out, size_t len)
+{
+    char host[128], name[256];
+    unsigned port;
+    if (gp_parse_listen(bind, host, sizeof host, &port, NULL, 0))
+        host[0] = '\0';
+    port = gp_http_port(s->http);
+    if (!host[0] || !strcmp(host, "0.0.0.0") || !strcmp(host, "::")) {
+        if (gethostname(name, sizeof name - 1) || !name[0])
+            snprintf(name, sizeof name, "localhost");
+        name[sizeof name - 1] = '\0';
+        snprintf(out, len, "%s:%u", name, port);
+        return;
+    }
+    int v6 = strchr(host, ':') != NULL;
+    snprintf(out, len, "%s%s%s:%u", v6 ? "[" : "", host, v6 ? "]" : "", port);
+}
+
 int gp_server_start(struct gp_server **out, const struct gp_server_config *c, char *err,
                     size_t errlen)
 {
@@ -581,6 +604,12 @@ int gp_server_start(struct gp_server **out, const struct gp_server_config *c, ch
     }
     __atomic_store_n(&s->store, st, __ATOMIC_RELEASE);
     __atomic_store_n(&s->state, GP_SRV_READY, __ATOMIC_RELEASE);
+    char inst[GP_SRV_INSTANCE_LEN];
+    self_instance(s, bind, inst, sizeof inst);
+    if ((rc = gp_srv_self_start(s, inst))) {
+        gp_seterr(err, errlen, rc, "cannot start the self-scrape thread");
+        goto fail;
+    }
     log_dashboard_url(s, bind);
     *out = s;
     return GP_OK;
@@ -595,6 +624,7 @@ void gp_server_stop(struct gp_server *s)
 {
     if (!s)
         return;
+    gp_srv_self_stop(s); /* it renders from the HTTP server and appends to the store */
     gp_srv_stream_close(s); /* open streams end, or stopping would wait for them */
     gp_http_stop(s->http); /* waits for running handlers */
     s->http = NULL;

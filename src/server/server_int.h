@@ -30,6 +30,7 @@ struct gp_promrules;
 struct gp_promrules_run;
 struct gp_srv_notify;
 struct gp_srv_streams;
+struct gp_srv_self;
 
 enum gp_srv_state { GP_SRV_STARTING, GP_SRV_READY };
 
@@ -132,6 +133,7 @@ struct gp_server {
     uint64_t samples_ingested, samples_duplicate, series_created;
     uint64_t rejected[GP_SRV_REJ_COUNT];
     uint64_t refused[GP_SRV_REF_COUNT];
+    uint64_t self_scrapes, self_scrape_failures;
     uint64_t requests[GP_SRV_R_COUNT][600]; /* by status code; [0] cut off without an answer */
     struct gp_srv_hist route_hist[GP_SRV_R_COUNT];
 
@@ -149,6 +151,7 @@ struct gp_server {
     struct cost_ctx *costs;   /* the budget detector's job costs (alerts_api.c) */
     struct gp_srv_notify *notify; /* config, outbox and router (notify_api.c) */
     struct gp_srv_streams *streams; /* the open SSE streams (stream.c) */
+    struct gp_srv_self *self;       /* the self-scrape (selfscrape.c); NULL when off */
 
     pthread_mutex_t hook_mu;
     gp_server_metrics_hook hook;
@@ -309,7 +312,17 @@ int gp_srv_step_param(const struct gp_http_request *req, struct gp_http_response
  * with something between: the length of that middle part; else 0. */
 size_t gp_srv_path_suffix(const char *p, size_t prefix, const char *suffix);
 
-/* selfmetrics.c */
+/* selfmetrics.c: /metrics whole, or the server's own families only
+ * (without the hook's, nor gpulse_build_info). */
 int gp_srv_render_metrics(struct gp_server *s, struct gp_buf *out);
+int gp_srv_render_own_metrics(struct gp_server *s, struct gp_buf *out);
+
+/* selfscrape.c: the self-scrape's thread, when self_scrape_interval is
+ * not 0 (after the store is published; instance: "HOST:PORT"), and its
+ * end (before the HTTP server and the store stop; accepts none). GP_OK
+ * or GP_ENOMEM. */
+#define GP_SRV_INSTANCE_LEN 300
+int gp_srv_self_start(struct gp_server *s, const char *instance);
+void gp_srv_self_stop(struct gp_server *s);
 
 #endif

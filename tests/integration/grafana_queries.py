@@ -11,8 +11,7 @@ query sent as a form-encoded POST to /api/v1/query and to
 dashboard and panel, when a query errors or returns no data.
 --empty-vars: a variable whose query finds no values is interpolated as
 the empty string (as Grafana does) and named on stderr, instead of
-failing. --allow-empty REGEX: a query that matches REGEX may answer no
-data (a known gap, named on stderr). Prints "PANELS QUERIES
+failing. Prints "PANELS QUERIES
 COMBINATIONS" on success."""
 import json
 import re
@@ -24,11 +23,6 @@ import urllib.request
 EMPTY_VARS = "--empty-vars" in sys.argv
 if EMPTY_VARS:
     sys.argv.remove("--empty-vars")
-ALLOW_EMPTY = None
-if "--allow-empty" in sys.argv:
-    i = sys.argv.index("--allow-empty")
-    ALLOW_EMPTY = re.compile(sys.argv[i + 1])
-    del sys.argv[i:i + 2]
 PROM = sys.argv[1]
 FIXED = {"__rate_interval": "20s", "__interval": "5s", "__range": "1m", "__range_s": "60",
          "__interval_ms": "5000"}
@@ -125,9 +119,7 @@ def empty_panels(dash, values):
             except Exception as e:  # a 400 is a broken query
                 out.append(f"{p['title']} [{t['refId']}]: {expr}: {e}")
                 continue
-            if not res and ALLOW_EMPTY and ALLOW_EMPTY.search(expr):
-                print(f"note: {p['title']} [{t['refId']}]: no data (allowed): {expr}", file=sys.stderr)
-            elif not res:
+            if not res:
                 out.append(f"{p['title']} [{t['refId']}]: no data: {expr}")
             elif not rng:
                 out.append(f"{p['title']} [{t['refId']}]: no data over the last 5 minutes: {expr}")

@@ -19,7 +19,8 @@ G=$ROOT/deploy/grafana
 DCGM_DASH=$ROOT/tests/data/grafana/dcgm-exporter-dashboard.json
 python3 "$G/generate.py" --check || fail "deploy/grafana/*.json are stale"
 
-printf 'server:\n  rule_files: ["%s"]\n' "$ROOT/deploy/prometheus/gpulse-rules.yml" >"$TMP/gpulse.yaml"
+# A 1 s self-scrape: the Fleet dashboard's server panels rate() its counters.
+printf 'server:\n  rule_files: ["%s"]\n  self_scrape_interval: 1s\n' "$ROOT/deploy/prometheus/gpulse-rules.yml" >"$TMP/gpulse.yaml"
 SERVER_CMD=up start_server --config "$TMP/gpulse.yaml" --simulate 2x4xH100 --steps-socket "$TMP/steps.sock"
 PP=$(free_port)
 # honor_labels: the agent's `job` label is the training job (docs/jobs.md).
@@ -89,12 +90,10 @@ S=$SERVER_URL
 gp_has() { curl -sf "$S/api/v1/query" --data-urlencode "query=$1" | grep -q '"result":\[{'; }
 wait_until 60 gp_has 'gpulse:job_rank_step_seconds:robust_z5m' ||
     { tail -5 "$SERVER_LOG"; fail "gpulse server: no step telemetry through the recording rules after 60 s"; }
-# Known gap: the Fleet dashboard's three server-health queries read
-# gpulse_server_* families, which gpulse server serves on its /metrics but
-# does not keep in its own store (no self-scrape yet): Prometheus has them
-# because it scrapes the server. Exactly those may be empty here.
-out=$(python3 "$ROOT/tests/integration/grafana_queries.py" --allow-empty '\bgpulse_server_(samples_ingested_total|series|wal_bytes)\b' \
-    "$S" "$G"/gpulse-*.json 2>"$TMP/gp.err") ||
+# The Fleet dashboard's server panels read gpulse_server_* families, which
+# the server keeps in its own store (self-scrape, job="gpulse-server"):
+# every query answers data, none allowed to be empty.
+out=$(python3 "$ROOT/tests/integration/grafana_queries.py" "$S" "$G"/gpulse-*.json 2>"$TMP/gp.err") ||
     { echo "$out"; cat "$TMP/gp.err"; fail "gpulse server: dashboard queries without data (above)"; }
 echo "$out" | grep -E '^  - '
 read -r gp_panels gp_queries gp_combos <<<"$(echo "$out" | tail -1)"
@@ -107,5 +106,7 @@ out=$(python3 "$ROOT/tests/integration/grafana_queries.py" --empty-vars "$S" "$D
 grep -v '^note: .*variable instance has no values' "$TMP/dcgm.err" && fail "gpulse server: unexpected notes on the dcgm-exporter dashboard (above)"
 gpu_vals=$(curl -sf "$S/api/v1/label/gpu/values" --data-urlencode 'match[]=DCGM_FI_DEV_GPU_TEMP' | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["data"]))')
 [ "$gpu_vals" -ge 4 ] || fail "gpulse server: the dcgm-exporter dashboard's gpu variable has $gpu_vals values"
-note "gpulse server: $gp_queries deploy/grafana queries ($(grep -o 'no data (allowed): .*' "$TMP/gp.err" | sort -u | wc -l) server self-metrics queries without data, the known gap above); NVIDIA's dcgm-exporter dashboard's $(echo "$out" | tail -1 | awk '{print $2}') queries return data (8 panels; gpu variable: $gpu_vals values)"
+gp_self=$(curl -sf "$S/api/v1/query" --data-urlencode 'query=count(up{job="gpulse-server"} == 1)' | python3 -c 'import json,sys; r=json.load(sys.stdin)["data"]["result"]; print(r[0]["value"][1] if r else 0)')
+[ "$gp_self" = 1 ] || fail "gpulse server: its self-scrape's up{job=\"gpulse-server\"} is not 1"
+note "gpulse server: $gp_queries deploy/grafana queries with data, the server panels from its self-scrape; NVIDIA's dcgm-exporter dashboard's $(echo "$out" | tail -1 | awk '{print $2}') queries return data (8 panels; gpu variable: $gpu_vals values)"
 echo "ok: $panels panels, $queries queries with data ($combos variable combinations tried), on Prometheus and on gpulse server"

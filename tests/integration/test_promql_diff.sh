@@ -20,7 +20,7 @@ CORPUS=$ROOT/tests/data/promql/diff_corpus.txt
 
 start_prom_receiver ref; REF=http://127.0.0.1:$PROM_PORT
 start_prom_receiver twin; TWIN=http://127.0.0.1:$PROM_PORT
-start_server
+start_server --self-scrape-interval 0s # both stores hold exactly the corpus
 # T0: a whole minute, 75 minutes ago: the data's hour ends 15 minutes ago,
 # within Prometheus's head (it refuses samples an hour older than its newest).
 T0=$(python3 -c 'import time; print((int(time.time() * 1000) - 75 * 60000) // 60000 * 60000)')

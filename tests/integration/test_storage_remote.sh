@@ -22,8 +22,10 @@ wait_until 30 curl -sf "http://127.0.0.1:$VM_PORT/health" || fail "victoria-metr
 VM_URL_ROOT=http://127.0.0.1:$VM_PORT
 start_prom_receiver
 
+# No self-scrape: the three stores are compared, and each server's own
+# families would differ.
 EVAL=(--eval-interval 1s --eval-step 1s --eval-window 60s --alert-clear-for 30s
-    --detector-overrides gpu_throttled.for=3s)
+    --detector-overrides gpu_throttled.for=3s --self-scrape-interval 0s)
 start_server "${EVAL[@]}"
 EMB=$SERVER_URL EMB_PID=$SERVER_PID EMB_LOG=$SERVER_LOG
 start_server "${EVAL[@]}" --storage remote --remote-write-url "$VM_URL" \

@@ -10,7 +10,8 @@ source "$(dirname "$0")/lib.sh"
 start_vm
 stop_vm # a port and a data directory, nobody listening yet
 ARGS=(--storage remote --remote-write-url "$VM_URL" --remote-query-url "http://127.0.0.1:$VM_PORT"
-    --remote-timeout 2s --remote-write-timeout 2s --eval-interval 1s --eval-step 1s --eval-window 30s)
+    --remote-timeout 2s --remote-write-timeout 2s --eval-interval 1s --eval-step 1s --eval-window 30s
+    --self-scrape-interval 1s)
 start_server "${ARGS[@]}"
 NOW=$(date +%s%3N)
 for i in 0 1 2 3 4; do
@@ -70,4 +71,13 @@ assert n1, d' $((NOW - 360000))
 }
 wait_until 30 n2 || { curl -s "$SERVER_URL/api/v1/gpus"; fail "the inventory lacks a GPU silent for 6 minutes"; }
 note "a GPU silent for 6 minutes is still in the inventory"
+# The server's self-scrape goes through the same write path: the cluster
+# holds its own families under job="gpulse-server", instance=its address.
+self_in_vm() {
+    curl -sf "http://127.0.0.1:$VM_PORT/api/v1/query" --data-urlencode \
+        "query=gpulse_server_series{job=\"gpulse-server\",instance=\"127.0.0.1:$SERVER_PORT\"} > 0 and on(instance) up{job=\"gpulse-server\"} == 1" |
+        grep -q '"result":\[{'
+}
+wait_until 30 self_in_vm || fail "the cluster lacks the server's self-scrape"
+note "the server's self-scrape reaches the cluster"
 stop_server
