@@ -517,7 +517,8 @@ static int decode_run(struct gp_chunk_iter *it, const uint8_t *d, size_t *pos_io
             dod = 0;
             pos += 1;
         } else {
-            unsigned ones = (unsigned)__builtin_clzll(~w); /* w's top bit is 1: ~w != 0 */
+            /* the prefix's ones, at most 4 (the low bit keeps clz's argument nonzero) */
+            unsigned ones = (unsigned)__builtin_clzll(~w | (uint64_t)1 << 59);
             if (ones >= 4) {
                 dod = get_bits(d, pos + 4, 64);
                 pos += 68;

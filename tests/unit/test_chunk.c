@@ -508,6 +508,21 @@ static void test_batch_decode_matches_iterator(void)
         q[1] = 60;
         decode_both(q, len);
     }
+    /* Valid first samples, then garbage where the batch loop starts: all
+     * ones (a dod prefix of more than 4 ones), all zeros (repeats until
+     * the bytes run out), alternating bits. */
+    struct gp_chunk_iter it;
+    CHECK_INT(gp_chunk_iter_init(&it, p, len), GP_OK);
+    int64_t t0;
+    double v0;
+    CHECK_INT(gp_chunk_iter_next(&it, &t0, &v0), 1);
+    CHECK_INT(gp_chunk_iter_next(&it, &t0, &v0), 1);
+    static const uint8_t fills[] = {0xff, 0x00, 0xaa, 0x55};
+    for (size_t f = 0; f < sizeof fills; f++) {
+        memcpy(q, p, len);
+        memset(q + (it.pos + 7) / 8, fills[f], len - (it.pos + 7) / 8);
+        decode_both(q, len);
+    }
     free(q);
     gp_chunk_free(&c);
 }
