@@ -18,17 +18,10 @@
  * which costs the query's length times its depth), and at most
  * CSE_MAX_NODES nodes: rules and dashboard queries, not generated
  * megabyte expressions.
- *
- * Selectors that differ only in their range ("avg_over_time(X[1m]) or
- * X", the API's agg form) are not the same value, but they read the same
- * series: those share one read over the widest window (struct
- * gp_pq_shared, read and sliced in promql_select.c). Selectors inside a
- * subquery are left out: they run on the subquery's grid.
  */
 #include "query/promql_int.h"
 
 #include "lib/err.h"
-#include "storage/storage.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -133,147 +126,6 @@ out:
     gp_buf_free(&s->text);
     free(s);
     c->cse = x;
-}
-
-/* ---- selectors read more than once ---- */
-
-#define SHARE_MAX_SELS 64
-
-struct gp_pq_share {
-    const struct gp_pq_sel *sel[SHARE_MAX_SELS];
-    size_t group[SHARE_MAX_SELS]; /* index into sh */
-    size_t n, ngroups;
-    struct gp_pq_shared sh[SHARE_MAX_SELS];
-};
-
-struct sel_scan {
-    const struct gp_pq_sel *sel[SHARE_MAX_SELS];
-    int64_t reach[SHARE_MAX_SELS];
-    size_t off[SHARE_MAX_SELS], len[SHARE_MAX_SELS];
-    size_t n;
-    struct gp_buf text;
-};
-
-static void walk_sels(struct sel_scan *s, const struct gp_pq_node *e, int64_t lookback)
-{
-    if (!e)
-        return;
-    switch (e->kind) {
-    case GP_PQ_VECTOR_SEL:
-    case GP_PQ_MATRIX_SEL:
-        if (s->n < SHARE_MAX_SELS) {
-            /* The text of the selector as an instant one: the same for
-             * every range of it. */
-            struct gp_pq_node v = *e;
-            v.kind = GP_PQ_VECTOR_SEL;
-            v.type = GP_PQ_T_VECTOR;
-            v.u.sel.range_ms = 0;
-            s->off[s->n] = s->text.len;
-            gp_promql_format(&v, &s->text);
-            s->len[s->n] = s->text.len - s->off[s->n];
-            s->sel[s->n] = &e->u.sel;
-            s->reach[s->n++] = e->kind == GP_PQ_MATRIX_SEL ? e->u.sel.range_ms : lookback;
-        }
-        break;
-    case GP_PQ_CALL:
-        for (size_t i = 0; i < e->u.call.nargs; i++)
-            walk_sels(s, e->u.call.args[i], lookback);
-        break;
-    case GP_PQ_AGG:
-        walk_sels(s, e->u.agg.param, lookback);
-        walk_sels(s, e->u.agg.expr, lookback);
-        break;
-    case GP_PQ_BINARY:
-        walk_sels(s, e->u.bin.lhs, lookback);
-        walk_sels(s, e->u.bin.rhs, lookback);
-        break;
-    case GP_PQ_UNARY: walk_sels(s, e->u.unary.expr, lookback); break;
-    case GP_PQ_PAREN: walk_sels(s, e->u.paren, lookback); break;
-    default: break; /* numbers, strings, subqueries */
-    }
-}
-
-void gp_pq_share_scan(struct gp_pq_ctx *c, const struct gp_pq_node *root)
-{
-    struct sel_scan *s = calloc(1, sizeof *s);
-    if (!s)
-        return; /* an optimisation: without it, each selector reads alone */
-    gp_buf_init(&s->text, CSE_MAX_TEXT * 4);
-    walk_sels(s, root, c->lim.lookback_ms);
-    struct gp_pq_share *x = NULL;
-    size_t group[SHARE_MAX_SELS];
-    for (size_t i = 0; i < s->n && !s->text.err; i++) {
-        group[i] = (size_t)-1;
-        size_t j = 0;
-        while (j < i && (s->len[j] != s->len[i] ||
-                         memcmp(s->text.data + s->off[j], s->text.data + s->off[i], s->len[i])))
-            j++;
-        if (j == i)
-            continue;
-        if (!x && !(x = calloc(1, sizeof *x)))
-            break;
-        if (group[j] == (size_t)-1) { /* j starts a group */
-            group[j] = x->ngroups++;
-            x->sh[group[j]].reach = s->reach[j];
-            x->sel[x->n] = s->sel[j];
-            x->group[x->n++] = group[j];
-        }
-        group[i] = group[j];
-        struct gp_pq_shared *sh = &x->sh[group[i]];
-        if (s->reach[i] > sh->reach)
-            sh->reach = s->reach[i];
-        x->sel[x->n] = s->sel[i];
-        x->group[x->n++] = group[i];
-    }
-    if (x && s->text.err) {
-        free(x);
-        x = NULL;
-    }
-    gp_buf_free(&s->text);
-    free(s);
-    c->share = x;
-}
-
-struct gp_pq_shared *gp_pq_share_of(struct gp_pq_ctx *c, const struct gp_pq_sel *sel, int64_t *own)
-{
-    struct gp_pq_share *x = c->share;
-    for (size_t i = 0; x && i < x->n; i++) {
-        if (x->sel[i] != sel)
-            continue;
-        *own = sel->range_ms ? sel->range_ms : c->lim.lookback_ms;
-        return &x->sh[x->group[i]];
-    }
-    return NULL;
-}
-
-void gp_pq_shared_clear(struct gp_pq_shared *sh)
-{
-    for (size_t i = 0; sh->t && i < sh->sel.n; i++) {
-        free(sh->t[i]);
-        free(sh->v[i]);
-    }
-    free(sh->t);
-    free(sh->v);
-    free(sh->n);
-    free(sh->stale);
-    free(sh->order);
-    gp_storage_selection_free(&sh->sel);
-    int64_t reach = sh->reach;
-    int state = sh->state;
-    memset(sh, 0, sizeof *sh);
-    sh->reach = reach;
-    sh->state = state;
-}
-
-void gp_pq_share_free(struct gp_pq_ctx *c)
-{
-    struct gp_pq_share *x = c->share;
-    if (!x)
-        return;
-    for (size_t i = 0; i < x->ngroups; i++)
-        gp_pq_shared_clear(&x->sh[i]);
-    free(x);
-    c->share = NULL;
 }
 
 int gp_pq_cse_get(struct gp_pq_ctx *c, const struct gp_pq_node *e, const struct gp_pq_grid *g,

@@ -409,7 +409,6 @@ static void ctx_finish(struct gp_pq_ctx *c, struct gp_promql_result *out)
         gp_buf_free(&w);
     }
     gp_pq_cse_free(c);
-    gp_pq_share_free(c);
     gp_buf_free(&c->tmp);
 }
 
@@ -467,7 +466,6 @@ int gp_promql_instant(struct gp_storage *s, const struct gp_pq_node *e, int64_t 
     struct gp_pq_grid g = {t_ms, 1, 1};
     struct gp_pq_val v;
     gp_pq_cse_scan(&c, e);
-    gp_pq_share_scan(&c, e);
     int rc = gp_pq_eval(&c, e, &g, &v);
     if (rc == GP_OK) {
         out->t = t_ms;
@@ -521,7 +519,6 @@ int gp_promql_range(struct gp_storage *s, const struct gp_pq_node *e, int64_t st
     struct gp_pq_grid g = {start_ms, step_ms, r.npoints};
     struct gp_pq_val v;
     gp_pq_cse_scan(&c, e);
-    gp_pq_share_scan(&c, e);
     rc = gp_pq_eval(&c, e, &g, &v);
     if (rc == GP_OK && v.type == GP_PQ_T_SCALAR) {
         out->series = calloc(1, sizeof *out->series);

@@ -65,7 +65,6 @@ struct gp_pq_ctx {
     size_t errlen;
     struct gp_buf tmp;         /* scratch for label blobs */
     struct gp_pq_cse *cse;     /* repeated subexpressions (promql_cse.c); NULL: none */
-    struct gp_pq_share *share; /* selectors read more than once (promql_cse.c); NULL: none */
 };
 
 /* ---- label blobs (promql_labels.c) ---- */
@@ -206,29 +205,6 @@ void gp_pq_cse_put(struct gp_pq_ctx *c, size_t slot, const struct gp_pq_val *v,
                    const struct gp_pq_grid *g);
 void gp_pq_cse_free(struct gp_pq_ctx *c);
 
-/* The samples of a selector that a query reads more than once with
- * different windows ("avg_over_time(X[1m]) or X"): read once over the
- * widest window, kept by series in label order (promql_select.c fills
- * it), each read taking its own window's slice. */
-struct gp_pq_shared {
-    int64_t reach;  /* the longest look back of its selectors: range or lookback */
-    int state;      /* 0 not read yet, 1 read, -1 not kept (too large, or failed) */
-    int64_t mint, maxt;
-    struct gp_store_selection sel;
-    size_t *order;
-    int64_t **t;
-    double **v;
-    size_t *n, total;
-    uint8_t *stale; /* the series holds stale markers: readers that drop them get a copy */
-};
-/* Finds the selectors of root (outside subqueries, whose grids differ)
- * written more than once up to their range; c->share is NULL when none. */
-void gp_pq_share_scan(struct gp_pq_ctx *c, const struct gp_pq_node *root);
-/* The shared read of sel, or NULL; *own: sel's own look back. */
-struct gp_pq_shared *gp_pq_share_of(struct gp_pq_ctx *c, const struct gp_pq_sel *sel, int64_t *own);
-void gp_pq_shared_clear(struct gp_pq_shared *sh);
-void gp_pq_share_free(struct gp_pq_ctx *c);
-
 /* ---- selectors and range sources (promql_select.c) ---- */
 
 /* When a selector or subquery looks: its @ and offset. */
@@ -248,11 +224,6 @@ struct gp_pq_sel_read {
     size_t i;
     struct gp_samples smp;
     int64_t mint, maxt;
-    const struct gp_pq_shared *sh; /* the selection and samples come from here */
-    /* the current series' samples (sel_next): in smp or in sh */
-    int64_t *ct;
-    double *cv;
-    size_t cn;
 };
 
 struct gp_pq_rsrc {

@@ -27,7 +27,6 @@
 #include "query/eval.h"
 #include "storage/storage.h"
 #include "store/labels.h"
-#include "store/store.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -72,8 +71,8 @@ static int storage_err(struct gp_pq_ctx *c, int rc, const char *what)
     return gp_seterr(c->err, c->errlen, rc == GP_EIO ? GP_EIO : rc, "%s: %s", what, gp_strerror(rc));
 }
 
-static int sel_open_store(struct gp_pq_ctx *c, struct gp_pq_sel_read *r,
-                          const struct gp_pq_sel *sel, int64_t mint, int64_t maxt)
+static int sel_open(struct gp_pq_ctx *c, struct gp_pq_sel_read *r, const struct gp_pq_sel *sel,
+                    int64_t mint, int64_t maxt)
 {
     memset(r, 0, sizeof *r);
     r->mint = mint;
@@ -96,130 +95,10 @@ static int sel_open_store(struct gp_pq_ctx *c, struct gp_pq_sel_read *r,
 
 static void sel_close(struct gp_pq_sel_read *r)
 {
-    if (!r->sh) { /* a shared read's selection stays with it */
-        gp_storage_selection_free(&r->sel);
-        free(r->order);
-    }
+    gp_storage_selection_free(&r->sel);
+    free(r->order);
     gp_samples_free(&r->smp);
     memset(r, 0, sizeof *r);
-}
-
-/* Series i of a shared read, its samples in [r->mint, r->maxt]: in
- * place when it has no stale markers (the only thing readers change is
- * dropping them), else copied into *smp. */
-static int shared_slice(const struct gp_pq_sel_read *r, size_t i, struct gp_samples *smp,
-                        int64_t **t_out, double **v_out, size_t *n_out)
-{
-    const struct gp_pq_shared *sh = r->sh;
-    int64_t *t = sh->t[i];
-    size_t n = sh->n[i], lo = 0, hi = n;
-    while (lo < hi) { /* first sample at or after mint */
-        size_t mid = lo + (hi - lo) / 2;
-        if (t[mid] < r->mint)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    size_t end = n;
-    while (end > lo && t[end - 1] > r->maxt)
-        end--;
-    size_t k = end - lo;
-    *n_out = k;
-    if (!sh->stale[i]) {
-        *t_out = t + lo;
-        *v_out = sh->v[i] + lo;
-        return GP_OK;
-    }
-    if (k > smp->cap) {
-        int64_t *nt = realloc(smp->t, k * sizeof *nt);
-        if (nt)
-            smp->t = nt;
-        double *nv = realloc(smp->v, k * sizeof *nv);
-        if (nv)
-            smp->v = nv;
-        if (!nt || !nv)
-            return GP_ENOMEM;
-        smp->cap = k;
-    }
-    if (k) {
-        memcpy(smp->t, t + lo, k * sizeof *t);
-        memcpy(smp->v, sh->v[i] + lo, k * sizeof *sh->v[i]);
-    }
-    smp->n = k;
-    *t_out = smp->t;
-    *v_out = smp->v;
-    return GP_OK;
-}
-
-/* Reads the shared selection over [mint, maxt] and keeps it, unless it
- * would hold more than the samples limit leaves (then every reader reads
- * alone, as without sharing). GP_OK or an error of the store. */
-static int shared_load(struct gp_pq_ctx *c, struct gp_pq_shared *sh, const struct gp_pq_sel *sel,
-                       int64_t mint, int64_t maxt)
-{
-    struct gp_pq_sel_read r;
-    sh->state = -1;
-    int rc = sel_open_store(c, &r, sel, mint, maxt);
-    if (rc != GP_OK) {
-        sel_close(&r);
-        return rc;
-    }
-    /* the selection moves to sh, so that clearing sh frees it */
-    sh->sel = r.sel;
-    sh->order = r.order;
-    r.sel = (struct gp_store_selection){0};
-    r.order = NULL;
-    sel_close(&r);
-    size_t n = sh->sel.n ? sh->sel.n : 1;
-    sh->t = calloc(n, sizeof *sh->t);
-    sh->v = calloc(n, sizeof *sh->v);
-    sh->n = calloc(n, sizeof *sh->n);
-    sh->stale = calloc(n, 1);
-    struct gp_pq_sel_read rr = {.sel = sh->sel, .order = sh->order, .mint = mint, .maxt = maxt};
-    rc = sh->t && sh->v && sh->n && sh->stale ? gp_pq_sel_each(c, &rr, NULL, sh) : GP_ENOMEM;
-    if (rc == GP_OK) {
-        sh->state = 1;
-        sh->mint = mint;
-        sh->maxt = maxt;
-        return GP_OK;
-    }
-    gp_pq_shared_clear(sh);
-    if (rc == GP_ERANGE || rc == GP_ENOMEM) {
-        if (c->err && c->errlen)
-            c->err[0] = '\0'; /* too large to keep is not an error of the query */
-        return GP_OK;
-    }
-    return rc;
-}
-
-/* Opens a selection: from the query's shared read of the selector when
- * it has one that covers [mint, maxt], else from the store. */
-static int sel_open(struct gp_pq_ctx *c, struct gp_pq_sel_read *r, const struct gp_pq_sel *sel,
-                    int64_t mint, int64_t maxt)
-{
-    int64_t own;
-    struct gp_pq_shared *sh = gp_pq_share_of(c, sel, &own);
-    struct gp_store *st = sh && sh->state == 0 ? gp_storage_store(c->s) : NULL;
-    if (st && maxt <= gp_store_blocks_maxt(st))
-        sh->state = -1; /* blocks decode faster than held samples are read back */
-    if (sh && sh->state == 0) {
-        /* The widest window of the selector's readers: theirs all end
-         * at the same step times. */
-        int64_t from = mint + own - sh->reach;
-        int rc = shared_load(c, sh, sel, from < mint ? from : mint, maxt);
-        if (rc != GP_OK)
-            return rc;
-    }
-    if (sh && sh->state == 1 && mint >= sh->mint && maxt <= sh->maxt) {
-        memset(r, 0, sizeof *r);
-        r->sel = sh->sel;
-        r->order = sh->order;
-        r->mint = mint;
-        r->maxt = maxt;
-        r->sh = sh;
-        return GP_OK;
-    }
-    return sel_open_store(c, r, sel, mint, maxt);
 }
 
 /* Next series: 1 with its samples in r->smp, 0 at the end, or an error. */
@@ -230,14 +109,7 @@ static int sel_next(struct gp_pq_ctx *c, struct gp_pq_sel_read *r, const struct 
     int rc = gp_pq_check(c);
     if (rc != GP_OK)
         return rc;
-    const struct gp_store_series *s = r->sel.series + r->order[r->i];
-    if (r->sh) {
-        if (shared_slice(r, r->i++, &r->smp, &r->ct, &r->cv, &r->cn) != GP_OK)
-            return gp_pq_oom(c);
-        *ser = s;
-        return 1;
-    }
-    r->i++;
+    const struct gp_store_series *s = r->sel.series + r->order[r->i++];
     r->smp.n = 0;
     r->smp.damaged = 0;
     rc = gp_storage_read(c->s, s->id, r->mint, r->maxt, &r->smp);
@@ -250,9 +122,6 @@ static int sel_next(struct gp_pq_ctx *c, struct gp_pq_sel_read *r, const struct 
     }
     if (rc != GP_OK && rc != GP_EPARSE) /* a damaged chunk: the rest still counts */
         return storage_err(c, rc, "read series");
-    r->ct = r->smp.t;
-    r->cv = r->smp.v;
-    r->cn = r->smp.n;
     *ser = s;
     return 1;
 }
@@ -305,7 +174,6 @@ struct each_run {
     char err[512];
     uint64_t damaged;
     int64_t dfrom, dto;
-    atomic_size_t held; /* keep mode: samples kept so far */
 };
 
 static void each_fail(struct each_run *e, int rc, const char *msg)
@@ -317,24 +185,6 @@ static void each_fail(struct each_run *e, int rc, const char *msg)
     }
     pthread_mutex_unlock(&e->mu);
     atomic_store(&e->stop, 1);
-}
-
-/* Keep mode (fn NULL, arg the shared read being loaded): the series'
- * samples are handed over whole, no copy. */
-static int keep_series(struct each_run *e, size_t i, struct gp_samples *smp, char *err,
-                       size_t errlen)
-{
-    struct gp_pq_shared *sh = e->arg;
-    size_t room = e->c->lim.max_samples > e->c->samples ? e->c->lim.max_samples - e->c->samples : 0;
-    if (atomic_fetch_add(&e->held, smp->n) + smp->n > room)
-        return gp_seterr(err, errlen, GP_ERANGE, "shared read larger than the samples limit");
-    for (size_t k = 0; k < smp->n && !sh->stale[i]; k++)
-        sh->stale[i] = smp->v[k] != smp->v[k] && gp_eval_is_stale(smp->v[k]);
-    sh->t[i] = smp->t;
-    sh->v[i] = smp->v;
-    sh->n[i] = smp->n;
-    memset(smp, 0, sizeof *smp);
-    return GP_OK;
 }
 
 static void *each_work(void *p)
@@ -356,11 +206,7 @@ static void *each_work(void *p)
         const struct gp_store_series *s = e->r->sel.series + e->r->order[i];
         smp.n = 0;
         smp.damaged = 0;
-        int64_t *t = NULL;
-        double *v = NULL;
-        size_t n = 0;
-        int rc = e->r->sh ? shared_slice(e->r, i, &smp, &t, &v, &n)
-                          : gp_storage_read(e->c->s, s->id, e->r->mint, e->r->maxt, &smp);
+        int rc = gp_storage_read(e->c->s, s->id, e->r->mint, e->r->maxt, &smp);
         if (smp.damaged) {
             pthread_mutex_lock(&e->mu);
             if (!e->damaged || smp.damaged_from < e->dfrom)
@@ -376,15 +222,8 @@ static void *each_work(void *p)
             each_fail(e, rc == GP_ENOMEM || rc == GP_ENET ? rc : GP_EIO, err);
             break;
         }
-        if (!e->r->sh) {
-            t = smp.t;
-            v = smp.v;
-            n = smp.n;
-        }
         err[0] = '\0';
-        rc = e->fn ? e->fn(e->arg, i, s, t, v, n, err, sizeof err)
-                   : keep_series(e, i, &smp, err, sizeof err);
-        if (rc != GP_OK) {
+        if ((rc = e->fn(e->arg, i, s, smp.t, smp.v, smp.n, err, sizeof err)) != GP_OK) {
             each_fail(e, rc, err);
             break;
         }
@@ -403,7 +242,6 @@ int gp_pq_sel_each(struct gp_pq_ctx *c, struct gp_pq_sel_read *r, gp_pq_series_f
     e.arg = arg;
     atomic_init(&e.next, 0);
     atomic_init(&e.stop, 0);
-    atomic_init(&e.held, 0);
     pthread_mutex_init(&e.mu, NULL);
     /* The store takes any number of readers; the remote backend keeps its
      * last error per thread, so it reads on this one. */
@@ -588,9 +426,9 @@ int gp_pq_rsrc_next(struct gp_pq_ctx *c, struct gp_pq_rsrc *rs)
             return rc;
         rs->lab = ser->labels;
         rs->lablen = ser->labels_len;
-        rs->n = gp_pq_drop_stale(rs->r.ct, rs->r.cv, rs->r.cn);
-        rs->ct = rs->r.ct;
-        rs->cv = rs->r.cv;
+        rs->n = gp_pq_drop_stale(rs->r.smp.t, rs->r.smp.v, rs->r.smp.n);
+        rs->ct = rs->r.smp.t;
+        rs->cv = rs->r.smp.v;
         return 1;
     }
     if (rs->inner.type != GP_PQ_T_VECTOR || rs->vi >= rs->inner.n)

@@ -416,14 +416,3 @@ void gp_store_check_blocks(struct gp_store *s, uint64_t *chunks, uint64_t *damag
     }
     pthread_rwlock_unlock(&s->lock);
 }
-
-int64_t gp_store_blocks_maxt(struct gp_store *s)
-{
-    int64_t t = INT64_MIN;
-    pthread_rwlock_rdlock(&s->lock);
-    for (size_t b = 0; b < s->blocks.n; b++)
-        if (s->blocks.f[b].bf.maxt > t)
-            t = s->blocks.f[b].bf.maxt;
-    pthread_rwlock_unlock(&s->lock);
-    return t;
-}

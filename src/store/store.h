@@ -263,9 +263,6 @@ struct gp_store_stats {
 /* Checks the CRC of every chunk in every block (what `gpulse repair`
  * reports): *chunks checked, *damaged of them bad (logged each). */
 void gp_store_check_blocks(struct gp_store *s, uint64_t *chunks, uint64_t *damaged);
-/* The newest time the store's blocks cover (INT64_MIN without blocks):
- * reads ending before it decode blocks only, which is cheap. */
-int64_t gp_store_blocks_maxt(struct gp_store *s);
 
 /* What gp_store_open found damaged or missing (stats.damage bits). */
 #define GP_STORE_DMG_SNAP_MISSING 1u /* head.snap missing: rebuilt from the other files */

@@ -696,101 +696,6 @@ static void test_parsed_queries(void)
     gp_storage_close(s);
 }
 
-/* A range query of a parsed expression, as pt_range prints it (copied). */
-static char *pqr(struct gp_storage *s, const char *q, int64_t start, int64_t end, int64_t step)
-{
-    struct gp_pq_node *e = NULL;
-    char err[256];
-    if (gp_promql_parse(q, strlen(q), &e, err, sizeof err) != GP_OK)
-        gp_test_fail(__FILE__, __LINE__, "parse %s: %s", q, err);
-    char *r = strdup(pt_range(s, e, start, end, step));
-    CHECK(r != NULL);
-    return r;
-}
-
-/* Selectors written twice with other ranges share one read
- * (promql_cse.c): the same answers as reading each alone, which the
- * same selector spelled differently ({k=~".*"} matches every series
- * too) still does. Stale markers reach the instant reader even after a
- * range reader dropped them from its copy. */
-static void test_shared_selector_reads(void)
-{
-    struct gp_storage *s = fill();
-    char sel[64];
-    for (int k = 0; k < 40; k++) { /* enough for the two-thread path */
-        snprintf(sel, sizeof sel, "many{k=\"%03d\"}", k);
-        pt_line(s, sel, T0, 15000, 40, k, 1);
-    }
-    int64_t t[] = {T0 + 30000, T0 + 3 * MIN, T0 + 4 * MIN};
-    double v[] = {7, STALE, 9};
-    pt_add(s, "many{k=\"stale\"}", 3, t, v);
-    static const char *const q[][2] = {
-        {"count_over_time(st[2m]) or st", "count_over_time(st[2m]) or st{job=~\".*\"}"},
-        {"st or count_over_time(st[2m])", "st or count_over_time(st{job=~\".*\"}[2m])"},
-        {"avg_over_time(st[10m]) or st * 1", "avg_over_time(st[10m]) or st{job=~\".*\"} * 1"},
-        {"st offset 1m or last_over_time(st[1m] offset 1m)",
-         "st offset 1m or last_over_time(st{job=~\".*\"}[1m] offset 1m)"},
-        {"sum(rate(many[1m])) + sum(many) + count(count_over_time(many[30s]))",
-         "sum(rate(many[1m])) + sum(many{k=~\".*\"}) + count(count_over_time(many{k=~\"..*\"}[30s]))"},
-        {"avg by (k) (avg_over_time(many[15s]) or many * 1)",
-         "avg by (k) (avg_over_time(many[15s]) or many{k=~\".*\"} * 1)"},
-        {"max_over_time(many[1m]) - many", "max_over_time(many[1m]) - many{k=~\".*\"}"},
-        /* inside a subquery the grid differs: not shared, still right */
-        {"max_over_time(many[2m:30s]) - many", "max_over_time(many{k=~\".*\"}[2m:30s]) - many"},
-    };
-    for (size_t i = 0; i < sizeof q / sizeof q[0]; i++) {
-        char *a = pqr(s, q[i][0], T0 - MIN, T0 + 12 * MIN, 20000);
-        char *b = pqr(s, q[i][1], T0 - MIN, T0 + 12 * MIN, 20000);
-        if (strcmp(a, b) != 0 || !*a)
-            gp_test_fail(__FILE__, __LINE__, "%s:\n  %s\n  %s", q[i][0], a, b);
-        free(a);
-        free(b);
-        a = pqr(s, q[i][0], T0 + 4 * MIN, T0 + 4 * MIN, 1);
-        b = pqr(s, q[i][1], T0 + 4 * MIN, T0 + 4 * MIN, 1);
-        if (strcmp(a, b) != 0)
-            gp_test_fail(__FILE__, __LINE__, "%s at +4m:\n  %s\n  %s", q[i][0], a, b);
-        free(a);
-        free(b);
-    }
-    /* The stale marker at +3m ends the instant reader's view of k="stale"
-     * though the range reader before it read the same samples. */
-    char *r = pqr(s, "count_over_time(many{k=\"stale\"}[5m]) * 0 + many{k=\"stale\"}",
-                  T0 + 3 * MIN, T0 + 3 * MIN, 1);
-    CHECK_STR(r, "");
-    free(r);
-    r = pqr(s, "count_over_time(many{k=\"stale\"}[5m]) * 0 + many{k=\"stale\"}",
-            T0 + 2 * MIN, T0 + 2 * MIN, 1);
-    CHECK_CONTAINS(r, "k=\"stale\"} 7");
-    free(r);
-
-    /* Which selectors share: same matchers, offset and @, outside
-     * subqueries; not a selector alone, nor one spelled differently. */
-    struct gp_pq_node *e = NULL;
-    char err[256];
-    const char *text = "rate(many[1m]) + many + many{k=~\".*\"} + many offset 1m + max_over_time(many[1m:])";
-    CHECK_INT(gp_promql_parse(text, strlen(text), &e, err, sizeof err), GP_OK);
-    struct gp_pq_ctx c;
-    memset(&c, 0, sizeof c);
-    c.lim.lookback_ms = 5 * MIN;
-    gp_pq_share_scan(&c, e);
-    CHECK(c.share != NULL);
-    /* the tree: ((((rate + many) + many{..}) + many offset 1m) + max_over_time(sub)) */
-    const struct gp_pq_node *sum4 = e->u.bin.lhs, *sum3 = sum4->u.bin.lhs, *sum2 = sum3->u.bin.lhs;
-    const struct gp_pq_node *rate = sum2->u.bin.lhs, *plain = sum2->u.bin.rhs;
-    int64_t own = 0;
-    struct gp_pq_shared *a = gp_pq_share_of(&c, &rate->u.call.args[0]->u.sel, &own);
-    CHECK(a != NULL);
-    CHECK_INT(own, MIN);
-    CHECK(gp_pq_share_of(&c, &plain->u.sel, &own) == a);
-    CHECK_INT(own, 5 * MIN);
-    CHECK_INT(a->reach, 5 * MIN);
-    CHECK(gp_pq_share_of(&c, &sum3->u.bin.rhs->u.sel, &own) == NULL);
-    CHECK(gp_pq_share_of(&c, &sum4->u.bin.rhs->u.sel, &own) == NULL);
-    gp_pq_share_free(&c);
-    gp_promql_free(e);
-    gp_storage_close(s);
-}
-
 const struct gp_test gp_tests_promql_eval[] = {
     {"selector_lookback", test_selector_lookback},
     {"staleness", test_staleness},
@@ -810,6 +715,5 @@ const struct gp_test gp_tests_promql_eval[] = {
     {"render_numbers", test_render_numbers},
     {"render_json", test_render_json},
     {"error_types", test_error_types},
-    {"shared_selector_reads", test_shared_selector_reads},
     {0},
 };
