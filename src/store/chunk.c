@@ -463,12 +463,151 @@ bad:
     return GP_EPARSE;
 }
 
+/* ---- batch decoding ----
+ *
+ * gp_chunk_iter_next checks the length before every field, and a sample
+ * is up to seven fields: half of a head read went there. The batch
+ * decoder keeps the state in registers, peeks 57 bits with one load and
+ * checks the length once per sample: a sample never needs more than
+ * SAMPLE_MAX_BITS, so while one starts SAFE_BYTES before the end every
+ * load is inside the bytes. The last SAFE_BYTES are copied into a
+ * zero-padded buffer and decoded the same way, a sample that ends past
+ * the real length being the truncation gp_chunk_iter_next reports. */
+
+#define SAMPLE_MAX_BITS (4 + 64 + 2 + 5 + 6 + 64) /* dod prefix + 64, value header + 64 */
+#define SAFE_BYTES ((SAMPLE_MAX_BITS + 7) / 8 + 16 + 8) /* + a two-word load, + slack */
+
+static inline uint64_t be64_at(const uint8_t *p)
+{
+    uint64_t w;
+    memcpy(&w, p, 8);
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    w = __builtin_bswap64(w);
+#endif
+    return w;
+}
+
+/* n bits (1..64) at bit pos; the 16 bytes from pos/8 must be readable. */
+static inline uint64_t get_bits(const uint8_t *d, size_t pos, unsigned n)
+{
+    unsigned off = (unsigned)(pos & 7);
+    uint64_t w = be64_at(d + (pos >> 3)) << off;
+    if (n <= 64 - off)
+        return w >> (64 - n);
+    unsigned tail = n - (64 - off);
+    return (w >> off) << tail | be64_at(d + (pos >> 3) + 8) >> (64 - tail);
+}
+
+/* Decodes from bit *pos_io of d while samples start at or before
+ * safe_bits, a sample ending past len_bits being damage. 0, or -1 on
+ * damage (then it->read counts the good samples). */
+static int decode_run(struct gp_chunk_iter *it, const uint8_t *d, size_t *pos_io, size_t len_bits,
+                      size_t safe_bits, int64_t *t, double *v, size_t cap, size_t *n_io)
+{
+    size_t pos = *pos_io, n = *n_io;
+    unsigned read = it->read;
+    int64_t last = it->t;
+    uint64_t delta = it->delta, x = it->v;
+    unsigned lead = it->leading, trail = it->trailing;
+    int rc = 0;
+    while (n < cap && read < it->count && pos <= safe_bits) {
+        /* timestamp: a delta-of-delta behind 0, 10, 110, 1110 or 1111 */
+        uint64_t w = be64_at(d + (pos >> 3)) << (pos & 7), dod;
+        if (!(w >> 63)) {
+            dod = 0;
+            pos += 1;
+        } else {
+            /* the prefix's ones, at most 4 (the low bit keeps clz's argument nonzero) */
+            unsigned ones = (unsigned)__builtin_clzll(~w | (uint64_t)1 << 59);
+            if (ones >= 4) {
+                dod = get_bits(d, pos + 4, 64);
+                pos += 68;
+            } else {
+                unsigned wd = dod_buckets[ones - 1].width, pre = ones + 1;
+                dod = (w << pre) >> (64 - wd);
+                if ((dod >> (wd - 1)) & 1)
+                    dod |= ~(uint64_t)0 << wd; /* sign-extend */
+                pos += pre + wd;
+            }
+        }
+        delta += dod;
+        int64_t ts = (int64_t)((uint64_t)last + delta);
+        if (ts <= last) {
+            rc = -1; /* timestamps strictly increase */
+            break;
+        }
+        /* value: 0 same, 10 in the last window, 11 a new window */
+        w = be64_at(d + (pos >> 3)) << (pos & 7);
+        if (!(w >> 63)) {
+            pos += 1;
+        } else if (!((w >> 62) & 1)) {
+            if (lead == 0xff) {
+                rc = -1; /* reuse of a window that was never set */
+                break;
+            }
+            unsigned nb = 64u - lead - trail;
+            x ^= get_bits(d, pos + 2, nb) << trail;
+            pos += 2 + nb;
+        } else {
+            unsigned lz = (unsigned)((w << 2) >> 59), sig = (unsigned)((w << 7) >> 58);
+            if (sig == 0)
+                sig = 64;
+            if (lz + sig > 64) {
+                rc = -1;
+                break;
+            }
+            lead = lz;
+            trail = 64 - lz - sig;
+            x ^= get_bits(d, pos + 13, sig) << trail;
+            pos += 13 + sig;
+        }
+        if (pos > len_bits) {
+            rc = -1; /* truncated */
+            break;
+        }
+        last = ts;
+        t[n] = ts;
+        v[n] = gp_bits_f64(x);
+        n++;
+        read++;
+    }
+    *pos_io = pos;
+    *n_io = n;
+    it->read = read;
+    it->t = last;
+    it->delta = delta;
+    it->v = x;
+    it->leading = (uint8_t)lead;
+    it->trailing = (uint8_t)trail;
+    if (rc < 0)
+        it->err = GP_EPARSE;
+    return rc;
+}
+
 int gp_chunk_iter_decode(struct gp_chunk_iter *it, int64_t *t, double *v, size_t cap)
 {
     size_t n = 0;
     int k = 0;
-    /* One call for the chunk: gp_chunk_iter_next is inlined here. */
-    while (n < cap && (k = gp_chunk_iter_next(it, &t[n], &v[n])) == 1)
+    /* The first two samples are varints: the careful path. */
+    while (n < cap && it->read < 2 && (k = gp_chunk_iter_next(it, &t[n], &v[n])) == 1)
         n++;
-    return k < 0 ? k : (int)n;
+    if (k < 0)
+        return k;
+    if (n == cap || it->read >= it->count || it->err)
+        return (int)n;
+    size_t pos = it->pos;
+    int bad = 0;
+    if (it->len >= SAFE_BYTES)
+        bad = decode_run(it, it->data, &pos, it->len * 8, (it->len - SAFE_BYTES) * 8, t, v, cap, &n);
+    if (!bad && n < cap && it->read < it->count) {
+        /* The tail, zero-padded: at most SAFE_BYTES are left. */
+        uint8_t tail[3 * SAFE_BYTES];
+        size_t b0 = pos >> 3, rem = it->len - b0, p = pos - b0 * 8;
+        memset(tail, 0, sizeof tail);
+        memcpy(tail, it->data + b0, rem);
+        bad = decode_run(it, tail, &p, rem * 8, (sizeof tail - SAFE_BYTES) * 8, t, v, cap, &n);
+        pos = b0 * 8 + p;
+    }
+    it->pos = pos;
+    return bad ? GP_EPARSE : (int)n;
 }

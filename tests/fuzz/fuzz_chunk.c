@@ -2,6 +2,8 @@
  * Fuzz target: Gorilla chunks (src/store/chunk.c). The first byte picks:
  *   even  the rest is chunk bytes: iterate to the end; decoded timestamps
  *         must strictly increase and never outnumber the header's count;
+ *         the batch decoder (gp_chunk_iter_decode) must give the same
+ *         samples, stop at the same one and agree on damage;
  *   odd   the rest is (delta, value) pairs, 8 + 8 bytes each: append them
  *         (deltas added to a running int64 time, wrapping) to a small chunk,
  *         cutting a new one on GP_ETOOBIG, and check that each chunk
@@ -23,17 +25,29 @@ static void iterate_bytes(const uint8_t *p, size_t len)
     if (gp_chunk_iter_init(&it, p, len) != GP_OK)
         return;
     unsigned count = gp_chunk_iter_count(&it), n = 0;
+    struct gp_chunk_iter b = it;
+    int64_t *bt = malloc(((size_t)count + 1) * sizeof *bt);
+    double *bv = malloc(((size_t)count + 1) * sizeof *bv);
+    if (!bt || !bv)
+        abort();
+    int k = gp_chunk_iter_decode(&b, bt, bv, (size_t)count + 1);
     int64_t t, prev = 0;
     double v;
     int rc;
     while ((rc = gp_chunk_iter_next(&it, &t, &v)) == 1) {
         if (n > 0 && t <= prev)
             abort();
+        if (n >= b.read || bt[n] != t || memcmp(&bv[n], &v, sizeof v) != 0)
+            abort();
         prev = t;
         n++;
     }
     if ((rc != 0 && rc != GP_EPARSE) || n > count || (rc == 0 && n != count))
         abort();
+    if (b.read != n || k != (rc == 0 ? (int)n : GP_EPARSE))
+        abort();
+    free(bt);
+    free(bv);
 }
 
 enum { MAXS = 64 };

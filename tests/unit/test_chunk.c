@@ -1,7 +1,9 @@
 /*
  * test_chunk.c - Gorilla chunks: round trips (regular scrapes, jitter,
  * random doubles, special values, int64 edges), rejection of late and
- * duplicate samples, full chunks, and corrupt or truncated bytes.
+ * duplicate samples, full chunks, and corrupt or truncated bytes; the
+ * batch decoder (gp_chunk_iter_decode) against the sample-by-sample
+ * iterator on all of these.
  */
 #include "lib/bits.h"
 #include "lib/err.h"
@@ -10,6 +12,7 @@
 
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* Deterministic generator (xorshift64*), so failures reproduce. */
 static uint64_t rng_next(uint64_t *s)
@@ -40,6 +43,28 @@ static void check_decodes(const struct gp_chunk *c, const int64_t *ts, const dou
     }
     CHECK_INT(gp_chunk_iter_next(&it, &t, &v), 0);
     CHECK_INT(gp_chunk_iter_next(&it, &t, &v), 0);
+    /* The batch decoder gives the same, in one call and in pieces. */
+    int64_t *bt = malloc((n + 1) * sizeof *bt);
+    double *bv = malloc((n + 1) * sizeof *bv);
+    CHECK(bt && bv);
+    for (size_t piece = 1; piece <= n + 1; piece = piece < 4 ? piece + 1 : piece * 5) {
+        CHECK_INT(gp_chunk_iter_init(&it, p, len), GP_OK);
+        size_t got = 0;
+        int k;
+        while ((k = gp_chunk_iter_decode(&it, bt + got, bv + got,
+                                         n + 1 - got < piece ? n + 1 - got : piece)) > 0)
+            got += (size_t)k;
+        CHECK_INT(k, 0);
+        CHECK_INT(got, n);
+        for (size_t i = 0; i < n; i++) {
+            CHECK_INT(bt[i], ts[i]);
+            if (gp_f64_bits(bv[i]) != gp_f64_bits(vs[i]))
+                gp_test_fail(__FILE__, __LINE__, "batch sample %zu (pieces of %zu): bits differ", i,
+                             piece);
+        }
+    }
+    free(bt);
+    free(bv);
 }
 
 static void test_regular_scrapes_compress(void)
@@ -392,6 +417,116 @@ static void test_corrupted_bytes(void)
     gp_chunk_free(&c);
 }
 
+/* Decodes p both ways; fails unless both give the same samples, stop at
+ * the same place and agree on damage. The decoded count, or -1. */
+static int decode_both(const uint8_t *p, size_t len)
+{
+    struct gp_chunk_iter a, b;
+    int ia = gp_chunk_iter_init(&a, p, len), ib = gp_chunk_iter_init(&b, p, len);
+    CHECK_INT(ia, ib);
+    if (ia != GP_OK)
+        return -1;
+    unsigned count = gp_chunk_iter_count(&a);
+    int64_t *t = malloc((count + 1) * sizeof *t);
+    double *v = malloc((count + 1) * sizeof *v);
+    CHECK(t && v);
+    int k = gp_chunk_iter_decode(&b, t, v, count + 1);
+    size_t n = 0;
+    int64_t ta;
+    double va;
+    int rc;
+    while ((rc = gp_chunk_iter_next(&a, &ta, &va)) == 1) {
+        if (n >= b.read || ta != t[n] || gp_f64_bits(va) != gp_f64_bits(v[n]))
+            gp_test_fail(__FILE__, __LINE__, "batch decode differs at sample %zu", n);
+        n++;
+    }
+    CHECK_INT(b.read, n);
+    CHECK_INT(k, rc == 0 ? (int)n : GP_EPARSE);
+    free(t);
+    free(v);
+    return rc == 0 ? (int)n : -1;
+}
+
+/* A chunk of every encoding: repeated values, values in the last window,
+ * new windows, each dod bucket and 64-bit dods; max_bytes large enough
+ * for the batch decoder's in-place part to run. */
+static void build_mixed_chunk(struct gp_chunk *c, int n)
+{
+    uint64_t s = 7;
+    CHECK_INT(gp_chunk_init(c, 65536, 4000), GP_OK);
+    int64_t t = -5000;
+    double v = 1;
+    for (int i = 0; i < n; i++) {
+        static const int64_t steps[] = {1000, 1000, 1001, 9000, 70000, 600000, (int64_t)1 << 40};
+        t += steps[rng_next(&s) % 7] + (int64_t)(rng_next(&s) % 3);
+        switch (rng_next(&s) % 4) {
+        case 0: break;
+        case 1: v += 1; break;
+        case 2: v = (double)(rng_next(&s) % 100) / 4; break;
+        default: v = gp_bits_f64(rng_next(&s)); break;
+        }
+        CHECK_INT(gp_chunk_append(c, t, v), GP_OK);
+    }
+}
+
+static void test_batch_decode_matches_iterator(void)
+{
+    for (int n = 1; n <= 1000; n = n < 4 ? n + 1 : n * 3) {
+        struct gp_chunk c;
+        build_mixed_chunk(&c, n);
+        size_t len;
+        const uint8_t *p = gp_chunk_bytes(&c, &len);
+        CHECK_INT(decode_both(p, len), n);
+        gp_chunk_free(&c);
+    }
+    /* Every truncation and every bit flip of a chunk longer than the
+     * batch decoder's padded tail, in exact-size copies for ASan. */
+    struct gp_chunk c;
+    build_mixed_chunk(&c, 60);
+    size_t len;
+    const uint8_t *p = gp_chunk_bytes(&c, &len);
+    CHECK(len > 200);
+    int bad = 0;
+    for (size_t k = 0; k < len; k++) {
+        uint8_t *q = malloc(k ? k : 1);
+        CHECK(q != NULL);
+        memcpy(q, p, k);
+        CHECK_INT(decode_both(q, k), -1);
+        free(q);
+    }
+    uint8_t *q = malloc(len);
+    CHECK(q != NULL);
+    for (size_t bit = 0; bit < len * 8; bit++) {
+        memcpy(q, p, len);
+        q[bit / 8] ^= (uint8_t)(0x80 >> (bit % 8));
+        bad += decode_both(q, len) < 0;
+    }
+    CHECK(bad > 0);
+    for (int fill = 0; fill < 256; fill += 17) {
+        memset(q, fill, len);
+        q[0] = 0;
+        q[1] = 60;
+        decode_both(q, len);
+    }
+    /* Valid first samples, then garbage where the batch loop starts: all
+     * ones (a dod prefix of more than 4 ones), all zeros (repeats until
+     * the bytes run out), alternating bits. */
+    struct gp_chunk_iter it;
+    CHECK_INT(gp_chunk_iter_init(&it, p, len), GP_OK);
+    int64_t t0;
+    double v0;
+    CHECK_INT(gp_chunk_iter_next(&it, &t0, &v0), 1);
+    CHECK_INT(gp_chunk_iter_next(&it, &t0, &v0), 1);
+    static const uint8_t fills[] = {0xff, 0x00, 0xaa, 0x55};
+    for (size_t f = 0; f < sizeof fills; f++) {
+        memcpy(q, p, len);
+        memset(q + (it.pos + 7) / 8, fills[f], len - (it.pos + 7) / 8);
+        decode_both(q, len);
+    }
+    free(q);
+    gp_chunk_free(&c);
+}
+
 const struct gp_test gp_tests_chunk[] = {
     {"regular_scrapes_compress", test_regular_scrapes_compress},
     {"jittered_timestamps", test_jittered_timestamps},
@@ -403,5 +538,6 @@ const struct gp_test gp_tests_chunk[] = {
     {"bad_caps", test_bad_caps},
     {"truncated_bytes", test_truncated_bytes},
     {"corrupted_bytes", test_corrupted_bytes},
+    {"batch_decode_matches_iterator", test_batch_decode_matches_iterator},
     {0},
 };
