@@ -4,11 +4,19 @@
 # sending bench/fleetgen's bodies with bench/rwload and counting the
 # receiver's CPU, and timing queries. Sourced, not run.
 #
-# The caller sets TMP (a scratch directory), CONNECTIONS (rwload's
-# senders) and RUNS (timed queries per figure), and cleans up PIDS, to
-# which every start_* appends its process.
+# Sourcing makes TMP (a scratch directory) and a trap that, on exit,
+# stops every process in PIDS (every start_* appends its own) and
+# removes TMP. The caller sets CONNECTIONS (rwload's senders) and RUNS
+# (timed queries per figure).
 
 PIDS=()
+TMP=$(mktemp -d /tmp/gpulse-bench-XXXXXX)
+cleanup() {
+    for p in "${PIDS[@]:-}"; do [ -n "$p" ] && kill "$p" 2>/dev/null || true; done
+    for p in "${PIDS[@]:-}"; do [ -n "$p" ] && wait "$p" 2>/dev/null || true; done
+    rm -rf "$TMP"
+}
+trap cleanup EXIT
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; } # utime + stime, in clock ticks
 hz=$(getconf CLK_TCK)

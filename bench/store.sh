@@ -48,14 +48,7 @@ CONNECTIONS=${CONNECTIONS:-8}
 RUNS=20
 scripts/deps.sh test
 make -s -j2 build/rel/gpulse bench-tools
-TMP=$(mktemp -d /tmp/gpulse-bench-XXXXXX)
-source bench/lib.sh
-cleanup() {
-    for p in "${PIDS[@]:-}"; do [ -n "$p" ] && kill "$p" 2>/dev/null || true; done
-    for p in "${PIDS[@]:-}"; do [ -n "$p" ] && wait "$p" 2>/dev/null || true; done
-    rm -rf "$TMP"
-}
-trap cleanup EXIT
+source bench/lib.sh # TMP, PIDS and the cleanup trap
 
 # ---- data ----
 END=$(date +%s)
