@@ -39,7 +39,7 @@
  *   GP_EINTERNAL     execution 422 (evaluation errors: "multiple matches for labels: ...",
  *                    "vector cannot contain metrics with the same labelset", a bad
  *                    label_replace regex, ...)
- *   timeout          GP_EINTERNAL is never used for it: see GP_PROMQL_ETIMEOUT
+ *   GP_PROMQL_ETIMEOUT timeout 503 (limits.timeout_ms passed)
  */
 #ifndef GP_QUERY_PROMQL_H
 #define GP_QUERY_PROMQL_H
