@@ -45,6 +45,20 @@ NODES=${1:-64}
 MINUTES=${2:-120}
 if [ "${QUICK:-0}" = 1 ]; then NODES=8 MINUTES=70; fi
 [ "$MINUTES" -ge 66 ] || { echo "bench: MINUTES must be at least 66 (a 1-hour range of rate(...[5m]))" >&2; exit 2; }
+# gpulse refuses samples of a 2-hour window it has compacted (half a
+# window after its end: src/store/compact.c), and the peers load first, so
+# the data must start after the oldest window still open when gpulse
+# loads (a few minutes later): fewer minutes, or wait, rather than a
+# gpulse that silently holds less data than its peers.
+NOW=$(date +%s) W=7200
+FLOOR=$(( NOW / W * W ))  # the current window; the one before stays open until FLOOR + W/2
+[ $(( NOW - FLOOR )) -lt $(( W / 2 - 600 )) ] && FLOOR=$(( FLOOR - W ))
+AVAIL=$(( (NOW - FLOOR) / 60 - 10 ))
+if [ "$MINUTES" -gt "$AVAIL" ]; then
+    [ "$AVAIL" -ge 66 ] || { echo "bench: only $AVAIL minutes of data fit gpulse's open windows now; run again after $(date -u -d @$(( FLOOR + 76 * 60 )) +%H:%M) UTC" >&2; exit 2; }
+    echo "bench: $MINUTES minutes would reach into a window gpulse has compacted; using $AVAIL" >&2
+    MINUTES=$AVAIL
+fi
 CONNECTIONS=${CONNECTIONS:-8}
 RUNS=${RUNS:-20}
 ROUNDS=${ROUNDS:-20}
