@@ -224,7 +224,7 @@ int gp_st_meta_insert(struct gp_store *s, const struct gp_wal_series *list, size
     if (sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
         goto fail;
     return GP_OK;
-fail:
+fail:;
     /* The message of the failing statement, before anything else runs. */
     char e[200], q[256];
     snprintf(e, sizeof e, "%s: %s", step, sqlite3_errmsg(db));
