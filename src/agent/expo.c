@@ -32,26 +32,6 @@ void gp_expo_free(struct gp_expo *x)
     memset(x, 0, sizeof *x);
 }
 
-void gp_expo_escape(struct gp_buf *out, const char *s)
-{
-    const char *run = s;
-    for (; *s; s++) {
-        const char *rep = NULL;
-        if (*s == '\\')
-            rep = "\\\\";
-        else if (*s == '"')
-            rep = "\\\"";
-        else if (*s == '\n')
-            rep = "\\n";
-        if (rep) {
-            gp_buf_append(out, run, (size_t)(s - run));
-            gp_buf_puts(out, rep);
-            run = s + 1;
-        }
-    }
-    gp_buf_append(out, run, (size_t)(s - run));
-}
-
 static void label(struct gp_buf *b, const char *name, const char *value, int *first)
 {
     if (!*first)
@@ -59,7 +39,7 @@ static void label(struct gp_buf *b, const char *name, const char *value, int *fi
     *first = 0;
     gp_buf_puts(b, name);
     gp_buf_puts(b, "=\"");
-    gp_expo_escape(b, value);
+    gp_metric_escape(b, value);
     gp_buf_putc(b, '"');
 }
 
@@ -223,7 +203,7 @@ static void proc_labels(struct gp_buf *b, const struct gp_frame *f, uint32_t pid
 {
     const struct gp_proc *p = gp_frame_find_proc(f, pid);
     gp_buf_printf(b, "pid=\"%u\",comm=\"", pid);
-    gp_expo_escape(b, p ? p->comm : "");
+    gp_metric_escape(b, p ? p->comm : "");
     gp_buf_putc(b, '"');
     int first = 0;
     if (p)
@@ -333,7 +313,7 @@ unsigned gp_expo_select_procs(const struct gp_frame *f, enum gp_proc_series mode
 static void host_proc_labels(struct gp_buf *b, const struct gp_proc *p)
 {
     gp_buf_printf(b, "{pid=\"%u\",comm=\"", p->pid);
-    gp_expo_escape(b, p->comm);
+    gp_metric_escape(b, p->comm);
     gp_buf_putc(b, '"');
     int first = 0;
     job_labels(b, &p->jid, &first);

@@ -80,8 +80,6 @@ void gp_expo_normalize(const struct gp_gpu *g, struct gp_expo_norm *out);
  */
 int gp_expo_render_norm(const struct gp_expo *x, struct gp_buf *out, const struct gp_frame *f);
 
-/* Appends s escaped as a label value (\\, \", \n). */
-void gp_expo_escape(struct gp_buf *out, const char *s);
 
 /*
  * Marks which host processes get series: with GP_PROC_SERIES_GPU, the

@@ -565,7 +565,7 @@ static void target_line(struct gp_buf *b, const char *name, const struct target 
 {
     gp_buf_puts(b, name);
     gp_buf_puts(b, "{target=\"");
-    gp_expo_escape(b, t->label);
+    gp_metric_escape(b, t->label);
     if (reason) {
         gp_buf_puts(b, "\",reason=\"");
         gp_buf_puts(b, reason);

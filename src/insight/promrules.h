@@ -139,6 +139,17 @@ int gp_promrules_run_new(struct gp_promrules_run **out, struct gp_promrules *rul
 void gp_promrules_run_free(struct gp_promrules_run *r); /* accepts NULL */
 
 /*
+ * Replaces the rules a run evaluates with *rules (taken, left zeroed),
+ * as Prometheus does on a reload: a group that keeps its file and name
+ * keeps its schedule, a rule that keeps its kind, name and labels within
+ * it keeps its state (pending and firing alerts, the series it wrote),
+ * whatever its new expression; the series of a rule that is gone get
+ * stale markers now. GP_OK, or GP_ENOMEM with the run unchanged.
+ */
+int gp_promrules_run_reload(struct gp_promrules_run *r, struct gp_promrules *rules, char *err,
+                            size_t errlen);
+
+/*
  * The engine tick's part (between gp_alerts_begin and gp_alerts_end):
  * evaluates the groups due at now_ms with now_ms as their round's time,
  * hands their alerts to a and holds the alert kinds of the others.
@@ -159,5 +170,9 @@ int gp_promrules_has_alert(const struct gp_promrules *r, const char *name);
  * rules only, 'r' recording rules only (every group is listed, with
  * the rules that pass, as 2.42 does). r NULL: no groups. GP_OK or out's error. */
 int gp_promrules_json(struct gp_promrules_run *r, int type, struct gp_buf *out);
+
+/* The rule groups' families of /metrics (gpulse_rule_group_*,
+ * gpulse_rule_evaluation*), appended to b; nothing for r NULL. */
+void gp_promrules_render_metrics(struct gp_promrules_run *r, struct gp_buf *b);
 
 #endif

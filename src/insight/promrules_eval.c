@@ -21,6 +21,7 @@
 #include "lib/clock.h"
 #include "lib/err.h"
 #include "lib/log.h"
+#include "lib/metrics.h"
 #include "query/json.h"
 #include "store/labels.h"
 #include "store/matcher.h"
@@ -82,6 +83,7 @@ struct gstate {
     struct rstate *rs;
     int64_t interval_ms, last_ms;
     double eval_s;
+    uint64_t evals, failures;  /* rule evaluations, for /metrics */
 };
 
 struct gp_promrules_run {
@@ -360,6 +362,130 @@ int gp_promrules_run_new(struct gp_promrules_run **out, struct gp_promrules *rul
         }
     }
     *out = r;
+    return GP_OK;
+}
+
+/* ---- reload ---- */
+
+static const char *ann_of(const struct gp_promrule *r, const struct alert *a, const char *name);
+
+/* Prometheus 2.42's key of a rule within its group (nameAndLabels): kind,
+ * name and labels; the expression may change and keep the state. */
+static bool same_rule(const struct gp_promrule *a, const struct gp_promrule *b)
+{
+    if (a->alert != b->alert || strcmp(a->name, b->name) || a->nlabels != b->nlabels)
+        return false;
+    for (size_t i = 0; i < a->nlabels; i++)
+        if (strcmp(a->label_names[i], b->label_names[i]) || strcmp(a->label_values[i], b->label_values[i]))
+            return false;
+    return true;
+}
+
+/* The expanded annotations of an alert moved to a rule whose annotation
+ * names may differ: kept by name, "" for a new one until the next round
+ * expands it. GP_OK or GP_ENOMEM (the alert is then left as it was). */
+static int remap_ann(struct alert *a, const struct gp_promrule *from, const struct gp_promrule *to)
+{
+    char **ann = calloc(to->nann ? to->nann : 1, sizeof *ann);
+    if (!ann)
+        return GP_ENOMEM;
+    for (size_t k = 0; k < to->nann; k++) {
+        const char *old = ann_of(from, a, to->ann_names[k]);
+        if (!(ann[k] = strdup(old ? old : ""))) {
+            for (size_t j = 0; j < k; j++)
+                free(ann[j]);
+            free(ann);
+            return GP_ENOMEM;
+        }
+    }
+    for (size_t k = 0; a->ann && k < from->nann; k++)
+        free(a->ann[k]);
+    free(a->ann);
+    a->ann = ann;
+    return GP_OK;
+}
+
+/* Moves an old rule's state into its successor (new holds no state yet). */
+static int carry_rule(struct rstate *to, struct rstate *from)
+{
+    for (size_t j = 0; j < from->na; j++)
+        if (remap_ann(&from->a[j], from->r, to->r))
+            return GP_ENOMEM;
+    const struct gp_promrule *r = to->r;
+    struct outs fresh = to->prev;
+    *to = *from;
+    to->r = r;
+    from->a = NULL;
+    from->na = from->capa = 0;
+    from->prev = fresh; /* an empty arena, freed with the old run */
+    return GP_OK;
+}
+
+int gp_promrules_run_reload(struct gp_promrules_run *r, struct gp_promrules *rules, char *err,
+                            size_t errlen)
+{
+    struct gp_promrules_run *n;
+    int rc = gp_promrules_run_new(&n, rules, &r->o, err, errlen);
+    if (rc)
+        return rc;
+    pthread_mutex_lock(&r->mu);
+    /* Groups match by file and name, rules within them by kind, name and
+     * labels, in order, as 2.42's Group.CopyState does. */
+    for (size_t i = 0; i < n->ng && !rc; i++) {
+        struct gstate *g = &n->gs[i];
+        struct gstate *old = NULL;
+        for (size_t j = 0; j < r->ng && !old; j++)
+            if (!strcmp(r->gs[j].g->name, g->g->name) && !strcmp(r->gs[j].g->file, g->g->file))
+                old = &r->gs[j];
+        if (!old)
+            continue;
+        g->last_ms = old->last_ms;
+        g->eval_s = old->eval_s;
+        g->evals = old->evals;
+        g->failures = old->failures;
+        bool *taken = calloc(old->g->n ? old->g->n : 1, sizeof *taken);
+        if (!taken) {
+            rc = GP_ENOMEM;
+            break;
+        }
+        for (size_t k = 0; k < g->g->n && !rc; k++)
+            for (size_t j = 0; j < old->g->n; j++)
+                if (!taken[j] && same_rule(g->rs[k].r, old->rs[j].r)) {
+                    taken[j] = true;
+                    rc = carry_rule(&g->rs[k], &old->rs[j]);
+                    break;
+                }
+        free(taken);
+    }
+    /* What a rule that is gone wrote last ends now, as 2.42's staleSeries. */
+    struct outs none = {0};
+    gp_buf_init(&none.arena, 0);
+    int64_t now = gp_wall_ms();
+    char detail[256];
+    for (size_t j = 0; j < r->ng && !rc; j++)
+        for (size_t k = 0; k < r->gs[j].g->n; k++)
+            if (r->gs[j].rs[k].prev.n &&
+                write_outs(r->o.store, &none, &r->gs[j].rs[k].prev, now, detail, sizeof detail))
+                gp_log(GP_LOG_WARN, "promrules", "stale markers of a removed rule not written",
+                       "rule=\"%s\" error=\"%s\"", r->gs[j].rs[k].r->name, detail);
+    outs_free(&none);
+    if (rc) {
+        pthread_mutex_unlock(&r->mu);
+        gp_promrules_run_free(n);
+        return gp_seterr(err, errlen, rc, "out of memory");
+    }
+    /* swap: r keeps its address (the engine and the API hold it) */
+    struct gp_promrules rs = r->rules;
+    struct gstate *gs = r->gs;
+    size_t ng = r->ng;
+    r->rules = n->rules;
+    r->gs = n->gs;
+    r->ng = n->ng;
+    n->rules = rs;
+    n->gs = gs;
+    n->ng = ng;
+    pthread_mutex_unlock(&r->mu);
+    gp_promrules_run_free(n);
     return GP_OK;
 }
 
@@ -897,6 +1023,8 @@ int gp_promrules_tick(struct gp_promrules_run *r, struct gp_alerts *alerts, int6
             }
             rs->last_ms = now_ms;
             rs->eval_s = (double)(gp_mono_ns() - t0) / 1e9;
+            g->evals++;
+            g->failures += rc != GP_OK;
         }
         g->last_ms = now_ms;
         g->eval_s = (double)(gp_mono_ns() - g0) / 1e9;
@@ -1056,4 +1184,43 @@ int gp_promrules_json(struct gp_promrules_run *r, int type, struct gp_buf *out)
         pthread_mutex_unlock(&r->mu);
     gp_buf_puts(out, "]}}\n");
     return out->err ? out->err : GP_OK;
+}
+
+/* ---- /metrics ---- */
+
+/* One family with a value per group, labelled as Prometheus's
+ * rule_group ("FILE;GROUP"). */
+static void group_family(struct gp_buf *b, const struct gp_promrules_run *r, enum gp_metric m,
+                         double (*value)(const struct gstate *))
+{
+    gp_metric_head(b, m);
+    for (size_t i = 0; i < r->ng; i++) {
+        const struct gstate *g = &r->gs[i];
+        gp_buf_printf(b, "%s{rule_group=\"", gp_metric_name(m));
+        gp_metric_escape(b, g->g->file);
+        gp_buf_putc(b, ';');
+        gp_metric_escape(b, g->g->name);
+        gp_buf_printf(b, "\"} %.17g\n", value(g));
+    }
+}
+
+static double g_rules(const struct gstate *g) { return (double)g->g->n; }
+static double g_interval(const struct gstate *g) { return (double)g->interval_ms / 1e3; }
+static double g_last(const struct gstate *g) { return (double)g->last_ms / 1e3; }
+static double g_duration(const struct gstate *g) { return g->eval_s; }
+static double g_evals(const struct gstate *g) { return (double)g->evals; }
+static double g_failures(const struct gstate *g) { return (double)g->failures; }
+
+void gp_promrules_render_metrics(struct gp_promrules_run *r, struct gp_buf *b)
+{
+    if (!r)
+        return;
+    pthread_mutex_lock(&r->mu);
+    group_family(b, r, GP_M_RULE_GROUP_RULES, g_rules);
+    group_family(b, r, GP_M_RULE_GROUP_INTERVAL, g_interval);
+    group_family(b, r, GP_M_RULE_GROUP_LAST_EVAL, g_last);
+    group_family(b, r, GP_M_RULE_GROUP_LAST_DURATION, g_duration);
+    group_family(b, r, GP_M_RULE_EVALS, g_evals);
+    group_family(b, r, GP_M_RULE_EVAL_FAILURES, g_failures);
+    pthread_mutex_unlock(&r->mu);
 }

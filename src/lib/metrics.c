@@ -27,3 +27,23 @@ void gp_metric_head(struct gp_buf *b, enum gp_metric m)
     const struct gp_metric_info *i = &gp_metrics[m];
     gp_buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", i->name, i->help, i->name, gp_metric_kind_name(i->kind));
 }
+
+void gp_metric_escape(struct gp_buf *out, const char *s)
+{
+    const char *run = s;
+    for (; *s; s++) {
+        const char *rep = NULL;
+        if (*s == '\\')
+            rep = "\\\\";
+        else if (*s == '"')
+            rep = "\\\"";
+        else if (*s == '\n')
+            rep = "\\n";
+        if (rep) {
+            gp_buf_append(out, run, (size_t)(s - run));
+            gp_buf_puts(out, rep);
+            run = s + 1;
+        }
+    }
+    gp_buf_append(out, run, (size_t)(s - run));
+}

@@ -281,6 +281,23 @@ enum gp_metric_section {
     X(EVAL_LAST, EVAL, "gpulse_server_eval_last_seconds", GAUGE, "part",                               \
       "Time the last evaluation tick took, by part.")                                                  \
     X(EVAL_VIEW_GPUS, EVAL, "gpulse_server_eval_view_gpus", GAUGE, "", "GPUs in the detectors' view.") \
+    X(RULE_RELOADS, EVAL, "gpulse_server_rule_reloads_total", COUNTER, "result",                       \
+      "Reloads of rule_files on SIGHUP, by result (success, failure: the old rules stay).")            \
+    X(RULE_RELOAD_OK, EVAL, "gpulse_server_rules_last_reload_successful", GAUGE, "",                   \
+      "1 when the last reload of rule_files (or the start) succeeded, as Prometheus's "                 \
+      "prometheus_config_last_reload_successful.")                                                     \
+    X(RULE_GROUP_RULES, EVAL, "gpulse_rule_group_rules", GAUGE, "rule_group",                          \
+      "Rules in a rule_files group (rule_group is \"FILE;GROUP\", as Prometheus's).")                  \
+    X(RULE_GROUP_INTERVAL, EVAL, "gpulse_rule_group_interval_seconds", GAUGE, "rule_group",            \
+      "A rule group's evaluation interval.")                                                           \
+    X(RULE_GROUP_LAST_EVAL, EVAL, "gpulse_rule_group_last_evaluation_timestamp_seconds", GAUGE,        \
+      "rule_group", "When a rule group last ran (0: not yet).")                                        \
+    X(RULE_GROUP_LAST_DURATION, EVAL, "gpulse_rule_group_last_duration_seconds", GAUGE, "rule_group",  \
+      "How long a rule group's last round took.")                                                      \
+    X(RULE_EVALS, EVAL, "gpulse_rule_evaluations_total", COUNTER, "rule_group",                        \
+      "Rule evaluations of a group (one per rule per round).")                                         \
+    X(RULE_EVAL_FAILURES, EVAL, "gpulse_rule_evaluation_failures_total", COUNTER, "rule_group",        \
+      "Rule evaluations that failed (the rule's lastError in /api/v1/rules says why).")                \
     X(ALERTS, EVAL, "gpulse_server_alerts", GAUGE, "state", "Alerts now, by state.")                   \
     X(ALERT_TRANSITIONS, EVAL, "gpulse_server_alert_transitions_total", COUNTER, "",                   \
       "Alert state changes.")                                                                          \
@@ -342,5 +359,8 @@ static inline const char *gp_metric_name(enum gp_metric m) { return gp_metrics[m
 
 /* Appends "# HELP name help\n# TYPE name type\n" for m to b. */
 void gp_metric_head(struct gp_buf *b, enum gp_metric m);
+
+/* Appends s escaped as a label value of the text format (\\, \", \n). */
+void gp_metric_escape(struct gp_buf *out, const char *s);
 
 #endif

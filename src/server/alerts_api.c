@@ -517,27 +517,58 @@ static void config_dir(const char *file, char *out, size_t len)
         snprintf(out, len, "%.*s", (int)(slash == file ? 1 : slash - file), file);
 }
 
-/* rule_files: every file loaded and checked before anything starts, so a
- * bad file is a config error (exit 2) naming file and line. */
-static int promrules_load(struct gp_server *s, char *err, size_t errlen)
+/* rule_files: every file loaded and checked into *def, so a bad file is
+ * a config error (exit 2 at start, the old rules kept on a reload)
+ * naming file and line. */
+static int promrules_read(const struct gp_server *s, struct gp_promrules *def, char *err, size_t errlen)
 {
-    s->promrules_def = calloc(1, sizeof *s->promrules_def);
-    if (!s->promrules_def)
-        return gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
     const char *pats[GP_CFG_LIST_MAX];
     for (unsigned i = 0; i < s->cfg.rule_files.n; i++)
         pats[i] = s->cfg.rule_files.v[i];
     char dir[GP_SERVER_PATH_LEN], detail[768];
     config_dir(s->cfg.config_file, dir, sizeof dir);
-    int rc = gp_promrules_load(pats, s->cfg.rule_files.n, dir, s->promrules_def, detail, sizeof detail);
+    int rc = gp_promrules_load(pats, s->cfg.rule_files.n, dir, def, detail, sizeof detail);
     if (rc)
         return gp_seterr(err, errlen, rc == GP_ENOMEM ? rc : GP_ECONFIG, "rule_files: %s", detail);
     for (size_t i = 0; s->rules && i < s->rules->n; i++)
-        if (gp_promrules_has_alert(s->promrules_def, s->rules->r[i].name))
+        if (gp_promrules_has_alert(def, s->rules->r[i].name)) {
+            gp_promrules_free(def);
             return gp_seterr(err, errlen, GP_ECONFIG,
                              "rule_files: alert \"%s\" has the name of a rule of the config's rules:",
                              s->rules->r[i].name);
+        }
     return GP_OK;
+}
+
+static int promrules_load(struct gp_server *s, char *err, size_t errlen)
+{
+    s->promrules_def = calloc(1, sizeof *s->promrules_def);
+    if (!s->promrules_def)
+        return gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
+    return promrules_read(s, s->promrules_def, err, errlen);
+}
+
+int gp_srv_rules_reload(struct gp_server *s, char *err, size_t errlen)
+{
+    struct gp_promrules def = {0};
+    int rc = promrules_read(s, &def, err, errlen);
+    if (!rc && (rc = gp_promrules_run_reload(s->promrules, &def, err, errlen)))
+        gp_promrules_free(&def);
+    gp_srv_count(&s->rule_reloads[rc != GP_OK], 1);
+    __atomic_store_n(&s->rules_reload_failed, rc != GP_OK, __ATOMIC_RELEASE);
+    return rc;
+}
+
+int gp_server_reload(struct gp_server *s)
+{
+    char err[1024];
+    int rc = s->promrules ? gp_srv_rules_reload(s, err, sizeof err) : GP_OK;
+    if (rc)
+        gp_log(GP_LOG_ERROR, "server", "reload failed; the rules already loaded stay", "error=\"%s\"", err);
+    else
+        gp_log(GP_LOG_INFO, "server", "rule_files reloaded", "rule_file_rules=%zu",
+               gp_promrules_count(s->promrules));
+    return rc;
 }
 
 int gp_srv_rules_load(struct gp_server *s, char *err, size_t errlen)
@@ -726,6 +757,14 @@ void gp_srv_render_alert_metrics(struct gp_server *s, struct gp_buf *b)
     for (size_t i = 0; i < 4; i++)
         gp_buf_printf(b, "%s{part=\"%s\"} %.6f\n", gp_metric_name(GP_M_EVAL_LAST), time_parts[i],
                       (double)ns[i] / 1e9);
+    gp_metric_head(b, GP_M_RULE_RELOADS);
+    gp_buf_printf(b, "%s{result=\"success\"} %llu\n%s{result=\"failure\"} %llu\n",
+                  gp_metric_name(GP_M_RULE_RELOADS), (unsigned long long)gp_srv_get(&s->rule_reloads[0]),
+                  gp_metric_name(GP_M_RULE_RELOADS), (unsigned long long)gp_srv_get(&s->rule_reloads[1]));
+    gp_metric_head(b, GP_M_RULE_RELOAD_OK);
+    gp_buf_printf(b, "%s %d\n", gp_metric_name(GP_M_RULE_RELOAD_OK),
+                  !__atomic_load_n(&s->rules_reload_failed, __ATOMIC_ACQUIRE));
+    gp_promrules_render_metrics(s->promrules, b);
     gp_metric_head(b, GP_M_EVAL_VIEW_GPUS);
     gp_buf_printf(b, "%s %llu\n", gp_metric_name(GP_M_EVAL_VIEW_GPUS), (unsigned long long)es.gpus);
     gp_metric_head(b, GP_M_ALERTS);

@@ -645,12 +645,24 @@ void gp_server_stop(struct gp_server *s)
 
 /* ---- `gpulse server` ---- */
 
-/* Blocks SIGINT/SIGTERM for every thread started after this (sigwait takes them). */
+int gp_server_wait(struct gp_server *s, const sigset_t *set)
+{
+    int sig;
+    while (sigwait(set, &sig) == 0 && sig == SIGHUP) {
+        gp_log(GP_LOG_INFO, "server", "reloading", "signal=%d", sig);
+        gp_server_reload(s);
+    }
+    return sig;
+}
+
+/* Blocks SIGINT/SIGTERM/SIGHUP for every thread started after this
+ * (gp_server_wait takes them). */
 static void block_signals(sigset_t *set)
 {
     sigemptyset(set);
     sigaddset(set, SIGINT);
     sigaddset(set, SIGTERM);
+    sigaddset(set, SIGHUP);
     pthread_sigmask(SIG_BLOCK, set, NULL);
     signal(SIGPIPE, SIG_IGN);
 }
@@ -684,8 +696,7 @@ int gp_server_main(int argc, char **argv)
         fprintf(stderr, "gpulse server: %s\n", err);
         return rc == GP_ECONFIG || rc == GP_EUSAGE ? 2 : 1;
     }
-    int sig;
-    sigwait(&set, &sig);
+    int sig = gp_server_wait(s, &set);
     gp_log(GP_LOG_INFO, "server", "shutting down", "signal=%d", sig);
     gp_server_stop(s);
     gp_log(GP_LOG_INFO, "server", "stopped", "%s", "");

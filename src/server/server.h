@@ -25,6 +25,7 @@
 #include "lib/buf.h"
 #include "server/config.h"
 
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -73,8 +74,20 @@ void gp_server_set_snapshot_hook(struct gp_server *s, gp_server_metrics_hook fn,
 /* Appends the server's /metrics text (its families, then the hook's). */
 int gp_server_render_metrics(struct gp_server *s, struct gp_buf *out);
 
+/*
+ * What SIGHUP does: reads rule_files again, as Prometheus reloads its
+ * rule files; a file that no longer loads is logged and counted, and the
+ * rules already running stay. The rest of the config needs a restart.
+ * GP_OK or the load's error.
+ */
+int gp_server_reload(struct gp_server *s);
+
+/* Waits for SIGINT or SIGTERM among the blocked signals in set,
+ * reloading on each SIGHUP; returns the signal that ends the wait. */
+int gp_server_wait(struct gp_server *s, const sigset_t *set);
+
 /* The `gpulse server` and `gpulse up` commands: parse args, run until
- * SIGINT/SIGTERM. Return the exit status (0, 1 runtime, 2 usage/config). */
+ * SIGINT/SIGTERM, reloading on SIGHUP. Return the exit status (0, 1 runtime, 2 usage/config). */
 int gp_server_main(int argc, char **argv);
 int gp_up_main(int argc, char **argv);
 

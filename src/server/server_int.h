@@ -134,6 +134,8 @@ struct gp_server {
     uint64_t rejected[GP_SRV_REJ_COUNT];
     uint64_t refused[GP_SRV_REF_COUNT];
     uint64_t self_scrapes, self_scrape_failures;
+    uint64_t rule_reloads[2];  /* rule_files reloads: [0] succeeded, [1] failed */
+    int rules_reload_failed;   /* the last reload failed (atomic) */
     uint64_t requests[GP_SRV_R_COUNT][600]; /* by status code; [0] cut off without an answer */
     struct gp_srv_hist route_hist[GP_SRV_R_COUNT];
 
@@ -213,6 +215,9 @@ void gp_srv_handle_cost(struct gp_server *s, struct gp_storage *st, enum gp_srv_
  * /metrics families, and the routes /api/v1/alerts[/ID] and
  * /api/v1/silences[/ID], and /api/v1/rules (the rule files' groups). */
 int gp_srv_rules_load(struct gp_server *s, char *err, size_t errlen);
+/* Reads rule_files again into the running rules (gp_promrules_run_reload);
+ * on error the old rules stay. */
+int gp_srv_rules_reload(struct gp_server *s, char *err, size_t errlen);
 int gp_srv_alerts_start(struct gp_server *s, struct gp_storage *st, char *err, size_t errlen);
 void gp_srv_alerts_stop(struct gp_server *s);
 void gp_srv_render_alert_metrics(struct gp_server *s, struct gp_buf *out);

@@ -104,6 +104,7 @@ int gp_up_main(int argc, char **argv)
     sigemptyset(&set);
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGHUP); /* gp_server_wait reloads on it */
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN);
 
@@ -125,8 +126,7 @@ int gp_up_main(int argc, char **argv)
     gp_server_set_snapshot_hook(s, up_agent_snapshot, a);
     gp_log(GP_LOG_INFO, "up", "sampling into the embedded server", "interval=%lldms simulate=%s",
            (long long)ac.interval_ms, ac.simulate[0] ? ac.simulate : "no");
-    int sig;
-    sigwait(&set, &sig);
+    int sig = gp_server_wait(s, &set);
     gp_log(GP_LOG_INFO, "up", "shutting down", "signal=%d", sig);
     gp_server_set_metrics_hook(s, NULL, NULL);
     gp_server_set_snapshot_hook(s, NULL, NULL);

@@ -1,4 +1,5 @@
 #include "agent/expo.h"
+#include "lib/metrics.h"
 #include "agent/snapshot.h"
 #include "lib/buf.h"
 #include "test.h"
@@ -281,7 +282,7 @@ static void test_escape(void)
 {
     struct gp_buf b;
     gp_buf_init(&b, 0);
-    gp_expo_escape(&b, "a\\b\"c\nd");
+    gp_metric_escape(&b, "a\\b\"c\nd");
     CHECK_STR(b.data, "a\\\\b\\\"c\\nd");
     gp_buf_free(&b);
 }

@@ -719,6 +719,116 @@ static void test_eval_restore(void)
     fixture_close(&f);
 }
 
+/* The newest sample of the one series sel selects at or before t: 1 with
+ * *v, 0 when none. */
+static int newest(struct gp_storage *st, const char *sel, int64_t t, double *v)
+{
+    struct gp_matcher *m;
+    size_t nm;
+    char err[256];
+    CHECK_INT(gp_selector_parse(sel, strlen(sel), &m, &nm, err, sizeof err), GP_OK);
+    struct gp_store_selection s;
+    CHECK_INT(gp_storage_select(st, m, nm, T0 - 600 * S, t, &s), GP_OK);
+    gp_matchers_free(m, nm);
+    int found = 0;
+    if (s.n == 1) {
+        struct gp_samples smp = {0};
+        CHECK_INT(gp_storage_read(st, s.series[0].id, T0 - 600 * S, t, &smp), GP_OK);
+        if (smp.n) {
+            *v = smp.v[smp.n - 1];
+            found = 1;
+        }
+        gp_samples_free(&smp);
+    }
+    gp_storage_selection_free(&s);
+    return found;
+}
+
+/* A reload (SIGHUP): a rule that keeps its name and labels keeps its
+ * state whatever its new expression (the pending alert goes on to fire
+ * at its old activeAt + for), its new annotations apply, a rule that is
+ * gone ends its series with a stale marker, a new group runs, and the
+ * group's counters carry over. */
+static void test_eval_reload(void)
+{
+    static const char before[] = "groups:\n"
+                                 "  - name: g\n"
+                                 "    rules:\n"
+                                 "      - record: node:max\n"
+                                 "        expr: avg by (Hostname) (gpu_util)\n"
+                                 "      - record: gone\n"
+                                 "        expr: sum(gpu_util)\n"
+                                 "      - alert: Busy\n"
+                                 "        expr: gpu_util > 60\n"
+                                 "        for: 30s\n"
+                                 "        annotations: {summary: a}\n";
+    static const char after[] = "groups:\n"
+                                "  - name: g\n"
+                                "    rules:\n"
+                                "      - record: node:max\n"
+                                "        expr: max by (Hostname) (gpu_util)\n"
+                                "      - alert: Busy\n"
+                                "        expr: gpu_util > 65\n"
+                                "        for: 30s\n"
+                                "        annotations: {summary: \"b {{ $value }}\", description: d}\n"
+                                "  - name: h\n"
+                                "    rules:\n"
+                                "      - record: answer\n"
+                                "        expr: 42\n";
+    struct fixture f;
+    fixture_open(&f, before);
+    for (int64_t t = T0 - 60 * S; t <= T0 + 60 * S; t += 15 * S) {
+        put(f.st, "gpu_util", "Hostname=n1;gpu=0", t, 50);
+        put(f.st, "gpu_util", "Hostname=n1;gpu=1", t, 70);
+    }
+    tick_ok(&f, T0);
+    tick_ok(&f, T0 + 15 * S);
+    double v;
+    CHECK(sample_at(f.st, "node:max", T0 + 15 * S, &v));
+    CHECK_DBL(v, 60, 0);
+    CHECK(sample_at(f.st, "gone", T0 + 15 * S, &v));
+    CHECK_DBL(v, 120, 0);
+
+    struct gp_promrules rs = {0};
+    parse_ok(after, "t.yml", &rs);
+    char err[256];
+    CHECK_INT(gp_promrules_run_reload(f.run, &rs, err, sizeof err), GP_OK);
+    CHECK_INT(rs.n, 0); /* taken */
+    CHECK_INT(gp_promrules_count(f.run), 3);
+    /* the removed rule's series ended at the reload */
+    CHECK(newest(f.st, "gone", gp_wall_ms() + 1000, &v));
+    CHECK_INT(gp_f64_bits(v), GP_RW_STALE_NAN_BITS);
+    /* still pending until its old activeAt (T0) + 30s: the state carried */
+    json_t *j = rules_json(&f, 'a');
+    json_t *groups = json_object_get(json_object_get(j, "data"), "groups");
+    CHECK_INT(json_array_size(groups), 2);
+    json_t *busy = json_array_get(json_object_get(json_array_get(groups, 0), "rules"), 0);
+    CHECK_STR(json_string_value(json_object_get(busy, "state")), "pending");
+    CHECK_STR(json_string_value(json_object_get(busy, "query")), "gpu_util > 65");
+    json_decref(j);
+    tick_ok(&f, T0 + 30 * S);
+    CHECK(sample_at(f.st, "node:max", T0 + 30 * S, &v));
+    CHECK_DBL(v, 70, 0); /* the new expression */
+    CHECK(sample_at(f.st, "answer", T0 + 30 * S, &v));
+    CHECK(sample_at(f.st, "ALERTS{alertname=\"Busy\",alertstate=\"firing\"}", T0 + 30 * S, &v));
+    CHECK_DBL(v, 1, 0);
+    char *js = alerts_json(&f, GP_ALERT_FIRING);
+    CHECK_CONTAINS(js, "\"kind\":\"Busy\"");
+    CHECK_CONTAINS(js, "b 70");
+    free(js);
+    /* /metrics: three rounds of group g (3, 3, 2 rules), one of h */
+    struct gp_buf b;
+    gp_buf_init(&b, 0);
+    gp_promrules_render_metrics(f.run, &b);
+    gp_buf_putc(&b, '\0');
+    CHECK_CONTAINS(b.data, "gpulse_rule_group_rules{rule_group=\"t.yml;g\"} 2\n");
+    CHECK_CONTAINS(b.data, "gpulse_rule_evaluations_total{rule_group=\"t.yml;g\"} 8\n");
+    CHECK_CONTAINS(b.data, "gpulse_rule_evaluations_total{rule_group=\"t.yml;h\"} 1\n");
+    CHECK_CONTAINS(b.data, "gpulse_rule_evaluation_failures_total{rule_group=\"t.yml;g\"} 0\n");
+    gp_buf_free(&b);
+    fixture_close(&f);
+}
+
 /* A run without rule files answers an empty list; NULL too. */
 static void test_empty(void)
 {
@@ -742,6 +852,7 @@ const struct gp_test gp_tests_promrules[] = {
     {"eval_keep_firing", test_eval_keep_firing},
     {"eval_errors", test_eval_errors},
     {"eval_restore", test_eval_restore},
+    {"eval_reload", test_eval_reload},
     {"empty", test_empty},
     {0},
 };
