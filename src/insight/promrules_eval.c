@@ -21,7 +21,7 @@
 #include "lib/clock.h"
 #include "lib/err.h"
 #include "lib/log.h"
-#include "query/json.h"
+#include "lib/json.h"
 #include "store/labels.h"
 #include "store/matcher.h"
 
