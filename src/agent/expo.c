@@ -32,26 +32,6 @@ void gp_expo_free(struct gp_expo *x)
     memset(x, 0, sizeof *x);
 }
 
-void gp_expo_escape(struct gp_buf *out, const char *s)
-{
-    const char *run = s;
-    for (; *s; s++) {
-        const char *rep = NULL;
-        if (*s == '\\')
-            rep = "\\\\";
-        else if (*s == '"')
-            rep = "\\\"";
-        else if (*s == '\n')
-            rep = "\\n";
-        if (rep) {
-            gp_buf_append(out, run, (size_t)(s - run));
-            gp_buf_puts(out, rep);
-            run = s + 1;
-        }
-    }
-    gp_buf_append(out, run, (size_t)(s - run));
-}
-
 static void label(struct gp_buf *b, const char *name, const char *value, int *first)
 {
     if (!*first)

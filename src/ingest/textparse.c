@@ -696,3 +696,23 @@ void gp_text_parser_free(struct gp_text_parser *p)
     free(p->arena);
     memset(p, 0, sizeof *p);
 }
+
+void gp_expo_escape(struct gp_buf *out, const char *s)
+{
+    const char *run = s;
+    for (; *s; s++) {
+        const char *rep = NULL;
+        if (*s == '\\')
+            rep = "\\\\";
+        else if (*s == '"')
+            rep = "\\\"";
+        else if (*s == '\n')
+            rep = "\\n";
+        if (rep) {
+            gp_buf_append(out, run, (size_t)(s - run));
+            gp_buf_puts(out, rep);
+            run = s + 1;
+        }
+    }
+    gp_buf_append(out, run, (size_t)(s - run));
+}

@@ -33,6 +33,7 @@
 #define GP_INGEST_TEXTPARSE_H
 
 #include "ingest/remote_write.h"
+#include "lib/buf.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -77,5 +78,9 @@ int gp_text_parse(struct gp_text_parser *p, const char *text, size_t len, int64_
 
 /* Frees what the parser holds and zeroes it; accepts NULL. */
 void gp_text_parser_free(struct gp_text_parser *p);
+
+/* Appends s escaped as a label value (\\, \", \n): what the parser
+ * reads back. */
+void gp_expo_escape(struct gp_buf *out, const char *s);
 
 #endif

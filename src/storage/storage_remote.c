@@ -3,7 +3,7 @@
  * cluster (DESIGN.md "Outgrowing one machine"; docs/storage.md).
  *
  * Writes: each accepted request is encoded again (ingest/remote_write.h)
- * and handed to the agent's remote-write sender (agent/push.h) with one
+ * and handed to the remote-write sender the agent uses too (ingest/push.h) with one
  * target, the cluster: the same queue, disk buffer (data_dir/remote-buffer),
  * retry and back-off as an agent's push. An outage of the cluster delays
  * samples, never loses them while the buffer has room.
@@ -31,7 +31,7 @@
  */
 #include "storage/storage_int.h"
 
-#include "agent/push.h"
+#include "ingest/push.h"
 #include "lib/clock.h"
 #include "lib/err.h"
 #include "lib/log.h"

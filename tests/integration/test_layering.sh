@@ -16,6 +16,14 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 LAYERS="lib:1 net:2 state:2 sources:3 ingest:3 store:3 storage:4 query:5 job:5
         insight:6 notify:7 agent:8 server:8 run:8 top:8 report:8"
 
+# Up-pointing includes still being moved, "file header" each, with the
+# reason. Each is reported; one that no longer occurs is reported too, to
+# be deleted here. Keep this empty.
+ALLOW=(
+    # issue 17 item 1: the job model replaces jobdoc.c's use of insight/cost.
+    "src/query/jobdoc.c insight/cost.h"
+)
+
 declare -A floor
 order=()
 for e in $LAYERS; do
@@ -24,6 +32,7 @@ for e in $LAYERS; do
 done
 
 bad=0
+declare -A used
 for d in "$ROOT"/src/*/; do
     m=$(basename "$d")
     [ -n "${floor[$m]:-}" ] || { echo "src/$m has no layer in tests/integration/test_layering.sh"; bad=1; }
@@ -44,11 +53,21 @@ while read -r file hdr; do
         echo "$rel includes \"$hdr\": $dep is not a module with a layer"
         bad=1
     elif [ "${floor[$dep]}" -gt "${floor[$own]}" ]; then
-        echo "$rel includes \"$hdr\": $dep (layer ${floor[$dep]}) is above $own (layer ${floor[$own]})"
-        bad=1
+        msg="$rel includes \"$hdr\": $dep (layer ${floor[$dep]}) is above $own (layer ${floor[$own]})"
+        if printf '%s\n' "${ALLOW[@]}" | grep -qxF "$rel $hdr"; then
+            echo "allowed for now: $msg"
+            used["$rel $hdr"]=1
+        else
+            echo "$msg"
+            bad=1
+        fi
     fi
 done < <(grep -rHoE '^[[:space:]]*#[[:space:]]*include[[:space:]]+"[^"]+"' --include='*.c' --include='*.h' \
              "$ROOT/src" | sed -E 's/^([^:]+):.*"([^"]+)"$/\1 \2/')
+
+for a in "${ALLOW[@]}"; do
+    [ -n "${used[$a]:-}" ] || echo "note: '$a' no longer points up: delete it from ALLOW"
+done
 
 # docs/design.md names the modules bottom up; they must come in the
 # table's order (job is the job model, written in words there).

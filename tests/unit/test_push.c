@@ -10,8 +10,8 @@
  * configuration errors, and a stop that does not hang on a dead server.
  */
 #include "agent/config.h"
-#include "agent/push.h"
-#include "agent/push_http.h"
+#include "ingest/push.h"
+#include "ingest/push_http.h"
 #include "ingest/remote_write.h"
 #include "ingest/textparse.h"
 #include "lib/err.h"

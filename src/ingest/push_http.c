@@ -6,7 +6,7 @@
  * per target, timeouts, Retry-After in both forms, cancelling a request
  * that hangs when the agent stops) is net/httpc's.
  */
-#include "agent/push_http.h"
+#include "ingest/push_http.h"
 
 #include "lib/err.h"
 #include "net/httpc.h"

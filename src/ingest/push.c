@@ -17,11 +17,10 @@
  * Parts: options and targets; the encoder; batching and sending; the
  * target loop with its back-off; metrics; start and stop.
  */
-#include "agent/push.h"
+#include "ingest/push.h"
 
-#include "agent/expo.h"
-#include "agent/push_http.h"
-#include "agent/push_queue.h"
+#include "ingest/push_http.h"
+#include "ingest/push_queue.h"
 #include "ingest/remote_write.h"
 #include "ingest/textparse.h"
 #include "lib/clock.h"
