@@ -21,7 +21,7 @@ struct gp_push_http;
 struct gp_push_result {
     int status;             /* HTTP status; 0 when no response came (connect error, timeout) */
     int64_t retry_after_ms; /* the Retry-After header, -1 when absent */
-    char msg[256];          /* curl's error, or the start of the response body */
+    char msg[256];          /* the transport error, or the start of the response body */
 };
 
 /*

@@ -3,12 +3,13 @@
 # header of a module in a higher layer (docs/design.md, "Layers").
 #
 # The layer table below is the one place that says which module sits on
-# which floor; the check also fails when a directory under src/ has no
-# floor (a new module must be placed) and when docs/design.md names the
-# modules in another order than the table. Modules of one floor may
-# include each other; "then" in the design (insight, then notify) is a
-# floor of its own here. Includes without a directory ("top_http.h") are
-# the module's own headers.
+# which floor. The check also fails when a directory under src/ has no
+# floor (a new module must be placed), when docs/design.md names the
+# modules in another order than the table, and when a file other than
+# net/httpc.c includes libcurl (the one HTTP client). Modules of one
+# floor may include each other; "then" in the design (insight, then
+# notify) is a floor of its own here. Includes without a directory
+# ("top_http.h") are the module's own headers.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 
@@ -64,6 +65,13 @@ while read -r file hdr; do
     fi
 done < <(grep -rHoE '^[[:space:]]*#[[:space:]]*include[[:space:]]+"[^"]+"' --include='*.c' --include='*.h' \
              "$ROOT/src" | sed -E 's/^([^:]+):.*"([^"]+)"$/\1 \2/')
+
+# One HTTP client: only net/httpc.c talks to libcurl.
+while read -r f; do
+    echo "${f#"$ROOT"/} includes <curl/curl.h>: requests go through net/httpc.h"
+    bad=1
+done < <(grep -rlE '^[[:space:]]*#[[:space:]]*include[[:space:]]+<curl/' --include='*.c' --include='*.h' "$ROOT/src" |
+             grep -vx "$ROOT/src/net/httpc.c")
 
 for a in "${ALLOW[@]}"; do
     [ -n "${used[$a]:-}" ] || echo "note: '$a' no longer points up: delete it from ALLOW"
