@@ -15,9 +15,9 @@
 
 #include "agent/expo.h"
 #include "net/http.h"
-#include "agent/push.h"
 #include "agent/sampler.h"
 #include "agent/snapshot.h"
+#include "ingest/push.h"
 #include "lib/err.h"
 #include "lib/log.h"
 #include "sources/simulate_plan.h"

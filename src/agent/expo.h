@@ -10,6 +10,7 @@
 #ifndef GP_EXPO_H
 #define GP_EXPO_H
 
+#include "ingest/textparse.h"
 #include "lib/buf.h"
 #include "sources/frame.h"
 
@@ -79,7 +80,6 @@ void gp_expo_normalize(const struct gp_gpu *g, struct gp_expo_norm *out);
  * sets that gp_expo_render built in x. Returns GP_OK or out->err.
  */
 int gp_expo_render_norm(const struct gp_expo *x, struct gp_buf *out, const struct gp_frame *f);
-
 
 /*
  * Marks which host processes get series: with GP_PROC_SERIES_GPU, the

@@ -33,6 +33,7 @@
 #define GP_INGEST_TEXTPARSE_H
 
 #include "ingest/remote_write.h"
+#include "lib/buf.h"
 
 #include <stddef.h>
 #include <stdint.h>

@@ -17,7 +17,7 @@
 
 #include "lib/err.h"
 #include "lib/log.h"
-#include "query/json.h"
+#include "lib/json.h"
 #include "state/state.h"
 
 #include <math.h>

@@ -12,7 +12,7 @@
 
 #include "lib/err.h"
 #include "lib/gpumodels.h"
-#include "query/json.h"
+#include "lib/json.h"
 
 #include <ctype.h>
 #include <errno.h>

@@ -21,8 +21,8 @@
 #include "lib/clock.h"
 #include "lib/err.h"
 #include "lib/log.h"
+#include "lib/json.h"
 #include "lib/metrics.h"
-#include "query/json.h"
 #include "store/labels.h"
 #include "store/matcher.h"
 

@@ -9,7 +9,7 @@
 #include "lib/buf.h"
 #include "lib/err.h"
 #include "lib/yamldoc.h"
-#include "query/json.h"
+#include "lib/json.h"
 #include "query/promql_ast.h"
 #include "store/labels.h"
 

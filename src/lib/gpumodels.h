@@ -19,11 +19,12 @@
 #ifndef GP_GPUMODELS_H
 #define GP_GPUMODELS_H
 
-#include "sources/frame.h"
-
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+/* Here rather than in sources/frame.h, which uses it too: lib sits below sources. */
+enum gp_vendor { GP_VENDOR_NVIDIA, GP_VENDOR_AMD };
 
 enum gp_gpu_arch {
     GP_ARCH_VOLTA,

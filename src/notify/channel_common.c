@@ -11,8 +11,8 @@
 #include "notify/http_post.h"
 
 #include "lib/err.h"
+#include "net/httpc.h"
 
-#include <curl/curl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -140,13 +140,13 @@ void gp_chan_link(const char *external_url, const char *prefix, const char *tail
     size_t blen = strlen(external_url);
     while (blen > 0 && external_url[blen - 1] == '/')
         blen--;
-    char *esc = curl_easy_escape(NULL, tail, 0);
+    char *esc = gp_httpc_escape(tail);
     if (!esc)
         return;
     int w = snprintf(out, outlen, "%.*s%s%s", (int)blen, external_url, prefix, esc);
     if (w < 0 || (size_t)w >= outlen)
         out[0] = '\0';
-    curl_free(esc);
+    free(esc);
 }
 
 int gp_chan_post(const struct gp_receiver *r, const struct gp_notice *n, const char *url, bool bearer,

@@ -1,9 +1,9 @@
 /*
  * channel_email.c - the email channel: a notice as a MIME message
- * (mime.c) sent with libcurl's SMTP client.
+ * (mime.c) sent with net/httpc's SMTP submission (libcurl's client).
  *
  * Transport security follows the receiver's `tls`:
- *   starttls (the default): an smtp:// URL and CURLUSESSL_ALL, so libcurl
+ *   starttls (the default): an smtp:// URL with TLS required, so libcurl
  *     upgrades with STARTTLS before AUTH or MAIL and gives up (never sends
  *     in clear) when the server does not offer it;
  *   implicit: an smtps:// URL, TLS from the first byte;
@@ -24,14 +24,13 @@
  * One easy handle per send: email is rare, and a fresh connection per
  * message keeps the channel free of state shared with the sender thread.
  */
-#include "agent/push_http.h"
 #include "lib/err.h"
+#include "net/httpc.h"
 #include "notify/mime.h"
 #include "notify/notify.h"
 
 #include <ctype.h>
 #include <stdbool.h>
-#include <curl/curl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,21 +40,6 @@
 #include <unistd.h>
 
 #define EMAIL_DEFAULT_TIMEOUT_MS 30000
-
-struct upload {
-    const char *data;
-    size_t len, off;
-};
-
-static size_t on_read(char *dst, size_t size, size_t nitems, void *arg)
-{
-    struct upload *u = arg;
-    size_t room = size * nitems, left = u->len - u->off;
-    size_t n = left < room ? left : room;
-    memcpy(dst, u->data + u->off, n);
-    u->off += n;
-    return n;
-}
 
 /* Replaces every occurrence of secret in s (a cap-byte buffer), scanning
  * the original text once, so a secret inside the mark cannot loop. */
@@ -126,25 +110,14 @@ static int fail_config(struct gp_send_outcome *out, const char *msg)
     return GP_ECONFIG;
 }
 
-/* Sorts a finished transfer into OK / RETRY / FAIL (see the top comment). */
-static enum gp_send_result classify(CURLcode cc, long code)
+/* Sorts a finished submission into OK / RETRY / FAIL (see the top comment). */
+static enum gp_send_result classify(const struct gp_httpc_res *r)
 {
-    if (cc == CURLE_OK)
-        return code == 0 || (code >= 200 && code < 300) ? GP_SEND_OK
-               : code >= 500                            ? GP_SEND_FAIL
-                                                        : GP_SEND_RETRY;
-    switch (cc) {
-    case CURLE_USE_SSL_FAILED:
-    case CURLE_PEER_FAILED_VERIFICATION:
-    case CURLE_LOGIN_DENIED:
-    case CURLE_UNSUPPORTED_PROTOCOL:
-    case CURLE_URL_MALFORMAT:
-    case CURLE_SSL_CACERT_BADFILE:
-        return GP_SEND_FAIL;
-    default:
-        break;
-    }
-    if (code >= 500 && code < 600)
+    if (!r->err[0])
+        return r->status == 0 || (r->status >= 200 && r->status < 300) ? GP_SEND_OK
+               : r->status >= 500                                       ? GP_SEND_FAIL
+                                                                        : GP_SEND_RETRY;
+    if (r->permanent || (r->status >= 500 && r->status < 600))
         return GP_SEND_FAIL;
     return GP_SEND_RETRY; /* 4xx, refused, reset, timeout, TLS handshake */
 }
@@ -168,13 +141,13 @@ static int email_send(const struct gp_receiver *r, const struct gp_notice *n, st
     const char *tls = r->smtp_tls[0] ? r->smtp_tls : "starttls";
     int smtps = strncasecmp(r->smtp_url, "smtps://", 8) == 0;
     int smtp = strncasecmp(r->smtp_url, "smtp://", 7) == 0;
-    long use_ssl;
+    bool require_tls;
     if (strcmp(tls, "starttls") == 0 && smtp)
-        use_ssl = CURLUSESSL_ALL;
+        require_tls = true;
     else if (strcmp(tls, "implicit") == 0 && smtps)
-        use_ssl = CURLUSESSL_ALL;
+        require_tls = true;
     else if (strcmp(tls, "none") == 0 && smtp)
-        use_ssl = CURLUSESSL_NONE;
+        require_tls = false;
     else
         return fail_config(out, "email: smtp URL must be smtp:// for tls starttls or none, smtps:// for "
                                 "tls implicit");
@@ -211,70 +184,26 @@ static int email_send(const struct gp_receiver *r, const struct gp_notice *n, st
         return rc;
     }
 
-    if (gp_push_http_global_init() != GP_OK) {
-        gp_buf_free(&msg);
+    struct gp_httpc_mail m = {
+        .url = r->smtp_url, .require_tls = require_tls, .from = r->from, .to = to, .nto = r->nto,
+        .username = r->username, .password = r->password, .ca_file = r->ca_file,
+        .insecure_skip_verify = r->insecure_skip_verify, .msg = msg.data, .len = msg.len,
+        .timeout_ms = r->timeout_ms > 0 ? r->timeout_ms : EMAIL_DEFAULT_TIMEOUT_MS,
+    };
+    struct gp_httpc_res res;
+    rc = gp_httpc_mail(&m, &res);
+    if (rc != GP_OK) {
         out->result = GP_SEND_RETRY;
-        snprintf(out->detail, sizeof out->detail, "email: libcurl did not initialise");
-        return GP_EINTERNAL;
-    }
-    CURL *c = curl_easy_init();
-    struct curl_slist *rcpt = NULL;
-    int bad = c == NULL;
-    for (unsigned i = 0; i < r->nto && !bad; i++) {
-        char a[260];
-        snprintf(a, sizeof a, "<%s>", r->to[i]);
-        struct curl_slist *l = curl_slist_append(rcpt, a);
-        if (!l)
-            bad = 1;
-        else
-            rcpt = l;
-    }
-    char from[260], errbuf[CURL_ERROR_SIZE] = "";
-    snprintf(from, sizeof from, "<%s>", r->from);
-    struct upload up = {msg.data, msg.len, 0};
-    int64_t tmo = r->timeout_ms > 0 ? r->timeout_ms : EMAIL_DEFAULT_TIMEOUT_MS;
-    if (!bad) {
-        bad |= curl_easy_setopt(c, CURLOPT_URL, r->smtp_url) != CURLE_OK;
-        bad |= curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "smtp,smtps") != CURLE_OK;
-        bad |= curl_easy_setopt(c, CURLOPT_USE_SSL, use_ssl) != CURLE_OK;
-        bad |= curl_easy_setopt(c, CURLOPT_MAIL_FROM, from) != CURLE_OK;
-        bad |= curl_easy_setopt(c, CURLOPT_MAIL_RCPT, rcpt) != CURLE_OK;
-        bad |= curl_easy_setopt(c, CURLOPT_UPLOAD, 1L) != CURLE_OK;
-        bad |= curl_easy_setopt(c, CURLOPT_READFUNCTION, on_read) != CURLE_OK;
-        bad |= curl_easy_setopt(c, CURLOPT_READDATA, &up) != CURLE_OK;
-        bad |= curl_easy_setopt(c, CURLOPT_INFILESIZE_LARGE, (curl_off_t)msg.len) != CURLE_OK;
-        bad |= curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L) != CURLE_OK;
-        bad |= curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)tmo) != CURLE_OK;
-        bad |= curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, (long)(tmo < 10000 ? tmo : 10000)) != CURLE_OK;
-        bad |= curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf) != CURLE_OK;
-        if (r->username[0]) {
-            bad |= curl_easy_setopt(c, CURLOPT_USERNAME, r->username) != CURLE_OK;
-            bad |= curl_easy_setopt(c, CURLOPT_PASSWORD, r->password) != CURLE_OK;
-        }
-        if (r->ca_file[0])
-            bad |= curl_easy_setopt(c, CURLOPT_CAINFO, r->ca_file) != CURLE_OK;
-        if (r->insecure_skip_verify) {
-            bad |= curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 0L) != CURLE_OK;
-            bad |= curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 0L) != CURLE_OK;
-        }
-    }
-    if (bad) {
-        rc = GP_EINTERNAL;
-        out->result = GP_SEND_RETRY;
-        snprintf(out->detail, sizeof out->detail, "email: libcurl refused an option");
+        snprintf(out->detail, sizeof out->detail, "email: %.240s", res.err);
     } else {
-        CURLcode cc = curl_easy_perform(c);
-        long code = 0;
-        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
-        out->result = classify(cc, code);
+        out->result = classify(&res);
         /* The status is the reply that decided: a failure after a 2xx/3xx
          * (the STARTTLS greeting, EHLO) was not the server's answer. */
-        if (cc != CURLE_OK && code < 400)
+        long code = res.status;
+        if (res.err[0] && code < 400)
             code = 0;
         out->status = (int)code;
-        const char *why = cc == CURLE_OK ? "accepted" : errbuf[0] ? errbuf : curl_easy_strerror(cc);
-        if (cc == CURLE_USE_SSL_FAILED)
-            why = "the server does not offer STARTTLS; not sending in clear";
+        const char *why = res.err[0] ? res.err : "accepted";
         /* Redacted before it is cut to fit, so no prefix of the password survives. */
         char full[1024];
         if (code > 0)
@@ -283,11 +212,7 @@ static int email_send(const struct gp_receiver *r, const struct gp_notice *n, st
             snprintf(full, sizeof full, "smtp: %s", why);
         redact(full, sizeof full, r);
         snprintf(out->detail, sizeof out->detail, "%.255s", full);
-        rc = GP_OK;
     }
-    curl_slist_free_all(rcpt);
-    curl_easy_cleanup(c);
-    gp_push_http_global_cleanup();
     gp_buf_free(&msg);
     return rc;
 }

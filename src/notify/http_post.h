@@ -3,12 +3,12 @@
  * Alertmanager).
  *
  * A channel renders its body and hands it here with the receiver's URL;
- * this sends it with libcurl and turns what came back into a
+ * this sends it (net/httpc.h) and turns what came back into a
  * gp_send_outcome: 2xx is OK; 429, 5xx, a refused or dropped connection
  * and a timeout are RETRY (with the far end's Retry-After, seconds or an
  * HTTP date); any other answer (4xx, a redirect: none is followed) is
  * FAIL. The URL is a secret (a Slack webhook URL carries its token): it
- * is never copied into the outcome, and libcurl's error text is redacted
+ * is never copied into the outcome, and the transport's error text is redacted
  * of it, of its path, query and credentials, and of the bearer token.
  */
 #ifndef GP_NOTIFY_HTTP_POST_H

@@ -22,7 +22,7 @@
 #include "query/query.h"
 
 #include "lib/err.h"
-#include "query/json.h"
+#include "lib/json.h"
 #include "store/labels.h"
 
 #include <math.h>

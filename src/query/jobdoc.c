@@ -8,7 +8,7 @@
 #include "insight/cost.h"
 #include "lib/err.h"
 #include "query/eval.h"
-#include "query/json.h"
+#include "lib/json.h"
 #include "store/labels.h"
 
 #include <math.h>

@@ -15,8 +15,9 @@
 #include "query/promql_int.h"
 
 #include "lib/err.h"
-#include "query/json.h"
+#include "lib/json.h"
 #include "storage/storage.h"
+#include "store/labels.h"
 
 #include <math.h>
 #include <stdio.h>

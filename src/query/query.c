@@ -29,7 +29,7 @@
 #include "ingest/remote_write.h"
 #include "lib/strset.h"
 #include "query/eval.h"
-#include "query/json.h"
+#include "lib/json.h"
 #include "query/promql.h"
 #include "store/labels.h"
 

@@ -2,7 +2,7 @@
  * report_cmd.c - `gpulse report JOB`: fetch a job's document from the
  * server and print its report.
  *
- * GET SERVER/api/v1/jobs/<JOB, URL-encoded>?series=1 with libcurl (a
+ * GET SERVER/api/v1/jobs/<JOB, URL-encoded>?series=1 with net/httpc (a
  * bearer token when one is configured, 10 s timeout, at most 64 MiB of
  * answer), check the Prometheus-style envelope, add the advice
  * (gp_report_advise), and render: text on stdout, or the JSON document
@@ -17,8 +17,8 @@
 #include "lib/buf.h"
 #include "lib/err.h"
 #include "lib/token.h"
+#include "net/httpc.h"
 
-#include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -114,61 +114,12 @@ static int parse_args(int argc, char **argv, struct opts *o, bool *done)
     return 0;
 }
 
-static size_t on_body(char *p, size_t size, size_t n, void *arg)
-{
-    struct gp_buf *b = arg;
-    gp_buf_append(b, p, size * n);
-    return b->err ? 0 : size * n; /* 0 stops the transfer past the cap */
-}
-
 /* GETs url into body; *status gets the HTTP code. GP_OK or GP_ENET/GP_ETOOBIG with detail. */
 static int fetch(const char *url, const char *token, struct gp_buf *body, long *status, char *err,
                  size_t errlen)
 {
-    CURL *c = curl_easy_init();
-    struct curl_slist *hdrs = NULL;
-    char curl_err[CURL_ERROR_SIZE] = "";
-    if (!c)
-        return gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
-    if (token && *token) {
-        char h[600];
-        snprintf(h, sizeof h, "Authorization: Bearer %s", token);
-        hdrs = curl_slist_append(NULL, h);
-        memset(h, 0, sizeof h);
-        if (!hdrs) {
-            curl_easy_cleanup(c);
-            return gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
-        }
-    }
-    int bad = 0;
-    bad |= curl_easy_setopt(c, CURLOPT_URL, url) != CURLE_OK;
-    bad |= curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs) != CURLE_OK;
-    bad |= curl_easy_setopt(c, CURLOPT_USERAGENT, "gpulse/" GP_VERSION) != CURLE_OK;
-    bad |= curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L) != CURLE_OK;
-    bad |= curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 10000L) != CURLE_OK;
-    bad |= curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L) != CURLE_OK;
-    bad |= curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https") != CURLE_OK;
-    bad |= curl_easy_setopt(c, CURLOPT_ACCEPT_ENCODING, "") != CURLE_OK;
-    bad |= curl_easy_setopt(c, CURLOPT_ERRORBUFFER, curl_err) != CURLE_OK;
-    bad |= curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body) != CURLE_OK;
-    bad |= curl_easy_setopt(c, CURLOPT_WRITEDATA, body) != CURLE_OK;
-    int rc = GP_OK;
-    if (bad) {
-        rc = gp_seterr(err, errlen, GP_EINTERNAL, "libcurl refused an option");
-    } else {
-        CURLcode cc = curl_easy_perform(c);
-        if (body->err == GP_ETOOBIG)
-            rc = gp_seterr(err, errlen, GP_ETOOBIG, "the answer is larger than %u MiB", MAX_ANSWER >> 20);
-        else if (body->err)
-            rc = gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
-        else if (cc != CURLE_OK)
-            rc = gp_seterr(err, errlen, GP_ENET, "%s", curl_err[0] ? curl_err : curl_easy_strerror(cc));
-        else
-            curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
-    }
-    curl_slist_free_all(hdrs);
-    curl_easy_cleanup(c);
-    return rc;
+    struct gp_httpc_opts o = {.timeout_ms = 10000, .bearer = token};
+    return gp_httpc_get(&o, url, body, status, err, errlen);
 }
 
 /* Makes s one plain line: control and non-ASCII bytes (C1 controls hide there) become blanks. */
@@ -230,7 +181,7 @@ static int get_doc(const struct opts *o, const char *token, json_t **doc)
     size_t sl = strlen(label);
     while (sl && label[sl - 1] == '/')
         label[--sl] = '\0';
-    char *esc = curl_easy_escape(NULL, o->job, 0);
+    char *esc = gp_httpc_escape(o->job);
     if (!esc) {
         fprintf(stderr, "gpulse report: out of memory\n");
         return 1;
@@ -239,7 +190,7 @@ static int get_doc(const struct opts *o, const char *token, json_t **doc)
     gp_buf_init(&url, 8192);
     gp_buf_init(&body, MAX_ANSWER);
     gp_buf_printf(&url, "%s/api/v1/jobs/%s?series=1", label, esc);
-    curl_free(esc);
+    free(esc);
     long status = 0;
     int ret = 1;
     json_t *root = NULL;
@@ -308,14 +259,14 @@ int gp_report_main(int argc, char **argv)
     }
     const char *nc = getenv("NO_COLOR");
     o.color = o.color && !(nc && *nc) && isatty(STDOUT_FILENO);
-    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+    if (gp_httpc_global_init() != GP_OK) {
         fprintf(stderr, "gpulse report: libcurl did not start\n");
         return 1;
     }
     json_t *doc = NULL;
     int ret = get_doc(&o, token, &doc);
     memset(token, 0, sizeof token);
-    curl_global_cleanup();
+    gp_httpc_global_cleanup();
     if (ret)
         return ret;
     struct gp_buf out;

@@ -28,7 +28,7 @@
 
 #include "lib/clock.h"
 #include "lib/err.h"
-#include "query/json.h"
+#include "lib/json.h"
 #include "query/query.h"
 #include "server/gpu_series.h"
 

@@ -18,7 +18,7 @@
 #include "insight/alerts.h"
 #include "lib/clock.h"
 #include "lib/err.h"
-#include "query/json.h"
+#include "lib/json.h"
 #include "server/gpu_series.h"
 
 #include <math.h>

@@ -25,7 +25,7 @@
 
 #include "lib/err.h"
 #include "lib/metrics.h"
-#include "query/json.h"
+#include "lib/json.h"
 #include "server/gpu_series.h"
 
 #include <math.h>

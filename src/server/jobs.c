@@ -8,7 +8,7 @@
 #include "lib/clock.h"
 #include "lib/err.h"
 #include "lib/log.h"
-#include "query/json.h"
+#include "lib/json.h"
 #include "state/state.h"
 #include "store/labels.h"
 

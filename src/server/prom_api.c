@@ -26,7 +26,7 @@
 #include "lib/clock.h"
 #include "lib/err.h"
 #include "lib/metrics.h"
-#include "query/json.h"
+#include "lib/json.h"
 #include "query/promql.h"
 #include "query/query.h"
 #include "sources/frame.h"

@@ -14,7 +14,7 @@
 #include "lib/clock.h"
 #include "lib/err.h"
 #include "lib/log.h"
-#include "query/json.h"
+#include "lib/json.h"
 #include "query/query.h"
 #include "server/auth.h"
 #include "lib/token.h"

@@ -18,6 +18,8 @@
 #ifndef GP_FRAME_H
 #define GP_FRAME_H
 
+#include "lib/gpumodels.h"
+
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -121,7 +123,7 @@ struct gp_gpu_field_info {
 };
 extern const struct gp_gpu_field_info gp_gpu_fields[GPF__COUNT];
 
-enum gp_vendor { GP_VENDOR_NVIDIA, GP_VENDOR_AMD };
+/* enum gp_vendor lives with the model table (lib/gpumodels.h). */
 const char *gp_vendor_name(enum gp_vendor v);
 
 /* Clock-event (throttle) reasons: NVML's bit values, dcgm-exporter's names. */

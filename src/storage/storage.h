@@ -15,7 +15,7 @@
  *                       backend) and the functions that dispatch through it
  *   storage_embedded.c  the backend over store/store.h (gp_store_*)
  *   storage_remote.c    the backend over HTTP: writes go through the
- *                       agent's remote-write sender (agent/push.h: the same
+ *                       remote-write sender the agent uses (ingest/push.h: the same
  *                       queue and disk buffer), reads through promapi.h
  *   promapi.c           the parser of Prometheus HTTP API answers
  *

@@ -3,7 +3,7 @@
  * cluster (DESIGN.md "Outgrowing one machine"; docs/storage.md).
  *
  * Writes: each accepted request is encoded again (ingest/remote_write.h)
- * and handed to the agent's remote-write sender (agent/push.h) with one
+ * and handed to the remote-write sender the agent uses too (ingest/push.h) with one
  * target, the cluster: the same queue, disk buffer (data_dir/remote-buffer),
  * retry and back-off as an agent's push. An outage of the cluster delays
  * samples, never loses them while the buffer has room.
@@ -31,19 +31,18 @@
  */
 #include "storage/storage_int.h"
 
-#include "agent/push.h"
-#include "agent/push_http.h"
+#include "ingest/push.h"
 #include "lib/clock.h"
 #include "lib/err.h"
 #include "lib/log.h"
 #include "lib/metrics.h"
 #include "lib/strset.h"
 #include "lib/token.h"
+#include "net/httpc.h"
 #include "storage/promapi.h"
 #include "store/labels.h"
 #include "store/store_fmt.h"
 
-#include <curl/curl.h>
 #include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
@@ -54,7 +53,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#define POOL 8                         /* idle curl handles kept for reuse */
+#define POOL 8                         /* idle HTTP handles kept for reuse */
 #define MAX_ANSWER (512u << 20)        /* bytes of one answer at most */
 #define CACHE_AGE_MS 10000             /* a selection's samples serve reads this long */
 #define FUTURE_MS 60000                /* open-ended windows reach this far past now */
@@ -70,7 +69,6 @@ struct remote {
     struct gp_storage_remote_options o;
     char *query_root; /* without a trailing slash */
     char *write_url;
-    struct curl_slist *headers;
     char *hdr_store[GP_STORAGE_MAX_HEADERS + 1]; /* what headers holds, for the push too */
     size_t nhdr;
     struct gp_push *push;
@@ -82,7 +80,7 @@ struct remote {
     size_t nslots;
 
     pthread_mutex_t pool_mu;
-    CURL *pool[POOL];
+    struct gp_httpc *pool[POOL];
     size_t npool;
 
     atomic_uint_fast64_t queries, errors, query_ns, samples_read, forwarded, cache_hits;
@@ -129,21 +127,27 @@ static int fail(int status, const char *fmt, ...)
 
 /* ---- HTTP ---------------------------------------------------------------- */
 
-static CURL *take_handle(struct remote *r)
+/* An idle handle, or a new one with the cluster's headers; NULL when out of memory. */
+static struct gp_httpc *take_handle(struct remote *r)
 {
-    CURL *c = NULL;
+    struct gp_httpc *c = NULL;
     pthread_mutex_lock(&r->pool_mu);
     if (r->npool)
         c = r->pool[--r->npool];
     pthread_mutex_unlock(&r->pool_mu);
-    if (!c)
-        c = curl_easy_init();
-    else
-        curl_easy_reset(c);
+    if (!c) {
+        struct gp_httpc_opts o = {.timeout_ms = r->o.query_timeout_ms,
+                                  .headers = (const char *const *)r->hdr_store,
+                                  .nheaders = r->nhdr,
+                                  .gzip = true}; /* gzip when the cluster offers it */
+        char err[128];
+        if (gp_httpc_open(&c, &o, err, sizeof err))
+            return NULL;
+    }
     return c;
 }
 
-static void give_handle(struct remote *r, CURL *c)
+static void give_handle(struct remote *r, struct gp_httpc *c)
 {
     pthread_mutex_lock(&r->pool_mu);
     if (r->npool < POOL) {
@@ -151,15 +155,7 @@ static void give_handle(struct remote *r, CURL *c)
         c = NULL;
     }
     pthread_mutex_unlock(&r->pool_mu);
-    if (c)
-        curl_easy_cleanup(c);
-}
-
-static size_t on_body(char *p, size_t size, size_t n, void *arg)
-{
-    struct gp_buf *b = arg;
-    gp_buf_append(b, p, size * n);
-    return b->err ? 0 : size * n;
+    gp_httpc_close(c);
 }
 
 /* The request of api_call; GP_OK with *code set whenever the cluster
@@ -175,38 +171,25 @@ static int api_request(struct remote *r, const char *path, const char *form, int
                      get ? form : "");
     if (n < 0 || (size_t)n >= sizeof url)
         return fail(502, "%s%s: the request is too long for a GET", r->query_root, path);
-    CURL *c = take_handle(r);
+    struct gp_httpc *c = take_handle(r);
     if (!c)
         return GP_ENOMEM;
     int64_t t0 = gp_mono_ns();
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, r->headers);
-    curl_easy_setopt(c, CURLOPT_USERAGENT, "gpulse/" GP_VERSION);
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)timeout_ms);
-    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, (long)(timeout_ms < 5000 ? timeout_ms : 5000));
-    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(c, CURLOPT_ACCEPT_ENCODING, ""); /* gzip when the cluster offers it */
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, out);
-    if (!get) {
-        curl_easy_setopt(c, CURLOPT_POST, 1L);
-        curl_easy_setopt(c, CURLOPT_POSTFIELDS, form);
-        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(form));
-    }
-    CURLcode cc = curl_easy_perform(c);
-    long code = 0;
-    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
+    struct gp_httpc_req req = {.url = url, .body = get ? NULL : form, .len = get ? 0 : strlen(form),
+                               .timeout_ms = timeout_ms, .answer = out};
+    struct gp_httpc_res res;
+    int hrc = gp_httpc_do(c, &req, &res);
+    long code = res.status;
     give_handle(r, c);
     atomic_fetch_add(&r->queries, 1);
     atomic_fetch_add(&r->query_ns, (uint64_t)(gp_mono_ns() - t0));
     int rc = GP_OK;
-    if (out->err == GP_ENOMEM)
+    if (hrc || out->err == GP_ENOMEM)
         rc = GP_ENOMEM;
     else if (out->err)
         rc = fail(502, "%s%s: the answer is over %u MiB", r->query_root, path, MAX_ANSWER >> 20);
-    else if (cc != CURLE_OK)
-        rc = fail(503, "%s%s: %s", r->query_root, path, curl_easy_strerror(cc));
+    else if (res.err[0])
+        rc = fail(503, "%s%s: %s", r->query_root, path, res.err);
     *code_out = code;
     if (rc)
         atomic_fetch_add(&r->errors, 1);
@@ -247,13 +230,13 @@ static int api_call(struct remote *r, const char *path, const char *form, int ge
 /* Appends name=value, URL-encoded, to a form. */
 static void form_add(struct gp_buf *f, const char *name, const char *value)
 {
-    char *e = curl_easy_escape(NULL, value, 0);
+    char *e = gp_httpc_escape(value);
     if (!e) {
         f->err = GP_ENOMEM;
         return;
     }
     gp_buf_printf(f, "%s%s=%s", f->len ? "&" : "", name, e);
-    curl_free(e);
+    free(e);
 }
 
 static void put_quoted(struct gp_buf *b, const char *s, size_t n)
@@ -927,11 +910,11 @@ static int r_label_values(struct gp_storage *s, const char *name, const struct g
                           size_t nm, void (*fn)(void *arg, const char *value, size_t len), void *arg)
 {
     char path[320];
-    char *e = curl_easy_escape(NULL, name, 0);
+    char *e = gp_httpc_escape(name);
     if (!e)
         return GP_ENOMEM;
     snprintf(path, sizeof path, "/api/v1/label/%.256s/values", e);
-    curl_free(e);
+    free(e);
     return strings(s, path, 1, m, nm, fn, arg);
 }
 
@@ -1066,8 +1049,7 @@ static void r_close(struct gp_storage *s)
         return;
     gp_push_stop(r->push);
     for (size_t i = 0; i < r->npool; i++)
-        curl_easy_cleanup(r->pool[i]);
-    curl_slist_free_all(r->headers);
+        gp_httpc_close(r->pool[i]);
     for (size_t i = 0; i < r->nhdr; i++) {
         memset(r->hdr_store[i], 0, strlen(r->hdr_store[i])); /* credentials */
         free(r->hdr_store[i]);
@@ -1080,7 +1062,7 @@ static void r_close(struct gp_storage *s)
     free(r->write_url);
     pthread_mutex_destroy(&r->reg_mu);
     pthread_mutex_destroy(&r->pool_mu);
-    gp_push_http_global_cleanup();
+    gp_httpc_global_cleanup();
     free(r);
 }
 
@@ -1090,10 +1072,6 @@ static int add_header(struct remote *r, const char *h)
         return GP_ETOOBIG;
     if (!(r->hdr_store[r->nhdr] = strdup(h)))
         return GP_ENOMEM;
-    struct curl_slist *l = curl_slist_append(r->headers, h);
-    if (!l)
-        return GP_ENOMEM;
-    r->headers = l;
     r->nhdr++;
     return GP_OK;
 }
@@ -1154,11 +1132,11 @@ int gp_storage_remote_open(struct gp_storage *s, const struct gp_storage_remote_
     if (!o->write_url || !*o->write_url || !o->query_url || !*o->query_url)
         return gp_seterr(err, errlen, GP_ECONFIG,
                          "remote storage needs remote_write_url and remote_query_url");
-    if (gp_push_http_global_init())
+    if (gp_httpc_global_init())
         return gp_seterr(err, errlen, GP_EINTERNAL, "libcurl failed to initialise");
     struct remote *r = calloc(1, sizeof *r);
     if (!r) {
-        gp_push_http_global_cleanup();
+        gp_httpc_global_cleanup();
         return gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
     }
     s->impl = r;
@@ -1213,7 +1191,7 @@ int gp_storage_remote_open(struct gp_storage *s, const struct gp_storage_remote_
     r->o.bearer_token_file = r->o.basic_user = r->o.basic_password_file = NULL;
     memset(r->o.headers, 0, sizeof r->o.headers);
     char label[512];
-    gp_push_url_label(r->query_root, label, sizeof label);
+    gp_httpc_url_label(r->query_root, label, sizeof label);
     gp_log(GP_LOG_INFO, "storage", "remote storage", "query=%s lookback_ms=%" PRId64, label,
            r->o.lookback_ms);
     return GP_OK;

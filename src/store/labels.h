@@ -47,4 +47,9 @@ int gp_labels_get(const uint8_t *blob, size_t len, const char *name, struct gp_r
  * labels are equal bytes). GP_OK or GP_EPARSE. */
 int gp_labels_validate(const uint8_t *blob, size_t len);
 
+/* A label set (a canonical blob) as a JSON object
+ * {"name":"value",...}. GP_OK, or GP_EPARSE for a malformed blob (what
+ * was written so far stays; the caller abandons the answer). */
+int gp_json_labels(struct gp_buf *b, const uint8_t *blob, size_t len);
+
 #endif

@@ -21,13 +21,13 @@
 #include "lib/err.h"
 #include "lib/log.h"
 #include "lib/token.h"
+#include "net/httpc.h"
 #include "sources/sources.h"
 #include "top/layout.h"
 #include "top/top_agent.h"
 #include "top/top_alerts.h"
 #include "top/top_config.h"
 
-#include <curl/curl.h>
 #include <curses.h>
 #include <locale.h>
 #include <pwd.h>
@@ -405,7 +405,7 @@ int gp_top_main(int argc, char **argv)
         ret = rc == GP_ECONFIG || rc == GP_EUSAGE ? 2 : 1;
         goto free;
     }
-    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+    if (gp_httpc_global_init() != GP_OK) {
         fprintf(stderr, "gpulse top: libcurl did not start\n");
         ret = 1;
         goto free;
@@ -418,7 +418,7 @@ int gp_top_main(int argc, char **argv)
     } else {
         ret = frames ? run_text(t, frames) : run_live(t);
     }
-    curl_global_cleanup();
+    gp_httpc_global_cleanup();
 free:
     gp_sampler_stop(t->sampler);
     gp_top_screen_free(&t->screen);

@@ -3,9 +3,9 @@
 
 #include "lib/buf.h"
 #include "lib/err.h"
+#include "net/httpc.h"
 #include "top/top_http.h"
 
-#include <curl/curl.h>
 #include <errno.h>
 #include <jansson.h>
 #include <pthread.h>
@@ -92,7 +92,7 @@ done:
 int gp_top_alerts_fetch(const char *server, const char *node, const char *token,
                         struct gp_top_alerts *out, char *err, size_t errlen)
 {
-    char *qnode = curl_easy_escape(NULL, node, 0);
+    char *qnode = gp_httpc_escape(node);
     size_t sl = strlen(server);
     while (sl && server[sl - 1] == '/')
         sl--;
@@ -116,7 +116,7 @@ int gp_top_alerts_fetch(const char *server, const char *node, const char *token,
     else if (rc)
         gp_seterr(err, errlen, rc, "alerts: %s", detail);
 done:
-    curl_free(qnode);
+    free(qnode);
     gp_buf_free(&body);
     return rc;
 }

@@ -2,9 +2,9 @@
  * top_http.h - the one GET `gpulse top` sends, to a server (its alerts) or
  * to an agent (its snapshot).
  *
- * Synchronous libcurl with a 5 s deadline, http and https only, an
+ * Synchronous (net/httpc) with a 5 s deadline, http and https only, an
  * optional bearer token, and a cap on the answer, so a slow, hostile or
- * mistaken peer costs at most that. The caller has run curl_global_init.
+ * mistaken peer costs at most that. The caller has run gp_httpc_global_init.
  */
 #ifndef GP_TOP_HTTP_H
 #define GP_TOP_HTTP_H

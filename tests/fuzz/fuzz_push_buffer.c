@@ -7,7 +7,7 @@
  * through segment.h's syscall table and are skipped here (speed); files
  * live in a private directory under $TMPDIR or /dev/shm.
  */
-#include "agent/push_queue.h"
+#include "ingest/push_queue.h"
 #include "store/segment.h"
 
 #include <dirent.h>

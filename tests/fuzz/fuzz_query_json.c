@@ -6,7 +6,7 @@
  * round trip gives.
  */
 #include "lib/buf.h"
-#include "query/json.h"
+#include "lib/json.h"
 
 #include <jansson.h>
 #include <math.h>

@@ -5,7 +5,7 @@
  */
 #include "lib/buf.h"
 #include "lib/err.h"
-#include "query/json.h"
+#include "lib/json.h"
 #include "query/query.h"
 
 #include <stdint.h>

@@ -10,11 +10,12 @@
  * configuration errors, and a stop that does not hang on a dead server.
  */
 #include "agent/config.h"
-#include "agent/push.h"
-#include "agent/push_http.h"
+#include "ingest/push.h"
+#include "ingest/push_http.h"
 #include "ingest/remote_write.h"
 #include "ingest/textparse.h"
 #include "lib/err.h"
+#include "net/httpc.h"
 #include "test.h"
 
 #include <arpa/inet.h>
@@ -351,13 +352,13 @@ static void test_metrics_render(void)
 static void test_url_labels_hide_secrets(void)
 {
     char l[512];
-    gp_push_url_label("https://u:p@example.com:8443/api/v1/push?tenant=x&token=y#frag", l, sizeof l);
+    gp_httpc_url_label("https://u:p@example.com:8443/api/v1/push?tenant=x&token=y#frag", l, sizeof l);
     CHECK_STR(l, "https://example.com:8443/api/v1/push");
-    gp_push_url_label("http://127.0.0.1:9402/api/v1/write", l, sizeof l);
+    gp_httpc_url_label("http://127.0.0.1:9402/api/v1/write", l, sizeof l);
     CHECK_STR(l, "http://127.0.0.1:9402/api/v1/write");
-    gp_push_url_label("http://[::1]:8428/api/v1/write", l, sizeof l);
+    gp_httpc_url_label("http://[::1]:8428/api/v1/write", l, sizeof l);
     CHECK_STR(l, "http://[::1]:8428/api/v1/write");
-    gp_push_url_label("not a url", l, sizeof l);
+    gp_httpc_url_label("not a url", l, sizeof l);
     CHECK_STR(l, "invalid-url");
 }
 

@@ -7,7 +7,7 @@
  * segment files are deleted once delivered; the checkpoint log stays
  * small. Every file is synced as in production (real fdatasync).
  */
-#include "agent/push_queue.h"
+#include "ingest/push_queue.h"
 #include "lib/err.h"
 #include "store/segment.h"
 #include "test.h"

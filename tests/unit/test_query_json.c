@@ -4,7 +4,7 @@
  * against snprintf's shortest round-trip choice on many doubles.
  */
 #include "lib/buf.h"
-#include "query/json.h"
+#include "lib/json.h"
 #include "test.h"
 
 #include <jansson.h>

@@ -1,5 +1,5 @@
 /*
- * json.c - JSON strings, times and values for the query API (json.h).
+ * json.c - JSON strings, times and values (json.h).
  *
  * Two things matter here. Correctness: labels are outside data and may
  * hold any bytes, so every byte is either copied as well-formed UTF-8,
@@ -17,10 +17,9 @@
  * v == m / 10^f (one correctly rounded IEEE division, which is what
  * strtod computes), and the rest through snprintf with a read-back check.
  */
-#include "query/json.h"
+#include "lib/json.h"
 
 #include "lib/err.h"
-#include "store/labels.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -113,25 +112,6 @@ void gp_json_str(struct gp_buf *b, const char *s, size_t len)
         }
     }
     gp_buf_putc(b, '"');
-}
-
-int gp_json_labels(struct gp_buf *b, const uint8_t *blob, size_t len)
-{
-    struct gp_labels_iter it;
-    struct gp_rw_str name, value;
-    int rc, first = 1;
-    gp_labels_iter_init(&it, blob, len);
-    gp_buf_putc(b, '{');
-    while ((rc = gp_labels_next(&it, &name, &value)) == 1) {
-        if (!first)
-            gp_buf_putc(b, ',');
-        first = 0;
-        gp_json_str(b, name.ptr, name.len);
-        gp_buf_putc(b, ':');
-        gp_json_str(b, value.ptr, value.len);
-    }
-    gp_buf_putc(b, '}');
-    return rc < 0 ? GP_EPARSE : GP_OK;
 }
 
 /* Decimal digits of v into the end of a buffer; returns the start. */

@@ -17,11 +17,10 @@
  * Parts: options and targets; the encoder; batching and sending; the
  * target loop with its back-off; metrics; start and stop.
  */
-#include "agent/push.h"
+#include "ingest/push.h"
 
-#include "agent/expo.h"
-#include "agent/push_http.h"
-#include "agent/push_queue.h"
+#include "ingest/push_http.h"
+#include "ingest/push_queue.h"
 #include "ingest/remote_write.h"
 #include "ingest/textparse.h"
 #include "lib/clock.h"
@@ -29,6 +28,7 @@
 #include "lib/log.h"
 #include "lib/metrics.h"
 #include "lib/token.h"
+#include "net/httpc.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -626,7 +626,7 @@ static int target_init(struct gp_push *p, struct target *t, const char *url, cha
         t->rng = 1;
     int rc;
     if (url) {
-        gp_push_url_label(url, t->label, sizeof t->label);
+        gp_httpc_url_label(url, t->label, sizeof t->label);
         /* The buffer belongs to the endpoint (query included: tenants
          * differ there), not to the credentials in the URL. */
         const char *at = strchr(url, '@'), *scheme_end = strstr(url, "://");
@@ -635,10 +635,9 @@ static int target_init(struct gp_push *p, struct target *t, const char *url, cha
             snprintf(t->key, sizeof t->key, "%.*s%s", (int)(scheme_end + 3 - url), url, at + 1);
         else
             snprintf(t->key, sizeof t->key, "%s", url);
-        if ((rc = gp_push_http_open(&t->http, url, p->bearer, p->o.timeout_ms, err, errlen)))
+        if ((rc = gp_push_http_open(&t->http, url, p->bearer, p->o.headers, p->o.nheaders, p->o.timeout_ms,
+                                    err, errlen)))
             return rc;
-        if (p->o.nheaders && gp_push_http_add_headers(t->http, p->o.headers, p->o.nheaders))
-            return gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
     } else {
         snprintf(t->label, sizeof t->label, "local");
         snprintf(t->key, sizeof t->key, "local");
@@ -722,7 +721,7 @@ int gp_push_start(struct gp_push **out, const struct gp_push_options *o, char *e
     int rc = p->t ? GP_OK : gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
     if (!rc)
         rc = copy_labels(p, o, err, errlen);
-    if (!rc && gp_push_http_global_init())
+    if (!rc && gp_httpc_global_init())
         rc = gp_seterr(err, errlen, GP_EINTERNAL, "libcurl failed to initialise");
     else if (!rc)
         p->curl_ref = 1;
@@ -758,7 +757,7 @@ int gp_push_start(struct gp_push **out, const struct gp_push_options *o, char *e
         size_t same = 0;
         for (size_t j = 0; url && j < i; j++) {
             char l[sizeof p->t[j].label];
-            gp_push_url_label(o->urls[j], l, sizeof l);
+            gp_httpc_url_label(o->urls[j], l, sizeof l);
             same += !strcmp(l, p->t[i].label);
         }
         if (same) {
@@ -842,7 +841,7 @@ void gp_push_stop(struct gp_push *p)
         pthread_cond_destroy(&t->cv);
     }
     if (p->curl_ref)
-        gp_push_http_global_cleanup();
+        gp_httpc_global_cleanup();
     for (int i = 0; i < RING; i++)
         gp_buf_free(&p->ring[i].text);
     gp_buf_free(&p->work);

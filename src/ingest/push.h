@@ -1,5 +1,8 @@
 /*
- * push.h - the agent's remote-write sender: every tick, to every target.
+ * push.h - the remote-write sender: every tick, to every target.
+ *
+ * The agent pushes through it and the remote store (storage/) writes
+ * through it, so it sits with the codec below both, not in agent/.
  *
  * Each tick the sampler hands the pusher the tick's exposition text (what
  * /metrics shows) and its frame time. An encoder thread parses it

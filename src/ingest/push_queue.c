@@ -15,7 +15,7 @@
  *    do not increase treated as corrupt, a torn tail of the last segment
  *    cut by the appender that reopens it.
  */
-#include "agent/push_queue.h"
+#include "ingest/push_queue.h"
 
 #include "lib/bits.h"
 #include "lib/err.h"

@@ -1,13 +1,13 @@
 /*
- * json.h - the JSON pieces the query API writes (query-internal).
+ * json.h - the JSON writer: the pieces every API answer is made of.
  *
  * Answers are written straight into a gp_buf (no document tree): strings
  * escaped for any bytes, times and sample values as Prometheus's HTTP API
  * writes them. A gp_buf latches its first failure, so writers emit a
  * whole answer and check the buffer once.
  */
-#ifndef GP_QUERY_JSON_H
-#define GP_QUERY_JSON_H
+#ifndef GP_LIB_JSON_H
+#define GP_LIB_JSON_H
 
 #include "lib/buf.h"
 
@@ -19,11 +19,6 @@
  * UTF-8 replaced by U+FFFD (as Go's encoder does), so the answer is always
  * valid JSON whatever a label holds. */
 void gp_json_str(struct gp_buf *b, const char *s, size_t len);
-
-/* A label set (a canonical blob, store/labels.h) as a JSON object
- * {"name":"value",...}. GP_OK, or GP_EPARSE for a malformed blob (what
- * was written so far stays; the caller abandons the answer). */
-int gp_json_labels(struct gp_buf *b, const uint8_t *blob, size_t len);
 
 /* A time as Unix seconds, a JSON number with the millisecond fraction
  * only when needed: 1700000000, 1700000000.5, -0.25. */
