@@ -935,8 +935,8 @@ static int write_list(struct gp_storage *s, const char *name, struct gp_buf *out
     struct mark m = mark_of(out);
     struct list_writer w = {out, 1};
     gp_buf_puts(out, "{\"status\":\"success\",\"data\":[");
-    int rc = name ? gp_storage_label_values(s, name, NULL, 0, write_item, &w)
-                  : gp_storage_label_names(s, NULL, 0, write_item, &w);
+    int rc = name ? gp_storage_label_values(s, name, NULL, 0, INT64_MIN, INT64_MAX, write_item, &w)
+                  : gp_storage_label_names(s, NULL, 0, INT64_MIN, INT64_MAX, write_item, &w);
     if (rc) {
         gp_seterr(err, errlen, rc, "listing labels: %s", gp_strerror(rc));
     } else {
@@ -946,25 +946,6 @@ static int write_list(struct gp_storage *s, const char *name, struct gp_buf *out
     if (rc)
         rewind_to(out, m);
     return rc;
-}
-
-/* The label names (name NULL) or name's values of a selection's series. */
-static void strset_of_selection(struct gp_strset *x, const struct gp_store_selection *sel, const char *name)
-{
-    for (size_t i = 0; i < sel->n && !x->err; i++) {
-        const struct gp_store_series *se = &sel->series[i];
-        if (name) {
-            struct gp_rw_str v;
-            if (gp_labels_get(se->labels, se->labels_len, name, &v) && v.len)
-                gp_strset_add(x, v.ptr, v.len);
-            continue;
-        }
-        struct gp_labels_iter it;
-        struct gp_rw_str ln, lv;
-        gp_labels_iter_init(&it, se->labels, se->labels_len);
-        while (gp_labels_next(&it, &ln, &lv) == 1)
-            gp_strset_add(x, ln.ptr, ln.len);
-    }
 }
 
 int gp_query_label_list(struct gp_storage *s, const char *name, const struct gp_matcher *const *sel,
@@ -978,26 +959,13 @@ int gp_query_label_list(struct gp_storage *s, const char *name, const struct gp_
         return gp_seterr(err, errlen, GP_EUSAGE, "invalid label name: empty");
     if (!nsel && !bounded)
         return write_list(s, name, out, err, errlen);
-    /* The time range needs the series' sample spans, which only the
-     * embedded store's selection has cheaply; the remote backend asks the
-     * cluster's index with the selectors instead (docs/api.md). */
-    int by_time = bounded && gp_storage_kind(s) == GP_STORAGE_EMBEDDED;
     struct gp_strset x = {0};
     int rc = GP_OK;
     for (size_t i = 0; i < (nsel ? nsel : 1) && !rc && !x.err; i++) {
         const struct gp_matcher *m = nsel ? sel[i] : NULL;
         size_t n = nsel ? nm[i] : 0;
-        if (by_time) {
-            struct gp_store_selection got;
-            memset(&got, 0, sizeof got);
-            rc = gp_storage_select(s, m, n, start_ms, end_ms, &got);
-            if (!rc)
-                strset_of_selection(&x, &got, name);
-            gp_storage_selection_free(&got);
-        } else {
-            rc = name ? gp_storage_label_values(s, name, m, n, gp_strset_add, &x)
-                      : gp_storage_label_names(s, m, n, gp_strset_add, &x);
-        }
+        rc = name ? gp_storage_label_values(s, name, m, n, start_ms, end_ms, gp_strset_add, &x)
+                  : gp_storage_label_names(s, m, n, start_ms, end_ms, gp_strset_add, &x);
     }
     if (!rc)
         rc = x.err;

@@ -114,16 +114,17 @@ double gp_storage_newest_value(struct gp_storage *s, uint32_t id, int64_t last_m
 }
 
 int gp_storage_label_names(struct gp_storage *s, const struct gp_matcher *m, size_t nm,
+                           int64_t start_ms, int64_t end_ms,
                            void (*fn)(void *arg, const char *name, size_t len), void *arg)
 {
-    return s->ops->label_names(s, m, nm, fn, arg);
+    return s->ops->label_names(s, m, nm, start_ms, end_ms, fn, arg);
 }
 
 int gp_storage_label_values(struct gp_storage *s, const char *name, const struct gp_matcher *m,
-                            size_t nm, void (*fn)(void *arg, const char *value, size_t len),
-                            void *arg)
+                            size_t nm, int64_t start_ms, int64_t end_ms,
+                            void (*fn)(void *arg, const char *value, size_t len), void *arg)
 {
-    return s->ops->label_values(s, name, m, nm, fn, arg);
+    return s->ops->label_values(s, name, m, nm, start_ms, end_ms, fn, arg);
 }
 
 int gp_storage_promql(struct gp_storage *s, const struct gp_storage_promql *q, struct gp_buf *out,

@@ -123,12 +123,15 @@ int gp_storage_read_rollups(struct gp_storage *s, uint32_t id, int64_t mint, int
 double gp_storage_newest_value(struct gp_storage *s, uint32_t id, int64_t last_ms,
                                int64_t lookback_ms, struct gp_samples *scratch);
 
-/* As gp_store_label_names / gp_store_label_values, plus GP_ENET. */
+/* As gp_store_label_names / gp_store_label_values, plus GP_ENET, over
+ * the series with samples in [start_ms, end_ms] (INT64_MIN and INT64_MAX:
+ * every series the index holds); fn may hear a string more than once. */
 int gp_storage_label_names(struct gp_storage *s, const struct gp_matcher *m, size_t nm,
+                           int64_t start_ms, int64_t end_ms,
                            void (*fn)(void *arg, const char *name, size_t len), void *arg);
 int gp_storage_label_values(struct gp_storage *s, const char *name, const struct gp_matcher *m,
-                            size_t nm, void (*fn)(void *arg, const char *value, size_t len),
-                            void *arg);
+                            size_t nm, int64_t start_ms, int64_t end_ms,
+                            void (*fn)(void *arg, const char *value, size_t len), void *arg);
 
 /* A PromQL query for a backend that evaluates PromQL itself. */
 struct gp_storage_promql {

@@ -4,6 +4,11 @@
  */
 #include "storage/storage_int.h"
 
+#include "store/labels.h"
+
+#include <stdint.h>
+#include <string.h>
+
 static struct gp_store *st_of(struct gp_storage *s) { return s->impl; }
 
 static int e_append(struct gp_storage *s, const struct gp_rw_request *req,
@@ -35,15 +40,47 @@ static double e_newest_value(struct gp_storage *s, uint32_t id, int64_t last_ms,
     return gp_store_newest_value(st_of(s), id, last_ms, lookback_ms, scratch);
 }
 
-static int e_label_names(struct gp_storage *s, const struct gp_matcher *m, size_t nm,
-                         void (*fn)(void *arg, const char *name, size_t len), void *arg)
+/* The label names (name NULL) or name's values of the series with
+ * samples in [start, end]: the index has no times, the selection has
+ * each series' span. */
+static int labels_in_span(struct gp_storage *s, const char *name, const struct gp_matcher *m, size_t nm,
+                          int64_t start, int64_t end, void (*fn)(void *arg, const char *v, size_t len),
+                          void *arg)
 {
+    struct gp_store_selection sel;
+    memset(&sel, 0, sizeof sel);
+    int rc = gp_store_select(st_of(s), m, nm, start, end, &sel);
+    for (size_t i = 0; i < sel.n && !rc; i++) {
+        const struct gp_store_series *se = &sel.series[i];
+        struct gp_rw_str ln, lv;
+        if (name) {
+            if (gp_labels_get(se->labels, se->labels_len, name, &lv) && lv.len)
+                fn(arg, lv.ptr, lv.len);
+            continue;
+        }
+        struct gp_labels_iter it;
+        gp_labels_iter_init(&it, se->labels, se->labels_len);
+        while (gp_labels_next(&it, &ln, &lv) == 1)
+            fn(arg, ln.ptr, ln.len);
+    }
+    gp_store_selection_free(&sel);
+    return rc;
+}
+
+static int e_label_names(struct gp_storage *s, const struct gp_matcher *m, size_t nm, int64_t start,
+                         int64_t end, void (*fn)(void *arg, const char *name, size_t len), void *arg)
+{
+    if (start != INT64_MIN || end != INT64_MAX)
+        return labels_in_span(s, NULL, m, nm, start, end, fn, arg);
     return gp_store_label_names(st_of(s), m, nm, fn, arg);
 }
 
 static int e_label_values(struct gp_storage *s, const char *name, const struct gp_matcher *m,
-                          size_t nm, void (*fn)(void *arg, const char *value, size_t len), void *arg)
+                          size_t nm, int64_t start, int64_t end,
+                          void (*fn)(void *arg, const char *value, size_t len), void *arg)
 {
+    if (start != INT64_MIN || end != INT64_MAX)
+        return labels_in_span(s, name, m, nm, start, end, fn, arg);
     return gp_store_label_values(st_of(s), name, m, nm, fn, arg);
 }
 

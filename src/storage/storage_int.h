@@ -21,9 +21,10 @@ struct gp_storage_ops {
                         struct gp_rollups *out);
     double (*newest_value)(struct gp_storage *s, uint32_t id, int64_t last_ms, int64_t lookback_ms,
                            struct gp_samples *scratch);
-    int (*label_names)(struct gp_storage *s, const struct gp_matcher *m, size_t nm,
-                       void (*fn)(void *arg, const char *name, size_t len), void *arg);
+    int (*label_names)(struct gp_storage *s, const struct gp_matcher *m, size_t nm, int64_t start_ms,
+                       int64_t end_ms, void (*fn)(void *arg, const char *name, size_t len), void *arg);
     int (*label_values)(struct gp_storage *s, const char *name, const struct gp_matcher *m, size_t nm,
+                        int64_t start_ms, int64_t end_ms,
                         void (*fn)(void *arg, const char *value, size_t len), void *arg);
     /* NULL: the backend does not evaluate PromQL (the caller does) */
     int (*promql)(struct gp_storage *s, const struct gp_storage_promql *q, struct gp_buf *out,

@@ -862,9 +862,20 @@ static double r_newest_value(struct gp_storage *s, uint32_t id, int64_t last_ms,
 
 /* ---- labels ----------------------------------------------------------------- */
 
-/* GET or POST path with an optional match[], the strings sorted and unique to fn. */
+/* "1700000000.250": ms as the API's seconds. */
+static void form_time(struct gp_buf *f, const char *name, int64_t ms)
+{
+    char v[40];
+    uint64_t a = ms < 0 ? 0 - (uint64_t)ms : (uint64_t)ms;
+    snprintf(v, sizeof v, "%s%" PRIu64 ".%03" PRIu64, ms < 0 ? "-" : "", a / 1000, a % 1000);
+    form_add(f, name, v);
+}
+
+/* GET or POST path with a match[] and the span (start and end when
+ * bounded), the strings sorted and unique to fn. */
 static int strings(struct gp_storage *s, const char *path, int get, const struct gp_matcher *m,
-                   size_t nm, void (*fn)(void *arg, const char *v, size_t len), void *arg)
+                   size_t nm, int64_t start, int64_t end,
+                   void (*fn)(void *arg, const char *v, size_t len), void *arg)
 {
     struct remote *r = R(s);
     struct gp_buf f, sel, body;
@@ -876,6 +887,10 @@ static int strings(struct gp_storage *s, const char *path, int get, const struct
     selector_of(&sel, m, nm);
     if (!sel.err)
         form_add(&f, "match[]", sel.data);
+    if (start != INT64_MIN)
+        form_time(&f, "start", start);
+    if (end != INT64_MAX)
+        form_time(&f, "end", end);
     int rc = sel.err || f.err ? GP_ENOMEM : api_call(r, path, f.data, get, &body);
     gp_buf_free(&f);
     gp_buf_free(&sel);
@@ -900,14 +915,15 @@ static int strings(struct gp_storage *s, const char *path, int get, const struct
     return rc;
 }
 
-static int r_label_names(struct gp_storage *s, const struct gp_matcher *m, size_t nm,
-                         void (*fn)(void *arg, const char *name, size_t len), void *arg)
+static int r_label_names(struct gp_storage *s, const struct gp_matcher *m, size_t nm, int64_t start,
+                         int64_t end, void (*fn)(void *arg, const char *name, size_t len), void *arg)
 {
-    return strings(s, "/api/v1/labels", 0, m, nm, fn, arg);
+    return strings(s, "/api/v1/labels", 0, m, nm, start, end, fn, arg);
 }
 
 static int r_label_values(struct gp_storage *s, const char *name, const struct gp_matcher *m,
-                          size_t nm, void (*fn)(void *arg, const char *value, size_t len), void *arg)
+                          size_t nm, int64_t start, int64_t end,
+                          void (*fn)(void *arg, const char *value, size_t len), void *arg)
 {
     char path[320];
     char *e = gp_httpc_escape(name);
@@ -915,19 +931,10 @@ static int r_label_values(struct gp_storage *s, const char *name, const struct g
         return GP_ENOMEM;
     snprintf(path, sizeof path, "/api/v1/label/%.256s/values", e);
     free(e);
-    return strings(s, path, 1, m, nm, fn, arg);
+    return strings(s, path, 1, m, nm, start, end, fn, arg);
 }
 
 /* ---- PromQL, computed by the cluster ----------------------------------------------- */
-
-/* "1700000000.250": ms as the API's seconds. */
-static void form_time(struct gp_buf *f, const char *name, int64_t ms)
-{
-    char v[40];
-    uint64_t a = ms < 0 ? 0 - (uint64_t)ms : (uint64_t)ms;
-    snprintf(v, sizeof v, "%s%" PRIu64 ".%03" PRIu64, ms < 0 ? "-" : "", a / 1000, a % 1000);
-    form_add(f, name, v);
-}
 
 static int r_promql(struct gp_storage *s, const struct gp_storage_promql *q, struct gp_buf *out,
                     int *status)

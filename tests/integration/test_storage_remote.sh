@@ -58,7 +58,8 @@ QR="match=DCGM_FI_DEV_GPU_UTIL&start=$START&end=$((END_MS / 1000 + 1))&step=5s"
 QR2="match=DCGM_FI_DEV_POWER_USAGE%7BHostname%3D%22sim-node-1%22%7D&start=$START&end=$((END_MS / 1000 + 1))&step=2s&agg=avg&by=gpu"
 SER="match%5B%5D=DCGM_FI_DEV_GPU_TEMP&start=$START&end=$((END_MS / 1000 + 1))"
 PATHS=(${ONLY_PATHS:-/api/v1/labels /api/v1/gpus /api/v1/nodes} "/api/v1/query_range?$QR" "/api/v1/query_range?$QR2"
-    "/api/v1/series?$SER" /api/v1/labels /api/v1/label/Hostname/values /api/v1/label/__name__/values)
+    "/api/v1/series?$SER" /api/v1/labels /api/v1/label/Hostname/values /api/v1/label/__name__/values
+    "/api/v1/labels?$SER" "/api/v1/label/gpu/values?$SER")
 i=0
 for p in "${PATHS[@]}"; do
     for u in "$EMB" "$VMS" "$PRS"; do

@@ -257,6 +257,11 @@ static void fake_handle(void *ctx, const struct gp_http_request *req, struct gp_
         gp_buf_puts(&resp->body, "{\"status\":\"success\",\"data\":[{\"__name__\":\"util\",\"gpu\":\"1\"},"
                                  "{\"__name__\":\"util\",\"gpu\":\"0\"},{\"__name__\":\"util\",\"gpu\":\"2\"}]}");
     } else if (!strcmp(path, "/api/v1/labels")) {
+        size_t n;
+        const uint8_t *body = gp_http_body(req, &n);
+        pthread_mutex_lock(&f->mu);
+        snprintf(f->last_query, sizeof f->last_query, "%.*s", (int)n, body ? (const char *)body : "");
+        pthread_mutex_unlock(&f->mu);
         gp_buf_puts(&resp->body, "{\"status\":\"success\",\"data\":[\"gpu\",\"__name__\",\"gpu\"]}");
     } else if (!strcmp(path, "/api/v1/label/gpu/values")) {
         gp_buf_puts(&resp->body, "{\"status\":\"success\",\"data\":[\"1\",\"0\"]}");
@@ -352,10 +357,16 @@ static void test_remote_reads(void)
     CHECK_INT((int)x.n, 0);
     struct gp_buf b;
     gp_buf_init(&b, 0);
-    CHECK_INT(gp_storage_label_names(s, NULL, 0, names_cb, &b), GP_OK);
+    CHECK_INT(gp_storage_label_names(s, NULL, 0, INT64_MIN, INT64_MAX, names_cb, &b), GP_OK);
     CHECK_STR(b.data, "__name__;gpu;"); /* sorted, unique */
+    CHECK(strstr(f.last_query, "start") == NULL); /* unbounded: the cluster's own window */
     gp_buf_reset(&b);
-    CHECK_INT(gp_storage_label_values(s, "gpu", NULL, 0, names_cb, &b), GP_OK);
+    /* a span goes to the cluster as start and end */
+    CHECK_INT(gp_storage_label_names(s, NULL, 0, 1000500, 2000000, names_cb, &b), GP_OK);
+    CHECK_CONTAINS(f.last_query, "start=1000.500");
+    CHECK_CONTAINS(f.last_query, "end=2000.000");
+    gp_buf_reset(&b);
+    CHECK_INT(gp_storage_label_values(s, "gpu", NULL, 0, INT64_MIN, INT64_MAX, names_cb, &b), GP_OK);
     CHECK_STR(b.data, "0;1;");
     gp_buf_free(&b);
     struct gp_store_stats st;
@@ -428,7 +439,7 @@ static void test_remote_errors(void)
     }
     struct gp_buf b;
     gp_buf_init(&b, 0);
-    CHECK_INT(gp_storage_label_names(s, NULL, 0, names_cb, &b), GP_ENET);
+    CHECK_INT(gp_storage_label_names(s, NULL, 0, INT64_MIN, INT64_MAX, names_cb, &b), GP_ENET);
     gp_buf_free(&b);
     CHECK(isnan(gp_storage_newest_value(s, 1, 1000, 1000, &(struct gp_samples){0})));
     gp_storage_close(s);
@@ -546,7 +557,7 @@ static void test_remote_basic_auth(void)
     CHECK_INT(gp_storage_open(&s, &o, err, sizeof err), GP_OK);
     struct gp_buf b;
     gp_buf_init(&b, 0);
-    CHECK_INT(gp_storage_label_names(s, NULL, 0, names_cb, &b), GP_OK);
+    CHECK_INT(gp_storage_label_names(s, NULL, 0, INT64_MIN, INT64_MAX, names_cb, &b), GP_OK);
     gp_buf_free(&b);
     CHECK_STR(f.last_auth, "Basic dTpw"); /* base64("u:p") */
     gp_storage_close(s);
