@@ -3,7 +3,8 @@
 Usage: train_torch.py OUT.json [STEPS] [--exit N | --die SIGNAL]
 
 Measures, by itself, what gpulse's report must agree with: the number of
-steps, each step's duration (the same block gpulse.step() times), the
+steps, each step's duration (as gpulse.step() counts it: from the previous
+step's end, the wait for the batch included; the first from its block), the
 throughput over the training loop, and the process's own peak RSS
 (ru_maxrss). Writes them to OUT.json, then exits 0, N, or dies of SIGNAL.
 """
@@ -42,14 +43,15 @@ loop_start = time.perf_counter()
 for i in range(steps):
     lo = (i * batch) % (4096 - batch)
     x, y = data[lo:lo + batch], labels[lo:lo + batch]
-    t0 = time.perf_counter()
+    t0 = time.perf_counter() if i == 0 else t_end
     with gpulse.step(samples=batch, tokens=batch * features) as s:
         opt.zero_grad()
         loss = loss_fn(model(x), y)
         loss.backward()
         opt.step()
         s.loss = float(loss)
-    durations.append(time.perf_counter() - t0)
+    t_end = time.perf_counter()
+    durations.append(t_end - t0)
 loop_seconds = time.perf_counter() - loop_start
 gpulse.flush()
 
