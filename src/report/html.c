@@ -4,8 +4,8 @@
  * Inline CSS (light and dark by prefers-color-scheme, print rules), no
  * script, no external resource. The same sections as the text (from the
  * same model), then SVG line charts drawn here: GPU activity and GPU
- * memory per GPU (with each GPU's capacity dashed), step time, host CPU
- * cores and host RSS. The markup is also well-formed XML (every element
+ * memory per GPU (with each GPU's capacity dashed), step time, the loss
+ * the clients sent, host CPU cores and host RSS. The markup is also well-formed XML (every element
  * closed, no named entities but XML's), so an XML parser reads it.
  *
  * Charts: x is seconds since the job's start (ticks as m:ss, or h:mm past
@@ -36,7 +36,7 @@ static const char *const palette[] = {"#4e79a7", "#f28e2b", "#e15759", "#59a14f"
                                       "#76b7b2", "#edc948", "#ff9da7", "#9c755f", "#7f7f7f"};
 #define NPAL (sizeof palette / sizeof palette[0])
 
-enum yfmt { Y_RATIO, Y_BYTES, Y_SECONDS, Y_CORES };
+enum yfmt { Y_RATIO, Y_BYTES, Y_SECONDS, Y_CORES, Y_PLAIN };
 
 struct line {
     char name[96];
@@ -154,7 +154,8 @@ static void fmt_y_tick(char *out, size_t n, enum yfmt y, double v, double unit, 
         else
             snprintf(out, n, "%.4g s", v);
         break;
-    case Y_CORES: snprintf(out, n, "%.4g", v); break;
+    case Y_CORES:
+    case Y_PLAIN: snprintf(out, n, "%.4g", v); break;
     }
 }
 
@@ -600,6 +601,7 @@ int gp_report_html(struct gp_buf *b, const json_t *doc)
     gpu_chart(b, doc, "GPU activity", "activity", Y_RATIO);
     gpu_chart(b, doc, "GPU memory", "memory_bytes", Y_BYTES);
     series_chart(b, doc, "Step time", "steps", "seconds", "step time", Y_SECONDS);
+    series_chart(b, doc, "Loss (as the clients sent it)", "steps", "loss", "loss", Y_PLAIN);
     series_chart(b, doc, "Host CPU (cores busy)", "host", "cpu_cores", "CPU cores", Y_CORES);
     series_chart(b, doc, "Host memory (RSS of the job)", "host", "rss_bytes", "RSS", Y_BYTES);
     gp_buf_printf(b, "</section>\n<footer>gpulse %s</footer>\n</main>\n</body>\n</html>\n", GP_VERSION);

@@ -36,6 +36,7 @@ char *gp_rp_fmt_hms(char *out, size_t n, bool ok, double seconds);   /* 1:02:03 
 char *gp_rp_fmt_short(char *out, size_t n, bool ok, double seconds); /* 290 ms */
 char *gp_rp_fmt_count(char *out, size_t n, bool ok, double v);       /* 12,000 */
 char *gp_rp_fmt_rate(char *out, size_t n, bool ok, double v);        /* 106.7 */
+char *gp_rp_fmt_sig(char *out, size_t n, bool ok, double v);         /* 0.01234: 4 digits (a loss) */
 char *gp_rp_fmt_money(char *out, size_t n, bool ok, double v, const char *currency);
 char *gp_rp_fmt_utc(char *out, size_t n, bool ok, double epoch);    /* 2026-11-23 10:15:00 UTC */
 /* "signal 9 (SIGKILL)" from a number or a name; "n/a" when unknown. */

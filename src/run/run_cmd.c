@@ -119,6 +119,8 @@ static void on_step(void *ctx, uint32_t pid, const struct gp_steps_record *rec)
         .tokens = rec->tokens,
         .has_wait = rec->has & GP_SK_WAIT,
         .wait_seconds = rec->wait,
+        .has_loss = rec->has & GP_SK_LOSS,
+        .loss = rec->loss,
     };
     gp_history_step(r->hist, &s); /* the parser requires dur on a step */
 }

@@ -122,6 +122,7 @@ static void test_text_full(void)
     CHECK_CONTAINS(t, "\n  step time     mean 300 ms, p50 290 ms, p90 330 ms, p99 410 ms, max 900 ms\n");
     CHECK_CONTAINS(t, "\n  throughput    128.0 samples/s, n/a tokens/s, 4.00 steps/s\n");
     CHECK_CONTAINS(t, "\n  data wait     4.0% of step time\n");
+    CHECK_CONTAINS(t, "\n  loss          first 2.5, last 0.3404, lowest 0.3404\n");
     CHECK_CONTAINS(t, "\n  CPU           1.50 cores on average (4,500 CPU-seconds)\n");
     CHECK_CONTAINS(t, "\n  RSS peak      7.45 GiB\n");
     CHECK_CONTAINS(t, "\n  compute       [#######################################...........]  78.0%\n"
@@ -158,6 +159,7 @@ static void test_text_nulls_are_na(void)
         "\n  n/a            n/a   n/a                        n/a        n/a        n/a     n/a       n/a\n",
         "\n  steps         n/a\n",
         "\n  step time     mean n/a, p50 n/a, p90 n/a, p99 n/a, max n/a\n",
+        "\n  loss          n/a (no step reported a loss)\n",
         "\n  throughput    n/a samples/s, n/a tokens/s, n/a steps/s\n",
         "\n  processed     n/a samples, n/a tokens\n",
         "\n  data wait     n/a of step time\n",
@@ -289,9 +291,11 @@ static void test_html_full(void)
     CHECK_INT(count(h, "http"), count(h, "http://www.w3.org/2000/svg\"")); /* no fetches */
     CHECK(!strstr(h, "url("));
     CHECK(!strstr(h, "src="));
-    CHECK_INT(count(h, "<svg "), 5);
+    CHECK_INT(count(h, "<svg "), 6);
     CHECK_INT(count(h, "no data"), 0);
     CHECK_CONTAINS(h, "<figcaption>GPU activity</figcaption>");
+    CHECK_CONTAINS(h, "<figcaption>Loss (as the clients sent it)</figcaption>");
+    CHECK_CONTAINS(h, "<tr><th>loss</th><td>first 2.5, last 0.3404, lowest 0.3404</td></tr>");
     CHECK_CONTAINS(h, ">node1 GPU 0</text>");
     CHECK_CONTAINS(h, ">capacity (each GPU)</text>");
     CHECK_CONTAINS(h, ">10:00</text>"); /* time ticks as m:ss */
@@ -319,21 +323,21 @@ static void test_html_no_data_notes(void)
     json_t *d = load("nulls");
     char *h = html_of(d);
     CHECK_INT(count(h, "<svg "), 0);
-    CHECK_INT(count(h, "<p class=\"nodata\">no data</p>"), 5);
+    CHECK_INT(count(h, "<p class=\"nodata\">no data</p>"), 6);
     CHECK_CONTAINS(h, "<tr><th>command</th><td>n/a</td></tr>");
     free(h);
     json_decref(d);
     d = load("cpu_only");
     h = html_of(d);
-    CHECK_INT(count(h, "<svg "), 3); /* steps, CPU, RSS; no GPU charts */
-    CHECK_INT(count(h, "no data"), 2);
+    CHECK_INT(count(h, "<svg "), 3); /* steps, CPU, RSS; no GPU charts, no loss */
+    CHECK_INT(count(h, "no data"), 3);
     CHECK_CONTAINS(h, "no GPUs in this job");
     free(h);
     json_decref(d);
     d = load("failed"); /* an empty step series, a missing host series */
     h = html_of(d);
     CHECK_INT(count(h, "<svg "), 2);
-    CHECK_INT(count(h, "no data"), 3);
+    CHECK_INT(count(h, "no data"), 4);
     free(h);
     json_decref(d);
 }

@@ -275,13 +275,13 @@ static void test_full_queue_does_not_block_the_client(void)
     char buf[GP_STEPS_DGRAM_MAX];
     while (recv(rfd, buf, sizeof buf, MSG_DONTWAIT) > 0)
         ;
-    gpulse_step(&g, 1001, 0.01, 8, GPULSE_UNSET, GPULSE_UNSET, GPULSE_UNSET);
+    gpulse_step(&g, 1001, 0.01, 8, GPULSE_UNSET, GPULSE_UNSET, 0); /* wait given: not measured */
     gpulse_flush(&g);
     ssize_t n = recv(rfd, buf, sizeof buf - 1, MSG_DONTWAIT);
     CHECK(n > 0);
     buf[n] = '\0';
     char want[96];
-    snprintf(want, sizeof want, "meta lost=%llu\nstep seq=1001 n=1001 dur=0.01 samples=8 t=",
+    snprintf(want, sizeof want, "meta lost=%llu\nstep seq=1001 n=1001 dur=0.01 samples=8 wait=0 t=",
              (unsigned long long)g.lost_total);
     CHECK(strncmp(buf, want, strlen(want)) == 0);
     /* t: the step's end, epoch seconds with microseconds */
