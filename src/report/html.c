@@ -533,11 +533,38 @@ static void time_split(struct gp_buf *b, const json_t *doc)
     gp_buf_puts(b, "</section>\n");
 }
 
+/* One list entry: the tag (marked bad in red), the text, the evidence. */
+static void item(struct gp_buf *b, const char *tag, bool bad, const char *text, const char *ev)
+{
+    gp_buf_puts(b, "<li>");
+    if (tag) {
+        gp_buf_printf(b, "<span class=\"kind%s\">", bad ? " bad" : "");
+        gp_rp_html_put(b, tag);
+        gp_buf_puts(b, "</span> ");
+    }
+    gp_rp_html_put(b, text);
+    if (ev) {
+        gp_buf_puts(b, "<div class=\"ev\">evidence: ");
+        gp_rp_html_put(b, ev);
+        gp_buf_puts(b, "</div>");
+    }
+    gp_buf_puts(b, "</li>\n");
+}
+
 static void advice(struct gp_buf *b, const json_t *doc)
 {
-    const json_t *adv = gp_rp_arr(doc, "advice");
+    const json_t *adv = gp_rp_arr(doc, "advice"), *alerts = gp_rp_arr(doc, "alerts");
     gp_buf_puts(b, "<section>\n<h2>What to change</h2>\n");
     size_t n = 0;
+    /* the job's active alerts first: never "nothing" while one fires */
+    for (size_t i = 0; i < json_array_size(alerts); i++) {
+        struct gp_rp_alert a;
+        if (!gp_rp_alert(json_array_get(alerts, i), &a))
+            continue;
+        if (!n++)
+            gp_buf_puts(b, "<ol class=\"advice\">\n");
+        item(b, a.tag, a.firing, a.text, a.evidence);
+    }
     for (size_t i = 0; i < json_array_size(adv); i++) {
         const json_t *e = json_array_get(adv, i);
         const char *kind = gp_rp_str(e, "kind"), *text = gp_rp_str(e, "text"),
@@ -547,25 +574,17 @@ static void advice(struct gp_buf *b, const json_t *doc)
         if (!n++)
             gp_buf_puts(b, "<ol class=\"advice\">\n");
         bool bad = kind && (!strcmp(kind, "failed") || !strcmp(kind, "killed") || !strcmp(kind, "lost"));
-        gp_buf_puts(b, "<li>");
-        if (kind) {
-            gp_buf_printf(b, "<span class=\"kind%s\">", bad ? " bad" : "");
-            gp_rp_html_put(b, kind);
-            gp_buf_puts(b, "</span> ");
-        }
-        gp_rp_html_put(b, text);
-        if (ev) {
-            gp_buf_puts(b, "<div class=\"ev\">evidence: ");
-            gp_rp_html_put(b, ev);
-            gp_buf_puts(b, "</div>");
-        }
-        gp_buf_puts(b, "</li>\n");
+        item(b, kind, bad, text, ev);
     }
     if (n)
         gp_buf_puts(b, "</ol>\n");
     else
         gp_buf_printf(b, "<p class=\"note\">%s</p>\n",
-                      adv ? "Nothing: no rule found a problem in these numbers." : "Advice: n/a");
+                      !adv      ? "Advice: n/a"
+                      : alerts ? "Nothing: no rule found a problem in these numbers, and no alert is "
+                                 "active on this job."
+                               : "Nothing: no rule found a problem in these numbers (no server gave "
+                                 "the job's alerts).");
     gp_buf_puts(b, "</section>\n");
 }
 

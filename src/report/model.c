@@ -235,6 +235,21 @@ void gp_rp_model_build(const json_t *doc, struct gp_rp_model *m)
     host_section(doc, m);
 }
 
+bool gp_rp_alert(const json_t *entry, struct gp_rp_alert *a)
+{
+    const char *kind = gp_rp_str(entry, "kind"), *sev = gp_rp_str(entry, "severity"),
+               *state = gp_rp_str(entry, "state");
+    if (!json_is_object(entry) || !kind)
+        return false;
+    snprintf(a->tag, sizeof a->tag, "alert %s, %s, %s", kind, sev ? sev : GP_RP_NA, state ? state : GP_RP_NA);
+    a->text = gp_rp_str(entry, "summary");
+    if (!a->text)
+        a->text = kind;
+    a->evidence = gp_rp_str(entry, "evidence");
+    a->firing = state && !strcmp(state, "firing");
+    return true;
+}
+
 const char *const gp_rp_gpu_titles[GP_RP_GPU_COLS] = {
     "NODE", "GPU", "MODEL", "PEAK MEM", "CAPACITY", "PEAK %", "ACTIVITY", "SOURCE"};
 const unsigned char gp_rp_gpu_widths[GP_RP_GPU_COLS] = {14, 5, 26, 10, 10, 7, 9, 10};

@@ -85,6 +85,20 @@ struct gp_rp_model {
 /* Fills m from doc (m is overwritten; rows borrow strings from doc). */
 void gp_rp_model_build(const json_t *doc, struct gp_rp_model *m);
 
+/*
+ * One of the job's active alerts (an entry of the document's `alerts`,
+ * as GET /api/v1/alerts gives it), as the advice lists it: the tag
+ * "alert KIND, SEVERITY, STATE", the summary (else the kind) and the
+ * evidence (NULL when none). Strings are borrowed from the entry or
+ * live in a. False when the entry is not an alert object.
+ */
+struct gp_rp_alert {
+    char tag[160];
+    const char *text, *evidence;
+    bool firing;
+};
+bool gp_rp_alert(const json_t *entry, struct gp_rp_alert *a);
+
 /* The per-GPU table: column titles and widths, and one GPU's cells. */
 #define GP_RP_GPU_COLS 8
 extern const char *const gp_rp_gpu_titles[GP_RP_GPU_COLS];

@@ -61,6 +61,7 @@ import json, sys
 got, src = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
 assert [a["kind"] for a in got["advice"]] == ["killed", "custom", "memory_high", "low_activity"], got["advice"]
 got.pop("advice"); src.pop("advice")
+assert got.pop("alerts") == [], "the stand-in has no alerts"   # the job's active alerts, added
 assert got == src, "the document changed"
 assert open(sys.argv[1]).read().startswith('{\n  "id": "slurm-881234"'), "not pretty-printed"
 PYEOF

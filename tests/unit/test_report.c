@@ -403,6 +403,60 @@ static const char *advise(const char *json, char *out, size_t n)
     return out;
 }
 
+/* The job's active alerts come first under "What to change": never
+ * "nothing" while one fires; [] says none is active; no `alerts` says no
+ * server gave them. Their strings are the server's: escaped. */
+static void test_advice_lists_alerts(void)
+{
+    static const char *const doc =
+        "{\"id\": \"j\", \"totals\": {\"data_wait_ratio\": 0.05}, \"alerts\": ["
+        "{\"kind\": \"gpu_hardware_errors\", \"severity\": \"critical\", \"state\": \"firing\","
+        " \"summary\": \"GPU 3 of n1: 2 uncorrectable ECC errors\", \"evidence\": \"DBE 2 > 0\"},"
+        "{\"kind\": \"x\\u001b[31m\", \"state\": \"pending\", \"summary\": \"<b>hot</b>\"},"
+        "\"not an alert\", {\"summary\": \"no kind\"}]}";
+    json_t *d = parse(doc);
+    char *t = text_of(d, false);
+    CHECK_CONTAINS(t, "\nWhat to change\n"
+                      "  1. [alert gpu_hardware_errors, critical, firing] GPU 3 of n1: 2 uncorrectable ECC errors\n"
+                      "       evidence: DBE 2 > 0\n"
+                      "  2. [alert x?[31m, n/a, pending] <b>hot</b>\n");
+    CHECK(!strstr(t, "3. "));
+    CHECK(!strstr(t, "nothing"));
+    check_terminal_safe(t);
+    free(t);
+    char *h = html_of(d);
+    CHECK_CONTAINS(h, "<li><span class=\"kind bad\">alert gpu_hardware_errors, critical, firing</span> GPU 3 of "
+                      "n1: 2 uncorrectable ECC errors<div class=\"ev\">evidence: DBE 2 &gt; 0</div></li>");
+    CHECK_CONTAINS(h, "<span class=\"kind\">alert x\xef\xbf\xbd[31m, n/a, pending</span> &lt;b&gt;hot&lt;/b&gt;");
+    CHECK(!strstr(h, "Nothing"));
+    free(h);
+    json_decref(d);
+
+    /* with advice: the alerts first, then the rules' entries */
+    d = parse("{\"totals\": {\"data_wait_ratio\": 0.35}, \"alerts\": [{\"kind\": \"k\", \"state\": \"firing\"}]}");
+    t = text_of(d, false);
+    CHECK_CONTAINS(t, "  1. [alert k, n/a, firing] k\n  2. [data_wait] ");
+    free(t);
+    json_decref(d);
+
+    d = parse("{\"totals\": {\"data_wait_ratio\": 0.05}, \"alerts\": []}");
+    t = text_of(d, false);
+    CHECK_CONTAINS(t, "nothing: no rule found a problem in the numbers above, and no alert is active on\n"
+                      "                this job\n");
+    free(t);
+    h = html_of(d);
+    CHECK_CONTAINS(h, "Nothing: no rule found a problem in these numbers, and no alert is active on this job.");
+    free(h);
+    json_decref(d);
+
+    d = parse("{\"totals\": {\"data_wait_ratio\": 0.05}}");
+    t = text_of(d, false);
+    CHECK_CONTAINS(t, "nothing: no rule found a problem in the numbers above (no server gave the job's\n"
+                      "                alerts)\n");
+    free(t);
+    json_decref(d);
+}
+
 static void test_advice_data_wait(void)
 {
     char k[256];
@@ -614,6 +668,7 @@ const struct gp_test gp_tests_report[] = {
     {"html_escapes_hostile_strings", test_html_escapes_hostile_strings},
     {"html_downsampling_keeps_spikes", test_html_downsampling_keeps_spikes},
     {"advice_data_wait", test_advice_data_wait},
+    {"advice_lists_alerts", test_advice_lists_alerts},
     {"advice_low_activity", test_advice_low_activity},
     {"advice_memory_low", test_advice_memory_low},
     {"advice_memory_high", test_advice_memory_high},
