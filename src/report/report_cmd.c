@@ -235,24 +235,33 @@ static void server_label(const char *server, char *out, size_t n)
         out[--sl] = '\0';
 }
 
-int gp_report_add_alerts(json_t *doc, const char *server, const char *token, const char *job, char *err,
-                         size_t errlen)
+/* Fills url (8 KiB at most) with server, before, the job URL-encoded, after.
+ * GP_OK, GP_ENOMEM, or GP_ETOOBIG when the job name is too long. */
+static int job_url(struct gp_buf *url, const char *server, const char *before, const char *job,
+                   const char *after)
 {
-    char label[512], e[512] = "";
+    char label[512];
     server_label(server, label, sizeof label);
     char *esc = curl_easy_escape(NULL, job, 0);
     if (!esc)
-        return gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
+        return GP_ENOMEM;
+    gp_buf_printf(url, "%s%s%s%s", label, before, esc, after);
+    curl_free(esc);
+    return url->err ? GP_ETOOBIG : GP_OK;
+}
+
+int gp_report_add_alerts(json_t *doc, const char *server, const char *token, const char *job, char *err,
+                         size_t errlen)
+{
+    char e[512] = "";
     struct gp_buf url, body;
     gp_buf_init(&url, 8192);
     gp_buf_init(&body, MAX_ANSWER);
-    gp_buf_printf(&url, "%s/api/v1/alerts?state=active&limit=1000&job=%s", label, esc);
-    curl_free(esc);
     long status = 0;
     json_t *root = NULL, *keep = NULL;
-    int rc;
-    if (url.err) {
-        rc = gp_seterr(err, errlen, GP_EUSAGE, "the job name is too long");
+    int rc = job_url(&url, server, "/api/v1/alerts?state=active&limit=1000&job=", job, "");
+    if (rc) {
+        gp_seterr(err, errlen, rc, rc == GP_ENOMEM ? "out of memory" : "the job name is too long");
         goto out;
     }
     if ((rc = fetch(url.data, token, &body, &status, err, errlen)))
@@ -297,21 +306,15 @@ static int get_doc(const struct opts *o, const char *token, json_t **doc)
 {
     char label[512], err[512] = "";
     server_label(o->server, label, sizeof label);
-    char *esc = curl_easy_escape(NULL, o->job, 0);
-    if (!esc) {
-        fprintf(stderr, "gpulse report: out of memory\n");
-        return 1;
-    }
     struct gp_buf url, body;
     gp_buf_init(&url, 8192);
     gp_buf_init(&body, MAX_ANSWER);
-    gp_buf_printf(&url, "%s/api/v1/jobs/%s?series=1", label, esc);
-    curl_free(esc);
     long status = 0;
     int ret = 1;
     json_t *root = NULL;
-    if (url.err) {
-        fprintf(stderr, "gpulse report: the job name is too long\n");
+    int rc = job_url(&url, o->server, "/api/v1/jobs/", o->job, "?series=1");
+    if (rc) {
+        fprintf(stderr, "gpulse report: %s\n", rc == GP_ENOMEM ? "out of memory" : "the job name is too long");
         goto out;
     }
     if (fetch(url.data, token, &body, &status, err, sizeof err)) {

@@ -432,29 +432,32 @@ static void test_advice_lists_alerts(void)
     free(h);
     json_decref(d);
 
-    /* with advice: the alerts first, then the rules' entries */
-    d = parse("{\"totals\": {\"data_wait_ratio\": 0.35}, \"alerts\": [{\"kind\": \"k\", \"state\": \"firing\"}]}");
-    t = text_of(d, false);
-    CHECK_CONTAINS(t, "  1. [alert k, n/a, firing] k\n  2. [data_wait] ");
-    free(t);
-    json_decref(d);
-
-    d = parse("{\"totals\": {\"data_wait_ratio\": 0.05}, \"alerts\": []}");
-    t = text_of(d, false);
-    CHECK_CONTAINS(t, "nothing: no rule found a problem in the numbers above, and no alert is active on\n"
-                      "                this job\n");
-    free(t);
-    h = html_of(d);
-    CHECK_CONTAINS(h, "Nothing: no rule found a problem in these numbers, and no alert is active on this job.");
-    free(h);
-    json_decref(d);
-
-    d = parse("{\"totals\": {\"data_wait_ratio\": 0.05}}");
-    t = text_of(d, false);
-    CHECK_CONTAINS(t, "nothing: no rule found a problem in the numbers above (no server gave the job's\n"
-                      "                alerts)\n");
-    free(t);
-    json_decref(d);
+    /* with advice: the alerts first, then the rules' entries; without
+     * either, what is known about alerts: none active, or not given */
+    static const struct {
+        const char *doc, *text, *html;
+    } cases[] = {
+        {"{\"totals\": {\"data_wait_ratio\": 0.35}, \"alerts\": [{\"kind\": \"k\", \"state\": \"firing\"}]}",
+         "  1. [alert k, n/a, firing] k\n  2. [data_wait] ", "<span class=\"kind bad\">alert k, n/a, firing</span> k"},
+        {"{\"totals\": {\"data_wait_ratio\": 0.05}, \"alerts\": []}",
+         "nothing: no rule found a problem in the numbers above, and no alert is active on\n"
+         "                this job\n",
+         "Nothing: no rule found a problem in these numbers, and no alert is active on this job."},
+        {"{\"totals\": {\"data_wait_ratio\": 0.05}}",
+         "nothing: no rule found a problem in the numbers above (no server gave the job's\n"
+         "                alerts)\n",
+         "Nothing: no rule found a problem in these numbers (no server gave the job's alerts)."},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        d = parse(cases[i].doc);
+        t = text_of(d, false);
+        h = html_of(d);
+        CHECK_CONTAINS(t, cases[i].text);
+        CHECK_CONTAINS(h, cases[i].html);
+        free(t);
+        free(h);
+        json_decref(d);
+    }
 }
 
 static void test_advice_data_wait(void)
