@@ -81,8 +81,13 @@ note "gpulse run --server: its report lists the alert too"
 # A server that serves the job but not alerts (report_server.py with
 # NO_ALERTS_API): the report still comes, with a warning.
 mkdir -p "$TMP/jobs"
-curl -sf "$SERVER_URL/api/v1/jobs/calm-job" | python3 -c 'import json,sys; json.dump(json.load(sys.stdin)["data"], open(sys.argv[1], "w"))' \
-    "$TMP/jobs/calm-job.json" || fail "saving calm-job"
+# calm-job's document, also as the jobs whose alerts answer is malformed
+curl -sf "$SERVER_URL/api/v1/jobs/calm-job" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)["data"]
+for id in ("calm-job", "alerts-garbage", "alerts-object"):
+    d["id"] = id
+    json.dump(d, open(sys.argv[1] + "/" + id + ".json", "w"))' "$TMP/jobs" || fail "saving calm-job"
 NO_ALERTS_API=1 REQLOG_DIR=$TMP python3 "$ROOT/tests/integration/report_server.py" "$TMP/port" "$TMP/jobs" 2>"$TMP/js.log" &
 PIDS+=($!)
 wait_until 10 test -s "$TMP/port" || fail "report_server.py did not start: $(cat "$TMP/js.log")"
@@ -92,5 +97,14 @@ JS_URL=http://127.0.0.1:$(cat "$TMP/port")
 grep -q "^gpulse report: cannot read the alerts of job 'calm-job' from $JS_URL: HTTP 400" \
     "$TMP/old.err" || fail "no warning: $(cat "$TMP/old.err")"
 tr -s ' \n' ' ' <"$TMP/old.txt" | grep -q "(no server gave the job's alerts)" || fail "no note: $(sed -n '/^What to change$/,$p' "$TMP/old.txt")"
-note "without an alerts API: the report, a warning and a note"
+for bad in "alerts-garbage:no {\"status\":\"success\",\"data\":\[...\]} envelope" \
+    "alerts-object:no {\"status\":\"success\",\"data\":\[...\]} envelope"; do
+    job=${bad%%:*} want=${bad#*:}
+    "$GPULSE" report "$job" --server "$JS_URL" >"$TMP/bad.txt" 2>"$TMP/bad.err" ||
+        fail "$job: the report failed: $(cat "$TMP/bad.err")"
+    grep -q "^gpulse report: cannot read the alerts of job '$job' from $JS_URL: $want\$" "$TMP/bad.err" ||
+        fail "$job: $(cat "$TMP/bad.err")"
+    tr -s ' \n' ' ' <"$TMP/bad.txt" | grep -q "(no server gave the job's alerts)" || fail "$job: no note"
+done
+note "without an alerts API, or a malformed answer: the report, a warning and a note"
 stop_server
