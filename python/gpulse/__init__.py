@@ -169,7 +169,11 @@ class Client:
         (docs/jobs.md). A ``duration`` that already spans from the previous
         end gives a wait of 0: pass ``wait`` yourself then."""
         now = _perf()
-        dur = _num(duration) or "0"
+        if type(duration) is float and 0.0 <= duration < _INF:  # the common case first
+            d = duration
+        else:
+            d = _num(duration)
+            d = float(d) if d else 0.0
         # t: when the step ended, so batching (up to 20 ms) does not blur
         # the time line that throughput is computed from
         wall = time.time()
@@ -192,14 +196,18 @@ class Client:
         with self._lock:
             if self._pid != os.getpid():
                 self._reset()
-            if not told and self._prev_end is not None:
-                gap = max(0.0, now - float(dur) - self._prev_end)
-                dur, wait = repr(float(dur) + gap), repr(gap)
-            self._prev_end = now
+            prev, self._prev_end = self._prev_end, now
+            if not told and prev is not None:
+                gap = now - d - prev
+                if gap > 0:
+                    d += gap
+                    wait = repr(gap)
+                else:
+                    wait = "0"
             if wait is not None:
                 rest += " wait=" + wait
             self._n = n if type(n) is int and n >= 0 else self._n + 1
-            self._add("step", " n=%d dur=%s t=%.6f%s" % (self._n, dur, wall, rest))
+            self._add("step", " n=%d dur=%r t=%.6f%s" % (self._n, d, wall, rest))
 
     def memory(self, device=None):
         """Reports torch.cuda's allocator (allocated, reserved, peak bytes)

@@ -132,15 +132,15 @@ have_all() {
 wait_until 10 have_all || { grep -E '^gpulse_job_(steps|data_wait)' "$TMP/m" >&2; fail "step totals not shown"; }
 
 # Measured: (N-1) waits of at least W each (sleep never wakes early), at
-# most 50 % more on a loaded machine; steps of W + C the same way.
+# most twice that on a loaded machine; steps of W + C the same way.
 measured() { # measured WHO PID
     local wt st
     wt=$(pval gpulse_job_data_wait_seconds_total "$2")
     st=$(pval gpulse_job_step_seconds_total "$2")
     [ -n "$wt" ] || fail "$1: no data wait reported (want about $(awk -v n="$N" -v w="$W" 'BEGIN {print (n - 1) * w}') s)"
-    awk -v got="$wt" -v n="$N" -v w="$W" 'BEGIN { want = (n - 1) * w; exit !(got >= want * 0.99 && got <= want * 1.5) }' ||
-        fail "$1: data wait $wt s, want $(awk -v n="$N" -v w="$W" 'BEGIN {print (n - 1) * w}') s (+50 %)"
-    awk -v got="$st" -v n="$N" -v w="$W" -v c="$C" 'BEGIN { want = (n - 1) * (w + c) + c; exit !(got >= want * 0.99 && got <= want * 1.5) }' ||
+    awk -v got="$wt" -v n="$N" -v w="$W" 'BEGIN { want = (n - 1) * w; exit !(got >= want * 0.99 && got <= want * 2) }' ||
+        fail "$1: data wait $wt s, want $(awk -v n="$N" -v w="$W" 'BEGIN {print (n - 1) * w}') s (up to twice that)"
+    awk -v got="$st" -v n="$N" -v w="$W" -v c="$C" 'BEGIN { want = (n - 1) * (w + c) + c; exit !(got >= want * 0.99 && got <= want * 2) }' ||
         fail "$1: step seconds $st, want about $(awk -v n="$N" -v w="$W" -v c="$C" 'BEGIN {print (n - 1) * (w + c) + c}')"
     note "$1: data wait $wt s of $st s of steps"
 }
