@@ -233,8 +233,8 @@ struct doc {
     struct gp_store_selection sel;
     struct gpu *g;
     size_t ng;
-    struct ser *cpu, *rss;
-    size_t ncpu, nrss;
+    struct ser *cpu, *rss, *loss; /* loss: gpulse_job_loss, what the clients sent */
+    size_t ncpu, nrss, nloss;
     struct interval *iv;
     size_t niv, civ;
     int64_t span_t0, span_t1; /* stepping span, ms; span_t1 0: no step */
@@ -498,6 +498,20 @@ static int write_series(struct doc *d, struct gp_buf *b)
     }
     gp_buf_putc(b, ']');
     put_array(b, "seconds", tmp, has, np);
+    /* Loss per window: the mean over the reporters that have one there. */
+    grid_sum(&r, GP_EVAL_MEAN, d->loss, d->nloss, tmp, has, acc, th);
+    for (size_t k = 0; k < np; k++)
+        acc[k] = 0;
+    for (size_t i = 0; i < d->nloss; i++) {
+        gp_eval_raw(&r, GP_EVAL_MEAN, d->loss[i].t, d->loss[i].v, d->loss[i].n, val, th);
+        for (size_t k = 0; k < np; k++)
+            acc[k] += th[k];
+    }
+    for (size_t k = 0; k < np; k++)
+        tmp[k] = has[k] ? tmp[k] / acc[k] : 0;
+    put_array(b, "loss", tmp, has, np);
+    for (size_t k = 0; k < np; k++)
+        acc[k] = (double)((int64_t)k * r.step_ms) / 1e3;
     gp_buf_puts(b, "},\"host\":{\"t\":[");
     for (size_t k = 0; k < np; k++) {
         if (k)
@@ -653,9 +667,10 @@ static int write_doc(struct doc *d, struct gp_buf *b, char *err, size_t errlen)
     stepnos = calloc(nsel, sizeof *stepnos);
     d->cpu = calloc(nsel, sizeof *d->cpu);
     d->rss = calloc(nsel, sizeof *d->rss);
+    d->loss = calloc(nsel, sizeof *d->loss);
     rc = GP_ENOMEM;
     if (!steps || !secs || !waits || !samples || !tokens || !procs || !targets || !stepnos || !d->cpu ||
-        !d->rss)
+        !d->rss || !d->loss)
         goto out;
     for (size_t i = 0; i < d->sel.n; i++) {
         const struct gp_store_series *s = &d->sel.series[i];
@@ -687,6 +702,9 @@ static int write_doc(struct doc *d, struct gp_buf *b, char *err, size_t errlen)
                 goto out;
         } else if (name_is(s, "gpulse_job_resident_memory_bytes")) {
             if ((rc = ser_read(d->st, s, d->t0, d->t1, &d->rss[d->nrss++])))
+                goto out;
+        } else if (name_is(s, "gpulse_job_loss")) {
+            if ((rc = ser_read(d->st, s, d->t0, d->t1, &d->loss[d->nloss++])))
                 goto out;
         } else if (name_is(s, "gpulse_job_steps_total")) {
             steps[nsteps++] = s;
@@ -925,6 +943,22 @@ static int write_doc(struct doc *d, struct gp_buf *b, char *err, size_t errlen)
         gp_buf_puts(b, "null");
     }
     put_total(b, "data_wait_ratio", sums[1] > 0 ? sums[2] / sums[1] : NAN);
+    /* The loss: the earliest and newest sample over the job's reporters, the lowest. */
+    double loss_first = NAN, loss_last = NAN, loss_min = NAN;
+    int64_t lf_t = INT64_MAX, ll_t = INT64_MIN;
+    for (size_t i = 0; i < d->nloss; i++) {
+        const struct ser *l = &d->loss[i];
+        for (size_t m = 0; m < l->n; m++)
+            if (!(loss_min <= l->v[m]))
+                loss_min = l->v[m];
+        if (l->n && l->t[0] < lf_t)
+            lf_t = l->t[0], loss_first = l->v[0];
+        if (l->n && l->t[l->n - 1] > ll_t)
+            ll_t = l->t[l->n - 1], loss_last = l->v[l->n - 1];
+    }
+    put_total(b, "loss_first", loss_first);
+    put_total(b, "loss_last", loss_last);
+    put_total(b, "loss_min", loss_min);
     struct cost_out co;
     if ((rc = job_cost(d, targets, ntargets, stepnos, nstepnos, &co)))
         goto out;
@@ -993,8 +1027,11 @@ int gp_jobdoc_write(struct gp_storage *st, const struct gp_jobdoc_in *in, struct
         ser_free(&d.cpu[i]);
     for (size_t i = 0; i < d.nrss; i++)
         ser_free(&d.rss[i]);
+    for (size_t i = 0; i < d.nloss; i++)
+        ser_free(&d.loss[i]);
     free(d.cpu);
     free(d.rss);
+    free(d.loss);
     free(d.iv);
     free(d.act.a);
     gp_storage_selection_free(&d.sel);

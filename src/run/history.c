@@ -69,7 +69,7 @@ struct gp_history {
 
     struct hgpu *gpus;
     unsigned ngpus;
-    struct curve cpu, rss, step;
+    struct curve cpu, rss, step, loss;
     double act_hist[ACT_BINS]; /* seconds of GPU time at each activity */
     double act_sum, act_dt;
     /* time-weighted profiling averages over the job's GPUs, where reported */
@@ -89,6 +89,8 @@ struct gp_history {
     bool has_samples, has_tokens, has_wait;
     double samples, tokens, wait;
     double first_start, last_end;
+    bool has_loss;
+    double loss_first, loss_last, loss_min;
 
     /* status line: steps seen at the last status, for the rate */
     double rate_t;
@@ -176,6 +178,7 @@ static void next_point(struct gp_history *h, double now)
         curve_halve(&h->cpu, h->nb);
         curve_halve(&h->rss, h->nb);
         curve_halve(&h->step, h->nb);
+        curve_halve(&h->loss, h->nb);
         for (unsigned g = 0; g < h->ngpus; g++) {
             curve_halve(&h->gpus[g].act, h->nb);
             curve_halve(&h->gpus[g].mem, h->nb);
@@ -431,6 +434,13 @@ void gp_history_step(struct gp_history *h, const struct gp_history_step *s)
         h->has_wait = true;
         h->wait += s->wait_seconds;
     }
+    if (s->has_loss && isfinite(s->loss)) {
+        if (!h->has_loss)
+            h->loss_first = h->loss_min = s->loss;
+        h->has_loss = true;
+        h->loss_last = s->loss;
+        h->loss_min = fmin(h->loss_min, s->loss);
+    }
     if (start < h->first_start)
         h->first_start = start;
     if (s->t_end > h->last_end)
@@ -438,6 +448,8 @@ void gp_history_step(struct gp_history *h, const struct gp_history_step *s)
     if (!h->nb)
         next_point(h, wall_s());
     cell_add(&h->step.c[h->nb - 1], s->seconds);
+    if (s->has_loss)
+        cell_add(&h->loss.c[h->nb - 1], s->loss);
     pthread_mutex_unlock(&h->mu);
 }
 
@@ -645,6 +657,10 @@ static json_t *totals_json(const struct gp_history *h, double wall, json_t *gpus
      * dataloader_starvation detector count it */
     json_object_set_new(t, "data_wait_ratio",
                         h->has_wait && h->step_sum > 0 ? json_real(fmin(1.0, h->wait / h->step_sum)) : json_null());
+    /* the loss the clients sent: the first and last reported, the lowest */
+    json_object_set_new(t, "loss_first", h->has_loss ? json_real(h->loss_first) : json_null());
+    json_object_set_new(t, "loss_last", h->has_loss ? json_real(h->loss_last) : json_null());
+    json_object_set_new(t, "loss_min", h->has_loss ? json_real(h->loss_min) : json_null());
     /* each GPU at its price: the configured one, else its model's default
      * (insight/cost.h); null when a GPU the job used has none */
     double cost = 0;
@@ -678,6 +694,7 @@ static json_t *series_json(const struct gp_history *h)
     json_t *steps = json_object();
     json_object_set_new(steps, "t", times_json(h));
     json_object_set_new(steps, "seconds", curve_json(h, &h->step, false));
+    json_object_set_new(steps, "loss", curve_json(h, &h->loss, false));
     json_object_set_new(s, "steps", steps);
     json_t *host = json_object();
     json_object_set_new(host, "t", times_json(h));
