@@ -1,0 +1,117 @@
+/*
+ * jobmodel.h - the job model: every figure of a job's document
+ * (docs/jobs.md) worked out once, from one input abstraction, so that
+ * `gpulse run`'s end-of-run report (run/history.c, fed record by record)
+ * and the server's job document (query/jobdoc.c, fed from the store's
+ * counters) give the same numbers for the same step stream. The builders
+ * only gather their inputs and render what this module computes.
+ *
+ * The input is two parts:
+ *   step stream   totals (steps, step seconds, data-wait seconds, samples,
+ *                 tokens: sums over the job's steps), the stepping span
+ *                 (the first step's start to the last step's end), and
+ *                 the step-time distribution: each step weighs one, at its
+ *                 own seconds (a record) or at the mean of the interval it
+ *                 falls in (steps between two samples of a counter).
+ *   GPU series    per GPU: the seconds it was held, its time-weighted
+ *                 activity, peak and capacity of memory, its price; the
+ *                 activity distribution weighted by time.
+ *
+ * The definitions (docs/jobs.md, "The figures"):
+ *   mean step     step seconds / steps
+ *   p50/p90/p99   nearest rank over the steps; each value is the mean of
+ *                 the steps in its 1 % bucket (exact when they are equal)
+ *   throughput    steps, samples, tokens over the stepping span
+ *   data wait     data-wait seconds / step seconds (a step's wait is part
+ *                 of its seconds: the step protocol caps it there, so the
+ *                 share is at most 1)
+ *   GPU-seconds   the sum over GPUs; activity avg and percentiles weigh
+ *                 time; peak memory and its ratio the largest of any GPU;
+ *                 cost the sum of each GPU's seconds x its price, unknown
+ *                 when a GPU has no price.
+ * Unknown is NaN here and null in documents, never 0.
+ *
+ * Pure arithmetic: no store, no JSON, no allocation, no locks.
+ */
+#ifndef GP_QUERY_JOBMODEL_H
+#define GP_QUERY_JOBMODEL_H
+
+#include <stddef.h>
+
+#define GP_JOBMODEL_STEP_BUCKETS 2560 /* 1 % buckets from 1 us to ~1e5 s */
+#define GP_JOBMODEL_ACT_BUCKETS 101   /* activity 0, 0.01, ..., 1 */
+
+/* A weighted distribution in fixed buckets: weight and weighted sum per
+ * bucket, so a percentile reads the mean of its bucket. */
+struct gp_jobmodel_bucket {
+    double w, sum;
+};
+
+struct gp_jobmodel_steps {
+    double steps, seconds;       /* NaN: the stream is unknown */
+    double wait, samples, tokens; /* NaN: never reported */
+    double start_s, end_s;       /* stepping span, epoch s; NaN when no step */
+    double max;                  /* longest step (or interval mean); NaN when none */
+    struct gp_jobmodel_bucket hist[GP_JOBMODEL_STEP_BUCKETS];
+};
+
+/* Empty, every sum unknown. */
+void gp_jobmodel_steps_init(struct gp_jobmodel_steps *m);
+
+/* One step record: it ended at t_end (epoch s) after `seconds`; wait,
+ * samples, tokens NaN when not reported. Adds to the sums, the span and
+ * the distribution. */
+void gp_jobmodel_step(struct gp_jobmodel_steps *m, double t_end, double seconds, double wait,
+                      double samples, double tokens);
+
+/* n steps (> 0) took `seconds` in all between two samples of a counter:
+ * n steps of their mean in the distribution. The sums are the builder's
+ * (counter increases). */
+void gp_jobmodel_interval(struct gp_jobmodel_steps *m, double n, double seconds);
+
+/* Adds v to a sum that may still be unknown (NaN). */
+void gp_jobmodel_sum(double *sum, double v);
+
+struct gp_jobmodel_step_figures {
+    double steps, samples, tokens;
+    double stepping_seconds, steps_per_second, samples_per_second, tokens_per_second;
+    double mean, p50, p90, p99, max; /* step seconds */
+    double data_wait_ratio;
+};
+
+void gp_jobmodel_step_figures(const struct gp_jobmodel_steps *m, struct gp_jobmodel_step_figures *f);
+
+/* One GPU of the job. */
+struct gp_jobmodel_gpu {
+    double seconds;          /* held by the job */
+    double act_sum, act_w;   /* activity x seconds, seconds with activity */
+    double peak, capacity;   /* bytes; NaN unknown */
+    double price;            /* USD per GPU-hour; NaN or <= 0: none */
+};
+
+struct gp_jobmodel_gpus {
+    struct gp_jobmodel_bucket act[GP_JOBMODEL_ACT_BUCKETS];
+};
+
+void gp_jobmodel_gpus_init(struct gp_jobmodel_gpus *a);
+
+/* Activity a (0-1) held for w seconds on some GPU of the job. */
+void gp_jobmodel_activity(struct gp_jobmodel_gpus *a, double v, double w);
+
+struct gp_jobmodel_gpu_figures {
+    double gpu_seconds, gpu_hours;
+    double activity_avg, activity_p50, activity_p90, activity_p99;
+    double peak_memory_bytes, peak_memory_ratio;
+    double cost, price_per_gpu_hour;
+};
+
+/* The totals over n GPUs (gpu_seconds NaN when n is 0: no GPU seen).
+ * fallback_price: shown as the price when the job held no GPU; NaN none. */
+void gp_jobmodel_gpu_figures(const struct gp_jobmodel_gpus *a, const struct gp_jobmodel_gpu *g,
+                             size_t n, double fallback_price, struct gp_jobmodel_gpu_figures *f);
+
+/* One GPU's activity average and peak-memory ratio (NaN when unknown). */
+double gp_jobmodel_gpu_activity(const struct gp_jobmodel_gpu *g);
+double gp_jobmodel_gpu_peak_ratio(const struct gp_jobmodel_gpu *g);
+
+#endif
