@@ -182,6 +182,7 @@ struct doc {
     struct gp_storage *st;
     const struct gp_jobdoc_in *in;
     int64_t t0, t1;
+    int64_t tc; /* the step counters are read to here (GP_JOBDOC_TAIL_MS) */
     struct gp_store_selection sel;
     struct gpu *g;
     size_t ng;
@@ -673,7 +674,7 @@ static int write_doc(struct doc *d, struct gp_buf *b, char *err, size_t errlen)
     struct ser x;
     for (int k = 0; k < 5; k++)
         for (size_t i = 0; i < counts[k]; i++) {
-            if ((rc = ser_read(d->st, lists[k][i], d->t0, d->t1, &x)))
+            if ((rc = ser_read(d->st, lists[k][i], d->t0, d->tc, &x)))
                 goto out;
             if (x.n)
                 gp_jobmodel_sum(sums[k], increase(&x, born(d, lists[k][i])));
@@ -681,7 +682,7 @@ static int write_doc(struct doc *d, struct gp_buf *b, char *err, size_t errlen)
                 for (size_t m = 0; m < nsecs; m++)
                     if (same_but_name(steps[i], secs[m])) {
                         struct ser y;
-                        if ((rc = ser_read(d->st, secs[m], d->t0, d->t1, &y))) {
+                        if ((rc = ser_read(d->st, secs[m], d->t0, d->tc, &y))) {
                             ser_free(&x);
                             goto out;
                         }
@@ -892,6 +893,7 @@ int gp_jobdoc_write(struct gp_storage *st, const struct gp_jobdoc_in *in, struct
     d.in = in;
     d.t0 = in->start_ms;
     d.t1 = in->range_end_ms > in->start_ms ? in->range_end_ms : in->start_ms;
+    d.tc = in->end_ms != GP_JOBDOC_NONE ? d.t1 + GP_JOBDOC_TAIL_MS : d.t1;
     size_t mark = out->len;
     int mark_err = out->err;
     d.steps = malloc(sizeof *d.steps); /* 40 KiB of buckets: not on a handler's stack */
@@ -902,7 +904,7 @@ int gp_jobdoc_write(struct gp_storage *st, const struct gp_jobdoc_in *in, struct
     struct gp_matcher m;
     int rc = gp_matcher_init(&m, GP_MATCH_EQ, "job", in->id, err, errlen);
     if (!rc) {
-        rc = gp_storage_select(st, &m, 1, d.t0, d.t1, &d.sel);
+        rc = gp_storage_select(st, &m, 1, d.t0, d.tc, &d.sel);
         gp_matcher_free(&m);
         if (rc)
             gp_seterr(err, errlen, rc, "selecting the job's series: %s", gp_strerror(rc));
