@@ -735,7 +735,14 @@ static int write_doc(struct doc *d, struct gp_buf *b, char *err, size_t errlen)
     gp_json_str(b, in->id, strlen(in->id));
     gp_buf_puts(b, ",\"scheme\":");
     str_or_null(b, (struct gp_rw_str){in->scheme, strlen(in->scheme)});
-    gp_buf_printf(b, ",\"command\":null,\"state\":\"%s\",\"exit_status\":", in->state);
+    /* gpulse run labels its job's info series with the command */
+    struct gp_rw_str command = {"", 0};
+    for (size_t i = 0; i < d->sel.n && !command.len; i++)
+        if (name_is(&d->sel.series[i], "gpulse_job_info"))
+            command = lab(&d->sel.series[i], "command");
+    gp_buf_puts(b, ",\"command\":");
+    str_or_null(b, command);
+    gp_buf_printf(b, ",\"state\":\"%s\",\"exit_status\":", in->state);
     if (in->exit_status == GP_JOBDOC_NONE)
         gp_buf_puts(b, "null,\"signal\":null");
     else if (in->exit_status >= 128)
@@ -762,21 +769,33 @@ static int write_doc(struct doc *d, struct gp_buf *b, char *err, size_t errlen)
             gp_buf_putc(b, ',');
         gp_json_str(b, in->ranks[i].node, strlen(in->ranks[i].node));
     }
-    gp_buf_puts(b, "],\"ranks\":[");
+    long long world = -1;
+    for (size_t i = 0; i < in->nranks; i++)
+        if (in->ranks[i].world_size != GP_JOBDOC_NONE && in->ranks[i].world_size > world)
+            world = in->ranks[i].world_size;
+    world = gp_jobmodel_world_size(world, in->nranks);
+    gp_buf_puts(b, "],\"world_size\":");
+    if (world > 0)
+        gp_buf_printf(b, "%lld", world);
+    else
+        gp_buf_puts(b, "null");
+    gp_buf_puts(b, ",\"ranks\":[");
     for (size_t i = 0; i < in->nranks; i++) {
         const struct gp_jobdoc_rank *r = &in->ranks[i];
+        long long rank = gp_jobmodel_rank(r->rank == GP_JOBDOC_NONE ? -1 : r->rank, in->nranks);
+        long long local = gp_jobmodel_rank(r->local_rank == GP_JOBDOC_NONE ? -1 : r->local_rank, in->nranks);
         gp_buf_puts(b, i ? ",{\"rank\":" : "{\"rank\":");
-        if (r->rank == GP_JOBDOC_NONE)
+        if (rank < 0)
             gp_buf_puts(b, "null");
         else
-            gp_buf_printf(b, "%lld", (long long)r->rank);
+            gp_buf_printf(b, "%lld", rank);
         gp_buf_puts(b, ",\"node\":");
         gp_json_str(b, r->node, strlen(r->node));
         gp_buf_puts(b, ",\"local_rank\":");
-        if (r->local_rank == GP_JOBDOC_NONE)
+        if (local < 0)
             gp_buf_puts(b, "null");
         else
-            gp_buf_printf(b, "%lld", (long long)r->local_rank);
+            gp_buf_printf(b, "%lld", local);
         double pr = NAN;
         for (size_t k = 0; k < nprocs; k++) {
             struct gp_rw_str n = node_lab(procs[k]), rk = lab(procs[k], "rank");

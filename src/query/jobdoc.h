@@ -76,6 +76,7 @@
 struct gp_jobdoc_rank {
     const char *node;          /* "" when unknown */
     int64_t rank, local_rank;  /* GP_JOBDOC_NONE when unknown */
+    int64_t world_size;        /* GP_JOBDOC_NONE when unknown */
 };
 
 struct gp_jobdoc_in {

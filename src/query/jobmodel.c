@@ -105,6 +105,16 @@ void gp_jobmodel_step_figures(const struct gp_jobmodel_steps *m, struct gp_jobmo
     f->data_wait_ratio = m->seconds > 0 ? m->wait / m->seconds : NAN;
 }
 
+long long gp_jobmodel_rank(long long rank, size_t nranks)
+{
+    return rank >= 0 ? rank : nranks == 1 ? 0 : -1;
+}
+
+long long gp_jobmodel_world_size(long long world_size, size_t nranks)
+{
+    return world_size > 0 ? world_size : nranks == 1 ? 1 : -1;
+}
+
 void gp_jobmodel_gpus_init(struct gp_jobmodel_gpus *a)
 {
     memset(a, 0, sizeof *a);

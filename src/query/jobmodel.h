@@ -114,4 +114,10 @@ void gp_jobmodel_gpu_figures(const struct gp_jobmodel_gpus *a, const struct gp_j
 double gp_jobmodel_gpu_activity(const struct gp_jobmodel_gpu *g);
 double gp_jobmodel_gpu_peak_ratio(const struct gp_jobmodel_gpu *g);
 
+/* Ranks as documents show them: a job of one rank entry that never said
+ * its rank (gpulse run of a single process, GPULSE_JOB) is rank 0 of a
+ * world of 1; otherwise what was said, -1 when unknown. */
+long long gp_jobmodel_rank(long long rank, size_t nranks);
+long long gp_jobmodel_world_size(long long world_size, size_t nranks);
+
 #endif

@@ -635,15 +635,18 @@ json_t *gp_history_document(struct gp_history *h)
     for (unsigned i = 0; i < h->nranks; i++) {
         const struct hrank *r = &h->ranks[i];
         json_t *o = json_object();
-        json_object_set_new(o, "rank", r->rank >= 0 ? json_integer(r->rank) : json_null());
+        long long rank = gp_jobmodel_rank(r->rank, h->nranks);
+        long long local = gp_jobmodel_rank(r->local_rank, h->nranks);
+        json_object_set_new(o, "rank", rank >= 0 ? json_integer(rank) : json_null());
         json_object_set_new(o, "node", json_string(r->node));
-        json_object_set_new(o, "local_rank", r->local_rank >= 0 ? json_integer(r->local_rank) : json_null());
+        json_object_set_new(o, "local_rank", local >= 0 ? json_integer(local) : json_null());
         json_object_set_new(o, "processes", json_integer(r->procs));
         json_array_append_new(ranks, o);
     }
     json_object_set_new(d, "nodes", nodes);
     json_object_set_new(d, "ranks", ranks);
-    json_object_set_new(d, "world_size", h->world_size > 0 ? json_integer(h->world_size) : json_null());
+    long long world = gp_jobmodel_world_size(h->world_size, h->nranks);
+    json_object_set_new(d, "world_size", world > 0 ? json_integer(world) : json_null());
     json_t *gpus = json_array();
     json_t *totals = totals_json(h, wall, gpus);
     json_object_set_new(d, "gpus", gpus);

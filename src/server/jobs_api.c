@@ -91,7 +91,8 @@ int gp_srv_job_doc(struct gp_server *s, struct gp_storage *st, const char *id, i
         return gp_seterr(err, errlen, GP_ENOMEM, "out of memory reading the job");
     }
     for (size_t i = 0; i < job.nranks; i++)
-        ranks[i] = (struct gp_jobdoc_rank){job.ranks[i].node, job.ranks[i].rank, job.ranks[i].local_rank};
+        ranks[i] = (struct gp_jobdoc_rank){job.ranks[i].node, job.ranks[i].rank, job.ranks[i].local_rank,
+                                           job.ranks[i].world_size};
     int64_t start = job.start_ms != GP_JOBS_NONE ? job.start_ms : job.first_ms;
     struct gp_jobdoc_in in = {
         .id = job.id,

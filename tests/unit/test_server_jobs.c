@@ -295,7 +295,7 @@ static void test_totals(void)
     int64_t now = now_ms();
     struct gp_storage *st = sopen_tmp();
     fill(st, now);
-    struct gp_jobdoc_rank ranks[2] = {{"n1", 0, 0}, {"n1", 1, 1}};
+    struct gp_jobdoc_rank ranks[2] = {{"n1", 0, 0, 2}, {"n1", 1, 1, 2}};
     struct gp_jobdoc_in in = {
         .id = "train-1", .scheme = "slurm", .state = "finished",
         .start_ms = (int64_t)T * 1000, .end_ms = (int64_t)(T + 100) * 1000,
