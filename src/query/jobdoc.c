@@ -1,7 +1,10 @@
 /*
- * jobdoc.c - the job document (jobdoc.h): select the job's series, read
- * each once into memory (filtered of stale markers and NaN), reduce them
- * to totals and, on request, grids; then write the JSON.
+ * jobdoc.c - the job document (jobdoc.h) in two steps: gather selects
+ * the job's series, reads each once into memory (filtered of stale
+ * markers and NaN) and feeds them to the job model (jobmodel.h), which
+ * computes the figures; render writes them, with the grids on request,
+ * as JSON. gp_jobdoc_cost gathers without rendering (the budget
+ * detector's cost).
  */
 #include "query/jobdoc.h"
 
@@ -178,6 +181,11 @@ struct interval {
     double sec, steps;
 };
 
+/* The cost totals of the job (cost.h's arithmetic over its GPUs). */
+struct cost_out {
+    double cost, idle, unused, per_hour, target, seconds_left, projected;
+};
+
 struct doc {
     struct gp_storage *st;
     const struct gp_jobdoc_in *in;
@@ -192,6 +200,13 @@ struct doc {
     size_t niv, civ;
     struct gp_jobmodel_steps *steps; /* the step stream (jobmodel.h) */
     struct gp_jobmodel_gpus act;
+    /* gathered: the figures the document shows */
+    struct gp_jobmodel_gpu *mg;      /* per GPU, as d->g */
+    struct gp_jobmodel_gpu_figures gf;
+    const struct gp_store_series **procs; /* gpulse_job_processes */
+    size_t nprocs;
+    double host_cpu, rss_peak, wall;
+    struct cost_out co;
 };
 
 static int born(const struct doc *d, const struct gp_store_series *s)
@@ -480,11 +495,6 @@ static int write_series(struct doc *d, struct gp_buf *b)
     return GP_OK;
 }
 
-/* The cost totals of the job (cost.h's arithmetic over its GPUs). */
-struct cost_out {
-    double cost, idle, unused, per_hour, target, seconds_left, projected;
-};
-
 static double price_of(const struct doc *d, const struct gpu *g)
 {
     if (d->in->prices)
@@ -577,9 +587,11 @@ static void put_total(struct gp_buf *b, const char *name, double v)
     num(b, v);
 }
 
-static int write_doc(struct doc *d, struct gp_buf *b, char *err, size_t errlen)
+/* Reads the job's series and works out every figure into d (the job
+ * model's, and the cost and host totals around them). GP_OK, GP_ENOMEM or
+ * the store's error; d's arrays are freed by doc_free either way. */
+static int gather(struct doc *d)
 {
-    const struct gp_jobdoc_in *in = d->in;
     int rc;
     /* Sort the series out by name. */
     struct gp_jobmodel_gpu *mg = NULL;
@@ -728,8 +740,38 @@ static int write_doc(struct doc *d, struct gp_buf *b, char *err, size_t errlen)
             free(h);
         }
     }
-    double wall = (double)(d->t1 - d->t0) / 1e3;
+    d->host_cpu = cpu;
+    d->rss_peak = rss_peak;
+    d->wall = (double)(d->t1 - d->t0) / 1e3;
+    d->gf = gf;
+    if ((rc = job_cost(d, targets, ntargets, stepnos, nstepnos, gf.cost, &d->co)))
+        goto out;
+    d->procs = procs, d->nprocs = nprocs;
+    procs = NULL;
+    rc = GP_OK;
+out:
+    d->mg = mg;
+    free(targets);
+    free(stepnos);
+    free(steps);
+    free(secs);
+    free(waits);
+    free(samples);
+    free(tokens);
+    free(procs);
+    return rc;
+}
 
+/* Writes the document of a gathered d. GP_OK or GP_ENOMEM (the series). */
+static int render(struct doc *d, struct gp_buf *b)
+{
+    const struct gp_jobdoc_in *in = d->in;
+    const struct gp_jobmodel_gpu_figures gf = d->gf;
+    const struct gp_jobmodel_gpu *mg = d->mg;
+    const struct gp_store_series *const *procs = d->procs;
+    size_t nprocs = d->nprocs;
+    double cpu = d->host_cpu, rss_peak = d->rss_peak, wall = d->wall;
+    const struct cost_out co = d->co;
     /* The document. */
     gp_buf_puts(b, "{\"id\":");
     gp_json_str(b, in->id, strlen(in->id));
@@ -868,9 +910,6 @@ static int write_doc(struct doc *d, struct gp_buf *b, char *err, size_t errlen)
         gp_buf_puts(b, "null");
     }
     put_total(b, "data_wait_ratio", sf.data_wait_ratio);
-    struct cost_out co;
-    if ((rc = job_cost(d, targets, ntargets, stepnos, nstepnos, gf.cost, &co)))
-        goto out;
     put_total(b, "price_per_gpu_hour", gf.price_per_gpu_hour);
     put_total(b, "cost", gf.cost);
     put_total(b, "cost_idle", co.idle);
@@ -882,20 +921,60 @@ static int write_doc(struct doc *d, struct gp_buf *b, char *err, size_t errlen)
     put_total(b, "budget", in->budget > 0 ? in->budget : NAN);
     put_total(b, "budget_ratio", in->budget > 0 ? gf.cost / in->budget : NAN);
     gp_buf_puts(b, isfinite(gf.cost) ? ",\"currency\":\"USD\"}" : ",\"currency\":null}");
-    if (in->series && (rc = write_series(d, b)))
-        goto out;
+    if (in->series) {
+        int rc = write_series(d, b);
+        if (rc)
+            return rc;
+    }
     gp_buf_puts(b, ",\"advice\":[]}");
-    rc = GP_OK;
-out:
-    free(mg);
-    free(targets);
-    free(stepnos);
-    free(steps);
-    free(secs);
-    free(waits);
-    free(samples);
-    free(tokens);
-    free(procs);
+    return GP_OK;
+}
+
+static void doc_free(struct doc *d)
+{
+    for (size_t i = 0; i < d->ng; i++) {
+        ser_free(&d->g[i].act);
+        ser_free(&d->g[i].mem);
+    }
+    free(d->g);
+    for (size_t i = 0; i < d->ncpu; i++)
+        ser_free(&d->cpu[i]);
+    for (size_t i = 0; i < d->nrss; i++)
+        ser_free(&d->rss[i]);
+    free(d->cpu);
+    free(d->rss);
+    free(d->iv);
+    free(d->steps);
+    free(d->mg);
+    free(d->procs);
+    gp_storage_selection_free(&d->sel);
+}
+
+/* Selects the job's series and gathers its figures into d (doc_free it
+ * either way). GP_OK or an error with detail. */
+static int doc_gather(struct doc *d, struct gp_storage *st, const struct gp_jobdoc_in *in, char *err,
+                      size_t errlen)
+{
+    memset(d, 0, sizeof *d);
+    d->st = st;
+    d->in = in;
+    d->t0 = in->start_ms;
+    d->t1 = in->range_end_ms > in->start_ms ? in->range_end_ms : in->start_ms;
+    d->tc = in->end_ms != GP_JOBDOC_NONE ? d->t1 + GP_JOBDOC_TAIL_MS : d->t1;
+    d->steps = malloc(sizeof *d->steps); /* 40 KiB of buckets: not on a handler's stack */
+    if (!d->steps)
+        return gp_seterr(err, errlen, GP_ENOMEM, "out of memory building the job document");
+    gp_jobmodel_steps_init(d->steps);
+    gp_jobmodel_gpus_init(&d->act);
+    struct gp_matcher m;
+    int rc = gp_matcher_init(&m, GP_MATCH_EQ, "job", in->id, err, errlen);
+    if (rc)
+        return rc;
+    rc = gp_storage_select(st, &m, 1, d->t0, d->tc, &d->sel);
+    gp_matcher_free(&m);
+    if (rc)
+        return gp_seterr(err, errlen, rc, "selecting the job's series: %s", gp_strerror(rc));
+    rc = gather(d);
     if (rc == GP_ENOMEM)
         gp_seterr(err, errlen, rc, "out of memory building the job document");
     else if (rc)
@@ -907,56 +986,32 @@ int gp_jobdoc_write(struct gp_storage *st, const struct gp_jobdoc_in *in, struct
                     char *err, size_t errlen)
 {
     struct doc d;
-    memset(&d, 0, sizeof d);
-    d.st = st;
-    d.in = in;
-    d.t0 = in->start_ms;
-    d.t1 = in->range_end_ms > in->start_ms ? in->range_end_ms : in->start_ms;
-    d.tc = in->end_ms != GP_JOBDOC_NONE ? d.t1 + GP_JOBDOC_TAIL_MS : d.t1;
     size_t mark = out->len;
     int mark_err = out->err;
-    d.steps = malloc(sizeof *d.steps); /* 40 KiB of buckets: not on a handler's stack */
-    if (!d.steps)
-        return gp_seterr(err, errlen, GP_ENOMEM, "out of memory building the job document");
-    gp_jobmodel_steps_init(d.steps);
-    gp_jobmodel_gpus_init(&d.act);
-    struct gp_matcher m;
-    int rc = gp_matcher_init(&m, GP_MATCH_EQ, "job", in->id, err, errlen);
-    if (!rc) {
-        rc = gp_storage_select(st, &m, 1, d.t0, d.tc, &d.sel);
-        gp_matcher_free(&m);
-        if (rc)
-            gp_seterr(err, errlen, rc, "selecting the job's series: %s", gp_strerror(rc));
-    }
-    if (rc) {
-        free(d.steps);
-        return rc;
-    }
-    rc = write_doc(&d, out, err, errlen);
+    int rc = doc_gather(&d, st, in, err, errlen);
+    if (!rc && (rc = render(&d, out)))
+        gp_seterr(err, errlen, rc, "out of memory building the job document");
     if (!rc && out->err)
         rc = gp_seterr(err, errlen, out->err,
                        out->err == GP_ETOOBIG ? "the job document is larger than %zu bytes"
                                               : "writing the job document (%zu bytes max)",
                        out->max);
-    for (size_t i = 0; i < d.ng; i++) {
-        ser_free(&d.g[i].act);
-        ser_free(&d.g[i].mem);
-    }
-    free(d.g);
-    for (size_t i = 0; i < d.ncpu; i++)
-        ser_free(&d.cpu[i]);
-    for (size_t i = 0; i < d.nrss; i++)
-        ser_free(&d.rss[i]);
-    free(d.cpu);
-    free(d.rss);
-    free(d.iv);
-    free(d.steps);
-    gp_storage_selection_free(&d.sel);
+    doc_free(&d);
     if (rc) {
         out->len = mark;
         out->err = mark_err;
         if (out->data)
             out->data[out->len] = '\0';
     }
+    return rc;
+}
+
+int gp_jobdoc_cost(struct gp_storage *st, const struct gp_jobdoc_in *in, double *cost, char *err,
+                   size_t errlen)
+{
+    struct doc d;
+    int rc = doc_gather(&d, st, in, err, errlen);
+    *cost = rc ? NAN : d.gf.cost;
+    doc_free(&d);
     return rc;
 }

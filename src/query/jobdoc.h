@@ -102,4 +102,11 @@ struct gp_jobdoc_in {
 int gp_jobdoc_write(struct gp_storage *st, const struct gp_jobdoc_in *in, struct gp_buf *out,
                     char *err, size_t errlen);
 
+/*
+ * The document's totals.cost alone (NaN when unknown), without writing
+ * the document: what the budget detector needs. GP_OK or as above.
+ */
+int gp_jobdoc_cost(struct gp_storage *st, const struct gp_jobdoc_in *in, double *cost, char *err,
+                   size_t errlen);
+
 #endif

@@ -519,6 +519,13 @@ static void test_routes(void)
     CHECK_CONTAINS(r->body, "\"cost\":0.3513888888888889,\"cost_idle\":0.006944444444444445,");
     CHECK_CONTAINS(r->body, "\"cost_per_hour\":11.5,\"target_steps\":null,");
     CHECK_CONTAINS(r->body, "\"budget\":0.5,\"budget_ratio\":0.7027777777777778,\"currency\":\"USD\"");
+    /* The budget detector's cost is the document's, without the document. */
+    double cost = 0;
+    CHECK_INT(gp_srv_job_cost(s, gp_srv_store(s), "train-1", &cost, err, sizeof err), GP_OK);
+    CHECK_DBL(cost, 0.3513888888888889, 1e-15);
+    CHECK_INT(gp_srv_job_cost(s, gp_srv_store(s), "killed-1", &cost, err, sizeof err), GP_OK);
+    CHECK(isnan(cost)); /* no GPU: unknown, not 0 */
+    CHECK_INT(gp_srv_job_cost(s, gp_srv_store(s), "no-such-job", &cost, err, sizeof err), GP_ENOTFOUND);
     CHECK(!strstr(r->body, "\"series\""));
     r = http_get(s, "/api/v1/jobs/killed-1?series=1");
     CHECK_INT(r->status, 200);
