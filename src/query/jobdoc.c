@@ -676,7 +676,12 @@ static int gather(struct doc *d)
                                          price_of(d, g)};
     }
     struct gp_jobmodel_gpu_figures gf;
-    gp_jobmodel_gpu_figures(&d->act, mg, d->ng, d->in->prices ? NAN : d->in->price_per_gpu_hour, &gf);
+    /* the agent said how many GPUs the job held (gpulse_job_gpus) */
+    bool held_none = false;
+    for (size_t i = 0; i < d->sel.n && !held_none; i++)
+        held_none = name_is(&d->sel.series[i], "gpulse_job_gpus");
+    gp_jobmodel_gpu_figures(&d->act, mg, d->ng, held_none,
+                            d->in->prices ? NAN : d->in->price_per_gpu_hour, &gf);
 
     /* Counters: the step stream's sums are their increases. */
     double *sums[5] = {&d->steps->steps, &d->steps->seconds, &d->steps->wait, &d->steps->samples,

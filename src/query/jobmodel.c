@@ -141,7 +141,8 @@ double gp_jobmodel_gpu_peak_ratio(const struct gp_jobmodel_gpu *g)
 }
 
 void gp_jobmodel_gpu_figures(const struct gp_jobmodel_gpus *a, const struct gp_jobmodel_gpu *g,
-                             size_t n, double fallback_price, struct gp_jobmodel_gpu_figures *f)
+                             size_t n, bool held_none, double fallback_price,
+                             struct gp_jobmodel_gpu_figures *f)
 {
     double secs = NAN, act_sum = 0, act_w = 0, peak = NAN, ratio = NAN, cost = NAN, priced = 0;
     for (size_t i = 0; i < n; i++) {
@@ -158,6 +159,8 @@ void gp_jobmodel_gpu_figures(const struct gp_jobmodel_gpus *a, const struct gp_j
             priced += g[i].seconds;
         }
     }
+    if (!n && held_none)
+        secs = cost = 0; /* no GPU held: nothing to pay */
     f->gpu_seconds = secs;
     f->gpu_hours = secs / 3600.0;
     f->activity_avg = act_w > 0 ? act_sum / act_w : NAN;

@@ -25,7 +25,8 @@
  *   data wait     data-wait seconds / step seconds (a step's wait is part
  *                 of its seconds: the step protocol caps it there, so the
  *                 share is at most 1)
- *   GPU-seconds   the sum over GPUs; activity avg and percentiles weigh
+ *   GPU-seconds   the sum over GPUs (0 for a job seen holding none, unknown
+ *                 when nothing was seen); activity avg and percentiles weigh
  *                 time; peak memory and its ratio the largest of any GPU;
  *                 cost the sum of each GPU's seconds x its price, unknown
  *                 when a GPU has no price.
@@ -36,6 +37,7 @@
 #ifndef GP_QUERY_JOBMODEL_H
 #define GP_QUERY_JOBMODEL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #define GP_JOBMODEL_STEP_BUCKETS 2560 /* 1 % buckets from 1 us to ~1e5 s */
@@ -105,10 +107,13 @@ struct gp_jobmodel_gpu_figures {
     double cost, price_per_gpu_hour;
 };
 
-/* The totals over n GPUs (gpu_seconds NaN when n is 0: no GPU seen).
- * fallback_price: shown as the price when the job held no GPU; NaN none. */
+/* The totals over n GPUs. With none: when the job's processes were seen
+ * holding none (held_none), 0 GPU-seconds and nothing to pay; else
+ * unknown (NaN). fallback_price: the price shown when no GPU is priced;
+ * NaN or <= 0 none. */
 void gp_jobmodel_gpu_figures(const struct gp_jobmodel_gpus *a, const struct gp_jobmodel_gpu *g,
-                             size_t n, double fallback_price, struct gp_jobmodel_gpu_figures *f);
+                             size_t n, bool held_none, double fallback_price,
+                             struct gp_jobmodel_gpu_figures *f);
 
 /* One GPU's activity average and peak-memory ratio (NaN when unknown). */
 double gp_jobmodel_gpu_activity(const struct gp_jobmodel_gpu *g);

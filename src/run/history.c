@@ -532,7 +532,8 @@ static json_t *totals_json(const struct gp_history *h, double wall, json_t *gpus
     struct gp_jobmodel_gpu mg[MAX_GPUS];
     json_t *gpus = gpus_json(h, mg);
     struct gp_jobmodel_gpu_figures gf;
-    gp_jobmodel_gpu_figures(&h->act, mg, h->ngpus, h->price > 0 ? h->price : NAN, &gf);
+    /* the job seen in a tick without a GPU held none */
+    gp_jobmodel_gpu_figures(&h->act, mg, h->ngpus, h->rss_valid, h->price > 0 ? h->price : NAN, &gf);
     json_object_set_new(t, "gpu_seconds", num(gf.gpu_seconds));
     json_object_set_new(t, "gpu_hours", num(gf.gpu_hours));
     json_object_set_new(t, "activity_avg", num(gf.activity_avg));

@@ -42,6 +42,8 @@ check(f"data wait: local {lw}, server {sw}", lw is not None and sw is not None a
 check(f"data wait {lw} is not in [{low}, {high}]", lw is not None and low <= lw <= high)
 check(f"command: local {local['command']!r}, server {server['command']!r}",
       local["command"] == server["command"] and "slow_loader.py" in (server["command"] or ""))
+for k in ("gpu_seconds", "cost"):
+    check(f"{k}: local {lt[k]}, server {st[k]}", lt[k] == st[k])
 for doc, name in ((local, "local"), (server, "server")):
     check(f"{name} ranks {doc['ranks']}, world size {doc.get('world_size')}",
           [r["rank"] for r in doc["ranks"]] == [0] and doc.get("world_size") == 1)

@@ -64,13 +64,16 @@ static void test_figures(void)
     struct gp_jobmodel_gpus a;
     gp_jobmodel_gpus_init(&a);
     struct gp_jobmodel_gpu_figures g;
-    gp_jobmodel_gpu_figures(&a, NULL, 0, NAN, &g);
+    gp_jobmodel_gpu_figures(&a, NULL, 0, false, NAN, &g);
     CHECK(isnan(g.gpu_seconds) && isnan(g.cost) && isnan(g.activity_p50) && isnan(g.price_per_gpu_hour));
+    gp_jobmodel_gpu_figures(&a, NULL, 0, true, 2.5, &g); /* seen holding no GPU */
+    CHECK(g.gpu_seconds == 0 && g.gpu_hours == 0 && g.cost == 0 && g.price_per_gpu_hour == 2.5);
+    CHECK(isnan(g.activity_avg));
     /* two GPUs: one priced at 3.6/h, 100 s at 0.5; one unpriced, 100 s at 1 */
     struct gp_jobmodel_gpu two[2] = {{100, 50, 100, 1e9, 4e9, 3.6}, {100, 100, 100, 3e9, 4e9, NAN}};
     gp_jobmodel_activity(&a, 0.5, 100);
     gp_jobmodel_activity(&a, 1.0, 100);
-    gp_jobmodel_gpu_figures(&a, two, 2, NAN, &g);
+    gp_jobmodel_gpu_figures(&a, two, 2, false, NAN, &g);
     CHECK_DBL(g.gpu_seconds, 200, 0);
     CHECK_DBL(g.activity_avg, 0.75, 1e-12);
     CHECK_DBL(g.activity_p50, 0.5, 1e-12);
@@ -135,7 +138,7 @@ static void append(struct gp_storage *st, const double *t, struct counters *v, s
     const char *lab = "job=" JOB ";Hostname=n1;pid=4242";
     for (size_t k = 0; k < n; k += RW_BATCH_SAMPLES) {
         size_t m = n - k < RW_BATCH_SAMPLES ? n - k : RW_BATCH_SAMPLES;
-        double x[4][RW_BATCH_SAMPLES], one[RW_BATCH_SAMPLES];
+        double x[4][RW_BATCH_SAMPLES], one[RW_BATCH_SAMPLES], zero[RW_BATCH_SAMPLES] = {0};
         for (size_t i = 0; i < m; i++) {
             x[0][i] = v[k + i].steps;
             x[1][i] = v[k + i].seconds;
@@ -150,6 +153,7 @@ static void append(struct gp_storage *st, const double *t, struct counters *v, s
         rw_batch_add(&b, "gpulse_job_samples_total", lab, t + k, x[3], m);
         rw_batch_add(&b, "gpulse_job_info", "job=" JOB ";Hostname=n1;scheme=gpulse_run;command=" CMD,
                      t + k, one, m);
+        rw_batch_add(&b, "gpulse_job_gpus", "job=" JOB ";Hostname=n1", t + k, zero, m); /* none held */
         struct gp_rw_request rq = rw_batch_request(&b);
         struct gp_append_result res;
         char err[256];
