@@ -31,6 +31,8 @@
  * the per-call cost stays a memory load.
  *
  * Optional values are GPULSE_UNSET (NaN); negative counts are omitted.
+ * The wait for data is measured unless given: the time from one
+ * gpulse_step() to the next step's start (now - dur) counts as wait.
  */
 #ifndef GPULSE_STEPS_H
 #define GPULSE_STEPS_H
@@ -76,6 +78,7 @@ struct gpulse_steps {
     uint64_t seq;             /* records produced */
     unsigned forks;           /* gpulse__forks when the buffer was last ours */
     int64_t last_flush_ns;
+    int64_t prev_end_ns;      /* when the last step was reported; 0: none yet */
     unsigned nrec;            /* records in buf */
     size_t len;
     char buf[GPULSE_STEPS_DGRAM - GPULSE_STEPS_PREFIX];
@@ -262,16 +265,32 @@ static inline void gpulse__end(struct gpulse_steps *h, char *p)
         gpulse_flush(h);
 }
 
-/* One finished step: its number n (yours), duration in seconds, and the
- * optional samples, tokens, loss and data-wait seconds (GPULSE_UNSET). */
+/* One step that ends now and ran dur seconds: its number n (yours), and
+ * the optional samples, tokens, loss and data-wait seconds (GPULSE_UNSET).
+ * With wait GPULSE_UNSET the wait is measured: the time from the previous
+ * call (the previous step's end) to this step's start (now - dur) is the
+ * wait for data, and the step reported spans it (docs/jobs.md wants dur
+ * from the previous step's end). A dur that already spans from the
+ * previous end measures a wait of 0: pass wait yourself then. */
 static inline void gpulse_step(struct gpulse_steps *h, uint64_t n, double dur, double samples,
                                double tokens, double loss, double wait)
 {
+    int64_t now_ns = gpulse__now_ns();
+    if (h->forks != gpulse__forks) /* a forked child's first step: no previous end of its own */
+        h->prev_end_ns = 0;
+    if (!(isfinite(dur) && dur > 0))
+        dur = 0;
+    if (!isfinite(wait) && h->prev_end_ns) {
+        double gap = (double)(now_ns - h->prev_end_ns) / 1e9 - dur;
+        wait = gap > 0 ? gap : 0;
+        dur += wait;
+    }
+    h->prev_end_ns = now_ns;
     char *p = gpulse__begin(h, "step");
     p = gpulse__key(p, "n");
     p = gpulse__u64(p, (unsigned long long)n);
     p = gpulse__key(p, "dur");
-    p = gpulse__dbl(p, isfinite(dur) && dur > 0 ? dur : 0);
+    p = gpulse__dbl(p, dur);
     if (isfinite(samples) && samples >= 0)
         p = gpulse__dbl(gpulse__key(p, "samples"), samples);
     if (isfinite(tokens) && tokens >= 0)

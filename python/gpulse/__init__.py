@@ -15,6 +15,10 @@ process id from the kernel, so nothing here names the process.
             s.loss = float(loss)       # optional
     gpulse.memory()                     # torch.cuda allocator, if any
 
+The wait for data is measured: the time from one step's end to the next
+step's start (here, the loader's ``next``) is reported as ``wait`` and the
+step spans it, unless the caller passes ``wait=``.
+
 Where it sends: every path in ``GPULSE_STEPS_SOCKET`` (several separated
 by ':'), else /run/gpulse/steps.sock if it exists, else
 /tmp/gpulse-steps.sock if it exists, else both.
@@ -104,6 +108,7 @@ class Client:
         self._seq = 0
         self._n = 0
         self._last_flush = 0.0
+        self._prev_end = None   # perf_counter at the last step's end
         try:
             self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
             self._sock.setblocking(False)
@@ -153,13 +158,26 @@ class Client:
     # ---- the API ---------------------------------------------------------
 
     def report_step(self, duration, samples=None, tokens=None, loss=None, wait=None, n=None):
-        """One finished step of ``duration`` seconds (from the end of the
-        previous step). ``n`` is your step number (default: counts the
-        steps reported); ``wait`` is the part of ``duration`` spent waiting
-        for input data."""
+        """One step, ending now, that ran ``duration`` seconds. ``n`` is
+        your step number (default: counts the steps reported); ``wait`` is
+        the part of ``duration`` spent waiting for input data.
+
+        Without ``wait`` the client measures it: the time from the end of
+        the previous step (the previous call) to this step's start (now
+        minus ``duration``) is the wait for data, and the step reported
+        runs from the previous end, wait included, as the protocol wants
+        (docs/jobs.md). A ``duration`` that already spans from the previous
+        end gives a wait of 0: pass ``wait`` yourself then."""
+        now = _perf()
+        if type(duration) is float and 0.0 <= duration < _INF:  # the common case first
+            d = duration
+        else:
+            d = _num(duration)
+            d = float(d) if d else 0.0
         # t: when the step ended, so batching (up to 20 ms) does not blur
         # the time line that throughput is computed from
-        rest = " dur=%s t=%.6f" % (_num(duration) or "0", time.time())
+        wall = time.time()
+        rest = ""
         if samples is not None:
             v = _num(samples)
             if v is not None:
@@ -172,15 +190,24 @@ class Client:
             v = _loss(loss)
             if v is not None:
                 rest += " loss=" + v
-        if wait is not None:
-            v = _num(wait)
-            if v is not None:
-                rest += " wait=" + v
+        told = wait is not None
+        if told:
+            wait = _num(wait)
         with self._lock:
             if self._pid != os.getpid():
                 self._reset()
+            prev, self._prev_end = self._prev_end, now
+            if not told and prev is not None:
+                gap = now - d - prev
+                if gap > 0:
+                    d += gap
+                    wait = repr(gap)
+                else:
+                    wait = "0"
+            if wait is not None:
+                rest += " wait=" + wait
             self._n = n if type(n) is int and n >= 0 else self._n + 1
-            self._add("step", " n=%d%s" % (self._n, rest))
+            self._add("step", " n=%d dur=%r t=%.6f%s" % (self._n, d, wall, rest))
 
     def memory(self, device=None):
         """Reports torch.cuda's allocator (allocated, reserved, peak bytes)
@@ -243,8 +270,10 @@ class Client:
 class _Step:
     """``with gpulse.step(...)``: times the block with time.perf_counter.
     Set ``.loss``, ``.samples`` or ``.tokens`` inside the block if known
-    only then; ``.wait`` is the part of the block spent waiting for data
-    (fetch the batch inside the block to count it). A block left by an
+    only then. The time from the previous step's end to the block's start
+    (fetching the next batch, in ``for batch in loader``) is measured as
+    the wait for data and the step reported spans both; set ``.wait`` to
+    say otherwise (then the step is the block alone). A block left by an
     exception is not reported."""
 
     __slots__ = ("_c", "samples", "tokens", "loss", "wait", "n", "_t0")

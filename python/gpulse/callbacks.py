@@ -8,10 +8,10 @@ dependency:
 - ``GpulseTrainerCallback`` (Hugging Face transformers):
   ``Trainer(..., callbacks=[GpulseTrainerCallback()])``
 
-Both report, per step, the time from the end of the previous step to the
-end of this one (so the wait for the next batch is inside it), that wait
-separately (from the previous step's end to this step's start), and the
-samples of the step; the target step count at the start; the allocator
+Both report, per step, the time from the batch's start hook to its end
+hook, and the client adds the wait before it (from the previous step's
+end to this step's start: fetching the batch) as the data wait, so the
+step runs from the previous step's end; and the samples of the step; the target step count at the start; the allocator
 memory every ``memory_every`` steps; and ``end`` when training ends.
 """
 
@@ -23,21 +23,20 @@ __all__ = []
 
 
 class _Timer:
+    """Times a batch from its start hook to its end hook; the client
+    measures the wait before it (from the previous step's end)."""
+
     def __init__(self):
-        self.prev_end = None
         self.start = None
 
     def begin(self):
         self.start = time.perf_counter()
 
     def finish(self):
-        now = time.perf_counter()
         if self.start is None:
-            return None, None
-        base = self.prev_end if self.prev_end is not None else self.start
-        wait = self.start - base if self.prev_end is not None else None
-        self.prev_end, self.start = now, None
-        return now - base, wait
+            return None
+        dur, self.start = time.perf_counter() - self.start, None
+        return dur
 
 
 def _batch_size(batch):
@@ -74,7 +73,7 @@ try:
             self._t.begin()
 
         def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
-            dur, wait = self._t.finish()
+            dur = self._t.finish()
             if dur is None:
                 return
             loss = outputs.get("loss") if isinstance(outputs, dict) else outputs
@@ -82,7 +81,7 @@ try:
                 loss = float(loss.detach()) if hasattr(loss, "detach") else loss
             except (TypeError, ValueError, RuntimeError):
                 loss = None
-            gpulse.report_step(dur, samples=_batch_size(batch), loss=loss, wait=wait,
+            gpulse.report_step(dur, samples=_batch_size(batch), loss=loss,
                                n=int(trainer.global_step))
             if self._every and trainer.global_step % self._every == 0:
                 gpulse.memory()
@@ -119,10 +118,10 @@ try:
                 self._loss = logs["loss"]
 
         def on_step_end(self, args, state, control, **kwargs):
-            dur, wait = self._t.finish()
+            dur = self._t.finish()
             if dur is None:
                 return
-            gpulse.report_step(dur, samples=self._samples, loss=self._loss, wait=wait,
+            gpulse.report_step(dur, samples=self._samples, loss=self._loss,
                                n=int(state.global_step))
             self._loss = None
             if self._every and state.global_step % self._every == 0:

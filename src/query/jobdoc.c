@@ -194,8 +194,8 @@ struct doc {
     struct gp_store_selection sel;
     struct gpu *g;
     size_t ng;
-    struct ser *cpu, *rss;
-    size_t ncpu, nrss;
+    struct ser *cpu, *rss, *loss; /* loss: gpulse_job_loss, what the clients sent */
+    size_t ncpu, nrss, nloss;
     struct interval *iv;
     size_t niv, civ;
     struct gp_jobmodel_steps *steps; /* the step stream (jobmodel.h) */
@@ -463,6 +463,20 @@ static int write_series(struct doc *d, struct gp_buf *b)
     }
     gp_buf_putc(b, ']');
     put_array(b, "seconds", tmp, has, np);
+    /* Loss per window: the mean over the reporters that have one there. */
+    grid_sum(&r, GP_EVAL_MEAN, d->loss, d->nloss, tmp, has, acc, th);
+    for (size_t k = 0; k < np; k++)
+        acc[k] = 0;
+    for (size_t i = 0; i < d->nloss; i++) {
+        gp_eval_raw(&r, GP_EVAL_MEAN, d->loss[i].t, d->loss[i].v, d->loss[i].n, val, th);
+        for (size_t k = 0; k < np; k++)
+            acc[k] += th[k];
+    }
+    for (size_t k = 0; k < np; k++)
+        tmp[k] = has[k] ? tmp[k] / acc[k] : 0;
+    put_array(b, "loss", tmp, has, np);
+    for (size_t k = 0; k < np; k++)
+        acc[k] = (double)((int64_t)k * r.step_ms) / 1e3;
     gp_buf_puts(b, "},\"host\":{\"t\":[");
     for (size_t k = 0; k < np; k++) {
         if (k)
@@ -610,9 +624,10 @@ static int gather(struct doc *d)
     stepnos = calloc(nsel, sizeof *stepnos);
     d->cpu = calloc(nsel, sizeof *d->cpu);
     d->rss = calloc(nsel, sizeof *d->rss);
+    d->loss = calloc(nsel, sizeof *d->loss);
     rc = GP_ENOMEM;
     if (!steps || !secs || !waits || !samples || !tokens || !procs || !targets || !stepnos || !d->cpu ||
-        !d->rss)
+        !d->rss || !d->loss)
         goto out;
     for (size_t i = 0; i < d->sel.n; i++) {
         const struct gp_store_series *s = &d->sel.series[i];
@@ -644,6 +659,9 @@ static int gather(struct doc *d)
                 goto out;
         } else if (name_is(s, "gpulse_job_resident_memory_bytes")) {
             if ((rc = ser_read(d->st, s, d->t0, d->t1, &d->rss[d->nrss++])))
+                goto out;
+        } else if (name_is(s, "gpulse_job_loss")) {
+            if ((rc = ser_read(d->st, s, d->t0, d->tc, &d->loss[d->nloss++])))
                 goto out;
         } else if (name_is(s, "gpulse_job_steps_total")) {
             steps[nsteps++] = s;
@@ -682,6 +700,10 @@ static int gather(struct doc *d)
         held_none = name_is(&d->sel.series[i], "gpulse_job_gpus");
     gp_jobmodel_gpu_figures(&d->act, mg, d->ng, held_none,
                             d->in->prices ? NAN : d->in->price_per_gpu_hour, &gf);
+
+    for (size_t i = 0; i < d->nloss; i++)
+        for (size_t k = 0; k < d->loss[i].n; k++)
+            gp_jobmodel_loss(d->steps, (double)d->loss[i].t[k] / 1e3, d->loss[i].v[k]);
 
     /* Counters: the step stream's sums are their increases. */
     double *sums[5] = {&d->steps->steps, &d->steps->seconds, &d->steps->wait, &d->steps->samples,
@@ -915,6 +937,9 @@ static int render(struct doc *d, struct gp_buf *b)
         gp_buf_puts(b, "null");
     }
     put_total(b, "data_wait_ratio", sf.data_wait_ratio);
+    put_total(b, "loss_first", sf.loss_first);
+    put_total(b, "loss_last", sf.loss_last);
+    put_total(b, "loss_min", sf.loss_min);
     put_total(b, "price_per_gpu_hour", gf.price_per_gpu_hour);
     put_total(b, "cost", gf.cost);
     put_total(b, "cost_idle", co.idle);
@@ -946,8 +971,11 @@ static void doc_free(struct doc *d)
         ser_free(&d->cpu[i]);
     for (size_t i = 0; i < d->nrss; i++)
         ser_free(&d->rss[i]);
+    for (size_t i = 0; i < d->nloss; i++)
+        ser_free(&d->loss[i]);
     free(d->cpu);
     free(d->rss);
+    free(d->loss);
     free(d->iv);
     free(d->steps);
     free(d->mg);

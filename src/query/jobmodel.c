@@ -19,6 +19,19 @@ void gp_jobmodel_steps_init(struct gp_jobmodel_steps *m)
     memset(m->hist, 0, sizeof m->hist);
     m->steps = m->seconds = m->wait = m->samples = m->tokens = NAN;
     m->start_s = m->end_s = m->max = NAN;
+    m->loss_first = m->loss_last = m->loss_min = m->loss_first_t = m->loss_last_t = NAN;
+}
+
+void gp_jobmodel_loss(struct gp_jobmodel_steps *m, double t, double loss)
+{
+    if (!isfinite(loss) || !isfinite(t))
+        return;
+    if (!(m->loss_first_t <= t))
+        m->loss_first_t = t, m->loss_first = loss;
+    if (!(m->loss_last_t > t))
+        m->loss_last_t = t, m->loss_last = loss;
+    if (!(m->loss_min <= loss))
+        m->loss_min = loss;
 }
 
 static int step_bucket(double s)
@@ -103,6 +116,9 @@ void gp_jobmodel_step_figures(const struct gp_jobmodel_steps *m, struct gp_jobmo
     f->p99 = any ? pct(m->hist, GP_JOBMODEL_STEP_BUCKETS, 0.99) : NAN;
     f->max = any ? m->max : NAN;
     f->data_wait_ratio = m->seconds > 0 ? m->wait / m->seconds : NAN;
+    f->loss_first = m->loss_first;
+    f->loss_last = m->loss_last;
+    f->loss_min = m->loss_min;
 }
 
 long long gp_jobmodel_rank(long long rank, size_t nranks)

@@ -22,6 +22,7 @@
  *   p50/p90/p99   nearest rank over the steps; each value is the mean of
  *                 the steps in its 1 % bucket (exact when they are equal)
  *   throughput    steps, samples, tokens over the stepping span
+ *   loss          the earliest and the newest reported, the lowest
  *   data wait     data-wait seconds / step seconds (a step's wait is part
  *                 of its seconds: the step protocol caps it there, so the
  *                 share is at most 1)
@@ -54,6 +55,8 @@ struct gp_jobmodel_steps {
     double wait, samples, tokens; /* NaN: never reported */
     double start_s, end_s;       /* stepping span, epoch s; NaN when no step */
     double max;                  /* longest step (or interval mean); NaN when none */
+    double loss_first, loss_last, loss_min; /* NaN: never reported */
+    double loss_first_t, loss_last_t;       /* when (epoch s) */
     struct gp_jobmodel_bucket hist[GP_JOBMODEL_STEP_BUCKETS];
 };
 
@@ -71,6 +74,10 @@ void gp_jobmodel_step(struct gp_jobmodel_steps *m, double t_end, double seconds,
  * (counter increases). */
 void gp_jobmodel_interval(struct gp_jobmodel_steps *m, double n, double seconds);
 
+/* A loss the training code reported at t (epoch s): a step record's, or
+ * one sample of a reporter's gpulse_job_loss. */
+void gp_jobmodel_loss(struct gp_jobmodel_steps *m, double t, double loss);
+
 /* Adds v to a sum that may still be unknown (NaN). */
 void gp_jobmodel_sum(double *sum, double v);
 
@@ -79,6 +86,7 @@ struct gp_jobmodel_step_figures {
     double stepping_seconds, steps_per_second, samples_per_second, tokens_per_second;
     double mean, p50, p90, p99, max; /* step seconds */
     double data_wait_ratio;
+    double loss_first, loss_last, loss_min; /* the earliest, newest, lowest */
 };
 
 void gp_jobmodel_step_figures(const struct gp_jobmodel_steps *m, struct gp_jobmodel_step_figures *f);

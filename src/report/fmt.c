@@ -143,6 +143,14 @@ char *gp_rp_fmt_count(char *out, size_t n, bool ok, double v)
     return out;
 }
 
+char *gp_rp_fmt_sig(char *out, size_t n, bool ok, double v)
+{
+    if (!ok)
+        return na(out, n);
+    snprintf(out, n, "%.4g", v);
+    return out;
+}
+
 char *gp_rp_fmt_rate(char *out, size_t n, bool ok, double v)
 {
     if (!ok)

@@ -4,8 +4,8 @@
  * Inline CSS (light and dark by prefers-color-scheme, print rules), no
  * script, no external resource. The same sections as the text (from the
  * same model), then SVG line charts drawn here: GPU activity and GPU
- * memory per GPU (with each GPU's capacity dashed), step time, host CPU
- * cores and host RSS. The markup is also well-formed XML (every element
+ * memory per GPU (with each GPU's capacity dashed), step time, the loss
+ * the clients sent, host CPU cores and host RSS. The markup is also well-formed XML (every element
  * closed, no named entities but XML's), so an XML parser reads it.
  *
  * Charts: x is seconds since the job's start (ticks as m:ss, or h:mm past
@@ -36,7 +36,7 @@ static const char *const palette[] = {"#4e79a7", "#f28e2b", "#e15759", "#59a14f"
                                       "#76b7b2", "#edc948", "#ff9da7", "#9c755f", "#7f7f7f"};
 #define NPAL (sizeof palette / sizeof palette[0])
 
-enum yfmt { Y_RATIO, Y_BYTES, Y_SECONDS, Y_CORES };
+enum yfmt { Y_RATIO, Y_BYTES, Y_SECONDS, Y_CORES, Y_PLAIN };
 
 struct line {
     char name[96];
@@ -154,7 +154,8 @@ static void fmt_y_tick(char *out, size_t n, enum yfmt y, double v, double unit, 
         else
             snprintf(out, n, "%.4g s", v);
         break;
-    case Y_CORES: snprintf(out, n, "%.4g", v); break;
+    case Y_CORES:
+    case Y_PLAIN: snprintf(out, n, "%.4g", v); break;
     }
 }
 
@@ -532,11 +533,38 @@ static void time_split(struct gp_buf *b, const json_t *doc)
     gp_buf_puts(b, "</section>\n");
 }
 
+/* One list entry: the tag (marked bad in red), the text, the evidence. */
+static void item(struct gp_buf *b, const char *tag, bool bad, const char *text, const char *ev)
+{
+    gp_buf_puts(b, "<li>");
+    if (tag) {
+        gp_buf_printf(b, "<span class=\"kind%s\">", bad ? " bad" : "");
+        gp_rp_html_put(b, tag);
+        gp_buf_puts(b, "</span> ");
+    }
+    gp_rp_html_put(b, text);
+    if (ev) {
+        gp_buf_puts(b, "<div class=\"ev\">evidence: ");
+        gp_rp_html_put(b, ev);
+        gp_buf_puts(b, "</div>");
+    }
+    gp_buf_puts(b, "</li>\n");
+}
+
 static void advice(struct gp_buf *b, const json_t *doc)
 {
-    const json_t *adv = gp_rp_arr(doc, "advice");
+    const json_t *adv = gp_rp_arr(doc, "advice"), *alerts = gp_rp_arr(doc, "alerts");
     gp_buf_puts(b, "<section>\n<h2>What to change</h2>\n");
     size_t n = 0;
+    /* the job's active alerts first: never "nothing" while one fires */
+    for (size_t i = 0; i < json_array_size(alerts); i++) {
+        struct gp_rp_alert a;
+        if (!gp_rp_alert(json_array_get(alerts, i), &a))
+            continue;
+        if (!n++)
+            gp_buf_puts(b, "<ol class=\"advice\">\n");
+        item(b, a.tag, a.firing, a.text, a.evidence);
+    }
     for (size_t i = 0; i < json_array_size(adv); i++) {
         const json_t *e = json_array_get(adv, i);
         const char *kind = gp_rp_str(e, "kind"), *text = gp_rp_str(e, "text"),
@@ -546,25 +574,17 @@ static void advice(struct gp_buf *b, const json_t *doc)
         if (!n++)
             gp_buf_puts(b, "<ol class=\"advice\">\n");
         bool bad = kind && (!strcmp(kind, "failed") || !strcmp(kind, "killed") || !strcmp(kind, "lost"));
-        gp_buf_puts(b, "<li>");
-        if (kind) {
-            gp_buf_printf(b, "<span class=\"kind%s\">", bad ? " bad" : "");
-            gp_rp_html_put(b, kind);
-            gp_buf_puts(b, "</span> ");
-        }
-        gp_rp_html_put(b, text);
-        if (ev) {
-            gp_buf_puts(b, "<div class=\"ev\">evidence: ");
-            gp_rp_html_put(b, ev);
-            gp_buf_puts(b, "</div>");
-        }
-        gp_buf_puts(b, "</li>\n");
+        item(b, kind, bad, text, ev);
     }
     if (n)
         gp_buf_puts(b, "</ol>\n");
     else
         gp_buf_printf(b, "<p class=\"note\">%s</p>\n",
-                      adv ? "Nothing: no rule found a problem in these numbers." : "Advice: n/a");
+                      !adv      ? "Advice: n/a"
+                      : alerts ? "Nothing: no rule found a problem in these numbers, and no alert is "
+                                 "active on this job."
+                               : "Nothing: no rule found a problem in these numbers (no server gave "
+                                 "the job's alerts).");
     gp_buf_puts(b, "</section>\n");
 }
 
@@ -600,6 +620,7 @@ int gp_report_html(struct gp_buf *b, const json_t *doc)
     gpu_chart(b, doc, "GPU activity", "activity", Y_RATIO);
     gpu_chart(b, doc, "GPU memory", "memory_bytes", Y_BYTES);
     series_chart(b, doc, "Step time", "steps", "seconds", "step time", Y_SECONDS);
+    series_chart(b, doc, "Loss (as the clients sent it)", "steps", "loss", "loss", Y_PLAIN);
     series_chart(b, doc, "Host CPU (cores busy)", "host", "cpu_cores", "CPU cores", Y_CORES);
     series_chart(b, doc, "Host memory (RSS of the job)", "host", "rss_bytes", "RSS", Y_BYTES);
     gp_buf_printf(b, "</section>\n<footer>gpulse %s</footer>\n</main>\n</body>\n</html>\n", GP_VERSION);

@@ -166,6 +166,7 @@ static void steps_section(const json_t *doc, struct gp_rp_model *m)
 {
     struct gp_rp_section *s = &m->sec[GP_RP_SEC_STEPS];
     s->title = "Steps";
+    struct gp_rp_row *r;
     const json_t *t = gp_rp_obj(doc, "totals");
     const json_t *st = gp_rp_obj(t, "step_seconds");
     char f[5][48];
@@ -192,6 +193,19 @@ static void steps_section(const json_t *doc, struct gp_rp_model *m)
              gp_rp_fmt_count(f[1], sizeof f[1], ht, tokens));
     ok = gp_rp_num(t, "data_wait_ratio", &v);
     snprintf(row(s, "data wait")->v, 512, "%s of step time", gp_rp_fmt_pct(f[0], sizeof f[0], ok, v));
+    /* the training loss the clients sent with their steps */
+    static const char *const losses[] = {"loss_first", "loss_last", "loss_min"};
+    bool any = false;
+    for (int i = 0; i < 3; i++) {
+        ok = gp_rp_num(t, losses[i], &v);
+        any |= ok;
+        gp_rp_fmt_sig(f[i], sizeof f[i], ok, v);
+    }
+    r = row(s, "loss");
+    if (any)
+        snprintf(r->v, 512, "first %s, last %s, lowest %s", f[0], f[1], f[2]);
+    else
+        snprintf(r->v, 512, "n/a (no step reported a loss)");
 }
 
 static void host_section(const json_t *doc, struct gp_rp_model *m)
@@ -219,6 +233,21 @@ void gp_rp_model_build(const json_t *doc, struct gp_rp_model *m)
     gpu_section(doc, m);
     steps_section(doc, m);
     host_section(doc, m);
+}
+
+bool gp_rp_alert(const json_t *entry, struct gp_rp_alert *a)
+{
+    const char *kind = gp_rp_str(entry, "kind"), *sev = gp_rp_str(entry, "severity"),
+               *state = gp_rp_str(entry, "state");
+    if (!json_is_object(entry) || !kind)
+        return false;
+    snprintf(a->tag, sizeof a->tag, "alert %s, %s, %s", kind, sev ? sev : GP_RP_NA, state ? state : GP_RP_NA);
+    a->text = gp_rp_str(entry, "summary");
+    if (!a->text)
+        a->text = kind;
+    a->evidence = gp_rp_str(entry, "evidence");
+    a->firing = state && !strcmp(state, "firing");
+    return true;
 }
 
 const char *const gp_rp_gpu_titles[GP_RP_GPU_COLS] = {

@@ -68,6 +68,18 @@ int gp_report_text(struct gp_buf *out, const json_t *doc, const struct gp_report
 int gp_report_json(struct gp_buf *out, const json_t *doc);
 int gp_report_html(struct gp_buf *out, const json_t *doc);
 
+/*
+ * Adds the job's active alerts to doc as `alerts`: the pending and firing
+ * entries of GET SERVER/api/v1/alerts?job=JOB&state=active (bearer token
+ * when token is non-empty), as the server gives them. The renderers list
+ * them first under "What to change", so a report never says "nothing"
+ * while an alert fires on the job; without `alerts` they say that no
+ * server gave them. GP_OK, or GP_ENET / GP_EPARSE / GP_ENOMEM with detail in
+ * err (doc is then unchanged).
+ */
+int gp_report_add_alerts(json_t *doc, const char *server, const char *token, const char *job, char *err,
+                         size_t errlen);
+
 /* `gpulse report JOB ...`: exit status 0, 1 (runtime failure), 2 (usage). */
 int gp_report_main(int argc, char **argv);
 

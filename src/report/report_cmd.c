@@ -4,7 +4,9 @@
  *
  * GET SERVER/api/v1/jobs/<JOB, URL-encoded>?series=1 with libcurl (a
  * bearer token when one is configured, 10 s timeout, at most 64 MiB of
- * answer), check the Prometheus-style envelope, add the advice
+ * answer), check the Prometheus-style envelope, add the job's active
+ * alerts (GET /api/v1/alerts?job=JOB; a report without them when the
+ * server cannot say, with a warning), add the advice
  * (gp_report_advise), and render: text on stdout, or the JSON document
  * (--json), or an HTML file (--html FILE, written to a temporary file
  * and renamed into place, so a reader never sees half a report) with the
@@ -40,8 +42,10 @@ static void usage(FILE *out)
             "usage: gpulse report JOB [--server URL] [--json | --html FILE] [--token-file FILE]\n\n"
             "Prints the end-of-run report of a training job: its command and state, wall time,\n"
             "GPU-hours and cost, peak GPU memory, GPU activity, step times and throughput, data\n"
-            "wait, host CPU and memory, where the time went and what to change. The job document\n"
-            "comes from the server (GET /api/v1/jobs/JOB?series=1, see docs/jobs.md).\n\n"
+            "wait, loss, host CPU and memory, where the time went and what to change: the job's\n"
+            "active alerts first, then the advice. The job document comes from the server\n"
+            "(GET /api/v1/jobs/JOB?series=1, its alerts from GET /api/v1/alerts?job=JOB; see\n"
+            "docs/jobs.md).\n\n"
             "flags:\n"
             "  --server URL\n      the gpulse server [env GPULSE_SERVER, default " DEFAULT_SERVER "]\n"
             "  --token-file FILE\n      bearer token for the server's read_token [env GPULSE_TOKEN_FILE]\n"
@@ -222,29 +226,95 @@ static int write_atomic(const char *path, const char *data, size_t len, char *er
     return GP_OK;
 }
 
+/* The server URL without trailing slashes, into out. */
+static void server_label(const char *server, char *out, size_t n)
+{
+    snprintf(out, n, "%s", server);
+    size_t sl = strlen(out);
+    while (sl && out[sl - 1] == '/')
+        out[--sl] = '\0';
+}
+
+/* Fills url (8 KiB at most) with server, before, the job URL-encoded, after.
+ * GP_OK, GP_ENOMEM, or GP_ETOOBIG when the job name is too long. */
+static int job_url(struct gp_buf *url, const char *server, const char *before, const char *job,
+                   const char *after)
+{
+    char label[512];
+    server_label(server, label, sizeof label);
+    char *esc = curl_easy_escape(NULL, job, 0);
+    if (!esc)
+        return GP_ENOMEM;
+    gp_buf_printf(url, "%s%s%s%s", label, before, esc, after);
+    curl_free(esc);
+    return url->err ? GP_ETOOBIG : GP_OK;
+}
+
+int gp_report_add_alerts(json_t *doc, const char *server, const char *token, const char *job, char *err,
+                         size_t errlen)
+{
+    char e[512] = "";
+    struct gp_buf url, body;
+    gp_buf_init(&url, 8192);
+    gp_buf_init(&body, MAX_ANSWER);
+    long status = 0;
+    json_t *root = NULL, *keep = NULL;
+    int rc = job_url(&url, server, "/api/v1/alerts?state=active&limit=1000&job=", job, "");
+    if (rc) {
+        gp_seterr(err, errlen, rc, rc == GP_ENOMEM ? "out of memory" : "the job name is too long");
+        goto out;
+    }
+    if ((rc = fetch(url.data, token, &body, &status, err, errlen)))
+        goto out;
+    json_error_t je;
+    root = json_loadb(body.data ? body.data : "", body.len, 0, &je);
+    envelope_error(root, e, sizeof e);
+    const json_t *data = json_is_object(root) ? json_object_get(root, "data") : NULL;
+    if (status != 200) {
+        rc = gp_seterr(err, errlen, GP_ENET, "HTTP %ld%s%s", status, e[0] ? ": " : "", e);
+        goto out;
+    }
+    if (!json_is_array(data)) {
+        rc = gp_seterr(err, errlen, GP_EPARSE, "no {\"status\":\"success\",\"data\":[...]} envelope");
+        goto out;
+    }
+    keep = json_array();
+    if (!keep) {
+        rc = gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
+        goto out;
+    }
+    /* only what is active: an older server may ignore state=active */
+    size_t i;
+    json_t *a;
+    json_array_foreach(data, i, a) {
+        const char *st = json_string_value(json_object_get(a, "state"));
+        if (json_is_object(a) && st && (!strcmp(st, "firing") || !strcmp(st, "pending")))
+            json_array_append(keep, a);
+    }
+    if (json_object_set(doc, "alerts", keep))
+        rc = gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
+out:
+    json_decref(keep);
+    json_decref(root);
+    gp_buf_free(&url);
+    gp_buf_free(&body);
+    return rc;
+}
+
 /* Fetches and checks the document; *doc is the caller's (json_decref). Exit status. */
 static int get_doc(const struct opts *o, const char *token, json_t **doc)
 {
     char label[512], err[512] = "";
-    snprintf(label, sizeof label, "%s", o->server);
-    size_t sl = strlen(label);
-    while (sl && label[sl - 1] == '/')
-        label[--sl] = '\0';
-    char *esc = curl_easy_escape(NULL, o->job, 0);
-    if (!esc) {
-        fprintf(stderr, "gpulse report: out of memory\n");
-        return 1;
-    }
+    server_label(o->server, label, sizeof label);
     struct gp_buf url, body;
     gp_buf_init(&url, 8192);
     gp_buf_init(&body, MAX_ANSWER);
-    gp_buf_printf(&url, "%s/api/v1/jobs/%s?series=1", label, esc);
-    curl_free(esc);
     long status = 0;
     int ret = 1;
     json_t *root = NULL;
-    if (url.err) {
-        fprintf(stderr, "gpulse report: the job name is too long\n");
+    int rc = job_url(&url, o->server, "/api/v1/jobs/", o->job, "?series=1");
+    if (rc) {
+        fprintf(stderr, "gpulse report: %s\n", rc == GP_ENOMEM ? "out of memory" : "the job name is too long");
         goto out;
     }
     if (fetch(url.data, token, &body, &status, err, sizeof err)) {
@@ -314,6 +384,10 @@ int gp_report_main(int argc, char **argv)
     }
     json_t *doc = NULL;
     int ret = get_doc(&o, token, &doc);
+    /* the report goes on without them: it then says the alerts are unknown */
+    if (!ret && gp_report_add_alerts(doc, o.server, token, o.job, err, sizeof err))
+        fprintf(stderr, "gpulse report: cannot read the alerts of job '%s' from %s: %s\n", o.job, o.server,
+                err);
     memset(token, 0, sizeof token);
     curl_global_cleanup();
     if (ret)

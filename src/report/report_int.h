@@ -36,6 +36,7 @@ char *gp_rp_fmt_hms(char *out, size_t n, bool ok, double seconds);   /* 1:02:03 
 char *gp_rp_fmt_short(char *out, size_t n, bool ok, double seconds); /* 290 ms */
 char *gp_rp_fmt_count(char *out, size_t n, bool ok, double v);       /* 12,000 */
 char *gp_rp_fmt_rate(char *out, size_t n, bool ok, double v);        /* 106.7 */
+char *gp_rp_fmt_sig(char *out, size_t n, bool ok, double v);         /* 0.01234: 4 digits (a loss) */
 char *gp_rp_fmt_money(char *out, size_t n, bool ok, double v, const char *currency);
 char *gp_rp_fmt_utc(char *out, size_t n, bool ok, double epoch);    /* 2026-11-23 10:15:00 UTC */
 /* "signal 9 (SIGKILL)" from a number or a name; "n/a" when unknown. */
@@ -83,6 +84,20 @@ struct gp_rp_model {
 };
 /* Fills m from doc (m is overwritten; rows borrow strings from doc). */
 void gp_rp_model_build(const json_t *doc, struct gp_rp_model *m);
+
+/*
+ * One of the job's active alerts (an entry of the document's `alerts`,
+ * as GET /api/v1/alerts gives it), as the advice lists it: the tag
+ * "alert KIND, SEVERITY, STATE", the summary (else the kind) and the
+ * evidence (NULL when none). Strings are borrowed from the entry or
+ * live in a. False when the entry is not an alert object.
+ */
+struct gp_rp_alert {
+    char tag[160];
+    const char *text, *evidence;
+    bool firing;
+};
+bool gp_rp_alert(const json_t *entry, struct gp_rp_alert *a);
 
 /* The per-GPU table: column titles and widths, and one GPU's cells. */
 #define GP_RP_GPU_COLS 8

@@ -115,15 +115,44 @@ static void time_split(struct gp_buf *b, const json_t *doc, const struct gp_repo
         kv(b, "", "no GPU activity was recorded: compute and idle are unknown");
 }
 
+/* One numbered entry: [tag] text, then its evidence; tag red when bad. */
+static void item(struct gp_buf *b, size_t n, const char *tag, bool bad, const char *text, const char *ev,
+                 const struct gp_report_opts *o)
+{
+    char num[32];
+    int w = snprintf(num, sizeof num, "  %zu. ", n);
+    gp_buf_puts(b, num);
+    if (tag) {
+        if (o && o->color && bad)
+            gp_buf_puts(b, "\033[31m");
+        gp_buf_putc(b, '[');
+        w += (int)gp_rp_text_put(b, tag, 48) + 3;
+        gp_buf_puts(b, "] ");
+        if (o && o->color && bad)
+            gp_buf_puts(b, "\033[0m");
+    }
+    gp_rp_text_wrap(b, text, (size_t)w, 7, WIDTH);
+    if (ev) {
+        gp_buf_puts(b, "       evidence: ");
+        gp_rp_text_wrap(b, ev, 17, 17, WIDTH);
+    }
+}
+
 static void advice(struct gp_buf *b, const json_t *doc, const struct gp_report_opts *o)
 {
-    const json_t *adv = gp_rp_arr(doc, "advice");
+    const json_t *adv = gp_rp_arr(doc, "advice"), *alerts = gp_rp_arr(doc, "alerts");
     heading(b, "What to change", o);
-    if (!adv) {
+    size_t n = 0;
+    /* the job's active alerts first: never "nothing" while one fires */
+    for (size_t i = 0; i < json_array_size(alerts); i++) {
+        struct gp_rp_alert a;
+        if (gp_rp_alert(json_array_get(alerts, i), &a))
+            item(b, ++n, a.tag, a.firing, a.text, a.evidence, o);
+    }
+    if (!adv && !n) {
         kv(b, "", GP_RP_NA);
         return;
     }
-    size_t n = 0;
     for (size_t i = 0; i < json_array_size(adv); i++) {
         const json_t *e = json_array_get(adv, i);
         const char *kind = gp_rp_str(e, "kind"), *text = gp_rp_str(e, "text"),
@@ -131,26 +160,13 @@ static void advice(struct gp_buf *b, const json_t *doc, const struct gp_report_o
         if (!text)
             continue;
         bool bad = kind && (!strcmp(kind, "failed") || !strcmp(kind, "killed") || !strcmp(kind, "lost"));
-        char num[32];
-        int w = snprintf(num, sizeof num, "  %zu. ", ++n);
-        gp_buf_puts(b, num);
-        if (kind) {
-            if (o && o->color && bad)
-                gp_buf_puts(b, "\033[31m");
-            gp_buf_putc(b, '[');
-            w += (int)gp_rp_text_put(b, kind, 24) + 3;
-            gp_buf_puts(b, "] ");
-            if (o && o->color && bad)
-                gp_buf_puts(b, "\033[0m");
-        }
-        gp_rp_text_wrap(b, text, (size_t)w, 7, WIDTH);
-        if (ev) {
-            gp_buf_puts(b, "       evidence: ");
-            gp_rp_text_wrap(b, ev, 17, 17, WIDTH);
-        }
+        item(b, ++n, kind, bad, text, ev, o);
     }
     if (!n)
-        kv(b, "", "nothing: no rule found a problem in the numbers above");
+        kv(b, "", alerts ? "nothing: no rule found a problem in the numbers above, and no alert is active "
+                           "on this job"
+                         : "nothing: no rule found a problem in the numbers above (no server gave the "
+                           "job's alerts)");
 }
 
 int gp_report_text(struct gp_buf *out, const json_t *doc, const struct gp_report_opts *o)

@@ -65,7 +65,7 @@ struct gp_history {
 
     struct hgpu *gpus;
     unsigned ngpus;
-    struct curve cpu, rss, step;
+    struct curve cpu, rss, step, loss;
     struct gp_jobmodel_gpus act; /* GPU time at each activity */
     /* time-weighted profiling averages over the job's GPUs, where reported */
     struct wavg { double sum, dt; } occ, tensor, dram, link;
@@ -167,6 +167,7 @@ static void next_point(struct gp_history *h, double now)
         curve_halve(&h->cpu, h->nb);
         curve_halve(&h->rss, h->nb);
         curve_halve(&h->step, h->nb);
+        curve_halve(&h->loss, h->nb);
         for (unsigned g = 0; g < h->ngpus; g++) {
             curve_halve(&h->gpus[g].act, h->nb);
             curve_halve(&h->gpus[g].mem, h->nb);
@@ -394,9 +395,13 @@ void gp_history_step(struct gp_history *h, const struct gp_history_step *s)
     pthread_mutex_lock(&h->mu);
     gp_jobmodel_step(&h->steps, s->t_end, s->seconds, s->has_wait ? s->wait_seconds : NAN,
                      s->has_samples ? s->samples : NAN, s->has_tokens ? s->tokens : NAN);
+    if (s->has_loss)
+        gp_jobmodel_loss(&h->steps, s->t_end, s->loss);
     if (!h->nb)
         next_point(h, wall_s());
     cell_add(&h->step.c[h->nb - 1], s->seconds);
+    if (s->has_loss)
+        cell_add(&h->loss.c[h->nb - 1], s->loss);
     pthread_mutex_unlock(&h->mu);
 }
 
@@ -583,6 +588,9 @@ static json_t *totals_json(const struct gp_history *h, double wall, json_t *gpus
         json_object_set_new(t, "step_seconds", json_null());
     }
     json_object_set_new(t, "data_wait_ratio", num(sf.data_wait_ratio));
+    json_object_set_new(t, "loss_first", num(sf.loss_first));
+    json_object_set_new(t, "loss_last", num(sf.loss_last));
+    json_object_set_new(t, "loss_min", num(sf.loss_min));
     json_object_set_new(t, "price_per_gpu_hour", num(gf.price_per_gpu_hour));
     json_object_set_new(t, "cost", num(gf.cost));
     json_object_set_new(t, "currency", isfinite(gf.cost) ? json_string("USD") : json_null());
@@ -607,6 +615,7 @@ static json_t *series_json(const struct gp_history *h)
     json_t *steps = json_object();
     json_object_set_new(steps, "t", times_json(h));
     json_object_set_new(steps, "seconds", curve_json(h, &h->step, false));
+    json_object_set_new(steps, "loss", curve_json(h, &h->loss, false));
     json_object_set_new(s, "steps", steps);
     json_t *host = json_object();
     json_object_set_new(host, "t", times_json(h));

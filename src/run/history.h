@@ -45,9 +45,10 @@ struct gp_history_options {
 struct gp_history_step {
     double t_end;              /* epoch seconds the step ended (arrival when not sent) */
     double seconds;            /* the step's own duration */
-    bool has_samples, has_tokens, has_wait;
+    bool has_samples, has_tokens, has_wait, has_loss;
     double samples, tokens;
     double wait_seconds;       /* time before the step spent waiting for data */
+    double loss;               /* the training loss the client sent with the step */
 };
 
 /* A new history starting now. NULL when out of memory. The caller frees it. */

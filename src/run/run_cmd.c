@@ -37,6 +37,7 @@
 #include "lib/clock.h"
 #include "lib/err.h"
 #include "lib/log.h"
+#include "lib/token.h"
 #include "report/report.h"
 #include "sources/steps_proto.h"
 
@@ -119,6 +120,8 @@ static void on_step(void *ctx, uint32_t pid, const struct gp_steps_record *rec)
         .tokens = rec->tokens,
         .has_wait = rec->has & GP_SK_WAIT,
         .wait_seconds = rec->wait,
+        .has_loss = rec->has & GP_SK_LOSS,
+        .loss = rec->loss,
     };
     gp_history_step(r->hist, &s); /* the parser requires dur on a step */
 }
@@ -275,6 +278,14 @@ static int report(struct run *r)
         return GP_ENOMEM;
     }
     char err[512];
+    if (r->rc.server[0]) { /* the server's detectors judged the job: its alerts belong in the report */
+        char token[512] = "";
+        const char *tf = getenv("GPULSE_TOKEN_FILE"), *id = json_string_value(json_object_get(doc, "id"));
+        if ((tf && *tf && gp_token_load(NULL, tf, "token", token, sizeof token, err, sizeof err)) ||
+            gp_report_add_alerts(doc, r->rc.server, token, id ? id : "", err, sizeof err))
+            fprintf(stderr, "gpulse run: cannot read the job's alerts from %s: %s\n", r->rc.server, err);
+        memset(token, 0, sizeof token);
+    }
     int rc = GP_OK;
     struct gp_buf b;
     gp_buf_init(&b, 0);

@@ -8,7 +8,10 @@ to PORTFILE): the document DIR/<file>.json whose "id" is <id>, in the
 {"status":"success","data":...} envelope. Job "garbage" answers a body
 that is not JSON; "noenvelope" a JSON body without the envelope. Any
 other id: 404 with an error envelope. With TOKEN, a request without
-"Bearer TOKEN" gets 401. Each request's path is appended to
+"Bearer TOKEN" gets 401. GET /api/v1/alerts answers no alerts (an empty
+list), unless NO_ALERTS_API is set: then it is an unexpected request, as
+on a server without that route; for job "alerts-garbage" a body that is
+not JSON, for "alerts-object" an envelope whose data is not a list. Each request's path is appended to
 $REQLOG_DIR/requests.log.
 """
 import json, os, sys, urllib.parse
@@ -43,6 +46,14 @@ class H(BaseHTTPRequestHandler):
             return self.send(401, json.dumps({"status": "error", "errorType": "unauthorized",
                                               "error": "missing or wrong bearer token"}))
         u = urllib.parse.urlsplit(self.path)
+        if u.path == "/api/v1/alerts":
+            job = urllib.parse.parse_qs(u.query).get("job", [""])[0]
+            if job == "alerts-garbage":
+                return self.send(200, "<html>no alerts here", "text/html")
+            if job == "alerts-object":
+                return self.send(200, json.dumps({"status": "success", "data": {"alerts": []}}))
+            if not os.environ.get("NO_ALERTS_API"):
+                return self.send(200, json.dumps({"status": "success", "data": []}))
         prefix = "/api/v1/jobs/"
         if not u.path.startswith(prefix) or urllib.parse.parse_qs(u.query).get("series") != ["1"]:
             return self.send(400, json.dumps({"status": "error", "errorType": "bad_data",

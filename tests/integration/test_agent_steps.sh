@@ -114,7 +114,11 @@ ccheck() { # ccheck NAME WANT: the C trainer's series
 }
 check "$(sel gpulse_job_samples_total "$PYL")" $((32 * (N + 1) + 1))
 check "$(sel gpulse_job_tokens_total "$PYL")" $((1000 * (N + 1)))
-check "$(sel gpulse_job_data_wait_seconds_total "$PYL")" 0.25
+# 0.25 given, plus what the client measured: the gaps between the `with`
+# blocks and gpulse.memory()'s import of torch before the last step
+# (test_client_data_wait.sh checks the measuring)
+awk '{ exit !($1 >= 0.25) }' <<<"$(value "$(sel gpulse_job_data_wait_seconds_total "$PYL")")" ||
+    fail "python's data wait is '$(value "$(sel gpulse_job_data_wait_seconds_total "$PYL")")', want 0.25 plus the gaps"
 check "$(sel gpulse_job_target_steps "$PYL")" "$N"
 check "$(sel gpulse_job_step "$PYL")" $((N + 2))
 check "$(sel gpulse_job_step_records_lost_total "$PYL")" 0
@@ -129,7 +133,8 @@ ccheck gpulse_job_step_records_lost_total 0
 got=$(awk -v n="gpulse_job_allocator_bytes{" -v p="Hostname=\"$(hostname)\",pid=\"$C_PID\",device=\"1\",kind=\"reserved\"}" \
     'index($0, n) == 1 && index($0, p) {print $NF; exit}' "$TMP/m")
 [ "$got" = 2000 ] || fail "the C trainer's reserved bytes on device 1 are '$got', want 2000"
-[ -n "$(cval gpulse_job_data_wait_seconds_total)" ] && fail "C trainer never said wait="
+# its steps of 0.125 s come back to back, faster than they say: a measured wait of 0
+ccheck gpulse_job_data_wait_seconds_total 0
 check gpulse_steps_malformed_total 0
 recs=$(value gpulse_steps_records_total)
 [ "$recs" = $((N + 3 + 7 + NC + 3 + 5)) ] || fail "gpulse_steps_records_total $recs, want $((N + 3 + 7 + NC + 3 + 5))"

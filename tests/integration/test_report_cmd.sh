@@ -61,6 +61,7 @@ import json, sys
 got, src = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
 assert [a["kind"] for a in got["advice"]] == ["killed", "custom", "memory_high", "low_activity"], got["advice"]
 got.pop("advice"); src.pop("advice")
+assert got.pop("alerts") == [], "the stand-in has no alerts"   # the job's active alerts, added
 assert got == src, "the document changed"
 assert open(sys.argv[1]).read().startswith('{\n  "id": "slurm-881234"'), "not pretty-printed"
 PYEOF
@@ -98,9 +99,9 @@ PYEOF
     fail "--html: $(cat "$TMP/err")"
 cmp -s "$TMP/out" "$TMP/full.txt" || fail "--html did not print the text report"
 [ -z "$(ls "$TMP" | grep 'full.html.tmp')" ] || fail "temporary file left behind"
-[ "$(check_html "$TMP/full.html")" = "5 7 0" ] || fail "full.html: $(check_html "$TMP/full.html" 2>&1)"
+[ "$(check_html "$TMP/full.html")" = "6 8 0" ] || fail "full.html: $(check_html "$TMP/full.html" 2>&1)"
 "$GPULSE" report job-nulls --server "$JS_URL" --html "$TMP/nulls.html" >/dev/null 2>&1 || fail "--html nulls"
-[ "$(check_html "$TMP/nulls.html")" = "0 0 5" ] || fail "nulls.html: $(check_html "$TMP/nulls.html" 2>&1)"
+[ "$(check_html "$TMP/nulls.html")" = "0 0 6" ] || fail "nulls.html: $(check_html "$TMP/nulls.html" 2>&1)"
 hostile=$("$PY" -c 'import json; print(json.load(open("'"$JOBS"'/hostile.json"))["id"])')
 "$GPULSE" report "$hostile" --server "$JS_URL" --html "$TMP/hostile.html" >"$TMP/hostile.txt" 2>"$TMP/err" ||
     fail "--html hostile: $(cat "$TMP/err")"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # gpulse run around a real PyTorch training loop (Debian's python3-torch,
 # CPU): the report's step count, step times, throughput and peak RSS agree
-# with what the script measured itself; exit statuses 0, 1, a signal
+# with what the script measured itself, and the loss it sent is in the
+# text, JSON and HTML report; exit statuses 0, 1, a signal
 # death and "command not found" come out of gpulse run unchanged.
 source "$(dirname "$0")/lib.sh"
 PY=/usr/bin/python3
@@ -30,6 +31,11 @@ ok &= close("step mean (s)", t["step_seconds"]["mean"], me["step_mean"])
 ok &= close("step p50 (s)", t["step_seconds"]["p50"], me["step_p50"])
 ok &= close("samples/s", t["samples_per_second"], me["samples_per_second"])
 ok &= close("host RSS peak (bytes)", t["host_rss_peak_bytes"], me["ru_maxrss_bytes"])
+for k in ("loss_first", "loss_last", "loss_min"):   # the JSON has 15 digits
+    ok &= close(k, t[k], me[k], 1e-12)
+loss = [v for v in doc["series"]["steps"]["loss"] if v is not None]
+ok &= len(loss) >= 2 and loss[0] > loss[-1]        # the curve: SGD brings it down
+print(f"  loss curve: {len(loss)} points, {loss[0]:.4g} .. {loss[-1]:.4g}")
 ok &= t["host_cpu_seconds"] is not None and t["host_cpu_seconds"] > 0
 ok &= t["gpu_hours"] == 0 and t["cost"] == 0   # no GPU here: nothing to pay for
 ok &= len(doc["series"]["host"]["t"]) >= 3      # sampled while it ran
@@ -39,6 +45,14 @@ PYEOF
 grep -q "torch-e2e" "$TMP/report.txt" || fail "the text report does not name the job"
 grep -qi "steps" "$TMP/report.txt" || fail "the text report has no steps"
 grep -q "<svg" "$TMP/report.html" || fail "the HTML report has no chart"
+grep -Eq '^  loss          first [0-9.]+, last [0-9.]+, lowest [0-9.]+$' "$TMP/report.txt" ||
+    fail "the text report has no loss: $(grep -i loss "$TMP/report.txt")"
+python3 - "$TMP/report.html" <<'PYEOF' || fail "the HTML report has no loss chart"
+import re, sys
+h = open(sys.argv[1]).read()
+m = re.search(r"<figcaption>Loss[^<]*</figcaption>((?:(?!</figure>).)*)</figure>", h, re.S)
+sys.exit(0 if m and "<path " in m.group(1) else 1)
+PYEOF
 
 # 2. Exit statuses pass through (20 steps each).
 expect_rc() { # expect_rc WANT ARGS... (script arguments)

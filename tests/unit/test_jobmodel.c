@@ -1,7 +1,7 @@
 /*
  * test_jobmodel.c - the job model (query/jobmodel.h): its arithmetic, and
- * one recorded step stream fed through both paths that build a job
- * document, compared field by field:
+ * one recorded step stream (steps, wait, samples, loss) fed through both
+ * paths that build a job document, compared field by field:
  *   in process  the step protocol's records into gpulse run's history
  *               (run/history.h), as run_cmd.c's step observer does;
  *   server      the same records summed into the steps source's counters,
@@ -94,7 +94,7 @@ static void test_figures(void)
 
 /* The steps source's counters of one process, as its series carry them. */
 struct counters {
-    double steps, seconds, wait, samples;
+    double steps, seconds, wait, samples, loss; /* loss: a gauge, the newest */
 };
 
 struct feed {
@@ -111,12 +111,14 @@ static void on_record(void *ctx, const struct gp_steps_record *r)
         .t_end = r->t, .seconds = r->dur,
         .has_samples = r->has & GP_SK_SAMPLES, .samples = r->samples,
         .has_wait = r->has & GP_SK_WAIT, .wait_seconds = r->wait,
+        .has_loss = r->has & GP_SK_LOSS, .loss = r->loss,
     };
     gp_history_step(f->h, &s);
     f->c.steps++;
     f->c.seconds += r->dur;
     f->c.wait += r->wait;
     f->c.samples += r->samples;
+    f->c.loss = r->loss;
 }
 
 /* The recorded stream: 400 steps of a loop waiting 0.06 s for data and
@@ -127,8 +129,8 @@ static void on_record(void *ctx, const struct gp_steps_record *r)
 static int stream_line(int i, double *t, char *out, size_t len)
 {
     *t += 0.1;
-    return snprintf(out, len, "step seq=%d n=%d dur=%s wait=0.06 samples=8 t=%.6f\n", i + 1, i + 1,
-                    i < 300 ? "0.1" : "0.04", *t);
+    return snprintf(out, len, "step seq=%d n=%d dur=%s wait=0.06 samples=8 loss=%.4f t=%.6f\n", i + 1,
+                    i + 1, i < 300 ? "0.1" : "0.04", 2.0 - 0.001 * i, *t);
 }
 
 /* Appends the counters' samples (times in s) to st in batches. */
@@ -138,12 +140,13 @@ static void append(struct gp_storage *st, const double *t, struct counters *v, s
     const char *lab = "job=" JOB ";Hostname=n1;pid=4242";
     for (size_t k = 0; k < n; k += RW_BATCH_SAMPLES) {
         size_t m = n - k < RW_BATCH_SAMPLES ? n - k : RW_BATCH_SAMPLES;
-        double x[4][RW_BATCH_SAMPLES], one[RW_BATCH_SAMPLES], zero[RW_BATCH_SAMPLES] = {0};
+        double x[5][RW_BATCH_SAMPLES], one[RW_BATCH_SAMPLES], zero[RW_BATCH_SAMPLES] = {0};
         for (size_t i = 0; i < m; i++) {
             x[0][i] = v[k + i].steps;
             x[1][i] = v[k + i].seconds;
             x[2][i] = v[k + i].wait;
             x[3][i] = v[k + i].samples;
+            x[4][i] = v[k + i].loss;
             one[i] = 1;
         }
         memset(&b, 0, sizeof b);
@@ -151,6 +154,7 @@ static void append(struct gp_storage *st, const double *t, struct counters *v, s
         rw_batch_add(&b, "gpulse_job_step_seconds_total", lab, t + k, x[1], m);
         rw_batch_add(&b, "gpulse_job_data_wait_seconds_total", lab, t + k, x[2], m);
         rw_batch_add(&b, "gpulse_job_samples_total", lab, t + k, x[3], m);
+        rw_batch_add(&b, "gpulse_job_loss", lab, t + k, x[4], m);
         rw_batch_add(&b, "gpulse_job_info", "job=" JOB ";Hostname=n1;scheme=gpulse_run;command=" CMD,
                      t + k, one, m);
         rw_batch_add(&b, "gpulse_job_gpus", "job=" JOB ";Hostname=n1", t + k, zero, m); /* none held */
@@ -273,16 +277,18 @@ static void test_one_stream_two_paths(void)
     const char *sums[] = {"totals.steps", "totals.samples", "totals.tokens", "totals.step_seconds.mean",
                           "totals.data_wait_ratio", "totals.gpu_seconds", "totals.gpu_hours",
                           "totals.activity_avg", "totals.activity_p50", "totals.peak_gpu_memory_bytes",
-                          "totals.cost", "totals.price_per_gpu_hour", "totals.currency"};
+                          "totals.cost", "totals.price_per_gpu_hour", "totals.currency", "totals.loss_last",
+                          "totals.loss_min"};
     for (size_t i = 0; i < sizeof sums / sizeof sums[0]; i++)
         same(local, server, sums[i], 1e-9);
     /* 300 steps of 0.1 s and 100 of 0.04, the latter all wait. */
     CHECK_DBL(json_number_value(at(local, "totals.data_wait_ratio")), (300 * 0.06 + 100 * 0.04) / 34.0, 1e-9);
     /* The server sees the stream at its samples: the percentiles are
-     * interval means, the span ends at a sample (1 % of 40 s is 2 ticks). */
+     * interval means, the span ends at a sample (1 % of 40 s is 2 ticks),
+     * the first loss is the newest at the first sample. */
     const char *near[] = {"totals.step_seconds.p50", "totals.step_seconds.p90", "totals.step_seconds.p99",
                           "totals.step_seconds.max", "totals.stepping_seconds", "totals.steps_per_second",
-                          "totals.samples_per_second"};
+                          "totals.samples_per_second", "totals.loss_first"};
     for (size_t i = 0; i < sizeof near / sizeof near[0]; i++)
         same(local, server, near[i], 0.01);
 

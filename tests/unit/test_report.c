@@ -122,6 +122,7 @@ static void test_text_full(void)
     CHECK_CONTAINS(t, "\n  step time     mean 300 ms, p50 290 ms, p90 330 ms, p99 410 ms, max 900 ms\n");
     CHECK_CONTAINS(t, "\n  throughput    128.0 samples/s, n/a tokens/s, 4.00 steps/s\n");
     CHECK_CONTAINS(t, "\n  data wait     4.0% of step time\n");
+    CHECK_CONTAINS(t, "\n  loss          first 2.5, last 0.3404, lowest 0.3404\n");
     CHECK_CONTAINS(t, "\n  CPU           1.50 cores on average (4,500 CPU-seconds)\n");
     CHECK_CONTAINS(t, "\n  RSS peak      7.45 GiB\n");
     CHECK_CONTAINS(t, "\n  compute       [#######################################...........]  78.0%\n"
@@ -158,6 +159,7 @@ static void test_text_nulls_are_na(void)
         "\n  n/a            n/a   n/a                        n/a        n/a        n/a     n/a       n/a\n",
         "\n  steps         n/a\n",
         "\n  step time     mean n/a, p50 n/a, p90 n/a, p99 n/a, max n/a\n",
+        "\n  loss          n/a (no step reported a loss)\n",
         "\n  throughput    n/a samples/s, n/a tokens/s, n/a steps/s\n",
         "\n  processed     n/a samples, n/a tokens\n",
         "\n  data wait     n/a of step time\n",
@@ -289,9 +291,11 @@ static void test_html_full(void)
     CHECK_INT(count(h, "http"), count(h, "http://www.w3.org/2000/svg\"")); /* no fetches */
     CHECK(!strstr(h, "url("));
     CHECK(!strstr(h, "src="));
-    CHECK_INT(count(h, "<svg "), 5);
+    CHECK_INT(count(h, "<svg "), 6);
     CHECK_INT(count(h, "no data"), 0);
     CHECK_CONTAINS(h, "<figcaption>GPU activity</figcaption>");
+    CHECK_CONTAINS(h, "<figcaption>Loss (as the clients sent it)</figcaption>");
+    CHECK_CONTAINS(h, "<tr><th>loss</th><td>first 2.5, last 0.3404, lowest 0.3404</td></tr>");
     CHECK_CONTAINS(h, ">node1 GPU 0</text>");
     CHECK_CONTAINS(h, ">capacity (each GPU)</text>");
     CHECK_CONTAINS(h, ">10:00</text>"); /* time ticks as m:ss */
@@ -319,21 +323,21 @@ static void test_html_no_data_notes(void)
     json_t *d = load("nulls");
     char *h = html_of(d);
     CHECK_INT(count(h, "<svg "), 0);
-    CHECK_INT(count(h, "<p class=\"nodata\">no data</p>"), 5);
+    CHECK_INT(count(h, "<p class=\"nodata\">no data</p>"), 6);
     CHECK_CONTAINS(h, "<tr><th>command</th><td>n/a</td></tr>");
     free(h);
     json_decref(d);
     d = load("cpu_only");
     h = html_of(d);
-    CHECK_INT(count(h, "<svg "), 3); /* steps, CPU, RSS; no GPU charts */
-    CHECK_INT(count(h, "no data"), 2);
+    CHECK_INT(count(h, "<svg "), 3); /* steps, CPU, RSS; no GPU charts, no loss */
+    CHECK_INT(count(h, "no data"), 3);
     CHECK_CONTAINS(h, "no GPUs in this job");
     free(h);
     json_decref(d);
     d = load("failed"); /* an empty step series, a missing host series */
     h = html_of(d);
     CHECK_INT(count(h, "<svg "), 2);
-    CHECK_INT(count(h, "no data"), 3);
+    CHECK_INT(count(h, "no data"), 4);
     free(h);
     json_decref(d);
 }
@@ -397,6 +401,63 @@ static const char *advise(const char *json, char *out, size_t n)
     kinds(d, out, n);
     json_decref(d);
     return out;
+}
+
+/* The job's active alerts come first under "What to change": never
+ * "nothing" while one fires; [] says none is active; no `alerts` says no
+ * server gave them. Their strings are the server's: escaped. */
+static void test_advice_lists_alerts(void)
+{
+    static const char *const doc =
+        "{\"id\": \"j\", \"totals\": {\"data_wait_ratio\": 0.05}, \"alerts\": ["
+        "{\"kind\": \"gpu_hardware_errors\", \"severity\": \"critical\", \"state\": \"firing\","
+        " \"summary\": \"GPU 3 of n1: 2 uncorrectable ECC errors\", \"evidence\": \"DBE 2 > 0\"},"
+        "{\"kind\": \"x\\u001b[31m\", \"state\": \"pending\", \"summary\": \"<b>hot</b>\"},"
+        "\"not an alert\", {\"summary\": \"no kind\"}]}";
+    json_t *d = parse(doc);
+    char *t = text_of(d, false);
+    CHECK_CONTAINS(t, "\nWhat to change\n"
+                      "  1. [alert gpu_hardware_errors, critical, firing] GPU 3 of n1: 2 uncorrectable ECC errors\n"
+                      "       evidence: DBE 2 > 0\n"
+                      "  2. [alert x?[31m, n/a, pending] <b>hot</b>\n");
+    CHECK(!strstr(t, "3. "));
+    CHECK(!strstr(t, "nothing"));
+    check_terminal_safe(t);
+    free(t);
+    char *h = html_of(d);
+    CHECK_CONTAINS(h, "<li><span class=\"kind bad\">alert gpu_hardware_errors, critical, firing</span> GPU 3 of "
+                      "n1: 2 uncorrectable ECC errors<div class=\"ev\">evidence: DBE 2 &gt; 0</div></li>");
+    CHECK_CONTAINS(h, "<span class=\"kind\">alert x\xef\xbf\xbd[31m, n/a, pending</span> &lt;b&gt;hot&lt;/b&gt;");
+    CHECK(!strstr(h, "Nothing"));
+    free(h);
+    json_decref(d);
+
+    /* with advice: the alerts first, then the rules' entries; without
+     * either, what is known about alerts: none active, or not given */
+    static const struct {
+        const char *doc, *text, *html;
+    } cases[] = {
+        {"{\"totals\": {\"data_wait_ratio\": 0.35}, \"alerts\": [{\"kind\": \"k\", \"state\": \"firing\"}]}",
+         "  1. [alert k, n/a, firing] k\n  2. [data_wait] ", "<span class=\"kind bad\">alert k, n/a, firing</span> k"},
+        {"{\"totals\": {\"data_wait_ratio\": 0.05}, \"alerts\": []}",
+         "nothing: no rule found a problem in the numbers above, and no alert is active on\n"
+         "                this job\n",
+         "Nothing: no rule found a problem in these numbers, and no alert is active on this job."},
+        {"{\"totals\": {\"data_wait_ratio\": 0.05}}",
+         "nothing: no rule found a problem in the numbers above (no server gave the job's\n"
+         "                alerts)\n",
+         "Nothing: no rule found a problem in these numbers (no server gave the job's alerts)."},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        d = parse(cases[i].doc);
+        t = text_of(d, false);
+        h = html_of(d);
+        CHECK_CONTAINS(t, cases[i].text);
+        CHECK_CONTAINS(h, cases[i].html);
+        free(t);
+        free(h);
+        json_decref(d);
+    }
 }
 
 static void test_advice_data_wait(void)
@@ -610,6 +671,7 @@ const struct gp_test gp_tests_report[] = {
     {"html_escapes_hostile_strings", test_html_escapes_hostile_strings},
     {"html_downsampling_keeps_spikes", test_html_downsampling_keeps_spikes},
     {"advice_data_wait", test_advice_data_wait},
+    {"advice_lists_alerts", test_advice_lists_alerts},
     {"advice_low_activity", test_advice_low_activity},
     {"advice_memory_low", test_advice_memory_low},
     {"advice_memory_high", test_advice_memory_high},

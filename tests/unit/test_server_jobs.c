@@ -117,6 +117,14 @@ static void fill(struct gp_storage *st, int64_t now_ms)
     for (int i = 0; i < 11; i++)
         v[i] = i < 10 ? 4 * (i + 1) : 58;
     rw_batch_add(&b, "gpulse_job_step_seconds_total", p1, t, v, 11);
+    /* the loss the clients sent: pid 100 from 3 down to 1 over the job,
+     * pid 101 from its second sample to its tenth, with a dip to 0.5 */
+    for (int i = 0; i < 11; i++)
+        v[i] = 3 - 0.2 * i;
+    rw_batch_add(&b, "gpulse_job_loss", p0, t, v, 11);
+    for (int i = 1; i < 10; i++)
+        v[i] = i == 5 ? 0.5 : 2.5 - 0.1 * i;
+    rw_batch_add(&b, "gpulse_job_loss", p1, t + 1, v + 1, 9);
 
     double tk[2] = {T + 200, T + 210}, e137[1] = {137}, tk1[1] = {T + 210};
     rw_batch_add(&b, "gpulse_job_info", "job=killed-1;rank=0;Hostname=n1", tk, one, 2);
@@ -344,6 +352,9 @@ static void test_totals(void)
     CHECK_DBL(num_at(t, "step_seconds.p99"), 0.9, 1e-12);
     CHECK_DBL(num_at(t, "step_seconds.max"), 0.9, 1e-12);
     CHECK_DBL(num_at(t, "data_wait_ratio"), 11.0 / 113, 1e-12);
+    CHECK_DBL(num_at(t, "loss_first"), 3, 1e-12); /* the earliest sample of either */
+    CHECK_DBL(num_at(t, "loss_last"), 1, 1e-12);  /* the newest */
+    CHECK_DBL(num_at(t, "loss_min"), 0.5, 1e-12);
     CHECK_DBL(num_at(t, "price_per_gpu_hour"), 2, 0);
     CHECK_DBL(num_at(t, "cost"), 220 / 3600.0 * 2, 1e-12);
     /* Idle: gpu 0's first sample (activity 0), 10 s. Unused compute: gpu 0
@@ -371,6 +382,23 @@ static void test_totals(void)
     CHECK(np >= 2 && np <= GP_JOBDOC_MAX_POINTS);
     CHECK_INT(json_array_size(json_object_get(sg, "activity")), np);
     CHECK_DBL(json_number_value(json_array_get(json_object_get(sg, "activity"), np - 1)), 0.8, 1e-12);
+    /* the loss curve: the mean of the reporters with a sample in a window */
+    json_t *steps = json_object_get(ser, "steps"), *lt = json_object_get(steps, "t"),
+           *lv = json_object_get(steps, "loss");
+    CHECK_INT(json_array_size(lv), json_array_size(lt));
+    int seen = 0;
+    for (size_t k = 0; k < json_array_size(lt); k++) {
+        double at = json_number_value(json_array_get(lt, k));
+        const json_t *x = json_array_get(lv, k);
+        /* 0 and 5 (its sample at 0 still current): pid 100 alone, pid 101
+         * has none yet; 10: both; 100: pid 100's 1 and pid 101's last, 1.6 */
+        double want = at == 0 || at == 5 ? 3 : at == 10 ? (2.8 + 2.4) / 2 : at == 100 ? (1 + 1.6) / 2 : NAN;
+        if (isfinite(want)) {
+            seen++;
+            CHECK_DBL(json_number_value(x), want, 1e-12);
+        }
+    }
+    CHECK_INT(seen, 4);
     json_decref(d);
 
     /* No price, no counters: nulls, never 0. */
@@ -384,7 +412,8 @@ static void test_totals(void)
     t = json_object_get(d, "totals");
     const char *nulls[] = {"gpu_seconds", "gpu_hours", "activity_avg", "peak_gpu_memory_bytes",
                            "host_cpu_seconds", "steps", "step_seconds", "data_wait_ratio",
-                           "price_per_gpu_hour", "cost", "currency"};
+                           "loss_first", "loss_last", "loss_min", "price_per_gpu_hour", "cost",
+                           "currency"};
     for (size_t i = 0; i < sizeof nulls / sizeof nulls[0]; i++)
         if (!json_is_null(json_object_get(t, nulls[i])))
             gp_test_fail(__FILE__, __LINE__, "totals.%s is not null", nulls[i]);

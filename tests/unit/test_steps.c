@@ -275,13 +275,13 @@ static void test_full_queue_does_not_block_the_client(void)
     char buf[GP_STEPS_DGRAM_MAX];
     while (recv(rfd, buf, sizeof buf, MSG_DONTWAIT) > 0)
         ;
-    gpulse_step(&g, 1001, 0.01, 8, GPULSE_UNSET, GPULSE_UNSET, GPULSE_UNSET);
+    gpulse_step(&g, 1001, 0.01, 8, GPULSE_UNSET, GPULSE_UNSET, 0); /* wait given: not measured */
     gpulse_flush(&g);
     ssize_t n = recv(rfd, buf, sizeof buf - 1, MSG_DONTWAIT);
     CHECK(n > 0);
     buf[n] = '\0';
     char want[96];
-    snprintf(want, sizeof want, "meta lost=%llu\nstep seq=1001 n=1001 dur=0.01 samples=8 t=",
+    snprintf(want, sizeof want, "meta lost=%llu\nstep seq=1001 n=1001 dur=0.01 samples=8 wait=0 t=",
              (unsigned long long)g.lost_total);
     CHECK(strncmp(buf, want, strlen(want)) == 0);
     /* t: the step's end, epoch seconds with microseconds */
@@ -289,6 +289,50 @@ static void test_full_queue_does_not_block_the_client(void)
     double ts = strtod(t, &end);
     CHECK(end - t == 17 && !strcmp(end, "\n"));
     CHECK(fabs(ts - (double)time(NULL)) < 5);
+    gpulse_close(&g);
+    close(rfd);
+}
+
+/* The value of key in a record line ("dur=" -> its number); NAN if absent. */
+static double field(const char *line, const char *key)
+{
+    const char *p = strstr(line, key);
+    return p ? strtod(p + strlen(key), NULL) : NAN;
+}
+
+/* Without wait the C client measures it: the gap from the previous step
+ * call to this step's start (now - dur) is the wait, and dur spans it; the
+ * first step has no wait; a wait given is sent as given. */
+static void test_client_measures_wait(void)
+{
+    const char *path = sock_path("wait.sock");
+    int rfd = socket(AF_UNIX, SOCK_DGRAM, 0);
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    snprintf(a.sun_path, sizeof a.sun_path, "%s", path);
+    CHECK_INT(bind(rfd, (struct sockaddr *)&a, sizeof a), 0);
+    setenv("GPULSE_STEPS_SOCKET", path, 1);
+    struct gpulse_steps g;
+    CHECK_INT(gpulse_steps_open(&g), 0);
+    struct timespec loader = {0, 50000000}; /* 50 ms for the next batch */
+    char buf[GP_STEPS_DGRAM_MAX];
+    double dur[3], wait[3];
+    for (int i = 0; i < 3; i++) {
+        if (i)
+            nanosleep(&loader, NULL);
+        gpulse_step(&g, (uint64_t)i + 1, 0.01, 1, GPULSE_UNSET, GPULSE_UNSET, i == 2 ? 0.005 : GPULSE_UNSET);
+        gpulse_flush(&g);
+        ssize_t n = recv(rfd, buf, sizeof buf - 1, 0);
+        CHECK(n > 0);
+        buf[n] = '\0';
+        dur[i] = field(buf, " dur=");
+        wait[i] = field(buf, " wait=");
+    }
+    CHECK(isnan(wait[0]));         /* no previous end */
+    CHECK_DBL(dur[0], 0.01, 1e-12);
+    CHECK(wait[1] >= 0.05 - 0.01 - 1e-6 && wait[1] < 0.5); /* the sleep, less the 10 ms step */
+    CHECK_DBL(dur[1], 0.01 + wait[1], 1e-6);
+    CHECK_DBL(wait[2], 0.005, 1e-12); /* given: sent as given, dur as given */
+    CHECK_DBL(dur[2], 0.01, 1e-12);
     gpulse_close(&g);
     close(rfd);
 }
@@ -422,6 +466,7 @@ const struct gp_test gp_tests_steps[] = {
     {"malformed_counted_good_kept", test_malformed_counted_good_kept},
     {"leftover_replaced_live_kept", test_leftover_replaced_live_kept},
     {"full_queue_does_not_block_the_client", test_full_queue_does_not_block_the_client},
+    {"client_measures_wait", test_client_measures_wait},
     {"burst_everything_accounted", test_burst_everything_accounted},
     {"eviction_of_gone_and_ended_senders", test_eviction_of_gone_and_ended_senders},
     {"observer_sees_every_good_record", test_observer_sees_every_good_record},

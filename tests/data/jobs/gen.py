@@ -23,6 +23,7 @@ for g in range(2):
 steps_t = [round(i * 2.5, 2) for i in range(1200)]
 steps_s = [round(0.29 + 0.02 * math.sin(i / 30) + random.uniform(0, 0.03), 4) for i in range(1200)]
 steps_s[600] = 0.9
+steps_loss = [round(0.3 + 2.2 * math.exp(-i / 300), 4) for i in range(1200)]  # what clients sent
 host = {"t": t, "cpu_cores": [round(1.5 + 0.3 * math.sin(i / 50) + random.uniform(-0.1, 0.1), 3) for i in range(N)],
         "rss_bytes": [int(7e9 + 1e9 * (i / N)) for i in range(N)]}
 doc = {
@@ -47,8 +48,9 @@ doc = {
         "samples_per_second": 128.0, "tokens_per_second": None, "steps_per_second": 4.0,
         "step_seconds": {"mean": 0.3, "p50": 0.29, "p90": 0.33, "p99": 0.41, "max": 0.9},
         "data_wait_ratio": 0.04,
+        "loss_first": 2.5, "loss_last": steps_loss[-1], "loss_min": min(steps_loss),
         "price_per_gpu_hour": 2.5, "cost": 4.17, "currency": "USD"},
-    "series": {"gpus": gpus, "steps": {"t": steps_t, "seconds": steps_s}, "host": host},
+    "series": {"gpus": gpus, "steps": {"t": steps_t, "seconds": steps_s, "loss": steps_loss}, "host": host},
     "advice": [],
 }
 with open("full.json", "w") as f:

@@ -3,9 +3,10 @@
 Usage: train_torch.py OUT.json [STEPS] [--exit N | --die SIGNAL]
 
 Measures, by itself, what gpulse's report must agree with: the number of
-steps, each step's duration (the same block gpulse.step() times), the
+steps, each step's duration (as gpulse.step() counts it: from the previous
+step's end, the wait for the batch included; the first from its block), the
 throughput over the training loop, and the process's own peak RSS
-(ru_maxrss). Writes them to OUT.json, then exits 0, N, or dies of SIGNAL.
+(ru_maxrss), and the loss it sent (first, last, lowest). Writes them to OUT.json, then exits 0, N, or dies of SIGNAL.
 """
 import json
 import os
@@ -36,20 +37,22 @@ data = torch.randn(4096, features)
 labels = torch.randint(0, 10, (4096,))
 hold = torch.ones(64 * 1024 * 1024 // 4)
 
-durations = []
+durations, losses = [], []
 gpulse.meta(target_steps=steps)
 loop_start = time.perf_counter()
 for i in range(steps):
     lo = (i * batch) % (4096 - batch)
     x, y = data[lo:lo + batch], labels[lo:lo + batch]
-    t0 = time.perf_counter()
+    t0 = time.perf_counter() if i == 0 else t_end
     with gpulse.step(samples=batch, tokens=batch * features) as s:
         opt.zero_grad()
         loss = loss_fn(model(x), y)
         loss.backward()
         opt.step()
         s.loss = float(loss)
-    durations.append(time.perf_counter() - t0)
+    losses.append(s.loss)
+    t_end = time.perf_counter()
+    durations.append(t_end - t0)
 loop_seconds = time.perf_counter() - loop_start
 gpulse.flush()
 
@@ -60,6 +63,7 @@ with open(out, "w") as f:
         "samples": steps * batch,
         "step_mean": sum(durations) / len(durations),
         "step_p50": durations[len(durations) // 2],
+        "loss_first": losses[0], "loss_last": losses[-1], "loss_min": min(losses),
         "samples_per_second": steps * batch / loop_seconds,
         "ru_maxrss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
         "pid": os.getpid(),
