@@ -172,7 +172,7 @@ struct gpu {
     struct ser act, mem; /* activity (0-1) and memory in bytes */
     const char *source;
     int64_t step;
-    double seconds, act_sum, act_w, peak, capacity;
+    double seconds, act_sum, act_w, peak, capacity, idle_s, unused_s;
 };
 
 /* Step-time interval of one process. */
@@ -183,7 +183,7 @@ struct interval {
 
 /* The cost totals of the job (cost.h's arithmetic over its GPUs). */
 struct cost_out {
-    double cost, idle, unused, per_hour, target, seconds_left, projected;
+    double cost, per_hour, target, seconds_left, projected;
 };
 
 struct doc {
@@ -302,6 +302,10 @@ static int do_gpu(struct doc *d, struct gpu *g)
     g->step = median_gap(p);
     g->seconds = g->step > 0 ? (double)p->n * (double)g->step / 1e3 : NAN;
     g->act_sum = g->act_w = 0;
+    g->idle_s = g->unused_s = NAN;
+    /* each sample stands for one scrape step of the GPU's time */
+    for (size_t i = 0; i < g->act.n && g->step > 0; i++)
+        gp_jobmodel_busy(&g->idle_s, &g->unused_s, g->act.v[i], (double)g->step / 1e3);
     for (size_t i = 0; i < g->act.n; i++) {
         int64_t gap = i + 1 < g->act.n ? g->act.t[i + 1] - g->act.t[i] : g->step;
         if (gap > 2 * g->step)
@@ -542,8 +546,6 @@ static int job_cost(struct doc *d, const struct gp_store_series **targets, size_
                     const struct gp_store_series **stepnos, size_t nstepnos, double cost,
                     struct cost_out *co)
 {
-    struct gp_cost_acc acc;
-    memset(&acc, 0, sizeof acc);
     int64_t newest_t = 0;
     for (size_t i = 0; i < d->ng; i++)
         if (gpu_last(&d->g[i]) > newest_t)
@@ -553,7 +555,6 @@ static int job_cost(struct doc *d, const struct gp_store_series **targets, size_
         const struct gpu *g = &d->g[i];
         double price = price_of(d, g);
         const struct ser *p = g->act.n ? &g->act : &g->mem;
-        gp_cost_add_gpu(&acc, g->act.n ? g->act.v : NULL, p->n, g->step, price);
         if (price > 0 && p->n && g->step > 0) {
             /* held now: seen within two of its steps of the job's newest sample */
             if (gpu_last(g) >= newest_t - 2 * g->step - 1000)
@@ -561,8 +562,6 @@ static int job_cost(struct doc *d, const struct gp_store_series **targets, size_
         }
     }
     co->cost = cost; /* the job model's */
-    co->idle = gp_cost_idle(&acc);
-    co->unused = gp_cost_unused(&acc);
     co->target = NAN;
     for (size_t i = 0; i < ntargets; i++) {
         double t = newest(d, targets[i]);
@@ -691,7 +690,7 @@ static int gather(struct doc *d)
             goto out;
         const struct gpu *g = &d->g[i];
         mg[i] = (struct gp_jobmodel_gpu){g->seconds, g->act_sum, g->act_w, g->peak, g->capacity,
-                                         price_of(d, g)};
+                                         price_of(d, g), g->idle_s, g->unused_s};
     }
     struct gp_jobmodel_gpu_figures gf;
     /* the agent said how many GPUs the job held (gpulse_job_gpus) */
@@ -942,8 +941,8 @@ static int render(struct doc *d, struct gp_buf *b)
     put_total(b, "loss_min", sf.loss_min);
     put_total(b, "price_per_gpu_hour", gf.price_per_gpu_hour);
     put_total(b, "cost", gf.cost);
-    put_total(b, "cost_idle", co.idle);
-    put_total(b, "cost_unused_compute", co.unused);
+    put_total(b, "cost_idle", gf.cost_idle);
+    put_total(b, "cost_unused_compute", gf.cost_unused_compute);
     put_total(b, "cost_per_hour", co.per_hour);
     put_total(b, "target_steps", co.target);
     put_total(b, "projected_seconds_left", co.seconds_left);

@@ -146,6 +146,13 @@ void gp_jobmodel_activity(struct gp_jobmodel_gpus *a, double v, double w)
     b->sum += v * w;
 }
 
+void gp_jobmodel_busy(double *idle_s, double *unused_s, double a, double w)
+{
+    a = isnan(a) ? 0 : fmin(fmax(a, 0.0), 1.0);
+    gp_jobmodel_sum(idle_s, a < GP_JOBMODEL_IDLE_ACTIVITY ? w : 0);
+    gp_jobmodel_sum(unused_s, (1 - a) * w);
+}
+
 double gp_jobmodel_gpu_activity(const struct gp_jobmodel_gpu *g)
 {
     return g->act_w > 0 ? g->act_sum / g->act_w : NAN;
@@ -161,6 +168,8 @@ void gp_jobmodel_gpu_figures(const struct gp_jobmodel_gpus *a, const struct gp_j
                              struct gp_jobmodel_gpu_figures *f)
 {
     double secs = NAN, act_sum = 0, act_w = 0, peak = NAN, ratio = NAN, cost = NAN, priced = 0;
+    double idle = 0, unused = 0;
+    bool busy_known = false;
     for (size_t i = 0; i < n; i++) {
         gp_jobmodel_sum(&secs, g[i].seconds);
         act_sum += g[i].act_sum;
@@ -170,9 +179,13 @@ void gp_jobmodel_gpu_figures(const struct gp_jobmodel_gpus *a, const struct gp_j
         double r = gp_jobmodel_gpu_peak_ratio(&g[i]);
         if (isfinite(r) && !(ratio >= r))
             ratio = r;
+        busy_known |= isfinite(g[i].idle_s);
         if (g[i].price > 0 && isfinite(g[i].price) && g[i].seconds > 0) {
-            gp_jobmodel_sum(&cost, g[i].seconds * (g[i].price / 3600.0));
+            double per_s = g[i].price / 3600.0;
+            gp_jobmodel_sum(&cost, g[i].seconds * per_s);
             priced += g[i].seconds;
+            if (isfinite(g[i].idle_s))
+                idle += g[i].idle_s * per_s, unused += g[i].unused_s * per_s;
         }
     }
     if (!n && held_none)
@@ -186,5 +199,7 @@ void gp_jobmodel_gpu_figures(const struct gp_jobmodel_gpus *a, const struct gp_j
     f->peak_memory_bytes = peak;
     f->peak_memory_ratio = ratio;
     f->cost = cost;
+    f->cost_idle = priced > 0 && busy_known ? idle : NAN;
+    f->cost_unused_compute = priced > 0 && busy_known ? unused : NAN;
     f->price_per_gpu_hour = priced > 0 ? cost / (priced / 3600.0) : fallback_price > 0 ? fallback_price : NAN;
 }

@@ -30,7 +30,9 @@
  *                 when nothing was seen); activity avg and percentiles weigh
  *                 time; peak memory and its ratio the largest of any GPU;
  *                 cost the sum of each GPU's seconds x its price, unknown
- *                 when a GPU has no price.
+ *                 when a GPU has no price; idle cost its seconds at
+ *                 activity < 0.05 x its price, unused compute its
+ *                 (1 - activity) x seconds x its price.
  * Unknown is NaN here and null in documents, never 0.
  *
  * Pure arithmetic: no store, no JSON, no allocation, no locks.
@@ -43,6 +45,7 @@
 
 #define GP_JOBMODEL_STEP_BUCKETS 2560 /* 1 % buckets from 1 us to ~1e5 s */
 #define GP_JOBMODEL_ACT_BUCKETS 101   /* activity 0, 0.01, ..., 1 */
+#define GP_JOBMODEL_IDLE_ACTIVITY 0.05 /* activity below this: the GPU is idle */
 
 /* A weighted distribution in fixed buckets: weight and weighted sum per
  * bucket, so a percentile reads the mean of its bucket. */
@@ -97,6 +100,8 @@ struct gp_jobmodel_gpu {
     double act_sum, act_w;   /* activity x seconds, seconds with activity */
     double peak, capacity;   /* bytes; NaN unknown */
     double price;            /* USD per GPU-hour; NaN or <= 0: none */
+    double idle_s;           /* seconds at activity < GP_JOBMODEL_IDLE_ACTIVITY; NaN: no activity */
+    double unused_s;         /* sum of (1 - activity) x seconds; NaN: no activity */
 };
 
 struct gp_jobmodel_gpus {
@@ -104,6 +109,10 @@ struct gp_jobmodel_gpus {
 };
 
 void gp_jobmodel_gpus_init(struct gp_jobmodel_gpus *a);
+
+/* Adds activity a (0-1; NaN counts as 0) held for w seconds to a GPU's
+ * idle_s and unused_s (NaN until the first). */
+void gp_jobmodel_busy(double *idle_s, double *unused_s, double a, double w);
 
 /* Activity a (0-1) held for w seconds on some GPU of the job. */
 void gp_jobmodel_activity(struct gp_jobmodel_gpus *a, double v, double w);
@@ -113,6 +122,7 @@ struct gp_jobmodel_gpu_figures {
     double activity_avg, activity_p50, activity_p90, activity_p99;
     double peak_memory_bytes, peak_memory_ratio;
     double cost, price_per_gpu_hour;
+    double cost_idle, cost_unused_compute; /* over priced GPUs; NaN without activity */
 };
 
 /* The totals over n GPUs. With none: when the job's processes were seen

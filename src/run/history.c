@@ -34,6 +34,7 @@ struct hgpu {
     double gpu_seconds;      /* ticks held by the job, weighted by their width */
     double price;            /* USD per GPU-hour: configured, else the model table's; 0 none */
     double act_sum, act_dt;  /* time-weighted activity */
+    double idle_s, unused_s; /* the job model's idle and unused seconds */
     double peak_mem;         /* bytes */
     bool peak_valid;
     struct curve act, mem;
@@ -192,6 +193,7 @@ static struct hgpu *find_gpu(struct gp_history *h, const struct gp_gpu *g, const
     snprintf(x->model, sizeof x->model, "%s", g->model);
     snprintf(x->node, sizeof x->node, "%s", node);
     x->index = g->index;
+    x->idle_s = x->unused_s = NAN;
     x->price = h->price > 0 ? h->price : gp_prices_of(NULL, g->model, strlen(g->model));
     return x;
 }
@@ -295,6 +297,7 @@ static void record_gpus(struct gp_history *h, const struct gp_frame *f, double d
             x->act_sum += a * dt;
             x->act_dt += dt;
             gp_jobmodel_activity(&h->act, a, dt);
+            gp_jobmodel_busy(&x->idle_s, &x->unused_s, a, dt);
             cell_add(&x->act.c[pt], a);
             act_sum += a;
             nact++;
@@ -502,6 +505,8 @@ static struct gp_jobmodel_gpu model_gpu(const struct hgpu *x)
         .peak = x->peak_valid ? x->peak_mem : NAN,
         .capacity = x->mem_total > 0 ? x->mem_total : NAN,
         .price = x->price,
+        .idle_s = x->idle_s,
+        .unused_s = x->unused_s,
     };
 }
 
@@ -593,6 +598,8 @@ static json_t *totals_json(const struct gp_history *h, double wall, json_t *gpus
     json_object_set_new(t, "loss_min", num(sf.loss_min));
     json_object_set_new(t, "price_per_gpu_hour", num(gf.price_per_gpu_hour));
     json_object_set_new(t, "cost", num(gf.cost));
+    json_object_set_new(t, "cost_idle", num(gf.cost_idle));
+    json_object_set_new(t, "cost_unused_compute", num(gf.cost_unused_compute));
     json_object_set_new(t, "currency", isfinite(gf.cost) ? json_string("USD") : json_null());
     json_array_extend(gpus_out, gpus);
     json_decref(gpus);

@@ -70,7 +70,12 @@ static void test_figures(void)
     CHECK(g.gpu_seconds == 0 && g.gpu_hours == 0 && g.cost == 0 && g.price_per_gpu_hour == 2.5);
     CHECK(isnan(g.activity_avg));
     /* two GPUs: one priced at 3.6/h, 100 s at 0.5; one unpriced, 100 s at 1 */
-    struct gp_jobmodel_gpu two[2] = {{100, 50, 100, 1e9, 4e9, 3.6}, {100, 100, 100, 3e9, 4e9, NAN}};
+    struct gp_jobmodel_gpu two[2] = {{100, 50, 100, 1e9, 4e9, 3.6, NAN, NAN}, {100, 100, 100, 3e9, 4e9, NAN, NAN, NAN}};
+    gp_jobmodel_busy(&two[0].idle_s, &two[0].unused_s, 0.5, 90);
+    gp_jobmodel_busy(&two[0].idle_s, &two[0].unused_s, 0.01, 10); /* idle */
+    gp_jobmodel_busy(&two[1].idle_s, &two[1].unused_s, 1.0, 100);
+    CHECK_DBL(two[0].idle_s, 10, 0);
+    CHECK_DBL(two[0].unused_s, 45 + 9.9, 1e-12);
     gp_jobmodel_activity(&a, 0.5, 100);
     gp_jobmodel_activity(&a, 1.0, 100);
     gp_jobmodel_gpu_figures(&a, two, 2, false, NAN, &g);
@@ -82,6 +87,8 @@ static void test_figures(void)
     CHECK_DBL(g.peak_memory_ratio, 0.75, 1e-12);
     CHECK_DBL(g.cost, 0.1, 1e-12);
     CHECK_DBL(g.price_per_gpu_hour, 3.6, 1e-12);
+    CHECK_DBL(g.cost_idle, 10 * 0.001, 1e-12);           /* the priced GPU's 10 idle seconds */
+    CHECK_DBL(g.cost_unused_compute, 54.9 * 0.001, 1e-12); /* the unpriced one is not counted */
 
     CHECK_INT(gp_jobmodel_rank(-1, 1), 0);
     CHECK_INT(gp_jobmodel_rank(-1, 2), -1);
@@ -278,7 +285,7 @@ static void test_one_stream_two_paths(void)
                           "totals.data_wait_ratio", "totals.gpu_seconds", "totals.gpu_hours",
                           "totals.activity_avg", "totals.activity_p50", "totals.peak_gpu_memory_bytes",
                           "totals.cost", "totals.price_per_gpu_hour", "totals.currency", "totals.loss_last",
-                          "totals.loss_min"};
+                          "totals.loss_min", "totals.cost_idle", "totals.cost_unused_compute"};
     for (size_t i = 0; i < sizeof sums / sizeof sums[0]; i++)
         same(local, server, sums[i], 1e-9);
     /* 300 steps of 0.1 s and 100 of 0.04, the latter all wait. */
