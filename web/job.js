@@ -127,18 +127,21 @@
         const [stepRes, sampRes] = await Promise.all([
           q(stepExpr).catch(() => ({result: []})), q(thrExpr).catch(() => ({result: []}))]);
         if (!alive) return;
-        const rankRes = stepRes.result.slice().sort((x, y) => (+x.metric.rank) - (+y.metric.rank));
+        // a job of one rank that never said it is rank 0 (docs/jobs.md): its series carry no rank label
+        const rankOf = (r) => r.metric.rank !== undefined ? r.metric.rank
+          : d.ranks && d.ranks.length === 1 && d.ranks[0].rank !== null ? String(d.ranks[0].rank) : "?";
+        const rankRes = stepRes.result.slice().sort((x, y) => (+rankOf(x)) - (+rankOf(y)));
         stepByRank = {};
         for (const r of rankRes) {
           const recent = r.values.slice(-30).map((v) => parseFloat(v[1])).filter(Number.isFinite);
-          stepByRank[r.metric.rank] = recent.length ? recent.reduce((x, y) => x + y, 0) / recent.length : null;
+          stepByRank[rankOf(r)] = recent.length ? recent.reduce((x, y) => x + y, 0) / recent.length : null;
         }
         rankTable();
         const xr = [t0, t1];
         status.textContent = `${fmt.time(t0)} – ${d.end ? fmt.time(t1) : "now"}`;
         const stepData = GP.align(a, b, step, rankRes.map((r) => r.values));
         chart("steps", {title: "Step time per rank", promql: stepExpr, scales: {s: {fmt: fmt.secs, range: (u, lo, hi) => [0, Math.max(hi, 0.001)]}},
-          series: rankRes.map((r, i) => ({label: "rank " + r.metric.rank, scale: "s", color: COLORS[i % COLORS.length]}))}, stepData, xr);
+          series: rankRes.map((r, i) => ({label: "rank " + rankOf(r), scale: "s", color: COLORS[i % COLORS.length]}))}, stepData, xr);
         const rate = GP.align(a, b, step, [sampRes.result[0] ? sampRes.result[0].values : []]).cols[0];
         chart("thr", {title: "Throughput", promql: thrExpr, scales: {r: {fmt: (v) => fmt.n(v, 0) + "/s", range: (u, lo, hi) => [0, Math.max(hi, 1)]}},
           series: [{label: "samples/s", scale: "r", color: "--c2", fill: true}]}, {x: stepData.x, cols: [rate]}, xr);

@@ -179,6 +179,8 @@ int gp_agent_start_embedded(struct gp_agent **out, const struct gp_agent_config 
     if (!a->cfg.hostname[0] && gethostname(a->cfg.hostname, sizeof a->cfg.hostname - 1))
         snprintf(a->cfg.hostname, sizeof a->cfg.hostname, "localhost");
     a->expo_opts.hostname_label = a->cfg.hostname_label;
+    a->expo_opts.run_job = e->run_job;
+    a->expo_opts.run_command = e->run_command;
     a->expo_opts.process_series = !strcmp(a->cfg.process_series, "all")    ? GP_PROC_SERIES_ALL
                                   : !strcmp(a->cfg.process_series, "none") ? GP_PROC_SERIES_NONE
                                                                            : GP_PROC_SERIES_GPU;

@@ -48,6 +48,9 @@ struct gp_agent_embed {
     /* `gpulse run`: the step socket is the job's own; a sender counts when
      * it is root, gpulse run's user or in the follow pids' tree */
     bool steps_per_job;
+    /* `gpulse run`: its job id and command line, carried on the job's
+     * info series (the strings outlive the agent) */
+    const char *run_job, *run_command;
 };
 int gp_agent_start_embedded(struct gp_agent **out, const struct gp_agent_config *c,
                             const struct gp_agent_embed *e, char *err, size_t errlen);

@@ -360,6 +360,8 @@ static void render_jobs(struct gp_buf *b, const struct gp_frame *f, const struct
                     snprintf(num, sizeof num, "%d", (int)j->id.world_size);
                     label(b, "world_size", num, &first);
                 }
+                if (o->run_job && o->run_command && !strcmp(j->id.job, o->run_job))
+                    label(b, "command", o->run_command, &first);
             }
             double v = k == 0 ? 1 : k == 1 ? j->start_time_s : k == 2 ? (double)j->nprocs :
                        k == 3 ? j->cpu_seconds : k == 4 ? (double)j->rss_bytes :

@@ -19,6 +19,9 @@ enum gp_proc_series { GP_PROC_SERIES_GPU, GP_PROC_SERIES_ALL, GP_PROC_SERIES_NON
 struct gp_expo_options {
     const char *hostname_label;        /* "Hostname" or "hostname" */
     enum gp_proc_series process_series;
+    /* `gpulse run`: its job's info series carries command= (what the
+     * server's job document shows); NULL otherwise */
+    const char *run_job, *run_command;
 };
 
 /* Agent-level counters shown next to the frame. */

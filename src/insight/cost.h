@@ -28,6 +28,8 @@
 
 #include "lib/buf.h"
 
+#include "query/jobmodel.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -38,7 +40,7 @@ struct gp_gpumodel;
 
 #define GP_PRICES_MAX 64
 #define GP_PRICE_NAME_LEN 96
-#define GP_COST_IDLE_ACTIVITY 0.05 /* activity below this: the GPU is idle */
+#define GP_COST_IDLE_ACTIVITY GP_JOBMODEL_IDLE_ACTIVITY /* one threshold, the job model's */
 
 struct gp_price {
     char name[GP_PRICE_NAME_LEN];   /* as written */

@@ -105,8 +105,8 @@ enum gp_metric_section {
       "Bytes the process read from storage.")                                                          \
     X(PROC_IO_WRITE, PROC, "gpulse_process_io_write_bytes_total", COUNTER, "pid comm @job",            \
       "Bytes the process wrote to storage.")                                                           \
-    X(JOB_INFO, JOB, "gpulse_job_info", GAUGE, "@job @host scheme local_rank world_size",              \
-      "A job (and rank) with processes on this node; value 1.")                                        \
+    X(JOB_INFO, JOB, "gpulse_job_info", GAUGE, "@job @host scheme local_rank world_size command",      \
+      "A job (and rank) with processes on this node; value 1. command: gpulse run's own job only.")     \
     X(JOB_START, JOB, "gpulse_job_start_time_seconds", GAUGE, "@job @host",                            \
       "Earliest start of the job's processes, since the epoch.")                                       \
     X(JOB_PROCESSES, JOB, "gpulse_job_processes", GAUGE, "@job @host",                                 \

@@ -1,7 +1,10 @@
 /*
- * jobdoc.c - the job document (jobdoc.h): select the job's series, read
- * each once into memory (filtered of stale markers and NaN), reduce them
- * to totals and, on request, grids; then write the JSON.
+ * jobdoc.c - the job document (jobdoc.h) in two steps: gather selects
+ * the job's series, reads each once into memory (filtered of stale
+ * markers and NaN) and feeds them to the job model (jobmodel.h), which
+ * computes the figures; render writes them, with the grids on request,
+ * as JSON. gp_jobdoc_cost gathers without rendering (the budget
+ * detector's cost).
  */
 #include "query/jobdoc.h"
 
@@ -9,6 +12,7 @@
 #include "lib/err.h"
 #include "query/eval.h"
 #include "lib/json.h"
+#include "query/jobmodel.h"
 #include "store/labels.h"
 
 #include <math.h>
@@ -144,55 +148,6 @@ static double increase(const struct ser *x, int born)
     return inc;
 }
 
-/* Weighted values for percentiles. */
-struct wv {
-    double v, w;
-};
-struct wvec {
-    struct wv *a;
-    size_t n, cap;
-    int err;
-};
-
-static void wvec_add(struct wvec *x, double v, double w)
-{
-    if (x->n == x->cap) {
-        size_t nc = x->cap ? x->cap * 2 : 256;
-        struct wv *na = realloc(x->a, nc * sizeof *na);
-        if (!na) {
-            x->err = GP_ENOMEM;
-            return;
-        }
-        x->a = na;
-        x->cap = nc;
-    }
-    x->a[x->n++] = (struct wv){v, w};
-}
-
-static int wv_cmp(const void *pa, const void *pb)
-{
-    double a = ((const struct wv *)pa)->v, b = ((const struct wv *)pb)->v;
-    return a < b ? -1 : a > b;
-}
-
-/* Nearest rank: the smallest value whose cumulative weight reaches p of
- * the whole. x must be sorted. NaN when empty. */
-static double wpct(const struct wvec *x, double p)
-{
-    double total = 0;
-    for (size_t i = 0; i < x->n; i++)
-        total += x->a[i].w;
-    if (!x->n || !(total > 0))
-        return NAN;
-    double want = p * total, cum = 0;
-    for (size_t i = 0; i < x->n; i++) {
-        cum += x->a[i].w;
-        if (cum >= want * (1 - 1e-12))
-            return x->a[i].v;
-    }
-    return x->a[x->n - 1].v;
-}
-
 /* A finite number, or null. */
 static void num(struct gp_buf *b, double v)
 {
@@ -217,7 +172,7 @@ struct gpu {
     struct ser act, mem; /* activity (0-1) and memory in bytes */
     const char *source;
     int64_t step;
-    double seconds, act_sum, act_w, peak, capacity;
+    double seconds, act_sum, act_w, peak, capacity, idle_s, unused_s;
 };
 
 /* Step-time interval of one process. */
@@ -226,10 +181,16 @@ struct interval {
     double sec, steps;
 };
 
+/* The cost totals of the job (cost.h's arithmetic over its GPUs). */
+struct cost_out {
+    double cost, per_hour, target, seconds_left, projected;
+};
+
 struct doc {
     struct gp_storage *st;
     const struct gp_jobdoc_in *in;
     int64_t t0, t1;
+    int64_t tc; /* the step counters are read to here (GP_JOBDOC_TAIL_MS) */
     struct gp_store_selection sel;
     struct gpu *g;
     size_t ng;
@@ -237,8 +198,15 @@ struct doc {
     size_t ncpu, nrss, nloss;
     struct interval *iv;
     size_t niv, civ;
-    int64_t span_t0, span_t1; /* stepping span, ms; span_t1 0: no step */
-    struct wvec act;
+    struct gp_jobmodel_steps *steps; /* the step stream (jobmodel.h) */
+    struct gp_jobmodel_gpus act;
+    /* gathered: the figures the document shows */
+    struct gp_jobmodel_gpu *mg;      /* per GPU, as d->g */
+    struct gp_jobmodel_gpu_figures gf;
+    const struct gp_store_series **procs; /* gpulse_job_processes */
+    size_t nprocs;
+    double host_cpu, rss_peak, wall;
+    struct cost_out co;
 };
 
 static int born(const struct doc *d, const struct gp_store_series *s)
@@ -334,6 +302,10 @@ static int do_gpu(struct doc *d, struct gpu *g)
     g->step = median_gap(p);
     g->seconds = g->step > 0 ? (double)p->n * (double)g->step / 1e3 : NAN;
     g->act_sum = g->act_w = 0;
+    g->idle_s = g->unused_s = NAN;
+    /* each sample stands for one scrape step of the GPU's time */
+    for (size_t i = 0; i < g->act.n && g->step > 0; i++)
+        gp_jobmodel_busy(&g->idle_s, &g->unused_s, g->act.v[i], (double)g->step / 1e3);
     for (size_t i = 0; i < g->act.n; i++) {
         int64_t gap = i + 1 < g->act.n ? g->act.t[i + 1] - g->act.t[i] : g->step;
         if (gap > 2 * g->step)
@@ -341,9 +313,9 @@ static int do_gpu(struct doc *d, struct gpu *g)
         double w = g->step > 0 ? (double)gap : 1.0;
         g->act_sum += g->act.v[i] * w;
         g->act_w += w;
-        wvec_add(&d->act, g->act.v[i], w);
+        gp_jobmodel_activity(&d->act, g->act.v[i], w);
     }
-    return d->act.err;
+    return GP_OK;
 }
 
 /* Adds the step-time intervals of one process (steps and seconds counters). */
@@ -377,14 +349,16 @@ static int add_intervals(struct doc *d, const struct ser *steps, const struct se
                     d->civ = nc;
                 }
                 d->iv[d->niv++] = (struct interval){steps->t[i], dc, ds};
+                gp_jobmodel_interval(d->steps, ds, dc);
                 /* The stepping span: from the sample before the first step
                  * (or, for a counter born in the job, back by the step
                  * seconds of its first sample) to the last step's sample. */
-                int64_t start = pt ? pt : steps->t[i] - (int64_t)(dc * 1000.0);
-                if (!d->span_t1 || start < d->span_t0)
-                    d->span_t0 = start;
-                if (steps->t[i] > d->span_t1)
-                    d->span_t1 = steps->t[i];
+                double start = pt ? (double)pt / 1e3 : (double)steps->t[i] / 1e3 - dc;
+                double end = (double)steps->t[i] / 1e3;
+                if (!(d->steps->start_s <= start))
+                    d->steps->start_s = start;
+                if (!(d->steps->end_s >= end))
+                    d->steps->end_s = end;
             }
         }
         ps = s;
@@ -397,11 +371,6 @@ static int add_intervals(struct doc *d, const struct ser *steps, const struct se
     return GP_OK;
 }
 
-static int dbl_cmp(const void *pa, const void *pb)
-{
-    double a = *(const double *)pa, b = *(const double *)pb;
-    return a < b ? -1 : a > b;
-}
 
 /* Grid of the job's range for the series: at most GP_JOBDOC_MAX_POINTS. */
 static int grid(const struct doc *d, struct gp_eval_range *r)
@@ -544,11 +513,6 @@ static int write_series(struct doc *d, struct gp_buf *b)
     return GP_OK;
 }
 
-/* The cost totals of the job (cost.h's arithmetic over its GPUs). */
-struct cost_out {
-    double price, cost, idle, unused, per_hour, target, seconds_left, projected;
-};
-
 static double price_of(const struct doc *d, const struct gpu *g)
 {
     if (d->in->prices)
@@ -579,12 +543,9 @@ static double recent_rate(const struct ser *x)
 }
 
 static int job_cost(struct doc *d, const struct gp_store_series **targets, size_t ntargets,
-                    const struct gp_store_series **stepnos, size_t nstepnos, struct cost_out *co)
+                    const struct gp_store_series **stepnos, size_t nstepnos, double cost,
+                    struct cost_out *co)
 {
-    struct gp_cost_acc acc;
-    memset(&acc, 0, sizeof acc);
-    double one = NAN;
-    int mixed = 0;
     int64_t newest_t = 0;
     for (size_t i = 0; i < d->ng; i++)
         if (gpu_last(&d->g[i]) > newest_t)
@@ -594,21 +555,13 @@ static int job_cost(struct doc *d, const struct gp_store_series **targets, size_
         const struct gpu *g = &d->g[i];
         double price = price_of(d, g);
         const struct ser *p = g->act.n ? &g->act : &g->mem;
-        gp_cost_add_gpu(&acc, g->act.n ? g->act.v : NULL, p->n, g->step, price);
         if (price > 0 && p->n && g->step > 0) {
-            if (isnan(one))
-                one = price;
-            else if (one != price)
-                mixed = 1;
             /* held now: seen within two of its steps of the job's newest sample */
             if (gpu_last(g) >= newest_t - 2 * g->step - 1000)
                 co->per_hour = (isfinite(co->per_hour) ? co->per_hour : 0) + price;
         }
     }
-    co->cost = gp_cost_total(&acc);
-    co->idle = gp_cost_idle(&acc);
-    co->unused = gp_cost_unused(&acc);
-    co->price = mixed ? acc.cost / (acc.priced_seconds / 3600.0) : one;
+    co->cost = cost; /* the job model's */
     co->target = NAN;
     for (size_t i = 0; i < ntargets; i++) {
         double t = newest(d, targets[i]);
@@ -647,11 +600,14 @@ static void put_total(struct gp_buf *b, const char *name, double v)
     num(b, v);
 }
 
-static int write_doc(struct doc *d, struct gp_buf *b, char *err, size_t errlen)
+/* Reads the job's series and works out every figure into d (the job
+ * model's, and the cost and host totals around them). GP_OK, GP_ENOMEM or
+ * the store's error; d's arrays are freed by doc_free either way. */
+static int gather(struct doc *d)
 {
-    const struct gp_jobdoc_in *in = d->in;
     int rc;
     /* Sort the series out by name. */
+    struct gp_jobmodel_gpu *mg = NULL;
     const struct gp_store_series **steps = NULL, **secs = NULL, **waits = NULL, **samples = NULL,
                                  **tokens = NULL, **procs = NULL, **targets = NULL, **stepnos = NULL;
     size_t nsteps = 0, nsecs = 0, nwaits = 0, nsamples = 0, ntokens = 0, nprocs = 0, ntargets = 0,
@@ -704,7 +660,7 @@ static int write_doc(struct doc *d, struct gp_buf *b, char *err, size_t errlen)
             if ((rc = ser_read(d->st, s, d->t0, d->t1, &d->rss[d->nrss++])))
                 goto out;
         } else if (name_is(s, "gpulse_job_loss")) {
-            if ((rc = ser_read(d->st, s, d->t0, d->t1, &d->loss[d->nloss++])))
+            if ((rc = ser_read(d->st, s, d->t0, d->tc, &d->loss[d->nloss++])))
                 goto out;
         } else if (name_is(s, "gpulse_job_steps_total")) {
             steps[nsteps++] = s;
@@ -726,41 +682,45 @@ static int write_doc(struct doc *d, struct gp_buf *b, char *err, size_t errlen)
     }
     if (d->ng)
         qsort(d->g, d->ng, sizeof *d->g, gpu_cmp);
-    double gpu_seconds = NAN, peak = NAN, peak_ratio = NAN;
+    mg = calloc(d->ng ? d->ng : 1, sizeof *mg);
+    if (!mg)
+        goto out;
     for (size_t i = 0; i < d->ng; i++) {
         if ((rc = do_gpu(d, &d->g[i])))
             goto out;
-        struct gpu *g = &d->g[i];
-        if (isfinite(g->seconds))
-            gpu_seconds = (isfinite(gpu_seconds) ? gpu_seconds : 0) + g->seconds;
-        if (isfinite(g->peak) && !(peak >= g->peak))
-            peak = g->peak;
-        double ratio = g->peak / g->capacity;
-        if (isfinite(ratio) && !(peak_ratio >= ratio))
-            peak_ratio = ratio;
+        const struct gpu *g = &d->g[i];
+        mg[i] = (struct gp_jobmodel_gpu){g->seconds, g->act_sum, g->act_w, g->peak, g->capacity,
+                                         price_of(d, g), g->idle_s, g->unused_s};
     }
-    if (d->act.n)
-        qsort(d->act.a, d->act.n, sizeof *d->act.a, wv_cmp);
-    double act_sum = 0, act_w = 0;
-    for (size_t i = 0; i < d->act.n; i++)
-        act_sum += d->act.a[i].v * d->act.a[i].w, act_w += d->act.a[i].w;
+    struct gp_jobmodel_gpu_figures gf;
+    /* the agent said how many GPUs the job held (gpulse_job_gpus) */
+    bool held_none = false;
+    for (size_t i = 0; i < d->sel.n && !held_none; i++)
+        held_none = name_is(&d->sel.series[i], "gpulse_job_gpus");
+    gp_jobmodel_gpu_figures(&d->act, mg, d->ng, held_none,
+                            d->in->prices ? NAN : d->in->price_per_gpu_hour, &gf);
 
-    /* Counters. */
-    double sums[5] = {NAN, NAN, NAN, NAN, NAN}; /* steps, secs, waits, samples, tokens */
+    for (size_t i = 0; i < d->nloss; i++)
+        for (size_t k = 0; k < d->loss[i].n; k++)
+            gp_jobmodel_loss(d->steps, (double)d->loss[i].t[k] / 1e3, d->loss[i].v[k]);
+
+    /* Counters: the step stream's sums are their increases. */
+    double *sums[5] = {&d->steps->steps, &d->steps->seconds, &d->steps->wait, &d->steps->samples,
+                       &d->steps->tokens};
     const struct gp_store_series **lists[5] = {steps, secs, waits, samples, tokens};
     size_t counts[5] = {nsteps, nsecs, nwaits, nsamples, ntokens};
     struct ser x;
     for (int k = 0; k < 5; k++)
         for (size_t i = 0; i < counts[k]; i++) {
-            if ((rc = ser_read(d->st, lists[k][i], d->t0, d->t1, &x)))
+            if ((rc = ser_read(d->st, lists[k][i], d->t0, d->tc, &x)))
                 goto out;
             if (x.n)
-                sums[k] = (isfinite(sums[k]) ? sums[k] : 0) + increase(&x, born(d, lists[k][i]));
+                gp_jobmodel_sum(sums[k], increase(&x, born(d, lists[k][i])));
             if (k == 0)
                 for (size_t m = 0; m < nsecs; m++)
                     if (same_but_name(steps[i], secs[m])) {
                         struct ser y;
-                        if ((rc = ser_read(d->st, secs[m], d->t0, d->t1, &y))) {
+                        if ((rc = ser_read(d->st, secs[m], d->t0, d->tc, &y))) {
                             ser_free(&x);
                             goto out;
                         }
@@ -806,14 +766,51 @@ static int write_doc(struct doc *d, struct gp_buf *b, char *err, size_t errlen)
             free(h);
         }
     }
-    double wall = (double)(d->t1 - d->t0) / 1e3;
+    d->host_cpu = cpu;
+    d->rss_peak = rss_peak;
+    d->wall = (double)(d->t1 - d->t0) / 1e3;
+    d->gf = gf;
+    if ((rc = job_cost(d, targets, ntargets, stepnos, nstepnos, gf.cost, &d->co)))
+        goto out;
+    d->procs = procs, d->nprocs = nprocs;
+    procs = NULL;
+    rc = GP_OK;
+out:
+    d->mg = mg;
+    free(targets);
+    free(stepnos);
+    free(steps);
+    free(secs);
+    free(waits);
+    free(samples);
+    free(tokens);
+    free(procs);
+    return rc;
+}
 
+/* Writes the document of a gathered d. GP_OK or GP_ENOMEM (the series). */
+static int render(struct doc *d, struct gp_buf *b)
+{
+    const struct gp_jobdoc_in *in = d->in;
+    const struct gp_jobmodel_gpu_figures gf = d->gf;
+    const struct gp_jobmodel_gpu *mg = d->mg;
+    const struct gp_store_series *const *procs = d->procs;
+    size_t nprocs = d->nprocs;
+    double cpu = d->host_cpu, rss_peak = d->rss_peak, wall = d->wall;
+    const struct cost_out co = d->co;
     /* The document. */
     gp_buf_puts(b, "{\"id\":");
     gp_json_str(b, in->id, strlen(in->id));
     gp_buf_puts(b, ",\"scheme\":");
     str_or_null(b, (struct gp_rw_str){in->scheme, strlen(in->scheme)});
-    gp_buf_printf(b, ",\"command\":null,\"state\":\"%s\",\"exit_status\":", in->state);
+    /* gpulse run labels its job's info series with the command */
+    struct gp_rw_str command = {"", 0};
+    for (size_t i = 0; i < d->sel.n && !command.len; i++)
+        if (name_is(&d->sel.series[i], "gpulse_job_info"))
+            command = lab(&d->sel.series[i], "command");
+    gp_buf_puts(b, ",\"command\":");
+    str_or_null(b, command);
+    gp_buf_printf(b, ",\"state\":\"%s\",\"exit_status\":", in->state);
     if (in->exit_status == GP_JOBDOC_NONE)
         gp_buf_puts(b, "null,\"signal\":null");
     else if (in->exit_status >= 128)
@@ -840,21 +837,33 @@ static int write_doc(struct doc *d, struct gp_buf *b, char *err, size_t errlen)
             gp_buf_putc(b, ',');
         gp_json_str(b, in->ranks[i].node, strlen(in->ranks[i].node));
     }
-    gp_buf_puts(b, "],\"ranks\":[");
+    long long world = -1;
+    for (size_t i = 0; i < in->nranks; i++)
+        if (in->ranks[i].world_size != GP_JOBDOC_NONE && in->ranks[i].world_size > world)
+            world = in->ranks[i].world_size;
+    world = gp_jobmodel_world_size(world, in->nranks);
+    gp_buf_puts(b, "],\"world_size\":");
+    if (world > 0)
+        gp_buf_printf(b, "%lld", world);
+    else
+        gp_buf_puts(b, "null");
+    gp_buf_puts(b, ",\"ranks\":[");
     for (size_t i = 0; i < in->nranks; i++) {
         const struct gp_jobdoc_rank *r = &in->ranks[i];
+        long long rank = gp_jobmodel_rank(r->rank == GP_JOBDOC_NONE ? -1 : r->rank, in->nranks);
+        long long local = gp_jobmodel_rank(r->local_rank == GP_JOBDOC_NONE ? -1 : r->local_rank, in->nranks);
         gp_buf_puts(b, i ? ",{\"rank\":" : "{\"rank\":");
-        if (r->rank == GP_JOBDOC_NONE)
+        if (rank < 0)
             gp_buf_puts(b, "null");
         else
-            gp_buf_printf(b, "%lld", (long long)r->rank);
+            gp_buf_printf(b, "%lld", rank);
         gp_buf_puts(b, ",\"node\":");
         gp_json_str(b, r->node, strlen(r->node));
         gp_buf_puts(b, ",\"local_rank\":");
-        if (r->local_rank == GP_JOBDOC_NONE)
+        if (local < 0)
             gp_buf_puts(b, "null");
         else
-            gp_buf_printf(b, "%lld", (long long)r->local_rank);
+            gp_buf_printf(b, "%lld", local);
         double pr = NAN;
         for (size_t k = 0; k < nprocs; k++) {
             struct gp_rw_str n = node_lab(procs[k]), rk = lab(procs[k], "rank");
@@ -883,8 +892,8 @@ static int write_doc(struct doc *d, struct gp_buf *b, char *err, size_t errlen)
         str_or_null(b, g->model);
         put_total(b, "memory_total_bytes", g->capacity);
         put_total(b, "peak_memory_bytes", g->peak);
-        put_total(b, "peak_memory_ratio", g->peak / g->capacity);
-        put_total(b, "activity_avg", g->act_w > 0 ? g->act_sum / g->act_w : NAN);
+        put_total(b, "peak_memory_ratio", gp_jobmodel_gpu_peak_ratio(&mg[i]));
+        put_total(b, "activity_avg", gp_jobmodel_gpu_activity(&mg[i]));
         gp_buf_puts(b, ",\"activity_source\":");
         if (g->act.n)
             gp_buf_printf(b, "\"%s\"", g->source);
@@ -894,98 +903,110 @@ static int write_doc(struct doc *d, struct gp_buf *b, char *err, size_t errlen)
         gp_buf_putc(b, '}');
     }
     gp_buf_puts(b, "],\"totals\":{\"gpu_seconds\":");
-    num(b, gpu_seconds);
-    put_total(b, "gpu_hours", gpu_seconds / 3600.0);
-    put_total(b, "activity_avg", act_w > 0 ? act_sum / act_w : NAN);
-    put_total(b, "activity_p50", wpct(&d->act, 0.50));
-    put_total(b, "activity_p90", wpct(&d->act, 0.90));
-    put_total(b, "activity_p99", wpct(&d->act, 0.99));
-    put_total(b, "peak_gpu_memory_bytes", peak);
-    put_total(b, "peak_gpu_memory_ratio", peak_ratio);
+    num(b, gf.gpu_seconds);
+    put_total(b, "gpu_hours", gf.gpu_hours);
+    put_total(b, "activity_avg", gf.activity_avg);
+    put_total(b, "activity_p50", gf.activity_p50);
+    put_total(b, "activity_p90", gf.activity_p90);
+    put_total(b, "activity_p99", gf.activity_p99);
+    put_total(b, "peak_gpu_memory_bytes", gf.peak_memory_bytes);
+    put_total(b, "peak_gpu_memory_ratio", gf.peak_memory_ratio);
     put_total(b, "host_cpu_seconds", cpu);
     put_total(b, "host_cpu_avg_cores", wall > 0 ? cpu / wall : NAN);
     put_total(b, "host_rss_peak_bytes", rss_peak);
-    put_total(b, "steps", sums[0]);
-    put_total(b, "samples", sums[3]);
-    put_total(b, "tokens", sums[4]);
-    /* Throughput over the stepping span, as gpulse run reports it: start-up
-     * and the tail after the last step do not dilute it. */
-    double span = d->span_t1 > d->span_t0 ? (double)(d->span_t1 - d->span_t0) / 1000.0 : NAN;
-    put_total(b, "stepping_seconds", span);
-    put_total(b, "samples_per_second", sums[3] / span);
-    put_total(b, "tokens_per_second", sums[4] / span);
-    put_total(b, "steps_per_second", sums[0] / span);
+    struct gp_jobmodel_step_figures sf;
+    gp_jobmodel_step_figures(d->steps, &sf);
+    put_total(b, "steps", sf.steps);
+    put_total(b, "samples", sf.samples);
+    put_total(b, "tokens", sf.tokens);
+    put_total(b, "stepping_seconds", sf.stepping_seconds);
+    put_total(b, "samples_per_second", sf.samples_per_second);
+    put_total(b, "tokens_per_second", sf.tokens_per_second);
+    put_total(b, "steps_per_second", sf.steps_per_second);
     gp_buf_puts(b, ",\"step_seconds\":");
-    if (d->niv) {
-        double *m = malloc(d->niv * sizeof *m), ts = 0, tn = 0;
-        if (!m) {
-            rc = GP_ENOMEM;
-            goto out;
-        }
-        for (size_t i = 0; i < d->niv; i++) {
-            m[i] = d->iv[i].sec / d->iv[i].steps;
-            ts += d->iv[i].sec;
-            tn += d->iv[i].steps;
-        }
-        qsort(m, d->niv, sizeof *m, dbl_cmp);
-        size_t n = d->niv;
-#define PCT_(p) m[(size_t)ceil((p) * (double)n - 1e-9) > 0 ? (size_t)ceil((p) * (double)n - 1e-9) - 1 : 0]
+    if (isfinite(sf.mean) && isfinite(sf.max)) {
         gp_buf_puts(b, "{\"mean\":");
-        num(b, ts / tn);
-        put_total(b, "p50", PCT_(0.50));
-        put_total(b, "p90", PCT_(0.90));
-        put_total(b, "p99", PCT_(0.99));
-        put_total(b, "max", m[n - 1]);
-#undef PCT_
+        num(b, sf.mean);
+        put_total(b, "p50", sf.p50);
+        put_total(b, "p90", sf.p90);
+        put_total(b, "p99", sf.p99);
+        put_total(b, "max", sf.max);
         gp_buf_putc(b, '}');
-        free(m);
     } else {
         gp_buf_puts(b, "null");
     }
-    put_total(b, "data_wait_ratio", sums[1] > 0 ? sums[2] / sums[1] : NAN);
-    /* The loss: the earliest and newest sample over the job's reporters, the lowest. */
-    double loss_first = NAN, loss_last = NAN, loss_min = NAN;
-    int64_t lf_t = INT64_MAX, ll_t = INT64_MIN;
-    for (size_t i = 0; i < d->nloss; i++) {
-        const struct ser *l = &d->loss[i];
-        for (size_t m = 0; m < l->n; m++)
-            if (!(loss_min <= l->v[m]))
-                loss_min = l->v[m];
-        if (l->n && l->t[0] < lf_t)
-            lf_t = l->t[0], loss_first = l->v[0];
-        if (l->n && l->t[l->n - 1] > ll_t)
-            ll_t = l->t[l->n - 1], loss_last = l->v[l->n - 1];
-    }
-    put_total(b, "loss_first", loss_first);
-    put_total(b, "loss_last", loss_last);
-    put_total(b, "loss_min", loss_min);
-    struct cost_out co;
-    if ((rc = job_cost(d, targets, ntargets, stepnos, nstepnos, &co)))
-        goto out;
-    put_total(b, "price_per_gpu_hour", co.price);
-    put_total(b, "cost", co.cost);
-    put_total(b, "cost_idle", co.idle);
-    put_total(b, "cost_unused_compute", co.unused);
+    put_total(b, "data_wait_ratio", sf.data_wait_ratio);
+    put_total(b, "loss_first", sf.loss_first);
+    put_total(b, "loss_last", sf.loss_last);
+    put_total(b, "loss_min", sf.loss_min);
+    put_total(b, "price_per_gpu_hour", gf.price_per_gpu_hour);
+    put_total(b, "cost", gf.cost);
+    put_total(b, "cost_idle", gf.cost_idle);
+    put_total(b, "cost_unused_compute", gf.cost_unused_compute);
     put_total(b, "cost_per_hour", co.per_hour);
     put_total(b, "target_steps", co.target);
     put_total(b, "projected_seconds_left", co.seconds_left);
     put_total(b, "projected_cost_total", co.projected);
     put_total(b, "budget", in->budget > 0 ? in->budget : NAN);
-    put_total(b, "budget_ratio", in->budget > 0 ? co.cost / in->budget : NAN);
-    gp_buf_puts(b, isfinite(co.cost) ? ",\"currency\":\"USD\"}" : ",\"currency\":null}");
-    if (in->series && (rc = write_series(d, b)))
-        goto out;
+    put_total(b, "budget_ratio", in->budget > 0 ? gf.cost / in->budget : NAN);
+    gp_buf_puts(b, isfinite(gf.cost) ? ",\"currency\":\"USD\"}" : ",\"currency\":null}");
+    if (in->series) {
+        int rc = write_series(d, b);
+        if (rc)
+            return rc;
+    }
     gp_buf_puts(b, ",\"advice\":[]}");
-    rc = GP_OK;
-out:
-    free(targets);
-    free(stepnos);
-    free(steps);
-    free(secs);
-    free(waits);
-    free(samples);
-    free(tokens);
-    free(procs);
+    return GP_OK;
+}
+
+static void doc_free(struct doc *d)
+{
+    for (size_t i = 0; i < d->ng; i++) {
+        ser_free(&d->g[i].act);
+        ser_free(&d->g[i].mem);
+    }
+    free(d->g);
+    for (size_t i = 0; i < d->ncpu; i++)
+        ser_free(&d->cpu[i]);
+    for (size_t i = 0; i < d->nrss; i++)
+        ser_free(&d->rss[i]);
+    for (size_t i = 0; i < d->nloss; i++)
+        ser_free(&d->loss[i]);
+    free(d->cpu);
+    free(d->rss);
+    free(d->loss);
+    free(d->iv);
+    free(d->steps);
+    free(d->mg);
+    free(d->procs);
+    gp_storage_selection_free(&d->sel);
+}
+
+/* Selects the job's series and gathers its figures into d (doc_free it
+ * either way). GP_OK or an error with detail. */
+static int doc_gather(struct doc *d, struct gp_storage *st, const struct gp_jobdoc_in *in, char *err,
+                      size_t errlen)
+{
+    memset(d, 0, sizeof *d);
+    d->st = st;
+    d->in = in;
+    d->t0 = in->start_ms;
+    d->t1 = in->range_end_ms > in->start_ms ? in->range_end_ms : in->start_ms;
+    d->tc = in->end_ms != GP_JOBDOC_NONE ? d->t1 + GP_JOBDOC_TAIL_MS : d->t1;
+    d->steps = malloc(sizeof *d->steps); /* 40 KiB of buckets: not on a handler's stack */
+    if (!d->steps)
+        return gp_seterr(err, errlen, GP_ENOMEM, "out of memory building the job document");
+    gp_jobmodel_steps_init(d->steps);
+    gp_jobmodel_gpus_init(&d->act);
+    struct gp_matcher m;
+    int rc = gp_matcher_init(&m, GP_MATCH_EQ, "job", in->id, err, errlen);
+    if (rc)
+        return rc;
+    rc = gp_storage_select(st, &m, 1, d->t0, d->tc, &d->sel);
+    gp_matcher_free(&m);
+    if (rc)
+        return gp_seterr(err, errlen, rc, "selecting the job's series: %s", gp_strerror(rc));
+    rc = gather(d);
     if (rc == GP_ENOMEM)
         gp_seterr(err, errlen, rc, "out of memory building the job document");
     else if (rc)
@@ -997,49 +1018,32 @@ int gp_jobdoc_write(struct gp_storage *st, const struct gp_jobdoc_in *in, struct
                     char *err, size_t errlen)
 {
     struct doc d;
-    memset(&d, 0, sizeof d);
-    d.st = st;
-    d.in = in;
-    d.t0 = in->start_ms;
-    d.t1 = in->range_end_ms > in->start_ms ? in->range_end_ms : in->start_ms;
     size_t mark = out->len;
     int mark_err = out->err;
-    struct gp_matcher m;
-    int rc = gp_matcher_init(&m, GP_MATCH_EQ, "job", in->id, err, errlen);
-    if (rc)
-        return rc;
-    rc = gp_storage_select(st, &m, 1, d.t0, d.t1, &d.sel);
-    gp_matcher_free(&m);
-    if (rc)
-        return gp_seterr(err, errlen, rc, "selecting the job's series: %s", gp_strerror(rc));
-    rc = write_doc(&d, out, err, errlen);
+    int rc = doc_gather(&d, st, in, err, errlen);
+    if (!rc && (rc = render(&d, out)))
+        gp_seterr(err, errlen, rc, "out of memory building the job document");
     if (!rc && out->err)
         rc = gp_seterr(err, errlen, out->err,
                        out->err == GP_ETOOBIG ? "the job document is larger than %zu bytes"
                                               : "writing the job document (%zu bytes max)",
                        out->max);
-    for (size_t i = 0; i < d.ng; i++) {
-        ser_free(&d.g[i].act);
-        ser_free(&d.g[i].mem);
-    }
-    free(d.g);
-    for (size_t i = 0; i < d.ncpu; i++)
-        ser_free(&d.cpu[i]);
-    for (size_t i = 0; i < d.nrss; i++)
-        ser_free(&d.rss[i]);
-    for (size_t i = 0; i < d.nloss; i++)
-        ser_free(&d.loss[i]);
-    free(d.cpu);
-    free(d.rss);
-    free(d.loss);
-    free(d.iv);
-    free(d.act.a);
-    gp_storage_selection_free(&d.sel);
+    doc_free(&d);
     if (rc) {
         out->len = mark;
         out->err = mark_err;
         if (out->data)
             out->data[out->len] = '\0';
     }
+    return rc;
+}
+
+int gp_jobdoc_cost(struct gp_storage *st, const struct gp_jobdoc_in *in, double *cost, char *err,
+                   size_t errlen)
+{
+    struct doc d;
+    int rc = doc_gather(&d, st, in, err, errlen);
+    *cost = rc ? NAN : d.gf.cost;
+    doc_free(&d);
     return rc;
 }

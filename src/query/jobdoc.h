@@ -32,10 +32,17 @@
  *                  sum over ranks of each window's maximum.
  *   step time      per interval between two samples of a process's
  *                  steps_total and step_seconds_total at the same time:
- *                  delta seconds / delta steps. mean = all seconds / all
- *                  steps; p50/p90/p99/max over the intervals' means.
+ *                  delta seconds / delta steps, each of its steps at
+ *                  that mean. mean = all seconds / all steps;
+ *                  p50/p90/p99/max over the steps.
  *   data wait      increase of data_wait_seconds_total / increase of
  *                  step_seconds_total.
+ *   (the step stream's figures are the job model's: query/jobmodel.h)
+ *   tail           an ended job's step counters are read up to
+ *                  GP_JOBDOC_TAIL_MS past its end: the last steps before
+ *                  exit reach the agent with the end record and are
+ *                  sampled after it (the agent keeps an ended sender's
+ *                  counters that long, sources/steps.c).
  *   cost           per GPU: its held time x its model's price (insight/
  *                  cost.h: gpu_prices, the model table, the fallback);
  *                  cost_idle the samples with activity < 0.05,
@@ -64,10 +71,12 @@
 
 #define GP_JOBDOC_NONE INT64_MIN
 #define GP_JOBDOC_MAX_POINTS 500
+#define GP_JOBDOC_TAIL_MS 300000
 
 struct gp_jobdoc_rank {
     const char *node;          /* "" when unknown */
     int64_t rank, local_rank;  /* GP_JOBDOC_NONE when unknown */
+    int64_t world_size;        /* GP_JOBDOC_NONE when unknown */
 };
 
 struct gp_jobdoc_in {
@@ -92,5 +101,12 @@ struct gp_jobdoc_in {
  */
 int gp_jobdoc_write(struct gp_storage *st, const struct gp_jobdoc_in *in, struct gp_buf *out,
                     char *err, size_t errlen);
+
+/*
+ * The document's totals.cost alone (NaN when unknown), without writing
+ * the document: what the budget detector needs. GP_OK or as above.
+ */
+int gp_jobdoc_cost(struct gp_storage *st, const struct gp_jobdoc_in *in, double *cost, char *err,
+                   size_t errlen);
 
 #endif

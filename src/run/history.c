@@ -3,6 +3,7 @@
 
 #include "insight/cost.h"
 #include "lib/gpumodels.h"
+#include "query/jobmodel.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -13,13 +14,8 @@
 #define MIB 1048576.0
 #define GIB 1073741824.0
 
-/* Step-time histogram: buckets of 1 % from 1 us to ~1e5 s. */
-#define STEP_MIN_S 1e-6
-#define STEP_RATIO 1.01
-#define STEP_BUCKETS 2560
 #define MAX_RANKS 256
 #define MAX_GPUS 64
-#define ACT_BINS 101 /* activity histogram, 1 % bins */
 
 struct cell {
     double sum, max;
@@ -38,6 +34,7 @@ struct hgpu {
     double gpu_seconds;      /* ticks held by the job, weighted by their width */
     double price;            /* USD per GPU-hour: configured, else the model table's; 0 none */
     double act_sum, act_dt;  /* time-weighted activity */
+    double idle_s, unused_s; /* the job model's idle and unused seconds */
     double peak_mem;         /* bytes */
     bool peak_valid;
     struct curve act, mem;
@@ -70,8 +67,7 @@ struct gp_history {
     struct hgpu *gpus;
     unsigned ngpus;
     struct curve cpu, rss, step, loss;
-    double act_hist[ACT_BINS]; /* seconds of GPU time at each activity */
-    double act_sum, act_dt;
+    struct gp_jobmodel_gpus act; /* GPU time at each activity */
     /* time-weighted profiling averages over the job's GPUs, where reported */
     struct wavg { double sum, dt; } occ, tensor, dram, link;
 
@@ -83,14 +79,7 @@ struct gp_history {
     unsigned nranks;
     int32_t world_size;
 
-    uint64_t steps;
-    double step_sum, step_max;
-    uint32_t step_hist[STEP_BUCKETS];
-    bool has_samples, has_tokens, has_wait;
-    double samples, tokens, wait;
-    double first_start, last_end;
-    bool has_loss;
-    double loss_first, loss_last, loss_min;
+    struct gp_jobmodel_steps steps; /* the step stream, reduced (query/jobmodel.h) */
 
     /* status line: steps seen at the last status, for the rate */
     double rate_t;
@@ -127,8 +116,9 @@ struct gp_history *gp_history_new(const struct gp_history_options *o)
     h->start_s = wall_s();
     h->width = 1;
     h->world_size = -1;
-    h->first_start = INFINITY;
-    h->last_end = -INFINITY;
+    gp_jobmodel_steps_init(&h->steps);
+    h->steps.steps = h->steps.seconds = 0; /* gpulse run sees the whole stream */
+    gp_jobmodel_gpus_init(&h->act);
     h->rate_t = h->start_s;
     return h;
 }
@@ -203,6 +193,7 @@ static struct hgpu *find_gpu(struct gp_history *h, const struct gp_gpu *g, const
     snprintf(x->model, sizeof x->model, "%s", g->model);
     snprintf(x->node, sizeof x->node, "%s", node);
     x->index = g->index;
+    x->idle_s = x->unused_s = NAN;
     x->price = h->price > 0 ? h->price : gp_prices_of(NULL, g->model, strlen(g->model));
     return x;
 }
@@ -305,9 +296,8 @@ static void record_gpus(struct gp_history *h, const struct gp_frame *f, double d
             x->saw_sm_active |= sm;
             x->act_sum += a * dt;
             x->act_dt += dt;
-            h->act_sum += a * dt;
-            h->act_dt += dt;
-            h->act_hist[(int)lround(a * (ACT_BINS - 1))] += dt;
+            gp_jobmodel_activity(&h->act, a, dt);
+            gp_jobmodel_busy(&x->idle_s, &x->unused_s, a, dt);
             cell_add(&x->act.c[pt], a);
             act_sum += a;
             nact++;
@@ -401,50 +391,15 @@ void gp_history_frame(struct gp_history *h, const struct gp_frame *f)
     pthread_mutex_unlock(&h->mu);
 }
 
-static int step_bucket(double s)
-{
-    if (!(s > STEP_MIN_S))
-        return 0;
-    int b = (int)(log(s / STEP_MIN_S) / log(STEP_RATIO));
-    return b < 0 ? 0 : b >= STEP_BUCKETS ? STEP_BUCKETS - 1 : b;
-}
-
 void gp_history_step(struct gp_history *h, const struct gp_history_step *s)
 {
     if (!isfinite(s->seconds) || s->seconds < 0 || !isfinite(s->t_end))
         return;
     pthread_mutex_lock(&h->mu);
-    h->steps++;
-    h->step_sum += s->seconds;
-    if (s->seconds > h->step_max)
-        h->step_max = s->seconds;
-    h->step_hist[step_bucket(s->seconds)]++;
-    if (s->has_samples) {
-        h->has_samples = true;
-        h->samples += s->samples;
-    }
-    if (s->has_tokens) {
-        h->has_tokens = true;
-        h->tokens += s->tokens;
-    }
-    /* a step's seconds run from the previous step's end, its data wait
-     * inside them (docs/jobs.md, the step protocol) */
-    double start = s->t_end - s->seconds;
-    if (s->has_wait) {
-        h->has_wait = true;
-        h->wait += s->wait_seconds;
-    }
-    if (s->has_loss && isfinite(s->loss)) {
-        if (!h->has_loss)
-            h->loss_first = h->loss_min = s->loss;
-        h->has_loss = true;
-        h->loss_last = s->loss;
-        h->loss_min = fmin(h->loss_min, s->loss);
-    }
-    if (start < h->first_start)
-        h->first_start = start;
-    if (s->t_end > h->last_end)
-        h->last_end = s->t_end;
+    gp_jobmodel_step(&h->steps, s->t_end, s->seconds, s->has_wait ? s->wait_seconds : NAN,
+                     s->has_samples ? s->samples : NAN, s->has_tokens ? s->tokens : NAN);
+    if (s->has_loss)
+        gp_jobmodel_loss(&h->steps, s->t_end, s->loss);
     if (!h->nb)
         next_point(h, wall_s());
     cell_add(&h->step.c[h->nb - 1], s->seconds);
@@ -480,12 +435,12 @@ void gp_history_status(struct gp_history *h, struct gp_buf *out, double now_s)
     /* the rate over the last 2 s or more, so it follows changes without
      * jumping with each batch of records */
     if (now_s - h->rate_t >= 2.0) {
-        h->rate = (double)(h->steps - h->rate_steps) / (now_s - h->rate_t);
+        h->rate = (double)((uint64_t)h->steps.steps - h->rate_steps) / (now_s - h->rate_t);
         h->rate_t = now_s;
-        h->rate_steps = h->steps;
+        h->rate_steps = (uint64_t)h->steps.steps;
     }
-    if (h->steps)
-        gp_buf_printf(out, " | step %llu (%.1f/s)", (unsigned long long)h->steps, h->rate);
+    if (h->steps.steps > 0)
+        gp_buf_printf(out, " | step %llu (%.1f/s)", (unsigned long long)h->steps.steps, h->rate);
     if (h->last_act_valid)
         gp_buf_printf(out, " | GPU %.0f%%", h->last_act * 100);
     else
@@ -505,32 +460,6 @@ void gp_history_status(struct gp_history *h, struct gp_buf *out, double now_s)
 
 /* A number, or null when not finite (the document never shows NaN). */
 static json_t *num(double v) { return isfinite(v) ? json_real(v) : json_null(); }
-
-static double step_quantile(const struct gp_history *h, double q)
-{
-    uint64_t want = (uint64_t)ceil(q * (double)h->steps), seen = 0;
-    if (want < 1)
-        want = 1;
-    for (int b = 0; b < STEP_BUCKETS; b++) {
-        seen += h->step_hist[b];
-        if (seen >= want) {
-            double mid = STEP_MIN_S * pow(STEP_RATIO, b + 0.5);
-            return fmin(mid, h->step_max);
-        }
-    }
-    return h->step_max;
-}
-
-static double act_quantile(const struct gp_history *h, double q)
-{
-    double want = q * h->act_dt, seen = 0;
-    for (int b = 0; b < ACT_BINS; b++) {
-        seen += h->act_hist[b];
-        if (seen >= want - 1e-9 && h->act_hist[b] > 0)
-            return b / (double)(ACT_BINS - 1);
-    }
-    return 1.0;
-}
 
 static json_t *curve_json(const struct gp_history *h, const struct curve *cv, bool use_max)
 {
@@ -566,14 +495,28 @@ static void put_state(const struct gp_history *h, json_t *d)
     json_object_set_new(d, "signal", sig ? json_integer(WTERMSIG(st)) : json_null());
 }
 
-static json_t *gpus_json(const struct gp_history *h, double *gpu_s, double *peak, double *peak_ratio)
+/* The job model's view of GPU i. */
+static struct gp_jobmodel_gpu model_gpu(const struct hgpu *x)
+{
+    return (struct gp_jobmodel_gpu){
+        .seconds = x->gpu_seconds,
+        .act_sum = x->act_sum,
+        .act_w = x->act_dt,
+        .peak = x->peak_valid ? x->peak_mem : NAN,
+        .capacity = x->mem_total > 0 ? x->mem_total : NAN,
+        .price = x->price,
+        .idle_s = x->idle_s,
+        .unused_s = x->unused_s,
+    };
+}
+
+static json_t *gpus_json(const struct gp_history *h, struct gp_jobmodel_gpu *mg)
 {
     json_t *a = json_array();
-    *gpu_s = 0;
-    *peak = NAN;
-    *peak_ratio = NAN;
     for (unsigned i = 0; i < h->ngpus; i++) {
         const struct hgpu *x = &h->gpus[i];
+        mg[i] = model_gpu(x);
+        const struct gp_jobmodel_gpu *g = &mg[i];
         json_t *o = json_object();
         char idx[16];
         snprintf(idx, sizeof idx, "%u", x->index);
@@ -581,20 +524,14 @@ static json_t *gpus_json(const struct gp_history *h, double *gpu_s, double *peak
         json_object_set_new(o, "gpu", json_string(idx));
         json_object_set_new(o, "uuid", json_string(x->uuid));
         json_object_set_new(o, "model", json_string(x->model));
-        json_object_set_new(o, "memory_total_bytes", x->mem_total > 0 ? json_real(x->mem_total) : json_null());
-        json_object_set_new(o, "peak_memory_bytes", x->peak_valid ? json_real(x->peak_mem) : json_null());
-        double ratio = x->peak_valid && x->mem_total > 0 ? x->peak_mem / x->mem_total : NAN;
-        json_object_set_new(o, "peak_memory_ratio", num(ratio));
-        json_object_set_new(o, "activity_avg", x->act_dt > 0 ? json_real(x->act_sum / x->act_dt) : json_null());
+        json_object_set_new(o, "memory_total_bytes", num(g->capacity));
+        json_object_set_new(o, "peak_memory_bytes", num(g->peak));
+        json_object_set_new(o, "peak_memory_ratio", num(gp_jobmodel_gpu_peak_ratio(g)));
+        json_object_set_new(o, "activity_avg", num(gp_jobmodel_gpu_activity(g)));
         json_object_set_new(o, "activity_source",
                             x->act_dt > 0 ? json_string(x->saw_sm_active ? "sm_active" : "gpu_util") : json_null());
         json_object_set_new(o, "gpu_seconds", json_real(x->gpu_seconds));
         json_array_append_new(a, o);
-        *gpu_s += x->gpu_seconds;
-        if (x->peak_valid && (isnan(*peak) || x->peak_mem > *peak))
-            *peak = x->peak_mem;
-        if (isfinite(ratio) && (isnan(*peak_ratio) || ratio > *peak_ratio))
-            *peak_ratio = ratio;
     }
     return a;
 }
@@ -602,22 +539,24 @@ static json_t *gpus_json(const struct gp_history *h, double *gpu_s, double *peak
 static json_t *totals_json(const struct gp_history *h, double wall, json_t *gpus_out)
 {
     json_t *t = json_object();
-    double gpu_s, peak, peak_ratio;
-    json_t *gpus = gpus_json(h, &gpu_s, &peak, &peak_ratio);
-    json_object_set_new(t, "gpu_seconds", json_real(gpu_s));
-    json_object_set_new(t, "gpu_hours", json_real(gpu_s / 3600));
-    bool act = h->act_dt > 0;
-    json_object_set_new(t, "activity_avg", act ? json_real(h->act_sum / h->act_dt) : json_null());
-    json_object_set_new(t, "activity_p50", act ? json_real(act_quantile(h, 0.5)) : json_null());
-    json_object_set_new(t, "activity_p90", act ? json_real(act_quantile(h, 0.9)) : json_null());
-    json_object_set_new(t, "activity_p99", act ? json_real(act_quantile(h, 0.99)) : json_null());
+    struct gp_jobmodel_gpu mg[MAX_GPUS];
+    json_t *gpus = gpus_json(h, mg);
+    struct gp_jobmodel_gpu_figures gf;
+    /* the job seen in a tick without a GPU held none */
+    gp_jobmodel_gpu_figures(&h->act, mg, h->ngpus, h->rss_valid, h->price > 0 ? h->price : NAN, &gf);
+    json_object_set_new(t, "gpu_seconds", num(gf.gpu_seconds));
+    json_object_set_new(t, "gpu_hours", num(gf.gpu_hours));
+    json_object_set_new(t, "activity_avg", num(gf.activity_avg));
+    json_object_set_new(t, "activity_p50", num(gf.activity_p50));
+    json_object_set_new(t, "activity_p90", num(gf.activity_p90));
+    json_object_set_new(t, "activity_p99", num(gf.activity_p99));
     const struct wavg *w[] = {&h->occ, &h->tensor, &h->dram, &h->link};
     const char *wn[] = {"sm_occupancy_avg", "tensor_active_avg", "dram_active_avg", "link_busy_avg"};
     for (int i = 0; i < 4; i++)
         json_object_set_new(t, wn[i], w[i]->dt > 0 ? json_real(w[i]->sum / w[i]->dt) : json_null());
     json_object_set_new(t, "rank_step_spread", json_null()); /* records carry no rank */
-    json_object_set_new(t, "peak_gpu_memory_bytes", num(peak));
-    json_object_set_new(t, "peak_gpu_memory_ratio", num(peak_ratio));
+    json_object_set_new(t, "peak_gpu_memory_bytes", num(gf.peak_memory_bytes));
+    json_object_set_new(t, "peak_gpu_memory_ratio", num(gf.peak_memory_ratio));
 
     /* The kernel's accounting of the reaped command is exact; samples miss
      * what happened between ticks and after the last one. */
@@ -633,46 +572,35 @@ static json_t *totals_json(const struct gp_history *h, double wall, json_t *gpus
     json_object_set_new(t, "host_cpu_avg_cores", num(wall > 0 ? cpu / wall : NAN));
     json_object_set_new(t, "host_rss_peak_bytes", num(rss));
 
-    double span = h->steps ? h->last_end - h->first_start : NAN;
-    bool rate = h->steps && span > 0;
-    json_object_set_new(t, "steps", json_integer((json_int_t)h->steps));
-    json_object_set_new(t, "samples", h->has_samples ? json_real(h->samples) : json_null());
-    json_object_set_new(t, "tokens", h->has_tokens ? json_real(h->tokens) : json_null());
-    json_object_set_new(t, "stepping_seconds", rate ? json_real(span) : json_null());
-    json_object_set_new(t, "samples_per_second", rate && h->has_samples ? json_real(h->samples / span) : json_null());
-    json_object_set_new(t, "tokens_per_second", rate && h->has_tokens ? json_real(h->tokens / span) : json_null());
-    json_object_set_new(t, "steps_per_second", rate ? json_real((double)h->steps / span) : json_null());
-    if (h->steps) {
+    struct gp_jobmodel_step_figures sf;
+    gp_jobmodel_step_figures(&h->steps, &sf);
+    json_object_set_new(t, "steps", json_integer((json_int_t)sf.steps));
+    json_object_set_new(t, "samples", num(sf.samples));
+    json_object_set_new(t, "tokens", num(sf.tokens));
+    json_object_set_new(t, "stepping_seconds", num(sf.stepping_seconds));
+    json_object_set_new(t, "samples_per_second", num(sf.samples_per_second));
+    json_object_set_new(t, "tokens_per_second", num(sf.tokens_per_second));
+    json_object_set_new(t, "steps_per_second", num(sf.steps_per_second));
+    if (sf.steps > 0) {
         json_t *s = json_object();
-        json_object_set_new(s, "mean", json_real(h->step_sum / (double)h->steps));
-        json_object_set_new(s, "p50", json_real(step_quantile(h, 0.5)));
-        json_object_set_new(s, "p90", json_real(step_quantile(h, 0.9)));
-        json_object_set_new(s, "p99", json_real(step_quantile(h, 0.99)));
-        json_object_set_new(s, "max", json_real(h->step_max));
+        json_object_set_new(s, "mean", num(sf.mean));
+        json_object_set_new(s, "p50", num(sf.p50));
+        json_object_set_new(s, "p90", num(sf.p90));
+        json_object_set_new(s, "p99", num(sf.p99));
+        json_object_set_new(s, "max", num(sf.max));
         json_object_set_new(t, "step_seconds", s);
     } else {
         json_object_set_new(t, "step_seconds", json_null());
     }
-    /* the wait's share of step time, as the server's job document and the
-     * dataloader_starvation detector count it */
-    json_object_set_new(t, "data_wait_ratio",
-                        h->has_wait && h->step_sum > 0 ? json_real(fmin(1.0, h->wait / h->step_sum)) : json_null());
-    /* the loss the clients sent: the first and last reported, the lowest */
-    json_object_set_new(t, "loss_first", h->has_loss ? json_real(h->loss_first) : json_null());
-    json_object_set_new(t, "loss_last", h->has_loss ? json_real(h->loss_last) : json_null());
-    json_object_set_new(t, "loss_min", h->has_loss ? json_real(h->loss_min) : json_null());
-    /* each GPU at its price: the configured one, else its model's default
-     * (insight/cost.h); null when a GPU the job used has none */
-    double cost = 0;
-    bool priced = true;
-    for (unsigned i = 0; i < h->ngpus; i++) {
-        cost += h->gpus[i].gpu_seconds / 3600 * h->gpus[i].price;
-        priced &= h->gpus[i].price > 0;
-    }
-    double price = gpu_s > 0 ? cost / (gpu_s / 3600) : h->price > 0 ? h->price : NAN;
-    json_object_set_new(t, "price_per_gpu_hour", priced ? num(price) : json_null());
-    json_object_set_new(t, "cost", priced ? json_real(cost) : json_null());
-    json_object_set_new(t, "currency", json_string("USD"));
+    json_object_set_new(t, "data_wait_ratio", num(sf.data_wait_ratio));
+    json_object_set_new(t, "loss_first", num(sf.loss_first));
+    json_object_set_new(t, "loss_last", num(sf.loss_last));
+    json_object_set_new(t, "loss_min", num(sf.loss_min));
+    json_object_set_new(t, "price_per_gpu_hour", num(gf.price_per_gpu_hour));
+    json_object_set_new(t, "cost", num(gf.cost));
+    json_object_set_new(t, "cost_idle", num(gf.cost_idle));
+    json_object_set_new(t, "cost_unused_compute", num(gf.cost_unused_compute));
+    json_object_set_new(t, "currency", isfinite(gf.cost) ? json_string("USD") : json_null());
     json_array_extend(gpus_out, gpus);
     json_decref(gpus);
     return t;
@@ -724,15 +652,18 @@ json_t *gp_history_document(struct gp_history *h)
     for (unsigned i = 0; i < h->nranks; i++) {
         const struct hrank *r = &h->ranks[i];
         json_t *o = json_object();
-        json_object_set_new(o, "rank", r->rank >= 0 ? json_integer(r->rank) : json_null());
+        long long rank = gp_jobmodel_rank(r->rank, h->nranks);
+        long long local = gp_jobmodel_rank(r->local_rank, h->nranks);
+        json_object_set_new(o, "rank", rank >= 0 ? json_integer(rank) : json_null());
         json_object_set_new(o, "node", json_string(r->node));
-        json_object_set_new(o, "local_rank", r->local_rank >= 0 ? json_integer(r->local_rank) : json_null());
+        json_object_set_new(o, "local_rank", local >= 0 ? json_integer(local) : json_null());
         json_object_set_new(o, "processes", json_integer(r->procs));
         json_array_append_new(ranks, o);
     }
     json_object_set_new(d, "nodes", nodes);
     json_object_set_new(d, "ranks", ranks);
-    json_object_set_new(d, "world_size", h->world_size > 0 ? json_integer(h->world_size) : json_null());
+    long long world = gp_jobmodel_world_size(h->world_size, h->nranks);
+    json_object_set_new(d, "world_size", world > 0 ? json_integer(world) : json_null());
     json_t *gpus = json_array();
     json_t *totals = totals_json(h, wall, gpus);
     json_object_set_new(d, "gpus", gpus);

@@ -5,12 +5,17 @@
  * Two feeds: every sampling tick (the frame: the job's GPUs, found by the
  * job label of the processes on them, and the job's host processes from
  * the jobs source) and every step record the training code sends. Steps
- * are kept exactly where it matters for trust (count, sums, max) and in a
- * log histogram of 1 % buckets for percentiles, so a ten-day run costs
+ * are kept exactly where it matters for trust (count, sums, max) and in
+ * the job model's 1 % buckets for percentiles, so a ten-day run costs
  * the same memory as a ten-minute one. Curves are kept at most
  * GP_HISTORY_POINTS points: when full, neighbouring points are merged
  * (mean of activity, CPU and step time; max of memory) and each point
  * covers twice as many ticks from then on.
+ *
+ * The figures of the document (steps, percentiles, throughput, data
+ * wait, GPU-seconds, activity, peak memory, cost) are the job model's
+ * (query/jobmodel.h), fed every record, as the server's document feeds it
+ * counters: one definition for both.
  *
  * Feeds and readers may run on different threads: every call takes the
  * history's own lock.

@@ -340,6 +340,8 @@ static int start_agent(struct run *r, struct gp_agent **agent, char *err, size_t
         .step_observer = on_step,
         .step_observer_ctx = r,
         .steps_per_job = true,
+        .run_job = r->job,
+        .run_command = r->command,
     };
     return gp_agent_start_embedded(agent, &ac, &e, err, errlen);
 }

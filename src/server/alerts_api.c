@@ -588,7 +588,8 @@ int gp_srv_rules_load(struct gp_server *s, char *err, size_t errlen)
 
 /*
  * The budget detector's inputs: each view job's budget (job_budget) and
- * its cost so far, from its job document (the window holds too little of
+ * its cost so far, the job model's as its document shows it, computed
+ * without writing the document (the window holds too little of
  * the job to add it up). A document costs a read of the job's series, so
  * a job's cost is recomputed at most every COST_REFRESH_MS; between, the
  * last one stands (a budget is passed a minute late at worst).
@@ -624,17 +625,10 @@ static double job_cost_now(struct cost_ctx *c, const char *job, int64_t now)
             oldest = &c->cache[i];
     if (!slot)
         slot = oldest;
-    struct gp_buf b;
     char err[256];
-    gp_buf_init(&b, 0);
     double cost = NAN;
-    if (gp_srv_job_doc(c->s, c->st, job, 0, &b, err, sizeof err) == GP_OK && !b.err) {
-        json_t *d = json_loadb(b.data, b.len, 0, NULL);
-        json_t *v = json_object_get(json_object_get(d, "totals"), "cost");
-        cost = json_is_number(v) ? json_number_value(v) : NAN;
-        json_decref(d);
-    }
-    gp_buf_free(&b);
+    if (gp_srv_job_cost(c->s, c->st, job, &cost, err, sizeof err) != GP_OK)
+        cost = NAN;
     snprintf(slot->job, sizeof slot->job, "%s", job);
     slot->cost = cost;
     slot->at_ms = now;

@@ -28,6 +28,7 @@
 #include "server/jobs.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -72,8 +73,9 @@ static void do_list(struct gp_server *s, const struct gp_http_request *req,
         gp_srv_bad(resp, 503, "unavailable", "out of memory listing jobs");
 }
 
-int gp_srv_job_doc(struct gp_server *s, struct gp_storage *st, const char *id, int series,
-                   struct gp_buf *out, char *err, size_t errlen)
+/* The job's document into out, or (out NULL) its cost alone into *cost. */
+static int job_doc_or_cost(struct gp_server *s, struct gp_storage *st, const char *id, int series,
+                           struct gp_buf *out, double *cost, char *err, size_t errlen)
 {
     if (strlen(id) > GP_JOB_ID_MAX)
         return gp_seterr(err, errlen, GP_ENOTFOUND, "no job with an id of %zu bytes (at most %d)",
@@ -91,7 +93,8 @@ int gp_srv_job_doc(struct gp_server *s, struct gp_storage *st, const char *id, i
         return gp_seterr(err, errlen, GP_ENOMEM, "out of memory reading the job");
     }
     for (size_t i = 0; i < job.nranks; i++)
-        ranks[i] = (struct gp_jobdoc_rank){job.ranks[i].node, job.ranks[i].rank, job.ranks[i].local_rank};
+        ranks[i] = (struct gp_jobdoc_rank){job.ranks[i].node, job.ranks[i].rank, job.ranks[i].local_rank,
+                                           job.ranks[i].world_size};
     int64_t start = job.start_ms != GP_JOBS_NONE ? job.start_ms : job.first_ms;
     struct gp_jobdoc_in in = {
         .id = job.id,
@@ -110,10 +113,23 @@ int gp_srv_job_doc(struct gp_server *s, struct gp_storage *st, const char *id, i
         .budget = s->job_budget,
         .series = series,
     };
-    rc = gp_jobdoc_write(st, &in, out, err, errlen);
+    rc = out ? gp_jobdoc_write(st, &in, out, err, errlen) : gp_jobdoc_cost(st, &in, cost, err, errlen);
     free(ranks);
     gp_job_free(&job);
     return rc;
+}
+
+int gp_srv_job_doc(struct gp_server *s, struct gp_storage *st, const char *id, int series,
+                   struct gp_buf *out, char *err, size_t errlen)
+{
+    return job_doc_or_cost(s, st, id, series, out, NULL, err, errlen);
+}
+
+int gp_srv_job_cost(struct gp_server *s, struct gp_storage *st, const char *id, double *cost,
+                    char *err, size_t errlen)
+{
+    *cost = NAN;
+    return job_doc_or_cost(s, st, id, 0, NULL, cost, err, errlen);
 }
 
 static void do_job(struct gp_server *s, struct gp_storage *st, const struct gp_http_request *req,

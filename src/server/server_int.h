@@ -203,6 +203,11 @@ void gp_srv_handle_jobs(struct gp_server *s, struct gp_storage *st, enum gp_srv_
 int gp_srv_job_doc(struct gp_server *s, struct gp_storage *st, const char *id, int series,
                    struct gp_buf *out, char *err, size_t errlen);
 
+/* The document's totals.cost of job `id`, without writing the document
+ * (the job model's, query/jobdoc.h); NaN when unknown. Errors as above. */
+int gp_srv_job_cost(struct gp_server *s, struct gp_storage *st, const char *id, double *cost,
+                    char *err, size_t errlen);
+
 /* insight_api.c: GET /api/v1/recommendations and /api/v1/audit. */
 void gp_srv_handle_insight(struct gp_server *s, struct gp_storage *st, enum gp_srv_route route,
                            const struct gp_http_request *req, struct gp_http_response *resp);

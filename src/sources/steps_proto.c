@@ -203,6 +203,11 @@ static int parse_line(const char *p, size_t n, struct gp_steps_record *r)
         return 0;
     if (r->kind == GP_STEPS_STEP && !(r->has & GP_SK_DUR))
         return -1;
+    /* A step's wait is part of its seconds (docs/jobs.md): a client that
+     * timed only the compute would otherwise make the data-wait share
+     * exceed the whole step time. */
+    if (r->kind == GP_STEPS_STEP && (r->has & GP_SK_WAIT) && r->wait > r->dur)
+        r->wait = r->dur;
     if (r->kind == GP_STEPS_MEM && !(r->has & GP_SK_DEV))
         return -1;
     return 1;

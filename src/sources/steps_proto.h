@@ -55,7 +55,8 @@ enum gp_steps_key {
 /*
  * One record. Keys by kind (docs/jobs.md):
  *   every kind: seq (>= 1), lost (>= 0)
- *   step: dur (required, seconds >= 0), n, wait, samples, tokens (>= 0),
+ *   step: dur (required, seconds >= 0), n, wait (read as at most dur:
+ *         a part of the step), samples, tokens (>= 0),
  *         loss (any finite number), t (epoch seconds >= 0)
  *   mem:  dev (required, 0..INT32_MAX), alloc, reserved, peak (bytes)
  *   meta: target (steps), job (1..GP_JOB_LEN-1 printable bytes), rank

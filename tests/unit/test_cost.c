@@ -27,7 +27,7 @@ static char *render(const struct gp_frame *f)
     struct gp_expo x = {0};
     struct gp_buf b;
     gp_buf_init(&b, 0);
-    struct gp_expo_options o = {"Hostname", GP_PROC_SERIES_NONE};
+    struct gp_expo_options o = {.hostname_label = "Hostname", .process_series = GP_PROC_SERIES_NONE};
     struct gp_agent_stats st = {1, 0, 1700000000, 0.001};
     CHECK_INT(gp_expo_render(&x, &b, f, &o, &st), 0);
     gp_expo_free(&x);

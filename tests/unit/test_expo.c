@@ -84,7 +84,7 @@ static char *render(const struct gp_frame *f, enum gp_proc_series mode)
     struct gp_expo x = {0};
     struct gp_buf b;
     gp_buf_init(&b, 0);
-    struct gp_expo_options o = {"Hostname", mode};
+    struct gp_expo_options o = {.hostname_label = "Hostname", .process_series = mode};
     struct gp_agent_stats st = {10, 1, 1700000000.5, 0.001};
     CHECK_INT(gp_expo_render(&x, &b, f, &o, &st), 0);
     gp_expo_free(&x);
@@ -225,7 +225,7 @@ static void test_job_labels(void)
 
     struct gp_buf b;
     gp_buf_init(&b, 0);
-    struct gp_expo_options o = {"Hostname", GP_PROC_SERIES_GPU};
+    struct gp_expo_options o = {.hostname_label = "Hostname", .process_series = GP_PROC_SERIES_GPU};
     struct gp_agent_stats st = {10, 1, 1700000000.5, 0.001};
     CHECK_INT(gp_snapshot_render(&b, &f, &o, &st), 0);
     CHECK_CONTAINS(b.data, "\"pid\":101,");
@@ -293,7 +293,7 @@ static void test_snapshot_json(void)
     fill(&f);
     struct gp_buf b;
     gp_buf_init(&b, 0);
-    struct gp_expo_options o = {"Hostname", GP_PROC_SERIES_GPU};
+    struct gp_expo_options o = {.hostname_label = "Hostname", .process_series = GP_PROC_SERIES_GPU};
     struct gp_agent_stats st = {10, 1, 1700000000.5, 0.001};
     CHECK_INT(gp_snapshot_render(&b, &f, &o, &st), 0);
     CHECK_CONTAINS(b.data, "\"DCGM_FI_DEV_GPU_UTIL\":87");

@@ -303,7 +303,7 @@ static void test_totals(void)
     int64_t now = now_ms();
     struct gp_storage *st = sopen_tmp();
     fill(st, now);
-    struct gp_jobdoc_rank ranks[2] = {{"n1", 0, 0}, {"n1", 1, 1}};
+    struct gp_jobdoc_rank ranks[2] = {{"n1", 0, 0, 2}, {"n1", 1, 1, 2}};
     struct gp_jobdoc_in in = {
         .id = "train-1", .scheme = "slurm", .state = "finished",
         .start_ms = (int64_t)T * 1000, .end_ms = (int64_t)(T + 100) * 1000,
@@ -343,9 +343,11 @@ static void test_totals(void)
     CHECK_DBL(num_at(t, "samples_per_second"), 3520 / 105.0, 1e-12);
     CHECK(json_is_null(json_object_get(t, "tokens")));
     CHECK(json_is_null(json_object_get(t, "tokens_per_second")));
-    /* Intervals: eleven of .5 (pid 100), ten of .2 and one of .9 (pid 101). */
+    /* Intervals: eleven of 10 steps at .5 (pid 100), ten of 20 at .2 and
+     * one of 20 at .9 (pid 101). Each step weighs one (query/jobmodel.h):
+     * 200 at .2, 110 at .5, 20 at .9; ranks 165, 297 and 327 of 330. */
     CHECK_DBL(num_at(t, "step_seconds.mean"), 113.0 / 330, 1e-12);
-    CHECK_DBL(num_at(t, "step_seconds.p50"), 0.5, 1e-12);
+    CHECK_DBL(num_at(t, "step_seconds.p50"), 0.2, 1e-12);
     CHECK_DBL(num_at(t, "step_seconds.p90"), 0.5, 1e-12);
     CHECK_DBL(num_at(t, "step_seconds.p99"), 0.9, 1e-12);
     CHECK_DBL(num_at(t, "step_seconds.max"), 0.9, 1e-12);
@@ -546,6 +548,13 @@ static void test_routes(void)
     CHECK_CONTAINS(r->body, "\"cost\":0.3513888888888889,\"cost_idle\":0.006944444444444445,");
     CHECK_CONTAINS(r->body, "\"cost_per_hour\":11.5,\"target_steps\":null,");
     CHECK_CONTAINS(r->body, "\"budget\":0.5,\"budget_ratio\":0.7027777777777778,\"currency\":\"USD\"");
+    /* The budget detector's cost is the document's, without the document. */
+    double cost = 0;
+    CHECK_INT(gp_srv_job_cost(s, gp_srv_store(s), "train-1", &cost, err, sizeof err), GP_OK);
+    CHECK_DBL(cost, 0.3513888888888889, 1e-15);
+    CHECK_INT(gp_srv_job_cost(s, gp_srv_store(s), "killed-1", &cost, err, sizeof err), GP_OK);
+    CHECK(isnan(cost)); /* no GPU: unknown, not 0 */
+    CHECK_INT(gp_srv_job_cost(s, gp_srv_store(s), "no-such-job", &cost, err, sizeof err), GP_ENOTFOUND);
     CHECK(!strstr(r->body, "\"series\""));
     r = http_get(s, "/api/v1/jobs/killed-1?series=1");
     CHECK_INT(r->status, 200);

@@ -156,6 +156,18 @@ static void test_numbers_and_limits(void)
     CHECK_INT(bad, 1);
 }
 
+/* A wait longer than its step (a client that timed only the compute) is
+ * read as the whole step, so no data-wait share exceeds 1. */
+static void test_wait_is_part_of_the_step(void)
+{
+    struct got g;
+    unsigned bad;
+    CHECK_INT(parse("step dur=0.04 wait=0.06\nstep dur=0.1 wait=0.06\n", &g, &bad), 2);
+    CHECK_DBL(g.r[0].wait, 0.04, 0);
+    CHECK_DBL(g.r[1].wait, 0.06, 0);
+    CHECK_INT(bad, 0);
+}
+
 static void test_unknown_keys_and_kinds(void)
 {
     struct got g;
@@ -213,6 +225,7 @@ const struct gp_test gp_tests_steps_proto[] = {
     {"the_documented_example", test_the_documented_example},
     {"malformed_records_are_dropped_the_rest_kept", test_malformed_records_are_dropped_the_rest_kept},
     {"numbers_and_limits", test_numbers_and_limits},
+    {"wait_is_part_of_the_step", test_wait_is_part_of_the_step},
     {"unknown_keys_and_kinds", test_unknown_keys_and_kinds},
     {"blank_lines_crlf_and_no_final_newline", test_blank_lines_crlf_and_no_final_newline},
     {"oversized_datagram", test_oversized_datagram},

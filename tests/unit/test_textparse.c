@@ -432,7 +432,7 @@ static void test_agent_exposition_round_trip(void)
     struct gp_expo x = {0};
     struct gp_buf text;
     gp_buf_init(&text, 0);
-    struct gp_expo_options o = {"Hostname", GP_PROC_SERIES_GPU};
+    struct gp_expo_options o = {.hostname_label = "Hostname", .process_series = GP_PROC_SERIES_GPU};
     struct gp_agent_stats st = {0};
     CHECK_INT(gp_expo_render(&x, &text, &f, &o, &st), GP_OK);
     size_t lines = 0;
