@@ -12,7 +12,7 @@
  */
 #include "insight/recommend.h"
 
-#include "insight/cost.h"
+#include "query/cost.h"
 #include "insight/detect.h"
 #include "lib/gpumodels.h"
 #include "lib/err.h"

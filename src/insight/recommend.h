@@ -92,7 +92,7 @@ struct gp_rec_in {
     size_t nfiring;
     const struct gp_observation *obs;  /* the job's observations, bad or not */
     size_t nobs;
-    const struct gp_prices *prices;    /* insight/cost.h; NULL: the model table's */
+    const struct gp_prices *prices;    /* query/cost.h; NULL: the model table's */
 };
 
 /*
@@ -103,7 +103,7 @@ struct gp_rec_in {
 int gp_recommend(const struct gp_rec_in *in, json_t *advice);
 
 /*
- * The price per GPU-hour of model m (insight/cost.h's order: the list,
+ * The price per GPU-hour of model m (query/cost.h's order: the list,
  * the model table, the fallback), or NaN when m is NULL or has none.
  */
 double gp_rec_price_of(const struct gp_prices *prices, const struct gp_gpumodel *m);

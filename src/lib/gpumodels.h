@@ -10,7 +10,7 @@
  * same rows normalize readings across hardware (a ratio of peak FLOP/s or
  * bandwidth means the same on an A100 and an MI300X).
  *
- * Each row also carries a default price per GPU-hour (insight/cost.h
+ * Each row also carries a default price per GPU-hour (query/cost.h
  * reads it; the user's `gpu_prices` override it).
  *
  * The table is static and read-only: lookups return pointers into it that

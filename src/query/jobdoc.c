@@ -8,7 +8,7 @@
  */
 #include "query/jobdoc.h"
 
-#include "insight/cost.h"
+#include "query/cost.h"
 #include "lib/err.h"
 #include "query/eval.h"
 #include "lib/json.h"

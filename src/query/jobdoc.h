@@ -89,7 +89,7 @@ struct gp_jobdoc_in {
     const struct gp_jobdoc_rank *ranks;
     size_t nranks;
     double price_per_gpu_hour; /* USD for every GPU when prices is NULL; 0 not configured */
-    const struct gp_prices *prices; /* per model (insight/cost.h); NULL: price_per_gpu_hour */
+    const struct gp_prices *prices; /* per model (query/cost.h); NULL: price_per_gpu_hour */
     double budget;             /* USD; 0: none */
     int series;                /* 1: add "series" */
 };

@@ -1,7 +1,7 @@
 /* history.c - see history.h. */
 #include "history.h"
 
-#include "insight/cost.h"
+#include "query/cost.h"
 #include "lib/gpumodels.h"
 #include "query/jobmodel.h"
 

@@ -5,7 +5,7 @@
 #include "config.h"
 
 #include "insight/remediate.h"
-#include "insight/cost.h"
+#include "query/cost.h"
 #include "insight/engine.h"
 #include "lib/err.h"
 #include "lib/log.h"

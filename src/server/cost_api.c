@@ -1,7 +1,7 @@
 /*
  * cost_api.c - GET /api/v1/fleet (the fleet's use and spend now) and
  * GET /api/v1/cost (cost over a range, by job or node), in the API's
- * envelope. The arithmetic is insight/cost.h's; this file reads the
+ * envelope. The arithmetic is query/cost.h's; this file reads the
  * store and sorts series out.
  *
  *   /api/v1/fleet   the newest sample of each GPU seen within the last

@@ -9,7 +9,7 @@
 #define GP_SERVER_INT_H
 
 #include "insight/alert_event.h"
-#include "insight/cost.h"
+#include "query/cost.h"
 #include "net/http.h"
 #include "insight/remediate.h"
 #include "server/jobs.h"
@@ -142,7 +142,7 @@ struct gp_server {
     struct gp_jobs *jobs;   /* the jobs registry; set with the store */
     double gpu_hour_price;  /* USD, 0 when not configured */
     struct gp_rem *rem;     /* remediation hooks and their audit log; set with the store */
-    struct gp_prices prices; /* per model (insight/cost.h); read-only once open */
+    struct gp_prices prices; /* per model (query/cost.h); read-only once open */
     double job_budget;      /* USD per job, 0 none */
 
     struct gp_rules *rules;   /* the config file's rules */

@@ -1,5 +1,5 @@
-/* Fuzz target: the gpu_prices list (insight/cost.h) from YAML and flags. */
-#include "insight/cost.h"
+/* Fuzz target: the gpu_prices list (query/cost.h) from YAML and flags. */
+#include "query/cost.h"
 #include "lib/err.h"
 
 #include <math.h>

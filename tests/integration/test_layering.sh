@@ -21,8 +21,6 @@ LAYERS="lib:1 net:2 state:2 sources:3 ingest:3 store:3 storage:4 query:5 insight
 # reason. Each is reported; one that no longer occurs is reported too, to
 # be deleted here. Keep this empty.
 ALLOW=(
-    # issue 17 item 1: the job model replaces jobdoc.c's use of insight/cost.
-    "src/query/jobdoc.c insight/cost.h"
 )
 
 declare -A floor

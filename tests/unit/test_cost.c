@@ -1,11 +1,11 @@
 /*
- * test_cost.c - normalization (agent/expo_norm.c) and cost (insight/cost.c):
+ * test_cost.c - normalization (agent/expo_norm.c) and cost (query/cost.c):
  * the normalized series of a GPM card, a card without GPM and an unknown
  * model; the price list parser and its errors; cost arithmetic on
  * synthetic series with hand-computed answers; projection; fleet totals.
  */
 #include "agent/expo.h"
-#include "insight/cost.h"
+#include "query/cost.h"
 #include "lib/buf.h"
 #include "lib/err.h"
 #include "lib/gpumodels.h"

@@ -5,7 +5,7 @@
  * smaller-card money arithmetic.
  */
 #include "insight/detect.h"
-#include "insight/cost.h"
+#include "query/cost.h"
 #include "insight/recommend.h"
 #include "lib/err.h"
 #include "lib/gpumodels.h"

@@ -20,11 +20,12 @@
  *   cost_unused_compute   = sum over samples of (1 - activity) x step x price
  * activity being the compute fraction (SM activity, else utilization).
  *
- * Everything here is pure: the callers (query/jobdoc.c, server/cost_api.c)
- * read the store and hand in numbers.
+ * Everything here is pure: the callers (the job model's query/jobdoc.c,
+ * server/cost_api.c) read the store and hand in numbers. It lives beside
+ * the job model, below the detectors, so every screen reads one figure.
  */
-#ifndef GP_INSIGHT_COST_H
-#define GP_INSIGHT_COST_H
+#ifndef GP_QUERY_COST_H
+#define GP_QUERY_COST_H
 
 #include "lib/buf.h"
 

@@ -8,7 +8,7 @@
  * compare rows, so "H100", "h100-sxm" and "NVIDIA H100 80GB HBM3" are one
  * entry.
  */
-#include "insight/cost.h"
+#include "query/cost.h"
 
 #include "lib/err.h"
 #include "lib/gpumodels.h"
