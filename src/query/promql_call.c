@@ -276,8 +276,12 @@ static int call_range(struct gp_pq_ctx *c, const struct gp_pq_call *call,
     struct gp_pq_rsrc rs;
     memset(&rs, 0, sizeof rs);
     rs.sub = 1;
+    /* An instant selector of the same series elsewhere in the query is
+     * computed from this read (promql_cse.c's twins). */
+    const struct gp_pq_sel *twin = NULL;
+    size_t tslot = c->cse ? gp_pq_cse_twin(c, call->args[mi], &twin) : (size_t)-1;
     if (rc == GP_OK)
-        rc = gp_pq_rsrc_open(c, &rs, call->args[mi], g);
+        rc = gp_pq_rsrc_open(c, &rs, call->args[mi], g, tslot == (size_t)-1 ? NULL : twin);
     j.w = rs.w;
     j.range = rs.range;
     size_t n = rs.sub ? 0 : rs.r.sel.n;
@@ -288,6 +292,9 @@ static int call_range(struct gp_pq_ctx *c, const struct gp_pq_call *call,
         j.has = calloc(n ? n : 1, sizeof *j.has);
         j.np = calloc(n ? n : 1, sizeof *j.np);
         rc = j.v && j.has && j.np ? gp_pq_sel_each(c, &rs.r, range_series, &j) : gp_pq_oom(c);
+        struct gp_pq_val tv;
+        if (rc == GP_OK && gp_pq_rsrc_twin(c, &rs, &tv) == 1)
+            gp_pq_cse_keep(c, tslot, &tv, g);
         for (size_t i = 0; rc == GP_OK && i < n; i++) {
             const struct gp_store_series *s = rs.r.sel.series + rs.r.order[i];
             if (j.np[i])

@@ -159,6 +159,10 @@ void gp_pq_window_at(const struct gp_pq_ctx *c, const struct gp_pq_when *w, int6
 
 /* ---- reading a selection on both cores ---- */
 
+struct vsel_job;
+static int vsel_series(void *arg, size_t i, const struct gp_store_series *ser, int64_t *t,
+                       double *v, size_t n, char *err, size_t errlen);
+
 /* Below this many series a second thread costs more than it saves. */
 #define PARALLEL_MIN_SERIES 32
 
@@ -222,6 +226,11 @@ static void *each_work(void *p)
             each_fail(e, rc == GP_ENOMEM || rc == GP_ENET ? rc : GP_EIO, err);
             break;
         }
+        err[0] = '\0';
+        /* The twin first: fn may change the arrays (drop stale markers). */
+        if (e->r->twin && !atomic_load(&e->r->twin_failed) &&
+            vsel_series(e->r->twin, i, s, smp.t, smp.v, smp.n, err, sizeof err) != GP_OK)
+            atomic_store(&e->r->twin_failed, 1); /* its own evaluation will say why */
         err[0] = '\0';
         if ((rc = e->fn(e->arg, i, s, smp.t, smp.v, smp.n, err, sizeof err)) != GP_OK) {
             each_fail(e, rc, err);
@@ -317,6 +326,54 @@ static int vsel_series(void *arg, size_t i, const struct gp_store_series *ser, i
     return GP_OK;
 }
 
+static void vsel_init(struct vsel_job *j, const struct gp_pq_ctx *c, const struct gp_pq_sel *sel,
+                      const struct gp_pq_grid *g, int ts_mode)
+{
+    memset(j, 0, sizeof *j);
+    j->c = c;
+    j->g = g;
+    j->w = (struct gp_pq_when){sel->at, sel->at_ms, sel->offset_ms};
+    j->ts_mode = ts_mode;
+    atomic_init(&j->held, 0);
+    atomic_init(&j->cells, 0);
+}
+
+/* Room for a result per series of a selection of n. */
+static int vsel_alloc(struct gp_pq_ctx *c, struct vsel_job *j, size_t n)
+{
+    j->v = calloc(n ? n : 1, sizeof *j->v);
+    j->has = calloc(n ? n : 1, sizeof *j->has);
+    j->np = calloc(n ? n : 1, sizeof *j->np);
+    return j->v && j->has && j->np ? GP_OK : gp_pq_oom(c);
+}
+
+/* The job's series into out, in label order whichever thread read them;
+ * frees what the job holds. */
+static int vsel_collect(struct gp_pq_ctx *c, struct vsel_job *j, const struct gp_pq_sel_read *r,
+                        int rc, struct gp_pq_val *out)
+{
+    size_t n = r->sel.n;
+    for (size_t i = 0; rc == GP_OK && i < n; i++) {
+        if (!j->np[i])
+            continue;
+        const struct gp_store_series *s = r->sel.series + r->order[i];
+        rc = gp_pq_val_adopt(c, out, j->g, s->labels, s->labels_len, j->v[i], j->has[i], j->np[i]);
+        j->v[i] = NULL;
+        j->has[i] = NULL;
+    }
+    for (size_t i = 0; j->v && j->has && i < n; i++) {
+        free(j->v[i]);
+        free(j->has[i]);
+    }
+    free(j->v);
+    free(j->has);
+    free(j->np);
+    j->v = NULL;
+    j->has = NULL;
+    j->np = NULL;
+    return rc;
+}
+
 int gp_pq_eval_vsel(struct gp_pq_ctx *c, const struct gp_pq_sel *sel, const struct gp_pq_grid *g,
                     int ts_mode, struct gp_pq_val *out)
 {
@@ -324,39 +381,13 @@ int gp_pq_eval_vsel(struct gp_pq_ctx *c, const struct gp_pq_sel *sel, const stru
     if (!g->n)
         return GP_OK;
     struct vsel_job j;
-    memset(&j, 0, sizeof j);
-    j.c = c;
-    j.g = g;
-    j.w = (struct gp_pq_when){sel->at, sel->at_ms, sel->offset_ms};
-    j.ts_mode = ts_mode;
-    atomic_init(&j.held, 0);
-    atomic_init(&j.cells, 0);
+    vsel_init(&j, c, sel, g, ts_mode);
     int64_t first = when_at(c, &j.w, g, 0), last = when_at(c, &j.w, g, g->n - 1);
     struct gp_pq_sel_read r;
     int rc = sel_open(c, &r, sel, first - c->lim.lookback_ms, last);
-    size_t n = r.sel.n;
-    if (rc == GP_OK) {
-        j.v = calloc(n ? n : 1, sizeof *j.v);
-        j.has = calloc(n ? n : 1, sizeof *j.has);
-        j.np = calloc(n ? n : 1, sizeof *j.np);
-        rc = j.v && j.has && j.np ? gp_pq_sel_each(c, &r, vsel_series, &j) : gp_pq_oom(c);
-    }
-    /* In label order, whichever thread read them. */
-    for (size_t i = 0; rc == GP_OK && i < n; i++) {
-        if (!j.np[i])
-            continue;
-        const struct gp_store_series *s = r.sel.series + r.order[i];
-        rc = gp_pq_val_adopt(c, out, g, s->labels, s->labels_len, j.v[i], j.has[i], j.np[i]);
-        j.v[i] = NULL;
-        j.has[i] = NULL;
-    }
-    for (size_t i = 0; j.v && i < n; i++) {
-        free(j.v[i]);
-        free(j.has[i]);
-    }
-    free(j.v);
-    free(j.has);
-    free(j.np);
+    if (rc == GP_OK && (rc = vsel_alloc(c, &j, r.sel.n)) == GP_OK)
+        rc = gp_pq_sel_each(c, &r, vsel_series, &j);
+    rc = vsel_collect(c, &j, &r, rc, out);
     sel_close(&r);
     return rc;
 }
@@ -365,7 +396,7 @@ int gp_pq_eval_vsel(struct gp_pq_ctx *c, const struct gp_pq_sel *sel, const stru
 
 
 int gp_pq_rsrc_open(struct gp_pq_ctx *c, struct gp_pq_rsrc *rs, const struct gp_pq_node *e,
-                     const struct gp_pq_grid *g)
+                    const struct gp_pq_grid *g, const struct gp_pq_sel *twin)
 {
     memset(rs, 0, sizeof *rs);
     e = gp_pq_unparen(e);
@@ -376,7 +407,19 @@ int gp_pq_rsrc_open(struct gp_pq_ctx *c, struct gp_pq_rsrc *rs, const struct gp_
         rs->w = (struct gp_pq_when){sel->at, sel->at_ms, sel->offset_ms};
         rs->range = sel->range_ms;
         int64_t first = when_at(c, &rs->w, g, 0), last = when_at(c, &rs->w, g, g->n - 1);
-        return sel_open(c, &rs->r, sel, first - rs->range, last);
+        /* The twin looks back from the same times (same offset and @):
+         * one read over the longer of the two reaches serves both. */
+        int64_t reach = twin && c->lim.lookback_ms > rs->range ? c->lim.lookback_ms : rs->range;
+        int rc = sel_open(c, &rs->r, sel, first - reach, last);
+        if (rc != GP_OK || !twin)
+            return rc;
+        struct vsel_job *j = malloc(sizeof *j);
+        if (!j)
+            return gp_pq_oom(c);
+        vsel_init(j, c, twin, g, 0);
+        rs->r.twin = j;
+        atomic_init(&rs->r.twin_failed, 0);
+        return vsel_alloc(c, j, rs->r.sel.n);
     }
     if (e->kind != GP_PQ_SUBQUERY)
         return gp_seterr(c->err, c->errlen, GP_PQ_EEXEC, "expected a range vector");
@@ -406,8 +449,32 @@ int gp_pq_rsrc_open(struct gp_pq_ctx *c, struct gp_pq_rsrc *rs, const struct gp_
     return rs->t && rs->v ? GP_OK : gp_pq_oom(c);
 }
 
+int gp_pq_rsrc_twin(struct gp_pq_ctx *c, struct gp_pq_rsrc *rs, struct gp_pq_val *out)
+{
+    struct vsel_job *j = rs->sub ? NULL : rs->r.twin;
+    if (!j)
+        return 0;
+    gp_pq_vector_new(out);
+    int rc = vsel_collect(c, j, &rs->r, atomic_load(&rs->r.twin_failed) ? GP_ERANGE : GP_OK, out);
+    free(j);
+    rs->r.twin = NULL;
+    if (rc == GP_OK)
+        return 1;
+    gp_pq_val_free(c, out);
+    if (c->err && c->errlen)
+        c->err[0] = '\0'; /* its own evaluation will say why */
+    return 0;
+}
+
 void gp_pq_rsrc_close(struct gp_pq_ctx *c, struct gp_pq_rsrc *rs)
 {
+    if (!rs->sub && rs->r.twin) {
+        struct gp_pq_val v;
+        gp_pq_vector_new(&v);
+        vsel_collect(c, rs->r.twin, &rs->r, GP_ERANGE, &v);
+        free(rs->r.twin);
+        rs->r.twin = NULL;
+    }
     if (rs->sub)
         gp_pq_val_free(c, &rs->inner);
     else
@@ -472,7 +539,7 @@ int gp_pq_eval_matrix(struct gp_pq_ctx *c, const struct gp_pq_node *e, const str
                          "invalid expression type \"range vector\" for range query, must be "
                          "Scalar or instant Vector");
     struct gp_pq_rsrc rs;
-    int rc = gp_pq_rsrc_open(c, &rs, e, g);
+    int rc = gp_pq_rsrc_open(c, &rs, e, g, NULL);
     size_t cap = 0;
     while (rc == GP_OK && (rc = gp_pq_rsrc_next(c, &rs)) == 1) {
         rc = GP_OK;
