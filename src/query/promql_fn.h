@@ -57,6 +57,12 @@ int gp_pq_fn_is_range_kernel(enum gp_pq_func f);
 int gp_pq_fn_range(enum gp_pq_func f, const struct gp_pq_window *w, const double *args,
                    size_t nargs, double *out);
 
+/* avg_over_time of two windows at once, each as gp_pq_fn_range computes
+ * it (bit for bit): its running mean is a chain of dependent divisions,
+ * and two independent chains overlap in the CPU. */
+void gp_pq_fn_avg_over_time2(const struct gp_pq_window *a, const struct gp_pq_window *b,
+                             double *oa, double *ob);
+
 /* 0 when f's scalar arguments are acceptable, else -1 with Prometheus's
  * message in err ("invalid smoothing factor. Expected: 0 < sf < 1, got:
  * 2.000000"). Prometheus checks only when a series has samples in the

@@ -264,7 +264,12 @@ struct gp_pq_rsrc {
  * only (limits, times) and reports errors in err. */
 typedef int (*gp_pq_series_fn)(void *arg, size_t i, const struct gp_store_series *ser, int64_t *t,
                                double *v, size_t n, char *err, size_t errlen);
-int gp_pq_sel_each(struct gp_pq_ctx *c, struct gp_pq_sel_read *r, gp_pq_series_fn fn, void *arg);
+/* pair (NULL: none) takes series i and i + 1 at once, where a kernel
+ * gains from two independent series (fn takes any series left over). */
+typedef int (*gp_pq_pair_fn)(void *arg, size_t i, int64_t *t[2], double *v[2], size_t n[2],
+                             char *err, size_t errlen);
+int gp_pq_sel_each(struct gp_pq_ctx *c, struct gp_pq_sel_read *r, gp_pq_series_fn fn,
+                   gp_pq_pair_fn pair, void *arg);
 /* Step k's window [t - range, t] (left-open with prom3_windows) of the
  * samples t[0..n): [*lo, *hi), cursors only moving forward. */
 void gp_pq_window_at(const struct gp_pq_ctx *c, const struct gp_pq_when *w, int64_t range,

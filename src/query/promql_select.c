@@ -170,6 +170,7 @@ struct each_run {
     struct gp_pq_ctx *c;
     struct gp_pq_sel_read *r;
     gp_pq_series_fn fn;
+    gp_pq_pair_fn pair;
     void *arg;
     atomic_size_t next;
     atomic_int stop;
@@ -191,63 +192,88 @@ static void each_fail(struct each_run *e, int rc, const char *msg)
     atomic_store(&e->stop, 1);
 }
 
+/* Reads series i into smp and computes its twin; GP_OK or an error
+ * reported to e. */
+static int each_read(struct each_run *e, size_t i, struct gp_samples *smp, char *err,
+                     size_t errlen)
+{
+    const struct gp_store_series *s = e->r->sel.series + e->r->order[i];
+    smp->n = 0;
+    smp->damaged = 0;
+    int rc = gp_storage_read(e->c->s, s->id, e->r->mint, e->r->maxt, smp);
+    if (smp->damaged) {
+        pthread_mutex_lock(&e->mu);
+        if (!e->damaged || smp->damaged_from < e->dfrom)
+            e->dfrom = smp->damaged_from;
+        if (!e->damaged || smp->damaged_to > e->dto)
+            e->dto = smp->damaged_to;
+        e->damaged += smp->damaged;
+        pthread_mutex_unlock(&e->mu);
+    }
+    if (rc != GP_OK && rc != GP_EPARSE) { /* a damaged chunk: the rest still counts */
+        snprintf(err, errlen, "read series: %s",
+                 rc == GP_ENET ? gp_storage_last_error() : gp_strerror(rc));
+        each_fail(e, rc == GP_ENOMEM || rc == GP_ENET ? rc : GP_EIO, err);
+        return rc;
+    }
+    /* The twin first: fn may change the arrays (drop stale markers). */
+    if (e->r->twin && !atomic_load(&e->r->twin_failed) &&
+        vsel_series(e->r->twin, i, s, smp->t, smp->v, smp->n, err, errlen) != GP_OK)
+        atomic_store(&e->r->twin_failed, 1); /* its own evaluation will say why */
+    err[0] = '\0';
+    return GP_OK;
+}
+
 static void *each_work(void *p)
 {
     struct each_run *e = p;
-    struct gp_samples smp;
-    memset(&smp, 0, sizeof smp);
+    struct gp_samples smp[2];
+    memset(smp, 0, sizeof smp);
     char err[512];
+    size_t take = e->pair ? 2 : 1, n = e->r->sel.n;
     for (;;) {
         if (atomic_load(&e->stop))
             break;
-        size_t i = atomic_fetch_add(&e->next, 1);
-        if (i >= e->r->sel.n)
+        size_t i = atomic_fetch_add(&e->next, take);
+        if (i >= n)
             break;
         if (gp_pq_now_ns() > e->c->deadline_ns) {
             each_fail(e, GP_PROMQL_ETIMEOUT, "query timed out in expression evaluation");
             break;
         }
-        const struct gp_store_series *s = e->r->sel.series + e->r->order[i];
-        smp.n = 0;
-        smp.damaged = 0;
-        int rc = gp_storage_read(e->c->s, s->id, e->r->mint, e->r->maxt, &smp);
-        if (smp.damaged) {
-            pthread_mutex_lock(&e->mu);
-            if (!e->damaged || smp.damaged_from < e->dfrom)
-                e->dfrom = smp.damaged_from;
-            if (!e->damaged || smp.damaged_to > e->dto)
-                e->dto = smp.damaged_to;
-            e->damaged += smp.damaged;
-            pthread_mutex_unlock(&e->mu);
-        }
-        if (rc != GP_OK && rc != GP_EPARSE) { /* a damaged chunk: the rest still counts */
-            snprintf(err, sizeof err, "read series: %s",
-                     rc == GP_ENET ? gp_storage_last_error() : gp_strerror(rc));
-            each_fail(e, rc == GP_ENOMEM || rc == GP_ENET ? rc : GP_EIO, err);
+        if (each_read(e, i, &smp[0], err, sizeof err) != GP_OK)
             break;
+        int rc;
+        if (take == 2 && i + 1 < n) {
+            if (each_read(e, i + 1, &smp[1], err, sizeof err) != GP_OK)
+                break;
+            int64_t *t[2] = {smp[0].t, smp[1].t};
+            double *v[2] = {smp[0].v, smp[1].v};
+            size_t sn[2] = {smp[0].n, smp[1].n};
+            rc = e->pair(e->arg, i, t, v, sn, err, sizeof err);
+        } else {
+            const struct gp_store_series *s = e->r->sel.series + e->r->order[i];
+            rc = e->fn(e->arg, i, s, smp[0].t, smp[0].v, smp[0].n, err, sizeof err);
         }
-        err[0] = '\0';
-        /* The twin first: fn may change the arrays (drop stale markers). */
-        if (e->r->twin && !atomic_load(&e->r->twin_failed) &&
-            vsel_series(e->r->twin, i, s, smp.t, smp.v, smp.n, err, sizeof err) != GP_OK)
-            atomic_store(&e->r->twin_failed, 1); /* its own evaluation will say why */
-        err[0] = '\0';
-        if ((rc = e->fn(e->arg, i, s, smp.t, smp.v, smp.n, err, sizeof err)) != GP_OK) {
+        if (rc != GP_OK) {
             each_fail(e, rc, err);
             break;
         }
     }
-    gp_samples_free(&smp);
+    gp_samples_free(&smp[0]);
+    gp_samples_free(&smp[1]);
     return NULL;
 }
 
-int gp_pq_sel_each(struct gp_pq_ctx *c, struct gp_pq_sel_read *r, gp_pq_series_fn fn, void *arg)
+int gp_pq_sel_each(struct gp_pq_ctx *c, struct gp_pq_sel_read *r, gp_pq_series_fn fn,
+                   gp_pq_pair_fn pair, void *arg)
 {
     struct each_run e;
     memset(&e, 0, sizeof e);
     e.c = c;
     e.r = r;
     e.fn = fn;
+    e.pair = pair;
     e.arg = arg;
     atomic_init(&e.next, 0);
     atomic_init(&e.stop, 0);
@@ -386,7 +412,7 @@ int gp_pq_eval_vsel(struct gp_pq_ctx *c, const struct gp_pq_sel *sel, const stru
     struct gp_pq_sel_read r;
     int rc = sel_open(c, &r, sel, first - c->lim.lookback_ms, last);
     if (rc == GP_OK && (rc = vsel_alloc(c, &j, r.sel.n)) == GP_OK)
-        rc = gp_pq_sel_each(c, &r, vsel_series, &j);
+        rc = gp_pq_sel_each(c, &r, vsel_series, NULL, &j);
     rc = vsel_collect(c, &j, &r, rc, out);
     sel_close(&r);
     return rc;

@@ -794,6 +794,26 @@ static void test_selector_twins(void)
                     gp_test_fail(__FILE__, __LINE__, "%s (limits %zu, %s): %.300s\nwithout twin: %.300s",
                                  pairs[p][0], l, inst ? "instant" : "range", a.data, b.data);
             }
+    /* avg_over_time takes two series at once (instant) or two steps at
+     * once (range): each series alone, and each step alone, agree. */
+    for (int64_t at = T0 + MIN; at <= T0 + 16 * MIN; at += 4 * MIN + 7000) {
+        char q[64];
+        pq_json(s, "avg_over_time(tw[2m])", at, at, 0, NULL, &a);
+        CHECK_CONTAINS(a.data, "\"k\":\"38\"");
+        for (int k = 0; k < 40; k++) {
+            snprintf(q, sizeof q, "avg_over_time(tw{k=\"%02d\"}[2m])", k);
+            pq_json(s, q, at, at, 0, NULL, &b);
+            const char *one = strstr(b.data, "{\"metric\"");
+            if (!one)
+                continue; /* nothing in this window */
+            size_t len = strlen(one) - 3; /* without "]}}" */
+            if (!memmem(a.data, a.len, one, len))
+                gp_test_fail(__FILE__, __LINE__, "k=%d at %lld: %.200s not in %.300s", k,
+                             (long long)(at - T0), one, a.data);
+        }
+    }
+    check_consistent(s, F(GP_PQ_F_AVG_OVER_TIME, 1, M("tw", 2 * MIN)), T0 - MIN, T0 + 16 * MIN, 15000);
+    check_consistent(s, F(GP_PQ_F_AVG_OVER_TIME, 1, M("tw", 50000)), T0, T0 + 16 * MIN, 41000);
     /* The answers are not empty (the pairs compare something). */
     pq_json(s, pairs[0][0], T0 - MIN, T0 + 20 * MIN, 15000, NULL, &a);
     CHECK(a.len > 10000);

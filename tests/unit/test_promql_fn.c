@@ -278,6 +278,38 @@ static void test_over_time_numerics(void)
     CHECK(isnan(range1(GP_PQ_F_STDDEV_OVER_TIME, t, nmid, 3, 0, 2)));
 }
 
+/* Two windows at once give each window's avg_over_time bit for bit:
+ * windows of every length pair up to 40 (either longer), values with
+ * long fractions, NaN, both infinities and huge ones. */
+static void test_avg_over_time_pairs(void)
+{
+    enum { N = 40 };
+    int64_t t[N];
+    double v[3][N];
+    uint64_t x = 12345;
+    for (int i = 0; i < N; i++) {
+        t[i] = (int64_t)i * 1000;
+        x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+        v[0][i] = (double)(x >> 11) / 3.0 - 1e15;
+        v[1][i] = i % 7 == 3 ? INFINITY : i % 11 == 5 ? NAN : (double)(x >> 40) * 0.1;
+        v[2][i] = i % 13 == 2 ? -INFINITY : i % 2 ? 1.7e308 : -1.1e308 / 3;
+    }
+    for (int a = 0; a < 3; a++)
+        for (int b = 0; b < 3; b++)
+            for (size_t na = 1; na <= N; na += 3)
+                for (size_t nb = 1; nb <= N; nb += 5) {
+                    struct gp_pq_window wa = {t, v[a], na, 0, 60000, 60000, 0};
+                    struct gp_pq_window wb = {t + N - nb, v[b] + N - nb, nb, 0, 60000, 60000, 0};
+                    double ra, rb, oa, ob;
+                    CHECK_INT(gp_pq_fn_range(GP_PQ_F_AVG_OVER_TIME, &wa, NULL, 0, &ra), 1);
+                    CHECK_INT(gp_pq_fn_range(GP_PQ_F_AVG_OVER_TIME, &wb, NULL, 0, &rb), 1);
+                    gp_pq_fn_avg_over_time2(&wa, &wb, &oa, &ob);
+                    if (memcmp(&ra, &oa, sizeof ra) || memcmp(&rb, &ob, sizeof rb))
+                        gp_test_fail(__FILE__, __LINE__, "%d/%zu %d/%zu: %.17g %.17g, pair %.17g %.17g",
+                                     a, na, b, nb, ra, rb, oa, ob);
+                }
+}
+
 static void test_kernel_classes(void)
 {
     CHECK(gp_pq_fn_is_range_kernel(GP_PQ_F_RATE));
@@ -573,6 +605,7 @@ const struct gp_test gp_tests_promql_fn[] = {
     {"over_time", test_over_time},
     {"over_time_long_window", test_over_time_long_window},
     {"over_time_numerics", test_over_time_numerics},
+    {"avg_over_time_pairs", test_avg_over_time_pairs},
     {"kernel_classes", test_kernel_classes},
     {"value_math", test_value_math},
     {"value_round_clamp", test_value_round_clamp},
