@@ -11,7 +11,12 @@
  * With 32 series or more, the series of a selection are read and
  * computed on two threads (gp_pq_sel_each: the store takes any number of
  * readers), each result placed by the series' place in label order, so
- * the answer does not depend on which thread read what.
+ * the answer does not depend on which thread read what. A kernel that
+ * gains from two independent series at once (avg_over_time) takes them in
+ * pairs. A range selector read this way also computes, from the same
+ * samples, an instant selector of the same series that the query
+ * evaluates too (its twin, found by promql_cse.c), reaching back as far
+ * as the longer of the range and the lookback.
  * A subquery evaluates its expression once, on the grid of the multiples
  * of its step that fall in the union window (absolute alignment), and
  * serves each step's window from that.
