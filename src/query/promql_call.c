@@ -171,28 +171,39 @@ static int range_steps(struct range_job *j, int64_t *t, double *v, size_t n, dou
     int pair = call->func == GP_PQ_F_AVG_OVER_TIME;
     n = gp_pq_drop_stale(t, v, n);
     size_t lo = 0, hi = 0, most = 0, *resets = NULL;
+    double *prevs = NULL;
     *np = 0;
     int no_resets = 0;
     if ((call->func == GP_PQ_F_RATE || call->func == GP_PQ_F_INCREASE) && g->n > 1 && n) {
         /* A counter that never drops (the common case) needs no reset
          * scan in any window; else resets[i] counts the drops among
-         * samples 1..i, so a window knows in O(1) whether it holds one
-         * (counter_hint). */
+         * samples 1..i and prevs lists the value before each drop, so a
+         * window finds its own drops without a scan (counter_hint 2):
+         * windows overlap, and a gauge given to rate drops often. */
         size_t first = 1;
         while (first < n && !(v[first] < v[first - 1]))
             first++;
         no_resets = first == n;
         if (!no_resets) {
-            if (!(resets = malloc(n * sizeof *resets)))
+            resets = malloc(n * sizeof *resets);
+            prevs = malloc(n * sizeof *prevs);
+            if (!resets || !prevs) {
+                free(resets);
+                free(prevs);
                 return gp_seterr(err, errlen, GP_ENOMEM, "query: out of memory");
+            }
             for (size_t i = 0; i < first; i++)
                 resets[i] = 0;
-            for (size_t i = first; i < n; i++)
-                resets[i] = resets[i - 1] + (v[i] < v[i - 1]);
+            for (size_t i = first; i < n; i++) {
+                resets[i] = resets[i - 1];
+                if (v[i] < v[i - 1])
+                    prevs[resets[i]++] = v[i - 1];
+            }
         }
     }
     for (size_t k = 0; k < g->n && rc == GP_OK; k++) {
         struct gp_pq_window win;
+        memset(&win, 0, sizeof win);
         gp_pq_window_at(j->c, &j->w, j->range, g, k, t, n, &lo, &hi, &win.start_ms, &win.end_ms);
         if (hi == lo)
             continue;
@@ -204,7 +215,11 @@ static int range_steps(struct range_job *j, int64_t *t, double *v, size_t n, dou
             win.v = v + lo;
             win.n = hi - lo;
             win.eval_ms = gp_pq_grid_t(g, k);
-            win.counter_hint = no_resets || (resets && resets[hi - 1] == resets[lo]);
+            win.counter_hint = no_resets ? 1 : resets ? 2 : 0;
+            if (resets) { /* drops at lo + 1 .. hi - 1 */
+                win.resets = prevs + resets[lo];
+                win.nresets = resets[hi - 1] - resets[lo];
+            }
             if (pair && k + 1 < g->n) {
                 /* The next step's window beside this one. */
                 struct gp_pq_window w2 = win;
@@ -240,6 +255,7 @@ static int range_steps(struct range_job *j, int64_t *t, double *v, size_t n, dou
         rc = range_put(j, k, x, ov, oh, np, err, errlen);
     }
     free(resets);
+    free(prevs);
     return rc == GP_OK ? range_held(j, most, err, errlen) : rc;
 }
 
@@ -250,6 +266,7 @@ static int range_pair(void *arg, size_t i, int64_t *t[2], double *v[2], size_t n
 {
     struct range_job *j = arg;
     struct gp_pq_window w[2];
+    memset(w, 0, sizeof w);
     size_t most = 0;
     for (int s = 0; s < 2; s++) {
         size_t m = gp_pq_drop_stale(t[s], v[s], n[s]), lo = 0, hi = 0;

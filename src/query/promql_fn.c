@@ -88,7 +88,10 @@ static int extrapolated_rate(const struct gp_pq_window *w, int is_counter, int i
         return 0;
     double first = w->v[0];
     double result = w->v[n - 1] - first;
-    if (is_counter && !w->counter_hint) {
+    if (is_counter && w->counter_hint == 2) {
+        for (size_t i = 0; i < w->nresets; i++) /* the scan's additions, in its order */
+            result += w->resets[i];
+    } else if (is_counter && !w->counter_hint) {
         double prev = first;
         for (size_t i = 1; i < n; i++) {
             if (w->v[i] < prev)

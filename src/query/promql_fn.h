@@ -36,7 +36,11 @@ struct gp_pq_window {
     int64_t start_ms, end_ms, eval_ms;
     int counter_hint;   /* 1: the evaluator knows no value in the window is below the
                          * one before it (no counter reset), so rate and increase
-                         * skip their scan for resets; 0: unknown */
+                         * skip their scan for resets; 2: resets lists them;
+                         * 0: unknown */
+    const double *resets; /* counter_hint 2: the value before each drop in the
+                           * window, in order (what the scan would add) */
+    size_t nresets;
 };
 
 /* 1 when f is a function of a range vector that these kernels compute

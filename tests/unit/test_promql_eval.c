@@ -531,6 +531,13 @@ static void test_range_matches_instant(void)
     check_consistent(s, F(GP_PQ_F_RATE, 1, M("ctr", 150000)), a, b, st);
     check_consistent(s, F(GP_PQ_F_RATE, 1, M("req", 150000)), a, b, st); /* never drops */
     check_consistent(s, F(GP_PQ_F_INCREASE, 1, M("ctr", 4 * MIN)), a, b, 30000);
+    /* A gauge given to rate: drops in most windows, some at a window's
+     * first sample, NaN among them (never a drop). */
+    double gv[10] = {9, 3, 7, 7, 2, NAN, 1, 8, 0.5, 6};
+    pt_add(s, "gauge", 10, ct, gv);
+    check_consistent(s, F(GP_PQ_F_RATE, 1, M("gauge", 150000)), a, b, st);
+    check_consistent(s, F(GP_PQ_F_INCREASE, 1, M("gauge", 4 * MIN)), a, b, 30000);
+    check_consistent(s, F(GP_PQ_F_RATE, 1, M("gauge", MIN)), a, b, 20000);
     gp_storage_close(s);
 }
 

@@ -26,7 +26,7 @@ static int run_range(enum gp_pq_func f, const double *ts, const double *v, size_
     for (size_t i = 0; i < n; i++)
         t[i] = (int64_t)(ts[i] * S);
     struct gp_pq_window w = {t, v, n, (int64_t)(start_s * S), (int64_t)(end_s * S),
-                             (int64_t)(end_s * S), 0};
+                             (int64_t)(end_s * S), 0, NULL, 0};
     *out = -12345;
     return gp_pq_fn_range(f, &w, args, nargs, out);
 }
@@ -122,7 +122,7 @@ static void test_rate_needs_two_samples(void)
     CHECK_DBL(range1(GP_PQ_F_STDDEV_OVER_TIME, t, v, 1, 0, 60), 0, 0);
     CHECK_DBL(range1(GP_PQ_F_CHANGES, t, v, 1, 0, 60), 0, 0);
     /* An empty window is no sample, whatever the function. */
-    struct gp_pq_window w = {NULL, NULL, 0, 0, 60000, 60000, 0};
+    struct gp_pq_window w = {NULL, NULL, 0, 0, 60000, 60000, 0, NULL, 0};
     CHECK_INT(gp_pq_fn_range(GP_PQ_F_COUNT_OVER_TIME, &w, NULL, 0, &out), 0);
 }
 
@@ -244,7 +244,7 @@ static void test_over_time_long_window(void)
         t[i] = (int64_t)i * 1000;
         v[i] = (double)(n - 1 - i);
     }
-    struct gp_pq_window w = {t, v, n, 0, 999000, 999000, 0};
+    struct gp_pq_window w = {t, v, n, 0, 999000, 999000, 0, NULL, 0};
     double phi = 0.5, out = 0;
     CHECK_INT(gp_pq_fn_range(GP_PQ_F_QUANTILE_OVER_TIME, &w, &phi, 1, &out), 1);
     CHECK_DBL(out, 499.5, 1e-12);
@@ -298,8 +298,8 @@ static void test_avg_over_time_pairs(void)
         for (int b = 0; b < 3; b++)
             for (size_t na = 1; na <= N; na += 3)
                 for (size_t nb = 1; nb <= N; nb += 5) {
-                    struct gp_pq_window wa = {t, v[a], na, 0, 60000, 60000, 0};
-                    struct gp_pq_window wb = {t + N - nb, v[b] + N - nb, nb, 0, 60000, 60000, 0};
+                    struct gp_pq_window wa = {t, v[a], na, 0, 60000, 60000, 0, NULL, 0};
+                    struct gp_pq_window wb = {t + N - nb, v[b] + N - nb, nb, 0, 60000, 60000, 0, NULL, 0};
                     double ra, rb, oa, ob;
                     CHECK_INT(gp_pq_fn_range(GP_PQ_F_AVG_OVER_TIME, &wa, NULL, 0, &ra), 1);
                     CHECK_INT(gp_pq_fn_range(GP_PQ_F_AVG_OVER_TIME, &wb, NULL, 0, &rb), 1);
