@@ -12,8 +12,12 @@
  *
  *   make build/rel/libgpulse.a
  *   cc -std=c11 -D_GNU_SOURCE -O2 -Isrc -pthread tests/perf/query_perf.c \
- *      build/rel/libgpulse.a $(pkg-config --libs sqlite3 snappy) -lm -o build/query-perf
+ *      build/rel/libgpulse.a $(pkg-config --libs sqlite3 snappy yaml-0.1 libcurl jansson) \
+ *      -lm -o build/query-perf
  *   build/query-perf /path/to/scratch/dir
+ *
+ * Each line gives the best wall time and the best CPU time (every
+ * thread) of its runs.
  *
  * QUERY_PERF_METRICS=12 stores 12 gauges per GPU (as bench/fleetgen
  * does) while querying the one.
