@@ -111,6 +111,19 @@ static const struct gp_pq_node *range_arg(const struct gp_pq_node *e)
     return NULL;
 }
 
+/* timestamp() reads its selector itself (the samples' times), never
+ * through the cache: a twin there would be computed for nothing. */
+static int under_timestamp(const struct scan *s, const struct gp_pq_node *v)
+{
+    for (size_t i = 0; i < s->n; i++) {
+        const struct gp_pq_node *e = s->node[i];
+        if (e->kind == GP_PQ_CALL && e->u.call.func == GP_PQ_F_TIMESTAMP && e->u.call.nargs == 1 &&
+            gp_pq_unparen(e->u.call.args[0]) == v)
+            return 1;
+    }
+    return 0;
+}
+
 /* Pairs each range function's selector with an instant selector of the
  * same text but for the range; x may be NULL (created when needed). */
 static struct gp_pq_cse *find_twins(struct scan *s, struct gp_pq_cse *x)
@@ -131,7 +144,8 @@ static struct gp_pq_cse *find_twins(struct scan *s, struct gp_pq_cse *x)
             break;
         for (size_t j = 0; j < s->n; j++) {
             if (s->node[j]->kind != GP_PQ_VECTOR_SEL || s->len[j] != t.len ||
-                memcmp(s->text.data + s->off[j], t.data, t.len) != 0)
+                memcmp(s->text.data + s->off[j], t.data, t.len) != 0 ||
+                under_timestamp(s, s->node[j]))
                 continue;
             if (!x && !(x = calloc(1, sizeof *x)))
                 goto out;

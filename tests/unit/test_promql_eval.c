@@ -780,6 +780,8 @@ static void test_selector_twins(void)
         {"sum_over_time(tw1[1m]) or tw1 or tw1 * 2",
          "sum_over_time(tw1[1m]) or tw1{k!=\"zz\"} or tw1{k!=\"zz\"} * 2"},
         {"max_over_time(tw[5m:1m]) + tw", "max_over_time(tw[5m:1m]) + tw{k!=\"zz\"}"},
+        {"timestamp(tw) - last_over_time(tw[1m]) or tw",
+         "timestamp(tw) - last_over_time(tw[1m]) or tw{k!=\"zz\"}"},
     };
     struct gp_promql_limits lims[] = {
         {0},
