@@ -7,9 +7,11 @@
  * and shared by every scrape of that frame.
  *
  * With push targets (--push, or the in-process server of `gpulse up`),
- * the sampler calls a hook after every tick that renders that text at
- * once and hands it to the pusher (push.h): what is pushed is exactly
- * what /metrics shows, with the tick's time on every sample.
+ * the sampler calls a hook after every tick that walks the frame once
+ * more (expo.h: the walk /metrics is rendered from) into remote-write
+ * series and hands them to the pusher (push.h): what is pushed is what
+ * /metrics shows, with the tick's time on every sample, and no text is
+ * formatted or parsed on the way.
  */
 #include "agent.h"
 
@@ -18,6 +20,7 @@
 #include "agent/sampler.h"
 #include "agent/snapshot.h"
 #include "ingest/push.h"
+#include "ingest/rw_build.h"
 #include "lib/err.h"
 #include "lib/log.h"
 #include "sources/simulate_plan.h"
@@ -43,6 +46,9 @@ struct gp_agent {
     uint64_t metrics_seq;
     struct gp_agent_embed embed;
     struct gp_push *push; /* NULL without targets */
+    /* the sampling thread's own, for the push walk */
+    struct gp_expo push_expo;
+    struct gp_rw_build push_series;
 };
 
 struct render_ctx {
@@ -52,6 +58,14 @@ struct render_ctx {
     int64_t frame_ms;
 };
 
+int gp_agent_walk(struct gp_agent *a, struct gp_metric_sink *s, struct gp_expo *x, const struct gp_frame *f,
+                  const struct gp_agent_stats *st)
+{
+    int rc = gp_expo_walk(x, s, f, &a->expo_opts, st);
+    gp_push_walk_metrics(a->push, s);
+    return rc ? rc : s->err;
+}
+
 /* Renders f into the /metrics cache unless it holds f already. Called
  * with cache_mu held. GP_OK or an error code. */
 static int refresh_cache(struct gp_agent *a, const struct gp_frame *f, const struct gp_agent_stats *st)
@@ -59,8 +73,9 @@ static int refresh_cache(struct gp_agent *a, const struct gp_frame *f, const str
     if (a->metrics_seq == f->seq && !a->metrics.err)
         return GP_OK;
     gp_buf_reset(&a->metrics);
-    int rc = gp_expo_render(&a->expo, &a->metrics, f, &a->expo_opts, st);
-    gp_push_render_metrics(a->push, &a->metrics);
+    struct gp_metric_text_sink t;
+    gp_metric_text_sink_init(&t, &a->metrics);
+    int rc = gp_agent_walk(a, &t.base, &a->expo, f, st);
     if (!rc)
         rc = a->metrics.err;
     a->metrics_seq = rc ? 0 : f->seq;
@@ -75,16 +90,19 @@ static void render_metrics(const struct gp_frame *f, const struct gp_agent_stats
     gp_buf_append(c->out, a->metrics.data, a->metrics.len);
 }
 
-/* The sampler's hook: each tick, exactly once, as /metrics will show it;
- * then the embedder's own hook. */
+/* The sampler's hook: each tick, exactly once, the series /metrics will
+ * show; then the embedder's own hook. A walk that fails still goes: the
+ * pusher drops it and counts it (reason "encoder"). */
 static void after_tick(const struct gp_frame *f, const struct gp_agent_stats *st, void *arg)
 {
     struct gp_agent *a = arg;
     if (a->push) {
-        pthread_mutex_lock(&a->cache_mu);
-        if (refresh_cache(a, f, st) == GP_OK)
-            gp_push_tick(a->push, a->metrics.data, a->metrics.len, f->time_ms);
-        pthread_mutex_unlock(&a->cache_mu);
+        struct gp_rw_build_sink k;
+        gp_rw_build_reset(&a->push_series);
+        gp_rw_build_sink_init(&k, &a->push_series);
+        if (gp_agent_walk(a, &k.base, &a->push_expo, f, st) && !a->push_series.err)
+            a->push_series.err = GP_ENOMEM;
+        gp_push_tick(a->push, &a->push_series, f->time_ms);
     }
     if (a->embed.tick_hook)
         a->embed.tick_hook(f, st, a->embed.tick_ctx);
@@ -279,6 +297,8 @@ void gp_agent_stop(struct gp_agent *a)
     gp_sampler_stop(a->sampler); /* no more ticks reach the pusher */
     gp_push_stop(a->push);
     gp_expo_free(&a->expo);
+    gp_expo_free(&a->push_expo);
+    gp_rw_build_free(&a->push_series);
     gp_buf_free(&a->metrics);
     pthread_mutex_destroy(&a->cache_mu);
     free(a);

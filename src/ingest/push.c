@@ -22,7 +22,7 @@
 #include "ingest/push_http.h"
 #include "ingest/push_queue.h"
 #include "ingest/remote_write.h"
-#include "ingest/textparse.h"
+#include "ingest/rw_build.h"
 #include "lib/clock.h"
 #include "lib/err.h"
 #include "lib/log.h"
@@ -82,7 +82,7 @@ struct target {
 };
 
 struct slot {
-    struct gp_buf text;
+    struct gp_rw_build series;
     int64_t time_ms;
 };
 
@@ -109,12 +109,8 @@ struct gp_push {
     char **add_text; /* what add's views point into */
 
     /* the encoder's own state */
-    struct gp_buf work;
-    struct gp_text_parser parser;
+    struct gp_rw_build work;
     struct gp_buf enc_body, enc_raw;
-    struct gp_rw_request labelled; /* the tick's series with p->add; arrays reused */
-    struct gp_rw_label *labelled_labels;
-    size_t cap_series, cap_labels;
     int64_t enc_last_log_ms;
     atomic_uint_fast64_t enc_ns_last, enc_ns_total, enc_ticks;
 };
@@ -167,22 +163,6 @@ static void publish_sizes(struct target *t)
 
 /* ---- the encoder --------------------------------------------------------- */
 
-static uint64_t count_sample_lines(const char *s, size_t len)
-{
-    uint64_t n = 0;
-    const char *end = s + len;
-    while (s < end) {
-        const char *e = memchr(s, '\n', (size_t)(end - s));
-        if (!e)
-            e = end;
-        while (s < e && (*s == ' ' || *s == '\t'))
-            s++;
-        n += s < e && *s != '#';
-        s = e + 1;
-    }
-    return n;
-}
-
 static void drop_all_targets(struct gp_push *p, enum reason r, uint64_t samples)
 {
     for (size_t i = 0; i < p->nt; i++)
@@ -222,67 +202,14 @@ static void enqueue(struct target *t, const struct gp_buf *body, uint32_t nsampl
     pthread_mutex_unlock(&t->mu);
 }
 
-static bool has_label(const struct gp_rw_series *s, const struct gp_rw_str *name)
-{
-    for (size_t i = 0; i < s->nlabels; i++)
-        if (s->labels[i].name.len == name->len && !memcmp(s->labels[i].name.ptr, name->ptr, name->len))
-            return true;
-    return false;
-}
-
-/* The parsed tick with p->add on every series that lacks a label of that
- * name (a GPU series keeps its own host label). The strings stay the
- * parser's and p->add's; only the arrays are p->labelled's. */
-static int add_labels(struct gp_push *p, const struct gp_rw_request **out)
-{
-    const struct gp_rw_request *in = &p->parser.req;
-    *out = in;
-    if (!p->nadd)
-        return GP_OK;
-    size_t need_labels = in->nlabels_total + in->nseries * p->nadd;
-    struct gp_rw_request *r = &p->labelled;
-    if (in->nseries > p->cap_series) {
-        void *n = realloc(r->series, in->nseries * sizeof *r->series);
-        if (!n)
-            return GP_ENOMEM;
-        r->series = n;
-        p->cap_series = in->nseries;
-    }
-    if (need_labels > p->cap_labels) {
-        /* the series below point into it, so they are set after it moves */
-        void *n = realloc(p->labelled_labels, need_labels * sizeof *p->labelled_labels);
-        if (!n)
-            return GP_ENOMEM;
-        p->labelled_labels = n;
-        p->cap_labels = need_labels;
-    }
-    size_t used = 0;
-    for (size_t i = 0; i < in->nseries; i++) {
-        const struct gp_rw_series *src = &in->series[i];
-        struct gp_rw_label *l = p->labelled_labels + used;
-        memcpy(l, src->labels, src->nlabels * sizeof *l);
-        size_t n = src->nlabels;
-        for (size_t j = 0; j < p->nadd; j++)
-            if (!has_label(src, &p->add[j].name))
-                l[n++] = p->add[j];
-        r->series[i] = (struct gp_rw_series){l, n, src->samples, src->nsamples};
-        used += n;
-    }
-    r->nseries = in->nseries;
-    r->nlabels_total = used;
-    r->nsamples_total = in->nsamples_total;
-    *out = r;
-    return GP_OK;
-}
-
 static void encode_one(struct gp_push *p, int64_t time_ms)
 {
     int64_t t0 = gp_mono_ns();
     char err[256] = "";
     const struct gp_rw_request *req = NULL;
-    int rc = gp_text_parse(&p->parser, p->work.data, p->work.len, time_ms, err, sizeof err);
-    if (!rc && (rc = add_labels(p, &req)))
-        snprintf(err, sizeof err, "adding the node and external labels: %s", gp_strerror(rc));
+    int rc = gp_rw_build_view(&p->work, time_ms, p->add, p->nadd, &req);
+    if (rc)
+        snprintf(err, sizeof err, "building the tick's series: %s", gp_strerror(rc));
     if (!rc && (rc = gp_rw_encode(req, &p->enc_body, &p->enc_raw)))
         snprintf(err, sizeof err, "remote-write encoding: %s", gp_strerror(rc));
     if (rc) {
@@ -293,14 +220,14 @@ static void encode_one(struct gp_push *p, int64_t time_ms)
             gp_log(GP_LOG_ERROR, "push", "cannot encode a tick for remote write", "err=%s",
                    gp_log_quote(q, sizeof q, err));
         }
-        drop_all_targets(p, R_ENCODER, count_sample_lines(p->work.data, p->work.len));
+        drop_all_targets(p, R_ENCODER, gp_rw_build_nseries(&p->work));
         return;
     }
     uint64_t ns = (uint64_t)(gp_mono_ns() - t0);
     atomic_store(&p->enc_ns_last, ns);
     atomic_fetch_add(&p->enc_ns_total, ns);
     atomic_fetch_add(&p->enc_ticks, 1);
-    uint32_t nsamples = (uint32_t)p->parser.req.nsamples_total;
+    uint32_t nsamples = (uint32_t)req->nsamples_total;
     for (size_t i = 0; i < p->nt; i++)
         enqueue(&p->t[i], &p->enc_body, nsamples, (uint32_t)p->enc_raw.len, time_ms);
 }
@@ -315,9 +242,7 @@ static void *encoder_main(void *arg)
         if (!p->rn)
             break; /* stopping, and every tick handed over is encoded */
         struct slot *s = &p->ring[p->rhead];
-        struct gp_buf tmp = s->text;
-        s->text = p->work;
-        p->work = tmp;
+        gp_rw_build_swap(&s->series, &p->work);
         int64_t time_ms = s->time_ms;
         p->rhead = (p->rhead + 1) % RING;
         p->rn--;
@@ -329,26 +254,22 @@ static void *encoder_main(void *arg)
     return NULL;
 }
 
-void gp_push_tick(struct gp_push *p, const char *text, size_t len, int64_t time_ms)
+void gp_push_tick(struct gp_push *p, struct gp_rw_build *series, int64_t time_ms)
 {
     pthread_mutex_lock(&p->mu);
     if (p->rn == RING) {
         /* The encoder is RING ticks behind: the oldest waiting tick goes. */
         struct slot *old = &p->ring[p->rhead];
-        drop_all_targets(p, R_ENCODER, count_sample_lines(old->text.data, old->text.len));
+        drop_all_targets(p, R_ENCODER, gp_rw_build_nseries(&old->series));
         p->rhead = (p->rhead + 1) % RING;
         p->rn--;
     }
     struct slot *s = &p->ring[(p->rhead + p->rn) % RING];
-    gp_buf_reset(&s->text);
-    gp_buf_append(&s->text, text, len);
+    gp_rw_build_swap(&s->series, series); /* the caller gets an old build to reuse */
+    gp_rw_build_reset(series);
     s->time_ms = time_ms;
-    if (s->text.err) {
-        drop_all_targets(p, R_ENCODER, count_sample_lines(text, len));
-    } else {
-        p->rn++;
-        pthread_cond_signal(&p->cv);
-    }
+    p->rn++;
+    pthread_cond_signal(&p->cv);
     pthread_mutex_unlock(&p->mu);
 }
 
@@ -560,55 +481,47 @@ static void *target_main(void *arg)
 
 /* ---- metrics ------------------------------------------------------------- */
 
-static void target_line(struct gp_buf *b, const char *name, const struct target *t, const char *reason,
-                        double v)
+static void target_sample(struct gp_metric_sink *s, enum gp_metric m, const struct target *t,
+                          const char *reason, double v)
 {
-    gp_buf_puts(b, name);
-    gp_buf_puts(b, "{target=\"");
-    gp_metric_escape(b, t->label);
-    if (reason) {
-        gp_buf_puts(b, "\",reason=\"");
-        gp_buf_puts(b, reason);
-    }
-    gp_buf_puts(b, "\"} ");
-    gp_buf_put_double(b, v);
-    gp_buf_putc(b, '\n');
+    const struct gp_metric_label l[2] = {{"target", t->label}, {"reason", reason}};
+    s->sample(s, gp_metric_name(m), NULL, l, reason ? 2 : 1, v);
 }
 
-void gp_push_render_metrics(struct gp_push *p, struct gp_buf *b)
+void gp_push_walk_metrics(struct gp_push *p, struct gp_metric_sink *s)
 {
     if (!p || !p->nt)
         return;
-    gp_metric_head(b, GP_M_PUSH_SENT);
+    gp_metric_family(s, GP_M_PUSH_SENT);
     for (size_t i = 0; i < p->nt; i++)
-        target_line(b, gp_metric_name(GP_M_PUSH_SENT), &p->t[i], NULL,
-                    (double)atomic_load(&p->t[i].sent));
-    gp_metric_head(b, GP_M_PUSH_DROPPED);
+        target_sample(s, GP_M_PUSH_SENT, &p->t[i], NULL, (double)atomic_load(&p->t[i].sent));
+    gp_metric_family(s, GP_M_PUSH_DROPPED);
     for (size_t i = 0; i < p->nt; i++)
         for (int r = 0; r < R__COUNT; r++)
-            target_line(b, gp_metric_name(GP_M_PUSH_DROPPED), &p->t[i], reason_name[r],
-                        (double)atomic_load(&p->t[i].dropped[r]));
-    gp_metric_head(b, GP_M_PUSH_RETRIED);
+            target_sample(s, GP_M_PUSH_DROPPED, &p->t[i], reason_name[r],
+                          (double)atomic_load(&p->t[i].dropped[r]));
+    gp_metric_family(s, GP_M_PUSH_RETRIED);
     for (size_t i = 0; i < p->nt; i++)
-        target_line(b, gp_metric_name(GP_M_PUSH_RETRIED), &p->t[i], NULL,
-                    (double)atomic_load(&p->t[i].retried));
-    gp_metric_head(b, GP_M_PUSH_QUEUE);
+        target_sample(s, GP_M_PUSH_RETRIED, &p->t[i], NULL, (double)atomic_load(&p->t[i].retried));
+    gp_metric_family(s, GP_M_PUSH_QUEUE);
     for (size_t i = 0; i < p->nt; i++)
-        target_line(b, gp_metric_name(GP_M_PUSH_QUEUE), &p->t[i], NULL,
-                    (double)atomic_load(&p->t[i].queue_bytes));
-    gp_metric_head(b, GP_M_PUSH_BUFFER);
+        target_sample(s, GP_M_PUSH_QUEUE, &p->t[i], NULL, (double)atomic_load(&p->t[i].queue_bytes));
+    gp_metric_family(s, GP_M_PUSH_BUFFER);
     for (size_t i = 0; i < p->nt; i++)
-        target_line(b, gp_metric_name(GP_M_PUSH_BUFFER), &p->t[i], NULL,
-                    (double)atomic_load(&p->t[i].buffer_bytes));
-    gp_metric_head(b, GP_M_PUSH_LAST_SUCCESS);
+        target_sample(s, GP_M_PUSH_BUFFER, &p->t[i], NULL, (double)atomic_load(&p->t[i].buffer_bytes));
+    gp_metric_family(s, GP_M_PUSH_LAST_SUCCESS);
     for (size_t i = 0; i < p->nt; i++)
-        target_line(b, gp_metric_name(GP_M_PUSH_LAST_SUCCESS), &p->t[i], NULL,
-                    (double)atomic_load(&p->t[i].last_success_ms) / 1000.0);
-    gp_metric_head(b, GP_M_PUSH_ENCODE);
-    gp_buf_puts(b, gp_metric_name(GP_M_PUSH_ENCODE));
-    gp_buf_putc(b, ' ');
-    gp_buf_put_double(b, (double)atomic_load(&p->enc_ns_last) / 1e9);
-    gp_buf_putc(b, '\n');
+        target_sample(s, GP_M_PUSH_LAST_SUCCESS, &p->t[i], NULL,
+                      (double)atomic_load(&p->t[i].last_success_ms) / 1000.0);
+    gp_metric_family(s, GP_M_PUSH_ENCODE);
+    gp_metric_sample(s, GP_M_PUSH_ENCODE, NULL, NULL, NULL, (double)atomic_load(&p->enc_ns_last) / 1e9);
+}
+
+void gp_push_render_metrics(struct gp_push *p, struct gp_buf *out)
+{
+    struct gp_metric_text_sink t;
+    gp_metric_text_sink_init(&t, out);
+    gp_push_walk_metrics(p, &t.base);
 }
 
 /* ---- start and stop ------------------------------------------------------ */
@@ -711,12 +624,8 @@ int gp_push_start(struct gp_push **out, const struct gp_push_options *o, char *e
         p->o.timeout_ms = 10000;
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->cv, NULL);
-    for (int i = 0; i < RING; i++)
-        gp_buf_init(&p->ring[i].text, 0);
-    gp_buf_init(&p->work, 0);
     gp_buf_init(&p->enc_body, 0);
     gp_buf_init(&p->enc_raw, 0);
-    p->parser.max_series = GP_RW_MAX_SERIES;
     p->t = calloc(o->nurls + 1, sizeof *p->t);
     int rc = p->t ? GP_OK : gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
     if (!rc)
@@ -843,13 +752,10 @@ void gp_push_stop(struct gp_push *p)
     if (p->curl_ref)
         gp_httpc_global_cleanup();
     for (int i = 0; i < RING; i++)
-        gp_buf_free(&p->ring[i].text);
-    gp_buf_free(&p->work);
+        gp_rw_build_free(&p->ring[i].series);
+    gp_rw_build_free(&p->work);
     gp_buf_free(&p->enc_body);
     gp_buf_free(&p->enc_raw);
-    gp_text_parser_free(&p->parser);
-    free(p->labelled.series);
-    free(p->labelled_labels);
     for (size_t i = 0; p->add_text && i < p->nadd; i++)
         free(p->add_text[i]);
     free(p->add_text);

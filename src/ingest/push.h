@@ -4,10 +4,11 @@
  * The agent pushes through it and the remote store (storage/) writes
  * through it, so it sits with the codec below both, not in agent/.
  *
- * Each tick the sampler hands the pusher the tick's exposition text (what
- * /metrics shows) and its frame time. An encoder thread parses it
- * (ingest/textparse.h), stamps every sample with the frame time, encodes
- * one remote-write body (ingest/remote_write.h) and appends it to every
+ * Each tick the agent hands the pusher the tick's series (rw_build.h:
+ * built by the same walk of the frame that renders /metrics, never as
+ * text) and its frame time. An encoder thread stamps every sample with
+ * the frame time, encodes one remote-write body (ingest/remote_write.h)
+ * and appends it to every
  * target's queue (push_queue.h: memory, or a disk buffer that survives a
  * restart). Each target has its own thread that sends its queue in order:
  * 2xx acknowledges; 5xx, 429 and connection errors retry the same batch
@@ -25,14 +26,16 @@
  * label of that name, so two nodes' host, process and job series stay
  * apart at the receiver; /metrics is left as it is (docs/metrics.md).
  *
- * The pusher's own counters are appended to the agent's /metrics
- * (gp_push_render_metrics), labelled by target = the URL without
- * credentials or query.
+ * The pusher's own counters join the agent's exposition
+ * (gp_push_walk_metrics: /metrics and the push alike), labelled by
+ * target = the URL without credentials or query.
  */
 #ifndef GP_PUSH_H
 #define GP_PUSH_H
 
+#include "ingest/rw_build.h"
 #include "lib/buf.h"
+#include "lib/metric_sink.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -71,11 +74,14 @@ struct gp_push_options {
 int gp_push_start(struct gp_push **out, const struct gp_push_options *o, char *err, size_t errlen);
 
 /*
- * Hands one tick to the pusher: text is copied, the call never waits for
- * the network or the disk. If the encoder is several ticks behind, the
- * oldest tick not yet encoded is dropped (counted, reason "encoder").
+ * Hands one tick's series to the pusher: it takes series' contents and
+ * leaves series empty (holding memory of an earlier tick, to reuse); the
+ * call never waits for the network or the disk. If the encoder is several
+ * ticks behind, the oldest tick not yet encoded is dropped (counted,
+ * reason "encoder"); a tick whose series cannot be encoded (an error
+ * while building, a label the protocol refuses) is dropped the same way.
  */
-void gp_push_tick(struct gp_push *p, const char *text, size_t len, int64_t time_ms);
+void gp_push_tick(struct gp_push *p, struct gp_rw_build *series, int64_t time_ms);
 
 /*
  * Hands one already encoded remote-write body (snappy + protobuf, as
@@ -87,8 +93,10 @@ void gp_push_tick(struct gp_push *p, const char *text, size_t len, int64_t time_
 void gp_push_body(struct gp_push *p, const void *body, size_t len, uint32_t nsamples,
                   uint32_t raw_len, int64_t time_ms);
 
-/* Appends the gpulse_push_* families (HELP, TYPE, one series per target).
- * Reads counters only: never blocks on a target. */
+/* Walks the gpulse_push_* families (one series per target) into s, or
+ * appends them to out as text. Reads counters only: never blocks on a
+ * target. Nothing for p NULL. */
+void gp_push_walk_metrics(struct gp_push *p, struct gp_metric_sink *s);
 void gp_push_render_metrics(struct gp_push *p, struct gp_buf *out);
 
 /*

@@ -1,6 +1,7 @@
 /*
  * test_push.c - the remote-write sender end to end, without a real
- * database: ticks go in through gp_push_tick, and come out either at an
+ * database: ticks go in through gp_push_tick (series built with
+ * ingest/rw_build.h, as the agent builds them), and come out either at an
  * in-process target (the `gpulse up` path, a function that answers
  * scripted statuses) or at a small libmicrohttpd server on 127.0.0.1 that
  * records the headers. Checked: delivery in order and exactly once, retry
@@ -13,6 +14,7 @@
 #include "ingest/push.h"
 #include "ingest/push_http.h"
 #include "ingest/remote_write.h"
+#include "ingest/rw_build.h"
 #include "ingest/textparse.h"
 #include "lib/err.h"
 #include "net/httpc.h"
@@ -120,12 +122,36 @@ static int wait_nts(struct fake *f, size_t n, long timeout_ms)
     return fake_nts(f) >= n;
 }
 
+/* Hands one tick at time_ms to p: series names[i] with labels[i]
+ * ("a=1;b=2", "" for none) and values[i]. */
+static void tick_series(struct gp_push *p, const char *const *names, const char *const *labels,
+                        const double *values, size_t n, int64_t time_ms)
+{
+    struct gp_rw_build b = {0};
+    for (size_t i = 0; i < n; i++) {
+        gp_rw_build_begin(&b, names[i]);
+        for (const char *l = labels[i]; l && *l;) {
+            char name[64], value[64];
+            const char *eq = strchr(l, '='), *end = strchr(l, ';');
+            size_t ln = end ? (size_t)(end - l) : strlen(l);
+            snprintf(name, sizeof name, "%.*s", (int)(eq - l), l);
+            snprintf(value, sizeof value, "%.*s", (int)(l + ln - eq - 1), eq + 1);
+            gp_rw_build_label(&b, name, value);
+            l = end ? end + 1 : l + ln;
+        }
+        gp_rw_build_end(&b, values[i]);
+    }
+    gp_push_tick(p, &b, time_ms);
+    CHECK_INT(gp_rw_build_nseries(&b), 0); /* the pusher took them */
+    gp_rw_build_free(&b);
+}
+
 /* One tick: two series, m{i="0"} and m{i="1"}, with value n. */
 static void tick(struct gp_push *p, unsigned n)
 {
-    char text[128];
-    int k = snprintf(text, sizeof text, "# TYPE m gauge\nm{i=\"0\"} %u\nm{i=\"1\"} %u\n", n, n);
-    gp_push_tick(p, text, (size_t)k, 1000 * (int64_t)n);
+    const char *names[] = {"m", "m"}, *labels[] = {"i=0", "i=1"};
+    const double v[] = {n, n};
+    tick_series(p, names, labels, v, 2, 1000 * (int64_t)n);
 }
 
 /* The timestamps of ticks first..first+count-1, each once, in order. */
@@ -604,8 +630,9 @@ static void test_stop_does_not_hang(void)
     close(fd);
 }
 
-/* Malformed exposition text is counted as dropped (reason encoder), not sent. */
-static void test_bad_text_counted(void)
+/* A tick the protocol refuses (a label name it rejects) is counted as
+ * dropped (reason encoder), not sent; the next tick goes. */
+static void test_bad_series_counted(void)
 {
     struct fake f;
     fake_init(&f, 204);
@@ -613,8 +640,9 @@ static void test_bad_text_counted(void)
     struct gp_push *p;
     char err[256] = "";
     CHECK_INT(gp_push_start(&p, &o, err, sizeof err), GP_OK);
-    const char *bad = "m{i=\"0\"} 1\nm{i=\"1\" 2\n";
-    gp_push_tick(p, bad, strlen(bad), 5000);
+    const char *names[] = {"m", "m"}, *labels[] = {"i=0", "1bad=x"};
+    const double v[] = {1, 2};
+    tick_series(p, names, labels, v, 2, 5000);
     tick(p, 6);
     CHECK(wait_nts(&f, 1, 5000));
     expect_ticks(&f, 6, 1);
@@ -717,10 +745,10 @@ static void test_labels_added_where_missing(void)
     struct gp_push *p;
     char err[256] = "";
     CHECK_INT(gp_push_start(&p, &o, err, sizeof err), GP_OK);
-    const char *text = "gpulse_host_cpus 8\n"
-                       "DCGM_FI_DEV_GPU_TEMP{gpu=\"0\",Hostname=\"sim-node-0\"} 40\n"
-                       "own{cluster=\"mine\",x=\"1\"} 1\n";
-    gp_push_tick(p, text, strlen(text), 5000);
+    const char *names[] = {"gpulse_host_cpus", "DCGM_FI_DEV_GPU_TEMP", "own"};
+    const char *lab[] = {"", "gpu=0;Hostname=sim-node-0", "cluster=mine;x=1"};
+    const double v[] = {8, 40, 1};
+    tick_series(p, names, lab, v, 3, 5000);
     gp_push_stop(p); /* encodes and delivers what was handed over */
     CHECK_CONTAINS(w.text, "gpulse_host_cpus{Hostname=node-a,cluster=east,}\n");
     CHECK_CONTAINS(w.text, "DCGM_FI_DEV_GPU_TEMP{Hostname=sim-node-0,cluster=east,gpu=0,}\n");
@@ -730,7 +758,7 @@ static void test_labels_added_where_missing(void)
     o.local_ctx = &plain;
     o.nlabels = 0;
     CHECK_INT(gp_push_start(&p, &o, err, sizeof err), GP_OK);
-    gp_push_tick(p, text, strlen(text), 5000);
+    tick_series(p, names, lab, v, 3, 5000);
     gp_push_stop(p);
     CHECK_CONTAINS(plain.text, "gpulse_host_cpus{}\n");
     /* A label that is not NAME=VALUE is a configuration error. */
@@ -755,6 +783,6 @@ const struct gp_test gp_tests_push[] = {
     {"http_headers_and_retry_after", test_http_headers_and_retry_after},
     {"http_connection_refused_then_up", test_http_connection_refused_then_up},
     {"stop_does_not_hang", test_stop_does_not_hang},
-    {"bad_text_counted", test_bad_text_counted},
+    {"bad_series_counted", test_bad_series_counted},
     {0},
 };
