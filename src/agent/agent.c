@@ -40,10 +40,16 @@ struct gp_agent {
     struct gp_http *http;
     struct gp_expo_options expo_opts;
 
-    pthread_mutex_t cache_mu; /* guards the rendered /metrics text */
+    pthread_mutex_t cache_mu; /* guards the rendered /metrics text and the frame's counters */
     struct gp_expo expo;
     struct gp_buf metrics;
     uint64_t metrics_seq;
+    /* What changes between a frame's publication and its walks (the
+     * agent's and the pusher's counters), taken once per frame by the
+     * first walk, so /metrics and the push of one frame agree. */
+    uint64_t counters_seq;
+    struct gp_agent_stats counters_st;
+    struct gp_push_stats counters_push;
     struct gp_agent_embed embed;
     struct gp_push *push; /* NULL without targets */
     /* the sampling thread's own, for the push walk */
@@ -58,11 +64,25 @@ struct render_ctx {
     int64_t frame_ms;
 };
 
-int gp_agent_walk(struct gp_agent *a, struct gp_metric_sink *s, struct gp_expo *x, const struct gp_frame *f,
-                  const struct gp_agent_stats *st)
+/* The counters of frame f, taken now unless a walk of f took them.
+ * Called with cache_mu held. */
+static void take_counters(struct gp_agent *a, const struct gp_frame *f, const struct gp_agent_stats *st)
+{
+    if (a->counters_seq == f->seq && f->seq)
+        return;
+    a->counters_seq = f->seq;
+    a->counters_st = *st;
+    gp_push_stats(a->push, &a->counters_push);
+}
+
+/* The agent's whole exposition of f into s: the frame's families, then
+ * the pusher's own; /metrics renders it as text, the push builds its
+ * series from it. GP_OK or an error code. */
+static int walk(struct gp_agent *a, struct gp_metric_sink *s, struct gp_expo *x, const struct gp_frame *f,
+                const struct gp_agent_stats *st, const struct gp_push_stats *ps)
 {
     int rc = gp_expo_walk(x, s, f, &a->expo_opts, st);
-    gp_push_walk_metrics(a->push, s);
+    gp_push_walk_stats(ps, s);
     return rc ? rc : s->err;
 }
 
@@ -75,7 +95,8 @@ static int refresh_cache(struct gp_agent *a, const struct gp_frame *f, const str
     gp_buf_reset(&a->metrics);
     struct gp_metric_text_sink t;
     gp_metric_text_sink_init(&t, &a->metrics);
-    int rc = gp_agent_walk(a, &t.base, &a->expo, f, st);
+    take_counters(a, f, st);
+    int rc = walk(a, &t.base, &a->expo, f, &a->counters_st, &a->counters_push);
     if (!rc)
         rc = a->metrics.err;
     a->metrics_seq = rc ? 0 : f->seq;
@@ -97,11 +118,20 @@ static void after_tick(const struct gp_frame *f, const struct gp_agent_stats *st
 {
     struct gp_agent *a = arg;
     if (a->push) {
+        struct gp_agent_stats cst;
+        struct gp_push_stats cps;
+        pthread_mutex_lock(&a->cache_mu);
+        take_counters(a, f, st);
+        cst = a->counters_st;
+        cps = a->counters_push;
+        pthread_mutex_unlock(&a->cache_mu);
+        /* the frame holds still: only this thread replaces it */
         struct gp_rw_build_sink k;
         gp_rw_build_reset(&a->push_series);
         gp_rw_build_sink_init(&k, &a->push_series);
-        if (gp_agent_walk(a, &k.base, &a->push_expo, f, st) && !a->push_series.err)
-            a->push_series.err = GP_ENOMEM;
+        int rc = walk(a, &k.base, &a->push_expo, f, &cst, &cps);
+        if (rc && !a->push_series.err)
+            a->push_series.err = rc;
         gp_push_tick(a->push, &a->push_series, f->time_ms);
     }
     if (a->embed.tick_hook)

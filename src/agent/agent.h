@@ -52,15 +52,6 @@ struct gp_agent_embed {
 int gp_agent_start_embedded(struct gp_agent **out, const struct gp_agent_config *c,
                             const struct gp_agent_embed *e, char *err, size_t errlen);
 
-/*
- * The agent's whole exposition of frame f (the frame's families, then the
- * pusher's own) walked into s with scratch x: /metrics renders it as text,
- * the push builds its series from it, so both carry the same families,
- * labels and values. Returns GP_OK or an error code.
- */
-int gp_agent_walk(struct gp_agent *a, struct gp_metric_sink *s, struct gp_expo *x, const struct gp_frame *f,
-                  const struct gp_agent_stats *st);
-
 /* Appends the exposition of the newest frame, as /metrics serves it.
  * GP_OK or an error code. */
 int gp_agent_render_metrics(struct gp_agent *a, struct gp_buf *out);

@@ -50,6 +50,7 @@
 #define RETRY_AFTER_MAX_MS 600000
 
 enum reason { R_REJECTED, R_BUFFER_FULL, R_CORRUPT, R_IO_ERROR, R_ENCODER, R__COUNT };
+_Static_assert(R__COUNT == GP_PUSH_NREASONS, "push.h counts the drop reasons");
 static const char *const reason_name[R__COUNT] = {"rejected", "buffer_full", "corrupt", "io_error",
                                                   "encoder"};
 
@@ -481,40 +482,67 @@ static void *target_main(void *arg)
 
 /* ---- metrics ------------------------------------------------------------- */
 
-static void target_sample(struct gp_metric_sink *s, enum gp_metric m, const struct target *t,
-                          const char *reason, double v)
+void gp_push_stats(struct gp_push *p, struct gp_push_stats *out)
 {
-    const struct gp_metric_label l[2] = {{"target", t->label}, {"reason", reason}};
+    memset(out, 0, sizeof *out);
+    if (!p)
+        return;
+    out->nt = p->nt < GP_PUSH_MAX_TARGETS ? p->nt : GP_PUSH_MAX_TARGETS;
+    for (size_t i = 0; i < out->nt; i++) {
+        struct target *t = &p->t[i];
+        struct gp_push_target_stats *o = &out->t[i];
+        o->label = t->label;
+        o->sent = atomic_load(&t->sent);
+        o->retried = atomic_load(&t->retried);
+        for (int r = 0; r < R__COUNT; r++)
+            o->dropped[r] = atomic_load(&t->dropped[r]);
+        o->queue_bytes = atomic_load(&t->queue_bytes);
+        o->buffer_bytes = atomic_load(&t->buffer_bytes);
+        o->last_success_ms = atomic_load(&t->last_success_ms);
+    }
+    out->encode_ns_last = atomic_load(&p->enc_ns_last);
+}
+
+static void target_sample(struct gp_metric_sink *s, enum gp_metric m, const char *target, const char *reason,
+                          double v)
+{
+    const struct gp_metric_label l[2] = {{"target", target}, {"reason", reason}};
     s->sample(s, gp_metric_name(m), NULL, l, reason ? 2 : 1, v);
+}
+
+void gp_push_walk_stats(const struct gp_push_stats *st, struct gp_metric_sink *s)
+{
+    if (!st->nt)
+        return;
+    const struct gp_push_target_stats *t = st->t;
+    gp_metric_family(s, GP_M_PUSH_SENT);
+    for (size_t i = 0; i < st->nt; i++)
+        target_sample(s, GP_M_PUSH_SENT, t[i].label, NULL, (double)t[i].sent);
+    gp_metric_family(s, GP_M_PUSH_DROPPED);
+    for (size_t i = 0; i < st->nt; i++)
+        for (int r = 0; r < R__COUNT; r++)
+            target_sample(s, GP_M_PUSH_DROPPED, t[i].label, reason_name[r], (double)t[i].dropped[r]);
+    gp_metric_family(s, GP_M_PUSH_RETRIED);
+    for (size_t i = 0; i < st->nt; i++)
+        target_sample(s, GP_M_PUSH_RETRIED, t[i].label, NULL, (double)t[i].retried);
+    gp_metric_family(s, GP_M_PUSH_QUEUE);
+    for (size_t i = 0; i < st->nt; i++)
+        target_sample(s, GP_M_PUSH_QUEUE, t[i].label, NULL, (double)t[i].queue_bytes);
+    gp_metric_family(s, GP_M_PUSH_BUFFER);
+    for (size_t i = 0; i < st->nt; i++)
+        target_sample(s, GP_M_PUSH_BUFFER, t[i].label, NULL, (double)t[i].buffer_bytes);
+    gp_metric_family(s, GP_M_PUSH_LAST_SUCCESS);
+    for (size_t i = 0; i < st->nt; i++)
+        target_sample(s, GP_M_PUSH_LAST_SUCCESS, t[i].label, NULL, (double)t[i].last_success_ms / 1000.0);
+    gp_metric_family(s, GP_M_PUSH_ENCODE);
+    gp_metric_sample(s, GP_M_PUSH_ENCODE, NULL, NULL, NULL, (double)st->encode_ns_last / 1e9);
 }
 
 void gp_push_walk_metrics(struct gp_push *p, struct gp_metric_sink *s)
 {
-    if (!p || !p->nt)
-        return;
-    gp_metric_family(s, GP_M_PUSH_SENT);
-    for (size_t i = 0; i < p->nt; i++)
-        target_sample(s, GP_M_PUSH_SENT, &p->t[i], NULL, (double)atomic_load(&p->t[i].sent));
-    gp_metric_family(s, GP_M_PUSH_DROPPED);
-    for (size_t i = 0; i < p->nt; i++)
-        for (int r = 0; r < R__COUNT; r++)
-            target_sample(s, GP_M_PUSH_DROPPED, &p->t[i], reason_name[r],
-                          (double)atomic_load(&p->t[i].dropped[r]));
-    gp_metric_family(s, GP_M_PUSH_RETRIED);
-    for (size_t i = 0; i < p->nt; i++)
-        target_sample(s, GP_M_PUSH_RETRIED, &p->t[i], NULL, (double)atomic_load(&p->t[i].retried));
-    gp_metric_family(s, GP_M_PUSH_QUEUE);
-    for (size_t i = 0; i < p->nt; i++)
-        target_sample(s, GP_M_PUSH_QUEUE, &p->t[i], NULL, (double)atomic_load(&p->t[i].queue_bytes));
-    gp_metric_family(s, GP_M_PUSH_BUFFER);
-    for (size_t i = 0; i < p->nt; i++)
-        target_sample(s, GP_M_PUSH_BUFFER, &p->t[i], NULL, (double)atomic_load(&p->t[i].buffer_bytes));
-    gp_metric_family(s, GP_M_PUSH_LAST_SUCCESS);
-    for (size_t i = 0; i < p->nt; i++)
-        target_sample(s, GP_M_PUSH_LAST_SUCCESS, &p->t[i], NULL,
-                      (double)atomic_load(&p->t[i].last_success_ms) / 1000.0);
-    gp_metric_family(s, GP_M_PUSH_ENCODE);
-    gp_metric_sample(s, GP_M_PUSH_ENCODE, NULL, NULL, NULL, (double)atomic_load(&p->enc_ns_last) / 1e9);
+    struct gp_push_stats st;
+    gp_push_stats(p, &st);
+    gp_push_walk_stats(&st, s);
 }
 
 void gp_push_render_metrics(struct gp_push *p, struct gp_buf *out)
@@ -628,6 +656,9 @@ int gp_push_start(struct gp_push **out, const struct gp_push_options *o, char *e
     gp_buf_init(&p->enc_raw, 0);
     p->t = calloc(o->nurls + 1, sizeof *p->t);
     int rc = p->t ? GP_OK : gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
+    if (!rc && o->nurls + (o->local != NULL) > GP_PUSH_MAX_TARGETS)
+        rc = gp_seterr(err, errlen, GP_ECONFIG, "%zu push targets: at most %d", o->nurls + (o->local != NULL),
+                       GP_PUSH_MAX_TARGETS);
     if (!rc)
         rc = copy_labels(p, o, err, errlen);
     if (!rc && gp_httpc_global_init())

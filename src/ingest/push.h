@@ -17,7 +17,7 @@
  * the batch and count it. A target that fell behind catches up with
  * requests that join several queued ticks (up to 1 MiB uncompressed).
  *
- * Targets are http:// or https:// URLs (push_http.h), or, under
+ * Targets (at most GP_PUSH_MAX_TARGETS) are http:// or https:// URLs (push_http.h), or, under
  * `gpulse up`, the server in the same process ("local"), handed the same
  * bodies through a function.
  *
@@ -93,9 +93,29 @@ void gp_push_tick(struct gp_push *p, struct gp_rw_build *series, int64_t time_ms
 void gp_push_body(struct gp_push *p, const void *body, size_t len, uint32_t nsamples,
                   uint32_t raw_len, int64_t time_ms);
 
-/* Walks the gpulse_push_* families (one series per target) into s, or
- * appends them to out as text. Reads counters only: never blocks on a
- * target. Nothing for p NULL. */
+/* The pusher's counters at one moment, as its families show them. */
+#define GP_PUSH_MAX_TARGETS 16
+#define GP_PUSH_NREASONS 5 /* rejected, buffer_full, corrupt, io_error, encoder */
+struct gp_push_target_stats {
+    const char *label; /* the pusher's: valid until gp_push_stop */
+    uint64_t sent, retried, dropped[GP_PUSH_NREASONS], queue_bytes, buffer_bytes;
+    int64_t last_success_ms;
+};
+struct gp_push_stats {
+    size_t nt;
+    struct gp_push_target_stats t[GP_PUSH_MAX_TARGETS];
+    uint64_t encode_ns_last;
+};
+
+/* Reads the counters into *out (none for p NULL). Never blocks on a target. */
+void gp_push_stats(struct gp_push *p, struct gp_push_stats *out);
+
+/* Walks the gpulse_push_* families (one series per target) of st into s.
+ * The agent takes the counters once per frame, so its /metrics and its
+ * push of that frame show the same values. */
+void gp_push_walk_stats(const struct gp_push_stats *st, struct gp_metric_sink *s);
+
+/* gp_push_stats then gp_push_walk_stats into s, or as text into out. */
 void gp_push_walk_metrics(struct gp_push *p, struct gp_metric_sink *s);
 void gp_push_render_metrics(struct gp_push *p, struct gp_buf *out);
 
