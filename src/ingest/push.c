@@ -43,6 +43,7 @@
 #include <time.h>
 
 #define RING 8                    /* ticks the encoder may lag behind */
+#define LOCAL_TICKS 64            /* ticks the local target may hold (and queue_max bytes) */
 #define MAX_REQUEST_RAW (1u << 20) /* uncompressed bytes in one request */
 #define MAX_REQUEST_SAMPLES 50000
 #define LOG_EVERY_MS 60000        /* one log line per problem per target per minute */
@@ -59,6 +60,13 @@ struct target {
     char label[512];
     char key[1024]; /* what the buffer directory's name hashes: the URL without user info */
     struct gp_push_http *http; /* NULL for the local target */
+    /* the local target's queue: whole ticks' series in memory, in order
+     * (no encoding: the receiver is in this process) */
+    struct gp_rw_build *lq;
+    int64_t *lq_time;
+    size_t lq_head, lq_n;
+    struct gp_rw_build lq_cur; /* the tick being delivered, out of the queue */
+    int64_t lq_cur_time;
 
     pthread_mutex_t mu; /* guards q and the fields below it */
     pthread_cond_t cv;
@@ -93,6 +101,7 @@ struct gp_push {
     char *dir;
     struct target *t;
     size_t nt;
+    size_t nurls; /* t[0..nurls) are URLs; t[nurls], if any, the local target */
 
     pthread_mutex_t mu; /* guards the ring and stopping */
     pthread_cond_t cv;
@@ -156,8 +165,27 @@ static uint64_t fnv1a(const char *s)
     return h;
 }
 
+/* Bytes the local target holds (ticks queued and the one in delivery). */
+static uint64_t local_bytes(const struct target *t)
+{
+    uint64_t n = gp_rw_build_bytes(&t->lq_cur);
+    for (size_t i = 0; i < t->lq_n; i++)
+        n += gp_rw_build_bytes(&t->lq[(t->lq_head + i) % LOCAL_TICKS]);
+    return n;
+}
+
+/* Ticks or batches waiting. Called with t->mu held. */
+static size_t queued(const struct target *t)
+{
+    return t->lq ? t->lq_n : gp_pushq_count(t->q);
+}
+
 static void publish_sizes(struct target *t)
 {
+    if (t->lq) {
+        atomic_store(&t->queue_bytes, local_bytes(t));
+        return;
+    }
     atomic_store(&t->queue_bytes, gp_pushq_bytes(t->q));
     atomic_store(&t->buffer_bytes, gp_pushq_disk_bytes(t->q));
 }
@@ -203,6 +231,31 @@ static void enqueue(struct target *t, const struct gp_buf *body, uint32_t nsampl
     pthread_mutex_unlock(&t->mu);
 }
 
+/* Moves the tick's series into the local target's queue (no copy: work
+ * gets an old build back); the oldest tick goes when the queue is full. */
+static void local_enqueue(struct target *t, struct gp_rw_build *work, int64_t time_ms)
+{
+    pthread_mutex_lock(&t->mu);
+    uint64_t max = t->p->o.queue_max ? t->p->o.queue_max : UINT64_MAX;
+    while (t->lq_n && (t->lq_n == LOCAL_TICKS || local_bytes(t) + gp_rw_build_bytes(work) > max)) {
+        uint64_t n = gp_rw_build_nseries(&t->lq[t->lq_head]);
+        atomic_fetch_add(&t->dropped[R_BUFFER_FULL], n);
+        if (should_log(t, R_BUFFER_FULL))
+            gp_log(GP_LOG_WARN, "push", "queue full: dropping the oldest samples", "target=%s dropped=%" PRIu64,
+                   t->label, n);
+        gp_rw_build_reset(&t->lq[t->lq_head]);
+        t->lq_head = (t->lq_head + 1) % LOCAL_TICKS;
+        t->lq_n--;
+    }
+    size_t at = (t->lq_head + t->lq_n) % LOCAL_TICKS;
+    gp_rw_build_swap(&t->lq[at], work);
+    t->lq_time[at] = time_ms;
+    t->lq_n++;
+    publish_sizes(t);
+    pthread_cond_signal(&t->cv);
+    pthread_mutex_unlock(&t->mu);
+}
+
 static void encode_one(struct gp_push *p, int64_t time_ms)
 {
     int64_t t0 = gp_mono_ns();
@@ -211,7 +264,7 @@ static void encode_one(struct gp_push *p, int64_t time_ms)
     int rc = gp_rw_build_view(&p->work, time_ms, p->add, p->nadd, &req);
     if (rc)
         snprintf(err, sizeof err, "building the tick's series: %s", gp_strerror(rc));
-    if (!rc && (rc = gp_rw_encode(req, &p->enc_body, &p->enc_raw)))
+    if (!rc && p->nurls && (rc = gp_rw_encode(req, &p->enc_body, &p->enc_raw)))
         snprintf(err, sizeof err, "remote-write encoding: %s", gp_strerror(rc));
     if (rc) {
         int64_t now = gp_mono_ms();
@@ -229,8 +282,10 @@ static void encode_one(struct gp_push *p, int64_t time_ms)
     atomic_fetch_add(&p->enc_ns_total, ns);
     atomic_fetch_add(&p->enc_ticks, 1);
     uint32_t nsamples = (uint32_t)req->nsamples_total;
-    for (size_t i = 0; i < p->nt; i++)
+    for (size_t i = 0; i < p->nurls; i++)
         enqueue(&p->t[i], &p->enc_body, nsamples, (uint32_t)p->enc_raw.len, time_ms);
+    if (p->nt > p->nurls)
+        local_enqueue(&p->t[p->nurls], &p->work, time_ms);
 }
 
 static void *encoder_main(void *arg)
@@ -278,7 +333,7 @@ void gp_push_body(struct gp_push *p, const void *body, size_t len, uint32_t nsam
                   uint32_t raw_len, int64_t time_ms)
 {
     struct gp_buf b = {.data = (char *)body, .len = len}; /* borrowed: enqueue only reads it */
-    for (size_t i = 0; i < p->nt; i++)
+    for (size_t i = 0; i < p->nurls; i++) /* the local target takes series, not bodies */
         enqueue(&p->t[i], &b, nsamples, raw_len, time_ms);
 }
 
@@ -348,13 +403,51 @@ static size_t take_batches(struct target *t, uint64_t *samples, int *bad)
 
 static int send_body(struct target *t, struct gp_push_result *res)
 {
-    if (t->http)
-        return gp_push_http_post(t->http, t->body.data, t->body.len, &t->p->cancel, res);
+    return gp_push_http_post(t->http, t->body.data, t->body.len, &t->p->cancel, res);
+}
+
+/* Hands the local target's current tick to the receiver. Called without t->mu. */
+static void send_local(struct target *t, struct gp_push_result *res)
+{
+    struct gp_push *p = t->p;
+    const struct gp_rw_request *req;
     memset(res, 0, sizeof *res);
     res->retry_after_ms = -1;
-    res->status = t->p->o.local(t->p->o.local_ctx, (const uint8_t *)t->body.data, t->body.len,
-                                res->msg, sizeof res->msg);
-    return GP_OK;
+    int rc = gp_rw_build_view(&t->lq_cur, t->lq_cur_time, p->add, p->nadd, &req);
+    if (rc) {
+        res->status = rc == GP_ENOMEM ? 0 : 400; /* out of memory: try again */
+        snprintf(res->msg, sizeof res->msg, "building the tick's series: %s", gp_strerror(rc));
+        return;
+    }
+    res->status = p->o.local(p->o.local_ctx, req, res->msg, sizeof res->msg);
+}
+
+/* Settles the batches handed over: delivered or given up (acknowledged
+ * and gone; *gone counts their samples), or kept for a retry. Called
+ * with t->mu held. */
+static void settle(struct target *t, uint64_t last_id, bool keep, uint64_t *gone)
+{
+    if (!t->lq) {
+        if (!keep)
+            gp_pushq_ack(t->q, last_id + 1, gone);
+        return;
+    }
+    if (!keep) {
+        if (gone)
+            *gone = gp_rw_build_nseries(&t->lq_cur);
+        gp_rw_build_reset(&t->lq_cur);
+        return;
+    }
+    /* back at the head; if the queue filled meanwhile, the oldest (this) goes */
+    if (t->lq_n == LOCAL_TICKS) {
+        atomic_fetch_add(&t->dropped[R_BUFFER_FULL], gp_rw_build_nseries(&t->lq_cur));
+        gp_rw_build_reset(&t->lq_cur);
+        return;
+    }
+    t->lq_head = (t->lq_head + LOCAL_TICKS - 1) % LOCAL_TICKS;
+    gp_rw_build_swap(&t->lq[t->lq_head], &t->lq_cur);
+    t->lq_time[t->lq_head] = t->lq_cur_time;
+    t->lq_n++;
 }
 
 static uint64_t next_rand(struct target *t)
@@ -384,8 +477,11 @@ static void handle_result(struct target *t, const struct gp_push_result *res, ui
 {
     char q[300];
     if (res->status >= 200 && res->status < 300) {
-        uint64_t acked = 0;
-        int rc = gp_pushq_ack(t->q, last_id + 1, &acked);
+        int rc = GP_OK;
+        if (t->lq)
+            settle(t, last_id, false, NULL);
+        else
+            rc = gp_pushq_ack(t->q, last_id + 1, NULL);
         atomic_fetch_add(&t->sent, samples);
         atomic_store(&t->last_success_ms, gp_wall_ms());
         if (rc && should_log(t, R_IO_ERROR))
@@ -393,7 +489,7 @@ static void handle_result(struct target *t, const struct gp_push_result *res, ui
                    "target=%s", t->label);
         if (t->failing)
             gp_log(GP_LOG_INFO, "push", "target accepts samples again", "target=%s queued_batches=%zu",
-                   t->label, gp_pushq_count(t->q));
+                   t->label, queued(t));
         t->failing = 0;
         t->backoff_ms = 0;
         t->next_try_ms = 0;
@@ -402,6 +498,7 @@ static void handle_result(struct target *t, const struct gp_push_result *res, ui
     int retry = res->status == 0 || res->status == 429 || res->status >= 500;
     if (retry) {
         atomic_fetch_add(&t->retried, 1);
+        settle(t, last_id, true, NULL);
         back_off(t, res);
         if (!t->failing || should_log(t, R__COUNT)) {
             if (!t->failing)
@@ -409,14 +506,14 @@ static void handle_result(struct target *t, const struct gp_push_result *res, ui
             gp_log(GP_LOG_WARN, "push", "push failed, will retry",
                    "target=%s status=%d err=%s retry_in_ms=%" PRId64 " queued_batches=%zu", t->label,
                    res->status, gp_log_quote(q, sizeof q, res->msg), t->next_try_ms - gp_mono_ms(),
-                   gp_pushq_count(t->q));
+                   queued(t));
         }
         t->failing = 1;
         return;
     }
     /* A final answer (4xx, a redirect): these samples will never be taken. */
     uint64_t dropped = 0; /* less than samples if some went to a full buffer meanwhile */
-    gp_pushq_ack(t->q, last_id + 1, &dropped);
+    settle(t, last_id, false, &dropped);
     atomic_fetch_add(&t->dropped[R_REJECTED], dropped);
     if (should_log(t, R_REJECTED)) {
         gp_log(GP_LOG_WARN, "push", "target rejected samples: dropped",
@@ -438,11 +535,24 @@ static void *target_main(void *arg)
         if (t->stopping) {
             /* Drain while delivering works and time is left; a failing
              * target keeps its queue (on disk: for the next start). */
-            if (!gp_pushq_count(t->q) || t->failing || now >= t->drain_until_ms ||
-                atomic_load(&t->p->cancel))
+            if (!queued(t) || t->failing || now >= t->drain_until_ms || atomic_load(&t->p->cancel))
                 break;
-        } else if (!gp_pushq_count(t->q) || now < t->next_try_ms) {
-            wait_until(&t->cv, &t->mu, gp_pushq_count(t->q) ? t->next_try_ms : -1);
+        } else if (!queued(t) || now < t->next_try_ms) {
+            wait_until(&t->cv, &t->mu, queued(t) ? t->next_try_ms : -1);
+            continue;
+        }
+        if (t->lq) { /* the local target: the oldest tick, as it is */
+            t->lq_cur_time = t->lq_time[t->lq_head];
+            gp_rw_build_swap(&t->lq_cur, &t->lq[t->lq_head]);
+            t->lq_head = (t->lq_head + 1) % LOCAL_TICKS;
+            t->lq_n--;
+            uint64_t n = gp_rw_build_nseries(&t->lq_cur);
+            pthread_mutex_unlock(&t->mu);
+            struct gp_push_result res;
+            send_local(t, &res);
+            pthread_mutex_lock(&t->mu);
+            handle_result(t, &res, 0, n);
+            publish_sizes(t);
             continue;
         }
         uint64_t samples = 0;
@@ -580,8 +690,14 @@ static int target_init(struct gp_push *p, struct target *t, const char *url, cha
                                     err, errlen)))
             return rc;
     } else {
+        /* in this process: whole ticks in memory, never encoded */
         snprintf(t->label, sizeof t->label, "local");
-        snprintf(t->key, sizeof t->key, "local");
+        t->lq = calloc(LOCAL_TICKS, sizeof *t->lq);
+        t->lq_time = calloc(LOCAL_TICKS, sizeof *t->lq_time);
+        if (!t->lq || !t->lq_time)
+            return gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
+        publish_sizes(t);
+        return GP_OK;
     }
     char sub[1024] = "";
     struct gp_pushq_recovery rec;
@@ -706,6 +822,7 @@ int gp_push_start(struct gp_push **out, const struct gp_push_options *o, char *e
                      24, "#%zu", same + 1);
         }
     }
+    p->nurls = o->nurls;
     if (!rc && pthread_create(&p->encoder, NULL, encoder_main, p))
         rc = gp_seterr(err, errlen, GP_EINTERNAL, "cannot start the push encoder thread");
     else if (!rc)
@@ -729,7 +846,7 @@ int gp_push_start(struct gp_push **out, const struct gp_push_options *o, char *e
     p->o.nlabels = 0;
     for (size_t i = 0; i < p->nt; i++)
         gp_log(GP_LOG_INFO, "push", "pushing samples", "target=%s buffer=%s queued_batches=%zu",
-               p->t[i].label, p->dir ? "disk" : "memory", gp_pushq_count(p->t[i].q));
+               p->t[i].label, p->dir && p->t[i].q ? "disk" : "memory", queued(&p->t[i]));
     *out = p;
     return GP_OK;
 }
@@ -774,6 +891,11 @@ void gp_push_stop(struct gp_push *p)
         struct target *t = &p->t[i];
         gp_push_http_close(t->http);
         gp_pushq_close(t->q);
+        for (size_t k = 0; t->lq && k < LOCAL_TICKS; k++)
+            gp_rw_build_free(&t->lq[k]);
+        free(t->lq);
+        free(t->lq_time);
+        gp_rw_build_free(&t->lq_cur);
         gp_buf_free(&t->body);
         gp_buf_free(&t->one);
         gp_buf_free(&t->raw);

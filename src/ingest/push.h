@@ -17,9 +17,12 @@
  * the batch and count it. A target that fell behind catches up with
  * requests that join several queued ticks (up to 1 MiB uncompressed).
  *
- * Targets (at most GP_PUSH_MAX_TARGETS) are http:// or https:// URLs (push_http.h), or, under
- * `gpulse up`, the server in the same process ("local"), handed the same
- * bodies through a function.
+ * Targets (at most GP_PUSH_MAX_TARGETS) are http:// or https:// URLs
+ * (push_http.h), or, under `gpulse up`, the server in the same process
+ * ("local"), handed each tick's series through a function without
+ * encoding them: its queue holds whole ticks in memory (at most 64, and
+ * queue_max bytes; never on disk: the receiver's own WAL is the durable
+ * copy), one tick per call, with the same retry, back-off and drop rules.
  *
  * Labels given in the options (the node label and the user's external
  * labels, "NAME=VALUE") are added to every series of a tick that lacks a
@@ -42,9 +45,12 @@
 
 struct gp_push;
 
-/* Same contract as gp_agent_local_write (agent.h): one body in, an HTTP status out. */
-typedef int (*gp_push_local_write)(void *ctx, const uint8_t *body, size_t len, char *msg,
-                                   size_t msglen);
+/* The in-process receiver (`gpulse up`'s server): one tick's series in
+ * (canonical form, owned by the pusher, valid during the call), the HTTP
+ * status a remote-write receiver would answer out, with a reason in msg.
+ * Same contract as gp_agent_local_write (agent.h). */
+struct gp_rw_request;
+typedef int (*gp_push_local_write)(void *ctx, const struct gp_rw_request *req, char *msg, size_t msglen);
 
 struct gp_push_options {
     const char *const *urls; /* remote-write endpoints */

@@ -71,9 +71,9 @@ static int walk(struct gp_expo *x, struct gp_metric_sink *s, const struct gp_fra
     return rc ? rc : s->err;
 }
 
-static int accept_all(void *ctx, const uint8_t *body, size_t len, char *msg, size_t msglen)
+static int accept_all(void *ctx, const struct gp_rw_request *req, char *msg, size_t msglen)
 {
-    (void)ctx, (void)body, (void)len, (void)msg, (void)msglen;
+    (void)ctx, (void)req, (void)msg, (void)msglen;
     return 204;
 }
 
