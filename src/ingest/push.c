@@ -2,15 +2,19 @@
  * push.c - see push.h.
  *
  * Threads and what they own:
- *  - the caller of gp_push_tick (the sampling thread) copies the tick's
- *    text into a small ring of reused buffers and signals the encoder; it
- *    never touches the disk or the network, so sampling keeps its pace;
- *  - the encoder thread swaps a ring buffer for its own (no copy), parses
- *    and encodes it once, and appends the body to every target's queue
- *    (writing and syncing the disk buffer, under that target's mutex);
+ *  - the caller of gp_push_tick (the sampling thread) swaps the tick's
+ *    series into a small ring of reused builds (no copy) and signals the
+ *    encoder; it never touches the disk or the network, so sampling keeps
+ *    its pace;
+ *  - the encoder thread swaps a ring slot for its own build, adds the
+ *    node and external labels, encodes it once for the URL targets and
+ *    appends the body to each one's queue (writing and syncing the disk
+ *    buffer, under that target's mutex); the local target's queue takes
+ *    the build itself, unencoded (swapped again, no copy);
  *  - one thread per target takes the oldest queued batches (joining
- *    several into one request when behind), sends them without holding
- *    the mutex, then acknowledges, retries later, or drops them.
+ *    several into one request when behind; the local target one tick per
+ *    call), sends them without holding the mutex, then acknowledges,
+ *    retries later, or drops them.
  * Counters are atomics, so /metrics reads them without waiting for a
  * target that is busy with its disk.
  *
