@@ -310,7 +310,7 @@ static void walk_jobs(struct gp_metric_sink *s, const struct gp_frame *f, const 
                     add(l, &n, "world_size", ws);
                 }
                 if (o->run_job && o->run_command && !strcmp(j->id.job, o->run_job))
-                    label(b, "command", o->run_command, &first);
+                    add(l, &n, "command", o->run_command);
             }
             double v = k == 0 ? 1 : k == 1 ? j->start_time_s : k == 2 ? (double)j->nprocs :
                        k == 3 ? j->cpu_seconds : k == 4 ? (double)j->rss_bytes :

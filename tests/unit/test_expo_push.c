@@ -88,7 +88,7 @@ static unsigned check_same(const struct gp_frame *f, const char *what)
     unsigned fams = 0;
     const enum gp_proc_series modes[] = {GP_PROC_SERIES_GPU, GP_PROC_SERIES_ALL, GP_PROC_SERIES_NONE};
     for (int m = 0; m < 3; m++) {
-        struct gp_expo_options o = {m == 1 ? "hostname" : "Hostname", modes[m]};
+        struct gp_expo_options o = {.hostname_label = m == 1 ? "hostname" : "Hostname", .process_series = modes[m]};
         struct gp_expo x = {0};
         struct gp_buf text, a, b;
         gp_buf_init(&text, 0);
