@@ -9,10 +9,11 @@
  * a large average slope. So the OOM prediction asks for a fit that
  * explains most of the variance and for growth that continues in the
  * newest third of the fit window, over at least 5 minutes of points;
- * the leak asks for growth on most intervals at a steady step rate, with
- * no single jump holding most of the growth, that still continues in
- * the newest third of the rank's points (a rise then a plateau with
- * allocator noise has rising intervals in the plateau too).
+ * the leak asks for growth that a line explains at a steady step rate,
+ * with no single jump holding most of the growth, that still continues
+ * in the newest third of the rank's points. Not a count of rising
+ * intervals: allocator noise makes half the intervals of a flat plateau
+ * rise, and a stepwise leak with partial frees rises on few of them.
  */
 #include "detect_util.h"
 
@@ -37,7 +38,7 @@
 
 #define LEAK_MIN_INTERVALS 5
 #define LEAK_MAX_RATE_CV 0.2 /* steady step rate: sd / mean of per-interval rates */
-#define LEAK_MIN_GROW_SHARE 0.6
+#define LEAK_MIN_R2 0.8 /* the line explains the memory: growth, not noise */
 #define LEAK_MAX_JUMP_SHARE 0.5
 
 #define FRAG_MIN_SLACK GP_DET_GIB
@@ -194,9 +195,10 @@ int gp_det_oom_predicted(const struct gp_detect_ctx *c)
  * memory are known (a step counter reset skips its interval). Bad only
  * when the pattern is a leak: at least 5 intervals, a steady step rate
  * (sd / mean of the per-interval rates <= 0.2, so a stalled or
- * restarting job is not judged), memory grew on at least 60 % of the
- * intervals, no single interval holds more than half the growth, and
- * the growth continues: still_rising over the rank's points.
+ * restarting job is not judged), a least-squares line through the
+ * rank's points explains at least 80 % of the variance (R^2), no single
+ * interval holds more than half the growth, and the growth continues:
+ * still_rising over the rank's points.
  */
 int gp_det_memory_leak(const struct gp_detect_ctx *c)
 {
@@ -250,13 +252,13 @@ int gp_det_memory_leak(const struct gp_detect_ctx *c)
         double cv = rmean > 0 ? sqrt(rvar > 0 ? rvar : 0) / rmean : INFINITY;
         double growth = m1 - m0, value = growth / m0;
         bool steady = cv <= LEAK_MAX_RATE_CV;
-        bool most = ngrow >= LEAK_MIN_GROW_SHARE * nint;
         bool spread = growth > 0 && maxjump <= LEAK_MAX_JUMP_SHARE * growth;
         struct gp_det_fit fa, fr;
         bool continues = still_rising(mem + kfirst, prev - kfirst + 1, step_s, &fa, &fr);
+        bool linear = fa.r2 >= LEAK_MIN_R2;
         gp_det_key_proc(&o, GP_DET_MEMORY_LEAK, p);
         bool text = gp_det_judge(c, &o, value, true);
-        o.bad = o.bad && steady && most && spread && continues;
+        o.bad = o.bad && steady && linear && spread && continues;
         if (text) {
             char who[320], win[96];
             gp_det_proc_name(p, who, sizeof who);
@@ -268,7 +270,7 @@ int gp_det_memory_leak(const struct gp_detect_ctx *c)
                               "(%+.1f %%) over %s",
                               who, per_step / GP_DET_MIB, rmean, growth / GP_DET_GIB, 100 * value,
                               win);
-            else if (most && spread && !continues)
+            else if (linear && spread && !continues)
                 gp_det_printf(o.summary, sizeof o.summary,
                               "%s: memory grew %+.2f GiB over %s but no longer grows", who,
                               growth / GP_DET_GIB, win);
@@ -279,13 +281,14 @@ int gp_det_memory_leak(const struct gp_detect_ctx *c)
             gp_det_printf(o.evidence, sizeof o.evidence,
                           "%s over %s: %.2f -> %.2f GiB (%+.2f %%), %.0f steps, %.2f MiB/step; "
                           "grew on %u of %u intervals, largest jump %.1f %% of the growth; fitted "
-                          "%+.1f MiB/min, newest %u points %+.1f MiB/min (still growing from "
+                          "%+.1f MiB/min with R^2 %.2f (from %.2f), newest %u points %+.1f MiB/min (still growing from "
                           "%.0f %%); step rate %.2f/s, variation %.2f (steady <= %.2f); threshold "
                           "%.3f, clear %.3f",
                           device ? "device memory used" : "allocator allocated bytes", win,
                           m0 / GP_DET_GIB, m1 / GP_DET_GIB, 100 * value, nsteps,
                           nsteps > 0 ? growth / nsteps / GP_DET_MIB : 0.0, ngrow, nint,
-                          growth > 0 ? 100 * maxjump / growth : 0.0, fa.b * 60 / GP_DET_MIB, fr.n,
+                          growth > 0 ? 100 * maxjump / growth : 0.0, fa.b * 60 / GP_DET_MIB, fa.r2,
+                          LEAK_MIN_R2, fr.n,
                           fr.b * 60 / GP_DET_MIB, 100 * RECENT_SHARE, rmean, cv, LEAK_MAX_RATE_CV,
                           c->cfg->threshold, c->cfg->clear);
         }

@@ -435,6 +435,32 @@ static void test_memory_leak_plateau(void)
     gp_view_free(&v);
 }
 
+/* A stepwise leak with partial frees and allocator noise: memory jumps
+ * 500 MiB every 6th point and frees 150 MiB between, so it rises on
+ * about half the intervals only (noise included). Still a leak. */
+static void test_memory_leak_stepwise(void)
+{
+    struct gp_view v;
+    healthy_job(&v);
+    double *a1 = gp_view_proc_series(&v, &v.procs[1], GP_VPM_ALLOCATED);
+    unsigned seed = 33;
+    double level = 20 * GIB;
+    for (unsigned k = 0; k < NPTS; k++) {
+        if (k && k % 6 == 0)
+            level += 500 * MIB;
+        else if (k % 6 == 3)
+            level -= 150 * MIB;
+        a1[k] = level + 10 * MIB * noise(&seed);
+    }
+    CHECK_INT(run(GP_DET_MEMORY_LEAK, &v), GP_OK);
+    const struct gp_observation *o = about_rank("bert-1", 1);
+    CHECK(o && o->bad);
+    CHECK_CONTAINS(o->summary, "rank 1 of bert-1 on n1 (pid 4001) grows");
+    CHECK_CONTAINS(o->evidence, "with R^2 0.9");
+    CHECK_INT(nbad(), 1);
+    gp_view_free(&v);
+}
+
 static void test_memory_leak(void)
 {
     struct gp_view v;
@@ -1023,6 +1049,7 @@ const struct gp_test gp_tests_detect[] = {
     {"oom_silent", test_oom_silent},
     {"memory_leak", test_memory_leak},
     {"memory_leak_plateau", test_memory_leak_plateau},
+    {"memory_leak_stepwise", test_memory_leak_stepwise},
     {"oom_short_span", test_oom_short_span},
     {"fragmentation", test_fragmentation},
     {"saturated", test_saturated},
