@@ -165,7 +165,7 @@ static void append(struct gp_storage *st, const double *t, struct counters *v, s
         rw_batch_add(&b, "gpulse_job_info", "job=" JOB ";Hostname=n1;scheme=gpulse_run;command=" CMD,
                      t + k, one, m);
         rw_batch_add(&b, "gpulse_job_gpus", "job=" JOB ";Hostname=n1", t + k, zero, m); /* none held */
-        struct gp_rw_request rq = rw_batch_request(&b);
+        struct gp_batch rq = rw_batch_request(&b);
         struct gp_append_result res;
         char err[256];
         CHECK_INT(gp_storage_append(st, &rq, &res, err, sizeof err), GP_OK);
