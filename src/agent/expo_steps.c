@@ -12,6 +12,7 @@
 #include "expo.h"
 
 #include "lib/err.h"
+#include "lib/gpumodels.h"
 #include "lib/metrics.h"
 #include "sources/steps_trust.h"
 
@@ -137,6 +138,31 @@ static void render_allocator(struct gp_buf *b, const struct gp_frame *f, const s
     }
 }
 
+/* The model record: one series per declared unit (docs/jobs.md, MFU). */
+static void render_model(struct gp_buf *b, const struct gp_frame *f, const struct gp_expo_options *o)
+{
+    const char *name = gp_metric_name(GP_M_STEP_MODEL_FLOPS);
+    char lab[1024];
+    bool any = false;
+    for (unsigned i = 0; i < f->nsteps; i++) {
+        const struct gp_step_stats *st = &f->steps[i];
+        const double v[2] = {st->model_flops_token, st->model_flops_sample};
+        static const char *const per[2] = {"token", "sample"};
+        const char *prec = gp_precision_name((enum gp_precision)st->model_precision);
+        for (int k = 0; k < 2; k++) {
+            if (!(v[k] > 0) || !prec)
+                continue;
+            if (!any)
+                gp_metric_head(b, GP_M_STEP_MODEL_FLOPS);
+            any = true;
+            step_labels(lab, sizeof lab, f, st, o);
+            gp_buf_printf(b, "%s{%s,per=\"%s\",precision=\"%s\"} ", name, lab, per[k], prec);
+            gp_buf_put_double(b, v[k]);
+            gp_buf_putc(b, '\n');
+        }
+    }
+}
+
 static void render_self(struct gp_buf *b, const struct gp_frame *f)
 {
     static const enum gp_metric c[] = {GP_M_STEPS_DATAGRAMS, GP_M_STEPS_RECORDS, GP_M_STEPS_MALFORMED};
@@ -171,6 +197,7 @@ int gp_expo_render_steps(struct gp_buf *out, const struct gp_frame *f, const str
         }
     }
     render_allocator(out, f, o);
+    render_model(out, f, o);
     if (f->src[GP_SRC_STEPS].active)
         render_self(out, f);
     return out->err;
