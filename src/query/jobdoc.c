@@ -788,6 +788,62 @@ out:
     return rc;
 }
 
+/* MFU (jobmodel.h) from the model record's series (gpulse_job_model_flops,
+ * the first rank's declaration), the throughput and the GPUs' models. */
+static void put_mfu(struct doc *d, const struct gp_jobmodel_step_figures *sf, double activity,
+                    struct gp_buf *b)
+{
+    struct gp_jobmodel_mfu_in in = {.flops_token = NAN, .flops_sample = NAN, .precision = -1,
+                                    .tokens_per_second = sf->tokens_per_second,
+                                    .samples_per_second = sf->samples_per_second, .activity = activity,
+                                    .tensor_active = NAN, .dram_active = NAN, .link_busy = NAN};
+    for (size_t i = 0; i < d->sel.n; i++) {
+        const struct gp_store_series *s = &d->sel.series[i];
+        if (!name_is(s, "gpulse_job_model_flops"))
+            continue;
+        struct gp_rw_str per = lab(s, "per"), prec = lab(s, "precision");
+        enum gp_precision p;
+        if (!gp_precision_parse(prec.ptr, prec.len, &p) || (in.precision >= 0 && (int)p != in.precision))
+            continue;
+        double v = newest(d, s), *dst = str_eq(per, (struct gp_rw_str){"token", 5}) ? &in.flops_token
+                                      : str_eq(per, (struct gp_rw_str){"sample", 6}) ? &in.flops_sample
+                                                                                     : NULL;
+        if (dst && v > 0 && isnan(*dst)) {
+            *dst = v;
+            in.precision = (int)p;
+        }
+    }
+    char (*names)[96] = d->ng ? calloc(d->ng, sizeof *names) : NULL;
+    const char **models = d->ng ? calloc(d->ng, sizeof *models) : NULL;
+    if (names && models) {
+        for (size_t i = 0; i < d->ng; i++) {
+            snprintf(names[i], sizeof names[i], "%.*s", (int)d->g[i].model.len, d->g[i].model.ptr);
+            models[i] = d->g[i].model.len ? names[i] : NULL;
+        }
+        in.models = models;
+        in.ngpus = d->ng;
+    }
+    struct gp_jobmodel_mfu m;
+    gp_jobmodel_mfu(&in, &m);
+    free(names);
+    free(models);
+    const char *prec = in.precision >= 0 ? gp_precision_name((enum gp_precision)in.precision) : NULL;
+    gp_buf_puts(b, ",\"precision\":");
+    if (prec)
+        gp_buf_printf(b, "\"%s\"", prec);
+    else
+        gp_buf_puts(b, "null");
+    put_total(b, "model_flops_per_token", in.flops_token);
+    put_total(b, "model_flops_per_sample", in.flops_sample);
+    put_total(b, "model_flops_per_second", m.achieved_flops_per_second);
+    put_total(b, "peak_flops_per_second", m.peak_flops_per_second);
+    put_total(b, "mfu", m.mfu);
+    gp_buf_puts(b, ",\"mfu_reason\":");
+    str_or_null(b, (struct gp_rw_str){m.why, strlen(m.why)});
+    gp_buf_puts(b, ",\"mfu_gap\":");
+    str_or_null(b, (struct gp_rw_str){m.gap, strlen(m.gap)});
+}
+
 /* Writes the document of a gathered d. GP_OK or GP_ENOMEM (the series). */
 static int render(struct doc *d, struct gp_buf *b)
 {
@@ -939,6 +995,7 @@ static int render(struct doc *d, struct gp_buf *b)
     put_total(b, "loss_first", sf.loss_first);
     put_total(b, "loss_last", sf.loss_last);
     put_total(b, "loss_min", sf.loss_min);
+    put_mfu(d, &sf, gf.activity_avg, b);
     put_total(b, "price_per_gpu_hour", gf.price_per_gpu_hour);
     put_total(b, "cost", gf.cost);
     put_total(b, "cost_idle", gf.cost_idle);
