@@ -151,7 +151,8 @@ static bool apply(struct gp_steps_record *r, struct tok k, struct tok v)
     else if (model && tok_is(k, "flops_sample"))
         bit = GP_SK_FLOPS_SAMPLE, ok = parse_double(v, false, &r->flops_sample) && r->flops_sample > 0;
     else if (model && tok_is(k, "params"))
-        bit = GP_SK_PARAMS, ok = parse_double(v, false, &r->params) && r->params > 0;
+        bit = GP_SK_PARAMS, ok = parse_double(v, false, &r->params) && r->params > 0 &&
+                            r->params < 1e300; /* 6·N stays finite */
     else if (model && tok_is(k, "mode"))
         bit = GP_SK_MODE, ok = tok_is(v, "train") || tok_is(v, "infer"), r->infer = tok_is(v, "infer");
     else if (model && tok_is(k, "precision"))

@@ -246,6 +246,7 @@ static void test_model_record(void)
         "model params=7e9 precision=",
         "model params=0 precision=bf16",              /* figures are > 0 */
         "model params=-7e9 precision=bf16",
+        "model params=1e308 precision=bf16",          /* 6·N would overflow */
         "model flops_token=0 precision=bf16",
         "model flops_sample=nan precision=bf16",
         "model flops_token=inf precision=bf16",
