@@ -709,6 +709,16 @@ json_t *gp_history_document(struct gp_history *h)
     json_object_set_new(d, "world_size", world > 0 ? json_integer(world) : json_null());
     json_t *gpus = json_array();
     json_t *totals = totals_json(h, wall, gpus);
+    /* A rank's MFU: one rank is the whole job; with several, the records
+     * (which carry no rank) cannot be split between them. */
+    for (size_t i = 0; i < json_array_size(ranks); i++) {
+        json_t *o = json_array_get(ranks, i);
+        bool one = h->nranks == 1;
+        json_object_set(o, "mfu", one ? json_object_get(totals, "mfu") : json_null());
+        json_object_set_new(o, "mfu_reason",
+                            one ? json_incref(json_object_get(totals, "mfu_reason"))
+                                : json_string("gpulse run's step records do not say their rank"));
+    }
     json_object_set_new(d, "gpus", gpus);
     json_object_set_new(d, "totals", totals);
     json_object_set_new(d, "series", series_json(h));

@@ -424,7 +424,7 @@ static void test_one_stream_two_paths(void)
                           "totals.cost", "totals.price_per_gpu_hour", "totals.currency", "totals.loss_last",
                           "totals.loss_min", "totals.cost_idle", "totals.cost_unused_compute",
                           "totals.precision", "totals.model_flops_per_token", "totals.mfu",
-                          "totals.mfu_reason"};
+                          "totals.mfu_reason", "ranks.0.mfu", "ranks.0.mfu_reason"};
     for (size_t i = 0; i < sizeof sums / sizeof sums[0]; i++)
         same(local, server, sums[i], 1e-9);
     /* 300 steps of 0.1 s and 100 of 0.04, the latter all wait. */
@@ -446,43 +446,48 @@ static void test_one_stream_two_paths(void)
 }
 
 /* The server's job document computes MFU from the stored series: the
- * model record's gpulse_job_model_flops, the token counter, the GPUs'
- * modelName; here two H100s and a 1.3B model at 4096 tokens/s. */
+ * model record's gpulse_job_model_flops, the token counters, the GPUs'
+ * modelName; here a 1.3B model on two ranks of one H100 each, rank 0 at
+ * 4096 tokens/s and rank 1 (a straggler) at 2048. */
 static void test_mfu_server_document(void)
 {
     struct gp_storage *st = sopen_tmp();
     static struct rw_batch b;
     double t0 = (double)(time(NULL) / 10 * 10 - 600);
     for (int k = 0; k < 60; k += RW_BATCH_SAMPLES) {
-        double t[RW_BATCH_SAMPLES], steps[RW_BATCH_SAMPLES], secs[RW_BATCH_SAMPLES], tok[RW_BATCH_SAMPLES],
+        double t[RW_BATCH_SAMPLES], steps[RW_BATCH_SAMPLES], secs[RW_BATCH_SAMPLES], tok[2][RW_BATCH_SAMPLES],
             util[RW_BATCH_SAMPLES], flops[RW_BATCH_SAMPLES];
         size_t m = 0;
         for (int i = k; i < 60 && m < RW_BATCH_SAMPLES; i++, m++) {
             t[m] = t0 + i;
-            steps[m] = i, secs[m] = i, tok[m] = 4096.0 * i, util[m] = 97, flops[m] = 6 * 1.3e9;
+            steps[m] = i, secs[m] = i, util[m] = 97, flops[m] = 6 * 1.3e9;
+            tok[0][m] = 4096.0 * i, tok[1][m] = 2048.0 * i;
         }
         memset(&b, 0, sizeof b);
-        const char *lab = "job=mfu-1;Hostname=n1;pid=7";
-        rw_batch_add(&b, "gpulse_job_steps_total", lab, t, steps, m);
-        rw_batch_add(&b, "gpulse_job_step_seconds_total", lab, t, secs, m);
-        rw_batch_add(&b, "gpulse_job_tokens_total", lab, t, tok, m);
-        rw_batch_add(&b, "gpulse_job_model_flops", "job=mfu-1;Hostname=n1;pid=7;per=token;precision=bf16", t,
-                     flops, m);
-        rw_batch_add(&b, "DCGM_FI_DEV_GPU_UTIL", "job=mfu-1;Hostname=n1;gpu=0;modelName=NVIDIA H100 80GB HBM3",
-                     t, util, m);
-        rw_batch_add(&b, "DCGM_FI_DEV_GPU_UTIL", "job=mfu-1;Hostname=n1;gpu=1;modelName=NVIDIA H100 80GB HBM3",
-                     t, util, m);
+        for (int r = 0; r < 2; r++) {
+            char lab[96], gpu[128], fl[160];
+            snprintf(lab, sizeof lab, "job=mfu-1;rank=%d;Hostname=n1;pid=%d", r, 7 + r);
+            snprintf(fl, sizeof fl, "%s;per=token;precision=bf16", lab);
+            snprintf(gpu, sizeof gpu, "job=mfu-1;rank=%d;Hostname=n1;gpu=%d;modelName=NVIDIA H100 80GB HBM3", r, r);
+            rw_batch_add(&b, "gpulse_job_steps_total", lab, t, steps, m);
+            rw_batch_add(&b, "gpulse_job_step_seconds_total", lab, t, secs, m);
+            rw_batch_add(&b, "gpulse_job_tokens_total", lab, t, tok[r], m);
+            rw_batch_add(&b, "gpulse_job_model_flops", fl, t, flops, m);
+            rw_batch_add(&b, "DCGM_FI_DEV_GPU_UTIL", gpu, t, util, m);
+        }
         struct gp_rw_request rq = rw_batch_request(&b);
         struct gp_append_result res;
         char err[256];
         CHECK_INT(gp_storage_append(st, &rq, &res, err, sizeof err), GP_OK);
     }
-    struct gp_jobdoc_rank rank = {.node = "n1", .rank = GP_JOBDOC_NONE, .local_rank = GP_JOBDOC_NONE,
-                                  .world_size = GP_JOBDOC_NONE};
+    struct gp_jobdoc_rank ranks[2] = {
+        {.node = "n1", .rank = 0, .local_rank = 0, .world_size = 2},
+        {.node = "n1", .rank = 1, .local_rank = 1, .world_size = 2},
+    };
     struct gp_jobdoc_in in = {
-        .id = "mfu-1", .scheme = "gpulse_run", .state = "finished", .start_ms = (int64_t)(t0 * 1000),
+        .id = "mfu-1", .scheme = "torchelastic", .state = "finished", .start_ms = (int64_t)(t0 * 1000),
         .end_ms = (int64_t)((t0 + 60) * 1000), .range_end_ms = (int64_t)((t0 + 60) * 1000),
-        .exit_status = 0, .ranks = &rank, .nranks = 1,
+        .exit_status = 0, .ranks = ranks, .nranks = 2,
     };
     struct gp_buf out;
     gp_buf_init(&out, 0);
@@ -492,15 +497,19 @@ static void test_mfu_server_document(void)
     json_t *doc = json_loads(out.data, 0, &je);
     if (!doc)
         gp_test_fail(__FILE__, __LINE__, "not JSON: %s", je.text);
-    CHECK_DBL(json_number_value(at(doc, "totals.tokens_per_second")), 4096, 1e-9);
+    CHECK_DBL(json_number_value(at(doc, "totals.tokens_per_second")), 6144, 1e-9);
     CHECK_STR(json_string_value(at(doc, "totals.precision")), "bf16");
     CHECK_DBL(json_number_value(at(doc, "totals.model_flops_per_token")), 7.8e9, 0);
     CHECK_DBL(json_number_value(at(doc, "totals.peak_flops_per_second")), 2 * 989.4e12, 1);
-    CHECK_DBL(json_number_value(at(doc, "totals.mfu")), 6 * 1.3e9 * 4096 / (2 * 989.4e12), 1e-9);
+    CHECK_DBL(json_number_value(at(doc, "totals.mfu")), 6 * 1.3e9 * 6144 / (2 * 989.4e12), 1e-9);
     CHECK(json_is_null(at(doc, "totals.mfu_reason")));
-    /* 97 % active and 1.6 % MFU: the gap is explained */
+    /* each rank on its own GPU: the straggler has half the MFU */
+    CHECK_DBL(json_number_value(at(doc, "ranks.0.mfu")), 6 * 1.3e9 * 4096 / 989.4e12, 1e-9);
+    CHECK_DBL(json_number_value(at(doc, "ranks.1.mfu")), 6 * 1.3e9 * 2048 / 989.4e12, 1e-9);
+    CHECK(json_is_null(at(doc, "ranks.1.mfu_reason")));
+    /* 97 % active and 2.4 % MFU: the gap is explained */
     const char *gap = json_string_value(at(doc, "totals.mfu_gap"));
-    CHECK(gap && strstr(gap, "GPU activity 97% but MFU 1.6%"));
+    CHECK(gap && strstr(gap, "GPU activity 97% but MFU 2.4%"));
     json_decref(doc);
     gp_buf_free(&out);
     gp_storage_close(st);
