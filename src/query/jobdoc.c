@@ -61,32 +61,32 @@ static void ser_free(struct ser *x)
 
 static int name_is(const struct gp_store_series *s, const char *name)
 {
-    struct gp_rw_str v;
+    struct gp_str v;
     return gp_labels_get(s->labels, s->labels_len, "__name__", &v) == 1 && v.len == strlen(name) &&
            !memcmp(v.ptr, name, v.len);
 }
 
 static int name_prefix(const struct gp_store_series *s, const char *pre)
 {
-    struct gp_rw_str v;
+    struct gp_str v;
     return gp_labels_get(s->labels, s->labels_len, "__name__", &v) == 1 && v.len >= strlen(pre) &&
            !memcmp(v.ptr, pre, strlen(pre));
 }
 
-static struct gp_rw_str lab(const struct gp_store_series *s, const char *name)
+static struct gp_str lab(const struct gp_store_series *s, const char *name)
 {
-    struct gp_rw_str v;
+    struct gp_str v;
     gp_labels_get(s->labels, s->labels_len, name, &v);
     return v;
 }
 
-static struct gp_rw_str node_lab(const struct gp_store_series *s)
+static struct gp_str node_lab(const struct gp_store_series *s)
 {
-    struct gp_rw_str v = lab(s, "Hostname");
+    struct gp_str v = lab(s, "Hostname");
     return v.len ? v : lab(s, "hostname");
 }
 
-static int str_eq(struct gp_rw_str a, struct gp_rw_str b)
+static int str_eq(struct gp_str a, struct gp_str b)
 {
     return a.len == b.len && !memcmp(a.ptr, b.ptr, a.len);
 }
@@ -98,7 +98,7 @@ static int same_but_name(const struct gp_store_series *a, const struct gp_store_
     gp_labels_iter_init(&ia, a->labels, a->labels_len);
     gp_labels_iter_init(&ib, b->labels, b->labels_len);
     for (;;) {
-        struct gp_rw_str an, av, bn, bv;
+        struct gp_str an, av, bn, bv;
         int ra, rb;
         do
             ra = gp_labels_next(&ia, &an, &av);
@@ -157,7 +157,7 @@ static void num(struct gp_buf *b, double v)
         gp_buf_puts(b, "null");
 }
 
-static void str_or_null(struct gp_buf *b, struct gp_rw_str s)
+static void str_or_null(struct gp_buf *b, struct gp_str s)
 {
     if (s.len)
         gp_json_str(b, s.ptr, s.len);
@@ -167,7 +167,7 @@ static void str_or_null(struct gp_buf *b, struct gp_rw_str s)
 
 /* One GPU of the job. */
 struct gpu {
-    struct gp_rw_str node, gpu, mig, uuid, model, rank;
+    struct gp_str node, gpu, mig, uuid, model, rank;
     const struct gp_store_series *sm, *util, *fb_used, *fb_free, *fb_res, *used, *total;
     struct ser act, mem; /* activity (0-1) and memory in bytes */
     const char *source;
@@ -216,7 +216,7 @@ static int born(const struct doc *d, const struct gp_store_series *s)
 
 static struct gpu *gpu_of(struct doc *d, const struct gp_store_series *s)
 {
-    struct gp_rw_str node = node_lab(s), idx = lab(s, "gpu"), mig = lab(s, "GPU_I_ID");
+    struct gp_str node = node_lab(s), idx = lab(s, "gpu"), mig = lab(s, "GPU_I_ID");
     if (!idx.len)
         return NULL;
     for (size_t i = 0; i < d->ng; i++)
@@ -237,7 +237,7 @@ static struct gpu *gpu_of(struct doc *d, const struct gp_store_series *s)
 static int gpu_cmp(const void *pa, const void *pb)
 {
     const struct gpu *a = pa, *b = pb;
-    struct gp_rw_str x[3] = {a->node, a->gpu, a->mig}, y[3] = {b->node, b->gpu, b->mig};
+    struct gp_str x[3] = {a->node, a->gpu, a->mig}, y[3] = {b->node, b->gpu, b->mig};
     for (int k = 0; k < 3; k++) {
         if (k && x[k].len != y[k].len)
             return x[k].len < y[k].len ? -1 : 1; /* numeric order for plain indexes */
@@ -637,7 +637,7 @@ static int gather(struct doc *d)
                     goto out;
                 continue;
             }
-            struct gp_rw_str u = lab(s, "UUID"), mdl = lab(s, "modelName");
+            struct gp_str u = lab(s, "UUID"), mdl = lab(s, "modelName");
             if (u.len)
                 g->uuid = u;
             if (mdl.len)
@@ -800,12 +800,12 @@ static void model_decl(struct doc *d, struct gp_jobmodel_mfu_in *in)
         const struct gp_store_series *s = &d->sel.series[i];
         if (!name_is(s, "gpulse_job_model_flops"))
             continue;
-        struct gp_rw_str per = lab(s, "per"), prec = lab(s, "precision");
+        struct gp_str per = lab(s, "per"), prec = lab(s, "precision");
         enum gp_precision p;
         if (!gp_precision_parse(prec.ptr, prec.len, &p) || (in->precision >= 0 && (int)p != in->precision))
             continue;
-        double v = newest(d, s), *dst = str_eq(per, (struct gp_rw_str){"token", 5}) ? &in->flops_token
-                                      : str_eq(per, (struct gp_rw_str){"sample", 6}) ? &in->flops_sample
+        double v = newest(d, s), *dst = str_eq(per, (struct gp_str){"token", 5}) ? &in->flops_token
+                                      : str_eq(per, (struct gp_str){"sample", 6}) ? &in->flops_sample
                                                                                      : NULL;
         if (dst && v > 0 && isnan(*dst)) {
             *dst = v;
@@ -864,14 +864,14 @@ static void put_mfu(struct doc *d, const struct gp_jobmodel_step_figures *sf, do
     put_total(b, "peak_flops_per_second", m.peak_flops_per_second);
     put_total(b, "mfu", m.mfu);
     gp_buf_puts(b, ",\"mfu_reason\":");
-    str_or_null(b, (struct gp_rw_str){m.why, strlen(m.why)});
+    str_or_null(b, (struct gp_str){m.why, strlen(m.why)});
     gp_buf_puts(b, ",\"mfu_gap\":");
-    str_or_null(b, (struct gp_rw_str){m.gap, strlen(m.gap)});
+    str_or_null(b, (struct gp_str){m.gap, strlen(m.gap)});
 }
 
 /* A rank: its node and its rank label's value ("" when it has none). */
 struct rank_key {
-    struct gp_rw_str node, rank;
+    struct gp_str node, rank;
 };
 
 static bool pick_rank(struct doc *d, size_t i, void *ctx)
@@ -912,7 +912,7 @@ static void put_rank_mfu(struct doc *d, struct rank_key k, const struct gp_jobmo
     mfu_over(d, &in, pick_rank, &k, &m);
     put_total(b, "mfu", m.mfu);
     gp_buf_puts(b, ",\"mfu_reason\":");
-    str_or_null(b, (struct gp_rw_str){m.why, strlen(m.why)});
+    str_or_null(b, (struct gp_str){m.why, strlen(m.why)});
 }
 
 /* Writes the document of a gathered d. GP_OK or GP_ENOMEM (the series). */
@@ -929,9 +929,9 @@ static int render(struct doc *d, struct gp_buf *b)
     gp_buf_puts(b, "{\"id\":");
     gp_json_str(b, in->id, strlen(in->id));
     gp_buf_puts(b, ",\"scheme\":");
-    str_or_null(b, (struct gp_rw_str){in->scheme, strlen(in->scheme)});
+    str_or_null(b, (struct gp_str){in->scheme, strlen(in->scheme)});
     /* gpulse run labels its job's info series with the command */
-    struct gp_rw_str command = {"", 0};
+    struct gp_str command = {"", 0};
     for (size_t i = 0; i < d->sel.n && !command.len; i++)
         if (name_is(&d->sel.series[i], "gpulse_job_info"))
             command = lab(&d->sel.series[i], "command");
@@ -995,12 +995,12 @@ static int render(struct doc *d, struct gp_buf *b)
             gp_buf_printf(b, "%lld", local);
         double pr = NAN;
         for (size_t k = 0; k < nprocs; k++) {
-            struct gp_rw_str n = node_lab(procs[k]), rk = lab(procs[k], "rank");
+            struct gp_str n = node_lab(procs[k]), rk = lab(procs[k], "rank");
             char want[32] = "";
             if (r->rank != GP_JOBDOC_NONE)
                 snprintf(want, sizeof want, "%lld", (long long)r->rank);
-            if (str_eq(n, (struct gp_rw_str){r->node, strlen(r->node)}) &&
-                str_eq(rk, (struct gp_rw_str){want, strlen(want)})) {
+            if (str_eq(n, (struct gp_str){r->node, strlen(r->node)}) &&
+                str_eq(rk, (struct gp_str){want, strlen(want)})) {
                 pr = newest(d, procs[k]);
                 break;
             }

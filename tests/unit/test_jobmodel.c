@@ -302,7 +302,7 @@ static void append(struct gp_storage *st, const double *t, struct counters *v, s
             flops[i] = 6e6; /* the model record below, as the agent renders it */
         rw_batch_add(&b, "gpulse_job_model_flops", "job=" JOB ";Hostname=n1;pid=4242;per=token;precision=fp16",
                      t + k, flops, m);
-        struct gp_rw_request rq = rw_batch_request(&b);
+        struct gp_batch rq = rw_batch_request(&b);
         struct gp_append_result res;
         char err[256];
         CHECK_INT(gp_storage_append(st, &rq, &res, err, sizeof err), GP_OK);
@@ -475,7 +475,7 @@ static void test_mfu_server_document(void)
             rw_batch_add(&b, "gpulse_job_model_flops", fl, t, flops, m);
             rw_batch_add(&b, "DCGM_FI_DEV_GPU_UTIL", gpu, t, util, m);
         }
-        struct gp_rw_request rq = rw_batch_request(&b);
+        struct gp_batch rq = rw_batch_request(&b);
         struct gp_append_result res;
         char err[256];
         CHECK_INT(gp_storage_append(st, &rq, &res, err, sizeof err), GP_OK);
