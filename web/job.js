@@ -87,6 +87,13 @@
       charts[key].sig = sig;
     }
 
+    // MFU beside activity; its n/a reason or the gap explained as a tooltip.
+    function mfuStat(t) {
+      const el = stat("MFU" + (t.precision ? ` (${t.precision})` : ""), fmt.pct(t.mfu, 1));
+      el.title = t.mfu_gap || t.mfu_reason || "model FLOP/s over the GPUs' peak (docs/jobs.md)";
+      return el;
+    }
+
     async function load() {
       try {
         const [d, al, recs] = await Promise.all([GP.api(`/api/v1/jobs/${enc}?series=1`),
@@ -104,6 +111,7 @@
           stat("cost so far", fmt.money(t.cost, cur)), stat("cost per hour", fmt.money(t.cost_per_hour, cur)),
           stat("projected total", fmt.money(t.projected_cost_total, cur)), stat("idle cost", fmt.money(t.cost_idle, cur)),
           stat("GPU-hours", fmt.n(t.gpu_hours, 2)), stat("activity avg", fmt.pct(t.activity_avg)),
+          mfuStat(t),
           stat("steps/s", fmt.n(t.steps_per_second, 2)), stat("samples/s", fmt.n(t.samples_per_second, 0)),
           stat("step time mean / p90", `${fmt.secs(s.mean)} / ${fmt.secs(s.p90)}`), stat("data wait", fmt.pct(t.data_wait_ratio)),
           stat("host CPU cores", fmt.n(t.host_cpu_avg_cores, 1)), stat("host RSS peak", fmt.bytes(t.host_rss_peak_bytes)),

@@ -12,6 +12,7 @@
  *     struct gpulse_steps g;
  *     gpulse_steps_open(&g);
  *     gpulse_meta(&g, 50000, NULL, -1, -1);          // target steps
+ *     gpulse_model(&g, GPULSE_UNSET, GPULSE_UNSET, 7e9, 1, "bf16"); // MFU: 6·N per token
  *     for (uint64_t i = 1; ...; i++) {
  *         ...
  *         gpulse_step(&g, i, dur_s, 32, 65536, loss, GPULSE_UNSET);
@@ -347,6 +348,42 @@ static inline void gpulse_meta(struct gpulse_steps *h, uint64_t target_steps, co
     if (world >= 1)
         p = gpulse__u64(gpulse__key(p, "world"), (unsigned long long)world);
     gpulse__end(h, p);
+}
+
+/* What the model computes, once per job, for MFU (docs/jobs.md): FLOPs
+ * per token and per sample, or the parameter count N (then 6·N FLOPs per
+ * token when training, 2·N for inference, the attention term left out);
+ * GPULSE_UNSET where unsaid. precision: "bf16", "fp16", "fp8", "tf32" or
+ * "fp32". Returns 0, or -1 with errno EINVAL when precision is none of
+ * those or no positive figure is given (nothing is sent then). */
+static inline int gpulse_model(struct gpulse_steps *h, double flops_token, double flops_sample,
+                               double params, int training, const char *precision)
+{
+    static const char *const precs[] = {"bf16", "fp16", "fp8", "tf32", "fp32"};
+    int ok = 0;
+    for (int i = 0; i < 5 && precision; i++)
+        ok |= !strcmp(precision, precs[i]);
+    const double v[3] = {flops_token, flops_sample, params};
+    const char *const keys[3] = {"flops_token", "flops_sample", "params"};
+    int any = 0;
+    for (int i = 0; i < 3; i++)
+        any |= isfinite(v[i]) && v[i] > 0;
+    if (!ok || !any) {
+        errno = EINVAL;
+        return -1;
+    }
+    char *p = gpulse__begin(h, "model");
+    for (int i = 0; i < 3; i++)
+        if (isfinite(v[i]) && v[i] > 0)
+            p = gpulse__dbl(gpulse__key(p, keys[i]), v[i]);
+    p = gpulse__key(p, "mode");
+    for (const char *m = training ? "train" : "infer"; *m;)
+        *p++ = *m++;
+    p = gpulse__key(p, "precision");
+    while (*precision)
+        *p++ = *precision++;
+    gpulse__end(h, p);
+    return 0;
 }
 
 /* The process is done training, with this exit status (>= 0); flushes. */

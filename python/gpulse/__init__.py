@@ -34,7 +34,9 @@ import socket
 import threading
 import time
 
-__all__ = ["step", "report_step", "memory", "meta", "end", "flush", "lost", "Client"]
+__all__ = ["step", "report_step", "memory", "meta", "model", "end", "flush", "lost", "Client"]
+
+PRECISIONS = ("bf16", "fp16", "fp8", "tf32", "fp32")
 
 _DGRAM = 4096
 _PREFIX = 40          # room for "meta lost=N\n" in front of a datagram
@@ -251,6 +253,30 @@ class Client:
             extra += " world=%d" % world
         self._locked_add("meta", extra)
 
+    def model(self, flops_per_token=None, flops_per_sample=None, params=None, training=True,
+              precision="bf16"):
+        """What the model computes, once per job, for MFU (docs/jobs.md):
+        its FLOPs per token or per sample, or its parameter count N (then
+        6·N FLOPs per token when ``training``, 2·N for inference; the
+        attention term is left out), and the ``precision`` its matmuls run
+        in (bf16, fp16, fp8, tf32, fp32). The steps must report tokens (or
+        samples) for MFU to be known. Raises ValueError on a value the
+        agent would refuse."""
+        if precision not in PRECISIONS:
+            raise ValueError("gpulse.model: precision %r is not one of %s" % (precision, ", ".join(PRECISIONS)))
+        extra = ""
+        for key, v in (("flops_token", flops_per_token), ("flops_sample", flops_per_sample), ("params", params)):
+            if v is None:
+                continue
+            t = _num(v)
+            if t is None or float(t) <= 0:
+                raise ValueError("gpulse.model: %s must be a finite number > 0, not %r" % (key, v))
+            extra += " %s=%s" % (key, t)
+        if not extra:
+            raise ValueError("gpulse.model: give flops_per_token, flops_per_sample or params")
+        extra += " mode=%s precision=%s" % ("train" if training else "infer", precision)
+        self._locked_add("model", extra)
+
     def end(self, status=0):
         """Training is over (exit ``status``); flushes."""
         extra = " status=%d" % status if isinstance(status, int) and status >= 0 else ""
@@ -315,6 +341,10 @@ def report_memory(device, allocated, reserved, peak):
 
 def meta(target_steps=None, job=None, rank=None, world=None):
     _client.meta(target_steps, job, rank, world)
+
+
+def model(flops_per_token=None, flops_per_sample=None, params=None, training=True, precision="bf16"):
+    _client.model(flops_per_token, flops_per_sample, params, training, precision)
 
 
 def end(status=0):

@@ -13,6 +13,11 @@ hook, and the client adds the wait before it (from the previous step's
 end to this step's start: fetching the batch) as the data wait, so the
 step runs from the previous step's end; and the samples of the step; the target step count at the start; the allocator
 memory every ``memory_every`` steps; and ``end`` when training ends.
+
+For MFU, pass ``model=`` the arguments of ``gpulse.model`` (for example
+``model={"params": 7e9, "precision": "bf16"}``), sent once at the start,
+and, when it counts per token, ``tokens_per_sample=`` (the sequence
+length), so each step reports its tokens too.
 """
 
 import time
@@ -39,6 +44,10 @@ class _Timer:
         return dur
 
 
+def _tokens(samples, per_sample):
+    return samples * per_sample if samples is not None and per_sample else None
+
+
 def _batch_size(batch):
     """Samples in a batch: the first dimension of its first tensor."""
     if hasattr(batch, "shape") and len(getattr(batch, "shape", ())) > 0:
@@ -60,12 +69,16 @@ try:
         import pytorch_lightning as _pl
 
     class GpulseLightningCallback(_pl.Callback):
-        def __init__(self, memory_every=100):
+        def __init__(self, memory_every=100, model=None, tokens_per_sample=None):
             super().__init__()
             self._t = _Timer()
             self._every = memory_every
+            self._model = model
+            self._tps = tokens_per_sample
 
         def on_train_start(self, trainer, pl_module):
+            if self._model:
+                gpulse.model(**self._model)
             if trainer.max_steps and trainer.max_steps > 0:
                 gpulse.meta(target_steps=int(trainer.max_steps))
 
@@ -81,7 +94,8 @@ try:
                 loss = float(loss.detach()) if hasattr(loss, "detach") else loss
             except (TypeError, ValueError, RuntimeError):
                 loss = None
-            gpulse.report_step(dur, samples=_batch_size(batch), loss=loss,
+            samples = _batch_size(batch)
+            gpulse.report_step(dur, samples=samples, tokens=_tokens(samples, self._tps), loss=loss,
                                n=int(trainer.global_step))
             if self._every and trainer.global_step % self._every == 0:
                 gpulse.memory()
@@ -98,15 +112,19 @@ try:
     import transformers as _tf
 
     class GpulseTrainerCallback(_tf.TrainerCallback):
-        def __init__(self, memory_every=100):
+        def __init__(self, memory_every=100, model=None, tokens_per_sample=None):
             self._t = _Timer()
             self._every = memory_every
+            self._model = model
+            self._tps = tokens_per_sample
             self._samples = None
             self._loss = None
 
         def on_train_begin(self, args, state, control, **kwargs):
             self._samples = (args.per_device_train_batch_size *
                              max(1, args.gradient_accumulation_steps))
+            if self._model:
+                gpulse.model(**self._model)
             if state.max_steps and state.max_steps > 0:
                 gpulse.meta(target_steps=int(state.max_steps))
 
@@ -121,7 +139,8 @@ try:
             dur = self._t.finish()
             if dur is None:
                 return
-            gpulse.report_step(dur, samples=self._samples, loss=self._loss,
+            gpulse.report_step(dur, samples=self._samples, tokens=_tokens(self._samples, self._tps),
+                               loss=self._loss,
                                n=int(state.global_step))
             self._loss = None
             if self._every and state.global_step % self._every == 0:

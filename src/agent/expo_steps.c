@@ -12,6 +12,7 @@
 #include "expo.h"
 
 #include "lib/err.h"
+#include "lib/gpumodels.h"
 #include "lib/metrics.h"
 #include "sources/steps_trust.h"
 
@@ -96,6 +97,30 @@ static void walk_allocator(struct gp_metric_sink *s, const struct gp_frame *f, c
     }
 }
 
+/* The model record: one series per declared unit (docs/jobs.md, MFU). */
+static void walk_model(struct gp_metric_sink *s, const struct gp_frame *f, const struct gp_expo_options *o)
+{
+    static const char *const per[2] = {"token", "sample"};
+    struct gp_metric_label l[4];
+    char rank[16], pid[16];
+    bool any = false;
+    for (unsigned i = 0; i < f->nsteps; i++) {
+        const struct gp_step_stats *st = &f->steps[i];
+        const double v[2] = {st->model_flops_token, st->model_flops_sample};
+        const char *prec = gp_precision_name((enum gp_precision)st->model_precision);
+        for (int k = 0; k < 2; k++) {
+            if (!(v[k] > 0) || !prec)
+                continue;
+            if (!any)
+                gp_metric_family(s, GP_M_STEP_MODEL_FLOPS);
+            any = true;
+            const struct gp_metric_labels set = {l, step_labels(l, f, st, o, rank, pid), NULL};
+            const struct gp_metric_label e[2] = {{"per", per[k]}, {"precision", prec}};
+            s->sample(s, gp_metric_name(GP_M_STEP_MODEL_FLOPS), &set, e, 2, v[k]);
+        }
+    }
+}
+
 static void walk_self(struct gp_metric_sink *s, const struct gp_frame *f)
 {
     static const enum gp_metric c[] = {GP_M_STEPS_DATAGRAMS, GP_M_STEPS_RECORDS, GP_M_STEPS_MALFORMED};
@@ -130,6 +155,7 @@ int gp_expo_walk_steps(struct gp_metric_sink *s, const struct gp_frame *f, const
         }
     }
     walk_allocator(s, f, o);
+    walk_model(s, f, o);
     if (f->src[GP_SRC_STEPS].active)
         walk_self(s, f);
     return s->err;

@@ -145,6 +145,9 @@ enum gp_metric_section {
       "When the process reported it ended, since the epoch.")                                          \
     X(STEP_ALLOCATOR, STEPS, "gpulse_job_allocator_bytes", GAUGE, "@job @host pid device kind",        \
       "Framework allocator memory the process reported, by device and kind.")                          \
+    X(STEP_MODEL_FLOPS, STEPS, "gpulse_job_model_flops", GAUGE, "@job @host pid per precision",       \
+      "Model FLOPs per token or per sample the process declared (6 x parameters per token when "       \
+      "training), and the precision it computes in.")                                                  \
     X(STEPS_DATAGRAMS, STEPS, "gpulse_steps_datagrams_total", COUNTER, "",                             \
       "Datagrams received on the step socket.")                                                        \
     X(STEPS_RECORDS, STEPS, "gpulse_steps_records_total", COUNTER, "",                                 \

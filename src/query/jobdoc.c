@@ -167,7 +167,7 @@ static void str_or_null(struct gp_buf *b, struct gp_str s)
 
 /* One GPU of the job. */
 struct gpu {
-    struct gp_str node, gpu, mig, uuid, model;
+    struct gp_str node, gpu, mig, uuid, model, rank;
     const struct gp_store_series *sm, *util, *fb_used, *fb_free, *fb_res, *used, *total;
     struct ser act, mem; /* activity (0-1) and memory in bytes */
     const char *source;
@@ -642,6 +642,8 @@ static int gather(struct doc *d)
                 g->uuid = u;
             if (mdl.len)
                 g->model = mdl;
+            if (!g->rank.len)
+                g->rank = lab(s, "rank");
             const struct gp_store_series **slot =
                 name_is(s, "DCGM_FI_PROF_SM_ACTIVE")             ? &g->sm
                 : name_is(s, "DCGM_FI_DEV_GPU_UTIL")             ? &g->util
@@ -788,6 +790,131 @@ out:
     return rc;
 }
 
+/* The model record's declaration (gpulse_job_model_flops, the first
+ * rank's) into in; NaN / -1 when none. */
+static void model_decl(struct doc *d, struct gp_jobmodel_mfu_in *in)
+{
+    in->flops_token = in->flops_sample = NAN;
+    in->precision = -1;
+    for (size_t i = 0; i < d->sel.n; i++) {
+        const struct gp_store_series *s = &d->sel.series[i];
+        if (!name_is(s, "gpulse_job_model_flops"))
+            continue;
+        struct gp_str per = lab(s, "per"), prec = lab(s, "precision");
+        enum gp_precision p;
+        if (!gp_precision_parse(prec.ptr, prec.len, &p) || (in->precision >= 0 && (int)p != in->precision))
+            continue;
+        double v = newest(d, s), *dst = str_eq(per, (struct gp_str){"token", 5}) ? &in->flops_token
+                                      : str_eq(per, (struct gp_str){"sample", 6}) ? &in->flops_sample
+                                                                                     : NULL;
+        if (dst && v > 0 && isnan(*dst)) {
+            *dst = v;
+            in->precision = (int)p;
+        }
+    }
+}
+
+/* MFU (jobmodel.h) over the GPUs of d->g for which pick(d, i, ctx) holds
+ * (all of them for the job, a rank's for the rank), into m. */
+static void mfu_over(struct doc *d, struct gp_jobmodel_mfu_in *in, bool (*pick)(struct doc *, size_t, void *),
+                     void *ctx, struct gp_jobmodel_mfu *m)
+{
+    char (*names)[96] = d->ng ? calloc(d->ng, sizeof *names) : NULL;
+    const char **models = d->ng ? calloc(d->ng, sizeof *models) : NULL;
+    in->models = models;
+    in->ngpus = 0;
+    if (names && models)
+        for (size_t i = 0; i < d->ng; i++) {
+            if (!pick(d, i, ctx))
+                continue;
+            snprintf(names[i], sizeof names[i], "%.*s", (int)d->g[i].model.len, d->g[i].model.ptr);
+            models[in->ngpus++] = d->g[i].model.len ? names[i] : NULL;
+        }
+    gp_jobmodel_mfu(in, m);
+    free(names);
+    free(models);
+    in->models = NULL;
+}
+
+static bool pick_all(struct doc *d, size_t i, void *ctx)
+{
+    (void)d, (void)i, (void)ctx;
+    return true;
+}
+
+/* The job's MFU fields. */
+static void put_mfu(struct doc *d, const struct gp_jobmodel_step_figures *sf, double activity,
+                    struct gp_buf *b)
+{
+    struct gp_jobmodel_mfu_in in = {.tokens_per_second = sf->tokens_per_second,
+                                    .samples_per_second = sf->samples_per_second, .activity = activity,
+                                    .tensor_active = NAN, .dram_active = NAN, .link_busy = NAN};
+    model_decl(d, &in);
+    struct gp_jobmodel_mfu m;
+    mfu_over(d, &in, pick_all, NULL, &m);
+    const char *prec = in.precision >= 0 ? gp_precision_name((enum gp_precision)in.precision) : NULL;
+    gp_buf_puts(b, ",\"precision\":");
+    if (prec)
+        gp_buf_printf(b, "\"%s\"", prec);
+    else
+        gp_buf_puts(b, "null");
+    put_total(b, "model_flops_per_token", in.flops_token);
+    put_total(b, "model_flops_per_sample", in.flops_sample);
+    put_total(b, "model_flops_per_second", m.achieved_flops_per_second);
+    put_total(b, "peak_flops_per_second", m.peak_flops_per_second);
+    put_total(b, "mfu", m.mfu);
+    gp_buf_puts(b, ",\"mfu_reason\":");
+    str_or_null(b, (struct gp_str){m.why, strlen(m.why)});
+    gp_buf_puts(b, ",\"mfu_gap\":");
+    str_or_null(b, (struct gp_str){m.gap, strlen(m.gap)});
+}
+
+/* A rank: its node and its rank label's value ("" when it has none). */
+struct rank_key {
+    struct gp_str node, rank;
+};
+
+static bool pick_rank(struct doc *d, size_t i, void *ctx)
+{
+    const struct rank_key *k = ctx;
+    return str_eq(d->g[i].node, k->node) && str_eq(d->g[i].rank, k->rank);
+}
+
+/* One rank's MFU: its tokens (samples) over the job's stepping span, on
+ * its GPUs (those labelled with its rank on its node). */
+static void put_rank_mfu(struct doc *d, struct rank_key k, const struct gp_jobmodel_step_figures *sf,
+                         struct gp_buf *b)
+{
+    double sums[2] = {NAN, NAN};
+    static const char *const names[2] = {"gpulse_job_tokens_total", "gpulse_job_samples_total"};
+    for (size_t i = 0; i < d->sel.n; i++) {
+        const struct gp_store_series *s = &d->sel.series[i];
+        for (int n = 0; n < 2; n++) {
+            struct ser x;
+            if (!name_is(s, names[n]) || !str_eq(node_lab(s), k.node) || !str_eq(lab(s, "rank"), k.rank) ||
+                ser_read(d->st, s, d->t0, d->tc, &x))
+                continue;
+            if (x.n)
+                gp_jobmodel_sum(&sums[n], increase(&x, born(d, s)));
+            ser_free(&x);
+        }
+    }
+    double act_sum = 0, act_w = 0;
+    for (size_t i = 0; i < d->ng; i++)
+        if (pick_rank(d, i, &k))
+            act_sum += d->g[i].act_sum, act_w += d->g[i].act_w;
+    struct gp_jobmodel_mfu_in in = {.tokens_per_second = sums[0] / sf->stepping_seconds,
+                                    .samples_per_second = sums[1] / sf->stepping_seconds,
+                                    .activity = act_w > 0 ? act_sum / act_w : NAN, .tensor_active = NAN,
+                                    .dram_active = NAN, .link_busy = NAN};
+    model_decl(d, &in);
+    struct gp_jobmodel_mfu m;
+    mfu_over(d, &in, pick_rank, &k, &m);
+    put_total(b, "mfu", m.mfu);
+    gp_buf_puts(b, ",\"mfu_reason\":");
+    str_or_null(b, (struct gp_str){m.why, strlen(m.why)});
+}
+
 /* Writes the document of a gathered d. GP_OK or GP_ENOMEM (the series). */
 static int render(struct doc *d, struct gp_buf *b)
 {
@@ -842,6 +969,8 @@ static int render(struct doc *d, struct gp_buf *b)
         if (in->ranks[i].world_size != GP_JOBDOC_NONE && in->ranks[i].world_size > world)
             world = in->ranks[i].world_size;
     world = gp_jobmodel_world_size(world, in->nranks);
+    struct gp_jobmodel_step_figures sf;
+    gp_jobmodel_step_figures(d->steps, &sf);
     gp_buf_puts(b, "],\"world_size\":");
     if (world > 0)
         gp_buf_printf(b, "%lld", world);
@@ -877,6 +1006,10 @@ static int render(struct doc *d, struct gp_buf *b)
             }
         }
         put_total(b, "processes", pr);
+        char want[32] = "";
+        if (r->rank != GP_JOBDOC_NONE)
+            snprintf(want, sizeof want, "%lld", (long long)r->rank);
+        put_rank_mfu(d, (struct rank_key){{r->node, strlen(r->node)}, {want, strlen(want)}}, &sf, b);
         gp_buf_putc(b, '}');
     }
     gp_buf_puts(b, "],\"gpus\":[");
@@ -914,8 +1047,6 @@ static int render(struct doc *d, struct gp_buf *b)
     put_total(b, "host_cpu_seconds", cpu);
     put_total(b, "host_cpu_avg_cores", wall > 0 ? cpu / wall : NAN);
     put_total(b, "host_rss_peak_bytes", rss_peak);
-    struct gp_jobmodel_step_figures sf;
-    gp_jobmodel_step_figures(d->steps, &sf);
     put_total(b, "steps", sf.steps);
     put_total(b, "samples", sf.samples);
     put_total(b, "tokens", sf.tokens);
@@ -939,6 +1070,7 @@ static int render(struct doc *d, struct gp_buf *b)
     put_total(b, "loss_first", sf.loss_first);
     put_total(b, "loss_last", sf.loss_last);
     put_total(b, "loss_min", sf.loss_min);
+    put_mfu(d, &sf, gf.activity_avg, b);
     put_total(b, "price_per_gpu_hour", gf.price_per_gpu_hour);
     put_total(b, "cost", gf.cost);
     put_total(b, "cost_idle", gf.cost_idle);

@@ -136,6 +136,24 @@ static const char *overall_source(const json_t *doc)
     return src;
 }
 
+/* MFU beside activity (docs/jobs.md): the figure and what it divides,
+ * or why it is n/a; then the gap to activity explained, when there is one. */
+static void mfu_rows(const json_t *t, struct gp_rp_section *s)
+{
+    struct gp_rp_row *r = row(s, "MFU");
+    double mfu, got, peak;
+    const char *prec = gp_rp_str(t, "precision"), *why = gp_rp_str(t, "mfu_reason"),
+               *gap = gp_rp_str(t, "mfu_gap");
+    if (gp_rp_num(t, "mfu", &mfu) && gp_rp_num(t, "model_flops_per_second", &got) &&
+        gp_rp_num(t, "peak_flops_per_second", &peak))
+        snprintf(r->v, sizeof r->v, "%.1f%% (model %.4g TFLOP/s of a %.4g TFLOP/s %s peak)", mfu * 100,
+                 got / 1e12, peak / 1e12, prec ? prec : GP_RP_NA);
+    else
+        snprintf(r->v, sizeof r->v, GP_RP_NA " (%s)", why ? why : "not computed");
+    if (gap)
+        row(s, "MFU gap")->raw = gap;
+}
+
 static void gpu_section(const json_t *doc, struct gp_rp_model *m)
 {
     struct gp_rp_section *s = &m->sec[GP_RP_SEC_GPU];
@@ -160,6 +178,7 @@ static void gpu_section(const json_t *doc, struct gp_rp_model *m)
     r = row(s, "activity");
     snprintf(r->v, sizeof r->v, "avg %s, p50 %s, p90 %s, p99 %s (time-weighted, source %s)", a, b2, c,
              d, src ? src : GP_RP_NA);
+    mfu_rows(t, s);
 }
 
 static void steps_section(const json_t *doc, struct gp_rp_model *m)

@@ -80,6 +80,8 @@ struct gp_history {
     int32_t world_size;
 
     struct gp_jobmodel_steps steps; /* the step stream, reduced (query/jobmodel.h) */
+    double flops_token, flops_sample; /* the model record; 0 not said */
+    int precision;                    /* -1 not said */
 
     /* status line: steps seen at the last status, for the rate */
     double rate_t;
@@ -116,6 +118,7 @@ struct gp_history *gp_history_new(const struct gp_history_options *o)
     h->start_s = wall_s();
     h->width = 1;
     h->world_size = -1;
+    h->precision = -1;
     gp_jobmodel_steps_init(&h->steps);
     h->steps.steps = h->steps.seconds = 0; /* gpulse run sees the whole stream */
     gp_jobmodel_gpus_init(&h->act);
@@ -408,6 +411,15 @@ void gp_history_step(struct gp_history *h, const struct gp_history_step *s)
     pthread_mutex_unlock(&h->mu);
 }
 
+void gp_history_model(struct gp_history *h, double flops_token, double flops_sample, int precision)
+{
+    pthread_mutex_lock(&h->mu);
+    h->flops_token = flops_token;
+    h->flops_sample = flops_sample;
+    h->precision = precision;
+    pthread_mutex_unlock(&h->mu);
+}
+
 void gp_history_finish(struct gp_history *h, double end_s, int status, const struct rusage *ru)
 {
     pthread_mutex_lock(&h->mu);
@@ -536,6 +548,36 @@ static json_t *gpus_json(const struct gp_history *h, struct gp_jobmodel_gpu *mg)
     return a;
 }
 
+/* MFU from the model record, the throughput and the GPUs' models. */
+static void put_mfu(const struct gp_history *h, const struct gp_jobmodel_step_figures *sf, double activity,
+                    json_t *t)
+{
+    const char *models[MAX_GPUS];
+    for (unsigned i = 0; i < h->ngpus; i++)
+        models[i] = h->gpus[i].model;
+    const struct wavg *w[] = {&h->tensor, &h->dram, &h->link};
+    double hw[3];
+    for (int i = 0; i < 3; i++)
+        hw[i] = w[i]->dt > 0 ? w[i]->sum / w[i]->dt : NAN;
+    struct gp_jobmodel_mfu_in in = {
+        .flops_token = h->flops_token, .flops_sample = h->flops_sample, .precision = h->precision,
+        .tokens_per_second = sf->tokens_per_second, .samples_per_second = sf->samples_per_second,
+        .models = models, .ngpus = h->ngpus,
+        .activity = activity, .tensor_active = hw[0], .dram_active = hw[1], .link_busy = hw[2],
+    };
+    struct gp_jobmodel_mfu m;
+    gp_jobmodel_mfu(&in, &m);
+    const char *prec = h->precision >= 0 ? gp_precision_name((enum gp_precision)h->precision) : NULL;
+    json_object_set_new(t, "precision", prec ? json_string(prec) : json_null());
+    json_object_set_new(t, "model_flops_per_token", num(h->flops_token > 0 ? h->flops_token : NAN));
+    json_object_set_new(t, "model_flops_per_sample", num(h->flops_sample > 0 ? h->flops_sample : NAN));
+    json_object_set_new(t, "model_flops_per_second", num(m.achieved_flops_per_second));
+    json_object_set_new(t, "peak_flops_per_second", num(m.peak_flops_per_second));
+    json_object_set_new(t, "mfu", num(m.mfu));
+    json_object_set_new(t, "mfu_reason", m.why[0] ? json_string(m.why) : json_null());
+    json_object_set_new(t, "mfu_gap", m.gap[0] ? json_string(m.gap) : json_null());
+}
+
 static json_t *totals_json(const struct gp_history *h, double wall, json_t *gpus_out)
 {
     json_t *t = json_object();
@@ -596,6 +638,7 @@ static json_t *totals_json(const struct gp_history *h, double wall, json_t *gpus
     json_object_set_new(t, "loss_first", num(sf.loss_first));
     json_object_set_new(t, "loss_last", num(sf.loss_last));
     json_object_set_new(t, "loss_min", num(sf.loss_min));
+    put_mfu(h, &sf, gf.activity_avg, t);
     json_object_set_new(t, "price_per_gpu_hour", num(gf.price_per_gpu_hour));
     json_object_set_new(t, "cost", num(gf.cost));
     json_object_set_new(t, "cost_idle", num(gf.cost_idle));
@@ -666,6 +709,16 @@ json_t *gp_history_document(struct gp_history *h)
     json_object_set_new(d, "world_size", world > 0 ? json_integer(world) : json_null());
     json_t *gpus = json_array();
     json_t *totals = totals_json(h, wall, gpus);
+    /* A rank's MFU: one rank is the whole job; with several, the records
+     * (which carry no rank) cannot be split between them. */
+    for (size_t i = 0; i < json_array_size(ranks); i++) {
+        json_t *o = json_array_get(ranks, i);
+        bool one = h->nranks == 1;
+        json_object_set(o, "mfu", one ? json_object_get(totals, "mfu") : json_null());
+        json_object_set_new(o, "mfu_reason",
+                            one ? json_incref(json_object_get(totals, "mfu_reason"))
+                                : json_string("gpulse run's step records do not say their rank"));
+    }
     json_object_set_new(d, "gpus", gpus);
     json_object_set_new(d, "totals", totals);
     json_object_set_new(d, "series", series_json(h));

@@ -61,6 +61,10 @@ void gp_history_frame(struct gp_history *h, const struct gp_frame *f);
 /* Records one step. */
 void gp_history_step(struct gp_history *h, const struct gp_history_step *s);
 
+/* The model the job trains (a model record, for MFU): FLOPs per token and
+ * per sample (<= 0: not said) and its precision (enum gp_precision). */
+void gp_history_model(struct gp_history *h, double flops_token, double flops_sample, int precision);
+
 /* The command ended at end_s with waitpid status and its rusage (its
  * waited-for descendants included): exact CPU time and peak RSS. */
 void gp_history_finish(struct gp_history *h, double end_s, int status, const struct rusage *ru);

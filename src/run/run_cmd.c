@@ -42,6 +42,7 @@
 #include "sources/steps_proto.h"
 
 #include <errno.h>
+#include <math.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
@@ -109,6 +110,12 @@ static void on_step(void *ctx, uint32_t pid, const struct gp_steps_record *rec)
 {
     (void)pid;
     struct run *r = ctx;
+    if (rec->kind == GP_STEPS_MODEL) {
+        double fpt = gp_steps_flops_per_token(rec);
+        gp_history_model(r->hist, isfinite(fpt) ? fpt : 0,
+                         rec->has & GP_SK_FLOPS_SAMPLE ? rec->flops_sample : 0, (int)rec->precision);
+        return;
+    }
     if (rec->kind != GP_STEPS_STEP)
         return;
     struct gp_history_step s = {

@@ -330,6 +330,11 @@ struct gp_step_stats {
     bool loss_valid;
     double loss;              /* the last loss reported */
     uint64_t target_steps;    /* steps the job means to run; 0: not said */
+    /* the model record (MFU): FLOPs per token (6·N from a parameter
+     * count) and per sample, 0 when not said; its precision
+     * (enum gp_precision) */
+    double model_flops_token, model_flops_sample;
+    int model_precision;
     int64_t last_ms;          /* wall clock of the last record */
     uint64_t lost_total;      /* records lost: unsent by the client, or missing by sequence */
     unsigned nalloc;

@@ -105,7 +105,7 @@ static bool apply(struct gp_steps_record *r, struct tok k, struct tok v)
 {
     enum gp_steps_kind kind = r->kind;
     bool step = kind == GP_STEPS_STEP, mem = kind == GP_STEPS_MEM;
-    bool named = kind == GP_STEPS_META || kind == GP_STEPS_END;
+    bool named = kind == GP_STEPS_META || kind == GP_STEPS_END, model = kind == GP_STEPS_MODEL;
     uint32_t bit = 0;
     bool ok = true;
     if (tok_is(k, "seq"))
@@ -146,6 +146,17 @@ static bool apply(struct gp_steps_record *r, struct tok k, struct tok v)
         bit = GP_SK_WORLD, ok = parse_i32(v, 1, &r->world);
     else if (kind == GP_STEPS_END && tok_is(k, "status"))
         bit = GP_SK_STATUS, ok = parse_i32(v, 0, &r->status);
+    else if (model && tok_is(k, "flops_token"))
+        bit = GP_SK_FLOPS_TOKEN, ok = parse_double(v, false, &r->flops_token) && r->flops_token > 0;
+    else if (model && tok_is(k, "flops_sample"))
+        bit = GP_SK_FLOPS_SAMPLE, ok = parse_double(v, false, &r->flops_sample) && r->flops_sample > 0;
+    else if (model && tok_is(k, "params"))
+        bit = GP_SK_PARAMS, ok = parse_double(v, false, &r->params) && r->params > 0 &&
+                            r->params < 1e300; /* 6·N stays finite */
+    else if (model && tok_is(k, "mode"))
+        bit = GP_SK_MODE, ok = tok_is(v, "train") || tok_is(v, "infer"), r->infer = tok_is(v, "infer");
+    else if (model && tok_is(k, "precision"))
+        bit = GP_SK_PRECISION, ok = gp_precision_parse(v.p, v.n, &r->precision);
     else
         return true; /* unknown key: skipped */
     if (!ok || (r->has & bit))
@@ -165,6 +176,9 @@ static int parse_line(const char *p, size_t n, struct gp_steps_record *r)
     memset(r, 0, offsetof(struct gp_steps_record, job));
     r->job[0] = '\0';
     r->rank = r->world = -1;
+    r->flops_token = r->flops_sample = r->params = 0;
+    r->infer = false;
+    r->precision = GP_PREC_BF16;
     size_t i = 0;
     bool first = true;
     while (i < n) {
@@ -186,6 +200,8 @@ static int parse_line(const char *p, size_t n, struct gp_steps_record *r)
                 r->kind = GP_STEPS_META;
             else if (tok_is(t, "end"))
                 r->kind = GP_STEPS_END;
+            else if (tok_is(t, "model"))
+                r->kind = GP_STEPS_MODEL;
             else if (ident(t))
                 r->kind = GP_STEPS_OTHER;
             else
@@ -210,7 +226,19 @@ static int parse_line(const char *p, size_t n, struct gp_steps_record *r)
         r->wait = r->dur;
     if (r->kind == GP_STEPS_MEM && !(r->has & GP_SK_DEV))
         return -1;
+    if (r->kind == GP_STEPS_MODEL &&
+        (!(r->has & GP_SK_PRECISION) || !(r->has & (GP_SK_FLOPS_TOKEN | GP_SK_FLOPS_SAMPLE | GP_SK_PARAMS))))
+        return -1;
     return 1;
+}
+
+double gp_steps_flops_per_token(const struct gp_steps_record *r)
+{
+    if (r->has & GP_SK_FLOPS_TOKEN)
+        return r->flops_token;
+    if (r->has & GP_SK_PARAMS)
+        return (r->infer ? 2.0 : 6.0) * r->params;
+    return NAN;
 }
 
 unsigned gp_steps_parse(const char *data, size_t len, gp_steps_record_fn fn, void *ctx,

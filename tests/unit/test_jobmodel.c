@@ -97,6 +97,136 @@ static void test_figures(void)
     CHECK_INT(gp_jobmodel_world_size(-1, 2), -1);
 }
 
+/* ---- MFU ---- */
+
+/* Model FLOPs utilization against a hand computation from the declared
+ * FLOPs and the data-sheet peaks (H100 SXM: 989.4 dense bf16 TFLOP/s,
+ * 1978.9 fp8). */
+static void test_mfu_arithmetic(void)
+{
+    const char *h100[8];
+    for (int i = 0; i < 8; i++)
+        h100[i] = "NVIDIA H100 80GB HBM3"; /* the driver's name */
+    /* a 7B model training in bf16 on 8 H100s at 120,000 tokens/s */
+    struct gp_jobmodel_mfu_in in = {.flops_token = 6 * 7e9, .flops_sample = NAN, .precision = GP_PREC_BF16,
+                                    .tokens_per_second = 120000, .samples_per_second = 30,
+                                    .models = h100, .ngpus = 8, .activity = NAN, .tensor_active = NAN,
+                                    .dram_active = NAN, .link_busy = NAN};
+    struct gp_jobmodel_mfu m;
+    gp_jobmodel_mfu(&in, &m);
+    CHECK_DBL(m.achieved_flops_per_second, 5.04e15, 1);
+    CHECK_DBL(m.peak_flops_per_second, 8 * 989.4e12, 1);
+    CHECK_DBL(m.mfu, 5.04e15 / 7.9152e15, 1e-12); /* 0.6368 */
+    CHECK_STR(m.per, "token");
+    CHECK_STR(m.why, "");
+    CHECK_STR(m.gap, "");
+    /* the same job in fp8: half the MFU against twice the peak */
+    in.precision = GP_PREC_FP8;
+    gp_jobmodel_mfu(&in, &m);
+    CHECK_DBL(m.mfu, 5.04e15 / (8 * 1978.9e12), 1e-12);
+    /* per sample when only that was declared: 30 samples/s x 1.68e11 */
+    in.precision = GP_PREC_BF16;
+    in.flops_token = NAN;
+    in.flops_sample = 1.68e11;
+    gp_jobmodel_mfu(&in, &m);
+    CHECK_STR(m.per, "sample");
+    CHECK_DBL(m.mfu, 30 * 1.68e11 / 7.9152e15, 1e-12);
+    /* a mixed job sums its GPUs' peaks: one H100 and one A100 (312) */
+    const char *mixed[2] = {"H100", "NVIDIA A100-SXM4-80GB"};
+    in.models = mixed;
+    in.ngpus = 2;
+    gp_jobmodel_mfu(&in, &m);
+    CHECK_DBL(m.peak_flops_per_second, (989.4 + 312) * 1e12, 1);
+
+    /* n/a, each with its reason */
+    struct {
+        double ft, fs, tps;
+        int prec;
+        const char *model;
+        size_t ngpus;
+        const char *why;
+    } na[] = {
+        {NAN, NAN, 100, GP_PREC_BF16, "H100", 1, "no model FLOPs declared (a model record: gpulse.model())"},
+        {1e9, NAN, NAN, GP_PREC_BF16, "H100", 1, "the steps reported no tokens"},
+        {1e9, NAN, 100, -1, "H100", 1, "no precision declared"},
+        {1e9, NAN, 100, GP_PREC_BF16, "H100", 0, "the job held no GPU"},
+        {1e9, NAN, 100, GP_PREC_BF16, "NVIDIA Quadro K600", 1,
+         "GPU model 'NVIDIA Quadro K600' is not in the model table"},
+        {1e9, NAN, 100, GP_PREC_BF16, "V100", 1, "the model table has no bf16 peak for the V100"},
+        {1e9, NAN, 100, GP_PREC_FP8, "A100", 1, "the model table has no fp8 peak for the A100"},
+    };
+    for (size_t i = 0; i < sizeof na / sizeof na[0]; i++) {
+        struct gp_jobmodel_mfu_in x = {.flops_token = na[i].ft, .flops_sample = na[i].fs,
+                                       .precision = na[i].prec, .tokens_per_second = na[i].tps,
+                                       .samples_per_second = NAN, .models = &na[i].model,
+                                       .ngpus = na[i].ngpus, .activity = 0.9, .tensor_active = NAN,
+                                       .dram_active = NAN, .link_busy = NAN};
+        gp_jobmodel_mfu(&x, &m);
+        CHECK(isnan(m.mfu));
+        CHECK_STR(m.why, na[i].why);
+        CHECK_STR(m.gap, ""); /* nothing to explain without an MFU */
+    }
+}
+
+/* Activity high, MFU low: the gap explained by the hardware's figures. */
+static void test_mfu_gap(void)
+{
+    const char *one = "H100";
+    struct gp_jobmodel_mfu_in in = {.flops_token = 1e9, .flops_sample = NAN, .precision = GP_PREC_BF16,
+                                    .tokens_per_second = 98940, /* 1e14 FLOP/s: MFU 0.101 */
+                                    .samples_per_second = NAN, .models = &one, .ngpus = 1,
+                                    .activity = 0.95, .tensor_active = NAN, .dram_active = NAN,
+                                    .link_busy = NAN};
+    struct gp_jobmodel_mfu m;
+    gp_jobmodel_mfu(&in, &m);
+    CHECK(strstr(m.gap, "GPU activity 95% but MFU 10.0%: ") == m.gap);
+    CHECK(strstr(m.gap, "small kernels"));
+    in.link_busy = 0.8;
+    gp_jobmodel_mfu(&in, &m);
+    CHECK(strstr(m.gap, "communication: the links are 80% busy"));
+    in.link_busy = 0.1, in.dram_active = 0.7;
+    gp_jobmodel_mfu(&in, &m);
+    CHECK(strstr(m.gap, "memory-bound: DRAM is 70% busy"));
+    in.dram_active = 0.1, in.tensor_active = 0.05;
+    gp_jobmodel_mfu(&in, &m);
+    CHECK(strstr(m.gap, "tensor cores busy only 5%"));
+    /* no gap: activity low too, or MFU near it */
+    in.activity = 0.15;
+    gp_jobmodel_mfu(&in, &m);
+    CHECK_STR(m.gap, "");
+    in.activity = 0.9, in.tokens_per_second = 98940 * 5; /* MFU 0.505 */
+    gp_jobmodel_mfu(&in, &m);
+    CHECK_STR(m.gap, "");
+}
+
+/* The per-precision peaks of the model table (gpumodels.c's sources). */
+static void test_peaks_by_precision(void)
+{
+    const struct gp_gpumodel *h = gp_gpumodel_find("NVIDIA H100 80GB HBM3");
+    CHECK_DBL(gp_gpumodel_peak_tflops(h, GP_PREC_BF16), 989.4, 0);
+    CHECK_DBL(gp_gpumodel_peak_tflops(h, GP_PREC_FP16), 989.4, 0);
+    CHECK_DBL(gp_gpumodel_peak_tflops(h, GP_PREC_FP8), 1978.9, 0);
+    CHECK_DBL(gp_gpumodel_peak_tflops(h, GP_PREC_TF32), 494.7, 0);
+    CHECK_DBL(gp_gpumodel_peak_tflops(h, GP_PREC_FP32), 67, 0);
+    CHECK_DBL(gp_gpumodel_peak_tflops(gp_gpumodel_find("MI300X"), GP_PREC_FP8), 2614.9, 0);
+    CHECK_DBL(gp_gpumodel_peak_tflops(gp_gpumodel_find("V100"), GP_PREC_FP16), 125, 0);
+    CHECK_DBL(gp_gpumodel_peak_tflops(gp_gpumodel_find("V100"), GP_PREC_BF16), 0, 0);
+    CHECK_DBL(gp_gpumodel_peak_tflops(NULL, GP_PREC_BF16), 0, 0);
+    /* every row: dense fp8 about 2x fp16, tf32 about half of it,
+     * the ordering of every data sheet (a sparse figure would break it) */
+    for (size_t i = 0; i < gp_gpumodel_count(); i++) {
+        const struct gp_gpumodel *m = gp_gpumodel_at(i);
+        double bf = gp_gpumodel_peak_tflops(m, GP_PREC_FP16), tf = gp_gpumodel_peak_tflops(m, GP_PREC_TF32),
+               f8 = gp_gpumodel_peak_tflops(m, GP_PREC_FP8);
+        if (!(tf <= bf * 0.51 + 1e-9 && f8 <= bf * 2.05 && gp_gpumodel_peak_tflops(m, GP_PREC_FP32) > 0))
+            gp_test_fail(__FILE__, __LINE__, "%s: fp16 %g, tf32 %g, fp8 %g", m->short_name, bf, tf, f8);
+    }
+    enum gp_precision p;
+    CHECK(gp_precision_parse("fp8", 3, &p) && p == GP_PREC_FP8);
+    CHECK(!gp_precision_parse("fp8x", 4, &p) && !gp_precision_parse("FP8", 3, &p));
+    CHECK_STR(gp_precision_name(GP_PREC_TF32), "tf32");
+}
+
 /* ---- one stream, two paths ---- */
 
 /* The steps source's counters of one process, as its series carry them. */
@@ -112,6 +242,8 @@ struct feed {
 static void on_record(void *ctx, const struct gp_steps_record *r)
 {
     struct feed *f = ctx;
+    if (r->kind == GP_STEPS_MODEL) /* as run_cmd.c's observer */
+        gp_history_model(f->h, gp_steps_flops_per_token(r), 0, (int)r->precision);
     if (r->kind != GP_STEPS_STEP)
         return;
     struct gp_history_step s = {
@@ -165,6 +297,11 @@ static void append(struct gp_storage *st, const double *t, struct counters *v, s
         rw_batch_add(&b, "gpulse_job_info", "job=" JOB ";Hostname=n1;scheme=gpulse_run;command=" CMD,
                      t + k, one, m);
         rw_batch_add(&b, "gpulse_job_gpus", "job=" JOB ";Hostname=n1", t + k, zero, m); /* none held */
+        double flops[RW_BATCH_SAMPLES];
+        for (size_t i = 0; i < m; i++)
+            flops[i] = 6e6; /* the model record below, as the agent renders it */
+        rw_batch_add(&b, "gpulse_job_model_flops", "job=" JOB ";Hostname=n1;pid=4242;per=token;precision=fp16",
+                     t + k, flops, m);
         struct gp_batch rq = rw_batch_request(&b);
         struct gp_append_result res;
         char err[256];
@@ -228,7 +365,7 @@ static void test_one_stream_two_paths(void)
     static struct counters cs[NSTEPS + 2];
     size_t ns = 0;
     char dgram[GP_STEPS_DGRAM_MAX];
-    size_t len = 0;
+    size_t len = (size_t)snprintf(dgram, sizeof dgram, "model params=1e6 precision=fp16\n");
     for (int i = 0; i <= NSTEPS; i++) {
         double te = t;
         char line[160] = "";
@@ -285,7 +422,9 @@ static void test_one_stream_two_paths(void)
                           "totals.data_wait_ratio", "totals.gpu_seconds", "totals.gpu_hours",
                           "totals.activity_avg", "totals.activity_p50", "totals.peak_gpu_memory_bytes",
                           "totals.cost", "totals.price_per_gpu_hour", "totals.currency", "totals.loss_last",
-                          "totals.loss_min", "totals.cost_idle", "totals.cost_unused_compute"};
+                          "totals.loss_min", "totals.cost_idle", "totals.cost_unused_compute",
+                          "totals.precision", "totals.model_flops_per_token", "totals.mfu",
+                          "totals.mfu_reason", "ranks.0.mfu", "ranks.0.mfu_reason"};
     for (size_t i = 0; i < sizeof sums / sizeof sums[0]; i++)
         same(local, server, sums[i], 1e-9);
     /* 300 steps of 0.1 s and 100 of 0.04, the latter all wait. */
@@ -306,8 +445,82 @@ static void test_one_stream_two_paths(void)
     gp_history_free(f.h);
 }
 
+/* The server's job document computes MFU from the stored series: the
+ * model record's gpulse_job_model_flops, the token counters, the GPUs'
+ * modelName; here a 1.3B model on two ranks of one H100 each, rank 0 at
+ * 4096 tokens/s and rank 1 (a straggler) at 2048. */
+static void test_mfu_server_document(void)
+{
+    struct gp_storage *st = sopen_tmp();
+    static struct rw_batch b;
+    double t0 = (double)(time(NULL) / 10 * 10 - 600);
+    for (int k = 0; k < 60; k += RW_BATCH_SAMPLES) {
+        double t[RW_BATCH_SAMPLES], steps[RW_BATCH_SAMPLES], secs[RW_BATCH_SAMPLES], tok[2][RW_BATCH_SAMPLES],
+            util[RW_BATCH_SAMPLES], flops[RW_BATCH_SAMPLES];
+        size_t m = 0;
+        for (int i = k; i < 60 && m < RW_BATCH_SAMPLES; i++, m++) {
+            t[m] = t0 + i;
+            steps[m] = i, secs[m] = i, util[m] = 97, flops[m] = 6 * 1.3e9;
+            tok[0][m] = 4096.0 * i, tok[1][m] = 2048.0 * i;
+        }
+        memset(&b, 0, sizeof b);
+        for (int r = 0; r < 2; r++) {
+            char lab[96], gpu[128], fl[160];
+            snprintf(lab, sizeof lab, "job=mfu-1;rank=%d;Hostname=n1;pid=%d", r, 7 + r);
+            snprintf(fl, sizeof fl, "%s;per=token;precision=bf16", lab);
+            snprintf(gpu, sizeof gpu, "job=mfu-1;rank=%d;Hostname=n1;gpu=%d;modelName=NVIDIA H100 80GB HBM3", r, r);
+            rw_batch_add(&b, "gpulse_job_steps_total", lab, t, steps, m);
+            rw_batch_add(&b, "gpulse_job_step_seconds_total", lab, t, secs, m);
+            rw_batch_add(&b, "gpulse_job_tokens_total", lab, t, tok[r], m);
+            rw_batch_add(&b, "gpulse_job_model_flops", fl, t, flops, m);
+            rw_batch_add(&b, "DCGM_FI_DEV_GPU_UTIL", gpu, t, util, m);
+        }
+        struct gp_batch rq = rw_batch_request(&b);
+        struct gp_append_result res;
+        char err[256];
+        CHECK_INT(gp_storage_append(st, &rq, &res, err, sizeof err), GP_OK);
+    }
+    struct gp_jobdoc_rank ranks[2] = {
+        {.node = "n1", .rank = 0, .local_rank = 0, .world_size = 2},
+        {.node = "n1", .rank = 1, .local_rank = 1, .world_size = 2},
+    };
+    struct gp_jobdoc_in in = {
+        .id = "mfu-1", .scheme = "torchelastic", .state = "finished", .start_ms = (int64_t)(t0 * 1000),
+        .end_ms = (int64_t)((t0 + 60) * 1000), .range_end_ms = (int64_t)((t0 + 60) * 1000),
+        .exit_status = 0, .ranks = ranks, .nranks = 2,
+    };
+    struct gp_buf out;
+    gp_buf_init(&out, 0);
+    char err[256];
+    CHECK_INT(gp_jobdoc_write(st, &in, &out, err, sizeof err), GP_OK);
+    json_error_t je;
+    json_t *doc = json_loads(out.data, 0, &je);
+    if (!doc)
+        gp_test_fail(__FILE__, __LINE__, "not JSON: %s", je.text);
+    CHECK_DBL(json_number_value(at(doc, "totals.tokens_per_second")), 6144, 1e-9);
+    CHECK_STR(json_string_value(at(doc, "totals.precision")), "bf16");
+    CHECK_DBL(json_number_value(at(doc, "totals.model_flops_per_token")), 7.8e9, 0);
+    CHECK_DBL(json_number_value(at(doc, "totals.peak_flops_per_second")), 2 * 989.4e12, 1);
+    CHECK_DBL(json_number_value(at(doc, "totals.mfu")), 6 * 1.3e9 * 6144 / (2 * 989.4e12), 1e-9);
+    CHECK(json_is_null(at(doc, "totals.mfu_reason")));
+    /* each rank on its own GPU: the straggler has half the MFU */
+    CHECK_DBL(json_number_value(at(doc, "ranks.0.mfu")), 6 * 1.3e9 * 4096 / 989.4e12, 1e-9);
+    CHECK_DBL(json_number_value(at(doc, "ranks.1.mfu")), 6 * 1.3e9 * 2048 / 989.4e12, 1e-9);
+    CHECK(json_is_null(at(doc, "ranks.1.mfu_reason")));
+    /* 97 % active and 2.4 % MFU: the gap is explained */
+    const char *gap = json_string_value(at(doc, "totals.mfu_gap"));
+    CHECK(gap && strstr(gap, "GPU activity 97% but MFU 2.4%"));
+    json_decref(doc);
+    gp_buf_free(&out);
+    gp_storage_close(st);
+}
+
 const struct gp_test gp_tests_jobmodel[] = {
     {"figures", test_figures},
+    {"mfu_arithmetic", test_mfu_arithmetic},
+    {"mfu_gap", test_mfu_gap},
+    {"peaks_by_precision", test_peaks_by_precision},
     {"one_stream_two_paths", test_one_stream_two_paths},
+    {"mfu_server_document", test_mfu_server_document},
     {0},
 };
