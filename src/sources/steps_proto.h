@@ -28,7 +28,16 @@
 
 #define GP_STEPS_DGRAM_MAX 4096
 
-enum gp_steps_kind { GP_STEPS_STEP, GP_STEPS_MEM, GP_STEPS_META, GP_STEPS_END, GP_STEPS_OTHER };
+enum gp_steps_kind {
+    GP_STEPS_STEP,
+    GP_STEPS_MEM,
+    GP_STEPS_META,
+    GP_STEPS_END,
+    GP_STEPS_PHASE,
+    GP_STEPS_OTHER
+};
+
+#define GP_STEPS_PHASE_LEN 33 /* a phase name: 1..32 of [a-z0-9_], a letter or _ first */
 
 /* Which optional keys a record carried (bits of gp_steps_record.has). */
 enum gp_steps_key {
@@ -50,6 +59,7 @@ enum gp_steps_key {
     GP_SK_RANK = 1u << 15,
     GP_SK_WORLD = 1u << 16,
     GP_SK_STATUS = 1u << 17,
+    GP_SK_NAME = 1u << 18,
 };
 
 /*
@@ -62,6 +72,8 @@ enum gp_steps_key {
  *   meta: target (steps), job (1..GP_JOB_LEN-1 printable bytes), rank
  *         (>= 0), world (>= 1)
  *   end:  status (0..INT32_MAX), t, and job/rank/world as meta
+ *   phase: name (required, GP_STEPS_PHASE_LEN), dur (required, seconds
+ *         >= 0: the phase's length), t (its end, epoch seconds)
  */
 struct gp_steps_record {
     enum gp_steps_kind kind;
@@ -75,6 +87,7 @@ struct gp_steps_record {
     char job[GP_JOB_LEN];
     int32_t rank, world;      /* -1 when absent */
     int32_t status;
+    char name[GP_STEPS_PHASE_LEN]; /* a phase's */
 };
 
 /* Called once per good record; r is valid only during the call. */
