@@ -214,6 +214,9 @@ class Client:
                 rest += " wait=" + wait
             self._n = n if type(n) is int and n >= 0 else self._n + 1
             self._add("step", " n=%d dur=%r t=%.6f%s" % (self._n, d, wall, rest))
+            # the next wait starts when this call returns: sending is not
+            # the loader's time
+            self._prev_end = _perf()
 
     def memory(self, device=None):
         """Reports torch.cuda's allocator (allocated, reserved, peak bytes)
@@ -243,14 +246,13 @@ class Client:
         d = _num(duration)
         if d is None:
             return
-        now = _perf()
         wall = time.time()
         with self._lock:
             if self._pid != os.getpid():
                 self._reset()
-            if self._prev_end is not None:
-                self._prev_end = now
             self._add("phase", " name=%s dur=%s t=%.6f" % (name, d, wall))
+            if self._prev_end is not None:
+                self._prev_end = _perf()
 
     def report_memory(self, device, allocated, reserved, peak):
         """Allocator bytes of one device, from any framework."""

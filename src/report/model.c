@@ -231,10 +231,11 @@ static void goodput_section(const json_t *doc, struct gp_rp_model *m)
     for (size_t i = 0; big && i < sizeof parts / sizeof parts[0]; i++)
         if (!strcmp(big, parts[i][0]))
             bigname = parts[i][1];
-    snprintf(row(s, "goodput")->v, 512, "%s of %s over %s attempt%s (last step %s); biggest badput: %s",
+    snprintf(row(s, "goodput")->v, 512, "%s of %s over %s attempt%s (last step %s)",
              gp_rp_fmt_pct(a, sizeof a, hr, ratio), gp_rp_fmt_short(b2, sizeof b2, true, wall),
              gp_rp_fmt_count(c, sizeof c, hn, n), hn && n == 1 ? "" : "s",
-             gp_rp_fmt_count(d, sizeof d, hl, last), bigname ? bigname : "none");
+             gp_rp_fmt_count(d, sizeof d, hl, last));
+    snprintf(row(s, "top badput")->v, 512, "%s", bigname ? bigname : "none");
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
         double v;
         bool ok = gp_rp_num(secs, parts[i][0], &v);
