@@ -337,6 +337,62 @@ static void test_client_measures_wait(void)
     close(rfd);
 }
 
+struct phase_got {
+    unsigned n;
+    struct gp_steps_record r[4];
+};
+
+static void phase_collect(void *ctx, const struct gp_steps_record *r)
+{
+    struct phase_got *g = ctx;
+    if (g->n < 4)
+        g->r[g->n++] = *r;
+}
+
+/* gpulse_phase: a record the parser takes (name, dur, t), a name the
+ * protocol would refuse is not sent, and a phase between two steps is not
+ * counted in the next step's data wait. */
+static void test_client_phase(void)
+{
+    const char *path = sock_path("phase.sock");
+    int rfd = socket(AF_UNIX, SOCK_DGRAM, 0);
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    snprintf(a.sun_path, sizeof a.sun_path, "%s", path);
+    CHECK_INT(bind(rfd, (struct sockaddr *)&a, sizeof a), 0);
+    setenv("GPULSE_STEPS_SOCKET", path, 1);
+    struct gpulse_steps g;
+    CHECK_INT(gpulse_steps_open(&g), 0);
+    char buf[GP_STEPS_DGRAM_MAX];
+    gpulse_step(&g, 1, 0.01, 1, GPULSE_UNSET, GPULSE_UNSET, GPULSE_UNSET);
+    gpulse_flush(&g);
+    CHECK(recv(rfd, buf, sizeof buf, 0) > 0);
+    struct timespec ckpt = {0, 60000000}; /* a 60 ms checkpoint */
+    nanosleep(&ckpt, NULL);
+    gpulse_phase(&g, "checkpoint", 0.06);
+    gpulse_phase(&g, "Bad-Name", 1);  /* not sent */
+    gpulse_phase(&g, "eval", -1);     /* not sent */
+    gpulse_step(&g, 2, 0.01, 1, GPULSE_UNSET, GPULSE_UNSET, GPULSE_UNSET);
+    gpulse_flush(&g);
+    /* the phase went at once (20 ms since the last send), the step after */
+    struct phase_got got = {0};
+    unsigned bad = 0;
+    for (int i = 0; i < 2 && got.n < 2; i++) {
+        ssize_t n = recv(rfd, buf, sizeof buf, 0);
+        CHECK(n > 0);
+        gp_steps_parse(buf, (size_t)n, phase_collect, &got, &bad);
+    }
+    CHECK_INT(got.n, 2);
+    CHECK_INT(bad, 0);
+    CHECK_INT(got.r[0].kind, GP_STEPS_PHASE);
+    CHECK_STR(got.r[0].name, "checkpoint");
+    CHECK_DBL(got.r[0].dur, 0.06, 1e-9);
+    CHECK(got.r[0].has & GP_SK_T);
+    CHECK_INT(got.r[1].kind, GP_STEPS_STEP);
+    CHECK(got.r[1].wait < 0.03); /* the 60 ms are the phase's, not the loader's */
+    gpulse_close(&g);
+    close(rfd);
+}
+
 /* A burst through the real source: each record is received or reported
  * lost, none vanishes, none is counted twice. */
 static void test_burst_everything_accounted(void)
@@ -467,6 +523,7 @@ const struct gp_test gp_tests_steps[] = {
     {"leftover_replaced_live_kept", test_leftover_replaced_live_kept},
     {"full_queue_does_not_block_the_client", test_full_queue_does_not_block_the_client},
     {"client_measures_wait", test_client_measures_wait},
+    {"client_phase", test_client_phase},
     {"burst_everything_accounted", test_burst_everything_accounted},
     {"eviction_of_gone_and_ended_senders", test_eviction_of_gone_and_ended_senders},
     {"observer_sees_every_good_record", test_observer_sees_every_good_record},
