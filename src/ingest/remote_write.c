@@ -804,6 +804,35 @@ static int series_check(const struct gp_rw_series *ser)
     return GP_OK;
 }
 
+int gp_rw_check(const struct gp_rw_request *req, size_t *size, char *err, size_t errlen)
+{
+    *size = 0;
+    if (req->nseries > GP_RW_MAX_SERIES)
+        return gp_seterr(err, errlen, GP_ETOOBIG, "%zu series: at most %d in one request", req->nseries,
+                         GP_RW_MAX_SERIES);
+    size_t total = 0;
+    for (size_t i = 0; i < req->nseries; i++) {
+        const struct gp_rw_series *ser = &req->series[i];
+        if (ser->nlabels > GP_RW_MAX_LABELS)
+            return gp_seterr(err, errlen, GP_ETOOBIG, "series %zu has %zu labels: at most %d", i,
+                             ser->nlabels, GP_RW_MAX_LABELS);
+        for (size_t j = 0; j < ser->nlabels; j++) {
+            const struct gp_rw_label *l = &ser->labels[j];
+            const char *why = "empty label value";
+            int rc = l->value.len ? check_label(l, &why) : GP_EPARSE;
+            if (!rc && j && cmp_str(&ser->labels[j - 1].name, &l->name) >= 0)
+                rc = GP_EPARSE, why = "labels not sorted by name, or a name given twice";
+            if (rc)
+                return gp_seterr(err, errlen, rc, "series %zu, label %zu: %s", i, j, why);
+        }
+        if (!ser->nlabels)
+            return gp_seterr(err, errlen, GP_EPARSE, "series %zu has no labels", i);
+        total += field_size(series_size(ser));
+    }
+    *size = total;
+    return GP_OK;
+}
+
 static uint8_t *put_str(uint8_t *p, uint8_t key, const struct gp_rw_str *s)
 {
     *p++ = key;

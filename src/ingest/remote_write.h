@@ -96,6 +96,16 @@ int gp_rw_unmarshal(const uint8_t *pb, size_t len, struct gp_rw_request *out,
  * labels a user configures, checked before anything is sent. */
 bool gp_rw_label_valid(const char *name, size_t nlen, const char *value, size_t vlen);
 
+/*
+ * Checks a request built in memory as gp_rw_decode checks a body: the
+ * canonical form (labels sorted by name, none twice, no empty value), the
+ * names, UTF-8 values and caps; *size is its WriteRequest's encoded
+ * (uncompressed) size, for the receiver's limits. For a batch handed over
+ * in-process (`gpulse up`). Returns GP_OK, GP_EPARSE or GP_ETOOBIG, with
+ * a one-line message in err.
+ */
+int gp_rw_check(const struct gp_rw_request *req, size_t *size, char *err, size_t errlen);
+
 /* Frees what a decode allocated and zeroes *req; accepts NULL and zeroed. */
 void gp_rw_request_free(struct gp_rw_request *req);
 

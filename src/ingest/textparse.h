@@ -1,11 +1,9 @@
 /*
  * textparse.h - a parser of the Prometheus text exposition format 0.0.4.
  *
- * The agent pushes exactly what its /metrics shows: each tick the pusher
- * renders the exposition and parses it back into series with this parser,
- * so there is one source of truth for names, labels and values. It is
- * also a general, strict parser of outside data (fuzzed), following
- * Prometheus's own text parser (expfmt):
+ * A general, strict parser of outside data (fuzzed; the server's
+ * self-scrape and the tests that compare /metrics with what is pushed read
+ * with it), following Prometheus's own text parser (expfmt):
  *
  *   # HELP <name> <docstring>        docstring escapes \\ and \n only
  *   # TYPE <name> <counter|gauge|histogram|summary|untyped>

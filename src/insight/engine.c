@@ -443,6 +443,16 @@ static int route(const struct metric *m, const struct gp_store_series *s, enum c
     char v[48];
     switch (m->route) {
     case R_GPU:
+        /* the agent counts every XID; the row counts hardware XIDs only
+         * (an application's XID 13 is no reason to drain a node) */
+        if (m->row == GP_VGM_XID_TOTAL) {
+            label(s, "xid", v, sizeof v);
+            char *end;
+            double x = strtod(v, &end);
+            if (v[0] && !*end && !gp_xid_is_hardware(x))
+                return -1;
+        }
+        return m->row;
     case R_PROC:
         return m->row;
     case R_REASONS:

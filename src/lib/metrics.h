@@ -185,7 +185,7 @@ enum gp_metric_section {
     X(PUSH_LAST_SUCCESS, PUSH, "gpulse_push_last_success_timestamp_seconds", GAUGE, "target",          \
       "When the target last acknowledged a request (0: never).")                                       \
     X(PUSH_ENCODE, PUSH, "gpulse_push_encode_duration_seconds", GAUGE, "",                             \
-      "Time the last tick took to parse its exposition and encode it as remote write.")                \
+      "Time the last tick took to encode as remote write (labels added, protobuf, snappy).")           \
     X(SRV_INGESTED, SERVER, "gpulse_server_samples_ingested_total", COUNTER, "",                       \
       "Samples stored from remote write.")                                                             \
     X(SRV_DUPLICATE, SERVER, "gpulse_server_samples_duplicate_total", COUNTER, "",                     \

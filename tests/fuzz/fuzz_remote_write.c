@@ -27,6 +27,9 @@ static void check_round_trip(const struct gp_rw_request *a)
         abort(); /* whatever decodes must encode */
     struct gp_rw_request b;
     char err[256];
+    size_t size;
+    if (gp_rw_check(a, &size, err, sizeof err) != 0 || size != scratch.len)
+        abort(); /* what decodes is canonical, and the in-process check sizes it as encoded */
     if (gp_rw_decode((const uint8_t *)out.data, out.len, (size_t)64 << 20, &b, err, sizeof err))
         abort();
     if (a->nseries != b.nseries || a->nlabels_total != b.nlabels_total ||

@@ -114,6 +114,8 @@ static void fill(struct gp_storage *st)
     put(st, "gpulse_gpu_clock_event_reasons", GA ";reason=sw_power_cap", (int64_t[]){T0}, (double[]){0}, 1);
     put(st, "gpulse_gpu_xid_errors_total", GA ";xid=79", (int64_t[]){T0, T0 + 90 * S}, (double[]){1, 2}, 2);
     put(st, "gpulse_gpu_xid_errors_total", GA ";xid=48", (int64_t[]){T0 + 90 * S}, (double[]){3}, 1);
+    /* an application's XID: not summed into the hardware XIDs */
+    put(st, "gpulse_gpu_xid_errors_total", GA ";xid=13", (int64_t[]){T0}, (double[]){7}, 1);
     put(st, "DCGM_FI_DEV_SM_CLOCK", GA, (int64_t[]){T0 + 105 * S}, (double[]){1980}, 1);
     /* B: memory only from FB_USED/FB_FREE (MiB). */
     put(st, "DCGM_FI_DEV_FB_USED", GB, (int64_t[]){T0 + 105 * S}, (double[]){1024}, 1);
@@ -219,7 +221,7 @@ static void test_incremental_equals_full(void)
             put1(st, "DCGM_FI_DEV_FB_USED", GB, t, 100 + i);
         put1(st, "DCGM_FI_DEV_FB_FREE", GB, t, 1000);
         if (i % 2)
-            put1(st, "gpulse_gpu_xid_errors_total", GA ";xid=13", t - 5 * S, i);
+            put1(st, "gpulse_gpu_xid_errors_total", GA ";xid=79", t - 5 * S, i);
         /* A late sample: the tick at t runs before the sample at t - 1 s arrives. */
         CHECK_INT(gp_engine_refresh_view(inc, t, err, sizeof err), GP_OK);
         put1(st, "gpulse_job_steps_total", PA, t - 1 * S, 10.0 * i);
