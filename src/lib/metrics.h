@@ -143,6 +143,8 @@ enum gp_metric_section {
       "Exit status the process reported when it ended (128 + signal for a signal death).")             \
     X(STEP_END, STEPS, "gpulse_job_end_time_seconds", GAUGE, "@job @host pid",                         \
       "When the process reported it ended, since the epoch.")                                          \
+    X(STEP_PHASE, STEPS, "gpulse_job_phase_seconds_total", COUNTER, "@job @host pid phase",            \
+      "Time the process spent in phases between steps, by phase (checkpoint, evaluation, other).")     \
     X(STEP_ALLOCATOR, STEPS, "gpulse_job_allocator_bytes", GAUGE, "@job @host pid device kind",        \
       "Framework allocator memory the process reported, by device and kind.")                          \
     X(STEPS_DATAGRAMS, STEPS, "gpulse_steps_datagrams_total", COUNTER, "",                             \

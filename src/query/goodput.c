@@ -1,6 +1,8 @@
 /* goodput.c - the split of a rank's wall time (goodput.h). */
 #include "query/goodput.h"
 
+#include "sources/steps_proto.h"
+
 #include <math.h>
 #include <string.h>
 
@@ -36,13 +38,10 @@ void gp_goodput_step(struct gp_goodput_rank *r, double t_end, double seconds, do
 
 enum gp_goodput_part gp_goodput_phase_part(const char *name)
 {
-    static const char *const ckpt[] = {"checkpoint", "checkpoint_save", "checkpoint_load"};
-    static const char *const eval[] = {"eval", "evaluation", "validation"};
-    for (unsigned i = 0; i < 3; i++) {
-        if (!strcmp(name, ckpt[i]))
-            return GP_GOODPUT_CHECKPOINT;
-        if (!strcmp(name, eval[i]))
-            return GP_GOODPUT_EVALUATION;
+    switch (gp_steps_phase_of(name)) {
+    case GP_STEPS_PHASE_CHECKPOINT: return GP_GOODPUT_CHECKPOINT;
+    case GP_STEPS_PHASE_EVALUATION: return GP_GOODPUT_EVALUATION;
+    case GP_STEPS_PHASE_OTHER: break;
     }
     return GP_GOODPUT_OTHER;
 }

@@ -8,9 +8,9 @@
  *   startup      before its first step, less the phases before it
  *   productive   its steps' seconds, less their data wait
  *   data_wait    the data wait of its steps
- *   checkpoint   phases named checkpoint, checkpoint_save, checkpoint_load
- *   evaluation   phases named eval, evaluation, validation
- *   other        every other phase name
+ *   checkpoint   phases the protocol names checkpoint, evaluation and
+ *   evaluation   other (gp_steps_phase_of: checkpoint, checkpoint_save,
+ *   other        checkpoint_load; eval, evaluation, validation; the rest)
  *   lost         whole steps repeated after a restart: a step numbered at
  *                or below the last step seen before the restart
  *                (`resume_from`), wait included

@@ -401,7 +401,10 @@ static bool apply(struct steps *s, const struct gp_steps_record *r)
         st->exit_status = st->exit_status_valid ? r->status : -1;
         st->end_time_s = (r->has & GP_SK_T) ? r->t : (double)s->cur_ms / 1000.0;
         break;
-    case GP_STEPS_PHASE: /* goodput reads phases from the observer (gpulse run) */
+    case GP_STEPS_PHASE:
+        st->phase_valid = true;
+        st->phase_seconds_total[gp_steps_phase_of(r->name)] += r->dur;
+        break;
     case GP_STEPS_OTHER:
         break;
     }

@@ -229,6 +229,25 @@ static int parse_line(const char *p, size_t n, struct gp_steps_record *r)
     return 1;
 }
 
+enum gp_steps_phase gp_steps_phase_of(const char *name)
+{
+    static const char *const ckpt[] = {"checkpoint", "checkpoint_save", "checkpoint_load"};
+    static const char *const eval[] = {"eval", "evaluation", "validation"};
+    for (unsigned i = 0; i < 3; i++) {
+        if (!strcmp(name, ckpt[i]))
+            return GP_STEPS_PHASE_CHECKPOINT;
+        if (!strcmp(name, eval[i]))
+            return GP_STEPS_PHASE_EVALUATION;
+    }
+    return GP_STEPS_PHASE_OTHER;
+}
+
+const char *gp_steps_phase_name(enum gp_steps_phase p)
+{
+    static const char *const names[] = {"checkpoint", "evaluation", "other"};
+    return (unsigned)p < 3 ? names[p] : "other";
+}
+
 unsigned gp_steps_parse(const char *data, size_t len, gp_steps_record_fn fn, void *ctx,
                         unsigned *malformed)
 {

@@ -90,6 +90,16 @@ struct gp_steps_record {
     char name[GP_STEPS_PHASE_LEN]; /* a phase's */
 };
 
+/* What a phase name counts as (docs/jobs.md "The step protocol"). */
+enum gp_steps_phase { GP_STEPS_PHASE_CHECKPOINT, GP_STEPS_PHASE_EVALUATION, GP_STEPS_PHASE_OTHER };
+
+/* The phase a name counts as: checkpoint, checkpoint_save, checkpoint_load;
+ * eval, evaluation, validation; else other. */
+enum gp_steps_phase gp_steps_phase_of(const char *name);
+
+/* "checkpoint", "evaluation", "other": the phase label of series. */
+const char *gp_steps_phase_name(enum gp_steps_phase p);
+
 /* Called once per good record; r is valid only during the call. */
 typedef void (*gp_steps_record_fn)(void *ctx, const struct gp_steps_record *r);
 

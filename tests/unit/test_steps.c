@@ -163,6 +163,31 @@ static void test_totals_pid_and_socket_mode(void)
     gp_frame_free(&f);
 }
 
+/* Phase records sum per phase (docs/jobs.md "The step protocol"). */
+static void test_phases_summed_by_phase(void)
+{
+    const char *path = sock_path("phases.sock");
+    void *st = open_at(path, NULL);
+    send_text(path, "phase seq=1 name=checkpoint_load dur=2\n"
+                    "step seq=2 n=1 dur=0.5\n"
+                    "phase seq=3 name=eval dur=1.5\n"
+                    "phase seq=4 name=checkpoint dur=0.25\n"
+                    "phase seq=5 name=compile dur=3\n"
+                    "phase seq=6 name=validation dur=0.5\n");
+    struct gp_frame f;
+    gp_frame_init(&f);
+    sample_until_records(st, &f, 6);
+    const struct gp_step_stats *s = find_pid(&f, (uint32_t)getpid());
+    CHECK(s != NULL && s->phase_valid);
+    CHECK_DBL(s->phase_seconds_total[GP_STEPS_PHASE_CHECKPOINT], 2.25, 1e-12);
+    CHECK_DBL(s->phase_seconds_total[GP_STEPS_PHASE_EVALUATION], 2, 1e-12);
+    CHECK_DBL(s->phase_seconds_total[GP_STEPS_PHASE_OTHER], 3, 1e-12);
+    CHECK_INT(s->steps_total, 1);
+    CHECK_DBL(s->step_seconds_total, 0.5, 1e-12); /* phases are not step time */
+    gp_source_steps.close(st);
+    gp_frame_free(&f);
+}
+
 static void test_loss_from_gaps_and_lost_never_twice(void)
 {
     const char *path = sock_path("s.sock");
@@ -524,6 +549,7 @@ const struct gp_test gp_tests_steps[] = {
     {"full_queue_does_not_block_the_client", test_full_queue_does_not_block_the_client},
     {"client_measures_wait", test_client_measures_wait},
     {"client_phase", test_client_phase},
+    {"phases_summed_by_phase", test_phases_summed_by_phase},
     {"burst_everything_accounted", test_burst_everything_accounted},
     {"eviction_of_gone_and_ended_senders", test_eviction_of_gone_and_ended_senders},
     {"observer_sees_every_good_record", test_observer_sees_every_good_record},
