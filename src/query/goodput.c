@@ -18,22 +18,31 @@ void gp_goodput_rank_init(struct gp_goodput_rank *r, double start_s, double resu
 void gp_goodput_step(struct gp_goodput_rank *r, double t_end, double seconds, double wait,
                      double n)
 {
-    if (!isfinite(seconds) || seconds < 0 || !isfinite(t_end))
+    gp_goodput_interval(r, t_end, seconds, wait, n, 1);
+}
+
+void gp_goodput_interval(struct gp_goodput_rank *r, double t_end, double seconds, double wait,
+                         double n_last, double nsteps)
+{
+    if (!isfinite(seconds) || seconds < 0 || !isfinite(t_end) || !(nsteps > 0))
         return;
     double w = isfinite(wait) && wait > 0 ? (wait < seconds ? wait : seconds) : 0;
     double start = t_end - seconds;
     if (!(r->first_step_s <= start))
         r->first_step_s = start;
-    r->steps++;
-    if (n >= 0 && n > r->last_step)
-        r->last_step = n;
-    if (n >= 0 && r->resume_from >= 0 && n <= r->resume_from) {
-        /* done before the restart already: the whole step is lost work */
-        r->part[GP_GOODPUT_LOST] += seconds;
-        return;
+    r->steps += nsteps;
+    if (n_last >= 0 && n_last > r->last_step)
+        r->last_step = n_last;
+    /* the steps numbered n_last - nsteps + 1 .. n_last done before the
+     * restart already are lost work, wait included */
+    double lost = 0;
+    if (n_last >= 0 && r->resume_from >= 0) {
+        double k = r->resume_from - (n_last - nsteps);
+        lost = k <= 0 ? 0 : k >= nsteps ? 1 : k / nsteps;
     }
-    r->part[GP_GOODPUT_PRODUCTIVE] += seconds - w;
-    r->part[GP_GOODPUT_DATA_WAIT] += w;
+    r->part[GP_GOODPUT_LOST] += seconds * lost;
+    r->part[GP_GOODPUT_PRODUCTIVE] += (seconds - w) * (1 - lost);
+    r->part[GP_GOODPUT_DATA_WAIT] += w * (1 - lost);
 }
 
 enum gp_goodput_part gp_goodput_phase_part(const char *name)

@@ -57,6 +57,13 @@ void gp_goodput_rank_init(struct gp_goodput_rank *r, double start_s, double resu
 void gp_goodput_step(struct gp_goodput_rank *r, double t_end, double seconds, double wait,
                      double n);
 
+/* nsteps (> 0) steps that ended by t_end and took `seconds` in all, wait of
+ * them for data (NaN: 0), the last numbered n_last (< 0: not said): the
+ * steps between two samples of the server's counters. Steps numbered at
+ * or below resume_from count as lost in proportion. */
+void gp_goodput_interval(struct gp_goodput_rank *r, double t_end, double seconds, double wait,
+                         double n_last, double nsteps);
+
 /* One phase named `name` that ended at t_end after `seconds`. */
 void gp_goodput_phase(struct gp_goodput_rank *r, const char *name, double t_end, double seconds);
 

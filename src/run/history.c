@@ -121,7 +121,7 @@ struct gp_history *gp_history_new(const struct gp_history_options *o)
     snprintf(h->job, sizeof h->job, "%s", o->job);
     h->interval_s = o->interval_s > 0 ? o->interval_s : 1.0;
     h->price = o->price_per_gpu_hour;
-    h->start_s = wall_s();
+    h->start_s = o->start_s > 0 ? o->start_s : wall_s();
     h->width = 1;
     h->world_size = -1;
     gp_jobmodel_steps_init(&h->steps);

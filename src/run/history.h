@@ -45,6 +45,7 @@ struct gp_history_options {
     const char *command;       /* shown in the report */
     double interval_s;         /* sampling interval (the first tick's width) */
     double price_per_gpu_hour; /* 0: each GPU at its model's default price */
+    double start_s;            /* when the job started, epoch s; 0: now */
 };
 
 /* One step as the training code reported it. */

@@ -479,7 +479,7 @@ int gp_run_main(int argc, char **argv)
     r->tty = isatty(STDERR_FILENO);
     r->agent_live = socket_live(r->ac.steps_socket);
 
-    struct gp_history_options ho = {r->job, r->command, (double)r->ac.interval_ms / 1000.0, r->price};
+    struct gp_history_options ho = {r->job, r->command, (double)r->ac.interval_ms / 1000.0, r->price, 0};
     r->hist = gp_history_new(&ho);
     if (!r->hist || make_sockdir(r, err, sizeof err)) {
         fprintf(stderr, "gpulse run: %s\n", r->hist ? err : "out of memory");

@@ -117,7 +117,35 @@ static void test_edges(void)
     CHECK_INT(gp_goodput_phase_part("checkpointing"), GP_GOODPUT_OTHER);
 }
 
+/* The server's path: steps between two counter samples; the interval
+ * that straddles the resume point is lost in proportion. */
+static void test_intervals(void)
+{
+    struct gp_goodput_rank r;
+    gp_goodput_rank_init(&r, 0, 45); /* resumed: steps up to 45 were done */
+    gp_goodput_phase(&r, "checkpoint_load", 2, 1);
+    gp_goodput_interval(&r, 5, 2, 0.5, 42, 2);  /* 41, 42: lost */
+    gp_goodput_interval(&r, 6, 1, 0.25, 46, 4); /* 43..45 lost, 46 not */
+    gp_goodput_interval(&r, 7, 1, NAN, 50, 4);  /* 47..50 */
+    gp_goodput_interval(&r, 8, 1, 0, 51, 0);    /* no steps: ignored */
+    struct gp_goodput_figures f;
+    gp_goodput_figures_init(&f);
+    gp_goodput_add_rank(&f, &r, 10);
+    gp_goodput_finish(&f);
+    CHECK_DBL(f.part[GP_GOODPUT_LOST], 2 + 0.75, 1e-9);
+    CHECK_DBL(f.part[GP_GOODPUT_PRODUCTIVE], 0.75 * 0.25 + 1, 1e-9);
+    CHECK_DBL(f.part[GP_GOODPUT_DATA_WAIT], 0.25 * 0.25, 1e-9);
+    CHECK_DBL(f.part[GP_GOODPUT_STARTUP], 3 - 1, 1e-9); /* first steps from t=3, less the load */
+    CHECK_DBL(r.steps, 10, 0);
+    CHECK_DBL(r.last_step, 50, 0);
+    double sum = 0;
+    for (int p = 0; p < GP_GOODPUT_NPARTS; p++)
+        sum += f.part[p];
+    CHECK_DBL(sum, 10, 1e-9);
+}
+
 const struct gp_test gp_tests_goodput[] = {
+    {"intervals", test_intervals},
     {"split", test_split},
     {"restart", test_restart},
     {"edges", test_edges},
