@@ -1286,12 +1286,24 @@ int gp_jobdoc_write(struct gp_storage *st, const struct gp_jobdoc_in *in, struct
     return rc;
 }
 
-int gp_jobdoc_cost(struct gp_storage *st, const struct gp_jobdoc_in *in, double *cost, char *err,
-                   size_t errlen)
+int gp_jobdoc_figures(struct gp_storage *st, const struct gp_jobdoc_in *in,
+                      struct gp_jobdoc_figures *out, char *err, size_t errlen)
 {
     struct doc d;
     int rc = doc_gather(&d, st, in, err, errlen);
-    *cost = rc ? NAN : d.gf.cost;
+    out->cost = rc ? NAN : d.gf.cost;
+    gp_goodput_figures_init(&out->goodput);
+    if (!rc && d.ngpr)
+        out->goodput = d.gp;
     doc_free(&d);
+    return rc;
+}
+
+int gp_jobdoc_cost(struct gp_storage *st, const struct gp_jobdoc_in *in, double *cost, char *err,
+                   size_t errlen)
+{
+    struct gp_jobdoc_figures f;
+    int rc = gp_jobdoc_figures(st, in, &f, err, errlen);
+    *cost = f.cost;
     return rc;
 }

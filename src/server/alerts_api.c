@@ -33,6 +33,7 @@
 #include "lib/duration.h"
 #include "lib/err.h"
 #include "lib/metrics.h"
+#include "query/jobdoc.h"
 #include "query/query.h"
 
 #include <errno.h>
@@ -587,8 +588,9 @@ int gp_srv_rules_load(struct gp_server *s, char *err, size_t errlen)
 }
 
 /*
- * The budget detector's inputs: each view job's budget (job_budget) and
- * its cost so far, the job model's as its document shows it, computed
+ * The job detectors' inputs: each view job's budget (job_budget) and
+ * its cost so far, and its goodput (low_goodput), the job model's as its
+ * document shows them, computed
  * without writing the document (the window holds too little of
  * the job to add it up). A document costs a read of the job's series, so
  * a job's cost is recomputed at most every COST_REFRESH_MS; between, the
@@ -599,7 +601,7 @@ int gp_srv_rules_load(struct gp_server *s, char *err, size_t errlen)
 
 struct job_cost {
     char job[GP_JOB_LEN];
-    double cost;
+    struct gp_jobdoc_figures fig;
     int64_t at_ms;
 };
 
@@ -608,16 +610,17 @@ struct cost_ctx {
     struct gp_storage *st;
     struct job_cost cache[COST_CACHE];
     unsigned n;
+    bool goodput; /* low_goodput is enabled: every job's figures are read */
 };
 
-static double job_cost_now(struct cost_ctx *c, const char *job, int64_t now)
+static const struct gp_jobdoc_figures *job_cost_now(struct cost_ctx *c, const char *job, int64_t now)
 {
     struct job_cost *slot = NULL, *oldest = NULL;
     for (unsigned i = 0; i < c->n && !slot; i++)
         if (!strcmp(c->cache[i].job, job))
             slot = &c->cache[i];
     if (slot && now - slot->at_ms < COST_REFRESH_MS)
-        return slot->cost;
+        return &slot->fig;
     if (!slot && c->n < COST_CACHE)
         slot = &c->cache[c->n++];
     for (unsigned i = 0; !slot && i < c->n; i++)
@@ -626,24 +629,32 @@ static double job_cost_now(struct cost_ctx *c, const char *job, int64_t now)
     if (!slot)
         slot = oldest;
     char err[256];
-    double cost = NAN;
-    if (gp_srv_job_cost(c->s, c->st, job, &cost, err, sizeof err) != GP_OK)
-        cost = NAN;
+    if (gp_srv_job_figures(c->s, c->st, job, &slot->fig, err, sizeof err) != GP_OK) {
+        slot->fig.cost = NAN;
+        gp_goodput_figures_init(&slot->fig.goodput);
+    }
     snprintf(slot->job, sizeof slot->job, "%s", job);
-    slot->cost = cost;
     slot->at_ms = now;
-    return cost;
+    return &slot->fig;
 }
 
 static void fill_job_costs(void *ctx, struct gp_view *v)
 {
     struct cost_ctx *c = ctx;
-    if (c->s->job_budget <= 0)
+    if (c->s->job_budget <= 0 && !c->goodput)
         return;
     int64_t now = gp_wall_ms();
     for (unsigned i = 0; i < v->njobs; i++) {
-        v->jobs[i].budget = c->s->job_budget;
-        v->jobs[i].cost = job_cost_now(c, v->jobs[i].job, now);
+        struct gp_view_job *j = &v->jobs[i];
+        const struct gp_jobdoc_figures *f = job_cost_now(c, j->job, now);
+        if (c->s->job_budget > 0) {
+            j->budget = c->s->job_budget;
+            j->cost = f->cost;
+        }
+        j->goodput_ratio = f->goodput.ratio;
+        j->goodput_wall_s = f->goodput.wall;
+        j->badput = f->goodput.biggest_badput;
+        j->badput_s = j->badput >= 0 ? f->goodput.part[j->badput] : NAN;
     }
 }
 
@@ -668,6 +679,7 @@ int gp_srv_alerts_start(struct gp_server *s, struct gp_storage *st, char *err, s
     };
     int rc = gp_engine_detector_config(c->detectors_disabled, c->detector_overrides, eo.det_cfg, err,
                                        errlen);
+    s->costs->goodput = eo.det_cfg[GP_DET_LOW_GOODPUT].enabled;
     if (rc || (rc = gp_alerts_open(&s->alerts, c->data_dir, gp_wall_ms(), err, errlen)))
         return rc;
     eo.alerts = s->alerts;
