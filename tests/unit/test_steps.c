@@ -275,15 +275,22 @@ static double now_s(void)
     return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
-/* Nobody reads: the client must neither block nor lose count. */
-static void test_full_queue_does_not_block_the_client(void)
+/* A socket bound at leaf that the client sends to (GPULSE_STEPS_SOCKET). */
+static int client_receiver(const char *leaf)
 {
-    const char *path = sock_path("dead.sock");
+    const char *path = sock_path(leaf);
     int rfd = socket(AF_UNIX, SOCK_DGRAM, 0);
     struct sockaddr_un a = {.sun_family = AF_UNIX};
     snprintf(a.sun_path, sizeof a.sun_path, "%s", path);
     CHECK_INT(bind(rfd, (struct sockaddr *)&a, sizeof a), 0);
     setenv("GPULSE_STEPS_SOCKET", path, 1);
+    return rfd;
+}
+
+/* Nobody reads: the client must neither block nor lose count. */
+static void test_full_queue_does_not_block_the_client(void)
+{
+    int rfd = client_receiver("dead.sock");
     struct gpulse_steps g;
     CHECK_INT(gpulse_steps_open(&g), 0);
     CHECK_INT(g.ndest, 1);
@@ -330,12 +337,7 @@ static double field(const char *line, const char *key)
  * first step has no wait; a wait given is sent as given. */
 static void test_client_measures_wait(void)
 {
-    const char *path = sock_path("wait.sock");
-    int rfd = socket(AF_UNIX, SOCK_DGRAM, 0);
-    struct sockaddr_un a = {.sun_family = AF_UNIX};
-    snprintf(a.sun_path, sizeof a.sun_path, "%s", path);
-    CHECK_INT(bind(rfd, (struct sockaddr *)&a, sizeof a), 0);
-    setenv("GPULSE_STEPS_SOCKET", path, 1);
+    int rfd = client_receiver("wait.sock");
     struct gpulse_steps g;
     CHECK_INT(gpulse_steps_open(&g), 0);
     struct timespec loader = {0, 50000000}; /* 50 ms for the next batch */
@@ -379,12 +381,7 @@ static void phase_collect(void *ctx, const struct gp_steps_record *r)
  * counted in the next step's data wait. */
 static void test_client_phase(void)
 {
-    const char *path = sock_path("phase.sock");
-    int rfd = socket(AF_UNIX, SOCK_DGRAM, 0);
-    struct sockaddr_un a = {.sun_family = AF_UNIX};
-    snprintf(a.sun_path, sizeof a.sun_path, "%s", path);
-    CHECK_INT(bind(rfd, (struct sockaddr *)&a, sizeof a), 0);
-    setenv("GPULSE_STEPS_SOCKET", path, 1);
+    int rfd = client_receiver("phase.sock");
     struct gpulse_steps g;
     CHECK_INT(gpulse_steps_open(&g), 0);
     char buf[GP_STEPS_DGRAM_MAX];
