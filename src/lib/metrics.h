@@ -301,6 +301,9 @@ enum gp_metric_section {
     X(RULE_EVAL_FAILURES, EVAL, "gpulse_rule_evaluation_failures_total", COUNTER, "rule_group",        \
       "Rule evaluations that failed (the rule's lastError in /api/v1/rules says why).")                \
     X(ALERTS, EVAL, "gpulse_server_alerts", GAUGE, "state", "Alerts now, by state.")                   \
+    X(JOB_GOODPUT, EVAL, "gpulse_job_goodput_ratio", GAUGE, "job",                                     \
+      "Goodput of a job in the detectors' view: productive step time / its ranks' wall time "        \
+      "(low_goodput's input, refreshed every minute).")                                                \
     X(ALERT_TRANSITIONS, EVAL, "gpulse_server_alert_transitions_total", COUNTER, "",                   \
       "Alert state changes.")                                                                          \
     X(REMEDIATION_REFUSED, EVAL, "gpulse_server_remediation_refused_total", COUNTER, "reason",         \

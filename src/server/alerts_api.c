@@ -597,6 +597,7 @@ int gp_srv_rules_load(struct gp_server *s, char *err, size_t errlen)
  * last one stands (a budget is passed a minute late at worst).
  */
 #define COST_REFRESH_MS 60000
+#define UNKNOWN_REFRESH_MS 10000
 #define COST_CACHE 1024
 
 struct job_cost {
@@ -611,16 +612,25 @@ struct cost_ctx {
     struct job_cost cache[COST_CACHE];
     unsigned n;
     bool goodput; /* low_goodput is enabled: every job's figures are read */
+    pthread_mutex_t mu; /* the cache: the engine writes, /metrics reads */
 };
 
-static const struct gp_jobdoc_figures *job_cost_now(struct cost_ctx *c, const char *job, int64_t now)
+static struct gp_jobdoc_figures job_cost_now(struct cost_ctx *c, const char *job, int64_t now)
 {
     struct job_cost *slot = NULL, *oldest = NULL;
+    pthread_mutex_lock(&c->mu);
     for (unsigned i = 0; i < c->n && !slot; i++)
         if (!strcmp(c->cache[i].job, job))
             slot = &c->cache[i];
-    if (slot && now - slot->at_ms < COST_REFRESH_MS)
-        return &slot->fig;
+    /* a job that has not stepped yet is read again sooner: its goodput
+     * appears within UNKNOWN_REFRESH_MS of its first steps */
+    if (slot && now - slot->at_ms < (isfinite(slot->fig.goodput.ratio) || !c->goodput
+                                         ? COST_REFRESH_MS
+                                         : UNKNOWN_REFRESH_MS)) {
+        struct gp_jobdoc_figures f = slot->fig;
+        pthread_mutex_unlock(&c->mu);
+        return f;
+    }
     if (!slot && c->n < COST_CACHE)
         slot = &c->cache[c->n++];
     for (unsigned i = 0; !slot && i < c->n; i++)
@@ -628,14 +638,45 @@ static const struct gp_jobdoc_figures *job_cost_now(struct cost_ctx *c, const ch
             oldest = &c->cache[i];
     if (!slot)
         slot = oldest;
+    size_t at = (size_t)(slot - c->cache);
+    pthread_mutex_unlock(&c->mu);
+    /* the document is read without the lock: /metrics does not wait on it */
     char err[256];
-    if (gp_srv_job_figures(c->s, c->st, job, &slot->fig, err, sizeof err) != GP_OK) {
-        slot->fig.cost = NAN;
-        gp_goodput_figures_init(&slot->fig.goodput);
+    struct gp_jobdoc_figures f;
+    if (gp_srv_job_figures(c->s, c->st, job, &f, err, sizeof err) != GP_OK) {
+        f.cost = NAN;
+        gp_goodput_figures_init(&f.goodput);
     }
+    pthread_mutex_lock(&c->mu);
+    slot = &c->cache[at];
     snprintf(slot->job, sizeof slot->job, "%s", job);
+    slot->fig = f;
     slot->at_ms = now;
-    return &slot->fig;
+    pthread_mutex_unlock(&c->mu);
+    return f;
+}
+
+/* gpulse_job_goodput_ratio of the jobs judged in the last few minutes. */
+static void render_goodput(struct cost_ctx *c, struct gp_buf *b)
+{
+    int64_t now = gp_wall_ms();
+    bool head = false;
+    pthread_mutex_lock(&c->mu);
+    for (unsigned i = 0; i < c->n; i++) {
+        const struct job_cost *e = &c->cache[i];
+        const struct gp_goodput_figures *g = &e->fig.goodput;
+        if (!isfinite(g->ratio) || now - e->at_ms > 5 * COST_REFRESH_MS)
+            continue;
+        if (!head)
+            gp_metric_head(b, GP_M_JOB_GOODPUT);
+        head = true;
+        gp_buf_printf(b, "%s{job=\"", gp_metric_name(GP_M_JOB_GOODPUT));
+        gp_metric_escape(b, e->job);
+        gp_buf_puts(b, "\"} ");
+        gp_buf_put_double(b, g->ratio);
+        gp_buf_putc(b, '\n');
+    }
+    pthread_mutex_unlock(&c->mu);
 }
 
 static void fill_job_costs(void *ctx, struct gp_view *v)
@@ -646,15 +687,15 @@ static void fill_job_costs(void *ctx, struct gp_view *v)
     int64_t now = gp_wall_ms();
     for (unsigned i = 0; i < v->njobs; i++) {
         struct gp_view_job *j = &v->jobs[i];
-        const struct gp_jobdoc_figures *f = job_cost_now(c, j->job, now);
+        const struct gp_jobdoc_figures f = job_cost_now(c, j->job, now);
         if (c->s->job_budget > 0) {
             j->budget = c->s->job_budget;
-            j->cost = f->cost;
+            j->cost = f.cost;
         }
-        j->goodput_ratio = f->goodput.ratio;
-        j->goodput_wall_s = f->goodput.wall;
-        j->badput = f->goodput.biggest_badput;
-        j->badput_s = j->badput >= 0 ? f->goodput.part[j->badput] : NAN;
+        j->goodput_ratio = f.goodput.ratio;
+        j->goodput_wall_s = f.goodput.wall;
+        j->badput = f.goodput.biggest_badput;
+        j->badput_s = j->badput >= 0 ? f.goodput.part[j->badput] : NAN;
     }
 }
 
@@ -666,6 +707,7 @@ int gp_srv_alerts_start(struct gp_server *s, struct gp_storage *st, char *err, s
         return gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
     s->costs->s = s;
     s->costs->st = st;
+    pthread_mutex_init(&s->costs->mu, NULL);
     struct gp_engine_options eo = {
         .store = st,
         .detectors = gp_detect_fns,
@@ -737,6 +779,8 @@ void gp_srv_alerts_stop(struct gp_server *s)
     gp_rules_free(s->rules);
     free(s->rules);
     s->rules = NULL;
+    if (s->costs)
+        pthread_mutex_destroy(&s->costs->mu);
     free(s->costs);
     s->costs = NULL;
 }
@@ -778,6 +822,8 @@ void gp_srv_render_alert_metrics(struct gp_server *s, struct gp_buf *b)
                   (unsigned long long)as.pending, gp_metric_name(GP_M_ALERTS), (unsigned long long)as.firing);
     gp_metric_head(b, GP_M_ALERT_TRANSITIONS);
     gp_buf_printf(b, "%s %llu\n", gp_metric_name(GP_M_ALERT_TRANSITIONS), (unsigned long long)as.transitions);
+    if (s->costs)
+        render_goodput(s->costs, b);
     if (s->rem) {
         struct gp_rem_stats rs;
         gp_rem_stats(s->rem, &rs);
