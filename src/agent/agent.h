@@ -30,8 +30,8 @@ unsigned gp_agent_port(const struct gp_agent *a); /* 0 without HTTP */
  * callable until gp_agent_stop returns (the stop lets a healthy target
  * drain for up to 5 s).
  */
-struct gp_rw_request;
-typedef int (*gp_agent_local_write)(void *ctx, const struct gp_rw_request *batch, char *msg, size_t msglen);
+struct gp_batch;
+typedef int (*gp_agent_local_write)(void *ctx, const struct gp_batch *batch, char *msg, size_t msglen);
 struct gp_agent_embed {
     int no_http;
     gp_agent_local_write write; /* NULL: no in-process target */

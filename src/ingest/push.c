@@ -118,7 +118,7 @@ struct gp_push {
     int curl_ref;      /* holds a reference on libcurl's global state */
 
     /* labels added to a tick's series that lack them (options' labels) */
-    struct gp_rw_label *add;
+    struct gp_label *add;
     size_t nadd;
     char **add_text; /* what add's views point into */
 
@@ -264,7 +264,7 @@ static void encode_one(struct gp_push *p, int64_t time_ms)
 {
     int64_t t0 = gp_mono_ns();
     char err[256] = "";
-    const struct gp_rw_request *req = NULL;
+    const struct gp_batch *req = NULL;
     int rc = gp_rw_build_view(&p->work, time_ms, p->add, p->nadd, &req);
     if (rc)
         snprintf(err, sizeof err, "building the tick's series: %s", gp_strerror(rc));
@@ -414,7 +414,7 @@ static int send_body(struct target *t, struct gp_push_result *res)
 static void send_local(struct target *t, struct gp_push_result *res)
 {
     struct gp_push *p = t->p;
-    const struct gp_rw_request *req;
+    const struct gp_batch *req;
     memset(res, 0, sizeof *res);
     res->retry_after_ms = -1;
     int rc = gp_rw_build_view(&t->lq_cur, t->lq_cur_time, p->add, p->nadd, &req);
@@ -749,8 +749,8 @@ static int copy_labels(struct gp_push *p, const struct gp_push_options *o, char 
         if (!(p->add_text[i] = strdup(o->labels[i])))
             return gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
         size_t nl = (size_t)(eq - o->labels[i]);
-        p->add[i].name = (struct gp_rw_str){p->add_text[i], nl};
-        p->add[i].value = (struct gp_rw_str){p->add_text[i] + nl + 1, strlen(eq + 1)};
+        p->add[i].name = (struct gp_str){p->add_text[i], nl};
+        p->add[i].value = (struct gp_str){p->add_text[i] + nl + 1, strlen(eq + 1)};
         p->nadd = i + 1;
     }
     return GP_OK;

@@ -49,8 +49,8 @@ struct gp_push;
  * (canonical form, owned by the pusher, valid during the call), the HTTP
  * status a remote-write receiver would answer out, with a reason in msg.
  * Same contract as gp_agent_local_write (agent.h). */
-struct gp_rw_request;
-typedef int (*gp_push_local_write)(void *ctx, const struct gp_rw_request *req, char *msg, size_t msglen);
+struct gp_batch;
+typedef int (*gp_push_local_write)(void *ctx, const struct gp_batch *req, char *msg, size_t msglen);
 
 struct gp_push_options {
     const char *const *urls; /* remote-write endpoints */

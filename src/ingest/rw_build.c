@@ -82,14 +82,14 @@ size_t gp_rw_build_bytes(const struct gp_rw_build *b)
     return b->str.len + b->nlab * sizeof *b->lab + b->nser * sizeof *b->ser;
 }
 
-static int cmp_name(const struct gp_rw_str *a, const struct gp_rw_str *b)
+static int cmp_name(const struct gp_str *a, const struct gp_str *b)
 {
     size_t n = a->len < b->len ? a->len : b->len;
     int c = memcmp(a->ptr, b->ptr, n);
     return c ? c : (a->len > b->len) - (a->len < b->len);
 }
 
-static int has_label(const struct gp_rw_label *l, size_t n, const struct gp_rw_str *name)
+static int has_label(const struct gp_label *l, size_t n, const struct gp_str *name)
 {
     for (size_t i = 0; i < n; i++)
         if (l[i].name.len == name->len && !memcmp(l[i].name.ptr, name->ptr, name->len))
@@ -97,8 +97,8 @@ static int has_label(const struct gp_rw_label *l, size_t n, const struct gp_rw_s
     return 0;
 }
 
-int gp_rw_build_view(struct gp_rw_build *b, int64_t time_ms, const struct gp_rw_label *add, size_t nadd,
-                     const struct gp_rw_request **out)
+int gp_rw_build_view(struct gp_rw_build *b, int64_t time_ms, const struct gp_label *add, size_t nadd,
+                     const struct gp_batch **out)
 {
     if (b->err)
         return b->err;
@@ -111,13 +111,13 @@ int gp_rw_build_view(struct gp_rw_build *b, int64_t time_ms, const struct gp_rw_
     size_t used = 0;
     for (size_t i = 0; i < b->nser; i++) {
         const struct gp_rw_build_series *bs = &b->ser[i];
-        struct gp_rw_label *l = b->vlab + used;
+        struct gp_label *l = b->vlab + used;
         size_t n = 0;
         for (size_t j = 0; j < bs->n; j++) {
             const struct gp_rw_build_label *bl = &b->lab[bs->first + j];
             if (!bl->vlen)
                 continue; /* canonical form: an empty value is no label */
-            l[n++] = (struct gp_rw_label){{s + bl->name, bl->nlen}, {s + bl->value, bl->vlen}};
+            l[n++] = (struct gp_label){{s + bl->name, bl->nlen}, {s + bl->value, bl->vlen}};
         }
         size_t own = n;
         for (size_t j = 0; j < nadd; j++)
@@ -127,7 +127,7 @@ int gp_rw_build_view(struct gp_rw_build *b, int64_t time_ms, const struct gp_rw_
             return GP_ETOOBIG;
         /* insertion sort: a dozen labels */
         for (size_t j = 1; j < n; j++) {
-            struct gp_rw_label t = l[j];
+            struct gp_label t = l[j];
             size_t k = j;
             while (k > 0 && cmp_name(&l[k - 1].name, &t.name) > 0) {
                 l[k] = l[k - 1];
@@ -135,11 +135,11 @@ int gp_rw_build_view(struct gp_rw_build *b, int64_t time_ms, const struct gp_rw_
             }
             l[k] = t;
         }
-        b->vsam[i] = (struct gp_rw_sample){bs->value, time_ms};
-        b->vser[i] = (struct gp_rw_series){l, n, &b->vsam[i], 1};
+        b->vsam[i] = (struct gp_sample){bs->value, time_ms};
+        b->vser[i] = (struct gp_series){l, n, &b->vsam[i], 1};
         used += n;
     }
-    b->req = (struct gp_rw_request){b->vser, b->nser, used, b->nser, NULL};
+    b->req = (struct gp_batch){b->vser, b->nser, used, b->nser, NULL};
     *out = &b->req;
     return GP_OK;
 }

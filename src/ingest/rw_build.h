@@ -5,7 +5,7 @@
  * The agent's walk of a frame (agent/expo.h) adds series here through
  * gp_rw_build_sink, without formatting text; the pusher (push.h) takes the whole build
  * from the sampling thread by swapping it for an empty one (no copy),
- * and its encoder views it as a gp_rw_request with the tick's time, the
+ * and its encoder views it as a gp_batch with the tick's time, the
  * node and external labels that a series lacks added, and its labels in
  * canonical form (sorted by name, empty values left out: what
  * gp_rw_decode gives), ready for gp_rw_encode or for a store's append.
@@ -43,10 +43,10 @@ struct gp_rw_build {
     int err; /* the first error while building (GP_ENOMEM, GP_ETOOBIG), sticky until reset */
 
     /* the view (gp_rw_build_view) */
-    struct gp_rw_request req;
-    struct gp_rw_series *vser;
-    struct gp_rw_label *vlab;
-    struct gp_rw_sample *vsam;
+    struct gp_batch req;
+    struct gp_series *vser;
+    struct gp_label *vlab;
+    struct gp_sample *vsam;
     size_t cap_vser, cap_vlab, cap_vsam;
 };
 
@@ -70,11 +70,11 @@ size_t gp_rw_build_bytes(const struct gp_rw_build *b);
  * The series as a request in canonical form, every sample at time_ms,
  * with add[0..nadd) on each series that has no label of that name (a
  * series keeps its own). Valid until b changes; owned by b (never pass it
- * to gp_rw_request_free). Returns GP_OK with *out set, b->err, GP_ENOMEM,
+ * to gp_rw_decoded_free). Returns GP_OK with *out set, b->err, GP_ENOMEM,
  * or GP_ETOOBIG (more than GP_RW_MAX_LABELS labels in a series).
  */
-int gp_rw_build_view(struct gp_rw_build *b, int64_t time_ms, const struct gp_rw_label *add, size_t nadd,
-                     const struct gp_rw_request **out);
+int gp_rw_build_view(struct gp_rw_build *b, int64_t time_ms, const struct gp_label *add, size_t nadd,
+                     const struct gp_batch **out);
 
 /* A metric sink (lib/metric_sink.h) that adds each sample to b as one
  * series: how the agent's walk of a frame becomes the tick's series. */

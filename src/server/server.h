@@ -62,8 +62,8 @@ int gp_server_write(struct gp_server *s, const uint8_t *body, size_t len, char *
  * answer, with no snappy or protobuf. rq stays the caller's. For `gpulse
  * up`, whose agent appends its samples this way.
  */
-struct gp_rw_request;
-int gp_server_append(struct gp_server *s, const struct gp_rw_request *rq, char *msg, size_t msglen);
+struct gp_batch;
+int gp_server_append(struct gp_server *s, const struct gp_batch *rq, char *msg, size_t msglen);
 
 /*
  * Appends fn's exposition after the server's own families on /metrics

@@ -25,7 +25,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static int up_write(void *ctx, const struct gp_rw_request *batch, char *msg, size_t msglen)
+static int up_write(void *ctx, const struct gp_batch *batch, char *msg, size_t msglen)
 {
     return gp_server_append(ctx, batch, msg, msglen);
 }

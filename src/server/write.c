@@ -108,10 +108,10 @@ static void rfc3339(char *out, size_t n, int64_t ms)
 /* "the sample of {a="b",...} at TIME is N s ahead of the server's clock
  * (TIME; max_future S)": the first too-far-in-future sample, named for
  * the sender's log. Labels are cut at a few hundred bytes. */
-static void future_detail(char *out, size_t n, const struct gp_rw_request *rq,
+static void future_detail(char *out, size_t n, const struct gp_batch *rq,
                           const struct gp_append_result *res, int64_t bound_ms)
 {
-    const struct gp_rw_series *rs = &rq->series[res->future_series];
+    const struct gp_series *rs = &rq->series[res->future_series];
     char labels[320];
     size_t k = 0;
     labels[k++] = '{';
@@ -158,7 +158,7 @@ static int store_ready(struct gp_server *s, char *msg, size_t msglen, int *retry
     return 0;
 }
 
-static int store_batch(struct gp_server *s, const struct gp_rw_request *rq, char *msg, size_t msglen,
+static int store_batch(struct gp_server *s, const struct gp_batch *rq, char *msg, size_t msglen,
                        int *retry_after);
 
 /* The whole write; returns the status with msg and *retry_after (s). */
@@ -208,7 +208,7 @@ static int write_core(struct gp_server *s, const uint8_t *body, size_t len, cons
     } else {
         ulen = 0; /* the decoder names the problem below */
     }
-    struct gp_rw_request rq;
+    struct gp_batch rq;
     int rc = gp_rw_decode(body, len, (size_t)s->cfg.max_uncompressed, &rq, derr, sizeof derr);
     if (rc) {
         gp_srv_release(s, ulen);
@@ -223,14 +223,14 @@ static int write_core(struct gp_server *s, const uint8_t *body, size_t len, cons
         return 400;
     }
     code = store_batch(s, &rq, msg, msglen, retry_after);
-    gp_rw_request_free(&rq);
+    gp_rw_decoded_free(&rq);
     gp_srv_release(s, ulen);
     return code;
 }
 
 /* Appends a checked batch and answers as the write does: the counters,
  * the rejections by reason, the status with msg and *retry_after. */
-static int store_batch(struct gp_server *s, const struct gp_rw_request *rq, char *msg, size_t msglen,
+static int store_batch(struct gp_server *s, const struct gp_batch *rq, char *msg, size_t msglen,
                        int *retry_after)
 {
     char derr[256];
@@ -324,7 +324,7 @@ void gp_srv_handle_write(struct gp_server *s, const struct gp_http_request *req,
 /* The in-process batch: checked as a body's decode checks it, under the
  * same size limit and in-flight budget (its encoded size stands for the
  * decompressed body's). */
-static int append_core(struct gp_server *s, const struct gp_rw_request *rq, char *msg, size_t msglen,
+static int append_core(struct gp_server *s, const struct gp_batch *rq, char *msg, size_t msglen,
                        int *retry_after)
 {
     int code = store_ready(s, msg, msglen, retry_after);
@@ -354,7 +354,7 @@ static int append_core(struct gp_server *s, const struct gp_rw_request *rq, char
     return code;
 }
 
-int gp_server_append(struct gp_server *s, const struct gp_rw_request *rq, char *msg, size_t msglen)
+int gp_server_append(struct gp_server *s, const struct gp_batch *rq, char *msg, size_t msglen)
 {
     char local[8];
     if (!msg || !msglen) {

@@ -27,12 +27,12 @@
 #define FAKE_FULL GP_TEST_DATA_DIR "/../../build/fakenvml/full/libnvidia-ml.so.1"
 
 /* Appends one canonical line per series of r to out. */
-static void canon(struct gp_buf *out, const struct gp_rw_request *r)
+static void canon(struct gp_buf *out, const struct gp_batch *r)
 {
     for (size_t i = 0; i < r->nseries; i++) {
-        const struct gp_rw_series *s = &r->series[i];
+        const struct gp_series *s = &r->series[i];
         for (size_t j = 0; j < s->nlabels; j++) {
-            const struct gp_rw_label *l = &s->labels[j];
+            const struct gp_label *l = &s->labels[j];
             if (l->value.len)
                 gp_buf_printf(out, "%.*s=\"%.*s\" ", (int)l->name.len, l->name.ptr, (int)l->value.len,
                               l->value.ptr);
@@ -71,7 +71,7 @@ static int walk(struct gp_expo *x, struct gp_metric_sink *s, const struct gp_fra
     return rc ? rc : s->err;
 }
 
-static int accept_all(void *ctx, const struct gp_rw_request *req, char *msg, size_t msglen)
+static int accept_all(void *ctx, const struct gp_batch *req, char *msg, size_t msglen)
 {
     (void)ctx, (void)req, (void)msg, (void)msglen;
     return 204;
@@ -106,7 +106,7 @@ static unsigned check_same(const struct gp_frame *f, const char *what)
         struct gp_rw_build_sink ks;
         gp_rw_build_sink_init(&ks, &rb);
         CHECK_INT(walk(&x, &ks.base, f, &o, p), GP_OK);
-        const struct gp_rw_request *req;
+        const struct gp_batch *req;
         CHECK_INT(gp_rw_build_view(&rb, f->time_ms, NULL, 0, &req), GP_OK);
         canon(&b, req);
         CHECK(tp.req.nseries > 0);

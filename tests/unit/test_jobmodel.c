@@ -165,7 +165,7 @@ static void append(struct gp_storage *st, const double *t, struct counters *v, s
         rw_batch_add(&b, "gpulse_job_info", "job=" JOB ";Hostname=n1;scheme=gpulse_run;command=" CMD,
                      t + k, one, m);
         rw_batch_add(&b, "gpulse_job_gpus", "job=" JOB ";Hostname=n1", t + k, zero, m); /* none held */
-        struct gp_rw_request rq = rw_batch_request(&b);
+        struct gp_batch rq = rw_batch_request(&b);
         struct gp_append_result res;
         char err[256];
         CHECK_INT(gp_storage_append(st, &rq, &res, err, sizeof err), GP_OK);
@@ -339,7 +339,7 @@ static void gappend(struct gp_storage *st, const char *pid, const double *t, con
         rw_batch_add(&b, "gpulse_job_step", lab, t + k, x[3], m);
         for (int q = 0; q < 3; q++)
             rw_batch_add(&b, "gpulse_job_phase_seconds_total", plab[q], t + k, x[4 + q], m);
-        struct gp_rw_request rq = rw_batch_request(&b);
+        struct gp_batch rq = rw_batch_request(&b);
         struct gp_append_result res;
         char err[256];
         CHECK_INT(gp_storage_append(st, &rq, &res, err, sizeof err), GP_OK);

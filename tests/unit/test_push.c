@@ -59,9 +59,9 @@ static int next_status(struct fake *f)
 }
 
 /* Records a request if the answer is a success. */
-static int receive_req(struct fake *f, const struct gp_rw_request *rq, char *msg, size_t msglen)
+static int receive_req(struct fake *f, const struct gp_batch *rq, char *msg, size_t msglen)
 {
-    const struct gp_rw_request req = *rq;
+    const struct gp_batch req = *rq;
     pthread_mutex_lock(&f->mu);
     f->requests++;
     int status = next_status(f);
@@ -69,7 +69,7 @@ static int receive_req(struct fake *f, const struct gp_rw_request *rq, char *msg
         f->accepted_requests++;
         size_t ticks = 0;
         for (size_t i = 0; i < req.nseries; i++) {
-            const struct gp_rw_series *s = &req.series[i];
+            const struct gp_series *s = &req.series[i];
             f->samples += s->nsamples;
             /* labels sorted: __name__, i */
             if (s->nlabels == 2 && s->labels[0].value.len == 1 && s->labels[0].value.ptr[0] == 'm' &&
@@ -89,19 +89,19 @@ static int receive_req(struct fake *f, const struct gp_rw_request *rq, char *msg
 /* Decodes a body (HTTP) and records it as receive_req does. */
 static int receive(struct fake *f, const uint8_t *body, size_t len, char *msg, size_t msglen)
 {
-    struct gp_rw_request req;
+    struct gp_batch req;
     char err[256];
     if (gp_rw_decode(body, len, 64 << 20, &req, err, sizeof err)) {
         snprintf(msg, msglen, "%s", err);
         return 400;
     }
     int status = receive_req(f, &req, msg, msglen);
-    gp_rw_request_free(&req);
+    gp_rw_decoded_free(&req);
     return status;
 }
 
 /* The in-process target (`gpulse up`): series, never a body. */
-static int local_write(void *ctx, const struct gp_rw_request *req, char *msg, size_t msglen)
+static int local_write(void *ctx, const struct gp_batch *req, char *msg, size_t msglen)
 {
     return receive_req(ctx, req, msg, msglen);
 }
@@ -779,18 +779,18 @@ struct seen {
     char text[4096];
 };
 
-static int record_series(void *ctx, const struct gp_rw_request *rq, char *msg, size_t msglen)
+static int record_series(void *ctx, const struct gp_batch *rq, char *msg, size_t msglen)
 {
     struct seen *w = ctx;
-    const struct gp_rw_request req = *rq;
+    const struct gp_batch req = *rq;
     (void)msg, (void)msglen;
     pthread_mutex_lock(&w->mu);
     for (size_t i = 0; i < req.nseries; i++) {
-        const struct gp_rw_series *s = &req.series[i];
+        const struct gp_series *s = &req.series[i];
         char name[64] = "", rest[512] = "";
         size_t n = 0;
         for (size_t j = 0; j < s->nlabels && n < sizeof rest - 64; j++) {
-            const struct gp_rw_label *l = &s->labels[j];
+            const struct gp_label *l = &s->labels[j];
             if (l->name.len == 8 && !memcmp(l->name.ptr, "__name__", 8))
                 snprintf(name, sizeof name, "%.*s", (int)l->value.len, l->value.ptr);
             else

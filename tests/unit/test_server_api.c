@@ -42,12 +42,12 @@ static int64_t now_ms(void)
 static void body_of(struct gp_buf *out, const char *name, const char *gpu, const int64_t *t,
                     const double *v, size_t n)
 {
-    struct gp_rw_label l[2] = {{{"__name__", 8}, {name, strlen(name)}}, {{"gpu", 3}, {gpu, strlen(gpu)}}};
-    struct gp_rw_sample smp[8];
+    struct gp_label l[2] = {{{"__name__", 8}, {name, strlen(name)}}, {{"gpu", 3}, {gpu, strlen(gpu)}}};
+    struct gp_sample smp[8];
     for (size_t i = 0; i < n; i++)
-        smp[i] = (struct gp_rw_sample){v[i], t[i]};
-    struct gp_rw_series se = {l, 2, smp, n};
-    struct gp_rw_request rq = {&se, 1, 2, n, NULL};
+        smp[i] = (struct gp_sample){v[i], t[i]};
+    struct gp_series se = {l, 2, smp, n};
+    struct gp_batch rq = {&se, 1, 2, n, NULL};
     struct gp_buf scratch;
     gp_buf_init(&scratch, 0);
     CHECK_INT(gp_rw_encode(&rq, out, &scratch), GP_OK);
@@ -61,15 +61,15 @@ static void test_in_process_append(void)
     struct gp_server *s = start();
     char msg[512];
     int64_t t0 = now_ms();
-    struct gp_rw_label l[2] = {{{"__name__", 8}, {"unit_probe", 10}}, {{"gpu", 3}, {"0", 1}}};
-    struct gp_rw_sample smp[3] = {{1, t0}, {2, t0 + 1000}, {3, t0 + 2000}};
-    struct gp_rw_series se = {l, 2, smp, 3};
-    struct gp_rw_request rq = {&se, 1, 2, 3, NULL};
+    struct gp_label l[2] = {{{"__name__", 8}, {"unit_probe", 10}}, {{"gpu", 3}, {"0", 1}}};
+    struct gp_sample smp[3] = {{1, t0}, {2, t0 + 1000}, {3, t0 + 2000}};
+    struct gp_series se = {l, 2, smp, 3};
+    struct gp_batch rq = {&se, 1, 2, 3, NULL};
     CHECK_INT(gp_server_append(s, &rq, msg, sizeof msg), 204);
     CHECK_STR(msg, "");
     CHECK_INT(gp_server_append(s, &rq, msg, sizeof msg), 204); /* duplicates */
     /* An older sample and a conflicting one: 400 with both reasons. */
-    struct gp_rw_sample bad[2] = {{9, t0 - 5000}, {4, t0 + 2000}};
+    struct gp_sample bad[2] = {{9, t0 - 5000}, {4, t0 + 2000}};
     se.samples = bad;
     se.nsamples = rq.nsamples_total = 2;
     CHECK_INT(gp_server_append(s, &rq, msg, sizeof msg), 400);
@@ -78,15 +78,15 @@ static void test_in_process_append(void)
     /* Not in canonical form, or a value the protocol refuses: 400 as a body's decode gives. */
     se.samples = smp;
     se.nsamples = 1;
-    struct gp_rw_label unsorted[2] = {l[1], l[0]};
+    struct gp_label unsorted[2] = {l[1], l[0]};
     se.labels = unsorted;
     CHECK_INT(gp_server_append(s, &rq, msg, sizeof msg), 400);
     CHECK_CONTAINS(msg, "labels not sorted by name");
-    struct gp_rw_label badutf[2] = {l[0], {{"gpu", 3}, {"\xff", 1}}};
+    struct gp_label badutf[2] = {l[0], {{"gpu", 3}, {"\xff", 1}}};
     se.labels = badutf;
     CHECK_INT(gp_server_append(s, &rq, msg, sizeof msg), 400);
     CHECK_CONTAINS(msg, "UTF-8");
-    struct gp_rw_label empty[2] = {l[0], {{"gpu", 3}, {"", 0}}};
+    struct gp_label empty[2] = {l[0], {{"gpu", 3}, {"", 0}}};
     se.labels = empty;
     CHECK_INT(gp_server_append(s, &rq, msg, sizeof msg), 400);
     CHECK_CONTAINS(msg, "empty label value");
