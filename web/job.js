@@ -1,7 +1,7 @@
 // job.js - one training job (#/job/ID): its ranks and their GPUs side by
 // side (the straggler highlighted), step time per rank, throughput, GPU
 // activity and memory per GPU, host CPU and RSS on one time axis, cost so
-// far, its alerts and recommendations with their evidence, and its
+// far, goodput and its biggest badput, its alerts and recommendations with their evidence, and its
 // report. From /api/v1/jobs/ID?series=1, query_range for the per-rank
 // step series, /api/v1/alerts?job=, /api/v1/recommendations?job= and the
 // stream's GPU readings.
@@ -13,6 +13,16 @@
   const pickStep = (span) => STEPS.find((s) => s >= span / 300) || Math.ceil(span / 300 / 3600) * 3600;
   const reEsc = (s) => s.replace(/["\\]/g, "\\$&");
   const median = (a) => { const s = a.filter(fmt.num).sort((x, y) => x - y); return s.length ? s[Math.floor(s.length / 2)] : null; };
+
+  // Goodput (docs/jobs.md "Goodput"): the share of the ranks' time that
+  // trained the model, and the biggest badput with its share.
+  function goodputStats(g) {
+    if (!g) return [stat("goodput", fmt.NA, "goodput")];
+    const part = g.biggest_badput;
+    const share = part && g.wall_seconds > 0 ? g.seconds[part] / g.wall_seconds : null;
+    return [stat("goodput", fmt.pct(g.ratio), "goodput"),
+      stat("biggest badput", part ? `${part.replace("_", " ")} ${fmt.pct(share)}` : fmt.NA, "badput")];
+  }
 
   GP.views.job = function (root, args) {
     const id = args.join("/");
@@ -115,7 +125,8 @@
           stat("steps/s", fmt.n(t.steps_per_second, 2)), stat("samples/s", fmt.n(t.samples_per_second, 0)),
           stat("step time mean / p90", `${fmt.secs(s.mean)} / ${fmt.secs(s.p90)}`), stat("data wait", fmt.pct(t.data_wait_ratio)),
           stat("host CPU cores", fmt.n(t.host_cpu_avg_cores, 1)), stat("host RSS peak", fmt.bytes(t.host_rss_peak_bytes)),
-          stat("wall time", fmt.secs(d.wall_seconds)));
+          stat("wall time", fmt.secs(d.wall_seconds)),
+          ...goodputStats(d.goodput));
 
         alertsBox.replaceChildren(GP.alertSplit(al, load, "no active alerts for this job"));
         const mine = recs.find((j) => j.job === id);

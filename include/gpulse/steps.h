@@ -17,6 +17,7 @@
  *         ...
  *         gpulse_step(&g, i, dur_s, 32, 65536, loss, GPULSE_UNSET);
  *     }
+ *     gpulse_phase(&g, "checkpoint", save_s);        // a checkpoint, an eval...
  *     gpulse_close(&g);                               // flushes
  *
  * Where it sends: every path in GPULSE_STEPS_SOCKET (several separated by
@@ -236,6 +237,18 @@ static inline char *gpulse__key(char *p, const char *k)
     return p;
 }
 
+/* Appends " t=" and the wall clock now, epoch seconds to the microsecond. */
+static inline char *gpulse__t(char *p)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    p = gpulse__u64(gpulse__key(p, "t"), (unsigned long long)now.tv_sec);
+    *p++ = '.';
+    for (long us = now.tv_nsec / 1000, d = 100000; d; d /= 10)
+        *p++ = (char)('0' + us / d % 10);
+    return p;
+}
+
 /* The longest line any record kind below can make. */
 #define GPULSE_STEPS_LINE_MAX 400
 
@@ -300,15 +313,32 @@ static inline void gpulse_step(struct gpulse_steps *h, uint64_t n, double dur, d
         p = gpulse__dbl(gpulse__key(p, "loss"), loss);
     if (isfinite(wait) && wait >= 0)
         p = gpulse__dbl(gpulse__key(p, "wait"), wait);
-    /* t: when the step ended (epoch seconds, microseconds), so batching
-     * does not blur the time line that throughput is computed from */
-    struct timespec now;
-    clock_gettime(CLOCK_REALTIME, &now);
-    p = gpulse__u64(gpulse__key(p, "t"), (unsigned long long)now.tv_sec);
-    *p++ = '.';
-    for (long us = now.tv_nsec / 1000, d = 100000; d; d /= 10)
-        *p++ = (char)('0' + us / d % 10);
-    gpulse__end(h, p);
+    /* t: when the step ended, so batching does not blur the time line
+     * that throughput is computed from */
+    gpulse__end(h, gpulse__t(p));
+}
+
+/* A phase that ends now and ran dur seconds: a checkpoint save
+ * ("checkpoint") or load ("checkpoint_load"), an evaluation ("eval"), or
+ * any other name of [a-z0-9_] (a letter or '_' first, 32 at most; another
+ * name is not sent). The next step's wait is measured from here, so a
+ * phase between steps is not counted as waiting for data. */
+static inline void gpulse_phase(struct gpulse_steps *h, const char *name, double dur)
+{
+    size_t n = 0;
+    for (; name[n]; n++)
+        if (n == 32 || !((name[n] >= 'a' && name[n] <= 'z') || name[n] == '_' ||
+                         (n > 0 && name[n] >= '0' && name[n] <= '9')))
+            return;
+    if (!n || !(isfinite(dur) && dur >= 0))
+        return;
+    char *p = gpulse__begin(h, "phase");
+    p = gpulse__key(p, "name");
+    memcpy(p, name, n);
+    p = gpulse__dbl(gpulse__key(p + n, "dur"), dur);
+    gpulse__end(h, gpulse__t(p));
+    if (h->prev_end_ns && h->forks == gpulse__forks)
+        h->prev_end_ns = gpulse__now_ns();
 }
 
 /* Framework allocator bytes on device dev (allocated, reserved, peak). */

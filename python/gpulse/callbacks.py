@@ -18,6 +18,12 @@ For MFU, pass ``model=`` the arguments of ``gpulse.model`` (for example
 ``model={"params": 7e9, "precision": "bf16"}``), sent once at the start,
 and, when it counts per token, ``tokens_per_sample=`` (the sequence
 length), so each step reports its tokens too.
+
+They also mark evaluation (``eval``) and checkpoint saves (``checkpoint``)
+as phases, so goodput does not count them as steps, data wait or idle
+time: Lightning from its validation hooks and from ``on_save_checkpoint``
+to the next hook; transformers from the step's end to ``on_evaluate``
+and from there to ``on_save``.
 """
 
 import time
@@ -48,6 +54,23 @@ def _tokens(samples, per_sample):
     return samples * per_sample if samples is not None and per_sample else None
 
 
+class _PhaseTimer:
+    """One phase at a time: begun at one hook, reported at a later one."""
+
+    def __init__(self):
+        self.name = None
+        self.start = None
+
+    def begin(self, name):
+        self.finish()
+        self.name, self.start = name, time.perf_counter()
+
+    def finish(self):
+        if self.name is not None:
+            gpulse.report_phase(self.name, time.perf_counter() - self.start)
+        self.name = None
+
+
 def _batch_size(batch):
     """Samples in a batch: the first dimension of its first tensor."""
     if hasattr(batch, "shape") and len(getattr(batch, "shape", ())) > 0:
@@ -72,9 +95,20 @@ try:
         def __init__(self, memory_every=100, model=None, tokens_per_sample=None):
             super().__init__()
             self._t = _Timer()
+            self._ph = _PhaseTimer()
             self._every = memory_every
             self._model = model
             self._tps = tokens_per_sample
+
+        def on_validation_start(self, trainer, pl_module):
+            self._ph.begin("eval")
+
+        def on_validation_end(self, trainer, pl_module):
+            self._ph.finish()
+
+        def on_save_checkpoint(self, trainer, pl_module, checkpoint):
+            # called before the file is written: the phase lasts to the next hook
+            self._ph.begin("checkpoint")
 
         def on_train_start(self, trainer, pl_module):
             if self._model:
@@ -83,6 +117,7 @@ try:
                 gpulse.meta(target_steps=int(trainer.max_steps))
 
         def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
+            self._ph.finish()
             self._t.begin()
 
         def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
@@ -101,6 +136,7 @@ try:
                 gpulse.memory()
 
         def on_train_end(self, trainer, pl_module):
+            self._ph.finish()
             gpulse.memory()
             gpulse.flush()
 
@@ -119,6 +155,7 @@ try:
             self._tps = tokens_per_sample
             self._samples = None
             self._loss = None
+            self._mark = None  # perf_counter at the last step's end, or phase's
 
         def on_train_begin(self, args, state, control, **kwargs):
             self._samples = (args.per_device_train_batch_size *
@@ -142,9 +179,23 @@ try:
             gpulse.report_step(dur, samples=self._samples, tokens=_tokens(self._samples, self._tps),
                                loss=self._loss,
                                n=int(state.global_step))
+            self._mark = time.perf_counter()
             self._loss = None
             if self._every and state.global_step % self._every == 0:
                 gpulse.memory()
+
+        def _phase(self, name):
+            # the Trainer evaluates, then saves, right after a step's end hook
+            now = time.perf_counter()
+            if self._mark is not None:
+                gpulse.report_phase(name, now - self._mark)
+            self._mark = now
+
+        def on_evaluate(self, args, state, control, **kwargs):
+            self._phase("eval")
+
+        def on_save(self, args, state, control, **kwargs):
+            self._phase("checkpoint")
 
         def on_train_end(self, args, state, control, **kwargs):
             gpulse.memory()

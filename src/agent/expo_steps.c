@@ -14,6 +14,7 @@
 #include "lib/err.h"
 #include "lib/gpumodels.h"
 #include "lib/metrics.h"
+#include "sources/steps_proto.h"
 #include "sources/steps_trust.h"
 
 #include <stdio.h>
@@ -121,6 +122,28 @@ static void walk_model(struct gp_metric_sink *s, const struct gp_frame *f, const
     }
 }
 
+/* gpulse_job_phase_seconds_total, every phase of a process that sent one
+ * (zeros included, so an increase() sees the first). */
+static void walk_phases(struct gp_metric_sink *s, const struct gp_frame *f, const struct gp_expo_options *o)
+{
+    struct gp_metric_label l[5];
+    char rank[16], pid[16];
+    bool any = false;
+    for (unsigned i = 0; i < f->nsteps; i++) {
+        const struct gp_step_stats *st = &f->steps[i];
+        if (!st->phase_valid)
+            continue;
+        if (!any)
+            gp_metric_family(s, GP_M_STEP_PHASE);
+        any = true;
+        const struct gp_metric_labels set = {l, step_labels(l, f, st, o, rank, pid), NULL};
+        for (int p = 0; p < GP_STEP_PHASES; p++) {
+            const struct gp_metric_label e = {"phase", gp_steps_phase_name((enum gp_steps_phase)p)};
+            s->sample(s, gp_metric_name(GP_M_STEP_PHASE), &set, &e, 1, st->phase_seconds_total[p]);
+        }
+    }
+}
+
 static void walk_self(struct gp_metric_sink *s, const struct gp_frame *f)
 {
     static const enum gp_metric c[] = {GP_M_STEPS_DATAGRAMS, GP_M_STEPS_RECORDS, GP_M_STEPS_MALFORMED};
@@ -156,6 +179,7 @@ int gp_expo_walk_steps(struct gp_metric_sink *s, const struct gp_frame *f, const
     }
     walk_allocator(s, f, o);
     walk_model(s, f, o);
+    walk_phases(s, f, o);
     if (f->src[GP_SRC_STEPS].active)
         walk_self(s, f);
     return s->err;

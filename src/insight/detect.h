@@ -80,7 +80,11 @@ int gp_severity_parse(const char *s, enum gp_severity *out); /* GP_OK or GP_EPAR
       "One rank is slower than its peers and holds every other rank back at each collective: "   \
       "check its GPU for throttling, lower clocks or PCIe errors, and its node for other load.") \
     X(BUDGET, "budget_exceeded", JOB, WARNING, 1.0, 1.0, "0s",                                     \
-      "The job's cost passed its budget: stop it, or raise the budget if the spend is expected.")
+      "The job's cost passed its budget: stop it, or raise the budget if the spend is expected.") \
+    X(LOW_GOODPUT, "low_goodput", JOB, WARNING, 0.5, 0.6, "10m",                                   \
+      "Little of the job's time trains the model: shorten what the alert names as the biggest "  \
+      "badput (faster start-up, more DataLoader workers, asynchronous or rarer checkpoints, "    \
+      "rarer evaluation, checkpoints often enough that a restart repeats little).")
 
 enum gp_detector {
 #define GP_DET_ENUM_(id, name, scope, sev, thr, clr, for_, runbook) GP_DET_##id,

@@ -108,6 +108,10 @@ struct gp_view_job {
     unsigned *procs, nprocs;
     double budget;               /* configured budget in USD; <= 0: none */
     double cost;                 /* cost so far in USD (cost.c); NaN: unknown */
+    /* goodput so far (query/goodput.h), from the job's document; NaN
+     * ratio: unknown */
+    double goodput_ratio, goodput_wall_s, badput_s;
+    int badput;                  /* the biggest badput part; -1 none */
 };
 
 struct gp_view {

@@ -143,6 +143,8 @@ enum gp_metric_section {
       "Exit status the process reported when it ended (128 + signal for a signal death).")             \
     X(STEP_END, STEPS, "gpulse_job_end_time_seconds", GAUGE, "@job @host pid",                         \
       "When the process reported it ended, since the epoch.")                                          \
+    X(STEP_PHASE, STEPS, "gpulse_job_phase_seconds_total", COUNTER, "@job @host pid phase",            \
+      "Time the process spent in phases between steps, by phase (checkpoint, evaluation, other).")     \
     X(STEP_ALLOCATOR, STEPS, "gpulse_job_allocator_bytes", GAUGE, "@job @host pid device kind",        \
       "Framework allocator memory the process reported, by device and kind.")                          \
     X(STEP_MODEL_FLOPS, STEPS, "gpulse_job_model_flops", GAUGE, "@job @host pid per precision",       \
@@ -302,6 +304,9 @@ enum gp_metric_section {
     X(RULE_EVAL_FAILURES, EVAL, "gpulse_rule_evaluation_failures_total", COUNTER, "rule_group",        \
       "Rule evaluations that failed (the rule's lastError in /api/v1/rules says why).")                \
     X(ALERTS, EVAL, "gpulse_server_alerts", GAUGE, "state", "Alerts now, by state.")                   \
+    X(JOB_GOODPUT, EVAL, "gpulse_job_goodput_ratio", GAUGE, "job",                                     \
+      "Goodput of a job in the detectors' view: productive step time / its ranks' wall time "        \
+      "(low_goodput's input, refreshed every minute).")                                                \
     X(ALERT_TRANSITIONS, EVAL, "gpulse_server_alert_transitions_total", COUNTER, "",                   \
       "Alert state changes.")                                                                          \
     X(REMEDIATION_REFUSED, EVAL, "gpulse_server_remediation_refused_total", COUNTER, "reason",         \

@@ -12,7 +12,9 @@
 #include "lib/err.h"
 #include "query/eval.h"
 #include "lib/json.h"
+#include "query/goodput.h"
 #include "query/jobmodel.h"
+#include "sources/steps_proto.h"
 #include "store/labels.h"
 
 #include <math.h>
@@ -92,8 +94,11 @@ static int str_eq(struct gp_str a, struct gp_str b)
 }
 
 /* 1 when a and b have the same labels apart from __name__. */
-static int same_but_name(const struct gp_store_series *a, const struct gp_store_series *b)
+/* Whether a and b carry the same labels, __name__ and `also` (NULL: none)
+ * left out. */
+static int same_except(const struct gp_store_series *a, const struct gp_store_series *b, const char *also)
 {
+    size_t al = also ? strlen(also) : 0;
     struct gp_labels_iter ia, ib;
     gp_labels_iter_init(&ia, a->labels, a->labels_len);
     gp_labels_iter_init(&ib, b->labels, b->labels_len);
@@ -102,15 +107,22 @@ static int same_but_name(const struct gp_store_series *a, const struct gp_store_
         int ra, rb;
         do
             ra = gp_labels_next(&ia, &an, &av);
-        while (ra == 1 && an.len == 8 && !memcmp(an.ptr, "__name__", 8));
+        while (ra == 1 && ((an.len == 8 && !memcmp(an.ptr, "__name__", 8)) ||
+                           (al && an.len == al && !memcmp(an.ptr, also, al))));
         do
             rb = gp_labels_next(&ib, &bn, &bv);
-        while (rb == 1 && bn.len == 8 && !memcmp(bn.ptr, "__name__", 8));
+        while (rb == 1 && ((bn.len == 8 && !memcmp(bn.ptr, "__name__", 8)) ||
+                           (al && bn.len == al && !memcmp(bn.ptr, also, al))));
         if (ra != 1 || rb != 1)
             return ra == rb;
         if (!str_eq(an, bn) || !str_eq(av, bv))
             return 0;
     }
+}
+
+static int same_but_name(const struct gp_store_series *a, const struct gp_store_series *b)
+{
+    return same_except(a, b, NULL);
 }
 
 static int cmp_i64(const void *a, const void *b)
@@ -207,6 +219,20 @@ struct doc {
     size_t nprocs;
     double host_cpu, rss_peak, wall;
     struct cost_out co;
+    /* goodput (goodput.h): the job's, and each reporting process's */
+    struct gp_goodput_figures gp;
+    unsigned gp_attempts;
+    double gp_last_step;
+    struct gproc *gpr;
+    size_t ngpr;
+};
+
+/* A process that reported steps, for goodput: its series and span. */
+struct gproc {
+    const struct gp_store_series *steps, *secs, *wait, *stepno, *phase[3];
+    int64_t first, last; /* its steps counter's first and last sample (ms) */
+    double start, end, resume_from, last_step;
+    struct gp_goodput_figures f;
 };
 
 static int born(const struct doc *d, const struct gp_store_series *s)
@@ -600,6 +626,166 @@ static void put_total(struct gp_buf *b, const char *name, double v)
     num(b, v);
 }
 
+/* The newest value of x at or before t (ms); 0 when none: a counter not
+ * yet reported counts from 0. */
+static double counter_at(const struct ser *x, int64_t t)
+{
+    double v = 0;
+    for (size_t i = 0; i < x->n && x->t[i] <= t; i++)
+        v = x->v[i];
+    return v;
+}
+
+/* A counter's increase from t0 to t1 (ms); a reset counts from 0. */
+static double counter_delta(const struct ser *x, int64_t t0, int64_t t1)
+{
+    double a = counter_at(x, t0), b = counter_at(x, t1);
+    return b >= a ? b - a : b;
+}
+
+static int gproc_cmp(const void *pa, const void *pb)
+{
+    const struct gproc *a = pa, *b = pb;
+    return a->first < b->first ? -1 : a->first > b->first;
+}
+
+/* One reporting process's goodput: its counters' increases between
+ * samples fed to goodput.h (phases first: a phase and the first steps in
+ * one interval count the phase before them), up to its end. */
+static int gproc_feed(struct doc *d, struct gproc *p)
+{
+    struct ser x[7];
+    const struct gp_store_series *ss[7] = {p->steps, p->secs, p->wait, p->stepno,
+                                           p->phase[0], p->phase[1], p->phase[2]};
+    memset(x, 0, sizeof x);
+    int rc = GP_OK;
+    for (int k = 0; k < 7 && !rc; k++)
+        if (ss[k])
+            rc = ser_read(d->st, ss[k], d->t0, d->tc, &x[k]);
+    if (!rc) {
+        struct gp_goodput_rank r;
+        gp_goodput_rank_init(&r, p->start, p->resume_from);
+        /* a counter born in the job counts from 0 before its first sample */
+        int64_t prev = born(d, p->steps) ? INT64_MIN : (x[0].n ? x[0].t[0] : 0);
+        for (size_t i = 0; i < x[0].n; i++) {
+            int64_t t = x[0].t[i];
+            if (t <= prev)
+                continue;
+            double te = (double)t / 1e3 < p->end ? (double)t / 1e3 : p->end;
+            for (int k = 0; k < 3; k++) {
+                double dp = ss[4 + k] ? counter_delta(&x[4 + k], prev, t) : 0;
+                if (dp > 0)
+                    gp_goodput_phase(&r, gp_steps_phase_name((enum gp_steps_phase)k), te, dp);
+            }
+            double n = counter_delta(&x[0], prev, t);
+            if (n > 0)
+                gp_goodput_interval(&r, te, counter_delta(&x[1], prev, t),
+                                    p->wait ? counter_delta(&x[2], prev, t) : NAN,
+                                    p->stepno ? counter_at(&x[3], t) : -1, n);
+            prev = t;
+        }
+        gp_goodput_figures_init(&p->f);
+        gp_goodput_add_rank(&p->f, &r, p->end);
+        gp_goodput_finish(&p->f);
+        p->last_step = r.last_step;
+        if (r.last_step > d->gp_last_step)
+            d->gp_last_step = r.last_step;
+    }
+    for (int k = 0; k < 7; k++)
+        ser_free(&x[k]);
+    return rc;
+}
+
+/* Goodput (docs/jobs.md "Goodput") from the step, wait, step-number and
+ * phase counters of each reporting process. A process of the same rank
+ * (labels but pid) that starts after another is a restart: it starts
+ * where its counters say it began and its steps numbered at or below the
+ * earlier ones' last step are lost work; the earlier one ends where it
+ * starts. The first process of a rank starts with the job. */
+static int gather_goodput(struct doc *d, const struct gp_store_series **steps, size_t nsteps,
+                          const struct gp_store_series **secs, size_t nsecs,
+                          const struct gp_store_series **waits, size_t nwaits,
+                          const struct gp_store_series **stepnos, size_t nstepnos,
+                          const struct gp_store_series **phases, size_t nphases)
+{
+    gp_goodput_figures_init(&d->gp);
+    d->gp_last_step = -1;
+    if (!nsteps)
+        return GP_OK;
+    d->gpr = calloc(nsteps, sizeof *d->gpr);
+    if (!d->gpr)
+        return GP_ENOMEM;
+    for (size_t i = 0; i < nsteps; i++) {
+        struct gproc *p = &d->gpr[d->ngpr];
+        p->steps = steps[i];
+        p->first = steps[i]->first_ms > d->t0 ? steps[i]->first_ms : d->t0;
+        p->last = steps[i]->last_ms;
+        for (size_t k = 0; k < nsecs && !p->secs; k++)
+            if (same_but_name(steps[i], secs[k]))
+                p->secs = secs[k];
+        for (size_t k = 0; k < nwaits && !p->wait; k++)
+            if (same_but_name(steps[i], waits[k]))
+                p->wait = waits[k];
+        for (size_t k = 0; k < nstepnos && !p->stepno; k++)
+            if (same_but_name(steps[i], stepnos[k]))
+                p->stepno = stepnos[k];
+        for (size_t k = 0; k < nphases; k++) {
+            struct gp_str ph = lab(phases[k], "phase");
+            for (int q = 0; q < 3; q++) {
+                const char *name = gp_steps_phase_name((enum gp_steps_phase)q);
+                if (ph.len == strlen(name) && !memcmp(ph.ptr, name, ph.len) &&
+                    same_except(steps[i], phases[k], "phase"))
+                    p->phase[q] = phases[k];
+            }
+        }
+        if (p->secs)
+            d->ngpr++;
+    }
+    qsort(d->gpr, d->ngpr, sizeof *d->gpr, gproc_cmp);
+    /* starts and attempts, in start order */
+    for (size_t i = 0; i < d->ngpr; i++) {
+        struct gproc *p = &d->gpr[i];
+        p->start = (double)d->t0 / 1e3;
+        p->end = (double)d->t1 / 1e3;
+        p->resume_from = -1;
+        unsigned attempt = 1;
+        for (size_t j = 0; j < i; j++)
+            attempt += same_except(p->steps, d->gpr[j].steps, "pid") && d->gpr[j].last <= p->first;
+        if (attempt > 1) { /* a restart: it began where its first sample's counters say */
+            struct ser x;
+            int rc = ser_read(d->st, p->secs, p->first, p->first, &x);
+            if (rc)
+                return rc;
+            double done = x.n ? x.v[0] : 0;
+            ser_free(&x);
+            p->start = (double)p->first / 1e3 - done;
+        }
+        if (attempt > d->gp_attempts)
+            d->gp_attempts = attempt;
+    }
+    /* an earlier process of a rank ends where the next one starts (the
+     * agent keeps a gone sender's series for minutes) */
+    for (size_t i = 0; i < d->ngpr; i++)
+        for (size_t j = i + 1; j < d->ngpr; j++)
+            if (same_except(d->gpr[i].steps, d->gpr[j].steps, "pid") &&
+                d->gpr[j].start > d->gpr[i].start && d->gpr[j].start < d->gpr[i].end)
+                d->gpr[i].end = d->gpr[j].start;
+    /* fed in start order: a restart resumes after its rank's last step */
+    for (size_t i = 0; i < d->ngpr; i++) {
+        struct gproc *p = &d->gpr[i];
+        for (size_t j = 0; j < i; j++)
+            if (same_except(p->steps, d->gpr[j].steps, "pid") && d->gpr[j].end <= p->start &&
+                d->gpr[j].last_step > p->resume_from)
+                p->resume_from = d->gpr[j].last_step;
+        int rc = gproc_feed(d, p);
+        if (rc)
+            return rc;
+        gp_goodput_add(&d->gp, &p->f);
+    }
+    gp_goodput_finish(&d->gp);
+    return GP_OK;
+}
+
 /* Reads the job's series and works out every figure into d (the job
  * model's, and the cost and host totals around them). GP_OK, GP_ENOMEM or
  * the store's error; d's arrays are freed by doc_free either way. */
@@ -609,9 +795,10 @@ static int gather(struct doc *d)
     /* Sort the series out by name. */
     struct gp_jobmodel_gpu *mg = NULL;
     const struct gp_store_series **steps = NULL, **secs = NULL, **waits = NULL, **samples = NULL,
-                                 **tokens = NULL, **procs = NULL, **targets = NULL, **stepnos = NULL;
+                                 **tokens = NULL, **procs = NULL, **targets = NULL, **stepnos = NULL,
+                                 **phases = NULL;
     size_t nsteps = 0, nsecs = 0, nwaits = 0, nsamples = 0, ntokens = 0, nprocs = 0, ntargets = 0,
-           nstepnos = 0;
+           nstepnos = 0, nphases = 0;
     size_t nsel = d->sel.n ? d->sel.n : 1;
     steps = calloc(nsel, sizeof *steps);
     secs = calloc(nsel, sizeof *secs);
@@ -621,11 +808,13 @@ static int gather(struct doc *d)
     procs = calloc(nsel, sizeof *procs);
     targets = calloc(nsel, sizeof *targets);
     stepnos = calloc(nsel, sizeof *stepnos);
+    phases = calloc(nsel, sizeof *phases);
     d->cpu = calloc(nsel, sizeof *d->cpu);
     d->rss = calloc(nsel, sizeof *d->rss);
     d->loss = calloc(nsel, sizeof *d->loss);
     rc = GP_ENOMEM;
-    if (!steps || !secs || !waits || !samples || !tokens || !procs || !targets || !stepnos || !d->cpu ||
+    if (!steps || !secs || !waits || !samples || !tokens || !procs || !targets || !stepnos || !phases ||
+        !d->cpu ||
         !d->rss || !d->loss)
         goto out;
     for (size_t i = 0; i < d->sel.n; i++) {
@@ -680,6 +869,8 @@ static int gather(struct doc *d)
             targets[ntargets++] = s;
         } else if (name_is(s, "gpulse_job_step")) {
             stepnos[nstepnos++] = s;
+        } else if (name_is(s, "gpulse_job_phase_seconds_total")) {
+            phases[nphases++] = s;
         }
     }
     if (d->ng)
@@ -774,6 +965,9 @@ static int gather(struct doc *d)
     d->gf = gf;
     if ((rc = job_cost(d, targets, ntargets, stepnos, nstepnos, gf.cost, &d->co)))
         goto out;
+    if ((rc = gather_goodput(d, steps, nsteps, secs, nsecs, waits, nwaits, stepnos, nstepnos, phases,
+                             nphases)))
+        goto out;
     d->procs = procs, d->nprocs = nprocs;
     procs = NULL;
     rc = GP_OK;
@@ -781,6 +975,7 @@ out:
     d->mg = mg;
     free(targets);
     free(stepnos);
+    free(phases);
     free(steps);
     free(secs);
     free(waits);
@@ -913,6 +1108,57 @@ static void put_rank_mfu(struct doc *d, struct rank_key k, const struct gp_jobmo
     put_total(b, "mfu", m.mfu);
     gp_buf_puts(b, ",\"mfu_reason\":");
     str_or_null(b, (struct gp_str){m.why, strlen(m.why)});
+}
+
+static void put_parts(struct gp_buf *b, const struct gp_goodput_figures *f)
+{
+    gp_buf_puts(b, ",\"seconds\":{");
+    for (int p = 0; p < GP_GOODPUT_NPARTS; p++) {
+        gp_buf_printf(b, "%s\"%s\":", p ? "," : "", gp_goodput_part_name(p));
+        num(b, f->part[p]);
+    }
+    gp_buf_putc(b, '}');
+}
+
+/* "goodput" (docs/jobs.md "Goodput"); null when no process reported. */
+static void write_goodput(const struct doc *d, struct gp_buf *b)
+{
+    gp_buf_puts(b, ",\"goodput\":");
+    if (!d->ngpr) {
+        gp_buf_puts(b, "null");
+        return;
+    }
+    gp_buf_puts(b, "{\"ratio\":");
+    num(b, d->gp.ratio);
+    put_total(b, "wall_seconds", d->gp.wall);
+    put_parts(b, &d->gp);
+    gp_buf_puts(b, ",\"biggest_badput\":");
+    if (d->gp.biggest_badput >= 0)
+        gp_buf_printf(b, "\"%s\"", gp_goodput_part_name(d->gp.biggest_badput));
+    else
+        gp_buf_puts(b, "null");
+    gp_buf_printf(b, ",\"attempts\":%u", d->gp_attempts);
+    put_total(b, "last_step", d->gp_last_step >= 0 ? d->gp_last_step : NAN);
+    gp_buf_puts(b, ",\"ranks\":[");
+    for (size_t i = 0; i < d->ngpr; i++) {
+        const struct gproc *p = &d->gpr[i];
+        gp_buf_puts(b, i ? ",{\"pid\":" : "{\"pid\":");
+        struct gp_str pid = lab(p->steps, "pid"), rank = lab(p->steps, "rank");
+        char num_s[24] = "", *end = NULL;
+        if (pid.len && pid.len < sizeof num_s)
+            memcpy(num_s, pid.ptr, pid.len);
+        long long v = num_s[0] ? strtoll(num_s, &end, 10) : -1;
+        if (v >= 0 && end && !*end) /* the agent's pids are numbers */
+            gp_buf_printf(b, "%lld", v);
+        else
+            str_or_null(b, pid);
+        gp_buf_puts(b, ",\"rank\":");
+        str_or_null(b, rank);
+        put_total(b, "ratio", p->f.ratio);
+        put_parts(b, &p->f);
+        gp_buf_putc(b, '}');
+    }
+    gp_buf_puts(b, "]}");
 }
 
 /* Writes the document of a gathered d. GP_OK or GP_ENOMEM (the series). */
@@ -1082,6 +1328,7 @@ static int render(struct doc *d, struct gp_buf *b)
     put_total(b, "budget", in->budget > 0 ? in->budget : NAN);
     put_total(b, "budget_ratio", in->budget > 0 ? gf.cost / in->budget : NAN);
     gp_buf_puts(b, isfinite(gf.cost) ? ",\"currency\":\"USD\"}" : ",\"currency\":null}");
+    write_goodput(d, b);
     if (in->series) {
         int rc = write_series(d, b);
         if (rc)
@@ -1111,6 +1358,7 @@ static void doc_free(struct doc *d)
     free(d->steps);
     free(d->mg);
     free(d->procs);
+    free(d->gpr);
     gp_storage_selection_free(&d->sel);
 }
 
@@ -1170,12 +1418,24 @@ int gp_jobdoc_write(struct gp_storage *st, const struct gp_jobdoc_in *in, struct
     return rc;
 }
 
-int gp_jobdoc_cost(struct gp_storage *st, const struct gp_jobdoc_in *in, double *cost, char *err,
-                   size_t errlen)
+int gp_jobdoc_figures(struct gp_storage *st, const struct gp_jobdoc_in *in,
+                      struct gp_jobdoc_figures *out, char *err, size_t errlen)
 {
     struct doc d;
     int rc = doc_gather(&d, st, in, err, errlen);
-    *cost = rc ? NAN : d.gf.cost;
+    out->cost = rc ? NAN : d.gf.cost;
+    gp_goodput_figures_init(&out->goodput);
+    if (!rc && d.ngpr)
+        out->goodput = d.gp;
     doc_free(&d);
+    return rc;
+}
+
+int gp_jobdoc_cost(struct gp_storage *st, const struct gp_jobdoc_in *in, double *cost, char *err,
+                   size_t errlen)
+{
+    struct gp_jobdoc_figures f;
+    int rc = gp_jobdoc_figures(st, in, &f, err, errlen);
+    *cost = f.cost;
     return rc;
 }

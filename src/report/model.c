@@ -227,6 +227,42 @@ static void steps_section(const json_t *doc, struct gp_rp_model *m)
         snprintf(r->v, 512, "n/a (no step reported a loss)");
 }
 
+/* docs/jobs.md "Goodput": the share, then each part of the wall time. */
+static void goodput_section(const json_t *doc, struct gp_rp_model *m)
+{
+    static const char *const parts[][2] = {
+        {"startup", "start-up"},     {"productive", "productive"}, {"data_wait", "data wait"},
+        {"checkpoint", "checkpoint"}, {"evaluation", "evaluation"}, {"other", "other phases"},
+        {"lost", "lost work"},       {"idle", "idle"}};
+    struct gp_rp_section *s = &m->sec[GP_RP_SEC_GOODPUT];
+    s->title = "Goodput (share of the ranks' wall time)";
+    const json_t *g = gp_rp_obj(doc, "goodput"), *secs = gp_rp_obj(g, "seconds");
+    double ratio, wall, n, last;
+    if (!g || !gp_rp_num(g, "wall_seconds", &wall)) {
+        snprintf(row(s, "goodput")->v, 512, "n/a (no process reported a step or phase)");
+        return;
+    }
+    char a[48], b2[48], c[48], d[48];
+    bool hr = gp_rp_num(g, "ratio", &ratio), hn = gp_rp_num(g, "attempts", &n),
+         hl = gp_rp_num(g, "last_step", &last);
+    const char *big = gp_rp_str(g, "biggest_badput");
+    const char *bigname = NULL;
+    for (size_t i = 0; big && i < sizeof parts / sizeof parts[0]; i++)
+        if (!strcmp(big, parts[i][0]))
+            bigname = parts[i][1];
+    snprintf(row(s, "goodput")->v, 512, "%s of %s over %s attempt%s (last step %s)",
+             gp_rp_fmt_pct(a, sizeof a, hr, ratio), gp_rp_fmt_short(b2, sizeof b2, true, wall),
+             gp_rp_fmt_count(c, sizeof c, hn, n), hn && n == 1 ? "" : "s",
+             gp_rp_fmt_count(d, sizeof d, hl, last));
+    snprintf(row(s, "top badput")->v, 512, "%s", bigname ? bigname : "none");
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+        double v;
+        bool ok = gp_rp_num(secs, parts[i][0], &v);
+        snprintf(row(s, parts[i][1])->v, 512, "%s (%s)", gp_rp_fmt_short(a, sizeof a, ok, v),
+                 gp_rp_fmt_pct(b2, sizeof b2, ok && wall > 0, wall > 0 ? v / wall : 0));
+    }
+}
+
 static void host_section(const json_t *doc, struct gp_rp_model *m)
 {
     struct gp_rp_section *s = &m->sec[GP_RP_SEC_HOST];
@@ -251,6 +287,7 @@ void gp_rp_model_build(const json_t *doc, struct gp_rp_model *m)
     job_section(doc, m);
     gpu_section(doc, m);
     steps_section(doc, m);
+    goodput_section(doc, m);
     host_section(doc, m);
 }
 

@@ -16,6 +16,7 @@
 
 #define MAX_RANKS 256
 #define MAX_GPUS 64
+#define MAX_REPORTERS 256 /* goodput is kept for this many step reporters */
 
 struct cell {
     double sum, max;
@@ -83,6 +84,13 @@ struct gp_history {
     double flops_token, flops_sample; /* the model record; 0 not said */
     int precision;                    /* -1 not said */
 
+    /* goodput per reporting process; the earlier attempts of the job */
+    struct greporter { uint32_t pid; struct gp_goodput_rank g; } reporters[MAX_REPORTERS];
+    unsigned nreporters;
+    struct gp_goodput_figures prior;
+    unsigned prior_attempts;
+    double prior_last_step;
+
     /* status line: steps seen at the last status, for the rate */
     double rate_t;
     uint64_t rate_steps;
@@ -115,13 +123,15 @@ struct gp_history *gp_history_new(const struct gp_history_options *o)
     snprintf(h->job, sizeof h->job, "%s", o->job);
     h->interval_s = o->interval_s > 0 ? o->interval_s : 1.0;
     h->price = o->price_per_gpu_hour;
-    h->start_s = wall_s();
+    h->start_s = o->start_s > 0 ? o->start_s : wall_s();
     h->width = 1;
     h->world_size = -1;
     h->precision = -1;
     gp_jobmodel_steps_init(&h->steps);
     h->steps.steps = h->steps.seconds = 0; /* gpulse run sees the whole stream */
     gp_jobmodel_gpus_init(&h->act);
+    gp_goodput_figures_init(&h->prior);
+    h->prior_last_step = -1;
     h->rate_t = h->start_s;
     return h;
 }
@@ -394,11 +404,72 @@ void gp_history_frame(struct gp_history *h, const struct gp_frame *f)
     pthread_mutex_unlock(&h->mu);
 }
 
+/* The goodput of reporter pid, new when first seen (its wall time from the
+ * command's start: gpulse run starts every rank); NULL beyond the cap. */
+static struct gp_goodput_rank *reporter(struct gp_history *h, uint32_t pid)
+{
+    for (unsigned i = 0; i < h->nreporters; i++)
+        if (h->reporters[i].pid == pid)
+            return &h->reporters[i].g;
+    if (h->nreporters == MAX_REPORTERS)
+        return NULL;
+    struct greporter *r = &h->reporters[h->nreporters++];
+    r->pid = pid;
+    gp_goodput_rank_init(&r->g, h->start_s, h->prior_last_step);
+    return &r->g;
+}
+
+void gp_history_phase(struct gp_history *h, uint32_t pid, const char *name, double t_end,
+                      double seconds)
+{
+    pthread_mutex_lock(&h->mu);
+    struct gp_goodput_rank *g = reporter(h, pid);
+    if (g)
+        gp_goodput_phase(g, name, t_end, seconds);
+    pthread_mutex_unlock(&h->mu);
+}
+
+void gp_history_prior(struct gp_history *h, const struct gp_goodput_figures *prior,
+                      unsigned attempts, double last_step)
+{
+    pthread_mutex_lock(&h->mu);
+    h->prior = *prior;
+    h->prior_attempts = attempts;
+    h->prior_last_step = last_step;
+    for (unsigned i = 0; i < h->nreporters; i++)
+        h->reporters[i].g.resume_from = last_step;
+    pthread_mutex_unlock(&h->mu);
+}
+
+/* This attempt's figures; the caller holds the lock. */
+static void goodput_now(const struct gp_history *h, double end, struct gp_goodput_figures *f,
+                        double *last_step)
+{
+    gp_goodput_figures_init(f);
+    *last_step = -1;
+    for (unsigned i = 0; i < h->nreporters; i++) {
+        gp_goodput_add_rank(f, &h->reporters[i].g, end);
+        if (h->reporters[i].g.last_step > *last_step)
+            *last_step = h->reporters[i].g.last_step;
+    }
+    gp_goodput_finish(f);
+}
+
+void gp_history_goodput(struct gp_history *h, struct gp_goodput_figures *f, double *last_step)
+{
+    pthread_mutex_lock(&h->mu);
+    goodput_now(h, h->ended ? h->end_s : wall_s(), f, last_step);
+    pthread_mutex_unlock(&h->mu);
+}
+
 void gp_history_step(struct gp_history *h, const struct gp_history_step *s)
 {
     if (!isfinite(s->seconds) || s->seconds < 0 || !isfinite(s->t_end))
         return;
     pthread_mutex_lock(&h->mu);
+    struct gp_goodput_rank *g = reporter(h, s->pid);
+    if (g)
+        gp_goodput_step(g, s->t_end, s->seconds, s->has_wait ? s->wait_seconds : NAN, s->n);
     gp_jobmodel_step(&h->steps, s->t_end, s->seconds, s->has_wait ? s->wait_seconds : NAN,
                      s->has_samples ? s->samples : NAN, s->has_tokens ? s->tokens : NAN);
     if (s->has_loss)
@@ -675,6 +746,54 @@ static json_t *series_json(const struct gp_history *h)
     return s;
 }
 
+static json_t *parts_json(const struct gp_goodput_figures *f)
+{
+    json_t *o = json_object();
+    for (int p = 0; p < GP_GOODPUT_NPARTS; p++)
+        json_object_set_new(o, gp_goodput_part_name(p), json_real(f->part[p]));
+    return o;
+}
+
+/* docs/jobs.md "Goodput": the job's figures over every attempt, and this
+ * attempt's reporters. Null when no process reported a step or phase. */
+static json_t *goodput_json(const struct gp_history *h, double end)
+{
+    if (!h->nreporters && !h->prior_attempts)
+        return json_null();
+    struct gp_goodput_figures now, job;
+    double last;
+    goodput_now(h, end, &now, &last);
+    gp_goodput_figures_init(&job);
+    gp_goodput_add(&job, &h->prior);
+    gp_goodput_add(&job, &now);
+    gp_goodput_finish(&job);
+    if (h->prior_last_step > last)
+        last = h->prior_last_step;
+    json_t *o = json_object();
+    json_object_set_new(o, "ratio", num(job.ratio));
+    json_object_set_new(o, "wall_seconds", json_real(job.wall));
+    json_object_set_new(o, "seconds", parts_json(&job));
+    json_object_set_new(o, "biggest_badput", job.biggest_badput >= 0
+                                                 ? json_string(gp_goodput_part_name(job.biggest_badput))
+                                                 : json_null());
+    json_object_set_new(o, "attempts", json_integer(h->prior_attempts + 1));
+    json_object_set_new(o, "last_step", last >= 0 ? json_real(last) : json_null());
+    json_t *ranks = json_array();
+    for (unsigned i = 0; i < h->nreporters; i++) {
+        struct gp_goodput_figures r;
+        gp_goodput_figures_init(&r);
+        gp_goodput_add_rank(&r, &h->reporters[i].g, end);
+        gp_goodput_finish(&r);
+        json_t *x = json_object();
+        json_object_set_new(x, "pid", json_integer(h->reporters[i].pid));
+        json_object_set_new(x, "ratio", num(r.ratio));
+        json_object_set_new(x, "seconds", parts_json(&r));
+        json_array_append_new(ranks, x);
+    }
+    json_object_set_new(o, "ranks", ranks);
+    return o;
+}
+
 json_t *gp_history_document(struct gp_history *h)
 {
     pthread_mutex_lock(&h->mu);
@@ -721,6 +840,7 @@ json_t *gp_history_document(struct gp_history *h)
     }
     json_object_set_new(d, "gpus", gpus);
     json_object_set_new(d, "totals", totals);
+    json_object_set_new(d, "goodput", goodput_json(h, end));
     json_object_set_new(d, "series", series_json(h));
     json_object_set_new(d, "advice", json_array());
     pthread_mutex_unlock(&h->mu);

@@ -314,6 +314,8 @@ struct gp_step_alloc {
  * What one process has reported over the step socket since it started
  * reporting (the steps source). Totals are cumulative counters.
  */
+#define GP_STEP_PHASES 3 /* checkpoint, evaluation, other */
+
 struct gp_step_stats {
     uint32_t pid;             /* the sender, from SCM_CREDENTIALS */
     uint32_t uid;             /* the sender's uid, from SCM_CREDENTIALS (0: root, or simulated) */
@@ -344,6 +346,8 @@ struct gp_step_stats {
     bool exit_status_valid;
     int32_t exit_status;      /* from `end status=` */
     double end_time_s;        /* epoch seconds: `end t=`, else when the agent received it */
+    bool phase_valid;         /* some `phase` record came */
+    double phase_seconds_total[GP_STEP_PHASES]; /* by enum gp_steps_phase (steps_proto.h) */
 };
 
 #define GP_STEPS_NREFUSED 3 /* reasons of gp_steps_self.refused */

@@ -409,6 +409,10 @@ static bool apply(struct steps *s, const struct gp_steps_record *r)
         st->model_precision = (int)r->precision;
         break;
     }
+    case GP_STEPS_PHASE:
+        st->phase_valid = true;
+        st->phase_seconds_total[gp_steps_phase_of(r->name)] += r->dur;
+        break;
     case GP_STEPS_OTHER:
         break;
     }

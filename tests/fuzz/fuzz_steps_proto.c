@@ -47,6 +47,16 @@ static void check(void *ctx, const struct gp_steps_record *r)
             (!isnan(fpt) && !(isfinite(fpt) && fpt > 0)))
             abort();
     }
+    if (r->kind == GP_STEPS_PHASE) { /* a named phase of a finite length */
+        size_t n = strnlen(r->name, GP_STEPS_PHASE_LEN);
+        if (!(r->has & GP_SK_NAME) || !(r->has & GP_SK_DUR) || n == 0 || n >= GP_STEPS_PHASE_LEN ||
+            !isfinite(r->dur) || r->dur < 0)
+            abort();
+        for (size_t i = 0; i < n; i++)
+            if (!((r->name[i] >= 'a' && r->name[i] <= 'z') || r->name[i] == '_' ||
+                  (i > 0 && r->name[i] >= '0' && r->name[i] <= '9')))
+                abort();
+    }
     if (r->has & GP_SK_JOB) {
         size_t n = strnlen(r->job, GP_JOB_LEN);
         if (n == 0 || n >= GP_JOB_LEN)

@@ -15,6 +15,7 @@
 
 #include "lib/duration.h"
 #include "lib/err.h"
+#include "query/goodput.h"
 #include "test.h"
 
 #include <math.h>
@@ -212,7 +213,7 @@ static void test_table_defaults(void)
         CHECK(gp_detectors[d].name && gp_detectors[d].runbook[0]);
         /* the clear level is on the healthy side of the threshold */
         bool below = d == GP_DET_OOM_PREDICTED || d == GP_DET_IDLE_ALLOCATED ||
-                     d == GP_DET_NO_TENSOR_CORES;
+                     d == GP_DET_NO_TENSOR_CORES || d == GP_DET_LOW_GOODPUT;
         CHECK(below ? cfg[d].clear >= cfg[d].threshold : cfg[d].clear <= cfg[d].threshold);
     }
     CHECK_INT(cfg[GP_DET_HW_ERRORS].for_ms, 0);
@@ -906,6 +907,41 @@ static void test_budget(void)
     gp_view_free(&v);
 }
 
+/* low_goodput: a job whose goodput is under the threshold fires and
+ * names its biggest badput; one above, one with too little time to judge
+ * and one without goodput are quiet (or not judged). */
+static void test_low_goodput(void)
+{
+    struct gp_view v;
+    healthy_job(&v);
+    add_gpu(&v, "n2", "0", "good", 0);
+    add_gpu(&v, "n2", "1", "young", 0);
+    add_gpu(&v, "n2", "2", "silent", 0);
+    CHECK_INT(gp_view_index_jobs(&v), GP_OK);
+    for (unsigned i = 0; i < v.njobs; i++) {
+        struct gp_view_job *j = &v.jobs[i];
+        CHECK(isnan(j->goodput_ratio) && j->badput == -1); /* unknown until the server fills it */
+        if (!strcmp(j->job, "bert-1"))
+            j->goodput_ratio = 0.31, j->goodput_wall_s = 3600, j->badput = GP_GOODPUT_CHECKPOINT,
+            j->badput_s = 1620;
+        else if (!strcmp(j->job, "good"))
+            j->goodput_ratio = 0.8, j->goodput_wall_s = 3600, j->badput = GP_GOODPUT_IDLE, j->badput_s = 300;
+        else if (!strcmp(j->job, "young"))
+            j->goodput_ratio = 0.05, j->goodput_wall_s = 120, j->badput = GP_GOODPUT_STARTUP,
+            j->badput_s = 110;
+    }
+    CHECK_INT(run(GP_DET_LOW_GOODPUT, &v), GP_OK);
+    CHECK_INT(nobs, 2); /* young: too little time; silent: no goodput */
+    const struct gp_observation *o = about_rank("bert-1", -1);
+    CHECK(o && o->bad);
+    CHECK_DBL(o->value, 0.31, 1e-12);
+    CHECK_STR(o->summary, "job bert-1 trained the model 31 % of its time; the biggest badput is checkpoint (45 %)");
+    CHECK_CONTAINS(o->evidence, "goodput 0.310 over 3600 rank-seconds; checkpoint 1620.0 s; threshold 0.50");
+    CHECK(!about_rank("good", -1)->bad);
+    CHECK_INT(nbad(), 1);
+    gp_view_free(&v);
+}
+
 /* Blanks points [0, k) of every series of g (p): no readings yet. */
 static void young_gpu(struct gp_view *v, struct gp_view_gpu *g, unsigned k)
 {
@@ -1000,6 +1036,8 @@ static void test_emit_failure(void)
     healthy_job(&v);
     v.jobs[0].budget = 10;
     v.jobs[0].cost = 1;
+    v.jobs[0].goodput_ratio = 0.9;
+    v.jobs[0].goodput_wall_s = 600;
     fail_emit = true;
     for (int d = 0; d < GP_DET__COUNT; d++)
         if (run((enum gp_detector)d, &v) != GP_ENOMEM)
@@ -1062,6 +1100,7 @@ const struct gp_test gp_tests_detect[] = {
     {"xid_first_appearance", test_xid_first_appearance},
     {"straggler", test_straggler},
     {"budget", test_budget},
+    {"low_goodput", test_low_goodput},
     {"young_window", test_young_window},
     {"span_text", test_span_text},
     {"emit_failure", test_emit_failure},

@@ -339,7 +339,7 @@ static void same(json_t *a, json_t *b, const char *path, double rel)
 
 static void test_one_stream_two_paths(void)
 {
-    struct gp_history_options o = {JOB, CMD, 0.2, 0};
+    struct gp_history_options o = {JOB, CMD, 0.2, 0, 0};
     struct feed f;
     memset(&f, 0, sizeof f);
     f.h = gp_history_new(&o);
@@ -515,6 +515,169 @@ static void test_mfu_server_document(void)
     gp_storage_close(st);
 }
 
+/* ---- goodput: one stream with phases, two paths; a restart ---- */
+
+/* One process's counters as the agent samples them (phases by
+ * enum gp_steps_phase). */
+struct gcounters {
+    double steps, seconds, wait, step, phase[3];
+};
+
+/* Appends samples of process pid's counters at times t (s). */
+static void gappend(struct gp_storage *st, const char *pid, const double *t, const struct gcounters *c,
+                    size_t n)
+{
+    static struct rw_batch b;
+    char lab[128], plab[3][160];
+    snprintf(lab, sizeof lab, "job=%s;Hostname=n1;pid=%s", JOB "-g", pid);
+    for (int q = 0; q < 3; q++)
+        snprintf(plab[q], sizeof plab[q], "%s;phase=%s", lab, gp_steps_phase_name((enum gp_steps_phase)q));
+    for (size_t k = 0; k < n; k += RW_BATCH_SAMPLES) {
+        size_t m = n - k < RW_BATCH_SAMPLES ? n - k : RW_BATCH_SAMPLES;
+        double x[7][RW_BATCH_SAMPLES];
+        for (size_t i = 0; i < m; i++) {
+            const struct gcounters *v = &c[k + i];
+            double row[7] = {v->steps, v->seconds, v->wait, v->step, v->phase[0], v->phase[1], v->phase[2]};
+            for (int q = 0; q < 7; q++)
+                x[q][i] = row[q];
+        }
+        memset(&b, 0, sizeof b);
+        rw_batch_add(&b, "gpulse_job_steps_total", lab, t + k, x[0], m);
+        rw_batch_add(&b, "gpulse_job_step_seconds_total", lab, t + k, x[1], m);
+        rw_batch_add(&b, "gpulse_job_data_wait_seconds_total", lab, t + k, x[2], m);
+        rw_batch_add(&b, "gpulse_job_step", lab, t + k, x[3], m);
+        for (int q = 0; q < 3; q++)
+            rw_batch_add(&b, "gpulse_job_phase_seconds_total", plab[q], t + k, x[4 + q], m);
+        struct gp_batch rq = rw_batch_request(&b);
+        struct gp_append_result res;
+        char err[256];
+        CHECK_INT(gp_storage_append(st, &rq, &res, err, sizeof err), GP_OK);
+    }
+}
+
+/* One attempt's stream from t (s): start-up 2 s, a checkpoint load of 1 s
+ * when resuming, steps first..last of 0.1 s (0.04 of it wait), an eval of
+ * 0.5 s after every 100th step, 1 s of tail. Fed record by record to h
+ * (pid 7) and sampled every 0.2 s into ts/cs; returns the attempt's end. */
+static double gstream(struct gp_history *h, double t, int first, int last, double *ts,
+                      struct gcounters *cs, size_t *ns)
+{
+    struct gcounters c = {0};
+    double tick = t + 0.2;
+    struct gev { double t, dur; int n; const char *phase; } ev[1200];
+    size_t ne = 0;
+    t += 2;
+    if (first > 1) {
+        t += 1;
+        ev[ne++] = (struct gev){t, 1, 0, "checkpoint_load"};
+    }
+    for (int n = first; n <= last; n++) {
+        t += 0.1;
+        ev[ne++] = (struct gev){t, 0.1, n, NULL};
+        if (n % 100 == 0) {
+            t += 0.5;
+            ev[ne++] = (struct gev){t, 0.5, 0, "eval"};
+        }
+    }
+    double end = t + 1;
+    for (size_t i = 0; i <= ne; i++) {
+        double te = i < ne ? ev[i].t : end + 0.3; /* the last tick after the end */
+        while (tick < te) {
+            ts[*ns] = tick;
+            cs[(*ns)++] = c;
+            tick += 0.2;
+        }
+        if (i == ne)
+            break;
+        if (ev[i].phase) {
+            gp_history_phase(h, 7, ev[i].phase, ev[i].t, ev[i].dur);
+            c.phase[gp_steps_phase_of(ev[i].phase)] += ev[i].dur;
+        } else {
+            struct gp_history_step s = {.t_end = ev[i].t, .seconds = 0.1, .has_wait = true,
+                                        .wait_seconds = 0.04, .pid = 7, .n = ev[i].n};
+            gp_history_step(h, &s);
+            c.steps++, c.seconds += 0.1, c.wait += 0.04, c.step = ev[i].n;
+        }
+    }
+    return end;
+}
+
+static void test_goodput_two_paths(void)
+{
+    double t0 = (double)(time(NULL) / 10 * 10 - 1200);
+    struct gp_history_options o = {JOB "-g", CMD, 0.2, 0, t0};
+    struct gp_history *h = gp_history_new(&o);
+    CHECK(h);
+    static double ts[4000];
+    static struct gcounters cs[4000];
+    size_t ns = 0;
+    double end = gstream(h, t0, 1, 300, ts, cs, &ns);
+    gp_history_finish(h, end, 0, NULL);
+    json_t *local = gp_history_document(h);
+    struct gp_storage *st = sopen_tmp();
+    gappend(st, "7", ts, cs, ns);
+    struct gp_jobdoc_rank rank = {.node = "n1", .rank = GP_JOBDOC_NONE, .local_rank = GP_JOBDOC_NONE,
+                                  .world_size = GP_JOBDOC_NONE};
+    struct gp_jobdoc_in in = {
+        .id = JOB "-g", .scheme = "gpulse_run", .state = "finished",
+        .start_ms = (int64_t)(t0 * 1000), .end_ms = (int64_t)(end * 1000),
+        .range_end_ms = (int64_t)(end * 1000), .exit_status = 0, .ranks = &rank, .nranks = 1,
+    };
+    struct gp_buf out;
+    gp_buf_init(&out, 0);
+    char err[256];
+    CHECK_INT(gp_jobdoc_write(st, &in, &out, err, sizeof err), GP_OK);
+    json_t *server = json_loads(out.data, 0, NULL);
+    CHECK(server);
+    /* by hand: 2 s start-up, 300 x 0.06 productive, 300 x 0.04 wait,
+     * 3 evals of 0.5 s, 1 s of tail */
+    CHECK_DBL(json_number_value(at(local, "goodput.wall_seconds")), 2 + 30 + 1.5 + 1, 1e-3);
+    CHECK_DBL(json_number_value(at(local, "goodput.seconds.productive")), 18, 1e-6);
+    CHECK_DBL(json_number_value(at(local, "goodput.seconds.evaluation")), 1.5, 1e-9);
+    CHECK_DBL(json_number_value(at(local, "goodput.seconds.startup")), 2, 1e-3);
+    CHECK_STR(json_string_value(at(local, "goodput.biggest_badput")), "data_wait");
+    /* the server sees the same sums (its times are in ms); start-up and
+     * idle to a sample */
+    const char *sums[] = {"goodput.wall_seconds", "goodput.seconds.productive", "goodput.seconds.data_wait",
+                          "goodput.seconds.evaluation", "goodput.seconds.checkpoint", "goodput.seconds.lost",
+                          "goodput.attempts", "goodput.last_step", "goodput.biggest_badput"};
+    for (size_t i = 0; i < sizeof sums / sizeof sums[0]; i++)
+        same(local, server, sums[i], 1e-4);
+    same(local, server, "goodput.ratio", 0.01);
+    CHECK_DBL(json_number_value(at(server, "goodput.seconds.startup")), 2, 0.2);
+    CHECK_DBL(json_number_value(at(server, "goodput.seconds.idle")), 1, 0.2);
+    CHECK_INT(json_integer_value(at(server, "goodput.ranks.0.pid")), 7);
+    json_decref(server);
+    json_decref(local);
+    gp_history_free(h);
+
+    /* A restart under the same job: a second process (pid 8) 60 s later
+     * loads the checkpoint of step 200 and runs 201..400: 201..300 were
+     * done already, 100 x 0.1 s of lost work. */
+    struct gp_history *h2 = gp_history_new(&o);
+    size_t ns2 = 0;
+    double end2 = gstream(h2, end + 60, 201, 400, ts, cs, &ns2);
+    gappend(st, "8", ts, cs, ns2);
+    gp_history_free(h2);
+    in.end_ms = in.range_end_ms = (int64_t)(end2 * 1000);
+    gp_buf_reset(&out);
+    CHECK_INT(gp_jobdoc_write(st, &in, &out, err, sizeof err), GP_OK);
+    server = json_loads(out.data, 0, NULL);
+    CHECK(server);
+    CHECK_INT(json_integer_value(at(server, "goodput.attempts")), 2);
+    CHECK_DBL(json_number_value(at(server, "goodput.last_step")), 400, 0);
+    CHECK_DBL(json_number_value(at(server, "goodput.seconds.lost")), 10, 0.05);
+    CHECK_DBL(json_number_value(at(server, "goodput.seconds.checkpoint")), 1, 1e-6);
+    CHECK_DBL(json_number_value(at(server, "goodput.seconds.productive")), 18 + 6, 0.05);
+    /* the first process ends where the second starts; the gap between
+     * them is no one's wall time */
+    double wall = json_number_value(at(server, "goodput.wall_seconds"));
+    CHECK(wall > 34.5 + 24 && wall < 34.5 + 24 + 61);
+    json_decref(server);
+    gp_buf_free(&out);
+    gp_storage_close(st);
+}
+
 const struct gp_test gp_tests_jobmodel[] = {
     {"figures", test_figures},
     {"mfu_arithmetic", test_mfu_arithmetic},
@@ -522,5 +685,6 @@ const struct gp_test gp_tests_jobmodel[] = {
     {"peaks_by_precision", test_peaks_by_precision},
     {"one_stream_two_paths", test_one_stream_two_paths},
     {"mfu_server_document", test_mfu_server_document},
+    {"goodput_two_paths", test_goodput_two_paths},
     {0},
 };

@@ -116,6 +116,17 @@ static void test_malformed_records_are_dropped_the_rest_kept(void)
         "5tep dur=1",
         "step dur=1 \x01",
         "step\x7f dur=1",
+        "phase dur=1",                         /* name is required */
+        "phase name=checkpoint",               /* dur is required */
+        "phase name= dur=1",
+        "phase name=Checkpoint dur=1",         /* not [a-z_][a-z0-9_]* */
+        "phase name=9lives dur=1",
+        "phase name=check-point dur=1",
+        "phase name=abcdefghijklmnopqrstuvwxyz0123456 dur=1", /* 33 bytes */
+        "phase name=eval name=eval dur=1",     /* duplicated key */
+        "phase name=eval dur=-0.5",
+        "phase name=eval dur=1 t=-1",
+        "phase name=eval dur=nan",
     };
     for (size_t i = 0; i < sizeof bad_lines / sizeof bad_lines[0]; i++) {
         char text[256];
@@ -167,6 +178,29 @@ static void test_wait_is_part_of_the_step(void)
     CHECK_DBL(g.r[0].wait, 0.04, 0);
     CHECK_DBL(g.r[1].wait, 0.06, 0);
     CHECK_INT(bad, 0);
+}
+
+/* A phase: its name, length and end; keys of other kinds are skipped. */
+static void test_phase(void)
+{
+    struct got g;
+    unsigned bad;
+    CHECK_INT(parse("phase seq=5 name=checkpoint dur=1.25 t=1763912350.5 n=3 job=x\n"
+                    "phase seq=6 name=abcdefghijklmnopqrstuvwxyz012345 dur=0\n",
+                    &g, &bad),
+              2);
+    CHECK_INT(bad, 0);
+    CHECK_INT(g.r[0].kind, GP_STEPS_PHASE);
+    CHECK_INT(g.r[0].seq, 5);
+    CHECK_STR(g.r[0].name, "checkpoint");
+    CHECK_DBL(g.r[0].dur, 1.25, 1e-12);
+    CHECK_DBL(g.r[0].t, 1763912350.5, 1e-6);
+    CHECK(!(g.r[0].has & (GP_SK_N | GP_SK_JOB)));
+    CHECK_STR(g.r[1].name, "abcdefghijklmnopqrstuvwxyz012345");
+    CHECK(!(g.r[1].has & GP_SK_T));
+    /* name is a phase's key only */
+    CHECK_INT(parse("step dur=1 name=x\n", &g, &bad), 1);
+    CHECK(!(g.r[0].has & GP_SK_NAME) && g.r[0].name[0] == '\0');
 }
 
 static void test_unknown_keys_and_kinds(void)
@@ -286,6 +320,7 @@ static void test_oversized_datagram(void)
 const struct gp_test gp_tests_steps_proto[] = {
     {"the_documented_example", test_the_documented_example},
     {"malformed_records_are_dropped_the_rest_kept", test_malformed_records_are_dropped_the_rest_kept},
+    {"phase", test_phase},
     {"numbers_and_limits", test_numbers_and_limits},
     {"wait_is_part_of_the_step", test_wait_is_part_of_the_step},
     {"unknown_keys_and_kinds", test_unknown_keys_and_kinds},
