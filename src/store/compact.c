@@ -14,7 +14,7 @@
  *      samples for W are refused as too old), cut every head chunk that
  *      starts in W into the chunk file, and copy the refs of W;
  *   2. without the lock: read those chunks back (pread), write per series
- *      one large Gorilla chunk (up to 65535 samples) into
+ *      a block chunk (bchunk.c) per aligned 15-minute piece into
  *      blocks/<mint>_<maxt>.blk and its 1-minute rollups into
  *      rollups/<mint>_<maxt>.rlp, each to a .tmp name, fsynced and
  *      renamed: the rollup file first, the block last, since the block's
@@ -44,8 +44,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Samples in one block chunk. */
+/* Samples in one block chunk, at most. */
 #define BLOCK_CHUNK_SAMPLES GP_CHUNK_MAX_SAMPLES
+/* A block chunk covers at most one aligned piece of this many ms: a read
+ * decodes whole chunks, and the rules read short windows ([5m], [15m],
+ * the lookback) at the window's end, so a piece bounds what a short read
+ * decodes. Each piece costs an index entry and a chunk header (~55
+ * bytes, about 0.06 bytes a sample at 1 s), bench/store.sh measures it. */
+#define BLOCK_PIECE_MS (15 * 60 * 1000)
 
 void gp_st_mlist_free(struct gp_st_mlist *l)
 {
@@ -293,7 +299,9 @@ static int flush_rollups(struct builder *b, uint32_t id)
 static int add_sample(struct builder *b, uint32_t id, int64_t t, double v)
 {
     int rc;
-    if (b->bn == BLOCK_CHUNK_SAMPLES && (rc = flush_big(b, id)) != GP_OK)
+    if (b->bn && (b->bn == BLOCK_CHUNK_SAMPLES ||
+                  gp_st_floor(t, BLOCK_PIECE_MS) != gp_st_floor(b->bt[0], BLOCK_PIECE_MS)) &&
+        (rc = flush_big(b, id)) != GP_OK)
         return rc;
     b->bt[b->bn] = t;
     b->bv[b->bn++] = v;
