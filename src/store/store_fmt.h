@@ -187,6 +187,14 @@ int gp_st_bchunk_count(const uint8_t *p, size_t len, size_t *n);
 /* Decodes a whole block chunk into t and v (room for cap samples; both
  * are written even on failure). Returns the count, or GP_EPARSE. */
 int gp_st_bchunk_decode(const uint8_t *p, size_t len, int64_t *t, double *v, size_t cap);
+/* For a reader of [mint, maxt]: decodes the times, and the values only
+ * as far as the last sample at or before maxt. Returns how many samples
+ * are at or before maxt, or GP_EPARSE; t and v hold them from *first
+ * (the first at or after mint; the values before it are not decoded).
+ * Stopping early, it does not check the bytes it did not need (the
+ * block's CRC covers them). Room for the whole chunk (cap) is needed. */
+int gp_st_bchunk_decode_window(const uint8_t *p, size_t len, int64_t mint, int64_t maxt, int64_t *t,
+                               double *v, size_t cap, size_t *first);
 
 /* ---- rollup payloads ---- */
 
