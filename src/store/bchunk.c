@@ -333,7 +333,8 @@ static int group_width(struct br *r, size_t k)
  * as zigzag-decoded deltas. The hot loop of every query: while 8 bytes
  * remain past the group, each value is one load, shift and mask, with no
  * branch (a full group's count is a constant the compiler unrolls). */
-static void group_get(struct br *r, unsigned w, size_t k, int64_t out[GROUP])
+static inline __attribute__((always_inline)) void group_get(struct br *r, unsigned w, size_t k,
+                                                             int64_t out[GROUP])
 {
     size_t pos = r->pos;
     if (w == 0) {
@@ -342,6 +343,7 @@ static void group_get(struct br *r, unsigned w, size_t k, int64_t out[GROUP])
         const uint8_t *p = r->p;
         uint64_t mask = ((uint64_t)1 << w) - 1;
         if (k == GROUP) {
+#pragma GCC unroll 8
             for (size_t i = 0; i < GROUP; i++, pos += w)
                 out[i] = unzz((gp_get_le64(p + (pos >> 3)) >> (pos & 7)) & mask);
         } else {
