@@ -29,10 +29,11 @@
  *             u32 count, i64 t_first, i64 t_last
  *     footer  24 bytes: u64 index offset, u32 n, u32 CRC-32C over header
  *             and index, "GPSTEND1"
- *   A block's payload is one block chunk (count = samples, up to 65535;
- *   a series with more in one window has several entries): decimal
- *   scaling and bit-packed deltas, or a Gorilla chunk where values are
- *   not decimals (bchunk.c). A rollup payload holds one series' minutes
+ *   A block's payload is one block chunk (count = samples, up to 65535):
+ *   compaction writes one per series per 15-minute piece of the window
+ *   (compact.c; blocks written before 2026-11-27 hold one per window,
+ *   and read the same). Each is decimal scaling and bit-packed deltas,
+ *   or a Gorilla chunk where values are not decimals (bchunk.c). A rollup payload holds one series' minutes
  *   of the window: uvarint n, then four length-prefixed block chunks
  *   (uvarint length, bytes) of n samples each, all at the minutes' start
  *   times: min, max, sum and count (as a double). Minima and maxima of
