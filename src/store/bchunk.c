@@ -461,12 +461,21 @@ static int decode(const uint8_t *p, size_t len, int64_t mint, int64_t maxt, int 
                 r.pos += k * (size_t)w;
                 continue;
             }
-            group_get(&r, (unsigned)w, k, dd);
             int bad = 0;
-            for (size_t i = 0; i < k; i++) {
-                delta += (uint64_t)dd[i];
-                t[g + i] = (int64_t)((uint64_t)t[g + i - 1] + delta);
-                bad |= t[g + i] <= t[g + i - 1];
+            if (w == 0) {
+                /* k more steps of delta: one check, and no chain. */
+                int64_t span, x, prev = t[g - 1];
+                bad = (int64_t)delta <= 0 || __builtin_mul_overflow((int64_t)delta, (int64_t)k, &span) ||
+                      __builtin_add_overflow(prev, span, &x);
+                for (size_t i = 0; i < k && !bad; i++)
+                    t[g + i] = prev + (int64_t)(i + 1) * (int64_t)delta;
+            } else {
+                group_get(&r, (unsigned)w, k, dd);
+                for (size_t i = 0; i < k; i++) {
+                    delta += (uint64_t)dd[i];
+                    t[g + i] = (int64_t)((uint64_t)t[g + i - 1] + delta);
+                    bad |= t[g + i] <= t[g + i - 1];
+                }
             }
             if (bad)
                 return GP_EPARSE;

@@ -69,16 +69,20 @@ static int emit_bchunk(const uint8_t *p, size_t len, int64_t mint, int64_t maxt,
     int k = gp_st_bchunk_decode_window(p, len, mint, maxt, out->t + base, out->v + base, n, &first);
     if (k < 0)
         return GP_EPARSE;
-    size_t w = base;
-    for (size_t i = base + first; i < base + (size_t)k; i++) {
-        int64_t t = out->t[i];
-        if (t <= *last)
-            continue;
-        out->t[w] = t;
-        out->v[w++] = out->v[i];
-        *last = t;
+    /* Times increase within the chunk: skip those not newer than *last,
+     * then move the rest down in one piece (or not at all: usually the
+     * whole chunk is kept). */
+    size_t i = base + first, end = base + (size_t)k;
+    while (i < end && out->t[i] <= *last)
+        i++;
+    if (i < end) {
+        if (i > base) {
+            memmove(out->t + base, out->t + i, (end - i) * sizeof *out->t);
+            memmove(out->v + base, out->v + i, (end - i) * sizeof *out->v);
+        }
+        *last = out->t[end - 1];
     }
-    out->n = w;
+    out->n = base + (end - i);
     return GP_OK;
 }
 

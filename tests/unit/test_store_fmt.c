@@ -370,6 +370,14 @@ static void test_bchunk_round_trips(void)
     len = bchunk_round_trip(t, v, N, 1);
     printf("bchunk: stepped integer: %.3f bytes/sample\n", (double)len / N);
     CHECK(len < N); /* jitter costs 5 bits a time; the values almost nothing */
+    /* Regular times (width-0 groups of timestamps). */
+    for (size_t i = 0; i < N; i++)
+        t[i] = 1700000000000LL + (int64_t)i * 1000;
+    bchunk_round_trip(t, v, N, 1);
+    for (size_t i = 0; i < N; i++) {
+        seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+        t[i] = 1700000000000LL + (int64_t)i * 1000 + (int64_t)(seed >> 61);
+    }
     /* Exceptions: NaN, the stale marker, infinities, -0.0, 0.1 + 0.2. */
     v[0] = NAN;
     v[17] = gp_bits_f64(GP_RW_STALE_NAN_BITS);
