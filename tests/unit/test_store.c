@@ -378,6 +378,52 @@ static void test_compaction_cuts_pieces(void)
     gp_store_close(s);
 }
 
+/* Two blocks that overlap (a damaged or hand-copied data directory): a
+ * read keeps increasing times only, the older block's samples first, and
+ * the newer block's chunk from its first newer sample on. */
+static void test_overlapping_blocks_read_in_order(void)
+{
+    const char *dir = gp_test_tmpdir();
+    struct gp_store_options o = {.block_ms = 3600000, .no_background = 1, .no_sync = 1};
+    struct gp_store *s = topen(dir, &o);
+    int64_t w = gp_st_floor(tnow_ms(), 3600000) - 3 * 3600000, t0 = w + 1000;
+    fill(s, 1, 600, t0, 300);
+    CHECK_INT(gp_store_maintain(s, 1), GP_OK);
+    uint32_t id = tid(s, 0);
+    gp_store_close(s);
+    /* A second block, one ms younger, with t0 + 300 s .. t0 + 900 s. */
+    enum { M = 601 };
+    int64_t t[M];
+    double v[M];
+    for (size_t i = 0; i < M; i++) {
+        t[i] = t0 + (int64_t)(300 + i) * 1000;
+        v[i] = -1.5;
+    }
+    struct gp_st_bchunk_scratch sc = {0};
+    struct gp_buf b;
+    gp_buf_init(&b, 0);
+    CHECK_INT(gp_st_bchunk_encode(t, v, M, &sc, &b), GP_OK);
+    char path[1024];
+    snprintf(path, sizeof path, "%s/blocks/%lld_%lld.blk", dir, (long long)(w + 1), (long long)(w + 3599999));
+    struct gp_st_bwriter bw;
+    CHECK_INT(gp_st_bwriter_open(&bw, path, GP_ST_BF_BLOCK, w + 1, w + 3599999), GP_OK);
+    CHECK_INT(gp_st_bwriter_add(&bw, id, M, t[0], t[M - 1], b.data, b.len), GP_OK);
+    uint64_t size;
+    CHECK_INT(gp_st_bwriter_finish(&bw, &size), GP_OK);
+    gp_buf_free(&b);
+    gp_st_bchunk_scratch_free(&sc);
+    s = topen(dir, &o);
+    struct gp_samples x = {0};
+    CHECK_INT(gp_store_read(s, id, INT64_MIN, INT64_MAX, &x), GP_OK);
+    CHECK_INT(x.n, 901); /* 600 of the first block, 301 newer of the second */
+    for (size_t i = 0; i < x.n; i++) {
+        CHECK_INT(x.t[i], t0 + (int64_t)i * 1000);
+        CHECK_DBL(x.v[i], i < 600 ? tvalue(0, x.t[i]) : -1.5, 0);
+    }
+    gp_samples_free(&x);
+    gp_store_close(s);
+}
+
 /* Rollups of [from, to] by brute force over the samples fill() wrote. */
 static void brute_rollups(uint32_t k, int64_t t0, size_t n, const double *special, int64_t from,
                           int64_t to, struct gp_rollups *out)
@@ -902,6 +948,7 @@ static void test_concurrent_appends_and_reads(void)
 
 const struct gp_test gp_tests_store[] = {
     {"compaction_cuts_pieces", test_compaction_cuts_pieces},
+    {"overlapping_blocks_read_in_order", test_overlapping_blocks_read_in_order},
     {"special_values_round_trip", test_special_values_round_trip},
     {"ordering_rules_counted", test_ordering_rules_counted},
     {"retried_request_is_duplicate", test_retried_request_is_duplicate},
