@@ -302,10 +302,7 @@ static int br_get(struct br *r, unsigned w, uint64_t *out)
     unsigned off = (unsigned)(r->pos & 7);
     uint64_t v;
     if (w <= 56 && byte + 8 <= r->len) {
-        uint64_t x = 0;
-        for (int i = 0; i < 8; i++)
-            x |= (uint64_t)r->p[byte + i] << (8 * i);
-        v = (x >> off) & (((uint64_t)1 << w) - 1);
+        v = (gp_get_le64(r->p + byte) >> off) & (((uint64_t)1 << w) - 1);
     } else {
         v = 0;
         unsigned got = 0;
@@ -322,40 +319,45 @@ static int br_get(struct br *r, unsigned w, uint64_t *out)
     return 0;
 }
 
-/* Unpacks n values: into u (when not NULL) or as raw bits into d (memcpy,
- * so the doubles' storage holds them without aliasing trouble). */
-static int unpack(struct br *r, uint64_t *u, double *d, size_t n)
+/* A group's width, after checking that its k values are all there:
+ * 0..64, or -1. */
+static int group_width(struct br *r, size_t k)
 {
-    for (size_t g = 0; g < n; g += GROUP) {
-        size_t k = n - g < GROUP ? n - g : GROUP;
-        uint64_t w, x;
-        if (br_get(r, 7, &w) < 0 || w > 64)
-            return -1;
-        size_t i = 0;
-        /* The hot loop of every query: the group's bits are checked once,
-         * then each value is one 8-byte load while 8 bytes remain. */
-        if (w && w <= 56 && k * w <= r->len * 8 - r->pos) {
-            uint64_t mask = ((uint64_t)1 << w) - 1;
-            size_t pos = r->pos;
-            for (; i < k && (pos >> 3) + 8 <= r->len; i++, pos += w) {
-                x = (gp_get_le64(r->p + (pos >> 3)) >> (pos & 7)) & mask;
-                if (u)
-                    u[g + i] = x;
-                else
-                    memcpy(&d[g + i], &x, sizeof x);
-            }
-            r->pos = pos;
+    uint64_t w;
+    if (br_get(r, 7, &w) < 0 || w > 64 || k * w > r->len * 8 - r->pos)
+        return -1;
+    return (int)w;
+}
+
+/* The k values of a group of width w (checked by group_width) into out,
+ * as zigzag-decoded deltas. The hot loop of every query: while 8 bytes
+ * remain past the group, each value is one load, shift and mask, with no
+ * branch (a full group's count is a constant the compiler unrolls). */
+static inline __attribute__((always_inline)) void group_get(struct br *r, unsigned w, size_t k,
+                                                             int64_t out[GROUP])
+{
+    size_t pos = r->pos;
+    if (w == 0) {
+        memset(out, 0, k * sizeof *out);
+    } else if (w <= 56 && (pos + k * w) / 8 + 8 <= r->len) {
+        const uint8_t *p = r->p;
+        uint64_t mask = ((uint64_t)1 << w) - 1;
+        if (k == GROUP) {
+#pragma GCC unroll 8
+            for (size_t i = 0; i < GROUP; i++, pos += w)
+                out[i] = unzz((gp_get_le64(p + (pos >> 3)) >> (pos & 7)) & mask);
+        } else {
+            for (size_t i = 0; i < k; i++, pos += w)
+                out[i] = unzz((gp_get_le64(p + (pos >> 3)) >> (pos & 7)) & mask);
         }
-        for (; i < k; i++) {
-            if (br_get(r, (unsigned)w, &x) < 0)
-                return -1;
-            if (u)
-                u[g + i] = x;
-            else
-                memcpy(&d[g + i], &x, sizeof x);
+        r->pos = pos;
+    } else {
+        for (size_t i = 0; i < k; i++) {
+            uint64_t x;
+            br_get(r, w, &x); /* in bounds: group_width checked */
+            out[i] = unzz(x);
         }
     }
-    return 0;
 }
 
 int gp_st_bchunk_count(const uint8_t *p, size_t len, size_t *n)
@@ -377,18 +379,36 @@ int gp_st_bchunk_count(const uint8_t *p, size_t len, size_t *n)
     return GP_OK;
 }
 
-int gp_st_bchunk_decode(const uint8_t *p, size_t len, int64_t *t, double *v, size_t cap)
+/* A Gorilla fallback chunk, as far as maxt. */
+static int decode_gorilla(const uint8_t *p, size_t len, int64_t maxt, int64_t *t, double *v,
+                          size_t n)
+{
+    struct gp_chunk_iter it;
+    gp_chunk_iter_init(&it, p + 1, len - 1);
+    for (size_t i = 0; i < n; i++) {
+        if (gp_chunk_iter_next(&it, &t[i], &v[i]) != 1)
+            return GP_EPARSE;
+        if (t[i] > maxt)
+            return (int)i;
+    }
+    return (int)n;
+}
+
+/* Both decoders: the samples up to maxt (all of them with full, which
+ * also checks the stream's end); *first: the first at or after mint. */
+static int decode(const uint8_t *p, size_t len, int64_t mint, int64_t maxt, int full, int64_t *t,
+                  double *v, size_t cap, size_t *first)
 {
     size_t n;
+    *first = 0;
     if (gp_st_bchunk_count(p, len, &n) != GP_OK || n > cap)
         return GP_EPARSE;
+    int hi;
     if (p[0] == 0) {
-        struct gp_chunk_iter it;
-        gp_chunk_iter_init(&it, p + 1, len - 1);
-        for (size_t i = 0; i < n; i++)
-            if (gp_chunk_iter_next(&it, &t[i], &v[i]) != 1)
-                return GP_EPARSE;
-        return (int)n;
+        if ((hi = decode_gorilla(p, len, maxt, t, v, n)) >= 0)
+            while (*first < (size_t)hi && t[*first] < mint)
+                (*first)++;
+        return hi;
     }
     const uint8_t *q = p + 1, *end = p + len;
     uint64_t u, d1 = 0, m0, md1 = 0, nexc;
@@ -417,56 +437,91 @@ int gp_st_bchunk_decode(const uint8_t *p, size_t len, int64_t *t, double *v, siz
             return GP_EPARSE;
         q += 8;
     }
-    /* The bit stream: timestamp dods unpacked into t itself (uint64_t may
-     * alias int64_t) and turned into times in place; value entries as raw
-     * bits into the slots of v they belong to. */
+    /* Times, group by group; once past maxt the groups are only skipped
+     * (their widths give the values' start). A width-0 group (a regular
+     * interval) is a constant step. */
     struct br r = {q, (size_t)(end - q), 0};
+    int64_t dd[GROUP];
+    size_t nt = n; /* samples at or before maxt */
+    if (t[0] > maxt)
+        nt = 0;
     if (n >= 2) {
         uint64_t delta = d1;
         t[1] = (int64_t)((uint64_t)t[0] + delta);
         if (t[1] <= t[0])
             return GP_EPARSE;
-        if (n >= 3) {
-            uint64_t *ut = (uint64_t *)(void *)(t + 2);
-            if (unpack(&r, ut, NULL, n - 2) < 0)
+        if (nt == n && t[1] > maxt)
+            nt = 1;
+        for (size_t g = 2; g < n; g += GROUP) {
+            size_t k = n - g < GROUP ? n - g : GROUP;
+            int w = group_width(&r, k);
+            if (w < 0)
                 return GP_EPARSE;
-            for (size_t i = 2; i < n; i++) {
-                delta += (uint64_t)unzz(ut[i - 2]);
-                t[i] = (int64_t)((uint64_t)t[i - 1] + delta);
-                if (t[i] <= t[i - 1])
-                    return GP_EPARSE;
+            if (nt < n && !full) {
+                r.pos += k * (size_t)w;
+                continue;
+            }
+            int bad = 0;
+            if (w == 0) {
+                /* k more steps of delta: one check, and no chain. */
+                int64_t span, x, prev = t[g - 1];
+                bad = (int64_t)delta <= 0 || __builtin_mul_overflow((int64_t)delta, (int64_t)k, &span) ||
+                      __builtin_add_overflow(prev, span, &x);
+                for (size_t i = 0; i < k && !bad; i++)
+                    t[g + i] = prev + (int64_t)(i + 1) * (int64_t)delta;
+            } else {
+                group_get(&r, (unsigned)w, k, dd);
+                for (size_t i = 0; i < k; i++) {
+                    delta += (uint64_t)dd[i];
+                    t[g + i] = (int64_t)((uint64_t)t[g + i - 1] + delta);
+                    bad |= t[g + i] <= t[g + i - 1];
+                }
+            }
+            if (bad)
+                return GP_EPARSE;
+            if (nt == n && t[g + k - 1] > maxt)
+                for (nt = g; t[nt] <= maxt; nt++)
+                    ;
+        }
+    }
+    while (*first < nt && t[*first] < mint)
+        (*first)++;
+    /* Values: mantissas summed group by group as far as nt, scaled from
+     * *first (x / 1 is x: integer gauges skip the division). */
+    int64_t m = unzz(m0), d = mode == 1 ? unzz(md1) : 0;
+    if (nt >= 1)
+        v[0] = (double)m;
+    if (mode == 1 && nt >= 2) {
+        m = (int64_t)((uint64_t)m + (uint64_t)d);
+        v[1] = (double)m;
+    }
+    size_t v0 = mode == 0 ? 1 : 2, g = v0;
+    for (; g < n && (g < nt || full); g += GROUP) {
+        size_t k = n - g < GROUP ? n - g : GROUP;
+        int w = group_width(&r, k);
+        if (w < 0)
+            return GP_EPARSE;
+        group_get(&r, (unsigned)w, k, dd);
+        if (g >= nt)
+            continue; /* full: read to check the stream's end */
+        size_t kk = nt - g < k ? nt - g : k;
+        if (mode == 0) {
+            for (size_t i = 0; i < kk; i++) {
+                m = (int64_t)((uint64_t)m + (uint64_t)dd[i]);
+                v[g + i] = (double)m;
+            }
+        } else {
+            for (size_t i = 0; i < kk; i++) {
+                d = (int64_t)((uint64_t)d + (uint64_t)dd[i]);
+                m = (int64_t)((uint64_t)m + (uint64_t)d);
+                v[g + i] = (double)m;
             }
         }
     }
-    size_t nv = mode == 0 ? n - 1 : n - 2;
-    if (nv && unpack(&r, NULL, v + (n - nv), nv) < 0)
-        return GP_EPARSE;
-    if ((r.pos + 7) / 8 != r.len)
+    if (full && (r.pos + 7) / 8 != r.len)
         return GP_EPARSE; /* bytes left over */
-    /* Mantissas first, in loops without branches; scaled after, and only
-     * when e says so (x / 1 is x: integer gauges skip the division). */
-    int64_t m = unzz(m0), d = mode == 1 ? unzz(md1) : 0;
-    v[0] = (double)m;
-    if (mode == 0) {
-        for (size_t i = 1; i < n; i++) {
-            uint64_t x;
-            memcpy(&x, &v[i], sizeof x);
-            m = (int64_t)((uint64_t)m + (uint64_t)unzz(x));
-            v[i] = (double)m;
-        }
-    } else {
-        m = (int64_t)((uint64_t)m + (uint64_t)d); /* n >= 3 here */
-        v[1] = (double)m;
-        for (size_t i = 2; i < n; i++) {
-            uint64_t x;
-            memcpy(&x, &v[i], sizeof x);
-            d = (int64_t)((uint64_t)d + (uint64_t)unzz(x));
-            m = (int64_t)((uint64_t)m + (uint64_t)d);
-            v[i] = (double)m;
-        }
-    }
     if (e)
-        for (size_t i = 0; i < n; i++)
+        for (size_t i = *first; i < nt; i++)
             v[i] /= p10[e];
     size_t at = 0;
     q = exc;
@@ -475,11 +530,21 @@ int gp_st_bchunk_decode(const uint8_t *p, size_t len, int64_t *t, double *v, siz
         if (u >= n || (i > 0 && u >= n - at - 1))
             return GP_EPARSE;
         at = i == 0 ? (size_t)u : at + (size_t)u + 1;
-        uint64_t bits = 0;
-        for (int k = 0; k < 8; k++)
-            bits |= (uint64_t)q[k] << (8 * k);
+        if (at < nt)
+            v[at] = gp_bits_f64(gp_get_le64(q));
         q += 8;
-        v[at] = gp_bits_f64(bits);
     }
-    return (int)n;
+    return (int)nt;
+}
+
+int gp_st_bchunk_decode(const uint8_t *p, size_t len, int64_t *t, double *v, size_t cap)
+{
+    size_t first;
+    return decode(p, len, INT64_MIN, INT64_MAX, 1, t, v, cap, &first);
+}
+
+int gp_st_bchunk_decode_window(const uint8_t *p, size_t len, int64_t mint, int64_t maxt, int64_t *t,
+                               double *v, size_t cap, size_t *first)
+{
+    return decode(p, len, mint, maxt, 0, t, v, cap, first);
 }

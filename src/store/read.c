@@ -55,31 +55,34 @@ static int emit_chunk(const uint8_t *p, size_t len, int64_t mint, int64_t maxt, 
 }
 
 /* Decodes a block chunk straight into out, keeping the samples in
- * [mint, maxt] newer than *last. */
+ * [mint, maxt] newer than *last: the chunk's values past maxt are not
+ * decoded, those before mint not scaled. */
 static int emit_bchunk(const uint8_t *p, size_t len, int64_t mint, int64_t maxt, int64_t *last,
                        struct gp_samples *out)
 {
-    size_t n;
+    size_t n, first;
     if (gp_st_bchunk_count(p, len, &n) != GP_OK)
         return GP_EPARSE;
     size_t base = out->n;
     if (gp_st_samples_reserve(out, n) != GP_OK)
         return GP_ENOMEM;
-    int k = gp_st_bchunk_decode(p, len, out->t + base, out->v + base, n);
+    int k = gp_st_bchunk_decode_window(p, len, mint, maxt, out->t + base, out->v + base, n, &first);
     if (k < 0)
         return GP_EPARSE;
-    size_t w = base;
-    for (size_t i = base; i < base + n; i++) {
-        int64_t t = out->t[i];
-        if (t > maxt)
-            break;
-        if (t < mint || t <= *last)
-            continue;
-        out->t[w] = t;
-        out->v[w++] = out->v[i];
-        *last = t;
+    /* Times increase within the chunk: skip those not newer than *last,
+     * then move the rest down in one piece (or not at all: usually the
+     * whole chunk is kept). */
+    size_t i = base + first, end = base + (size_t)k;
+    while (i < end && out->t[i] <= *last)
+        i++;
+    if (i < end) {
+        if (i > base) {
+            memmove(out->t + base, out->t + i, (end - i) * sizeof *out->t);
+            memmove(out->v + base, out->v + i, (end - i) * sizeof *out->v);
+        }
+        *last = out->t[end - 1];
     }
-    out->n = w;
+    out->n = base + (end - i);
     return GP_OK;
 }
 

@@ -29,10 +29,11 @@
  *             u32 count, i64 t_first, i64 t_last
  *     footer  24 bytes: u64 index offset, u32 n, u32 CRC-32C over header
  *             and index, "GPSTEND1"
- *   A block's payload is one block chunk (count = samples, up to 65535;
- *   a series with more in one window has several entries): decimal
- *   scaling and bit-packed deltas, or a Gorilla chunk where values are
- *   not decimals (bchunk.c). A rollup payload holds one series' minutes
+ *   A block's payload is one block chunk (count = samples, up to 65535):
+ *   compaction writes one per series per 15-minute piece of the window
+ *   (compact.c; blocks written before 2026-11-27 hold one per window,
+ *   and read the same). Each is decimal scaling and bit-packed deltas,
+ *   or a Gorilla chunk where values are not decimals (bchunk.c). A rollup payload holds one series' minutes
  *   of the window: uvarint n, then four length-prefixed block chunks
  *   (uvarint length, bytes) of n samples each, all at the minutes' start
  *   times: min, max, sum and count (as a double). Minima and maxima of
@@ -187,6 +188,14 @@ int gp_st_bchunk_count(const uint8_t *p, size_t len, size_t *n);
 /* Decodes a whole block chunk into t and v (room for cap samples; both
  * are written even on failure). Returns the count, or GP_EPARSE. */
 int gp_st_bchunk_decode(const uint8_t *p, size_t len, int64_t *t, double *v, size_t cap);
+/* For a reader of [mint, maxt]: decodes the times, and the values only
+ * as far as the last sample at or before maxt. Returns how many samples
+ * are at or before maxt, or GP_EPARSE; t and v hold them from *first
+ * (the first at or after mint; the values before it are not decoded).
+ * Stopping early, it does not check the bytes it did not need (the
+ * block's CRC covers them). Room for the whole chunk (cap) is needed. */
+int gp_st_bchunk_decode_window(const uint8_t *p, size_t len, int64_t mint, int64_t maxt, int64_t *t,
+                               double *v, size_t cap, size_t *first);
 
 /* ---- rollup payloads ---- */
 

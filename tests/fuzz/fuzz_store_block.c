@@ -4,8 +4,10 @@
  *   - a whole container: parsed; every entry's payload (CRC checked)
  *     decoded as a block chunk or a rollup payload by the file's kind;
  *   - a bare block chunk: when it decodes, its times must strictly
- *     increase, and encoding the samples again must decode to the same
- *     samples bit for bit;
+ *     increase, encoding the samples again must decode to the same
+ *     samples bit for bit, and the windowed decoder must give the same
+ *     samples for a window inside (it is also run on what does not
+ *     decode, for the sanitizers);
  *   - a bare rollup payload.
  * abort() on any broken property; the sanitizers catch the rest.
  */
@@ -24,12 +26,30 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static int64_t t1[CAP], t2[CAP];
 static double v1[CAP], v2[CAP];
 
+/* The windowed decode of [t1[a], t1[b]] equals the whole decode there. */
+static void window(const uint8_t *p, size_t len, int k, int a, int b)
+{
+    size_t first;
+    int hi = gp_st_bchunk_decode_window(p, len, t1[a], t1[b], t2, v2, CAP, &first);
+    if (hi != b + 1 || first != (size_t)a)
+        abort();
+    for (int i = a; i <= b && i < k; i++)
+        if (t1[i] != t2[i] || gp_f64_bits(v1[i]) != gp_f64_bits(v2[i]))
+            abort();
+}
+
 static void bchunk(const uint8_t *p, size_t len)
 {
-    size_t n;
+    size_t n, first;
+    gp_st_bchunk_decode_window(p, len, len > 40 ? (int64_t)p[len - 1] << 40 : 0, INT64_MAX / 3, t2, v2,
+                               CAP, &first);
     int k = gp_st_bchunk_decode(p, len, t1, v1, CAP);
     if (k == GP_EPARSE)
         return;
+    if (k > 0) {
+        window(p, len, k, k / 3, k / 2);
+        window(p, len, k, 0, k - 1);
+    }
     if (k <= 0 || gp_st_bchunk_count(p, len, &n) != GP_OK || n != (size_t)k)
         abort();
     for (int i = 1; i < k; i++)

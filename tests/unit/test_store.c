@@ -2,9 +2,9 @@
  * test_store.c - the embedded store through its public API: round trips
  * (NaN payloads, the stale marker, infinities), the ordering rules and
  * their counters, the series limit, close/reopen, WAL-only recovery,
- * compaction (identical samples, rollups against brute force), retention,
- * select/label queries, damaged files, the format version check, and
- * concurrent appenders and readers.
+ * compaction (identical samples, 15-minute pieces, rollups against brute
+ * force), retention, select/label queries, damaged files, the format
+ * version check, and concurrent appenders and readers.
  */
 #include "store/labels.h"
 #include "store/segment.h"
@@ -317,6 +317,108 @@ static void test_compaction_keeps_samples(void)
     for (size_t i = 0; i < x.n; i++) {
         CHECK_INT(x.t[i], a + (int64_t)i * 1000);
         CHECK_DBL(x.v[i], tvalue(3, x.t[i]), 0);
+    }
+    gp_samples_free(&x);
+    gp_store_close(s);
+}
+
+/* Compaction cuts each series' samples into block chunks of one aligned
+ * 15-minute piece each (a short read decodes its piece, not the window):
+ * every entry of the block stays inside one piece, the pieces follow each
+ * other without a gap, and reads across and on their borders are exact. */
+static void test_compaction_cuts_pieces(void)
+{
+    enum { PIECE = 15 * 60 * 1000, N = 3000 };
+    const char *dir = gp_test_tmpdir();
+    struct gp_store_options o = {.block_ms = 3600000, .no_background = 1, .no_sync = 1};
+    struct gp_store *s = topen(dir, &o);
+    int64_t w = gp_st_floor(tnow_ms(), 3600000) - 3 * 3600000, t0 = w + 7000;
+    fill(s, 2, N, t0, 500);
+    CHECK_INT(gp_store_maintain(s, 1), GP_OK);
+    gp_store_close(s);
+    char path[1024];
+    snprintf(path, sizeof path, "%s/blocks/%lld_%lld.blk", dir, (long long)w, (long long)(w + 3599999));
+    int fd = open(path, O_RDONLY);
+    CHECK(fd >= 0);
+    struct stat st;
+    CHECK(fstat(fd, &st) == 0);
+    uint8_t *data = malloc((size_t)st.st_size);
+    CHECK(data && read(fd, data, (size_t)st.st_size) == st.st_size);
+    close(fd);
+    struct gp_st_bfile bf;
+    char err[200];
+    CHECK_INT(gp_st_bfile_parse(data, (size_t)st.st_size, &bf, err, sizeof err), GP_OK);
+    CHECK_INT(bf.n, 2 * 4); /* 7 s to 50 min 7 s: four pieces a series */
+    for (uint32_t i = 0; i < bf.n; i++) {
+        struct gp_st_bentry e;
+        gp_st_bfile_entry(&bf, i, &e);
+        int64_t start = i % 4 == 0 ? t0 : w + (int64_t)(i % 4) * PIECE;
+        CHECK_INT(e.t_first, start);
+        CHECK_INT(gp_st_floor(e.t_last, PIECE), gp_st_floor(e.t_first, PIECE));
+        CHECK_INT(e.t_last, i % 4 == 3 ? t0 + (N - 1) * 1000 : w + (int64_t)(i % 4 + 1) * PIECE - 1000);
+        CHECK_INT(e.count, (uint32_t)((e.t_last - e.t_first) / 1000 + 1));
+    }
+    free(data);
+    s = topen(dir, &o);
+    check_fill(s, 0, t0, N);
+    check_fill(s, 1, t0, N);
+    /* Across a piece border, from one, up to one, and a lone border sample. */
+    int64_t from[] = {w + PIECE - 3000, w + 2 * PIECE, w + 2 * PIECE - 5000, w + 3 * PIECE};
+    int64_t to[] = {w + PIECE + 2999, w + 2 * PIECE + 4999, w + 2 * PIECE, w + 3 * PIECE};
+    for (size_t c = 0; c < sizeof from / sizeof from[0]; c++) {
+        struct gp_samples x = {0};
+        CHECK_INT(gp_store_read(s, tid(s, 1), from[c], to[c], &x), GP_OK);
+        CHECK_INT(x.n, (size_t)((to[c] - from[c]) / 1000 + 1));
+        for (size_t i = 0; i < x.n; i++) {
+            CHECK_INT(x.t[i], from[c] + (int64_t)i * 1000);
+            CHECK_DBL(x.v[i], tvalue(1, x.t[i]), 0);
+        }
+        gp_samples_free(&x);
+    }
+    gp_store_close(s);
+}
+
+/* Two blocks that overlap (a damaged or hand-copied data directory): a
+ * read keeps increasing times only, the older block's samples first, and
+ * the newer block's chunk from its first newer sample on. */
+static void test_overlapping_blocks_read_in_order(void)
+{
+    const char *dir = gp_test_tmpdir();
+    struct gp_store_options o = {.block_ms = 3600000, .no_background = 1, .no_sync = 1};
+    struct gp_store *s = topen(dir, &o);
+    int64_t w = gp_st_floor(tnow_ms(), 3600000) - 3 * 3600000, t0 = w + 1000;
+    fill(s, 1, 600, t0, 300);
+    CHECK_INT(gp_store_maintain(s, 1), GP_OK);
+    uint32_t id = tid(s, 0);
+    gp_store_close(s);
+    /* A second block, one ms younger, with t0 + 300 s .. t0 + 900 s. */
+    enum { M = 601 };
+    int64_t t[M];
+    double v[M];
+    for (size_t i = 0; i < M; i++) {
+        t[i] = t0 + (int64_t)(300 + i) * 1000;
+        v[i] = -1.5;
+    }
+    struct gp_st_bchunk_scratch sc = {0};
+    struct gp_buf b;
+    gp_buf_init(&b, 0);
+    CHECK_INT(gp_st_bchunk_encode(t, v, M, &sc, &b), GP_OK);
+    char path[1024];
+    snprintf(path, sizeof path, "%s/blocks/%lld_%lld.blk", dir, (long long)(w + 1), (long long)(w + 3599999));
+    struct gp_st_bwriter bw;
+    CHECK_INT(gp_st_bwriter_open(&bw, path, GP_ST_BF_BLOCK, w + 1, w + 3599999), GP_OK);
+    CHECK_INT(gp_st_bwriter_add(&bw, id, M, t[0], t[M - 1], b.data, b.len), GP_OK);
+    uint64_t size;
+    CHECK_INT(gp_st_bwriter_finish(&bw, &size), GP_OK);
+    gp_buf_free(&b);
+    gp_st_bchunk_scratch_free(&sc);
+    s = topen(dir, &o);
+    struct gp_samples x = {0};
+    CHECK_INT(gp_store_read(s, id, INT64_MIN, INT64_MAX, &x), GP_OK);
+    CHECK_INT(x.n, 901); /* 600 of the first block, 301 newer of the second */
+    for (size_t i = 0; i < x.n; i++) {
+        CHECK_INT(x.t[i], t0 + (int64_t)i * 1000);
+        CHECK_DBL(x.v[i], i < 600 ? tvalue(0, x.t[i]) : -1.5, 0);
     }
     gp_samples_free(&x);
     gp_store_close(s);
@@ -845,6 +947,8 @@ static void test_concurrent_appends_and_reads(void)
 }
 
 const struct gp_test gp_tests_store[] = {
+    {"compaction_cuts_pieces", test_compaction_cuts_pieces},
+    {"overlapping_blocks_read_in_order", test_overlapping_blocks_read_in_order},
     {"special_values_round_trip", test_special_values_round_trip},
     {"ordering_rules_counted", test_ordering_rules_counted},
     {"retried_request_is_duplicate", test_retried_request_is_duplicate},

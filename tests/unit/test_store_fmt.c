@@ -279,8 +279,31 @@ static void test_snapshot_parse(void)
     gp_buf_free(&b);
 }
 
+/* Decodes [mint, maxt] of a chunk of the n samples t, v with the window
+ * decoder and checks it against a scan of the samples. */
+static void check_window(const uint8_t *p, size_t len, const int64_t *t, const double *v, size_t n,
+                         int64_t mint, int64_t maxt)
+{
+    int64_t *tt = malloc(n * sizeof *tt);
+    double *vv = malloc(n * sizeof *vv);
+    size_t first = 99, lo = 0, hi = 0;
+    while (hi < n && t[hi] <= maxt)
+        hi++;
+    while (lo < hi && t[lo] < mint)
+        lo++;
+    CHECK_INT(gp_st_bchunk_decode_window(p, len, mint, maxt, tt, vv, n, &first), (int)hi);
+    CHECK_INT(first, lo);
+    for (size_t i = lo; i < hi; i++)
+        if (tt[i] != t[i] || gp_f64_bits(vv[i]) != gp_f64_bits(v[i]))
+            gp_test_fail(__FILE__, __LINE__, "window [%lld, %lld] sample %zu: %lld/%016llx", (long long)mint,
+                         (long long)maxt, i, (long long)tt[i], (unsigned long long)gp_f64_bits(vv[i]));
+    free(tt);
+    free(vv);
+}
+
 /* Encodes n samples, checks the size bound when given, decodes them back
- * bit for bit, and checks every truncation is refused. */
+ * bit for bit (whole and by windows), and checks every truncation is
+ * refused. */
 static size_t bchunk_round_trip(const int64_t *t, const double *v, size_t n, int want_enc)
 {
     struct gp_st_bchunk_scratch sc = {0};
@@ -299,6 +322,21 @@ static size_t bchunk_round_trip(const int64_t *t, const double *v, size_t n, int
                          (long long)tt[i], (unsigned long long)gp_f64_bits(vv[i]),
                          (long long)t[i], (unsigned long long)gp_f64_bits(v[i]));
     }
+    /* Windows: inside, across group borders, on exact sample times, empty
+     * ones before, between and after the samples. */
+    check_window(p, b.len, t, v, n, INT64_MIN, INT64_MAX);
+    check_window(p, b.len, t, v, n, t[n / 3], t[n / 2]);
+    check_window(p, b.len, t, v, n, t[n / 2], t[n - 1]);
+    check_window(p, b.len, t, v, n, INT64_MIN, t[0]);
+    check_window(p, b.len, t, v, n, t[n - 1], INT64_MAX);
+    for (size_t k = 1; k < n && k < 70; k += 3)
+        check_window(p, b.len, t, v, n, t[k - 1], t[k]);
+    if (t[0] > INT64_MIN)
+        check_window(p, b.len, t, v, n, INT64_MIN, t[0] - 1);
+    if (t[n - 1] < INT64_MAX)
+        check_window(p, b.len, t, v, n, t[n - 1] + 1, INT64_MAX);
+    if (n > 1 && t[1] - t[0] > 1)
+        check_window(p, b.len, t, v, n, t[0] + 1, t[1] - 1);
     if (n > 1)
         CHECK_INT(gp_st_bchunk_decode(p, b.len, tt, vv, n - 1), GP_EPARSE); /* no room */
     size_t step = b.len > 3000 ? b.len / 300 : 1;
@@ -332,6 +370,14 @@ static void test_bchunk_round_trips(void)
     len = bchunk_round_trip(t, v, N, 1);
     printf("bchunk: stepped integer: %.3f bytes/sample\n", (double)len / N);
     CHECK(len < N); /* jitter costs 5 bits a time; the values almost nothing */
+    /* Regular times (width-0 groups of timestamps). */
+    for (size_t i = 0; i < N; i++)
+        t[i] = 1700000000000LL + (int64_t)i * 1000;
+    bchunk_round_trip(t, v, N, 1);
+    for (size_t i = 0; i < N; i++) {
+        seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+        t[i] = 1700000000000LL + (int64_t)i * 1000 + (int64_t)(seed >> 61);
+    }
     /* Exceptions: NaN, the stale marker, infinities, -0.0, 0.1 + 0.2. */
     v[0] = NAN;
     v[17] = gp_bits_f64(GP_STALE_NAN_BITS);
@@ -379,6 +425,75 @@ static void test_bchunk_round_trips(void)
     free(v);
 }
 
+/* Block chunks as this encoder wrote them on 2026-11-26 (one chunk per
+ * series per 2-hour window then): a faster decoder must still read them.
+ * The samples are the formulas below; the bytes are frozen. */
+static const uint8_t gold_gauge[] = {
+    0x01, 0x46, 0x80, 0xa0, 0xab, 0xfe, 0xf9, 0x62, 0xe8, 0x07, 0x02, 0xcf,
+    0x0f, 0x02, 0x14, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xf8, 0x7f, 0x14,
+    0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0xf0, 0x7f, 0x06, 0x40, 0x9b, 0x35,
+    0x00, 0x00, 0x00, 0x6d, 0xd6, 0x00, 0x00, 0x00, 0xb4, 0x59, 0x03, 0x00,
+    0x00, 0xd0, 0x66, 0x0d, 0x00, 0x00, 0x40, 0x9b, 0x35, 0x03, 0x00, 0x00,
+    0x80, 0x36, 0x6b, 0x00, 0x00, 0x00, 0xda, 0xac, 0x01, 0x00, 0x00, 0x68,
+    0xb3, 0x06, 0x00, 0x00, 0xa0, 0xcd, 0x1a, 0x00, 0x00, 0x80, 0x41, 0x9b,
+    0x35, 0x80, 0xa1, 0x73, 0x3a, 0xf7, 0xc7, 0x3a, 0xa7, 0x73, 0x7f, 0xac,
+    0x73, 0x3a, 0xf7, 0xc7, 0x3a, 0xf7, 0xc7, 0x3a, 0xa7, 0x73, 0x7f, 0xac,
+    0x73, 0x3a, 0xf7, 0xc7, 0x3a, 0xa7, 0x73, 0x00, 0x50, 0x54, 0x7f, 0xac,
+    0x73, 0x3a, 0xf7, 0xc7, 0x3a, 0xa7, 0x73, 0x7f, 0xac, 0x73, 0x3a, 0xf7,
+    0xc7, 0x3a, 0xc7, 0xf8, 0x63, 0x9d, 0xd3, 0xb9, 0x3f, 0xd6, 0x39, 0x9d,
+    0xfb, 0x63, 0x9d, 0x03, 0x80, 0xa2, 0xd2, 0xb9, 0x3f, 0xd6, 0x39, 0x9d,
+    0xfb, 0x63, 0x9d, 0xd3, 0xb9, 0x3f, 0xd6, 0xb9, 0x3f, 0xd6, 0x39, 0x9d,
+    0xfb, 0x63, 0x9d, 0xd3, 0xb9, 0x3f, 0xd6, 0x39, 0x9d, 0xfb, 0x63, 0x9d,
+    0xfb, 0x63, 0x9d, 0x63, 0xe8, 0xdc, 0x1f, 0xeb, 0x9c, 0xce, 0xfd, 0x31,
+};
+static const uint8_t gold_counter[] = {
+    0x01, 0x28, 0x80, 0xa0, 0xab, 0xfe, 0xf9, 0x62, 0x98, 0x75, 0x10, 0x00,
+    0xd2, 0x0f, 0x00, 0x00, 0xc0, 0x20, 0x61, 0xc2, 0x84, 0x09, 0x13, 0x26,
+    0x4c, 0x98, 0x30, 0x61, 0xc2, 0x64, 0xc0, 0x84, 0x09,
+};
+
+static void gold_gauge_samples(int64_t *t, double *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        t[i] = 1700000000000 + (int64_t)i * 1000 + (i % 7 == 3 ? 13 : 0);
+        v[i] = (double)((int64_t)(i * 37 % 101) * 25 - 1000) / 100.0; /* two decimals */
+    }
+    v[20] = NAN;
+    v[41] = gp_bits_f64(GP_STALE_NAN_BITS);
+}
+
+static void gold_counter_samples(int64_t *t, double *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        t[i] = 1700000000000 + (int64_t)i * 15000;
+        v[i] = (double)(i * 1000 + i * i % 3);
+    }
+}
+
+static void test_bchunk_frozen_layout(void)
+{
+    int64_t t[70], tt[70];
+    double v[70], vv[70];
+    gold_gauge_samples(t, v, 70);
+    CHECK_INT(gold_gauge[10], 0x02); /* e 2, deltas */
+    CHECK_INT(gp_st_bchunk_decode(gold_gauge, sizeof gold_gauge, tt, vv, 70), 70);
+    for (size_t i = 0; i < 70; i++) {
+        CHECK_INT(tt[i], t[i]);
+        CHECK_INT(gp_f64_bits(vv[i]), gp_f64_bits(v[i]));
+    }
+    check_window(gold_gauge, sizeof gold_gauge, t, v, 70, t[10], t[45]);
+    check_window(gold_gauge, sizeof gold_gauge, t, v, 70, t[33], t[69]);
+    gold_counter_samples(t, v, 40);
+    CHECK_INT(gold_counter[10], 0x10); /* e 0, deltas of deltas */
+    CHECK_INT(gp_st_bchunk_decode(gold_counter, sizeof gold_counter, tt, vv, 40), 40);
+    for (size_t i = 0; i < 40; i++) {
+        CHECK_INT(tt[i], t[i]);
+        CHECK_INT(gp_f64_bits(vv[i]), gp_f64_bits(v[i]));
+    }
+    check_window(gold_counter, sizeof gold_counter, t, v, 40, t[1], t[2]);
+    check_window(gold_counter, sizeof gold_counter, t, v, 40, t[5], t[39] - 1);
+}
+
 static void test_floor(void)
 {
     CHECK_INT(gp_st_floor(125, 60), 120);
@@ -396,6 +511,7 @@ const struct gp_test gp_tests_store_fmt[] = {
     {"chunk_record", test_chunk_record},
     {"snapshot_parse", test_snapshot_parse},
     {"bchunk_round_trips", test_bchunk_round_trips},
+    {"bchunk_frozen_layout", test_bchunk_frozen_layout},
     {"floor", test_floor},
     {0},
 };
