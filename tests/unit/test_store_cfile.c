@@ -12,19 +12,6 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-/* Appends n samples a second from t0 to series 0..nseries-1, per a request. */
-static void cf_fill(struct gp_store *s, size_t nseries, size_t n, int64_t t0, size_t per)
-{
-    for (size_t j = 0; j < n; j += per) {
-        size_t k = n - j < per ? n - j : per;
-        struct treq r;
-        treq_build(&r, 0, nseries, k, t0 + (int64_t)j * 1000, 1000, NULL);
-        struct gp_append_result res = tappend(s, &r);
-        CHECK_INT(res.accepted, nseries * k);
-        treq_free(&r);
-    }
-}
-
 /* Checks that [mint, maxt] of series k holds exactly fill's samples from
  * t0 on (n of them), bit for bit. */
 static void cf_check(struct gp_store *s, uint32_t k, int64_t t0, size_t n, int64_t mint,
@@ -72,11 +59,11 @@ static void test_reads_follow_growth_rotation_and_gc(void)
     int64_t t0 = gp_st_floor(tnow_ms() - 3600 * 1000, 120000) + 3000;
     /* 300 s: closed chunks (cut at 120 samples and at window edges) and an
      * open head per series. */
-    cf_fill(s, 6, 300, t0, 50);
+    tfill(s, 6, 300, t0, 50);
     for (uint32_t k = 0; k < 6; k++)
         cf_check(s, k, t0, 300, INT64_MIN, INT64_MAX);
     /* The same mapped file grows: the new records are read too. */
-    cf_fill(s, 6, 600, t0 + 300 * 1000, 50);
+    tfill(s, 6, 600, t0 + 300 * 1000, 50);
     for (uint32_t k = 0; k < 6; k++)
         cf_check(s, k, t0, 900, INT64_MIN, INT64_MAX);
     /* Ranges that start and end inside chunks, and one chunk's exact span. */
@@ -91,11 +78,11 @@ static void test_reads_follow_growth_rotation_and_gc(void)
     /* Later windows (ahead of the clock: never compacted here) go to the
      * new file, which grows and is rotated again while they are read. */
     int64_t t1 = gp_st_floor(tnow_ms(), 120000) + 240000 + 3000;
-    cf_fill(s, 6, 600, t1, 50);
+    tfill(s, 6, 600, t1, 50);
     for (uint32_t k = 0; k < 6; k++)
         cf_check(s, k, t1, 600, t1, INT64_MAX);
     CHECK_INT(gp_store_maintain(s, 1), GP_OK);
-    cf_fill(s, 6, 300, t1 + 600 * 1000, 50);
+    tfill(s, 6, 300, t1 + 600 * 1000, 50);
     for (uint32_t k = 0; k < 6; k++) {
         cf_check(s, k, t0, 900, INT64_MIN, t1 - 1);
         cf_check(s, k, t1, 900, t1, INT64_MAX);
@@ -116,7 +103,7 @@ static void test_pread_fallback_answers_the_same(void)
     gp_st_map_chunk_files = 0;
     struct gp_store *s = topen(dir, &o);
     int64_t t0 = gp_st_floor(tnow_ms() - 1800 * 1000, 60000);
-    cf_fill(s, 5, 700, t0, 100);
+    tfill(s, 5, 700, t0, 100);
     CHECK(s->cf[0].map == NULL);
     for (uint32_t k = 0; k < 5; k++) {
         cf_check(s, k, t0, 700, INT64_MIN, INT64_MAX);
@@ -157,7 +144,7 @@ static void test_damage_after_open_detected_on_read(void)
         gp_st_map_chunk_files = mapped;
         struct gp_store *s = topen(sub, &o);
         int64_t t0 = gp_st_floor(tnow_ms() - 1800 * 1000, 60000);
-        cf_fill(s, 4, 600, t0, 600);
+        tfill(s, 4, 600, t0, 600);
         for (uint32_t k = 0; k < 4; k++)
             cf_check(s, k, t0, 600, INT64_MIN, INT64_MAX);
         /* Inside the first record's chunk bytes, after the store checked it. */
