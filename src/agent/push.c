@@ -104,7 +104,7 @@ struct gp_push {
     int curl_ref;      /* holds a reference on libcurl's global state */
 
     /* labels added to a tick's series that lack them (options' labels) */
-    struct gp_rw_label *add;
+    struct gp_label *add;
     size_t nadd;
     char **add_text; /* what add's views point into */
 
@@ -112,8 +112,8 @@ struct gp_push {
     struct gp_buf work;
     struct gp_text_parser parser;
     struct gp_buf enc_body, enc_raw;
-    struct gp_rw_request labelled; /* the tick's series with p->add; arrays reused */
-    struct gp_rw_label *labelled_labels;
+    struct gp_batch labelled; /* the tick's series with p->add; arrays reused */
+    struct gp_label *labelled_labels;
     size_t cap_series, cap_labels;
     int64_t enc_last_log_ms;
     atomic_uint_fast64_t enc_ns_last, enc_ns_total, enc_ticks;
@@ -222,7 +222,7 @@ static void enqueue(struct target *t, const struct gp_buf *body, uint32_t nsampl
     pthread_mutex_unlock(&t->mu);
 }
 
-static bool has_label(const struct gp_rw_series *s, const struct gp_rw_str *name)
+static bool has_label(const struct gp_series *s, const struct gp_str *name)
 {
     for (size_t i = 0; i < s->nlabels; i++)
         if (s->labels[i].name.len == name->len && !memcmp(s->labels[i].name.ptr, name->ptr, name->len))
@@ -233,14 +233,14 @@ static bool has_label(const struct gp_rw_series *s, const struct gp_rw_str *name
 /* The parsed tick with p->add on every series that lacks a label of that
  * name (a GPU series keeps its own host label). The strings stay the
  * parser's and p->add's; only the arrays are p->labelled's. */
-static int add_labels(struct gp_push *p, const struct gp_rw_request **out)
+static int add_labels(struct gp_push *p, const struct gp_batch **out)
 {
-    const struct gp_rw_request *in = &p->parser.req;
+    const struct gp_batch *in = &p->parser.req;
     *out = in;
     if (!p->nadd)
         return GP_OK;
     size_t need_labels = in->nlabels_total + in->nseries * p->nadd;
-    struct gp_rw_request *r = &p->labelled;
+    struct gp_batch *r = &p->labelled;
     if (in->nseries > p->cap_series) {
         void *n = realloc(r->series, in->nseries * sizeof *r->series);
         if (!n)
@@ -258,14 +258,14 @@ static int add_labels(struct gp_push *p, const struct gp_rw_request **out)
     }
     size_t used = 0;
     for (size_t i = 0; i < in->nseries; i++) {
-        const struct gp_rw_series *src = &in->series[i];
-        struct gp_rw_label *l = p->labelled_labels + used;
+        const struct gp_series *src = &in->series[i];
+        struct gp_label *l = p->labelled_labels + used;
         memcpy(l, src->labels, src->nlabels * sizeof *l);
         size_t n = src->nlabels;
         for (size_t j = 0; j < p->nadd; j++)
             if (!has_label(src, &p->add[j].name))
                 l[n++] = p->add[j];
-        r->series[i] = (struct gp_rw_series){l, n, src->samples, src->nsamples};
+        r->series[i] = (struct gp_series){l, n, src->samples, src->nsamples};
         used += n;
     }
     r->nseries = in->nseries;
@@ -279,7 +279,7 @@ static void encode_one(struct gp_push *p, int64_t time_ms)
 {
     int64_t t0 = gp_mono_ns();
     char err[256] = "";
-    const struct gp_rw_request *req = NULL;
+    const struct gp_batch *req = NULL;
     int rc = gp_text_parse(&p->parser, p->work.data, p->work.len, time_ms, err, sizeof err);
     if (!rc && (rc = add_labels(p, &req)))
         snprintf(err, sizeof err, "adding the node and external labels: %s", gp_strerror(rc));
@@ -689,8 +689,8 @@ static int copy_labels(struct gp_push *p, const struct gp_push_options *o, char 
         if (!(p->add_text[i] = strdup(o->labels[i])))
             return gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
         size_t nl = (size_t)(eq - o->labels[i]);
-        p->add[i].name = (struct gp_rw_str){p->add_text[i], nl};
-        p->add[i].value = (struct gp_rw_str){p->add_text[i] + nl + 1, strlen(eq + 1)};
+        p->add[i].name = (struct gp_str){p->add_text[i], nl};
+        p->add[i].value = (struct gp_str){p->add_text[i] + nl + 1, strlen(eq + 1)};
         p->nadd = i + 1;
     }
     return GP_OK;

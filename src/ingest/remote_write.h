@@ -18,7 +18,7 @@
  * absent, and Prometheus treats an empty label as a missing one); the
  * encoder writes exactly that form, so decode(encode(decode(x))) ==
  * decode(x). Sample values are kept bit-exact, including NaN payloads and
- * the stale marker GP_RW_STALE_NAN_BITS.
+ * the stale marker GP_STALE_NAN_BITS.
  */
 #ifndef GP_INGEST_REMOTE_WRITE_H
 #define GP_INGEST_REMOTE_WRITE_H
@@ -38,28 +38,28 @@
 #define GP_RW_MAX_LABEL_LEN 4096
 
 /* The Prometheus staleness marker: a NaN that no computation produces. */
-#define GP_RW_STALE_NAN_BITS UINT64_C(0x7ff0000000000002)
+#define GP_STALE_NAN_BITS UINT64_C(0x7ff0000000000002)
 
 /* A string view: not NUL-terminated. */
-struct gp_rw_str {
+struct gp_str {
     const char *ptr;
     size_t len;
 };
 
-struct gp_rw_label {
-    struct gp_rw_str name;
-    struct gp_rw_str value;
+struct gp_label {
+    struct gp_str name;
+    struct gp_str value;
 };
 
-struct gp_rw_sample {
+struct gp_sample {
     double value;
     int64_t timestamp_ms;
 };
 
-struct gp_rw_series {
-    struct gp_rw_label *labels;
+struct gp_series {
+    struct gp_label *labels;
     size_t nlabels;
-    struct gp_rw_sample *samples;
+    struct gp_sample *samples;
     size_t nsamples;
 };
 
@@ -68,8 +68,8 @@ struct gp_rw_series {
  * into, and the series/label/sample arrays). For gp_rw_encode the caller
  * fills series itself and leaves arena NULL.
  */
-struct gp_rw_request {
-    struct gp_rw_series *series;
+struct gp_batch {
+    struct gp_series *series;
     size_t nseries;
     size_t nlabels_total;
     size_t nsamples_total;
@@ -78,17 +78,17 @@ struct gp_rw_request {
 
 /*
  * Decodes a snappy-compressed WriteRequest into *out (zeroed first; on
- * success the caller frees it with gp_rw_request_free; on failure nothing
+ * success the caller frees it with gp_rw_decoded_free; on failure nothing
  * is left to free). The declared uncompressed length is checked against
  * max_uncompressed before anything is allocated. Returns GP_OK,
  * GP_EPARSE (not snappy, malformed protobuf, invalid labels), GP_ETOOBIG
  * (a size cap) or GP_ENOMEM, with a one-line message in err.
  */
 int gp_rw_decode(const uint8_t *body, size_t len, size_t max_uncompressed,
-                 struct gp_rw_request *out, char *err, size_t errlen);
+                 struct gp_batch *out, char *err, size_t errlen);
 
 /* Same as gp_rw_decode for a WriteRequest that is not compressed (copied). */
-int gp_rw_unmarshal(const uint8_t *pb, size_t len, struct gp_rw_request *out,
+int gp_rw_unmarshal(const uint8_t *pb, size_t len, struct gp_batch *out,
                     char *err, size_t errlen);
 
 /* Whether name is a valid label name ([a-zA-Z_][a-zA-Z0-9_]*) and value
@@ -97,7 +97,7 @@ int gp_rw_unmarshal(const uint8_t *pb, size_t len, struct gp_rw_request *out,
 bool gp_rw_label_valid(const char *name, size_t nlen, const char *value, size_t vlen);
 
 /* Frees what a decode allocated and zeroes *req; accepts NULL and zeroed. */
-void gp_rw_request_free(struct gp_rw_request *req);
+void gp_rw_decoded_free(struct gp_batch *req);
 
 /*
  * Serializes req (labels written sorted by name whatever the caller's
@@ -110,7 +110,7 @@ void gp_rw_request_free(struct gp_rw_request *req);
  * UTF-8). More than GP_RW_MAX_LABELS labels in a series is GP_ETOOBIG even
  * when some have empty values.
  */
-int gp_rw_encode(const struct gp_rw_request *req, struct gp_buf *out_compressed,
+int gp_rw_encode(const struct gp_batch *req, struct gp_buf *out_compressed,
                  struct gp_buf *scratch);
 
 #endif

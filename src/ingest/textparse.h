@@ -49,17 +49,17 @@
  * Label strings point into the parsed text (or into the parser, for
  * values that had escapes): valid until the text is freed or the next
  * parse, whichever is first. req.arena is NULL: never pass req to
- * gp_rw_request_free.
+ * gp_rw_decoded_free.
  */
 struct gp_text_parser {
-    struct gp_rw_request req; /* the result */
+    struct gp_batch req; /* the result */
     size_t max_series;        /* 0: GP_RW_MAX_SERIES */
 
     /* internals */
-    struct gp_rw_series *series;
-    struct gp_rw_sample *samples;
+    struct gp_series *series;
+    struct gp_sample *samples;
     size_t cap_series;
-    struct gp_rw_label *labels;
+    struct gp_label *labels;
     size_t cap_labels;
     size_t *label_start; /* per series: index of its first label */
     char *arena;         /* unescaped label values */

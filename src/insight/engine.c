@@ -312,7 +312,7 @@ const struct gp_view *gp_engine_view(const struct gp_engine *e) { return &e->vie
 /* Label name as a C string into out ("" when absent or too long). */
 static void label(const struct gp_store_series *s, const char *name, char *out, size_t len)
 {
-    struct gp_rw_str v;
+    struct gp_str v;
     out[0] = '\0';
     if (gp_labels_get(s->labels, s->labels_len, name, &v) == 1 && v.len < len) {
         memcpy(out, v.ptr, v.len);

@@ -57,32 +57,32 @@ static void ser_free(struct ser *x)
 
 static int name_is(const struct gp_store_series *s, const char *name)
 {
-    struct gp_rw_str v;
+    struct gp_str v;
     return gp_labels_get(s->labels, s->labels_len, "__name__", &v) == 1 && v.len == strlen(name) &&
            !memcmp(v.ptr, name, v.len);
 }
 
 static int name_prefix(const struct gp_store_series *s, const char *pre)
 {
-    struct gp_rw_str v;
+    struct gp_str v;
     return gp_labels_get(s->labels, s->labels_len, "__name__", &v) == 1 && v.len >= strlen(pre) &&
            !memcmp(v.ptr, pre, strlen(pre));
 }
 
-static struct gp_rw_str lab(const struct gp_store_series *s, const char *name)
+static struct gp_str lab(const struct gp_store_series *s, const char *name)
 {
-    struct gp_rw_str v;
+    struct gp_str v;
     gp_labels_get(s->labels, s->labels_len, name, &v);
     return v;
 }
 
-static struct gp_rw_str node_lab(const struct gp_store_series *s)
+static struct gp_str node_lab(const struct gp_store_series *s)
 {
-    struct gp_rw_str v = lab(s, "Hostname");
+    struct gp_str v = lab(s, "Hostname");
     return v.len ? v : lab(s, "hostname");
 }
 
-static int str_eq(struct gp_rw_str a, struct gp_rw_str b)
+static int str_eq(struct gp_str a, struct gp_str b)
 {
     return a.len == b.len && !memcmp(a.ptr, b.ptr, a.len);
 }
@@ -94,7 +94,7 @@ static int same_but_name(const struct gp_store_series *a, const struct gp_store_
     gp_labels_iter_init(&ia, a->labels, a->labels_len);
     gp_labels_iter_init(&ib, b->labels, b->labels_len);
     for (;;) {
-        struct gp_rw_str an, av, bn, bv;
+        struct gp_str an, av, bn, bv;
         int ra, rb;
         do
             ra = gp_labels_next(&ia, &an, &av);
@@ -202,7 +202,7 @@ static void num(struct gp_buf *b, double v)
         gp_buf_puts(b, "null");
 }
 
-static void str_or_null(struct gp_buf *b, struct gp_rw_str s)
+static void str_or_null(struct gp_buf *b, struct gp_str s)
 {
     if (s.len)
         gp_json_str(b, s.ptr, s.len);
@@ -212,7 +212,7 @@ static void str_or_null(struct gp_buf *b, struct gp_rw_str s)
 
 /* One GPU of the job. */
 struct gpu {
-    struct gp_rw_str node, gpu, mig, uuid, model;
+    struct gp_str node, gpu, mig, uuid, model;
     const struct gp_store_series *sm, *util, *fb_used, *fb_free, *fb_res, *used, *total;
     struct ser act, mem; /* activity (0-1) and memory in bytes */
     const char *source;
@@ -248,7 +248,7 @@ static int born(const struct doc *d, const struct gp_store_series *s)
 
 static struct gpu *gpu_of(struct doc *d, const struct gp_store_series *s)
 {
-    struct gp_rw_str node = node_lab(s), idx = lab(s, "gpu"), mig = lab(s, "GPU_I_ID");
+    struct gp_str node = node_lab(s), idx = lab(s, "gpu"), mig = lab(s, "GPU_I_ID");
     if (!idx.len)
         return NULL;
     for (size_t i = 0; i < d->ng; i++)
@@ -269,7 +269,7 @@ static struct gpu *gpu_of(struct doc *d, const struct gp_store_series *s)
 static int gpu_cmp(const void *pa, const void *pb)
 {
     const struct gpu *a = pa, *b = pb;
-    struct gp_rw_str x[3] = {a->node, a->gpu, a->mig}, y[3] = {b->node, b->gpu, b->mig};
+    struct gp_str x[3] = {a->node, a->gpu, a->mig}, y[3] = {b->node, b->gpu, b->mig};
     for (int k = 0; k < 3; k++) {
         if (k && x[k].len != y[k].len)
             return x[k].len < y[k].len ? -1 : 1; /* numeric order for plain indexes */
@@ -666,7 +666,7 @@ static int write_doc(struct doc *d, struct gp_buf *b, char *err, size_t errlen)
                     goto out;
                 continue;
             }
-            struct gp_rw_str u = lab(s, "UUID"), mdl = lab(s, "modelName");
+            struct gp_str u = lab(s, "UUID"), mdl = lab(s, "modelName");
             if (u.len)
                 g->uuid = u;
             if (mdl.len)
@@ -794,7 +794,7 @@ static int write_doc(struct doc *d, struct gp_buf *b, char *err, size_t errlen)
     gp_buf_puts(b, "{\"id\":");
     gp_json_str(b, in->id, strlen(in->id));
     gp_buf_puts(b, ",\"scheme\":");
-    str_or_null(b, (struct gp_rw_str){in->scheme, strlen(in->scheme)});
+    str_or_null(b, (struct gp_str){in->scheme, strlen(in->scheme)});
     gp_buf_printf(b, ",\"command\":null,\"state\":\"%s\",\"exit_status\":", in->state);
     if (in->exit_status == GP_JOBDOC_NONE)
         gp_buf_puts(b, "null,\"signal\":null");
@@ -839,12 +839,12 @@ static int write_doc(struct doc *d, struct gp_buf *b, char *err, size_t errlen)
             gp_buf_printf(b, "%lld", (long long)r->local_rank);
         double pr = NAN;
         for (size_t k = 0; k < nprocs; k++) {
-            struct gp_rw_str n = node_lab(procs[k]), rk = lab(procs[k], "rank");
+            struct gp_str n = node_lab(procs[k]), rk = lab(procs[k], "rank");
             char want[32] = "";
             if (r->rank != GP_JOBDOC_NONE)
                 snprintf(want, sizeof want, "%lld", (long long)r->rank);
-            if (str_eq(n, (struct gp_rw_str){r->node, strlen(r->node)}) &&
-                str_eq(rk, (struct gp_rw_str){want, strlen(want)})) {
+            if (str_eq(n, (struct gp_str){r->node, strlen(r->node)}) &&
+                str_eq(rk, (struct gp_str){want, strlen(want)})) {
                 pr = newest(d, procs[k]);
                 break;
             }

@@ -65,7 +65,7 @@ static int absent_labels(struct gp_pq_ctx *c, const struct gp_pq_node *arg, stru
     int rc = GP_OK;
     for (size_t i = 0; i < sel->nm && rc == GP_OK; i++) {
         const struct gp_matcher *m = sel->m + i;
-        struct gp_rw_str have = {"", 0};
+        struct gp_str have = {"", 0};
         if (strcmp(m->name, "__name__") == 0 || m->op != GP_MATCH_EQ)
             continue;
         for (size_t j = 0; j < ls.n; j++)
@@ -504,7 +504,7 @@ static int call_relabel(struct gp_pq_ctx *c, const struct gp_pq_call *call,
         gp_buf_reset(&val);
         int change = 1;
         if (replace) {
-            struct gp_rw_str sv = {"", 0};
+            struct gp_str sv = {"", 0};
             char an[256];
             snprintf(an, sizeof an, "%.*s", (int)l3, a3);
             gp_labels_get(s->lab, s->lablen, an, &sv);
@@ -527,7 +527,7 @@ static int call_relabel(struct gp_pq_ctx *c, const struct gp_pq_call *call,
                 const char *sn = str_arg(call, j, &sl);
                 char an[256];
                 snprintf(an, sizeof an, "%.*s", (int)sl, sn);
-                struct gp_rw_str sv = {"", 0};
+                struct gp_str sv = {"", 0};
                 gp_labels_get(s->lab, s->lablen, an, &sv);
                 if (j > 3)
                     gp_buf_append(&val, a2, l2);
@@ -645,7 +645,7 @@ static int cmp_by_label(const void *pa, const void *pb)
         const char *n = str_arg(call, i, &nl);
         char name[256];
         snprintf(name, sizeof name, "%.*s", (int)nl, n);
-        struct gp_rw_str x, y;
+        struct gp_str x, y;
         gp_labels_get(a->s->lab, a->s->lablen, name, &x);
         gp_labels_get(b->s->lab, b->s->lablen, name, &y);
         int cmp = natural_cmp(x.ptr, x.len, y.ptr, y.len);
@@ -715,7 +715,7 @@ static int call_histogram_quantile(struct gp_pq_ctx *c, const struct gp_pq_call 
     if (!grp || !le)
         rc = gp_pq_oom(c);
     for (size_t i = 0; i < in.n && rc == GP_OK; i++) {
-        struct gp_rw_str v;
+        struct gp_str v;
         grp[i] = (size_t)-1;
         if (!gp_labels_get(in.s[i].lab, in.s[i].lablen, "le", &v))
             continue;

@@ -71,7 +71,7 @@ struct gp_pq_ctx {
 
 /* A decoded label set; names and values point into blobs the caller keeps. */
 struct gp_pq_lset {
-    struct gp_rw_label *l;
+    struct gp_label *l;
     size_t n, cap;
 };
 void gp_pq_lset_free(struct gp_pq_lset *ls);

@@ -105,10 +105,10 @@ static void rfc3339(char *out, size_t n, int64_t ms)
 /* "the sample of {a="b",...} at TIME is N s ahead of the server's clock
  * (TIME; max_future S)": the first too-far-in-future sample, named for
  * the sender's log. Labels are cut at a few hundred bytes. */
-static void future_detail(char *out, size_t n, const struct gp_rw_request *rq,
+static void future_detail(char *out, size_t n, const struct gp_batch *rq,
                           const struct gp_append_result *res, int64_t bound_ms)
 {
-    const struct gp_rw_series *rs = &rq->series[res->future_series];
+    const struct gp_series *rs = &rq->series[res->future_series];
     char labels[320];
     size_t k = 0;
     labels[k++] = '{';
@@ -193,7 +193,7 @@ static int write_core(struct gp_server *s, const uint8_t *body, size_t len, cons
     } else {
         ulen = 0; /* the decoder names the problem below */
     }
-    struct gp_rw_request rq;
+    struct gp_batch rq;
     int rc = gp_rw_decode(body, len, (size_t)s->cfg.max_uncompressed, &rq, derr, sizeof derr);
     if (rc) {
         gp_srv_release(s, ulen);
@@ -214,7 +214,7 @@ static int write_core(struct gp_server *s, const uint8_t *body, size_t len, cons
     char future[600] = "";
     if (rc == GP_OK && res.too_far_in_future)
         future_detail(future, sizeof future, &rq, &res, s->cfg.max_future_ms);
-    gp_rw_request_free(&rq);
+    gp_rw_decoded_free(&rq);
     gp_srv_release(s, ulen);
     if (rc == GP_EIO) {
         /* The store logged the cause and resumes by itself (store.h). */

@@ -6,7 +6,7 @@
 
 static struct gp_store *st_of(struct gp_storage *s) { return s->impl; }
 
-static int e_append(struct gp_storage *s, const struct gp_rw_request *req,
+static int e_append(struct gp_storage *s, const struct gp_batch *req,
                     struct gp_append_result *res, char *err, size_t errlen)
 {
     return gp_store_append(st_of(s), req, res, err, errlen);

@@ -132,7 +132,7 @@ struct gp_append_result {
  * the samples before the failing one may be stored: not acknowledged,
  * but a retry finds them as duplicates.
  */
-int gp_store_append(struct gp_store *s, const struct gp_rw_request *req, struct gp_append_result *res,
+int gp_store_append(struct gp_store *s, const struct gp_batch *req, struct gp_append_result *res,
                     char *err, size_t errlen);
 
 /* ---- reading ---- */

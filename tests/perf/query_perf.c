@@ -59,18 +59,18 @@ static int fill(struct gp_storage *s, int64_t t0, int metric)
         snprintf(name, sizeof name, "DCGM_FI_DEV_GAUGE_%d", metric);
     else
         snprintf(name, sizeof name, "DCGM_FI_DEV_GPU_UTIL");
-    struct gp_rw_label *l = calloc(3 * N, sizeof *l);
-    struct gp_rw_series *ser = calloc(N, sizeof *ser);
-    struct gp_rw_sample *smp = calloc((size_t)N * PER, sizeof *smp);
+    struct gp_label *l = calloc(3 * N, sizeof *l);
+    struct gp_series *ser = calloc(N, sizeof *ser);
+    struct gp_sample *smp = calloc((size_t)N * PER, sizeof *smp);
     double *util = calloc(N, sizeof *util);
     if (!l || !ser || !smp || !util)
         return GP_ENOMEM;
     for (int i = 0; i < N; i++) {
         snprintf(host[i], sizeof host[i], "node-%02d", i / GPUS);
         snprintf(gpu[i], sizeof gpu[i], "%d", i % GPUS);
-        l[3 * i] = (struct gp_rw_label){{"Hostname", 8}, {host[i], strlen(host[i])}};
-        l[3 * i + 1] = (struct gp_rw_label){{"__name__", 8}, {name, strlen(name)}};
-        l[3 * i + 2] = (struct gp_rw_label){{"gpu", 3}, {gpu[i], strlen(gpu[i])}};
+        l[3 * i] = (struct gp_label){{"Hostname", 8}, {host[i], strlen(host[i])}};
+        l[3 * i + 1] = (struct gp_label){{"__name__", 8}, {name, strlen(name)}};
+        l[3 * i + 2] = (struct gp_label){{"gpu", 3}, {gpu[i], strlen(gpu[i])}};
         util[i] = 50;
     }
     int rc = GP_OK;
@@ -80,11 +80,11 @@ static int fill(struct gp_storage *s, int64_t t0, int metric)
                 util[i] += (double)((int)(rnd() % 11) - 5);
                 util[i] = util[i] < 0 ? 0 : util[i] > 100 ? 100 : util[i];
                 smp[(size_t)i * PER + k] =
-                    (struct gp_rw_sample){util[i], t0 + ((int64_t)m * PER + k) * 1000};
+                    (struct gp_sample){util[i], t0 + ((int64_t)m * PER + k) * 1000};
             }
-            ser[i] = (struct gp_rw_series){&l[3 * i], 3, &smp[(size_t)i * PER], PER};
+            ser[i] = (struct gp_series){&l[3 * i], 3, &smp[(size_t)i * PER], PER};
         }
-        struct gp_rw_request req = {ser, N, 3 * N, (size_t)N * PER, NULL};
+        struct gp_batch req = {ser, N, 3 * N, (size_t)N * PER, NULL};
         struct gp_append_result res;
         char err[256];
         rc = gp_storage_append(s, &req, &res, err, sizeof err);

@@ -58,7 +58,7 @@ static int next_status(struct fake *f)
 /* Decodes a body and records it if the answer is a success. */
 static int receive(struct fake *f, const uint8_t *body, size_t len, char *msg, size_t msglen)
 {
-    struct gp_rw_request req;
+    struct gp_batch req;
     char err[256];
     int rc = gp_rw_decode(body, len, 64 << 20, &req, err, sizeof err);
     if (rc) {
@@ -72,7 +72,7 @@ static int receive(struct fake *f, const uint8_t *body, size_t len, char *msg, s
         f->accepted_requests++;
         size_t ticks = 0;
         for (size_t i = 0; i < req.nseries; i++) {
-            const struct gp_rw_series *s = &req.series[i];
+            const struct gp_series *s = &req.series[i];
             f->samples += s->nsamples;
             /* labels sorted: __name__, i */
             if (s->nlabels == 2 && s->labels[0].value.len == 1 && s->labels[0].value.ptr[0] == 'm' &&
@@ -86,7 +86,7 @@ static int receive(struct fake *f, const uint8_t *body, size_t len, char *msg, s
         snprintf(msg, msglen, "scripted %d", status);
     }
     pthread_mutex_unlock(&f->mu);
-    gp_rw_request_free(&req);
+    gp_rw_decoded_free(&req);
     return status;
 }
 
@@ -677,16 +677,16 @@ struct seen {
 static int record_series(void *ctx, const uint8_t *body, size_t len, char *msg, size_t msglen)
 {
     struct seen *w = ctx;
-    struct gp_rw_request req;
+    struct gp_batch req;
     if (gp_rw_decode(body, len, 1 << 20, &req, msg, msglen))
         return 400;
     pthread_mutex_lock(&w->mu);
     for (size_t i = 0; i < req.nseries; i++) {
-        const struct gp_rw_series *s = &req.series[i];
+        const struct gp_series *s = &req.series[i];
         char name[64] = "", rest[512] = "";
         size_t n = 0;
         for (size_t j = 0; j < s->nlabels && n < sizeof rest - 64; j++) {
-            const struct gp_rw_label *l = &s->labels[j];
+            const struct gp_label *l = &s->labels[j];
             if (l->name.len == 8 && !memcmp(l->name.ptr, "__name__", 8))
                 snprintf(name, sizeof name, "%.*s", (int)l->value.len, l->value.ptr);
             else
@@ -697,7 +697,7 @@ static int record_series(void *ctx, const uint8_t *body, size_t len, char *msg, 
         snprintf(w->text + used, sizeof w->text - used, "%s{%s}\n", name, rest);
     }
     pthread_mutex_unlock(&w->mu);
-    gp_rw_request_free(&req);
+    gp_rw_decoded_free(&req);
     return 204;
 }
 

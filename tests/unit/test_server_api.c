@@ -42,12 +42,12 @@ static int64_t now_ms(void)
 static void body_of(struct gp_buf *out, const char *name, const char *gpu, const int64_t *t,
                     const double *v, size_t n)
 {
-    struct gp_rw_label l[2] = {{{"__name__", 8}, {name, strlen(name)}}, {{"gpu", 3}, {gpu, strlen(gpu)}}};
-    struct gp_rw_sample smp[8];
+    struct gp_label l[2] = {{{"__name__", 8}, {name, strlen(name)}}, {{"gpu", 3}, {gpu, strlen(gpu)}}};
+    struct gp_sample smp[8];
     for (size_t i = 0; i < n; i++)
-        smp[i] = (struct gp_rw_sample){v[i], t[i]};
-    struct gp_rw_series se = {l, 2, smp, n};
-    struct gp_rw_request rq = {&se, 1, 2, n, NULL};
+        smp[i] = (struct gp_sample){v[i], t[i]};
+    struct gp_series se = {l, 2, smp, n};
+    struct gp_batch rq = {&se, 1, 2, n, NULL};
     struct gp_buf scratch;
     gp_buf_init(&scratch, 0);
     CHECK_INT(gp_rw_encode(&rq, out, &scratch), GP_OK);
