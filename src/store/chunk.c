@@ -500,34 +500,47 @@ static inline uint64_t get_bits(const uint8_t *d, size_t pos, unsigned n)
 
 /* Decodes from bit *pos_io of d while samples start at or before
  * safe_bits, a sample ending past len_bits being damage. 0, or -1 on
- * damage (then it->read counts the good samples). */
+ * damage (then it->read counts the good samples).
+ *
+ * One load per sample: the word at pos holds at least 57 valid bits
+ * (WORD_BITS), and a regular sample (dod in a bucket, value unchanged
+ * or in the last window of up to ~50 bits, as gauges and counters are)
+ * fits; only the rest loads again (get_bits). */
+#define WORD_BITS 57u
 static int decode_run(struct gp_chunk_iter *it, const uint8_t *d, size_t *pos_io, size_t len_bits,
                       size_t safe_bits, int64_t *t, double *v, size_t cap, size_t *n_io)
 {
     size_t pos = *pos_io, n = *n_io;
-    unsigned read = it->read;
+    size_t end = cap - n < it->count - it->read ? cap : n + (it->count - it->read);
+    size_t n0 = n;
     int64_t last = it->t;
     uint64_t delta = it->delta, x = it->v;
     unsigned lead = it->leading, trail = it->trailing;
+    /* the width of the last window's bits ('10' reuses it) */
+    unsigned nbw = lead == 0xff ? 0 : 64u - lead - trail;
     int rc = 0;
-    while (n < cap && read < it->count && pos <= safe_bits) {
-        /* timestamp: a delta-of-delta behind 0, 10, 110, 1110 or 1111 */
+    while (n < end && pos <= safe_bits) {
         uint64_t w = be64_at(d + (pos >> 3)) << (pos & 7), dod;
+        unsigned used;
+        /* timestamp: a delta-of-delta behind 0, 10, 110, 1110 or 1111 */
         if (!(w >> 63)) {
             dod = 0;
-            pos += 1;
+            used = 1;
         } else {
             /* the prefix's ones, at most 4 (the low bit keeps clz's argument nonzero) */
             unsigned ones = (unsigned)__builtin_clzll(~w | (uint64_t)1 << 59);
             if (ones >= 4) {
                 dod = get_bits(d, pos + 4, 64);
                 pos += 68;
+                w = be64_at(d + (pos >> 3)) << (pos & 7);
+                used = 0;
             } else {
-                unsigned wd = dod_buckets[ones - 1].width, pre = ones + 1;
-                dod = (w << pre) >> (64 - wd);
-                if ((dod >> (wd - 1)) & 1)
-                    dod |= ~(uint64_t)0 << wd; /* sign-extend */
-                pos += pre + wd;
+                /* widths 14, 17, 20 (dod_buckets) without a dependent load */
+                unsigned wd = 11 + 3 * ones, pre = ones + 1;
+                /* an arithmetic shift sign-extends (gcc and clang): no
+                 * branch on the sign, which jitter makes a coin toss */
+                dod = (uint64_t)((int64_t)(w << pre) >> (64 - wd));
+                used = pre + wd;
             }
         }
         delta += dod;
@@ -537,19 +550,22 @@ static int decode_run(struct gp_chunk_iter *it, const uint8_t *d, size_t *pos_io
             break;
         }
         /* value: 0 same, 10 in the last window, 11 a new window */
-        w = be64_at(d + (pos >> 3)) << (pos & 7);
-        if (!(w >> 63)) {
-            pos += 1;
-        } else if (!((w >> 62) & 1)) {
-            if (lead == 0xff) {
+        uint64_t vw = w << used;
+        if (!(vw >> 63)) {
+            used += 1;
+        } else if (!((vw >> 62) & 1)) {
+            if (nbw == 0) {
                 rc = -1; /* reuse of a window that was never set */
                 break;
             }
-            unsigned nb = 64u - lead - trail;
-            x ^= get_bits(d, pos + 2, nb) << trail;
-            pos += 2 + nb;
+            if (used + 2 + nbw <= WORD_BITS)
+                x ^= ((vw << 2) >> (64 - nbw)) << trail;
+            else
+                x ^= get_bits(d, pos + used + 2, nbw) << trail;
+            used += 2 + nbw;
         } else {
-            unsigned lz = (unsigned)((w << 2) >> 59), sig = (unsigned)((w << 7) >> 58);
+            /* used <= 24 here (a bucketed dod), so the header is in vw */
+            unsigned lz = (unsigned)((vw << 2) >> 59), sig = (unsigned)((vw << 7) >> 58);
             if (sig == 0)
                 sig = 64;
             if (lz + sig > 64) {
@@ -558,9 +574,14 @@ static int decode_run(struct gp_chunk_iter *it, const uint8_t *d, size_t *pos_io
             }
             lead = lz;
             trail = 64 - lz - sig;
-            x ^= get_bits(d, pos + 13, sig) << trail;
-            pos += 13 + sig;
+            nbw = sig;
+            if (used + 13 + sig <= WORD_BITS)
+                x ^= ((vw << 13) >> (64 - sig)) << trail;
+            else
+                x ^= get_bits(d, pos + used + 13, sig) << trail;
+            used += 13 + sig;
         }
+        pos += used;
         if (pos > len_bits) {
             rc = -1; /* truncated */
             break;
@@ -569,11 +590,10 @@ static int decode_run(struct gp_chunk_iter *it, const uint8_t *d, size_t *pos_io
         t[n] = ts;
         v[n] = gp_bits_f64(x);
         n++;
-        read++;
     }
     *pos_io = pos;
     *n_io = n;
-    it->read = read;
+    it->read += (unsigned)(n - n0);
     it->t = last;
     it->delta = delta;
     it->v = x;

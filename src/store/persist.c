@@ -22,6 +22,19 @@
  * Without a (readable) snapshot there is no C and no K: every chunk file
  * is loaded, the whole WAL replayed, and the same skip keeps each sample
  * once; only the heads' samples from before K are gone.
+ *
+ * Reads: every chunk file is mapped read-only for its largest size
+ * (GP_ST_CHUNK_FILE_MAX) when it is opened, so a read of a closed chunk
+ * is a bounds check and a CRC instead of a pread (a 1-hour query of 512
+ * series reads ~15,000 of them). Chunk files only grow, by whole
+ * records, under the write lock, and the mapping is shared, so the
+ * bytes below the size a reader sees under the read lock are in place;
+ * nothing past it is ever touched (no SIGBUS past the end of the file).
+ * The store never truncates below that size (gp_segw_repair cuts a
+ * failed append only), and gc unmaps a file under the write lock. The
+ * CRC is still checked on every read: the pages may be read again from
+ * the disk after the check at open, and the check costs ~2% of a read
+ * with SSE4.2. Where mapping fails, reads fall back to pread.
  */
 #include "store/store_int.h"
 
@@ -38,10 +51,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #define SNAP_WBUF (1u << 20)
+
+int gp_st_map_chunk_files = 1;
 
 static char *chunk_path(const struct gp_store *s, uint32_t num)
 {
@@ -90,8 +106,30 @@ static int cfile_add(struct gp_store *s, uint32_t num, uint64_t size)
     free(path);
     if (fd < 0)
         return GP_EIO;
-    s->cf[s->ncf++] = (struct gp_st_cfile){.num = num, .rfd = fd, .size = size, .live = 0};
+    /* Mapping past the end is allowed; the pages there are never touched. */
+    void *map = gp_st_map_chunk_files
+                    ? mmap(NULL, GP_ST_CHUNK_FILE_MAX, PROT_READ, MAP_SHARED, fd, 0)
+                    : MAP_FAILED;
+    if (map == MAP_FAILED && gp_st_map_chunk_files)
+        gp_log(GP_LOG_WARN, "store", "cannot map a chunk file; it is read with pread",
+               "file=%08u.chk error=\"%s\"", num, strerror(errno));
+    s->cf[s->ncf++] = (struct gp_st_cfile){
+        .num = num,
+        .rfd = fd,
+        .map = map == MAP_FAILED ? NULL : map,
+        .size = size,
+        .live = 0,
+    };
     return GP_OK;
+}
+
+void gp_st_cfile_close(struct gp_st_cfile *f)
+{
+    if (f->map)
+        munmap((void *)f->map, GP_ST_CHUNK_FILE_MAX);
+    f->map = NULL;
+    close(f->rfd);
+    f->rfd = -1;
 }
 
 /* Loads the records of one chunk file as refs (durable: below the
@@ -294,7 +332,7 @@ void gp_st_chunks_gc(struct gp_store *s)
         if (f->live == 0 && i + 1 < s->ncf) {
             char *path = chunk_path(s, f->num);
             if (path && unlink(path) == 0) {
-                close(f->rfd);
+                gp_st_cfile_close(f);
                 removed = 1;
                 free(path);
                 continue;
@@ -308,6 +346,22 @@ void gp_st_chunks_gc(struct gp_store *s)
         gp_fsync_dir(s->chunk_dir);
 }
 
+/* Checks and splits the record at off of buf[0..len). */
+static int chunk_split(const uint8_t *buf, size_t len, size_t off, const struct gp_st_ref *r,
+                       const uint8_t **chunk, size_t *clen)
+{
+    size_t pos = off, n;
+    uint8_t type;
+    const uint8_t *p;
+    uint32_t id;
+    int64_t tf, tl;
+    if (gp_seg_parse(buf, len, &pos, &type, &p, &n) != 1 || type != GP_ST_REC_CHUNK ||
+        gp_st_chunkrec_parse(p, n, &id, &tf, &tl, chunk, clen) != GP_OK || tf != r->t_first ||
+        tl != r->t_last)
+        return GP_EPARSE;
+    return GP_OK;
+}
+
 int gp_st_chunk_pread(int fd, const struct gp_st_ref *r, uint8_t *buf, size_t cap,
                       const uint8_t **chunk, size_t *len)
 {
@@ -317,16 +371,7 @@ int gp_st_chunk_pread(int fd, const struct gp_st_ref *r, uint8_t *buf, size_t ca
     while (got < 0 && errno == EINTR);
     if (got < 0)
         return GP_EIO;
-    size_t pos = 0, n;
-    uint8_t type;
-    const uint8_t *p;
-    uint32_t id;
-    int64_t tf, tl;
-    if (gp_seg_parse(buf, (size_t)got, &pos, &type, &p, &n) != 1 || type != GP_ST_REC_CHUNK ||
-        gp_st_chunkrec_parse(p, n, &id, &tf, &tl, chunk, len) != GP_OK || tf != r->t_first ||
-        tl != r->t_last)
-        return GP_EPARSE;
-    return GP_OK;
+    return chunk_split(buf, (size_t)got, 0, r, chunk, len);
 }
 
 int gp_st_chunk_read(struct gp_store *s, const struct gp_st_ref *r, uint8_t *buf, size_t cap,
@@ -335,6 +380,8 @@ int gp_st_chunk_read(struct gp_store *s, const struct gp_st_ref *r, uint8_t *buf
     struct gp_st_cfile *f = gp_st_cfile_find(s, r->file);
     if (!f || r->off >= f->size)
         return GP_EIO;
+    if (f->map)
+        return chunk_split(f->map, (size_t)f->size, r->off, r, chunk, len);
     return gp_st_chunk_pread(f->rfd, r, buf, cap, chunk, len);
 }
 

@@ -7,8 +7,8 @@
  * only for appends and the short locked steps of maintenance. A series'
  * samples live in three places, oldest first: blocks (mapped files, one
  * or more chunks per series per window, found by binary search in the
- * block's index), closed chunks in chunk files (read with pread), and the
- * open head chunk. They never overlap, since a window's data moves to its
+ * block's index), closed chunks in chunk files (mapped, see persist.c),
+ * and the open head chunk. They never overlap, since a window's data moves to its
  * block in one locked step; a reader still emits only increasing times,
  * so a damaged source cannot produce disorder.
  */
@@ -34,6 +34,12 @@ static int emit_chunk(const uint8_t *p, size_t len, int64_t mint, int64_t maxt, 
     if (gp_st_samples_reserve(out, n) != GP_OK)
         return GP_ENOMEM;
     int k = gp_chunk_iter_decode(&it, out->t + base, out->v + base, n);
+    /* Nearly every chunk of a range lies wholly inside it: kept as decoded. */
+    if (k > 0 && out->t[base] >= mint && out->t[base] > *last && out->t[base + k - 1] <= maxt) {
+        out->n = base + (size_t)k;
+        *last = out->t[out->n - 1];
+        return GP_OK;
+    }
     /* After damage, the samples decoded before it still count; and damage
      * past maxt is never reached, as a sample-by-sample read stops there. */
     size_t got = k < 0 ? it.read : (size_t)k, w = base;

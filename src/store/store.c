@@ -512,7 +512,7 @@ void gp_store_close(struct gp_store *s)
         gp_segw_close(s->unsynced[i]);
     free(s->unsynced);
     for (size_t i = 0; i < s->ncf; i++)
-        close(s->cf[i].rfd);
+        gp_st_cfile_close(&s->cf[i]);
     free(s->cf);
     gp_st_mlist_free(&s->blocks);
     gp_st_mlist_free(&s->rollups);

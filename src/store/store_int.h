@@ -64,8 +64,11 @@ struct gp_st_series {
 /* A chunk file. */
 struct gp_st_cfile {
     uint32_t num;
-    int rfd;       /* read-only descriptor for pread */
-    uint64_t size;
+    int rfd;       /* read-only descriptor (compaction's preads) */
+    const uint8_t *map; /* the file mapped read-only, GP_ST_CHUNK_FILE_MAX long
+                         * (only its first size bytes are ever touched), or
+                         * NULL when mapping failed: reads then pread */
+    uint64_t size; /* bytes written: records below it are whole */
     uint64_t live; /* refs pointing into it */
 };
 
@@ -186,7 +189,13 @@ int gp_st_chunks_load(struct gp_store *s, uint32_t keep_below, char *err, size_t
 int gp_st_chunks_rotate(struct gp_store *s);
 /* Removes chunk files no ref points into (but the current one). Under lock. */
 void gp_st_chunks_gc(struct gp_store *s);
-/* Reads the record at (file, off) into buf (cap bytes) and splits it. GP_OK, GP_EPARSE, GP_EIO. */
+/* 0: chunk files are not mapped (reads pread): tests cover that path. */
+extern int gp_st_map_chunk_files;
+/* Unmaps and closes a chunk file's entry (the file stays on disk). */
+void gp_st_cfile_close(struct gp_st_cfile *f);
+/* The record at (file, off), checked (CRC, framing, the ref's times) and
+ * split: *chunk points into the file's mapping, or into buf (cap bytes)
+ * where the file is not mapped. Under lock. GP_OK, GP_EPARSE, GP_EIO. */
 int gp_st_chunk_read(struct gp_store *s, const struct gp_st_ref *r, uint8_t *buf, size_t cap,
                      const uint8_t **chunk, size_t *len);
 /* The same through a descriptor, without the store (compaction reads

@@ -150,6 +150,20 @@ static inline struct gp_append_result tappend(struct gp_store *s, const struct t
     return res;
 }
 
+/* Appends n samples one a second from t0 to series 0..nseries-1, in
+ * batches of `batch` samples per series, each wholly accepted. */
+static inline void tfill(struct gp_store *s, size_t nseries, size_t n, int64_t t0, size_t batch)
+{
+    for (size_t j = 0; j < n; j += batch) {
+        size_t per = n - j < batch ? n - j : batch;
+        struct treq r;
+        treq_build(&r, 0, nseries, per, t0 + (int64_t)j * 1000, 1000, NULL);
+        struct gp_append_result res = tappend(s, &r);
+        CHECK_INT(res.accepted, nseries * per);
+        treq_free(&r);
+    }
+}
+
 static inline struct gp_append_result sappend(struct gp_storage *s, const struct treq *r)
 {
     struct gp_append_result res;

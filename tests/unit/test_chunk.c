@@ -3,7 +3,8 @@
  * random doubles, special values, int64 edges), rejection of late and
  * duplicate samples, full chunks, and corrupt or truncated bytes; the
  * batch decoder (gp_chunk_iter_decode) against the sample-by-sample
- * iterator on all of these.
+ * iterator on all of these and on windows of every width after every
+ * kind of timestamp.
  */
 #include "lib/bits.h"
 #include "lib/err.h"
@@ -527,6 +528,57 @@ static void test_batch_decode_matches_iterator(void)
     gp_chunk_free(&c);
 }
 
+/* Windows of every width (1..64 bits, new and reused) after each kind
+ * of timestamp (dod 0, each bucket, 64 bits): the batch decoder reads a
+ * sample from one 57-bit word when it fits and loads again when not, so
+ * this crosses that edge in every combination, with and without damage. */
+static void test_batch_decode_every_window_width(void)
+{
+    static const int64_t dods[] = {0, 5, -5, 10000, -10000, 100000, -100000, 10000000};
+    enum { N = 2 + 64 * 3 };
+    for (size_t d = 0; d < sizeof dods / sizeof dods[0]; d++) {
+        struct gp_chunk c;
+        CHECK_INT(gp_chunk_init(&c, 65536, N), GP_OK);
+        int64_t ts[N], t = 1700000000000LL, delta = 1000000;
+        double vs[N];
+        uint64_t bits = 0x4059000000000000ULL; /* 100.0 */
+        size_t n = 0;
+        for (unsigned w = 0; w <= 64 && n < N; w++) {
+            /* w 0: the first two samples (varints); then three a width:
+             * a new window of w bits, the same window reused, a repeat. */
+            for (int k = 0; k < (w ? 3 : 2); k++) {
+                int64_t dd = k == 0 ? dods[d] : k == 1 ? -dods[d] : 0;
+                delta += dd;
+                t += delta;
+                if (w && k < 2) {
+                    unsigned tz = w <= 56 ? 64 - w - 8 : 0; /* leading zeros 8 (or less) */
+                    uint64_t x = k == 0 ? (w == 1 ? 1ULL : 1ULL << (w - 1) | 1) << tz
+                                        : 1ULL << (w - 1) << tz;
+                    bits ^= x;
+                }
+                ts[n] = t;
+                vs[n] = gp_bits_f64(bits);
+                CHECK_INT(gp_chunk_append(&c, ts[n], vs[n]), GP_OK);
+                n++;
+            }
+        }
+        CHECK_INT(n, N);
+        check_decodes(&c, ts, vs, n);
+        size_t len;
+        const uint8_t *p = gp_chunk_bytes(&c, &len);
+        CHECK_INT(decode_both(p, len), (int)n);
+        /* Cut short at every byte: the same damage both ways. */
+        for (size_t k = 2; k < len; k += 3) {
+            uint8_t *q = malloc(k);
+            CHECK(q != NULL);
+            memcpy(q, p, k);
+            CHECK_INT(decode_both(q, k), -1);
+            free(q);
+        }
+        gp_chunk_free(&c);
+    }
+}
+
 const struct gp_test gp_tests_chunk[] = {
     {"regular_scrapes_compress", test_regular_scrapes_compress},
     {"jittered_timestamps", test_jittered_timestamps},
@@ -539,5 +591,6 @@ const struct gp_test gp_tests_chunk[] = {
     {"truncated_bytes", test_truncated_bytes},
     {"corrupted_bytes", test_corrupted_bytes},
     {"batch_decode_matches_iterator", test_batch_decode_matches_iterator},
+    {"batch_decode_every_window_width", test_batch_decode_every_window_width},
     {0},
 };

@@ -37,21 +37,7 @@ static void check_series(struct gp_store *s, uint32_t id, const int64_t *ts, con
     gp_samples_free(&x);
 }
 
-/* Appends n samples one a second from t0 to series 0..nseries-1 in
- * batches of `batch` samples per series. */
-static void fill(struct gp_store *s, size_t nseries, size_t n, int64_t t0, size_t batch)
-{
-    for (size_t j = 0; j < n; j += batch) {
-        size_t per = n - j < batch ? n - j : batch;
-        struct treq r;
-        treq_build(&r, 0, nseries, per, t0 + (int64_t)j * 1000, 1000, NULL);
-        struct gp_append_result res = tappend(s, &r);
-        CHECK_INT(res.accepted, nseries * per);
-        treq_free(&r);
-    }
-}
-
-/* Checks series k holds exactly the samples fill() wrote in [from, to]. */
+/* Checks series k holds exactly the samples tfill() wrote in [from, to]. */
 static void check_fill(struct gp_store *s, uint32_t k, int64_t t0, size_t n)
 {
     uint32_t id = tid(s, k);
@@ -215,13 +201,13 @@ static void test_close_reopen_keeps_everything(void)
     const char *dir = gp_test_tmpdir();
     struct gp_store *s = topen(dir, NULL);
     int64_t t0 = gp_st_floor(tnow_ms() - 1800 * 1000, 60000);
-    fill(s, 20, 1000, t0, 37); /* several chunks per series: chunk files + heads */
+    tfill(s, 20, 1000, t0, 37); /* several chunks per series: chunk files + heads */
     gp_store_close(s);
     s = topen(dir, NULL);
     for (uint32_t k = 0; k < 20; k++)
         check_fill(s, k, t0, 1000);
     /* Appends continue after reopening, and again survive. */
-    fill(s, 20, 1, t0 + 1000 * 1000, 1);
+    tfill(s, 20, 1, t0 + 1000 * 1000, 1);
     gp_store_close(s);
     s = topen(dir, NULL);
     for (uint32_t k = 0; k < 20; k += 7)
@@ -244,7 +230,7 @@ static void test_reopen_from_wal_only(void)
     CHECK(pid >= 0);
     if (pid == 0) {
         struct gp_store *s = topen(dir, NULL);
-        fill(s, 10, 500, t0, 50);
+        tfill(s, 10, 500, t0, 50);
         _exit(0); /* no close, no checkpoint */
     }
     int status;
@@ -261,7 +247,7 @@ static void test_reopen_from_wal_only(void)
     pid = fork();
     if (pid == 0) {
         struct gp_store *c = topen(dir, NULL);
-        fill(c, 10, 300, t0 + 500 * 1000, 30);
+        tfill(c, 10, 300, t0 + 500 * 1000, 30);
         _exit(0);
     }
     waitpid(pid, &status, 0);
@@ -280,7 +266,7 @@ static void test_compaction_keeps_samples(void)
     struct gp_store_options o = {.block_ms = 120000, .no_background = 1};
     struct gp_store *s = topen(dir, &o);
     int64_t t0 = gp_st_floor(tnow_ms() - 1200 * 1000, 120000) + 7000;
-    fill(s, 12, 1100, t0, 100);
+    tfill(s, 12, 1100, t0, 100);
     CHECK_INT(gp_store_maintain(s, 1), GP_OK);
     struct gp_store_stats st;
     gp_store_stats(s, &st);
@@ -333,7 +319,7 @@ static void test_compaction_cuts_pieces(void)
     struct gp_store_options o = {.block_ms = 3600000, .no_background = 1, .no_sync = 1};
     struct gp_store *s = topen(dir, &o);
     int64_t w = gp_st_floor(tnow_ms(), 3600000) - 3 * 3600000, t0 = w + 7000;
-    fill(s, 2, N, t0, 500);
+    tfill(s, 2, N, t0, 500);
     CHECK_INT(gp_store_maintain(s, 1), GP_OK);
     gp_store_close(s);
     char path[1024];
@@ -387,7 +373,7 @@ static void test_overlapping_blocks_read_in_order(void)
     struct gp_store_options o = {.block_ms = 3600000, .no_background = 1, .no_sync = 1};
     struct gp_store *s = topen(dir, &o);
     int64_t w = gp_st_floor(tnow_ms(), 3600000) - 3 * 3600000, t0 = w + 1000;
-    fill(s, 1, 600, t0, 300);
+    tfill(s, 1, 600, t0, 300);
     CHECK_INT(gp_store_maintain(s, 1), GP_OK);
     uint32_t id = tid(s, 0);
     gp_store_close(s);
@@ -424,7 +410,7 @@ static void test_overlapping_blocks_read_in_order(void)
     gp_store_close(s);
 }
 
-/* Rollups of [from, to] by brute force over the samples fill() wrote. */
+/* Rollups of [from, to] by brute force over the samples tfill() wrote. */
 static void brute_rollups(uint32_t k, int64_t t0, size_t n, const double *special, int64_t from,
                           int64_t to, struct gp_rollups *out)
 {
@@ -463,7 +449,7 @@ static void test_rollups_match_brute_force(void)
     struct gp_store *s = topen(gp_test_tmpdir(), &o);
     int64_t t0 = gp_st_floor(tnow_ms() - 1500 * 1000, 60000) + 13000;
     size_t n = 1400;
-    fill(s, 3, n, t0, 200);
+    tfill(s, 3, n, t0, 200);
     /* A series with NaNs, the stale marker and infinities. */
     double *sp = malloc(n * sizeof *sp);
     for (size_t j = 0; j < n; j++)
@@ -513,7 +499,7 @@ static void test_retention_deletes_old_blocks(void)
                                  .no_background = 1};
     struct gp_store *s = topen(dir, &o);
     int64_t t0 = gp_st_floor(tnow_ms() - 290 * 1000, 60000);
-    fill(s, 4, 280, t0, 40);
+    tfill(s, 4, 280, t0, 40);
     CHECK_INT(gp_store_maintain(s, 1), GP_OK);
     struct gp_store_stats st;
     gp_store_stats(s, &st);
@@ -670,7 +656,7 @@ static void test_damaged_block_is_detected(void)
     struct gp_store_options o = {.block_ms = 600000, .no_background = 1};
     struct gp_store *s = topen(dir, &o);
     int64_t t0 = gp_st_floor(tnow_ms(), 600000) - 600000;
-    fill(s, 3, 400, t0, 100);
+    tfill(s, 3, 400, t0, 100);
     CHECK_INT(gp_store_maintain(s, 1), GP_OK);
     struct gp_store_stats st;
     gp_store_stats(s, &st);
@@ -700,7 +686,7 @@ static void test_damaged_snapshot_set_aside(void)
 {
     const char *dir = gp_test_tmpdir();
     struct gp_store *s = topen(dir, NULL);
-    fill(s, 2, 10, tnow_ms() - 60000, 10);
+    tfill(s, 2, 10, tnow_ms() - 60000, 10);
     gp_store_close(s);
     damage(dir, ".", "head.snap", 12);
     s = topen(dir, NULL);
@@ -765,7 +751,7 @@ static void test_damaged_chunk_file(void)
     const char *dir = gp_test_tmpdir();
     struct gp_store *s = topen(dir, NULL);
     int64_t t0 = gp_st_floor(tnow_ms() - 1800 * 1000, 60000);
-    fill(s, 4, 600, t0, 600); /* 5 chunks per series in the first chunk file */
+    tfill(s, 4, 600, t0, 600); /* 5 chunks per series in the first chunk file */
     gp_store_close(s);
     damage(dir, "chunks", "00000000.chk", 100); /* in the first record */
     /* Logged and reported; only the damaged chunk (120 samples of one
@@ -820,7 +806,7 @@ static void test_write_errors_refuse_appends(void)
     int64_t t0 = (tnow_ms() - 600000) / 7200000 * 7200000;
     for (int kind = 0; kind < 2; kind++) {
         struct gp_store *s = topen(dir, NULL);
-        fill(s, 3, 10, t0 + kind * 100000, 10);
+        tfill(s, 3, 10, t0 + kind * 100000, 10);
         if (kind == 0)
             gp_seg_sys.fdatasync = fail_sync;
         else

@@ -28,20 +28,6 @@
 #define NSER 12
 #define BLOCK_MS 120000
 
-/* Appends n samples one a second from t0 to series 0..nseries-1, in
- * batches of `batch` samples per series. */
-static void fill(struct gp_store *s, size_t nseries, size_t n, int64_t t0, size_t batch)
-{
-    for (size_t j = 0; j < n; j += batch) {
-        size_t per = n - j < batch ? n - j : batch;
-        struct treq r;
-        treq_build(&r, 0, nseries, per, t0 + (int64_t)j * 1000, 1000, NULL);
-        struct gp_append_result res = tappend(s, &r);
-        CHECK_INT(res.accepted, nseries * per);
-        treq_free(&r);
-    }
-}
-
 /* Checks that series id holds exactly the samples of series k at
  * t0 + i * 1000 for i in [0, n) except [skip_from, skip_to), once each. */
 static void check_span(struct gp_store *s, uint32_t k, int64_t t0, size_t n, size_t skip_from,
@@ -131,7 +117,7 @@ static int64_t build_blocks_and_chunks(const char *dir, int64_t *t1)
     struct gp_store *s = topen(dir, &o);
     int64_t now = tnow_ms();
     int64_t t0 = gp_st_floor(now - 1800 * 1000, BLOCK_MS) + 7000;
-    fill(s, NSER, 1100, t0, 100);
+    tfill(s, NSER, 1100, t0, 100);
     CHECK_INT(gp_store_maintain(s, 1), GP_OK);
     struct gp_store_stats st;
     gp_store_stats(s, &st);
@@ -251,7 +237,7 @@ static void test_fresh_store_reports_no_damage(void)
     CHECK(pid >= 0);
     if (pid == 0) {
         struct gp_store *c = reopen(dir);
-        fill(c, 3, 300, tnow_ms() - 600 * 1000, 50);
+        tfill(c, 3, 300, tnow_ms() - 600 * 1000, 50);
         _exit(0); /* no close: no checkpoint */
     }
     int status;
@@ -371,7 +357,7 @@ static void test_meta_damaged_page_salvaged(void)
     struct gp_store *s = topen(dir, &o);
     enum { N = 3000 };
     int64_t t0 = gp_st_floor(tnow_ms() - 1800 * 1000, BLOCK_MS) + 7000;
-    fill(s, N, 10, t0, 10);
+    tfill(s, N, 10, t0, 10);
     CHECK_INT(gp_store_maintain(s, 1), GP_OK);
     gp_store_close(s);
     char p[1024];
@@ -419,7 +405,7 @@ static int64_t build_registry(const char *dir, size_t n)
 {
     struct gp_store *s = reopen(dir);
     int64_t t0 = tnow_ms() - 600 * 1000;
-    fill(s, n, 10, t0, 10);
+    tfill(s, n, 10, t0, 10);
     gp_store_close(s);
     return t0;
 }
@@ -778,7 +764,7 @@ static void test_damaged_block_chunk_reported(void)
     struct gp_store_options o = {.block_ms = 600000, .no_sync = 1, .no_background = 1};
     struct gp_store *s = topen(dir, &o);
     int64_t t0 = gp_st_floor(tnow_ms(), 600000) - 600000;
-    fill(s, 3, 400, t0, 100);
+    tfill(s, 3, 400, t0, 100);
     CHECK_INT(gp_store_maintain(s, 1), GP_OK);
     gp_store_close(s);
     char p[1024];
@@ -854,7 +840,7 @@ static void test_wal_flip_mid_segment_recovers_later_records(void)
     CHECK(pid >= 0);
     if (pid == 0) {
         struct gp_store *c = reopen(dir);
-        fill(c, 10, 500, t0, 50); /* 10 batches: SERIES+SAMPLES, then SAMPLES */
+        tfill(c, 10, 500, t0, 50); /* 10 batches: SERIES+SAMPLES, then SAMPLES */
         _exit(0);
     }
     int status;

@@ -1,0 +1,181 @@
+/*
+ * test_store_cfile.c - reads of closed chunks from mapped chunk files
+ * (persist.c): reads follow a file's growth, a rotation and gc; a range
+ * read equals the whole read cut to the range; the pread fallback answers
+ * the same; and a record damaged while the store is open is still
+ * detected at read time (the CRC is checked on every read).
+ */
+#include "store/store_int.h"
+#include "store_testlib.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+/* Checks that [mint, maxt] of series k holds exactly fill's samples from
+ * t0 on (n of them), bit for bit. */
+static void cf_check(struct gp_store *s, uint32_t k, int64_t t0, size_t n, int64_t mint,
+                     int64_t maxt)
+{
+    struct gp_samples x = {0};
+    CHECK_INT(gp_store_read(s, tid(s, k), mint, maxt, &x), GP_OK);
+    size_t want = 0;
+    for (size_t j = 0; j < n; j++) {
+        int64_t t = t0 + (int64_t)j * 1000;
+        if (t < mint || t > maxt)
+            continue;
+        if (want >= x.n || x.t[want] != t || x.v[want] != tvalue(k, t)) {
+            gp_test_fail(__FILE__, __LINE__, "series %u: sample %zu of [%lld, %lld] differs", k,
+                         want, (long long)mint, (long long)maxt);
+            break;
+        }
+        want++;
+    }
+    CHECK_INT(x.n, want);
+    CHECK_INT(x.damaged, 0);
+    gp_samples_free(&x);
+}
+
+static size_t count_chunk_files(const char *dir)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/chunks", dir);
+    DIR *d = opendir(path);
+    CHECK(d);
+    size_t n = 0;
+    for (struct dirent *de; d && (de = readdir(d));)
+        n += strstr(de->d_name, ".chk") != NULL;
+    if (d)
+        closedir(d);
+    return n;
+}
+
+static void test_reads_follow_growth_rotation_and_gc(void)
+{
+    const char *dir = gp_test_tmpdir();
+    struct gp_store_options o = {
+        .block_ms = 120000, .no_sync = 1, .no_background = 1, .max_future_ms = -1};
+    struct gp_store *s = topen(dir, &o);
+    int64_t t0 = gp_st_floor(tnow_ms() - 3600 * 1000, 120000) + 3000;
+    /* 300 s: closed chunks (cut at 120 samples and at window edges) and an
+     * open head per series. */
+    tfill(s, 6, 300, t0, 50);
+    for (uint32_t k = 0; k < 6; k++)
+        cf_check(s, k, t0, 300, INT64_MIN, INT64_MAX);
+    /* The same mapped file grows: the new records are read too. */
+    tfill(s, 6, 600, t0 + 300 * 1000, 50);
+    for (uint32_t k = 0; k < 6; k++)
+        cf_check(s, k, t0, 900, INT64_MIN, INT64_MAX);
+    /* Ranges that start and end inside chunks, and one chunk's exact span. */
+    cf_check(s, 2, t0, 900, t0 + 57 * 1000 + 1, t0 + 401 * 1000);
+    cf_check(s, 3, t0, 900, t0 + 117 * 1000, t0 + 117 * 1000);
+    cf_check(s, 4, t0, 900, t0 + 117 * 1000, t0 + 236 * 1000);
+    cf_check(s, 5, t0, 900, t0 + 901 * 1000, INT64_MAX);
+    /* A checkpoint rotates to a new mapped file; compaction moves the
+     * hour into blocks and gc unmaps and removes the files it emptied. */
+    CHECK_INT(gp_store_maintain(s, 1), GP_OK);
+    CHECK(count_chunk_files(s->dir) <= 2);
+    /* Later windows (ahead of the clock: never compacted here) go to the
+     * new file, which grows and is rotated again while they are read. */
+    int64_t t1 = gp_st_floor(tnow_ms(), 120000) + 240000 + 3000;
+    tfill(s, 6, 600, t1, 50);
+    for (uint32_t k = 0; k < 6; k++)
+        cf_check(s, k, t1, 600, t1, INT64_MAX);
+    CHECK_INT(gp_store_maintain(s, 1), GP_OK);
+    tfill(s, 6, 300, t1 + 600 * 1000, 50);
+    for (uint32_t k = 0; k < 6; k++) {
+        cf_check(s, k, t0, 900, INT64_MIN, t1 - 1);
+        cf_check(s, k, t1, 900, t1, INT64_MAX);
+    }
+    gp_store_close(s);
+    s = topen(dir, &o);
+    for (uint32_t k = 0; k < 6; k++) {
+        cf_check(s, k, t0, 900, INT64_MIN, t1 - 1);
+        cf_check(s, k, t1, 900, t1, INT64_MAX);
+    }
+    gp_store_close(s);
+}
+
+static void test_pread_fallback_answers_the_same(void)
+{
+    const char *dir = gp_test_tmpdir();
+    struct gp_store_options o = {.no_sync = 1, .no_background = 1};
+    gp_st_map_chunk_files = 0;
+    struct gp_store *s = topen(dir, &o);
+    int64_t t0 = gp_st_floor(tnow_ms() - 1800 * 1000, 60000);
+    tfill(s, 5, 700, t0, 100);
+    CHECK(s->cf[0].map == NULL);
+    for (uint32_t k = 0; k < 5; k++) {
+        cf_check(s, k, t0, 700, INT64_MIN, INT64_MAX);
+        cf_check(s, k, t0, 700, t0 + 100 * 1000, t0 + 333 * 1000);
+    }
+    gp_store_close(s);
+    gp_st_map_chunk_files = 1;
+    s = topen(dir, &o);
+    CHECK(s->cf[0].map != NULL);
+    for (uint32_t k = 0; k < 5; k++) {
+        cf_check(s, k, t0, 700, INT64_MIN, INT64_MAX);
+        cf_check(s, k, t0, 700, t0 + 100 * 1000, t0 + 333 * 1000);
+    }
+    gp_store_close(s);
+}
+
+/* Flips one byte of the store's first chunk file at offset off. */
+static void flip(const char *dir, long off)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/chunks/00000000.chk", dir);
+    int fd = open(path, O_RDWR);
+    CHECK(fd >= 0);
+    uint8_t b = 0;
+    CHECK(pread(fd, &b, 1, off) == 1);
+    b ^= 0x5a;
+    CHECK(pwrite(fd, &b, 1, off) == 1);
+    close(fd);
+}
+
+static void test_damage_after_open_detected_on_read(void)
+{
+    const char *dir = gp_test_tmpdir();
+    struct gp_store_options o = {.no_sync = 1, .no_background = 1};
+    for (int mapped = 1; mapped >= 0; mapped--) {
+        char sub[700];
+        snprintf(sub, sizeof sub, "%s/%s", dir, mapped ? "mapped" : "pread");
+        gp_st_map_chunk_files = mapped;
+        struct gp_store *s = topen(sub, &o);
+        int64_t t0 = gp_st_floor(tnow_ms() - 1800 * 1000, 60000);
+        tfill(s, 4, 600, t0, 600);
+        for (uint32_t k = 0; k < 4; k++)
+            cf_check(s, k, t0, 600, INT64_MIN, INT64_MAX);
+        /* Inside the first record's chunk bytes, after the store checked it. */
+        flip(sub, 100);
+        size_t total = 0, hurt = 0;
+        uint64_t before = __atomic_load_n(&s->damaged_reads, __ATOMIC_RELAXED);
+        for (uint32_t k = 0; k < 4; k++) {
+            struct gp_samples x = {0};
+            int rc = gp_store_read(s, tid(s, k), INT64_MIN, INT64_MAX, &x);
+            CHECK(rc == GP_OK || rc == GP_EPARSE);
+            if (rc == GP_EPARSE) {
+                hurt++;
+                CHECK_INT(x.damaged, 1);
+                CHECK_INT(x.n, 480);
+                CHECK_INT(x.damaged_from, t0);
+                CHECK_INT(x.damaged_to, t0 + 119 * 1000);
+            }
+            total += x.n;
+            gp_samples_free(&x);
+        }
+        CHECK_INT(hurt, 1);
+        CHECK_INT(total, 4 * 600 - 120);
+        CHECK_INT(__atomic_load_n(&s->damaged_reads, __ATOMIC_RELAXED), before + 1);
+        gp_store_close(s);
+    }
+    gp_st_map_chunk_files = 1;
+}
+
+const struct gp_test gp_tests_store_cfile[] = {
+    {"reads_follow_growth_rotation_and_gc", test_reads_follow_growth_rotation_and_gc},
+    {"pread_fallback_answers_the_same", test_pread_fallback_answers_the_same},
+    {"damage_after_open_detected_on_read", test_damage_after_open_detected_on_read},
+    {0},
+};
