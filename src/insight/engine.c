@@ -898,10 +898,36 @@ static void trim(const char **s, size_t *len)
         (*len)--;
 }
 
-static int set_field(struct gp_detector_cfg *c, const char *field, const char *val, char *err,
-                     size_t errlen)
+/* job_hang's own fields (detect.h); GP_ECONFIG for another detector. */
+static int set_hang_field(struct gp_detector_cfg *c, bool hang, const char *field,
+                          const char *val, char *err, size_t errlen)
+{
+    if (!hang)
+        return gp_seterr(err, errlen, GP_ECONFIG, "'%s' belongs to job_hang only", field);
+    if (!strcmp(field, "step_multiple")) {
+        char *end;
+        double x = strtod(val, &end);
+        if (end == val || *end || !isfinite(x) || x <= 0)
+            return gp_seterr(err, errlen, GP_ECONFIG,
+                             "'step_multiple' must be a number above 0, not '%s'", val);
+        c->step_multiple = x;
+        return GP_OK;
+    }
+    int64_t ms;
+    char detail[128];
+    if (gp_parse_duration_ms(val, &ms, detail, sizeof detail))
+        return gp_seterr(err, errlen, GP_ECONFIG, "'%s': %s", field, detail);
+    *(!strcmp(field, "min_stall") ? &c->min_stall_ms : &c->first_step_ms) = ms;
+    return GP_OK;
+}
+
+static int set_field(struct gp_detector_cfg *c, bool hang, const char *field, const char *val,
+                     char *err, size_t errlen)
 {
     char *end;
+    if (!strcmp(field, "step_multiple") || !strcmp(field, "min_stall") ||
+        !strcmp(field, "first_step"))
+        return set_hang_field(c, hang, field, val, err, errlen);
     if (!strcmp(field, "threshold") || !strcmp(field, "clear")) {
         double x = strtod(val, &end);
         if (end == val || *end || !isfinite(x))
@@ -933,7 +959,8 @@ static int set_field(struct gp_detector_cfg *c, const char *field, const char *v
         return GP_OK;
     }
     return gp_seterr(err, errlen, GP_ECONFIG,
-                     "unknown field '%s' (use threshold, clear, for, cooldown, severity or enabled)",
+                     "unknown field '%s' (use threshold, clear, for, cooldown, severity or "
+                     "enabled; job_hang also step_multiple, min_stall, first_step)",
                      field);
 }
 
@@ -983,7 +1010,7 @@ int gp_engine_detector_config(const char *disabled, const char *overrides,
         while (*val == ' ')
             val++;
         char detail[256];
-        if (set_field(&cfg[d], field, val, detail, sizeof detail))
+        if (set_field(&cfg[d], d == GP_DET_HANG, field, val, detail, sizeof detail))
             return gp_seterr(err, errlen, GP_ECONFIG, "detector_overrides: %s: %s",
                              gp_detectors[d].name, detail);
     }
