@@ -20,6 +20,9 @@
  * each rank, and what their GPUs do since: busy at full use is the
  * signature of ranks spinning in a collective (NCCL kernels poll), idle
  * the signature of a rank stuck on the host (data, I/O, a deadlock).
+ * Where the agent reads PyTorch Flight Recorder dumps
+ * (sources/flightrec.h), the ranks missing from the collective the
+ * others wait in come first: they are the ones to look at.
  *
  * Scratch (per-rank figures) is allocated once per evaluation.
  */
@@ -48,6 +51,8 @@ struct stall {
     double allow_s;    /* its allowance */
     double last_step;  /* gpulse_job_step at the newest point; NaN: none */
     double activity;   /* its GPU's mean activity since `since`; NaN: none */
+    double missing;    /* Flight Recorder: the collective it never entered; NaN: none */
+    double waiting;    /* ... the one it waits in; NaN: none */
 };
 
 /*
@@ -77,6 +82,8 @@ static bool rank_stall(const struct gp_detect_ctx *c, unsigned pi, unsigned gi,
     out->since = since;
     out->stall_s = (double)(v->t_end_ms - gp_view_time(v, since)) / 1000.0;
     out->last_step = gp_view_proc_at(v, p, GP_VPM_LAST_STEP)[last];
+    out->missing = gp_view_proc_at(v, p, GP_VPM_FR_MISSING)[last];
+    out->waiting = gp_view_proc_at(v, p, GP_VPM_FR_WAITING)[last];
     out->step_s = NAN;
     if (cur > 0) {
         /* the steps the window saw up to the stall, else the lifetime mean */
@@ -160,6 +167,35 @@ static void put(char *buf, size_t len, size_t *at, const char *fmt, ...)
         *at = *at + (size_t)n < len ? *at + (size_t)n : len - 1;
 }
 
+/* "Flight Recorder: rank 3 never entered collective 57, where 3 ranks
+ * wait; " into out, or "" when no rank's dumps say one is missing. */
+static void missing_words(const struct gp_view *v, const struct stall *s, unsigned n, char *out,
+                          size_t len)
+{
+    size_t at = 0;
+    unsigned nmiss = 0, nwait = 0;
+    double seq = NAN;
+    char w[64];
+    out[0] = '\0';
+    for (unsigned i = 0; i < n; i++)
+        nwait += !isnan(s[i].waiting);
+    for (unsigned i = 0; i < n; i++) {
+        if (isnan(s[i].missing))
+            continue;
+        if (nmiss == HANG_FIRST_NAMED) {
+            put(out, len, &at, " and more");
+            break;
+        }
+        rank_words(&v->procs[s[i].proc], w, sizeof w);
+        put(out, len, &at, "%s%s", nmiss ? ", " : "Flight Recorder: ", w);
+        seq = isnan(seq) ? s[i].missing : fmin(seq, s[i].missing);
+        nmiss++;
+    }
+    if (nmiss)
+        put(out, len, &at, " never entered collective %.0f, where %u %s; ", seq, nwait,
+            nwait == 1 ? "rank waits" : "ranks wait");
+}
+
 /* Writes the job's summary and evidence from its n live ranks' stalls. */
 static void hang_text(const struct gp_detect_ctx *c, const struct gp_view_job *j,
                       const struct stall *s, unsigned n, struct gp_observation *o)
@@ -181,7 +217,8 @@ static void hang_text(const struct gp_detect_ctx *c, const struct gp_view_job *j
             nidle += s[i].activity <= HANG_IDLE;
         }
     }
-    char dur[32], who[512], what[160], w[64], stepw[48];
+    char dur[32], who[512], what[160], w[64], stepw[48], fr[192];
+    missing_words(v, s, n, fr, sizeof fr);
     gp_format_duration((int64_t)(first * 1000), dur, sizeof dur);
     size_t at = 0;
     who[0] = '\0';
@@ -215,16 +252,20 @@ static void hang_text(const struct gp_detect_ctx *c, const struct gp_view_job *j
         gp_det_printf(what, sizeof what, "%u of %u GPUs spinning at full use, %u idle", nspin,
                       ngpu, nidle);
     gp_det_printf(o->summary, sizeof o->summary,
-                  "job %s hangs: no step on %u live %s for %s (%.1f x their allowance); %s; %s",
-                  j->job, n, gp_plural(n, "rank", "ranks"), dur, least, who, what);
+                  "job %s hangs: no step on %u live %s for %s (%.1f x their allowance); %s%s; %s",
+                  j->job, n, gp_plural(n, "rank", "ranks"), dur, least, fr, who, what);
     at = 0;
     for (unsigned i = 0; i < n; i++) {
-        char st[32], al[32], g[96];
+        char st[32], al[32], g[160];
         rank_words(&v->procs[s[i].proc], w, sizeof w);
         step_words(&s[i], v, stepw, sizeof stepw);
         gp_format_duration((int64_t)(s[i].stall_s * 1000), st, sizeof st);
         gp_format_duration((int64_t)(s[i].allow_s * 1000), al, sizeof al);
         gpu_words(s[i].activity, g, sizeof g);
+        if (!isnan(s[i].missing))
+            put(g, sizeof g, &(size_t){strlen(g)}, "; never entered collective %.0f", s[i].missing);
+        else if (!isnan(s[i].waiting))
+            put(g, sizeof g, &(size_t){strlen(g)}, "; waits in collective %.0f", s[i].waiting);
         if (isnan(s[i].step_s))
             put(o->evidence, sizeof o->evidence, &at, "%s%s on %s: %s, no step for %s, allowance %s; %s",
                 i ? "; " : "", w, v->procs[s[i].proc].node, stepw, st, al, g);

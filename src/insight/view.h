@@ -69,7 +69,9 @@ enum gp_vgm {
     X(RESERVED, "gpulse_job_allocator_bytes", 1)  /* kind reserved */ \
     X(TARGET_STEPS, "gpulse_job_target_steps", 1)                    \
     X(LAST_STEP, "gpulse_job_step", 1)             /* the last step's number */ \
-    X(END, "gpulse_job_end_time_seconds", 1)       /* set once it said end */
+    X(END, "gpulse_job_end_time_seconds", 1)       /* set once it said end */ \
+    X(FR_MISSING, "gpulse_job_collective_missing_seq", 1) /* flight recorder */ \
+    X(FR_WAITING, "gpulse_job_collective_waiting_seq", 1)
 
 enum gp_vpm {
 #define GP_VPM_ENUM_(id, name, scale) GP_VPM_##id,

@@ -9,7 +9,10 @@
  */
 #include "flightrec.h"
 
+#include "frame.h"
+
 #include "lib/err.h"
+#include "lib/log.h"
 #include "lib/pickle.h"
 
 #include <dirent.h>
@@ -241,4 +244,72 @@ int gp_fr_scan(const char *dir, double now_s, struct gp_fr_dump **out, unsigned 
     }
     closedir(dh);
     return rc;
+}
+
+struct gp_fr_watch {
+    char *dir;
+    double next_s;             /* monotonic time of the next scan */
+    struct gp_fr_verdict *v;   /* the last scan's verdicts */
+    unsigned nv, bad;
+};
+
+struct gp_fr_watch *gp_fr_watch_new(const char *dir)
+{
+    struct gp_fr_watch *w = calloc(1, sizeof *w);
+    if (w && !(w->dir = strdup(dir))) {
+        free(w);
+        w = NULL;
+    }
+    return w;
+}
+
+void gp_fr_watch_free(struct gp_fr_watch *w)
+{
+    if (!w)
+        return;
+    free(w->dir);
+    free(w->v);
+    free(w);
+}
+
+static void rescan(struct gp_fr_watch *w, double wall_s)
+{
+    struct gp_fr_dump *d;
+    unsigned n, bad;
+    char err[256] = "";
+    int rc = gp_fr_scan(w->dir, wall_s, &d, &n, &bad, err, sizeof err);
+    struct gp_fr_verdict *v = rc || !n ? NULL : malloc(n * sizeof *v);
+    if (v)
+        gp_fr_analyze(d, n, v);
+    free(d);
+    free(w->v);
+    w->v = v;
+    w->nv = v ? n : 0;
+    if (rc)
+        gp_log(GP_LOG_WARN, "flightrec", "flight recorder dumps not read", "dir=\"%s\" err=\"%s\"",
+               w->dir, gp_strerror(rc));
+    if (bad != w->bad && bad)
+        gp_log(GP_LOG_WARN, "flightrec", "flight recorder dumps skipped", "dir=\"%s\" count=%u first=\"%s\"",
+               w->dir, bad, err);
+    w->bad = bad;
+}
+
+void gp_fr_watch_apply(struct gp_fr_watch *w, double mono_s, double wall_s,
+                       struct gp_step_stats *st, unsigned n)
+{
+    if (!w)
+        return;
+    if (mono_s >= w->next_s) {
+        rescan(w, wall_s);
+        w->next_s = mono_s + GP_FR_RESCAN_S;
+    }
+    for (unsigned i = 0; i < w->nv; i++)
+        for (unsigned k = 0; k < n; k++) {
+            if (st[k].jid.rank != w->v[i].rank || st[k].ended)
+                continue;
+            st[k].fr_missing_valid = w->v[i].missing >= 0;
+            st[k].fr_missing = w->v[i].missing;
+            st[k].fr_waiting_valid = w->v[i].waiting >= 0;
+            st[k].fr_waiting = w->v[i].waiting;
+        }
 }

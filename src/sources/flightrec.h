@@ -85,4 +85,23 @@ void gp_fr_analyze(const struct gp_fr_dump *d, unsigned n, struct gp_fr_verdict 
 int gp_fr_scan(const char *dir, double now_s, struct gp_fr_dump **out, unsigned *n, unsigned *bad,
                char *first_err, size_t errlen);
 
+/*
+ * The steps source's watch over a directory: every GP_FR_RESCAN_S it
+ * scans the dumps and compares them; each tick it marks the step
+ * reporters of the frame whose rank a verdict names (fr_missing /
+ * fr_waiting of gp_step_stats), all the reporters of that rank on this
+ * node: one job per directory. A change in the number of dumps that fail
+ * to parse is logged (warn, with the first one's error).
+ */
+#define GP_FR_RESCAN_S 5.0
+struct gp_fr_watch;
+struct gp_step_stats;
+/* NULL when out of memory; dir is copied. */
+struct gp_fr_watch *gp_fr_watch_new(const char *dir);
+void gp_fr_watch_free(struct gp_fr_watch *w); /* accepts NULL */
+/* Rescans when due (mono_s: a monotonic clock, wall_s: the epoch) and
+ * marks st[0..n). */
+void gp_fr_watch_apply(struct gp_fr_watch *w, double mono_s, double wall_s,
+                       struct gp_step_stats *st, unsigned n);
+
 #endif

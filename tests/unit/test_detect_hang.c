@@ -106,6 +106,31 @@ static void test_fires_naming_first(void)
     gp_view_free(&v);
 }
 
+/* With Flight Recorder dumps read by the agent, the rank missing from
+ * the collective the others wait in is named first. */
+static void test_flight_recorder_names_missing(void)
+{
+    struct gp_view v;
+    unsigned stop[4] = {11, 11, 11, 11};
+    hang_view(&v, 4, stop, 1.0);
+    for (unsigned r = 0; r < 4; r++) {
+        double *x = gp_view_proc_series(&v, &v.procs[r], r == 2 ? GP_VPM_FR_MISSING : GP_VPM_FR_WAITING);
+        x[NPTS - 1] = 57;
+    }
+    CHECK_INT(run_hang(&v, NULL), GP_OK);
+    CHECK_INT(nseen, 1);
+    CHECK(seen[0].bad);
+    CHECK_CONTAINS(seen[0].summary, "(1.2 x their allowance); Flight Recorder: rank 2 never entered "
+                                    "collective 57, where 3 ranks wait; all 4 ranks stopped within 5s");
+    CHECK_CONTAINS(seen[0].evidence, "rank 2 on n1: last step 526, no step for 2m25s, allowance 2m (10 x "
+                                     "2.000 s a step); GPU spinning at 100 % (waiting in a collective); "
+                                     "never entered collective 57");
+    CHECK_CONTAINS(seen[0].evidence, "rank 0 on n1: last step 526, no step for 2m25s, allowance 2m (10 x "
+                                     "2.000 s a step); GPU spinning at 100 % (waiting in a collective); "
+                                     "waits in collective 57");
+    gp_view_free(&v);
+}
+
 /* The same stop 100 s ago is under the 2m allowance: judged, not bad. */
 static void test_silent_under_allowance(void)
 {
@@ -237,6 +262,7 @@ static void test_config_errors(void)
 
 const struct gp_test gp_tests_detect_hang[] = {
     {"fires_naming_first", test_fires_naming_first},
+    {"flight_recorder_names_missing", test_flight_recorder_names_missing},
     {"silent_under_allowance", test_silent_under_allowance},
     {"one_rank_stepping", test_one_rank_stepping},
     {"own_pace_and_idle", test_own_pace_and_idle},

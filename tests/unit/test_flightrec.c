@@ -9,6 +9,7 @@
 #include "lib/err.h"
 #include "lib/pickle.h"
 #include "sources/flightrec.h"
+#include "sources/frame.h"
 #include "test.h"
 
 #include <stdio.h>
@@ -16,6 +17,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #define PK(lit) (const uint8_t *)(lit), sizeof(lit) - 1
 #define SL(lit) lit, sizeof(lit) - 1
@@ -222,11 +224,9 @@ static void test_rank_of_name(void)
     CHECK_INT(gp_fr_rank_of_name("rank_1234567890"), -1);
 }
 
-/* The scan reads the directory's dumps, counts and names a bad one,
- * and skips what is not a regular file or is older than an hour. */
-static void test_scan(void)
+/* Copies the four dumps of tests/data/flightrec into dir. */
+static void copy_dumps(const char *dir)
 {
-    const char *dir = gp_test_tmpdir();
     char path[512];
     for (int r = 0; r < 4; r++) {
         char name[32];
@@ -239,6 +239,14 @@ static void test_scan(void)
         fclose(f);
         free(buf);
     }
+}
+
+/* The scan reads the directory's dumps, counts and names a bad one,
+ * and skips what is not a regular file or is older than an hour. */
+static void test_scan(void)
+{
+    const char *dir = gp_test_tmpdir();
+    copy_dumps(dir);
     gp_test_write_file(dir, "nccl_trace_rank_9", "not a pickle");
     gp_test_write_file(dir, "sub/nccl_trace_rank_5", "x");
     gp_test_write_file(dir, "nccl_trace_rank_8", "\x80\x02}.");
@@ -260,6 +268,47 @@ static void test_scan(void)
     CHECK(!d);
 }
 
+/* The agent's watch marks the step reporters of each rank (not one that
+ * ended, not a rank without a dump) and rescans only when due. */
+static void test_watch_marks_ranks(void)
+{
+    const char *dir = gp_test_tmpdir();
+    copy_dumps(dir);
+    struct gp_fr_watch *w = gp_fr_watch_new(dir);
+    CHECK(w);
+    struct gp_step_stats st[6];
+    memset(st, 0, sizeof st);
+    for (int i = 0; i < 6; i++)
+        st[i].jid.rank = i < 5 ? i : 3;
+    st[5].ended = true;
+    double now = (double)time(NULL);
+    gp_fr_watch_apply(w, 100.0, now, st, 6);
+    for (int r = 0; r < 3; r++) {
+        CHECK(!st[r].fr_missing_valid);
+        CHECK(st[r].fr_waiting_valid);
+        CHECK_INT(st[r].fr_waiting, 57);
+    }
+    CHECK(st[3].fr_missing_valid);
+    CHECK_INT(st[3].fr_missing, 57);
+    CHECK(!st[3].fr_waiting_valid);
+    CHECK(!st[4].fr_missing_valid && !st[4].fr_waiting_valid);
+    CHECK(!st[5].fr_missing_valid);
+    /* a fresh frame: marked from the kept verdicts, no rescan before 5 s */
+    char path[512];
+    snprintf(path, sizeof path, "%s/nccl_trace_rank_3", dir);
+    CHECK_INT(unlink(path), 0);
+    memset(st, 0, sizeof st);
+    st[0].jid.rank = 3;
+    gp_fr_watch_apply(w, 100.0 + GP_FR_RESCAN_S / 2, now, st, 1);
+    CHECK(st[0].fr_missing_valid);
+    memset(st, 0, sizeof st);
+    st[0].jid.rank = 3;
+    gp_fr_watch_apply(w, 100.0 + GP_FR_RESCAN_S, now, st, 1);
+    CHECK(!st[0].fr_missing_valid);
+    gp_fr_watch_free(w);
+    gp_fr_watch_free(NULL);
+}
+
 const struct gp_test gp_tests_flightrec[] = {
     {"pickle_values", test_pickle_values},
     {"pickle_malformed", test_pickle_malformed},
@@ -268,5 +317,6 @@ const struct gp_test gp_tests_flightrec[] = {
     {"dump_malformed", test_dump_malformed},
     {"rank_of_name", test_rank_of_name},
     {"scan", test_scan},
+    {"watch_marks_ranks", test_watch_marks_ranks},
     {0},
 };
