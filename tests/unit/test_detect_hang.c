@@ -76,7 +76,7 @@ static void hang_view(struct gp_view *v, unsigned n, const unsigned *stop, doubl
                 steps += per_point;
             st[k] = floor(steps);
             ss[k] = floor(steps) * STEP_S;
-            last[k] = floor(steps) - 1; /* steps count from 0 */
+            last[k] = floor(steps) - 1; /* a client that numbers from 0 */
         }
     }
     CHECK_INT(gp_view_index_jobs(v), GP_OK);
