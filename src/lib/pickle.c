@@ -181,6 +181,8 @@ static int add_items(struct rd *r, uint32_t from, bool dict)
 /* A new container of type t holding the stack's items from `from` on. */
 static int build(struct rd *r, uint32_t from, enum gp_pickle_type t)
 {
+    if (from > r->nstack) /* items below the mark were taken since */
+        return fail(r, GP_EPARSE, "stack underflow");
     if (t == GP_PK_DICT && (r->nstack - from) % 2)
         return fail(r, GP_EPARSE, "a key without a value");
     uint32_t x;

@@ -105,6 +105,7 @@ static void test_pickle_malformed(void)
         {SL("\x80\x02}r\xff\xff\xff\x7f."), "memo index too large"},
         {SL("\x80\x02\x8a\x09\x00\x00\x00\x00\x00\x00\x00\x00\x01."), "integer wider than 64 bits"},
         {SL("\x80\x02(."), "STOP with other than one value"},
+        {SL("\x80\x02}K\x01(K\x02s" "l."), "stack underflow"}, /* SETITEM took the mark's base */
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         struct gp_pickle p;
