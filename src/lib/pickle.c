@@ -114,7 +114,7 @@ static int count(struct rd *r, size_t n, uint64_t *out)
 /* A str or bytes value of a length read in lb bytes. */
 static int string(struct rd *r, size_t lb, enum gp_pickle_type t)
 {
-    uint64_t n;
+    uint64_t n = 0;
     int rc = count(r, lb, &n);
     if (rc)
         return rc;
@@ -224,8 +224,8 @@ static int step(struct rd *r, bool *stop)
     if (!op)
         return fail(r, GP_EPARSE, "truncated (no STOP)");
     struct gp_pickle_val *v;
-    uint64_t n;
-    uint32_t from;
+    uint64_t n = 0;
+    uint32_t from = 0;
     int rc;
     switch (*op) {
     case 0x80: /* PROTO */

@@ -171,6 +171,8 @@ void gp_fr_analyze(const struct gp_fr_dump *d, unsigned n, struct gp_fr_verdict 
 /* Reads file path (at most GP_FR_MAX_BYTES) into a new buffer. */
 static int slurp(const char *path, uint8_t **buf, size_t *len)
 {
+    *buf = NULL;
+    *len = 0;
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0)
         return GP_EIO;
@@ -216,8 +218,8 @@ int gp_fr_scan(const char *dir, double now_s, struct gp_fr_dump **out, unsigned 
         if (snprintf(path, sizeof path, "%s/%s", dir, de->d_name) >= (int)sizeof path ||
             lstat(path, &st) || !S_ISREG(st.st_mode) || now_s - (double)st.st_mtime > GP_FR_MAX_AGE_S)
             continue;
-        uint8_t *buf;
-        size_t len;
+        uint8_t *buf = NULL;
+        size_t len = 0;
         char err[160] = "";
         int frc = slurp(path, &buf, &len);
         if (frc == GP_ENOMEM) {
