@@ -22,11 +22,18 @@
 #define PK(lit) (const uint8_t *)(lit), sizeof(lit) - 1
 #define SL(lit) lit, sizeof(lit) - 1
 
-/* Reads tests/data/flightrec/<name> into a new buffer. */
-static uint8_t *read_data(const char *name, size_t *len)
+/* The file name of rank r's dump, as PyTorch names it, into out. */
+static const char *dump_name(int r, char *out, size_t len)
 {
-    char rel[128];
-    snprintf(rel, sizeof rel, "flightrec/%s", name);
+    snprintf(out, len, "nccl_trace_rank_%d", r);
+    return out;
+}
+
+/* Reads rank r's dump of tests/data/flightrec into a new buffer. */
+static uint8_t *read_dump(int r, size_t *len)
+{
+    char rel[128], name[32];
+    snprintf(rel, sizeof rel, "flightrec/%s", dump_name(r, name, sizeof name));
     FILE *f = fopen(gp_test_data(rel), "rb");
     CHECK(f);
     uint8_t *buf = malloc(1 << 20);
@@ -152,11 +159,10 @@ static void test_dumps_name_missing_rank(void)
     char err[160];
     for (int r = 0; r < 4; r++) {
         char name[32];
-        snprintf(name, sizeof name, "nccl_trace_rank_%d", r);
         size_t len;
-        uint8_t *buf = read_data(name, &len);
+        uint8_t *buf = read_dump(r, &len);
         /* rank 2's own "rank" key wins over a wrong name */
-        int32_t from_name = r == 2 ? 7 : gp_fr_rank_of_name(name);
+        int32_t from_name = r == 2 ? 7 : gp_fr_rank_of_name(dump_name(r, name, sizeof name));
         CHECK_INT(gp_fr_parse(buf, len, from_name, &d[r], err, sizeof err), GP_OK);
         free(buf);
         CHECK_INT(d[r].rank, r);
@@ -228,13 +234,11 @@ static void test_rank_of_name(void)
 /* Copies the four dumps of tests/data/flightrec into dir. */
 static void copy_dumps(const char *dir)
 {
-    char path[512];
+    char path[512], name[32];
     for (int r = 0; r < 4; r++) {
-        char name[32];
-        snprintf(name, sizeof name, "nccl_trace_rank_%d", r);
         size_t len;
-        uint8_t *buf = read_data(name, &len);
-        snprintf(path, sizeof path, "%s/%s", dir, name);
+        uint8_t *buf = read_dump(r, &len);
+        snprintf(path, sizeof path, "%s/%s", dir, dump_name(r, name, sizeof name));
         FILE *f = fopen(path, "wb");
         CHECK(f && fwrite(buf, 1, len, f) == len);
         fclose(f);
