@@ -353,24 +353,24 @@ static void make_labels(struct series_labels *sl, uint64_t seed, int node, int g
     snprintf(sl->pci, sizeof sl->pci, "00000000:%02X:00.0", g < 8 ? pci_bus[g] : 0xe0 + g);
 }
 
-static struct gp_rw_str S(const char *s)
+static struct gp_str S(const char *s)
 {
-    return (struct gp_rw_str){s, strlen(s)};
+    return (struct gp_str){s, strlen(s)};
 }
 
 /* Fills the 10 labels of (metric m, GPU sl), sorted by name. */
-static void fill_labels(struct gp_rw_label *l, const struct series_labels *sl, int m)
+static void fill_labels(struct gp_label *l, const struct series_labels *sl, int m)
 {
-    l[0] = (struct gp_rw_label){S("DCGM_FI_DRIVER_VERSION"), S(DRIVER)};
-    l[1] = (struct gp_rw_label){S("Hostname"), S(sl->host)};
-    l[2] = (struct gp_rw_label){S("UUID"), S(sl->uuid)};
-    l[3] = (struct gp_rw_label){S("__name__"), S(metric[m])};
-    l[4] = (struct gp_rw_label){S("device"), S(sl->device)};
-    l[5] = (struct gp_rw_label){S("gpu"), S(sl->gpu)};
-    l[6] = (struct gp_rw_label){S("instance"), S(sl->instance)};
-    l[7] = (struct gp_rw_label){S("job"), S("dcgm-exporter")};
-    l[8] = (struct gp_rw_label){S("modelName"), S(MODEL)};
-    l[9] = (struct gp_rw_label){S("pci_bus_id"), S(sl->pci)};
+    l[0] = (struct gp_label){S("DCGM_FI_DRIVER_VERSION"), S(DRIVER)};
+    l[1] = (struct gp_label){S("Hostname"), S(sl->host)};
+    l[2] = (struct gp_label){S("UUID"), S(sl->uuid)};
+    l[3] = (struct gp_label){S("__name__"), S(metric[m])};
+    l[4] = (struct gp_label){S("device"), S(sl->device)};
+    l[5] = (struct gp_label){S("gpu"), S(sl->gpu)};
+    l[6] = (struct gp_label){S("instance"), S(sl->instance)};
+    l[7] = (struct gp_label){S("job"), S("dcgm-exporter")};
+    l[8] = (struct gp_label){S("modelName"), S(MODEL)};
+    l[9] = (struct gp_label){S("pci_bus_id"), S(sl->pci)};
 }
 
 /* ---- output ---- */
@@ -405,11 +405,11 @@ static int gen_rw(const struct opts *o, struct fleet *f, const struct series_lab
     int shards = (o->nodes + o->per_req_nodes - 1) / o->per_req_nodes;
     int per_node = o->gpus * nfam;
     size_t max_series = (size_t)o->per_req_nodes * (size_t)per_node;
-    struct gp_rw_series *series = calloc(max_series, sizeof *series);
-    struct gp_rw_label *labels = calloc(max_series * NLABELS, sizeof *labels);
+    struct gp_series *series = calloc(max_series, sizeof *series);
+    struct gp_label *labels = calloc(max_series * NLABELS, sizeof *labels);
     /* samples[shard][series][ts] for one block of ticks */
     size_t nsamp = (size_t)o->nodes * (size_t)per_node * (size_t)o->per_req_ts;
-    struct gp_rw_sample *samp = calloc(nsamp, sizeof *samp);
+    struct gp_sample *samp = calloc(nsamp, sizeof *samp);
     if (!series || !labels || !samp) {
         fprintf(stderr, "fleetgen: out of memory\n");
         return -1;
@@ -433,7 +433,7 @@ static int gen_rw(const struct opts *o, struct fleet *f, const struct series_lab
                     for (int m = 0; m < nfam; m++) {
                         size_t si = (size_t)n * (size_t)per_node + (size_t)g * (size_t)nfam + (size_t)m;
                         samp[si * (size_t)o->per_req_ts + (size_t)j] =
-                            (struct gp_rw_sample){f->gpu[n * o->gpus + g].v[m], f->stamp[n]};
+                            (struct gp_sample){f->gpu[n * o->gpus + g].v[m], f->stamp[n]};
                     }
             }
         }
@@ -447,11 +447,11 @@ static int gen_rw(const struct opts *o, struct fleet *f, const struct series_lab
                     for (int m = 0; m < nfam; m++) {
                         size_t si = (size_t)n * (size_t)per_node + (size_t)g * (size_t)nfam + (size_t)m;
                         fill_labels(&labels[ns * NLABELS], &sl[n * o->gpus + g], m);
-                        series[ns] = (struct gp_rw_series){&labels[ns * NLABELS], NLABELS,
+                        series[ns] = (struct gp_series){&labels[ns * NLABELS], NLABELS,
                                                            &samp[si * (size_t)o->per_req_ts], (size_t)nts};
                         ns++;
                     }
-            struct gp_rw_request req = {series, ns, ns * NLABELS, ns * (size_t)nts, NULL};
+            struct gp_batch req = {series, ns, ns * NLABELS, ns * (size_t)nts, NULL};
             int rc = gp_rw_encode(&req, &out, &scratch);
             if (rc != GP_OK) {
                 fprintf(stderr, "fleetgen: encode: %s\n", gp_strerror(rc));

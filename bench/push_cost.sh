@@ -11,10 +11,10 @@
 # 127.0.0.1 as the target. CPU time is read from /proc/PID/stat.
 #   phase 1: no push, nobody scrapes: CPU per tick (the sampling alone);
 #   phase 2: --push to VictoriaMetrics, memory queue: CPU per tick; the
-#            difference is the push: render + parse + encode + send;
+#            difference is the push: walk + encode + send;
 #   phase 3: the same with --buffer-dir (each tick written and fdatasync'd);
 #   phase 4: the target down, --buffer-dir: bytes per tick on disk.
-# Prints the per-tick costs, the agent's own parse+encode timing, bytes per
+# Prints the per-tick costs, the agent's own encode timing, bytes per
 # tick and what one hour at a 1 s interval takes. Not part of the tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -39,7 +39,7 @@ victoria-metrics -httpListenAddr "127.0.0.1:$VP" -storageDataPath "$TMP/vm" >"$T
 PIDS+=($!)
 for _ in $(seq 100); do curl -sf "127.0.0.1:$VP/health" >/dev/null && break; sleep 0.1; done
 
-# measure ARGS...: sets us (CPU per tick), enc_us (parse+encode of the last tick), series.
+# measure ARGS...: sets us (CPU per tick), enc_us (encode of the last tick), series.
 measure() {
     AP=$(port)
     build/rel/gpulse agent --listen "127.0.0.1:$AP" --simulate 1x8xH100 --process-series "$PS" \
@@ -99,7 +99,7 @@ per = size / recs
 print(f"series per tick                           {series:9.0f}")
 print(f"agent tick, no push                       {base:9.0f} us CPU")
 print(f"agent tick + push (memory queue)          {mem:9.0f} us CPU   push: {mem-base:.0f} us/tick "
-      f"(parse+encode alone {enc:.0f} us)")
+      f"(encode alone {enc:.0f} us)")
 print(f"agent tick + push (--buffer-dir)          {disk:9.0f} us CPU   push: {disk-base:.0f} us/tick")
 print(f"buffer: {recs:.0f} ticks, {per/1024:.1f} KiB per tick on disk; one hour at 1 s: "
       f"{per*3600/2**20:.0f} MiB; 256 MiB (the default) holds {256*2**20/per/3600:.1f} h")

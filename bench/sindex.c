@@ -53,7 +53,7 @@ static void make_blob(size_t i, struct blob *b, struct gp_buf *buf, int miss)
     snprintf(pci, sizeof pci, "00000000:%02zX:00.0", 0x18 + gpu * 0x10);
     snprintf(inst, sizeof inst, "%s:9400", host);
 #define S(x) {x, strlen(x)}
-    struct gp_rw_label l[] = {
+    struct gp_label l[] = {
         {S("DCGM_FI_DRIVER_VERSION"), S("550.54.15")},
         {S("Hostname"), S(host)},
         {S("UUID"), S(uuid)},

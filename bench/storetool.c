@@ -125,7 +125,7 @@ static int cmd_load(const char *dir, const char *bodies_path, const char *shift_
         return fail(dir, rc, err);
     uint64_t accepted = 0, rejected = 0;
     for (uint64_t i = 0; i < b.h.bodies && rc == GP_OK; i++) {
-        struct gp_rw_request req;
+        struct gp_batch req;
         rc = gp_rw_decode(b.body[i].data, b.body[i].len, MAX_BODY_UNCOMPRESSED, &req, err, sizeof err);
         if (rc != GP_OK)
             break;
@@ -136,7 +136,7 @@ static int cmd_load(const char *dir, const char *bodies_path, const char *shift_
         rc = gp_store_append(s, &req, &res, err, sizeof err);
         accepted += res.accepted;
         rejected += res.duplicate + res.out_of_order + res.conflict + res.too_old + res.series_limit;
-        gp_rw_request_free(&req);
+        gp_rw_decoded_free(&req);
     }
     if (rc == GP_OK)
         rc = gp_store_maintain(s, 1);
@@ -284,14 +284,14 @@ static void heldmap_free(struct heldmap *m)
 }
 
 /* A short text name for a series in messages. */
-static void series_name(const struct gp_rw_series *se, char *out, size_t len)
+static void series_name(const struct gp_series *se, char *out, size_t len)
 {
     const char *fields[] = {"__name__", "Hostname", "gpu"};
     size_t off = 0;
     out[0] = 0;
     for (size_t f = 0; f < 3; f++)
         for (size_t i = 0; i < se->nlabels; i++) {
-            const struct gp_rw_label *l = &se->labels[i];
+            const struct gp_label *l = &se->labels[i];
             if (l->name.len == strlen(fields[f]) && memcmp(l->name.ptr, fields[f], l->name.len) == 0 &&
                 off < len) {
                 int k = snprintf(out + off, len - off, "%s%.*s", f ? "/" : "", (int)l->value.len,
@@ -306,7 +306,7 @@ struct verdict {
     int shown;
 };
 
-static void problem(struct verdict *v, const char *what, const struct gp_rw_series *se, int64_t t)
+static void problem(struct verdict *v, const char *what, const struct gp_series *se, int64_t t)
 {
     if (v->shown++ >= 10)
         return;
@@ -340,12 +340,12 @@ static int cmd_verify(const char *dir, const char *bodies_path, const char *ackp
     struct gp_buf blob;
     gp_buf_init(&blob, 1 << 20);
     for (uint64_t i = 0; i < b.h.bodies; i++) {
-        struct gp_rw_request req;
+        struct gp_batch req;
         int rc = gp_rw_decode(b.body[i].data, b.body[i].len, MAX_BODY_UNCOMPRESSED, &req, err, sizeof err);
         if (rc != GP_OK)
             return fail("decoding a body", rc, err);
         for (size_t k = 0; k < req.nseries; k++) {
-            const struct gp_rw_series *se = &req.series[k];
+            const struct gp_series *se = &req.series[k];
             gp_buf_reset(&blob);
             rc = gp_labels_encode(se->labels, se->nlabels, &blob);
             if (rc != GP_OK)
@@ -353,7 +353,7 @@ static int cmd_verify(const char *dir, const char *bodies_path, const char *ackp
             const uint8_t *bl = (const uint8_t *)blob.data;
             struct held *e = held_find(&m, bl, blob.len, gp_labels_hash(bl, blob.len));
             for (size_t j = 0; j < se->nsamples; j++) {
-                const struct gp_rw_sample *x = &se->samples[j];
+                const struct gp_sample *x = &se->samples[j];
                 /* the first stored sample at or after x's time */
                 size_t lo = 0, hi = e->blob ? e->x.n : 0;
                 while (lo < hi) {
@@ -388,7 +388,7 @@ static int cmd_verify(const char *dir, const char *bodies_path, const char *ackp
                 }
             }
         }
-        gp_rw_request_free(&req);
+        gp_rw_decoded_free(&req);
     }
     for (size_t i = 0; i < m.cap; i++)
         for (size_t q = 0; m.h[i].blob && q < m.h[i].x.n; q++)
@@ -426,7 +426,7 @@ static int cmd_dump(const char *dir, const char *selector)
     rc = gp_store_select(s, m, nm, INT64_MIN, INT64_MAX, &sel);
     for (size_t i = 0; rc == GP_OK && i < sel.n; i++) {
         struct gp_labels_iter it;
-        struct gp_rw_str name, value;
+        struct gp_str name, value;
         gp_labels_iter_init(&it, sel.series[i].labels, sel.series[i].labels_len);
         printf("series {");
         for (int k = 0; gp_labels_next(&it, &name, &value) == 1; k++)
@@ -446,14 +446,14 @@ static int cmd_dump(const char *dir, const char *selector)
     return fflush(stdout) == 0 ? 0 : 1;
 }
 
-static int label(const struct gp_rw_series *se, const char *name, struct gp_rw_str *out)
+static int label(const struct gp_series *se, const char *name, struct gp_str *out)
 {
     for (size_t i = 0; i < se->nlabels; i++)
         if (se->labels[i].name.len == strlen(name) && memcmp(se->labels[i].name.ptr, name, se->labels[i].name.len) == 0) {
             *out = se->labels[i].value;
             return 1;
         }
-    *out = (struct gp_rw_str){"-", 1};
+    *out = (struct gp_str){"-", 1};
     return 0;
 }
 
@@ -472,13 +472,13 @@ static int cmd_expect(const char *bodies_path, const char *ackpath)
     for (uint64_t i = 0; i < b.h.bodies; i++) {
         if (!acked[i])
             continue;
-        struct gp_rw_request req;
+        struct gp_batch req;
         int rc = gp_rw_decode(b.body[i].data, b.body[i].len, MAX_BODY_UNCOMPRESSED, &req, err, sizeof err);
         if (rc != GP_OK)
             return fail("decoding a body", rc, err);
         for (size_t k = 0; k < req.nseries; k++) {
-            const struct gp_rw_series *se = &req.series[k];
-            struct gp_rw_str name, host, gpu;
+            const struct gp_series *se = &req.series[k];
+            struct gp_str name, host, gpu;
             label(se, "__name__", &name);
             label(se, "Hostname", &host);
             label(se, "gpu", &gpu);
@@ -486,7 +486,7 @@ static int cmd_expect(const char *bodies_path, const char *ackpath)
                 printf("%.*s %.*s %.*s %" PRId64 " %.17g\n", (int)name.len, name.ptr, (int)host.len, host.ptr,
                        (int)gpu.len, gpu.ptr, se->samples[j].timestamp_ms, se->samples[j].value);
         }
-        gp_rw_request_free(&req);
+        gp_rw_decoded_free(&req);
     }
     free(acked);
     gp_bodies_close(&b);

@@ -1,7 +1,7 @@
 // job.js - one training job (#/job/ID): its ranks and their GPUs side by
 // side (the straggler highlighted), step time per rank, throughput, GPU
 // activity and memory per GPU, host CPU and RSS on one time axis, cost so
-// far, its alerts and recommendations with their evidence, and its
+// far, goodput and its biggest badput, its alerts and recommendations with their evidence, and its
 // report. From /api/v1/jobs/ID?series=1, query_range for the per-rank
 // step series, /api/v1/alerts?job=, /api/v1/recommendations?job= and the
 // stream's GPU readings.
@@ -13,6 +13,16 @@
   const pickStep = (span) => STEPS.find((s) => s >= span / 300) || Math.ceil(span / 300 / 3600) * 3600;
   const reEsc = (s) => s.replace(/["\\]/g, "\\$&");
   const median = (a) => { const s = a.filter(fmt.num).sort((x, y) => x - y); return s.length ? s[Math.floor(s.length / 2)] : null; };
+
+  // Goodput (docs/jobs.md "Goodput"): the share of the ranks' time that
+  // trained the model, and the biggest badput with its share.
+  function goodputStats(g) {
+    if (!g) return [stat("goodput", fmt.NA, "goodput")];
+    const part = g.biggest_badput;
+    const share = part && g.wall_seconds > 0 ? g.seconds[part] / g.wall_seconds : null;
+    return [stat("goodput", fmt.pct(g.ratio), "goodput"),
+      stat("biggest badput", part ? `${part.replace("_", " ")} ${fmt.pct(share)}` : fmt.NA, "badput")];
+  }
 
   GP.views.job = function (root, args) {
     const id = args.join("/");
@@ -87,6 +97,13 @@
       charts[key].sig = sig;
     }
 
+    // MFU beside activity; its n/a reason or the gap explained as a tooltip.
+    function mfuStat(t) {
+      const el = stat("MFU" + (t.precision ? ` (${t.precision})` : ""), fmt.pct(t.mfu, 1));
+      el.title = t.mfu_gap || t.mfu_reason || "model FLOP/s over the GPUs' peak (docs/jobs.md)";
+      return el;
+    }
+
     async function load() {
       try {
         const [d, al, recs] = await Promise.all([GP.api(`/api/v1/jobs/${enc}?series=1`),
@@ -104,10 +121,12 @@
           stat("cost so far", fmt.money(t.cost, cur)), stat("cost per hour", fmt.money(t.cost_per_hour, cur)),
           stat("projected total", fmt.money(t.projected_cost_total, cur)), stat("idle cost", fmt.money(t.cost_idle, cur)),
           stat("GPU-hours", fmt.n(t.gpu_hours, 2)), stat("activity avg", fmt.pct(t.activity_avg)),
+          mfuStat(t),
           stat("steps/s", fmt.n(t.steps_per_second, 2)), stat("samples/s", fmt.n(t.samples_per_second, 0)),
           stat("step time mean / p90", `${fmt.secs(s.mean)} / ${fmt.secs(s.p90)}`), stat("data wait", fmt.pct(t.data_wait_ratio)),
           stat("host CPU cores", fmt.n(t.host_cpu_avg_cores, 1)), stat("host RSS peak", fmt.bytes(t.host_rss_peak_bytes)),
-          stat("wall time", fmt.secs(d.wall_seconds)));
+          stat("wall time", fmt.secs(d.wall_seconds)),
+          ...goodputStats(d.goodput));
 
         alertsBox.replaceChildren(GP.alertSplit(al, load, "no active alerts for this job"));
         const mine = recs.find((j) => j.job === id);

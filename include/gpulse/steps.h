@@ -12,10 +12,12 @@
  *     struct gpulse_steps g;
  *     gpulse_steps_open(&g);
  *     gpulse_meta(&g, 50000, NULL, -1, -1);          // target steps
+ *     gpulse_model(&g, GPULSE_UNSET, GPULSE_UNSET, 7e9, 1, "bf16"); // MFU: 6·N per token
  *     for (uint64_t i = 1; ...; i++) {
  *         ...
  *         gpulse_step(&g, i, dur_s, 32, 65536, loss, GPULSE_UNSET);
  *     }
+ *     gpulse_phase(&g, "checkpoint", save_s);        // a checkpoint, an eval...
  *     gpulse_close(&g);                               // flushes
  *
  * Where it sends: every path in GPULSE_STEPS_SOCKET (several separated by
@@ -235,6 +237,18 @@ static inline char *gpulse__key(char *p, const char *k)
     return p;
 }
 
+/* Appends " t=" and the wall clock now, epoch seconds to the microsecond. */
+static inline char *gpulse__t(char *p)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    p = gpulse__u64(gpulse__key(p, "t"), (unsigned long long)now.tv_sec);
+    *p++ = '.';
+    for (long us = now.tv_nsec / 1000, d = 100000; d; d /= 10)
+        *p++ = (char)('0' + us / d % 10);
+    return p;
+}
+
 /* The longest line any record kind below can make. */
 #define GPULSE_STEPS_LINE_MAX 400
 
@@ -299,15 +313,32 @@ static inline void gpulse_step(struct gpulse_steps *h, uint64_t n, double dur, d
         p = gpulse__dbl(gpulse__key(p, "loss"), loss);
     if (isfinite(wait) && wait >= 0)
         p = gpulse__dbl(gpulse__key(p, "wait"), wait);
-    /* t: when the step ended (epoch seconds, microseconds), so batching
-     * does not blur the time line that throughput is computed from */
-    struct timespec now;
-    clock_gettime(CLOCK_REALTIME, &now);
-    p = gpulse__u64(gpulse__key(p, "t"), (unsigned long long)now.tv_sec);
-    *p++ = '.';
-    for (long us = now.tv_nsec / 1000, d = 100000; d; d /= 10)
-        *p++ = (char)('0' + us / d % 10);
-    gpulse__end(h, p);
+    /* t: when the step ended, so batching does not blur the time line
+     * that throughput is computed from */
+    gpulse__end(h, gpulse__t(p));
+}
+
+/* A phase that ends now and ran dur seconds: a checkpoint save
+ * ("checkpoint") or load ("checkpoint_load"), an evaluation ("eval"), or
+ * any other name of [a-z0-9_] (a letter or '_' first, 32 at most; another
+ * name is not sent). The next step's wait is measured from here, so a
+ * phase between steps is not counted as waiting for data. */
+static inline void gpulse_phase(struct gpulse_steps *h, const char *name, double dur)
+{
+    size_t n = 0;
+    for (; name[n]; n++)
+        if (n == 32 || !((name[n] >= 'a' && name[n] <= 'z') || name[n] == '_' ||
+                         (n > 0 && name[n] >= '0' && name[n] <= '9')))
+            return;
+    if (!n || !(isfinite(dur) && dur >= 0))
+        return;
+    char *p = gpulse__begin(h, "phase");
+    p = gpulse__key(p, "name");
+    memcpy(p, name, n);
+    p = gpulse__dbl(gpulse__key(p + n, "dur"), dur);
+    gpulse__end(h, gpulse__t(p));
+    if (h->prev_end_ns && h->forks == gpulse__forks)
+        h->prev_end_ns = gpulse__now_ns();
 }
 
 /* Framework allocator bytes on device dev (allocated, reserved, peak). */
@@ -347,6 +378,42 @@ static inline void gpulse_meta(struct gpulse_steps *h, uint64_t target_steps, co
     if (world >= 1)
         p = gpulse__u64(gpulse__key(p, "world"), (unsigned long long)world);
     gpulse__end(h, p);
+}
+
+/* What the model computes, once per job, for MFU (docs/jobs.md): FLOPs
+ * per token and per sample, or the parameter count N (then 6·N FLOPs per
+ * token when training, 2·N for inference, the attention term left out);
+ * GPULSE_UNSET where unsaid. precision: "bf16", "fp16", "fp8", "tf32" or
+ * "fp32". Returns 0, or -1 with errno EINVAL when precision is none of
+ * those or no positive figure is given (nothing is sent then). */
+static inline int gpulse_model(struct gpulse_steps *h, double flops_token, double flops_sample,
+                               double params, int training, const char *precision)
+{
+    static const char *const precs[] = {"bf16", "fp16", "fp8", "tf32", "fp32"};
+    int ok = 0;
+    for (int i = 0; i < 5 && precision; i++)
+        ok |= !strcmp(precision, precs[i]);
+    const double v[3] = {flops_token, flops_sample, params};
+    const char *const keys[3] = {"flops_token", "flops_sample", "params"};
+    int any = 0;
+    for (int i = 0; i < 3; i++)
+        any |= isfinite(v[i]) && v[i] > 0;
+    if (!ok || !any) {
+        errno = EINVAL;
+        return -1;
+    }
+    char *p = gpulse__begin(h, "model");
+    for (int i = 0; i < 3; i++)
+        if (isfinite(v[i]) && v[i] > 0)
+            p = gpulse__dbl(gpulse__key(p, keys[i]), v[i]);
+    p = gpulse__key(p, "mode");
+    for (const char *m = training ? "train" : "infer"; *m;)
+        *p++ = *m++;
+    p = gpulse__key(p, "precision");
+    while (*precision)
+        *p++ = *precision++;
+    gpulse__end(h, p);
+    return 0;
 }
 
 /* The process is done training, with this exit status (>= 0); flushes. */

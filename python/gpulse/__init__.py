@@ -15,6 +15,12 @@ process id from the kernel, so nothing here names the process.
             s.loss = float(loss)       # optional
     gpulse.memory()                     # torch.cuda allocator, if any
 
+Checkpoints, evaluation and other work between steps are marked as
+phases, so goodput (docs/jobs.md) tells them from steps and idle time:
+
+    with gpulse.phase("checkpoint"):   # or "checkpoint_load", "eval", ...
+        torch.save(state, path)
+
 The wait for data is measured: the time from one step's end to the next
 step's start (here, the loader's ``next``) is reported as ``wait`` and the
 step spans it, unless the caller passes ``wait=``.
@@ -34,7 +40,10 @@ import socket
 import threading
 import time
 
-__all__ = ["step", "report_step", "memory", "meta", "end", "flush", "lost", "Client"]
+__all__ = ["step", "report_step", "phase", "report_phase", "memory", "meta", "model", "end", "flush", "lost",
+           "Client"]
+
+PRECISIONS = ("bf16", "fp16", "fp8", "tf32", "fp32")
 
 _DGRAM = 4096
 _PREFIX = 40          # room for "meta lost=N\n" in front of a datagram
@@ -208,6 +217,9 @@ class Client:
                 rest += " wait=" + wait
             self._n = n if type(n) is int and n >= 0 else self._n + 1
             self._add("step", " n=%d dur=%r t=%.6f%s" % (self._n, d, wall, rest))
+            # the next wait starts when this call returns: sending is not
+            # the loader's time
+            self._prev_end = _perf()
 
     def memory(self, device=None):
         """Reports torch.cuda's allocator (allocated, reserved, peak bytes)
@@ -224,6 +236,26 @@ class Client:
         except Exception:  # no torch, no CUDA, a driver problem: nothing to say
             return []
         return [self.report_memory(*s) or s[0] for s in stats]
+
+    def report_phase(self, name, duration):
+        """A phase (``checkpoint``, ``checkpoint_load``, ``eval``, or any
+        name of [a-z0-9_], 32 at most) that ran ``duration`` seconds and
+        ends now. The next step's data wait is measured from here, so a
+        phase is never counted as waiting for data."""
+        name = str(name)
+        if not (0 < len(name) <= 32 and ("a" <= name[0] <= "z" or name[0] == "_")
+                and all(c.isdigit() or c == "_" or "a" <= c <= "z" for c in name)):
+            return
+        d = _num(duration)
+        if d is None:
+            return
+        wall = time.time()
+        with self._lock:
+            if self._pid != os.getpid():
+                self._reset()
+            self._add("phase", " name=%s dur=%s t=%.6f" % (name, d, wall))
+            if self._prev_end is not None:
+                self._prev_end = _perf()
 
     def report_memory(self, device, allocated, reserved, peak):
         """Allocator bytes of one device, from any framework."""
@@ -250,6 +282,30 @@ class Client:
         if isinstance(world, int) and world >= 1:
             extra += " world=%d" % world
         self._locked_add("meta", extra)
+
+    def model(self, flops_per_token=None, flops_per_sample=None, params=None, training=True,
+              precision="bf16"):
+        """What the model computes, once per job, for MFU (docs/jobs.md):
+        its FLOPs per token or per sample, or its parameter count N (then
+        6·N FLOPs per token when ``training``, 2·N for inference; the
+        attention term is left out), and the ``precision`` its matmuls run
+        in (bf16, fp16, fp8, tf32, fp32). The steps must report tokens (or
+        samples) for MFU to be known. Raises ValueError on a value the
+        agent would refuse."""
+        if precision not in PRECISIONS:
+            raise ValueError("gpulse.model: precision %r is not one of %s" % (precision, ", ".join(PRECISIONS)))
+        extra = ""
+        for key, v in (("flops_token", flops_per_token), ("flops_sample", flops_per_sample), ("params", params)):
+            if v is None:
+                continue
+            t = _num(v)
+            if t is None or float(t) <= 0:
+                raise ValueError("gpulse.model: %s must be a finite number > 0, not %r" % (key, v))
+            extra += " %s=%s" % (key, t)
+        if not extra:
+            raise ValueError("gpulse.model: give flops_per_token, flops_per_sample or params")
+        extra += " mode=%s precision=%s" % ("train" if training else "infer", precision)
+        self._locked_add("model", extra)
 
     def end(self, status=0):
         """Training is over (exit ``status``); flushes."""
@@ -293,7 +349,34 @@ class _Step:
         return False
 
 
+class _Phase:
+    """``with gpulse.phase(name)``: times the block as one phase. A block
+    left by an exception is reported too: the time was spent."""
+
+    __slots__ = ("_c", "name", "_t0")
+
+    def __init__(self, client, name):
+        self._c, self.name = client, name
+
+    def __enter__(self):
+        self._t0 = _perf()
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        self._c.report_phase(self.name, _perf() - self._t0)
+        return False
+
+
 _client = Client()
+
+
+def phase(name):
+    """A context manager that reports the block it wraps as a phase."""
+    return _Phase(_client, name)
+
+
+def report_phase(name, duration):
+    _client.report_phase(name, duration)
 
 
 def step(samples=None, tokens=None, loss=None, wait=None, n=None):
@@ -315,6 +398,10 @@ def report_memory(device, allocated, reserved, peak):
 
 def meta(target_steps=None, job=None, rank=None, world=None):
     _client.meta(target_steps, job, rank, world)
+
+
+def model(flops_per_token=None, flops_per_sample=None, params=None, training=True, precision="bf16"):
+    _client.model(flops_per_token, flops_per_sample, params, training, precision)
 
 
 def end(status=0):

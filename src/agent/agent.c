@@ -7,9 +7,11 @@
  * and shared by every scrape of that frame.
  *
  * With push targets (--push, or the in-process server of `gpulse up`),
- * the sampler calls a hook after every tick that renders that text at
- * once and hands it to the pusher (push.h): what is pushed is exactly
- * what /metrics shows, with the tick's time on every sample.
+ * the sampler calls a hook after every tick that walks the frame once
+ * more (expo.h: the walk /metrics is rendered from) into remote-write
+ * series and hands them to the pusher (push.h): what is pushed is what
+ * /metrics shows, with the tick's time on every sample, and no text is
+ * formatted or parsed on the way.
  */
 #include "agent.h"
 
@@ -18,6 +20,7 @@
 #include "agent/sampler.h"
 #include "agent/snapshot.h"
 #include "ingest/push.h"
+#include "ingest/rw_build.h"
 #include "lib/err.h"
 #include "lib/log.h"
 #include "sources/simulate_plan.h"
@@ -37,12 +40,21 @@ struct gp_agent {
     struct gp_http *http;
     struct gp_expo_options expo_opts;
 
-    pthread_mutex_t cache_mu; /* guards the rendered /metrics text */
+    pthread_mutex_t cache_mu; /* guards the rendered /metrics text and the frame's counters */
     struct gp_expo expo;
     struct gp_buf metrics;
     uint64_t metrics_seq;
+    /* What changes between a frame's publication and its walks (the
+     * agent's and the pusher's counters), taken once per frame by the
+     * first walk, so /metrics and the push of one frame agree. */
+    uint64_t counters_seq;
+    struct gp_agent_stats counters_st;
+    struct gp_push_stats counters_push;
     struct gp_agent_embed embed;
     struct gp_push *push; /* NULL without targets */
+    /* the sampling thread's own, for the push walk */
+    struct gp_expo push_expo;
+    struct gp_rw_build push_series;
 };
 
 struct render_ctx {
@@ -52,6 +64,28 @@ struct render_ctx {
     int64_t frame_ms;
 };
 
+/* The counters of frame f, taken now unless a walk of f took them.
+ * Called with cache_mu held. */
+static void take_counters(struct gp_agent *a, const struct gp_frame *f, const struct gp_agent_stats *st)
+{
+    if (a->counters_seq == f->seq && f->seq)
+        return;
+    a->counters_seq = f->seq;
+    a->counters_st = *st;
+    gp_push_stats(a->push, &a->counters_push);
+}
+
+/* The agent's whole exposition of f into s: the frame's families, then
+ * the pusher's own; /metrics renders it as text, the push builds its
+ * series from it. GP_OK or an error code. */
+static int walk(struct gp_agent *a, struct gp_metric_sink *s, struct gp_expo *x, const struct gp_frame *f,
+                const struct gp_agent_stats *st, const struct gp_push_stats *ps)
+{
+    int rc = gp_expo_walk(x, s, f, &a->expo_opts, st);
+    gp_push_walk_stats(ps, s);
+    return rc ? rc : s->err;
+}
+
 /* Renders f into the /metrics cache unless it holds f already. Called
  * with cache_mu held. GP_OK or an error code. */
 static int refresh_cache(struct gp_agent *a, const struct gp_frame *f, const struct gp_agent_stats *st)
@@ -59,8 +93,10 @@ static int refresh_cache(struct gp_agent *a, const struct gp_frame *f, const str
     if (a->metrics_seq == f->seq && !a->metrics.err)
         return GP_OK;
     gp_buf_reset(&a->metrics);
-    int rc = gp_expo_render(&a->expo, &a->metrics, f, &a->expo_opts, st);
-    gp_push_render_metrics(a->push, &a->metrics);
+    struct gp_metric_text_sink t;
+    gp_metric_text_sink_init(&t, &a->metrics);
+    take_counters(a, f, st);
+    int rc = walk(a, &t.base, &a->expo, f, &a->counters_st, &a->counters_push);
     if (!rc)
         rc = a->metrics.err;
     a->metrics_seq = rc ? 0 : f->seq;
@@ -75,16 +111,28 @@ static void render_metrics(const struct gp_frame *f, const struct gp_agent_stats
     gp_buf_append(c->out, a->metrics.data, a->metrics.len);
 }
 
-/* The sampler's hook: each tick, exactly once, as /metrics will show it;
- * then the embedder's own hook. */
+/* The sampler's hook: each tick, exactly once, the series /metrics will
+ * show; then the embedder's own hook. A walk that fails still goes: the
+ * pusher drops it and counts it (reason "encoder"). */
 static void after_tick(const struct gp_frame *f, const struct gp_agent_stats *st, void *arg)
 {
     struct gp_agent *a = arg;
     if (a->push) {
+        struct gp_agent_stats cst;
+        struct gp_push_stats cps;
         pthread_mutex_lock(&a->cache_mu);
-        if (refresh_cache(a, f, st) == GP_OK)
-            gp_push_tick(a->push, a->metrics.data, a->metrics.len, f->time_ms);
+        take_counters(a, f, st);
+        cst = a->counters_st;
+        cps = a->counters_push;
         pthread_mutex_unlock(&a->cache_mu);
+        /* the frame holds still: only this thread replaces it */
+        struct gp_rw_build_sink k;
+        gp_rw_build_reset(&a->push_series);
+        gp_rw_build_sink_init(&k, &a->push_series);
+        int rc = walk(a, &k.base, &a->push_expo, f, &cst, &cps);
+        if (rc && !a->push_series.err)
+            a->push_series.err = rc;
+        gp_push_tick(a->push, &a->push_series, f->time_ms);
     }
     if (a->embed.tick_hook)
         a->embed.tick_hook(f, st, a->embed.tick_ctx);
@@ -282,6 +330,8 @@ void gp_agent_stop(struct gp_agent *a)
     gp_sampler_stop(a->sampler); /* no more ticks reach the pusher */
     gp_push_stop(a->push);
     gp_expo_free(&a->expo);
+    gp_expo_free(&a->push_expo);
+    gp_rw_build_free(&a->push_series);
     gp_buf_free(&a->metrics);
     pthread_mutex_destroy(&a->cache_mu);
     free(a);

@@ -20,18 +20,18 @@ unsigned gp_agent_port(const struct gp_agent *a); /* 0 without HTTP */
 
 /*
  * `gpulse up` runs the agent inside the server's process: no listener of
- * its own (the server serves its /metrics), and pushes handed to the
- * server in-process through `write`, which takes one remote-write body
- * (snappy + protobuf, exactly what would be POSTed) and returns the HTTP
- * status the server would answer (204, 400, 429, 503...), with a reason
- * in msg. It is called from the pusher's own thread for the target
- * "local" (never from the sampling thread), with the same retry, buffer
- * and drop rules as a URL target, and must stay callable until
- * gp_agent_stop returns (the stop lets a healthy target drain for up to
- * 5 s).
+ * its own (the server serves its /metrics), and each tick's series handed
+ * to the server in-process through `write`: the tick's decoded batch
+ * (canonical labels, one sample per series; no snappy, no protobuf),
+ * answered with the HTTP status a remote-write receiver would give (204,
+ * 400, 429, 503...) and a reason in msg. It is called from the pusher's
+ * own thread for the target "local" (never from the sampling thread),
+ * with the same retry and drop rules as a URL target, and must stay
+ * callable until gp_agent_stop returns (the stop lets a healthy target
+ * drain for up to 5 s).
  */
-typedef int (*gp_agent_local_write)(void *ctx, const uint8_t *body, size_t len, char *msg,
-                                    size_t msglen);
+struct gp_batch;
+typedef int (*gp_agent_local_write)(void *ctx, const struct gp_batch *batch, char *msg, size_t msglen);
 struct gp_agent_embed {
     int no_http;
     gp_agent_local_write write; /* NULL: no in-process target */

@@ -1,10 +1,12 @@
 /*
- * expo.c - Prometheus text rendering of a frame.
+ * expo.c - the walk of a frame that both the /metrics text and the
+ * remote-write push are made from (lib/metric_sink.h).
  *
- * Families are written one at a time: HELP, TYPE, then one line per GPU
+ * Families are walked one at a time: the family, then one sample per GPU
  * (or process, or mode) that has the reading. GPU label sets are built
- * once per render and reused by every family. Simulated GPUs carry
- * simulated="true"; MIG instances GPU_I_ID and GPU_I_PROFILE.
+ * once per walk (with their text form, for the text sink) and reused by
+ * every family. Simulated GPUs carry simulated="true"; MIG instances
+ * GPU_I_ID and GPU_I_PROFILE.
  *
  * Jobs (docs/jobs.md): a GPU's series carry the job and rank holding the
  * most memory on it (gpu->job_idx); each GPU therefore has two label
@@ -27,69 +29,38 @@ void gp_expo_free(struct gp_expo *x)
     if (!x)
         return;
     gp_buf_free(&x->labels);
-    free(x->label_off);
+    free(x->gpus);
     free(x->selected);
     memset(x, 0, sizeof *x);
 }
 
-static void label(struct gp_buf *b, const char *name, const char *value, int *first)
+/* A label set being built: up to GP_EXPO_MAX_LABELS pairs. */
+static void add(struct gp_metric_label *l, size_t *n, const char *name, const char *value)
 {
-    if (!*first)
-        gp_buf_putc(b, ',');
-    *first = 0;
-    gp_buf_puts(b, name);
-    gp_buf_puts(b, "=\"");
-    gp_metric_escape(b, value);
-    gp_buf_putc(b, '"');
+    if (*n < GP_EXPO_MAX_LABELS)
+        l[(*n)++] = (struct gp_metric_label){name, value};
 }
 
-/* A family of one unlabelled series. */
-static void scalar(struct gp_buf *b, enum gp_metric m, double v)
-{
-    gp_metric_head(b, m);
-    gp_buf_puts(b, gp_metric_name(m));
-    gp_buf_putc(b, ' ');
-    gp_buf_put_double(b, v);
-    gp_buf_putc(b, '\n');
-}
-
-/* name{labels[,extra]} value\n */
-static void sample(struct gp_buf *b, const char *name, const char *labels, const char *extra,
-                   double v)
-{
-    gp_buf_puts(b, name);
-    gp_buf_putc(b, '{');
-    gp_buf_puts(b, labels);
-    if (extra && *extra) {
-        if (*labels)
-            gp_buf_putc(b, ',');
-        gp_buf_puts(b, extra);
-    }
-    gp_buf_puts(b, "} ");
-    gp_buf_put_double(b, v);
-    gp_buf_putc(b, '\n');
-}
-
-/* job="..",rank=".." (rank when known) of id, when it names a job. */
-static void job_labels(struct gp_buf *b, const struct gp_job_id *id, int *first)
+/* job and rank (rank when known) of id, when it names a job; rank's
+ * digits go to num. */
+static void job_labels(struct gp_metric_label *l, size_t *n, const struct gp_job_id *id, char num[16])
 {
     if (!id->job[0])
         return;
-    label(b, "job", id->job, first);
+    add(l, n, "job", id->job);
     if (id->rank >= 0) {
-        char r[16];
-        snprintf(r, sizeof r, "%d", (int)id->rank);
-        label(b, "rank", r, first);
+        snprintf(num, 16, "%d", (int)id->rank);
+        add(l, n, "rank", num);
     }
 }
 
 static int build_gpu_labels(struct gp_expo *x, const struct gp_frame *f, const struct gp_expo_options *o)
 {
     if (f->ngpus > x->cap_gpus) {
-        unsigned *p = realloc(x->label_off, 2 * f->ngpus * sizeof *p);
+        struct gp_expo_gpu *p = realloc(x->gpus, f->ngpus * sizeof *p);
         if (!p)
             return GP_ENOMEM;
-        x->label_off = p;
+        x->gpus = p;
         x->cap_gpus = f->ngpus;
     }
     if (!x->labels.max)
@@ -98,53 +69,54 @@ static int build_gpu_labels(struct gp_expo *x, const struct gp_frame *f, const s
     struct gp_buf *b = &x->labels;
     for (unsigned i = 0; i < f->ngpus; i++) {
         const struct gp_gpu *g = &f->gpus[i];
-        char idx[16], gi[16];
-        int first = 1;
-        x->label_off[i] = (unsigned)b->len;
-        snprintf(idx, sizeof idx, "%u", g->index);
-        label(b, "gpu", idx, &first);
-        label(b, "UUID", g->uuid, &first);
-        label(b, "pci_bus_id", g->pci_bus_id, &first);
-        label(b, "device", g->device, &first);
-        label(b, "modelName", g->model, &first);
-        label(b, o->hostname_label, g->node[0] ? g->node : f->hostname, &first);
+        struct gp_expo_gpu *e = &x->gpus[i];
+        size_t n = 0;
+        snprintf(e->idx, sizeof e->idx, "%u", g->index);
+        add(e->l, &n, "gpu", e->idx);
+        add(e->l, &n, "UUID", g->uuid);
+        add(e->l, &n, "pci_bus_id", g->pci_bus_id);
+        add(e->l, &n, "device", g->device);
+        add(e->l, &n, "modelName", g->model);
+        add(e->l, &n, o->hostname_label, g->node[0] ? g->node : f->hostname);
         if (g->mig_gi >= 0) {
-            snprintf(gi, sizeof gi, "%d", g->mig_gi);
-            label(b, "GPU_I_PROFILE", g->mig_profile, &first);
-            label(b, "GPU_I_ID", gi, &first);
+            snprintf(e->gi, sizeof e->gi, "%d", g->mig_gi);
+            add(e->l, &n, "GPU_I_PROFILE", g->mig_profile);
+            add(e->l, &n, "GPU_I_ID", e->gi);
         }
         if (g->driver[0])
-            label(b, "DCGM_FI_DRIVER_VERSION", g->driver, &first);
-        label(b, "vendor", gp_vendor_name(g->vendor), &first);
+            add(e->l, &n, "DCGM_FI_DRIVER_VERSION", g->driver);
+        add(e->l, &n, "vendor", gp_vendor_name(g->vendor));
         if (g->simulated)
-            label(b, "simulated", "true", &first);
-        gp_buf_putc(b, '\0'); /* each label set is its own C string */
+            add(e->l, &n, "simulated", "true");
+        e->base = (struct gp_metric_labels){e->l, n, NULL};
         /* the same again with the GPU's job, for its own series */
-        size_t base = x->label_off[i], blen = b->len - 1 - base;
-        x->label_off[f->ngpus + i] = (unsigned)b->len;
-        if (b->err || gp_buf_reserve(b, blen) != GP_OK)
-            break;
-        gp_buf_append(b, b->data + base, blen); /* reserved: the source does not move */
         if (g->job_idx >= 0 && (unsigned)g->job_idx < f->njobs)
-            job_labels(b, &f->jobs[g->job_idx].id, &first);
+            job_labels(e->l, &n, &f->jobs[g->job_idx].id, e->rank);
+        e->own = (struct gp_metric_labels){e->l, n, NULL};
+        /* text forms, each its own C string; pointers set once b stops moving */
+        e->text_off[0] = b->len;
+        gp_metric_labels_text(b, e->l, e->base.n);
+        gp_buf_putc(b, '\0');
+        e->text_off[1] = b->len;
+        gp_metric_labels_text(b, e->l, e->own.n);
         gp_buf_putc(b, '\0');
     }
-    return b->err;
+    if (b->err)
+        return b->err;
+    for (unsigned i = 0; i < f->ngpus; i++) {
+        x->gpus[i].base.text = b->data + x->gpus[i].text_off[0];
+        x->gpus[i].own.text = b->data + x->gpus[i].text_off[1];
+    }
+    return GP_OK;
 }
 
 /* The labels of GPU i's own series (with its job). */
-static const char *gpu_labels(const struct gp_expo *x, const struct gp_frame *f, unsigned i)
+static const struct gp_metric_labels *gpu_labels(const struct gp_expo *x, unsigned i)
 {
-    return x->labels.data + x->label_off[f->ngpus + i];
+    return &x->gpus[i].own;
 }
 
-/* GPU i's labels without its job (per-process GPU series). */
-static const char *gpu_base_labels(const struct gp_expo *x, unsigned i)
-{
-    return x->labels.data + x->label_off[i];
-}
-
-static void render_gpu_fields(struct gp_expo *x, struct gp_buf *b, const struct gp_frame *f)
+static void walk_gpu_fields(struct gp_expo *x, struct gp_metric_sink *s, const struct gp_frame *f)
 {
     for (int fi = 0; fi < GPF__COUNT; fi++) {
         const struct gp_gpu_field_info *info = &gp_gpu_fields[fi];
@@ -154,71 +126,68 @@ static void render_gpu_fields(struct gp_expo *x, struct gp_buf *b, const struct 
             if (g->lost || !gp_gpu_has(g, (enum gp_gpu_field)fi))
                 continue;
             if (!any)
-                gp_buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", info->name, info->help, info->name,
-                              info->type == GP_COUNTER ? "counter" : "gauge");
+                s->family(s, info->name, info->help, info->type == GP_COUNTER ? "counter" : "gauge");
             any = 1;
-            sample(b, info->name, gpu_labels(x, f, i), NULL, g->val[fi]);
+            s->sample(s, info->name, gpu_labels(x, i), NULL, 0, g->val[fi]);
         }
     }
 }
 
-static void render_gpu_extras(struct gp_expo *x, struct gp_buf *b, const struct gp_frame *f)
+static void walk_gpu_extras(struct gp_expo *x, struct gp_metric_sink *s, const struct gp_frame *f)
 {
-    char extra[128];
+    char num[16];
     int any = 0;
     for (unsigned i = 0; i < f->ngpus; i++) {
         const struct gp_gpu *g = &f->gpus[i];
         if (g->lost || !g->clock_events_valid)
             continue;
         if (!any)
-            gp_metric_head(b, GP_M_GPU_CLOCK_EVENT_REASONS);
+            gp_metric_family(s, GP_M_GPU_CLOCK_EVENT_REASONS);
         any = 1;
-        for (unsigned r = 0; r < gp_clock_event_count; r++) {
-            snprintf(extra, sizeof extra, "reason=\"%s\"", gp_clock_event_names[r].name);
-            sample(b, gp_metric_name(GP_M_GPU_CLOCK_EVENT_REASONS), gpu_labels(x, f, i), extra,
-                   (g->clock_events & gp_clock_event_names[r].bit) ? 1 : 0);
-        }
+        for (unsigned r = 0; r < gp_clock_event_count; r++)
+            gp_metric_sample(s, GP_M_GPU_CLOCK_EVENT_REASONS, gpu_labels(x, i), "reason",
+                             gp_clock_event_names[r].name, (g->clock_events & gp_clock_event_names[r].bit) ? 1 : 0);
     }
     any = 0;
     for (unsigned i = 0; i < f->ngpus; i++) {
         const struct gp_gpu *g = &f->gpus[i];
         for (unsigned k = 0; k < g->nxids && k < GP_MAX_XIDS; k++) {
             if (!any)
-                gp_metric_head(b, GP_M_GPU_XID_ERRORS);
+                gp_metric_family(s, GP_M_GPU_XID_ERRORS);
             any = 1;
-            snprintf(extra, sizeof extra, "xid=\"%u\"", g->xids[k].xid);
-            sample(b, gp_metric_name(GP_M_GPU_XID_ERRORS), gpu_labels(x, f, i), extra,
-                   (double)g->xids[k].count);
+            snprintf(num, sizeof num, "%u", g->xids[k].xid);
+            gp_metric_sample(s, GP_M_GPU_XID_ERRORS, gpu_labels(x, i), "xid", num, (double)g->xids[k].count);
         }
     }
     if (f->ngpus)
-        gp_metric_head(b, GP_M_GPU_LOST);
+        gp_metric_family(s, GP_M_GPU_LOST);
     for (unsigned i = 0; i < f->ngpus; i++)
-        sample(b, gp_metric_name(GP_M_GPU_LOST), gpu_labels(x, f, i), NULL, f->gpus[i].lost ? 1 : 0);
+        gp_metric_sample(s, GP_M_GPU_LOST, gpu_labels(x, i), NULL, NULL, f->gpus[i].lost ? 1 : 0);
 }
 
-/* pid="..",comm=".."[,job="..",rank=".."] for a GPU process (comm and
- * job from the host table when known). */
-static void proc_labels(struct gp_buf *b, const struct gp_frame *f, uint32_t pid)
+/* pid, comm[, job, rank] of a process (p NULL: a GPU process the host
+ * table lacks, comm ""); the numbers go to pid and rank. */
+static size_t proc_labels(struct gp_metric_label *l, const struct gp_proc *p, uint32_t pidv, char pid[16],
+                          char rank[16])
 {
-    const struct gp_proc *p = gp_frame_find_proc(f, pid);
-    gp_buf_printf(b, "pid=\"%u\",comm=\"", pid);
-    gp_metric_escape(b, p ? p->comm : "");
-    gp_buf_putc(b, '"');
-    int first = 0;
+    size_t n = 0;
+    snprintf(pid, 16, "%u", pidv);
+    add(l, &n, "pid", pid);
+    add(l, &n, "comm", p ? p->comm : "");
     if (p)
-        job_labels(b, &p->jid, &first);
+        job_labels(l, &n, &p->jid, rank);
+    return n;
 }
 
-static void render_gpu_procs(struct gp_expo *x, struct gp_buf *b, const struct gp_frame *f)
+static void walk_gpu_procs(struct gp_expo *x, struct gp_metric_sink *s, const struct gp_frame *f)
 {
     static const enum gp_metric fams[] = {
         GP_M_GPU_PROC_MEMORY,
         GP_M_GPU_PROC_SM,
         GP_M_GPU_PROC_MEMUTIL,
     };
-    struct gp_buf extra;
-    gp_buf_init(&extra, 4096);
+    struct gp_metric_label extra[4];
+    char pid[16], rank[16];
     for (int k = 0; k < 3; k++) {
         int any = 0;
         for (unsigned i = 0; i < f->ngpus; i++) {
@@ -237,43 +206,36 @@ static void render_gpu_procs(struct gp_expo *x, struct gp_buf *b, const struct g
                 else
                     continue;
                 if (!any)
-                    gp_metric_head(b, fams[k]);
+                    gp_metric_family(s, fams[k]);
                 any = 1;
-                gp_buf_reset(&extra);
-                proc_labels(&extra, f, p->pid);
-                sample(b, gp_metric_name(fams[k]), gpu_base_labels(x, i), extra.data, v);
+                size_t n = proc_labels(extra, gp_frame_find_proc(f, p->pid), p->pid, pid, rank);
+                s->sample(s, gp_metric_name(fams[k]), &x->gpus[i].base, extra, n, v);
             }
         }
     }
-    gp_buf_free(&extra);
 }
 
-static void render_host(struct gp_buf *b, const struct gp_frame *f)
+static void walk_host(struct gp_metric_sink *s, const struct gp_frame *f)
 {
     const struct gp_host *h = &f->host;
-    char extra[96];
     if (h->cpu_valid) {
-        gp_metric_head(b, GP_M_HOST_CPU);
-        for (int m = 0; m < GP_CPU__COUNT; m++) {
-            snprintf(extra, sizeof extra, "mode=\"%s\"", gp_cpu_mode_names[m]);
-            sample(b, gp_metric_name(GP_M_HOST_CPU), "", extra, h->cpu_seconds[m]);
-        }
-        gp_metric_head(b, GP_M_HOST_CPUS);
-        gp_buf_printf(b, "%s %u\n", gp_metric_name(GP_M_HOST_CPUS), h->ncpus);
+        gp_metric_family(s, GP_M_HOST_CPU);
+        for (int m = 0; m < GP_CPU__COUNT; m++)
+            gp_metric_sample(s, GP_M_HOST_CPU, NULL, "mode", gp_cpu_mode_names[m], h->cpu_seconds[m]);
+        gp_metric_family(s, GP_M_HOST_CPUS);
+        gp_metric_sample(s, GP_M_HOST_CPUS, NULL, NULL, NULL, h->ncpus);
     }
     if (h->mem_valid & ~(1u << GP_MEM_HUGEPAGES_TOTAL)) {
-        gp_metric_head(b, GP_M_HOST_MEMORY);
+        gp_metric_family(s, GP_M_HOST_MEMORY);
         for (int m = 0; m < GP_MEM__COUNT; m++) {
             if (m == GP_MEM_HUGEPAGES_TOTAL || !(h->mem_valid & (1u << m)))
                 continue;
-            snprintf(extra, sizeof extra, "kind=\"%s\"", gp_mem_kind_names[m]);
-            sample(b, gp_metric_name(GP_M_HOST_MEMORY), "", extra, (double)h->mem_bytes[m]);
+            gp_metric_sample(s, GP_M_HOST_MEMORY, NULL, "kind", gp_mem_kind_names[m], (double)h->mem_bytes[m]);
         }
     }
     if (h->mem_valid & (1u << GP_MEM_HUGEPAGES_TOTAL)) {
-        gp_metric_head(b, GP_M_HOST_HUGEPAGES);
-        gp_buf_printf(b, "%s %llu\n", gp_metric_name(GP_M_HOST_HUGEPAGES),
-                      (unsigned long long)h->mem_bytes[GP_MEM_HUGEPAGES_TOTAL]);
+        gp_metric_family(s, GP_M_HOST_HUGEPAGES);
+        gp_metric_sample(s, GP_M_HOST_HUGEPAGES, NULL, NULL, NULL, (double)h->mem_bytes[GP_MEM_HUGEPAGES_TOTAL]);
     }
     int any = 0;
     for (int r = 0; r < GP_PSI__COUNT; r++)
@@ -281,18 +243,17 @@ static void render_host(struct gp_buf *b, const struct gp_frame *f)
             if (!(h->psi_valid[r] & (1u << k)))
                 continue;
             if (!any)
-                gp_metric_head(b, GP_M_HOST_PRESSURE);
+                gp_metric_family(s, GP_M_HOST_PRESSURE);
             any = 1;
-            snprintf(extra, sizeof extra, "resource=\"%s\",kind=\"%s\"", gp_psi_resource_names[r], gp_psi_kind_names[k]);
-            sample(b, gp_metric_name(GP_M_HOST_PRESSURE), "", extra, h->psi_seconds[r][k]);
+            const struct gp_metric_label e[2] = {{"resource", gp_psi_resource_names[r]},
+                                                 {"kind", gp_psi_kind_names[k]}};
+            s->sample(s, gp_metric_name(GP_M_HOST_PRESSURE), NULL, e, 2, h->psi_seconds[r][k]);
         }
     if (h->load_valid) {
         static const char *const win[] = {"1m", "5m", "15m"};
-        gp_metric_head(b, GP_M_HOST_LOAD);
-        for (int i = 0; i < 3; i++) {
-            snprintf(extra, sizeof extra, "window=\"%s\"", win[i]);
-            sample(b, gp_metric_name(GP_M_HOST_LOAD), "", extra, h->load[i]);
-        }
+        gp_metric_family(s, GP_M_HOST_LOAD);
+        for (int i = 0; i < 3; i++)
+            gp_metric_sample(s, GP_M_HOST_LOAD, NULL, "window", win[i], h->load[i]);
     }
 }
 
@@ -309,18 +270,8 @@ unsigned gp_expo_select_procs(const struct gp_frame *f, enum gp_proc_series mode
     return n;
 }
 
-/* {pid="..",comm=".."[,job="..",rank=".."] of a host process, unclosed. */
-static void host_proc_labels(struct gp_buf *b, const struct gp_proc *p)
-{
-    gp_buf_printf(b, "{pid=\"%u\",comm=\"", p->pid);
-    gp_metric_escape(b, p->comm);
-    gp_buf_putc(b, '"');
-    int first = 0;
-    job_labels(b, &p->jid, &first);
-}
-
 /* The per-job families of docs/jobs.md: one series per job and rank. */
-static void render_jobs(struct gp_buf *b, const struct gp_frame *f, const struct gp_expo_options *o)
+static void walk_jobs(struct gp_metric_sink *s, const struct gp_frame *f, const struct gp_expo_options *o)
 {
     if (!f->njobs)
         return;
@@ -334,7 +285,8 @@ static void render_jobs(struct gp_buf *b, const struct gp_frame *f, const struct
         GP_M_JOB_GPU_MEMORY,
         GP_M_JOB_GPU_SM,
     };
-    char num[16];
+    char rank[16], lr[16], ws[16];
+    struct gp_metric_label l[8];
     for (size_t k = 0; k < sizeof fams / sizeof fams[0]; k++) {
         int any = 0;
         for (unsigned i = 0; i < f->njobs; i++) {
@@ -342,53 +294,47 @@ static void render_jobs(struct gp_buf *b, const struct gp_frame *f, const struct
             if (!j->id.job[0] || (k == 6 && !j->gpu_mem_valid) || (k == 7 && !j->sm_valid))
                 continue;
             if (!any)
-                gp_metric_head(b, fams[k]);
+                gp_metric_family(s, fams[k]);
             any = 1;
-            int first = 1;
-            gp_buf_puts(b, gp_metric_name(fams[k]));
-            gp_buf_putc(b, '{');
-            job_labels(b, &j->id, &first);
-            label(b, o->hostname_label, j->node[0] ? j->node : f->hostname, &first);
+            size_t n = 0;
+            job_labels(l, &n, &j->id, rank);
+            add(l, &n, o->hostname_label, j->node[0] ? j->node : f->hostname);
             if (k == 0) {
-                label(b, "scheme", j->id.scheme < GP_JOB__COUNT ? gp_job_scheme_names[j->id.scheme] : "none",
-                      &first);
+                add(l, &n, "scheme", j->id.scheme < GP_JOB__COUNT ? gp_job_scheme_names[j->id.scheme] : "none");
                 if (j->id.local_rank >= 0) {
-                    snprintf(num, sizeof num, "%d", (int)j->id.local_rank);
-                    label(b, "local_rank", num, &first);
+                    snprintf(lr, sizeof lr, "%d", (int)j->id.local_rank);
+                    add(l, &n, "local_rank", lr);
                 }
                 if (j->id.world_size >= 0) {
-                    snprintf(num, sizeof num, "%d", (int)j->id.world_size);
-                    label(b, "world_size", num, &first);
+                    snprintf(ws, sizeof ws, "%d", (int)j->id.world_size);
+                    add(l, &n, "world_size", ws);
                 }
                 if (o->run_job && o->run_command && !strcmp(j->id.job, o->run_job))
-                    label(b, "command", o->run_command, &first);
+                    add(l, &n, "command", o->run_command);
             }
             double v = k == 0 ? 1 : k == 1 ? j->start_time_s : k == 2 ? (double)j->nprocs :
                        k == 3 ? j->cpu_seconds : k == 4 ? (double)j->rss_bytes :
                        k == 5 ? (double)j->ngpus : k == 6 ? (double)j->gpu_memory_bytes : j->sm_ratio;
-            gp_buf_puts(b, "} ");
-            gp_buf_put_double(b, v);
-            gp_buf_putc(b, '\n');
+            const struct gp_metric_labels set = {l, n, NULL};
+            s->sample(s, gp_metric_name(fams[k]), &set, NULL, 0, v);
         }
     }
 }
 
-static void render_procs(struct gp_expo *x, struct gp_buf *b, const struct gp_frame *f,
-                         enum gp_proc_series mode)
+static int walk_procs(struct gp_expo *x, struct gp_metric_sink *s, const struct gp_frame *f,
+                      enum gp_proc_series mode)
 {
     if (mode == GP_PROC_SERIES_NONE || !f->nprocs)
-        return;
+        return GP_OK;
     if (f->nprocs > x->cap_procs) {
-        unsigned char *s = realloc(x->selected, f->nprocs);
-        if (!s) {
-            b->err = GP_ENOMEM;
-            return;
-        }
-        x->selected = s;
+        unsigned char *sel = realloc(x->selected, f->nprocs);
+        if (!sel)
+            return GP_ENOMEM;
+        x->selected = sel;
         x->cap_procs = f->nprocs;
     }
     if (!gp_expo_select_procs(f, mode, x->selected))
-        return;
+        return GP_OK;
     static const enum gp_metric fams[] = {
         GP_M_PROC_INFO,
         GP_M_PROC_CPU,
@@ -399,94 +345,94 @@ static void render_procs(struct gp_expo *x, struct gp_buf *b, const struct gp_fr
         GP_M_PROC_IO_READ,
         GP_M_PROC_IO_WRITE,
     };
-    char lab[160];
+    struct gp_metric_label l[8];
+    char pid[16], rank[16], ppid[16], uid[16], state[2];
     for (size_t k = 0; k < sizeof fams / sizeof fams[0]; k++) {
         int any = 0;
+        const char *name = gp_metric_name(fams[k]);
         for (unsigned i = 0; i < f->nprocs; i++) {
             const struct gp_proc *p = &f->procs[i];
             if (!x->selected[i] || (k >= 6 && !p->io_valid))
                 continue;
             if (!any)
-                gp_metric_head(b, fams[k]);
+                gp_metric_family(s, fams[k]);
             any = 1;
-            gp_buf_puts(b, gp_metric_name(fams[k]));
-            host_proc_labels(b, p);
+            size_t n = proc_labels(l, p, p->pid, pid, rank);
+            const struct gp_metric_labels set = {l, n, NULL};
             switch (k) {
-            case 0:
-                snprintf(lab, sizeof lab, ",ppid=\"%u\",uid=\"%u\",state=\"%c\"} 1\n", p->ppid, p->uid,
-                         p->state ? p->state : '?');
-                gp_buf_puts(b, lab);
+            case 0: {
+                snprintf(ppid, sizeof ppid, "%u", p->ppid);
+                snprintf(uid, sizeof uid, "%u", p->uid);
+                state[0] = p->state ? p->state : '?';
+                state[1] = '\0';
+                const struct gp_metric_label e[3] = {{"ppid", ppid}, {"uid", uid}, {"state", state}};
+                s->sample(s, name, &set, e, 3, 1);
                 break;
+            }
             case 1:
-                gp_buf_puts(b, ",mode=\"user\"} ");
-                gp_buf_put_double(b, p->utime_s);
-                gp_buf_putc(b, '\n');
-                gp_buf_puts(b, gp_metric_name(fams[k]));
-                host_proc_labels(b, p);
-                gp_buf_puts(b, ",mode=\"system\"} ");
-                gp_buf_put_double(b, p->stime_s);
-                gp_buf_putc(b, '\n');
+                gp_metric_sample(s, fams[k], &set, "mode", "user", p->utime_s);
+                gp_metric_sample(s, fams[k], &set, "mode", "system", p->stime_s);
                 break;
             default: {
                 double v = k == 2 ? (double)p->rss_bytes : k == 3 ? (double)p->vsize_bytes :
                            k == 4 ? (double)p->threads : k == 5 ? p->start_time_s :
                            k == 6 ? (double)p->io_read_bytes : (double)p->io_write_bytes;
-                gp_buf_puts(b, "} ");
-                gp_buf_put_double(b, v);
-                gp_buf_putc(b, '\n');
+                s->sample(s, name, &set, NULL, 0, v);
             }
             }
         }
     }
+    return GP_OK;
 }
 
-static void render_self(struct gp_buf *b, const struct gp_frame *f, const struct gp_agent_stats *st)
+static void walk_self(struct gp_metric_sink *s, const struct gp_frame *f, const struct gp_agent_stats *st)
 {
-    char extra[64];
-    gp_metric_head(b, GP_M_SOURCE_UP);
-    for (int s = 0; s < GP_SRC__COUNT; s++) {
-        snprintf(extra, sizeof extra, "source=\"%s\"", gp_source_names[s]);
-        sample(b, gp_metric_name(GP_M_SOURCE_UP), "", extra, f->src[s].active ? 1 : 0);
+    gp_metric_family(s, GP_M_SOURCE_UP);
+    for (int i = 0; i < GP_SRC__COUNT; i++)
+        gp_metric_sample(s, GP_M_SOURCE_UP, NULL, "source", gp_source_names[i], f->src[i].active ? 1 : 0);
+    gp_metric_family(s, GP_M_SOURCE_ERRORS);
+    for (int i = 0; i < GP_SRC__COUNT; i++)
+        gp_metric_sample(s, GP_M_SOURCE_ERRORS, NULL, "source", gp_source_names[i], (double)f->src[i].errors_total);
+    gp_metric_family(s, GP_M_SOURCE_DURATION);
+    for (int i = 0; i < GP_SRC__COUNT; i++)
+        if (f->src[i].active)
+            gp_metric_sample(s, GP_M_SOURCE_DURATION, NULL, "source", gp_source_names[i], f->src[i].duration_s);
+    static const enum gp_metric scalars[] = {GP_M_SCRAPE_DURATION, GP_M_AGENT_TICKS, GP_M_AGENT_OVERRUNS,
+                                             GP_M_AGENT_LAST_SAMPLE, GP_M_AGENT_START};
+    const double v[] = {f->tick_duration_s, (double)st->ticks, (double)st->overruns,
+                        (double)f->time_ms / 1000.0, st->start_time_s};
+    for (int i = 0; i < 5; i++) {
+        gp_metric_family(s, scalars[i]);
+        gp_metric_sample(s, scalars[i], NULL, NULL, NULL, v[i]);
     }
-    gp_metric_head(b, GP_M_SOURCE_ERRORS);
-    for (int s = 0; s < GP_SRC__COUNT; s++) {
-        snprintf(extra, sizeof extra, "source=\"%s\"", gp_source_names[s]);
-        sample(b, gp_metric_name(GP_M_SOURCE_ERRORS), "", extra, (double)f->src[s].errors_total);
-    }
-    gp_metric_head(b, GP_M_SOURCE_DURATION);
-    for (int s = 0; s < GP_SRC__COUNT; s++) {
-        if (!f->src[s].active)
-            continue;
-        snprintf(extra, sizeof extra, "source=\"%s\"", gp_source_names[s]);
-        sample(b, gp_metric_name(GP_M_SOURCE_DURATION), "", extra, f->src[s].duration_s);
-    }
-    scalar(b, GP_M_SCRAPE_DURATION,
-           f->tick_duration_s);
-    scalar(b, GP_M_AGENT_TICKS,
-           (double)st->ticks);
-    scalar(b, GP_M_AGENT_OVERRUNS, (double)st->overruns);
-    scalar(b, GP_M_AGENT_LAST_SAMPLE,
-           (double)f->time_ms / 1000.0);
-    scalar(b, GP_M_AGENT_START,
-           st->start_time_s);
-    gp_metric_head(b, GP_M_BUILD_INFO);
-    gp_buf_printf(b, "%s{version=\"%s\"} 1\n", gp_metric_name(GP_M_BUILD_INFO), GP_VERSION);
+    gp_metric_family(s, GP_M_BUILD_INFO);
+    gp_metric_sample(s, GP_M_BUILD_INFO, NULL, "version", GP_VERSION, 1);
+}
+
+int gp_expo_walk(struct gp_expo *x, struct gp_metric_sink *s, const struct gp_frame *f,
+                 const struct gp_expo_options *o, const struct gp_agent_stats *st)
+{
+    int rc = build_gpu_labels(x, f, o);
+    if (rc)
+        return rc;
+    walk_gpu_fields(x, s, f);
+    walk_gpu_extras(x, s, f);
+    gp_expo_walk_norm(x, s, f);
+    walk_gpu_procs(x, s, f);
+    walk_host(s, f);
+    if ((rc = walk_procs(x, s, f, o->process_series)))
+        return rc;
+    walk_jobs(s, f, o);
+    gp_expo_walk_steps(s, f, o);
+    walk_self(s, f, st);
+    return s->err;
 }
 
 int gp_expo_render(struct gp_expo *x, struct gp_buf *out, const struct gp_frame *f,
                    const struct gp_expo_options *o, const struct gp_agent_stats *st)
 {
-    int rc = build_gpu_labels(x, f, o);
-    if (rc)
-        return rc;
-    render_gpu_fields(x, out, f);
-    render_gpu_extras(x, out, f);
-    gp_expo_render_norm(x, out, f);
-    render_gpu_procs(x, out, f);
-    render_host(out, f);
-    render_procs(x, out, f, o->process_series);
-    render_jobs(out, f, o);
-    gp_expo_render_steps(out, f, o);
-    render_self(out, f, st);
-    return out->err;
+    struct gp_metric_text_sink t;
+    gp_metric_text_sink_init(&t, out);
+    int rc = gp_expo_walk(x, &t.base, f, o, st);
+    return rc ? rc : out->err;
 }

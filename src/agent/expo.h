@@ -1,5 +1,8 @@
 /*
- * expo.h - a frame as Prometheus text exposition format 0.0.4.
+ * expo.h - a frame's exposition: one walk of the frame (gp_expo_walk)
+ * that decides every family, label set and value, handed to a sink
+ * (lib/metric_sink.h): Prometheus text 0.0.4 for /metrics
+ * (gp_expo_render), remote-write series for the push (expo_push.h).
  *
  * GPU readings keep dcgm-exporter's names and labels (gpu, UUID,
  * pci_bus_id, device, modelName, Hostname, DCGM_FI_DRIVER_VERSION) so
@@ -10,8 +13,8 @@
 #ifndef GP_EXPO_H
 #define GP_EXPO_H
 
-#include "ingest/textparse.h"
 #include "lib/buf.h"
+#include "lib/metric_sink.h"
 #include "sources/frame.h"
 
 enum gp_proc_series { GP_PROC_SERIES_GPU, GP_PROC_SERIES_ALL, GP_PROC_SERIES_NONE };
@@ -32,10 +35,21 @@ struct gp_agent_stats {
     double last_tick_duration_s;
 };
 
-/* Scratch memory reused across renders; zero-initialise, free with gp_expo_free. */
+/* Labels in one GPU label set, job and rank included. */
+#define GP_EXPO_MAX_LABELS 16
+
+/* One GPU's label sets for a walk: base (identity) and own (with its job). */
+struct gp_expo_gpu {
+    struct gp_metric_label l[GP_EXPO_MAX_LABELS];
+    char idx[16], gi[16], rank[16]; /* the numbers the labels point to */
+    struct gp_metric_labels base, own;
+    size_t text_off[2]; /* of base's and own's text in gp_expo.labels */
+};
+
+/* Scratch memory reused across walks; zero-initialise, free with gp_expo_free. */
 struct gp_expo {
-    struct gp_buf labels;   /* per-GPU label strings, back to back */
-    unsigned *label_off;    /* offset of GPU i's labels in `labels` */
+    struct gp_buf labels;    /* the GPU label sets' text forms, back to back */
+    struct gp_expo_gpu *gpus;
     unsigned cap_gpus;
     unsigned char *selected; /* per host process: emit its series */
     unsigned cap_procs;
@@ -43,16 +57,23 @@ struct gp_expo {
 
 void gp_expo_free(struct gp_expo *x);
 
-/* Appends the whole exposition of f to out. Returns GP_OK or out->err. */
+/* Walks the whole exposition of f into s: every family once, then its
+ * samples. Label values point into f, x and static tables: valid during
+ * the call only. Returns GP_OK, GP_ENOMEM or s->err. */
+int gp_expo_walk(struct gp_expo *x, struct gp_metric_sink *s, const struct gp_frame *f,
+                 const struct gp_expo_options *o, const struct gp_agent_stats *st);
+
+/* Appends the whole exposition of f to out as text (gp_expo_walk into
+ * the text sink). Returns GP_OK or an error code. */
 int gp_expo_render(struct gp_expo *x, struct gp_buf *out, const struct gp_frame *f,
                    const struct gp_expo_options *o, const struct gp_agent_stats *st);
 
 /*
- * Appends the step telemetry families of f->steps (docs/jobs.md) and, when
- * the steps source is active, its self counters (expo_steps.c). Returns
- * GP_OK or out->err.
+ * Walks the step telemetry families of f->steps (docs/jobs.md) and, when
+ * the steps source is active, its self counters (expo_steps.c) into s.
+ * Returns s->err.
  */
-int gp_expo_render_steps(struct gp_buf *out, const struct gp_frame *f, const struct gp_expo_options *o);
+int gp_expo_walk_steps(struct gp_metric_sink *s, const struct gp_frame *f, const struct gp_expo_options *o);
 
 /*
  * A GPU's readings normalized by its model (expo_norm.c). A value < 0 is
@@ -78,11 +99,11 @@ struct gp_expo_norm {
 void gp_expo_normalize(const struct gp_gpu *g, struct gp_expo_norm *out);
 
 /*
- * Appends the normalized families (gpulse_gpu_*_ratio, effective and peak
- * TFLOP/s, H100-equivalents, model_known) of f's GPUs, with the GPU label
- * sets that gp_expo_render built in x. Returns GP_OK or out->err.
+ * Walks the normalized families (gpulse_gpu_*_ratio, effective and peak
+ * TFLOP/s, H100-equivalents, model_known) of f's GPUs into s, with the GPU
+ * label sets that gp_expo_walk built in x. Returns s->err.
  */
-int gp_expo_render_norm(const struct gp_expo *x, struct gp_buf *out, const struct gp_frame *f);
+int gp_expo_walk_norm(const struct gp_expo *x, struct gp_metric_sink *s, const struct gp_frame *f);
 
 /*
  * Marks which host processes get series: with GP_PROC_SERIES_GPU, the

@@ -23,8 +23,7 @@
  * Cost: each GPU is normalized once per render (up to 64 GPUs, on the
  * stack), its model found through a small per-thread cache keyed by the
  * name (the table is static); then each family is one pass over the GPUs
- * writing into the output buffer.
- * Nothing is allocated but the output.
+ * handing its samples to the sink.
  */
 #include "expo.h"
 
@@ -121,30 +120,11 @@ static const enum gp_metric fams[NF__COUNT] = {
     [NF_PEAK] = GP_M_NORM_PEAK,       [NF_H100] = GP_M_NORM_H100,     [NF_KNOWN] = GP_M_NORM_KNOWN,
 };
 
-static void line(struct gp_buf *b, const char *name, const char *labels, const char *k, const char *v,
-                 double val)
-{
-    gp_buf_puts(b, name);
-    gp_buf_putc(b, '{');
-    gp_buf_puts(b, labels);
-    if (k) {
-        if (*labels)
-            gp_buf_putc(b, ',');
-        gp_buf_puts(b, k);
-        gp_buf_puts(b, "=\"");
-        gp_buf_puts(b, v);
-        gp_buf_putc(b, '"');
-    }
-    gp_buf_puts(b, "} ");
-    gp_buf_put_double(b, val);
-    gp_buf_putc(b, '\n');
-}
-
 /* GPUs normalized once per render into a stack array; a frame with more
  * (a large simulated node) normalizes each GPU once per family instead. */
 #define NORM_ONCE 64
 
-int gp_expo_render_norm(const struct gp_expo *x, struct gp_buf *out, const struct gp_frame *f)
+int gp_expo_walk_norm(const struct gp_expo *x, struct gp_metric_sink *s, const struct gp_frame *f)
 {
     struct gp_expo_norm once[NORM_ONCE];
     int pre = f->ngpus <= NORM_ONCE;
@@ -183,14 +163,13 @@ int gp_expo_render_norm(const struct gp_expo *x, struct gp_buf *out, const struc
             if (v < 0)
                 continue;
             if (!any)
-                gp_metric_head(out, fams[k]);
+                gp_metric_family(s, fams[k]);
             any = 1;
             /* GPU i's own label set, with its job (expo.c builds both). */
-            const char *labels = x->labels.data + x->label_off[f->ngpus + i];
-            line(out, gp_metric_name(fams[k]), labels, lk, lv, v);
+            gp_metric_sample(s, fams[k], &x->gpus[i].own, lk, lv, v);
             if (v2 >= 0)
-                line(out, gp_metric_name(fams[k]), labels, "precision", "fp32", v2);
+                gp_metric_sample(s, fams[k], &x->gpus[i].own, "precision", "fp32", v2);
         }
     }
-    return out->err;
+    return s->err;
 }

@@ -1,18 +1,20 @@
 /*
  * expo_steps.c - the step telemetry families (docs/jobs.md "Series") and
- * the steps source's own counters, as Prometheus text.
+ * the steps source's own counters, walked into a sink (expo.h).
  *
  * One series per reporting process: labels job (when it has one), rank
  * (when >= 0), the host label (a simulated rank's node), pid. Families are written whole, one after
  * the other, each with HELP and TYPE, and only when at least one process
  * has the reading (a process that never sent tokens= gets no tokens
- * series rather than a misleading 0). Label sets are formatted into a
- * stack buffer per process: rendering allocates nothing but the output.
+ * series rather than a misleading 0). Label sets live on the stack per
+ * process: the walk allocates nothing.
  */
 #include "expo.h"
 
 #include "lib/err.h"
+#include "lib/gpumodels.h"
 #include "lib/metrics.h"
+#include "sources/steps_proto.h"
 #include "sources/steps_trust.h"
 
 #include <stdio.h>
@@ -55,110 +57,115 @@ static bool reading(const struct gp_step_stats *st, enum step_fam k, double *v)
     return false;
 }
 
-/* Appends s escaped as a label value to out[*len..cap) (truncating). */
-static void put_escaped(char *out, size_t cap, size_t *len, const char *s)
+/* job, rank, the host label, pid of st (numbers into rank and pid). */
+static size_t step_labels(struct gp_metric_label *l, const struct gp_frame *f, const struct gp_step_stats *st,
+                          const struct gp_expo_options *o, char rank[16], char pid[16])
 {
-    for (; *s && *len + 3 < cap; s++) {
-        if (*s == '\\' || *s == '"' || *s == '\n') {
-            out[(*len)++] = '\\';
-            out[(*len)++] = *s == '\n' ? 'n' : *s;
-        } else {
-            out[(*len)++] = *s;
-        }
-    }
-    out[*len] = '\0';
-}
-
-static void put_raw(char *out, size_t cap, size_t *len, const char *s)
-{
-    int n = snprintf(out + *len, cap - *len, "%s", s);
-    if (n > 0)
-        *len = *len + (size_t)n < cap ? *len + (size_t)n : cap - 1;
-}
-
-/* job="..",rank="..",Hostname="..",pid=".." into out (NUL-terminated). */
-static void step_labels(char *out, size_t cap, const struct gp_frame *f, const struct gp_step_stats *st,
-                        const struct gp_expo_options *o)
-{
-    size_t len = 0;
-    char num[32];
-    out[0] = '\0';
-    if (st->jid.job[0]) {
-        put_raw(out, cap, &len, "job=\"");
-        put_escaped(out, cap, &len, st->jid.job);
-        put_raw(out, cap, &len, "\",");
-    }
+    size_t n = 0;
+    if (st->jid.job[0])
+        l[n++] = (struct gp_metric_label){"job", st->jid.job};
     if (st->jid.rank >= 0) {
-        snprintf(num, sizeof num, "rank=\"%d\",", (int)st->jid.rank);
-        put_raw(out, cap, &len, num);
+        snprintf(rank, 16, "%d", (int)st->jid.rank);
+        l[n++] = (struct gp_metric_label){"rank", rank};
     }
-    put_raw(out, cap, &len, o->hostname_label);
-    put_raw(out, cap, &len, "=\"");
-    put_escaped(out, cap, &len, st->node[0] ? st->node : f->hostname);
-    snprintf(num, sizeof num, "\",pid=\"%u\"", st->pid);
-    put_raw(out, cap, &len, num);
+    l[n++] = (struct gp_metric_label){o->hostname_label, st->node[0] ? st->node : f->hostname};
+    snprintf(pid, 16, "%u", st->pid);
+    l[n++] = (struct gp_metric_label){"pid", pid};
+    return n;
 }
 
-static void series(struct gp_buf *b, const char *name, const char *labels, double v)
-{
-    gp_buf_puts(b, name);
-    gp_buf_putc(b, '{');
-    gp_buf_puts(b, labels);
-    gp_buf_puts(b, "} ");
-    gp_buf_put_double(b, v);
-    gp_buf_putc(b, '\n');
-}
-
-static void render_allocator(struct gp_buf *b, const struct gp_frame *f, const struct gp_expo_options *o)
+static void walk_allocator(struct gp_metric_sink *s, const struct gp_frame *f, const struct gp_expo_options *o)
 {
     static const char *const kinds[] = {"allocated", "reserved", "peak"};
-    const char *name = gp_metric_name(GP_M_STEP_ALLOCATOR);
-    char lab[1024], extra[96];
+    struct gp_metric_label l[6];
+    char rank[16], pid[16], dev[16];
     bool any = false;
     for (unsigned i = 0; i < f->nsteps; i++) {
         const struct gp_step_stats *st = &f->steps[i];
         if (!st->nalloc)
             continue;
         if (!any)
-            gp_metric_head(b, GP_M_STEP_ALLOCATOR);
+            gp_metric_family(s, GP_M_STEP_ALLOCATOR);
         any = true;
-        step_labels(lab, sizeof lab, f, st, o);
+        size_t n = step_labels(l, f, st, o, rank, pid);
+        const struct gp_metric_labels set = {l, n, NULL};
         for (unsigned d = 0; d < st->nalloc; d++) {
             const struct gp_step_alloc *a = &st->alloc[d];
             const uint64_t v[3] = {a->allocated, a->reserved, a->peak};
+            snprintf(dev, sizeof dev, "%d", (int)a->device);
             for (int k = 0; k < 3; k++) {
-                snprintf(extra, sizeof extra, ",device=\"%d\",kind=\"%s\"", (int)a->device, kinds[k]);
-                gp_buf_puts(b, name);
-                gp_buf_putc(b, '{');
-                gp_buf_puts(b, lab);
-                gp_buf_puts(b, extra);
-                gp_buf_puts(b, "} ");
-                gp_buf_put_u64(b, v[k]);
-                gp_buf_putc(b, '\n');
+                const struct gp_metric_label e[2] = {{"device", dev}, {"kind", kinds[k]}};
+                s->sample(s, gp_metric_name(GP_M_STEP_ALLOCATOR), &set, e, 2, (double)v[k]);
             }
         }
     }
 }
 
-static void render_self(struct gp_buf *b, const struct gp_frame *f)
+/* The model record: one series per declared unit (docs/jobs.md, MFU). */
+static void walk_model(struct gp_metric_sink *s, const struct gp_frame *f, const struct gp_expo_options *o)
+{
+    static const char *const per[2] = {"token", "sample"};
+    struct gp_metric_label l[4];
+    char rank[16], pid[16];
+    bool any = false;
+    for (unsigned i = 0; i < f->nsteps; i++) {
+        const struct gp_step_stats *st = &f->steps[i];
+        const double v[2] = {st->model_flops_token, st->model_flops_sample};
+        const char *prec = gp_precision_name((enum gp_precision)st->model_precision);
+        for (int k = 0; k < 2; k++) {
+            if (!(v[k] > 0) || !prec)
+                continue;
+            if (!any)
+                gp_metric_family(s, GP_M_STEP_MODEL_FLOPS);
+            any = true;
+            const struct gp_metric_labels set = {l, step_labels(l, f, st, o, rank, pid), NULL};
+            const struct gp_metric_label e[2] = {{"per", per[k]}, {"precision", prec}};
+            s->sample(s, gp_metric_name(GP_M_STEP_MODEL_FLOPS), &set, e, 2, v[k]);
+        }
+    }
+}
+
+/* gpulse_job_phase_seconds_total, every phase of a process that sent one
+ * (zeros included, so an increase() sees the first). */
+static void walk_phases(struct gp_metric_sink *s, const struct gp_frame *f, const struct gp_expo_options *o)
+{
+    struct gp_metric_label l[5];
+    char rank[16], pid[16];
+    bool any = false;
+    for (unsigned i = 0; i < f->nsteps; i++) {
+        const struct gp_step_stats *st = &f->steps[i];
+        if (!st->phase_valid)
+            continue;
+        if (!any)
+            gp_metric_family(s, GP_M_STEP_PHASE);
+        any = true;
+        const struct gp_metric_labels set = {l, step_labels(l, f, st, o, rank, pid), NULL};
+        for (int p = 0; p < GP_STEP_PHASES; p++) {
+            const struct gp_metric_label e = {"phase", gp_steps_phase_name((enum gp_steps_phase)p)};
+            s->sample(s, gp_metric_name(GP_M_STEP_PHASE), &set, &e, 1, st->phase_seconds_total[p]);
+        }
+    }
+}
+
+static void walk_self(struct gp_metric_sink *s, const struct gp_frame *f)
 {
     static const enum gp_metric c[] = {GP_M_STEPS_DATAGRAMS, GP_M_STEPS_RECORDS, GP_M_STEPS_MALFORMED};
     const uint64_t v[3] = {f->steps_self.datagrams, f->steps_self.records, f->steps_self.malformed};
     for (int i = 0; i < 3; i++) {
-        gp_metric_head(b, c[i]);
-        gp_buf_printf(b, "%s %llu\n", gp_metric_name(c[i]), (unsigned long long)v[i]);
+        gp_metric_family(s, c[i]);
+        gp_metric_sample(s, c[i], NULL, NULL, NULL, (double)v[i]);
     }
     /* every reason, zeros included, so a rate() sees the first refusal */
-    gp_metric_head(b, GP_M_STEPS_REFUSED);
+    gp_metric_family(s, GP_M_STEPS_REFUSED);
     for (int r = 0; r < GP_STEPS_NREFUSED; r++)
-        gp_buf_printf(b, "%s{reason=\"%s\"} %llu\n", gp_metric_name(GP_M_STEPS_REFUSED),
-                      gp_steps_refusal_name((enum gp_steps_refusal)(r + 1)),
-                      (unsigned long long)f->steps_self.refused[r]);
+        gp_metric_sample(s, GP_M_STEPS_REFUSED, NULL, "reason",
+                         gp_steps_refusal_name((enum gp_steps_refusal)(r + 1)), (double)f->steps_self.refused[r]);
 }
 
-int gp_expo_render_steps(struct gp_buf *out, const struct gp_frame *f, const struct gp_expo_options *o)
+int gp_expo_walk_steps(struct gp_metric_sink *s, const struct gp_frame *f, const struct gp_expo_options *o)
 {
-    char lab[1024];
+    struct gp_metric_label l[4];
+    char rank[16], pid[16];
     for (int k = 0; k < SF__COUNT; k++) {
         bool any = false;
         for (unsigned i = 0; i < f->nsteps; i++) {
@@ -167,14 +174,16 @@ int gp_expo_render_steps(struct gp_buf *out, const struct gp_frame *f, const str
             if (!reading(st, (enum step_fam)k, &v))
                 continue;
             if (!any)
-                gp_metric_head(out, fams[k]);
+                gp_metric_family(s, fams[k]);
             any = true;
-            step_labels(lab, sizeof lab, f, st, o);
-            series(out, gp_metric_name(fams[k]), lab, v);
+            const struct gp_metric_labels set = {l, step_labels(l, f, st, o, rank, pid), NULL};
+            s->sample(s, gp_metric_name(fams[k]), &set, NULL, 0, v);
         }
     }
-    render_allocator(out, f, o);
+    walk_allocator(s, f, o);
+    walk_model(s, f, o);
+    walk_phases(s, f, o);
     if (f->src[GP_SRC_STEPS].active)
-        render_self(out, f);
-    return out->err;
+        walk_self(s, f);
+    return s->err;
 }

@@ -2,15 +2,19 @@
  * push.c - see push.h.
  *
  * Threads and what they own:
- *  - the caller of gp_push_tick (the sampling thread) copies the tick's
- *    text into a small ring of reused buffers and signals the encoder; it
- *    never touches the disk or the network, so sampling keeps its pace;
- *  - the encoder thread swaps a ring buffer for its own (no copy), parses
- *    and encodes it once, and appends the body to every target's queue
- *    (writing and syncing the disk buffer, under that target's mutex);
+ *  - the caller of gp_push_tick (the sampling thread) swaps the tick's
+ *    series into a small ring of reused builds (no copy) and signals the
+ *    encoder; it never touches the disk or the network, so sampling keeps
+ *    its pace;
+ *  - the encoder thread swaps a ring slot for its own build, adds the
+ *    node and external labels, encodes it once for the URL targets and
+ *    appends the body to each one's queue (writing and syncing the disk
+ *    buffer, under that target's mutex); the local target's queue takes
+ *    the build itself, unencoded (swapped again, no copy);
  *  - one thread per target takes the oldest queued batches (joining
- *    several into one request when behind), sends them without holding
- *    the mutex, then acknowledges, retries later, or drops them.
+ *    several into one request when behind; the local target one tick per
+ *    call), sends them without holding the mutex, then acknowledges,
+ *    retries later, or drops them.
  * Counters are atomics, so /metrics reads them without waiting for a
  * target that is busy with its disk.
  *
@@ -22,7 +26,7 @@
 #include "ingest/push_http.h"
 #include "ingest/push_queue.h"
 #include "ingest/remote_write.h"
-#include "ingest/textparse.h"
+#include "ingest/rw_build.h"
 #include "lib/clock.h"
 #include "lib/err.h"
 #include "lib/log.h"
@@ -43,6 +47,7 @@
 #include <time.h>
 
 #define RING 8                    /* ticks the encoder may lag behind */
+#define LOCAL_TICKS 64            /* ticks the local target may hold (and queue_max bytes) */
 #define MAX_REQUEST_RAW (1u << 20) /* uncompressed bytes in one request */
 #define MAX_REQUEST_SAMPLES 50000
 #define LOG_EVERY_MS 60000        /* one log line per problem per target per minute */
@@ -50,6 +55,7 @@
 #define RETRY_AFTER_MAX_MS 600000
 
 enum reason { R_REJECTED, R_BUFFER_FULL, R_CORRUPT, R_IO_ERROR, R_ENCODER, R__COUNT };
+_Static_assert(R__COUNT == GP_PUSH_NREASONS, "push.h counts the drop reasons");
 static const char *const reason_name[R__COUNT] = {"rejected", "buffer_full", "corrupt", "io_error",
                                                   "encoder"};
 
@@ -58,6 +64,13 @@ struct target {
     char label[512];
     char key[1024]; /* what the buffer directory's name hashes: the URL without user info */
     struct gp_push_http *http; /* NULL for the local target */
+    /* the local target's queue: whole ticks' series in memory, in order
+     * (no encoding: the receiver is in this process) */
+    struct gp_rw_build *lq;
+    int64_t *lq_time;
+    size_t lq_head, lq_n;
+    struct gp_rw_build lq_cur; /* the tick being delivered, out of the queue */
+    int64_t lq_cur_time;
 
     pthread_mutex_t mu; /* guards q and the fields below it */
     pthread_cond_t cv;
@@ -82,7 +95,7 @@ struct target {
 };
 
 struct slot {
-    struct gp_buf text;
+    struct gp_rw_build series;
     int64_t time_ms;
 };
 
@@ -92,6 +105,7 @@ struct gp_push {
     char *dir;
     struct target *t;
     size_t nt;
+    size_t nurls; /* t[0..nurls) are URLs; t[nurls], if any, the local target */
 
     pthread_mutex_t mu; /* guards the ring and stopping */
     pthread_cond_t cv;
@@ -104,17 +118,13 @@ struct gp_push {
     int curl_ref;      /* holds a reference on libcurl's global state */
 
     /* labels added to a tick's series that lack them (options' labels) */
-    struct gp_rw_label *add;
+    struct gp_label *add;
     size_t nadd;
     char **add_text; /* what add's views point into */
 
     /* the encoder's own state */
-    struct gp_buf work;
-    struct gp_text_parser parser;
+    struct gp_rw_build work;
     struct gp_buf enc_body, enc_raw;
-    struct gp_rw_request labelled; /* the tick's series with p->add; arrays reused */
-    struct gp_rw_label *labelled_labels;
-    size_t cap_series, cap_labels;
     int64_t enc_last_log_ms;
     atomic_uint_fast64_t enc_ns_last, enc_ns_total, enc_ticks;
 };
@@ -159,29 +169,32 @@ static uint64_t fnv1a(const char *s)
     return h;
 }
 
+/* Bytes the local target holds (ticks queued and the one in delivery). */
+static uint64_t local_bytes(const struct target *t)
+{
+    uint64_t n = gp_rw_build_bytes(&t->lq_cur);
+    for (size_t i = 0; i < t->lq_n; i++)
+        n += gp_rw_build_bytes(&t->lq[(t->lq_head + i) % LOCAL_TICKS]);
+    return n;
+}
+
+/* Ticks or batches waiting. Called with t->mu held. */
+static size_t queued(const struct target *t)
+{
+    return t->lq ? t->lq_n : gp_pushq_count(t->q);
+}
+
 static void publish_sizes(struct target *t)
 {
+    if (t->lq) {
+        atomic_store(&t->queue_bytes, local_bytes(t));
+        return;
+    }
     atomic_store(&t->queue_bytes, gp_pushq_bytes(t->q));
     atomic_store(&t->buffer_bytes, gp_pushq_disk_bytes(t->q));
 }
 
 /* ---- the encoder --------------------------------------------------------- */
-
-static uint64_t count_sample_lines(const char *s, size_t len)
-{
-    uint64_t n = 0;
-    const char *end = s + len;
-    while (s < end) {
-        const char *e = memchr(s, '\n', (size_t)(end - s));
-        if (!e)
-            e = end;
-        while (s < e && (*s == ' ' || *s == '\t'))
-            s++;
-        n += s < e && *s != '#';
-        s = e + 1;
-    }
-    return n;
-}
 
 static void drop_all_targets(struct gp_push *p, enum reason r, uint64_t samples)
 {
@@ -222,68 +235,40 @@ static void enqueue(struct target *t, const struct gp_buf *body, uint32_t nsampl
     pthread_mutex_unlock(&t->mu);
 }
 
-static bool has_label(const struct gp_rw_series *s, const struct gp_rw_str *name)
+/* Moves the tick's series into the local target's queue (no copy: work
+ * gets an old build back); the oldest tick goes when the queue is full. */
+static void local_enqueue(struct target *t, struct gp_rw_build *work, int64_t time_ms)
 {
-    for (size_t i = 0; i < s->nlabels; i++)
-        if (s->labels[i].name.len == name->len && !memcmp(s->labels[i].name.ptr, name->ptr, name->len))
-            return true;
-    return false;
-}
-
-/* The parsed tick with p->add on every series that lacks a label of that
- * name (a GPU series keeps its own host label). The strings stay the
- * parser's and p->add's; only the arrays are p->labelled's. */
-static int add_labels(struct gp_push *p, const struct gp_rw_request **out)
-{
-    const struct gp_rw_request *in = &p->parser.req;
-    *out = in;
-    if (!p->nadd)
-        return GP_OK;
-    size_t need_labels = in->nlabels_total + in->nseries * p->nadd;
-    struct gp_rw_request *r = &p->labelled;
-    if (in->nseries > p->cap_series) {
-        void *n = realloc(r->series, in->nseries * sizeof *r->series);
-        if (!n)
-            return GP_ENOMEM;
-        r->series = n;
-        p->cap_series = in->nseries;
+    pthread_mutex_lock(&t->mu);
+    uint64_t max = t->p->o.queue_max ? t->p->o.queue_max : UINT64_MAX;
+    while (t->lq_n && (t->lq_n == LOCAL_TICKS || local_bytes(t) + gp_rw_build_bytes(work) > max)) {
+        uint64_t n = gp_rw_build_nseries(&t->lq[t->lq_head]);
+        atomic_fetch_add(&t->dropped[R_BUFFER_FULL], n);
+        if (should_log(t, R_BUFFER_FULL))
+            gp_log(GP_LOG_WARN, "push", "queue full: dropping the oldest samples", "target=%s dropped=%" PRIu64,
+                   t->label, n);
+        gp_rw_build_reset(&t->lq[t->lq_head]);
+        t->lq_head = (t->lq_head + 1) % LOCAL_TICKS;
+        t->lq_n--;
     }
-    if (need_labels > p->cap_labels) {
-        /* the series below point into it, so they are set after it moves */
-        void *n = realloc(p->labelled_labels, need_labels * sizeof *p->labelled_labels);
-        if (!n)
-            return GP_ENOMEM;
-        p->labelled_labels = n;
-        p->cap_labels = need_labels;
-    }
-    size_t used = 0;
-    for (size_t i = 0; i < in->nseries; i++) {
-        const struct gp_rw_series *src = &in->series[i];
-        struct gp_rw_label *l = p->labelled_labels + used;
-        memcpy(l, src->labels, src->nlabels * sizeof *l);
-        size_t n = src->nlabels;
-        for (size_t j = 0; j < p->nadd; j++)
-            if (!has_label(src, &p->add[j].name))
-                l[n++] = p->add[j];
-        r->series[i] = (struct gp_rw_series){l, n, src->samples, src->nsamples};
-        used += n;
-    }
-    r->nseries = in->nseries;
-    r->nlabels_total = used;
-    r->nsamples_total = in->nsamples_total;
-    *out = r;
-    return GP_OK;
+    size_t at = (t->lq_head + t->lq_n) % LOCAL_TICKS;
+    gp_rw_build_swap(&t->lq[at], work);
+    t->lq_time[at] = time_ms;
+    t->lq_n++;
+    publish_sizes(t);
+    pthread_cond_signal(&t->cv);
+    pthread_mutex_unlock(&t->mu);
 }
 
 static void encode_one(struct gp_push *p, int64_t time_ms)
 {
     int64_t t0 = gp_mono_ns();
     char err[256] = "";
-    const struct gp_rw_request *req = NULL;
-    int rc = gp_text_parse(&p->parser, p->work.data, p->work.len, time_ms, err, sizeof err);
-    if (!rc && (rc = add_labels(p, &req)))
-        snprintf(err, sizeof err, "adding the node and external labels: %s", gp_strerror(rc));
-    if (!rc && (rc = gp_rw_encode(req, &p->enc_body, &p->enc_raw)))
+    const struct gp_batch *req = NULL;
+    int rc = gp_rw_build_view(&p->work, time_ms, p->add, p->nadd, &req);
+    if (rc)
+        snprintf(err, sizeof err, "building the tick's series: %s", gp_strerror(rc));
+    if (!rc && p->nurls && (rc = gp_rw_encode(req, &p->enc_body, &p->enc_raw)))
         snprintf(err, sizeof err, "remote-write encoding: %s", gp_strerror(rc));
     if (rc) {
         int64_t now = gp_mono_ms();
@@ -293,16 +278,18 @@ static void encode_one(struct gp_push *p, int64_t time_ms)
             gp_log(GP_LOG_ERROR, "push", "cannot encode a tick for remote write", "err=%s",
                    gp_log_quote(q, sizeof q, err));
         }
-        drop_all_targets(p, R_ENCODER, count_sample_lines(p->work.data, p->work.len));
+        drop_all_targets(p, R_ENCODER, gp_rw_build_nseries(&p->work));
         return;
     }
     uint64_t ns = (uint64_t)(gp_mono_ns() - t0);
     atomic_store(&p->enc_ns_last, ns);
     atomic_fetch_add(&p->enc_ns_total, ns);
     atomic_fetch_add(&p->enc_ticks, 1);
-    uint32_t nsamples = (uint32_t)p->parser.req.nsamples_total;
-    for (size_t i = 0; i < p->nt; i++)
+    uint32_t nsamples = (uint32_t)req->nsamples_total;
+    for (size_t i = 0; i < p->nurls; i++)
         enqueue(&p->t[i], &p->enc_body, nsamples, (uint32_t)p->enc_raw.len, time_ms);
+    if (p->nt > p->nurls)
+        local_enqueue(&p->t[p->nurls], &p->work, time_ms);
 }
 
 static void *encoder_main(void *arg)
@@ -315,9 +302,7 @@ static void *encoder_main(void *arg)
         if (!p->rn)
             break; /* stopping, and every tick handed over is encoded */
         struct slot *s = &p->ring[p->rhead];
-        struct gp_buf tmp = s->text;
-        s->text = p->work;
-        p->work = tmp;
+        gp_rw_build_swap(&s->series, &p->work);
         int64_t time_ms = s->time_ms;
         p->rhead = (p->rhead + 1) % RING;
         p->rn--;
@@ -329,26 +314,22 @@ static void *encoder_main(void *arg)
     return NULL;
 }
 
-void gp_push_tick(struct gp_push *p, const char *text, size_t len, int64_t time_ms)
+void gp_push_tick(struct gp_push *p, struct gp_rw_build *series, int64_t time_ms)
 {
     pthread_mutex_lock(&p->mu);
     if (p->rn == RING) {
         /* The encoder is RING ticks behind: the oldest waiting tick goes. */
         struct slot *old = &p->ring[p->rhead];
-        drop_all_targets(p, R_ENCODER, count_sample_lines(old->text.data, old->text.len));
+        drop_all_targets(p, R_ENCODER, gp_rw_build_nseries(&old->series));
         p->rhead = (p->rhead + 1) % RING;
         p->rn--;
     }
     struct slot *s = &p->ring[(p->rhead + p->rn) % RING];
-    gp_buf_reset(&s->text);
-    gp_buf_append(&s->text, text, len);
+    gp_rw_build_swap(&s->series, series); /* the caller gets an old build to reuse */
+    gp_rw_build_reset(series);
     s->time_ms = time_ms;
-    if (s->text.err) {
-        drop_all_targets(p, R_ENCODER, count_sample_lines(text, len));
-    } else {
-        p->rn++;
-        pthread_cond_signal(&p->cv);
-    }
+    p->rn++;
+    pthread_cond_signal(&p->cv);
     pthread_mutex_unlock(&p->mu);
 }
 
@@ -356,7 +337,7 @@ void gp_push_body(struct gp_push *p, const void *body, size_t len, uint32_t nsam
                   uint32_t raw_len, int64_t time_ms)
 {
     struct gp_buf b = {.data = (char *)body, .len = len}; /* borrowed: enqueue only reads it */
-    for (size_t i = 0; i < p->nt; i++)
+    for (size_t i = 0; i < p->nurls; i++) /* the local target takes series, not bodies */
         enqueue(&p->t[i], &b, nsamples, raw_len, time_ms);
 }
 
@@ -426,13 +407,51 @@ static size_t take_batches(struct target *t, uint64_t *samples, int *bad)
 
 static int send_body(struct target *t, struct gp_push_result *res)
 {
-    if (t->http)
-        return gp_push_http_post(t->http, t->body.data, t->body.len, &t->p->cancel, res);
+    return gp_push_http_post(t->http, t->body.data, t->body.len, &t->p->cancel, res);
+}
+
+/* Hands the local target's current tick to the receiver. Called without t->mu. */
+static void send_local(struct target *t, struct gp_push_result *res)
+{
+    struct gp_push *p = t->p;
+    const struct gp_batch *req;
     memset(res, 0, sizeof *res);
     res->retry_after_ms = -1;
-    res->status = t->p->o.local(t->p->o.local_ctx, (const uint8_t *)t->body.data, t->body.len,
-                                res->msg, sizeof res->msg);
-    return GP_OK;
+    int rc = gp_rw_build_view(&t->lq_cur, t->lq_cur_time, p->add, p->nadd, &req);
+    if (rc) {
+        res->status = rc == GP_ENOMEM ? 0 : 400; /* out of memory: try again */
+        snprintf(res->msg, sizeof res->msg, "building the tick's series: %s", gp_strerror(rc));
+        return;
+    }
+    res->status = p->o.local(p->o.local_ctx, req, res->msg, sizeof res->msg);
+}
+
+/* Settles the batches handed over: delivered or given up (acknowledged
+ * and gone; *gone counts their samples), or kept for a retry. Called
+ * with t->mu held. */
+static void settle(struct target *t, uint64_t last_id, bool keep, uint64_t *gone)
+{
+    if (!t->lq) {
+        if (!keep)
+            gp_pushq_ack(t->q, last_id + 1, gone);
+        return;
+    }
+    if (!keep) {
+        if (gone)
+            *gone = gp_rw_build_nseries(&t->lq_cur);
+        gp_rw_build_reset(&t->lq_cur);
+        return;
+    }
+    /* back at the head; if the queue filled meanwhile, the oldest (this) goes */
+    if (t->lq_n == LOCAL_TICKS) {
+        atomic_fetch_add(&t->dropped[R_BUFFER_FULL], gp_rw_build_nseries(&t->lq_cur));
+        gp_rw_build_reset(&t->lq_cur);
+        return;
+    }
+    t->lq_head = (t->lq_head + LOCAL_TICKS - 1) % LOCAL_TICKS;
+    gp_rw_build_swap(&t->lq[t->lq_head], &t->lq_cur);
+    t->lq_time[t->lq_head] = t->lq_cur_time;
+    t->lq_n++;
 }
 
 static uint64_t next_rand(struct target *t)
@@ -462,8 +481,11 @@ static void handle_result(struct target *t, const struct gp_push_result *res, ui
 {
     char q[300];
     if (res->status >= 200 && res->status < 300) {
-        uint64_t acked = 0;
-        int rc = gp_pushq_ack(t->q, last_id + 1, &acked);
+        int rc = GP_OK;
+        if (t->lq)
+            settle(t, last_id, false, NULL);
+        else
+            rc = gp_pushq_ack(t->q, last_id + 1, NULL);
         atomic_fetch_add(&t->sent, samples);
         atomic_store(&t->last_success_ms, gp_wall_ms());
         if (rc && should_log(t, R_IO_ERROR))
@@ -471,7 +493,7 @@ static void handle_result(struct target *t, const struct gp_push_result *res, ui
                    "target=%s", t->label);
         if (t->failing)
             gp_log(GP_LOG_INFO, "push", "target accepts samples again", "target=%s queued_batches=%zu",
-                   t->label, gp_pushq_count(t->q));
+                   t->label, queued(t));
         t->failing = 0;
         t->backoff_ms = 0;
         t->next_try_ms = 0;
@@ -480,6 +502,7 @@ static void handle_result(struct target *t, const struct gp_push_result *res, ui
     int retry = res->status == 0 || res->status == 429 || res->status >= 500;
     if (retry) {
         atomic_fetch_add(&t->retried, 1);
+        settle(t, last_id, true, NULL);
         back_off(t, res);
         if (!t->failing || should_log(t, R__COUNT)) {
             if (!t->failing)
@@ -487,14 +510,14 @@ static void handle_result(struct target *t, const struct gp_push_result *res, ui
             gp_log(GP_LOG_WARN, "push", "push failed, will retry",
                    "target=%s status=%d err=%s retry_in_ms=%" PRId64 " queued_batches=%zu", t->label,
                    res->status, gp_log_quote(q, sizeof q, res->msg), t->next_try_ms - gp_mono_ms(),
-                   gp_pushq_count(t->q));
+                   queued(t));
         }
         t->failing = 1;
         return;
     }
     /* A final answer (4xx, a redirect): these samples will never be taken. */
     uint64_t dropped = 0; /* less than samples if some went to a full buffer meanwhile */
-    gp_pushq_ack(t->q, last_id + 1, &dropped);
+    settle(t, last_id, false, &dropped);
     atomic_fetch_add(&t->dropped[R_REJECTED], dropped);
     if (should_log(t, R_REJECTED)) {
         gp_log(GP_LOG_WARN, "push", "target rejected samples: dropped",
@@ -516,11 +539,24 @@ static void *target_main(void *arg)
         if (t->stopping) {
             /* Drain while delivering works and time is left; a failing
              * target keeps its queue (on disk: for the next start). */
-            if (!gp_pushq_count(t->q) || t->failing || now >= t->drain_until_ms ||
-                atomic_load(&t->p->cancel))
+            if (!queued(t) || t->failing || now >= t->drain_until_ms || atomic_load(&t->p->cancel))
                 break;
-        } else if (!gp_pushq_count(t->q) || now < t->next_try_ms) {
-            wait_until(&t->cv, &t->mu, gp_pushq_count(t->q) ? t->next_try_ms : -1);
+        } else if (!queued(t) || now < t->next_try_ms) {
+            wait_until(&t->cv, &t->mu, queued(t) ? t->next_try_ms : -1);
+            continue;
+        }
+        if (t->lq) { /* the local target: the oldest tick, as it is */
+            t->lq_cur_time = t->lq_time[t->lq_head];
+            gp_rw_build_swap(&t->lq_cur, &t->lq[t->lq_head]);
+            t->lq_head = (t->lq_head + 1) % LOCAL_TICKS;
+            t->lq_n--;
+            uint64_t n = gp_rw_build_nseries(&t->lq_cur);
+            pthread_mutex_unlock(&t->mu);
+            struct gp_push_result res;
+            send_local(t, &res);
+            pthread_mutex_lock(&t->mu);
+            handle_result(t, &res, 0, n);
+            publish_sizes(t);
             continue;
         }
         uint64_t samples = 0;
@@ -560,55 +596,74 @@ static void *target_main(void *arg)
 
 /* ---- metrics ------------------------------------------------------------- */
 
-static void target_line(struct gp_buf *b, const char *name, const struct target *t, const char *reason,
-                        double v)
+void gp_push_stats(struct gp_push *p, struct gp_push_stats *out)
 {
-    gp_buf_puts(b, name);
-    gp_buf_puts(b, "{target=\"");
-    gp_metric_escape(b, t->label);
-    if (reason) {
-        gp_buf_puts(b, "\",reason=\"");
-        gp_buf_puts(b, reason);
+    memset(out, 0, sizeof *out);
+    if (!p)
+        return;
+    out->nt = p->nt < GP_PUSH_MAX_TARGETS ? p->nt : GP_PUSH_MAX_TARGETS;
+    for (size_t i = 0; i < out->nt; i++) {
+        struct target *t = &p->t[i];
+        struct gp_push_target_stats *o = &out->t[i];
+        o->label = t->label;
+        o->sent = atomic_load(&t->sent);
+        o->retried = atomic_load(&t->retried);
+        for (int r = 0; r < R__COUNT; r++)
+            o->dropped[r] = atomic_load(&t->dropped[r]);
+        o->queue_bytes = atomic_load(&t->queue_bytes);
+        o->buffer_bytes = atomic_load(&t->buffer_bytes);
+        o->last_success_ms = atomic_load(&t->last_success_ms);
     }
-    gp_buf_puts(b, "\"} ");
-    gp_buf_put_double(b, v);
-    gp_buf_putc(b, '\n');
+    out->encode_ns_last = atomic_load(&p->enc_ns_last);
 }
 
-void gp_push_render_metrics(struct gp_push *p, struct gp_buf *b)
+static void target_sample(struct gp_metric_sink *s, enum gp_metric m, const char *target, const char *reason,
+                          double v)
 {
-    if (!p || !p->nt)
+    const struct gp_metric_label l[2] = {{"target", target}, {"reason", reason}};
+    s->sample(s, gp_metric_name(m), NULL, l, reason ? 2 : 1, v);
+}
+
+void gp_push_walk_stats(const struct gp_push_stats *st, struct gp_metric_sink *s)
+{
+    if (!st->nt)
         return;
-    gp_metric_head(b, GP_M_PUSH_SENT);
-    for (size_t i = 0; i < p->nt; i++)
-        target_line(b, gp_metric_name(GP_M_PUSH_SENT), &p->t[i], NULL,
-                    (double)atomic_load(&p->t[i].sent));
-    gp_metric_head(b, GP_M_PUSH_DROPPED);
-    for (size_t i = 0; i < p->nt; i++)
+    const struct gp_push_target_stats *t = st->t;
+    gp_metric_family(s, GP_M_PUSH_SENT);
+    for (size_t i = 0; i < st->nt; i++)
+        target_sample(s, GP_M_PUSH_SENT, t[i].label, NULL, (double)t[i].sent);
+    gp_metric_family(s, GP_M_PUSH_DROPPED);
+    for (size_t i = 0; i < st->nt; i++)
         for (int r = 0; r < R__COUNT; r++)
-            target_line(b, gp_metric_name(GP_M_PUSH_DROPPED), &p->t[i], reason_name[r],
-                        (double)atomic_load(&p->t[i].dropped[r]));
-    gp_metric_head(b, GP_M_PUSH_RETRIED);
-    for (size_t i = 0; i < p->nt; i++)
-        target_line(b, gp_metric_name(GP_M_PUSH_RETRIED), &p->t[i], NULL,
-                    (double)atomic_load(&p->t[i].retried));
-    gp_metric_head(b, GP_M_PUSH_QUEUE);
-    for (size_t i = 0; i < p->nt; i++)
-        target_line(b, gp_metric_name(GP_M_PUSH_QUEUE), &p->t[i], NULL,
-                    (double)atomic_load(&p->t[i].queue_bytes));
-    gp_metric_head(b, GP_M_PUSH_BUFFER);
-    for (size_t i = 0; i < p->nt; i++)
-        target_line(b, gp_metric_name(GP_M_PUSH_BUFFER), &p->t[i], NULL,
-                    (double)atomic_load(&p->t[i].buffer_bytes));
-    gp_metric_head(b, GP_M_PUSH_LAST_SUCCESS);
-    for (size_t i = 0; i < p->nt; i++)
-        target_line(b, gp_metric_name(GP_M_PUSH_LAST_SUCCESS), &p->t[i], NULL,
-                    (double)atomic_load(&p->t[i].last_success_ms) / 1000.0);
-    gp_metric_head(b, GP_M_PUSH_ENCODE);
-    gp_buf_puts(b, gp_metric_name(GP_M_PUSH_ENCODE));
-    gp_buf_putc(b, ' ');
-    gp_buf_put_double(b, (double)atomic_load(&p->enc_ns_last) / 1e9);
-    gp_buf_putc(b, '\n');
+            target_sample(s, GP_M_PUSH_DROPPED, t[i].label, reason_name[r], (double)t[i].dropped[r]);
+    gp_metric_family(s, GP_M_PUSH_RETRIED);
+    for (size_t i = 0; i < st->nt; i++)
+        target_sample(s, GP_M_PUSH_RETRIED, t[i].label, NULL, (double)t[i].retried);
+    gp_metric_family(s, GP_M_PUSH_QUEUE);
+    for (size_t i = 0; i < st->nt; i++)
+        target_sample(s, GP_M_PUSH_QUEUE, t[i].label, NULL, (double)t[i].queue_bytes);
+    gp_metric_family(s, GP_M_PUSH_BUFFER);
+    for (size_t i = 0; i < st->nt; i++)
+        target_sample(s, GP_M_PUSH_BUFFER, t[i].label, NULL, (double)t[i].buffer_bytes);
+    gp_metric_family(s, GP_M_PUSH_LAST_SUCCESS);
+    for (size_t i = 0; i < st->nt; i++)
+        target_sample(s, GP_M_PUSH_LAST_SUCCESS, t[i].label, NULL, (double)t[i].last_success_ms / 1000.0);
+    gp_metric_family(s, GP_M_PUSH_ENCODE);
+    gp_metric_sample(s, GP_M_PUSH_ENCODE, NULL, NULL, NULL, (double)st->encode_ns_last / 1e9);
+}
+
+void gp_push_walk_metrics(struct gp_push *p, struct gp_metric_sink *s)
+{
+    struct gp_push_stats st;
+    gp_push_stats(p, &st);
+    gp_push_walk_stats(&st, s);
+}
+
+void gp_push_render_metrics(struct gp_push *p, struct gp_buf *out)
+{
+    struct gp_metric_text_sink t;
+    gp_metric_text_sink_init(&t, out);
+    gp_push_walk_metrics(p, &t.base);
 }
 
 /* ---- start and stop ------------------------------------------------------ */
@@ -639,8 +694,14 @@ static int target_init(struct gp_push *p, struct target *t, const char *url, cha
                                     err, errlen)))
             return rc;
     } else {
+        /* in this process: whole ticks in memory, never encoded */
         snprintf(t->label, sizeof t->label, "local");
-        snprintf(t->key, sizeof t->key, "local");
+        t->lq = calloc(LOCAL_TICKS, sizeof *t->lq);
+        t->lq_time = calloc(LOCAL_TICKS, sizeof *t->lq_time);
+        if (!t->lq || !t->lq_time)
+            return gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
+        publish_sizes(t);
+        return GP_OK;
     }
     char sub[1024] = "";
     struct gp_pushq_recovery rec;
@@ -688,8 +749,8 @@ static int copy_labels(struct gp_push *p, const struct gp_push_options *o, char 
         if (!(p->add_text[i] = strdup(o->labels[i])))
             return gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
         size_t nl = (size_t)(eq - o->labels[i]);
-        p->add[i].name = (struct gp_rw_str){p->add_text[i], nl};
-        p->add[i].value = (struct gp_rw_str){p->add_text[i] + nl + 1, strlen(eq + 1)};
+        p->add[i].name = (struct gp_str){p->add_text[i], nl};
+        p->add[i].value = (struct gp_str){p->add_text[i] + nl + 1, strlen(eq + 1)};
         p->nadd = i + 1;
     }
     return GP_OK;
@@ -711,14 +772,13 @@ int gp_push_start(struct gp_push **out, const struct gp_push_options *o, char *e
         p->o.timeout_ms = 10000;
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->cv, NULL);
-    for (int i = 0; i < RING; i++)
-        gp_buf_init(&p->ring[i].text, 0);
-    gp_buf_init(&p->work, 0);
     gp_buf_init(&p->enc_body, 0);
     gp_buf_init(&p->enc_raw, 0);
-    p->parser.max_series = GP_RW_MAX_SERIES;
     p->t = calloc(o->nurls + 1, sizeof *p->t);
     int rc = p->t ? GP_OK : gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
+    if (!rc && o->nurls + (o->local != NULL) > GP_PUSH_MAX_TARGETS)
+        rc = gp_seterr(err, errlen, GP_ECONFIG, "%zu push targets: at most %d", o->nurls + (o->local != NULL),
+                       GP_PUSH_MAX_TARGETS);
     if (!rc)
         rc = copy_labels(p, o, err, errlen);
     if (!rc && gp_httpc_global_init())
@@ -766,6 +826,7 @@ int gp_push_start(struct gp_push **out, const struct gp_push_options *o, char *e
                      24, "#%zu", same + 1);
         }
     }
+    p->nurls = o->nurls;
     if (!rc && pthread_create(&p->encoder, NULL, encoder_main, p))
         rc = gp_seterr(err, errlen, GP_EINTERNAL, "cannot start the push encoder thread");
     else if (!rc)
@@ -789,7 +850,7 @@ int gp_push_start(struct gp_push **out, const struct gp_push_options *o, char *e
     p->o.nlabels = 0;
     for (size_t i = 0; i < p->nt; i++)
         gp_log(GP_LOG_INFO, "push", "pushing samples", "target=%s buffer=%s queued_batches=%zu",
-               p->t[i].label, p->dir ? "disk" : "memory", gp_pushq_count(p->t[i].q));
+               p->t[i].label, p->dir && p->t[i].q ? "disk" : "memory", queued(&p->t[i]));
     *out = p;
     return GP_OK;
 }
@@ -834,6 +895,11 @@ void gp_push_stop(struct gp_push *p)
         struct target *t = &p->t[i];
         gp_push_http_close(t->http);
         gp_pushq_close(t->q);
+        for (size_t k = 0; t->lq && k < LOCAL_TICKS; k++)
+            gp_rw_build_free(&t->lq[k]);
+        free(t->lq);
+        free(t->lq_time);
+        gp_rw_build_free(&t->lq_cur);
         gp_buf_free(&t->body);
         gp_buf_free(&t->one);
         gp_buf_free(&t->raw);
@@ -843,13 +909,10 @@ void gp_push_stop(struct gp_push *p)
     if (p->curl_ref)
         gp_httpc_global_cleanup();
     for (int i = 0; i < RING; i++)
-        gp_buf_free(&p->ring[i].text);
-    gp_buf_free(&p->work);
+        gp_rw_build_free(&p->ring[i].series);
+    gp_rw_build_free(&p->work);
     gp_buf_free(&p->enc_body);
     gp_buf_free(&p->enc_raw);
-    gp_text_parser_free(&p->parser);
-    free(p->labelled.series);
-    free(p->labelled_labels);
     for (size_t i = 0; p->add_text && i < p->nadd; i++)
         free(p->add_text[i]);
     free(p->add_text);

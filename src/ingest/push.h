@@ -4,10 +4,11 @@
  * The agent pushes through it and the remote store (storage/) writes
  * through it, so it sits with the codec below both, not in agent/.
  *
- * Each tick the sampler hands the pusher the tick's exposition text (what
- * /metrics shows) and its frame time. An encoder thread parses it
- * (ingest/textparse.h), stamps every sample with the frame time, encodes
- * one remote-write body (ingest/remote_write.h) and appends it to every
+ * Each tick the agent hands the pusher the tick's series (rw_build.h:
+ * built by the same walk of the frame that renders /metrics, never as
+ * text) and its frame time. An encoder thread stamps every sample with
+ * the frame time, encodes one remote-write body (ingest/remote_write.h)
+ * and appends it to every
  * target's queue (push_queue.h: memory, or a disk buffer that survives a
  * restart). Each target has its own thread that sends its queue in order:
  * 2xx acknowledges; 5xx, 429 and connection errors retry the same batch
@@ -16,32 +17,40 @@
  * the batch and count it. A target that fell behind catches up with
  * requests that join several queued ticks (up to 1 MiB uncompressed).
  *
- * Targets are http:// or https:// URLs (push_http.h), or, under
- * `gpulse up`, the server in the same process ("local"), handed the same
- * bodies through a function.
+ * Targets (at most GP_PUSH_MAX_TARGETS) are http:// or https:// URLs
+ * (push_http.h), or, under `gpulse up`, the server in the same process
+ * ("local"), handed each tick's series through a function without
+ * encoding them: its queue holds whole ticks in memory (at most 64, and
+ * queue_max bytes; never on disk: the receiver's own WAL is the durable
+ * copy), one tick per call, with the same retry, back-off and drop rules.
  *
  * Labels given in the options (the node label and the user's external
  * labels, "NAME=VALUE") are added to every series of a tick that lacks a
  * label of that name, so two nodes' host, process and job series stay
  * apart at the receiver; /metrics is left as it is (docs/metrics.md).
  *
- * The pusher's own counters are appended to the agent's /metrics
- * (gp_push_render_metrics), labelled by target = the URL without
- * credentials or query.
+ * The pusher's own counters join the agent's exposition
+ * (gp_push_walk_metrics: /metrics and the push alike), labelled by
+ * target = the URL without credentials or query.
  */
 #ifndef GP_PUSH_H
 #define GP_PUSH_H
 
+#include "ingest/rw_build.h"
 #include "lib/buf.h"
+#include "lib/metric_sink.h"
 
 #include <stddef.h>
 #include <stdint.h>
 
 struct gp_push;
 
-/* Same contract as gp_agent_local_write (agent.h): one body in, an HTTP status out. */
-typedef int (*gp_push_local_write)(void *ctx, const uint8_t *body, size_t len, char *msg,
-                                   size_t msglen);
+/* The in-process receiver (`gpulse up`'s server): one tick's series in
+ * (canonical form, owned by the pusher, valid during the call), the HTTP
+ * status a remote-write receiver would answer out, with a reason in msg.
+ * Same contract as gp_agent_local_write (agent.h). */
+struct gp_batch;
+typedef int (*gp_push_local_write)(void *ctx, const struct gp_batch *req, char *msg, size_t msglen);
 
 struct gp_push_options {
     const char *const *urls; /* remote-write endpoints */
@@ -71,11 +80,14 @@ struct gp_push_options {
 int gp_push_start(struct gp_push **out, const struct gp_push_options *o, char *err, size_t errlen);
 
 /*
- * Hands one tick to the pusher: text is copied, the call never waits for
- * the network or the disk. If the encoder is several ticks behind, the
- * oldest tick not yet encoded is dropped (counted, reason "encoder").
+ * Hands one tick's series to the pusher: it takes series' contents and
+ * leaves series empty (holding memory of an earlier tick, to reuse); the
+ * call never waits for the network or the disk. If the encoder is several
+ * ticks behind, the oldest tick not yet encoded is dropped (counted,
+ * reason "encoder"); a tick whose series cannot be encoded (an error
+ * while building, a label the protocol refuses) is dropped the same way.
  */
-void gp_push_tick(struct gp_push *p, const char *text, size_t len, int64_t time_ms);
+void gp_push_tick(struct gp_push *p, struct gp_rw_build *series, int64_t time_ms);
 
 /*
  * Hands one already encoded remote-write body (snappy + protobuf, as
@@ -87,8 +99,30 @@ void gp_push_tick(struct gp_push *p, const char *text, size_t len, int64_t time_
 void gp_push_body(struct gp_push *p, const void *body, size_t len, uint32_t nsamples,
                   uint32_t raw_len, int64_t time_ms);
 
-/* Appends the gpulse_push_* families (HELP, TYPE, one series per target).
- * Reads counters only: never blocks on a target. */
+/* The pusher's counters at one moment, as its families show them. */
+#define GP_PUSH_MAX_TARGETS 16
+#define GP_PUSH_NREASONS 5 /* rejected, buffer_full, corrupt, io_error, encoder */
+struct gp_push_target_stats {
+    const char *label; /* the pusher's: valid until gp_push_stop */
+    uint64_t sent, retried, dropped[GP_PUSH_NREASONS], queue_bytes, buffer_bytes;
+    int64_t last_success_ms;
+};
+struct gp_push_stats {
+    size_t nt;
+    struct gp_push_target_stats t[GP_PUSH_MAX_TARGETS];
+    uint64_t encode_ns_last;
+};
+
+/* Reads the counters into *out (none for p NULL). Never blocks on a target. */
+void gp_push_stats(struct gp_push *p, struct gp_push_stats *out);
+
+/* Walks the gpulse_push_* families (one series per target) of st into s.
+ * The agent takes the counters once per frame, so its /metrics and its
+ * push of that frame show the same values. */
+void gp_push_walk_stats(const struct gp_push_stats *st, struct gp_metric_sink *s);
+
+/* gp_push_stats then gp_push_walk_stats into s, or as text into out. */
+void gp_push_walk_metrics(struct gp_push *p, struct gp_metric_sink *s);
 void gp_push_render_metrics(struct gp_push *p, struct gp_buf *out);
 
 /*

@@ -332,13 +332,13 @@ bool gp_rw_label_valid(const char *name, size_t nlen, const char *value, size_t 
            valid_utf8(value, vlen);
 }
 
-static bool is_metric_name_label(const struct gp_rw_str *name)
+static bool is_metric_name_label(const struct gp_str *name)
 {
     return name->len == 8 && memcmp(name->ptr, "__name__", 8) == 0; /* one 64-bit compare */
 }
 
 /* Checks one label with a non-empty value; why (static text) on failure. */
-static int check_label(const struct gp_rw_label *l, const char **why)
+static int check_label(const struct gp_label *l, const char **why)
 {
     if (l->name.len == 0) {
         *why = "empty label name";
@@ -365,7 +365,7 @@ static int check_label(const struct gp_rw_label *l, const char **why)
 }
 
 /* Byte order; names differ in their first byte most of the time. */
-static inline int cmp_str(const struct gp_rw_str *a, const struct gp_rw_str *b)
+static inline int cmp_str(const struct gp_str *a, const struct gp_str *b)
 {
     if (a->len && b->len && a->ptr[0] != b->ptr[0])
         return (unsigned char)a->ptr[0] < (unsigned char)b->ptr[0] ? -1 : 1;
@@ -392,7 +392,7 @@ struct dec {
     /* The first duplicate label name, reported once the whole message
      * parsed (any other error in the message wins, as it always has). */
     bool has_dup;
-    struct gp_rw_str dup;
+    struct gp_str dup;
     size_t dup_off;
 };
 
@@ -420,7 +420,7 @@ static int tab_reserve(struct rd *r, struct dec *d, size_t need)
 
 /* Parses a Label whose body is r->p..r->end; off is its start for errors.
  * *keep is false for an empty value (dropped). */
-static inline int dec_label(struct rd *r, struct gp_rw_label *l, bool *keep)
+static inline int dec_label(struct rd *r, struct gp_label *l, bool *keep)
 {
     size_t off = rd_off(r);
     l->name.ptr = l->value.ptr = "";
@@ -436,7 +436,7 @@ static inline int dec_label(struct rd *r, struct gp_rw_label *l, bool *keep)
             const uint8_t *end = NULL;
             if ((rc = rd_len(r, &end)))
                 return rc;
-            struct gp_rw_str *dst = f == 1 ? &l->name : &l->value;
+            struct gp_str *dst = f == 1 ? &l->name : &l->value;
             dst->ptr = (const char *)r->p;
             dst->len = (size_t)(end - r->p);
             r->p = end;
@@ -458,7 +458,7 @@ static inline int dec_label(struct rd *r, struct gp_rw_label *l, bool *keep)
 }
 
 /* Parses a Sample whose body is r->p..r->end. */
-static inline int dec_sample(struct rd *r, struct gp_rw_sample *s)
+static inline int dec_sample(struct rd *r, struct gp_sample *s)
 {
     uint64_t bits = 0, ts = 0;
     while (r->p < r->end) {
@@ -490,7 +490,7 @@ static inline int dec_sample(struct rd *r, struct gp_rw_sample *s)
 /* Sorts a series' labels by name unless they already are (the usual case:
  * one comparison per label), and returns the first name given twice, or
  * NULL. */
-static const struct gp_rw_str *sort_labels(struct gp_rw_label *l, size_t n)
+static const struct gp_str *sort_labels(struct gp_label *l, size_t n)
 {
     size_t i = 1;
     while (i < n && cmp_str(&l[i - 1].name, &l[i].name) < 0)
@@ -498,7 +498,7 @@ static const struct gp_rw_str *sort_labels(struct gp_rw_label *l, size_t n)
     if (i >= n)
         return NULL; /* strictly increasing: sorted, no duplicates */
     for (; i < n; i++) { /* insertion sort: at most GP_RW_MAX_LABELS labels */
-        struct gp_rw_label x = l[i];
+        struct gp_label x = l[i];
         size_t j = i;
         while (j > 0 && cmp_str(&l[j - 1].name, &x.name) > 0) {
             l[j] = l[j - 1];
@@ -516,7 +516,7 @@ static const struct gp_rw_str *sort_labels(struct gp_rw_label *l, size_t n)
 static int dec_series(struct rd *r, struct dec *d)
 {
     size_t off = rd_off(r);
-    struct gp_rw_label lab[GP_RW_MAX_LABELS];
+    struct gp_label lab[GP_RW_MAX_LABELS];
     size_t nl = 0, ns = 0, samples_off = d->tab_len;
     const uint8_t *end = r->end;
     while (r->p < end) {
@@ -530,7 +530,7 @@ static int dec_series(struct rd *r, struct dec *d)
                 return wt_mismatch(r, "label", wt);
             if ((rc = rd_len(r, &sub)))
                 return rc;
-            struct gp_rw_label l;
+            struct gp_label l;
             bool keep = false;
             r->end = sub;
             rc = dec_label(r, &l, &keep);
@@ -549,7 +549,7 @@ static int dec_series(struct rd *r, struct dec *d)
                 return wt_mismatch(r, "sample", wt);
             if ((rc = rd_len(r, &sub)))
                 return rc;
-            struct gp_rw_sample smp;
+            struct gp_sample smp;
             r->end = sub;
             rc = dec_sample(r, &smp);
             r->end = end;
@@ -566,7 +566,7 @@ static int dec_series(struct rd *r, struct dec *d)
     if (nl == 0)
         return gp_seterr(r->err, r->errlen, GP_EPARSE,
                          "remote write: series at byte %zu has no labels", off);
-    const struct gp_rw_str *dup = sort_labels(lab, nl);
+    const struct gp_str *dup = sort_labels(lab, nl);
     if (dup && !d->has_dup) {
         d->dup = *dup;
         d->has_dup = true;
@@ -644,7 +644,7 @@ static struct rw_arena *arena_new(size_t len, char *err, size_t errlen)
 
 /* Parses a->body[0..len) (a is taken over: freed on failure, owned by out
  * on success). */
-static int dec_arena(struct rw_arena *a, size_t len, struct gp_rw_request *out, char *err,
+static int dec_arena(struct rw_arena *a, size_t len, struct gp_batch *out, char *err,
                      size_t errlen)
 {
     struct rd r = {a->body, a->body, a->body + len, err, errlen};
@@ -655,7 +655,7 @@ static int dec_arena(struct rw_arena *a, size_t len, struct gp_rw_request *out, 
     if (!rc)
         rc = dec_request(&r, &d);
     size_t o_series = d.tab_len; /* a multiple of 8: labels and samples are */
-    size_t total = o_series + d.nseries * sizeof(struct gp_rw_series);
+    size_t total = o_series + d.nseries * sizeof(struct gp_series);
     uint8_t *t = NULL;
     if (!rc && !(t = realloc(d.tab, total ? total : 1)))
         rc = dec_nomem(&r, total);
@@ -665,12 +665,12 @@ static int dec_arena(struct rw_arena *a, size_t len, struct gp_rw_request *out, 
         free(a);
         return rc;
     }
-    struct gp_rw_series *ser = (struct gp_rw_series *)(void *)(t + o_series);
+    struct gp_series *ser = (struct gp_series *)(void *)(t + o_series);
     for (size_t i = 0; i < d.nseries; i++) {
         const struct ser_rec *s = &d.ser[i];
-        ser[i] = (struct gp_rw_series){(struct gp_rw_label *)(void *)(t + s->labels_off),
+        ser[i] = (struct gp_series){(struct gp_label *)(void *)(t + s->labels_off),
                                        s->nlabels,
-                                       (struct gp_rw_sample *)(void *)(t + s->samples_off),
+                                       (struct gp_sample *)(void *)(t + s->samples_off),
                                        s->nsamples};
     }
     free(d.ser);
@@ -684,7 +684,7 @@ static int dec_arena(struct rw_arena *a, size_t len, struct gp_rw_request *out, 
 }
 
 int gp_rw_decode(const uint8_t *body, size_t len, size_t max_uncompressed,
-                 struct gp_rw_request *out, char *err, size_t errlen)
+                 struct gp_batch *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
     size_t ulen;
@@ -706,7 +706,7 @@ int gp_rw_decode(const uint8_t *body, size_t len, size_t max_uncompressed,
     return dec_arena(a, ulen, out, err, errlen);
 }
 
-int gp_rw_unmarshal(const uint8_t *pb, size_t len, struct gp_rw_request *out, char *err,
+int gp_rw_unmarshal(const uint8_t *pb, size_t len, struct gp_batch *out, char *err,
                     size_t errlen)
 {
     memset(out, 0, sizeof *out);
@@ -718,7 +718,7 @@ int gp_rw_unmarshal(const uint8_t *pb, size_t len, struct gp_rw_request *out, ch
     return dec_arena(a, len, out, err, errlen);
 }
 
-void gp_rw_request_free(struct gp_rw_request *req)
+void gp_rw_decoded_free(struct gp_batch *req)
 {
     if (!req)
         return;
@@ -732,13 +732,13 @@ void gp_rw_request_free(struct gp_rw_request *req)
 
 /* ---- encoder -------------------------------------------------------------- */
 
-static size_t label_size(const struct gp_rw_label *l)
+static size_t label_size(const struct gp_label *l)
 {
     return 1 + varint_size(l->name.len) + l->name.len + 1 + varint_size(l->value.len) +
            l->value.len;
 }
 
-static size_t sample_size(const struct gp_rw_sample *s)
+static size_t sample_size(const struct gp_sample *s)
 {
     return 9 + 1 + varint_size((uint64_t)s->timestamp_ms);
 }
@@ -750,7 +750,7 @@ static size_t field_size(size_t body) { return 1 + varint_size(body) + body; }
  * values skipped). Insertion sort: a few labels, usually sorted already
  * (the agent's parser sorts them), so about one comparison per label.
  */
-static size_t sorted_labels(const struct gp_rw_series *ser, uint8_t idx[GP_RW_MAX_LABELS])
+static size_t sorted_labels(const struct gp_series *ser, uint8_t idx[GP_RW_MAX_LABELS])
 {
     size_t n = 0;
     for (size_t i = 0; i < ser->nlabels; i++) {
@@ -767,7 +767,7 @@ static size_t sorted_labels(const struct gp_rw_series *ser, uint8_t idx[GP_RW_MA
 }
 
 /* Size of one TimeSeries body, for a series series_check accepted. */
-static size_t series_size(const struct gp_rw_series *ser)
+static size_t series_size(const struct gp_series *ser)
 {
     size_t n = 0;
     for (size_t i = 0; i < ser->nlabels; i++)
@@ -780,10 +780,10 @@ static size_t series_size(const struct gp_rw_series *ser)
 
 /* Validates one series as the decoder would (names, UTF-8, caps, a name
  * given twice: adjacent once sorted). The caller checked nlabels <= cap. */
-static int series_check(const struct gp_rw_series *ser)
+static int series_check(const struct gp_series *ser)
 {
     for (size_t i = 0; i < ser->nlabels; i++) {
-        const struct gp_rw_label *l = &ser->labels[i];
+        const struct gp_label *l = &ser->labels[i];
         if (l->value.len == 0) {
             if (l->name.len == 0)
                 return GP_EUSAGE;
@@ -804,7 +804,36 @@ static int series_check(const struct gp_rw_series *ser)
     return GP_OK;
 }
 
-static uint8_t *put_str(uint8_t *p, uint8_t key, const struct gp_rw_str *s)
+int gp_rw_check(const struct gp_batch *req, size_t *size, char *err, size_t errlen)
+{
+    *size = 0;
+    if (req->nseries > GP_RW_MAX_SERIES)
+        return gp_seterr(err, errlen, GP_ETOOBIG, "%zu series: at most %d in one request", req->nseries,
+                         GP_RW_MAX_SERIES);
+    size_t total = 0;
+    for (size_t i = 0; i < req->nseries; i++) {
+        const struct gp_series *ser = &req->series[i];
+        if (ser->nlabels > GP_RW_MAX_LABELS)
+            return gp_seterr(err, errlen, GP_ETOOBIG, "series %zu has %zu labels: at most %d", i,
+                             ser->nlabels, GP_RW_MAX_LABELS);
+        for (size_t j = 0; j < ser->nlabels; j++) {
+            const struct gp_label *l = &ser->labels[j];
+            const char *why = "empty label value";
+            int rc = l->value.len ? check_label(l, &why) : GP_EPARSE;
+            if (!rc && j && cmp_str(&ser->labels[j - 1].name, &l->name) >= 0)
+                rc = GP_EPARSE, why = "labels not sorted by name, or a name given twice";
+            if (rc)
+                return gp_seterr(err, errlen, rc, "series %zu, label %zu: %s", i, j, why);
+        }
+        if (!ser->nlabels)
+            return gp_seterr(err, errlen, GP_EPARSE, "series %zu has no labels", i);
+        total += field_size(series_size(ser));
+    }
+    *size = total;
+    return GP_OK;
+}
+
+static uint8_t *put_str(uint8_t *p, uint8_t key, const struct gp_str *s)
 {
     *p++ = key;
     p = put_varint(p, s->len);
@@ -813,7 +842,7 @@ static uint8_t *put_str(uint8_t *p, uint8_t key, const struct gp_rw_str *s)
     return p + s->len;
 }
 
-static uint8_t *put_series(uint8_t *p, const struct gp_rw_series *ser, size_t body)
+static uint8_t *put_series(uint8_t *p, const struct gp_series *ser, size_t body)
 {
     *p++ = 0x0a; /* WriteRequest.timeseries */
     p = put_varint(p, body);
@@ -821,14 +850,14 @@ static uint8_t *put_series(uint8_t *p, const struct gp_rw_series *ser, size_t bo
     uint8_t idx[GP_RW_MAX_LABELS];
     size_t n = sorted_labels(ser, idx);
     for (size_t k = 0; k < n; k++) {
-        const struct gp_rw_label *l = &ser->labels[idx[k]];
+        const struct gp_label *l = &ser->labels[idx[k]];
         *p++ = 0x0a; /* TimeSeries.labels */
         p = put_varint(p, label_size(l));
         p = put_str(p, 0x0a, &l->name);
         p = put_str(p, 0x12, &l->value);
     }
     for (size_t i = 0; i < ser->nsamples; i++) {
-        const struct gp_rw_sample *s = &ser->samples[i];
+        const struct gp_sample *s = &ser->samples[i];
         *p++ = 0x12; /* TimeSeries.samples */
         p = put_varint(p, sample_size(s));
         uint64_t bits;
@@ -842,7 +871,7 @@ static uint8_t *put_series(uint8_t *p, const struct gp_rw_series *ser, size_t bo
     return p;
 }
 
-int gp_rw_encode(const struct gp_rw_request *req, struct gp_buf *out_compressed,
+int gp_rw_encode(const struct gp_batch *req, struct gp_buf *out_compressed,
                  struct gp_buf *scratch)
 {
     gp_buf_reset(out_compressed);

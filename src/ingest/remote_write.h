@@ -10,7 +10,8 @@
  *     Sample       { double value = 1; int64 timestamp = 2; }   // ms
  *
  * gp_rw_decode() is the server's half: it decompresses, parses and
- * validates a body into one arena owned by the request. gp_rw_encode() is
+ * validates a body into a batch (store/batch.h, the store's own type) whose
+ * strings and arrays live in one arena the codec owns. gp_rw_encode() is
  * the agent's half: it serializes caller-owned series and compresses them.
  *
  * Canonical form: a decoded series has its labels sorted by name (byte
@@ -18,12 +19,13 @@
  * absent, and Prometheus treats an empty label as a missing one); the
  * encoder writes exactly that form, so decode(encode(decode(x))) ==
  * decode(x). Sample values are kept bit-exact, including NaN payloads and
- * the stale marker GP_RW_STALE_NAN_BITS.
+ * the stale marker GP_STALE_NAN_BITS.
  */
 #ifndef GP_INGEST_REMOTE_WRITE_H
 #define GP_INGEST_REMOTE_WRITE_H
 
 #include "lib/buf.h"
+#include "store/batch.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -37,58 +39,19 @@
 /* Bytes in one label name or one label value. */
 #define GP_RW_MAX_LABEL_LEN 4096
 
-/* The Prometheus staleness marker: a NaN that no computation produces. */
-#define GP_RW_STALE_NAN_BITS UINT64_C(0x7ff0000000000002)
-
-/* A string view: not NUL-terminated. */
-struct gp_rw_str {
-    const char *ptr;
-    size_t len;
-};
-
-struct gp_rw_label {
-    struct gp_rw_str name;
-    struct gp_rw_str value;
-};
-
-struct gp_rw_sample {
-    double value;
-    int64_t timestamp_ms;
-};
-
-struct gp_rw_series {
-    struct gp_rw_label *labels;
-    size_t nlabels;
-    struct gp_rw_sample *samples;
-    size_t nsamples;
-};
-
-/*
- * A decoded request owns `arena` (the uncompressed bytes the strings point
- * into, and the series/label/sample arrays). For gp_rw_encode the caller
- * fills series itself and leaves arena NULL.
- */
-struct gp_rw_request {
-    struct gp_rw_series *series;
-    size_t nseries;
-    size_t nlabels_total;
-    size_t nsamples_total;
-    void *arena;
-};
-
 /*
  * Decodes a snappy-compressed WriteRequest into *out (zeroed first; on
- * success the caller frees it with gp_rw_request_free; on failure nothing
+ * success the caller frees it with gp_rw_decoded_free; on failure nothing
  * is left to free). The declared uncompressed length is checked against
  * max_uncompressed before anything is allocated. Returns GP_OK,
  * GP_EPARSE (not snappy, malformed protobuf, invalid labels), GP_ETOOBIG
  * (a size cap) or GP_ENOMEM, with a one-line message in err.
  */
 int gp_rw_decode(const uint8_t *body, size_t len, size_t max_uncompressed,
-                 struct gp_rw_request *out, char *err, size_t errlen);
+                 struct gp_batch *out, char *err, size_t errlen);
 
 /* Same as gp_rw_decode for a WriteRequest that is not compressed (copied). */
-int gp_rw_unmarshal(const uint8_t *pb, size_t len, struct gp_rw_request *out,
+int gp_rw_unmarshal(const uint8_t *pb, size_t len, struct gp_batch *out,
                     char *err, size_t errlen);
 
 /* Whether name is a valid label name ([a-zA-Z_][a-zA-Z0-9_]*) and value
@@ -96,8 +59,19 @@ int gp_rw_unmarshal(const uint8_t *pb, size_t len, struct gp_rw_request *out,
  * labels a user configures, checked before anything is sent. */
 bool gp_rw_label_valid(const char *name, size_t nlen, const char *value, size_t vlen);
 
-/* Frees what a decode allocated and zeroes *req; accepts NULL and zeroed. */
-void gp_rw_request_free(struct gp_rw_request *req);
+/*
+ * Checks a request built in memory as gp_rw_decode checks a body: the
+ * canonical form (labels sorted by name, none twice, no empty value), the
+ * names, UTF-8 values and caps; *size is its WriteRequest's encoded
+ * (uncompressed) size, for the receiver's limits. For a batch handed over
+ * in-process (`gpulse up`). Returns GP_OK, GP_EPARSE or GP_ETOOBIG, with
+ * a one-line message in err.
+ */
+int gp_rw_check(const struct gp_batch *req, size_t *size, char *err, size_t errlen);
+
+/* Frees the arena of a batch gp_rw_decode or gp_rw_unmarshal filled and
+ * zeroes *req; accepts NULL and zeroed. */
+void gp_rw_decoded_free(struct gp_batch *req);
 
 /*
  * Serializes req (labels written sorted by name whatever the caller's
@@ -110,7 +84,7 @@ void gp_rw_request_free(struct gp_rw_request *req);
  * UTF-8). More than GP_RW_MAX_LABELS labels in a series is GP_ETOOBIG even
  * when some have empty values.
  */
-int gp_rw_encode(const struct gp_rw_request *req, struct gp_buf *out_compressed,
+int gp_rw_encode(const struct gp_batch *req, struct gp_buf *out_compressed,
                  struct gp_buf *scratch);
 
 #endif

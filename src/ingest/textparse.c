@@ -354,11 +354,11 @@ static int add_label(struct ctx *c, const char *name, size_t nlen, const char *v
     if (c->nlabels == p->cap_labels &&
         grow((void **)&p->labels, &p->cap_labels, c->nlabels + 1, sizeof *p->labels))
         return fail(c, NULL, NULL, GP_ENOMEM, "out of memory");
-    p->labels[c->nlabels++] = (struct gp_rw_label){{name, nlen}, {val, vlen}};
+    p->labels[c->nlabels++] = (struct gp_label){{name, nlen}, {val, vlen}};
     return GP_OK;
 }
 
-static int cmp_name(const struct gp_rw_str *a, const struct gp_rw_str *b)
+static int cmp_name(const struct gp_str *a, const struct gp_str *b)
 {
     size_t n = a->len < b->len ? a->len : b->len;
     int r = memcmp(a->ptr, b->ptr, n);
@@ -369,10 +369,10 @@ static int cmp_name(const struct gp_rw_str *a, const struct gp_rw_str *b)
  * rejects a name given twice. */
 static int sort_labels(struct ctx *c, size_t start, const char *line, const char *end)
 {
-    struct gp_rw_label *l = c->p->labels + start;
+    struct gp_label *l = c->p->labels + start;
     size_t n = c->nlabels - start;
     for (size_t i = 1; i < n; i++) {
-        struct gp_rw_label t = l[i];
+        struct gp_label t = l[i];
         size_t j = i;
         while (j > 0 && cmp_name(&l[j - 1].name, &t.name) > 0) {
             l[j] = l[j - 1];
@@ -638,7 +638,7 @@ static int parse_sample(struct ctx *c, const char *s, const char *e, int64_t def
     p->label_start[c->nseries] = start;
     p->series[c->nseries].nlabels = c->nlabels - start;
     p->series[c->nseries].nsamples = 1;
-    p->samples[c->nseries] = (struct gp_rw_sample){v, ts};
+    p->samples[c->nseries] = (struct gp_sample){v, ts};
     c->nseries++;
     c->last = s;
     c->lastlen = nlen;

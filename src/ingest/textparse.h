@@ -1,11 +1,9 @@
 /*
  * textparse.h - a parser of the Prometheus text exposition format 0.0.4.
  *
- * The agent pushes exactly what its /metrics shows: each tick the pusher
- * renders the exposition and parses it back into series with this parser,
- * so there is one source of truth for names, labels and values. It is
- * also a general, strict parser of outside data (fuzzed), following
- * Prometheus's own text parser (expfmt):
+ * A general, strict parser of outside data (fuzzed; the server's
+ * self-scrape and the tests that compare /metrics with what is pushed read
+ * with it), following Prometheus's own text parser (expfmt):
  *
  *   # HELP <name> <docstring>        docstring escapes \\ and \n only
  *   # TYPE <name> <counter|gauge|histogram|summary|untyped>
@@ -50,17 +48,17 @@
  * Label strings point into the parsed text (or into the parser, for
  * values that had escapes): valid until the text is freed or the next
  * parse, whichever is first. req.arena is NULL: never pass req to
- * gp_rw_request_free.
+ * gp_rw_decoded_free.
  */
 struct gp_text_parser {
-    struct gp_rw_request req; /* the result */
+    struct gp_batch req; /* the result */
     size_t max_series;        /* 0: GP_RW_MAX_SERIES */
 
     /* internals */
-    struct gp_rw_series *series;
-    struct gp_rw_sample *samples;
+    struct gp_series *series;
+    struct gp_sample *samples;
     size_t cap_series;
-    struct gp_rw_label *labels;
+    struct gp_label *labels;
     size_t cap_labels;
     size_t *label_start; /* per series: index of its first label */
     char *arena;         /* unescaped label values */

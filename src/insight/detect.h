@@ -84,7 +84,11 @@ int gp_severity_parse(const char *s, enum gp_severity *out); /* GP_OK or GP_EPAR
     X(HANG, "job_hang", JOB, CRITICAL, 1.0, 1.0, "0s",                                             \
       "Every rank stopped stepping while its process lives: a rank that stopped first or is "     \
       "missing from the collective the others wait in is the one to inspect (py-spy dump, its "   \
-      "log, its node); GPUs spinning at full use are waiting in a collective.")
+      "log, its node); GPUs spinning at full use are waiting in a collective.")                 \
+    X(LOW_GOODPUT, "low_goodput", JOB, WARNING, 0.5, 0.6, "10m",                                   \
+      "Little of the job's time trains the model: shorten what the alert names as the biggest "  \
+      "badput (faster start-up, more DataLoader workers, asynchronous or rarer checkpoints, "    \
+      "rarer evaluation, checkpoints often enough that a restart repeats little).")
 
 enum gp_detector {
 #define GP_DET_ENUM_(id, name, scope, sev, thr, clr, for_, runbook) GP_DET_##id,
@@ -111,6 +115,7 @@ extern const struct gp_detector_info gp_detectors[GP_DET__COUNT];
 #define GP_HANG_STEP_MULTIPLE 10.0
 #define GP_HANG_MIN_STALL_MS (2 * 60 * 1000)
 #define GP_HANG_FIRST_STEP_MS (15 * 60 * 1000)
+#define GP_HANG_CHECKPOINT_MULTIPLE 2.0
 
 /* One detector's settings (defaults from the table, overridden by the
  * `detectors:` section of the server config). */
@@ -122,8 +127,10 @@ struct gp_detector_cfg {
     int64_t cooldown_ms;     /* after resolving, no new firing for this long */
     /* job_hang only (docs/insight.md "Hangs"): a rank's allowance without
      * a step is step_multiple x its own recent step time (at least
-     * min_stall_ms), or first_step_ms before its first step. */
-    double step_multiple;
+     * min_stall_ms), or first_step_ms before its first step; one that
+     * checkpointed in the window at least checkpoint_multiple x its
+     * longest checkpoint. */
+    double step_multiple, checkpoint_multiple;
     int64_t min_stall_ms, first_step_ms;
 };
 

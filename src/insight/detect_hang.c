@@ -6,7 +6,10 @@
  * nvidia-resiliency-ext's timeouts are: a rank that has stepped gets
  * step_multiple x its recent mean step time (at least min_stall), one
  * that has not stepped yet gets first_step (start-up, data loading,
- * compilation). Its stall is the time from the first point that shows
+ * compilation), and one that checkpointed in the window at least
+ * checkpoint_multiple x its longest checkpoint (phases are reported
+ * when they end, so a checkpoint under way is seen by the ones before
+ * it). Its stall is the time from the first point that shows
  * its current step count to the view's end: a grid step late at most,
  * never early. Only live ranks count: a reporter absent from the newest
  * point (its agent forgot it) or one that said `end` is not judged, so
@@ -51,6 +54,7 @@ struct stall {
     double allow_s;    /* its allowance */
     double last_step;  /* gpulse_job_step at the newest point; NaN: none */
     double activity;   /* its GPU's mean activity since `since`; NaN: none */
+    double ckpt_s;     /* its longest checkpoint in the window; NaN: none */
     double missing;    /* Flight Recorder: the collective it never entered; NaN: none */
     double waiting;    /* ... the one it waits in; NaN: none */
 };
@@ -78,6 +82,22 @@ static bool rank_stall(const struct gp_detect_ctx *c, unsigned pi, unsigned gi,
             break;
         since = k;
     }
+    /* A checkpoint reported after the last step (a phase is reported at
+     * its end) is sign of life: the stall runs from its report. Its
+     * length, the counter's increase, sizes the allowance. */
+    const double *ck = gp_view_proc_at(v, p, GP_VPM_CHECKPOINT);
+    out->ckpt_s = NAN;
+    for (unsigned k = 1, prev = isnan(ck[0]) ? UINT_MAX : 0; k < v->npoints; k++) {
+        if (isnan(ck[k]))
+            continue;
+        if (prev != UINT_MAX && ck[k] > ck[prev]) {
+            double d = ck[k] - ck[prev];
+            out->ckpt_s = isnan(out->ckpt_s) ? d : fmax(out->ckpt_s, d);
+            if (k > since)
+                since = k;
+        }
+        prev = k;
+    }
     out->proc = pi;
     out->since = since;
     out->stall_s = (double)(v->t_end_ms - gp_view_time(v, since)) / 1000.0;
@@ -101,6 +121,8 @@ static bool rank_stall(const struct gp_detect_ctx *c, unsigned pi, unsigned gi,
         out->allow_s = cur > 0 ? floor_s : (double)cfg->first_step_ms / 1000.0;
     else
         out->allow_s = fmax(cfg->step_multiple * out->step_s, floor_s);
+    if (!isnan(out->ckpt_s))
+        out->allow_s = fmax(out->allow_s, cfg->checkpoint_multiple * out->ckpt_s);
     out->activity = NAN;
     if (gi != UINT_MAX) {
         unsigned n = 0;
@@ -262,6 +284,8 @@ static void hang_text(const struct gp_detect_ctx *c, const struct gp_view_job *j
         gp_format_duration((int64_t)(s[i].stall_s * 1000), st, sizeof st);
         gp_format_duration((int64_t)(s[i].allow_s * 1000), al, sizeof al);
         gpu_words(s[i].activity, g, sizeof g);
+        if (!isnan(s[i].ckpt_s))
+            put(g, sizeof g, &(size_t){strlen(g)}, "; longest checkpoint %.0f s", s[i].ckpt_s);
         if (!isnan(s[i].missing))
             put(g, sizeof g, &(size_t){strlen(g)}, "; never entered collective %.0f", s[i].missing);
         else if (!isnan(s[i].waiting))

@@ -163,9 +163,42 @@ static double xid_changes(const double *x, unsigned n)
     return cnt;
 }
 
+/* Whether GPU g has any reading other than its XID rows at point k: its
+ * agent was reporting then. */
+static bool gpu_reporting(const struct gp_view *v, const struct gp_view_gpu *g, unsigned k)
+{
+    for (int r = 0; r < GP_VGM__COUNT; r++)
+        if (r != GP_VGM_XID_TOTAL && r != GP_VGM_XID_LAST && !isnan(gp_view_gpu_at(v, g, r)[k]))
+            return true;
+    return false;
+}
+
+/*
+ * The hardware XIDs the XID counter says happened in the window. The
+ * agent exports a counter for an XID only once it happens, so the series
+ * first appears at 1, and an increase from its first point (as
+ * Prometheus's increase() measures it) misses that XID. A counter that
+ * first appears while its GPU was already reporting (a reading at the
+ * point before) therefore counts from 0, as if a 0 stood at that point.
+ * A counter there from the GPU's first point in the window is not
+ * counted: it appeared before the window (its XIDs were counted then,
+ * while its appearance was in the window), or the server has no older
+ * data to tell (a fresh store), so a restart cannot re-alert on old XIDs.
+ */
+static double xid_increase(const struct gp_view *v, const struct gp_view_gpu *g, const double *x)
+{
+    unsigned first;
+    double x0 = gp_det_first(x, v->npoints, &first);
+    double inc = gp_det_increase(x, v->npoints);
+    if (x0 > 0 && first > 0 && gpu_reporting(v, g, first - 1))
+        inc += x0;
+    return inc;
+}
+
 /*
  * HW_ERRORS (above): the number of error findings: hardware XIDs in the
- * window (counter increase, else changes of the last-XID code) + 1 for
+ * window (counter increase, its first appearance counted: xid_increase;
+ * else changes of the last-XID code) + 1 for
  * each state that holds at the newest reading: volatile double-bit ECC
  * errors (the volatile counter goes back to 0 only when the GPU is reset,
  * which is what draining is for, so the alert holds until then, not
@@ -194,7 +227,7 @@ int gp_det_hw_errors(const struct gp_detect_ctx *c)
             continue;
         double dbe_now = gp_det_last(dbe_s, n, NULL);
         double dbe = isnan(dbe_now) ? 0 : dbe_now; /* volatile: since the last reset */
-        double xid = have_xid_total ? gp_det_increase(xid_s, n) : xid_changes(last_s, n);
+        double xid = have_xid_total ? xid_increase(v, g, xid_s) : xid_changes(last_s, n);
         bool st_pend = pend > 0, st_unc = unc > 0, st_fail = fail > 0;
         double value = (dbe > 0) + xid + st_pend + st_unc + st_fail;
         gp_det_key_gpu(&o, GP_DET_HW_ERRORS, g);

@@ -16,6 +16,8 @@
  */
 #include "detect_util.h"
 
+#include "query/goodput.h"
+
 #include "lib/err.h"
 
 #include <limits.h>
@@ -297,6 +299,42 @@ int gp_det_budget(const struct gp_detect_ctx *c)
                           j->cost, j->budget, ratio, j->ngpus, gp_plural(j->ngpus, "GPU", "GPUs"),
                           j->nprocs, gp_plural(j->nprocs, "step reporter", "step reporters"),
                           c->cfg->threshold, c->cfg->clear);
+        }
+        int rc = gp_det_emit(c, &o);
+        if (rc)
+            return rc;
+    }
+    return GP_OK;
+}
+
+/*
+ * LOW_GOODPUT: the job's goodput so far (productive step time / the
+ * ranks' wall time, docs/jobs.md "Goodput"), bad below, for jobs with at
+ * least GP_DET_GOODPUT_MIN_S of rank time (start-up alone would make
+ * every young job look bad); the alert names the biggest badput.
+ */
+#define GP_DET_GOODPUT_MIN_S 300.0
+
+int gp_det_low_goodput(const struct gp_detect_ctx *c)
+{
+    const struct gp_view *v = c->view;
+    struct gp_observation o;
+    for (unsigned ji = 0; ji < v->njobs; ji++) {
+        const struct gp_view_job *j = &v->jobs[ji];
+        if (isnan(j->goodput_ratio) || !(j->goodput_wall_s >= GP_DET_GOODPUT_MIN_S))
+            continue;
+        gp_det_key_job(&o, GP_DET_LOW_GOODPUT, j);
+        if (gp_det_judge(c, &o, j->goodput_ratio, false)) {
+            const char *bad = j->badput >= 0 ? gp_goodput_part_name(j->badput) : "none";
+            double share = j->badput >= 0 ? j->badput_s / j->goodput_wall_s : 0;
+            gp_det_printf(o.summary, sizeof o.summary,
+                          "job %s trained the model %.0f %% of its time; the biggest badput is %s "
+                          "(%.0f %%)",
+                          j->job, 100 * j->goodput_ratio, bad, 100 * share);
+            gp_det_printf(o.evidence, sizeof o.evidence,
+                          "goodput %.3f over %.0f rank-seconds; %s %.1f s; threshold %.2f, clear %.2f",
+                          j->goodput_ratio, j->goodput_wall_s, bad, j->badput_s, c->cfg->threshold,
+                          c->cfg->clear);
         }
         int rc = gp_det_emit(c, &o);
         if (rc)

@@ -35,7 +35,7 @@
 #define MAX_POINTS 10000
 
 enum combine { C_NEWEST, C_MAX, C_SUM };
-enum route { R_GPU, R_PROC, R_REASONS, R_ALLOC };
+enum route { R_GPU, R_PROC, R_REASONS, R_ALLOC, R_PHASE };
 
 /* One metric name the engine selects, and where its series go. */
 struct metric {
@@ -220,6 +220,8 @@ static int setup_metrics(struct gp_engine *e)
     for (int i = 0; i < GP_VPM__COUNT && !rc; i++) {
         if (i == GP_VPM_ALLOCATED || i == GP_VPM_RESERVED)
             rc = add_metric(e, pm[i].name, R_ALLOC, -1, C_SUM, 1);
+        else if (i == GP_VPM_CHECKPOINT)
+            rc = add_metric(e, pm[i].name, R_PHASE, -1, C_NEWEST, 1);
         else
             rc = add_metric(e, pm[i].name, R_PROC, i, C_NEWEST, pm[i].scale);
     }
@@ -312,7 +314,7 @@ const struct gp_view *gp_engine_view(const struct gp_engine *e) { return &e->vie
 /* Label name as a C string into out ("" when absent or too long). */
 static void label(const struct gp_store_series *s, const char *name, char *out, size_t len)
 {
-    struct gp_rw_str v;
+    struct gp_str v;
     out[0] = '\0';
     if (gp_labels_get(s->labels, s->labels_len, name, &v) == 1 && v.len < len) {
         memcpy(out, v.ptr, v.len);
@@ -443,6 +445,16 @@ static int route(const struct metric *m, const struct gp_store_series *s, enum c
     char v[48];
     switch (m->route) {
     case R_GPU:
+        /* the agent counts every XID; the row counts hardware XIDs only
+         * (an application's XID 13 is no reason to drain a node) */
+        if (m->row == GP_VGM_XID_TOTAL) {
+            label(s, "xid", v, sizeof v);
+            char *end;
+            double x = strtod(v, &end);
+            if (v[0] && !*end && !gp_xid_is_hardware(x))
+                return -1;
+        }
+        return m->row;
     case R_PROC:
         return m->row;
     case R_REASONS:
@@ -459,6 +471,9 @@ static int route(const struct metric *m, const struct gp_store_series *s, enum c
         if (!strcmp(v, "reserved"))
             return GP_VPM_RESERVED;
         return -1;
+    case R_PHASE:
+        label(s, "phase", v, sizeof v);
+        return !strcmp(v, "checkpoint") ? GP_VPM_CHECKPOINT : -1;
     }
     return -1;
 }
@@ -492,7 +507,7 @@ static int select_all(struct gp_engine *e, int64_t t_end, int64_t since)
         int rc = gp_storage_select_since(e->o.store, &m->m, 1, mint, t_end, since, &sel);
         if (rc)
             return rc;
-        bool proc = m->route == R_PROC || m->route == R_ALLOC;
+        bool proc = m->route == R_PROC || m->route == R_ALLOC || m->route == R_PHASE;
         for (size_t i = 0; i < sel.n && !rc; i++) {
             const struct gp_store_series *s = &sel.series[i];
             uint64_t *v = omap_get(&e->ids, s->id);
@@ -904,13 +919,13 @@ static int set_hang_field(struct gp_detector_cfg *c, bool hang, const char *fiel
 {
     if (!hang)
         return gp_seterr(err, errlen, GP_ECONFIG, "'%s' belongs to job_hang only", field);
-    if (!strcmp(field, "step_multiple")) {
+    if (!strcmp(field, "step_multiple") || !strcmp(field, "checkpoint_multiple")) {
         char *end;
         double x = strtod(val, &end);
         if (end == val || *end || !isfinite(x) || x <= 0)
-            return gp_seterr(err, errlen, GP_ECONFIG,
-                             "'step_multiple' must be a number above 0, not '%s'", val);
-        c->step_multiple = x;
+            return gp_seterr(err, errlen, GP_ECONFIG, "'%s' must be a number above 0, not '%s'",
+                             field, val);
+        *(field[0] == 's' ? &c->step_multiple : &c->checkpoint_multiple) = x;
         return GP_OK;
     }
     int64_t ms;
@@ -926,7 +941,7 @@ static int set_field(struct gp_detector_cfg *c, bool hang, const char *field, co
 {
     char *end;
     if (!strcmp(field, "step_multiple") || !strcmp(field, "min_stall") ||
-        !strcmp(field, "first_step"))
+        !strcmp(field, "first_step") || !strcmp(field, "checkpoint_multiple"))
         return set_hang_field(c, hang, field, val, err, errlen);
     if (!strcmp(field, "threshold") || !strcmp(field, "clear")) {
         double x = strtod(val, &end);
@@ -960,7 +975,7 @@ static int set_field(struct gp_detector_cfg *c, bool hang, const char *field, co
     }
     return gp_seterr(err, errlen, GP_ECONFIG,
                      "unknown field '%s' (use threshold, clear, for, cooldown, severity or "
-                     "enabled; job_hang also step_multiple, min_stall, first_step)",
+                     "enabled; job_hang also step_multiple, min_stall, first_step, checkpoint_multiple)",
                      field);
 }
 

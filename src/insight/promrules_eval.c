@@ -97,7 +97,7 @@ struct gp_promrules_run {
 /* ---- label sets ---- */
 
 struct lset {
-    struct gp_rw_label *l;
+    struct gp_label *l;
     size_t n, cap;
 };
 
@@ -109,26 +109,26 @@ static int lset_put(struct lset *s, const char *name, size_t nl, const char *val
                 s->l[i] = s->l[--s->n];
                 return GP_OK;
             }
-            s->l[i].value = (struct gp_rw_str){value, vl};
+            s->l[i].value = (struct gp_str){value, vl};
             return GP_OK;
         }
     if (!vl)
         return GP_OK;
     if (s->n == s->cap) {
         size_t nc = s->cap ? s->cap * 2 : 32;
-        struct gp_rw_label *n = realloc(s->l, nc * sizeof *n);
+        struct gp_label *n = realloc(s->l, nc * sizeof *n);
         if (!n)
             return GP_ENOMEM;
         s->l = n;
         s->cap = nc;
     }
-    s->l[s->n++] = (struct gp_rw_label){{name, nl}, {value, vl}};
+    s->l[s->n++] = (struct gp_label){{name, nl}, {value, vl}};
     return GP_OK;
 }
 
 static int cmp_label(const void *a, const void *b)
 {
-    const struct gp_rw_label *x = a, *y = b;
+    const struct gp_label *x = a, *y = b;
     size_t n = x->name.len < y->name.len ? x->name.len : y->name.len;
     int c = memcmp(x->name.ptr, y->name.ptr, n);
     return c ? c : (x->name.len > y->name.len) - (x->name.len < y->name.len);
@@ -140,7 +140,7 @@ static int lset_from(struct lset *s, const uint8_t *blob, size_t len, bool drop_
     s->n = 0;
     struct gp_labels_iter it;
     gp_labels_iter_init(&it, blob, len);
-    struct gp_rw_str name, value;
+    struct gp_str name, value;
     while (blob && gp_labels_next(&it, &name, &value) == 1) {
         if (drop_name && name.len == 8 && !memcmp(name.ptr, "__name__", 8))
             continue;
@@ -237,10 +237,10 @@ static int write_outs(struct gp_storage *st, const struct outs *cur, const struc
         n += !outs_has(cur, prev, &prev->e[i]);
     if (!n)
         return GP_OK;
-    struct gp_rw_series *se = calloc(n, sizeof *se);
-    struct gp_rw_sample *sm = calloc(n, sizeof *sm);
+    struct gp_series *se = calloc(n, sizeof *se);
+    struct gp_sample *sm = calloc(n, sizeof *sm);
     struct lset ls = {0};
-    struct gp_rw_label *lab = NULL;
+    struct gp_label *lab = NULL;
     size_t nlab = 0, caplab = 0;
     int rc = se && sm ? GP_OK : GP_ENOMEM;
     size_t k = 0;
@@ -257,7 +257,7 @@ static int write_outs(struct gp_storage *st, const struct outs *cur, const struc
                 break;
             if (nlab + ls.n > caplab) {
                 size_t nc = (nlab + ls.n) * 2;
-                struct gp_rw_label *nl = realloc(lab, nc * sizeof *nl);
+                struct gp_label *nl = realloc(lab, nc * sizeof *nl);
                 if (!nl) {
                     rc = GP_ENOMEM;
                     break;
@@ -268,15 +268,15 @@ static int write_outs(struct gp_storage *st, const struct outs *cur, const struc
             memcpy(lab + nlab, ls.l, ls.n * sizeof *ls.l);
             first[k] = nlab;
             nlab += ls.n;
-            sm[k] = (struct gp_rw_sample){pass ? gp_bits_f64(GP_RW_STALE_NAN_BITS) : o->e[i].v, ts};
+            sm[k] = (struct gp_sample){pass ? gp_bits_f64(GP_STALE_NAN_BITS) : o->e[i].v, ts};
             k++;
         }
     }
     if (!rc) {
         first[k] = nlab;
         for (size_t i = 0; i < k; i++)
-            se[i] = (struct gp_rw_series){lab + first[i], first[i + 1] - first[i], &sm[i], 1};
-        struct gp_rw_request rq = {se, k, nlab, k, NULL};
+            se[i] = (struct gp_series){lab + first[i], first[i + 1] - first[i], &sm[i], 1};
+        struct gp_batch rq = {se, k, nlab, k, NULL};
         struct gp_append_result res;
         memset(&res, 0, sizeof res);
         char detail[256];
@@ -867,7 +867,7 @@ static void restore_for_state(struct gp_promrules_run *run, struct rstate *rs, i
 /* The severity of an alert's labels. */
 static enum gp_severity severity_of(const uint8_t *labels, size_t len)
 {
-    struct gp_rw_str v;
+    struct gp_str v;
     char s[16];
     enum gp_severity sev = GP_SEV_WARNING;
     if (gp_labels_get(labels, len, "severity", &v) == 1 && v.len < sizeof s) {
@@ -922,7 +922,7 @@ static int observe(struct rstate *rs, struct gp_alerts *alerts)
         gp_buf_reset(&lab);
         struct gp_labels_iter it;
         gp_labels_iter_init(&it, a->labels, a->len);
-        struct gp_rw_str name, value;
+        struct gp_str name, value;
         while (gp_labels_next(&it, &name, &value) == 1) {
             if (gp_rule_key_label(name.ptr, name.len) || (name.len == 9 && !memcmp(name.ptr, "alertname", 9)))
                 continue;

@@ -586,7 +586,7 @@ static int operand(struct ctx *c, const struct token *t, struct val *r)
                 return GP_OK; /* no label name that long: none */
             memcpy(name, field, fl);
             name[fl] = '\0';
-            struct gp_rw_str v;
+            struct gp_str v;
             if (gp_labels_get(c->d->labels, c->d->labels_len, name, &v) == 1)
                 set_str(r, v.ptr, v.len);
         }

@@ -426,7 +426,7 @@ void gp_rule_template(const char *tmpl, double value, const uint8_t *labels, siz
             char name[128];
             memcpy(name, a + 8, len - 8);
             name[len - 8] = '\0';
-            struct gp_rw_str val = {"", 0};
+            struct gp_str val = {"", 0};
             if (labels)
                 gp_labels_get(labels, labels_len, name, &val);
             put(out, outlen, &n, val.ptr, val.len);
@@ -440,7 +440,7 @@ void gp_rule_template(const char *tmpl, double value, const uint8_t *labels, siz
 /* A label value as a C string into out (size len): "" when absent or too long. */
 static void label_text(const uint8_t *blob, size_t blen, const char *name, char *out, size_t len)
 {
-    struct gp_rw_str v;
+    struct gp_str v;
     out[0] = '\0';
     if (gp_labels_get(blob, blen, name, &v) && v.len < len) {
         memcpy(out, v.ptr, v.len);
@@ -483,7 +483,7 @@ static void extra_labels(const struct gp_rule *r, const uint8_t *blob, size_t bl
     const char *sep = "";
     struct gp_labels_iter it;
     gp_labels_iter_init(&it, blob, blen);
-    struct gp_rw_str name, value;
+    struct gp_str name, value;
     while (gp_labels_next(&it, &name, &value) == 1) {
         if (gp_rule_key_label(name.ptr, name.len))
             continue;

@@ -187,6 +187,8 @@ static struct gp_view_job *job_of(struct gp_view *v, const char *job, unsigned *
     memset(j, 0, sizeof *j);
     snprintf(j->job, sizeof j->job, "%s", job);
     j->cost = NAN;
+    j->goodput_ratio = j->goodput_wall_s = j->badput_s = NAN;
+    j->badput = -1;
     return j;
 }
 

@@ -71,7 +71,8 @@ enum gp_vgm {
     X(LAST_STEP, "gpulse_job_step", 1)             /* the last step's number */ \
     X(END, "gpulse_job_end_time_seconds", 1)       /* set once it said end */ \
     X(FR_MISSING, "gpulse_job_collective_missing_seq", 1) /* flight recorder */ \
-    X(FR_WAITING, "gpulse_job_collective_waiting_seq", 1)
+    X(FR_WAITING, "gpulse_job_collective_waiting_seq", 1)                      \
+    X(CHECKPOINT, "gpulse_job_phase_seconds_total", 1) /* phase checkpoint, counter */
 
 enum gp_vpm {
 #define GP_VPM_ENUM_(id, name, scale) GP_VPM_##id,
@@ -112,6 +113,10 @@ struct gp_view_job {
     unsigned *procs, nprocs;
     double budget;               /* configured budget in USD; <= 0: none */
     double cost;                 /* cost so far in USD (cost.c); NaN: unknown */
+    /* goodput so far (query/goodput.h), from the job's document; NaN
+     * ratio: unknown */
+    double goodput_ratio, goodput_wall_s, badput_s;
+    int badput;                  /* the biggest badput part; -1 none */
 };
 
 struct gp_view {

@@ -209,6 +209,86 @@ double gp_gpumodel_h100_equivalents(const struct gp_gpumodel *m)
     return m ? m->tensor_tflops / GP_H100_TENSOR_TFLOPS : 0;
 }
 
+/*
+ * Peak dense tensor throughput by precision, TFLOP/s, for MFU (fp16 and
+ * bf16 are the row's tensor_tflops, fp32 its fp32_tflops). Dense, that is
+ * half the "with sparsity" figure the data sheets print first. Sources:
+ * - NVIDIA data sheets, TF32 / FP8 Tensor Core rows: A10 (62.5), A100
+ *   (156), L4 (60 / 242.5), L40S (183 / 733), L40 (90.5 / 362), H100 SXM
+ *   (494.7 / 1978.9), H100 PCIe (378 / 1513), H100 NVL (417.5 / 1670.5),
+ *   H200 and GH200 (as the H100 SXM), H200 NVL (as the H100 NVL), H20 (74
+ *   / 296, the product brief), HGX B200 and HGX B300 (18 and 72 sparse
+ *   PFLOP/s for 8 GPUs: 1125 / 4500 each), GB200 NVL72 (180 and 720
+ *   sparse PFLOP/s for 72 GPUs: 1250 / 5000 each).
+ * - AMD data sheets, TF32 / FP8 matrix: MI300X and MI325X (653.7 /
+ *   2614.9); MI355X (FP8 5 PFLOP/s dense, no TF32 row); MI250X has
+ *   neither (CDNA2), V100 and T4 neither nor bf16 (their tensor figure
+ *   is fp16 only).
+ * - A10G: no data sheet; tf32 half its bf16 figure, as on the A10.
+ * - Workstation and consumer cards: the Ampere GA102 and Ada whitepapers
+ *   (TF32 half the fp16/bf16-with-fp32-accumulate figure; FP8 with fp32
+ *   accumulate on Ada: RTX 4090 330.3, RTX 4080 194.9, RTX 6000 Ada
+ *   728.5; Ampere has no FP8).
+ * A short name missing here has no tf32 or fp8 figure (0: "n/a").
+ */
+static const struct {
+    const char *short_name;
+    double tf32, fp8;
+} peaks[] = {
+    {"A10", 62.5, 0},        {"A10G", 35, 0},           {"A100-40GB", 156, 0},
+    {"A100", 156, 0},        {"L4", 60, 242.5},         {"L40S", 183, 733},
+    {"L40", 90.5, 362},      {"H100", 494.7, 1978.9},   {"H100-PCIE", 378, 1513},
+    {"H100-NVL", 417.5, 1670.5}, {"H20", 74, 296},      {"H200", 494.7, 1978.9},
+    {"H200-NVL", 417.5, 1670.5}, {"GH200", 494.7, 1978.9}, {"B200", 1125, 4500},
+    {"GB200", 1250, 5000},   {"B300", 1125, 4500},      {"MI300X", 653.7, 2614.9},
+    {"MI325X", 653.7, 2614.9}, {"MI355X", 0, 5000},     {"RTX3090", 35.6, 0},
+    {"RTX4080", 48.7, 194.9}, {"RTXA6000", 77.4, 0},    {"RTX6000ADA", 182.1, 728.5},
+    {"RTX4090", 82.6, 330.3},
+};
+
+static const char *const precision_names[GP_PREC__COUNT] = {
+    [GP_PREC_FP32] = "fp32", [GP_PREC_TF32] = "tf32", [GP_PREC_FP16] = "fp16",
+    [GP_PREC_BF16] = "bf16", [GP_PREC_FP8] = "fp8",
+};
+
+const char *gp_precision_name(enum gp_precision p)
+{
+    return (unsigned)p < GP_PREC__COUNT ? precision_names[p] : NULL;
+}
+
+bool gp_precision_parse(const char *s, size_t n, enum gp_precision *out)
+{
+    for (int p = 0; p < GP_PREC__COUNT; p++)
+        if (strlen(precision_names[p]) == n && !memcmp(s, precision_names[p], n)) {
+            *out = (enum gp_precision)p;
+            return true;
+        }
+    return false;
+}
+
+double gp_gpumodel_peak_tflops(const struct gp_gpumodel *m, enum gp_precision p)
+{
+    if (!m)
+        return 0;
+    switch (p) {
+    case GP_PREC_FP32:
+        return m->fp32_tflops;
+    case GP_PREC_FP16:
+        return m->tensor_tflops;
+    case GP_PREC_BF16: /* Volta and Turing tensor cores have no bf16 */
+        return m->arch == GP_ARCH_VOLTA || m->arch == GP_ARCH_TURING ? 0 : m->tensor_tflops;
+    case GP_PREC_TF32:
+    case GP_PREC_FP8:
+        for (size_t i = 0; i < sizeof peaks / sizeof peaks[0]; i++)
+            if (!strcmp(peaks[i].short_name, m->short_name))
+                return p == GP_PREC_TF32 ? peaks[i].tf32 : peaks[i].fp8;
+        return 0;
+    case GP_PREC__COUNT:
+        break;
+    }
+    return 0;
+}
+
 bool gp_gpumodel_has_row_remap(const struct gp_gpumodel *m)
 {
     return m->vendor == GP_VENDOR_NVIDIA && m->ecc && m->arch >= GP_ARCH_AMPERE;

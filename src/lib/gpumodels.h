@@ -62,6 +62,26 @@ struct gp_gpumodel {
     double price_usd_hour;    /* default on-demand price per GPU-hour, USD (gpumodels.c says the basis) */
 };
 
+/* The number formats a training job computes in (its "precision"), for
+ * the peak throughput MFU divides by. */
+enum gp_precision { GP_PREC_FP32, GP_PREC_TF32, GP_PREC_FP16, GP_PREC_BF16, GP_PREC_FP8, GP_PREC__COUNT };
+
+/* "fp32", "tf32", "fp16", "bf16", "fp8"; NULL out of range. */
+const char *gp_precision_name(enum gp_precision p);
+
+/* Reads one of the names above (exact, lowercase) from s[0..n). false when
+ * it is none of them. */
+bool gp_precision_parse(const char *s, size_t n, enum gp_precision *out);
+
+/*
+ * m's peak dense throughput at precision p, TFLOP/s: fp32 the non-tensor
+ * rate, the others the tensor cores' (matrix cores') dense rate from the
+ * vendor's data sheet (gpumodels.c cites each). 0 when the card has no
+ * such rate (bf16 and fp8 on a V100, fp8 before Ada/Hopper/CDNA3) or the
+ * table has no figure for it; 0 when m is NULL.
+ */
+double gp_gpumodel_peak_tflops(const struct gp_gpumodel *m, enum gp_precision p);
+
 /* Peak dense bf16 tensor TFLOP/s of the H100 SXM: the unit of "H100-equivalents". */
 #define GP_H100_TENSOR_TFLOPS 989.4
 

@@ -149,8 +149,13 @@ enum gp_metric_section {
     X(STEP_FR_WAITING, STEPS, "gpulse_job_collective_waiting_seq", GAUGE, "@job @host pid",           \
       "Sequence number of the collective this rank entered and waits in (PyTorch Flight Recorder "   \
       "dumps).")                                                                                       \
+    X(STEP_PHASE, STEPS, "gpulse_job_phase_seconds_total", COUNTER, "@job @host pid phase",            \
+      "Time the process spent in phases between steps, by phase (checkpoint, evaluation, other).")     \
     X(STEP_ALLOCATOR, STEPS, "gpulse_job_allocator_bytes", GAUGE, "@job @host pid device kind",        \
       "Framework allocator memory the process reported, by device and kind.")                          \
+    X(STEP_MODEL_FLOPS, STEPS, "gpulse_job_model_flops", GAUGE, "@job @host pid per precision",       \
+      "Model FLOPs per token or per sample the process declared (6 x parameters per token when "       \
+      "training), and the precision it computes in.")                                                  \
     X(STEPS_DATAGRAMS, STEPS, "gpulse_steps_datagrams_total", COUNTER, "",                             \
       "Datagrams received on the step socket.")                                                        \
     X(STEPS_RECORDS, STEPS, "gpulse_steps_records_total", COUNTER, "",                                 \
@@ -191,7 +196,7 @@ enum gp_metric_section {
     X(PUSH_LAST_SUCCESS, PUSH, "gpulse_push_last_success_timestamp_seconds", GAUGE, "target",          \
       "When the target last acknowledged a request (0: never).")                                       \
     X(PUSH_ENCODE, PUSH, "gpulse_push_encode_duration_seconds", GAUGE, "",                             \
-      "Time the last tick took to parse its exposition and encode it as remote write.")                \
+      "Time the last tick took to encode as remote write (labels added, protobuf, snappy).")           \
     X(SRV_INGESTED, SERVER, "gpulse_server_samples_ingested_total", COUNTER, "",                       \
       "Samples stored from remote write.")                                                             \
     X(SRV_DUPLICATE, SERVER, "gpulse_server_samples_duplicate_total", COUNTER, "",                     \
@@ -305,6 +310,9 @@ enum gp_metric_section {
     X(RULE_EVAL_FAILURES, EVAL, "gpulse_rule_evaluation_failures_total", COUNTER, "rule_group",        \
       "Rule evaluations that failed (the rule's lastError in /api/v1/rules says why).")                \
     X(ALERTS, EVAL, "gpulse_server_alerts", GAUGE, "state", "Alerts now, by state.")                   \
+    X(JOB_GOODPUT, EVAL, "gpulse_job_goodput_ratio", GAUGE, "job",                                     \
+      "Goodput of a job in the detectors' view: productive step time / its ranks' wall time "        \
+      "(low_goodput's input, refreshed every minute).")                                                \
     X(ALERT_TRANSITIONS, EVAL, "gpulse_server_alert_transitions_total", COUNTER, "",                   \
       "Alert state changes.")                                                                          \
     X(REMEDIATION_REFUSED, EVAL, "gpulse_server_remediation_refused_total", COUNTER, "reason",         \

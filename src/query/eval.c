@@ -54,7 +54,7 @@ enum gp_eval_mode gp_eval_mode_for(enum gp_agg agg)
 
 int gp_eval_is_stale(double v)
 {
-    return gp_f64_bits(v) == GP_RW_STALE_NAN_BITS;
+    return gp_f64_bits(v) == GP_STALE_NAN_BITS;
 }
 
 /* Stale check for the hot loops: one compare for every non-NaN value. */

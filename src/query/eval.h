@@ -48,7 +48,7 @@ enum gp_eval_mode { GP_EVAL_MEAN, GP_EVAL_MIN, GP_EVAL_MAX };
 /* The per-series reduction an aggregation needs: min/max keep peaks. */
 enum gp_eval_mode gp_eval_mode_for(enum gp_agg agg);
 
-/* 1 when v is Prometheus's stale marker (bits GP_RW_STALE_NAN_BITS). */
+/* 1 when v is Prometheus's stale marker (bits GP_STALE_NAN_BITS). */
 int gp_eval_is_stale(double v);
 
 /*

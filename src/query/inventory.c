@@ -35,11 +35,11 @@
 #define VALUE_LOOKBACK_MS GP_QUERY_LOOKBACK_MS
 
 struct row {
-    struct gp_rw_str node, gpu, mig;
+    struct gp_str node, gpu, mig;
     const struct gp_store_series *s;
 };
 
-static int str_cmp(struct gp_rw_str a, struct gp_rw_str b)
+static int str_cmp(struct gp_str a, struct gp_str b)
 {
     int c = memcmp(a.ptr, b.ptr, a.len < b.len ? a.len : b.len);
     if (c)
@@ -47,7 +47,7 @@ static int str_cmp(struct gp_rw_str a, struct gp_rw_str b)
     return a.len < b.len ? -1 : a.len > b.len;
 }
 
-static int all_digits(struct gp_rw_str s)
+static int all_digits(struct gp_str s)
 {
     if (!s.len)
         return 0;
@@ -58,7 +58,7 @@ static int all_digits(struct gp_rw_str s)
 }
 
 /* GPU indexes in numeric order ("2" before "10"), other text bytewise. */
-static int index_cmp(struct gp_rw_str a, struct gp_rw_str b)
+static int index_cmp(struct gp_str a, struct gp_str b)
 {
     if (all_digits(a) && all_digits(b)) {
         while (a.len > 1 && a.ptr[0] == '0')
@@ -89,7 +89,7 @@ static int same_gpu(const struct row *a, const struct row *b)
 
 /* One GPU: identity strings (views into the selection) and readings. */
 struct gpu {
-    struct gp_rw_str node, gpu, mig, profile, uuid, model, driver, vendor;
+    struct gp_str node, gpu, mig, profile, uuid, model, driver, vendor;
     int64_t uuid_t, model_t, driver_t, vendor_t, profile_t; /* last_ms of their source series */
     int64_t last_seen;
     int simulated;
@@ -97,10 +97,10 @@ struct gpu {
 };
 
 /* Takes label name of s into *dst when s is newer than its last source. */
-static void take_label(const struct gp_store_series *s, const char *name, struct gp_rw_str *dst,
+static void take_label(const struct gp_store_series *s, const char *name, struct gp_str *dst,
                        int64_t *dst_t)
 {
-    struct gp_rw_str v;
+    struct gp_str v;
     if (gp_labels_get(s->labels, s->labels_len, name, &v) == 1 && v.len && s->last_ms >= *dst_t) {
         *dst = v;
         *dst_t = s->last_ms;
@@ -117,7 +117,7 @@ static double newest(struct gp_storage *st, const struct gp_store_series *s, str
 
 static int name_is(const struct gp_store_series *s, const char *name)
 {
-    struct gp_rw_str v;
+    struct gp_str v;
     return gp_labels_get(s->labels, s->labels_len, "__name__", &v) == 1 && v.len == strlen(name) &&
            memcmp(v.ptr, name, v.len) == 0;
 }
@@ -145,7 +145,7 @@ static void build_gpu(struct gp_storage *st, const struct row *a, const struct r
         take_label(s, "GPU_I_PROFILE", &g->profile, &g->profile_t);
         if (s->last_ms > g->last_seen)
             g->last_seen = s->last_ms;
-        struct gp_rw_str v;
+        struct gp_str v;
         if (gp_labels_get(s->labels, s->labels_len, "simulated", &v) == 1 && v.len == 4 &&
             memcmp(v.ptr, "true", 4) == 0)
             g->simulated = 1;
@@ -198,7 +198,7 @@ static int gpu_rows(struct gp_storage *st, struct gp_store_selection *sel, struc
         if (gp_labels_get(s->labels, s->labels_len, "gpu", &x.gpu) != 1)
             continue;
         if (gp_labels_get(s->labels, s->labels_len, "GPU_I_ID", &x.mig) != 1)
-            x.mig = (struct gp_rw_str){"", 0};
+            x.mig = (struct gp_str){"", 0};
         r[n++] = x;
     }
     qsort(r, n, sizeof *r, row_cmp);
@@ -207,7 +207,7 @@ static int gpu_rows(struct gp_storage *st, struct gp_store_selection *sel, struc
     return GP_OK;
 }
 
-static void put_str_or_null(struct gp_buf *out, struct gp_rw_str v)
+static void put_str_or_null(struct gp_buf *out, struct gp_str v)
 {
     if (v.len)
         gp_json_str(out, v.ptr, v.len);
@@ -247,12 +247,12 @@ static void put_gpu(struct gp_buf *out, const struct gpu *g)
 
 static int view_cmp(const void *a, const void *b)
 {
-    return str_cmp(*(const struct gp_rw_str *)a, *(const struct gp_rw_str *)b);
+    return str_cmp(*(const struct gp_str *)a, *(const struct gp_str *)b);
 }
 
 /* Writes one node from its GPUs [a, b); models is scratch for b - a. */
 static void put_node(struct gp_buf *out, const struct gpu *a, const struct gpu *b,
-                     struct gp_rw_str *models)
+                     struct gp_str *models)
 {
     size_t ngpus = 0, nm = 0;
     int64_t last = INT64_MIN;
@@ -294,7 +294,7 @@ static int inventory(struct gp_storage *st, int nodes, struct gp_buf *out, char 
     struct gp_samples smp = {0};
     struct row *rows = NULL;
     struct gpu *gpus = NULL;
-    struct gp_rw_str *models = NULL;
+    struct gp_str *models = NULL;
     size_t nrows, ngpus = 0;
     int rc = gpu_rows(st, &sel, &rows, &nrows, err, errlen);
     if (rc)

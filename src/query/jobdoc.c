@@ -12,7 +12,9 @@
 #include "lib/err.h"
 #include "query/eval.h"
 #include "lib/json.h"
+#include "query/goodput.h"
 #include "query/jobmodel.h"
+#include "sources/steps_proto.h"
 #include "store/labels.h"
 
 #include <math.h>
@@ -61,56 +63,66 @@ static void ser_free(struct ser *x)
 
 static int name_is(const struct gp_store_series *s, const char *name)
 {
-    struct gp_rw_str v;
+    struct gp_str v;
     return gp_labels_get(s->labels, s->labels_len, "__name__", &v) == 1 && v.len == strlen(name) &&
            !memcmp(v.ptr, name, v.len);
 }
 
 static int name_prefix(const struct gp_store_series *s, const char *pre)
 {
-    struct gp_rw_str v;
+    struct gp_str v;
     return gp_labels_get(s->labels, s->labels_len, "__name__", &v) == 1 && v.len >= strlen(pre) &&
            !memcmp(v.ptr, pre, strlen(pre));
 }
 
-static struct gp_rw_str lab(const struct gp_store_series *s, const char *name)
+static struct gp_str lab(const struct gp_store_series *s, const char *name)
 {
-    struct gp_rw_str v;
+    struct gp_str v;
     gp_labels_get(s->labels, s->labels_len, name, &v);
     return v;
 }
 
-static struct gp_rw_str node_lab(const struct gp_store_series *s)
+static struct gp_str node_lab(const struct gp_store_series *s)
 {
-    struct gp_rw_str v = lab(s, "Hostname");
+    struct gp_str v = lab(s, "Hostname");
     return v.len ? v : lab(s, "hostname");
 }
 
-static int str_eq(struct gp_rw_str a, struct gp_rw_str b)
+static int str_eq(struct gp_str a, struct gp_str b)
 {
     return a.len == b.len && !memcmp(a.ptr, b.ptr, a.len);
 }
 
 /* 1 when a and b have the same labels apart from __name__. */
-static int same_but_name(const struct gp_store_series *a, const struct gp_store_series *b)
+/* Whether a and b carry the same labels, __name__ and `also` (NULL: none)
+ * left out. */
+static int same_except(const struct gp_store_series *a, const struct gp_store_series *b, const char *also)
 {
+    size_t al = also ? strlen(also) : 0;
     struct gp_labels_iter ia, ib;
     gp_labels_iter_init(&ia, a->labels, a->labels_len);
     gp_labels_iter_init(&ib, b->labels, b->labels_len);
     for (;;) {
-        struct gp_rw_str an, av, bn, bv;
+        struct gp_str an, av, bn, bv;
         int ra, rb;
         do
             ra = gp_labels_next(&ia, &an, &av);
-        while (ra == 1 && an.len == 8 && !memcmp(an.ptr, "__name__", 8));
+        while (ra == 1 && ((an.len == 8 && !memcmp(an.ptr, "__name__", 8)) ||
+                           (al && an.len == al && !memcmp(an.ptr, also, al))));
         do
             rb = gp_labels_next(&ib, &bn, &bv);
-        while (rb == 1 && bn.len == 8 && !memcmp(bn.ptr, "__name__", 8));
+        while (rb == 1 && ((bn.len == 8 && !memcmp(bn.ptr, "__name__", 8)) ||
+                           (al && bn.len == al && !memcmp(bn.ptr, also, al))));
         if (ra != 1 || rb != 1)
             return ra == rb;
         if (!str_eq(an, bn) || !str_eq(av, bv))
             return 0;
     }
+}
+
+static int same_but_name(const struct gp_store_series *a, const struct gp_store_series *b)
+{
+    return same_except(a, b, NULL);
 }
 
 static int cmp_i64(const void *a, const void *b)
@@ -157,7 +169,7 @@ static void num(struct gp_buf *b, double v)
         gp_buf_puts(b, "null");
 }
 
-static void str_or_null(struct gp_buf *b, struct gp_rw_str s)
+static void str_or_null(struct gp_buf *b, struct gp_str s)
 {
     if (s.len)
         gp_json_str(b, s.ptr, s.len);
@@ -167,7 +179,7 @@ static void str_or_null(struct gp_buf *b, struct gp_rw_str s)
 
 /* One GPU of the job. */
 struct gpu {
-    struct gp_rw_str node, gpu, mig, uuid, model;
+    struct gp_str node, gpu, mig, uuid, model, rank;
     const struct gp_store_series *sm, *util, *fb_used, *fb_free, *fb_res, *used, *total;
     struct ser act, mem; /* activity (0-1) and memory in bytes */
     const char *source;
@@ -208,6 +220,20 @@ struct doc {
     struct gp_jobmodel_rank *rk;     /* per rank, as in->ranks: straggler scores */
     double host_cpu, rss_peak, wall;
     struct cost_out co;
+    /* goodput (goodput.h): the job's, and each reporting process's */
+    struct gp_goodput_figures gp;
+    unsigned gp_attempts;
+    double gp_last_step;
+    struct gproc *gpr;
+    size_t ngpr;
+};
+
+/* A process that reported steps, for goodput: its series and span. */
+struct gproc {
+    const struct gp_store_series *steps, *secs, *wait, *stepno, *phase[3];
+    int64_t first, last; /* its steps counter's first and last sample (ms) */
+    double start, end, resume_from, last_step;
+    struct gp_goodput_figures f;
 };
 
 static int born(const struct doc *d, const struct gp_store_series *s)
@@ -218,14 +244,14 @@ static int born(const struct doc *d, const struct gp_store_series *s)
 /* The index in in->ranks of series s's node and rank; SIZE_MAX: none. */
 static size_t rank_of(const struct doc *d, const struct gp_store_series *s)
 {
-    struct gp_rw_str n = node_lab(s), rk = lab(s, "rank");
+    struct gp_str n = node_lab(s), rk = lab(s, "rank");
     for (size_t i = 0; i < d->in->nranks; i++) {
         const struct gp_jobdoc_rank *r = &d->in->ranks[i];
         char want[32] = "";
         if (r->rank != GP_JOBDOC_NONE)
             snprintf(want, sizeof want, "%lld", (long long)r->rank);
-        if (str_eq(n, (struct gp_rw_str){r->node, strlen(r->node)}) &&
-            str_eq(rk, (struct gp_rw_str){want, strlen(want)}))
+        if (str_eq(n, (struct gp_str){r->node, strlen(r->node)}) &&
+            str_eq(rk, (struct gp_str){want, strlen(want)}))
             return i;
     }
     return SIZE_MAX;
@@ -233,7 +259,7 @@ static size_t rank_of(const struct doc *d, const struct gp_store_series *s)
 
 static struct gpu *gpu_of(struct doc *d, const struct gp_store_series *s)
 {
-    struct gp_rw_str node = node_lab(s), idx = lab(s, "gpu"), mig = lab(s, "GPU_I_ID");
+    struct gp_str node = node_lab(s), idx = lab(s, "gpu"), mig = lab(s, "GPU_I_ID");
     if (!idx.len)
         return NULL;
     for (size_t i = 0; i < d->ng; i++)
@@ -254,7 +280,7 @@ static struct gpu *gpu_of(struct doc *d, const struct gp_store_series *s)
 static int gpu_cmp(const void *pa, const void *pb)
 {
     const struct gpu *a = pa, *b = pb;
-    struct gp_rw_str x[3] = {a->node, a->gpu, a->mig}, y[3] = {b->node, b->gpu, b->mig};
+    struct gp_str x[3] = {a->node, a->gpu, a->mig}, y[3] = {b->node, b->gpu, b->mig};
     for (int k = 0; k < 3; k++) {
         if (k && x[k].len != y[k].len)
             return x[k].len < y[k].len ? -1 : 1; /* numeric order for plain indexes */
@@ -621,6 +647,166 @@ static void put_total(struct gp_buf *b, const char *name, double v)
     num(b, v);
 }
 
+/* The newest value of x at or before t (ms); 0 when none: a counter not
+ * yet reported counts from 0. */
+static double counter_at(const struct ser *x, int64_t t)
+{
+    double v = 0;
+    for (size_t i = 0; i < x->n && x->t[i] <= t; i++)
+        v = x->v[i];
+    return v;
+}
+
+/* A counter's increase from t0 to t1 (ms); a reset counts from 0. */
+static double counter_delta(const struct ser *x, int64_t t0, int64_t t1)
+{
+    double a = counter_at(x, t0), b = counter_at(x, t1);
+    return b >= a ? b - a : b;
+}
+
+static int gproc_cmp(const void *pa, const void *pb)
+{
+    const struct gproc *a = pa, *b = pb;
+    return a->first < b->first ? -1 : a->first > b->first;
+}
+
+/* One reporting process's goodput: its counters' increases between
+ * samples fed to goodput.h (phases first: a phase and the first steps in
+ * one interval count the phase before them), up to its end. */
+static int gproc_feed(struct doc *d, struct gproc *p)
+{
+    struct ser x[7];
+    const struct gp_store_series *ss[7] = {p->steps, p->secs, p->wait, p->stepno,
+                                           p->phase[0], p->phase[1], p->phase[2]};
+    memset(x, 0, sizeof x);
+    int rc = GP_OK;
+    for (int k = 0; k < 7 && !rc; k++)
+        if (ss[k])
+            rc = ser_read(d->st, ss[k], d->t0, d->tc, &x[k]);
+    if (!rc) {
+        struct gp_goodput_rank r;
+        gp_goodput_rank_init(&r, p->start, p->resume_from);
+        /* a counter born in the job counts from 0 before its first sample */
+        int64_t prev = born(d, p->steps) ? INT64_MIN : (x[0].n ? x[0].t[0] : 0);
+        for (size_t i = 0; i < x[0].n; i++) {
+            int64_t t = x[0].t[i];
+            if (t <= prev)
+                continue;
+            double te = (double)t / 1e3 < p->end ? (double)t / 1e3 : p->end;
+            for (int k = 0; k < 3; k++) {
+                double dp = ss[4 + k] ? counter_delta(&x[4 + k], prev, t) : 0;
+                if (dp > 0)
+                    gp_goodput_phase(&r, gp_steps_phase_name((enum gp_steps_phase)k), te, dp);
+            }
+            double n = counter_delta(&x[0], prev, t);
+            if (n > 0)
+                gp_goodput_interval(&r, te, counter_delta(&x[1], prev, t),
+                                    p->wait ? counter_delta(&x[2], prev, t) : NAN,
+                                    p->stepno ? counter_at(&x[3], t) : -1, n);
+            prev = t;
+        }
+        gp_goodput_figures_init(&p->f);
+        gp_goodput_add_rank(&p->f, &r, p->end);
+        gp_goodput_finish(&p->f);
+        p->last_step = r.last_step;
+        if (r.last_step > d->gp_last_step)
+            d->gp_last_step = r.last_step;
+    }
+    for (int k = 0; k < 7; k++)
+        ser_free(&x[k]);
+    return rc;
+}
+
+/* Goodput (docs/jobs.md "Goodput") from the step, wait, step-number and
+ * phase counters of each reporting process. A process of the same rank
+ * (labels but pid) that starts after another is a restart: it starts
+ * where its counters say it began and its steps numbered at or below the
+ * earlier ones' last step are lost work; the earlier one ends where it
+ * starts. The first process of a rank starts with the job. */
+static int gather_goodput(struct doc *d, const struct gp_store_series **steps, size_t nsteps,
+                          const struct gp_store_series **secs, size_t nsecs,
+                          const struct gp_store_series **waits, size_t nwaits,
+                          const struct gp_store_series **stepnos, size_t nstepnos,
+                          const struct gp_store_series **phases, size_t nphases)
+{
+    gp_goodput_figures_init(&d->gp);
+    d->gp_last_step = -1;
+    if (!nsteps)
+        return GP_OK;
+    d->gpr = calloc(nsteps, sizeof *d->gpr);
+    if (!d->gpr)
+        return GP_ENOMEM;
+    for (size_t i = 0; i < nsteps; i++) {
+        struct gproc *p = &d->gpr[d->ngpr];
+        p->steps = steps[i];
+        p->first = steps[i]->first_ms > d->t0 ? steps[i]->first_ms : d->t0;
+        p->last = steps[i]->last_ms;
+        for (size_t k = 0; k < nsecs && !p->secs; k++)
+            if (same_but_name(steps[i], secs[k]))
+                p->secs = secs[k];
+        for (size_t k = 0; k < nwaits && !p->wait; k++)
+            if (same_but_name(steps[i], waits[k]))
+                p->wait = waits[k];
+        for (size_t k = 0; k < nstepnos && !p->stepno; k++)
+            if (same_but_name(steps[i], stepnos[k]))
+                p->stepno = stepnos[k];
+        for (size_t k = 0; k < nphases; k++) {
+            struct gp_str ph = lab(phases[k], "phase");
+            for (int q = 0; q < 3; q++) {
+                const char *name = gp_steps_phase_name((enum gp_steps_phase)q);
+                if (ph.len == strlen(name) && !memcmp(ph.ptr, name, ph.len) &&
+                    same_except(steps[i], phases[k], "phase"))
+                    p->phase[q] = phases[k];
+            }
+        }
+        if (p->secs)
+            d->ngpr++;
+    }
+    qsort(d->gpr, d->ngpr, sizeof *d->gpr, gproc_cmp);
+    /* starts and attempts, in start order */
+    for (size_t i = 0; i < d->ngpr; i++) {
+        struct gproc *p = &d->gpr[i];
+        p->start = (double)d->t0 / 1e3;
+        p->end = (double)d->t1 / 1e3;
+        p->resume_from = -1;
+        unsigned attempt = 1;
+        for (size_t j = 0; j < i; j++)
+            attempt += same_except(p->steps, d->gpr[j].steps, "pid") && d->gpr[j].last <= p->first;
+        if (attempt > 1) { /* a restart: it began where its first sample's counters say */
+            struct ser x;
+            int rc = ser_read(d->st, p->secs, p->first, p->first, &x);
+            if (rc)
+                return rc;
+            double done = x.n ? x.v[0] : 0;
+            ser_free(&x);
+            p->start = (double)p->first / 1e3 - done;
+        }
+        if (attempt > d->gp_attempts)
+            d->gp_attempts = attempt;
+    }
+    /* an earlier process of a rank ends where the next one starts (the
+     * agent keeps a gone sender's series for minutes) */
+    for (size_t i = 0; i < d->ngpr; i++)
+        for (size_t j = i + 1; j < d->ngpr; j++)
+            if (same_except(d->gpr[i].steps, d->gpr[j].steps, "pid") &&
+                d->gpr[j].start > d->gpr[i].start && d->gpr[j].start < d->gpr[i].end)
+                d->gpr[i].end = d->gpr[j].start;
+    /* fed in start order: a restart resumes after its rank's last step */
+    for (size_t i = 0; i < d->ngpr; i++) {
+        struct gproc *p = &d->gpr[i];
+        for (size_t j = 0; j < i; j++)
+            if (same_except(p->steps, d->gpr[j].steps, "pid") && d->gpr[j].end <= p->start &&
+                d->gpr[j].last_step > p->resume_from)
+                p->resume_from = d->gpr[j].last_step;
+        int rc = gproc_feed(d, p);
+        if (rc)
+            return rc;
+        gp_goodput_add(&d->gp, &p->f);
+    }
+    gp_goodput_finish(&d->gp);
+    return GP_OK;
+}
+
 /* Reads the job's series and works out every figure into d (the job
  * model's, and the cost and host totals around them). GP_OK, GP_ENOMEM or
  * the store's error; d's arrays are freed by doc_free either way. */
@@ -630,9 +816,10 @@ static int gather(struct doc *d)
     /* Sort the series out by name. */
     struct gp_jobmodel_gpu *mg = NULL;
     const struct gp_store_series **steps = NULL, **secs = NULL, **waits = NULL, **samples = NULL,
-                                 **tokens = NULL, **procs = NULL, **targets = NULL, **stepnos = NULL;
+                                 **tokens = NULL, **procs = NULL, **targets = NULL, **stepnos = NULL,
+                                 **phases = NULL;
     size_t nsteps = 0, nsecs = 0, nwaits = 0, nsamples = 0, ntokens = 0, nprocs = 0, ntargets = 0,
-           nstepnos = 0;
+           nstepnos = 0, nphases = 0;
     size_t nsel = d->sel.n ? d->sel.n : 1;
     steps = calloc(nsel, sizeof *steps);
     secs = calloc(nsel, sizeof *secs);
@@ -642,11 +829,13 @@ static int gather(struct doc *d)
     procs = calloc(nsel, sizeof *procs);
     targets = calloc(nsel, sizeof *targets);
     stepnos = calloc(nsel, sizeof *stepnos);
+    phases = calloc(nsel, sizeof *phases);
     d->cpu = calloc(nsel, sizeof *d->cpu);
     d->rss = calloc(nsel, sizeof *d->rss);
     d->loss = calloc(nsel, sizeof *d->loss);
     rc = GP_ENOMEM;
-    if (!steps || !secs || !waits || !samples || !tokens || !procs || !targets || !stepnos || !d->cpu ||
+    if (!steps || !secs || !waits || !samples || !tokens || !procs || !targets || !stepnos || !phases ||
+        !d->cpu ||
         !d->rss || !d->loss)
         goto out;
     for (size_t i = 0; i < d->sel.n; i++) {
@@ -658,11 +847,13 @@ static int gather(struct doc *d)
                     goto out;
                 continue;
             }
-            struct gp_rw_str u = lab(s, "UUID"), mdl = lab(s, "modelName");
+            struct gp_str u = lab(s, "UUID"), mdl = lab(s, "modelName");
             if (u.len)
                 g->uuid = u;
             if (mdl.len)
                 g->model = mdl;
+            if (!g->rank.len)
+                g->rank = lab(s, "rank");
             const struct gp_store_series **slot =
                 name_is(s, "DCGM_FI_PROF_SM_ACTIVE")             ? &g->sm
                 : name_is(s, "DCGM_FI_DEV_GPU_UTIL")             ? &g->util
@@ -699,6 +890,8 @@ static int gather(struct doc *d)
             targets[ntargets++] = s;
         } else if (name_is(s, "gpulse_job_step")) {
             stepnos[nstepnos++] = s;
+        } else if (name_is(s, "gpulse_job_phase_seconds_total")) {
+            phases[nphases++] = s;
         }
     }
     if (d->ng)
@@ -800,6 +993,9 @@ static int gather(struct doc *d)
     d->gf = gf;
     if ((rc = job_cost(d, targets, ntargets, stepnos, nstepnos, gf.cost, &d->co)))
         goto out;
+    if ((rc = gather_goodput(d, steps, nsteps, secs, nsecs, waits, nwaits, stepnos, nstepnos, phases,
+                             nphases)))
+        goto out;
     d->procs = procs, d->nprocs = nprocs;
     procs = NULL;
     rc = GP_OK;
@@ -807,6 +1003,7 @@ out:
     d->mg = mg;
     free(targets);
     free(stepnos);
+    free(phases);
     free(steps);
     free(secs);
     free(waits);
@@ -814,6 +1011,182 @@ out:
     free(tokens);
     free(procs);
     return rc;
+}
+
+/* The model record's declaration (gpulse_job_model_flops, the first
+ * rank's) into in; NaN / -1 when none. */
+static void model_decl(struct doc *d, struct gp_jobmodel_mfu_in *in)
+{
+    in->flops_token = in->flops_sample = NAN;
+    in->precision = -1;
+    for (size_t i = 0; i < d->sel.n; i++) {
+        const struct gp_store_series *s = &d->sel.series[i];
+        if (!name_is(s, "gpulse_job_model_flops"))
+            continue;
+        struct gp_str per = lab(s, "per"), prec = lab(s, "precision");
+        enum gp_precision p;
+        if (!gp_precision_parse(prec.ptr, prec.len, &p) || (in->precision >= 0 && (int)p != in->precision))
+            continue;
+        double v = newest(d, s), *dst = str_eq(per, (struct gp_str){"token", 5}) ? &in->flops_token
+                                      : str_eq(per, (struct gp_str){"sample", 6}) ? &in->flops_sample
+                                                                                     : NULL;
+        if (dst && v > 0 && isnan(*dst)) {
+            *dst = v;
+            in->precision = (int)p;
+        }
+    }
+}
+
+/* MFU (jobmodel.h) over the GPUs of d->g for which pick(d, i, ctx) holds
+ * (all of them for the job, a rank's for the rank), into m. */
+static void mfu_over(struct doc *d, struct gp_jobmodel_mfu_in *in, bool (*pick)(struct doc *, size_t, void *),
+                     void *ctx, struct gp_jobmodel_mfu *m)
+{
+    char (*names)[96] = d->ng ? calloc(d->ng, sizeof *names) : NULL;
+    const char **models = d->ng ? calloc(d->ng, sizeof *models) : NULL;
+    in->models = models;
+    in->ngpus = 0;
+    if (names && models)
+        for (size_t i = 0; i < d->ng; i++) {
+            if (!pick(d, i, ctx))
+                continue;
+            snprintf(names[i], sizeof names[i], "%.*s", (int)d->g[i].model.len, d->g[i].model.ptr);
+            models[in->ngpus++] = d->g[i].model.len ? names[i] : NULL;
+        }
+    gp_jobmodel_mfu(in, m);
+    free(names);
+    free(models);
+    in->models = NULL;
+}
+
+static bool pick_all(struct doc *d, size_t i, void *ctx)
+{
+    (void)d, (void)i, (void)ctx;
+    return true;
+}
+
+/* The job's MFU fields. */
+static void put_mfu(struct doc *d, const struct gp_jobmodel_step_figures *sf, double activity,
+                    struct gp_buf *b)
+{
+    struct gp_jobmodel_mfu_in in = {.tokens_per_second = sf->tokens_per_second,
+                                    .samples_per_second = sf->samples_per_second, .activity = activity,
+                                    .tensor_active = NAN, .dram_active = NAN, .link_busy = NAN};
+    model_decl(d, &in);
+    struct gp_jobmodel_mfu m;
+    mfu_over(d, &in, pick_all, NULL, &m);
+    const char *prec = in.precision >= 0 ? gp_precision_name((enum gp_precision)in.precision) : NULL;
+    gp_buf_puts(b, ",\"precision\":");
+    if (prec)
+        gp_buf_printf(b, "\"%s\"", prec);
+    else
+        gp_buf_puts(b, "null");
+    put_total(b, "model_flops_per_token", in.flops_token);
+    put_total(b, "model_flops_per_sample", in.flops_sample);
+    put_total(b, "model_flops_per_second", m.achieved_flops_per_second);
+    put_total(b, "peak_flops_per_second", m.peak_flops_per_second);
+    put_total(b, "mfu", m.mfu);
+    gp_buf_puts(b, ",\"mfu_reason\":");
+    str_or_null(b, (struct gp_str){m.why, strlen(m.why)});
+    gp_buf_puts(b, ",\"mfu_gap\":");
+    str_or_null(b, (struct gp_str){m.gap, strlen(m.gap)});
+}
+
+/* A rank: its node and its rank label's value ("" when it has none). */
+struct rank_key {
+    struct gp_str node, rank;
+};
+
+static bool pick_rank(struct doc *d, size_t i, void *ctx)
+{
+    const struct rank_key *k = ctx;
+    return str_eq(d->g[i].node, k->node) && str_eq(d->g[i].rank, k->rank);
+}
+
+/* One rank's MFU: its tokens (samples) over the job's stepping span, on
+ * its GPUs (those labelled with its rank on its node). */
+static void put_rank_mfu(struct doc *d, struct rank_key k, const struct gp_jobmodel_step_figures *sf,
+                         struct gp_buf *b)
+{
+    double sums[2] = {NAN, NAN};
+    static const char *const names[2] = {"gpulse_job_tokens_total", "gpulse_job_samples_total"};
+    for (size_t i = 0; i < d->sel.n; i++) {
+        const struct gp_store_series *s = &d->sel.series[i];
+        for (int n = 0; n < 2; n++) {
+            struct ser x;
+            if (!name_is(s, names[n]) || !str_eq(node_lab(s), k.node) || !str_eq(lab(s, "rank"), k.rank) ||
+                ser_read(d->st, s, d->t0, d->tc, &x))
+                continue;
+            if (x.n)
+                gp_jobmodel_sum(&sums[n], increase(&x, born(d, s)));
+            ser_free(&x);
+        }
+    }
+    double act_sum = 0, act_w = 0;
+    for (size_t i = 0; i < d->ng; i++)
+        if (pick_rank(d, i, &k))
+            act_sum += d->g[i].act_sum, act_w += d->g[i].act_w;
+    struct gp_jobmodel_mfu_in in = {.tokens_per_second = sums[0] / sf->stepping_seconds,
+                                    .samples_per_second = sums[1] / sf->stepping_seconds,
+                                    .activity = act_w > 0 ? act_sum / act_w : NAN, .tensor_active = NAN,
+                                    .dram_active = NAN, .link_busy = NAN};
+    model_decl(d, &in);
+    struct gp_jobmodel_mfu m;
+    mfu_over(d, &in, pick_rank, &k, &m);
+    put_total(b, "mfu", m.mfu);
+    gp_buf_puts(b, ",\"mfu_reason\":");
+    str_or_null(b, (struct gp_str){m.why, strlen(m.why)});
+}
+
+static void put_parts(struct gp_buf *b, const struct gp_goodput_figures *f)
+{
+    gp_buf_puts(b, ",\"seconds\":{");
+    for (int p = 0; p < GP_GOODPUT_NPARTS; p++) {
+        gp_buf_printf(b, "%s\"%s\":", p ? "," : "", gp_goodput_part_name(p));
+        num(b, f->part[p]);
+    }
+    gp_buf_putc(b, '}');
+}
+
+/* "goodput" (docs/jobs.md "Goodput"); null when no process reported. */
+static void write_goodput(const struct doc *d, struct gp_buf *b)
+{
+    gp_buf_puts(b, ",\"goodput\":");
+    if (!d->ngpr) {
+        gp_buf_puts(b, "null");
+        return;
+    }
+    gp_buf_puts(b, "{\"ratio\":");
+    num(b, d->gp.ratio);
+    put_total(b, "wall_seconds", d->gp.wall);
+    put_parts(b, &d->gp);
+    gp_buf_puts(b, ",\"biggest_badput\":");
+    if (d->gp.biggest_badput >= 0)
+        gp_buf_printf(b, "\"%s\"", gp_goodput_part_name(d->gp.biggest_badput));
+    else
+        gp_buf_puts(b, "null");
+    gp_buf_printf(b, ",\"attempts\":%u", d->gp_attempts);
+    put_total(b, "last_step", d->gp_last_step >= 0 ? d->gp_last_step : NAN);
+    gp_buf_puts(b, ",\"ranks\":[");
+    for (size_t i = 0; i < d->ngpr; i++) {
+        const struct gproc *p = &d->gpr[i];
+        gp_buf_puts(b, i ? ",{\"pid\":" : "{\"pid\":");
+        struct gp_str pid = lab(p->steps, "pid"), rank = lab(p->steps, "rank");
+        char num_s[24] = "", *end = NULL;
+        if (pid.len && pid.len < sizeof num_s)
+            memcpy(num_s, pid.ptr, pid.len);
+        long long v = num_s[0] ? strtoll(num_s, &end, 10) : -1;
+        if (v >= 0 && end && !*end) /* the agent's pids are numbers */
+            gp_buf_printf(b, "%lld", v);
+        else
+            str_or_null(b, pid);
+        gp_buf_puts(b, ",\"rank\":");
+        str_or_null(b, rank);
+        put_total(b, "ratio", p->f.ratio);
+        put_parts(b, &p->f);
+        gp_buf_putc(b, '}');
+    }
+    gp_buf_puts(b, "]}");
 }
 
 /* Writes the document of a gathered d. GP_OK or GP_ENOMEM (the series). */
@@ -830,9 +1203,9 @@ static int render(struct doc *d, struct gp_buf *b)
     gp_buf_puts(b, "{\"id\":");
     gp_json_str(b, in->id, strlen(in->id));
     gp_buf_puts(b, ",\"scheme\":");
-    str_or_null(b, (struct gp_rw_str){in->scheme, strlen(in->scheme)});
+    str_or_null(b, (struct gp_str){in->scheme, strlen(in->scheme)});
     /* gpulse run labels its job's info series with the command */
-    struct gp_rw_str command = {"", 0};
+    struct gp_str command = {"", 0};
     for (size_t i = 0; i < d->sel.n && !command.len; i++)
         if (name_is(&d->sel.series[i], "gpulse_job_info"))
             command = lab(&d->sel.series[i], "command");
@@ -870,6 +1243,8 @@ static int render(struct doc *d, struct gp_buf *b)
         if (in->ranks[i].world_size != GP_JOBDOC_NONE && in->ranks[i].world_size > world)
             world = in->ranks[i].world_size;
     world = gp_jobmodel_world_size(world, in->nranks);
+    struct gp_jobmodel_step_figures sf;
+    gp_jobmodel_step_figures(d->steps, &sf);
     gp_buf_puts(b, "],\"world_size\":");
     if (world > 0)
         gp_buf_printf(b, "%lld", world);
@@ -899,6 +1274,10 @@ static int render(struct doc *d, struct gp_buf *b)
                 break;
             }
         put_total(b, "processes", pr);
+        char want[32] = "";
+        if (r->rank != GP_JOBDOC_NONE)
+            snprintf(want, sizeof want, "%lld", (long long)r->rank);
+        put_rank_mfu(d, (struct rank_key){{r->node, strlen(r->node)}, {want, strlen(want)}}, &sf, b);
         struct gp_jobmodel_rank_figures rf;
         gp_jobmodel_rank_figures(d->rk, in->nranks, i, &rf);
         put_total(b, "step_seconds_mean", rf.step_mean);
@@ -942,8 +1321,6 @@ static int render(struct doc *d, struct gp_buf *b)
     put_total(b, "host_cpu_seconds", cpu);
     put_total(b, "host_cpu_avg_cores", wall > 0 ? cpu / wall : NAN);
     put_total(b, "host_rss_peak_bytes", rss_peak);
-    struct gp_jobmodel_step_figures sf;
-    gp_jobmodel_step_figures(d->steps, &sf);
     put_total(b, "steps", sf.steps);
     put_total(b, "samples", sf.samples);
     put_total(b, "tokens", sf.tokens);
@@ -967,6 +1344,7 @@ static int render(struct doc *d, struct gp_buf *b)
     put_total(b, "loss_first", sf.loss_first);
     put_total(b, "loss_last", sf.loss_last);
     put_total(b, "loss_min", sf.loss_min);
+    put_mfu(d, &sf, gf.activity_avg, b);
     put_total(b, "price_per_gpu_hour", gf.price_per_gpu_hour);
     put_total(b, "cost", gf.cost);
     put_total(b, "cost_idle", gf.cost_idle);
@@ -978,6 +1356,7 @@ static int render(struct doc *d, struct gp_buf *b)
     put_total(b, "budget", in->budget > 0 ? in->budget : NAN);
     put_total(b, "budget_ratio", in->budget > 0 ? gf.cost / in->budget : NAN);
     gp_buf_puts(b, isfinite(gf.cost) ? ",\"currency\":\"USD\"}" : ",\"currency\":null}");
+    write_goodput(d, b);
     if (in->series) {
         int rc = write_series(d, b);
         if (rc)
@@ -1008,6 +1387,7 @@ static void doc_free(struct doc *d)
     free(d->mg);
     free(d->procs);
     free(d->rk);
+    free(d->gpr);
     gp_storage_selection_free(&d->sel);
 }
 
@@ -1067,12 +1447,24 @@ int gp_jobdoc_write(struct gp_storage *st, const struct gp_jobdoc_in *in, struct
     return rc;
 }
 
-int gp_jobdoc_cost(struct gp_storage *st, const struct gp_jobdoc_in *in, double *cost, char *err,
-                   size_t errlen)
+int gp_jobdoc_figures(struct gp_storage *st, const struct gp_jobdoc_in *in,
+                      struct gp_jobdoc_figures *out, char *err, size_t errlen)
 {
     struct doc d;
     int rc = doc_gather(&d, st, in, err, errlen);
-    *cost = rc ? NAN : d.gf.cost;
+    out->cost = rc ? NAN : d.gf.cost;
+    gp_goodput_figures_init(&out->goodput);
+    if (!rc && d.ngpr)
+        out->goodput = d.gp;
     doc_free(&d);
+    return rc;
+}
+
+int gp_jobdoc_cost(struct gp_storage *st, const struct gp_jobdoc_in *in, double *cost, char *err,
+                   size_t errlen)
+{
+    struct gp_jobdoc_figures f;
+    int rc = gp_jobdoc_figures(st, in, &f, err, errlen);
+    *cost = f.cost;
     return rc;
 }

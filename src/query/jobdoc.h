@@ -64,6 +64,7 @@
 #define GP_QUERY_JOBDOC_H
 
 #include "lib/buf.h"
+#include "query/goodput.h"
 #include "storage/storage.h"
 
 #include <stddef.h>
@@ -108,5 +109,14 @@ int gp_jobdoc_write(struct gp_storage *st, const struct gp_jobdoc_in *in, struct
  */
 int gp_jobdoc_cost(struct gp_storage *st, const struct gp_jobdoc_in *in, double *cost, char *err,
                    size_t errlen);
+
+/* What the job detectors read, without writing the document: totals.cost
+ * (NaN unknown) and goodput (its ratio NaN when no process reported). */
+struct gp_jobdoc_figures {
+    double cost;
+    struct gp_goodput_figures goodput;
+};
+int gp_jobdoc_figures(struct gp_storage *st, const struct gp_jobdoc_in *in,
+                      struct gp_jobdoc_figures *out, char *err, size_t errlen);
 
 #endif

@@ -3,6 +3,7 @@
 
 #include <math.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
 
 #define STEP_MIN_S 1e-6
@@ -239,4 +240,79 @@ void gp_jobmodel_rank_figures(const struct gp_jobmodel_rank *r, size_t n, size_t
     f->step_best = isnan(f->step_mean) ? NAN : r[i].best;
     f->relative = fastest / f->step_mean;
     f->individual = f->step_best / f->step_mean;
+}
+
+/* MFU well under activity: the GPU is "active" without doing model math.
+ * The hardware figures name the likeliest cause. */
+#define GAP_ACTIVITY 0.5 /* activity at least this */
+#define GAP_RATIO 0.5    /* and MFU under this share of it */
+#define BUSY 0.5         /* a DRAM or link figure this high is the bottleneck */
+#define TENSOR_IDLE 0.2  /* tensor cores busy less than this */
+
+static void explain_gap(const struct gp_jobmodel_mfu_in *in, struct gp_jobmodel_mfu *o)
+{
+    o->gap[0] = '\0';
+    if (!isfinite(o->mfu) || !(in->activity >= GAP_ACTIVITY) || o->mfu >= GAP_RATIO * in->activity)
+        return;
+    int n = snprintf(o->gap, sizeof o->gap, "GPU activity %.0f%% but MFU %.1f%%: ", in->activity * 100,
+                     o->mfu * 100);
+    if (n < 0 || (size_t)n >= sizeof o->gap)
+        return;
+    char *p = o->gap + n;
+    size_t left = sizeof o->gap - (size_t)n;
+    if (in->link_busy >= BUSY)
+        snprintf(p, left, "communication: the links are %.0f%% busy, and time in collectives "
+                 "computes nothing for the model", in->link_busy * 100);
+    else if (in->dram_active >= BUSY)
+        snprintf(p, left, "memory-bound: DRAM is %.0f%% busy, the kernels wait on memory more than "
+                 "on math (fuse kernels, larger batches)", in->dram_active * 100);
+    else if (in->tensor_active < TENSOR_IDLE)
+        snprintf(p, left, "tensor cores busy only %.0f%%: math outside the tensor cores (fp32, "
+                 "element-wise or small kernels)", in->tensor_active * 100);
+    else
+        snprintf(p, left, "activity counts any running kernel: small kernels, launch overhead, "
+                 "memory-bound or communication kernels keep the GPU active without model math");
+}
+
+void gp_jobmodel_mfu(const struct gp_jobmodel_mfu_in *in, struct gp_jobmodel_mfu *o)
+{
+    o->achieved_flops_per_second = o->peak_flops_per_second = o->mfu = NAN;
+    o->per = NULL;
+    o->why[0] = o->gap[0] = '\0';
+    bool tok = in->flops_token > 0, smp = in->flops_sample > 0;
+    if (tok && in->tokens_per_second >= 0)
+        o->per = "token", o->achieved_flops_per_second = in->flops_token * in->tokens_per_second;
+    else if (smp && in->samples_per_second >= 0)
+        o->per = "sample", o->achieved_flops_per_second = in->flops_sample * in->samples_per_second;
+    const char *prec = in->precision >= 0 ? gp_precision_name((enum gp_precision)in->precision) : NULL;
+    double peak = 0;
+    const char *unknown = NULL, *lacking = NULL;
+    for (size_t i = 0; i < in->ngpus && prec; i++) {
+        const struct gp_gpumodel *m = gp_gpumodel_find(in->models[i]);
+        double t = gp_gpumodel_peak_tflops(m, (enum gp_precision)in->precision);
+        if (!m && !unknown)
+            unknown = in->models[i] ? in->models[i] : "";
+        else if (m && !(t > 0) && !lacking)
+            lacking = m->short_name;
+        peak += t * 1e12;
+    }
+    if (prec && in->ngpus && !unknown && !lacking)
+        o->peak_flops_per_second = peak;
+    if (!tok && !smp)
+        snprintf(o->why, sizeof o->why, "no model FLOPs declared (a model record: gpulse.model())");
+    else if (!o->per)
+        snprintf(o->why, sizeof o->why, "the steps reported no %s", tok ? "tokens" : "samples");
+    else if (!prec)
+        snprintf(o->why, sizeof o->why, "no precision declared");
+    else if (!in->ngpus)
+        snprintf(o->why, sizeof o->why, "the job held no GPU");
+    else if (unknown)
+        snprintf(o->why, sizeof o->why, "GPU model '%s' is not in the model table", unknown);
+    else if (lacking)
+        snprintf(o->why, sizeof o->why, "the model table has no %s peak for the %s", prec, lacking);
+    else if (!(o->achieved_flops_per_second >= 0))
+        snprintf(o->why, sizeof o->why, "no throughput: the job has no stepping span");
+    else
+        o->mfu = o->achieved_flops_per_second / peak;
+    explain_gap(in, o);
 }

@@ -38,12 +38,20 @@
  *                 (1: the fastest; 0.8: 25 % slower), individual = the
  *                 rank's own best interval's mean step / its mean (1: as
  *                 fast as it ever was); unknown for a rank with no step.
+ *   MFU           achieved model FLOP/s (the declared FLOPs per token x
+ *                 tokens/s, else per sample x samples/s) over the peak
+ *                 dense FLOP/s of the job's GPUs at its precision (the
+ *                 model table's, summed over its GPUs); n/a with a reason
+ *                 when a part is missing. Beside it, the gap to the
+ *                 hardware's activity explained.
  * Unknown is NaN here and null in documents, never 0.
  *
  * Pure arithmetic: no store, no JSON, no allocation, no locks.
  */
 #ifndef GP_QUERY_JOBMODEL_H
 #define GP_QUERY_JOBMODEL_H
+
+#include "lib/gpumodels.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -161,6 +169,27 @@ struct gp_jobmodel_rank_figures {
 /* The figures of rank i among r[0..n). */
 void gp_jobmodel_rank_figures(const struct gp_jobmodel_rank *r, size_t n, size_t i,
                               struct gp_jobmodel_rank_figures *f);
+/* What MFU is computed from. */
+struct gp_jobmodel_mfu_in {
+    double flops_token, flops_sample; /* model FLOPs declared; <= 0 or NaN: not said */
+    int precision;                    /* enum gp_precision; -1: not said */
+    double tokens_per_second, samples_per_second; /* the step figures */
+    const char *const *models;        /* the job's GPUs' model names (NULL entries: unknown) */
+    size_t ngpus;
+    /* the hardware's own figures (0-1, NaN unknown), to explain a gap */
+    double activity, tensor_active, dram_active, link_busy;
+};
+
+struct gp_jobmodel_mfu {
+    double achieved_flops_per_second; /* NaN when unknown */
+    double peak_flops_per_second;     /* of all the job's GPUs; NaN when unknown */
+    double mfu;                       /* NaN when n/a: then why says why */
+    const char *per;                  /* "token", "sample" or NULL: what the FLOPs counted */
+    char why[160];                    /* "" when mfu is known */
+    char gap[320];                    /* activity high, MFU low: the likely causes; "" otherwise */
+};
+
+void gp_jobmodel_mfu(const struct gp_jobmodel_mfu_in *in, struct gp_jobmodel_mfu *out);
 
 /* Ranks as documents show them: a job of one rank entry that never said
  * its rank (gpulse run of a single process, GPULSE_JOB) is rank 0 of a

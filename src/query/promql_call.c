@@ -65,7 +65,7 @@ static int absent_labels(struct gp_pq_ctx *c, const struct gp_pq_node *arg, stru
     int rc = GP_OK;
     for (size_t i = 0; i < sel->nm && rc == GP_OK; i++) {
         const struct gp_matcher *m = sel->m + i;
-        struct gp_rw_str have = {"", 0};
+        struct gp_str have = {"", 0};
         if (strcmp(m->name, "__name__") == 0 || m->op != GP_MATCH_EQ)
             continue;
         for (size_t j = 0; j < ls.n; j++)
@@ -135,36 +135,75 @@ struct range_job {
     atomic_size_t cells; /* step slots allocated (parallel path), against max_samples */
 };
 
+/* Step k's value x into the series' arrays (allocated at its first). */
+static int range_put(struct range_job *j, size_t k, double x, double **ov, uint8_t **oh,
+                     size_t *np, char *err, size_t errlen)
+{
+    const struct gp_pq_grid *g = j->g;
+    if (!*ov) {
+        if (j->v && j->c->cells + atomic_fetch_add(&j->cells, g->n) + g->n > j->c->lim.max_samples)
+            return gp_seterr(err, errlen, GP_ERANGE, GP_PQ_TOO_MANY_SAMPLES);
+        *ov = malloc(g->n * sizeof **ov);
+        *oh = calloc(g->n, 1);
+        if (!*ov || !*oh)
+            return gp_seterr(err, errlen, GP_ENOMEM, "query: out of memory");
+    }
+    (*ov)[k] = x;
+    (*oh)[k] = 1;
+    (*np)++;
+    return GP_OK;
+}
+
+/* The series' largest window is what Prometheus holds for it. */
+static int range_held(const struct range_job *j, size_t most, char *err, size_t errlen)
+{
+    if (j->c->samples + most > j->c->lim.max_samples)
+        return gp_seterr(err, errlen, GP_ERANGE, GP_PQ_TOO_MANY_SAMPLES);
+    return GP_OK;
+}
+
 static int range_steps(struct range_job *j, int64_t *t, double *v, size_t n, double **ov,
                        uint8_t **oh, size_t *np, char *err, size_t errlen)
 {
     const struct gp_pq_grid *g = j->g;
     const struct gp_pq_call *call = j->call;
     int absent = call->func == GP_PQ_F_ABSENT_OVER_TIME, rc = GP_OK;
+    int pair = call->func == GP_PQ_F_AVG_OVER_TIME;
     n = gp_pq_drop_stale(t, v, n);
     size_t lo = 0, hi = 0, most = 0, *resets = NULL;
+    double *prevs = NULL;
     *np = 0;
     int no_resets = 0;
     if ((call->func == GP_PQ_F_RATE || call->func == GP_PQ_F_INCREASE) && g->n > 1 && n) {
         /* A counter that never drops (the common case) needs no reset
          * scan in any window; else resets[i] counts the drops among
-         * samples 1..i, so a window knows in O(1) whether it holds one
-         * (counter_hint). */
+         * samples 1..i and prevs lists the value before each drop, so a
+         * window finds its own drops without a scan (counter_hint 2):
+         * windows overlap, and a gauge given to rate drops often. */
         size_t first = 1;
         while (first < n && !(v[first] < v[first - 1]))
             first++;
         no_resets = first == n;
         if (!no_resets) {
-            if (!(resets = malloc(n * sizeof *resets)))
+            resets = malloc(n * sizeof *resets);
+            prevs = malloc(n * sizeof *prevs);
+            if (!resets || !prevs) {
+                free(resets);
+                free(prevs);
                 return gp_seterr(err, errlen, GP_ENOMEM, "query: out of memory");
+            }
             for (size_t i = 0; i < first; i++)
                 resets[i] = 0;
-            for (size_t i = first; i < n; i++)
-                resets[i] = resets[i - 1] + (v[i] < v[i - 1]);
+            for (size_t i = first; i < n; i++) {
+                resets[i] = resets[i - 1];
+                if (v[i] < v[i - 1])
+                    prevs[resets[i]++] = v[i - 1];
+            }
         }
     }
     for (size_t k = 0; k < g->n && rc == GP_OK; k++) {
         struct gp_pq_window win;
+        memset(&win, 0, sizeof win);
         gp_pq_window_at(j->c, &j->w, j->range, g, k, t, n, &lo, &hi, &win.start_ms, &win.end_ms);
         if (hi == lo)
             continue;
@@ -176,7 +215,30 @@ static int range_steps(struct range_job *j, int64_t *t, double *v, size_t n, dou
             win.v = v + lo;
             win.n = hi - lo;
             win.eval_ms = gp_pq_grid_t(g, k);
-            win.counter_hint = no_resets || (resets && resets[hi - 1] == resets[lo]);
+            win.counter_hint = no_resets ? 1 : resets ? 2 : 0;
+            if (resets) { /* drops at lo + 1 .. hi - 1 */
+                win.resets = prevs + resets[lo];
+                win.nresets = resets[hi - 1] - resets[lo];
+            }
+            if (pair && k + 1 < g->n) {
+                /* The next step's window beside this one. */
+                struct gp_pq_window w2 = win;
+                gp_pq_window_at(j->c, &j->w, j->range, g, k + 1, t, n, &lo, &hi, &w2.start_ms,
+                                &w2.end_ms);
+                if (hi > lo) {
+                    w2.t = t + lo;
+                    w2.v = v + lo;
+                    w2.n = hi - lo;
+                    if (hi - lo > most)
+                        most = hi - lo;
+                    double x2;
+                    gp_pq_fn_avg_over_time2(&win, &w2, &x, &x2);
+                    if ((rc = range_put(j, k, x, ov, oh, np, err, errlen)) == GP_OK)
+                        rc = range_put(j, k + 1, x2, ov, oh, np, err, errlen);
+                    k++;
+                    continue;
+                }
+            }
             double a[4];
             for (size_t i = 0; i < j->nargs; i++)
                 a[i] = j->args[i].sc[k];
@@ -190,28 +252,45 @@ static int range_steps(struct range_job *j, int64_t *t, double *v, size_t n, dou
             if (!got)
                 continue;
         }
-        if (!*ov) {
-            if (j->v && j->c->cells + atomic_fetch_add(&j->cells, g->n) + g->n >
-                            j->c->lim.max_samples) {
-                rc = gp_seterr(err, errlen, GP_ERANGE, GP_PQ_TOO_MANY_SAMPLES);
-                break;
-            }
-            *ov = malloc(g->n * sizeof **ov);
-            *oh = calloc(g->n, 1);
-            if (!*ov || !*oh) {
-                rc = gp_seterr(err, errlen, GP_ENOMEM, "query: out of memory");
-                break;
-            }
-        }
-        (*ov)[k] = x;
-        (*oh)[k] = 1;
-        (*np)++;
+        rc = range_put(j, k, x, ov, oh, np, err, errlen);
     }
     free(resets);
-    /* The series' largest window is what Prometheus holds for it. */
-    if (rc == GP_OK && j->c->samples + most > j->c->lim.max_samples)
-        rc = gp_seterr(err, errlen, GP_ERANGE, GP_PQ_TOO_MANY_SAMPLES);
-    return rc;
+    free(prevs);
+    return rc == GP_OK ? range_held(j, most, err, errlen) : rc;
+}
+
+/* avg_over_time of two series at one step (an instant query), their
+ * chains of divisions overlapping (gp_pq_fn_avg_over_time2). */
+static int range_pair(void *arg, size_t i, int64_t *t[2], double *v[2], size_t n[2], char *err,
+                      size_t errlen)
+{
+    struct range_job *j = arg;
+    struct gp_pq_window w[2];
+    memset(w, 0, sizeof w);
+    size_t most = 0;
+    for (int s = 0; s < 2; s++) {
+        size_t m = gp_pq_drop_stale(t[s], v[s], n[s]), lo = 0, hi = 0;
+        j->np[i + s] = 0;
+        gp_pq_window_at(j->c, &j->w, j->range, j->g, 0, t[s], m, &lo, &hi, &w[s].start_ms,
+                        &w[s].end_ms);
+        w[s].t = t[s] + lo;
+        w[s].v = v[s] + lo;
+        w[s].n = hi - lo;
+        if (hi - lo > most)
+            most = hi - lo;
+    }
+    double x[2];
+    int rc = GP_OK;
+    if (w[0].n && w[1].n)
+        gp_pq_fn_avg_over_time2(&w[0], &w[1], &x[0], &x[1]);
+    for (int s = 0; s < 2 && rc == GP_OK; s++) {
+        if (!w[s].n)
+            continue;
+        if (!w[1 - s].n)
+            gp_pq_fn_range(GP_PQ_F_AVG_OVER_TIME, &w[s], NULL, 0, &x[s]);
+        rc = range_put(j, 0, x[s], &j->v[i + s], &j->has[i + s], &j->np[i + s], err, errlen);
+    }
+    return rc == GP_OK ? range_held(j, most, err, errlen) : rc;
 }
 
 static int range_series(void *arg, size_t i, const struct gp_store_series *ser, int64_t *t,
@@ -276,8 +355,12 @@ static int call_range(struct gp_pq_ctx *c, const struct gp_pq_call *call,
     struct gp_pq_rsrc rs;
     memset(&rs, 0, sizeof rs);
     rs.sub = 1;
+    /* An instant selector of the same series elsewhere in the query is
+     * computed from this read (promql_cse.c's twins). */
+    const struct gp_pq_sel *twin = NULL;
+    size_t tslot = c->cse ? gp_pq_cse_twin(c, call->args[mi], &twin) : (size_t)-1;
     if (rc == GP_OK)
-        rc = gp_pq_rsrc_open(c, &rs, call->args[mi], g);
+        rc = gp_pq_rsrc_open(c, &rs, call->args[mi], g, tslot == (size_t)-1 ? NULL : twin);
     j.w = rs.w;
     j.range = rs.range;
     size_t n = rs.sub ? 0 : rs.r.sel.n;
@@ -287,7 +370,13 @@ static int call_range(struct gp_pq_ctx *c, const struct gp_pq_call *call,
         j.v = calloc(n ? n : 1, sizeof *j.v);
         j.has = calloc(n ? n : 1, sizeof *j.has);
         j.np = calloc(n ? n : 1, sizeof *j.np);
-        rc = j.v && j.has && j.np ? gp_pq_sel_each(c, &rs.r, range_series, &j) : gp_pq_oom(c);
+        /* An instant avg_over_time takes its series two at a time. */
+        gp_pq_pair_fn pair = g->n == 1 && call->func == GP_PQ_F_AVG_OVER_TIME ? range_pair : NULL;
+        rc = j.v && j.has && j.np ? gp_pq_sel_each(c, &rs.r, range_series, pair, &j)
+                                  : gp_pq_oom(c);
+        struct gp_pq_val tv;
+        if (rc == GP_OK && gp_pq_rsrc_twin(c, &rs, &tv) == 1)
+            gp_pq_cse_keep(c, tslot, &tv, g);
         for (size_t i = 0; rc == GP_OK && i < n; i++) {
             const struct gp_store_series *s = rs.r.sel.series + rs.r.order[i];
             if (j.np[i])
@@ -504,7 +593,7 @@ static int call_relabel(struct gp_pq_ctx *c, const struct gp_pq_call *call,
         gp_buf_reset(&val);
         int change = 1;
         if (replace) {
-            struct gp_rw_str sv = {"", 0};
+            struct gp_str sv = {"", 0};
             char an[256];
             snprintf(an, sizeof an, "%.*s", (int)l3, a3);
             gp_labels_get(s->lab, s->lablen, an, &sv);
@@ -527,7 +616,7 @@ static int call_relabel(struct gp_pq_ctx *c, const struct gp_pq_call *call,
                 const char *sn = str_arg(call, j, &sl);
                 char an[256];
                 snprintf(an, sizeof an, "%.*s", (int)sl, sn);
-                struct gp_rw_str sv = {"", 0};
+                struct gp_str sv = {"", 0};
                 gp_labels_get(s->lab, s->lablen, an, &sv);
                 if (j > 3)
                     gp_buf_append(&val, a2, l2);
@@ -645,7 +734,7 @@ static int cmp_by_label(const void *pa, const void *pb)
         const char *n = str_arg(call, i, &nl);
         char name[256];
         snprintf(name, sizeof name, "%.*s", (int)nl, n);
-        struct gp_rw_str x, y;
+        struct gp_str x, y;
         gp_labels_get(a->s->lab, a->s->lablen, name, &x);
         gp_labels_get(b->s->lab, b->s->lablen, name, &y);
         int cmp = natural_cmp(x.ptr, x.len, y.ptr, y.len);
@@ -715,7 +804,7 @@ static int call_histogram_quantile(struct gp_pq_ctx *c, const struct gp_pq_call 
     if (!grp || !le)
         rc = gp_pq_oom(c);
     for (size_t i = 0; i < in.n && rc == GP_OK; i++) {
-        struct gp_rw_str v;
+        struct gp_str v;
         grp[i] = (size_t)-1;
         if (!gp_labels_get(in.s[i].lab, in.s[i].lablen, "le", &v))
             continue;

@@ -14,6 +14,12 @@
  * Evaluation is a pure function of the node's text and grid within one
  * query (@ start()/end() are the query's), so the answer is unchanged.
  *
+ * A range function's selector and an instant selector of the same series
+ * (the API's agg form: avg_over_time(X[1m]) or X * 1) are twins: the
+ * range function's read computes the instant selector's value from the
+ * same samples (gp_pq_rsrc_open) and keeps it in the instant selector's
+ * slot, so X is read once.
+ *
  * Only short queries are scanned (the text of every subtree is built,
  * which costs the query's length times its depth), and at most
  * CSE_MAX_NODES nodes: rules and dashboard queries, not generated
@@ -22,12 +28,14 @@
 #include "query/promql_int.h"
 
 #include "lib/err.h"
+#include "query/promql_fn.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #define CSE_MAX_TEXT 4096
 #define CSE_MAX_NODES 256
+#define CSE_MAX_TWINS 16
 
 struct gp_pq_cse {
     const struct gp_pq_node *node[CSE_MAX_NODES];
@@ -36,6 +44,10 @@ struct gp_pq_cse {
     struct gp_pq_val val[CSE_MAX_NODES]; /* by canon */
     struct gp_pq_grid g[CSE_MAX_NODES];
     uint8_t have[CSE_MAX_NODES];
+    /* twins: range selector, the slot of its instant selector */
+    const struct gp_pq_node *twin_m[CSE_MAX_TWINS];
+    const struct gp_pq_sel *twin_v[CSE_MAX_TWINS];
+    size_t twin_slot[CSE_MAX_TWINS], ntwin;
 };
 
 static int eligible(const struct gp_pq_node *e)
@@ -83,6 +95,78 @@ static void walk(struct scan *s, const struct gp_pq_node *e)
     }
 }
 
+/* The range selector a call of a range function reads, else NULL. */
+static const struct gp_pq_node *range_arg(const struct gp_pq_node *e)
+{
+    if (e->kind != GP_PQ_CALL)
+        return NULL;
+    const struct gp_pq_call *call = &e->u.call;
+    if (!gp_pq_fn_is_range_kernel(call->func) && call->func != GP_PQ_F_ABSENT_OVER_TIME)
+        return NULL;
+    for (size_t i = 0; i < call->nargs; i++) {
+        const struct gp_pq_node *a = gp_pq_unparen(call->args[i]);
+        if (a->kind == GP_PQ_MATRIX_SEL)
+            return a;
+    }
+    return NULL;
+}
+
+/* timestamp() reads its selector itself (the samples' times), never
+ * through the cache: a twin there would be computed for nothing. */
+static int under_timestamp(const struct scan *s, const struct gp_pq_node *v)
+{
+    for (size_t i = 0; i < s->n; i++) {
+        const struct gp_pq_node *e = s->node[i];
+        if (e->kind == GP_PQ_CALL && e->u.call.func == GP_PQ_F_TIMESTAMP && e->u.call.nargs == 1 &&
+            gp_pq_unparen(e->u.call.args[0]) == v)
+            return 1;
+    }
+    return 0;
+}
+
+/* Pairs each range function's selector with an instant selector of the
+ * same text but for the range; x may be NULL (created when needed). */
+static struct gp_pq_cse *find_twins(struct scan *s, struct gp_pq_cse *x)
+{
+    struct gp_buf t;
+    gp_buf_init(&t, 0);
+    for (size_t i = 0; i < s->n; i++) {
+        const struct gp_pq_node *m = range_arg(s->node[i]);
+        if (!m || (x && x->ntwin == CSE_MAX_TWINS))
+            continue;
+        struct gp_pq_node inst = *m;
+        inst.kind = GP_PQ_VECTOR_SEL;
+        inst.type = GP_PQ_T_VECTOR;
+        inst.u.sel.range_ms = 0;
+        t.len = 0;
+        gp_promql_format(&inst, &t);
+        if (t.err)
+            break;
+        for (size_t j = 0; j < s->n; j++) {
+            if (s->node[j]->kind != GP_PQ_VECTOR_SEL || s->len[j] != t.len ||
+                memcmp(s->text.data + s->off[j], t.data, t.len) != 0 ||
+                under_timestamp(s, s->node[j]))
+                continue;
+            if (!x && !(x = calloc(1, sizeof *x)))
+                goto out;
+            size_t q = 0;
+            while (q < x->n && x->node[q] != s->node[j])
+                q++;
+            if (q == x->n) { /* not repeated: a slot of its own */
+                x->node[x->n] = s->node[j];
+                x->canon[x->n++] = j;
+            }
+            x->twin_m[x->ntwin] = m;
+            x->twin_v[x->ntwin] = &s->node[j]->u.sel;
+            x->twin_slot[x->ntwin++] = x->canon[q];
+            break;
+        }
+    }
+out:
+    gp_buf_free(&t);
+    return x;
+}
+
 void gp_pq_cse_scan(struct gp_pq_ctx *c, const struct gp_pq_node *root)
 {
     struct gp_buf whole;
@@ -122,6 +206,8 @@ void gp_pq_cse_scan(struct gp_pq_ctx *c, const struct gp_pq_node *root)
             break;
         }
     }
+    if (!s->text.err)
+        x = find_twins(s, x);
 out:
     gp_buf_free(&s->text);
     free(s);
@@ -176,4 +262,32 @@ void gp_pq_cse_free(struct gp_pq_ctx *c)
             gp_pq_val_free(c, &x->val[i]);
     free(x);
     c->cse = NULL;
+}
+
+size_t gp_pq_cse_twin(const struct gp_pq_ctx *c, const struct gp_pq_node *m,
+                      const struct gp_pq_sel **vsel)
+{
+    const struct gp_pq_cse *x = c->cse;
+    m = gp_pq_unparen(m);
+    for (size_t i = 0; x && i < x->ntwin; i++) {
+        if (x->twin_m[i] != m || x->have[x->twin_slot[i]])
+            continue;
+        *vsel = x->twin_v[i];
+        return x->twin_slot[i];
+    }
+    return (size_t)-1;
+}
+
+void gp_pq_cse_keep(struct gp_pq_ctx *c, size_t slot, struct gp_pq_val *v,
+                    const struct gp_pq_grid *g)
+{
+    struct gp_pq_cse *x = c->cse;
+    if (!x || slot >= CSE_MAX_NODES || x->have[slot]) {
+        gp_pq_val_free(c, v);
+        return;
+    }
+    x->val[slot] = *v;
+    memset(v, 0, sizeof *v);
+    x->g[slot] = *g;
+    x->have[slot] = 1;
 }

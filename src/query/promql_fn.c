@@ -88,7 +88,10 @@ static int extrapolated_rate(const struct gp_pq_window *w, int is_counter, int i
         return 0;
     double first = w->v[0];
     double result = w->v[n - 1] - first;
-    if (is_counter && !w->counter_hint) {
+    if (is_counter && w->counter_hint == 2) {
+        for (size_t i = 0; i < w->nresets; i++) /* the scan's additions, in its order */
+            result += w->resets[i];
+    } else if (is_counter && !w->counter_hint) {
         double prev = first;
         for (size_t i = 1; i < n; i++) {
             if (w->v[i] < prev)
@@ -197,23 +200,46 @@ static int holt_winters(const struct gp_pq_window *w, double sf, double tf, doub
     return 1;
 }
 
+/* One sample into avg_over_time's running mean (2.42's loop body). */
+static inline void avg_step(double v, double *mean, double *c, double *count)
+{
+    (*count)++;
+    if (isinf(*mean)) {
+        /* An infinite mean stays as it is unless v is NaN or the
+         * opposite infinity: Inf - Inf would make it NaN. */
+        if (isinf(v) && (*mean > 0) == (v > 0))
+            return;
+        if (!isinf(v) && !isnan(v))
+            return;
+    }
+    kahan_inc(v / *count - *mean / *count, mean, c);
+}
+
 static double avg_over_time(const struct gp_pq_window *w)
 {
     double mean = 0, count = 0, c = 0;
-    for (size_t i = 0; i < w->n; i++) {
-        double v = w->v[i];
-        count++;
-        if (isinf(mean)) {
-            /* An infinite mean stays as it is unless v is NaN or the
-             * opposite infinity: Inf - Inf would make it NaN. */
-            if (isinf(v) && (mean > 0) == (v > 0))
-                continue;
-            if (!isinf(v) && !isnan(v))
-                continue;
-        }
-        kahan_inc(v / count - mean / count, &mean, &c);
-    }
+    for (size_t i = 0; i < w->n; i++)
+        avg_step(w->v[i], &mean, &c, &count);
     return isinf(mean) ? mean : mean + c;
+}
+
+void gp_pq_fn_avg_over_time2(const struct gp_pq_window *a, const struct gp_pq_window *b,
+                             double *oa, double *ob)
+{
+    double ma = 0, na = 0, ca = 0, mb = 0, nb = 0, cb = 0;
+    size_t n = a->n < b->n ? a->n : b->n, i;
+    /* Each sample's mean waits for the one before (a division, a
+     * subtraction, an addition): two windows' chains overlap. */
+    for (i = 0; i < n; i++) {
+        avg_step(a->v[i], &ma, &ca, &na);
+        avg_step(b->v[i], &mb, &cb, &nb);
+    }
+    for (size_t k = i; k < a->n; k++)
+        avg_step(a->v[k], &ma, &ca, &na);
+    for (size_t k = i; k < b->n; k++)
+        avg_step(b->v[k], &mb, &cb, &nb);
+    *oa = isinf(ma) ? ma : ma + ca;
+    *ob = isinf(mb) ? mb : mb + cb;
 }
 
 static double sum_over_time(const struct gp_pq_window *w)

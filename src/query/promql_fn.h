@@ -36,7 +36,11 @@ struct gp_pq_window {
     int64_t start_ms, end_ms, eval_ms;
     int counter_hint;   /* 1: the evaluator knows no value in the window is below the
                          * one before it (no counter reset), so rate and increase
-                         * skip their scan for resets; 0: unknown */
+                         * skip their scan for resets; 2: resets lists them;
+                         * 0: unknown */
+    const double *resets; /* counter_hint 2: the value before each drop in the
+                           * window, in order (what the scan would add) */
+    size_t nresets;
 };
 
 /* 1 when f is a function of a range vector that these kernels compute
@@ -56,6 +60,12 @@ int gp_pq_fn_is_range_kernel(enum gp_pq_func f);
  */
 int gp_pq_fn_range(enum gp_pq_func f, const struct gp_pq_window *w, const double *args,
                    size_t nargs, double *out);
+
+/* avg_over_time of two windows at once, each as gp_pq_fn_range computes
+ * it (bit for bit): its running mean is a chain of dependent divisions,
+ * and two independent chains overlap in the CPU. */
+void gp_pq_fn_avg_over_time2(const struct gp_pq_window *a, const struct gp_pq_window *b,
+                             double *oa, double *ob);
 
 /* 0 when f's scalar arguments are acceptable, else -1 with Prometheus's
  * message in err ("invalid smoothing factor. Expected: 0 < sf < 1, got:

@@ -29,6 +29,7 @@
 #include "query/promql.h"
 #include "storage/storage.h"
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -71,7 +72,7 @@ struct gp_pq_ctx {
 
 /* A decoded label set; names and values point into blobs the caller keeps. */
 struct gp_pq_lset {
-    struct gp_rw_label *l;
+    struct gp_label *l;
     size_t n, cap;
 };
 void gp_pq_lset_free(struct gp_pq_lset *ls);
@@ -204,6 +205,14 @@ int gp_pq_cse_get(struct gp_pq_ctx *c, const struct gp_pq_node *e, const struct 
 void gp_pq_cse_put(struct gp_pq_ctx *c, size_t slot, const struct gp_pq_val *v,
                    const struct gp_pq_grid *g);
 void gp_pq_cse_free(struct gp_pq_ctx *c);
+/* The cache slot of an instant vector selector of the query with the
+ * series, offset and @ of range selector m (a range function's argument),
+ * with *vsel its selector, while that slot is empty; else (size_t)-1. */
+size_t gp_pq_cse_twin(const struct gp_pq_ctx *c, const struct gp_pq_node *m,
+                      const struct gp_pq_sel **vsel);
+/* Keeps v (ownership passes) in slot as the value on g. */
+void gp_pq_cse_keep(struct gp_pq_ctx *c, size_t slot, struct gp_pq_val *v,
+                    const struct gp_pq_grid *g);
 
 /* ---- selectors and range sources (promql_select.c) ---- */
 
@@ -224,6 +233,10 @@ struct gp_pq_sel_read {
     size_t i;
     struct gp_samples smp;
     int64_t mint, maxt;
+    /* An instant selector with the same matchers, offset and @, computed
+     * by gp_pq_sel_each from the same samples (gp_pq_rsrc_open's twin). */
+    struct vsel_job *twin;
+    atomic_int twin_failed;
 };
 
 struct gp_pq_rsrc {
@@ -251,7 +264,12 @@ struct gp_pq_rsrc {
  * only (limits, times) and reports errors in err. */
 typedef int (*gp_pq_series_fn)(void *arg, size_t i, const struct gp_store_series *ser, int64_t *t,
                                double *v, size_t n, char *err, size_t errlen);
-int gp_pq_sel_each(struct gp_pq_ctx *c, struct gp_pq_sel_read *r, gp_pq_series_fn fn, void *arg);
+/* pair (NULL: none) takes series i and i + 1 at once, where a kernel
+ * gains from two independent series (fn takes any series left over). */
+typedef int (*gp_pq_pair_fn)(void *arg, size_t i, int64_t *t[2], double *v[2], size_t n[2],
+                             char *err, size_t errlen);
+int gp_pq_sel_each(struct gp_pq_ctx *c, struct gp_pq_sel_read *r, gp_pq_series_fn fn,
+                   gp_pq_pair_fn pair, void *arg);
 /* Step k's window [t - range, t] (left-open with prom3_windows) of the
  * samples t[0..n): [*lo, *hi), cursors only moving forward. */
 void gp_pq_window_at(const struct gp_pq_ctx *c, const struct gp_pq_when *w, int64_t range,
@@ -260,8 +278,16 @@ void gp_pq_window_at(const struct gp_pq_ctx *c, const struct gp_pq_when *w, int6
 /* Drops stale markers in place; returns the samples left. */
 size_t gp_pq_drop_stale(int64_t *t, double *v, size_t n);
 
+/* twin (a matrix selector read with gp_pq_sel_each only; NULL: none):
+ * an instant vector selector of the same series, offset and @ that the
+ * query evaluates on g too; the read reaches back far enough for both,
+ * and gp_pq_rsrc_twin then hands out its value. */
 int gp_pq_rsrc_open(struct gp_pq_ctx *c, struct gp_pq_rsrc *rs, const struct gp_pq_node *e,
-                    const struct gp_pq_grid *g);
+                    const struct gp_pq_grid *g, const struct gp_pq_sel *twin);
+/* 1 with out the twin's value (what gp_pq_eval_vsel gives on g), 0 when
+ * there is none (or it failed: a limit, memory; its own evaluation will
+ * fail the same way). */
+int gp_pq_rsrc_twin(struct gp_pq_ctx *c, struct gp_pq_rsrc *rs, struct gp_pq_val *out);
 /* Next series: 1 (lab, ct, cv, n set), 0 at the end, or an error. */
 int gp_pq_rsrc_next(struct gp_pq_ctx *c, struct gp_pq_rsrc *rs);
 /* Step k's window of the current series: samples [*lo, *hi) (cursors

@@ -27,7 +27,7 @@ static int lset_grow(struct gp_pq_lset *ls, size_t need)
     size_t cap = ls->cap ? ls->cap * 2 : 16;
     while (cap < need)
         cap *= 2;
-    struct gp_rw_label *l = realloc(ls->l, cap * sizeof *l);
+    struct gp_label *l = realloc(ls->l, cap * sizeof *l);
     if (!l)
         return GP_ENOMEM;
     ls->l = l;
@@ -42,11 +42,11 @@ int gp_pq_lset_decode(struct gp_pq_lset *ls, const uint8_t *blob, size_t len)
         return GP_OK;
     struct gp_labels_iter it;
     gp_labels_iter_init(&it, blob, len);
-    struct gp_rw_str name, value;
+    struct gp_str name, value;
     while (gp_labels_next(&it, &name, &value) == 1) {
         if (lset_grow(ls, ls->n + 1) != GP_OK)
             return GP_ENOMEM;
-        ls->l[ls->n++] = (struct gp_rw_label){name, value};
+        ls->l[ls->n++] = (struct gp_label){name, value};
     }
     return GP_OK;
 }
@@ -74,13 +74,13 @@ int gp_pq_lset_set(struct gp_pq_lset *ls, const char *name, size_t nlen, const c
         return GP_OK;
     }
     if (found) {
-        ls->l[i].value = (struct gp_rw_str){value, vlen};
+        ls->l[i].value = (struct gp_str){value, vlen};
         return GP_OK;
     }
     if (lset_grow(ls, ls->n + 1) != GP_OK)
         return GP_ENOMEM;
     memmove(ls->l + i + 1, ls->l + i, (ls->n - i) * sizeof *ls->l);
-    ls->l[i] = (struct gp_rw_label){{name, nlen}, {value, vlen}};
+    ls->l[i] = (struct gp_label){{name, nlen}, {value, vlen}};
     ls->n++;
     return GP_OK;
 }
@@ -128,7 +128,7 @@ int gp_pq_labels_cmp(const uint8_t *a, size_t alen, const uint8_t *b, size_t ble
     gp_labels_iter_init(&ia, a, a ? alen : 0);
     gp_labels_iter_init(&ib, b, b ? blen : 0);
     for (;;) {
-        struct gp_rw_str na, va, nb, vb;
+        struct gp_str na, va, nb, vb;
         int ha = gp_labels_next(&ia, &na, &va) == 1, hb = gp_labels_next(&ib, &nb, &vb) == 1;
         if (!ha || !hb)
             return ha - hb; /* the shorter set first */
@@ -166,7 +166,7 @@ void gp_pq_labels_str(const uint8_t *blob, size_t len, struct gp_buf *out)
 {
     struct gp_labels_iter it;
     gp_labels_iter_init(&it, blob, blob ? len : 0);
-    struct gp_rw_str n, v;
+    struct gp_str n, v;
     gp_buf_putc(out, '{');
     int first = 1;
     while (gp_labels_next(&it, &n, &v) == 1) {
@@ -189,7 +189,7 @@ static void copy_where(const uint8_t *blob, size_t len, struct gp_buf *out,
     struct gp_labels_iter it;
     gp_labels_iter_init(&it, blob, blob ? len : 0);
     const uint8_t *p = it.p;
-    struct gp_rw_str n, v;
+    struct gp_str n, v;
     while (gp_labels_next(&it, &n, &v) == 1) {
         int keep;
         if (mode == 0) /* drop __name__ */

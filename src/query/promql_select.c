@@ -11,7 +11,12 @@
  * With 32 series or more, the series of a selection are read and
  * computed on two threads (gp_pq_sel_each: the store takes any number of
  * readers), each result placed by the series' place in label order, so
- * the answer does not depend on which thread read what.
+ * the answer does not depend on which thread read what. A kernel that
+ * gains from two independent series at once (avg_over_time) takes them in
+ * pairs. A range selector read this way also computes, from the same
+ * samples, an instant selector of the same series that the query
+ * evaluates too (its twin, found by promql_cse.c), reaching back as far
+ * as the longer of the range and the lookback.
  * A subquery evaluates its expression once, on the grid of the multiples
  * of its step that fall in the union window (absolute alignment), and
  * serves each step's window from that.
@@ -159,6 +164,10 @@ void gp_pq_window_at(const struct gp_pq_ctx *c, const struct gp_pq_when *w, int6
 
 /* ---- reading a selection on both cores ---- */
 
+struct vsel_job;
+static int vsel_series(void *arg, size_t i, const struct gp_store_series *ser, int64_t *t,
+                       double *v, size_t n, char *err, size_t errlen);
+
 /* Below this many series a second thread costs more than it saves. */
 #define PARALLEL_MIN_SERIES 32
 
@@ -166,6 +175,7 @@ struct each_run {
     struct gp_pq_ctx *c;
     struct gp_pq_sel_read *r;
     gp_pq_series_fn fn;
+    gp_pq_pair_fn pair;
     void *arg;
     atomic_size_t next;
     atomic_int stop;
@@ -187,58 +197,88 @@ static void each_fail(struct each_run *e, int rc, const char *msg)
     atomic_store(&e->stop, 1);
 }
 
+/* Reads series i into smp and computes its twin; GP_OK or an error
+ * reported to e. */
+static int each_read(struct each_run *e, size_t i, struct gp_samples *smp, char *err,
+                     size_t errlen)
+{
+    const struct gp_store_series *s = e->r->sel.series + e->r->order[i];
+    smp->n = 0;
+    smp->damaged = 0;
+    int rc = gp_storage_read(e->c->s, s->id, e->r->mint, e->r->maxt, smp);
+    if (smp->damaged) {
+        pthread_mutex_lock(&e->mu);
+        if (!e->damaged || smp->damaged_from < e->dfrom)
+            e->dfrom = smp->damaged_from;
+        if (!e->damaged || smp->damaged_to > e->dto)
+            e->dto = smp->damaged_to;
+        e->damaged += smp->damaged;
+        pthread_mutex_unlock(&e->mu);
+    }
+    if (rc != GP_OK && rc != GP_EPARSE) { /* a damaged chunk: the rest still counts */
+        snprintf(err, errlen, "read series: %s",
+                 rc == GP_ENET ? gp_storage_last_error() : gp_strerror(rc));
+        each_fail(e, rc == GP_ENOMEM || rc == GP_ENET ? rc : GP_EIO, err);
+        return rc;
+    }
+    /* The twin first: fn may change the arrays (drop stale markers). */
+    if (e->r->twin && !atomic_load(&e->r->twin_failed) &&
+        vsel_series(e->r->twin, i, s, smp->t, smp->v, smp->n, err, errlen) != GP_OK)
+        atomic_store(&e->r->twin_failed, 1); /* its own evaluation will say why */
+    err[0] = '\0';
+    return GP_OK;
+}
+
 static void *each_work(void *p)
 {
     struct each_run *e = p;
-    struct gp_samples smp;
-    memset(&smp, 0, sizeof smp);
+    struct gp_samples smp[2];
+    memset(smp, 0, sizeof smp);
     char err[512];
+    size_t take = e->pair ? 2 : 1, n = e->r->sel.n;
     for (;;) {
         if (atomic_load(&e->stop))
             break;
-        size_t i = atomic_fetch_add(&e->next, 1);
-        if (i >= e->r->sel.n)
+        size_t i = atomic_fetch_add(&e->next, take);
+        if (i >= n)
             break;
         if (gp_pq_now_ns() > e->c->deadline_ns) {
             each_fail(e, GP_PROMQL_ETIMEOUT, "query timed out in expression evaluation");
             break;
         }
-        const struct gp_store_series *s = e->r->sel.series + e->r->order[i];
-        smp.n = 0;
-        smp.damaged = 0;
-        int rc = gp_storage_read(e->c->s, s->id, e->r->mint, e->r->maxt, &smp);
-        if (smp.damaged) {
-            pthread_mutex_lock(&e->mu);
-            if (!e->damaged || smp.damaged_from < e->dfrom)
-                e->dfrom = smp.damaged_from;
-            if (!e->damaged || smp.damaged_to > e->dto)
-                e->dto = smp.damaged_to;
-            e->damaged += smp.damaged;
-            pthread_mutex_unlock(&e->mu);
-        }
-        if (rc != GP_OK && rc != GP_EPARSE) { /* a damaged chunk: the rest still counts */
-            snprintf(err, sizeof err, "read series: %s",
-                     rc == GP_ENET ? gp_storage_last_error() : gp_strerror(rc));
-            each_fail(e, rc == GP_ENOMEM || rc == GP_ENET ? rc : GP_EIO, err);
+        if (each_read(e, i, &smp[0], err, sizeof err) != GP_OK)
             break;
+        int rc;
+        if (take == 2 && i + 1 < n) {
+            if (each_read(e, i + 1, &smp[1], err, sizeof err) != GP_OK)
+                break;
+            int64_t *t[2] = {smp[0].t, smp[1].t};
+            double *v[2] = {smp[0].v, smp[1].v};
+            size_t sn[2] = {smp[0].n, smp[1].n};
+            rc = e->pair(e->arg, i, t, v, sn, err, sizeof err);
+        } else {
+            const struct gp_store_series *s = e->r->sel.series + e->r->order[i];
+            rc = e->fn(e->arg, i, s, smp[0].t, smp[0].v, smp[0].n, err, sizeof err);
         }
-        err[0] = '\0';
-        if ((rc = e->fn(e->arg, i, s, smp.t, smp.v, smp.n, err, sizeof err)) != GP_OK) {
+        if (rc != GP_OK) {
             each_fail(e, rc, err);
             break;
         }
     }
-    gp_samples_free(&smp);
+    gp_samples_free(&smp[0]);
+    gp_samples_free(&smp[1]);
     return NULL;
 }
 
-int gp_pq_sel_each(struct gp_pq_ctx *c, struct gp_pq_sel_read *r, gp_pq_series_fn fn, void *arg)
+int gp_pq_sel_each(struct gp_pq_ctx *c, struct gp_pq_sel_read *r, gp_pq_series_fn fn,
+                   gp_pq_pair_fn pair, void *arg)
 {
     struct each_run e;
     memset(&e, 0, sizeof e);
     e.c = c;
     e.r = r;
     e.fn = fn;
+    e.pair = pair;
     e.arg = arg;
     atomic_init(&e.next, 0);
     atomic_init(&e.stop, 0);
@@ -317,6 +357,54 @@ static int vsel_series(void *arg, size_t i, const struct gp_store_series *ser, i
     return GP_OK;
 }
 
+static void vsel_init(struct vsel_job *j, const struct gp_pq_ctx *c, const struct gp_pq_sel *sel,
+                      const struct gp_pq_grid *g, int ts_mode)
+{
+    memset(j, 0, sizeof *j);
+    j->c = c;
+    j->g = g;
+    j->w = (struct gp_pq_when){sel->at, sel->at_ms, sel->offset_ms};
+    j->ts_mode = ts_mode;
+    atomic_init(&j->held, 0);
+    atomic_init(&j->cells, 0);
+}
+
+/* Room for a result per series of a selection of n. */
+static int vsel_alloc(struct gp_pq_ctx *c, struct vsel_job *j, size_t n)
+{
+    j->v = calloc(n ? n : 1, sizeof *j->v);
+    j->has = calloc(n ? n : 1, sizeof *j->has);
+    j->np = calloc(n ? n : 1, sizeof *j->np);
+    return j->v && j->has && j->np ? GP_OK : gp_pq_oom(c);
+}
+
+/* The job's series into out, in label order whichever thread read them;
+ * frees what the job holds. */
+static int vsel_collect(struct gp_pq_ctx *c, struct vsel_job *j, const struct gp_pq_sel_read *r,
+                        int rc, struct gp_pq_val *out)
+{
+    size_t n = r->sel.n;
+    for (size_t i = 0; rc == GP_OK && i < n; i++) {
+        if (!j->np[i])
+            continue;
+        const struct gp_store_series *s = r->sel.series + r->order[i];
+        rc = gp_pq_val_adopt(c, out, j->g, s->labels, s->labels_len, j->v[i], j->has[i], j->np[i]);
+        j->v[i] = NULL;
+        j->has[i] = NULL;
+    }
+    for (size_t i = 0; j->v && j->has && i < n; i++) {
+        free(j->v[i]);
+        free(j->has[i]);
+    }
+    free(j->v);
+    free(j->has);
+    free(j->np);
+    j->v = NULL;
+    j->has = NULL;
+    j->np = NULL;
+    return rc;
+}
+
 int gp_pq_eval_vsel(struct gp_pq_ctx *c, const struct gp_pq_sel *sel, const struct gp_pq_grid *g,
                     int ts_mode, struct gp_pq_val *out)
 {
@@ -324,39 +412,13 @@ int gp_pq_eval_vsel(struct gp_pq_ctx *c, const struct gp_pq_sel *sel, const stru
     if (!g->n)
         return GP_OK;
     struct vsel_job j;
-    memset(&j, 0, sizeof j);
-    j.c = c;
-    j.g = g;
-    j.w = (struct gp_pq_when){sel->at, sel->at_ms, sel->offset_ms};
-    j.ts_mode = ts_mode;
-    atomic_init(&j.held, 0);
-    atomic_init(&j.cells, 0);
+    vsel_init(&j, c, sel, g, ts_mode);
     int64_t first = when_at(c, &j.w, g, 0), last = when_at(c, &j.w, g, g->n - 1);
     struct gp_pq_sel_read r;
     int rc = sel_open(c, &r, sel, first - c->lim.lookback_ms, last);
-    size_t n = r.sel.n;
-    if (rc == GP_OK) {
-        j.v = calloc(n ? n : 1, sizeof *j.v);
-        j.has = calloc(n ? n : 1, sizeof *j.has);
-        j.np = calloc(n ? n : 1, sizeof *j.np);
-        rc = j.v && j.has && j.np ? gp_pq_sel_each(c, &r, vsel_series, &j) : gp_pq_oom(c);
-    }
-    /* In label order, whichever thread read them. */
-    for (size_t i = 0; rc == GP_OK && i < n; i++) {
-        if (!j.np[i])
-            continue;
-        const struct gp_store_series *s = r.sel.series + r.order[i];
-        rc = gp_pq_val_adopt(c, out, g, s->labels, s->labels_len, j.v[i], j.has[i], j.np[i]);
-        j.v[i] = NULL;
-        j.has[i] = NULL;
-    }
-    for (size_t i = 0; j.v && i < n; i++) {
-        free(j.v[i]);
-        free(j.has[i]);
-    }
-    free(j.v);
-    free(j.has);
-    free(j.np);
+    if (rc == GP_OK && (rc = vsel_alloc(c, &j, r.sel.n)) == GP_OK)
+        rc = gp_pq_sel_each(c, &r, vsel_series, NULL, &j);
+    rc = vsel_collect(c, &j, &r, rc, out);
     sel_close(&r);
     return rc;
 }
@@ -365,7 +427,7 @@ int gp_pq_eval_vsel(struct gp_pq_ctx *c, const struct gp_pq_sel *sel, const stru
 
 
 int gp_pq_rsrc_open(struct gp_pq_ctx *c, struct gp_pq_rsrc *rs, const struct gp_pq_node *e,
-                     const struct gp_pq_grid *g)
+                    const struct gp_pq_grid *g, const struct gp_pq_sel *twin)
 {
     memset(rs, 0, sizeof *rs);
     e = gp_pq_unparen(e);
@@ -376,7 +438,19 @@ int gp_pq_rsrc_open(struct gp_pq_ctx *c, struct gp_pq_rsrc *rs, const struct gp_
         rs->w = (struct gp_pq_when){sel->at, sel->at_ms, sel->offset_ms};
         rs->range = sel->range_ms;
         int64_t first = when_at(c, &rs->w, g, 0), last = when_at(c, &rs->w, g, g->n - 1);
-        return sel_open(c, &rs->r, sel, first - rs->range, last);
+        /* The twin looks back from the same times (same offset and @):
+         * one read over the longer of the two reaches serves both. */
+        int64_t reach = twin && c->lim.lookback_ms > rs->range ? c->lim.lookback_ms : rs->range;
+        int rc = sel_open(c, &rs->r, sel, first - reach, last);
+        if (rc != GP_OK || !twin)
+            return rc;
+        struct vsel_job *j = malloc(sizeof *j);
+        if (!j)
+            return gp_pq_oom(c);
+        vsel_init(j, c, twin, g, 0);
+        rs->r.twin = j;
+        atomic_init(&rs->r.twin_failed, 0);
+        return vsel_alloc(c, j, rs->r.sel.n);
     }
     if (e->kind != GP_PQ_SUBQUERY)
         return gp_seterr(c->err, c->errlen, GP_PQ_EEXEC, "expected a range vector");
@@ -406,8 +480,32 @@ int gp_pq_rsrc_open(struct gp_pq_ctx *c, struct gp_pq_rsrc *rs, const struct gp_
     return rs->t && rs->v ? GP_OK : gp_pq_oom(c);
 }
 
+int gp_pq_rsrc_twin(struct gp_pq_ctx *c, struct gp_pq_rsrc *rs, struct gp_pq_val *out)
+{
+    struct vsel_job *j = rs->sub ? NULL : rs->r.twin;
+    if (!j)
+        return 0;
+    gp_pq_vector_new(out);
+    int rc = vsel_collect(c, j, &rs->r, atomic_load(&rs->r.twin_failed) ? GP_ERANGE : GP_OK, out);
+    free(j);
+    rs->r.twin = NULL;
+    if (rc == GP_OK)
+        return 1;
+    gp_pq_val_free(c, out);
+    if (c->err && c->errlen)
+        c->err[0] = '\0'; /* its own evaluation will say why */
+    return 0;
+}
+
 void gp_pq_rsrc_close(struct gp_pq_ctx *c, struct gp_pq_rsrc *rs)
 {
+    if (!rs->sub && rs->r.twin) {
+        struct gp_pq_val v;
+        gp_pq_vector_new(&v);
+        vsel_collect(c, rs->r.twin, &rs->r, GP_ERANGE, &v);
+        free(rs->r.twin);
+        rs->r.twin = NULL;
+    }
     if (rs->sub)
         gp_pq_val_free(c, &rs->inner);
     else
@@ -472,7 +570,7 @@ int gp_pq_eval_matrix(struct gp_pq_ctx *c, const struct gp_pq_node *e, const str
                          "invalid expression type \"range vector\" for range query, must be "
                          "Scalar or instant Vector");
     struct gp_pq_rsrc rs;
-    int rc = gp_pq_rsrc_open(c, &rs, e, g);
+    int rc = gp_pq_rsrc_open(c, &rs, e, g, NULL);
     size_t cap = 0;
     while (rc == GP_OK && (rc = gp_pq_rsrc_next(c, &rs)) == 1) {
         rc = GP_OK;

@@ -91,7 +91,7 @@ static int labels_cmp(const uint8_t *a, size_t al, const uint8_t *b, size_t bl)
     gp_labels_iter_init(&ia, a, al);
     gp_labels_iter_init(&ib, b, bl);
     for (;;) {
-        struct gp_rw_str an, av, bn, bv;
+        struct gp_str an, av, bn, bv;
         int ra = gp_labels_next(&ia, &an, &av) == 1;
         int rb = gp_labels_next(&ib, &bn, &bv) == 1;
         if (!ra || !rb)
@@ -174,10 +174,10 @@ static int make_items(const struct gp_store_selection *sel, int grouped, const c
         items[i].key_len = s->labels_len;
         if (!grouped)
             continue;
-        struct gp_rw_label l[GP_QUERY_MAX_BY];
+        struct gp_label l[GP_QUERY_MAX_BY];
         size_t nl = 0;
         for (size_t b = 0; b < nby; b++) {
-            struct gp_rw_str v;
+            struct gp_str v;
             if (gp_labels_get(s->labels, s->labels_len, by[b], &v) == 1 && v.len) {
                 l[nl].name.ptr = by[b];
                 l[nl].name.len = strlen(by[b]);
@@ -295,8 +295,8 @@ static void note_damage(struct range_job *j, const struct gp_store_series *ss, i
     char text[1024], t1[40], t2[40];
     size_t n = 0;
     struct gp_labels_iter it;
-    struct gp_rw_str k, v;
-    struct gp_rw_str name;
+    struct gp_str k, v;
+    struct gp_str name;
     gp_labels_get(ss->labels, ss->labels_len, "__name__", &name);
     n += (size_t)snprintf(text, sizeof text, "data of series %.*s{", (int)name.len, name.ptr);
     gp_labels_iter_init(&it, ss->labels, ss->labels_len);
@@ -669,7 +669,7 @@ static int range_promql(struct gp_storage *s, const struct gp_range_query *q, st
     } else if (!rc) {
         struct gp_strset names = {0};
         for (size_t i = 0; i < sel.n; i++) {
-            struct gp_rw_str v = {"", 0};
+            struct gp_str v = {"", 0};
             gp_labels_get(sel.series[i].labels, sel.series[i].labels_len, "__name__", &v);
             gp_strset_add(&names, v.ptr, v.len);
         }

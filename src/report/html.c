@@ -612,6 +612,8 @@ int gp_report_html(struct gp_buf *b, const json_t *doc)
     gp_buf_puts(b, "</section>\n");
     section(b, &m->sec[GP_RP_SEC_STEPS]);
     gp_buf_puts(b, "</section>\n");
+    section(b, &m->sec[GP_RP_SEC_GOODPUT]);
+    gp_buf_puts(b, "</section>\n");
     section(b, &m->sec[GP_RP_SEC_HOST]);
     gp_buf_puts(b, "</section>\n");
     time_split(b, doc);

@@ -136,6 +136,24 @@ static const char *overall_source(const json_t *doc)
     return src;
 }
 
+/* MFU beside activity (docs/jobs.md): the figure and what it divides,
+ * or why it is n/a; then the gap to activity explained, when there is one. */
+static void mfu_rows(const json_t *t, struct gp_rp_section *s)
+{
+    struct gp_rp_row *r = row(s, "MFU");
+    double mfu, got, peak;
+    const char *prec = gp_rp_str(t, "precision"), *why = gp_rp_str(t, "mfu_reason"),
+               *gap = gp_rp_str(t, "mfu_gap");
+    if (gp_rp_num(t, "mfu", &mfu) && gp_rp_num(t, "model_flops_per_second", &got) &&
+        gp_rp_num(t, "peak_flops_per_second", &peak))
+        snprintf(r->v, sizeof r->v, "%.1f%% (model %.4g TFLOP/s of a %.4g TFLOP/s %s peak)", mfu * 100,
+                 got / 1e12, peak / 1e12, prec ? prec : GP_RP_NA);
+    else
+        snprintf(r->v, sizeof r->v, GP_RP_NA " (%s)", why ? why : "not computed");
+    if (gap)
+        row(s, "MFU gap")->raw = gap;
+}
+
 static void gpu_section(const json_t *doc, struct gp_rp_model *m)
 {
     struct gp_rp_section *s = &m->sec[GP_RP_SEC_GPU];
@@ -160,6 +178,7 @@ static void gpu_section(const json_t *doc, struct gp_rp_model *m)
     r = row(s, "activity");
     snprintf(r->v, sizeof r->v, "avg %s, p50 %s, p90 %s, p99 %s (time-weighted, source %s)", a, b2, c,
              d, src ? src : GP_RP_NA);
+    mfu_rows(t, s);
 }
 
 static void steps_section(const json_t *doc, struct gp_rp_model *m)
@@ -208,6 +227,42 @@ static void steps_section(const json_t *doc, struct gp_rp_model *m)
         snprintf(r->v, 512, "n/a (no step reported a loss)");
 }
 
+/* docs/jobs.md "Goodput": the share, then each part of the wall time. */
+static void goodput_section(const json_t *doc, struct gp_rp_model *m)
+{
+    static const char *const parts[][2] = {
+        {"startup", "start-up"},     {"productive", "productive"}, {"data_wait", "data wait"},
+        {"checkpoint", "checkpoint"}, {"evaluation", "evaluation"}, {"other", "other phases"},
+        {"lost", "lost work"},       {"idle", "idle"}};
+    struct gp_rp_section *s = &m->sec[GP_RP_SEC_GOODPUT];
+    s->title = "Goodput (share of the ranks' wall time)";
+    const json_t *g = gp_rp_obj(doc, "goodput"), *secs = gp_rp_obj(g, "seconds");
+    double ratio, wall, n, last;
+    if (!g || !gp_rp_num(g, "wall_seconds", &wall)) {
+        snprintf(row(s, "goodput")->v, 512, "n/a (no process reported a step or phase)");
+        return;
+    }
+    char a[48], b2[48], c[48], d[48];
+    bool hr = gp_rp_num(g, "ratio", &ratio), hn = gp_rp_num(g, "attempts", &n),
+         hl = gp_rp_num(g, "last_step", &last);
+    const char *big = gp_rp_str(g, "biggest_badput");
+    const char *bigname = NULL;
+    for (size_t i = 0; big && i < sizeof parts / sizeof parts[0]; i++)
+        if (!strcmp(big, parts[i][0]))
+            bigname = parts[i][1];
+    snprintf(row(s, "goodput")->v, 512, "%s of %s over %s attempt%s (last step %s)",
+             gp_rp_fmt_pct(a, sizeof a, hr, ratio), gp_rp_fmt_short(b2, sizeof b2, true, wall),
+             gp_rp_fmt_count(c, sizeof c, hn, n), hn && n == 1 ? "" : "s",
+             gp_rp_fmt_count(d, sizeof d, hl, last));
+    snprintf(row(s, "top badput")->v, 512, "%s", bigname ? bigname : "none");
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+        double v;
+        bool ok = gp_rp_num(secs, parts[i][0], &v);
+        snprintf(row(s, parts[i][1])->v, 512, "%s (%s)", gp_rp_fmt_short(a, sizeof a, ok, v),
+                 gp_rp_fmt_pct(b2, sizeof b2, ok && wall > 0, wall > 0 ? v / wall : 0));
+    }
+}
+
 static void host_section(const json_t *doc, struct gp_rp_model *m)
 {
     struct gp_rp_section *s = &m->sec[GP_RP_SEC_HOST];
@@ -232,6 +287,7 @@ void gp_rp_model_build(const json_t *doc, struct gp_rp_model *m)
     job_section(doc, m);
     gpu_section(doc, m);
     steps_section(doc, m);
+    goodput_section(doc, m);
     host_section(doc, m);
 }
 

@@ -77,7 +77,7 @@ struct gp_rp_section {
     int n;
     struct gp_rp_row rows[GP_RP_ROWS];
 };
-enum { GP_RP_SEC_JOB, GP_RP_SEC_GPU, GP_RP_SEC_STEPS, GP_RP_SEC_HOST, GP_RP_NSEC };
+enum { GP_RP_SEC_JOB, GP_RP_SEC_GPU, GP_RP_SEC_STEPS, GP_RP_SEC_GOODPUT, GP_RP_SEC_HOST, GP_RP_NSEC };
 struct gp_rp_model {
     struct gp_rp_section sec[GP_RP_NSEC];
     bool failed;  /* state failed, killed or lost */

@@ -189,6 +189,7 @@ int gp_report_text(struct gp_buf *out, const json_t *doc, const struct gp_report
     section(out, &m->sec[GP_RP_SEC_GPU], o);
     gpu_table(out, doc);
     section(out, &m->sec[GP_RP_SEC_STEPS], o);
+    section(out, &m->sec[GP_RP_SEC_GOODPUT], o);
     section(out, &m->sec[GP_RP_SEC_HOST], o);
     time_split(out, doc, o);
     advice(out, doc, o);

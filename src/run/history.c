@@ -16,6 +16,7 @@
 
 #define MAX_RANKS 256
 #define MAX_GPUS 64
+#define MAX_REPORTERS 256 /* goodput is kept for this many step reporters */
 
 struct cell {
     double sum, max;
@@ -80,6 +81,15 @@ struct gp_history {
     int32_t world_size;
 
     struct gp_jobmodel_steps steps; /* the step stream, reduced (query/jobmodel.h) */
+    double flops_token, flops_sample; /* the model record; 0 not said */
+    int precision;                    /* -1 not said */
+
+    /* goodput per reporting process; the earlier attempts of the job */
+    struct greporter { uint32_t pid; struct gp_goodput_rank g; } reporters[MAX_REPORTERS];
+    unsigned nreporters;
+    struct gp_goodput_figures prior;
+    unsigned prior_attempts;
+    double prior_last_step;
 
     /* status line: steps seen at the last status, for the rate */
     double rate_t;
@@ -113,12 +123,15 @@ struct gp_history *gp_history_new(const struct gp_history_options *o)
     snprintf(h->job, sizeof h->job, "%s", o->job);
     h->interval_s = o->interval_s > 0 ? o->interval_s : 1.0;
     h->price = o->price_per_gpu_hour;
-    h->start_s = wall_s();
+    h->start_s = o->start_s > 0 ? o->start_s : wall_s();
     h->width = 1;
     h->world_size = -1;
+    h->precision = -1;
     gp_jobmodel_steps_init(&h->steps);
     h->steps.steps = h->steps.seconds = 0; /* gpulse run sees the whole stream */
     gp_jobmodel_gpus_init(&h->act);
+    gp_goodput_figures_init(&h->prior);
+    h->prior_last_step = -1;
     h->rate_t = h->start_s;
     return h;
 }
@@ -391,11 +404,72 @@ void gp_history_frame(struct gp_history *h, const struct gp_frame *f)
     pthread_mutex_unlock(&h->mu);
 }
 
+/* The goodput of reporter pid, new when first seen (its wall time from the
+ * command's start: gpulse run starts every rank); NULL beyond the cap. */
+static struct gp_goodput_rank *reporter(struct gp_history *h, uint32_t pid)
+{
+    for (unsigned i = 0; i < h->nreporters; i++)
+        if (h->reporters[i].pid == pid)
+            return &h->reporters[i].g;
+    if (h->nreporters == MAX_REPORTERS)
+        return NULL;
+    struct greporter *r = &h->reporters[h->nreporters++];
+    r->pid = pid;
+    gp_goodput_rank_init(&r->g, h->start_s, h->prior_last_step);
+    return &r->g;
+}
+
+void gp_history_phase(struct gp_history *h, uint32_t pid, const char *name, double t_end,
+                      double seconds)
+{
+    pthread_mutex_lock(&h->mu);
+    struct gp_goodput_rank *g = reporter(h, pid);
+    if (g)
+        gp_goodput_phase(g, name, t_end, seconds);
+    pthread_mutex_unlock(&h->mu);
+}
+
+void gp_history_prior(struct gp_history *h, const struct gp_goodput_figures *prior,
+                      unsigned attempts, double last_step)
+{
+    pthread_mutex_lock(&h->mu);
+    h->prior = *prior;
+    h->prior_attempts = attempts;
+    h->prior_last_step = last_step;
+    for (unsigned i = 0; i < h->nreporters; i++)
+        h->reporters[i].g.resume_from = last_step;
+    pthread_mutex_unlock(&h->mu);
+}
+
+/* This attempt's figures; the caller holds the lock. */
+static void goodput_now(const struct gp_history *h, double end, struct gp_goodput_figures *f,
+                        double *last_step)
+{
+    gp_goodput_figures_init(f);
+    *last_step = -1;
+    for (unsigned i = 0; i < h->nreporters; i++) {
+        gp_goodput_add_rank(f, &h->reporters[i].g, end);
+        if (h->reporters[i].g.last_step > *last_step)
+            *last_step = h->reporters[i].g.last_step;
+    }
+    gp_goodput_finish(f);
+}
+
+void gp_history_goodput(struct gp_history *h, struct gp_goodput_figures *f, double *last_step)
+{
+    pthread_mutex_lock(&h->mu);
+    goodput_now(h, h->ended ? h->end_s : wall_s(), f, last_step);
+    pthread_mutex_unlock(&h->mu);
+}
+
 void gp_history_step(struct gp_history *h, const struct gp_history_step *s)
 {
     if (!isfinite(s->seconds) || s->seconds < 0 || !isfinite(s->t_end))
         return;
     pthread_mutex_lock(&h->mu);
+    struct gp_goodput_rank *g = reporter(h, s->pid);
+    if (g)
+        gp_goodput_step(g, s->t_end, s->seconds, s->has_wait ? s->wait_seconds : NAN, s->n);
     gp_jobmodel_step(&h->steps, s->t_end, s->seconds, s->has_wait ? s->wait_seconds : NAN,
                      s->has_samples ? s->samples : NAN, s->has_tokens ? s->tokens : NAN);
     if (s->has_loss)
@@ -405,6 +479,15 @@ void gp_history_step(struct gp_history *h, const struct gp_history_step *s)
     cell_add(&h->step.c[h->nb - 1], s->seconds);
     if (s->has_loss)
         cell_add(&h->loss.c[h->nb - 1], s->loss);
+    pthread_mutex_unlock(&h->mu);
+}
+
+void gp_history_model(struct gp_history *h, double flops_token, double flops_sample, int precision)
+{
+    pthread_mutex_lock(&h->mu);
+    h->flops_token = flops_token;
+    h->flops_sample = flops_sample;
+    h->precision = precision;
     pthread_mutex_unlock(&h->mu);
 }
 
@@ -536,6 +619,36 @@ static json_t *gpus_json(const struct gp_history *h, struct gp_jobmodel_gpu *mg)
     return a;
 }
 
+/* MFU from the model record, the throughput and the GPUs' models. */
+static void put_mfu(const struct gp_history *h, const struct gp_jobmodel_step_figures *sf, double activity,
+                    json_t *t)
+{
+    const char *models[MAX_GPUS];
+    for (unsigned i = 0; i < h->ngpus; i++)
+        models[i] = h->gpus[i].model;
+    const struct wavg *w[] = {&h->tensor, &h->dram, &h->link};
+    double hw[3];
+    for (int i = 0; i < 3; i++)
+        hw[i] = w[i]->dt > 0 ? w[i]->sum / w[i]->dt : NAN;
+    struct gp_jobmodel_mfu_in in = {
+        .flops_token = h->flops_token, .flops_sample = h->flops_sample, .precision = h->precision,
+        .tokens_per_second = sf->tokens_per_second, .samples_per_second = sf->samples_per_second,
+        .models = models, .ngpus = h->ngpus,
+        .activity = activity, .tensor_active = hw[0], .dram_active = hw[1], .link_busy = hw[2],
+    };
+    struct gp_jobmodel_mfu m;
+    gp_jobmodel_mfu(&in, &m);
+    const char *prec = h->precision >= 0 ? gp_precision_name((enum gp_precision)h->precision) : NULL;
+    json_object_set_new(t, "precision", prec ? json_string(prec) : json_null());
+    json_object_set_new(t, "model_flops_per_token", num(h->flops_token > 0 ? h->flops_token : NAN));
+    json_object_set_new(t, "model_flops_per_sample", num(h->flops_sample > 0 ? h->flops_sample : NAN));
+    json_object_set_new(t, "model_flops_per_second", num(m.achieved_flops_per_second));
+    json_object_set_new(t, "peak_flops_per_second", num(m.peak_flops_per_second));
+    json_object_set_new(t, "mfu", num(m.mfu));
+    json_object_set_new(t, "mfu_reason", m.why[0] ? json_string(m.why) : json_null());
+    json_object_set_new(t, "mfu_gap", m.gap[0] ? json_string(m.gap) : json_null());
+}
+
 static json_t *totals_json(const struct gp_history *h, double wall, json_t *gpus_out)
 {
     json_t *t = json_object();
@@ -596,6 +709,7 @@ static json_t *totals_json(const struct gp_history *h, double wall, json_t *gpus
     json_object_set_new(t, "loss_first", num(sf.loss_first));
     json_object_set_new(t, "loss_last", num(sf.loss_last));
     json_object_set_new(t, "loss_min", num(sf.loss_min));
+    put_mfu(h, &sf, gf.activity_avg, t);
     json_object_set_new(t, "price_per_gpu_hour", num(gf.price_per_gpu_hour));
     json_object_set_new(t, "cost", num(gf.cost));
     json_object_set_new(t, "cost_idle", num(gf.cost_idle));
@@ -632,6 +746,54 @@ static json_t *series_json(const struct gp_history *h)
     return s;
 }
 
+static json_t *parts_json(const struct gp_goodput_figures *f)
+{
+    json_t *o = json_object();
+    for (int p = 0; p < GP_GOODPUT_NPARTS; p++)
+        json_object_set_new(o, gp_goodput_part_name(p), json_real(f->part[p]));
+    return o;
+}
+
+/* docs/jobs.md "Goodput": the job's figures over every attempt, and this
+ * attempt's reporters. Null when no process reported a step or phase. */
+static json_t *goodput_json(const struct gp_history *h, double end)
+{
+    if (!h->nreporters && !h->prior_attempts)
+        return json_null();
+    struct gp_goodput_figures now, job;
+    double last;
+    goodput_now(h, end, &now, &last);
+    gp_goodput_figures_init(&job);
+    gp_goodput_add(&job, &h->prior);
+    gp_goodput_add(&job, &now);
+    gp_goodput_finish(&job);
+    if (h->prior_last_step > last)
+        last = h->prior_last_step;
+    json_t *o = json_object();
+    json_object_set_new(o, "ratio", num(job.ratio));
+    json_object_set_new(o, "wall_seconds", json_real(job.wall));
+    json_object_set_new(o, "seconds", parts_json(&job));
+    json_object_set_new(o, "biggest_badput", job.biggest_badput >= 0
+                                                 ? json_string(gp_goodput_part_name(job.biggest_badput))
+                                                 : json_null());
+    json_object_set_new(o, "attempts", json_integer(h->prior_attempts + 1));
+    json_object_set_new(o, "last_step", last >= 0 ? json_real(last) : json_null());
+    json_t *ranks = json_array();
+    for (unsigned i = 0; i < h->nreporters; i++) {
+        struct gp_goodput_figures r;
+        gp_goodput_figures_init(&r);
+        gp_goodput_add_rank(&r, &h->reporters[i].g, end);
+        gp_goodput_finish(&r);
+        json_t *x = json_object();
+        json_object_set_new(x, "pid", json_integer(h->reporters[i].pid));
+        json_object_set_new(x, "ratio", num(r.ratio));
+        json_object_set_new(x, "seconds", parts_json(&r));
+        json_array_append_new(ranks, x);
+    }
+    json_object_set_new(o, "ranks", ranks);
+    return o;
+}
+
 json_t *gp_history_document(struct gp_history *h)
 {
     pthread_mutex_lock(&h->mu);
@@ -666,8 +828,19 @@ json_t *gp_history_document(struct gp_history *h)
     json_object_set_new(d, "world_size", world > 0 ? json_integer(world) : json_null());
     json_t *gpus = json_array();
     json_t *totals = totals_json(h, wall, gpus);
+    /* A rank's MFU: one rank is the whole job; with several, the records
+     * (which carry no rank) cannot be split between them. */
+    for (size_t i = 0; i < json_array_size(ranks); i++) {
+        json_t *o = json_array_get(ranks, i);
+        bool one = h->nranks == 1;
+        json_object_set(o, "mfu", one ? json_object_get(totals, "mfu") : json_null());
+        json_object_set_new(o, "mfu_reason",
+                            one ? json_incref(json_object_get(totals, "mfu_reason"))
+                                : json_string("gpulse run's step records do not say their rank"));
+    }
     json_object_set_new(d, "gpus", gpus);
     json_object_set_new(d, "totals", totals);
+    json_object_set_new(d, "goodput", goodput_json(h, end));
     json_object_set_new(d, "series", series_json(h));
     json_object_set_new(d, "advice", json_array());
     pthread_mutex_unlock(&h->mu);

@@ -17,6 +17,11 @@
  * (query/jobmodel.h), fed every record, as the server's document feeds it
  * counters: one definition for both.
  *
+ * Goodput (query/goodput.h) is kept per reporting process (a rank),
+ * from its steps and phases; the earlier attempts of the same job (a
+ * restart with the same --job), when told, add their figures, and their
+ * last step number makes the repeated steps lost work.
+ *
  * Feeds and readers may run on different threads: every call takes the
  * history's own lock.
  */
@@ -24,6 +29,7 @@
 #define GP_RUN_HISTORY_H
 
 #include "lib/buf.h"
+#include "query/goodput.h"
 #include "sources/frame.h"
 
 #include <jansson.h>
@@ -39,6 +45,7 @@ struct gp_history_options {
     const char *command;       /* shown in the report */
     double interval_s;         /* sampling interval (the first tick's width) */
     double price_per_gpu_hour; /* 0: each GPU at its model's default price */
+    double start_s;            /* when the job started, epoch s; 0: now */
 };
 
 /* One step as the training code reported it. */
@@ -49,6 +56,8 @@ struct gp_history_step {
     double samples, tokens;
     double wait_seconds;       /* time before the step spent waiting for data */
     double loss;               /* the training loss the client sent with the step */
+    uint32_t pid;              /* the reporting process (a rank) */
+    double n;                  /* the caller's step number; < 0 not said */
 };
 
 /* A new history starting now. NULL when out of memory. The caller frees it. */
@@ -60,6 +69,24 @@ void gp_history_frame(struct gp_history *h, const struct gp_frame *f);
 
 /* Records one step. */
 void gp_history_step(struct gp_history *h, const struct gp_history_step *s);
+
+/* The model the job trains (a model record, for MFU): FLOPs per token and
+ * per sample (<= 0: not said) and its precision (enum gp_precision). */
+void gp_history_model(struct gp_history *h, double flops_token, double flops_sample, int precision);
+
+/* Records one phase (checkpoint, eval...) of process pid that ended at
+ * t_end after `seconds`. */
+void gp_history_phase(struct gp_history *h, uint32_t pid, const char *name, double t_end,
+                      double seconds);
+
+/* The job ran before (attempts > 0 earlier runs with the same id): their
+ * goodput figures (copied) and the last step number they reached. */
+void gp_history_prior(struct gp_history *h, const struct gp_goodput_figures *prior,
+                      unsigned attempts, double last_step);
+
+/* This attempt's own goodput figures, over its reporting processes, and
+ * the last step number any reached (-1 none), for the next attempt. */
+void gp_history_goodput(struct gp_history *h, struct gp_goodput_figures *f, double *last_step);
 
 /* The command ended at end_s with waitpid status and its rusage (its
  * waited-for descendants included): exact CPU time and peak RSS. */

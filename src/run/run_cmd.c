@@ -28,6 +28,7 @@
  * a signal sent to gpulse run by a process (kill, Slurm, Kubernetes) is
  * passed on to CMD.
  */
+#include "run/attempts.h"
 #include "run/child.h"
 #include "run/history.h"
 #include "run/run.h"
@@ -42,6 +43,7 @@
 #include "sources/steps_proto.h"
 
 #include <errno.h>
+#include <math.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
@@ -70,6 +72,8 @@ struct run {
     int64_t next_status_ms;
     uint64_t ticks;           /* ticks seen by the hook (atomic) */
     uint32_t child_pid;
+    char attempts_path[GP_PATH_LEN + 160]; /* "": this job keeps no attempts */
+    struct gp_attempts attempts;           /* the job's earlier ones */
 };
 
 static double wall_s(void) { return (double)gp_wall_ms() / 1000.0; }
@@ -107,8 +111,17 @@ static void on_tick(const struct gp_frame *f, const struct gp_agent_stats *st, v
 /* The step socket's receiver thread: every good record of CMD's clients. */
 static void on_step(void *ctx, uint32_t pid, const struct gp_steps_record *rec)
 {
-    (void)pid;
     struct run *r = ctx;
+    if (rec->kind == GP_STEPS_MODEL) {
+        double fpt = gp_steps_flops_per_token(rec);
+        gp_history_model(r->hist, isfinite(fpt) ? fpt : 0,
+                         rec->has & GP_SK_FLOPS_SAMPLE ? rec->flops_sample : 0, (int)rec->precision);
+        return;
+    }
+    if (rec->kind == GP_STEPS_PHASE) { /* the parser requires name and dur */
+        gp_history_phase(r->hist, pid, rec->name, rec->has & GP_SK_T ? rec->t : wall_s(), rec->dur);
+        return;
+    }
     if (rec->kind != GP_STEPS_STEP)
         return;
     struct gp_history_step s = {
@@ -122,6 +135,8 @@ static void on_step(void *ctx, uint32_t pid, const struct gp_steps_record *rec)
         .wait_seconds = rec->wait,
         .has_loss = rec->has & GP_SK_LOSS,
         .loss = rec->loss,
+        .pid = pid,
+        .n = rec->has & GP_SK_N ? (double)rec->n : -1,
     };
     gp_history_step(r->hist, &s); /* the parser requires dur on a step */
 }
@@ -268,6 +283,66 @@ static int exit_like(int status)
     return gp_child_exit_code(status);
 }
 
+/* A job named with --job may have run before: its earlier attempts make
+ * this one's repeated steps lost work (run/attempts.h). A file that
+ * cannot be read is reported and the job starts afresh. */
+static void load_attempts(struct run *r)
+{
+    char err[512];
+    if (!r->rc.job[0] ||
+        gp_attempts_path(r->rc.attempts_dir, r->job, r->attempts_path, sizeof r->attempts_path, err,
+                         sizeof err)) {
+        if (r->rc.job[0])
+            fprintf(stderr, "gpulse run: %s\n", err);
+        r->attempts_path[0] = '\0';
+        return;
+    }
+    FILE *fp = fopen(r->attempts_path, "r");
+    if (!fp) {
+        if (errno != ENOENT)
+            fprintf(stderr, "gpulse run: cannot read '%s': %s\n", r->attempts_path, strerror(errno));
+        return;
+    }
+    char text[8192];
+    size_t n = fread(text, 1, sizeof text, fp);
+    fclose(fp);
+    struct gp_attempts a;
+    if (gp_attempts_parse(text, n, r->job, &a, err, sizeof err)) {
+        fprintf(stderr, "gpulse run: ignoring '%s': %s\n", r->attempts_path, err);
+        return;
+    }
+    r->attempts = a;
+    gp_history_prior(r->hist, &a.f, a.attempts, a.last_step);
+}
+
+/* Adds this attempt to the job's file, for the next one. */
+static void save_attempts(struct run *r)
+{
+    if (!r->attempts_path[0])
+        return;
+    struct gp_attempts a = r->attempts;
+    struct gp_goodput_figures now;
+    double last;
+    gp_history_goodput(r->hist, &now, &last);
+    gp_goodput_add(&a.f, &now);
+    a.attempts++;
+    if (last > a.last_step)
+        a.last_step = last;
+    char dir[sizeof r->attempts_path], err[512];
+    memcpy(dir, r->attempts_path, sizeof dir);
+    for (char *p = strchr(dir + 1, '/'); p; p = strchr(p + 1, '/')) { /* mkdir -p */
+        *p = '\0';
+        mkdir(dir, 0700);
+        *p = '/';
+    }
+    struct gp_buf b;
+    gp_buf_init(&b, 0);
+    gp_attempts_render(&b, r->job, &a);
+    if (b.err || write_file(r->attempts_path, b.data, b.len, err, sizeof err))
+        fprintf(stderr, "gpulse run: %s\n", b.err ? "out of memory for the attempts file" : err);
+    gp_buf_free(&b);
+}
+
 /* Prints and writes the report; returns GP_OK or the first write error. */
 static int report(struct run *r)
 {
@@ -411,7 +486,7 @@ int gp_run_main(int argc, char **argv)
     r->tty = isatty(STDERR_FILENO);
     r->agent_live = socket_live(r->ac.steps_socket);
 
-    struct gp_history_options ho = {r->job, r->command, (double)r->ac.interval_ms / 1000.0, r->price};
+    struct gp_history_options ho = {r->job, r->command, (double)r->ac.interval_ms / 1000.0, r->price, 0};
     r->hist = gp_history_new(&ho);
     if (!r->hist || make_sockdir(r, err, sizeof err)) {
         fprintf(stderr, "gpulse run: %s\n", r->hist ? err : "out of memory");
@@ -419,6 +494,8 @@ int gp_run_main(int argc, char **argv)
         free(r);
         return 1;
     }
+    gp_attempts_init(&r->attempts);
+    load_attempts(r);
 
     /* Block before any thread exists, so every thread inherits the mask. */
     sigset_t set, old;
@@ -469,6 +546,7 @@ int gp_run_main(int argc, char **argv)
     }
     wait_child(&child, &set, &status, &ru);
     gp_history_finish(r->hist, wall_s(), status, &ru);
+    save_attempts(r);
     announce_end(r, status);
     gp_agent_stop(agent);
     if (r->tty && !r->rc.quiet)

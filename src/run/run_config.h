@@ -24,6 +24,7 @@ struct gp_run_config {
     bool report;
     int64_t status_interval_ms;
     char gpu_hour_price[32];
+    char attempts_dir[GP_PATH_LEN];
 };
 
 /* X(field, yaml key, flag, type, default, help) */
@@ -44,7 +45,11 @@ struct gp_run_config {
       "how often the status line is printed when stderr is not a terminal (on a terminal it "    \
       "is redrawn every sample)")                                                                \
     X(gpu_hour_price, "gpu_hour_price", "gpu-hour-price", STR, "",                                \
-      "price of one GPU-hour (USD) for the report's cost; empty: each GPU model's default price")
+      "price of one GPU-hour (USD) for the report's cost; empty: each GPU model's default price") \
+    X(attempts_dir, "attempts_dir", "attempts-dir", STR, "",                                      \
+      "where a job named with --job keeps its earlier attempts, so a restart reports goodput "   \
+      "across restarts and its repeated steps as lost work; empty: "                              \
+      "$XDG_STATE_HOME/gpulse/jobs, else ~/.local/state/gpulse/jobs")
 
 /* Defaults of both sections (the agent's log level is lowered to error:
  * the terminal belongs to the training command). */

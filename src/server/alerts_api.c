@@ -33,6 +33,7 @@
 #include "lib/duration.h"
 #include "lib/err.h"
 #include "lib/metrics.h"
+#include "query/jobdoc.h"
 #include "query/query.h"
 
 #include <errno.h>
@@ -587,19 +588,21 @@ int gp_srv_rules_load(struct gp_server *s, char *err, size_t errlen)
 }
 
 /*
- * The budget detector's inputs: each view job's budget (job_budget) and
- * its cost so far, the job model's as its document shows it, computed
+ * The job detectors' inputs: each view job's budget (job_budget) and
+ * its cost so far, and its goodput (low_goodput), the job model's as its
+ * document shows them, computed
  * without writing the document (the window holds too little of
  * the job to add it up). A document costs a read of the job's series, so
  * a job's cost is recomputed at most every COST_REFRESH_MS; between, the
  * last one stands (a budget is passed a minute late at worst).
  */
 #define COST_REFRESH_MS 60000
+#define UNKNOWN_REFRESH_MS 10000
 #define COST_CACHE 1024
 
 struct job_cost {
     char job[GP_JOB_LEN];
-    double cost;
+    struct gp_jobdoc_figures fig;
     int64_t at_ms;
 };
 
@@ -608,16 +611,26 @@ struct cost_ctx {
     struct gp_storage *st;
     struct job_cost cache[COST_CACHE];
     unsigned n;
+    bool goodput; /* low_goodput is enabled: every job's figures are read */
+    pthread_mutex_t mu; /* the cache: the engine writes, /metrics reads */
 };
 
-static double job_cost_now(struct cost_ctx *c, const char *job, int64_t now)
+static struct gp_jobdoc_figures job_cost_now(struct cost_ctx *c, const char *job, int64_t now)
 {
     struct job_cost *slot = NULL, *oldest = NULL;
+    pthread_mutex_lock(&c->mu);
     for (unsigned i = 0; i < c->n && !slot; i++)
         if (!strcmp(c->cache[i].job, job))
             slot = &c->cache[i];
-    if (slot && now - slot->at_ms < COST_REFRESH_MS)
-        return slot->cost;
+    /* a job that has not stepped yet is read again sooner: its goodput
+     * appears within UNKNOWN_REFRESH_MS of its first steps */
+    if (slot && now - slot->at_ms < (isfinite(slot->fig.goodput.ratio) || !c->goodput
+                                         ? COST_REFRESH_MS
+                                         : UNKNOWN_REFRESH_MS)) {
+        struct gp_jobdoc_figures f = slot->fig;
+        pthread_mutex_unlock(&c->mu);
+        return f;
+    }
     if (!slot && c->n < COST_CACHE)
         slot = &c->cache[c->n++];
     for (unsigned i = 0; !slot && i < c->n; i++)
@@ -625,25 +638,64 @@ static double job_cost_now(struct cost_ctx *c, const char *job, int64_t now)
             oldest = &c->cache[i];
     if (!slot)
         slot = oldest;
+    size_t at = (size_t)(slot - c->cache);
+    pthread_mutex_unlock(&c->mu);
+    /* the document is read without the lock: /metrics does not wait on it */
     char err[256];
-    double cost = NAN;
-    if (gp_srv_job_cost(c->s, c->st, job, &cost, err, sizeof err) != GP_OK)
-        cost = NAN;
+    struct gp_jobdoc_figures f;
+    if (gp_srv_job_figures(c->s, c->st, job, &f, err, sizeof err) != GP_OK) {
+        f.cost = NAN;
+        gp_goodput_figures_init(&f.goodput);
+    }
+    pthread_mutex_lock(&c->mu);
+    slot = &c->cache[at];
     snprintf(slot->job, sizeof slot->job, "%s", job);
-    slot->cost = cost;
+    slot->fig = f;
     slot->at_ms = now;
-    return cost;
+    pthread_mutex_unlock(&c->mu);
+    return f;
+}
+
+/* gpulse_job_goodput_ratio of the jobs judged in the last few minutes. */
+static void render_goodput(struct cost_ctx *c, struct gp_buf *b)
+{
+    int64_t now = gp_wall_ms();
+    bool head = false;
+    pthread_mutex_lock(&c->mu);
+    for (unsigned i = 0; i < c->n; i++) {
+        const struct job_cost *e = &c->cache[i];
+        const struct gp_goodput_figures *g = &e->fig.goodput;
+        if (!isfinite(g->ratio) || now - e->at_ms > 5 * COST_REFRESH_MS)
+            continue;
+        if (!head)
+            gp_metric_head(b, GP_M_JOB_GOODPUT);
+        head = true;
+        gp_buf_printf(b, "%s{job=\"", gp_metric_name(GP_M_JOB_GOODPUT));
+        gp_metric_escape(b, e->job);
+        gp_buf_puts(b, "\"} ");
+        gp_buf_put_double(b, g->ratio);
+        gp_buf_putc(b, '\n');
+    }
+    pthread_mutex_unlock(&c->mu);
 }
 
 static void fill_job_costs(void *ctx, struct gp_view *v)
 {
     struct cost_ctx *c = ctx;
-    if (c->s->job_budget <= 0)
+    if (c->s->job_budget <= 0 && !c->goodput)
         return;
     int64_t now = gp_wall_ms();
     for (unsigned i = 0; i < v->njobs; i++) {
-        v->jobs[i].budget = c->s->job_budget;
-        v->jobs[i].cost = job_cost_now(c, v->jobs[i].job, now);
+        struct gp_view_job *j = &v->jobs[i];
+        const struct gp_jobdoc_figures f = job_cost_now(c, j->job, now);
+        if (c->s->job_budget > 0) {
+            j->budget = c->s->job_budget;
+            j->cost = f.cost;
+        }
+        j->goodput_ratio = f.goodput.ratio;
+        j->goodput_wall_s = f.goodput.wall;
+        j->badput = f.goodput.biggest_badput;
+        j->badput_s = j->badput >= 0 ? f.goodput.part[j->badput] : NAN;
     }
 }
 
@@ -655,6 +707,7 @@ int gp_srv_alerts_start(struct gp_server *s, struct gp_storage *st, char *err, s
         return gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
     s->costs->s = s;
     s->costs->st = st;
+    pthread_mutex_init(&s->costs->mu, NULL);
     struct gp_engine_options eo = {
         .store = st,
         .detectors = gp_detect_fns,
@@ -668,6 +721,7 @@ int gp_srv_alerts_start(struct gp_server *s, struct gp_storage *st, char *err, s
     };
     int rc = gp_engine_detector_config(c->detectors_disabled, c->detector_overrides, eo.det_cfg, err,
                                        errlen);
+    s->costs->goodput = eo.det_cfg[GP_DET_LOW_GOODPUT].enabled;
     if (rc || (rc = gp_alerts_open(&s->alerts, c->data_dir, gp_wall_ms(), err, errlen)))
         return rc;
     eo.alerts = s->alerts;
@@ -725,6 +779,8 @@ void gp_srv_alerts_stop(struct gp_server *s)
     gp_rules_free(s->rules);
     free(s->rules);
     s->rules = NULL;
+    if (s->costs)
+        pthread_mutex_destroy(&s->costs->mu);
     free(s->costs);
     s->costs = NULL;
 }
@@ -766,6 +822,8 @@ void gp_srv_render_alert_metrics(struct gp_server *s, struct gp_buf *b)
                   (unsigned long long)as.pending, gp_metric_name(GP_M_ALERTS), (unsigned long long)as.firing);
     gp_metric_head(b, GP_M_ALERT_TRANSITIONS);
     gp_buf_printf(b, "%s %llu\n", gp_metric_name(GP_M_ALERT_TRANSITIONS), (unsigned long long)as.transitions);
+    if (s->costs)
+        render_goodput(s->costs, b);
     if (s->rem) {
         struct gp_rem_stats rs;
         gp_rem_stats(s->rem, &rs);

@@ -136,7 +136,7 @@ static int64_t median_gap(const int64_t *t, size_t n, int64_t *g)
 
 /* The cost of one group (a job, a node); by NULL: no key (the total). */
 struct group {
-    struct gp_rw_str key;
+    struct gp_str key;
     unsigned gpus;
     struct gp_cost_acc acc;
     int64_t first, last;
@@ -247,7 +247,7 @@ static void do_cost(struct gp_server *s, struct gp_storage *st, const struct gp_
             } else {
                 gaps = ng_;
                 int64_t step = median_gap(smp.t, k, gaps);
-                struct gp_rw_str key = by_job ? c[i].job : c[i].node;
+                struct gp_str key = by_job ? c[i].job : c[i].node;
                 struct group *g = NULL;
                 for (size_t q = 0; q < ng && !g; q++)
                     if (gr[q].key.len == key.len && !gp_srv_rw_cmp(gr[q].key, key))

@@ -12,21 +12,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct gp_rw_str gp_srv_label(const struct gp_store_series *s, const char *name)
+struct gp_str gp_srv_label(const struct gp_store_series *s, const char *name)
 {
-    struct gp_rw_str v = {"", 0};
+    struct gp_str v = {"", 0};
     if (gp_labels_get(s->labels, s->labels_len, name, &v) != 1)
-        v = (struct gp_rw_str){"", 0};
+        v = (struct gp_str){"", 0};
     return v;
 }
 
-int gp_srv_rw_cmp(struct gp_rw_str a, struct gp_rw_str b)
+int gp_srv_rw_cmp(struct gp_str a, struct gp_str b)
 {
     int c = memcmp(a.ptr, b.ptr, a.len < b.len ? a.len : b.len);
     return c ? c : a.len < b.len ? -1 : a.len > b.len;
 }
 
-static int is(struct gp_rw_str a, const char *b)
+static int is(struct gp_str a, const char *b)
 {
     return a.len == strlen(b) && !memcmp(a.ptr, b, a.len);
 }
@@ -95,13 +95,13 @@ static int select_series(struct gp_storage *st, const char *const *names, size_t
     for (size_t i = 0; i < sel->n; i++) {
         const struct gp_store_series *s = &sel->series[i];
         struct gp_srv_cand c = {.s = s, .kind = -1};
-        struct gp_rw_str name = {"", 0}, host = {"", 0}, instance = {"", 0}, ln, lv;
+        struct gp_str name = {"", 0}, host = {"", 0}, instance = {"", 0}, ln, lv;
         c.node = c.gpu = c.mig = c.job = c.model = host;
         /* one pass over the labels (thousands of series per request) */
         struct gp_labels_iter it;
         gp_labels_iter_init(&it, s->labels, s->labels_len);
         while (gp_labels_next(&it, &ln, &lv) == 1) {
-            struct gp_rw_str *dst = is(ln, "__name__")   ? &name
+            struct gp_str *dst = is(ln, "__name__")   ? &name
                                     : is(ln, "Hostname") ? &c.node
                                     : is(ln, "hostname") ? &host
                                     : is(ln, "gpu")      ? &c.gpu

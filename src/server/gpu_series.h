@@ -24,13 +24,13 @@
 
 struct gp_srv_cand {
     const struct gp_store_series *s;
-    struct gp_rw_str node, gpu, mig, job, model;
+    struct gp_str node, gpu, mig, job, model;
     int kind; /* index of the series' name in the names asked for */
 };
 
 /* The label `name` of s ("" when absent). */
-struct gp_rw_str gp_srv_label(const struct gp_store_series *s, const char *name);
-int gp_srv_rw_cmp(struct gp_rw_str a, struct gp_rw_str b);
+struct gp_str gp_srv_label(const struct gp_store_series *s, const char *name);
+int gp_srv_rw_cmp(struct gp_str a, struct gp_str b);
 
 /* Selects the series named names[0..nnames) with a sample in [t0, t1]
  * into *cands (caller frees *cands and gp_storage_selection_free(sel)),

@@ -62,7 +62,7 @@ static const char *const metric_names[M_COUNT] = {
 
 struct gpu_row {
     const struct gp_srv_cand *who; /* its newest series: identity, job, rank */
-    struct gp_rw_str rank, uuid;
+    struct gp_str rank, uuid;
     double v[M_COUNT];
     int throttled;                 /* -1: no clock-event series */
     int64_t last_seen;
@@ -70,13 +70,13 @@ struct gpu_row {
     int severity;                  /* -1: no active alert */
 };
 
-static int str_eq(struct gp_rw_str a, const char *b)
+static int str_eq(struct gp_str a, const char *b)
 {
     return a.len == strlen(b) && !memcmp(a.ptr, b, a.len);
 }
 
 /* GPU index as a number when it is one, so "10" sorts after "9". */
-static int gpu_cmp(struct gp_rw_str a, struct gp_rw_str b)
+static int gpu_cmp(struct gp_str a, struct gp_str b)
 {
     unsigned long x = 0, y = 0;
     int an = a.len > 0 && a.len < 10, bn = b.len > 0 && b.len < 10;
@@ -131,7 +131,7 @@ static int read_gpu(struct gp_storage *st, const struct gp_srv_cand *c, size_t i
             if (x->s->last_ms < reasons_newest - GPUS_REASON_STALE_MS)
                 continue;
             double v = gp_storage_newest_value(st, x->s->id, x->s->last_ms, GPUS_LOOKBACK_MS, scratch);
-            struct gp_rw_str why = gp_srv_label(x->s, "reason");
+            struct gp_str why = gp_srv_label(x->s, "reason");
             if (row->throttled < 0)
                 row->throttled = 0;
             if (v >= 0.5 && !str_eq(why, "gpu_idle") && !str_eq(why, "applications_clocks_setting"))
@@ -156,7 +156,7 @@ static void count_alert(void *ctx, const struct gp_obs_key *k, enum gp_alert_sta
     struct badges *b = ctx;
     if (!k->node[0] || !k->gpu[0])
         return;
-    struct gp_rw_str node = {k->node, strlen(k->node)}, gpu = {k->gpu, strlen(k->gpu)};
+    struct gp_str node = {k->node, strlen(k->node)}, gpu = {k->gpu, strlen(k->gpu)};
     size_t lo = 0, hi = b->n;
     while (lo < hi) { /* the first row not before (node, gpu) */
         size_t mid = lo + (hi - lo) / 2;
@@ -188,7 +188,7 @@ void gp_srv_put_num(struct gp_buf *b, const char *name, double v)
         gp_buf_puts(b, "null");
 }
 
-static void put_str(struct gp_buf *b, const char *name, struct gp_rw_str v, int null_if_empty)
+static void put_str(struct gp_buf *b, const char *name, struct gp_str v, int null_if_empty)
 {
     gp_buf_printf(b, ",\"%s\":", name);
     if (!v.len && null_if_empty)

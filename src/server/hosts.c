@@ -45,7 +45,7 @@ struct host {
     int64_t last_seen;
 };
 
-static int is(struct gp_rw_str a, const char *b)
+static int is(struct gp_str a, const char *b)
 {
     return a.len == strlen(b) && !memcmp(a.ptr, b, a.len);
 }
@@ -75,7 +75,7 @@ static void read_host(struct gp_storage *st, const struct gp_srv_cand *c, size_t
 {
     *h = (struct host){.cpus = NAN, .mem_total = NAN, .mem_avail = NAN, .psi = {NAN, NAN, NAN},
                        .load1 = NAN};
-    struct gp_rw_str modes[16];
+    struct gp_str modes[16];
     size_t nmodes = 0;
     int cpu_ok = 0;
     for (size_t k = i; k < j; k++) {
@@ -84,7 +84,7 @@ static void read_host(struct gp_storage *st, const struct gp_srv_cand *c, size_t
             h->last_seen = s->last_ms;
         switch (c[k].kind) {
         case K_CPU: {
-            struct gp_rw_str mode = gp_srv_label(s, "mode");
+            struct gp_str mode = gp_srv_label(s, "mode");
             size_t m = 0;
             while (m < nmodes && gp_srv_rw_cmp(modes[m], mode))
                 m++;
@@ -104,14 +104,14 @@ static void read_host(struct gp_storage *st, const struct gp_srv_cand *c, size_t
                 h->cpus = newest(st, s, x);
             break;
         case K_MEM: {
-            struct gp_rw_str kind = gp_srv_label(s, "kind");
+            struct gp_str kind = gp_srv_label(s, "kind");
             double *dst = is(kind, "total") ? &h->mem_total : is(kind, "available") ? &h->mem_avail : NULL;
             if (dst && isnan(*dst))
                 *dst = newest(st, s, x);
             break;
         }
         case K_PSI: {
-            struct gp_rw_str res = gp_srv_label(s, "resource");
+            struct gp_str res = gp_srv_label(s, "resource");
             if (!is(gp_srv_label(s, "kind"), "some"))
                 break;
             for (int p = 0; p < PSI_COUNT; p++)
@@ -129,7 +129,7 @@ static void read_host(struct gp_storage *st, const struct gp_srv_cand *c, size_t
         h->cpu_all = NAN;
 }
 
-static void host_json(struct gp_buf *b, struct gp_rw_str node, const struct host *h)
+static void host_json(struct gp_buf *b, struct gp_str node, const struct host *h)
 {
     gp_buf_puts(b, "{\"node\":");
     if (node.len)

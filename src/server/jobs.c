@@ -206,7 +206,7 @@ static int gpu_add(struct gp_jobs_entry *job, const char *node, const char *gpu)
  * holds no NUL byte; 0 otherwise (buf ""). */
 static int label(const struct gp_store_series *s, const char *name, char *buf, size_t size)
 {
-    struct gp_rw_str v;
+    struct gp_str v;
     buf[0] = '\0';
     if (gp_labels_get(s->labels, s->labels_len, name, &v) != 1 || v.len >= size ||
         memchr(v.ptr, '\0', v.len))

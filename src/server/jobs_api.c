@@ -73,9 +73,10 @@ static void do_list(struct gp_server *s, const struct gp_http_request *req,
         gp_srv_bad(resp, 503, "unavailable", "out of memory listing jobs");
 }
 
-/* The job's document into out, or (out NULL) its cost alone into *cost. */
+/* The job's document into out, or (out NULL) the detectors' figures alone
+ * into *fig. */
 static int job_doc_or_cost(struct gp_server *s, struct gp_storage *st, const char *id, int series,
-                           struct gp_buf *out, double *cost, char *err, size_t errlen)
+                           struct gp_buf *out, struct gp_jobdoc_figures *fig, char *err, size_t errlen)
 {
     if (strlen(id) > GP_JOB_ID_MAX)
         return gp_seterr(err, errlen, GP_ENOTFOUND, "no job with an id of %zu bytes (at most %d)",
@@ -113,7 +114,7 @@ static int job_doc_or_cost(struct gp_server *s, struct gp_storage *st, const cha
         .budget = s->job_budget,
         .series = series,
     };
-    rc = out ? gp_jobdoc_write(st, &in, out, err, errlen) : gp_jobdoc_cost(st, &in, cost, err, errlen);
+    rc = out ? gp_jobdoc_write(st, &in, out, err, errlen) : gp_jobdoc_figures(st, &in, fig, err, errlen);
     free(ranks);
     gp_job_free(&job);
     return rc;
@@ -125,11 +126,21 @@ int gp_srv_job_doc(struct gp_server *s, struct gp_storage *st, const char *id, i
     return job_doc_or_cost(s, st, id, series, out, NULL, err, errlen);
 }
 
+int gp_srv_job_figures(struct gp_server *s, struct gp_storage *st, const char *id,
+                       struct gp_jobdoc_figures *fig, char *err, size_t errlen)
+{
+    fig->cost = NAN;
+    gp_goodput_figures_init(&fig->goodput);
+    return job_doc_or_cost(s, st, id, 0, NULL, fig, err, errlen);
+}
+
 int gp_srv_job_cost(struct gp_server *s, struct gp_storage *st, const char *id, double *cost,
                     char *err, size_t errlen)
 {
-    *cost = NAN;
-    return job_doc_or_cost(s, st, id, 0, NULL, cost, err, errlen);
+    struct gp_jobdoc_figures fig;
+    int rc = gp_srv_job_figures(s, st, id, &fig, err, errlen);
+    *cost = fig.cost;
+    return rc;
 }
 
 static void do_job(struct gp_server *s, struct gp_storage *st, const struct gp_http_request *req,

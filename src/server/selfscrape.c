@@ -43,11 +43,11 @@ struct gp_srv_self {
 
     struct gp_text_parser parser;
     struct gp_buf text;
-    struct gp_rw_series *series; /* the parsed series with the target labels */
+    struct gp_series *series; /* the parsed series with the target labels */
     size_t cap_series;
-    struct gp_rw_label *labels; /* their labels, each series' run in a row */
+    struct gp_label *labels; /* their labels, each series' run in a row */
     size_t cap_labels;
-    struct gp_rw_sample up;
+    struct gp_sample up;
 
     pthread_mutex_t mu; /* the stop flag */
     pthread_cond_t cv;
@@ -57,20 +57,20 @@ struct gp_srv_self {
 
 static int label_cmp(const void *a, const void *b)
 {
-    const struct gp_rw_str *x = &((const struct gp_rw_label *)a)->name;
-    const struct gp_rw_str *y = &((const struct gp_rw_label *)b)->name;
+    const struct gp_str *x = &((const struct gp_label *)a)->name;
+    const struct gp_str *y = &((const struct gp_label *)b)->name;
     int c = memcmp(x->ptr, y->ptr, x->len < y->len ? x->len : y->len);
     return c ? c : (x->len > y->len) - (x->len < y->len);
 }
 
-static int streq(struct gp_rw_str s, const char *lit)
+static int streq(struct gp_str s, const char *lit)
 {
     return s.len == strlen(lit) && !memcmp(s.ptr, lit, s.len);
 }
 
-static struct gp_rw_str str(const char *s)
+static struct gp_str str(const char *s)
 {
-    return (struct gp_rw_str){s, strlen(s)};
+    return (struct gp_str){s, strlen(s)};
 }
 
 static int grow(void **p, size_t *cap, size_t need, size_t size)
@@ -92,8 +92,8 @@ static int grow(void **p, size_t *cap, size_t need, size_t size)
  * in's series, plus up, with the target labels, into *out (pointing into
  * x's arrays and in's strings). in may be NULL: up alone, then 0.
  */
-static int relabel(struct gp_srv_self *x, const struct gp_rw_request *in, int64_t t_ms,
-                   struct gp_rw_request *out)
+static int relabel(struct gp_srv_self *x, const struct gp_batch *in, int64_t t_ms,
+                   struct gp_batch *out)
 {
     size_t n = (in ? in->nseries : 0) + 1;
     size_t nl = (in ? in->nlabels_total : 0) + 3 * n;
@@ -102,13 +102,13 @@ static int relabel(struct gp_srv_self *x, const struct gp_rw_request *in, int64_
         return GP_ENOMEM;
     size_t at = 0;
     for (size_t i = 0; i < n; i++) {
-        struct gp_rw_series *o = &x->series[i];
+        struct gp_series *o = &x->series[i];
         o->labels = &x->labels[at];
         o->nlabels = 0;
         if (i < n - 1) {
-            const struct gp_rw_series *se = &in->series[i];
+            const struct gp_series *se = &in->series[i];
             for (size_t j = 0; j < se->nlabels; j++) {
-                struct gp_rw_label l = se->labels[j];
+                struct gp_label l = se->labels[j];
                 if (streq(l.name, "job"))
                     l.name = str("exported_job");
                 else if (streq(l.name, "instance"))
@@ -118,17 +118,17 @@ static int relabel(struct gp_srv_self *x, const struct gp_rw_request *in, int64_
             o->samples = se->samples;
             o->nsamples = se->nsamples;
         } else {
-            o->labels[o->nlabels++] = (struct gp_rw_label){str("__name__"), str("up")};
-            x->up = (struct gp_rw_sample){in ? 1 : 0, t_ms};
+            o->labels[o->nlabels++] = (struct gp_label){str("__name__"), str("up")};
+            x->up = (struct gp_sample){in ? 1 : 0, t_ms};
             o->samples = &x->up;
             o->nsamples = 1;
         }
-        o->labels[o->nlabels++] = (struct gp_rw_label){str("job"), str(SELF_JOB)};
-        o->labels[o->nlabels++] = (struct gp_rw_label){str("instance"), str(x->instance)};
+        o->labels[o->nlabels++] = (struct gp_label){str("job"), str(SELF_JOB)};
+        o->labels[o->nlabels++] = (struct gp_label){str("instance"), str(x->instance)};
         qsort(o->labels, o->nlabels, sizeof *o->labels, label_cmp); /* the store's canonical order */
         at += o->nlabels;
     }
-    *out = (struct gp_rw_request){x->series, n, at, (in ? in->nsamples_total : 0) + 1, NULL};
+    *out = (struct gp_batch){x->series, n, at, (in ? in->nsamples_total : 0) + 1, NULL};
     return GP_OK;
 }
 
@@ -147,7 +147,7 @@ static int scrape(struct gp_srv_self *x, int64_t t_ms)
         what = "render";
     else if ((rc = gp_text_parse(&x->parser, x->text.data, x->text.len, t_ms, err, sizeof err)))
         what = "parse";
-    struct gp_rw_request rq;
+    struct gp_batch rq;
     int bad = rc != GP_OK;
     if (relabel(x, bad ? NULL : &x->parser.req, t_ms, &rq)) {
         gp_log(GP_LOG_WARN, "server", "self-scrape failed", "step=relabel error=\"out of memory\"");

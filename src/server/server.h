@@ -50,10 +50,20 @@ unsigned gp_server_port(const struct gp_server *s);
  * Takes one remote-write body (snappy + protobuf, exactly what would be
  * POSTed) in-process, as POST /api/v1/write would, with the same limits
  * and accounting; returns the HTTP status (204, 400, 413, 429, 503) and a
- * one-line reason in msg (empty on 204). For `gpulse up`, whose agent
- * hands its pushes over through gp_agent_local_write.
+ * one-line reason in msg (empty on 204).
  */
 int gp_server_write(struct gp_server *s, const uint8_t *body, size_t len, char *msg, size_t msglen);
+
+/*
+ * Takes one decoded batch (rq: labels in canonical form, as gp_rw_decode
+ * gives them) in-process, as POST /api/v1/write takes a body after its
+ * decode: the same checks (gp_rw_check), limits (its encoded size against
+ * max_uncompressed and the in-flight budget), rejections, counters and
+ * answer, with no snappy or protobuf. rq stays the caller's. For `gpulse
+ * up`, whose agent appends its samples this way.
+ */
+struct gp_batch;
+int gp_server_append(struct gp_server *s, const struct gp_batch *rq, char *msg, size_t msglen);
 
 /*
  * Appends fn's exposition after the server's own families on /metrics

@@ -208,6 +208,11 @@ int gp_srv_job_doc(struct gp_server *s, struct gp_storage *st, const char *id, i
 int gp_srv_job_cost(struct gp_server *s, struct gp_storage *st, const char *id, double *cost,
                     char *err, size_t errlen);
 
+/* Its cost and goodput (the job detectors' inputs) the same way. */
+struct gp_jobdoc_figures;
+int gp_srv_job_figures(struct gp_server *s, struct gp_storage *st, const char *id,
+                       struct gp_jobdoc_figures *fig, char *err, size_t errlen);
+
 /* insight_api.c: GET /api/v1/recommendations and /api/v1/audit. */
 void gp_srv_handle_insight(struct gp_server *s, struct gp_storage *st, enum gp_srv_route route,
                            const struct gp_http_request *req, struct gp_http_response *resp);

@@ -5,9 +5,10 @@
  * Settings come from two sections, `server:` then `agent:`, so a flag
  * both have (--listen, --log-level) is the server's: the agent serves no
  * HTTP of its own here. The server starts first (listener, then store
- * recovery); the agent then samples and hands each remote-write batch to
- * gp_server_write in-process (gp_agent_local_write), which is the same
- * path as POST /api/v1/write minus the socket. The server's /metrics
+ * recovery); the agent then samples and hands each tick's series to
+ * gp_server_append in-process (gp_agent_local_write): the checks, limits,
+ * append and answer of POST /api/v1/write, minus the socket, the snappy
+ * and the protobuf. The server's /metrics
  * carries the agent's exposition after its own families, and its
  * /api/v1/snapshot the agent's frame (`gpulse top --agent`). Shutdown runs
  * the other way: the agent stops (delivering what it holds), then the
@@ -24,9 +25,9 @@
 #include <stdio.h>
 #include <string.h>
 
-static int up_write(void *ctx, const uint8_t *body, size_t len, char *msg, size_t msglen)
+static int up_write(void *ctx, const struct gp_batch *batch, char *msg, size_t msglen)
 {
-    return gp_server_write(ctx, body, len, msg, msglen);
+    return gp_server_append(ctx, batch, msg, msglen);
 }
 
 static int up_agent_metrics(void *ctx, struct gp_buf *out)

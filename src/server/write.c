@@ -1,11 +1,14 @@
 /*
  * write.c - POST /api/v1/write: Prometheus remote write 1.0 into the store.
  *
- * One path for HTTP and for `gpulse up`'s in-process agent
- * (gp_server_write): check the encoding, check the declared decompressed
- * size against max_uncompressed and the in-flight budget before anything
- * is allocated, decode (ingest/remote_write.h: exact caps, labels
+ * One path for HTTP and for in-process bodies (gp_server_write): check
+ * the encoding, check the declared decompressed size against
+ * max_uncompressed and the in-flight budget before anything is
+ * allocated, decode (ingest/remote_write.h: exact caps, labels
  * validated), append (store.h: durable before it returns), answer.
+ * `gpulse up`'s agent hands over batches it built, with no snappy or
+ * protobuf (gp_server_append): checked as a decode checks (gp_rw_check),
+ * under the same limits, then the same append and answer.
  *
  * Answers, as Prometheus's receiver gives them and senders expect them:
  *   204  stored (duplicates of stored samples are dropped silently: a
@@ -105,10 +108,10 @@ static void rfc3339(char *out, size_t n, int64_t ms)
 /* "the sample of {a="b",...} at TIME is N s ahead of the server's clock
  * (TIME; max_future S)": the first too-far-in-future sample, named for
  * the sender's log. Labels are cut at a few hundred bytes. */
-static void future_detail(char *out, size_t n, const struct gp_rw_request *rq,
+static void future_detail(char *out, size_t n, const struct gp_batch *rq,
                           const struct gp_append_result *res, int64_t bound_ms)
 {
-    const struct gp_rw_series *rs = &rq->series[res->future_series];
+    const struct gp_series *rs = &rq->series[res->future_series];
     char labels[320];
     size_t k = 0;
     labels[k++] = '{';
@@ -133,9 +136,8 @@ static void future_detail(char *out, size_t n, const struct gp_rw_request *rq,
              ts, (double)(res->future_t_ms - res->now_ms) / 1e3, now, (double)bound_ms / 1e3);
 }
 
-/* The whole write; returns the status with msg and *retry_after (s). */
-static int write_core(struct gp_server *s, const uint8_t *body, size_t len, const char *encoding,
-                      const char *ctype, char *msg, size_t msglen, int *retry_after)
+/* 0 when the store takes writes, else 503 with msg and *retry_after. */
+static int store_ready(struct gp_server *s, char *msg, size_t msglen, int *retry_after)
 {
     msg[0] = '\0';
     *retry_after = 0;
@@ -153,6 +155,19 @@ static int write_core(struct gp_server *s, const uint8_t *body, size_t len, cons
         *retry_after = 5;
         return 503;
     }
+    return 0;
+}
+
+static int store_batch(struct gp_server *s, const struct gp_batch *rq, char *msg, size_t msglen,
+                       int *retry_after);
+
+/* The whole write; returns the status with msg and *retry_after (s). */
+static int write_core(struct gp_server *s, const uint8_t *body, size_t len, const char *encoding,
+                      const char *ctype, char *msg, size_t msglen, int *retry_after)
+{
+    int ready = store_ready(s, msg, msglen, retry_after);
+    if (ready)
+        return ready;
     if (encoding && *encoding && strcasecmp(encoding, "snappy")) {
         refuse(s, GP_SRV_REF_UNSUPPORTED);
         snprintf(msg, msglen, "unsupported Content-Encoding '%.40s': remote write bodies are snappy",
@@ -193,7 +208,7 @@ static int write_core(struct gp_server *s, const uint8_t *body, size_t len, cons
     } else {
         ulen = 0; /* the decoder names the problem below */
     }
-    struct gp_rw_request rq;
+    struct gp_batch rq;
     int rc = gp_rw_decode(body, len, (size_t)s->cfg.max_uncompressed, &rq, derr, sizeof derr);
     if (rc) {
         gp_srv_release(s, ulen);
@@ -207,15 +222,25 @@ static int write_core(struct gp_server *s, const uint8_t *body, size_t len, cons
         snprintf(msg, msglen, "%s", derr);
         return 400;
     }
+    code = store_batch(s, &rq, msg, msglen, retry_after);
+    gp_rw_decoded_free(&rq);
+    gp_srv_release(s, ulen);
+    return code;
+}
+
+/* Appends a checked batch and answers as the write does: the counters,
+ * the rejections by reason, the status with msg and *retry_after. */
+static int store_batch(struct gp_server *s, const struct gp_batch *rq, char *msg, size_t msglen,
+                       int *retry_after)
+{
+    char derr[256];
     struct gp_append_result res;
     memset(&res, 0, sizeof res);
-    rc = gp_storage_append(st, &rq, &res, derr, sizeof derr);
-    size_t nsamples = rq.nsamples_total;
+    int rc = gp_storage_append(gp_srv_store(s), rq, &res, derr, sizeof derr);
+    size_t nsamples = rq->nsamples_total;
     char future[600] = "";
     if (rc == GP_OK && res.too_far_in_future)
-        future_detail(future, sizeof future, &rq, &res, s->cfg.max_future_ms);
-    gp_rw_request_free(&rq);
-    gp_srv_release(s, ulen);
+        future_detail(future, sizeof future, rq, &res, s->cfg.max_future_ms);
     if (rc == GP_EIO) {
         /* The store logged the cause and resumes by itself (store.h). */
         refuse(s, GP_SRV_REF_UNAVAILABLE);
@@ -294,6 +319,54 @@ void gp_srv_handle_write(struct gp_server *s, const struct gp_http_request *req,
         gp_log(code >= 500 ? GP_LOG_WARN : GP_LOG_DEBUG, "write", "write refused", "code=%d reason=\"%s\"",
                code, msg);
     }
+}
+
+/* The in-process batch: checked as a body's decode checks it, under the
+ * same size limit and in-flight budget (its encoded size stands for the
+ * decompressed body's). */
+static int append_core(struct gp_server *s, const struct gp_batch *rq, char *msg, size_t msglen,
+                       int *retry_after)
+{
+    int code = store_ready(s, msg, msglen, retry_after);
+    if (code)
+        return code;
+    size_t size;
+    char derr[256];
+    if (gp_rw_check(rq, &size, derr, sizeof derr)) {
+        refuse(s, GP_SRV_REF_MALFORMED);
+        snprintf(msg, msglen, "%s", derr);
+        return 400;
+    }
+    if (size > s->cfg.max_uncompressed) {
+        refuse(s, GP_SRV_REF_TOO_LARGE);
+        snprintf(msg, msglen, "batch of %zu bytes (as remote write) is over the limit of %llu bytes", size,
+                 (unsigned long long)s->cfg.max_uncompressed);
+        return 413;
+    }
+    if (!gp_srv_reserve(s, size)) {
+        refuse(s, GP_SRV_REF_OVERLOADED);
+        snprintf(msg, msglen, "too many write requests in flight; retry later");
+        *retry_after = 1;
+        return 429;
+    }
+    code = store_batch(s, rq, msg, msglen, retry_after);
+    gp_srv_release(s, size);
+    return code;
+}
+
+int gp_server_append(struct gp_server *s, const struct gp_batch *rq, char *msg, size_t msglen)
+{
+    char local[8];
+    if (!msg || !msglen) {
+        msg = local;
+        msglen = sizeof local;
+    }
+    int64_t t0 = gp_mono_ns();
+    int retry;
+    int code = append_core(s, rq, msg, msglen, &retry);
+    gp_srv_observe(&s->route_hist[GP_SRV_R_WRITE], gp_mono_ns() - t0);
+    gp_srv_count(&s->requests[GP_SRV_R_WRITE][code], 1);
+    return code;
 }
 
 int gp_server_write(struct gp_server *s, const uint8_t *body, size_t len, char *msg, size_t msglen)

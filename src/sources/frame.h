@@ -314,6 +314,8 @@ struct gp_step_alloc {
  * What one process has reported over the step socket since it started
  * reporting (the steps source). Totals are cumulative counters.
  */
+#define GP_STEP_PHASES 3 /* checkpoint, evaluation, other */
+
 struct gp_step_stats {
     uint32_t pid;             /* the sender, from SCM_CREDENTIALS */
     uint32_t uid;             /* the sender's uid, from SCM_CREDENTIALS (0: root, or simulated) */
@@ -330,6 +332,11 @@ struct gp_step_stats {
     bool loss_valid;
     double loss;              /* the last loss reported */
     uint64_t target_steps;    /* steps the job means to run; 0: not said */
+    /* the model record (MFU): FLOPs per token (6·N from a parameter
+     * count) and per sample, 0 when not said; its precision
+     * (enum gp_precision) */
+    double model_flops_token, model_flops_sample;
+    int model_precision;
     int64_t last_ms;          /* wall clock of the last record */
     uint64_t lost_total;      /* records lost: unsent by the client, or missing by sequence */
     unsigned nalloc;
@@ -343,6 +350,8 @@ struct gp_step_stats {
     bool fr_missing_valid, fr_waiting_valid;
     int64_t fr_missing;       /* the collective it never entered while others wait in it */
     int64_t fr_waiting;       /* the collective it entered and waits in */
+    bool phase_valid;         /* some `phase` record came */
+    double phase_seconds_total[GP_STEP_PHASES]; /* by enum gp_steps_phase (steps_proto.h) */
 };
 
 #define GP_STEPS_NREFUSED 3 /* reasons of gp_steps_self.refused */

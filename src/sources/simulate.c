@@ -19,7 +19,10 @@
  *   (simulate_plan.h): exactly one leak, straggler, starved job,
  *   throttled card, ECC error and idle allocation, the rest healthy and
  *   compute-bound (a short dip between batches every half minute or so,
- *   memory that rises once when the job starts, then plateaus).
+ *   memory that rises once when the job starts, then plateaus). Memory
+ *   and allocator bytes carry allocator noise (+-10 MiB, new each second),
+ *   and the leak grows in stairs with partial frees, as real allocators
+ *   do: detectors tuned on smooth lines would not hold on real data.
  * - jobs and steps: every GPU is a rank of its plan's job. The job's
  *   process is there from the first tick (so a GPU's job and rank labels
  *   never change), loads for its start offset (1-5 s) plus LOAD_S (memory
@@ -56,6 +59,9 @@
 #define LOAD_S 8.0     /* a job's start: memory rises to its plateau, no steps yet */
 #define LEAK_FROM 0.55 /* a leaking rank's memory share when it starts stepping */
 #define LEAK_TO 0.99   /* ... when it dies of OOM */
+#define LEAK_STAIR_S 20.0  /* the leak grows stepwise: a stair every 20 s, */
+#define LEAK_FREE 0.3      /* ... and frees this share of one halfway through it */
+#define ALLOC_NOISE_MIB 10.0 /* allocator noise: memory moves +-10 MiB between samples */
 #define BATCH 32       /* samples per step per rank */
 #define SEQ 2048       /* tokens per sample */
 
@@ -102,6 +108,7 @@ struct sim_reading {
     uint64_t clock_events;
     uint32_t pid;
     double run_s;    /* how long the process has stepped; < 0: not stepping */
+    double alloc_noise; /* bytes the allocator holds beyond mem_frac now */
 };
 
 /* ---- noise ---- */
@@ -237,8 +244,10 @@ static void starved(const struct sim_gpu *sg, double t, struct sim_reading *r)
 }
 
 /*
- * Memory grows linearly from LEAK_FROM to LEAK_TO over period_s of
- * stepping, at a steady step rate; then the job dies (OOM), restarts
+ * Memory grows from LEAK_FROM to LEAK_TO over period_s of stepping, at a
+ * steady step rate, in stairs: each LEAK_STAIR_S it takes the stair's
+ * growth at once and frees LEAK_FREE of a stair halfway through (a
+ * stepwise leak with partial frees, linear on average); then the job dies (OOM), restarts
  * (RESTART_S loading, a new pid) and leaks again. run is the time since
  * the first step of the first process.
  */
@@ -265,7 +274,10 @@ static void leaking(const struct sim_gpu *sg, double run, double t, struct sim_r
         r->run_s = -1;
         return;
     }
-    r->mem_frac = LEAK_FROM + (LEAK_TO - LEAK_FROM) * tc / sg->period_s;
+    double n = floor(tc / LEAK_STAIR_S), grown = fmin(sg->period_s, (n + 1) * LEAK_STAIR_S);
+    if (tc - n * LEAK_STAIR_S >= LEAK_STAIR_S / 2)
+        grown -= LEAK_FREE * LEAK_STAIR_S;
+    r->mem_frac = LEAK_FROM + (LEAK_TO - LEAK_FROM) * grown / sg->period_s;
     r->run_s = tc;
 }
 
@@ -345,6 +357,8 @@ static double run_time(const struct sim_gpu *sg, double t) { return t - sg->slot
 static void readings(const struct sim_gpu *sg, double t, struct sim_reading *r)
 {
     memset(r, 0, sizeof *r);
+    /* a new draw each second, not a smooth drift: allocations come and go */
+    r->alloc_noise = ALLOC_NOISE_MIB * MIB * (2 * hash_unit(sg->key, 40, (uint64_t)(int64_t)floor(t)) - 1);
     unsigned cycle = 0;
     double run = run_time(sg, t);
     r->run_s = run;
@@ -589,7 +603,8 @@ static int fill_gpu(struct gp_gpu *g, const struct sim_gpu *sg, const struct sim
     /* memory: used + free (+ reserved on NVIDIA) = total, in MiB and in bytes */
     double total_mib = floor((double)m->memory_bytes / MIB);
     double reserved_mib = nv ? floor(total_mib / 160) : 0;
-    double used_mib = round(r->mem_frac * (total_mib - reserved_mib));
+    double used_mib = round(r->mem_frac * (total_mib - reserved_mib) + r->alloc_noise / MIB);
+    used_mib = used_mib < 0 ? 0 : used_mib > total_mib - reserved_mib ? total_mib - reserved_mib : used_mib;
     gp_gpu_set(g, GPF_FB_USED, used_mib);
     gp_gpu_set(g, GPF_FB_FREE, total_mib - reserved_mib - used_mib);
     gp_gpu_set(g, GPF_MEMORY_TOTAL, (double)m->memory_bytes);
@@ -724,11 +739,12 @@ static int add_steps(struct gp_frame *f, const struct sim_gpu *sg, const struct 
     st->loss = 1.2 + 2.5 * exp(-steps / 5000.0);
     st->target_steps = 200000;
     st->last_ms = f->time_ms;
-    /* allocator: follows the memory the process holds (without the gauge's noise) */
+    /* allocator: follows the memory the process holds (without the gauge's
+     * slow drift), allocated bytes with the allocator's noise */
     double frac = sg->beh == GP_SIM_LEAKING ? r->mem_frac : sg->mem_frac;
     double held = proc_bytes(sg->m, frac);
     st->nalloc = 1;
-    st->alloc[0] = (struct gp_step_alloc){(int32_t)sg->index, (uint64_t)(0.86 * held),
+    st->alloc[0] = (struct gp_step_alloc){(int32_t)sg->index, (uint64_t)(0.86 * held + r->alloc_noise),
                                           (uint64_t)(0.93 * held), (uint64_t)(0.91 * held)};
     return GP_OK;
 }

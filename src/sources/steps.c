@@ -50,6 +50,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <math.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -400,6 +401,17 @@ static bool apply(struct steps *s, const struct gp_steps_record *r)
         st->exit_status_valid = (r->has & GP_SK_STATUS) != 0;
         st->exit_status = st->exit_status_valid ? r->status : -1;
         st->end_time_s = (r->has & GP_SK_T) ? r->t : (double)s->cur_ms / 1000.0;
+        break;
+    case GP_STEPS_MODEL: {
+        double fpt = gp_steps_flops_per_token(r);
+        st->model_flops_token = isfinite(fpt) ? fpt : 0;
+        st->model_flops_sample = (r->has & GP_SK_FLOPS_SAMPLE) ? r->flops_sample : 0;
+        st->model_precision = (int)r->precision;
+        break;
+    }
+    case GP_STEPS_PHASE:
+        st->phase_valid = true;
+        st->phase_seconds_total[gp_steps_phase_of(r->name)] += r->dur;
         break;
     case GP_STEPS_OTHER:
         break;

@@ -100,12 +100,22 @@ static bool ident(struct tok t)
     return true;
 }
 
+/* A phase name: an identifier, as kinds and keys are. */
+static bool parse_name(struct tok t, char out[GP_STEPS_PHASE_LEN])
+{
+    if (!ident(t))
+        return false;
+    memcpy(out, t.p, t.n);
+    out[t.n] = '\0';
+    return true;
+}
+
 /* Applies one key=value to r. Returns false when the record is malformed. */
 static bool apply(struct gp_steps_record *r, struct tok k, struct tok v)
 {
     enum gp_steps_kind kind = r->kind;
-    bool step = kind == GP_STEPS_STEP, mem = kind == GP_STEPS_MEM;
-    bool named = kind == GP_STEPS_META || kind == GP_STEPS_END;
+    bool step = kind == GP_STEPS_STEP, mem = kind == GP_STEPS_MEM, phase = kind == GP_STEPS_PHASE;
+    bool named = kind == GP_STEPS_META || kind == GP_STEPS_END, model = kind == GP_STEPS_MODEL;
     uint32_t bit = 0;
     bool ok = true;
     if (tok_is(k, "seq"))
@@ -116,7 +126,7 @@ static bool apply(struct gp_steps_record *r, struct tok k, struct tok v)
         return true; /* a newer kind: only seq and lost are understood */
     else if (step && tok_is(k, "n"))
         bit = GP_SK_N, ok = parse_u64(v, &r->n);
-    else if (step && tok_is(k, "dur"))
+    else if ((step || phase) && tok_is(k, "dur"))
         bit = GP_SK_DUR, ok = parse_double(v, false, &r->dur);
     else if (step && tok_is(k, "wait"))
         bit = GP_SK_WAIT, ok = parse_double(v, false, &r->wait);
@@ -126,7 +136,7 @@ static bool apply(struct gp_steps_record *r, struct tok k, struct tok v)
         bit = GP_SK_TOKENS, ok = parse_double(v, false, &r->tokens);
     else if (step && tok_is(k, "loss"))
         bit = GP_SK_LOSS, ok = parse_double(v, true, &r->loss);
-    else if ((step || kind == GP_STEPS_END) && tok_is(k, "t"))
+    else if ((step || phase || kind == GP_STEPS_END) && tok_is(k, "t"))
         bit = GP_SK_T, ok = parse_double(v, false, &r->t);
     else if (mem && tok_is(k, "dev"))
         bit = GP_SK_DEV, ok = parse_i32(v, 0, &r->dev);
@@ -144,8 +154,21 @@ static bool apply(struct gp_steps_record *r, struct tok k, struct tok v)
         bit = GP_SK_RANK, ok = parse_i32(v, 0, &r->rank);
     else if (named && tok_is(k, "world"))
         bit = GP_SK_WORLD, ok = parse_i32(v, 1, &r->world);
+    else if (phase && tok_is(k, "name"))
+        bit = GP_SK_NAME, ok = parse_name(v, r->name);
     else if (kind == GP_STEPS_END && tok_is(k, "status"))
         bit = GP_SK_STATUS, ok = parse_i32(v, 0, &r->status);
+    else if (model && tok_is(k, "flops_token"))
+        bit = GP_SK_FLOPS_TOKEN, ok = parse_double(v, false, &r->flops_token) && r->flops_token > 0;
+    else if (model && tok_is(k, "flops_sample"))
+        bit = GP_SK_FLOPS_SAMPLE, ok = parse_double(v, false, &r->flops_sample) && r->flops_sample > 0;
+    else if (model && tok_is(k, "params"))
+        bit = GP_SK_PARAMS, ok = parse_double(v, false, &r->params) && r->params > 0 &&
+                            r->params < 1e300; /* 6·N stays finite */
+    else if (model && tok_is(k, "mode"))
+        bit = GP_SK_MODE, ok = tok_is(v, "train") || tok_is(v, "infer"), r->infer = tok_is(v, "infer");
+    else if (model && tok_is(k, "precision"))
+        bit = GP_SK_PRECISION, ok = gp_precision_parse(v.p, v.n, &r->precision);
     else
         return true; /* unknown key: skipped */
     if (!ok || (r->has & bit))
@@ -163,8 +186,11 @@ static int parse_line(const char *p, size_t n, struct gp_steps_record *r)
         if ((unsigned char)p[i] < 0x20 && p[i] != '\t')
             return -1;
     memset(r, 0, offsetof(struct gp_steps_record, job));
-    r->job[0] = '\0';
+    r->job[0] = r->name[0] = '\0';
     r->rank = r->world = -1;
+    r->flops_token = r->flops_sample = r->params = 0;
+    r->infer = false;
+    r->precision = GP_PREC_BF16;
     size_t i = 0;
     bool first = true;
     while (i < n) {
@@ -186,6 +212,10 @@ static int parse_line(const char *p, size_t n, struct gp_steps_record *r)
                 r->kind = GP_STEPS_META;
             else if (tok_is(t, "end"))
                 r->kind = GP_STEPS_END;
+            else if (tok_is(t, "model"))
+                r->kind = GP_STEPS_MODEL;
+            else if (tok_is(t, "phase"))
+                r->kind = GP_STEPS_PHASE;
             else if (ident(t))
                 r->kind = GP_STEPS_OTHER;
             else
@@ -201,7 +231,9 @@ static int parse_line(const char *p, size_t n, struct gp_steps_record *r)
     }
     if (first)
         return 0;
-    if (r->kind == GP_STEPS_STEP && !(r->has & GP_SK_DUR))
+    if ((r->kind == GP_STEPS_STEP || r->kind == GP_STEPS_PHASE) && !(r->has & GP_SK_DUR))
+        return -1;
+    if (r->kind == GP_STEPS_PHASE && !(r->has & GP_SK_NAME))
         return -1;
     /* A step's wait is part of its seconds (docs/jobs.md): a client that
      * timed only the compute would otherwise make the data-wait share
@@ -210,7 +242,38 @@ static int parse_line(const char *p, size_t n, struct gp_steps_record *r)
         r->wait = r->dur;
     if (r->kind == GP_STEPS_MEM && !(r->has & GP_SK_DEV))
         return -1;
+    if (r->kind == GP_STEPS_MODEL &&
+        (!(r->has & GP_SK_PRECISION) || !(r->has & (GP_SK_FLOPS_TOKEN | GP_SK_FLOPS_SAMPLE | GP_SK_PARAMS))))
+        return -1;
     return 1;
+}
+
+double gp_steps_flops_per_token(const struct gp_steps_record *r)
+{
+    if (r->has & GP_SK_FLOPS_TOKEN)
+        return r->flops_token;
+    if (r->has & GP_SK_PARAMS)
+        return (r->infer ? 2.0 : 6.0) * r->params;
+    return NAN;
+}
+
+enum gp_steps_phase gp_steps_phase_of(const char *name)
+{
+    static const char *const ckpt[] = {"checkpoint", "checkpoint_save", "checkpoint_load"};
+    static const char *const eval[] = {"eval", "evaluation", "validation"};
+    for (unsigned i = 0; i < 3; i++) {
+        if (!strcmp(name, ckpt[i]))
+            return GP_STEPS_PHASE_CHECKPOINT;
+        if (!strcmp(name, eval[i]))
+            return GP_STEPS_PHASE_EVALUATION;
+    }
+    return GP_STEPS_PHASE_OTHER;
+}
+
+const char *gp_steps_phase_name(enum gp_steps_phase p)
+{
+    static const char *const names[] = {"checkpoint", "evaluation", "other"};
+    return (unsigned)p < 3 ? names[p] : "other";
 }
 
 unsigned gp_steps_parse(const char *data, size_t len, gp_steps_record_fn fn, void *ctx,

@@ -21,6 +21,7 @@
 #define GP_STEPS_PROTO_H
 
 #include "frame.h"
+#include "lib/gpumodels.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -28,7 +29,17 @@
 
 #define GP_STEPS_DGRAM_MAX 4096
 
-enum gp_steps_kind { GP_STEPS_STEP, GP_STEPS_MEM, GP_STEPS_META, GP_STEPS_END, GP_STEPS_OTHER };
+enum gp_steps_kind {
+    GP_STEPS_STEP,
+    GP_STEPS_MEM,
+    GP_STEPS_META,
+    GP_STEPS_END,
+    GP_STEPS_PHASE,
+    GP_STEPS_OTHER,
+    GP_STEPS_MODEL
+};
+
+#define GP_STEPS_PHASE_LEN 33 /* a phase name: 1..32 of [a-z0-9_], a letter or _ first */
 
 /* Which optional keys a record carried (bits of gp_steps_record.has). */
 enum gp_steps_key {
@@ -50,6 +61,12 @@ enum gp_steps_key {
     GP_SK_RANK = 1u << 15,
     GP_SK_WORLD = 1u << 16,
     GP_SK_STATUS = 1u << 17,
+    GP_SK_FLOPS_TOKEN = 1u << 24, /* model: high bits, clear of other kinds' keys */
+    GP_SK_FLOPS_SAMPLE = 1u << 25,
+    GP_SK_PARAMS = 1u << 26,
+    GP_SK_MODE = 1u << 27,
+    GP_SK_PRECISION = 1u << 28,
+    GP_SK_NAME = 1u << 18,
 };
 
 /*
@@ -62,6 +79,13 @@ enum gp_steps_key {
  *   meta: target (steps), job (1..GP_JOB_LEN-1 printable bytes), rank
  *         (>= 0), world (>= 1)
  *   end:  status (0..INT32_MAX), t, and job/rank/world as meta
+ *   model: what the model computes, once per job (MFU, docs/jobs.md):
+ *         flops_token, flops_sample (model FLOPs per token / sample,
+ *         > 0), params (parameters, > 0), mode (train | infer),
+ *         precision (required: fp32 tf32 fp16 bf16 fp8); at least one of
+ *         flops_token, flops_sample, params
+ *   phase: name (required, GP_STEPS_PHASE_LEN), dur (required, seconds
+ *         >= 0: the phase's length), t (its end, epoch seconds)
  */
 struct gp_steps_record {
     enum gp_steps_kind kind;
@@ -75,7 +99,29 @@ struct gp_steps_record {
     char job[GP_JOB_LEN];
     int32_t rank, world;      /* -1 when absent */
     int32_t status;
+    double flops_token, flops_sample, params; /* model */
+    bool infer;                               /* model: mode=infer */
+    enum gp_precision precision;              /* model */
+    char name[GP_STEPS_PHASE_LEN]; /* a phase's */
 };
+
+/*
+ * A model record's FLOPs per token: flops_token when given, else from the
+ * parameter count N: 6·N for training (forward 2·N, backward 4·N), 2·N for
+ * inference, the attention term (which grows with the context) left out.
+ * NaN when neither was given.
+ */
+double gp_steps_flops_per_token(const struct gp_steps_record *r);
+
+/* What a phase name counts as (docs/jobs.md "The step protocol"). */
+enum gp_steps_phase { GP_STEPS_PHASE_CHECKPOINT, GP_STEPS_PHASE_EVALUATION, GP_STEPS_PHASE_OTHER };
+
+/* The phase a name counts as: checkpoint, checkpoint_save, checkpoint_load;
+ * eval, evaluation, validation; else other. */
+enum gp_steps_phase gp_steps_phase_of(const char *name);
+
+/* "checkpoint", "evaluation", "other": the phase label of series. */
+const char *gp_steps_phase_name(enum gp_steps_phase p);
 
 /* Called once per good record; r is valid only during the call. */
 typedef void (*gp_steps_record_fn)(void *ctx, const struct gp_steps_record *r);

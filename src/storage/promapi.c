@@ -66,7 +66,7 @@ static json_t *load(const char *body, size_t len, json_t **root, int *rc, char *
 
 static int cmp_label(const void *a, const void *b)
 {
-    const struct gp_rw_label *x = a, *y = b;
+    const struct gp_label *x = a, *y = b;
     size_t n = x->name.len < y->name.len ? x->name.len : y->name.len;
     int c = memcmp(x->name.ptr, y->name.ptr, n);
     return c ? c : (x->name.len > y->name.len) - (x->name.len < y->name.len);
@@ -79,7 +79,7 @@ static int labels_of(json_t *obj, struct gp_promapi_series *s, char *err, size_t
         return gp_seterr(err, errlen, GP_EPARSE, "a label set is not an object");
     if (json_object_size(obj) > MAX_LABELS)
         return gp_seterr(err, errlen, GP_ETOOBIG, "a label set has over %d labels", MAX_LABELS);
-    struct gp_rw_label l[MAX_LABELS];
+    struct gp_label l[MAX_LABELS];
     size_t n = 0;
     const char *k;
     json_t *v;
@@ -91,8 +91,8 @@ static int labels_of(json_t *obj, struct gp_promapi_series *s, char *err, size_t
             return gp_seterr(err, errlen, GP_EPARSE, "a label has an empty name");
         if (!json_string_length(v))
             continue; /* empty means absent */
-        l[n].name = (struct gp_rw_str){k, strlen(k)};
-        l[n].value = (struct gp_rw_str){json_string_value(v), json_string_length(v)};
+        l[n].name = (struct gp_str){k, strlen(k)};
+        l[n].value = (struct gp_str){json_string_value(v), json_string_length(v)};
         n++;
     }
     if (!n)

@@ -65,7 +65,7 @@ struct gp_store *gp_storage_store(struct gp_storage *s)
     return s && s->kind == GP_STORAGE_EMBEDDED ? s->impl : NULL;
 }
 
-int gp_storage_append(struct gp_storage *s, const struct gp_rw_request *req,
+int gp_storage_append(struct gp_storage *s, const struct gp_batch *req,
                       struct gp_append_result *res, char *err, size_t errlen)
 {
     return s->ops->append(s, req, res, err, errlen);

@@ -90,7 +90,7 @@ struct gp_store *gp_storage_store(struct gp_storage *s);
 /* As gp_store_append. Remote: the request is encoded once more and queued
  * for the cluster (durable in the disk buffer when one is configured);
  * every sample counts as accepted, the cluster judges order later. */
-int gp_storage_append(struct gp_storage *s, const struct gp_rw_request *req,
+int gp_storage_append(struct gp_storage *s, const struct gp_batch *req,
                       struct gp_append_result *res, char *err, size_t errlen);
 
 /* As gp_store_select, plus GP_ENET when the cluster cannot be asked or

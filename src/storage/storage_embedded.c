@@ -11,7 +11,7 @@
 
 static struct gp_store *st_of(struct gp_storage *s) { return s->impl; }
 
-static int e_append(struct gp_storage *s, const struct gp_rw_request *req,
+static int e_append(struct gp_storage *s, const struct gp_batch *req,
                     struct gp_append_result *res, char *err, size_t errlen)
 {
     return gp_store_append(st_of(s), req, res, err, errlen);
@@ -52,7 +52,7 @@ static int labels_in_span(struct gp_storage *s, const char *name, const struct g
     int rc = gp_store_select(st_of(s), m, nm, start, end, &sel);
     for (size_t i = 0; i < sel.n && !rc; i++) {
         const struct gp_store_series *se = &sel.series[i];
-        struct gp_rw_str ln, lv;
+        struct gp_str ln, lv;
         if (name) {
             if (gp_labels_get(se->labels, se->labels_len, name, &lv) && lv.len)
                 fn(arg, lv.ptr, lv.len);

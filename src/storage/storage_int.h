@@ -9,7 +9,7 @@
 
 struct gp_storage_ops {
     const char *name;
-    int (*append)(struct gp_storage *s, const struct gp_rw_request *req, struct gp_append_result *res,
+    int (*append)(struct gp_storage *s, const struct gp_batch *req, struct gp_append_result *res,
                   char *err, size_t errlen);
     int (*select)(struct gp_storage *s, const struct gp_matcher *m, size_t nm, int64_t mint,
                   int64_t maxt, struct gp_store_selection *out);

@@ -277,7 +277,7 @@ static void selector_of(struct gp_buf *b, const struct gp_matcher *m, size_t nm)
 static void selector_exact(struct gp_buf *b, const uint8_t *l, size_t len)
 {
     struct gp_labels_iter it;
-    struct gp_rw_str name, value;
+    struct gp_str name, value;
     gp_labels_iter_init(&it, l, len);
     gp_buf_putc(b, '{');
     int first = 1;
@@ -988,7 +988,7 @@ static int r_promql(struct gp_storage *s, const struct gp_storage_promql *q, str
 
 /* ---- writes, stats, metrics ---------------------------------------------------- */
 
-static int r_append(struct gp_storage *s, const struct gp_rw_request *req,
+static int r_append(struct gp_storage *s, const struct gp_batch *req,
                     struct gp_append_result *res, char *err, size_t errlen)
 {
     struct remote *r = R(s);

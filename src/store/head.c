@@ -261,7 +261,7 @@ static void time_reject(struct gp_append_result *res, size_t series, int64_t t, 
     }
 }
 
-int gp_store_append(struct gp_store *s, const struct gp_rw_request *req,
+int gp_store_append(struct gp_store *s, const struct gp_batch *req,
                     struct gp_append_result *res, char *err, size_t errlen)
 {
     memset(res, 0, sizeof *res);
@@ -292,7 +292,7 @@ int gp_store_append(struct gp_store *s, const struct gp_rw_request *req,
         total += req->series[i].nsamples; /* not trusting nsamples_total */
     int rc = grow((void **)&s->ws, &s->ws_cap, total, sizeof *s->ws);
     for (size_t i = 0; rc == GP_OK && i < req->nseries; i++) {
-        const struct gp_rw_series *rs = &req->series[i];
+        const struct gp_series *rs = &req->series[i];
         if (rs->nsamples == 0)
             continue;
         gp_buf_reset(&s->lbuf);

@@ -39,7 +39,7 @@ static int str_cmp(const char *a, size_t an, const char *b, size_t bn)
     return an < bn ? -1 : an > bn;
 }
 
-int gp_labels_encode(const struct gp_rw_label *l, size_t n, struct gp_buf *out)
+int gp_labels_encode(const struct gp_label *l, size_t n, struct gp_buf *out)
 {
     if (n == 0)
         return GP_EUSAGE;
@@ -76,7 +76,7 @@ void gp_labels_iter_init(struct gp_labels_iter *it, const uint8_t *blob, size_t 
 }
 
 /* One length-prefixed string; minimal says the varint had no padding. */
-static int read_str(struct gp_labels_iter *it, struct gp_rw_str *s, int *minimal)
+static int read_str(struct gp_labels_iter *it, struct gp_str *s, int *minimal)
 {
     uint64_t n;
     const uint8_t *q = it->p;
@@ -93,7 +93,7 @@ static int read_str(struct gp_labels_iter *it, struct gp_rw_str *s, int *minimal
     return GP_OK;
 }
 
-int gp_labels_next(struct gp_labels_iter *it, struct gp_rw_str *name, struct gp_rw_str *value)
+int gp_labels_next(struct gp_labels_iter *it, struct gp_str *name, struct gp_str *value)
 {
     if (it->p == it->end)
         return 0;
@@ -105,11 +105,11 @@ int gp_labels_next(struct gp_labels_iter *it, struct gp_rw_str *name, struct gp_
     return 1;
 }
 
-int gp_labels_get(const uint8_t *blob, size_t len, const char *name, struct gp_rw_str *value)
+int gp_labels_get(const uint8_t *blob, size_t len, const char *name, struct gp_str *value)
 {
     size_t nlen = strlen(name);
     struct gp_labels_iter it;
-    struct gp_rw_str n, v;
+    struct gp_str n, v;
     gp_labels_iter_init(&it, blob, len);
     while (gp_labels_next(&it, &n, &v) == 1) {
         int c = str_cmp(n.ptr, n.len, name, nlen);
@@ -131,7 +131,7 @@ int gp_labels_validate(const uint8_t *blob, size_t len)
     if (len == 0)
         return GP_EPARSE; /* a series has at least one label */
     struct gp_labels_iter it;
-    struct gp_rw_str n, v, prev = {NULL, 0};
+    struct gp_str n, v, prev = {NULL, 0};
     gp_labels_iter_init(&it, blob, len);
     for (;;) {
         if (it.p == it.end)

@@ -14,7 +14,7 @@
 #ifndef GP_STORE_LABELS_H
 #define GP_STORE_LABELS_H
 
-#include "ingest/remote_write.h"
+#include "store/batch.h"
 #include "lib/buf.h"
 
 #include <stddef.h>
@@ -24,7 +24,7 @@
  * name with no duplicates or empty values (as gp_rw_decode yields them).
  * Returns GP_OK or GP_EUSAGE when they are not (or n is 0; nothing is
  * appended then), or out->err. */
-int gp_labels_encode(const struct gp_rw_label *l, size_t n, struct gp_buf *out);
+int gp_labels_encode(const struct gp_label *l, size_t n, struct gp_buf *out);
 
 /* 64-bit hash of a blob (stable across runs and machines; not keyed).
  * Any bytes. */
@@ -35,12 +35,12 @@ struct gp_labels_iter {
 };
 void gp_labels_iter_init(struct gp_labels_iter *it, const uint8_t *blob, size_t len);
 /* Next label: 1 with name/value set, 0 at the end, GP_EPARSE for a bad blob. */
-int gp_labels_next(struct gp_labels_iter *it, struct gp_rw_str *name, struct gp_rw_str *value);
+int gp_labels_next(struct gp_labels_iter *it, struct gp_str *name, struct gp_str *value);
 
 /* Value of label name (NUL-terminated) in the blob: 1 and *value when
  * present, 0 when absent (Prometheus reads an absent label as ""; *value
  * is then ""). A malformed blob reads as absent: validate blobs first. */
-int gp_labels_get(const uint8_t *blob, size_t len, const char *name, struct gp_rw_str *value);
+int gp_labels_get(const uint8_t *blob, size_t len, const char *name, struct gp_str *value);
 
 /* Checks a blob read from disk: well-formed, sorted, unique, non-empty
  * names and values, at least one label, minimal varints (so that equal

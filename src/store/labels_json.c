@@ -12,7 +12,7 @@
 int gp_json_labels(struct gp_buf *b, const uint8_t *blob, size_t len)
 {
     struct gp_labels_iter it;
-    struct gp_rw_str name, value;
+    struct gp_str name, value;
     int rc, first = 1;
     gp_labels_iter_init(&it, blob, len);
     gp_buf_putc(b, '{');

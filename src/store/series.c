@@ -494,7 +494,7 @@ int gp_sindex_add(struct gp_sindex *x, const uint8_t *blob, size_t len, uint64_t
     uint32_t stack[64], *pidx = stack;
     size_t nl = 0, room = 64;
     struct gp_labels_iter it;
-    struct gp_rw_str n, v;
+    struct gp_str n, v;
     gp_labels_iter_init(&it, rec + SX_REC_HDR, len);
     int rc = GP_OK;
     while (gp_labels_next(&it, &n, &v) == 1) {
@@ -860,7 +860,7 @@ static size_t filter_each(const struct gp_sindex *x, const struct term *t, uint3
     size_t out = 0;
     for (size_t i = 0; i < cn; i++) {
         const uint8_t *rec = x->recs[c[i]];
-        struct gp_rw_str v;
+        struct gp_str v;
         gp_labels_get(rec + SX_REC_HDR, rec_len(rec), t->m->name, &v);
         if (value_matches(t, v.ptr, v.len))
             c[out++] = c[i];
@@ -1032,7 +1032,7 @@ int gp_sindex_label_names(const struct gp_sindex *x, const uint32_t *ids, size_t
             continue;
         const uint8_t *rec = x->recs[o];
         struct gp_labels_iter it;
-        struct gp_rw_str nm, val;
+        struct gp_str nm, val;
         gp_labels_iter_init(&it, rec + SX_REC_HDR, rec_len(rec));
         while (gp_labels_next(&it, &nm, &val) == 1) {
             int64_t ni = name_find(x, nm.ptr, nm.len,
@@ -1071,7 +1071,7 @@ int gp_sindex_label_values(const struct gp_sindex *x, const char *name, const ui
     if (per_series) {
         for (size_t k = 0; k < nids; k++) {
             int64_t o = ord_of(x, ids[k]);
-            struct gp_rw_str val;
+            struct gp_str val;
             if (o >= 0 && gp_labels_get(x->recs[o] + SX_REC_HDR, rec_len(x->recs[o]), name,
                                         &val) == 1)
                 v[nv++] = (struct sv){val.ptr, val.len};

@@ -64,7 +64,7 @@
 #ifndef GP_STORE_STORE_H
 #define GP_STORE_STORE_H
 
-#include "ingest/remote_write.h"
+#include "store/batch.h"
 #include "store/matcher.h"
 
 #include <stddef.h>
@@ -132,7 +132,7 @@ struct gp_append_result {
  * the samples before the failing one may be stored: not acknowledged,
  * but a retry finds them as duplicates.
  */
-int gp_store_append(struct gp_store *s, const struct gp_rw_request *req, struct gp_append_result *res,
+int gp_store_append(struct gp_store *s, const struct gp_batch *req, struct gp_append_result *res,
                     char *err, size_t errlen);
 
 /* ---- reading ---- */

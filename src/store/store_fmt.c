@@ -453,7 +453,7 @@ int gp_st_rollup_decode(const uint8_t *p, size_t n, int64_t mint, int64_t maxt,
 
 void gp_st_rollup_fold(struct gp_rollup *r, double v)
 {
-    if (gp_f64_bits(v) == GP_RW_STALE_NAN_BITS)
+    if (gp_f64_bits(v) == GP_STALE_NAN_BITS)
         return; /* the stale marker ends a series: not a sample of the minute */
     if (r->count == 0) {
         r->min = r->max = v;

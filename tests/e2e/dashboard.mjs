@@ -209,6 +209,13 @@ async function functional() {
     const m = new RegExp(`(\\d+) (${one}|${many})\\b`).exec(jobSub || "");
     check(m && (m[1] === "1") === (m[2] === one), `the job's line says ${m ? m[0] : "no " + many}: ${jobSub}`);
   }
+  // goodput from the job model: a share wherever the document has one
+  // (a running job's changes between two reads: the form is checked)
+  const gdoc = await api("/api/v1/jobs/" + encodeURIComponent(await page.textContent("h1 .jobid")));
+  const gtext = await page.textContent(".totals .stat.goodput .v");
+  check(gdoc.goodput ? /^\d+ %$/.test(gtext) : gtext === "–",
+    `the job's goodput shows ${gtext}, its document ${JSON.stringify(gdoc.goodput && gdoc.goodput.ratio)}`);
+  log(`job goodput: ${gtext}`);
   await page.waitForTimeout(500);
   await shot(page, "job");
   // A job with many ranks: one of the node jobs.

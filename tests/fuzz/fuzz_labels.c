@@ -23,8 +23,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     int valid = gp_labels_validate(data, size) == GP_OK;
     struct gp_labels_iter it;
-    struct gp_rw_label l[MAXL];
-    struct gp_rw_str n, v;
+    struct gp_label l[MAXL];
+    struct gp_str n, v;
     size_t nl = 0;
     int rc;
     gp_labels_iter_init(&it, data, size);
@@ -33,7 +33,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             v.ptr < (const char *)data || v.ptr + v.len > (const char *)data + size)
             abort(); /* a view outside the blob */
         if (nl < MAXL)
-            l[nl] = (struct gp_rw_label){n, v};
+            l[nl] = (struct gp_label){n, v};
         nl++;
     }
     if (rc != 0 && rc != GP_EPARSE)
@@ -76,7 +76,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             char name[200];
             memcpy(name, l[i].name.ptr, l[i].name.len);
             name[l[i].name.len] = '\0';
-            struct gp_rw_str got;
+            struct gp_str got;
             if (gp_labels_get(data, size, name, &got) != 1 || got.ptr != l[i].value.ptr ||
                 got.len != l[i].value.len)
                 abort();

@@ -68,25 +68,25 @@ static void add(const char *sel, double (*fn)(int i, int k), int k)
     char err[256];
     if (gp_selector_parse(sel, strlen(sel), &m, &nm, err, sizeof err) != GP_OK)
         abort();
-    struct gp_rw_label l[8];
+    struct gp_label l[8];
     for (size_t i = 0; i < nm; i++)
-        l[i] = (struct gp_rw_label){{m[i].name, strlen(m[i].name)}, {m[i].value, m[i].value_len}};
+        l[i] = (struct gp_label){{m[i].name, strlen(m[i].name)}, {m[i].value, m[i].value_len}};
     for (size_t i = 1; i < nm; i++) /* insertion sort by name */
         for (size_t j = i; j > 0 && strcmp(l[j - 1].name.ptr, l[j].name.ptr) > 0; j--) {
-            struct gp_rw_label x = l[j];
+            struct gp_label x = l[j];
             l[j] = l[j - 1];
             l[j - 1] = x;
         }
-    struct gp_rw_sample smp[NPTS];
+    struct gp_sample smp[NPTS];
     size_t n = 0;
     for (int i = 0; i < NPTS; i++) {
         double v = fn(i, k);
         if (v == -12345) /* no sample */
             continue;
-        smp[n++] = (struct gp_rw_sample){v, T0 + i * STEP};
+        smp[n++] = (struct gp_sample){v, T0 + i * STEP};
     }
-    struct gp_rw_series ser = {l, nm, smp, n};
-    struct gp_rw_request req = {&ser, 1, nm, n, NULL};
+    struct gp_series ser = {l, nm, smp, n};
+    struct gp_batch req = {&ser, 1, nm, n, NULL};
     struct gp_append_result res;
     if (gp_storage_append(st, &req, &res, err, sizeof err) != GP_OK)
         abort();
@@ -104,7 +104,7 @@ static double counter(int i, int k)
 static double stale(int i, int k)
 {
     if (i == 30 + k * 10)
-        return gp_bits_f64(GP_RW_STALE_NAN_BITS);
+        return gp_bits_f64(GP_STALE_NAN_BITS);
     return i > 30 + k * 10 && i < 45 ? -12345 : i;
 }
 static double special(int i, int k)

@@ -16,7 +16,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     struct gp_promrules rs = {0};
     char err[512];
-    struct gp_rw_label l[2] = {{{"Hostname", 8}, {"n1", 2}}, {{"gpu", 3}, {"0", 1}}};
+    struct gp_label l[2] = {{{"Hostname", 8}, {"n1", 2}}, {{"gpu", 3}, {"0", 1}}};
     struct gp_buf lb, out;
     gp_buf_init(&lb, 0);
     gp_buf_init(&out, 1 << 20);

@@ -13,27 +13,30 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static int same_str(struct gp_rw_str a, struct gp_rw_str b)
+static int same_str(struct gp_str a, struct gp_str b)
 {
     return a.len == b.len && (a.len == 0 || memcmp(a.ptr, b.ptr, a.len) == 0);
 }
 
-static void check_round_trip(const struct gp_rw_request *a)
+static void check_round_trip(const struct gp_batch *a)
 {
     struct gp_buf out, scratch;
     gp_buf_init(&out, 0);
     gp_buf_init(&scratch, 0);
     if (gp_rw_encode(a, &out, &scratch) != 0)
         abort(); /* whatever decodes must encode */
-    struct gp_rw_request b;
+    struct gp_batch b;
     char err[256];
+    size_t size;
+    if (gp_rw_check(a, &size, err, sizeof err) != 0 || size != scratch.len)
+        abort(); /* what decodes is canonical, and the in-process check sizes it as encoded */
     if (gp_rw_decode((const uint8_t *)out.data, out.len, (size_t)64 << 20, &b, err, sizeof err))
         abort();
     if (a->nseries != b.nseries || a->nlabels_total != b.nlabels_total ||
         a->nsamples_total != b.nsamples_total)
         abort();
     for (size_t i = 0; i < a->nseries; i++) {
-        const struct gp_rw_series *x = &a->series[i], *y = &b.series[i];
+        const struct gp_series *x = &a->series[i], *y = &b.series[i];
         if (x->nlabels != y->nlabels || x->nsamples != y->nsamples)
             abort();
         for (size_t k = 0; k < x->nlabels; k++)
@@ -45,22 +48,22 @@ static void check_round_trip(const struct gp_rw_request *a)
                 x->samples[k].timestamp_ms != y->samples[k].timestamp_ms)
                 abort();
     }
-    gp_rw_request_free(&b);
+    gp_rw_decoded_free(&b);
     gp_buf_free(&out);
     gp_buf_free(&scratch);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    struct gp_rw_request req;
+    struct gp_batch req;
     char err[256];
     if (gp_rw_decode(data, size, (size_t)1 << 20, &req, err, sizeof err) == 0) {
         check_round_trip(&req);
-        gp_rw_request_free(&req);
+        gp_rw_decoded_free(&req);
     }
     if (gp_rw_unmarshal(data, size, &req, err, sizeof err) == 0) {
         check_round_trip(&req);
-        gp_rw_request_free(&req);
+        gp_rw_decoded_free(&req);
     }
     return 0;
 }

@@ -38,16 +38,16 @@ static void build_index(void)
         snprintf(host, sizeof host, "n%u", i % 5);
         snprintf(gpu, sizeof gpu, "%u", i % 11);
         snprintf(uuid, sizeof uuid, "GPU-%04x", i * 7919u);
-        struct gp_rw_label l[5];
+        struct gp_label l[5];
         size_t n = 0;
-        l[n++] = (struct gp_rw_label){{"Hostname", 8}, {host, strlen(host)}};
+        l[n++] = (struct gp_label){{"Hostname", 8}, {host, strlen(host)}};
         if (i % 3)
-            l[n++] = (struct gp_rw_label){{"UUID", 4}, {uuid, strlen(uuid)}};
-        l[n++] = (struct gp_rw_label){{"__name__", 8}, {metrics[i % 4], strlen(metrics[i % 4])}};
+            l[n++] = (struct gp_label){{"UUID", 4}, {uuid, strlen(uuid)}};
+        l[n++] = (struct gp_label){{"__name__", 8}, {metrics[i % 4], strlen(metrics[i % 4])}};
         if (i % 4 < 2)
-            l[n++] = (struct gp_rw_label){{"gpu", 3}, {gpu, strlen(gpu)}};
+            l[n++] = (struct gp_label){{"gpu", 3}, {gpu, strlen(gpu)}};
         if (i % 7 == 0)
-            l[n++] = (struct gp_rw_label){{"mig", 3}, {"1g.10gb", 7}};
+            l[n++] = (struct gp_label){{"mig", 3}, {"1g.10gb", 7}};
         gp_buf_reset(&b);
         if (gp_labels_encode(l, n, &b) != GP_OK)
             abort();
@@ -92,7 +92,7 @@ static void check_select(const struct gp_matcher *m, size_t nm)
         const uint8_t *b = gp_sindex_labels(idx, ids[i], &len);
         int all = 1;
         for (size_t j = 0; j < nm && all; j++) {
-            struct gp_rw_str v;
+            struct gp_str v;
             gp_labels_get(b, len, m[j].name, &v);
             all = gp_matcher_matches(&m[j], v.ptr, v.len);
         }

@@ -19,7 +19,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static void check(void *ctx, const struct gp_steps_record *r)
 {
     (void)ctx;
-    if (r->kind > GP_STEPS_OTHER)
+    if (r->kind > GP_STEPS_MODEL)
         abort();
     if ((r->has & GP_SK_SEQ) && r->seq == 0)
         abort();
@@ -37,6 +37,26 @@ static void check(void *ctx, const struct gp_steps_record *r)
     }
     if (r->kind == GP_STEPS_MEM && (!(r->has & GP_SK_DEV) || r->dev < 0))
         abort();
+    if (r->kind == GP_STEPS_MODEL) { /* a precision and a positive, finite figure */
+        if (!(r->has & GP_SK_PRECISION) || (unsigned)r->precision >= GP_PREC__COUNT ||
+            !gp_precision_name(r->precision))
+            abort();
+        double fpt = gp_steps_flops_per_token(r);
+        if (!(r->has & (GP_SK_FLOPS_TOKEN | GP_SK_FLOPS_SAMPLE | GP_SK_PARAMS)) ||
+            ((r->has & GP_SK_FLOPS_SAMPLE) && !(isfinite(r->flops_sample) && r->flops_sample > 0)) ||
+            (!isnan(fpt) && !(isfinite(fpt) && fpt > 0)))
+            abort();
+    }
+    if (r->kind == GP_STEPS_PHASE) { /* a named phase of a finite length */
+        size_t n = strnlen(r->name, GP_STEPS_PHASE_LEN);
+        if (!(r->has & GP_SK_NAME) || !(r->has & GP_SK_DUR) || n == 0 || n >= GP_STEPS_PHASE_LEN ||
+            !isfinite(r->dur) || r->dur < 0)
+            abort();
+        for (size_t i = 0; i < n; i++)
+            if (!((r->name[i] >= 'a' && r->name[i] <= 'z') || r->name[i] == '_' ||
+                  (i > 0 && r->name[i] >= '0' && r->name[i] <= '9')))
+                abort();
+    }
     if (r->has & GP_SK_JOB) {
         size_t n = strnlen(r->job, GP_JOB_LEN);
         if (n == 0 || n >= GP_JOB_LEN)

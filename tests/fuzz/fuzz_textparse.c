@@ -16,17 +16,17 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static int cmp(struct gp_rw_str a, struct gp_rw_str b)
+static int cmp(struct gp_str a, struct gp_str b)
 {
     size_t n = a.len < b.len ? a.len : b.len;
     int r = n ? memcmp(a.ptr, b.ptr, n) : 0;
     return r ? r : (a.len > b.len) - (a.len < b.len);
 }
 
-static void check(const struct gp_rw_request *r)
+static void check(const struct gp_batch *r)
 {
     for (size_t i = 0; i < r->nseries; i++) {
-        const struct gp_rw_series *s = &r->series[i];
+        const struct gp_series *s = &r->series[i];
         int named = 0;
         if (s->nsamples != 1 || s->nlabels == 0 || s->nlabels > GP_RW_MAX_LABELS)
             abort();
@@ -58,7 +58,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         gp_buf_init(&scratch, 0);
         if (gp_rw_encode(&p.req, &body, &scratch) != 0)
             abort(); /* whatever parses must encode */
-        struct gp_rw_request back;
+        struct gp_batch back;
         if (gp_rw_decode((const uint8_t *)body.data, body.len, (size_t)64 << 20, &back, err,
                          sizeof err) != 0 ||
             back.nseries != n)
@@ -68,7 +68,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                     gp_f64_bits(p.req.series[i].samples[0].value) ||
                 back.series[i].samples[0].timestamp_ms != p.req.series[i].samples[0].timestamp_ms)
                 abort();
-        gp_rw_request_free(&back);
+        gp_rw_decoded_free(&back);
         gp_buf_free(&body);
         gp_buf_free(&scratch);
         if (gp_text_parse(&p, text, size, 42, err, sizeof err) != 0 || p.req.nseries != n)

@@ -18,6 +18,13 @@ import os, sys, time
 import gpulse
 n = int(sys.argv[1])
 gpulse.meta(target_steps=n, job="py-fallback", rank=2, world=4)
+gpulse.model(params=1.3e9, precision="bf16")  # MFU: 6 x 1.3e9 FLOPs per token
+for bad in (dict(params=1e9, precision="bf17"), dict(precision="bf16"), dict(flops_per_token=-1)):
+    try:
+        gpulse.model(**bad)
+        sys.exit("gpulse.model(%r) did not refuse" % bad)
+    except ValueError:
+        pass
 for i in range(n):
     with gpulse.step(samples=32, tokens=1000) as s:
         time.sleep(0.0005)
@@ -51,6 +58,10 @@ int main(int argc, char **argv)
     if (gpulse_steps_open(&g))
         return 1;
     gpulse_meta(&g, n, NULL, -1, -1);
+    if (gpulse_model(&g, GPULSE_UNSET, 4096, GPULSE_UNSET, 1, "fp8") ||
+        !gpulse_model(&g, 1e9, GPULSE_UNSET, GPULSE_UNSET, 1, "FP8") ||
+        !gpulse_model(&g, GPULSE_UNSET, GPULSE_UNSET, -5, 1, "bf16"))
+        return 3;
     for (unsigned i = 1; i <= n; i++) {
         gpulse_step(&g, i, 0.125, 16, 2048, 3.5, GPULSE_UNSET);
         if (i % 50 == 0)
@@ -137,7 +148,12 @@ got=$(awk -v n="gpulse_job_allocator_bytes{" -v p="Hostname=\"$(hostname)\",pid=
 ccheck gpulse_job_data_wait_seconds_total 0
 check gpulse_steps_malformed_total 0
 recs=$(value gpulse_steps_records_total)
-[ "$recs" = $((N + 3 + 7 + NC + 3 + 5)) ] || fail "gpulse_steps_records_total $recs, want $((N + 3 + 7 + NC + 3 + 5))"
+[ "$recs" = $((N + 4 + 7 + NC + 4 + 5)) ] || fail "gpulse_steps_records_total $recs, want $((N + 4 + 7 + NC + 4 + 5))"
+# the model records (MFU): what each declared, resolved per token or sample
+check "gpulse_job_model_flops{${PYL%\}},per=\"token\",precision=\"bf16\"}" 7800000000
+got=$(awk -v n="gpulse_job_model_flops{" -v p="pid=\"$C_PID\",per=\"sample\",precision=\"fp8\"}" \
+    'index($0, n) == 1 && index($0, p) {print $NF; exit}' "$TMP/m")
+[ "$got" = 4096 ] || fail "the C trainer's model FLOPs per sample are '$got', want 4096"
 grep -q '^gpulse_source_up{source="steps"} 1' "$TMP/m" || fail "steps source not up"
 check_exposition "$TMP/m"
 note "totals exact, exposition clean"

@@ -6,7 +6,9 @@
 # W + C. Python's `with gpulse.step()`, the Lightning and Hugging Face
 # callbacks (driven through stand-in framework modules, as neither is
 # installed here) and the C header each run one such loop; a wait= the
-# caller gives is sent as given.
+# caller gives is sent as given. The Hugging Face callback also declares
+# its model for MFU (model=, tokens_per_sample=): the model record and
+# the steps' tokens reach the agent.
 source "$(dirname "$0")/lib.sh"
 PY=/usr/bin/python3
 SOCK=$TMP/steps.sock
@@ -63,7 +65,8 @@ def lightning():
         cb.on_train_batch_end(tr, None, {"loss": 0.5}, [[0]], i)
 
 def hf():
-    cb = GpulseTrainerCallback(memory_every=0)
+    cb = GpulseTrainerCallback(memory_every=0, model={"params": 1000, "precision": "fp16"},
+                               tokens_per_sample=128)
     args = types.SimpleNamespace(per_device_train_batch_size=1, gradient_accumulation_steps=1)
     st = types.SimpleNamespace(max_steps=n, global_step=0)
     cb.on_train_begin(args, st, None)
@@ -152,4 +155,10 @@ wt=$(pval gpulse_job_data_wait_seconds_total "$P_TOLD")
 awk -v got="$wt" -v n="$N" 'BEGIN { exit !(got > n * 0.001 - 1e-9 && got < n * 0.001 + 1e-9) }' ||
     fail "python with wait=0.001: data wait '$wt', want $(awk -v n="$N" 'BEGIN {print n * 0.001}') as given"
 note "wait= given is sent as given ($wt s)"
+got=$(awk -v p="pid=\"$P_HF\",per=\"token\",precision=\"fp16\"}" \
+    'index($0, "gpulse_job_model_flops{") == 1 && index($0, p) {print $NF; exit}' "$TMP/m")
+[ "$got" = 6000 ] || fail "the Hugging Face callback's model FLOPs per token are '$got', want 6 x 1000"
+[ "$(pval gpulse_job_tokens_total "$P_HF")" = $((N * 128)) ] ||
+    fail "the Hugging Face callback's tokens are '$(pval gpulse_job_tokens_total "$P_HF")', want $((N * 128))"
+note "the Hugging Face callback declared its model (6000 FLOPs per token) and reported $((N * 128)) tokens"
 stop_agent

@@ -39,6 +39,9 @@ SERVER_CMD=up start_server --config "$TMP/gpulse.yaml" --simulate 2x2xH100 --int
     --eval-interval 1s --eval-step 1s --eval-window 30s --steps-socket "$TMP/steps.sock"
 delivered() { curl -sf "$SERVER_URL/metrics" | grep -q '^gpulse_server_notifications_total{.*result="done"} [1-9]'; }
 wait_until 30 delivered || fail "no notification delivered within 30 s"
+# low_goodput's input: a simulated job's goodput once it has stepped
+judged() { curl -sf "$SERVER_URL/metrics" | grep -q '^gpulse_job_goodput_ratio{job="sim-job-0"} 0\.[0-9]'; }
+wait_until 60 judged || fail "no gpulse_job_goodput_ratio for sim-job-0 within 60 s"
 curl -sf "$SERVER_URL/metrics" >"$TMP/metrics.txt" || fail "GET /metrics"
 
 python3 - "$TMP/ref.md" "$TMP/metrics.txt" <<'PY' || fail "/metrics and docs/metrics.md disagree"

@@ -33,9 +33,9 @@ static const char *const metrics[] = {
 enum { NM = sizeof metrics / sizeof metrics[0] };
 
 struct fleet {
-    struct gp_rw_series *se;
-    struct gp_rw_label *l;
-    struct gp_rw_sample *smp;
+    struct gp_series *se;
+    struct gp_label *l;
+    struct gp_sample *smp;
     char (*str)[2][16];
     int ngpu;
 };
@@ -45,13 +45,13 @@ static void append(struct gp_storage *st, struct fleet *f, int64_t t0, int64_t s
 {
     size_t n = (size_t)f->ngpu * NM;
     for (size_t i = 0; i < n; i++) {
-        struct gp_rw_sample *s = f->smp + i * (size_t)per;
+        struct gp_sample *s = f->smp + i * (size_t)per;
         for (int k = 0; k < per; k++)
-            s[k] = (struct gp_rw_sample){(double)((i + (size_t)k) % 97), t0 + k * step};
+            s[k] = (struct gp_sample){(double)((i + (size_t)k) % 97), t0 + k * step};
         f->se[i].samples = s;
         f->se[i].nsamples = (size_t)per;
     }
-    struct gp_rw_request rq = {f->se, n, n * 5, n * (size_t)per, NULL};
+    struct gp_batch rq = {f->se, n, n * 5, n * (size_t)per, NULL};
     struct gp_append_result res;
     char err[256];
     if (gp_storage_append(st, &rq, &res, err, sizeof err) || res.accepted != n * (size_t)per) {
@@ -86,19 +86,19 @@ int main(int argc, char **argv)
         snprintf(f.str[g][1], 16, "%d", g % 8);
         for (int m = 0; m < NM; m++) {
             size_t i = (size_t)g * NM + (size_t)m;
-            struct gp_rw_label *l = f.l + i * 5;
+            struct gp_label *l = f.l + i * 5;
             size_t nl = 0;
-            l[nl++] = (struct gp_rw_label){{"Hostname", 8}, {f.str[g][0], strlen(f.str[g][0])}};
-            l[nl++] = (struct gp_rw_label){{"__name__", 8}, {metrics[m], strlen(metrics[m])}};
-            l[nl++] = (struct gp_rw_label){{"gpu", 3}, {f.str[g][1], strlen(f.str[g][1])}};
-            l[nl++] = (struct gp_rw_label){{"modelName", 9}, {"NVIDIA H100 80GB HBM3", 21}};
+            l[nl++] = (struct gp_label){{"Hostname", 8}, {f.str[g][0], strlen(f.str[g][0])}};
+            l[nl++] = (struct gp_label){{"__name__", 8}, {metrics[m], strlen(metrics[m])}};
+            l[nl++] = (struct gp_label){{"gpu", 3}, {f.str[g][1], strlen(f.str[g][1])}};
+            l[nl++] = (struct gp_label){{"modelName", 9}, {"NVIDIA H100 80GB HBM3", 21}};
             if (m == NM - 3)
-                l[nl++] = (struct gp_rw_label){{"reason", 6}, {"hw_thermal_slowdown", 19}};
+                l[nl++] = (struct gp_label){{"reason", 6}, {"hw_thermal_slowdown", 19}};
             else if (m == NM - 2)
-                l[nl++] = (struct gp_rw_label){{"reason", 6}, {"sw_power_cap", 12}};
+                l[nl++] = (struct gp_label){{"reason", 6}, {"sw_power_cap", 12}};
             else if (m == NM - 1)
-                l[nl++] = (struct gp_rw_label){{"xid", 3}, {"79", 2}};
-            f.se[i] = (struct gp_rw_series){l, nl, NULL, 0};
+                l[nl++] = (struct gp_label){{"xid", 3}, {"79", 2}};
+            f.se[i] = (struct gp_series){l, nl, NULL, 0};
         }
     }
     int64_t now = gp_wall_ms() / 15000 * 15000;

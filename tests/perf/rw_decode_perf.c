@@ -43,7 +43,7 @@ static const char *const METRICS[] = {
 /* Strings for one series: owned by a static pool the labels point into. */
 struct gen_series {
     char v[NLAB][64];
-    struct gp_rw_label labels[NLAB];
+    struct gp_label labels[NLAB];
 };
 
 /* Fills g with series i's labels; reverse puts them in descending order
@@ -66,25 +66,25 @@ static void gen_labels(struct gen_series *g, size_t i)
     snprintf(g->v[8], 64, "NVIDIA H100 80GB HBM3");
     snprintf(g->v[9], 64, "00000000:%02zX:00.0", 0x18 + gpu * 0x10);
     for (int k = 0; k < NLAB; k++)
-        g->labels[k] = (struct gp_rw_label){{names[k], strlen(names[k])}, {g->v[k], strlen(g->v[k])}};
+        g->labels[k] = (struct gp_label){{names[k], strlen(names[k])}, {g->v[k], strlen(g->v[k])}};
 }
 
 /* Encodes nseries x nsamples into *out (snappy) and *pb (raw protobuf). */
 static void build(size_t nseries, size_t nsamples, struct gp_buf *out, struct gp_buf *pb)
 {
     struct gen_series *g = calloc(nseries, sizeof *g);
-    struct gp_rw_series *ser = calloc(nseries, sizeof *ser);
-    struct gp_rw_sample *smp = calloc(nseries * nsamples, sizeof *smp);
+    struct gp_series *ser = calloc(nseries, sizeof *ser);
+    struct gp_sample *smp = calloc(nseries * nsamples, sizeof *smp);
     if (!g || !ser || !smp)
         abort();
     for (size_t i = 0; i < nseries; i++) {
         gen_labels(&g[i], i);
         for (size_t k = 0; k < nsamples; k++)
-            smp[i * nsamples + k] = (struct gp_rw_sample){(double)((i * 37 + k * 11) % 101) + 0.25,
+            smp[i * nsamples + k] = (struct gp_sample){(double)((i * 37 + k * 11) % 101) + 0.25,
                                                           1700000000000 + (int64_t)k * 1000};
-        ser[i] = (struct gp_rw_series){g[i].labels, NLAB, smp + i * nsamples, nsamples};
+        ser[i] = (struct gp_series){g[i].labels, NLAB, smp + i * nsamples, nsamples};
     }
-    struct gp_rw_request req = {ser, nseries, 0, 0, NULL};
+    struct gp_batch req = {ser, nseries, 0, 0, NULL};
     if (gp_rw_encode(&req, out, pb) != GP_OK)
         abort();
     free(g);
@@ -130,7 +130,7 @@ static void reverse_labels(struct gp_buf *pb, struct gp_buf *out)
 
 static void run(const char *what, const struct gp_buf *body, int compressed, double secs)
 {
-    struct gp_rw_request req;
+    struct gp_batch req;
     char err[256];
     size_t iters = 0, nseries = 0, nsamples = 0;
     double t0 = now_s(), t;
@@ -147,7 +147,7 @@ static void run(const char *what, const struct gp_buf *body, int compressed, dou
             }
             nseries = req.nseries;
             nsamples = req.nsamples_total;
-            gp_rw_request_free(&req);
+            gp_rw_decoded_free(&req);
             iters++;
         }
         t = now_s() - t0;

@@ -82,10 +82,10 @@ static void gpu_step(struct gpu *g, double *v)
 
 /* A request of nseries series (names metric k % 5, gpu k / 5), per samples each. */
 struct req {
-    struct gp_rw_request r;
-    struct gp_rw_series *s;
-    struct gp_rw_label *l;
-    struct gp_rw_sample *smp;
+    struct gp_batch r;
+    struct gp_series *s;
+    struct gp_label *l;
+    struct gp_sample *smp;
     char *str;
 };
 
@@ -101,14 +101,14 @@ static void req_init(struct req *q, size_t nseries, size_t per, size_t first)
         int a = snprintf(s, 16, "%zu", (k / NMETRIC) % 8);
         int b = snprintf(s + 16, 48, "node-%04zu", k / NMETRIC / 8);
         const char *m = metric_names[k % NMETRIC];
-        struct gp_rw_label *l = q->l + i * 4;
-        l[0] = (struct gp_rw_label){{"__name__", 8}, {m, strlen(m)}};
-        l[1] = (struct gp_rw_label){{"gpu", 3}, {s, (size_t)a}};
-        l[2] = (struct gp_rw_label){{"instance", 8}, {s + 16, (size_t)b}};
-        l[3] = (struct gp_rw_label){{"job", 3}, {"dcgm", 4}};
-        q->s[i] = (struct gp_rw_series){l, 4, q->smp + i * per, per};
+        struct gp_label *l = q->l + i * 4;
+        l[0] = (struct gp_label){{"__name__", 8}, {m, strlen(m)}};
+        l[1] = (struct gp_label){{"gpu", 3}, {s, (size_t)a}};
+        l[2] = (struct gp_label){{"instance", 8}, {s + 16, (size_t)b}};
+        l[3] = (struct gp_label){{"job", 3}, {"dcgm", 4}};
+        q->s[i] = (struct gp_series){l, 4, q->smp + i * per, per};
     }
-    q->r = (struct gp_rw_request){q->s, nseries, nseries * 4, nseries * per, NULL};
+    q->r = (struct gp_batch){q->s, nseries, nseries * 4, nseries * per, NULL};
 }
 
 static void req_free(struct req *q)
@@ -174,7 +174,7 @@ static double ingest(const char *dir, size_t nseries, size_t per, size_t nreq, i
             for (size_t i = 0; i < nseries; i += NMETRIC) {
                 gpu_step(&g[i / NMETRIC], vals);
                 for (size_t m = 0; m < NMETRIC && i + m < nseries; m++)
-                    q.smp[(i + m) * per + j] = (struct gp_rw_sample){vals[m], t};
+                    q.smp[(i + m) * per + j] = (struct gp_sample){vals[m], t};
             }
         struct gp_append_result res;
         char err[256];
@@ -207,7 +207,7 @@ static void *thr_main(void *arg)
     int64_t ts = (int64_t)time(NULL) * 1000 - (int64_t)t->nreq * 1000;
     for (size_t r = 0; r < t->nreq; r++, ts += 1000) {
         for (size_t i = 0; i < 1000; i++)
-            q.smp[i] = (struct gp_rw_sample){(double)((i + r) % 100), ts};
+            q.smp[i] = (struct gp_sample){(double)((i + r) % 100), ts};
         struct gp_append_result res;
         char err[256];
         if (gp_store_append(t->s, &q.r, &res, err, sizeof err) != GP_OK)
@@ -253,7 +253,7 @@ static void checkpoint_cost(const char *dir, size_t nseries)
     int64_t t = (int64_t)time(NULL) * 1000;
     t -= t % (2 * 3600 * 1000);
     for (size_t i = 0; i < nseries * 30; i++)
-        q.smp[i] = (struct gp_rw_sample){(double)(i % 97), t + (int64_t)(i % 30) * 1000};
+        q.smp[i] = (struct gp_sample){(double)(i % 97), t + (int64_t)(i % 30) * 1000};
     struct gp_append_result res;
     char err[256];
     gp_store_append(s, &q.r, &res, err, sizeof err);
@@ -299,7 +299,7 @@ int main(int argc, char **argv)
             for (size_t i = 0; i < nseries; i += NMETRIC) {
                 gpu_step(&g[i / NMETRIC], vals);
                 for (size_t m = 0; m < NMETRIC && i + m < nseries; m++)
-                    q.smp[(i + m) * 60 + j] = (struct gp_rw_sample){vals[m], t};
+                    q.smp[(i + m) * 60 + j] = (struct gp_sample){vals[m], t};
             }
         struct gp_append_result res;
         char err[256];

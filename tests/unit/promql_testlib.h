@@ -30,7 +30,7 @@
 /* Hour-aligned; the store's clock stands six hours later. */
 #define T0 1699999200000LL
 #define MIN 60000LL
-#define STALE gp_bits_f64(GP_RW_STALE_NAN_BITS)
+#define STALE gp_bits_f64(GP_STALE_NAN_BITS)
 
 static int64_t pt_clock(void)
 {
@@ -63,7 +63,7 @@ static struct gp_storage *pt_open(void)
 
 static int pt_label_cmp(const void *a, const void *b)
 {
-    const struct gp_rw_label *x = a, *y = b;
+    const struct gp_label *x = a, *y = b;
     size_t n = x->name.len < y->name.len ? x->name.len : y->name.len;
     int c = memcmp(x->name.ptr, y->name.ptr, n);
     return c ? c : (int)x->name.len - (int)y->name.len;
@@ -79,17 +79,17 @@ static void pt_add(struct gp_storage *s, const char *sel, size_t n, const int64_
     char err[256] = "";
     if (gp_selector_parse(sel, strlen(sel), &m, &nm, err, sizeof err) != GP_OK)
         gp_test_fail(__FILE__, __LINE__, "selector %s: %s", sel, err);
-    struct gp_rw_label l[16];
+    struct gp_label l[16];
     CHECK(nm <= 16);
     for (size_t i = 0; i < nm; i++)
-        l[i] = (struct gp_rw_label){{m[i].name, strlen(m[i].name)}, {m[i].value, m[i].value_len}};
+        l[i] = (struct gp_label){{m[i].name, strlen(m[i].name)}, {m[i].value, m[i].value_len}};
     qsort(l, nm, sizeof *l, pt_label_cmp);
-    struct gp_rw_sample *smp = calloc(n, sizeof *smp);
+    struct gp_sample *smp = calloc(n, sizeof *smp);
     CHECK(smp);
     for (size_t i = 0; i < n; i++)
-        smp[i] = (struct gp_rw_sample){v[i], t[i]};
-    struct gp_rw_series ser = {l, nm, smp, n};
-    struct gp_rw_request req = {&ser, 1, nm, n, NULL};
+        smp[i] = (struct gp_sample){v[i], t[i]};
+    struct gp_series ser = {l, nm, smp, n};
+    struct gp_batch req = {&ser, 1, nm, n, NULL};
     struct gp_append_result res;
     memset(&res, 0, sizeof res);
     if (gp_storage_append(s, &req, &res, err, sizeof err) != GP_OK || res.accepted != n)

@@ -20,16 +20,16 @@
 #define RW_BATCH_SAMPLES 16
 
 struct rw_batch {
-    struct gp_rw_series s[RW_BATCH_SERIES];
-    struct gp_rw_label l[RW_BATCH_SERIES][RW_BATCH_LABELS];
-    struct gp_rw_sample smp[RW_BATCH_SERIES][RW_BATCH_SAMPLES];
+    struct gp_series s[RW_BATCH_SERIES];
+    struct gp_label l[RW_BATCH_SERIES][RW_BATCH_LABELS];
+    struct gp_sample smp[RW_BATCH_SERIES][RW_BATCH_SAMPLES];
     char pool[RW_BATCH_SERIES][RW_BATCH_LABELS][2][64];
     size_t n;
 };
 
 static inline int rw_batch_lab_cmp(const void *a, const void *b)
 {
-    const struct gp_rw_label *x = a, *y = b;
+    const struct gp_label *x = a, *y = b;
     return strcmp(x->name.ptr, y->name.ptr);
 }
 
@@ -52,21 +52,21 @@ static inline void rw_batch_add(struct rw_batch *b, const char *name, const char
         nl++;
     }
     for (size_t k = 0; k < nl; k++)
-        b->l[i][k] = (struct gp_rw_label){{b->pool[i][k][0], strlen(b->pool[i][k][0])},
+        b->l[i][k] = (struct gp_label){{b->pool[i][k][0], strlen(b->pool[i][k][0])},
                                           {b->pool[i][k][1], strlen(b->pool[i][k][1])}};
     qsort(b->l[i], nl, sizeof b->l[i][0], rw_batch_lab_cmp);
     for (size_t k = 0; k < n; k++)
-        b->smp[i][k] = (struct gp_rw_sample){v[k], (int64_t)llround(t[k] * 1000)};
-    b->s[i] = (struct gp_rw_series){b->l[i], nl, b->smp[i], n};
+        b->smp[i][k] = (struct gp_sample){v[k], (int64_t)llround(t[k] * 1000)};
+    b->s[i] = (struct gp_series){b->l[i], nl, b->smp[i], n};
 }
 
 /* The request of the batch's series (borrowing them). */
-static inline struct gp_rw_request rw_batch_request(struct rw_batch *b)
+static inline struct gp_batch rw_batch_request(struct rw_batch *b)
 {
     size_t nl = 0, ns = 0;
     for (size_t i = 0; i < b->n; i++)
         nl += b->s[i].nlabels, ns += b->s[i].nsamples;
-    return (struct gp_rw_request){b->s, b->n, nl, ns, NULL};
+    return (struct gp_batch){b->s, b->n, nl, ns, NULL};
 }
 
 #endif

@@ -80,14 +80,14 @@ static inline struct reply *srv_request(struct gp_server *s, const char *method,
 
 /* Remote-writes the series se[0..n) with the write token "w-tok"; the
  * write must answer 204. Labels must be sorted by name. */
-static inline void srv_write(struct gp_server *s, struct gp_rw_series *se, size_t n)
+static inline void srv_write(struct gp_server *s, struct gp_series *se, size_t n)
 {
     size_t nl = 0, ns = 0;
     for (size_t i = 0; i < n; i++) {
         nl += se[i].nlabels;
         ns += se[i].nsamples;
     }
-    struct gp_rw_request rq = {se, n, nl, ns, NULL};
+    struct gp_batch rq = {se, n, nl, ns, NULL};
     struct gp_buf body, scratch;
     gp_buf_init(&body, 0);
     gp_buf_init(&scratch, 0);
@@ -120,13 +120,13 @@ static inline void srv_write(struct gp_server *s, struct gp_rw_series *se, size_
  * written with the write token "w-tok"; the write must answer 204. */
 static inline void srv_put_temp(struct gp_server *s, double v, const char *job)
 {
-    struct gp_rw_label l[4] = {{{"Hostname", 8}, {"n1", 2}},
+    struct gp_label l[4] = {{{"Hostname", 8}, {"n1", 2}},
                                {{"__name__", 8}, {"DCGM_FI_DEV_GPU_TEMP", 20}},
                                {{"gpu", 3}, {"0", 1}},
                                {{"job", 3}, {job ? job : "", job ? strlen(job) : 0}}};
     size_t nl = job ? 4 : 3;
-    struct gp_rw_sample smp = {v, gp_wall_ms()};
-    struct gp_rw_series se = {l, nl, &smp, 1};
+    struct gp_sample smp = {v, gp_wall_ms()};
+    struct gp_series se = {l, nl, &smp, 1};
     srv_write(s, &se, 1);
 }
 

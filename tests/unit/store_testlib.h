@@ -25,10 +25,10 @@
 /* A request of nseries series (gpu_util{gpu="<k>",node="n<k/8>"} for k in
  * [first, first+nseries)) with per samples each. */
 struct treq {
-    struct gp_rw_request req;
-    struct gp_rw_series *series;
-    struct gp_rw_label *labels;
-    struct gp_rw_sample *samples;
+    struct gp_batch req;
+    struct gp_series *series;
+    struct gp_label *labels;
+    struct gp_sample *samples;
     char *strings;
 };
 
@@ -64,18 +64,18 @@ static inline void treq_build(struct treq *r, uint32_t first, size_t nseries, si
         char *s = r->strings + i * 32;
         int a = snprintf(s, 16, "%u", k);
         int b = snprintf(s + 16, 16, "n%u", k / 8);
-        struct gp_rw_label *l = r->labels + i * 3;
-        l[0] = (struct gp_rw_label){{"__name__", 8}, {"gpu_util", 8}};
-        l[1] = (struct gp_rw_label){{"gpu", 3}, {s, (size_t)a}};
-        l[2] = (struct gp_rw_label){{"node", 4}, {s + 16, (size_t)b}};
-        struct gp_rw_sample *sm = r->samples + i * per;
+        struct gp_label *l = r->labels + i * 3;
+        l[0] = (struct gp_label){{"__name__", 8}, {"gpu_util", 8}};
+        l[1] = (struct gp_label){{"gpu", 3}, {s, (size_t)a}};
+        l[2] = (struct gp_label){{"node", 4}, {s + 16, (size_t)b}};
+        struct gp_sample *sm = r->samples + i * per;
         for (size_t j = 0; j < per; j++) {
             int64_t t = t0 + (int64_t)j * step;
-            sm[j] = (struct gp_rw_sample){val ? val[i * per + j] : tvalue(k, t), t};
+            sm[j] = (struct gp_sample){val ? val[i * per + j] : tvalue(k, t), t};
         }
-        r->series[i] = (struct gp_rw_series){l, 3, sm, per};
+        r->series[i] = (struct gp_series){l, 3, sm, per};
     }
-    r->req = (struct gp_rw_request){r->series, nseries, nseries * 3, nseries * per, NULL};
+    r->req = (struct gp_batch){r->series, nseries, nseries * 3, nseries * per, NULL};
 }
 
 static inline int64_t tnow_ms(void)

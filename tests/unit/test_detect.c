@@ -15,6 +15,7 @@
 
 #include "lib/duration.h"
 #include "lib/err.h"
+#include "query/goodput.h"
 #include "test.h"
 
 #include <math.h>
@@ -212,7 +213,7 @@ static void test_table_defaults(void)
         CHECK(gp_detectors[d].name && gp_detectors[d].runbook[0]);
         /* the clear level is on the healthy side of the threshold */
         bool below = d == GP_DET_OOM_PREDICTED || d == GP_DET_IDLE_ALLOCATED ||
-                     d == GP_DET_NO_TENSOR_CORES;
+                     d == GP_DET_NO_TENSOR_CORES || d == GP_DET_LOW_GOODPUT;
         CHECK(below ? cfg[d].clear >= cfg[d].threshold : cfg[d].clear <= cfg[d].threshold);
     }
     CHECK_INT(cfg[GP_DET_HW_ERRORS].for_ms, 0);
@@ -343,6 +344,40 @@ static void test_oom_predicted_in_time(void)
     CHECK_CONTAINS(summary, "GiB/min over the last 9m45s");
 }
 
+/* A GPU that reported for about a minute, its memory rising fast (model
+ * load, first batches): no prediction from so short a fit; once the
+ * same growth spans 5 minutes it is predicted, the span in the text. */
+static void test_oom_short_span(void)
+{
+    struct gp_view v;
+    healthy_job(&v);
+    struct gp_view_gpu *g = &v.gpus[2];
+    double *u = gp_view_gpu_series(&v, g, GP_VGM_MEM_USED);
+    unsigned from = NPTS - 5; /* 5 points over 1 minute */
+    for (unsigned k = 0; k < NPTS; k++)
+        u[k] = k < from ? NAN : 60 * GIB + (k - from) * 0.75 * GIB; /* 3 GiB/min: 340 s left */
+    CHECK_INT(run(GP_DET_OOM_PREDICTED, &v), GP_OK);
+    const struct gp_observation *o = about_gpu("n1", "2");
+    CHECK(o && !o->bad);
+    CHECK_DBL(o->value, 7 * 86400, 0);
+    all_active = true; /* the texts */
+    CHECK_INT(run(GP_DET_OOM_PREDICTED, &v), GP_OK);
+    o = about_gpu("n1", "2");
+    CHECK_CONTAINS(o->summary, "too short a history to predict (60 s of the 300 s");
+    CHECK_CONTAINS(o->evidence, "5 points spanning 60 s (a prediction needs 300 s)");
+    all_active = false;
+    /* the same rate over 5 minutes (21 points) */
+    from = NPTS - 21;
+    for (unsigned k = 0; k < NPTS; k++)
+        u[k] = k < from ? NAN : 45 * GIB + (k - from) * 0.75 * GIB;
+    CHECK_INT(run(GP_DET_OOM_PREDICTED, &v), GP_OK);
+    o = about_gpu("n1", "2");
+    CHECK(o && o->bad);
+    CHECK(fabs(o->value - 400) < 5); /* 80 - 60 GiB at 3 GiB/min */
+    CHECK_CONTAINS(o->evidence, "21 points spanning 300 s");
+    gp_view_free(&v);
+}
+
 static void test_oom_silent(void)
 {
     struct gp_view v;
@@ -365,6 +400,65 @@ static void test_oom_silent(void)
     CHECK_DBL(about_gpu("n1", "1")->value, 7 * 86400, 0);
     CHECK_INT(run(GP_DET_MEMORY_HIGH, &v), GP_OK);
     CHECK_INT(nbad(), 0);
+    gp_view_free(&v);
+}
+
+/* The shape that fired on a fleet gpulse was not tuned on: a rank that
+ * started 5.5 minutes ago, memory rising 3 minutes at a steady step
+ * rate, then flat for 2.5 minutes with +-10 MiB of allocator noise. */
+static void test_memory_leak_plateau(void)
+{
+    struct gp_view v;
+    healthy_job(&v);
+    double *a1 = gp_view_proc_series(&v, &v.procs[1], GP_VPM_ALLOCATED);
+    double *s1 = gp_view_proc_series(&v, &v.procs[1], GP_VPM_STEPS);
+    unsigned seed = 21, k0 = NPTS - 23; /* 22 intervals: 12 rising, 10 flat */
+    for (unsigned k = 0; k < NPTS; k++) {
+        if (k < k0) {
+            a1[k] = s1[k] = NAN;
+            continue;
+        }
+        unsigned up = k - k0 < 12 ? k - k0 : 12;
+        a1[k] = 20 * GIB + up * 80 * MIB + 10 * MIB * noise(&seed);
+    }
+    CHECK_INT(run(GP_DET_MEMORY_LEAK, &v), GP_OK);
+    const struct gp_observation *o = about_rank("bert-1", 1);
+    CHECK(o && !o->bad);
+    CHECK(o->value > 0.04); /* it grew past the threshold, and then stopped */
+    /* the same rank while it still grew (the newest point at the 12th
+     * rising interval) is a leak */
+    for (unsigned k = k0; k < NPTS; k++)
+        a1[k] = 20 * GIB + (k - k0) * 80 * MIB + 10 * MIB * noise(&seed);
+    CHECK_INT(run(GP_DET_MEMORY_LEAK, &v), GP_OK);
+    o = about_rank("bert-1", 1);
+    CHECK(o && o->bad);
+    CHECK_CONTAINS(o->evidence, "newest 7 points");
+    gp_view_free(&v);
+}
+
+/* A stepwise leak with partial frees and allocator noise: memory jumps
+ * 500 MiB every 6th point and frees 150 MiB between, so it rises on
+ * about half the intervals only (noise included). Still a leak. */
+static void test_memory_leak_stepwise(void)
+{
+    struct gp_view v;
+    healthy_job(&v);
+    double *a1 = gp_view_proc_series(&v, &v.procs[1], GP_VPM_ALLOCATED);
+    unsigned seed = 33;
+    double level = 20 * GIB;
+    for (unsigned k = 0; k < NPTS; k++) {
+        if (k && k % 6 == 0)
+            level += 500 * MIB;
+        else if (k % 6 == 3)
+            level -= 150 * MIB;
+        a1[k] = level + 10 * MIB * noise(&seed);
+    }
+    CHECK_INT(run(GP_DET_MEMORY_LEAK, &v), GP_OK);
+    const struct gp_observation *o = about_rank("bert-1", 1);
+    CHECK(o && o->bad);
+    CHECK_CONTAINS(o->summary, "rank 1 of bert-1 on n1 (pid 4001) grows");
+    CHECK_CONTAINS(o->evidence, "with R^2 0.9");
+    CHECK_INT(nbad(), 1);
     gp_view_free(&v);
 }
 
@@ -602,6 +696,51 @@ static void test_throttled(void)
     gp_view_free(&v);
 }
 
+/* The agent exports gpulse_gpu_xid_errors_total{xid} only once the XID
+ * happened: the counter first appears at 1. */
+static void test_xid_first_appearance(void)
+{
+    struct gp_view v;
+    healthy_job(&v);
+    for (int i = 0; i < 4; i++)
+        fill(&v, &v.gpus[i], GP_VGM_XID_LAST, NAN); /* the agent reports no last-XID code */
+    double *xt = gp_view_gpu_series(&v, &v.gpus[1], GP_VGM_XID_TOTAL);
+    for (unsigned k = 0; k < NPTS; k++)
+        xt[k] = k < 30 ? NAN : 1;
+    /* GPU 2: the counter was there from the window's first point (an XID
+     * before the window, or a server with no older data): not counted */
+    fill(&v, &v.gpus[2], GP_VGM_XID_TOTAL, 1);
+    /* GPU 3: the counter appears with the GPU's first readings (a new
+     * store): it cannot tell when the XID was, so not counted */
+    double *x3 = gp_view_gpu_series(&v, &v.gpus[3], GP_VGM_XID_TOTAL);
+    for (int r = 0; r < GP_VGM__COUNT; r++)
+        for (unsigned k = 0; k < 30; k++)
+            gp_view_gpu_series(&v, &v.gpus[3], r)[k] = NAN;
+    for (unsigned k = 30; k < NPTS; k++)
+        x3[k] = 1;
+    fill(&v, &v.gpus[0], GP_VGM_XID_TOTAL, NAN);
+    CHECK_INT(run(GP_DET_HW_ERRORS, &v), GP_OK);
+    const struct gp_observation *o = about_gpu("n1", "1");
+    CHECK(o && o->bad);
+    CHECK_DBL(o->value, 1, 0);
+    CHECK_CONTAINS(o->summary, "GPU 1 on n1 (job bert-1 rank 1): 1 XID error: drain this node");
+    CHECK_CONTAINS(o->evidence, "hardware XIDs +1 (");
+    CHECK(!about_gpu("n1", "2")->bad);
+    CHECK(!about_gpu("n1", "3")->bad);
+    CHECK(!about_gpu("n1", "0")->bad);
+    /* a second XID later adds to the first */
+    for (unsigned k = 35; k < NPTS; k++)
+        xt[k] = 3;
+    CHECK_INT(run(GP_DET_HW_ERRORS, &v), GP_OK);
+    CHECK_DBL(about_gpu("n1", "1")->value, 3, 0);
+    /* once the appearance leaves the window (the counter at the first
+     * point), nothing is new: the alert ends, after a server restart too */
+    fill(&v, &v.gpus[1], GP_VGM_XID_TOTAL, 3);
+    CHECK_INT(run(GP_DET_HW_ERRORS, &v), GP_OK);
+    CHECK(!about_gpu("n1", "1")->bad);
+    gp_view_free(&v);
+}
+
 static void test_hw_errors(void)
 {
     struct gp_view v;
@@ -768,6 +907,41 @@ static void test_budget(void)
     gp_view_free(&v);
 }
 
+/* low_goodput: a job whose goodput is under the threshold fires and
+ * names its biggest badput; one above, one with too little time to judge
+ * and one without goodput are quiet (or not judged). */
+static void test_low_goodput(void)
+{
+    struct gp_view v;
+    healthy_job(&v);
+    add_gpu(&v, "n2", "0", "good", 0);
+    add_gpu(&v, "n2", "1", "young", 0);
+    add_gpu(&v, "n2", "2", "silent", 0);
+    CHECK_INT(gp_view_index_jobs(&v), GP_OK);
+    for (unsigned i = 0; i < v.njobs; i++) {
+        struct gp_view_job *j = &v.jobs[i];
+        CHECK(isnan(j->goodput_ratio) && j->badput == -1); /* unknown until the server fills it */
+        if (!strcmp(j->job, "bert-1"))
+            j->goodput_ratio = 0.31, j->goodput_wall_s = 3600, j->badput = GP_GOODPUT_CHECKPOINT,
+            j->badput_s = 1620;
+        else if (!strcmp(j->job, "good"))
+            j->goodput_ratio = 0.8, j->goodput_wall_s = 3600, j->badput = GP_GOODPUT_IDLE, j->badput_s = 300;
+        else if (!strcmp(j->job, "young"))
+            j->goodput_ratio = 0.05, j->goodput_wall_s = 120, j->badput = GP_GOODPUT_STARTUP,
+            j->badput_s = 110;
+    }
+    CHECK_INT(run(GP_DET_LOW_GOODPUT, &v), GP_OK);
+    CHECK_INT(nobs, 2); /* young: too little time; silent: no goodput */
+    const struct gp_observation *o = about_rank("bert-1", -1);
+    CHECK(o && o->bad);
+    CHECK_DBL(o->value, 0.31, 1e-12);
+    CHECK_STR(o->summary, "job bert-1 trained the model 31 % of its time; the biggest badput is checkpoint (45 %)");
+    CHECK_CONTAINS(o->evidence, "goodput 0.310 over 3600 rank-seconds; checkpoint 1620.0 s; threshold 0.50");
+    CHECK(!about_rank("good", -1)->bad);
+    CHECK_INT(nbad(), 1);
+    gp_view_free(&v);
+}
+
 /* Blanks points [0, k) of every series of g (p): no readings yet. */
 static void young_gpu(struct gp_view *v, struct gp_view_gpu *g, unsigned k)
 {
@@ -862,6 +1036,8 @@ static void test_emit_failure(void)
     healthy_job(&v);
     v.jobs[0].budget = 10;
     v.jobs[0].cost = 1;
+    v.jobs[0].goodput_ratio = 0.9;
+    v.jobs[0].goodput_wall_s = 600;
     fail_emit = true;
     for (int d = 0; d < GP_DET__COUNT; d++)
         if (run((enum gp_detector)d, &v) != GP_ENOMEM)
@@ -910,6 +1086,9 @@ const struct gp_test gp_tests_detect[] = {
     {"oom_predicted_in_time", test_oom_predicted_in_time},
     {"oom_silent", test_oom_silent},
     {"memory_leak", test_memory_leak},
+    {"memory_leak_plateau", test_memory_leak_plateau},
+    {"memory_leak_stepwise", test_memory_leak_stepwise},
+    {"oom_short_span", test_oom_short_span},
     {"fragmentation", test_fragmentation},
     {"saturated", test_saturated},
     {"idle_allocated", test_idle_allocated},
@@ -918,8 +1097,10 @@ const struct gp_test gp_tests_detect[] = {
     {"memory_bound", test_memory_bound},
     {"throttled", test_throttled},
     {"hw_errors", test_hw_errors},
+    {"xid_first_appearance", test_xid_first_appearance},
     {"straggler", test_straggler},
     {"budget", test_budget},
+    {"low_goodput", test_low_goodput},
     {"young_window", test_young_window},
     {"span_text", test_span_text},
     {"emit_failure", test_emit_failure},

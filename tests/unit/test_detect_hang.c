@@ -186,6 +186,42 @@ static void test_own_pace_and_idle(void)
     gp_view_free(&v);
 }
 
+/* A rank that checkpoints gets checkpoint_multiple x its longest
+ * checkpoint (90 s here: 3m), and a checkpoint reported after its last
+ * step restarts its stall. */
+static void test_checkpoint_allowance(void)
+{
+    struct gp_view v;
+    unsigned stop[2] = {11, 11};
+    hang_view(&v, 2, stop, 0.0);
+    for (unsigned r = 0; r < 2; r++) {
+        double *ck = gp_view_proc_series(&v, &v.procs[r], GP_VPM_CHECKPOINT);
+        for (unsigned k = 0; k < NPTS; k++)
+            ck[k] = k < 5 ? 10 : 100;
+    }
+    CHECK_INT(run_hang(&v, NULL), GP_OK);
+    CHECK_INT(nseen, 1);
+    CHECK(!seen[0].bad);
+    CHECK_DBL(seen[0].value, 145.0 / 180.0, 1e-9);
+    struct gp_detector_cfg cfg[GP_DET__COUNT];
+    char err[256];
+    CHECK_INT(gp_engine_detector_config("", "job_hang.checkpoint_multiple=1", cfg, err, sizeof err), GP_OK);
+    CHECK_INT(run_hang(&v, &cfg[GP_DET_HANG]), GP_OK);
+    CHECK(seen[0].bad);
+    CHECK_DBL(seen[0].value, 145.0 / 120.0, 1e-9);
+    CHECK_CONTAINS(seen[0].evidence, "GPU idle (0 %); longest checkpoint 90 s");
+    /* a checkpoint of 20 s reported at point 30, after the last step */
+    for (unsigned r = 0; r < 2; r++) {
+        double *ck = gp_view_proc_series(&v, &v.procs[r], GP_VPM_CHECKPOINT);
+        for (unsigned k = 0; k < NPTS; k++)
+            ck[k] = k < 30 ? 0 : 20;
+    }
+    CHECK_INT(run_hang(&v, NULL), GP_OK);
+    CHECK(!seen[0].bad);
+    CHECK_DBL(seen[0].value, 45.0 / 120.0, 1e-9);
+    gp_view_free(&v);
+}
+
 /* Ranks that said `end`, or that left the newest point, are not judged:
  * a finished or crashed job is not hung. */
 static void test_ended_and_gone(void)
@@ -249,6 +285,7 @@ static void test_config_errors(void)
         {"job_hang.min_stall=soon", "'min_stall'"},
         {"job_hang.first_step=-1m", "'first_step'"},
         {"straggler.first_step=1m", "straggler: 'first_step' belongs to job_hang only"},
+        {"job_hang.checkpoint_multiple=-2", "'checkpoint_multiple' must be a number above 0, not '-2'"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         CHECK_INT(gp_engine_detector_config("", bad[i].in, cfg, err, sizeof err), GP_ECONFIG);
@@ -266,6 +303,7 @@ const struct gp_test gp_tests_detect_hang[] = {
     {"silent_under_allowance", test_silent_under_allowance},
     {"one_rank_stepping", test_one_rank_stepping},
     {"own_pace_and_idle", test_own_pace_and_idle},
+    {"checkpoint_allowance", test_checkpoint_allowance},
     {"ended_and_gone", test_ended_and_gone},
     {"first_step", test_first_step},
     {"config_errors", test_config_errors},

@@ -34,7 +34,7 @@ static struct gp_alerts *open_alerts(void)
 
 static int lab_cmp(const void *a, const void *b)
 {
-    const struct gp_rw_label *x = a, *y = b;
+    const struct gp_label *x = a, *y = b;
     size_t n = x->name.len < y->name.len ? x->name.len : y->name.len;
     int c = memcmp(x->name.ptr, y->name.ptr, n);
     return c ? c : (int)x->name.len - (int)y->name.len;
@@ -46,22 +46,22 @@ static void put(struct gp_storage *st, const char *name, const char *labels, con
 {
     char buf[512];
     snprintf(buf, sizeof buf, "%s", labels);
-    struct gp_rw_label l[12];
+    struct gp_label l[12];
     size_t nl = 0;
-    l[nl++] = (struct gp_rw_label){{"__name__", 8}, {name, strlen(name)}};
+    l[nl++] = (struct gp_label){{"__name__", 8}, {name, strlen(name)}};
     for (char *save = NULL, *p = strtok_r(buf, ";", &save); p; p = strtok_r(NULL, ";", &save)) {
         char *eq = strchr(p, '=');
         CHECK(eq && nl < 12);
         *eq = '\0';
-        l[nl++] = (struct gp_rw_label){{p, strlen(p)}, {eq + 1, strlen(eq + 1)}};
+        l[nl++] = (struct gp_label){{p, strlen(p)}, {eq + 1, strlen(eq + 1)}};
     }
     qsort(l, nl, sizeof l[0], lab_cmp);
-    struct gp_rw_sample smp[128];
+    struct gp_sample smp[128];
     CHECK(n <= 128);
     for (size_t i = 0; i < n; i++)
-        smp[i] = (struct gp_rw_sample){v[i], t[i]};
-    struct gp_rw_series se = {l, nl, smp, n};
-    struct gp_rw_request rq = {&se, 1, nl, n, NULL};
+        smp[i] = (struct gp_sample){v[i], t[i]};
+    struct gp_series se = {l, nl, smp, n};
+    struct gp_batch rq = {&se, 1, nl, n, NULL};
     struct gp_append_result res;
     char err[256];
     CHECK_INT(gp_storage_append(st, &rq, &res, err, sizeof err), GP_OK);
@@ -114,6 +114,8 @@ static void fill(struct gp_storage *st)
     put(st, "gpulse_gpu_clock_event_reasons", GA ";reason=sw_power_cap", (int64_t[]){T0}, (double[]){0}, 1);
     put(st, "gpulse_gpu_xid_errors_total", GA ";xid=79", (int64_t[]){T0, T0 + 90 * S}, (double[]){1, 2}, 2);
     put(st, "gpulse_gpu_xid_errors_total", GA ";xid=48", (int64_t[]){T0 + 90 * S}, (double[]){3}, 1);
+    /* an application's XID: not summed into the hardware XIDs */
+    put(st, "gpulse_gpu_xid_errors_total", GA ";xid=13", (int64_t[]){T0}, (double[]){7}, 1);
     put(st, "DCGM_FI_DEV_SM_CLOCK", GA, (int64_t[]){T0 + 105 * S}, (double[]){1980}, 1);
     /* B: memory only from FB_USED/FB_FREE (MiB). */
     put(st, "DCGM_FI_DEV_FB_USED", GB, (int64_t[]){T0 + 105 * S}, (double[]){1024}, 1);
@@ -219,7 +221,7 @@ static void test_incremental_equals_full(void)
             put1(st, "DCGM_FI_DEV_FB_USED", GB, t, 100 + i);
         put1(st, "DCGM_FI_DEV_FB_FREE", GB, t, 1000);
         if (i % 2)
-            put1(st, "gpulse_gpu_xid_errors_total", GA ";xid=13", t - 5 * S, i);
+            put1(st, "gpulse_gpu_xid_errors_total", GA ";xid=79", t - 5 * S, i);
         /* A late sample: the tick at t runs before the sample at t - 1 s arrives. */
         CHECK_INT(gp_engine_refresh_view(inc, t, err, sizeof err), GP_OK);
         put1(st, "gpulse_job_steps_total", PA, t - 1 * S, 10.0 * i);
@@ -410,9 +412,9 @@ static void test_build_cost(void)
                                         "DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_GPU_TEMP",
                                         "DCGM_FI_DEV_SM_CLOCK", "DCGM_FI_PROF_DRAM_ACTIVE"};
     enum { NM = sizeof names / sizeof names[0] };
-    struct gp_rw_series *se = calloc(NGPU * NM, sizeof *se);
-    struct gp_rw_label *l = calloc(NGPU * NM * 4, sizeof *l);
-    struct gp_rw_sample *smp = calloc((size_t)NGPU * NM * (NPTS + 1), sizeof *smp);
+    struct gp_series *se = calloc(NGPU * NM, sizeof *se);
+    struct gp_label *l = calloc(NGPU * NM * 4, sizeof *l);
+    struct gp_sample *smp = calloc((size_t)NGPU * NM * (NPTS + 1), sizeof *smp);
     char (*str)[2][16] = calloc(NGPU, sizeof *str);
     CHECK(se && l && smp && str);
     for (int g = 0; g < NGPU; g++) {
@@ -422,17 +424,17 @@ static void test_build_cost(void)
     for (int g = 0; g < NGPU; g++)
         for (int m = 0; m < NM; m++) {
             size_t i = (size_t)g * NM + m;
-            struct gp_rw_label *li = l + i * 4;
-            li[0] = (struct gp_rw_label){{"Hostname", 8}, {str[g][0], strlen(str[g][0])}};
-            li[1] = (struct gp_rw_label){{"__name__", 8}, {names[m], strlen(names[m])}};
-            li[2] = (struct gp_rw_label){{"gpu", 3}, {str[g][1], strlen(str[g][1])}};
-            li[3] = (struct gp_rw_label){{"job", 3}, {"big", 3}};
-            struct gp_rw_sample *si = smp + i * (NPTS + 1);
+            struct gp_label *li = l + i * 4;
+            li[0] = (struct gp_label){{"Hostname", 8}, {str[g][0], strlen(str[g][0])}};
+            li[1] = (struct gp_label){{"__name__", 8}, {names[m], strlen(names[m])}};
+            li[2] = (struct gp_label){{"gpu", 3}, {str[g][1], strlen(str[g][1])}};
+            li[3] = (struct gp_label){{"job", 3}, {"big", 3}};
+            struct gp_sample *si = smp + i * (NPTS + 1);
             for (int k = 0; k < NPTS; k++)
-                si[k] = (struct gp_rw_sample){(double)((g + k) % 100), T0 + k * 15 * S};
-            se[i] = (struct gp_rw_series){li, 4, si, NPTS};
+                si[k] = (struct gp_sample){(double)((g + k) % 100), T0 + k * 15 * S};
+            se[i] = (struct gp_series){li, 4, si, NPTS};
         }
-    struct gp_rw_request rq = {se, NGPU * NM, NGPU * NM * 4, (size_t)NGPU * NM * NPTS, NULL};
+    struct gp_batch rq = {se, NGPU * NM, NGPU * NM * 4, (size_t)NGPU * NM * NPTS, NULL};
     struct gp_append_result res;
     char err[256];
     CHECK_INT(gp_storage_append(st, &rq, &res, err, sizeof err), GP_OK);
@@ -444,7 +446,7 @@ static void test_build_cost(void)
     CHECK_INT(gp_engine_view(e)->ngpus, NGPU);
     /* One more sample per series, then an incremental tick. */
     for (size_t i = 0; i < (size_t)NGPU * NM; i++) {
-        smp[i * (NPTS + 1) + NPTS] = (struct gp_rw_sample){1, T0 + NPTS * 15 * S};
+        smp[i * (NPTS + 1) + NPTS] = (struct gp_sample){1, T0 + NPTS * 15 * S};
         se[i].samples = smp + i * (NPTS + 1) + NPTS;
         se[i].nsamples = 1;
     }

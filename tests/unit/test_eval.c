@@ -18,7 +18,7 @@
 
 static double stale(void)
 {
-    return gp_bits_f64(GP_RW_STALE_NAN_BITS);
+    return gp_bits_f64(GP_STALE_NAN_BITS);
 }
 
 /* Same double, NaN equal to NaN. */

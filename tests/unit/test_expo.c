@@ -2,6 +2,7 @@
 #include "lib/metrics.h"
 #include "agent/snapshot.h"
 #include "lib/buf.h"
+#include "sources/steps_proto.h"
 #include "test.h"
 
 #include <stdlib.h>
@@ -329,7 +330,34 @@ static void test_docs_name_every_metric(void)
     }
 }
 
+/* Phase seconds, one series per phase of a process that sent a phase
+ * (zeros included); none for a process that never did. */
+static void test_phase_series(void)
+{
+    struct gp_frame f;
+    fill(&f);
+    struct gp_step_stats *s = gp_frame_add_steps(&f), *quiet = gp_frame_add_steps(&f);
+    CHECK(s && quiet);
+    s->pid = 100;
+    s->jid.rank = quiet->jid.rank = -1;
+    snprintf(s->jid.job, sizeof s->jid.job, "bert");
+    s->phase_valid = true;
+    s->phase_seconds_total[GP_STEPS_PHASE_CHECKPOINT] = 12.5;
+    s->phase_seconds_total[GP_STEPS_PHASE_EVALUATION] = 3;
+    quiet->pid = 101;
+    char *t = render(&f, GP_PROC_SERIES_GPU);
+    CHECK_CONTAINS(t, "# TYPE gpulse_job_phase_seconds_total counter\n");
+    CHECK_CONTAINS(t, "gpulse_job_phase_seconds_total{job=\"bert\",Hostname=\"node-a\",pid=\"100\","
+                      "phase=\"checkpoint\"} 12.5\n");
+    CHECK_CONTAINS(t, "phase=\"evaluation\"} 3\n");
+    CHECK_CONTAINS(t, "pid=\"100\",phase=\"other\"} 0\n");
+    CHECK(!strstr(t, "pid=\"101\",phase="));
+    free(t);
+    gp_frame_free(&f);
+}
+
 const struct gp_test gp_tests_expo[] = {
+    {"phase_series", test_phase_series},
     {"docs_name_every_metric", test_docs_name_every_metric},
     {"gpu_series", test_gpu_series},
     {"host_and_processes", test_host_and_processes},

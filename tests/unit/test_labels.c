@@ -15,12 +15,12 @@
 
 #define L(n, v) {{n, sizeof(n) - 1}, {v, sizeof(v) - 1}}
 
-static const struct gp_rw_label gpu_labels[] = {
+static const struct gp_label gpu_labels[] = {
     L("Hostname", "dgx-01"), L("UUID", "GPU-4f6c"),      L("__name__", "DCGM_FI_DEV_GPU_UTIL"),
     L("gpu", "0"),           L("modelName", "NVIDIA H100"),
 };
 
-static void encode(const struct gp_rw_label *l, size_t n, struct gp_buf *b)
+static void encode(const struct gp_label *l, size_t n, struct gp_buf *b)
 {
     gp_buf_init(b, 0);
     CHECK_INT(gp_labels_encode(l, n, b), GP_OK);
@@ -37,7 +37,7 @@ static void test_encode_round_trip(void)
     CHECK_INT(gp_labels_validate(p, b.len), GP_OK);
 
     struct gp_labels_iter it;
-    struct gp_rw_str n, v;
+    struct gp_str n, v;
     gp_labels_iter_init(&it, p, b.len);
     for (size_t i = 0; i < 5; i++) {
         CHECK_INT(gp_labels_next(&it, &n, &v), 1);
@@ -66,7 +66,7 @@ static void test_encode_long_and_binary_values(void)
 {
     char big[300];
     memset(big, 'x', sizeof big);
-    struct gp_rw_label l[2] = {{{"a", 1}, {big, sizeof big}}, {{"b", 1}, {"\0\n\xff", 3}}};
+    struct gp_label l[2] = {{{"a", 1}, {big, sizeof big}}, {{"b", 1}, {"\0\n\xff", 3}}};
     struct gp_buf b;
     encode(l, 2, &b);
     const uint8_t *p = (const uint8_t *)b.data;
@@ -74,7 +74,7 @@ static void test_encode_long_and_binary_values(void)
     CHECK_INT(p[2], 0x80 | (300 & 0x7f));
     CHECK_INT(p[3], 300 >> 7);
     CHECK_INT(gp_labels_validate(p, b.len), GP_OK);
-    struct gp_rw_str v;
+    struct gp_str v;
     CHECK_INT(gp_labels_get(p, b.len, "b", &v), 1);
     CHECK_INT(v.len, 3);
     CHECK(memcmp(v.ptr, "\0\n\xff", 3) == 0);
@@ -86,11 +86,11 @@ static void test_encode_refuses_non_canonical(void)
     struct gp_buf b;
     gp_buf_init(&b, 0);
     gp_buf_puts(&b, "keep");
-    struct gp_rw_label unsorted[] = {L("b", "1"), L("a", "2")};
-    struct gp_rw_label dup[] = {L("a", "1"), L("a", "2")};
-    struct gp_rw_label empty_val[] = {L("a", "1"), L("b", "")};
-    struct gp_rw_label empty_name[] = {L("", "1")};
-    struct gp_rw_label prefix[] = {L("ab", "1"), L("a", "2")}; /* "a" < "ab" */
+    struct gp_label unsorted[] = {L("b", "1"), L("a", "2")};
+    struct gp_label dup[] = {L("a", "1"), L("a", "2")};
+    struct gp_label empty_val[] = {L("a", "1"), L("b", "")};
+    struct gp_label empty_name[] = {L("", "1")};
+    struct gp_label prefix[] = {L("ab", "1"), L("a", "2")}; /* "a" < "ab" */
     CHECK_INT(gp_labels_encode(unsorted, 2, &b), GP_EUSAGE);
     CHECK_INT(gp_labels_encode(dup, 2, &b), GP_EUSAGE);
     CHECK_INT(gp_labels_encode(empty_val, 2, &b), GP_EUSAGE);
@@ -99,7 +99,7 @@ static void test_encode_refuses_non_canonical(void)
     CHECK_INT(gp_labels_encode(gpu_labels, 0, &b), GP_EUSAGE);
     CHECK_STR(b.data, "keep"); /* nothing written on refusal */
     CHECK_INT(b.err, GP_OK);
-    struct gp_rw_label ok[] = {L("a", "2"), L("ab", "1")};
+    struct gp_label ok[] = {L("a", "2"), L("ab", "1")};
     CHECK_INT(gp_labels_encode(ok, 2, &b), GP_OK);
     CHECK_INT(b.len, 4 + 9);
     gp_buf_free(&b);
@@ -130,7 +130,7 @@ static void test_validate_every_truncation(void)
             boundary |= bounds[k] == len;
         CHECK_INT(gp_labels_validate(copy, len), boundary ? GP_OK : GP_EPARSE);
         struct gp_labels_iter it;
-        struct gp_rw_str n, v;
+        struct gp_str n, v;
         gp_labels_iter_init(&it, copy, len);
         int rc, count = 0;
         while ((rc = gp_labels_next(&it, &n, &v)) == 1)
@@ -170,7 +170,7 @@ static void test_validate_rejects_damage(void)
             gp_test_fail(__FILE__, __LINE__, "case %zu: %d != %d", i, rc, cases[i].want);
     }
     /* get on a damaged blob reads as absent. */
-    struct gp_rw_str v;
+    struct gp_str v;
     CHECK_INT(gp_labels_get((const uint8_t *)"\x05" "a" "\x01" "1", 4, "a", &v), 0);
     CHECK_INT(v.len, 0);
 }
@@ -261,7 +261,7 @@ static void test_hash_distribution(void)
         char host[16], gpu[8];
         snprintf(host, sizeof host, "node-%u", i / 8);
         snprintf(gpu, sizeof gpu, "%u", i % 8);
-        struct gp_rw_label l[3] = {{{"Hostname", 8}, {host, strlen(host)}},
+        struct gp_label l[3] = {{{"Hostname", 8}, {host, strlen(host)}},
                                    {{"__name__", 8}, {"DCGM_FI_DEV_GPU_TEMP", 20}},
                                    {{"gpu", 3}, {gpu, strlen(gpu)}}};
         gp_buf_reset(&b);

@@ -531,6 +531,13 @@ static void test_range_matches_instant(void)
     check_consistent(s, F(GP_PQ_F_RATE, 1, M("ctr", 150000)), a, b, st);
     check_consistent(s, F(GP_PQ_F_RATE, 1, M("req", 150000)), a, b, st); /* never drops */
     check_consistent(s, F(GP_PQ_F_INCREASE, 1, M("ctr", 4 * MIN)), a, b, 30000);
+    /* A gauge given to rate: drops in most windows, some at a window's
+     * first sample, NaN among them (never a drop). */
+    double gv[10] = {9, 3, 7, 7, 2, NAN, 1, 8, 0.5, 6};
+    pt_add(s, "gauge", 10, ct, gv);
+    check_consistent(s, F(GP_PQ_F_RATE, 1, M("gauge", 150000)), a, b, st);
+    check_consistent(s, F(GP_PQ_F_INCREASE, 1, M("gauge", 4 * MIN)), a, b, 30000);
+    check_consistent(s, F(GP_PQ_F_RATE, 1, M("gauge", MIN)), a, b, 20000);
     gp_storage_close(s);
 }
 
@@ -715,6 +722,116 @@ static void test_parsed_queries(void)
     gp_storage_close(s);
 }
 
+/* The answer of query text q as JSON (or "error: ..."), in full. */
+static void pq_json(struct gp_storage *s, const char *q, int64_t start, int64_t end, int64_t step,
+                    const struct gp_promql_limits *lim, struct gp_buf *out)
+{
+    struct gp_pq_node *e = NULL;
+    char err[256] = "";
+    if (gp_promql_parse(q, strlen(q), &e, err, sizeof err) != GP_OK)
+        gp_test_fail(__FILE__, __LINE__, "parse %s: %s", q, err);
+    struct gp_promql_result r;
+    int rc = step ? gp_promql_range(s, e, start, end, step, lim, &r, err, sizeof err)
+                  : gp_promql_instant(s, e, start, lim, &r, err, sizeof err);
+    gp_buf_reset(out);
+    if (rc != GP_OK)
+        gp_buf_printf(out, "error: %s", err);
+    else
+        CHECK_INT(gp_promql_render(&r, out), GP_OK);
+    gp_promql_result_free(&r);
+    gp_promql_free(e);
+}
+
+/* A range function's selector and an instant selector of the same series
+ * in one query are read once (promql_cse.c's twins): the answers equal
+ * those of the same query whose instant selector is written differently
+ * (X{k!="zz"}: no twin), on one thread and on two, with stale
+ * markers, gaps, offsets, ranges shorter and longer than the lookback,
+ * both window rules, and limits that fail. */
+static void test_selector_twins(void)
+{
+    struct gp_storage *s = pt_open();
+    char sel[64];
+    for (int k = 0; k < 40; k++) { /* 40 series: read on two threads */
+        int64_t t[60];
+        double v[60];
+        size_t n = 0;
+        for (int i = 0; i < 60; i++) {
+            if (k % 3 == 1 && i >= 20 && i < 35)
+                continue; /* a gap longer than the lookback */
+            t[n] = T0 + i * 15000 + (k % 5) * 1000;
+            v[n++] = k % 4 == 2 && i == 30 ? STALE : (double)((k * 7 + i * 13) % 50);
+        }
+        snprintf(sel, sizeof sel, "tw{k=\"%02d\"}", k);
+        pt_add(s, sel, n, t, v);
+    }
+    pt_line(s, "tw1{k=\"x\"}", T0, MIN, 10, 1, 1); /* one series: one thread */
+    static const char *const pairs[][2] = {
+        {"avg by (k) (avg_over_time(tw[15s]) or tw * 1)",
+         "avg by (k) (avg_over_time(tw[15s]) or tw{k!=\"zz\"} * 1)"},
+        {"max_over_time(tw[10m]) - tw", "max_over_time(tw[10m]) - tw{k!=\"zz\"}"},
+        {"tw offset 1m / rate(tw[2m] offset 1m)",
+         "tw{k!=\"zz\"} offset 1m / rate(tw[2m] offset 1m)"},
+        {"rate(tw[2m] offset 1m) / tw offset 1m",
+         "rate(tw[2m] offset 1m) / tw{k!=\"zz\"} offset 1m"},
+        {"count_over_time(tw[1m] @ 600) + tw @ 600",
+         "count_over_time(tw[1m] @ 600) + tw{k!=\"zz\"} @ 600"},
+        {"absent_over_time(tw1[30s]) or tw1", "absent_over_time(tw1[30s]) or tw1{k!=\"zz\"}"},
+        {"sum_over_time(tw1[1m]) or tw1 or tw1 * 2",
+         "sum_over_time(tw1[1m]) or tw1{k!=\"zz\"} or tw1{k!=\"zz\"} * 2"},
+        {"max_over_time(tw[5m:1m]) + tw", "max_over_time(tw[5m:1m]) + tw{k!=\"zz\"}"},
+        {"timestamp(tw) - last_over_time(tw[1m]) or tw",
+         "timestamp(tw) - last_over_time(tw[1m]) or tw{k!=\"zz\"}"},
+    };
+    struct gp_promql_limits lims[] = {
+        {0},
+        {.prom3_windows = 1},
+        {.lookback_ms = 20000},
+        {.max_samples = 2000}, /* the instant selector's cells do not fit */
+        {.max_samples = 50},
+    };
+    struct gp_buf a, b;
+    gp_buf_init(&a, 0);
+    gp_buf_init(&b, 0);
+    for (size_t p = 0; p < sizeof pairs / sizeof pairs[0]; p++)
+        for (size_t l = 0; l < sizeof lims / sizeof lims[0]; l++)
+            for (int inst = 0; inst < 2; inst++) {
+                int64_t st = inst ? 0 : 15000, end = inst ? T0 + 7 * MIN : T0 + 20 * MIN;
+                pq_json(s, pairs[p][0], inst ? end : T0 - MIN, end, st, &lims[l], &a);
+                pq_json(s, pairs[p][1], inst ? end : T0 - MIN, end, st, &lims[l], &b);
+                if (a.len != b.len || memcmp(a.data, b.data, a.len) != 0)
+                    gp_test_fail(__FILE__, __LINE__, "%s (limits %zu, %s): %.300s\nwithout twin: %.300s",
+                                 pairs[p][0], l, inst ? "instant" : "range", a.data, b.data);
+            }
+    /* avg_over_time takes two series at once (instant) or two steps at
+     * once (range): each series alone, and each step alone, agree. */
+    for (int64_t at = T0 + MIN; at <= T0 + 16 * MIN; at += 4 * MIN + 7000) {
+        char q[64];
+        pq_json(s, "avg_over_time(tw[2m])", at, at, 0, NULL, &a);
+        CHECK_CONTAINS(a.data, "\"k\":\"38\"");
+        for (int k = 0; k < 40; k++) {
+            snprintf(q, sizeof q, "avg_over_time(tw{k=\"%02d\"}[2m])", k);
+            pq_json(s, q, at, at, 0, NULL, &b);
+            const char *one = strstr(b.data, "{\"metric\"");
+            if (!one)
+                continue; /* nothing in this window */
+            size_t len = strlen(one) - 3; /* without "]}}" */
+            if (!memmem(a.data, a.len, one, len))
+                gp_test_fail(__FILE__, __LINE__, "k=%d at %lld: %.200s not in %.300s", k,
+                             (long long)(at - T0), one, a.data);
+        }
+    }
+    check_consistent(s, F(GP_PQ_F_AVG_OVER_TIME, 1, M("tw", 2 * MIN)), T0 - MIN, T0 + 16 * MIN, 15000);
+    check_consistent(s, F(GP_PQ_F_AVG_OVER_TIME, 1, M("tw", 50000)), T0, T0 + 16 * MIN, 41000);
+    /* The answers are not empty (the pairs compare something). */
+    pq_json(s, pairs[0][0], T0 - MIN, T0 + 20 * MIN, 15000, NULL, &a);
+    CHECK(a.len > 10000);
+    CHECK_CONTAINS(a.data, "\"k\":\"39\"");
+    gp_buf_free(&a);
+    gp_buf_free(&b);
+    gp_storage_close(s);
+}
+
 const struct gp_test gp_tests_promql_eval[] = {
     {"selector_lookback", test_selector_lookback},
     {"staleness", test_staleness},
@@ -730,6 +847,7 @@ const struct gp_test gp_tests_promql_eval[] = {
     {"limits", test_limits},
     {"many_series", test_many_series},
     {"parsed_queries", test_parsed_queries},
+    {"selector_twins", test_selector_twins},
     {"range_matches_instant", test_range_matches_instant},
     {"render_numbers", test_render_numbers},
     {"render_json", test_render_json},

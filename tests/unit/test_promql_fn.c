@@ -26,7 +26,7 @@ static int run_range(enum gp_pq_func f, const double *ts, const double *v, size_
     for (size_t i = 0; i < n; i++)
         t[i] = (int64_t)(ts[i] * S);
     struct gp_pq_window w = {t, v, n, (int64_t)(start_s * S), (int64_t)(end_s * S),
-                             (int64_t)(end_s * S), 0};
+                             (int64_t)(end_s * S), 0, NULL, 0};
     *out = -12345;
     return gp_pq_fn_range(f, &w, args, nargs, out);
 }
@@ -122,7 +122,7 @@ static void test_rate_needs_two_samples(void)
     CHECK_DBL(range1(GP_PQ_F_STDDEV_OVER_TIME, t, v, 1, 0, 60), 0, 0);
     CHECK_DBL(range1(GP_PQ_F_CHANGES, t, v, 1, 0, 60), 0, 0);
     /* An empty window is no sample, whatever the function. */
-    struct gp_pq_window w = {NULL, NULL, 0, 0, 60000, 60000, 0};
+    struct gp_pq_window w = {NULL, NULL, 0, 0, 60000, 60000, 0, NULL, 0};
     CHECK_INT(gp_pq_fn_range(GP_PQ_F_COUNT_OVER_TIME, &w, NULL, 0, &out), 0);
 }
 
@@ -244,7 +244,7 @@ static void test_over_time_long_window(void)
         t[i] = (int64_t)i * 1000;
         v[i] = (double)(n - 1 - i);
     }
-    struct gp_pq_window w = {t, v, n, 0, 999000, 999000, 0};
+    struct gp_pq_window w = {t, v, n, 0, 999000, 999000, 0, NULL, 0};
     double phi = 0.5, out = 0;
     CHECK_INT(gp_pq_fn_range(GP_PQ_F_QUANTILE_OVER_TIME, &w, &phi, 1, &out), 1);
     CHECK_DBL(out, 499.5, 1e-12);
@@ -276,6 +276,38 @@ static void test_over_time_numerics(void)
     CHECK_DBL(range1(GP_PQ_F_MAX_OVER_TIME, t, nmid, 3, 0, 2), 3, 0);
     CHECK(isnan(range1(GP_PQ_F_MIN_OVER_TIME, t, nfirst, 1, 0, 2)));
     CHECK(isnan(range1(GP_PQ_F_STDDEV_OVER_TIME, t, nmid, 3, 0, 2)));
+}
+
+/* Two windows at once give each window's avg_over_time bit for bit:
+ * windows of every length pair up to 40 (either longer), values with
+ * long fractions, NaN, both infinities and huge ones. */
+static void test_avg_over_time_pairs(void)
+{
+    enum { N = 40 };
+    int64_t t[N];
+    double v[3][N];
+    uint64_t x = 12345;
+    for (int i = 0; i < N; i++) {
+        t[i] = (int64_t)i * 1000;
+        x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+        v[0][i] = (double)(x >> 11) / 3.0 - 1e15;
+        v[1][i] = i % 7 == 3 ? INFINITY : i % 11 == 5 ? NAN : (double)(x >> 40) * 0.1;
+        v[2][i] = i % 13 == 2 ? -INFINITY : i % 2 ? 1.7e308 : -1.1e308 / 3;
+    }
+    for (int a = 0; a < 3; a++)
+        for (int b = 0; b < 3; b++)
+            for (size_t na = 1; na <= N; na += 3)
+                for (size_t nb = 1; nb <= N; nb += 5) {
+                    struct gp_pq_window wa = {t, v[a], na, 0, 60000, 60000, 0, NULL, 0};
+                    struct gp_pq_window wb = {t + N - nb, v[b] + N - nb, nb, 0, 60000, 60000, 0, NULL, 0};
+                    double ra, rb, oa, ob;
+                    CHECK_INT(gp_pq_fn_range(GP_PQ_F_AVG_OVER_TIME, &wa, NULL, 0, &ra), 1);
+                    CHECK_INT(gp_pq_fn_range(GP_PQ_F_AVG_OVER_TIME, &wb, NULL, 0, &rb), 1);
+                    gp_pq_fn_avg_over_time2(&wa, &wb, &oa, &ob);
+                    if (memcmp(&ra, &oa, sizeof ra) || memcmp(&rb, &ob, sizeof rb))
+                        gp_test_fail(__FILE__, __LINE__, "%d/%zu %d/%zu: %.17g %.17g, pair %.17g %.17g",
+                                     a, na, b, nb, ra, rb, oa, ob);
+                }
 }
 
 static void test_kernel_classes(void)
@@ -573,6 +605,7 @@ const struct gp_test gp_tests_promql_fn[] = {
     {"over_time", test_over_time},
     {"over_time_long_window", test_over_time_long_window},
     {"over_time_numerics", test_over_time_numerics},
+    {"avg_over_time_pairs", test_avg_over_time_pairs},
     {"kernel_classes", test_kernel_classes},
     {"value_math", test_value_math},
     {"value_round_clamp", test_value_round_clamp},

@@ -201,7 +201,7 @@ static void test_load_files(void)
 
 static void expect_tmpl(const char *tmpl, double v, const char *want)
 {
-    struct gp_rw_label l[3] = {{{"Hostname", 8}, {"n1", 2}}, {{"__name__", 8}, {"up", 2}}, {{"gpu", 3}, {"3", 1}}};
+    struct gp_label l[3] = {{{"Hostname", 8}, {"n1", 2}}, {{"__name__", 8}, {"up", 2}}, {{"gpu", 3}, {"3", 1}}};
     struct gp_buf lb, b;
     gp_buf_init(&lb, 0);
     gp_buf_init(&b, 0);
@@ -330,7 +330,7 @@ static int64_t T0; /* an hour ago, a multiple of 15 s */
 
 static int lab_cmp(const void *a, const void *b)
 {
-    const struct gp_rw_label *x = a, *y = b;
+    const struct gp_label *x = a, *y = b;
     size_t n = x->name.len < y->name.len ? x->name.len : y->name.len;
     int c = memcmp(x->name.ptr, y->name.ptr, n);
     return c ? c : (int)x->name.len - (int)y->name.len;
@@ -341,19 +341,19 @@ static void put(struct gp_storage *st, const char *name, const char *labels, int
 {
     char buf[256];
     snprintf(buf, sizeof buf, "%s", labels);
-    struct gp_rw_label l[8];
+    struct gp_label l[8];
     size_t nl = 0;
-    l[nl++] = (struct gp_rw_label){{"__name__", 8}, {name, strlen(name)}};
+    l[nl++] = (struct gp_label){{"__name__", 8}, {name, strlen(name)}};
     for (char *save = NULL, *p = strtok_r(buf, ";", &save); p; p = strtok_r(NULL, ";", &save)) {
         char *eq = strchr(p, '=');
         CHECK(eq && nl < 8);
         *eq = '\0';
-        l[nl++] = (struct gp_rw_label){{p, strlen(p)}, {eq + 1, strlen(eq + 1)}};
+        l[nl++] = (struct gp_label){{p, strlen(p)}, {eq + 1, strlen(eq + 1)}};
     }
     qsort(l, nl, sizeof l[0], lab_cmp);
-    struct gp_rw_sample s = {v, t};
-    struct gp_rw_series se = {l, nl, &s, 1};
-    struct gp_rw_request rq = {&se, 1, nl, 1, NULL};
+    struct gp_sample s = {v, t};
+    struct gp_series se = {l, nl, &s, 1};
+    struct gp_batch rq = {&se, 1, nl, 1, NULL};
     struct gp_append_result res;
     char err[256];
     CHECK_INT(gp_storage_append(st, &rq, &res, err, sizeof err), GP_OK);
@@ -527,7 +527,7 @@ static void test_eval_chain(void)
     CHECK(sample_at(f.st, "ALERTS{alertname=\"NodeBusy\",alertstate=\"firing\"}", T0 + 30 * S, &v));
     CHECK_DBL(v, 1, 0);
     CHECK(sample_at(f.st, "ALERTS{alertname=\"NodeBusy\",alertstate=\"pending\"}", T0 + 30 * S, &v));
-    CHECK_INT(gp_f64_bits(v), GP_RW_STALE_NAN_BITS); /* the pending series ended */
+    CHECK_INT(gp_f64_bits(v), GP_STALE_NAN_BITS); /* the pending series ended */
     js = alerts_json(&f, GP_ALERT_FIRING);
     CHECK_CONTAINS(js, "\"kind\":\"NodeBusy\"");
     free(js);
@@ -575,7 +575,7 @@ static void test_eval_chain(void)
     put(f.st, "gpu_util", "Hostname=n2;gpu=0", T0 + 90 * S, 10);
     tick_ok(&f, T0 + 90 * S);
     CHECK(sample_at(f.st, "ALERTS{alertname=\"NodeBusy\",alertstate=\"firing\"}", T0 + 90 * S, &v));
-    CHECK_INT(gp_f64_bits(v), GP_RW_STALE_NAN_BITS);
+    CHECK_INT(gp_f64_bits(v), GP_STALE_NAN_BITS);
     js = alerts_json(&f, -1);
     CHECK(!strstr(js, "NodeBusy"));
     free(js);
@@ -623,7 +623,7 @@ static void test_eval_keep_firing(void)
     CHECK_DBL(v, 1, 0);
     tick_ok(&f, T0 + 60 * S); /* 30s: resolved */
     CHECK(sample_at(f.st, "ALERTS{alertname=\"Flap\",alertstate=\"firing\"}", T0 + 60 * S, &v));
-    CHECK_INT(gp_f64_bits(v), GP_RW_STALE_NAN_BITS);
+    CHECK_INT(gp_f64_bits(v), GP_STALE_NAN_BITS);
     js = alerts_json(&f, -1);
     CHECK(!strstr(js, "Flap"));
     free(js);
@@ -797,7 +797,7 @@ static void test_eval_reload(void)
     CHECK_INT(gp_promrules_count(f.run), 3);
     /* the removed rule's series ended at the reload */
     CHECK(newest(f.st, "gone", gp_wall_ms() + 1000, &v));
-    CHECK_INT(gp_f64_bits(v), GP_RW_STALE_NAN_BITS);
+    CHECK_INT(gp_f64_bits(v), GP_STALE_NAN_BITS);
     /* still pending until its old activeAt (T0) + 30s: the state carried */
     json_t *j = rules_json(&f, 'a');
     json_t *groups = json_object_get(json_object_get(j, "data"), "groups");

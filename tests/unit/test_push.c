@@ -1,6 +1,7 @@
 /*
  * test_push.c - the remote-write sender end to end, without a real
- * database: ticks go in through gp_push_tick, and come out either at an
+ * database: ticks go in through gp_push_tick (series built with
+ * ingest/rw_build.h, as the agent builds them), and come out either at an
  * in-process target (the `gpulse up` path, a function that answers
  * scripted statuses) or at a small libmicrohttpd server on 127.0.0.1 that
  * records the headers. Checked: delivery in order and exactly once, retry
@@ -13,6 +14,7 @@
 #include "ingest/push.h"
 #include "ingest/push_http.h"
 #include "ingest/remote_write.h"
+#include "ingest/rw_build.h"
 #include "ingest/textparse.h"
 #include "lib/err.h"
 #include "net/httpc.h"
@@ -56,16 +58,10 @@ static int next_status(struct fake *f)
     return f->next < f->nscript ? f->script[f->next++] : f->then;
 }
 
-/* Decodes a body and records it if the answer is a success. */
-static int receive(struct fake *f, const uint8_t *body, size_t len, char *msg, size_t msglen)
+/* Records a request if the answer is a success. */
+static int receive_req(struct fake *f, const struct gp_batch *rq, char *msg, size_t msglen)
 {
-    struct gp_rw_request req;
-    char err[256];
-    int rc = gp_rw_decode(body, len, 64 << 20, &req, err, sizeof err);
-    if (rc) {
-        snprintf(msg, msglen, "%s", err);
-        return 400;
-    }
+    const struct gp_batch req = *rq;
     pthread_mutex_lock(&f->mu);
     f->requests++;
     int status = next_status(f);
@@ -73,7 +69,7 @@ static int receive(struct fake *f, const uint8_t *body, size_t len, char *msg, s
         f->accepted_requests++;
         size_t ticks = 0;
         for (size_t i = 0; i < req.nseries; i++) {
-            const struct gp_rw_series *s = &req.series[i];
+            const struct gp_series *s = &req.series[i];
             f->samples += s->nsamples;
             /* labels sorted: __name__, i */
             if (s->nlabels == 2 && s->labels[0].value.len == 1 && s->labels[0].value.ptr[0] == 'm' &&
@@ -87,13 +83,27 @@ static int receive(struct fake *f, const uint8_t *body, size_t len, char *msg, s
         snprintf(msg, msglen, "scripted %d", status);
     }
     pthread_mutex_unlock(&f->mu);
-    gp_rw_request_free(&req);
     return status;
 }
 
-static int local_write(void *ctx, const uint8_t *body, size_t len, char *msg, size_t msglen)
+/* Decodes a body (HTTP) and records it as receive_req does. */
+static int receive(struct fake *f, const uint8_t *body, size_t len, char *msg, size_t msglen)
 {
-    return receive(ctx, body, len, msg, msglen);
+    struct gp_batch req;
+    char err[256];
+    if (gp_rw_decode(body, len, 64 << 20, &req, err, sizeof err)) {
+        snprintf(msg, msglen, "%s", err);
+        return 400;
+    }
+    int status = receive_req(f, &req, msg, msglen);
+    gp_rw_decoded_free(&req);
+    return status;
+}
+
+/* The in-process target (`gpulse up`): series, never a body. */
+static int local_write(void *ctx, const struct gp_batch *req, char *msg, size_t msglen)
+{
+    return receive_req(ctx, req, msg, msglen);
 }
 
 static size_t fake_nts(struct fake *f)
@@ -120,12 +130,36 @@ static int wait_nts(struct fake *f, size_t n, long timeout_ms)
     return fake_nts(f) >= n;
 }
 
+/* Hands one tick at time_ms to p: series names[i] with labels[i]
+ * ("a=1;b=2", "" for none) and values[i]. */
+static void tick_series(struct gp_push *p, const char *const *names, const char *const *labels,
+                        const double *values, size_t n, int64_t time_ms)
+{
+    struct gp_rw_build b = {0};
+    for (size_t i = 0; i < n; i++) {
+        gp_rw_build_begin(&b, names[i]);
+        for (const char *l = labels[i]; l && *l;) {
+            char name[64], value[64];
+            const char *eq = strchr(l, '='), *end = strchr(l, ';');
+            size_t ln = end ? (size_t)(end - l) : strlen(l);
+            snprintf(name, sizeof name, "%.*s", (int)(eq - l), l);
+            snprintf(value, sizeof value, "%.*s", (int)(l + ln - eq - 1), eq + 1);
+            gp_rw_build_label(&b, name, value);
+            l = end ? end + 1 : l + ln;
+        }
+        gp_rw_build_end(&b, values[i]);
+    }
+    gp_push_tick(p, &b, time_ms);
+    CHECK_INT(gp_rw_build_nseries(&b), 0); /* the pusher took them */
+    gp_rw_build_free(&b);
+}
+
 /* One tick: two series, m{i="0"} and m{i="1"}, with value n. */
 static void tick(struct gp_push *p, unsigned n)
 {
-    char text[128];
-    int k = snprintf(text, sizeof text, "# TYPE m gauge\nm{i=\"0\"} %u\nm{i=\"1\"} %u\n", n, n);
-    gp_push_tick(p, text, (size_t)k, 1000 * (int64_t)n);
+    const char *names[] = {"m", "m"}, *labels[] = {"i=0", "i=1"};
+    const double v[] = {n, n};
+    tick_series(p, names, labels, v, 2, 1000 * (int64_t)n);
 }
 
 /* The timestamps of ticks first..first+count-1, each once, in order. */
@@ -188,33 +222,6 @@ static void test_delivers_every_tick_in_order(void)
     gp_push_stop(NULL);
 }
 
-/* 503s retry the same batch; newer ticks queue behind it; when the target
- * is back they arrive in order, exactly once, several to a request. */
-static void test_retries_then_delivers_in_order(void)
-{
-    struct fake f;
-    fake_init(&f, 204);
-    for (int i = 0; i < 6; i++)
-        f.script[f.nscript++] = i % 2 ? 500 : 503;
-    struct gp_push_options o = local_opts(&f);
-    o.min_backoff_ms = 60;
-    o.max_backoff_ms = 120;
-    struct gp_push *p;
-    char err[256] = "";
-    CHECK_INT(gp_push_start(&p, &o, err, sizeof err), GP_OK);
-    for (unsigned i = 1; i <= 40; i++) {
-        tick(p, i);
-        sleep_ms(5);
-    }
-    CHECK(wait_nts(&f, 40, 10000));
-    expect_ticks(&f, 1, 40);
-    CHECK_DBL(metric(p, "gpulse_push_batches_retried_total{target=\"local\"}"), 6, 0);
-    CHECK_DBL(metric(p, "gpulse_push_samples_sent_total{target=\"local\"}"), 80, 0);
-    CHECK(f.max_ticks_per_request > 1); /* caught up with joined requests */
-    CHECK(f.accepted_requests < 40);
-    gp_push_stop(p);
-}
-
 /* A 400 drops that batch (counted) and delivery goes on with the next. */
 static void test_rejected_batch_is_dropped_and_counted(void)
 {
@@ -269,53 +276,6 @@ static void test_full_queue_drops_oldest(void)
     CHECK(wait_nts(&f, kept, 10000));
     sleep_ms(50);
     expect_ticks(&f, 100 - kept + 1, kept);
-    gp_push_stop(p);
-}
-
-/* With a buffer directory, ticks a dead target never took are sent first
- * by the next pusher on the same directory, in order, exactly once. */
-static void test_disk_buffer_survives_restart(void)
-{
-    char dir[512];
-    snprintf(dir, sizeof dir, "%s/buffer", gp_test_tmpdir());
-    struct fake down;
-    fake_init(&down, 503);
-    struct gp_push_options o = local_opts(&down);
-    o.buffer_dir = dir;
-    struct gp_push *p;
-    char err[256] = "";
-    CHECK_INT(gp_push_start(&p, &o, err, sizeof err), GP_OK);
-    for (unsigned i = 1; i <= 12; i++) {
-        tick(p, i);
-        sleep_ms(10);
-    }
-    for (int i = 0; i < 500 && metric(p, "gpulse_push_batches_retried_total{target=\"local\"}") < 2; i++)
-        sleep_ms(10);
-    CHECK(metric(p, "gpulse_push_buffer_bytes{target=\"local\"}") > 0);
-    CHECK_DBL(metric(p, "gpulse_push_samples_dropped_total{target=\"local\",reason=\"encoder\"}"), 0, 0);
-    gp_push_stop(p); /* a failing target does not hold the stop up */
-    CHECK_INT(down.nts, 0);
-
-    struct fake up;
-    fake_init(&up, 204);
-    o = local_opts(&up);
-    o.buffer_dir = dir;
-    CHECK_INT(gp_push_start(&p, &o, err, sizeof err), GP_OK);
-    CHECK(wait_nts(&up, 12, 5000));
-    tick(p, 13);
-    tick(p, 14);
-    CHECK(wait_nts(&up, 14, 5000));
-    expect_ticks(&up, 1, 14);
-    gp_push_stop(p);
-
-    /* Delivered: a third start sends nothing again. */
-    struct fake again;
-    fake_init(&again, 204);
-    o = local_opts(&again);
-    o.buffer_dir = dir;
-    CHECK_INT(gp_push_start(&p, &o, err, sizeof err), GP_OK);
-    sleep_ms(200);
-    CHECK_INT(fake_nts(&again), 0);
     gp_push_stop(p);
 }
 
@@ -604,24 +564,6 @@ static void test_stop_does_not_hang(void)
     close(fd);
 }
 
-/* Malformed exposition text is counted as dropped (reason encoder), not sent. */
-static void test_bad_text_counted(void)
-{
-    struct fake f;
-    fake_init(&f, 204);
-    struct gp_push_options o = local_opts(&f);
-    struct gp_push *p;
-    char err[256] = "";
-    CHECK_INT(gp_push_start(&p, &o, err, sizeof err), GP_OK);
-    const char *bad = "m{i=\"0\"} 1\nm{i=\"1\" 2\n";
-    gp_push_tick(p, bad, strlen(bad), 5000);
-    tick(p, 6);
-    CHECK(wait_nts(&f, 1, 5000));
-    expect_ticks(&f, 6, 1);
-    CHECK_DBL(metric(p, "gpulse_push_samples_dropped_total{target=\"local\",reason=\"encoder\"}"), 2, 0);
-    gp_push_stop(p);
-}
-
 /* The agent's push keys: defaults, a YAML list, repeated flags, checks. */
 static void test_agent_push_keys(void)
 {
@@ -669,25 +611,186 @@ static void test_agent_push_keys(void)
     CHECK_INT(gp_agent_config_parse_yaml(&c, many, strlen(many), err, sizeof err), GP_ECONFIG);
 }
 
-/* Records every series a body holds as "name{a=x,b=y,}" (labels sorted). */
+/* local_opts' settings with one HTTP target on a fake server for f
+ * instead of the local target: the queue machinery of URL targets
+ * (joined requests, the disk buffer, the encoder). */
+struct http_target {
+    struct server srv;
+    char url[128];
+    const char *urls[1];
+};
+
+static struct gp_push_options http_opts(struct http_target *h, struct fake *f)
+{
+    server_start(&h->srv, f);
+    snprintf(h->url, sizeof h->url, "http://127.0.0.1:%u/api/v1/write", h->srv.port);
+    h->urls[0] = h->url;
+    struct gp_push_options o = local_opts(f);
+    o.local = NULL;
+    o.local_ctx = NULL;
+    o.urls = h->urls;
+    o.nurls = 1;
+    return o;
+}
+
+static void http_stop(struct http_target *h)
+{
+    MHD_stop_daemon(h->srv.d);
+}
+
+/* metric() of family{target=h's URL[,reason=...]}. */
+static double tmetric(struct gp_push *p, const char *family, const struct http_target *h, const char *reason)
+{
+    char series[400];
+    snprintf(series, sizeof series, "%s{target=\"%s\"%s%s%s}", family, h->url, reason ? ",reason=\"" : "",
+             reason ? reason : "", reason ? "\"" : "");
+    return metric(p, series);
+}
+
+/* 503s retry the same batch; newer ticks queue behind it; when the target
+ * is back they arrive in order, exactly once, several to a request. */
+static void test_retries_then_delivers_in_order(void)
+{
+    struct fake f;
+    fake_init(&f, 204);
+    for (int i = 0; i < 6; i++)
+        f.script[f.nscript++] = i % 2 ? 500 : 503;
+    struct http_target h;
+    struct gp_push_options o = http_opts(&h, &f);
+    o.min_backoff_ms = 60;
+    o.max_backoff_ms = 120;
+    struct gp_push *p;
+    char err[256] = "";
+    CHECK_INT(gp_push_start(&p, &o, err, sizeof err), GP_OK);
+    for (unsigned i = 1; i <= 40; i++) {
+        tick(p, i);
+        sleep_ms(5);
+    }
+    CHECK(wait_nts(&f, 40, 10000));
+    expect_ticks(&f, 1, 40);
+    CHECK_DBL(tmetric(p, "gpulse_push_batches_retried_total", &h, NULL), 6, 0);
+    CHECK_DBL(tmetric(p, "gpulse_push_samples_sent_total", &h, NULL), 80, 0);
+    CHECK(f.max_ticks_per_request > 1); /* caught up with joined requests */
+    CHECK(f.accepted_requests < 40);
+    gp_push_stop(p);
+    http_stop(&h);
+}
+
+/* The local target: 503s retry the same tick; newer ticks queue behind
+ * it; when the receiver is back they arrive in order, exactly once, one
+ * tick to a call (nothing to gain from joining them in process). */
+static void test_local_retries_in_order(void)
+{
+    struct fake f;
+    fake_init(&f, 204);
+    for (int i = 0; i < 6; i++)
+        f.script[f.nscript++] = i % 2 ? 500 : 503;
+    struct gp_push_options o = local_opts(&f);
+    o.min_backoff_ms = 60;
+    o.max_backoff_ms = 120;
+    struct gp_push *p;
+    char err[256] = "";
+    CHECK_INT(gp_push_start(&p, &o, err, sizeof err), GP_OK);
+    for (unsigned i = 1; i <= 40; i++) {
+        tick(p, i);
+        sleep_ms(5);
+    }
+    CHECK(wait_nts(&f, 40, 10000));
+    expect_ticks(&f, 1, 40);
+    CHECK_DBL(metric(p, "gpulse_push_batches_retried_total{target=\"local\"}"), 6, 0);
+    CHECK_DBL(metric(p, "gpulse_push_samples_sent_total{target=\"local\"}"), 80, 0);
+    CHECK_INT(f.max_ticks_per_request, 1);
+    CHECK_INT(f.accepted_requests, 40);
+    gp_push_stop(p);
+}
+
+/* With a buffer directory, ticks a dead target never took are sent first
+ * by the next pusher on the same directory, in order, exactly once. */
+static void test_disk_buffer_survives_restart(void)
+{
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/buffer", gp_test_tmpdir());
+    struct fake down;
+    fake_init(&down, 503);
+    struct http_target h;
+    struct gp_push_options o = http_opts(&h, &down);
+    o.buffer_dir = dir;
+    struct gp_push *p;
+    char err[256] = "";
+    CHECK_INT(gp_push_start(&p, &o, err, sizeof err), GP_OK);
+    for (unsigned i = 1; i <= 12; i++) {
+        tick(p, i);
+        sleep_ms(10);
+    }
+    for (int i = 0; i < 500 && tmetric(p, "gpulse_push_batches_retried_total", &h, NULL) < 2; i++)
+        sleep_ms(10);
+    CHECK(tmetric(p, "gpulse_push_buffer_bytes", &h, NULL) > 0);
+    CHECK_DBL(tmetric(p, "gpulse_push_samples_dropped_total", &h, "encoder"), 0, 0);
+    gp_push_stop(p); /* a failing target does not hold the stop up */
+    CHECK_INT(down.nts, 0);
+
+    struct fake up;
+    fake_init(&up, 204);
+    h.srv.f = &up; /* the same URL, so the same buffer; no request is in flight */
+    CHECK_INT(gp_push_start(&p, &o, err, sizeof err), GP_OK);
+    CHECK(wait_nts(&up, 12, 5000));
+    tick(p, 13);
+    tick(p, 14);
+    CHECK(wait_nts(&up, 14, 5000));
+    expect_ticks(&up, 1, 14);
+    gp_push_stop(p);
+
+    /* Delivered: a third start sends nothing again. */
+    struct fake again;
+    fake_init(&again, 204);
+    h.srv.f = &again;
+    CHECK_INT(gp_push_start(&p, &o, err, sizeof err), GP_OK);
+    sleep_ms(200);
+    CHECK_INT(fake_nts(&again), 0);
+    gp_push_stop(p);
+    http_stop(&h);
+}
+
+/* A tick the protocol refuses (a label name it rejects) is counted as
+ * dropped (reason encoder), not sent; the next tick goes. */
+static void test_bad_series_counted(void)
+{
+    struct fake f;
+    fake_init(&f, 204);
+    struct http_target h;
+    struct gp_push_options o = http_opts(&h, &f);
+    struct gp_push *p;
+    char err[256] = "";
+    CHECK_INT(gp_push_start(&p, &o, err, sizeof err), GP_OK);
+    const char *names[] = {"m", "m"}, *labels[] = {"i=0", "1bad=x"};
+    const double v[] = {1, 2};
+    tick_series(p, names, labels, v, 2, 5000);
+    tick(p, 6);
+    CHECK(wait_nts(&f, 1, 5000));
+    expect_ticks(&f, 6, 1);
+    CHECK_DBL(tmetric(p, "gpulse_push_samples_dropped_total", &h, "encoder"), 2, 0);
+    gp_push_stop(p);
+    http_stop(&h);
+}
+
+/* Records every series the local target hands over as "name{a=x,b=y,}" (labels sorted). */
 struct seen {
     pthread_mutex_t mu;
     char text[4096];
 };
 
-static int record_series(void *ctx, const uint8_t *body, size_t len, char *msg, size_t msglen)
+static int record_series(void *ctx, const struct gp_batch *rq, char *msg, size_t msglen)
 {
     struct seen *w = ctx;
-    struct gp_rw_request req;
-    if (gp_rw_decode(body, len, 1 << 20, &req, msg, msglen))
-        return 400;
+    const struct gp_batch req = *rq;
+    (void)msg, (void)msglen;
     pthread_mutex_lock(&w->mu);
     for (size_t i = 0; i < req.nseries; i++) {
-        const struct gp_rw_series *s = &req.series[i];
+        const struct gp_series *s = &req.series[i];
         char name[64] = "", rest[512] = "";
         size_t n = 0;
         for (size_t j = 0; j < s->nlabels && n < sizeof rest - 64; j++) {
-            const struct gp_rw_label *l = &s->labels[j];
+            const struct gp_label *l = &s->labels[j];
             if (l->name.len == 8 && !memcmp(l->name.ptr, "__name__", 8))
                 snprintf(name, sizeof name, "%.*s", (int)l->value.len, l->value.ptr);
             else
@@ -698,7 +801,6 @@ static int record_series(void *ctx, const uint8_t *body, size_t len, char *msg, 
         snprintf(w->text + used, sizeof w->text - used, "%s{%s}\n", name, rest);
     }
     pthread_mutex_unlock(&w->mu);
-    gp_rw_request_free(&req);
     return 204;
 }
 
@@ -717,10 +819,10 @@ static void test_labels_added_where_missing(void)
     struct gp_push *p;
     char err[256] = "";
     CHECK_INT(gp_push_start(&p, &o, err, sizeof err), GP_OK);
-    const char *text = "gpulse_host_cpus 8\n"
-                       "DCGM_FI_DEV_GPU_TEMP{gpu=\"0\",Hostname=\"sim-node-0\"} 40\n"
-                       "own{cluster=\"mine\",x=\"1\"} 1\n";
-    gp_push_tick(p, text, strlen(text), 5000);
+    const char *names[] = {"gpulse_host_cpus", "DCGM_FI_DEV_GPU_TEMP", "own"};
+    const char *lab[] = {"", "gpu=0;Hostname=sim-node-0", "cluster=mine;x=1"};
+    const double v[] = {8, 40, 1};
+    tick_series(p, names, lab, v, 3, 5000);
     gp_push_stop(p); /* encodes and delivers what was handed over */
     CHECK_CONTAINS(w.text, "gpulse_host_cpus{Hostname=node-a,cluster=east,}\n");
     CHECK_CONTAINS(w.text, "DCGM_FI_DEV_GPU_TEMP{Hostname=sim-node-0,cluster=east,gpu=0,}\n");
@@ -730,7 +832,7 @@ static void test_labels_added_where_missing(void)
     o.local_ctx = &plain;
     o.nlabels = 0;
     CHECK_INT(gp_push_start(&p, &o, err, sizeof err), GP_OK);
-    gp_push_tick(p, text, strlen(text), 5000);
+    tick_series(p, names, lab, v, 3, 5000);
     gp_push_stop(p);
     CHECK_CONTAINS(plain.text, "gpulse_host_cpus{}\n");
     /* A label that is not NAME=VALUE is a configuration error. */
@@ -755,6 +857,7 @@ const struct gp_test gp_tests_push[] = {
     {"http_headers_and_retry_after", test_http_headers_and_retry_after},
     {"http_connection_refused_then_up", test_http_connection_refused_then_up},
     {"stop_does_not_hang", test_stop_does_not_hang},
-    {"bad_text_counted", test_bad_text_counted},
+    {"bad_series_counted", test_bad_series_counted},
+    {"local_retries_in_order", test_local_retries_in_order},
     {0},
 };

@@ -58,7 +58,7 @@ static int64_t base_ms(void)
 
 static int label_cmp(const void *a, const void *b)
 {
-    const struct gp_rw_label *x = a, *y = b;
+    const struct gp_label *x = a, *y = b;
     size_t n = x->name.len < y->name.len ? x->name.len : y->name.len;
     int c = memcmp(x->name.ptr, y->name.ptr, n);
     return c ? c : (x->name.len > y->name.len) - (x->name.len < y->name.len);
@@ -69,7 +69,7 @@ static int label_cmp(const void *a, const void *b)
 static void put(struct gp_storage *s, const char *const *kv, const int64_t *t, const double *v,
                 size_t n)
 {
-    struct gp_rw_label l[32];
+    struct gp_label l[32];
     size_t nl = 0;
     char copy[32][512];
     for (; kv[nl]; nl++) {
@@ -77,15 +77,15 @@ static void put(struct gp_storage *s, const char *const *kv, const int64_t *t, c
         char *eq = strchr(copy[nl], '=');
         CHECK(eq != NULL);
         *eq = '\0';
-        l[nl].name = (struct gp_rw_str){copy[nl], strlen(copy[nl])};
-        l[nl].value = (struct gp_rw_str){eq + 1, strlen(eq + 1)};
+        l[nl].name = (struct gp_str){copy[nl], strlen(copy[nl])};
+        l[nl].value = (struct gp_str){eq + 1, strlen(eq + 1)};
     }
     qsort(l, nl, sizeof l[0], label_cmp);
-    struct gp_rw_sample *smp = malloc((n ? n : 1) * sizeof *smp);
+    struct gp_sample *smp = malloc((n ? n : 1) * sizeof *smp);
     for (size_t i = 0; i < n; i++)
-        smp[i] = (struct gp_rw_sample){v[i], t[i]};
-    struct gp_rw_series ser = {l, nl, smp, n};
-    struct gp_rw_request req = {&ser, 1, nl, n, NULL};
+        smp[i] = (struct gp_sample){v[i], t[i]};
+    struct gp_series ser = {l, nl, smp, n};
+    struct gp_batch req = {&ser, 1, nl, n, NULL};
     struct gp_append_result res;
     char err[256] = "";
     CHECK_INT(gp_storage_append(s, &req, &res, err, sizeof err), GP_OK);
@@ -271,7 +271,7 @@ static void test_range_matches_samples(void)
             now += (x >> 33) % 100 < 95 ? 1000 + (int64_t)((x >> 20) % 3000) : 400000;
             t[k][i] = now;
             uint64_t r = (x >> 40) % 100;
-            v[k][i] = r < 2 ? gp_bits_f64(GP_RW_STALE_NAN_BITS) : r < 3 ? NAN : (double)((x >> 24) % 5000) / 3.0;
+            v[k][i] = r < 2 ? gp_bits_f64(GP_STALE_NAN_BITS) : r < 3 ? NAN : (double)((x >> 24) % 5000) / 3.0;
             n[k]++;
         }
         char name[32], inst[32];
@@ -611,7 +611,7 @@ static void test_special_values_and_staleness(void)
     struct gp_storage *s = open_store();
     int64_t b = base_ms();
     int64_t t[] = {b + 1000, b + 2000, b + 3000, b + 4000};
-    double v[] = {NAN, INFINITY, -INFINITY, gp_bits_f64(GP_RW_STALE_NAN_BITS)};
+    double v[] = {NAN, INFINITY, -INFINITY, gp_bits_f64(GP_STALE_NAN_BITS)};
     const char *kv[] = {"__name__=odd", NULL};
     put(s, kv, t, v, 4);
     char err[256];
@@ -714,18 +714,18 @@ static void test_series_cap(void)
     int64_t b = base_ms();
     /* GP_QUERY_MAX_SERIES + 1 series in one request. */
     size_t n = GP_QUERY_MAX_SERIES + 1;
-    struct gp_rw_series *ser = calloc(n, sizeof *ser);
-    struct gp_rw_label *l = calloc(2 * n, sizeof *l);
-    struct gp_rw_sample *smp = calloc(n, sizeof *smp);
+    struct gp_series *ser = calloc(n, sizeof *ser);
+    struct gp_label *l = calloc(2 * n, sizeof *l);
+    struct gp_sample *smp = calloc(n, sizeof *smp);
     char *ids = calloc(n, 8);
     for (size_t i = 0; i < n; i++) {
         snprintf(ids + 8 * i, 8, "%zu", i);
-        l[2 * i] = (struct gp_rw_label){{"__name__", 8}, {"many", 4}};
-        l[2 * i + 1] = (struct gp_rw_label){{"i", 1}, {ids + 8 * i, strlen(ids + 8 * i)}};
-        smp[i] = (struct gp_rw_sample){1, b};
-        ser[i] = (struct gp_rw_series){&l[2 * i], 2, &smp[i], 1};
+        l[2 * i] = (struct gp_label){{"__name__", 8}, {"many", 4}};
+        l[2 * i + 1] = (struct gp_label){{"i", 1}, {ids + 8 * i, strlen(ids + 8 * i)}};
+        smp[i] = (struct gp_sample){1, b};
+        ser[i] = (struct gp_series){&l[2 * i], 2, &smp[i], 1};
     }
-    struct gp_rw_request req = {ser, n, 2 * n, n, NULL};
+    struct gp_batch req = {ser, n, 2 * n, n, NULL};
     struct gp_append_result res;
     char err[256] = "";
     CHECK_INT(gp_storage_append(s, &req, &res, err, sizeof err), GP_OK);
@@ -894,7 +894,7 @@ static void test_inventory(void)
         const char *mem[] = {"__name__=gpulse_gpu_memory_total_bytes", "Hostname=a", gl, ul,
                              "modelName=NVIDIA H100 80GB HBM3", NULL};
         int64_t t[] = {b + 1000, b + 2000, b + 3000};
-        double v[] = {85520809984.0, 85520809984.0, gp_bits_f64(GP_RW_STALE_NAN_BITS)};
+        double v[] = {85520809984.0, 85520809984.0, gp_bits_f64(GP_STALE_NAN_BITS)};
         put(s, mem, t, v, g == 0 ? 3 : 2);
     }
     const char *upgraded[] = {"__name__=DCGM_FI_DEV_GPU_TEMP", "Hostname=a", "gpu=0", "UUID=GPU-a0",
@@ -1015,7 +1015,7 @@ static size_t put_agree(struct gp_storage *s, const char *const *kv, int64_t b, 
         t[n] = b + (int64_t)i * 10000 + (kind == 2 ? 3000 : 0);
         v[n] = kind == 1 && i == 45 ? NAN : 1.5 * i + 7 * kind + (i % 7) * 0.1;
         if (kind == 2 && i == 20)
-            v[n] = gp_bits_f64(GP_RW_STALE_NAN_BITS);
+            v[n] = gp_bits_f64(GP_STALE_NAN_BITS);
         n++;
     }
     put(s, kv, t, v, n);

@@ -21,15 +21,15 @@ static const uint8_t VEC[] = {0x0a, 0x2c, 0x0a, 0x0e, 0x0a, 0x08, 0x5f, 0x5f, 0x
 
 #define CAP ((size_t)1 << 20)
 
-static struct gp_rw_str S(const char *s) { return (struct gp_rw_str){s, strlen(s)}; }
+static struct gp_str S(const char *s) { return (struct gp_str){s, strlen(s)}; }
 
-static int streq(struct gp_rw_str a, const char *b)
+static int streq(struct gp_str a, const char *b)
 {
     return a.len == strlen(b) && memcmp(a.ptr, b, a.len) == 0;
 }
 
 /* Compresses raw protobuf bytes with libsnappy, then decodes them. */
-static int decode_raw(const void *pb, size_t len, struct gp_rw_request *out, char *err, size_t errlen)
+static int decode_raw(const void *pb, size_t len, struct gp_batch *out, char *err, size_t errlen)
 {
     size_t clen = snappy_max_compressed_length(len);
     char *c = malloc(clen);
@@ -42,43 +42,43 @@ static int decode_raw(const void *pb, size_t len, struct gp_rw_request *out, cha
 
 static void expect_error(const void *pb, size_t len, int code, const char *msg)
 {
-    struct gp_rw_request req;
+    struct gp_batch req;
     char err[256] = "";
     int rc = decode_raw(pb, len, &req, err, sizeof err);
     if (rc != code)
         gp_test_fail(__FILE__, __LINE__, "want %d (%s), got %d: %s", code, msg, rc, err);
     CHECK_CONTAINS(err, msg);
     CHECK(req.arena == NULL && req.nseries == 0);
-    gp_rw_request_free(&req);
+    gp_rw_decoded_free(&req);
 }
 
 static void test_vector_decodes(void)
 {
-    struct gp_rw_request req;
+    struct gp_batch req;
     char err[256] = "";
     CHECK_INT(decode_raw(VEC, sizeof VEC, &req, err, sizeof err), GP_OK);
     CHECK_INT(req.nseries, 1);
     CHECK_INT(req.nlabels_total, 2);
     CHECK_INT(req.nsamples_total, 1);
-    const struct gp_rw_series *s = &req.series[0];
+    const struct gp_series *s = &req.series[0];
     CHECK_INT(s->nlabels, 2);
     CHECK(streq(s->labels[0].name, "__name__") && streq(s->labels[0].value, "up"));
     CHECK(streq(s->labels[1].name, "job") && streq(s->labels[1].value, "a"));
     CHECK_INT(s->nsamples, 1);
     CHECK(s->samples[0].value == 1.0);
     CHECK_INT(s->samples[0].timestamp_ms, 1700000000000LL);
-    gp_rw_request_free(&req);
-    gp_rw_request_free(&req); /* zeroed: harmless */
-    gp_rw_request_free(NULL);
+    gp_rw_decoded_free(&req);
+    gp_rw_decoded_free(&req); /* zeroed: harmless */
+    gp_rw_decoded_free(NULL);
 }
 
 static void test_vector_encodes(void)
 {
     /* Labels given out of order: the encoder sorts them. */
-    struct gp_rw_label labels[] = {{S("job"), S("a")}, {S("__name__"), S("up")}};
-    struct gp_rw_sample samples[] = {{1.0, 1700000000000LL}};
-    struct gp_rw_series series = {labels, 2, samples, 1};
-    struct gp_rw_request req = {&series, 1, 0, 0, NULL};
+    struct gp_label labels[] = {{S("job"), S("a")}, {S("__name__"), S("up")}};
+    struct gp_sample samples[] = {{1.0, 1700000000000LL}};
+    struct gp_series series = {labels, 2, samples, 1};
+    struct gp_batch req = {&series, 1, 0, 0, NULL};
     struct gp_buf out, scratch;
     gp_buf_init(&out, 0);
     gp_buf_init(&scratch, 0);
@@ -102,39 +102,39 @@ static void test_round_trip_many(void)
 {
     enum { NS = 300, NSMP = 5 };
     static char names[NS][32];
-    static struct gp_rw_label labels[NS][4];
-    static struct gp_rw_sample samples[NS][NSMP];
-    static struct gp_rw_series series[NS];
-    const uint64_t special[] = {GP_RW_STALE_NAN_BITS, gp_f64_bits(NAN), gp_f64_bits(INFINITY),
+    static struct gp_label labels[NS][4];
+    static struct gp_sample samples[NS][NSMP];
+    static struct gp_series series[NS];
+    const uint64_t special[] = {GP_STALE_NAN_BITS, gp_f64_bits(NAN), gp_f64_bits(INFINITY),
                                 gp_f64_bits(-INFINITY), UINT64_C(0x7ff8dead00000001),
                                 UINT64_C(0x8000000000000000)};
     for (int i = 0; i < NS; i++) {
         snprintf(names[i], sizeof names[i], "gpu_metric_%d:rate", i);
-        labels[i][0] = (struct gp_rw_label){S("zone"), S("\xc3\xa9t\xc3\xa9 \xf0\x9f\x94\xa5")};
-        labels[i][1] = (struct gp_rw_label){S("__name__"), S(names[i])};
-        labels[i][2] = (struct gp_rw_label){S("gpu"), S(i % 2 ? "0" : "1")};
-        labels[i][3] = (struct gp_rw_label){S("empty"), S("")}; /* dropped */
+        labels[i][0] = (struct gp_label){S("zone"), S("\xc3\xa9t\xc3\xa9 \xf0\x9f\x94\xa5")};
+        labels[i][1] = (struct gp_label){S("__name__"), S(names[i])};
+        labels[i][2] = (struct gp_label){S("gpu"), S(i % 2 ? "0" : "1")};
+        labels[i][3] = (struct gp_label){S("empty"), S("")}; /* dropped */
         for (int k = 0; k < NSMP; k++) {
             uint64_t b = special[(size_t)(i + k) % (sizeof special / sizeof special[0])];
             samples[i][k].value = (k == 0) ? i * 0.5 : gp_bits_f64(b);
             samples[i][k].timestamp_ms = (k == 1) ? -1 - i : (k == 2 ? INT64_MIN + i : 1700000000000LL + k);
         }
-        series[i] = (struct gp_rw_series){labels[i], 4, samples[i], NSMP};
+        series[i] = (struct gp_series){labels[i], 4, samples[i], NSMP};
     }
-    struct gp_rw_request in = {series, NS, 0, 0, NULL};
+    struct gp_batch in = {series, NS, 0, 0, NULL};
     struct gp_buf out, scratch;
     gp_buf_init(&out, 0);
     gp_buf_init(&scratch, 0);
     CHECK_INT(gp_rw_encode(&in, &out, &scratch), GP_OK);
     CHECK(out.len < scratch.len); /* repetitive labels compress */
-    struct gp_rw_request dec;
+    struct gp_batch dec;
     char err[256] = "";
     CHECK_INT(gp_rw_decode((const uint8_t *)out.data, out.len, CAP, &dec, err, sizeof err), GP_OK);
     CHECK_INT(dec.nseries, NS);
     CHECK_INT(dec.nlabels_total, NS * 3);
     CHECK_INT(dec.nsamples_total, NS * NSMP);
     for (int i = 0; i < NS; i++) {
-        const struct gp_rw_series *s = &dec.series[i];
+        const struct gp_series *s = &dec.series[i];
         CHECK_INT(s->nlabels, 3);
         CHECK(streq(s->labels[0].name, "__name__") && streq(s->labels[0].value, names[i]));
         CHECK(streq(s->labels[1].name, "gpu"));
@@ -146,26 +146,26 @@ static void test_round_trip_many(void)
         }
     }
     CHECK(gp_f64_bits(dec.series[0].samples[1].value) == gp_f64_bits(gp_bits_f64(special[1])));
-    gp_rw_request_free(&dec);
+    gp_rw_decoded_free(&dec);
     gp_buf_free(&out);
     gp_buf_free(&scratch);
 }
 
 static void test_empty_request(void)
 {
-    struct gp_rw_request req = {0};
+    struct gp_batch req = {0};
     struct gp_buf out, scratch;
     gp_buf_init(&out, 0);
     gp_buf_init(&scratch, 0);
     CHECK_INT(gp_rw_encode(&req, &out, &scratch), GP_OK);
     CHECK_INT(scratch.len, 0);
     CHECK_INT(out.len, 1); /* snappy of nothing: the 0x00 length preamble */
-    struct gp_rw_request dec;
+    struct gp_batch dec;
     char err[128];
     CHECK_INT(gp_rw_decode((const uint8_t *)out.data, out.len, CAP, &dec, err, sizeof err), GP_OK);
     CHECK_INT(dec.nseries, 0);
     CHECK(dec.series == NULL);
-    gp_rw_request_free(&dec);
+    gp_rw_decoded_free(&dec);
     gp_buf_free(&out);
     gp_buf_free(&scratch);
 }
@@ -186,7 +186,7 @@ static void test_skips_unknown_and_exemplars(void)
         0x1a, 0x02, 0x08, 0x01,                         /* metadata */
         0x78, 0x05,                                     /* field 15 varint */
     };
-    struct gp_rw_request req;
+    struct gp_batch req;
     char err[256] = "";
     CHECK_INT(decode_raw(pb, sizeof pb, &req, err, sizeof err), GP_OK);
     CHECK_INT(req.nseries, 1);
@@ -195,7 +195,7 @@ static void test_skips_unknown_and_exemplars(void)
     CHECK_INT(req.series[0].nsamples, 1);
     CHECK(req.series[0].samples[0].value == 0.0); /* proto3 default */
     CHECK_INT(req.series[0].samples[0].timestamp_ms, 42);
-    gp_rw_request_free(&req);
+    gp_rw_decoded_free(&req);
 }
 
 static void test_rejects_malformed_wire(void)
@@ -308,7 +308,7 @@ static void test_caps(void)
 
 static void test_not_snappy_and_too_big(void)
 {
-    struct gp_rw_request req;
+    struct gp_batch req;
     char err[256] = "";
     /* The raw protobuf: its first byte declares 10 bytes, the body is not valid snappy. */
     CHECK_INT(gp_rw_decode(VEC, sizeof VEC, CAP, &req, err, sizeof err), GP_EPARSE);
@@ -328,7 +328,7 @@ static void test_not_snappy_and_too_big(void)
     char c[128];
     CHECK(snappy_compress((const char *)VEC, sizeof VEC, c, &clen) == SNAPPY_OK);
     CHECK_INT(gp_rw_decode((const uint8_t *)c, clen, sizeof VEC, &req, err, sizeof err), GP_OK);
-    gp_rw_request_free(&req);
+    gp_rw_decoded_free(&req);
     CHECK_INT(gp_rw_decode((const uint8_t *)c, clen, sizeof VEC - 1, &req, err, sizeof err), GP_ETOOBIG);
 }
 
@@ -337,22 +337,22 @@ static void test_encode_rejects(void)
     struct gp_buf out, scratch;
     gp_buf_init(&out, 0);
     gp_buf_init(&scratch, 0);
-    struct gp_rw_sample smp = {1, 1};
-    struct gp_rw_label dup[] = {{S("a"), S("1")}, {S("a"), S("2")}};
-    struct gp_rw_series s = {dup, 2, &smp, 1};
-    struct gp_rw_request req = {&s, 1, 0, 0, NULL};
+    struct gp_sample smp = {1, 1};
+    struct gp_label dup[] = {{S("a"), S("1")}, {S("a"), S("2")}};
+    struct gp_series s = {dup, 2, &smp, 1};
+    struct gp_batch req = {&s, 1, 0, 0, NULL};
     CHECK_INT(gp_rw_encode(&req, &out, &scratch), GP_EUSAGE);
-    struct gp_rw_label bad[] = {{S("__name__"), S("a b")}};
-    s = (struct gp_rw_series){bad, 1, &smp, 1};
+    struct gp_label bad[] = {{S("__name__"), S("a b")}};
+    s = (struct gp_series){bad, 1, &smp, 1};
     CHECK_INT(gp_rw_encode(&req, &out, &scratch), GP_EUSAGE);
-    struct gp_rw_label empty[] = {{S("a"), S("")}};
-    s = (struct gp_rw_series){empty, 1, &smp, 1};
+    struct gp_label empty[] = {{S("a"), S("")}};
+    s = (struct gp_series){empty, 1, &smp, 1};
     CHECK_INT(gp_rw_encode(&req, &out, &scratch), GP_EUSAGE);
-    s = (struct gp_rw_series){empty, GP_RW_MAX_LABELS + 1, &smp, 1};
+    s = (struct gp_series){empty, GP_RW_MAX_LABELS + 1, &smp, 1};
     CHECK_INT(gp_rw_encode(&req, &out, &scratch), GP_ETOOBIG);
     /* A buffer cap too small for the request. */
-    struct gp_rw_label ok[] = {{S("__name__"), S("up")}};
-    s = (struct gp_rw_series){ok, 1, &smp, 1};
+    struct gp_label ok[] = {{S("__name__"), S("up")}};
+    s = (struct gp_series){ok, 1, &smp, 1};
     struct gp_buf tiny;
     gp_buf_init(&tiny, 8);
     CHECK_INT(gp_rw_encode(&req, &out, &tiny), GP_ETOOBIG);
@@ -363,11 +363,11 @@ static void test_encode_rejects(void)
 
 static void test_unmarshal_uncompressed(void)
 {
-    struct gp_rw_request req;
+    struct gp_batch req;
     char err[128];
     CHECK_INT(gp_rw_unmarshal(VEC, sizeof VEC, &req, err, sizeof err), GP_OK);
     CHECK_INT(req.nseries, 1);
-    gp_rw_request_free(&req);
+    gp_rw_decoded_free(&req);
     CHECK_INT(gp_rw_unmarshal(VEC, sizeof VEC - 1, &req, err, sizeof err), GP_EPARSE);
     CHECK_CONTAINS(err, "runs past the end");
 }
@@ -428,7 +428,7 @@ static void test_unsorted_labels_sorted(void)
     pb_label(&s2, "gpu", "0", 1);
     pb_bytes(&req, 0x0a, s1.b, s1.n);
     pb_bytes(&req, 0x0a, s2.b, s2.n);
-    struct gp_rw_request r;
+    struct gp_batch r;
     char err[256] = "";
     CHECK_INT(decode_raw(req.b, req.n, &r, err, sizeof err), GP_OK);
     CHECK_INT(r.nseries, 2);
@@ -447,7 +447,7 @@ static void test_unsorted_labels_sorted(void)
     CHECK(streq(r.series[1].labels[0].name, "__name__"));
     CHECK(streq(r.series[1].labels[1].name, "gpu"));
     CHECK_INT(r.series[1].nsamples, 0);
-    gp_rw_request_free(&r);
+    gp_rw_decoded_free(&r);
 }
 
 static void test_unsorted_duplicates_rejected(void)
@@ -479,13 +479,13 @@ static int decode_value(const uint8_t *v, size_t n)
     struct pb s = {.n = 0}, req = {.n = 0};
     pb_label(&s, "a", v, n);
     pb_bytes(&req, 0x0a, s.b, s.n);
-    struct gp_rw_request r;
+    struct gp_batch r;
     char err[256] = "";
     int rc = decode_raw(req.b, req.n, &r, err, sizeof err);
     if (rc == GP_OK) {
         CHECK(r.series[0].labels[0].value.len == n);
         CHECK(memcmp(r.series[0].labels[0].value.ptr, v, n) == 0);
-        gp_rw_request_free(&r);
+        gp_rw_decoded_free(&r);
     } else
         CHECK_CONTAINS(err, "not valid UTF-8");
     return rc;
@@ -548,12 +548,12 @@ static void test_name_charset(void)
         struct pb s = {.n = 0}, req = {.n = 0};
         pb_label(&s, names[k].name, "v", 1);
         pb_bytes(&req, 0x0a, s.b, s.n);
-        struct gp_rw_request r;
+        struct gp_batch r;
         char err[256] = "";
         int rc = decode_raw(req.b, req.n, &r, err, sizeof err);
         if (rc != (names[k].ok ? GP_OK : GP_EPARSE))
             gp_test_fail(__FILE__, __LINE__, "name %zu: rc %d %s", k, rc, err);
-        gp_rw_request_free(&r);
+        gp_rw_decoded_free(&r);
     }
     static const struct {
         const char *metric;
@@ -565,12 +565,12 @@ static void test_name_charset(void)
         struct pb s = {.n = 0}, req = {.n = 0};
         pb_label(&s, "__name__", metrics[k].metric, strlen(metrics[k].metric));
         pb_bytes(&req, 0x0a, s.b, s.n);
-        struct gp_rw_request r;
+        struct gp_batch r;
         char err[256] = "";
         int rc = decode_raw(req.b, req.n, &r, err, sizeof err);
         if (rc != (metrics[k].ok ? GP_OK : GP_EPARSE))
             gp_test_fail(__FILE__, __LINE__, "metric %zu: rc %d %s", k, rc, err);
-        gp_rw_request_free(&r);
+        gp_rw_decoded_free(&r);
     }
 }
 

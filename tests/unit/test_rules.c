@@ -178,7 +178,7 @@ static void test_compare(void)
 
 static void test_template(void)
 {
-    struct gp_rw_label l[2] = {{{"Hostname", 8}, {"n1", 2}}, {{"gpu", 3}, {"7", 1}}};
+    struct gp_label l[2] = {{{"Hostname", 8}, {"n1", 2}}, {{"gpu", 3}, {"7", 1}}};
     struct gp_buf b;
     gp_buf_init(&b, 0);
     CHECK_INT(gp_labels_encode(l, 2, &b), GP_OK);
@@ -198,13 +198,13 @@ static void test_template(void)
 
 /* Appends 5 samples v, 10 s apart and ending at end, to the series of
  * the nl labels l (canonical order). */
-static void put5(struct gp_storage *st, struct gp_rw_label *l, size_t nl, const double *v, int64_t end)
+static void put5(struct gp_storage *st, struct gp_label *l, size_t nl, const double *v, int64_t end)
 {
-    struct gp_rw_sample s[5];
+    struct gp_sample s[5];
     for (int i = 0; i < 5; i++)
-        s[i] = (struct gp_rw_sample){v[i], end - (4 - i) * 10000};
-    struct gp_rw_series se = {l, nl, s, 5};
-    struct gp_rw_request rq = {&se, 1, nl, 5, NULL};
+        s[i] = (struct gp_sample){v[i], end - (4 - i) * 10000};
+    struct gp_series se = {l, nl, s, 5};
+    struct gp_batch rq = {&se, 1, nl, 5, NULL};
     struct gp_append_result res;
     char err[256];
     CHECK_INT(gp_storage_append(st, &rq, &res, err, sizeof err), GP_OK);
@@ -215,7 +215,7 @@ static void put5(struct gp_storage *st, struct gp_rw_label *l, size_t nl, const 
 static void put_temp(struct gp_storage *st, const char *gpu, const char *model, const double *v,
                      int64_t end)
 {
-    struct gp_rw_label l[5] = {{{"Hostname", 8}, {"n1", 2}},
+    struct gp_label l[5] = {{{"Hostname", 8}, {"n1", 2}},
                                {{"__name__", 8}, {"DCGM_FI_DEV_GPU_TEMP", 20}},
                                {{"gpu", 3}, {gpu, strlen(gpu)}},
                                {{"job", 3}, {"train", 5}},
@@ -252,7 +252,7 @@ static int refuse(void *ctx, const struct gp_rule_obs *ro)
 /* A counter{Hostname=n1,gpu=9} 10, 20, reset to 5, 15, 25, 10 s apart, ending at end. */
 static void put_counter(struct gp_storage *st, int64_t end)
 {
-    struct gp_rw_label l[3] = {{{"Hostname", 8}, {"n1", 2}},
+    struct gp_label l[3] = {{{"Hostname", 8}, {"n1", 2}},
                                {{"__name__", 8}, {"energy_total", 12}},
                                {{"gpu", 3}, {"9", 1}}};
     put5(st, l, 3, (double[]){10, 20, 5, 15, 25}, end);

@@ -197,7 +197,7 @@ static bool is_null(json_t *o, const char *path)
 
 static void test_history_totals(void)
 {
-    struct gp_history_options o = {JOB, "python train.py", 1.0, 2.0};
+    struct gp_history_options o = {JOB, "python train.py", 1.0, 2.0, 0};
     struct gp_history *h = gp_history_new(&o);
     CHECK(h);
     struct gp_frame f;
@@ -268,7 +268,7 @@ static void test_history_totals(void)
 
 static void test_history_empty_is_null(void)
 {
-    struct gp_history_options o = {JOB, "true", 1.0, 0};
+    struct gp_history_options o = {JOB, "true", 1.0, 0, 0};
     struct gp_history *h = gp_history_new(&o);
     CHECK(h);
     gp_history_finish(h, 1.0, 9, NULL); /* SIGKILL */
@@ -294,7 +294,7 @@ static void test_history_empty_is_null(void)
  * peak, activity its mean. */
 static void test_history_downsamples(void)
 {
-    struct gp_history_options o = {JOB, "x", 1.0, 0};
+    struct gp_history_options o = {JOB, "x", 1.0, 0, 0};
     struct gp_history *h = gp_history_new(&o);
     struct gp_frame f;
     gp_frame_init(&f);
@@ -328,7 +328,7 @@ static void test_history_downsamples(void)
 
 static void test_history_status_line(void)
 {
-    struct gp_history_options o = {JOB, "x", 1.0, 0};
+    struct gp_history_options o = {JOB, "x", 1.0, 0, 0};
     struct gp_history *h = gp_history_new(&o);
     struct gp_frame f;
     gp_frame_init(&f);

@@ -17,20 +17,20 @@
 /* Builds a blob from "name=value" pairs (any order); caller frees *blob. */
 static size_t blob_of(uint8_t **blob, size_t n, const char *const *kv)
 {
-    struct gp_rw_label l[16];
+    struct gp_label l[16];
     CHECK(n <= 16);
     for (size_t i = 0; i < n; i++) {
         const char *eq = strchr(kv[i], '=');
-        l[i].name = (struct gp_rw_str){kv[i], (size_t)(eq - kv[i])};
-        l[i].value = (struct gp_rw_str){eq + 1, strlen(eq + 1)};
+        l[i].name = (struct gp_str){kv[i], (size_t)(eq - kv[i])};
+        l[i].value = (struct gp_str){eq + 1, strlen(eq + 1)};
     }
     for (size_t i = 1; i < n; i++) /* insertion sort by name */
         for (size_t j = i; j > 0; j--) {
-            const struct gp_rw_str *a = &l[j - 1].name, *b = &l[j].name;
+            const struct gp_str *a = &l[j - 1].name, *b = &l[j].name;
             int c = memcmp(a->ptr, b->ptr, a->len < b->len ? a->len : b->len);
             if (c < 0 || (c == 0 && a->len <= b->len))
                 break;
-            struct gp_rw_label t = l[j];
+            struct gp_label t = l[j];
             l[j] = l[j - 1];
             l[j - 1] = t;
         }
@@ -89,7 +89,7 @@ static void test_add_find_labels(void)
     size_t len;
     const uint8_t *l = gp_sindex_labels(x, 2, &len);
     CHECK(l != NULL);
-    struct gp_rw_str v;
+    struct gp_str v;
     CHECK_INT(gp_labels_get(l, len, "instance", &v), 1);
     CHECK_INT(v.len, 2);
     CHECK(memcmp(v.ptr, "n2", 2) == 0);
@@ -167,11 +167,11 @@ static void test_many_labels(void)
 {
     struct gp_sindex *x;
     CHECK_INT(gp_sindex_new(&x), GP_OK);
-    struct gp_rw_label l[150];
+    struct gp_label l[150];
     char names[150][16];
     for (int i = 0; i < 150; i++) {
         snprintf(names[i], sizeof names[i], "l%03u", (unsigned)i);
-        l[i] = (struct gp_rw_label){{names[i], 4}, {names[i] + 1, 3}};
+        l[i] = (struct gp_label){{names[i], 4}, {names[i] + 1, 3}};
     }
     struct gp_buf b;
     gp_buf_init(&b, 0);
@@ -442,7 +442,7 @@ static void rand_matcher(uint64_t *s, struct gp_matcher *m)
 static int brute_match(const uint8_t *blob, size_t len, const struct gp_matcher *m, size_t nm)
 {
     for (size_t i = 0; i < nm; i++) {
-        struct gp_rw_str v;
+        struct gp_str v;
         gp_labels_get(blob, len, m[i].name, &v);
         if (!gp_matcher_matches(&m[i], v.ptr, v.len))
             return 0;
@@ -460,7 +460,7 @@ static void brute_names(const struct gp_sindex *x, const uint32_t *ids, size_t n
         for (size_t i = 0; i < n && !any; i++) {
             size_t len;
             const uint8_t *b = gp_sindex_labels(x, ids[i], &len);
-            struct gp_rw_str v;
+            struct gp_str v;
             any = gp_labels_get(b, len, pnames[k], &v);
         }
         if (any)
@@ -560,7 +560,7 @@ static void test_select_matches_brute_force(void)
                 for (size_t i = 0; i < ng && !any; i++) {
                     size_t len;
                     const uint8_t *bl = gp_sindex_labels(x, got[i], &len);
-                    struct gp_rw_str val;
+                    struct gp_str val;
                     any = gp_labels_get(bl, len, pnames[k], &val) == 1 &&
                           val.len == strlen(cand[t]) && memcmp(val.ptr, cand[t], val.len) == 0;
                 }

@@ -42,16 +42,78 @@ static int64_t now_ms(void)
 static void body_of(struct gp_buf *out, const char *name, const char *gpu, const int64_t *t,
                     const double *v, size_t n)
 {
-    struct gp_rw_label l[2] = {{{"__name__", 8}, {name, strlen(name)}}, {{"gpu", 3}, {gpu, strlen(gpu)}}};
-    struct gp_rw_sample smp[8];
+    struct gp_label l[2] = {{{"__name__", 8}, {name, strlen(name)}}, {{"gpu", 3}, {gpu, strlen(gpu)}}};
+    struct gp_sample smp[8];
     for (size_t i = 0; i < n; i++)
-        smp[i] = (struct gp_rw_sample){v[i], t[i]};
-    struct gp_rw_series se = {l, 2, smp, n};
-    struct gp_rw_request rq = {&se, 1, 2, n, NULL};
+        smp[i] = (struct gp_sample){v[i], t[i]};
+    struct gp_series se = {l, 2, smp, n};
+    struct gp_batch rq = {&se, 1, 2, n, NULL};
     struct gp_buf scratch;
     gp_buf_init(&scratch, 0);
     CHECK_INT(gp_rw_encode(&rq, out, &scratch), GP_OK);
     gp_buf_free(&scratch);
+}
+
+/* `gpulse up`'s batches: no snappy, no protobuf, the same answers,
+ * limits and counters as the write. */
+static void test_in_process_append(void)
+{
+    struct gp_server *s = start();
+    char msg[512];
+    int64_t t0 = now_ms();
+    struct gp_label l[2] = {{{"__name__", 8}, {"unit_probe", 10}}, {{"gpu", 3}, {"0", 1}}};
+    struct gp_sample smp[3] = {{1, t0}, {2, t0 + 1000}, {3, t0 + 2000}};
+    struct gp_series se = {l, 2, smp, 3};
+    struct gp_batch rq = {&se, 1, 2, 3, NULL};
+    CHECK_INT(gp_server_append(s, &rq, msg, sizeof msg), 204);
+    CHECK_STR(msg, "");
+    CHECK_INT(gp_server_append(s, &rq, msg, sizeof msg), 204); /* duplicates */
+    /* An older sample and a conflicting one: 400 with both reasons. */
+    struct gp_sample bad[2] = {{9, t0 - 5000}, {4, t0 + 2000}};
+    se.samples = bad;
+    se.nsamples = rq.nsamples_total = 2;
+    CHECK_INT(gp_server_append(s, &rq, msg, sizeof msg), 400);
+    CHECK_CONTAINS(msg, "rejected 2 of 2 samples");
+    CHECK_CONTAINS(msg, "1 out of order");
+    /* Not in canonical form, or a value the protocol refuses: 400 as a body's decode gives. */
+    se.samples = smp;
+    se.nsamples = 1;
+    struct gp_label unsorted[2] = {l[1], l[0]};
+    se.labels = unsorted;
+    CHECK_INT(gp_server_append(s, &rq, msg, sizeof msg), 400);
+    CHECK_CONTAINS(msg, "labels not sorted by name");
+    struct gp_label badutf[2] = {l[0], {{"gpu", 3}, {"\xff", 1}}};
+    se.labels = badutf;
+    CHECK_INT(gp_server_append(s, &rq, msg, sizeof msg), 400);
+    CHECK_CONTAINS(msg, "UTF-8");
+    struct gp_label empty[2] = {l[0], {{"gpu", 3}, {"", 0}}};
+    se.labels = empty;
+    CHECK_INT(gp_server_append(s, &rq, msg, sizeof msg), 400);
+    CHECK_CONTAINS(msg, "empty label value");
+    /* Over max_uncompressed as remote write, and the in-flight budget spent. */
+    se.labels = l;
+    uint64_t max = s->cfg.max_uncompressed;
+    s->cfg.max_uncompressed = 10;
+    CHECK_INT(gp_server_append(s, &rq, msg, sizeof msg), 413);
+    CHECK_CONTAINS(msg, "over the limit of 10 bytes");
+    s->cfg.max_uncompressed = max;
+    uint64_t all = s->cfg.max_inflight_bytes;
+    CHECK(gp_srv_reserve(s, all));
+    CHECK_INT(gp_server_append(s, &rq, msg, sizeof msg), 429);
+    gp_srv_release(s, all);
+    struct gp_buf m;
+    gp_buf_init(&m, 0);
+    CHECK_INT(gp_server_render_metrics(s, &m), GP_OK);
+    CHECK_CONTAINS(m.data, "\ngpulse_server_samples_ingested_total 3\n");
+    CHECK_CONTAINS(m.data, "\ngpulse_server_samples_duplicate_total 3\n");
+    CHECK_CONTAINS(m.data, "gpulse_server_samples_rejected_total{reason=\"out_of_order\"} 1\n");
+    CHECK_CONTAINS(m.data, "gpulse_server_write_requests_refused_total{reason=\"malformed\"} 3\n");
+    CHECK_CONTAINS(m.data, "gpulse_server_write_requests_refused_total{reason=\"too_large\"} 1\n");
+    CHECK_CONTAINS(m.data, "gpulse_server_write_requests_refused_total{reason=\"overloaded\"} 1\n");
+    CHECK_CONTAINS(m.data, "gpulse_server_http_requests_total{handler=\"write\",code=\"204\"} 2\n");
+    CHECK_CONTAINS(m.data, "gpulse_server_inflight_bytes 0\n");
+    gp_buf_free(&m);
+    gp_server_stop(s);
 }
 
 static void test_in_process_write(void)
@@ -307,6 +369,7 @@ static void test_start_errors(void)
 
 const struct gp_test gp_tests_server_api[] = {
     {"in_process_write", test_in_process_write},
+    {"in_process_append", test_in_process_append},
     {"api_parameters", test_api_parameters},
     {"metrics_hook", test_metrics_hook},
     {"start_errors", test_start_errors},

@@ -134,7 +134,7 @@ static void fill(struct gp_storage *st, int64_t now_ms)
     double now = (double)(now_ms / 1000), tr[2] = {now - 10, now};
     rw_batch_add(&b, "gpulse_job_info", "job=run-1;rank=0;Hostname=n2;scheme=gpulse_run", tr, one, 2);
     rw_batch_add(&b, "gpulse_job_info", "job=" ODD ";rank=0;Hostname=n2", tr, one, 2);
-    struct gp_rw_request rq = rw_batch_request(&b);
+    struct gp_batch rq = rw_batch_request(&b);
     struct gp_append_result res;
     char err[256];
     CHECK_INT(gp_storage_append(st, &rq, &res, err, sizeof err), GP_OK);
@@ -669,26 +669,26 @@ static void test_scan_cost(void)
     enum { JOBS = 5000 };
     struct gp_storage *st = sopen_tmp();
     int64_t now = gp_wall_ms();
-    struct gp_rw_series *se = calloc(2 * JOBS, sizeof *se);
-    struct gp_rw_label *l = calloc(2 * JOBS * 4, sizeof *l);
-    struct gp_rw_sample *smp = calloc(2 * JOBS, sizeof *smp);
+    struct gp_series *se = calloc(2 * JOBS, sizeof *se);
+    struct gp_label *l = calloc(2 * JOBS * 4, sizeof *l);
+    struct gp_sample *smp = calloc(2 * JOBS, sizeof *smp);
     char (*id)[16] = calloc(JOBS, sizeof *id);
     CHECK(se && l && smp && id);
     for (size_t i = 0; i < JOBS; i++) {
         snprintf(id[i], sizeof id[i], "job-%05zu", i);
         for (size_t k = 0; k < 2; k++) {
             size_t x = 2 * i + k;
-            struct gp_rw_label *ll = &l[x * 4];
+            struct gp_label *ll = &l[x * 4];
             const char *name = k ? "gpulse_job_start_time_seconds" : "gpulse_job_info";
-            ll[0] = (struct gp_rw_label){{"Hostname", 8}, {"node-1", 6}};
-            ll[1] = (struct gp_rw_label){{"__name__", 8}, {name, strlen(name)}};
-            ll[2] = (struct gp_rw_label){{"job", 3}, {id[i], strlen(id[i])}};
-            ll[3] = (struct gp_rw_label){{"rank", 4}, {"0", 1}};
-            smp[x] = (struct gp_rw_sample){k ? (double)(now / 1000 - 60) : 1, now};
-            se[x] = (struct gp_rw_series){ll, 4, &smp[x], 1};
+            ll[0] = (struct gp_label){{"Hostname", 8}, {"node-1", 6}};
+            ll[1] = (struct gp_label){{"__name__", 8}, {name, strlen(name)}};
+            ll[2] = (struct gp_label){{"job", 3}, {id[i], strlen(id[i])}};
+            ll[3] = (struct gp_label){{"rank", 4}, {"0", 1}};
+            smp[x] = (struct gp_sample){k ? (double)(now / 1000 - 60) : 1, now};
+            se[x] = (struct gp_series){ll, 4, &smp[x], 1};
         }
     }
-    struct gp_rw_request rq = {se, 2 * JOBS, 2 * JOBS * 4, 2 * JOBS, NULL};
+    struct gp_batch rq = {se, 2 * JOBS, 2 * JOBS * 4, 2 * JOBS, NULL};
     struct gp_append_result res;
     char err[256];
     CHECK_INT(gp_storage_append(st, &rq, &res, err, sizeof err), GP_OK);

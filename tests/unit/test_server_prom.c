@@ -17,15 +17,15 @@
 static void put(struct gp_server *s, const char *name, const char *label, const char *value, double v,
                 int64_t t)
 {
-    struct gp_rw_label l[2] = {{{"__name__", 8}, {name, strlen(name)}},
+    struct gp_label l[2] = {{{"__name__", 8}, {name, strlen(name)}},
                                {{label, strlen(label)}, {value, strlen(value)}}};
     if (strcmp(label, "__name__") < 0) { /* labels sorted by name */
-        struct gp_rw_label x = l[0];
+        struct gp_label x = l[0];
         l[0] = l[1];
         l[1] = x;
     }
-    struct gp_rw_sample smp = {v, t};
-    struct gp_rw_series se = {l, 2, &smp, 1};
+    struct gp_sample smp = {v, t};
+    struct gp_series se = {l, 2, &smp, 1};
     srv_write(s, &se, 1);
 }
 

@@ -33,16 +33,16 @@
 static void body_of(struct gp_buf *out, const char *name, const char *const *gpu, const int64_t *t,
                     size_t n)
 {
-    struct gp_rw_label l[4][2];
-    struct gp_rw_sample smp[4];
-    struct gp_rw_series se[4];
+    struct gp_label l[4][2];
+    struct gp_sample smp[4];
+    struct gp_series se[4];
     for (size_t i = 0; i < n; i++) {
-        l[i][0] = (struct gp_rw_label){{"__name__", 8}, {name, strlen(name)}};
-        l[i][1] = (struct gp_rw_label){{"gpu", 3}, {gpu[i], strlen(gpu[i])}};
-        smp[i] = (struct gp_rw_sample){1.5, t[i]};
-        se[i] = (struct gp_rw_series){l[i], 2, &smp[i], 1};
+        l[i][0] = (struct gp_label){{"__name__", 8}, {name, strlen(name)}};
+        l[i][1] = (struct gp_label){{"gpu", 3}, {gpu[i], strlen(gpu[i])}};
+        smp[i] = (struct gp_sample){1.5, t[i]};
+        se[i] = (struct gp_series){l[i], 2, &smp[i], 1};
     }
-    struct gp_rw_request rq = {se, n, 2 * n, n, NULL};
+    struct gp_batch rq = {se, n, 2 * n, n, NULL};
     struct gp_buf scratch;
     gp_buf_init(&scratch, 0);
     CHECK_INT(gp_rw_encode(&rq, out, &scratch), GP_OK);

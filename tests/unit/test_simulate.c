@@ -385,9 +385,9 @@ static void test_behaviours(void)
         gp_frame_init(&f);
         double starv_sm = 0, comp_sm = 0, starv_min = 100, starv_max = 0;
         double starv_pmin = 1e9, starv_pmax = 0, starv_rx_idle = 0, starv_rx_busy = 0;
-        unsigned leak_up = 0, leak_drops = 0, nstarv_idle = 0, nstarv_busy = 0, comp_busy = 0;
+        unsigned leak_stairs = 0, leak_frees = 0, leak_drops = 0, comp_moves = 0, nstarv_idle = 0, nstarv_busy = 0, comp_busy = 0;
         unsigned thr_capped = 0, ecc_seen = 0;
-        double last_leak = -1;
+        double last_leak = -1, first_leak = -1, last_comp = -1, comp_jitter = 0;
         const int ticks = 600;
         sample_at(st, &f, T0_MS); /* the simulation's clock starts at its first tick */
         for (int i = 0; i < ticks; i++) {
@@ -405,6 +405,17 @@ static void test_behaviours(void)
             CHECK(c->val[GPF_SM_CLOCK] * 1e6 == c->val[GPF_SM_CLOCK_MAX]);
             CHECK((c->clock_events & ~0x1ull) == 0);
             comp_sm += c->val[GPF_PROF_SM_ACTIVE];
+            /* allocator noise: a healthy rank's allocated bytes move a little
+             * between samples, and no more than the noise */
+            double cm = -1;
+            for (unsigned k = 0; k < f.nsteps; k++)
+                if (f.steps[k].nalloc && f.steps[k].alloc[0].device == (int32_t)comp)
+                    cm = (double)f.steps[k].alloc[0].allocated;
+            if (last_comp >= 0 && cm >= 0) {
+                comp_moves += cm != last_comp;
+                comp_jitter = fmax(comp_jitter, fabs(cm - last_comp));
+            }
+            last_comp = cm;
             /* data-starved */
             starv_sm += s->val[GPF_PROF_SM_ACTIVE];
             starv_min = fmin(starv_min, s->val[GPF_GPU_UTIL]);
@@ -421,10 +432,14 @@ static void test_behaviours(void)
             /* leaking */
             double lm = l->val[GPF_MEMORY_USED];
             if (last_leak >= 0) {
-                if (lm > last_leak)
-                    leak_up++;
+                if (lm > last_leak + 100 * MIB)
+                    leak_stairs++;
                 else if (lm < 0.8 * last_leak)
                     leak_drops++;
+                else if (lm < last_leak - 100 * MIB)
+                    leak_frees++;
+            } else {
+                first_leak = lm;
             }
             last_leak = lm;
             CHECK(mem_ratio(l) <= 0.995);
@@ -466,8 +481,14 @@ static void test_behaviours(void)
         CHECK(starv_pmax > 2 * starv_pmin);
         CHECK(nstarv_idle > 0 && nstarv_busy > 0);
         CHECK(starv_rx_idle / nstarv_idle > 5 * (starv_rx_busy / nstarv_busy));
-        CHECK(leak_up >= (unsigned)ticks * 9 / 10);
+        /* a stepwise leak: a stair every 20 s, a partial free between */
+        CHECK(leak_stairs >= 28 && leak_stairs <= 31);
+        CHECK(leak_frees >= 28 && leak_frees <= 31);
+        CHECK(last_leak - first_leak > 0.2 * f.gpus[leak].val[GPF_MEMORY_TOTAL]);
         CHECK_INT(leak_drops, 0); /* 10 minutes: it grows all along, OOM comes later */
+        CHECK(comp_moves > (unsigned)ticks / 2);
+        if (!(comp_jitter > 5 * MIB && comp_jitter <= 20 * MIB))
+            gp_test_fail(__FILE__, __LINE__, "healthy allocator jitter %.1f MiB", comp_jitter / MIB);
         CHECK(thr_capped > (unsigned)ticks * 7 / 10);
         CHECK(ecc_seen > (unsigned)ticks * 8 / 10);
         /* the straggler's thermal violation counter keeps growing */

@@ -163,6 +163,31 @@ static void test_totals_pid_and_socket_mode(void)
     gp_frame_free(&f);
 }
 
+/* Phase records sum per phase (docs/jobs.md "The step protocol"). */
+static void test_phases_summed_by_phase(void)
+{
+    const char *path = sock_path("phases.sock");
+    void *st = open_at(path, NULL);
+    send_text(path, "phase seq=1 name=checkpoint_load dur=2\n"
+                    "step seq=2 n=1 dur=0.5\n"
+                    "phase seq=3 name=eval dur=1.5\n"
+                    "phase seq=4 name=checkpoint dur=0.25\n"
+                    "phase seq=5 name=compile dur=3\n"
+                    "phase seq=6 name=validation dur=0.5\n");
+    struct gp_frame f;
+    gp_frame_init(&f);
+    sample_until_records(st, &f, 6);
+    const struct gp_step_stats *s = find_pid(&f, (uint32_t)getpid());
+    CHECK(s != NULL && s->phase_valid);
+    CHECK_DBL(s->phase_seconds_total[GP_STEPS_PHASE_CHECKPOINT], 2.25, 1e-12);
+    CHECK_DBL(s->phase_seconds_total[GP_STEPS_PHASE_EVALUATION], 2, 1e-12);
+    CHECK_DBL(s->phase_seconds_total[GP_STEPS_PHASE_OTHER], 3, 1e-12);
+    CHECK_INT(s->steps_total, 1);
+    CHECK_DBL(s->step_seconds_total, 0.5, 1e-12); /* phases are not step time */
+    gp_source_steps.close(st);
+    gp_frame_free(&f);
+}
+
 static void test_loss_from_gaps_and_lost_never_twice(void)
 {
     const char *path = sock_path("s.sock");
@@ -250,15 +275,22 @@ static double now_s(void)
     return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
-/* Nobody reads: the client must neither block nor lose count. */
-static void test_full_queue_does_not_block_the_client(void)
+/* A socket bound at leaf that the client sends to (GPULSE_STEPS_SOCKET). */
+static int client_receiver(const char *leaf)
 {
-    const char *path = sock_path("dead.sock");
+    const char *path = sock_path(leaf);
     int rfd = socket(AF_UNIX, SOCK_DGRAM, 0);
     struct sockaddr_un a = {.sun_family = AF_UNIX};
     snprintf(a.sun_path, sizeof a.sun_path, "%s", path);
     CHECK_INT(bind(rfd, (struct sockaddr *)&a, sizeof a), 0);
     setenv("GPULSE_STEPS_SOCKET", path, 1);
+    return rfd;
+}
+
+/* Nobody reads: the client must neither block nor lose count. */
+static void test_full_queue_does_not_block_the_client(void)
+{
+    int rfd = client_receiver("dead.sock");
     struct gpulse_steps g;
     CHECK_INT(gpulse_steps_open(&g), 0);
     CHECK_INT(g.ndest, 1);
@@ -305,12 +337,7 @@ static double field(const char *line, const char *key)
  * first step has no wait; a wait given is sent as given. */
 static void test_client_measures_wait(void)
 {
-    const char *path = sock_path("wait.sock");
-    int rfd = socket(AF_UNIX, SOCK_DGRAM, 0);
-    struct sockaddr_un a = {.sun_family = AF_UNIX};
-    snprintf(a.sun_path, sizeof a.sun_path, "%s", path);
-    CHECK_INT(bind(rfd, (struct sockaddr *)&a, sizeof a), 0);
-    setenv("GPULSE_STEPS_SOCKET", path, 1);
+    int rfd = client_receiver("wait.sock");
     struct gpulse_steps g;
     CHECK_INT(gpulse_steps_open(&g), 0);
     struct timespec loader = {0, 50000000}; /* 50 ms for the next batch */
@@ -333,6 +360,57 @@ static void test_client_measures_wait(void)
     CHECK_DBL(dur[1], 0.01 + wait[1], 1e-6);
     CHECK_DBL(wait[2], 0.005, 1e-12); /* given: sent as given, dur as given */
     CHECK_DBL(dur[2], 0.01, 1e-12);
+    gpulse_close(&g);
+    close(rfd);
+}
+
+struct phase_got {
+    unsigned n;
+    struct gp_steps_record r[4];
+};
+
+static void phase_collect(void *ctx, const struct gp_steps_record *r)
+{
+    struct phase_got *g = ctx;
+    if (g->n < 4)
+        g->r[g->n++] = *r;
+}
+
+/* gpulse_phase: a record the parser takes (name, dur, t), a name the
+ * protocol would refuse is not sent, and a phase between two steps is not
+ * counted in the next step's data wait. */
+static void test_client_phase(void)
+{
+    int rfd = client_receiver("phase.sock");
+    struct gpulse_steps g;
+    CHECK_INT(gpulse_steps_open(&g), 0);
+    char buf[GP_STEPS_DGRAM_MAX];
+    gpulse_step(&g, 1, 0.01, 1, GPULSE_UNSET, GPULSE_UNSET, GPULSE_UNSET);
+    gpulse_flush(&g);
+    CHECK(recv(rfd, buf, sizeof buf, 0) > 0);
+    struct timespec ckpt = {0, 60000000}; /* a 60 ms checkpoint */
+    nanosleep(&ckpt, NULL);
+    gpulse_phase(&g, "checkpoint", 0.06);
+    gpulse_phase(&g, "Bad-Name", 1);  /* not sent */
+    gpulse_phase(&g, "eval", -1);     /* not sent */
+    gpulse_step(&g, 2, 0.01, 1, GPULSE_UNSET, GPULSE_UNSET, GPULSE_UNSET);
+    gpulse_flush(&g);
+    /* the phase went at once (20 ms since the last send), the step after */
+    struct phase_got got = {0};
+    unsigned bad = 0;
+    for (int i = 0; i < 2 && got.n < 2; i++) {
+        ssize_t n = recv(rfd, buf, sizeof buf, 0);
+        CHECK(n > 0);
+        gp_steps_parse(buf, (size_t)n, phase_collect, &got, &bad);
+    }
+    CHECK_INT(got.n, 2);
+    CHECK_INT(bad, 0);
+    CHECK_INT(got.r[0].kind, GP_STEPS_PHASE);
+    CHECK_STR(got.r[0].name, "checkpoint");
+    CHECK_DBL(got.r[0].dur, 0.06, 1e-9);
+    CHECK(got.r[0].has & GP_SK_T);
+    CHECK_INT(got.r[1].kind, GP_STEPS_STEP);
+    CHECK(got.r[1].wait < 0.03); /* the 60 ms are the phase's, not the loader's */
     gpulse_close(&g);
     close(rfd);
 }
@@ -467,6 +545,8 @@ const struct gp_test gp_tests_steps[] = {
     {"leftover_replaced_live_kept", test_leftover_replaced_live_kept},
     {"full_queue_does_not_block_the_client", test_full_queue_does_not_block_the_client},
     {"client_measures_wait", test_client_measures_wait},
+    {"client_phase", test_client_phase},
+    {"phases_summed_by_phase", test_phases_summed_by_phase},
     {"burst_everything_accounted", test_burst_everything_accounted},
     {"eviction_of_gone_and_ended_senders", test_eviction_of_gone_and_ended_senders},
     {"observer_sees_every_good_record", test_observer_sees_every_good_record},

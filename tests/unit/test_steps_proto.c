@@ -6,6 +6,7 @@
 #include "sources/steps_proto.h"
 #include "test.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -115,6 +116,17 @@ static void test_malformed_records_are_dropped_the_rest_kept(void)
         "5tep dur=1",
         "step dur=1 \x01",
         "step\x7f dur=1",
+        "phase dur=1",                         /* name is required */
+        "phase name=checkpoint",               /* dur is required */
+        "phase name= dur=1",
+        "phase name=Checkpoint dur=1",         /* not [a-z_][a-z0-9_]* */
+        "phase name=9lives dur=1",
+        "phase name=check-point dur=1",
+        "phase name=abcdefghijklmnopqrstuvwxyz0123456 dur=1", /* 33 bytes */
+        "phase name=eval name=eval dur=1",     /* duplicated key */
+        "phase name=eval dur=-0.5",
+        "phase name=eval dur=1 t=-1",
+        "phase name=eval dur=nan",
     };
     for (size_t i = 0; i < sizeof bad_lines / sizeof bad_lines[0]; i++) {
         char text[256];
@@ -168,6 +180,29 @@ static void test_wait_is_part_of_the_step(void)
     CHECK_INT(bad, 0);
 }
 
+/* A phase: its name, length and end; keys of other kinds are skipped. */
+static void test_phase(void)
+{
+    struct got g;
+    unsigned bad;
+    CHECK_INT(parse("phase seq=5 name=checkpoint dur=1.25 t=1763912350.5 n=3 job=x\n"
+                    "phase seq=6 name=abcdefghijklmnopqrstuvwxyz012345 dur=0\n",
+                    &g, &bad),
+              2);
+    CHECK_INT(bad, 0);
+    CHECK_INT(g.r[0].kind, GP_STEPS_PHASE);
+    CHECK_INT(g.r[0].seq, 5);
+    CHECK_STR(g.r[0].name, "checkpoint");
+    CHECK_DBL(g.r[0].dur, 1.25, 1e-12);
+    CHECK_DBL(g.r[0].t, 1763912350.5, 1e-6);
+    CHECK(!(g.r[0].has & (GP_SK_N | GP_SK_JOB)));
+    CHECK_STR(g.r[1].name, "abcdefghijklmnopqrstuvwxyz012345");
+    CHECK(!(g.r[1].has & GP_SK_T));
+    /* name is a phase's key only */
+    CHECK_INT(parse("step dur=1 name=x\n", &g, &bad), 1);
+    CHECK(!(g.r[0].has & GP_SK_NAME) && g.r[0].name[0] == '\0');
+}
+
 static void test_unknown_keys_and_kinds(void)
 {
     struct got g;
@@ -204,6 +239,67 @@ static void test_blank_lines_crlf_and_no_final_newline(void)
     CHECK_INT(bad, 1);
 }
 
+/* The model record (MFU): FLOPs per token or sample, or parameters read
+ * as 6·N per token for training and 2·N for inference. */
+static void test_model_record(void)
+{
+    struct got g;
+    unsigned bad;
+    CHECK_INT(parse("model seq=1 params=7e9 mode=train precision=bf16\n"
+                    "model seq=2 params=7000000000 mode=infer precision=fp8\n"
+                    "model flops_token=4.2e10 params=7e9 precision=tf32\n"
+                    "model flops_sample=123456.5 precision=fp32\n",
+                    &g, &bad),
+              4);
+    CHECK_INT(bad, 0);
+    CHECK_INT(g.r[0].kind, GP_STEPS_MODEL);
+    CHECK_DBL(g.r[0].params, 7e9, 0);
+    CHECK_INT(g.r[0].precision, GP_PREC_BF16);
+    CHECK(!g.r[0].infer);
+    CHECK_DBL(gp_steps_flops_per_token(&g.r[0]), 6 * 7e9, 0);
+    CHECK(g.r[1].infer);
+    CHECK_INT(g.r[1].precision, GP_PREC_FP8);
+    CHECK_DBL(gp_steps_flops_per_token(&g.r[1]), 2 * 7e9, 0);
+    /* a declared figure wins over the parameter count */
+    CHECK_DBL(gp_steps_flops_per_token(&g.r[2]), 4.2e10, 0);
+    CHECK_INT(g.r[2].precision, GP_PREC_TF32);
+    CHECK(g.r[3].has & GP_SK_FLOPS_SAMPLE);
+    CHECK_DBL(g.r[3].flops_sample, 123456.5, 0);
+    CHECK(isnan(gp_steps_flops_per_token(&g.r[3])));
+    /* model keys mean nothing on other kinds: skipped there */
+    CHECK_INT(parse("step dur=1 params=5 precision=bf17\n", &g, &bad), 1);
+    CHECK_INT(bad, 0);
+    CHECK(!(g.r[0].has & (GP_SK_PARAMS | GP_SK_PRECISION)));
+
+    static const char *const bad_lines[] = {
+        "model params=7e9",                           /* precision is required */
+        "model precision=bf16",                       /* and a figure */
+        "model mode=train precision=bf16",
+        "model params=7e9 precision=BF16",            /* names are lowercase */
+        "model params=7e9 precision=bf17",
+        "model params=7e9 precision=",
+        "model params=0 precision=bf16",              /* figures are > 0 */
+        "model params=-7e9 precision=bf16",
+        "model params=1e308 precision=bf16",          /* 6·N would overflow */
+        "model flops_token=0 precision=bf16",
+        "model flops_sample=nan precision=bf16",
+        "model flops_token=inf precision=bf16",
+        "model flops_token=1e999 precision=bf16",
+        "model params=7e9 mode=training precision=bf16",
+        "model params=7e9 mode= precision=bf16",
+        "model params=1 params=2 precision=bf16",      /* duplicated key */
+        "model params=7e9 precision=bf16 precision=fp8",
+    };
+    for (size_t i = 0; i < sizeof bad_lines / sizeof bad_lines[0]; i++) {
+        char text[256];
+        snprintf(text, sizeof text, "step seq=1 dur=1\n%s\nstep seq=3 dur=2\n", bad_lines[i]);
+        unsigned good = parse(text, &g, &bad);
+        if (good != 2 || bad != 1)
+            gp_test_fail(__FILE__, __LINE__, "line %zu \"%s\": %u good, %u malformed", i,
+                         bad_lines[i], good, bad);
+    }
+}
+
 static void test_oversized_datagram(void)
 {
     size_t len = GP_STEPS_DGRAM_MAX + 1;
@@ -224,10 +320,12 @@ static void test_oversized_datagram(void)
 const struct gp_test gp_tests_steps_proto[] = {
     {"the_documented_example", test_the_documented_example},
     {"malformed_records_are_dropped_the_rest_kept", test_malformed_records_are_dropped_the_rest_kept},
+    {"phase", test_phase},
     {"numbers_and_limits", test_numbers_and_limits},
     {"wait_is_part_of_the_step", test_wait_is_part_of_the_step},
     {"unknown_keys_and_kinds", test_unknown_keys_and_kinds},
     {"blank_lines_crlf_and_no_final_newline", test_blank_lines_crlf_and_no_final_newline},
     {"oversized_datagram", test_oversized_datagram},
+    {"model_record", test_model_record},
     {0},
 };

@@ -34,7 +34,7 @@ static const char MATRIX[] =
 
 static int has_label(const struct gp_promapi_series *s, const char *name, const char *value)
 {
-    struct gp_rw_str v;
+    struct gp_str v;
     return gp_labels_get(s->labels, s->labels_len, name, &v) == 1 && v.len == strlen(value) &&
            !memcmp(v.ptr, value, v.len);
 }
@@ -47,7 +47,7 @@ static void test_matrix_parses(void)
     CHECK_INT((int)r.n, 2);
     CHECK_INT((int)r.nsamples, 5);
     CHECK(has_label(&r.s[0], "__name__", "util") && has_label(&r.s[0], "gpu", "1"));
-    struct gp_rw_str v;
+    struct gp_str v;
     CHECK_INT(gp_labels_get(r.s[0].labels, r.s[0].labels_len, "empty", &v), 0); /* empty: absent */
     CHECK_INT(gp_labels_validate(r.s[0].labels, r.s[0].labels_len), GP_OK);
     CHECK_INT((int)r.s[0].n, 5);
@@ -389,7 +389,7 @@ static void test_remote_select_since(void)
     CHECK_INT((int)sel.n, 3);
     int seen = 0;
     for (size_t i = 0; i < sel.n; i++) {
-        struct gp_rw_str g;
+        struct gp_str g;
         CHECK_INT(gp_labels_get(sel.series[i].labels, sel.series[i].labels_len, "gpu", &g), 1);
         struct gp_samples x = {0};
         int q = atomic_load(&f.queries);

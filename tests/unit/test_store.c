@@ -72,7 +72,7 @@ static void test_special_values_round_trip(void)
     const char *dir = gp_test_tmpdir();
     struct gp_store *s = topen(dir, NULL);
     double vals[8] = {
-        gp_bits_f64(GP_RW_STALE_NAN_BITS),
+        gp_bits_f64(GP_STALE_NAN_BITS),
         gp_bits_f64(UINT64_C(0x7ff8000000000001)), /* a NaN with a payload */
         INFINITY,
         -INFINITY,
@@ -366,7 +366,7 @@ static void test_rollups_match_brute_force(void)
     double *sp = malloc(n * sizeof *sp);
     for (size_t j = 0; j < n; j++)
         sp[j] = j % 17 == 0   ? NAN
-                : j % 29 == 0 ? gp_bits_f64(GP_RW_STALE_NAN_BITS)
+                : j % 29 == 0 ? gp_bits_f64(GP_STALE_NAN_BITS)
                 : j == 400    ? INFINITY
                 : j == 401    ? -INFINITY
                               : (double)(j % 50) * 0.25;
@@ -501,7 +501,7 @@ static void test_select_and_labels(void)
     CHECK_INT(gp_store_select(s, m, nm, t0 + 10000, INT64_MAX, &sl), GP_OK);
     CHECK_INT(sl.n, 4);
     CHECK_INT(sl.series[0].first_ms, t0 + 50000);
-    struct gp_rw_str v;
+    struct gp_str v;
     CHECK_INT(gp_labels_get(sl.series[0].labels, sl.series[0].labels_len, "node", &v), 1);
     CHECK_INT(v.len, 2);
     CHECK(memcmp(v.ptr, "n2", 2) == 0);

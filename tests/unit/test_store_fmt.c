@@ -127,7 +127,7 @@ static void test_rollup_payload_round_trip(void)
             .t = 1700000040000LL + (i + i / 10) * 60000LL, /* a gap every ten minutes */
             .min = i * 0.5,
             .max = i == 7 ? INFINITY : 100 - i,
-            .sum = i == 9 ? gp_bits_f64(GP_RW_STALE_NAN_BITS) : i * 37.25,
+            .sum = i == 9 ? gp_bits_f64(GP_STALE_NAN_BITS) : i * 37.25,
             .count = (uint64_t)(i % 3 == 0 ? 60 : 1 + i * 1000),
         };
         CHECK_INT(gp_st_rollup_enc_add(&e, &in[i]), GP_OK);
@@ -172,11 +172,11 @@ static void test_rollup_fold(void)
     /* Stale markers are not samples; min/max skip NaN; sum and count
      * match the raw window mean (3 + -1) / 2. */
     struct gp_rollup r = {.count = 0};
-    gp_st_rollup_fold(&r, gp_bits_f64(GP_RW_STALE_NAN_BITS));
+    gp_st_rollup_fold(&r, gp_bits_f64(GP_STALE_NAN_BITS));
     CHECK_INT(r.count, 0);
     gp_st_rollup_fold(&r, 3);
     gp_st_rollup_fold(&r, -1);
-    gp_st_rollup_fold(&r, gp_bits_f64(GP_RW_STALE_NAN_BITS));
+    gp_st_rollup_fold(&r, gp_bits_f64(GP_STALE_NAN_BITS));
     CHECK_INT(r.count, 2);
     CHECK_DBL(r.min, -1, 0);
     CHECK_DBL(r.max, 3, 0);
@@ -334,7 +334,7 @@ static void test_bchunk_round_trips(void)
     CHECK(len < N); /* jitter costs 5 bits a time; the values almost nothing */
     /* Exceptions: NaN, the stale marker, infinities, -0.0, 0.1 + 0.2. */
     v[0] = NAN;
-    v[17] = gp_bits_f64(GP_RW_STALE_NAN_BITS);
+    v[17] = gp_bits_f64(GP_STALE_NAN_BITS);
     v[18] = INFINITY;
     v[500] = -INFINITY;
     v[501] = -0.0;

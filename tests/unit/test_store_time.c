@@ -32,7 +32,7 @@ static void treq_times(struct treq *r, uint32_t first, size_t n, const int64_t *
 {
     treq_build(r, first, n, 1, 0, 0, NULL);
     for (size_t i = 0; i < n; i++)
-        r->samples[i] = (struct gp_rw_sample){tvalue(first + (uint32_t)i, t[i]), t[i]};
+        r->samples[i] = (struct gp_sample){tvalue(first + (uint32_t)i, t[i]), t[i]};
 }
 
 /* Appends one sample a second for `secs` seconds from t0 to series

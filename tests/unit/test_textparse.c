@@ -17,13 +17,13 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-static int sv_eq(struct gp_rw_str a, const char *b)
+static int sv_eq(struct gp_str a, const char *b)
 {
     return a.len == strlen(b) && memcmp(a.ptr, b, a.len) == 0;
 }
 
 /* The value of label `name` in series s, or NULL (static buffer). */
-static const char *lab(const struct gp_rw_series *s, const char *name)
+static const char *lab(const struct gp_series *s, const char *name)
 {
     static char out[512];
     for (size_t i = 0; i < s->nlabels; i++)
@@ -58,7 +58,7 @@ static void test_basic_document(void)
     CHECK_INT(parse(&p, doc, err, sizeof err), GP_OK);
     CHECK_INT(p.req.nseries, 6);
     CHECK_INT(p.req.nsamples_total, 6);
-    const struct gp_rw_series *s = p.req.series;
+    const struct gp_series *s = p.req.series;
     CHECK_INT(s[0].nlabels, 1);
     CHECK(sv_eq(s[0].labels[0].name, "__name__") && sv_eq(s[0].labels[0].value, "up"));
     CHECK_DBL(s[0].samples[0].value, 1, 0);
@@ -88,7 +88,7 @@ static void test_uppercase_labels_sort_before_name(void)
     CHECK_INT(parse(&p, "DCGM_FI_DEV_GPU_TEMP{gpu=\"0\",UUID=\"GPU-1\",Hostname=\"n\",modelName=\"H\"} 41\n",
                     err, sizeof err),
               GP_OK);
-    const struct gp_rw_series *s = &p.req.series[0];
+    const struct gp_series *s = &p.req.series[0];
     const char *want[] = {"Hostname", "UUID", "__name__", "gpu", "modelName"};
     CHECK_INT(s->nlabels, 5);
     for (size_t i = 0; i < 5; i++)
@@ -447,12 +447,12 @@ static void test_agent_exposition_round_trip(void)
     gp_buf_init(&body, 0);
     gp_buf_init(&scratch, 0);
     CHECK_INT(gp_rw_encode(&p.req, &body, &scratch), GP_OK);
-    struct gp_rw_request back;
+    struct gp_batch back;
     CHECK_INT(gp_rw_decode((const uint8_t *)body.data, body.len, 64 << 20, &back, err, sizeof err),
               GP_OK);
     CHECK_INT(back.nseries, p.req.nseries);
     for (size_t i = 0; i < back.nseries; i++) {
-        const struct gp_rw_series *a = &p.req.series[i], *b = &back.series[i];
+        const struct gp_series *a = &p.req.series[i], *b = &back.series[i];
         CHECK(gp_f64_bits(a->samples[0].value) == gp_f64_bits(b->samples[0].value));
         CHECK_INT(b->samples[0].timestamp_ms, 1700000000000LL);
         size_t k = 0;
@@ -467,7 +467,7 @@ static void test_agent_exposition_round_trip(void)
         }
         CHECK_INT(k, b->nlabels);
     }
-    gp_rw_request_free(&back);
+    gp_rw_decoded_free(&back);
     gp_buf_free(&body);
     gp_buf_free(&scratch);
     gp_text_parser_free(&p);
