@@ -251,6 +251,7 @@ int gp_agent_start_embedded(struct gp_agent **out, const struct gp_agent_config 
         .steps_socket = a->cfg.steps_socket,
         .steps_socket_mode = gp_agent_steps_socket_mode(&a->cfg),
         .steps_socket_group = a->cfg.steps_socket_group,
+        .flight_recorder_dir = a->cfg.flight_recorder_dir,
         .steps_per_job = e->steps_per_job,
         .step_observer = e->step_observer,
         .step_observer_ctx = e->step_observer_ctx,

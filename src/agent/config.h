@@ -51,6 +51,7 @@ struct gp_agent_config {
     char steps_socket[GP_PATH_LEN];
     char steps_socket_mode[8];
     char steps_socket_group[64];
+    char flight_recorder_dir[GP_PATH_LEN];
 };
 
 /* X(field, yaml key, flag, type, default, help). Types: STR, DURATION, UINT, BOOL, BYTES, LIST. */
@@ -107,7 +108,10 @@ struct gp_agent_config {
       "octal mode of the step socket; 0666 lets any user's training code report (a sender "      \
       "counts only for a job of its own uid, docs/steps.md)")                                     \
     X(steps_socket_group, "steps_socket_group", "steps-socket-group", STR, "",                     \
-      "group (name or gid) of the step socket, e.g. with steps_socket_mode 0660; empty: root's")
+      "group (name or gid) of the step socket, e.g. with steps_socket_mode 0660; empty: root's")  \
+    X(flight_recorder_dir, "flight_recorder_dir", "flight-recorder-dir", STR, "",                  \
+      "directory of PyTorch Flight Recorder dumps (TORCH_NCCL_DEBUG_INFO_TEMP_FILE's), read to "   \
+      "name the ranks missing from a stuck collective (docs/jobs.md \"Hangs\"); empty: off")
 
 void gp_agent_config_defaults(struct gp_agent_config *c);
 

@@ -22,7 +22,7 @@
 
 enum step_fam {
     SF_STEPS, SF_STEP, SF_SECONDS, SF_DURATION, SF_WAIT, SF_SAMPLES, SF_TOKENS, SF_LOSS, SF_TARGET,
-    SF_LOST, SF_EXIT, SF_END, SF__COUNT
+    SF_LOST, SF_EXIT, SF_END, SF_FR_MISSING, SF_FR_WAITING, SF__COUNT
 };
 
 /* The families in step_fam order (their rows in lib/metrics.h). */
@@ -31,6 +31,7 @@ static const enum gp_metric fams[SF__COUNT] = {
     [SF_DURATION] = GP_M_STEP_DURATION, [SF_WAIT] = GP_M_STEP_WAIT,     [SF_SAMPLES] = GP_M_STEP_SAMPLES,
     [SF_TOKENS] = GP_M_STEP_TOKENS,   [SF_LOSS] = GP_M_STEP_LOSS,       [SF_TARGET] = GP_M_STEP_TARGET,
     [SF_LOST] = GP_M_STEP_LOST,       [SF_EXIT] = GP_M_STEP_EXIT,       [SF_END] = GP_M_STEP_END,
+    [SF_FR_MISSING] = GP_M_STEP_FR_MISSING, [SF_FR_WAITING] = GP_M_STEP_FR_WAITING,
 };
 
 /* Whether st has the reading of family k, and its value. */
@@ -49,6 +50,8 @@ static bool reading(const struct gp_step_stats *st, enum step_fam k, double *v)
     case SF_LOST: *v = (double)st->lost_total; return true;
     case SF_EXIT: *v = st->exit_status; return st->ended && st->exit_status_valid;
     case SF_END: *v = st->end_time_s; return st->ended;
+    case SF_FR_MISSING: *v = (double)st->fr_missing; return st->fr_missing_valid;
+    case SF_FR_WAITING: *v = (double)st->fr_waiting; return st->fr_waiting_valid;
     case SF__COUNT: break;
     }
     return false;

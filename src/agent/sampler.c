@@ -4,6 +4,7 @@
 #include "lib/clock.h"
 #include "lib/err.h"
 #include "lib/log.h"
+#include "sources/flightrec.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -34,6 +35,7 @@ struct gp_sampler {
     pthread_rwlock_t lock;
     struct gp_agent_stats stats;
     uint64_t seq;
+    struct gp_fr_watch *fr;    /* flight recorder dumps; NULL: none */
 
     gp_sampler_hook hook;
     void *hook_arg;
@@ -113,6 +115,8 @@ void gp_sampler_tick(struct gp_sampler *s)
         }
     }
     gp_frame_sort_procs(f);
+    /* after the jobs source, which gives the step reporters their ranks */
+    gp_fr_watch_apply(s->fr, mono_s(), (double)f->time_ms / 1000.0, f->steps, f->nsteps);
     memset(f->src, 0, sizeof f->src);
     for (size_t i = 0; i < s->nsrc; i++) {
         struct gp_source_stat *st = &f->src[s->src[i].ops->id];
@@ -202,6 +206,11 @@ int gp_sampler_open(struct gp_sampler **out, const struct gp_source_config *cfg,
     if (!s)
         return gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
     s->cfg = *cfg;
+    if (cfg->flight_recorder_dir && cfg->flight_recorder_dir[0] &&
+        !(s->fr = gp_fr_watch_new(cfg->flight_recorder_dir))) {
+        free(s);
+        return gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
+    }
     gp_frame_init(&s->work);
     gp_frame_init(&s->published);
     pthread_rwlock_init(&s->lock, NULL);
@@ -285,6 +294,7 @@ void gp_sampler_stop(struct gp_sampler *s)
         s->src[i].ops->close(s->src[i].state);
     gp_frame_free(&s->work);
     gp_frame_free(&s->published);
+    gp_fr_watch_free(s->fr);
     pthread_rwlock_destroy(&s->lock);
     pthread_mutex_destroy(&s->stop_mu);
     pthread_cond_destroy(&s->stop_cv);

@@ -46,6 +46,10 @@ void gp_detector_cfg_defaults(struct gp_detector_cfg cfg[GP_DET__COUNT])
             .clear = d->clear,
             .for_ms = ms,
             .cooldown_ms = 10 * 60 * 1000,
+            .step_multiple = GP_HANG_STEP_MULTIPLE,
+            .checkpoint_multiple = GP_HANG_CHECKPOINT_MULTIPLE,
+            .min_stall_ms = GP_HANG_MIN_STALL_MS,
+            .first_step_ms = GP_HANG_FIRST_STEP_MS,
         };
     }
 }

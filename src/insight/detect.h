@@ -81,6 +81,10 @@ int gp_severity_parse(const char *s, enum gp_severity *out); /* GP_OK or GP_EPAR
       "check its GPU for throttling, lower clocks or PCIe errors, and its node for other load.") \
     X(BUDGET, "budget_exceeded", JOB, WARNING, 1.0, 1.0, "0s",                                     \
       "The job's cost passed its budget: stop it, or raise the budget if the spend is expected.") \
+    X(HANG, "job_hang", JOB, CRITICAL, 1.0, 1.0, "0s",                                             \
+      "Every rank stopped stepping while its process lives: a rank that stopped first or is "     \
+      "missing from the collective the others wait in is the one to inspect (py-spy dump, its "   \
+      "log, its node); GPUs spinning at full use are waiting in a collective.")                 \
     X(LOW_GOODPUT, "low_goodput", JOB, WARNING, 0.5, 0.6, "10m",                                   \
       "Little of the job's time trains the model: shorten what the alert names as the biggest "  \
       "badput (faster start-up, more DataLoader workers, asynchronous or rarer checkpoints, "    \
@@ -105,6 +109,14 @@ struct gp_detector_info {
 };
 extern const struct gp_detector_info gp_detectors[GP_DET__COUNT];
 
+/* job_hang's own defaults (docs/insight.md "Hangs"): nvidia-resiliency-ext
+ * sets its step timeout at 5 x the longest step seen; 10 x the recent mean
+ * leaves room for the odd slow step (evaluation, a checkpoint). */
+#define GP_HANG_STEP_MULTIPLE 10.0
+#define GP_HANG_MIN_STALL_MS (2 * 60 * 1000)
+#define GP_HANG_FIRST_STEP_MS (15 * 60 * 1000)
+#define GP_HANG_CHECKPOINT_MULTIPLE 2.0
+
 /* One detector's settings (defaults from the table, overridden by the
  * `detectors:` section of the server config). */
 struct gp_detector_cfg {
@@ -113,6 +125,13 @@ struct gp_detector_cfg {
     double threshold, clear;
     int64_t for_ms;          /* bad this long before firing */
     int64_t cooldown_ms;     /* after resolving, no new firing for this long */
+    /* job_hang only (docs/insight.md "Hangs"): a rank's allowance without
+     * a step is step_multiple x its own recent step time (at least
+     * min_stall_ms), or first_step_ms before its first step; one that
+     * checkpointed in the window at least checkpoint_multiple x its
+     * longest checkpoint. */
+    double step_multiple, checkpoint_multiple;
+    int64_t min_stall_ms, first_step_ms;
 };
 
 /* The labels that name what an observation is about ("" / -1 / 0: n/a). */

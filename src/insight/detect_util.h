@@ -38,6 +38,7 @@ int gp_det_throttled(const struct gp_detect_ctx *c);
 int gp_det_hw_errors(const struct gp_detect_ctx *c);
 int gp_det_straggler(const struct gp_detect_ctx *c);
 int gp_det_budget(const struct gp_detect_ctx *c);
+int gp_det_hang(const struct gp_detect_ctx *c);
 int gp_det_low_goodput(const struct gp_detect_ctx *c);
 
 /* Starts observation o of detector d about GPU g (key labels and uuid;

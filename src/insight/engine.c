@@ -35,7 +35,7 @@
 #define MAX_POINTS 10000
 
 enum combine { C_NEWEST, C_MAX, C_SUM };
-enum route { R_GPU, R_PROC, R_REASONS, R_ALLOC };
+enum route { R_GPU, R_PROC, R_REASONS, R_ALLOC, R_PHASE };
 
 /* One metric name the engine selects, and where its series go. */
 struct metric {
@@ -220,6 +220,8 @@ static int setup_metrics(struct gp_engine *e)
     for (int i = 0; i < GP_VPM__COUNT && !rc; i++) {
         if (i == GP_VPM_ALLOCATED || i == GP_VPM_RESERVED)
             rc = add_metric(e, pm[i].name, R_ALLOC, -1, C_SUM, 1);
+        else if (i == GP_VPM_CHECKPOINT)
+            rc = add_metric(e, pm[i].name, R_PHASE, -1, C_NEWEST, 1);
         else
             rc = add_metric(e, pm[i].name, R_PROC, i, C_NEWEST, pm[i].scale);
     }
@@ -469,6 +471,9 @@ static int route(const struct metric *m, const struct gp_store_series *s, enum c
         if (!strcmp(v, "reserved"))
             return GP_VPM_RESERVED;
         return -1;
+    case R_PHASE:
+        label(s, "phase", v, sizeof v);
+        return !strcmp(v, "checkpoint") ? GP_VPM_CHECKPOINT : -1;
     }
     return -1;
 }
@@ -502,7 +507,7 @@ static int select_all(struct gp_engine *e, int64_t t_end, int64_t since)
         int rc = gp_storage_select_since(e->o.store, &m->m, 1, mint, t_end, since, &sel);
         if (rc)
             return rc;
-        bool proc = m->route == R_PROC || m->route == R_ALLOC;
+        bool proc = m->route == R_PROC || m->route == R_ALLOC || m->route == R_PHASE;
         for (size_t i = 0; i < sel.n && !rc; i++) {
             const struct gp_store_series *s = &sel.series[i];
             uint64_t *v = omap_get(&e->ids, s->id);
@@ -908,10 +913,36 @@ static void trim(const char **s, size_t *len)
         (*len)--;
 }
 
-static int set_field(struct gp_detector_cfg *c, const char *field, const char *val, char *err,
-                     size_t errlen)
+/* job_hang's own fields (detect.h); GP_ECONFIG for another detector. */
+static int set_hang_field(struct gp_detector_cfg *c, bool hang, const char *field,
+                          const char *val, char *err, size_t errlen)
+{
+    if (!hang)
+        return gp_seterr(err, errlen, GP_ECONFIG, "'%s' belongs to job_hang only", field);
+    if (!strcmp(field, "step_multiple") || !strcmp(field, "checkpoint_multiple")) {
+        char *end;
+        double x = strtod(val, &end);
+        if (end == val || *end || !isfinite(x) || x <= 0)
+            return gp_seterr(err, errlen, GP_ECONFIG, "'%s' must be a number above 0, not '%s'",
+                             field, val);
+        *(field[0] == 's' ? &c->step_multiple : &c->checkpoint_multiple) = x;
+        return GP_OK;
+    }
+    int64_t ms;
+    char detail[128];
+    if (gp_parse_duration_ms(val, &ms, detail, sizeof detail))
+        return gp_seterr(err, errlen, GP_ECONFIG, "'%s': %s", field, detail);
+    *(!strcmp(field, "min_stall") ? &c->min_stall_ms : &c->first_step_ms) = ms;
+    return GP_OK;
+}
+
+static int set_field(struct gp_detector_cfg *c, bool hang, const char *field, const char *val,
+                     char *err, size_t errlen)
 {
     char *end;
+    if (!strcmp(field, "step_multiple") || !strcmp(field, "min_stall") ||
+        !strcmp(field, "first_step") || !strcmp(field, "checkpoint_multiple"))
+        return set_hang_field(c, hang, field, val, err, errlen);
     if (!strcmp(field, "threshold") || !strcmp(field, "clear")) {
         double x = strtod(val, &end);
         if (end == val || *end || !isfinite(x))
@@ -943,7 +974,8 @@ static int set_field(struct gp_detector_cfg *c, const char *field, const char *v
         return GP_OK;
     }
     return gp_seterr(err, errlen, GP_ECONFIG,
-                     "unknown field '%s' (use threshold, clear, for, cooldown, severity or enabled)",
+                     "unknown field '%s' (use threshold, clear, for, cooldown, severity or "
+                     "enabled; job_hang also step_multiple, min_stall, first_step, checkpoint_multiple)",
                      field);
 }
 
@@ -993,7 +1025,7 @@ int gp_engine_detector_config(const char *disabled, const char *overrides,
         while (*val == ' ')
             val++;
         char detail[256];
-        if (set_field(&cfg[d], field, val, detail, sizeof detail))
+        if (set_field(&cfg[d], d == GP_DET_HANG, field, val, detail, sizeof detail))
             return gp_seterr(err, errlen, GP_ECONFIG, "detector_overrides: %s: %s",
                              gp_detectors[d].name, detail);
     }

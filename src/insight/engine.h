@@ -17,7 +17,8 @@
  * label, a restarted agent), the newest sample wins; clock-event reasons
  * take the max over their reasons (THROTTLE_THERMAL: hw/sw thermal
  * slowdown, THROTTLE_POWER: sw power cap, hw power brake), XID_TOTAL and
- * the allocator bytes the sum over their series (xid codes, devices).
+ * the allocator bytes the sum over their series (xid codes, devices);
+ * CHECKPOINT is gpulse_job_phase_seconds_total{phase="checkpoint"}.
  * MEM_USED and MEM_TOTAL fall back to DCGM_FI_DEV_FB_USED (and FB_USED +
  * FB_FREE) in MiB where gpulse_gpu_memory_*_bytes are absent.
  *

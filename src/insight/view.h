@@ -67,7 +67,12 @@ enum gp_vgm {
     X(SAMPLES, "gpulse_job_samples_total", 1)                        \
     X(ALLOCATED, "gpulse_job_allocator_bytes", 1) /* kind allocated, summed over devices */ \
     X(RESERVED, "gpulse_job_allocator_bytes", 1)  /* kind reserved */ \
-    X(TARGET_STEPS, "gpulse_job_target_steps", 1)
+    X(TARGET_STEPS, "gpulse_job_target_steps", 1)                    \
+    X(LAST_STEP, "gpulse_job_step", 1)             /* the last step's number */ \
+    X(END, "gpulse_job_end_time_seconds", 1)       /* set once it said end */ \
+    X(FR_MISSING, "gpulse_job_collective_missing_seq", 1) /* flight recorder */ \
+    X(FR_WAITING, "gpulse_job_collective_waiting_seq", 1)                      \
+    X(CHECKPOINT, "gpulse_job_phase_seconds_total", 1) /* phase checkpoint, counter */
 
 enum gp_vpm {
 #define GP_VPM_ENUM_(id, name, scale) GP_VPM_##id,

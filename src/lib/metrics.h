@@ -143,6 +143,12 @@ enum gp_metric_section {
       "Exit status the process reported when it ended (128 + signal for a signal death).")             \
     X(STEP_END, STEPS, "gpulse_job_end_time_seconds", GAUGE, "@job @host pid",                         \
       "When the process reported it ended, since the epoch.")                                          \
+    X(STEP_FR_MISSING, STEPS, "gpulse_job_collective_missing_seq", GAUGE, "@job @host pid",           \
+      "Sequence number of the collective this rank never entered while others of its process "       \
+      "group wait in it (PyTorch Flight Recorder dumps).")                                             \
+    X(STEP_FR_WAITING, STEPS, "gpulse_job_collective_waiting_seq", GAUGE, "@job @host pid",           \
+      "Sequence number of the collective this rank entered and waits in (PyTorch Flight Recorder "   \
+      "dumps).")                                                                                       \
     X(STEP_PHASE, STEPS, "gpulse_job_phase_seconds_total", COUNTER, "@job @host pid phase",            \
       "Time the process spent in phases between steps, by phase (checkpoint, evaluation, other).")     \
     X(STEP_ALLOCATOR, STEPS, "gpulse_job_allocator_bytes", GAUGE, "@job @host pid device kind",        \

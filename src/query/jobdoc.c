@@ -217,6 +217,7 @@ struct doc {
     struct gp_jobmodel_gpu_figures gf;
     const struct gp_store_series **procs; /* gpulse_job_processes */
     size_t nprocs;
+    struct gp_jobmodel_rank *rk;     /* per rank, as in->ranks: straggler scores */
     double host_cpu, rss_peak, wall;
     struct cost_out co;
     /* goodput (goodput.h): the job's, and each reporting process's */
@@ -238,6 +239,22 @@ struct gproc {
 static int born(const struct doc *d, const struct gp_store_series *s)
 {
     return s->first_ms >= d->t0;
+}
+
+/* The index in in->ranks of series s's node and rank; SIZE_MAX: none. */
+static size_t rank_of(const struct doc *d, const struct gp_store_series *s)
+{
+    struct gp_str n = node_lab(s), rk = lab(s, "rank");
+    for (size_t i = 0; i < d->in->nranks; i++) {
+        const struct gp_jobdoc_rank *r = &d->in->ranks[i];
+        char want[32] = "";
+        if (r->rank != GP_JOBDOC_NONE)
+            snprintf(want, sizeof want, "%lld", (long long)r->rank);
+        if (str_eq(n, (struct gp_str){r->node, strlen(r->node)}) &&
+            str_eq(rk, (struct gp_str){want, strlen(want)}))
+            return i;
+    }
+    return SIZE_MAX;
 }
 
 static struct gpu *gpu_of(struct doc *d, const struct gp_store_series *s)
@@ -344,8 +361,10 @@ static int do_gpu(struct doc *d, struct gpu *g)
     return GP_OK;
 }
 
-/* Adds the step-time intervals of one process (steps and seconds counters). */
-static int add_intervals(struct doc *d, const struct ser *steps, const struct ser *secs, int from0)
+/* Adds the step-time intervals of one process (steps and seconds
+ * counters), to its rank's too (rk; NULL: none). */
+static int add_intervals(struct doc *d, const struct ser *steps, const struct ser *secs, int from0,
+                         struct gp_jobmodel_rank *rk)
 {
     double ps = 0, pc = 0;
     int64_t pt = 0; /* time of the previous sample; 0: none (counting from 0) */
@@ -376,6 +395,8 @@ static int add_intervals(struct doc *d, const struct ser *steps, const struct se
                 }
                 d->iv[d->niv++] = (struct interval){steps->t[i], dc, ds};
                 gp_jobmodel_interval(d->steps, ds, dc);
+                if (rk)
+                    gp_jobmodel_rank_interval(rk, ds, dc);
                 /* The stepping span: from the sample before the first step
                  * (or, for a counter born in the job, back by the step
                  * seconds of its first sample) to the last step's sample. */
@@ -903,6 +924,11 @@ static int gather(struct doc *d)
     const struct gp_store_series **lists[5] = {steps, secs, waits, samples, tokens};
     size_t counts[5] = {nsteps, nsecs, nwaits, nsamples, ntokens};
     struct ser x;
+    rc = GP_ENOMEM;
+    if (!(d->rk = calloc(d->in->nranks ? d->in->nranks : 1, sizeof *d->rk)))
+        goto out;
+    for (size_t i = 0; i < d->in->nranks; i++)
+        gp_jobmodel_rank_init(&d->rk[i]);
     for (int k = 0; k < 5; k++)
         for (size_t i = 0; i < counts[k]; i++) {
             if ((rc = ser_read(d->st, lists[k][i], d->t0, d->tc, &x)))
@@ -917,7 +943,9 @@ static int gather(struct doc *d)
                             ser_free(&x);
                             goto out;
                         }
-                        rc = add_intervals(d, &x, &y, born(d, steps[i]) && born(d, secs[m]));
+                        size_t ri = rank_of(d, steps[i]);
+                        rc = add_intervals(d, &x, &y, born(d, steps[i]) && born(d, secs[m]),
+                                           ri == SIZE_MAX ? NULL : &d->rk[ri]);
                         ser_free(&y);
                         if (rc) {
                             ser_free(&x);
@@ -1240,22 +1268,22 @@ static int render(struct doc *d, struct gp_buf *b)
         else
             gp_buf_printf(b, "%lld", local);
         double pr = NAN;
-        for (size_t k = 0; k < nprocs; k++) {
-            struct gp_str n = node_lab(procs[k]), rk = lab(procs[k], "rank");
-            char want[32] = "";
-            if (r->rank != GP_JOBDOC_NONE)
-                snprintf(want, sizeof want, "%lld", (long long)r->rank);
-            if (str_eq(n, (struct gp_str){r->node, strlen(r->node)}) &&
-                str_eq(rk, (struct gp_str){want, strlen(want)})) {
+        for (size_t k = 0; k < nprocs; k++)
+            if (rank_of(d, procs[k]) == i) {
                 pr = newest(d, procs[k]);
                 break;
             }
-        }
         put_total(b, "processes", pr);
         char want[32] = "";
         if (r->rank != GP_JOBDOC_NONE)
             snprintf(want, sizeof want, "%lld", (long long)r->rank);
         put_rank_mfu(d, (struct rank_key){{r->node, strlen(r->node)}, {want, strlen(want)}}, &sf, b);
+        struct gp_jobmodel_rank_figures rf;
+        gp_jobmodel_rank_figures(d->rk, in->nranks, i, &rf);
+        put_total(b, "step_seconds_mean", rf.step_mean);
+        put_total(b, "step_seconds_best", rf.step_best);
+        put_total(b, "straggler_relative", rf.relative);
+        put_total(b, "straggler_individual", rf.individual);
         gp_buf_putc(b, '}');
     }
     gp_buf_puts(b, "],\"gpus\":[");
@@ -1358,6 +1386,7 @@ static void doc_free(struct doc *d)
     free(d->steps);
     free(d->mg);
     free(d->procs);
+    free(d->rk);
     free(d->gpr);
     gp_storage_selection_free(&d->sel);
 }

@@ -205,6 +205,43 @@ void gp_jobmodel_gpu_figures(const struct gp_jobmodel_gpus *a, const struct gp_j
     f->price_per_gpu_hour = priced > 0 ? cost / (priced / 3600.0) : fallback_price > 0 ? fallback_price : NAN;
 }
 
+void gp_jobmodel_rank_init(struct gp_jobmodel_rank *r)
+{
+    r->steps = r->seconds = 0;
+    r->best = NAN;
+}
+
+void gp_jobmodel_rank_interval(struct gp_jobmodel_rank *r, double n, double seconds)
+{
+    if (!(n > 0) || !(seconds >= 0))
+        return;
+    r->steps += n;
+    r->seconds += seconds;
+    double mean = seconds / n;
+    if (mean > 0 && !(r->best <= mean))
+        r->best = mean;
+}
+
+static double rank_mean(const struct gp_jobmodel_rank *r)
+{
+    return r->steps > 0 && r->seconds > 0 ? r->seconds / r->steps : NAN;
+}
+
+void gp_jobmodel_rank_figures(const struct gp_jobmodel_rank *r, size_t n, size_t i,
+                              struct gp_jobmodel_rank_figures *f)
+{
+    double fastest = NAN;
+    for (size_t k = 0; k < n; k++) {
+        double m = rank_mean(&r[k]);
+        if (!(fastest <= m))
+            fastest = isnan(m) ? fastest : m;
+    }
+    f->step_mean = rank_mean(&r[i]);
+    f->step_best = isnan(f->step_mean) ? NAN : r[i].best;
+    f->relative = fastest / f->step_mean;
+    f->individual = f->step_best / f->step_mean;
+}
+
 /* MFU well under activity: the GPU is "active" without doing model math.
  * The hardware figures name the likeliest cause. */
 #define GAP_ACTIVITY 0.5 /* activity at least this */

@@ -33,6 +33,11 @@
  *                 when a GPU has no price; idle cost its seconds at
  *                 activity < 0.05 x its price, unused compute its
  *                 (1 - activity) x seconds x its price.
+ *   straggler     per rank, as nvidia-resiliency-ext scores them:
+ *                 relative = the fastest rank's mean step / this rank's
+ *                 (1: the fastest; 0.8: 25 % slower), individual = the
+ *                 rank's own best interval's mean step / its mean (1: as
+ *                 fast as it ever was); unknown for a rank with no step.
  *   MFU           achieved model FLOP/s (the declared FLOPs per token x
  *                 tokens/s, else per sample x samples/s) over the peak
  *                 dense FLOP/s of the job's GPUs at its precision (the
@@ -145,6 +150,25 @@ void gp_jobmodel_gpu_figures(const struct gp_jobmodel_gpus *a, const struct gp_j
 double gp_jobmodel_gpu_activity(const struct gp_jobmodel_gpu *g);
 double gp_jobmodel_gpu_peak_ratio(const struct gp_jobmodel_gpu *g);
 
+/* One rank's steps, for its straggler scores: its sums and its best
+ * (lowest) step time of any interval or record. */
+struct gp_jobmodel_rank {
+    double steps, seconds, best;
+};
+
+void gp_jobmodel_rank_init(struct gp_jobmodel_rank *r);
+/* n steps (> 0) took `seconds` in all: one interval between two samples
+ * of its counters, or one record (n 1). */
+void gp_jobmodel_rank_interval(struct gp_jobmodel_rank *r, double n, double seconds);
+
+struct gp_jobmodel_rank_figures {
+    double step_mean, step_best;  /* seconds; NaN: no step */
+    double relative, individual;  /* straggler scores, 0-1; NaN: unknown */
+};
+
+/* The figures of rank i among r[0..n). */
+void gp_jobmodel_rank_figures(const struct gp_jobmodel_rank *r, size_t n, size_t i,
+                              struct gp_jobmodel_rank_figures *f);
 /* What MFU is computed from. */
 struct gp_jobmodel_mfu_in {
     double flops_token, flops_sample; /* model FLOPs declared; <= 0 or NaN: not said */

@@ -346,6 +346,10 @@ struct gp_step_stats {
     bool exit_status_valid;
     int32_t exit_status;      /* from `end status=` */
     double end_time_s;        /* epoch seconds: `end t=`, else when the agent received it */
+    /* PyTorch Flight Recorder dumps of its rank (flightrec.h), set per tick */
+    bool fr_missing_valid, fr_waiting_valid;
+    int64_t fr_missing;       /* the collective it never entered while others wait in it */
+    int64_t fr_waiting;       /* the collective it entered and waits in */
     bool phase_valid;         /* some `phase` record came */
     double phase_seconds_total[GP_STEP_PHASES]; /* by enum gp_steps_phase (steps_proto.h) */
 };

@@ -35,6 +35,7 @@ struct gp_source_config {
     const char *steps_socket; /* steps: path of the step datagram socket; NULL or "": none */
     unsigned steps_socket_mode; /* steps: the socket file's mode; 0: 0666 */
     const char *steps_socket_group; /* steps: the socket file's group, a name or a gid; NULL or "": as created */
+    const char *flight_recorder_dir; /* steps: PyTorch Flight Recorder dumps (flightrec.h); NULL or "": none */
     /* steps: the socket is gpulse run's own (per job): a sender counts when
      * it is root, of gpulse run's uid, or in the tree of a follow pid */
     bool steps_per_job;

@@ -37,7 +37,8 @@ for a in fires | quiet:
     if a not in alerts: bad.append(f"unit test of unknown alert {a}")
 # docs/insight.md's detector table: name, threshold, clear, for.
 not_expressible = {"budget_exceeded": "job cost needs the server's price table; no metric carries it",
-                   "low_goodput": "goodput is the job model's split of the ranks' wall time; no metric carries it"}
+                   "low_goodput": "goodput is the job model's split of the ranks' wall time; no metric carries it",
+                   "job_hang": "each rank's allowance is its own recent step time, and the job needs all live ranks past theirs"}
 def secs(d):
     m = re.fullmatch(r"(\d+)([smh])", d)
     return int(m.group(1)) * {"s": 1, "m": 60, "h": 3600}[m.group(2)]

@@ -28,6 +28,34 @@
 #define JOB "run-model-1"
 #define CMD "python train.py --loader slow"
 
+/* Straggler scores: relative to the fastest rank, individual to the
+ * rank's own best; unknown for a rank without steps, which is left out
+ * of "the fastest". */
+static void test_rank_scores(void)
+{
+    struct gp_jobmodel_rank r[3];
+    for (int i = 0; i < 3; i++)
+        gp_jobmodel_rank_init(&r[i]);
+    gp_jobmodel_rank_interval(&r[0], 10, 2);    /* 0.2 s */
+    gp_jobmodel_rank_interval(&r[0], 10, 2);
+    gp_jobmodel_rank_interval(&r[1], 10, 2);    /* 0.2 s, then 0.3 s */
+    gp_jobmodel_rank_interval(&r[1], 10, 3);
+    gp_jobmodel_rank_interval(&r[1], 0, 5);     /* no steps: ignored */
+    gp_jobmodel_rank_interval(&r[2], NAN, 1);
+    struct gp_jobmodel_rank_figures f;
+    gp_jobmodel_rank_figures(r, 3, 0, &f);
+    CHECK_DBL(f.step_mean, 0.2, 1e-12);
+    CHECK_DBL(f.relative, 1, 1e-12);
+    CHECK_DBL(f.individual, 1, 1e-12);
+    gp_jobmodel_rank_figures(r, 3, 1, &f);
+    CHECK_DBL(f.step_mean, 0.25, 1e-12);
+    CHECK_DBL(f.step_best, 0.2, 1e-12);
+    CHECK_DBL(f.relative, 0.8, 1e-12);
+    CHECK_DBL(f.individual, 0.8, 1e-12);
+    gp_jobmodel_rank_figures(r, 3, 2, &f);
+    CHECK(isnan(f.step_mean) && isnan(f.step_best) && isnan(f.relative) && isnan(f.individual));
+}
+
 static void test_figures(void)
 {
     struct gp_jobmodel_steps *m = malloc(sizeof *m);
@@ -680,6 +708,7 @@ static void test_goodput_two_paths(void)
 
 const struct gp_test gp_tests_jobmodel[] = {
     {"figures", test_figures},
+    {"rank_scores", test_rank_scores},
     {"mfu_arithmetic", test_mfu_arithmetic},
     {"mfu_gap", test_mfu_gap},
     {"peaks_by_precision", test_peaks_by_precision},

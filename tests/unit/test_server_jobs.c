@@ -399,6 +399,19 @@ static void test_totals(void)
         }
     }
     CHECK_INT(seen, 4);
+    /* Straggler scores: rank 0 steps at 0.5 s throughout, rank 1 at 0.2 s
+     * but 0.9 s over its last interval (58 s / 220 steps in all). */
+    json_t *jr = json_object_get(d, "ranks");
+    CHECK_INT((int)json_array_size(jr), 2);
+    json_t *r0 = json_array_get(jr, 0), *r1 = json_array_get(jr, 1);
+    CHECK_DBL(num_at(r0, "step_seconds_mean"), 0.5, 1e-12);
+    CHECK_DBL(num_at(r0, "step_seconds_best"), 0.5, 1e-12);
+    CHECK_DBL(num_at(r0, "straggler_relative"), (58.0 / 220) / 0.5, 1e-12);
+    CHECK_DBL(num_at(r0, "straggler_individual"), 1, 1e-12);
+    CHECK_DBL(num_at(r1, "step_seconds_mean"), 58.0 / 220, 1e-12);
+    CHECK_DBL(num_at(r1, "step_seconds_best"), 0.2, 1e-12);
+    CHECK_DBL(num_at(r1, "straggler_relative"), 1, 1e-12);
+    CHECK_DBL(num_at(r1, "straggler_individual"), 0.2 / (58.0 / 220), 1e-12);
     json_decref(d);
 
     /* No price, no counters: nulls, never 0. */
