@@ -158,6 +158,27 @@ static int store_ready(struct gp_server *s, char *msg, size_t msglen, int *retry
     return 0;
 }
 
+/* A write of `size` uncompressed bytes (what the limits count): 0 with
+ * the bytes reserved from the in-flight budget, or the refusal's status
+ * (413 over max_uncompressed, 429 while the budget is spent) with msg. */
+static int admit(struct gp_server *s, size_t size, const char *what, char *msg, size_t msglen,
+                 int *retry_after)
+{
+    if (size > s->cfg.max_uncompressed) {
+        refuse(s, GP_SRV_REF_TOO_LARGE);
+        snprintf(msg, msglen, "%s of %zu bytes is over the limit of %llu bytes", what, size,
+                 (unsigned long long)s->cfg.max_uncompressed);
+        return 413;
+    }
+    if (!gp_srv_reserve(s, size)) {
+        refuse(s, GP_SRV_REF_OVERLOADED);
+        snprintf(msg, msglen, "too many write requests in flight; retry later");
+        *retry_after = 1;
+        return 429;
+    }
+    return 0;
+}
+
 static int store_batch(struct gp_server *s, const struct gp_batch *rq, char *msg, size_t msglen,
                        int *retry_after);
 
@@ -193,18 +214,9 @@ static int write_core(struct gp_server *s, const uint8_t *body, size_t len, cons
     char derr[256];
     size_t ulen = 0;
     if (snappy_uncompressed_length((const char *)body, len, &ulen) == SNAPPY_OK) {
-        if (ulen > s->cfg.max_uncompressed) {
-            refuse(s, GP_SRV_REF_TOO_LARGE);
-            snprintf(msg, msglen, "decompressed body of %zu bytes is over the limit of %llu bytes", ulen,
-                     (unsigned long long)s->cfg.max_uncompressed);
-            return 413;
-        }
-        if (!gp_srv_reserve(s, ulen)) {
-            refuse(s, GP_SRV_REF_OVERLOADED);
-            snprintf(msg, msglen, "too many write requests in flight; retry later");
-            *retry_after = 1;
-            return 429;
-        }
+        code = admit(s, ulen, "decompressed body", msg, msglen, retry_after);
+        if (code)
+            return code;
     } else {
         ulen = 0; /* the decoder names the problem below */
     }
@@ -337,18 +349,8 @@ static int append_core(struct gp_server *s, const struct gp_batch *rq, char *msg
         snprintf(msg, msglen, "%s", derr);
         return 400;
     }
-    if (size > s->cfg.max_uncompressed) {
-        refuse(s, GP_SRV_REF_TOO_LARGE);
-        snprintf(msg, msglen, "batch of %zu bytes (as remote write) is over the limit of %llu bytes", size,
-                 (unsigned long long)s->cfg.max_uncompressed);
-        return 413;
-    }
-    if (!gp_srv_reserve(s, size)) {
-        refuse(s, GP_SRV_REF_OVERLOADED);
-        snprintf(msg, msglen, "too many write requests in flight; retry later");
-        *retry_after = 1;
-        return 429;
-    }
+    if ((code = admit(s, size, "batch (as remote write)", msg, msglen, retry_after)))
+        return code;
     code = store_batch(s, rq, msg, msglen, retry_after);
     gp_srv_release(s, size);
     return code;
