@@ -34,7 +34,9 @@
  * failed append only), and gc unmaps a file under the write lock. The
  * CRC is still checked on every read: the pages may be read again from
  * the disk after the check at open, and the check costs ~2% of a read
- * with SSE4.2. Where mapping fails, reads fall back to pread.
+ * with SSE4.2. Where mapping fails, reads fall back to pread. A read
+ * prefetches the records a few chunks ahead (gp_st_chunk_prefetch): a
+ * series' chunks lie apart, and each first touch is a cache miss.
  */
 #include "store/store_int.h"
 
