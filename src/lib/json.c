@@ -294,6 +294,29 @@ size_t gp_json_format_double(double v, char *out)
         out[n] = '\0';
         return n;
     }
+    /* A fraction of 256ths below 1e7 (averages of a few integers, as GPU
+     * utilization is): at most 15 significant digits, so its exact
+     * decimal is what format_exact prints, without 128-bit arithmetic. */
+    double s = a * 256.0;
+    if (a >= 1e-3 && a < 1e7 && s == floor(s)) {
+        uint64_t u = (uint64_t)s, fr = (u & 255) * 390625; /* 1/256 = 0.00390625 */
+        char tmp[24], *end = tmp + sizeof tmp, *p = end;
+        int nf = 8;
+        while (fr % 10 == 0) { /* fr != 0: the integers returned above */
+            fr /= 10;
+            nf--;
+        }
+        for (int i = 0; i < nf; i++, fr /= 10)
+            *--p = (char)('0' + fr % 10);
+        *--p = '.';
+        p = u64_digits(u >> 8, p);
+        if (v < 0)
+            *--p = '-';
+        size_t n = (size_t)(end - p);
+        memcpy(out, p, n);
+        out[n] = '\0';
+        return n;
+    }
     size_t fast = format_exact(a, v < 0, out);
     if (fast)
         return fast;

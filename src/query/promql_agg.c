@@ -162,6 +162,72 @@ static double hash_fraction(const struct gp_pq_ser *s)
     return (double)(h >> 11) / 9007199254740992.0;
 }
 
+/* Most cells of a series-major pass: beyond, the step-major loop below
+ * (its accumulators are per group, not per group and step). */
+#define SERIES_MAJOR_CELLS ((size_t)1 << 18)
+
+/* sum, avg, min, max, count, group, stddev, stdvar into groups grp[] of
+ * ng: series by series, each adding into a row of per-step accumulators.
+ * Each (group, step) cell takes its series in the same order as step by
+ * step, so every value is the same; but the steps of one series are
+ * independent, so the divisions of avg overlap instead of waiting on
+ * each other, and each series' values are read in order. */
+static int agg_series_major(struct gp_pq_ctx *c, enum gp_pq_aggop op, const struct gp_pq_grid *g,
+                            const struct gp_pq_val *in, const size_t *grp, size_t ng,
+                            struct gp_pq_val *out)
+{
+    size_t gn = g->n, cells = ng * gn;
+    int acc_op = op == GP_PQ_A_SUM || op == GP_PQ_A_AVG || op == GP_PQ_A_STDDEV ||
+                 op == GP_PQ_A_STDVAR;
+    struct gp_pq_acc *acc = acc_op ? malloc((cells ? cells : 1) * sizeof *acc) : NULL;
+    double *gv = acc_op ? NULL : malloc((cells ? cells : 1) * sizeof *gv);
+    size_t *cnt = calloc(cells ? cells : 1, sizeof *cnt);
+    int rc = GP_OK;
+    if ((acc_op ? !acc : !gv) || !cnt) {
+        rc = gp_pq_oom(c);
+        goto out;
+    }
+    for (size_t i = 0; i < in->n && rc == GP_OK; i++) {
+        if ((rc = gp_pq_check(c)) != GP_OK)
+            break;
+        const struct gp_pq_ser *s = in->s + i;
+        size_t row = grp[i] * gn;
+        for (size_t k = 0; k < gn; k++) {
+            if (!s->has[k])
+                continue;
+            size_t q = row + k;
+            double x = s->v[k];
+            if (acc_op) {
+                if (!cnt[q])
+                    gp_pq_acc_init(&acc[q]);
+                gp_pq_acc_add(&acc[q], op, x);
+            } else if (!cnt[q]) {
+                gv[q] = x;
+            } else if (op == GP_PQ_A_MIN ? gv[q] > x || gv[q] != gv[q]
+                                         : op == GP_PQ_A_MAX && (gv[q] < x || gv[q] != gv[q])) {
+                gv[q] = x;
+            }
+            cnt[q]++;
+        }
+    }
+    for (size_t k = 0; k < gn && rc == GP_OK && (rc = gp_pq_check(c)) == GP_OK; k++)
+        for (size_t grp_q = 0; grp_q < ng && rc == GP_OK; grp_q++) {
+            size_t q = grp_q * gn + k;
+            if (!cnt[q])
+                continue;
+            double x = acc_op                  ? gp_pq_acc_value(&acc[q], op)
+                       : op == GP_PQ_A_COUNT ? (double)cnt[q]
+                       : op == GP_PQ_A_GROUP ? 1
+                                             : gv[q];
+            rc = gp_pq_val_put(c, out, grp_q, k, x);
+        }
+out:
+    free(acc);
+    free(gv);
+    free(cnt);
+    return rc;
+}
+
 int gp_pq_eval_agg(struct gp_pq_ctx *c, const struct gp_pq_node *e, const struct gp_pq_grid *g,
                    struct gp_pq_val *out)
 {
@@ -211,6 +277,13 @@ int gp_pq_eval_agg(struct gp_pq_ctx *c, const struct gp_pq_node *e, const struct
                     goto free;
             }
         }
+    }
+    if ((op == GP_PQ_A_SUM || op == GP_PQ_A_AVG || op == GP_PQ_A_MIN || op == GP_PQ_A_MAX ||
+         op == GP_PQ_A_COUNT || op == GP_PQ_A_GROUP || op == GP_PQ_A_STDDEV ||
+         op == GP_PQ_A_STDVAR) &&
+        ng * g->n <= SERIES_MAJOR_CELLS) {
+        rc = agg_series_major(c, op, g, &in, grp, ng, out);
+        goto free;
     }
     off = calloc(ng + 1, sizeof *off);
     fill = calloc(ng + 1, sizeof *fill);

@@ -120,9 +120,9 @@ void gp_pq_fmt_float(double v, int json_form, char *buf, size_t len)
     if (a >= 1e-3 && a < 1e15) {
         /* json.c's formatter is exact and fast here, in fixed notation. */
         char tmp[40];
-        gp_json_format_double(v, tmp);
-        if (!strchr(tmp, 'e')) {
-            snprintf(buf, len, "%s", tmp);
+        size_t n = gp_json_format_double(v, tmp);
+        if (!memchr(tmp, 'e', n) && n < len) {
+            memcpy(buf, tmp, n + 1); /* not snprintf: once per point */
             return;
         }
     }
@@ -174,25 +174,52 @@ void gp_pq_fmt_go_v(double v, char *buf, size_t len)
     gp_pq_fmt_float(v, 0, buf, len);
 }
 
-static void put_time(struct gp_buf *b, int64_t t)
+/* t in seconds as Prometheus writes it (jsonutil.MarshalTimestamp): the
+ * fraction, when there is one, as three digits. Into out (24 bytes):
+ * the length. No printf: a range answer writes one per point. */
+static size_t fmt_time(int64_t t, char *out)
 {
     uint64_t u = t < 0 ? (uint64_t)0 - (uint64_t)t : (uint64_t)t;
     unsigned frac = (unsigned)(u % 1000);
-    if (frac)
-        gp_buf_printf(b, "%s%llu.%03u", t < 0 ? "-" : "", (unsigned long long)(u / 1000), frac);
-    else
-        gp_buf_printf(b, "%s%llu", t < 0 ? "-" : "", (unsigned long long)(u / 1000));
+    char tmp[24], *end = tmp + sizeof tmp, *p = end;
+    if (frac) {
+        *--p = (char)('0' + frac % 10);
+        *--p = (char)('0' + frac / 10 % 10);
+        *--p = (char)('0' + frac / 100);
+        *--p = '.';
+    }
+    u /= 1000;
+    do {
+        *--p = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (t < 0)
+        *--p = '-';
+    size_t n = (size_t)(end - p);
+    memcpy(out, p, n);
+    return n;
 }
 
+static void put_time(struct gp_buf *b, int64_t t)
+{
+    char tmp[24];
+    gp_buf_append(b, tmp, fmt_time(t, tmp));
+}
+
+/* [t,"v"], built in one buffer and appended once. */
 static void put_point(struct gp_buf *b, int64_t t, double v)
 {
-    char num[400];
-    gp_buf_putc(b, '[');
-    put_time(b, t);
-    gp_buf_puts(b, ",\"");
-    gp_pq_fmt_float(v, 1, num, sizeof num);
-    gp_buf_puts(b, num);
-    gp_buf_puts(b, "\"]");
+    char tmp[440];
+    size_t n = 0;
+    tmp[n++] = '[';
+    n += fmt_time(t, tmp + n);
+    tmp[n++] = ',';
+    tmp[n++] = '"';
+    gp_pq_fmt_float(v, 1, tmp + n, 400);
+    n += strlen(tmp + n);
+    tmp[n++] = '"';
+    tmp[n++] = ']';
+    gp_buf_append(b, tmp, n);
 }
 
 static int put_metric(struct gp_buf *b, const struct gp_promql_series *s)

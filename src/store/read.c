@@ -146,12 +146,19 @@ static int read_locked(struct gp_store *s, uint32_t id, int64_t mint, int64_t ma
     }
     const struct gp_st_series *se = &s->ser[id];
     uint8_t buf[GP_ST_CHUNKREC_MAX];
+    /* Chunk records are prefetched PREFETCH_AHEAD ahead of their read. */
+    enum { PREFETCH_AHEAD = 8 };
+    uint32_t pf = 0;
     for (uint32_t i = 0; i < se->nrefs && rc != GP_ENOMEM; i++) {
         const struct gp_st_ref *r = &se->refs[i];
         if (r->t_first > maxt)
             break;
         if (r->t_last < mint)
             continue;
+        if (pf <= i)
+            pf = i;
+        for (; pf < se->nrefs && pf <= i + PREFETCH_AHEAD && se->refs[pf].t_first <= maxt; pf++)
+            gp_st_chunk_prefetch(s, &se->refs[pf]);
         const uint8_t *p;
         size_t len;
         k = gp_st_chunk_read(s, r, buf, sizeof buf, &p, &len);

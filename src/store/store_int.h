@@ -193,6 +193,8 @@ void gp_st_chunks_gc(struct gp_store *s);
 extern int gp_st_map_chunk_files;
 /* Unmaps and closes a chunk file's entry (the file stays on disk). */
 void gp_st_cfile_close(struct gp_st_cfile *f);
+/* Prefetches the start of a mapped chunk record (a hint; no checks). */
+void gp_st_chunk_prefetch(struct gp_store *s, const struct gp_st_ref *r);
 /* The record at (file, off), checked (CRC, framing, the ref's times) and
  * split: *chunk points into the file's mapping, or into buf (cap bytes)
  * where the file is not mapped. Under lock. GP_OK, GP_EPARSE, GP_EIO. */

@@ -193,6 +193,16 @@ static void bench_promql(struct gp_storage *s, const char *what, const char *tex
 
 static void run_all(struct gp_storage *s, int64_t t0)
 {
+    /* QUERY_PERF_AVG_S=N: only the PromQL avg query, for N seconds (to
+     * profile it with perf record -p). */
+    const char *only = getenv("QUERY_PERF_AVG_S");
+    if (only) {
+        double until = now_s() + atof(only);
+        while (now_s() < until)
+            bench_promql(s, "PromQL avg by (Hostname) (X), 1h at 15s",
+                         "avg by (Hostname) (DCGM_FI_DEV_GPU_UTIL)", t0, 15000);
+        return;
+    }
     bench(s, "one series, 1h at 15s", "DCGM_FI_DEV_GPU_UTIL{Hostname=\"node-07\",gpu=\"3\"}", t0,
           15000, GP_AGG_NONE, NULL);
     bench(s, "avg by (Hostname), 512 series, 1h at 15s", "DCGM_FI_DEV_GPU_UTIL", t0, 15000,
