@@ -12,9 +12,19 @@ NOW=$(date +%s)
 T0=$(python3 "$ROOT/tests/integration/jobs_feed.py" "$SERVER_URL" "$NOW") || fail "feeding the jobs"
 wait_until 20 sh -c "curl -sf '$SERVER_URL/api/v1/jobs' | grep -q killed-1" ||
     { cat "$SERVER_LOG"; fail "the scanner never registered the jobs"; }
-curl -sf "$SERVER_URL/api/v1/jobs" >"$TMP/list.json" || fail "GET /api/v1/jobs"
-curl -sf "$SERVER_URL/api/v1/jobs/train-1?series=1" >"$TMP/train.json" || fail "GET /api/v1/jobs/train-1"
-curl -sf "$SERVER_URL/api/v1/jobs/odd%20job%2Fx%3Fy%25z" >"$TMP/odd.json" || fail "GET the odd id"
+# get URL FILE: 200 into FILE, or the status, the answer and the server's
+# last lines (a failure under load once showed nothing more than its name)
+get() {
+    local code
+    code=$(curl -s -o "$2" -w '%{http_code}' "$1")
+    [ "$code" = 200 ] && return 0
+    echo "HTTP $code from $1: $(head -c 400 "$2")" >&2
+    tail -20 "$SERVER_LOG" >&2
+    return 1
+}
+get "$SERVER_URL/api/v1/jobs" "$TMP/list.json" || fail "GET /api/v1/jobs"
+get "$SERVER_URL/api/v1/jobs/train-1?series=1" "$TMP/train.json" || fail "GET /api/v1/jobs/train-1"
+get "$SERVER_URL/api/v1/jobs/odd%20job%2Fx%3Fy%25z" "$TMP/odd.json" || fail "GET the odd id"
 curl -sf "$SERVER_URL/api/v1/jobs?state=running&node=n2&limit=1" >"$TMP/filtered.json" || fail "filters"
 code=$(curl -s -o "$TMP/404.json" -w '%{http_code}' "$SERVER_URL/api/v1/jobs/no-such-job")
 [ "$code" = 404 ] || fail "unknown job answered $code"
