@@ -74,12 +74,17 @@ int main(int argc, char **argv)
         uint8_t type;
         const uint8_t *p;
         size_t n;
-        if (gp_seg_parse(map, (size_t)st.st_size, &pos, &type, &p, &n) != 1 || type != GP_ST_REC_CHUNK)
+        if (gp_seg_parse(map, (size_t)st.st_size, &pos, &type, &p, &n) != 1)
             break;
+        if (type != GP_ST_REC_CHUNK) {
+            fprintf(stderr, "hchunk-perf: %s holds block-encoded chunks: needs a file of Gorilla ones\n",
+                    argv[1]);
+            return 1;
+        }
         uint32_t id;
         int64_t tf, tl;
         struct rec e;
-        if (gp_st_chunkrec_parse(p, n, &id, &tf, &tl, &e.g, &e.glen) != GP_OK)
+        if (gp_st_chunkrec_parse(type, p, n, &id, &tf, &tl, &e.g, &e.glen) != GP_OK)
             break;
         struct gp_chunk_iter it;
         gp_chunk_iter_init(&it, e.g, e.glen);
