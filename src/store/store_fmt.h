@@ -3,10 +3,11 @@
  * bytes (no files, no locks), so the fuzz targets and the tests drive them
  * directly. store.h describes the directory; the files are:
  *
- * chunks/%08u.chk   segment.h records of type GP_ST_REC_CHUNK, one closed
- *                   head chunk each:
+ * chunks/%08u.chk   segment.h records of type GP_ST_REC_PCHUNK (or
+ *                   GP_ST_REC_CHUNK), one closed head chunk each:
  *                       u32 series id, i64 t_first, i64 t_last (LE),
- *                       then the Gorilla bytes (chunk.h)
+ *                       then a block chunk (type 2, "block chunks"
+ *                       below) or the Gorilla bytes (type 1, chunk.h)
  *
  * head.snap         segment.h records: one GP_ST_SNAP_HEADER first, one
  *                   GP_ST_SNAP_SERIES per series holding data, one
