@@ -257,6 +257,8 @@ struct builder {
     struct gp_rollup cur; /* the minute being folded */
     int64_t rfirst;       /* first minute of the series' rollups */
     uint8_t rec[GP_ST_CHUNKREC_MAX];
+    int64_t ct[GP_ST_HEAD_SAMPLES]; /* one closed chunk's samples */
+    double cv[GP_ST_HEAD_SAMPLES];
     int64_t end; /* the window's end: pieces count back from it */
     uint64_t samples, damaged;
 };
@@ -332,21 +334,18 @@ static int build(struct builder *b, const struct job *jobs, size_t n)
         int64_t last = INT64_MIN;
         for (; i < n && jobs[i].id == id && rc == GP_OK; i++) {
             const uint8_t *chunk;
-            size_t len;
-            struct gp_chunk_iter it;
-            int64_t t;
-            double v;
-            int k;
-            if (gp_st_chunk_pread(jobs[i].fd, &jobs[i].r, b->rec, sizeof b->rec, &chunk, &len) !=
-                    GP_OK ||
-                gp_chunk_iter_init(&it, chunk, len) != GP_OK) {
+            size_t len, got;
+            int packed;
+            if (gp_st_chunk_pread(jobs[i].fd, &jobs[i].r, b->rec, sizeof b->rec, &chunk, &len, &packed) !=
+                GP_OK) {
                 b->damaged++;
                 continue;
             }
-            while (rc == GP_OK && (k = gp_chunk_iter_next(&it, &t, &v)) == 1)
-                if (t > last) {
-                    rc = add_sample(b, id, t, v);
-                    last = t;
+            int k = gp_st_chunk_decode(chunk, len, packed, b->ct, b->cv, GP_ST_HEAD_SAMPLES, &got);
+            for (size_t j = 0; rc == GP_OK && j < got; j++)
+                if (b->ct[j] > last) {
+                    rc = add_sample(b, id, b->ct[j], b->cv[j]);
+                    last = b->ct[j];
                 }
             if (rc == GP_OK && k < 0)
                 b->damaged++;

@@ -87,6 +87,22 @@ int gp_st_head_cut(struct gp_store *s, uint32_t id)
         gp_st_set_broken(s, "start a chunk file", errno);
         return GP_EIO;
     }
+    /* Written in the block encoding where it is smaller (nearly always,
+     * ~2.5x): a closed chunk is read many times, and that form decodes
+     * ~40% faster. Gorilla otherwise, or when encoding fails (memory):
+     * the record then still fits crec and the readers' buffers. */
+    uint8_t type = GP_ST_REC_CHUNK;
+    struct gp_chunk_iter it;
+    int k = gp_chunk_iter_init(&it, bytes, len) == GP_OK
+                ? gp_chunk_iter_decode(&it, s->cut_t, s->cut_v, GP_ST_HEAD_SAMPLES)
+                : GP_EPARSE;
+    gp_buf_reset(&s->cut_buf);
+    if (k > 0 && gp_st_bchunk_encode(s->cut_t, s->cut_v, (size_t)k, &s->cut_sc, &s->cut_buf) == GP_OK &&
+        s->cut_buf.len < len) {
+        type = GP_ST_REC_PCHUNK;
+        bytes = (const uint8_t *)s->cut_buf.data;
+        len = s->cut_buf.len;
+    }
     gp_st_chunkrec_header(s->crec, id, c->t_first, c->t_last);
     memcpy(s->crec + GP_ST_CHUNKREC_HDR, bytes, len);
     struct gp_st_ref r = {
@@ -96,7 +112,7 @@ int gp_st_head_cut(struct gp_store *s, uint32_t id)
         .t_last = c->t_last,
     };
     size_t n = GP_ST_CHUNKREC_HDR + len;
-    if (gp_segw_append(s->cw, GP_ST_REC_CHUNK, s->crec, n) != GP_OK) {
+    if (gp_segw_append(s->cw, type, s->crec, n) != GP_OK) {
         gp_st_set_broken(s, "write a chunk file", gp_segw_errno(s->cw));
         return GP_EIO;
     }
@@ -138,17 +154,16 @@ int gp_st_head_append(struct gp_store *s, uint32_t id, int64_t t, uint64_t bits)
     return GP_OK;
 }
 
-/* Appends the samples of a chunk to the duplicate cache. */
-static void dup_add(struct gp_store *s, const uint8_t *p, size_t len)
+/* Appends the samples of a chunk (either form) to the duplicate cache. */
+static void dup_add(struct gp_store *s, const uint8_t *p, size_t len, int packed)
 {
-    struct gp_chunk_iter it;
-    int64_t t;
-    double v;
-    if (gp_chunk_iter_init(&it, p, len) != GP_OK)
-        return;
-    while (s->dup_n < 2 * GP_ST_HEAD_SAMPLES && gp_chunk_iter_next(&it, &t, &v) == 1) {
-        s->dup_t[s->dup_n] = t;
-        s->dup_v[s->dup_n++] = gp_f64_bits(v);
+    int64_t t[GP_ST_HEAD_SAMPLES];
+    double v[GP_ST_HEAD_SAMPLES];
+    size_t room = 2 * GP_ST_HEAD_SAMPLES - s->dup_n, got;
+    gp_st_chunk_decode(p, len, packed, t, v, room < GP_ST_HEAD_SAMPLES ? room : GP_ST_HEAD_SAMPLES, &got);
+    for (size_t i = 0; i < got; i++) {
+        s->dup_t[s->dup_n] = t[i];
+        s->dup_v[s->dup_n++] = gp_f64_bits(v[i]);
     }
 }
 
@@ -169,12 +184,13 @@ static int stored_sample(struct gp_store *s, uint32_t id, const struct gp_st_ser
         uint8_t buf[GP_ST_CHUNKREC_MAX];
         const uint8_t *p;
         size_t len;
+        int packed;
         if (se->nrefs &&
-            gp_st_chunk_read(s, &se->refs[se->nrefs - 1], buf, sizeof buf, &p, &len) == GP_OK)
-            dup_add(s, p, len);
+            gp_st_chunk_read(s, &se->refs[se->nrefs - 1], buf, sizeof buf, &p, &len, &packed) == GP_OK)
+            dup_add(s, p, len, packed);
         if (se->head.count) {
             p = gp_chunk_bytes(&se->head, &len);
-            dup_add(s, p, len);
+            dup_add(s, p, len, 0);
         }
     }
     size_t lo = 0, hi = s->dup_n;

@@ -164,11 +164,10 @@ static int load_chunk_file(struct gp_store *s, uint32_t num, const char *path, i
         size_t clen;
         if (at > UINT32_MAX)
             break; /* never written: files rotate at 1 GiB */
-        if (prc < 0 || type != GP_ST_REC_CHUNK ||
-            gp_st_chunkrec_parse(p, n, &id, &tf, &tl, &chunk, &clen) != GP_OK) {
+        if (prc < 0 || gp_st_chunkrec_parse(type, p, n, &id, &tf, &tl, &chunk, &clen) != GP_OK) {
             /* Damage: step to the next valid record (same framing as the
              * WAL), so one bad chunk costs that chunk only. */
-            size_t next = gp_seg_resync(f.data, f.len, at, 1u << GP_ST_REC_CHUNK);
+            size_t next = gp_seg_resync(f.data, f.len, at, 1u << GP_ST_REC_CHUNK | 1u << GP_ST_REC_PCHUNK);
             if (next == f.len) {
                 /* A torn tail, in a file written after the lost snapshot,
                  * is a crash's: the WAL replay writes it again. */
@@ -350,22 +349,54 @@ void gp_st_chunks_gc(struct gp_store *s)
 
 /* Checks and splits the record at off of buf[0..len). */
 static int chunk_split(const uint8_t *buf, size_t len, size_t off, const struct gp_st_ref *r,
-                       const uint8_t **chunk, size_t *clen)
+                       const uint8_t **chunk, size_t *clen, int *packed)
 {
     size_t pos = off, n;
     uint8_t type;
     const uint8_t *p;
     uint32_t id;
     int64_t tf, tl;
-    if (gp_seg_parse(buf, len, &pos, &type, &p, &n) != 1 || type != GP_ST_REC_CHUNK ||
-        gp_st_chunkrec_parse(p, n, &id, &tf, &tl, chunk, clen) != GP_OK || tf != r->t_first ||
+    if (gp_seg_parse(buf, len, &pos, &type, &p, &n) != 1 ||
+        gp_st_chunkrec_parse(type, p, n, &id, &tf, &tl, chunk, clen) != GP_OK || tf != r->t_first ||
         tl != r->t_last)
         return GP_EPARSE;
+    *packed = type == GP_ST_REC_PCHUNK;
     return GP_OK;
 }
 
+int gp_st_chunk_count(const uint8_t *p, size_t len, int packed, size_t *n)
+{
+    if (packed)
+        return gp_st_bchunk_count(p, len, n);
+    struct gp_chunk_iter it;
+    if (gp_chunk_iter_init(&it, p, len) != GP_OK)
+        return GP_EPARSE;
+    *n = gp_chunk_iter_count(&it);
+    return GP_OK;
+}
+
+int gp_st_chunk_decode(const uint8_t *p, size_t len, int packed, int64_t *t, double *v, size_t cap,
+                       size_t *got)
+{
+    *got = 0;
+    if (packed) {
+        /* No partial answer: the record's CRC passed, so damage here is a
+         * writer's bug, and the whole chunk is refused. */
+        int k = gp_st_bchunk_decode(p, len, t, v, cap);
+        if (k > 0)
+            *got = (size_t)k;
+        return k;
+    }
+    struct gp_chunk_iter it;
+    if (gp_chunk_iter_init(&it, p, len) != GP_OK)
+        return GP_EPARSE;
+    int k = gp_chunk_iter_decode(&it, t, v, cap);
+    *got = k < 0 ? it.read : (size_t)k;
+    return k;
+}
+
 int gp_st_chunk_pread(int fd, const struct gp_st_ref *r, uint8_t *buf, size_t cap,
-                      const uint8_t **chunk, size_t *len)
+                      const uint8_t **chunk, size_t *len, int *packed)
 {
     ssize_t got;
     do
@@ -373,18 +404,18 @@ int gp_st_chunk_pread(int fd, const struct gp_st_ref *r, uint8_t *buf, size_t ca
     while (got < 0 && errno == EINTR);
     if (got < 0)
         return GP_EIO;
-    return chunk_split(buf, (size_t)got, 0, r, chunk, len);
+    return chunk_split(buf, (size_t)got, 0, r, chunk, len, packed);
 }
 
 int gp_st_chunk_read(struct gp_store *s, const struct gp_st_ref *r, uint8_t *buf, size_t cap,
-                     const uint8_t **chunk, size_t *len)
+                     const uint8_t **chunk, size_t *len, int *packed)
 {
     struct gp_st_cfile *f = gp_st_cfile_find(s, r->file);
     if (!f || r->off >= f->size)
         return GP_EIO;
     if (f->map)
-        return chunk_split(f->map, (size_t)f->size, r->off, r, chunk, len);
-    return gp_st_chunk_pread(f->rfd, r, buf, cap, chunk, len);
+        return chunk_split(f->map, (size_t)f->size, r->off, r, chunk, len, packed);
+    return gp_st_chunk_pread(f->rfd, r, buf, cap, chunk, len, packed);
 }
 
 /* Asks the CPU for the first bytes of a mapped chunk record ahead of

@@ -21,19 +21,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Decodes a chunk, appending samples in [mint, maxt] newer than *last:
- * the whole chunk in one call into out's spare room, then filtered in
- * place (as emit_bchunk does). */
-static int emit_chunk(const uint8_t *p, size_t len, int64_t mint, int64_t maxt, int64_t *last,
-                      struct gp_samples *out)
+/* Decodes a chunk (Gorilla, or a chunk file's block-encoded one),
+ * appending samples in [mint, maxt] newer than *last: the whole chunk in
+ * one call into out's spare room, then filtered in place (as emit_bchunk
+ * does). */
+static int emit_chunk(const uint8_t *p, size_t len, int packed, int64_t mint, int64_t maxt,
+                      int64_t *last, struct gp_samples *out)
 {
-    struct gp_chunk_iter it;
-    if (gp_chunk_iter_init(&it, p, len) != GP_OK)
+    size_t n, base = out->n, got;
+    if (gp_st_chunk_count(p, len, packed, &n) != GP_OK)
         return GP_EPARSE;
-    size_t n = gp_chunk_iter_count(&it), base = out->n;
     if (gp_st_samples_reserve(out, n) != GP_OK)
         return GP_ENOMEM;
-    int k = gp_chunk_iter_decode(&it, out->t + base, out->v + base, n);
+    int k = gp_st_chunk_decode(p, len, packed, out->t + base, out->v + base, n, &got);
     /* Nearly every chunk of a range lies wholly inside it: kept as decoded. */
     if (k > 0 && out->t[base] >= mint && out->t[base] > *last && out->t[base + k - 1] <= maxt) {
         out->n = base + (size_t)k;
@@ -42,7 +42,7 @@ static int emit_chunk(const uint8_t *p, size_t len, int64_t mint, int64_t maxt, 
     }
     /* After damage, the samples decoded before it still count; and damage
      * past maxt is never reached, as a sample-by-sample read stops there. */
-    size_t got = k < 0 ? it.read : (size_t)k, w = base;
+    size_t w = base;
     int rc = k < 0 ? GP_EPARSE : GP_OK;
     for (size_t i = base; i < base + got; i++) {
         int64_t t = out->t[i];
@@ -161,9 +161,10 @@ static int read_locked(struct gp_store *s, uint32_t id, int64_t mint, int64_t ma
             gp_st_chunk_prefetch(s, &se->refs[pf]);
         const uint8_t *p;
         size_t len;
-        k = gp_st_chunk_read(s, r, buf, sizeof buf, &p, &len);
+        int packed;
+        k = gp_st_chunk_read(s, r, buf, sizeof buf, &p, &len, &packed);
         if (k == GP_OK)
-            k = emit_chunk(p, len, mint, maxt, &last, out);
+            k = emit_chunk(p, len, packed, mint, maxt, &last, out);
         if (k == GP_EPARSE) {
             gp_log(GP_LOG_ERROR, "store", "damaged chunk in a chunk file; its samples skipped",
                    "file=%u offset=%u id=%u", r->file, r->off, id);
@@ -175,7 +176,7 @@ static int read_locked(struct gp_store *s, uint32_t id, int64_t mint, int64_t ma
         rc != GP_ENOMEM) {
         size_t len;
         const uint8_t *p = gp_chunk_bytes(&se->head, &len);
-        rc = worse(rc, emit_chunk(p, len, mint, maxt, &last, out));
+        rc = worse(rc, emit_chunk(p, len, 0, mint, maxt, &last, out));
     }
     return rc;
 }

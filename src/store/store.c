@@ -423,6 +423,7 @@ int gp_store_open(struct gp_store **out, const struct gp_store_options *o, char 
     s->max_t = INT64_MIN;
     s->data_min = INT64_MAX;
     gp_buf_init(&s->lbuf, 0);
+    gp_buf_init(&s->cut_buf, 0);
     s->o = opt;
     s->dir = strdup(opt.dir);
     s->o.dir = s->dir;
@@ -526,6 +527,8 @@ void gp_store_close(struct gp_store *s)
     free(s->unk);
     gp_sindex_free(s->idx);
     gp_buf_free(&s->lbuf);
+    gp_buf_free(&s->cut_buf);
+    gp_st_bchunk_scratch_free(&s->cut_sc);
     free(s->ws);
     free(s->wser);
     if (s->lock_fd >= 0)

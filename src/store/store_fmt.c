@@ -38,17 +38,21 @@ void gp_st_chunkrec_header(uint8_t out[GP_ST_CHUNKREC_HDR], uint32_t id, int64_t
     gp_put_le64(out + 12, (uint64_t)t_last);
 }
 
-int gp_st_chunkrec_parse(const uint8_t *p, size_t n, uint32_t *id, int64_t *t_first,
+int gp_st_chunkrec_parse(uint8_t type, const uint8_t *p, size_t n, uint32_t *id, int64_t *t_first,
                          int64_t *t_last, const uint8_t **chunk, size_t *len)
 {
-    if (n < GP_ST_CHUNKREC_HDR + 2)
+    if (n < GP_ST_CHUNKREC_HDR + 2 || (type != GP_ST_REC_CHUNK && type != GP_ST_REC_PCHUNK))
         return GP_EPARSE;
     *id = gp_get_le32(p);
     *t_first = (int64_t)gp_get_le64(p + 4);
     *t_last = (int64_t)gp_get_le64(p + 12);
     *chunk = p + GP_ST_CHUNKREC_HDR;
     *len = n - GP_ST_CHUNKREC_HDR;
-    unsigned count = (unsigned)(*chunk)[0] << 8 | (*chunk)[1];
+    size_t count = 0;
+    if (type == GP_ST_REC_CHUNK)
+        count = (unsigned)(*chunk)[0] << 8 | (*chunk)[1];
+    else if (gp_st_bchunk_count(*chunk, *len, &count) != GP_OK)
+        return GP_EPARSE;
     if (*id == 0 || *t_first > *t_last || count == 0)
         return GP_EPARSE;
     return GP_OK;

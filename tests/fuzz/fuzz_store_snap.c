@@ -2,7 +2,7 @@
  * Fuzz target: the store's head snapshot and chunk files
  * (src/store/store_fmt.c). The input is parsed as a whole snapshot (each
  * series record's head chunk iterated, as recovery does) and as a chunk
- * file (records split and each chunk iterated). A record the parsers
+ * file (records of both chunk types split and each chunk decoded). A record the parsers
  * accept must hold what they promise: a known id range, ordered times,
  * a chunk that starts with a sample count.
  */
@@ -52,11 +52,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         int64_t tf, tl;
         const uint8_t *chunk;
         size_t len;
-        if (type != GP_ST_REC_CHUNK || gp_st_chunkrec_parse(p, n, &id, &tf, &tl, &chunk, &len) != GP_OK)
+        if (gp_st_chunkrec_parse(type, p, n, &id, &tf, &tl, &chunk, &len) != GP_OK)
             continue;
-        if (id == 0 || tf > tl || len < 2 || chunk < p || chunk + len > p + n)
+        if (id == 0 || tf > tl || len < 2 || chunk < p || chunk + len > p + n ||
+            (type != GP_ST_REC_CHUNK && type != GP_ST_REC_PCHUNK))
             abort();
-        iterate(chunk, len);
+        if (type == GP_ST_REC_CHUNK) {
+            iterate(chunk, len);
+        } else {
+            static int64_t t[GP_CHUNK_MAX_SAMPLES];
+            static double v[GP_CHUNK_MAX_SAMPLES];
+            size_t count;
+            if (gp_st_bchunk_count(chunk, len, &count) != GP_OK || count == 0)
+                abort(); /* the parser promised a sample count */
+            gp_st_bchunk_decode(chunk, len, t, v, GP_CHUNK_MAX_SAMPLES);
+        }
     }
     return 0;
 }

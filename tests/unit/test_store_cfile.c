@@ -2,11 +2,14 @@
  * test_store_cfile.c - reads of closed chunks from mapped chunk files
  * (persist.c): reads follow a file's growth, a rotation and gc; a range
  * read equals the whole read cut to the range; the pread fallback answers
- * the same; and a record damaged while the store is open is still
- * detected at read time (the CRC is checked on every read).
+ * the same; a record damaged while the store is open is still
+ * detected at read time (the CRC is checked on every read); closed
+ * chunks are written block-encoded, and Gorilla records still read.
  */
 #include "store/store_int.h"
 #include "store_testlib.h"
+
+#include "lib/buf.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -173,7 +176,115 @@ static void test_damage_after_open_detected_on_read(void)
     gp_st_map_chunk_files = 1;
 }
 
+/* Counts the chunk file's records by type (1: Gorilla, 2: packed). */
+static void count_types(const char *dir, size_t *gorilla, size_t *packed)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/chunks/00000000.chk", dir);
+    struct gp_seg_file f;
+    char err[200];
+    *gorilla = *packed = 0;
+    CHECK_INT(gp_seg_read_file(path, &f, err, sizeof err), GP_OK);
+    size_t pos = 0, n;
+    uint8_t type;
+    const uint8_t *p;
+    while (gp_seg_parse(f.data, f.len, &pos, &type, &p, &n) == 1) {
+        *gorilla += type == GP_ST_REC_CHUNK;
+        *packed += type == GP_ST_REC_PCHUNK;
+    }
+    gp_seg_file_free(&f);
+}
+
+/* Rewrites the first chunk file as an older binary wrote it: every
+ * packed record (type 2) as a Gorilla one (type 1), same order. */
+static void rewrite_as_gorilla(const char *dir)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/chunks/00000000.chk", dir);
+    struct gp_seg_file f;
+    char err[200];
+    CHECK_INT(gp_seg_read_file(path, &f, err, sizeof err), GP_OK);
+    struct gp_buf out;
+    gp_buf_init(&out, 0);
+    size_t pos = 0, n;
+    uint8_t type;
+    const uint8_t *p;
+    while (gp_seg_parse(f.data, f.len, &pos, &type, &p, &n) == 1) {
+        uint8_t rec[GP_ST_CHUNKREC_HDR + GP_ST_HEAD_BYTES];
+        size_t rn = n;
+        if (type == GP_ST_REC_PCHUNK) {
+            int64_t t[GP_ST_HEAD_SAMPLES];
+            double v[GP_ST_HEAD_SAMPLES];
+            int k = gp_st_bchunk_decode(p + GP_ST_CHUNKREC_HDR, n - GP_ST_CHUNKREC_HDR, t, v,
+                                        GP_ST_HEAD_SAMPLES);
+            CHECK(k > 0);
+            struct gp_chunk c;
+            CHECK_INT(gp_chunk_init(&c, GP_ST_HEAD_BYTES, GP_ST_HEAD_SAMPLES), GP_OK);
+            for (int i = 0; i < k; i++)
+                CHECK_INT(gp_chunk_append(&c, t[i], v[i]), GP_OK);
+            size_t len;
+            const uint8_t *g = gp_chunk_bytes(&c, &len);
+            memcpy(rec, p, GP_ST_CHUNKREC_HDR);
+            memcpy(rec + GP_ST_CHUNKREC_HDR, g, len);
+            rn = GP_ST_CHUNKREC_HDR + len;
+            gp_chunk_free(&c);
+            type = GP_ST_REC_CHUNK;
+        } else {
+            memcpy(rec, p, n);
+        }
+        uint8_t h[GP_SEG_HEADER];
+        gp_seg_header(h, type, rec, rn);
+        gp_buf_append(&out, h, sizeof h);
+        gp_buf_append(&out, rec, rn);
+    }
+    gp_seg_file_free(&f);
+    int fd = open(path, O_WRONLY | O_TRUNC);
+    CHECK(fd >= 0);
+    CHECK(write(fd, out.data, out.len) == (ssize_t)out.len);
+    close(fd);
+    gp_buf_free(&out);
+}
+
+/* Closed chunks go to the chunk file block-encoded (type 2); a chunk
+ * file of Gorilla records (type 1, older binaries) still loads, reads
+ * and compacts to the same samples. */
+static void test_packed_records_and_older_gorilla_files(void)
+{
+    const char *dir = gp_test_tmpdir();
+    struct gp_store_options o = {.no_sync = 1, .no_background = 1};
+    struct gp_store *s = topen(dir, &o);
+    int64_t t0 = gp_st_floor(tnow_ms() - 3 * 3600 * 1000, 3600000) + 3000;
+    tfill(s, 4, 700, t0, 100);
+    size_t gorilla, packed;
+    count_types(dir, &gorilla, &packed);
+    CHECK(packed >= 4 * 5); /* 700 samples: five closed chunks a series */
+    CHECK_INT(gorilla, 0);
+    for (uint32_t k = 0; k < 4; k++)
+        cf_check(s, k, t0, 700, INT64_MIN, INT64_MAX);
+    gp_store_close(s);
+
+    rewrite_as_gorilla(dir);
+    count_types(dir, &gorilla, &packed);
+    CHECK_INT(packed, 0);
+    CHECK(gorilla >= 4 * 5);
+    s = topen(dir, &o);
+    CHECK_INT(s->damage, 0);
+    for (uint32_t k = 0; k < 4; k++) {
+        cf_check(s, k, t0, 700, INT64_MIN, INT64_MAX);
+        cf_check(s, k, t0, 700, t0 + 130 * 1000, t0 + 250 * 1000);
+    }
+    /* compaction reads the Gorilla records into a block */
+    CHECK_INT(gp_store_maintain(s, 1), GP_OK);
+    struct gp_store_stats st;
+    gp_store_stats(s, &st);
+    CHECK(st.blocks >= 1);
+    for (uint32_t k = 0; k < 4; k++)
+        cf_check(s, k, t0, 700, INT64_MIN, INT64_MAX);
+    gp_store_close(s);
+}
+
 const struct gp_test gp_tests_store_cfile[] = {
+    {"packed_records_and_older_gorilla_files", test_packed_records_and_older_gorilla_files},
     {"reads_follow_growth_rotation_and_gc", test_reads_follow_growth_rotation_and_gc},
     {"pread_fallback_answers_the_same", test_pread_fallback_answers_the_same},
     {"damage_after_open_detected_on_read", test_damage_after_open_detected_on_read},

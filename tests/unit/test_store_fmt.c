@@ -4,6 +4,7 @@
  * indexes), rollup payloads, chunk records and head snapshots.
  */
 #include "lib/bits.h"
+#include "lib/buf.h"
 #include "lib/err.h"
 #include "store/segment.h"
 #include "store/store_fmt.h"
@@ -203,16 +204,55 @@ static void test_chunk_record(void)
     int64_t a, b;
     const uint8_t *c;
     size_t l;
-    CHECK_INT(gp_st_chunkrec_parse(buf, GP_ST_CHUNKREC_HDR + 10, &id, &a, &b, &c, &l), GP_OK);
+    CHECK_INT(gp_st_chunkrec_parse(GP_ST_REC_CHUNK, buf, GP_ST_CHUNKREC_HDR + 10, &id, &a, &b, &c, &l), GP_OK);
     CHECK_INT(id, 5);
     CHECK_INT(a, 100);
     CHECK_INT(b, 200);
     CHECK_INT(l, 10);
-    CHECK_INT(gp_st_chunkrec_parse(buf, GP_ST_CHUNKREC_HDR + 1, &id, &a, &b, &c, &l), GP_EPARSE);
+    CHECK_INT(gp_st_chunkrec_parse(GP_ST_REC_CHUNK, buf, GP_ST_CHUNKREC_HDR + 1, &id, &a, &b, &c, &l), GP_EPARSE);
     gp_st_chunkrec_header(buf, 5, 300, 200);
-    CHECK_INT(gp_st_chunkrec_parse(buf, GP_ST_CHUNKREC_HDR + 10, &id, &a, &b, &c, &l), GP_EPARSE);
+    CHECK_INT(gp_st_chunkrec_parse(GP_ST_REC_CHUNK, buf, GP_ST_CHUNKREC_HDR + 10, &id, &a, &b, &c, &l), GP_EPARSE);
     gp_st_chunkrec_header(buf, 0, 100, 200);
-    CHECK_INT(gp_st_chunkrec_parse(buf, GP_ST_CHUNKREC_HDR + 10, &id, &a, &b, &c, &l), GP_EPARSE);
+    CHECK_INT(gp_st_chunkrec_parse(GP_ST_REC_CHUNK, buf, GP_ST_CHUNKREC_HDR + 10, &id, &a, &b, &c, &l), GP_EPARSE);
+    /* an unknown record type is refused */
+    gp_st_chunkrec_header(buf, 5, 100, 200);
+    CHECK_INT(gp_st_chunkrec_parse(3, buf, GP_ST_CHUNKREC_HDR + 10, &id, &a, &b, &c, &l), GP_EPARSE);
+}
+
+/* A block-encoded chunk record (GP_ST_REC_PCHUNK): its count comes from
+ * the block chunk, and a payload that is no block chunk is refused. */
+static void test_chunk_record_packed(void)
+{
+    int64_t t[3] = {1000, 2000, 3000};
+    double v[3] = {1.5, 2.5, 3.5};
+    struct gp_st_bchunk_scratch sc = {0};
+    struct gp_buf b;
+    gp_buf_init(&b, 0);
+    uint8_t hdr[GP_ST_CHUNKREC_HDR];
+    gp_st_chunkrec_header(hdr, 7, 1000, 3000);
+    gp_buf_append(&b, hdr, sizeof hdr);
+    CHECK_INT(gp_st_bchunk_encode(t, v, 3, &sc, &b), GP_OK);
+    uint32_t id;
+    int64_t a, z;
+    const uint8_t *c;
+    size_t l;
+    const uint8_t *p = (const uint8_t *)b.data;
+    CHECK_INT(gp_st_chunkrec_parse(GP_ST_REC_PCHUNK, p, b.len, &id, &a, &z, &c, &l), GP_OK);
+    CHECK_INT(id, 7);
+    CHECK_INT(l, b.len - GP_ST_CHUNKREC_HDR);
+    int64_t ot[3];
+    double ov[3];
+    CHECK_INT(gp_st_bchunk_decode(c, l, ot, ov, 3), 3);
+    CHECK_INT(ot[2], 3000);
+    CHECK_DBL(ov[1], 2.5, 0);
+    /* encoding byte 9 is no block chunk */
+    uint8_t bad[GP_ST_CHUNKREC_HDR + 4] = {0};
+    memcpy(bad, hdr, sizeof hdr);
+    bad[GP_ST_CHUNKREC_HDR] = 9;
+    bad[GP_ST_CHUNKREC_HDR + 1] = 3;
+    CHECK_INT(gp_st_chunkrec_parse(GP_ST_REC_PCHUNK, bad, sizeof bad, &id, &a, &z, &c, &l), GP_EPARSE);
+    gp_buf_free(&b);
+    gp_st_bchunk_scratch_free(&sc);
 }
 
 /* Appends one framed record to b. */
@@ -509,6 +549,7 @@ const struct gp_test gp_tests_store_fmt[] = {
     {"rollup_payload_round_trip", test_rollup_payload_round_trip},
     {"rollup_fold", test_rollup_fold},
     {"chunk_record", test_chunk_record},
+    {"chunk_record_packed", test_chunk_record_packed},
     {"snapshot_parse", test_snapshot_parse},
     {"bchunk_round_trips", test_bchunk_round_trips},
     {"bchunk_frozen_layout", test_bchunk_frozen_layout},
