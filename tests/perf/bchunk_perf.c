@@ -17,21 +17,10 @@
  */
 #include "lib/err.h"
 #include "store/store_fmt.h"
+#include "perf_file.h"
 
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <time.h>
-#include <unistd.h>
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 int main(int argc, char **argv)
 {
@@ -40,16 +29,13 @@ int main(int argc, char **argv)
         return 2;
     }
     int rounds = argc > 2 ? atoi(argv[2]) : 5;
-    int fd = open(argv[1], O_RDONLY);
-    struct stat st;
-    if (fd < 0 || fstat(fd, &st) != 0) {
-        perror(argv[1]);
+    size_t size;
+    const uint8_t *map = map_file(argv[1], &size);
+    if (!map)
         return 1;
-    }
-    const uint8_t *map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
     struct gp_st_bfile bf;
     char err[200];
-    if (map == MAP_FAILED || gp_st_bfile_parse(map, (size_t)st.st_size, &bf, err, sizeof err) != GP_OK) {
+    if (gp_st_bfile_parse(map, size, &bf, err, sizeof err) != GP_OK) {
         fprintf(stderr, "bchunk-perf: %s: not a block file\n", argv[1]);
         return 1;
     }

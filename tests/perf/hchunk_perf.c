@@ -21,21 +21,10 @@
 #include "store/chunk.h"
 #include "store/segment.h"
 #include "store/store_fmt.h"
+#include "perf_file.h"
 
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <time.h>
-#include <unistd.h>
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 struct rec {
     const uint8_t *g; /* Gorilla bytes */
@@ -51,14 +40,9 @@ int main(int argc, char **argv)
         return 2;
     }
     int rounds = argc > 2 ? atoi(argv[2]) : 5;
-    int fd = open(argv[1], O_RDONLY);
-    struct stat st;
-    if (fd < 0 || fstat(fd, &st) != 0) {
-        perror(argv[1]);
-        return 1;
-    }
-    const uint8_t *map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
-    if (map == MAP_FAILED)
+    size_t size;
+    const uint8_t *map = map_file(argv[1], &size);
+    if (!map)
         return 1;
     size_t nrec = 0, cap = 1024;
     struct rec *r = malloc(cap * sizeof *r);
@@ -74,7 +58,7 @@ int main(int argc, char **argv)
         uint8_t type;
         const uint8_t *p;
         size_t n;
-        if (gp_seg_parse(map, (size_t)st.st_size, &pos, &type, &p, &n) != 1)
+        if (gp_seg_parse(map, size, &pos, &type, &p, &n) != 1)
             break;
         if (type != GP_ST_REC_CHUNK) {
             fprintf(stderr, "hchunk-perf: %s holds block-encoded chunks: needs a file of Gorilla ones\n",
