@@ -629,6 +629,8 @@ static int dec_request(struct rd *r, struct dec *d)
  * it) and the tables block with the samples, labels and series arrays. */
 struct rw_arena {
     void *tables;
+    struct gp_series *series; /* apart from the tables: appending it there
+                                 was a realloc that copied them all */
     uint8_t body[];
 };
 
@@ -638,7 +640,7 @@ static struct rw_arena *arena_new(size_t len, char *err, size_t errlen)
     if (!a)
         gp_seterr(err, errlen, GP_ENOMEM, "remote write: out of memory for %zu bytes", len);
     else
-        a->tables = NULL;
+        a->tables = a->series = NULL;
     return a;
 }
 
@@ -654,10 +656,9 @@ static int dec_arena(struct rw_arena *a, size_t len, struct gp_batch *out, char 
     int rc = tab_reserve(&r, &d, len + len / 4 + 64);
     if (!rc)
         rc = dec_request(&r, &d);
-    size_t o_series = d.tab_len; /* a multiple of 8: labels and samples are */
-    size_t total = o_series + d.nseries * sizeof(struct gp_series);
-    uint8_t *t = NULL;
-    if (!rc && !(t = realloc(d.tab, total ? total : 1)))
+    size_t total = d.nseries * sizeof(struct gp_series);
+    struct gp_series *ser = NULL;
+    if (!rc && !(ser = malloc(total ? total : 1)))
         rc = dec_nomem(&r, total);
     if (rc) {
         free(d.tab);
@@ -665,7 +666,7 @@ static int dec_arena(struct rw_arena *a, size_t len, struct gp_batch *out, char 
         free(a);
         return rc;
     }
-    struct gp_series *ser = (struct gp_series *)(void *)(t + o_series);
+    uint8_t *t = d.tab;
     for (size_t i = 0; i < d.nseries; i++) {
         const struct ser_rec *s = &d.ser[i];
         ser[i] = (struct gp_series){(struct gp_label *)(void *)(t + s->labels_off),
@@ -675,6 +676,7 @@ static int dec_arena(struct rw_arena *a, size_t len, struct gp_batch *out, char 
     }
     free(d.ser);
     a->tables = t;
+    a->series = ser;
     out->series = d.nseries ? ser : NULL;
     out->nseries = d.nseries;
     out->nlabels_total = d.nlabels;
@@ -725,6 +727,7 @@ void gp_rw_decoded_free(struct gp_batch *req)
     struct rw_arena *a = req->arena;
     if (a) {
         free(a->tables);
+        free(a->series);
         free(a);
     }
     memset(req, 0, sizeof *req);
