@@ -6,6 +6,8 @@
 #   bench/ingest.sh [NODES] [MINUTES]  (default 32 nodes = 256 GPUs, 20 min)
 #   QUICK=1 bench/ingest.sh            (8 nodes, 5 min: a smoke test)
 #   CONNECTIONS=8 FAMILIES=20 SM_TICKS=60
+#   BEFORE=path/to/gpulse              (another build beside this one, e.g.
+#                                       the previous release: before/after)
 #
 # Data: bench/fleetgen -F FAMILIES, NODES x 8 H100 x FAMILIES
 # dcgm-exporter families at 1 s, the MINUTES that end now, pre-encoded
@@ -57,6 +59,11 @@ for shape in tm sm; do
     start_gpulse "$TMP/gp"
     ingest "GP_$shape" "http://127.0.0.1:$GP/api/v1/write" $GPID "$TMP/$shape.rw"
     stop $GPID; rm -rf "$TMP/gp"
+    if [ -n "${BEFORE:-}" ]; then
+        start_gpulse "$TMP/gp" "$BEFORE"
+        ingest "GPB_$shape" "http://127.0.0.1:$GP/api/v1/write" $GPID "$TMP/$shape.rw"
+        stop $GPID; rm -rf "$TMP/gp"
+    fi
 done
 
 echo
@@ -71,4 +78,8 @@ def row(*c):
 row("samples per CPU-second", "VictoriaM.", "Prometheus", "gpulse", "gpulse/VM", "goal")
 for what, vm, prom, gp in rows:
     row(what, f"{vm:,.0f}", f"{prom:,.0f}", f"{gp:,.0f}", f"{gp / vm:.2f}", ">= 1.5")
+before = "${BEFORE:-}"
+if before:
+    for what, b, vm in (("time-major", ${ING_GPB_tm:-0}, $ING_VM_tm), ("series-major", ${ING_GPB_sm:-0}, $ING_VM_sm)):
+        print(f"  {before} on {what}: {b:,.0f} samples per CPU-second, gpulse/VM {b / vm:.2f}")
 PY
