@@ -19,6 +19,7 @@
 #include "server/auth.h"
 #include "lib/token.h"
 #include "server/jobs.h"
+#include "server/metadata.h"
 #include "state/state.h"
 #include "storage/storage.h"
 
@@ -566,6 +567,10 @@ int gp_server_start(struct gp_server **out, const struct gp_server_config *c, ch
         gp_storage_close(st);
         goto fail;
     }
+    if ((rc = gp_srv_meta_open(&s->meta, c->data_dir, err, errlen))) {
+        gp_storage_close(st);
+        goto fail;
+    }
     if ((rc = gp_jobs_open(&s->jobs, c->data_dir, c->jobs_scan_interval_ms, err, errlen)) ||
         (rc = gp_jobs_start(s->jobs, st))) {
         if (rc == GP_ENOMEM)
@@ -637,6 +642,8 @@ void gp_server_stop(struct gp_server *s)
     s->jobs = NULL;
     gp_rem_close(s->rem); /* finishes what was queued */
     s->rem = NULL;
+    gp_srv_meta_close(s->meta); /* after the HTTP server: writes put into it */
+    s->meta = NULL;
     if (st)
         gp_storage_close(st);
     pthread_mutex_destroy(&s->hook_mu);
