@@ -821,6 +821,9 @@ static void test_damaged_block_chunk_reported(void)
     CHECK_INT(pr.n, 1);
     CHECK_DBL(pr.series[0].v[0], 2 * 400, 0);
     CHECK_CONTAINS(pr.warnings, "store: 1 damaged chunk(s) skipped between ");
+    /* It names the series the chunk belongs to. */
+    CHECK_CONTAINS(pr.warnings, " ms, of {__name__=\"gpu_util\", gpu=\"0\", node=\"n0\"}");
+    CHECK(!strstr(pr.warnings, "more series"));
     gp_buf_init(&out, 1 << 24);
     CHECK_INT(gp_promql_render(&pr, &out), GP_OK);
     CHECK_CONTAINS(out.data, ",\"warnings\":[\"store: 1 damaged chunk(s) skipped between ");
