@@ -120,17 +120,13 @@ void gp_pq_damage_note(struct gp_pq_damage *d, const struct gp_store_series *s,
 {
     if (!smp->damaged)
         return;
-    if (!d->chunks || smp->damaged_from < d->from)
-        d->from = smp->damaged_from;
-    if (!d->chunks || smp->damaged_to > d->to)
-        d->to = smp->damaged_to;
+    struct gp_pq_damage one = {smp->damaged, 1, smp->damaged_from, smp->damaged_to, ""};
     struct gp_buf b;
     gp_buf_init(&b, 0);
     gp_pq_labels_str(s->labels, s->labels_len, &b);
-    damage_first(d, b.err || !b.data ? "{}" : b.data, d->series > 0);
+    damage_first(&one, b.err || !b.data ? "{}" : b.data, 0);
     gp_buf_free(&b);
-    d->chunks += smp->damaged;
-    d->series++;
+    gp_pq_damage_merge(d, &one);
 }
 
 void gp_pq_damage_merge(struct gp_pq_damage *into, const struct gp_pq_damage *d)
