@@ -4,11 +4,18 @@
 # with metadata_config {send: true}. gpulse's /api/v1/metadata answers
 # each of those families exactly as Prometheus's own /api/v1/metadata
 # does, but for a name gpulse defines itself (DCGM_FI_DEV_GPU_TEMP),
-# where gpulse's definition is the answer (docs/api.md); after a restart
-# of the server, with Prometheus gone, the answer is the same.
+# where gpulse's definition is the answer (docs/api.md); so does a
+# second server in storage: remote (its cluster another Prometheus), which
+# answers from itself; after a restart of the first server, with
+# Prometheus gone, the answer is the same.
 source "$(dirname "$0")/lib.sh"
 command -v prometheus >/dev/null || fail "prometheus is not installed (scripts/deps.sh test)"
 start_server
+EMB_URL=$SERVER_URL EMB_PID=$SERVER_PID EMB_LOG=$SERVER_LOG EMB_DATA=$SERVER_DATA
+start_prom_receiver
+unset SERVER_DATA
+start_server --storage remote --remote-write-url "$PROM_URL" --remote-query-url "http://127.0.0.1:$PROM_PORT"
+REM_URL=$SERVER_URL
 TP=$(free_port)
 cat >"$TMP/target.txt" <<'OM'
 # TYPE app_requests counter
@@ -75,7 +82,10 @@ scrape_configs:
   - job_name: om
     static_configs: [{targets: ["127.0.0.1:$TP"]}]
 remote_write:
-  - url: $SERVER_URL/api/v1/write
+  - url: $EMB_URL/api/v1/write
+    metadata_config: {send: true, send_interval: 1s}
+    queue_config: {batch_send_deadline: 1s, max_backoff: 1s}
+  - url: $REM_URL/api/v1/write
     metadata_config: {send: true, send_interval: 1s}
     queue_config: {batch_send_deadline: 1s, max_backoff: 1s}
 YML
@@ -128,20 +138,28 @@ d = json.load(sys.stdin)["data"]
 sys.exit(0 if all(f in d for f in sys.argv[1].split()) else 1)' "$FAMS"
 }
 wait_until 60 have_all "$PROM" || { tail -20 "$TMP/prom.log"; fail "prometheus never had the target's metadata"; }
-wait_until 60 have_all "$SERVER_URL" ||
-    { tail -20 "$TMP/prom.log"; tail -20 "$SERVER_LOG"; fail "the metadata never reached gpulse"; }
-curl -sf "$PROM/api/v1/metadata" >"$TMP/prom-meta.json"
-python3 "$TMP/cmp.py" "$TMP/prom-meta.json" "$SERVER_URL" "$FAMS" || fail "gpulse's metadata differs from Prometheus's (above)"
-for q in "limit=0" "metric=app_mode&limit=1" "metric=app_queue_bytes&limit_per_metric=0"; do
-    [ "$(curl -sf "$PROM/api/v1/metadata?$q")" = "$(curl -sf "$SERVER_URL/api/v1/metadata?$q" | tr -d '\n')" ] ||
-        fail "?$q: gpulse's answer is not Prometheus's"
+for url in "$EMB_URL" "$REM_URL"; do
+    wait_until 60 have_all "$url" ||
+        { tail -20 "$TMP/prom.log"; tail -20 "$SERVER_LOG"; fail "the metadata never reached $url"; }
 done
-curl -sf "$SERVER_URL/metrics" | grep -E '^gpulse_server_http_requests_total\{handler="write",code="[^2]' &&
-    fail "Prometheus's remote write got errors (above)"
-note "gpulse answers Prometheus's metadata for every family remote write carried"
+curl -sf "$PROM/api/v1/metadata" >"$TMP/prom-meta.json"
+for url in "$EMB_URL" "$REM_URL"; do
+    python3 "$TMP/cmp.py" "$TMP/prom-meta.json" "$url" "$FAMS" ||
+        fail "$url: gpulse's metadata differs from Prometheus's (above)"
+    for q in "limit=0" "metric=app_mode&limit=1" "metric=app_queue_bytes&limit_per_metric=0"; do
+        [ "$(curl -sf "$PROM/api/v1/metadata?$q")" = "$(curl -sf "$url/api/v1/metadata?$q" | tr -d '\n')" ] ||
+            fail "$url ?$q: gpulse's answer is not Prometheus's"
+    done
+    curl -sf "$url/metrics" | grep -E '^gpulse_server_http_requests_total\{handler="write",code="[^2]' &&
+        fail "Prometheus's remote write to $url got errors (above)"
+done
+note "gpulse answers Prometheus's metadata for every family remote write carried (embedded and storage: remote)"
 # Prometheus first (no more metadata arrives), then a restart of gpulse.
 kill "$prom"; wait "$prom" 2>/dev/null || true
 stop_server
+SERVER_PID=$EMB_PID SERVER_LOG=$EMB_LOG
+stop_server
+SERVER_DATA=$EMB_DATA
 start_server
 python3 "$TMP/cmp.py" "$TMP/prom-meta.json" "$SERVER_URL" "$FAMS" || fail "after a restart, gpulse's metadata differs (above)"
 note "the metadata survives a restart of the server"
