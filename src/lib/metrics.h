@@ -269,6 +269,11 @@ enum gp_metric_section {
     X(SRV_STATE_DAMAGED, SERVER, "gpulse_server_state_damaged", GAUGE, "",                             \
       "1 when state.db was found damaged at start: jobs, alerts and notifications run on an empty "   \
       "in-memory state until `gpulse repair` (docs/storage.md).")                                      \
+    X(SRV_METADATA_FAMILIES, SERVER, "gpulse_server_metadata_families", GAUGE, "",                     \
+      "Metric families whose remote-written TYPE, HELP and unit are kept (/api/v1/metadata).")         \
+    X(SRV_METADATA_DROPPED, SERVER, "gpulse_server_metadata_dropped_total", COUNTER, "",               \
+      "Remote-written metadata entries of new families not kept: the limits were reached "             \
+      "(docs/api.md).")                                                                                \
     X(SRV_SELF_SCRAPES, SERVER, "gpulse_server_self_scrapes_total", COUNTER, "",                       \
       "Self-scrapes: the server's own families stored in its store (self_scrape_interval).")          \
     X(SRV_SELF_SCRAPE_FAILURES, SERVER, "gpulse_server_self_scrape_failures_total", COUNTER, "",       \

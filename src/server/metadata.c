@@ -287,3 +287,15 @@ void gp_srv_meta_walk(struct gp_srv_meta *m, const char *metric, gp_srv_meta_fn 
     }
     pthread_mutex_unlock(&m->mu);
 }
+
+uint64_t gp_srv_meta_stats(struct gp_srv_meta *m, size_t *families)
+{
+    *families = 0;
+    if (!m)
+        return 0;
+    pthread_mutex_lock(&m->mu);
+    *families = m->n;
+    uint64_t dropped = m->dropped;
+    pthread_mutex_unlock(&m->mu);
+    return dropped;
+}

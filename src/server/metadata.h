@@ -37,4 +37,8 @@ typedef void (*gp_srv_meta_fn)(void *arg, const char *name, const char *type, co
                                const char *unit);
 void gp_srv_meta_walk(struct gp_srv_meta *m, const char *metric, gp_srv_meta_fn fn, void *arg);
 
+/* The families kept into *families; returns the entries dropped at the
+ * limits since start (m NULL: 0 and 0). */
+uint64_t gp_srv_meta_stats(struct gp_srv_meta *m, size_t *families);
+
 #endif

@@ -393,6 +393,9 @@ static void test_metadata_limit(void)
     EXPECT(r, 200, "{\"type\":\"counter\",\"help\":\"changed\"");
     r = form(s, "GET", "/api/v1/metadata?metric=fam_19999", NULL);
     EXPECT(r, 200, "{\"fam_19999\":[{\"type\":\"gauge\"");
+    r = form(s, "GET", "/metrics", NULL);
+    EXPECT(r, 200, "\ngpulse_server_metadata_families 20000\n");
+    EXPECT(r, 200, "\ngpulse_server_metadata_dropped_total 1\n");
     gp_server_stop(s);
 }
 
