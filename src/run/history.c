@@ -712,7 +712,7 @@ static json_t *totals_json(const struct gp_history *h, double wall, json_t *gpus
     const char *wn[] = {"sm_occupancy_avg", "tensor_active_avg", "dram_active_avg", "link_busy_avg"};
     for (int i = 0; i < 4; i++)
         json_object_set_new(t, wn[i], w[i]->dt > 0 ? json_real(w[i]->sum / w[i]->dt) : json_null());
-    json_object_set_new(t, "rank_step_spread", json_null()); /* records carry no rank */
+    json_object_set_new(t, "rank_step_spread", json_null()); /* the job model has none yet */
     json_object_set_new(t, "peak_gpu_memory_bytes", num(gf.peak_memory_bytes));
     json_object_set_new(t, "peak_gpu_memory_ratio", num(gf.peak_memory_ratio));
 
