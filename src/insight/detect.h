@@ -167,17 +167,10 @@ struct gp_detect_ctx {
     void *emit_ctx;
 };
 
-/*
- * XIDs that point at the hardware (the GPU, its memory, links or
- * firmware), after NVIDIA's XID catalogue: 48 double-bit ECC, 61/62
- * micro-controller breakpoint/halt, 63/64 row remapping or page
- * retirement event/failure, 74 NVLink, 79 fallen off the bus, 92 high
- * single-bit rate, 94/95 contained/uncontained ECC, 119/120 GSP, 140
- * unrecovered ECC. Others (13, 31, 43, 45...) are usually the
- * application's own faults: no reason to drain a node.
- */
-#define GP_HARDWARE_XIDS(X) \
-    X(48) X(61) X(62) X(63) X(64) X(74) X(79) X(92) X(94) X(95) X(119) X(120) X(140)
+/* Whether XID code xid points at the hardware (the GPU, its memory,
+ * links or firmware) rather than the application: the fault catalog's
+ * `hardware` column (faults.h). Application XIDs (13, 31, 43, 45...)
+ * are no reason to drain a node. */
 bool gp_xid_is_hardware(double xid);
 
 typedef int (*gp_detect_fn)(const struct gp_detect_ctx *c);
