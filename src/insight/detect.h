@@ -76,6 +76,9 @@ int gp_severity_parse(const char *s, enum gp_severity *out); /* GP_OK or GP_EPAR
     X(HW_ERRORS, "gpu_hardware_errors", GPU, CRITICAL, 1, 1, "0s",                                 \
       "Uncorrectable memory errors, XID errors or pending retirements: drain this node, let "    \
       "running jobs checkpoint, reset the GPU (or reboot), then run diagnostics before reuse.")  \
+    X(PCIE_DEGRADED, "pcie_link_degraded", GPU, WARNING, 0.5, 0.3, "5m",                           \
+      "The PCIe link runs below the width or generation the card and slot support: drain the "   \
+      "node and reseat the card or riser, check the slot and the BIOS link settings.")            \
     X(STRAGGLER, "straggler", RANK, WARNING, 3.5, 3.0, "5m",                                       \
       "One rank is slower than its peers and holds every other rank back at each collective: "   \
       "check its GPU for throttling, lower clocks or PCIe errors, and its node for other load.") \
@@ -153,6 +156,10 @@ struct gp_observation {
      * engine shows); "" otherwise, to keep a tick over 10,000 GPUs cheap. */
     char summary[256];       /* one line a person can act on */
     char evidence[768];      /* the numbers and the window behind them */
+    /* what to do, where it depends on what was found (the fault
+     * catalog's action and explanation, faults.h); "": the detector's
+     * own runbook. At most GP_ALERT_RUNBOOK_LEN - 1 bytes are kept. */
+    char runbook[512];
 };
 
 /* What a detector is told and where it writes. */

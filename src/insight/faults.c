@@ -12,6 +12,8 @@
 
 #include "lib/err.h"
 
+#include <ctype.h>
+#include <stdio.h>
 #include <string.h>
 
 const char *const gp_fault_action_names[GP_FA__COUNT] = {
@@ -127,6 +129,28 @@ const struct gp_fault *gp_fault_table(unsigned *n)
 {
     *n = (unsigned)(sizeof xids / sizeof xids[0]);
     return xids;
+}
+
+const struct gp_fault *gp_fault_stronger(const struct gp_fault *a, const struct gp_fault *b)
+{
+    if (!a || !b)
+        return a ? a : b;
+    if (a->action != b->action)
+        return a->action > b->action ? a : b;
+    return b->severity > a->severity ? b : a;
+}
+
+void gp_fault_runbook(const struct gp_fault *f, char *out, size_t len)
+{
+    if (!len)
+        return;
+    char xid[24] = "";
+    if (f->xid)
+        snprintf(xid, sizeof xid, "XID %u, ", f->xid);
+    int n = snprintf(out, len, "%s (%s%s). %s", gp_fault_action_words[f->action], xid, f->title,
+                     f->explanation);
+    if (n > 0)
+        out[0] = (char)toupper((unsigned char)out[0]);
 }
 
 int gp_fault_action_parse(const char *s, enum gp_fault_action *out)

@@ -24,6 +24,7 @@
 #include "insight/detect.h"
 
 #include <stdbool.h>
+#include <stddef.h>
 
 /* X(id, name (JSON, config), words for "what to do") */
 #define GP_FAULT_ACTIONS(X)                                                                        \
@@ -64,6 +65,10 @@ extern const char *const gp_fault_action_words[GP_FA__COUNT];
       "rows remapped for uncorrectable errors",                                                    \
       "Rows were remapped after uncorrectable errors and the remapping worked: nothing to do "    \
       "unless remap failures or new uncorrectable errors follow.")                                 \
+    X(HW_XID, "hardware_xid", CRITICAL, RESET_GPU, "a hardware XID",                             \
+      "The driver reported XIDs that point at the hardware, but not which code (no last-XID "     \
+      "reading): reset the GPU, and look the code up in the kernel log (dmesg) and NVIDIA's Xid " \
+      "catalog.")                                                                                  \
     X(LOST, "gpu_lost", CRITICAL, REBOOT, "the GPU fell off the bus",                              \
       "The GPU stopped answering on PCIe (NVML GPU_IS_LOST, XID 79): reboot the node; if it "     \
       "happens again, drain it and inspect the card, riser, power and slot.")                      \
@@ -108,6 +113,14 @@ bool gp_fault_xid_known(unsigned xid);
 /* Rows in the catalog (XIDs then conditions), for docs and the API:
  * *n gets the count. */
 const struct gp_fault *gp_fault_table(unsigned *n);
+
+/* The stronger of two faults: the stronger action, then the higher
+ * severity; a NULL loses. */
+const struct gp_fault *gp_fault_stronger(const struct gp_fault *a, const struct gp_fault *b);
+
+/* What an alert about fault f says to do: "Reset the GPU: XID 48
+ * (double-bit ECC error). <explanation>" into out (always terminated). */
+void gp_fault_runbook(const struct gp_fault *f, char *out, size_t len);
 
 /* GP_OK and *out, or GP_EPARSE for a name not in GP_FAULT_ACTIONS. */
 int gp_fault_action_parse(const char *s, enum gp_fault_action *out);
