@@ -9,8 +9,40 @@
 source "$(dirname "$0")/lib.sh"
 export GPULSE_FAKENVML_SCENARIO=$SCEN/faults.scn
 export GPULSE_NVML_LIBRARY=$FAKE_FULL
-SERVER_CMD=up start_server --interval 500ms --eval-interval 1s --eval-step 1s --eval-window 2m \
-    --detector-overrides "pcie_link_degraded.for=0s"
+# the notifications carry the same texts: a webhook and a Slack receiver
+RPORT=$(free_port)
+RLOG=$TMP/requests.jsonl
+python3 "$ROOT/tests/integration/notify_receiver.py" "$RPORT" "$RLOG" >"$TMP/receiver.out" 2>&1 &
+PIDS+=($!)
+R=http://127.0.0.1:$RPORT
+wait_until 10 curl -sf "$R/health" || fail "the receiver did not come up"
+cat >"$TMP/gpulse.yaml" <<EOF
+notify:
+  retry_max_backoff: 1s
+  receivers:
+    - name: hooks
+      type: webhook
+      url: $R/hook/receive
+    - name: chat
+      type: slack
+      url: $R/slack/services/T0/B0/X
+  routes:
+    - receiver: hooks
+      match: {kind: gpu_hardware_errors}
+      group_by: [gpu]
+      group_wait: 1s
+      group_interval: 1s
+      repeat_interval: 1h
+      continue: true
+    - receiver: chat
+      match: {kind: gpu_hardware_errors}
+      group_by: [gpu]
+      group_wait: 1s
+      group_interval: 1s
+      repeat_interval: 1h
+EOF
+SERVER_CMD=up start_server --config "$TMP/gpulse.yaml" --interval 500ms --eval-interval 1s --eval-step 1s \
+    --eval-window 2m --detector-overrides "pcie_link_degraded.for=0s"
 
 q() { curl -sf "$SERVER_URL/api/v1/query" --data-urlencode "query=$1"; }
 val() { q "$1" | python3 -c 'import json,sys; r=json.load(sys.stdin)["data"]["result"]; print(r[0]["value"][1] if len(r)==1 else "n=%d" % len(r))'; }
@@ -33,9 +65,10 @@ alerts() { # alerts KIND N: waits for N firing alerts of KIND, into $TMP/KIND.js
     }
     wait_until 60 got "$1" "$2" || { cat "$TMP/$1.json" >&2; tail -20 "$SERVER_LOG" >&2; fail "want $2 firing $1 alerts"; }
 }
-alerts gpu_hardware_errors 4
-alerts pcie_link_degraded 1
-python3 - "$TMP/gpu_hardware_errors.json" "$TMP/pcie_link_degraded.json" <<'PY' || fail "the alerts' actions and texts"
+check_alerts() { # the texts follow the newest tick: GPU 5 is off the bus half a second after its XID
+    alerts gpu_hardware_errors 4
+    alerts pcie_link_degraded 1
+    python3 - "$TMP/gpu_hardware_errors.json" "$TMP/pcie_link_degraded.json" "$@" <<'PY'
 import json, sys
 hw = {a["labels"]["gpu"]: a for a in json.load(open(sys.argv[1]))["data"]}
 pcie = json.load(open(sys.argv[2]))["data"]
@@ -50,22 +83,47 @@ want = {
 }
 bad = 0
 if sorted(hw) != sorted(want):
-    print("  hardware alerts on GPUs %s, want %s" % (sorted(hw), sorted(want))); bad += 1
+    print("  hardware alerts on GPUs %s, want %s" % (sorted(hw), sorted(want)), file=sys.stderr); bad += 1
 for gpu, (summary, runbook) in want.items():
     a = hw.get(gpu)
     if not a: continue
-    print("  GPU %s: %s | %s..." % (gpu, a["summary"], a["runbook"][:60]))
-    if summary not in a["summary"]: print("    summary lacks %r" % summary); bad += 1
-    if not a["runbook"].startswith(runbook): print("    runbook does not start %r" % runbook); bad += 1
+    if len(sys.argv) < 4: print("  GPU %s: %s | %s..." % (gpu, a["summary"], a["runbook"][:60]))
+    if summary not in a["summary"]: print("    summary lacks %r" % summary, file=sys.stderr); bad += 1
+    if not a["runbook"].startswith(runbook): print("    runbook does not start %r" % runbook, file=sys.stderr); bad += 1
     if a["severity"] != "critical": bad += 1
 p = pcie[0]
-print("  GPU %s: %s" % (p["labels"]["gpu"], p["summary"]))
+if len(sys.argv) < 4: print("  GPU %s: %s" % (p["labels"]["gpu"], p["summary"]))
 if p["labels"]["gpu"] != "1" or "(x8 of x16, gen 5 of 5): drain the node and inspect the hardware" not in p["summary"]:
     bad += 1
 if not p["runbook"].startswith("Drain the node and inspect the hardware (the PCIe link below its maximum). "):
     bad += 1
 sys.exit(1 if bad else 0)
 PY
+}
+wait_until 30 check_alerts quiet || check_alerts || fail "the alerts' actions and texts"
 note "each fault class's alert names its catalog action and carries its explanation; XID 13 raised none"
+delivered() {
+    python3 - "$RLOG" <<'PY'
+import json, sys
+hook = slack = False
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    if r.get("errors"):
+        print("  invalid payload on %s: %s" % (r["path"], r["errors"])); sys.exit(2)
+    body = r.get("body") or ""
+    if r["path"].startswith("/hook/"):
+        for a in json.loads(body).get("alerts", []):
+            if a["labels"].get("gpu") == "5" and a["annotations"].get("runbook_url", "").startswith(
+                    "Reboot the node (") and \
+                    a["annotations"]["summary"].endswith(": reboot the node"):
+                hook = True
+    elif r["path"].startswith("/slack/") and "drain the node and inspect the hardware" in body \
+            and "Drain the node and inspect the hardware (XID 64, " in body:
+        slack = True
+sys.exit(0 if hook and slack else 1)
+PY
+}
+wait_until 30 delivered || { tail -c 3000 "$RLOG" >&2; fail "the notifications lack the catalog's action or runbook"; }
+note "the webhook and Slack notifications carry the action and the catalog's explanation"
 stop_server
 echo "ok test_health_faults"
