@@ -10,8 +10,6 @@
  */
 #include "insight/faults.h"
 
-#include "lib/err.h"
-
 #include <ctype.h>
 #include <stdio.h>
 #include <string.h>
@@ -151,14 +149,4 @@ void gp_fault_runbook(const struct gp_fault *f, char *out, size_t len)
                      f->explanation);
     if (n > 0)
         out[0] = (char)toupper((unsigned char)out[0]);
-}
-
-int gp_fault_action_parse(const char *s, enum gp_fault_action *out)
-{
-    for (int i = 0; i < GP_FA__COUNT; i++)
-        if (!strcmp(s, gp_fault_action_names[i])) {
-            *out = (enum gp_fault_action)i;
-            return GP_OK;
-        }
-    return GP_EPARSE;
 }

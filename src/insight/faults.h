@@ -122,7 +122,4 @@ const struct gp_fault *gp_fault_stronger(const struct gp_fault *a, const struct 
  * (double-bit ECC error). <explanation>" into out (always terminated). */
 void gp_fault_runbook(const struct gp_fault *f, char *out, size_t len);
 
-/* GP_OK and *out, or GP_EPARSE for a name not in GP_FAULT_ACTIONS. */
-int gp_fault_action_parse(const char *s, enum gp_fault_action *out);
-
 #endif

@@ -3,7 +3,6 @@
  * lists each with its severity and action. */
 #include "insight/alerts.h"
 #include "insight/faults.h"
-#include "lib/err.h"
 #include "test.h"
 
 #include <stdio.h>
@@ -71,10 +70,6 @@ static void test_lookup(void)
     char rb[64];
     gp_fault_runbook(gp_fault_xid(48), rb, sizeof rb);
     CHECK_STR(rb, "Reset the GPU (XID 48, double-bit ECC error). An uncorrectable ");
-    enum gp_fault_action a;
-    CHECK_INT(gp_fault_action_parse("drain_inspect", &a), GP_OK);
-    CHECK_INT(a, GP_FA_DRAIN_INSPECT);
-    CHECK_INT(gp_fault_action_parse("drain", &a), GP_EPARSE);
 }
 
 /* docs/health.md's catalog table: "| `name` | severity | action |". */
