@@ -10,12 +10,7 @@ source "$(dirname "$0")/lib.sh"
 export GPULSE_FAKENVML_SCENARIO=$SCEN/faults.scn
 export GPULSE_NVML_LIBRARY=$FAKE_FULL
 # the notifications carry the same texts: a webhook and a Slack receiver
-RPORT=$(free_port)
-RLOG=$TMP/requests.jsonl
-python3 "$ROOT/tests/integration/notify_receiver.py" "$RPORT" "$RLOG" >"$TMP/receiver.out" 2>&1 &
-PIDS+=($!)
-R=http://127.0.0.1:$RPORT
-wait_until 10 curl -sf "$R/health" || fail "the receiver did not come up"
+start_notify_receiver
 cat >"$TMP/gpulse.yaml" <<EOF
 notify:
   retry_max_backoff: 1s
