@@ -74,8 +74,9 @@ int gp_severity_parse(const char *s, enum gp_severity *out); /* GP_OK or GP_EPAR
       "Clocks held down by temperature or power: check cooling, airflow and fans, and the "      \
       "power limit; a throttled card slows every rank of its job.")                              \
     X(HW_ERRORS, "gpu_hardware_errors", GPU, CRITICAL, 1, 1, "0s",                                 \
-      "Uncorrectable memory errors, XID errors or pending retirements: drain this node, let "    \
-      "running jobs checkpoint, reset the GPU (or reboot), then run diagnostics before reuse.")  \
+      "Uncorrectable memory errors, hardware XIDs, pending retirements or remaps, or a GPU off " \
+      "the bus: while it fires, the alert names the fault catalog's action and explanation "     \
+      "(docs/health.md): reset the GPU, reboot the node, or drain it and inspect the card.")    \
     X(PCIE_DEGRADED, "pcie_link_degraded", GPU, WARNING, 0.5, 0.3, "5m",                           \
       "The PCIe link runs below the width or generation the card and slot support: drain the "   \
       "node and reseat the card or riser, check the slot and the BIOS link settings.")            \
