@@ -109,11 +109,19 @@ int gp_det_throttled(const struct gp_detect_ctx *c)
             if (nbusy && !isnan(cmax))
                 snprintf(clock, sizeof clock, "%sSM clock %.0f of %.0f MHz while busy",
                          temp[0] ? ", " : "", cksum / nbusy / 1e6, cmax / 1e6);
-            gp_det_printf(o.summary, sizeof o.summary, "%s is throttled on %.0f %% of points over %s, "
-                          "mostly %s%s%s%s%s",
-                          who, 100 * share, win, why, temp[0] || clock[0] ? " (" : "", temp, clock,
-                          temp[0] || clock[0] ? ")" : "");
-            gp_fault_runbook(gp_fault_cond(GP_FC_THROTTLED), o.runbook, sizeof o.runbook);
+            const struct gp_fault *f = gp_fault_cond(GP_FC_THROTTLED);
+            if (o.bad)
+                gp_det_printf(o.summary, sizeof o.summary, "%s is throttled on %.0f %% of points over %s, "
+                              "mostly %s%s%s%s%s: %s",
+                              who, 100 * share, win, why, temp[0] || clock[0] ? " (" : "", temp, clock,
+                              temp[0] || clock[0] ? ")" : "", gp_fault_action_words[f->action]);
+            else
+                gp_det_printf(o.summary, sizeof o.summary, "%s is throttled on %.0f %% of points over %s, "
+                              "mostly %s%s%s%s%s",
+                              who, 100 * share, win, why, temp[0] || clock[0] ? " (" : "", temp, clock,
+                              temp[0] || clock[0] ? ")" : "");
+            if (o.bad)
+                gp_fault_runbook(f, o.runbook, sizeof o.runbook);
             gp_det_printf(o.evidence, sizeof o.evidence,
                           "over %s, %u points with a reading, %u held down: thermal reason on %u, "
                           "power reason on %u, at or above %.0f °C on %u (max %.0f °C), busy with "

@@ -696,7 +696,9 @@ static void test_throttled(void)
                                "apart), mostly thermal");
     o = about_gpu("n1", "1");
     CHECK(o && o->bad);
-    CHECK_CONTAINS(o->summary, "SM clock 1400 of 1980 MHz while busy");
+    CHECK_CONTAINS(o->summary, "SM clock 1400 of 1980 MHz while busy): drain the node and inspect the "
+                               "hardware");
+    CHECK_CONTAINS(o->runbook, "Drain the node and inspect the hardware (clocks held down). ");
     CHECK(!about_gpu("n1", "2")->bad);
     CHECK(!about_gpu("n1", "3")->bad);
     gp_view_free(&v);
