@@ -167,7 +167,8 @@ enum gp_metric_section {
     X(SOURCE_UP, AGENT, "gpulse_source_up", GAUGE, "source",                                           \
       "1 when the source found something to sample and is sampling it.")                              \
     X(SOURCE_ERRORS, AGENT, "gpulse_source_errors_total", COUNTER, "source",                           \
-      "Readings a source had to skip: vanished processes, garbled files, driver errors.")              \
+      "Readings a source had to skip: garbled files, driver errors (a process that exits while "       \
+      "it is read is none).")                                                                          \
     X(SOURCE_DURATION, AGENT, "gpulse_source_sample_duration_seconds", GAUGE, "source",                \
       "Time the source's last sample took.")                                                           \
     X(SCRAPE_DURATION, AGENT, "gpulse_scrape_duration_seconds", GAUGE, "",                             \

@@ -638,7 +638,15 @@ static int fill_gpu(struct gp_gpu *g, const struct sim_gpu *sg, const struct sim
             gp_gpu_set(g, GPF_REMAP_COR, 0);
             gp_gpu_set(g, GPF_REMAP_UNC, 0);
             gp_gpu_set(g, GPF_REMAP_FAILURE, 0);
+            gp_gpu_set(g, GPF_REMAP_PENDING, 0);
         }
+        /* a healthy x16 link at the generation the model's x16 bandwidth
+         * implies (about 16, 32, 64 GB/s for gen 3, 4, 5) */
+        double gen = m->pcie_gbps >= 45 ? 5 : m->pcie_gbps >= 22 ? 4 : 3;
+        gp_gpu_set(g, GPF_PCIE_LINK_GEN, gen);
+        gp_gpu_set(g, GPF_PCIE_MAX_LINK_GEN, gen);
+        gp_gpu_set(g, GPF_PCIE_LINK_WIDTH, 16);
+        gp_gpu_set(g, GPF_PCIE_MAX_LINK_WIDTH, 16);
         if (gp_gpumodel_has_page_retire(m)) {
             gp_gpu_set(g, GPF_RETIRED_SBE, 0);
             gp_gpu_set(g, GPF_RETIRED_DBE, 0);
