@@ -55,6 +55,12 @@ struct gp_storage_remote_options {
     const char *headers[GP_STORAGE_MAX_HEADERS]; /* "Name: value", sent with every request */
     size_t nheaders;
     size_t max_series;       /* ids handed out at most; 0: 10 million */
+    /* The recent window kept locally (docs/storage.md "The local window"):
+     * writes that pass through are stored in an embedded store under
+     * window_dir too, reads from window_ms ago on are answered from it.
+     * 0 or no window_dir: none, every read asks the cluster. */
+    int64_t window_ms;
+    const char *window_dir;
 };
 
 struct gp_storage_options {
