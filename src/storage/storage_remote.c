@@ -1139,7 +1139,7 @@ static void refill(struct gp_storage *s)
         gp_push_stats(r->push, &ps);
         uint64_t left = 0;
         for (size_t i = 0; i < ps.nt; i++)
-            left += ps.t[i].queue_bytes + ps.t[i].buffer_bytes;
+            left += ps.t[i].queue_bytes; /* not yet delivered (the disk's files may lag) */
         if (!left || gp_mono_ms() - t0 > DRAIN_MS)
             break;
         nanosleep(&(struct timespec){.tv_nsec = 100000000}, NULL);
