@@ -18,6 +18,8 @@
  *                       remote-write sender the agent uses (ingest/push.h: the same
  *                       queue and disk buffer), reads through promapi.h
  *   promapi.c           the parser of Prometheus HTTP API answers
+ *   storage_window.c    the remote backend's local window: the recent
+ *                       writes in an embedded store, answering recent reads
  *
  * Series ids: the embedded store names series by its own ids; the remote
  * backend hands out ids of its own, stable for the life of the process,

@@ -18,6 +18,12 @@
  * Other reads ask for the one series (an exact-match selector). Label
  * names and values go to /api/v1/labels and /api/v1/label/NAME/values.
  *
+ * The local window (storage_window.c): with one, every write is stored
+ * there too, and a selection or bounded label lookup whose range starts
+ * within what it holds is its to answer, as are the reads of the series
+ * such a selection returned (ids without the RID bit). It is refilled
+ * from the cluster at open, before the server takes writes.
+ *
  * PromQL from the API (gp_storage_promql) goes to the cluster as it is,
  * and its answer, success or Prometheus error, comes back as it is.
  *
