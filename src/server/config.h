@@ -64,6 +64,7 @@ struct gp_server_config {
     int64_t remote_timeout_ms;
     int64_t remote_write_timeout_ms;
     int64_t remote_lookback_ms;
+    int64_t remote_window_ms;
     uint64_t remote_buffer_max;
     char remote_bearer_token_file[GP_SERVER_PATH_LEN];
     char remote_basic_user[GP_SERVER_TOKEN_LEN];
@@ -177,6 +178,9 @@ struct gp_server_config {
       "storage: remote: time one remote-write request may take")                                  \
     X(remote_lookback_ms, "remote_lookback", "remote-lookback", DURATION, "15m",                   \
       "storage: remote: how far back the inventory and the jobs scanner look for series")        \
+    X(remote_window_ms, "remote_window", "remote-window", DURATION, "20m",                         \
+      "storage: remote: recent window kept locally and read without the cluster (raised to "      \
+      "remote_lookback and eval_window; 0s: off, every read asks the cluster)")                   \
     X(remote_buffer_max, "remote_buffer_max", "remote-buffer-max", BYTES, "1GiB",                  \
       "storage: remote: disk buffer (under data_dir/remote-buffer) for writes the cluster has "    \
       "not taken yet; the oldest are dropped beyond")                                             \

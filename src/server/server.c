@@ -522,7 +522,7 @@ int gp_server_start(struct gp_server **out, const struct gp_server_config *c, ch
                 .max_future_ms = c->max_future_ms ? c->max_future_ms : -1, /* 0s: no bound */
             },
     };
-    char rbuf[GP_SERVER_PATH_LEN + 32];
+    char rbuf[GP_SERVER_PATH_LEN + 32], wbuf[GP_SERVER_PATH_LEN + 32];
     if (so.kind == GP_STORAGE_REMOTE) {
         /* state.db and the write queue's disk buffer still live under data_dir */
         if (mkdir(c->data_dir, 0755) && errno != EEXIST) {
@@ -539,6 +539,15 @@ int gp_server_start(struct gp_server **out, const struct gp_server_config *c, ch
         ro->write_timeout_ms = c->remote_write_timeout_ms;
         ro->query_timeout_ms = c->remote_timeout_ms;
         ro->lookback_ms = c->remote_lookback_ms;
+        /* The window covers the longest recent read: the detectors' and
+         * the inventory's (docs/storage.md "The local window"). */
+        ro->window_ms = c->remote_window_ms;
+        if (ro->window_ms > 0 && ro->window_ms < c->remote_lookback_ms)
+            ro->window_ms = c->remote_lookback_ms;
+        if (ro->window_ms > 0 && ro->window_ms < c->eval_window_ms + c->eval_step_ms)
+            ro->window_ms = c->eval_window_ms + c->eval_step_ms;
+        snprintf(wbuf, sizeof wbuf, "%s/remote-window", c->data_dir);
+        ro->window_dir = wbuf;
         ro->bearer_token_file = c->remote_bearer_token_file;
         ro->basic_user = c->remote_basic_user;
         ro->basic_password_file = c->remote_basic_password_file;
