@@ -95,6 +95,7 @@ while :; do
     rm -rf "$TMP/jobs" && mkdir -p "$TMP/jobs"
     at=$(python3 -c 'import sys,time; print("%.1f" % (time.time() - float(sys.argv[1])))' "$T0")
     for job in $(python3 -c 'import json,sys; print(" ".join(j["job"] for j in json.load(open(sys.argv[1]))["jobs"]))' "$TMP/truth.json"); do
+        awk -v a="$(date +%s.%N)" -v b="$T0" 'BEGIN { printf "%.1f\n", a - b }' >"$TMP/jobs/$job.at"
         curl -sf "$URL/api/v1/jobs/$job" >"$TMP/jobs/$job.json" || rm -f "$TMP/jobs/$job.json"
     done
     rc=0

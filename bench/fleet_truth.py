@@ -12,7 +12,7 @@ Matching: an alert belongs to a fault when its kind is in the fault's
 expect or allow list and every identifying label it carries (node, gpu,
 job, rank) equals the fault's, with at least node+gpu or job+rank there
 (a fault of scope "job", a hang or a crash loop, also takes an alert that
-names its job alone). A fault is found (recall) when an alert of an
+names its job alone, and so does a fault in a job of one rank). A fault is found (recall) when an alert of an
 `expect` kind belongs to it and, where the truth says what that alert
 must say (`says`), its summary says it: a badput's name ("lost"), or
 the rank to look at ("rank 4": the first rank the summary names). Precision is the share of scored firing alerts that belong to some
@@ -24,7 +24,8 @@ recall and precision are both 1, 1 otherwise, 2 on bad input.
 
 Goodput and MFU (--jobs DIR --elapsed S): DIR holds the job documents
 (GET /api/v1/jobs/ID, one JOB.json each) read S seconds after the
-simulation's first tick. Each job's goodput share and MFU are worked out
+simulation's first tick (or the seconds in JOB.at, when the bench wrote
+down each document's own time). Each job's goodput share and MFU are worked out
 here from the truth's timelines, independently of gpulse (the same
 closed forms the simulator plays: steps at each rank's step time,
 checkpoints, the hang, the crash loop or OOMs whose repeated steps are
@@ -63,8 +64,10 @@ def split_info(alerts, include_info=False):
             [a for a in alerts if a.get("severity") == "info"])
 
 
-def belongs(alert, fault):
-    """Whether alert describes fault (see the module comment)."""
+def belongs(alert, fault, whole_job=False):
+    """Whether alert describes fault (see the module comment); whole_job:
+    an alert that names the fault's job alone names it (a fault of the
+    whole job, or one in a job of one rank)."""
     kinds = set(fault["expect"]) | set(fault.get("allow", []))
     if alert.get("kind") not in kinds:
         return False
@@ -72,7 +75,7 @@ def belongs(alert, fault):
     for k in IDENT:
         if k in labels and str(labels[k]) != str(fault[k]):
             return False
-    if fault.get("scope") == "job" and "job" in labels:
+    if whole_job and "job" in labels:
         return True
     return ("node" in labels and "gpu" in labels) or ("job" in labels and "rank" in labels)
 
@@ -92,9 +95,11 @@ def says(alert, fault):
 def score(truth, alerts):
     """Returns (rows, false_alarms, precision, recall) for truth and firing alerts."""
     faults = truth["faults"]
+    solo = {j["job"] for j in truth.get("jobs", []) if j.get("ranks") == 1}
     rows, used = [], set()
     for f in faults:
-        mine = [i for i, a in enumerate(alerts) if belongs(a, f)]
+        whole = f.get("scope") == "job" or f["job"] in solo
+        mine = [i for i, a in enumerate(alerts) if belongs(a, f, whole)]
         used.update(mine)
         fired = sorted({alerts[i]["kind"] for i in mine})
         found = any(alerts[i]["kind"] in f["expect"] and says(alerts[i], f) for i in mine)
@@ -159,7 +164,13 @@ def figures(truth, jobs_dir, elapsed):
     """Rows comparing each stepping job's goodput and MFU with the truth's."""
     rows = []
     for job in truth.get("jobs", []):
-        want_g, want_m = expected_figures(truth, job, elapsed)
+        at = elapsed
+        try:  # when this job's document was asked for, where the bench wrote it down
+            with open(os.path.join(jobs_dir, job["job"] + ".at")) as f:
+                at = float(f.read())
+        except (OSError, ValueError):
+            pass
+        want_g, want_m = expected_figures(truth, job, at)
         if want_g is None:
             continue
         try:
