@@ -140,7 +140,15 @@ def rank_timeline(job, i, elapsed, restart_s):
     per_attempt = math.floor(active(length) / step) if c else 0
     cur = math.floor(active(min(tc, length)) / step)
     new = per_attempt if c else cur
-    end = first + (min(run, hang) if hang > 0 else c * (length + restart_s) + min(tc, length) if c else run)
+
+    def at(a):  # seconds into an attempt when it had stepped a seconds
+        return a + (max(math.ceil(a / every) - 1, 0) * ck if ckpt and a > 0 else 0)
+
+    # the stepping span ends with the last step (gpulse's throughput leaves out the tail)
+    if cur:
+        end = first + (c * (length + restart_s) if c else 0) + at(cur * step)
+    else:  # restarting: the attempt before ended it
+        end = first + ((c - 1) * (length + restart_s) + at(per_attempt * step) if c else 0)
     return new * step * (1 - wait), c * per_attempt + cur, first, end
 
 
