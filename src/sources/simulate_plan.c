@@ -6,8 +6,8 @@
  * - the straggler goes first, to the first node in that order with at
  *   least four GPUs (it needs peers for its step time to be an outlier);
  *   a fleet without such a node gets no straggler;
- * - leak, starved, throttled, ECC and idle follow, each to the next node
- *   not used yet, so in a fleet of six nodes or more every fault is alone
+ * - leak, starved, throttled, ECC, idle and powercap follow, each to the
+ *   next node not used yet, so in a fleet of nine nodes or more every fault is alone
  *   on its node; smaller fleets wrap round and put faults on distinct
  *   GPUs of shared nodes, never leaving the straggler fewer than two
  *   peers; ECC only goes to an NVIDIA model with ECC memory (an override

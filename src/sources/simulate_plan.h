@@ -108,11 +108,13 @@ struct gp_sim_plan {
 
 /*
  * Builds the plan of spec for seed. faults: NULL or "" for the seeded
- * plan (exactly one of each fault, on distinct nodes where the fleet has
- * six or more); else an override (gp_sim_faults_parse) that replaces it.
- * Fills *out (caller frees with gp_sim_plan_free). GP_OK; GP_EUSAGE when
- * the override does not fit the spec (no such node or GPU, a straggler
- * without at least two peers, ECC on a card without ECC); GP_ENOMEM.
+ * plan (one of each fault where it fits, on distinct nodes where the
+ * fleet has nine or more); else an override (gp_sim_faults_parse) that
+ * replaces it. Fills *out (caller frees with gp_sim_plan_free). GP_OK;
+ * GP_EUSAGE when the override does not fit the spec (no such node or GPU,
+ * a straggler or powercap without at least two peers, ECC on a card
+ * without ECC, a hang or crash loop sharing its job with another fault);
+ * GP_ENOMEM.
  */
 int gp_sim_plan_build(const struct gp_sim_spec *spec, uint64_t seed, const char *faults,
                       struct gp_sim_plan *out, char *err, size_t errlen);
