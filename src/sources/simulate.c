@@ -138,12 +138,8 @@ static uint64_t mix64(uint64_t x)
     return x ^ (x >> 31);
 }
 
-/* Uniform in [0, 1) from a key and two more words. */
-static double hash_unit(uint64_t key, uint64_t a, uint64_t b)
-{
-    uint64_t h = mix64(key ^ mix64(a * 0x100000001b3ull ^ mix64(b)));
-    return (double)(h >> 11) * (1.0 / 9007199254740992.0);
-}
+/* Uniform in [0, 1) from a key and two more words (the plan's hash). */
+static double hash_unit(uint64_t key, uint64_t a, uint64_t b) { return gp_sim_unit(key, a, b); }
 
 /* Smooth value noise in [-1, 1]: hashed values at cells of `scale` seconds. */
 static double vnoise(uint64_t key, unsigned chan, double t, double scale)

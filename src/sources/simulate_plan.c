@@ -58,10 +58,9 @@ bool gp_sim_fault_job_wide(enum gp_sim_fault_kind k)
     return k == GP_SIM_FAULT_HANG || k == GP_SIM_FAULT_RESTART;
 }
 
-/* Uniform in [0, 1) from the seed and two words. */
-static double unit(uint64_t seed, uint64_t a, uint64_t b)
+double gp_sim_unit(uint64_t key, uint64_t a, uint64_t b)
 {
-    return (double)(mix64(seed ^ mix64(a * 0x100000001b3ull ^ mix64(b))) >> 11) * (1.0 / 9007199254740992.0);
+    return (double)(mix64(key ^ mix64(a * 0x100000001b3ull ^ mix64(b))) >> 11) * (1.0 / 9007199254740992.0);
 }
 
 /* Faults whose GPU becomes a job of its own. */
@@ -417,18 +416,18 @@ static void assign_timelines(struct gp_sim_plan *p, const struct layout *l, uint
             unsigned gi = l->first[node] + i;
             struct gp_sim_slot *s = &p->slots[gi];
             /* the job's pace, then a rank's own 1 % */
-            double base = 0.35 + 0.4 * unit(seed, 0x6a6f62, s->job);
-            s->step_s = base * (1 + 0.01 * unit(seed, 0x72616e6b, gi));
+            double base = 0.35 + 0.4 * gp_sim_unit(seed, 0x6a6f62, s->job);
+            s->step_s = base * (1 + 0.01 * gp_sim_unit(seed, 0x72616e6b, gi));
             s->wait_share = 0.02;
             s->flops_token = 0;
             switch (s->fault) {
             case GP_SIM_FAULT_STARVED:
-                s->step_s = 4 + 2 * unit(seed, 0x7374, gi); /* one step a data cycle */
-                s->duty = 0.35 + 0.1 * unit(seed, 0x6475, gi);
+                s->step_s = 4 + 2 * gp_sim_unit(seed, 0x7374, gi); /* one step a data cycle */
+                s->duty = 0.35 + 0.1 * gp_sim_unit(seed, 0x6475, gi);
                 s->wait_share = 1 - s->duty;
                 break;
             case GP_SIM_FAULT_LEAK:
-                s->oom_s = 900 + 120 * unit(seed, 0x6f6f6d, gi); /* 15 to 17 minutes to OOM */
+                s->oom_s = 900 + 120 * gp_sim_unit(seed, 0x6f6f6d, gi); /* 15 to 17 minutes to OOM */
                 break;
             case GP_SIM_FAULT_STRAGGLER: s->step_s *= 1.6; break; /* the SM clock at ~62 % */
             case GP_SIM_FAULT_POWERCAP: s->step_s *= 1.35; break; /* ~72 % clocks at its lower limit */
@@ -437,22 +436,22 @@ static void assign_timelines(struct gp_sim_plan *p, const struct layout *l, uint
             }
             /* node jobs checkpoint; the single-GPU faults and the leaking rank do not */
             if (s->fault < 0 || (!solo((enum gp_sim_fault_kind)s->fault) && s->fault != GP_SIM_FAULT_LEAK)) {
-                s->ckpt_every_s = 240 + 90 * unit(seed, 0x636b70, s->job);
-                s->ckpt_s = 15 + 10 * unit(seed, 0x636b64, s->job);
+                s->ckpt_every_s = 240 + 90 * gp_sim_unit(seed, 0x636b70, s->job);
+                s->ckpt_s = 15 + 10 * gp_sim_unit(seed, 0x636b64, s->job);
             }
             if (s->job == hang_job) /* before its first checkpoint */
-                s->hang_at_s = 150 + 60 * unit(seed, 0x68616e67, s->job);
+                s->hang_at_s = 150 + 60 * gp_sim_unit(seed, 0x68616e67, s->job);
             /* MFU: FLOPs a token for 40-55 % of the card's peak at the job's pace */
             s->peak_flops = gp_gpumodel_peak_tflops(l->model[node], GP_PREC_BF16) * 1e12;
             if (s->fault != GP_SIM_FAULT_IDLE)
-                s->flops_token = (0.40 + 0.15 * unit(seed, 0x6d6675, s->job)) * s->peak_flops * base /
+                s->flops_token = (0.40 + 0.15 * gp_sim_unit(seed, 0x6d6675, s->job)) * s->peak_flops * base /
                                  (GP_SIM_BATCH * GP_SIM_SEQ);
         }
     /* the crash loop: every rank of the job, before its first checkpoint */
     for (unsigned i = 0; i < p->nfaults; i++) {
         if (p->faults[i].kind != GP_SIM_FAULT_RESTART)
             continue;
-        double every = 150 + 50 * unit(seed, 0x63726173, p->faults[i].job);
+        double every = 150 + 50 * gp_sim_unit(seed, 0x63726173, p->faults[i].job);
         for (unsigned g = 0; g < p->ngpus; g++)
             if (p->slots[g].job == p->faults[i].job)
                 p->slots[g].crash_every_s = every;

@@ -51,6 +51,9 @@ struct gp_sim_fault_info {
 };
 extern const struct gp_sim_fault_info gp_sim_fault_infos[GP_SIM_FAULT__COUNT];
 
+/* Uniform in [0, 1) from a key and two words: the hash every simulated constant comes from. */
+double gp_sim_unit(uint64_t key, uint64_t a, uint64_t b);
+
 /* Faults of a whole job (hang, restart): their alerts carry the job, not a rank. */
 bool gp_sim_fault_job_wide(enum gp_sim_fault_kind k);
 
