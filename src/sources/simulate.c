@@ -123,7 +123,6 @@ struct sim_reading {
     /* the process's timeline (timeline()): what its step counters show */
     double active_s;    /* seconds it spent stepping (checkpoints and a hang excluded) */
     double ckpts;       /* checkpoints it finished */
-    double first_step;  /* the step number it began after (a restart repeats from there) */
     bool hung;          /* its job hangs: no more steps, the process lives */
     double hung_s;      /* ... for this long */
 };
