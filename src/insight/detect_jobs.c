@@ -111,12 +111,16 @@ static void cause(const struct gp_view *v, unsigned gi, struct peers peers, char
         return;
     }
     struct gpu_look me = look(v, &v->gpus[gi]);
-    if (!isnan(me.power_limit) && !isnan(peers.limit) && me.power_limit < (1 - STRAG_LIMIT_GAP) * peers.limit)
+    if (!isnan(me.power_limit) && !isnan(peers.limit) && me.power_limit < (1 - STRAG_LIMIT_GAP) * peers.limit) {
+        char capped[64] = ""; /* GPUs without clock-event reasons (AMD) do not say */
+        if (me.throttle_share > 0)
+            gp_det_printf(capped, sizeof capped, " (power capping on %.0f %% of points)",
+                          100 * me.throttle_share);
         gp_det_printf(out, len,
-                      "GPU %s is held at a %.0f W power limit vs %.0f W on its peers (power capping "
-                      "on %.0f %% of points): restore its limit (nvidia-smi -pl)",
-                      v->gpus[gi].gpu, me.power_limit, peers.limit, 100 * me.throttle_share);
-    else if (me.throttle_share > 0)
+                      "GPU %s is held at a %.0f W power limit vs %.0f W on its peers%s: restore its "
+                      "limit (nvidia-smi -pl)",
+                      v->gpus[gi].gpu, me.power_limit, peers.limit, capped);
+    } else if (me.throttle_share > 0)
         gp_det_printf(out, len, "thermal or power throttling on %.0f %% of points of GPU %s",
                       100 * me.throttle_share, v->gpus[gi].gpu);
     else if (!isnan(me.busy_clock) && !isnan(peers.clock) &&

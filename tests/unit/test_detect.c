@@ -835,6 +835,11 @@ static void test_straggler(void)
     CHECK_CONTAINS(about_rank("llama-7", 5)->summary,
                    "likely cause: GPU 5 is held at a 420 W power limit vs 700 W on its peers (power "
                    "capping on 100 % of points): restore its limit (nvidia-smi -pl)");
+    fill(&v, &v.gpus[5], GP_VGM_THROTTLE_POWER, NAN); /* no clock-event reasons (AMD): not said */
+    CHECK_INT(run(GP_DET_STRAGGLER, &v), GP_OK);
+    CHECK_CONTAINS(about_rank("llama-7", 5)->summary,
+                   "likely cause: GPU 5 is held at a 420 W power limit vs 700 W on its peers: restore");
+    fill(&v, &v.gpus[5], GP_VGM_THROTTLE_POWER, 1);
     fill(&v, &v.gpus[5], GP_VGM_POWER_LIMIT, 690); /* within 5 %: not the cause */
     CHECK_INT(run(GP_DET_STRAGGLER, &v), GP_OK);
     CHECK_CONTAINS(about_rank("llama-7", 5)->summary, "likely cause: thermal or power throttling");
