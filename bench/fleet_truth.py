@@ -103,9 +103,10 @@ def score(truth, alerts):
         mine = [i for i, a in enumerate(alerts) if belongs(a, f, whole)]
         used.update(mine)
         fired = sorted({alerts[i]["kind"] for i in mine})
-        found = any(alerts[i]["kind"] in f["expect"] and says(alerts[i], f) for i in mine)
+        found_by = sorted({alerts[i]["kind"] for i in mine if alerts[i]["kind"] in f["expect"] and says(alerts[i], f)})
         summaries = [alerts[i].get("summary", "") for i in mine]
-        rows.append({"fault": f, "fired": fired, "found": found, "summaries": summaries})
+        rows.append({"fault": f, "fired": fired, "found": bool(found_by), "found_by": found_by,
+                     "summaries": summaries})
     false_alarms = [a for i, a in enumerate(alerts) if i not in used]
     recall = sum(r["found"] for r in rows) / len(rows) if rows else 1.0
     precision = len(used) / len(alerts) if alerts else 1.0
@@ -220,6 +221,23 @@ def report_figures(rows, elapsed, out=sys.stdout):
     return misses
 
 
+def per_detector(rows, false_alarms, alerts):
+    """{kind: (alerts, false alarms, faults that expect it, of those found by it)}."""
+    out = {}
+    for a in alerts:
+        k = a.get("kind")
+        n = out.setdefault(k, [0, 0, 0, 0])
+        n[0] += 1
+    for a in false_alarms:
+        out[a.get("kind")][1] += 1
+    for r in rows:
+        for k in r["fault"]["expect"]:
+            n = out.setdefault(k, [0, 0, 0, 0])
+            n[2] += 1
+            n[3] += k in r["found_by"]
+    return {k: tuple(v) for k, v in out.items()}
+
+
 def where(labels):
     parts = []
     if "node" in labels:
@@ -229,7 +247,7 @@ def where(labels):
     return " ".join(parts) or "-"
 
 
-def report(rows, false_alarms, precision, recall, nalerts, out=sys.stdout, info=()):
+def report(rows, false_alarms, precision, recall, nalerts, out=sys.stdout, info=(), alerts=None):
     """Prints the table, the false alarms, the unscored info alerts and the two numbers."""
     fmt = "%-10s %-16s %-15s %-36s %-36s %s\n"
     out.write(fmt % ("fault", "node/gpu", "job#rank", "expected", "fired", "ok"))
@@ -249,6 +267,12 @@ def report(rows, false_alarms, precision, recall, nalerts, out=sys.stdout, info=
         for a in info:
             kinds[a.get("kind")] = kinds.get(a.get("kind"), 0) + 1
         out.write("not scored (info): %s\n" % ", ".join("%s x%d" % kv for kv in sorted(kinds.items())))
+    if alerts is not None:
+        out.write("per detector: kind, firing alerts, false alarms, precision; faults it must find, found, recall\n")
+        for k, (n, fa, nf, found) in sorted(per_detector(rows, false_alarms, alerts).items()):
+            out.write("  %-24s %3d alerts %2d false  precision %s  %d faults %d found  recall %s\n" %
+                      (k, n, fa, "%.3f" % ((n - fa) / n) if n else "  -  ", nf, found,
+                       "%.3f" % (found / nf) if nf else "  -  "))
     out.write("precision %.3f  recall %.3f  (%d faults, %d firing alerts, %d false alarms)\n" %
               (precision, recall, len(rows), nalerts, len(false_alarms)))
 
@@ -282,7 +306,7 @@ def main(argv):
     misses = 0
     if jobs_dir is not None:
         misses = report_figures(figures(truth, jobs_dir, elapsed), elapsed)
-    report(rows, false_alarms, precision, recall, len(alerts), info=info)
+    report(rows, false_alarms, precision, recall, len(alerts), info=info, alerts=alerts)
     return 0 if precision == 1 and recall == 1 and not misses else 1
 
 

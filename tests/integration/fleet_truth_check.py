@@ -192,6 +192,14 @@ def main():
     check("precision 0.900  recall 1.000  (9 faults, 10 firing alerts, 1 false alarms)" in text, text)
     check("false alarm: straggler on %s %s#%s" % (s["node"], s["job"], other) in text, text)
     check(text.count("cause: ") == n, text)
+    # per detector: the false straggler counts against straggler alone
+    det = ft.per_detector(rows, fa, fa_alerts)
+    check(det["straggler"] == (3, 1, 2, 2) and det["job_hang"] == (1, 0, 1, 1), det)
+    check(det["memory_leak"] == (1, 0, 1, 1) and det["oom_predicted"] == (0, 0, 1, 0), det)
+    out = io.StringIO()
+    ft.report(rows, fa, p, r, len(fa_alerts), out, alerts=fa_alerts)
+    check("  straggler                  3 alerts  1 false  precision 0.667  2 faults 2 found  recall 1.000" in
+          out.getvalue(), out.getvalue())
 
     # the command: 0 perfect, 1 not, 2 unreadable
     with tempfile.TemporaryDirectory() as d:
