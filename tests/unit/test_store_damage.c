@@ -86,6 +86,27 @@ static void flip(const char *path, off_t at)
     close(fd);
 }
 
+/* The offset of the first indexed payload of a block file (its first
+ * bytes are the time record that payload's series shares). */
+static uint64_t first_payload(const char *path)
+{
+    int fd = open(path, O_RDONLY);
+    CHECK(fd >= 0);
+    struct stat st;
+    CHECK(fstat(fd, &st) == 0);
+    uint8_t *buf = malloc((size_t)st.st_size);
+    CHECK(buf && pread(fd, buf, (size_t)st.st_size, 0) == st.st_size);
+    close(fd);
+    struct gp_st_bfile bf;
+    char err[128];
+    CHECK_INT(gp_st_bfile_parse(buf, (size_t)st.st_size, &bf, err, sizeof err), GP_OK);
+    struct gp_st_bentry e;
+    gp_st_bfile_entry(&bf, 0, &e);
+    free(buf);
+    CHECK(e.off > GP_ST_BF_HEADER);
+    return e.off;
+}
+
 /* The file in dir/sub whose name ends with suffix (one is expected). */
 static void find_file(char *out, size_t len, const char *dir, const char *sub, const char *suffix)
 {
@@ -758,6 +779,38 @@ static void test_compacted_not_checkpointed(void)
 
 /* ---- damaged chunks at read time ---- */
 
+/* The series of a node share one time record per piece of a block: its
+ * damage is each one's damaged chunk (none reads wrong times), and the
+ * block check counts every chunk that uses it. */
+static void test_damaged_time_record_reported(void)
+{
+    const char *dir = gp_test_tmpdir();
+    struct gp_store_options o = {.block_ms = 600000, .no_sync = 1, .no_background = 1};
+    struct gp_store *s = topen(dir, &o);
+    int64_t t0 = gp_st_floor(tnow_ms(), 600000) - 600000;
+    tfill(s, 3, 400, t0, 100);
+    CHECK_INT(gp_store_maintain(s, 1), GP_OK);
+    gp_store_close(s);
+    char p[1024];
+    find_file(p, sizeof p, dir, "blocks", ".blk");
+    CHECK(first_payload(p) > GP_ST_BF_HEADER + 6);
+    flip(p, GP_ST_BF_HEADER + 6); /* inside the first time record's body */
+    s = topen(dir, &o);
+    for (uint32_t k = 0; k < 3; k++) {
+        struct gp_samples x = {0};
+        CHECK_INT(gp_store_read(s, tid(s, k), INT64_MIN, INT64_MAX, &x), GP_EPARSE);
+        CHECK_INT(x.n, 0);
+        CHECK_INT(x.damaged, 1);
+        CHECK_INT(x.damaged_from, t0);
+        gp_samples_free(&x);
+    }
+    uint64_t chunks, damaged;
+    gp_store_check_blocks(s, &chunks, &damaged);
+    CHECK_INT(chunks, 3);
+    CHECK_INT(damaged, 3);
+    gp_store_close(s);
+}
+
 static void test_damaged_block_chunk_reported(void)
 {
     const char *dir = gp_test_tmpdir();
@@ -769,7 +822,7 @@ static void test_damaged_block_chunk_reported(void)
     gp_store_close(s);
     char p[1024];
     find_file(p, sizeof p, dir, "blocks", ".blk");
-    flip(p, 40); /* the first payload: series 0's chunk */
+    flip(p, (off_t)first_payload(p) + 2); /* series 0's chunk, past its time record */
     s = topen(dir, &o);
     struct gp_samples x = {0};
     CHECK_INT(gp_store_read(s, tid(s, 0), INT64_MIN, INT64_MAX, &x), GP_EPARSE);
@@ -894,6 +947,7 @@ const struct gp_test gp_tests_store_damage[] = {
     {"series_log_sync_failure", test_series_log_sync_failure},
     {"compacted_not_checkpointed", test_compacted_not_checkpointed},
     {"damaged_block_chunk_reported", test_damaged_block_chunk_reported},
+    {"damaged_time_record_reported", test_damaged_time_record_reported},
     {"wal_flip_mid_segment_recovers_later_records", test_wal_flip_mid_segment_recovers_later_records},
     {0},
 };
