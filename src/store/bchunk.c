@@ -13,7 +13,8 @@
  *
  * Layout (little-endian varints, then one LSB-first bit stream):
  *
- *   u8       encoding: 0 = a Gorilla chunk follows (chunk.h), 1 = packed
+ *   u8       encoding: 0 = a Gorilla chunk follows (chunk.h), 1 = packed,
+ *            2 = packed, the times in a shared time record (below)
  *   packed:
  *   uvarint  n (1..65535)
  *   varint   t0 (zigzag)
@@ -31,6 +32,14 @@
  *            stream (n - 1 deltas or n - 2 deltas of deltas), each in
  *            groups of 32: a 7-bit width w (0..64), then w bits a value.
  *            Zero bits pad the last byte.
+ *
+ * Encoding 2 (block files only) is encoding 1 without t0, t1 - t0 and the
+ * timestamp delta-of-deltas: a uvarint after n gives the file offset of a
+ * time record (store_fmt.h: u32 CRC-32C, uvarint length, then uvarint n,
+ * t0, t1 - t0 and the packed delta-of-deltas as above) written earlier in
+ * the same file. Every series of a node has the node's scrape times, and
+ * with a scrape's jitter of a few ms those take ~4 bits a sample, nearly
+ * half of a block chunk; compaction writes them once per node and piece.
  *
  * A regular 1 s series costs 7 bits per 32 timestamps; a constant value
  * 7 bits per 32 samples; a percentage moving by a few points 4 bits a

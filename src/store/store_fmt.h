@@ -24,7 +24,8 @@
  *
  * blocks/<mint>_<maxt>.blk, rollups/<mint>_<maxt>.rlp  one container:
  *     header  32 bytes: "GPSTORE1", u32 version, u32 kind, i64 mint, i64 maxt
- *     payloads back to back
+ *     payloads back to back, and (blocks of version 2) before the first
+ *     chunk that names it, each time record (see "shared times" below)
  *     index   n entries of 40 bytes, sorted by (id, t_first):
  *             u32 id, u32 CRC-32C of the payload, u64 offset, u32 length,
  *             u32 count, i64 t_first, i64 t_last
@@ -34,7 +35,9 @@
  *   compaction writes one per series per 15-minute piece of the window
  *   (compact.c; blocks written before 2026-11-27 hold one per window,
  *   and read the same). Each is decimal scaling and bit-packed deltas,
- *   or a Gorilla chunk where values are not decimals (bchunk.c). A rollup payload holds one series' minutes
+ *   or a Gorilla chunk where values are not decimals (bchunk.c); in a
+ *   version 2 block its times are a time record that every series with
+ *   the same times shares (version 1: in each chunk; both read). A rollup payload holds one series' minutes
  *   of the window: uvarint n, then four length-prefixed block chunks
  *   (uvarint length, bytes) of n samples each, all at the minutes' start
  *   times: min, max, sum and count (as a double). Minima and maxima of
