@@ -750,7 +750,7 @@ static void test_damaged_block_is_detected(void)
     CHECK_INT(st.blocks, 1);
     gp_store_close(s);
     /* A payload byte: that series' read says GP_EPARSE, the others are whole. */
-    damage(dir, "blocks", ".blk", 40);
+    damage(dir, "blocks", ".blk", (long)tfirst_payload(dir) + 2);
     s = topen(dir, &o);
     struct gp_samples x = {0};
     CHECK_INT(gp_store_read(s, tid(s, 0), INT64_MIN, INT64_MAX, &x), GP_EPARSE);

@@ -86,27 +86,6 @@ static void flip(const char *path, off_t at)
     close(fd);
 }
 
-/* The offset of the first indexed payload of a block file (its first
- * bytes are the time record that payload's series shares). */
-static uint64_t first_payload(const char *path)
-{
-    int fd = open(path, O_RDONLY);
-    CHECK(fd >= 0);
-    struct stat st;
-    CHECK(fstat(fd, &st) == 0);
-    uint8_t *buf = malloc((size_t)st.st_size);
-    CHECK(buf && pread(fd, buf, (size_t)st.st_size, 0) == st.st_size);
-    close(fd);
-    struct gp_st_bfile bf;
-    char err[128];
-    CHECK_INT(gp_st_bfile_parse(buf, (size_t)st.st_size, &bf, err, sizeof err), GP_OK);
-    struct gp_st_bentry e;
-    gp_st_bfile_entry(&bf, 0, &e);
-    free(buf);
-    CHECK(e.off > GP_ST_BF_HEADER);
-    return e.off;
-}
-
 /* The file in dir/sub whose name ends with suffix (one is expected). */
 static void find_file(char *out, size_t len, const char *dir, const char *sub, const char *suffix)
 {
@@ -793,7 +772,7 @@ static void test_damaged_time_record_reported(void)
     gp_store_close(s);
     char p[1024];
     find_file(p, sizeof p, dir, "blocks", ".blk");
-    CHECK(first_payload(p) > GP_ST_BF_HEADER + 6);
+    CHECK(tfirst_payload(dir) > GP_ST_BF_HEADER + 6);
     flip(p, GP_ST_BF_HEADER + 6); /* inside the first time record's body */
     s = topen(dir, &o);
     for (uint32_t k = 0; k < 3; k++) {
@@ -822,7 +801,7 @@ static void test_damaged_block_chunk_reported(void)
     gp_store_close(s);
     char p[1024];
     find_file(p, sizeof p, dir, "blocks", ".blk");
-    flip(p, (off_t)first_payload(p) + 2); /* series 0's chunk, past its time record */
+    flip(p, (off_t)tfirst_payload(dir) + 2); /* series 0's chunk, past its time record */
     s = topen(dir, &o);
     struct gp_samples x = {0};
     CHECK_INT(gp_store_read(s, tid(s, 0), INT64_MIN, INT64_MAX, &x), GP_EPARSE);
