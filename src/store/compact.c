@@ -252,9 +252,10 @@ struct job {
  * times are written once for all of them (store_fmt.h, "shared times";
  * at 1 s with scrape jitter that is about half of what a series' chunk
  * would hold otherwise). Open addressing on the record's CRC; the records'
- * bytes are kept to compare. Past TIMES_MAX records, new ones are written
- * but no longer remembered. */
-#define TIMES_MAX (1u << 20)
+ * bytes are kept to compare. At TIMES_MAX records the table starts
+ * again empty, which bounds its memory (a few MB) and costs little: ids
+ * are given in arrival order, so a node's series are mostly neighbours. */
+#define TIMES_MAX (1u << 14)
 struct times_slot {
     uint32_t crc, len;
     uint64_t off; /* in the block file; 0: empty slot */
@@ -337,23 +338,26 @@ static int shared_times(struct builder *b, uint64_t *off)
         return rc;
     const uint8_t *rec = (const uint8_t *)b->tbuf.data;
     size_t len = b->tbuf.len;
-    if (tt->n < TIMES_MAX && (tt->n + 1) * 2 > tt->cap && (rc = times_grow(tt)) != GP_OK)
+    if (tt->n == TIMES_MAX) {
+        memset(tt->slot, 0, tt->cap * sizeof *tt->slot);
+        gp_buf_reset(&tt->kept);
+        tt->n = 0;
+    }
+    if ((tt->n + 1) * 2 > tt->cap && (rc = times_grow(tt)) != GP_OK)
         return rc;
-    struct times_slot *sl = tt->cap ? times_find(tt, rec, len) : NULL;
-    if (sl && sl->off) {
+    struct times_slot *sl = times_find(tt, rec, len);
+    if (sl->off) {
         *off = sl->off;
         return GP_OK;
     }
     if ((rc = gp_st_bwriter_raw(&b->bw, rec, len, off)) != GP_OK)
         return rc;
-    if (sl && tt->n < TIMES_MAX) {
-        size_t at = tt->kept.len;
-        gp_buf_append(&tt->kept, rec, len);
-        if (tt->kept.err)
-            return tt->kept.err;
-        *sl = (struct times_slot){gp_get_le32(rec), (uint32_t)len, *off, at};
-        tt->n++;
-    }
+    size_t at = tt->kept.len;
+    gp_buf_append(&tt->kept, rec, len);
+    if (tt->kept.err)
+        return tt->kept.err;
+    *sl = (struct times_slot){gp_get_le32(rec), (uint32_t)len, *off, at};
+    tt->n++;
     return GP_OK;
 }
 
