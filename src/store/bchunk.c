@@ -318,35 +318,56 @@ static void pack_values(struct bw *b, const struct gp_st_bchunk_scratch *sc, siz
     }
 }
 
-int gp_st_bchunk_encode(const int64_t *t, const double *v, size_t n, struct gp_st_bchunk_scratch *sc,
-                        struct gp_buf *out)
+/* Checks the times and sizes the scratch arrays. */
+static int prepare(const int64_t *t, size_t n, struct gp_st_bchunk_scratch *sc)
 {
     int rc = check_times(t, n);
+    return rc != GP_OK ? rc : scratch_reserve(sc, n);
+}
+
+/* A packed chunk (encoding 1, or 2 with the times at toff when shared),
+ * or Gorilla's where the values are not decimals. */
+static int encode(const int64_t *t, const double *v, size_t n, int shared, uint64_t toff,
+                  struct gp_st_bchunk_scratch *sc, struct gp_buf *out)
+{
+    int rc = prepare(t, n, sc);
     if (rc != GP_OK)
-        return rc;
-    if ((rc = scratch_reserve(sc, n)) != GP_OK)
         return rc;
     struct vplan pl;
     if (plan_values(v, n, sc, &pl) < 0)
         return encode_gorilla(t, v, n, out);
-    gp_buf_putc(out, 1);
+    gp_buf_putc(out, shared ? 2 : 1);
     gp_buf_put_uvarint(out, n);
-    put_time_header(t, n, out);
+    if (shared)
+        gp_buf_put_uvarint(out, toff);
+    else
+        put_time_header(t, n, out);
     put_value_header(v, n, sc, &pl, out);
     struct bw b = {out, 0, 0};
-    pack_times(&b, t, n, sc->u);
+    if (!shared)
+        pack_times(&b, t, n, sc->u);
     pack_values(&b, sc, n, pl.mode);
     bw_finish(&b);
     return out->err;
 }
 
+int gp_st_bchunk_encode(const int64_t *t, const double *v, size_t n, struct gp_st_bchunk_scratch *sc,
+                        struct gp_buf *out)
+{
+    return encode(t, v, n, 0, 0, sc, out);
+}
+
+int gp_st_bchunk_encode_shared(const int64_t *t, const double *v, size_t n, uint64_t toff,
+                               struct gp_st_bchunk_scratch *sc, struct gp_buf *out)
+{
+    return encode(t, v, n, 1, toff, sc, out);
+}
+
 int gp_st_btimes_encode(const int64_t *t, size_t n, struct gp_st_bchunk_scratch *sc,
                         struct gp_buf *out)
 {
-    int rc = check_times(t, n);
+    int rc = prepare(t, n, sc);
     if (rc != GP_OK)
-        return rc;
-    if ((rc = scratch_reserve(sc, n)) != GP_OK)
         return rc;
     size_t at = out->len;
     gp_buf_put_uvarint(out, n);
@@ -367,27 +388,6 @@ int gp_st_btimes_encode(const int64_t *t, size_t n, struct gp_st_bchunk_scratch 
     gp_put_le32(hdr, gp_crc32c(0, p + hl, len));
     memcpy(p, hdr, hl);
     return GP_OK;
-}
-
-int gp_st_bchunk_encode_shared(const int64_t *t, const double *v, size_t n, uint64_t toff,
-                               struct gp_st_bchunk_scratch *sc, struct gp_buf *out)
-{
-    int rc = check_times(t, n);
-    if (rc != GP_OK)
-        return rc;
-    if ((rc = scratch_reserve(sc, n)) != GP_OK)
-        return rc;
-    struct vplan pl;
-    if (plan_values(v, n, sc, &pl) < 0)
-        return encode_gorilla(t, v, n, out);
-    gp_buf_putc(out, 2);
-    gp_buf_put_uvarint(out, n);
-    gp_buf_put_uvarint(out, toff);
-    put_value_header(v, n, sc, &pl, out);
-    struct bw b = {out, 0, 0};
-    pack_values(&b, sc, n, pl.mode);
-    bw_finish(&b);
-    return out->err;
 }
 
 void gp_st_bchunk_scratch_free(struct gp_st_bchunk_scratch *sc)

@@ -196,13 +196,11 @@ static inline uint32_t tid(struct gp_store *s, uint32_t k)
     return id;
 }
 
-/* The offset of the first indexed payload of the one block file in
- * dir/blocks (the bytes before it, past the header, are the time record
- * that payload's series shares). */
-static inline uint64_t tfirst_payload(const char *dir)
+/* The one block file in dir/blocks: its bytes (caller frees), its path
+ * (into path) and size. */
+static inline uint8_t *tblock_read(const char *dir, char *path, size_t plen, size_t *size)
 {
-    char path[1024] = "";
-    snprintf(path, sizeof path, "%s/blocks", dir);
+    snprintf(path, plen, "%s/blocks", dir);
     DIR *d = opendir(path);
     CHECK(d);
     struct dirent *de;
@@ -212,7 +210,7 @@ static inline uint64_t tfirst_payload(const char *dir)
             break;
     }
     CHECK(de);
-    snprintf(path + strlen(path), sizeof path - strlen(path), "/%s", de->d_name);
+    snprintf(path + strlen(path), plen - strlen(path), "/%s", de->d_name);
     closedir(d);
     int fd = open(path, O_RDONLY);
     CHECK(fd >= 0);
@@ -221,9 +219,21 @@ static inline uint64_t tfirst_payload(const char *dir)
     uint8_t *buf = malloc((size_t)st.st_size);
     CHECK(buf && pread(fd, buf, (size_t)st.st_size, 0) == st.st_size);
     close(fd);
+    *size = (size_t)st.st_size;
+    return buf;
+}
+
+/* The offset of the first indexed payload of the one block file in
+ * dir/blocks (the bytes before it, past the header, are the time record
+ * that payload's series shares). */
+static inline uint64_t tfirst_payload(const char *dir)
+{
+    char path[1024];
+    size_t size;
+    uint8_t *buf = tblock_read(dir, path, sizeof path, &size);
     struct gp_st_bfile bf;
     char err[128];
-    CHECK_INT(gp_st_bfile_parse(buf, (size_t)st.st_size, &bf, err, sizeof err), GP_OK);
+    CHECK_INT(gp_st_bfile_parse(buf, size, &bf, err, sizeof err), GP_OK);
     struct gp_st_bentry e;
     gp_st_bfile_entry(&bf, 0, &e);
     free(buf);

@@ -424,18 +424,12 @@ static void test_version_1_block_reads(void)
     CHECK_INT(gp_store_maintain(s, 1), GP_OK);
     gp_store_close(s);
     char path[1024], tmp[1100];
-    snprintf(path, sizeof path, "%s/blocks/%lld_%lld.blk", dir, (long long)w, (long long)(w + 3599999));
+    size_t fsize;
+    uint8_t *f = tblock_read(dir, path, sizeof path, &fsize);
     snprintf(tmp, sizeof tmp, "%s.v1", path);
-    int fd = open(path, O_RDONLY);
-    CHECK(fd >= 0);
-    struct stat st;
-    CHECK(fstat(fd, &st) == 0);
-    uint8_t *f = malloc((size_t)st.st_size);
-    CHECK(f && pread(fd, f, (size_t)st.st_size, 0) == st.st_size);
-    close(fd);
     struct gp_st_bfile bf;
     char err[200];
-    CHECK_INT(gp_st_bfile_parse(f, (size_t)st.st_size, &bf, err, sizeof err), GP_OK);
+    CHECK_INT(gp_st_bfile_parse(f, fsize, &bf, err, sizeof err), GP_OK);
     CHECK_INT(bf.n, 6); /* 3 series x 2 pieces of 15 minutes */
     struct gp_st_bwriter bw;
     CHECK_INT(gp_st_bwriter_open(&bw, tmp, GP_ST_BF_BLOCK, bf.mint, bf.maxt), GP_OK);
@@ -466,7 +460,7 @@ static void test_version_1_block_reads(void)
     uint64_t size;
     CHECK_INT(gp_st_bwriter_finish(&bw, &size), GP_OK);
     /* version 1 in the header, and the footer's CRC over it again */
-    fd = open(tmp, O_RDWR);
+    int fd = open(tmp, O_RDWR);
     CHECK(fd >= 0);
     uint8_t *g = malloc(size);
     CHECK(g && pread(fd, g, size, 0) == (ssize_t)size);

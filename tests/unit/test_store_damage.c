@@ -758,23 +758,32 @@ static void test_compacted_not_checkpointed(void)
 
 /* ---- damaged chunks at read time ---- */
 
+/* A store of 3 series x 400 samples from *t0 compacted into one block
+ * (its path in p); the store's directory. */
+static const char *three_series_block(struct gp_store_options *o, int64_t *t0, char *p, size_t plen)
+{
+    const char *dir = gp_test_tmpdir();
+    struct gp_store *s = topen(dir, o);
+    *t0 = gp_st_floor(tnow_ms(), 600000) - 600000;
+    tfill(s, 3, 400, *t0, 100);
+    CHECK_INT(gp_store_maintain(s, 1), GP_OK);
+    gp_store_close(s);
+    find_file(p, plen, dir, "blocks", ".blk");
+    return dir;
+}
+
 /* The series of a node share one time record per piece of a block: its
  * damage is each one's damaged chunk (none reads wrong times), and the
  * block check counts every chunk that uses it. */
 static void test_damaged_time_record_reported(void)
 {
-    const char *dir = gp_test_tmpdir();
     struct gp_store_options o = {.block_ms = 600000, .no_sync = 1, .no_background = 1};
-    struct gp_store *s = topen(dir, &o);
-    int64_t t0 = gp_st_floor(tnow_ms(), 600000) - 600000;
-    tfill(s, 3, 400, t0, 100);
-    CHECK_INT(gp_store_maintain(s, 1), GP_OK);
-    gp_store_close(s);
+    int64_t t0;
     char p[1024];
-    find_file(p, sizeof p, dir, "blocks", ".blk");
+    const char *dir = three_series_block(&o, &t0, p, sizeof p);
     CHECK(tfirst_payload(dir) > GP_ST_BF_HEADER + 6);
     flip(p, GP_ST_BF_HEADER + 6); /* inside the first time record's body */
-    s = topen(dir, &o);
+    struct gp_store *s = topen(dir, &o);
     for (uint32_t k = 0; k < 3; k++) {
         struct gp_samples x = {0};
         CHECK_INT(gp_store_read(s, tid(s, k), INT64_MIN, INT64_MAX, &x), GP_EPARSE);
@@ -792,17 +801,12 @@ static void test_damaged_time_record_reported(void)
 
 static void test_damaged_block_chunk_reported(void)
 {
-    const char *dir = gp_test_tmpdir();
     struct gp_store_options o = {.block_ms = 600000, .no_sync = 1, .no_background = 1};
-    struct gp_store *s = topen(dir, &o);
-    int64_t t0 = gp_st_floor(tnow_ms(), 600000) - 600000;
-    tfill(s, 3, 400, t0, 100);
-    CHECK_INT(gp_store_maintain(s, 1), GP_OK);
-    gp_store_close(s);
+    int64_t t0;
     char p[1024];
-    find_file(p, sizeof p, dir, "blocks", ".blk");
+    const char *dir = three_series_block(&o, &t0, p, sizeof p);
     flip(p, (off_t)tfirst_payload(dir) + 2); /* series 0's chunk, past its time record */
-    s = topen(dir, &o);
+    struct gp_store *s = topen(dir, &o);
     struct gp_samples x = {0};
     CHECK_INT(gp_store_read(s, tid(s, 0), INT64_MIN, INT64_MAX, &x), GP_EPARSE);
     CHECK_INT(x.damaged, 1);
