@@ -401,8 +401,12 @@ void gp_st_bchunk_scratch_free(struct gp_st_bchunk_scratch *sc)
 
 struct br {
     const uint8_t *p;
-    size_t len;  /* bytes */
-    size_t pos;  /* bit position */
+    size_t len;   /* bytes */
+    size_t pos;   /* bit position */
+    size_t avail; /* bytes from p that may be loaded (>= len): inside a
+                   * block file, to its end, so that a stream's last
+                   * groups take the fast path too; their bits past len
+                   * are masked off */
 };
 
 static int br_get(struct br *r, unsigned w, uint64_t *out)
@@ -416,7 +420,7 @@ static int br_get(struct br *r, unsigned w, uint64_t *out)
     size_t byte = r->pos >> 3;
     unsigned off = (unsigned)(r->pos & 7);
     uint64_t v;
-    if (w <= 56 && byte + 8 <= r->len) {
+    if (w <= 56 && byte + 8 <= r->avail) {
         v = (gp_get_le64(r->p + byte) >> off) & (((uint64_t)1 << w) - 1);
     } else {
         v = 0;
@@ -454,7 +458,7 @@ static inline __attribute__((always_inline)) void group_get(struct br *r, unsign
     size_t pos = r->pos;
     if (w == 0) {
         memset(out, 0, k * sizeof *out);
-    } else if (w <= 56 && (pos + k * w) / 8 + 8 <= r->len) {
+    } else if (w <= 56 && (pos + k * w) / 8 + 8 <= r->avail) {
         const uint8_t *p = r->p;
         uint64_t mask = ((uint64_t)1 << w) - 1;
         if (k == GROUP) {
@@ -704,15 +708,17 @@ static int decode(const struct gp_st_bfile *bf, const uint8_t *p, size_t len, in
                 (*first)++;
         return hi;
     }
-    const uint8_t *q = p + 1, *end = p + len;
+    const uint8_t *q = p + 1, *end = p + len, *lim = end;
     uint64_t u, d1;
     struct vhead vh;
     size_t nt;
+    if (bf && p >= bf->data && len <= bf->len && (size_t)(p - bf->data) <= bf->len - len)
+        lim = bf->data + bf->len; /* loads may go on past the chunk */
     gp_uvarint_get(&q, end, &u); /* n, checked above */
     if (p[0] == 1) {
         if (read_thead(&q, end, n, t, &d1) != GP_OK || read_vhead(&q, end, n, &vh) != GP_OK)
             return GP_EPARSE;
-        struct br r = {q, (size_t)(end - q), 0};
+        struct br r = {q, (size_t)(end - q), 0, (size_t)(lim - q)};
         if (read_times(&r, n, d1, maxt, full, t, &nt) != GP_OK)
             return GP_EPARSE;
         while (*first < nt && t[*first] < mint)
@@ -728,13 +734,13 @@ static int decode(const struct gp_st_bfile *bf, const uint8_t *p, size_t len, in
     const uint8_t *tq = tb, *tend = tb + tlen;
     if (gp_uvarint_get(&tq, tend, &u) < 0 || u != n || read_thead(&tq, tend, n, t, &d1) != GP_OK)
         return GP_EPARSE;
-    struct br rt = {tq, (size_t)(tend - tq), 0};
+    struct br rt = {tq, (size_t)(tend - tq), 0, (size_t)(lim - tq)};
     if (read_times(&rt, n, d1, maxt, full, t, &nt) != GP_OK ||
         (full && (rt.pos + 7) / 8 != rt.len))
         return GP_EPARSE;
     while (*first < nt && t[*first] < mint)
         (*first)++;
-    struct br r = {q, (size_t)(end - q), 0};
+    struct br r = {q, (size_t)(end - q), 0, (size_t)(lim - q)};
     return read_values(&r, &vh, n, nt, *first, full, end, v) == GP_OK ? (int)nt : GP_EPARSE;
 }
 
@@ -779,7 +785,7 @@ int gp_st_bchunk_info(const uint8_t *p, size_t len, struct gp_st_bchunk_info *in
     in->mode = vh.mode;
     in->nexc = (size_t)vh.nexc;
     in->head_bytes = (size_t)(q - p);
-    struct br r = {q, (size_t)(end - q), 0};
+    struct br r = {q, (size_t)(end - q), 0, (size_t)(end - q)};
     for (size_t g = 2; p[0] == 1 && g < in->n; g += GROUP) {
         size_t k = in->n - g < GROUP ? in->n - g : GROUP;
         int w = group_width(&r, k);
