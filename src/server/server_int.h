@@ -57,6 +57,7 @@ enum gp_srv_state { GP_SRV_STARTING, GP_SRV_READY };
     X(HEALTH, "health")                         \
     X(METRICS, "metrics")                       \
     X(FLEET_GPUS, "fleet_gpus")                 \
+    X(FLEET_FUNNEL, "fleet_funnel")             \
     X(STREAM, "stream")                         \
     X(ALERT_ACK, "alert_ack")                   \
     X(JOB_REPORT, "job_report")                 \
@@ -220,6 +221,26 @@ void gp_srv_handle_insight(struct gp_server *s, struct gp_storage *st, enum gp_s
 /* cost_api.c: GET /api/v1/fleet and /api/v1/cost over an open store. */
 void gp_srv_handle_cost(struct gp_server *s, struct gp_storage *st, enum gp_srv_route route,
                         const struct gp_http_request *req, struct gp_http_response *resp);
+/* The range routes' start=/end= (RFC 3339 or epoch seconds; end defaults
+ * to now, start to end - 1d; at most 31 days): 1, or 0 after answering
+ * 400. The GPUs' activity series in a range (SM activity, else
+ * utilization), sorted by GPU and job (gp_srv_gpu_series), and one
+ * series' samples in it: NaNs dropped, utilization as a fraction, *n
+ * left, *step their median gap (ms; 0 with one sample). */
+struct gp_srv_cand;
+int gp_srv_range(const struct gp_http_request *req, struct gp_http_response *resp, int64_t *start,
+                 int64_t *end);
+int gp_srv_activity_series(struct gp_storage *st, int64_t start, int64_t end,
+                           struct gp_store_selection *sel, struct gp_srv_cand **c, size_t *n,
+                           char *err, size_t errlen);
+int gp_srv_activity_samples(struct gp_storage *st, const struct gp_srv_cand *c, int64_t start,
+                            int64_t end, struct gp_samples *smp, int64_t *step, size_t *n);
+/* funnel_api.c: GET /api/v1/fleet/funnel over an open store, and its data
+ * object (no envelope) over [start, end] appended to out. */
+int gp_srv_funnel_data(struct gp_server *s, struct gp_storage *st, int64_t start, int64_t end,
+                       struct gp_buf *out, char *err, size_t errlen);
+void gp_srv_handle_funnel(struct gp_server *s, struct gp_storage *st,
+                          const struct gp_http_request *req, struct gp_http_response *resp);
 /* alerts_api.c: the config file's rules (before anything starts), the
  * alerts and the engine over st (after the store opens), their end
  * (before the store closes; accepts a server without them), their
