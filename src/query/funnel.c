@@ -176,7 +176,7 @@ static void groups_json(struct gp_buf *b, const char *by, const struct gp_funnel
 
 void gp_funnel_json(const struct gp_funnel *f, struct gp_buf *b)
 {
-    double hours = (double)(f->end_ms - f->start_ms) / 3.6e6;
+    double range_s = (double)(f->end_ms - f->start_ms) / 1e3;
     const struct {
         const char *name;
         double s;
@@ -192,7 +192,7 @@ void gp_funnel_json(const struct gp_funnel *f, struct gp_buf *b)
     for (size_t i = 0; i < 4; i++) {
         if (i)
             gp_buf_putc(b, ',');
-        num(b, stage[i].name, hours > 0 ? stage[i].s / 3600.0 / hours : NAN);
+        num(b, stage[i].name, range_s > 0 ? stage[i].s / range_s : NAN);
     }
     gp_buf_puts(b, "},\"gpu_hours\":{");
     for (size_t i = 0; i < 4; i++) {
