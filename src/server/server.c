@@ -142,6 +142,7 @@ static const char index_text[] =
     "GET  /api/v1/audit                 remediation decisions and outcomes\n"
     "GET  /api/v1/fleet, /api/v1/cost  the fleet's use and spend now; cost by job or node\n"
     "GET  /api/v1/fleet/gpus            every GPU now: readings, job, alert badge\n"
+    "GET  /api/v1/fleet/funnel          total, allocated, active, effective GPUs; idle cost; zombies\n"
     "GET  /api/v1/stream                Server-Sent Events: fleet, gpus, alert\n"
     "POST /api/v1/alerts/ID/ack         acknowledge an alert\n"
     "GET  /api/v1/jobs/ID/report        the job's report (format=html|json|text)\n"
