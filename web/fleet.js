@@ -158,7 +158,7 @@
     const grid = h("section", {class: "grid", id: "fleet-grid"});
     const loading = h("p", {class: "muted", text: "waiting for the fleet…"});
     const empty = emptyState();
-    const funnel = GP.funnelPanel();
+    const funnel = GP.funnelPanel(query);
     root.append(h("h1", {text: "Fleet"}), totalsEl, funnel.el, filters, loading, empty.el, grid);
     let gpusNow = null, fleetGpus = null;
     // No GPU now, none ever shown on this page (a GPU gone quiet keeps its

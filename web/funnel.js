@@ -3,14 +3,17 @@
 // cost by job, user and team, and the zombie processes, as GET
 // /api/v1/fleet/funnel computes them (docs/api.md "GET
 // /api/v1/fleet/funnel"); nothing is recomputed here. Read again each
-// minute while the view is open; the range asked for is on the panel
-// (data-start, data-end) so a check can ask the API for the same one.
+// minute while the view is open, ending now, or at the fleet view's
+// funnel_end= (epoch seconds: a link to a past week's funnel, read once).
+// The range asked for is on the panel (data-start, data-end).
 "use strict";
 (function (GP) {
   const {h, fmt, stat} = GP;
   const RANGES = [["1h", 3600, "last hour"], ["1d", 86400, "last day"], ["7d", 7 * 86400, "last 7 days"]];
   const STAGES = [["total", "total GPUs"], ["allocated", "allocated"], ["active", "active"], ["effective", "effective"]];
   const REFRESH_MS = 60000;
+  // A number of GPUs: hundredths below 10 (a small fleet's hour is 0.13, not 0.1).
+  GP.funnelGpus = (v) => fmt.n(v, fmt.num(v) && v < 10 ? 2 : 1);
 
   function groupTable(by, rows, cur) {
     if (!rows.length) return h("p", {class: "muted", text: `no allocated GPU time by ${by}`});
@@ -24,7 +27,8 @@
         h("td", {class: "idlecost", text: fmt.money(r.idle_cost, cur)})))));
   }
 
-  GP.funnelPanel = function () {
+  GP.funnelPanel = function (query) {
+    const pinned = Number(query && query.get("funnel_end")) || 0;
     let range = RANGES[1];
     const vals = {};
     const stages = h("div", {class: "totals funnel-stages"});
@@ -59,7 +63,7 @@
       const total = fmt.num(d.gpus.total) && d.gpus.total > 0 ? d.gpus.total : null;
       for (const [k] of STAGES) {
         const v = d.gpus[k];
-        vals[k].textContent = fmt.n(v, 1) + (k !== "total" && total ? ` (${fmt.pct(v / total)})` : "");
+        vals[k].textContent = GP.funnelGpus(v) + (k !== "total" && total ? ` (${fmt.pct(v / total)})` : "");
         bars[k].style.width = total && fmt.num(v) ? (Math.min(1, v / total) * 100).toFixed(1) + "%" : "0%";
       }
       for (const k of ["idle_cost", "idle_cost_allocated", "idle_cost_unallocated"]) vals[k].textContent = fmt.money(d[k], cur);
@@ -83,7 +87,7 @@
       clearTimeout(timer);
       const my = ++gen;
       for (const b of buttons) b.classList.toggle("on", b.dataset.range === range[0]);
-      const end = Math.floor(Date.now() / 1000), start = end - range[1];
+      const end = pinned || Math.floor(Date.now() / 1000), start = end - range[1];
       status.textContent = "loading…";
       try {
         const d = await GP.api(`/api/v1/fleet/funnel?start=${start}&end=${end}`);
@@ -93,7 +97,7 @@
       } catch (e) {
         if (my === gen) status.textContent = "could not read the funnel: " + e.message;
       }
-      if (my === gen) timer = setTimeout(load, REFRESH_MS);
+      if (my === gen && !pinned) timer = setTimeout(load, REFRESH_MS);
     }
     load();
     return {el, stop() { gen++; clearTimeout(timer); }};

@@ -96,15 +96,18 @@ int gp_funnel_zombie(struct gp_funnel *f, const struct gp_funnel_zombie *z)
     return GP_OK;
 }
 
-/* Idle cost of an accumulator: its idle samples, or all of it (unallocated). */
-static double idle_of(const struct gp_cost_acc *a, int all)
+/* The cost (all) or idle cost of an accumulator: 0 without time, NaN
+ * when its time had no price. */
+static double money(const struct gp_cost_acc *a, int all)
 {
+    if (a->gpu_seconds <= 0)
+        return 0;
     return all ? gp_cost_total(a) : gp_cost_idle(a);
 }
 
 double gp_funnel_idle_cost(const struct gp_funnel *f)
 {
-    double a = idle_of(&f->allocated, 0), u = idle_of(&f->unallocated, 1);
+    double a = money(&f->allocated, 0), u = money(&f->unallocated, 1);
     if (isnan(a) && isnan(u))
         return NAN;
     return (isnan(a) ? 0 : a) + (isnan(u) ? 0 : u);
@@ -201,13 +204,13 @@ void gp_funnel_json(const struct gp_funnel *f, struct gp_buf *b)
         num(b, stage[i].name, stage[i].s / 3600.0);
     }
     gp_buf_puts(b, "},");
-    num(b, "cost", gp_cost_total(&f->all));
+    num(b, "cost", money(&f->all, 1));
     gp_buf_putc(b, ',');
     num(b, "idle_cost", gp_funnel_idle_cost(f));
     gp_buf_putc(b, ',');
-    num(b, "idle_cost_allocated", idle_of(&f->allocated, 0));
+    num(b, "idle_cost_allocated", money(&f->allocated, 0));
     gp_buf_putc(b, ',');
-    num(b, "idle_cost_unallocated", idle_of(&f->unallocated, 1));
+    num(b, "idle_cost_unallocated", money(&f->unallocated, 1));
     gp_buf_printf(b, ",\"unpriced_gpus\":%u,\"currency\":\"USD\",\"idle_cost_by\":{",
                   f->all.unpriced);
     groups_json(b, "job", &f->by_job);

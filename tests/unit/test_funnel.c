@@ -89,6 +89,8 @@ static void test_groups(void)
     CHECK_CONTAINS(b.data, "{\"job\":\"c\",\"gpus\":1,\"gpu_hours\":");
     CHECK_CONTAINS(b.data, "\"cost\":null,\"idle_cost\":null,\"unpriced_gpus\":1}");
     CHECK_CONTAINS(b.data, "\"unpriced_gpus\":1,\"currency\":\"USD\"");
+    /* no GPU without a job: nothing unallocated to pay for */
+    CHECK_CONTAINS(b.data, "\"idle_cost_unallocated\":0,");
     gp_buf_free(&b);
     gp_funnel_free(&f);
 }
@@ -103,9 +105,9 @@ static void test_empty(void)
     gp_buf_init(&b, 0);
     gp_funnel_sort(&f);
     gp_funnel_json(&f, &b);
-    /* an empty range has no average; nothing priced: no cost */
+    /* an empty range has no average; no GPU time costs nothing */
     CHECK_CONTAINS(b.data, "\"gpus\":{\"total\":null,");
-    CHECK_CONTAINS(b.data, "\"cost\":null,\"idle_cost\":null,");
+    CHECK_CONTAINS(b.data, "\"cost\":0,\"idle_cost\":0,\"idle_cost_allocated\":0,\"idle_cost_unallocated\":0,");
     CHECK_CONTAINS(b.data, "\"idle_cost_by\":{\"job\":[],\"user\":[],\"team\":[]}");
     gp_buf_free(&b);
     gp_funnel_free(&f);
