@@ -2,11 +2,14 @@
  * test_funnel.c - the fleet funnel (query/funnel.c) on synthetic GPUs
  * with hand-computed answers: the four stages, idle cost by job, user and
  * team (unallocated time idle in full), unpriced GPUs, zombies and the
- * JSON document.
+ * JSON document; the weekly report's schedule, its slots and its text and
+ * HTML rendered from that document.
  */
 #include "query/funnel.h"
 #include "lib/buf.h"
 #include "lib/err.h"
+#include "report/report.h"
+#include "server/server_int.h"
 #include "test.h"
 
 #include <math.h>
@@ -143,10 +146,81 @@ static void test_zombies(void)
     gp_funnel_free(&f);
 }
 
+static void test_schedule(void)
+{
+    char err[160];
+    int dow = -1, min = -1;
+    CHECK_INT(gp_srv_funnel_schedule("mon 08:00", &dow, &min, err, sizeof err), GP_OK);
+    CHECK_INT(dow, 0);
+    CHECK_INT(min, 480);
+    CHECK_INT(gp_srv_funnel_schedule("SUN 23:59", &dow, &min, err, sizeof err), GP_OK);
+    CHECK_INT(dow, 6);
+    CHECK_INT(min, 1439);
+    const char *bad[] = {"", "mon", "mon 8", "mon 24:00", "mon 08:60", "monday 08:00", "mon 08:00x",
+                         "xyz 08:00", "mon -1:00"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        CHECK_INT(gp_srv_funnel_schedule(bad[i], &dow, &min, err, sizeof err), GP_ECONFIG);
+        CHECK_CONTAINS(err, "funnel_report_schedule: '");
+    }
+    /* Thursday 2026-11-26 21:50 UTC: Monday 08:00 was 2026-11-23 */
+    CHECK(gp_srv_funnel_slot(0, 480, 1795729800000LL) == 1795420800000LL);
+    /* at the slot itself, that slot; a minute before, the week before */
+    CHECK(gp_srv_funnel_slot(0, 480, 1795420800000LL) == 1795420800000LL);
+    CHECK(gp_srv_funnel_slot(0, 480, 1795420740000LL) == 1794816000000LL);
+    /* before the first Monday of the epoch: 1969-12-29 08:00 */
+    CHECK(gp_srv_funnel_slot(0, 480, 0) == -230400000LL);
+}
+
+static void test_report(void)
+{
+    struct gp_funnel f;
+    fill(&f);
+    struct gp_funnel_gpu evil = {(const double[]){0, 0}, 2, 10000, 3.6, "<script>x</script>", "\x1b[31mroot", ""};
+    CHECK_INT(gp_funnel_add(&f, &evil), GP_OK);
+    struct gp_funnel_zombie z = {"n1", "0", "42", "python", "j9", 2147483648.0, 150000, 60};
+    CHECK_INT(gp_funnel_zombie(&f, &z), GP_OK);
+    gp_funnel_sort(&f);
+    struct gp_buf b, t, h;
+    gp_buf_init(&b, 0);
+    gp_buf_init(&t, 0);
+    gp_buf_init(&h, 0);
+    gp_funnel_json(&f, &b);
+    json_error_t je;
+    json_t *d = json_loads(b.data, 0, &je);
+    CHECK(d != NULL);
+    char subject[256];
+    CHECK_INT(gp_report_funnel(d, "http://g:9402/#/fleet?funnel_end=100", subject, sizeof subject, &t, &h),
+              GP_OK);
+    CHECK_STR(subject, "[gpulse] fleet funnel to 1970-01-01 00:01:40 UTC: $0.09 idle");
+    CHECK_CONTAINS(t.data, "gpulse fleet funnel, 1970-01-01 00:00:00 UTC to 1970-01-01 00:01:40 UTC");
+    /* (90 + 20) s over 100 s; 80 s allocated; 20 s active */
+    CHECK_CONTAINS(t.data, "  total         1.10          0.03");
+    CHECK_CONTAINS(t.data, "  allocated     0.80          0.02");
+    CHECK_CONTAINS(t.data, "  idle cost             $0.09");
+    CHECK_CONTAINS(t.data, "  unallocated           $0.03");
+    CHECK_CONTAINS(t.data, "Zombie processes: 1 holding 2.00 GiB");
+    CHECK_CONTAINS(t.data, "The dashboard: http://g:9402/#/fleet?funnel_end=100");
+    CHECK(!strchr(t.data, '\x1b'));
+    CHECK(!strstr(h.data, "<script>"));
+    CHECK_CONTAINS(h.data, "&lt;script&gt;x&lt;/script&gt;");
+    CHECK_CONTAINS(h.data, "<a href=\"http://g:9402/#/fleet?funnel_end=100\">");
+    json_decref(d);
+    /* not a funnel */
+    d = json_loads("{\"start\":1}", 0, &je);
+    CHECK_INT(gp_report_funnel(d, "", subject, sizeof subject, &t, &h), GP_EPARSE);
+    json_decref(d);
+    gp_buf_free(&b);
+    gp_buf_free(&t);
+    gp_buf_free(&h);
+    gp_funnel_free(&f);
+}
+
 const struct gp_test gp_tests_funnel[] = {
     {"stages", test_stages},
     {"groups", test_groups},
     {"empty", test_empty},
     {"zombies", test_zombies},
+    {"schedule", test_schedule},
+    {"report", test_report},
     {0},
 };
