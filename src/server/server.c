@@ -142,6 +142,7 @@ static const char index_text[] =
     "GET  /api/v1/audit                 remediation decisions and outcomes\n"
     "GET  /api/v1/fleet, /api/v1/cost  the fleet's use and spend now; cost by job or node\n"
     "GET  /api/v1/fleet/gpus            every GPU now: readings, job, alert badge\n"
+    "GET  /api/v1/fleet/funnel          total, allocated, active, effective GPUs; idle cost; zombies\n"
     "GET  /api/v1/stream                Server-Sent Events: fleet, gpus, alert\n"
     "POST /api/v1/alerts/ID/ack         acknowledge an alert\n"
     "GET  /api/v1/jobs/ID/report        the job's report (format=html|json|text)\n"
@@ -624,6 +625,8 @@ int gp_server_start(struct gp_server **out, const struct gp_server_config *c, ch
         gp_seterr(err, errlen, rc, "cannot start the self-scrape thread");
         goto fail;
     }
+    if ((rc = gp_srv_funnel_report_start(s, err, errlen)))
+        goto fail;
     log_dashboard_url(s, bind);
     *out = s;
     return GP_OK;
@@ -639,6 +642,7 @@ void gp_server_stop(struct gp_server *s)
     if (!s)
         return;
     gp_srv_self_stop(s); /* it renders from the HTTP server and appends to the store */
+    gp_srv_funnel_report_stop(s); /* it reads the store */
     gp_srv_stream_close(s); /* open streams end, or stopping would wait for them */
     gp_http_stop(s->http); /* waits for running handlers */
     s->http = NULL;
