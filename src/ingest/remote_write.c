@@ -31,6 +31,10 @@
  *    the end of the tables once the count is known. A duplicate label
  *    name is remembered and reported after the whole message parsed, as
  *    the earlier two-pass decoder did, so the same error wins;
+ *  - metadata (WriteRequest field 3): each entry is checked (a metric
+ *    name, UTF-8 help and unit, the caps) and kept as views into the
+ *    body, in an array of its own beside the tables; the series path
+ *    never sees it;
  *  - encoder: sizes every nested message bottom-up (sizes do not depend on
  *    label order), reserves the exact total once, then writes.
  * Snappy is Debian's libsnappy (block format, as the spec requires).
@@ -394,6 +398,8 @@ struct dec {
     bool has_dup;
     struct gp_str dup;
     size_t dup_off;
+    struct gp_family_meta *meta; /* field 3, in order */
+    size_t nmeta, meta_cap;
 };
 
 static int dec_nomem(struct rd *r, size_t bytes)
@@ -618,6 +624,74 @@ static int dec_series(struct rd *r, struct dec *d)
     return GP_OK;
 }
 
+static int bad_meta(struct rd *r, int rc, size_t off, const char *why, const struct gp_str *name)
+{
+    return gp_seterr(r->err, r->errlen, rc, "remote write: metadata at byte %zu%s%.*s: %s", off,
+                     name->len ? " for " : "", (int)(name->len > 64 ? 64 : name->len), name->ptr,
+                     why);
+}
+
+/* Parses one MetricMetadata (body r->p..r->end) onto d->meta. A type this
+ * decoder does not know (a newer sender's) reads as unknown, as proto3
+ * leaves open enums; anything else wrong is an error. */
+static int dec_metadata(struct rd *r, struct dec *d)
+{
+    size_t off = rd_off(r);
+    struct gp_family_meta m = {{"", 0}, {"", 0}, {"", 0}, GP_MT_UNKNOWN};
+    while (r->p < r->end) {
+        uint32_t f;
+        int wt, rc = rd_key(r, &f, &wt);
+        if (rc)
+            return rc;
+        if (f == 1) {
+            uint64_t t;
+            if (wt != WT_VARINT)
+                return wt_mismatch(r, "metadata type", wt);
+            if ((rc = rd_varint(r, &t)))
+                return rc;
+            m.type = t < GP_MT__COUNT ? (enum gp_rw_type)t : GP_MT_UNKNOWN;
+        } else if (f == 2 || f == 4 || f == 5) {
+            if (wt != WT_LEN)
+                return wt_mismatch(r, f == 2 ? "metadata family name" : f == 4 ? "metadata help"
+                                                                               : "metadata unit", wt);
+            const uint8_t *end = NULL;
+            if ((rc = rd_len(r, &end)))
+                return rc;
+            struct gp_str *dst = f == 2 ? &m.name : f == 4 ? &m.help : &m.unit;
+            *dst = (struct gp_str){(const char *)r->p, (size_t)(end - r->p)};
+            r->p = end;
+        } else if ((rc = rd_skip(r, f, wt)))
+            return rc;
+    }
+    if (m.name.len == 0)
+        return bad_meta(r, GP_EPARSE, off, "no metric family name", &m.name);
+    if (m.name.len > GP_RW_MAX_META_LEN || m.help.len > GP_RW_MAX_META_LEN ||
+        m.unit.len > GP_RW_MAX_META_LEN)
+        return bad_meta(r, GP_ETOOBIG, off,
+                        "name, help or unit longer than " STR_(GP_RW_MAX_META_LEN) " bytes", &m.name);
+    if (!valid_name(m.name.ptr, m.name.len, true))
+        return bad_meta(r, GP_EPARSE, off, "invalid metric family name",
+                        &(struct gp_str){"", 0});
+    if (!valid_utf8(m.help.ptr, m.help.len))
+        return bad_meta(r, GP_EPARSE, off, "help is not valid UTF-8", &m.name);
+    if (!valid_utf8(m.unit.ptr, m.unit.len))
+        return bad_meta(r, GP_EPARSE, off, "unit is not valid UTF-8", &m.name);
+    if (d->nmeta == GP_RW_MAX_METADATA)
+        return gp_seterr(r->err, r->errlen, GP_ETOOBIG,
+                         "remote write: more than %d metadata entries in one request",
+                         GP_RW_MAX_METADATA);
+    if (d->nmeta == d->meta_cap) {
+        size_t cap = d->meta_cap ? d->meta_cap * 2 : 16;
+        struct gp_family_meta *x = realloc(d->meta, cap * sizeof *x);
+        if (!x)
+            return dec_nomem(r, cap * sizeof *x);
+        d->meta = x;
+        d->meta_cap = cap;
+    }
+    d->meta[d->nmeta++] = m;
+    return GP_OK;
+}
+
 static int dec_request(struct rd *r, struct dec *d)
 {
     const uint8_t *end = r->end;
@@ -641,7 +715,18 @@ static int dec_request(struct rd *r, struct dec *d)
             r->end = end;
             if (rc)
                 return rc;
-        } else if ((rc = rd_skip(r, f, wt))) /* 3 metadata, unknown */
+        } else if (f == 3) {
+            if (wt != WT_LEN)
+                return wt_mismatch(r, "metadata", wt);
+            const uint8_t *sub = NULL;
+            if ((rc = rd_len(r, &sub)))
+                return rc;
+            r->end = sub;
+            rc = dec_metadata(r, d);
+            r->end = end;
+            if (rc)
+                return rc;
+        } else if ((rc = rd_skip(r, f, wt))) /* unknown */
             return rc;
     }
     if (d->has_dup)
@@ -657,6 +742,8 @@ struct rw_arena {
     void *tables;
     struct gp_series *series; /* apart from the tables: appending it there
                                  was a realloc that copied them all */
+    struct gp_family_meta *meta;
+    size_t nmeta;
     uint8_t body[];
 };
 
@@ -665,8 +752,11 @@ static struct rw_arena *arena_new(size_t len, char *err, size_t errlen)
     struct rw_arena *a = malloc(sizeof *a + (len ? len : 1));
     if (!a)
         gp_seterr(err, errlen, GP_ENOMEM, "remote write: out of memory for %zu bytes", len);
-    else
+    else {
         a->tables = a->series = NULL;
+        a->meta = NULL;
+        a->nmeta = 0;
+    }
     return a;
 }
 
@@ -689,6 +779,7 @@ static int dec_arena(struct rw_arena *a, size_t len, struct gp_batch *out, char 
     if (rc) {
         free(d.tab);
         free(d.ser);
+        free(d.meta);
         free(a);
         return rc;
     }
@@ -703,6 +794,8 @@ static int dec_arena(struct rw_arena *a, size_t len, struct gp_batch *out, char 
     free(d.ser);
     a->tables = t;
     a->series = ser;
+    a->meta = d.meta;
+    a->nmeta = d.nmeta;
     out->series = d.nseries ? ser : NULL;
     out->nseries = d.nseries;
     out->nlabels_total = d.nlabels;
@@ -754,9 +847,24 @@ void gp_rw_decoded_free(struct gp_batch *req)
     if (a) {
         free(a->tables);
         free(a->series);
+        free(a->meta);
         free(a);
     }
     memset(req, 0, sizeof *req);
+}
+
+size_t gp_rw_metadata(const struct gp_batch *req, const struct gp_family_meta **out)
+{
+    const struct rw_arena *a = req->arena;
+    *out = a ? a->meta : NULL;
+    return a ? a->nmeta : 0;
+}
+
+const char *gp_rw_metric_type_name(enum gp_rw_type t)
+{
+    static const char *const names[GP_MT__COUNT] = {
+        "unknown", "counter", "gauge", "histogram", "gaugehistogram", "summary", "info", "stateset"};
+    return (unsigned)t < GP_MT__COUNT ? names[t] : "unknown";
 }
 
 /* ---- encoder -------------------------------------------------------------- */

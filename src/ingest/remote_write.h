@@ -8,7 +8,13 @@
  *     TimeSeries   { repeated Label labels = 1; repeated Sample samples = 2; }
  *     Label        { string name = 1; string value = 2; }
  *     Sample       { double value = 1; int64 timestamp = 2; }   // ms
+ *     WriteRequest.metadata = 3: repeated MetricMetadata
+ *                  { MetricType type = 1; string metric_family_name = 2;
+ *                    string help = 4; string unit = 5; }
  *
+ * Metadata (Prometheus sends it in requests of its own, every
+ * metadata_config.send_interval) is decoded beside the series and read
+ * with gp_rw_metadata; the encoder writes none.
  * gp_rw_decode() is the server's half: it decompresses, parses and
  * validates a body into a batch (store/batch.h, the store's own type) whose
  * strings and arrays live in one arena the codec owns. gp_rw_encode() is
@@ -32,6 +38,10 @@
 #include <stdint.h>
 
 /* Caps; exceeding one is GP_ETOOBIG. */
+/* MetricMetadata entries in one WriteRequest (Prometheus sends 500 a request). */
+#define GP_RW_MAX_METADATA 100000
+/* Bytes in a metadata entry's family name, help or unit. */
+#define GP_RW_MAX_META_LEN 4096
 /* Series in one WriteRequest (Prometheus sends at most a few thousand). */
 #define GP_RW_MAX_SERIES 100000
 /* Labels in one series, empty-valued ones not counted (Mimir's default is 30). */
@@ -53,6 +63,28 @@ int gp_rw_decode(const uint8_t *body, size_t len, size_t max_uncompressed,
 /* Same as gp_rw_decode for a WriteRequest that is not compressed (copied). */
 int gp_rw_unmarshal(const uint8_t *pb, size_t len, struct gp_batch *out,
                     char *err, size_t errlen);
+
+/* prompb's MetricMetadata.MetricType, numbered as on the wire. */
+enum gp_rw_type {
+    GP_MT_UNKNOWN, GP_MT_COUNTER, GP_MT_GAUGE, GP_MT_HISTOGRAM, GP_MT_GAUGEHISTOGRAM,
+    GP_MT_SUMMARY, GP_MT_INFO, GP_MT_STATESET, GP_MT__COUNT
+};
+
+/* One metadata entry: views into the decoded batch's arena. name is a
+ * valid metric name; help and unit are valid UTF-8, maybe empty. */
+struct gp_family_meta {
+    struct gp_str name, help, unit;
+    enum gp_rw_type type;
+};
+
+/* The metadata entries of a batch gp_rw_decode or gp_rw_unmarshal filled,
+ * in request order, into *out (valid until gp_rw_decoded_free); returns
+ * their count (0 for a batch built in memory). */
+size_t gp_rw_metadata(const struct gp_batch *req, const struct gp_family_meta **out);
+
+/* Prometheus's name of a type ("counter", "gaugehistogram", ...), as its
+ * /api/v1/metadata writes it. */
+const char *gp_rw_metric_type_name(enum gp_rw_type t);
 
 /* Whether name is a valid label name ([a-zA-Z_][a-zA-Z0-9_]*) and value
  * valid UTF-8: what the decoder accepts (and the encoder writes). For

@@ -1,6 +1,7 @@
 /* detect.c - the detector table and its defaults (detect.h). The
  * detectors themselves live in detect_*.c, listed in detect_fns.c. */
 #include "detect.h"
+#include "faults.h"
 
 #include "lib/duration.h"
 #include "lib/err.h"
@@ -56,8 +57,5 @@ void gp_detector_cfg_defaults(struct gp_detector_cfg cfg[GP_DET__COUNT])
 
 bool gp_xid_is_hardware(double xid)
 {
-#define GP_XID_CASE_(n) if (xid == n) return true;
-    GP_HARDWARE_XIDS(GP_XID_CASE_)
-#undef GP_XID_CASE_
-    return false;
+    return xid > 0 && xid < 65536 && xid == (unsigned)xid && gp_fault_xid((unsigned)xid)->hardware;
 }

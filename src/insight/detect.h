@@ -74,8 +74,12 @@ int gp_severity_parse(const char *s, enum gp_severity *out); /* GP_OK or GP_EPAR
       "Clocks held down by temperature or power: check cooling, airflow and fans, and the "      \
       "power limit; a throttled card slows every rank of its job.")                              \
     X(HW_ERRORS, "gpu_hardware_errors", GPU, CRITICAL, 1, 1, "0s",                                 \
-      "Uncorrectable memory errors, XID errors or pending retirements: drain this node, let "    \
-      "running jobs checkpoint, reset the GPU (or reboot), then run diagnostics before reuse.")  \
+      "Uncorrectable memory errors, hardware XIDs, pending retirements or remaps, or a GPU off " \
+      "the bus: while it fires, the alert names the fault catalog's action and explanation "     \
+      "(docs/health.md): reset the GPU, reboot the node, or drain it and inspect the card.")    \
+    X(PCIE_DEGRADED, "pcie_link_degraded", GPU, WARNING, 0.5, 0.3, "5m",                           \
+      "The PCIe link runs below the width or generation the card and slot support: drain the "   \
+      "node and reseat the card or riser, check the slot and the BIOS link settings.")            \
     X(STRAGGLER, "straggler", RANK, WARNING, 3.5, 3.0, "5m",                                       \
       "One rank is slower than its peers and holds every other rank back at each collective: "   \
       "check its GPU for throttling, lower clocks or PCIe errors, and its node for other load.") \
@@ -153,6 +157,10 @@ struct gp_observation {
      * engine shows); "" otherwise, to keep a tick over 10,000 GPUs cheap. */
     char summary[256];       /* one line a person can act on */
     char evidence[768];      /* the numbers and the window behind them */
+    /* what to do, where it depends on what was found (the fault
+     * catalog's action and explanation, faults.h); "": the detector's
+     * own runbook. At most GP_ALERT_RUNBOOK_LEN - 1 bytes are kept. */
+    char runbook[512];
 };
 
 /* What a detector is told and where it writes. */
@@ -167,17 +175,10 @@ struct gp_detect_ctx {
     void *emit_ctx;
 };
 
-/*
- * XIDs that point at the hardware (the GPU, its memory, links or
- * firmware), after NVIDIA's XID catalogue: 48 double-bit ECC, 61/62
- * micro-controller breakpoint/halt, 63/64 row remapping or page
- * retirement event/failure, 74 NVLink, 79 fallen off the bus, 92 high
- * single-bit rate, 94/95 contained/uncontained ECC, 119/120 GSP, 140
- * unrecovered ECC. Others (13, 31, 43, 45...) are usually the
- * application's own faults: no reason to drain a node.
- */
-#define GP_HARDWARE_XIDS(X) \
-    X(48) X(61) X(62) X(63) X(64) X(74) X(79) X(92) X(94) X(95) X(119) X(120) X(140)
+/* Whether XID code xid points at the hardware (the GPU, its memory,
+ * links or firmware) rather than the application: the fault catalog's
+ * `hardware` column (faults.h). Application XIDs (13, 31, 43, 45...)
+ * are no reason to drain a node. */
 bool gp_xid_is_hardware(double xid);
 
 typedef int (*gp_detect_fn)(const struct gp_detect_ctx *c);

@@ -18,10 +18,11 @@ const gp_detect_fn gp_detect_fns[GP_DET__COUNT] = {
     [GP_DET_MEMORY_BOUND] = gp_det_memory_bound,
     [GP_DET_THROTTLED] = gp_det_throttled,
     [GP_DET_HW_ERRORS] = gp_det_hw_errors,
+    [GP_DET_PCIE_DEGRADED] = gp_det_pcie_degraded,
     [GP_DET_STRAGGLER] = gp_det_straggler,
     [GP_DET_BUDGET] = gp_det_budget,
     [GP_DET_HANG] = gp_det_hang,
     [GP_DET_LOW_GOODPUT] = gp_det_low_goodput,
 };
 
-_Static_assert(GP_DET__COUNT == 15, "a new detector needs its function in gp_detect_fns");
+_Static_assert(GP_DET__COUNT == 16, "a new detector needs its function in gp_detect_fns");

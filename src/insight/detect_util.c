@@ -25,6 +25,7 @@ static void key_clear(struct gp_observation *o, enum gp_detector d)
     o->value = 0;
     o->summary[0] = '\0';
     o->evidence[0] = '\0';
+    o->runbook[0] = '\0';
 }
 
 void gp_det_key_gpu(struct gp_observation *o, enum gp_detector d, const struct gp_view_gpu *g)

@@ -36,6 +36,7 @@ int gp_det_no_tensor_cores(const struct gp_detect_ctx *c);
 int gp_det_memory_bound(const struct gp_detect_ctx *c);
 int gp_det_throttled(const struct gp_detect_ctx *c);
 int gp_det_hw_errors(const struct gp_detect_ctx *c);
+int gp_det_pcie_degraded(const struct gp_detect_ctx *c);
 int gp_det_straggler(const struct gp_detect_ctx *c);
 int gp_det_budget(const struct gp_detect_ctx *c);
 int gp_det_hang(const struct gp_detect_ctx *c);

@@ -751,7 +751,7 @@ static int det_emit(void *ctx, const struct gp_observation *o)
         .for_ms = cfg->for_ms,
         .clear_for_ms = c->e->o.clear_for_ms,
         .cooldown_ms = cfg->cooldown_ms,
-        .runbook = gp_detectors[c->det].runbook,
+        .runbook = o->runbook[0] ? o->runbook : gp_detectors[c->det].runbook,
     };
     c->n++;
     int rc = gp_alerts_observe(c->e->o.alerts, &p, o);

@@ -50,7 +50,13 @@
     X(RETIRED_PENDING, "DCGM_FI_DEV_RETIRED_PENDING", 1)                            \
     X(REMAP_UNC, "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", 1)                      \
     X(REMAP_FAILURE, "DCGM_FI_DEV_ROW_REMAP_FAILURE", 1)                            \
-    X(PCIE_REPLAY, "DCGM_FI_DEV_PCIE_REPLAY_COUNTER", 1) /* counter */
+    X(PCIE_REPLAY, "DCGM_FI_DEV_PCIE_REPLAY_COUNTER", 1) /* counter */             \
+    X(REMAP_PENDING, "DCGM_FI_DEV_ROW_REMAP_PENDING", 1)                            \
+    X(LOST, "gpulse_gpu_lost", 1)                        /* 1: off the bus */      \
+    X(PCIE_GEN, "DCGM_FI_DEV_PCIE_LINK_GEN", 1)                                     \
+    X(PCIE_GEN_MAX, "DCGM_FI_DEV_PCIE_MAX_LINK_GEN", 1)                             \
+    X(PCIE_WIDTH, "DCGM_FI_DEV_PCIE_LINK_WIDTH", 1)                                 \
+    X(PCIE_WIDTH_MAX, "DCGM_FI_DEV_PCIE_MAX_LINK_WIDTH", 1)
 
 enum gp_vgm {
 #define GP_VGM_ENUM_(id, name, scale) GP_VGM_##id,

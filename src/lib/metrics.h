@@ -167,7 +167,8 @@ enum gp_metric_section {
     X(SOURCE_UP, AGENT, "gpulse_source_up", GAUGE, "source",                                           \
       "1 when the source found something to sample and is sampling it.")                              \
     X(SOURCE_ERRORS, AGENT, "gpulse_source_errors_total", COUNTER, "source",                           \
-      "Readings a source had to skip: vanished processes, garbled files, driver errors.")              \
+      "Readings a source had to skip: garbled files, driver errors (a process that exits while "       \
+      "it is read is none).")                                                                          \
     X(SOURCE_DURATION, AGENT, "gpulse_source_sample_duration_seconds", GAUGE, "source",                \
       "Time the source's last sample took.")                                                           \
     X(SCRAPE_DURATION, AGENT, "gpulse_scrape_duration_seconds", GAUGE, "",                             \
@@ -269,6 +270,11 @@ enum gp_metric_section {
     X(SRV_STATE_DAMAGED, SERVER, "gpulse_server_state_damaged", GAUGE, "",                             \
       "1 when state.db was found damaged at start: jobs, alerts and notifications run on an empty "   \
       "in-memory state until `gpulse repair` (docs/storage.md).")                                      \
+    X(SRV_METADATA_FAMILIES, SERVER, "gpulse_server_metadata_families", GAUGE, "",                     \
+      "Metric families whose remote-written TYPE, HELP and unit are kept (/api/v1/metadata).")         \
+    X(SRV_METADATA_DROPPED, SERVER, "gpulse_server_metadata_dropped_total", COUNTER, "",               \
+      "Remote-written metadata entries of new families not kept: the limits were reached "             \
+      "(docs/api.md).")                                                                                \
     X(SRV_SELF_SCRAPES, SERVER, "gpulse_server_self_scrapes_total", COUNTER, "",                       \
       "Self-scrapes: the server's own families stored in its store (self_scrape_interval).")          \
     X(SRV_SELF_SCRAPE_FAILURES, SERVER, "gpulse_server_self_scrape_failures_total", COUNTER, "",       \
@@ -285,6 +291,12 @@ enum gp_metric_section {
       "Reads answered from the samples a selection had already fetched.")                              \
     X(STORAGE_REMOTE_FORWARDED, STORAGE, "gpulse_storage_remote_samples_forwarded_total", COUNTER, "", \
       "Samples received and queued for the cluster's remote write (delivery: gpulse_push_*).")        \
+    X(STORAGE_REMOTE_WINDOW_READS, STORAGE, "gpulse_storage_remote_window_reads_total", COUNTER, "", \
+      "Selections and label lookups answered from the local window, without the cluster.")            \
+    X(STORAGE_REMOTE_WINDOW_REFILLED, STORAGE, "gpulse_storage_remote_window_refilled_samples", GAUGE, "", \
+      "Samples the local window was refilled with from the cluster at start.")                        \
+    X(STORAGE_REMOTE_WINDOW_HELD, STORAGE, "gpulse_storage_remote_window_held_seconds", GAUGE, "",    \
+      "How far back the local window is complete now (remote_window once refilled or filled).")       \
     X(EVAL_TICKS, EVAL, "gpulse_server_eval_ticks_total", COUNTER, "",                                 \
       "Evaluation ticks (view, detectors, rules, alerts).")                                            \
     X(EVAL_ERRORS, EVAL, "gpulse_server_eval_errors_total", COUNTER, "part",                           \

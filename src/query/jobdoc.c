@@ -1108,7 +1108,9 @@ static bool pick_rank(struct doc *d, size_t i, void *ctx)
 static void put_rank_mfu(struct doc *d, struct rank_key k, const struct gp_jobmodel_step_figures *sf,
                          struct gp_buf *b)
 {
-    double sums[2] = {NAN, NAN};
+    struct gp_jobmodel_rank rk;
+    gp_jobmodel_rank_init(&rk);
+    double *sums[2] = {&rk.tokens, &rk.samples};
     static const char *const names[2] = {"gpulse_job_tokens_total", "gpulse_job_samples_total"};
     for (size_t i = 0; i < d->sel.n; i++) {
         const struct gp_store_series *s = &d->sel.series[i];
@@ -1118,7 +1120,7 @@ static void put_rank_mfu(struct doc *d, struct rank_key k, const struct gp_jobmo
                 ser_read(d->st, s, d->t0, d->tc, &x))
                 continue;
             if (x.n)
-                gp_jobmodel_sum(&sums[n], increase(&x, born(d, s)));
+                gp_jobmodel_sum(sums[n], increase(&x, born(d, s)));
             ser_free(&x);
         }
     }
@@ -1126,10 +1128,9 @@ static void put_rank_mfu(struct doc *d, struct rank_key k, const struct gp_jobmo
     for (size_t i = 0; i < d->ng; i++)
         if (pick_rank(d, i, &k))
             act_sum += d->g[i].act_sum, act_w += d->g[i].act_w;
-    struct gp_jobmodel_mfu_in in = {.tokens_per_second = sums[0] / sf->stepping_seconds,
-                                    .samples_per_second = sums[1] / sf->stepping_seconds,
-                                    .activity = act_w > 0 ? act_sum / act_w : NAN, .tensor_active = NAN,
+    struct gp_jobmodel_mfu_in in = {.activity = act_w > 0 ? act_sum / act_w : NAN, .tensor_active = NAN,
                                     .dram_active = NAN, .link_busy = NAN};
+    gp_jobmodel_rank_rates(&rk, sf, &in);
     model_decl(d, &in);
     struct gp_jobmodel_mfu m;
     mfu_over(d, &in, pick_rank, &k, &m);

@@ -208,7 +208,24 @@ void gp_jobmodel_gpu_figures(const struct gp_jobmodel_gpus *a, const struct gp_j
 void gp_jobmodel_rank_init(struct gp_jobmodel_rank *r)
 {
     r->steps = r->seconds = 0;
-    r->best = NAN;
+    r->best = r->tokens = r->samples = NAN;
+}
+
+void gp_jobmodel_rank_merge(struct gp_jobmodel_rank *into, const struct gp_jobmodel_rank *r)
+{
+    into->steps += r->steps;
+    into->seconds += r->seconds;
+    if (r->best > 0 && !(into->best <= r->best))
+        into->best = r->best;
+    gp_jobmodel_sum(&into->tokens, r->tokens);
+    gp_jobmodel_sum(&into->samples, r->samples);
+}
+
+void gp_jobmodel_rank_rates(const struct gp_jobmodel_rank *r, const struct gp_jobmodel_step_figures *job,
+                            struct gp_jobmodel_mfu_in *in)
+{
+    in->tokens_per_second = r->tokens / job->stepping_seconds;
+    in->samples_per_second = r->samples / job->stepping_seconds;
 }
 
 void gp_jobmodel_rank_interval(struct gp_jobmodel_rank *r, double n, double seconds)

@@ -151,15 +151,20 @@ double gp_jobmodel_gpu_activity(const struct gp_jobmodel_gpu *g);
 double gp_jobmodel_gpu_peak_ratio(const struct gp_jobmodel_gpu *g);
 
 /* One rank's steps, for its straggler scores: its sums and its best
- * (lowest) step time of any interval or record. */
+ * (lowest) step time of any interval; its tokens and samples, for its
+ * MFU. */
 struct gp_jobmodel_rank {
     double steps, seconds, best;
+    double tokens, samples; /* NaN: never reported */
 };
 
 void gp_jobmodel_rank_init(struct gp_jobmodel_rank *r);
 /* n steps (> 0) took `seconds` in all: one interval between two samples
- * of its counters, or one record (n 1). */
+ * of its counters, or the records of one sampling interval (gpulse run),
+ * so that a rank's best is a mean over an interval on both paths. */
 void gp_jobmodel_rank_interval(struct gp_jobmodel_rank *r, double n, double seconds);
+/* Adds another process's figures of the same rank (a restart). */
+void gp_jobmodel_rank_merge(struct gp_jobmodel_rank *into, const struct gp_jobmodel_rank *r);
 
 struct gp_jobmodel_rank_figures {
     double step_mean, step_best;  /* seconds; NaN: no step */
@@ -190,6 +195,13 @@ struct gp_jobmodel_mfu {
 };
 
 void gp_jobmodel_mfu(const struct gp_jobmodel_mfu_in *in, struct gp_jobmodel_mfu *out);
+
+/* A rank's throughput for its MFU, into in: its tokens and samples over
+ * the job's stepping span (job: the job's step figures), so that ranks are
+ * measured on one clock and a straggler's lower rate shows. The caller
+ * gives the declaration and the rank's own GPUs. */
+void gp_jobmodel_rank_rates(const struct gp_jobmodel_rank *r, const struct gp_jobmodel_step_figures *job,
+                            struct gp_jobmodel_mfu_in *in);
 
 /* Ranks as documents show them: a job of one rank entry that never said
  * its rank (gpulse run of a single process, GPULSE_JOB) is rank 0 of a

@@ -400,11 +400,13 @@ static void ctx_init(struct gp_pq_ctx *c, struct gp_storage *s, const struct gp_
 static void ctx_finish(struct gp_pq_ctx *c, struct gp_promql_result *out)
 {
     out->samples_peak = c->peak;
-    if (c->damaged) {
+    const struct gp_pq_damage *d = &c->damage;
+    if (d->chunks) {
         struct gp_buf w = {0};
-        gp_buf_printf(&w, "store: %llu damaged chunk(s) skipped between %lld and %lld ms",
-                      (unsigned long long)c->damaged, (long long)c->damaged_from,
-                      (long long)c->damaged_to);
+        gp_buf_printf(&w, "store: %llu damaged chunk(s) skipped between %lld and %lld ms, of %s",
+                      (unsigned long long)d->chunks, (long long)d->from, (long long)d->to, d->first);
+        if (d->series > 1)
+            gp_buf_printf(&w, " and %llu more series", (unsigned long long)(d->series - 1));
         out->warnings = w.err ? NULL : gp_buf_steal(&w, NULL);
         gp_buf_free(&w);
     }

@@ -48,6 +48,23 @@ static inline int64_t gp_pq_grid_t(const struct gp_pq_grid *g, size_t k)
     return g->start + (int64_t)k * g->step;
 }
 
+/* What the reads skipped as damaged, for the answer's warning: chunks,
+ * their span, the series they belong to, and of those the one whose
+ * labels sort first (text, cut at the buffer), so the warning names a
+ * series whichever thread read it. */
+struct gp_pq_damage {
+    uint64_t chunks, series;
+    int64_t from, to;
+    char first[256];
+};
+
+/* Notes the damage a read of series s reported in smp (none: nothing). */
+void gp_pq_damage_note(struct gp_pq_damage *d, const struct gp_store_series *s,
+                       const struct gp_samples *smp);
+/* Adds d's damage to into. */
+void gp_pq_damage_merge(struct gp_pq_damage *into, const struct gp_pq_damage *d);
+
+
 /* Evaluation context of one query. */
 struct gp_pq_ctx {
     struct gp_storage *s;
@@ -60,8 +77,7 @@ struct gp_pq_ctx {
                                 * memory (a series that lives one step of many
                                 * still takes a slot per step), so they are held
                                 * to max_samples too */
-    uint64_t damaged;          /* damaged chunks skipped by reads */
-    int64_t damaged_from, damaged_to;
+    struct gp_pq_damage damage; /* damaged chunks skipped by reads */
     char *err;
     size_t errlen;
     struct gp_buf tmp;         /* scratch for label blobs */

@@ -106,6 +106,42 @@ static void sel_close(struct gp_pq_sel_read *r)
     memset(r, 0, sizeof *r);
 }
 
+/* Keeps text as d->first when it sorts before what is there. */
+static void damage_first(struct gp_pq_damage *d, const char *text, int had)
+{
+    if (had && strcmp(text, d->first) >= 0)
+        return;
+    if ((size_t)snprintf(d->first, sizeof d->first, "%s", text) >= sizeof d->first)
+        memcpy(d->first + sizeof d->first - 4, "...", 4); /* cut: said so */
+}
+
+void gp_pq_damage_note(struct gp_pq_damage *d, const struct gp_store_series *s,
+                       const struct gp_samples *smp)
+{
+    if (!smp->damaged)
+        return;
+    struct gp_pq_damage one = {smp->damaged, 1, smp->damaged_from, smp->damaged_to, ""};
+    struct gp_buf b;
+    gp_buf_init(&b, 0);
+    gp_pq_labels_str(s->labels, s->labels_len, &b);
+    damage_first(&one, b.err || !b.data ? "{}" : b.data, 0);
+    gp_buf_free(&b);
+    gp_pq_damage_merge(d, &one);
+}
+
+void gp_pq_damage_merge(struct gp_pq_damage *into, const struct gp_pq_damage *d)
+{
+    if (!d->chunks)
+        return;
+    if (!into->chunks || d->from < into->from)
+        into->from = d->from;
+    if (!into->chunks || d->to > into->to)
+        into->to = d->to;
+    damage_first(into, d->first, into->series > 0);
+    into->chunks += d->chunks;
+    into->series += d->series;
+}
+
 /* Next series: 1 with its samples in r->smp, 0 at the end, or an error. */
 static int sel_next(struct gp_pq_ctx *c, struct gp_pq_sel_read *r, const struct gp_store_series **ser)
 {
@@ -118,13 +154,7 @@ static int sel_next(struct gp_pq_ctx *c, struct gp_pq_sel_read *r, const struct 
     r->smp.n = 0;
     r->smp.damaged = 0;
     rc = gp_storage_read(c->s, s->id, r->mint, r->maxt, &r->smp);
-    if (r->smp.damaged) {
-        if (!c->damaged || r->smp.damaged_from < c->damaged_from)
-            c->damaged_from = r->smp.damaged_from;
-        if (!c->damaged || r->smp.damaged_to > c->damaged_to)
-            c->damaged_to = r->smp.damaged_to;
-        c->damaged += r->smp.damaged;
-    }
+    gp_pq_damage_note(&c->damage, s, &r->smp);
     if (rc != GP_OK && rc != GP_EPARSE) /* a damaged chunk: the rest still counts */
         return storage_err(c, rc, "read series");
     *ser = s;
@@ -182,8 +212,7 @@ struct each_run {
     pthread_mutex_t mu;
     int rc;
     char err[512];
-    uint64_t damaged;
-    int64_t dfrom, dto;
+    struct gp_pq_damage damage; /* under mu */
 };
 
 static void each_fail(struct each_run *e, int rc, const char *msg)
@@ -208,11 +237,7 @@ static int each_read(struct each_run *e, size_t i, struct gp_samples *smp, char 
     int rc = gp_storage_read(e->c->s, s->id, e->r->mint, e->r->maxt, smp);
     if (smp->damaged) {
         pthread_mutex_lock(&e->mu);
-        if (!e->damaged || smp->damaged_from < e->dfrom)
-            e->dfrom = smp->damaged_from;
-        if (!e->damaged || smp->damaged_to > e->dto)
-            e->dto = smp->damaged_to;
-        e->damaged += smp->damaged;
+        gp_pq_damage_note(&e->damage, s, smp);
         pthread_mutex_unlock(&e->mu);
     }
     if (rc != GP_OK && rc != GP_EPARSE) { /* a damaged chunk: the rest still counts */
@@ -293,13 +318,7 @@ int gp_pq_sel_each(struct gp_pq_ctx *c, struct gp_pq_sel_read *r, gp_pq_series_f
     if (two)
         pthread_join(th, NULL);
     pthread_mutex_destroy(&e.mu);
-    if (e.damaged) {
-        if (!c->damaged || e.dfrom < c->damaged_from)
-            c->damaged_from = e.dfrom;
-        if (!c->damaged || e.dto > c->damaged_to)
-            c->damaged_to = e.dto;
-        c->damaged += e.damaged;
-    }
+    gp_pq_damage_merge(&c->damage, &e.damage);
     if (e.rc != GP_OK)
         return gp_seterr(c->err, c->errlen, e.rc, "%s", e.err);
     return GP_OK;

@@ -505,6 +505,36 @@ static void gpu_table(struct gp_buf *b, const json_t *doc)
     gp_buf_puts(b, "</table>\n");
 }
 
+static void rank_tr(struct gp_buf *b, char cells[GP_RP_RANK_COLS][96], const char *tag)
+{
+    gp_buf_puts(b, "<tr>");
+    for (int c = 0; c < GP_RP_RANK_COLS; c++) {
+        gp_buf_printf(b, "<%s%s>", tag, c >= 2 ? " class=\"n\"" : "");
+        gp_rp_html_put(b, cells[c]);
+        gp_buf_printf(b, "</%s>", tag);
+    }
+    gp_buf_puts(b, "</tr>\n");
+}
+
+/* Straggler scores and MFU per rank, for a job of several ranks. */
+static void rank_table(struct gp_buf *b, const json_t *doc)
+{
+    if (!gp_rp_ranks_shown(doc))
+        return;
+    gp_buf_puts(b, "<h3>Ranks</h3>\n<p class=\"note\">Straggler scores: relative is the fastest "
+                   "rank's mean step over this rank's, individual the rank's best over its mean (1: "
+                   "as fast as it ever was).</p>\n<table class=\"grid\">\n");
+    char cells[GP_RP_RANK_COLS][96];
+    for (int c = 0; c < GP_RP_RANK_COLS; c++)
+        snprintf(cells[c], sizeof cells[c], "%s", gp_rp_rank_titles[c]);
+    rank_tr(b, cells, "th");
+    const json_t *ranks = gp_rp_arr(doc, "ranks");
+    for (size_t i = 0; i < json_array_size(ranks); i++)
+        if (gp_rp_rank_cells(json_array_get(ranks, i), cells))
+            rank_tr(b, cells, "td");
+    gp_buf_puts(b, "</table>\n");
+}
+
 static void time_split(struct gp_buf *b, const json_t *doc)
 {
     struct gp_rp_split s;
@@ -611,6 +641,7 @@ int gp_report_html(struct gp_buf *b, const json_t *doc)
     gpu_table(b, doc);
     gp_buf_puts(b, "</section>\n");
     section(b, &m->sec[GP_RP_SEC_STEPS]);
+    rank_table(b, doc);
     gp_buf_puts(b, "</section>\n");
     section(b, &m->sec[GP_RP_SEC_GOODPUT]);
     gp_buf_puts(b, "</section>\n");

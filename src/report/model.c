@@ -371,6 +371,45 @@ void gp_rp_gpu_total_cells(const json_t *doc, char cells[GP_RP_GPU_COLS][96])
     snprintf(cells[7], 96, "%s", src ? src : GP_RP_NA);
 }
 
+const char *const gp_rp_rank_titles[GP_RP_RANK_COLS] = {
+    "RANK", "NODE", "STEP MEAN", "STEP BEST", "RELATIVE", "INDIVIDUAL", "MFU"};
+const unsigned char gp_rp_rank_widths[GP_RP_RANK_COLS] = {6, 14, 10, 10, 9, 11, 8};
+
+static void score_at(char *out, size_t n, const json_t *o, const char *key)
+{
+    double v = 0;
+    if (gp_rp_num(o, key, &v))
+        snprintf(out, n, "%.2f", v);
+    else
+        snprintf(out, n, GP_RP_NA);
+}
+
+bool gp_rp_rank_cells(const json_t *rank, char cells[GP_RP_RANK_COLS][96])
+{
+    double v, mean;
+    const char *node = gp_rp_str(rank, "node");
+    bool has_rank = gp_rp_num(rank, "rank", &v), has_mean = gp_rp_num(rank, "step_seconds_mean", &mean);
+    if (!has_rank && !has_mean)
+        return false;
+    if (has_rank && fabs(v) < 1e9)
+        snprintf(cells[0], 96, "%d", (int)v);
+    else
+        snprintf(cells[0], 96, GP_RP_NA);
+    snprintf(cells[1], 96, "%s", node ? node : GP_RP_NA);
+    gp_rp_fmt_short(cells[2], 96, has_mean, mean);
+    bool ok = gp_rp_num(rank, "step_seconds_best", &v);
+    gp_rp_fmt_short(cells[3], 96, ok, v);
+    score_at(cells[4], 96, rank, "straggler_relative");
+    score_at(cells[5], 96, rank, "straggler_individual");
+    pct_at(cells[6], 96, rank, "mfu");
+    return true;
+}
+
+bool gp_rp_ranks_shown(const json_t *doc)
+{
+    return json_array_size(gp_rp_arr(doc, "ranks")) > 1;
+}
+
 static double clamp01(double x)
 {
     return x < 0 ? 0 : x > 1 ? 1 : x;

@@ -107,6 +107,17 @@ void gp_rp_gpu_cells(const json_t *gpu, char cells[GP_RP_GPU_COLS][96]);
 /* The "all GPUs" row from totals. */
 void gp_rp_gpu_total_cells(const json_t *doc, char cells[GP_RP_GPU_COLS][96]);
 
+/* The per-rank table (docs/jobs.md: straggler scores and MFU per rank),
+ * shown for a job of several ranks: titles, widths, and one rank's cells;
+ * false for an entry that is no rank (no rank number and no step: a
+ * launcher such as torchrun's agent). */
+#define GP_RP_RANK_COLS 7
+extern const char *const gp_rp_rank_titles[GP_RP_RANK_COLS];
+extern const unsigned char gp_rp_rank_widths[GP_RP_RANK_COLS];
+bool gp_rp_rank_cells(const json_t *rank, char cells[GP_RP_RANK_COLS][96]);
+/* The ranks table is shown: the document has more than one rank. */
+bool gp_rp_ranks_shown(const json_t *doc);
+
 /*
  * Where the time went, as shares of wall time on the GPUs: compute is
  * activity_avg; data wait is data_wait_ratio, capped at 1 - compute

@@ -83,6 +83,34 @@ static void gpu_table(struct gp_buf *b, const json_t *doc)
     }
 }
 
+static void rank_row(struct gp_buf *b, char cells[GP_RP_RANK_COLS][96])
+{
+    gp_buf_puts(b, "  ");
+    for (int c = 0; c < GP_RP_RANK_COLS; c++) {
+        gp_rp_text_cell(b, cells[c], gp_rp_rank_widths[c]);
+        gp_buf_putc(b, ' ');
+    }
+    while (b->len && b->data[b->len - 1] == ' ')
+        b->data[--b->len] = '\0';
+    gp_buf_putc(b, '\n');
+}
+
+/* Straggler scores and MFU per rank, for a job of several ranks. */
+static void rank_table(struct gp_buf *b, const json_t *doc, const struct gp_report_opts *o)
+{
+    if (!gp_rp_ranks_shown(doc))
+        return;
+    heading(b, "Ranks (straggler scores: 1 is the fastest rank / the rank at its best)", o);
+    char cells[GP_RP_RANK_COLS][96];
+    for (int c = 0; c < GP_RP_RANK_COLS; c++)
+        snprintf(cells[c], sizeof cells[c], "%s", gp_rp_rank_titles[c]);
+    rank_row(b, cells);
+    const json_t *ranks = gp_rp_arr(doc, "ranks");
+    for (size_t i = 0; i < json_array_size(ranks); i++)
+        if (gp_rp_rank_cells(json_array_get(ranks, i), cells))
+            rank_row(b, cells);
+}
+
 static void bar(struct gp_buf *b, const char *label, bool ok, double share, const char *note)
 {
     enum { BAR = 50 };
@@ -189,6 +217,7 @@ int gp_report_text(struct gp_buf *out, const json_t *doc, const struct gp_report
     section(out, &m->sec[GP_RP_SEC_GPU], o);
     gpu_table(out, doc);
     section(out, &m->sec[GP_RP_SEC_STEPS], o);
+    rank_table(out, doc, o);
     section(out, &m->sec[GP_RP_SEC_GOODPUT], o);
     section(out, &m->sec[GP_RP_SEC_HOST], o);
     time_split(out, doc, o);

@@ -38,6 +38,7 @@ struct hgpu {
     double idle_s, unused_s; /* the job model's idle and unused seconds */
     double peak_mem;         /* bytes */
     bool peak_valid;
+    int32_t rank;            /* the rank of the first of the job's processes seen on it; -1 none */
     struct curve act, mem;
 };
 
@@ -84,8 +85,17 @@ struct gp_history {
     double flops_token, flops_sample; /* the model record; 0 not said */
     int precision;                    /* -1 not said */
 
-    /* goodput per reporting process; the earlier attempts of the job */
-    struct greporter { uint32_t pid; struct gp_goodput_rank g; } reporters[MAX_REPORTERS];
+    /* per reporting process: its goodput, its rank (from the frames; -1
+     * until seen with one) and its straggler and MFU inputs, the records
+     * of each sampling interval gathered into one interval (win_*), as
+     * the server's counters give them; the earlier attempts of the job */
+    struct greporter {
+        uint32_t pid;
+        int32_t rank;
+        struct gp_goodput_rank g;
+        struct gp_jobmodel_rank rk;
+        double win, win_n, win_s; /* the open interval: its index, steps, seconds */
+    } reporters[MAX_REPORTERS];
     unsigned nreporters;
     struct gp_goodput_figures prior;
     unsigned prior_attempts;
@@ -206,6 +216,7 @@ static struct hgpu *find_gpu(struct gp_history *h, const struct gp_gpu *g, const
     snprintf(x->model, sizeof x->model, "%s", g->model);
     snprintf(x->node, sizeof x->node, "%s", node);
     x->index = g->index;
+    x->rank = -1;
     x->idle_s = x->unused_s = NAN;
     x->price = h->price > 0 ? h->price : gp_prices_of(NULL, g->model, strlen(g->model));
     return x;
@@ -278,10 +289,13 @@ static void record_gpus(struct gp_history *h, const struct gp_frame *f, double d
             continue;
         bool held = false, mem_valid = false;
         double mem = 0;
+        int32_t rank = -1;
         for (unsigned j = 0; j < g->nprocs; j++) {
             if (!is_ours(h, f, g->procs[j].pid))
                 continue;
             held = true;
+            if (rank < 0)
+                rank = gp_frame_find_proc(f, g->procs[j].pid)->jid.rank;
             if (g->procs[j].mem_valid) {
                 mem += (double)g->procs[j].mem_bytes;
                 mem_valid = true;
@@ -292,6 +306,8 @@ static void record_gpus(struct gp_history *h, const struct gp_frame *f, double d
         struct hgpu *x = find_gpu(h, g, g->node[0] ? g->node : f->hostname);
         if (!x)
             continue;
+        if (x->rank < 0)
+            x->rank = rank;
         double total = memory_total(g);
         if (total > 0)
             x->mem_total = total;
@@ -401,31 +417,50 @@ void gp_history_frame(struct gp_history *h, const struct gp_frame *f)
     unsigned pt = h->nb - 1;
     record_gpus(h, f, dt, pt);
     record_host(h, f, dt, pt);
+    /* a reporter's rank: its process's, as the jobs source read it */
+    for (unsigned i = 0; i < h->nreporters; i++) {
+        struct greporter *r = &h->reporters[i];
+        const struct gp_proc *p = gp_frame_find_proc(f, r->pid);
+        if (r->rank < 0 && p && is_ours(h, f, r->pid))
+            r->rank = p->jid.rank;
+    }
     pthread_mutex_unlock(&h->mu);
 }
 
-/* The goodput of reporter pid, new when first seen (its wall time from the
+/* Reporter pid, new when first seen (its goodput's wall time from the
  * command's start: gpulse run starts every rank); NULL beyond the cap. */
-static struct gp_goodput_rank *reporter(struct gp_history *h, uint32_t pid)
+static struct greporter *reporter(struct gp_history *h, uint32_t pid)
 {
     for (unsigned i = 0; i < h->nreporters; i++)
         if (h->reporters[i].pid == pid)
-            return &h->reporters[i].g;
+            return &h->reporters[i];
     if (h->nreporters == MAX_REPORTERS)
         return NULL;
     struct greporter *r = &h->reporters[h->nreporters++];
     r->pid = pid;
+    r->rank = -1;
     gp_goodput_rank_init(&r->g, h->start_s, h->prior_last_step);
-    return &r->g;
+    gp_jobmodel_rank_init(&r->rk);
+    r->win = -1;
+    r->win_n = r->win_s = 0;
+    return r;
+}
+
+/* Closes a reporter's open interval into its straggler figures. */
+static void close_interval(struct greporter *r)
+{
+    if (r->win_n > 0)
+        gp_jobmodel_rank_interval(&r->rk, r->win_n, r->win_s);
+    r->win_n = r->win_s = 0;
 }
 
 void gp_history_phase(struct gp_history *h, uint32_t pid, const char *name, double t_end,
                       double seconds)
 {
     pthread_mutex_lock(&h->mu);
-    struct gp_goodput_rank *g = reporter(h, pid);
-    if (g)
-        gp_goodput_phase(g, name, t_end, seconds);
+    struct greporter *r = reporter(h, pid);
+    if (r)
+        gp_goodput_phase(&r->g, name, t_end, seconds);
     pthread_mutex_unlock(&h->mu);
 }
 
@@ -467,9 +502,19 @@ void gp_history_step(struct gp_history *h, const struct gp_history_step *s)
     if (!isfinite(s->seconds) || s->seconds < 0 || !isfinite(s->t_end))
         return;
     pthread_mutex_lock(&h->mu);
-    struct gp_goodput_rank *g = reporter(h, s->pid);
-    if (g)
-        gp_goodput_step(g, s->t_end, s->seconds, s->has_wait ? s->wait_seconds : NAN, s->n);
+    struct greporter *r = reporter(h, s->pid);
+    if (r) {
+        gp_goodput_step(&r->g, s->t_end, s->seconds, s->has_wait ? s->wait_seconds : NAN, s->n);
+        /* the sampling interval the step ended in, counted from the start */
+        double win = floor((s->t_end - h->start_s) / h->interval_s);
+        if (win != r->win)
+            close_interval(r);
+        r->win = win;
+        r->win_n++;
+        r->win_s += s->seconds;
+        gp_jobmodel_sum(&r->rk.tokens, s->has_tokens ? s->tokens : NAN);
+        gp_jobmodel_sum(&r->rk.samples, s->has_samples ? s->samples : NAN);
+    }
     gp_jobmodel_step(&h->steps, s->t_end, s->seconds, s->has_wait ? s->wait_seconds : NAN,
                      s->has_samples ? s->samples : NAN, s->has_tokens ? s->tokens : NAN);
     if (s->has_loss)
@@ -667,7 +712,7 @@ static json_t *totals_json(const struct gp_history *h, double wall, json_t *gpus
     const char *wn[] = {"sm_occupancy_avg", "tensor_active_avg", "dram_active_avg", "link_busy_avg"};
     for (int i = 0; i < 4; i++)
         json_object_set_new(t, wn[i], w[i]->dt > 0 ? json_real(w[i]->sum / w[i]->dt) : json_null());
-    json_object_set_new(t, "rank_step_spread", json_null()); /* records carry no rank */
+    json_object_set_new(t, "rank_step_spread", json_null()); /* the job model has none yet */
     json_object_set_new(t, "peak_gpu_memory_bytes", num(gf.peak_memory_bytes));
     json_object_set_new(t, "peak_gpu_memory_ratio", num(gf.peak_memory_ratio));
 
@@ -794,6 +839,64 @@ static json_t *goodput_json(const struct gp_history *h, double end)
     return o;
 }
 
+/* Rank i's figures from the reporters of its rank, their open intervals
+ * closed (on a copy: more records may come). */
+static void rank_model(const struct gp_history *h, unsigned i, struct gp_jobmodel_rank *out)
+{
+    gp_jobmodel_rank_init(out);
+    for (unsigned k = 0; k < h->nreporters; k++) {
+        struct greporter r = h->reporters[k];
+        if (r.rank != h->ranks[i].rank)
+            continue;
+        close_interval(&r);
+        gp_jobmodel_rank_merge(out, &r.rk);
+    }
+}
+
+/* Each rank's MFU and straggler scores (the job model's). One rank is
+ * the whole job: its MFU is the job's, over every GPU. */
+static void put_ranks(const struct gp_history *h, json_t *totals, json_t *ranks)
+{
+    struct gp_jobmodel_rank rk[MAX_RANKS];
+    for (unsigned i = 0; i < h->nranks; i++)
+        rank_model(h, i, &rk[i]);
+    struct gp_jobmodel_step_figures sf;
+    gp_jobmodel_step_figures(&h->steps, &sf);
+    for (unsigned i = 0; i < h->nranks && i < json_array_size(ranks); i++) {
+        json_t *o = json_array_get(ranks, i);
+        if (h->nranks == 1) {
+            json_object_set(o, "mfu", json_object_get(totals, "mfu"));
+            json_object_set(o, "mfu_reason", json_object_get(totals, "mfu_reason"));
+        } else {
+            const char *models[MAX_GPUS];
+            size_t n = 0;
+            double act_sum = 0, act_w = 0;
+            for (unsigned g = 0; g < h->ngpus; g++)
+                if (h->gpus[g].rank == h->ranks[i].rank) {
+                    models[n++] = h->gpus[g].model;
+                    act_sum += h->gpus[g].act_sum;
+                    act_w += h->gpus[g].act_dt;
+                }
+            struct gp_jobmodel_mfu_in in = {
+                .flops_token = h->flops_token, .flops_sample = h->flops_sample, .precision = h->precision,
+                .models = models, .ngpus = n, .activity = act_w > 0 ? act_sum / act_w : NAN,
+                .tensor_active = NAN, .dram_active = NAN, .link_busy = NAN,
+            };
+            gp_jobmodel_rank_rates(&rk[i], &sf, &in);
+            struct gp_jobmodel_mfu m;
+            gp_jobmodel_mfu(&in, &m);
+            json_object_set_new(o, "mfu", num(m.mfu));
+            json_object_set_new(o, "mfu_reason", m.why[0] ? json_string(m.why) : json_null());
+        }
+        struct gp_jobmodel_rank_figures rf;
+        gp_jobmodel_rank_figures(rk, h->nranks, i, &rf);
+        json_object_set_new(o, "step_seconds_mean", num(rf.step_mean));
+        json_object_set_new(o, "step_seconds_best", num(rf.step_best));
+        json_object_set_new(o, "straggler_relative", num(rf.relative));
+        json_object_set_new(o, "straggler_individual", num(rf.individual));
+    }
+}
+
 json_t *gp_history_document(struct gp_history *h)
 {
     pthread_mutex_lock(&h->mu);
@@ -828,16 +931,7 @@ json_t *gp_history_document(struct gp_history *h)
     json_object_set_new(d, "world_size", world > 0 ? json_integer(world) : json_null());
     json_t *gpus = json_array();
     json_t *totals = totals_json(h, wall, gpus);
-    /* A rank's MFU: one rank is the whole job; with several, the records
-     * (which carry no rank) cannot be split between them. */
-    for (size_t i = 0; i < json_array_size(ranks); i++) {
-        json_t *o = json_array_get(ranks, i);
-        bool one = h->nranks == 1;
-        json_object_set(o, "mfu", one ? json_object_get(totals, "mfu") : json_null());
-        json_object_set_new(o, "mfu_reason",
-                            one ? json_incref(json_object_get(totals, "mfu_reason"))
-                                : json_string("gpulse run's step records do not say their rank"));
-    }
+    put_ranks(h, totals, ranks);
     json_object_set_new(d, "gpus", gpus);
     json_object_set_new(d, "totals", totals);
     json_object_set_new(d, "goodput", goodput_json(h, end));

@@ -29,6 +29,7 @@
 #include "lib/json.h"
 #include "query/promql.h"
 #include "query/query.h"
+#include "server/metadata.h"
 #include "sources/frame.h"
 
 #include <errno.h>
@@ -227,40 +228,79 @@ static int int_param(const struct gp_http_request *req, struct gp_http_response 
     return 1;
 }
 
+/* One answer of /api/v1/metadata being written: gpulse's own families
+ * (families[], sorted) merged by name into the remote-written ones
+ * (metadata.h's walk, sorted too). */
+struct meta_out {
+    struct gp_buf *body;
+    const char *metric; /* NULL: every family */
+    long long limit;    /* families at most; negative: no limit */
+    long long shown;
+    size_t next;        /* the next of families[] to merge in */
+};
+
+static void meta_emit(struct meta_out *o, const char *name, const char *type, const char *help,
+                      const char *unit)
+{
+    if (o->limit >= 0 && o->shown >= o->limit)
+        return;
+    gp_buf_puts(o->body, o->shown++ ? "," : "");
+    gp_json_str(o->body, name, strlen(name));
+    gp_buf_printf(o->body, ":[{\"type\":\"%s\",\"help\":", type);
+    gp_json_str(o->body, help, strlen(help));
+    gp_buf_puts(o->body, ",\"unit\":");
+    gp_json_str(o->body, unit, strlen(unit));
+    gp_buf_puts(o->body, "}]");
+}
+
+/* Writes gpulse's families that sort before name (NULL: all the rest). */
+static void meta_own_before(struct meta_out *o, const char *name)
+{
+    for (; o->next < nfamilies && (!name || strcmp(families[o->next].name, name) < 0); o->next++) {
+        const struct family *f = &families[o->next];
+        if ((o->metric && strcmp(o->metric, f->name)) ||
+            (o->next && !strcmp(f->name, families[o->next - 1].name)))
+            continue;
+        char unit[16];
+        unit_of(f->name, unit, sizeof unit);
+        meta_emit(o, f->name, f->type, f->help, unit);
+    }
+}
+
+/* A remote-written family: after gpulse's that sort before it, unless
+ * gpulse defines the name itself (its own definition is the answer). */
+static void meta_remote(void *arg, const char *name, const char *type, const char *help,
+                        const char *unit)
+{
+    struct meta_out *o = arg;
+    meta_own_before(o, name);
+    if (o->next < nfamilies && !strcmp(families[o->next].name, name))
+        return;
+    meta_emit(o, name, type, help, unit);
+}
+
 /*
- * The families gpulse writes (lib/metrics.h's gpulse_* table and the GPU
- * readings' dcgm-exporter names, sources/frame.h): TYPE, HELP and unit,
- * as Prometheus answers from what it scraped. Remote write's metadata is
- * not kept by the ingest, so other senders' families are not listed.
+ * TYPE, HELP and unit of the families gpulse writes (lib/metrics.h's
+ * gpulse_* table and the GPU readings' dcgm-exporter names,
+ * sources/frame.h) and of those remote write carried (metadata.h: the
+ * latest entry per family), as Prometheus answers from what it scraped.
+ * Where both name a family, gpulse's definition is the answer. Each
+ * family has one entry, so limit_per_metric (read as Prometheus 2.43+
+ * reads it; 2.42 ignores it) never shortens a list.
  */
-static void do_metadata(const struct gp_http_request *req, struct gp_http_response *resp)
+static void do_metadata(struct gp_server *s, const struct gp_http_request *req,
+                        struct gp_http_response *resp)
 {
     long long limit, per_metric;
     if (!int_param(req, resp, "limit", &limit) || !int_param(req, resp, "limit_per_metric", &per_metric))
         return;
     const char *metric = gp_http_query(req, "metric");
     pthread_once(&families_once, families_build);
-    const struct family *fam = families;
-    size_t nfam = nfamilies;
+    struct meta_out o = {&resp->body, metric && *metric ? metric : NULL, limit, 0, 0};
     gp_buf_puts(&resp->body, "{\"status\":\"success\",\"data\":{");
-    long long shown = 0;
-    for (size_t i = 0; i < nfam; i++) {
-        if ((metric && *metric && strcmp(metric, fam[i].name)) || (limit >= 0 && shown >= limit))
-            continue;
-        if (i && !strcmp(fam[i].name, fam[i - 1].name))
-            continue;
-        char unit[16];
-        unit_of(fam[i].name, unit, sizeof unit);
-        gp_buf_puts(&resp->body, shown++ ? "," : "");
-        gp_json_str(&resp->body, fam[i].name, strlen(fam[i].name));
-        gp_buf_puts(&resp->body, ":[");
-        if (per_metric != 0) {
-            gp_buf_printf(&resp->body, "{\"type\":\"%s\",\"help\":", fam[i].type);
-            gp_json_str(&resp->body, fam[i].help, strlen(fam[i].help));
-            gp_buf_printf(&resp->body, ",\"unit\":\"%s\"}", unit);
-        }
-        gp_buf_putc(&resp->body, ']');
-    }
+    if (gp_srv_store(s)) /* the table is set before the store is published */
+        gp_srv_meta_walk(s->meta, o.metric, meta_remote, &o);
+    meta_own_before(&o, NULL);
     gp_buf_puts(&resp->body, "}}\n");
 }
 
@@ -307,7 +347,7 @@ void gp_srv_handle_prom(struct gp_server *s, struct gp_storage *st, enum gp_srv_
         do_query(s, st, req, resp);
         break;
     case GP_SRV_R_METADATA:
-        do_metadata(req, resp);
+        do_metadata(s, req, resp);
         break;
     case GP_SRV_R_BUILDINFO:
         do_buildinfo(resp);

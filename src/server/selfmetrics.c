@@ -17,6 +17,8 @@
  */
 #include "server_int.h"
 
+#include "server/metadata.h"
+
 #include "lib/err.h"
 #include "lib/metrics.h"
 #include "state/state.h"
@@ -204,6 +206,10 @@ int gp_srv_render_own_metrics(struct gp_server *s, struct gp_buf *b)
     one(b, GP_M_SRV_START,
         (double)s->start_ms / 1e3);
     one(b, GP_M_SRV_STATE_DAMAGED, gp_state_damaged(s->cfg.data_dir, NULL, 0));
+    size_t meta_families;
+    uint64_t meta_dropped = gp_srv_meta_stats(gp_srv_store(s) ? s->meta : NULL, &meta_families);
+    one(b, GP_M_SRV_METADATA_FAMILIES, (double)meta_families);
+    one(b, GP_M_SRV_METADATA_DROPPED, (double)meta_dropped);
     one(b, GP_M_SRV_SELF_SCRAPES, (double)gp_srv_get(&s->self_scrapes));
     one(b, GP_M_SRV_SELF_SCRAPE_FAILURES, (double)gp_srv_get(&s->self_scrape_failures));
     return b->err;

@@ -19,6 +19,7 @@
 #include "server/auth.h"
 #include "lib/token.h"
 #include "server/jobs.h"
+#include "server/metadata.h"
 #include "state/state.h"
 #include "storage/storage.h"
 
@@ -141,6 +142,7 @@ static const char index_text[] =
     "GET  /api/v1/audit                 remediation decisions and outcomes\n"
     "GET  /api/v1/fleet, /api/v1/cost  the fleet's use and spend now; cost by job or node\n"
     "GET  /api/v1/fleet/gpus            every GPU now: readings, job, alert badge\n"
+    "GET  /api/v1/fleet/funnel          total, allocated, active, effective GPUs; idle cost; zombies\n"
     "GET  /api/v1/stream                Server-Sent Events: fleet, gpus, alert\n"
     "POST /api/v1/alerts/ID/ack         acknowledge an alert\n"
     "GET  /api/v1/jobs/ID/report        the job's report (format=html|json|text)\n"
@@ -521,7 +523,7 @@ int gp_server_start(struct gp_server **out, const struct gp_server_config *c, ch
                 .max_future_ms = c->max_future_ms ? c->max_future_ms : -1, /* 0s: no bound */
             },
     };
-    char rbuf[GP_SERVER_PATH_LEN + 32];
+    char rbuf[GP_SERVER_PATH_LEN + 32], wbuf[GP_SERVER_PATH_LEN + 32];
     if (so.kind == GP_STORAGE_REMOTE) {
         /* state.db and the write queue's disk buffer still live under data_dir */
         if (mkdir(c->data_dir, 0755) && errno != EEXIST) {
@@ -538,6 +540,15 @@ int gp_server_start(struct gp_server **out, const struct gp_server_config *c, ch
         ro->write_timeout_ms = c->remote_write_timeout_ms;
         ro->query_timeout_ms = c->remote_timeout_ms;
         ro->lookback_ms = c->remote_lookback_ms;
+        /* The window covers the longest recent read: the detectors' and
+         * the inventory's (docs/storage.md "The local window"). */
+        ro->window_ms = c->remote_window_ms;
+        if (ro->window_ms > 0 && ro->window_ms < c->remote_lookback_ms)
+            ro->window_ms = c->remote_lookback_ms;
+        if (ro->window_ms > 0 && ro->window_ms < c->eval_window_ms + c->eval_step_ms)
+            ro->window_ms = c->eval_window_ms + c->eval_step_ms;
+        snprintf(wbuf, sizeof wbuf, "%s/remote-window", c->data_dir);
+        ro->window_dir = wbuf;
         ro->bearer_token_file = c->remote_bearer_token_file;
         ro->basic_user = c->remote_basic_user;
         ro->basic_password_file = c->remote_basic_password_file;
@@ -563,6 +574,10 @@ int gp_server_start(struct gp_server **out, const struct gp_server_config *c, ch
     s->gpu_hour_price = gp_server_config_price(c);
     s->job_budget = gp_server_config_budget(c);
     if ((rc = gp_server_config_prices(c, &s->prices, err, errlen))) {
+        gp_storage_close(st);
+        goto fail;
+    }
+    if ((rc = gp_srv_meta_open(&s->meta, c->data_dir, err, errlen))) {
         gp_storage_close(st);
         goto fail;
     }
@@ -610,6 +625,8 @@ int gp_server_start(struct gp_server **out, const struct gp_server_config *c, ch
         gp_seterr(err, errlen, rc, "cannot start the self-scrape thread");
         goto fail;
     }
+    if ((rc = gp_srv_funnel_report_start(s, err, errlen)))
+        goto fail;
     log_dashboard_url(s, bind);
     *out = s;
     return GP_OK;
@@ -625,6 +642,7 @@ void gp_server_stop(struct gp_server *s)
     if (!s)
         return;
     gp_srv_self_stop(s); /* it renders from the HTTP server and appends to the store */
+    gp_srv_funnel_report_stop(s); /* it reads the store */
     gp_srv_stream_close(s); /* open streams end, or stopping would wait for them */
     gp_http_stop(s->http); /* waits for running handlers */
     s->http = NULL;
@@ -637,6 +655,8 @@ void gp_server_stop(struct gp_server *s)
     s->jobs = NULL;
     gp_rem_close(s->rem); /* finishes what was queued */
     s->rem = NULL;
+    gp_srv_meta_close(s->meta); /* after the HTTP server: writes put into it */
+    s->meta = NULL;
     if (st)
         gp_storage_close(st);
     pthread_mutex_destroy(&s->hook_mu);

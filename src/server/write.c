@@ -33,6 +33,7 @@
 #include "lib/clock.h"
 #include "lib/err.h"
 #include "lib/log.h"
+#include "server/metadata.h"
 
 #include <ctype.h>
 #include <inttypes.h>
@@ -234,6 +235,9 @@ static int write_core(struct gp_server *s, const uint8_t *body, size_t len, cons
         snprintf(msg, msglen, "%s", derr);
         return 400;
     }
+    const struct gp_family_meta *meta;
+    size_t nmeta = gp_rw_metadata(&rq, &meta);
+    gp_srv_meta_put(s->meta, meta, nmeta); /* kept apart from the samples: never refuses them */
     code = store_batch(s, &rq, msg, msglen, retry_after);
     gp_rw_decoded_free(&rq);
     gp_srv_release(s, ulen);

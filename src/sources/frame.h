@@ -61,6 +61,12 @@
       "Number of remapped rows for correctable errors.")                                            \
     X(REMAP_FAILURE, "DCGM_FI_DEV_ROW_REMAP_FAILURE", GAUGE,                                        \
       "Whether remapping of rows has failed.")                                                      \
+    X(REMAP_PENDING, "DCGM_FI_DEV_ROW_REMAP_PENDING", GAUGE,                                        \
+      "Whether remapping of rows is pending (a GPU reset applies it).")                             \
+    X(PCIE_LINK_GEN, "DCGM_FI_DEV_PCIE_LINK_GEN", GAUGE, "PCIe current link generation.")          \
+    X(PCIE_MAX_LINK_GEN, "DCGM_FI_DEV_PCIE_MAX_LINK_GEN", GAUGE, "PCIe max link generation.")      \
+    X(PCIE_LINK_WIDTH, "DCGM_FI_DEV_PCIE_LINK_WIDTH", GAUGE, "PCIe current link width.")           \
+    X(PCIE_MAX_LINK_WIDTH, "DCGM_FI_DEV_PCIE_MAX_LINK_WIDTH", GAUGE, "PCIe max link width.")       \
     X(POWER_VIOLATION, "DCGM_FI_DEV_POWER_VIOLATION", COUNTER,                                      \
       "Throttling duration due to power constraints (in us).")                                      \
     X(THERMAL_VIOLATION, "DCGM_FI_DEV_THERMAL_VIOLATION", COUNTER,                                  \

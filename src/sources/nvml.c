@@ -98,6 +98,10 @@ static void resolve(struct gp_nvml *st)
     SYM(power, nvml_dev_uint_fn, "nvmlDeviceGetPowerUsage");
     SYM(power_limit, nvml_dev_uint_fn, "nvmlDeviceGetEnforcedPowerLimit");
     SYM(fan, nvml_dev_uint_fn, "nvmlDeviceGetFanSpeed");
+    SYM(pcie_gen, nvml_dev_uint_fn, "nvmlDeviceGetCurrPcieLinkGeneration");
+    SYM(pcie_gen_max, nvml_dev_uint_fn, "nvmlDeviceGetMaxPcieLinkGeneration");
+    SYM(pcie_width, nvml_dev_uint_fn, "nvmlDeviceGetCurrPcieLinkWidth");
+    SYM(pcie_width_max, nvml_dev_uint_fn, "nvmlDeviceGetMaxPcieLinkWidth");
     SYM(energy, nvml_dev_ull_fn, "nvmlDeviceGetTotalEnergyConsumption");
     SYM(clock_events, nvml_dev_ull_fn, "nvmlDeviceGetCurrentClocksEventReasons",
         "nvmlDeviceGetCurrentClocksThrottleReasons");
@@ -450,6 +454,8 @@ static int nvml_open(const struct gp_source_config *cfg, void **state, char *err
         [GP_NC_PUTIL] = (void *)s->proc_util, [GP_NC_GPM] = (void *)s->gpm_get,
         [GP_NC_ECC] = (void *)s->ecc_total, [GP_NC_RETIRED] = (void *)s->retired,
         [GP_NC_RETIRED_PENDING] = (void *)s->retired_pending, [GP_NC_REMAP] = (void *)s->remapped,
+        [GP_NC_PCIE_GEN] = (void *)s->pcie_gen, [GP_NC_PCIE_GEN_MAX] = (void *)s->pcie_gen_max,
+        [GP_NC_PCIE_WIDTH] = (void *)s->pcie_width, [GP_NC_PCIE_WIDTH_MAX] = (void *)s->pcie_width_max,
     };
     for (int c = 0; c < GP_NC__COUNT; c++)
         if (!fns[c])

@@ -32,6 +32,7 @@ struct gp_nvml_syms {
     nvml_dev_uint2_fn enc, dec;
     nvml_dev_enum_uint_fn temp, clock, max_clock;
     nvml_dev_uint_fn power, power_limit, fan;
+    nvml_dev_uint_fn pcie_gen, pcie_gen_max, pcie_width, pcie_width_max;
     nvml_dev_ull_fn energy, clock_events;
     nvml_dev_fields_fn fields;
     nvml_dev_ecc_total_fn ecc_total;
@@ -61,6 +62,7 @@ enum gp_nvml_call {
     GP_NC_PLIMIT, GP_NC_ENERGY, GP_NC_CLK_SM, GP_NC_CLK_MEM, GP_NC_CLKMAX_SM, GP_NC_CLKMAX_MEM,
     GP_NC_EVENTS, GP_NC_FAN, GP_NC_FIELDS, GP_NC_PROCS, GP_NC_PUTIL, GP_NC_GPM,
     GP_NC_ECC, GP_NC_RETIRED, GP_NC_RETIRED_PENDING, GP_NC_REMAP, /* the slow fields' own calls */
+    GP_NC_PCIE_GEN, GP_NC_PCIE_GEN_MAX, GP_NC_PCIE_WIDTH, GP_NC_PCIE_WIDTH_MAX,
     GP_NC__COUNT
 };
 

@@ -60,6 +60,7 @@ static const struct field_map slow_fields[] = {
     {NVML_FI_DEV_REMAPPED_COR, GPF_REMAP_COR, 1},
     {NVML_FI_DEV_REMAPPED_UNC, GPF_REMAP_UNC, 1},
     {NVML_FI_DEV_REMAPPED_FAILURE, GPF_REMAP_FAILURE, 1},
+    {NVML_FI_DEV_REMAPPED_PENDING, GPF_REMAP_PENDING, 1},
 };
 
 #define NFAST (sizeof fast_fields / sizeof fast_fields[0])
@@ -251,7 +252,8 @@ static int read_slow_dedicated(struct gp_nvml *st, struct gp_nvml_dev *d, unsign
             carry_dedicated(d, GPF_RETIRED_PENDING, pending == NVML_FEATURE_ENABLED ? 1 : 0);
     }
     if (USABLE(d, GP_NC_REMAP) &&
-        (!carried(d, GPF_REMAP_COR) || !carried(d, GPF_REMAP_UNC) || !carried(d, GPF_REMAP_FAILURE))) {
+        (!carried(d, GPF_REMAP_COR) || !carried(d, GPF_REMAP_UNC) || !carried(d, GPF_REMAP_FAILURE) ||
+         !carried(d, GPF_REMAP_PENDING))) {
         unsigned cor = 0, unc = 0, pending = 0, failure = 0;
         int c = gp_nvml__check(st, d, st->s.remapped(d->h, &cor, &unc, &pending, &failure), GP_NC_REMAP,
                                "nvmlDeviceGetRemappedRows", errors);
@@ -264,6 +266,8 @@ static int read_slow_dedicated(struct gp_nvml *st, struct gp_nvml_dev *d, unsign
                 carry_dedicated(d, GPF_REMAP_UNC, unc);
             if (!carried(d, GPF_REMAP_FAILURE))
                 carry_dedicated(d, GPF_REMAP_FAILURE, failure ? 1 : 0);
+            if (!carried(d, GPF_REMAP_PENDING))
+                carry_dedicated(d, GPF_REMAP_PENDING, pending ? 1 : 0);
         }
     }
     return 0;
@@ -389,7 +393,17 @@ static int read_basic(struct gp_nvml *st, struct gp_nvml_dev *d, struct gp_gpu *
                   errors) ||
         read_uint(st, d, g, s->power_limit, GP_NC_PLIMIT, "nvmlDeviceGetEnforcedPowerLimit",
                   GPF_POWER_LIMIT, 1e-3, errors) ||
-        read_uint(st, d, g, s->fan, GP_NC_FAN, "nvmlDeviceGetFanSpeed", GPF_FAN_SPEED, 0.01, errors))
+        read_uint(st, d, g, s->fan, GP_NC_FAN, "nvmlDeviceGetFanSpeed", GPF_FAN_SPEED, 0.01, errors) ||
+        /* the link as trained now and the most the card and slot allow: a
+         * link below its maximum is a fault (insight/faults.h) */
+        read_uint(st, d, g, s->pcie_gen, GP_NC_PCIE_GEN, "nvmlDeviceGetCurrPcieLinkGeneration",
+                  GPF_PCIE_LINK_GEN, 1, errors) ||
+        read_uint(st, d, g, s->pcie_gen_max, GP_NC_PCIE_GEN_MAX, "nvmlDeviceGetMaxPcieLinkGeneration",
+                  GPF_PCIE_MAX_LINK_GEN, 1, errors) ||
+        read_uint(st, d, g, s->pcie_width, GP_NC_PCIE_WIDTH, "nvmlDeviceGetCurrPcieLinkWidth",
+                  GPF_PCIE_LINK_WIDTH, 1, errors) ||
+        read_uint(st, d, g, s->pcie_width_max, GP_NC_PCIE_WIDTH_MAX, "nvmlDeviceGetMaxPcieLinkWidth",
+                  GPF_PCIE_MAX_LINK_WIDTH, 1, errors))
         return -2;
     if (USABLE(d, GP_NC_ENERGY)) {
         unsigned long long e = 0;

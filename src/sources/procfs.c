@@ -84,10 +84,13 @@
  *     all of them): a setuid() after start shows late by at most that
  *     many ticks.
  *
- * Failure policy: a process read fully that vanishes mid-read (ENOENT,
- * ESRCH) or has a garbled file is skipped; a stat read only to learn the
- * parent counts when garbled, not when its process is gone (nothing is
- * lost: it is not followed). Each counts one error. An unreadable or garbled
+ * Failure policy: a process that vanishes while it is read (ENOENT or
+ * ESRCH on any of its files: it exited between the listing and a read,
+ * or between two reads) is skipped and is never an error: processes
+ * exit all the time, and an error counter that moves with them would
+ * read as a faulty node (leptonai/gpud #1238). A process with a garbled
+ * file is skipped and counts one error; a stat read only to learn the
+ * parent counts when garbled. An unreadable or garbled
  * host file leaves that reading invalid and counts one. Permission
  * denied on /proc/PID/io (other users' processes when unprivileged) and a
  * missing io file (kernels without task I/O accounting) only leave
@@ -734,8 +737,12 @@ static int sample_pid(struct procfs *st, struct gp_frame *f, struct procfs_pid *
         struct gp_procfs_pid_status status;
         pid_path(path, e->pid, "/status");
         n = read_rel(st, path);
-        if (n < 0 || gp_procfs_parse_pid_status(st->buf, (size_t)n, &status) != GP_OK)
+        if (n == -ENOENT || n == -ESRCH)
+            return GP_ENOTFOUND; /* exited since its stat was read */
+        if (n < 0)
             return GP_EIO;
+        if (gp_procfs_parse_pid_status(st->buf, (size_t)n, &status) != GP_OK)
+            return GP_EPARSE;
         /* first read for this process: pretend an earlier one, so the
          * refreshes of many processes spread over the ticks */
         e->uid_tick = e->uid_valid ? st->tick : st->tick - e->pid % PROCFS_UID_REFRESH;
@@ -750,8 +757,10 @@ static int sample_pid(struct procfs *st, struct gp_frame *f, struct procfs_pid *
         if (gp_procfs_parse_pid_io(st->buf, (size_t)n, &rd, &wr) != GP_OK)
             return GP_EPARSE;
         io_valid = true;
+    } else if (n == -ESRCH) {
+        return GP_ENOTFOUND; /* it exited between the reads */
     } else if (n != -EACCES && n != -EPERM && n != -ENOENT) {
-        return GP_EIO; /* ESRCH: it exited between the reads */
+        return GP_EIO;
     }
 
     if (ps.rss_pages > UINT64_MAX / st->page)
@@ -1014,8 +1023,8 @@ static int procfs_sample(void *state, struct gp_frame *f, unsigned *errors)
             follow_proc(st, &c->v[i], p, errors);
         if (rc == GP_ENOMEM)
             return rc;
-        if (rc == GP_ENOTFOUND && st->listed_tick != st->tick)
-            c->v[i].gone = true; /* exited since the listing: no error */
+        if (rc == GP_ENOTFOUND)
+            c->v[i].gone = true; /* exited since the listing or mid-read: no error */
         else if (rc != GP_OK)
             (*errors)++;
     }

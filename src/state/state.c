@@ -77,6 +77,11 @@ static const char *const migrations[GP_STATE_VERSION] = {
     "ALTER TABLE alerts ADD COLUMN ack_by TEXT;"
     "ALTER TABLE alerts ADD COLUMN ack_at INTEGER;"
     "ALTER TABLE alerts ADD COLUMN ack_comment TEXT;",
+    /* 6: the metric families' metadata remote write carried
+     * (server/metadata.c): the latest TYPE, HELP and unit per family;
+     * updated is Unix ms. */
+    "CREATE TABLE IF NOT EXISTS metric_metadata(family TEXT PRIMARY KEY, type TEXT NOT NULL,"
+    " help TEXT NOT NULL, unit TEXT NOT NULL, updated INTEGER NOT NULL);",
 };
 
 static int user_version(sqlite3 *db, int *v)

@@ -2,8 +2,9 @@
  * state.h - the server's own state database, <data>/state.db (SQLite,
  * WAL mode): what the server derives and must remember across restarts,
  * as opposed to the samples (the store). It holds the jobs registry
- * and the alerts (insight/alerts.h) and the remediation audit log
- * (insight/remediate.h); the notification outbox is meant to live here
+ * and the alerts (insight/alerts.h), the remediation audit log
+ * (insight/remediate.h) and remote write's metric metadata
+ * (server/metadata.h); the notification outbox is meant to live here
  * too, adding a migration.
  *
  * Why not the store's meta.db: meta.db belongs to the store. Its format
@@ -36,7 +37,7 @@
 #include <stddef.h>
 
 /* The schema version this binary writes. */
-#define GP_STATE_VERSION 5
+#define GP_STATE_VERSION 6
 
 /*
  * Opens (creating and migrating) dir/state.db in WAL mode with

@@ -462,6 +462,41 @@ nvmlReturn_t nvmlDeviceGetFanSpeed(nvmlDevice_t d, unsigned *s)
     return get_uint("nvmlDeviceGetFanSpeed", d, s, FK_FAN, 0);
 }
 
+/* The PCIe link: a key the scenario leaves at 0 answers NOT_SUPPORTED
+ * (no link generation or width is 0). */
+static nvmlReturn_t get_link(const char *fn, nvmlDevice_t d, unsigned *out, enum fk_key k)
+{
+    nvmlReturn_t rc = enter_dev(fn, d);
+    if (rc)
+        return rc;
+    if (!out)
+        return leave(FK_E_INVALID_ARGUMENT);
+    if (!d->val[k])
+        return leave(FK_E_NOT_SUPPORTED);
+    *out = (unsigned)d->val[k];
+    return leave(FK_SUCCESS);
+}
+
+nvmlReturn_t nvmlDeviceGetCurrPcieLinkGeneration(nvmlDevice_t d, unsigned *g)
+{
+    return get_link("nvmlDeviceGetCurrPcieLinkGeneration", d, g, FK_PCIE_GEN);
+}
+
+nvmlReturn_t nvmlDeviceGetMaxPcieLinkGeneration(nvmlDevice_t d, unsigned *g)
+{
+    return get_link("nvmlDeviceGetMaxPcieLinkGeneration", d, g, FK_PCIE_GEN_MAX);
+}
+
+nvmlReturn_t nvmlDeviceGetCurrPcieLinkWidth(nvmlDevice_t d, unsigned *w)
+{
+    return get_link("nvmlDeviceGetCurrPcieLinkWidth", d, w, FK_PCIE_WIDTH);
+}
+
+nvmlReturn_t nvmlDeviceGetMaxPcieLinkWidth(nvmlDevice_t d, unsigned *w)
+{
+    return get_link("nvmlDeviceGetMaxPcieLinkWidth", d, w, FK_PCIE_WIDTH_MAX);
+}
+
 nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t d, unsigned long long *e)
 {
     nvmlReturn_t rc = enter_dev("nvmlDeviceGetTotalEnergyConsumption", d);

@@ -156,7 +156,9 @@ _Static_assert(sizeof(nvmlGpmMetricsGet_t) == 24 + 40 * 333, "fake GpmMetricsGet
     X(RETIRED_SBE, "retired_sbe") X(RETIRED_DBE, "retired_dbe")                             \
     X(RETIRED_PENDING, "retired_pending") X(REMAP_COR, "remap_cor")                         \
     X(REMAP_UNC, "remap_unc") X(REMAP_PENDING, "remap_pending")                             \
-    X(REMAP_FAILURE, "remap_failure") X(MIG_MODE, "mig_mode") X(GI, "gi")
+    X(REMAP_FAILURE, "remap_failure") X(MIG_MODE, "mig_mode") X(GI, "gi")                   \
+    X(PCIE_GEN, "pcie_gen") X(PCIE_GEN_MAX, "pcie_gen_max") X(PCIE_WIDTH, "pcie_width")     \
+    X(PCIE_WIDTH_MAX, "pcie_width_max")
 
 enum fk_key {
 #define FK_KEY_ENUM_(id, name) FK_##id,

@@ -4,6 +4,8 @@
  * bit for bit, timestamps): the codec's canonical form is a fixed point.
  * Inputs that are not snappy are also tried as raw protobuf, so the
  * fuzzer reaches the protobuf parser without having to learn snappy.
+ * Decoded metadata entries must be what the decoder promises: a valid
+ * metric name, UTF-8 help and unit within the caps, a known type.
  */
 #include "ingest/remote_write.h"
 
@@ -53,16 +55,37 @@ static void check_round_trip(const struct gp_batch *a)
     gp_buf_free(&scratch);
 }
 
+static void check_metadata(const struct gp_batch *a)
+{
+    const struct gp_family_meta *m;
+    size_t n = gp_rw_metadata(a, &m);
+    for (size_t i = 0; i < n; i++) {
+        if (m[i].name.len == 0 || m[i].name.len > GP_RW_MAX_META_LEN ||
+            m[i].help.len > GP_RW_MAX_META_LEN || m[i].unit.len > GP_RW_MAX_META_LEN ||
+            (unsigned)m[i].type >= GP_MT__COUNT)
+            abort();
+        /* As label values: UTF-8 (any name passes as "a"'s value). */
+        if (!gp_rw_label_valid("a", 1, m[i].name.ptr, m[i].name.len) ||
+            !gp_rw_label_valid("a", 1, m[i].help.ptr, m[i].help.len) ||
+            !gp_rw_label_valid("a", 1, m[i].unit.ptr, m[i].unit.len))
+            abort();
+        if (strlen(gp_rw_metric_type_name(m[i].type)) == 0)
+            abort();
+    }
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     struct gp_batch req;
     char err[256];
     if (gp_rw_decode(data, size, (size_t)1 << 20, &req, err, sizeof err) == 0) {
         check_round_trip(&req);
+        check_metadata(&req);
         gp_rw_decoded_free(&req);
     }
     if (gp_rw_unmarshal(data, size, &req, err, sizeof err) == 0) {
         check_round_trip(&req);
+        check_metadata(&req);
         gp_rw_decoded_free(&req);
     }
     return 0;

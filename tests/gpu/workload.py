@@ -15,6 +15,10 @@ Usage:
       callback with --lightning). Writes what it measured itself to F:
       steps, step end times (--record-steps), time spent producing
       batches, torch.cuda.max_memory_reserved(), its pid.
+  workload.py hf --out F --steps N
+      the Hugging Face Trainer on a small model with gpulse's
+      GpulseTrainerCallback, evaluating and saving a checkpoint every 10
+      steps; writes the steps it ran and the transformers version to F.
 
 On a machine without a GPU (the kit's --stand-in run) the same code runs
 on the CPU with smaller sizes: the numbers are then only structural.
@@ -188,6 +192,48 @@ def train(a):
         json.dump(res, f)
 
 
+def hf(a):
+    import inspect
+    import tempfile
+
+    import transformers
+    from gpulse.callbacks import GpulseTrainerCallback
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.net = model_for(256, 512)
+
+        def forward(self, x, labels=None):
+            logits = self.net(x)
+            return {"loss": torch.nn.functional.cross_entropy(logits, labels), "logits": logits}
+
+    class Data(torch.utils.data.Dataset):
+        def __init__(self, n):
+            g = torch.Generator().manual_seed(0)
+            self.x, self.y = torch.randn(n, 256, generator=g), torch.randint(0, 10, (n,), generator=g)
+
+        def __len__(self):
+            return len(self.y)
+
+        def __getitem__(self, i):
+            return {"x": self.x[i], "labels": self.y[i]}
+
+    out_dir = tempfile.mkdtemp(prefix="gpulse-hf-")
+    kw = dict(output_dir=out_dir, max_steps=a.steps, per_device_train_batch_size=32, per_device_eval_batch_size=64,
+              logging_steps=10, save_steps=10, eval_steps=10, report_to=[], disable_tqdm=True)
+    # the evaluation strategy's keyword was renamed in transformers 4.41
+    params = inspect.signature(transformers.TrainingArguments.__init__).parameters
+    kw["eval_strategy" if "eval_strategy" in params else "evaluation_strategy"] = "steps"
+    trainer = transformers.Trainer(model=Net(), args=transformers.TrainingArguments(**kw),
+                                   train_dataset=Data(4096), eval_dataset=Data(256),
+                                   callbacks=[GpulseTrainerCallback(memory_every=10)])
+    trainer.train()
+    gpulse.flush()
+    with open(a.out, "w") as f:
+        json.dump({"steps": trainer.state.global_step, "version": transformers.__version__, "pid": os.getpid()}, f)
+
+
 def main():
     ap = argparse.ArgumentParser()
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -202,12 +248,15 @@ def main():
     t.add_argument("--lightning", action="store_true")
     t.add_argument("--wait-ms", type=float, default=0.0)
     t.add_argument("--record-steps", action="store_true")
+    h = sub.add_parser("hf")
+    h.add_argument("--out", required=True)
+    h.add_argument("--steps", type=int, default=40)
     a = ap.parse_args()
     if a.cmd == "train" and not (a.seconds or a.steps):
         ap.error("train needs --seconds or --steps")
     if a.cmd == "train" and a.lightning and not a.steps:
         ap.error("train --lightning needs --steps")
-    (phases if a.cmd == "phases" else train)(a)
+    {"phases": phases, "train": train, "hf": hf}[a.cmd](a)
 
 
 if __name__ == "__main__":

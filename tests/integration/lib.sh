@@ -165,5 +165,17 @@ stop_server() {
     [ $rc -eq 0 ] || { cat "$SERVER_LOG" >&2; fail "server exited with $rc"; }
 }
 
+# start_notify_receiver: the notification tests' HTTP receiver
+# (notify_receiver.py) on a free port; sets RPORT, RLOG (its JSONL log of
+# requests) and R (its base URL); waits until it answers.
+start_notify_receiver() {
+    RPORT=$(free_port)
+    RLOG=$TMP/requests.jsonl
+    python3 "$ROOT/tests/integration/notify_receiver.py" "$RPORT" "$RLOG" >"$TMP/receiver.out" 2>&1 &
+    PIDS+=($!)
+    R=http://127.0.0.1:$RPORT
+    wait_until 10 curl -sf "$R/health" || fail "the receiver did not come up"
+}
+
 # rw ARGS...: the remote-write test client (tests/integration/rw.py).
 rw() { python3 "$ROOT/tests/integration/rw.py" "$@"; }

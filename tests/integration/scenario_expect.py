@@ -33,6 +33,11 @@ DIRECT = {  # scenario key -> (metric, factor)
     "remap_cor": ("DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS", 1),
     "remap_unc": ("DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", 1),
     "remap_failure": ("DCGM_FI_DEV_ROW_REMAP_FAILURE", 1),
+    "remap_pending": ("DCGM_FI_DEV_ROW_REMAP_PENDING", 1),
+    "pcie_gen": ("DCGM_FI_DEV_PCIE_LINK_GEN", 1),
+    "pcie_gen_max": ("DCGM_FI_DEV_PCIE_MAX_LINK_GEN", 1),
+    "pcie_width": ("DCGM_FI_DEV_PCIE_LINK_WIDTH", 1),
+    "pcie_width_max": ("DCGM_FI_DEV_PCIE_MAX_LINK_WIDTH", 1),
 }
 GPM = {  # GPM metric id -> (metric, factor)
     1: ("DCGM_FI_PROF_GR_ENGINE_ACTIVE", 0.01),

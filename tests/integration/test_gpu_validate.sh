@@ -52,7 +52,7 @@ bad = []
 def want(cond, what):
     if not cond:
         bad.append(what)
-for h in ("## 1. Every field", "## 2. GPM", "## 3. gpulse run", "## 4. Training slowdown", "## 5. Agent cost",
+for h in ("## 1. Every field", "## 2. GPM", "## 3. gpulse run", "## 4. Training slowdown", "## 5. Agent cost", "## 6. Goodput",
           "## 5b. What one NVML call costs"):
     want(h in md, f"section '{h}' missing")
 want("ERROR" not in md and not j["errors"], f"errors: {j['errors']}")
@@ -82,6 +82,12 @@ for row in r["cost"]["agent"]:
     want(int(row[1]) > 0 and row[3] != "n/a", f"cost: {row}")
 calls = r["cost"]["nvml_calls"]
 want(len(calls) >= 10 and all(c[1] in ("0", "-") for c in calls), f"nvml calls: {calls}")
+# 6: goodput across a restart and MFU against the script; the hang found and rank 1 named
+jobs = {row[0]: row for row in r["jobs"]}
+for k in ("attempts, last step", "goodput productive s", "goodput lost s", "goodput checkpoint s", "goodput ratio",
+          "MFU", "job_hang fired", "job_hang names rank 1 (Flight Recorder)"):
+    want(jobs.get(k, [None] * 4)[3] == "agree", f"jobs: {k}: {jobs.get(k)}")
+want(jobs.get("Hugging Face callback", [None, None])[1] == "skipped", "the HF callback without transformers")
 doc = json.load(open(os.path.join(out, "gpulse-run.json")))
 want(doc["id"] == "gpu-validate" and doc["state"] == "finished", "job document")
 if bad:

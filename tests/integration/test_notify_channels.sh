@@ -12,12 +12,7 @@ source "$(dirname "$0")/lib.sh"
 SEND=$ROOT/build/asan/notify-send
 [ -x "$SEND" ] || fail "build build/asan/notify-send first (make check-build)"
 
-RPORT=$(free_port)
-RLOG=$TMP/requests.jsonl
-python3 "$ROOT/tests/integration/notify_receiver.py" "$RPORT" "$RLOG" >"$TMP/receiver.out" 2>&1 &
-PIDS+=($!)
-R=http://127.0.0.1:$RPORT
-wait_until 10 curl -sf "$R/health" || fail "the receiver did not come up"
+start_notify_receiver
 mode() { curl -sf -X POST -d "$1" "$R/_control" >/dev/null || fail "control $1"; }
 
 # expect WANT_RC WANT_PATTERN ARGS...: runs notify-send, checks exit code and output.

@@ -14,12 +14,7 @@
 #   4. no configured secret in the logs, the API's answers or /metrics.
 source "$(dirname "$0")/lib.sh"
 PY=/usr/bin/python3
-RPORT=$(free_port)
-RLOG=$TMP/requests.jsonl
-python3 "$ROOT/tests/integration/notify_receiver.py" "$RPORT" "$RLOG" >"$TMP/receiver.out" 2>&1 &
-PIDS+=($!)
-R=http://127.0.0.1:$RPORT
-wait_until 10 curl -sf "$R/health" || fail "the receiver did not come up"
+start_notify_receiver
 mode() { curl -sf -X POST -d "$1" "$R/_control" >/dev/null || fail "control $1"; }
 
 APORT=$(free_port)

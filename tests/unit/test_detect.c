@@ -146,6 +146,12 @@ static struct gp_view_gpu *add_gpu(struct gp_view *v, const char *node, const ch
     fill(v, g, GP_VGM_REMAP_UNC, 0);
     fill(v, g, GP_VGM_REMAP_FAILURE, 0);
     fill(v, g, GP_VGM_PCIE_REPLAY, 12);
+    fill(v, g, GP_VGM_REMAP_PENDING, 0);
+    fill(v, g, GP_VGM_LOST, 0);
+    fill(v, g, GP_VGM_PCIE_GEN, 5);
+    fill(v, g, GP_VGM_PCIE_GEN_MAX, 5);
+    fill(v, g, GP_VGM_PCIE_WIDTH, 16);
+    fill(v, g, GP_VGM_PCIE_WIDTH_MAX, 16);
     return g;
 }
 
@@ -690,7 +696,9 @@ static void test_throttled(void)
                                "apart), mostly thermal");
     o = about_gpu("n1", "1");
     CHECK(o && o->bad);
-    CHECK_CONTAINS(o->summary, "SM clock 1400 of 1980 MHz while busy");
+    CHECK_CONTAINS(o->summary, "SM clock 1400 of 1980 MHz while busy): drain the node and inspect the "
+                               "hardware");
+    CHECK_CONTAINS(o->runbook, "Drain the node and inspect the hardware (clocks held down). ");
     CHECK(!about_gpu("n1", "2")->bad);
     CHECK(!about_gpu("n1", "3")->bad);
     gp_view_free(&v);
@@ -723,7 +731,8 @@ static void test_xid_first_appearance(void)
     const struct gp_observation *o = about_gpu("n1", "1");
     CHECK(o && o->bad);
     CHECK_DBL(o->value, 1, 0);
-    CHECK_CONTAINS(o->summary, "GPU 1 on n1 (job bert-1 rank 1): 1 XID error: drain this node");
+    /* no last-XID code: the catalog's "a hardware XID" row */
+    CHECK_CONTAINS(o->summary, "GPU 1 on n1 (job bert-1 rank 1): 1 XID error: reset the GPU");
     CHECK_CONTAINS(o->evidence, "hardware XIDs +1 (");
     CHECK(!about_gpu("n1", "2")->bad);
     CHECK(!about_gpu("n1", "3")->bad);
@@ -764,10 +773,11 @@ static void test_hw_errors(void)
     CHECK(o && o->bad);
     CHECK_DBL(o->value, 1, 0);
     CHECK_CONTAINS(o->summary, "GPU 0 on n1 (job bert-1 rank 0): 2 uncorrectable ECC errors since the last reset");
-    CHECK_CONTAINS(o->summary, "drain this node");
+    CHECK_CONTAINS(o->summary, ": reset the GPU");
     o = about_gpu("n1", "1");
     CHECK(o && o->bad);
-    CHECK_CONTAINS(o->summary, "XID 79 (1 XID error)");
+    CHECK_CONTAINS(o->summary, "XID 79 GPU has fallen off the bus (1 XID error): reboot the node");
+    CHECK_CONTAINS(o->runbook, "Reboot the node (XID 79, GPU has fallen off the bus). ");
     o = about_gpu("n1", "2");
     CHECK(o && o->bad);
     CHECK_CONTAINS(o->summary, "1 page pending retirement");
@@ -795,6 +805,85 @@ static void test_hw_errors(void)
         dbe[k] = 0;
     CHECK_INT(run(GP_DET_HW_ERRORS, &v), GP_OK);
     CHECK(!about_gpu("n1", "0")->bad);
+    gp_view_free(&v);
+}
+
+/* Each fault class says its own action (the fault catalog, faults.h):
+ * GPU 0 an XID 64 (drain and inspect), 1 an XID 13 (the application's:
+ * no hardware error), 2 a row remap pending (reset the GPU), 3 fallen
+ * off the bus (reboot); then a remap failure outranks a pending remap,
+ * and rows already remapped are no fault by themselves. */
+static void test_hw_actions(void)
+{
+    struct gp_view v;
+    healthy_job(&v);
+    double *x0 = gp_view_gpu_series(&v, &v.gpus[0], GP_VGM_XID_TOTAL);
+    double *l0 = gp_view_gpu_series(&v, &v.gpus[0], GP_VGM_XID_LAST);
+    double *l1 = gp_view_gpu_series(&v, &v.gpus[1], GP_VGM_XID_LAST);
+    for (unsigned k = 30; k < NPTS; k++) {
+        x0[k] = 1;
+        l0[k] = 64;
+        l1[k] = 13;
+    }
+    fill(&v, &v.gpus[2], GP_VGM_REMAP_PENDING, 1);
+    fill(&v, &v.gpus[3], GP_VGM_LOST, 1);
+    CHECK_INT(run(GP_DET_HW_ERRORS, &v), GP_OK);
+    const struct gp_observation *o = about_gpu("n1", "0");
+    CHECK(o && o->bad);
+    CHECK_CONTAINS(o->summary, "XID 64 row remap or page retirement failure (1 XID error): drain the "
+                               "node and inspect the hardware");
+    CHECK_CONTAINS(o->runbook, "Drain the node and inspect the hardware (XID 64, ");
+    CHECK_CONTAINS(o->runbook, "replace the card");
+    CHECK(!about_gpu("n1", "1")->bad);
+    o = about_gpu("n1", "2");
+    CHECK(o && o->bad);
+    CHECK_CONTAINS(o->summary, "GPU 2 on n1 (job bert-1 rank 2): a row remap pending: reset the GPU");
+    CHECK_CONTAINS(o->runbook, "Reset the GPU (a row remap pending). ");
+    o = about_gpu("n1", "3");
+    CHECK(o && o->bad);
+    CHECK_CONTAINS(o->summary, "fallen off the bus: reboot the node");
+    CHECK_CONTAINS(o->runbook, "Reboot the node (the GPU fell off the bus). ");
+    fill(&v, &v.gpus[2], GP_VGM_REMAP_FAILURE, 1);
+    fill(&v, &v.gpus[3], GP_VGM_LOST, 0);
+    fill(&v, &v.gpus[3], GP_VGM_REMAP_UNC, 4);
+    CHECK_INT(run(GP_DET_HW_ERRORS, &v), GP_OK);
+    o = about_gpu("n1", "2");
+    CHECK_CONTAINS(o->summary, "a row remap pending, a row remap failure: drain the node and inspect the "
+                               "hardware");
+    CHECK(!about_gpu("n1", "3")->bad);
+    gp_view_free(&v);
+}
+
+/* A link trained narrower than its maximum is degraded at any load; a
+ * lower generation only while busy (an idle link saves power). */
+static void test_pcie_degraded(void)
+{
+    struct gp_view v;
+    healthy_job(&v);
+    fill(&v, &v.gpus[0], GP_VGM_PCIE_WIDTH, 8);
+    fill(&v, &v.gpus[1], GP_VGM_PCIE_GEN, 3);
+    /* GPU 2: gen 1 of 5 but idle */
+    fill(&v, &v.gpus[2], GP_VGM_PCIE_GEN, 1);
+    fill(&v, &v.gpus[2], GP_VGM_SM_ACTIVE, 0.01);
+    fill(&v, &v.gpus[2], GP_VGM_UTIL, 0.01);
+    CHECK_INT(run(GP_DET_PCIE_DEGRADED, &v), GP_OK);
+    CHECK_INT(nobs, 4);
+    const struct gp_observation *o = about_gpu("n1", "0");
+    CHECK(o && o->bad);
+    CHECK_DBL(o->value, 1, 0);
+    CHECK_CONTAINS(o->summary, "GPU 0 on n1 (job bert-1 rank 0): PCIe link below its maximum on 100 % of "
+                               "points over ");
+    CHECK_CONTAINS(o->summary, "(x8 of x16, gen 5 of 5): drain the node and inspect the hardware");
+    CHECK_CONTAINS(o->runbook, "Drain the node and inspect the hardware (the PCIe link below its maximum). ");
+    o = about_gpu("n1", "1");
+    CHECK(o && o->bad);
+    CHECK_CONTAINS(o->summary, "(x16 of x16, gen 3 of 5)");
+    CHECK(!about_gpu("n1", "2")->bad);
+    CHECK(!about_gpu("n1", "3")->bad);
+    /* a card that reports no link (a MIG instance, an old driver): not judged */
+    fill(&v, &v.gpus[3], GP_VGM_PCIE_WIDTH, NAN);
+    CHECK_INT(run(GP_DET_PCIE_DEGRADED, &v), GP_OK);
+    CHECK(!about_gpu("n1", "3"));
     gp_view_free(&v);
 }
 
@@ -828,6 +917,21 @@ static void test_straggler(void)
     CHECK_CONTAINS(o->summary, "rank 5 of llama-7 on n2 (pid 4005) GPU 5 is a straggler: 0.42");
     CHECK_CONTAINS(o->summary, "likely cause: thermal or power throttling on 100 % of points");
     CHECK_INT(nbad(), 1);
+    /* ... explained by a power limit set under its peers' (nvidia-smi -pl) */
+    for (int r = 0; r < 8; r++)
+        fill(&v, &v.gpus[r], GP_VGM_POWER_LIMIT, r == 5 ? 420 : 700);
+    CHECK_INT(run(GP_DET_STRAGGLER, &v), GP_OK);
+    CHECK_CONTAINS(about_rank("llama-7", 5)->summary,
+                   "likely cause: GPU 5 is held at a 420 W power limit vs 700 W on its peers (power "
+                   "capping on 100 % of points): restore its limit (nvidia-smi -pl)");
+    fill(&v, &v.gpus[5], GP_VGM_THROTTLE_POWER, NAN); /* no clock-event reasons (AMD): not said */
+    CHECK_INT(run(GP_DET_STRAGGLER, &v), GP_OK);
+    CHECK_CONTAINS(about_rank("llama-7", 5)->summary,
+                   "likely cause: GPU 5 is held at a 420 W power limit vs 700 W on its peers: restore");
+    fill(&v, &v.gpus[5], GP_VGM_THROTTLE_POWER, 1);
+    fill(&v, &v.gpus[5], GP_VGM_POWER_LIMIT, 690); /* within 5 %: not the cause */
+    CHECK_INT(run(GP_DET_STRAGGLER, &v), GP_OK);
+    CHECK_CONTAINS(about_rank("llama-7", 5)->summary, "likely cause: thermal or power throttling");
 
     /* the cause can be a lower clock than the peers', or PCIe replays */
     fill(&v, &v.gpus[5], GP_VGM_THROTTLE_POWER, 0);
@@ -1101,6 +1205,8 @@ const struct gp_test gp_tests_detect[] = {
     {"straggler", test_straggler},
     {"budget", test_budget},
     {"low_goodput", test_low_goodput},
+    {"hw_actions", test_hw_actions},
+    {"pcie_degraded", test_pcie_degraded},
     {"young_window", test_young_window},
     {"span_text", test_span_text},
     {"emit_failure", test_emit_failure},

@@ -600,6 +600,11 @@ static void check_ecc_values(const struct gp_frame *f)
     CHECK_VAL(g, REMAP_COR, 5);
     CHECK_VAL(g, REMAP_UNC, 6);
     CHECK_VAL(g, REMAP_FAILURE, 1);
+    CHECK_VAL(g, REMAP_PENDING, 1);
+    CHECK_VAL(g, PCIE_LINK_GEN, 4);
+    CHECK_VAL(g, PCIE_MAX_LINK_GEN, 4);
+    CHECK_VAL(g, PCIE_LINK_WIDTH, 8);
+    CHECK_VAL(g, PCIE_MAX_LINK_WIDTH, 16);
     g = &f->gpus[1];
     CHECK_VAL(g, ECC_SBE_VOL, 21);
     CHECK_VAL(g, ECC_DBE_VOL, 0);
@@ -611,6 +616,9 @@ static void check_ecc_values(const struct gp_frame *f)
     CHECK_VAL(g, REMAP_COR, 9);
     CHECK_VAL(g, REMAP_UNC, 0);
     CHECK_VAL(g, REMAP_FAILURE, 0);
+    CHECK_VAL(g, REMAP_PENDING, 0);
+    /* a driver without the link readings: unsupported, not 0 */
+    CHECK(!gp_gpu_has(g, GPF_PCIE_LINK_WIDTH) && !gp_gpu_has(g, GPF_PCIE_MAX_LINK_GEN));
 }
 
 /* Issue 15 #12: a driver whose field values lack the ECC ids (per entry

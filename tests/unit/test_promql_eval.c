@@ -8,6 +8,7 @@
  * for the same data.
  */
 #include "promql_testlib.h"
+#include "store/labels.h"
 
 #include <math.h>
 #include <time.h>
@@ -832,7 +833,55 @@ static void test_selector_twins(void)
     gp_storage_close(s);
 }
 
+/* The damage warning's record: chunks, span and series add up; the
+ * series named is the one whose labels sort first, whichever read or
+ * thread saw it first; a long name is cut with "...". */
+static void test_damage_names_series(void)
+{
+    struct gp_buf b1, b2, b3;
+    gp_buf_init(&b1, 0);
+    gp_buf_init(&b2, 0);
+    gp_buf_init(&b3, 0);
+    struct gp_label lb[2] = {{{"__name__", 8}, {"x", 1}}, {{"gpu", 3}, {"1", 1}}};
+    struct gp_label la[2] = {{{"__name__", 8}, {"x", 1}}, {{"gpu", 3}, {"0", 1}}};
+    char longv[400];
+    memset(longv, 'v', sizeof longv);
+    struct gp_label ll[2] = {{{"__name__", 8}, {"a", 1}}, {{"k", 1}, {longv, sizeof longv}}};
+    CHECK_INT(gp_labels_encode(lb, 2, &b1), GP_OK);
+    CHECK_INT(gp_labels_encode(la, 2, &b2), GP_OK);
+    CHECK_INT(gp_labels_encode(ll, 2, &b3), GP_OK);
+    struct gp_store_series sb = {1, (const uint8_t *)b1.data, b1.len, 0, 0};
+    struct gp_store_series sa = {2, (const uint8_t *)b2.data, b2.len, 0, 0};
+    struct gp_store_series sl = {3, (const uint8_t *)b3.data, b3.len, 0, 0};
+    struct gp_samples none = {0}, d1 = {0}, d2 = {0};
+    d1.damaged = 2, d1.damaged_from = 100, d1.damaged_to = 500;
+    d2.damaged = 1, d2.damaged_from = 50, d2.damaged_to = 300;
+    struct gp_pq_damage one = {0}, two = {0};
+    gp_pq_damage_note(&one, &sa, &none); /* no damage: nothing noted */
+    CHECK_INT(one.chunks, 0);
+    gp_pq_damage_note(&one, &sb, &d1);
+    CHECK_STR(one.first, "{__name__=\"x\", gpu=\"1\"}");
+    gp_pq_damage_note(&two, &sa, &d2);
+    gp_pq_damage_merge(&one, &two);
+    CHECK_INT(one.chunks, 3);
+    CHECK_INT(one.series, 2);
+    CHECK_INT(one.from, 50);
+    CHECK_INT(one.to, 500);
+    CHECK_STR(one.first, "{__name__=\"x\", gpu=\"0\"}");
+    struct gp_pq_damage three = {0};
+    gp_pq_damage_note(&three, &sl, &d1);
+    CHECK_INT((int)strlen(three.first), (int)sizeof three.first - 1);
+    CHECK(!strcmp(three.first + sizeof three.first - 4, "..."));
+    gp_pq_damage_merge(&one, &three);
+    CHECK(!strncmp(one.first, "{__name__=\"a\"", 13));
+    CHECK_INT(one.series, 3);
+    gp_buf_free(&b1);
+    gp_buf_free(&b2);
+    gp_buf_free(&b3);
+}
+
 const struct gp_test gp_tests_promql_eval[] = {
+    {"damage_names_series", test_damage_names_series},
     {"selector_lookback", test_selector_lookback},
     {"staleness", test_staleness},
     {"offset_and_at", test_offset_and_at},

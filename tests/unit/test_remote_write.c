@@ -183,7 +183,7 @@ static void test_skips_unknown_and_exemplars(void)
         0x4d, 1, 2, 3, 4,                               /* field 9 fixed32 (5) */
         0x50, 0x01,                                     /* field 10 varint (2) */
         0x12, 0x06, 0x38, 0x05, 0x10, 0x2a, 0x38, 0x00, /* sample: f7, ts 42, f7 (8) */
-        0x1a, 0x02, 0x08, 0x01,                         /* metadata */
+        0x1a, 0x05, 0x08, 0x01, 0x12, 0x01, 'm',        /* metadata: counter m */
         0x78, 0x05,                                     /* field 15 varint */
     };
     struct gp_batch req;
@@ -653,6 +653,157 @@ static void test_sample_forms(void)
     expect_error(breq.b, breq.n, GP_EPARSE, "truncated varint");
 }
 
+/* One MetricMetadata body: type (negative: absent), name, help, unit
+ * (NULL: absent), and an unknown field 9 when extra. */
+static void pb_meta(struct pb *req, int type, const char *name, const char *help, const char *unit,
+                    int extra)
+{
+    struct pb m = {.n = 0};
+    if (type >= 0) {
+        m.b[m.n++] = 0x08;
+        m.b[m.n++] = (uint8_t)type;
+    }
+    if (name)
+        pb_bytes(&m, 0x12, name, strlen(name));
+    if (extra) {
+        m.b[m.n++] = 0x48; /* field 9, varint */
+        m.b[m.n++] = 0x07;
+    }
+    if (help)
+        pb_bytes(&m, 0x22, help, strlen(help));
+    if (unit)
+        pb_bytes(&m, 0x2a, unit, strlen(unit));
+    pb_bytes(req, 0x1a, m.b, m.n);
+}
+
+static int meta_is(const struct gp_family_meta *m, const char *name, enum gp_rw_type t,
+                   const char *help, const char *unit)
+{
+    return streq(m->name, name) && m->type == t && streq(m->help, help) && streq(m->unit, unit);
+}
+
+/* WriteRequest.metadata (3): every field, in request order beside the
+ * series, defaults for absent fields, unknown fields skipped, a type
+ * from a newer sender read as unknown. */
+static void test_metadata_decodes(void)
+{
+    struct pb req = {.n = 0}, ser = {.n = 0};
+    pb_meta(&req, 1, "http_requests", "Requests served.", "", 0);
+    pb_label(&ser, "__name__", "up", 2);
+    pb_sample(&ser, 1, 5);
+    pb_bytes(&req, 0x0a, ser.b, ser.n);
+    pb_meta(&req, 2, "node_temp_celsius", "Temperature \xc2\xb0" "C.", "celsius", 1);
+    pb_meta(&req, -1, "a:b", NULL, NULL, 0);
+    pb_meta(&req, 42, "future_kind", "h", "u", 0);
+    pb_meta(&req, 7, "feature_state", "", NULL, 0);
+    struct gp_batch r;
+    char err[256] = "";
+    CHECK_INT(decode_raw(req.b, req.n, &r, err, sizeof err), GP_OK);
+    CHECK_INT(r.nseries, 1);
+    const struct gp_family_meta *m = NULL;
+    CHECK_INT(gp_rw_metadata(&r, &m), 5);
+    CHECK(meta_is(&m[0], "http_requests", GP_MT_COUNTER, "Requests served.", ""));
+    CHECK(meta_is(&m[1], "node_temp_celsius", GP_MT_GAUGE, "Temperature \xc2\xb0" "C.", "celsius"));
+    CHECK(meta_is(&m[2], "a:b", GP_MT_UNKNOWN, "", ""));
+    CHECK(meta_is(&m[3], "future_kind", GP_MT_UNKNOWN, "h", "u"));
+    CHECK(meta_is(&m[4], "feature_state", GP_MT_STATESET, "", ""));
+    CHECK_STR(gp_rw_metric_type_name(GP_MT_GAUGEHISTOGRAM), "gaugehistogram");
+    CHECK_STR(gp_rw_metric_type_name(m[4].type), "stateset");
+    gp_rw_decoded_free(&r);
+    /* Uncompressed too; a batch built in memory has none. */
+    CHECK_INT(gp_rw_unmarshal(req.b, req.n, &r, err, sizeof err), GP_OK);
+    CHECK_INT(gp_rw_metadata(&r, &m), 5);
+    gp_rw_decoded_free(&r);
+    struct gp_batch none = {0};
+    CHECK_INT(gp_rw_metadata(&none, &m), 0);
+    CHECK(m == NULL);
+    /* Only metadata, as Prometheus sends it. */
+    struct pb only = {.n = 0};
+    pb_meta(&only, 5, "rpc_seconds", "RPC latency.", "seconds", 0);
+    CHECK_INT(decode_raw(only.b, only.n, &r, err, sizeof err), GP_OK);
+    CHECK_INT(r.nseries, 0);
+    CHECK_INT(gp_rw_metadata(&r, &m), 1);
+    CHECK(meta_is(&m[0], "rpc_seconds", GP_MT_SUMMARY, "RPC latency.", "seconds"));
+    gp_rw_decoded_free(&r);
+}
+
+static void expect_meta_error(int type, const char *name, const char *help, const char *unit, int code,
+                              const char *msg)
+{
+    struct pb req = {.n = 0};
+    pb_meta(&req, type, name, help, unit, 0);
+    expect_error(req.b, req.n, code, msg);
+}
+
+/* Malformed metadata: wire types, truncation, and what an entry holds. */
+static void test_metadata_rejects(void)
+{
+    const uint8_t wt_meta[] = {0x18, 0x01};
+    expect_error(wt_meta, sizeof wt_meta, GP_EPARSE, "metadata has wire type 0");
+    const uint8_t wt_type[] = {0x1a, 0x02, 0x0a, 0x00};
+    expect_error(wt_type, sizeof wt_type, GP_EPARSE, "metadata type has wire type 2");
+    const uint8_t wt_fam[] = {0x1a, 0x02, 0x10, 0x01};
+    expect_error(wt_fam, sizeof wt_fam, GP_EPARSE, "metadata family name has wire type 0");
+    const uint8_t wt_help[] = {0x1a, 0x05, 0x12, 0x01, 'a', 0x20, 0x01};
+    expect_error(wt_help, sizeof wt_help, GP_EPARSE, "metadata help has wire type 0");
+    const uint8_t wt_unit[] = {0x1a, 0x05, 0x12, 0x01, 'a', 0x2d, 0x01};
+    expect_error(wt_unit, sizeof wt_unit, GP_EPARSE, "metadata unit has wire type 5");
+    const uint8_t past[] = {0x1a, 0x05, 0x12, 0x09, 'a'};
+    expect_error(past, sizeof past, GP_EPARSE, "runs past the end");
+    const uint8_t trunc_type[] = {0x1a, 0x02, 0x08, 0x80};
+    expect_error(trunc_type, sizeof trunc_type, GP_EPARSE, "truncated varint");
+    const uint8_t outer_past[] = {0x1a, 0x09, 0x08, 0x01};
+    expect_error(outer_past, sizeof outer_past, GP_EPARSE, "runs past the end");
+    expect_meta_error(1, NULL, "help", "", GP_EPARSE, "metadata at byte 2: no metric family name");
+    expect_meta_error(1, "", "help", "", GP_EPARSE, "no metric family name");
+    expect_meta_error(1, "9lives", "", "", GP_EPARSE, "invalid metric family name");
+    expect_meta_error(1, "a-b", "", "", GP_EPARSE, "invalid metric family name");
+    expect_meta_error(1, "ok", "bad \xff byte", "", GP_EPARSE, "metadata at byte 2 for ok: help is not valid UTF-8");
+    expect_meta_error(1, "ok", "", "\xc0\xaf", GP_EPARSE, "for ok: unit is not valid UTF-8");
+    /* Longer than the cap (two-byte lengths, built by hand). */
+    size_t big = GP_RW_MAX_META_LEN + 1, n = 0;
+    uint8_t *b = malloc(big + 32);
+    CHECK(b != NULL);
+    size_t body = 3 + 1 + 2 + big;
+    b[n++] = 0x1a;
+    b[n++] = (uint8_t)(body | 0x80);
+    b[n++] = (uint8_t)(body >> 7);
+    b[n++] = 0x12, b[n++] = 0x01, b[n++] = 'x';
+    b[n++] = 0x22;
+    b[n++] = (uint8_t)(big | 0x80);
+    b[n++] = (uint8_t)(big >> 7);
+    memset(b + n, 'h', big);
+    n += big;
+    expect_error(b, n, GP_ETOOBIG, "for x: name, help or unit longer than 4096 bytes");
+    free(b);
+    /* A bad entry after a good series fails the whole request, as any
+     * malformed body does. */
+    struct pb req = {.n = 0}, ser = {.n = 0};
+    pb_label(&ser, "__name__", "up", 2);
+    pb_bytes(&req, 0x0a, ser.b, ser.n);
+    pb_meta(&req, 1, "bad name", "", "", 0);
+    expect_error(req.b, req.n, GP_EPARSE, "invalid metric family name");
+}
+
+/* More than GP_RW_MAX_METADATA entries in one request. */
+static void test_metadata_cap(void)
+{
+    const uint8_t one[] = {0x1a, 0x03, 0x12, 0x01, 'm'};
+    size_t n = (size_t)GP_RW_MAX_METADATA + 1;
+    uint8_t *b = malloc(n * sizeof one);
+    CHECK(b != NULL);
+    for (size_t i = 0; i < n; i++)
+        memcpy(b + i * sizeof one, one, sizeof one);
+    struct gp_batch r;
+    char err[256] = "";
+    CHECK_INT(decode_raw(b, (n - 1) * sizeof one, &r, err, sizeof err), GP_OK);
+    const struct gp_family_meta *m;
+    CHECK_INT(gp_rw_metadata(&r, &m), GP_RW_MAX_METADATA);
+    gp_rw_decoded_free(&r);
+    expect_error(b, n * sizeof one, GP_ETOOBIG, "more than 100000 metadata entries in one request");
+    free(b);
+}
+
 const struct gp_test gp_tests_remote_write[] = {
     {"vector_decodes", test_vector_decodes},
     {"vector_encodes", test_vector_encodes},
@@ -670,5 +821,8 @@ const struct gp_test gp_tests_remote_write[] = {
     {"utf8_every_position", test_utf8_every_position},
     {"name_charset", test_name_charset},
     {"sample_forms", test_sample_forms},
+    {"metadata_decodes", test_metadata_decodes},
+    {"metadata_rejects", test_metadata_rejects},
+    {"metadata_cap", test_metadata_cap},
     {0},
 };

@@ -137,6 +137,40 @@ static void test_text_full(void)
     json_decref(d);
 }
 
+/* A job of several ranks: a row per rank with its straggler scores and
+ * MFU (n/a where the document has none); one rank: no table. */
+static void test_rank_table(void)
+{
+    json_t *d = load("full");
+    json_t *r1 = json_array_get(json_object_get(d, "ranks"), 1);
+    json_object_set_new(r1, "step_seconds_mean", json_real(0.4));
+    json_object_set_new(r1, "step_seconds_best", json_real(0.3));
+    json_object_set_new(r1, "straggler_relative", json_real(0.75));
+    json_object_set_new(r1, "straggler_individual", json_real(0.75));
+    json_object_set_new(r1, "mfu", json_real(0.3125));
+    json_array_append_new(json_object_get(d, "ranks"), parse("{\"rank\": null, \"node\": \"node1\"}"));
+    char *t = text_of(d, false);
+    CHECK_CONTAINS(t, "\n  RANK   NODE           STEP MEAN  STEP BEST  RELATIVE  INDIVIDUAL  MFU\n"
+                      "  0      node1          n/a        n/a        n/a       n/a         n/a\n"
+                      "  1      node1          400 ms     300 ms     0.75      0.75        31.2%\n\n");
+    check_terminal_safe(t);
+    char *h = html_of(d);
+    CHECK_CONTAINS(h, "<tr><td>1</td><td>node1</td><td class=\"n\">400 ms</td><td class=\"n\">300 ms</td>"
+                      "<td class=\"n\">0.75</td><td class=\"n\">0.75</td><td class=\"n\">31.2%</td></tr>");
+    CHECK_INT(count(h, "<tr><td>"), 2 + 3); /* the ranks (the launcher is none), the GPUs and "all" */
+    free(t);
+    free(h);
+    json_array_remove(json_object_get(d, "ranks"), 2);
+    json_array_remove(json_object_get(d, "ranks"), 1);
+    t = text_of(d, false);
+    h = html_of(d);
+    CHECK(!strstr(t, "RELATIVE"));
+    CHECK(!strstr(h, "RELATIVE"));
+    free(t);
+    free(h);
+    json_decref(d);
+}
+
 static void test_text_nulls_are_na(void)
 {
     json_t *d = load("nulls");
@@ -678,6 +712,7 @@ const struct gp_test gp_tests_report[] = {
     {"advice_failure_first", test_advice_failure_first},
     {"advice_keeps_entries_and_is_idempotent", test_advice_keeps_entries_and_is_idempotent},
     {"formats", test_formats},
+    {"rank_table", test_rank_table},
     {"escaping", test_escaping},
     {"docs_name_every_rule", test_docs_name_every_rule},
     {0},

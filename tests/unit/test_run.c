@@ -266,6 +266,86 @@ static void test_history_totals(void)
     gp_history_free(h);
 }
 
+/* Two ranks (pids 100 and 101, each on its own H100): a frame at t_ms. */
+static void make_rank_frame(struct gp_frame *f, int64_t t_ms)
+{
+    gp_frame_reset(f);
+    f->time_ms = t_ms;
+    snprintf(f->hostname, sizeof f->hostname, "node1");
+    for (int r = 0; r < 2; r++) {
+        struct gp_gpu *g = gp_frame_add_gpu(f);
+        g->index = (unsigned)r;
+        snprintf(g->uuid, sizeof g->uuid, "GPU-%d", r);
+        snprintf(g->model, sizeof g->model, "NVIDIA H100 80GB HBM3");
+        gp_gpu_set(g, GPF_GPU_UTIL, 90);
+        gp_gpu_add_proc(g)->pid = 100 + (uint32_t)r;
+        struct gp_proc *p = gp_frame_add_proc(f);
+        p->pid = 100 + (uint32_t)r;
+        snprintf(p->jid.job, sizeof p->jid.job, "%s", JOB);
+        p->jid.rank = p->jid.local_rank = r;
+        p->jid.world_size = 2;
+        struct gp_job *j = gp_frame_add_job(f);
+        j->id = p->jid;
+        j->nprocs = 1;
+    }
+    gp_frame_sort_procs(f);
+}
+
+/* Each rank's straggler scores and MFU (docs/jobs.md) from its own step
+ * records: rank 0 steps 0.1 s for 10 s; rank 1 as fast for 5 s, then 0.2 s
+ * a step. Scores by hand: rank 1's mean 10/75 s, its best 0.1 s: relative
+ * and individual 0.75. MFU: a rank's tokens x 1e9 FLOPs over the job's
+ * 10 s stepping span over one H100's 989.4 TFLOP/s at bf16. */
+static void test_history_rank_figures(void)
+{
+    double t0 = 1700000000.0;
+    struct gp_history_options o = {JOB, "torchrun train.py", 1.0, 2.0, t0};
+    struct gp_history *h = gp_history_new(&o);
+    CHECK(h);
+    gp_history_model(h, 1e9, 0, GP_PREC_BF16);
+    struct gp_frame f;
+    gp_frame_init(&f);
+    double next[2] = {t0, t0};
+    for (int sec = 0; sec < 10; sec++) {
+        make_rank_frame(&f, (int64_t)((t0 + sec) * 1000));
+        gp_history_frame(h, &f);
+        for (int r = 0; r < 2; r++) {
+            double dur = r == 1 && sec >= 5 ? 0.2 : 0.1;
+            while (next[r] + dur <= t0 + sec + 1 + 1e-9) {
+                next[r] += dur;
+                struct gp_history_step s = {.t_end = next[r], .seconds = dur, .has_tokens = true,
+                                            .tokens = 1000, .pid = 100 + (uint32_t)r, .n = -1};
+                gp_history_step(h, &s);
+            }
+        }
+    }
+    make_rank_frame(&f, (int64_t)((t0 + 10) * 1000));
+    gp_history_frame(h, &f);
+    gp_history_finish(h, t0 + 10, 0, NULL);
+    json_t *d = gp_history_document(h);
+    CHECK(d);
+    json_t *ranks = json_object_get(d, "ranks");
+    CHECK_INT(json_array_size(ranks), 2);
+    json_t *r0 = json_array_get(ranks, 0), *r1 = json_array_get(ranks, 1);
+    CHECK_INT(dget(r0, "rank"), 0);
+    CHECK_INT(dget(r1, "rank"), 1);
+    CHECK_DBL(dget(r0, "step_seconds_mean"), 0.1, 1e-9);
+    CHECK_DBL(dget(r0, "straggler_relative"), 1.0, 1e-9);
+    CHECK_DBL(dget(r0, "straggler_individual"), 1.0, 1e-9);
+    CHECK_DBL(dget(r1, "step_seconds_mean"), 10.0 / 75, 1e-9);
+    CHECK_DBL(dget(r1, "step_seconds_best"), 0.1, 1e-9);
+    CHECK_DBL(dget(r1, "straggler_relative"), 0.75, 1e-9);
+    CHECK_DBL(dget(r1, "straggler_individual"), 0.75, 1e-9);
+    CHECK_DBL(dget(r0, "mfu"), 100 * 1000 / 10.0 * 1e9 / 989.4e12, 1e-8); /* epoch-second doubles */
+    CHECK_DBL(dget(r1, "mfu"), 75 * 1000 / 10.0 * 1e9 / 989.4e12, 1e-8); /* epoch-second doubles */
+    CHECK(is_null(r0, "mfu_reason"));
+    /* the job's MFU is over both GPUs: the ranks' mean */
+    CHECK_DBL(dget(d, "totals.mfu"), 175 * 1000 / 10.0 * 1e9 / (2 * 989.4e12), 1e-8);
+    json_decref(d);
+    gp_frame_free(&f);
+    gp_history_free(h);
+}
+
 static void test_history_empty_is_null(void)
 {
     struct gp_history_options o = {JOB, "true", 1.0, 0, 0};
@@ -427,6 +507,7 @@ const struct gp_test gp_tests_run[] = {
     {"child_abort_at_gate", test_child_abort_at_gate},
     {"history_totals", test_history_totals},
     {"history_empty_is_null", test_history_empty_is_null},
+    {"history_rank_figures", test_history_rank_figures},
     {"history_downsamples", test_history_downsamples},
     {"history_status_line", test_history_status_line},
     {0},

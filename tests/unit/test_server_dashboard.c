@@ -17,6 +17,7 @@
 #include "server/server.h"
 #include "server/server_int.h"
 #include "server/web_assets.h"
+#include "state/state.h"
 #include "rw_batch.h"
 #include "server_testlib.h"
 #include "test.h"
@@ -902,7 +903,7 @@ static void test_ack_migration(void)
     sqlite3_stmt *st;
     CHECK_INT(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL), SQLITE_OK);
     CHECK_INT(sqlite3_step(st), SQLITE_ROW);
-    CHECK_INT(sqlite3_column_int(st, 0), 5);
+    CHECK_INT(sqlite3_column_int(st, 0), GP_STATE_VERSION);
     sqlite3_finalize(st);
     sqlite3_close(db);
 }

@@ -9,6 +9,10 @@
  */
 #include "server_testlib.h"
 
+#include "server/metadata.h"
+
+#include <snappy-c.h>
+
 #include <stdint.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -235,10 +239,16 @@ static void test_metadata_buildinfo_exemplars(void)
     for (const char *p = r->body; (p = strstr(p, "\":[")); p++)
         keys++;
     CHECK_INT((int)keys, 2);
+    /* One entry per family: limit_per_metric (0 or more: no limit, as
+     * Prometheus reads it) never shortens a list. */
     r = form(s, "GET", "/api/v1/metadata?metric=DCGM_FI_DEV_GPU_TEMP&limit_per_metric=0", NULL);
-    CHECK_STR(r->body, "{\"status\":\"success\",\"data\":{\"DCGM_FI_DEV_GPU_TEMP\":[]}}\n");
+    EXPECT(r, 200, "{\"DCGM_FI_DEV_GPU_TEMP\":[{\"type\":\"gauge\"");
+    r = form(s, "GET", "/api/v1/metadata?metric=DCGM_FI_DEV_GPU_TEMP&limit_per_metric=1", NULL);
+    EXPECT(r, 200, "{\"DCGM_FI_DEV_GPU_TEMP\":[{\"type\":\"gauge\"");
     r = form(s, "GET", "/api/v1/metadata?limit=many", NULL);
     EXPECT(r, 400, "limit must be a number");
+    r = form(s, "GET", "/api/v1/metadata?limit_per_metric=1.5", NULL);
+    EXPECT(r, 400, "limit_per_metric must be a number");
 
     r = form(s, "GET", "/api/v1/status/buildinfo", NULL);
     EXPECT(r, 200, "{\"status\":\"success\",\"data\":{\"version\":\"2.42.0\",\"revision\":\"gpulse-" GP_VERSION "\"");
@@ -254,6 +264,138 @@ static void test_metadata_buildinfo_exemplars(void)
     CHECK_STR(r->body, "{\"status\":\"success\",\"data\":\"sum by (Hostname) (rate(x{gpu=\\\"0\\\"}[5m]))\"}\n");
     r = form(s, "GET", "/prometheus/api/v1/format_query?query=sum(", NULL);
     EXPECT(r, 400, "\"errorType\":\"bad_data\"");
+    gp_server_stop(s);
+}
+
+/* A WriteRequest of metadata entries only (as Prometheus sends them),
+ * snappy-compressed, written in-process: the status, msg the reason. */
+struct mdreq {
+    uint8_t b[1 << 20];
+    size_t n;
+};
+
+/* Appends a LEN field (key, then s) at b + *n. */
+static void md_put(uint8_t *b, size_t *n, uint8_t key, const void *s, size_t len)
+{
+    b[(*n)++] = key;
+    size_t v = len;
+    while (v >= 0x80) {
+        b[(*n)++] = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    b[(*n)++] = (uint8_t)v;
+    memcpy(b + *n, s, len);
+    *n += len;
+}
+
+static void md_entry(struct mdreq *q, int type, const char *name, const char *help, const char *unit)
+{
+    uint8_t m[1024] = {0x08, (uint8_t)type};
+    size_t n = 2;
+    md_put(m, &n, 0x12, name, strlen(name));
+    md_put(m, &n, 0x22, help, strlen(help));
+    md_put(m, &n, 0x2a, unit, strlen(unit));
+    md_put(q->b, &q->n, 0x1a, m, n);
+}
+
+static int md_write(struct gp_server *s, const struct mdreq *q, char *msg, size_t msglen)
+{
+    size_t clen = snappy_max_compressed_length(q->n);
+    char *c = malloc(clen);
+    CHECK(c != NULL);
+    CHECK(snappy_compress((const char *)q->b, q->n, c, &clen) == SNAPPY_OK);
+    int code = gp_server_write(s, (const uint8_t *)c, clen, msg, msglen);
+    free(c);
+    return code;
+}
+
+/* What remote write carried is answered beside gpulse's own families,
+ * sorted with them, gpulse's definition winning on its own names; the
+ * latest entry of a family wins; it survives a restart; malformed
+ * metadata is a 400 that names it. */
+static void test_metadata_remote_written(void)
+{
+    struct gp_server *s = start("");
+    static struct mdreq q;
+    char msg[256] = "";
+    q.n = 0;
+    md_entry(&q, 1, "app_requests", "Requests served.", "");
+    md_entry(&q, 3, "app_latency_seconds", "Latency \"p\\q\" \xc3\xa9", "seconds");
+    md_entry(&q, 2, "DCGM_FI_DEV_GPU_TEMP", "someone else's", "celsius");
+    md_entry(&q, 5, "zz_last", "", "");
+    CHECK_INT(md_write(s, &q, msg, sizeof msg), 204);
+    struct reply *r = form(s, "GET", "/api/v1/metadata?metric=app_requests", NULL);
+    CHECK_STR(r->body, "{\"status\":\"success\",\"data\":{\"app_requests\":[{\"type\":\"counter\","
+                       "\"help\":\"Requests served.\",\"unit\":\"\"}]}}\n");
+    r = form(s, "GET", "/api/v1/metadata", NULL);
+    EXPECT(r, 200, "\"app_latency_seconds\":[{\"type\":\"histogram\",\"help\":\"Latency \\\"p\\\\q\\\" \xc3\xa9\",\"unit\":\"seconds\"}]");
+    EXPECT(r, 200, "\"zz_last\":[{\"type\":\"summary\",\"help\":\"\",\"unit\":\"\"}]}}");
+    EXPECT(r, 200, "\"DCGM_FI_DEV_GPU_TEMP\":[{\"type\":\"gauge\",\"help\":\"GPU temperature (in C).\",\"unit\":\"\"}]");
+    CHECK(!strstr(r->body, "someone else's"));
+    const char *dcgm = strstr(r->body, "\"DCGM_FI_DEV_GPU_UTIL\""), *app = strstr(r->body, "\"app_latency_seconds\""),
+               *app2 = strstr(r->body, "\"app_requests\""), *own = strstr(r->body, "\"gpulse_host_cpus\"");
+    CHECK(dcgm && app && app2 && own && dcgm < app && app < app2 && app2 < own);
+    size_t keys = 0;
+    for (const char *p = r->body; (p = strstr(p, "\":[{")); p++)
+        keys++;
+    r = form(s, "GET", "/api/v1/metadata?limit=100000", NULL);
+    size_t keys2 = 0;
+    for (const char *p = r->body; (p = strstr(p, "\":[{")); p++)
+        keys2++;
+    CHECK_INT((int)keys2, (int)keys);
+    r = form(s, "GET", "/api/v1/metadata?metric=DCGM_FI_DEV_GPU_TEMP", NULL);
+    CHECK_STR(r->body, "{\"status\":\"success\",\"data\":{\"DCGM_FI_DEV_GPU_TEMP\":[{\"type\":\"gauge\","
+                       "\"help\":\"GPU temperature (in C).\",\"unit\":\"\"}]}}\n");
+    /* The latest entry wins. */
+    q.n = 0;
+    md_entry(&q, 2, "app_requests", "Requests in flight.", "requests");
+    CHECK_INT(md_write(s, &q, msg, sizeof msg), 204);
+    r = form(s, "GET", "/api/v1/metadata?metric=app_requests", NULL);
+    EXPECT(r, 200, "{\"app_requests\":[{\"type\":\"gauge\",\"help\":\"Requests in flight.\",\"unit\":\"requests\"}]}");
+    /* Malformed: refused, named, nothing kept. */
+    q.n = 0;
+    md_entry(&q, 1, "fine_one", "", "");
+    md_entry(&q, 1, "bad-name", "", "");
+    CHECK_INT(md_write(s, &q, msg, sizeof msg), 400);
+    CHECK_CONTAINS(msg, "invalid metric family name");
+    r = form(s, "GET", "/api/v1/metadata?metric=fine_one", NULL);
+    CHECK_STR(r->body, "{\"status\":\"success\",\"data\":{}}\n");
+    /* A restart answers the same (state.db). */
+    gp_server_stop(s);
+    s = start("");
+    r = form(s, "GET", "/api/v1/metadata?metric=app_requests", NULL);
+    EXPECT(r, 200, "{\"app_requests\":[{\"type\":\"gauge\",\"help\":\"Requests in flight.\",\"unit\":\"requests\"}]}");
+    r = form(s, "GET", "/api/v1/metadata?metric=app_latency_seconds", NULL);
+    EXPECT(r, 200, "\"unit\":\"seconds\"");
+    gp_server_stop(s);
+}
+
+/* At most GP_SRV_META_MAX_FAMILIES families: a new one past it is not
+ * kept, the ones kept still update. */
+static void test_metadata_limit(void)
+{
+    struct gp_server *s = start("");
+    static struct mdreq q;
+    char msg[256] = "", name[32];
+    q.n = 0;
+    for (int i = 0; i < GP_SRV_META_MAX_FAMILIES; i++) {
+        snprintf(name, sizeof name, "fam_%05d", i);
+        md_entry(&q, 2, name, "h", "");
+    }
+    CHECK_INT(md_write(s, &q, msg, sizeof msg), 204);
+    q.n = 0;
+    md_entry(&q, 2, "one_too_many", "h", "");
+    md_entry(&q, 1, "fam_00007", "changed", "");
+    CHECK_INT(md_write(s, &q, msg, sizeof msg), 204);
+    struct reply *r = form(s, "GET", "/api/v1/metadata?metric=one_too_many", NULL);
+    CHECK_STR(r->body, "{\"status\":\"success\",\"data\":{}}\n");
+    r = form(s, "GET", "/api/v1/metadata?metric=fam_00007", NULL);
+    EXPECT(r, 200, "{\"type\":\"counter\",\"help\":\"changed\"");
+    r = form(s, "GET", "/api/v1/metadata?metric=fam_19999", NULL);
+    EXPECT(r, 200, "{\"fam_19999\":[{\"type\":\"gauge\"");
+    r = form(s, "GET", "/metrics", NULL);
+    EXPECT(r, 200, "\ngpulse_server_metadata_families 20000\n");
+    EXPECT(r, 200, "\ngpulse_server_metadata_dropped_total 1\n");
     gp_server_stop(s);
 }
 
@@ -365,6 +507,8 @@ const struct gp_test gp_tests_server_prom[] = {
     {"query_errors", test_query_errors},
     {"labels_narrowed", test_labels_narrowed},
     {"metadata_buildinfo_exemplars", test_metadata_buildinfo_exemplars},
+    {"metadata_remote_written", test_metadata_remote_written},
+    {"metadata_limit", test_metadata_limit},
     {"prefix_and_alerts", test_prefix_and_alerts},
     {NULL, NULL},
 };

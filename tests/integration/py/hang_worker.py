@@ -9,6 +9,11 @@ timeout. Each rank then writes what PyTorch's Flight Recorder writes with
 TORCH_NCCL_DUMP_ON_TIMEOUT=1 (gloo writes none): a pickle of its
 collectives in the documented format, to DUMP_DIR/nccl_trace_rank_RANK,
 prints the time of its last step, and stays alive, as a hung job does.
+
+GPULSE_HANG_DEVICE=cuda (the GPU validation kit) computes on the rank's
+GPU and waits for the collective inside the step; GPULSE_HANG_BACKEND=nccl
+(a machine with a GPU per rank) uses NCCL with a long timeout, so the
+waiting ranks spin in the collective, alive, and write no dump.
 """
 import datetime
 import os
@@ -23,8 +28,13 @@ import gpulse
 
 store, dump_dir, stuck, steps = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
-dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=world,
-                        timeout=datetime.timedelta(seconds=3))
+backend = os.environ.get("GPULSE_HANG_BACKEND", "gloo")
+dev = torch.device(f"cuda:{rank % torch.cuda.device_count()}" if os.environ.get("GPULSE_HANG_DEVICE") == "cuda"
+                   else "cpu")
+if dev.type == "cuda":
+    torch.cuda.set_device(dev)
+dist.init_process_group(backend, init_method=f"file://{store}", rank=rank, world_size=world,
+                        timeout=datetime.timedelta(seconds=3 if backend == "gloo" else 1800))
 entries = []
 
 
@@ -38,7 +48,7 @@ def record(seq, state):
         "frames": [{"name": "train", "filename": __file__, "line": 0}]})
 
 
-x = torch.randn(64, 64)
+x = torch.randn(64, 64, device=dev)
 seq, last = 0, None
 try:
     while True:
@@ -49,6 +59,7 @@ try:
             seq += 1
             record(seq, "started")
             dist.all_reduce(y)
+            y.sum().item()  # the step ends when the collective has
             entries[-1]["state"] = "completed"
             time.sleep(0.2)
         last = time.time()

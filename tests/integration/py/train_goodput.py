@@ -1,5 +1,6 @@
-"""A real PyTorch training loop (CPU) with phases, a checkpoint and a
-restart, measuring by itself what gpulse's goodput must agree with.
+"""A real PyTorch training loop (CPU, or CUDA where torch has it: the GPU
+validation kit runs it there) with phases, a checkpoint and a restart,
+measuring by itself what gpulse's goodput and MFU must agree with.
 
 Usage: train_goodput.py OUT.json CKPT FIRST LAST [--lost-through N] [--exit N]
 
@@ -13,7 +14,9 @@ blocks), data wait (from the previous step's or phase's end to the block),
 checkpoint and evaluation time (the blocks), and lost work: the whole steps numbered
 at or below --lost-through (done before the restart). Writes them to
 OUT.json and leaves with os._exit (no interpreter teardown after the
-measured end).
+measured end). For MFU it declares its model (gpulse.model: 6·N FLOPs per
+sample for its N weights, fp32) and writes its samples and its stepping
+span (the first step's start to the last step's end).
 """
 import json
 import os
@@ -41,13 +44,17 @@ start = proc_start_epoch()
 
 torch.manual_seed(0)
 torch.set_num_threads(1)
-model = torch.nn.Sequential(torch.nn.Linear(256, 1024), torch.nn.ReLU(), torch.nn.Linear(1024, 10))
+dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+model = torch.nn.Sequential(torch.nn.Linear(256, 1024), torch.nn.ReLU(), torch.nn.Linear(1024, 10)).to(dev)
 opt = torch.optim.SGD(model.parameters(), lr=0.01)
 loss_fn = torch.nn.CrossEntropyLoss()
-data, labels = torch.randn(4096, 256), torch.randint(0, 10, (4096,))
+data, labels = torch.randn(4096, 256, device=dev), torch.randint(0, 10, (4096,), device=dev)
+flops_per_sample = 6 * sum(p.numel() for p in model.parameters())
+gpulse.model(flops_per_sample=flops_per_sample, precision="fp32")
 
 m = {"startup": 0.0, "productive": 0.0, "data_wait": 0.0, "checkpoint": 0.0, "evaluation": 0.0,
      "lost": 0.0, "phases_before": 0.0}
+samples, last_step_end = 0, None
 first_step_start = None
 prev_end = None  # as the client keeps it: the last step's or phase's end, after a step
 
@@ -75,7 +82,7 @@ def save():
 
 
 def load():
-    state = torch.load(ckpt)
+    state = torch.load(ckpt, map_location=dev)
     model.load_state_dict(state["model"])
     opt.load_state_dict(state["opt"])
 
@@ -99,6 +106,8 @@ for n in range(first, last + 1):
         t1 = time.perf_counter()  # the client reads its clock as the block ends
     wait = t0 - prev_end if prev_end is not None else 0.0
     prev_end = time.perf_counter()  # and again as its call returns
+    samples += 64
+    last_step_end = time.time()
     if n <= lost_through:
         m["lost"] += wait + (t1 - t0)
     else:
@@ -110,6 +119,8 @@ for n in range(first, last + 1):
         phase("checkpoint", "checkpoint", save)
 m["startup"] = first_step_start - start - m.pop("phases_before")
 m["wall"] = time.time() - start
+m["run"] = {"device": str(dev), "samples": samples, "flops_per_sample": flops_per_sample,
+            "stepping_seconds": last_step_end - first_step_start}
 with open(out, "w") as f:
     json.dump(m, f)
 gpulse.flush()
