@@ -115,7 +115,7 @@ int64_t gp_funnel_rollup_step(const struct gp_rollup *r, size_t n, bool *exact)
         full++;
     }
     if (!full) {
-        *exact = n < 2; /* one minute: as the raw path's single gap would be */
+        *exact = false; /* a partial minute says nothing of the spacing */
         return most ? (int64_t)llround(60000.0 / (double)most) : 0;
     }
     return (int64_t)llround(60000.0 * (double)full / (double)sum);
@@ -158,8 +158,8 @@ static int minute_split(const struct gp_rollup *r, double unit, double *idle, do
 int gp_funnel_add_rollups(struct gp_funnel *f, const struct gp_funnel_gpu_rollups *g)
 {
     f->rollups = true;
-    bool exact;
-    int64_t step_ms = gp_funnel_rollup_step(g->r, g->n, &exact);
+    bool exact = true;
+    int64_t step_ms = g->step_ms > 0 ? g->step_ms : gp_funnel_rollup_step(g->r, g->n, &exact);
     if (step_ms <= 0)
         return GP_OK;
     double step_s = (double)step_ms / 1e3, unsure = 0;

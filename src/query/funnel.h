@@ -35,9 +35,10 @@
  * minute with both (min < 0.05 <= max) is estimated as if its samples
  * were at min and max with the minute's mean; its held time is counted
  * in uncertain_s, the bound on the error of active time (and of idle
- * time, priced: of idle cost). A GPU's step is 60 s over its mean
- * samples per full minute (the raw path's median gap when the scrape
- * interval divides a minute).
+ * time, priced: of idle cost). A GPU's step is the median gap of its
+ * newest raw samples where the caller has them, else 60 s over its mean
+ * samples per full minute (equal when the scrape interval divides a
+ * minute).
  *
  * Pure: the caller reads the store and hands in numbers and names.
  */
@@ -76,6 +77,8 @@ struct gp_funnel_gpu_rollups {
     const struct gp_rollup *r;
     size_t n;
     double unit;      /* a value / unit is the compute fraction (utilization: 100; 0: 1) */
+    int64_t step_ms;  /* what a sample stands for (the caller's median gap of raw
+                       * samples); 0: gp_funnel_rollup_step's estimate */
     double usd_hour;  /* <= 0: no price */
     const char *job, *user, *team;
 };

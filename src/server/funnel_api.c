@@ -95,6 +95,24 @@ static double newest(struct gp_storage *st, struct gp_funnel *f, const struct gp
     return v;
 }
 
+/* The median gap of series c's raw samples just before its last one in
+ * [start, end]: the step its rollups' counts stand for; 0 where raw
+ * samples are gone. */
+static int raw_step(struct gp_storage *st, const struct gp_srv_cand *c, int64_t start, int64_t end,
+                    int64_t *step)
+{
+    *step = 0;
+    int64_t hi = c->s->last_ms < end ? c->s->last_ms : end;
+    if (hi < start)
+        return GP_OK;
+    struct gp_samples smp = {0};
+    size_t k = 0;
+    int rc = gp_srv_activity_samples(st, c, hi - NEWEST_WINDOW_MS > start ? hi - NEWEST_WINDOW_MS : start,
+                                     hi, &smp, step, &k);
+    gp_samples_free(&smp);
+    return rc;
+}
+
 /* Host series (no gpu label) of one name, for owners and job ends. */
 struct hostset {
     struct gp_store_selection sel;
@@ -143,6 +161,8 @@ static int add_gpus(struct gp_server *s, struct gp_storage *st, struct gp_funnel
             struct gp_funnel_gpu_rollups g = {
                 .r = ru.r, .n = ru.n, .unit = gp_srv_activity_unit(&c[i]), .usd_hour = usd_hour,
                 .job = job, .user = user, .team = team};
+            if (!rc)
+                rc = raw_step(st, &c[i], f->start_ms, f->end_ms - 1, &g.step_ms);
             if (!rc)
                 rc = gp_funnel_add_rollups(f, &g);
             gp_rollups_free(&ru);

@@ -183,8 +183,8 @@ static void test_rollups(void)
     CHECK(gp_funnel_rollup_step(rb.r, rb.n, &exact) == 15000 && !exact);
     struct gp_funnel f;
     gp_funnel_init(&f, 0, 240000);
-    struct gp_funnel_gpu_rollups ga = {ra.r, ra.n, 1, 3.6, "j1", "alice", "ml"},
-                                 gb = {rb.r, rb.n, 100, 3.6, "", "", ""};
+    struct gp_funnel_gpu_rollups ga = {ra.r, ra.n, 1, 0, 3.6, "j1", "alice", "ml"},
+                                 gb = {rb.r, rb.n, 100, 0, 3.6, "", "", ""};
     CHECK_INT(gp_funnel_add_rollups(&f, &ga), GP_OK);
     CHECK_INT(gp_funnel_add_rollups(&f, &gb), GP_OK);
     CHECK(f.rollups);
@@ -220,9 +220,19 @@ static void test_rollups(void)
     /* a minute of NaNs only: the raw path drops them, so does this; a
      * NaN among numbers is estimated from min and max */
     struct gp_rollup odd[] = {{0, NAN, NAN, NAN, 4}, {60000, 0.2, 0.4, NAN, 4}};
-    struct gp_funnel_gpu_rollups go = {odd, 2, 1, 0, "j2", "", ""};
+    struct gp_funnel_gpu_rollups go = {odd, 2, 1, 0, 0, "j2", "", ""};
     gp_funnel_free(&r);
     gp_funnel_init(&r, 0, 120000);
+    CHECK_INT(gp_funnel_add_rollups(&r, &go), GP_OK);
+    /* the caller's raw step (samples 20 s apart) wins over the counts' 15 s */
+    go.step_ms = 20000;
+    CHECK_INT(gp_funnel_add_rollups(&r, &go), GP_OK);
+    CHECK_DBL(r.allocated_s, 60 + 80, 1e-9);
+    CHECK_DBL(r.effective_s, 0.3 * 140, 1e-9);
+    CHECK_DBL(r.uncertain_s, 140, 1e-9);
+    gp_funnel_free(&r);
+    gp_funnel_init(&r, 0, 120000);
+    go.step_ms = 0;
     CHECK_INT(gp_funnel_add_rollups(&r, &go), GP_OK);
     CHECK_DBL(r.allocated_s, 60, 1e-9);
     CHECK_DBL(r.effective_s, 0.3 * 60, 1e-9);
