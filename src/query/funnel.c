@@ -43,35 +43,146 @@ static struct gp_funnel_group *group_of(struct gp_funnel_groups *gs, const char 
     return g;
 }
 
-int gp_funnel_add(struct gp_funnel *f, const struct gp_funnel_gpu *g)
+/* One GPU's time: raw samples (act, n, step_ms: cost.h prices each
+ * sample, as /api/v1/cost does) or time already split (rollups). */
+struct part {
+    const double *act;
+    size_t n;
+    int64_t step_ms;
+    double held, idle, unused, usd_hour;
+    const char *job, *user, *team;
+};
+
+static void acc_add(struct gp_cost_acc *a, const struct part *p)
 {
-    if (!g->n || g->step_ms <= 0)
-        return GP_OK;
-    gp_cost_add_gpu(&f->all, g->act, g->n, g->step_ms, g->usd_hour);
-    double held = (double)g->n * (double)g->step_ms / 1e3;
-    f->total_s += held;
-    if (!g->job || !*g->job) {
-        gp_cost_add_gpu(&f->unallocated, g->act, g->n, g->step_ms, g->usd_hour);
+    if (p->act)
+        gp_cost_add_gpu(a, p->act, p->n, p->step_ms, p->usd_hour);
+    else
+        gp_cost_add_time(a, p->held, p->idle, p->unused, p->usd_hour, true);
+}
+
+static int add_part(struct gp_funnel *f, const struct part *p)
+{
+    acc_add(&f->all, p);
+    f->total_s += p->held;
+    if (!p->job || !*p->job) {
+        acc_add(&f->unallocated, p);
         return GP_OK;
     }
-    double idle = NAN, unused = NAN, step_s = (double)g->step_ms / 1e3;
-    for (size_t i = 0; i < g->n; i++)
-        gp_jobmodel_busy(&idle, &unused, g->act[i], step_s);
-    f->allocated_s += held;
-    f->active_s += held - idle;
-    f->effective_s += held - unused;
-    gp_cost_add_gpu(&f->allocated, g->act, g->n, g->step_ms, g->usd_hour);
+    f->allocated_s += p->held;
+    f->active_s += p->held - p->idle;
+    f->effective_s += p->held - p->unused;
+    acc_add(&f->allocated, p);
     struct gp_funnel_groups *sets[] = {&f->by_job, &f->by_user, &f->by_team};
-    const char *keys[] = {g->job, g->user, g->team};
+    const char *keys[] = {p->job, p->user, p->team};
     for (size_t k = 0; k < 3; k++) {
         struct gp_funnel_group *gr = group_of(sets[k], keys[k]);
         if (!gr)
             return GP_ENOMEM;
         gr->gpus++;
-        gr->idle_s += idle;
-        gp_cost_add_gpu(&gr->acc, g->act, g->n, g->step_ms, g->usd_hour);
+        gr->idle_s += p->idle;
+        acc_add(&gr->acc, p);
     }
     return GP_OK;
+}
+
+int gp_funnel_add(struct gp_funnel *f, const struct gp_funnel_gpu *g)
+{
+    if (!g->n || g->step_ms <= 0)
+        return GP_OK;
+    struct part p = {.act = g->act, .n = g->n, .step_ms = g->step_ms,
+                     .held = (double)g->n * (double)g->step_ms / 1e3, .idle = NAN, .unused = NAN,
+                     .usd_hour = g->usd_hour, .job = g->job, .user = g->user, .team = g->team};
+    double step_s = (double)g->step_ms / 1e3;
+    for (size_t i = 0; i < g->n; i++)
+        gp_jobmodel_busy(&p.idle, &p.unused, g->act[i], step_s);
+    return add_part(f, &p);
+}
+
+int64_t gp_funnel_rollup_step(const struct gp_rollup *r, size_t n, bool *exact)
+{
+    uint64_t sum = 0, full = 0, most = 0, first = 0;
+    *exact = true;
+    for (size_t i = 0; i < n; i++) {
+        if (r[i].count > most)
+            most = r[i].count;
+        if (i == 0 || i + 1 == n || r[i - 1].t != r[i].t - 60000 || r[i + 1].t != r[i].t + 60000)
+            continue;
+        if (!full)
+            first = r[i].count;
+        *exact = *exact && r[i].count == first;
+        sum += r[i].count;
+        full++;
+    }
+    if (!full) {
+        *exact = false; /* a partial minute says nothing of the spacing */
+        return most ? (int64_t)llround(60000.0 / (double)most) : 0;
+    }
+    return (int64_t)llround(60000.0 * (double)full / (double)sum);
+}
+
+static double clamp01(double v)
+{
+    return v < 0 ? 0 : v > 1 ? 1 : v;
+}
+
+/* One minute in samples: *idle of them below the idle threshold, *unused
+ * the sum of (1 - activity). -1: no usable sample (all NaN, which the raw
+ * path drops); 0 exact; 1 estimated (both sides of the threshold, or a
+ * NaN or out-of-range sample the sum cannot take apart). */
+static int minute_split(const struct gp_rollup *r, double unit, double *idle, double *unused)
+{
+    if (!r->count || isnan(r->min) || isnan(r->max))
+        return -1;
+    double c = (double)r->count, lo = r->min / unit, hi = r->max / unit;
+    int est = isnan(r->sum) || lo < 0 || hi > 1;
+    lo = clamp01(lo);
+    hi = clamp01(hi);
+    double mean = isnan(r->sum) ? (lo + hi) / 2 : r->sum / unit / c;
+    mean = mean < lo ? lo : mean > hi ? hi : mean;
+    *unused = (1 - mean) * c;
+    if (hi < GP_JOBMODEL_IDLE_ACTIVITY) {
+        *idle = c;
+    } else if (lo >= GP_JOBMODEL_IDLE_ACTIVITY) {
+        *idle = 0;
+    } else {
+        /* samples at lo and hi with the mean: (mean - lo) / (hi - lo) of
+         * them active; at least one on each side */
+        double idle_n = (1 - (mean - lo) / (hi - lo)) * c;
+        *idle = c >= 2 ? fmin(fmax(idle_n, 1), c - 1) : idle_n;
+        est = 1;
+    }
+    return est;
+}
+
+int gp_funnel_add_rollups(struct gp_funnel *f, const struct gp_funnel_gpu_rollups *g)
+{
+    f->rollups = true;
+    bool exact = true;
+    int64_t step_ms = g->step_ms > 0 ? g->step_ms : gp_funnel_rollup_step(g->r, g->n, &exact);
+    if (step_ms <= 0)
+        return GP_OK;
+    double step_s = (double)step_ms / 1e3, unsure = 0;
+    struct part p = {.usd_hour = g->usd_hour, .job = g->job, .user = g->user, .team = g->team};
+    for (size_t i = 0; i < g->n; i++) {
+        double idle, unused;
+        int est = minute_split(&g->r[i], g->unit > 0 ? g->unit : 1, &idle, &unused);
+        if (est < 0)
+            continue;
+        double held = (double)g->r[i].count * step_s;
+        p.held += held;
+        p.idle += idle * step_s;
+        p.unused += unused * step_s;
+        if (est)
+            unsure += held;
+    }
+    if (!exact)
+        f->estimated++;
+    if (p.held <= 0)
+        return GP_OK;
+    if (g->job && *g->job)
+        f->uncertain_s += unsure;
+    return add_part(f, &p);
 }
 
 bool gp_funnel_is_zombie(double memory_bytes, int64_t seen_ms, double job_end_s)
@@ -191,6 +302,9 @@ void gp_funnel_json(const struct gp_funnel *f, struct gp_buf *b)
     gp_json_time(b, f->start_ms);
     gp_buf_puts(b, ",\"end\":");
     gp_json_time(b, f->end_ms);
+    gp_buf_printf(b, ",\"resolution\":\"%s\",\"approximate\":%s,", f->rollups ? "1m" : "raw",
+                  f->uncertain_s > 0 || f->estimated ? "true" : "false");
+    num(b, "active_uncertain_gpu_hours", f->uncertain_s / 3600.0);
     gp_buf_puts(b, ",\"gpus\":{");
     for (size_t i = 0; i < 4; i++) {
         if (i)

@@ -216,6 +216,11 @@ int gp_srv_range(const struct gp_http_request *req, struct gp_http_response *res
     return 1;
 }
 
+double gp_srv_activity_unit(const struct gp_srv_cand *c)
+{
+    return c->kind == K_UTIL ? 100.0 : 1;
+}
+
 int gp_srv_activity_samples(struct gp_storage *st, const struct gp_srv_cand *c, int64_t start,
                             int64_t end, struct gp_samples *smp, int64_t *step, size_t *n)
 {
@@ -228,7 +233,7 @@ int gp_srv_activity_samples(struct gp_storage *st, const struct gp_srv_cand *c, 
     for (size_t m = 0; !rc && m < smp->n; m++)
         if (!isnan(smp->v[m])) {
             smp->t[k] = smp->t[m];
-            smp->v[k++] = c->kind == K_UTIL ? smp->v[m] / 100.0 : smp->v[m];
+            smp->v[k++] = smp->v[m] / gp_srv_activity_unit(c);
         }
     if (rc || !k)
         return rc;

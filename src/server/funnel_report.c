@@ -114,7 +114,7 @@ static int send_slot(struct gp_srv_freport *x, int64_t slot)
     gp_buf_init(&text, 0);
     gp_buf_init(&html, 0);
     char err[256] = "", subject[256] = "", link[GP_NOTIFY_URL_LEN + 64] = "";
-    int rc = gp_srv_funnel_data(s, st, slot - REPORT_RANGE_MS, slot, &doc, err, sizeof err);
+    int rc = gp_srv_funnel_data(s, st, slot - REPORT_RANGE_MS, slot, GP_SRV_FUNNEL_AUTO, &doc, err, sizeof err);
     json_t *d = NULL;
     if (!rc) {
         json_error_t je;

@@ -236,6 +236,8 @@ int gp_srv_activity_series(struct gp_storage *st, int64_t start, int64_t end,
                            char *err, size_t errlen);
 int gp_srv_activity_samples(struct gp_storage *st, const struct gp_srv_cand *c, int64_t start,
                             int64_t end, struct gp_samples *smp, int64_t *step, size_t *n);
+/* What a value of activity series c is divided by to be a fraction. */
+double gp_srv_activity_unit(const struct gp_srv_cand *c);
 /* funnel_report.c: the weekly funnel e-mail's thread (after the store
  * opens; stopped before it closes), its schedule "DAY HH:MM" (0 = Monday,
  * minutes after midnight UTC) and the newest slot at or before now_ms. */
@@ -249,9 +251,12 @@ struct gp_receiver;
 const struct gp_receiver *gp_srv_notify_receiver(struct gp_server *s, const char *name, size_t len);
 const char *gp_srv_notify_external_url(struct gp_server *s);
 /* funnel_api.c: GET /api/v1/fleet/funnel over an open store, and its data
- * object (no envelope) over [start, end] appended to out. */
+ * object (no envelope) over [start, end] appended to out, read from raw
+ * samples (resolution GP_SRV_FUNNEL_RAW), 1-minute rollups (_ROLLUP) or
+ * as the range's length and the raw retention choose (_AUTO). */
+enum { GP_SRV_FUNNEL_AUTO, GP_SRV_FUNNEL_RAW, GP_SRV_FUNNEL_ROLLUP };
 int gp_srv_funnel_data(struct gp_server *s, struct gp_storage *st, int64_t start, int64_t end,
-                       struct gp_buf *out, char *err, size_t errlen);
+                       int resolution, struct gp_buf *out, char *err, size_t errlen);
 void gp_srv_handle_funnel(struct gp_server *s, struct gp_storage *st,
                           const struct gp_http_request *req, struct gp_http_response *resp);
 /* alerts_api.c: the config file's rules (before anything starts), the

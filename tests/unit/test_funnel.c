@@ -10,6 +10,7 @@
 #include "lib/err.h"
 #include "report/report.h"
 #include "server/server_int.h"
+#include "storage/storage.h"
 #include "test.h"
 
 #include <math.h>
@@ -146,6 +147,103 @@ static void test_zombies(void)
     gp_funnel_free(&f);
 }
 
+/* The rollups the store keeps of samples v[] taken every step_ms from 0:
+ * the store's own fold (gp_storage_rollups_of). */
+static void rollups_of(const double *v, size_t n, int64_t step_ms, struct gp_rollups *out)
+{
+    int64_t t[64];
+    for (size_t i = 0; i < n; i++)
+        t[i] = (int64_t)i * step_ms;
+    struct gp_samples x = {.t = t, .v = (double *)v, .n = n};
+    CHECK_INT(gp_storage_rollups_of(&x, 0, t[n - 1], out), GP_OK);
+}
+
+/* Job j1 at 15 s steps, 3.6 USD/h, four minutes:
+ *   m0  0.8 x 4              active; unused 0.8
+ *   m1  0, 0, 0.01, 0.03     idle; unused 3.96
+ *   m2  0, 0.02, 0.5, 1      both: mean 0.38, min 0, max 1: 0.38 x 4 =
+ *                            1.52 estimated active (truly 2); unused 2.48
+ *   m3  0.6 x 4              active; unused 1.6
+ * step 60 / 4 (m1, m2 full) = 15 s; held 16 x 15 = 240 s; idle (4 +
+ * 2.48) x 15 = 97.2 s, active 142.8 (raw: 150); unused 8.84 x 15 = 132.6,
+ * effective 107.4 (= raw); uncertain m2's 60 s. Utilization 50 % (unit
+ * 100) on a free GPU for two minutes: step 60 / 4 = 15 s (estimated: no
+ * full minute), held 120 s, all idle cost. */
+static const double roll_a[] = {0.8, 0.8, 0.8, 0.8, 0, 0, 0.01, 0.03, 0, 0.02, 0.5, 1, 0.6, 0.6, 0.6, 0.6};
+
+static void test_rollups(void)
+{
+    struct gp_rollups ra = {0}, rb = {0};
+    static const double b[] = {50, 50, 50, 50, 50, 50, 50, 50};
+    rollups_of(roll_a, 16, 15000, &ra);
+    rollups_of(b, 8, 15000, &rb);
+    CHECK_INT((int)ra.n, 4);
+    bool exact = false;
+    CHECK(gp_funnel_rollup_step(ra.r, ra.n, &exact) == 15000 && exact);
+    CHECK(gp_funnel_rollup_step(rb.r, rb.n, &exact) == 15000 && !exact);
+    struct gp_funnel f;
+    gp_funnel_init(&f, 0, 240000);
+    struct gp_funnel_gpu_rollups ga = {ra.r, ra.n, 1, 0, 3.6, "j1", "alice", "ml"},
+                                 gb = {rb.r, rb.n, 100, 0, 3.6, "", "", ""};
+    CHECK_INT(gp_funnel_add_rollups(&f, &ga), GP_OK);
+    CHECK_INT(gp_funnel_add_rollups(&f, &gb), GP_OK);
+    CHECK(f.rollups);
+    CHECK_DBL(f.total_s, 360, 1e-9);
+    CHECK_DBL(f.allocated_s, 240, 1e-9);
+    CHECK_DBL(f.active_s, 142.8, 1e-9);
+    CHECK_DBL(f.effective_s, 107.4, 1e-9);
+    CHECK_DBL(f.uncertain_s, 60, 1e-9);
+    CHECK_DBL(gp_cost_total(&f.all), 0.36, 1e-12);
+    CHECK_DBL(gp_cost_idle(&f.allocated), 0.0972, 1e-12);
+    CHECK_DBL(gp_funnel_idle_cost(&f), 0.0972 + 0.12, 1e-12);
+    CHECK_DBL(gp_cost_unused(&f.allocated), 0.1326, 1e-12);
+    CHECK_DBL(f.by_user.g[0].idle_s, 97.2, 1e-9);
+    gp_funnel_sort(&f);
+    struct gp_buf j;
+    gp_buf_init(&j, 0);
+    gp_funnel_json(&f, &j);
+    CHECK_CONTAINS(j.data, "\"resolution\":\"1m\",\"approximate\":true,"
+                           "\"active_uncertain_gpu_hours\":0.0166666");
+    /* the raw answer: equal where the minute is exact, within the bound */
+    struct gp_funnel r;
+    gp_funnel_init(&r, 0, 240000);
+    struct gp_funnel_gpu raw = {roll_a, 16, 15000, 3.6, "j1", "alice", "ml"};
+    CHECK_INT(gp_funnel_add(&r, &raw), GP_OK);
+    CHECK_DBL(r.active_s, 150, 1e-9);
+    CHECK_DBL(r.effective_s, f.effective_s, 1e-9);
+    CHECK_DBL(r.allocated_s, f.allocated_s, 1e-9);
+    CHECK(fabs(r.active_s - f.active_s) <= f.uncertain_s);
+    gp_buf_reset(&j);
+    gp_funnel_json(&r, &j);
+    CHECK_CONTAINS(j.data, "\"resolution\":\"raw\",\"approximate\":false,"
+                           "\"active_uncertain_gpu_hours\":0,");
+    /* a minute of NaNs only: the raw path drops them, so does this; a
+     * NaN among numbers is estimated from min and max */
+    struct gp_rollup odd[] = {{0, NAN, NAN, NAN, 4}, {60000, 0.2, 0.4, NAN, 4}};
+    struct gp_funnel_gpu_rollups go = {odd, 2, 1, 0, 0, "j2", "", ""};
+    gp_funnel_free(&r);
+    gp_funnel_init(&r, 0, 120000);
+    CHECK_INT(gp_funnel_add_rollups(&r, &go), GP_OK);
+    /* the caller's raw step (samples 20 s apart) wins over the counts' 15 s */
+    go.step_ms = 20000;
+    CHECK_INT(gp_funnel_add_rollups(&r, &go), GP_OK);
+    CHECK_DBL(r.allocated_s, 60 + 80, 1e-9);
+    CHECK_DBL(r.effective_s, 0.3 * 140, 1e-9);
+    CHECK_DBL(r.uncertain_s, 140, 1e-9);
+    gp_funnel_free(&r);
+    gp_funnel_init(&r, 0, 120000);
+    go.step_ms = 0;
+    CHECK_INT(gp_funnel_add_rollups(&r, &go), GP_OK);
+    CHECK_DBL(r.allocated_s, 60, 1e-9);
+    CHECK_DBL(r.effective_s, 0.3 * 60, 1e-9);
+    CHECK_DBL(r.uncertain_s, 60, 1e-9);
+    gp_buf_free(&j);
+    gp_funnel_free(&r);
+    gp_funnel_free(&f);
+    gp_rollups_free(&ra);
+    gp_rollups_free(&rb);
+}
+
 static void test_schedule(void)
 {
     char err[160];
@@ -220,6 +318,7 @@ const struct gp_test gp_tests_funnel[] = {
     {"groups", test_groups},
     {"empty", test_empty},
     {"zombies", test_zombies},
+    {"rollups", test_rollups},
     {"schedule", test_schedule},
     {"report", test_report},
     {0},
