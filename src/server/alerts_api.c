@@ -736,6 +736,7 @@ int gp_srv_alerts_start(struct gp_server *s, struct gp_storage *st, char *err, s
     if ((rc = gp_promrules_run_new(&s->promrules, s->promrules_def, &po, err, errlen)))
         return rc;
     eo.promrules = s->promrules;
+    eo.rem = s->rem;
     /* remediation acts on alerts that start firing */
     if (s->rem && (rc = gp_alerts_add_listener(s->alerts, gp_rem_listener, s->rem)))
         return gp_seterr(err, errlen, rc, "cannot register the remediation hooks");
