@@ -170,6 +170,14 @@ struct gp_rem_k8s_result {
  * both away. GP_OK when the PATCH answered 200; else GP_ECONFIG (no API
  * server), GP_EIO (token), GP_EPARSE (not a Node), GP_ENET, with
  * res->detail. */
+/* The taints to send for a node (answer: the GET's body): the node's own
+ * without k->taint_key, with {key, value, NoSchedule} added when cordon;
+ * *rv gets metadata.resourceVersion. NULL when the answer is not a Node
+ * with a string resourceVersion. The caller decrefs. */
+typedef struct json_t json_t;
+json_t *gp_rem_k8s_taints(const char *answer, size_t len, const struct gp_rem_k8s *k, bool cordon,
+                          const char *value, char *rv, size_t rvlen);
+
 int gp_rem_k8s_node(const struct gp_rem_k8s *k, const char *node, bool cordon, const char *value,
                     int64_t timeout_ms, struct gp_rem_k8s_result *res);
 

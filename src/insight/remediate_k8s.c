@@ -63,16 +63,13 @@ static int read_token(const char *path, char *tok, size_t len, char *err, size_t
     return GP_OK;
 }
 
-/* The taints of node (the GET's answer) without gpulse's key, with it
- * added when cordon; *rv gets metadata.resourceVersion. NULL when the
- * answer is not a Node. */
-static json_t *new_taints(const char *answer, size_t len, const struct gp_rem_k8s *k, bool cordon,
+json_t *gp_rem_k8s_taints(const char *answer, size_t len, const struct gp_rem_k8s *k, bool cordon,
                           const char *value, char *rv, size_t rvlen)
 {
     json_t *node = json_loadb(answer, len, 0, NULL);
     json_t *meta = json_object_get(node, "metadata");
     const char *v = json_string_value(json_object_get(meta, "resourceVersion"));
-    if (!v) {
+    if (!v || strlen(v) >= rvlen) {
         json_decref(node);
         return NULL;
     }
@@ -82,8 +79,10 @@ static json_t *new_taints(const char *answer, size_t len, const struct gp_rem_k8
     size_t i;
     json_t *t;
     json_array_foreach(old, i, t) {
+        /* the API server's own taints go back as they came; a taint that
+         * is not an object would be refused by it, so it is not sent */
         const char *key = json_string_value(json_object_get(t, "key"));
-        if (!key || strcmp(key, k->taint_key))
+        if (json_is_object(t) && (!key || strcmp(key, k->taint_key)))
             json_array_append(out, t);
     }
     if (cordon)
@@ -138,7 +137,7 @@ int gp_rem_k8s_node(const struct gp_rem_k8s *k, const char *node, bool cordon, c
             break;
         }
         char rv[128];
-        json_t *taints = new_taints(ans.data, ans.len, k, cordon, value, rv, sizeof rv);
+        json_t *taints = gp_rem_k8s_taints(ans.data, ans.len, k, cordon, value, rv, sizeof rv);
         if (!taints) {
             rc = gp_seterr(res->detail, sizeof res->detail, GP_EPARSE,
                            "GET node '%s': the answer is not a Node with a resourceVersion", node);

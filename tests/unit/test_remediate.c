@@ -941,6 +941,32 @@ static void test_breaker_counts_shadow_and_nodes_once(void)
     gp_rem_close(r);
 }
 
+static void test_k8s_answer_malformed(void)
+{
+    const struct gp_rem_k8s k = {.taint_key = "gpulse.io/unhealthy"};
+    char rv[16];
+    const char *bad[] = {"", "[", "null", "[]", "{\"kind\":\"Status\",\"code\":404}",
+                         "{\"metadata\":{\"resourceVersion\":41}}", "{\"metadata\":[]}"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        if (gp_rem_k8s_taints(bad[i], strlen(bad[i]), &k, true, "v", rv, sizeof rv))
+            gp_test_fail(__FILE__, __LINE__, "took '%s' for a Node", bad[i]);
+    /* taints that are not objects are not sent back; gpulse's own is replaced */
+    const char *odd = "{\"metadata\":{\"resourceVersion\":\"5\"},\"spec\":{\"taints\":[1,\"x\",{\"key\":"
+                      "\"gpulse.io/unhealthy\",\"value\":\"old\",\"effect\":\"NoSchedule\"},{\"key\":\"a\","
+                      "\"effect\":\"NoExecute\"}]}}";
+    json_t *t = gp_rem_k8s_taints(odd, strlen(odd), &k, true, "new", rv, sizeof rv);
+    CHECK(t);
+    CHECK_STR(rv, "5");
+    char *dump = json_dumps(t, JSON_COMPACT);
+    CHECK_STR(dump, "[{\"key\":\"a\",\"effect\":\"NoExecute\"},{\"key\":\"gpulse.io/unhealthy\",\"value\":"
+                    "\"new\",\"effect\":\"NoSchedule\"}]");
+    free(dump);
+    json_decref(t);
+    t = gp_rem_k8s_taints(odd, strlen(odd), &k, false, "new", rv, sizeof rv);
+    CHECK_INT(json_array_size(t), 1);
+    json_decref(t);
+}
+
 const struct gp_test gp_tests_remediate[] = {
     {"parse", test_parse},
     {"expand_hostile_values", test_expand_hostile_values},
@@ -954,6 +980,7 @@ const struct gp_test gp_tests_remediate[] = {
     {"audit_filters", test_audit_filters},
     {"open_checks_limits", test_open_checks_limits},
     {"builtin_parse", test_builtin_parse},
+    {"k8s_answer_malformed", test_k8s_answer_malformed},
     {"slurm_drain_and_resume", test_slurm_drain_and_resume},
     {"undo_off_is_audited", test_undo_off_is_audited},
     {"kubernetes_cordon", test_kubernetes_cordon},
