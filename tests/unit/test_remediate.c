@@ -647,6 +647,14 @@ static void test_undo_off_is_audited(void)
     json_decref(a);
     CHECK_INT(lines_of(slurp(dir, "scontrol.log")), 1);
     gp_rem_close(r);
+    /* the audit is durable: a restart reads the same rows */
+    r = open_with(lines, 1, &o);
+    a = rows(r, NULL);
+    CHECK_INT(json_array_size(a), 2);
+    CHECK_STR(rs(a, 1, "action"), "slurm_drain");
+    CHECK_STR(rs(a, 1, "reason"), "xid");
+    json_decref(a);
+    gp_rem_close(r);
 }
 
 /* --- the stand-in API server ------------------------------------------------ */
