@@ -17,6 +17,7 @@
 #include "test.h"
 
 #include <jansson.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdint.h>
@@ -680,7 +681,16 @@ static void standin_start(struct standin *k, const char *dir)
     char *const argv[] = {"python3", script, port_file, k->log, "--nodes", "n1,n2,node-x", "--token",
                           "tok-123", "--conflict-once", "node-x", "--out", (char *)(out ? out : dir),
                           NULL};
-    CHECK_INT(posix_spawnp(&k->pid, "python3", NULL, NULL, argv, environ), 0);
+    /* no pipe of the runner's stays open in it, should this test fail
+     * before standin_stop (the stand-in also ends when its parent does) */
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+    int src = posix_spawnp(&k->pid, "python3", &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    CHECK_INT(src, 0);
     for (int i = 0; i < 200; i++) {
         const char *p = slurp(dir, "port");
         if (p[0]) {
