@@ -128,7 +128,7 @@ int gp_rem_k8s_node(const struct gp_rem_k8s *k, const char *node, bool cordon, c
         if (gp_httpc_do(h, &get, &hr) || hr.status != 200) {
             gp_httpc_head_line(&hr, line, sizeof line);
             res->http_status = hr.status;
-            rc = gp_seterr(res->detail, sizeof res->detail, GP_ENET, "GET node '%s': %s%s%s", node,
+            rc = gp_seterr(res->detail, sizeof res->detail, GP_ENET, "cannot read node '%s': %s%s%s", node,
                            hr.status ? "" : hr.err, hr.status ? "answered " : "",
                            hr.status ? line : "");
             if (hr.status)
@@ -140,7 +140,7 @@ int gp_rem_k8s_node(const struct gp_rem_k8s *k, const char *node, bool cordon, c
         json_t *taints = gp_rem_k8s_taints(ans.data, ans.len, k, cordon, value, rv, sizeof rv);
         if (!taints) {
             rc = gp_seterr(res->detail, sizeof res->detail, GP_EPARSE,
-                           "GET node '%s': the answer is not a Node with a resourceVersion", node);
+                           "cannot read node '%s': the answer is not a Node with a resourceVersion", node);
             break;
         }
         json_t *patch = json_pack("{s:{s:s}, s:{s:b, s:o}}", "metadata", "resourceVersion", rv, "spec",
@@ -163,7 +163,7 @@ int gp_rem_k8s_node(const struct gp_rem_k8s *k, const char *node, bool cordon, c
             break;
         }
         gp_httpc_head_line(&hr, line, sizeof line);
-        rc = gp_seterr(res->detail, sizeof res->detail, GP_ENET, "PATCH node '%s': %s%s", node,
+        rc = gp_seterr(res->detail, sizeof res->detail, GP_ENET, "cannot patch node '%s': %s%s", node,
                        hr.status ? "answered " : hr.err, hr.status ? line : "");
         if (hr.status)
             snprintf(res->detail + strlen(res->detail), sizeof res->detail - strlen(res->detail),

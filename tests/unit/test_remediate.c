@@ -791,7 +791,7 @@ static void test_kubernetes_cordon(void)
     fire_with(r, "gpu_row_remap_pending", "n9", "x");
     a = rows(r, NULL);
     CHECK_STR(rs(a, 0, "decision"), "failed");
-    CHECK_CONTAINS(rs(a, 0, "detail"), "GET node 'n9'");
+    CHECK_CONTAINS(rs(a, 0, "detail"), "cannot read node 'n9': answered ");
     CHECK_CONTAINS(rs(a, 0, "detail"), "(HTTP 404)");
     json_decref(a);
     /* marked healthy: uncordoned, gpulse's taint taken away, the node's own kept */
