@@ -1135,21 +1135,31 @@ void gp_rem_breaker_state(struct gp_rem *r, struct gp_rem_breaker *out)
     pthread_mutex_unlock(&r->mu);
 }
 
+static int cmp_names(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
 void gp_rem_tick(struct gp_rem *r, const struct gp_view *v, struct gp_alerts *a, int64_t now_ms)
 {
     if (!r)
         return;
+    /* distinct node names, sorted: a tick over 10,000 GPUs stays cheap */
+    const char **names = v && v->ngpus ? malloc(v->ngpus * sizeof *names) : NULL;
+    bool counted = v && (names || !v->ngpus);
     unsigned fleet = 0;
-    for (unsigned i = 0; v && i < v->ngpus; i++) {
-        bool seen = false;
-        for (unsigned j = 0; j < i && !seen; j++)
-            seen = !strcmp(v->gpus[j].node, v->gpus[i].node);
-        fleet += !seen;
+    if (names) {
+        for (unsigned i = 0; i < v->ngpus; i++)
+            names[i] = v->gpus[i].node;
+        qsort(names, v->ngpus, sizeof *names, cmp_names);
+        for (unsigned i = 0; i < v->ngpus; i++)
+            fleet += !i || strcmp(names[i], names[i - 1]) != 0;
+        free(names);
     }
     struct gp_rem_breaker b;
     pthread_mutex_lock(&r->mu);
-    if (v)
-        r->fleet = fleet;
+    if (counted)
+        r->fleet = fleet; /* out of memory: the last size stands */
     pthread_mutex_unlock(&r->mu);
     gp_rem_breaker_state(r, &b);
     if (!a || !b.tripped_ms || b.tripped_ms <= now_ms - HOUR_MS)

@@ -871,11 +871,11 @@ static void test_breaker_twenty_nodes(void)
     struct gp_rem_opts o = {.scontrol = sc, .breaker_max_nodes = 5, .breaker_max_percent = 10};
     fake_now = 4000000000;
     struct gp_rem *r = open_with(lines, 1, &o);
-    /* a fleet of 20 nodes: 10 % allows 2 */
+    /* a fleet of 20 nodes, 2 GPUs each, listed out of order: 10 % allows 2 */
     struct gp_view_gpu gpus[40];
     memset(gpus, 0, sizeof gpus);
     for (int i = 0; i < 40; i++)
-        snprintf(gpus[i].node, sizeof gpus[i].node, "node-%02d", i / 2);
+        snprintf(gpus[i].node, sizeof gpus[i].node, "node-%02d", (i * 7) % 20);
     struct gp_view v = {.gpus = gpus, .ngpus = 40};
     struct gp_alerts *al;
     CHECK_INT(gp_alerts_open(&al, dir, fake_now, err, sizeof err), GP_OK);
