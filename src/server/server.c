@@ -596,7 +596,13 @@ int gp_server_start(struct gp_server **out, const struct gp_server_config *c, ch
                              .max_per_hour = (unsigned)c->remediation_max_per_hour,
                              .max_per_kind_per_hour = (unsigned)c->remediation_max_per_kind_per_hour,
                              .timeout_ms = c->remediation_timeout_ms,
-                             .path_root = c->remediation_path_root};
+                             .path_root = c->remediation_path_root,
+                             .scontrol = c->remediation_scontrol,
+                             .k8s = {c->remediation_kubernetes_api, c->remediation_kubernetes_token_file,
+                                     c->remediation_kubernetes_ca_file, c->remediation_kubernetes_taint},
+                             .breaker_max_nodes = (unsigned)c->remediation_breaker_max_nodes,
+                             .breaker_max_percent = (double)c->remediation_breaker_max_percent,
+                             .undo_on_healthy = c->remediation_undo_on_healthy};
     if ((rc = gp_server_config_remediation(c, rules, &ro.nrules, err, errlen)) ||
         (rc = gp_rem_open(&s->rem, c->data_dir, &ro, err, errlen))) {
         gp_jobs_close(s->jobs);
