@@ -10,6 +10,7 @@
 #include "agent/agent.h"
 #include "agent/config.h"
 #include "agent/metrics_ref.h"
+#include "check/check.h"
 #include "lib/buf.h"
 #include "lib/cfg.h"
 #include "notify/notify_cmd.h"
@@ -38,6 +39,7 @@ static void usage(FILE *out)
                  "  top       live terminal view of this node's GPUs, processes, jobs and alerts\n"
                  "  report    the end-of-run report of a training job, from the server\n"
                  "  notify    notifications: 'notify test RECEIVER' sends a test message\n"
+                 "  check     preflight: is this node's GPU hardware fit for a job (exit 0/1/2)\n"
                  "  repair    check a stopped server's data directory, rebuild what is damaged\n"
                  "  version   print the version\n"
                  "  help      this text\n\n"
@@ -142,6 +144,8 @@ int main(int argc, char **argv)
         return gp_report_main(argc - 2, argv + 2);
     if (!strcmp(cmd, "notify"))
         return gp_notify_main(argc - 2, argv + 2);
+    if (!strcmp(cmd, "check"))
+        return gp_check_main(argc - 2, argv + 2);
     if (!strcmp(cmd, "repair"))
         return gp_repair_main(argc - 2, argv + 2);
     if (!strcmp(cmd, "help-man"))
