@@ -142,7 +142,7 @@ static int check_present(const struct gp_frame *f, const struct gp_check_expect 
     if (e->model && *e->model) {
         for (unsigned i = 0; i < f->ngpus; i++) {
             const struct gp_gpu *g = &f->gpus[i];
-            if (is_gpu(g) && !strcasestr(g->model, e->model) &&
+            if (is_gpu(g) && !g->lost && !strcasestr(g->model, e->model) &&
                 !add(r, GP_CK_MODEL, GP_CHECK_FAILED, g, NULL, "GPU %u is '%s', '%s' expected", g->index,
                      g->model, e->model))
                 return GP_ENOMEM;
@@ -156,8 +156,8 @@ static int check_present(const struct gp_frame *f, const struct gp_check_expect 
     for (unsigned i = 0; i < f->ngpus; i++) {
         const struct gp_gpu *g = &f->gpus[i];
         if (is_gpu(g) && g->lost &&
-            !add(r, GP_CK_LOST, GP_CHECK_FAILED, g, gp_fault_cond(GP_FC_LOST), "GPU %u (%s) fell off the bus",
-                 g->index, g->pci_bus_id))
+            !add(r, GP_CK_LOST, GP_CHECK_FAILED, g, gp_fault_cond(GP_FC_LOST), "GPU %u fell off the bus%s%s%s",
+                 g->index, g->pci_bus_id[0] ? " (" : "", g->pci_bus_id, g->pci_bus_id[0] ? ")" : ""))
             return GP_ENOMEM;
     }
     if (r->failed == failed && !add(r, GP_CK_LOST, GP_CHECK_OK, NULL, NULL, "every GPU answers"))
