@@ -103,4 +103,49 @@ check "" --max-temperature=500
 check "" --push
 [ $rc = 2 ] && grep -q "push needs a server" "$TMP/err" || { cat "$TMP/err"; fail "--push without a server"; }
 note "no NVML, bad flags: exit 2 with a message"
+# the push: with the write token, read back per node; a wrong token and a
+# malformed document are refused; the exit status stays the checks'
+printf 'w-secret\n' >"$TMP/write-token"
+printf 'r-secret\n' >"$TMP/read-token"
+start_server --write-token-file "$TMP/write-token" --read-token-file "$TMP/read-token"
+api() { curl -sfg -H "Authorization: Bearer r-secret" "$SERVER_URL$1"; }
+check "at 0 gpu 1 remap_pending 1" --server="$SERVER_URL" --push --write-token-file="$TMP/write-token" \
+    --read-token-file="$TMP/read-token"
+[ $rc = 1 ] && [ ! -s "$TMP/err" ] || { cat "$TMP/out" "$TMP/err"; fail "push of a failed check: exit $rc"; }
+grep -q "skipped driver_version .*no fleet driver version known" "$TMP/out" || { cat "$TMP/out"; fail "an empty fleet gave a driver"; }
+api /api/v1/health/preflight | python3 -c '
+import json, sys
+d = json.load(sys.stdin)["data"]
+assert len(d) == 1 and d[0]["node"] == "n1" and d[0]["status"] == "failed" and d[0]["action"] == "reset_gpu", d
+assert d[0]["received"] > 1.7e9, d
+bad = [c for c in d[0]["checks"] if c["status"] == "failed"]
+assert bad == [{"check": "row_remap", "status": "failed", "gpu": 1, "uuid": "GPU-pf000000-0000-4000-8000-000000000001",
+    "reason": "GPU 1: a row remap pending", "action": "reset_gpu", "fault": "row_remap_pending", "severity": "warning"}], bad
+' || fail "the pushed result as read back"
+check "" --hostname=n2 --server="$SERVER_URL" --push --write-token-file="$TMP/write-token"
+[ $rc = 0 ] || { cat "$TMP/err"; fail "push of a passing check: exit $rc"; }
+[ "$(api '/api/v1/health/preflight' | python3 -c 'import json,sys; print(" ".join(x["node"]+":"+x["status"] for x in json.load(sys.stdin)["data"]))')" = "n1:failed n2:ok" ] ||
+    fail "two nodes' results: $(api /api/v1/health/preflight)"
+[ "$(api '/api/v1/health/preflight?node=n2' | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["data"]))')" = 1 ] ||
+    fail "?node=n2"
+printf 'wrong\n' >"$TMP/wrong-token"
+check "" --server="$SERVER_URL" --push --write-token-file="$TMP/wrong-token"
+[ $rc = 0 ] && grep -q "gpulse check: the result was not pushed: gpulse server .* answered 401" "$TMP/err" ||
+    { cat "$TMP/err"; fail "a wrong write token: exit $rc"; }
+code=$(curl -s -o /dev/null -w '%{http_code}' -X POST -H "Authorization: Bearer r-secret" -d '{}' "$SERVER_URL/api/v1/health/preflight")
+[ "$code" = 401 ] || fail "the read token pushed a preflight result ($code)"
+post() { curl -s -X POST -H "Authorization: Bearer w-secret" --data-binary "$1" "$SERVER_URL/api/v1/health/preflight"; }
+for b in '[]|the body must be a JSON object' '{"node":"x"|not JSON' \
+    '{"node":"","time":1,"status":"ok","action":"none","checks":[]}|node must be' \
+    '{"node":"x","time":1,"status":"fine","action":"none","checks":[]}|status must be ok or failed' \
+    '{"node":"x","time":1,"status":"ok","action":"pray","checks":[]}|action must be one of' \
+    '{"node":"x","time":1,"status":"ok","action":"none","checks":[{"check":"a"}]}|checks\[0\] needs check' \
+    '{"node":"x","time":1,"status":"ok","action":"none","checks":[],"extra":1}|unknown field' \
+    '{"node":"x","status":"ok","action":"none","checks":[]}|time must be a number'; do
+    post "${b%%|*}" | grep -q "preflight result: .*${b#*|}" || fail "malformed result '${b%%|*}': $(post "${b%%|*}")"
+done
+[ "$(api /api/v1/health/preflight | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["data"]))')" = 2 ] ||
+    fail "a malformed result was stored"
+stop_server
+note "push: stored per node with the write token, read back (?node=); wrong token and 8 malformed documents refused"
 echo "ok: gpulse check passes a healthy node, fails each of 12 faults alone with its action, reads XIDs from the kernel log"
