@@ -107,6 +107,7 @@ note "no NVML, bad flags: exit 2 with a message"
 # malformed document are refused; the exit status stays the checks'
 printf 'w-secret\n' >"$TMP/write-token"
 printf 'r-secret\n' >"$TMP/read-token"
+printf 'wrong\n' >"$TMP/wrong-token"
 start_server --write-token-file "$TMP/write-token" --read-token-file "$TMP/read-token"
 api() { curl -sfg -H "Authorization: Bearer r-secret" "$SERVER_URL$1"; }
 check "at 0 gpu 1 remap_pending 1" --server="$SERVER_URL" --push --write-token-file="$TMP/write-token" \
@@ -128,7 +129,23 @@ check "" --hostname=n2 --server="$SERVER_URL" --push --write-token-file="$TMP/wr
     fail "two nodes' results: $(api /api/v1/health/preflight)"
 [ "$(api '/api/v1/health/preflight?node=n2' | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["data"]))')" = 1 ] ||
     fail "?node=n2"
-printf 'wrong\n' >"$TMP/wrong-token"
+# the fleet's driver from the server's GPUs: two other nodes on 535.104.05
+# and one on 550.54.15 (this node's own GPUs never count)
+now=$(($(date +%s) * 1000))
+rw write "$SERVER_URL" --token w-secret \
+    "DCGM_FI_DEV_GPU_TEMP{Hostname=\"a\",gpu=\"0\",DCGM_FI_DRIVER_VERSION=\"535.104.05\"}=30@$now" \
+    "DCGM_FI_DEV_GPU_TEMP{Hostname=\"a\",gpu=\"1\",DCGM_FI_DRIVER_VERSION=\"535.104.05\"}=30@$now" \
+    "DCGM_FI_DEV_GPU_TEMP{Hostname=\"b\",gpu=\"0\",DCGM_FI_DRIVER_VERSION=\"550.54.15\"}=30@$now" \
+    "DCGM_FI_DEV_GPU_TEMP{Hostname=\"n1\",gpu=\"0\",DCGM_FI_DRIVER_VERSION=\"550.54.15\"}=30@$now" \
+    "DCGM_FI_DEV_GPU_TEMP{Hostname=\"n1\",gpu=\"1\",DCGM_FI_DRIVER_VERSION=\"550.54.15\"}=30@$now" >"$TMP/rw.out"
+grep -q '^204' "$TMP/rw.out" || fail "remote write of the fleet's GPUs: $(cat "$TMP/rw.out")"
+check "" --server="$SERVER_URL" --read-token-file="$TMP/read-token"
+[ $rc = 1 ] && grep -q "^FAILED  driver_version .*driver 550.54.15, the fleet's is 535.104.05 (the server's GPUs)" "$TMP/out" ||
+    { cat "$TMP/out" "$TMP/err"; fail "the fleet's driver from the server: exit $rc"; }
+check "" --server="$SERVER_URL" --read-token-file="$TMP/wrong-token"
+[ $rc = 0 ] && grep -q "the fleet's driver is unknown: server .* answered 401" "$TMP/err" ||
+    { cat "$TMP/out" "$TMP/err"; fail "a wrong read token: exit $rc"; }
+note "the fleet's driver: the server's most common one of the other nodes (535.104.05) fails a 550.54.15 node"
 check "" --server="$SERVER_URL" --push --write-token-file="$TMP/wrong-token"
 [ $rc = 0 ] && grep -q "gpulse check: the result was not pushed: gpulse server .* answered 401" "$TMP/err" ||
     { cat "$TMP/err"; fail "a wrong write token: exit $rc"; }
