@@ -54,14 +54,15 @@ static int help_man(int argc, char **argv)
     struct gp_run_config rc;
     struct gp_top_config tc;
     const struct gp_cfg_section all[] = {gp_agent_cfg_section(&ac), gp_server_cfg_section(&sc),
-                                         gp_run_cfg_section(&rc), gp_top_cfg_section(&tc)};
+                                         gp_run_cfg_section(&rc), gp_top_cfg_section(&tc),
+                                         gp_check_cfg_section()};
     if (argc == 2 && (!strcmp(argv[0], "flags") || !strcmp(argv[0], "keys")))
         for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
             if (!strcmp(argv[1], all[i].name)) {
                 gp_cfg_man(stdout, &all[i], 1, argv[0][0] == 'k');
                 return fflush(stdout) ? 1 : 0;
             }
-    fprintf(stderr, "usage: gpulse help-man flags|keys agent|server|run|top\n");
+    fprintf(stderr, "usage: gpulse help-man flags|keys agent|server|run|top|check\n");
     return 2;
 }
 

@@ -21,6 +21,7 @@
 
 #include "insight/faults.h"
 #include "lib/buf.h"
+#include "lib/cfg.h"
 #include "sources/frame.h"
 #include "sources/kmsg_xid.h"
 
@@ -108,5 +109,8 @@ void gp_check_json(const struct gp_check_result *r, const char *node, int64_t ti
 void gp_check_text(const struct gp_check_result *r, const char *node, struct gp_buf *b);
 
 int gp_check_main(int argc, char **argv);
+
+/* The `check:` settings table, for `gpulse help-man` (the man pages). */
+struct gp_cfg_section gp_check_cfg_section(void);
 
 #endif

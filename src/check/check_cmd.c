@@ -98,6 +98,12 @@ static struct gp_cfg_section section(struct ck_config *c)
     return (struct gp_cfg_section){"check", keys, sizeof keys / sizeof keys[0], c};
 }
 
+struct gp_cfg_section gp_check_cfg_section(void)
+{
+    static struct ck_config table_only; /* for the man pages: the keys, never filled */
+    return section(&table_only);
+}
+
 static void usage(FILE *out)
 {
     fprintf(out, "usage: gpulse check [--config FILE] [flags]\n\n"
