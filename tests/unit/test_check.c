@@ -283,7 +283,27 @@ static void test_eval_skipped(void)
     gp_frame_free(&f);
 }
 
+/* docs/config.md's Check section and gpulse.example.yaml's check: name
+ * every key of the settings table, and the example loads. */
+static void test_docs_keys(void)
+{
+    struct gp_cfg_section s = gp_check_cfg_section();
+    const char *doc = strstr(gp_test_repo_text("docs/config.md"), "## Check");
+    const char *ex = strstr(gp_test_repo_text("gpulse.example.yaml"), "\ncheck:\n");
+    CHECK(doc && ex);
+    for (size_t i = 0; doc && ex && i < s.nkeys; i++) {
+        char needle[80];
+        snprintf(needle, sizeof needle, "| `%s` |", s.keys[i].yaml);
+        if (!strstr(doc, needle))
+            gp_test_fail(__FILE__, __LINE__, "docs/config.md's check section lacks %s", needle);
+        snprintf(needle, sizeof needle, "\n  %s:", s.keys[i].yaml);
+        if (!strstr(ex, needle))
+            gp_test_fail(__FILE__, __LINE__, "gpulse.example.yaml's check section lacks %s", s.keys[i].yaml);
+    }
+}
+
 const struct gp_test gp_tests_check[] = {
+    {"docs_keys", test_docs_keys},
     {"kmsg_good", test_kmsg_good},
     {"kmsg_malformed", test_kmsg_malformed},
     {"kmsg_file", test_kmsg_file},
