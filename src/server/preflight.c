@@ -168,7 +168,8 @@ static void get(struct gp_server *s, const struct gp_http_request *req, struct g
     resp->content_type = "application/json";
     gp_buf_puts(&resp->body, "{\"status\":\"success\",\"data\":[");
     pthread_mutex_lock(&p->mu);
-    qsort(p->v, p->n, sizeof *p->v, by_node);
+    if (p->n)
+        qsort(p->v, p->n, sizeof *p->v, by_node);
     unsigned k = 0;
     for (unsigned i = 0; i < p->n; i++) {
         if (want && strcmp(want, p->v[i].node))

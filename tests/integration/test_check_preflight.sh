@@ -110,6 +110,7 @@ printf 'r-secret\n' >"$TMP/read-token"
 printf 'wrong\n' >"$TMP/wrong-token"
 start_server --write-token-file "$TMP/write-token" --read-token-file "$TMP/read-token"
 api() { curl -sfg -H "Authorization: Bearer r-secret" "$SERVER_URL$1"; }
+[ "$(api /api/v1/health/preflight)" = '{"status":"success","data":[]}' ] || fail "no preflight yet: $(api /api/v1/health/preflight)"
 check "at 0 gpu 1 remap_pending 1" --server="$SERVER_URL" --push --write-token-file="$TMP/write-token" \
     --read-token-file="$TMP/read-token"
 [ $rc = 1 ] && [ ! -s "$TMP/err" ] || { cat "$TMP/out" "$TMP/err"; fail "push of a failed check: exit $rc"; }
