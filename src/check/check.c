@@ -308,6 +308,34 @@ static int check_driver(const struct gp_frame *f, const struct gp_check_expect *
                ? GP_OK : GP_ENOMEM;
 }
 
+/* NVML's 12040 as "12.4". */
+static void cuda_text(int v, char *out, size_t len)
+{
+    snprintf(out, len, "%d.%d", v / 1000, v % 1000 / 10);
+}
+
+static int check_cuda(const struct gp_frame *f, const struct gp_check_expect *e, struct gp_check_result *r)
+{
+    if (!e->cuda || !*e->cuda)
+        return add(r, GP_CK_CUDA, GP_CHECK_SKIPPED, NULL, NULL, "no fleet CUDA version given (cuda_version)")
+                   ? GP_OK : GP_ENOMEM;
+    char have[24];
+    for (unsigned i = 0; i < f->ngpus; i++) {
+        const struct gp_gpu *g = &f->gpus[i];
+        if (!is_gpu(g) || g->cuda_version <= 0)
+            continue;
+        cuda_text(g->cuda_version, have, sizeof have);
+        if (strcmp(have, e->cuda))
+            return add(r, GP_CK_CUDA, GP_CHECK_FAILED, NULL, NULL, "the driver's CUDA is %s, the fleet's is %s", have,
+                       e->cuda)
+                       ? GP_OK : GP_ENOMEM;
+        return add(r, GP_CK_CUDA, GP_CHECK_OK, NULL, NULL, "the driver's CUDA is %s, as the fleet's", have)
+                   ? GP_OK : GP_ENOMEM;
+    }
+    return add(r, GP_CK_CUDA, GP_CHECK_SKIPPED, NULL, NULL, "NVML does not say the driver's CUDA version")
+               ? GP_OK : GP_ENOMEM;
+}
+
 int gp_check_eval(const struct gp_frame *f, const struct gp_check_expect *e,
                   const struct gp_check_xids *xs, struct gp_check_result *r)
 {
@@ -332,6 +360,8 @@ int gp_check_eval(const struct gp_frame *f, const struct gp_check_expect *e,
         rc = check_thermal_power(f, e, r);
     if (!rc)
         rc = check_driver(f, e, r);
+    if (!rc)
+        rc = check_cuda(f, e, r);
     if (rc)
         gp_check_result_free(r);
     return rc;

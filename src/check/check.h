@@ -41,7 +41,8 @@
     X(CLOCKS, "clocks", DRAIN_INSPECT)                                                             \
     X(TEMP, "temperature", DRAIN_INSPECT)                                                          \
     X(POWER, "power_limit", DRAIN_INSPECT)                                                         \
-    X(DRIVER, "driver_version", DRAIN_INSPECT)
+    X(DRIVER, "driver_version", DRAIN_INSPECT)                                                     \
+    X(CUDA, "cuda_version", DRAIN_INSPECT)
 
 enum gp_check_id {
 #define GP_CK_ENUM_(id, name, act) GP_CK_##id,
@@ -69,6 +70,7 @@ struct gp_check_expect {
     const char *model;          /* a substring of each GPU's model name */
     const char *driver;         /* the fleet's driver version */
     const char *driver_source;  /* where it came from, for reasons: "--driver-version", "the server" */
+    const char *cuda;           /* the fleet's CUDA version, "12.4" */
     unsigned max_temp_c;        /* an idle GPU at or above this is failing its cooling */
     unsigned min_power_pct;     /* enforced power limit at least this % of the model's default */
     int64_t xid_window_ms;      /* XIDs this recent count */

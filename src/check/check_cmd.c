@@ -12,7 +12,8 @@
  *     that happen after it registers, so it cannot answer "in the last
  *     hours"; the kernel log keeps them since boot without a server.
  *  4. The fleet's driver version: --driver-version, else the most common
- *     driver of the other nodes' GPUs in the server's /api/v1/gpus.
+ *     driver of the other nodes' GPUs in the server's /api/v1/gpus; its
+ *     CUDA version: --cuda-version (the inventory does not carry it).
  *  5. The result: text or --json on stdout; with --push, POSTed to the
  *     server's /api/v1/health/preflight with the write token. A push
  *     that fails is said on stderr and leaves the exit status alone: the
@@ -45,6 +46,7 @@ struct ck_config {
     uint64_t gpus;
     char model[96];
     char driver[80];
+    char cuda[24];
     int64_t xid_window_ms;
     char kernel_log[CK_PATH_LEN];
     uint64_t max_temp;
@@ -66,6 +68,8 @@ struct ck_config {
       "text each GPU's model name must contain (\"H100\"); empty: any model")                      \
     X(driver, "driver_version", "driver-version", STR, "",                                        \
       "the fleet's driver version; empty: the server's most common one, when a server is set")    \
+    X(cuda, "cuda_version", "cuda-version", STR, "",                                              \
+      "the fleet's CUDA version as MAJOR.MINOR (\"12.4\"); empty: not checked")                 \
     X(xid_window_ms, "xid_window", "xid-window", DURATION, "24h",                                 \
       "a hardware XID in the kernel log this recent fails the node")                              \
     X(kernel_log, "kernel_log", "kernel-log", STR, "/dev/kmsg",                                   \
@@ -264,6 +268,10 @@ static int validate(const struct ck_config *c, char *err, size_t errlen)
         return gp_seterr(err, errlen, GP_ECONFIG, "server '%s' must start with http:// or https://", c->server);
     if (c->push && !c->server[0])
         return gp_seterr(err, errlen, GP_ECONFIG, "push needs a server (--server URL)");
+    unsigned maj, min;
+    char tail;
+    if (c->cuda[0] && (sscanf(c->cuda, "%u.%u%c", &maj, &min, &tail) != 2 || maj > 99 || min > 99))
+        return gp_seterr(err, errlen, GP_ECONFIG, "cuda_version '%s' must be MAJOR.MINOR, e.g. 12.4", c->cuda);
     if (c->gpus > 1024)
         return gp_seterr(err, errlen, GP_ECONFIG, "gpus must be at most 1024");
     if (c->max_temp > 150)
@@ -329,7 +337,7 @@ int gp_check_main(int argc, char **argv)
     int ret = 2;
     char fleet[80] = "";
     struct gp_check_expect e = {.gpus = (unsigned)c.gpus, .model = c.model, .driver = c.driver,
-                                .driver_source = "driver_version", .max_temp_c = (unsigned)c.max_temp,
+                                .driver_source = "driver_version", .cuda = c.cuda, .max_temp_c = (unsigned)c.max_temp,
                                 .min_power_pct = (unsigned)c.min_power_pct, .xid_window_ms = c.xid_window_ms};
     bool curl = false;
     if (c.server[0]) {

@@ -257,6 +257,28 @@ nvmlReturn_t nvmlSystemGetDriverVersion(char *version, unsigned length)
     return rc ? rc : leave(copy_str(version, length, fk_scn.driver));
 }
 
+nvmlReturn_t nvmlSystemGetCudaDriverVersion(int *v)
+{
+    nvmlReturn_t rc = enter("nvmlSystemGetCudaDriverVersion");
+    if (!rc && !v)
+        rc = FK_E_INVALID_ARGUMENT;
+    if (!rc)
+        *v = (int)fk_scn.cuda;
+    return rc ? rc : leave(FK_SUCCESS);
+}
+
+#ifndef FAKENVML_OLD_DRIVER
+nvmlReturn_t nvmlSystemGetCudaDriverVersion_v2(int *v)
+{
+    nvmlReturn_t rc = enter("nvmlSystemGetCudaDriverVersion_v2");
+    if (!rc && !v)
+        rc = FK_E_INVALID_ARGUMENT;
+    if (!rc)
+        *v = (int)fk_scn.cuda;
+    return rc ? rc : leave(FK_SUCCESS);
+}
+#endif
+
 static nvmlReturn_t get_count(const char *fn, unsigned *n)
 {
     nvmlReturn_t rc = enter(fn);

@@ -16,7 +16,7 @@ check() {
     rc=0
     GPULSE_FAKENVML_SCENARIO=$TMP/node.scn "$GPULSE" check --hostname=n1 --kernel-log= "$@" >"$TMP/out" 2>"$TMP/err" || rc=$?
 }
-check "" --gpus 2 --model H100 --driver-version 550.54.15
+check "" --gpus 2 --model H100 --driver-version 550.54.15 --cuda-version 12.4
 [ $rc = 0 ] || { cat "$TMP/out" "$TMP/err"; fail "a healthy node exited $rc"; }
 grep -q '^n1: ready (1 skipped)$' "$TMP/out" || { cat "$TMP/out"; fail "no 'ready' line"; }
 note "healthy node: exit 0, ready"
@@ -61,7 +61,15 @@ check "" --model A100
     { cat "$TMP/out"; fail "a wrong model"; }
 check "" --driver-version 535.104.05
 [ $rc = 1 ] && grep -q "driver 550.54.15, the fleet's is 535.104.05" "$TMP/out" || { cat "$TMP/out"; fail "another driver"; }
-note "gpus, model, driver: each fails alone"
+check "" --cuda-version 12.4
+[ $rc = 0 ] && grep -q "^ok      cuda_version *the driver's CUDA is 12.4, as the fleet's" "$TMP/out" || { cat "$TMP/out"; fail "CUDA 12.4"; }
+check "cuda 12020" --cuda-version 12.4
+[ $rc = 1 ] && grep -q "^FAILED  cuda_version *the driver's CUDA is 12.2, the fleet's is 12.4: drain the node" "$TMP/out" ||
+    { cat "$TMP/out"; fail "CUDA 12.2 on a 12.4 fleet"; }
+rc=0; GPULSE_NVML_LIBRARY=$ROOT/build/fakenvml/old/libnvidia-ml.so.1 GPULSE_FAKENVML_SCENARIO=$BASE "$GPULSE" check --kernel-log= \
+    --cuda-version 12.4 >"$TMP/out" 2>&1 || rc=$?
+[ $rc = 0 ] && grep -q "cuda_version *the driver's CUDA is 12.4" "$TMP/out" || { cat "$TMP/out"; fail "CUDA through an old driver's symbol"; }
+note "gpus, model, driver, CUDA (new and old symbol): each fails alone"
 
 # XIDs from the kernel log (kmsg's format, times on CLOCK_MONOTONIC)
 python3 - "$TMP/kmsg" <<'PY'
@@ -102,6 +110,8 @@ check "" --max-temperature=500
 [ $rc = 2 ] && grep -q "max_temperature must be at most 150" "$TMP/err" || { cat "$TMP/err"; fail "bad max-temperature"; }
 check "" --push
 [ $rc = 2 ] && grep -q "push needs a server" "$TMP/err" || { cat "$TMP/err"; fail "--push without a server"; }
+check "" --cuda-version=12
+[ $rc = 2 ] && grep -q "cuda_version '12' must be MAJOR.MINOR" "$TMP/err" || { cat "$TMP/err"; fail "bad cuda-version"; }
 note "no NVML, bad flags: exit 2 with a message"
 # the push: with the write token, read back per node; a wrong token and a
 # malformed document are refused; the exit status stays the checks'

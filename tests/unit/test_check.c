@@ -136,6 +136,7 @@ static void healthy(struct gp_frame *f)
         snprintf(g->uuid, sizeof g->uuid, "GPU-%u", i);
         snprintf(g->pci_bus_id, sizeof g->pci_bus_id, "00000000:%u8:00.0", i + 1);
         snprintf(g->driver, sizeof g->driver, "550.54.15");
+        g->cuda_version = 12040;
         gp_gpu_set(g, GPF_ECC_DBE_VOL, 0);
         gp_gpu_set(g, GPF_RETIRED_PENDING, 0);
         gp_gpu_set(g, GPF_REMAP_PENDING, 0);
@@ -151,7 +152,7 @@ static void healthy(struct gp_frame *f)
     }
 }
 
-static const struct gp_check_expect expect = {.gpus = 2, .model = "H100", .driver = "550.54.15",
+static const struct gp_check_expect expect = {.gpus = 2, .model = "H100", .driver = "550.54.15", .cuda = "12.4",
                                               .max_temp_c = 85, .min_power_pct = 90,
                                               .xid_window_ms = 24 * 3600 * 1000LL};
 
@@ -245,6 +246,9 @@ static void test_eval_faults(void)
     healthy(&f);
     snprintf(f.gpus[0].driver, sizeof f.gpus[0].driver, "535.104.05");
     expect_one(&f, NULL, GP_CK_DRIVER, -1, "", GP_FA_DRAIN_INSPECT, "driver 535.104.05, the fleet's is 550.54.15");
+    healthy(&f);
+    f.gpus[0].cuda_version = f.gpus[1].cuda_version = 12020;
+    expect_one(&f, NULL, GP_CK_CUDA, -1, "", GP_FA_DRAIN_INSPECT, "the driver's CUDA is 12.2, the fleet's is 12.4");
     /* a hardware XID an hour ago on GPU 1 (bus 0x28); one 2 days ago on GPU 0 is too old */
     healthy(&f);
     int64_t now = 100LL * 3600 * 1000000;
@@ -264,20 +268,22 @@ static void test_eval_skipped(void)
     for (unsigned i = 0; i < 2; i++) {
         memset(f.gpus[i].valid, 0, sizeof f.gpus[i].valid);
         f.gpus[i].clock_events_valid = false;
+        f.gpus[i].cuda_version = 0;
     }
     struct gp_check_xids xs = {.read = false};
     snprintf(xs.why, sizeof xs.why, "cannot read the kernel log /dev/kmsg: Operation not permitted");
     struct gp_check_result r;
     CHECK_INT(gp_check_eval(&f, &expect, &xs, &r), GP_OK);
     CHECK_INT(r.failed, 0);
-    CHECK_INT(r.skipped, 8);
+    CHECK_INT(r.skipped, 9);
     CHECK_INT(gp_check_exit_code(&r), 0);
     struct gp_buf b;
     gp_buf_init(&b, 0);
     gp_check_text(&r, "n1", &b);
     gp_buf_putc(&b, '\0');
     CHECK_CONTAINS(b.data, "skipped recent_xid               cannot read the kernel log /dev/kmsg: Operation not permitted\n");
-    CHECK_CONTAINS(b.data, "n1: ready (8 skipped)\n");
+    CHECK_CONTAINS(b.data, "skipped cuda_version             NVML does not say the driver's CUDA version\n");
+    CHECK_CONTAINS(b.data, "n1: ready (9 skipped)\n");
     gp_buf_free(&b);
     gp_check_result_free(&r);
     gp_frame_free(&f);
