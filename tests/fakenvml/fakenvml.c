@@ -257,9 +257,9 @@ nvmlReturn_t nvmlSystemGetDriverVersion(char *version, unsigned length)
     return rc ? rc : leave(copy_str(version, length, fk_scn.driver));
 }
 
-nvmlReturn_t nvmlSystemGetCudaDriverVersion(int *v)
+static nvmlReturn_t cuda_version(const char *fn, int *v)
 {
-    nvmlReturn_t rc = enter("nvmlSystemGetCudaDriverVersion");
+    nvmlReturn_t rc = enter(fn);
     if (!rc && !v)
         rc = FK_E_INVALID_ARGUMENT;
     if (!rc)
@@ -267,15 +267,15 @@ nvmlReturn_t nvmlSystemGetCudaDriverVersion(int *v)
     return rc ? rc : leave(FK_SUCCESS);
 }
 
+nvmlReturn_t nvmlSystemGetCudaDriverVersion(int *v)
+{
+    return cuda_version("nvmlSystemGetCudaDriverVersion", v);
+}
+
 #ifndef FAKENVML_OLD_DRIVER
 nvmlReturn_t nvmlSystemGetCudaDriverVersion_v2(int *v)
 {
-    nvmlReturn_t rc = enter("nvmlSystemGetCudaDriverVersion_v2");
-    if (!rc && !v)
-        rc = FK_E_INVALID_ARGUMENT;
-    if (!rc)
-        *v = (int)fk_scn.cuda;
-    return rc ? rc : leave(FK_SUCCESS);
+    return cuda_version("nvmlSystemGetCudaDriverVersion_v2", v);
 }
 #endif
 
