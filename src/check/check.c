@@ -201,7 +201,7 @@ static int check_xids(const struct gp_frame *f, const struct gp_check_expect *e,
             return GP_ENOMEM;
     }
     if (r->failed == failed &&
-        !add(r, GP_CK_XID, GP_CHECK_OK, NULL, NULL, "no hardware XID in the last %.0f h (%u XID%s of the application's kind)%s",
+        !add(r, GP_CK_XID, GP_CHECK_OK, NULL, NULL, "no hardware XID in the last %.0f h (%u other XID%s: the application's, or asking nothing)%s",
              (double)e->xid_window_ms / 3.6e6, recent, recent == 1 ? "" : "s",
              xs->malformed ? "; some kernel log lines were malformed" : ""))
         return GP_ENOMEM;

@@ -199,7 +199,7 @@ static void test_eval_healthy(void)
     gp_check_json(&r, "n1", 1700000000000, 2, &b);
     gp_buf_putc(&b, '\0');
     CHECK_CONTAINS(b.data, "{\"node\":\"n1\",\"time\":1700000000,\"status\":\"ok\",\"action\":\"none\",\"gpus\":2,");
-    CHECK_CONTAINS(b.data, "{\"check\":\"recent_xid\",\"status\":\"ok\",\"reason\":\"no hardware XID in the last 24 h (1 XID");
+    CHECK_CONTAINS(b.data, "{\"check\":\"recent_xid\",\"status\":\"ok\",\"reason\":\"no hardware XID in the last 24 h (1 other XID: the application's, or asking nothing)");
     gp_buf_free(&b);
     gp_check_result_free(&r);
     gp_frame_free(&f);
