@@ -10,6 +10,7 @@
 #include "store/labels.h"
 #include "store/segment.h"
 #include "store/store_fmt.h"
+#include "store/store_int.h"
 #include "store_testlib.h"
 
 #include <dirent.h>
@@ -146,12 +147,14 @@ static void test_retried_request_is_duplicate(void)
     struct gp_store *s = topen(gp_test_tmpdir(), NULL);
     int64_t t0 = gp_st_floor(tnow_ms() - 3600 * 1000, 3600 * 1000) + 1000; /* one block window */
     struct treq r;
-    treq_build(&r, 0, 5, 300, t0, 1000, NULL); /* chunks 0-119, 120-239, head 240-299 */
+    /* Two closed chunks of H samples, then 60 in the head. */
+    enum { H = GP_ST_HEAD_SAMPLES, N = 2 * H + 60 };
+    treq_build(&r, 0, 5, N, t0, 1000, NULL);
     struct gp_append_result res = tappend(s, &r);
-    CHECK_INT(res.accepted, 1500);
+    CHECK_INT(res.accepted, 5 * N);
     treq_free(&r);
-    /* A retry of the last 100 (spanning the cut at 240): all duplicates. */
-    treq_build(&r, 0, 5, 100, t0 + 200 * 1000, 1000, NULL);
+    /* A retry of the last 100 (spanning the cut at 2H): all duplicates. */
+    treq_build(&r, 0, 5, 100, t0 + (N - 100) * 1000, 1000, NULL);
     res = tappend(s, &r);
     CHECK_INT(res.duplicate, 500);
     CHECK_INT(res.out_of_order, 0);
@@ -164,12 +167,12 @@ static void test_retried_request_is_duplicate(void)
     treq_free(&r);
     /* The same time with another value inside the chunks: out of order too. */
     double v[1] = {1234.5};
-    treq_build(&r, 0, 1, 1, t0 + 250 * 1000, 1000, v);
+    treq_build(&r, 0, 1, 1, t0 + (2 * H + 10) * 1000, 1000, v);
     res = tappend(s, &r);
     CHECK_INT(res.out_of_order, 1);
     treq_free(&r);
     for (uint32_t k = 0; k < 5; k++)
-        check_fill(s, k, t0, 300);
+        check_fill(s, k, t0, N);
     gp_store_close(s);
 }
 
@@ -832,11 +835,12 @@ static void test_damaged_chunk_file(void)
     const char *dir = gp_test_tmpdir();
     struct gp_store *s = topen(dir, NULL);
     int64_t t0 = gp_st_floor(tnow_ms() - 1800 * 1000, 60000);
-    tfill(s, 4, 600, t0, 600); /* 5 chunks per series in the first chunk file */
+    tfill(s, 4, 600, t0, 600); /* a closed chunk and an open one per series */
     gp_store_close(s);
     damage(dir, "chunks", "00000000.chk", 100); /* in the first record */
-    /* Logged and reported; only the damaged chunk (120 samples of one
-     * series) is lost: the records after it are found again. */
+    /* Logged and reported; only the damaged chunk (GP_ST_HEAD_SAMPLES
+     * samples of one series) is lost: the records after it are found
+     * again. */
     s = topen(dir, NULL);
     struct gp_store_stats st;
     gp_store_stats(s, &st);
@@ -845,16 +849,16 @@ static void test_damaged_chunk_file(void)
     for (uint32_t k = 0; k < 4; k++) {
         struct gp_samples x = {0};
         CHECK_INT(gp_store_read(s, tid(s, k), INT64_MIN, INT64_MAX, &x), GP_OK);
-        CHECK(x.n == 600 || x.n == 480);
-        short_ones += x.n == 480;
-        CHECK_INT(x.t[0], x.n == 600 ? t0 : t0 + 120 * 1000);
+        CHECK(x.n == 600 || x.n == 600 - GP_ST_HEAD_SAMPLES);
+        short_ones += x.n == 600 - GP_ST_HEAD_SAMPLES;
+        CHECK_INT(x.t[0], x.n == 600 ? t0 : t0 + GP_ST_HEAD_SAMPLES * 1000);
         for (size_t i = 1; i < x.n; i++)
             CHECK(x.t[i] == x.t[i - 1] + 1000);
         total += x.n;
         gp_samples_free(&x);
     }
     CHECK_INT(short_ones, 1);
-    CHECK_INT(total, 4 * 600 - 120);
+    CHECK_INT(total, 4 * 600 - GP_ST_HEAD_SAMPLES);
     /* New samples still go in after the last one held. */
     struct treq r;
     treq_build(&r, 0, 4, 1, t0 + 600 * 1000, 1000, NULL);

@@ -106,11 +106,13 @@ static void find_file(char *out, size_t len, const char *dir, const char *sub, c
 
 /*
  * The store every head.snap case starts from: NSER series with 1100
- * samples (one a second) in complete, compacted windows, then 200 more
- * (one every 100 ms) in the current window: 120 of them in a chunk file,
- * 80 in the open head chunk, whose only durable copy after the closing
- * checkpoint is head.snap.
+ * samples (one a second) in complete, compacted windows, then RECENT
+ * more (one every 25 ms) in the current window: a head chunk's worth
+ * (GP_ST_HEAD_SAMPLES) in a chunk file, 80 in the open head chunk, whose
+ * only durable copy after the closing checkpoint is head.snap.
  */
+#define RECENT (GP_ST_HEAD_SAMPLES + 80)
+#define RECENT_STEP 25
 static int64_t build_blocks_and_chunks(const char *dir, int64_t *t1)
 {
     struct gp_store_options o = {.block_ms = BLOCK_MS, .no_sync = 1, .no_background = 1};
@@ -123,11 +125,11 @@ static int64_t build_blocks_and_chunks(const char *dir, int64_t *t1)
     gp_store_stats(s, &st);
     CHECK(st.blocks >= 8);
     CHECK_INT(st.head_chunks, 0);
-    /* The current window (20 s of it, up to 20 s ahead at a window's start). */
+    /* The current window (14 s of it, up to 14 s ahead at a window's start). */
     *t1 = gp_st_floor(now, BLOCK_MS) > now - 30000 ? gp_st_floor(now, BLOCK_MS) : now - 30000;
     struct treq r;
-    treq_build(&r, 0, NSER, 200, *t1, 100, NULL);
-    CHECK_INT(tappend(s, &r).accepted, NSER * 200);
+    treq_build(&r, 0, NSER, RECENT, *t1, RECENT_STEP, NULL);
+    CHECK_INT(tappend(s, &r).accepted, NSER * RECENT);
     treq_free(&r);
     gp_store_close(s);
     return t0;
@@ -139,7 +141,7 @@ static struct gp_store *reopen(const char *dir)
     return topen(dir, &o);
 }
 
-/* Every block and chunk-file sample is visible once; of the 200 recent
+/* Every block and chunk-file sample is visible once; of the RECENT
  * samples, those of the chunk file are, the head's 80 are lost (their
  * WAL segments were removed by the checkpoint that wrote head.snap). */
 static void check_rebuilt(struct gp_store *s, int64_t t0, int64_t t1, unsigned damage)
@@ -153,9 +155,9 @@ static void check_rebuilt(struct gp_store *s, int64_t t0, int64_t t1, unsigned d
         uint32_t id = tid(s, k);
         struct gp_samples x = {0};
         CHECK_INT(gp_store_read(s, id, t1, INT64_MAX, &x), GP_OK);
-        CHECK_INT(x.n, 120);
+        CHECK_INT(x.n, GP_ST_HEAD_SAMPLES);
         for (size_t i = 0; i < x.n; i++)
-            CHECK_INT(x.t[i], t1 + (int64_t)i * 100);
+            CHECK_INT(x.t[i], t1 + (int64_t)i * RECENT_STEP);
         gp_samples_free(&x);
     }
     /* New samples go in after the newest held. */
@@ -186,7 +188,7 @@ static void test_snap_missing_keeps_blocks(void)
             check_span(s, k, t0, 1100, 0, 0);
         struct gp_samples x = {0};
         CHECK_INT(gp_store_read(s, tid(s, 3), t1, INT64_MAX, &x), GP_OK);
-        CHECK_INT(x.n, 121);
+        CHECK_INT(x.n, GP_ST_HEAD_SAMPLES + 1);
         gp_samples_free(&x);
         gp_store_close(s);
     }
