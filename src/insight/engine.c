@@ -112,7 +112,12 @@ struct gp_engine {
     size_t npsel;
 };
 
-enum { ROLE_ALONE, ROLE_LEAD, ROLE_FOLLOW };
+/* A job's role here, from the gpulse_server values the cluster shows for
+ * it: SEEN_* bits while gathered, then one of ROLE_*. Until the cluster
+ * shows this server's own series of the job, the others' may not be
+ * there yet either: the job is not judged (ROLE_WAIT). */
+enum { SEEN_OWN = 1, SEEN_AFTER = 2, SEEN_BEFORE = 4 };
+enum { ROLE_WAIT = 8, ROLE_ALONE, ROLE_LEAD, ROLE_FOLLOW };
 
 static void free_peer_selections(struct gp_engine *e);
 
@@ -649,12 +654,12 @@ static int select_peers(struct gp_engine *e, int64_t mint, int64_t t_end, int64_
     if (!rc && !(rc = gp_matcher_init(&pm[2], GP_MATCH_NE, "gpulse_server", e->server, err, sizeof err)))
         have_srv = true;
     gp_buf_free(&jobs);
-    /* Who else holds these jobs: the series' names are enough (since =
-     * t_end: no samples move). */
+    /* Who holds these jobs: the series' names are enough (since = t_end:
+     * no samples move). */
     struct gp_store_selection who = {0};
     if (!rc) {
         pm[0] = info;
-        rc = gp_storage_select_since(e->o.store, pm, 3, mint, t_end, t_end, &who);
+        rc = gp_storage_select_since(e->o.store, pm, 2, mint, t_end, t_end, &who);
     }
     struct gp_buf lead;
     gp_buf_init(&lead, 0);
@@ -666,13 +671,18 @@ static int select_peers(struct gp_engine *e, int64_t mint, int64_t t_end, int64_
             continue;
         uint64_t k = key_of(job, "", "", "");
         uint64_t *r = omap_get(&e->roles, k);
-        int role = strcmp(srv, e->server) < 0 ? ROLE_FOLLOW : ROLE_LEAD;
-        if (r && (*r == ROLE_FOLLOW || role == ROLE_LEAD))
-            continue;
-        rc = omap_put(&e->roles, k, (uint64_t)role);
+        int c = strcmp(srv, e->server);
+        uint64_t seen = (r ? *r : 0) | (c < 0 ? SEEN_BEFORE : c > 0 ? SEEN_AFTER : SEEN_OWN);
+        rc = omap_put(&e->roles, k, seen);
     }
     if (who.series)
         gp_storage_selection_free(&who);
+    for (size_t i = 0; i < e->roles.cap; i++) {
+        uint64_t *v = &e->roles.v[i];
+        if (e->roles.k[i] != UINT64_MAX)
+            *v = !(*v & SEEN_OWN) ? ROLE_WAIT : (*v & SEEN_BEFORE) ? ROLE_FOLLOW
+                 : (*v & SEEN_AFTER) ? ROLE_LEAD : ROLE_ALONE;
+    }
     /* the led jobs' names, as a pattern */
     struct gp_strset led = {0};
     for (unsigned i = 0; !rc && i < e->view.ngpus; i++) {
@@ -943,7 +953,7 @@ static bool det_ours(const struct gp_engine *e, enum gp_detector d, const struct
         return true;
     if ((gp_detectors[d].scope == GP_SCOPE_JOB || d == GP_DET_STRAGGLER) && k->job[0]) {
         const uint64_t *r = omap_get(&e->roles, key_of(k->job, "", "", ""));
-        return !r || *r != ROLE_FOLLOW;
+        return r && (*r == ROLE_ALONE || *r == ROLE_LEAD);
     }
     return !k->node[0] || !omap_get(&e->pnodes, key_of(k->node, "", "", ""));
 }

@@ -1,13 +1,12 @@
 #!/usr/bin/env python3
 """span_feed.py URL_A URL_B SECONDS - remote-writes one job, span-1, whose
 4 ranks report through two servers (test_storage_remote_multi.sh), through
-rw.py's encoder (which shares no code with the server): node n1 (ranks 0
-and 1) to URL_A, node n2 (ranks 2 and 3) to URL_B. Every GPU is busy (SM
-active 0.9) but rank 2's (0.2): a straggler only a view of the whole job
-can name, as each server alone holds 2 GPUs, fewer than the straggler
-detector's 3 peers. Rank 3's GPU is nearly full (a per-GPU alert its own
-server, B, must raise alone). The last 90 s are written at once, then a
-sample a second until SECONDS have passed.
+rw.py's encoder (which shares no code with the server): node n1 (rank 0)
+to URL_A, node n2 (ranks 1-3, GPUs 0-2) to URL_B. Every GPU is busy (SM
+active 0.9) but rank 2's (0.2): a straggler. B alone holds 3 of the ranks,
+enough for the straggler detector to judge them; A alone, 1. Rank 3's GPU
+is nearly full (a per-GPU alert its own server, B, must raise alone). The last 90 s are written at once (A's,
+then 3 s later B's), then a sample a second until SECONDS have passed.
 """
 import os
 import sys
@@ -18,7 +17,7 @@ import rw  # noqa: E402
 
 url_a, url_b, seconds = sys.argv[1], sys.argv[2], float(sys.argv[3])
 MODEL = "NVIDIA H100 80GB HBM3"
-RANKS = [("n1", "0", 0), ("n1", "1", 1), ("n2", "0", 2), ("n2", "1", 3)]
+RANKS = [("n1", "0", 0), ("n2", "0", 1), ("n2", "1", 2), ("n2", "2", 3)]
 
 
 def series_at(node, times):
@@ -52,8 +51,11 @@ def write(url, series):
 now = int(time.time())
 T0 = now - 90
 back = list(range(T0, now + 1))
-for node, url in (("n1", url_a), ("n2", url_b)):
-    write(url, series_at(node, back))
+# A's part first: a job's ranks do not all start in the same second, and a
+# server judges a job only once the cluster shows its own part of it.
+write(url_a, series_at("n1", back))
+time.sleep(3)
+write(url_b, series_at("n2", back))
 end = time.time() + seconds
 t = now
 while time.time() < end:
