@@ -27,6 +27,7 @@ name() { [ "${MULTI_NAMES:-1}" = 0 ] || echo "--remote-server-name $1"; }
 # shellcheck disable=SC2046
 start_server "${ARGS[@]}" $(name a)
 A=$SERVER_URL A_PID=$SERVER_PID A_LOG=$SERVER_LOG
+# shellcheck disable=SC2034 # start_server reads it: b gets a data directory of its own
 SERVER_DATA=$TMP/data-b
 # shellcheck disable=SC2046
 start_server "${ARGS[@]}" $(name b)
@@ -67,3 +68,6 @@ sleep 5 # more ticks on both: nothing else may appear
     fail "b's memory alerts: '$(summary "$B" memory_near_exhaustion)'"
 note "straggler (rank 2 on n2) fired once, on a; n2's full GPU fired once, on b"
 kill "$FEED" 2>/dev/null || true
+stop_server # b; then a: both exit cleanly (the ASan build checks for leaks)
+SERVER_PID=$A_PID SERVER_LOG=$A_LOG
+stop_server
