@@ -8,7 +8,8 @@
 # fresh for each size); after --fill seconds each route is asked --n
 # times per server (median / p90 of curl's total time), then the
 # detectors' last evaluation tick, the server's CPU seconds over the fill
-# and its resident memory per GPU are printed. --window-off adds a fourth
+# (and per million samples ingested: the ingest cost with everything the
+# server does beside it) and its resident memory per GPU are printed. --window-off adds a fourth
 # column: VictoriaMetrics without the local window (remote_window: 0s,
 # every read from the cluster). Last, the VictoriaMetrics server is
 # restarted and the time its window's refill takes is printed. Not part
@@ -100,6 +101,11 @@ run_size() { # SPEC
     up "http://127.0.0.1:$AP/healthz"
     echo "filling for ${FILL}s: $spec, $INTERVAL ticks, into ${names[*]}" >&2
     sleep "$FILL"
+    local cpu1=() ing=()
+    for p in "${spids[@]}"; do cpu1+=("$(cpu_s "$p")"); done
+    for u in "${urls[@]}"; do
+        ing+=("$(curl -sf "$u/metrics" | awk '/^gpulse_server_samples_ingested_total / {print $2}')")
+    done
     local gpus series NOW
     gpus=$(curl -sf "${urls[0]}/api/v1/gpus" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["data"]))')
     series=$(curl -sf "${urls[0]}/api/v1/health" | python3 -c 'import json,sys; print(json.load(sys.stdin)["data"]["series"])')
@@ -137,8 +143,17 @@ run_size() { # SPEC
     row=$(printf '%-48s' "(server CPU s over the fill / MiB RSS per GPU)")
     local i=0
     for p in "${spids[@]}"; do
-        c=$(awk -v a="$(cpu_s "$p")" -v b="${cpu0[$i]}" 'BEGIN {print a - b}')
+        c=$(awk -v a="${cpu1[$i]}" -v b="${cpu0[$i]}" 'BEGIN {print a - b}')
         row+=$(printf ' %9.2f / %8.3f' "$c" "$(awk -v k="$(rss_kb "$p")" -v g="$gpus" 'BEGIN {print k / 1024 / (g ? g : 1)}')")
+        i=$((i + 1))
+    done
+    echo "$row"
+    row=$(printf '%-48s' "(samples ingested / server CPU s per M samples)")
+    i=0
+    for p in "${spids[@]}"; do
+        n=${ing[$i]}
+        c=$(awk -v a="${cpu1[$i]}" -v b="${cpu0[$i]}" 'BEGIN {print a - b}')
+        row+=$(printf ' %9.0f / %8.2f' "${n:-0}" "$(awk -v c="$c" -v n="${n:-0}" 'BEGIN {print n ? c * 1e6 / n : 0}')")
         i=$((i + 1))
     done
     echo "$row"

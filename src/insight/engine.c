@@ -11,12 +11,23 @@
  * maps find a series by id and an entity by the 64-bit hash of its key;
  * they are rebuilt whenever entities or series leave (compaction), which
  * is rare next to the ticks that only add.
+ *
+ * Several servers on one cluster (docs/storage.md): with a server name
+ * (gp_storage_server_name), the view holds this server's own GPUs (its
+ * window) and, for each job that also has ranks behind other servers and
+ * that this server leads (its name sorts first among those servers'
+ * gpulse_server values), the other servers' GPUs and ranks of that job,
+ * read from the cluster ("peer" entities). Per-GPU, per-node and
+ * rank-local detectors speak only of own entities; job-level ones
+ * (scope JOB, and straggler) only of jobs this server does not follow,
+ * so each alert is raised once, by one server, from the whole job.
  */
 #include "insight/engine.h"
 
 #include "lib/clock.h"
 #include "lib/err.h"
 #include "lib/log.h"
+#include "lib/strset.h"
 #include "store/labels.h"
 #include "lib/duration.h"
 
@@ -61,6 +72,7 @@ struct ent {
     unsigned ns, caps;
     uint64_t seen;
     int64_t label_t;           /* last_ms of the series its labels came from */
+    bool peer;                 /* another server's, in the view for a job this one leads */
 };
 
 /* uint64 -> uint64, open addressing; key UINT64_MAX is the empty slot. */
@@ -91,7 +103,23 @@ struct gp_engine {
     pthread_cond_t cv;
     bool stop;
     struct gp_engine_stats st;
+
+    /* several servers on one cluster (see the top) */
+    const char *server;        /* this one's name; NULL: the only server */
+    struct omap roles;         /* key_of(job) -> ROLE_*, this tick */
+    struct omap pnodes;        /* key_of(node) of peer entities */
+    struct gp_store_selection *psel; /* peers' selections, read by fill() */
+    size_t npsel;
 };
+
+/* A job's role here, from the gpulse_server values the cluster shows for
+ * it: SEEN_* bits while gathered, then one of ROLE_*. Until the cluster
+ * shows this server's own series of the job, the others' may not be
+ * there yet either: the job is not judged (ROLE_WAIT). */
+enum { SEEN_OWN = 1, SEEN_AFTER = 2, SEEN_BEFORE = 4 };
+enum { ROLE_WAIT = 8, ROLE_ALONE, ROLE_LEAD, ROLE_FOLLOW };
+
+static void free_peer_selections(struct gp_engine *e);
 
 /* ---- maps ---- */
 
@@ -248,6 +276,7 @@ int gp_engine_new(struct gp_engine **out, const struct gp_engine_options *o, cha
     if (!e)
         return gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
     e->o = *o;
+    e->server = gp_storage_server_name(o->store);
     e->npoints = (unsigned)(o->window_ms / o->step_ms + 1);
     e->lookback_ms = 2 * o->step_ms > 60000 ? 2 * o->step_ms : 60000;
     e->margin_ms = 2 * o->step_ms > 30000 ? 2 * o->step_ms : 30000;
@@ -300,6 +329,10 @@ void gp_engine_close(struct gp_engine *e)
     omap_free(&e->ids);
     omap_free(&e->gkeys);
     omap_free(&e->pkeys);
+    free_peer_selections(e);
+    omap_free(&e->roles);
+    omap_free(&e->pnodes);
+    free(e->psel);
     free(e->scratch);
     gp_samples_free(&e->smp);
     pthread_mutex_destroy(&e->mu);
@@ -495,6 +528,207 @@ static int add_series(struct ent *en, uint32_t id, int row, enum combine c, doub
 
 #define IS_PROC (UINT64_C(1) << 63)
 
+/* Places the new series of one metric's selection (peer: another
+ * server's, for a job this one leads). */
+static int place(struct gp_engine *e, const struct metric *m, const struct gp_store_selection *sel,
+                 bool peer)
+{
+    int rc = GP_OK;
+    bool proc = m->route == R_PROC || m->route == R_ALLOC || m->route == R_PHASE;
+    for (size_t i = 0; i < sel->n && !rc; i++) {
+        const struct gp_store_series *s = &sel->series[i];
+        uint64_t *v = omap_get(&e->ids, s->id);
+        if (v) {
+            unsigned ei = (unsigned)(*v >> 32 & 0x7fffffff), si = (unsigned)*v;
+            struct ent *en = (*v & IS_PROC) ? &e->pents[ei] : &e->gents[ei];
+            en->s[si].seen = e->tick_no;
+            en->seen = e->tick_no;
+            if (!(*v & IS_PROC))
+                gpu_labels(e, ei, s);
+            continue;
+        }
+        enum combine c;
+        int row = route(m, s, &c);
+        if (row < 0)
+            continue;
+        long ei = proc ? proc_entity(e, s) : gpu_entity(e, s);
+        if (ei == -1)
+            continue;
+        if (ei < 0)
+            return GP_ENOMEM;
+        struct ent *en = proc ? &e->pents[ei] : &e->gents[ei];
+        en->seen = e->tick_no;
+        en->peer |= peer;
+        if ((rc = add_series(en, s->id, row, c, m->scale, e->tick_no)) ||
+            (rc = omap_put(&e->ids, s->id,
+                           (proc ? IS_PROC : 0) | (uint64_t)ei << 32 | (en->ns - 1))))
+            break;
+        e->nseries++;
+        if (!proc)
+            gpu_labels(e, (unsigned)ei, s);
+    }
+    return rc;
+}
+
+/* Appends s to b as a regular expression that matches it literally. */
+static void re_quote(struct gp_buf *b, const char *s)
+{
+    for (; *s; s++) {
+        if (strchr("\\.+*?()|[]{}^$", *s))
+            gp_buf_putc(b, '\\');
+        gp_buf_putc(b, *s);
+    }
+}
+
+static void add_job(void *arg, const char *job, size_t len)
+{
+    struct gp_buf *b = arg;
+    char tmp[GP_JOB_LEN];
+    if (len >= sizeof tmp)
+        return;
+    memcpy(tmp, job, len);
+    tmp[len] = '\0';
+    if (b->len)
+        gp_buf_putc(b, '|');
+    re_quote(b, tmp);
+}
+
+static void free_peer_selections(struct gp_engine *e)
+{
+    for (size_t i = 0; i < e->npsel; i++)
+        gp_storage_selection_free(&e->psel[i]);
+    free(e->psel);
+    e->psel = NULL;
+    e->npsel = 0;
+}
+
+/* The nodes of peer entities, for det_emit. */
+static int index_peer_nodes(struct gp_engine *e)
+{
+    omap_clear(&e->pnodes);
+    int rc = GP_OK;
+    for (unsigned i = 0; !rc && i < e->view.ngpus; i++)
+        if (e->gents[i].peer)
+            rc = omap_put(&e->pnodes, key_of(e->view.gpus[i].node, "", "", ""), 1);
+    for (unsigned i = 0; !rc && i < e->view.nprocs; i++)
+        if (e->pents[i].peer)
+            rc = omap_put(&e->pnodes, key_of(e->view.procs[i].node, "", "", ""), 1);
+    return rc;
+}
+
+/*
+ * Several servers (see the top): sets each own job's role from the
+ * servers the cluster names for it (gpulse_job_info's gpulse_server
+ * values over the window), then selects the other servers' series of the
+ * jobs this one leads, one request per metric, and places them as peers.
+ */
+static int select_peers(struct gp_engine *e, int64_t mint, int64_t t_end, int64_t since)
+{
+    omap_clear(&e->roles);
+    struct gp_strset own = {0};
+    for (unsigned i = 0; i < e->view.ngpus; i++)
+        if (!e->gents[i].peer && e->gents[i].seen == e->tick_no && e->view.gpus[i].job[0])
+            gp_strset_add(&own, e->view.gpus[i].job, strlen(e->view.gpus[i].job));
+    for (unsigned i = 0; i < e->view.nprocs; i++)
+        if (!e->pents[i].peer && e->pents[i].seen == e->tick_no && e->view.procs[i].job[0])
+            gp_strset_add(&own, e->view.procs[i].job, strlen(e->view.procs[i].job));
+    struct gp_buf jobs;
+    gp_buf_init(&jobs, 0);
+    gp_strset_each(&own, add_job, &jobs);
+    int rc = own.err ? own.err : jobs.err ? GP_ENOMEM : GP_OK;
+    gp_strset_free(&own);
+    if (rc || !jobs.len) {
+        gp_buf_free(&jobs);
+        return rc;
+    }
+    gp_buf_putc(&jobs, '\0');
+    char err[256];
+    /* pm[0]: the metric (borrowed for the peers' selections), pm[1]: the
+     * jobs, pm[2]: not this server */
+    struct gp_matcher info, pm[3];
+    bool have_info = false, have_jobs = false, have_srv = false;
+    rc = jobs.err ? GP_ENOMEM : gp_matcher_init(&info, GP_MATCH_EQ, "__name__", "gpulse_job_info", err, sizeof err);
+    have_info = !rc;
+    if (!rc && !(rc = gp_matcher_init(&pm[1], GP_MATCH_RE, "job", jobs.data, err, sizeof err)))
+        have_jobs = true;
+    if (!rc && !(rc = gp_matcher_init(&pm[2], GP_MATCH_NE, "gpulse_server", e->server, err, sizeof err)))
+        have_srv = true;
+    gp_buf_free(&jobs);
+    /* Who holds these jobs: the series' names are enough (since = t_end:
+     * no samples move). */
+    struct gp_store_selection who = {0};
+    if (!rc) {
+        pm[0] = info;
+        rc = gp_storage_select_since(e->o.store, pm, 2, mint, t_end, t_end, &who);
+    }
+    struct gp_buf lead;
+    gp_buf_init(&lead, 0);
+    for (size_t i = 0; !rc && i < who.n; i++) {
+        char job[GP_JOB_LEN], srv[64];
+        label(&who.series[i], "job", job, sizeof job);
+        label(&who.series[i], "gpulse_server", srv, sizeof srv);
+        if (!job[0] || !srv[0])
+            continue;
+        uint64_t k = key_of(job, "", "", "");
+        uint64_t *r = omap_get(&e->roles, k);
+        int c = strcmp(srv, e->server);
+        uint64_t seen = (r ? *r : 0) | (c < 0 ? SEEN_BEFORE : c > 0 ? SEEN_AFTER : SEEN_OWN);
+        rc = omap_put(&e->roles, k, seen);
+    }
+    if (who.series)
+        gp_storage_selection_free(&who);
+    for (size_t i = 0; i < e->roles.cap; i++) {
+        uint64_t *v = &e->roles.v[i];
+        if (e->roles.k[i] != UINT64_MAX)
+            *v = !(*v & SEEN_OWN) ? ROLE_WAIT : (*v & SEEN_BEFORE) ? ROLE_FOLLOW
+                 : (*v & SEEN_AFTER) ? ROLE_LEAD : ROLE_ALONE;
+    }
+    /* the led jobs' names, as a pattern */
+    struct gp_strset led = {0};
+    for (unsigned i = 0; !rc && i < e->view.ngpus; i++) {
+        const char *j = e->view.gpus[i].job;
+        uint64_t *r = j[0] && !e->gents[i].peer ? omap_get(&e->roles, key_of(j, "", "", "")) : NULL;
+        if (r && *r == ROLE_LEAD)
+            gp_strset_add(&led, j, strlen(j));
+    }
+    for (unsigned i = 0; !rc && i < e->view.nprocs; i++) {
+        const char *j = e->view.procs[i].job;
+        uint64_t *r = j[0] && !e->pents[i].peer ? omap_get(&e->roles, key_of(j, "", "", "")) : NULL;
+        if (r && *r == ROLE_LEAD)
+            gp_strset_add(&led, j, strlen(j));
+    }
+    gp_strset_each(&led, add_job, &lead);
+    if (!rc && led.err)
+        rc = led.err;
+    gp_strset_free(&led);
+    if (!rc && lead.len) {
+        gp_buf_putc(&lead, '\0');
+        gp_matcher_free(&pm[1]);
+        have_jobs = false;
+        rc = lead.err ? GP_ENOMEM : gp_matcher_init(&pm[1], GP_MATCH_RE, "job", lead.data, err, sizeof err);
+        have_jobs = !rc;
+        if (!rc && !(e->psel = calloc(e->nmetrics, sizeof *e->psel)))
+            rc = GP_ENOMEM;
+        for (size_t mi = 0; !rc && mi < e->nmetrics; mi++) {
+            const struct metric *m = &e->metrics[mi];
+            pm[0] = m->m;
+            rc = gp_storage_select_since(e->o.store, pm, 3, mint, t_end, since, &e->psel[mi]);
+            if (!rc) {
+                e->npsel = mi + 1;
+                rc = place(e, m, &e->psel[mi], true);
+            }
+        }
+    }
+    gp_buf_free(&lead);
+    if (have_info)
+        gp_matcher_free(&info);
+    if (have_jobs)
+        gp_matcher_free(&pm[1]);
+    if (have_srv)
+        gp_matcher_free(&pm[2]);
+    return rc;
+}
+
 /* Selects every metric's series and places the new ones. */
 static int select_all(struct gp_engine *e, int64_t t_end, int64_t since)
 {
@@ -507,45 +741,12 @@ static int select_all(struct gp_engine *e, int64_t t_end, int64_t since)
         int rc = gp_storage_select_since(e->o.store, &m->m, 1, mint, t_end, since, &sel);
         if (rc)
             return rc;
-        bool proc = m->route == R_PROC || m->route == R_ALLOC || m->route == R_PHASE;
-        for (size_t i = 0; i < sel.n && !rc; i++) {
-            const struct gp_store_series *s = &sel.series[i];
-            uint64_t *v = omap_get(&e->ids, s->id);
-            if (v) {
-                unsigned ei = (unsigned)(*v >> 32 & 0x7fffffff), si = (unsigned)*v;
-                struct ent *en = (*v & IS_PROC) ? &e->pents[ei] : &e->gents[ei];
-                en->s[si].seen = e->tick_no;
-                en->seen = e->tick_no;
-                if (!(*v & IS_PROC))
-                    gpu_labels(e, ei, s);
-                continue;
-            }
-            enum combine c;
-            int row = route(m, s, &c);
-            if (row < 0)
-                continue;
-            long ei = proc ? proc_entity(e, s) : gpu_entity(e, s);
-            if (ei == -1)
-                continue;
-            if (ei < 0) {
-                rc = GP_ENOMEM;
-                break;
-            }
-            struct ent *en = proc ? &e->pents[ei] : &e->gents[ei];
-            en->seen = e->tick_no;
-            if ((rc = add_series(en, s->id, row, c, m->scale, e->tick_no)) ||
-                (rc = omap_put(&e->ids, s->id,
-                               (proc ? IS_PROC : 0) | (uint64_t)ei << 32 | (en->ns - 1))))
-                break;
-            e->nseries++;
-            if (!proc)
-                gpu_labels(e, (unsigned)ei, s);
-        }
+        rc = place(e, m, &sel, false);
         gp_storage_selection_free(&sel);
         if (rc)
             return rc;
     }
-    return GP_OK;
+    return e->server ? select_peers(e, mint, t_end, since) : GP_OK;
 }
 
 /* Drops series and entities not selected this tick; rebuilds the maps
@@ -692,7 +893,10 @@ int gp_engine_refresh_view(struct gp_engine *e, int64_t now_ms, char *err, size_
     int rc = select_all(e, t_end, gp_view_time(&e->view, k0) - e->lookback_ms);
     if (!rc)
         rc = compact(e);
+    if (!rc && e->server)
+        rc = index_peer_nodes(e);
     if (rc) {
+        free_peer_selections(e);
         e->built = false; /* the maps may be partial: start over next time */
         return gp_seterr(err, errlen, rc, "building the view: %s", gp_strerror(rc));
     }
@@ -709,6 +913,7 @@ int gp_engine_refresh_view(struct gp_engine *e, int64_t now_ms, char *err, size_
         if (r && !first)
             first = r;
     }
+    free_peer_selections(e); /* fill() has read what they fetched */
     if (!first)
         first = gp_view_index_jobs(&e->view);
     if (!first && e->o.job_costs)
@@ -741,9 +946,23 @@ static bool det_active(void *ctx, const struct gp_obs_key *k)
     return gp_alerts_active(c->e->o.alerts, gp_detectors[d].name, k, 0);
 }
 
+/* Whether this server speaks of o (several servers: see the top). */
+static bool det_ours(const struct gp_engine *e, enum gp_detector d, const struct gp_obs_key *k)
+{
+    if (!e->server)
+        return true;
+    if ((gp_detectors[d].scope == GP_SCOPE_JOB || d == GP_DET_STRAGGLER) && k->job[0]) {
+        const uint64_t *r = omap_get(&e->roles, key_of(k->job, "", "", ""));
+        return r && (*r == ROLE_ALONE || *r == ROLE_LEAD);
+    }
+    return !k->node[0] || !omap_get(&e->pnodes, key_of(k->node, "", "", ""));
+}
+
 static int det_emit(void *ctx, const struct gp_observation *o)
 {
     struct det_ctx *c = ctx;
+    if (!det_ours(c->e, c->det, &o->key))
+        return GP_OK;
     const struct gp_detector_cfg *cfg = &c->e->o.det_cfg[c->det];
     struct gp_alert_params p = {
         .kind = gp_detectors[c->det].name,

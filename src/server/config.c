@@ -63,6 +63,11 @@ static int validate_storage(const struct gp_server_config *c, char *err, size_t 
         return gp_seterr(err, errlen, GP_ECONFIG, "remote_lookback must be between 1m and 7d");
     if (c->remote_window_ms && (c->remote_window_ms < 60000 || c->remote_window_ms > 86400000LL))
         return gp_seterr(err, errlen, GP_ECONFIG, "remote_window must be 0s (off) or between 1m and 1d");
+    for (const char *q = c->remote_server_name; *q; q++)
+        if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._:-", *q))
+            return gp_seterr(err, errlen, GP_ECONFIG,
+                             "remote_server_name '%s' may hold only letters, digits and . _ : -",
+                             c->remote_server_name);
     if (c->remote_buffer_max < 1024 * 1024)
         return gp_seterr(err, errlen, GP_ECONFIG, "remote_buffer_max must be at least 1MiB");
     if (!c->remote_basic_user[0] != !c->remote_basic_password_file[0])

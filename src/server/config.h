@@ -75,6 +75,7 @@ struct gp_server_config {
     int64_t remote_write_timeout_ms;
     int64_t remote_lookback_ms;
     int64_t remote_window_ms;
+    char remote_server_name[64];            /* "": the only server on its cluster */
     uint64_t remote_buffer_max;
     char remote_bearer_token_file[GP_SERVER_PATH_LEN];
     char remote_basic_user[GP_SERVER_TOKEN_LEN];
@@ -222,6 +223,10 @@ struct gp_server_config {
     X(remote_window_ms, "remote_window", "remote-window", DURATION, "20m",                         \
       "storage: remote: recent window kept locally and read without the cluster (raised to "      \
       "remote_lookback and eval_window; 0s: off, every read asks the cluster)")                   \
+    X(remote_server_name, "remote_server_name", "remote-server-name", STR, "",                     \
+      "storage: remote: this server's name among several sharing one cluster; labels what it "    \
+      "forwards gpulse_server=NAME, and job-level reads and detectors then see every server's "   \
+      "ranks (\"\": the only server)")                                                          \
     X(remote_buffer_max, "remote_buffer_max", "remote-buffer-max", BYTES, "1GiB",                  \
       "storage: remote: disk buffer (under data_dir/remote-buffer) for writes the cluster has "    \
       "not taken yet; the oldest are dropped beyond")                                             \

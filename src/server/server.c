@@ -556,6 +556,7 @@ int gp_server_start(struct gp_server **out, const struct gp_server_config *c, ch
             ro->window_ms = c->eval_window_ms + c->eval_step_ms;
         snprintf(wbuf, sizeof wbuf, "%s/remote-window", c->data_dir);
         ro->window_dir = wbuf;
+        ro->server_name = c->remote_server_name;
         ro->bearer_token_file = c->remote_bearer_token_file;
         ro->basic_user = c->remote_basic_user;
         ro->basic_password_file = c->remote_basic_password_file;

@@ -63,6 +63,12 @@ struct gp_storage_remote_options {
      * 0 or no window_dir: none, every read asks the cluster. */
     int64_t window_ms;
     const char *window_dir;
+    /* Several servers on one cluster (docs/storage.md): this one's name,
+     * added as gpulse_server=NAME to every series it forwards (and keeps
+     * in its window); the window then answers only this server's own
+     * part, and job-scoped reads (a matcher on `job`) go to the cluster,
+     * where every server's ranks are. NULL or "": the only server. */
+    const char *server_name;
 };
 
 struct gp_storage_options {
@@ -90,6 +96,10 @@ int gp_storage_wrap(struct gp_storage **out, struct gp_store *st, int own);
 void gp_storage_close(struct gp_storage *s);
 
 enum gp_storage_kind gp_storage_kind(const struct gp_storage *s);
+
+/* This server's name among several on one cluster (remote_server_name),
+ * or NULL: embedded, or the only server. */
+const char *gp_storage_server_name(struct gp_storage *s);
 
 /* The embedded store behind s, or NULL for remote (maintenance and
  * compaction exist only there). */

@@ -84,6 +84,7 @@ struct remote {
     size_t nhdr;
     struct gp_push *push;
     struct gp_rwin *win; /* the recent window, NULL when off */
+    char *name;          /* this server's gpulse_server value; NULL: the only one */
 
     pthread_mutex_t reg_mu;
     struct regent *ent; /* by id; [0] unused */
@@ -625,6 +626,17 @@ void gp_storage_remote_selection_free(struct gp_store_selection *sel)
     memset(sel, 0, sizeof *sel);
 }
 
+/* With several servers on the cluster, a read that names the job label
+ * is about a job, whose ranks may write through any server: the cluster
+ * answers it, not this server's window. */
+static int job_scoped(const struct remote *r, const struct gp_matcher *m, size_t nm)
+{
+    for (size_t i = 0; r->name && i < nm; i++)
+        if (!strcmp(m[i].name, "job"))
+            return 1;
+    return 0;
+}
+
 static int r_select_since(struct gp_storage *s, const struct gp_matcher *m, size_t nm, int64_t mint,
                           int64_t maxt, int64_t since, struct gp_store_selection *out)
 {
@@ -637,7 +649,7 @@ static int r_select_since(struct gp_storage *s, const struct gp_matcher *m, size
         return GP_OK;
     /* Within the window: its store answers, at embedded speed. An
      * unbounded start keeps remote mode's lookback. */
-    if (r->win && gp_rwin_covers(r->win, qmin))
+    if (r->win && !job_scoped(r, m, nm) && gp_rwin_covers(r->win, qmin))
         return gp_storage_select_since(gp_rwin_storage(r->win), m, nm, qmin, maxt, since, out);
     struct gp_buf sel;
     gp_buf_init(&sel, 0);
@@ -946,7 +958,7 @@ static int r_label_names(struct gp_storage *s, const struct gp_matcher *m, size_
 {
     /* Bounded and held: the window's index (unbounded means the
      * cluster's whole index, which only the cluster has). */
-    if (R(s)->win && start != INT64_MIN && gp_rwin_covers(R(s)->win, start))
+    if (R(s)->win && start != INT64_MIN && !job_scoped(R(s), m, nm) && gp_rwin_covers(R(s)->win, start))
         return gp_storage_label_names(gp_rwin_storage(R(s)->win), m, nm, start, end, fn, arg);
     return strings(s, "/api/v1/labels", 0, m, nm, start, end, fn, arg);
 }
@@ -955,7 +967,8 @@ static int r_label_values(struct gp_storage *s, const char *name, const struct g
                           size_t nm, int64_t start, int64_t end,
                           void (*fn)(void *arg, const char *value, size_t len), void *arg)
 {
-    if (R(s)->win && start != INT64_MIN && gp_rwin_covers(R(s)->win, start))
+    if (R(s)->win && start != INT64_MIN && !job_scoped(R(s), m, nm) &&
+        gp_rwin_covers(R(s)->win, start))
         return gp_storage_label_values(gp_rwin_storage(R(s)->win), name, m, nm, start, end, fn, arg);
     char path[320];
     char *e = gp_httpc_escape(name);
@@ -1020,6 +1033,63 @@ static int r_promql(struct gp_storage *s, const struct gp_storage_promql *q, str
 
 /* ---- writes, stats, metrics ---------------------------------------------------- */
 
+#define SERVER_LABEL "gpulse_server"
+
+/*
+ * A copy of req whose every series carries gpulse_server=name, in its
+ * sorted place (a value the writer sent is replaced: the receiving server
+ * is what the label names). Labels and samples stay views into req; the
+ * caller frees out->series and *lab. GP_OK or GP_ENOMEM.
+ */
+static int name_batch(const char *name, const struct gp_batch *req, struct gp_batch *out,
+                      struct gp_label **lab)
+{
+    *out = *req;
+    out->series = calloc(req->nseries ? req->nseries : 1, sizeof *out->series);
+    *lab = calloc(req->nlabels_total + req->nseries + 1, sizeof **lab);
+    if (!out->series || !*lab) {
+        free(out->series);
+        free(*lab);
+        out->series = NULL;
+        *lab = NULL;
+        return GP_ENOMEM;
+    }
+    const struct gp_str key = {SERVER_LABEL, sizeof SERVER_LABEL - 1};
+    const struct gp_str val = {name, strlen(name)};
+    struct gp_label *l = *lab;
+    size_t total = 0;
+    for (size_t i = 0; i < req->nseries; i++) {
+        const struct gp_series *x = &req->series[i];
+        struct gp_series *o = &out->series[i];
+        *o = *x;
+        o->labels = l;
+        int put = 0;
+        for (size_t j = 0; j < x->nlabels; j++) {
+            const struct gp_str *n = &x->labels[j].name;
+            size_t m = n->len < key.len ? n->len : key.len;
+            int c = memcmp(n->ptr, key.ptr, m);
+            c = c ? c : (n->len > key.len) - (n->len < key.len);
+            if (!put && c >= 0) {
+                *l++ = (struct gp_label){key, val};
+                put = 1;
+            }
+            if (c)
+                *l++ = x->labels[j];
+        }
+        if (!put)
+            *l++ = (struct gp_label){key, val};
+        o->nlabels = (size_t)(l - o->labels);
+        total += o->nlabels;
+    }
+    out->nlabels_total = total;
+    return GP_OK;
+}
+
+const char *gp_storage_server_name(struct gp_storage *s)
+{
+    return s && s->kind == GP_STORAGE_REMOTE ? R(s)->name : NULL;
+}
+
 static int r_append(struct gp_storage *s, const struct gp_batch *req,
                     struct gp_append_result *res, char *err, size_t errlen)
 {
@@ -1027,6 +1097,13 @@ static int r_append(struct gp_storage *s, const struct gp_batch *req,
     memset(res, 0, sizeof *res);
     if (!req->nsamples_total)
         return GP_OK;
+    struct gp_batch named;
+    struct gp_label *lab = NULL;
+    if (r->name) {
+        if (name_batch(r->name, req, &named, &lab))
+            return gp_seterr(err, errlen, GP_ENOMEM, "out of memory labelling a write");
+        req = &named;
+    }
     struct gp_buf body, raw;
     gp_buf_init(&body, (size_t)1 << 28); /* the largest request max_uncompressed lets in, with room */
     gp_buf_init(&raw, (size_t)1 << 28);
@@ -1034,6 +1111,8 @@ static int r_append(struct gp_storage *s, const struct gp_batch *req,
     if (rc) {
         gp_buf_free(&body);
         gp_buf_free(&raw);
+        free(named.series);
+        free(lab);
         return gp_seterr(err, errlen, rc == GP_EUSAGE ? GP_EUSAGE : GP_ENOMEM,
                          "cannot encode the samples for the remote storage: %s", gp_strerror(rc));
     }
@@ -1045,6 +1124,10 @@ static int r_append(struct gp_storage *s, const struct gp_batch *req,
     atomic_fetch_add(&r->forwarded, req->nsamples_total);
     if (r->win)
         gp_rwin_append(r->win, req); /* queued for the cluster already: a failure here costs reads only */
+    if (r->name) {
+        free(named.series);
+        free(lab);
+    }
     return GP_OK;
 }
 
@@ -1117,6 +1200,10 @@ static void refill_name(void *arg, const char *name, size_t len)
     gp_buf_init(&sel, 0);
     gp_buf_puts(&sel, "{__name__=");
     put_quoted(&sel, name, len);
+    if (f->r->name) { /* this server's own part, not the fleet's */
+        gp_buf_puts(&sel, "," SERVER_LABEL "=");
+        put_quoted(&sel, f->r->name, strlen(f->r->name));
+    }
     gp_buf_putc(&sel, '}');
     struct gp_promapi_result res = {0};
     f->rc = sel.err ? GP_ENOMEM : fetch(f->r, sel.data, f->qmin, f->qmax, &res);
@@ -1153,7 +1240,15 @@ static void refill(struct gp_storage *s)
     int64_t now = gp_wall_ms();
     struct refill f = {.r = r, .qmin = now - gp_rwin_window_ms(r->win), .qmax = now};
     struct gp_strset names = {0};
-    f.rc = r_label_values(s, "__name__", NULL, 0, f.qmin, f.qmax, gp_strset_add, &names);
+    struct gp_matcher own;
+    size_t nown = 0;
+    char merr[128];
+    if (r->name && !(f.rc = gp_matcher_init(&own, GP_MATCH_EQ, SERVER_LABEL, r->name, merr, sizeof merr)))
+        nown = 1;
+    if (!f.rc)
+        f.rc = r_label_values(s, "__name__", &own, nown, f.qmin, f.qmax, gp_strset_add, &names);
+    if (nown)
+        gp_matcher_free(&own);
     if (!f.rc)
         f.rc = names.err;
     if (!f.rc)
@@ -1196,6 +1291,7 @@ static void r_close(struct gp_storage *s)
     free(r->slots);
     free(r->query_root);
     free(r->write_url);
+    free(r->name);
     pthread_mutex_destroy(&r->reg_mu);
     pthread_mutex_destroy(&r->pool_mu);
     gp_httpc_global_cleanup();
@@ -1291,7 +1387,9 @@ int gp_storage_remote_open(struct gp_storage *s, const struct gp_storage_remote_
     pthread_mutex_init(&r->pool_mu, NULL);
     r->query_root = strdup(o->query_url);
     r->write_url = strdup(o->write_url);
-    int rc = r->query_root && r->write_url ? GP_OK : gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
+    if (o->server_name && *o->server_name)
+        r->name = strdup(o->server_name);
+    int rc = r->query_root && r->write_url && (r->name || !o->server_name || !*o->server_name) ? GP_OK : gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
     if (!rc) {
         size_t n = strlen(r->query_root);
         while (n && r->query_root[n - 1] == '/')
@@ -1325,7 +1423,7 @@ int gp_storage_remote_open(struct gp_storage *s, const struct gp_storage_remote_
         return rc;
     }
     /* The caller's strings were needed only here (what is kept is copied). */
-    r->o.write_url = r->o.query_url = r->o.buffer_dir = r->o.window_dir = NULL;
+    r->o.write_url = r->o.query_url = r->o.buffer_dir = r->o.window_dir = r->o.server_name = NULL;
     r->o.bearer_token_file = r->o.basic_user = r->o.basic_password_file = NULL;
     memset(r->o.headers, 0, sizeof r->o.headers);
     char label[512];

@@ -300,6 +300,8 @@ static void fake_start(struct fake *f)
         gp_test_fail(__FILE__, __LINE__, "fake cluster: %s", err);
 }
 
+static const char *open_name; /* remote_server_name of the next remote_open_window */
+
 static struct gp_storage *remote_open_window(unsigned port, const char *dir, const char *win)
 {
     char wurl[128], qurl[128], tok[600];
@@ -320,6 +322,7 @@ static struct gp_storage *remote_open_window(unsigned port, const char *dir, con
     o.remote.nheaders = 1;
     o.remote.window_dir = win;
     o.remote.window_ms = win ? 120000 : 0;
+    o.remote.server_name = open_name;
     struct gp_storage *s = NULL;
     char err[256] = "";
     int rc = gp_storage_open(&s, &o, err, sizeof err);
@@ -623,6 +626,60 @@ static void test_remote_window(void)
     gp_http_stop(f.http);
 }
 
+/* Several servers on one cluster (docs/storage.md): the refill asks for
+ * this server's own part, what passes through carries gpulse_server, and
+ * a read that names `job` goes to the cluster though the window holds
+ * its range (another server's ranks are only there). */
+static void test_remote_server_name(void)
+{
+    struct fake f;
+    fake_start(&f);
+    atomic_store(&f.mode, 4);
+    char win[600];
+    snprintf(win, sizeof win, "%s/win-named", gp_test_tmpdir());
+    int64_t now = gp_wall_ms();
+    open_name = "a";
+    struct gp_storage *s = remote_open_window(gp_http_port(f.http), NULL, win);
+    open_name = NULL;
+    CHECK_STR(gp_storage_server_name(s), "a");
+    CHECK_CONTAINS(f.last_query, "gpulse_server%3D%22a%22"); /* the refill: {...,gpulse_server="a"} */
+    atomic_store(&f.mode, 1); /* the cluster fails from now on */
+    struct treq r;
+    const double val[] = {6};
+    treq_build(&r, 1, 1, 1, now - 5000, 1000, val);
+    struct gp_append_result res = sappend(s, &r);
+    treq_free(&r);
+    CHECK_INT((int)res.accepted, 1);
+    struct gp_buf b;
+    gp_buf_init(&b, 0);
+    CHECK_INT(gp_storage_label_values(s, "gpulse_server", NULL, 0, now - 100000, now, names_cb, &b), GP_OK);
+    CHECK_STR(b.data, "a;"); /* the write, labelled in the window (the refilled series came unlabelled) */
+    int q = atomic_load(&f.queries);
+    struct gp_matcher m;
+    char err[128];
+    struct gp_store_selection sel;
+    CHECK_INT(gp_matcher_init(&m, GP_MATCH_EQ, "__name__", "gpu_util", err, sizeof err), GP_OK);
+    CHECK_INT(gp_storage_select(s, &m, 1, now - 100000, now, &sel), GP_OK);
+    CHECK_INT((int)sel.n, 2); /* the fake's refilled series has no gpulse_server: another series */
+    gp_storage_selection_free(&sel);
+    gp_matcher_free(&m);
+    CHECK_INT(atomic_load(&f.queries), q); /* the window answered */
+    CHECK_INT(gp_matcher_init(&m, GP_MATCH_EQ, "job", "span-1", err, sizeof err), GP_OK);
+    CHECK_INT(gp_storage_select(s, &m, 1, now - 100000, now, &sel), GP_ENET);
+    CHECK_INT(atomic_load(&f.queries), q + 1); /* job-scoped: the cluster */
+    gp_buf_reset(&b);
+    CHECK_INT(gp_storage_label_values(s, "rank", &m, 1, now - 100000, now, names_cb, &b), GP_ENET);
+    CHECK_INT(atomic_load(&f.queries), q + 2);
+    gp_matcher_free(&m);
+    gp_buf_free(&b);
+    gp_storage_close(s);
+    /* without a name, a storage answers NULL, as the embedded kind does */
+    s = remote_open_window(gp_http_port(f.http), NULL, NULL);
+    CHECK(gp_storage_server_name(s) == NULL);
+    gp_storage_close(s);
+    gp_http_stop(f.http);
+}
+
 /* Basic auth from a password file, on reads and writes alike. */
 static void test_remote_basic_auth(void)
 {
@@ -698,6 +755,12 @@ static void test_config_checks(void)
     snprintf(c->remote_basic_user, sizeof c->remote_basic_user, "u");
     CHECK_INT(gp_server_config_validate(c, err, sizeof err), GP_ECONFIG);
     CHECK_CONTAINS(err, "go together");
+    c->remote_basic_user[0] = '\0';
+    snprintf(c->remote_server_name, sizeof c->remote_server_name, "rack 1");
+    CHECK_INT(gp_server_config_validate(c, err, sizeof err), GP_ECONFIG);
+    CHECK_CONTAINS(err, "remote_server_name 'rack 1' may hold only");
+    snprintf(c->remote_server_name, sizeof c->remote_server_name, "rack-1.pool_a:2");
+    CHECK_INT(gp_server_config_validate(c, err, sizeof err), GP_OK);
     free(c);
 }
 
@@ -718,6 +781,7 @@ const struct gp_test gp_tests_storage[] = {
     {"remote_forwards_writes", test_remote_forwards_writes},
     {"remote_basic_auth", test_remote_basic_auth},
     {"remote_window", test_remote_window},
+    {"remote_server_name", test_remote_server_name},
     {"rollups_of", test_rollups_of},
     {"config_checks", test_config_checks},
     {0},
