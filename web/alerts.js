@@ -17,6 +17,17 @@
     return out;
   }
 
+  // The server keeps a silence's comment in 255 bytes and refuses a longer
+  // one; a summary (with its catalog action) can be longer than that.
+  const COMMENT_BYTES = 255;
+  function fitBytes(s, max) {
+    const enc = new TextEncoder();
+    if (enc.encode(s).length <= max) return s;
+    let t = Array.from(s);
+    while (t.length && enc.encode(t.join("") + "…").length > max) t.pop();
+    return t.join("") + "…";
+  }
+
   function silenceForm(a, done) {
     const l = a.labels || {};
     const matchers = {kind: a.kind};
@@ -31,7 +42,8 @@
       ev.preventDefault();
       msg.textContent = "…";
       try {
-        const body = {matchers, duration: dur.value, comment: comment.value || `silenced from the dashboard (${a.summary || a.kind})`};
+        const why = comment.value || `silenced from the dashboard (${a.summary || a.kind})`;
+        const body = {matchers, duration: dur.value, comment: fitBytes(why, COMMENT_BYTES)};
         await GP.api("/api/v1/silences", {method: "POST", body});
         msg.textContent = "silenced";
         if (GP.refreshCount) GP.refreshCount();
