@@ -5,8 +5,11 @@
 // and ECC/XID markers, power), throughput (utilization, SM active,
 // occupancy, tensor), bottlenecks (DRAM against PCIe). Each curve is the
 // PromQL a Grafana panel would ask /api/v1/query_range, shown under its
-// chart (so the page agrees with Grafana for the same text). Dragging
-// across a chart re-queries that window.
+// chart (so the page agrees with Grafana for the same text). A long or
+// chosen window reads the same curves through gpulse's match= form,
+// which the server answers from its 1-minute rollups where raw samples
+// are gone (the page says which it drew). Dragging across a chart
+// re-queries that window.
 "use strict";
 (function (GP) {
   const {h, fmt, stat} = GP;
