@@ -80,10 +80,6 @@ for path, name, f in ((sys.argv[4], "DCGM_FI_DEV_GPU_UTIL", None), (sys.argv[5],
 PY
     fail "the form's rollup answer is not the minutes' means of the samples written"
 note "old window: PromQL and rollups=false empty; the form read the rollups (resolution 1m), equal to the minutes' means"
-if [ -x "${CHROMIUM:-/usr/bin/chromium}" ] && command -v node >/dev/null && [ -d "$ROOT/tests/e2e/node_modules" ]; then
-    CHROMIUM=${CHROMIUM:-/usr/bin/chromium} node "$ROOT/tests/e2e/dashboard.mjs" old "$SERVER_URL" "$TMP/art" \
-        "oldn/0" "$start" "$end" || fail "the GPU page of the old window"
-else
-    fail "chromium, node and tests/e2e/node_modules are needed (scripts/deps.sh test; test_dashboard_e2e.sh installs them)"
-fi
+e2e_setup
+node "$E2E/dashboard.mjs" old "$SERVER_URL" "$TMP/art" "oldn/0" "$start" "$end" || fail "the GPU page of the old window"
 stop_server
