@@ -5,11 +5,11 @@
 // and ECC/XID markers, power), throughput (utilization, SM active,
 // occupancy, tensor), bottlenecks (DRAM against PCIe). Each curve is the
 // PromQL a Grafana panel would ask /api/v1/query_range, shown under its
-// chart (so the page agrees with Grafana for the same text). A long or
-// chosen window reads the same curves through gpulse's match= form,
-// which the server answers from its 1-minute rollups where raw samples
-// are gone (the page says which it drew). Dragging across a chart
-// re-queries that window.
+// chart (so the page agrees with Grafana for the same text). A window
+// where that PromQL finds nothing (older than the raw retention) reads
+// the same curves through gpulse's match= form, which the server answers
+// from its 1-minute rollups (the page says which it drew). Dragging
+// across a chart re-queries that window.
 "use strict";
 (function (GP) {
   const {h, fmt, stat} = GP;
@@ -227,17 +227,19 @@
       end = Math.ceil(end / step) * step;
       const ex = exprsFor(node, gpu, step);
       const keys = Object.keys(ex);
-      // A long step, or a chosen window (it may lie where raw samples have
-      // expired): the match= form, which the server reads from rollups
-      // where it judges them due, saying so in its answer.
-      const viaForm = step >= 60 || !!abs;
+      // The charts ask the same PromQL as Grafana would. Where it finds
+      // nothing (a window older than the raw retention), the page asks
+      // gpulse's match= form instead, which the server answers from its
+      // 1-minute rollups and says so; the status line tells which.
       const forms = formsFor(node, gpu);
-      const q = (k) => viaForm ? formQuery(forms[k], `start=${start}&end=${end}&step=${step}`, ctl.signal)
-        : GP.api(`/api/v1/query_range?query=${encodeURIComponent(ex[k])}&start=${start}&end=${end}&step=${step}`,
-          {signal: ctl.signal});
+      const promql = (k) => GP.api(`/api/v1/query_range?query=${encodeURIComponent(ex[k])}&start=${start}&end=${end}&step=${step}`,
+        {signal: ctl.signal});
+      const viaForm = (k) => formQuery(forms[k], `start=${start}&end=${end}&step=${step}`, ctl.signal);
+      const empty = (d) => !d || !d.result || !d.result.length;
       let res, alerts;
       try {
-        [res, alerts] = await Promise.all([Promise.all(keys.map(q)), loadAlerts()]);
+        [res, alerts] = await Promise.all([Promise.all(keys.map(promql)), loadAlerts()]);
+        if (res.every(empty)) res = await Promise.all(keys.map(viaForm));
       } catch (e) {
         if (e.name === "AbortError") return;
         status.replaceChildren(GP.errorBox(e));
