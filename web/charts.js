@@ -123,8 +123,11 @@
       cursor: {sync: {key: o.sync || "gp"}, drag: {x: true, y: false, setScale: false}},
       legend: {live: true},
     }, [o.data.x, ...o.data.cols], plot);
+    // Points drawn (non-null values): what tests check a chart is not blank by.
+    const drawn = (d) => String(d.cols.reduce((n, c) => n + c.filter((v) => v !== null).length, 0));
     box.dataset.markers = String(markers.length);
     box.dataset.shaded = String(shade.length);
+    box.dataset.points = drawn(o.data);
     const ro = new ResizeObserver(() => {
       const w = width();
       if (Math.abs(w - u.width) > 2) u.setSize({width: w, height: o.height || 190});
@@ -136,6 +139,7 @@
         shade = sh || shade; markers = mk || markers; if (xr) xRange = xr;
         box.dataset.markers = String(markers.length);
         box.dataset.shaded = String(shade.length);
+        box.dataset.points = drawn(data);
         u.setData([data.x, ...data.cols]);
       },
       setPromql,

@@ -5,7 +5,10 @@
 // and ECC/XID markers, power), throughput (utilization, SM active,
 // occupancy, tensor), bottlenecks (DRAM against PCIe). Each curve is the
 // PromQL a Grafana panel would ask /api/v1/query_range, shown under its
-// chart (so the page agrees with Grafana for the same text). Dragging
+// chart (so the page agrees with Grafana for the same text). A window
+// where that PromQL finds nothing (older than the raw retention) reads
+// the same curves through gpulse's match= form, which the server answers
+// from its 1-minute rollups (the page says which it drew). Dragging
 // across a chart re-queries that window.
 "use strict";
 (function (GP) {
@@ -46,6 +49,56 @@
       tx: w("avg", "DCGM_FI_PROF_PCIE_TX_BYTES"),
     };
   }
+  // The same curves in gpulse's match= form (docs/api.md), which the
+  // server reads from its 1-minute rollups for a long step or where raw
+  // samples have expired (the PromQL engine reads raw samples only): per
+  // key, alternatives tried in order (as `or on (gpu)`), each a selector,
+  // its agg and by, and the unit factor its PromQL applies.
+  function formsFor(node, gpu) {
+    const l = `Hostname="${reEsc(node)}",gpu="${reEsc(gpu)}"`;
+    const f = (name, agg, x) => Object.assign({match: `${name}{${l}}`, agg}, x || {});
+    const mib = {scale: 1048576};
+    return {
+      used: [f("gpulse_gpu_memory_used_bytes", "max"), f("DCGM_FI_DEV_FB_USED", "max", mib)],
+      total: [f("gpulse_gpu_memory_total_bytes", "avg"),
+        Object.assign({match: `{__name__=~"DCGM_FI_DEV_FB_USED|DCGM_FI_DEV_FB_FREE|DCGM_FI_DEV_FB_RESERVED",${l}}`, agg: "sum"}, mib)],
+      temp: [f("DCGM_FI_DEV_GPU_TEMP", "avg")],
+      clock: [f("DCGM_FI_DEV_SM_CLOCK", "avg")],
+      clockMax: [f("gpulse_gpu_sm_clock_max_hertz", "avg", {scale: 1e-6})],
+      throttle: [{match: `gpulse_gpu_clock_event_reasons{${l},reason!~"gpu_idle|applications_clocks_setting"}`, agg: "max", by: "reason", positive: true}],
+      events: [{match: `{__name__=~"DCGM_FI_DEV_ECC_DBE_VOL_TOTAL|DCGM_FI_DEV_ECC_SBE_VOL_TOTAL|gpulse_gpu_xid_errors_total",${l}}`, agg: ""}], // each series, its name kept
+      power: [f("DCGM_FI_DEV_POWER_USAGE", "avg")],
+      limit: [f("gpulse_gpu_power_limit_watts", "avg")],
+      util: [f("DCGM_FI_DEV_GPU_UTIL", "avg", {scale: 0.01})],
+      sm: [f("DCGM_FI_PROF_SM_ACTIVE", "avg")],
+      occ: [f("DCGM_FI_PROF_SM_OCCUPANCY", "avg")],
+      tensor: [f("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "avg")],
+      dram: [f("DCGM_FI_PROF_DRAM_ACTIVE", "avg")],
+      rx: [f("DCGM_FI_PROF_PCIE_RX_BYTES", "avg")],
+      tx: [f("DCGM_FI_PROF_PCIE_TX_BYTES", "avg")],
+    };
+  }
+  // One key's answer in the form: the first alternative with data, its
+  // values scaled (and only the positive ones where its PromQL says > 0).
+  async function formQuery(alts, range, signal) {
+    let last = null;
+    for (const a of alts) {
+      let u = `/api/v1/query_range?match=${encodeURIComponent(a.match)}&rollups=auto&${range}`;
+      if (a.agg) u += `&agg=${a.agg}`;
+      if (a.by) u += `&by=${encodeURIComponent(a.by)}`;
+      const d = await GP.api(u, {signal});
+      last = d;
+      if (!d.result.length) continue;
+      const k = a.scale || 1;
+      for (const r of d.result) {
+        r.values = r.values.map(([t, v]) => [t, String(+v * k)]).filter(([, v]) => !a.positive || +v > 0);
+      }
+      d.result = d.result.filter((r) => r.values.length);
+      return d;
+    }
+    return last;
+  }
+
   // Which curves each chart draws (its PromQL, in its series' order).
   const CHART_KEYS = {mem: ["used", "total"], temp: ["temp", "clock", "clockMax", "throttle", "events"],
     power: ["power", "limit"], util: ["util", "sm", "occ"], tensor: ["tensor"], bw: ["dram", "rx", "tx"]};
@@ -169,23 +222,36 @@
         end = Date.now() / 1000;
         start = end - (WINDOWS.find((w) => w[0] === win) || WINDOWS[2])[1];
       }
-      const step = pickStep(end - start);
+      let step = pickStep(end - start);
       start = Math.floor(start / step) * step;
       end = Math.ceil(end / step) * step;
       const ex = exprsFor(node, gpu, step);
       const keys = Object.keys(ex);
-      const q = (expr) => GP.api(`/api/v1/query_range?query=${encodeURIComponent(expr)}&start=${start}&end=${end}&step=${step}`,
+      // The charts ask the same PromQL as Grafana would. Where it finds
+      // nothing (a window older than the raw retention), the page asks
+      // gpulse's match= form instead, which the server answers from its
+      // 1-minute rollups and says so; the status line tells which.
+      const forms = formsFor(node, gpu);
+      const promql = (k) => GP.api(`/api/v1/query_range?query=${encodeURIComponent(ex[k])}&start=${start}&end=${end}&step=${step}`,
         {signal: ctl.signal});
+      const viaForm = (k) => formQuery(forms[k], `start=${start}&end=${end}&step=${step}`, ctl.signal);
+      const empty = (d) => !d || !d.result || !d.result.length;
       let res, alerts;
       try {
-        [res, alerts] = await Promise.all([Promise.all(keys.map((k) => q(ex[k]))), loadAlerts()]);
+        [res, alerts] = await Promise.all([Promise.all(keys.map(promql)), loadAlerts()]);
+        if (res.every(empty)) res = await Promise.all(keys.map(viaForm));
       } catch (e) {
         if (e.name === "AbortError") return;
         status.replaceChildren(GP.errorBox(e));
         return;
       }
       if (!alive) return;
-      status.textContent = `${fmt.time(start)} – ${fmt.time(end)}, one point per ${fmt.secs(step)}`;
+      // On rollups the server's grid (whole minutes) is the one drawn.
+      const ru = res.find((d) => d && d.resolution === "1m");
+      if (ru) [start, end, step] = [ru.start, ru.end, ru.step];
+      status.dataset.resolution = ru ? "1m" : "raw";
+      status.textContent = `${fmt.time(start)} – ${fmt.time(end)}, one point per ${fmt.secs(step)}, ` +
+        (ru ? "1-minute averages (rollups)" : "raw samples");
       const by = {};
       keys.forEach((k, i) => { by[k] = res[i].result; });
       draw(by, ex, start, end, step, alerts, rebuild);

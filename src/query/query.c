@@ -205,15 +205,25 @@ static int make_items(const struct gp_store_selection *sel, int grouped, const c
     return GP_OK;
 }
 
-/* Whether q runs on rollups: GP_OK with *use set, or GP_EUSAGE. */
-static int choose_rollups(const struct gp_range_query *q, int *use, char *err, size_t errlen)
+/* Whether q runs on rollups: GP_OK with *use set, or GP_EUSAGE. Automatic
+ * rollups for a range that starts where raw samples are gone widen its
+ * grid to whole minutes (*start, *step); else they are q's. */
+static int choose_rollups(const struct gp_range_query *q, int *use, int64_t *start, int64_t *step,
+                          char *err, size_t errlen)
 {
     int aligned = q->step_ms % 60000 == 0 && q->start_ms % 60000 == 0;
+    *start = q->start_ms;
+    *step = q->step_ms;
     if (q->rollups == 1 && !aligned)
         return gp_seterr(err, errlen, GP_EUSAGE,
                          "rollups need a step that is a multiple of 1m and a start on a whole "
                          "minute");
-    *use = q->rollups == 1 || (q->rollups < 0 && aligned);
+    int expired = q->raw_since_ms > 0 && q->start_ms < q->raw_since_ms;
+    *use = q->rollups == 1 || (q->rollups < 0 && (aligned || expired));
+    if (*use && !aligned) {
+        *start -= ((*start % 60000) + 60000) % 60000;
+        *step = (*step + 59999) / 60000 * 60000;
+    }
     return GP_OK;
 }
 
@@ -718,11 +728,17 @@ int gp_query_range(struct gp_storage *s, const struct gp_range_query *q, struct 
     if (nby < 0)
         return nby;
     int use_rollups = 0;
-    rc = choose_rollups(q, &use_rollups, err, errlen);
+    int64_t start_ms, step_ms;
+    rc = choose_rollups(q, &use_rollups, &start_ms, &step_ms, err, errlen);
     if (rc)
         return rc;
     if (!use_rollups)
         return range_promql(s, q, out, err, errlen);
+    if (start_ms != q->start_ms || step_ms != q->step_ms) {
+        rc = gp_eval_range_init(&r, start_ms, q->end_ms, step_ms, err, errlen);
+        if (rc)
+            return rc;
+    }
 
     struct range_job j;
     memset(&j, 0, sizeof j);
@@ -733,8 +749,8 @@ int gp_query_range(struct gp_storage *s, const struct gp_range_query *q, struct 
     j.mode = gp_eval_mode_for(q->agg);
     j.grouped = q->agg != GP_AGG_NONE;
     /* What the first step can see: its minutes or its lookback. */
-    int64_t reach = q->step_ms > GP_QUERY_LOOKBACK_MS ? q->step_ms : GP_QUERY_LOOKBACK_MS;
-    j.mint = q->start_ms - reach;
+    int64_t reach = r.step_ms > GP_QUERY_LOOKBACK_MS ? r.step_ms : GP_QUERY_LOOKBACK_MS;
+    j.mint = r.start_ms - reach;
     j.maxt = q->end_ms - 1;
 
     struct gp_store_selection sel = {0};
@@ -746,7 +762,11 @@ int gp_query_range(struct gp_storage *s, const struct gp_range_query *q, struct 
     struct gp_buf keys;
     gp_buf_init(&keys, (size_t)1 << 30);
 
-    rc = gp_storage_select(s, q->m, q->nm, j.mint, j.maxt, &sel);
+    /* The store judges a series' span by its raw samples: one whose raw
+     * samples before the range have expired is found by those after it
+     * (a series that ended before the raw retention is not found). */
+    int64_t sel_maxt = q->raw_since_ms > 0 && j.maxt < q->raw_since_ms ? INT64_MAX : j.maxt;
+    rc = gp_storage_select(s, q->m, q->nm, j.mint, sel_maxt, &sel);
     if (rc) {
         gp_seterr(err, errlen, rc, "selecting series: %s", gp_strerror(rc));
         goto done;
@@ -799,7 +819,14 @@ int gp_query_range(struct gp_storage *s, const struct gp_range_query *q, struct 
         goto done;
     }
 
-    gp_buf_puts(out, "{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":[");
+    gp_buf_puts(out, "{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\","
+                     "\"resolution\":\"1m\",\"start\":");
+    gp_json_time(out, r.start_ms);
+    gp_buf_puts(out, ",\"end\":");
+    gp_json_time(out, r.end_ms);
+    gp_buf_puts(out, ",\"step\":");
+    gp_json_time(out, r.step_ms);
+    gp_buf_puts(out, ",\"result\":[");
     int first_series = 1;
     for (size_t u0 = 0; u0 < nunits && !out->err; u0 += per_batch) {
         size_t u1 = u0 + per_batch < nunits ? u0 + per_batch : nunits;

@@ -13,8 +13,9 @@
  * downsampling (what an OOM forecast needs). agg then combines the series
  * that share the `by` labels, as PromQL's `avg by (...)` does; without agg
  * every series is returned as it is. When step is a multiple of a minute
- * (and start is minute-aligned) windows are read from the 1-minute rollups,
- * which also reach past the raw retention.
+ * (and start is minute-aligned), or the range starts before the raw
+ * retention (raw_since_ms below), windows are read from the 1-minute
+ * rollups, which also reach past the raw retention.
  *
  * On raw samples this is a PromQL expression (gp_query_form_promql)
  * evaluated by the PromQL engine (promql.h), so the form agrees with
@@ -50,6 +51,14 @@ struct gp_range_query {
     const char *by[GP_QUERY_MAX_BY]; /* label names, NUL-terminated */
     size_t nby;
     int rollups; /* -1 automatic (above), 0 never, 1 always (step a multiple of 1m) */
+    /* Oldest time raw samples are kept (the server's clock less
+     * retention_raw; 0: unknown). Automatic rollups also serve a range
+     * that starts before it, on the whole minutes that cover it (start
+     * rounded down, step up to a multiple of 1m): raw samples are gone
+     * there. An answer read from rollups says so in its data
+     * ("resolution": "1m") with the grid it judged ("start", "end",
+     * "step"); raw answers keep Prometheus's exact shape. */
+    int64_t raw_since_ms;
     /* The server's PromQL limits (query_max_samples, query_timeout,
      * query_lookback_delta); NULL: the engine's defaults. The form's
      * windows are left-open whatever lim->prom3_windows says. */

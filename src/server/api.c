@@ -26,6 +26,7 @@
  */
 #include "server_int.h"
 
+#include "lib/clock.h"
 #include "lib/err.h"
 #include "lib/log.h"
 #include "query/promql.h"
@@ -320,6 +321,9 @@ static void do_match_range(struct gp_server *s, struct gp_storage *st,
     struct gp_promql_limits lim;
     gp_srv_promql_limits(s, &lim);
     q.lim = &lim;
+    /* the embedded store's raw retention (a remote cluster keeps its own) */
+    if (strcmp(s->cfg.storage, "remote"))
+        q.raw_since_ms = gp_wall_ms() - s->cfg.retention_raw_ms;
     if (!gp_srv_time_param(req, resp, "start", 0, 1, &q.start_ms) ||
         !gp_srv_time_param(req, resp, "end", 0, 1, &q.end_ms) || !gp_srv_step_param(req, resp, &q.step_ms))
         return;

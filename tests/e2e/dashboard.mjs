@@ -5,6 +5,7 @@
 //   node tests/e2e/dashboard.mjs functional URL ARTIFACTS_DIR
 //   node tests/e2e/dashboard.mjs load URL ARTIFACTS_DIR GPUS
 //   node tests/e2e/dashboard.mjs nogpu URL ARTIFACTS_DIR
+//   node tests/e2e/dashboard.mjs old URL ARTIFACTS_DIR NODE/GPU START END
 //
 // functional: every page loads with no console error (a CSP violation is
 // one), shows the simulated GPUs and the planted alerts, updates live,
@@ -17,7 +18,9 @@
 // outside the browser). nogpu: against a `gpulse up` that found no GPU,
 // the fleet view says so, shows the host's CPU, memory and pressure (the
 // CPU count and memory total this machine has: GP_CPUS, GP_MEM_TOTAL),
-// updates them live and suggests --simulate. Screenshots go to
+// updates them live and suggests --simulate. old: the GPU page of a window
+// whose raw samples have expired (test_server_gpu_rollups.sh) draws its
+// charts from the rollups and says so. Screenshots go to
 // ARTIFACTS_DIR.
 import { chromium } from "playwright-core";
 import http from "node:http";
@@ -489,11 +492,43 @@ async function nogpu() {
 }
 const fmtNum = (t) => parseFloat(t.replace(/,/g, ""));
 
+// A GPU page window older than the raw retention: drawn from the rollups.
+async function old() {
+  const {browser, page} = await launch();
+  step = "old";
+  const [, , , gpuArg, start, end] = process.argv.slice(2);
+  const [node, gpu] = gpuArg.split("/");
+  const asked = [];
+  page.on("request", (r) => { if (r.url().includes("/api/v1/query_range")) asked.push(new URL(r.url())); });
+  await page.goto(`${base}/#/gpu/${node}/${gpu}?window=1h&start=${start}&end=${end}`);
+  const bad = [];
+  page.on("response", async (r) => { if (r.status() >= 400) bad.push(`${r.status()} ${r.url().slice(0, 200)}: ${(await r.text()).slice(0, 200)}`); });
+  try {
+    await page.waitForFunction(() => document.querySelectorAll(".chart canvas").length >= 6, null, {timeout: 15000});
+    await page.waitForSelector("p.muted[data-resolution]", {timeout: 15000});
+  } catch (e) {
+    throw new Error(`no charts: ${(await page.textContent("main").catch(() => "")).slice(0, 300)} ${bad.slice(0, 3).join(" | ")}`);
+  }
+  const status = await page.locator("p.muted[data-resolution]").first();
+  const res = await status.getAttribute("data-resolution"), text = await status.textContent();
+  check(res === "1m" && text.includes("1-minute averages"), `the page does not say it drew rollups: ${res} "${text}"`);
+  check(asked.length && asked.every((u) => u.searchParams.get("match") && u.searchParams.get("rollups") === "auto"),
+    `the page asked ${asked.map((u) => u.search).join(" ").slice(0, 300)}`);
+  const points = await page.$$eval("[data-chart]", (b) => Object.fromEntries(b.map((x) => [x.dataset.chart, +x.dataset.points])));
+  // 30 minutes of utilization, power and memory: a point a minute each
+  for (const k of ["util", "power", "mem"]) check(points[k] >= 29, `chart ${k} is blank: ${JSON.stringify(points)}`);
+  log(`old window ${start}..${end}: "${text}", points drawn ${JSON.stringify(points)}`);
+  await shot(page, "gpu-old-rollups");
+  noErrors();
+  await browser.close();
+}
+
 try {
   if (mode === "functional") await functional();
   else if (mode === "load") await load();
   else if (mode === "nogpu") await nogpu();
-  else throw new Error("usage: dashboard.mjs functional|load|nogpu URL ARTIFACTS [GPUS]");
+  else if (mode === "old") await old();
+  else throw new Error("usage: dashboard.mjs functional|load|nogpu|old URL ARTIFACTS [GPUS | NODE/GPU START END]");
 } catch (e) {
   console.error("FAIL:", e.message);
   if (errors.length) console.error(errors.join("\n"));

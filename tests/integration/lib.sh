@@ -179,3 +179,18 @@ start_notify_receiver() {
 
 # rw ARGS...: the remote-write test client (tests/integration/rw.py).
 rw() { python3 "$ROOT/tests/integration/rw.py" "$@"; }
+
+# e2e_setup: what tests/e2e/dashboard.mjs needs (Debian's chromium, node,
+# playwright-core installed into tests/e2e/node_modules); sets CHROMIUM
+# (exported) and E2E.
+e2e_setup() {
+    CHROMIUM=${CHROMIUM:-/usr/bin/chromium}
+    export CHROMIUM
+    [ -x "$CHROMIUM" ] || fail "chromium is not installed ($CHROMIUM; scripts/deps.sh test)"
+    command -v node >/dev/null && command -v npm >/dev/null || fail "node and npm are needed (scripts/deps.sh build)"
+    E2E=$ROOT/tests/e2e
+    if [ ! -f "$E2E/node_modules/.package-lock.json" ] || [ "$E2E/package-lock.json" -nt "$E2E/node_modules/.package-lock.json" ]; then
+        PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --prefix "$E2E" --silent --no-audit --no-fund --prefer-offline ||
+            fail "npm ci --prefix tests/e2e failed (playwright-core)"
+    fi
+}

@@ -27,15 +27,7 @@
 #    call the pages made answers under 50 ms (best of 10).
 # Screenshots: build/test-artifacts/dashboard/*.png (GP_ARTIFACTS to move).
 source "$(dirname "$0")/lib.sh"
-CHROMIUM=${CHROMIUM:-/usr/bin/chromium}
-export CHROMIUM
-[ -x "$CHROMIUM" ] || fail "chromium is not installed ($CHROMIUM; scripts/deps.sh test)"
-command -v node >/dev/null && command -v npm >/dev/null || fail "node and npm are needed (scripts/deps.sh build)"
-E2E=$ROOT/tests/e2e
-if [ ! -f "$E2E/node_modules/.package-lock.json" ] || [ "$E2E/package-lock.json" -nt "$E2E/node_modules/.package-lock.json" ]; then
-    PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --prefix "$E2E" --silent --no-audit --no-fund --prefer-offline ||
-        fail "npm ci --prefix tests/e2e failed (playwright-core)"
-fi
+e2e_setup
 ART=${GP_ARTIFACTS:-$ROOT/build/test-artifacts/dashboard}
 rm -rf "$ART" && mkdir -p "$ART"
 note "artifacts (screenshots) in $ART"

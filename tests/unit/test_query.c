@@ -606,6 +606,89 @@ static void test_rollups_equal_raw(void)
     gp_storage_close(s);
 }
 
+/* The test store's clock, moved on to expire raw samples. */
+static int64_t g_clock_ms;
+static int64_t test_clock(void) { return g_clock_ms; }
+
+/* A range that starts where raw samples have expired (retention_raw 1h,
+ * the clock moved 3 h on) is read from the rollups that remain, on the
+ * whole minutes that cover it, and the answer says so; its values are
+ * the minutes' means computed here from the samples written. */
+static void test_rollups_after_raw_expired(void)
+{
+    int64_t b = base_ms() - 6 * 3600000;
+    g_clock_ms = b + 3600000;
+    struct gp_store_options o;
+    memset(&o, 0, sizeof o);
+    o.block_ms = 600000;
+    o.dir = gp_test_tmpdir();
+    o.no_sync = 1;
+    o.no_background = 1;
+    o.retention_raw_ms = 3600000;
+    o.clock_ms = test_clock;
+    struct gp_storage *s = NULL;
+    char err[256] = "";
+    CHECK_INT(gp_storage_open(&s, &(struct gp_storage_options){.store = o}, err, sizeof err), GP_OK);
+    const char *kv[] = {"__name__=power", "gpu=0", NULL};
+    put_seconds(s, kv, b + 500, 3600, f_mix, 3);
+    g_clock_ms = b + 4 * 3600000;
+    gp_store_maintain(gp_storage_store(s), 1);
+    gp_store_maintain(gp_storage_store(s), 1);
+    /* the GPU still reports: its newest sample is now */
+    int64_t tn = g_clock_ms - 1000;
+    double vn = 1;
+    put(s, kv, &tn, &vn, 1);
+    int64_t raw_since = g_clock_ms - o.retention_raw_ms;
+    size_t nm;
+    struct gp_matcher *m = sel("power", &nm);
+    struct gp_range_query q;
+    memset(&q, 0, sizeof q);
+    q.m = m;
+    q.nm = nm;
+    q.start_ms = b + 600500; /* not on a minute, a 15 s step: raw would be asked */
+    q.end_ms = b + 1800000;
+    q.step_ms = 15000;
+    q.rollups = -1;
+    struct gp_buf out;
+    gp_buf_init(&out, 0);
+    /* Raw samples are gone: without raw_since_ms nothing answers. */
+    CHECK_INT(gp_query_range(s, &q, &out, err, sizeof err), GP_OK);
+    CHECK_CONTAINS(out.data, "\"result\":[]");
+    gp_buf_reset(&out);
+    q.raw_since_ms = raw_since;
+    CHECK_INT(gp_query_range(s, &q, &out, err, sizeof err), GP_OK);
+    json_error_t je;
+    json_t *j = json_loadb(out.data, out.len, 0, &je);
+    CHECK(j != NULL);
+    json_t *data = json_object_get(j, "data");
+    CHECK_STR(json_string_value(json_object_get(data, "resolution")), "1m");
+    CHECK_INT((int64_t)(json_number_value(json_object_get(data, "start")) * 1000), b + 600000);
+    CHECK_INT((int64_t)(json_number_value(json_object_get(data, "end")) * 1000), b + 1800000);
+    CHECK_INT((int64_t)(json_number_value(json_object_get(data, "step")) * 1000), 60000);
+    json_t *vals = json_object_get(json_array_get(result_of(j), 0), "values");
+    CHECK_INT(json_array_size(vals), 21);
+    for (size_t k = 0; k < json_array_size(vals); k++) {
+        /* minute [t - 60 s, t): samples i at b + 0.5 s + i s */
+        int64_t t = b + 600000 + (int64_t)k * 60000;
+        double sum = 0;
+        size_t i0 = (size_t)((t - 60000 - b) / 1000);
+        for (size_t i = i0; i < i0 + 60; i++)
+            sum += f_mix(i, 3);
+        CHECK_INT(jtime_ms(json_array_get(vals, k)), t);
+        CHECK_DBL(jvalue(json_array_get(vals, k)), sum / 60, 1e-9);
+    }
+    json_decref(j);
+    /* Inside the raw retention the same query stays on raw samples, in
+     * Prometheus's exact shape. */
+    gp_buf_reset(&out);
+    q.raw_since_ms = b;
+    CHECK_INT(gp_query_range(s, &q, &out, err, sizeof err), GP_OK);
+    CHECK(strstr(out.data, "resolution") == NULL);
+    gp_buf_free(&out);
+    gp_matchers_free(m, nm);
+    gp_storage_close(s);
+}
+
 static void test_special_values_and_staleness(void)
 {
     struct gp_storage *s = open_store();
@@ -1262,6 +1345,7 @@ const struct gp_test gp_tests_query[] = {
     {"grouping_every_agg", test_grouping_every_agg},
     {"min_max_keep_peaks", test_min_max_keep_peaks},
     {"rollups_equal_raw", test_rollups_equal_raw},
+    {"rollups_after_raw_expired", test_rollups_after_raw_expired},
     {"special_values_and_staleness", test_special_values_and_staleness},
     {"limits_and_errors", test_limits_and_errors},
     {"series_cap", test_series_cap},
