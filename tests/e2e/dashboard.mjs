@@ -512,7 +512,10 @@ async function old() {
   const status = await page.locator("p.muted[data-resolution]").first();
   const res = await status.getAttribute("data-resolution"), text = await status.textContent();
   check(res === "1m" && text.includes("1-minute averages"), `the page does not say it drew rollups: ${res} "${text}"`);
-  check(asked.length && asked.every((u) => u.searchParams.get("match") && u.searchParams.get("rollups") === "auto"),
+  // PromQL first (it finds nothing this old), then the rollup form.
+  const forms = asked.filter((u) => u.searchParams.get("match"));
+  check(forms.length && forms.every((u) => u.searchParams.get("rollups") === "auto") &&
+        asked.every((u) => u.searchParams.get("match") || u.searchParams.get("query")),
     `the page asked ${asked.map((u) => u.search).join(" ").slice(0, 300)}`);
   const points = await page.$$eval("[data-chart]", (b) => Object.fromEntries(b.map((x) => [x.dataset.chart, +x.dataset.points])));
   // 30 minutes of utilization, power and memory: a point a minute each
