@@ -58,8 +58,9 @@
 
 #define GP_ST_FORMAT_VERSION 1u
 /* Block and rollup files: 2 may hold time records and chunks of
- * encoding 2 (shared times, 2026-11-27); 1 does not. Both read. */
-#define GP_ST_BLOCK_VERSION 2u
+ * encoding 2 (shared times, 2026-11-27); 1 does not; 3 may hold chunks
+ * of value modes 2 and 3 (frames of reference, bchunk.c). All read. */
+#define GP_ST_BLOCK_VERSION 3u
 
 /* ---- chunk segment records ---- */
 
