@@ -150,31 +150,85 @@ static void bw_finish(struct bw *b)
 
 static unsigned width(uint64_t v) { return v ? 64u - (unsigned)__builtin_clzll(v) : 0; }
 
-/* Bits that packing these values in groups takes. */
-static uint64_t packed_bits(const uint64_t *u, size_t n)
+/* A value group is packed at one width or, where that takes more bits,
+ * Rice-coded (RICE_MIN + k in its 7-bit code): q = u >> k as q one bits
+ * and a zero, then u's low k bits; q of RICE_ESC or more as RICE_ESC one
+ * bits and u's 64 bits. A group's width is its largest value's, and a
+ * noisy gauge's largest of 32 is ~2.5 of their standard deviations where
+ * Rice codes the typical one: ~0.6 bits a sample less. Rice codes are
+ * for values only (a time record's groups are one width) and k <= 32,
+ * so that a value with q < RICE_ESC is one 57-bit load for the decoder. */
+#define RICE_MIN 65u
+#define RICE_MAXK 32u
+#define RICE_ESC 24u
+
+static uint64_t rice_bits(const uint64_t *u, size_t k, unsigned r)
 {
     uint64_t bits = 0;
-    for (size_t g = 0; g < n; g += GROUP) {
-        size_t k = n - g < GROUP ? n - g : GROUP;
-        uint64_t or = 0;
-        for (size_t i = 0; i < k; i++)
-            or |= u[g + i];
-        bits += 7 + k * width(or);
+    for (size_t i = 0; i < k; i++) {
+        uint64_t q = u[i] >> r;
+        bits += q < RICE_ESC ? q + 1 + r : RICE_ESC + 64;
     }
     return bits;
 }
 
-static void pack(struct bw *b, const uint64_t *u, size_t n)
+/* A group's 7-bit code (a width 0..64 or RICE_MIN + k) and its bits. */
+static unsigned group_code(const uint64_t *u, size_t k, int rice, uint64_t *bits)
+{
+    uint64_t or = 0;
+    unsigned sw = 0;
+    for (size_t i = 0; i < k; i++) {
+        or |= u[i];
+        sw += width(u[i]);
+    }
+    unsigned w = width(or), code = w, aw = (unsigned)(sw / k);
+    *bits = 7 + k * w;
+    /* the best k is near the values' typical width (a spike, an escape,
+     * moves it little): try those */
+    for (unsigned r = aw > 4 ? aw - 4 : 0; rice && r <= aw + 2 && r < w && r <= RICE_MAXK; r++) {
+        uint64_t b = 7 + rice_bits(u, k, r);
+        if (b < *bits) {
+            *bits = b;
+            code = RICE_MIN + r;
+        }
+    }
+    return code;
+}
+
+/* Bits that packing these values in groups takes. */
+static uint64_t packed_bits(const uint64_t *u, size_t n, int rice)
+{
+    uint64_t bits = 0, b;
+    for (size_t g = 0; g < n; g += GROUP) {
+        group_code(u + g, n - g < GROUP ? n - g : GROUP, rice, &b);
+        bits += b;
+    }
+    return bits;
+}
+
+static void pack(struct bw *b, const uint64_t *u, size_t n, int rice)
 {
     for (size_t g = 0; g < n; g += GROUP) {
         size_t k = n - g < GROUP ? n - g : GROUP;
-        uint64_t or = 0;
-        for (size_t i = 0; i < k; i++)
-            or |= u[g + i];
-        unsigned w = width(or);
-        bw_put(b, w, 7);
-        for (size_t i = 0; i < k; i++)
-            bw_put(b, u[g + i], w);
+        uint64_t bits;
+        unsigned code = group_code(u + g, k, rice, &bits);
+        bw_put(b, code, 7);
+        if (code < RICE_MIN) {
+            for (size_t i = 0; i < k; i++)
+                bw_put(b, u[g + i], code);
+            continue;
+        }
+        unsigned r = code - RICE_MIN;
+        for (size_t i = 0; i < k; i++) {
+            uint64_t q = u[g + i] >> r;
+            if (q < RICE_ESC) {
+                bw_put(b, ((uint64_t)1 << q) - 1, (unsigned)q + 1);
+                bw_put(b, u[g + i], r);
+            } else {
+                bw_put(b, ((uint64_t)1 << RICE_ESC) - 1, RICE_ESC);
+                bw_put(b, u[g + i], 64);
+            }
+        }
     }
 }
 
@@ -310,7 +364,7 @@ static int plan_values(const double *v, size_t n, struct gp_st_bchunk_scratch *s
     }
     for (int k = 0; k < CONST_MODE && (k == 0 || n >= 3); k++) {
         /* m1 - m0: ~3 bytes, as before modes 2 and 3 */
-        uint64_t bits = packed_bits(sc->u, mode_stream(sc->m, n, k, sc->u)) + (k & 1 ? 8 * 3 : 0);
+        uint64_t bits = packed_bits(sc->u, mode_stream(sc->m, n, k, sc->u), 1) + (k & 1 ? 8 * 3 : 0);
         if (bits < best) {
             best = bits;
             mode = k;
@@ -361,12 +415,12 @@ static void pack_times(struct bw *b, const int64_t *t, size_t n, uint64_t *u)
     for (size_t i = 2; i < n; i++)
         u[i - 2] = zz((int64_t)(((uint64_t)t[i] - (uint64_t)t[i - 1]) -
                                 ((uint64_t)t[i - 1] - (uint64_t)t[i - 2])));
-    pack(b, u, n - 2);
+    pack(b, u, n - 2, 0);
 }
 
 static void pack_values(struct bw *b, const struct gp_st_bchunk_scratch *sc, size_t n, int mode)
 {
-    pack(b, sc->u, mode_stream(sc->m, n, mode, sc->u));
+    pack(b, sc->u, mode_stream(sc->m, n, mode, sc->u), 1);
 }
 
 /* Checks the times and sizes the scratch arrays. */
@@ -665,6 +719,64 @@ static int read_times(struct br *r, size_t n, uint64_t d1, int64_t maxt, int ful
     return GP_OK;
 }
 
+/* A value group's k values into out, zigzag-decoded: one width, as a
+ * time group (group_get), or Rice-coded; -1 where the stream ends
+ * early or the code is no code. */
+static int value_group(struct br *r, size_t k, int64_t out[GROUP])
+{
+    uint64_t c;
+    if (br_get(r, 7, &c) < 0)
+        return -1;
+    if (c <= 64) {
+        if (k * c > r->len * 8 - r->pos)
+            return -1;
+        group_get(r, (unsigned)c, k, out);
+        return 0;
+    }
+    if (c < RICE_MIN || c > RICE_MIN + RICE_MAXK)
+        return -1;
+    unsigned rk = (unsigned)(c - RICE_MIN);
+    uint64_t mask = ((uint64_t)1 << rk) - 1, u;
+    size_t end = r->len * 8;
+    for (size_t i = 0; i < k; i++) {
+        size_t pos = r->pos;
+        if ((pos >> 3) + 8 <= r->avail) {
+            /* 57 bits or more: q < RICE_ESC, its zero and k bits fit */
+            uint64_t x = gp_get_le64(r->p + (pos >> 3)) >> (pos & 7);
+            unsigned q = (unsigned)__builtin_ctzll(~x | ((uint64_t)1 << RICE_ESC));
+            if (q < RICE_ESC) {
+                u = ((uint64_t)q << rk) | ((x >> (q + 1)) & mask);
+                r->pos = pos + q + 1 + rk;
+                if (r->pos > end)
+                    return -1;
+                out[i] = unzz(u);
+                continue;
+            }
+        }
+        /* near the end of the bytes, or an escape: bit by bit */
+        uint64_t bit = 1, q = 0;
+        while (q < RICE_ESC) {
+            if (br_get(r, 1, &bit) < 0)
+                return -1;
+            if (!bit)
+                break;
+            q++;
+        }
+        if (q == RICE_ESC) {
+            uint64_t lo, hi;
+            if (br_get(r, 32, &lo) < 0 || br_get(r, 32, &hi) < 0)
+                return -1;
+            u = lo | hi << 32;
+        } else {
+            if (br_get(r, rk, &u) < 0)
+                return -1;
+            u |= q << rk;
+        }
+        out[i] = unzz(u);
+    }
+    return 0;
+}
+
 /* Values: mantissas summed group by group as far as nt, scaled from
  * first (x / 1 is x: integer gauges skip the division), then the
  * exceptions. With full, the stream is read to its end and checked. */
@@ -684,10 +796,8 @@ static int read_values(struct br *r, const struct vhead *h, size_t n, size_t nt,
     size_t v0 = h->mode == CONST_MODE ? n : h->mode & 1 ? 2 : 1, g = v0;
     for (; g < n && (g < nt || full); g += GROUP) {
         size_t k = n - g < GROUP ? n - g : GROUP;
-        int w = group_width(r, k);
-        if (w < 0)
+        if (value_group(r, k, dd) < 0)
             return GP_EPARSE;
-        group_get(r, (unsigned)w, k, dd);
         if (g >= nt)
             continue; /* full: read to check the stream's end */
         size_t kk = nt - g < k ? nt - g : k;

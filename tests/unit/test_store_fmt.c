@@ -754,6 +754,55 @@ static void test_bchunk_value_modes(void)
     printf("bchunk: random walk %zu bytes (mode 0)\n", len0);
 }
 
+/* Rice-coded value groups: Gaussian-like noise (sigma 1000) takes ~12.3
+ * bits a value where one width per group of 32 takes 13; a spike in it
+ * is an escape (its 64 bits) rather than 32 wide values; an unknown
+ * group code is refused. */
+static void test_bchunk_rice_groups(void)
+{
+    enum { N = 900 };
+    int64_t t[N];
+    double v[N];
+    uint64_t seed = 7;
+    size_t len;
+    for (size_t i = 0; i < N; i++) {
+        t[i] = 1700000000000LL + (int64_t)i * 1000;
+        int64_t x = 0;
+        for (int k = 0; k < 12; k++) {
+            seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+            x += (int64_t)(seed >> 54) - 512; /* uniform: their sum has sigma ~1024 */
+        }
+        v[i] = (double)(250000 + x * 1000 / 1024) / 1000;
+    }
+    struct gp_st_bchunk_info in;
+    CHECK_INT(bchunk_info_of(t, v, N, &len, &in), 2);
+    printf("bchunk: gaussian noise: %.2f value bits/sample\n", (double)in.value_bits / N);
+    CHECK(in.value_bits < (uint64_t)N * 126 / 10);
+    v[N / 2] = 1e9; /* a spike: an escape in its group */
+    v[N - 3] = -1e9;
+    bchunk_info_of(t, v, N, &len, &in); /* deltas now: the spike moves a mean */
+    printf("bchunk: gaussian noise with spikes: %.2f value bits/sample\n", (double)in.value_bits / N);
+    CHECK(in.value_bits < (uint64_t)N * 13 + 400);
+    /* the group codes past RICE_MIN + 32: the first value group's */
+    struct gp_st_bchunk_scratch sc = {0};
+    struct gp_buf b;
+    gp_buf_init(&b, 0);
+    CHECK_INT(gp_st_bchunk_encode(t, v, N, &sc, &b), GP_OK);
+    uint8_t *p = (uint8_t *)b.data;
+    size_t bit = 8 * in.head_bytes + (size_t)in.time_bits; /* the first value group */
+    int64_t tt[N];
+    double vv[N];
+    for (unsigned code = 98; code < 128; code++) {
+        for (unsigned k = 0; k < 7; k++) {
+            size_t at = bit + k;
+            p[at / 8] = (uint8_t)((p[at / 8] & ~(1u << (at % 8))) | ((code >> k) & 1) << (at % 8));
+        }
+        CHECK_INT(gp_st_bchunk_decode(p, b.len, tt, vv, N), GP_EPARSE);
+    }
+    gp_buf_free(&b);
+    gp_st_bchunk_scratch_free(&sc);
+}
+
 /* Block chunks as this encoder wrote them on 2026-11-26 (one chunk per
  * series per 2-hour window then): a faster decoder must still read them.
  * The samples are the formulas below; the bytes are frozen. */
@@ -843,6 +892,7 @@ const struct gp_test gp_tests_store_fmt[] = {
     {"bchunk_round_trips", test_bchunk_round_trips},
     {"bchunk_frozen_layout", test_bchunk_frozen_layout},
     {"bchunk_value_modes", test_bchunk_value_modes},
+    {"bchunk_rice_groups", test_bchunk_rice_groups},
     {"bchunk_shared_times", test_bchunk_shared_times},
     {"block_versions", test_block_versions},
     {"floor", test_floor},
