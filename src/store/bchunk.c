@@ -36,7 +36,8 @@
  *            stream (n - 1 values in modes 0 and 2, n - 2 in 1 and 3,
  *            none in 4),
  *            each in groups of 32: a 7-bit width w (0..64), then w bits
- *            a value. Zero bits pad the last byte.
+ *            a value, or (value groups, version 3) a code 65 + k, then
+ *            the group Rice-coded (below). Zero bits pad the last byte.
  *
  * Modes 2 and 3 (block version 3, 2026-11-27) predict from the previous
  * group's mean (truncated toward zero; the first group's prediction is
@@ -59,7 +60,7 @@
  * half of a block chunk; compaction writes them once per node and piece.
  *
  * A regular 1 s series costs 7 bits per 32 timestamps; a constant value
- * 7 bits per 32 samples; a percentage moving by a few points 4 bits a
+ * nothing past its header; a percentage moving by a few points 4 bits a
  * sample. The encoder falls back to Gorilla when more than 1/16 of the
  * values are exceptions. The decoder checks every length and that the
  * stream ends exactly at the end of the bytes.
