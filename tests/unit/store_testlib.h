@@ -90,6 +90,19 @@ static inline int64_t tnow_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* A start half an hour ago, on a whole minute, for span_ms of samples
+ * that must not cross a 2-hour compaction window's edge (a chunk is cut
+ * there, so tests that count closed chunks would depend on the hour they
+ * run at): moved to the next edge where they would cross it. */
+static inline int64_t t0_one_window(int64_t span_ms)
+{
+    const int64_t window = 2 * 3600 * 1000;
+    int64_t t0 = tnow_ms() - 1800 * 1000;
+    t0 -= t0 % 60000;
+    int64_t edge = t0 - t0 % window + window;
+    return t0 + span_ms > edge ? edge : t0;
+}
+
 /* A clock for tests that write ahead of the wall clock and want the
  * store to compact as though that time had come: the later of the wall
  * clock and the newest time given to tclock_advance (the store's clock is

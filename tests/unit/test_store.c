@@ -834,7 +834,7 @@ static void test_damaged_chunk_file(void)
 {
     const char *dir = gp_test_tmpdir();
     struct gp_store *s = topen(dir, NULL);
-    int64_t t0 = gp_st_floor(tnow_ms() - 1800 * 1000, 60000);
+    int64_t t0 = t0_one_window(600 * 1000);
     tfill(s, 4, 600, t0, 600); /* a closed chunk and an open one per series */
     gp_store_close(s);
     damage(dir, "chunks", "00000000.chk", 100); /* in the first record */

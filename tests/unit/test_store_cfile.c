@@ -105,7 +105,7 @@ static void test_pread_fallback_answers_the_same(void)
     struct gp_store_options o = {.no_sync = 1, .no_background = 1};
     gp_st_map_chunk_files = 0;
     struct gp_store *s = topen(dir, &o);
-    int64_t t0 = gp_st_floor(tnow_ms() - 1800 * 1000, 60000);
+    int64_t t0 = t0_one_window(700 * 1000);
     tfill(s, 5, 700, t0, 100);
     CHECK(s->cf[0].map == NULL);
     for (uint32_t k = 0; k < 5; k++) {
@@ -146,7 +146,7 @@ static void test_damage_after_open_detected_on_read(void)
         snprintf(sub, sizeof sub, "%s/%s", dir, mapped ? "mapped" : "pread");
         gp_st_map_chunk_files = mapped;
         struct gp_store *s = topen(sub, &o);
-        int64_t t0 = gp_st_floor(tnow_ms() - 1800 * 1000, 60000);
+        int64_t t0 = t0_one_window(600 * 1000);
         tfill(s, 4, 600, t0, 600);
         for (uint32_t k = 0; k < 4; k++)
             cf_check(s, k, t0, 600, INT64_MIN, INT64_MAX);
