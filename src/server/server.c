@@ -144,6 +144,8 @@ static const char index_text[] =
     "GET  /api/v1/fleet/gpus            every GPU now: readings, job, alert badge\n"
     "GET  /api/v1/stream                Server-Sent Events: fleet, gpus, alert\n"
     "POST /api/v1/alerts/ID/ack         acknowledge an alert\n"
+    "GET  /api/v1/health/nodes[/NODE]   health states of the nodes and GPUs, reasons, actions\n"
+    "POST /api/v1/health/nodes/NODE/healthy  mark a repaired node healthy (write token)\n"
     "GET  /api/v1/jobs/ID/report        the job's report (format=html|json|text)\n"
     "GET  /api/v1/alerts, /api/v1/alerts/ID alerts (active and history) and their transitions\n"
     "GET, POST /api/v1/silences; DELETE /api/v1/silences/ID\n"
@@ -245,8 +247,9 @@ static uint64_t prepare(void *ctx, struct gp_http_request *req, struct gp_http_r
      * take the write token, as remote write does (docs/api.md). */
     int silence_post = sr->route == GP_SRV_R_SILENCES && !strcmp(m, "POST");
     int silence_delete = sr->route == GP_SRV_R_SILENCE && !strcmp(m, "DELETE");
-    /* So does acknowledging an alert (docs/dashboard.md). */
-    int ack = sr->route == GP_SRV_R_ALERT_ACK;
+    /* So does acknowledging an alert (docs/dashboard.md), and marking
+     * a repaired node healthy (docs/health.md). */
+    int ack = sr->route == GP_SRV_R_ALERT_ACK || sr->route == GP_SRV_R_HEALTH_MARK;
     int changes = is_write || silence_post || silence_delete || ack;
     /* Prometheus's read routes take a form POST too (Grafana's default). */
     int form_post = gp_srv_route_takes_form(sr->route) && !strcmp(m, "POST");
