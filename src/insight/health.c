@@ -705,8 +705,8 @@ static int audit(sqlite3 *db, int64_t now, const char *node, const char *detail)
 {
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(db,
-                           "INSERT INTO audit(at_ms, kind, node, decision, detail)"
-                           " VALUES(?1, 'mark_healthy', ?2, 'marked_healthy', ?3)",
+                           "INSERT INTO audit(at_ms, kind, severity, node, decision, detail)"
+                           " VALUES(?1, 'mark_healthy', 'info', ?2, 'marked_healthy', ?3)",
                            -1, &st, NULL) != SQLITE_OK)
         return GP_EIO;
     sqlite3_bind_int64(st, 1, now);
