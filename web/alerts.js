@@ -31,7 +31,10 @@
       ev.preventDefault();
       msg.textContent = "…";
       try {
-        const body = {matchers, duration: dur.value, comment: comment.value || `silenced from the dashboard (${a.summary || a.kind})`};
+        // the server keeps a comment of at most 255 bytes: a long summary is cut
+        let why = comment.value || `silenced from the dashboard (${a.summary || a.kind})`;
+        while (new TextEncoder().encode(why).length > 255) why = why.slice(0, -2) + "…";
+        const body = {matchers, duration: dur.value, comment: why};
         await GP.api("/api/v1/silences", {method: "POST", body});
         msg.textContent = "silenced";
         if (GP.refreshCount) GP.refreshCount();
