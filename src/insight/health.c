@@ -12,9 +12,9 @@
  * baseline (as the detector's xid_increase): a server that starts on
  * old data does not count old XIDs.
  *
- * GPUs and nodes are found by a linear search that tries the view
- * position first (the view keeps its order between ticks), so a tick is
- * linear in the fleet. What changed is written per GPU (delete and
+ * GPUs and nodes are found by their view position first (the view
+ * keeps its order between ticks), else through a hash index, so a tick
+ * is linear in the fleet. What changed is written per GPU (delete and
  * insert its rows) in one transaction at the end of the tick.
  */
 #include "insight/health.h"
@@ -77,6 +77,13 @@ struct hnode {
     bool dirty;
 };
 
+/* Index of GPUs or nodes by the hash of their name (open addressing;
+ * slot value index + 1, 0 empty). Entries are never removed. */
+struct idx {
+    uint32_t *slot;
+    size_t cap;
+};
+
 /* A fault observed this tick, applied at its end. */
 struct pending {
     char node[GP_VIEW_NODE_LEN], gpu[16], uuid[96];
@@ -93,6 +100,7 @@ struct gp_health {
     unsigned nn, capn;
     struct pending *p;
     unsigned np, capp;
+    struct idx gi, ni;
     bool io_failed; /* the last write failed: write everything next tick */
 };
 
@@ -133,12 +141,69 @@ static int reason_cmp(const struct reason *a, const struct reason *b)
 
 /* ---- finding ---- */
 
+static uint64_t hash2(const char *a, const char *b)
+{
+    uint64_t x = 0xcbf29ce484222325ULL;
+    for (; *a; a++)
+        x = (x ^ (unsigned char)*a) * 0x100000001b3ULL;
+    x = (x ^ 0xff) * 0x100000001b3ULL;
+    for (; *b; b++)
+        x = (x ^ (unsigned char)*b) * 0x100000001b3ULL;
+    return x ^ x >> 29;
+}
+
+/* The slot of key in ix: where eq(index) holds, or the empty slot to
+ * fill. ix has room (idx_grow first). */
+static uint32_t *idx_find(const struct idx *ix, uint64_t key, bool (*eq)(const void *, unsigned, const char *, const char *),
+                          const void *arr, const char *a, const char *b)
+{
+    for (size_t i = key & (ix->cap - 1);; i = (i + 1) & (ix->cap - 1))
+        if (!ix->slot[i] || eq(arr, ix->slot[i] - 1, a, b))
+            return &ix->slot[i];
+}
+
+static bool gpu_eq(const void *arr, unsigned i, const char *node, const char *gpu)
+{
+    const struct hgpu *g = (const struct hgpu *)arr + i;
+    return !strcmp(g->gpu, gpu) && !strcmp(g->node, node);
+}
+
+static bool node_eq(const void *arr, unsigned i, const char *node, const char *unused)
+{
+    (void)unused;
+    return !strcmp(((const struct hnode *)arr)[i].node, node);
+}
+
+/* Makes room for one more beside the n entries of arr (rehashing them).
+ * GP_OK or GP_ENOMEM. */
+static int idx_grow(struct idx *ix, unsigned n, bool gpus, const void *arr)
+{
+    if ((size_t)(n + 2) * 2 <= ix->cap)
+        return GP_OK;
+    size_t cap = ix->cap ? ix->cap * 2 : 256;
+    while ((size_t)(n + 2) * 2 > cap)
+        cap *= 2;
+    struct idx nx = {calloc(cap, sizeof *nx.slot), cap};
+    if (!nx.slot)
+        return GP_ENOMEM;
+    for (unsigned i = 0; i < n; i++) {
+        const char *a = gpus ? ((const struct hgpu *)arr)[i].node : ((const struct hnode *)arr)[i].node;
+        const char *b = gpus ? ((const struct hgpu *)arr)[i].gpu : "";
+        *idx_find(&nx, hash2(a, b), gpus ? gpu_eq : node_eq, arr, a, b) = i + 1;
+    }
+    free(ix->slot);
+    *ix = nx;
+    return GP_OK;
+}
+
 static struct hnode *find_node(struct gp_health *h, const char *node, bool create)
 {
-    for (unsigned i = 0; i < h->nn; i++)
-        if (!strcmp(h->n[i].node, node))
-            return &h->n[i];
-    if (!create)
+    if (h->ni.cap) {
+        uint32_t *sl = idx_find(&h->ni, hash2(node, ""), node_eq, h->n, node, "");
+        if (*sl)
+            return &h->n[*sl - 1];
+    }
+    if (!create || idx_grow(&h->ni, h->nn, false, h->n))
         return NULL;
     if (h->nn == h->capn) {
         unsigned nc = h->capn ? h->capn * 2 : 16;
@@ -153,6 +218,7 @@ static struct hnode *find_node(struct gp_health *h, const char *node, bool creat
     snprintf(n->node, sizeof n->node, "%s", node);
     n->state = GP_HS_HEALTHY;
     n->dirty = true;
+    *idx_find(&h->ni, hash2(node, ""), node_eq, h->n, node, "") = h->nn;
     return n;
 }
 
@@ -163,13 +229,15 @@ static struct hgpu *find_gpu(struct gp_health *h, const char *node, const char *
 {
     if (created)
         *created = false;
-    if (hint < h->ng && !strcmp(h->g[hint].gpu, gpu) && !strcmp(h->g[hint].node, node))
+    if (hint < h->ng && gpu_eq(h->g, hint, node, gpu))
         return &h->g[hint];
-    for (unsigned i = 0; i < h->ng; i++)
-        if (!strcmp(h->g[i].gpu, gpu) && !strcmp(h->g[i].node, node))
-            return &h->g[i];
+    if (h->gi.cap) {
+        uint32_t *sl = idx_find(&h->gi, hash2(node, gpu), gpu_eq, h->g, node, gpu);
+        if (*sl)
+            return &h->g[*sl - 1];
+    }
     struct hnode *n = create ? find_node(h, node, true) : NULL;
-    if (!n)
+    if (!n || idx_grow(&h->gi, h->ng, true, h->g))
         return NULL;
     unsigned ni = (unsigned)(n - h->n);
     if (h->ng == h->capg) {
@@ -187,6 +255,7 @@ static struct hgpu *find_gpu(struct gp_health *h, const char *node, const char *
     g->state = GP_HS_HEALTHY;
     g->ni = ni;
     g->dirty = true;
+    *idx_find(&h->gi, hash2(node, gpu), gpu_eq, h->g, node, gpu) = h->ng;
     if (created)
         *created = true;
     return g;
@@ -227,59 +296,58 @@ static int exec(sqlite3 *db, const char *sql)
     return sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK ? GP_OK : GP_EIO;
 }
 
-static int save_gpu(sqlite3 *db, const struct hgpu *g)
+/* The statements a save uses, prepared once per save. */
+enum { S_DEL_G, S_DEL_R, S_DEL_X, S_INS_G, S_INS_R, S_INS_X, S_NODE, S__COUNT };
+static const char *const save_sql[S__COUNT] = {
+    "DELETE FROM health_gpus WHERE node=?1 AND gpu=?2",
+    "DELETE FROM health_reasons WHERE node=?1 AND gpu=?2",
+    "DELETE FROM health_xids WHERE node=?1 AND gpu=?2",
+    "INSERT INTO health_gpus VALUES(?1, ?2, ?3, ?4, ?5, ?6)",
+    "INSERT INTO health_reasons VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+    "INSERT INTO health_xids VALUES(?1, ?2, ?3, ?4, ?5)",
+    "INSERT OR REPLACE INTO health_nodes VALUES(?1, ?2, ?3, ?4, ?5, ?6)",
+};
+
+/* Binds node and gpu, then steps st; GP_OK or GP_EIO. The caller binds
+ * the rest first. */
+static int run(sqlite3_stmt *st, const struct hgpu *g)
 {
-    static const char *const del[] = {
-        "DELETE FROM health_gpus WHERE node=?1 AND gpu=?2",
-        "DELETE FROM health_reasons WHERE node=?1 AND gpu=?2",
-        "DELETE FROM health_xids WHERE node=?1 AND gpu=?2",
-    };
-    sqlite3_stmt *st = NULL;
-    int rc = GP_OK;
-    for (size_t i = 0; i < 3 && !rc; i++) {
-        if (sqlite3_prepare_v2(db, del[i], -1, &st, NULL) != SQLITE_OK)
-            return GP_EIO;
-        sqlite3_bind_text(st, 1, g->node, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 2, g->gpu, -1, SQLITE_STATIC);
-        rc = sqlite3_step(st) == SQLITE_DONE ? GP_OK : GP_EIO;
-        sqlite3_finalize(st);
-    }
-    if (rc || sqlite3_prepare_v2(db, "INSERT INTO health_gpus VALUES(?1, ?2, ?3, ?4, ?5, ?6)", -1,
-                                 &st, NULL) != SQLITE_OK)
-        return GP_EIO;
     sqlite3_bind_text(st, 1, g->node, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 2, g->gpu, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 3, g->uuid, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 4, gp_health_state_names[g->state], -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 5, g->since);
-    sqlite3_bind_int64(st, 6, g->seen);
-    rc = sqlite3_step(st) == SQLITE_DONE ? GP_OK : GP_EIO;
-    sqlite3_finalize(st);
-    if (rc || sqlite3_prepare_v2(db,
-                                 "INSERT INTO health_reasons VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8,"
-                                 " ?9, ?10)",
-                                 -1, &st, NULL) != SQLITE_OK)
-        return GP_EIO;
+    int rc = sqlite3_step(st) == SQLITE_DONE ? GP_OK : GP_EIO;
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+    return rc;
+}
+
+static int save_gpu(sqlite3_stmt *const *st, const struct hgpu *g)
+{
+    int rc = run(st[S_DEL_G], g);
+    if (!rc)
+        rc = run(st[S_DEL_R], g);
+    if (!rc)
+        rc = run(st[S_DEL_X], g);
+    if (!rc) {
+        sqlite3_bind_text(st[S_INS_G], 3, g->uuid, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st[S_INS_G], 4, gp_health_state_names[g->state], -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st[S_INS_G], 5, g->since);
+        sqlite3_bind_int64(st[S_INS_G], 6, g->seen);
+        rc = run(st[S_INS_G], g);
+    }
     for (unsigned i = 0; i < g->nr && !rc; i++) {
         const struct reason *r = &g->r[i];
-        sqlite3_reset(st);
-        sqlite3_bind_text(st, 1, g->node, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 2, g->gpu, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 3, r->f->name, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 4, r->xid);
-        sqlite3_bind_int(st, 5, r->repeat);
-        sqlite3_bind_int(st, 6, r->sticky);
-        sqlite3_bind_int(st, 7, r->present);
-        sqlite3_bind_int64(st, 8, r->since);
-        sqlite3_bind_int64(st, 9, r->last);
-        sqlite3_bind_int64(st, 10, r->count);
-        rc = sqlite3_step(st) == SQLITE_DONE ? GP_OK : GP_EIO;
+        sqlite3_stmt *q = st[S_INS_R];
+        sqlite3_bind_text(q, 3, r->f->name, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(q, 4, r->xid);
+        sqlite3_bind_int(q, 5, r->repeat);
+        sqlite3_bind_int(q, 6, r->sticky);
+        sqlite3_bind_int(q, 7, r->present);
+        sqlite3_bind_int64(q, 8, r->since);
+        sqlite3_bind_int64(q, 9, r->last);
+        sqlite3_bind_int64(q, 10, r->count);
+        rc = run(q, g);
     }
-    sqlite3_finalize(st);
-    /* times as text "t1,t2,...": our own rows, read back by load_xid */
-    if (rc || sqlite3_prepare_v2(db, "INSERT INTO health_xids VALUES(?1, ?2, ?3, ?4, ?5)", -1, &st,
-                                 NULL) != SQLITE_OK)
-        return GP_EIO;
+    /* times as text "t1,t2,...": our own rows, read back by load_times */
     for (unsigned i = 0; i < g->nx && !rc; i++) {
         const struct xid *x = &g->x[i];
         char times[MAX_TIMES * 21 + 1] = "";
@@ -287,24 +355,16 @@ static int save_gpu(sqlite3 *db, const struct hgpu *g)
         for (unsigned k = 0; k < x->n; k++)
             len += (size_t)snprintf(times + len, sizeof times - len, "%s%lld", k ? "," : "",
                                     (long long)x->times[k]);
-        sqlite3_reset(st);
-        sqlite3_bind_text(st, 1, g->node, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 2, g->gpu, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 3, x->code);
-        sqlite3_bind_double(st, 4, x->last);
-        sqlite3_bind_text(st, 5, times, -1, SQLITE_TRANSIENT);
-        rc = sqlite3_step(st) == SQLITE_DONE ? GP_OK : GP_EIO;
+        sqlite3_bind_int64(st[S_INS_X], 3, x->code);
+        sqlite3_bind_double(st[S_INS_X], 4, x->last);
+        sqlite3_bind_text(st[S_INS_X], 5, times, -1, SQLITE_TRANSIENT);
+        rc = run(st[S_INS_X], g);
     }
-    sqlite3_finalize(st);
     return rc;
 }
 
-static int save_node(sqlite3 *db, const struct hnode *n)
+static int save_node(sqlite3_stmt *st, const struct hnode *n)
 {
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO health_nodes VALUES(?1, ?2, ?3, ?4, ?5, ?6)",
-                           -1, &st, NULL) != SQLITE_OK)
-        return GP_EIO;
     sqlite3_bind_text(st, 1, n->node, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 2, gp_health_state_names[n->state], -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 3, n->since);
@@ -314,7 +374,8 @@ static int save_node(sqlite3 *db, const struct hnode *n)
         sqlite3_bind_int64(st, 6, n->pf_at);
     }
     int rc = sqlite3_step(st) == SQLITE_DONE ? GP_OK : GP_EIO;
-    sqlite3_finalize(st);
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
     return rc;
 }
 
@@ -324,16 +385,22 @@ static int save(struct gp_health *h)
     if (!h->db)
         return GP_OK;
     bool all = h->io_failed;
+    sqlite3_stmt *st[S__COUNT] = {0};
     int rc = exec(h->db, "BEGIN IMMEDIATE");
+    for (int i = 0; i < S__COUNT && !rc; i++)
+        if (sqlite3_prepare_v2(h->db, save_sql[i], -1, &st[i], NULL) != SQLITE_OK)
+            rc = GP_EIO;
     if (all && !rc)
         rc = exec(h->db, "DELETE FROM health_gpus; DELETE FROM health_reasons;"
                          " DELETE FROM health_xids; DELETE FROM health_nodes");
     for (unsigned i = 0; i < h->ng && !rc; i++)
         if (all || h->g[i].dirty)
-            rc = save_gpu(h->db, &h->g[i]);
+            rc = save_gpu(st, &h->g[i]);
     for (unsigned i = 0; i < h->nn && !rc; i++)
         if (all || h->n[i].dirty)
-            rc = save_node(h->db, &h->n[i]);
+            rc = save_node(st[S_NODE], &h->n[i]);
+    for (int i = 0; i < S__COUNT; i++)
+        sqlite3_finalize(st[i]);
     if (!rc)
         rc = exec(h->db, "COMMIT");
     if (rc) {
@@ -498,6 +565,8 @@ void gp_health_close(struct gp_health *h)
     free(h->g);
     free(h->n);
     free(h->p);
+    free(h->gi.slot);
+    free(h->ni.slot);
     pthread_mutex_destroy(&h->mu);
     free(h);
 }
