@@ -4,13 +4,16 @@
 # lets the alert engine watch the simulated fleet and its planted faults,
 # and scores GET /api/v1/alerts?state=firing against the simulation's
 # ground truth (bench/fleet_truth.py): a table per fault, the false
-# alarms, precision and recall. Exit 0 when both are 1, 1 when not (or
-# when the server has no alerts API), 2 on a usage error.
+# alarms, precision and recall; and each job's goodput share and MFU
+# (GET /api/v1/jobs/ID) against what the truth's timelines give. Exit 0
+# when precision and recall are 1 and every job's figures match, 1 when
+# not (or when the server has no alerts API), 2 on a usage error.
 #
 # It polls every --poll seconds and stops at the first perfect score
 # after --min-wait, or at --wait with the score it has then. The
-# detectors' `for` durations (up to 10 minutes for idle_gpu_allocated)
-# set how long a run takes; pass a faster evaluation to the server after
+# detectors' `for` durations (10 minutes for idle_gpu_allocated and
+# low_goodput: the crash loop, the hang and the starved job fire after
+# about 16 minutes) set how long a run takes; pass a faster evaluation to the server after
 # `--`, e.g. `-- --eval-interval 5s --eval-step 5s --eval-window 10m`.
 #
 # Alerts of severity info (gpu_saturated on busy healthy cards) are not
@@ -62,6 +65,7 @@ cleanup() {
     rm -rf "$TMP"
 }
 trap cleanup EXIT
+T0=$(date +%s.%N) # the simulation's clock starts at up's first tick, a moment after this
 PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 URL=http://127.0.0.1:$PORT
 "$BIN" up --simulate "$SPEC" --seed "$SEED" --interval "$INTERVAL" --listen "127.0.0.1:$PORT" \
@@ -87,10 +91,18 @@ while :; do
     kill -0 "$PID" 2>/dev/null || { tail -20 "$TMP/up.log" >&2; echo "fleet_faults: gpulse up died" >&2; exit 1; }
     curl -sf "$URL/api/v1/alerts?state=firing" >"$TMP/alerts.json" || { echo "fleet_faults: alerts query failed" >&2; continue; }
     elapsed=$((SECONDS - start))
+    # the job documents, and when they were read on the simulation's clock
+    rm -rf "$TMP/jobs" && mkdir -p "$TMP/jobs"
+    at=$(python3 -c 'import sys,time; print("%.1f" % (time.time() - float(sys.argv[1])))' "$T0")
+    for job in $(python3 -c 'import json,sys; print(" ".join(j["job"] for j in json.load(open(sys.argv[1]))["jobs"]))' "$TMP/truth.json"); do
+        awk -v a="$(date +%s.%N)" -v b="$T0" 'BEGIN { printf "%.1f\n", a - b }' >"$TMP/jobs/$job.at"
+        curl -sf "$URL/api/v1/jobs/$job" >"$TMP/jobs/$job.json" || rm -f "$TMP/jobs/$job.json"
+    done
     rc=0
-    python3 bench/fleet_truth.py "${INFO[@]}" "$TMP/truth.json" "$TMP/alerts.json" >"$TMP/score.txt" || rc=$?
+    python3 bench/fleet_truth.py "${INFO[@]}" --jobs "$TMP/jobs" --elapsed "$at" "$TMP/truth.json" "$TMP/alerts.json" \
+        >"$TMP/score.txt" || rc=$?
     [ $rc -eq 2 ] && { cat "$TMP/score.txt"; echo "fleet_faults: unreadable alerts answer" >&2; exit 1; }
-    echo "after ${elapsed}s: $(tail -1 "$TMP/score.txt")"
+    echo "after ${elapsed}s: $(tail -1 "$TMP/score.txt"); $(grep '^figures:' "$TMP/score.txt" || echo 'figures: none')"
     if { [ $rc -eq 0 ] && [ $elapsed -ge "$MIN_WAIT" ]; } || [ $elapsed -ge "$WAIT" ]; then
         break
     fi

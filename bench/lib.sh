@@ -90,10 +90,11 @@ start_prom() {
     echo "$(prometheus --version 2>&1 | head -1)"
 }
 
-# start_gpulse DIR: build/rel/gpulse server on DIR; sets GP, GPID.
+# start_gpulse DIR [BINARY]: build/rel/gpulse (or BINARY) server on DIR;
+# sets GP, GPID.
 start_gpulse() {
     GP=$(port)
-    build/rel/gpulse server --data "$1" --listen "127.0.0.1:$GP" --log-level warn >>"$TMP/gpulse.log" 2>&1 &
+    "${2:-build/rel/gpulse}" server --data "$1" --listen "127.0.0.1:$GP" --log-level warn >>"$TMP/gpulse.log" 2>&1 &
     GPID=$!; PIDS+=($GPID)
     wait_http "http://127.0.0.1:$GP/api/v1/health" 120
 }

@@ -1,106 +1,160 @@
 #!/usr/bin/env bash
-# storage_remote.sh - API latency of storage: embedded vs storage: remote
-# (docs/storage.md), measured in one run on one machine: a simulated fleet
-# (--spec, default 4x8xH100) pushes the same ticks to an embedded server,
-# a server on VictoriaMetrics and one on Prometheus (Debian's packages,
-# on 127.0.0.1, temporary directories); after --fill seconds each route
-# is asked --n times per server and the median and 90th percentile of
-# curl's total time are printed. Not part of the test suite.
+# storage_remote.sh - storage: embedded vs storage: remote (docs/storage.md),
+# side by side, for fleets of growing size, on one machine: for each
+# --specs entry (default 8x8xH100 32x8xH100 128x8xH100: 64, 256 and 1,024
+# GPUs) a simulated fleet pushes the same ticks (--interval, 15 s) to an
+# embedded server, a server on VictoriaMetrics and one on Prometheus
+# (Debian's packages, on 127.0.0.1, temporary directories, all started
+# fresh for each size); after --fill seconds each route is asked --n
+# times per server (median / p90 of curl's total time), then the
+# detectors' last evaluation tick, the server's CPU seconds over the fill
+# and its resident memory per GPU are printed. --window-off adds a fourth
+# column: VictoriaMetrics without the local window (remote_window: 0s,
+# every read from the cluster). Last, the VictoriaMetrics server is
+# restarted and the time its window's refill takes is printed. Not part
+# of the test suite.
 #
-# usage: bench/storage_remote.sh [--spec SPEC] [--fill S] [--n N] [--bin PATH]
+# usage: bench/storage_remote.sh [--specs "SPEC ..."] [--interval D] [--fill S] [--n N]
+#                                [--window-off] [--bin PATH]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-SPEC=4x8xH100
-FILL=60
-N=20
+SPECS="8x8xH100 32x8xH100 128x8xH100"
+INTERVAL=15s
+FILL=75
+N=10
 BIN=build/rel/gpulse
+OFF=0
 while [ $# -gt 0 ]; do
     case $1 in
-    --spec) SPEC=$2; shift 2 ;;
+    --specs) SPECS=$2; shift 2 ;;
+    --spec) SPECS=$2; shift 2 ;;
+    --interval) INTERVAL=$2; shift 2 ;;
     --fill) FILL=$2; shift 2 ;;
     --n) N=$2; shift 2 ;;
+    --window-off) OFF=1; shift ;;
     --bin) BIN=$2; shift 2 ;;
-    *) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+    *) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
     esac
 done
 [ "$BIN" != build/rel/gpulse ] || make -s build/rel/gpulse
 TMP=$(mktemp -d /tmp/gpulse-bench-XXXXXX)
 PIDS=()
-trap 'for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null; rm -rf "$TMP"' EXIT
+stop_all() {
+    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+    PIDS=()
+}
+trap 'stop_all; rm -rf "$TMP"' EXIT
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-up() { for _ in $(seq 300); do curl -sf "$1" >/dev/null 2>&1 && return 0; sleep 0.1; done; echo "no answer from $1" >&2; exit 1; }
+up() { for _ in $(seq 600); do curl -sf "$1" >/dev/null 2>&1 && return 0; sleep 0.1; done; echo "no answer from $1" >&2; exit 1; }
+cpu_s() { awk -v hz="$(getconf CLK_TCK)" '{print ($14 + $15) / hz}' "/proc/$1/stat"; }
+rss_kb() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
 
-VM=$(port) PR=$(port)
-victoria-metrics -httpListenAddr "127.0.0.1:$VM" -storageDataPath "$TMP/vm" -loggerLevel ERROR \
-    -search.latencyOffset 0s >"$TMP/vm.log" 2>&1 &
-PIDS+=($!)
-printf 'global: {scrape_interval: 1m}\nscrape_configs: []\n' >"$TMP/prom.yml"
-prometheus --config.file="$TMP/prom.yml" --storage.tsdb.path="$TMP/prom" \
-    --web.listen-address="127.0.0.1:$PR" --web.enable-remote-write-receiver >"$TMP/prom.log" 2>&1 &
-PIDS+=($!)
-up "http://127.0.0.1:$VM/health"
-up "http://127.0.0.1:$PR/-/ready"
-server() { # NAME ARGS...: sets URL
+server() { # NAME ARGS...: sets URL and SPID
     local name=$1 p
     shift
     p=$(port)
-    "$BIN" server --listen "127.0.0.1:$p" --data "$TMP/data-$name" --log-level warn "$@" >"$TMP/$name.log" 2>&1 &
-    PIDS+=($!)
+    "$BIN" server --listen "127.0.0.1:$p" --data "$TMP/data-$name" --log-level warn \
+        --self-scrape-interval 0s "$@" >"$TMP/$name.log" 2>&1 &
+    SPID=$!
+    PIDS+=($SPID)
     up "http://127.0.0.1:$p/api/v1/health"
     URL="http://127.0.0.1:$p"
 }
-server embedded
-EMB=$URL
-server vm --storage remote --remote-write-url "http://127.0.0.1:$VM/api/v1/write" \
-    --remote-query-url "http://127.0.0.1:$VM"
-VMS=$URL
-server prom --storage remote --remote-write-url "http://127.0.0.1:$PR/api/v1/write" \
-    --remote-query-url "http://127.0.0.1:$PR"
-PRS=$URL
-AP=$(port)
-"$BIN" agent --listen "127.0.0.1:$AP" --simulate "$SPEC" --interval 1s \
-    --push "$EMB/api/v1/write" --push "$VMS/api/v1/write" --push "$PRS/api/v1/write" >"$TMP/agent.log" 2>&1 &
-PIDS+=($!)
-up "http://127.0.0.1:$AP/healthz"
-echo "filling for ${FILL}s: $SPEC, 1 s ticks, into embedded, VictoriaMetrics and Prometheus" >&2
-sleep "$FILL"
-series=$(curl -sf "$EMB/api/v1/health" | python3 -c 'import json,sys; print(json.load(sys.stdin)["data"]["series"])')
-NOW=$(date +%s)
-ROUTES=(/api/v1/gpus /api/v1/nodes /api/v1/fleet/gpus
-    "/api/v1/query_range?match=DCGM_FI_DEV_GPU_UTIL&start=$((NOW - 300))&end=$NOW&step=15s"
-    /api/v1/labels)
-printf '%s series; %s requests per route and server; seconds, median / p90\n' "$series" "$N"
-printf '%-48s %20s %20s %20s\n' route embedded victoria-metrics prometheus
-for r in "${ROUTES[@]}"; do
-    row=$(printf '%-48s' "${r:0:48}")
-    for u in "$EMB" "$VMS" "$PRS"; do
-        ts=$(for _ in $(seq "$N"); do curl -s -o /dev/null -w '%{time_total}\n' "$u$r"; done | sort -g)
-        med=$(echo "$ts" | awk -v n="$N" 'NR == int((n + 1) / 2)')
-        p90=$(echo "$ts" | awk -v n="$N" 'NR == int(n * 0.9 + 0.999)')
-        row+=$(printf ' %9.4f / %8.4f' "$med" "$p90")
+
+run_size() { # SPEC
+    local spec=$1 VM PR u r
+    rm -rf "$TMP"/vm "$TMP"/prom "$TMP"/data-*
+    VM=$(port) PR=$(port)
+    victoria-metrics -httpListenAddr "127.0.0.1:$VM" -storageDataPath "$TMP/vm" -loggerLevel ERROR \
+        -search.latencyOffset 0s >"$TMP/vm.log" 2>&1 &
+    PIDS+=($!)
+    printf 'global: {scrape_interval: 1m}\nscrape_configs: []\n' >"$TMP/prom.yml"
+    prometheus --config.file="$TMP/prom.yml" --storage.tsdb.path="$TMP/prom" \
+        --web.listen-address="127.0.0.1:$PR" --web.enable-remote-write-receiver >"$TMP/prom.log" 2>&1 &
+    PIDS+=($!)
+    up "http://127.0.0.1:$VM/health"
+    up "http://127.0.0.1:$PR/-/ready"
+    local urls=() spids=() names=(embedded victoria-metrics prometheus)
+    server embedded
+    urls+=("$URL") spids+=("$SPID")
+    server vm --storage remote --remote-write-url "http://127.0.0.1:$VM/api/v1/write" \
+        --remote-query-url "http://127.0.0.1:$VM"
+    urls+=("$URL") spids+=("$SPID")
+    server prom --storage remote --remote-write-url "http://127.0.0.1:$PR/api/v1/write" \
+        --remote-query-url "http://127.0.0.1:$PR"
+    urls+=("$URL") spids+=("$SPID")
+    if [ "$OFF" = 1 ]; then
+        server vmoff --storage remote --remote-write-url "http://127.0.0.1:$VM/api/v1/write" \
+            --remote-query-url "http://127.0.0.1:$VM" --remote-window 0s
+        urls+=("$URL") spids+=("$SPID") names+=("vm, no window")
+    fi
+    local push=() cpu0=()
+    for u in "${urls[@]}"; do push+=(--push "$u/api/v1/write"); done
+    for p in "${spids[@]}"; do cpu0+=("$(cpu_s "$p")"); done
+    local AP
+    AP=$(port)
+    "$BIN" agent --listen "127.0.0.1:$AP" --simulate "$spec" --interval "$INTERVAL" "${push[@]}" \
+        >"$TMP/agent.log" 2>&1 &
+    PIDS+=($!)
+    up "http://127.0.0.1:$AP/healthz"
+    echo "filling for ${FILL}s: $spec, $INTERVAL ticks, into ${names[*]}" >&2
+    sleep "$FILL"
+    local gpus series NOW
+    gpus=$(curl -sf "${urls[0]}/api/v1/gpus" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["data"]))')
+    series=$(curl -sf "${urls[0]}/api/v1/health" | python3 -c 'import json,sys; print(json.load(sys.stdin)["data"]["series"])')
+    NOW=$(date +%s)
+    local ROUTES=(/api/v1/gpus /api/v1/nodes /api/v1/fleet/gpus
+        "/api/v1/query_range?match=DCGM_FI_DEV_GPU_UTIL&start=$((NOW - 300))&end=$NOW&step=15s"
+        /api/v1/labels)
+    echo
+    printf '%s: %s GPUs, %s series; %s requests per route and server; seconds, median / p90\n' \
+        "$spec" "$gpus" "$series" "$N"
+    local hdr
+    hdr=$(printf '%-48s' route)
+    for nm in "${names[@]}"; do hdr+=$(printf ' %20s' "$nm"); done
+    echo "$hdr"
+    for r in "${ROUTES[@]}"; do
+        row=$(printf '%-48s' "${r:0:48}")
+        for u in "${urls[@]}"; do
+            ts=$(for _ in $(seq "$N"); do curl -s -o /dev/null -w '%{time_total}\n' "$u$r"; done | sort -g)
+            med=$(echo "$ts" | awk -v n="$N" 'NR == int((n + 1) / 2)')
+            p90=$(echo "$ts" | awk -v n="$N" 'NR == int(n * 0.9 + 0.999)')
+            row+=$(printf ' %9.4f / %8.4f' "$med" "$p90")
+        done
+        echo "$row"
+    done
+    # The detectors: the last evaluation tick (15 s interval, 15 m window),
+    # as each server reports it.
+    row=$(printf '%-48s' "(detector tick: view / total)")
+    for u in "${urls[@]}"; do
+        m=$(curl -sf "$u/metrics")
+        v=$(echo "$m" | awk '/^gpulse_server_eval_last_seconds\{part="view"\}/ {print $2}')
+        t=$(echo "$m" | awk '/^gpulse_server_eval_last_seconds\{part="total"\}/ {print $2}')
+        row+=$(printf ' %9.4f / %8.4f' "${v:-0}" "${t:-0}")
     done
     echo "$row"
-done
-# The cluster's own share: the one request /api/v1/gpus makes of it (the
-# newest 2 minutes of every GPU series), asked directly.
-Q='query={__name__=~"DCGM_FI_.*|gpulse_gpu_.*"}[120000ms]'
-row=$(printf '%-48s %20s' "(cluster alone: the gpus selection)" "-")
-for c in "http://127.0.0.1:$VM" "http://127.0.0.1:$PR"; do
-    ts=$(for _ in $(seq "$N"); do curl -s -o /dev/null -w '%{time_total} %{size_download}\n' \
-        --data-urlencode "$Q" --data-urlencode "time=$(date +%s)" "$c/api/v1/query"; done | sort -g)
-    med=$(echo "$ts" | awk -v n="$N" 'NR == int((n + 1) / 2) {print $1}')
-    p90=$(echo "$ts" | awk -v n="$N" 'NR == int(n * 0.9 + 0.999) {print $1}')
-    bytes=$(echo "$ts" | awk 'NR == 1 {print $2}')
-    row+=$(printf ' %9.4f / %8.4f' "$med" "$p90")
-done
-echo "$row  ($bytes bytes of JSON)"
-# The detectors: one evaluation tick (default 15 s interval, 15 m window,
-# which covers all the data here), as each server reports it.
-row=$(printf '%-48s' "(detectors: last evaluation tick, view / total)")
-for u in "$EMB" "$VMS" "$PRS"; do
-    m=$(curl -sf "$u/metrics")
-    v=$(echo "$m" | awk -F' ' '/^gpulse_server_eval_last_seconds\{part="view"\}/ {print $2}')
-    t=$(echo "$m" | awk -F' ' '/^gpulse_server_eval_last_seconds\{part="total"\}/ {print $2}')
-    row+=$(printf ' %9.4f / %8.4f' "${v:-0}" "${t:-0}")
-done
-echo "$row"
+    row=$(printf '%-48s' "(server CPU s over the fill / MiB RSS per GPU)")
+    local i=0
+    for p in "${spids[@]}"; do
+        c=$(awk -v a="$(cpu_s "$p")" -v b="${cpu0[$i]}" 'BEGIN {print a - b}')
+        row+=$(printf ' %9.2f / %8.3f' "$c" "$(awk -v k="$(rss_kb "$p")" -v g="$gpus" 'BEGIN {print k / 1024 / (g ? g : 1)}')")
+        i=$((i + 1))
+    done
+    echo "$row"
+    # A restart of the VictoriaMetrics server: the window is refilled from
+    # the cluster before it takes writes again (docs/storage.md).
+    kill "${spids[1]}"
+    wait "${spids[1]}" 2>/dev/null || true
+    local t0 t1
+    t0=$(date +%s%N)
+    server vm2 --storage remote --remote-write-url "http://127.0.0.1:$VM/api/v1/write" \
+        --remote-query-url "http://127.0.0.1:$VM" --data "$TMP/data-vm" --log-level info
+    until grep -q 'remote window refill' "$TMP/vm2.log"; do sleep 0.1; done
+    t1=$(date +%s%N)
+    echo "(restart of the VictoriaMetrics server) $(grep -o 'remote window refill.*' "$TMP/vm2.log" | head -1);" \
+        "$(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.2f", (b - a) / 1e9}') s from start to refilled"
+    stop_all
+}
+
+for spec in $SPECS; do run_size "$spec"; done

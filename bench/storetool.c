@@ -43,6 +43,14 @@
  *   storetool expect BODIES ACKLOG
  *       Prints the acknowledged samples as text for the HTTP read-back:
  *       "NAME HOSTNAME GPU T_MS VALUE" with VALUE as %.17g.
+ *
+ *   storetool sizes DIR
+ *       Where the bytes of a stopped store go, in bytes per sample of its
+ *       blocks: per family (__name__), its block chunks' headers
+ *       (counts, first values, exceptions), packed times, values, how
+ *       many chunks take each encoding (0 Gorilla, 1 packed, 2 packed
+ *       with shared times) and its rollups; then the blocks' time
+ *       records, index entries and every file of the directory.
  */
 #include "fleetgen.h"
 
@@ -53,6 +61,13 @@
 #include "store/labels.h"
 #include "store/matcher.h"
 #include "store/store.h"
+#include "store/store_fmt.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <errno.h>
 #include <inttypes.h>
@@ -493,6 +508,197 @@ static int cmd_expect(const char *bodies_path, const char *ackpath)
     return fflush(stdout) == 0 ? 0 : 1;
 }
 
+/* ---- sizes ---- */
+
+#define SZ_FAMILIES 64 /* the last one gathers the rest */
+
+struct famsize {
+    char name[96];
+    uint64_t samples, chunks, bytes, head, tbits, vbits, enc[3], rbytes;
+};
+
+struct sizes {
+    struct famsize f[SZ_FAMILIES];
+    size_t nf;
+    uint16_t *fam_of; /* by series id */
+    uint32_t nid;
+    uint64_t files[2], payload[2], index[2]; /* blocks, rollups */
+    uint64_t damaged;
+};
+
+static uint16_t family(struct sizes *z, struct gp_str name)
+{
+    for (size_t i = 0; i < z->nf; i++)
+        if (strlen(z->f[i].name) == name.len && memcmp(z->f[i].name, name.ptr, name.len) == 0)
+            return (uint16_t)i;
+    if (z->nf == SZ_FAMILIES - 1) {
+        snprintf(z->f[z->nf].name, sizeof z->f[0].name, "(other families)");
+        return (uint16_t)z->nf;
+    }
+    snprintf(z->f[z->nf].name, sizeof z->f[0].name, "%.*s", (int)name.len, name.ptr);
+    return (uint16_t)z->nf++;
+}
+
+/* Adds one block or rollup file's entries to z. */
+static int sizes_file(struct sizes *z, const char *path, int rollup)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0 || st.st_size <= 0) {
+        fprintf(stderr, "storetool: cannot open %s: %s\n", path, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return 1;
+    }
+    size_t len = (size_t)st.st_size;
+    void *map = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
+    close(fd);
+    if (map == MAP_FAILED)
+        return fail(path, GP_EIO, strerror(errno));
+    struct gp_st_bfile bf;
+    char err[256];
+    if (gp_st_bfile_parse(map, len, &bf, err, sizeof err) != GP_OK) {
+        munmap(map, len);
+        return fail(path, GP_EPARSE, err);
+    }
+    z->files[rollup] += len;
+    z->index[rollup] += (uint64_t)bf.n * GP_ST_BF_ENTRY;
+    for (uint32_t i = 0; i < bf.n; i++) {
+        struct gp_st_bentry e;
+        gp_st_bfile_entry(&bf, i, &e);
+        struct famsize *f = &z->f[e.id < z->nid ? z->fam_of[e.id] : SZ_FAMILIES - 1];
+        z->payload[rollup] += e.len;
+        if (rollup) {
+            f->rbytes += e.len;
+            continue;
+        }
+        struct gp_st_bchunk_info in;
+        const uint8_t *p;
+        if (gp_st_bfile_payload(&bf, &e, &p) != GP_OK || gp_st_bchunk_info(p, e.len, &in) != GP_OK) {
+            z->damaged++;
+            continue;
+        }
+        f->samples += in.n;
+        f->chunks++;
+        f->bytes += e.len;
+        f->head += in.head_bytes;
+        f->tbits += in.time_bits;
+        f->vbits += in.value_bits;
+        f->enc[in.enc < 3 ? in.enc : 0]++;
+    }
+    munmap(map, len);
+    return 0;
+}
+
+static int sizes_dir(struct sizes *z, const char *dir, const char *sub, int rollup)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, sub);
+    DIR *d = opendir(path);
+    if (!d)
+        return fail(path, GP_EIO, strerror(errno));
+    struct dirent *de;
+    int rc = 0;
+    size_t want = strlen(rollup ? ".rlp" : ".blk");
+    while (rc == 0 && (de = readdir(d))) {
+        size_t l = strlen(de->d_name);
+        if (l <= want || strcmp(de->d_name + l - want, rollup ? ".rlp" : ".blk") != 0)
+            continue;
+        snprintf(path, sizeof path, "%s/%s/%s", dir, sub, de->d_name);
+        rc = sizes_file(z, path, rollup);
+    }
+    closedir(d);
+    return rc;
+}
+
+/* Bytes under path (files, recursively). */
+static uint64_t tree_bytes(const char *path)
+{
+    struct stat st;
+    if (lstat(path, &st) != 0)
+        return 0;
+    if (!S_ISDIR(st.st_mode))
+        return (uint64_t)st.st_size;
+    uint64_t sum = 0;
+    DIR *d = opendir(path);
+    struct dirent *de;
+    while (d && (de = readdir(d))) {
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+            continue;
+        char sub[4096];
+        snprintf(sub, sizeof sub, "%s/%s", path, de->d_name);
+        sum += tree_bytes(sub);
+    }
+    if (d)
+        closedir(d);
+    return sum;
+}
+
+static int cmd_sizes(const char *dir)
+{
+    static struct sizes z;
+    struct gp_store *s;
+    if (open_store(&s, dir) != 0)
+        return 1;
+    struct gp_store_selection sel = {0};
+    int rc = gp_store_select(s, NULL, 0, INT64_MIN, INT64_MAX, &sel);
+    z.nid = sel.n ? sel.series[sel.n - 1].id + 1 : 0;
+    z.fam_of = calloc(z.nid ? z.nid : 1, sizeof *z.fam_of);
+    if (rc != GP_OK || !z.fam_of)
+        return fail("listing the series", rc != GP_OK ? rc : GP_ENOMEM, NULL);
+    for (uint32_t id = 0; id < z.nid; id++)
+        z.fam_of[id] = SZ_FAMILIES - 1;
+    for (size_t i = 0; i < sel.n; i++) {
+        struct gp_str name;
+        gp_labels_get(sel.series[i].labels, sel.series[i].labels_len, "__name__", &name);
+        z.fam_of[sel.series[i].id] = family(&z, name);
+    }
+    gp_store_selection_free(&sel);
+    gp_store_close(s);
+    if (sizes_dir(&z, dir, "blocks", 0) != 0 || sizes_dir(&z, dir, "rollups", 1) != 0)
+        return 1;
+    struct famsize all = {.name = "all"};
+    for (size_t i = 0; i < SZ_FAMILIES; i++) {
+        struct famsize *f = &z.f[i];
+        all.samples += f->samples, all.chunks += f->chunks, all.bytes += f->bytes, all.head += f->head;
+        all.tbits += f->tbits, all.vbits += f->vbits, all.rbytes += f->rbytes;
+        for (int k = 0; k < 3; k++)
+            all.enc[k] += f->enc[k];
+    }
+    printf("%-40s %10s %8s %8s %8s %8s %16s %8s\n", "family (bytes per sample)", "samples", "chunks",
+           "header", "times", "values", "chunks enc 0/1/2", "rollups");
+    for (size_t i = 0; i <= SZ_FAMILIES; i++) {
+        struct famsize *f = i < SZ_FAMILIES ? &z.f[i] : &all;
+        if (!f->samples && !f->rbytes)
+            continue;
+        double n = f->samples ? (double)f->samples : 1;
+        char enc[48];
+        snprintf(enc, sizeof enc, "%" PRIu64 "/%" PRIu64 "/%" PRIu64, f->enc[0], f->enc[1], f->enc[2]);
+        printf("%-40s %10" PRIu64 " %8.3f %8.3f %8.3f %8.3f %16s %8.3f\n", f->name, f->samples,
+               (double)f->bytes / n, (double)f->head / n, (double)f->tbits / 8 / n,
+               (double)f->vbits / 8 / n, enc, (double)f->rbytes / n);
+    }
+    double n = all.samples ? (double)all.samples : 1;
+    printf("blocks %.3f: chunks %.3f, time records and file headers %.3f, index %.3f\n",
+           (double)z.files[0] / n, (double)z.payload[0] / n,
+           (double)(z.files[0] - z.payload[0] - z.index[0]) / n, (double)z.index[0] / n);
+    printf("rollups %.3f: payloads %.3f, index %.3f\n", (double)z.files[1] / n,
+           (double)z.payload[1] / n, (double)z.index[1] / n);
+    static const char *const part[] = {"blocks", "rollups", "chunks", "wal", "meta.db", "series.log",
+                                       "head.snap"};
+    uint64_t total = tree_bytes(dir);
+    printf("directory %.3f:", (double)total / n);
+    for (size_t i = 0; i < sizeof part / sizeof part[0]; i++) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", dir, part[i]);
+        printf(" %s %.3f%s", part[i], (double)tree_bytes(path) / n, i + 1 < sizeof part / sizeof part[0] ? "," : "\n");
+    }
+    if (z.damaged)
+        printf("damaged chunks: %" PRIu64 "\n", z.damaged);
+    free(z.fam_of);
+    return fflush(stdout) == 0 && !z.damaged ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
     gp_log_min = GP_LOG_WARN; /* the store's "opened" lines are noise here; its warnings are not */
@@ -506,10 +712,13 @@ int main(int argc, char **argv)
         return cmd_dump(argv[2], argv[3]);
     if (argc == 4 && strcmp(argv[1], "expect") == 0)
         return cmd_expect(argv[2], argv[3]);
+    if (argc == 3 && strcmp(argv[1], "sizes") == 0)
+        return cmd_sizes(argv[2]);
     fprintf(stderr, "usage: storetool compact DIR\n"
                     "       storetool load DIR BODIES SHIFT_MS\n"
                     "       storetool verify DIR BODIES ACKLOG\n"
                     "       storetool dump DIR SELECTOR\n"
-                    "       storetool expect BODIES ACKLOG\n");
+                    "       storetool expect BODIES ACKLOG\n"
+                    "       storetool sizes DIR\n");
     return 2;
 }

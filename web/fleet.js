@@ -1,6 +1,6 @@
 // fleet.js - the fleet view (#/fleet?model=&node=&job=): totals from the
 // stream's `fleet` events and one heat-map tile per GPU from its `gpus`
-// events. Tiles are built once and updated in place (a text node or a
+// events, and the funnel over a range (funnel.js). Tiles are built once and updated in place (a text node or a
 // class changes only when its value does), so 512 GPUs at a 1 s refresh
 // cost a few milliseconds a second on the main thread. A fleet without a
 // GPU shows why, its nodes' host figures (the `fleet` event's `hosts`)
@@ -161,14 +161,15 @@
     const grid = h("section", {class: "grid", id: "fleet-grid"});
     const loading = h("p", {class: "muted", text: "waiting for the fleet…"});
     const empty = emptyState();
-    root.append(h("h1", {text: "Fleet"}), totalsEl, filters, loading, empty.el, grid);
+    const funnel = GP.funnelPanel(query);
+    root.append(h("h1", {text: "Fleet"}), totalsEl, funnel.el, filters, loading, empty.el, grid);
     let gpusNow = null, fleetGpus = null;
     // No GPU now, none ever shown on this page (a GPU gone quiet keeps its
     // faded tile), and the fleet agrees: the empty state.
     function showEmpty(hosts) {
       const on = gpusNow === 0 && fleetGpus === 0 && !tiles.size;
       if (on && hosts) empty.update(hosts);
-      if (empty.el.hidden === on) { empty.el.hidden = !on; totalsEl.hidden = on; filters.hidden = on; }
+      if (empty.el.hidden === on) { empty.el.hidden = !on; totalsEl.hidden = on; filters.hidden = on; funnel.el.hidden = on; }
     }
 
     const tiles = new Map();
@@ -344,6 +345,6 @@
     if (GP.state.gpus) onGpus(GP.state.gpus);
     if (GP.state.fleet) onFleet(GP.state.fleet);
     const offs = [GP.on("gpus", onGpus), GP.on("fleet", onFleet)];
-    return () => { io.disconnect(); offs.forEach((f) => f()); };
+    return () => { io.disconnect(); funnel.stop(); offs.forEach((f) => f()); };
   };
 })(window.GP);

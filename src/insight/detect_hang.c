@@ -23,6 +23,9 @@
  * each rank, and what their GPUs do since: busy at full use is the
  * signature of ranks spinning in a collective (NCCL kernels poll), idle
  * the signature of a rank stuck on the host (data, I/O, a deadlock).
+ * Busy is judged by utilization (a kernel resident) where the GPU has
+ * it: NCCL's polling kernels hold a few SMs, so SM activity reads 10-25 %
+ * while utilization reads 100 %; activity where it has not.
  * Where the agent reads PyTorch Flight Recorder dumps
  * (sources/flightrec.h), the ranks missing from the collective the
  * others wait in come first: they are the ones to look at.
@@ -53,7 +56,7 @@ struct stall {
     double step_s;     /* recent mean step time; NaN before the first step */
     double allow_s;    /* its allowance */
     double last_step;  /* gpulse_job_step at the newest point; NaN: none */
-    double activity;   /* its GPU's mean activity since `since`; NaN: none */
+    double activity;   /* its GPU's mean utilization (else activity) since `since`; NaN: none */
     double ckpt_s;     /* its longest checkpoint in the window; NaN: none */
     double missing;    /* Flight Recorder: the collective it never entered; NaN: none */
     double waiting;    /* ... the one it waits in; NaN: none */
@@ -127,9 +130,10 @@ static bool rank_stall(const struct gp_detect_ctx *c, unsigned pi, unsigned gi,
     if (gi != UINT_MAX) {
         unsigned n = 0;
         double sum = 0;
+        const double *util = gp_view_gpu_at(v, &v->gpus[gi], GP_VGM_UTIL);
         /* after the point that saw the last step: that one was busy stepping */
         for (unsigned k = since + 1 < v->npoints ? since + 1 : since; k < v->npoints; k++) {
-            double a = gp_view_activity(v, &v->gpus[gi], k, NULL);
+            double a = !isnan(util[k]) ? util[k] : gp_view_activity(v, &v->gpus[gi], k, NULL);
             if (!isnan(a)) {
                 n++;
                 sum += a;

@@ -9,8 +9,9 @@
  * floor relative to the median. Ranks are compared by their mean step
  * time where at least 3 report steps; otherwise the job's GPUs are
  * compared by their mean activity. The cause is looked for on the
- * straggler's GPU: throttling, a lower SM clock than its peers, PCIe
- * replays.
+ * straggler's GPU: a power limit set under its peers' (an operator's
+ * `nvidia-smi -pl`, the power capping it explains), throttling, a lower
+ * SM clock than its peers, PCIe replays.
  *
  * Scratch for the per-job medians is allocated once per evaluation.
  */
@@ -30,6 +31,7 @@
 #define STRAG_ACT_FLOOR 0.05   /* 5 % of the median activity */
 #define STRAG_BUSY 0.5
 #define STRAG_CLOCK_GAP 0.05   /* a clock 5 % under the peers' median */
+#define STRAG_LIMIT_GAP 0.05   /* a power limit 5 % under the peers' median */
 
 /* What the GPU of a straggler shows over the window. */
 struct gpu_look {
@@ -37,6 +39,13 @@ struct gpu_look {
     double busy_clock;     /* mean SM clock while busy, Hz; NaN: none */
     double replays;        /* PCIe replay counter increase */
     double activity;       /* mean activity; NaN: none */
+    double power_limit;    /* mean power limit, W; NaN: none */
+};
+
+/* The job's peers, for a straggler's cause: medians over its GPUs. */
+struct peers {
+    double clock; /* busy SM clock, Hz; NaN: none */
+    double limit; /* power limit, W; NaN: none */
 };
 
 static struct gpu_look look(const struct gp_view *v, const struct gp_view_gpu *g)
@@ -44,9 +53,14 @@ static struct gpu_look look(const struct gp_view *v, const struct gp_view_gpu *g
     const double *th = gp_view_gpu_at(v, g, GP_VGM_THROTTLE_THERMAL);
     const double *pw = gp_view_gpu_at(v, g, GP_VGM_THROTTLE_POWER);
     const double *ck = gp_view_gpu_at(v, g, GP_VGM_SM_CLOCK);
-    unsigned nr = 0, nt = 0, nc = 0, na = 0;
-    double cs = 0, as = 0;
+    const double *pl = gp_view_gpu_at(v, g, GP_VGM_POWER_LIMIT);
+    unsigned nr = 0, nt = 0, nc = 0, na = 0, nl = 0;
+    double cs = 0, as = 0, ls = 0;
     for (unsigned k = 0; k < v->npoints; k++) {
+        if (!isnan(pl[k])) {
+            nl++;
+            ls += pl[k];
+        }
         bool seen = !isnan(th[k]) || !isnan(pw[k]);
         nr += seen;
         nt += seen && (th[k] >= 0.5 || pw[k] >= 0.5);
@@ -65,39 +79,54 @@ static struct gpu_look look(const struct gp_view *v, const struct gp_view_gpu *g
         nc ? cs / nc : NAN,
         gp_det_increase(gp_view_gpu_at(v, g, GP_VGM_PCIE_REPLAY), v->npoints),
         na ? as / na : NAN,
+        nl ? ls / nl : NAN,
     };
 }
 
-/* The median SM clock while busy of job j's GPUs (Hz; NaN: none), using
- * scratch (j->ngpus doubles). Computed once per job, when a cause is
- * first written. */
-static double peer_clock(const struct gp_view *v, const struct gp_view_job *j, double *scratch)
+/* The median SM clock while busy (Hz) and power limit (W) of job j's
+ * GPUs (NaN: none), using scratch (j->ngpus doubles). Computed once per
+ * job, when a cause is first written. */
+static struct peers peer_figures(const struct gp_view *v, const struct gp_view_job *j, double *scratch)
 {
-    unsigned n = 0;
-    for (unsigned a = 0; a < j->ngpus; a++) {
-        double ck = look(v, &v->gpus[j->gpus[a]]).busy_clock;
-        if (!isnan(ck))
-            scratch[n++] = ck;
+    struct peers p = {NAN, NAN};
+    for (int which = 0; which < 2; which++) {
+        unsigned n = 0;
+        for (unsigned a = 0; a < j->ngpus; a++) {
+            struct gpu_look l = look(v, &v->gpus[j->gpus[a]]);
+            double x = which ? l.power_limit : l.busy_clock;
+            if (!isnan(x))
+                scratch[n++] = x;
+        }
+        *(which ? &p.limit : &p.clock) = n ? gp_det_median(scratch, n) : NAN;
     }
-    return n ? gp_det_median(scratch, n) : NAN;
+    return p;
 }
 
 /* Writes the likely cause on GPU gi into out: what its GPU shows that
- * its peers' do not (peers: the job's median busy SM clock). */
-static void cause(const struct gp_view *v, unsigned gi, double peers, char *out, size_t len)
+ * its peers' do not (peers: the job's medians). */
+static void cause(const struct gp_view *v, unsigned gi, struct peers peers, char *out, size_t len)
 {
     if (gi == UINT_MAX) {
         gp_det_printf(out, len, "its GPU is not known: check its node for other load");
         return;
     }
     struct gpu_look me = look(v, &v->gpus[gi]);
-    if (me.throttle_share > 0)
+    if (!isnan(me.power_limit) && !isnan(peers.limit) && me.power_limit < (1 - STRAG_LIMIT_GAP) * peers.limit) {
+        char capped[64] = ""; /* GPUs without clock-event reasons (AMD) do not say */
+        if (me.throttle_share > 0)
+            gp_det_printf(capped, sizeof capped, " (power capping on %.0f %% of points)",
+                          100 * me.throttle_share);
+        gp_det_printf(out, len,
+                      "GPU %s is held at a %.0f W power limit vs %.0f W on its peers%s: restore its "
+                      "limit (nvidia-smi -pl)",
+                      v->gpus[gi].gpu, me.power_limit, peers.limit, capped);
+    } else if (me.throttle_share > 0)
         gp_det_printf(out, len, "thermal or power throttling on %.0f %% of points of GPU %s",
                       100 * me.throttle_share, v->gpus[gi].gpu);
-    else if (!isnan(me.busy_clock) && !isnan(peers) &&
-             me.busy_clock < (1 - STRAG_CLOCK_GAP) * peers)
+    else if (!isnan(me.busy_clock) && !isnan(peers.clock) &&
+             me.busy_clock < (1 - STRAG_CLOCK_GAP) * peers.clock)
         gp_det_printf(out, len, "GPU %s runs its SMs at %.0f MHz vs %.0f MHz on its peers",
-                      v->gpus[gi].gpu, me.busy_clock / 1e6, peers / 1e6);
+                      v->gpus[gi].gpu, me.busy_clock / 1e6, peers.clock / 1e6);
     else if (me.replays > 0)
         gp_det_printf(out, len, "PCIe replays on GPU %s rose by %.0f", v->gpus[gi].gpu,
                       me.replays);
@@ -132,7 +161,7 @@ static int by_steps(const struct gp_detect_ctx *c, const struct gp_view_job *j,
     const struct gp_view *v = c->view;
     double med, mad;
     med_mad(x, n, tmp, &med, &mad);
-    double peers = NAN;
+    struct peers peers = {NAN, NAN};
     bool have_peers = false;
     struct gp_observation o;
     for (unsigned r = 0; r < n; r++) {
@@ -147,7 +176,7 @@ static int by_steps(const struct gp_detect_ctx *c, const struct gp_view_job *j,
             gp_det_proc_name(p, who, sizeof who);
             gp_det_window_proc(v, p, 0, win, sizeof win);
             if (!have_peers) {
-                peers = peer_clock(v, j, tmp);
+                peers = peer_figures(v, j, tmp);
                 have_peers = true;
             }
             cause(v, gi, peers, why, sizeof why);
@@ -177,7 +206,7 @@ static int by_activity(const struct gp_detect_ctx *c, const struct gp_view_job *
     const struct gp_view *v = c->view;
     double med, mad;
     med_mad(x, n, tmp, &med, &mad);
-    double peers = NAN;
+    struct peers peers = {NAN, NAN};
     bool have_peers = false;
     struct gp_observation o;
     for (unsigned r = 0; r < n; r++) {
@@ -190,7 +219,7 @@ static int by_activity(const struct gp_detect_ctx *c, const struct gp_view_job *
             gp_det_gpu_name(g, who, sizeof who);
             gp_det_window_gpu(v, g, 0, win, sizeof win);
             if (!have_peers) {
-                peers = peer_clock(v, j, tmp);
+                peers = peer_figures(v, j, tmp);
                 have_peers = true;
             }
             cause(v, idx[r], peers, why, sizeof why);

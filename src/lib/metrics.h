@@ -291,6 +291,12 @@ enum gp_metric_section {
       "Reads answered from the samples a selection had already fetched.")                              \
     X(STORAGE_REMOTE_FORWARDED, STORAGE, "gpulse_storage_remote_samples_forwarded_total", COUNTER, "", \
       "Samples received and queued for the cluster's remote write (delivery: gpulse_push_*).")        \
+    X(STORAGE_REMOTE_WINDOW_READS, STORAGE, "gpulse_storage_remote_window_reads_total", COUNTER, "", \
+      "Selections and label lookups answered from the local window, without the cluster.")            \
+    X(STORAGE_REMOTE_WINDOW_REFILLED, STORAGE, "gpulse_storage_remote_window_refilled_samples", GAUGE, "", \
+      "Samples the local window was refilled with from the cluster at start.")                        \
+    X(STORAGE_REMOTE_WINDOW_HELD, STORAGE, "gpulse_storage_remote_window_held_seconds", GAUGE, "",    \
+      "How far back the local window is complete now (remote_window once refilled or filled).")       \
     X(EVAL_TICKS, EVAL, "gpulse_server_eval_ticks_total", COUNTER, "",                                 \
       "Evaluation ticks (view, detectors, rules, alerts).")                                            \
     X(EVAL_ERRORS, EVAL, "gpulse_server_eval_errors_total", COUNTER, "part",                           \

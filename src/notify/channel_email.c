@@ -135,19 +135,23 @@ static bool id_token(const struct gp_notice *n)
     return true;
 }
 
-static int email_send(const struct gp_receiver *r, const struct gp_notice *n, struct gp_send_outcome *out)
+/* The message's options for r (to[] and the tokens in the caller's
+ * buffers) and whether the URL asks for TLS; GP_OK, or GP_ECONFIG with
+ * out filled. */
+static int prepare(const struct gp_receiver *r, const char *id, const char **to, char tok[33],
+                   char btok[33], char host[256], struct gp_mime_opts *mo, bool *require_tls,
+                   struct gp_send_outcome *out)
 {
     memset(out, 0, sizeof *out);
     const char *tls = r->smtp_tls[0] ? r->smtp_tls : "starttls";
     int smtps = strncasecmp(r->smtp_url, "smtps://", 8) == 0;
     int smtp = strncasecmp(r->smtp_url, "smtp://", 7) == 0;
-    bool require_tls;
     if (strcmp(tls, "starttls") == 0 && smtp)
-        require_tls = true;
+        *require_tls = true;
     else if (strcmp(tls, "implicit") == 0 && smtps)
-        require_tls = true;
+        *require_tls = true;
     else if (strcmp(tls, "none") == 0 && smtp)
-        require_tls = false;
+        *require_tls = false;
     else
         return fail_config(out, "email: smtp URL must be smtp:// for tls starttls or none, smtps:// for "
                                 "tls implicit");
@@ -155,39 +159,39 @@ static int email_send(const struct gp_receiver *r, const struct gp_notice *n, st
         return fail_config(out, "email: a password needs a username");
     if (r->nto == 0 || r->nto > GP_NOTIFY_TO_MAX)
         return fail_config(out, "email: no recipient");
-
-    const char *to[GP_NOTIFY_TO_MAX];
     for (unsigned i = 0; i < r->nto; i++)
         to[i] = r->to[i];
-    char tok[33], btok[33], host[256] = "";
     random_hex(tok, 16);
     random_hex(btok, 16);
-    if (gethostname(host, sizeof host - 1) != 0)
+    host[0] = '\0';
+    if (gethostname(host, 255) != 0)
         host[0] = '\0';
     struct timespec now;
     clock_gettime(CLOCK_REALTIME, &now);
-    struct gp_mime_opts mo = {
+    *mo = (struct gp_mime_opts){
         .from = r->from, .to = to, .nto = r->nto, .subject_template = r->subject_template,
         .date_ms = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000,
-        .msgid_token = id_token(n) ? n->id : tok, .msgid_host = host, .boundary_token = btok,
+        .msgid_token = id ? id : tok, .msgid_host = host, .boundary_token = btok,
     };
-    struct gp_buf msg;
-    gp_buf_init(&msg, GP_MIME_MAX_BYTES);
-    char err[200];
-    int rc = gp_mime_build(n, &mo, &msg, err, sizeof err);
+    return GP_OK;
+}
+
+/* Submits the built message msg (rc: how building it went) and frees it. */
+static int submit(const struct gp_receiver *r, bool require_tls, const char **to, int rc,
+                  const char *err, struct gp_buf *msg, struct gp_send_outcome *out)
+{
     if (rc != GP_OK) {
-        gp_buf_free(&msg);
+        gp_buf_free(msg);
         if (rc == GP_ECONFIG)
             return fail_config(out, err);
         out->result = GP_SEND_RETRY;
         snprintf(out->detail, sizeof out->detail, "%s", err);
         return rc;
     }
-
     struct gp_httpc_mail m = {
         .url = r->smtp_url, .require_tls = require_tls, .from = r->from, .to = to, .nto = r->nto,
         .username = r->username, .password = r->password, .ca_file = r->ca_file,
-        .insecure_skip_verify = r->insecure_skip_verify, .msg = msg.data, .len = msg.len,
+        .insecure_skip_verify = r->insecure_skip_verify, .msg = msg->data, .len = msg->len,
         .timeout_ms = r->timeout_ms > 0 ? r->timeout_ms : EMAIL_DEFAULT_TIMEOUT_MS,
     };
     struct gp_httpc_res res;
@@ -213,8 +217,44 @@ static int email_send(const struct gp_receiver *r, const struct gp_notice *n, st
         redact(full, sizeof full, r);
         snprintf(out->detail, sizeof out->detail, "%.255s", full);
     }
-    gp_buf_free(&msg);
+    gp_buf_free(msg);
     return rc;
+}
+
+static int email_send(const struct gp_receiver *r, const struct gp_notice *n, struct gp_send_outcome *out)
+{
+    const char *to[GP_NOTIFY_TO_MAX];
+    char tok[33], btok[33], host[256];
+    struct gp_mime_opts mo;
+    bool require_tls;
+    int rc = prepare(r, id_token(n) ? n->id : NULL, to, tok, btok, host, &mo, &require_tls, out);
+    if (rc)
+        return rc;
+    struct gp_buf msg;
+    gp_buf_init(&msg, GP_MIME_MAX_BYTES);
+    char err[200] = "";
+    rc = gp_mime_build(n, &mo, &msg, err, sizeof err);
+    return submit(r, require_tls, to, rc, err, &msg, out);
+}
+
+int gp_email_send_doc(const struct gp_receiver *r, const char *subject, const char *text,
+                      const char *html, struct gp_send_outcome *out)
+{
+    if (r->type != GP_RT_EMAIL)
+        return fail_config(out, "not an email receiver");
+    const char *to[GP_NOTIFY_TO_MAX];
+    char tok[33], btok[33], host[256];
+    struct gp_mime_opts mo;
+    bool require_tls;
+    int rc = prepare(r, NULL, to, tok, btok, host, &mo, &require_tls, out);
+    if (rc)
+        return rc;
+    struct gp_buf msg;
+    gp_buf_init(&msg, GP_MIME_MAX_BYTES);
+    char err[200] = "";
+    rc = gp_mime_build_parts(subject, text, strlen(text), html, strlen(html), &mo, &msg, err,
+                             sizeof err);
+    return submit(r, require_tls, to, rc, err, &msg, out);
 }
 
 const struct gp_channel_ops gp_channel_email = {

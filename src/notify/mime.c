@@ -553,6 +553,27 @@ static void put_date(struct gp_buf *b, int64_t ms)
 int gp_mime_build(const struct gp_notice *n, const struct gp_mime_opts *o, struct gp_buf *out,
                   char *err, size_t errlen)
 {
+    char subject[GP_MIME_SUBJECT_MAX];
+    gp_mime_subject(n, o->subject_template, subject, sizeof subject);
+    struct gp_buf text, html;
+    gp_buf_init(&text, GP_MIME_MAX_BYTES);
+    gp_buf_init(&html, GP_MIME_MAX_BYTES);
+    render_bodies(n, subject, &text, &html);
+    int rc = text.err ? text.err : html.err;
+    if (rc != GP_OK)
+        gp_seterr(err, errlen, rc, "email body: %s", gp_strerror(rc));
+    else
+        rc = gp_mime_build_parts(subject, text.data ? text.data : "", text.len,
+                                 html.data ? html.data : "", html.len, o, out, err, errlen);
+    gp_buf_free(&text);
+    gp_buf_free(&html);
+    return rc;
+}
+
+int gp_mime_build_parts(const char *subject, const char *text, size_t tlen, const char *html,
+                        size_t hlen, const struct gp_mime_opts *o, struct gp_buf *out, char *err,
+                        size_t errlen)
+{
     if (!gp_mime_addr_ok(o->from))
         return gp_seterr(err, errlen, GP_ECONFIG, "email from address '%.64s' is not a plain address",
                          o->from ? o->from : "");
@@ -563,22 +584,16 @@ int gp_mime_build(const struct gp_notice *n, const struct gp_mime_opts *o, struc
             return gp_seterr(err, errlen, GP_ECONFIG, "email to address '%.64s' is not a plain address",
                              o->to[i] ? o->to[i] : "");
 
-    char subject[GP_MIME_SUBJECT_MAX];
-    gp_mime_subject(n, o->subject_template, subject, sizeof subject);
-    struct gp_buf text, html, qt, qh;
-    gp_buf_init(&text, GP_MIME_MAX_BYTES);
-    gp_buf_init(&html, GP_MIME_MAX_BYTES);
+    struct gp_buf qt, qh;
     gp_buf_init(&qt, GP_MIME_MAX_BYTES);
     gp_buf_init(&qh, GP_MIME_MAX_BYTES);
-    render_bodies(n, subject, &text, &html);
-    gp_mime_put_qp(&qt, text.data ? text.data : "", text.len);
-    gp_mime_put_qp(&qh, html.data ? html.data : "", html.len);
-    int rc = text.err ? text.err : html.err ? html.err : qt.err ? qt.err : qh.err;
+    gp_mime_put_qp(&qt, text, tlen);
+    gp_mime_put_qp(&qh, html, hlen);
+    int rc = qt.err ? qt.err : qh.err;
     if (rc != GP_OK) {
         gp_seterr(err, errlen, rc, "email body: %s", gp_strerror(rc));
         goto out;
     }
-
     char tok[48], host[32], btok[40], boundary[64];
     token_chars(o->msgid_token, "-_.", 36, tok); /* "Message-ID: <36@25>" = 76 */
     token_chars(o->msgid_host, "-.", 25, host);
@@ -635,8 +650,6 @@ int gp_mime_build(const struct gp_notice *n, const struct gp_mime_opts *o, struc
     if (rc != GP_OK)
         gp_seterr(err, errlen, rc, "email message: %s", gp_strerror(rc));
 out:
-    gp_buf_free(&text);
-    gp_buf_free(&html);
     gp_buf_free(&qt);
     gp_buf_free(&qh);
     return rc;

@@ -70,6 +70,15 @@ int gp_mime_build(const struct gp_notice *n, const struct gp_mime_opts *o, struc
                   char *err, size_t errlen);
 
 /*
+ * As gp_mime_build for a message of the caller's: subject (UTF-8, before
+ * encoding), a text/plain part text[0..tlen) and a text/html part
+ * html[0..hlen) (a report, not a notice). The same errors.
+ */
+int gp_mime_build_parts(const char *subject, const char *text, size_t tlen, const char *html,
+                        size_t hlen, const struct gp_mime_opts *o, struct gp_buf *out, char *err,
+                        size_t errlen);
+
+/*
  * The subject text (UTF-8, before encoding) into out (always
  * NUL-terminated). The default: "[gpulse] FIRING: 3 alerts for job
  * bert-1", "[gpulse] RESOLVED: 1 alert for node n1, gpu 3", with "TEST "

@@ -107,6 +107,12 @@ extern const struct gp_channel_ops gp_channel_slack, gp_channel_email, gp_channe
     gp_channel_alertmanager;
 extern const char *const gp_receiver_type_names[GP_RT__COUNT];
 
+/* Sends a document of the caller's (a report: subject, text and HTML
+ * parts) to an email receiver r as the email channel sends a notice: the
+ * same transport, TLS rules and outcome. */
+int gp_email_send_doc(const struct gp_receiver *r, const char *subject, const char *text,
+                      const char *html, struct gp_send_outcome *out);
+
 /* The ops of a type. */
 const struct gp_channel_ops *gp_channel_of(enum gp_receiver_type t);
 

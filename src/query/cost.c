@@ -195,6 +195,28 @@ void gp_cost_add_gpu(struct gp_cost_acc *a, const double *act, size_t n, int64_t
     }
 }
 
+void gp_cost_add_time(struct gp_cost_acc *a, double held_s, double idle_s, double unused_s,
+                      double usd_hour, bool activity)
+{
+    if (!(held_s > 0))
+        return;
+    a->gpu_seconds += held_s;
+    int priced = usd_hour > 0 && isfinite(usd_hour);
+    if (!priced)
+        a->unpriced++;
+    if (activity)
+        a->activity = true;
+    if (!priced)
+        return;
+    double per_s = usd_hour / 3600.0;
+    a->priced_seconds += held_s;
+    a->cost += held_s * per_s;
+    if (!activity)
+        return;
+    a->cost_idle += idle_s * per_s;
+    a->cost_unused += unused_s * per_s;
+}
+
 double gp_cost_total(const struct gp_cost_acc *a)
 {
     return a->priced_seconds > 0 ? a->cost : NAN;

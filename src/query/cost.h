@@ -92,6 +92,12 @@ struct gp_cost_acc {
 void gp_cost_add_gpu(struct gp_cost_acc *a, const double *act, size_t n, int64_t step_ms,
                      double usd_hour);
 
+/* The same for time already split (the funnel's 1-minute rollups):
+ * held_s of held time, idle_s of it at activity < 0.05, unused_s the
+ * sum of (1 - activity) x time; activity false as act NULL above. */
+void gp_cost_add_time(struct gp_cost_acc *a, double held_s, double idle_s, double unused_s,
+                      double usd_hour, bool activity);
+
 /* The totals of a as numbers, NaN where unknown (no price; no activity). */
 double gp_cost_total(const struct gp_cost_acc *a);
 double gp_cost_idle(const struct gp_cost_acc *a);

@@ -83,4 +83,13 @@ int gp_report_add_alerts(json_t *doc, const char *server, const char *token, con
 /* `gpulse report JOB ...`: exit status 0, 1 (runtime failure), 2 (usage). */
 int gp_report_main(int argc, char **argv);
 
+/*
+ * The fleet funnel's report (funnel.c): d is the data object of GET
+ * /api/v1/fleet/funnel; link the dashboard's URL of it ("" or NULL none).
+ * Writes the subject and appends the text and HTML bodies. GP_OK,
+ * GP_EPARSE (d is not a funnel) or the buffers' error.
+ */
+int gp_report_funnel(const json_t *d, const char *link, char *subject, size_t sublen,
+                     struct gp_buf *text, struct gp_buf *html);
+
 #endif

@@ -56,6 +56,7 @@ static enum gp_srv_route route_of(const char *p)
         {"/api/v1/cost", GP_SRV_R_COST},     {"/api/v1/alerts", GP_SRV_R_ALERTS},
         {"/api/v1/silences", GP_SRV_R_SILENCES}, {"/api/v1/notifications", GP_SRV_R_NOTIFICATIONS},
         {"/api/v1/fleet/gpus", GP_SRV_R_FLEET_GPUS}, {"/api/v1/stream", GP_SRV_R_STREAM},
+        {"/api/v1/fleet/funnel", GP_SRV_R_FLEET_FUNNEL},
         {"/api/v1/snapshot", GP_SRV_R_SNAPSHOT}, {"/api/v1/query", GP_SRV_R_QUERY},
         {"/api/v1/metadata", GP_SRV_R_METADATA}, {"/api/v1/status/buildinfo", GP_SRV_R_BUILDINFO},
         {"/api/v1/query_exemplars", GP_SRV_R_EXEMPLARS}, {"/api/v1/format_query", GP_SRV_R_FORMAT_QUERY},
@@ -523,6 +524,9 @@ void gp_srv_handle_api(struct gp_server *s, enum gp_srv_route route,
         break;
     case GP_SRV_R_FLEET_GPUS:
         gp_srv_handle_fleet_gpus(s, st, req, resp);
+        break;
+    case GP_SRV_R_FLEET_FUNNEL:
+        gp_srv_handle_funnel(s, st, req, resp);
         break;
     case GP_SRV_R_JOB_REPORT:
         gp_srv_handle_jobs(s, st, route, req, resp);

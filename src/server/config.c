@@ -60,6 +60,8 @@ static int validate_storage(const struct gp_server_config *c, char *err, size_t 
                          "remote_timeout and remote_write_timeout must be between 100ms and 10m");
     if (c->remote_lookback_ms < 60000 || c->remote_lookback_ms > 7 * 86400000LL)
         return gp_seterr(err, errlen, GP_ECONFIG, "remote_lookback must be between 1m and 7d");
+    if (c->remote_window_ms && (c->remote_window_ms < 60000 || c->remote_window_ms > 86400000LL))
+        return gp_seterr(err, errlen, GP_ECONFIG, "remote_window must be 0s (off) or between 1m and 1d");
     if (c->remote_buffer_max < 1024 * 1024)
         return gp_seterr(err, errlen, GP_ECONFIG, "remote_buffer_max must be at least 1MiB");
     if (!c->remote_basic_user[0] != !c->remote_basic_password_file[0])

@@ -45,6 +45,8 @@ struct gp_server_config {
     char gpu_hour_price[32]; /* decimal text; parsed by gp_server_config_price */
     char gpu_prices[1024];   /* MODEL=USD,...; parsed by gp_server_config_prices */
     char job_budget[32];     /* decimal text, USD; 0 none */
+    char funnel_report_receivers[512]; /* notify receivers (email) of the weekly funnel; "" off */
+    char funnel_report_schedule[32];   /* "mon 08:00" (UTC) */
     int64_t eval_interval_ms;
     int64_t eval_window_ms;
     int64_t eval_step_ms;
@@ -66,6 +68,7 @@ struct gp_server_config {
     int64_t remote_timeout_ms;
     int64_t remote_write_timeout_ms;
     int64_t remote_lookback_ms;
+    int64_t remote_window_ms;
     uint64_t remote_buffer_max;
     char remote_bearer_token_file[GP_SERVER_PATH_LEN];
     char remote_basic_user[GP_SERVER_TOKEN_LEN];
@@ -135,6 +138,12 @@ struct gp_server_config {
     X(job_budget, "job_budget", "job-budget", STR, "0",                                            \
       "budget of each job in USD: the job document's budget and budget_ratio, the budget "        \
       "detector's limit (0: none)")                                                                \
+    X(funnel_report_receivers, "funnel_report_receivers", "funnel-report-receivers", STR, "",      \
+      "notify receivers (type email, comma-separated) that get the weekly fleet funnel report "   \
+      "(docs/api.md; empty: none)")                                                                \
+    X(funnel_report_schedule, "funnel_report_schedule", "funnel-report-schedule", STR,             \
+      "mon 08:00", "when the weekly fleet funnel report goes out: DAY HH:MM in UTC (mon..sun); "   \
+      "it covers the 7 days before")                                                               \
     X(eval_interval_ms, "eval_interval", "eval-interval", DURATION, "15s",                         \
       "how often detectors and custom rules are evaluated and alerts move")                      \
     X(eval_window_ms, "eval_window", "eval-window", DURATION, "15m",                               \
@@ -185,6 +194,9 @@ struct gp_server_config {
       "storage: remote: time one remote-write request may take")                                  \
     X(remote_lookback_ms, "remote_lookback", "remote-lookback", DURATION, "15m",                   \
       "storage: remote: how far back the inventory and the jobs scanner look for series")        \
+    X(remote_window_ms, "remote_window", "remote-window", DURATION, "20m",                         \
+      "storage: remote: recent window kept locally and read without the cluster (raised to "      \
+      "remote_lookback and eval_window; 0s: off, every read asks the cluster)")                   \
     X(remote_buffer_max, "remote_buffer_max", "remote-buffer-max", BYTES, "1GiB",                  \
       "storage: remote: disk buffer (under data_dir/remote-buffer) for writes the cluster has "    \
       "not taken yet; the oldest are dropped beyond")                                             \

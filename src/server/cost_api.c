@@ -182,6 +182,70 @@ static int group_cmp(const void *pa, const void *pb)
     return gp_srv_rw_cmp(a->key, b->key);
 }
 
+int gp_srv_activity_series(struct gp_storage *st, int64_t start, int64_t end,
+                           struct gp_store_selection *sel, struct gp_srv_cand **c, size_t *n,
+                           char *err, size_t errlen)
+{
+    return gp_srv_gpu_series(st, fleet_names, 2, start, end, 1, sel, c, n, err, errlen);
+}
+
+int gp_srv_range(const struct gp_http_request *req, struct gp_http_response *resp, int64_t *start,
+                 int64_t *end)
+{
+    char err[256] = "";
+    *end = gp_wall_ms();
+    const char *v = gp_http_query(req, "end");
+    if (v && *v && gp_parse_time_ms(v, end, err, sizeof err)) {
+        gp_srv_bad(resp, 400, "bad_data", "invalid parameter 'end': %s", err);
+        return 0;
+    }
+    *start = *end - COST_RANGE_DEFAULT_MS;
+    v = gp_http_query(req, "start");
+    if (v && *v && gp_parse_time_ms(v, start, err, sizeof err)) {
+        gp_srv_bad(resp, 400, "bad_data", "invalid parameter 'start': %s", err);
+        return 0;
+    }
+    if (*end < *start) {
+        gp_srv_bad(resp, 400, "bad_data", "invalid parameters: 'end' is before 'start'");
+        return 0;
+    }
+    if (*end - *start > COST_RANGE_MAX_MS) {
+        gp_srv_bad(resp, 400, "bad_data", "the range is longer than 31 days: narrow 'start'..'end'");
+        return 0;
+    }
+    return 1;
+}
+
+double gp_srv_activity_unit(const struct gp_srv_cand *c)
+{
+    return c->kind == K_UTIL ? 100.0 : 1;
+}
+
+int gp_srv_activity_samples(struct gp_storage *st, const struct gp_srv_cand *c, int64_t start,
+                            int64_t end, struct gp_samples *smp, int64_t *step, size_t *n)
+{
+    *step = 0;
+    *n = 0;
+    int rc = gp_storage_read(st, c->s->id, start, end, smp);
+    if (rc == GP_EPARSE)
+        rc = GP_OK; /* a damaged chunk: the rest still counts */
+    size_t k = 0;
+    for (size_t m = 0; !rc && m < smp->n; m++)
+        if (!isnan(smp->v[m])) {
+            smp->t[k] = smp->t[m];
+            smp->v[k++] = smp->v[m] / gp_srv_activity_unit(c);
+        }
+    if (rc || !k)
+        return rc;
+    int64_t *gaps = malloc(k * sizeof *gaps);
+    if (!gaps)
+        return GP_ENOMEM;
+    *step = median_gap(smp->t, k, gaps);
+    free(gaps);
+    *n = k;
+    return GP_OK;
+}
+
 static void do_cost(struct gp_server *s, struct gp_storage *st, const struct gp_http_request *req,
                     struct gp_http_response *resp)
 {
@@ -195,33 +259,15 @@ static void do_cost(struct gp_server *s, struct gp_storage *st, const struct gp_
         by = v;
     }
     char err[256] = "";
-    int64_t end = gp_wall_ms(), start;
-    v = gp_http_query(req, "end");
-    if (v && *v && gp_parse_time_ms(v, &end, err, sizeof err)) {
-        gp_srv_bad(resp, 400, "bad_data", "invalid parameter 'end': %s", err);
+    int64_t start, end;
+    if (!gp_srv_range(req, resp, &start, &end))
         return;
-    }
-    start = end - COST_RANGE_DEFAULT_MS;
-    v = gp_http_query(req, "start");
-    if (v && *v && gp_parse_time_ms(v, &start, err, sizeof err)) {
-        gp_srv_bad(resp, 400, "bad_data", "invalid parameter 'start': %s", err);
-        return;
-    }
-    if (end < start) {
-        gp_srv_bad(resp, 400, "bad_data", "invalid parameters: 'end' is before 'start'");
-        return;
-    }
-    if (end - start > COST_RANGE_MAX_MS) {
-        gp_srv_bad(resp, 400, "bad_data", "the range is longer than 31 days: narrow 'start'..'end'");
-        return;
-    }
     int by_job = !strcmp(by, "job");
     struct gp_store_selection sel = {0};
     struct gp_srv_cand *c = NULL;
     struct group *gr = NULL;
     size_t n = 0, ng = 0;
-    int64_t *gaps = NULL;
-    int rc = gp_srv_gpu_series(st, fleet_names, 2, start, end, 1, &sel, &c, &n, err, sizeof err);
+    int rc = gp_srv_activity_series(st, start, end, &sel, &c, &n, err, sizeof err);
     if (!rc && n) {
         gr = calloc(n, sizeof *gr);
         if (!gr)
@@ -231,42 +277,29 @@ static void do_cost(struct gp_server *s, struct gp_storage *st, const struct gp_
         size_t j = gp_srv_gpu_run(c, n, i, 1);
         /* c[i] is the best activity series of this GPU and job: SM first. */
         struct gp_samples smp = {0};
-        rc = gp_storage_read(st, c[i].s->id, start, end, &smp);
-        if (rc == GP_EPARSE)
-            rc = GP_OK; /* a damaged chunk: the rest still counts */
+        int64_t step = 0;
         size_t k = 0;
-        for (size_t m = 0; !rc && m < smp.n; m++)
-            if (!isnan(smp.v[m])) {
-                smp.t[k] = smp.t[m];
-                smp.v[k++] = c[i].kind == K_UTIL ? smp.v[m] / 100.0 : smp.v[m];
-            }
+        rc = gp_srv_activity_samples(st, &c[i], start, end, &smp, &step, &k);
         if (!rc && k) {
-            int64_t *ng_ = realloc(gaps, k * sizeof *gaps);
-            if (!ng_) {
-                rc = GP_ENOMEM;
-            } else {
-                gaps = ng_;
-                int64_t step = median_gap(smp.t, k, gaps);
-                struct gp_str key = by_job ? c[i].job : c[i].node;
-                struct group *g = NULL;
-                for (size_t q = 0; q < ng && !g; q++)
-                    if (gr[q].key.len == key.len && !gp_srv_rw_cmp(gr[q].key, key))
-                        g = &gr[q];
-                if (!g) {
-                    g = &gr[ng++];
-                    g->key = key;
-                    g->first = smp.t[0];
-                    g->last = smp.t[k - 1];
-                }
-                if (smp.t[0] < g->first)
-                    g->first = smp.t[0];
-                if (smp.t[k - 1] > g->last)
-                    g->last = smp.t[k - 1];
-                g->gpus++;
-                if (step > 0)
-                    gp_cost_add_gpu(&g->acc, smp.v, k, step,
-                                    gp_prices_of(&s->prices, c[i].model.ptr, c[i].model.len));
+            struct gp_str key = by_job ? c[i].job : c[i].node;
+            struct group *g = NULL;
+            for (size_t q = 0; q < ng && !g; q++)
+                if (gr[q].key.len == key.len && !gp_srv_rw_cmp(gr[q].key, key))
+                    g = &gr[q];
+            if (!g) {
+                g = &gr[ng++];
+                g->key = key;
+                g->first = smp.t[0];
+                g->last = smp.t[k - 1];
             }
+            if (smp.t[0] < g->first)
+                g->first = smp.t[0];
+            if (smp.t[k - 1] > g->last)
+                g->last = smp.t[k - 1];
+            g->gpus++;
+            if (step > 0)
+                gp_cost_add_gpu(&g->acc, smp.v, k, step,
+                                gp_prices_of(&s->prices, c[i].model.ptr, c[i].model.len));
         }
         gp_samples_free(&smp);
         i = j;
@@ -308,7 +341,6 @@ static void do_cost(struct gp_server *s, struct gp_storage *st, const struct gp_
         gp_srv_bad(resp, rc == GP_ENOMEM ? 503 : 500, rc == GP_ENOMEM ? "unavailable" : "internal",
                    "reading the cost: %s", err[0] ? err : gp_strerror(rc));
     }
-    free(gaps);
     free(gr);
     free(c);
     gp_storage_selection_free(&sel);

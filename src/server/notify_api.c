@@ -31,6 +31,21 @@ struct gp_srv_notify {
     struct gp_router *router;
 };
 
+const struct gp_receiver *gp_srv_notify_receiver(struct gp_server *s, const char *name, size_t len)
+{
+    for (size_t i = 0; s->notify && i < s->notify->cfg.nrecv; i++) {
+        const struct gp_receiver *r = &s->notify->cfg.recv[i];
+        if (strlen(r->name) == len && !memcmp(r->name, name, len))
+            return r;
+    }
+    return NULL;
+}
+
+const char *gp_srv_notify_external_url(struct gp_server *s)
+{
+    return s->notify ? s->notify->cfg.external_url : "";
+}
+
 int gp_srv_notify_load(struct gp_server *s, char *err, size_t errlen)
 {
     s->notify = calloc(1, sizeof *s->notify);

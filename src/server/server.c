@@ -142,6 +142,7 @@ static const char index_text[] =
     "GET  /api/v1/audit                 remediation decisions and outcomes\n"
     "GET  /api/v1/fleet, /api/v1/cost  the fleet's use and spend now; cost by job or node\n"
     "GET  /api/v1/fleet/gpus            every GPU now: readings, job, alert badge\n"
+    "GET  /api/v1/fleet/funnel          total, allocated, active, effective GPUs; idle cost; zombies\n"
     "GET  /api/v1/stream                Server-Sent Events: fleet, gpus, alert\n"
     "POST /api/v1/alerts/ID/ack         acknowledge an alert\n"
     "GET  /api/v1/health/nodes, /api/v1/health/nodes/ID node and GPU health states, reasons, actions\n"
@@ -525,7 +526,7 @@ int gp_server_start(struct gp_server **out, const struct gp_server_config *c, ch
                 .max_future_ms = c->max_future_ms ? c->max_future_ms : -1, /* 0s: no bound */
             },
     };
-    char rbuf[GP_SERVER_PATH_LEN + 32];
+    char rbuf[GP_SERVER_PATH_LEN + 32], wbuf[GP_SERVER_PATH_LEN + 32];
     if (so.kind == GP_STORAGE_REMOTE) {
         /* state.db and the write queue's disk buffer still live under data_dir */
         if (mkdir(c->data_dir, 0755) && errno != EEXIST) {
@@ -542,6 +543,15 @@ int gp_server_start(struct gp_server **out, const struct gp_server_config *c, ch
         ro->write_timeout_ms = c->remote_write_timeout_ms;
         ro->query_timeout_ms = c->remote_timeout_ms;
         ro->lookback_ms = c->remote_lookback_ms;
+        /* The window covers the longest recent read: the detectors' and
+         * the inventory's (docs/storage.md "The local window"). */
+        ro->window_ms = c->remote_window_ms;
+        if (ro->window_ms > 0 && ro->window_ms < c->remote_lookback_ms)
+            ro->window_ms = c->remote_lookback_ms;
+        if (ro->window_ms > 0 && ro->window_ms < c->eval_window_ms + c->eval_step_ms)
+            ro->window_ms = c->eval_window_ms + c->eval_step_ms;
+        snprintf(wbuf, sizeof wbuf, "%s/remote-window", c->data_dir);
+        ro->window_dir = wbuf;
         ro->bearer_token_file = c->remote_bearer_token_file;
         ro->basic_user = c->remote_basic_user;
         ro->basic_password_file = c->remote_basic_password_file;
@@ -618,6 +628,8 @@ int gp_server_start(struct gp_server **out, const struct gp_server_config *c, ch
         gp_seterr(err, errlen, rc, "cannot start the self-scrape thread");
         goto fail;
     }
+    if ((rc = gp_srv_funnel_report_start(s, err, errlen)))
+        goto fail;
     log_dashboard_url(s, bind);
     *out = s;
     return GP_OK;
@@ -633,6 +645,7 @@ void gp_server_stop(struct gp_server *s)
     if (!s)
         return;
     gp_srv_self_stop(s); /* it renders from the HTTP server and appends to the store */
+    gp_srv_funnel_report_stop(s); /* it reads the store */
     gp_srv_stream_close(s); /* open streams end, or stopping would wait for them */
     gp_http_stop(s->http); /* waits for running handlers */
     s->http = NULL;

@@ -57,6 +57,7 @@ enum gp_srv_state { GP_SRV_STARTING, GP_SRV_READY };
     X(HEALTH, "health")                         \
     X(METRICS, "metrics")                       \
     X(FLEET_GPUS, "fleet_gpus")                 \
+    X(FLEET_FUNNEL, "fleet_funnel")             \
     X(STREAM, "stream")                         \
     X(ALERT_ACK, "alert_ack")                   \
     X(JOB_REPORT, "job_report")                 \
@@ -159,6 +160,7 @@ struct gp_server {
     struct gp_srv_notify *notify; /* config, outbox and router (notify_api.c) */
     struct gp_srv_streams *streams; /* the open SSE streams (stream.c) */
     struct gp_srv_self *self;       /* the self-scrape (selfscrape.c); NULL when off */
+    struct gp_srv_freport *freport; /* the weekly funnel e-mail (funnel_report.c); NULL when off */
 
     pthread_mutex_t hook_mu;
     gp_server_metrics_hook hook;
@@ -224,6 +226,43 @@ void gp_srv_handle_insight(struct gp_server *s, struct gp_storage *st, enum gp_s
 /* cost_api.c: GET /api/v1/fleet and /api/v1/cost over an open store. */
 void gp_srv_handle_cost(struct gp_server *s, struct gp_storage *st, enum gp_srv_route route,
                         const struct gp_http_request *req, struct gp_http_response *resp);
+/* The range routes' start=/end= (RFC 3339 or epoch seconds; end defaults
+ * to now, start to end - 1d; at most 31 days): 1, or 0 after answering
+ * 400. The GPUs' activity series in a range (SM activity, else
+ * utilization), sorted by GPU and job (gp_srv_gpu_series), and one
+ * series' samples in it: NaNs dropped, utilization as a fraction, *n
+ * left, *step their median gap (ms; 0 with one sample). */
+struct gp_srv_cand;
+int gp_srv_range(const struct gp_http_request *req, struct gp_http_response *resp, int64_t *start,
+                 int64_t *end);
+int gp_srv_activity_series(struct gp_storage *st, int64_t start, int64_t end,
+                           struct gp_store_selection *sel, struct gp_srv_cand **c, size_t *n,
+                           char *err, size_t errlen);
+int gp_srv_activity_samples(struct gp_storage *st, const struct gp_srv_cand *c, int64_t start,
+                            int64_t end, struct gp_samples *smp, int64_t *step, size_t *n);
+/* What a value of activity series c is divided by to be a fraction. */
+double gp_srv_activity_unit(const struct gp_srv_cand *c);
+/* funnel_report.c: the weekly funnel e-mail's thread (after the store
+ * opens; stopped before it closes), its schedule "DAY HH:MM" (0 = Monday,
+ * minutes after midnight UTC) and the newest slot at or before now_ms. */
+int gp_srv_funnel_report_start(struct gp_server *s, char *err, size_t errlen);
+void gp_srv_funnel_report_stop(struct gp_server *s);
+int gp_srv_funnel_schedule(const char *s, int *dow, int *minute, char *err, size_t errlen);
+int64_t gp_srv_funnel_slot(int dow, int minute, int64_t now_ms);
+/* notify_api.c: the configured receiver named name[0..len) (NULL: none)
+ * and notify's external_url ("" none). */
+struct gp_receiver;
+const struct gp_receiver *gp_srv_notify_receiver(struct gp_server *s, const char *name, size_t len);
+const char *gp_srv_notify_external_url(struct gp_server *s);
+/* funnel_api.c: GET /api/v1/fleet/funnel over an open store, and its data
+ * object (no envelope) over [start, end] appended to out, read from raw
+ * samples (resolution GP_SRV_FUNNEL_RAW), 1-minute rollups (_ROLLUP) or
+ * as the range's length and the raw retention choose (_AUTO). */
+enum { GP_SRV_FUNNEL_AUTO, GP_SRV_FUNNEL_RAW, GP_SRV_FUNNEL_ROLLUP };
+int gp_srv_funnel_data(struct gp_server *s, struct gp_storage *st, int64_t start, int64_t end,
+                       int resolution, struct gp_buf *out, char *err, size_t errlen);
+void gp_srv_handle_funnel(struct gp_server *s, struct gp_storage *st,
+                          const struct gp_http_request *req, struct gp_http_response *resp);
 /* alerts_api.c: the config file's rules (before anything starts), the
  * alerts and the engine over st (after the store opens), their end
  * (before the store closes; accepts a server without them), their

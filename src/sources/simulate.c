@@ -17,9 +17,16 @@
  *   identical frames; no rand(), no global state.
  * - behaviours: each GPU plays one workload (simulate.h), from the plan
  *   (simulate_plan.h): exactly one leak, straggler, starved job,
- *   throttled card, ECC error and idle allocation, the rest healthy and
- *   compute-bound (a short dip between batches every half minute or so,
- *   memory that rises once when the job starts, then plateaus). Memory
+ *   throttled card, ECC error, idle allocation, power-capped straggler,
+ *   hung job and crash loop, the rest healthy and compute-bound (a short
+ *   dip between batches every half minute or so, memory that rises once
+ *   when the job starts, then plateaus). Ranks of node jobs checkpoint
+ *   every few minutes (utilization and memory dip, the steps pause, a
+ *   checkpoint phase is reported); a hung job's ranks stop stepping, the
+ *   one it waits for idle on the host, the others spinning in NCCL (busy,
+ *   few SMs active), with Flight Recorder state a minute later; a crash
+ *   loop's ranks die together, restart with new pids and repeat the
+ *   steps they had done (timeline(), numbers from the plan). Memory
  *   and allocator bytes carry allocator noise (+-10 MiB, new each second),
  *   and the leak grows in stairs with partial frees, as real allocators
  *   do: detectors tuned on smooth lines would not hold on real data.
@@ -46,6 +53,7 @@
 #include "lib/err.h"
 #include "lib/gpumodels.h"
 #include "simulate_spec.h"
+#include "steps_proto.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -55,15 +63,17 @@
 #define MIB (1024.0 * 1024.0)
 #define GP_SIM_DRIVER_NVIDIA "550.127.05"
 #define GP_SIM_DRIVER_AMD "6.8.5"
-#define RESTART_S 10.0 /* a leaking job's restart: memory low, nothing running */
-#define LOAD_S 8.0     /* a job's start: memory rises to its plateau, no steps yet */
+#define RESTART_S GP_SIM_RESTART_S
+#define LOAD_S GP_SIM_LOAD_S
 #define LEAK_FROM 0.55 /* a leaking rank's memory share when it starts stepping */
 #define LEAK_TO 0.99   /* ... when it dies of OOM */
 #define LEAK_STAIR_S 20.0  /* the leak grows stepwise: a stair every 20 s, */
 #define LEAK_FREE 0.3      /* ... and frees this share of one halfway through it */
 #define ALLOC_NOISE_MIB 10.0 /* allocator noise: memory moves +-10 MiB between samples */
-#define BATCH 32       /* samples per step per rank */
-#define SEQ 2048       /* tokens per sample */
+#define BATCH GP_SIM_BATCH
+#define SEQ GP_SIM_SEQ
+#define CKPT_DIP 0.05  /* a checkpoint frees this share of memory (activations) while it saves */
+#define POWERCAP_LIMIT 0.6 /* the powercap card's limit, share of the model's */
 
 struct sim_gpu {
     const struct gp_gpumodel *m;
@@ -71,7 +81,7 @@ struct sim_gpu {
     enum gp_sim_behaviour beh;
     const struct gp_sim_slot *slot; /* job, rank, start (the state's plan) */
     char job[32];
-    double step_s;     /* seconds per step while running (starved: period_s) */
+    double step_s;     /* seconds per step while running (starved: period_s); the plan's */
     double ecc_at_s;   /* ecc: when the double-bit error happens */
     uint64_t key; /* hash of (seed, node, index): every per-GPU constant and noise */
     char uuid[48], pci[32], device[16], nodename[32];
@@ -109,6 +119,12 @@ struct sim_reading {
     uint32_t pid;
     double run_s;    /* how long the process has stepped; < 0: not stepping */
     double alloc_noise; /* bytes the allocator holds beyond mem_frac now */
+    double power_limit; /* W; 0: the model's */
+    /* the process's timeline (timeline()): what its step counters show */
+    double active_s;    /* seconds it spent stepping (checkpoints and a hang excluded) */
+    double ckpts;       /* checkpoints it finished */
+    bool hung;          /* its job hangs: no more steps, the process lives */
+    double hung_s;      /* ... for this long */
 };
 
 /* ---- noise ---- */
@@ -121,12 +137,8 @@ static uint64_t mix64(uint64_t x)
     return x ^ (x >> 31);
 }
 
-/* Uniform in [0, 1) from a key and two more words. */
-static double hash_unit(uint64_t key, uint64_t a, uint64_t b)
-{
-    uint64_t h = mix64(key ^ mix64(a * 0x100000001b3ull ^ mix64(b)));
-    return (double)(h >> 11) * (1.0 / 9007199254740992.0);
-}
+/* Uniform in [0, 1) from a key and two more words (the plan's hash). */
+static double hash_unit(uint64_t key, uint64_t a, uint64_t b) { return gp_sim_unit(key, a, b); }
 
 /* Smooth value noise in [-1, 1]: hashed values at cells of `scale` seconds. */
 static double vnoise(uint64_t key, unsigned chan, double t, double scale)
@@ -243,6 +255,24 @@ static void starved(const struct sim_gpu *sg, double t, struct sim_reading *r)
         r->clock_events |= 0x1; /* gpu_idle */
 }
 
+/* A crashed rank's new process loads for tl of RESTART_S: memory rises
+ * back to plateau, no work. */
+static void reloading(const struct sim_gpu *sg, double t, double tl, double plateau, struct sim_reading *r)
+{
+    r->mem_frac = 0.03 + (plateau - 0.03) * tl / RESTART_S;
+    r->util = clamp(1 + noise(sg, 30, t), 0, 100);
+    r->copy_util = 0;
+    r->sm = r->gr = r->occ = r->tensor = r->fp16 = r->fp32 = r->fp64 = 0.005;
+    r->dram = 0.01;
+    r->nvl_tx = r->nvl_rx = 0;
+    r->power = sg->m->idle_power_w * 1.3;
+    r->power_capped = 0;
+    r->clock_events = 0x1;
+    r->temp -= 15;
+    r->mem_temp -= 15;
+    r->run_s = -1;
+}
+
 /*
  * Memory grows from LEAK_FROM to LEAK_TO over period_s of stepping, at a
  * steady step rate, in stairs: each LEAK_STAIR_S it takes the stair's
@@ -258,27 +288,14 @@ static void leaking(const struct sim_gpu *sg, double run, double t, struct sim_r
     double tc = run - c * (sg->period_s + RESTART_S);
     *cycle = (unsigned)fmod(c, 1024.0); /* only picks the pid: keep the cast in range */
     if (tc >= sg->period_s) {
-        /* died of OOM: the restarted process loads, no work */
-        double tl = tc - sg->period_s;
-        r->mem_frac = 0.03 + (LEAK_FROM - 0.03) * tl / RESTART_S;
-        r->util = clamp(1 + noise(sg, 30, t), 0, 100);
-        r->copy_util = 0;
-        r->sm = r->gr = r->occ = r->tensor = r->fp16 = r->fp32 = r->fp64 = 0.005;
-        r->dram = 0.01;
-        r->nvl_tx = r->nvl_rx = 0;
-        r->power = sg->m->idle_power_w * 1.3;
-        r->power_capped = 0;
-        r->clock_events = 0x1;
-        r->temp -= 15;
-        r->mem_temp -= 15;
-        r->run_s = -1;
+        reloading(sg, t, tc - sg->period_s, LEAK_FROM, r); /* died of OOM */
         return;
     }
     double n = floor(tc / LEAK_STAIR_S), grown = fmin(sg->period_s, (n + 1) * LEAK_STAIR_S);
     if (tc - n * LEAK_STAIR_S >= LEAK_STAIR_S / 2)
         grown -= LEAK_FREE * LEAK_STAIR_S;
     r->mem_frac = LEAK_FROM + (LEAK_TO - LEAK_FROM) * grown / sg->period_s;
-    r->run_s = tc;
+    r->run_s = r->active_s = tc;
 }
 
 /* Hot: thermal slowdown holds the SM clock down, so it does less work than its peers. */
@@ -343,6 +360,101 @@ static void throttled(const struct sim_gpu *sg, double t, struct sim_reading *r)
     r->mem_temp = r->temp + 6;
 }
 
+/* Held at a power limit under the card's (nvidia-smi -pl): at that cap
+ * most of the time, clocks down, so its rank steps slower than its peers. */
+static void powercapped(const struct sim_gpu *sg, double t, struct sim_reading *r)
+{
+    const struct gp_gpumodel *m = sg->m;
+    r->power_limit = POWERCAP_LIMIT * m->power_limit_w;
+    r->power = r->power_limit * (0.995 + 0.004 * noise(sg, 80, t));
+    r->power_capped = clamp(0.9 + 0.2 * noise(sg, 81, t), 0, 1);
+    r->sm_clock = m->sm_clock_max_mhz * (0.72 + 0.03 * noise(sg, 82, t));
+    r->clock_events = 0x4; /* sw_power_cap */
+    r->temp = sg->temp_base - 6 + 2 * noise(sg, 83, t);
+    r->mem_temp = r->temp + 6;
+}
+
+/* A checkpoint: the state goes to the host (copies, little compute) and
+ * the activations are freed while it saves: utilization and memory dip. */
+static void checkpointing(const struct sim_gpu *sg, double t, struct sim_reading *r)
+{
+    const struct gp_gpumodel *m = sg->m;
+    r->util = clamp(22 + 6 * noise(sg, 90, t), 0, 100);
+    r->copy_util = clamp(60 + 10 * noise(sg, 91, t), 0, 100);
+    r->sm = clamp(0.08 + 0.03 * noise(sg, 92, t), 0, 1);
+    r->gr = clamp(r->sm + 0.02, 0, 1);
+    r->occ *= 0.2;
+    r->tensor = r->fp16 = r->fp32 = r->fp64 = 0;
+    r->dram = 0.1;
+    r->pcie_tx = 0.6 * m->pcie_gbps * 1e9 * (1 + 0.05 * noise(sg, 93, t)); /* device to host */
+    r->nvl_tx = r->nvl_rx = 0;
+    r->power = m->idle_power_w + 0.3 * ((r->power_limit > 0 ? r->power_limit : m->power_limit_w) - m->idle_power_w);
+    r->power_capped = 0;
+    r->clock_events &= ~(0x4ull | 0x80ull);
+    r->mem_frac = fmax(0.03, r->mem_frac - CKPT_DIP);
+}
+
+/* Waiting in a collective that never completes: NCCL's kernels poll, so
+ * the GPU is busy every sampled moment while few SMs do anything. */
+static void spinning(const struct sim_gpu *sg, double t, struct sim_reading *r)
+{
+    const struct gp_gpumodel *m = sg->m;
+    r->util = 100;
+    r->copy_util = 0;
+    r->sm = clamp(0.18 + 0.02 * noise(sg, 95, t), 0, 1);
+    r->gr = clamp(r->sm + 0.02, 0, 1);
+    r->occ = 0.05;
+    r->tensor = r->fp16 = r->fp32 = r->fp64 = 0;
+    r->dram = 0.02;
+    r->pcie_tx *= 0.1;
+    r->pcie_rx *= 0.1;
+    r->nvl_tx = r->nvl_rx = 0;
+    r->power = m->idle_power_w + 0.35 * ((r->power_limit > 0 ? r->power_limit : m->power_limit_w) - m->idle_power_w);
+    r->power_capped = 0;
+    r->clock_events = 0;
+    r->temp = sg->temp_base - 10 + 2 * noise(sg, 96, t);
+    r->mem_temp = r->temp + 6;
+}
+
+/*
+ * Where the rank's process is, run seconds after the job's first step
+ * (the plan's timeline): in a crash loop, each attempt steps
+ * crash_every_s then restarts (RESTART_S) and repeats the same steps; a
+ * hang stops the clock of its steps at hang_at_s; checkpoints take
+ * ckpt_s after each ckpt_every_s of stepping. Fills run_s, active_s,
+ * ckpts, hung and hung_s of r and *attempt; returns false while a
+ * crashed process restarts, with *reload_s the time since it crashed.
+ */
+static bool timeline(const struct gp_sim_slot *sl, double run, struct sim_reading *r,
+                     unsigned *attempt, bool *in_ckpt, double *reload_s)
+{
+    double tr = run;
+    *in_ckpt = false;
+    if (sl->crash_every_s > 0) {
+        double cyc = sl->crash_every_s + RESTART_S, c = floor(run / cyc);
+        tr = run - c * cyc;
+        *attempt = (unsigned)fmod(c, 1024.0); /* only picks the pid */
+        if (tr >= sl->crash_every_s) {
+            *reload_s = tr - sl->crash_every_s;
+            return false;
+        }
+    }
+    r->hung = sl->hang_at_s > 0 && tr >= sl->hang_at_s;
+    if (r->hung) {
+        r->hung_s = tr - sl->hang_at_s;
+        tr = sl->hang_at_s;
+    }
+    r->run_s = r->active_s = tr;
+    r->ckpts = 0;
+    if (sl->ckpt_every_s > 0 && sl->ckpt_s > 0) {
+        double per = sl->ckpt_every_s + sl->ckpt_s, n = floor(tr / per), rem = tr - n * per;
+        r->ckpts = n;
+        r->active_s = n * sl->ckpt_every_s + fmin(rem, sl->ckpt_every_s);
+        *in_ckpt = rem >= sl->ckpt_every_s && !r->hung;
+    }
+    return true;
+}
+
 /* The job's start: its process allocates up to the plateau, no work yet. */
 static void loading(const struct sim_gpu *sg, double t, double plateau, struct sim_reading *r)
 {
@@ -360,10 +472,15 @@ static void readings(const struct sim_gpu *sg, double t, struct sim_reading *r)
     /* a new draw each second, not a smooth drift: allocations come and go */
     r->alloc_noise = ALLOC_NOISE_MIB * MIB * (2 * hash_unit(sg->key, 40, (uint64_t)(int64_t)floor(t)) - 1);
     unsigned cycle = 0;
-    double run = run_time(sg, t);
-    r->run_s = run;
+    double run = run_time(sg, t), reload_s = 0;
+    bool in_ckpt = false;
+    r->run_s = r->active_s = run;
     if (run < 0) {
         loading(sg, t, sg->beh == GP_SIM_LEAKING ? LEAK_FROM : sg->mem_frac, r);
+    } else if (sg->beh != GP_SIM_LEAKING && sg->beh != GP_SIM_IDLE &&
+               !timeline(sg->slot, run, r, &cycle, &in_ckpt, &reload_s)) {
+        compute_bound(sg, t, r);
+        reloading(sg, t, reload_s, sg->mem_frac, r); /* crashed: its new process loads */
     } else {
         switch (sg->beh) {
         case GP_SIM_STARVED:
@@ -386,11 +503,28 @@ static void readings(const struct sim_gpu *sg, double t, struct sim_reading *r)
             batch_dips(sg, t, r);
             throttled(sg, t, r);
             break;
+        case GP_SIM_POWERCAP:
+            compute_bound(sg, t, r);
+            batch_dips(sg, t, r);
+            powercapped(sg, t, r);
+            break;
+        case GP_SIM_HANG: /* the rank stuck on the host: its GPU idles, memory held */
+            if (r->hung) {
+                idle_allocated(sg, t, r);
+                break;
+            }
+            compute_bound(sg, t, r);
+            batch_dips(sg, t, r);
+            break;
         default: /* compute-bound; the ECC card too (its error is in fill_gpu) */
             compute_bound(sg, t, r);
             batch_dips(sg, t, r);
             break;
         }
+        if (r->hung && sg->beh != GP_SIM_HANG)
+            spinning(sg, t, r); /* its peers wait for it in a collective */
+        if (in_ckpt)
+            checkpointing(sg, t, r);
     }
     /* a restarted job gets a new pid (ranks of one node share a range) */
     r->pid = sg->pid_base + sg->index + GP_SIM_MAX_GPUS_PER_NODE * cycle;
@@ -429,24 +563,17 @@ static void identity(struct sim_gpu *sg, uint64_t seed)
     sg->temp_base = 62 + 10 * u[0];
     sg->dip_period_s = 25 + 10 * u[5];
     sg->phase_s = sg->dip_period_s * u[3];
-    /* the job's step time (shared by its ranks), then a rank's own 1 % */
-    double job_u = hash_unit(seed, 0x6a6f62, sg->slot->job);
-    sg->step_s = (0.35 + 0.4 * job_u) * (1 + 0.01 * u[6]);
+    /* the step time (the straggler's, powercap's and throttled card's
+     * slower), the starved cycle and the leak's time to OOM: the plan's */
+    sg->step_s = sg->slot->step_s;
     switch (sg->beh) {
     case GP_SIM_STARVED:
-        sg->period_s = 4 + 2 * u[1];
-        sg->duty = 0.35 + 0.1 * u[2];
+        sg->period_s = sg->slot->step_s; /* one step a data cycle */
+        sg->duty = sg->slot->duty;
         sg->phase_s = sg->period_s * u[3];
-        sg->step_s = sg->period_s; /* one step a data cycle */
         break;
     case GP_SIM_LEAKING:
-        sg->period_s = 900 + 120 * u[1]; /* 15 to 17 minutes from the first step to OOM */
-        break;
-    case GP_SIM_STRAGGLER:
-        sg->step_s *= 1.6; /* the SM clock at ~62 % */
-        break;
-    case GP_SIM_THROTTLED:
-        sg->step_s *= 1.2;
+        sg->period_s = sg->slot->oom_s;
         break;
     case GP_SIM_ECC:
         sg->ecc_at_s = sg->slot->start_s + LOAD_S + 45 + 30 * u[7];
@@ -468,6 +595,9 @@ static enum gp_sim_behaviour fault_behaviour(int fault)
     case GP_SIM_FAULT_THROTTLED: return GP_SIM_THROTTLED;
     case GP_SIM_FAULT_ECC: return GP_SIM_ECC;
     case GP_SIM_FAULT_IDLE: return GP_SIM_IDLE;
+    case GP_SIM_FAULT_POWERCAP: return GP_SIM_POWERCAP;
+    case GP_SIM_FAULT_HANG: return GP_SIM_HANG;
+    case GP_SIM_FAULT_RESTART: return GP_SIM_RESTART;
     default: return GP_SIM_COMPUTE;
     }
 }
@@ -592,7 +722,7 @@ static int fill_gpu(struct gp_gpu *g, const struct sim_gpu *sg, const struct sim
     if (m->hbm)
         gp_gpu_set(g, GPF_MEMORY_TEMP, round(r->mem_temp));
     gp_gpu_set(g, GPF_POWER_USAGE, round(r->power * 1000) / 1000); /* NVML gives mW */
-    gp_gpu_set(g, GPF_POWER_LIMIT, m->power_limit_w);
+    gp_gpu_set(g, GPF_POWER_LIMIT, r->power_limit > 0 ? r->power_limit : m->power_limit_w);
     gp_gpu_set(g, GPF_TOTAL_ENERGY, floor(sg->energy_mj));
     gp_gpu_set(g, GPF_GPU_UTIL, round(r->util));
     gp_gpu_set(g, GPF_MEM_COPY_UTIL, round(r->copy_util));
@@ -725,7 +855,8 @@ static int add_steps(struct gp_frame *f, const struct sim_gpu *sg, const struct 
     struct gp_step_stats *st = gp_frame_add_steps(f);
     if (!st)
         return GP_ENOMEM;
-    double run = r->run_s, steps = floor(run / sg->step_s);
+    const struct gp_sim_slot *sl = sg->slot;
+    double steps = floor(r->active_s / sg->step_s);
     st->pid = r->pid;
     snprintf(st->node, sizeof st->node, "%s", sg->nodename);
     snprintf(st->jid.job, sizeof st->jid.job, "%s", sg->job);
@@ -738,14 +869,30 @@ static int add_steps(struct gp_frame *f, const struct sim_gpu *sg, const struct 
     st->step_seconds_total = steps * sg->step_s;
     st->last_step_seconds = steps > 0 ? sg->step_s : 0;
     st->data_wait_valid = true;
-    double wait_share = sg->beh == GP_SIM_STARVED ? 1 - sg->duty : 0.02;
-    st->data_wait_seconds_total = st->step_seconds_total * wait_share;
+    st->data_wait_seconds_total = st->step_seconds_total * sl->wait_share;
     st->samples_valid = st->tokens_valid = true;
     st->samples_total = steps * BATCH;
     st->tokens_total = steps * BATCH * SEQ;
     st->loss_valid = true;
     st->loss = 1.2 + 2.5 * exp(-steps / 5000.0);
     st->target_steps = 200000;
+    if (sl->flops_token > 0) { /* the model record: MFU */
+        st->model_flops_token = sl->flops_token;
+        st->model_precision = GP_PREC_BF16;
+    }
+    if (sl->ckpt_every_s > 0) { /* checkpoint phases, reported as each ends */
+        st->phase_valid = true;
+        st->phase_seconds_total[GP_STEPS_PHASE_CHECKPOINT] = r->ckpts * sl->ckpt_s;
+    }
+    if (r->hung && r->hung_s >= GP_SIM_FR_AFTER_S) {
+        /* the Flight Recorder dumps of its NCCL timeout: the stuck rank
+         * never entered the collective its peers wait in */
+        int64_t seq = (int64_t)floor(sl->hang_at_s * 10) + 1;
+        if (sg->beh == GP_SIM_HANG)
+            st->fr_missing_valid = true, st->fr_missing = seq;
+        else
+            st->fr_waiting_valid = true, st->fr_waiting = seq;
+    }
     st->last_ms = f->time_ms;
     /* allocator: follows the memory the process holds (without the gauge's
      * slow drift), allocated bytes with the allocator's noise */
@@ -796,8 +943,9 @@ const struct gp_source_ops gp_source_simulate = {
 
 const char *gp_sim_behaviour_name(enum gp_sim_behaviour b)
 {
-    static const char *const names[GP_SIM__COUNT] = {"compute", "starved", "leaking", "straggler",
-                                                     "idle",    "throttled", "ecc"};
+    static const char *const names[GP_SIM__COUNT] = {"compute", "starved",  "leaking", "straggler",
+                                                     "idle",    "throttled", "ecc",     "powercap",
+                                                     "hang",    "restart"};
     return (unsigned)b < GP_SIM__COUNT ? names[b] : "?";
 }
 

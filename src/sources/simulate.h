@@ -20,10 +20,14 @@ enum gp_sim_behaviour {
     GP_SIM_IDLE,      /* idle but allocated: memory held, nothing running */
     GP_SIM_THROTTLED, /* power-capped most of the time: clocks held down (a job of its own) */
     GP_SIM_ECC,       /* compute-bound, then one double-bit ECC error and XID 48 */
+    GP_SIM_POWERCAP,  /* held at a lower power limit: at the cap, clocks and steps slower */
+    GP_SIM_HANG,      /* the rank its hung job waits for: stuck on the host, GPU idle */
+    GP_SIM_RESTART,   /* a rank of a job in a crash loop (its peers crash with it) */
     GP_SIM__COUNT
 };
 
-/* "compute", "starved", "leaking", "straggler", "idle", "throttled", "ecc"; "?" when out of range. */
+/* "compute", "starved", "leaking", "straggler", "idle", "throttled", "ecc", "powercap", "hang",
+ * "restart"; "?" when out of range. */
 const char *gp_sim_behaviour_name(enum gp_sim_behaviour b);
 
 /* Number of simulated GPUs of an open simulate state (frame order). */

@@ -6,13 +6,21 @@
  * - the straggler goes first, to the first node in that order with at
  *   least four GPUs (it needs peers for its step time to be an outlier);
  *   a fleet without such a node gets no straggler;
- * - leak, starved, throttled, ECC and idle follow, each to the next node
- *   not used yet, so in a fleet of six nodes or more every fault is alone
+ * - leak, starved, throttled, ECC, idle and powercap follow, each to the
+ *   next node not used yet, so in a fleet of nine nodes or more every fault is alone
  *   on its node; smaller fleets wrap round and put faults on distinct
  *   GPUs of shared nodes, never leaving the straggler fewer than two
  *   peers; ECC only goes to an NVIDIA model with ECC memory (an override
  *   may name any card with ECC memory; XID 48 is NVIDIA's alone);
+ * - powercap goes, like the straggler, to a node of at least four GPUs
+ *   (not the straggler's); hang and restart, faults of a whole job, only
+ *   to a node of their own (no other fault there), else not at all;
  * - the GPU within the node is picked by hash from the free ones.
+ * Timelines (assign_timelines): each job's step time, checkpoints every
+ * 4-5.5 minutes of stepping (15-25 s each; not the single-GPU jobs, not
+ * the leaking rank, not the crash loop, which never reaches one), the
+ * hang's time, the crash loop's period and the model FLOPs each rank
+ * declares (40-55 % MFU on its card while it steps).
  * An override names the GPUs itself and is checked against the spec the
  * same way. Everything is a function of (spec, seed, override): no
  * global state, no clock.
@@ -20,7 +28,10 @@
 #include "simulate_plan.h"
 
 #include "lib/err.h"
+#include "lib/gpumodels.h"
 
+#include <limits.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,6 +52,16 @@ static uint64_t mix64(uint64_t x)
 }
 
 void gp_sim_job_name(char *out, size_t outlen, unsigned k) { snprintf(out, outlen, "sim-job-%u", k); }
+
+bool gp_sim_fault_job_wide(enum gp_sim_fault_kind k)
+{
+    return k == GP_SIM_FAULT_HANG || k == GP_SIM_FAULT_RESTART;
+}
+
+double gp_sim_unit(uint64_t key, uint64_t a, uint64_t b)
+{
+    return (double)(mix64(key ^ mix64(a * 0x100000001b3ull ^ mix64(b))) >> 11) * (1.0 / 9007199254740992.0);
+}
 
 /* Faults whose GPU becomes a job of its own. */
 static bool solo(enum gp_sim_fault_kind k)
@@ -105,7 +126,7 @@ static int parse_fault(const char *b, const char *e, struct gp_sim_faults *out, 
         char qk[QUOTE_MAX + 8];
         return gp_seterr(err, errlen, GP_EUSAGE,
                          "invalid simulate_faults item '%s': unknown fault '%s' (known: leak, "
-                         "straggler, starved, throttled, ecc, idle)",
+                         "straggler, starved, throttled, ecc, idle, powercap, hang, restart)",
                          quote(q, sizeof q, b, (size_t)(e - b)), quote(qk, sizeof qk, b, (size_t)(ke - b)));
     }
     const char *p = eq + 1;
@@ -236,10 +257,16 @@ static bool place(struct gp_sim_plan *p, const struct layout *l, unsigned node, 
         return false;
     if (solo(k) && have_straggler && node == straggler_node && job_ranks(p, l, node) <= 3)
         return false;
+    /* a second slow rank needs peers too, and not the straggler's */
+    if (k == GP_SIM_FAULT_POWERCAP && (l->count[node] < 4 || (have_straggler && node == straggler_node)))
+        return false;
     unsigned nfree = 0;
     for (unsigned i = 0; i < l->count[node]; i++)
         nfree += p->slots[l->first[node] + i].fault < 0;
     if (!nfree)
+        return false;
+    /* a whole job's fault: a node of its own */
+    if (gp_sim_fault_job_wide(k) && nfree != l->count[node])
         return false;
     unsigned pick = (unsigned)(h % nfree);
     for (unsigned i = 0; i < l->count[node]; i++) {
@@ -283,14 +310,15 @@ static int seeded_plan(struct gp_sim_plan *p, const struct layout *l, uint64_t s
         }
     static const enum gp_sim_fault_kind rest[] = {GP_SIM_FAULT_LEAK, GP_SIM_FAULT_STARVED,
                                                   GP_SIM_FAULT_THROTTLED, GP_SIM_FAULT_ECC,
-                                                  GP_SIM_FAULT_IDLE};
+                                                  GP_SIM_FAULT_IDLE,     GP_SIM_FAULT_POWERCAP,
+                                                  GP_SIM_FAULT_HANG,     GP_SIM_FAULT_RESTART};
     for (size_t r = 0; r < sizeof rest / sizeof rest[0]; r++) {
         uint64_t h = mix64(seed ^ mix64(0x6661756c74ull + r));
         bool done = false;
         for (int pass = 0; pass < 2 && !done; pass++)
             for (unsigned i = 0; i < n && !done; i++) {
                 unsigned node = order[i];
-                if (pass == 0 && used[node])
+                if ((pass == 0 || gp_sim_fault_job_wide(rest[r])) && used[node])
                     continue;
                 done = place(p, l, node, rest[r], s_node, have_s, h);
                 if (done)
@@ -325,11 +353,19 @@ static int override_plan(struct gp_sim_plan *p, const struct layout *l, const st
     }
     for (unsigned i = 0; i < p->nfaults; i++) {
         const struct gp_sim_fault *f = &p->faults[i];
-        if (f->kind == GP_SIM_FAULT_STRAGGLER && job_ranks(p, l, f->node) < 3)
+        const char *name = gp_sim_fault_infos[f->kind].name;
+        if ((f->kind == GP_SIM_FAULT_STRAGGLER || f->kind == GP_SIM_FAULT_POWERCAP) &&
+            job_ranks(p, l, f->node) < 3)
             return gp_seterr(err, errlen, GP_EUSAGE,
-                             "simulate_faults: the straggler on sim-node-%u/%u needs at least two peers in "
+                             "simulate_faults: the %s on sim-node-%u/%u needs at least two peers in "
                              "its node's job, it has %u",
-                             f->node, f->gpu, job_ranks(p, l, f->node) - 1);
+                             name, f->node, f->gpu, job_ranks(p, l, f->node) - 1);
+        for (unsigned j = 0; j < p->nfaults && gp_sim_fault_job_wide(f->kind); j++)
+            if (j != i && p->faults[j].node == f->node && !solo(p->faults[j].kind))
+                return gp_seterr(err, errlen, GP_EUSAGE,
+                                 "simulate_faults: the %s on sim-node-%u/%u is a fault of its whole job, "
+                                 "but %s is in that job too",
+                                 name, f->node, f->gpu, gp_sim_fault_infos[p->faults[j].kind].name);
     }
     return GP_OK;
 }
@@ -368,6 +404,60 @@ static void assign_jobs(struct gp_sim_plan *p, const struct layout *l, uint64_t 
     }
 }
 
+/* The numbers each rank's steps follow (simulate_plan.h, gp_sim_slot). */
+static void assign_timelines(struct gp_sim_plan *p, const struct layout *l, uint64_t seed)
+{
+    unsigned hang_job = UINT_MAX;
+    for (unsigned i = 0; i < p->nfaults; i++)
+        if (p->faults[i].kind == GP_SIM_FAULT_HANG)
+            hang_job = p->faults[i].job;
+    for (unsigned node = 0; node < l->nnodes; node++)
+        for (unsigned i = 0; i < l->count[node]; i++) {
+            unsigned gi = l->first[node] + i;
+            struct gp_sim_slot *s = &p->slots[gi];
+            /* the job's pace, then a rank's own 1 % */
+            double base = 0.35 + 0.4 * gp_sim_unit(seed, 0x6a6f62, s->job);
+            s->step_s = base * (1 + 0.01 * gp_sim_unit(seed, 0x72616e6b, gi));
+            s->wait_share = 0.02;
+            s->flops_token = 0;
+            switch (s->fault) {
+            case GP_SIM_FAULT_STARVED:
+                s->step_s = 4 + 2 * gp_sim_unit(seed, 0x7374, gi); /* one step a data cycle */
+                s->duty = 0.35 + 0.1 * gp_sim_unit(seed, 0x6475, gi);
+                s->wait_share = 1 - s->duty;
+                break;
+            case GP_SIM_FAULT_LEAK:
+                s->oom_s = 900 + 120 * gp_sim_unit(seed, 0x6f6f6d, gi); /* 15 to 17 minutes to OOM */
+                break;
+            case GP_SIM_FAULT_STRAGGLER: s->step_s *= 1.6; break; /* the SM clock at ~62 % */
+            case GP_SIM_FAULT_POWERCAP: s->step_s *= 1.35; break; /* ~72 % clocks at its lower limit */
+            case GP_SIM_FAULT_THROTTLED: s->step_s *= 1.2; break;
+            default: break;
+            }
+            /* node jobs checkpoint; the single-GPU faults and the leaking rank do not */
+            if (s->fault < 0 || (!solo((enum gp_sim_fault_kind)s->fault) && s->fault != GP_SIM_FAULT_LEAK)) {
+                s->ckpt_every_s = 240 + 90 * gp_sim_unit(seed, 0x636b70, s->job);
+                s->ckpt_s = 15 + 10 * gp_sim_unit(seed, 0x636b64, s->job);
+            }
+            if (s->job == hang_job) /* before its first checkpoint */
+                s->hang_at_s = 150 + 60 * gp_sim_unit(seed, 0x68616e67, s->job);
+            /* MFU: FLOPs a token for 40-55 % of the card's peak at the job's pace */
+            s->peak_flops = gp_gpumodel_peak_tflops(l->model[node], GP_PREC_BF16) * 1e12;
+            if (s->fault != GP_SIM_FAULT_IDLE)
+                s->flops_token = (0.40 + 0.15 * gp_sim_unit(seed, 0x6d6675, s->job)) * s->peak_flops * base /
+                                 (GP_SIM_BATCH * GP_SIM_SEQ);
+        }
+    /* the crash loop: every rank of the job, before its first checkpoint */
+    for (unsigned i = 0; i < p->nfaults; i++) {
+        if (p->faults[i].kind != GP_SIM_FAULT_RESTART)
+            continue;
+        double every = 150 + 50 * gp_sim_unit(seed, 0x63726173, p->faults[i].job);
+        for (unsigned g = 0; g < p->ngpus; g++)
+            if (p->slots[g].job == p->faults[i].job)
+                p->slots[g].crash_every_s = every;
+    }
+}
+
 int gp_sim_plan_build(const struct gp_sim_spec *spec, uint64_t seed, const char *faults,
                       struct gp_sim_plan *out, char *err, size_t errlen)
 {
@@ -392,8 +482,10 @@ int gp_sim_plan_build(const struct gp_sim_spec *spec, uint64_t seed, const char 
     rc = over ? override_plan(out, &l, &o, err, errlen) : seeded_plan(out, &l, seed);
     if (rc == GP_ENOMEM)
         gp_seterr(err, errlen, rc, "simulate: out of memory for the fault plan");
-    if (rc == GP_OK)
+    if (rc == GP_OK) {
         assign_jobs(out, &l, seed);
+        assign_timelines(out, &l, seed);
+    }
     layout_free(&l);
     if (rc != GP_OK)
         gp_sim_plan_free(out);
@@ -425,6 +517,19 @@ static void kinds_json(FILE *out, const char *list)
     fputc(']', out);
 }
 
+/* The figures of a number list: "[0.51234, ...]" of the job's ranks' field. */
+static void ranks_json(FILE *out, const struct gp_sim_plan *p, unsigned job, size_t off)
+{
+    fputc('[', out);
+    bool first = true;
+    for (unsigned i = 0; i < p->ngpus; i++)
+        if (p->slots[i].job == job) {
+            fprintf(out, "%s%.9g", first ? "" : ", ", *(const double *)((const char *)&p->slots[i] + off));
+            first = false;
+        }
+    fputc(']', out);
+}
+
 int gp_sim_plan_truth_json(const struct gp_sim_plan *p, const struct gp_sim_spec *spec,
                            const char *spec_text, uint64_t seed, FILE *out)
 {
@@ -433,16 +538,24 @@ int gp_sim_plan_truth_json(const struct gp_sim_plan *p, const struct gp_sim_spec
     for (const char *s = spec_text; *s; s++) /* the spec parsed, so no quote or control character */
         if (*s != '"' && *s != '\\' && (unsigned char)*s >= 0x20)
             fputc(*s, out);
-    fprintf(out, "\", \"seed\": %llu, \"faults\": [", (unsigned long long)seed);
+    fprintf(out, "\", \"seed\": %llu, \"load_s\": %g, \"restart_s\": %g, \"tokens_per_step\": %d, "
+                 "\"faults\": [",
+            (unsigned long long)seed, GP_SIM_LOAD_S, GP_SIM_RESTART_S, GP_SIM_BATCH * GP_SIM_SEQ);
     for (unsigned i = 0; i < p->nfaults; i++) {
         const struct gp_sim_fault *f = &p->faults[i];
         gp_sim_job_name(job, sizeof job, f->job);
         fprintf(out, "%s\n  {\"kind\": \"%s\", \"node\": \"sim-node-%u\", \"gpu\": \"%u\", \"job\": \"%s\", "
-                     "\"rank\": \"%d\", \"expect\": ",
-                i ? "," : "", gp_sim_fault_infos[f->kind].name, f->node, f->gpu, job, f->rank);
+                     "\"rank\": \"%d\", \"scope\": \"%s\", \"expect\": ",
+                i ? "," : "", gp_sim_fault_infos[f->kind].name, f->node, f->gpu, job, f->rank,
+                gp_sim_fault_job_wide(f->kind) ? "job" : "gpu");
         kinds_json(out, gp_sim_fault_infos[f->kind].expect);
         fputs(", \"allow\": ", out);
         kinds_json(out, gp_sim_fault_infos[f->kind].allow);
+        /* what the alert must say: the rank that stopped first, the badput */
+        if (f->kind == GP_SIM_FAULT_HANG)
+            fprintf(out, ", \"says\": \"rank %d\"", f->rank);
+        else if (f->kind == GP_SIM_FAULT_RESTART)
+            fputs(", \"says\": \"lost\"", out);
         fputc('}', out);
     }
     fputs("],\n \"jobs\": [", out);
@@ -455,8 +568,26 @@ int gp_sim_plan_truth_json(const struct gp_sim_plan *p, const struct gp_sim_spec
                 if (s->rank != 0)
                     continue;
                 gp_sim_job_name(job, sizeof job, s->job);
-                fprintf(out, "%s\n  {\"job\": \"%s\", \"node\": \"sim-node-%u\", \"ranks\": %d}",
-                        first ? "" : ",", job, node, s->world);
+                int fault = -1; /* the job's fault, if it has one */
+                for (unsigned k = 0; k < p->ngpus && fault < 0; k++)
+                    if (p->slots[k].job == s->job)
+                        fault = p->slots[k].fault;
+                fprintf(out, "%s\n  {\"job\": \"%s\", \"node\": \"sim-node-%u\", \"ranks\": %d, "
+                             "\"fault\": \"%s\", \"first_step_s\": %.9g, \"checkpoint_every_s\": %.9g, "
+                             "\"checkpoint_s\": %.9g, \"hang_at_s\": %.9g, \"crash_every_s\": %.9g, "
+                             "\"precision\": \"bf16\", \"step_s\": ",
+                        first ? "" : ",", job, node, s->world, fault >= 0 ? gp_sim_fault_infos[fault].name : "",
+                        s->start_s + GP_SIM_LOAD_S, s->ckpt_every_s, s->ckpt_s, s->hang_at_s, s->crash_every_s);
+                ranks_json(out, p, s->job, offsetof(struct gp_sim_slot, step_s));
+                fputs(", \"wait_share\": ", out);
+                ranks_json(out, p, s->job, offsetof(struct gp_sim_slot, wait_share));
+                fputs(", \"oom_s\": ", out);
+                ranks_json(out, p, s->job, offsetof(struct gp_sim_slot, oom_s));
+                fputs(", \"flops_per_token\": ", out);
+                ranks_json(out, p, s->job, offsetof(struct gp_sim_slot, flops_token));
+                fputs(", \"peak_flops\": ", out);
+                ranks_json(out, p, s->job, offsetof(struct gp_sim_slot, peak_flops));
+                fputc('}', out);
                 first = false;
             }
     fputs("]}\n", out);

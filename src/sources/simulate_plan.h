@@ -12,6 +12,11 @@
  * throttled, idle) are taken out of their node's job and become jobs of
  * their own, so a throttled or idle card has no peers to be a straggler
  * of, and the straggler's job never holds the throttled card.
+ *
+ * Timelines: each slot also carries the numbers its rank's steps follow
+ * (step time, data wait, checkpoints, a hang, a crash loop, declared
+ * model FLOPs), so the source that plays them and the ground truth that
+ * a fleet check computes goodput and MFU from read one table.
  */
 #ifndef GP_SIMULATE_PLAN_H
 #define GP_SIMULATE_PLAN_H
@@ -26,10 +31,13 @@
 #define GP_SIM_FAULTS(X)                                                                   \
     X(LEAK, "leak", "memory_leak oom_predicted", "memory_near_exhaustion")                \
     X(STRAGGLER, "straggler", "straggler", "gpu_throttled")                              \
-    X(STARVED, "starved", "dataloader_starvation", "")                                    \
+    X(STARVED, "starved", "dataloader_starvation", "low_goodput")                         \
     X(THROTTLED, "throttled", "gpu_throttled", "")                                       \
     X(ECC, "ecc", "gpu_hardware_errors", "")                                              \
-    X(IDLE, "idle", "idle_gpu_allocated", "")
+    X(IDLE, "idle", "idle_gpu_allocated", "")                                             \
+    X(POWERCAP, "powercap", "straggler", "gpu_throttled")                                \
+    X(HANG, "hang", "job_hang", "low_goodput idle_gpu_allocated")                         \
+    X(RESTART, "restart", "low_goodput", "")
 
 enum gp_sim_fault_kind {
 #define GP_SIM_FAULT_ENUM_(id, name, expect, allow) GP_SIM_FAULT_##id,
@@ -42,6 +50,18 @@ struct gp_sim_fault_info {
     const char *name, *expect, *allow; /* kinds: space-separated */
 };
 extern const struct gp_sim_fault_info gp_sim_fault_infos[GP_SIM_FAULT__COUNT];
+
+/* Uniform in [0, 1) from a key and two words: the hash every simulated constant comes from. */
+double gp_sim_unit(uint64_t key, uint64_t a, uint64_t b);
+
+/* Faults of a whole job (hang, restart): their alerts carry the job, not a rank. */
+bool gp_sim_fault_job_wide(enum gp_sim_fault_kind k);
+
+#define GP_SIM_LOAD_S 8.0     /* a job's start: memory rises to its plateau, no steps yet */
+#define GP_SIM_RESTART_S 10.0 /* a crashed rank's restart: memory low, nothing running */
+#define GP_SIM_BATCH 32       /* samples per step per rank */
+#define GP_SIM_SEQ 2048       /* tokens per sample */
+#define GP_SIM_FR_AFTER_S 60.0 /* a hang's Flight Recorder dumps appear this long after it (NCCL timeout) */
 
 /* One planted fault (an override names kind, node and gpu; the plan adds job and rank). */
 struct gp_sim_fault {
@@ -70,6 +90,16 @@ struct gp_sim_slot {
     unsigned job;       /* "sim-job-<job>" */
     int rank, world;    /* rank in the job and its size */
     double start_s;     /* the job loads this long (and LOAD_S more) from the first tick, then steps */
+    double step_s;      /* the rank's seconds a step (starved: one step a data cycle) */
+    double wait_share;  /* share of a step's seconds spent waiting for data */
+    double duty;        /* starved: busy share of its data cycle */
+    double oom_s;       /* leak: seconds from a process's first step to its OOM */
+    double ckpt_every_s, ckpt_s; /* steps ckpt_every_s, then checkpoints ckpt_s, again; 0: never */
+    double hang_at_s;   /* hang: every rank stops stepping this long after its first step; 0: never */
+    double crash_every_s; /* restart: every rank dies after stepping this long, restarts and
+                           * repeats the same steps (it never reached a checkpoint); 0: never */
+    double flops_token; /* model FLOPs per token the rank declares (bf16) */
+    double peak_flops;  /* its GPU's peak dense bf16 FLOP/s (the model table) */
 };
 
 struct gp_sim_plan {
@@ -81,11 +111,13 @@ struct gp_sim_plan {
 
 /*
  * Builds the plan of spec for seed. faults: NULL or "" for the seeded
- * plan (exactly one of each fault, on distinct nodes where the fleet has
- * six or more); else an override (gp_sim_faults_parse) that replaces it.
- * Fills *out (caller frees with gp_sim_plan_free). GP_OK; GP_EUSAGE when
- * the override does not fit the spec (no such node or GPU, a straggler
- * without at least two peers, ECC on a card without ECC); GP_ENOMEM.
+ * plan (one of each fault where it fits, on distinct nodes where the
+ * fleet has nine or more); else an override (gp_sim_faults_parse) that
+ * replaces it. Fills *out (caller frees with gp_sim_plan_free). GP_OK;
+ * GP_EUSAGE when the override does not fit the spec (no such node or GPU,
+ * a straggler or powercap without at least two peers, ECC on a card
+ * without ECC, a hang or crash loop sharing its job with another fault);
+ * GP_ENOMEM.
  */
 int gp_sim_plan_build(const struct gp_sim_spec *spec, uint64_t seed, const char *faults,
                       struct gp_sim_plan *out, char *err, size_t errlen);

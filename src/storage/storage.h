@@ -18,6 +18,8 @@
  *                       remote-write sender the agent uses (ingest/push.h: the same
  *                       queue and disk buffer), reads through promapi.h
  *   promapi.c           the parser of Prometheus HTTP API answers
+ *   storage_window.c    the remote backend's local window: the recent
+ *                       writes in an embedded store, answering recent reads
  *
  * Series ids: the embedded store names series by its own ids; the remote
  * backend hands out ids of its own, stable for the life of the process,
@@ -55,6 +57,12 @@ struct gp_storage_remote_options {
     const char *headers[GP_STORAGE_MAX_HEADERS]; /* "Name: value", sent with every request */
     size_t nheaders;
     size_t max_series;       /* ids handed out at most; 0: 10 million */
+    /* The recent window kept locally (docs/storage.md "The local window"):
+     * writes that pass through are stored in an embedded store under
+     * window_dir too, reads from window_ms ago on are answered from it.
+     * 0 or no window_dir: none, every read asks the cluster. */
+    int64_t window_ms;
+    const char *window_dir;
 };
 
 struct gp_storage_options {

@@ -54,4 +54,23 @@ void gp_storage_remote_selection_free(struct gp_store_selection *sel);
  * the remote backend. */
 int gp_storage_is_remote_selection(const struct gp_store_selection *sel);
 
+/* The recent window a remote-mode server keeps (storage_window.c). */
+struct gp_promapi_result;
+struct gp_rwin;
+int gp_rwin_open(struct gp_rwin **out, const char *dir, int64_t window_ms, char *err, size_t errlen);
+void gp_rwin_close(struct gp_rwin *w); /* accepts NULL */
+/* The window as an embedded storage: its ids, selections and reads. */
+struct gp_storage *gp_rwin_storage(struct gp_rwin *w);
+int64_t gp_rwin_window_ms(const struct gp_rwin *w);
+/* 1 (counted as a local read) when the window holds every sample from mint on. */
+int gp_rwin_covers(struct gp_rwin *w, int64_t mint);
+/* The window is complete from t on (only ever moves back: after a refill). */
+void gp_rwin_held_from(struct gp_rwin *w, int64_t t);
+/* Stores a write that passes through (what does not fit the window is skipped). */
+int gp_rwin_append(struct gp_rwin *w, const struct gp_batch *req);
+/* Stores the raw samples of a refill answer. */
+int gp_rwin_fill(struct gp_rwin *w, const struct gp_promapi_result *res);
+/* Reads answered locally, samples refilled, and the span held now. */
+void gp_rwin_counts(struct gp_rwin *w, uint64_t *reads, uint64_t *filled, int64_t *held_ms);
+
 #endif

@@ -18,6 +18,12 @@
  * Other reads ask for the one series (an exact-match selector). Label
  * names and values go to /api/v1/labels and /api/v1/label/NAME/values.
  *
+ * The local window (storage_window.c): with one, every write is stored
+ * there too, and a selection or bounded label lookup whose range starts
+ * within what it holds is its to answer, as are the reads of the series
+ * such a selection returned (ids without the RID bit). It is refilled
+ * from the cluster at open, before the server takes writes.
+ *
  * PromQL from the API (gp_storage_promql) goes to the cluster as it is,
  * and its answer, success or Prometheus error, comes back as it is.
  *
@@ -52,12 +58,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #define POOL 8                         /* idle HTTP handles kept for reuse */
 #define MAX_ANSWER (512u << 20)        /* bytes of one answer at most */
 #define CACHE_AGE_MS 10000             /* a selection's samples serve reads this long */
 #define FUTURE_MS 60000                /* open-ended windows reach this far past now */
 #define TAIL_MS 120000                 /* unbounded selections fetch this much of each series */
+/* Ids of series the cluster named carry this bit; those without it are
+ * the local window's own (its store's ids stay far below). */
+#define RID 0x80000000u
+#define DRAIN_MS 10000 /* at start, the write queue gets this long to empty before the refill */
 
 struct regent {
     uint8_t *labels;
@@ -72,6 +83,7 @@ struct remote {
     char *hdr_store[GP_STORAGE_MAX_HEADERS + 1]; /* what headers holds, for the push too */
     size_t nhdr;
     struct gp_push *push;
+    struct gp_rwin *win; /* the recent window, NULL when off */
 
     pthread_mutex_t reg_mu;
     struct regent *ent; /* by id; [0] unused */
@@ -512,7 +524,7 @@ static uint32_t reg_id(struct remote *r, const uint8_t *l, size_t len)
     for (; r->slots[k]; k = (k + 1) & (r->nslots - 1)) {
         const struct regent *e = &r->ent[r->slots[k]];
         if (e->hash == h && e->len == len && !memcmp(e->labels, l, len)) {
-            id = r->slots[k];
+            id = r->slots[k] | RID;
             goto out;
         }
     }
@@ -535,6 +547,7 @@ static uint32_t reg_id(struct remote *r, const uint8_t *l, size_t len)
     r->ent[r->nent] = (struct regent){copy, len, h};
     id = (uint32_t)r->nent++;
     r->slots[k] = id;
+    id |= RID;
 out:
     pthread_mutex_unlock(&r->reg_mu);
     return id;
@@ -544,6 +557,7 @@ out:
 static int reg_labels(struct remote *r, uint32_t id, struct gp_buf *b)
 {
     pthread_mutex_lock(&r->reg_mu);
+    id &= ~RID;
     int ok = id && id < r->nent;
     if (ok)
         gp_buf_append(b, (const char *)r->ent[id].labels, r->ent[id].len);
@@ -621,6 +635,10 @@ static int r_select_since(struct gp_storage *s, const struct gp_matcher *m, size
     window(r, mint, maxt, &qmin, &qmax, &open_end);
     if (qmin > qmax)
         return GP_OK;
+    /* Within the window: its store answers, at embedded speed. An
+     * unbounded start keeps remote mode's lookback. */
+    if (r->win && gp_rwin_covers(r->win, qmin))
+        return gp_storage_select_since(gp_rwin_storage(r->win), m, nm, qmin, maxt, since, out);
     struct gp_buf sel;
     gp_buf_init(&sel, 0);
     selector_of(&sel, m, nm);
@@ -806,6 +824,10 @@ static int r_read(struct gp_storage *s, uint32_t id, int64_t mint, int64_t maxt,
 {
     struct remote *r = R(s);
     int rc;
+    /* A series selected from the window: every read of it is the window's
+     * (a selection is made there only when its range is held). */
+    if (r->win && !(id & RID))
+        return gp_storage_read(gp_rwin_storage(r->win), id, mint, maxt, out);
     if (mint > maxt || from_cache(s, id, mint, maxt, out, &rc))
         return mint > maxt ? GP_OK : rc;
     struct gp_buf l, sel;
@@ -833,6 +855,8 @@ static int r_read(struct gp_storage *s, uint32_t id, int64_t mint, int64_t maxt,
 static int r_read_rollups(struct gp_storage *s, uint32_t id, int64_t mint, int64_t maxt,
                           struct gp_rollups *out)
 {
+    if (R(s)->win && !(id & RID))
+        return gp_storage_read_rollups(gp_rwin_storage(R(s)->win), id, mint, maxt, out);
     if (mint > maxt)
         return GP_OK;
     int64_t from, to;
@@ -848,6 +872,8 @@ static int r_read_rollups(struct gp_storage *s, uint32_t id, int64_t mint, int64
 static double r_newest_value(struct gp_storage *s, uint32_t id, int64_t last_ms, int64_t lookback_ms,
                              struct gp_samples *scratch)
 {
+    if (R(s)->win && !(id & RID))
+        return gp_storage_newest_value(gp_rwin_storage(R(s)->win), id, last_ms, lookback_ms, scratch);
     scratch->n = 0;
     double v;
     if (newest_from_cache(s, id, last_ms, lookback_ms, &v))
@@ -918,6 +944,10 @@ static int strings(struct gp_storage *s, const char *path, int get, const struct
 static int r_label_names(struct gp_storage *s, const struct gp_matcher *m, size_t nm, int64_t start,
                          int64_t end, void (*fn)(void *arg, const char *name, size_t len), void *arg)
 {
+    /* Bounded and held: the window's index (unbounded means the
+     * cluster's whole index, which only the cluster has). */
+    if (R(s)->win && start != INT64_MIN && gp_rwin_covers(R(s)->win, start))
+        return gp_storage_label_names(gp_rwin_storage(R(s)->win), m, nm, start, end, fn, arg);
     return strings(s, "/api/v1/labels", 0, m, nm, start, end, fn, arg);
 }
 
@@ -925,6 +955,8 @@ static int r_label_values(struct gp_storage *s, const char *name, const struct g
                           size_t nm, int64_t start, int64_t end,
                           void (*fn)(void *arg, const char *value, size_t len), void *arg)
 {
+    if (R(s)->win && start != INT64_MIN && gp_rwin_covers(R(s)->win, start))
+        return gp_storage_label_values(gp_rwin_storage(R(s)->win), name, m, nm, start, end, fn, arg);
     char path[320];
     char *e = gp_httpc_escape(name);
     if (!e)
@@ -1011,6 +1043,8 @@ static int r_append(struct gp_storage *s, const struct gp_batch *req,
     gp_buf_free(&raw);
     res->accepted = req->nsamples_total;
     atomic_fetch_add(&r->forwarded, req->nsamples_total);
+    if (r->win)
+        gp_rwin_append(r->win, req); /* queued for the cluster already: a failure here costs reads only */
     return GP_OK;
 }
 
@@ -1021,11 +1055,23 @@ static void r_stats(struct gp_storage *s, struct gp_store_stats *st)
     st->series = r->nent ? r->nent - 1 : 0;
     pthread_mutex_unlock(&r->reg_mu);
     st->samples_appended = atomic_load(&r->forwarded);
+    if (r->win) { /* the window's store: what this server holds itself */
+        struct gp_store_stats w;
+        gp_storage_stats(gp_rwin_storage(r->win), &w);
+        st->head_chunks = w.head_chunks;
+        st->head_bytes = w.head_bytes;
+        if (w.series > st->series)
+            st->series = w.series;
+    }
 }
 
 static void r_render_metrics(struct gp_storage *s, struct gp_buf *b)
 {
     struct remote *r = R(s);
+    uint64_t wreads = 0, wfilled = 0;
+    int64_t wheld = 0;
+    if (r->win)
+        gp_rwin_counts(r->win, &wreads, &wfilled, &wheld);
     const struct {
         int m;
         double v;
@@ -1036,8 +1082,14 @@ static void r_render_metrics(struct gp_storage *s, struct gp_buf *b)
         {GP_M_STORAGE_REMOTE_SAMPLES_READ, (double)atomic_load(&r->samples_read)},
         {GP_M_STORAGE_REMOTE_CACHE_HITS, (double)atomic_load(&r->cache_hits)},
         {GP_M_STORAGE_REMOTE_FORWARDED, (double)atomic_load(&r->forwarded)},
+        {GP_M_STORAGE_REMOTE_WINDOW_READS, (double)wreads},
+        {GP_M_STORAGE_REMOTE_WINDOW_REFILLED, (double)wfilled},
+        {GP_M_STORAGE_REMOTE_WINDOW_HELD, (double)wheld / 1e3},
     };
-    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+    size_t nrows = sizeof rows / sizeof rows[0];
+    if (!r->win)
+        nrows -= 3; /* the window's rows, last */
+    for (size_t i = 0; i < nrows; i++) {
         gp_metric_head(b, rows[i].m);
         gp_buf_puts(b, gp_metric_name(rows[i].m));
         gp_buf_putc(b, ' ');
@@ -1045,6 +1097,82 @@ static void r_render_metrics(struct gp_storage *s, struct gp_buf *b)
         gp_buf_putc(b, '\n');
     }
     gp_push_render_metrics(r->push, b);
+}
+
+/* ---- the local window's refill ------------------------------------------------ */
+
+struct refill {
+    struct remote *r;
+    int64_t qmin, qmax;
+    int rc;
+};
+
+/* One metric name's raw samples of the window, into the window. */
+static void refill_name(void *arg, const char *name, size_t len)
+{
+    struct refill *f = arg;
+    if (f->rc)
+        return;
+    struct gp_buf sel;
+    gp_buf_init(&sel, 0);
+    gp_buf_puts(&sel, "{__name__=");
+    put_quoted(&sel, name, len);
+    gp_buf_putc(&sel, '}');
+    struct gp_promapi_result res = {0};
+    f->rc = sel.err ? GP_ENOMEM : fetch(f->r, sel.data, f->qmin, f->qmax, &res);
+    if (!f->rc)
+        f->rc = gp_rwin_fill(f->r->win, &res);
+    gp_promapi_result_free(&res);
+    gp_buf_free(&sel);
+}
+
+/*
+ * Refills the window from the cluster before the server takes writes
+ * (so what is refilled is older than what comes next): first the write
+ * queue's backlog from before the restart gets DRAIN_MS to reach the
+ * cluster, then each metric name's raw samples of the last window_ms
+ * are fetched (one name at a time, to bound the answer's size) and
+ * stored. On success the window is whole; on a failure it stays
+ * complete only from now, logged, and reads before now go to the
+ * cluster until window_ms has passed.
+ */
+static void refill(struct gp_storage *s)
+{
+    struct remote *r = R(s);
+    int64_t t0 = gp_mono_ms();
+    for (;;) {
+        struct gp_push_stats ps;
+        gp_push_stats(r->push, &ps);
+        uint64_t left = 0;
+        for (size_t i = 0; i < ps.nt; i++)
+            left += ps.t[i].queue_bytes; /* not yet delivered (the disk's files may lag) */
+        if (!left || gp_mono_ms() - t0 > DRAIN_MS)
+            break;
+        nanosleep(&(struct timespec){.tv_nsec = 100000000}, NULL);
+    }
+    int64_t now = gp_wall_ms();
+    struct refill f = {.r = r, .qmin = now - gp_rwin_window_ms(r->win), .qmax = now};
+    struct gp_strset names = {0};
+    f.rc = r_label_values(s, "__name__", NULL, 0, f.qmin, f.qmax, gp_strset_add, &names);
+    if (!f.rc)
+        f.rc = names.err;
+    if (!f.rc)
+        gp_strset_each(&names, refill_name, &f);
+    gp_strset_free(&names);
+    if (f.rc) {
+        gp_log(GP_LOG_WARN, "storage", "remote window refill failed",
+               "err=\"%s\" complete_from=now window_ms=%" PRId64,
+               f.rc == GP_ENET ? gp_storage_last_error() : gp_strerror(f.rc),
+               gp_rwin_window_ms(r->win));
+        return;
+    }
+    gp_rwin_held_from(r->win, f.qmin);
+    uint64_t reads, samples;
+    int64_t held;
+    gp_rwin_counts(r->win, &reads, &samples, &held);
+    gp_log(GP_LOG_INFO, "storage", "remote window refilled",
+           "samples=%" PRIu64 " window_ms=%" PRId64 " seconds=%.3f", samples,
+           gp_rwin_window_ms(r->win), (double)(gp_mono_ms() - t0) / 1e3);
 }
 
 /* ---- open and close ---------------------------------------------------------- */
@@ -1055,6 +1183,7 @@ static void r_close(struct gp_storage *s)
     if (!r)
         return;
     gp_push_stop(r->push);
+    gp_rwin_close(r->win);
     for (size_t i = 0; i < r->npool; i++)
         gp_httpc_close(r->pool[i]);
     for (size_t i = 0; i < r->nhdr; i++) {
@@ -1188,19 +1317,23 @@ int gp_storage_remote_open(struct gp_storage *s, const struct gp_storage_remote_
         };
         rc = gp_push_start(&r->push, &po, err, errlen);
     }
+    if (!rc && o->window_ms > 0 && o->window_dir && *o->window_dir)
+        rc = gp_rwin_open(&r->win, o->window_dir, o->window_ms, err, errlen);
     if (rc) {
         r_close(s);
         s->impl = NULL;
         return rc;
     }
     /* The caller's strings were needed only here (what is kept is copied). */
-    r->o.write_url = r->o.query_url = r->o.buffer_dir = NULL;
+    r->o.write_url = r->o.query_url = r->o.buffer_dir = r->o.window_dir = NULL;
     r->o.bearer_token_file = r->o.basic_user = r->o.basic_password_file = NULL;
     memset(r->o.headers, 0, sizeof r->o.headers);
     char label[512];
     gp_httpc_url_label(r->query_root, label, sizeof label);
-    gp_log(GP_LOG_INFO, "storage", "remote storage", "query=%s lookback_ms=%" PRId64, label,
-           r->o.lookback_ms);
+    gp_log(GP_LOG_INFO, "storage", "remote storage", "query=%s lookback_ms=%" PRId64 " window_ms=%" PRId64,
+           label, r->o.lookback_ms, r->win ? r->o.window_ms : 0);
+    if (r->win)
+        refill(s);
     return GP_OK;
 }
 

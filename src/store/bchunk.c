@@ -13,7 +13,8 @@
  *
  * Layout (little-endian varints, then one LSB-first bit stream):
  *
- *   u8       encoding: 0 = a Gorilla chunk follows (chunk.h), 1 = packed
+ *   u8       encoding: 0 = a Gorilla chunk follows (chunk.h), 1 = packed,
+ *            2 = packed, the times in a shared time record (below)
  *   packed:
  *   uvarint  n (1..65535)
  *   varint   t0 (zigzag)
@@ -32,6 +33,14 @@
  *            groups of 32: a 7-bit width w (0..64), then w bits a value.
  *            Zero bits pad the last byte.
  *
+ * Encoding 2 (block files only) is encoding 1 without t0, t1 - t0 and the
+ * timestamp delta-of-deltas: a uvarint after n gives the file offset of a
+ * time record (store_fmt.h: u32 CRC-32C, uvarint length, then uvarint n,
+ * t0, t1 - t0 and the packed delta-of-deltas as above) written earlier in
+ * the same file. Every series of a node has the node's scrape times, and
+ * with a scrape's jitter of a few ms those take ~4 bits a sample, nearly
+ * half of a block chunk; compaction writes them once per node and piece.
+ *
  * A regular 1 s series costs 7 bits per 32 timestamps; a constant value
  * 7 bits per 32 samples; a percentage moving by a few points 4 bits a
  * sample. The encoder falls back to Gorilla when more than 1/16 of the
@@ -41,6 +50,7 @@
 #include "store/store_fmt.h"
 
 #include "lib/bits.h"
+#include "lib/crc32c.h"
 #include "lib/err.h"
 #include "lib/varint.h"
 
@@ -168,27 +178,42 @@ static int encode_gorilla(const int64_t *t, const double *v, size_t n, struct gp
     return rc;
 }
 
-int gp_st_bchunk_encode(const int64_t *t, const double *v, size_t n, struct gp_st_bchunk_scratch *sc,
-                        struct gp_buf *out)
+static int scratch_reserve(struct gp_st_bchunk_scratch *sc, size_t n)
+{
+    if (sc->cap >= n)
+        return GP_OK;
+    uint64_t *u = realloc(sc->u, n * sizeof *u);
+    if (!u)
+        return GP_ENOMEM;
+    sc->u = u;
+    int64_t *m = realloc(sc->m, n * sizeof *m);
+    if (!m)
+        return GP_ENOMEM;
+    sc->m = m;
+    sc->cap = n;
+    return GP_OK;
+}
+
+static int check_times(const int64_t *t, size_t n)
 {
     if (n == 0 || n > GP_CHUNK_MAX_SAMPLES)
         return GP_EUSAGE;
     for (size_t i = 1; i < n; i++)
         if (t[i] <= t[i - 1])
             return GP_EUSAGE;
-    if (sc->cap < n) {
-        uint64_t *u = realloc(sc->u, n * sizeof *u);
-        if (!u)
-            return GP_ENOMEM;
-        int64_t *m = realloc(sc->m, n * sizeof *m);
-        if (!m) {
-            sc->u = u;
-            return GP_ENOMEM;
-        }
-        sc->u = u;
-        sc->m = m;
-        sc->cap = n;
-    }
+    return GP_OK;
+}
+
+/* How the values pack: the exponent, the mode and the exceptions' count
+ * (sc->m holds the mantissas), or -1 where they are not decimals enough
+ * and the chunk is Gorilla's. */
+struct vplan {
+    int e, mode;
+    size_t nexc;
+};
+
+static int plan_values(const double *v, size_t n, struct gp_st_bchunk_scratch *sc, struct vplan *pl)
+{
     /* The exponent: the smallest one that 15/16 of the values fit. */
     size_t hist[MAX_E + 2] = {0};
     for (size_t i = 0; i < n; i++)
@@ -203,7 +228,7 @@ int gp_st_bchunk_encode(const int64_t *t, const double *v, size_t n, struct gp_s
         }
     }
     if (e < 0)
-        return encode_gorilla(t, v, n, out);
+        return -1;
     /* m per value; exceptions keep the previous m. */
     size_t nexc = 0;
     int64_t prev = 0;
@@ -217,7 +242,7 @@ int gp_st_bchunk_encode(const int64_t *t, const double *v, size_t n, struct gp_s
         }
     }
     if (nexc > allowed)
-        return encode_gorilla(t, v, n, out);
+        return -1;
     /* Choose deltas or deltas of deltas for the values. */
     int mode = 0;
     uint64_t *u = sc->u;
@@ -230,21 +255,24 @@ int gp_st_bchunk_encode(const int64_t *t, const double *v, size_t n, struct gp_s
         uint64_t d2 = packed_bits(u, n - 2) + 8 * 3;
         mode = d2 < d1;
     }
-    gp_buf_putc(out, 1);
-    gp_buf_put_uvarint(out, n);
-    gp_buf_put_uvarint(out, zz(t[0]));
-    if (n >= 2)
-        gp_buf_put_uvarint(out, (uint64_t)t[1] - (uint64_t)t[0]);
-    gp_buf_putc(out, (char)(e | mode << 4));
+    *pl = (struct vplan){e, mode, nexc};
+    return 0;
+}
+
+/* The values' header: e | mode << 4, m0, (m1 - m0), the exceptions. */
+static void put_value_header(const double *v, size_t n, const struct gp_st_bchunk_scratch *sc,
+                             const struct vplan *pl, struct gp_buf *out)
+{
+    gp_buf_putc(out, (char)(pl->e | pl->mode << 4));
     gp_buf_put_uvarint(out, zz(sc->m[0]));
-    if (mode == 1)
+    if (pl->mode == 1)
         gp_buf_put_uvarint(out, zz(sc->m[1] - sc->m[0]));
-    gp_buf_put_uvarint(out, nexc);
+    gp_buf_put_uvarint(out, pl->nexc);
     size_t last = 0;
     int first = 1;
-    for (size_t i = 0; i < n && nexc; i++) {
+    for (size_t i = 0; i < n && pl->nexc; i++) {
         int64_t m;
-        if (decimal_at(v[i], e, &m))
+        if (decimal_at(v[i], pl->e, &m))
             continue;
         gp_buf_put_uvarint(out, first ? i : i - last - 1);
         uint8_t raw[8];
@@ -255,24 +283,111 @@ int gp_st_bchunk_encode(const int64_t *t, const double *v, size_t n, struct gp_s
         last = i;
         first = 0;
     }
-    struct bw b = {out, 0, 0};
-    if (n >= 3) {
-        for (size_t i = 2; i < n; i++)
-            u[i - 2] = zz((int64_t)(((uint64_t)t[i] - (uint64_t)t[i - 1]) -
-                                    ((uint64_t)t[i - 1] - (uint64_t)t[i - 2])));
-        pack(&b, u, n - 2);
-    }
+}
+
+/* The times' header: t0, t1 - t0. */
+static void put_time_header(const int64_t *t, size_t n, struct gp_buf *out)
+{
+    gp_buf_put_uvarint(out, zz(t[0]));
+    if (n >= 2)
+        gp_buf_put_uvarint(out, (uint64_t)t[1] - (uint64_t)t[0]);
+}
+
+static void pack_times(struct bw *b, const int64_t *t, size_t n, uint64_t *u)
+{
+    if (n < 3)
+        return;
+    for (size_t i = 2; i < n; i++)
+        u[i - 2] = zz((int64_t)(((uint64_t)t[i] - (uint64_t)t[i - 1]) -
+                                ((uint64_t)t[i - 1] - (uint64_t)t[i - 2])));
+    pack(b, u, n - 2);
+}
+
+static void pack_values(struct bw *b, const struct gp_st_bchunk_scratch *sc, size_t n, int mode)
+{
+    uint64_t *u = sc->u;
+    const int64_t *m = sc->m;
     if (mode == 0) {
         for (size_t i = 1; i < n; i++)
-            u[i - 1] = zz(sc->m[i] - sc->m[i - 1]);
-        pack(&b, u, n - 1);
+            u[i - 1] = zz(m[i] - m[i - 1]);
+        pack(b, u, n - 1);
     } else {
         for (size_t i = 2; i < n; i++)
-            u[i - 2] = zz((sc->m[i] - sc->m[i - 1]) - (sc->m[i - 1] - sc->m[i - 2]));
-        pack(&b, u, n - 2);
+            u[i - 2] = zz((m[i] - m[i - 1]) - (m[i - 1] - m[i - 2]));
+        pack(b, u, n - 2);
     }
+}
+
+/* Checks the times and sizes the scratch arrays. */
+static int prepare(const int64_t *t, size_t n, struct gp_st_bchunk_scratch *sc)
+{
+    int rc = check_times(t, n);
+    return rc != GP_OK ? rc : scratch_reserve(sc, n);
+}
+
+/* A packed chunk (encoding 1, or 2 with the times at toff when shared),
+ * or Gorilla's where the values are not decimals. */
+static int encode(const int64_t *t, const double *v, size_t n, int shared, uint64_t toff,
+                  struct gp_st_bchunk_scratch *sc, struct gp_buf *out)
+{
+    int rc = prepare(t, n, sc);
+    if (rc != GP_OK)
+        return rc;
+    struct vplan pl;
+    if (plan_values(v, n, sc, &pl) < 0)
+        return encode_gorilla(t, v, n, out);
+    gp_buf_putc(out, shared ? 2 : 1);
+    gp_buf_put_uvarint(out, n);
+    if (shared)
+        gp_buf_put_uvarint(out, toff);
+    else
+        put_time_header(t, n, out);
+    put_value_header(v, n, sc, &pl, out);
+    struct bw b = {out, 0, 0};
+    if (!shared)
+        pack_times(&b, t, n, sc->u);
+    pack_values(&b, sc, n, pl.mode);
     bw_finish(&b);
     return out->err;
+}
+
+int gp_st_bchunk_encode(const int64_t *t, const double *v, size_t n, struct gp_st_bchunk_scratch *sc,
+                        struct gp_buf *out)
+{
+    return encode(t, v, n, 0, 0, sc, out);
+}
+
+int gp_st_bchunk_encode_shared(const int64_t *t, const double *v, size_t n, uint64_t toff,
+                               struct gp_st_bchunk_scratch *sc, struct gp_buf *out)
+{
+    return encode(t, v, n, 1, toff, sc, out);
+}
+
+int gp_st_btimes_encode(const int64_t *t, size_t n, struct gp_st_bchunk_scratch *sc,
+                        struct gp_buf *out)
+{
+    int rc = prepare(t, n, sc);
+    if (rc != GP_OK)
+        return rc;
+    size_t at = out->len;
+    gp_buf_put_uvarint(out, n);
+    put_time_header(t, n, out);
+    struct bw b = {out, 0, 0};
+    pack_times(&b, t, n, sc->u);
+    bw_finish(&b);
+    /* Then the prefix in front: the CRC and the body's length. */
+    size_t len = out->len - at;
+    uint8_t hdr[4 + 10];
+    uint8_t *h = gp_uvarint_put(hdr + 4, len);
+    size_t hl = (size_t)(h - hdr);
+    gp_buf_append(out, hdr, hl);
+    if (out->err)
+        return out->err;
+    uint8_t *p = (uint8_t *)out->data + at;
+    memmove(p + hl, p, len);
+    gp_put_le32(hdr, gp_crc32c(0, p + hl, len));
+    memcpy(p, hdr, hl);
+    return GP_OK;
 }
 
 void gp_st_bchunk_scratch_free(struct gp_st_bchunk_scratch *sc)
@@ -286,8 +401,12 @@ void gp_st_bchunk_scratch_free(struct gp_st_bchunk_scratch *sc)
 
 struct br {
     const uint8_t *p;
-    size_t len;  /* bytes */
-    size_t pos;  /* bit position */
+    size_t len;   /* bytes */
+    size_t pos;   /* bit position */
+    size_t avail; /* bytes from p that may be loaded (>= len): inside a
+                   * block file, to its end, so that a stream's last
+                   * groups take the fast path too; their bits past len
+                   * are masked off */
 };
 
 static int br_get(struct br *r, unsigned w, uint64_t *out)
@@ -301,7 +420,7 @@ static int br_get(struct br *r, unsigned w, uint64_t *out)
     size_t byte = r->pos >> 3;
     unsigned off = (unsigned)(r->pos & 7);
     uint64_t v;
-    if (w <= 56 && byte + 8 <= r->len) {
+    if (w <= 56 && byte + 8 <= r->avail) {
         v = (gp_get_le64(r->p + byte) >> off) & (((uint64_t)1 << w) - 1);
     } else {
         v = 0;
@@ -339,7 +458,7 @@ static inline __attribute__((always_inline)) void group_get(struct br *r, unsign
     size_t pos = r->pos;
     if (w == 0) {
         memset(out, 0, k * sizeof *out);
-    } else if (w <= 56 && (pos + k * w) / 8 + 8 <= r->len) {
+    } else if (w <= 56 && (pos + k * w) / 8 + 8 <= r->avail) {
         const uint8_t *p = r->p;
         uint64_t mask = ((uint64_t)1 << w) - 1;
         if (k == GROUP) {
@@ -373,7 +492,7 @@ int gp_st_bchunk_count(const uint8_t *p, size_t len, size_t *n)
     }
     const uint8_t *q = p + 1;
     uint64_t u;
-    if (p[0] != 1 || gp_uvarint_get(&q, p + len, &u) < 0 || u == 0 || u > GP_CHUNK_MAX_SAMPLES)
+    if ((p[0] != 1 && p[0] != 2) || gp_uvarint_get(&q, p + len, &u) < 0 || u == 0 || u > GP_CHUNK_MAX_SAMPLES)
         return GP_EPARSE;
     *n = (size_t)u;
     return GP_OK;
@@ -394,55 +513,60 @@ static int decode_gorilla(const uint8_t *p, size_t len, int64_t maxt, int64_t *t
     return (int)n;
 }
 
-/* Both decoders: the samples up to maxt (all of them with full, which
- * also checks the stream's end); *first: the first at or after mint. */
-static int decode(const uint8_t *p, size_t len, int64_t mint, int64_t maxt, int full, int64_t *t,
-                  double *v, size_t cap, size_t *first)
+/* The values' header (after the times' in a packed chunk). */
+struct vhead {
+    unsigned e, mode;
+    uint64_t m0, md1, nexc;
+    const uint8_t *exc; /* the exceptions, checked */
+};
+
+static int read_vhead(const uint8_t **q, const uint8_t *end, size_t n, struct vhead *h)
 {
-    size_t n;
-    *first = 0;
-    if (gp_st_bchunk_count(p, len, &n) != GP_OK || n > cap)
+    if (*q >= end)
         return GP_EPARSE;
-    int hi;
-    if (p[0] == 0) {
-        if ((hi = decode_gorilla(p, len, maxt, t, v, n)) >= 0)
-            while (*first < (size_t)hi && t[*first] < mint)
-                (*first)++;
-        return hi;
+    h->e = **q & 15;
+    h->mode = **q >> 4;
+    (*q)++;
+    h->md1 = 0;
+    if (h->mode > 1 || gp_uvarint_get(q, end, &h->m0) < 0)
+        return GP_EPARSE;
+    /* the encoder picks mode 1 for three or more samples only */
+    if (h->mode == 1 && (n < 3 || gp_uvarint_get(q, end, &h->md1) < 0))
+        return GP_EPARSE;
+    if (gp_uvarint_get(q, end, &h->nexc) < 0 || h->nexc > n)
+        return GP_EPARSE;
+    h->exc = *q;
+    uint64_t u;
+    for (uint64_t i = 0; i < h->nexc; i++) {
+        if (gp_uvarint_get(q, end, &u) < 0 || (size_t)(end - *q) < 8)
+            return GP_EPARSE;
+        *q += 8;
     }
-    const uint8_t *q = p + 1, *end = p + len;
-    uint64_t u, d1 = 0, m0, md1 = 0, nexc;
-    gp_uvarint_get(&q, end, &u); /* n, checked above */
-    if (gp_uvarint_get(&q, end, &u) < 0)
+    return GP_OK;
+}
+
+/* The times' header: t[0] and the first delta. */
+static int read_thead(const uint8_t **q, const uint8_t *end, size_t n, int64_t *t, uint64_t *d1)
+{
+    uint64_t u;
+    if (gp_uvarint_get(q, end, &u) < 0)
         return GP_EPARSE;
     t[0] = unzz(u);
-    if (n >= 2 && (gp_uvarint_get(&q, end, &d1) < 0 || d1 == 0))
+    *d1 = 0;
+    if (n >= 2 && (gp_uvarint_get(q, end, d1) < 0 || *d1 == 0))
         return GP_EPARSE;
-    if (q >= end)
-        return GP_EPARSE;
-    unsigned e = *q & 15, mode = *q >> 4;
-    q++;
-    if (mode > 1 || gp_uvarint_get(&q, end, &m0) < 0)
-        return GP_EPARSE;
-    if (mode == 1 && n >= 2 && gp_uvarint_get(&q, end, &md1) < 0)
-        return GP_EPARSE;
-    if (mode == 1 && n < 3)
-        return GP_EPARSE; /* the encoder picks it for three or more only */
-    if (gp_uvarint_get(&q, end, &nexc) < 0 || nexc > n)
-        return GP_EPARSE;
-    /* The exceptions: checked now, applied last. */
-    const uint8_t *exc = q;
-    for (uint64_t i = 0; i < nexc; i++) {
-        if (gp_uvarint_get(&q, end, &u) < 0 || (size_t)(end - q) < 8)
-            return GP_EPARSE;
-        q += 8;
-    }
-    /* Times, group by group; once past maxt the groups are only skipped
-     * (their widths give the values' start). A width-0 group (a regular
-     * interval) is a constant step. */
-    struct br r = {q, (size_t)(end - q), 0};
+    return GP_OK;
+}
+
+/* Times, group by group, into t; *nt: how many are at or before maxt.
+ * Once past maxt the groups are only skipped (without full), so r ends
+ * where the values start. A width-0 group (a regular interval) is a
+ * constant step. */
+static int read_times(struct br *r, size_t n, uint64_t d1, int64_t maxt, int full, int64_t *t,
+                      size_t *ntp)
+{
     int64_t dd[GROUP];
-    size_t nt = n; /* samples at or before maxt */
+    size_t nt = n;
     if (t[0] > maxt)
         nt = 0;
     if (n >= 2) {
@@ -454,11 +578,11 @@ static int decode(const uint8_t *p, size_t len, int64_t mint, int64_t maxt, int 
             nt = 1;
         for (size_t g = 2; g < n; g += GROUP) {
             size_t k = n - g < GROUP ? n - g : GROUP;
-            int w = group_width(&r, k);
+            int w = group_width(r, k);
             if (w < 0)
                 return GP_EPARSE;
             if (nt < n && !full) {
-                r.pos += k * (size_t)w;
+                r->pos += k * (size_t)w;
                 continue;
             }
             int bad = 0;
@@ -470,7 +594,7 @@ static int decode(const uint8_t *p, size_t len, int64_t mint, int64_t maxt, int 
                 for (size_t i = 0; i < k && !bad; i++)
                     t[g + i] = prev + (int64_t)(i + 1) * (int64_t)delta;
             } else {
-                group_get(&r, (unsigned)w, k, dd);
+                group_get(r, (unsigned)w, k, dd);
                 for (size_t i = 0; i < k; i++) {
                     delta += (uint64_t)dd[i];
                     t[g + i] = (int64_t)((uint64_t)t[g + i - 1] + delta);
@@ -484,28 +608,35 @@ static int decode(const uint8_t *p, size_t len, int64_t mint, int64_t maxt, int 
                     ;
         }
     }
-    while (*first < nt && t[*first] < mint)
-        (*first)++;
-    /* Values: mantissas summed group by group as far as nt, scaled from
-     * *first (x / 1 is x: integer gauges skip the division). */
-    int64_t m = unzz(m0), d = mode == 1 ? unzz(md1) : 0;
+    *ntp = nt;
+    return GP_OK;
+}
+
+/* Values: mantissas summed group by group as far as nt, scaled from
+ * first (x / 1 is x: integer gauges skip the division), then the
+ * exceptions. With full, the stream is read to its end and checked. */
+static int read_values(struct br *r, const struct vhead *h, size_t n, size_t nt, size_t first,
+                       int full, const uint8_t *end, double *v)
+{
+    int64_t dd[GROUP];
+    int64_t m = unzz(h->m0), d = h->mode == 1 ? unzz(h->md1) : 0;
     if (nt >= 1)
         v[0] = (double)m;
-    if (mode == 1 && nt >= 2) {
+    if (h->mode == 1 && nt >= 2) {
         m = (int64_t)((uint64_t)m + (uint64_t)d);
         v[1] = (double)m;
     }
-    size_t v0 = mode == 0 ? 1 : 2, g = v0;
+    size_t v0 = h->mode == 0 ? 1 : 2, g = v0;
     for (; g < n && (g < nt || full); g += GROUP) {
         size_t k = n - g < GROUP ? n - g : GROUP;
-        int w = group_width(&r, k);
+        int w = group_width(r, k);
         if (w < 0)
             return GP_EPARSE;
-        group_get(&r, (unsigned)w, k, dd);
+        group_get(r, (unsigned)w, k, dd);
         if (g >= nt)
             continue; /* full: read to check the stream's end */
         size_t kk = nt - g < k ? nt - g : k;
-        if (mode == 0) {
+        if (h->mode == 0) {
             for (size_t i = 0; i < kk; i++) {
                 m = (int64_t)((uint64_t)m + (uint64_t)dd[i]);
                 v[g + i] = (double)m;
@@ -518,14 +649,15 @@ static int decode(const uint8_t *p, size_t len, int64_t mint, int64_t maxt, int 
             }
         }
     }
-    if (full && (r.pos + 7) / 8 != r.len)
+    if (full && (r->pos + 7) / 8 != r->len)
         return GP_EPARSE; /* bytes left over */
-    if (e)
-        for (size_t i = *first; i < nt; i++)
-            v[i] /= p10[e];
+    if (h->e)
+        for (size_t i = first; i < nt; i++)
+            v[i] /= p10[h->e];
     size_t at = 0;
-    q = exc;
-    for (uint64_t i = 0; i < nexc; i++) {
+    const uint8_t *q = h->exc;
+    uint64_t u = 0;
+    for (uint64_t i = 0; i < h->nexc; i++) {
         gp_uvarint_get(&q, end, &u);
         if (u >= n || (i > 0 && u >= n - at - 1))
             return GP_EPARSE;
@@ -534,17 +666,146 @@ static int decode(const uint8_t *p, size_t len, int64_t mint, int64_t maxt, int 
             v[at] = gp_bits_f64(gp_get_le64(q));
         q += 8;
     }
-    return (int)nt;
+    return GP_OK;
+}
+
+/* The time record at toff of bf, which lies before the chunk at p:
+ * its body (after the CRC and length) once its CRC matches. */
+static int time_record(const struct gp_st_bfile *bf, const uint8_t *p, uint64_t toff,
+                       const uint8_t **body, size_t *len)
+{
+    if (!bf || p < bf->data || p > bf->data + bf->len)
+        return GP_EPARSE;
+    size_t poff = (size_t)(p - bf->data);
+    if (toff < GP_ST_BF_HEADER || toff + 4 >= poff)
+        return GP_EPARSE;
+    const uint8_t *q = bf->data + toff + 4, *end = p;
+    uint64_t l;
+    if (gp_uvarint_get(&q, end, &l) < 0 || l == 0 || l > (uint64_t)(end - q))
+        return GP_EPARSE;
+    if (gp_crc32c(0, q, (size_t)l) != gp_get_le32(bf->data + toff))
+        return GP_EPARSE;
+    *body = q;
+    *len = (size_t)l;
+    return GP_OK;
+}
+
+/* Every decoder: the samples up to maxt (all of them with full, which
+ * also checks the streams' ends); *first: the first at or after mint.
+ * bf: the file around p, for a chunk whose times are a shared record
+ * (NULL: no such chunk is valid here). */
+static int decode(const struct gp_st_bfile *bf, const uint8_t *p, size_t len, int64_t mint,
+                  int64_t maxt, int full, int64_t *t, double *v, size_t cap, size_t *first)
+{
+    size_t n;
+    *first = 0;
+    if (gp_st_bchunk_count(p, len, &n) != GP_OK || n > cap)
+        return GP_EPARSE;
+    int hi;
+    if (p[0] == 0) {
+        if ((hi = decode_gorilla(p, len, maxt, t, v, n)) >= 0)
+            while (*first < (size_t)hi && t[*first] < mint)
+                (*first)++;
+        return hi;
+    }
+    const uint8_t *q = p + 1, *end = p + len, *lim = end;
+    uint64_t u, d1;
+    struct vhead vh;
+    size_t nt;
+    if (bf && p >= bf->data && len <= bf->len && (size_t)(p - bf->data) <= bf->len - len)
+        lim = bf->data + bf->len; /* loads may go on past the chunk */
+    gp_uvarint_get(&q, end, &u); /* n, checked above */
+    if (p[0] == 1) {
+        if (read_thead(&q, end, n, t, &d1) != GP_OK || read_vhead(&q, end, n, &vh) != GP_OK)
+            return GP_EPARSE;
+        struct br r = {q, (size_t)(end - q), 0, (size_t)(lim - q)};
+        if (read_times(&r, n, d1, maxt, full, t, &nt) != GP_OK)
+            return GP_EPARSE;
+        while (*first < nt && t[*first] < mint)
+            (*first)++;
+        return read_values(&r, &vh, n, nt, *first, full, end, v) == GP_OK ? (int)nt : GP_EPARSE;
+    }
+    /* 2: the times are a record of the file, shared with other chunks. */
+    const uint8_t *tb;
+    size_t tlen;
+    if (gp_uvarint_get(&q, end, &u) < 0 || time_record(bf, p, u, &tb, &tlen) != GP_OK ||
+        read_vhead(&q, end, n, &vh) != GP_OK)
+        return GP_EPARSE;
+    const uint8_t *tq = tb, *tend = tb + tlen;
+    if (gp_uvarint_get(&tq, tend, &u) < 0 || u != n || read_thead(&tq, tend, n, t, &d1) != GP_OK)
+        return GP_EPARSE;
+    struct br rt = {tq, (size_t)(tend - tq), 0, (size_t)(lim - tq)};
+    if (read_times(&rt, n, d1, maxt, full, t, &nt) != GP_OK ||
+        (full && (rt.pos + 7) / 8 != rt.len))
+        return GP_EPARSE;
+    while (*first < nt && t[*first] < mint)
+        (*first)++;
+    struct br r = {q, (size_t)(end - q), 0, (size_t)(lim - q)};
+    return read_values(&r, &vh, n, nt, *first, full, end, v) == GP_OK ? (int)nt : GP_EPARSE;
 }
 
 int gp_st_bchunk_decode(const uint8_t *p, size_t len, int64_t *t, double *v, size_t cap)
 {
     size_t first;
-    return decode(p, len, INT64_MIN, INT64_MAX, 1, t, v, cap, &first);
+    return decode(NULL, p, len, INT64_MIN, INT64_MAX, 1, t, v, cap, &first);
 }
 
 int gp_st_bchunk_decode_window(const uint8_t *p, size_t len, int64_t mint, int64_t maxt, int64_t *t,
                                double *v, size_t cap, size_t *first)
 {
-    return decode(p, len, mint, maxt, 0, t, v, cap, first);
+    return decode(NULL, p, len, mint, maxt, 0, t, v, cap, first);
+}
+
+int gp_st_bchunk_decode_in(const struct gp_st_bfile *bf, const uint8_t *p, size_t len, int64_t mint,
+                           int64_t maxt, int full, int64_t *t, double *v, size_t cap, size_t *first)
+{
+    return decode(bf, p, len, mint, maxt, full, t, v, cap, first);
+}
+
+int gp_st_bchunk_info(const uint8_t *p, size_t len, struct gp_st_bchunk_info *in)
+{
+    memset(in, 0, sizeof *in);
+    if (gp_st_bchunk_count(p, len, &in->n) != GP_OK)
+        return GP_EPARSE;
+    in->enc = p[0];
+    if (p[0] == 0) {
+        in->value_bits = 8 * (uint64_t)len;
+        return GP_OK;
+    }
+    const uint8_t *q = p + 1, *end = p + len;
+    uint64_t u, d1;
+    int64_t t[2];
+    struct vhead vh;
+    gp_uvarint_get(&q, end, &u);
+    if (p[0] == 1 ? read_thead(&q, end, in->n, t, &d1) != GP_OK : gp_uvarint_get(&q, end, &u) < 0)
+        return GP_EPARSE;
+    if (read_vhead(&q, end, in->n, &vh) != GP_OK)
+        return GP_EPARSE;
+    in->e = vh.e;
+    in->mode = vh.mode;
+    in->nexc = (size_t)vh.nexc;
+    in->head_bytes = (size_t)(q - p);
+    struct br r = {q, (size_t)(end - q), 0, (size_t)(end - q)};
+    for (size_t g = 2; p[0] == 1 && g < in->n; g += GROUP) {
+        size_t k = in->n - g < GROUP ? in->n - g : GROUP;
+        int w = group_width(&r, k);
+        if (w < 0)
+            return GP_EPARSE;
+        r.pos += k * (size_t)w;
+    }
+    in->time_bits = r.pos;
+    in->value_bits = 8 * (uint64_t)r.len - r.pos;
+    return GP_OK;
+}
+
+int gp_st_bchunk_check_in(const struct gp_st_bfile *bf, const uint8_t *p, size_t len)
+{
+    const uint8_t *q = p + 1, *end = p + len, *body;
+    uint64_t n, toff;
+    size_t tlen;
+    if (len < 1 || p[0] != 2)
+        return GP_OK;
+    if (gp_uvarint_get(&q, end, &n) < 0 || gp_uvarint_get(&q, end, &toff) < 0)
+        return GP_EPARSE;
+    return time_record(bf, p, toff, &body, &tlen);
 }

@@ -68,16 +68,29 @@ static int w_bits(struct gp_chunk *c, uint64_t v, unsigned n)
     int rc = w_room(c, n);
     if (rc != GP_OK)
         return rc;
+    if (n == 0)
+        return GP_OK;
     if (n < 64)
         v &= ((uint64_t)1 << n) - 1;
-    while (n > 0) {
-        unsigned used = (unsigned)(c->nbits & 7), room = 8 - used;
-        unsigned take = n < room ? n : room;
-        uint8_t part = (uint8_t)((v >> (n - take)) & ((1u << take) - 1));
-        c->data[c->nbits >> 3] |= (uint8_t)(part << (room - take));
-        c->nbits += take;
-        n -= take;
+    /* The rest of the current byte, then whole bytes: every append runs
+     * this a few times, and a byte at a time through one general step
+     * cost the time-major ingest ~8% of its CPU. Bytes past nbits are
+     * zero, so the later ones are stored, not ORed. */
+    uint8_t *p = c->data + (c->nbits >> 3);
+    unsigned room = 8 - (unsigned)(c->nbits & 7);
+    c->nbits += n;
+    if (n <= room) {
+        *p |= (uint8_t)(v << (room - n));
+        return GP_OK;
     }
+    n -= room;
+    *p++ |= (uint8_t)(v >> n);
+    while (n >= 8) {
+        n -= 8;
+        *p++ = (uint8_t)(v >> n);
+    }
+    if (n)
+        *p = (uint8_t)(v << (8 - n));
     return GP_OK;
 }
 

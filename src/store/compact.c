@@ -28,6 +28,7 @@
  */
 #include "store/store_int.h"
 
+#include "lib/bits.h"
 #include "lib/clock.h"
 #include "lib/err.h"
 #include "lib/log.h"
@@ -246,6 +247,61 @@ struct job {
     struct gp_st_ref r;
 };
 
+/* The time records written into the block so far, found by their
+ * bytes: every series of a node has the node's scrape times, so a piece's
+ * times are written once for all of them (store_fmt.h, "shared times";
+ * at 1 s with scrape jitter that is about half of what a series' chunk
+ * would hold otherwise). Open addressing on the record's CRC; the records'
+ * bytes are kept to compare. At TIMES_MAX records the table starts
+ * again empty, which bounds its memory (a few MB) and costs little: ids
+ * are given in arrival order, so a node's series are mostly neighbours. */
+#define TIMES_MAX (1u << 14)
+struct times_slot {
+    uint32_t crc, len;
+    uint64_t off; /* in the block file; 0: empty slot */
+    size_t at;    /* the bytes, in kept */
+};
+struct times_table {
+    struct times_slot *slot;
+    size_t cap, n; /* cap: a power of 2 */
+    struct gp_buf kept;
+};
+
+static void times_free(struct times_table *tt)
+{
+    free(tt->slot);
+    gp_buf_free(&tt->kept);
+    memset(tt, 0, sizeof *tt);
+}
+
+/* The slot of the record rec (len bytes), or the empty slot it would take. */
+static struct times_slot *times_find(struct times_table *tt, const uint8_t *rec, size_t len)
+{
+    uint32_t crc = gp_get_le32(rec);
+    for (size_t i = crc & (tt->cap - 1);; i = (i + 1) & (tt->cap - 1)) {
+        struct times_slot *sl = &tt->slot[i];
+        if (sl->off == 0 || (sl->crc == crc && sl->len == len &&
+                             memcmp(tt->kept.data + sl->at, rec, len) == 0))
+            return sl;
+    }
+}
+
+static int times_grow(struct times_table *tt)
+{
+    size_t cap = tt->cap ? tt->cap * 2 : 1024;
+    struct times_slot *old = tt->slot, *slot = calloc(cap, sizeof *slot);
+    if (!slot)
+        return GP_ENOMEM;
+    size_t ocap = tt->cap;
+    tt->slot = slot;
+    tt->cap = cap;
+    for (size_t i = 0; i < ocap; i++)
+        if (old[i].off)
+            *times_find(tt, (const uint8_t *)tt->kept.data + old[i].at, old[i].len) = old[i];
+    free(old);
+    return GP_OK;
+}
+
 struct builder {
     struct gp_st_bwriter bw, rw;
     int64_t *bt; /* the series' samples for its next block chunk */
@@ -261,6 +317,8 @@ struct builder {
     double cv[GP_ST_HEAD_SAMPLES];
     int64_t end; /* the window's end: pieces count back from it */
     uint64_t samples, damaged;
+    struct times_table tt;
+    struct gp_buf tbuf; /* one time record being built */
 };
 
 /* The piece of t: equal for samples that share a block chunk. */
@@ -269,12 +327,49 @@ static int64_t piece(const struct builder *b, int64_t t)
     return gp_st_floor((int64_t)((uint64_t)b->end - 1 - (uint64_t)t), BLOCK_PIECE_MS);
 }
 
+/* *off: the block's time record of the pending chunk's times, written
+ * now unless an earlier series had the same times. */
+static int shared_times(struct builder *b, uint64_t *off)
+{
+    struct times_table *tt = &b->tt;
+    gp_buf_reset(&b->tbuf);
+    int rc = gp_st_btimes_encode(b->bt, b->bn, &b->sc, &b->tbuf);
+    if (rc != GP_OK)
+        return rc;
+    const uint8_t *rec = (const uint8_t *)b->tbuf.data;
+    size_t len = b->tbuf.len;
+    if (tt->n == TIMES_MAX) {
+        memset(tt->slot, 0, tt->cap * sizeof *tt->slot);
+        gp_buf_reset(&tt->kept);
+        tt->n = 0;
+    }
+    if ((tt->n + 1) * 2 > tt->cap && (rc = times_grow(tt)) != GP_OK)
+        return rc;
+    struct times_slot *sl = times_find(tt, rec, len);
+    if (sl->off) {
+        *off = sl->off;
+        return GP_OK;
+    }
+    if ((rc = gp_st_bwriter_raw(&b->bw, rec, len, off)) != GP_OK)
+        return rc;
+    size_t at = tt->kept.len;
+    gp_buf_append(&tt->kept, rec, len);
+    if (tt->kept.err)
+        return tt->kept.err;
+    *sl = (struct times_slot){gp_get_le32(rec), (uint32_t)len, *off, at};
+    tt->n++;
+    return GP_OK;
+}
+
 static int flush_big(struct builder *b, uint32_t id)
 {
     if (b->bn == 0)
         return GP_OK;
     gp_buf_reset(&b->payload);
-    int rc = gp_st_bchunk_encode(b->bt, b->bv, b->bn, &b->sc, &b->payload);
+    uint64_t toff;
+    int rc = shared_times(b, &toff);
+    if (rc == GP_OK)
+        rc = gp_st_bchunk_encode_shared(b->bt, b->bv, b->bn, toff, &b->sc, &b->payload);
     if (rc == GP_OK)
         rc = gp_st_bwriter_add(&b->bw, id, (uint32_t)b->bn, b->bt[0], b->bt[b->bn - 1],
                                b->payload.data, b->payload.len);
@@ -428,6 +523,8 @@ static int compact_window(struct gp_store *s, int64_t mint, int64_t end)
     b->bv = malloc(BLOCK_CHUNK_SAMPLES * sizeof *b->bv);
     gp_st_rollup_enc_init(&b->re);
     gp_buf_init(&b->payload, 0);
+    gp_buf_init(&b->tbuf, 0);
+    gp_buf_init(&b->tt.kept, 0);
     if (!b->bt || !b->bv) {
         rc = GP_ENOMEM;
         goto out;
@@ -520,6 +617,8 @@ out:
         gp_st_bchunk_scratch_free(&b->sc);
         gp_st_rollup_enc_free(&b->re);
         gp_buf_free(&b->payload);
+        gp_buf_free(&b->tbuf);
+        times_free(&b->tt);
     }
     free(b);
     free(bpath);

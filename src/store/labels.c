@@ -57,14 +57,21 @@ int gp_labels_encode(const struct gp_label *l, size_t n, struct gp_buf *out)
         return out->err;
     if (gp_buf_reserve(out, total) != GP_OK)
         return out->err ? out->err : GP_ENOMEM;
-    uint8_t tmp[GP_UVARINT_MAX];
+    /* Written in place after the one reserve: this runs for every series
+     * of every write request, and four gp_buf_append calls per label were
+     * a tenth of the time-major ingest's CPU. */
+    uint8_t *p = (uint8_t *)out->data + out->len;
     for (size_t i = 0; i < n; i++) {
-        gp_buf_append(out, tmp, (size_t)(gp_uvarint_put(tmp, l[i].name.len) - tmp));
-        gp_buf_append(out, l[i].name.ptr, l[i].name.len);
-        gp_buf_append(out, tmp, (size_t)(gp_uvarint_put(tmp, l[i].value.len) - tmp));
-        gp_buf_append(out, l[i].value.ptr, l[i].value.len);
+        p = gp_uvarint_put(p, l[i].name.len);
+        memcpy(p, l[i].name.ptr, l[i].name.len);
+        p += l[i].name.len;
+        p = gp_uvarint_put(p, l[i].value.len);
+        memcpy(p, l[i].value.ptr, l[i].value.len);
+        p += l[i].value.len;
     }
-    return out->err;
+    out->len += total;
+    out->data[out->len] = '\0'; /* gp_buf's promise; reserve made room for it */
+    return GP_OK;
 }
 
 /* ---- iterate -------------------------------------------------------------- */

@@ -63,8 +63,8 @@ static int emit_chunk(const uint8_t *p, size_t len, int packed, int64_t mint, in
 /* Decodes a block chunk straight into out, keeping the samples in
  * [mint, maxt] newer than *last: the chunk's values past maxt are not
  * decoded, those before mint not scaled. */
-static int emit_bchunk(const uint8_t *p, size_t len, int64_t mint, int64_t maxt, int64_t *last,
-                       struct gp_samples *out)
+static int emit_bchunk(const struct gp_st_bfile *bf, const uint8_t *p, size_t len, int64_t mint,
+                       int64_t maxt, int64_t *last, struct gp_samples *out)
 {
     size_t n, first;
     if (gp_st_bchunk_count(p, len, &n) != GP_OK)
@@ -72,7 +72,7 @@ static int emit_bchunk(const uint8_t *p, size_t len, int64_t mint, int64_t maxt,
     size_t base = out->n;
     if (gp_st_samples_reserve(out, n) != GP_OK)
         return GP_ENOMEM;
-    int k = gp_st_bchunk_decode_window(p, len, mint, maxt, out->t + base, out->v + base, n, &first);
+    int k = gp_st_bchunk_decode_in(bf, p, len, mint, maxt, 0, out->t + base, out->v + base, n, &first);
     if (k < 0)
         return GP_EPARSE;
     /* Times increase within the chunk: skip those not newer than *last,
@@ -134,7 +134,7 @@ static int read_locked(struct gp_store *s, uint32_t id, int64_t mint, int64_t ma
             const uint8_t *p;
             k = gp_st_bfile_payload(&m->bf, &e, &p);
             if (k == GP_OK)
-                k = emit_bchunk(p, e.len, mint, maxt, &last, out);
+                k = emit_bchunk(&m->bf, p, e.len, mint, maxt, &last, out);
             if (k == GP_EPARSE) {
                 gp_log(GP_LOG_ERROR, "store", "damaged chunk in a block; its samples skipped",
                        "file=%s id=%u t_first=%lld t_last=%lld", m->path, id,
@@ -423,7 +423,8 @@ void gp_store_check_blocks(struct gp_store *s, uint64_t *chunks, uint64_t *damag
             gp_st_bfile_entry(&m->bf, i, &e);
             const uint8_t *p;
             (*chunks)++;
-            if (gp_st_bfile_payload(&m->bf, &e, &p) != GP_OK) {
+            if (gp_st_bfile_payload(&m->bf, &e, &p) != GP_OK ||
+                gp_st_bchunk_check_in(&m->bf, p, e.len) != GP_OK) {
                 (*damaged)++;
                 gp_log(GP_LOG_ERROR, "store", "damaged chunk in a block",
                        "file=%s id=%u t_first=%lld t_last=%lld", m->path, e.id,

@@ -143,9 +143,9 @@ int gp_st_bfile_parse(const uint8_t *data, size_t len, struct gp_st_bfile *bf, c
     if (memcmp(data, bf_magic, 8) != 0)
         return gp_seterr(err, errlen, GP_EPARSE, "bad magic");
     uint32_t version = gp_get_le32(data + 8);
-    if (version != GP_ST_FORMAT_VERSION)
-        return gp_seterr(err, errlen, GP_EPARSE, "format version %u, expected %u", version,
-                         GP_ST_FORMAT_VERSION);
+    if (version < 1 || version > GP_ST_BLOCK_VERSION)
+        return gp_seterr(err, errlen, GP_EPARSE, "format version %u, expected 1 to %u", version,
+                         GP_ST_BLOCK_VERSION);
     bf->kind = gp_get_le32(data + 12);
     bf->mint = (int64_t)gp_get_le64(data + 16);
     bf->maxt = (int64_t)gp_get_le64(data + 24);
@@ -273,12 +273,18 @@ int gp_st_bwriter_open(struct gp_st_bwriter *w, const char *path, uint32_t kind,
         return GP_EIO;
     }
     memcpy(w->header, bf_magic, 8);
-    gp_put_le32(w->header + 8, GP_ST_FORMAT_VERSION);
+    gp_put_le32(w->header + 8, GP_ST_BLOCK_VERSION);
     gp_put_le32(w->header + 12, kind);
     gp_put_le64(w->header + 16, (uint64_t)mint);
     gp_put_le64(w->header + 24, (uint64_t)maxt);
     w->last_t = INT64_MIN;
     return bw_write(w, w->header, GP_ST_BF_HEADER);
+}
+
+int gp_st_bwriter_raw(struct gp_st_bwriter *w, const void *p, size_t len, uint64_t *off)
+{
+    *off = w->off;
+    return w->err != GP_OK ? w->err : bw_write(w, p, len);
 }
 
 int gp_st_bwriter_add(struct gp_st_bwriter *w, uint32_t id, uint32_t count, int64_t t_first,

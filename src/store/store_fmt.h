@@ -24,7 +24,8 @@
  *
  * blocks/<mint>_<maxt>.blk, rollups/<mint>_<maxt>.rlp  one container:
  *     header  32 bytes: "GPSTORE1", u32 version, u32 kind, i64 mint, i64 maxt
- *     payloads back to back
+ *     payloads back to back, and (blocks of version 2) before the first
+ *     chunk that names it, each time record (see "shared times" below)
  *     index   n entries of 40 bytes, sorted by (id, t_first):
  *             u32 id, u32 CRC-32C of the payload, u64 offset, u32 length,
  *             u32 count, i64 t_first, i64 t_last
@@ -34,7 +35,9 @@
  *   compaction writes one per series per 15-minute piece of the window
  *   (compact.c; blocks written before 2026-11-27 hold one per window,
  *   and read the same). Each is decimal scaling and bit-packed deltas,
- *   or a Gorilla chunk where values are not decimals (bchunk.c). A rollup payload holds one series' minutes
+ *   or a Gorilla chunk where values are not decimals (bchunk.c); in a
+ *   version 2 block its times are a time record that every series with
+ *   the same times shares (version 1: in each chunk; both read). A rollup payload holds one series' minutes
  *   of the window: uvarint n, then four length-prefixed block chunks
  *   (uvarint length, bytes) of n samples each, all at the minutes' start
  *   times: min, max, sum and count (as a double). Minima and maxima of
@@ -54,6 +57,9 @@
 #include <stdint.h>
 
 #define GP_ST_FORMAT_VERSION 1u
+/* Block and rollup files: 2 may hold time records and chunks of
+ * encoding 2 (shared times, 2026-11-27); 1 does not. Both read. */
+#define GP_ST_BLOCK_VERSION 2u
 
 /* ---- chunk segment records ---- */
 
@@ -168,6 +174,9 @@ struct gp_st_bwriter {
 /* Creates path (truncating) and writes the header. GP_OK or GP_EIO. */
 int gp_st_bwriter_open(struct gp_st_bwriter *w, const char *path, uint32_t kind, int64_t mint,
                        int64_t maxt);
+/* Writes bytes that no index entry names (a time record) between the
+ * payloads; *off: where they start in the file. GP_OK or GP_EIO. */
+int gp_st_bwriter_raw(struct gp_st_bwriter *w, const void *p, size_t len, uint64_t *off);
 /* Appends one payload. GP_OK, GP_EUSAGE (out of order), GP_ENOMEM, GP_EIO. */
 int gp_st_bwriter_add(struct gp_st_bwriter *w, uint32_t id, uint32_t count, int64_t t_first,
                       int64_t t_last, const void *payload, size_t len);
@@ -203,6 +212,44 @@ int gp_st_bchunk_decode(const uint8_t *p, size_t len, int64_t *t, double *v, siz
  * block's CRC covers them). Room for the whole chunk (cap) is needed. */
 int gp_st_bchunk_decode_window(const uint8_t *p, size_t len, int64_t mint, int64_t maxt, int64_t *t,
                                double *v, size_t cap, size_t *first);
+
+/* Shared times (block files only). A time record holds the times of a
+ * piece once for every series that has the same ones (all series a node
+ * sends share its scrape times): u32 CRC-32C of the body, uvarint body
+ * length, body: uvarint n, then the times as in a packed chunk. A chunk
+ * of encoding 2 names the record's offset in the file instead of
+ * holding the times. gp_st_btimes_encode appends a record of n (1..65535)
+ * strictly increasing times to out; gp_st_bchunk_encode_shared appends
+ * a chunk of encoding 2 whose times are the record at file offset toff
+ * (or a Gorilla chunk, self-contained, where the values are not
+ * decimals). Both: GP_OK, GP_EUSAGE, GP_ENOMEM or out->err. */
+int gp_st_btimes_encode(const int64_t *t, size_t n, struct gp_st_bchunk_scratch *sc,
+                        struct gp_buf *out);
+int gp_st_bchunk_encode_shared(const int64_t *t, const double *v, size_t n, uint64_t toff,
+                               struct gp_st_bchunk_scratch *sc, struct gp_buf *out);
+/* The decoders above for a chunk at p inside the parsed file bf, which
+ * may be of encoding 2 (its time record found in bf, and its CRC
+ * checked); full: decode all and check every end, as
+ * gp_st_bchunk_decode does, else as gp_st_bchunk_decode_window. The
+ * decoders without bf answer GP_EPARSE for encoding 2. */
+int gp_st_bchunk_decode_in(const struct gp_st_bfile *bf, const uint8_t *p, size_t len, int64_t mint,
+                           int64_t maxt, int full, int64_t *t, double *v, size_t cap, size_t *first);
+/* For a check of the whole file: GP_EPARSE where the chunk at p names a
+ * time record that is not there or fails its CRC, else GP_OK (the
+ * chunk's own CRC is the index's). */
+int gp_st_bchunk_check_in(const struct gp_st_bfile *bf, const uint8_t *p, size_t len);
+
+/* Where a block chunk's bytes go, for bench/storetool sizes: encoding
+ * (0 Gorilla, 1 packed, 2 packed with shared times), exponent, mode,
+ * samples, exceptions, header bytes (counts, first values, exceptions),
+ * bits of packed times and of values (a Gorilla chunk: all value bits).
+ * GP_OK or GP_EPARSE. */
+struct gp_st_bchunk_info {
+    unsigned enc, e, mode;
+    size_t n, nexc, head_bytes;
+    uint64_t time_bits, value_bits;
+};
+int gp_st_bchunk_info(const uint8_t *p, size_t len, struct gp_st_bchunk_info *in);
 
 /* ---- rollup payloads ---- */
 

@@ -9,7 +9,8 @@
 // functional: every page loads with no console error (a CSP violation is
 // one), shows the simulated GPUs and the planted alerts, updates live,
 // dragging on a chart changes the query_range window, acknowledging and
-// silencing work, and the token prompt (when GP_TOKEN is set). load: the
+// silencing work, the funnel panel shows the API's figures, and the token
+// prompt (when GP_TOKEN is set). load: the
 // fleet page with GPUS tiles keeps the main thread under 20 % busy at the
 // stream's 1 s refresh (CDP Performance.getMetrics TaskDuration over 10 s),
 // and every API call the page makes answers under 50 ms (best of 10, from
@@ -125,6 +126,29 @@ async function functional() {
   log(`fleet: node filter shows ${shown} tiles ("${await page.textContent(".shown")}")`);
   await page.selectOption("select[name=node]", "");
   await shot(page, "fleet");
+
+  // The funnel panel shows GET /api/v1/fleet/funnel's figures for its
+  // range: pinned a few seconds back (funnel_end=), so that every sample
+  // of the range has arrived and the page and this check read the same.
+  step = "funnel";
+  const fend = Math.floor(Date.now() / 1000) - 3;
+  await page.goto(base + "/#/fleet?funnel_end=" + fend);
+  await page.click('#fleet-funnel button[data-range="1h"]');
+  await page.waitForFunction((e) => {
+    const f = document.querySelector("#fleet-funnel");
+    return f && f.dataset.end === String(e) && Number(f.dataset.end) - Number(f.dataset.start) === 3600;
+  }, fend, {timeout: 10000});
+  const fd = await api(`/api/v1/fleet/funnel?start=${fend - 3600}&end=${fend}`);
+  check(fd.gpus.total > 0 && fd.idle_cost_by.job.length > 0, `the funnel is empty: ${JSON.stringify(fd.gpus)}`);
+  const want5 = await page.evaluate((d) => ["total", "allocated", "active", "effective"].map((k) => GP.funnelGpus(d.gpus[k])).concat(
+    GP.fmt.money(d.idle_cost, d.currency), d.idle_cost_by.job[0].job), fd);
+  const got5 = await page.evaluate(() => ["total", "allocated", "active", "effective"].map((k) =>
+    document.querySelector(`.stat.funnel-${k} .v`).textContent.split(" (")[0]).concat(
+    document.querySelector(".stat.funnel-idle_cost .v").textContent,
+    document.querySelector('table.funnel-by[data-by="job"] tbody td').textContent));
+  check(JSON.stringify(got5) === JSON.stringify(want5), `the panel shows ${got5}, the API says ${want5}`);
+  log(`funnel: the panel shows the API's ${got5.join(", ")}`);
+  await shot(page, "fleet-funnel");
 
   // GPU page: the planted throttled GPU, two clicks from the fleet.
   step = "gpu";

@@ -9,6 +9,10 @@
  *     samples for a window inside (it is also run on what does not
  *     decode, for the sanitizers);
  *   - a bare rollup payload.
+ * Each decoded chunk is also written again with its times as a shared
+ * time record (encoding 2) inside a container, and must read back the
+ * same through gp_st_bchunk_decode_in. A container's block payloads
+ * are decoded in it as well (encoding 2 finds its time record there).
  * abort() on any broken property; the sanitizers catch the rest.
  */
 #include "lib/bits.h"
@@ -38,6 +42,33 @@ static void window(const uint8_t *p, size_t len, int k, int a, int b)
             abort();
 }
 
+/* The k samples as a container's header, a time record and a chunk of
+ * encoding 2 that names it: decoded in that file, they are the same. */
+static void shared(const int64_t *t, const double *v, int k, struct gp_st_bchunk_scratch *sc,
+                   struct gp_buf *b)
+{
+    gp_buf_reset(b);
+    uint8_t hdr[GP_ST_BF_HEADER] = {0};
+    gp_buf_append(b, hdr, sizeof hdr);
+    if (gp_st_btimes_encode(t, (size_t)k, sc, b) != GP_OK)
+        abort();
+    size_t at = b->len;
+    if (gp_st_bchunk_encode_shared(t, v, (size_t)k, GP_ST_BF_HEADER, sc, b) != GP_OK)
+        abort();
+    struct gp_st_bfile bf = {.data = (const uint8_t *)b->data, .len = b->len};
+    const uint8_t *p = bf.data + at;
+    size_t first;
+    if (gp_st_bchunk_decode_in(&bf, p, b->len - at, INT64_MIN, INT64_MAX, 1, t2, v2, CAP, &first) != k ||
+        first != 0 || gp_st_bchunk_check_in(&bf, p, b->len - at) != GP_OK)
+        abort();
+    for (int i = 0; i < k; i++)
+        if (t[i] != t2[i] || gp_f64_bits(v[i]) != gp_f64_bits(v2[i]))
+            abort();
+    /* without its file, a chunk of encoding 2 is refused, never misread */
+    if (p[0] == 2 && gp_st_bchunk_decode(p, b->len - at, t2, v2, CAP) != GP_EPARSE)
+        abort();
+}
+
 static void bchunk(const uint8_t *p, size_t len)
 {
     size_t n, first;
@@ -65,6 +96,7 @@ static void bchunk(const uint8_t *p, size_t len)
     for (int i = 0; i < k; i++)
         if (t1[i] != t2[i] || gp_f64_bits(v1[i]) != gp_f64_bits(v2[i]))
             abort();
+    shared(t1, v1, k, &sc, &b);
     gp_buf_free(&b);
     gp_st_bchunk_scratch_free(&sc);
 }
@@ -83,8 +115,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 abort(); /* the parser promised bounds */
             if (gp_st_bfile_payload(&bf, &e, &p) != GP_OK)
                 continue;
-            if (bf.kind == GP_ST_BF_BLOCK)
+            if (bf.kind == GP_ST_BF_BLOCK) {
+                size_t first;
+                int k = gp_st_bchunk_decode_in(&bf, p, e.len, INT64_MIN, INT64_MAX, 1, t2, v2, CAP, &first);
+                if (k >= 0 && gp_st_bchunk_check_in(&bf, p, e.len) != GP_OK)
+                    abort(); /* it decoded, so its time record is sound */
+                gp_st_bchunk_decode_in(&bf, p, e.len, e.t_first + 1, e.t_last - 1, 0, t2, v2, CAP, &first);
                 bchunk(p, e.len);
+            }
             else
                 gp_st_rollup_decode(p, e.len, INT64_MIN, INT64_MAX, &r);
         }

@@ -7,7 +7,9 @@ Builds the alerts the detectors would raise for each planted fault (the
 labels of their scope, docs/insight.md), then breaks them one way at a
 time and checks the score: a perfect set, allowed extras, a missed fault,
 a false alarm, wrong labels, an alert too vague to place, resolved alerts
-and the API envelope, and the command's exit status.
+and the API envelope, faults of a whole job (a hang that must name its
+rank, a crash loop its lost work), the goodput and MFU comparison, and
+the command's exit status.
 """
 import copy
 import importlib.util
@@ -24,10 +26,16 @@ ft = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(ft)
 
 RANK_KINDS = {"memory_leak", "straggler", "allocator_fragmentation"}
+JOB_KINDS = {"job_hang", "low_goodput"}
 
 
 def alert(kind, fault, **over):
     """The alert a detector of kind would raise about fault."""
+    if kind in JOB_KINDS:
+        labels = {"job": fault["job"]}
+        labels.update(over)
+        return {"id": "x", "kind": kind, "state": "firing", "labels": labels,
+                "summary": "job %s: %s" % (fault["job"], fault.get("says", "lost"))}
     if kind in RANK_KINDS:
         labels = {"node": fault["node"], "job": fault["job"], "rank": fault["rank"], "pid": "123456"}
     else:
@@ -49,7 +57,8 @@ def check(cond, what):
 def main():
     truth = json.load(open(sys.argv[1]))
     faults = {f["kind"]: f for f in truth["faults"]}
-    check(len(faults) == 6, "want six faults, got %d" % len(faults))
+    n = len(faults)
+    check(n == 9, "want nine faults, got %d" % n)
 
     rows, fa, p, r = ft.score(truth, perfect(truth))
     check((p, r, fa) == (1, 1, []), "one expected alert per fault scores 1/1 (%s %s %s)" % (p, r, fa))
@@ -63,29 +72,30 @@ def main():
     check((p, r) == (1, 1), "allowed kinds are not false alarms (%s %s)" % (p, r))
 
     # an allowed kind alone does not find a fault
-    alone = [a for a in perfect(truth) if a["kind"] != "straggler"] + [alert("gpu_throttled", faults["straggler"])]
+    alone = [alert(f["expect"][0], f) for f in truth["faults"] if f["kind"] != "straggler"] + \
+        [alert("gpu_throttled", faults["straggler"])]
     rows, _, p, r = ft.score(truth, alone)
-    check(abs(r - 5 / 6) < 1e-9 and p == 1, "throttling alone does not find the straggler (%s %s)" % (p, r))
+    check(abs(r - (n - 1) / n) < 1e-9 and p == 1, "throttling alone does not find the straggler (%s %s)" % (p, r))
     check(not [x for x in rows if x["fault"]["kind"] == "straggler"][0]["found"], "straggler marked found")
 
     # a missed fault
     missed = [a for a in perfect(truth) if a["kind"] != "idle_gpu_allocated"]
     _, _, p, r = ft.score(truth, missed)
-    check(abs(r - 5 / 6) < 1e-9 and p == 1, "missed idle: recall 5/6 (%s %s)" % (p, r))
+    check(abs(r - (n - 1) / n) < 1e-9 and p == 1, "missed idle: recall 8/9 (%s %s)" % (p, r))
 
     # a false alarm: straggler on a healthy rank of the straggler's job
     s = faults["straggler"]
     other = str((int(s["rank"]) + 1) % 8)
     fa_alerts = perfect(truth) + [alert("straggler", s, rank=other)]
     _, fa, p, r = ft.score(truth, fa_alerts)
-    check(r == 1 and abs(p - 6 / 7) < 1e-9 and len(fa) == 1, "false straggler: precision 6/7 (%s %s)" % (p, r))
+    check(r == 1 and abs(p - n / (n + 1)) < 1e-9 and len(fa) == 1, "false straggler: precision 9/10 (%s %s)" % (p, r))
 
     # the right kind on the wrong GPU is a false alarm and a miss
     e = faults["ecc"]
     wrong = [a for a in perfect(truth) if a["kind"] != "gpu_hardware_errors"]
     wrong.append(alert("gpu_hardware_errors", e, gpu=str((int(e["gpu"]) + 1) % 8)))
     _, fa, p, r = ft.score(truth, wrong)
-    check(abs(r - 5 / 6) < 1e-9 and abs(p - 5 / 6) < 1e-9 and len(fa) == 1,
+    check(abs(r - (n - 1) / n) < 1e-9 and abs(p - (n - 1) / n) < 1e-9 and len(fa) == 1,
           "ECC on the wrong GPU (%s %s)" % (p, r))
 
     # the wrong kind on the right GPU is a false alarm
@@ -118,14 +128,78 @@ def main():
     scored, info = ft.split_info(perfect(truth) + [sat], include_info=True)
     check(not info and ft.score(truth, scored)[2] < 1, "--include-info does not score info alerts")
 
+    # a whole job's faults: the job alone places the alert; the hang's must
+    # name the stuck rank first, the crash loop's its lost work
+    h, rs = faults["hang"], faults["restart"]
+    check(h["scope"] == "job" and h["says"] == "rank " + h["rank"] and rs["says"] == "lost", "job faults' truth")
+    rows = ft.score(truth, perfect(truth))[0]
+    check(all(r["found"] for r in rows), "job-scope alerts found")
+    other_rank = str((int(h["rank"]) + 1) % 8)
+    for summary, found in (("stopped first: rank %s (last step 3), rank %s" % (other_rank, h["rank"]), False),
+                           ("Flight Recorder: rank %s never entered collective 7; all 8 ranks stopped" % h["rank"], True),
+                           ("job hangs: 8 ranks, every GPU spinning", False), ("rank %s0 stopped" % h["rank"], False)):
+        al = [a for a in perfect(truth) if a["kind"] != "job_hang"]
+        al.append(dict(alert("job_hang", h), summary=summary))
+        rows, fa, p, r = ft.score(truth, al)
+        check([x for x in rows if x["fault"]["kind"] == "hang"][0]["found"] == found and p == 1,
+              "a hang alert saying %r: found %s" % (summary, not found))
+    al = [a for a in perfect(truth) if a["kind"] != "low_goodput"] + \
+        [dict(alert("low_goodput", rs), summary="the biggest badput is idle (60 %)")]
+    check(ft.score(truth, al)[3] < 1, "a crash loop's low goodput that does not say lost is not found")
+    # the hang's idle GPU and low goodput are true of it; low goodput on a healthy job is not
+    hang_idle = alert("idle_gpu_allocated", h)
+    check(ft.score(truth, perfect(truth) + [hang_idle, alert("low_goodput", h)])[2] == 1, "hang's extras")
+    healthy = [j for j in truth["jobs"] if not j["fault"]][0]
+    lg = dict(alert("low_goodput", h), labels={"job": healthy["job"]})
+    check(len(ft.score(truth, perfect(truth) + [lg])[1]) == 1, "low goodput on a healthy job is a false alarm")
+    # a job alone names a one-rank job (the starved one's low goodput), not a rank of a node job
+    st = faults["starved"]
+    check(ft.score(truth, perfect(truth) + [alert("low_goodput", st)])[2] == 1, "starved job's low goodput")
+    sg = faults["straggler"]
+    check(len(ft.score(truth, perfect(truth) + [alert("low_goodput", sg)])[1]) == 1,
+          "a job-only alert on a fault of one rank of a node job is a false alarm")
+
+    # goodput and MFU: the truth's closed forms against the job documents
+    jobs = {j["job"]: j for j in truth["jobs"]}
+    g, m = ft.expected_figures(truth, jobs[rs["job"]], 600)
+    g0, _ = ft.expected_figures(truth, jobs[healthy["job"]], 600)
+    check(g < 0.5 < 0.85 < g0 < 0.95 and 0.3 < m < 0.6, "the crash loop's goodput %s, a healthy job's %s" % (g, g0))
+    gh, mh = ft.expected_figures(truth, jobs[h["job"]], 1200)
+    check(gh < 0.2 and abs(mh - ft.expected_figures(truth, jobs[h["job"]], 600)[1]) < 1e-9,
+          "a hang lowers goodput, not MFU (the stepping span ends at the hang)")
+    check(ft.expected_figures(truth, jobs[faults["idle"]["job"]], 600) == (None, None), "the idle job has no figures")
+    with tempfile.TemporaryDirectory() as d:
+        for j in truth["jobs"]:
+            g, m = ft.expected_figures(truth, j, 600)
+            if j["job"] == rs["job"]:
+                g += 0.03  # off
+            json.dump({"data": {"goodput": {"ratio": g}, "totals": {"mfu": m}}}, open(os.path.join(d, j["job"] + ".json"), "w"))
+        os.remove(os.path.join(d, healthy["job"] + ".json"))
+        rows = ft.figures(truth, d, 600)
+        off = sorted(r["job"] for r in rows if not (r["goodput"][2] and r["mfu"][2]))
+        check(len(rows) == len(truth["jobs"]) - 1 and off == sorted([rs["job"], healthy["job"]]),
+              "figures off: %s" % off)
+        out = io.StringIO()
+        check(ft.report_figures(rows, 600, out) == 3, out.getvalue())
+        check("figures: %d of %d jobs' goodput and %d of %d jobs' MFU match" % (len(rows) - 2, len(rows), len(rows) - 1,
+                                                                                 len(rows)) in out.getvalue(), out.getvalue())
+
     # the report names each cause and the false alarm
     out = io.StringIO()
     rows, fa, p, r = ft.score(truth, fa_alerts)
     ft.report(rows, fa, p, r, len(fa_alerts), out)
     text = out.getvalue()
-    check("precision 0.857  recall 1.000  (6 faults, 7 firing alerts, 1 false alarms)" in text, text)
+    check("precision 0.900  recall 1.000  (9 faults, 10 firing alerts, 1 false alarms)" in text, text)
     check("false alarm: straggler on %s %s#%s" % (s["node"], s["job"], other) in text, text)
-    check(text.count("cause: ") == 6, text)
+    check(text.count("cause: ") == n, text)
+    # per detector: the false straggler counts against straggler alone
+    det = ft.per_detector(rows, fa, fa_alerts)
+    check(det["straggler"] == (3, 1, 2, 2) and det["job_hang"] == (1, 0, 1, 1), det)
+    check(det["memory_leak"] == (1, 0, 1, 1) and det["oom_predicted"] == (0, 0, 1, 0), det)
+    out = io.StringIO()
+    ft.report(rows, fa, p, r, len(fa_alerts), out, alerts=fa_alerts)
+    check("  straggler                  3 alerts  1 false  precision 0.667  2 faults 2 found  recall 1.000" in
+          out.getvalue(), out.getvalue())
 
     # the command: 0 perfect, 1 not, 2 unreadable
     with tempfile.TemporaryDirectory() as d:

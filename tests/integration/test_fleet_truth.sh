@@ -17,8 +17,9 @@ import json, sys
 for path in sys.argv[1:]:
     t = json.load(open(path))
     f = t["faults"]
-    assert sorted(x["kind"] for x in f) == ["ecc", "idle", "leak", "starved", "straggler", "throttled"], f
-    assert len({x["node"] for x in f}) == 6, f
+    assert sorted(x["kind"] for x in f) == ["ecc", "hang", "idle", "leak", "powercap", "restart", "starved",
+                                            "straggler", "throttled"], f
+    assert len({x["node"] for x in f}) == 9, f
     by = {x["kind"]: x for x in f}
     assert int(by["ecc"]["node"].split("-")[-1]) < 8 + 4, by["ecc"]      # an H100 or A100
     assert by["leak"]["expect"] == ["memory_leak", "oom_predicted"], by["leak"]
@@ -29,6 +30,11 @@ for path in sys.argv[1:]:
         assert jobs[by[k]["job"]]["ranks"] == 1 and by[k]["rank"] == "0", (k, by[k])
     assert jobs[by["straggler"]["job"]]["ranks"] == 8
     assert by["throttled"]["job"] != by["straggler"]["job"]
+    for k in ("hang", "restart"):  # a whole job of its own node
+        assert by[k]["scope"] == "job" and jobs[by[k]["job"]]["ranks"] == 8 and jobs[by[k]["job"]]["fault"] == k, by[k]
+    assert by["hang"]["says"] == "rank " + by["hang"]["rank"] and jobs[by["hang"]["job"]]["hang_at_s"] > 0
+    assert jobs[by["restart"]["job"]]["crash_every_s"] > 0
+    assert jobs[by["powercap"]["job"]]["ranks"] == 8 and by["powercap"]["job"] != by["straggler"]["job"]
 print("  - truth: one fault of each kind, each alone on its node, single-GPU jobs where planned")
 PY
 # an explicit plan
@@ -62,11 +68,17 @@ python3 "$ROOT/tests/integration/fleet_truth_check.py" "$TMP/t1.json"
 export GPULSE
 fleet() { "$ROOT/bench/fleet_faults.sh" --bin "$ROOT/tests/integration/fake_alerts_up.py" --poll 1 --wait 3 "$@"; }
 fleet >"$TMP/f1" 2>&1 || { cat "$TMP/f1"; fail "fleet check on perfect alerts failed"; }
-grep -q "precision 1.000  recall 1.000  (6 faults, 6 firing alerts, 0 false alarms)" "$TMP/f1" || fail "$(cat "$TMP/f1")"
+grep -q "precision 1.000  recall 1.000  (9 faults, 9 firing alerts, 0 false alarms)" "$TMP/f1" || fail "$(cat "$TMP/f1")"
 rc=0; FAKE_DROP=idle_gpu_allocated fleet >"$TMP/f2" 2>&1 || rc=$?
-[ $rc -eq 1 ] && grep -q "recall 0.833" "$TMP/f2" && grep -q "idle .*MISSED" "$TMP/f2" || fail "a missed fault: rc $rc $(cat "$TMP/f2")"
+[ $rc -eq 1 ] && grep -q "recall 0.889" "$TMP/f2" && grep -q "idle .*MISSED" "$TMP/f2" || fail "a missed fault: rc $rc $(cat "$TMP/f2")"
 rc=0; FAKE_FALSE=1 fleet --seed 3 >"$TMP/f3" 2>&1 || rc=$?
-[ $rc -eq 1 ] && grep -q "precision 0.857  recall 1.000" "$TMP/f3" && grep -q "false alarm: straggler on sim-node-0 nope#0" "$TMP/f3" ||
+[ $rc -eq 1 ] && grep -q "precision 0.900  recall 1.000" "$TMP/f3" && grep -q "false alarm: straggler on sim-node-0 nope#0" "$TMP/f3" ||
     fail "a false alarm: rc $rc $(cat "$TMP/f3")"
-note "bench/fleet_faults.sh: 0 on a perfect answer, 1 on a miss or a false alarm"
+# goodput and MFU from the job documents, once the jobs step (9-13 s in)
+first=$(python3 -c 'import json,sys; print(min(json.load(open(sys.argv[1]))["jobs"], key=lambda j: j["first_step_s"])["job"])' "$TMP/t1.json")
+fleet --poll 15 --wait 15 >"$TMP/f4" 2>&1 || { cat "$TMP/f4"; fail "fleet check on perfect figures failed"; }
+grep -q "^  $first .* ok .* ok" "$TMP/f4" || fail "no figures of $first: $(cat "$TMP/f4")"
+rc=0; FAKE_OFF=$first fleet --poll 15 --wait 15 >"$TMP/f5" 2>&1 || rc=$?
+[ $rc -eq 1 ] && grep -q "^  $first .* OFF" "$TMP/f5" || fail "a goodput off: rc $rc $(cat "$TMP/f5")"
+note "bench/fleet_faults.sh: 0 on a perfect answer, 1 on a miss, a false alarm or a job's figures off"
 note "fleet truth ok"

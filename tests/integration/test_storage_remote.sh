@@ -4,7 +4,8 @@
 # agent with a planted fault (a power-throttled GPU) pushes the same ticks
 # to three servers: one with the embedded store, one with storage: remote
 # on Debian's VictoriaMetrics, one on Debian's Prometheus with its
-# remote-write receiver. The detectors fire gpu_throttled on that GPU in
+# remote-write receiver (its reads all from the cluster, no local
+# window). The detectors fire gpu_throttled on that GPU in
 # all three; then, the agent stopped and the data delivered, the API's
 # answers (/api/v1/gpus, /nodes, /query_range, /series, /labels,
 # /label/NAME/values) of both remote servers equal the embedded one's
@@ -31,8 +32,12 @@ EMB=$SERVER_URL EMB_PID=$SERVER_PID EMB_LOG=$SERVER_LOG
 start_server "${EVAL[@]}" --storage remote --remote-write-url "$VM_URL" \
     --remote-query-url "http://127.0.0.1:$VM_PORT" --remote-timeout 10s
 VMS=$SERVER_URL VMS_PID=$SERVER_PID VMS_LOG=$SERVER_LOG
+# The Prometheus server keeps no local window: every read goes to the
+# cluster, so both read paths (docs/storage.md "The local window") are
+# compared with embedded mode.
 start_server "${EVAL[@]}" --storage remote --remote-write-url "$PROM_URL" \
-    --remote-query-url "http://127.0.0.1:$PROM_PORT/" --remote-header "X-Scope-OrgID: gpulse-test"
+    --remote-query-url "http://127.0.0.1:$PROM_PORT/" --remote-header "X-Scope-OrgID: gpulse-test" \
+    --remote-window 0s
 PRS=$SERVER_URL PRS_PID=$SERVER_PID PRS_LOG=$SERVER_LOG
 
 start_agent --simulate 2x2xH100 --simulate-faults throttled=sim-node-1/1 --interval 1s \

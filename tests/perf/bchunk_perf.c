@@ -1,10 +1,11 @@
 /*
  * bchunk_perf.c - measures the block chunk decoder (src/store/bchunk.c)
- * on a real block file: every chunk of the file decoded whole
- * (gp_st_bchunk_decode), then through the windowed decoder for the last
- * 5 minutes of each chunk (what an instant selector's lookback reads),
- * ROUNDS times each; prints ns per sample decoded and the file's bytes
- * per sample.
+ * on a real block file: every chunk of the file decoded whole, then
+ * through the windowed decoder for the last 5 minutes of each chunk
+ * (what an instant selector's lookback reads), ROUNDS times each, both
+ * through gp_st_bchunk_decode_in as the store reads them (a chunk of
+ * encoding 2 finds its shared time record in the file); prints ns per
+ * sample decoded and the file's bytes per sample.
  *
  * Not part of the test suite (numbers, not checks). Build and run:
  *
@@ -46,15 +47,17 @@ int main(int argc, char **argv)
         struct gp_st_bentry e;
         gp_st_bfile_entry(&bf, i, &e);
         samples += e.count;
-        bytes += e.len + GP_ST_BF_ENTRY;
     }
+    bytes = size; /* time records, index and all */
     double whole = 1e30, tail = 1e30;
     for (int r = 0; r < rounds; r++) {
         double t0 = now_s();
         for (uint32_t i = 0; i < bf.n; i++) {
             struct gp_st_bentry e;
             gp_st_bfile_entry(&bf, i, &e);
-            int k = gp_st_bchunk_decode(bf.data + e.off, e.len, t, v, GP_CHUNK_MAX_SAMPLES);
+            size_t first;
+            int k = gp_st_bchunk_decode_in(&bf, bf.data + e.off, e.len, INT64_MIN, INT64_MAX, 1, t, v,
+                                           GP_CHUNK_MAX_SAMPLES, &first);
             if (k < 0) {
                 fprintf(stderr, "bchunk-perf: entry %u does not decode\n", i);
                 return 1;
@@ -66,8 +69,8 @@ int main(int argc, char **argv)
             struct gp_st_bentry e;
             size_t first;
             gp_st_bfile_entry(&bf, i, &e);
-            int k = gp_st_bchunk_decode_window(bf.data + e.off, e.len, e.t_last - 300000, e.t_last, t, v,
-                                               GP_CHUNK_MAX_SAMPLES, &first);
+            int k = gp_st_bchunk_decode_in(&bf, bf.data + e.off, e.len, e.t_last - 300000, e.t_last, 0, t, v,
+                                           GP_CHUNK_MAX_SAMPLES, &first);
             if (k < 0)
                 return 1;
             sink += (uint64_t)first;

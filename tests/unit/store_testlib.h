@@ -13,14 +13,19 @@
 #include "lib/err.h"
 #include "storage/storage.h"
 #include "store/store.h"
+#include "store/store_fmt.h"
 #include "test.h"
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 /* A request of nseries series (gpu_util{gpu="<k>",node="n<k/8>"} for k in
  * [first, first+nseries)) with per samples each. */
@@ -189,6 +194,51 @@ static inline uint32_t tid(struct gp_store *s, uint32_t k)
     gp_store_selection_free(&sl);
     gp_matchers_free(m, nm);
     return id;
+}
+
+/* The one block file in dir/blocks: its bytes (caller frees), its path
+ * (into path) and size. */
+static inline uint8_t *tblock_read(const char *dir, char *path, size_t plen, size_t *size)
+{
+    snprintf(path, plen, "%s/blocks", dir);
+    DIR *d = opendir(path);
+    CHECK(d);
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        size_t l = strlen(de->d_name);
+        if (l > 4 && strcmp(de->d_name + l - 4, ".blk") == 0)
+            break;
+    }
+    CHECK(de);
+    snprintf(path + strlen(path), plen - strlen(path), "/%s", de->d_name);
+    closedir(d);
+    int fd = open(path, O_RDONLY);
+    CHECK(fd >= 0);
+    struct stat st;
+    CHECK(fstat(fd, &st) == 0);
+    uint8_t *buf = malloc((size_t)st.st_size);
+    CHECK(buf && pread(fd, buf, (size_t)st.st_size, 0) == st.st_size);
+    close(fd);
+    *size = (size_t)st.st_size;
+    return buf;
+}
+
+/* The offset of the first indexed payload of the one block file in
+ * dir/blocks (the bytes before it, past the header, are the time record
+ * that payload's series shares). */
+static inline uint64_t tfirst_payload(const char *dir)
+{
+    char path[1024];
+    size_t size;
+    uint8_t *buf = tblock_read(dir, path, sizeof path, &size);
+    struct gp_st_bfile bf;
+    char err[128];
+    CHECK_INT(gp_st_bfile_parse(buf, size, &bf, err, sizeof err), GP_OK);
+    struct gp_st_bentry e;
+    gp_st_bfile_entry(&bf, 0, &e);
+    free(buf);
+    CHECK(e.off > GP_ST_BF_HEADER);
+    return e.off;
 }
 
 #endif

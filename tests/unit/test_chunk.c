@@ -579,6 +579,42 @@ static void test_batch_decode_every_window_width(void)
     }
 }
 
+/* Every XOR width (1..64 significant bits) at every trailing-zero count,
+ * between timestamps whose delta-of-delta falls in each bucket: the bit
+ * writer sees each field width starting at each bit offset of a byte. */
+static void test_every_field_width(void)
+{
+    enum { N = 2200 };
+    static const int64_t dod[] = {0, 1, -1, 63, -64, 255, -256, 2047, -2048, INT64_C(1) << 40,
+                                  -(INT64_C(1) << 40), 12345, 0, 0, 7};
+    int64_t *ts = malloc(N * sizeof *ts);
+    double *vs = malloc(N * sizeof *vs);
+    CHECK(ts && vs);
+    struct gp_chunk c;
+    CHECK_INT(gp_chunk_init(&c, 1u << 20, N), GP_OK);
+    uint64_t s = 99, bits = 0x400921fb54442d18ULL;
+    int64_t t = 0, delta = INT64_C(1) << 42;
+    size_t n = 0;
+    for (unsigned w = 1; w <= 64 && n < N; w++)
+        for (unsigned tz = 0; w + tz <= 64 && n < N; tz += 1 + w / 16) {
+            uint64_t x = w == 64 ? rng_next(&s) | (UINT64_C(1) << 63) | 1
+                                 : (((rng_next(&s) & ((UINT64_C(1) << w) - 1)) | (UINT64_C(1) << (w - 1)) | 1)
+                                    << tz);
+            bits ^= x;
+            delta += dod[n % (sizeof dod / sizeof dod[0])];
+            t += delta;
+            ts[n] = t;
+            vs[n] = gp_bits_f64(bits);
+            CHECK_INT(gp_chunk_append(&c, ts[n], vs[n]), GP_OK);
+            n++;
+        }
+    CHECK(n > 1000);
+    check_decodes(&c, ts, vs, n);
+    gp_chunk_free(&c);
+    free(ts);
+    free(vs);
+}
+
 const struct gp_test gp_tests_chunk[] = {
     {"regular_scrapes_compress", test_regular_scrapes_compress},
     {"jittered_timestamps", test_jittered_timestamps},
@@ -592,5 +628,6 @@ const struct gp_test gp_tests_chunk[] = {
     {"corrupted_bytes", test_corrupted_bytes},
     {"batch_decode_matches_iterator", test_batch_decode_matches_iterator},
     {"batch_decode_every_window_width", test_batch_decode_every_window_width},
+    {"every_field_width", test_every_field_width},
     {0},
 };

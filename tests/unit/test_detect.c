@@ -917,6 +917,21 @@ static void test_straggler(void)
     CHECK_CONTAINS(o->summary, "rank 5 of llama-7 on n2 (pid 4005) GPU 5 is a straggler: 0.42");
     CHECK_CONTAINS(o->summary, "likely cause: thermal or power throttling on 100 % of points");
     CHECK_INT(nbad(), 1);
+    /* ... explained by a power limit set under its peers' (nvidia-smi -pl) */
+    for (int r = 0; r < 8; r++)
+        fill(&v, &v.gpus[r], GP_VGM_POWER_LIMIT, r == 5 ? 420 : 700);
+    CHECK_INT(run(GP_DET_STRAGGLER, &v), GP_OK);
+    CHECK_CONTAINS(about_rank("llama-7", 5)->summary,
+                   "likely cause: GPU 5 is held at a 420 W power limit vs 700 W on its peers (power "
+                   "capping on 100 % of points): restore its limit (nvidia-smi -pl)");
+    fill(&v, &v.gpus[5], GP_VGM_THROTTLE_POWER, NAN); /* no clock-event reasons (AMD): not said */
+    CHECK_INT(run(GP_DET_STRAGGLER, &v), GP_OK);
+    CHECK_CONTAINS(about_rank("llama-7", 5)->summary,
+                   "likely cause: GPU 5 is held at a 420 W power limit vs 700 W on its peers: restore");
+    fill(&v, &v.gpus[5], GP_VGM_THROTTLE_POWER, 1);
+    fill(&v, &v.gpus[5], GP_VGM_POWER_LIMIT, 690); /* within 5 %: not the cause */
+    CHECK_INT(run(GP_DET_STRAGGLER, &v), GP_OK);
+    CHECK_CONTAINS(about_rank("llama-7", 5)->summary, "likely cause: thermal or power throttling");
 
     /* the cause can be a lower clock than the peers', or PCIe replays */
     fill(&v, &v.gpus[5], GP_VGM_THROTTLE_POWER, 0);

@@ -106,6 +106,34 @@ static void test_fires_naming_first(void)
     gp_view_free(&v);
 }
 
+/* NCCL spinning on a GPU with profiling metrics: SM activity 18 % (a few
+ * SMs poll), utilization 100 %: spinning, not "at 18 %". The rank stuck
+ * on the host reads 0 on both. */
+static void test_spinning_by_utilization(void)
+{
+    struct gp_view v;
+    unsigned stop[4] = {11, 11, 11, 11};
+    hang_view(&v, 4, stop, 0.18);
+    for (unsigned r = 0; r < 4; r++) {
+        double *sm = gp_view_gpu_series(&v, &v.gpus[r], GP_VGM_SM_ACTIVE);
+        double *ut = gp_view_gpu_series(&v, &v.gpus[r], GP_VGM_UTIL);
+        for (unsigned k = 0; k < NPTS; k++) {
+            if (r == 1 && k >= 11)
+                sm[k] = 0;
+            ut[k] = k < 11 ? 0.98 : r == 1 ? 0 : 1.0;
+        }
+    }
+    CHECK_INT(run_hang(&v, NULL), GP_OK);
+    CHECK_INT(nseen, 1);
+    CHECK(seen[0].bad);
+    CHECK_CONTAINS(seen[0].summary, "3 of 4 GPUs spinning at full use, 1 idle");
+    CHECK_CONTAINS(seen[0].evidence, "rank 0 on n1: last step 526, no step for 2m25s, allowance 2m (10 x "
+                                     "2.000 s a step); GPU spinning at 100 % (waiting in a collective)");
+    CHECK_CONTAINS(seen[0].evidence, "rank 1 on n1: last step 526, no step for 2m25s, allowance 2m (10 x "
+                                     "2.000 s a step); GPU idle (0 %)");
+    gp_view_free(&v);
+}
+
 /* With Flight Recorder dumps read by the agent, the rank missing from
  * the collective the others wait in is named first. */
 static void test_flight_recorder_names_missing(void)
@@ -300,6 +328,7 @@ static void test_config_errors(void)
 const struct gp_test gp_tests_detect_hang[] = {
     {"fires_naming_first", test_fires_naming_first},
     {"flight_recorder_names_missing", test_flight_recorder_names_missing},
+    {"spinning_by_utilization", test_spinning_by_utilization},
     {"silent_under_allowance", test_silent_under_allowance},
     {"one_rank_stepping", test_one_rank_stepping},
     {"own_pace_and_idle", test_own_pace_and_idle},

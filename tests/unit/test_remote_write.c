@@ -574,6 +574,85 @@ static void test_name_charset(void)
     }
 }
 
+/* A Sample's bytes: value (when has_v), then timestamp varint bytes ts[0..nts), then extra. */
+static size_t sample_bytes(uint8_t *out, int has_v, double v, const uint8_t *ts, size_t nts,
+                           const uint8_t *extra, size_t nextra)
+{
+    size_t n = 0;
+    if (has_v) {
+        uint64_t bits = gp_f64_bits(v);
+        out[n++] = 0x09;
+        for (int i = 0; i < 8; i++)
+            out[n++] = (uint8_t)(bits >> (8 * i));
+    }
+    if (nts) {
+        out[n++] = 0x10;
+        memcpy(out + n, ts, nts);
+        n += nts;
+    }
+    if (nextra)
+        memcpy(out + n, extra, nextra);
+    return n + nextra;
+}
+
+static void test_sample_forms(void)
+{
+    /* The usual form takes the decoder's one-step path; every other form
+     * (fields reordered, repeated or unknown, a 10-byte timestamp, padded
+     * varints) must decode as protobuf says, and a cut one must fail. */
+    static const uint8_t t7[] = {7}, t_now[] = {0xe8, 0xa7, 0xac, 0x8f, 0xac, 0x33}, /* 1764190000104 */
+        t_neg[] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01},  /* -1 */
+        t_pad[] = {0x85, 0x80, 0x00},                                            /* 5, padded */
+        ts9[] = {0x10, 9}, unk[] = {0x18, 5}, v2[] = {0x09, 0, 0, 0, 0, 0, 0, 0xf0, 0x3f}; /* 1.0 */
+    struct {
+        uint8_t b[40];
+        size_t n;
+        double v;
+        int64_t t;
+    } c[9];
+    size_t k = 0;
+    c[k].n = sample_bytes(c[k].b, 1, 2.5, t7, 1, NULL, 0), c[k].v = 2.5, c[k].t = 7, k++;
+    c[k].n = sample_bytes(c[k].b, 1, -0.125, t_now, sizeof t_now, NULL, 0), c[k].v = -0.125,
+    c[k].t = INT64_C(1764190000104), k++;
+    c[k].n = sample_bytes(c[k].b, 1, 3.0, t_neg, sizeof t_neg, NULL, 0), c[k].v = 3.0, c[k].t = -1, k++;
+    c[k].n = sample_bytes(c[k].b, 1, 4.0, t_pad, sizeof t_pad, NULL, 0), c[k].v = 4.0, c[k].t = 5, k++;
+    c[k].n = sample_bytes(c[k].b, 1, 5.0, t7, 1, ts9, sizeof ts9), c[k].v = 5.0, c[k].t = 9, k++;
+    c[k].n = sample_bytes(c[k].b, 1, 6.0, t7, 1, unk, sizeof unk), c[k].v = 6.0, c[k].t = 7, k++;
+    c[k].n = sample_bytes(c[k].b, 1, 7.0, t7, 1, v2, sizeof v2), c[k].v = 1.0, c[k].t = 7, k++;
+    c[k].n = sample_bytes(c[k].b, 0, 0, t7, 1, v2, sizeof v2), c[k].v = 1.0, c[k].t = 7, k++; /* t first */
+    c[k].n = sample_bytes(c[k].b, 1, 8.0, NULL, 0, NULL, 0), c[k].v = 8.0, c[k].t = 0, k++;
+    struct pb req = {.n = 0};
+    for (size_t i = 0; i < k; i++) { /* a series each: pb's lengths stay one byte */
+        struct pb ser = {.n = 0};
+        pb_label(&ser, "__name__", "m", 1);
+        pb_bytes(&ser, 0x12, c[i].b, c[i].n);
+        pb_bytes(&ser, 0x12, c[0].b, c[0].n); /* and the usual form after it */
+        pb_bytes(&req, 0x0a, ser.b, ser.n);
+    }
+    struct gp_batch r;
+    char err[256] = "";
+    CHECK_INT(decode_raw(req.b, req.n, &r, err, sizeof err), GP_OK);
+    CHECK_INT(r.nseries, k);
+    for (size_t i = 0; i < k; i++) {
+        const struct gp_sample *x = r.series[i].samples;
+        CHECK_INT(r.series[i].nsamples, 2);
+        if (x[0].value != c[i].v || x[0].timestamp_ms != c[i].t)
+            gp_test_fail(__FILE__, __LINE__, "sample %zu: got %g at %lld, want %g at %lld", i, x[0].value,
+                         (long long)x[0].timestamp_ms, c[i].v, (long long)c[i].t);
+        CHECK(x[1].value == 2.5 && x[1].timestamp_ms == 7);
+    }
+    gp_rw_decoded_free(&r);
+
+    /* The usual length, but the timestamp's varint never ends. */
+    static const uint8_t t_cut[] = {0x80, 0x80};
+    struct pb bad = {.n = 0}, breq = {.n = 0};
+    uint8_t b[40];
+    pb_label(&bad, "__name__", "m", 1);
+    pb_bytes(&bad, 0x12, b, sample_bytes(b, 1, 1.0, t_cut, sizeof t_cut, NULL, 0));
+    pb_bytes(&breq, 0x0a, bad.b, bad.n);
+    expect_error(breq.b, breq.n, GP_EPARSE, "truncated varint");
+}
+
 /* One MetricMetadata body: type (negative: absent), name, help, unit
  * (NULL: absent), and an unknown field 9 when extra. */
 static void pb_meta(struct pb *req, int type, const char *name, const char *help, const char *unit,
@@ -741,6 +820,7 @@ const struct gp_test gp_tests_remote_write[] = {
     {"unsorted_duplicates_rejected", test_unsorted_duplicates_rejected},
     {"utf8_every_position", test_utf8_every_position},
     {"name_charset", test_name_charset},
+    {"sample_forms", test_sample_forms},
     {"metadata_decodes", test_metadata_decodes},
     {"metadata_rejects", test_metadata_rejects},
     {"metadata_cap", test_metadata_cap},

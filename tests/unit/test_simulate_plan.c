@@ -5,12 +5,14 @@
  * truth; simulated jobs and step reporters in the frame (and the jobs
  * source leaving them alone); the leak's slope and time to OOM; the
  * straggler's step time as an outlier of its job; healthy memory that
- * rises once and plateaus.
+ * rises once and plateaus; checkpoints, the hang, the crash loop and
+ * the power-capped straggler.
  */
 #include "lib/err.h"
 #include "sources/simulate.h"
 #include "sources/simulate_plan.h"
 #include "sources/simulate_spec.h"
+#include "sources/steps_proto.h"
 #include "test.h"
 
 #include <math.h>
@@ -225,7 +227,13 @@ static void test_truth_json(void)
         kinds++;
     for (const char *s = buf; (s = strstr(s, "{\"job\": ")); s++)
         jobs++;
-    CHECK_INT(kinds, 6);
+    CHECK_INT(kinds, GP_SIM_FAULT__COUNT);
+    CHECK_CONTAINS(buf, "\"kind\": \"hang\"");
+    CHECK_CONTAINS(buf, "\"scope\": \"job\", \"expect\": [\"job_hang\"]");
+    CHECK_CONTAINS(buf, "\"says\": \"rank ");
+    CHECK_CONTAINS(buf, "\"expect\": [\"low_goodput\"], \"allow\": [], \"says\": \"lost\"");
+    CHECK_CONTAINS(buf, "\"tokens_per_step\": 65536");
+    CHECK_CONTAINS(buf, "\"precision\": \"bf16\", \"step_s\": [");
     CHECK_INT(jobs, 17);
     free(buf);
     gp_sim_plan_free(&p);
@@ -446,10 +454,12 @@ static void test_straggler_outlier(void)
         CHECK(mad > 0);
         for (unsigned i = 0; i < n; i++) {
             double z = 0.6745 * (t[i] - med) / mad;
+            /* the detector's score: the MAD floored at 2 % of the median */
+            double zf = 0.6745 * (t[i] - med) / fmax(mad, 0.02 * med);
             if (rank_of[i] == p->slots[sg].rank)
-                CHECK(z > 3.5);
+                CHECK(z > 3.5 && zf > 3.5);
             else
-                CHECK(fabs(z) < 3.5);
+                CHECK(fabs(zf) < 3.5);
         }
         CHECK(straggler > 1.4 * med);
         gp_frame_free(&f);
@@ -475,8 +485,13 @@ static void test_healthy_plateau(void)
         for (unsigned i = 0; i < 112; i++) {
             const struct gp_gpu *g = &f.gpus[i];
             double m = g->val[GPF_MEMORY_USED] / g->val[GPF_MEMORY_TOTAL];
-            double run = t - p->slots[i].start_s - 8;
-            if (p->slots[i].fault == GP_SIM_FAULT_LEAK)
+            const struct gp_sim_slot *sl = &p->slots[i];
+            double run = t - sl->start_s - 8;
+            if (sl->fault == GP_SIM_FAULT_LEAK || sl->crash_every_s > 0)
+                continue; /* memory that grows, or rises again at each restart */
+            /* a checkpoint's dip (test_checkpoint) */
+            double per = sl->ckpt_every_s + sl->ckpt_s, in = run - per * floor(run / per);
+            if (sl->ckpt_s > 0 && run > 0 && in >= sl->ckpt_every_s - 1 && in < per + 1)
                 continue;
             if (k == 0)
                 CHECK(m < 0.05);
@@ -490,7 +505,7 @@ static void test_healthy_plateau(void)
         }
     }
     for (unsigned i = 0; i < 112; i++) {
-        if (p->slots[i].fault == GP_SIM_FAULT_LEAK)
+        if (p->slots[i].fault == GP_SIM_FAULT_LEAK || p->slots[i].crash_every_s > 0)
             continue;
         CHECK(hi[i] - lo[i] < 0.003); /* then plateaus */
         CHECK(hi[i] < 0.9);
@@ -500,6 +515,194 @@ static void test_healthy_plateau(void)
     free(prev);
     gp_frame_free(&f);
     gp_source_simulate.close(st);
+}
+
+static double mem_of(const struct gp_gpu *g) { return g->val[GPF_MEMORY_USED] / g->val[GPF_MEMORY_TOTAL]; }
+
+/* The step reporter of job k's rank in f; NULL when none. */
+static const struct gp_step_stats *steps_of(const struct gp_frame *f, unsigned k, int rank)
+{
+    char name[32];
+    gp_sim_job_name(name, sizeof name, k);
+    for (unsigned s = 0; s < f->nsteps; s++)
+        if (!strcmp(f->steps[s].jid.job, name) && f->steps[s].jid.rank == rank)
+            return &f->steps[s];
+    return NULL;
+}
+
+/* Samples st at `run` seconds after GPU gi's job's first step (a first tick at T0_MS comes first). */
+static void sample_run(void *st, struct gp_frame *f, const struct gp_sim_slot *sl, double run)
+{
+    sample_at(st, f, T0_MS + (int64_t)((sl->start_s + GP_SIM_LOAD_S + run) * 1000));
+}
+
+/* A node job checkpoints: steps pause, utilization and memory dip, the
+ * phase is reported when it ends; the single-GPU jobs never do. */
+static void test_checkpoint(void)
+{
+    void *st = open_sim("1x8xH100", 4, "starved=sim-node-0/6");
+    const struct gp_sim_plan *p = gp_sim_state_plan(st);
+    const struct gp_sim_slot *sl = &p->slots[0];
+    CHECK(sl->ckpt_every_s >= 240 && sl->ckpt_every_s <= 330);
+    CHECK(sl->ckpt_s >= 15 && sl->ckpt_s <= 25);
+    CHECK_INT(p->slots[6].ckpt_s, 0);
+    struct gp_frame f;
+    gp_frame_init(&f);
+    sample_at(st, &f, T0_MS);
+    double every = sl->ckpt_every_s, ck = sl->ckpt_s;
+    sample_run(st, &f, sl, every - 3);
+    const struct gp_step_stats *a = steps_of(&f, sl->job, 0);
+    CHECK(a && a->phase_valid && a->phase_seconds_total[GP_STEPS_PHASE_CHECKPOINT] == 0);
+    double before_mem = f.gpus[0].val[GPF_MEMORY_USED] / f.gpus[0].val[GPF_MEMORY_TOTAL];
+    uint64_t before = a->steps_total;
+    CHECK(f.gpus[0].val[GPF_GPU_UTIL] >= 50);
+    sample_run(st, &f, sl, every + 2);
+    uint64_t in1 = steps_of(&f, sl->job, 0)->steps_total;
+    sample_run(st, &f, sl, every + ck / 2);
+    const struct gp_step_stats *m = steps_of(&f, sl->job, 0);
+    CHECK_INT(m->steps_total, in1); /* no step while it saves */
+    CHECK(in1 > before);
+    CHECK_DBL(m->phase_seconds_total[GP_STEPS_PHASE_CHECKPOINT], 0, 0); /* reported when it ends */
+    CHECK(f.gpus[0].val[GPF_GPU_UTIL] < 40);
+    double dip = f.gpus[0].val[GPF_MEMORY_USED] / f.gpus[0].val[GPF_MEMORY_TOTAL];
+    CHECK(dip < before_mem - 0.04 && dip > before_mem - 0.06);
+    CHECK(!steps_of(&f, p->slots[6].job, 0)->phase_valid); /* the starved job: no checkpoints */
+    sample_run(st, &f, sl, every + ck + 10);
+    const struct gp_step_stats *after = steps_of(&f, sl->job, 0);
+    CHECK_DBL(after->phase_seconds_total[GP_STEPS_PHASE_CHECKPOINT], ck, 1e-9);
+    CHECK(after->steps_total > in1);
+    CHECK_DBL(after->step_seconds_total, (double)after->steps_total * sl->step_s, 1e-6);
+    CHECK(fabs(f.gpus[0].val[GPF_MEMORY_USED] / f.gpus[0].val[GPF_MEMORY_TOTAL] - before_mem) < 0.003);
+    CHECK(after->model_flops_token > 0 && after->model_precision == GP_PREC_BF16);
+    gp_frame_free(&f);
+    gp_source_simulate.close(st);
+}
+
+/* A hung job: every rank stops stepping, processes live; the rank it
+ * waits for idles, its peers spin in the collective; a minute later the
+ * Flight Recorder names the missing rank. */
+static void test_hang(void)
+{
+    void *st = open_sim("3x8xA100", 1, "hang=sim-node-0/3");
+    const struct gp_sim_plan *p = gp_sim_state_plan(st);
+    const struct gp_sim_slot *sl = &p->slots[3];
+    CHECK(sl->hang_at_s >= 150 && sl->hang_at_s < sl->ckpt_every_s);
+    CHECK_INT(gp_sim_gpu_behaviour(st, 3), GP_SIM_HANG);
+    CHECK_INT(p->slots[8].hang_at_s, 0); /* the other nodes' jobs step on */
+    struct gp_frame f;
+    gp_frame_init(&f);
+    sample_at(st, &f, T0_MS);
+    uint64_t s1[8], s2[8];
+    uint32_t pid[8];
+    sample_run(st, &f, sl, sl->hang_at_s - 5);
+    for (int r = 0; r < 8; r++) {
+        s1[r] = steps_of(&f, sl->job, r)->steps_total;
+        pid[r] = steps_of(&f, sl->job, r)->pid;
+    }
+    sample_run(st, &f, sl, sl->hang_at_s + 30);
+    for (int r = 0; r < 8; r++) {
+        s2[r] = steps_of(&f, sl->job, r)->steps_total;
+        CHECK(s2[r] >= s1[r] && s2[r] <= s1[r] + 15);
+        CHECK(!steps_of(&f, sl->job, r)->fr_missing_valid && !steps_of(&f, sl->job, r)->fr_waiting_valid);
+    }
+    sample_run(st, &f, sl, sl->hang_at_s + 200);
+    int64_t seq = -1;
+    for (int r = 0; r < 8; r++) {
+        const struct gp_step_stats *x = steps_of(&f, sl->job, r);
+        CHECK(x != NULL); /* the process lives */
+        CHECK_INT(x->steps_total, s2[r]);
+        CHECK_INT(x->pid, pid[r]);
+        const struct gp_gpu *g = &f.gpus[r];
+        if (r == 3) { /* stuck on the host */
+            CHECK(g->val[GPF_GPU_UTIL] < 5);
+            CHECK(x->fr_missing_valid && !x->fr_waiting_valid);
+            seq = x->fr_missing;
+        } else { /* spinning in NCCL */
+            CHECK_DBL(g->val[GPF_GPU_UTIL], 100, 0);
+            CHECK(g->val[GPF_POWER_USAGE] < 0.6 * g->val[GPF_POWER_LIMIT]);
+            CHECK(x->fr_waiting_valid && !x->fr_missing_valid);
+        }
+        CHECK(mem_of(g) > 0.6); /* memory held */
+    }
+    CHECK(seq > 0);
+    for (int r = 0; r < 8; r++)
+        if (r != 3)
+            CHECK_INT(steps_of(&f, sl->job, r)->fr_waiting, seq);
+    CHECK(steps_of(&f, p->slots[8].job, 0)->steps_total > s2[0]); /* another job steps on */
+    gp_frame_free(&f);
+    gp_source_simulate.close(st);
+}
+
+/* A crash loop: every rank dies after crash_every_s, restarts with a new
+ * pid and repeats the steps it had done (none was checkpointed). */
+static void test_crash_loop(void)
+{
+    void *st = open_sim("3x8xA100", 1, "restart=sim-node-1/2");
+    const struct gp_sim_plan *p = gp_sim_state_plan(st);
+    const struct gp_sim_slot *sl = &p->slots[8 + 2];
+    double c = sl->crash_every_s;
+    CHECK(c >= 150 && c < 200 && c < sl->ckpt_every_s);
+    for (unsigned i = 8; i < 16; i++)
+        CHECK_DBL(p->slots[i].crash_every_s, c, 0);
+    CHECK_INT(p->slots[0].crash_every_s, 0);
+    struct gp_frame f;
+    gp_frame_init(&f);
+    sample_at(st, &f, T0_MS);
+    sample_run(st, &f, sl, c - 3);
+    const struct gp_step_stats *x = steps_of(&f, sl->job, 5);
+    CHECK(x != NULL);
+    uint64_t last = x->last_step;
+    uint32_t pid = x->pid;
+    CHECK(last > 100);
+    sample_run(st, &f, sl, c + 4); /* its new process loads */
+    for (int r = 0; r < 8; r++)
+        CHECK(steps_of(&f, sl->job, r) == NULL);
+    CHECK(mem_of(&f.gpus[8 + 5]) < 0.6);
+    CHECK_INT(f.njobs, 24); /* its job is still there */
+    sample_run(st, &f, sl, c + GP_SIM_RESTART_S + 30);
+    x = steps_of(&f, sl->job, 5);
+    CHECK(x != NULL);
+    CHECK(x->pid != pid);
+    CHECK(x->last_step < last); /* it repeats steps done before */
+    CHECK_DBL((double)x->last_step, floor(30 / p->slots[8 + 5].step_s), 1);
+    CHECK_DBL(x->phase_seconds_total[GP_STEPS_PHASE_CHECKPOINT], 0, 0);
+    gp_frame_free(&f);
+    gp_source_simulate.close(st);
+}
+
+/* A power-capped straggler: held at 60 % of its card's limit, at that cap
+ * with sw_power_cap set, clocks down, its steps 1.35x its peers'. */
+static void test_powercap(void)
+{
+    void *st = open_sim("1x8xH100", 2, "powercap=sim-node-0/5");
+    const struct gp_sim_plan *p = gp_sim_state_plan(st);
+    CHECK_INT(gp_sim_gpu_behaviour(st, 5), GP_SIM_POWERCAP);
+    struct gp_frame f;
+    gp_frame_init(&f);
+    sample_at(st, &f, T0_MS);
+    sample_run(st, &f, &p->slots[5], 120);
+    const struct gp_gpu *g = &f.gpus[5], *peer = &f.gpus[4];
+    CHECK_DBL(g->val[GPF_POWER_LIMIT], 0.6 * peer->val[GPF_POWER_LIMIT], 1e-6);
+    CHECK(g->val[GPF_POWER_USAGE] > 0.98 * g->val[GPF_POWER_LIMIT]);
+    CHECK(g->clock_events_valid && (g->clock_events & 0x4));
+    CHECK(!(peer->clock_events & 0x4));
+    CHECK(g->val[GPF_SM_CLOCK] < 0.8 * peer->val[GPF_SM_CLOCK]);
+    CHECK(g->val[GPF_GPU_UTIL] > 90); /* busy, just slower */
+    const struct gp_step_stats *me = steps_of(&f, p->slots[5].job, 5), *other = steps_of(&f, p->slots[4].job, 4);
+    double ratio = (me->step_seconds_total / (double)me->steps_total) /
+                   (other->step_seconds_total / (double)other->steps_total);
+    CHECK(ratio > 1.3 && ratio < 1.4);
+    gp_frame_free(&f);
+    gp_source_simulate.close(st);
+    /* the override's checks of the new kinds */
+    char err[256];
+    struct gp_sim_plan q;
+    CHECK_INT(build("2x8xH100", 1, "hang=sim-node-0/3,leak=sim-node-0/1", &q, err, sizeof err), GP_EUSAGE);
+    CHECK_CONTAINS(err, "the hang on sim-node-0/3 is a fault of its whole job, but leak is in that job too");
+    CHECK_INT(build("1x3xH100", 1, "powercap=sim-node-0/0,idle=sim-node-0/1", &q, err, sizeof err), GP_EUSAGE);
+    CHECK_CONTAINS(err, "the powercap on sim-node-0/0 needs at least two peers");
+    CHECK_INT(build("2x8xH100", 1, "restart=sim-node-0/3,idle=sim-node-0/1", &q, err, sizeof err), GP_OK);
+    gp_sim_plan_free(&q);
 }
 
 const struct gp_test gp_tests_simulate_plan[] = {
@@ -512,5 +715,9 @@ const struct gp_test gp_tests_simulate_plan[] = {
     {"leak_slope", test_leak_slope},
     {"straggler_outlier", test_straggler_outlier},
     {"healthy_plateau", test_healthy_plateau},
+    {"checkpoint", test_checkpoint},
+    {"hang", test_hang},
+    {"crash_loop", test_crash_loop},
+    {"powercap", test_powercap},
     {0},
 };

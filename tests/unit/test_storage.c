@@ -7,6 +7,7 @@
  * samples, labels, forwarding of writes, and the errors of a cluster
  * that is down or answers nonsense.
  */
+#include "lib/clock.h"
 #include "lib/err.h"
 #include "net/http.h"
 #include "server/config.h"
@@ -233,6 +234,23 @@ static void fake_handle(void *ctx, const struct gp_http_request *req, struct gp_
         gp_buf_puts(&resp->body, "{\"status\":\"error\",\"errorType\":\"execution\",\"error\":\"too many samples\"}");
         return;
     }
+    if (mode == 4) { /* a cluster holding one series of the last minute: a refill */
+        int64_t now = gp_wall_ms();
+        size_t n;
+        const uint8_t *body = gp_http_body(req, &n);
+        pthread_mutex_lock(&f->mu);
+        snprintf(f->last_query, sizeof f->last_query, "%.*s", (int)n, body ? (const char *)body : "");
+        pthread_mutex_unlock(&f->mu);
+        if (!strcmp(path, "/api/v1/label/__name__/values"))
+            gp_buf_puts(&resp->body, "{\"status\":\"success\",\"data\":[\"gpu_util\"]}");
+        else
+            gp_buf_printf(&resp->body,
+                          "{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":["
+                          "{\"metric\":{\"__name__\":\"gpu_util\",\"gpu\":\"1\",\"node\":\"n0\"},"
+                          "\"values\":[[%.3f,\"4\"],[%.3f,\"5\"]]}]}}",
+                          (double)(now - 60000) / 1e3, (double)(now - 30000) / 1e3);
+        return;
+    }
     if (!strcmp(path, "/api/v1/query_range")) {
         size_t n;
         const uint8_t *body = gp_http_body(req, &n);
@@ -282,7 +300,7 @@ static void fake_start(struct fake *f)
         gp_test_fail(__FILE__, __LINE__, "fake cluster: %s", err);
 }
 
-static struct gp_storage *remote_open(unsigned port, const char *dir)
+static struct gp_storage *remote_open_window(unsigned port, const char *dir, const char *win)
 {
     char wurl[128], qurl[128], tok[600];
     snprintf(wurl, sizeof wurl, "http://127.0.0.1:%u/api/v1/write", port);
@@ -300,12 +318,19 @@ static struct gp_storage *remote_open(unsigned port, const char *dir)
     o.remote.bearer_token_file = tok;
     o.remote.headers[0] = "X-Scope-OrgID: team-a";
     o.remote.nheaders = 1;
+    o.remote.window_dir = win;
+    o.remote.window_ms = win ? 120000 : 0;
     struct gp_storage *s = NULL;
     char err[256] = "";
     int rc = gp_storage_open(&s, &o, err, sizeof err);
     if (rc)
         gp_test_fail(__FILE__, __LINE__, "remote open: %s", err);
     return s;
+}
+
+static struct gp_storage *remote_open(unsigned port, const char *dir)
+{
+    return remote_open_window(port, dir, NULL);
 }
 
 static void names_cb(void *arg, const char *s, size_t n) { strs_cb(arg, s, n); }
@@ -535,6 +560,69 @@ static void test_remote_forwards_writes(void)
     gp_http_stop(f.http);
 }
 
+/* The local window (docs/storage.md "The local window"): refilled from
+ * the cluster at open, fed by the writes that pass through, answering
+ * reads within it without a request; reads before it ask the cluster. */
+static void test_remote_window(void)
+{
+    struct fake f;
+    fake_start(&f);
+    atomic_store(&f.mode, 4);
+    char win[600];
+    snprintf(win, sizeof win, "%s/win", gp_test_tmpdir());
+    int64_t now = gp_wall_ms();
+    struct gp_storage *s = remote_open_window(gp_http_port(f.http), NULL, win);
+    int q = atomic_load(&f.queries);
+    CHECK_INT(q, 2); /* the names, then gpu_util's samples */
+    CHECK_CONTAINS(f.last_query, "gpu_util");
+    atomic_store(&f.mode, 1); /* from now on the cluster fails: what answers is the window */
+    struct treq r;
+    const double val[] = {6};
+    treq_build(&r, 1, 1, 1, now - 5000, 1000, val);
+    struct gp_append_result res = sappend(s, &r);
+    treq_free(&r);
+    CHECK_INT((int)res.accepted, 1);
+    struct gp_matcher m;
+    char err[128];
+    CHECK_INT(gp_matcher_init(&m, GP_MATCH_EQ, "__name__", "gpu_util", err, sizeof err), GP_OK);
+    struct gp_store_selection sel;
+    CHECK_INT(gp_storage_select(s, &m, 1, now - 100000, now, &sel), GP_OK);
+    CHECK_INT((int)sel.n, 1);
+    struct gp_samples x = {0};
+    CHECK_INT(gp_storage_read(s, sel.series[0].id, now - 100000, now, &x), GP_OK);
+    CHECK_INT((int)x.n, 3); /* two refilled, one written */
+    CHECK(x.v[0] == 4 && x.v[1] == 5 && x.v[2] == 6);
+    CHECK(gp_storage_newest_value(s, sel.series[0].id, now, 60000, &x) == 6);
+    gp_storage_selection_free(&sel);
+    /* unbounded: remote_lookback (15 m) is more than the window holds */
+    CHECK_INT(gp_storage_select(s, &m, 1, INT64_MIN, INT64_MAX, &sel), GP_ENET);
+    struct gp_buf b;
+    gp_buf_init(&b, 0);
+    CHECK_INT(gp_storage_label_values(s, "gpu", &m, 1, now - 100000, now, names_cb, &b), GP_OK);
+    CHECK_STR(b.data, "1;");
+    CHECK_INT(atomic_load(&f.queries), q + 1); /* only the unbounded selection asked */
+    /* before the window: the cluster */
+    CHECK_INT(gp_storage_select(s, &m, 1, now - 3600000, now, &sel), GP_ENET);
+    CHECK_INT(atomic_load(&f.queries), q + 2);
+    gp_buf_reset(&b);
+    gp_storage_render_metrics(s, &b);
+    CHECK_CONTAINS(b.data, "gpulse_storage_remote_window_refilled_samples 2\n");
+    CHECK_CONTAINS(b.data, "gpulse_storage_remote_window_reads_total 2\n");
+    CHECK_CONTAINS(b.data, "gpulse_storage_remote_window_held_seconds 120\n");
+    gp_buf_free(&b);
+    gp_samples_free(&x);
+    gp_matcher_free(&m);
+    gp_storage_close(s);
+    /* A cluster that cannot be asked at open: the window holds from then on. */
+    s = remote_open_window(gp_http_port(f.http), NULL, win);
+    CHECK_INT(gp_storage_select(s, NULL, 0, now - 100000, gp_wall_ms(), &sel), GP_ENET);
+    CHECK_INT(gp_storage_select(s, NULL, 0, gp_wall_ms(), gp_wall_ms() + 1000, &sel), GP_OK);
+    CHECK_INT((int)sel.n, 0); /* wiped at open: nothing from before */
+    gp_storage_selection_free(&sel);
+    gp_storage_close(s);
+    gp_http_stop(f.http);
+}
+
 /* Basic auth from a password file, on reads and writes alike. */
 static void test_remote_basic_auth(void)
 {
@@ -629,6 +717,7 @@ const struct gp_test gp_tests_storage[] = {
     {"remote_promql", test_remote_promql},
     {"remote_forwards_writes", test_remote_forwards_writes},
     {"remote_basic_auth", test_remote_basic_auth},
+    {"remote_window", test_remote_window},
     {"rollups_of", test_rollups_of},
     {"config_checks", test_config_checks},
     {0},

@@ -6,6 +6,7 @@
  * force), retention, select/label queries, damaged files, the format
  * version check, and concurrent appenders and readers.
  */
+#include "lib/crc32c.h"
 #include "store/labels.h"
 #include "store/segment.h"
 #include "store/store_fmt.h"
@@ -410,6 +411,86 @@ static void test_overlapping_blocks_read_in_order(void)
     gp_store_close(s);
 }
 
+/* A store whose block was written before shared times (format version
+ * 1: every chunk of encoding 1, with its own times) reads the same:
+ * the block is rewritten so, from the one this store compacted. */
+static void test_version_1_block_reads(void)
+{
+    const char *dir = gp_test_tmpdir();
+    struct gp_store_options o = {.block_ms = 3600000, .no_background = 1, .no_sync = 1};
+    struct gp_store *s = topen(dir, &o);
+    int64_t w = gp_st_floor(tnow_ms(), 3600000) - 3 * 3600000, t0 = w + 1000;
+    tfill(s, 3, 1500, t0, 300);
+    CHECK_INT(gp_store_maintain(s, 1), GP_OK);
+    gp_store_close(s);
+    char path[1024], tmp[1100];
+    size_t fsize;
+    uint8_t *f = tblock_read(dir, path, sizeof path, &fsize);
+    snprintf(tmp, sizeof tmp, "%s.v1", path);
+    struct gp_st_bfile bf;
+    char err[200];
+    CHECK_INT(gp_st_bfile_parse(f, fsize, &bf, err, sizeof err), GP_OK);
+    CHECK_INT(bf.n, 6); /* 3 series x 2 pieces of 15 minutes */
+    struct gp_st_bwriter bw;
+    CHECK_INT(gp_st_bwriter_open(&bw, tmp, GP_ST_BF_BLOCK, bf.mint, bf.maxt), GP_OK);
+    struct gp_st_bchunk_scratch sc = {0};
+    struct gp_buf b;
+    gp_buf_init(&b, 0);
+    int64_t *t = malloc(GP_CHUNK_MAX_SAMPLES * sizeof *t);
+    double *v = malloc(GP_CHUNK_MAX_SAMPLES * sizeof *v);
+    for (uint32_t i = 0; i < bf.n; i++) {
+        struct gp_st_bentry e;
+        const uint8_t *p;
+        size_t first;
+        gp_st_bfile_entry(&bf, i, &e);
+        CHECK_INT(gp_st_bfile_payload(&bf, &e, &p), GP_OK);
+        CHECK_INT(p[0], 2);
+        int k = gp_st_bchunk_decode_in(&bf, p, e.len, INT64_MIN, INT64_MAX, 1, t, v, GP_CHUNK_MAX_SAMPLES, &first);
+        CHECK_INT(k, (int)e.count);
+        gp_buf_reset(&b);
+        CHECK_INT(gp_st_bchunk_encode(t, v, (size_t)k, &sc, &b), GP_OK);
+        CHECK_INT((uint8_t)b.data[0], 1);
+        CHECK_INT(gp_st_bwriter_add(&bw, e.id, e.count, e.t_first, e.t_last, b.data, b.len), GP_OK);
+    }
+    free(t);
+    free(v);
+    free(f);
+    gp_buf_free(&b);
+    gp_st_bchunk_scratch_free(&sc);
+    uint64_t size;
+    CHECK_INT(gp_st_bwriter_finish(&bw, &size), GP_OK);
+    /* version 1 in the header, and the footer's CRC over it again */
+    int fd = open(tmp, O_RDWR);
+    CHECK(fd >= 0);
+    uint8_t *g = malloc(size);
+    CHECK(g && pread(fd, g, size, 0) == (ssize_t)size);
+    gp_put_le32(g + 8, 1);
+    uint64_t ioff = gp_get_le64(g + size - GP_ST_BF_FOOTER);
+    uint32_t crc = gp_crc32c(gp_crc32c(0, g, GP_ST_BF_HEADER), g + ioff, size - GP_ST_BF_FOOTER - ioff);
+    gp_put_le32(g + size - GP_ST_BF_FOOTER + 12, crc);
+    CHECK(pwrite(fd, g, size, 0) == (ssize_t)size);
+    close(fd);
+    free(g);
+    CHECK(rename(tmp, path) == 0);
+    s = topen(dir, &o);
+    for (uint32_t k = 0; k < 3; k++) {
+        struct gp_samples x = {0};
+        CHECK_INT(gp_store_read(s, tid(s, k), INT64_MIN, INT64_MAX, &x), GP_OK);
+        CHECK_INT(x.n, 1500);
+        CHECK_INT(x.damaged, 0);
+        for (size_t i = 0; i < x.n; i++) {
+            CHECK_INT(x.t[i], t0 + (int64_t)i * 1000);
+            CHECK_DBL(x.v[i], tvalue(k, x.t[i]), 0);
+        }
+        gp_samples_free(&x);
+    }
+    uint64_t chunks, damaged;
+    gp_store_check_blocks(s, &chunks, &damaged);
+    CHECK_INT(chunks, 6);
+    CHECK_INT(damaged, 0);
+    gp_store_close(s);
+}
+
 /* Rollups of [from, to] by brute force over the samples tfill() wrote. */
 static void brute_rollups(uint32_t k, int64_t t0, size_t n, const double *special, int64_t from,
                           int64_t to, struct gp_rollups *out)
@@ -663,7 +744,7 @@ static void test_damaged_block_is_detected(void)
     CHECK_INT(st.blocks, 1);
     gp_store_close(s);
     /* A payload byte: that series' read says GP_EPARSE, the others are whole. */
-    damage(dir, "blocks", ".blk", 40);
+    damage(dir, "blocks", ".blk", (long)tfirst_payload(dir) + 2);
     s = topen(dir, &o);
     struct gp_samples x = {0};
     CHECK_INT(gp_store_read(s, tid(s, 0), INT64_MIN, INT64_MAX, &x), GP_EPARSE);
@@ -935,6 +1016,7 @@ static void test_concurrent_appends_and_reads(void)
 const struct gp_test gp_tests_store[] = {
     {"compaction_cuts_pieces", test_compaction_cuts_pieces},
     {"overlapping_blocks_read_in_order", test_overlapping_blocks_read_in_order},
+    {"version_1_block_reads", test_version_1_block_reads},
     {"special_values_round_trip", test_special_values_round_trip},
     {"ordering_rules_counted", test_ordering_rules_counted},
     {"retried_request_is_duplicate", test_retried_request_is_duplicate},

@@ -758,19 +758,55 @@ static void test_compacted_not_checkpointed(void)
 
 /* ---- damaged chunks at read time ---- */
 
-static void test_damaged_block_chunk_reported(void)
+/* A store of 3 series x 400 samples from *t0 compacted into one block
+ * (its path in p); the store's directory. */
+static const char *three_series_block(struct gp_store_options *o, int64_t *t0, char *p, size_t plen)
 {
     const char *dir = gp_test_tmpdir();
-    struct gp_store_options o = {.block_ms = 600000, .no_sync = 1, .no_background = 1};
-    struct gp_store *s = topen(dir, &o);
-    int64_t t0 = gp_st_floor(tnow_ms(), 600000) - 600000;
-    tfill(s, 3, 400, t0, 100);
+    struct gp_store *s = topen(dir, o);
+    *t0 = gp_st_floor(tnow_ms(), 600000) - 600000;
+    tfill(s, 3, 400, *t0, 100);
     CHECK_INT(gp_store_maintain(s, 1), GP_OK);
     gp_store_close(s);
+    find_file(p, plen, dir, "blocks", ".blk");
+    return dir;
+}
+
+/* The series of a node share one time record per piece of a block: its
+ * damage is each one's damaged chunk (none reads wrong times), and the
+ * block check counts every chunk that uses it. */
+static void test_damaged_time_record_reported(void)
+{
+    struct gp_store_options o = {.block_ms = 600000, .no_sync = 1, .no_background = 1};
+    int64_t t0;
     char p[1024];
-    find_file(p, sizeof p, dir, "blocks", ".blk");
-    flip(p, 40); /* the first payload: series 0's chunk */
-    s = topen(dir, &o);
+    const char *dir = three_series_block(&o, &t0, p, sizeof p);
+    CHECK(tfirst_payload(dir) > GP_ST_BF_HEADER + 6);
+    flip(p, GP_ST_BF_HEADER + 6); /* inside the first time record's body */
+    struct gp_store *s = topen(dir, &o);
+    for (uint32_t k = 0; k < 3; k++) {
+        struct gp_samples x = {0};
+        CHECK_INT(gp_store_read(s, tid(s, k), INT64_MIN, INT64_MAX, &x), GP_EPARSE);
+        CHECK_INT(x.n, 0);
+        CHECK_INT(x.damaged, 1);
+        CHECK_INT(x.damaged_from, t0);
+        gp_samples_free(&x);
+    }
+    uint64_t chunks, damaged;
+    gp_store_check_blocks(s, &chunks, &damaged);
+    CHECK_INT(chunks, 3);
+    CHECK_INT(damaged, 3);
+    gp_store_close(s);
+}
+
+static void test_damaged_block_chunk_reported(void)
+{
+    struct gp_store_options o = {.block_ms = 600000, .no_sync = 1, .no_background = 1};
+    int64_t t0;
+    char p[1024];
+    const char *dir = three_series_block(&o, &t0, p, sizeof p);
+    flip(p, (off_t)tfirst_payload(dir) + 2); /* series 0's chunk, past its time record */
+    struct gp_store *s = topen(dir, &o);
     struct gp_samples x = {0};
     CHECK_INT(gp_store_read(s, tid(s, 0), INT64_MIN, INT64_MAX, &x), GP_EPARSE);
     CHECK_INT(x.damaged, 1);
@@ -897,6 +933,7 @@ const struct gp_test gp_tests_store_damage[] = {
     {"series_log_sync_failure", test_series_log_sync_failure},
     {"compacted_not_checkpointed", test_compacted_not_checkpointed},
     {"damaged_block_chunk_reported", test_damaged_block_chunk_reported},
+    {"damaged_time_record_reported", test_damaged_time_record_reported},
     {"wal_flip_mid_segment_recovers_later_records", test_wal_flip_mid_segment_recovers_later_records},
     {0},
 };

@@ -5,6 +5,7 @@
  */
 #include "lib/bits.h"
 #include "lib/buf.h"
+#include "lib/crc32c.h"
 #include "lib/err.h"
 #include "store/segment.h"
 #include "store/store_fmt.h"
@@ -341,6 +342,71 @@ static void check_window(const uint8_t *p, size_t len, const int64_t *t, const d
     free(vv);
 }
 
+/* The shared-times form of n samples, as a block file holds it: a
+ * header's room, the time record, then the chunk naming it (the offset
+ * of the chunk in *at). Caller frees b. */
+static void shared_encode(const int64_t *t, const double *v, size_t n, struct gp_buf *b, size_t *at)
+{
+    struct gp_st_bchunk_scratch sc = {0};
+    gp_buf_init(b, 0);
+    uint8_t hdr[GP_ST_BF_HEADER] = {0};
+    gp_buf_append(b, hdr, sizeof hdr);
+    CHECK_INT(gp_st_btimes_encode(t, n, &sc, b), GP_OK);
+    *at = b->len;
+    CHECK_INT(gp_st_bchunk_encode_shared(t, v, n, GP_ST_BF_HEADER, &sc, b), GP_OK);
+    gp_st_bchunk_scratch_free(&sc);
+}
+
+/* The shared-times form decodes to the same samples, whole and by
+ * windows, inside its file and nowhere else; every cut of the chunk or
+ * of the time record is refused. */
+static void shared_round_trip(const int64_t *t, const double *v, size_t n)
+{
+    struct gp_buf b;
+    size_t at;
+    shared_encode(t, v, n, &b, &at);
+    uint8_t *f = (uint8_t *)b.data;
+    struct gp_st_bfile bf = {.data = f, .len = b.len};
+    const uint8_t *p = f + at;
+    size_t len = b.len - at, first;
+    int64_t *tt = malloc(n * sizeof *tt);
+    double *vv = malloc(n * sizeof *vv);
+    CHECK_INT(gp_st_bchunk_decode_in(&bf, p, len, INT64_MIN, INT64_MAX, 1, tt, vv, n, &first), (int)n);
+    for (size_t i = 0; i < n; i++)
+        if (tt[i] != t[i] || gp_f64_bits(vv[i]) != gp_f64_bits(v[i]))
+            gp_test_fail(__FILE__, __LINE__, "shared times: sample %zu differs", i);
+    CHECK_INT(gp_st_bchunk_check_in(&bf, p, len), GP_OK);
+    size_t cnt;
+    CHECK_INT(gp_st_bchunk_count(p, len, &cnt), GP_OK);
+    CHECK_INT(cnt, n);
+    if (p[0] == 2) {
+        CHECK_INT(gp_st_bchunk_decode(p, len, tt, vv, n), GP_EPARSE); /* no file, no times */
+        size_t a = n / 3, z = n / 2;
+        int hi = gp_st_bchunk_decode_in(&bf, p, len, t[a], t[z], 0, tt, vv, n, &first);
+        CHECK_INT(hi, (int)z + 1);
+        CHECK_INT(first, a);
+        for (size_t i = a; i <= z; i++)
+            CHECK(tt[i] == t[i] && gp_f64_bits(vv[i]) == gp_f64_bits(v[i]));
+        size_t step = len > 3000 ? len / 300 : 1;
+        for (size_t k = 0; k < len; k += step)
+            CHECK_INT(gp_st_bchunk_decode_in(&bf, p, k, INT64_MIN, INT64_MAX, 1, tt, vv, n, &first),
+                      GP_EPARSE);
+        /* A damaged time record: its CRC. */
+        f[GP_ST_BF_HEADER + 6] ^= 4;
+        CHECK_INT(gp_st_bchunk_decode_in(&bf, p, len, INT64_MIN, INT64_MAX, 1, tt, vv, n, &first),
+                  GP_EPARSE);
+        CHECK_INT(gp_st_bchunk_check_in(&bf, p, len), GP_EPARSE);
+        f[GP_ST_BF_HEADER + 6] ^= 4;
+        /* The record cut short: the file ends before it does. */
+        struct gp_st_bfile cut = {.data = f, .len = GP_ST_BF_HEADER + 6};
+        CHECK_INT(gp_st_bchunk_decode_in(&cut, p, len, INT64_MIN, INT64_MAX, 1, tt, vv, n, &first),
+                  GP_EPARSE);
+    }
+    free(tt);
+    free(vv);
+    gp_buf_free(&b);
+}
+
 /* Encodes n samples, checks the size bound when given, decodes them back
  * bit for bit (whole and by windows), and checks every truncation is
  * refused. */
@@ -387,7 +453,110 @@ static size_t bchunk_round_trip(const int64_t *t, const double *v, size_t n, int
     free(vv);
     gp_buf_free(&b);
     gp_st_bchunk_scratch_free(&sc);
+    shared_round_trip(t, v, n);
     return len;
+}
+
+/* A chunk of encoding 2 reads only the time record it names: one with
+ * other times, at another offset, or past the chunk is refused; two
+ * chunks share one record. */
+static void test_bchunk_shared_times(void)
+{
+    enum { N = 900 };
+    int64_t t[N];
+    double v[N], w[N];
+    for (size_t i = 0; i < N; i++) {
+        t[i] = 1700000000000 + (int64_t)i * 1000 + (int64_t)(i * 7 % 3);
+        v[i] = 300 + (double)(i * 37 % 1000) / 1000;
+        w[i] = (double)(i % 5);
+    }
+    struct gp_buf b;
+    size_t at;
+    shared_encode(t, v, N, &b, &at);
+    /* A second series with the same times names the same record. */
+    struct gp_st_bchunk_scratch sc = {0};
+    size_t at2 = b.len;
+    CHECK_INT(gp_st_bchunk_encode_shared(t, w, N, GP_ST_BF_HEADER, &sc, &b), GP_OK);
+    const uint8_t *f = (const uint8_t *)b.data;
+    CHECK_INT(f[at], 2);
+    CHECK_INT(f[at2], 2);
+    /* Its chunk is far smaller than a self-contained one. */
+    struct gp_buf self;
+    gp_buf_init(&self, 0);
+    CHECK_INT(gp_st_bchunk_encode(t, v, N, &sc, &self), GP_OK);
+    CHECK(b.len - at2 + 200 < self.len);
+    printf("bchunk: self-contained %zu bytes, shared times %zu + record %zu\n", self.len,
+           at2 - at, at - GP_ST_BF_HEADER);
+    struct gp_st_bfile bf = {.data = f, .len = b.len};
+    int64_t tt[N];
+    double vv[N];
+    size_t first;
+    CHECK_INT(gp_st_bchunk_decode_in(&bf, f + at2, b.len - at2, INT64_MIN, INT64_MAX, 1, tt, vv, N, &first),
+              N);
+    for (size_t i = 0; i < N; i++)
+        CHECK(tt[i] == t[i] && vv[i] == w[i]);
+    /* Offsets that name no record: into the header, the chunk itself,
+     * one byte off. Each decodes to nothing, never to other times. */
+    static const uint64_t bad[] = {0, 8, GP_ST_BF_HEADER + 1, 0 /* at */};
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        struct gp_buf c;
+        gp_buf_init(&c, 0);
+        gp_buf_append(&c, f, at); /* header room and the record */
+        size_t cat = c.len;
+        CHECK_INT(gp_st_bchunk_encode_shared(t, w, N, k == 3 ? at : bad[k], &sc, &c), GP_OK);
+        struct gp_st_bfile cf = {.data = (const uint8_t *)c.data, .len = c.len};
+        CHECK_INT(gp_st_bchunk_decode_in(&cf, cf.data + cat, c.len - cat, INT64_MIN, INT64_MAX, 1, tt, vv, N,
+                                         &first),
+                  GP_EPARSE);
+        CHECK_INT(gp_st_bchunk_check_in(&cf, cf.data + cat, c.len - cat), GP_EPARSE);
+        gp_buf_free(&c);
+    }
+    /* A record of another count of samples. */
+    struct gp_buf c;
+    gp_buf_init(&c, 0);
+    uint8_t hdr[GP_ST_BF_HEADER] = {0};
+    gp_buf_append(&c, hdr, sizeof hdr);
+    CHECK_INT(gp_st_btimes_encode(t, N - 1, &sc, &c), GP_OK);
+    size_t cat = c.len;
+    CHECK_INT(gp_st_bchunk_encode_shared(t, w, N, GP_ST_BF_HEADER, &sc, &c), GP_OK);
+    struct gp_st_bfile cf = {.data = (const uint8_t *)c.data, .len = c.len};
+    CHECK_INT(gp_st_bchunk_decode_in(&cf, cf.data + cat, c.len - cat, INT64_MIN, INT64_MAX, 1, tt, vv, N, &first),
+              GP_EPARSE);
+    /* Times out of order are refused as by the self-contained encoder. */
+    int64_t tb[2] = {5, 5};
+    CHECK_INT(gp_st_btimes_encode(tb, 2, &sc, &c), GP_EUSAGE);
+    CHECK_INT(gp_st_bchunk_encode_shared(tb, w, 2, GP_ST_BF_HEADER, &sc, &c), GP_EUSAGE);
+    gp_buf_free(&c);
+    gp_buf_free(&self);
+    gp_buf_free(&b);
+    gp_st_bchunk_scratch_free(&sc);
+}
+
+/* Block files of version 1 (before shared times) still parse; one of a
+ * version this gpulse does not know is refused with its number. */
+static void test_block_versions(void)
+{
+    size_t len;
+    uint8_t *p = make_block(&len);
+    struct gp_st_bfile bf;
+    char err[200];
+    CHECK_INT(gp_get_le32(p + 8), GP_ST_BLOCK_VERSION);
+    for (uint32_t ver = 0; ver <= GP_ST_BLOCK_VERSION + 1; ver++) {
+        gp_put_le32(p + 8, ver);
+        /* the footer's CRC covers the header */
+        uint64_t ioff = gp_get_le64(p + len - GP_ST_BF_FOOTER);
+        uint32_t crc = gp_crc32c(0, p, GP_ST_BF_HEADER);
+        crc = gp_crc32c(crc, p + ioff, len - GP_ST_BF_FOOTER - ioff);
+        gp_put_le32(p + len - GP_ST_BF_FOOTER + 12, crc);
+        int rc = gp_st_bfile_parse(p, len, &bf, err, sizeof err);
+        if (ver >= 1 && ver <= GP_ST_BLOCK_VERSION) {
+            CHECK_INT(rc, GP_OK);
+        } else {
+            CHECK_INT(rc, GP_EPARSE);
+            CHECK_CONTAINS(err, "format version");
+        }
+    }
+    free(p);
 }
 
 static void test_bchunk_round_trips(void)
@@ -553,6 +722,8 @@ const struct gp_test gp_tests_store_fmt[] = {
     {"snapshot_parse", test_snapshot_parse},
     {"bchunk_round_trips", test_bchunk_round_trips},
     {"bchunk_frozen_layout", test_bchunk_frozen_layout},
+    {"bchunk_shared_times", test_bchunk_shared_times},
+    {"block_versions", test_block_versions},
     {"floor", test_floor},
     {0},
 };
