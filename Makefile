@@ -19,7 +19,7 @@ SAN     := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-re
 LIB_SRC := $(sort $(wildcard src/lib/*.c src/sources/*.c src/agent/*.c src/ingest/*.c \
                             src/state/*.c src/store/*.c src/storage/*.c src/query/*.c src/server/*.c src/net/*.c \
                             src/report/*.c src/run/*.c src/insight/*.c src/notify/*.c \
-                            src/top/*.c))
+                            src/top/*.c src/check/*.c))
 TEST_SRC := $(sort $(wildcard tests/unit/*.c)) tests/runner.c
 FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 FUZZERS := $(patsubst tests/fuzz/fuzz_%.c,%,$(FUZZ_SRC))

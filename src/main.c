@@ -10,6 +10,7 @@
 #include "agent/agent.h"
 #include "agent/config.h"
 #include "agent/metrics_ref.h"
+#include "check/check.h"
 #include "lib/buf.h"
 #include "lib/cfg.h"
 #include "notify/notify_cmd.h"
@@ -38,6 +39,7 @@ static void usage(FILE *out)
                  "  top       live terminal view of this node's GPUs, processes, jobs and alerts\n"
                  "  report    the end-of-run report of a training job, from the server\n"
                  "  notify    notifications: 'notify test RECEIVER' sends a test message\n"
+                 "  check     preflight: is this node's GPU hardware fit for a job (exit 0/1/2)\n"
                  "  repair    check a stopped server's data directory, rebuild what is damaged\n"
                  "  version   print the version\n"
                  "  help      this text\n\n"
@@ -52,14 +54,15 @@ static int help_man(int argc, char **argv)
     struct gp_run_config rc;
     struct gp_top_config tc;
     const struct gp_cfg_section all[] = {gp_agent_cfg_section(&ac), gp_server_cfg_section(&sc),
-                                         gp_run_cfg_section(&rc), gp_top_cfg_section(&tc)};
+                                         gp_run_cfg_section(&rc), gp_top_cfg_section(&tc),
+                                         gp_check_cfg_section()};
     if (argc == 2 && (!strcmp(argv[0], "flags") || !strcmp(argv[0], "keys")))
         for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
             if (!strcmp(argv[1], all[i].name)) {
                 gp_cfg_man(stdout, &all[i], 1, argv[0][0] == 'k');
                 return fflush(stdout) ? 1 : 0;
             }
-    fprintf(stderr, "usage: gpulse help-man flags|keys agent|server|run|top\n");
+    fprintf(stderr, "usage: gpulse help-man flags|keys agent|server|run|top|check\n");
     return 2;
 }
 
@@ -142,6 +145,8 @@ int main(int argc, char **argv)
         return gp_report_main(argc - 2, argv + 2);
     if (!strcmp(cmd, "notify"))
         return gp_notify_main(argc - 2, argv + 2);
+    if (!strcmp(cmd, "check"))
+        return gp_check_main(argc - 2, argv + 2);
     if (!strcmp(cmd, "repair"))
         return gp_repair_main(argc - 2, argv + 2);
     if (!strcmp(cmd, "help-man"))

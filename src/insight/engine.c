@@ -876,6 +876,7 @@ int gp_engine_tick(struct gp_engine *e, int64_t now_ms, char *err, size_t errlen
         first = prc;
         gp_seterr(err, errlen, prc, "%s", detail);
     }
+    gp_rem_tick(e->o.rem, first ? NULL : &e->view, a, now_ms);
     int64_t t3 = gp_mono_ns();
     int rc = gp_alerts_end(a, detail, sizeof detail);
     if (rc && !first) {

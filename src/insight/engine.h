@@ -46,6 +46,7 @@
 #include "insight/detect.h"
 #include "insight/health.h"
 #include "insight/promrules.h"
+#include "insight/remediate.h"
 #include "insight/rules.h"
 #include "insight/view.h"
 #include "storage/storage.h"
@@ -66,6 +67,9 @@ struct gp_engine_options {
     /* Prometheus rule files' groups (promrules.h), run after the custom
      * rules in each tick; borrowed; may be NULL. */
     struct gp_promrules_run *promrules;
+    /* remediation (remediate.h): told the fleet's size each tick, and
+     * raises its circuit breaker's alert; NULL: none */
+    struct gp_rem *rem;
     int64_t interval_ms, window_ms, step_ms, clear_for_ms;
     /* Fills the budget and cost so far of the view's jobs (view.h), which
      * the window alone cannot tell; NULL: no budgets. Called on the

@@ -21,10 +21,13 @@
 #include "insight/remediate.h"
 
 #include "insight/alert_event.h"
+#include "insight/alerts.h"
+#include "insight/view.h"
 #include "lib/clock.h"
 #include "lib/err.h"
 #include "lib/log.h"
 #include "lib/plural.h"
+#include "net/httpc.h"
 #include "state/state.h"
 
 #include <errno.h>
@@ -57,7 +60,16 @@ const char *const gp_rem_refusal_names[GP_REM_REFUSE__COUNT] = {
 _Static_assert(GP_REM_REFUSE_LONG == NPH, "refusal reasons follow the placeholders");
 
 static const char *const decisions[] = {"skipped", "refused", "rate_limited", "dry_run",
-                                        "ran",     "failed",  "timed_out"};
+                                        "ran",     "failed",  "timed_out",    "breaker_open"};
+
+const char *const gp_rem_action_names[GP_REM_ACTION__COUNT] = {
+    "command", "slurm_drain", "kubernetes_cordon", "slurm_resume", "kubernetes_uncordon"};
+
+/* The built-in actions a rule names after '@'. */
+static const struct {
+    const char *name;
+    enum gp_rem_action action;
+} builtins[] = {{"@slurm-drain", GP_REM_SLURM_DRAIN}, {"@kubernetes-cordon", GP_REM_K8S_CORDON}};
 
 int gp_rem_decision_check(const char *s)
 {
@@ -106,6 +118,24 @@ int gp_rem_parse_rule(const char *line, struct gp_rem_rule *out, char *err, size
                          GP_REM_KIND_LEN - 1);
     memcpy(out->kind, p, k);
     p += k + 1;
+    while (*p == ' ' || *p == '\t')
+        p++;
+    if (*p == '@') {
+        size_t n = strcspn(p, " \t");
+        for (size_t i = 0; i < sizeof builtins / sizeof builtins[0]; i++)
+            if (strlen(builtins[i].name) == n && !strncmp(p, builtins[i].name, n)) {
+                if (p[n + strspn(p + n, " \t")])
+                    return gp_seterr(err, errlen, GP_ECONFIG,
+                                     "remediation for '%s': %s takes no arguments", out->kind,
+                                     builtins[i].name);
+                out->action = builtins[i].action;
+                return GP_OK;
+            }
+        return gp_seterr(err, errlen, GP_ECONFIG,
+                         "remediation for '%s': unknown built-in action '%.*s' (use @slurm-drain or "
+                         "@kubernetes-cordon)",
+                         out->kind, (int)(n > 40 ? 40 : n), p);
+    }
     for (const char *c = p; *c; c++)
         if ((unsigned char)*c < 0x20 && *c != '\t')
             return gp_seterr(err, errlen, GP_ECONFIG,
@@ -456,6 +486,8 @@ int gp_rem_expand(const struct gp_rem_rule *r, const struct gp_alert_event *ev,
 /* --- the worker's state ---------------------------------------------------- */
 
 struct event {
+    bool healthy; /* gp_rem_node_healthy's: undo, not an alert */
+    char reason[256]; /* the alert's summary, or the operator's words */
     char id[64], kind[GP_REM_KIND_LEN];
     enum gp_severity severity;
     struct gp_obs_key key;
@@ -479,12 +511,21 @@ struct gp_rem {
     pthread_cond_t cv, idle;
     struct event q[GP_REM_QUEUE];
     size_t qhead, qlen;
-    bool stop, busy, started;
+    bool stop, busy, started, http;
     pthread_t th;
     struct gp_rem_stats st;
     struct rate node_rates[RATE_KEYS], kind_rates[RATE_KEYS];
     char argv[GP_REM_MAX_ARGS][GP_REM_ARG_LEN]; /* the worker's expansion */
     char path_root[1024];
+    char scontrol[GP_REM_ARG_LEN], k8s_api[512], k8s_token[1024], k8s_ca[1024], k8s_taint[256];
+    /* the breaker (under mu): nodes acted on and when, the fleet's size,
+     * the newest refusal */
+    struct acted {
+        char node[GP_VIEW_NODE_LEN];
+        int64_t at;
+    } acted[GP_REM_BREAKER_NODES];
+    unsigned fleet;
+    int64_t tripped_ms;
 };
 
 static int64_t now_of(struct gp_rem *r)
@@ -531,6 +572,8 @@ static void rate_note(struct rate *e, int64_t now)
 
 struct outcome {
     const char *decision;
+    enum gp_rem_action action;
+    const char *command_json; /* instead of the argv (the Kubernetes request); NULL: argv */
     int exit_status; /* -1 unknown */
     char stderr_line[STDERR_KEEP];
     char detail[256];
@@ -643,7 +686,9 @@ static void audit(struct gp_rem *r, const struct event *ev, const struct outcome
                   char argv[][GP_REM_ARG_LEN], unsigned argc, int64_t at_ms)
 {
     char *cmd = NULL;
-    if (argv) {
+    if (oc->command_json) {
+        cmd = strdup(oc->command_json);
+    } else if (argv) {
         json_t *a = json_array();
         for (unsigned i = 0; a && i < argc; i++)
             json_array_append_new(a, json_string(argv[i]));
@@ -654,7 +699,8 @@ static void audit(struct gp_rem *r, const struct event *ev, const struct outcome
     int rc = sqlite3_prepare_v2(
         r->db,
         "INSERT INTO audit(at_ms, alert_id, kind, severity, node, gpu, job, rank, decision, command,"
-        " exit_status, stderr, detail, duration_ms) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        " exit_status, stderr, detail, duration_ms, action, reason)"
+        " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
         -1, &st, NULL);
     if (rc == SQLITE_OK) {
         sqlite3_bind_int64(st, 1, at_ms);
@@ -678,6 +724,9 @@ static void audit(struct gp_rem *r, const struct event *ev, const struct outcome
             sqlite3_bind_text(st, 13, oc->detail, -1, SQLITE_STATIC);
         if (oc->duration_ms >= 0)
             sqlite3_bind_int64(st, 14, oc->duration_ms);
+        sqlite3_bind_text(st, 15, gp_rem_action_names[oc->action], -1, SQLITE_STATIC);
+        if (ev->reason[0])
+            sqlite3_bind_text(st, 16, ev->reason, -1, SQLITE_STATIC);
         rc = sqlite3_step(st);
     }
     sqlite3_finalize(st);
@@ -688,8 +737,9 @@ static void audit(struct gp_rem *r, const struct event *ev, const struct outcome
         gp_log(GP_LOG_ERROR, "remediate", "cannot write audit row", "err=\"%s\"", sqlite3_errmsg(r->db));
     }
     char q[300];
-    gp_log(GP_LOG_INFO, "remediate", "decision", "kind=%s node=%s decision=%s command=%s exit=%d",
-           ev->kind, ev->key.node[0] ? ev->key.node : "-", oc->decision,
+    gp_log(GP_LOG_INFO, "remediate", "decision",
+           "kind=%s node=%s action=%s decision=%s command=%s exit=%d", ev->kind,
+           ev->key.node[0] ? ev->key.node : "-", gp_rem_action_names[oc->action], oc->decision,
            gp_log_quote(q, sizeof q, cmd ? cmd : ""), oc->exit_status);
     free(cmd);
 }
@@ -706,7 +756,158 @@ static void refuse(struct gp_rem *r, const struct event *ev, size_t reason, cons
            gp_log_quote(q, sizeof q, detail));
 }
 
-/* Decides what to do with one event, does it, audits it. */
+/* --- the circuit breaker (remediate.h "Circuit breaker"); under mu ---------- */
+
+static unsigned breaker_limit(const struct gp_rem *r)
+{
+    unsigned lim = r->o.breaker_max_nodes;
+    if (r->o.breaker_max_percent > 0 && r->fleet) {
+        double p = r->o.breaker_max_percent * r->fleet / 100.0 + 1e-9;
+        unsigned n = p < 1 ? 1 : (unsigned)p;
+        if (n < lim)
+            lim = n;
+    }
+    return lim;
+}
+
+/* Nodes acted on in the hour before now; *slot: node's entry, else the
+ * entry to reuse (free, expired or oldest). */
+static unsigned breaker_count(struct gp_rem *r, int64_t now, const char *node, struct acted **slot)
+{
+    unsigned n = 0;
+    struct acted *mine = NULL, *reuse = &r->acted[0];
+    for (size_t i = 0; i < GP_REM_BREAKER_NODES; i++) {
+        struct acted *a = &r->acted[i];
+        bool live = a->node[0] && a->at > now - HOUR_MS;
+        n += live;
+        if (a->node[0] && !strcmp(a->node, node))
+            mine = a;
+        if (!live ? reuse->node[0] && reuse->at > now - HOUR_MS : a->at < reuse->at)
+            reuse = a;
+    }
+    *slot = mine ? mine : reuse;
+    return n;
+}
+
+/* True when node may be acted on now (and notes it); else records the
+ * refusal and writes why into detail. */
+static bool breaker_pass(struct gp_rem *r, const char *node, int64_t now, char *detail, size_t len)
+{
+    pthread_mutex_lock(&r->mu);
+    struct acted *slot;
+    unsigned n = breaker_count(r, now, node, &slot), lim = breaker_limit(r);
+    bool known = slot->node[0] && !strcmp(slot->node, node) && slot->at > now - HOUR_MS;
+    bool pass = known || n < lim;
+    if (pass) {
+        snprintf(slot->node, sizeof slot->node, "%s", node);
+        slot->at = now;
+    } else {
+        r->tripped_ms = now;
+        r->st.breaker_refused++;
+        snprintf(detail, len,
+                 "circuit breaker open: %u %s acted on in the last hour, at most %u (%u nodes "
+                 "or %g%% of %u in the fleet)",
+                 n, gp_plural(n, "node", "nodes"), lim, r->o.breaker_max_nodes,
+                 r->o.breaker_max_percent, r->fleet);
+    }
+    pthread_mutex_unlock(&r->mu);
+    if (!pass)
+        gp_log(GP_LOG_WARN, "remediate", "circuit breaker open, nothing was done", "node=%s acted=%u limit=%u",
+               node, n, lim);
+    return pass;
+}
+
+/* --- built-in actions ----------------------------------------------------------- */
+
+/* The taint's value from kind: a label value ([A-Za-z0-9._-], at most 63,
+ * alphanumeric at both ends). */
+static void taint_value(const char *kind, char out[64])
+{
+    size_t n = 0;
+    for (const char *p = kind; *p && n < 63; p++)
+        out[n++] = alnum(*p) || *p == '.' || *p == '_' || *p == '-' ? *p : '.';
+    while (n && !alnum(out[n - 1]))
+        n--;
+    out[n] = '\0';
+    if (!n)
+        snprintf(out, 64, "gpulse");
+}
+
+/* argv of scontrol for node: drain (with the reason) or resume. */
+static unsigned slurm_argv(struct gp_rem *r, char argv[][GP_REM_ARG_LEN], const char *node, bool drain,
+                           const struct event *ev)
+{
+    snprintf(argv[0], GP_REM_ARG_LEN, "%.255s", r->scontrol[0] ? r->scontrol : "scontrol");
+    snprintf(argv[1], GP_REM_ARG_LEN, "update");
+    snprintf(argv[2], GP_REM_ARG_LEN, "nodename=%s", node);
+    snprintf(argv[3], GP_REM_ARG_LEN, "state=%s", drain ? "drain" : "resume");
+    if (!drain)
+        return 4;
+    char why[200];
+    printable(ev->reason, why, sizeof why);
+    snprintf(argv[4], GP_REM_ARG_LEN, "reason=gpulse %.60s%s%.150s", ev->kind, why[0] ? ": " : "", why);
+    return 5;
+}
+
+/* The Kubernetes action; a dry run only says what it would do. */
+static void k8s_act(struct gp_rem *r, const struct event *ev, bool cordon, struct outcome *oc,
+                    char **cmd_json)
+{
+    char value[64];
+    taint_value(ev->kind, value);
+    struct gp_rem_k8s_result kr;
+    if (r->o.dry_run) {
+        json_t *a = json_pack("[s, s, s, s]", "kubernetes", cordon ? "cordon" : "uncordon", ev->key.node,
+                              cordon ? "taint" : "untaint");
+        char t[400];
+        snprintf(t, sizeof t, "%s%s%s%s", r->k8s_taint, cordon ? "=" : "", cordon ? value : "",
+                 cordon ? ":NoSchedule" : "");
+        json_array_append_new(a, json_string(t));
+        *cmd_json = json_dumps(a, JSON_COMPACT);
+        json_decref(a);
+        oc->decision = "dry_run";
+        snprintf(oc->detail, sizeof oc->detail, "remediation_dry_run is on: nothing was done");
+        return;
+    }
+    int rc = gp_rem_k8s_node(&r->o.k8s, ev->key.node, cordon, value, r->o.timeout_ms, &kr);
+    json_t *a = json_pack("[s, s]", kr.body[0] ? "PATCH" : "GET", kr.url);
+    if (kr.body[0])
+        json_array_append_new(a, json_string(kr.body));
+    *cmd_json = a ? json_dumps(a, JSON_COMPACT) : NULL;
+    json_decref(a);
+    oc->decision = rc ? "failed" : "ran";
+    oc->exit_status = -1;
+    oc->duration_ms = kr.duration_ms;
+    if (rc)
+        snprintf(oc->detail, sizeof oc->detail, "%s", kr.detail);
+    else
+        snprintf(oc->detail, sizeof oc->detail, "HTTP %d", kr.http_status);
+}
+
+/* Runs (or, in shadow mode, describes) a built-in action and audits it. */
+static void act_builtin(struct gp_rem *r, const struct event *ev, enum gp_rem_action act, int64_t now)
+{
+    struct outcome oc = {.exit_status = -1, .duration_ms = -1, .action = act};
+    char (*argv)[GP_REM_ARG_LEN] = r->argv;
+    if (act == GP_REM_K8S_CORDON || act == GP_REM_K8S_UNCORDON) {
+        char *cmd = NULL;
+        k8s_act(r, ev, act == GP_REM_K8S_CORDON, &oc, &cmd);
+        oc.command_json = cmd;
+        audit(r, ev, &oc, NULL, 0, now);
+        free(cmd);
+        return;
+    }
+    unsigned argc = slurm_argv(r, argv, ev->key.node, act == GP_REM_SLURM_DRAIN, ev);
+    if (r->o.dry_run) {
+        oc.decision = "dry_run";
+        snprintf(oc.detail, sizeof oc.detail, "remediation_dry_run is on: nothing was run");
+    } else {
+        run_command(argv, argc, r->o.timeout_ms, &oc);
+    }
+    audit(r, ev, &oc, argv, argc, now);
+}
+
+/* Decides what to do with one alert event, does it, audits it. */
 static void handle(struct gp_rem *r, const struct event *ev)
 {
     const struct gp_rem_rule *rule = NULL;
@@ -715,7 +916,7 @@ static void handle(struct gp_rem *r, const struct event *ev)
             rule = &r->rules[i];
     if (!rule)
         return;
-    struct outcome oc = {.exit_status = -1, .duration_ms = -1};
+    struct outcome oc = {.exit_status = -1, .duration_ms = -1, .action = rule->action};
     int64_t now = ev->at_ms;
     char (*argv)[GP_REM_ARG_LEN] = r->argv; /* the worker's alone */
     if (ev->silenced) {
@@ -724,20 +925,33 @@ static void handle(struct gp_rem *r, const struct event *ev)
         audit(r, ev, &oc, NULL, 0, now);
         return;
     }
-    struct gp_alert_event e = {.id = ev->id, .kind = ev->kind, .severity = ev->severity,
-                               .key = &ev->key};
-    int bad;
-    if (gp_rem_expand(rule, &e, argv, &bad, oc.detail, sizeof oc.detail)) {
-        oc.decision = "refused";
-        refuse(r, ev, bad >= 0 ? (size_t)bad : GP_REM_REFUSE_LONG, oc.detail);
-        audit(r, ev, &oc, NULL, 0, now);
-        return;
-    }
-    if (gp_rem_check_paths(rule, argv, r->o.path_root, oc.detail, sizeof oc.detail)) {
-        oc.decision = "refused";
-        refuse(r, ev, GP_REM_REFUSE_PATH, oc.detail);
-        audit(r, ev, &oc, argv, rule->argc, now);
-        return;
+    unsigned argc = rule->argc;
+    if (rule->action != GP_REM_COMMAND) {
+        const char *why = gp_rem_value_problem("node", ev->key.node);
+        if (why) {
+            oc.decision = "refused";
+            snprintf(oc.detail, sizeof oc.detail, "label node: %s", why);
+            refuse(r, ev, 0, oc.detail);
+            audit(r, ev, &oc, NULL, 0, now);
+            return;
+        }
+        argc = 0;
+    } else {
+        struct gp_alert_event e = {.id = ev->id, .kind = ev->kind, .severity = ev->severity,
+                                   .key = &ev->key};
+        int bad;
+        if (gp_rem_expand(rule, &e, argv, &bad, oc.detail, sizeof oc.detail)) {
+            oc.decision = "refused";
+            refuse(r, ev, bad >= 0 ? (size_t)bad : GP_REM_REFUSE_LONG, oc.detail);
+            audit(r, ev, &oc, NULL, 0, now);
+            return;
+        }
+        if (gp_rem_check_paths(rule, argv, r->o.path_root, oc.detail, sizeof oc.detail)) {
+            oc.decision = "refused";
+            refuse(r, ev, GP_REM_REFUSE_PATH, oc.detail);
+            audit(r, ev, &oc, argv, rule->argc, now);
+            return;
+        }
     }
     struct rate *kr = rate_of(r->kind_rates, ev->kind, "");
     struct rate *nr = rate_of(r->node_rates, ev->kind, ev->key.node);
@@ -750,11 +964,20 @@ static void handle(struct gp_rem *r, const struct event *ev)
         else
             snprintf(oc.detail, sizeof oc.detail, "%u %s for %s in the last hour (at most %u)", kc,
                      gp_plural(kc, "action", "actions"), ev->kind, r->o.max_per_kind_per_hour);
-        audit(r, ev, &oc, argv, rule->argc, now);
+        audit(r, ev, &oc, argc ? argv : NULL, argc, now);
+        return;
+    }
+    if (!breaker_pass(r, ev->key.node, now, oc.detail, sizeof oc.detail)) {
+        oc.decision = "breaker_open";
+        audit(r, ev, &oc, argc ? argv : NULL, argc, now);
         return;
     }
     rate_note(kr, now);
     rate_note(nr, now);
+    if (rule->action != GP_REM_COMMAND) {
+        act_builtin(r, ev, rule->action, now);
+        return;
+    }
     if (r->o.dry_run) {
         oc.decision = "dry_run";
         snprintf(oc.detail, sizeof oc.detail, "remediation_dry_run is on: nothing was run");
@@ -763,6 +986,47 @@ static void handle(struct gp_rem *r, const struct event *ev)
     }
     run_command(argv, rule->argc, r->o.timeout_ms, &oc);
     audit(r, ev, &oc, argv, rule->argc, now);
+}
+
+/* True when the node's newest drain-or-resume (cordon-or-uncordon) row
+ * that acted (or, in shadow mode, would have) is gpulse's drain (cordon). */
+static bool undo_due(struct gp_rem *r, const char *node, enum gp_rem_action did, enum gp_rem_action undo)
+{
+    sqlite3_stmt *st = NULL;
+    bool due = false;
+    if (sqlite3_prepare_v2(r->db,
+                           "SELECT action FROM audit WHERE node = ?1 AND action IN (?2, ?3)"
+                           " AND (decision = 'ran' OR (?4 AND decision = 'dry_run'))"
+                           " ORDER BY id DESC LIMIT 1",
+                           -1, &st, NULL) == SQLITE_OK) {
+        sqlite3_bind_text(st, 1, node, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, gp_rem_action_names[did], -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 3, gp_rem_action_names[undo], -1, SQLITE_STATIC);
+        sqlite3_bind_int(st, 4, r->o.dry_run);
+        due = sqlite3_step(st) == SQLITE_ROW &&
+              !strcmp((const char *)sqlite3_column_text(st, 0), gp_rem_action_names[did]);
+    }
+    sqlite3_finalize(st);
+    return due;
+}
+
+/* A node marked healthy: undo what gpulse did to it (remediate.h). */
+static void handle_healthy(struct gp_rem *r, const struct event *ev)
+{
+    static const enum gp_rem_action pairs[][2] = {{GP_REM_SLURM_DRAIN, GP_REM_SLURM_RESUME},
+                                                  {GP_REM_K8S_CORDON, GP_REM_K8S_UNCORDON}};
+    for (size_t p = 0; p < 2; p++) {
+        if (!undo_due(r, ev->key.node, pairs[p][0], pairs[p][1]))
+            continue;
+        if (!r->o.undo_on_healthy) {
+            struct outcome oc = {.exit_status = -1, .duration_ms = -1, .action = pairs[p][1],
+                                 .decision = "skipped"};
+            snprintf(oc.detail, sizeof oc.detail, "remediation_undo_on_healthy is off: undo by hand");
+            audit(r, ev, &oc, NULL, 0, ev->at_ms);
+            continue;
+        }
+        act_builtin(r, ev, pairs[p][1], ev->at_ms);
+    }
 }
 
 static void *worker(void *arg)
@@ -779,7 +1043,10 @@ static void *worker(void *arg)
         r->qlen--;
         r->busy = true;
         pthread_mutex_unlock(&r->mu);
-        handle(r, &ev);
+        if (ev.healthy)
+            handle_healthy(r, &ev);
+        else
+            handle(r, &ev);
         pthread_mutex_lock(&r->mu);
         r->busy = false;
         r->st.decided++;
@@ -819,10 +1086,97 @@ void gp_rem_listener(void *ctx, const struct gp_alert_event *ev)
     e->key.job[sizeof e->key.job - 1] = 0;
     e->at_ms = now_of(r); /* read here: the queue's wait is not the decision's time */
     e->silenced = ev->silenced;
+    if (ev->summary)
+        printable(ev->summary, e->reason, sizeof e->reason);
     r->qlen++;
     r->st.queued++;
     pthread_cond_signal(&r->cv);
     pthread_mutex_unlock(&r->mu);
+}
+
+int gp_rem_node_healthy(struct gp_rem *r, const char *node, const char *by, const char *comment)
+{
+    if (!gp_rem_value_ok("node", node))
+        return GP_EPARSE;
+    pthread_mutex_lock(&r->mu);
+    if (r->qlen == GP_REM_QUEUE || r->stop) {
+        r->st.dropped++;
+        pthread_mutex_unlock(&r->mu);
+        return GP_ETOOBIG;
+    }
+    struct event *e = &r->q[(r->qhead + r->qlen) % GP_REM_QUEUE];
+    memset(e, 0, sizeof *e);
+    e->healthy = true;
+    snprintf(e->kind, sizeof e->kind, "node_healthy");
+    e->severity = GP_SEV_INFO;
+    e->key.rank = -1;
+    snprintf(e->key.node, sizeof e->key.node, "%s", node);
+    char who[64], why[180];
+    printable(by && by[0] ? by : "an operator", who, sizeof who);
+    printable(comment ? comment : "", why, sizeof why);
+    snprintf(e->reason, sizeof e->reason, "marked healthy by %.63s%s%.170s", who, why[0] ? ": " : "", why);
+    e->at_ms = now_of(r);
+    r->qlen++;
+    r->st.queued++;
+    pthread_cond_signal(&r->cv);
+    pthread_mutex_unlock(&r->mu);
+    return GP_OK;
+}
+
+void gp_rem_breaker_state(struct gp_rem *r, struct gp_rem_breaker *out)
+{
+    int64_t now = now_of(r);
+    pthread_mutex_lock(&r->mu);
+    struct acted *slot;
+    out->acted = breaker_count(r, now, "", &slot);
+    out->limit = breaker_limit(r);
+    out->fleet = r->fleet;
+    out->tripped_ms = r->tripped_ms;
+    pthread_mutex_unlock(&r->mu);
+}
+
+static int cmp_names(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+void gp_rem_tick(struct gp_rem *r, const struct gp_view *v, struct gp_alerts *a, int64_t now_ms)
+{
+    if (!r)
+        return;
+    /* distinct node names, sorted: a tick over 10,000 GPUs stays cheap */
+    const char **names = v && v->ngpus ? malloc(v->ngpus * sizeof *names) : NULL;
+    bool counted = v && (names || !v->ngpus);
+    unsigned fleet = 0;
+    if (names) {
+        for (unsigned i = 0; i < v->ngpus; i++)
+            names[i] = v->gpus[i].node;
+        qsort(names, v->ngpus, sizeof *names, cmp_names);
+        for (unsigned i = 0; i < v->ngpus; i++)
+            fleet += !i || strcmp(names[i], names[i - 1]) != 0;
+        free(names);
+    }
+    struct gp_rem_breaker b;
+    pthread_mutex_lock(&r->mu);
+    if (counted)
+        r->fleet = fleet; /* out of memory: the last size stands */
+    pthread_mutex_unlock(&r->mu);
+    gp_rem_breaker_state(r, &b);
+    if (!a || !b.tripped_ms || b.tripped_ms <= now_ms - HOUR_MS)
+        return; /* not observed: a firing alert resolves */
+    struct gp_alert_params p = {.kind = GP_REM_BREAKER_KIND, .severity = GP_SEV_CRITICAL};
+    struct gp_observation o = {.key = {.det = GP_DET__COUNT, .rank = -1}, .bad = true,
+                               .value = b.acted};
+    snprintf(o.summary, sizeof o.summary,
+             "remediation circuit breaker open: %u of %u nodes acted on in the last hour, at most %u; "
+             "nothing more is done",
+             b.acted, b.fleet, b.limit);
+    snprintf(o.evidence, sizeof o.evidence,
+             "%u nodes acted on in the last hour (dry runs included); limit %u = the smaller of "
+             "remediation_breaker_max_nodes and remediation_breaker_max_percent of %u nodes; "
+             "newest refusal at %lld ms; see GET /api/v1/audit?decision=breaker_open",
+             b.acted, b.limit, b.fleet, (long long)b.tripped_ms);
+    gp_alerts_observe(a, &p, &o);
 }
 
 void gp_rem_flush(struct gp_rem *r)
@@ -852,10 +1206,17 @@ int gp_rem_open(struct gp_rem **out, const char *dir, const struct gp_rem_opts *
                          GP_REM_RATE_MAX);
     if (o->timeout_ms < 1)
         return gp_seterr(err, errlen, GP_EUSAGE, "remediation timeout must be positive");
+    if (o->breaker_max_nodes > GP_REM_BREAKER_NODES ||
+        !(o->breaker_max_percent >= 0 && o->breaker_max_percent <= 100))
+        return gp_seterr(err, errlen, GP_EUSAGE,
+                         "remediation breaker: at most 0-%d nodes and 0-100 %% of the fleet",
+                         GP_REM_BREAKER_NODES);
     struct gp_rem *r = calloc(1, sizeof *r);
     if (!r)
         return gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
     r->o = *o;
+    if (!r->o.breaker_max_nodes)
+        r->o.breaker_max_nodes = GP_REM_BREAKER_NODES;
     for (size_t i = 0; i < o->nrules; i++)
         r->rules[i] = o->rules[i];
     r->o.rules = r->rules;
@@ -871,11 +1232,31 @@ int gp_rem_open(struct gp_rem **out, const char *dir, const struct gp_rem_opts *
     } else {
         r->o.path_root = NULL;
     }
+    if (o->scontrol && strlen(o->scontrol) >= sizeof r->scontrol) {
+        free(r);
+        return gp_seterr(err, errlen, GP_EUSAGE, "remediation_scontrol is longer than %d bytes",
+                         (int)sizeof r->scontrol - 1);
+    }
+    /* the strings the worker reads later are its own copies */
+    snprintf(r->scontrol, sizeof r->scontrol, "%s", o->scontrol ? o->scontrol : "");
+    snprintf(r->k8s_api, sizeof r->k8s_api, "%s", o->k8s.api ? o->k8s.api : "");
+    snprintf(r->k8s_token, sizeof r->k8s_token, "%s", o->k8s.token_file ? o->k8s.token_file : "");
+    snprintf(r->k8s_ca, sizeof r->k8s_ca, "%s", o->k8s.ca_file ? o->k8s.ca_file : "");
+    snprintf(r->k8s_taint, sizeof r->k8s_taint, "%s",
+             o->k8s.taint_key && o->k8s.taint_key[0] ? o->k8s.taint_key : "gpulse.io/unhealthy");
+    r->o.scontrol = r->scontrol;
+    r->o.k8s = (struct gp_rem_k8s){r->k8s_api, r->k8s_token, r->k8s_ca, r->k8s_taint};
     int rc = gp_state_open(&r->db, dir, err, errlen);
     if (rc) {
         free(r);
         return rc;
     }
+    if (gp_httpc_global_init()) {
+        gp_state_close(r->db);
+        free(r);
+        return gp_seterr(err, errlen, GP_EINTERNAL, "cannot set up the HTTP client");
+    }
+    r->http = true;
     pthread_mutex_init(&r->mu, NULL);
     pthread_cond_init(&r->cv, NULL);
     pthread_cond_init(&r->idle, NULL);
@@ -903,6 +1284,8 @@ void gp_rem_close(struct gp_rem *r)
     pthread_cond_destroy(&r->cv);
     pthread_cond_destroy(&r->idle);
     gp_state_close(r->db);
+    if (r->http)
+        gp_httpc_global_cleanup();
     free(r);
 }
 
@@ -925,7 +1308,7 @@ int gp_rem_audit_json(struct gp_rem *r, const struct gp_audit_filter *f, struct 
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(r->db,
                            "SELECT id, at_ms, alert_id, kind, severity, node, gpu, job, rank, decision,"
-                           " command, exit_status, stderr, detail, duration_ms FROM audit"
+                           " command, exit_status, stderr, detail, duration_ms, action, reason FROM audit"
                            " WHERE (?1 IS NULL OR kind = ?1) AND (?2 IS NULL OR node = ?2)"
                            " AND (?3 IS NULL OR job = ?3) AND (?4 IS NULL OR decision = ?4)"
                            " AND at_ms >= ?5 ORDER BY at_ms DESC, id DESC LIMIT ?6",
@@ -942,14 +1325,14 @@ int gp_rem_audit_json(struct gp_rem *r, const struct gp_audit_filter *f, struct 
     static const char *const names[] = {"id",     "at",      "alert_id", "kind",     "severity",
                                         "node",   "gpu",     "job",      "rank",     "decision",
                                         "command", "exit_status", "stderr", "detail",
-                                        "duration_seconds"};
+                                        "duration_seconds", "action", "reason"};
     while (arr && (rc = sqlite3_step(st)) == SQLITE_ROW) {
         json_t *o = json_object();
         if (!o || json_array_append_new(arr, o)) {
             rc = SQLITE_NOMEM;
             break;
         }
-        for (int i = 0; i < 15; i++) {
+        for (int i = 0; i < 17; i++) {
             json_t *v;
             if (i == 1)
                 v = json_real((double)sqlite3_column_int64(st, i) / 1000.0);

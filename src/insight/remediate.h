@@ -50,6 +50,28 @@
  * group, after remediation_timeout). Rows keep the argv, exit status,
  * the first line of stderr and the run time. Dry runs count against the
  * rate limits, so a dry run predicts what a live one would do.
+ *
+ * Built-in actions (issue 20). An entry "KIND=@slurm-drain" runs
+ *   SCONTROL update nodename=NODE state=drain reason="gpulse KIND: SUMMARY"
+ * (remediation_scontrol; resume: state=resume); "KIND=@kubernetes-cordon"
+ * cordons the node and taints it KEY=KIND:NoSchedule through the API
+ * server (remediate_k8s.c). Both need a valid {node} and run through the
+ * same queue, limits, shadow mode and audit as a command.
+ *
+ * Shadow mode is remediation_dry_run (on by default): every decision is
+ * made and audited as `dry_run`, nothing is run and no API is called.
+ *
+ * Circuit breaker. Before a node not yet acted on in the last hour is
+ * acted on, the nodes acted on in the last hour (dry runs included) are
+ * counted; at breaker_max_nodes, or at breaker_max_percent of the fleet
+ * (nodes with GPUs in the evaluation window, at least one node), the
+ * action is `breaker_open` and nothing runs. gp_rem_tick raises the
+ * alert remediation_breaker_open while a refusal of the last hour stands.
+ *
+ * Mark healthy. gp_rem_node_healthy queues the undoing of what gpulse did
+ * to the node (resume, uncordon) when remediation_undo_on_healthy is on
+ * and the node's newest drain or cordon in the audit is gpulse's own,
+ * not yet undone; audited with the operator's words as its reason.
  */
 #ifndef GP_INSIGHT_REMEDIATE_H
 #define GP_INSIGHT_REMEDIATE_H
@@ -71,8 +93,23 @@
 /* insight/alert_event.h; only pointers to it are needed here. */
 struct gp_alert_event;
 
+/* What an audit row did; the first three are what a rule may name. */
+enum gp_rem_action {
+    GP_REM_COMMAND,
+    GP_REM_SLURM_DRAIN,
+    GP_REM_K8S_CORDON,
+    GP_REM_SLURM_RESUME,
+    GP_REM_K8S_UNCORDON,
+    GP_REM_ACTION__COUNT
+};
+extern const char *const gp_rem_action_names[GP_REM_ACTION__COUNT];
+
+#define GP_REM_BREAKER_NODES 4096 /* distinct nodes the breaker remembers */
+#define GP_REM_BREAKER_KIND "remediation_breaker_open"
+
 struct gp_rem_rule {
     char kind[GP_REM_KIND_LEN];
+    enum gp_rem_action action; /* GP_REM_COMMAND: argv; else argc is 0 */
     unsigned argc;
     char argv[GP_REM_MAX_ARGS][GP_REM_ARG_LEN]; /* templates, unquoted */
 };
@@ -111,6 +148,39 @@ int gp_rem_expand(const struct gp_rem_rule *r, const struct gp_alert_event *ev,
 int gp_rem_check_paths(const struct gp_rem_rule *r, char args[][GP_REM_ARG_LEN], const char *root,
                        char *err, size_t errlen);
 
+/* Where the Kubernetes action goes. Strings borrowed by gp_rem_open,
+ * copied there. */
+struct gp_rem_k8s {
+    const char *api;        /* base URL; NULL or "": https://$KUBERNETES_SERVICE_HOST:PORT */
+    const char *token_file; /* bearer token, read at each action; "": none */
+    const char *ca_file;    /* CA bundle for https; "": the system's */
+    const char *taint_key;  /* the taint gpulse puts and takes away */
+};
+
+/* One Kubernetes action's outcome. */
+struct gp_rem_k8s_result {
+    int http_status;  /* the last answer's; 0: none */
+    char url[640];
+    char body[2048];  /* the PATCH sent (truncated); "" when none */
+    char detail[256];
+    int64_t duration_ms;
+};
+
+/* remediate_k8s.c: cordons and taints node (cordon) with value, or takes
+ * both away. GP_OK when the PATCH answered 200; else GP_ECONFIG (no API
+ * server), GP_EIO (token), GP_EPARSE (not a Node), GP_ENET, with
+ * res->detail. */
+/* The taints to send for a node (answer: the GET's body): the node's own
+ * without k->taint_key, with {key, value, NoSchedule} added when cordon;
+ * *rv gets metadata.resourceVersion. NULL when the answer is not a Node
+ * with a string resourceVersion. The caller decrefs. */
+typedef struct json_t json_t;
+json_t *gp_rem_k8s_taints(const char *answer, size_t len, const struct gp_rem_k8s *k, bool cordon,
+                          const char *value, char *rv, size_t rvlen);
+
+int gp_rem_k8s_node(const struct gp_rem_k8s *k, const char *node, bool cordon, const char *value,
+                    int64_t timeout_ms, struct gp_rem_k8s_result *res);
+
 struct gp_rem_opts {
     const struct gp_rem_rule *rules; /* copied */
     size_t nrules;
@@ -119,6 +189,11 @@ struct gp_rem_opts {
     unsigned max_per_kind_per_hour;  /* per kind over all nodes, 1..GP_REM_RATE_MAX */
     int64_t timeout_ms;              /* a command's run time at most */
     const char *path_root;           /* remediation_path_root; NULL or "": paths unchecked */
+    const char *scontrol;            /* NULL or "": "scontrol" */
+    struct gp_rem_k8s k8s;
+    unsigned breaker_max_nodes;      /* 1..GP_REM_BREAKER_NODES; 0: GP_REM_BREAKER_NODES */
+    double breaker_max_percent;      /* of the fleet, 0 (off)..100 */
+    bool undo_on_healthy;
     int64_t (*now_ms)(void *ctx);    /* NULL: the wall clock */
     void *clock_ctx;
 };
@@ -145,8 +220,31 @@ void gp_rem_listener(void *ctx, const struct gp_alert_event *ev);
 /* Waits until everything queued so far is decided and audited. */
 void gp_rem_flush(struct gp_rem *r);
 
+/*
+ * An operator marked node healthy (by, comment: who and why, for the
+ * audit). Queues the undoing (module comment "Mark healthy"); never
+ * blocks. GP_OK, GP_EPARSE (node fails the {node} rule), GP_ETOOBIG
+ * (queue full).
+ */
+int gp_rem_node_healthy(struct gp_rem *r, const char *node, const char *by, const char *comment);
+
+/* The fleet's nodes (those of v's GPUs) for the breaker, and the alert
+ * GP_REM_BREAKER_KIND observed into a (inside its tick) while the
+ * breaker refused an action in the last hour. Accepts r NULL. */
+struct gp_view;
+struct gp_alerts;
+void gp_rem_tick(struct gp_rem *r, const struct gp_view *v, struct gp_alerts *a, int64_t now_ms);
+
+struct gp_rem_breaker {
+    unsigned acted;   /* distinct nodes acted on in the last hour */
+    unsigned limit;   /* what the breaker allows now */
+    unsigned fleet;   /* nodes, as gp_rem_tick last saw them */
+    int64_t tripped_ms; /* the newest refusal; 0: none */
+};
+void gp_rem_breaker_state(struct gp_rem *r, struct gp_rem_breaker *out);
+
 struct gp_rem_stats {
-    uint64_t queued, dropped, decided, audit_errors;
+    uint64_t queued, dropped, decided, audit_errors, breaker_refused;
     uint64_t refused[GP_REM_REFUSE__COUNT]; /* by gp_rem_refusal_names */
 };
 void gp_rem_stats(struct gp_rem *r, struct gp_rem_stats *out);
@@ -161,7 +259,7 @@ struct gp_audit_filter {
  * Appends GET /api/v1/audit's answer to out: the envelope and the rows
  * passing f, newest first, each {"id","at","alert_id","kind","severity",
  * "node","gpu","job","rank","decision","command":[...],"exit_status",
- * "stderr","detail","duration_seconds"} (unknown: null). GP_OK, GP_EIO,
+ * "stderr","detail","duration_seconds","action","reason"} (unknown: null). GP_OK, GP_EIO,
  * GP_ENOMEM or out's latched error.
  */
 int gp_rem_audit_json(struct gp_rem *r, const struct gp_audit_filter *f, struct gp_buf *out);

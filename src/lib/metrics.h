@@ -330,6 +330,14 @@ enum gp_metric_section {
     X(REMEDIATION_REFUSED, EVAL, "gpulse_server_remediation_refused_total", COUNTER, "reason",         \
       "Remediation actions refused: a placeholder's value failed its check (reason: the placeholder, " \
       "or too_long), or a path left remediation_path_root (path).")                                    \
+    X(REMEDIATION_BREAKER_NODES, EVAL, "gpulse_server_remediation_breaker_nodes", GAUGE, "",          \
+      "Distinct nodes remediation acted on in the last hour (dry runs included), which the circuit "  \
+      "breaker counts.")                                                                               \
+    X(REMEDIATION_BREAKER_LIMIT, EVAL, "gpulse_server_remediation_breaker_limit", GAUGE, "",          \
+      "Nodes the circuit breaker lets remediation act on in an hour now (the smaller of "             \
+      "remediation_breaker_max_nodes and remediation_breaker_max_percent of the fleet).")            \
+    X(REMEDIATION_BREAKER_REFUSED, EVAL, "gpulse_server_remediation_breaker_refused_total", COUNTER,  \
+      "", "Remediation actions the open circuit breaker refused (audited breaker_open).")             \
     X(NOTIFICATIONS, NOTIFY, "gpulse_server_notifications_total", COUNTER, "receiver result",          \
       "Notification sends, by receiver and result (done, retry, dead).")                               \
     X(NOTIFICATIONS_QUEUED, NOTIFY, "gpulse_server_notifications_queued", GAUGE, "",                   \

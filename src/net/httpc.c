@@ -147,6 +147,8 @@ int gp_httpc_open(struct gp_httpc **out, const struct gp_httpc_opts *o, char *er
     bad |= curl_easy_setopt(c, CURLOPT_XFERINFODATA, h) != CURLE_OK;
     if (o->gzip)
         bad |= curl_easy_setopt(c, CURLOPT_ACCEPT_ENCODING, "") != CURLE_OK;
+    if (o->ca_file && *o->ca_file)
+        bad |= curl_easy_setopt(c, CURLOPT_CAINFO, o->ca_file) != CURLE_OK;
     if (bad) {
         gp_httpc_close(h);
         return gp_seterr(err, errlen, GP_EINTERNAL, "libcurl refused an option");
@@ -216,6 +218,8 @@ int gp_httpc_do(struct gp_httpc *h, const struct gp_httpc_req *req, struct gp_ht
     } else {
         bad |= curl_easy_setopt(c, CURLOPT_HTTPGET, 1L) != CURLE_OK;
     }
+    /* the handle is reused: a verb set for one request must not stick */
+    bad |= curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, req->method) != CURLE_OK;
     if (bad)
         return GP_EINTERNAL;
     CURLcode cc = curl_easy_perform(c);

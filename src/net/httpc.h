@@ -34,12 +34,14 @@ struct gp_httpc_opts {
     const char *const *headers; /* "Name: value" lines */
     size_t nheaders;
     bool gzip;                  /* offer every encoding libcurl decodes */
+    const char *ca_file;        /* https: trust this CA bundle; NULL or "": the system's */
 };
 
 /* One request. Borrowed during the call. */
 struct gp_httpc_req {
     const char *url;          /* http:// or https:// */
     const void *body;         /* POST these len bytes; NULL: GET */
+    const char *method;       /* NULL: GET or POST as above; else this verb (PATCH) with the body */
     size_t len;
     int64_t timeout_ms;       /* > 0: this request's, instead of the handle's */
     struct gp_buf *answer;    /* the whole answer up to the buffer's cap; NULL: only res->head */

@@ -742,6 +742,7 @@ int gp_srv_alerts_start(struct gp_server *s, struct gp_storage *st, char *err, s
     if ((rc = gp_promrules_run_new(&s->promrules, s->promrules_def, &po, err, errlen)))
         return rc;
     eo.promrules = s->promrules;
+    eo.rem = s->rem;
     /* remediation acts on alerts that start firing */
     if (s->rem && (rc = gp_alerts_add_listener(s->alerts, gp_rem_listener, s->rem)))
         return gp_seterr(err, errlen, rc, "cannot register the remediation hooks");
@@ -839,5 +840,14 @@ void gp_srv_render_alert_metrics(struct gp_server *s, struct gp_buf *b)
         for (size_t i = 0; i < GP_REM_REFUSE__COUNT; i++)
             gp_buf_printf(b, "%s{reason=\"%s\"} %llu\n", gp_metric_name(GP_M_REMEDIATION_REFUSED),
                           gp_rem_refusal_names[i], (unsigned long long)rs.refused[i]);
+        struct gp_rem_breaker rb;
+        gp_rem_breaker_state(s->rem, &rb);
+        gp_metric_head(b, GP_M_REMEDIATION_BREAKER_NODES);
+        gp_buf_printf(b, "%s %u\n", gp_metric_name(GP_M_REMEDIATION_BREAKER_NODES), rb.acted);
+        gp_metric_head(b, GP_M_REMEDIATION_BREAKER_LIMIT);
+        gp_buf_printf(b, "%s %u\n", gp_metric_name(GP_M_REMEDIATION_BREAKER_LIMIT), rb.limit);
+        gp_metric_head(b, GP_M_REMEDIATION_BREAKER_REFUSED);
+        gp_buf_printf(b, "%s %llu\n", gp_metric_name(GP_M_REMEDIATION_BREAKER_REFUSED),
+                      (unsigned long long)rs.breaker_refused);
     }
 }

@@ -60,7 +60,7 @@ static enum gp_srv_route route_of(const char *p)
         {"/api/v1/snapshot", GP_SRV_R_SNAPSHOT}, {"/api/v1/query", GP_SRV_R_QUERY},
         {"/api/v1/metadata", GP_SRV_R_METADATA}, {"/api/v1/status/buildinfo", GP_SRV_R_BUILDINFO},
         {"/api/v1/query_exemplars", GP_SRV_R_EXEMPLARS}, {"/api/v1/format_query", GP_SRV_R_FORMAT_QUERY},
-        {"/api/v1/rules", GP_SRV_R_RULES},
+        {"/api/v1/rules", GP_SRV_R_RULES}, {"/api/v1/health/preflight", GP_SRV_R_PREFLIGHT},
         {"/", GP_SRV_R_WEB},
     };
     for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)

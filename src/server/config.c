@@ -9,6 +9,7 @@
 #include "insight/engine.h"
 #include "lib/err.h"
 #include "lib/log.h"
+#include "net/httpc.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -184,6 +185,14 @@ int gp_server_config_validate(const struct gp_server_config *c, char *err, size_
                          GP_REM_RATE_MAX);
     if (c->remediation_timeout_ms < 100 || c->remediation_timeout_ms > 600000)
         return gp_seterr(err, errlen, GP_ECONFIG, "remediation_timeout must be between 100ms and 10m");
+    if (c->remediation_breaker_max_nodes < 1 || c->remediation_breaker_max_nodes > GP_REM_BREAKER_NODES)
+        return gp_seterr(err, errlen, GP_ECONFIG, "remediation_breaker_max_nodes must be between 1 and %d",
+                         GP_REM_BREAKER_NODES);
+    if (c->remediation_breaker_max_percent > 100)
+        return gp_seterr(err, errlen, GP_ECONFIG, "remediation_breaker_max_percent must be between 0 and 100");
+    if (c->remediation_kubernetes_api[0] &&
+        (rc = gp_httpc_check_url("remediation_kubernetes_api", c->remediation_kubernetes_api, err, errlen)))
+        return rc;
     if (c->remediation_path_root[0] && c->remediation_path_root[0] != '/')
         return gp_seterr(err, errlen, GP_ECONFIG, "remediation_path_root must be an absolute path, not '%s'",
                          c->remediation_path_root);

@@ -62,6 +62,14 @@ struct gp_server_config {
     uint64_t remediation_max_per_kind_per_hour;
     int64_t remediation_timeout_ms;
     char remediation_path_root[GP_SERVER_PATH_LEN];
+    char remediation_scontrol[GP_SERVER_PATH_LEN];
+    char remediation_kubernetes_api[GP_SERVER_PATH_LEN];
+    char remediation_kubernetes_token_file[GP_SERVER_PATH_LEN];
+    char remediation_kubernetes_ca_file[GP_SERVER_PATH_LEN];
+    char remediation_kubernetes_taint[254];
+    uint64_t remediation_breaker_max_nodes;
+    uint64_t remediation_breaker_max_percent;
+    bool remediation_undo_on_healthy;
     char storage[16];                       /* embedded | remote */
     char remote_write_url[GP_SERVER_PATH_LEN];
     char remote_query_url[GP_SERVER_PATH_LEN];
@@ -179,6 +187,31 @@ struct gp_server_config {
     X(remediation_path_root, "remediation_path_root", "remediation-path-root", STR, "",             \
       "directory every path argument built from a placeholder must resolve into (absolute); "     \
       "empty: unchecked")                                                                          \
+    X(remediation_scontrol, "remediation_scontrol", "remediation-scontrol", STR, "scontrol",      \
+      "the scontrol the @slurm-drain action runs (a name on PATH or a path)")                     \
+    X(remediation_kubernetes_api, "remediation_kubernetes_api", "remediation-kubernetes-api", STR, \
+      "", "the API server @kubernetes-cordon patches nodes through; empty: "                      \
+      "https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT (in a pod)")                    \
+    X(remediation_kubernetes_token_file, "remediation_kubernetes_token_file",                      \
+      "remediation-kubernetes-token-file", STR,                                                    \
+      "/var/run/secrets/kubernetes.io/serviceaccount/token",                                       \
+      "the service account token @kubernetes-cordon sends, read at each action; empty: none")     \
+    X(remediation_kubernetes_ca_file, "remediation_kubernetes_ca_file",                            \
+      "remediation-kubernetes-ca-file", STR, "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt", \
+      "the CA bundle the API server's certificate is checked with (when the file exists)")        \
+    X(remediation_kubernetes_taint, "remediation_kubernetes_taint", "remediation-kubernetes-taint", \
+      STR, "gpulse.io/unhealthy", "the taint key @kubernetes-cordon puts (value: the alert kind, " \
+      "effect NoSchedule)")                                                                        \
+    X(remediation_breaker_max_nodes, "remediation_breaker_max_nodes",                              \
+      "remediation-breaker-max-nodes", UINT, "5",                                                  \
+      "circuit breaker: distinct nodes acted on in any hour, at most (1-4096)")                   \
+    X(remediation_breaker_max_percent, "remediation_breaker_max_percent",                          \
+      "remediation-breaker-max-percent", UINT, "10",                                               \
+      "circuit breaker: percent of the fleet's nodes acted on in any hour, at most "              \
+      "(0: no percent limit; at least one node)")                                                 \
+    X(remediation_undo_on_healthy, "remediation_undo_on_healthy", "remediation-undo-on-healthy",   \
+      BOOL, "false", "resume or uncordon a node gpulse drained or cordoned when it is marked "     \
+      "healthy again")                                                                             \
     X(storage, "storage", "storage", STR, "embedded",                                              \
       "where samples live: embedded (the store under data_dir) or remote (a Prometheus-compatible " \
       "cluster written by remote write and read through its HTTP API; docs/storage.md)")          \

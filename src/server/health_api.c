@@ -16,6 +16,7 @@
 
 #include "insight/alerts.h"
 #include "insight/health.h"
+#include "insight/remediate.h"
 #include "lib/clock.h"
 #include "lib/err.h"
 #include "lib/log.h"
@@ -34,17 +35,17 @@ static void node_of_path(const char *path, size_t prefix, size_t suffix, char *o
     out[n - prefix - suffix] = '\0';
 }
 
-/*
- * Call point for the remediation layer: a node gpulse drained or
- * cordoned is resumed or uncordoned once marked healthy, where
- * remediation is configured to (issue 20 item 4, branch i20-remed:
- * gp_rem_node_healthy(s->rem, node, by, comment) belongs here once it
- * is on main). Until then remediation leaves marked nodes as they are.
- */
+/* A node gpulse drained or cordoned is resumed or uncordoned once
+ * marked healthy, where remediation_undo_on_healthy says so
+ * (insight/remediate.h "Mark healthy"; it audits what it does). The mark
+ * stands whatever the undoing says: it is logged. */
 static void undo_remediation(struct gp_server *s, const char *node, const char *by,
                              const char *comment)
 {
-    (void)s, (void)node, (void)by, (void)comment;
+    int rc = s->rem ? gp_rem_node_healthy(s->rem, node, by, comment) : GP_OK;
+    if (rc)
+        gp_log(GP_LOG_WARN, "health", "cannot queue undoing the remediation of a node marked healthy",
+               "node=\"%s\" error=\"%s\"", node, gp_strerror(rc));
 }
 
 static void mark(struct gp_server *s, const struct gp_http_request *req,

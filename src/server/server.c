@@ -153,6 +153,7 @@ static const char index_text[] =
     "GET  /api/v1/notifications         the notification outbox (queued, done, dead)\n"
     "GET  /api/v1/rules                 the rule files' groups, rules and alerts (type=alert|record)\n"
     "GET  /api/v1/health\n"
+    "GET  /api/v1/health/preflight      each node's last gpulse check result (POST: write token)\n"
     "GET  /api/v1/snapshot              gpulse up: its agent's latest frame (gpulse top --agent)\n"
     "GET  /metrics                      the server's own metrics\n";
 
@@ -191,6 +192,9 @@ static void handle(void *ctx, const struct gp_http_request *req, struct gp_http_
         }
         break;
     }
+    case GP_SRV_R_PREFLIGHT:
+        gp_srv_handle_preflight(s, req, resp);
+        break;
     case GP_SRV_R_WEB:
         gp_srv_handle_web(req, resp);
         break;
@@ -251,15 +255,17 @@ static uint64_t prepare(void *ctx, struct gp_http_request *req, struct gp_http_r
     /* So does acknowledging an alert (docs/dashboard.md), and marking
      * a repaired node healthy (docs/health.md). */
     int ack = sr->route == GP_SRV_R_ALERT_ACK || sr->route == GP_SRV_R_HEALTH_MARK;
-    int changes = is_write || silence_post || silence_delete || ack;
+    /* So does a node's preflight result (gpulse check --push). */
+    int preflight_post = sr->route == GP_SRV_R_PREFLIGHT && !strcmp(m, "POST");
+    int changes = is_write || silence_post || silence_delete || ack || preflight_post;
     /* Prometheus's read routes take a form POST too (Grafana's default). */
     int form_post = gp_srv_route_takes_form(sr->route) && !strcmp(m, "POST");
     if (sr->route == GP_SRV_R_SILENCE ? !silence_delete
         : is_write || ack              ? strcmp(m, "POST") != 0
-                                       : !get && !silence_post && !form_post) {
+                                       : !get && !silence_post && !form_post && !preflight_post) {
         gp_http_error(early, 405, "method not allowed");
         early->allow = is_write || ack                    ? "POST"
-                       : sr->route == GP_SRV_R_SILENCES ? "GET, HEAD, POST"
+                       : sr->route == GP_SRV_R_SILENCES || sr->route == GP_SRV_R_PREFLIGHT ? "GET, HEAD, POST"
                        : sr->route == GP_SRV_R_SILENCE  ? "DELETE"
                        : gp_srv_route_takes_form(sr->route) ? "GET, HEAD, POST"
                                                          : "GET, HEAD";
@@ -288,7 +294,7 @@ static uint64_t prepare(void *ctx, struct gp_http_request *req, struct gp_http_r
                            gp_http_header(req, "Authorization") ? ", error=\"invalid_token\"" : "");
         return 0;
     }
-    if (silence_post || ack)
+    if (silence_post || ack || preflight_post)
         return GP_SRV_SILENCE_BODY_MAX;
     if (form_post) {
         /* Its bytes come out of the write budget (its Content-Length, or
@@ -457,6 +463,7 @@ int gp_server_start(struct gp_server **out, const struct gp_server_config *c, ch
     s->cfg = *c;
     s->start_ms = gp_wall_ms();
     pthread_mutex_init(&s->hook_mu, NULL);
+    gp_srv_preflight_init(&s->preflight);
     char *cert = NULL, *key = NULL;
     if ((rc = gp_srv_stream_open(s))) {
         gp_seterr(err, errlen, rc, "out of memory");
@@ -599,7 +606,13 @@ int gp_server_start(struct gp_server **out, const struct gp_server_config *c, ch
                              .max_per_hour = (unsigned)c->remediation_max_per_hour,
                              .max_per_kind_per_hour = (unsigned)c->remediation_max_per_kind_per_hour,
                              .timeout_ms = c->remediation_timeout_ms,
-                             .path_root = c->remediation_path_root};
+                             .path_root = c->remediation_path_root,
+                             .scontrol = c->remediation_scontrol,
+                             .k8s = {c->remediation_kubernetes_api, c->remediation_kubernetes_token_file,
+                                     c->remediation_kubernetes_ca_file, c->remediation_kubernetes_taint},
+                             .breaker_max_nodes = (unsigned)c->remediation_breaker_max_nodes,
+                             .breaker_max_percent = (double)c->remediation_breaker_max_percent,
+                             .undo_on_healthy = c->remediation_undo_on_healthy};
     if ((rc = gp_server_config_remediation(c, rules, &ro.nrules, err, errlen)) ||
         (rc = gp_rem_open(&s->rem, c->data_dir, &ro, err, errlen))) {
         gp_jobs_close(s->jobs);
@@ -663,6 +676,7 @@ void gp_server_stop(struct gp_server *s)
     if (st)
         gp_storage_close(st);
     pthread_mutex_destroy(&s->hook_mu);
+    gp_srv_preflight_free(&s->preflight);
     free(s);
 }
 

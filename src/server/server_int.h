@@ -55,6 +55,7 @@ enum gp_srv_state { GP_SRV_STARTING, GP_SRV_READY };
     X(SILENCE, "silence")                       \
     X(NOTIFICATIONS, "notifications")           \
     X(HEALTH, "health")                         \
+    X(PREFLIGHT, "preflight")                   \
     X(METRICS, "metrics")                       \
     X(FLEET_GPUS, "fleet_gpus")                 \
     X(FLEET_FUNNEL, "fleet_funnel")             \
@@ -122,6 +123,20 @@ struct gp_srv_hist {
     uint64_t sum_ns;
 };
 
+/* The last preflight result of each node (preflight.c). */
+struct gp_srv_preflight_node {
+    char node[256];
+    int64_t received_ms;
+    char *doc; /* the JSON object as sent, compact */
+};
+struct gp_srv_preflight {
+    pthread_mutex_t mu;
+    unsigned n, cap;
+    struct gp_srv_preflight_node *v;
+};
+void gp_srv_preflight_init(struct gp_srv_preflight *p);
+void gp_srv_preflight_free(struct gp_srv_preflight *p);
+
 struct gp_server {
     struct gp_server_config cfg;
     char write_token[GP_SERVER_TOKEN_LEN];
@@ -144,6 +159,7 @@ struct gp_server {
     struct gp_srv_hist route_hist[GP_SRV_R_COUNT];
 
     struct gp_jobs *jobs;   /* the jobs registry; set with the store */
+    struct gp_srv_preflight preflight; /* gpulse check's results by node */
     struct gp_srv_meta *meta; /* remote write's metric metadata (metadata.h); set with the store */
     double gpu_hour_price;  /* USD, 0 when not configured */
     struct gp_rem *rem;     /* remediation hooks and their audit log; set with the store */
@@ -351,6 +367,9 @@ enum gp_srv_route gp_srv_route_of(const char *path);
 const char *gp_srv_api_path(const struct gp_http_request *req);
 /* 1 when the route takes a form POST as well as GET (Prometheus's). */
 int gp_srv_route_takes_form(enum gp_srv_route r);
+
+/* GET / POST /api/v1/health/preflight (preflight.c). */
+void gp_srv_handle_preflight(struct gp_server *s, const struct gp_http_request *req, struct gp_http_response *resp);
 
 /* prom_api.c: Prometheus's own routes -- PromQL /api/v1/query and
  * /api/v1/query_range (query=; forwarded to the cluster in storage:

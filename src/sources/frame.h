@@ -168,6 +168,7 @@ struct gp_gpu {
     char device[32];       /* "nvidia0", "card0" */
     char model[96];        /* "NVIDIA H100 80GB HBM3" */
     char driver[80];
+    int cuda_version;      /* the driver's CUDA version, 12040 = 12.4; 0 unknown */
     char node[64];         /* host name of a simulated node; "" = this host */
     bool simulated;
     int mig_gi;            /* MIG GPU instance id, -1 when not a MIG instance */

@@ -79,6 +79,7 @@ static void resolve(struct gp_nvml *st)
     SYM(shutdown, nvml_void_fn, "nvmlShutdown");
     SYM(error_string, nvml_errstr_fn, "nvmlErrorString");
     SYM(driver_version, nvml_str_fn, "nvmlSystemGetDriverVersion");
+    SYM(cuda_version, nvml_intp_fn, "nvmlSystemGetCudaDriverVersion_v2", "nvmlSystemGetCudaDriverVersion");
     SYM(count, nvml_uintp_fn, "nvmlDeviceGetCount_v2", "nvmlDeviceGetCount");
     SYM(handle, nvml_handle_fn, "nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetHandleByIndex");
     SYM(name, nvml_dev_str_fn, "nvmlDeviceGetName");
@@ -404,6 +405,8 @@ static int nvml_open(const struct gp_source_config *cfg, void **state, char *err
         st->s.driver_version(st->driver, sizeof st->driver) != NVML_SUCCESS)
         snprintf(st->driver, sizeof st->driver, "unknown");
     st->driver[sizeof st->driver - 1] = '\0';
+    if (!st->s.cuda_version || st->s.cuda_version(&st->cuda) != NVML_SUCCESS || st->cuda < 0)
+        st->cuda = 0;
     unsigned n = 0;
     rc = st->s.count(&n);
     if (rc != NVML_SUCCESS || n == 0) {
@@ -551,6 +554,7 @@ static int nvml_sample(void *state, struct gp_frame *f, unsigned *errors)
         memcpy(g->device, d->device, sizeof g->device);
         memcpy(g->model, d->model, sizeof g->model);
         cpy(g->driver, sizeof g->driver, st->driver);
+        g->cuda_version = st->cuda;
         g->mig_gi = d->mig_gi;
         memcpy(g->mig_profile, d->mig_profile, sizeof g->mig_profile);
         if (!d->lost)

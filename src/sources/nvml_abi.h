@@ -281,6 +281,7 @@ typedef nvmlReturn_t (*nvml_void_fn)(void);
 typedef const char *(*nvml_errstr_fn)(nvmlReturn_t);
 typedef nvmlReturn_t (*nvml_str_fn)(char *, unsigned int);
 typedef nvmlReturn_t (*nvml_uintp_fn)(unsigned int *);
+typedef nvmlReturn_t (*nvml_intp_fn)(int *);
 typedef nvmlReturn_t (*nvml_handle_fn)(unsigned int, nvmlDevice_t *);
 typedef nvmlReturn_t (*nvml_dev_str_fn)(nvmlDevice_t, char *, unsigned int);
 typedef nvmlReturn_t (*nvml_dev_pci_fn)(nvmlDevice_t, nvmlPciInfo_t *);

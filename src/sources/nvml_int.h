@@ -20,6 +20,7 @@ struct gp_nvml_syms {
     nvml_void_fn init, shutdown;
     nvml_errstr_fn error_string;
     nvml_str_fn driver_version;
+    nvml_intp_fn cuda_version;
     nvml_uintp_fn count;
     nvml_handle_fn handle;
     nvml_dev_str_fn name, uuid;
@@ -100,6 +101,7 @@ struct gp_nvml {
     struct gp_nvml_syms s;
     bool inited;
     char driver[NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE];
+    int cuda;                     /* CUDA driver API version (12040 = 12.4); 0 unknown */
     unsigned ndev, cap_dev;
     struct gp_nvml_dev *dev;
     nvmlEventSet_t evset;

@@ -82,7 +82,13 @@ static const char *const migrations[GP_STATE_VERSION] = {
      * updated is Unix ms. */
     "CREATE TABLE IF NOT EXISTS metric_metadata(family TEXT PRIMARY KEY, type TEXT NOT NULL,"
     " help TEXT NOT NULL, unit TEXT NOT NULL, updated INTEGER NOT NULL);",
-    /* 7: health states (insight/health.c): per GPU its state and when it
+    /* 7: remediation actions (insight/remediate.c): which action a row is
+     * (command, slurm_drain, kubernetes_cordon and their undoing on
+     * mark-healthy) and the reason it was taken (the alert's summary, or
+     * the operator's words); NULL on older rows. */
+    "ALTER TABLE audit ADD COLUMN action TEXT;"
+    "ALTER TABLE audit ADD COLUMN reason TEXT;",
+    /* 8: health states (insight/health.c): per GPU its state and when it
      * began, its reasons (catalog faults; xid 0 for a condition) and its
      * per-code XID counters (the last value and the times, "t1,t2,...",
      * within the repeat window); per node its state and the last

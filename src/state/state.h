@@ -37,7 +37,7 @@
 #include <stddef.h>
 
 /* The schema version this binary writes. */
-#define GP_STATE_VERSION 7
+#define GP_STATE_VERSION 8
 
 /*
  * Opens (creating and migrating) dir/state.db in WAL mode with

@@ -257,6 +257,28 @@ nvmlReturn_t nvmlSystemGetDriverVersion(char *version, unsigned length)
     return rc ? rc : leave(copy_str(version, length, fk_scn.driver));
 }
 
+static nvmlReturn_t cuda_version(const char *fn, int *v)
+{
+    nvmlReturn_t rc = enter(fn);
+    if (!rc && !v)
+        rc = FK_E_INVALID_ARGUMENT;
+    if (!rc)
+        *v = (int)fk_scn.cuda;
+    return rc ? rc : leave(FK_SUCCESS);
+}
+
+nvmlReturn_t nvmlSystemGetCudaDriverVersion(int *v)
+{
+    return cuda_version("nvmlSystemGetCudaDriverVersion", v);
+}
+
+#ifndef FAKENVML_OLD_DRIVER
+nvmlReturn_t nvmlSystemGetCudaDriverVersion_v2(int *v)
+{
+    return cuda_version("nvmlSystemGetCudaDriverVersion_v2", v);
+}
+#endif
+
 static nvmlReturn_t get_count(const char *fn, unsigned *n)
 {
     nvmlReturn_t rc = enter(fn);

@@ -222,6 +222,7 @@ struct fk_event {
 
 struct fk_scenario {
     char driver[80];
+    unsigned cuda;     /* nvmlSystemGetCudaDriverVersion: 12040 = 12.4 */
     int init_error;
     int no_ecc_fields; /* `ecc_fields absent`: a driver whose field values lack ids 3-6, 29-31, 142-145 */
     unsigned ngpus, nmigs;

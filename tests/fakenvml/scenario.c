@@ -346,6 +346,7 @@ int fk_scenario_parse(struct fk_scenario *s, const char *text, size_t len, char 
 {
     memset(s, 0, sizeof *s);
     snprintf(s->driver, sizeof s->driver, "550.54.15");
+    s->cuda = 12040;
     struct fk_dev *cur = NULL;
     unsigned cap = 0, line = 0;
     const char *p = text, *end = text + len;
@@ -367,6 +368,13 @@ int fk_scenario_parse(struct fk_scenario *s, const char *text, size_t len, char 
                 fail_at(err, errlen, line, "'driver' takes one version string");
                 goto fail;
             }
+        } else if (strcmp(tok[0], "cuda") == 0) {
+            unsigned long long v;
+            if (n != 2 || parse_ull(tok[1], &v) || v > 999999) {
+                fail_at(err, errlen, line, "'cuda' takes the CUDA version as NVML gives it (12040 = 12.4)");
+                goto fail;
+            }
+            s->cuda = (unsigned)v;
         } else if (strcmp(tok[0], "ecc_fields") == 0) {
             if (n != 2 || (strcmp(tok[1], "absent") && strcmp(tok[1], "present"))) {
                 fail_at(err, errlen, line, "'ecc_fields' takes 'absent' or 'present'");

@@ -4,7 +4,8 @@
  * arguments, a command name without '-' or placeholders, and an
  * expansion that succeeds only with a node value that passes the host
  * name check (never one with '/', a leading '.' or '..'), and a path
- * check that never crashes. */
+ * check that never crashes; a built-in action ("@slurm-drain") holds no
+ * arguments. */
 #include "insight/alert_event.h"
 #include "insight/remediate.h"
 
@@ -25,7 +26,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const char *node = n < size ? s + n + 1 : "n1";
     static struct gp_rem_rule r;
     char err[256];
-    if (gp_rem_parse_rule(s, &r, err, sizeof err) == 0) {
+    if (gp_rem_parse_rule(s, &r, err, sizeof err) == 0 && r.action != GP_REM_COMMAND) {
+        if (r.argc || r.action >= GP_REM_ACTION__COUNT)
+            abort(); /* a built-in action has no command */
+    } else if (gp_rem_parse_rule(s, &r, err, sizeof err) == 0) {
         if (!r.argc || r.argc > GP_REM_MAX_ARGS || r.argv[0][0] == '-' || !r.argv[0][0] ||
             strchr(r.argv[0], '{'))
             abort();

@@ -120,4 +120,48 @@ pushed() { curl -sfg -H 'Authorization: Bearer rtok' \
 wait_until 20 pushed || { tail -5 "$TMP/agent.log"; fail "the agent's samples did not reach the server with the write token"; }
 [ -S "$TMP/steps.sock" ] || fail "no step socket where the hostPath puts it"
 note "ConfigMap + container args: agent (host label k8s-gpu-node-1 from NODE_NAME) pushes 8 GPUs to the token-guarded server"
+
+# The preflight example (examples/preflight-job.yaml, in the user's
+# namespace): it validates, its init container runs gpulse check on the
+# pod's own GPUs before the training container, and its args, run here
+# against the stand-in NVML, pass 8 healthy H100s and push the result,
+# and stop a pod on a node whose GPUs hold their clocks down (h100x8.scn).
+V "$K/examples/preflight-job.yaml" >"$TMP/validate.log" 2>&1 || { cat "$TMP/validate.log"; fail "the preflight example does not validate"; }
+python3 - "$K/examples/preflight-job.yaml" "$TMP/preflight.args" <<'PY' || fail "the preflight example (above)"
+import sys, yaml
+job = yaml.safe_load(open(sys.argv[1]))
+pod = job["spec"]["template"]["spec"]
+init, train = pod["initContainers"][0], pod["containers"][0]
+bad = []
+if init["args"][0] != "check": bad.append("the init container does not run gpulse check")
+gpus = lambda c: c["resources"]["limits"].get("nvidia.com/gpu")
+if gpus(init) != gpus(train) or f"--gpus={gpus(train)}" not in init["args"]:
+    bad.append(f"the init container checks other GPUs than the training container's: {init['args']}")
+if pod.get("runtimeClassName") != "nvidia": bad.append("runtimeClassName is not nvidia")
+if pod.get("restartPolicy") != "Never": bad.append("a failed preflight would restart in place, on the same node")
+env = {e["name"]: e for e in init["env"]}
+if env.get("NODE_NAME", {}).get("valueFrom", {}).get("fieldRef", {}).get("fieldPath") != "spec.nodeName":
+    bad.append("the result is not named after the node")
+for b in bad: print("  " + b)
+open(sys.argv[2], "w").write("\n".join(init["args"]) + "\n")
+sys.exit(1 if bad else 0)
+PY
+mapfile -t pargs < <(sed -e 's|\$(NODE_NAME)|k8s-gpu-node-1|' -e "s|http://gpulse-server.gpulse.svc:9402|http://127.0.0.1:$SP|" \
+    -e "s|/etc/gpulse/tokens/|$TMP/tokens/|" "$TMP/preflight.args")
+python3 - "$ROOT/tests/data/nvml/preflight.scn" >"$TMP/h100x8-healthy.scn" <<'PY'
+import re, sys
+text = open(sys.argv[1]).read()
+block = text[text.index("\ngpu 0") + 1:text.index("\ngpu 1") + 1]
+print("driver 550.54.15")
+for i in range(8):
+    print(re.sub(r"00000000000\d$", f"00000000000{i}", block.replace("gpu 0", f"gpu {i}").replace("00000000:18", f"00000000:{i + 1}8"), flags=re.M))
+PY
+rc=0; GPULSE_FAKENVML_SCENARIO=$TMP/h100x8-healthy.scn GPULSE_NVML_LIBRARY=$FAKE_FULL "$GPULSE" "${pargs[@]}" >"$TMP/pf.out" 2>&1 || rc=$?
+[ $rc = 0 ] && grep -q '^k8s-gpu-node-1: ready (3 skipped)$' "$TMP/pf.out" || { cat "$TMP/pf.out"; fail "the init container failed 8 healthy GPUs ($rc)"; }
+rc=0; GPULSE_FAKENVML_SCENARIO=$SCEN/h100x8.scn GPULSE_NVML_LIBRARY=$FAKE_FULL "$GPULSE" "${pargs[@]}" >"$TMP/pf.out" 2>&1 || rc=$?
+[ $rc = 1 ] && grep -q '^FAILED  clocks *GPU 3: clocks held down (sw_power_cap): drain the node' "$TMP/pf.out" ||
+    { cat "$TMP/pf.out"; fail "the init container let a node with throttled GPUs through ($rc)"; }
+curl -sf -H 'Authorization: Bearer rtok' "http://127.0.0.1:$SP/api/v1/health/preflight?node=k8s-gpu-node-1" | grep -q '"status":"failed","action":"drain_inspect"' ||
+    fail "the init container's result did not reach the server"
+note "preflight example: the init container's args pass 8 healthy H100s, stop a throttled node (exit 1) and push the result"
 echo "ok: $objects Kubernetes objects validated, fitted and run"

@@ -91,5 +91,37 @@ bad "cannot read GPULSE_WRITE_TOKEN_FILE: .*'/nonexistent'" gpulse-epilog SLURM_
 bad 'usage: gpulse-slurm-job prolog|epilog' gpulse-slurm-job
 api /api/v1/jobs/5002 >/dev/null 2>&1 && fail "job 5002 registered with a wrong token"
 note "malformed env, wrong token, server down, no token file, usage: a message each, exit 0"
+
+# The preflight prolog (gpulse-preflight) runs gpulse check against the
+# stand-in NVML: a healthy node passes, a faulty one exits 1 (slurmd drains
+# it) with the failed check and its action, and the result reaches the
+# server; a node that cannot be checked is let through with a message.
+PF_SCN=$ROOT/tests/data/nvml/preflight.scn
+preflight() {  # preflight WANT-RC SCENARIO VAR=VALUE...
+    local want=$1 scn=$2; shift 2
+    local rc=0
+    # shellcheck disable=SC2046
+    env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin GPULSE_SLURM_ENV="$TMP/slurm.env" GPULSE_BIN="$GPULSE" \
+        GPULSE_NVML_LIBRARY="$ROOT/build/fakenvml/full/libnvidia-ml.so.1" GPULSE_FAKENVML_SCENARIO="$scn" \
+        ASAN_OPTIONS="${ASAN_OPTIONS:-}" $(job_env 4300 "$1" prolog_slurmd) "${@:2}" \
+        "$S/gpulse-preflight" >"$TMP/out" 2>"$TMP/err" || rc=$?
+    [ $rc -eq "$want" ] || { cat "$TMP/out" "$TMP/err"; fail "gpulse-preflight exited $rc, not $want"; }
+    [ ! -s "$TMP/out" ] || { cat "$TMP/out"; fail "gpulse-preflight wrote to stdout"; }
+}
+printf 'GPULSE_READ_TOKEN_FILE=%s\nGPULSE_CHECK_CONFIG=%s\n' "$TMP/read-token" "$TMP/check.yml" >>"$TMP/slurm.env"
+printf 'check:\n  gpus: 2\n  model: H100\n  kernel_log: ""\n' >"$TMP/check.yml"
+preflight 0 "$PF_SCN" gpu01
+[ ! -s "$TMP/err" ] || { cat "$TMP/err"; fail "the preflight complained about a healthy node"; }
+{ cat "$PF_SCN"; echo "at 0 gpu 1 ecc_dbe_vol 3"; } >"$TMP/faulty.scn"
+preflight 1 "$TMP/faulty.scn" gpu02
+grep -q "^gpulse preflight failed on gpu02 before job 4300:" "$TMP/err" &&
+    grep -q "^FAILED  ecc_uncorrectable *GPU 1: uncorrectable ECC errors since the last reset (3): reset the GPU$" "$TMP/err" &&
+    ! grep -q "^ok " "$TMP/err" || { cat "$TMP/err"; fail "the failed preflight's message"; }
+[ "$(api /api/v1/health/preflight | python3 -c 'import json,sys; print(" ".join(x["node"]+":"+x["status"]+":"+x["action"] for x in json.load(sys.stdin)["data"]))')" = \
+    "gpu01:ok:none gpu02:failed:reset_gpu" ] || fail "the preflights on the server: $(api /api/v1/health/preflight)"
+preflight 0 "$PF_SCN" gpu01 GPULSE_NVML_LIBRARY=/nonexistent.so
+grep -q "gpulse preflight could not check gpu01 (gpulse check exit 2), job let through" "$TMP/err" ||
+    { cat "$TMP/err"; fail "no NVML: no message"; }
+note "preflight: healthy gpu01 passes, gpu02 with ECC errors exits 1 (drained) saying reset the GPU; both on the server"
 stop_server
-echo "ok: slurm prolog/epilog register and end 3 jobs on 2 nodes; 9 failure cases exit 0 with a message"
+echo "ok: slurm prolog/epilog register and end 3 jobs on 2 nodes; 9 failure cases exit 0 with a message; the preflight drains a faulty node"

@@ -15,7 +15,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 
 # module:floor, bottom up, in the order docs/design.md lists them.
 LAYERS="lib:1 net:2 state:2 sources:3 ingest:3 store:3 storage:4 query:5 insight:6
-        notify:7 agent:8 server:8 run:8 top:8 report:8"
+        notify:7 agent:8 server:8 run:8 top:8 report:8 check:8"
 
 # Up-pointing includes still being moved, "file header" each, with the
 # reason. Each is reported; one that no longer occurs is reported too, to

@@ -71,7 +71,12 @@ wait_until 30 has "/api/v1/jobs" || fail "no job within 30 s"
 SIL=$(curl -sf -H "Authorization: Bearer $GPULSE_WRITE_TOKEN" -X POST -d '{"matchers":{"kind":"gpu_warm","node":"sim-node-1"},"duration":"1h","comment":"openapi test"}' \
     "$U/api/v1/silences" | $PY -c 'import json,sys; print(json.load(sys.stdin)["data"]["id"])') ||
     fail "POST /api/v1/silences"
-note "server up with alerts, audit entries, notifications, recommendations, jobs and a silence"
+# a preflight result, as gpulse check --push sends it (the stand-in NVML)
+printf '%s\n' "$GPULSE_WRITE_TOKEN" >"$TMP/write-token"
+GPULSE_FAKENVML_SCENARIO=$ROOT/tests/data/nvml/preflight.scn GPULSE_NVML_LIBRARY=$ROOT/build/fakenvml/full/libnvidia-ml.so.1 \
+    "$GPULSE" check --hostname=sim-node-1 --kernel-log= --driver-version=550.54.15 --server="$U" --push --write-token-file="$TMP/write-token" >/dev/null 2>"$TMP/check.err" &&
+    [ ! -s "$TMP/check.err" ] || { cat "$TMP/check.err"; fail "gpulse check --push"; }
+note "server up with alerts, audit entries, notifications, recommendations, jobs, a silence and a preflight"
 
 $PY "$ROOT/tests/integration/openapi_check.py" server "$SPEC" "$U" >"$TMP/check.out" 2>&1 ||
     { cat "$TMP/check.out" >&2; fail "the server's answers do not match docs/openapi.yaml"; }

@@ -885,7 +885,10 @@ static void test_ack_migration(void)
     CHECK_INT(sqlite3_open(db_path, &db), SQLITE_OK);
     CHECK_INT(sqlite3_exec(db,
                            "ALTER TABLE alerts DROP COLUMN ack_by; ALTER TABLE alerts DROP COLUMN ack_at;"
-                           "ALTER TABLE alerts DROP COLUMN ack_comment; PRAGMA user_version=4;",
+                           "ALTER TABLE alerts DROP COLUMN ack_comment;"
+                           /* and what later migrations added (7: audit's action, reason) */
+                           "ALTER TABLE audit DROP COLUMN action; ALTER TABLE audit DROP COLUMN reason;"
+                           "PRAGMA user_version=4;",
                            NULL, NULL, NULL),
               SQLITE_OK);
     sqlite3_close(db);
