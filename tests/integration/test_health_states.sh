@@ -5,8 +5,8 @@
 # node's worst; POST .../healthy needs the write token (401 without or
 # with a wrong one), is audited, drops the XIDs and keeps what is still
 # wrong (the link at x8, the pending remap, the GPU off the bus come back
-# at the next tick); the states, reasons and their times survive a
-# restart.
+# at the next tick); gpulse check's pushed result shows with the node's
+# health; the states, reasons and their times survive a restart.
 source "$(dirname "$0")/lib.sh"
 export GPULSE_FAKENVML_SCENARIO=$SCEN/faults.scn
 export GPULSE_NVML_LIBRARY=$FAKE_FULL
@@ -99,6 +99,22 @@ ok = [r for r in rows if r["node"] == sys.argv[2] and r["decision"] == "marked_h
 sys.exit(0 if len(ok) == 1 else 1)
 PY
 note "the mark is audited: who, when, why and what the node was"
+
+# gpulse check's pushed result shows with the node's health (the stand-in
+# node fails it: the pending remap, the link at x8, the lost GPU)
+echo rtok >"$TMP/rtok"; echo wtok >"$TMP/wtok"
+rc=0
+"$GPULSE" check --server "$SERVER_URL" --read-token-file "$TMP/rtok" --write-token-file "$TMP/wtok" \
+    --push --kernel-log "" --hostname "$NODE" >"$TMP/check.out" 2>&1 || rc=$?
+[ $rc = 1 ] || { cat "$TMP/check.out" >&2; fail "gpulse check on the faulty node exited $rc, want 1"; }
+pf() {
+    curl -sf "${RD[@]}" "$SERVER_URL/api/v1/health/nodes/$NODE" | python3 -c '
+import json, sys
+p = json.load(sys.stdin)["data"]["preflight"]
+sys.exit(0 if p and p["ok"] is False and p["at"] > 0 and " failed: " in p["summary"] else 1)'
+}
+wait_until 10 pf || fail "the pushed preflight is not with the node's health: $(curl -s "${RD[@]}" "$SERVER_URL/api/v1/health/nodes/$NODE")"
+note "gpulse check --push: its failed result shows with the node's health ($(curl -s "${RD[@]}" "$SERVER_URL/api/v1/health/nodes/$NODE" | python3 -c 'import json,sys; print(json.load(sys.stdin)["data"]["preflight"]["summary"])'))"
 
 # a restart keeps states, reasons and their times
 cp "$TMP/nodes.json" "$TMP/before.json"
