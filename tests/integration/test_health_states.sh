@@ -15,8 +15,14 @@ server:
   write_token: wtok
   read_token: rtok
 EOF2
+# remediation drains the node through a stand-in scontrol, and resumes
+# it when the node is marked healthy
+printf '#!/bin/sh\necho "$*" >> "%s/scontrol.log"\n' "$TMP" >"$TMP/scontrol"
+chmod +x "$TMP/scontrol"
 ARGS=(--config "$TMP/gpulse.yaml" --interval 500ms --eval-interval 1s --eval-step 1s --eval-window 10s
-    --detector-overrides "pcie_link_degraded.for=0s")
+    --detector-overrides "pcie_link_degraded.for=0s"
+    --remediation 'gpu_hardware_errors=@slurm-drain' --remediation-scontrol "$TMP/scontrol"
+    --no-remediation-dry-run --remediation-undo-on-healthy)
 SERVER_CMD=up SERVER_DATA=$TMP/data start_server "${ARGS[@]}"
 RD=(-H "Authorization: Bearer rtok")
 nodes() { curl -sf "${RD[@]}" "$SERVER_URL/api/v1/health/nodes" >"$TMP/nodes.json"; }
@@ -99,6 +105,10 @@ ok = [r for r in rows if r["node"] == sys.argv[2] and r["decision"] == "marked_h
 sys.exit(0 if len(ok) == 1 else 1)
 PY
 note "the mark is audited: who, when, why and what the node was"
+resumed() { grep -q "^update nodename=$NODE state=resume" "$TMP/scontrol.log"; }
+wait_until 15 resumed || { cat "$TMP/scontrol.log" >&2; fail "the node gpulse drained was not resumed on the mark"; }
+grep -q "^update nodename=$NODE state=drain" "$TMP/scontrol.log" || fail "the node was not drained first"
+note "remediation drained the node, and resumed it when it was marked healthy"
 
 # gpulse check's pushed result shows with the node's health (the stand-in
 # node fails it: the pending remap, the link at x8, the lost GPU)
