@@ -64,7 +64,7 @@ ALL="{'0': ('degraded', ['xid_13:restart_app']),
       '3': ('unhealthy', ['xid_48:reset_gpu']),
       '4': ('unhealthy', ['xid_64:drain_inspect']),
       '5': ('unhealthy', ['xid_79:reboot', 'gpu_lost:reboot'])}"
-wait_until 60 check "$ALL" drain_inspect quiet || { check "$ALL" drain_inspect; tail -20 "$SERVER_LOG" >&2; fail "health states of the fault scenario"; }
+wait_until 60 check "$ALL" drain_inspect quiet || { check "$ALL" drain_inspect || true; tail -20 "$SERVER_LOG" >&2; fail "health states of the fault scenario"; }
 NODE=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["data"][0]["node"])' "$TMP/nodes.json")
 note "each GPU's state and reasons follow the catalog: XID 13 degraded, XIDs 48/64/79 unhealthy; node $NODE unhealthy (drain_inspect)"
 
@@ -93,7 +93,7 @@ python3 -c 'import json,sys; d=json.loads(sys.argv[1])["data"]; sys.exit(d["stat
 STILL="{'0': ('healthy', []), '1': ('degraded', ['pcie_link_degraded:drain_inspect']),
         '2': ('degraded', ['row_remap_pending:reset_gpu']), '3': ('healthy', []), '4': ('healthy', []),
         '5': ('unhealthy', ['gpu_lost:reboot'])}"
-wait_until 20 check "$STILL" reboot quiet || { check "$STILL" reboot; fail "the states after the mark"; }
+wait_until 20 check "$STILL" reboot quiet || { check "$STILL" reboot || true; fail "the states after the mark"; }
 note "marked healthy with the write token: the XIDs are gone, the link, the pending remap and the lost GPU come back"
 audit=$(curl -sf "${RD[@]}" "$SERVER_URL/api/v1/audit?kind=mark_healthy")
 python3 - "$audit" "$NODE" <<'PY' || fail "no audit row of the mark: $audit"
