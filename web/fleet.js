@@ -4,7 +4,10 @@
 // class changes only when its value does), so 512 GPUs at a 1 s refresh
 // cost a few milliseconds a second on the main thread. A fleet without a
 // GPU shows why, its nodes' host figures (the `fleet` event's `hosts`)
-// and how to try a simulated fleet instead.
+// and how to try a simulated fleet instead. Each node's head shows its
+// health state (GET /api/v1/health/nodes, docs/health.md): the reasons
+// and the action in its title, and "mark healthy" (the write token)
+// where it is not healthy.
 "use strict";
 (function (GP) {
   const {h, fmt, stat} = GP;
@@ -186,12 +189,50 @@
       let gr = groups.get(node);
       if (!gr) {
         const jobs = h("span", {class: "jobs"});
-        gr = {el: h("div", {class: "node", dataset: {node}}, h("div", {class: "nodehead"}, h("span", {class: "nodename", text: node}), jobs), h("div", {class: "tiles"})), jobs, jobSig: ""};
+        const health = h("span", {class: "health", hidden: true});
+        const mark = h("button", {class: "mark-healthy", text: "mark healthy", hidden: true, onclick: () => markHealthy(node, mark)});
+        gr = {el: h("div", {class: "node", dataset: {node}}, h("div", {class: "nodehead"}, h("span", {class: "nodename", text: node}), health, mark, jobs), h("div", {class: "tiles"})), jobs, jobSig: "", health, mark, healthSig: ""};
         gr.tiles = gr.el.lastChild;
         grid.append(gr.el);
         groups.set(node, gr);
       }
       return gr;
+    }
+
+    // The health states: asked for only once GPUs came (the token works),
+    // then at most every 5 s with the GPUs' updates.
+    let healthAt = 0;
+    function paintHealth(gr, n) {
+      const st = n ? n.state : "";
+      const sig = n ? st + "|" + n.action + "|" + n.reasons.map((r) => r.gpu + r.fault + r.present).join(",") : "";
+      if (gr.healthSig === sig) return;
+      gr.healthSig = sig;
+      gr.health.hidden = !n;
+      gr.mark.hidden = !n || st === "healthy";
+      if (!n) return;
+      gr.health.textContent = st;
+      gr.health.className = "health " + st;
+      gr.health.title = n.reasons.length
+        ? `${st} since ${fmt.time(n.since)}: ${n.action_text}\n` +
+          n.reasons.map((r) => `GPU ${r.gpu}: ${r.title} (${r.action_text}${r.present ? "" : ", no longer found: mark healthy once repaired"})`).join("\n")
+        : `healthy since ${fmt.time(n.since)}`;
+    }
+    async function pollHealth(force) {
+      if (!force && Date.now() - healthAt < 5000) return;
+      healthAt = Date.now();
+      try {
+        const nodes = await GP.api("/api/v1/health/nodes");
+        const by = new Map(nodes.map((n) => [n.node, n]));
+        for (const [node, gr] of groups) paintHealth(gr, by.get(node));
+      } catch (e) { /* the next update asks again */ }
+    }
+    async function markHealthy(node, btn) {
+      btn.disabled = true;
+      try {
+        await GP.api(`/api/v1/health/nodes/${encodeURIComponent(node)}/healthy`, {method: "POST", body: {by: "dashboard", comment: "marked healthy from the dashboard"}});
+        await pollHealth(true);
+      } catch (e) { btn.title = e.message; }
+      btn.disabled = false;
     }
 
     function fillOptions(gpus) {
@@ -281,6 +322,7 @@
         }
       }
       fillOptions(doc.gpus);
+      pollHealth(false);
       if (added || filt.model || filt.node || filt.job || !shown.textContent) applyFilter();
     }
 

@@ -148,6 +148,9 @@ struct gp_obs_key {
     uint32_t pid;
 };
 
+struct gp_fault; /* faults.h */
+#define GP_OBS_FAULTS 8
+
 struct gp_observation {
     struct gp_obs_key key;
     char uuid[96];
@@ -161,6 +164,10 @@ struct gp_observation {
      * catalog's action and explanation, faults.h); "": the detector's
      * own runbook. At most GP_ALERT_RUNBOOK_LEN - 1 bytes are kept. */
     char runbook[512];
+    /* the fault catalog's rows found, set with bad (the hardware
+     * detectors); the health states (health.h) take them as reasons */
+    const struct gp_fault *faults[GP_OBS_FAULTS];
+    unsigned nfaults;
 };
 
 /* What a detector is told and where it writes. */

@@ -20,6 +20,13 @@
 #include <stdio.h>
 #include <string.h>
 
+/* Names fault f as found (the health states read it, health.h). */
+static void add_fault(struct gp_observation *o, const struct gp_fault *f)
+{
+    if (o->nfaults < GP_OBS_FAULTS)
+        o->faults[o->nfaults++] = f;
+}
+
 #define THROTTLE_TEMP_C 87.0   /* slowdown starts near here on data-center cards */
 #define THROTTLE_CLOCK 0.8     /* busy with the SM clock below this share of max */
 #define THROTTLE_BUSY 0.5
@@ -120,8 +127,10 @@ int gp_det_throttled(const struct gp_detect_ctx *c)
                               "mostly %s%s%s%s%s",
                               who, 100 * share, win, why, temp[0] || clock[0] ? " (" : "", temp, clock,
                               temp[0] || clock[0] ? ")" : "");
-            if (o.bad)
+            if (o.bad) {
                 gp_fault_runbook(f, o.runbook, sizeof o.runbook);
+                add_fault(&o, f);
+            }
             gp_det_printf(o.evidence, sizeof o.evidence,
                           "over %s, %u points with a reading, %u held down: thermal reason on %u, "
                           "power reason on %u, at or above %.0f °C on %u (max %.0f °C), busy with "
@@ -193,6 +202,7 @@ int gp_det_pcie_degraded(const struct gp_detect_ctx *c)
                               who, 100 * share, win, wlast, wmlast, gens,
                               gp_fault_action_words[f->action]);
                 gp_fault_runbook(f, o.runbook, sizeof o.runbook);
+                add_fault(&o, f);
             } else {
                 gp_det_printf(o.summary, sizeof o.summary, "%s: PCIe link at x%.0f of x%.0f", who,
                               wlast, wmlast);
@@ -344,11 +354,13 @@ int gp_det_hw_errors(const struct gp_detect_ctx *c)
             if (st_lost) {
                 append(what, sizeof what, &len, "fallen off the bus");
                 top = gp_fault_stronger(top, gp_fault_cond(GP_FC_LOST));
+                add_fault(&o, gp_fault_cond(GP_FC_LOST));
             }
             if (dbe > 0) {
                 append(what, sizeof what, &len, "%.0f uncorrectable ECC %s since the last reset",
                        dbe, gp_plural(dbe, "error", "errors"));
                 top = gp_fault_stronger(top, gp_fault_cond(GP_FC_ECC_DBE));
+                add_fault(&o, gp_fault_cond(GP_FC_ECC_DBE));
             }
             if (xid > 0) {
                 const struct gp_fault *f = xid_fault(xid_last);
@@ -358,15 +370,22 @@ int gp_det_hw_errors(const struct gp_detect_ctx *c)
                 else
                     append(what, sizeof what, &len, "%.0f XID %s", xid, gp_plural(xid, "error", "errors"));
                 top = gp_fault_stronger(top, f);
+                /* the health states count XIDs per code from the view
+                 * (health.h); without per-code counters (a last-XID
+                 * reading only) the finding is the reason */
+                if (!g->nxids)
+                    add_fault(&o, f);
             }
             if (st_pend) {
                 append(what, sizeof what, &len, "%.0f %s pending retirement", pend,
                        gp_plural(pend, "page", "pages"));
                 top = gp_fault_stronger(top, gp_fault_cond(GP_FC_RETIRED_PENDING));
+                add_fault(&o, gp_fault_cond(GP_FC_RETIRED_PENDING));
             }
             if (st_rpend) {
                 append(what, sizeof what, &len, "a row remap pending");
                 top = gp_fault_stronger(top, gp_fault_cond(GP_FC_REMAP_PENDING));
+                add_fault(&o, gp_fault_cond(GP_FC_REMAP_PENDING));
             }
             if (st_unc && value > 0)
                 append(what, sizeof what, &len, "%.0f %s remapped for uncorrectable errors", unc,
@@ -374,7 +393,10 @@ int gp_det_hw_errors(const struct gp_detect_ctx *c)
             if (st_fail) {
                 append(what, sizeof what, &len, "a row remap failure");
                 top = gp_fault_stronger(top, gp_fault_cond(GP_FC_REMAP_FAILURE));
+                add_fault(&o, gp_fault_cond(GP_FC_REMAP_FAILURE));
             }
+            if (!o.bad)
+                o.nfaults = 0;
             if (o.bad && top) {
                 gp_det_printf(o.summary, sizeof o.summary, "%s: %s: %s", who, what,
                               gp_fault_action_words[top->action]);

@@ -26,6 +26,7 @@ static void key_clear(struct gp_observation *o, enum gp_detector d)
     o->summary[0] = '\0';
     o->evidence[0] = '\0';
     o->runbook[0] = '\0';
+    o->nfaults = 0;
 }
 
 void gp_det_key_gpu(struct gp_observation *o, enum gp_detector d, const struct gp_view_gpu *g)

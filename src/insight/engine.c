@@ -3,9 +3,10 @@
  * tick (detectors, rules, alerts), its thread, and the detector settings
  * from the server keys.
  *
- * Layout. Every GPU of the view has, after its GP_VGM__COUNT rows, two
- * raw rows (FB_USED and FB_FREE, in bytes) that the MEM_* fallbacks read;
- * detectors never index past GP_VGM__COUNT. The engine keeps, parallel
+ * Layout. Every GPU of the view has, after its GP_VGM__COUNT rows, three
+ * raw rows (FB_USED and FB_FREE, in bytes, that the MEM_* fallbacks read,
+ * and the application XIDs' sum, kept only so their per-code counters
+ * reach the view's xids); detectors never index past GP_VGM__COUNT. The engine keeps, parallel
  * to view.gpus and view.procs, an entity record with the series that
  * feed it (store id, row, how it combines, scale). Three open-addressing
  * maps find a series by id and an entity by the 64-bit hash of its key;
@@ -41,7 +42,8 @@
 #define MIB 1048576.0
 #define GROW_FB_USED GP_VGM__COUNT
 #define GROW_FB_FREE (GP_VGM__COUNT + 1)
-#define GPU_ROWS (GP_VGM__COUNT + 2)
+#define GROW_XID_APP (GP_VGM__COUNT + 2) /* application XIDs: per code only */
+#define GPU_ROWS (GP_VGM__COUNT + 3)
 #define PROC_ROWS GP_VPM__COUNT
 #define MAX_POINTS 10000
 
@@ -60,6 +62,7 @@ struct metric {
 
 struct eser {
     uint32_t id;
+    uint32_t xid;              /* an XID counter's code (view.h xids); 0 none */
     uint16_t row;
     uint8_t comb;
     double scale;
@@ -479,13 +482,14 @@ static int route(const struct metric *m, const struct gp_store_series *s, enum c
     switch (m->route) {
     case R_GPU:
         /* the agent counts every XID; the row counts hardware XIDs only
-         * (an application's XID 13 is no reason to drain a node) */
+         * (an application's XID 13 is no reason to drain a node), the
+         * per-code counters (health.h) all of them */
         if (m->row == GP_VGM_XID_TOTAL) {
             label(s, "xid", v, sizeof v);
             char *end;
             double x = strtod(v, &end);
             if (v[0] && !*end && !gp_xid_is_hardware(x))
-                return -1;
+                return GROW_XID_APP;
         }
         return m->row;
     case R_PROC:
@@ -511,8 +515,8 @@ static int route(const struct metric *m, const struct gp_store_series *s, enum c
     return -1;
 }
 
-static int add_series(struct ent *en, uint32_t id, int row, enum combine c, double scale,
-                      uint64_t tick)
+static int add_series(struct ent *en, uint32_t id, uint32_t xid, int row, enum combine c,
+                      double scale, uint64_t tick)
 {
     if (en->ns == en->caps) {
         unsigned nc = en->caps ? en->caps * 2 : 8;
@@ -522,7 +526,7 @@ static int add_series(struct ent *en, uint32_t id, int row, enum combine c, doub
         en->s = n;
         en->caps = nc;
     }
-    en->s[en->ns++] = (struct eser){id, (uint16_t)row, (uint8_t)c, scale, tick};
+    en->s[en->ns++] = (struct eser){id, xid, (uint16_t)row, (uint8_t)c, scale, tick};
     return GP_OK;
 }
 
@@ -559,7 +563,14 @@ static int place(struct gp_engine *e, const struct metric *m, const struct gp_st
         struct ent *en = proc ? &e->pents[ei] : &e->gents[ei];
         en->seen = e->tick_no;
         en->peer |= peer;
-        if ((rc = add_series(en, s->id, row, c, m->scale, e->tick_no)) ||
+        uint32_t xid = 0;
+        if (row == GP_VGM_XID_TOTAL || row == GROW_XID_APP) {
+            char code[16], *end;
+            label(s, "xid", code, sizeof code);
+            unsigned long x = strtoul(code, &end, 10);
+            xid = code[0] && !*end && x > 0 && x < UINT32_MAX ? (uint32_t)x : 0;
+        }
+        if ((rc = add_series(en, s->id, xid, row, c, m->scale, e->tick_no)) ||
             (rc = omap_put(&e->ids, s->id,
                            (proc ? IS_PROC : 0) | (uint64_t)ei << 32 | (en->ns - 1))))
             break;
@@ -816,9 +827,32 @@ static void shift_rows(double *v, unsigned rows, unsigned np, unsigned shift)
     }
 }
 
-/* Recomputes points k0.. of one entity's rows from its series. */
-static int fill(struct gp_engine *e, struct ent *en, double *v, unsigned k0, bool gpu)
+/* Keeps an XID counter's value at the newest point in g's per-code
+ * list; the newest sample wins where several series carry one code. */
+static void note_xid(struct gp_view_gpu *g, int64_t *xt, uint32_t code, double x, int64_t ts)
 {
+    unsigned i = 0;
+    while (i < g->nxids && g->xids[i].code != code)
+        i++;
+    if (i == g->nxids) {
+        if (i == GP_VIEW_XIDS)
+            return;
+        g->nxids++;
+    } else if (xt[i] >= ts) {
+        return;
+    }
+    g->xids[i] = (struct gp_view_xid){code, x};
+    xt[i] = ts;
+}
+
+/* Recomputes points k0.. of one entity's rows from its series (g: the
+ * GPU's view entry, NULL for a process). */
+static int fill(struct gp_engine *e, struct ent *en, double *v, unsigned k0, struct gp_view_gpu *g)
+{
+    bool gpu = g != NULL;
+    int64_t xt[GP_VIEW_XIDS];
+    if (g)
+        g->nxids = 0;
     unsigned np = e->npoints;
     int64_t t0 = gp_view_time(&e->view, k0);
     int64_t mint = t0 - e->lookback_ms;
@@ -856,6 +890,8 @@ static int fill(struct gp_engine *e, struct ent *en, double *v, unsigned k0, boo
             if (tp - ts > e->lookback_ms || isnan(x))
                 continue; /* too old, a NaN, or the stale marker */
             x *= s->scale;
+            if (s->xid && g && p == np - 1)
+                note_xid(g, xt, s->xid, x, ts);
             if (s->comb == C_NEWEST) {
                 if (ts > tt[p])
                     row[p] = x, tt[p] = ts;
@@ -903,13 +939,13 @@ int gp_engine_refresh_view(struct gp_engine *e, int64_t now_ms, char *err, size_
     int first = GP_OK;
     for (unsigned i = 0; i < e->view.ngpus; i++) {
         shift_rows(e->view.gpus[i].v, GPU_ROWS, np, shift);
-        int r = fill(e, &e->gents[i], e->view.gpus[i].v, k0, true);
+        int r = fill(e, &e->gents[i], e->view.gpus[i].v, k0, &e->view.gpus[i]);
         if (r && !first)
             first = r;
     }
     for (unsigned i = 0; i < e->view.nprocs; i++) {
         shift_rows(e->view.procs[i].v, PROC_ROWS, np, shift);
-        int r = fill(e, &e->pents[i], e->view.procs[i].v, k0, false);
+        int r = fill(e, &e->pents[i], e->view.procs[i].v, k0, NULL);
         if (r && !first)
             first = r;
     }
@@ -973,6 +1009,8 @@ static int det_emit(void *ctx, const struct gp_observation *o)
         .runbook = o->runbook[0] ? o->runbook : gp_detectors[c->det].runbook,
     };
     c->n++;
+    if (o->nfaults && c->e->o.health && gp_health_observe(c->e->o.health, o))
+        return GP_ENOMEM;
     int rc = gp_alerts_observe(c->e->o.alerts, &p, o);
     return rc == GP_ETOOBIG ? GP_OK : rc; /* a full table is counted, not a detector failure */
 }
@@ -1030,6 +1068,11 @@ int gp_engine_tick(struct gp_engine *e, int64_t now_ms, char *err, size_t errlen
             }
         }
     }
+    /* the health states take this tick's faults and the view's XIDs;
+     * a tick whose detectors did not all run drops no reason */
+    if (e->o.health && gp_health_tick(e->o.health, &e->view, now_ms, !det_err && !first) &&
+        !first)
+        first = gp_seterr(err, errlen, GP_EIO, "health: cannot write the states to state.db");
     int64_t t2 = gp_mono_ns();
     for (size_t i = 0; e->o.rules && i < e->o.rules->n; i++) {
         const struct gp_rule *r = &e->o.rules->r[i];

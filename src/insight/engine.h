@@ -44,6 +44,7 @@
 
 #include "insight/alerts.h"
 #include "insight/detect.h"
+#include "insight/health.h"
 #include "insight/promrules.h"
 #include "insight/remediate.h"
 #include "insight/rules.h"
@@ -75,6 +76,9 @@ struct gp_engine_options {
      * evaluation thread after each refresh of the view. */
     void (*job_costs)(void *ctx, struct gp_view *v);
     void *job_costs_ctx;
+    /* The health states (health.h), fed each tick with the detectors'
+     * catalog faults and the view; borrowed; may be NULL. */
+    struct gp_health *health;
 };
 
 struct gp_engine;

@@ -91,6 +91,14 @@ extern const char *const gp_vgm_names[GP_VGM__COUNT]; /* "UTIL", ... for message
 extern const char *const gp_vpm_names[GP_VPM__COUNT];
 
 #define GP_VIEW_NODE_LEN 128
+#define GP_VIEW_XIDS 8
+
+/* One XID code's counter (gpulse_gpu_xid_errors_total{xid}) at the
+ * newest point: application XIDs too, which XID_TOTAL leaves out. */
+struct gp_view_xid {
+    uint32_t code;
+    double count;
+};
 
 struct gp_view_gpu {
     char node[GP_VIEW_NODE_LEN]; /* Hostname label */
@@ -102,6 +110,8 @@ struct gp_view_gpu {
     bool simulated;
     const struct gp_gpumodel *spec; /* model table row; NULL: unknown model */
     double *v;                   /* GP_VGM__COUNT x npoints, metric-major */
+    struct gp_view_xid xids[GP_VIEW_XIDS]; /* per-code XID counters (health.h) */
+    unsigned nxids;
 };
 
 struct gp_view_proc {

@@ -26,6 +26,7 @@
 #include "insight/detect.h"
 #include "insight/remediate.h"
 #include "insight/engine.h"
+#include "insight/health.h"
 #include "insight/promrules.h"
 #include "insight/rules.h"
 #include "lib/clock.h"
@@ -725,6 +726,11 @@ int gp_srv_alerts_start(struct gp_server *s, struct gp_storage *st, char *err, s
     if (rc || (rc = gp_alerts_open(&s->alerts, c->data_dir, gp_wall_ms(), err, errlen)))
         return rc;
     eo.alerts = s->alerts;
+    struct gp_health_options ho = {.xid_repeat = (unsigned)c->health_xid_repeat,
+                                   .xid_window_ms = c->health_xid_window_ms};
+    if ((rc = gp_health_open(&s->health, c->data_dir, &ho, err, errlen)))
+        return rc;
+    eo.health = s->health;
     gp_srv_promql_limits(s, &eo.query_limits);
     /* the rule files' groups run in the engine's ticks, over the same store */
     struct gp_promrules_options po = {
@@ -769,6 +775,8 @@ void gp_srv_alerts_stop(struct gp_server *s)
 {
     gp_engine_close(s->engine);
     s->engine = NULL;
+    gp_health_close(s->health); /* after the engine: its ticks feed it */
+    s->health = NULL;
     gp_promrules_run_free(s->promrules); /* after the engine: its ticks run them */
     s->promrules = NULL;
     gp_promrules_free(s->promrules_def);

@@ -23,6 +23,7 @@
  *   /api/v1/jobs, /api/v1/jobs/ID   (jobs_api.c)
  *   /api/v1/alerts[/ID], /api/v1/silences[/ID], /api/v1/rules   (alerts_api.c)
  *   /api/v1/notifications                        (notify_api.c)
+ *   /api/v1/health/nodes[/NODE], POST .../NODE/healthy   (health_api.c)
  */
 #include "server_int.h"
 
@@ -66,6 +67,12 @@ static enum gp_srv_route route_of(const char *p)
     for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
         if (!strcmp(p, fixed[i].path))
             return fixed[i].r;
+    static const char hnodes[] = "/api/v1/health/nodes/";
+    if (!strcmp(p, "/api/v1/health/nodes"))
+        return GP_SRV_R_HEALTH_NODES;
+    if (!strncmp(p, hnodes, sizeof hnodes - 1) && p[sizeof hnodes - 1])
+        return gp_srv_path_suffix(p, sizeof hnodes - 1, "/healthy") ? GP_SRV_R_HEALTH_MARK
+                                                                    : GP_SRV_R_HEALTH_NODE;
     static const char jobs[] = "/api/v1/jobs/", alerts[] = "/api/v1/alerts/",
                       silences[] = "/api/v1/silences/", assets[] = "/assets/";
     size_t n = strlen(p);
@@ -527,6 +534,11 @@ void gp_srv_handle_api(struct gp_server *s, enum gp_srv_route route,
         break;
     case GP_SRV_R_JOB_REPORT:
         gp_srv_handle_jobs(s, st, route, req, resp);
+        break;
+    case GP_SRV_R_HEALTH_NODES:
+    case GP_SRV_R_HEALTH_NODE:
+    case GP_SRV_R_HEALTH_MARK:
+        gp_srv_handle_health(s, route, req, resp);
         break;
     case GP_SRV_R_ALERT_ACK:
     case GP_SRV_R_PROM_ALERTS:

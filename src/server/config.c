@@ -166,6 +166,10 @@ int gp_server_config_validate(const struct gp_server_config *c, char *err, size_
                          "eval_window must be a whole number (1 to 9999) of eval_step");
     if (c->alert_clear_for_ms > 24 * 3600 * 1000)
         return gp_seterr(err, errlen, GP_ECONFIG, "alert_clear_for must be at most 24h");
+    if (c->health_xid_repeat > 32)
+        return gp_seterr(err, errlen, GP_ECONFIG, "health_xid_repeat must be at most 32 (0: off)");
+    if (c->health_xid_window_ms < 1000 || c->health_xid_window_ms > 30LL * 24 * 3600 * 1000)
+        return gp_seterr(err, errlen, GP_ECONFIG, "health_xid_window must be between 1s and 30d");
     struct gp_detector_cfg dc[GP_DET__COUNT];
     int drc = gp_engine_detector_config(c->detectors_disabled, c->detector_overrides, dc, err, errlen);
     if (drc)

@@ -53,6 +53,8 @@ struct gp_server_config {
     int64_t alert_clear_for_ms;
     char detectors_disabled[512];
     char detector_overrides[1024];
+    uint64_t health_xid_repeat;
+    int64_t health_xid_window_ms;
     char log_level[8];
     struct gp_cfg_list remediation;  /* "KIND=COMMAND ARG..." (insight/remediate.h) */
     bool remediation_dry_run;
@@ -164,6 +166,12 @@ struct gp_server_config {
     X(detector_overrides, "detector_overrides", "detector-overrides", STR, "",                     \
       "detector settings, DETECTOR.FIELD=VALUE,... with FIELD threshold, clear, for, cooldown, "  \
       "severity or enabled (e.g. memory_near_exhaustion.threshold=0.9,oom_predicted.for=2m)")   \
+    X(health_xid_repeat, "health_xid_repeat", "health-xid-repeat", UINT, "3",                       \
+      "the same XID this many times on a GPU within health_xid_window makes it unhealthy "         \
+      "(drain and inspect; 0: off, at most 32)")                                                   \
+    X(health_xid_window_ms, "health_xid_window", "health-xid-window", DURATION, "24h",             \
+      "how long an XID counts toward a GPU's health state (repeats, and an XID that clears by "   \
+      "itself)")                                                                                    \
     X(log_level, "log_level", "log-level", STR, "info", "debug, info, warn or error")             \
     X(remediation, "remediation", "remediation", LIST, "",                                         \
       "KIND=COMMAND ARG...: a command run (no shell) when an alert of KIND starts firing; "        \

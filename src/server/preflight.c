@@ -13,6 +13,8 @@
 #include "server_int.h"
 
 #include "insight/faults.h"
+#include "insight/health.h"
+#include "lib/log.h"
 #include "lib/clock.h"
 #include "lib/json.h"
 
@@ -102,6 +104,43 @@ static const char *invalid(json_t *doc, char *why, size_t len)
     return NULL;
 }
 
+static const char *action_words(const char *name)
+{
+    for (int i = 0; i < GP_FA__COUNT; i++)
+        if (!strcmp(name, gp_fault_action_names[i]))
+            return gp_fault_action_words[i];
+    return name;
+}
+
+/* Shows the result with the node's health (insight/health.h): ok or
+ * not, and "N checks failed: the first's reason: its action". */
+static void note_health(struct gp_server *s, json_t *doc, const char *node)
+{
+    if (!s->health)
+        return;
+    bool ok = !strcmp(json_string_value(json_object_get(doc, "status")), "ok");
+    char sum[256] = "all checks passed";
+    if (!ok) {
+        const char *reason = "", *action = json_string_value(json_object_get(doc, "action"));
+        size_t i;
+        json_t *c;
+        json_array_foreach(json_object_get(doc, "checks"), i, c) {
+            if (!strcmp(json_string_value(json_object_get(c, "status")), "failed")) {
+                const char *r = json_string_value(json_object_get(c, "reason"));
+                reason = r ? r : "";
+                break;
+            }
+        }
+        json_int_t n = json_integer_value(json_object_get(doc, "failed"));
+        snprintf(sum, sizeof sum, "%lld %s failed%s%s%s%s", (long long)n, n == 1 ? "check" : "checks",
+                 reason[0] ? ": " : "", reason, action && strcmp(action, "none") ? ": " : "",
+                 action && strcmp(action, "none") ? action_words(action) : "");
+    }
+    if (gp_health_note_preflight(s->health, node, ok, sum, gp_wall_ms()))
+        gp_log(GP_LOG_WARN, "health", "cannot keep a preflight result with the node's health",
+               "node=\"%s\"", node);
+}
+
 static void post(struct gp_server *s, const struct gp_http_request *req, struct gp_http_response *resp)
 {
     size_t len;
@@ -119,6 +158,7 @@ static void post(struct gp_server *s, const struct gp_http_request *req, struct 
     }
     char *text = json_dumps(doc, JSON_COMPACT);
     const char *node = json_string_value(json_object_get(doc, "node"));
+    note_health(s, doc, node);
     struct gp_srv_preflight *p = &s->preflight;
     pthread_mutex_lock(&p->mu);
     unsigned i = 0;

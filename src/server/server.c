@@ -145,6 +145,8 @@ static const char index_text[] =
     "GET  /api/v1/fleet/funnel          total, allocated, active, effective GPUs; idle cost; zombies\n"
     "GET  /api/v1/stream                Server-Sent Events: fleet, gpus, alert\n"
     "POST /api/v1/alerts/ID/ack         acknowledge an alert\n"
+    "GET  /api/v1/health/nodes, /api/v1/health/nodes/ID node and GPU health states, reasons, actions\n"
+    "POST /api/v1/health/nodes/ID/healthy mark a repaired node healthy (write token)\n"
     "GET  /api/v1/jobs/ID/report        the job's report (format=html|json|text)\n"
     "GET  /api/v1/alerts, /api/v1/alerts/ID alerts (active and history) and their transitions\n"
     "GET, POST /api/v1/silences; DELETE /api/v1/silences/ID\n"
@@ -250,8 +252,9 @@ static uint64_t prepare(void *ctx, struct gp_http_request *req, struct gp_http_r
      * take the write token, as remote write does (docs/api.md). */
     int silence_post = sr->route == GP_SRV_R_SILENCES && !strcmp(m, "POST");
     int silence_delete = sr->route == GP_SRV_R_SILENCE && !strcmp(m, "DELETE");
-    /* So does acknowledging an alert (docs/dashboard.md). */
-    int ack = sr->route == GP_SRV_R_ALERT_ACK;
+    /* So does acknowledging an alert (docs/dashboard.md), and marking
+     * a repaired node healthy (docs/health.md). */
+    int ack = sr->route == GP_SRV_R_ALERT_ACK || sr->route == GP_SRV_R_HEALTH_MARK;
     /* So does a node's preflight result (gpulse check --push). */
     int preflight_post = sr->route == GP_SRV_R_PREFLIGHT && !strcmp(m, "POST");
     int changes = is_write || silence_post || silence_delete || ack || preflight_post;

@@ -70,6 +70,9 @@ enum gp_srv_state { GP_SRV_STARTING, GP_SRV_READY };
     X(FORMAT_QUERY, "format_query")             \
     X(PROM_ALERTS, "prom_alerts")               \
     X(RULES, "rules")                           \
+    X(HEALTH_NODES, "health_nodes")             \
+    X(HEALTH_NODE, "health_node")               \
+    X(HEALTH_MARK, "health_mark_healthy")       \
     X(WEB, "web")                               \
     X(OTHER, "other")
 
@@ -167,6 +170,7 @@ struct gp_server {
     struct gp_promrules *promrules_def; /* rule_files, loaded (taken by the run at start) */
     struct gp_promrules_run *promrules; /* their evaluation; set with the alerts */
     struct gp_alerts *alerts; /* set with the store */
+    struct gp_health *health; /* GPU and node health states (insight/health.h); with the alerts */
     struct gp_engine *engine;
     struct cost_ctx *costs;   /* the budget detector's job costs (alerts_api.c) */
     struct gp_srv_notify *notify; /* config, outbox and router (notify_api.c) */
@@ -294,6 +298,11 @@ void gp_srv_handle_alerts(struct gp_server *s, enum gp_srv_route route,
  * 0 with the reason in err. */
 int gp_srv_parse_ack(const uint8_t *body, size_t len, char *by, size_t bylen, char *comment,
                      size_t commentlen, char *err, size_t errlen);
+
+/* health_api.c: GET /api/v1/health/nodes[/NODE] and POST
+ * /api/v1/health/nodes/NODE/healthy over s->health (insight/health.h). */
+void gp_srv_handle_health(struct gp_server *s, enum gp_srv_route route,
+                          const struct gp_http_request *req, struct gp_http_response *resp);
 
 /* notify_api.c: the config file's notify: section (with the rules,
  * before anything starts: GP_ECONFIG names the line), the outbox and the

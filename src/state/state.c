@@ -88,6 +88,22 @@ static const char *const migrations[GP_STATE_VERSION] = {
      * the operator's words); NULL on older rows. */
     "ALTER TABLE audit ADD COLUMN action TEXT;"
     "ALTER TABLE audit ADD COLUMN reason TEXT;",
+    /* 8: health states (insight/health.c): per GPU its state and when it
+     * began, its reasons (catalog faults; xid 0 for a condition) and its
+     * per-code XID counters (the last value and the times, "t1,t2,...",
+     * within the repeat window); per node its state and the last
+     * preflight (NULL: none). Times are Unix ms. */
+    "CREATE TABLE IF NOT EXISTS health_gpus(node TEXT NOT NULL, gpu TEXT NOT NULL, uuid TEXT NOT NULL,"
+    " state TEXT NOT NULL, since INTEGER NOT NULL, seen INTEGER NOT NULL, PRIMARY KEY(node, gpu));"
+    "CREATE TABLE IF NOT EXISTS health_reasons(node TEXT NOT NULL, gpu TEXT NOT NULL, fault TEXT NOT NULL,"
+    " xid INTEGER NOT NULL, repeat INTEGER NOT NULL, sticky INTEGER NOT NULL,"
+    " present INTEGER NOT NULL, since INTEGER NOT NULL, last INTEGER NOT NULL,"
+    " count INTEGER NOT NULL);"
+    "CREATE INDEX IF NOT EXISTS health_reasons_by_gpu ON health_reasons(node, gpu);"
+    "CREATE TABLE IF NOT EXISTS health_xids(node TEXT NOT NULL, gpu TEXT NOT NULL, code INTEGER NOT NULL,"
+    " last REAL NOT NULL, times TEXT NOT NULL, PRIMARY KEY(node, gpu, code));"
+    "CREATE TABLE IF NOT EXISTS health_nodes(node TEXT PRIMARY KEY, state TEXT NOT NULL, since INTEGER NOT NULL,"
+    " preflight_ok INTEGER, preflight_summary TEXT, preflight_at INTEGER);",
 };
 
 static int user_version(sqlite3 *db, int *v)

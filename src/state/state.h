@@ -3,9 +3,9 @@
  * WAL mode): what the server derives and must remember across restarts,
  * as opposed to the samples (the store). It holds the jobs registry
  * and the alerts (insight/alerts.h), the remediation audit log
- * (insight/remediate.h) and remote write's metric metadata
- * (server/metadata.h); the notification outbox is meant to live here
- * too, adding a migration.
+ * (insight/remediate.h), remote write's metric metadata
+ * (server/metadata.h) and the health states (insight/health.h); the
+ * notification outbox is meant to live here too, adding a migration.
  *
  * Why not the store's meta.db: meta.db belongs to the store. Its format
  * version decides whether a data directory can be opened at all, it is
@@ -37,7 +37,7 @@
 #include <stddef.h>
 
 /* The schema version this binary writes. */
-#define GP_STATE_VERSION 7
+#define GP_STATE_VERSION 8
 
 /*
  * Opens (creating and migrating) dir/state.db in WAL mode with

@@ -336,6 +336,38 @@ async function functional() {
     await shot(page, "gpu-ecc");
   }
 
+  // Health states on the fleet's node heads (docs/health.md), once the
+  // ECC error came: its node unhealthy (reset the GPU), the throttled
+  // GPU's degraded;
+  // "mark healthy" (the write token, entered above) is audited, and the
+  // ECC errors, still there, bring the state back at the next tick.
+  if (process.env.GP_ECC) {
+    step = "health";
+    const eccNode = process.env.GP_ECC.split("/")[0], thrNode = (process.env.GP_GPU || "").split("/")[0];
+    await page.goto(base + "/#/fleet");
+    const badge = (node) => `.node[data-node="${node}"] .nodehead .health`;
+    await page.waitForSelector(`${badge(eccNode)}.unhealthy`, {timeout: 30000});
+    const title = await page.getAttribute(badge(eccNode), "title");
+    check(/reset the GPU/.test(title) && /uncorrectable ECC/.test(title), `the unhealthy badge's title lacks the reason and action: ${title}`);
+    if (thrNode && thrNode !== eccNode) {
+      await page.waitForSelector(`${badge(thrNode)}.degraded`, {timeout: 30000});
+      log(`health: ${thrNode} degraded: ${await page.getAttribute(badge(thrNode), "title")}`);
+    }
+    log(`health: ${eccNode} unhealthy: ${title.split("\n")[0]}`);
+    await shot(page, "fleet-health");
+    const t = Date.now() - 1000;
+    await page.click(`.node[data-node="${eccNode}"] .nodehead button.mark-healthy`);
+    for (;;) {
+      const rows = await api(`/api/v1/audit?kind=mark_healthy&node=${eccNode}`);
+      if (rows.some((r) => r.at * 1000 >= t && /^marked healthy by dashboard: marked healthy from the dashboard; was unhealthy \(/.test(r.detail))) break;
+      check(Date.now() - t < 15000, `no audit row of the mark: ${JSON.stringify(rows)}`);
+      await page.waitForTimeout(300);
+    }
+    log(`health: "mark healthy" on ${eccNode} is audited`);
+    await page.waitForSelector(`${badge(eccNode)}.unhealthy`, {timeout: 30000});
+    log(`health: ${eccNode}'s ECC errors, still there, made it unhealthy again`);
+  }
+
   // Reconnection: the server restarts (same port and data); the page
   // says so, reconnects by itself and goes on updating.
   if (process.env.GP_RESTART) {

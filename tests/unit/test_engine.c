@@ -114,8 +114,9 @@ static void fill(struct gp_storage *st)
     put(st, "gpulse_gpu_clock_event_reasons", GA ";reason=sw_power_cap", (int64_t[]){T0}, (double[]){0}, 1);
     put(st, "gpulse_gpu_xid_errors_total", GA ";xid=79", (int64_t[]){T0, T0 + 90 * S}, (double[]){1, 2}, 2);
     put(st, "gpulse_gpu_xid_errors_total", GA ";xid=48", (int64_t[]){T0 + 90 * S}, (double[]){3}, 1);
-    /* an application's XID: not summed into the hardware XIDs */
-    put(st, "gpulse_gpu_xid_errors_total", GA ";xid=13", (int64_t[]){T0}, (double[]){7}, 1);
+    /* an application's XID: not summed into the hardware XIDs, but its
+     * own code's counter in the view's xids (the health states') */
+    put(st, "gpulse_gpu_xid_errors_total", GA ";xid=13", (int64_t[]){T0, T0 + 100 * S}, (double[]){7, 7}, 2);
     put(st, "DCGM_FI_DEV_SM_CLOCK", GA, (int64_t[]){T0 + 105 * S}, (double[]){1980}, 1);
     /* B: memory only from FB_USED/FB_FREE (MiB). */
     put(st, "DCGM_FI_DEV_FB_USED", GB, (int64_t[]){T0 + 105 * S}, (double[]){1024}, 1);
@@ -165,6 +166,13 @@ static void check_grid(const struct gp_view *v)
     same(gp_view_gpu_at(v, a, GP_VGM_THROTTLE_POWER), (double[]){0, 0, 0, 0, 0, N, N, N, N}, 9,
          "THROTTLE_POWER");
     same(gp_view_gpu_at(v, a, GP_VGM_XID_TOTAL), (double[]){1, 1, 1, 1, 1, N, 5, 5, 5}, 9, "XID_TOTAL");
+    /* each code's counter at the newest point, application XIDs too */
+    double per_code[3] = {N, N, N};
+    for (unsigned i = 0; i < a->nxids; i++)
+        per_code[a->xids[i].code == 79 ? 0 : a->xids[i].code == 48 ? 1 : 2] = a->xids[i].count;
+    CHECK_INT(a->nxids, 3);
+    CHECK(per_code[0] == 2 && per_code[1] == 3 && per_code[2] == 7);
+    CHECK_INT(b->nxids, 0);
     same(gp_view_gpu_at(v, a, GP_VGM_SM_CLOCK), (double[]){N, N, N, N, N, N, N, 1.98e9, 1.98e9}, 9,
          "SM_CLOCK");
     same(gp_view_gpu_at(v, a, GP_VGM_TEMP), (double[]){N, N, N, N, N, N, N, N, N}, 9, "TEMP");
@@ -200,7 +208,7 @@ static void test_view_grid(void)
     gp_engine_stats(e, &es);
     CHECK_INT(es.last_full_rebuild, 1);
     CHECK_INT(es.gpus, 2);
-    CHECK_INT(es.series, 15);
+    CHECK_INT(es.series, 16); /* with the application XID's counter (view.h xids) */
     gp_engine_close(e);
     gp_alerts_close(a);
     gp_storage_close(st);
