@@ -4,7 +4,8 @@ tests: GET and PATCH /api/v1/nodes/NAME on 127.0.0.1, nothing else.
 
 It holds a few Nodes (each with a taint of its own, so a patch that drops
 other taints shows), records every request as a JSON line (method, path,
-content type, authorization, body) and answers as the API server does
+content type, authorization, body, and the verb and resource RBAC
+authorizes it by) and answers as the API server does
 where the tests need it: 401 without the bearer token, 404 for an
 unknown node, 415 for a PATCH that is not a JSON merge patch, 409 when
 metadata.resourceVersion is stale (and once, on purpose, for the node
@@ -63,6 +64,33 @@ def schema_problem(patch):
     return None
 
 
+def request_info(method, path):
+    """The RBAC attributes the API server authorizes a request by (its
+    RequestInfoResolver): verb, API group, resource (with /subresource),
+    namespace; None for a path outside /api and /apis."""
+    path, _, query = path.partition("?")
+    parts = [p for p in path.split("/") if p]
+    if len(parts) >= 2 and parts[0] == "api":
+        group, parts = "", parts[2:]
+    elif len(parts) >= 3 and parts[0] == "apis":
+        group, parts = parts[1], parts[3:]
+    else:
+        return None
+    ns = ""
+    if len(parts) >= 3 and parts[0] == "namespaces":
+        ns, parts = parts[1], parts[2:]
+    if not parts:
+        return None
+    named = len(parts) >= 2
+    verb = {"POST": "create", "PUT": "update", "PATCH": "patch"}.get(method)
+    if method in ("GET", "HEAD"):
+        verb = "watch" if "watch=true" in query.split("&") else ("get" if named else "list")
+    elif method == "DELETE":
+        verb = "delete" if named else "deletecollection"
+    resource = parts[0] + ("/" + parts[2] if len(parts) >= 3 else "")
+    return {"verb": verb or method.lower(), "api_group": group, "resource": resource, "namespace": ns}
+
+
 def merge(target, patch):
     """RFC 7386."""
     if not isinstance(patch, dict):
@@ -117,7 +145,7 @@ def main():
                     f.write(json.dumps({"method": method, "path": self.path,
                                         "content_type": self.headers.get("Content-Type", ""),
                                         "authorization": self.headers.get("Authorization", ""),
-                                        "body": body}) + "\n")
+                                        "body": body, "rbac": request_info(method, self.path)}) + "\n")
                 if a.token and self.headers.get("Authorization") != "Bearer " + a.token:
                     return self.status(401, "Unauthorized", "Unauthorized")
                 prefix = "/api/v1/nodes/"
@@ -129,6 +157,8 @@ def main():
                     return self.status(404, "NotFound", f'nodes "{name}" not found')
                 if method == "GET":
                     return self.answer(200, node)
+                if method != "PATCH":
+                    return self.status(405, "MethodNotAllowed", f"{method} is not supported here")
                 if self.headers.get("Content-Type") != "application/merge-patch+json":
                     return self.status(415, "UnsupportedMediaType", "the body of the request was in an unknown format")
                 try:
@@ -157,6 +187,17 @@ def main():
 
         def do_PATCH(self):
             self.handle_one("PATCH")
+
+        # anything else is recorded (and refused): the RBAC check of
+        # test_remediate_k8s.sh must see a request kind the code adds
+        def do_POST(self):
+            self.handle_one("POST")
+
+        def do_PUT(self):
+            self.handle_one("PUT")
+
+        def do_DELETE(self):
+            self.handle_one("DELETE")
 
     parent = os.getppid()
 

@@ -39,8 +39,10 @@ by = {(o["kind"], o["metadata"]["name"]): o for o in objs}
 bad = []
 def need(cond, msg):
     if not cond: bad.append(msg)
-ns = {o["metadata"].get("namespace") for o in objs if o["kind"] != "Namespace"}
+CLUSTER_SCOPED = {"Namespace", "ClusterRole", "ClusterRoleBinding"}
+ns = {o["metadata"].get("namespace") for o in objs if o["kind"] not in CLUSTER_SCOPED}
 need(ns == {"gpulse"}, f"objects outside namespace gpulse: {ns}")
+need(all("namespace" not in o["metadata"] for o in objs if o["kind"] in CLUSTER_SCOPED), "a cluster-scoped object names a namespace")
 ds, dep = by[("DaemonSet", "gpulse-agent")], by[("Deployment", "gpulse-server")]
 for w in (ds, dep):
     sel = w["spec"]["selector"]["matchLabels"]
@@ -58,6 +60,22 @@ need(caps.get("drop") == ["ALL"] and sorted(caps.get("add", [])) == ["DAC_READ_S
 need(not c["securityContext"].get("privileged"), "agent: privileged")
 need("nvidia.com/gpu" not in str(c.get("resources")), "agent: requests a GPU (it would take one from the jobs)")
 dpod = dep["spec"]["template"]["spec"]
+# The server runs as the account rbac.yaml binds to the remediation role,
+# with its token where the ConfigMap's remediation settings read it.
+sa = dpod.get("serviceAccountName")
+need(("ServiceAccount", sa) in by, f"server: service account {sa} not defined")
+need(dpod.get("automountServiceAccountToken") is True, "server: the service account token is not mounted")
+crb = by.get(("ClusterRoleBinding", "gpulse-remediation"), {})
+need(crb.get("roleRef", {}).get("kind") == "ClusterRole" and ("ClusterRole", crb["roleRef"]["name"]) in by,
+     "ClusterRoleBinding gpulse-remediation: no such ClusterRole")
+need({"kind": "ServiceAccount", "name": sa, "namespace": "gpulse"} in crb.get("subjects", []),
+     f"ClusterRoleBinding gpulse-remediation does not bind the server's account {sa}")
+scfg = yaml.safe_load(by[("ConfigMap", "gpulse-config")]["data"]["gpulse.yml"])["server"]
+need(any(e.endswith("=@kubernetes-cordon") for e in scfg.get("remediation", [])), "ConfigMap: no @kubernetes-cordon example")
+need(scfg.get("remediation_dry_run") is True, "ConfigMap: remediation is not in shadow mode")
+for k, f in (("token_file", "token"), ("ca_file", "ca.crt")):
+    need(scfg.get("remediation_kubernetes_" + k) == "/var/run/secrets/kubernetes.io/serviceaccount/" + f,
+         f"ConfigMap: remediation_kubernetes_{k} is not the mounted service account's {f}")
 claims = [v["persistentVolumeClaim"]["claimName"] for v in dpod["volumes"] if "persistentVolumeClaim" in v]
 need(claims and all(("PersistentVolumeClaim", n) in by for n in claims), f"server: claims {claims} not defined")
 need(dep["spec"]["replicas"] == 1 and dep["spec"]["strategy"]["type"] == "Recreate", "server: not one replica with Recreate")

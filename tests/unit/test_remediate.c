@@ -667,17 +667,18 @@ struct standin {
 
 /* Starts tests/integration/k8s_api_standin.py with nodes n1, n2, node-x
  * (node-x answers 409 once) and the token "tok-123"; the Nodes it ends
- * with go to $GPULSE_K8S_OUT when set (test_remediate_k8s.sh validates
- * them), else to the test's directory. */
+ * with and its request log go to $GPULSE_K8S_OUT when set
+ * (test_remediate_k8s.sh validates the Nodes and checks the requests
+ * against deploy/'s ClusterRole), else to the test's directory. */
 static void standin_start(struct standin *k, const char *dir)
 {
     char script[1024], port_file[600], token_file[600];
+    const char *out = getenv("GPULSE_K8S_OUT");
     snprintf(script, sizeof script, "%s/../integration/k8s_api_standin.py", GP_TEST_DATA_DIR);
     snprintf(port_file, sizeof port_file, "%s/port", dir);
-    snprintf(k->log, sizeof k->log, "%s/requests.jsonl", dir);
+    snprintf(k->log, sizeof k->log, "%s/requests.jsonl", out ? out : dir);
     snprintf(token_file, sizeof token_file, "%s/token", dir);
     gp_test_write_file(dir, "token", "tok-123\n");
-    const char *out = getenv("GPULSE_K8S_OUT");
     char *const argv[] = {"python3", script, port_file, k->log, "--nodes", "n1,n2,node-x", "--token",
                           "tok-123", "--conflict-once", "node-x", "--out", (char *)(out ? out : dir),
                           NULL};
