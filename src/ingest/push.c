@@ -94,6 +94,11 @@ struct target {
     int running;
 };
 
+struct enc_part {
+    struct gp_buf body;
+    uint32_t nsamples, raw_len;
+};
+
 struct slot {
     struct gp_rw_build series;
     int64_t time_ms;
@@ -124,7 +129,9 @@ struct gp_push {
 
     /* the encoder's own state */
     struct gp_rw_build work;
-    struct gp_buf enc_body, enc_raw;
+    struct enc_part *parts; /* one tick's bodies (one unless it is split) */
+    size_t cap_parts;
+    struct gp_buf enc_raw;
     int64_t enc_last_log_ms;
     atomic_uint_fast64_t enc_ns_last, enc_ns_total, enc_ticks;
 };
@@ -260,6 +267,53 @@ static void local_enqueue(struct target *t, struct gp_rw_build *work, int64_t ti
     pthread_mutex_unlock(&t->mu);
 }
 
+/* Series [first, first + n) of req as a request of their own. */
+static struct gp_batch part_of(const struct gp_batch *req, size_t first, size_t n)
+{
+    struct gp_batch b = {req->series + first, n, 0, 0, NULL};
+    for (size_t i = 0; i < n; i++) {
+        b.nlabels_total += req->series[first + i].nlabels;
+        b.nsamples_total += req->series[first + i].nsamples;
+    }
+    return b;
+}
+
+/* Encodes req for the URL targets as one body or, when it is larger than
+ * one body may be, as several in series order (p->parts), then appends
+ * them to every target's queue: a tick that cannot be encoded is queued
+ * not at all rather than in part. */
+static int encode_parts(struct gp_push *p, const struct gp_batch *req, int64_t time_ms, char *err,
+                        size_t errlen)
+{
+    size_t np = 0;
+    for (size_t first = 0; !np || first < req->nseries; np++) {
+        if (np == p->cap_parts) {
+            size_t cap = p->cap_parts ? p->cap_parts * 2 : 4;
+            struct enc_part *a = realloc(p->parts, cap * sizeof *a);
+            if (!a)
+                return gp_seterr(err, errlen, GP_ENOMEM, "remote-write encoding: out of memory");
+            for (size_t i = p->cap_parts; i < cap; i++) {
+                memset(&a[i], 0, sizeof a[i]);
+                gp_buf_init(&a[i].body, 0);
+            }
+            p->parts = a;
+            p->cap_parts = cap;
+        }
+        size_t n = gp_rw_fit(req, first, GP_PUSH_MAX_BODY_RAW, GP_PUSH_MAX_BODY_SERIES);
+        struct gp_batch part = part_of(req, first, n);
+        int rc = gp_rw_encode(&part, &p->parts[np].body, &p->enc_raw);
+        if (rc)
+            return gp_seterr(err, errlen, rc, "remote-write encoding: %s", gp_strerror(rc));
+        p->parts[np].nsamples = (uint32_t)part.nsamples_total;
+        p->parts[np].raw_len = (uint32_t)p->enc_raw.len;
+        first += n;
+    }
+    for (size_t k = 0; k < np; k++)
+        for (size_t i = 0; i < p->nurls; i++)
+            enqueue(&p->t[i], &p->parts[k].body, p->parts[k].nsamples, p->parts[k].raw_len, time_ms);
+    return GP_OK;
+}
+
 static void encode_one(struct gp_push *p, int64_t time_ms)
 {
     int64_t t0 = gp_mono_ns();
@@ -268,8 +322,8 @@ static void encode_one(struct gp_push *p, int64_t time_ms)
     int rc = gp_rw_build_view(&p->work, time_ms, p->add, p->nadd, &req);
     if (rc)
         snprintf(err, sizeof err, "building the tick's series: %s", gp_strerror(rc));
-    if (!rc && p->nurls && (rc = gp_rw_encode(req, &p->enc_body, &p->enc_raw)))
-        snprintf(err, sizeof err, "remote-write encoding: %s", gp_strerror(rc));
+    if (!rc && p->nurls)
+        rc = encode_parts(p, req, time_ms, err, sizeof err);
     if (rc) {
         int64_t now = gp_mono_ms();
         if (!p->enc_last_log_ms || now - p->enc_last_log_ms >= LOG_EVERY_MS) {
@@ -285,9 +339,6 @@ static void encode_one(struct gp_push *p, int64_t time_ms)
     atomic_store(&p->enc_ns_last, ns);
     atomic_fetch_add(&p->enc_ns_total, ns);
     atomic_fetch_add(&p->enc_ticks, 1);
-    uint32_t nsamples = (uint32_t)req->nsamples_total;
-    for (size_t i = 0; i < p->nurls; i++)
-        enqueue(&p->t[i], &p->enc_body, nsamples, (uint32_t)p->enc_raw.len, time_ms);
     if (p->nt > p->nurls)
         local_enqueue(&p->t[p->nurls], &p->work, time_ms);
 }
@@ -772,7 +823,6 @@ int gp_push_start(struct gp_push **out, const struct gp_push_options *o, char *e
         p->o.timeout_ms = 10000;
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->cv, NULL);
-    gp_buf_init(&p->enc_body, 0);
     gp_buf_init(&p->enc_raw, 0);
     p->t = calloc(o->nurls + 1, sizeof *p->t);
     int rc = p->t ? GP_OK : gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
@@ -911,7 +961,9 @@ void gp_push_stop(struct gp_push *p)
     for (int i = 0; i < RING; i++)
         gp_rw_build_free(&p->ring[i].series);
     gp_rw_build_free(&p->work);
-    gp_buf_free(&p->enc_body);
+    for (size_t i = 0; i < p->cap_parts; i++)
+        gp_buf_free(&p->parts[i].body);
+    free(p->parts);
     gp_buf_free(&p->enc_raw);
     for (size_t i = 0; p->add_text && i < p->nadd; i++)
         free(p->add_text[i]);
