@@ -71,6 +71,12 @@ struct target {
     size_t lq_head, lq_n;
     struct gp_rw_build lq_cur; /* the tick being delivered, out of the queue */
     int64_t lq_cur_time;
+    /* a tick larger than one body goes in parts (push.h): series of
+     * lq_cur delivered or dropped, series in the part being sent, lq_cur
+     * still open (parts left after a success), series of lq[lq_head]
+     * done before a retry put it back */
+    size_t lq_done, lq_part, lq_head_done;
+    int lq_open;
 
     pthread_mutex_t mu; /* guards q and the fields below it */
     pthread_cond_t cv;
@@ -188,7 +194,7 @@ static uint64_t local_bytes(const struct target *t)
 /* Ticks or batches waiting. Called with t->mu held. */
 static size_t queued(const struct target *t)
 {
-    return t->lq ? t->lq_n : gp_pushq_count(t->q);
+    return t->lq ? t->lq_n + (size_t)t->lq_open : gp_pushq_count(t->q);
 }
 
 static void publish_sizes(struct target *t)
@@ -249,7 +255,8 @@ static void local_enqueue(struct target *t, struct gp_rw_build *work, int64_t ti
     pthread_mutex_lock(&t->mu);
     uint64_t max = t->p->o.queue_max ? t->p->o.queue_max : UINT64_MAX;
     while (t->lq_n && (t->lq_n == LOCAL_TICKS || local_bytes(t) + gp_rw_build_bytes(work) > max)) {
-        uint64_t n = gp_rw_build_nseries(&t->lq[t->lq_head]);
+        uint64_t n = gp_rw_build_nseries(&t->lq[t->lq_head]) - t->lq_head_done;
+        t->lq_head_done = 0;
         atomic_fetch_add(&t->dropped[R_BUFFER_FULL], n);
         if (should_log(t, R_BUFFER_FULL))
             gp_log(GP_LOG_WARN, "push", "queue full: dropping the oldest samples", "target=%s dropped=%" PRIu64,
@@ -461,20 +468,26 @@ static int send_body(struct target *t, struct gp_push_result *res)
     return gp_push_http_post(t->http, t->body.data, t->body.len, &t->p->cancel, res);
 }
 
-/* Hands the local target's current tick to the receiver. Called without t->mu. */
+/* Hands the next part of the local target's current tick (one body's
+ * worth from series t->lq_done on: the receiver checks a remote-write
+ * body's limits) to the receiver; t->lq_part says how many series it
+ * held. Called without t->mu. */
 static void send_local(struct target *t, struct gp_push_result *res)
 {
     struct gp_push *p = t->p;
     const struct gp_batch *req;
     memset(res, 0, sizeof *res);
     res->retry_after_ms = -1;
+    t->lq_part = gp_rw_build_nseries(&t->lq_cur) - t->lq_done;
     int rc = gp_rw_build_view(&t->lq_cur, t->lq_cur_time, p->add, p->nadd, &req);
     if (rc) {
         res->status = rc == GP_ENOMEM ? 0 : 400; /* out of memory: try again */
         snprintf(res->msg, sizeof res->msg, "building the tick's series: %s", gp_strerror(rc));
         return;
     }
-    res->status = p->o.local(p->o.local_ctx, req, res->msg, sizeof res->msg);
+    t->lq_part = gp_rw_fit(req, t->lq_done, GP_PUSH_MAX_BODY_RAW, GP_PUSH_MAX_BODY_SERIES);
+    struct gp_batch part = part_of(req, t->lq_done, t->lq_part);
+    res->status = p->o.local(p->o.local_ctx, &part, res->msg, sizeof res->msg);
 }
 
 /* Settles the batches handed over: delivered or given up (acknowledged
@@ -487,21 +500,31 @@ static void settle(struct target *t, uint64_t last_id, bool keep, uint64_t *gone
             gp_pushq_ack(t->q, last_id + 1, gone);
         return;
     }
+    t->lq_open = 0;
     if (!keep) {
         if (gone)
-            *gone = gp_rw_build_nseries(&t->lq_cur);
+            *gone = t->lq_part;
+        t->lq_done += t->lq_part;
+        if (t->lq_done < gp_rw_build_nseries(&t->lq_cur)) {
+            t->lq_open = 1; /* its next part goes next */
+            return;
+        }
+        t->lq_done = 0;
         gp_rw_build_reset(&t->lq_cur);
         return;
     }
     /* back at the head; if the queue filled meanwhile, the oldest (this) goes */
     if (t->lq_n == LOCAL_TICKS) {
-        atomic_fetch_add(&t->dropped[R_BUFFER_FULL], gp_rw_build_nseries(&t->lq_cur));
+        atomic_fetch_add(&t->dropped[R_BUFFER_FULL], gp_rw_build_nseries(&t->lq_cur) - t->lq_done);
+        t->lq_done = 0;
         gp_rw_build_reset(&t->lq_cur);
         return;
     }
     t->lq_head = (t->lq_head + LOCAL_TICKS - 1) % LOCAL_TICKS;
     gp_rw_build_swap(&t->lq[t->lq_head], &t->lq_cur);
     t->lq_time[t->lq_head] = t->lq_cur_time;
+    t->lq_head_done = t->lq_done;
+    t->lq_done = 0;
     t->lq_n++;
 }
 
@@ -596,17 +619,20 @@ static void *target_main(void *arg)
             wait_until(&t->cv, &t->mu, queued(t) ? t->next_try_ms : -1);
             continue;
         }
-        if (t->lq) { /* the local target: the oldest tick, as it is */
-            t->lq_cur_time = t->lq_time[t->lq_head];
-            gp_rw_build_swap(&t->lq_cur, &t->lq[t->lq_head]);
-            t->lq_head = (t->lq_head + 1) % LOCAL_TICKS;
-            t->lq_n--;
-            uint64_t n = gp_rw_build_nseries(&t->lq_cur);
+        if (t->lq) { /* the local target: the oldest tick, as it is (or its next part) */
+            if (!t->lq_open) {
+                t->lq_cur_time = t->lq_time[t->lq_head];
+                gp_rw_build_swap(&t->lq_cur, &t->lq[t->lq_head]);
+                t->lq_done = t->lq_head_done;
+                t->lq_head_done = 0;
+                t->lq_head = (t->lq_head + 1) % LOCAL_TICKS;
+                t->lq_n--;
+            }
             pthread_mutex_unlock(&t->mu);
             struct gp_push_result res;
             send_local(t, &res);
             pthread_mutex_lock(&t->mu);
-            handle_result(t, &res, 0, n);
+            handle_result(t, &res, 0, t->lq_part);
             publish_sizes(t);
             continue;
         }

@@ -963,6 +963,33 @@ static void test_tick_over_the_byte_limit_is_split(void)
     fake_untrack(&f);
 }
 
+/* The local target (`gpulse up --simulate` of thousands of GPUs): the
+ * receiver takes one body's worth a call; a 503 on the second part
+ * retries that part only, and the ticks behind wait. */
+static void test_local_tick_over_the_limit_is_split(void)
+{
+    size_t n = GP_PUSH_MAX_BODY_SERIES + 1;
+    struct fake f;
+    fake_init(&f, 204);
+    f.script[f.nscript++] = 204;
+    f.script[f.nscript++] = 503;
+    fake_track(&f, n);
+    struct gp_push_options o = local_opts(&f);
+    o.queue_max = 256 << 20;
+    struct gp_push *p;
+    char err[256] = "";
+    CHECK_INT(gp_push_start(&p, &o, err, sizeof err), GP_OK);
+    big_tick(p, n, 0, 1000);
+    big_tick(p, n, 0, 2000);
+    expect_big(&f, n, 2);
+    CHECK(f.max_series_per_request <= GP_PUSH_MAX_BODY_SERIES);
+    CHECK_INT(f.accepted_requests, 4);
+    CHECK_DBL(metric(p, "gpulse_push_samples_sent_total{target=\"local\"}"), (double)(2 * n), 0);
+    CHECK_DBL(metric(p, "gpulse_push_batches_retried_total{target=\"local\"}"), 1, 0);
+    gp_push_stop(p);
+    fake_untrack(&f);
+}
+
 const struct gp_test gp_tests_push[] = {
     {"labels_added_where_missing", test_labels_added_where_missing},
     {"agent_push_keys", test_agent_push_keys},
@@ -981,5 +1008,6 @@ const struct gp_test gp_tests_push[] = {
     {"local_retries_in_order", test_local_retries_in_order},
     {"tick_over_the_series_limit_is_split", test_tick_over_the_series_limit_is_split},
     {"tick_over_the_byte_limit_is_split", test_tick_over_the_byte_limit_is_split},
+    {"local_tick_over_the_limit_is_split", test_local_tick_over_the_limit_is_split},
     {0},
 };
