@@ -990,6 +990,30 @@ static void test_local_tick_over_the_limit_is_split(void)
     fake_untrack(&f);
 }
 
+/* A simulating agent of 4,096 GPUs builds more than 64 MiB of label
+ * text a tick: the build holds it, and its view is whole. */
+static void test_build_holds_a_large_tick(void)
+{
+    size_t n = 17000, pad = 4000;
+    struct gp_rw_build b = {0};
+    char *padv = malloc(pad + 1);
+    memset(padv, 'x', pad);
+    padv[pad] = '\0';
+    for (size_t i = 0; i < n; i++) {
+        gp_rw_build_begin(&b, "big");
+        gp_rw_build_label(&b, "pad", padv);
+        gp_rw_build_end(&b, (double)i);
+    }
+    CHECK_INT(b.err, GP_OK);
+    CHECK(b.str.len > (64u << 20));
+    const struct gp_batch *req = NULL;
+    CHECK_INT(gp_rw_build_view(&b, 1000, NULL, 0, &req), GP_OK);
+    CHECK_INT(req->nseries, n);
+    CHECK(req->series[n - 1].samples[0].value == (double)(n - 1));
+    gp_rw_build_free(&b);
+    free(padv);
+}
+
 const struct gp_test gp_tests_push[] = {
     {"labels_added_where_missing", test_labels_added_where_missing},
     {"agent_push_keys", test_agent_push_keys},
@@ -1009,5 +1033,6 @@ const struct gp_test gp_tests_push[] = {
     {"tick_over_the_series_limit_is_split", test_tick_over_the_series_limit_is_split},
     {"tick_over_the_byte_limit_is_split", test_tick_over_the_byte_limit_is_split},
     {"local_tick_over_the_limit_is_split", test_local_tick_over_the_limit_is_split},
+    {"build_holds_a_large_tick", test_build_holds_a_large_tick},
     {0},
 };
