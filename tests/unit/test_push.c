@@ -8,7 +8,8 @@
  * with back-off on 503/429 (Retry-After honoured), drop-and-count on 400,
  * batching while behind, drop-oldest at the queue bound, the disk buffer
  * across a restart, the /metrics families, URL labels without secrets,
- * configuration errors, and a stop that does not hang on a dead server.
+ * configuration errors, a stop that does not hang on a dead server, and
+ * ticks larger than one body split into several (each sample once).
  */
 #include "agent/config.h"
 #include "ingest/push.h"
@@ -912,6 +913,22 @@ static void fake_untrack(struct fake *f)
     free(f->last_ts);
 }
 
+/* Starts a pusher on o with a queue for large ticks, hands it two ticks
+ * of n big series, and checks every sample arrived once, in order, in
+ * requests within the limit. Returns the pusher (caller stops it). */
+static struct gp_push *push_two_big_ticks(struct gp_push_options *o, struct fake *f, size_t n)
+{
+    o->queue_max = 256 << 20;
+    struct gp_push *p;
+    char err[256] = "";
+    CHECK_INT(gp_push_start(&p, o, err, sizeof err), GP_OK);
+    big_tick(p, n, 0, 1000);
+    big_tick(p, n, 0, 2000);
+    expect_big(f, n, 2);
+    CHECK(f->max_series_per_request <= GP_PUSH_MAX_BODY_SERIES);
+    return p;
+}
+
 /* A tick of one series more than a body holds (a simulating agent of
  * 2,048 GPUs) goes as several bodies, each within the limit, through a
  * retry: every sample arrives once, each series' in order. */
@@ -924,14 +941,7 @@ static void test_tick_over_the_series_limit_is_split(void)
     fake_track(&f, n);
     struct http_target h;
     struct gp_push_options o = http_opts(&h, &f);
-    o.queue_max = 64 << 20;
-    struct gp_push *p;
-    char err[256] = "";
-    CHECK_INT(gp_push_start(&p, &o, err, sizeof err), GP_OK);
-    big_tick(p, n, 0, 1000);
-    big_tick(p, n, 0, 2000);
-    expect_big(&f, n, 2);
-    CHECK(f.max_series_per_request <= GP_PUSH_MAX_BODY_SERIES);
+    struct gp_push *p = push_two_big_ticks(&o, &f, n);
     CHECK(f.accepted_requests >= 3); /* two ticks of two bodies; some may be joined */
     CHECK_DBL(tmetric(p, "gpulse_push_samples_sent_total", &h, NULL), (double)(2 * n), 0);
     CHECK_DBL(tmetric(p, "gpulse_push_samples_dropped_total", &h, "encoder"), 0, 0);
@@ -975,14 +985,7 @@ static void test_local_tick_over_the_limit_is_split(void)
     f.script[f.nscript++] = 503;
     fake_track(&f, n);
     struct gp_push_options o = local_opts(&f);
-    o.queue_max = 256 << 20;
-    struct gp_push *p;
-    char err[256] = "";
-    CHECK_INT(gp_push_start(&p, &o, err, sizeof err), GP_OK);
-    big_tick(p, n, 0, 1000);
-    big_tick(p, n, 0, 2000);
-    expect_big(&f, n, 2);
-    CHECK(f.max_series_per_request <= GP_PUSH_MAX_BODY_SERIES);
+    struct gp_push *p = push_two_big_ticks(&o, &f, n);
     CHECK_INT(f.accepted_requests, 4);
     CHECK_DBL(metric(p, "gpulse_push_samples_sent_total{target=\"local\"}"), (double)(2 * n), 0);
     CHECK_DBL(metric(p, "gpulse_push_batches_retried_total{target=\"local\"}"), 1, 0);
