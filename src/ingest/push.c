@@ -71,6 +71,12 @@ struct target {
     size_t lq_head, lq_n;
     struct gp_rw_build lq_cur; /* the tick being delivered, out of the queue */
     int64_t lq_cur_time;
+    /* a tick larger than one body goes in parts (push.h): series of
+     * lq_cur delivered or dropped, series in the part being sent, lq_cur
+     * still open (parts left after a success), series of lq[lq_head]
+     * done before a retry put it back */
+    size_t lq_done, lq_part, lq_head_done;
+    int lq_open;
 
     pthread_mutex_t mu; /* guards q and the fields below it */
     pthread_cond_t cv;
@@ -92,6 +98,11 @@ struct target {
 
     pthread_t thread;
     int running;
+};
+
+struct enc_part {
+    struct gp_buf body;
+    uint32_t nsamples, raw_len;
 };
 
 struct slot {
@@ -124,7 +135,9 @@ struct gp_push {
 
     /* the encoder's own state */
     struct gp_rw_build work;
-    struct gp_buf enc_body, enc_raw;
+    struct enc_part *parts; /* one tick's bodies (one unless it is split) */
+    size_t cap_parts;
+    struct gp_buf enc_raw;
     int64_t enc_last_log_ms;
     atomic_uint_fast64_t enc_ns_last, enc_ns_total, enc_ticks;
 };
@@ -181,7 +194,7 @@ static uint64_t local_bytes(const struct target *t)
 /* Ticks or batches waiting. Called with t->mu held. */
 static size_t queued(const struct target *t)
 {
-    return t->lq ? t->lq_n : gp_pushq_count(t->q);
+    return t->lq ? t->lq_n + (size_t)t->lq_open : gp_pushq_count(t->q);
 }
 
 static void publish_sizes(struct target *t)
@@ -242,7 +255,8 @@ static void local_enqueue(struct target *t, struct gp_rw_build *work, int64_t ti
     pthread_mutex_lock(&t->mu);
     uint64_t max = t->p->o.queue_max ? t->p->o.queue_max : UINT64_MAX;
     while (t->lq_n && (t->lq_n == LOCAL_TICKS || local_bytes(t) + gp_rw_build_bytes(work) > max)) {
-        uint64_t n = gp_rw_build_nseries(&t->lq[t->lq_head]);
+        uint64_t n = gp_rw_build_nseries(&t->lq[t->lq_head]) - t->lq_head_done;
+        t->lq_head_done = 0;
         atomic_fetch_add(&t->dropped[R_BUFFER_FULL], n);
         if (should_log(t, R_BUFFER_FULL))
             gp_log(GP_LOG_WARN, "push", "queue full: dropping the oldest samples", "target=%s dropped=%" PRIu64,
@@ -260,6 +274,53 @@ static void local_enqueue(struct target *t, struct gp_rw_build *work, int64_t ti
     pthread_mutex_unlock(&t->mu);
 }
 
+/* Series [first, first + n) of req as a request of their own. */
+static struct gp_batch part_of(const struct gp_batch *req, size_t first, size_t n)
+{
+    struct gp_batch b = {req->series + first, n, 0, 0, NULL};
+    for (size_t i = 0; i < n; i++) {
+        b.nlabels_total += req->series[first + i].nlabels;
+        b.nsamples_total += req->series[first + i].nsamples;
+    }
+    return b;
+}
+
+/* Encodes req for the URL targets as one body or, when it is larger than
+ * one body may be, as several in series order (p->parts), then appends
+ * them to every target's queue: a tick that cannot be encoded is queued
+ * not at all rather than in part. */
+static int encode_parts(struct gp_push *p, const struct gp_batch *req, int64_t time_ms, char *err,
+                        size_t errlen)
+{
+    size_t np = 0;
+    for (size_t first = 0; !np || first < req->nseries; np++) {
+        if (np == p->cap_parts) {
+            size_t cap = p->cap_parts ? p->cap_parts * 2 : 4;
+            struct enc_part *a = realloc(p->parts, cap * sizeof *a);
+            if (!a)
+                return gp_seterr(err, errlen, GP_ENOMEM, "remote-write encoding: out of memory");
+            for (size_t i = p->cap_parts; i < cap; i++) {
+                memset(&a[i], 0, sizeof a[i]);
+                gp_buf_init(&a[i].body, 0);
+            }
+            p->parts = a;
+            p->cap_parts = cap;
+        }
+        size_t n = gp_rw_fit(req, first, GP_PUSH_MAX_BODY_RAW, GP_PUSH_MAX_BODY_SERIES);
+        struct gp_batch part = part_of(req, first, n);
+        int rc = gp_rw_encode(&part, &p->parts[np].body, &p->enc_raw);
+        if (rc)
+            return gp_seterr(err, errlen, rc, "remote-write encoding: %s", gp_strerror(rc));
+        p->parts[np].nsamples = (uint32_t)part.nsamples_total;
+        p->parts[np].raw_len = (uint32_t)p->enc_raw.len;
+        first += n;
+    }
+    for (size_t k = 0; k < np; k++)
+        for (size_t i = 0; i < p->nurls; i++)
+            enqueue(&p->t[i], &p->parts[k].body, p->parts[k].nsamples, p->parts[k].raw_len, time_ms);
+    return GP_OK;
+}
+
 static void encode_one(struct gp_push *p, int64_t time_ms)
 {
     int64_t t0 = gp_mono_ns();
@@ -268,8 +329,8 @@ static void encode_one(struct gp_push *p, int64_t time_ms)
     int rc = gp_rw_build_view(&p->work, time_ms, p->add, p->nadd, &req);
     if (rc)
         snprintf(err, sizeof err, "building the tick's series: %s", gp_strerror(rc));
-    if (!rc && p->nurls && (rc = gp_rw_encode(req, &p->enc_body, &p->enc_raw)))
-        snprintf(err, sizeof err, "remote-write encoding: %s", gp_strerror(rc));
+    if (!rc && p->nurls)
+        rc = encode_parts(p, req, time_ms, err, sizeof err);
     if (rc) {
         int64_t now = gp_mono_ms();
         if (!p->enc_last_log_ms || now - p->enc_last_log_ms >= LOG_EVERY_MS) {
@@ -285,9 +346,6 @@ static void encode_one(struct gp_push *p, int64_t time_ms)
     atomic_store(&p->enc_ns_last, ns);
     atomic_fetch_add(&p->enc_ns_total, ns);
     atomic_fetch_add(&p->enc_ticks, 1);
-    uint32_t nsamples = (uint32_t)req->nsamples_total;
-    for (size_t i = 0; i < p->nurls; i++)
-        enqueue(&p->t[i], &p->enc_body, nsamples, (uint32_t)p->enc_raw.len, time_ms);
     if (p->nt > p->nurls)
         local_enqueue(&p->t[p->nurls], &p->work, time_ms);
 }
@@ -410,20 +468,26 @@ static int send_body(struct target *t, struct gp_push_result *res)
     return gp_push_http_post(t->http, t->body.data, t->body.len, &t->p->cancel, res);
 }
 
-/* Hands the local target's current tick to the receiver. Called without t->mu. */
+/* Hands the next part of the local target's current tick (one body's
+ * worth from series t->lq_done on: the receiver checks a remote-write
+ * body's limits) to the receiver; t->lq_part says how many series it
+ * held. Called without t->mu. */
 static void send_local(struct target *t, struct gp_push_result *res)
 {
     struct gp_push *p = t->p;
     const struct gp_batch *req;
     memset(res, 0, sizeof *res);
     res->retry_after_ms = -1;
+    t->lq_part = gp_rw_build_nseries(&t->lq_cur) - t->lq_done;
     int rc = gp_rw_build_view(&t->lq_cur, t->lq_cur_time, p->add, p->nadd, &req);
     if (rc) {
         res->status = rc == GP_ENOMEM ? 0 : 400; /* out of memory: try again */
         snprintf(res->msg, sizeof res->msg, "building the tick's series: %s", gp_strerror(rc));
         return;
     }
-    res->status = p->o.local(p->o.local_ctx, req, res->msg, sizeof res->msg);
+    t->lq_part = gp_rw_fit(req, t->lq_done, GP_PUSH_MAX_BODY_RAW, GP_PUSH_MAX_BODY_SERIES);
+    struct gp_batch part = part_of(req, t->lq_done, t->lq_part);
+    res->status = p->o.local(p->o.local_ctx, &part, res->msg, sizeof res->msg);
 }
 
 /* Settles the batches handed over: delivered or given up (acknowledged
@@ -436,21 +500,31 @@ static void settle(struct target *t, uint64_t last_id, bool keep, uint64_t *gone
             gp_pushq_ack(t->q, last_id + 1, gone);
         return;
     }
+    t->lq_open = 0;
     if (!keep) {
         if (gone)
-            *gone = gp_rw_build_nseries(&t->lq_cur);
+            *gone = t->lq_part;
+        t->lq_done += t->lq_part;
+        if (t->lq_done < gp_rw_build_nseries(&t->lq_cur)) {
+            t->lq_open = 1; /* its next part goes next */
+            return;
+        }
+        t->lq_done = 0;
         gp_rw_build_reset(&t->lq_cur);
         return;
     }
     /* back at the head; if the queue filled meanwhile, the oldest (this) goes */
     if (t->lq_n == LOCAL_TICKS) {
-        atomic_fetch_add(&t->dropped[R_BUFFER_FULL], gp_rw_build_nseries(&t->lq_cur));
+        atomic_fetch_add(&t->dropped[R_BUFFER_FULL], gp_rw_build_nseries(&t->lq_cur) - t->lq_done);
+        t->lq_done = 0;
         gp_rw_build_reset(&t->lq_cur);
         return;
     }
     t->lq_head = (t->lq_head + LOCAL_TICKS - 1) % LOCAL_TICKS;
     gp_rw_build_swap(&t->lq[t->lq_head], &t->lq_cur);
     t->lq_time[t->lq_head] = t->lq_cur_time;
+    t->lq_head_done = t->lq_done;
+    t->lq_done = 0;
     t->lq_n++;
 }
 
@@ -545,17 +619,20 @@ static void *target_main(void *arg)
             wait_until(&t->cv, &t->mu, queued(t) ? t->next_try_ms : -1);
             continue;
         }
-        if (t->lq) { /* the local target: the oldest tick, as it is */
-            t->lq_cur_time = t->lq_time[t->lq_head];
-            gp_rw_build_swap(&t->lq_cur, &t->lq[t->lq_head]);
-            t->lq_head = (t->lq_head + 1) % LOCAL_TICKS;
-            t->lq_n--;
-            uint64_t n = gp_rw_build_nseries(&t->lq_cur);
+        if (t->lq) { /* the local target: the oldest tick, as it is (or its next part) */
+            if (!t->lq_open) {
+                t->lq_cur_time = t->lq_time[t->lq_head];
+                gp_rw_build_swap(&t->lq_cur, &t->lq[t->lq_head]);
+                t->lq_done = t->lq_head_done;
+                t->lq_head_done = 0;
+                t->lq_head = (t->lq_head + 1) % LOCAL_TICKS;
+                t->lq_n--;
+            }
             pthread_mutex_unlock(&t->mu);
             struct gp_push_result res;
             send_local(t, &res);
             pthread_mutex_lock(&t->mu);
-            handle_result(t, &res, 0, n);
+            handle_result(t, &res, 0, t->lq_part);
             publish_sizes(t);
             continue;
         }
@@ -772,7 +849,6 @@ int gp_push_start(struct gp_push **out, const struct gp_push_options *o, char *e
         p->o.timeout_ms = 10000;
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->cv, NULL);
-    gp_buf_init(&p->enc_body, 0);
     gp_buf_init(&p->enc_raw, 0);
     p->t = calloc(o->nurls + 1, sizeof *p->t);
     int rc = p->t ? GP_OK : gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
@@ -911,7 +987,9 @@ void gp_push_stop(struct gp_push *p)
     for (int i = 0; i < RING; i++)
         gp_rw_build_free(&p->ring[i].series);
     gp_rw_build_free(&p->work);
-    gp_buf_free(&p->enc_body);
+    for (size_t i = 0; i < p->cap_parts; i++)
+        gp_buf_free(&p->parts[i].body);
+    free(p->parts);
     gp_buf_free(&p->enc_raw);
     for (size_t i = 0; p->add_text && i < p->nadd; i++)
         free(p->add_text[i]);

@@ -16,6 +16,11 @@
  * Retry-After honoured) while newer ticks queue behind; other answers drop
  * the batch and count it. A target that fell behind catches up with
  * requests that join several queued ticks (up to 1 MiB uncompressed).
+ * A tick larger than one body may be (GP_PUSH_MAX_BODY_SERIES series or
+ * GP_PUSH_MAX_BODY_RAW bytes uncompressed: a single simulating agent of
+ * thousands of GPUs) is split, in order, into several bodies, each
+ * queued, sent, retried and acknowledged as a tick of its own; each
+ * series is in one of them, so a series' samples keep their order.
  *
  * Targets (at most GP_PUSH_MAX_TARGETS) are http:// or https:// URLs
  * (push_http.h), or, under `gpulse up`, the server in the same process
@@ -44,6 +49,12 @@
 #include <stdint.h>
 
 struct gp_push;
+
+/* One body's size at most: within every receiver's default (gpulse's
+ * server: 100,000 series and 128 MiB uncompressed; VictoriaMetrics's
+ * -maxInsertRequestSize 32 MiB; vmagent sends 8 MiB blocks). */
+#define GP_PUSH_MAX_BODY_SERIES 50000
+#define GP_PUSH_MAX_BODY_RAW (8u << 20)
 
 /* The in-process receiver (`gpulse up`'s server): one tick's series in
  * (canonical form, owned by the pusher, valid during the call), the HTTP

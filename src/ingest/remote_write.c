@@ -1008,6 +1008,19 @@ static uint8_t *put_series(uint8_t *p, const struct gp_series *ser, size_t body)
     return p;
 }
 
+size_t gp_rw_fit(const struct gp_batch *req, size_t first, size_t max_raw, size_t max_series)
+{
+    size_t n = 0, raw = 0;
+    while (first + n < req->nseries && n < max_series) {
+        size_t one = field_size(series_size(&req->series[first + n]));
+        if (n && raw + one > max_raw)
+            break;
+        raw += one;
+        n++;
+    }
+    return n;
+}
+
 int gp_rw_encode(const struct gp_batch *req, struct gp_buf *out_compressed,
                  struct gp_buf *scratch)
 {

@@ -119,4 +119,13 @@ void gp_rw_decoded_free(struct gp_batch *req);
 int gp_rw_encode(const struct gp_batch *req, struct gp_buf *out_compressed,
                  struct gp_buf *scratch);
 
+/*
+ * How many of req's series from series first on one WriteRequest of at
+ * most max_raw uncompressed bytes and max_series series holds, as
+ * gp_rw_encode writes them: at least one while any is left (a single
+ * series larger than max_raw goes alone). A sender splits a batch that
+ * is too large for one body this way, in order.
+ */
+size_t gp_rw_fit(const struct gp_batch *req, size_t first, size_t max_raw, size_t max_series);
+
 #endif

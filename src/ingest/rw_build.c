@@ -8,6 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The strings of one tick: 64 MiB (gp_buf's default) is about 4,000
+ * GPUs' tick of a simulating agent; offsets are 32-bit, so 1 GiB leaves
+ * room and still stops a runaway exposition. */
+#define STR_MAX ((size_t)1 << 30)
+
 /* Grows *arr to hold need elements of size sz; sets b->err on failure. */
 static int grow(struct gp_rw_build *b, void **arr, size_t *cap, size_t need, size_t sz)
 {
@@ -30,7 +35,7 @@ static int grow(struct gp_rw_build *b, void **arr, size_t *cap, size_t need, siz
 void gp_rw_build_reset(struct gp_rw_build *b)
 {
     if (!b->str.max)
-        gp_buf_init(&b->str, 0);
+        gp_buf_init(&b->str, STR_MAX);
     gp_buf_reset(&b->str);
     b->nlab = b->nser = 0;
     b->err = GP_OK;
@@ -51,7 +56,7 @@ static uint32_t put_str(struct gp_rw_build *b, const char *s, uint32_t *len)
 void gp_rw_build_begin(struct gp_rw_build *b, const char *name)
 {
     if (!b->str.max)
-        gp_buf_init(&b->str, 0);
+        gp_buf_init(&b->str, STR_MAX);
     if (!grow(b, (void **)&b->ser, &b->cap_ser, b->nser + 1, sizeof *b->ser))
         return;
     b->ser[b->nser] = (struct gp_rw_build_series){b->nlab, 0, 0};

@@ -8,7 +8,8 @@
  * with back-off on 503/429 (Retry-After honoured), drop-and-count on 400,
  * batching while behind, drop-oldest at the queue bound, the disk buffer
  * across a restart, the /metrics families, URL labels without secrets,
- * configuration errors, and a stop that does not hang on a dead server.
+ * configuration errors, a stop that does not hang on a dead server, and
+ * ticks larger than one body split into several (each sample once).
  */
 #include "agent/config.h"
 #include "ingest/push.h"
@@ -44,6 +45,10 @@ struct fake {
     size_t requests, accepted_requests, max_ticks_per_request;
     size_t samples;
     char headers[8][256];
+    /* series "big": samples by value (the series' index) and order */
+    unsigned *hits;
+    int64_t *last_ts;
+    size_t nhits, max_series_per_request, big_out_of_order;
 };
 
 static void fake_init(struct fake *f, int then)
@@ -67,10 +72,22 @@ static int receive_req(struct fake *f, const struct gp_batch *rq, char *msg, siz
     int status = next_status(f);
     if (status >= 200 && status < 300) {
         f->accepted_requests++;
+        if (req.nseries > f->max_series_per_request)
+            f->max_series_per_request = req.nseries;
         size_t ticks = 0;
         for (size_t i = 0; i < req.nseries; i++) {
             const struct gp_series *s = &req.series[i];
             f->samples += s->nsamples;
+            if (f->hits && s->labels[0].value.len == 3 && !memcmp(s->labels[0].value.ptr, "big", 3))
+                for (size_t k = 0; k < s->nsamples; k++) {
+                    size_t v = (size_t)s->samples[k].value;
+                    if (v >= f->nhits)
+                        continue;
+                    f->hits[v]++;
+                    if (s->samples[k].timestamp_ms <= f->last_ts[v])
+                        f->big_out_of_order++;
+                    f->last_ts[v] = s->samples[k].timestamp_ms;
+                }
             /* labels sorted: __name__, i */
             if (s->nlabels == 2 && s->labels[0].value.len == 1 && s->labels[0].value.ptr[0] == 'm' &&
                 s->labels[1].value.len == 1 && s->labels[1].value.ptr[0] == '0')
@@ -843,6 +860,163 @@ static void test_labels_added_where_missing(void)
     CHECK_CONTAINS(err, "push label '=x' is not NAME=VALUE");
 }
 
+/* One tick of n series big{i="K",pad="..."} = K at time_ms (pad: bytes of padding). */
+static void big_tick(struct gp_push *p, size_t n, size_t pad, int64_t time_ms)
+{
+    struct gp_rw_build b = {0};
+    char *padv = malloc(pad + 1), num[32];
+    memset(padv, 'x', pad);
+    padv[pad] = '\0';
+    for (size_t i = 0; i < n; i++) {
+        gp_rw_build_begin(&b, "big");
+        snprintf(num, sizeof num, "%zu", i);
+        gp_rw_build_label(&b, "i", num);
+        gp_rw_build_label(&b, "pad", padv);
+        gp_rw_build_end(&b, (double)i);
+    }
+    gp_push_tick(p, &b, time_ms);
+    gp_rw_build_free(&b);
+    free(padv);
+}
+
+static size_t fake_samples(struct fake *f)
+{
+    pthread_mutex_lock(&f->mu);
+    size_t n = f->samples;
+    pthread_mutex_unlock(&f->mu);
+    return n;
+}
+
+/* Every one of n series got `ticks` samples, each once, in time order. */
+static void expect_big(struct fake *f, size_t n, unsigned ticks)
+{
+    for (long waited = 0; waited < 20000 && fake_samples(f) < n * ticks; waited += 10)
+        sleep_ms(10);
+    CHECK_INT(fake_samples(f), n * ticks);
+    size_t wrong = 0;
+    for (size_t i = 0; i < n; i++)
+        wrong += f->hits[i] != ticks;
+    CHECK_INT(wrong, 0);
+    CHECK_INT(f->big_out_of_order, 0);
+}
+
+static void fake_track(struct fake *f, size_t n)
+{
+    f->hits = calloc(n, sizeof *f->hits);
+    f->last_ts = calloc(n, sizeof *f->last_ts);
+    f->nhits = n;
+}
+
+static void fake_untrack(struct fake *f)
+{
+    free(f->hits);
+    free(f->last_ts);
+}
+
+/* Starts a pusher on o with a queue for large ticks, hands it two ticks
+ * of n big series, and checks every sample arrived once, in order, in
+ * requests within the limit. Returns the pusher (caller stops it). */
+static struct gp_push *push_two_big_ticks(struct gp_push_options *o, struct fake *f, size_t n)
+{
+    o->queue_max = 256 << 20;
+    struct gp_push *p;
+    char err[256] = "";
+    CHECK_INT(gp_push_start(&p, o, err, sizeof err), GP_OK);
+    big_tick(p, n, 0, 1000);
+    big_tick(p, n, 0, 2000);
+    expect_big(f, n, 2);
+    CHECK(f->max_series_per_request <= GP_PUSH_MAX_BODY_SERIES);
+    return p;
+}
+
+/* A tick of one series more than a body holds (a simulating agent of
+ * 2,048 GPUs) goes as several bodies, each within the limit, through a
+ * retry: every sample arrives once, each series' in order. */
+static void test_tick_over_the_series_limit_is_split(void)
+{
+    size_t n = GP_PUSH_MAX_BODY_SERIES + 1;
+    struct fake f;
+    fake_init(&f, 204);
+    f.script[f.nscript++] = 503;
+    fake_track(&f, n);
+    struct http_target h;
+    struct gp_push_options o = http_opts(&h, &f);
+    struct gp_push *p = push_two_big_ticks(&o, &f, n);
+    CHECK(f.accepted_requests >= 3); /* two ticks of two bodies; some may be joined */
+    CHECK_DBL(tmetric(p, "gpulse_push_samples_sent_total", &h, NULL), (double)(2 * n), 0);
+    CHECK_DBL(tmetric(p, "gpulse_push_samples_dropped_total", &h, "encoder"), 0, 0);
+    CHECK_DBL(tmetric(p, "gpulse_push_batches_retried_total", &h, NULL), 1, 0);
+    gp_push_stop(p);
+    http_stop(&h);
+    fake_untrack(&f);
+}
+
+/* Few series with long labels: the byte limit splits the tick too. */
+static void test_tick_over_the_byte_limit_is_split(void)
+{
+    size_t pad = 4000, n = GP_PUSH_MAX_BODY_RAW / pad + 1;
+    struct fake f;
+    fake_init(&f, 204);
+    fake_track(&f, n);
+    struct http_target h;
+    struct gp_push_options o = http_opts(&h, &f);
+    o.queue_max = 64 << 20;
+    struct gp_push *p;
+    char err[256] = "";
+    CHECK_INT(gp_push_start(&p, &o, err, sizeof err), GP_OK);
+    big_tick(p, n, pad, 1000);
+    expect_big(&f, n, 1);
+    CHECK_INT(f.accepted_requests, 2);
+    CHECK(f.max_series_per_request < n);
+    gp_push_stop(p);
+    http_stop(&h);
+    fake_untrack(&f);
+}
+
+/* The local target (`gpulse up --simulate` of thousands of GPUs): the
+ * receiver takes one body's worth a call; a 503 on the second part
+ * retries that part only, and the ticks behind wait. */
+static void test_local_tick_over_the_limit_is_split(void)
+{
+    size_t n = GP_PUSH_MAX_BODY_SERIES + 1;
+    struct fake f;
+    fake_init(&f, 204);
+    f.script[f.nscript++] = 204;
+    f.script[f.nscript++] = 503;
+    fake_track(&f, n);
+    struct gp_push_options o = local_opts(&f);
+    struct gp_push *p = push_two_big_ticks(&o, &f, n);
+    CHECK_INT(f.accepted_requests, 4);
+    CHECK_DBL(metric(p, "gpulse_push_samples_sent_total{target=\"local\"}"), (double)(2 * n), 0);
+    CHECK_DBL(metric(p, "gpulse_push_batches_retried_total{target=\"local\"}"), 1, 0);
+    gp_push_stop(p);
+    fake_untrack(&f);
+}
+
+/* A simulating agent of 4,096 GPUs builds more than 64 MiB of label
+ * text a tick: the build holds it, and its view is whole. */
+static void test_build_holds_a_large_tick(void)
+{
+    size_t n = 17000, pad = 4000;
+    struct gp_rw_build b = {0};
+    char *padv = malloc(pad + 1);
+    memset(padv, 'x', pad);
+    padv[pad] = '\0';
+    for (size_t i = 0; i < n; i++) {
+        gp_rw_build_begin(&b, "big");
+        gp_rw_build_label(&b, "pad", padv);
+        gp_rw_build_end(&b, (double)i);
+    }
+    CHECK_INT(b.err, GP_OK);
+    CHECK(b.str.len > (64u << 20));
+    const struct gp_batch *req = NULL;
+    CHECK_INT(gp_rw_build_view(&b, 1000, NULL, 0, &req), GP_OK);
+    CHECK_INT(req->nseries, n);
+    CHECK(req->series[n - 1].samples[0].value == (double)(n - 1));
+    gp_rw_build_free(&b);
+    free(padv);
+}
+
 const struct gp_test gp_tests_push[] = {
     {"labels_added_where_missing", test_labels_added_where_missing},
     {"agent_push_keys", test_agent_push_keys},
@@ -859,5 +1033,9 @@ const struct gp_test gp_tests_push[] = {
     {"stop_does_not_hang", test_stop_does_not_hang},
     {"bad_series_counted", test_bad_series_counted},
     {"local_retries_in_order", test_local_retries_in_order},
+    {"tick_over_the_series_limit_is_split", test_tick_over_the_series_limit_is_split},
+    {"tick_over_the_byte_limit_is_split", test_tick_over_the_byte_limit_is_split},
+    {"local_tick_over_the_limit_is_split", test_local_tick_over_the_limit_is_split},
+    {"build_holds_a_large_tick", test_build_holds_a_large_tick},
     {0},
 };

@@ -804,7 +804,38 @@ static void test_metadata_cap(void)
     free(b);
 }
 
+/* gp_rw_fit counts the bytes gp_rw_encode writes: three series fit in
+ * exactly their encoded size and not one byte less; a series larger than
+ * the limit goes alone; the series cap holds; none is left past the end. */
+static void test_fit_matches_encoded_size(void)
+{
+    struct gp_label l0[] = {{S("__name__"), S("up")}, {S("job"), S("a")}};
+    struct gp_label l1[] = {{S("__name__"), S("up")}, {S("job"), S("bb")}, {S("x"), S("")}};
+    struct gp_label l2[] = {{S("__name__"), S("up")}, {S("job"), S("ccc")}};
+    struct gp_sample sm[] = {{1.0, 1700000000000LL}, {2.0, 1700000015000LL}};
+    struct gp_series ser[] = {{l0, 2, sm, 1}, {l1, 3, sm, 2}, {l2, 2, sm, 1}};
+    struct gp_batch req = {ser, 3, 0, 0, NULL};
+    struct gp_buf out, scratch;
+    gp_buf_init(&out, 0);
+    gp_buf_init(&scratch, 0);
+    CHECK_INT(gp_rw_encode(&req, &out, &scratch), GP_OK);
+    size_t all = scratch.len;
+    CHECK_INT(gp_rw_fit(&req, 0, all, 100), 3);
+    CHECK_INT(gp_rw_fit(&req, 0, all - 1, 100), 2);
+    CHECK_INT(gp_rw_fit(&req, 0, 1, 100), 1);
+    CHECK_INT(gp_rw_fit(&req, 0, all, 2), 2);
+    CHECK_INT(gp_rw_fit(&req, 2, all, 100), 1);
+    CHECK_INT(gp_rw_fit(&req, 3, all, 100), 0);
+    struct gp_batch tail = {ser + 1, 2, 0, 0, NULL};
+    CHECK_INT(gp_rw_encode(&tail, &out, &scratch), GP_OK);
+    CHECK_INT(gp_rw_fit(&req, 1, scratch.len, 100), 2);
+    CHECK_INT(gp_rw_fit(&req, 1, scratch.len - 1, 100), 1);
+    gp_buf_free(&out);
+    gp_buf_free(&scratch);
+}
+
 const struct gp_test gp_tests_remote_write[] = {
+    {"fit_matches_encoded_size", test_fit_matches_encoded_size},
     {"vector_decodes", test_vector_decodes},
     {"vector_encodes", test_vector_encodes},
     {"round_trip_many", test_round_trip_many},
