@@ -19,37 +19,19 @@
  *   uvarint  n (1..65535)
  *   varint   t0 (zigzag)
  *   uvarint  t1 - t0                      (n >= 2)
- *   u8       e | mode << 4                e in 0..15; the value stream
- *                                         holds, mode 0: deltas of m,
- *                                         mode 1: deltas of deltas,
- *                                         mode 2: m less a group mean,
- *                                         mode 3: deltas less a group
- *                                         mean (below), mode 4: nothing,
- *                                         every m is m0
+ *   u8       e | mode << 4                e in 0..15; mode 0: the value
+ *                                         stream holds deltas of m,
+ *                                         mode 1: deltas of deltas
  *   varint   m0 (zigzag)
- *   varint   m1 - m0 (zigzag)             (modes 1 and 3, n >= 3)
+ *   varint   m1 - m0 (zigzag)             (mode 1, n >= 2)
  *   uvarint  x, then x exceptions: uvarint gap to the index of the
  *            previous exception (+1), u64 raw value bits. An exception
  *            is a value that is no such decimal (NaN, the stale marker,
  *            ±Inf, -0.0, 0.1 + 0.2): its m repeats the previous one.
  *   bits     n - 2 timestamp delta-of-deltas (zigzag), then the value
- *            stream (n - 1 values in modes 0 and 2, n - 2 in 1 and 3,
- *            none in 4),
- *            each in groups of 32: a 7-bit width w (0..64), then w bits
- *            a value, or (value groups, version 3) a code 65 + k, then
- *            the group Rice-coded (below). Zero bits pad the last byte.
- *
- * Modes 2 and 3 (block version 3, 2026-11-27) predict from the previous
- * group's mean (truncated toward zero; the first group's prediction is
- * m0, or m1 - m0 for deltas) where 0 and 1 predict from the previous
- * value. Most of a GPU's noisy figures (power in mW, profiling ratios,
- * PCIe bytes) are noise around a level that moves now and then, and the
- * delta of two such samples has twice their variance: about half a bit
- * a sample more than the samples less a recent mean. An energy counter's
- * increments are such noise too (mode 3). The encoder counts the bits of
- * all four and writes the smallest; the decoder's work is the same.
- * Mode 4, a constant (an XID count, a clock, a free-memory gauge), saves
- * the 7 bits a group of zero deltas takes.
+ *            stream (n - 1 deltas or n - 2 deltas of deltas), each in
+ *            groups of 32: a 7-bit width w (0..64), then w bits a value.
+ *            Zero bits pad the last byte.
  *
  * Encoding 2 (block files only) is encoding 1 without t0, t1 - t0 and the
  * timestamp delta-of-deltas: a uvarint after n gives the file offset of a
@@ -60,7 +42,7 @@
  * half of a block chunk; compaction writes them once per node and piece.
  *
  * A regular 1 s series costs 7 bits per 32 timestamps; a constant value
- * nothing past its header; a percentage moving by a few points 4 bits a
+ * 7 bits per 32 samples; a percentage moving by a few points 4 bits a
  * sample. The encoder falls back to Gorilla when more than 1/16 of the
  * values are exceptions. The decoder checks every length and that the
  * stream ends exactly at the end of the bytes.
@@ -151,94 +133,31 @@ static void bw_finish(struct bw *b)
 
 static unsigned width(uint64_t v) { return v ? 64u - (unsigned)__builtin_clzll(v) : 0; }
 
-/* A value group is packed at one width or, where that saves a bit a value,
- * Rice-coded (RICE_MIN + k in its 7-bit code): q = u >> k as q one bits
- * and a zero, then u's low k bits; q of RICE_ESC or more as RICE_ESC one
- * bits and u's 64 bits. A group's width is its largest value's, and a
- * noisy gauge's largest of 32 is ~2.5 of their standard deviations, or
- * a rare excursion, where Rice codes the typical one. Rice codes are
- * for values only (a time record's groups are one width) and k <= 32,
- * so that a value with q < RICE_ESC is one 57-bit load for the decoder. */
-#define RICE_MIN 65u
-#define RICE_MAXK 32u
-#define RICE_ESC 24u
-
-static uint64_t rice_bits(const uint64_t *u, size_t k, unsigned r)
+/* Bits that packing these values in groups takes. */
+static uint64_t packed_bits(const uint64_t *u, size_t n)
 {
     uint64_t bits = 0;
-    for (size_t i = 0; i < k; i++) {
-        uint64_t q = u[i] >> r;
-        bits += q < RICE_ESC ? q + 1 + r : RICE_ESC + 64;
-    }
-    return bits;
-}
-
-/* A group's 7-bit code (a width 0..64 or RICE_MIN + k) and its bits. */
-static unsigned group_code(const uint64_t *u, size_t k, int rice, uint64_t *bits)
-{
-    uint64_t or = 0;
-    unsigned sw = 0;
-    for (size_t i = 0; i < k; i++) {
-        or |= u[i];
-        sw += width(u[i]);
-    }
-    unsigned w = width(or), code = w, aw = (unsigned)(sw / k);
-    *bits = 7 + k * w;
-    /* the best k is near the values' typical width (a spike, an escape,
-     * moves it little): try those. Rice only where it saves a bit a value:
-     * each value's position depends on the one before, and its decoding
-     * takes about twice a width's time (bchunk_perf: at 1 bit a value a
-     * block decodes within 3 % of before modes 2-4; at 1/2 bit 20 %
-     * slower for 0.019 bytes a sample less) */
-    uint64_t best = *bits;
-    for (unsigned r = aw > 4 ? aw - 4 : 0; rice && r <= aw + 2 && r < w && r <= RICE_MAXK; r++) {
-        uint64_t b = 7 + rice_bits(u, k, r);
-        if (b < best) {
-            best = b;
-            code = RICE_MIN + r;
-        }
-    }
-    if (code >= RICE_MIN && best + k < *bits)
-        *bits = best;
-    else
-        code = w;
-    return code;
-}
-
-/* Bits that packing these values in groups takes. */
-static uint64_t packed_bits(const uint64_t *u, size_t n, int rice)
-{
-    uint64_t bits = 0, b;
     for (size_t g = 0; g < n; g += GROUP) {
-        group_code(u + g, n - g < GROUP ? n - g : GROUP, rice, &b);
-        bits += b;
+        size_t k = n - g < GROUP ? n - g : GROUP;
+        uint64_t or = 0;
+        for (size_t i = 0; i < k; i++)
+            or |= u[g + i];
+        bits += 7 + k * width(or);
     }
     return bits;
 }
 
-static void pack(struct bw *b, const uint64_t *u, size_t n, int rice)
+static void pack(struct bw *b, const uint64_t *u, size_t n)
 {
     for (size_t g = 0; g < n; g += GROUP) {
         size_t k = n - g < GROUP ? n - g : GROUP;
-        uint64_t bits;
-        unsigned code = group_code(u + g, k, rice, &bits);
-        bw_put(b, code, 7);
-        if (code < RICE_MIN) {
-            for (size_t i = 0; i < k; i++)
-                bw_put(b, u[g + i], code);
-            continue;
-        }
-        unsigned r = code - RICE_MIN;
-        for (size_t i = 0; i < k; i++) {
-            uint64_t q = u[g + i] >> r;
-            if (q < RICE_ESC) {
-                bw_put(b, ((uint64_t)1 << q) - 1, (unsigned)q + 1);
-                bw_put(b, u[g + i], r);
-            } else {
-                bw_put(b, ((uint64_t)1 << RICE_ESC) - 1, RICE_ESC);
-                bw_put(b, u[g + i], 64);
-            }
-        }
+        uint64_t or = 0;
+        for (size_t i = 0; i < k; i++)
+            or |= u[g + i];
+        unsigned w = width(or);
+        bw_put(b, w, 7);
+        for (size_t i = 0; i < k; i++)
+            bw_put(b, u[g + i], w);
     }
 }
 
@@ -293,38 +212,6 @@ struct vplan {
     size_t nexc;
 };
 
-#define NMODES 5
-#define CONST_MODE 4
-
-/* The mean of k values, truncated toward zero: modes 2 and 3 predict a
- * group from the one before. The sum wraps as uint64_t so that a damaged
- * chunk's wild values stay defined; an encoder's never wrap (|m| < 2^53,
- * deltas < 2^54, k <= 32). */
-static int64_t group_mean(uint64_t sum, size_t k) { return gp_u64_to_i64(sum) / (int64_t)k; }
-
-/* The value stream of a mode into u: its length. x is m (modes 0, 2) or
- * the deltas of m (1, 3); 0 and 1 take the difference to the previous x,
- * 2 and 3 to the previous group's mean of x. n >= 3 for modes 1 to 3. */
-static size_t mode_stream(const int64_t *m, size_t n, int mode, uint64_t *u)
-{
-    if (mode == CONST_MODE)
-        return 0;
-    size_t len = mode & 1 ? n - 2 : n - 1;
-    int64_t pred = mode & 1 ? m[1] - m[0] : m[0];
-    for (size_t g = 0; g < len; g += GROUP) {
-        size_t k = len - g < GROUP ? len - g : GROUP;
-        uint64_t sum = 0;
-        for (size_t i = g; i < g + k; i++) {
-            int64_t x = mode & 1 ? m[i + 2] - m[i + 1] : m[i + 1];
-            int64_t p = mode < 2 ? (mode & 1 ? m[i + 1] - m[i] : m[i]) : pred;
-            u[i] = zz(x - p);
-            sum += (uint64_t)x;
-        }
-        pred = group_mean(sum, k);
-    }
-    return len;
-}
-
 static int plan_values(const double *v, size_t n, struct gp_st_bchunk_scratch *sc, struct vplan *pl)
 {
     /* The exponent: the smallest one that 15/16 of the values fit. */
@@ -342,15 +229,9 @@ static int plan_values(const double *v, size_t n, struct gp_st_bchunk_scratch *s
     }
     if (e < 0)
         return -1;
-    /* m per value; exceptions keep the previous m (leading ones the
-     * first decimal's, which predicts them best). */
+    /* m per value; exceptions keep the previous m. */
     size_t nexc = 0;
-    int64_t prev = 0, m0;
-    for (size_t i = 0; i < n; i++)
-        if (decimal_at(v[i], e, &m0)) {
-            prev = m0;
-            break;
-        }
+    int64_t prev = 0;
     for (size_t i = 0; i < n; i++) {
         int64_t m;
         if (decimal_at(v[i], e, &m)) {
@@ -362,23 +243,17 @@ static int plan_values(const double *v, size_t n, struct gp_st_bchunk_scratch *s
     }
     if (nexc > allowed)
         return -1;
-    /* The mode whose stream and header take the fewest bits. */
+    /* Choose deltas or deltas of deltas for the values. */
     int mode = 0;
-    uint64_t best = UINT64_MAX;
-    size_t same = 1;
-    while (same < n && sc->m[same] == sc->m[0])
-        same++;
-    if (n >= 3 && same == n) {
-        *pl = (struct vplan){e, CONST_MODE, nexc};
-        return 0;
-    }
-    for (int k = 0; k < CONST_MODE && (k == 0 || n >= 3); k++) {
-        /* m1 - m0: ~3 bytes, as before modes 2 and 3 */
-        uint64_t bits = packed_bits(sc->u, mode_stream(sc->m, n, k, sc->u), 1) + (k & 1 ? 8 * 3 : 0);
-        if (bits < best) {
-            best = bits;
-            mode = k;
-        }
+    uint64_t *u = sc->u;
+    if (n >= 3) {
+        for (size_t i = 1; i < n; i++)
+            u[i - 1] = zz(sc->m[i] - sc->m[i - 1]);
+        uint64_t d1 = packed_bits(u, n - 1);
+        for (size_t i = 2; i < n; i++)
+            u[i - 2] = zz((sc->m[i] - sc->m[i - 1]) - (sc->m[i - 1] - sc->m[i - 2]));
+        uint64_t d2 = packed_bits(u, n - 2) + 8 * 3;
+        mode = d2 < d1;
     }
     *pl = (struct vplan){e, mode, nexc};
     return 0;
@@ -390,7 +265,7 @@ static void put_value_header(const double *v, size_t n, const struct gp_st_bchun
 {
     gp_buf_putc(out, (char)(pl->e | pl->mode << 4));
     gp_buf_put_uvarint(out, zz(sc->m[0]));
-    if (pl->mode & 1)
+    if (pl->mode == 1)
         gp_buf_put_uvarint(out, zz(sc->m[1] - sc->m[0]));
     gp_buf_put_uvarint(out, pl->nexc);
     size_t last = 0;
@@ -425,12 +300,22 @@ static void pack_times(struct bw *b, const int64_t *t, size_t n, uint64_t *u)
     for (size_t i = 2; i < n; i++)
         u[i - 2] = zz((int64_t)(((uint64_t)t[i] - (uint64_t)t[i - 1]) -
                                 ((uint64_t)t[i - 1] - (uint64_t)t[i - 2])));
-    pack(b, u, n - 2, 0);
+    pack(b, u, n - 2);
 }
 
 static void pack_values(struct bw *b, const struct gp_st_bchunk_scratch *sc, size_t n, int mode)
 {
-    pack(b, sc->u, mode_stream(sc->m, n, mode, sc->u), 1);
+    uint64_t *u = sc->u;
+    const int64_t *m = sc->m;
+    if (mode == 0) {
+        for (size_t i = 1; i < n; i++)
+            u[i - 1] = zz(m[i] - m[i - 1]);
+        pack(b, u, n - 1);
+    } else {
+        for (size_t i = 2; i < n; i++)
+            u[i - 2] = zz((m[i] - m[i - 1]) - (m[i - 1] - m[i - 2]));
+        pack(b, u, n - 2);
+    }
 }
 
 /* Checks the times and sizes the scratch arrays. */
@@ -643,12 +528,10 @@ static int read_vhead(const uint8_t **q, const uint8_t *end, size_t n, struct vh
     h->mode = **q >> 4;
     (*q)++;
     h->md1 = 0;
-    if (h->mode >= NMODES || gp_uvarint_get(q, end, &h->m0) < 0)
+    if (h->mode > 1 || gp_uvarint_get(q, end, &h->m0) < 0)
         return GP_EPARSE;
-    /* the encoder picks modes 1 to 3 for three or more samples only */
-    if (h->mode > 0 && n < 3)
-        return GP_EPARSE;
-    if ((h->mode & 1) && gp_uvarint_get(q, end, &h->md1) < 0)
+    /* the encoder picks mode 1 for three or more samples only */
+    if (h->mode == 1 && (n < 3 || gp_uvarint_get(q, end, &h->md1) < 0))
         return GP_EPARSE;
     if (gp_uvarint_get(q, end, &h->nexc) < 0 || h->nexc > n)
         return GP_EPARSE;
@@ -729,81 +612,6 @@ static int read_times(struct br *r, size_t n, uint64_t d1, int64_t maxt, int ful
     return GP_OK;
 }
 
-/* A value group's k values into out, zigzag-decoded: one width, as a
- * time group (group_get), or Rice-coded; -1 where the stream ends
- * early or the code is no code. */
-static int value_group(struct br *r, size_t k, int64_t out[GROUP])
-{
-    uint64_t c;
-    if (br_get(r, 7, &c) < 0)
-        return -1;
-    if (c <= 64) {
-        if (k * c > r->len * 8 - r->pos)
-            return -1;
-        group_get(r, (unsigned)c, k, out);
-        return 0;
-    }
-    if (c < RICE_MIN || c > RICE_MIN + RICE_MAXK)
-        return -1;
-    unsigned rk = (unsigned)(c - RICE_MIN);
-    uint64_t mask = ((uint64_t)1 << rk) - 1, u;
-    size_t end = r->len * 8, i = 0;
-    /* While k values without an escape surely lie inside the loadable
-     * bytes, one load each and no bounds check; the group's end is
-     * checked after it. */
-    if ((r->pos >> 3) + 8 + (k * (RICE_ESC + 1 + rk) + 7) / 8 <= r->avail) {
-        size_t pos = r->pos;
-        for (; i < k; i++) {
-            uint64_t x = gp_get_le64(r->p + (pos >> 3)) >> (pos & 7);
-            unsigned q = (unsigned)__builtin_ctzll(~x | ((uint64_t)1 << RICE_ESC));
-            if (q == RICE_ESC)
-                break; /* an escape: below */
-            out[i] = unzz(((uint64_t)q << rk) | ((x >> (q + 1)) & mask));
-            pos += q + 1 + rk;
-        }
-        r->pos = pos;
-        if (pos > end)
-            return -1;
-    }
-    for (; i < k; i++) {
-        size_t pos = r->pos;
-        if ((pos >> 3) + 8 <= r->avail) {
-            /* 57 bits or more: q < RICE_ESC, its zero and k bits fit */
-            uint64_t x = gp_get_le64(r->p + (pos >> 3)) >> (pos & 7);
-            unsigned q = (unsigned)__builtin_ctzll(~x | ((uint64_t)1 << RICE_ESC));
-            if (q < RICE_ESC) {
-                u = ((uint64_t)q << rk) | ((x >> (q + 1)) & mask);
-                r->pos = pos + q + 1 + rk;
-                if (r->pos > end)
-                    return -1;
-                out[i] = unzz(u);
-                continue;
-            }
-        }
-        /* near the end of the bytes, or an escape: bit by bit */
-        uint64_t bit = 1, q = 0;
-        while (q < RICE_ESC) {
-            if (br_get(r, 1, &bit) < 0)
-                return -1;
-            if (!bit)
-                break;
-            q++;
-        }
-        if (q == RICE_ESC) {
-            uint64_t lo, hi;
-            if (br_get(r, 32, &lo) < 0 || br_get(r, 32, &hi) < 0)
-                return -1;
-            u = lo | hi << 32;
-        } else {
-            if (br_get(r, rk, &u) < 0)
-                return -1;
-            u |= q << rk;
-        }
-        out[i] = unzz(u);
-    }
-    return 0;
-}
-
 /* Values: mantissas summed group by group as far as nt, scaled from
  * first (x / 1 is x: integer gauges skip the division), then the
  * exceptions. With full, the stream is read to its end and checked. */
@@ -811,60 +619,36 @@ static int read_values(struct br *r, const struct vhead *h, size_t n, size_t nt,
                        int full, const uint8_t *end, double *v)
 {
     int64_t dd[GROUP];
-    int64_t m = unzz(h->m0), d = h->mode & 1 ? unzz(h->md1) : 0;
-    /* modes 2 and 3: the prediction, the previous group's mean */
-    uint64_t pred = (uint64_t)(h->mode & 1 ? d : m), sum;
+    int64_t m = unzz(h->m0), d = h->mode == 1 ? unzz(h->md1) : 0;
     if (nt >= 1)
         v[0] = (double)m;
-    if ((h->mode & 1) && nt >= 2) {
+    if (h->mode == 1 && nt >= 2) {
         m = (int64_t)((uint64_t)m + (uint64_t)d);
         v[1] = (double)m;
     }
-    size_t v0 = h->mode == CONST_MODE ? n : h->mode & 1 ? 2 : 1, g = v0;
+    size_t v0 = h->mode == 0 ? 1 : 2, g = v0;
     for (; g < n && (g < nt || full); g += GROUP) {
         size_t k = n - g < GROUP ? n - g : GROUP;
-        if (value_group(r, k, dd) < 0)
+        int w = group_width(r, k);
+        if (w < 0)
             return GP_EPARSE;
+        group_get(r, (unsigned)w, k, dd);
         if (g >= nt)
             continue; /* full: read to check the stream's end */
         size_t kk = nt - g < k ? nt - g : k;
-        switch (h->mode) {
-        case 0:
+        if (h->mode == 0) {
             for (size_t i = 0; i < kk; i++) {
                 m = (int64_t)((uint64_t)m + (uint64_t)dd[i]);
                 v[g + i] = (double)m;
             }
-            break;
-        case 1:
+        } else {
             for (size_t i = 0; i < kk; i++) {
                 d = (int64_t)((uint64_t)d + (uint64_t)dd[i]);
                 m = (int64_t)((uint64_t)m + (uint64_t)d);
                 v[g + i] = (double)m;
             }
-            break;
-        case 2: /* no chain inside a group: each value is its own */
-            sum = 0;
-            for (size_t i = 0; i < kk; i++) {
-                uint64_t x = pred + (uint64_t)dd[i];
-                sum += x;
-                v[g + i] = (double)gp_u64_to_i64(x);
-            }
-            pred = (uint64_t)group_mean(sum, k);
-            break;
-        default:
-            sum = 0;
-            for (size_t i = 0; i < kk; i++) {
-                uint64_t x = pred + (uint64_t)dd[i];
-                sum += x;
-                m = (int64_t)((uint64_t)m + x);
-                v[g + i] = (double)m;
-            }
-            pred = (uint64_t)group_mean(sum, k);
         }
     }
-    if (h->mode == CONST_MODE)
-        for (size_t i = 1; i < nt; i++)
-            v[i] = (double)m;
     if (full && (r->pos + 7) / 8 != r->len)
         return GP_EPARSE; /* bytes left over */
     if (h->e)

@@ -34,8 +34,7 @@
  *   A block's payload is one block chunk (count = samples, up to 65535):
  *   compaction writes one per series per 15-minute piece of the window
  *   (compact.c; blocks written before 2026-11-27 hold one per window,
- *   and read the same). Each is decimal scaling and bit-packed (or, in
- *   version 3, Rice-coded) differences to a prediction,
+ *   and read the same). Each is decimal scaling and bit-packed deltas,
  *   or a Gorilla chunk where values are not decimals (bchunk.c); in a
  *   version 2 block its times are a time record that every series with
  *   the same times shares (version 1: in each chunk; both read). A rollup payload holds one series' minutes
@@ -59,9 +58,8 @@
 
 #define GP_ST_FORMAT_VERSION 1u
 /* Block and rollup files: 2 may hold time records and chunks of
- * encoding 2 (shared times, 2026-11-27); 1 does not; 3 may hold chunks
- * of value modes 2 and 3 (frames of reference, bchunk.c). All read. */
-#define GP_ST_BLOCK_VERSION 3u
+ * encoding 2 (shared times, 2026-11-27); 1 does not. Both read. */
+#define GP_ST_BLOCK_VERSION 2u
 
 /* ---- chunk segment records ---- */
 

@@ -11,8 +11,7 @@
  *   - a bare rollup payload.
  * Each decoded chunk is also written again with its times as a shared
  * time record (encoding 2) inside a container, and must read back the
- * same through gp_st_bchunk_decode_in, and by windows ending at each
- * group of 32 (value modes 2-4, Rice groups: bchunk.c). A container's block payloads
+ * same through gp_st_bchunk_decode_in. A container's block payloads
  * are decoded in it as well (encoding 2 finds its time record there).
  * abort() on any broken property; the sanitizers catch the rest.
  */
@@ -97,21 +96,6 @@ static void bchunk(const uint8_t *p, size_t len)
     for (int i = 0; i < k; i++)
         if (t1[i] != t2[i] || gp_f64_bits(v1[i]) != gp_f64_bits(v2[i]))
             abort();
-    /* The encoder's own chunk (any value mode, Rice groups) by windows
-     * that end at each group's edge: a group-mean prediction or a Rice
-     * group cut short must still give the samples before it. */
-    struct gp_st_bchunk_info in;
-    if (gp_st_bchunk_info((const uint8_t *)b.data, b.len, &in) != GP_OK || in.n != (size_t)k ||
-        in.mode > 4)
-        abort();
-    for (int end = 0; end < k; end += 32) {
-        int hi = gp_st_bchunk_decode_window((const uint8_t *)b.data, b.len, t1[0], t1[end], t2, v2, CAP, &n);
-        if (hi != end + 1 || n != 0)
-            abort();
-        for (int i = 0; i <= end; i++)
-            if (t1[i] != t2[i] || gp_f64_bits(v1[i]) != gp_f64_bits(v2[i]))
-                abort();
-    }
     shared(t1, v1, k, &sc, &b);
     gp_buf_free(&b);
     gp_st_bchunk_scratch_free(&sc);

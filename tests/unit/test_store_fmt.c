@@ -7,7 +7,6 @@
 #include "lib/buf.h"
 #include "lib/crc32c.h"
 #include "lib/err.h"
-#include "lib/varint.h"
 #include "store/segment.h"
 #include "store/store_fmt.h"
 #include "test.h"
@@ -635,170 +634,6 @@ static void test_bchunk_round_trips(void)
     free(v);
 }
 
-/* The value mode the encoder picks for n samples (bchunk.c) and its
- * chunk's parts, after the full round trip with every window and
- * truncation. */
-static unsigned bchunk_info_of(const int64_t *t, const double *v, size_t n, size_t *len,
-                               struct gp_st_bchunk_info *in)
-{
-    *len = bchunk_round_trip(t, v, n, 1);
-    struct gp_st_bchunk_scratch sc = {0};
-    struct gp_buf b;
-    gp_buf_init(&b, 0);
-    CHECK_INT(gp_st_bchunk_encode(t, v, n, &sc, &b), GP_OK);
-    CHECK_INT(gp_st_bchunk_info((const uint8_t *)b.data, b.len, in), GP_OK);
-    gp_buf_free(&b);
-    gp_st_bchunk_scratch_free(&sc);
-    return in->mode;
-}
-
-static unsigned bchunk_mode(const int64_t *t, const double *v, size_t n, size_t *len)
-{
-    struct gp_st_bchunk_info in;
-    return bchunk_info_of(t, v, n, len, &in);
-}
-
-/* Modes 2 to 4 (block version 3): noise around a level that moves packs
- * as its distance to the previous group's mean, a counter with noisy
- * increments as its deltas' distance, a constant as nothing; each reads
- * back bit for bit, whole, by windows and with its times shared, and
- * every cut is refused. */
-static void test_bchunk_value_modes(void)
-{
-    enum { N = 900 };
-    int64_t t[N];
-    double v[N];
-    uint64_t seed = 99;
-    size_t len, len0;
-    for (size_t i = 0; i < N; i++)
-        t[i] = 1700000000000LL + (int64_t)i * 1000;
-    /* A random walk: deltas (mode 0), the baseline for the sizes below. */
-    int64_t m = 500000;
-    for (size_t i = 0; i < N; i++) {
-        seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
-        m += (int64_t)(seed >> 50) % 8000 - 4000;
-        v[i] = (double)m / 1000;
-    }
-    CHECK_INT(bchunk_mode(t, v, N, &len0), 0);
-    /* Power in mW: uniform noise in a 16 W band around 600 W, then 390 W
-     * from sample 500 on (a phase change). */
-    for (size_t i = 0; i < N; i++) {
-        seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
-        v[i] = (double)((i < 500 ? 600000 : 390000) + (int64_t)(seed >> 50) % 16000) / 1000;
-    }
-    CHECK_INT(bchunk_mode(t, v, N, &len), 2);
-    printf("bchunk: level noise: %.3f bytes/sample\n", (double)len / N);
-    /* a distance to a mean of at most 16000 takes 15 bits; a delta 16 */
-    CHECK(len * 8 < (size_t)N * 15 + 600);
-    /* The energy counter: mJ adding up that noise. */
-    int64_t e = 5000000000;
-    for (size_t i = 0; i < N; i++) {
-        seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
-        e += 600000 + (int64_t)(seed >> 50) % 16000;
-        v[i] = (double)e;
-    }
-    CHECK_INT(bchunk_mode(t, v, N, &len), 3);
-    CHECK(len * 8 < (size_t)N * 15 + 600);
-    /* A constant, with an exception or two (they repeat the constant). */
-    for (size_t i = 0; i < N; i++)
-        v[i] = 1980;
-    struct gp_st_bchunk_info in;
-    CHECK_INT(bchunk_info_of(t, v, N, &len, &in), 4);
-    CHECK(in.value_bits < 8); /* the last byte's padding */
-    v[0] = NAN;
-    v[N - 1] = gp_bits_f64(GP_STALE_NAN_BITS);
-    CHECK_INT(bchunk_info_of(t, v, N, &len, &in), 4);
-    CHECK_INT(in.nexc, 2);
-    /* Every count from three (the fewest modes 1 to 4 take) across a
-     * group's edge, the level moving at sample 40. */
-    for (size_t i = 0; i < 70; i++)
-        v[i] = (double)((i < 40 ? 600000 : 390000) + (int64_t)(i * 7919 % 16000)) / 1000;
-    for (size_t n = 3; n <= 70; n++) {
-        unsigned md = bchunk_mode(t, v, n, &len);
-        CHECK(md <= 4);
-    }
-    /* Damage: an unknown mode, and modes 1 to 4 for fewer than three. */
-    struct gp_st_bchunk_scratch sc = {0};
-    struct gp_buf b;
-    gp_buf_init(&b, 0);
-    for (size_t i = 0; i < N; i++)
-        v[i] = (double)(300 + (int64_t)(i * 7919 % 16000));
-    CHECK_INT(gp_st_bchunk_encode(t, v, N, &sc, &b), GP_OK);
-    uint8_t *p = (uint8_t *)b.data;
-    CHECK_INT(gp_st_bchunk_info(p, b.len, &in), GP_OK);
-    const uint8_t *q = p + 1;
-    uint64_t u;
-    for (int k = 0; k < 3; k++) /* n, t0, t1 - t0 */
-        gp_uvarint_get(&q, p + b.len, &u);
-    size_t at = (size_t)(q - p); /* the byte e | mode << 4 */
-    CHECK_INT(p[at] >> 4, in.mode);
-    int64_t tt[N];
-    double vv[N];
-    for (unsigned md = 5; md < 16; md++) {
-        p[at] = (uint8_t)((p[at] & 15) | md << 4);
-        CHECK_INT(gp_st_bchunk_decode(p, b.len, tt, vv, N), GP_EPARSE);
-    }
-    gp_buf_reset(&b);
-    CHECK_INT(gp_st_bchunk_encode(t, v, 2, &sc, &b), GP_OK);
-    p = (uint8_t *)b.data;
-    q = p + 1;
-    for (int k = 0; k < 3; k++)
-        gp_uvarint_get(&q, p + b.len, &u);
-    at = (size_t)(q - p);
-    for (unsigned md = 1; md < 5; md++) {
-        p[at] = (uint8_t)((p[at] & 15) | md << 4);
-        CHECK_INT(gp_st_bchunk_decode(p, b.len, tt, vv, N), GP_EPARSE);
-    }
-    gp_buf_free(&b);
-    gp_st_bchunk_scratch_free(&sc);
-    printf("bchunk: random walk %zu bytes (mode 0)\n", len0);
-}
-
-/* Rice-coded value groups: noise of a few units with one excursion in
- * each group of 32 takes a group's width from 7 bits to 11 (or 21), and
- * Rice codes the typical value instead (the excursion as an escape, its
- * 64 bits, when it is far); an unknown group code is refused. */
-static void test_bchunk_rice_groups(void)
-{
-    enum { N = 900 };
-    int64_t t[N];
-    double v[N];
-    uint64_t seed = 7;
-    size_t len;
-    struct gp_st_bchunk_info in;
-    static const double far[] = {1000, 1e6};
-    static const uint64_t bound[] = {10, 13}; /* one width: 11 and 21 bits */
-    for (size_t f = 0; f < 2; f++) {
-        for (size_t i = 0; i < N; i++) {
-            seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
-            t[i] = 1700000000000LL + (int64_t)i * 1000;
-            v[i] = 250 + (double)((int64_t)(seed >> 58) - 32) + (i % 32 == 7 ? far[f] : 0);
-        }
-        bchunk_info_of(t, v, N, &len, &in);
-        printf("bchunk: noise with excursions of %g: %.2f value bits/sample\n", far[f],
-               (double)in.value_bits / N);
-        CHECK(in.value_bits < (uint64_t)N * bound[f]);
-    }
-    /* the group codes past RICE_MIN + 32: the first value group's */
-    struct gp_st_bchunk_scratch sc = {0};
-    struct gp_buf b;
-    gp_buf_init(&b, 0);
-    CHECK_INT(gp_st_bchunk_encode(t, v, N, &sc, &b), GP_OK);
-    uint8_t *p = (uint8_t *)b.data;
-    size_t bit = 8 * in.head_bytes + (size_t)in.time_bits; /* the first value group */
-    int64_t tt[N];
-    double vv[N];
-    for (unsigned code = 98; code < 128; code++) {
-        for (unsigned k = 0; k < 7; k++) {
-            size_t at = bit + k;
-            p[at / 8] = (uint8_t)((p[at / 8] & ~(1u << (at % 8))) | ((code >> k) & 1) << (at % 8));
-        }
-        CHECK_INT(gp_st_bchunk_decode(p, b.len, tt, vv, N), GP_EPARSE);
-    }
-    gp_buf_free(&b);
-    gp_st_bchunk_scratch_free(&sc);
-}
-
 /* Block chunks as this encoder wrote them on 2026-11-26 (one chunk per
  * series per 2-hour window then): a faster decoder must still read them.
  * The samples are the formulas below; the bytes are frozen. */
@@ -887,8 +722,6 @@ const struct gp_test gp_tests_store_fmt[] = {
     {"snapshot_parse", test_snapshot_parse},
     {"bchunk_round_trips", test_bchunk_round_trips},
     {"bchunk_frozen_layout", test_bchunk_frozen_layout},
-    {"bchunk_value_modes", test_bchunk_value_modes},
-    {"bchunk_rice_groups", test_bchunk_rice_groups},
     {"bchunk_shared_times", test_bchunk_shared_times},
     {"block_versions", test_block_versions},
     {"floor", test_floor},
