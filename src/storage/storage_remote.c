@@ -116,6 +116,7 @@ static struct rsel *live;
 
 static _Thread_local char last_err[512];
 static _Thread_local int last_status;
+static _Thread_local long last_http; /* the cluster's HTTP status of this thread's last non-2xx answer */
 
 const char *gp_storage_last_error(void) { return last_err; }
 void gp_storage_clear_error(void)
@@ -222,6 +223,7 @@ static int api_call(struct remote *r, const char *path, const char *form, int ge
     if (rc)
         return rc;
     if (code < 200 || code > 299) {
+        last_http = code;
         /* A Prometheus error body names the problem; else the body's start. */
         struct gp_promapi_result x;
         char perr[300] = "";
@@ -909,8 +911,10 @@ static void form_time(struct gp_buf *f, const char *name, int64_t ms)
     form_add(f, name, v);
 }
 
-/* GET or POST path with a match[] and the span (start and end when
- * bounded), the strings sorted and unique to fn. */
+#define NO_MATCH SIZE_MAX /* as strings()'s nm: no match[] (the refill's fallback) */
+
+/* GET or POST path with a match[] (none when nm is NO_MATCH) and the span (start and end when bounded), the strings
+ * sorted and unique to fn. */
 static int strings(struct gp_storage *s, const char *path, int get, const struct gp_matcher *m,
                    size_t nm, int64_t start, int64_t end,
                    void (*fn)(void *arg, const char *v, size_t len), void *arg)
@@ -922,8 +926,9 @@ static int strings(struct gp_storage *s, const char *path, int get, const struct
     gp_buf_init(&body, 0);
     /* Always a match[]: without one, VictoriaMetrics 1.79 leaves out
      * names its per-day index has not seen in a label-name lookup. */
-    selector_of(&sel, m, nm);
-    if (!sel.err)
+    if (nm != NO_MATCH)
+        selector_of(&sel, m, nm);
+    if (nm != NO_MATCH && !sel.err)
         form_add(&f, "match[]", sel.data);
     if (start != INT64_MIN)
         form_time(&f, "start", start);
@@ -1184,11 +1189,156 @@ static void r_render_metrics(struct gp_storage *s, struct gp_buf *b)
 
 /* ---- the local window's refill ------------------------------------------------ */
 
+/*
+ * A query the cluster refuses for the number of series it touches
+ * (VictoriaMetrics: 422 "... exceeds -search.maxUniqueTimeseries";
+ * Prometheus: 422 "... too many samples") is split, not given up: by
+ * metric name first, then by the first characters of the values of
+ * SHARD_LABELS in turn (the node labels the fleet's series carry):
+ * {L=~"p[class].*"} with the class of next characters halved until a
+ * shard is answered, a class of one character extending the prefix p,
+ * and L="p" (the value p itself; "" also the series without L) and
+ * L=~"p[^ALPHA].*" (other characters) asked apart, split by the next
+ * label. Regex matchers on label values are what VictoriaMetrics and
+ * Prometheus both answer, and each shard is one disjoint part, so the
+ * refill holds every series once.
+ */
+static const char *const SHARD_LABELS[] = {"Hostname", "hostname", "instance", "gpu", "UUID"};
+#define NSHARD_LABELS (sizeof SHARD_LABELS / sizeof SHARD_LABELS[0])
+/* Sorted, the characters of host names, numbers and UUIDs. */
+static const char ALPHA[] = "-.0123456789:ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwxyz";
+#define NALPHA (sizeof ALPHA - 1)
+#define MAX_PREFIX 128 /* deeper than any host name: past it a shard fails */
+
 struct refill {
     struct remote *r;
     int64_t qmin, qmax;
     int rc;
+    uint64_t queries, splits, series, names, names_done;
+    int64_t logged_ms;
 };
+
+static int too_many(int rc)
+{
+    return rc == GP_ENET && last_http == 422 &&
+           (strstr(last_err, "exceed") || strstr(last_err, "too many") || strstr(last_err, "limit"));
+}
+
+/* A regex-safe character: Go's RE2 takes any punctuation escaped. */
+static void put_re_char(struct gp_buf *b, char c)
+{
+    if (!(c >= '0' && c <= '9') && !(c >= 'a' && c <= 'z') && !(c >= 'A' && c <= 'Z'))
+        gp_buf_putc(b, '\\');
+    gp_buf_putc(b, c);
+}
+
+/* Fetches the shard {base} into the window; too many series: split by
+ * SHARD_LABELS[li] on. Sets f->rc on a failure. */
+static void shard_prefix(struct refill *f, const char *base, size_t li, const char *p, size_t plen);
+
+static void refill_one(struct refill *f, const char *base, size_t li)
+{
+    if (f->rc)
+        return;
+    struct gp_buf sel;
+    gp_buf_init(&sel, 0);
+    gp_buf_printf(&sel, "{%s}", base);
+    struct gp_promapi_result res = {0};
+    last_http = 0;
+    int rc = sel.err ? GP_ENOMEM : fetch(f->r, sel.data, f->qmin, f->qmax, &res);
+    f->queries++;
+    if (!rc) {
+        f->series += res.n;
+        rc = gp_rwin_fill(f->r->win, &res);
+    }
+    gp_promapi_result_free(&res);
+    gp_buf_free(&sel);
+    if (too_many(rc) && li < NSHARD_LABELS) {
+        gp_storage_clear_error();
+        f->splits++;
+        shard_prefix(f, base, li, "", 0);
+        return;
+    }
+    f->rc = rc;
+}
+
+/* The series whose SHARD_LABELS[li] starts with p and then one of
+ * ALPHA[lo..hi). */
+static void shard_class(struct refill *f, const char *base, size_t li, const char *p, size_t plen,
+                        size_t lo, size_t hi)
+{
+    if (f->rc)
+        return;
+    struct gp_buf sel, re;
+    gp_buf_init(&sel, 0);
+    gp_buf_init(&re, 0);
+    for (size_t i = 0; i < plen; i++)
+        put_re_char(&re, p[i]);
+    gp_buf_putc(&re, '[');
+    for (size_t i = lo; i < hi; i++)
+        put_re_char(&re, ALPHA[i]);
+    gp_buf_puts(&re, "].*");
+    gp_buf_printf(&sel, "{%s,%s=~", base, SHARD_LABELS[li]);
+    if (!re.err)
+        put_quoted(&sel, re.data, re.len);
+    gp_buf_putc(&sel, '}');
+    struct gp_promapi_result res = {0};
+    last_http = 0;
+    int rc = sel.err || re.err ? GP_ENOMEM : fetch(f->r, sel.data, f->qmin, f->qmax, &res);
+    f->queries++;
+    if (!rc) {
+        f->series += res.n;
+        rc = gp_rwin_fill(f->r->win, &res);
+    }
+    gp_promapi_result_free(&res);
+    gp_buf_free(&sel);
+    gp_buf_free(&re);
+    if (too_many(rc) && (hi - lo > 1 || plen < MAX_PREFIX)) {
+        gp_storage_clear_error();
+        f->splits++;
+        if (hi - lo > 1) {
+            shard_class(f, base, li, p, plen, lo, lo + (hi - lo) / 2);
+            shard_class(f, base, li, p, plen, lo + (hi - lo) / 2, hi);
+        } else {
+            char q[MAX_PREFIX + 1];
+            memcpy(q, p, plen);
+            q[plen] = ALPHA[lo];
+            shard_prefix(f, base, li, q, plen + 1);
+        }
+        return;
+    }
+    if (rc && !f->rc)
+        f->rc = rc;
+}
+
+static void shard_prefix(struct refill *f, const char *base, size_t li, const char *p, size_t plen)
+{
+    const char *l = SHARD_LABELS[li];
+    struct gp_buf b, re;
+    gp_buf_init(&b, 0);
+    gp_buf_init(&re, 0);
+    gp_buf_printf(&b, "%s,%s=", base, l); /* the value p itself */
+    put_quoted(&b, p, plen);
+    if (!b.err)
+        refill_one(f, b.data, li + 1);
+    gp_buf_reset(&b);
+    for (size_t i = 0; i < plen; i++) /* p, then a character ALPHA lacks */
+        put_re_char(&re, p[i]);
+    gp_buf_puts(&re, "[^");
+    for (size_t i = 0; i < NALPHA; i++)
+        put_re_char(&re, ALPHA[i]);
+    gp_buf_puts(&re, "].*");
+    gp_buf_printf(&b, "%s,%s=~", base, l);
+    if (!re.err)
+        put_quoted(&b, re.data, re.len);
+    if (!b.err && !re.err)
+        refill_one(f, b.data, li + 1);
+    if ((b.err || re.err) && !f->rc)
+        f->rc = GP_ENOMEM;
+    gp_buf_free(&b);
+    gp_buf_free(&re);
+    shard_class(f, base, li, p, plen, 0, NALPHA);
+}
 
 /* One metric name's raw samples of the window, into the window. */
 static void refill_name(void *arg, const char *name, size_t len)
@@ -1198,19 +1348,31 @@ static void refill_name(void *arg, const char *name, size_t len)
         return;
     struct gp_buf sel;
     gp_buf_init(&sel, 0);
-    gp_buf_puts(&sel, "{__name__=");
+    gp_buf_puts(&sel, "__name__=");
     put_quoted(&sel, name, len);
     if (f->r->name) { /* this server's own part, not the fleet's */
         gp_buf_puts(&sel, "," SERVER_LABEL "=");
         put_quoted(&sel, f->r->name, strlen(f->r->name));
     }
-    gp_buf_putc(&sel, '}');
-    struct gp_promapi_result res = {0};
-    f->rc = sel.err ? GP_ENOMEM : fetch(f->r, sel.data, f->qmin, f->qmax, &res);
-    if (!f->rc)
-        f->rc = gp_rwin_fill(f->r->win, &res);
-    gp_promapi_result_free(&res);
+    if (sel.err)
+        f->rc = GP_ENOMEM;
+    else
+        refill_one(f, sel.data, 0);
     gp_buf_free(&sel);
+    f->names_done++;
+    if (gp_mono_ms() - f->logged_ms >= 5000 || f->names_done == f->names) { /* progress of a long refill */
+        f->logged_ms = gp_mono_ms();
+        gp_log(GP_LOG_INFO, "storage", "remote window refill progress",
+               "names=%" PRIu64 "/%" PRIu64 " series=%" PRIu64 " queries=%" PRIu64 " splits=%" PRIu64,
+               f->names_done, f->names, f->series, f->queries, f->splits);
+    }
+}
+
+static void count_name(void *arg, const char *name, size_t len)
+{
+    (void)name;
+    (void)len;
+    ((struct refill *)arg)->names++;
 }
 
 /*
@@ -1245,14 +1407,25 @@ static void refill(struct gp_storage *s)
     char merr[128];
     if (r->name && !(f.rc = gp_matcher_init(&own, GP_MATCH_EQ, SERVER_LABEL, r->name, merr, sizeof merr)))
         nown = 1;
+    last_http = 0;
     if (!f.rc)
         f.rc = r_label_values(s, "__name__", &own, nown, f.qmin, f.qmax, gp_strset_add, &names);
+    if (too_many(f.rc)) { /* the names of the whole index, which counts no series */
+        gp_log(GP_LOG_INFO, "storage", "remote window refill asks the names without match[]",
+               "err=\"%s\"", last_err); /* the lookup touched too many series */
+        gp_storage_clear_error();
+        f.rc = strings(s, "/api/v1/label/__name__/values", 1, NULL, NO_MATCH, f.qmin, f.qmax,
+                       gp_strset_add, &names);
+    }
     if (nown)
         gp_matcher_free(&own);
     if (!f.rc)
         f.rc = names.err;
-    if (!f.rc)
+    if (!f.rc) {
+        gp_strset_each(&names, count_name, &f);
+        f.logged_ms = gp_mono_ms();
         gp_strset_each(&names, refill_name, &f);
+    }
     gp_strset_free(&names);
     if (f.rc) {
         gp_log(GP_LOG_WARN, "storage", "remote window refill failed",
@@ -1266,8 +1439,10 @@ static void refill(struct gp_storage *s)
     int64_t held;
     gp_rwin_counts(r->win, &reads, &samples, &held);
     gp_log(GP_LOG_INFO, "storage", "remote window refilled",
-           "samples=%" PRIu64 " window_ms=%" PRId64 " seconds=%.3f", samples,
-           gp_rwin_window_ms(r->win), (double)(gp_mono_ms() - t0) / 1e3);
+           "samples=%" PRIu64 " series=%" PRIu64 " queries=%" PRIu64 " splits=%" PRIu64
+           " window_ms=%" PRId64 " seconds=%.3f",
+           samples, f.series, f.queries, f.splits, gp_rwin_window_ms(r->win),
+           (double)(gp_mono_ms() - t0) / 1e3);
 }
 
 /* ---- open and close ---------------------------------------------------------- */

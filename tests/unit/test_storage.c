@@ -14,6 +14,7 @@
 #include "storage/promapi.h"
 #include "storage/storage.h"
 #include "store/labels.h"
+#include "store/matcher.h"
 #include "store_testlib.h"
 #include "test.h"
 
@@ -203,6 +204,70 @@ static uint64_t fake_prepare(void *ctx, struct gp_http_request *req, struct gp_h
     return 1 << 20;
 }
 
+/* Mode 5: VictoriaMetrics with -search.maxUniqueTimeseries=2 holding
+ * six series of one name, its Hostname values chosen to need every kind
+ * of split (a shared prefix, punctuation, absent, a character outside
+ * the refill's alphabet): a query or a name lookup touching more than 2
+ * series is refused with its 422. */
+static const char *const LIMITED_HOSTS[] = {"node-a1", "node-a2", "node-b1", "node.c", "", "~x"};
+#define NLIMITED 6
+
+static void fake_limited(const struct gp_http_request *req, const char *path,
+                         struct gp_http_response *resp)
+{
+    const char *q = gp_http_query(req, !strcmp(path, "/api/v1/query") ? "query" : "match[]");
+    int match[NLIMITED], n = 0;
+    for (int i = 0; i < NLIMITED; i++)
+        match[i] = 1;
+    if (q) { /* "{...}" or "{...}[Nms]" */
+        const char *end = strrchr(q, '[');
+        struct gp_matcher *m = NULL;
+        size_t nm = 0;
+        char err[256];
+        if (gp_selector_parse(q, end && end > strrchr(q, '}') ? (size_t)(end - q) : strlen(q), &m, &nm,
+                              err, sizeof err)) {
+            resp->status = 400;
+            gp_buf_printf(&resp->body, "{\"status\":\"error\",\"errorType\":\"bad_data\",\"error\":\"%s\"}",
+                          "bad selector");
+            return;
+        }
+        for (int i = 0; i < NLIMITED; i++)
+            for (size_t j = 0; j < nm; j++) {
+                const char *v = !strcmp(m[j].name, "__name__") ? "gpu_util"
+                                : !strcmp(m[j].name, "Hostname") ? LIMITED_HOSTS[i]
+                                                                 : "";
+                match[i] &= gp_matcher_matches(&m[j], v, strlen(v));
+            }
+        gp_matchers_free(m, nm);
+    }
+    for (int i = 0; i < NLIMITED; i++)
+        n += match[i];
+    if (n > 2 && q) { /* without match[]: the name index alone, no series counted */
+        resp->status = 422;
+        gp_buf_puts(&resp->body, "{\"status\":\"error\",\"errorType\":\"422\",\"error\":\"the number "
+                                 "of matching timeseries exceeds 2; either narrow down the search or "
+                                 "increase -search.max* command-line flag values\"}");
+        return;
+    }
+    if (strcmp(path, "/api/v1/query")) {
+        gp_buf_puts(&resp->body, n ? "{\"status\":\"success\",\"data\":[\"gpu_util\"]}"
+                                   : "{\"status\":\"success\",\"data\":[]}");
+        return;
+    }
+    gp_buf_puts(&resp->body, "{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":[");
+    const char *sep = "";
+    for (int i = 0; i < NLIMITED; i++) {
+        if (!match[i])
+            continue;
+        gp_buf_printf(&resp->body, "%s{\"metric\":{\"__name__\":\"gpu_util\"", sep);
+        if (*LIMITED_HOSTS[i])
+            gp_buf_printf(&resp->body, ",\"Hostname\":\"%s\"", LIMITED_HOSTS[i]);
+        gp_buf_printf(&resp->body, "},\"values\":[[%.3f,\"%d\"]]}", (double)(gp_wall_ms() - 30000) / 1e3, i);
+        sep = ",";
+    }
+    gp_buf_puts(&resp->body, "]}}");
+}
+
 static void fake_handle(void *ctx, const struct gp_http_request *req, struct gp_http_response *resp)
 {
     struct fake *f = ctx;
@@ -249,6 +314,10 @@ static void fake_handle(void *ctx, const struct gp_http_request *req, struct gp_
                           "{\"metric\":{\"__name__\":\"gpu_util\",\"gpu\":\"1\",\"node\":\"n0\"},"
                           "\"values\":[[%.3f,\"4\"],[%.3f,\"5\"]]}]}}",
                           (double)(now - 60000) / 1e3, (double)(now - 30000) / 1e3);
+        return;
+    }
+    if (mode == 5) {
+        fake_limited(req, path, resp);
         return;
     }
     if (!strcmp(path, "/api/v1/query_range")) {
@@ -626,6 +695,42 @@ static void test_remote_window(void)
     gp_http_stop(f.http);
 }
 
+/* A cluster that refuses queries touching more than 2 series (mode 5):
+ * the refill asks for the names without match[], splits the name's
+ * series by Hostname until every query is answered, and the window
+ * holds all six series, each once. */
+static void test_remote_window_split(void)
+{
+    struct fake f;
+    fake_start(&f);
+    atomic_store(&f.mode, 5);
+    char win[600];
+    snprintf(win, sizeof win, "%s/win-split", gp_test_tmpdir());
+    int64_t now = gp_wall_ms();
+    struct gp_storage *s = remote_open_window(gp_http_port(f.http), NULL, win);
+    CHECK(atomic_load(&f.queries) > 6); /* more than the names and one query */
+    atomic_store(&f.mode, 1); /* what answers now is the window */
+    struct gp_buf b;
+    gp_buf_init(&b, 0);
+    gp_storage_render_metrics(s, &b);
+    CHECK_CONTAINS(b.data, "gpulse_storage_remote_window_refilled_samples 6\n");
+    CHECK_CONTAINS(b.data, "gpulse_storage_remote_window_held_seconds 120\n");
+    struct gp_matcher m;
+    char err[128];
+    CHECK_INT(gp_matcher_init(&m, GP_MATCH_EQ, "__name__", "gpu_util", err, sizeof err), GP_OK);
+    struct gp_store_selection sel;
+    CHECK_INT(gp_storage_select(s, &m, 1, now - 100000, now, &sel), GP_OK);
+    CHECK_INT((int)sel.n, NLIMITED);
+    gp_storage_selection_free(&sel);
+    gp_buf_reset(&b);
+    CHECK_INT(gp_storage_label_values(s, "Hostname", &m, 1, now - 100000, now, names_cb, &b), GP_OK);
+    CHECK_STR(b.data, "~x;node-a1;node-a2;node-b1;node.c;"); /* the window's order */
+    gp_matcher_free(&m);
+    gp_buf_free(&b);
+    gp_storage_close(s);
+    gp_http_stop(f.http);
+}
+
 /* Several servers on one cluster (docs/storage.md): the refill asks for
  * this server's own part, what passes through carries gpulse_server, and
  * a read that names `job` goes to the cluster though the window holds
@@ -781,6 +886,7 @@ const struct gp_test gp_tests_storage[] = {
     {"remote_forwards_writes", test_remote_forwards_writes},
     {"remote_basic_auth", test_remote_basic_auth},
     {"remote_window", test_remote_window},
+    {"remote_window_split", test_remote_window_split},
     {"remote_server_name", test_remote_server_name},
     {"rollups_of", test_rollups_of},
     {"config_checks", test_config_checks},
