@@ -165,9 +165,10 @@ run_size() { # SPEC
     t0=$(date +%s%N)
     server vm2 --storage remote --remote-write-url "http://127.0.0.1:$VM/api/v1/write" \
         --remote-query-url "http://127.0.0.1:$VM" --data "$TMP/data-vm" --log-level info
-    until grep -q 'remote window refill' "$TMP/vm2.log"; do sleep 0.1; done
+    # The last line of the refill (progress lines come before it).
+    until grep -q 'remote window refilled\|remote window refill failed' "$TMP/vm2.log"; do sleep 0.1; done
     t1=$(date +%s%N)
-    echo "(restart of the VictoriaMetrics server) $(grep -o 'remote window refill.*' "$TMP/vm2.log" | head -1);" \
+    echo "(restart of the VictoriaMetrics server) $(grep -o 'remote window refill\(ed\| failed\).*' "$TMP/vm2.log" | head -1);" \
         "$(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.2f", (b - a) / 1e9}') s from start to refilled"
     stop_all
 }

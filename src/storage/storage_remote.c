@@ -116,7 +116,7 @@ static struct rsel *live;
 
 static _Thread_local char last_err[512];
 static _Thread_local int last_status;
-static _Thread_local long last_http; /* the cluster's HTTP status of this thread's last non-2xx answer */
+static _Thread_local long last_http; /* HTTP status of this thread's last non-2xx answer */
 
 const char *gp_storage_last_error(void) { return last_err; }
 void gp_storage_clear_error(void)
@@ -913,8 +913,8 @@ static void form_time(struct gp_buf *f, const char *name, int64_t ms)
 
 #define NO_MATCH SIZE_MAX /* as strings()'s nm: no match[] (the refill's fallback) */
 
-/* GET or POST path with a match[] (none when nm is NO_MATCH) and the span (start and end when bounded), the strings
- * sorted and unique to fn. */
+/* GET or POST path with a match[] (none when nm is NO_MATCH) and the
+ * span (start and end when bounded), the strings sorted and unique to fn. */
 static int strings(struct gp_storage *s, const char *path, int get, const struct gp_matcher *m,
                    size_t nm, int64_t start, int64_t end,
                    void (*fn)(void *arg, const char *v, size_t len), void *arg)
@@ -1221,7 +1221,8 @@ struct refill {
 static int too_many(int rc)
 {
     return rc == GP_ENET && last_http == 422 &&
-           (strstr(last_err, "exceed") || strstr(last_err, "too many") || strstr(last_err, "limit"));
+           (strstr(last_err, "exceed") || strstr(last_err, "too many") ||
+            strstr(last_err, "limit"));
 }
 
 /* A regex-safe character: Go's RE2 takes any punctuation escaped. */
@@ -1360,7 +1361,8 @@ static void refill_name(void *arg, const char *name, size_t len)
         refill_one(f, sel.data, 0);
     gp_buf_free(&sel);
     f->names_done++;
-    if (gp_mono_ms() - f->logged_ms >= 5000 || f->names_done == f->names) { /* progress of a long refill */
+    /* The progress of a long refill, every 5 s and at the end. */
+    if (gp_mono_ms() - f->logged_ms >= 5000 || f->names_done == f->names) {
         f->logged_ms = gp_mono_ms();
         gp_log(GP_LOG_INFO, "storage", "remote window refill progress",
                "names=%" PRIu64 "/%" PRIu64 " series=%" PRIu64 " queries=%" PRIu64 " splits=%" PRIu64,
