@@ -1233,10 +1233,25 @@ static void put_re_char(struct gp_buf *b, char c)
     gp_buf_putc(b, c);
 }
 
-/* Fetches the shard {base} into the window; too many series: split by
- * SHARD_LABELS[li] on. Sets f->rc on a failure. */
+/* The raw samples of the window of selector sel, into the window. */
+static int fetch_fill(struct refill *f, const char *sel)
+{
+    struct gp_promapi_result res = {0};
+    last_http = 0;
+    int rc = fetch(f->r, sel, f->qmin, f->qmax, &res);
+    f->queries++;
+    if (!rc) {
+        f->series += res.n;
+        rc = gp_rwin_fill(f->r->win, &res);
+    }
+    gp_promapi_result_free(&res);
+    return rc;
+}
+
 static void shard_prefix(struct refill *f, const char *base, size_t li, const char *p, size_t plen);
 
+/* Fetches the shard {base} into the window; too many series: split by
+ * SHARD_LABELS[li] on. Sets f->rc on a failure. */
 static void refill_one(struct refill *f, const char *base, size_t li)
 {
     if (f->rc)
@@ -1244,15 +1259,7 @@ static void refill_one(struct refill *f, const char *base, size_t li)
     struct gp_buf sel;
     gp_buf_init(&sel, 0);
     gp_buf_printf(&sel, "{%s}", base);
-    struct gp_promapi_result res = {0};
-    last_http = 0;
-    int rc = sel.err ? GP_ENOMEM : fetch(f->r, sel.data, f->qmin, f->qmax, &res);
-    f->queries++;
-    if (!rc) {
-        f->series += res.n;
-        rc = gp_rwin_fill(f->r->win, &res);
-    }
-    gp_promapi_result_free(&res);
+    int rc = sel.err ? GP_ENOMEM : fetch_fill(f, sel.data);
     gp_buf_free(&sel);
     if (too_many(rc) && li < NSHARD_LABELS) {
         gp_storage_clear_error();
@@ -1283,15 +1290,7 @@ static void shard_class(struct refill *f, const char *base, size_t li, const cha
     if (!re.err)
         put_quoted(&sel, re.data, re.len);
     gp_buf_putc(&sel, '}');
-    struct gp_promapi_result res = {0};
-    last_http = 0;
-    int rc = sel.err || re.err ? GP_ENOMEM : fetch(f->r, sel.data, f->qmin, f->qmax, &res);
-    f->queries++;
-    if (!rc) {
-        f->series += res.n;
-        rc = gp_rwin_fill(f->r->win, &res);
-    }
-    gp_promapi_result_free(&res);
+    int rc = sel.err || re.err ? GP_ENOMEM : fetch_fill(f, sel.data);
     gp_buf_free(&sel);
     gp_buf_free(&re);
     if (too_many(rc) && (hi - lo > 1 || plen < MAX_PREFIX)) {
