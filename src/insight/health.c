@@ -106,6 +106,26 @@ struct gp_health {
 
 /* ---- rules ---- */
 
+/* A node whose last preflight failed is degraded at least, until a
+ * passing one: its prolog said no job should start there, whatever the
+ * hardware readings say (docs/health.md "Preflight"). */
+static enum gp_health_state node_floor(const struct hnode *n)
+{
+    return n->pf_have && !n->pf_ok ? GP_HS_DEGRADED : GP_HS_HEALTHY;
+}
+
+/* Moves n to state s as of now (nothing when it is there already). */
+static void node_set(struct hnode *n, enum gp_health_state s, int64_t now)
+{
+    if (s < node_floor(n))
+        s = node_floor(n);
+    if (s != n->state || !n->since) {
+        n->state = s;
+        n->since = now;
+        n->dirty = true;
+    }
+}
+
 /* Kept until an operator marks the node healthy: a hardware fault whose
  * action is a GPU reset or stronger. Throttling clears by itself (its
  * action asks to inspect cooling, but the state follows the clocks). */
@@ -737,15 +757,8 @@ int gp_health_tick(struct gp_health *h, const struct gp_view *v, int64_t now, bo
     for (unsigned k = 0; k < h->ng; k++)
         if (h->g[k].state > worst[h->g[k].ni])
             worst[h->g[k].ni] = h->g[k].state;
-    for (unsigned i = 0; i < h->nn; i++) {
-        struct hnode *n = &h->n[i];
-        enum gp_health_state s = worst[i];
-        if (s != n->state || !n->since) {
-            n->state = s;
-            n->since = now;
-            n->dirty = true;
-        }
-    }
+    for (unsigned i = 0; i < h->nn; i++)
+        node_set(&h->n[i], worst[i], now);
     free(worst);
     int rc = save(h);
     pthread_mutex_unlock(&h->mu);
@@ -817,6 +830,7 @@ int gp_health_mark_healthy(struct gp_health *h, const char *node, const char *by
         n->state = GP_HS_HEALTHY;
         n->since = now;
         n->dirty = true;
+        node_set(n, GP_HS_HEALTHY, now); /* a failed preflight stays until a passing one */
         rc = save(h);
     }
     pthread_mutex_unlock(&h->mu);
@@ -840,6 +854,12 @@ int gp_health_note_preflight(struct gp_health *h, const char *node, bool ok, con
         snprintf(n->pf_summary, sizeof n->pf_summary, "%s", summary ? summary : "");
         n->pf_at = at_ms;
         n->dirty = true;
+        /* now, not at the next tick: the GPUs' worst is the state less the floor */
+        enum gp_health_state worst = GP_HS_HEALTHY;
+        for (unsigned i = 0; i < h->ng; i++)
+            if (!strcmp(h->g[i].node, node) && h->g[i].state > worst)
+                worst = h->g[i].state;
+        node_set(n, worst, at_ms);
         rc = save(h);
     }
     pthread_mutex_unlock(&h->mu);

@@ -10,7 +10,8 @@
  * give every XID the driver reported, the application's too. A warning
  * fault makes its GPU degraded, a critical one unhealthy; the same XID
  * `repeat` times within `window` makes it unhealthy ("drain and
- * inspect": the remedy did not hold). A node is as bad as its worst GPU.
+ * inspect": the remedy did not hold). A node is as bad as its worst GPU,
+ * and degraded at least while its last preflight failed.
  *
  * Stickiness: a hardware fault whose action is a GPU reset or stronger
  * (an uncorrectable ECC error, a row remap failure, XID 48/64/79...,
@@ -89,9 +90,11 @@ int gp_health_mark_healthy(struct gp_health *h, const char *node, const char *by
 
 /*
  * The preflight (gpulse check) of node finished at at_ms: ok or not, and
- * its one-line summary. Shown with the node's health (JSON "preflight");
- * it does not change the state, which is the hardware's. GP_OK, GP_EIO
- * or GP_ENOMEM. Called by the server's preflight route.
+ * its one-line summary. Shown with the node's health (JSON "preflight").
+ * A failed one makes the node degraded at least (its GPUs' worst still
+ * counts) until a passing one: the prolog said no job should start there,
+ * and a mark-healthy does not overrule it. GP_OK, GP_EIO or GP_ENOMEM.
+ * Called by the server's preflight route.
  */
 int gp_health_note_preflight(struct gp_health *h, const char *node, bool ok, const char *summary,
                              int64_t at_ms);

@@ -263,6 +263,44 @@ static void test_persist(void)
     gp_health_close(h);
 }
 
+/* A failed preflight makes a healthy node degraded at once, through
+ * ticks, a mark-healthy and a reopen, until a passing one; a worse GPU
+ * state still wins. */
+static void test_preflight_state(void)
+{
+    const char *dir = gp_test_tmpdir();
+    struct gp_health *h = open_h(dir, 3);
+    struct gp_buf b = {0};
+    tick_xids(h, T0, 0, 0);
+    CHECK_INT(gp_health_node_state(h, "n1"), GP_HS_HEALTHY);
+    CHECK_INT(gp_health_note_preflight(h, "n1", false, "1 check failed: reset the GPU", T0 + MIN), GP_OK);
+    CHECK_INT(gp_health_node_state(h, "n1"), GP_HS_DEGRADED);
+    expect(doc(h, &b), "\"node\":\"n1\",\"state\":\"degraded\",\"since\":1700000060,");
+    tick_xids(h, T0 + 2 * MIN, 0, 0);
+    CHECK_INT(gp_health_node_state(h, "n1"), GP_HS_DEGRADED);
+    CHECK_INT(gp_health_mark_healthy(h, "n1", "alice", "", T0 + 3 * MIN), GP_OK);
+    CHECK_INT(gp_health_node_state(h, "n1"), GP_HS_DEGRADED);
+    /* a GPU fault above the floor wins, and the floor is back when it goes */
+    observe(h, "1", gp_fault_cond(GP_FC_LOST));
+    tick_xids(h, T0 + 4 * MIN, 0, 0);
+    CHECK_INT(gp_health_node_state(h, "n1"), GP_HS_UNHEALTHY);
+    CHECK_INT(gp_health_mark_healthy(h, "n1", "alice", "", T0 + 5 * MIN), GP_OK);
+    CHECK_INT(gp_health_node_state(h, "n1"), GP_HS_DEGRADED);
+    gp_health_close(h);
+    h = open_h(dir, 3);
+    CHECK_INT(gp_health_node_state(h, "n1"), GP_HS_DEGRADED);
+    tick_xids(h, T0 + 6 * MIN, 0, 0);
+    CHECK_INT(gp_health_node_state(h, "n1"), GP_HS_DEGRADED);
+    CHECK_INT(gp_health_note_preflight(h, "n1", true, "all checks passed", T0 + 7 * MIN), GP_OK);
+    CHECK_INT(gp_health_node_state(h, "n1"), GP_HS_HEALTHY);
+    expect(doc(h, &b), "\"state\":\"healthy\",\"since\":1700000420,");
+    /* a node known only from its failed preflight (no GPUs yet) */
+    CHECK_INT(gp_health_note_preflight(h, "n5", false, "0 GPUs present", T0 + 8 * MIN), GP_OK);
+    CHECK_INT(gp_health_node_state(h, "n5"), GP_HS_DEGRADED);
+    gp_buf_free(&b);
+    gp_health_close(h);
+}
+
 static void test_options(void)
 {
     struct gp_health *h;
@@ -319,6 +357,7 @@ const struct gp_test gp_tests_health[] = {
     {"xid_repeats", test_xid_repeats},
     {"mark_healthy", test_mark_healthy},
     {"persist", test_persist},
+    {"preflight_state", test_preflight_state},
     {"options", test_options},
     {0},
 };
