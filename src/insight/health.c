@@ -866,6 +866,19 @@ int gp_health_note_preflight(struct gp_health *h, const char *node, bool ok, con
     return rc;
 }
 
+void gp_health_stats(struct gp_health *h, struct gp_health_stats *out)
+{
+    memset(out, 0, sizeof *out);
+    pthread_mutex_lock(&h->mu);
+    for (unsigned i = 0; i < h->nn; i++) {
+        out->nodes[h->n[i].state]++;
+        out->preflight_failed += h->n[i].pf_have && !h->n[i].pf_ok;
+    }
+    for (unsigned i = 0; i < h->ng; i++)
+        out->gpus[h->g[i].state]++;
+    pthread_mutex_unlock(&h->mu);
+}
+
 enum gp_health_state gp_health_node_state(struct gp_health *h, const char *node)
 {
     pthread_mutex_lock(&h->mu);

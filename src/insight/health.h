@@ -99,6 +99,14 @@ int gp_health_mark_healthy(struct gp_health *h, const char *node, const char *by
 int gp_health_note_preflight(struct gp_health *h, const char *node, bool ok, const char *summary,
                              int64_t at_ms);
 
+/* Counts for /metrics (gpulse_health_*): nodes and GPUs by state, and
+ * the nodes whose last preflight failed. */
+struct gp_health_stats {
+    unsigned nodes[GP_HS__COUNT], gpus[GP_HS__COUNT];
+    unsigned preflight_failed;
+};
+void gp_health_stats(struct gp_health *h, struct gp_health_stats *out);
+
 /* The state of node (GP_HS_HEALTHY for an unknown one). */
 enum gp_health_state gp_health_node_state(struct gp_health *h, const char *node);
 

@@ -297,6 +297,18 @@ static void test_preflight_state(void)
     /* a node known only from its failed preflight (no GPUs yet) */
     CHECK_INT(gp_health_note_preflight(h, "n5", false, "0 GPUs present", T0 + 8 * MIN), GP_OK);
     CHECK_INT(gp_health_node_state(h, "n5"), GP_HS_DEGRADED);
+    /* /metrics' counts (gpulse_health_*) */
+    observe(h, "1", gp_fault_cond(GP_FC_LOST));
+    tick_xids(h, T0 + 9 * MIN, 0, 0);
+    struct gp_health_stats hs;
+    gp_health_stats(h, &hs);
+    CHECK_INT(hs.nodes[GP_HS_HEALTHY], 0);
+    CHECK_INT(hs.nodes[GP_HS_DEGRADED], 1);
+    CHECK_INT(hs.nodes[GP_HS_UNHEALTHY], 1);
+    CHECK_INT(hs.gpus[GP_HS_HEALTHY], 1);
+    CHECK_INT(hs.gpus[GP_HS_DEGRADED], 0);
+    CHECK_INT(hs.gpus[GP_HS_UNHEALTHY], 1);
+    CHECK_INT(hs.preflight_failed, 1);
     gp_buf_free(&b);
     gp_health_close(h);
 }
