@@ -727,7 +727,8 @@ int gp_srv_alerts_start(struct gp_server *s, struct gp_storage *st, char *err, s
         return rc;
     eo.alerts = s->alerts;
     struct gp_health_options ho = {.xid_repeat = (unsigned)c->health_xid_repeat,
-                                   .xid_window_ms = c->health_xid_window_ms};
+                                   .xid_window_ms = c->health_xid_window_ms,
+                                   .forget_ms = c->health_forget_after_ms};
     if ((rc = gp_health_open(&s->health, c->data_dir, &ho, err, errlen)))
         return rc;
     eo.health = s->health;

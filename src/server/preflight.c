@@ -6,7 +6,8 @@
  * writes; it is checked field by field (the same shape the command
  * writes: check/check.c), so a node's health view never shows a
  * half-formed result, and kept as sent, per node, with the time it came.
- * GET (read token) lists them by node (?node=NAME: one node). They are
+ * GET (read token) lists them by node (?node=NAME: one node), less those
+ * of nodes the health states forgot (they left the fleet). They are
  * kept in state.db too (table preflight), so a restart does not forget
  * why a node failed its prolog: the node stays degraded until a passing
  * one (insight/health.h), and the operator must still see what failed.
@@ -240,6 +241,28 @@ static int by_node(const void *a, const void *b)
     return strcmp(((const struct gp_srv_preflight_node *)a)->node, ((const struct gp_srv_preflight_node *)b)->node);
 }
 
+/* A result goes with its node: when the health states forgot the node
+ * (it left the fleet, insight/health.h), so does its result. Under mu. */
+static void drop_forgotten(struct gp_server *s, struct gp_srv_preflight *p)
+{
+    for (unsigned i = 0; s->health && i < p->n;) {
+        if (gp_health_knows(s->health, p->v[i].node)) {
+            i++;
+            continue;
+        }
+        sqlite3_stmt *st;
+        if (p->db && sqlite3_prepare_v2(p->db, "DELETE FROM preflight WHERE node=?1", -1, &st, NULL) == SQLITE_OK) {
+            sqlite3_bind_text(st, 1, p->v[i].node, -1, SQLITE_STATIC);
+            if (sqlite3_step(st) != SQLITE_DONE)
+                gp_log(GP_LOG_WARN, "preflight", "cannot delete a forgotten node's result from state.db",
+                       "node=\"%s\" error=\"%s\"", p->v[i].node, sqlite3_errmsg(p->db));
+            sqlite3_finalize(st);
+        }
+        free(p->v[i].doc);
+        p->v[i] = p->v[--p->n];
+    }
+}
+
 static void get(struct gp_server *s, const struct gp_http_request *req, struct gp_http_response *resp)
 {
     const char *want = gp_http_query(req, "node");
@@ -247,6 +270,7 @@ static void get(struct gp_server *s, const struct gp_http_request *req, struct g
     resp->content_type = "application/json";
     gp_buf_puts(&resp->body, "{\"status\":\"success\",\"data\":[");
     pthread_mutex_lock(&p->mu);
+    drop_forgotten(s, p);
     if (p->n)
         qsort(p->v, p->n, sizeof *p->v, by_node);
     unsigned k = 0;
