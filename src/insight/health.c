@@ -600,6 +600,11 @@ void gp_health_close(struct gp_health *h)
 
 /* ---- leaving the fleet ---- */
 
+static bool gpu_left(const struct gp_health *h, const struct hgpu *g, int64_t cutoff, const char *node)
+{
+    return node ? !strcmp(g->node, node) && g->seen < h->view_ms : g->seen < cutoff;
+}
+
 /* Forgets the GPUs that left: those not seen since cutoff, or (node
  * given: a mark-healthy) those of node the newest view lacks; then the
  * nodes left without GPUs whose last preflight is older than cutoff (node
@@ -612,10 +617,8 @@ static void forget(struct gp_health *h, int64_t cutoff, const char *node)
     if (!gpus || !to)
         goto out; /* out of memory: tried again next tick */
     for (unsigned i = 0; i < h->ng; i++) {
-        const struct hgpu *g = &h->g[i];
-        bool gone = node ? !strcmp(g->node, node) && g->seen < h->view_ms : g->seen < cutoff;
-        if (!gone)
-            gpus[g->ni]++;
+        if (!gpu_left(h, &h->g[i], cutoff, node))
+            gpus[h->g[i].ni]++;
     }
     for (unsigned i = 0; i < h->nn; i++) {
         const struct hnode *n = &h->n[i];
@@ -631,8 +634,7 @@ static void forget(struct gp_health *h, int64_t cutoff, const char *node)
     }
     for (unsigned i = 0; i < h->ng; i++) {
         const struct hgpu *g = &h->g[i];
-        bool gone = node ? !strcmp(g->node, node) && g->seen < h->view_ms : g->seen < cutoff;
-        if (gone) {
+        if (gpu_left(h, g, cutoff, node)) {
             gone_g++;
             continue;
         }
