@@ -204,7 +204,9 @@
     let healthAt = 0;
     function paintHealth(gr, n) {
       const st = n ? n.state : "";
-      const sig = n ? st + "|" + n.action + "|" + n.reasons.map((r) => r.gpu + r.fault + r.present).join(",") : "";
+      const pf = n && n.preflight;
+      const sig = n ? st + "|" + n.action + "|" + n.reasons.map((r) => r.gpu + r.fault + r.present).join(",") +
+        "|" + (pf ? pf.ok + pf.at + pf.summary : "") : "";
       if (gr.healthSig === sig) return;
       gr.healthSig = sig;
       gr.health.hidden = !n;
@@ -212,10 +214,15 @@
       if (!n) return;
       gr.health.textContent = st;
       gr.health.className = "health " + st;
-      gr.health.title = n.reasons.length
+      // the last preflight (gpulse check) goes with it: a failed one keeps
+      // the node degraded until a passing one, so say which it was
+      const pfLine = pf ? `\npreflight ${pf.ok ? "passed" : "failed"} ${fmt.time(pf.at)}: ${pf.summary}` +
+        (pf.ok ? "" : " (degraded until a passing gpulse check)") : "";
+      gr.health.title = (n.reasons.length
         ? `${st} since ${fmt.time(n.since)}: ${n.action_text}\n` +
           n.reasons.map((r) => `GPU ${r.gpu}: ${r.title} (${r.action_text}${r.present ? "" : ", no longer found: mark healthy once repaired"})`).join("\n")
-        : `healthy since ${fmt.time(n.since)}`;
+        : `${st} since ${fmt.time(n.since)}`) + pfLine;
+      gr.health.classList.toggle("preflight-failed", !!pf && !pf.ok);
     }
     async function pollHealth(force) {
       if (!force && Date.now() - healthAt < 5000) return;

@@ -63,7 +63,7 @@ struct hgpu {
     unsigned nx;
     enum gp_health_state state;
     int64_t since, seen;
-    unsigned ni; /* its node's index (nodes are never removed) */
+    unsigned ni; /* its node's index (forget() renumbers them) */
     bool dirty;
 };
 
@@ -78,7 +78,8 @@ struct hnode {
 };
 
 /* Index of GPUs or nodes by the hash of their name (open addressing;
- * slot value index + 1, 0 empty). Entries are never removed. */
+ * slot value index + 1, 0 empty). Entries are never removed one by one:
+ * forget() rebuilds the index. */
 struct idx {
     uint32_t *slot;
     size_t cap;
@@ -101,10 +102,32 @@ struct gp_health {
     struct pending *p;
     unsigned np, capp;
     struct idx gi, ni;
+    int64_t view_ms; /* the newest tick whose view had GPUs */
     bool io_failed; /* the last write failed: write everything next tick */
+    bool rewrite;   /* GPUs or nodes were forgotten: write everything */
 };
 
 /* ---- rules ---- */
+
+/* A node whose last preflight failed is degraded at least, until a
+ * passing one: its prolog said no job should start there, whatever the
+ * hardware readings say (docs/health.md "Preflight"). */
+static enum gp_health_state node_floor(const struct hnode *n)
+{
+    return n->pf_have && !n->pf_ok ? GP_HS_DEGRADED : GP_HS_HEALTHY;
+}
+
+/* Moves n to state s as of now (nothing when it is there already). */
+static void node_set(struct hnode *n, enum gp_health_state s, int64_t now)
+{
+    if (s < node_floor(n))
+        s = node_floor(n);
+    if (s != n->state || !n->since) {
+        n->state = s;
+        n->since = now;
+        n->dirty = true;
+    }
+}
 
 /* Kept until an operator marks the node healthy: a hardware fault whose
  * action is a GPU reset or stronger. Throttling clears by itself (its
@@ -198,6 +221,8 @@ static int idx_grow(struct idx *ix, unsigned n, bool gpus, const void *arr)
 
 static struct hnode *find_node(struct gp_health *h, const char *node, bool create)
 {
+    if (!h->ni.cap && h->nn && idx_grow(&h->ni, h->nn, false, h->n))
+        return NULL; /* the index is rebuilt after forget() */
     if (h->ni.cap) {
         uint32_t *sl = idx_find(&h->ni, hash2(node, ""), node_eq, h->n, node, "");
         if (*sl)
@@ -231,6 +256,8 @@ static struct hgpu *find_gpu(struct gp_health *h, const char *node, const char *
         *created = false;
     if (hint < h->ng && gpu_eq(h->g, hint, node, gpu))
         return &h->g[hint];
+    if (!h->gi.cap && h->ng && idx_grow(&h->gi, h->ng, true, h->g))
+        return NULL;
     if (h->gi.cap) {
         uint32_t *sl = idx_find(&h->gi, hash2(node, gpu), gpu_eq, h->g, node, gpu);
         if (*sl)
@@ -384,7 +411,7 @@ static int save(struct gp_health *h)
 {
     if (!h->db)
         return GP_OK;
-    bool all = h->io_failed;
+    bool all = h->io_failed || h->rewrite;
     sqlite3_stmt *st[S__COUNT] = {0};
     int rc = exec(h->db, "BEGIN IMMEDIATE");
     for (int i = 0; i < S__COUNT && !rc; i++)
@@ -412,7 +439,7 @@ static int save(struct gp_health *h)
         h->io_failed = true;
         return GP_EIO;
     }
-    h->io_failed = false;
+    h->io_failed = h->rewrite = false;
     for (unsigned i = 0; i < h->ng; i++)
         h->g[i].dirty = false;
     for (unsigned i = 0; i < h->nn; i++)
@@ -571,6 +598,69 @@ void gp_health_close(struct gp_health *h)
     free(h);
 }
 
+/* ---- leaving the fleet ---- */
+
+static bool gpu_left(const struct gp_health *h, const struct hgpu *g, int64_t cutoff, const char *node)
+{
+    return node ? !strcmp(g->node, node) && g->seen < h->view_ms : g->seen < cutoff;
+}
+
+/* Forgets the GPUs that left: those not seen since cutoff, or (node
+ * given: a mark-healthy) those of node the newest view lacks; then the
+ * nodes left without GPUs whose last preflight is older than cutoff (node
+ * given: that node). Compacts the arrays and rebuilds the indexes; the
+ * next save rewrites state.db. Rare (a GPU leaves once), so linear. */
+static void forget(struct gp_health *h, int64_t cutoff, const char *node)
+{
+    unsigned ng = 0, nn = 0, gone_g = 0, gone_n = 0;
+    unsigned *gpus = calloc(h->nn ? h->nn : 1, sizeof *gpus), *to = calloc(h->nn ? h->nn : 1, sizeof *to);
+    if (!gpus || !to)
+        goto out; /* out of memory: tried again next tick */
+    for (unsigned i = 0; i < h->ng; i++) {
+        if (!gpu_left(h, &h->g[i], cutoff, node))
+            gpus[h->g[i].ni]++;
+    }
+    for (unsigned i = 0; i < h->nn; i++) {
+        const struct hnode *n = &h->n[i];
+        bool gone = !gpus[i] && (node ? !strcmp(n->node, node) : !n->pf_have || n->pf_at < cutoff);
+        to[i] = nn; /* a forgotten node's: no GPU of it is left to read it */
+        if (gone) {
+            gone_n++;
+            continue;
+        }
+        if (nn != i)
+            h->n[nn] = *n;
+        nn++;
+    }
+    for (unsigned i = 0; i < h->ng; i++) {
+        const struct hgpu *g = &h->g[i];
+        if (gpu_left(h, g, cutoff, node)) {
+            gone_g++;
+            continue;
+        }
+        if (ng != i)
+            h->g[ng] = *g;
+        h->g[ng].ni = to[h->g[ng].ni];
+        ng++;
+    }
+    if (!gone_g && !gone_n)
+        goto out;
+    h->ng = ng;
+    h->nn = nn;
+    free(h->gi.slot);
+    free(h->ni.slot);
+    h->gi = h->ni = (struct idx){0};
+    /* rebuilt from the arrays (out of memory: by the next find) */
+    if (idx_grow(&h->gi, h->ng, true, h->g) || idx_grow(&h->ni, h->nn, false, h->n))
+        gp_log(GP_LOG_WARN, "health", "out of memory rebuilding the health index", "gpus=%u", h->ng);
+    h->rewrite = true;
+    gp_log(GP_LOG_INFO, "health", "forgot GPUs and nodes that left the fleet", "gpus=%u nodes=%u%s%s%s",
+           gone_g, gone_n, node ? " node=\"" : "", node ? node : "", node ? "\"" : "");
+out:
+    free(gpus);
+    free(to);
+}
+
 /* ---- the tick ---- */
 
 int gp_health_observe(struct gp_health *h, const struct gp_observation *o)
@@ -720,10 +810,16 @@ int gp_health_tick(struct gp_health *h, const struct gp_view *v, int64_t now, bo
             continue;
         if (!g->uuid[0])
             snprintf(g->uuid, sizeof g->uuid, "%s", p->uuid);
+        if (!g->seen)
+            g->seen = now; /* found by a detector only: seen all the same */
         r->present = true;
         r->last = now;
     }
     h->np = 0;
+    if (v && v->ngpus)
+        h->view_ms = now;
+    if (h->o.forget_ms)
+        forget(h, now - h->o.forget_ms, NULL);
     for (unsigned i = 0; i < h->ng; i++) {
         xid_reasons(h, &h->g[i], now);
         settle(&h->g[i], judged, now);
@@ -737,15 +833,8 @@ int gp_health_tick(struct gp_health *h, const struct gp_view *v, int64_t now, bo
     for (unsigned k = 0; k < h->ng; k++)
         if (h->g[k].state > worst[h->g[k].ni])
             worst[h->g[k].ni] = h->g[k].state;
-    for (unsigned i = 0; i < h->nn; i++) {
-        struct hnode *n = &h->n[i];
-        enum gp_health_state s = worst[i];
-        if (s != n->state || !n->since) {
-            n->state = s;
-            n->since = now;
-            n->dirty = true;
-        }
-    }
+    for (unsigned i = 0; i < h->nn; i++)
+        node_set(&h->n[i], worst[i], now);
     free(worst);
     int rc = save(h);
     pthread_mutex_unlock(&h->mu);
@@ -817,6 +906,8 @@ int gp_health_mark_healthy(struct gp_health *h, const char *node, const char *by
         n->state = GP_HS_HEALTHY;
         n->since = now;
         n->dirty = true;
+        node_set(n, GP_HS_HEALTHY, now); /* a failed preflight stays until a passing one */
+        forget(h, 0, node);
         rc = save(h);
     }
     pthread_mutex_unlock(&h->mu);
@@ -840,10 +931,37 @@ int gp_health_note_preflight(struct gp_health *h, const char *node, bool ok, con
         snprintf(n->pf_summary, sizeof n->pf_summary, "%s", summary ? summary : "");
         n->pf_at = at_ms;
         n->dirty = true;
+        /* now, not at the next tick: the GPUs' worst is the state less the floor */
+        enum gp_health_state worst = GP_HS_HEALTHY;
+        for (unsigned i = 0; i < h->ng; i++)
+            if (!strcmp(h->g[i].node, node) && h->g[i].state > worst)
+                worst = h->g[i].state;
+        node_set(n, worst, at_ms);
         rc = save(h);
     }
     pthread_mutex_unlock(&h->mu);
     return rc;
+}
+
+void gp_health_stats(struct gp_health *h, struct gp_health_stats *out)
+{
+    memset(out, 0, sizeof *out);
+    pthread_mutex_lock(&h->mu);
+    for (unsigned i = 0; i < h->nn; i++) {
+        out->nodes[h->n[i].state]++;
+        out->preflight_failed += h->n[i].pf_have && !h->n[i].pf_ok;
+    }
+    for (unsigned i = 0; i < h->ng; i++)
+        out->gpus[h->g[i].state]++;
+    pthread_mutex_unlock(&h->mu);
+}
+
+bool gp_health_knows(struct gp_health *h, const char *node)
+{
+    pthread_mutex_lock(&h->mu);
+    bool known = find_node(h, node, false) != NULL;
+    pthread_mutex_unlock(&h->mu);
+    return known;
 }
 
 enum gp_health_state gp_health_node_state(struct gp_health *h, const char *node)

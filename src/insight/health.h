@@ -10,7 +10,8 @@
  * give every XID the driver reported, the application's too. A warning
  * fault makes its GPU degraded, a critical one unhealthy; the same XID
  * `repeat` times within `window` makes it unhealthy ("drain and
- * inspect": the remedy did not hold). A node is as bad as its worst GPU.
+ * inspect": the remedy did not hold). A node is as bad as its worst GPU,
+ * and degraded at least while its last preflight failed.
  *
  * Stickiness: a hardware fault whose action is a GPU reset or stronger
  * (an uncorrectable ECC error, a row remap failure, XID 48/64/79...,
@@ -19,6 +20,12 @@
  * (throttling, an application's XID once the window passes it) clears
  * the state. A fault still present after the mark returns at the next
  * tick: marking says "repaired", not "ignore".
+ *
+ * Leaving the fleet: a GPU not seen for forget_ms is forgotten (memory
+ * and state.db), and so is a node left with no GPUs whose last preflight,
+ * if any, is older too; marking a node healthy forgets at once those of
+ * its GPUs the newest view lacks, and the node when none is left (it was
+ * taken out of the fleet and repaired). A GPU that comes back is new.
  *
  * Everything is kept in state.db (tables health_*), so a restart keeps
  * the states, the reasons, their times and each XID counter's last value
@@ -51,6 +58,7 @@ extern const char *const gp_health_state_names[GP_HS__COUNT];
 struct gp_health_options {
     unsigned xid_repeat;     /* the same XID this many times in xid_window: unhealthy; 0 off */
     int64_t xid_window_ms;   /* how long an XID counts (repeats, and a non-sticky XID's reason) */
+    int64_t forget_ms;       /* a GPU not seen this long is forgotten, then its empty node; 0 never */
 };
 
 struct gp_health;
@@ -82,6 +90,8 @@ int gp_health_tick(struct gp_health *h, const struct gp_view *v, int64_t now_ms,
  * and its XID history forgotten, the states become healthy as of now_ms,
  * and an audit row (kind mark_healthy, decision marked_healthy, detail
  * "marked healthy by BY: COMMENT; was STATE (reasons)") is written.
+ * Its GPUs the newest view lacks are forgotten, and the node with them
+ * when none is left (gp_health_json then says GP_ENOTFOUND).
  * GP_OK, GP_ENOTFOUND (no such node), or GP_EIO.
  */
 int gp_health_mark_healthy(struct gp_health *h, const char *node, const char *by,
@@ -89,12 +99,25 @@ int gp_health_mark_healthy(struct gp_health *h, const char *node, const char *by
 
 /*
  * The preflight (gpulse check) of node finished at at_ms: ok or not, and
- * its one-line summary. Shown with the node's health (JSON "preflight");
- * it does not change the state, which is the hardware's. GP_OK, GP_EIO
- * or GP_ENOMEM. Called by the server's preflight route.
+ * its one-line summary. Shown with the node's health (JSON "preflight").
+ * A failed one makes the node degraded at least (its GPUs' worst still
+ * counts) until a passing one: the prolog said no job should start there,
+ * and a mark-healthy does not overrule it. GP_OK, GP_EIO or GP_ENOMEM.
+ * Called by the server's preflight route.
  */
 int gp_health_note_preflight(struct gp_health *h, const char *node, bool ok, const char *summary,
                              int64_t at_ms);
+
+/* Counts for /metrics (gpulse_health_*): nodes and GPUs by state, and
+ * the nodes whose last preflight failed. */
+struct gp_health_stats {
+    unsigned nodes[GP_HS__COUNT], gpus[GP_HS__COUNT];
+    unsigned preflight_failed;
+};
+void gp_health_stats(struct gp_health *h, struct gp_health_stats *out);
+
+/* Whether node is in the health states (not forgotten). */
+bool gp_health_knows(struct gp_health *h, const char *node);
 
 /* The state of node (GP_HS_HEALTHY for an unknown one). */
 enum gp_health_state gp_health_node_state(struct gp_health *h, const char *node);

@@ -338,6 +338,11 @@ enum gp_metric_section {
       "remediation_breaker_max_nodes and remediation_breaker_max_percent of the fleet).")            \
     X(REMEDIATION_BREAKER_REFUSED, EVAL, "gpulse_server_remediation_breaker_refused_total", COUNTER,  \
       "", "Remediation actions the open circuit breaker refused (audited breaker_open).")             \
+    X(HEALTH_NODES, EVAL, "gpulse_health_nodes", GAUGE, "state",                                        \
+      "Nodes by health state (healthy, degraded, unhealthy: docs/health.md).")                         \
+    X(HEALTH_GPUS, EVAL, "gpulse_health_gpus", GAUGE, "state", "GPUs by health state.")              \
+    X(HEALTH_PREFLIGHT_FAILED, EVAL, "gpulse_health_preflight_failed_nodes", GAUGE, "",              \
+      "Nodes whose last preflight (gpulse check --push) failed, degraded until a passing one.")      \
     X(NOTIFICATIONS, NOTIFY, "gpulse_server_notifications_total", COUNTER, "receiver result",          \
       "Notification sends, by receiver and result (done, retry, dead).")                               \
     X(NOTIFICATIONS_QUEUED, NOTIFY, "gpulse_server_notifications_queued", GAUGE, "",                   \

@@ -727,7 +727,8 @@ int gp_srv_alerts_start(struct gp_server *s, struct gp_storage *st, char *err, s
         return rc;
     eo.alerts = s->alerts;
     struct gp_health_options ho = {.xid_repeat = (unsigned)c->health_xid_repeat,
-                                   .xid_window_ms = c->health_xid_window_ms};
+                                   .xid_window_ms = c->health_xid_window_ms,
+                                   .forget_ms = c->health_forget_after_ms};
     if ((rc = gp_health_open(&s->health, c->data_dir, &ho, err, errlen)))
         return rc;
     eo.health = s->health;
@@ -831,6 +832,20 @@ void gp_srv_render_alert_metrics(struct gp_server *s, struct gp_buf *b)
                   (unsigned long long)as.pending, gp_metric_name(GP_M_ALERTS), (unsigned long long)as.firing);
     gp_metric_head(b, GP_M_ALERT_TRANSITIONS);
     gp_buf_printf(b, "%s %llu\n", gp_metric_name(GP_M_ALERT_TRANSITIONS), (unsigned long long)as.transitions);
+    if (s->health) {
+        struct gp_health_stats hs;
+        gp_health_stats(s->health, &hs);
+        gp_metric_head(b, GP_M_HEALTH_NODES);
+        for (int i = 0; i < GP_HS__COUNT; i++)
+            gp_buf_printf(b, "%s{state=\"%s\"} %u\n", gp_metric_name(GP_M_HEALTH_NODES),
+                          gp_health_state_names[i], hs.nodes[i]);
+        gp_metric_head(b, GP_M_HEALTH_GPUS);
+        for (int i = 0; i < GP_HS__COUNT; i++)
+            gp_buf_printf(b, "%s{state=\"%s\"} %u\n", gp_metric_name(GP_M_HEALTH_GPUS),
+                          gp_health_state_names[i], hs.gpus[i]);
+        gp_metric_head(b, GP_M_HEALTH_PREFLIGHT_FAILED);
+        gp_buf_printf(b, "%s %u\n", gp_metric_name(GP_M_HEALTH_PREFLIGHT_FAILED), hs.preflight_failed);
+    }
     if (s->costs)
         render_goodput(s->costs, b);
     if (s->rem) {

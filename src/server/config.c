@@ -170,6 +170,8 @@ int gp_server_config_validate(const struct gp_server_config *c, char *err, size_
         return gp_seterr(err, errlen, GP_ECONFIG, "health_xid_repeat must be at most 32 (0: off)");
     if (c->health_xid_window_ms < 1000 || c->health_xid_window_ms > 30LL * 24 * 3600 * 1000)
         return gp_seterr(err, errlen, GP_ECONFIG, "health_xid_window must be between 1s and 30d");
+    if (c->health_forget_after_ms && c->health_forget_after_ms < 60 * 1000)
+        return gp_seterr(err, errlen, GP_ECONFIG, "health_forget_after must be 0 (never) or at least 1m");
     struct gp_detector_cfg dc[GP_DET__COUNT];
     int drc = gp_engine_detector_config(c->detectors_disabled, c->detector_overrides, dc, err, errlen);
     if (drc)

@@ -55,6 +55,7 @@ struct gp_server_config {
     char detector_overrides[1024];
     uint64_t health_xid_repeat;
     int64_t health_xid_window_ms;
+    int64_t health_forget_after_ms;
     char log_level[8];
     struct gp_cfg_list remediation;  /* "KIND=COMMAND ARG..." (insight/remediate.h) */
     bool remediation_dry_run;
@@ -172,6 +173,9 @@ struct gp_server_config {
     X(health_xid_window_ms, "health_xid_window", "health-xid-window", DURATION, "24h",             \
       "how long an XID counts toward a GPU's health state (repeats, and an XID that clears by "   \
       "itself)")                                                                                    \
+    X(health_forget_after_ms, "health_forget_after", "health-forget-after", DURATION, "7d",       \
+      "a GPU not seen this long, and then a node with no GPUs and no newer preflight, leave the "  \
+      "health states and state.db (0: never)")                                                     \
     X(log_level, "log_level", "log-level", STR, "info", "debug, info, warn or error")             \
     X(remediation, "remediation", "remediation", LIST, "",                                         \
       "KIND=COMMAND ARG...: a command run (no shell) when an alert of KIND starts firing; "        \

@@ -19,6 +19,7 @@
 #include "insight/remediate.h"
 #include "lib/clock.h"
 #include "lib/err.h"
+#include "lib/json.h"
 #include "lib/log.h"
 
 #include <string.h>
@@ -77,7 +78,16 @@ static void mark(struct gp_server *s, const struct gp_http_request *req,
     }
     undo_remediation(s, node, by, comment);
     gp_buf_puts(&resp->body, "{\"status\":\"success\",\"data\":");
+    size_t at = resp->body.len;
     rc = gp_health_json(s->health, node, &resp->body);
+    if (rc == GP_ENOTFOUND) {
+        /* none of its GPUs is in the fleet: the mark forgot the node */
+        resp->body.len = at;
+        gp_buf_puts(&resp->body, "{\"node\":");
+        gp_json_str(&resp->body, node, strlen(node));
+        gp_buf_puts(&resp->body, ",\"state\":\"healthy\",\"forgotten\":true}");
+        rc = GP_OK;
+    }
     gp_buf_puts(&resp->body, "}\n");
     if (rc)
         gp_srv_bad(resp, 500, "internal", "%s", gp_strerror(rc));

@@ -6,9 +6,11 @@
  * writes; it is checked field by field (the same shape the command
  * writes: check/check.c), so a node's health view never shows a
  * half-formed result, and kept as sent, per node, with the time it came.
- * GET (read token) lists them by node (?node=NAME: one node). They live
- * in memory: a preflight is news about the node now, and the next job's
- * check refreshes it after a restart.
+ * GET (read token) lists them by node (?node=NAME: one node), less those
+ * of nodes the health states forgot (they left the fleet). They are
+ * kept in state.db too (table preflight), so a restart does not forget
+ * why a node failed its prolog: the node stays degraded until a passing
+ * one (insight/health.h), and the operator must still see what failed.
  */
 #include "server_int.h"
 
@@ -17,6 +19,8 @@
 #include "lib/log.h"
 #include "lib/clock.h"
 #include "lib/json.h"
+#include "lib/err.h"
+#include "state/state.h"
 
 #include <jansson.h>
 #include <stdlib.h>
@@ -141,6 +145,56 @@ static void note_health(struct gp_server *s, json_t *doc, const char *node)
                "node=\"%s\"", node);
 }
 
+/* The index of node's result, or p->n. */
+static unsigned find(const struct gp_srv_preflight *p, const char *node)
+{
+    unsigned i = 0;
+    while (i < p->n && strcmp(p->v[i].node, node))
+        i++;
+    return i;
+}
+
+/* Keeps text (taken on success) as node's result; false when out of
+ * memory or, *room false, when 65536 nodes have one already. Under mu. */
+static bool keep(struct gp_srv_preflight *p, const char *node, char *text, int64_t received_ms, bool *room)
+{
+    unsigned i = find(p, node);
+    *room = i < p->n || p->n < PF_MAX_NODES;
+    if (*room && i == p->n && p->n == p->cap) {
+        unsigned cap = p->cap ? p->cap * 2 : 64;
+        void *nv = realloc(p->v, cap * sizeof *p->v);
+        if (nv) {
+            p->v = nv;
+            p->cap = cap;
+        }
+    }
+    if (!*room || i >= p->cap)
+        return false;
+    if (i == p->n) {
+        snprintf(p->v[i].node, sizeof p->v[i].node, "%s", node);
+        p->v[i].doc = NULL;
+        p->n++;
+    }
+    free(p->v[i].doc);
+    p->v[i].doc = text;
+    p->v[i].received_ms = received_ms;
+    return true;
+}
+
+static int save(sqlite3 *db, const char *node, int64_t received_ms, const char *doc)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO preflight(node, received, doc) VALUES(?1, ?2, ?3)", -1,
+                           &st, NULL) != SQLITE_OK)
+        return GP_EIO;
+    sqlite3_bind_text(st, 1, node, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, received_ms);
+    sqlite3_bind_text(st, 3, doc, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st) == SQLITE_DONE ? GP_OK : GP_EIO;
+    sqlite3_finalize(st);
+    return rc;
+}
+
 static void post(struct gp_server *s, const struct gp_http_request *req, struct gp_http_response *resp)
 {
     size_t len;
@@ -160,30 +214,16 @@ static void post(struct gp_server *s, const struct gp_http_request *req, struct 
     const char *node = json_string_value(json_object_get(doc, "node"));
     note_health(s, doc, node);
     struct gp_srv_preflight *p = &s->preflight;
+    int64_t now = gp_wall_ms();
     pthread_mutex_lock(&p->mu);
-    unsigned i = 0;
-    while (i < p->n && strcmp(p->v[i].node, node))
-        i++;
-    bool room = i < p->n || p->n < PF_MAX_NODES;
-    if (text && room && i == p->n && p->n == p->cap) {
-        unsigned cap = p->cap ? p->cap * 2 : 64;
-        void *nv = realloc(p->v, cap * sizeof *p->v);
-        if (nv) {
-            p->v = nv;
-            p->cap = cap;
-        }
-    }
-    bool ok = text && room && i < p->cap;
+    bool room = true;
+    char *kept = text;
+    bool ok = text && keep(p, node, text, now, &room);
     if (ok) {
-        if (i == p->n) {
-            snprintf(p->v[i].node, sizeof p->v[i].node, "%s", node);
-            p->v[i].doc = NULL;
-            p->n++;
-        }
-        free(p->v[i].doc);
-        p->v[i].doc = text;
-        p->v[i].received_ms = gp_wall_ms();
         text = NULL;
+        if (p->db && save(p->db, node, now, kept))
+            gp_log(GP_LOG_WARN, "preflight", "cannot keep a preflight result in state.db",
+                   "node=\"%s\" error=\"%s\"", node, sqlite3_errmsg(p->db));
     }
     pthread_mutex_unlock(&p->mu);
     free(text);
@@ -201,6 +241,28 @@ static int by_node(const void *a, const void *b)
     return strcmp(((const struct gp_srv_preflight_node *)a)->node, ((const struct gp_srv_preflight_node *)b)->node);
 }
 
+/* A result goes with its node: when the health states forgot the node
+ * (it left the fleet, insight/health.h), so does its result. Under mu. */
+static void drop_forgotten(struct gp_server *s, struct gp_srv_preflight *p)
+{
+    for (unsigned i = 0; s->health && i < p->n;) {
+        if (gp_health_knows(s->health, p->v[i].node)) {
+            i++;
+            continue;
+        }
+        sqlite3_stmt *st;
+        if (p->db && sqlite3_prepare_v2(p->db, "DELETE FROM preflight WHERE node=?1", -1, &st, NULL) == SQLITE_OK) {
+            sqlite3_bind_text(st, 1, p->v[i].node, -1, SQLITE_STATIC);
+            if (sqlite3_step(st) != SQLITE_DONE)
+                gp_log(GP_LOG_WARN, "preflight", "cannot delete a forgotten node's result from state.db",
+                       "node=\"%s\" error=\"%s\"", p->v[i].node, sqlite3_errmsg(p->db));
+            sqlite3_finalize(st);
+        }
+        free(p->v[i].doc);
+        p->v[i] = p->v[--p->n];
+    }
+}
+
 static void get(struct gp_server *s, const struct gp_http_request *req, struct gp_http_response *resp)
 {
     const char *want = gp_http_query(req, "node");
@@ -208,6 +270,7 @@ static void get(struct gp_server *s, const struct gp_http_request *req, struct g
     resp->content_type = "application/json";
     gp_buf_puts(&resp->body, "{\"status\":\"success\",\"data\":[");
     pthread_mutex_lock(&p->mu);
+    drop_forgotten(s, p);
     if (p->n)
         qsort(p->v, p->n, sizeof *p->v, by_node);
     unsigned k = 0;
@@ -237,8 +300,41 @@ void gp_srv_preflight_init(struct gp_srv_preflight *p)
     pthread_mutex_init(&p->mu, NULL);
 }
 
+int gp_srv_preflight_load(struct gp_srv_preflight *p, const char *dir, char *err, size_t errlen)
+{
+    int rc = gp_state_open(&p->db, dir, err, errlen);
+    sqlite3_stmt *st = NULL;
+    if (rc)
+        return rc;
+    if (sqlite3_prepare_v2(p->db, "SELECT node, received, doc FROM preflight", -1, &st, NULL) != SQLITE_OK)
+        return gp_seterr(err, errlen, GP_EIO, "reading the preflight results from state.db: %s",
+                         sqlite3_errmsg(p->db));
+    pthread_mutex_lock(&p->mu);
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *node = (const char *)sqlite3_column_text(st, 0);
+        const char *doc = (const char *)sqlite3_column_text(st, 2);
+        bool room;
+        /* our own rows: a JSON object as post() kept it */
+        if (!node || !doc || doc[0] != '{')
+            continue;
+        char *text = strdup(doc);
+        if (!text || !keep(p, node, text, sqlite3_column_int64(st, 1), &room)) {
+            free(text);
+            break;
+        }
+    }
+    pthread_mutex_unlock(&p->mu);
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE)
+        return rc == SQLITE_ROW ? gp_seterr(err, errlen, GP_ENOMEM, "out of memory reading the preflight results")
+                                : gp_seterr(err, errlen, GP_EIO, "reading the preflight results from state.db: %s",
+                                            sqlite3_errmsg(p->db));
+    return GP_OK;
+}
+
 void gp_srv_preflight_free(struct gp_srv_preflight *p)
 {
+    gp_state_close(p->db);
     for (unsigned i = 0; i < p->n; i++)
         free(p->v[i].doc);
     free(p->v);

@@ -588,7 +588,8 @@ int gp_server_start(struct gp_server **out, const struct gp_server_config *c, ch
         gp_storage_close(st);
         goto fail;
     }
-    if ((rc = gp_srv_meta_open(&s->meta, c->data_dir, err, errlen))) {
+    if ((rc = gp_srv_meta_open(&s->meta, c->data_dir, err, errlen)) ||
+        (rc = gp_srv_preflight_load(&s->preflight, c->data_dir, err, errlen))) {
         gp_storage_close(st);
         goto fail;
     }

@@ -133,8 +133,12 @@ struct gp_srv_preflight {
     pthread_mutex_t mu;
     unsigned n, cap;
     struct gp_srv_preflight_node *v;
+    struct sqlite3 *db; /* state.db's preflight table; NULL: memory only */
 };
 void gp_srv_preflight_init(struct gp_srv_preflight *p);
+/* Opens state.db in dir and reads the results kept there back. GP_OK,
+ * GP_EIO or GP_ENOMEM, with detail. */
+int gp_srv_preflight_load(struct gp_srv_preflight *p, const char *dir, char *err, size_t errlen);
 void gp_srv_preflight_free(struct gp_srv_preflight *p);
 
 struct gp_server {

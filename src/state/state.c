@@ -104,6 +104,11 @@ static const char *const migrations[GP_STATE_VERSION] = {
     " last REAL NOT NULL, times TEXT NOT NULL, PRIMARY KEY(node, gpu, code));"
     "CREATE TABLE IF NOT EXISTS health_nodes(node TEXT PRIMARY KEY, state TEXT NOT NULL, since INTEGER NOT NULL,"
     " preflight_ok INTEGER, preflight_summary TEXT, preflight_at INTEGER);",
+    /* 9: the last preflight result of each node as it was sent (server/
+     * preflight.c: GET /api/v1/health/preflight), with the time it came
+     * (Unix ms), so a restart does not forget why a node failed. */
+    "CREATE TABLE IF NOT EXISTS preflight(node TEXT PRIMARY KEY, received INTEGER NOT NULL,"
+    " doc TEXT NOT NULL);",
 };
 
 static int user_version(sqlite3 *db, int *v)

@@ -4,7 +4,8 @@
  * as opposed to the samples (the store). It holds the jobs registry
  * and the alerts (insight/alerts.h), the remediation audit log
  * (insight/remediate.h), remote write's metric metadata
- * (server/metadata.h) and the health states (insight/health.h); the
+ * (server/metadata.h), the health states (insight/health.h) and the
+ * nodes' last preflight results (server/preflight.c); the
  * notification outbox is meant to live here too, adding a migration.
  *
  * Why not the store's meta.db: meta.db belongs to the store. Its format
@@ -37,7 +38,7 @@
 #include <stddef.h>
 
 /* The schema version this binary writes. */
-#define GP_STATE_VERSION 8
+#define GP_STATE_VERSION 9
 
 /*
  * Opens (creating and migrating) dir/state.db in WAL mode with

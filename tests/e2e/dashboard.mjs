@@ -366,6 +366,26 @@ async function functional() {
     log(`health: "mark healthy" on ${eccNode} is audited`);
     await page.waitForSelector(`${badge(eccNode)}.unhealthy`, {timeout: 30000});
     log(`health: ${eccNode}'s ECC errors, still there, made it unhealthy again`);
+    // a failed preflight (gpulse check --push) shows on the node's badge
+    // (and keeps it degraded: tests/unit/test_health.c) until a passing one
+    if (thrNode && thrNode !== eccNode && process.env.GP_WRITE_TOKEN) {
+      const push = async (status) => {
+        const r = await fetch(base + "/api/v1/health/preflight", {method: "POST",
+          headers: {Authorization: "Bearer " + process.env.GP_WRITE_TOKEN, "Content-Type": "application/json"},
+          body: JSON.stringify({node: thrNode, time: Date.now() / 1000, status, failed: status === "ok" ? 0 : 1, action: status === "ok" ? "none" : "reset_gpu",
+            checks: status === "ok" ? [] : [{check: "row_remap", status: "failed", gpu: "2", reason: "GPU 2: a row remap pending", action: "reset_gpu"}]})});
+        check(r.status === 204, `preflight push answered ${r.status}`);
+      };
+      await push("failed");
+      await page.waitForSelector(`${badge(thrNode)}.degraded.preflight-failed`, {timeout: 30000});
+      const pt = await page.getAttribute(badge(thrNode), "title");
+      check(/preflight failed .*: 1 check failed: GPU 2: a row remap pending: reset the GPU/.test(pt), `the badge's title lacks the failed preflight: ${pt}`);
+      log(`health: ${thrNode}'s failed preflight on its badge: ${pt.split("\n").pop()}`);
+      await push("ok");
+      await page.waitForSelector(`${badge(thrNode)}:not(.preflight-failed)`, {timeout: 30000});
+      check(/preflight passed /.test(await page.getAttribute(badge(thrNode), "title")), "the badge's title lacks the passing preflight");
+      log(`health: a passing preflight cleared it from ${thrNode}'s badge`);
+    }
   }
 
   // Reconnection: the server restarts (same port and data); the page

@@ -74,6 +74,20 @@ python3 -c 'import json,sys; d=json.loads(sys.argv[1])["data"]; sys.exit(d["node
 code=$(curl -s -o /dev/null -w '%{http_code}' "${RD[@]}" "$SERVER_URL/api/v1/health/nodes/no-such-node")
 [ "$code" = 404 ] || fail "an unknown node answers $code, want 404"
 note "one node by name; an unknown one is a 404"
+# the health module's own metrics count the same states
+hm() { curl -sf "${RD[@]}" "$SERVER_URL/metrics" | grep '^gpulse_health_' | sort | tr '\n' ' '; }
+want=$(python3 - "$TMP/nodes.json" <<'PY'
+import json, sys
+n = json.load(open(sys.argv[1]))["data"][0]
+g = [x["state"] for x in n["gpus"]]
+out = ["gpulse_health_gpus{state=\"%s\"} %d" % (s, g.count(s)) for s in ("degraded", "healthy", "unhealthy")]
+out += ["gpulse_health_nodes{state=\"%s\"} %d" % (s, s == n["state"]) for s in ("degraded", "healthy", "unhealthy")]
+out.append("gpulse_health_preflight_failed_nodes 0")
+print(" ".join(sorted(out)) + " ")
+PY
+)
+[ "$(hm)" = "$want" ] || fail "/metrics' health counts: got '$(hm)', want '$want'"
+note "/metrics: $(hm)"
 
 # marking healthy: the write token, nothing else
 URL=$SERVER_URL/api/v1/health/nodes/$NODE/healthy
@@ -126,8 +140,11 @@ sys.exit(0 if p and p["ok"] is False and p["at"] > 0 and " failed: " in p["summa
 wait_until 10 pf || fail "the pushed preflight is not with the node's health: $(curl -s "${RD[@]}" "$SERVER_URL/api/v1/health/nodes/$NODE")"
 note "gpulse check --push: its failed result shows with the node's health ($(curl -s "${RD[@]}" "$SERVER_URL/api/v1/health/nodes/$NODE" | python3 -c 'import json,sys; print(json.load(sys.stdin)["data"]["preflight"]["summary"])'))"
 
-# a restart keeps states, reasons and their times
+hm | grep -q 'gpulse_health_preflight_failed_nodes 1 ' || fail "/metrics does not count the failed preflight: $(hm)"
+
+# a restart keeps states, reasons and their times, and the preflight result as sent
 cp "$TMP/nodes.json" "$TMP/before.json"
+curl -sf "${RD[@]}" "$SERVER_URL/api/v1/health/preflight" >"$TMP/pf-before.json" || fail "GET /api/v1/health/preflight"
 stop_server
 SERVER_CMD=up SERVER_DATA=$TMP/data start_server "${ARGS[@]}"
 nodes || fail "GET /api/v1/health/nodes after the restart"
@@ -143,6 +160,13 @@ if a != b:
     print("  before %s\n  after  %s" % (a, b), file=sys.stderr)
 sys.exit(0 if a == b else 1)
 PY
+curl -sf "${RD[@]}" "$SERVER_URL/api/v1/health/preflight" >"$TMP/pf-after.json" || fail "GET /api/v1/health/preflight after the restart"
+python3 - "$TMP/pf-before.json" "$TMP/pf-after.json" "$NODE" <<'PY' || fail "the preflight result changed across the restart: $(cat "$TMP/pf-before.json") -> $(cat "$TMP/pf-after.json")"
+import json, sys
+a, b = (json.load(open(p))["data"] for p in sys.argv[1:3])
+sys.exit(0 if a == b and len(a) == 1 and a[0]["node"] == sys.argv[3] and a[0]["status"] == "failed" and a[0]["checks"] else 1)
+PY
+note "after a restart: GET /api/v1/health/preflight gives the same result, received at the same time"
 sleep 3 # ticks on the restarted server count no XID again (the counters' values were kept)
 wait_until 10 check "$STILL" reboot || fail "the states after the restart's first ticks"
 note "after a restart: the same states, reasons and times; old XIDs are not counted again"

@@ -263,6 +263,144 @@ static void test_persist(void)
     gp_health_close(h);
 }
 
+/* A failed preflight makes a healthy node degraded at once, through
+ * ticks, a mark-healthy and a reopen, until a passing one; a worse GPU
+ * state still wins. */
+static void test_preflight_state(void)
+{
+    const char *dir = gp_test_tmpdir();
+    struct gp_health *h = open_h(dir, 3);
+    struct gp_buf b = {0};
+    tick_xids(h, T0, 0, 0);
+    CHECK_INT(gp_health_node_state(h, "n1"), GP_HS_HEALTHY);
+    CHECK_INT(gp_health_note_preflight(h, "n1", false, "1 check failed: reset the GPU", T0 + MIN), GP_OK);
+    CHECK_INT(gp_health_node_state(h, "n1"), GP_HS_DEGRADED);
+    expect(doc(h, &b), "\"node\":\"n1\",\"state\":\"degraded\",\"since\":1700000060,");
+    tick_xids(h, T0 + 2 * MIN, 0, 0);
+    CHECK_INT(gp_health_node_state(h, "n1"), GP_HS_DEGRADED);
+    CHECK_INT(gp_health_mark_healthy(h, "n1", "alice", "", T0 + 3 * MIN), GP_OK);
+    CHECK_INT(gp_health_node_state(h, "n1"), GP_HS_DEGRADED);
+    /* a GPU fault above the floor wins, and the floor is back when it goes */
+    observe(h, "1", gp_fault_cond(GP_FC_LOST));
+    tick_xids(h, T0 + 4 * MIN, 0, 0);
+    CHECK_INT(gp_health_node_state(h, "n1"), GP_HS_UNHEALTHY);
+    CHECK_INT(gp_health_mark_healthy(h, "n1", "alice", "", T0 + 5 * MIN), GP_OK);
+    CHECK_INT(gp_health_node_state(h, "n1"), GP_HS_DEGRADED);
+    gp_health_close(h);
+    h = open_h(dir, 3);
+    CHECK_INT(gp_health_node_state(h, "n1"), GP_HS_DEGRADED);
+    tick_xids(h, T0 + 6 * MIN, 0, 0);
+    CHECK_INT(gp_health_node_state(h, "n1"), GP_HS_DEGRADED);
+    CHECK_INT(gp_health_note_preflight(h, "n1", true, "all checks passed", T0 + 7 * MIN), GP_OK);
+    CHECK_INT(gp_health_node_state(h, "n1"), GP_HS_HEALTHY);
+    expect(doc(h, &b), "\"state\":\"healthy\",\"since\":1700000420,");
+    /* a node known only from its failed preflight (no GPUs yet) */
+    CHECK_INT(gp_health_note_preflight(h, "n5", false, "0 GPUs present", T0 + 8 * MIN), GP_OK);
+    CHECK_INT(gp_health_node_state(h, "n5"), GP_HS_DEGRADED);
+    /* /metrics' counts (gpulse_health_*) */
+    observe(h, "1", gp_fault_cond(GP_FC_LOST));
+    tick_xids(h, T0 + 9 * MIN, 0, 0);
+    struct gp_health_stats hs;
+    gp_health_stats(h, &hs);
+    CHECK_INT(hs.nodes[GP_HS_HEALTHY], 0);
+    CHECK_INT(hs.nodes[GP_HS_DEGRADED], 1);
+    CHECK_INT(hs.nodes[GP_HS_UNHEALTHY], 1);
+    CHECK_INT(hs.gpus[GP_HS_HEALTHY], 1);
+    CHECK_INT(hs.gpus[GP_HS_DEGRADED], 0);
+    CHECK_INT(hs.gpus[GP_HS_UNHEALTHY], 1);
+    CHECK_INT(hs.preflight_failed, 1);
+    gp_buf_free(&b);
+    gp_health_close(h);
+}
+
+/* A view of the GPUs "node/gpu" in list (NULL-terminated), at t. */
+static void tick_fleet(struct gp_health *h, int64_t t, const char *const *list)
+{
+    struct gp_view v;
+    CHECK_INT(gp_view_init(&v, 1, t, 1000), GP_OK);
+    for (; *list; list++) {
+        struct gp_view_gpu *g = gp_view_add_gpu(&v);
+        const char *slash = strchr(*list, '/');
+        snprintf(g->node, sizeof g->node, "%.*s", (int)(slash - *list), *list);
+        snprintf(g->gpu, sizeof g->gpu, "%s", slash + 1);
+        snprintf(g->uuid, sizeof g->uuid, "GPU-%s", *list);
+    }
+    CHECK_INT(gp_health_tick(h, &v, t, true), GP_OK);
+    gp_view_free(&v);
+}
+
+static int db_count(const char *dir, const char *sql)
+{
+    sqlite3 *db;
+    CHECK_INT(gp_state_open(&db, dir, NULL, 0), GP_OK);
+    sqlite3_stmt *st;
+    CHECK_INT(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
+    int n = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int(st, 0) : -1;
+    sqlite3_finalize(st);
+    gp_state_close(db);
+    return n;
+}
+
+/* GPUs and nodes that left the fleet are forgotten after forget_ms (a
+ * node with a newer preflight stays), in memory and in state.db; a mark-
+ * healthy forgets a node none of whose GPUs is in the view at once. */
+static void test_forget(void)
+{
+    const int64_t DAY = 24 * 60 * MIN;
+    const char *dir = gp_test_tmpdir();
+    struct gp_health_options o = {.xid_repeat = 3, .xid_window_ms = DAY, .forget_ms = 7 * DAY};
+    struct gp_health *h;
+    char err[256];
+    CHECK_INT(gp_health_open(&h, dir, &o, err, sizeof err), GP_OK);
+    struct gp_buf b = {0};
+    static const char *const all[] = {"n1/0", "n1/1", "n2/0", NULL}, *const n1[] = {"n1/0", NULL};
+    tick_fleet(h, T0, all);
+    observe(h, "1", gp_fault_cond(GP_FC_LOST));
+    tick_fleet(h, T0 + MIN, all);
+    CHECK_INT(gp_health_note_preflight(h, "n3", false, "0 GPUs present", T0 + 6 * DAY), GP_OK);
+    tick_fleet(h, T0 + 7 * DAY, n1); /* not yet: seen 7 days ago to the minute */
+    CHECK_INT(gp_health_json(h, "n2", &b), GP_OK);
+    CHECK_INT(db_count(dir, "SELECT count(*) FROM health_gpus"), 3);
+    tick_fleet(h, T0 + 7 * DAY + 2 * MIN, n1);
+    gp_buf_reset(&b);
+    CHECK_INT(gp_health_json(h, "n2", &b), GP_ENOTFOUND);
+    CHECK(gp_health_knows(h, "n1") && !gp_health_knows(h, "n2") && gp_health_knows(h, "n3"));
+    const char *d = doc(h, &b);
+    CHECK(!strstr(d, "\"gpu\":\"1\""));
+    expect(d, "\"state\":\"healthy\""); /* GPU 1's lost reason left with it */
+    CHECK_INT(db_count(dir, "SELECT count(*) FROM health_gpus"), 1);
+    CHECK_INT(db_count(dir, "SELECT count(*) FROM health_reasons"), 0);
+    CHECK_INT(db_count(dir, "SELECT count(*) FROM health_nodes WHERE node IN ('n1', 'n3')"), 2);
+    CHECK_INT(db_count(dir, "SELECT count(*) FROM health_nodes"), 2);
+    /* n3, known by its preflight only, goes 7 days after it */
+    tick_fleet(h, T0 + 13 * DAY + 2 * MIN, n1);
+    CHECK(!gp_health_knows(h, "n3"));
+    /* a GPU that comes back is new; finding still works after compaction */
+    static const char *const back[] = {"n1/0", "n2/0", "n9/4", NULL};
+    tick_fleet(h, T0 + 14 * DAY, back);
+    CHECK(gp_health_knows(h, "n2") && gp_health_knows(h, "n9"));
+    tick_fleet(h, T0 + 14 * DAY + MIN, back);
+    struct gp_health_stats hs;
+    gp_health_stats(h, &hs);
+    CHECK_INT(hs.gpus[GP_HS_HEALTHY], 3);
+    CHECK_INT(hs.nodes[GP_HS_HEALTHY], 3);
+    /* mark-healthy of n2 while it is out of the view: forgotten at once */
+    static const char *const without_n2[] = {"n1/0", "n9/4", NULL};
+    tick_fleet(h, T0 + 14 * DAY + 2 * MIN, without_n2);
+    CHECK_INT(gp_health_mark_healthy(h, "n1", "bob", "", T0 + 14 * DAY + 3 * MIN), GP_OK);
+    CHECK(gp_health_knows(h, "n1")); /* in the view: kept */
+    CHECK_INT(gp_health_mark_healthy(h, "n2", "bob", "decommissioned", T0 + 14 * DAY + 3 * MIN), GP_OK);
+    CHECK(!gp_health_knows(h, "n2"));
+    gp_health_close(h);
+    CHECK_INT(gp_health_open(&h, dir, &o, err, sizeof err), GP_OK);
+    CHECK(gp_health_knows(h, "n1") && !gp_health_knows(h, "n2") && gp_health_knows(h, "n9"));
+    CHECK_INT(db_count(dir, "SELECT count(*) FROM health_gpus"), 2);
+    gp_health_stats(h, &hs);
+    CHECK_INT(hs.gpus[GP_HS_HEALTHY], 2);
+    gp_buf_free(&b);
+    gp_health_close(h);
+}
+
 static void test_options(void)
 {
     struct gp_health *h;
@@ -319,6 +457,8 @@ const struct gp_test gp_tests_health[] = {
     {"xid_repeats", test_xid_repeats},
     {"mark_healthy", test_mark_healthy},
     {"persist", test_persist},
+    {"preflight_state", test_preflight_state},
+    {"forget", test_forget},
     {"options", test_options},
     {0},
 };
