@@ -76,7 +76,7 @@ const char *gp_goodput_part_name(enum gp_goodput_part p);
 struct gp_goodput_figures {
     double wall;                      /* rank-seconds; 0 when none */
     double part[GP_GOODPUT_NPARTS];   /* seconds, summing to wall */
-    double ratio;                     /* productive / wall; NaN without wall or steps */
+    double ratio;                     /* productive / wall; NaN without wall, 0 before the first step */
     int biggest_badput;               /* a part, -1 when no badput */
 };
 

@@ -623,11 +623,11 @@ static struct gp_jobdoc_figures job_cost_now(struct cost_ctx *c, const char *job
     for (unsigned i = 0; i < c->n && !slot; i++)
         if (!strcmp(c->cache[i].job, job))
             slot = &c->cache[i];
-    /* a job that has not stepped yet is read again sooner: its goodput
-     * appears within UNKNOWN_REFRESH_MS of its first steps */
-    if (slot && now - slot->at_ms < (isfinite(slot->fig.goodput.ratio) || !c->goodput
-                                         ? COST_REFRESH_MS
-                                         : UNKNOWN_REFRESH_MS)) {
+    /* a job that has not stepped yet (no goodput, or all of it start-up)
+     * is read again sooner: its goodput moves off 0 within
+     * UNKNOWN_REFRESH_MS of its first steps, not a minute later */
+    bool stepped = slot && slot->fig.goodput.ratio > 0;
+    if (slot && now - slot->at_ms < (stepped || !c->goodput ? COST_REFRESH_MS : UNKNOWN_REFRESH_MS)) {
         struct gp_jobdoc_figures f = slot->fig;
         pthread_mutex_unlock(&c->mu);
         return f;

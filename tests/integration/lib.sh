@@ -1,6 +1,9 @@
 # lib.sh - helpers for integration tests (sourced). Everything listens on
 # 127.0.0.1 only, on free ports, and is killed when the test exits.
 set -euo pipefail
+# With pipefail, `producer | grep -q PAT` fails when grep quits at the first
+# match and the producer (curl on a long /metrics) dies of SIGPIPE: tests
+# write `producer | grep PAT >/dev/null`, which reads to the end.
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 GPULSE=${GPULSE:-$ROOT/build/asan/gpulse}
 FAKE_FULL=$ROOT/build/fakenvml/full/libnvidia-ml.so.1

@@ -8,7 +8,7 @@ for flag in config listen interval simulate seed nvml-library gpm proc-root sysf
             hostname-label process-series log-level; do
     grep -q -- "--$flag" "$TMP/help" || fail "--help does not mention --$flag"
 done
-"$GPULSE" version | grep -q '^gpulse [0-9]' || fail "version"
+"$GPULSE" version | grep '^gpulse [0-9]' >/dev/null || fail "version"
 
 expect_usage() { # expect_usage PATTERN ARGS...
     local pat=$1; shift

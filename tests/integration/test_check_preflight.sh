@@ -40,7 +40,7 @@ assert {x["check"] for x in d["checks"]} >= {"gpus_present", "ecc_uncorrectable"
     "clocks", "temperature", "power_limit", "driver_version", "recent_xid", "gpu_lost"}, d
 PY
     check "$line" --gpus 2 --model H100 --driver-version 550.54.15
-    head -1 "$TMP/out" | grep -q "^FAILED  $ck .*$reason" || { cat "$TMP/out"; fail "$line: text"; }
+    head -1 "$TMP/out" | grep "^FAILED  $ck .*$reason" >/dev/null || { cat "$TMP/out"; fail "$line: text"; }
     note "$ck: $reason -> $action"
 done <<'EOF2'
 at 0 gpu 1 ecc_dbe_vol 2|ecc_uncorrectable|ecc_uncorrectable|reset_gpu|GPU 1: uncorrectable ECC errors since the last reset (2)
@@ -170,7 +170,7 @@ for b in '[]|the body must be a JSON object' '{"node":"x"|not JSON' \
     '{"node":"x","time":1,"status":"ok","action":"none","checks":[{"check":"a"}]}|checks\[0\] needs check' \
     '{"node":"x","time":1,"status":"ok","action":"none","checks":[],"extra":1}|unknown field' \
     '{"node":"x","status":"ok","action":"none","checks":[]}|time must be a number'; do
-    post "${b%%|*}" | grep -q "preflight result: .*${b#*|}" || fail "malformed result '${b%%|*}': $(post "${b%%|*}")"
+    post "${b%%|*}" | grep "preflight result: .*${b#*|}" >/dev/null || fail "malformed result '${b%%|*}': $(post "${b%%|*}")"
 done
 [ "$(api /api/v1/health/preflight | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["data"]))')" = 2 ] ||
     fail "a malformed result was stored"

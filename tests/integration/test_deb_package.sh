@@ -138,10 +138,10 @@ in_root apt-get update -qq >"$TMP/apt.log" 2>&1 || { cat "$TMP/apt.log"; fail "a
 in_root apt-get install -y -qq --no-install-recommends "/tmp/$(basename "$deb")" >>"$TMP/apt.log" 2>&1 ||
     { tail -30 "$TMP/apt.log"; fail "apt-get install of the package failed"; }
 [ "$(in_root dpkg-query -W -f='${Status}' gpulse)" = "install ok installed" ] || fail "gpulse not installed"
-in_root dpkg-query -W -f='${Conffiles}\n' gpulse | grep -q '^ /etc/gpulse/gpulse.yml ' ||
+in_root dpkg-query -W -f='${Conffiles}\n' gpulse | grep '^ /etc/gpulse/gpulse.yml ' >/dev/null ||
     fail "/etc/gpulse/gpulse.yml is not a conffile"
 [ "$(in_root gpulse version)" = "gpulse $version" ] || fail "installed gpulse is not version $version"
-in_root getent passwd gpulse | grep -q ':/usr/sbin/nologin$' || fail "no gpulse system user with nologin"
+in_root getent passwd gpulse | grep ':/usr/sbin/nologin$' >/dev/null || fail "no gpulse system user with nologin"
 [ "$(in_root stat -c %U:%G:%a /var/lib/gpulse)" = gpulse:gpulse:750 ] ||
     fail "/var/lib/gpulse is $(in_root stat -c %U:%G:%a /var/lib/gpulse), not gpulse:gpulse:750"
 

@@ -36,7 +36,7 @@ prometheus --config.file="$TMP/prom.yml" --storage.tsdb.path="$TMP/tsdb" \
     --web.listen-address="127.0.0.1:$PP" >"$TMP/prom.log" 2>&1 &
 PIDS+=($!)
 P=http://127.0.0.1:$PP
-has() { curl -sf "$P/api/v1/query" --data-urlencode "query=$1" | grep -q '"result":\[{'; }
+has() { curl -sf "$P/api/v1/query" --data-urlencode "query=$1" | grep '"result":\[{' >/dev/null; }
 wait_until 30 curl -sf "$P/-/ready" || { tail -20 "$TMP/prom.log"; fail "prometheus did not come up"; }
 # The simulated jobs load for 9-13 s before they step; the recording
 # rules run every 15 s and need two samples of the step counters.
@@ -87,7 +87,7 @@ note "Prometheus: NVIDIA's dcgm-exporter dashboard: $(echo "$out" | tail -1 | aw
 # gpulse server directly: its recording rules need two evaluations of the
 # step counters, as in Prometheus.
 S=$SERVER_URL
-gp_has() { curl -sf "$S/api/v1/query" --data-urlencode "query=$1" | grep -q '"result":\[{'; }
+gp_has() { curl -sf "$S/api/v1/query" --data-urlencode "query=$1" | grep '"result":\[{' >/dev/null; }
 wait_until 60 gp_has 'gpulse:job_rank_step_seconds:robust_z5m' ||
     { tail -5 "$SERVER_LOG"; fail "gpulse server: no step telemetry through the recording rules after 60 s"; }
 # The Fleet dashboard's server panels read gpulse_server_* families, which

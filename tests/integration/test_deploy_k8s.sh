@@ -134,7 +134,7 @@ GPULSE_FAKENVML_SCENARIO=$SCEN/h100x8.scn GPULSE_NVML_LIBRARY=$FAKE_FULL \
     "$GPULSE" "${aargs[@]}" >"$TMP/agent.log" 2>&1 & PIDS+=($!)
 wait_until 20 curl -sf "http://127.0.0.1:$AP/healthz" || { cat "$TMP/agent.log"; fail "agent did not start from the ConfigMap"; }
 pushed() { curl -sfg -H 'Authorization: Bearer rtok' \
-    "http://127.0.0.1:$SP/api/v1/series?match[]=DCGM_FI_DEV_GPU_UTIL{Hostname=\"k8s-gpu-node-1\"}" | grep -o '"gpu":' | wc -l | grep -qx 8; }
+    "http://127.0.0.1:$SP/api/v1/series?match[]=DCGM_FI_DEV_GPU_UTIL{Hostname=\"k8s-gpu-node-1\"}" | grep -o '"gpu":' | wc -l | grep -x 8 >/dev/null; }
 wait_until 20 pushed || { tail -5 "$TMP/agent.log"; fail "the agent's samples did not reach the server with the write token"; }
 [ -S "$TMP/steps.sock" ] || fail "no step socket where the hostPath puts it"
 note "ConfigMap + container args: agent (host label k8s-gpu-node-1 from NODE_NAME) pushes 8 GPUs to the token-guarded server"
@@ -179,7 +179,7 @@ rc=0; GPULSE_FAKENVML_SCENARIO=$TMP/h100x8-healthy.scn GPULSE_NVML_LIBRARY=$FAKE
 rc=0; GPULSE_FAKENVML_SCENARIO=$SCEN/h100x8.scn GPULSE_NVML_LIBRARY=$FAKE_FULL "$GPULSE" "${pargs[@]}" >"$TMP/pf.out" 2>&1 || rc=$?
 [ $rc = 1 ] && grep -q '^FAILED  clocks *GPU 3: clocks held down (sw_power_cap): drain the node' "$TMP/pf.out" ||
     { cat "$TMP/pf.out"; fail "the init container let a node with throttled GPUs through ($rc)"; }
-curl -sf -H 'Authorization: Bearer rtok' "http://127.0.0.1:$SP/api/v1/health/preflight?node=k8s-gpu-node-1" | grep -q '"status":"failed","action":"drain_inspect"' ||
+curl -sf -H 'Authorization: Bearer rtok' "http://127.0.0.1:$SP/api/v1/health/preflight?node=k8s-gpu-node-1" | grep '"status":"failed","action":"drain_inspect"' >/dev/null ||
     fail "the init container's result did not reach the server"
 note "preflight example: the init container's args pass 8 healthy H100s, stop a throttled node (exit 1) and push the result"
 echo "ok: $objects Kubernetes objects validated, fitted and run"

@@ -44,9 +44,9 @@ state() { api "/api/v1/jobs/$1" | python3 -c 'import json,sys; d=json.load(sys.s
 wait_until 10 sh -c "curl -sf -H 'Authorization: Bearer r-secret' '$SERVER_URL/api/v1/jobs/4242' | grep -q gpu02" ||
     { api /api/v1/jobs; fail "the prolog did not put job 4242 in the registry"; }
 [ "$(state 4242)" = "running slurm gpu01,gpu02 None" ] || fail "job 4242 after the prologs: $(state 4242)"
-api '/api/v1/series?match[]=gpulse_slurm_job_info{job="4242"}' | grep -q '"user":"alice"' ||
+api '/api/v1/series?match[]=gpulse_slurm_job_info{job="4242"}' | grep '"user":"alice"' >/dev/null ||
     fail "the owner of job 4242 is not stored"
-api '/api/v1/series?match[]=gpulse_slurm_job_info{job="4242"}' | grep -q '"gpus":"0,1"' ||
+api '/api/v1/series?match[]=gpulse_slurm_job_info{job="4242"}' | grep '"gpus":"0,1"' >/dev/null ||
     fail "the GPUs of job 4242 are not stored"
 note "prolog: jobs registered from their allocation on (4242 on gpu01 and gpu02, user alice)"
 

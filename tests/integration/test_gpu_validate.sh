@@ -17,7 +17,7 @@ note "$(cat "$TMP/pack.txt")"
 [ -x "$KIT/bin/gpulse" ] || fail "no gpulse in the kit"
 cmp -s "$KIT/bin/gpulse" "$ROOT/build/rel/gpulse" || fail "the kit's gpulse is not build/rel/gpulse"
 ls "$KIT/lib" | grep -E '^(libc|libm|libpthread|libdl|librt|ld-linux)[.-]' && fail "glibc's own libraries were packed"
-ls "$KIT/lib" | grep -q nvidia-ml && fail "libnvidia-ml was packed"
+ls "$KIT/lib" | grep nvidia-ml >/dev/null && fail "libnvidia-ml was packed"
 for lib in libmicrohttpd.so.12 libcurl.so.4 libsqlite3.so.0 libjansson.so.4; do
     [ -f "$KIT/lib/$lib" ] || fail "$lib is missing from the kit"
 done

@@ -31,7 +31,7 @@ for u in "$D"/usr/lib/systemd/system/*.service; do
 done
 cmp -s "$D/usr/share/doc/gpulse/examples/gpulse.yml" "$ROOT/gpulse.example.yaml" || fail "example differs"
 grep -qx '  data_dir: /var/lib/gpulse' "$D/etc/gpulse/gpulse.yml" || fail "installed config keeps its store elsewhere"
-"$D/usr/bin/gpulse" version | grep -qx "gpulse $(cat "$ROOT/VERSION")" || fail "installed binary's version"
+"$D/usr/bin/gpulse" version | grep -x "gpulse $(cat "$ROOT/VERSION")" >/dev/null || fail "installed binary's version"
 note "installed ${#expect[@]} files ($units systemd units)"
 
 # The installed binary runs from the installed configuration (its store
@@ -45,7 +45,7 @@ stop_server
 # A changed configuration survives a reinstall and an uninstall.
 echo "# local change" >>"$D/etc/gpulse/gpulse.yml"
 mk install DESTDIR="$D" PREFIX=/usr
-tail -1 "$D/etc/gpulse/gpulse.yml" | grep -qx '# local change' || fail "install replaced a changed config"
+tail -1 "$D/etc/gpulse/gpulse.yml" | grep -x '# local change' >/dev/null || fail "install replaced a changed config"
 mk uninstall DESTDIR="$D" PREFIX=/usr
 left=$(cd "$D" && find . -type f)
 [ "$left" = ./etc/gpulse/gpulse.yml ] || fail "after uninstall, left: $left"

@@ -37,10 +37,10 @@ notify:
 YAML
 SERVER_CMD=up start_server --config "$TMP/gpulse.yaml" --simulate 2x2xH100 --interval 1s \
     --eval-interval 1s --eval-step 1s --eval-window 30s --steps-socket "$TMP/steps.sock"
-delivered() { curl -sf "$SERVER_URL/metrics" | grep -q '^gpulse_server_notifications_total{.*result="done"} [1-9]'; }
+delivered() { curl -sf "$SERVER_URL/metrics" | grep '^gpulse_server_notifications_total{.*result="done"} [1-9]' >/dev/null; }
 wait_until 30 delivered || fail "no notification delivered within 30 s"
 # low_goodput's input: a simulated job's goodput once it has stepped
-judged() { curl -sf "$SERVER_URL/metrics" | grep -q '^gpulse_job_goodput_ratio{job="sim-job-0"} 0\.[0-9]'; }
+judged() { curl -sf "$SERVER_URL/metrics" | grep '^gpulse_job_goodput_ratio{job="sim-job-0"} 0\.[0-9]' >/dev/null; }
 wait_until 60 judged || fail "no gpulse_job_goodput_ratio for sim-job-0 within 60 s"
 curl -sf "$SERVER_URL/metrics" >"$TMP/metrics.txt" || fail "GET /metrics"
 

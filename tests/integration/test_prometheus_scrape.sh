@@ -20,10 +20,10 @@ PIDS+=($!)
 q() { curl -sf "http://127.0.0.1:$PP/api/v1/query" --data-urlencode "query=$1"; }
 wait_until 60 sh -c "curl -sf 'http://127.0.0.1:$PP/api/v1/query?query=count(DCGM_FI_PROF_SM_ACTIVE)' | grep -q '\"8\"'" ||
     { tail -20 "$TMP/prom.log"; fail "Prometheus never saw 8 GPUs with GPM metrics"; }
-q 'up{job="gpulse"}' | grep -q '"1"\]' || fail "target not up"
+q 'up{job="gpulse"}' | grep '"1"\]' >/dev/null || fail "target not up"
 python3 "$ROOT/tests/integration/compare_values.py" "$SCEN/h100x8.scn" prom "http://127.0.0.1:$PP" ||
     fail "values read back through Prometheus differ from the scenario"
 # dcgm-exporter dashboards select by these labels.
-q 'DCGM_FI_DEV_GPU_TEMP{gpu="3",modelName="NVIDIA H100 80GB HBM3",device="nvidia3"}' | grep -q '"Hostname"' ||
+q 'DCGM_FI_DEV_GPU_TEMP{gpu="3",modelName="NVIDIA H100 80GB HBM3",device="nvidia3"}' | grep '"Hostname"' >/dev/null ||
     fail "dcgm-exporter labels missing"
 note "Prometheus read back the scenario's values"

@@ -18,7 +18,7 @@
 
 SERVER_CMD=up start_server --simulate 1x2xH100 --interval 1s
 U=$SERVER_URL
-has_data() { curl -sf "$U/api/v1/query?query=DCGM_FI_DEV_GPU_UTIL" | grep -q '"result":\[{'; }
+has_data() { curl -sf "$U/api/v1/query?query=DCGM_FI_DEV_GPU_UTIL" | grep '"result":\[{' >/dev/null; }
 wait_until 30 has_data || { tail -20 "$SERVER_LOG"; fail "no DCGM_FI_DEV_GPU_UTIL after 30 s"; }
 # rate() needs two samples of the energy counter in its window.
 sleep 3

@@ -37,7 +37,7 @@ start_server --config "$TMP/gpulse.yaml" --eval-interval 1s --eval-step 1s --eva
     done
 ) &
 PIDS+=($!)
-firing() { curl -sf "$SERVER_URL/api/v1/alerts?state=firing&job=hot-job" | grep -q '"kind":"ecc_uncorrectable"'; }
+firing() { curl -sf "$SERVER_URL/api/v1/alerts?state=firing&job=hot-job" | grep '"kind":"ecc_uncorrectable"' >/dev/null; }
 wait_until 20 firing || { cat "$SERVER_LOG" >&2; fail "the ECC alert never fired"; }
 wait_until 20 curl -sf "$SERVER_URL/api/v1/jobs/calm-job" || fail "the jobs were never registered"
 note "the ECC alert fires on hot-job"
@@ -66,7 +66,7 @@ grep -q 'Nothing: ' "$TMP/hot.html" && fail "the HTML report says nothing to cha
 note "JSON and HTML carry it too"
 
 "$GPULSE" report calm-job --server "$SERVER_URL" >"$TMP/calm.txt" 2>&1 || fail "gpulse report calm-job"
-tr -s ' \n' ' ' <"$TMP/calm.txt" | grep -q 'no alert is active on this job' || fail "calm-job: $(sed -n '/^What to change$/,$p' "$TMP/calm.txt")"
+tr -s ' \n' ' ' <"$TMP/calm.txt" | grep 'no alert is active on this job' >/dev/null || fail "calm-job: $(sed -n '/^What to change$/,$p' "$TMP/calm.txt")"
 grep -q 'ecc_uncorrectable' "$TMP/calm.txt" && fail "calm-job shows hot-job's alert"
 note "calm-job: no alert is active"
 
@@ -96,7 +96,7 @@ JS_URL=http://127.0.0.1:$(cat "$TMP/port")
     fail "the report failed without alerts: $(cat "$TMP/old.err")"
 grep -q "^gpulse report: cannot read the alerts of job 'calm-job' from $JS_URL: HTTP 400" \
     "$TMP/old.err" || fail "no warning: $(cat "$TMP/old.err")"
-tr -s ' \n' ' ' <"$TMP/old.txt" | grep -q "(no server gave the job's alerts)" || fail "no note: $(sed -n '/^What to change$/,$p' "$TMP/old.txt")"
+tr -s ' \n' ' ' <"$TMP/old.txt" | grep "(no server gave the job's alerts)" >/dev/null || fail "no note: $(sed -n '/^What to change$/,$p' "$TMP/old.txt")"
 for bad in "alerts-garbage:no {\"status\":\"success\",\"data\":\[...\]} envelope" \
     "alerts-object:no {\"status\":\"success\",\"data\":\[...\]} envelope"; do
     job=${bad%%:*} want=${bad#*:}
@@ -104,7 +104,7 @@ for bad in "alerts-garbage:no {\"status\":\"success\",\"data\":\[...\]} envelope
         fail "$job: the report failed: $(cat "$TMP/bad.err")"
     grep -q "^gpulse report: cannot read the alerts of job '$job' from $JS_URL: $want\$" "$TMP/bad.err" ||
         fail "$job: $(cat "$TMP/bad.err")"
-    tr -s ' \n' ' ' <"$TMP/bad.txt" | grep -q "(no server gave the job's alerts)" || fail "$job: no note"
+    tr -s ' \n' ' ' <"$TMP/bad.txt" | grep "(no server gave the job's alerts)" >/dev/null || fail "$job: no note"
 done
 note "without an alerts API, or a malformed answer: the report, a warning and a note"
 stop_server

@@ -12,7 +12,7 @@ W=$ROOT/tests/integration/py/rank_worker.py
 for flag in server job html json quiet report status-interval gpu-hour-price interval steps-socket; do
     grep -q -- "--$flag" "$TMP/help" || fail "--help does not mention --$flag"
 done
-"$GPULSE" help | grep -q '^  run ' || fail "gpulse help does not list run"
+"$GPULSE" help | grep '^  run ' >/dev/null || fail "gpulse help does not list run"
 
 expect_usage() { # expect_usage PATTERN ARGS...
     local pat=$1; shift
@@ -35,7 +35,7 @@ expect_usage "interval must be between" --interval 10ms -- true
 # On a terminal: redrawn in place (\r ... erase to end of line), then cleared.
 script -q -e -c "$GPULSE run --no-report --interval 200ms --steps-socket '' -- $PY $W 1.5" "$TMP/tty" >/dev/null ||
     fail "gpulse run under script failed"
-tr '\r' '\n' <"$TMP/tty" | grep -qE '^\[gpulse\] run-[0-9T]+-[0-9]+ 0:00:0[0-9] \| step [0-9]+ \([0-9.]+/s\) \| no GPU \| RSS [0-9]+ MiB.\[K' ||
+tr '\r' '\n' <"$TMP/tty" | grep -E '^\[gpulse\] run-[0-9T]+-[0-9]+ 0:00:0[0-9] \| step [0-9]+ \([0-9.]+/s\) \| no GPU \| RSS [0-9]+ MiB.\[K' >/dev/null ||
     { cat -v "$TMP/tty"; fail "no status line redrawn on the terminal"; }
 # Not a terminal: the job line at start, then a line per --status-interval.
 "$GPULSE" run --no-report --interval 200ms --status-interval 1s --job cli-1 -- $PY "$W" 2.5 2>"$TMP/plain"

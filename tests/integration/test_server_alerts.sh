@@ -41,7 +41,7 @@ echo 90 >"$TMP/value"
 ) &
 PIDS+=($!)
 get() { curl -sf -H 'Authorization: Bearer R' "$SERVER_URL$1"; }
-has() { get "$1" | grep -q -- "$2"; }
+has() { get "$1" | grep -- "$2" >/dev/null; }
 
 wait_until 10 has '/api/v1/alerts?state=pending' '"kind":"gpu_hot"' || fail "never pending"
 note "pending"

@@ -28,7 +28,7 @@ grep -q 'msg="store open" .*series=0 replayed_samples=0 recovery_s=' "$SERVER_LO
 # One line gives the dashboard's URL, with the port bound, and it answers.
 url=$(sed -n 's/.*msg="dashboard ready: open the url in a browser" url=\([^ ]*\)$/\1/p' "$SERVER_LOG")
 [ "$url" = "http://127.0.0.1:$SERVER_PORT/" ] || { cat "$SERVER_LOG"; fail "start log lacks the dashboard's url"; }
-curl -sf "$url" | grep -qi '<html' || fail "the logged url $url serves no page"
+curl -sf "$url" | grep -i '<html' >/dev/null || fail "the logged url $url serves no page"
 # The port is taken: a second server exits 1 with a message.
 rc=0; "$GPULSE" server --listen "127.0.0.1:$SERVER_PORT" --data "$TMP/other" 2>"$TMP/err" || rc=$?
 [ $rc -eq 1 ] && grep -q "cannot listen" "$TMP/err" || fail "port taken: exit $rc, $(cat "$TMP/err")"

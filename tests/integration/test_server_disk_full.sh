@@ -77,12 +77,12 @@ grep -q '^HTTP/1.1 503' "$TMP/health.hdr" || fail "health is not 503 while write
 case $health in *'"write_error":"cannot '*'no space left on device"'*) ;;
 *) fail "health does not name the write error: $health" ;; esac
 wait_until 10 grep -q ' 503 5 ' "$TMP/probe.log" || fail "no 503 with Retry-After: 5 while full"
-grep ' 503 ' "$TMP/probe.log" | grep -qv 'no space left on device' &&
+grep ' 503 ' "$TMP/probe.log" | grep -v 'no space left on device' >/dev/null &&
     fail "a 503 does not name the cause: $(grep ' 503 ' "$TMP/probe.log" | grep -v 'no space' | head -1)"
 [ "$(srv_metric gpulse_server_store_writes_paused)" = 1 ] || fail "writes_paused is not 1"
 [ "$(srv_metric gpulse_server_store_write_errors_total)" -ge 1 ] || fail "the write error is not counted"
 sleep 3 # stays paused while full
-curl -s "$SERVER_URL/api/v1/health" | grep -q writes_paused || fail "writes resumed while the disk was still full"
+curl -s "$SERVER_URL/api/v1/health" | grep writes_paused >/dev/null || fail "writes resumed while the disk was still full"
 note "full: $(grep -c ' 503 ' "$TMP/probe.log") probe requests answered 503 Retry-After 5 so far"
 
 # 2. Room again.
@@ -92,7 +92,7 @@ wait_until 30 sh -c "awk -v f=$freed '\$3 == 204 && \$5 > f {ok=1} END {exit !ok
     { tail -5 "$TMP/probe.log"; tail -20 "$SERVER_LOG"; fail "writes were not accepted again after space returned"; }
 back=$(awk -v f="$freed" '$3 == 204 && $5 > f {print $5 - f; exit}' "$TMP/probe.log")
 python3 -c "import sys; sys.exit(0 if $back < 5 else 1)" || fail "writes took $back s to resume (over 5 s)"
-curl -sf "$SERVER_URL/api/v1/health" | grep -q '"status":"ok"' || fail "health is not ok after the resume"
+curl -sf "$SERVER_URL/api/v1/health" | grep '"status":"ok"' >/dev/null || fail "health is not ok after the resume"
 [ "$(srv_metric gpulse_server_store_write_resumes_total)" -ge 1 ] || fail "the resume is not counted"
 [ "$(srv_metric gpulse_server_store_writes_paused)" = 0 ] || fail "writes_paused is not 0 after the resume"
 grep -q 'msg="writes resumed after a write error"' "$SERVER_LOG" || fail "the resume is not logged"

@@ -67,7 +67,7 @@ stop_server
 SERVER_CMD=up start_server --simulate 2x8xH100,1x8xA100 --interval 500ms --gpu-prices "A100=2"
 wait_until 30 sh -c "curl -sf '$SERVER_URL/api/v1/fleet' | grep -q '\"gpus\":24,'" ||
     fail "the fleet never showed 24 GPUs"
-curl -sf "$SERVER_URL/api/v1/fleet" | grep -q '"overall":{[^}]*"cost_per_hour":72,' ||
+curl -sf "$SERVER_URL/api/v1/fleet" | grep '"overall":{[^}]*"cost_per_hour":72,' >/dev/null ||
     fail "gpu_prices did not price the A100s at 2: $(curl -s "$SERVER_URL/api/v1/fleet")"
 note "gpu_prices overrides the table's price"
 stop_server

@@ -48,7 +48,7 @@ dm = d["damage"][0]
 assert dm["file"] == "state.db" and "not a database" in dm["detail"] and "gpulse repair" in dm["repair"], dm
 PY
 note "health: degraded, names state.db and the repair"
-curl -sf "$SERVER_URL/metrics" | grep -qx 'gpulse_server_state_damaged 1' || fail "metrics lack gpulse_server_state_damaged 1"
+curl -sf "$SERVER_URL/metrics" | grep -x 'gpulse_server_state_damaged 1' >/dev/null || fail "metrics lack gpulse_server_state_damaged 1"
 stop_server
 [ "$(sha256sum <"$SERVER_DATA/state.db")" = "$sum" ] || fail "the damaged state.db was written to"
 note "damaged file untouched; clean exit"
@@ -56,7 +56,7 @@ note "damaged file untouched; clean exit"
 # A sound data directory reports no damage.
 SERVER_DATA=$TMP/sound
 start_server
-curl -s "$SERVER_URL/api/v1/health" | grep -q '"status":"ok"' || fail "sound health not ok"
-curl -sf "$SERVER_URL/metrics" | grep -qx 'gpulse_server_state_damaged 0' || fail "sound: damaged gauge not 0"
+curl -s "$SERVER_URL/api/v1/health" | grep '"status":"ok"' >/dev/null || fail "sound health not ok"
+curl -sf "$SERVER_URL/metrics" | grep -x 'gpulse_server_state_damaged 0' >/dev/null || fail "sound: damaged gauge not 0"
 stop_server
 echo "ok"

@@ -55,9 +55,9 @@ GPULSE_NVML_LIBRARY=$TMP/none/libnvidia-ml.so.1 "$GPULSE" top --once --width 160
 note "up's /api/v1/snapshot: its agent's frame; gpulse top --agent shows it"
 # Host series reach the store with the node label and the external label,
 # as an agent pushing to a server sends them; GPU series keep their node.
-curl -sf "$SERVER_URL/api/v1/series?match[]=gpulse_host_cpus" | grep -q '"Hostname":"up-node"' ||
+curl -sf "$SERVER_URL/api/v1/series?match[]=gpulse_host_cpus" | grep '"Hostname":"up-node"' >/dev/null ||
     fail "up's host series lack the node label: $(curl -s "$SERVER_URL/api/v1/series?match[]=gpulse_host_cpus")"
-curl -sf "$SERVER_URL/api/v1/series?match[]=DCGM_FI_DEV_GPU_UTIL" | grep -q '"cluster":"solo"' ||
+curl -sf "$SERVER_URL/api/v1/series?match[]=DCGM_FI_DEV_GPU_UTIL" | grep '"cluster":"solo"' >/dev/null ||
     fail "up's GPU series lack the external label"
 note "up's own samples carry Hostname=up-node (host series) and cluster=solo"
 stop_server

@@ -74,7 +74,7 @@ stop_server
 rm "$DATA/head.snap"
 start_server --log-level info
 grep -q 'head.snap missing: rebuilt from blocks, chunk files and the whole WAL' "$SERVER_LOG" || fail "no log of the missing head.snap"
-curl -sf "$SERVER_URL/api/v1/health" | grep -q '"store_damage":\["head.snap missing"\]' || fail "health does not report the missing head.snap"
+curl -sf "$SERVER_URL/api/v1/health" | grep '"store_damage":\["head.snap missing"\]' >/dev/null || fail "health does not report the missing head.snap"
 [ "$(metric 'gpulse_server_store_damage{what="head_snap_missing"}')" = 1 ] || fail "/metrics does not report the missing head.snap"
 expect_count "head.snap deleted" dmg $T0 $NT $ALL 0
 restart
@@ -99,7 +99,7 @@ start_server --log-level info
 grep -q 'meta.db damaged: set aside; the series registry rebuilt' "$SERVER_LOG" || fail "no log of the damaged meta.db"
 ls "$DATA"/meta.db.damaged-* >/dev/null || fail "the damaged meta.db was not kept"
 [ "$(metric gpulse_server_store_series_lost)" = 0 ] || fail "series lost: '$(metric gpulse_server_store_series_lost)'"
-curl -sf "$SERVER_URL/api/v1/health" | grep -q '"meta.db damaged"' || fail "health does not report meta.db"
+curl -sf "$SERVER_URL/api/v1/health" | grep '"meta.db damaged"' >/dev/null || fail "health does not report meta.db"
 LEFT=$ALL
 expect_count "meta.db damaged (no series' labels lost)" dmg $T0 $NT $LEFT 0
 restart
@@ -113,7 +113,7 @@ printf '\x5a' | dd of="$DATA/series.log" bs=1 seek=$(( $(stat -c %s "$DATA/serie
 start_server --log-level info
 grep -q 'series.log damaged: set aside; rebuilt from meta.db' "$SERVER_LOG" || fail "no log of the damaged series.log"
 ls "$DATA"/series.log.damaged-* >/dev/null || fail "the damaged series.log was not kept"
-curl -sf "$SERVER_URL/api/v1/health" | grep -q '"series.log damaged"' || fail "health does not report series.log"
+curl -sf "$SERVER_URL/api/v1/health" | grep '"series.log damaged"' >/dev/null || fail "health does not report series.log"
 [ "$(metric 'gpulse_server_store_damage{what="series_log_damaged"}')" = 1 ] || fail "/metrics does not report series.log"
 expect_count "series.log damaged" dmg $T0 $NT $LEFT 0
 stop_server
@@ -199,7 +199,7 @@ grep -q '^head.snap: ok' "$TMP/repair2.out" && grep -q '^state.db: absent' "$TMP
     grep -q '^series.log: ok' "$TMP/repair2.out" ||
     { cat "$TMP/repair2.out" >&2; fail "a second repair still finds damage"; }
 start_server --log-level info
-curl -sf "$SERVER_URL/api/v1/health" | grep -q '"status":"ok"' || fail "health after repair"
+curl -sf "$SERVER_URL/api/v1/health" | grep '"status":"ok"' >/dev/null || fail "health after repair"
 expect_count "after repair" dmg $T0 $NT $AFTER_BLOCK 1
 # The recent samples sat in open head chunks, whose only copy after the
 # last checkpoint was the deleted head.snap: those are what deleting it

@@ -186,7 +186,7 @@ same live gpumem --width 70 --window last || { cat "$TMP/live.scr"; fail "scroll
 hdr=$(grep -E '^ +PID' "$TMP/live.scr")
 for c in USER RSS; do [[ $hdr == *"$c"* ]] && fail "$c still shown at 70 columns: $hdr"; done
 for c in JOB "GPU MEM" COMMAND; do [[ $hdr == *"$c"* ]] || fail "$c dropped at 70 columns: $hdr"; done
-tail -n 1 "$TMP/live.scr" | grep -q 'h help' || fail "no status line at the bottom after the resize"
+tail -n 1 "$TMP/live.scr" | grep 'h help' >/dev/null || fail "no status line at the bottom after the resize"
 note "resize to 70x30 and End: $hdr"
 
 TM send-keys -t live q
