@@ -338,6 +338,33 @@ struct vsel_job {
     atomic_size_t cells; /* step slots allocated so far, against it too */
 };
 
+/* The first of t[p..n) (increasing) past at. A step usually moves as
+ * many samples as the one before (hint): two loads confirm that; else a
+ * gallop from p and a binary search. A sample-by-sample scan was a tenth
+ * of an avg-by query over 1 s samples at 15 s steps. */
+static size_t first_past(const int64_t *t, size_t p, size_t n, int64_t at, size_t hint)
+{
+    if (p >= n || t[p] > at)
+        return p;
+    if (hint > 0 && hint < n - p && t[p + hint - 1] <= at && t[p + hint] > at)
+        return p + hint;
+    size_t lo = p, hi = n, step = 1; /* t[lo] <= at, and t[hi] > at or hi == n */
+    while (lo + step < n && t[lo + step] <= at) {
+        lo += step;
+        step *= 2;
+    }
+    if (lo + step < n)
+        hi = lo + step;
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (t[mid] <= at)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return hi;
+}
+
 static int vsel_series(void *arg, size_t i, const struct gp_store_series *ser, int64_t *t,
                        double *v, size_t n, char *err, size_t errlen)
 {
@@ -346,11 +373,12 @@ static int vsel_series(void *arg, size_t i, const struct gp_store_series *ser, i
     const struct gp_pq_ctx *c = j->c;
     const struct gp_pq_grid *g = j->g;
     int64_t lb = c->lim.lookback_ms;
-    size_t p = 0, np = 0;
+    size_t p = 0, np = 0, moved = 0;
     for (size_t k = 0; k < g->n; k++) {
         int64_t at = when_at(c, &j->w, g, k);
-        while (p < n && t[p] <= at)
-            p++;
+        size_t q = first_past(t, p, n, at, moved);
+        moved = q - p;
+        p = q;
         if (p == 0)
             continue;
         int64_t ts = t[p - 1];

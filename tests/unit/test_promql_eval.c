@@ -539,6 +539,23 @@ static void test_range_matches_instant(void)
     check_consistent(s, F(GP_PQ_F_RATE, 1, M("gauge", 150000)), a, b, st);
     check_consistent(s, F(GP_PQ_F_INCREASE, 1, M("gauge", 4 * MIN)), a, b, 30000);
     check_consistent(s, F(GP_PQ_F_RATE, 1, M("gauge", MIN)), a, b, 20000);
+    /* Uneven spacing: a range query's selector guesses that a step moves
+     * as many samples as the one before (an instant query searches), so
+     * runs of 1 s, gaps of minutes and bursts of ms break the guess both
+     * ways. */
+    enum { NI = 200 };
+    int64_t it[NI];
+    double iv[NI];
+    int64_t x = T0;
+    for (int i = 0; i < NI; i++) {
+        x += i % 50 == 49 ? 3 * MIN + 17 : i % 7 == 3 ? 9 : i < 100 ? 1000 : 4300;
+        it[i] = x;
+        iv[i] = i;
+    }
+    pt_add(s, "uneven", NI, it, iv);
+    for (int64_t step = 1000; step <= 61000; step += 15000)
+        check_consistent(s, V("uneven"), T0 - MIN, x + MIN, step);
+    check_consistent(s, A(GP_PQ_A_AVG, V("uneven"), NULL, 0, NULL), T0 + 999, x + 6 * MIN, 4321);
     gp_storage_close(s);
 }
 
