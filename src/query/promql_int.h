@@ -291,6 +291,10 @@ int gp_pq_sel_each(struct gp_pq_ctx *c, struct gp_pq_sel_read *r, gp_pq_series_f
 void gp_pq_window_at(const struct gp_pq_ctx *c, const struct gp_pq_when *w, int64_t range,
                      const struct gp_pq_grid *g, size_t k, const int64_t *t, size_t n, size_t *lo,
                      size_t *hi, int64_t *from, int64_t *to);
+/* The first of t[p..n) (increasing) past at, for a cursor that only
+ * moves forward; hint: how far the step before moved it (any value is
+ * safe, the right one is cheap). */
+size_t gp_pq_first_past(const int64_t *t, size_t p, size_t n, int64_t at, size_t hint);
 /* Drops stale markers in place; returns the samples left. */
 size_t gp_pq_drop_stale(int64_t *t, double *v, size_t n);
 

@@ -342,7 +342,7 @@ struct vsel_job {
  * many samples as the one before (hint): two loads confirm that; else a
  * gallop from p and a binary search. A sample-by-sample scan was a tenth
  * of an avg-by query over 1 s samples at 15 s steps. */
-static size_t first_past(const int64_t *t, size_t p, size_t n, int64_t at, size_t hint)
+size_t gp_pq_first_past(const int64_t *t, size_t p, size_t n, int64_t at, size_t hint)
 {
     if (p >= n || t[p] > at)
         return p;
@@ -376,7 +376,7 @@ static int vsel_series(void *arg, size_t i, const struct gp_store_series *ser, i
     size_t p = 0, np = 0, moved = 0;
     for (size_t k = 0; k < g->n; k++) {
         int64_t at = when_at(c, &j->w, g, k);
-        size_t q = first_past(t, p, n, at, moved);
+        size_t q = gp_pq_first_past(t, p, n, at, moved);
         moved = q - p;
         p = q;
         if (p == 0)
