@@ -291,10 +291,33 @@ int gp_pq_sel_each(struct gp_pq_ctx *c, struct gp_pq_sel_read *r, gp_pq_series_f
 void gp_pq_window_at(const struct gp_pq_ctx *c, const struct gp_pq_when *w, int64_t range,
                      const struct gp_pq_grid *g, size_t k, const int64_t *t, size_t n, size_t *lo,
                      size_t *hi, int64_t *from, int64_t *to);
-/* The first of t[p..n) (increasing) past at, for a cursor that only
- * moves forward; hint: how far the step before moved it (any value is
- * safe, the right one is cheap). */
-size_t gp_pq_first_past(const int64_t *t, size_t p, size_t n, int64_t at, size_t hint);
+/* The first of t[p..n) (increasing) past at. A step usually moves as
+ * many samples as the one before (hint): two loads confirm that; else a
+ * gallop from p and a binary search. A sample-by-sample scan was a tenth
+ * of an avg-by query over 1 s samples at 15 s steps. Any hint is safe.
+ * Inline: it runs once per step of every series. */
+static inline size_t gp_pq_first_past(const int64_t *t, size_t p, size_t n, int64_t at, size_t hint)
+{
+    if (p >= n || t[p] > at)
+        return p;
+    if (hint > 0 && hint < n - p && t[p + hint - 1] <= at && t[p + hint] > at)
+        return p + hint;
+    size_t lo = p, hi = n, step = 1; /* t[lo] <= at, and t[hi] > at or hi == n */
+    while (lo + step < n && t[lo + step] <= at) {
+        lo += step;
+        step *= 2;
+    }
+    if (lo + step < n)
+        hi = lo + step;
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (t[mid] <= at)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return hi;
+}
 /* Drops stale markers in place; returns the samples left. */
 size_t gp_pq_drop_stale(int64_t *t, double *v, size_t n);
 

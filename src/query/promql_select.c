@@ -338,33 +338,6 @@ struct vsel_job {
     atomic_size_t cells; /* step slots allocated so far, against it too */
 };
 
-/* The first of t[p..n) (increasing) past at. A step usually moves as
- * many samples as the one before (hint): two loads confirm that; else a
- * gallop from p and a binary search. A sample-by-sample scan was a tenth
- * of an avg-by query over 1 s samples at 15 s steps. */
-size_t gp_pq_first_past(const int64_t *t, size_t p, size_t n, int64_t at, size_t hint)
-{
-    if (p >= n || t[p] > at)
-        return p;
-    if (hint > 0 && hint < n - p && t[p + hint - 1] <= at && t[p + hint] > at)
-        return p + hint;
-    size_t lo = p, hi = n, step = 1; /* t[lo] <= at, and t[hi] > at or hi == n */
-    while (lo + step < n && t[lo + step] <= at) {
-        lo += step;
-        step *= 2;
-    }
-    if (lo + step < n)
-        hi = lo + step;
-    while (hi - lo > 1) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (t[mid] <= at)
-            lo = mid;
-        else
-            hi = mid;
-    }
-    return hi;
-}
-
 static int vsel_series(void *arg, size_t i, const struct gp_store_series *ser, int64_t *t,
                        double *v, size_t n, char *err, size_t errlen)
 {
