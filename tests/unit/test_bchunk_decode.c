@@ -20,6 +20,7 @@
 #include "store/batch.h"
 #include "store/store_fmt.h"
 #include "test.h"
+#include "test_rng.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -29,18 +30,11 @@
 #define SLACK 64
 #define T1 1700000000000LL
 
-static uint64_t rng_state;
+static struct gp_test_rng rng;
 
-static uint64_t rnd(void)
-{
-    /* splitmix64: the same sequence on every machine */
-    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
+static uint64_t rnd(void) { return gp_test_rnd(&rng); }
 
-static int64_t rnd_in(int64_t lo, int64_t hi) { return lo + (int64_t)(rnd() % (uint64_t)(hi - lo + 1)); }
+static int64_t rnd_in(int64_t lo, int64_t hi) { return gp_test_rnd_in(&rng, lo, hi); }
 
 enum {
     TS_REGULAR,  /* exactly 1 s: width-0 time groups */
@@ -221,7 +215,7 @@ static void round_trip(size_t n, int tk, int vk, struct gp_st_bchunk_scratch *sc
  * modes, exceptions and the Gorilla fallback. */
 static void test_every_length(void)
 {
-    rng_state = 16;
+    rng.state = 16;
     struct gp_st_bchunk_scratch sc = {0};
     struct seen s = {0};
     struct gp_buf b;
@@ -250,7 +244,7 @@ static void test_every_length(void)
  * it says. */
 static void test_wide_groups_reached(void)
 {
-    rng_state = 7;
+    rng.state = 7;
     struct gp_st_bchunk_scratch sc = {0};
     int64_t t[200];
     double v[200];

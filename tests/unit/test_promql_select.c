@@ -10,21 +10,15 @@
 /* the test library's tree builders this file does not need */
 #pragma GCC diagnostic ignored "-Wunused-function"
 #include "promql_testlib.h"
+#include "test_rng.h"
 
 #include <math.h>
 
-static uint64_t rng_state;
+static struct gp_test_rng rng;
 
-static uint64_t rnd(void)
-{
-    /* splitmix64: the same sequence on every machine */
-    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
+static uint64_t rnd(void) { return gp_test_rnd(&rng); }
 
-static int64_t rnd_in(int64_t lo, int64_t hi) { return lo + (int64_t)(rnd() % (uint64_t)(hi - lo + 1)); }
+static int64_t rnd_in(int64_t lo, int64_t hi) { return gp_test_rnd_in(&rng, lo, hi); }
 
 /* The reference: the first of t[0..n) past at, by bisection of all. */
 static size_t upper_bound(const int64_t *t, size_t n, int64_t at)
@@ -63,7 +57,7 @@ static void make_times(int shape, int64_t t0, size_t n, int64_t *t)
  * hints that are wrong in every way, against bisection at every step. */
 static void test_cursor_matches_bisection(void)
 {
-    rng_state = 42;
+    rng.state = 42;
     enum { NMAX = 700 };
     static const int64_t steps[] = {1, 250, 999, 1000, 1001, 4321, 15000, 61000, 600000};
     int64_t t[NMAX];
@@ -149,7 +143,7 @@ static void check_range(struct gp_storage *s, const char *sel, const int64_t *t,
  * after it, and land on the samples and the lookback's edge. */
 static void test_range_selector_matches_bisection(void)
 {
-    rng_state = 7;
+    rng.state = 7;
     struct gp_storage *s = pt_open();
     enum { NS = 10, NMAX = 900 };
     static int64_t t[NS][NMAX];
