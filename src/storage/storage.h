@@ -20,6 +20,7 @@
  *   promapi.c           the parser of Prometheus HTTP API answers
  *   storage_window.c    the remote backend's local window: the recent
  *                       writes in an embedded store, answering recent reads
+ *   storage_refill.c    the window's refill from the cluster at start
  *
  * Series ids: the embedded store names series by its own ids; the remote
  * backend hands out ids of its own, stable for the life of the process,

@@ -73,4 +73,26 @@ int gp_rwin_fill(struct gp_rwin *w, const struct gp_promapi_result *res);
 /* Reads answered locally, samples refilled, and the span held now. */
 void gp_rwin_counts(struct gp_rwin *w, uint64_t *reads, uint64_t *filled, int64_t *held_ms);
 
+/* What the remote backend lends the refill (storage_refill.c). */
+#define GP_STORAGE_SERVER_LABEL "gpulse_server" /* names the server a series came through */
+#define GP_REFILL_NO_MATCH SIZE_MAX /* names()'s nm: the whole name index, no match[] */
+struct gp_refill_src {
+    void *arg;
+    /* The raw samples of selector sel over [qmin, qmax]. */
+    int (*fetch)(void *arg, const char *sel, int64_t qmin, int64_t qmax,
+                 struct gp_promapi_result *res);
+    /* The metric names of the series m chooses with samples in [qmin, qmax]. */
+    int (*names)(void *arg, const struct gp_matcher *m, size_t nm, int64_t qmin, int64_t qmax,
+                 void (*fn)(void *fnarg, const char *name, size_t len), void *fnarg);
+};
+/* Refills w from src (only server_name's part when not NULL); t0: when
+ * the start's wait began (gp_mono_ms), for the log. */
+void gp_rwin_refill(struct gp_rwin *w, const char *server_name, const struct gp_refill_src *src,
+                    int64_t t0);
+/* 1 when rc is this thread's last request refused by the cluster for the
+ * number of series or samples it touches (a 422 saying so). */
+int gp_storage_remote_refused(int rc);
+/* Appends s as a PromQL string literal. */
+void gp_storage_put_quoted(struct gp_buf *b, const char *s, size_t n);
+
 #endif
