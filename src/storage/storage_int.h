@@ -29,6 +29,8 @@ struct gp_storage_ops {
     /* NULL: the backend does not evaluate PromQL (the caller does) */
     int (*promql)(struct gp_storage *s, const struct gp_storage_promql *q, struct gp_buf *out,
                   int *status);
+    /* NULL: never (every read is local) */
+    int (*pushdown)(struct gp_storage *s, const struct gp_matcher *m, size_t nm, int64_t mint);
     void (*stats)(struct gp_storage *s, struct gp_store_stats *st);
     void (*render_metrics)(struct gp_storage *s, struct gp_buf *out);
     void (*close)(struct gp_storage *s);
@@ -64,6 +66,8 @@ struct gp_storage *gp_rwin_storage(struct gp_rwin *w);
 int64_t gp_rwin_window_ms(const struct gp_rwin *w);
 /* 1 (counted as a local read) when the window holds every sample from mint on. */
 int gp_rwin_covers(struct gp_rwin *w, int64_t mint);
+/* 1 when the window holds every sample from mint on (not counted). */
+int gp_rwin_holds(struct gp_rwin *w, int64_t mint);
 /* The window is complete from t on (only ever moves back: after a refill). */
 void gp_rwin_held_from(struct gp_rwin *w, int64_t t);
 /* Stores a write that passes through (what does not fit the window is skipped). */

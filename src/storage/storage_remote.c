@@ -98,6 +98,7 @@ struct remote {
     size_t npool;
 
     atomic_uint_fast64_t queries, errors, query_ns, samples_read, forwarded, cache_hits;
+    atomic_uint_fast64_t answer_bytes, pushdowns;
 };
 
 /* The samples of one selection, kept for the reads that follow it. */
@@ -198,6 +199,7 @@ static int api_request(struct remote *r, const char *path, const char *form, int
     give_handle(r, c);
     atomic_fetch_add(&r->queries, 1);
     atomic_fetch_add(&r->query_ns, (uint64_t)(gp_mono_ns() - t0));
+    atomic_fetch_add(&r->answer_bytes, out->len);
     int rc = GP_OK;
     if (hrc || out->err == GP_ENOMEM)
         rc = GP_ENOMEM;
@@ -305,6 +307,19 @@ static void selector_exact(struct gp_buf *b, const uint8_t *l, size_t len)
     gp_buf_putc(b, '}');
 }
 
+/* The matrix of a 2xx answer's body into res. */
+static int parse_matrix(struct remote *r, const char *path, const struct gp_buf *body,
+                        struct gp_promapi_result *res)
+{
+    char perr[400];
+    int rc = gp_promapi_parse_matrix(body->data ? body->data : "", body->len, res, perr, sizeof perr);
+    if (rc && rc != GP_ENOMEM) {
+        atomic_fetch_add(&r->errors, 1);
+        rc = fail(502, "%s%s: %s", r->query_root, path, perr);
+    }
+    return rc;
+}
+
 /* Raw samples of the series sel chooses with qmin <= t <= qmax: one
  * instant query of a range selector at qmax. Samples outside are dropped
  * (range selectors differ in whether their left end is open), series
@@ -327,19 +342,15 @@ static int fetch(struct remote *r, const char *sel, int64_t qmin, int64_t qmax,
     int rc = q.err || f.err ? GP_ENOMEM : api_call(r, "/api/v1/query", f.data, 0, &body);
     gp_buf_free(&q);
     gp_buf_free(&f);
-    if (rc) {
-        gp_buf_free(&body); /* what came before a failure */
+    rc = rc ? rc : parse_matrix(r, "/api/v1/query", &body, res);
+    gp_buf_free(&body); /* with what came before a failure */
+    if (rc)
         return rc;
-    }
-    char perr[400];
-    rc = gp_promapi_parse_matrix(body.data ? body.data : "", body.len, res, perr, sizeof perr);
-    gp_buf_free(&body);
-    if (rc == GP_ENOMEM)
-        return rc;
-    if (rc) {
-        atomic_fetch_add(&r->errors, 1);
-        return fail(502, "%s/api/v1/query: %s", r->query_root, perr);
-    }
+    for (size_t i = 0; i < res->n; i++)
+        if (!res->s[i].labels_len) { /* a selector's series has a name at least */
+            atomic_fetch_add(&r->errors, 1);
+            return fail(502, "%s/api/v1/query: a series has no labels", r->query_root);
+        }
     size_t k = 0;
     for (size_t i = 0; i < res->n; i++) {
         struct gp_promapi_series *s = &res->s[i];
@@ -987,6 +998,28 @@ static int r_label_values(struct gp_storage *s, const char *name, const struct g
 
 /* ---- PromQL, computed by the cluster ----------------------------------------------- */
 
+/* The form of q: query, the times, the step and the timeout. */
+static void promql_form(const struct gp_storage_promql *q, struct gp_buf *f)
+{
+    form_add(f, "query", q->query);
+    if (q->range) {
+        form_time(f, "start", q->start_ms);
+        form_time(f, "end", q->end_ms);
+        char step[40];
+        snprintf(step, sizeof step, "%.3f", (double)q->step_ms / 1e3);
+        form_add(f, "step", step);
+    } else {
+        form_time(f, "time", q->time_ms);
+    }
+    if (q->timeout_ms > 0) {
+        char to[40];
+        snprintf(to, sizeof to, "%.3f", (double)q->timeout_ms / 1e3);
+        form_add(f, "timeout", to);
+    }
+    if (q->exact_grid)
+        form_add(f, "nocache", "1");
+}
+
 static int r_promql(struct gp_storage *s, const struct gp_storage_promql *q, struct gp_buf *out,
                     int *status)
 {
@@ -994,21 +1027,7 @@ static int r_promql(struct gp_storage *s, const struct gp_storage_promql *q, str
     const char *path = q->range ? "/api/v1/query_range" : "/api/v1/query";
     struct gp_buf f, body;
     gp_buf_init(&f, 0);
-    form_add(&f, "query", q->query);
-    if (q->range) {
-        form_time(&f, "start", q->start_ms);
-        form_time(&f, "end", q->end_ms);
-        char step[40];
-        snprintf(step, sizeof step, "%.3f", (double)q->step_ms / 1e3);
-        form_add(&f, "step", step);
-    } else {
-        form_time(&f, "time", q->time_ms);
-    }
-    if (q->timeout_ms > 0) {
-        char to[40];
-        snprintf(to, sizeof to, "%.3f", (double)q->timeout_ms / 1e3);
-        form_add(&f, "timeout", to);
-    }
+    promql_form(q, &f);
     long code = 0;
     /* POST: a long expression fits no URL. */
     int rc = f.err ? GP_ENOMEM : api_request(r, path, f.data, 0, q->timeout_ms, &body, &code);
@@ -1034,6 +1053,34 @@ static int r_promql(struct gp_storage *s, const struct gp_storage_promql *q, str
             rc = GP_ENOMEM;
     }
     gp_buf_free(&body);
+    return rc;
+}
+
+/* Reads the window does not hold move raw samples: an aggregate of them
+ * is better asked of the cluster (storage.h gp_storage_pushdown). */
+static int r_pushdown(struct gp_storage *s, const struct gp_matcher *m, size_t nm, int64_t mint)
+{
+    struct remote *r = R(s);
+    return !r->win || job_scoped(r, m, nm) || !gp_rwin_holds(r->win, mint);
+}
+
+int gp_storage_promql_matrix(struct gp_storage *s, const struct gp_storage_promql *q,
+                             struct gp_promapi_result *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!s || s->kind != GP_STORAGE_REMOTE || !q->range)
+        return GP_EUNSUPPORTED;
+    struct remote *r = R(s);
+    struct gp_buf f, body;
+    gp_buf_init(&f, 0);
+    gp_buf_init(&body, 0);
+    promql_form(q, &f);
+    int rc = f.err ? GP_ENOMEM : api_call(r, "/api/v1/query_range", f.data, 0, &body);
+    gp_buf_free(&f);
+    rc = rc ? rc : parse_matrix(r, "/api/v1/query_range", &body, out);
+    gp_buf_free(&body);
+    if (!rc)
+        atomic_fetch_add(&r->pushdowns, 1);
     return rc;
 }
 
@@ -1171,6 +1218,8 @@ static void r_render_metrics(struct gp_storage *s, struct gp_buf *b)
         {GP_M_STORAGE_REMOTE_SAMPLES_READ, (double)atomic_load(&r->samples_read)},
         {GP_M_STORAGE_REMOTE_CACHE_HITS, (double)atomic_load(&r->cache_hits)},
         {GP_M_STORAGE_REMOTE_FORWARDED, (double)atomic_load(&r->forwarded)},
+        {GP_M_STORAGE_REMOTE_ANSWER_BYTES, (double)atomic_load(&r->answer_bytes)},
+        {GP_M_STORAGE_REMOTE_PUSHDOWNS, (double)atomic_load(&r->pushdowns)},
         {GP_M_STORAGE_REMOTE_WINDOW_READS, (double)wreads},
         {GP_M_STORAGE_REMOTE_WINDOW_REFILLED, (double)wfilled},
         {GP_M_STORAGE_REMOTE_WINDOW_HELD, (double)wheld / 1e3},
@@ -1409,6 +1458,7 @@ const struct gp_storage_ops gp_storage_remote_ops = {
     .label_names = r_label_names,
     .label_values = r_label_values,
     .promql = r_promql,
+    .pushdown = r_pushdown,
     .stats = r_stats,
     .render_metrics = r_render_metrics,
     .close = r_close,

@@ -60,6 +60,16 @@ static void test_matrix_parses(void)
     CHECK_INT((int)r.s[1].n, 0);
     gp_promapi_result_free(&r);
     gp_promapi_result_free(&r); /* twice: zeroed */
+    /* an aggregate without `by` (a pushed-down read): one series, no labels */
+    const char *agg = "{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":["
+                      "{\"metric\":{},\"values\":[[1700000060,\"4.5\"]]}]}}";
+    CHECK_INT(gp_promapi_parse_matrix(agg, strlen(agg), &r, err, sizeof err), GP_OK);
+    CHECK(r.n == 1 && r.s[0].labels == NULL && r.s[0].labels_len == 0 && r.s[0].n == 1);
+    gp_promapi_result_free(&r);
+    const char *two = "{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":["
+                      "{\"metric\":{},\"values\":[]},{\"metric\":{\"x\":\"\"},\"values\":[]}]}}";
+    CHECK_INT(gp_promapi_parse_matrix(two, strlen(two), &r, err, sizeof err), GP_EPARSE); /* twice */
+    gp_promapi_result_free(&r);
 }
 
 static void strs_cb(void *arg, const char *s, size_t n)
@@ -110,7 +120,6 @@ static void test_malformed_refused(void)
         "{\"status\":\"success\",\"data\":{\"result\":[]}}",
         "{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":{}}}",
         "{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":[1]}}",
-        "{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":[{\"metric\":{},\"values\":[]}]}}",
         "{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":[{\"metric\":{\"a\":1},\"values\":[]}]}}",
         "{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":[{\"metric\":{\"a\":\"b\"}}]}}",
         "{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":[{\"metric\":{\"a\":\"b\"},\"values\":[[1]]}]}}",
