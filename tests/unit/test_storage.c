@@ -590,6 +590,20 @@ static void test_remote_promql(void)
     pthread_mutex_lock(&f.mu);
     CHECK_STR(f.last_query, "query=1&start=-1.500&end=60.000&step=15.000");
     pthread_mutex_unlock(&f.mu);
+    /* A pushed-down read (no window here: every range is the cluster's):
+     * its grid exact, its matrix parsed, an aggregate's empty label set
+     * taken. */
+    CHECK_INT(gp_storage_pushdown(s, NULL, 0, 0), 1);
+    struct gp_promapi_result pm;
+    r.exact_grid = 1;
+    CHECK_INT(gp_storage_promql_matrix(s, &r, &pm), GP_OK);
+    CHECK(pm.n == 1 && pm.s[0].labels_len == 0 && pm.s[0].n == 1 && pm.s[0].t[0] == 60000 &&
+          pm.s[0].v[0] == 3);
+    gp_promapi_result_free(&pm);
+    pthread_mutex_lock(&f.mu);
+    CHECK_STR(f.last_query, "query=1&start=-1.500&end=60.000&step=15.000&nocache=1");
+    pthread_mutex_unlock(&f.mu);
+    r.exact_grid = 0;
     /* The cluster's own error is the client's answer. */
     atomic_store(&f.mode, 3);
     gp_buf_reset(&out);
@@ -610,6 +624,8 @@ static void test_remote_promql(void)
     /* The embedded store evaluates nothing itself: the caller does. */
     struct gp_storage *e = sopen_tmp();
     CHECK_INT(gp_storage_promql(e, &q, &out, &status), GP_EUNSUPPORTED);
+    CHECK_INT(gp_storage_pushdown(e, NULL, 0, 0), 0);
+    CHECK_INT(gp_storage_promql_matrix(e, &r, &pm), GP_EUNSUPPORTED);
     gp_storage_close(e);
 }
 
