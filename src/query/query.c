@@ -620,6 +620,14 @@ static int eval_form(struct gp_storage *s, const struct gp_range_query *q,
     return rc;
 }
 
+/* The cluster's answer has more series than the form's cap. */
+static int over_cap(char *err, size_t errlen)
+{
+    return gp_seterr(err, errlen, GP_EUSAGE,
+                     "the selector matches more than the limit of %d series: narrow it",
+                     GP_QUERY_MAX_SERIES);
+}
+
 /*
  * q's PromQL (form_promql, selectors offset_ms back) evaluated by the
  * cluster over q's grid exactly; its series appended to res. For ranges
@@ -643,9 +651,7 @@ static int cluster_form(struct gp_storage *s, const struct gp_range_query *q, in
     rc = gp_storage_promql_matrix(s, &pq, &x);
     gp_buf_free(&text);
     if (!rc && res->n + x.n > GP_QUERY_MAX_SERIES)
-        rc = gp_seterr(err, errlen, GP_EUSAGE,
-                       "the selector matches more than the limit of %d series: narrow it",
-                       GP_QUERY_MAX_SERIES);
+        rc = over_cap(err, errlen);
     struct gp_promql_series *grown = NULL;
     if (!rc && x.n && !(grown = realloc(res->series, (res->n + x.n) * sizeof *grown)))
         rc = gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
@@ -803,6 +809,8 @@ static int range_promql(struct gp_storage *s, const struct gp_range_query *q,
             gp_strset_each(&names, eval_name, &b);
             rc = b.rc;
         }
+        if (!rc && cluster && b.all.n > GP_QUERY_MAX_SERIES) /* cluster_form counts per name */
+            rc = over_cap(err, errlen);
         gp_strset_free(&names);
         if (!rc && b.all.n)
             qsort(b.all.series, b.all.n, sizeof *b.all.series, series_cmp);
