@@ -110,6 +110,7 @@ struct gp_engine {
     /* several servers on one cluster (see the top) */
     const char *server;        /* this one's name; NULL: the only server */
     struct omap roles;         /* key_of(job) -> ROLE_*, this tick */
+    struct omap jfirst;        /* key_of(job) -> t_end its own part was first seen */
     struct omap pnodes;        /* key_of(node) of peer entities */
     struct gp_store_selection *psel; /* peers' selections, read by fill() */
     size_t npsel;
@@ -118,9 +119,15 @@ struct gp_engine {
 /* A job's role here, from the gpulse_server values the cluster shows for
  * it: SEEN_* bits while gathered, then one of ROLE_*. Until the cluster
  * shows this server's own series of the job, the others' may not be
- * there yet either: the job is not judged (ROLE_WAIT). */
+ * there yet either: the job is not judged (ROLE_WAIT). Nor while it
+ * shows fewer ranks than the job's world_size (another server's part may
+ * reach the cluster later than this one's: judged alone, its ranks could
+ * raise a job-level alert its leader would not), for at most JOB_SETTLE_MS
+ * from when this server's own part appeared; a job without world_size
+ * waits that long (its parts cannot be counted). */
 enum { SEEN_OWN = 1, SEEN_AFTER = 2, SEEN_BEFORE = 4 };
 enum { ROLE_WAIT = 8, ROLE_ALONE, ROLE_LEAD, ROLE_FOLLOW };
+#define JOB_SETTLE_MS 60000
 
 static void free_peer_selections(struct gp_engine *e);
 
@@ -334,6 +341,7 @@ void gp_engine_close(struct gp_engine *e)
     omap_free(&e->pkeys);
     free_peer_selections(e);
     omap_free(&e->roles);
+    omap_free(&e->jfirst);
     omap_free(&e->pnodes);
     free(e->psel);
     free(e->scratch);
@@ -674,8 +682,11 @@ static int select_peers(struct gp_engine *e, int64_t mint, int64_t t_end, int64_
     }
     struct gp_buf lead;
     gp_buf_init(&lead, 0);
+    /* per job: its ranks the cluster shows (keyed job and rank), how
+     * many, and the largest world_size they state */
+    struct omap rk = {0}, nranks = {0}, world = {0}, first = {0};
     for (size_t i = 0; !rc && i < who.n; i++) {
-        char job[GP_JOB_LEN], srv[64];
+        char job[GP_JOB_LEN], srv[64], rank[32], ws[32];
         label(&who.series[i], "job", job, sizeof job);
         label(&who.series[i], "gpulse_server", srv, sizeof srv);
         if (!job[0] || !srv[0])
@@ -685,15 +696,41 @@ static int select_peers(struct gp_engine *e, int64_t mint, int64_t t_end, int64_
         int c = strcmp(srv, e->server);
         uint64_t seen = (r ? *r : 0) | (c < 0 ? SEEN_BEFORE : c > 0 ? SEEN_AFTER : SEEN_OWN);
         rc = omap_put(&e->roles, k, seen);
+        label(&who.series[i], "rank", rank, sizeof rank);
+        label(&who.series[i], "world_size", ws, sizeof ws);
+        uint64_t kr = key_of(job, "\x1f", rank, "");
+        if (!rc && rank[0] && !omap_get(&rk, kr) && !(rc = omap_put(&rk, kr, 1))) {
+            uint64_t *n = omap_get(&nranks, k);
+            rc = omap_put(&nranks, k, (n ? *n : 0) + 1);
+        }
+        long w = strtol(ws, NULL, 10);
+        uint64_t *wmax = omap_get(&world, k);
+        if (!rc && w > 0 && (!wmax || *wmax < (uint64_t)w))
+            rc = omap_put(&world, k, (uint64_t)w);
     }
     if (who.series)
         gp_storage_selection_free(&who);
-    for (size_t i = 0; i < e->roles.cap; i++) {
-        uint64_t *v = &e->roles.v[i];
-        if (e->roles.k[i] != UINT64_MAX)
-            *v = !(*v & SEEN_OWN) ? ROLE_WAIT : (*v & SEEN_BEFORE) ? ROLE_FOLLOW
-                 : (*v & SEEN_AFTER) ? ROLE_LEAD : ROLE_ALONE;
+    for (size_t i = 0; !rc && i < e->roles.cap; i++) {
+        uint64_t *v = &e->roles.v[i], k = e->roles.k[i];
+        if (k == UINT64_MAX)
+            continue;
+        if (!(*v & SEEN_OWN)) {
+            *v = ROLE_WAIT;
+            continue;
+        }
+        const uint64_t *f = omap_get(&e->jfirst, k), *n = omap_get(&nranks, k),
+                       *w = omap_get(&world, k);
+        int64_t since_ms = f ? (int64_t)*f : t_end;
+        rc = omap_put(&first, k, (uint64_t)since_ms);
+        int whole = (w && n && *n >= *w) || t_end - since_ms >= JOB_SETTLE_MS;
+        *v = !whole ? ROLE_WAIT : (*v & SEEN_BEFORE) ? ROLE_FOLLOW
+             : (*v & SEEN_AFTER) ? ROLE_LEAD : ROLE_ALONE;
     }
+    omap_free(&e->jfirst); /* only the jobs seen now */
+    e->jfirst = first;
+    omap_free(&rk);
+    omap_free(&nranks);
+    omap_free(&world);
     /* the led jobs' names, as a pattern */
     struct gp_strset led = {0};
     for (unsigned i = 0; !rc && i < e->view.ngpus; i++) {

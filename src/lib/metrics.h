@@ -291,6 +291,10 @@ enum gp_metric_section {
       "Reads answered from the samples a selection had already fetched.")                              \
     X(STORAGE_REMOTE_FORWARDED, STORAGE, "gpulse_storage_remote_samples_forwarded_total", COUNTER, "", \
       "Samples received and queued for the cluster's remote write (delivery: gpulse_push_*).")        \
+    X(STORAGE_REMOTE_ANSWER_BYTES, STORAGE, "gpulse_storage_remote_answer_bytes_total", COUNTER, "", \
+      "Bytes of JSON the cluster's query API answered (after gzip is undone).")                   \
+    X(STORAGE_REMOTE_PUSHDOWNS, STORAGE, "gpulse_storage_remote_pushdowns_total", COUNTER, "",       \
+      "Range reads the cluster aggregated per step (*_over_time) instead of moving raw samples.")     \
     X(STORAGE_REMOTE_WINDOW_READS, STORAGE, "gpulse_storage_remote_window_reads_total", COUNTER, "", \
       "Selections and label lookups answered from the local window, without the cluster.")            \
     X(STORAGE_REMOTE_WINDOW_REFILLED, STORAGE, "gpulse_storage_remote_window_refilled_samples", GAUGE, "", \

@@ -15,6 +15,12 @@
  * memory is a batch of grids plus each thread's largest series, however
  * many series match, and the answer does not depend on the threads.
  *
+ * A range a remote storage would answer with raw samples from the
+ * cluster (gp_storage_pushdown: older than its local window) is not read:
+ * the form's PromQL goes to the cluster (cluster_form), on rollup grids
+ * with `offset 1ms` so its left-open windows are the rollups' minutes
+ * [t - step, t), and one value per step and series comes back.
+ *
  * Every function leaves out as it found it when it fails, so the HTTP
  * layer appends gp_query_error to the same buffer.
  *
@@ -31,6 +37,7 @@
 #include "query/eval.h"
 #include "lib/json.h"
 #include "query/promql.h"
+#include "storage/promapi.h"
 #include "store/labels.h"
 
 #include <pthread.h>
@@ -476,14 +483,16 @@ static const char *one_name(const struct gp_range_query *q)
 }
 
 /* q's selector written by the PromQL formatter: a range [range_ms] when
- * range_ms > 0, else an instant vector. */
-static void put_selector(const struct gp_range_query *q, int64_t range_ms, struct gp_buf *out)
+ * range_ms > 0, else an instant vector; offset_ms back in time. */
+static void put_selector(const struct gp_range_query *q, int64_t range_ms, int64_t offset_ms,
+                         struct gp_buf *out)
 {
     struct gp_pq_node sel = {.kind = range_ms ? GP_PQ_MATRIX_SEL : GP_PQ_VECTOR_SEL,
                              .type = range_ms ? GP_PQ_T_MATRIX : GP_PQ_T_VECTOR};
     sel.u.sel.m = (struct gp_matcher *)q->m; /* read only */
     sel.u.sel.nm = q->nm;
     sel.u.sel.range_ms = range_ms;
+    sel.u.sel.offset_ms = offset_ms;
     /* name{...} as a person writes it, when the name is a plain one */
     for (size_t i = 0; i < q->nm && !sel.u.sel.name; i++) {
         const struct gp_matcher *x = &q->m[i];
@@ -498,7 +507,8 @@ static void put_selector(const struct gp_range_query *q, int64_t range_ms, struc
     gp_promql_format(&sel, out);
 }
 
-int gp_query_form_promql(const struct gp_range_query *q, struct gp_buf *out)
+/* gp_query_form_promql with offset_ms on its selectors. */
+static int form_promql(const struct gp_range_query *q, int64_t offset_ms, struct gp_buf *out)
 {
     const char *by[GP_QUERY_MAX_BY];
     char err[128];
@@ -524,13 +534,13 @@ int gp_query_form_promql(const struct gp_range_query *q, struct gp_buf *out)
     gp_buf_puts(out, q->agg == GP_AGG_MIN   ? "min_over_time("
                      : q->agg == GP_AGG_MAX ? "max_over_time("
                                             : "avg_over_time(");
-    put_selector(q, q->step_ms, out);
+    put_selector(q, q->step_ms, offset_ms, out);
     gp_buf_putc(out, ')');
     /* A window as long as the lookback holds all the lookback could
      * find: the fallback would never answer, and costs a second read. */
     if (q->step_ms < form_lookback(q)) {
         gp_buf_puts(out, " or ");
-        put_selector(q, 0, out);
+        put_selector(q, 0, offset_ms, out);
         gp_buf_puts(out, " * 1");
     }
     if (!name) {
@@ -545,6 +555,11 @@ int gp_query_form_promql(const struct gp_range_query *q, struct gp_buf *out)
     gp_promql_format(&str, out);
     gp_buf_puts(out, ", \"\", \"\")");
     return out->err ? out->err : GP_OK;
+}
+
+int gp_query_form_promql(const struct gp_range_query *q, struct gp_buf *out)
+{
+    return form_promql(q, 0, out);
 }
 
 /* The form's series cap holds on the engine's path too (the engine's
@@ -605,12 +620,61 @@ static int eval_form(struct gp_storage *s, const struct gp_range_query *q,
     return rc;
 }
 
+/* The cluster's answer has more series than the form's cap. */
+static int over_cap(char *err, size_t errlen)
+{
+    return gp_seterr(err, errlen, GP_EUSAGE,
+                     "the selector matches more than the limit of %d series: narrow it",
+                     GP_QUERY_MAX_SERIES);
+}
+
+/*
+ * q's PromQL (form_promql, selectors offset_ms back) evaluated by the
+ * cluster over q's grid exactly; its series appended to res. For ranges
+ * this server does not hold (gp_storage_pushdown): one value per step
+ * and series crosses the network instead of every raw sample.
+ */
+static int cluster_form(struct gp_storage *s, const struct gp_range_query *q, int64_t offset_ms,
+                        struct gp_promql_result *res, char *err, size_t errlen)
+{
+    struct gp_buf text;
+    gp_buf_init(&text, 0);
+    int rc = form_promql(q, offset_ms, &text);
+    if (rc || !text.data) {
+        gp_buf_free(&text);
+        return gp_seterr(err, errlen, rc ? rc : GP_ENOMEM, "writing the query's PromQL");
+    }
+    struct gp_storage_promql pq = {.query = text.data, .range = 1, .start_ms = q->start_ms,
+                                   .end_ms = q->end_ms, .step_ms = q->step_ms, .exact_grid = 1,
+                                   .timeout_ms = q->lim ? q->lim->timeout_ms : 0};
+    struct gp_promapi_result x;
+    rc = gp_storage_promql_matrix(s, &pq, &x);
+    gp_buf_free(&text);
+    if (!rc && res->n + x.n > GP_QUERY_MAX_SERIES)
+        rc = over_cap(err, errlen);
+    struct gp_promql_series *grown = NULL;
+    if (!rc && x.n && !(grown = realloc(res->series, (res->n + x.n) * sizeof *grown)))
+        rc = gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
+    for (size_t i = 0; grown && i < x.n; i++) {
+        res->series = grown;
+        grown[res->n++] = (struct gp_promql_series){x.s[i].labels, x.s[i].labels_len, x.s[i].t,
+                                                    x.s[i].v, x.s[i].n};
+        x.s[i] = (struct gp_promapi_series){0}; /* moved */
+    }
+    gp_promapi_result_free(&x);
+    if (rc == GP_ENET)
+        snprintf(err, errlen, "%s", gp_storage_last_error());
+    return rc;
+}
+
 /* Without agg, one metric name at a time (each series keeps __name__,
  * which its window function drops and label_replace puts back; two
  * metrics' series could not share one PromQL vector without it). */
 struct by_name {
     struct gp_storage *s;
     const struct gp_range_query *q;
+    int cluster;       /* the cluster evaluates (cluster_form), with offset_ms */
+    int64_t offset_ms;
     struct gp_promql_result all; /* every name's series, then sorted */
     struct gp_buf warn;
     int rc;
@@ -640,7 +704,8 @@ static void eval_name(void *arg, const char *name, size_t len)
     q.nm++;
     q.m = m;
     struct gp_promql_result r = {0};
-    b->rc = eval_form(b->s, &q, &r, b->err, b->errlen);
+    b->rc = b->cluster ? cluster_form(b->s, &q, b->offset_ms, &r, b->err, b->errlen)
+                       : eval_form(b->s, &q, &r, b->err, b->errlen);
     gp_matcher_free(nm);
     if (!b->rc && r.n) {
         struct gp_promql_series *grown =
@@ -665,17 +730,64 @@ static int series_cmp(const void *pa, const void *pb)
     return labels_cmp(a->labels, a->labels_len, b->labels, b->labels_len);
 }
 
-/* The form on raw samples: its PromQL through the engine, rendered. */
-static int range_promql(struct gp_storage *s, const struct gp_range_query *q, struct gp_buf *out,
-                        char *err, size_t errlen)
+/* The answer's head on rollups: their resolution and the grid judged. */
+static void put_rollup_head(struct gp_buf *out, const struct gp_eval_range *r)
+{
+    gp_buf_puts(out, "{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\","
+                     "\"resolution\":\"1m\",\"start\":");
+    gp_json_time(out, r->start_ms);
+    gp_buf_puts(out, ",\"end\":");
+    gp_json_time(out, r->end_ms);
+    gp_buf_puts(out, ",\"step\":");
+    gp_json_time(out, r->step_ms);
+    gp_buf_puts(out, ",\"result\":[");
+}
+
+/* A rollup answer of the cluster's series, in the rollup path's shape. */
+static void put_rollup_answer(struct gp_buf *out, const struct gp_eval_range *r,
+                              const struct gp_promql_result *all)
+{
+    put_rollup_head(out, r);
+    for (size_t i = 0; i < all->n; i++) {
+        const struct gp_promql_series *x = &all->series[i];
+        gp_buf_puts(out, i ? ",{\"metric\":" : "{\"metric\":");
+        gp_json_labels(out, x->labels, x->labels_len);
+        gp_buf_puts(out, ",\"values\":[");
+        for (size_t k = 0; k < x->n; k++)
+            gp_json_point(out, k == 0, x->t[k], x->v[k]);
+        gp_buf_puts(out, "]}");
+    }
+    gp_buf_puts(out, "]}}");
+}
+
+static void add_name(void *arg, const char *name, size_t len)
+{
+    gp_strset_add(arg, name, len);
+}
+
+/*
+ * The form through PromQL, rendered. Local (rr NULL, or the storage holds
+ * the range): its PromQL through the engine on raw samples. Else the
+ * cluster evaluates it (cluster_form; docs/storage.md "Old reads"): rr
+ * non-NULL is the rollup grid, whose windows [t - step, t) are the
+ * rollups' minutes (offset 1ms on left-open windows), answered in the
+ * rollup path's shape; without agg the names come from the index.
+ */
+static int range_promql(struct gp_storage *s, const struct gp_range_query *q,
+                        const struct gp_eval_range *rr, int cluster, struct gp_buf *out, char *err,
+                        size_t errlen)
 {
     struct gp_store_selection sel = {0};
-    int rc = select_capped(s, q, &sel, err, errlen);
-    struct by_name b = {.s = s, .q = q, .err = err, .errlen = errlen};
+    int rc = cluster ? GP_OK : select_capped(s, q, &sel, err, errlen);
+    struct by_name b = {.s = s, .q = q, .err = err, .errlen = errlen, .cluster = cluster,
+                        .offset_ms = rr ? 1 : 0};
     b.all.type = GP_PROMQL_MATRIX;
     gp_buf_init(&b.warn, 1 << 20);
     if (!rc && q->agg != GP_AGG_NONE) {
-        rc = eval_form(s, q, &b.all, err, errlen);
+        rc = cluster ? cluster_form(s, q, b.offset_ms, &b.all, err, errlen)
+                     : eval_form(s, q, &b.all, err, errlen);
+        if (!rc && cluster && b.all.n)
+            qsort(b.all.series, b.all.n, sizeof *b.all.series, series_cmp);
     } else if (!rc) {
         struct gp_strset names = {0};
         for (size_t i = 0; i < sel.n; i++) {
@@ -683,11 +795,22 @@ static int range_promql(struct gp_storage *s, const struct gp_range_query *q, st
             gp_labels_get(sel.series[i].labels, sel.series[i].labels_len, "__name__", &v);
             gp_strset_add(&names, v.ptr, v.len);
         }
-        rc = names.err;
+        if (cluster) {
+            int64_t lookback = form_lookback(q);
+            int64_t reach = q->step_ms > lookback ? q->step_ms : lookback;
+            rc = gp_storage_label_values(s, "__name__", q->m, q->nm, q->start_ms - reach + 1,
+                                         q->end_ms, add_name, &names);
+            if (rc)
+                gp_seterr(err, errlen, rc, "the metric names: %s",
+                          rc == GP_ENET ? gp_storage_last_error() : gp_strerror(rc));
+        }
+        rc = rc ? rc : names.err;
         if (!rc) {
             gp_strset_each(&names, eval_name, &b);
             rc = b.rc;
         }
+        if (!rc && cluster && b.all.n > GP_QUERY_MAX_SERIES) /* cluster_form counts per name */
+            rc = over_cap(err, errlen);
         gp_strset_free(&names);
         if (!rc && b.all.n)
             qsort(b.all.series, b.all.n, sizeof *b.all.series, series_cmp);
@@ -699,7 +822,10 @@ static int range_promql(struct gp_storage *s, const struct gp_range_query *q, st
     gp_storage_selection_free(&sel);
     if (!rc) {
         struct mark m = mark_of(out);
-        gp_promql_render(&b.all, out);
+        if (rr)
+            put_rollup_answer(out, rr, &b.all);
+        else
+            gp_promql_render(&b.all, out);
         rc = out_status(out, err, errlen);
         if (rc)
             rewind_to(out, m);
@@ -732,12 +858,21 @@ int gp_query_range(struct gp_storage *s, const struct gp_range_query *q, struct 
     rc = choose_rollups(q, &use_rollups, &start_ms, &step_ms, err, errlen);
     if (rc)
         return rc;
+    /* What the first step can see: its minutes or its lookback. */
+    int64_t reach = step_ms > GP_QUERY_LOOKBACK_MS ? step_ms : GP_QUERY_LOOKBACK_MS;
+    int cluster = gp_storage_pushdown(s, q->m, q->nm, start_ms - reach);
     if (!use_rollups)
-        return range_promql(s, q, out, err, errlen);
+        return range_promql(s, q, NULL, cluster, out, err, errlen);
     if (start_ms != q->start_ms || step_ms != q->step_ms) {
         rc = gp_eval_range_init(&r, start_ms, q->end_ms, step_ms, err, errlen);
         if (rc)
             return rc;
+    }
+    if (cluster) { /* the minutes' aggregates, not their raw samples */
+        struct gp_range_query qr = *q;
+        qr.start_ms = start_ms;
+        qr.step_ms = step_ms;
+        return range_promql(s, &qr, &r, 1, out, err, errlen);
     }
 
     struct range_job j;
@@ -748,8 +883,6 @@ int gp_query_range(struct gp_storage *s, const struct gp_range_query *q, struct 
     j.r = &r;
     j.mode = gp_eval_mode_for(q->agg);
     j.grouped = q->agg != GP_AGG_NONE;
-    /* What the first step can see: its minutes or its lookback. */
-    int64_t reach = r.step_ms > GP_QUERY_LOOKBACK_MS ? r.step_ms : GP_QUERY_LOOKBACK_MS;
     j.mint = r.start_ms - reach;
     j.maxt = q->end_ms - 1;
 
@@ -819,14 +952,7 @@ int gp_query_range(struct gp_storage *s, const struct gp_range_query *q, struct 
         goto done;
     }
 
-    gp_buf_puts(out, "{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\","
-                     "\"resolution\":\"1m\",\"start\":");
-    gp_json_time(out, r.start_ms);
-    gp_buf_puts(out, ",\"end\":");
-    gp_json_time(out, r.end_ms);
-    gp_buf_puts(out, ",\"step\":");
-    gp_json_time(out, r.step_ms);
-    gp_buf_puts(out, ",\"result\":[");
+    put_rollup_head(out, &r);
     int first_series = 1;
     for (size_t u0 = 0; u0 < nunits && !out->err; u0 += per_batch) {
         size_t u1 = u0 + per_batch < nunits ? u0 + per_batch : nunits;

@@ -72,8 +72,10 @@ static int cmp_label(const void *a, const void *b)
     return c ? c : (x->name.len > y->name.len) - (x->name.len < y->name.len);
 }
 
-/* A label object to canonical bytes in s. */
-static int labels_of(json_t *obj, struct gp_promapi_series *s, char *err, size_t errlen)
+/* A label object to canonical bytes in s; an empty one (an aggregate's
+ * result without `by`) only when allow_empty, as NULL. */
+static int labels_of(json_t *obj, struct gp_promapi_series *s, int allow_empty, char *err,
+                     size_t errlen)
 {
     if (!json_is_object(obj))
         return gp_seterr(err, errlen, GP_EPARSE, "a label set is not an object");
@@ -95,6 +97,8 @@ static int labels_of(json_t *obj, struct gp_promapi_series *s, char *err, size_t
         l[n].value = (struct gp_str){json_string_value(v), json_string_length(v)};
         n++;
     }
+    if (!n && allow_empty)
+        return GP_OK;
     if (!n)
         return gp_seterr(err, errlen, GP_EPARSE, "a series has no labels");
     qsort(l, n, sizeof l[0], cmp_label);
@@ -201,11 +205,11 @@ static int series_list(json_t *arr, int with_values, struct gp_promapi_result *o
         if (with_values) {
             if (!json_is_object(e))
                 return gp_seterr(err, errlen, GP_EPARSE, "a matrix entry is not an object");
-            rc = labels_of(json_object_get(e, "metric"), s, err, errlen);
+            rc = labels_of(json_object_get(e, "metric"), s, 1, err, errlen);
             if (!rc)
                 rc = samples_of(json_object_get(e, "values"), s, &out->nsamples, err, errlen);
         } else {
-            rc = labels_of(e, s, err, errlen);
+            rc = labels_of(e, s, 0, err, errlen);
         }
         if (rc)
             return rc;

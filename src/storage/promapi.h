@@ -44,7 +44,8 @@ struct gp_promapi_result {
 
 /*
  * Parses a matrix answer (query_range, or an instant query of a range
- * selector). GP_OK with *out filled (caller frees with
+ * selector). A series may have no labels (an aggregate without `by`):
+ * labels NULL, labels_len 0. GP_OK with *out filled (caller frees with
  * gp_promapi_result_free, also after an error), GP_EPARSE (not such an
  * answer: detail in err), GP_ETOOBIG, GP_ENOMEM, or GP_ENET when the
  * answer is a well-formed error ("bad_data: ..." in err).

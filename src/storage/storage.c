@@ -134,6 +134,11 @@ int gp_storage_promql(struct gp_storage *s, const struct gp_storage_promql *q, s
     return s->ops->promql ? s->ops->promql(s, q, out, status) : GP_EUNSUPPORTED;
 }
 
+int gp_storage_pushdown(struct gp_storage *s, const struct gp_matcher *m, size_t nm, int64_t mint)
+{
+    return s->ops->pushdown ? s->ops->pushdown(s, m, nm, mint) : 0;
+}
+
 void gp_storage_stats(struct gp_storage *s, struct gp_store_stats *st)
 {
     memset(st, 0, sizeof *st);

@@ -20,6 +20,7 @@
  *   promapi.c           the parser of Prometheus HTTP API answers
  *   storage_window.c    the remote backend's local window: the recent
  *                       writes in an embedded store, answering recent reads
+ *   storage_refill.c    the window's refill from the cluster at start
  *
  * Series ids: the embedded store names series by its own ids; the remote
  * backend hands out ids of its own, stable for the life of the process,
@@ -157,6 +158,8 @@ struct gp_storage_promql {
     int range;             /* 0: instant at time_ms; 1: range start..end by step */
     int64_t time_ms, start_ms, end_ms, step_ms;
     int64_t timeout_ms;    /* 0: the backend's own query timeout */
+    int exact_grid;        /* 1: the steps at start + k*step exactly (VictoriaMetrics
+                            * aligns them to its cache otherwise: nocache=1) */
 };
 
 /*
@@ -172,6 +175,25 @@ struct gp_storage_promql {
  */
 int gp_storage_promql(struct gp_storage *s, const struct gp_storage_promql *q, struct gp_buf *out,
                       int *status);
+
+/*
+ * Pushing an aggregate down (docs/storage.md "Old reads: aggregates, not
+ * raw samples"): 1 when the reads of the series m chooses from mint on
+ * would move raw samples from the cluster (remote mode, and the local
+ * window does not hold them, or they are job-scoped), so a caller that
+ * wants an aggregate of them per step asks the cluster for it as PromQL
+ * with gp_storage_promql_matrix instead. 0: embedded, or held here.
+ */
+int gp_storage_pushdown(struct gp_storage *s, const struct gp_matcher *m, size_t nm, int64_t mint);
+
+/* A range PromQL query (q->range 1) the cluster evaluates, its matrix
+ * parsed into out (free with gp_promapi_result_free, also after an
+ * error). GP_ENET when the cluster cannot be asked or answers an error
+ * (gp_storage_last_error: its Prometheus error), GP_ENOMEM, GP_ETOOBIG;
+ * GP_EUNSUPPORTED for embedded. */
+struct gp_promapi_result;
+int gp_storage_promql_matrix(struct gp_storage *s, const struct gp_storage_promql *q,
+                             struct gp_promapi_result *out);
 
 /* As gp_store_stats; remote fills series (ids handed out) and
  * samples_appended (samples queued for the cluster). */

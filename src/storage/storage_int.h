@@ -29,6 +29,8 @@ struct gp_storage_ops {
     /* NULL: the backend does not evaluate PromQL (the caller does) */
     int (*promql)(struct gp_storage *s, const struct gp_storage_promql *q, struct gp_buf *out,
                   int *status);
+    /* NULL: never (every read is local) */
+    int (*pushdown)(struct gp_storage *s, const struct gp_matcher *m, size_t nm, int64_t mint);
     void (*stats)(struct gp_storage *s, struct gp_store_stats *st);
     void (*render_metrics)(struct gp_storage *s, struct gp_buf *out);
     void (*close)(struct gp_storage *s);
@@ -64,6 +66,8 @@ struct gp_storage *gp_rwin_storage(struct gp_rwin *w);
 int64_t gp_rwin_window_ms(const struct gp_rwin *w);
 /* 1 (counted as a local read) when the window holds every sample from mint on. */
 int gp_rwin_covers(struct gp_rwin *w, int64_t mint);
+/* 1 when the window holds every sample from mint on (not counted). */
+int gp_rwin_holds(struct gp_rwin *w, int64_t mint);
 /* The window is complete from t on (only ever moves back: after a refill). */
 void gp_rwin_held_from(struct gp_rwin *w, int64_t t);
 /* Stores a write that passes through (what does not fit the window is skipped). */
@@ -72,5 +76,27 @@ int gp_rwin_append(struct gp_rwin *w, const struct gp_batch *req);
 int gp_rwin_fill(struct gp_rwin *w, const struct gp_promapi_result *res);
 /* Reads answered locally, samples refilled, and the span held now. */
 void gp_rwin_counts(struct gp_rwin *w, uint64_t *reads, uint64_t *filled, int64_t *held_ms);
+
+/* What the remote backend lends the refill (storage_refill.c). */
+#define GP_STORAGE_SERVER_LABEL "gpulse_server" /* names the server a series came through */
+#define GP_REFILL_NO_MATCH SIZE_MAX /* names()'s nm: the whole name index, no match[] */
+struct gp_refill_src {
+    void *arg;
+    /* The raw samples of selector sel over [qmin, qmax]. */
+    int (*fetch)(void *arg, const char *sel, int64_t qmin, int64_t qmax,
+                 struct gp_promapi_result *res);
+    /* The metric names of the series m chooses with samples in [qmin, qmax]. */
+    int (*names)(void *arg, const struct gp_matcher *m, size_t nm, int64_t qmin, int64_t qmax,
+                 void (*fn)(void *fnarg, const char *name, size_t len), void *fnarg);
+};
+/* Refills w from src (only server_name's part when not NULL); t0: when
+ * the start's wait began (gp_mono_ms), for the log. */
+void gp_rwin_refill(struct gp_rwin *w, const char *server_name, const struct gp_refill_src *src,
+                    int64_t t0);
+/* 1 when rc is this thread's last request refused by the cluster for the
+ * number of series or samples it touches (a 422 saying so). */
+int gp_storage_remote_refused(int rc);
+/* Appends s as a PromQL string literal. */
+void gp_storage_put_quoted(struct gp_buf *b, const char *s, size_t n);
 
 #endif

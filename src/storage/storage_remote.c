@@ -22,7 +22,8 @@
  * there too, and a selection or bounded label lookup whose range starts
  * within what it holds is its to answer, as are the reads of the series
  * such a selection returned (ids without the RID bit). It is refilled
- * from the cluster at open, before the server takes writes.
+ * from the cluster at open, before the server takes writes
+ * (storage_refill.c, through this backend's requests).
  *
  * PromQL from the API (gp_storage_promql) goes to the cluster as it is,
  * and its answer, success or Prometheus error, comes back as it is.
@@ -97,6 +98,7 @@ struct remote {
     size_t npool;
 
     atomic_uint_fast64_t queries, errors, query_ns, samples_read, forwarded, cache_hits;
+    atomic_uint_fast64_t answer_bytes, pushdowns;
 };
 
 /* The samples of one selection, kept for the reads that follow it. */
@@ -197,6 +199,7 @@ static int api_request(struct remote *r, const char *path, const char *form, int
     give_handle(r, c);
     atomic_fetch_add(&r->queries, 1);
     atomic_fetch_add(&r->query_ns, (uint64_t)(gp_mono_ns() - t0));
+    atomic_fetch_add(&r->answer_bytes, out->len);
     int rc = GP_OK;
     if (hrc || out->err == GP_ENOMEM)
         rc = GP_ENOMEM;
@@ -254,7 +257,7 @@ static void form_add(struct gp_buf *f, const char *name, const char *value)
     free(e);
 }
 
-static void put_quoted(struct gp_buf *b, const char *s, size_t n)
+void gp_storage_put_quoted(struct gp_buf *b, const char *s, size_t n)
 {
     gp_buf_putc(b, '"');
     for (size_t i = 0; i < n; i++) {
@@ -280,7 +283,7 @@ static void selector_of(struct gp_buf *b, const struct gp_matcher *m, size_t nm)
     gp_buf_putc(b, '{');
     for (size_t i = 0; i < nm; i++) {
         gp_buf_printf(b, "%s%s%s", i ? "," : "", m[i].name, op[m[i].op]);
-        put_quoted(b, m[i].value, m[i].value_len);
+        gp_storage_put_quoted(b, m[i].value, m[i].value_len);
         named |= m[i].op == GP_MATCH_EQ && !strcmp(m[i].name, "__name__") && m[i].value_len;
     }
     if (!named)
@@ -298,10 +301,23 @@ static void selector_exact(struct gp_buf *b, const uint8_t *l, size_t len)
     int first = 1;
     while (gp_labels_next(&it, &name, &value) == 1) {
         gp_buf_printf(b, "%s%.*s=", first ? "" : ",", (int)name.len, name.ptr);
-        put_quoted(b, value.ptr, value.len);
+        gp_storage_put_quoted(b, value.ptr, value.len);
         first = 0;
     }
     gp_buf_putc(b, '}');
+}
+
+/* The matrix of a 2xx answer's body into res. */
+static int parse_matrix(struct remote *r, const char *path, const struct gp_buf *body,
+                        struct gp_promapi_result *res)
+{
+    char perr[400];
+    int rc = gp_promapi_parse_matrix(body->data ? body->data : "", body->len, res, perr, sizeof perr);
+    if (rc && rc != GP_ENOMEM) {
+        atomic_fetch_add(&r->errors, 1);
+        rc = fail(502, "%s%s: %s", r->query_root, path, perr);
+    }
+    return rc;
 }
 
 /* Raw samples of the series sel chooses with qmin <= t <= qmax: one
@@ -326,19 +342,15 @@ static int fetch(struct remote *r, const char *sel, int64_t qmin, int64_t qmax,
     int rc = q.err || f.err ? GP_ENOMEM : api_call(r, "/api/v1/query", f.data, 0, &body);
     gp_buf_free(&q);
     gp_buf_free(&f);
-    if (rc) {
-        gp_buf_free(&body); /* what came before a failure */
+    rc = rc ? rc : parse_matrix(r, "/api/v1/query", &body, res);
+    gp_buf_free(&body); /* with what came before a failure */
+    if (rc)
         return rc;
-    }
-    char perr[400];
-    rc = gp_promapi_parse_matrix(body.data ? body.data : "", body.len, res, perr, sizeof perr);
-    gp_buf_free(&body);
-    if (rc == GP_ENOMEM)
-        return rc;
-    if (rc) {
-        atomic_fetch_add(&r->errors, 1);
-        return fail(502, "%s/api/v1/query: %s", r->query_root, perr);
-    }
+    for (size_t i = 0; i < res->n; i++)
+        if (!res->s[i].labels_len) { /* a selector's series has a name at least */
+            atomic_fetch_add(&r->errors, 1);
+            return fail(502, "%s/api/v1/query: a series has no labels", r->query_root);
+        }
     size_t k = 0;
     for (size_t i = 0; i < res->n; i++) {
         struct gp_promapi_series *s = &res->s[i];
@@ -911,7 +923,7 @@ static void form_time(struct gp_buf *f, const char *name, int64_t ms)
     form_add(f, name, v);
 }
 
-#define NO_MATCH SIZE_MAX /* as strings()'s nm: no match[] (the refill's fallback) */
+#define NO_MATCH GP_REFILL_NO_MATCH /* as strings()'s nm: no match[] (the refill's fallback) */
 
 /* GET or POST path with a match[] (none when nm is NO_MATCH) and the
  * span (start and end when bounded), the strings sorted and unique to fn. */
@@ -986,6 +998,28 @@ static int r_label_values(struct gp_storage *s, const char *name, const struct g
 
 /* ---- PromQL, computed by the cluster ----------------------------------------------- */
 
+/* The form of q: query, the times, the step and the timeout. */
+static void promql_form(const struct gp_storage_promql *q, struct gp_buf *f)
+{
+    form_add(f, "query", q->query);
+    if (q->range) {
+        form_time(f, "start", q->start_ms);
+        form_time(f, "end", q->end_ms);
+        char step[40];
+        snprintf(step, sizeof step, "%.3f", (double)q->step_ms / 1e3);
+        form_add(f, "step", step);
+    } else {
+        form_time(f, "time", q->time_ms);
+    }
+    if (q->timeout_ms > 0) {
+        char to[40];
+        snprintf(to, sizeof to, "%.3f", (double)q->timeout_ms / 1e3);
+        form_add(f, "timeout", to);
+    }
+    if (q->exact_grid)
+        form_add(f, "nocache", "1");
+}
+
 static int r_promql(struct gp_storage *s, const struct gp_storage_promql *q, struct gp_buf *out,
                     int *status)
 {
@@ -993,21 +1027,7 @@ static int r_promql(struct gp_storage *s, const struct gp_storage_promql *q, str
     const char *path = q->range ? "/api/v1/query_range" : "/api/v1/query";
     struct gp_buf f, body;
     gp_buf_init(&f, 0);
-    form_add(&f, "query", q->query);
-    if (q->range) {
-        form_time(&f, "start", q->start_ms);
-        form_time(&f, "end", q->end_ms);
-        char step[40];
-        snprintf(step, sizeof step, "%.3f", (double)q->step_ms / 1e3);
-        form_add(&f, "step", step);
-    } else {
-        form_time(&f, "time", q->time_ms);
-    }
-    if (q->timeout_ms > 0) {
-        char to[40];
-        snprintf(to, sizeof to, "%.3f", (double)q->timeout_ms / 1e3);
-        form_add(&f, "timeout", to);
-    }
+    promql_form(q, &f);
     long code = 0;
     /* POST: a long expression fits no URL. */
     int rc = f.err ? GP_ENOMEM : api_request(r, path, f.data, 0, q->timeout_ms, &body, &code);
@@ -1036,9 +1056,37 @@ static int r_promql(struct gp_storage *s, const struct gp_storage_promql *q, str
     return rc;
 }
 
+/* Reads the window does not hold move raw samples: an aggregate of them
+ * is better asked of the cluster (storage.h gp_storage_pushdown). */
+static int r_pushdown(struct gp_storage *s, const struct gp_matcher *m, size_t nm, int64_t mint)
+{
+    struct remote *r = R(s);
+    return !r->win || job_scoped(r, m, nm) || !gp_rwin_holds(r->win, mint);
+}
+
+int gp_storage_promql_matrix(struct gp_storage *s, const struct gp_storage_promql *q,
+                             struct gp_promapi_result *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!s || s->kind != GP_STORAGE_REMOTE || !q->range)
+        return GP_EUNSUPPORTED;
+    struct remote *r = R(s);
+    struct gp_buf f, body;
+    gp_buf_init(&f, 0);
+    gp_buf_init(&body, 0);
+    promql_form(q, &f);
+    int rc = f.err ? GP_ENOMEM : api_call(r, "/api/v1/query_range", f.data, 0, &body);
+    gp_buf_free(&f);
+    rc = rc ? rc : parse_matrix(r, "/api/v1/query_range", &body, out);
+    gp_buf_free(&body);
+    if (!rc)
+        atomic_fetch_add(&r->pushdowns, 1);
+    return rc;
+}
+
 /* ---- writes, stats, metrics ---------------------------------------------------- */
 
-#define SERVER_LABEL "gpulse_server"
+#define SERVER_LABEL GP_STORAGE_SERVER_LABEL
 
 /*
  * A copy of req whose every series carries gpulse_server=name, in its
@@ -1170,6 +1218,8 @@ static void r_render_metrics(struct gp_storage *s, struct gp_buf *b)
         {GP_M_STORAGE_REMOTE_SAMPLES_READ, (double)atomic_load(&r->samples_read)},
         {GP_M_STORAGE_REMOTE_CACHE_HITS, (double)atomic_load(&r->cache_hits)},
         {GP_M_STORAGE_REMOTE_FORWARDED, (double)atomic_load(&r->forwarded)},
+        {GP_M_STORAGE_REMOTE_ANSWER_BYTES, (double)atomic_load(&r->answer_bytes)},
+        {GP_M_STORAGE_REMOTE_PUSHDOWNS, (double)atomic_load(&r->pushdowns)},
         {GP_M_STORAGE_REMOTE_WINDOW_READS, (double)wreads},
         {GP_M_STORAGE_REMOTE_WINDOW_REFILLED, (double)wfilled},
         {GP_M_STORAGE_REMOTE_WINDOW_HELD, (double)wheld / 1e3},
@@ -1187,205 +1237,33 @@ static void r_render_metrics(struct gp_storage *s, struct gp_buf *b)
     gp_push_render_metrics(r->push, b);
 }
 
-/* ---- the local window's refill ------------------------------------------------ */
+/* ---- the local window's refill (storage_refill.c) ------------------------------ */
 
-/*
- * A query the cluster refuses for the number of series it touches
- * (VictoriaMetrics: 422 "... exceeds -search.maxUniqueTimeseries";
- * Prometheus: 422 "... too many samples") is split, not given up: by
- * metric name first, then by the first characters of the values of
- * SHARD_LABELS in turn (the node labels the fleet's series carry):
- * {L=~"p[class].*"} with the class of next characters halved until a
- * shard is answered, a class of one character extending the prefix p,
- * and L="p" (the value p itself; "" also the series without L) and
- * L=~"p[^ALPHA].*" (other characters) asked apart, split by the next
- * label. Regex matchers on label values are what VictoriaMetrics and
- * Prometheus both answer, and each shard is one disjoint part, so the
- * refill holds every series once.
- */
-static const char *const SHARD_LABELS[] = {"Hostname", "hostname", "instance", "gpu", "UUID"};
-#define NSHARD_LABELS (sizeof SHARD_LABELS / sizeof SHARD_LABELS[0])
-/* Sorted, the characters of host names, numbers and UUIDs. */
-static const char ALPHA[] = "-.0123456789:ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwxyz";
-#define NALPHA (sizeof ALPHA - 1)
-#define MAX_PREFIX 128 /* deeper than any host name: past it a shard fails */
-
-struct refill {
-    struct remote *r;
-    int64_t qmin, qmax;
-    int rc;
-    uint64_t queries, splits, series, names, names_done;
-    int64_t logged_ms;
-};
-
-static int too_many(int rc)
+int gp_storage_remote_refused(int rc)
 {
     return rc == GP_ENET && last_http == 422 &&
            (strstr(last_err, "exceed") || strstr(last_err, "too many") ||
             strstr(last_err, "limit"));
 }
 
-/* A regex-safe character: Go's RE2 takes any punctuation escaped. */
-static void put_re_char(struct gp_buf *b, char c)
+static int refill_fetch(void *arg, const char *sel, int64_t qmin, int64_t qmax,
+                        struct gp_promapi_result *res)
 {
-    if (!(c >= '0' && c <= '9') && !(c >= 'a' && c <= 'z') && !(c >= 'A' && c <= 'Z'))
-        gp_buf_putc(b, '\\');
-    gp_buf_putc(b, c);
-}
-
-/* The raw samples of the window of selector sel, into the window. */
-static int fetch_fill(struct refill *f, const char *sel)
-{
-    struct gp_promapi_result res = {0};
     last_http = 0;
-    int rc = fetch(f->r, sel, f->qmin, f->qmax, &res);
-    f->queries++;
-    if (!rc) {
-        f->series += res.n;
-        rc = gp_rwin_fill(f->r->win, &res);
-    }
-    gp_promapi_result_free(&res);
-    return rc;
+    return fetch(R(arg), sel, qmin, qmax, res);
 }
 
-static void shard_prefix(struct refill *f, const char *base, size_t li, const char *p, size_t plen);
-
-/* Fetches the shard {base} into the window; too many series: split by
- * SHARD_LABELS[li] on. Sets f->rc on a failure. */
-static void refill_one(struct refill *f, const char *base, size_t li)
+static int refill_names(void *arg, const struct gp_matcher *m, size_t nm, int64_t qmin, int64_t qmax,
+                        void (*fn)(void *fnarg, const char *name, size_t len), void *fnarg)
 {
-    if (f->rc)
-        return;
-    struct gp_buf sel;
-    gp_buf_init(&sel, 0);
-    gp_buf_printf(&sel, "{%s}", base);
-    int rc = sel.err ? GP_ENOMEM : fetch_fill(f, sel.data);
-    gp_buf_free(&sel);
-    if (too_many(rc) && li < NSHARD_LABELS) {
-        gp_storage_clear_error();
-        f->splits++;
-        shard_prefix(f, base, li, "", 0);
-        return;
-    }
-    f->rc = rc;
+    last_http = 0;
+    if (nm == NO_MATCH)
+        return strings(arg, "/api/v1/label/__name__/values", 1, NULL, NO_MATCH, qmin, qmax, fn, fnarg);
+    return r_label_values(arg, "__name__", m, nm, qmin, qmax, fn, fnarg);
 }
 
-/* The series whose SHARD_LABELS[li] starts with p and then one of
- * ALPHA[lo..hi). */
-static void shard_class(struct refill *f, const char *base, size_t li, const char *p, size_t plen,
-                        size_t lo, size_t hi)
-{
-    if (f->rc)
-        return;
-    struct gp_buf sel, re;
-    gp_buf_init(&sel, 0);
-    gp_buf_init(&re, 0);
-    for (size_t i = 0; i < plen; i++)
-        put_re_char(&re, p[i]);
-    gp_buf_putc(&re, '[');
-    for (size_t i = lo; i < hi; i++)
-        put_re_char(&re, ALPHA[i]);
-    gp_buf_puts(&re, "].*");
-    gp_buf_printf(&sel, "{%s,%s=~", base, SHARD_LABELS[li]);
-    if (!re.err)
-        put_quoted(&sel, re.data, re.len);
-    gp_buf_putc(&sel, '}');
-    int rc = sel.err || re.err ? GP_ENOMEM : fetch_fill(f, sel.data);
-    gp_buf_free(&sel);
-    gp_buf_free(&re);
-    if (too_many(rc) && (hi - lo > 1 || plen < MAX_PREFIX)) {
-        gp_storage_clear_error();
-        f->splits++;
-        if (hi - lo > 1) {
-            shard_class(f, base, li, p, plen, lo, lo + (hi - lo) / 2);
-            shard_class(f, base, li, p, plen, lo + (hi - lo) / 2, hi);
-        } else {
-            char q[MAX_PREFIX + 1];
-            memcpy(q, p, plen);
-            q[plen] = ALPHA[lo];
-            shard_prefix(f, base, li, q, plen + 1);
-        }
-        return;
-    }
-    if (rc && !f->rc)
-        f->rc = rc;
-}
-
-static void shard_prefix(struct refill *f, const char *base, size_t li, const char *p, size_t plen)
-{
-    const char *l = SHARD_LABELS[li];
-    struct gp_buf b, re;
-    gp_buf_init(&b, 0);
-    gp_buf_init(&re, 0);
-    gp_buf_printf(&b, "%s,%s=", base, l); /* the value p itself */
-    put_quoted(&b, p, plen);
-    if (!b.err)
-        refill_one(f, b.data, li + 1);
-    gp_buf_reset(&b);
-    for (size_t i = 0; i < plen; i++) /* p, then a character ALPHA lacks */
-        put_re_char(&re, p[i]);
-    gp_buf_puts(&re, "[^");
-    for (size_t i = 0; i < NALPHA; i++)
-        put_re_char(&re, ALPHA[i]);
-    gp_buf_puts(&re, "].*");
-    gp_buf_printf(&b, "%s,%s=~", base, l);
-    if (!re.err)
-        put_quoted(&b, re.data, re.len);
-    if (!b.err && !re.err)
-        refill_one(f, b.data, li + 1);
-    if ((b.err || re.err) && !f->rc)
-        f->rc = GP_ENOMEM;
-    gp_buf_free(&b);
-    gp_buf_free(&re);
-    shard_class(f, base, li, p, plen, 0, NALPHA);
-}
-
-/* One metric name's raw samples of the window, into the window. */
-static void refill_name(void *arg, const char *name, size_t len)
-{
-    struct refill *f = arg;
-    if (f->rc)
-        return;
-    struct gp_buf sel;
-    gp_buf_init(&sel, 0);
-    gp_buf_puts(&sel, "__name__=");
-    put_quoted(&sel, name, len);
-    if (f->r->name) { /* this server's own part, not the fleet's */
-        gp_buf_puts(&sel, "," SERVER_LABEL "=");
-        put_quoted(&sel, f->r->name, strlen(f->r->name));
-    }
-    if (sel.err)
-        f->rc = GP_ENOMEM;
-    else
-        refill_one(f, sel.data, 0);
-    gp_buf_free(&sel);
-    f->names_done++;
-    /* The progress of a long refill, every 5 s and at the end. */
-    if (gp_mono_ms() - f->logged_ms >= 5000 || f->names_done == f->names) {
-        f->logged_ms = gp_mono_ms();
-        gp_log(GP_LOG_INFO, "storage", "remote window refill progress",
-               "names=%" PRIu64 "/%" PRIu64 " series=%" PRIu64 " queries=%" PRIu64 " splits=%" PRIu64,
-               f->names_done, f->names, f->series, f->queries, f->splits);
-    }
-}
-
-static void count_name(void *arg, const char *name, size_t len)
-{
-    (void)name;
-    (void)len;
-    ((struct refill *)arg)->names++;
-}
-
-/*
- * Refills the window from the cluster before the server takes writes
- * (so what is refilled is older than what comes next): first the write
- * queue's backlog from before the restart gets DRAIN_MS to reach the
- * cluster, then each metric name's raw samples of the last window_ms
- * are fetched (one name at a time, to bound the answer's size) and
- * stored. On success the window is whole; on a failure it stays
- * complete only from now, logged, and reads before now go to the
- * cluster until window_ms has passed.
- */
+/* Gives the write queue's backlog from before the restart DRAIN_MS to
+ * reach the cluster, then refills the window (storage_refill.c). */
 static void refill(struct gp_storage *s)
 {
     struct remote *r = R(s);
@@ -1400,50 +1278,8 @@ static void refill(struct gp_storage *s)
             break;
         nanosleep(&(struct timespec){.tv_nsec = 100000000}, NULL);
     }
-    int64_t now = gp_wall_ms();
-    struct refill f = {.r = r, .qmin = now - gp_rwin_window_ms(r->win), .qmax = now};
-    struct gp_strset names = {0};
-    struct gp_matcher own;
-    size_t nown = 0;
-    char merr[128];
-    if (r->name && !(f.rc = gp_matcher_init(&own, GP_MATCH_EQ, SERVER_LABEL, r->name, merr, sizeof merr)))
-        nown = 1;
-    last_http = 0;
-    if (!f.rc)
-        f.rc = r_label_values(s, "__name__", &own, nown, f.qmin, f.qmax, gp_strset_add, &names);
-    if (too_many(f.rc)) { /* the names of the whole index, which counts no series */
-        gp_log(GP_LOG_INFO, "storage", "remote window refill asks the names without match[]",
-               "err=\"%s\"", last_err); /* the lookup touched too many series */
-        gp_storage_clear_error();
-        f.rc = strings(s, "/api/v1/label/__name__/values", 1, NULL, NO_MATCH, f.qmin, f.qmax,
-                       gp_strset_add, &names);
-    }
-    if (nown)
-        gp_matcher_free(&own);
-    if (!f.rc)
-        f.rc = names.err;
-    if (!f.rc) {
-        gp_strset_each(&names, count_name, &f);
-        f.logged_ms = gp_mono_ms();
-        gp_strset_each(&names, refill_name, &f);
-    }
-    gp_strset_free(&names);
-    if (f.rc) {
-        gp_log(GP_LOG_WARN, "storage", "remote window refill failed",
-               "err=\"%s\" complete_from=now window_ms=%" PRId64,
-               f.rc == GP_ENET ? gp_storage_last_error() : gp_strerror(f.rc),
-               gp_rwin_window_ms(r->win));
-        return;
-    }
-    gp_rwin_held_from(r->win, f.qmin);
-    uint64_t reads, samples;
-    int64_t held;
-    gp_rwin_counts(r->win, &reads, &samples, &held);
-    gp_log(GP_LOG_INFO, "storage", "remote window refilled",
-           "samples=%" PRIu64 " series=%" PRIu64 " queries=%" PRIu64 " splits=%" PRIu64
-           " window_ms=%" PRId64 " seconds=%.3f",
-           samples, f.series, f.queries, f.splits, gp_rwin_window_ms(r->win),
-           (double)(gp_mono_ms() - t0) / 1e3);
+    struct gp_refill_src src = {.arg = s, .fetch = refill_fetch, .names = refill_names};
+    gp_rwin_refill(r->win, r->name, &src, t0);
 }
 
 /* ---- open and close ---------------------------------------------------------- */
@@ -1622,6 +1458,7 @@ const struct gp_storage_ops gp_storage_remote_ops = {
     .label_names = r_label_names,
     .label_values = r_label_values,
     .promql = r_promql,
+    .pushdown = r_pushdown,
     .stats = r_stats,
     .render_metrics = r_render_metrics,
     .close = r_close,

@@ -103,9 +103,14 @@ struct gp_storage *gp_rwin_storage(struct gp_rwin *w) { return w->st; }
 
 int64_t gp_rwin_window_ms(const struct gp_rwin *w) { return w->window_ms; }
 
+int gp_rwin_holds(struct gp_rwin *w, int64_t mint)
+{
+    return mint >= atomic_load(&w->held_from);
+}
+
 int gp_rwin_covers(struct gp_rwin *w, int64_t mint)
 {
-    if (mint < atomic_load(&w->held_from))
+    if (!gp_rwin_holds(w, mint))
         return 0;
     atomic_fetch_add(&w->reads, 1);
     return 1;

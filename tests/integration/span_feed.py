@@ -5,8 +5,8 @@ rw.py's encoder (which shares no code with the server): node n1 (rank 0)
 to URL_A, node n2 (ranks 1-3, GPUs 0-2) to URL_B. Every GPU is busy (SM
 active 0.9) but rank 2's (0.2): a straggler. B alone holds 3 of the ranks,
 enough for the straggler detector to judge them; A alone, 1. Rank 3's GPU
-is nearly full (a per-GPU alert its own server, B, must raise alone). The last 90 s are written at once (A's,
-then 3 s later B's), then a sample a second until SECONDS have passed.
+is nearly full (a per-GPU alert its own server, B, must raise alone). The last 90 s are written at once (B's,
+then 3 s later A's), then a sample a second until SECONDS have passed.
 """
 import os
 import sys
@@ -51,11 +51,12 @@ def write(url, series):
 now = int(time.time())
 T0 = now - 90
 back = list(range(T0, now + 1))
-# A's part first: a job's ranks do not all start in the same second, and a
-# server judges a job only once the cluster shows its own part of it.
-write(url_a, series_at("n1", back))
-time.sleep(3)
+# B's part first, the start-up race: a job's ranks do not all start in the
+# same second, and B's 3 ranks are enough to judge a straggler alone, so B
+# must wait for the ranks gpulse_job_info's world_size (4) promises.
 write(url_b, series_at("n2", back))
+time.sleep(3)
+write(url_a, series_at("n1", back))
 end = time.time() + seconds
 t = now
 while time.time() < end:

@@ -4,7 +4,9 @@
 # cluster"): two `gpulse server`s in storage: remote, named a and b, on one
 # VictoriaMetrics (Debian's), each with its local window; one job, span-1,
 # whose rank 0 (node n1) writes through a and ranks 1-3 (node n2) through
-# b (span_feed.py). Checks: each server's inventory holds only its own
+# b (span_feed.py), b's part reaching the cluster 3 s before a's (the
+# start-up race: b must not judge the job on its 3 ranks meanwhile, as
+# world_size says 4). Checks: each server's inventory holds only its own
 # node; the job document from either server shows all 4 ranks and GPUs;
 # the straggler (rank 2) fires exactly once, on a (its name sorts first:
 # it leads the job and reads b's ranks of it), never on b (which follows,

@@ -60,6 +60,16 @@ static void test_matrix_parses(void)
     CHECK_INT((int)r.s[1].n, 0);
     gp_promapi_result_free(&r);
     gp_promapi_result_free(&r); /* twice: zeroed */
+    /* an aggregate without `by` (a pushed-down read): one series, no labels */
+    const char *agg = "{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":["
+                      "{\"metric\":{},\"values\":[[1700000060,\"4.5\"]]}]}}";
+    CHECK_INT(gp_promapi_parse_matrix(agg, strlen(agg), &r, err, sizeof err), GP_OK);
+    CHECK(r.n == 1 && r.s[0].labels == NULL && r.s[0].labels_len == 0 && r.s[0].n == 1);
+    gp_promapi_result_free(&r);
+    const char *two = "{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":["
+                      "{\"metric\":{},\"values\":[]},{\"metric\":{\"x\":\"\"},\"values\":[]}]}}";
+    CHECK_INT(gp_promapi_parse_matrix(two, strlen(two), &r, err, sizeof err), GP_EPARSE); /* twice */
+    gp_promapi_result_free(&r);
 }
 
 static void strs_cb(void *arg, const char *s, size_t n)
@@ -110,7 +120,6 @@ static void test_malformed_refused(void)
         "{\"status\":\"success\",\"data\":{\"result\":[]}}",
         "{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":{}}}",
         "{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":[1]}}",
-        "{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":[{\"metric\":{},\"values\":[]}]}}",
         "{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":[{\"metric\":{\"a\":1},\"values\":[]}]}}",
         "{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":[{\"metric\":{\"a\":\"b\"}}]}}",
         "{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":[{\"metric\":{\"a\":\"b\"},\"values\":[[1]]}]}}",
@@ -581,6 +590,20 @@ static void test_remote_promql(void)
     pthread_mutex_lock(&f.mu);
     CHECK_STR(f.last_query, "query=1&start=-1.500&end=60.000&step=15.000");
     pthread_mutex_unlock(&f.mu);
+    /* A pushed-down read (no window here: every range is the cluster's):
+     * its grid exact, its matrix parsed, an aggregate's empty label set
+     * taken. */
+    CHECK_INT(gp_storage_pushdown(s, NULL, 0, 0), 1);
+    struct gp_promapi_result pm;
+    r.exact_grid = 1;
+    CHECK_INT(gp_storage_promql_matrix(s, &r, &pm), GP_OK);
+    CHECK(pm.n == 1 && pm.s[0].labels_len == 0 && pm.s[0].n == 1 && pm.s[0].t[0] == 60000 &&
+          pm.s[0].v[0] == 3);
+    gp_promapi_result_free(&pm);
+    pthread_mutex_lock(&f.mu);
+    CHECK_STR(f.last_query, "query=1&start=-1.500&end=60.000&step=15.000&nocache=1");
+    pthread_mutex_unlock(&f.mu);
+    r.exact_grid = 0;
     /* The cluster's own error is the client's answer. */
     atomic_store(&f.mode, 3);
     gp_buf_reset(&out);
@@ -601,6 +624,8 @@ static void test_remote_promql(void)
     /* The embedded store evaluates nothing itself: the caller does. */
     struct gp_storage *e = sopen_tmp();
     CHECK_INT(gp_storage_promql(e, &q, &out, &status), GP_EUNSUPPORTED);
+    CHECK_INT(gp_storage_pushdown(e, NULL, 0, 0), 0);
+    CHECK_INT(gp_storage_promql_matrix(e, &r, &pm), GP_EUNSUPPORTED);
     gp_storage_close(e);
 }
 
