@@ -26,7 +26,8 @@
  * passes over all groups); today's whole-chunk decode (times included;
  * the best of ROUNDS passes over the file) in the same run.
  * A chunk that is not all decimals (today's Gorilla fallback) counts at
- * its size today in every cell.
+ * its size today in every cell. First, per family, the entropy of those
+ * integers: about how far any coder of one delta at a time could go.
  *
  * Not part of the test suite (numbers, not checks). Build and run
  * (libzstd-dev, only for this probe):
@@ -64,6 +65,7 @@ struct pchunk {
     uint32_t entry, fam, id;
     uint64_t toff;  /* its time record (0: none) */
     size_t n, head; /* samples, today's header bytes */
+    size_t gorilla; /* today's bytes where e < 0 */
     int e, mode;    /* e < 0: not all decimals */
     uint64_t *u;    /* n - 1 or n - 2 zigzag integers */
     size_t nu;
@@ -197,7 +199,12 @@ static int by_group(const void *a, const void *b)
     return x->entry < y->entry ? -1 : x->entry > y->entry;
 }
 
-/* Family index of every series id, from the store's labels. */
+#define MAX_FAM 64 /* the last one gathers the rest */
+static char fam_name[MAX_FAM][96];
+static uint32_t nfam;
+
+/* Family index of every series id, from the store's labels (names in
+ * fam_name). */
 static uint32_t *families(const char *dir, uint32_t *nid)
 {
     struct gp_store *s;
@@ -212,23 +219,76 @@ static uint32_t *families(const char *dir, uint32_t *nid)
     if (gp_store_select(s, NULL, 0, INT64_MIN, INT64_MAX, &sel) == GP_OK && sel.n) {
         *nid = sel.series[sel.n - 1].id + 1;
         fam = calloc(*nid, sizeof *fam);
-        struct gp_str *names = calloc(sel.n, sizeof *names);
-        size_t nn = 0;
-        for (size_t i = 0; fam && names && i < sel.n; i++) {
+        for (size_t i = 0; fam && i < sel.n; i++) {
             struct gp_str name = {0};
             gp_labels_get(sel.series[i].labels, sel.series[i].labels_len, "__name__", &name);
-            size_t f = 0;
-            while (f < nn && !(names[f].len == name.len && memcmp(names[f].ptr, name.ptr, name.len) == 0))
+            char buf[96];
+            snprintf(buf, sizeof buf, "%.*s", (int)name.len, name.ptr);
+            uint32_t f = 0;
+            while (f < nfam && strcmp(fam_name[f], buf) != 0)
                 f++;
-            if (f == nn)
-                names[nn++] = name;
-            fam[sel.series[i].id] = (uint32_t)f;
+            if (f == nfam && nfam < MAX_FAM - 1)
+                snprintf(fam_name[nfam++], sizeof fam_name[0], "%s", buf);
+            else if (f == nfam)
+                snprintf(fam_name[f = MAX_FAM - 1], sizeof fam_name[0], "(other families)");
+            fam[sel.series[i].id] = f;
         }
-        free(names);
     }
     gp_store_selection_free(&sel);
     gp_store_close(s);
     return fam;
+}
+
+static int by_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Per family: today's bytes, and what an ideal static entropy coder of
+ * the integers today's encoding packs would take (one table for the
+ * whole family, its own cost not counted; integers below 256 each a
+ * symbol, larger ones their bit width as the symbol and the bits below
+ * the top one raw), plus the header bytes: about as far as coding each
+ * delta on its own can go, the way bchunk.c and VictoriaMetrics both
+ * code them. Gorilla chunks count at their size. */
+static void entropy_table(const struct pchunk *c, uint32_t n, const uint64_t *today_fam)
+{
+    printf("%-40s %12s %14s\n", "family (bytes per sample)", "today", "entropy bound");
+    double all_b = 0, all_h = 0, all_n = 0;
+    for (uint32_t f = 0; f < MAX_FAM; f++) {
+        size_t nu = 0, samples = 0;
+        double bytes = 0;
+        for (uint32_t i = 0; i < n; i++)
+            if (c[i].fam == f) {
+                samples += c[i].n;
+                nu += c[i].e >= 0 ? c[i].nu : 0;
+                bytes += c[i].e >= 0 ? (double)c[i].head : (double)c[i].gorilla;
+            }
+        if (!samples)
+            continue;
+        uint64_t *u = malloc((nu ? nu : 1) * sizeof *u);
+        size_t k = 0;
+        double bits = 0;
+        for (uint32_t i = 0; i < n; i++)
+            for (size_t j = 0; c[i].fam == f && c[i].e >= 0 && j < c[i].nu; j++) {
+                unsigned w = 64 - (unsigned)__builtin_clzll(c[i].u[j] | 1);
+                u[k++] = c[i].u[j] < 256 ? c[i].u[j] : 256 + w;
+                bits += c[i].u[j] < 256 ? 0 : w - 1;
+            }
+        qsort(u, nu, sizeof *u, by_u64);
+        for (size_t a = 0, b; a < nu; a = b) {
+            for (b = a + 1; b < nu && u[b] == u[a]; b++)
+                ;
+            bits -= (double)(b - a) * log2((double)(b - a) / (double)nu);
+        }
+        free(u);
+        bytes += bits / 8;
+        printf("%-40s %12.3f %14.3f\n", fam_name[f], (double)today_fam[f] / (double)samples,
+               bytes / (double)samples);
+        all_b += (double)today_fam[f], all_h += bytes, all_n += (double)samples;
+    }
+    printf("%-40s %12.3f %14.3f\n", "all", all_b / all_n, all_h / all_n);
 }
 
 int main(int argc, char **argv)
@@ -251,7 +311,7 @@ int main(int argc, char **argv)
     double *v = malloc(GP_CHUNK_MAX_SAMPLES * sizeof *v);
     uint64_t *u = malloc(GP_CHUNK_MAX_SAMPLES * sizeof *u);
     struct pchunk *c = calloc(bf.n, sizeof *c);
-    uint64_t samples = 0, today = 0, gorilla = 0;
+    uint64_t samples = 0, today = 0, gorilla = 0, today_fam[MAX_FAM] = {0};
     double today_s = 0;
     for (uint32_t i = 0; i < bf.n; i++) {
         struct gp_st_bentry e;
@@ -272,9 +332,10 @@ int main(int argc, char **argv)
             gp_uvarint_get(&q, p + e.len, &c[i].toff);
         samples += (uint64_t)k;
         today += e.len;
+        today_fam[c[i].fam] += e.len;
         plan(&c[i], v);
         if (c[i].e < 0)
-            gorilla += e.len;
+            gorilla += c[i].gorilla = e.len;
     }
     for (int r = 0; r < ROUNDS; r++) {
         double t0 = now_s();
@@ -289,6 +350,7 @@ int main(int argc, char **argv)
         if (r == 0 || d < today_s)
             today_s = d;
     }
+    entropy_table(c, bf.n, today_fam);
     qsort(c, bf.n, sizeof *c, by_group);
     printf("%u chunks, %llu samples; today: chunks %.3f bytes/sample, whole-chunk decode %.2f "
            "ns/sample (times and values)\n",
