@@ -20,7 +20,8 @@
  *   node    all chunks sharing a time record: every series of a node
  *   series  one series' chunks of the whole block (VictoriaMetrics's
  *           blocks hold up to 8192 samples of one series)
- * Per cell: bytes per sample (compressed values plus today's chunk
+ * For chunks alone, also the smaller of today's chunk and the new one,
+ * chunk by chunk ("varint|today"). Per cell: bytes per sample (compressed values plus today's chunk
  * header bytes, which a new format keeps), and ns per sample to
  * decompress every group and rebuild its doubles (the best of ROUNDS
  * passes over all groups); today's whole-chunk decode (times included;
@@ -66,6 +67,7 @@ struct pchunk {
     uint64_t toff;  /* its time record (0: none) */
     size_t n, head; /* samples, today's header bytes */
     size_t gorilla; /* today's bytes where e < 0 */
+    size_t len;     /* today's bytes */
     int e, mode;    /* e < 0: not all decimals */
     uint64_t *u;    /* n - 1 or n - 2 zigzag integers */
     size_t nu;
@@ -332,6 +334,7 @@ int main(int argc, char **argv)
             gp_uvarint_get(&q, p + e.len, &c[i].toff);
         samples += (uint64_t)k;
         today += e.len;
+        c[i].len = e.len;
         today_fam[c[i].fam] += e.len;
         plan(&c[i], v);
         if (c[i].e < 0)
@@ -356,7 +359,7 @@ int main(int argc, char **argv)
            "ns/sample (times and values)\n",
            bf.n, (unsigned long long)samples, (double)today / (double)samples,
            today_s * 1e9 / (double)samples);
-    printf("%-8s %-7s %14s %16s %14s\n", "group", "form", "bytes/sample", "decode ns/sample",
+    printf("%-8s %-13s %14s %16s %14s\n", "group", "form", "bytes/sample", "decode ns/sample",
            "chunks/group");
     size_t cap = 64u << 20;
     uint8_t *raw = malloc(cap), *back = malloc(cap);
@@ -376,7 +379,8 @@ int main(int argc, char **argv)
         for (int form = 0; form < 2; form++) {
             if (g == 3 && form == 0)
                 qsort(c, bf.n, sizeof *c, by_entry); /* the index's order: by series, then time */
-            uint64_t bytes = gorilla;
+            /* best: chunk by chunk, the smaller of today's and this */
+            uint64_t bytes = gorilla, best = gorilla;
             size_t ng = 0, zoff = 0;
             for (uint32_t a = 0, b; a < bf.n; a = b) {
                 b = a + 1;
@@ -391,14 +395,17 @@ int main(int argc, char **argv)
                         bytes += c[i].head;
                     }
                 grp[ng] = (struct zgroup){a, b, zoff, 0, len};
+                size_t zl = 0;
                 if (len > 0) { /* else constants: their header alone */
-                    size_t zl = ZSTD_compressCCtx(cc, z + zoff, zcap - zoff, raw, len, LEVEL);
+                    zl = ZSTD_compressCCtx(cc, z + zoff, zcap - zoff, raw, len, LEVEL);
                     if (ZSTD_isError(zl))
                         return 1;
                     grp[ng].zl = zl;
                     zoff += zl;
                     bytes += zl;
                 }
+                if (g == 0 && c[a].e >= 0)
+                    best += c[a].head + zl < c[a].len ? c[a].head + zl : c[a].len;
                 ng++;
             }
             double dec_s = 0;
@@ -407,7 +414,8 @@ int main(int argc, char **argv)
                 for (size_t k = 0; k < ng; k++) {
                     if (grp[k].len == 0)
                         continue;
-                    size_t got = ZSTD_decompressDCtx(dc, back, cap, z + grp[k].off, grp[k].zl), at = 0;
+                    size_t at = 0;
+                    size_t got = ZSTD_decompressDCtx(dc, back, cap, z + grp[k].off, grp[k].zl);
                     for (uint32_t i = grp[k].a; i < grp[k].b && got == grp[k].len; i++)
                         if (c[i].e >= 0)
                             at += rebuild(&c[i], form, back + at, u, v);
@@ -420,9 +428,13 @@ int main(int argc, char **argv)
                 if (r == 0 || d < dec_s)
                     dec_s = d;
             }
-            printf("%-8s %-7s %14.3f %16.2f %14.1f\n", gname[g], fname[form],
+            printf("%-8s %-13s %14.3f %16.2f %14.1f\n", gname[g], fname[form],
                    (double)bytes / (double)samples, dec_s * 1e9 / (double)samples,
                    ng ? (double)bf.n / (double)ng : 0.0);
+            if (g == 0)
+                printf("%-8s %-13s %14.3f %16s %14s\n", "chunk",
+                       form ? "planes|today" : "varint|today", (double)best / (double)samples, "",
+                       "1.0");
         }
     return 0;
 }
