@@ -27,12 +27,10 @@
 #include "lib/clock.h"
 #include "lib/err.h"
 #include "lib/log.h"
+#include "lib/periodic.h"
 
-#include <errno.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define SELF_JOB "gpulse-server"
 
@@ -49,10 +47,7 @@ struct gp_srv_self {
     size_t cap_labels;
     struct gp_sample up;
 
-    pthread_mutex_t mu; /* the stop flag */
-    pthread_cond_t cv;
-    pthread_t th;
-    int stop, started;
+    struct gp_periodic th;
 };
 
 static int label_cmp(const void *a, const void *b)
@@ -175,24 +170,13 @@ static int scrape(struct gp_srv_self *x, int64_t t_ms)
     return !bad && !refused;
 }
 
-static void *self_thread(void *arg)
+static void self_tick(void *arg)
 {
     struct gp_srv_self *x = arg;
-    struct gp_server *s = x->srv;
-    for (;;) {
-        struct timespec until = gp_realtime_after(x->interval_ms);
-        pthread_mutex_lock(&x->mu);
-        while (!x->stop && pthread_cond_timedwait(&x->cv, &x->mu, &until) != ETIMEDOUT)
-            ;
-        int stop = x->stop;
-        pthread_mutex_unlock(&x->mu);
-        if (stop)
-            return NULL;
-        int ok = scrape(x, gp_wall_ms());
-        gp_srv_count(&s->self_scrapes, 1);
-        if (!ok)
-            gp_srv_count(&s->self_scrape_failures, 1);
-    }
+    int ok = scrape(x, gp_wall_ms());
+    gp_srv_count(&x->srv->self_scrapes, 1);
+    if (!ok)
+        gp_srv_count(&x->srv->self_scrape_failures, 1);
 }
 
 int gp_srv_self_start(struct gp_server *s, const char *instance)
@@ -206,12 +190,9 @@ int gp_srv_self_start(struct gp_server *s, const char *instance)
     x->interval_ms = s->cfg.self_scrape_interval_ms;
     snprintf(x->instance, sizeof x->instance, "%s", instance);
     gp_buf_init(&x->text, 0);
-    pthread_mutex_init(&x->mu, NULL);
-    pthread_cond_init(&x->cv, NULL);
     s->self = x;
-    if (pthread_create(&x->th, NULL, self_thread, x))
+    if (gp_periodic_start(&x->th, x->interval_ms, 0, self_tick, x))
         return GP_ENOMEM;
-    x->started = 1;
     gp_log(GP_LOG_INFO, "server", "self-scrape on", "interval_ms=%lld job=%s instance=%s",
            (long long)x->interval_ms, SELF_JOB, x->instance);
     return GP_OK;
@@ -222,19 +203,11 @@ void gp_srv_self_stop(struct gp_server *s)
     struct gp_srv_self *x = s->self;
     if (!x)
         return;
-    if (x->started) {
-        pthread_mutex_lock(&x->mu);
-        x->stop = 1;
-        pthread_cond_signal(&x->cv);
-        pthread_mutex_unlock(&x->mu);
-        pthread_join(x->th, NULL);
-    }
+    gp_periodic_stop(&x->th);
     gp_text_parser_free(&x->parser);
     gp_buf_free(&x->text);
     free(x->series);
     free(x->labels);
-    pthread_cond_destroy(&x->cv);
-    pthread_mutex_destroy(&x->mu);
     free(x);
     s->self = NULL;
 }
