@@ -33,6 +33,7 @@
 #define GP_STORAGE_STORAGE_H
 
 #include "lib/buf.h"
+#include "lib/metric_sink.h"
 #include "store/store.h"
 
 #include <stddef.h>
@@ -180,9 +181,10 @@ void gp_storage_stats(struct gp_storage *s, struct gp_store_stats *st);
 /* As gp_store_write_paused; remote: 0 (its queue buffers on disk). */
 int gp_storage_write_paused(struct gp_storage *s, char *why, size_t whylen);
 
-/* Appends the backend's own /metrics families (remote: gpulse_storage_remote_*
- * and the write queue's gpulse_push_*; embedded: nothing). */
-void gp_storage_render_metrics(struct gp_storage *s, struct gp_buf *out);
+/* Walks the backend's own /metrics families into out (remote:
+ * gpulse_storage_remote_* and the write queue's gpulse_push_*; embedded:
+ * nothing). */
+void gp_storage_walk_metrics(struct gp_storage *s, struct gp_metric_sink *out);
 
 /* The detail of this thread's last GP_ENET from s ("" when none):
  * "GET http://vm:8428/api/v1/query: connection refused". */

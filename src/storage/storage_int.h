@@ -30,7 +30,7 @@ struct gp_storage_ops {
     int (*promql)(struct gp_storage *s, const struct gp_storage_promql *q, struct gp_buf *out,
                   int *status);
     void (*stats)(struct gp_storage *s, struct gp_store_stats *st);
-    void (*render_metrics)(struct gp_storage *s, struct gp_buf *out);
+    void (*walk_metrics)(struct gp_storage *s, struct gp_metric_sink *out);
     void (*close)(struct gp_storage *s);
 };
 

@@ -1153,7 +1153,7 @@ static void r_stats(struct gp_storage *s, struct gp_store_stats *st)
     }
 }
 
-static void r_render_metrics(struct gp_storage *s, struct gp_buf *b)
+static void r_walk_metrics(struct gp_storage *s, struct gp_metric_sink *b)
 {
     struct remote *r = R(s);
     uint64_t wreads = 0, wfilled = 0;
@@ -1177,14 +1177,9 @@ static void r_render_metrics(struct gp_storage *s, struct gp_buf *b)
     size_t nrows = sizeof rows / sizeof rows[0];
     if (!r->win)
         nrows -= 3; /* the window's rows, last */
-    for (size_t i = 0; i < nrows; i++) {
-        gp_metric_head(b, rows[i].m);
-        gp_buf_puts(b, gp_metric_name(rows[i].m));
-        gp_buf_putc(b, ' ');
-        gp_buf_put_double(b, rows[i].v);
-        gp_buf_putc(b, '\n');
-    }
-    gp_push_render_metrics(r->push, b);
+    for (size_t i = 0; i < nrows; i++)
+        gp_metric_one(b, rows[i].m, rows[i].v);
+    gp_push_walk_metrics(r->push, b);
 }
 
 /* ---- the local window's refill ------------------------------------------------ */
@@ -1623,6 +1618,6 @@ const struct gp_storage_ops gp_storage_remote_ops = {
     .label_values = r_label_values,
     .promql = r_promql,
     .stats = r_stats,
-    .render_metrics = r_render_metrics,
+    .walk_metrics = r_walk_metrics,
     .close = r_close,
 };
