@@ -13,6 +13,7 @@
 #include "net/http.h"
 #include "insight/remediate.h"
 #include "server/jobs.h"
+#include "server/metadata.h"
 #include "server/server.h"
 #include "storage/storage.h"
 #include "lib/metric_sink.h"
@@ -32,6 +33,7 @@ struct gp_promrules_run;
 struct gp_srv_notify;
 struct gp_srv_streams;
 struct gp_srv_self;
+struct gp_srv_mfwd;
 
 enum gp_srv_state { GP_SRV_STARTING, GP_SRV_READY };
 
@@ -181,6 +183,7 @@ struct gp_server {
     struct gp_srv_notify *notify; /* config, outbox and router (notify_api.c) */
     struct gp_srv_streams *streams; /* the open SSE streams (stream.c) */
     struct gp_srv_self *self;       /* the self-scrape (selfscrape.c); NULL when off */
+    struct gp_srv_mfwd *mfwd;       /* metadata to the cluster (meta_forward.c); NULL when embedded */
     struct gp_srv_freport *freport; /* the weekly funnel e-mail (funnel_report.c); NULL when off */
 
     pthread_mutex_t hook_mu;
@@ -406,6 +409,18 @@ size_t gp_srv_path_suffix(const char *p, size_t prefix, const char *suffix);
  * walk. */
 int gp_srv_render_metrics(struct gp_server *s, struct gp_buf *out);
 void gp_srv_walk_own_metrics(struct gp_server *s, struct gp_metric_sink *out);
+
+/* prom_api.c: every family /api/v1/metadata lists (metric non-empty:
+ * that one), in name order: gpulse's own, and those remote write
+ * carried that gpulse does not define; fn as gp_srv_meta_walk's (it runs
+ * under the table's lock). */
+void gp_srv_metadata_walk(struct gp_server *s, const char *metric, gp_srv_meta_fn fn, void *arg);
+
+/* meta_forward.c: with storage: remote, the families' metadata sent on
+ * to the cluster (started after the store is published; stop before the
+ * store closes; accepts none). GP_OK or GP_ENOMEM. */
+int gp_srv_meta_forward_start(struct gp_server *s);
+void gp_srv_meta_forward_stop(struct gp_server *s);
 
 /* selfscrape.c: the self-scrape's thread, when self_scrape_interval is
  * not 0 (after the store is published; instance: "HOST:PORT"), and its

@@ -31,6 +31,9 @@ struct gp_storage_ops {
                   int *status);
     void (*stats)(struct gp_storage *s, struct gp_store_stats *st);
     void (*walk_metrics)(struct gp_storage *s, struct gp_metric_sink *out);
+    /* NULL: the backend keeps no cluster to tell */
+    int (*send_metadata)(struct gp_storage *s, const struct gp_family_meta *m, size_t n, char *err,
+                         size_t errlen);
     void (*close)(struct gp_storage *s);
 };
 

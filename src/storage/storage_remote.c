@@ -1153,6 +1153,27 @@ static void r_stats(struct gp_storage *s, struct gp_store_stats *st)
     }
 }
 
+static int r_send_metadata(struct gp_storage *s, const struct gp_family_meta *m, size_t n, char *err,
+                           size_t errlen)
+{
+    struct remote *r = R(s);
+    struct gp_buf body, raw;
+    gp_buf_init(&body, 0);
+    gp_buf_init(&raw, 0);
+    int rc = GP_OK;
+    for (size_t at = 0; at < n && !rc; at += GP_STORAGE_META_PER_REQUEST) {
+        size_t k = n - at < GP_STORAGE_META_PER_REQUEST ? n - at : GP_STORAGE_META_PER_REQUEST;
+        if ((rc = gp_rw_encode_metadata(m + at, k, &body, &raw)))
+            gp_seterr(err, errlen, rc, "cannot encode the metadata of '%.*s' and %zu more for the remote storage: %s",
+                      (int)(m[at].name.len > 64 ? 64 : m[at].name.len), m[at].name.ptr, k - 1, gp_strerror(rc));
+        else
+            gp_push_body(r->push, body.data, body.len, 0, (uint32_t)raw.len, gp_wall_ms());
+    }
+    gp_buf_free(&body);
+    gp_buf_free(&raw);
+    return rc;
+}
+
 static void r_walk_metrics(struct gp_storage *s, struct gp_metric_sink *b)
 {
     struct remote *r = R(s);
@@ -1619,5 +1640,6 @@ const struct gp_storage_ops gp_storage_remote_ops = {
     .promql = r_promql,
     .stats = r_stats,
     .walk_metrics = r_walk_metrics,
+    .send_metadata = r_send_metadata,
     .close = r_close,
 };
