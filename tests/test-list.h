@@ -1,6 +1,7 @@
 /* test-list.h - every unit-test group, once. Files: tests/unit/test_<group>.c */
 GROUP(buf)
 GROUP(duration)
+GROUP(periodic)
 GROUP(frame)
 GROUP(config)
 GROUP(cfg)

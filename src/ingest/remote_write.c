@@ -1021,6 +1021,8 @@ size_t gp_rw_fit(const struct gp_batch *req, size_t first, size_t max_raw, size_
     return n;
 }
 
+static int compress(const struct gp_buf *scratch, struct gp_buf *out);
+
 int gp_rw_encode(const struct gp_batch *req, struct gp_buf *out_compressed,
                  struct gp_buf *scratch)
 {
@@ -1050,13 +1052,72 @@ int gp_rw_encode(const struct gp_batch *req, struct gp_buf *out_compressed,
     if (scratch->len != total)
         return GP_EINTERNAL;
     scratch->data[scratch->len] = '\0';
+    return compress(scratch, out_compressed);
+}
 
-    size_t clen = snappy_max_compressed_length(total);
-    if ((rc = gp_buf_reserve(out_compressed, clen)))
+/* Snappy-compresses the WriteRequest in scratch into out. */
+static int compress(const struct gp_buf *scratch, struct gp_buf *out)
+{
+    size_t clen = snappy_max_compressed_length(scratch->len);
+    int rc = gp_buf_reserve(out, clen);
+    if (rc)
         return rc;
-    if (snappy_compress(scratch->data, total, out_compressed->data, &clen) != SNAPPY_OK)
+    if (snappy_compress(scratch->data, scratch->len, out->data, &clen) != SNAPPY_OK)
         return GP_EINTERNAL;
-    out_compressed->len = clen;
-    out_compressed->data[clen] = '\0';
+    out->len = clen;
+    out->data[clen] = '\0';
     return GP_OK;
+}
+
+/* A MetricMetadata's body: the fields proto3 writes (zero values left out). */
+static size_t meta_size(const struct gp_family_meta *m)
+{
+    size_t n = m->type ? 1 + varint_size((uint64_t)m->type) : 0;
+    n += m->name.len ? field_size(m->name.len) : 0;
+    n += m->help.len ? field_size(m->help.len) : 0;
+    return n + (m->unit.len ? field_size(m->unit.len) : 0);
+}
+
+int gp_rw_encode_metadata(const struct gp_family_meta *m, size_t n, struct gp_buf *out_compressed,
+                          struct gp_buf *scratch)
+{
+    gp_buf_reset(out_compressed);
+    gp_buf_reset(scratch);
+    if (n > GP_RW_MAX_METADATA)
+        return GP_ETOOBIG;
+    size_t total = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (m[i].name.len > GP_RW_MAX_META_LEN || m[i].help.len > GP_RW_MAX_META_LEN ||
+            m[i].unit.len > GP_RW_MAX_META_LEN)
+            return GP_ETOOBIG;
+        if (!m[i].name.len || !valid_name(m[i].name.ptr, m[i].name.len, true) ||
+            !valid_utf8(m[i].help.ptr, m[i].help.len) || !valid_utf8(m[i].unit.ptr, m[i].unit.len) ||
+            (unsigned)m[i].type >= GP_MT__COUNT)
+            return GP_EUSAGE; /* what the decoder refuses */
+        total += field_size(meta_size(&m[i]));
+    }
+    int rc = gp_buf_reserve(scratch, total);
+    if (rc)
+        return rc;
+    uint8_t *p = (uint8_t *)scratch->data;
+    for (size_t i = 0; i < n; i++) {
+        *p++ = 0x1a; /* WriteRequest.metadata */
+        p = put_varint(p, meta_size(&m[i]));
+        if (m[i].type) {
+            *p++ = 0x08; /* MetricMetadata.type */
+            p = put_varint(p, (uint64_t)m[i].type);
+        }
+        if (m[i].name.len)
+            p = put_str(p, 0x12, &m[i].name); /* metric_family_name */
+        if (m[i].help.len)
+            p = put_str(p, 0x22, &m[i].help);
+        if (m[i].unit.len)
+            p = put_str(p, 0x2a, &m[i].unit);
+    }
+    scratch->len = (size_t)(p - (uint8_t *)scratch->data);
+    if (scratch->len != total)
+        return GP_EINTERNAL;
+    if (total)
+        scratch->data[total] = '\0';
+    return compress(scratch, out_compressed);
 }

@@ -14,7 +14,7 @@
  *
  * Metadata (Prometheus sends it in requests of its own, every
  * metadata_config.send_interval) is decoded beside the series and read
- * with gp_rw_metadata; the encoder writes none.
+ * with gp_rw_metadata; gp_rw_encode_metadata writes such a request.
  * gp_rw_decode() is the server's half: it decompresses, parses and
  * validates a body into a batch (store/batch.h, the store's own type) whose
  * strings and arrays live in one arena the codec owns. gp_rw_encode() is
@@ -118,6 +118,17 @@ void gp_rw_decoded_free(struct gp_batch *req);
  */
 int gp_rw_encode(const struct gp_batch *req, struct gp_buf *out_compressed,
                  struct gp_buf *scratch);
+
+/*
+ * Serializes m[0..n) as a WriteRequest of metadata alone (field 3, no
+ * series: what Prometheus sends every metadata send_interval) and
+ * snappy-compresses it, as gp_rw_encode does. Returns GP_OK, GP_ETOOBIG
+ * (more than GP_RW_MAX_METADATA entries, or a string longer than
+ * GP_RW_MAX_META_LEN), GP_ENOMEM, or GP_EUSAGE for an entry the decoder
+ * would refuse (no or an invalid family name, help or unit not UTF-8).
+ */
+int gp_rw_encode_metadata(const struct gp_family_meta *m, size_t n, struct gp_buf *out_compressed,
+                          struct gp_buf *scratch);
 
 /*
  * How many of req's series from series first on one WriteRequest of at

@@ -1,9 +1,8 @@
 /*
  * textparse.h - a parser of the Prometheus text exposition format 0.0.4.
  *
- * A general, strict parser of outside data (fuzzed; the server's
- * self-scrape and the tests that compare /metrics with what is pushed read
- * with it), following Prometheus's own text parser (expfmt):
+ * A general, strict parser of outside data (fuzzed; the tests that
+ * compare /metrics with what is pushed or stored read with it), following Prometheus's own text parser (expfmt):
  *
  *   # HELP <name> <docstring>        docstring escapes \\ and \n only
  *   # TYPE <name> <counter|gauge|histogram|summary|untyped>

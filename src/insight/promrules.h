@@ -61,6 +61,7 @@
 
 #include "insight/alerts.h"
 #include "lib/buf.h"
+#include "lib/metric_sink.h"
 #include "query/promql.h"
 #include "storage/storage.h"
 
@@ -172,7 +173,7 @@ int gp_promrules_has_alert(const struct gp_promrules *r, const char *name);
 int gp_promrules_json(struct gp_promrules_run *r, int type, struct gp_buf *out);
 
 /* The rule groups' families of /metrics (gpulse_rule_group_*,
- * gpulse_rule_evaluation*), appended to b; nothing for r NULL. */
-void gp_promrules_render_metrics(struct gp_promrules_run *r, struct gp_buf *b);
+ * gpulse_rule_evaluation*), walked into k; nothing for r NULL. */
+void gp_promrules_walk_metrics(struct gp_promrules_run *r, struct gp_metric_sink *k);
 
 #endif

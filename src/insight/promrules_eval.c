@@ -1190,17 +1190,19 @@ int gp_promrules_json(struct gp_promrules_run *r, int type, struct gp_buf *out)
 
 /* One family with a value per group, labelled as Prometheus's
  * rule_group ("FILE;GROUP"). */
-static void group_family(struct gp_buf *b, const struct gp_promrules_run *r, enum gp_metric m,
-                         double (*value)(const struct gstate *))
+static void group_family(struct gp_metric_sink *k, struct gp_buf *label, const struct gp_promrules_run *r,
+                         enum gp_metric m, double (*value)(const struct gstate *))
 {
-    gp_metric_head(b, m);
+    gp_metric_family(k, m);
     for (size_t i = 0; i < r->ng; i++) {
         const struct gstate *g = &r->gs[i];
-        gp_buf_printf(b, "%s{rule_group=\"", gp_metric_name(m));
-        gp_metric_escape(b, g->g->file);
-        gp_buf_putc(b, ';');
-        gp_metric_escape(b, g->g->name);
-        gp_buf_printf(b, "\"} %.17g\n", value(g));
+        gp_buf_reset(label);
+        gp_buf_printf(label, "%s;%s", g->g->file, g->g->name);
+        if (label->err) {
+            k->err = k->err ? k->err : label->err;
+            return;
+        }
+        gp_metric_sample(k, m, NULL, "rule_group", label->data, value(g));
     }
 }
 
@@ -1211,16 +1213,19 @@ static double g_duration(const struct gstate *g) { return g->eval_s; }
 static double g_evals(const struct gstate *g) { return (double)g->evals; }
 static double g_failures(const struct gstate *g) { return (double)g->failures; }
 
-void gp_promrules_render_metrics(struct gp_promrules_run *r, struct gp_buf *b)
+void gp_promrules_walk_metrics(struct gp_promrules_run *r, struct gp_metric_sink *b)
 {
     if (!r)
         return;
+    struct gp_buf label; /* "FILE;GROUP" */
+    gp_buf_init(&label, 0);
     pthread_mutex_lock(&r->mu);
-    group_family(b, r, GP_M_RULE_GROUP_RULES, g_rules);
-    group_family(b, r, GP_M_RULE_GROUP_INTERVAL, g_interval);
-    group_family(b, r, GP_M_RULE_GROUP_LAST_EVAL, g_last);
-    group_family(b, r, GP_M_RULE_GROUP_LAST_DURATION, g_duration);
-    group_family(b, r, GP_M_RULE_EVALS, g_evals);
-    group_family(b, r, GP_M_RULE_EVAL_FAILURES, g_failures);
+    group_family(b, &label, r, GP_M_RULE_GROUP_RULES, g_rules);
+    group_family(b, &label, r, GP_M_RULE_GROUP_INTERVAL, g_interval);
+    group_family(b, &label, r, GP_M_RULE_GROUP_LAST_EVAL, g_last);
+    group_family(b, &label, r, GP_M_RULE_GROUP_LAST_DURATION, g_duration);
+    group_family(b, &label, r, GP_M_RULE_EVALS, g_evals);
+    group_family(b, &label, r, GP_M_RULE_EVAL_FAILURES, g_failures);
     pthread_mutex_unlock(&r->mu);
+    gp_buf_free(&label);
 }

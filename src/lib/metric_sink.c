@@ -63,6 +63,12 @@ void gp_metric_sample(struct gp_metric_sink *s, enum gp_metric m, const struct g
     s->sample(s, gp_metric_name(m), set, extra_name ? &e : NULL, extra_name ? 1 : 0, v);
 }
 
+void gp_metric_one(struct gp_metric_sink *s, enum gp_metric m, double v)
+{
+    gp_metric_family(s, m);
+    s->sample(s, gp_metric_name(m), NULL, NULL, 0, v);
+}
+
 void gp_metric_labels_text(struct gp_buf *b, const struct gp_metric_label *l, size_t n)
 {
     for (size_t i = 0; i < n; i++) {

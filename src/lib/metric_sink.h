@@ -57,6 +57,9 @@ void gp_metric_family(struct gp_metric_sink *s, enum gp_metric m);
 void gp_metric_sample(struct gp_metric_sink *s, enum gp_metric m, const struct gp_metric_labels *set,
                       const char *extra_name, const char *extra_value, double v);
 
+/* Family m and its one unlabelled sample v. */
+void gp_metric_one(struct gp_metric_sink *s, enum gp_metric m, double v);
+
 /* Appends l[0..n) as text label pairs (`a="b",c="d"`, values escaped) to b. */
 void gp_metric_labels_text(struct gp_buf *b, const struct gp_metric_label *l, size_t n);
 

@@ -493,19 +493,18 @@ void gp_outbox_stats(struct gp_outbox *ob, struct gp_outbox_stats *out)
     }
 }
 
-void gp_outbox_render_metrics(struct gp_outbox *ob, struct gp_buf *b)
+void gp_outbox_walk_metrics(struct gp_outbox *ob, struct gp_metric_sink *b)
 {
     struct gp_outbox_stats s;
     gp_outbox_stats(ob, &s);
     const struct gp_notify_config *c = ob->o.cfg;
-    gp_metric_head(b, GP_M_NOTIFICATIONS);
+    gp_metric_family(b, GP_M_NOTIFICATIONS);
     for (size_t i = 0; i < c->nrecv && i < GP_NOTIFY_RECEIVERS_MAX; i++)
-        for (int r = 0; r < R__COUNT; r++)
-            gp_buf_printf(b, "%s{receiver=\"%s\",result=\"%s\"} %llu\n", gp_metric_name(GP_M_NOTIFICATIONS),
-                          c->recv[i].name, result_names[r],
-                          (unsigned long long)__atomic_load_n(&ob->results[i][r], __ATOMIC_RELAXED));
-    gp_metric_head(b, GP_M_NOTIFICATIONS_QUEUED);
-    gp_buf_printf(b, "%s %llu\n", gp_metric_name(GP_M_NOTIFICATIONS_QUEUED), (unsigned long long)s.queued);
-    gp_metric_head(b, GP_M_NOTIFICATIONS_DEAD);
-    gp_buf_printf(b, "%s %llu\n", gp_metric_name(GP_M_NOTIFICATIONS_DEAD), (unsigned long long)s.dead);
+        for (int r = 0; r < R__COUNT; r++) {
+            const struct gp_metric_label l[] = {{"receiver", c->recv[i].name}, {"result", result_names[r]}};
+            b->sample(b, gp_metric_name(GP_M_NOTIFICATIONS), NULL, l, 2,
+                      (double)__atomic_load_n(&ob->results[i][r], __ATOMIC_RELAXED));
+        }
+    gp_metric_one(b, GP_M_NOTIFICATIONS_QUEUED, (double)s.queued);
+    gp_metric_one(b, GP_M_NOTIFICATIONS_DEAD, (double)s.dead);
 }

@@ -17,6 +17,7 @@
 #define GP_NOTIFY_OUTBOX_H
 
 #include "lib/buf.h"
+#include "lib/metric_sink.h"
 #include "notify/config.h"
 #include "notify/notify.h"
 
@@ -71,8 +72,8 @@ int gp_outbox_run_due(struct gp_outbox *ob, int64_t now_ms, size_t *sent);
 int gp_outbox_list_json(struct gp_outbox *ob, const char *state, const char *receiver, size_t limit,
                         struct gp_buf *out);
 
-/* The /metrics families of docs/notify.md into out. */
-void gp_outbox_render_metrics(struct gp_outbox *ob, struct gp_buf *out);
+/* The /metrics families of docs/notify.md, walked into out. */
+void gp_outbox_walk_metrics(struct gp_outbox *ob, struct gp_metric_sink *out);
 
 struct gp_outbox_stats {
     uint64_t queued, done, dead; /* rows now */

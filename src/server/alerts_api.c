@@ -658,7 +658,7 @@ static struct gp_jobdoc_figures job_cost_now(struct cost_ctx *c, const char *job
 }
 
 /* gpulse_job_goodput_ratio of the jobs judged in the last few minutes. */
-static void render_goodput(struct cost_ctx *c, struct gp_buf *b)
+static void walk_goodput(struct cost_ctx *c, struct gp_metric_sink *b)
 {
     int64_t now = gp_wall_ms();
     bool head = false;
@@ -669,13 +669,9 @@ static void render_goodput(struct cost_ctx *c, struct gp_buf *b)
         if (!isfinite(g->ratio) || now - e->at_ms > 5 * COST_REFRESH_MS)
             continue;
         if (!head)
-            gp_metric_head(b, GP_M_JOB_GOODPUT);
+            gp_metric_family(b, GP_M_JOB_GOODPUT);
         head = true;
-        gp_buf_printf(b, "%s{job=\"", gp_metric_name(GP_M_JOB_GOODPUT));
-        gp_metric_escape(b, e->job);
-        gp_buf_puts(b, "\"} ");
-        gp_buf_put_double(b, g->ratio);
-        gp_buf_putc(b, '\n');
+        gp_metric_sample(b, GP_M_JOB_GOODPUT, NULL, "job", e->job, g->ratio);
     }
     pthread_mutex_unlock(&c->mu);
 }
@@ -795,7 +791,7 @@ void gp_srv_alerts_stop(struct gp_server *s)
     s->costs = NULL;
 }
 
-void gp_srv_render_alert_metrics(struct gp_server *s, struct gp_buf *b)
+void gp_srv_walk_alert_metrics(struct gp_server *s, struct gp_metric_sink *b)
 {
     if (!s->engine || !s->alerts)
         return;
@@ -803,66 +799,51 @@ void gp_srv_render_alert_metrics(struct gp_server *s, struct gp_buf *b)
     struct gp_alerts_stats as;
     gp_engine_stats(s->engine, &es);
     gp_alerts_stats(s->alerts, &as);
-    gp_metric_head(b, GP_M_EVAL_TICKS);
-    gp_buf_printf(b, "%s %llu\n", gp_metric_name(GP_M_EVAL_TICKS), (unsigned long long)es.ticks);
+    gp_metric_one(b, GP_M_EVAL_TICKS, (double)es.ticks);
     static const char *const err_parts[] = {"tick", "detector", "rule", "alerts_db"};
     const uint64_t errs[] = {es.tick_errors, es.detector_errors, es.rule_errors, as.db_errors};
-    gp_metric_head(b, GP_M_EVAL_ERRORS);
+    gp_metric_family(b, GP_M_EVAL_ERRORS);
     for (size_t i = 0; i < 4; i++)
-        gp_buf_printf(b, "%s{part=\"%s\"} %llu\n", gp_metric_name(GP_M_EVAL_ERRORS), err_parts[i],
-                      (unsigned long long)errs[i]);
+        gp_metric_sample(b, GP_M_EVAL_ERRORS, NULL, "part", err_parts[i], (double)errs[i]);
     static const char *const time_parts[] = {"view", "detectors", "rules", "total"};
     const uint64_t ns[] = {es.last_view_ns, es.last_detect_ns, es.last_rules_ns, es.last_tick_ns};
-    gp_metric_head(b, GP_M_EVAL_LAST);
+    gp_metric_family(b, GP_M_EVAL_LAST);
     for (size_t i = 0; i < 4; i++)
-        gp_buf_printf(b, "%s{part=\"%s\"} %.6f\n", gp_metric_name(GP_M_EVAL_LAST), time_parts[i],
-                      (double)ns[i] / 1e9);
-    gp_metric_head(b, GP_M_RULE_RELOADS);
-    gp_buf_printf(b, "%s{result=\"success\"} %llu\n%s{result=\"failure\"} %llu\n",
-                  gp_metric_name(GP_M_RULE_RELOADS), (unsigned long long)gp_srv_get(&s->rule_reloads[0]),
-                  gp_metric_name(GP_M_RULE_RELOADS), (unsigned long long)gp_srv_get(&s->rule_reloads[1]));
-    gp_metric_head(b, GP_M_RULE_RELOAD_OK);
-    gp_buf_printf(b, "%s %d\n", gp_metric_name(GP_M_RULE_RELOAD_OK),
-                  !__atomic_load_n(&s->rules_reload_failed, __ATOMIC_ACQUIRE));
-    gp_promrules_render_metrics(s->promrules, b);
-    gp_metric_head(b, GP_M_EVAL_VIEW_GPUS);
-    gp_buf_printf(b, "%s %llu\n", gp_metric_name(GP_M_EVAL_VIEW_GPUS), (unsigned long long)es.gpus);
-    gp_metric_head(b, GP_M_ALERTS);
-    gp_buf_printf(b, "%s{state=\"pending\"} %llu\n%s{state=\"firing\"} %llu\n", gp_metric_name(GP_M_ALERTS),
-                  (unsigned long long)as.pending, gp_metric_name(GP_M_ALERTS), (unsigned long long)as.firing);
-    gp_metric_head(b, GP_M_ALERT_TRANSITIONS);
-    gp_buf_printf(b, "%s %llu\n", gp_metric_name(GP_M_ALERT_TRANSITIONS), (unsigned long long)as.transitions);
+        gp_metric_sample(b, GP_M_EVAL_LAST, NULL, "part", time_parts[i], (double)ns[i] / 1e9);
+    gp_metric_family(b, GP_M_RULE_RELOADS);
+    gp_metric_sample(b, GP_M_RULE_RELOADS, NULL, "result", "success", (double)gp_srv_get(&s->rule_reloads[0]));
+    gp_metric_sample(b, GP_M_RULE_RELOADS, NULL, "result", "failure", (double)gp_srv_get(&s->rule_reloads[1]));
+    gp_metric_one(b, GP_M_RULE_RELOAD_OK, !__atomic_load_n(&s->rules_reload_failed, __ATOMIC_ACQUIRE));
+    gp_promrules_walk_metrics(s->promrules, b);
+    gp_metric_one(b, GP_M_EVAL_VIEW_GPUS, (double)es.gpus);
+    gp_metric_family(b, GP_M_ALERTS);
+    gp_metric_sample(b, GP_M_ALERTS, NULL, "state", "pending", (double)as.pending);
+    gp_metric_sample(b, GP_M_ALERTS, NULL, "state", "firing", (double)as.firing);
+    gp_metric_one(b, GP_M_ALERT_TRANSITIONS, (double)as.transitions);
     if (s->health) {
         struct gp_health_stats hs;
         gp_health_stats(s->health, &hs);
-        gp_metric_head(b, GP_M_HEALTH_NODES);
+        gp_metric_family(b, GP_M_HEALTH_NODES);
         for (int i = 0; i < GP_HS__COUNT; i++)
-            gp_buf_printf(b, "%s{state=\"%s\"} %u\n", gp_metric_name(GP_M_HEALTH_NODES),
-                          gp_health_state_names[i], hs.nodes[i]);
-        gp_metric_head(b, GP_M_HEALTH_GPUS);
+            gp_metric_sample(b, GP_M_HEALTH_NODES, NULL, "state", gp_health_state_names[i], hs.nodes[i]);
+        gp_metric_family(b, GP_M_HEALTH_GPUS);
         for (int i = 0; i < GP_HS__COUNT; i++)
-            gp_buf_printf(b, "%s{state=\"%s\"} %u\n", gp_metric_name(GP_M_HEALTH_GPUS),
-                          gp_health_state_names[i], hs.gpus[i]);
-        gp_metric_head(b, GP_M_HEALTH_PREFLIGHT_FAILED);
-        gp_buf_printf(b, "%s %u\n", gp_metric_name(GP_M_HEALTH_PREFLIGHT_FAILED), hs.preflight_failed);
+            gp_metric_sample(b, GP_M_HEALTH_GPUS, NULL, "state", gp_health_state_names[i], hs.gpus[i]);
+        gp_metric_one(b, GP_M_HEALTH_PREFLIGHT_FAILED, hs.preflight_failed);
     }
     if (s->costs)
-        render_goodput(s->costs, b);
+        walk_goodput(s->costs, b);
     if (s->rem) {
         struct gp_rem_stats rs;
         gp_rem_stats(s->rem, &rs);
-        gp_metric_head(b, GP_M_REMEDIATION_REFUSED);
+        gp_metric_family(b, GP_M_REMEDIATION_REFUSED);
         for (size_t i = 0; i < GP_REM_REFUSE__COUNT; i++)
-            gp_buf_printf(b, "%s{reason=\"%s\"} %llu\n", gp_metric_name(GP_M_REMEDIATION_REFUSED),
-                          gp_rem_refusal_names[i], (unsigned long long)rs.refused[i]);
+            gp_metric_sample(b, GP_M_REMEDIATION_REFUSED, NULL, "reason", gp_rem_refusal_names[i],
+                             (double)rs.refused[i]);
         struct gp_rem_breaker rb;
         gp_rem_breaker_state(s->rem, &rb);
-        gp_metric_head(b, GP_M_REMEDIATION_BREAKER_NODES);
-        gp_buf_printf(b, "%s %u\n", gp_metric_name(GP_M_REMEDIATION_BREAKER_NODES), rb.acted);
-        gp_metric_head(b, GP_M_REMEDIATION_BREAKER_LIMIT);
-        gp_buf_printf(b, "%s %u\n", gp_metric_name(GP_M_REMEDIATION_BREAKER_LIMIT), rb.limit);
-        gp_metric_head(b, GP_M_REMEDIATION_BREAKER_REFUSED);
-        gp_buf_printf(b, "%s %llu\n", gp_metric_name(GP_M_REMEDIATION_BREAKER_REFUSED),
-                      (unsigned long long)rs.breaker_refused);
+        gp_metric_one(b, GP_M_REMEDIATION_BREAKER_NODES, rb.acted);
+        gp_metric_one(b, GP_M_REMEDIATION_BREAKER_LIMIT, rb.limit);
+        gp_metric_one(b, GP_M_REMEDIATION_BREAKER_REFUSED, (double)rs.breaker_refused);
     }
 }

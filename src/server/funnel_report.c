@@ -19,6 +19,7 @@
 #include "lib/clock.h"
 #include "lib/err.h"
 #include "lib/log.h"
+#include "lib/periodic.h"
 #include "notify/notify.h"
 #include "report/report.h"
 
@@ -42,10 +43,7 @@ struct gp_srv_freport {
     int dow, minute;             /* 0 = Monday; minutes after midnight UTC */
     int64_t last_slot, pending_slot;
     char path[GP_SERVER_PATH_LEN + 32];
-    pthread_t th;
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    int stop, started;
+    struct gp_periodic th;
 };
 
 int gp_srv_funnel_schedule(const char *s, int *dow, int *minute, char *err, size_t errlen)
@@ -151,8 +149,9 @@ static int send_slot(struct gp_srv_freport *x, int64_t slot)
     return all;
 }
 
-static void look(struct gp_srv_freport *x)
+static void look(void *arg)
 {
+    struct gp_srv_freport *x = arg;
     int64_t now = gp_wall_ms(), slot = gp_srv_funnel_slot(x->dow, x->minute, now);
     if (slot <= x->last_slot || now - slot >= REPORT_LATE_MS)
         return;
@@ -163,22 +162,6 @@ static void look(struct gp_srv_freport *x)
     if (send_slot(x, slot)) {
         x->last_slot = slot;
         write_last(x->path, slot);
-    }
-}
-
-static void *report_thread(void *arg)
-{
-    struct gp_srv_freport *x = arg;
-    for (;;) {
-        look(x);
-        struct timespec until = gp_realtime_after(REPORT_LOOK_MS);
-        pthread_mutex_lock(&x->mu);
-        while (!x->stop && pthread_cond_timedwait(&x->cv, &x->mu, &until) != ETIMEDOUT)
-            ;
-        int stop = x->stop;
-        pthread_mutex_unlock(&x->mu);
-        if (stop)
-            return NULL;
     }
 }
 
@@ -219,11 +202,8 @@ int gp_srv_funnel_report_start(struct gp_server *s, char *err, size_t errlen)
         return rc;
     snprintf(x->path, sizeof x->path, "%s/funnel-report.last", s->cfg.data_dir);
     x->last_slot = read_last(x->path);
-    pthread_mutex_init(&x->mu, NULL);
-    pthread_cond_init(&x->cv, NULL);
-    if (pthread_create(&x->th, NULL, report_thread, x))
+    if (gp_periodic_start(&x->th, REPORT_LOOK_MS, 1, look, x))
         return gp_seterr(err, errlen, GP_ENOMEM, "cannot start the funnel report thread");
-    x->started = 1;
     gp_log(GP_LOG_INFO, "funnel-report", "weekly funnel report on", "schedule=\"%s UTC\" receivers=%zu",
            s->cfg.funnel_report_schedule, x->nto);
     return GP_OK;
@@ -234,15 +214,7 @@ void gp_srv_funnel_report_stop(struct gp_server *s)
     struct gp_srv_freport *x = s->freport;
     if (!x)
         return;
-    if (x->started) {
-        pthread_mutex_lock(&x->mu);
-        x->stop = 1;
-        pthread_cond_signal(&x->cv);
-        pthread_mutex_unlock(&x->mu);
-        pthread_join(x->th, NULL);
-        pthread_cond_destroy(&x->cv);
-        pthread_mutex_destroy(&x->mu);
-    }
+    gp_periodic_stop(&x->th);
     free(x);
     s->freport = NULL;
 }

@@ -9,6 +9,7 @@
 #include "lib/err.h"
 #include "lib/log.h"
 #include "lib/json.h"
+#include "lib/periodic.h"
 #include "state/state.h"
 #include "store/labels.h"
 
@@ -33,10 +34,7 @@ struct gp_jobs {
     uint32_t max_id;    /* newest store series id any scan has folded */
     struct gp_jobs_stats stats;
 
-    pthread_mutex_t tmu; /* the thread's stop flag */
-    pthread_cond_t cv;
-    pthread_t th;
-    int started, stop;
+    struct gp_periodic th; /* the scans */
     struct gp_storage *st;
 };
 
@@ -626,8 +624,6 @@ int gp_jobs_open(struct gp_jobs **out, const char *dir, int64_t interval_ms, cha
     if (!j)
         return gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
     pthread_mutex_init(&j->mu, NULL);
-    pthread_mutex_init(&j->tmu, NULL);
-    pthread_cond_init(&j->cv, NULL);
     j->interval_ms = interval_ms > 0 ? interval_ms : 5000;
     int rc = gp_state_open(&j->db, dir, err, errlen);
     if (!rc)
@@ -640,52 +636,31 @@ int gp_jobs_open(struct gp_jobs **out, const char *dir, int64_t interval_ms, cha
     return GP_OK;
 }
 
-static void *scan_thread(void *arg)
+static void scan_tick(void *arg)
 {
     struct gp_jobs *j = arg;
-    for (;;) {
-        char err[256] = "";
-        if (gp_jobs_scan(j, j->st, gp_wall_ms(), 0, err, sizeof err))
-            gp_log(GP_LOG_WARN, "jobs", "scan failed", "error=\"%s\"", err);
-        struct timespec until = gp_realtime_after(j->interval_ms);
-        pthread_mutex_lock(&j->tmu);
-        while (!j->stop && pthread_cond_timedwait(&j->cv, &j->tmu, &until) != ETIMEDOUT)
-            ;
-        int stop = j->stop;
-        pthread_mutex_unlock(&j->tmu);
-        if (stop)
-            return NULL;
-    }
+    char err[256] = "";
+    if (gp_jobs_scan(j, j->st, gp_wall_ms(), 0, err, sizeof err))
+        gp_log(GP_LOG_WARN, "jobs", "scan failed", "error=\"%s\"", err);
 }
 
 int gp_jobs_start(struct gp_jobs *j, struct gp_storage *st)
 {
     j->st = st;
-    if (pthread_create(&j->th, NULL, scan_thread, j))
-        return GP_ENOMEM;
-    j->started = 1;
-    return GP_OK;
+    return gp_periodic_start(&j->th, j->interval_ms, 1, scan_tick, j);
 }
 
 void gp_jobs_close(struct gp_jobs *j)
 {
     if (!j)
         return;
-    if (j->started) {
-        pthread_mutex_lock(&j->tmu);
-        j->stop = 1;
-        pthread_cond_signal(&j->cv);
-        pthread_mutex_unlock(&j->tmu);
-        pthread_join(j->th, NULL);
-    }
+    gp_periodic_stop(&j->th);
     for (size_t i = 0; i < j->n; i++) {
         gp_job_free(j->v[i]);
         free(j->v[i]);
     }
     free(j->v);
     gp_state_close(j->db);
-    pthread_cond_destroy(&j->cv);
-    pthread_mutex_destroy(&j->tmu);
     pthread_mutex_destroy(&j->mu);
     free(j);
 }

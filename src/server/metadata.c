@@ -49,6 +49,7 @@ struct gp_srv_meta {
     size_t n, cap;
     size_t bytes;
     uint64_t dropped;
+    uint64_t changes; /* puts that changed something */
     int full_logged;
 };
 
@@ -143,7 +144,7 @@ static int put_one(struct gp_srv_meta *m, const struct gp_family_meta *f)
     return 1;
 }
 
-static enum gp_rw_type type_of(const char *s)
+enum gp_rw_type gp_srv_meta_type(const char *s)
 {
     for (int t = 0; t < GP_MT__COUNT; t++)
         if (!strcmp(s, gp_rw_metric_type_name((enum gp_rw_type)t)))
@@ -168,7 +169,7 @@ static int load(struct gp_srv_meta *m, char *err, size_t errlen)
         if (!name || !type || !help || !unit)
             continue;
         struct gp_family_meta f = {{name, strlen(name)}, {help, strlen(help)}, {unit, strlen(unit)},
-                                   type_of(type)};
+                                   gp_srv_meta_type(type)};
         put_one(m, &f);
     }
     sqlite3_finalize(st);
@@ -262,6 +263,7 @@ void gp_srv_meta_put(struct gp_srv_meta *m, const struct gp_family_meta *f, size
     size_t k = 0;
     for (size_t i = 0; i < n; i++)
         k += changed[i] = (unsigned char)put_one(m, &f[i]);
+    m->changes += k > 0;
     char err[256];
     if (k && save(m, f, changed, n, err, sizeof err))
         gp_log(GP_LOG_WARN, "metadata", "metric metadata not saved", "families=%zu error=\"%s\"", k,
@@ -286,6 +288,16 @@ void gp_srv_meta_walk(struct gp_srv_meta *m, const char *metric, gp_srv_meta_fn 
             fn(arg, m->e[i].name, gp_rw_metric_type_name(m->e[i].type), m->e[i].help, m->e[i].unit);
     }
     pthread_mutex_unlock(&m->mu);
+}
+
+uint64_t gp_srv_meta_changes(struct gp_srv_meta *m)
+{
+    if (!m)
+        return 0;
+    pthread_mutex_lock(&m->mu);
+    uint64_t n = m->changes;
+    pthread_mutex_unlock(&m->mu);
+    return n;
 }
 
 uint64_t gp_srv_meta_stats(struct gp_srv_meta *m, size_t *families)

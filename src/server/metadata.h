@@ -37,6 +37,15 @@ typedef void (*gp_srv_meta_fn)(void *arg, const char *name, const char *type, co
                                const char *unit);
 void gp_srv_meta_walk(struct gp_srv_meta *m, const char *metric, gp_srv_meta_fn fn, void *arg);
 
+/* The type named s ("counter", as gp_rw_metric_type_name writes it);
+ * unknown for a name it does not write. */
+enum gp_rw_type gp_srv_meta_type(const char *s);
+
+/* How many times a put changed the table (a new family, or a new type,
+ * help or unit): a reader that saw the same count has nothing new to
+ * forward. m NULL: 0. */
+uint64_t gp_srv_meta_changes(struct gp_srv_meta *m);
+
 /* The families kept into *families; returns the entries dropped at the
  * limits since start (m NULL: 0 and 0). */
 uint64_t gp_srv_meta_stats(struct gp_srv_meta *m, size_t *families);

@@ -99,12 +99,12 @@ void gp_srv_notify_stop(struct gp_server *s)
     s->notify = NULL;
 }
 
-void gp_srv_render_notify_metrics(struct gp_server *s, struct gp_buf *b)
+void gp_srv_walk_notify_metrics(struct gp_server *s, struct gp_metric_sink *b)
 {
     if (!s->notify)
         return;
     if (s->notify->outbox)
-        gp_outbox_render_metrics(s->notify->outbox, b);
+        gp_outbox_walk_metrics(s->notify->outbox, b);
     if (!s->notify->router)
         return;
     struct gp_router_stats st;
@@ -114,10 +114,8 @@ void gp_srv_render_notify_metrics(struct gp_server *s, struct gp_buf *b)
         GP_M_NOTIFY_DB_ERRORS, GP_M_NOTIFY_GROUPS, GP_M_NOTIFY_GROUP_ALERTS,
     };
     const uint64_t v[] = {st.events, st.dropped, st.notices, st.db_errors, st.groups, st.alerts};
-    for (size_t i = 0; i < sizeof fam / sizeof fam[0]; i++) {
-        gp_metric_head(b, fam[i]);
-        gp_buf_printf(b, "%s %llu\n", gp_metric_name(fam[i]), (unsigned long long)v[i]);
-    }
+    for (size_t i = 0; i < sizeof fam / sizeof fam[0]; i++)
+        gp_metric_one(b, fam[i], (double)v[i]);
 }
 
 void gp_srv_handle_notifications(struct gp_server *s, const struct gp_http_request *req,

@@ -228,20 +228,61 @@ static int int_param(const struct gp_http_request *req, struct gp_http_response 
     return 1;
 }
 
-/* One answer of /api/v1/metadata being written: gpulse's own families
+/* A walk of every family /api/v1/metadata lists: gpulse's own
  * (families[], sorted) merged by name into the remote-written ones
  * (metadata.h's walk, sorted too). */
-struct meta_out {
-    struct gp_buf *body;
+struct meta_merge {
     const char *metric; /* NULL: every family */
-    long long limit;    /* families at most; negative: no limit */
-    long long shown;
     size_t next;        /* the next of families[] to merge in */
+    gp_srv_meta_fn fn;
+    void *arg;
 };
 
-static void meta_emit(struct meta_out *o, const char *name, const char *type, const char *help,
-                      const char *unit)
+/* Hands on gpulse's families that sort before name (NULL: all the rest). */
+static void merge_own_before(struct meta_merge *g, const char *name)
 {
+    for (; g->next < nfamilies && (!name || strcmp(families[g->next].name, name) < 0); g->next++) {
+        const struct family *f = &families[g->next];
+        if ((g->metric && strcmp(g->metric, f->name)) ||
+            (g->next && !strcmp(f->name, families[g->next - 1].name)))
+            continue;
+        char unit[16];
+        unit_of(f->name, unit, sizeof unit);
+        g->fn(g->arg, f->name, f->type, f->help, unit);
+    }
+}
+
+/* A remote-written family: after gpulse's that sort before it, unless
+ * gpulse defines the name itself (its own definition is the answer). */
+static void merge_remote(void *arg, const char *name, const char *type, const char *help,
+                         const char *unit)
+{
+    struct meta_merge *g = arg;
+    merge_own_before(g, name);
+    if (g->next < nfamilies && !strcmp(families[g->next].name, name))
+        return;
+    g->fn(g->arg, name, type, help, unit);
+}
+
+void gp_srv_metadata_walk(struct gp_server *s, const char *metric, gp_srv_meta_fn fn, void *arg)
+{
+    pthread_once(&families_once, families_build);
+    struct meta_merge g = {metric && *metric ? metric : NULL, 0, fn, arg};
+    if (gp_srv_store(s)) /* the table is set before the store is published */
+        gp_srv_meta_walk(s->meta, g.metric, merge_remote, &g);
+    merge_own_before(&g, NULL);
+}
+
+/* One answer of /api/v1/metadata being written. */
+struct meta_out {
+    struct gp_buf *body;
+    long long limit; /* families at most; negative: no limit */
+    long long shown;
+};
+
+static void meta_emit(void *arg, const char *name, const char *type, const char *help, const char *unit)
+{
+    struct meta_out *o = arg;
     if (o->limit >= 0 && o->shown >= o->limit)
         return;
     gp_buf_puts(o->body, o->shown++ ? "," : "");
@@ -251,32 +292,6 @@ static void meta_emit(struct meta_out *o, const char *name, const char *type, co
     gp_buf_puts(o->body, ",\"unit\":");
     gp_json_str(o->body, unit, strlen(unit));
     gp_buf_puts(o->body, "}]");
-}
-
-/* Writes gpulse's families that sort before name (NULL: all the rest). */
-static void meta_own_before(struct meta_out *o, const char *name)
-{
-    for (; o->next < nfamilies && (!name || strcmp(families[o->next].name, name) < 0); o->next++) {
-        const struct family *f = &families[o->next];
-        if ((o->metric && strcmp(o->metric, f->name)) ||
-            (o->next && !strcmp(f->name, families[o->next - 1].name)))
-            continue;
-        char unit[16];
-        unit_of(f->name, unit, sizeof unit);
-        meta_emit(o, f->name, f->type, f->help, unit);
-    }
-}
-
-/* A remote-written family: after gpulse's that sort before it, unless
- * gpulse defines the name itself (its own definition is the answer). */
-static void meta_remote(void *arg, const char *name, const char *type, const char *help,
-                        const char *unit)
-{
-    struct meta_out *o = arg;
-    meta_own_before(o, name);
-    if (o->next < nfamilies && !strcmp(families[o->next].name, name))
-        return;
-    meta_emit(o, name, type, help, unit);
 }
 
 /*
@@ -294,13 +309,9 @@ static void do_metadata(struct gp_server *s, const struct gp_http_request *req,
     long long limit, per_metric;
     if (!int_param(req, resp, "limit", &limit) || !int_param(req, resp, "limit_per_metric", &per_metric))
         return;
-    const char *metric = gp_http_query(req, "metric");
-    pthread_once(&families_once, families_build);
-    struct meta_out o = {&resp->body, metric && *metric ? metric : NULL, limit, 0, 0};
+    struct meta_out o = {&resp->body, limit, 0};
     gp_buf_puts(&resp->body, "{\"status\":\"success\",\"data\":{");
-    if (gp_srv_store(s)) /* the table is set before the store is published */
-        gp_srv_meta_walk(s->meta, o.metric, meta_remote, &o);
-    meta_own_before(&o, NULL);
+    gp_srv_metadata_walk(s, gp_http_query(req, "metric"), meta_emit, &o);
     gp_buf_puts(&resp->body, "}}\n");
 }
 

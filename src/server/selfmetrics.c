@@ -20,6 +20,7 @@
 #include "server/metadata.h"
 
 #include "lib/err.h"
+#include "lib/metric_sink.h"
 #include "lib/metrics.h"
 #include "state/state.h"
 
@@ -44,33 +45,30 @@ void gp_srv_observe(struct gp_srv_hist *h, int64_t ns)
     gp_srv_count(&h->count, 1); /* last: a reader sees count <= the buckets' sum + the +Inf rest */
 }
 
-/* A family of one unlabelled series. */
-static void one(struct gp_buf *b, enum gp_metric m, double v)
+/* A histogram's series (name_bucket per bound and +Inf, _sum, _count),
+ * with the label l when l->name is set. */
+static void hist(struct gp_metric_sink *k, const char *name, const struct gp_metric_label *l,
+                 const struct gp_srv_hist *h)
 {
-    gp_metric_head(b, m);
-    gp_buf_printf(b, "%s ", gp_metric_name(m));
-    gp_buf_put_double(b, v);
-    gp_buf_putc(b, '\n');
-}
-
-static void hist(struct gp_buf *b, const char *name, const char *label, const struct gp_srv_hist *h)
-{
+    char bucket[96], sum[96], cnt[96], le[32];
+    snprintf(bucket, sizeof bucket, "%s_bucket", name);
+    snprintf(sum, sizeof sum, "%s_sum", name);
+    snprintf(cnt, sizeof cnt, "%s_count", name);
+    struct gp_metric_label ls[2] = {l->name ? *l : (struct gp_metric_label){"le", le}, {"le", le}};
+    size_t nl = l->name ? 2 : 1;
     uint64_t cum = 0;
-    const char *sep = label[0] ? "," : "";
     for (size_t i = 0; i < GP_SRV_HIST_BUCKETS; i++) {
         cum += gp_srv_get(&h->bucket[i]);
-        gp_buf_printf(b, "%s_bucket{%s%sle=\"", name, label, sep);
-        gp_buf_put_double(b, gp_srv_hist_bounds[i]);
-        gp_buf_printf(b, "\"} %llu\n", (unsigned long long)cum);
+        snprintf(le, sizeof le, "%.15g", gp_srv_hist_bounds[i]); /* the bounds are short decimals */
+        k->sample(k, bucket, NULL, ls, nl, (double)cum);
     }
     uint64_t count = gp_srv_get(&h->count);
     if (count < cum)
         count = cum;
-    gp_buf_printf(b, "%s_bucket{%s%sle=\"+Inf\"} %llu\n", name, label, sep, (unsigned long long)count);
-    gp_buf_printf(b, "%s_sum%s%s%s ", name, label[0] ? "{" : "", label, label[0] ? "}" : "");
-    gp_buf_put_double(b, (double)gp_srv_get(&h->sum_ns) / 1e9);
-    gp_buf_printf(b, "\n%s_count%s%s%s %llu\n", name, label[0] ? "{" : "", label, label[0] ? "}" : "",
-                  (unsigned long long)count);
+    snprintf(le, sizeof le, "+Inf");
+    k->sample(k, bucket, NULL, ls, nl, (double)count);
+    k->sample(k, sum, NULL, ls, nl - 1, (double)gp_srv_get(&h->sum_ns) / 1e9);
+    k->sample(k, cnt, NULL, ls, nl - 1, (double)count);
 }
 
 static const char *const route_names[] = {
@@ -89,58 +87,57 @@ static const char *const refusal_names[] = {
 #undef GP_SRV_REF_NAME_
 };
 
-static void store_families(struct gp_buf *b, struct gp_storage *st)
+static void store_families(struct gp_metric_sink *b, struct gp_storage *st)
 {
     struct gp_store_stats x;
     memset(&x, 0, sizeof x);
     if (st)
         gp_storage_stats(st, &x);
-    one(b, GP_M_SRV_SERIES, (double)x.series);
-    one(b, GP_M_SRV_HEAD_CHUNKS, (double)x.head_chunks);
-    one(b, GP_M_SRV_HEAD_BYTES, (double)x.head_bytes);
-    one(b, GP_M_SRV_WAL_BYTES, (double)x.wal_bytes);
-    one(b, GP_M_SRV_WAL_SYNCS,
+    gp_metric_one(b, GP_M_SRV_SERIES, (double)x.series);
+    gp_metric_one(b, GP_M_SRV_HEAD_CHUNKS, (double)x.head_chunks);
+    gp_metric_one(b, GP_M_SRV_HEAD_BYTES, (double)x.head_bytes);
+    gp_metric_one(b, GP_M_SRV_WAL_BYTES, (double)x.wal_bytes);
+    gp_metric_one(b, GP_M_SRV_WAL_SYNCS,
         (double)x.wal_syncs);
-    one(b, GP_M_SRV_DISK_BYTES,
+    gp_metric_one(b, GP_M_SRV_DISK_BYTES,
         (double)x.disk_bytes);
-    one(b, GP_M_SRV_BLOCKS, (double)x.blocks);
-    one(b, GP_M_SRV_CHECKPOINTS,
+    gp_metric_one(b, GP_M_SRV_BLOCKS, (double)x.blocks);
+    gp_metric_one(b, GP_M_SRV_CHECKPOINTS,
         (double)x.checkpoints);
-    one(b, GP_M_SRV_COMPACTIONS,
+    gp_metric_one(b, GP_M_SRV_COMPACTIONS,
         (double)x.compactions);
-    one(b, GP_M_SRV_WRITES_PAUSED, x.writes_paused ? 1 : 0);
-    one(b, GP_M_SRV_WRITE_ERRORS, (double)x.write_errors);
-    one(b, GP_M_SRV_WRITE_RESUMES, (double)x.write_resumes);
+    gp_metric_one(b, GP_M_SRV_WRITES_PAUSED, x.writes_paused ? 1 : 0);
+    gp_metric_one(b, GP_M_SRV_WRITE_ERRORS, (double)x.write_errors);
+    gp_metric_one(b, GP_M_SRV_WRITE_RESUMES, (double)x.write_resumes);
     if (st && x.newest_ms >= x.oldest_ms && x.series) {
-        one(b, GP_M_SRV_OLDEST, (double)x.oldest_ms / 1e3);
-        one(b, GP_M_SRV_NEWEST, (double)x.newest_ms / 1e3);
+        gp_metric_one(b, GP_M_SRV_OLDEST, (double)x.oldest_ms / 1e3);
+        gp_metric_one(b, GP_M_SRV_NEWEST, (double)x.newest_ms / 1e3);
     }
-    one(b, GP_M_SRV_RECOVERY, x.replay_seconds);
-    one(b, GP_M_SRV_RECOVERED,
+    gp_metric_one(b, GP_M_SRV_RECOVERY, x.replay_seconds);
+    gp_metric_one(b, GP_M_SRV_RECOVERED,
         (double)x.replayed_samples);
-    gp_metric_head(b, GP_M_SRV_STORE_DAMAGE);
+    gp_metric_family(b, GP_M_SRV_STORE_DAMAGE);
     for (int i = 0; i < GP_STORE_DMG_COUNT; i++)
-        gp_buf_printf(b, "%s{what=\"%s\"} %d\n", gp_metric_name(GP_M_SRV_STORE_DAMAGE),
-                      gp_store_damage_label(1u << i), (x.damage >> i) & 1);
-    one(b, GP_M_SRV_SERIES_LOST, (double)x.series_lost);
-    one(b, GP_M_SRV_WAL_CORRUPT, (double)x.wal_corrupt_records);
-    one(b, GP_M_SRV_WAL_RECOVERED, (double)x.wal_recovered_records);
-    one(b, GP_M_SRV_DAMAGED_READS, (double)x.damaged_chunks_read);
+        gp_metric_sample(b, GP_M_SRV_STORE_DAMAGE, NULL, "what", gp_store_damage_label(1u << i),
+                         (x.damage >> i) & 1);
+    gp_metric_one(b, GP_M_SRV_SERIES_LOST, (double)x.series_lost);
+    gp_metric_one(b, GP_M_SRV_WAL_CORRUPT, (double)x.wal_corrupt_records);
+    gp_metric_one(b, GP_M_SRV_WAL_RECOVERED, (double)x.wal_recovered_records);
+    gp_metric_one(b, GP_M_SRV_DAMAGED_READS, (double)x.damaged_chunks_read);
 }
 
 /* The HTTP layer's refusals (net/http.h); zeros before it listens. */
-static void http_families(struct gp_buf *b, struct gp_http *h)
+static void http_families(struct gp_metric_sink *k, struct gp_http *h)
 {
     struct gp_http_stats x;
     memset(&x, 0, sizeof x);
     if (h)
         gp_http_stats(h, &x);
-    gp_metric_head(b, GP_M_SRV_HTTP_FRAMING);
+    gp_metric_family(k, GP_M_SRV_HTTP_FRAMING);
     for (int i = GP_HTTP_FRAME_OK + 1; i < GP_HTTP_FRAME__COUNT; i++)
-        gp_buf_printf(b, "%s{reason=\"%s\"} %llu\n", gp_metric_name(GP_M_SRV_HTTP_FRAMING),
-                      gp_http_framing_name((enum gp_http_framing)i),
-                      (unsigned long long)x.framing[i]);
-    gp_metric_head(b, GP_M_SRV_HTTP_CONN_REFUSED);
+        gp_metric_sample(k, GP_M_SRV_HTTP_FRAMING, NULL, "reason",
+                         gp_http_framing_name((enum gp_http_framing)i), (double)x.framing[i]);
+    gp_metric_family(k, GP_M_SRV_HTTP_CONN_REFUSED);
     const struct {
         const char *reason;
         uint64_t n;
@@ -148,76 +145,76 @@ static void http_families(struct gp_buf *b, struct gp_http *h)
                 {"max_per_address", x.refused_per_address},
                 {"reserve", x.refused_reserve}};
     for (size_t i = 0; i < sizeof conn / sizeof conn[0]; i++)
-        gp_buf_printf(b, "%s{reason=\"%s\"} %llu\n", gp_metric_name(GP_M_SRV_HTTP_CONN_REFUSED),
-                      conn[i].reason, (unsigned long long)conn[i].n);
-    gp_metric_head(b, GP_M_SRV_HTTP_LINGER);
-    gp_buf_printf(b, "%s{outcome=\"drained\"} %llu\n%s{outcome=\"too_many\"} %llu\n",
-                  gp_metric_name(GP_M_SRV_HTTP_LINGER), (unsigned long long)x.lingered,
-                  gp_metric_name(GP_M_SRV_HTTP_LINGER), (unsigned long long)x.linger_dropped);
+        gp_metric_sample(k, GP_M_SRV_HTTP_CONN_REFUSED, NULL, "reason", conn[i].reason, (double)conn[i].n);
+    gp_metric_family(k, GP_M_SRV_HTTP_LINGER);
+    gp_metric_sample(k, GP_M_SRV_HTTP_LINGER, NULL, "outcome", "drained", (double)x.lingered);
+    gp_metric_sample(k, GP_M_SRV_HTTP_LINGER, NULL, "outcome", "too_many", (double)x.linger_dropped);
 }
 
-int gp_srv_render_own_metrics(struct gp_server *s, struct gp_buf *b)
+void gp_srv_walk_own_metrics(struct gp_server *s, struct gp_metric_sink *b)
 {
-    one(b, GP_M_SRV_INGESTED,
+    gp_metric_one(b, GP_M_SRV_INGESTED,
         (double)gp_srv_get(&s->samples_ingested));
-    one(b, GP_M_SRV_DUPLICATE,
+    gp_metric_one(b, GP_M_SRV_DUPLICATE,
         (double)gp_srv_get(&s->samples_duplicate));
-    one(b, GP_M_SRV_SERIES_CREATED,
+    gp_metric_one(b, GP_M_SRV_SERIES_CREATED,
         (double)gp_srv_get(&s->series_created));
-    gp_metric_head(b, GP_M_SRV_REJECTED);
+    gp_metric_family(b, GP_M_SRV_REJECTED);
     for (size_t i = 0; i < GP_SRV_REJ_COUNT; i++)
-        gp_buf_printf(b, "%s{reason=\"%s\"} %llu\n", gp_metric_name(GP_M_SRV_REJECTED), reject_names[i],
-                      (unsigned long long)gp_srv_get(&s->rejected[i]));
-    gp_metric_head(b, GP_M_SRV_REFUSED);
+        gp_metric_sample(b, GP_M_SRV_REJECTED, NULL, "reason", reject_names[i],
+                         (double)gp_srv_get(&s->rejected[i]));
+    gp_metric_family(b, GP_M_SRV_REFUSED);
     for (size_t i = 0; i < GP_SRV_REF_COUNT; i++)
-        gp_buf_printf(b, "%s{reason=\"%s\"} %llu\n", gp_metric_name(GP_M_SRV_REFUSED),
-                      refusal_names[i], (unsigned long long)gp_srv_get(&s->refused[i]));
-    one(b, GP_M_SRV_INFLIGHT, (double)gp_srv_get(&s->inflight));
-    one(b, GP_M_SRV_INFLIGHT_LIMIT,
+        gp_metric_sample(b, GP_M_SRV_REFUSED, NULL, "reason", refusal_names[i],
+                         (double)gp_srv_get(&s->refused[i]));
+    gp_metric_one(b, GP_M_SRV_INFLIGHT, (double)gp_srv_get(&s->inflight));
+    gp_metric_one(b, GP_M_SRV_INFLIGHT_LIMIT,
         (double)s->cfg.max_inflight_bytes);
 
-    gp_metric_head(b, GP_M_SRV_HTTP_REQUESTS);
+    gp_metric_family(b, GP_M_SRV_HTTP_REQUESTS);
     for (size_t r = 0; r < GP_SRV_R_COUNT; r++)
         for (int c = 0; c < 600; c++) {
             uint64_t n = gp_srv_get(&s->requests[r][c]);
-            if (n)
-                gp_buf_printf(b, "%s{handler=\"%s\",code=\"%d\"} %llu\n",
-                              gp_metric_name(GP_M_SRV_HTTP_REQUESTS),
-                              route_names[r], c, (unsigned long long)n);
+            if (!n)
+                continue;
+            char code[12];
+            snprintf(code, sizeof code, "%d", c);
+            const struct gp_metric_label l[] = {{"handler", route_names[r]}, {"code", code}};
+            b->sample(b, gp_metric_name(GP_M_SRV_HTTP_REQUESTS), NULL, l, 2, (double)n);
         }
     http_families(b, s->http);
-    gp_metric_head(b, GP_M_SRV_WRITE_DURATION);
-    hist(b, gp_metric_name(GP_M_SRV_WRITE_DURATION), "", &s->route_hist[GP_SRV_R_WRITE]);
-    gp_metric_head(b, GP_M_SRV_QUERY_DURATION);
-    for (size_t r = GP_SRV_R_QUERY_RANGE; r <= GP_SRV_R_GPUS; r++) {
-        char label[64];
-        snprintf(label, sizeof label, "handler=\"%s\"", route_names[r]);
-        hist(b, gp_metric_name(GP_M_SRV_QUERY_DURATION), label, &s->route_hist[r]);
-    }
+    gp_metric_family(b, GP_M_SRV_WRITE_DURATION);
+    hist(b, gp_metric_name(GP_M_SRV_WRITE_DURATION), &(struct gp_metric_label){NULL, NULL},
+         &s->route_hist[GP_SRV_R_WRITE]);
+    gp_metric_family(b, GP_M_SRV_QUERY_DURATION);
+    for (size_t r = GP_SRV_R_QUERY_RANGE; r <= GP_SRV_R_GPUS; r++)
+        hist(b, gp_metric_name(GP_M_SRV_QUERY_DURATION), &(struct gp_metric_label){"handler", route_names[r]},
+             &s->route_hist[r]);
 
     int state = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
-    one(b, GP_M_SRV_STORE_READY,
+    gp_metric_one(b, GP_M_SRV_STORE_READY,
         state == GP_SRV_READY && !gp_storage_write_paused(gp_srv_store(s), NULL, 0) ? 1 : 0);
     store_families(b, gp_srv_store(s));
-    gp_storage_render_metrics(gp_srv_store(s), b);
-    gp_srv_render_alert_metrics(s, b);
-    gp_srv_render_notify_metrics(s, b);
-    gp_srv_render_stream_metrics(s, b);
-    one(b, GP_M_SRV_START,
+    gp_storage_walk_metrics(gp_srv_store(s), b);
+    gp_srv_walk_alert_metrics(s, b);
+    gp_srv_walk_notify_metrics(s, b);
+    gp_srv_walk_stream_metrics(s, b);
+    gp_metric_one(b, GP_M_SRV_START,
         (double)s->start_ms / 1e3);
-    one(b, GP_M_SRV_STATE_DAMAGED, gp_state_damaged(s->cfg.data_dir, NULL, 0));
+    gp_metric_one(b, GP_M_SRV_STATE_DAMAGED, gp_state_damaged(s->cfg.data_dir, NULL, 0));
     size_t meta_families;
     uint64_t meta_dropped = gp_srv_meta_stats(gp_srv_store(s) ? s->meta : NULL, &meta_families);
-    one(b, GP_M_SRV_METADATA_FAMILIES, (double)meta_families);
-    one(b, GP_M_SRV_METADATA_DROPPED, (double)meta_dropped);
-    one(b, GP_M_SRV_SELF_SCRAPES, (double)gp_srv_get(&s->self_scrapes));
-    one(b, GP_M_SRV_SELF_SCRAPE_FAILURES, (double)gp_srv_get(&s->self_scrape_failures));
-    return b->err;
+    gp_metric_one(b, GP_M_SRV_METADATA_FAMILIES, (double)meta_families);
+    gp_metric_one(b, GP_M_SRV_METADATA_DROPPED, (double)meta_dropped);
+    gp_metric_one(b, GP_M_SRV_SELF_SCRAPES, (double)gp_srv_get(&s->self_scrapes));
+    gp_metric_one(b, GP_M_SRV_SELF_SCRAPE_FAILURES, (double)gp_srv_get(&s->self_scrape_failures));
 }
 
 int gp_srv_render_metrics(struct gp_server *s, struct gp_buf *b)
 {
-    gp_srv_render_own_metrics(s, b);
+    struct gp_metric_text_sink t;
+    gp_metric_text_sink_init(&t, b);
+    gp_srv_walk_own_metrics(s, &t.base);
     pthread_mutex_lock(&s->hook_mu);
     int rc = GP_OK;
     if (s->hook) {

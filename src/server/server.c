@@ -645,6 +645,10 @@ int gp_server_start(struct gp_server **out, const struct gp_server_config *c, ch
     }
     if ((rc = gp_srv_funnel_report_start(s, err, errlen)))
         goto fail;
+    if ((rc = gp_srv_meta_forward_start(s))) {
+        gp_seterr(err, errlen, rc, "cannot start the metadata forwarding thread");
+        goto fail;
+    }
     log_dashboard_url(s, bind);
     *out = s;
     return GP_OK;
@@ -661,6 +665,7 @@ void gp_server_stop(struct gp_server *s)
         return;
     gp_srv_self_stop(s); /* it renders from the HTTP server and appends to the store */
     gp_srv_funnel_report_stop(s); /* it reads the store */
+    gp_srv_meta_forward_stop(s);  /* it writes to the store */
     gp_srv_stream_close(s); /* open streams end, or stopping would wait for them */
     gp_http_stop(s->http); /* waits for running handlers */
     s->http = NULL;

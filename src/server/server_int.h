@@ -13,8 +13,10 @@
 #include "net/http.h"
 #include "insight/remediate.h"
 #include "server/jobs.h"
+#include "server/metadata.h"
 #include "server/server.h"
 #include "storage/storage.h"
+#include "lib/metric_sink.h"
 
 #include <pthread.h>
 #include <stdint.h>
@@ -31,6 +33,7 @@ struct gp_promrules_run;
 struct gp_srv_notify;
 struct gp_srv_streams;
 struct gp_srv_self;
+struct gp_srv_mfwd;
 
 enum gp_srv_state { GP_SRV_STARTING, GP_SRV_READY };
 
@@ -180,6 +183,7 @@ struct gp_server {
     struct gp_srv_notify *notify; /* config, outbox and router (notify_api.c) */
     struct gp_srv_streams *streams; /* the open SSE streams (stream.c) */
     struct gp_srv_self *self;       /* the self-scrape (selfscrape.c); NULL when off */
+    struct gp_srv_mfwd *mfwd;       /* metadata to the cluster (meta_forward.c); NULL when embedded */
     struct gp_srv_freport *freport; /* the weekly funnel e-mail (funnel_report.c); NULL when off */
 
     pthread_mutex_t hook_mu;
@@ -294,7 +298,7 @@ int gp_srv_rules_load(struct gp_server *s, char *err, size_t errlen);
 int gp_srv_rules_reload(struct gp_server *s, char *err, size_t errlen);
 int gp_srv_alerts_start(struct gp_server *s, struct gp_storage *st, char *err, size_t errlen);
 void gp_srv_alerts_stop(struct gp_server *s);
-void gp_srv_render_alert_metrics(struct gp_server *s, struct gp_buf *out);
+void gp_srv_walk_alert_metrics(struct gp_server *s, struct gp_metric_sink *out);
 void gp_srv_handle_alerts(struct gp_server *s, enum gp_srv_route route,
                           const struct gp_http_request *req, struct gp_http_response *resp);
 /* The body of POST /api/v1/alerts/ID/ack: empty, or a JSON object with
@@ -318,7 +322,7 @@ int gp_srv_notify_load(struct gp_server *s, char *err, size_t errlen);
 int gp_srv_notify_open(struct gp_server *s, gp_alert_listener *fn, void **ctx, char *err,
                        size_t errlen);
 void gp_srv_notify_stop(struct gp_server *s);
-void gp_srv_render_notify_metrics(struct gp_server *s, struct gp_buf *out);
+void gp_srv_walk_notify_metrics(struct gp_server *s, struct gp_metric_sink *out);
 void gp_srv_handle_notifications(struct gp_server *s, const struct gp_http_request *req,
                                  struct gp_http_response *resp);
 
@@ -359,7 +363,7 @@ void gp_srv_handle_stream(struct gp_server *s, const struct gp_http_request *req
                           struct gp_http_response *resp);
 void gp_srv_stream_alert(struct gp_server *s, const char *id);
 void gp_srv_stream_on_alert(void *ctx, const struct gp_alert_event *ev); /* ctx: the server */
-void gp_srv_render_stream_metrics(struct gp_server *s, struct gp_buf *out);
+void gp_srv_walk_stream_metrics(struct gp_server *s, struct gp_metric_sink *out);
 
 /* Route of a path ("/api/v1/label/x/values" -> LABEL_VALUES), or OTHER.
  * Prometheus's routes answer under GP_SRV_PROM_PREFIX too (Grafana's
@@ -399,10 +403,24 @@ int gp_srv_step_param(const struct gp_http_request *req, struct gp_http_response
  * with something between: the length of that middle part; else 0. */
 size_t gp_srv_path_suffix(const char *p, size_t prefix, const char *suffix);
 
-/* selfmetrics.c: /metrics whole, or the server's own families only
- * (without the hook's, nor gpulse_build_info). */
+/* selfmetrics.c: /metrics whole as text, or the server's own families
+ * only (without the hook's, nor gpulse_build_info) walked into a sink:
+ * the text of /metrics and the self-scrape's series come from this one
+ * walk. */
 int gp_srv_render_metrics(struct gp_server *s, struct gp_buf *out);
-int gp_srv_render_own_metrics(struct gp_server *s, struct gp_buf *out);
+void gp_srv_walk_own_metrics(struct gp_server *s, struct gp_metric_sink *out);
+
+/* prom_api.c: every family /api/v1/metadata lists (metric non-empty:
+ * that one), in name order: gpulse's own, and those remote write
+ * carried that gpulse does not define; fn as gp_srv_meta_walk's (it runs
+ * under the table's lock). */
+void gp_srv_metadata_walk(struct gp_server *s, const char *metric, gp_srv_meta_fn fn, void *arg);
+
+/* meta_forward.c: with storage: remote, the families' metadata sent on
+ * to the cluster (started after the store is published; stop before the
+ * store closes; accepts none). GP_OK or GP_ENOMEM. */
+int gp_srv_meta_forward_start(struct gp_server *s);
+void gp_srv_meta_forward_stop(struct gp_server *s);
 
 /* selfscrape.c: the self-scrape's thread, when self_scrape_interval is
  * not 0 (after the store is published; instance: "HOST:PORT"), and its

@@ -361,20 +361,13 @@ void gp_srv_handle_stream(struct gp_server *s, const struct gp_http_request *req
     resp->stream_arg = st;
 }
 
-/* A family of one unlabelled counter or gauge. */
-static void one(struct gp_buf *b, enum gp_metric m, uint64_t v)
-{
-    gp_metric_head(b, m);
-    gp_buf_printf(b, "%s %llu\n", gp_metric_name(m), (unsigned long long)v);
-}
-
-void gp_srv_render_stream_metrics(struct gp_server *s, struct gp_buf *b)
+void gp_srv_walk_stream_metrics(struct gp_server *s, struct gp_metric_sink *b)
 {
     struct gp_srv_streams *h = s->streams;
     if (!h)
         return;
-    one(b, GP_M_SRV_STREAMS_OPEN, gp_srv_get(&h->open));
-    one(b, GP_M_SRV_STREAMS_OPENED, gp_srv_get(&h->opened));
-    one(b, GP_M_SRV_STREAM_EVENTS, gp_srv_get(&h->events));
-    one(b, GP_M_SRV_STREAM_DROPPED, gp_srv_get(&h->dropped));
+    gp_metric_one(b, GP_M_SRV_STREAMS_OPEN, (double)gp_srv_get(&h->open));
+    gp_metric_one(b, GP_M_SRV_STREAMS_OPENED, (double)gp_srv_get(&h->opened));
+    gp_metric_one(b, GP_M_SRV_STREAM_EVENTS, (double)gp_srv_get(&h->events));
+    gp_metric_one(b, GP_M_SRV_STREAM_DROPPED, (double)gp_srv_get(&h->dropped));
 }

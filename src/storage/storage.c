@@ -151,10 +151,16 @@ int gp_storage_write_paused(struct gp_storage *s, char *why, size_t whylen)
     return st ? gp_store_write_paused(st, why, whylen) : 0;
 }
 
-void gp_storage_render_metrics(struct gp_storage *s, struct gp_buf *out)
+int gp_storage_send_metadata(struct gp_storage *s, const struct gp_family_meta *m, size_t n, char *err,
+                             size_t errlen)
+{
+    return s && s->ops->send_metadata ? s->ops->send_metadata(s, m, n, err, errlen) : GP_OK;
+}
+
+void gp_storage_walk_metrics(struct gp_storage *s, struct gp_metric_sink *out)
 {
     if (s)
-        s->ops->render_metrics(s, out);
+        s->ops->walk_metrics(s, out);
 }
 
 void gp_storage_rollup_span(int64_t mint, int64_t maxt, int64_t *from, int64_t *to)

@@ -34,6 +34,8 @@
 #define GP_STORAGE_STORAGE_H
 
 #include "lib/buf.h"
+#include "ingest/remote_write.h"
+#include "lib/metric_sink.h"
 #include "store/store.h"
 
 #include <stddef.h>
@@ -202,9 +204,26 @@ void gp_storage_stats(struct gp_storage *s, struct gp_store_stats *st);
 /* As gp_store_write_paused; remote: 0 (its queue buffers on disk). */
 int gp_storage_write_paused(struct gp_storage *s, char *why, size_t whylen);
 
-/* Appends the backend's own /metrics families (remote: gpulse_storage_remote_*
- * and the write queue's gpulse_push_*; embedded: nothing). */
-void gp_storage_render_metrics(struct gp_storage *s, struct gp_buf *out);
+/* Entries of one metadata request to the cluster: Prometheus's
+ * metadata_config.max_samples_per_send default. */
+#define GP_STORAGE_META_PER_REQUEST 500
+
+/*
+ * Hands the families' metadata (TYPE, HELP, unit) to the cluster, as
+ * Prometheus's remote write does every metadata send_interval: remote:
+ * requests of metadata alone (GP_STORAGE_META_PER_REQUEST entries each)
+ * through the write queue, behind the samples already queued; embedded:
+ * nothing (the server answers /api/v1/metadata itself). Returns GP_OK,
+ * or GP_EUSAGE / GP_ETOOBIG / GP_ENOMEM from the encoder, with detail
+ * in err (the entries before the failing request were queued).
+ */
+int gp_storage_send_metadata(struct gp_storage *s, const struct gp_family_meta *m, size_t n, char *err,
+                             size_t errlen);
+
+/* Walks the backend's own /metrics families into out (remote:
+ * gpulse_storage_remote_* and the write queue's gpulse_push_*; embedded:
+ * nothing). */
+void gp_storage_walk_metrics(struct gp_storage *s, struct gp_metric_sink *out);
 
 /* The detail of this thread's last GP_ENET from s ("" when none):
  * "GET http://vm:8428/api/v1/query: connection refused". */

@@ -86,7 +86,7 @@ static int e_label_values(struct gp_storage *s, const char *name, const struct g
 
 static void e_stats(struct gp_storage *s, struct gp_store_stats *st) { gp_store_stats(st_of(s), st); }
 
-static void e_render_metrics(struct gp_storage *s, struct gp_buf *out)
+static void e_walk_metrics(struct gp_storage *s, struct gp_metric_sink *out)
 {
     (void)s;
     (void)out; /* the server renders gpulse_store_* from the stats */
@@ -108,6 +108,6 @@ const struct gp_storage_ops gp_storage_embedded_ops = {
     .label_names = e_label_names,
     .label_values = e_label_values,
     .stats = e_stats,
-    .render_metrics = e_render_metrics,
+    .walk_metrics = e_walk_metrics,
     .close = e_close,
 };

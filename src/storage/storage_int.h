@@ -32,7 +32,10 @@ struct gp_storage_ops {
     /* NULL: never (every read is local) */
     int (*pushdown)(struct gp_storage *s, const struct gp_matcher *m, size_t nm, int64_t mint);
     void (*stats)(struct gp_storage *s, struct gp_store_stats *st);
-    void (*render_metrics)(struct gp_storage *s, struct gp_buf *out);
+    void (*walk_metrics)(struct gp_storage *s, struct gp_metric_sink *out);
+    /* NULL: the backend keeps no cluster to tell */
+    int (*send_metadata)(struct gp_storage *s, const struct gp_family_meta *m, size_t n, char *err,
+                         size_t errlen);
     void (*close)(struct gp_storage *s);
 };
 

@@ -1201,7 +1201,28 @@ static void r_stats(struct gp_storage *s, struct gp_store_stats *st)
     }
 }
 
-static void r_render_metrics(struct gp_storage *s, struct gp_buf *b)
+static int r_send_metadata(struct gp_storage *s, const struct gp_family_meta *m, size_t n, char *err,
+                           size_t errlen)
+{
+    struct remote *r = R(s);
+    struct gp_buf body, raw;
+    gp_buf_init(&body, 0);
+    gp_buf_init(&raw, 0);
+    int rc = GP_OK;
+    for (size_t at = 0; at < n && !rc; at += GP_STORAGE_META_PER_REQUEST) {
+        size_t k = n - at < GP_STORAGE_META_PER_REQUEST ? n - at : GP_STORAGE_META_PER_REQUEST;
+        if ((rc = gp_rw_encode_metadata(m + at, k, &body, &raw)))
+            gp_seterr(err, errlen, rc, "cannot encode the metadata of '%.*s' and %zu more for the remote storage: %s",
+                      (int)(m[at].name.len > 64 ? 64 : m[at].name.len), m[at].name.ptr, k - 1, gp_strerror(rc));
+        else
+            gp_push_body(r->push, body.data, body.len, 0, (uint32_t)raw.len, gp_wall_ms());
+    }
+    gp_buf_free(&body);
+    gp_buf_free(&raw);
+    return rc;
+}
+
+static void r_walk_metrics(struct gp_storage *s, struct gp_metric_sink *b)
 {
     struct remote *r = R(s);
     uint64_t wreads = 0, wfilled = 0;
@@ -1227,14 +1248,9 @@ static void r_render_metrics(struct gp_storage *s, struct gp_buf *b)
     size_t nrows = sizeof rows / sizeof rows[0];
     if (!r->win)
         nrows -= 3; /* the window's rows, last */
-    for (size_t i = 0; i < nrows; i++) {
-        gp_metric_head(b, rows[i].m);
-        gp_buf_puts(b, gp_metric_name(rows[i].m));
-        gp_buf_putc(b, ' ');
-        gp_buf_put_double(b, rows[i].v);
-        gp_buf_putc(b, '\n');
-    }
-    gp_push_render_metrics(r->push, b);
+    for (size_t i = 0; i < nrows; i++)
+        gp_metric_one(b, rows[i].m, rows[i].v);
+    gp_push_walk_metrics(r->push, b);
 }
 
 /* ---- the local window's refill (storage_refill.c) ------------------------------ */
@@ -1460,6 +1476,7 @@ const struct gp_storage_ops gp_storage_remote_ops = {
     .promql = r_promql,
     .pushdown = r_pushdown,
     .stats = r_stats,
-    .render_metrics = r_render_metrics,
+    .walk_metrics = r_walk_metrics,
+    .send_metadata = r_send_metadata,
     .close = r_close,
 };

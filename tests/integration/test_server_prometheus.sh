@@ -45,10 +45,11 @@ cmp 0.25 'DCGM_FI_DEV_POWER_USAGE' || rc=1
 cmp 0.5 'DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION' || rc=1
 cmp 0.1 'DCGM_FI_PROF_SM_ACTIVE{Hostname="sim-node-0",gpu=~"0|1"}' || rc=1
 cmp 0.5 'gpulse_host_cpu_seconds_total{mode!="idle"}' || rc=1
-# The scrape's up; the server's store also holds its own self-scrape's
-# up{job="gpulse-server"}, which Prometheus does not have.
+# The scrape's up and scrape_samples_scraped; the server's store also
+# holds its own self-scrape's (job="gpulse-server"), which Prometheus
+# does not have.
 cmp 0.5 'up{job="gpulse-agent"}' || rc=1
-cmp 0.5 'scrape_samples_scraped' || rc=1
+cmp 0.5 'scrape_samples_scraped{job="gpulse-agent"}' || rc=1
 cmp 0.1 'DCGM_FI_DEV_GPU_TEMP' avg Hostname || rc=1
 cmp 0.1 'DCGM_FI_DEV_POWER_USAGE' sum Hostname,modelName || rc=1
 [ $rc -eq 0 ] || fail "gpulse and Prometheus disagree (above)"

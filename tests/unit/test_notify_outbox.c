@@ -98,7 +98,9 @@ static void test_done(void)
     CHECK(!strstr(b.data, "secret-path"));
     gp_buf_free(&b);
     gp_buf_init(&b, 0);
-    gp_outbox_render_metrics(ob, &b);
+    struct gp_metric_text_sink t;
+    gp_metric_text_sink_init(&t, &b);
+    gp_outbox_walk_metrics(ob, &t.base);
     CHECK_CONTAINS(b.data, "gpulse_server_notifications_total{receiver=\"hook\",result=\"done\"} 1\n");
     CHECK_CONTAINS(b.data, "gpulse_server_notifications_queued 0\n");
     gp_buf_free(&b);
@@ -183,7 +185,9 @@ static void test_dead(void)
     CHECK_INT(s.queued, 0);
     CHECK(fake_now - 1000000 <= 60000 + 8000 * 2);
     gp_buf_init(&b, 0);
-    gp_outbox_render_metrics(ob, &b);
+    struct gp_metric_text_sink t;
+    gp_metric_text_sink_init(&t, &b);
+    gp_outbox_walk_metrics(ob, &t.base);
     CHECK_CONTAINS(b.data, "gpulse_server_notifications_dead 2\n");
     gp_buf_free(&b);
     gp_outbox_close(ob);

@@ -834,7 +834,11 @@ static void test_eval_reload(void)
     /* /metrics: three rounds of group g (3, 3, 2 rules), one of h */
     struct gp_buf b;
     gp_buf_init(&b, 0);
-    gp_promrules_render_metrics(f.run, &b);
+    {
+        struct gp_metric_text_sink t;
+        gp_metric_text_sink_init(&t, &b);
+        gp_promrules_walk_metrics(f.run, &t.base);
+    }
     gp_buf_putc(&b, '\0');
     CHECK_CONTAINS(b.data, "gpulse_rule_group_rules{rule_group=\"t.yml;g\"} 2\n");
     CHECK_CONTAINS(b.data, "gpulse_rule_evaluations_total{rule_group=\"t.yml;g\"} 8\n");

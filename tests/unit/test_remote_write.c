@@ -727,6 +727,54 @@ static void test_metadata_decodes(void)
     gp_rw_decoded_free(&r);
 }
 
+/* gp_rw_encode_metadata: the wire bytes Prometheus writes for one entry,
+ * a round trip of every field through the decoder, and the entries the
+ * decoder would refuse refused before sending. */
+static void test_metadata_encodes(void)
+{
+    struct gp_buf body, raw;
+    gp_buf_init(&body, 0);
+    gp_buf_init(&raw, 0);
+    const struct gp_family_meta one = {{"m", 1}, {"", 0}, {"", 0}, GP_MT_COUNTER};
+    CHECK_INT(gp_rw_encode_metadata(&one, 1, &body, &raw), GP_OK);
+    static const uint8_t want[] = {0x1a, 0x05, 0x08, 0x01, 0x12, 0x01, 'm'};
+    CHECK_INT(raw.len, sizeof want);
+    CHECK(!memcmp(raw.data, want, sizeof want));
+
+    const struct gp_family_meta m[] = {
+        {{"rpc_seconds", 11}, {"RPC latency.", 12}, {"seconds", 7}, GP_MT_SUMMARY},
+        {{"node_temp_celsius", 17}, {"Temperature \xc2\xb0" "C.", 16}, {"celsius", 7}, GP_MT_GAUGE},
+        {{"a:b", 3}, {"", 0}, {"", 0}, GP_MT_UNKNOWN},
+        {{"feature_state", 13}, {"x", 1}, {"", 0}, GP_MT_STATESET},
+    };
+    CHECK_INT(gp_rw_encode_metadata(m, 4, &body, &raw), GP_OK);
+    struct gp_batch r;
+    char err[256] = "";
+    CHECK_INT(gp_rw_decode((const uint8_t *)body.data, body.len, 1 << 20, &r, err, sizeof err), GP_OK);
+    CHECK_INT(r.nseries, 0);
+    const struct gp_family_meta *got = NULL;
+    CHECK_INT(gp_rw_metadata(&r, &got), 4);
+    for (size_t i = 0; i < 4; i++)
+        CHECK(meta_is(&got[i], m[i].name.ptr, m[i].type, m[i].help.ptr, m[i].unit.ptr));
+    gp_rw_decoded_free(&r);
+
+    const struct gp_family_meta bad[] = {
+        {{"", 0}, {"h", 1}, {"", 0}, GP_MT_GAUGE},
+        {{"1bad", 4}, {"", 0}, {"", 0}, GP_MT_GAUGE},
+        {{"ok", 2}, {"bad \xff", 5}, {"", 0}, GP_MT_GAUGE},
+        {{"ok", 2}, {"", 0}, {"\xc3", 1}, GP_MT_GAUGE},
+        {{"ok", 2}, {"", 0}, {"", 0}, GP_MT__COUNT},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        CHECK_INT(gp_rw_encode_metadata(&bad[i], 1, &body, &raw), GP_EUSAGE);
+    char big[GP_RW_MAX_META_LEN + 1];
+    memset(big, 'a', sizeof big);
+    const struct gp_family_meta toolong = {{"ok", 2}, {big, sizeof big}, {"", 0}, GP_MT_GAUGE};
+    CHECK_INT(gp_rw_encode_metadata(&toolong, 1, &body, &raw), GP_ETOOBIG);
+    gp_buf_free(&body);
+    gp_buf_free(&raw);
+}
+
 static void expect_meta_error(int type, const char *name, const char *help, const char *unit, int code,
                               const char *msg)
 {
@@ -855,5 +903,6 @@ const struct gp_test gp_tests_remote_write[] = {
     {"metadata_decodes", test_metadata_decodes},
     {"metadata_rejects", test_metadata_rejects},
     {"metadata_cap", test_metadata_cap},
+    {"metadata_encodes", test_metadata_encodes},
     {0},
 };

@@ -27,6 +27,14 @@
 
 /* ---- promapi ---- */
 
+/* The storage's /metrics families as text, into b. */
+static void render_metrics(struct gp_storage *s, struct gp_buf *b)
+{
+    struct gp_metric_text_sink t;
+    gp_metric_text_sink_init(&t, b);
+    gp_storage_walk_metrics(s, &t.base);
+}
+
 static const char MATRIX[] =
     "{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":["
     "{\"metric\":{\"gpu\":\"1\",\"__name__\":\"util\",\"empty\":\"\"},"
@@ -649,7 +657,7 @@ static void test_remote_forwards_writes(void)
     CHECK_STR(f.last_tenant, "team-a");
     struct gp_buf m;
     gp_buf_init(&m, 0);
-    gp_storage_render_metrics(s, &m);
+    render_metrics(s, &m);
     CHECK_CONTAINS(m.data, "gpulse_storage_remote_samples_forwarded_total 2");
     CHECK_CONTAINS(m.data, "gpulse_push_samples_sent_total{target=\"http://127.0.0.1:");
     gp_buf_free(&m);
@@ -702,7 +710,7 @@ static void test_remote_window(void)
     CHECK_INT(gp_storage_select(s, &m, 1, now - 3600000, now, &sel), GP_ENET);
     CHECK_INT(atomic_load(&f.queries), q + 2);
     gp_buf_reset(&b);
-    gp_storage_render_metrics(s, &b);
+    render_metrics(s, &b);
     CHECK_CONTAINS(b.data, "gpulse_storage_remote_window_refilled_samples 2\n");
     CHECK_CONTAINS(b.data, "gpulse_storage_remote_window_reads_total 2\n");
     CHECK_CONTAINS(b.data, "gpulse_storage_remote_window_held_seconds 120\n");
@@ -737,7 +745,7 @@ static void test_remote_window_split(void)
     atomic_store(&f.mode, 1); /* what answers now is the window */
     struct gp_buf b;
     gp_buf_init(&b, 0);
-    gp_storage_render_metrics(s, &b);
+    render_metrics(s, &b);
     CHECK_CONTAINS(b.data, "gpulse_storage_remote_window_refilled_samples 6\n");
     CHECK_CONTAINS(b.data, "gpulse_storage_remote_window_held_seconds 120\n");
     struct gp_matcher m;
