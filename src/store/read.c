@@ -291,6 +291,13 @@ static int select_ids(struct gp_store *s, const struct gp_matcher *m, size_t nm,
     return GP_OK;
 }
 
+/* Whether series se has a sample held in [mint, maxt] (selections' test). */
+static int in_range(const struct gp_st_series *se, int64_t floor, int64_t mint, int64_t maxt)
+{
+    int64_t first = se->first > floor ? se->first : floor;
+    return se->has_data && se->newest >= first && se->newest >= mint && first <= maxt;
+}
+
 int gp_store_select(struct gp_store *s, const struct gp_matcher *m, size_t nm, int64_t mint,
                     int64_t maxt, struct gp_store_selection *out)
 {
@@ -301,9 +308,7 @@ int gp_store_select(struct gp_store *s, const struct gp_matcher *m, size_t nm, i
     int rc = select_ids(s, m, nm, &ids, &n);
     int64_t floor = gp_st_raw_floor(s);
     for (size_t i = 0; rc == GP_OK && i < n; i++) {
-        const struct gp_st_series *se = &s->ser[ids[i]];
-        int64_t first = se->first > floor ? se->first : floor;
-        if (!se->has_data || se->newest < first || se->newest < mint || first > maxt)
+        if (!in_range(&s->ser[ids[i]], floor, mint, maxt))
             continue;
         size_t l;
         gp_sindex_labels(s->idx, ids[i], &l);
@@ -348,6 +353,29 @@ void gp_store_selection_free(struct gp_store_selection *sel)
         return;
     free(sel->arena);
     memset(sel, 0, sizeof *sel);
+}
+
+int gp_store_select_each(struct gp_store *s, const struct gp_matcher *m, size_t nm, int64_t mint,
+                         int64_t maxt, void (*fn)(void *arg, const struct gp_store_series *se),
+                         void *arg)
+{
+    pthread_rwlock_rdlock(&s->lock);
+    uint32_t *ids = NULL;
+    size_t n = 0;
+    int rc = select_ids(s, m, nm, &ids, &n);
+    int64_t floor = gp_st_raw_floor(s);
+    for (size_t i = 0; rc == GP_OK && i < n; i++) {
+        const struct gp_st_series *se = &s->ser[ids[i]];
+        if (!in_range(se, floor, mint, maxt))
+            continue;
+        struct gp_store_series x = {.id = ids[i], .first_ms = se->first > floor ? se->first : floor,
+                                    .last_ms = se->newest};
+        x.labels = gp_sindex_labels(s->idx, ids[i], &x.labels_len);
+        fn(arg, &x);
+    }
+    pthread_rwlock_unlock(&s->lock);
+    free(ids);
+    return rc;
 }
 
 int gp_store_label_names(struct gp_store *s, const struct gp_matcher *m, size_t nm,

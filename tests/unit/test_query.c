@@ -942,7 +942,7 @@ static json_t *inventory(struct gp_storage *s, int nodes)
     struct gp_buf out;
     gp_buf_init(&out, 0);
     char err[256] = "";
-    int rc = nodes ? gp_query_nodes(s, &out, err, sizeof err) : gp_query_gpus(s, &out, err, sizeof err);
+    int rc = nodes ? gp_query_nodes(NULL, s, &out, err, sizeof err) : gp_query_gpus(NULL, s, &out, err, sizeof err);
     if (rc)
         gp_test_fail(__FILE__, __LINE__, "inventory: %s", err);
     json_error_t je;
@@ -1076,10 +1076,10 @@ static void test_inventory_empty(void)
     struct gp_buf out;
     gp_buf_init(&out, 0);
     char err[256];
-    CHECK_INT(gp_query_gpus(s, &out, err, sizeof err), GP_OK);
+    CHECK_INT(gp_query_gpus(NULL, s, &out, err, sizeof err), GP_OK);
     CHECK_STR(out.data, "{\"status\":\"success\",\"data\":[]}");
     gp_buf_reset(&out);
-    CHECK_INT(gp_query_nodes(s, &out, err, sizeof err), GP_OK);
+    CHECK_INT(gp_query_nodes(NULL, s, &out, err, sizeof err), GP_OK);
     CHECK_STR(out.data, "{\"status\":\"success\",\"data\":[]}");
     gp_buf_free(&out);
     gp_storage_close(s);
