@@ -7,7 +7,8 @@
 # answer for the same series. After --fill seconds each route is asked
 # --n times per server (curl's total time: median and p95, ms), and the
 # answers of the two builds are compared (identical, or the route is
-# named). Not part of the test suite.
+# named; /api/v1/fleet too, which shares fleet/gpus's selection). Not part
+# of the test suite.
 #
 # usage: bench/inventory.sh [--specs "SPEC ..."] [--fill S] [--n N] [--bin PATH] [--before PATH]
 set -euo pipefail
@@ -24,7 +25,7 @@ while [ $# -gt 0 ]; do
     --n) N=$2; shift 2 ;;
     --bin) BIN=$2; shift 2 ;;
     --before) BEFORE=$2; shift 2 ;;
-    *) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+    *) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
     esac
 done
 [ "$BIN" != build/rel/gpulse ] || make -s build/rel/gpulse
@@ -113,7 +114,7 @@ run_size() { # SPEC
         echo "$row"
     done
     if [ -n "$BEFORE" ]; then
-        for r in /api/v1/gpus /api/v1/nodes /api/v1/fleet/gpus; do
+        for r in /api/v1/gpus /api/v1/nodes /api/v1/fleet/gpus /api/v1/fleet; do
             same 0 2 "$r" || echo "DIFFERENT: embedded $r"
             same 1 3 "$r" || echo "DIFFERENT: remote $r"
         done

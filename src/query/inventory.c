@@ -49,6 +49,9 @@
 /* Rows no request selects any more (series past retention, former label
  * sets) are dropped with the cache once they outnumber the live ones. */
 #define STALE_SLACK 4096
+/* Series ids below this find their row by index (a store's ids are
+ * dense from 1), larger ones by hash. */
+#define DENSE_IDS (1u << 24)
 
 /* The memory families a series may be (build_gpu reads their values). */
 enum { MEM_NO, MEM_TOTAL, MEM_FB_USED, MEM_FB_FREE, MEM_FB_RESERVED };
@@ -92,7 +95,8 @@ struct gp_inventory {
     struct table strs;
     struct row *rows;
     uint32_t nrows, cap_rows;
-    struct table by_id;
+    uint32_t *dense, cap_dense; /* row + 1 by id, for ids below DENSE_IDS */
+    struct table by_id;         /* the others (the remote backend's own ids) */
     struct igpu *gpus;
     uint32_t ngpus, cap_gpus, nsorted;
     struct table by_key;
@@ -223,6 +227,8 @@ static uint64_t gpu_hash(const struct gp_inventory *inv, uint32_t g)
 
 static struct row *find_row(struct gp_inventory *inv, uint32_t id)
 {
+    if (id < DENSE_IDS)
+        return id < inv->cap_dense && inv->dense[id] ? &inv->rows[inv->dense[id] - 1] : NULL;
     if (!inv->by_id.cap)
         return NULL;
     for (size_t k = id_hash_of(id) & (inv->by_id.cap - 1); inv->by_id.slot[k];
@@ -306,8 +312,13 @@ static int add_row(struct gp_inventory *inv, const struct gp_store_series *se, s
             }
     if (!node.ptr)
         node = host;
-    if (table_room(&inv->by_id, inv->nrows, row_hash, inv) ||
-        grow_array((void **)&inv->rows, &inv->cap_rows, inv->nrows + 1, sizeof *inv->rows))
+    uint32_t cap = inv->cap_dense;
+    if (se->id < DENSE_IDS ? grow_array((void **)&inv->dense, &inv->cap_dense, se->id + 1, sizeof *inv->dense)
+                           : table_room(&inv->by_id, inv->nrows, row_hash, inv))
+        return GP_ENOMEM;
+    if (inv->cap_dense > cap)
+        memset(inv->dense + cap, 0, (inv->cap_dense - cap) * sizeof *inv->dense);
+    if (grow_array((void **)&inv->rows, &inv->cap_rows, inv->nrows + 1, sizeof *inv->rows))
         return GP_ENOMEM;
     struct row x = {.id = se->id, .gpu = NONE, .next = NONE};
     if (node.ptr && gpu.ptr) { /* else not about a GPU: kept, to be skipped */
@@ -329,21 +340,28 @@ static int add_row(struct gp_inventory *inv, const struct gp_store_series *se, s
     }
     uint32_t r = inv->nrows++;
     inv->rows[r] = x;
-    size_t k = id_hash_of(x.id) & (inv->by_id.cap - 1);
-    while (inv->by_id.slot[k])
-        k = (k + 1) & (inv->by_id.cap - 1);
-    inv->by_id.slot[k] = r + 1;
+    if (x.id < DENSE_IDS) {
+        inv->dense[x.id] = r + 1;
+    } else {
+        size_t k = id_hash_of(x.id) & (inv->by_id.cap - 1);
+        while (inv->by_id.slot[k])
+            k = (k + 1) & (inv->by_id.cap - 1);
+        inv->by_id.slot[k] = r + 1;
+    }
     if (x.gpu != NONE)
         link_row(inv, r);
     *out = &inv->rows[r];
     return GP_OK;
 }
 
-/* gp_storage_select_each's visitor: marks the series selected now. */
-static void visit(void *arg, const struct gp_store_series *se)
+/* gp_storage_select_each's visitor: marks the series selected now, and
+ * asks for the labels of one met for the first time. */
+static int visit(void *arg, const struct gp_store_series *se)
 {
     struct gp_inventory *inv = arg;
     struct row *r = find_row(inv, se->id);
+    if (!r && !se->labels)
+        return !inv->err;
     if (!r && !inv->err)
         inv->err = add_row(inv, se, &r);
     if (r) {
@@ -351,6 +369,7 @@ static void visit(void *arg, const struct gp_store_series *se)
         r->gen = inv->gen;
         r->last_ms = se->last_ms;
     }
+    return 0;
 }
 
 /* Forgets every series (after an error, another storage, or when most
@@ -361,6 +380,7 @@ static void reset(struct gp_inventory *inv)
     free(inv->str);
     free(inv->strs.slot);
     free(inv->rows);
+    free(inv->dense);
     free(inv->by_id.slot);
     free(inv->gpus);
     free(inv->by_key.slot);

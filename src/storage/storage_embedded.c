@@ -24,8 +24,7 @@ static int e_select(struct gp_storage *s, const struct gp_matcher *m, size_t nm,
 }
 
 static int e_select_each(struct gp_storage *s, const struct gp_matcher *m, size_t nm, int64_t mint,
-                         int64_t maxt, void (*fn)(void *arg, const struct gp_store_series *se),
-                         void *arg)
+                         int64_t maxt, gp_store_series_fn fn, void *arg)
 {
     return gp_store_select_each(st_of(s), m, nm, mint, maxt, fn, arg);
 }

@@ -1614,8 +1614,7 @@ int gp_storage_remote_open(struct gp_storage *s, const struct gp_storage_remote_
 /* The window's series without a copy when it covers the range (as
  * r_select_since decides), else the cluster's selection visited. */
 static int r_select_each(struct gp_storage *s, const struct gp_matcher *m, size_t nm, int64_t mint,
-                         int64_t maxt, void (*fn)(void *arg, const struct gp_store_series *se),
-                         void *arg)
+                         int64_t maxt, gp_store_series_fn fn, void *arg)
 {
     struct remote *r = R(s);
     int64_t qmin, qmax;

@@ -356,8 +356,7 @@ void gp_store_selection_free(struct gp_store_selection *sel)
 }
 
 int gp_store_select_each(struct gp_store *s, const struct gp_matcher *m, size_t nm, int64_t mint,
-                         int64_t maxt, void (*fn)(void *arg, const struct gp_store_series *se),
-                         void *arg)
+                         int64_t maxt, gp_store_series_fn fn, void *arg)
 {
     pthread_rwlock_rdlock(&s->lock);
     uint32_t *ids = NULL;
@@ -370,8 +369,10 @@ int gp_store_select_each(struct gp_store *s, const struct gp_matcher *m, size_t 
             continue;
         struct gp_store_series x = {.id = ids[i], .first_ms = se->first > floor ? se->first : floor,
                                     .last_ms = se->newest};
-        x.labels = gp_sindex_labels(s->idx, ids[i], &x.labels_len);
-        fn(arg, &x);
+        if (fn(arg, &x)) {
+            x.labels = gp_sindex_labels(s->idx, ids[i], &x.labels_len);
+            fn(arg, &x);
+        }
     }
     pthread_rwlock_unlock(&s->lock);
     free(ids);
