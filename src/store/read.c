@@ -14,6 +14,7 @@
  */
 #include "store/store_int.h"
 
+#include "lib/bits.h"
 #include "lib/err.h"
 #include "lib/log.h"
 
@@ -429,12 +430,24 @@ static double newest_in(struct gp_store *s, uint32_t id, int64_t mint, int64_t l
 double gp_store_newest_value(struct gp_store *s, uint32_t id, int64_t last_ms, int64_t lookback_ms,
                              struct gp_samples *scratch)
 {
-    /* The newest chunk nearly always holds it: a short window first
-     * decodes that chunk alone, not every chunk of the lookback (the
-     * fleet routes read thousands of series per request). */
+    /* The newest sample, kept at ingest, answers without a decode when
+     * it is the one asked about and a number (the fleet routes read
+     * thousands of series per request). */
+    double v = NAN;
+    pthread_rwlock_rdlock(&s->lock);
+    if (id < s->ser_cap && s->ser[id].exists && s->ser[id].has_data && s->ser[id].newest_known &&
+        s->ser[id].newest == last_ms && last_ms >= gp_st_raw_floor(s))
+        v = gp_bits_f64(s->ser[id].newest_bits);
+    pthread_rwlock_unlock(&s->lock);
+    if (!isnan(v)) {
+        scratch->n = 0;
+        return v;
+    }
+    /* Else the newest chunk nearly always holds it: a short window first
+     * decodes that chunk alone, not every chunk of the lookback. */
     enum { NEAR_MS = 15000 };
     if (lookback_ms > NEAR_MS) {
-        double v = newest_in(s, id, last_ms - NEAR_MS, last_ms, scratch);
+        v = newest_in(s, id, last_ms - NEAR_MS, last_ms, scratch);
         if (!isnan(v))
             return v;
     }
