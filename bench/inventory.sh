@@ -29,16 +29,13 @@ while [ $# -gt 0 ]; do
     esac
 done
 [ "$BIN" != build/rel/gpulse ] || make -s build/rel/gpulse
-TMP=$(mktemp -d /tmp/gpulse-inv-XXXXXX)
-PIDS=()
-stop_all() {
+. bench/lib.sh
+stop_size() { # the servers, the agent and VictoriaMetrics of one size
     for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-    wait 2>/dev/null || true
+    for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
     PIDS=()
 }
-trap 'stop_all; rm -rf "$TMP"' EXIT
-port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-up() { for _ in $(seq 600); do curl -sf "$1" >/dev/null 2>&1 && return 0; sleep 0.1; done; echo "no answer from $1" >&2; exit 1; }
+up() { wait_http "$1" 60 || exit 1; }
 
 URLS=() NAMES=()
 server() { # NAME BIN ARGS...
@@ -120,7 +117,7 @@ run_size() { # SPEC
         done
         echo "(answers compared with --before's: embedded and remote)"
     fi
-    stop_all
+    stop_size
 }
 
 for spec in $SPECS; do run_size "$spec"; done
