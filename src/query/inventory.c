@@ -18,6 +18,16 @@
  *      Memory is the newest value of gpulse_gpu_memory_total_bytes, else
  *      (dcgm-exporter) FB_USED + FB_FREE (+ FB_RESERVED where sent), MiB.
  *   4. Nodes are runs of equal node over the GPUs.
+ *
+ * Speed (thousands of GPUs, about 100 series each): what step 2 reads of
+ * a series' labels never changes for its id (ids are stable for the
+ * storage's life, storage.h), so a gp_inventory keeps it: per series its
+ * GPU, memory family and identity strings (interned), per GPU its key
+ * and its series in id order, and the GPUs' sort. A request visits the
+ * selection without a copy of the labels (gp_storage_select_each),
+ * parses only the series it has not met, and reads the memory series'
+ * newest values; a copy of every label set and a walk of each per
+ * request were most of its time at 2,048 GPUs.
  */
 #include "query/query.h"
 
@@ -26,6 +36,7 @@
 #include "store/labels.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,15 +45,370 @@
  * number (the newest sample may be a stale marker). */
 #define VALUE_LOOKBACK_MS GP_QUERY_LOOKBACK_MS
 
-/* One GPU series and the labels the inventory reads of it, taken in one
- * walk over its label set (a lookup per name cost most of the time at a
- * thousand GPUs). */
+#define NONE UINT32_MAX
+/* Rows no request selects any more (series past retention, former label
+ * sets) are dropped with the cache once they outnumber the live ones. */
+#define STALE_SLACK 4096
+/* Series ids below this find their row by index (a store's ids are
+ * dense from 1), larger ones by hash. */
+#define DENSE_IDS (1u << 24)
+
+/* The memory families a series may be (build_gpu reads their values). */
+enum { MEM_NO, MEM_TOTAL, MEM_FB_USED, MEM_FB_FREE, MEM_FB_RESERVED };
+
+/* One GPU series: what the inventory reads of its labels, taken once. */
 struct row {
-    struct gp_str node, gpu, mig;
-    struct gp_str name, uuid, model, driver, vendor, profile, simulated;
-    const struct gp_store_series *s;
-    uint32_t grp; /* the GPU's ordinal, once grouped */
+    uint32_t id;
+    uint32_t gpu;  /* its GPU, NONE: not about a GPU (no node or gpu label) */
+    uint32_t next; /* the GPU's next series by id, NONE: the last */
+    uint32_t uuid, model, driver, vendor, profile; /* interned, 0: absent */
+    uint8_t mem, simulated;
+    uint64_t gen;    /* the request that selected it last */
+    int64_t last_ms; /* its newest sample, as that request saw it */
 };
+
+/* One GPU: (node, gpu, MIG instance) and its series in id order. */
+struct igpu {
+    uint32_t node, gpu, mig; /* interned */
+    uint32_t head, tail;     /* rows */
+};
+
+/* Open-addressing table of uint32 values (index + 1; 0: empty slot). */
+struct table {
+    uint32_t *slot;
+    size_t cap; /* a power of two; grown at half full */
+};
+
+struct gp_inventory {
+    pthread_mutex_t mu;
+    const struct gp_storage *st; /* whose series ids the rows are */
+    uint64_t gen;
+    int err;       /* GP_ENOMEM when the current visit could not keep a series */
+    uint32_t seen; /* rows the current request selected */
+    /* interned strings, NUL-separated in arena; 0 is "" */
+    char *arena;
+    size_t arena_len, arena_cap;
+    struct sref {
+        uint32_t off, len;
+    } *str;
+    uint32_t nstr, cap_str;
+    struct table strs;
+    struct row *rows;
+    uint32_t nrows, cap_rows;
+    uint32_t *dense, cap_dense; /* row + 1 by id, for ids below DENSE_IDS */
+    struct table by_id;         /* the others (the remote backend's own ids) */
+    struct igpu *gpus;
+    uint32_t ngpus, cap_gpus, nsorted;
+    struct table by_key;
+    uint32_t *order; /* GPUs by node, gpu, MIG; nsorted of them */
+};
+
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ b[i]) * 1099511628211ULL;
+    return h;
+}
+#define FNV0 1469598103934665603ULL
+
+static int grow_array(void **p, uint32_t *cap, uint32_t need, size_t size)
+{
+    if (need <= *cap)
+        return GP_OK;
+    uint32_t nc = *cap ? *cap : 64;
+    while (nc < need)
+        nc *= 2;
+    void *q = realloc(*p, (size_t)nc * size);
+    if (!q)
+        return GP_ENOMEM;
+    *p = q;
+    *cap = nc;
+    return GP_OK;
+}
+
+/* Makes room in t for one more of n entries, rehashing with hash(i). */
+static int table_room(struct table *t, size_t n, uint64_t (*hash)(const struct gp_inventory *, uint32_t),
+                      const struct gp_inventory *inv)
+{
+    if (2 * (n + 1) <= t->cap)
+        return GP_OK;
+    size_t nc = t->cap ? 2 * t->cap : 1024;
+    uint32_t *ns = calloc(nc, sizeof *ns);
+    if (!ns)
+        return GP_ENOMEM;
+    for (size_t i = 0; i < t->cap; i++)
+        if (t->slot[i]) {
+            size_t k = hash(inv, t->slot[i] - 1) & (nc - 1);
+            while (ns[k])
+                k = (k + 1) & (nc - 1);
+            ns[k] = t->slot[i];
+        }
+    free(t->slot);
+    t->slot = ns;
+    t->cap = nc;
+    return GP_OK;
+}
+
+static struct gp_str str_of(const struct gp_inventory *inv, uint32_t i)
+{
+    return (struct gp_str){inv->arena + inv->str[i].off, inv->str[i].len};
+}
+
+static uint64_t str_hash(const struct gp_inventory *inv, uint32_t i)
+{
+    return fnv(FNV0, inv->arena + inv->str[i].off, inv->str[i].len);
+}
+
+/* The index of string v, added when new; NONE when out of memory. */
+static uint32_t intern(struct gp_inventory *inv, struct gp_str v)
+{
+    if (!inv->nstr) { /* string 0: "" (absent) */
+        if (grow_array((void **)&inv->str, &inv->cap_str, 1, sizeof *inv->str) ||
+            !(inv->arena = malloc(inv->arena_cap = 4096)))
+            return NONE;
+        inv->arena[0] = '\0';
+        inv->arena_len = 1;
+        inv->str[0] = (struct sref){0, 0};
+        inv->nstr = 1;
+    }
+    if (!v.len)
+        return 0;
+    if (table_room(&inv->strs, inv->nstr, str_hash, inv))
+        return NONE;
+    uint64_t h = fnv(FNV0, v.ptr, v.len);
+    size_t k = h & (inv->strs.cap - 1);
+    for (; inv->strs.slot[k]; k = (k + 1) & (inv->strs.cap - 1)) {
+        uint32_t i = inv->strs.slot[k] - 1;
+        if (inv->str[i].len == v.len && !memcmp(inv->arena + inv->str[i].off, v.ptr, v.len))
+            return i;
+    }
+    if (grow_array((void **)&inv->str, &inv->cap_str, inv->nstr + 1, sizeof *inv->str))
+        return NONE;
+    if (inv->arena_len + v.len + 1 > inv->arena_cap) {
+        size_t nc = inv->arena_cap;
+        while (inv->arena_len + v.len + 1 > nc)
+            nc *= 2;
+        char *na = realloc(inv->arena, nc);
+        if (!na)
+            return NONE;
+        inv->arena = na;
+        inv->arena_cap = nc;
+    }
+    if (inv->arena_len + v.len + 1 > UINT32_MAX)
+        return NONE;
+    uint32_t i = inv->nstr++;
+    memcpy(inv->arena + inv->arena_len, v.ptr, v.len);
+    inv->arena[inv->arena_len + v.len] = '\0';
+    inv->str[i] = (struct sref){(uint32_t)inv->arena_len, (uint32_t)v.len};
+    inv->arena_len += v.len + 1;
+    inv->strs.slot[k] = i + 1;
+    return i;
+}
+
+static uint64_t id_hash_of(uint32_t id) { return (uint64_t)id * 0x9E3779B97F4A7C15ULL >> 17; }
+
+static uint64_t row_hash(const struct gp_inventory *inv, uint32_t r)
+{
+    return id_hash_of(inv->rows[r].id);
+}
+
+static uint64_t key_hash_of(uint32_t node, uint32_t gpu, uint32_t mig)
+{
+    uint32_t k[3] = {node, gpu, mig};
+    return fnv(FNV0, k, sizeof k);
+}
+
+static uint64_t gpu_hash(const struct gp_inventory *inv, uint32_t g)
+{
+    const struct igpu *x = &inv->gpus[g];
+    return key_hash_of(x->node, x->gpu, x->mig);
+}
+
+static struct row *find_row(struct gp_inventory *inv, uint32_t id)
+{
+    if (id < DENSE_IDS)
+        return id < inv->cap_dense && inv->dense[id] ? &inv->rows[inv->dense[id] - 1] : NULL;
+    if (!inv->by_id.cap)
+        return NULL;
+    for (size_t k = id_hash_of(id) & (inv->by_id.cap - 1); inv->by_id.slot[k];
+         k = (k + 1) & (inv->by_id.cap - 1))
+        if (inv->rows[inv->by_id.slot[k] - 1].id == id)
+            return &inv->rows[inv->by_id.slot[k] - 1];
+    return NULL;
+}
+
+/* The GPU (node, gpu, mig), added when new; NONE when out of memory. */
+static uint32_t gpu_of(struct gp_inventory *inv, uint32_t node, uint32_t gpu, uint32_t mig)
+{
+    if (table_room(&inv->by_key, inv->ngpus, gpu_hash, inv))
+        return NONE;
+    size_t k = key_hash_of(node, gpu, mig) & (inv->by_key.cap - 1);
+    for (; inv->by_key.slot[k]; k = (k + 1) & (inv->by_key.cap - 1)) {
+        const struct igpu *x = &inv->gpus[inv->by_key.slot[k] - 1];
+        if (x->node == node && x->gpu == gpu && x->mig == mig)
+            return inv->by_key.slot[k] - 1;
+    }
+    if (grow_array((void **)&inv->gpus, &inv->cap_gpus, inv->ngpus + 1, sizeof *inv->gpus))
+        return NONE;
+    uint32_t g = inv->ngpus++;
+    inv->gpus[g] = (struct igpu){node, gpu, mig, NONE, NONE};
+    inv->by_key.slot[k] = g + 1;
+    return g;
+}
+
+/* Puts row r into its GPU's list, which stays in id order (ids mostly
+ * come in ascending: appended). */
+static void link_row(struct gp_inventory *inv, uint32_t r)
+{
+    struct row *x = &inv->rows[r];
+    struct igpu *g = &inv->gpus[x->gpu];
+    if (g->head == NONE) {
+        g->head = g->tail = r;
+        return;
+    }
+    if (inv->rows[g->tail].id < x->id) {
+        inv->rows[g->tail].next = r;
+        g->tail = r;
+        return;
+    }
+    uint32_t *at = &g->head;
+    while (inv->rows[*at].id < x->id)
+        at = &inv->rows[*at].next;
+    x->next = *at;
+    *at = r;
+}
+
+static int str_is(struct gp_str v, const char *s)
+{
+    return v.len == strlen(s) && memcmp(v.ptr, s, v.len) == 0;
+}
+
+/* A new row for series se: its labels read in one walk (a lookup per
+ * name cost most of the time at a thousand GPUs). GP_OK or GP_ENOMEM. */
+static int add_row(struct gp_inventory *inv, const struct gp_store_series *se, struct row **out)
+{
+    struct gp_str node = {NULL, 0}, host = {NULL, 0}, gpu = {NULL, 0}, mig = {NULL, 0};
+    struct gp_str name = {"", 0}, uuid = {"", 0}, model = {"", 0}, driver = {"", 0},
+                  vendor = {"", 0}, profile = {"", 0}, simulated = {"", 0}, ln, lv;
+#define W(n, d) {n, sizeof n - 1, d}
+    const struct {
+        const char *name;
+        size_t len;
+        struct gp_str *dst;
+    } want[] = {W("Hostname", &node),    W("hostname", &host),     W("gpu", &gpu),
+                W("GPU_I_ID", &mig),     W("__name__", &name),     W("UUID", &uuid),
+                W("modelName", &model),  W("DCGM_FI_DRIVER_VERSION", &driver),
+                W("vendor", &vendor),    W("GPU_I_PROFILE", &profile),
+                W("simulated", &simulated)};
+#undef W
+    struct gp_labels_iter it;
+    gp_labels_iter_init(&it, se->labels, se->labels_len);
+    while (gp_labels_next(&it, &ln, &lv) == 1)
+        for (size_t k = 0; k < sizeof want / sizeof want[0]; k++)
+            if (ln.len == want[k].len && !memcmp(ln.ptr, want[k].name, ln.len)) {
+                *want[k].dst = lv;
+                break;
+            }
+    if (!node.ptr)
+        node = host;
+    uint32_t cap = inv->cap_dense;
+    if (se->id < DENSE_IDS ? grow_array((void **)&inv->dense, &inv->cap_dense, se->id + 1, sizeof *inv->dense)
+                           : table_room(&inv->by_id, inv->nrows, row_hash, inv))
+        return GP_ENOMEM;
+    if (inv->cap_dense > cap)
+        memset(inv->dense + cap, 0, (inv->cap_dense - cap) * sizeof *inv->dense);
+    if (grow_array((void **)&inv->rows, &inv->cap_rows, inv->nrows + 1, sizeof *inv->rows))
+        return GP_ENOMEM;
+    struct row x = {.id = se->id, .gpu = NONE, .next = NONE};
+    if (node.ptr && gpu.ptr) { /* else not about a GPU: kept, to be skipped */
+        uint32_t s[8] = {intern(inv, node), intern(inv, gpu),   intern(inv, mig),
+                         intern(inv, uuid), intern(inv, model), intern(inv, driver),
+                         intern(inv, vendor), intern(inv, profile)};
+        for (size_t k = 0; k < 8; k++)
+            if (s[k] == NONE)
+                return GP_ENOMEM;
+        if ((x.gpu = gpu_of(inv, s[0], s[1], s[2])) == NONE)
+            return GP_ENOMEM;
+        x.uuid = s[3], x.model = s[4], x.driver = s[5], x.vendor = s[6], x.profile = s[7];
+        x.simulated = str_is(simulated, "true");
+        x.mem = str_is(name, "gpulse_gpu_memory_total_bytes") ? MEM_TOTAL
+                : str_is(name, "DCGM_FI_DEV_FB_USED")         ? MEM_FB_USED
+                : str_is(name, "DCGM_FI_DEV_FB_FREE")         ? MEM_FB_FREE
+                : str_is(name, "DCGM_FI_DEV_FB_RESERVED")     ? MEM_FB_RESERVED
+                                                              : MEM_NO;
+    }
+    uint32_t r = inv->nrows++;
+    inv->rows[r] = x;
+    if (x.id < DENSE_IDS) {
+        inv->dense[x.id] = r + 1;
+    } else {
+        size_t k = id_hash_of(x.id) & (inv->by_id.cap - 1);
+        while (inv->by_id.slot[k])
+            k = (k + 1) & (inv->by_id.cap - 1);
+        inv->by_id.slot[k] = r + 1;
+    }
+    if (x.gpu != NONE)
+        link_row(inv, r);
+    *out = &inv->rows[r];
+    return GP_OK;
+}
+
+/* gp_storage_select_each's visitor: marks the series selected now, and
+ * asks for the labels of one met for the first time. */
+static int visit(void *arg, const struct gp_store_series *se)
+{
+    struct gp_inventory *inv = arg;
+    struct row *r = find_row(inv, se->id);
+    if (!r && !se->labels)
+        return !inv->err;
+    if (!r && !inv->err)
+        inv->err = add_row(inv, se, &r);
+    if (r) {
+        inv->seen += r->gen != inv->gen;
+        r->gen = inv->gen;
+        r->last_ms = se->last_ms;
+    }
+    return 0;
+}
+
+/* Forgets every series (after an error, another storage, or when most
+ * rows are stale); the next request reads all labels again. */
+static void reset(struct gp_inventory *inv)
+{
+    free(inv->arena);
+    free(inv->str);
+    free(inv->strs.slot);
+    free(inv->rows);
+    free(inv->dense);
+    free(inv->by_id.slot);
+    free(inv->gpus);
+    free(inv->by_key.slot);
+    free(inv->order);
+    pthread_mutex_t mu = inv->mu;
+    uint64_t gen = inv->gen;
+    memset(inv, 0, sizeof *inv);
+    inv->mu = mu;
+    inv->gen = gen;
+}
+
+int gp_inventory_new(struct gp_inventory **out)
+{
+    *out = calloc(1, sizeof **out);
+    if (!*out)
+        return GP_ENOMEM;
+    pthread_mutex_init(&(*out)->mu, NULL);
+    return GP_OK;
+}
+
+void gp_inventory_free(struct gp_inventory *inv)
+{
+    if (!inv)
+        return;
+    reset(inv);
+    pthread_mutex_destroy(&inv->mu);
+    free(inv);
+}
 
 static int str_cmp(struct gp_str a, struct gp_str b)
 {
@@ -76,23 +442,51 @@ static int index_cmp(struct gp_str a, struct gp_str b)
     return str_cmp(a, b);
 }
 
-static int row_cmp(const void *pa, const void *pb)
+struct key {
+    struct gp_str node, gpu, mig;
+    uint32_t g;
+};
+
+static int key_cmp(const void *pa, const void *pb)
 {
-    const struct row *a = pa, *b = pb;
+    const struct key *a = pa, *b = pb;
     int c = str_cmp(a->node, b->node);
     if (!c)
         c = index_cmp(a->gpu, b->gpu);
     if (!c)
         c = index_cmp(a->mig, b->mig);
+    if (!c) /* "01" and "1": one order every time */
+        c = str_cmp(a->gpu, b->gpu);
+    if (!c)
+        c = str_cmp(a->mig, b->mig);
     return c;
 }
 
-static int same_gpu(const struct row *a, const struct row *b)
+/* Sorts the GPUs when some are new since the last sort. */
+static int sort_gpus(struct gp_inventory *inv)
 {
-    return !str_cmp(a->node, b->node) && !str_cmp(a->gpu, b->gpu) && !str_cmp(a->mig, b->mig);
+    if (inv->nsorted == inv->ngpus)
+        return GP_OK;
+    struct key *k = malloc((inv->ngpus ? inv->ngpus : 1) * sizeof *k);
+    uint32_t *order = realloc(inv->order, (inv->ngpus ? inv->ngpus : 1) * sizeof *order);
+    if (order)
+        inv->order = order;
+    if (!k || !order) {
+        free(k);
+        return GP_ENOMEM;
+    }
+    for (uint32_t g = 0; g < inv->ngpus; g++)
+        k[g] = (struct key){str_of(inv, inv->gpus[g].node), str_of(inv, inv->gpus[g].gpu),
+                            str_of(inv, inv->gpus[g].mig), g};
+    qsort(k, inv->ngpus, sizeof *k, key_cmp);
+    for (uint32_t g = 0; g < inv->ngpus; g++)
+        order[g] = k[g].g;
+    free(k);
+    inv->nsorted = inv->ngpus;
+    return GP_OK;
 }
 
-/* One GPU: identity strings (views into the selection) and readings. */
+/* One GPU: identity strings (views into the inventory) and readings. */
 struct gpu {
     struct gp_str node, gpu, mig, profile, uuid, model, driver, vendor;
     int64_t uuid_t, model_t, driver_t, vendor_t, profile_t; /* last_ms of their source series */
@@ -101,70 +495,60 @@ struct gpu {
     double memory; /* bytes; NaN unknown */
 };
 
-/* Takes v, a label of s, into *dst when s is newer than its last source. */
-static void take_label(const struct gp_store_series *s, struct gp_str v, struct gp_str *dst,
-                       int64_t *dst_t)
+/* Takes string v of a series newer than *dst's source into *dst. */
+static void take_label(const struct gp_inventory *inv, const struct row *r, uint32_t v,
+                       struct gp_str *dst, int64_t *dst_t)
 {
-    if (v.len && s->last_ms >= *dst_t) {
-        *dst = v;
-        *dst_t = s->last_ms;
+    if (v && r->last_ms >= *dst_t) {
+        *dst = str_of(inv, v);
+        *dst_t = r->last_ms;
     }
 }
 
-
-/* The newest number of series s; NaN when none (the inventory is best
+/* The newest number of series r; NaN when none (the inventory is best
  * effort per reading). */
-static double newest(struct gp_storage *st, const struct gp_store_series *s, struct gp_samples *smp)
+static double newest(struct gp_storage *st, const struct row *r, struct gp_samples *smp)
 {
-    return gp_storage_newest_value(st, s->id, s->last_ms, VALUE_LOOKBACK_MS, smp);
+    return gp_storage_newest_value(st, r->id, r->last_ms, VALUE_LOOKBACK_MS, smp);
 }
 
-static int str_is(struct gp_str v, const char *s)
-{
-    return v.len == strlen(s) && memcmp(v.ptr, s, v.len) == 0;
-}
-
-/* Fills g from the rows [a, b) of one GPU. */
-static void build_gpu(struct gp_storage *st, const struct row *a, const struct row *b, struct gpu *g,
-                      struct gp_samples *smp)
+/* Fills g from the series of GPU x the current request selected; 0 when
+ * it selected none. */
+static int build_gpu(struct gp_storage *st, const struct gp_inventory *inv, const struct igpu *x,
+                     struct gpu *g, struct gp_samples *smp)
 {
     memset(g, 0, sizeof *g);
-    g->node = a->node;
-    g->gpu = a->gpu;
-    g->mig = a->mig;
     g->uuid_t = g->model_t = g->driver_t = g->vendor_t = g->profile_t = INT64_MIN;
     g->last_seen = INT64_MIN;
     g->memory = NAN;
-    const struct gp_store_series *total = NULL, *fb[3] = {NULL, NULL, NULL};
-    static const char *const fb_names[3] = {"DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_FREE",
-                                            "DCGM_FI_DEV_FB_RESERVED"};
-    for (const struct row *r = a; r < b; r++) {
-        const struct gp_store_series *s = r->s;
-        take_label(s, r->uuid, &g->uuid, &g->uuid_t);
-        take_label(s, r->model, &g->model, &g->model_t);
-        take_label(s, r->driver, &g->driver, &g->driver_t);
-        take_label(s, r->vendor, &g->vendor, &g->vendor_t);
-        take_label(s, r->profile, &g->profile, &g->profile_t);
-        if (s->last_ms > g->last_seen)
-            g->last_seen = s->last_ms;
-        if (str_is(r->simulated, "true"))
-            g->simulated = 1;
-        if (r->name.len < 19 || (memcmp(r->name.ptr, "DCGM_FI_DEV_FB_", 15) &&
-                                 memcmp(r->name.ptr, "gpulse_gpu_memory_", 18)))
-            continue; /* not a memory family: most series */
-        if (str_is(r->name, "gpulse_gpu_memory_total_bytes")) {
-            if (!total || s->last_ms > total->last_ms)
-                total = s;
-        }
-        for (int k = 0; k < 3; k++)
-            if (str_is(r->name, fb_names[k]) && (!fb[k] || s->last_ms > fb[k]->last_ms))
-                fb[k] = s;
+    const struct row *mem[5] = {NULL, NULL, NULL, NULL, NULL};
+    int any = 0;
+    for (uint32_t i = x->head; i != NONE; i = inv->rows[i].next) {
+        const struct row *r = &inv->rows[i];
+        if (r->gen != inv->gen)
+            continue;
+        any = 1;
+        take_label(inv, r, r->uuid, &g->uuid, &g->uuid_t);
+        take_label(inv, r, r->model, &g->model, &g->model_t);
+        take_label(inv, r, r->driver, &g->driver, &g->driver_t);
+        take_label(inv, r, r->vendor, &g->vendor, &g->vendor_t);
+        take_label(inv, r, r->profile, &g->profile, &g->profile_t);
+        if (r->last_ms > g->last_seen)
+            g->last_seen = r->last_ms;
+        g->simulated |= r->simulated;
+        if (r->mem && (!mem[r->mem] || r->last_ms > mem[r->mem]->last_ms))
+            mem[r->mem] = r;
     }
-    if (total)
-        g->memory = newest(st, total, smp);
-    if (isnan(g->memory) && fb[0] && fb[1]) {
-        double used = newest(st, fb[0], smp), avail = newest(st, fb[1], smp);
-        double reserved = fb[2] ? newest(st, fb[2], smp) : 0;
+    if (!any)
+        return 0;
+    g->node = str_of(inv, x->node);
+    g->gpu = str_of(inv, x->gpu);
+    g->mig = str_of(inv, x->mig);
+    if (mem[MEM_TOTAL])
+        g->memory = newest(st, mem[MEM_TOTAL], smp);
+    if (isnan(g->memory) && mem[MEM_FB_USED] && mem[MEM_FB_FREE]) {
+        double used = newest(st, mem[MEM_FB_USED], smp), avail = newest(st, mem[MEM_FB_FREE], smp);
+        double reserved = mem[MEM_FB_RESERVED] ? newest(st, mem[MEM_FB_RESERVED], smp) : 0;
         if (isnan(reserved))
             reserved = 0;
         g->memory = (used + avail + reserved) * 1048576.0;
@@ -172,143 +556,32 @@ static void build_gpu(struct gp_storage *st, const struct row *a, const struct r
     /* A memory size is a byte count: anything else is not reported. */
     if (!(g->memory >= 0 && g->memory < 9.2e18))
         g->memory = NAN;
+    return 1;
 }
 
-static uint64_t key_hash(const struct row *x)
+/* Brings inv up to date with the GPU series of st now. */
+static int refresh(struct gp_inventory *inv, struct gp_storage *st, char *err, size_t errlen)
 {
-    uint64_t h = 1469598103934665603ULL; /* FNV-1a over node, gpu, mig */
-    const struct gp_str *k[3] = {&x->node, &x->gpu, &x->mig};
-    for (int i = 0; i < 3; i++) {
-        for (size_t j = 0; j < k[i]->len; j++)
-            h = (h ^ (unsigned char)k[i]->ptr[j]) * 1099511628211ULL;
-        h = (h ^ 0xff) * 1099511628211ULL;
-    }
-    return h;
-}
-
-struct grp {
-    const struct row *first;
-    uint32_t id;
-};
-
-static int grp_cmp(const void *a, const void *b)
-{
-    return row_cmp(((const struct grp *)a)->first, ((const struct grp *)b)->first);
-}
-
-/*
- * Orders *rows by GPU, each GPU's rows together in their selection order:
- * rows are grouped by a hash of their key and only the groups (one per
- * GPU) are sorted, not every series (a sort of 70,000 rows was most of
- * /api/v1/gpus at a thousand GPUs). GP_OK or GP_ENOMEM.
- */
-static int group_rows(struct row **rows, size_t n)
-{
-    struct row *r = *rows;
-    size_t cap = 16;
-    while (cap < 2 * n)
-        cap *= 2;
-    uint32_t *slot = calloc(cap, sizeof *slot), *gid = malloc((n ? n : 1) * sizeof *gid);
-    uint32_t *at = NULL;
-    struct grp *g = malloc((n ? n : 1) * sizeof *g);
-    struct row *out = malloc((n ? n : 1) * sizeof *out);
-    int rc = slot && gid && g && out ? GP_OK : GP_ENOMEM;
-    size_t ng = 0;
-    for (size_t i = 0; !rc && i < n; i++) {
-        size_t k = key_hash(&r[i]) & (cap - 1);
-        while (slot[k] && !same_gpu(g[slot[k] - 1].first, &r[i]))
-            k = (k + 1) & (cap - 1);
-        if (!slot[k]) {
-            g[ng] = (struct grp){&r[i], (uint32_t)ng};
-            slot[k] = (uint32_t)++ng;
-        }
-        gid[i] = slot[k] - 1;
-    }
-    if (!rc && !(at = calloc(ng + 1, sizeof *at)))
-        rc = GP_ENOMEM;
-    if (!rc) {
-        qsort(g, ng, sizeof *g, grp_cmp);
-        /* at[id]: where group id starts in the output */
-        for (size_t i = 0; i < n; i++)
-            at[gid[i] + 1]++;
-        uint32_t *cnt = slot; /* reused: counts by rank */
-        memset(cnt, 0, (ng + 1) * sizeof *cnt);
-        for (size_t j = 0; j < ng; j++)
-            cnt[j + 1] = cnt[j] + at[g[j].id + 1];
-        for (size_t j = 0; j < ng; j++)
-            at[g[j].id] = cnt[j];
-        for (size_t i = 0; i < n; i++) {
-            out[at[gid[i]]] = r[i];
-            out[at[gid[i]]++].grp = gid[i];
-        }
-        free(r);
-        *rows = out;
-        out = NULL;
-    }
-    free(slot);
-    free(gid);
-    free(g);
-    free(at);
-    free(out);
-    return rc;
-}
-
-/* Selects and sorts the GPU rows. Caller frees *rows and the selection. */
-static int gpu_rows(struct gp_storage *st, struct gp_store_selection *sel, struct row **rows,
-                    size_t *nrows, char *err, size_t errlen)
-{
+    if (inv->st != st)
+        reset(inv);
+    inv->st = st;
+    inv->gen++;
+    inv->err = GP_OK;
+    inv->seen = 0;
     struct gp_matcher m;
-    *rows = NULL;
-    *nrows = 0;
     int rc = gp_matcher_init(&m, GP_MATCH_RE, "__name__", "DCGM_FI_.*|gpulse_gpu_.*", err, errlen);
     if (rc)
         return rc;
-    rc = gp_storage_select(st, &m, 1, INT64_MIN, INT64_MAX, sel);
+    rc = gp_storage_select_each(st, &m, 1, INT64_MIN, INT64_MAX, visit, inv);
     gp_matcher_free(&m);
-    if (rc)
+    if (rc) {
+        reset(inv); /* a visit may have stopped half way */
         return gp_seterr(err, errlen, rc, "selecting GPU series: %s", gp_strerror(rc));
-    struct row *r = malloc((sel->n ? sel->n : 1) * sizeof *r);
-    if (!r)
+    }
+    if (inv->err || sort_gpus(inv)) {
+        reset(inv);
         return gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
-    size_t n = 0;
-    for (size_t i = 0; i < sel->n; i++) {
-        const struct gp_store_series *s = &sel->series[i];
-        struct row x = {.s = s};
-        struct gp_str host = {NULL, 0}, ln, lv;
-#define W(n, d) {n, sizeof n - 1, d}
-        const struct {
-            const char *name;
-            size_t len;
-            struct gp_str *dst;
-        } want[] = {W("Hostname", &x.node),    W("hostname", &host),     W("gpu", &x.gpu),
-                    W("GPU_I_ID", &x.mig),     W("__name__", &x.name),   W("UUID", &x.uuid),
-                    W("modelName", &x.model),  W("DCGM_FI_DRIVER_VERSION", &x.driver),
-                    W("vendor", &x.vendor),    W("GPU_I_PROFILE", &x.profile),
-                    W("simulated", &x.simulated)};
-#undef W
-        struct gp_labels_iter it;
-        gp_labels_iter_init(&it, s->labels, s->labels_len);
-        while (gp_labels_next(&it, &ln, &lv) == 1)
-            for (size_t k = 0; k < sizeof want / sizeof want[0]; k++)
-                if (ln.len == want[k].len && !memcmp(ln.ptr, want[k].name, ln.len)) {
-                    *want[k].dst = lv;
-                    break;
-                }
-        if (!x.node.ptr)
-            x.node = host;
-        if (!x.node.ptr || !x.gpu.ptr)
-            continue;
-        if (!x.mig.ptr)
-            x.mig = (struct gp_str){"", 0};
-        r[n++] = x;
     }
-    int grc = group_rows(&r, n);
-    if (grc) {
-        free(r);
-        return gp_seterr(err, errlen, grc, "out of memory");
-    }
-    *rows = r;
-    *nrows = n;
     return GP_OK;
 }
 
@@ -391,32 +664,26 @@ static void put_node(struct gp_buf *out, const struct gpu *a, const struct gpu *
 }
 
 /* Both answers: the GPUs built once, then written as GPUs or as nodes. */
-static int inventory(struct gp_storage *st, int nodes, struct gp_buf *out, char *err, size_t errlen)
+static int inventory(struct gp_inventory *inv, struct gp_storage *st, int nodes, struct gp_buf *out,
+                     char *err, size_t errlen)
 {
     size_t mark_len = out->len;
     int mark_err = out->err;
-    struct gp_store_selection sel = {0};
     struct gp_samples smp = {0};
-    struct row *rows = NULL;
     struct gpu *gpus = NULL;
     struct gp_str *models = NULL;
-    size_t nrows, ngpus = 0;
-    int rc = gpu_rows(st, &sel, &rows, &nrows, err, errlen);
+    size_t ngpus = 0;
+    int rc = refresh(inv, st, err, errlen);
     if (rc)
         goto done;
-    gpus = malloc((nrows ? nrows : 1) * sizeof *gpus);
-    models = malloc((nrows ? nrows : 1) * sizeof *models);
+    gpus = malloc((inv->ngpus ? inv->ngpus : 1) * sizeof *gpus);
+    models = malloc((inv->ngpus ? inv->ngpus : 1) * sizeof *models);
     if (!gpus || !models) {
         rc = gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
         goto done;
     }
-    for (size_t i = 0; i < nrows;) {
-        size_t j = i + 1;
-        while (j < nrows && rows[j].grp == rows[i].grp)
-            j++;
-        build_gpu(st, &rows[i], &rows[j], &gpus[ngpus++], &smp);
-        i = j;
-    }
+    for (uint32_t i = 0; i < inv->ngpus; i++)
+        ngpus += (size_t)build_gpu(st, inv, &inv->gpus[inv->order[i]], &gpus[ngpus], &smp);
     gp_buf_puts(out, "{\"status\":\"success\",\"data\":[");
     for (size_t i = 0; i < ngpus;) {
         size_t j = i + 1;
@@ -436,6 +703,8 @@ static int inventory(struct gp_storage *st, int nodes, struct gp_buf *out, char 
     gp_buf_puts(out, "]}");
     if (out->err)
         rc = gp_seterr(err, errlen, out->err, "writing the inventory: %s", gp_strerror(out->err));
+    if (inv->nrows - inv->seen > inv->seen + STALE_SLACK)
+        reset(inv);
 done:
     if (rc) {
         out->len = mark_len;
@@ -445,18 +714,36 @@ done:
     }
     free(models);
     free(gpus);
-    free(rows);
     gp_samples_free(&smp);
-    gp_storage_selection_free(&sel);
     return rc;
 }
 
-int gp_query_nodes(struct gp_storage *s, struct gp_buf *out, char *err, size_t errlen)
+/* Under inv's lock; without one, a cache for this request alone. */
+static int answer(struct gp_inventory *inv, struct gp_storage *st, int nodes, struct gp_buf *out,
+                  char *err, size_t errlen)
 {
-    return inventory(s, 1, out, err, errlen);
+    if (!inv) {
+        struct gp_inventory *tmp;
+        if (gp_inventory_new(&tmp))
+            return gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
+        int rc = inventory(tmp, st, nodes, out, err, errlen);
+        gp_inventory_free(tmp);
+        return rc;
+    }
+    pthread_mutex_lock(&inv->mu);
+    int rc = inventory(inv, st, nodes, out, err, errlen);
+    pthread_mutex_unlock(&inv->mu);
+    return rc;
 }
 
-int gp_query_gpus(struct gp_storage *s, struct gp_buf *out, char *err, size_t errlen)
+int gp_query_nodes(struct gp_inventory *inv, struct gp_storage *s, struct gp_buf *out, char *err,
+                   size_t errlen)
 {
-    return inventory(s, 0, out, err, errlen);
+    return answer(inv, s, 1, out, err, errlen);
+}
+
+int gp_query_gpus(struct gp_inventory *inv, struct gp_storage *s, struct gp_buf *out, char *err,
+                  size_t errlen)
+{
+    return answer(inv, s, 0, out, err, errlen);
 }

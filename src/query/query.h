@@ -136,6 +136,15 @@ int gp_query_label_list(struct gp_storage *s, const char *name, const struct gp_
                         struct gp_buf *out, char *err, size_t errlen);
 
 /*
+ * What the inventory keeps of the GPU series between requests
+ * (inventory.c), for one storage over its life: NULL to the queries below
+ * builds it for the one request. Thread-safe (requests take turns).
+ */
+struct gp_inventory;
+int gp_inventory_new(struct gp_inventory **out); /* GP_OK or GP_ENOMEM */
+void gp_inventory_free(struct gp_inventory *inv); /* accepts NULL */
+
+/*
  * Inventory from the stored series (dcgm-exporter labels: Hostname or
  * hostname, gpu, UUID, modelName, DCGM_FI_DRIVER_VERSION; memory from
  * gpulse_gpu_memory_total_bytes or DCGM_FI_DEV_FB_USED + FB_FREE).
@@ -144,8 +153,10 @@ int gp_query_label_list(struct gp_storage *s, const char *name, const struct gp_
  * gpus:  {"status":"success","data":[{"node":..,"gpu":"0","uuid":..,
  *          "model":..,"memory_bytes":N,"driver":..,"last_seen":t}, ...]}
  */
-int gp_query_nodes(struct gp_storage *s, struct gp_buf *out, char *err, size_t errlen);
-int gp_query_gpus(struct gp_storage *s, struct gp_buf *out, char *err, size_t errlen);
+int gp_query_nodes(struct gp_inventory *inv, struct gp_storage *s, struct gp_buf *out, char *err,
+                   size_t errlen);
+int gp_query_gpus(struct gp_inventory *inv, struct gp_storage *s, struct gp_buf *out, char *err,
+                  size_t errlen);
 
 /* {"status":"error","errorType":type,"error":msg}, as Prometheus answers. */
 void gp_query_error(struct gp_buf *out, const char *type, const char *msg);

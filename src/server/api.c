@@ -500,10 +500,10 @@ void gp_srv_handle_api(struct gp_server *s, enum gp_srv_route route,
         do_label_list(st, NULL, req, resp);
         break;
     case GP_SRV_R_NODES:
-        rc = gp_query_nodes(st, &resp->body, err, sizeof err);
+        rc = gp_query_nodes(s->inventory, st, &resp->body, err, sizeof err);
         break;
     case GP_SRV_R_GPUS:
-        rc = gp_query_gpus(st, &resp->body, err, sizeof err);
+        rc = gp_query_gpus(s->inventory, st, &resp->body, err, sizeof err);
         break;
     case GP_SRV_R_JOBS:
     case GP_SRV_R_JOB:

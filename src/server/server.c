@@ -589,7 +589,10 @@ int gp_server_start(struct gp_server **out, const struct gp_server_config *c, ch
         goto fail;
     }
     if ((rc = gp_srv_meta_open(&s->meta, c->data_dir, err, errlen)) ||
-        (rc = gp_srv_preflight_load(&s->preflight, c->data_dir, err, errlen))) {
+        (rc = gp_srv_preflight_load(&s->preflight, c->data_dir, err, errlen)) ||
+        (rc = gp_inventory_new(&s->inventory) ? gp_seterr(err, errlen, GP_ENOMEM,
+                                                          "cannot allocate the inventory")
+                                              : GP_OK)) {
         gp_storage_close(st);
         goto fail;
     }
@@ -680,6 +683,8 @@ void gp_server_stop(struct gp_server *s)
     s->rem = NULL;
     gp_srv_meta_close(s->meta); /* after the HTTP server: writes put into it */
     s->meta = NULL;
+    gp_inventory_free(s->inventory); /* after the HTTP server: its routes read it */
+    s->inventory = NULL;
     if (st)
         gp_storage_close(st);
     pthread_mutex_destroy(&s->hook_mu);

@@ -168,6 +168,7 @@ struct gp_server {
     struct gp_jobs *jobs;   /* the jobs registry; set with the store */
     struct gp_srv_preflight preflight; /* gpulse check's results by node */
     struct gp_srv_meta *meta; /* remote write's metric metadata (metadata.h); set with the store */
+    struct gp_inventory *inventory; /* /api/v1/gpus and /nodes' cache (query.h); set with the store */
     double gpu_hour_price;  /* USD, 0 when not configured */
     struct gp_rem *rem;     /* remediation hooks and their audit log; set with the store */
     struct gp_prices prices; /* per model (query/cost.h); read-only once open */

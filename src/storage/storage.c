@@ -85,6 +85,26 @@ int gp_storage_select_since(struct gp_storage *s, const struct gp_matcher *m, si
     return s->ops->select_since(s, m, nm, mint, maxt, since, out);
 }
 
+int gp_storage_each_of_select(struct gp_storage *s, const struct gp_matcher *m, size_t nm,
+                              int64_t mint, int64_t maxt,
+                              gp_store_series_fn fn, void *arg)
+{
+    struct gp_store_selection sel = {0};
+    int rc = s->ops->select(s, m, nm, mint, maxt, &sel);
+    for (size_t i = 0; !rc && i < sel.n; i++)
+        fn(arg, &sel.series[i]); /* with its labels: asks for nothing */
+    gp_storage_selection_free(&sel);
+    return rc;
+}
+
+int gp_storage_select_each(struct gp_storage *s, const struct gp_matcher *m, size_t nm, int64_t mint,
+                           int64_t maxt, gp_store_series_fn fn, void *arg)
+{
+    if (!s->ops->select_each)
+        return gp_storage_each_of_select(s, m, nm, mint, maxt, fn, arg);
+    return s->ops->select_each(s, m, nm, mint, maxt, fn, arg);
+}
+
 void gp_storage_selection_free(struct gp_store_selection *sel)
 {
     if (!sel)

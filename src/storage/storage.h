@@ -123,6 +123,13 @@ int gp_storage_select(struct gp_storage *s, const struct gp_matcher *m, size_t n
                       int64_t maxt, struct gp_store_selection *out);
 void gp_storage_selection_free(struct gp_store_selection *sel);
 
+/* As gp_storage_select, visiting each series (gp_store_select_each):
+ * without a copy of the labels where the backend reads a local store
+ * (embedded, the remote window); elsewhere fn sees the labels at once.
+ * fn must not call the storage. */
+int gp_storage_select_each(struct gp_storage *s, const struct gp_matcher *m, size_t nm, int64_t mint,
+                           int64_t maxt, gp_store_series_fn fn, void *arg);
+
 /*
  * As gp_storage_select, for a caller that will read only samples at or
  * after since (and newest values among them): the detectors, whose

@@ -23,6 +23,12 @@ static int e_select(struct gp_storage *s, const struct gp_matcher *m, size_t nm,
     return gp_store_select(st_of(s), m, nm, mint, maxt, out);
 }
 
+static int e_select_each(struct gp_storage *s, const struct gp_matcher *m, size_t nm, int64_t mint,
+                         int64_t maxt, gp_store_series_fn fn, void *arg)
+{
+    return gp_store_select_each(st_of(s), m, nm, mint, maxt, fn, arg);
+}
+
 static int e_read(struct gp_storage *s, uint32_t id, int64_t mint, int64_t maxt, struct gp_samples *out)
 {
     return gp_store_read(st_of(s), id, mint, maxt, out);
@@ -102,6 +108,7 @@ const struct gp_storage_ops gp_storage_embedded_ops = {
     .name = "embedded",
     .append = e_append,
     .select = e_select,
+    .select_each = e_select_each,
     .read = e_read,
     .read_rollups = e_read_rollups,
     .newest_value = e_newest_value,

@@ -16,6 +16,9 @@ struct gp_storage_ops {
     /* NULL: select (the embedded store reads only the index anyway) */
     int (*select_since)(struct gp_storage *s, const struct gp_matcher *m, size_t nm, int64_t mint,
                         int64_t maxt, int64_t since, struct gp_store_selection *out);
+    /* NULL: select, then each series visited (gp_storage_each_of_select) */
+    int (*select_each)(struct gp_storage *s, const struct gp_matcher *m, size_t nm, int64_t mint,
+                       int64_t maxt, gp_store_series_fn fn, void *arg);
     int (*read)(struct gp_storage *s, uint32_t id, int64_t mint, int64_t maxt, struct gp_samples *out);
     int (*read_rollups)(struct gp_storage *s, uint32_t id, int64_t mint, int64_t maxt,
                         struct gp_rollups *out);
@@ -51,6 +54,11 @@ extern const struct gp_storage_ops gp_storage_remote_ops;
 
 int gp_storage_remote_open(struct gp_storage *s, const struct gp_storage_remote_options *o, char *err,
                            size_t errlen);
+
+/* gp_storage_select_each by a selection of s->ops->select, visited. */
+int gp_storage_each_of_select(struct gp_storage *s, const struct gp_matcher *m, size_t nm,
+                              int64_t mint, int64_t maxt,
+                              gp_store_series_fn fn, void *arg);
 
 /* Frees a remote selection (sel->arena is its own record). */
 void gp_storage_remote_selection_free(struct gp_store_selection *sel);

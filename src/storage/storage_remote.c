@@ -1463,11 +1463,26 @@ int gp_storage_remote_open(struct gp_storage *s, const struct gp_storage_remote_
     return GP_OK;
 }
 
+/* The window's series without a copy when it covers the range (as
+ * r_select_since decides), else the cluster's selection visited. */
+static int r_select_each(struct gp_storage *s, const struct gp_matcher *m, size_t nm, int64_t mint,
+                         int64_t maxt, gp_store_series_fn fn, void *arg)
+{
+    struct remote *r = R(s);
+    int64_t qmin, qmax;
+    int open_end;
+    window(r, mint, maxt, &qmin, &qmax, &open_end);
+    if (qmin <= qmax && r->win && !job_scoped(r, m, nm) && gp_rwin_covers(r->win, qmin))
+        return gp_storage_select_each(gp_rwin_storage(r->win), m, nm, qmin, maxt, fn, arg);
+    return gp_storage_each_of_select(s, m, nm, mint, maxt, fn, arg);
+}
+
 const struct gp_storage_ops gp_storage_remote_ops = {
     .name = "remote",
     .append = r_append,
     .select = r_select,
     .select_since = r_select_since,
+    .select_each = r_select_each,
     .read = r_read,
     .read_rollups = r_read_rollups,
     .newest_value = r_newest_value,

@@ -212,7 +212,7 @@ void gp_st_blocks_bounds(struct gp_store *s)
             if (!se->has_data || e.t_first < se->first)
                 se->first = e.t_first;
             if (!se->has_data || e.t_last > se->newest)
-                se->newest = e.t_last;
+                se->newest = e.t_last, se->newest_known = 0;
             se->has_data = 1;
             if (e.t_last > s->max_t)
                 s->max_t = e.t_last;

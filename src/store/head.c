@@ -147,6 +147,7 @@ int gp_st_head_append(struct gp_store *s, uint32_t id, int64_t t, uint64_t bits)
     }
     se->newest = t;
     se->newest_bits = bits;
+    se->newest_known = 1;
     if (t > s->max_t)
         s->max_t = t;
     if (t < s->data_min)

@@ -207,7 +207,7 @@ static int load_chunk_file(struct gp_store *s, uint32_t num, const char *path, i
         if (!se->has_data || tf < se->first)
             se->first = tf;
         if (!se->has_data || tl > se->newest)
-            se->newest = tl;
+            se->newest = tl, se->newest_known = 0;
         se->has_data = 1;
         if (tl > s->max_t)
             s->max_t = tl;
@@ -450,6 +450,7 @@ static int restore_series(void *arg, const struct gp_st_snap_series *ss)
     if (!se->has_data || ss->newest >= se->newest) {
         se->newest = ss->newest;
         se->newest_bits = ss->newest_bits;
+        se->newest_known = 1;
     }
     se->has_data = 1;
     if (ss->newest > s->max_t)

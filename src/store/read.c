@@ -14,6 +14,7 @@
  */
 #include "store/store_int.h"
 
+#include "lib/bits.h"
 #include "lib/err.h"
 #include "lib/log.h"
 
@@ -291,6 +292,13 @@ static int select_ids(struct gp_store *s, const struct gp_matcher *m, size_t nm,
     return GP_OK;
 }
 
+/* Whether series se has a sample held in [mint, maxt] (selections' test). */
+static int in_range(const struct gp_st_series *se, int64_t floor, int64_t mint, int64_t maxt)
+{
+    int64_t first = se->first > floor ? se->first : floor;
+    return se->has_data && se->newest >= first && se->newest >= mint && first <= maxt;
+}
+
 int gp_store_select(struct gp_store *s, const struct gp_matcher *m, size_t nm, int64_t mint,
                     int64_t maxt, struct gp_store_selection *out)
 {
@@ -301,9 +309,7 @@ int gp_store_select(struct gp_store *s, const struct gp_matcher *m, size_t nm, i
     int rc = select_ids(s, m, nm, &ids, &n);
     int64_t floor = gp_st_raw_floor(s);
     for (size_t i = 0; rc == GP_OK && i < n; i++) {
-        const struct gp_st_series *se = &s->ser[ids[i]];
-        int64_t first = se->first > floor ? se->first : floor;
-        if (!se->has_data || se->newest < first || se->newest < mint || first > maxt)
+        if (!in_range(&s->ser[ids[i]], floor, mint, maxt))
             continue;
         size_t l;
         gp_sindex_labels(s->idx, ids[i], &l);
@@ -348,6 +354,30 @@ void gp_store_selection_free(struct gp_store_selection *sel)
         return;
     free(sel->arena);
     memset(sel, 0, sizeof *sel);
+}
+
+int gp_store_select_each(struct gp_store *s, const struct gp_matcher *m, size_t nm, int64_t mint,
+                         int64_t maxt, gp_store_series_fn fn, void *arg)
+{
+    pthread_rwlock_rdlock(&s->lock);
+    uint32_t *ids = NULL;
+    size_t n = 0;
+    int rc = select_ids(s, m, nm, &ids, &n);
+    int64_t floor = gp_st_raw_floor(s);
+    for (size_t i = 0; rc == GP_OK && i < n; i++) {
+        const struct gp_st_series *se = &s->ser[ids[i]];
+        if (!in_range(se, floor, mint, maxt))
+            continue;
+        struct gp_store_series x = {.id = ids[i], .first_ms = se->first > floor ? se->first : floor,
+                                    .last_ms = se->newest};
+        if (fn(arg, &x)) {
+            x.labels = gp_sindex_labels(s->idx, ids[i], &x.labels_len);
+            fn(arg, &x);
+        }
+    }
+    pthread_rwlock_unlock(&s->lock);
+    free(ids);
+    return rc;
 }
 
 int gp_store_label_names(struct gp_store *s, const struct gp_matcher *m, size_t nm,
@@ -400,12 +430,24 @@ static double newest_in(struct gp_store *s, uint32_t id, int64_t mint, int64_t l
 double gp_store_newest_value(struct gp_store *s, uint32_t id, int64_t last_ms, int64_t lookback_ms,
                              struct gp_samples *scratch)
 {
-    /* The newest chunk nearly always holds it: a short window first
-     * decodes that chunk alone, not every chunk of the lookback (the
-     * fleet routes read thousands of series per request). */
+    /* The newest sample, kept at ingest, answers without a decode when
+     * it is the one asked about and a number (the fleet routes read
+     * thousands of series per request). */
+    double v = NAN;
+    pthread_rwlock_rdlock(&s->lock);
+    if (id < s->ser_cap && s->ser[id].exists && s->ser[id].has_data && s->ser[id].newest_known &&
+        s->ser[id].newest == last_ms && last_ms >= gp_st_raw_floor(s))
+        v = gp_bits_f64(s->ser[id].newest_bits);
+    pthread_rwlock_unlock(&s->lock);
+    if (!isnan(v)) {
+        scratch->n = 0;
+        return v;
+    }
+    /* Else the newest chunk nearly always holds it: a short window first
+     * decodes that chunk alone, not every chunk of the lookback. */
     enum { NEAR_MS = 15000 };
     if (lookback_ms > NEAR_MS) {
-        double v = newest_in(s, id, last_ms - NEAR_MS, last_ms, scratch);
+        v = newest_in(s, id, last_ms - NEAR_MS, last_ms, scratch);
         if (!isnan(v))
             return v;
     }

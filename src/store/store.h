@@ -162,6 +162,18 @@ int gp_store_select(struct gp_store *s, const struct gp_matcher *m, size_t nm, i
                     int64_t maxt, struct gp_store_selection *out);
 void gp_store_selection_free(struct gp_store_selection *sel);
 
+/*
+ * As gp_store_select, without the copy, for callers that keep what they
+ * need of a large selection (the inventory, query.h): fn sees each
+ * series in turn, first without its labels (labels NULL); returning 1
+ * asks for them, and fn is called again with them pointing into the
+ * index (valid during the call only). fn runs under the store's read
+ * lock: it must not call the store. GP_OK or GP_ENOMEM.
+ */
+typedef int (*gp_store_series_fn)(void *arg, const struct gp_store_series *se);
+int gp_store_select_each(struct gp_store *s, const struct gp_matcher *m, size_t nm, int64_t mint,
+                         int64_t maxt, gp_store_series_fn fn, void *arg);
+
 /* A growable array of raw samples. damaged counts the chunks reads
  * skipped as damaged and [damaged_from, damaged_to] the time they
  * covered; reads add to them, callers that reuse the array reset them. */

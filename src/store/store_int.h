@@ -64,6 +64,7 @@ struct gp_st_series {
     uint32_t nrefs, caprefs;
     uint8_t exists;   /* the id names a series (ids can have gaps) */
     uint8_t has_data;
+    uint8_t newest_known; /* newest_bits is the value at newest (an append or the snapshot set both) */
 };
 
 /* A chunk file. */

@@ -942,7 +942,7 @@ static json_t *inventory(struct gp_storage *s, int nodes)
     struct gp_buf out;
     gp_buf_init(&out, 0);
     char err[256] = "";
-    int rc = nodes ? gp_query_nodes(s, &out, err, sizeof err) : gp_query_gpus(s, &out, err, sizeof err);
+    int rc = nodes ? gp_query_nodes(NULL, s, &out, err, sizeof err) : gp_query_gpus(NULL, s, &out, err, sizeof err);
     if (rc)
         gp_test_fail(__FILE__, __LINE__, "inventory: %s", err);
     json_error_t je;
@@ -959,10 +959,9 @@ static void put_one(struct gp_storage *s, const char *const *kv, int64_t t, doub
     put(s, kv, &t, &v, 1);
 }
 
-static void test_inventory(void)
+/* test_inventory's fleet: two nodes, both memory spellings, MIG. */
+static void put_inventory_fleet(struct gp_storage *s, int64_t b)
 {
-    struct gp_storage *s = open_store();
-    int64_t b = base_ms();
     /* Node a (gpulse): GPUs 0, 1 and 10 (numeric order), memory from
      * gpulse_gpu_memory_total_bytes; gpu 0's driver was upgraded. */
     for (int g = 0; g < 3; g++) {
@@ -1007,7 +1006,13 @@ static void test_inventory(void)
     put_one(s, host, b + 8000, 64);
     const char *nogpu[] = {"__name__=DCGM_FI_DEV_GPU_UTIL", "Hostname=d", NULL};
     put_one(s, nogpu, b + 8000, 1);
+}
 
+static void test_inventory(void)
+{
+    struct gp_storage *s = open_store();
+    int64_t b = base_ms();
+    put_inventory_fleet(s, b);
     json_t *j = inventory(s, 0);
     json_t *d = json_object_get(j, "data");
     CHECK_INT(json_array_size(d), 6);
@@ -1070,16 +1075,103 @@ static void test_inventory(void)
     gp_storage_close(s);
 }
 
+/* The answer of inv (NULL: built for the request) as a string to free. */
+static char *inventory_text(struct gp_inventory *inv, struct gp_storage *s, int nodes)
+{
+    struct gp_buf out;
+    gp_buf_init(&out, 0);
+    char err[256] = "";
+    int rc = nodes ? gp_query_nodes(inv, s, &out, err, sizeof err)
+                   : gp_query_gpus(inv, s, &out, err, sizeof err);
+    if (rc)
+        gp_test_fail(__FILE__, __LINE__, "inventory: %s", err);
+    return out.data;
+}
+
+/* The kept inventory answers as one built from scratch, both documents;
+ * returns the GPUs' answer (to free). */
+static char *inventory_same(struct gp_inventory *inv, struct gp_storage *s)
+{
+    for (int nodes = 1; nodes >= 0; nodes--) {
+        char *kept = inventory_text(inv, s, nodes), *fresh = inventory_text(NULL, s, nodes);
+        CHECK_STR(kept, fresh);
+        free(fresh);
+        if (!nodes)
+            return kept;
+        free(kept);
+    }
+    return NULL;
+}
+
+/* What a gp_inventory keeps between requests follows the store: new
+ * series, GPUs and nodes, newer samples of known series (memory, last
+ * seen, the newest series' identity), and another storage. */
+static void test_inventory_kept(void)
+{
+    struct gp_inventory *inv;
+    CHECK_INT(gp_inventory_new(&inv), GP_OK);
+    struct gp_storage *s = open_store();
+    int64_t b = base_ms();
+    free(inventory_same(inv, s));
+    put_inventory_fleet(s, b);
+    char *a = inventory_same(inv, s);
+    CHECK_CONTAINS(a, "\"node\":\"a\",\"gpu\":\"0\",\"uuid\":\"GPU-a0\",\"model\":\"NVIDIA H100 80GB "
+                      "HBM3\",\"memory_bytes\":85520809984,\"driver\":\"555.2\"");
+    free(a);
+    /* A known series' newer sample: gpu 0's memory (its stale marker
+     * ended it) and its last_seen. */
+    const char *mem0[] = {"__name__=gpulse_gpu_memory_total_bytes", "Hostname=a", "gpu=0",
+                          "UUID=GPU-a0", "modelName=NVIDIA H100 80GB HBM3", NULL};
+    put_one(s, mem0, b + 20000, 40000000000.0);
+    /* New series: gpu 1's driver upgrade, gpu 2 (between 1 and 10), a
+     * node that sorts first, and a series without a gpu. */
+    const char *up1[] = {"__name__=DCGM_FI_DEV_GPU_TEMP", "Hostname=a", "gpu=1", "UUID=GPU-a1",
+                         "modelName=NVIDIA H100 80GB HBM3", "DCGM_FI_DRIVER_VERSION=560.9", NULL};
+    put_one(s, up1, b + 21000, 41);
+    const char *g2[] = {"__name__=gpulse_gpu_memory_total_bytes", "Hostname=a", "gpu=2",
+                        "UUID=GPU-a2", "modelName=NVIDIA H200", NULL};
+    put_one(s, g2, b + 22000, 150000000000.0);
+    const char *first[] = {"__name__=DCGM_FI_DEV_GPU_UTIL", "Hostname=0first", "gpu=0",
+                           "simulated=true", NULL};
+    put_one(s, first, b + 23000, 5);
+    const char *nogpu[] = {"__name__=DCGM_FI_DEV_GPU_UTIL", "Hostname=e", NULL};
+    put_one(s, nogpu, b + 23000, 1);
+    a = inventory_same(inv, s);
+    CHECK(strstr(a, "{\"node\":\"0first\",\"gpu\":\"0\"") == a + strlen("{\"status\":\"success\",\"data\":["));
+    CHECK_CONTAINS(a, "\"gpu\":\"0\",\"uuid\":\"GPU-a0\",\"model\":\"NVIDIA H100 80GB HBM3\","
+                      "\"memory_bytes\":40000000000");
+    CHECK_CONTAINS(a, "\"uuid\":\"GPU-a1\",\"model\":\"NVIDIA H100 80GB HBM3\",\"memory_bytes\":"
+                      "85520809984,\"driver\":\"560.9\"");
+    char *g1 = strstr(a, "GPU-a1"), *g2at = strstr(a, "GPU-a2"), *g10 = strstr(a, "GPU-a10");
+    CHECK(g1 && g2at && g10 && g1 < g2at && g2at < g10);
+    free(a);
+    /* Another storage: nothing of the first one's series is kept. */
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/other", gp_test_tmpdir());
+    struct gp_store_options o = {.dir = dir, .no_sync = 1, .no_background = 1};
+    struct gp_storage *s2 = NULL;
+    char err[256] = "";
+    CHECK_INT(gp_storage_open(&s2, &(struct gp_storage_options){.store = o}, err, sizeof err), GP_OK);
+    put_one(s2, g2, b + 1000, 1.0);
+    a = inventory_same(inv, s2);
+    CHECK_CONTAINS(a, "[{\"node\":\"a\",\"gpu\":\"2\",\"uuid\":\"GPU-a2\"");
+    CHECK(strstr(a, "GPU-a0") == NULL);
+    free(a);
+    gp_storage_close(s2);
+    gp_storage_close(s);
+    gp_inventory_free(inv);
+}
+
 static void test_inventory_empty(void)
 {
     struct gp_storage *s = open_store();
     struct gp_buf out;
     gp_buf_init(&out, 0);
     char err[256];
-    CHECK_INT(gp_query_gpus(s, &out, err, sizeof err), GP_OK);
+    CHECK_INT(gp_query_gpus(NULL, s, &out, err, sizeof err), GP_OK);
     CHECK_STR(out.data, "{\"status\":\"success\",\"data\":[]}");
     gp_buf_reset(&out);
-    CHECK_INT(gp_query_nodes(s, &out, err, sizeof err), GP_OK);
+    CHECK_INT(gp_query_nodes(NULL, s, &out, err, sizeof err), GP_OK);
     CHECK_STR(out.data, "{\"status\":\"success\",\"data\":[]}");
     gp_buf_free(&out);
     gp_storage_close(s);
@@ -1353,5 +1445,6 @@ const struct gp_test gp_tests_query[] = {
     {"series_labels_values", test_series_labels_values},
     {"inventory", test_inventory},
     {"inventory_empty", test_inventory_empty},
+    {"inventory_kept", test_inventory_kept},
     {0},
 };

@@ -177,6 +177,45 @@ static void test_malformed_refused(void)
 
 /* ---- the embedded backend ---- */
 
+/* gp_storage_select_each's visits, with the labels asked for. */
+struct visits {
+    struct gp_store_series v[16];
+    uint8_t labels[16][512];
+    size_t n, asked;
+};
+
+static int visit_cb(void *arg, const struct gp_store_series *se)
+{
+    struct visits *x = arg;
+    if (!se->labels) {
+        x->asked++;
+        return 1;
+    }
+    CHECK(x->n < 16 && se->labels_len <= 512);
+    memcpy(x->labels[x->n], se->labels, se->labels_len);
+    x->v[x->n++] = *se;
+    return 0;
+}
+
+/* select_each visits what select selects: ids, times and labels. */
+static void check_each_is_select(struct gp_storage *s, const struct gp_matcher *m, size_t nm,
+                                 int64_t mint, int64_t maxt)
+{
+    struct gp_store_selection sel;
+    CHECK_INT(gp_storage_select(s, m, nm, mint, maxt, &sel), GP_OK);
+    struct visits x = {.n = 0};
+    CHECK_INT(gp_storage_select_each(s, m, nm, mint, maxt, visit_cb, &x), GP_OK);
+    CHECK_INT((int)x.n, (int)sel.n);
+    for (size_t i = 0; i < sel.n && i < x.n; i++) {
+        CHECK_INT(x.v[i].id, sel.series[i].id);
+        CHECK_INT(x.v[i].first_ms, sel.series[i].first_ms);
+        CHECK_INT(x.v[i].last_ms, sel.series[i].last_ms);
+        CHECK_INT((int)x.v[i].labels_len, (int)sel.series[i].labels_len);
+        CHECK(!memcmp(x.labels[i], sel.series[i].labels, sel.series[i].labels_len));
+    }
+    gp_storage_selection_free(&sel);
+}
+
 static void test_embedded_same_as_store(void)
 {
     struct gp_storage *s = sopen_tmp();
@@ -199,6 +238,8 @@ static void test_embedded_same_as_store(void)
     CHECK(gp_storage_newest_value(s, sel.series[1].id, sel.series[1].last_ms, 60000, &x) == 10.0);
     gp_samples_free(&x);
     gp_storage_selection_free(&sel);
+    check_each_is_select(s, NULL, 0, INT64_MIN, INT64_MAX);
+    check_each_is_select(s, NULL, 0, t0 + 1, INT64_MAX); /* none */
     struct gp_store_stats st;
     gp_storage_stats(s, &st);
     CHECK_INT((int)st.series, 3);
@@ -483,6 +524,10 @@ static void test_remote_reads(void)
     CHECK_INT(gp_storage_label_values(s, "gpu", NULL, 0, INT64_MIN, INT64_MAX, names_cb, &b), GP_OK);
     CHECK_STR(b.data, "0;1;");
     gp_buf_free(&b);
+    /* beyond a window: the cluster's selection, visited */
+    CHECK_INT(gp_matcher_init(&m, GP_MATCH_RE, "gpu", "0|1", err, sizeof err), GP_OK);
+    check_each_is_select(s, &m, 1, 1500000, 4000000);
+    gp_matcher_free(&m);
     struct gp_store_stats st;
     gp_storage_stats(s, &st);
     CHECK_INT((int)st.series, 2);
@@ -715,6 +760,9 @@ static void test_remote_window(void)
     CHECK_CONTAINS(b.data, "gpulse_storage_remote_window_reads_total 2\n");
     CHECK_CONTAINS(b.data, "gpulse_storage_remote_window_held_seconds 120\n");
     gp_buf_free(&b);
+    q = atomic_load(&f.queries);
+    check_each_is_select(s, &m, 1, now - 100000, now); /* the window's, the cluster failing */
+    CHECK_INT(atomic_load(&f.queries), q);
     gp_samples_free(&x);
     gp_matcher_free(&m);
     gp_storage_close(s);

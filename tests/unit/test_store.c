@@ -6,6 +6,7 @@
  * force), retention, select/label queries, damaged files, the format
  * version check, and concurrent appenders and readers.
  */
+#include "lib/bits.h"
 #include "lib/crc32c.h"
 #include "store/labels.h"
 #include "store/segment.h"
@@ -16,6 +17,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <pthread.h>
 #include <sqlite3.h>
 #include <sys/stat.h>
@@ -95,6 +97,45 @@ static void test_special_values_round_trip(void)
     check_series(s, tid(s, 7), ts, vals, 8);
     gp_store_close(s);
     treq_free(&r);
+}
+
+/* The newest value kept at ingest answers as a decode of the samples
+ * would: only for the newest time and a number; a stale marker or NaN
+ * last, an earlier time, and a reopened store read the samples. */
+static void test_newest_value_kept(void)
+{
+    char dir[600];
+    snprintf(dir, sizeof dir, "%s/data", gp_test_tmpdir());
+    struct gp_store_options o = {.no_sync = 1, .no_background = 1};
+    struct gp_store *s = topen(dir, &o);
+    int64_t t0 = tnow_ms() - 600000;
+    double stale = gp_bits_f64(GP_STALE_NAN_BITS);
+    /* series 0: numbers; 1: a stale marker last; 2: NaN last */
+    const double val[] = {1, 2, 3, 4, 5, 1, 2, 3, 4, stale, 1, 2, 3, 4, NAN};
+    struct treq r;
+    treq_build(&r, 0, 3, 5, t0, 1000, val);
+    tappend(s, &r);
+    treq_free(&r);
+    struct gp_samples x = {0};
+    int64_t last = t0 + 4000;
+    for (int round = 0; round < 2; round++) {
+        CHECK(gp_store_newest_value(s, tid(s, 0), last, 60000, &x) == 5);
+        CHECK(gp_store_newest_value(s, tid(s, 0), last - 1000, 60000, &x) == 4);
+        CHECK(gp_store_newest_value(s, tid(s, 1), last, 60000, &x) == 4);
+        CHECK(gp_store_newest_value(s, tid(s, 2), last, 60000, &x) == 4);
+        CHECK(isnan(gp_store_newest_value(s, tid(s, 0), last + 70000, 60000, &x)));
+        gp_store_close(s);
+        s = topen(dir, &o); /* newest from the snapshot or the chunk files */
+    }
+    /* A newer sample after the reopen is what is kept. */
+    const double six[] = {6};
+    treq_build(&r, 0, 1, 1, last + 1000, 1000, six);
+    tappend(s, &r);
+    treq_free(&r);
+    CHECK(gp_store_newest_value(s, tid(s, 0), last + 1000, 60000, &x) == 6);
+    CHECK(gp_store_newest_value(s, tid(s, 0), last, 60000, &x) == 5);
+    gp_samples_free(&x);
+    gp_store_close(s);
 }
 
 static void test_ordering_rules_counted(void)
@@ -1023,6 +1064,7 @@ const struct gp_test gp_tests_store[] = {
     {"version_1_block_reads", test_version_1_block_reads},
     {"special_values_round_trip", test_special_values_round_trip},
     {"ordering_rules_counted", test_ordering_rules_counted},
+    {"newest_value_kept", test_newest_value_kept},
     {"retried_request_is_duplicate", test_retried_request_is_duplicate},
     {"max_series", test_max_series},
     {"close_reopen_keeps_everything", test_close_reopen_keeps_everything},

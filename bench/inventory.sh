@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# inventory.sh - latency of the inventory routes (/api/v1/gpus,
+# /api/v1/nodes, /api/v1/fleet/gpus) for growing simulated fleets, in
+# embedded and in `storage: remote` mode (Debian's VictoriaMetrics on
+# 127.0.0.1), optionally for a second binary (--before) on the same
+# writes: one simulated agent pushes to every server, so both builds
+# answer for the same series. After --fill seconds each route is asked
+# --n times per server (curl's total time: median and p95, ms), and the
+# answers of the two builds are compared (identical, or the route is
+# named; /api/v1/fleet too, which shares fleet/gpus's selection). Not part
+# of the test suite.
+#
+# usage: bench/inventory.sh [--specs "SPEC ..."] [--fill S] [--n N] [--bin PATH] [--before PATH]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SPECS="128x8xH100 256x8xH100 512x8xH100"
+FILL=45
+N=50
+BIN=build/rel/gpulse
+BEFORE=
+while [ $# -gt 0 ]; do
+    case $1 in
+    --specs) SPECS=$2; shift 2 ;;
+    --fill) FILL=$2; shift 2 ;;
+    --n) N=$2; shift 2 ;;
+    --bin) BIN=$2; shift 2 ;;
+    --before) BEFORE=$2; shift 2 ;;
+    *) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+    esac
+done
+[ "$BIN" != build/rel/gpulse ] || make -s build/rel/gpulse
+. bench/lib.sh
+stop_size() { # the servers, the agent and VictoriaMetrics of one size
+    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+    for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+    PIDS=()
+}
+up() { wait_http "$1" 60 || exit 1; }
+
+URLS=() NAMES=()
+server() { # NAME BIN ARGS...
+    local name=$1 bin=$2 p
+    shift 2
+    p=$(port)
+    "$bin" server --listen "127.0.0.1:$p" --data "$TMP/data-$name" --log-level warn \
+        --self-scrape-interval 0s "$@" >"$TMP/$name.log" 2>&1 &
+    PIDS+=($!)
+    up "http://127.0.0.1:$p/api/v1/health"
+    URLS+=("http://127.0.0.1:$p") NAMES+=("$name")
+}
+
+# ms of N requests to URL: "median / p95"
+timing() {
+    local ts
+    ts=$(for _ in $(seq "$N"); do curl -s -o /dev/null -w '%{time_total}\n' "$1"; done | sort -g)
+    echo "$ts" | awk -v n="$N" '{a[NR] = $1 * 1000} END {printf "%7.1f / %7.1f", a[int((n + 1) / 2)], a[int(n * 0.95 + 0.999)]}'
+}
+
+# The answers of server i and j to route r, equal after 3 tries (ticks
+# land between two requests); fleet/gpus's "time" is the request's.
+same() {
+    local a b
+    for _ in 1 2 3; do
+        a=$(curl -sf "${URLS[$1]}$3" | sed 's/^{"status":"success","data":{"time":[^,]*,/{/')
+        b=$(curl -sf "${URLS[$2]}$3" | sed 's/^{"status":"success","data":{"time":[^,]*,/{/')
+        [ "$a" = "$b" ] && [ -n "$a" ] && return 0
+        sleep 1
+    done
+    return 1
+}
+
+run_size() { # SPEC
+    local spec=$1 VM
+    rm -rf "$TMP"/vm "$TMP"/data-*
+    URLS=() NAMES=()
+    VM=$(port)
+    victoria-metrics -httpListenAddr "127.0.0.1:$VM" -storageDataPath "$TMP/vm" -loggerLevel ERROR \
+        -search.latencyOffset 0s >"$TMP/vm.log" 2>&1 &
+    PIDS+=($!)
+    up "http://127.0.0.1:$VM/health"
+    local rem=(--storage remote --remote-write-url "http://127.0.0.1:$VM/api/v1/write"
+        --remote-query-url "http://127.0.0.1:$VM")
+    server embedded "$BIN"
+    server remote "$BIN" "${rem[@]}"
+    if [ -n "$BEFORE" ]; then
+        server embedded-before "$BEFORE"
+        server remote-before "$BEFORE" "${rem[@]}"
+    fi
+    local push=() AP
+    for u in "${URLS[@]}"; do push+=(--push "$u/api/v1/write"); done
+    AP=$(port)
+    "$BIN" agent --listen "127.0.0.1:$AP" --simulate "$spec" --interval 15s "${push[@]}" \
+        >"$TMP/agent.log" 2>&1 &
+    PIDS+=($!)
+    up "http://127.0.0.1:$AP/healthz"
+    echo "filling for ${FILL}s: $spec into ${NAMES[*]}" >&2
+    sleep "$FILL"
+    local gpus series
+    gpus=$(curl -sf "${URLS[0]}/api/v1/gpus" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["data"]))')
+    series=$(curl -sf "${URLS[0]}/api/v1/health" | python3 -c 'import json,sys; print(json.load(sys.stdin)["data"]["series"])')
+    echo
+    printf '%s: %s GPUs, %s series; %s requests per route and server; ms, median / p95\n' \
+        "$spec" "$gpus" "$series" "$N"
+    local hdr r row
+    hdr=$(printf '%-20s' route)
+    for nm in "${NAMES[@]}"; do hdr+=$(printf ' %17s' "$nm"); done
+    echo "$hdr"
+    for r in /api/v1/gpus /api/v1/nodes /api/v1/fleet/gpus; do
+        row=$(printf '%-20s' "$r")
+        for u in "${URLS[@]}"; do row+=" $(timing "$u$r")"; done
+        echo "$row"
+    done
+    if [ -n "$BEFORE" ]; then
+        for r in /api/v1/gpus /api/v1/nodes /api/v1/fleet/gpus /api/v1/fleet; do
+            same 0 2 "$r" || echo "DIFFERENT: embedded $r"
+            same 1 3 "$r" || echo "DIFFERENT: remote $r"
+        done
+        echo "(answers compared with --before's: embedded and remote)"
+    fi
+    stop_size
+}
+
+for spec in $SPECS; do run_size "$spec"; done
