@@ -9,7 +9,9 @@ samples older than its compaction: it takes them before compacting).
 Per GPU: SM active (0-1, idle stretches below 0.05), FB used / free (MiB,
 one peak), temperature and power (families the job document never reads);
 per rank: steps and step seconds (counters), host CPU seconds, RSS, loss,
-the job's info, start and end. Prints the number of samples written."""
+the job's info, start and end. Also long-2 over the same span: 2 GPUs,
+one of them without an activity family (memory only). Prints the number
+of samples of long-1."""
 import os
 import sys
 
@@ -36,11 +38,11 @@ def flush():
     batch = []
 
 
-def add(name, labels, samples):
+def add(name, labels, samples, job="long-1"):
     global total
-    ls = sorted([("__name__", name), ("job", "long-1")] + list(labels.items()))
+    ls = sorted([("__name__", name), ("job", job)] + list(labels.items()))
     batch.append((ls, [(float(v), int(t * 1000)) for t, v in samples]))
-    total += len(samples)
+    total += len(samples) if job == "long-1" else 0
     if per and len(batch) >= per:
         flush()
 
@@ -70,5 +72,16 @@ for r in range(nodes):
     add("gpulse_job_loss", proc, [(t, round(4 - 3 * i / len(ts), 4)) for i, t in enumerate(ts)])
 add("gpulse_job_end_time_seconds", {"Hostname": "n0", "rank": "0"}, [(end, end)])
 add("gpulse_job_exit_status", {"Hostname": "n0", "rank": "0"}, [(end, 0)])
+lab = {"Hostname": "m0", "rank": "0"}
+add("gpulse_job_info", dict(lab, scheme="gpulse_job", local_rank="0", world_size="1"), [(t, 1) for t in ts], "long-2")
+add("gpulse_job_start_time_seconds", lab, [(t, t0) for t in ts], "long-2")
+for g in range(2):
+    gl = dict(lab, gpu=str(g), UUID="GPU-m%d" % g)
+    if g == 0:
+        add("DCGM_FI_DEV_GPU_UTIL", gl, [(t, (i * 7) % 101) for i, t in enumerate(ts)], "long-2")
+    add("DCGM_FI_DEV_FB_USED", gl, [(t, 1000 + (i * 13) % 500) for i, t in enumerate(ts)], "long-2")
+    add("DCGM_FI_DEV_FB_FREE", gl, [(t, 80000) for t in ts], "long-2")
+add("gpulse_job_end_time_seconds", lab, [(end, end)], "long-2")
+add("gpulse_job_exit_status", lab, [(end, 0)], "long-2")
 flush()
 print(total)

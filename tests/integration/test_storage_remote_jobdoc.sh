@@ -12,6 +12,8 @@
 # query_range requests, gpulse_storage_remote_pushdowns_total counts
 # them) and moved under half of what the raw samples of the job's series
 # weigh in VictoriaMetrics's JSON (gpulse_storage_remote_answer_bytes_total).
+# long-2, whose second GPU has memory but no activity series, is read raw
+# and equal too.
 source "$(dirname "$0")/lib.sh"
 start_vm
 stop_vm # again, so that queries see fresh rows at once (the default hides 30 s)
@@ -41,7 +43,7 @@ in_vm() {
         python3 -c 'import json,sys; r=json.load(sys.stdin)["data"]["result"]; print(r[0]["value"][1] if r else 0)')" = "$N" ]
 }
 wait_until 60 in_vm || fail "victoria-metrics does not show the $N samples of the job"
-ended() { curl -sf "$1/api/v1/jobs/long-1" 2>/dev/null | grep '"state":"finished"' >/dev/null; }
+ended() { curl -sf "$1/api/v1/jobs/${2:-long-1}" 2>/dev/null | grep '"state":"finished"' >/dev/null; }
 wait_until 30 ended "$EMB" || fail "the embedded server does not show long-1 finished"
 wait_until 30 ended "$REM" || fail "the remote server does not show long-1 finished"
 
@@ -59,6 +61,10 @@ curl -sf "$REM/api/v1/jobs/long-1?series=1" >"$TMP/rem-series.json" || fail "no 
 P1=$(metric gpulse_storage_remote_pushdowns_total)
 curl -sf "$EMB/api/v1/jobs/long-1" >"$TMP/emb.json" || fail "no document from the embedded server"
 curl -sf "$EMB/api/v1/jobs/long-1?series=1" >"$TMP/emb-series.json" || fail "no series=1 document (embedded)"
+# long-2's second GPU has memory but no activity: read raw, still equal
+wait_until 30 ended "$REM" long-2 || fail "the remote server does not show long-2 finished"
+curl -sf "$REM/api/v1/jobs/long-2" >"$TMP/rem-2.json" || fail "no document of long-2 (remote)"
+curl -sf "$EMB/api/v1/jobs/long-2" >"$TMP/emb-2.json" || fail "no document of long-2 (embedded)"
 
 python3 - "$TMP" <<'EOF' || fail "the remote document differs from the embedded one"
 import json, sys
@@ -77,16 +83,17 @@ def same(a, b, path):
             abs(a - b) <= 1e-9 * max(1, abs(b)), (path, a, b)
     else:
         assert a == b, (path, a, b)
-for f in ("", "-series"):
+for f in ("", "-series", "-2"):
     rem, emb = (json.load(open("%s/%s%s.json" % (tmp, w, f))) for w in ("rem", "emb"))
     same(rem, emb, "doc" + f)
-emb = emb["data"]
+assert emb["data"]["gpus"][1]["gpu_seconds"] > 0, emb["data"]["gpus"]
+emb = json.load(open(tmp + "/emb-series.json"))["data"]
 t = emb["totals"]
 assert len(emb["gpus"]) == 16 and t["peak_gpu_memory_bytes"] > 0 and t["steps"] > 0, t
 assert 0 < t["activity_avg"] < 1 and t["gpu_seconds"] > 10000 and t["host_rss_peak_bytes"] > 0, t
 assert max(max(v for v in g["memory_bytes"] if v is not None) for g in emb["series"]["gpus"]) > 0
 EOF
-note "the remote document (with and without series=1) equals the embedded one's"
+note "the remote documents (long-1 with and without series=1; long-2, read raw) equal the embedded ones"
 
 [ "$((P1 - P0))" -ge 5 ] || fail "pushdowns counted: $P0 -> $P1 (want 5: 2 for the document, 3 with series=1)"
 vm_saw() { V1=$(vm_ranges) && [ "$((V1 - V0))" -ge 5 ]; }
