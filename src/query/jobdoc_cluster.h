@@ -23,9 +23,13 @@
 /* The families read raw (a regex on __name__): the GPU activity (the
  * time-weighted mean and percentiles, idle time and GPU-seconds weigh
  * each sample by its gap to the next and the median scrape gap) and the
- * job's own series (step counters: step records, goodput phases,
- * restarts; host CPU and RSS; loss; one series per rank or process). */
-#define GP_JOBDOC_RAW_NAMES "DCGM_FI_PROF_SM_ACTIVE|DCGM_FI_DEV_GPU_UTIL|gpulse_job_.*"
+ * job's own series that jobdoc.c reads (step counters: step records,
+ * goodput phases, restarts; host CPU and RSS; loss; one series per rank
+ * or process). Keep it in step with jobdoc.c's names. */
+#define GP_JOBDOC_RAW_NAMES                                                                        \
+    "DCGM_FI_PROF_SM_ACTIVE|DCGM_FI_DEV_GPU_UTIL|gpulse_job_(info|gpus|processes|target_steps|step|"  \
+    "steps_total|step_seconds_total|data_wait_seconds_total|samples_total|tokens_total|"            \
+    "phase_seconds_total|cpu_seconds_total|resident_memory_bytes|loss|model_flops)"
 
 /* One GPU memory series of the job, as the cluster aggregated it over
  * [t0, t1]: s (its labels with __name__, and gpulse_family=the name too;
