@@ -15,14 +15,7 @@
 # long-2, whose second GPU has memory but no activity series, is read raw
 # and equal too.
 source "$(dirname "$0")/lib.sh"
-start_vm
-stop_vm # again, so that queries see fresh rows at once (the default hides 30 s)
-victoria-metrics -httpListenAddr "127.0.0.1:$VM_PORT" -storageDataPath "$TMP/vm" -loggerLevel ERROR \
-    -search.latencyOffset 0s >>"$TMP/vm.log" 2>&1 &
-VM_PID=$!
-PIDS+=("$VM_PID")
-VM=http://127.0.0.1:$VM_PORT
-wait_until 30 curl -sf "$VM/health" || fail "victoria-metrics did not restart"
+start_vm_now
 
 ARGS=(--self-scrape-interval 0s --jobs-scan-interval 1s)
 start_server "${ARGS[@]}"
@@ -48,10 +41,6 @@ wait_until 30 ended "$EMB" || fail "the embedded server does not show long-1 fin
 wait_until 30 ended "$REM" || fail "the remote server does not show long-1 finished"
 
 metric() { curl -sf "$REM/metrics" >"$TMP/m.prom" && awk -v n="$1" '$1 == n {print $2; exit}' "$TMP/m.prom"; }
-vm_ranges() {
-    curl -sf "$VM/metrics" >"$TMP/vm.prom" &&
-        awk '$1 == "vm_http_requests_total{path=\"/api/v1/query_range\"}" {print $2; exit}' "$TMP/vm.prom"
-}
 B0=$(metric gpulse_storage_remote_answer_bytes_total)
 P0=$(metric gpulse_storage_remote_pushdowns_total)
 V0=$(vm_ranges)
