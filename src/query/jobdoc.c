@@ -693,10 +693,17 @@ static double counter_delta(const struct ser *x, int64_t t0, int64_t t1)
     return b >= a ? b - a : b;
 }
 
+/* Start order; processes that start together by their labels, so the
+ * order does not hang on the backend's series ids. */
 static int gproc_cmp(const void *pa, const void *pb)
 {
     const struct gproc *a = pa, *b = pb;
-    return a->first < b->first ? -1 : a->first > b->first;
+    if (a->first != b->first)
+        return a->first < b->first ? -1 : 1;
+    const struct gp_store_series *x = a->steps, *y = b->steps;
+    size_t n = x->labels_len < y->labels_len ? x->labels_len : y->labels_len;
+    int c = n ? memcmp(x->labels, y->labels, n) : 0;
+    return c ? c : (x->labels_len > y->labels_len) - (x->labels_len < y->labels_len);
 }
 
 /* One reporting process's goodput: its counters' increases between

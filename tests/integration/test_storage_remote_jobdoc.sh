@@ -13,7 +13,8 @@
 # them) and moved under half of what the raw samples of the job's series
 # weigh in VictoriaMetrics's JSON (gpulse_storage_remote_answer_bytes_total).
 # long-2, whose second GPU has memory but no activity series, is read raw
-# and equal too.
+# and equal too. With the cluster down the document is a 503 that says
+# what failed.
 source "$(dirname "$0")/lib.sh"
 start_vm_now
 
@@ -91,6 +92,11 @@ RAW=$(curl -sf "$VM/api/v1/query" --data-urlencode 'query={job="long-1"}[4h]' -d
 [ "$(((B1 - B0) * 2))" -lt "$RAW" ] ||
     fail "the document moved $((B1 - B0)) bytes, the raw samples of the job's series weigh $RAW"
 note "victoria-metrics evaluated aggregates (query_range $V0 -> $V1); the document moved $((B1 - B0)) bytes, the job's raw samples weigh $RAW"
+stop_vm
+CODE=$(curl -s -o "$TMP/down.json" -w '%{http_code}' "$REM/api/v1/jobs/long-1")
+[ "$CODE" = 503 ] && grep 'remote storage: .*/api/v1/query_range' "$TMP/down.json" >/dev/null ||
+    fail "with the cluster down the document answered $CODE $(head -c 300 "$TMP/down.json")"
+note "with the cluster down: 503 $(head -c 200 "$TMP/down.json")"
 stop_server
 SERVER_PID=$EMB_PID
 stop_server
