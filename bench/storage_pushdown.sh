@@ -11,10 +11,13 @@
 # without it) and the raw samples among them
 # (gpulse_storage_remote_samples_read_total). --base BIN
 # runs the same queries on a second build (e.g. one before the pushdown,
-# which moves the raw samples) on the same cluster, side by side. Not
-# part of the test suite.
+# which moves the raw samples) on the same cluster, side by side. --job
+# instead imports one job of --gpus GPUs over the --hours ending a minute
+# ago (tests/integration/longjob_feed.py: 5 DCGM families a GPU and the
+# ranks' own series) and asks for its document, without and with
+# series=1 (the report's). Not part of the test suite.
 #
-# usage: bench/storage_pushdown.sh [--gpus N] [--hours H] [--every S] [--n N] [--bin PATH] [--base PATH]
+# usage: bench/storage_pushdown.sh [--job] [--gpus N] [--hours H] [--every S] [--n N] [--bin PATH] [--base PATH]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GPUS=64
@@ -23,15 +26,17 @@ EVERY=5
 N=5
 BIN=build/rel/gpulse
 BASE=
+JOB=0
 while [ $# -gt 0 ]; do
     case $1 in
+    --job) JOB=1; shift ;;
     --gpus) GPUS=$2; shift 2 ;;
     --hours) HOURS=$2; shift 2 ;;
     --every) EVERY=$2; shift 2 ;;
     --n) N=$2; shift 2 ;;
     --bin) BIN=$2; shift 2 ;;
     --base) BASE=$2; shift 2 ;;
-    *) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+    *) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
     esac
 done
 [ "$BIN" != build/rel/gpulse ] || make -s build/rel/gpulse
@@ -49,6 +54,18 @@ PIDS+=($!)
 up "$VM/health"
 END=$(($(date +%s) / 60 * 60 - 1800))
 START=$((END - HOURS * 3600))
+if [ "$JOB" = 1 ]; then
+    END=$(($(date +%s) / 60 * 60 - 60))
+    NS=$(python3 tests/integration/longjob_feed.py "$END" "$HOURS" "$GPUS" "$EVERY" 8 "$VM")
+    echo "imported $NS samples: one job of $GPUS GPUs, every $EVERY s, $HOURS h ending a minute ago"
+    seen() {
+        curl -sf "$VM/internal/force_flush" >/dev/null || true
+        [ "$(curl -sf "$VM/api/v1/query" --data-urlencode 'query=sum(count_over_time({job="long-1"}[1d]))' \
+            -d "time=$((END + 1))" |
+            python3 -c 'import json,sys; r=json.load(sys.stdin)["data"]["result"]; print(r[0]["value"][1] if r else 0)')" = "$NS" ]
+    }
+    QUERIES=("job document|/api/v1/jobs/long-1" "series=1 (report)|/api/v1/jobs/long-1?series=1")
+else
 python3 - "$VM" "$START" "$END" "$GPUS" "$EVERY" <<'EOF'
 import sys, urllib.request
 vm, start, end, gpus, every = sys.argv[1], *map(int, sys.argv[2:])
@@ -70,13 +87,13 @@ seen() {
     [ "$(curl -sf "$VM/api/v1/query" --data-urlencode 'query=count(last_over_time(DCGM_FI_DEV_GPU_TEMP[7h]))' |
         python3 -c 'import json,sys; r=json.load(sys.stdin)["data"]["result"]; print(r[0]["value"][1] if r else 0)')" = "$GPUS" ]
 }
-for _ in $(seq 100); do seen && break; sleep 0.3; done
-
 QUERIES=(
     "per-GPU avg, 1m|DCGM_FI_DEV_GPU_TEMP|agg=avg&by=Hostname,gpu&step=60"
     "fleet max, 5m|DCGM_FI_DEV_POWER_USAGE|agg=max&step=300"
     "every series, 2m|{Hostname=~\"node-.*\"}|step=120"
 )
+fi
+for _ in $(seq 100); do seen && break; sleep 0.3; done
 counter() { curl -sf "$1/metrics" | awk -v n="$2" '$1 == n {print $2}'; }
 run() { # NAME BIN
     local p url
@@ -86,12 +103,17 @@ run() { # NAME BIN
         --storage remote --remote-write-url "$VM/api/v1/write" --remote-query-url "$VM" >"$TMP/$1.log" 2>&1 &
     PIDS+=($!)
     up "$url/api/v1/health"
+    [ "$JOB" = 0 ] || up "$url/api/v1/jobs/long-1"
     for q in "${QUERIES[@]}"; do
         local label=${q%%|*} rest=${q#*|} times=() b0 b1 s0 s1
         local match=${rest%%|*} args=${rest#*|}
         b0=$(counter "$url" gpulse_storage_remote_answer_bytes_total)
         s0=$(counter "$url" gpulse_storage_remote_samples_read_total)
         for _ in $(seq "$N"); do
+            if [ "$JOB" = 1 ]; then
+                times+=("$(curl -s -o "$TMP/answer.json" -w '%{time_total}' "$url$rest")")
+                continue
+            fi
             times+=("$(curl -s -o "$TMP/answer.json" -w '%{time_total}' -G "$url/api/v1/query_range" \
                 --data-urlencode "match=$match" -d "start=$START&end=$END&$args")")
         done

@@ -5,6 +5,13 @@
  * computes the figures; render writes them, with the grids on request,
  * as JSON. gp_jobdoc_cost gathers without rendering (the budget
  * detector's cost).
+ *
+ * In storage: remote, a job reaching before the local window would move
+ * every raw sample of every series of the job from the cluster: there the
+ * selection takes only the families that need raw samples
+ * (GP_JOBDOC_RAW_NAMES) and the GPU memory comes as the cluster's
+ * aggregates (jobdoc_cluster.h), which newest() and do_gpu read in place
+ * of samples. The figures are computed here either way.
  */
 #include "query/jobdoc.h"
 
@@ -13,6 +20,7 @@
 #include "query/eval.h"
 #include "lib/json.h"
 #include "query/goodput.h"
+#include "query/jobdoc_cluster.h"
 #include "query/jobmodel.h"
 #include "sources/steps_proto.h"
 #include "store/labels.h"
@@ -204,6 +212,9 @@ struct doc {
     int64_t t0, t1;
     int64_t tc; /* the step counters are read to here (GP_JOBDOC_TAIL_MS) */
     struct gp_store_selection sel;
+    /* From the cluster (jobdoc_cluster.h): the GPU memory series as
+     * aggregates, sel then holds only GP_JOBDOC_RAW_NAMES. */
+    struct gp_jobdoc_aggs agg;
     struct gpu *g;
     size_t ng;
     struct ser *cpu, *rss, *loss; /* loss: gpulse_job_loss, what the clients sent */
@@ -296,6 +307,9 @@ static int gpu_cmp(const void *pa, const void *pb)
 /* The newest value of series s in the range, or NaN. */
 static double newest(struct doc *d, const struct gp_store_series *s)
 {
+    const struct gp_jobdoc_agg *a = s ? gp_jobdoc_agg_of(&d->agg, s) : NULL;
+    if (a)
+        return a->last;
     struct ser x;
     if (!s || ser_read(d->st, s, d->t0, d->t1, &x))
         return NAN;
@@ -323,15 +337,26 @@ static int do_gpu(struct doc *d, struct gpu *g)
                 g->act.v[i] /= 100.0;
     }
     const struct gp_store_series *m = g->used ? g->used : g->fb_used;
-    if (m) {
+    const struct gp_jobdoc_agg *ma = m ? gp_jobdoc_agg_of(&d->agg, m) : NULL;
+    double scale = m && m == g->fb_used ? 1048576.0 : 1.0;
+    if (ma) { /* the cluster's peak, and its peaks per chart window as the samples */
+        g->mem.t = malloc((ma->n ? ma->n : 1) * sizeof *g->mem.t);
+        g->mem.v = malloc((ma->n ? ma->n : 1) * sizeof *g->mem.v);
+        if (!g->mem.t || !g->mem.v)
+            return GP_ENOMEM;
+        for (size_t i = 0; i < ma->n; i++)
+            if (!isnan(ma->v[i])) {
+                g->mem.t[g->mem.n] = ma->t[i];
+                g->mem.v[g->mem.n++] = ma->v[i] * scale;
+            }
+    } else if (m) {
         if ((rc = ser_read(d->st, m, d->t0, d->t1, &g->mem)))
             return rc;
-        if (m == g->fb_used)
-            for (size_t i = 0; i < g->mem.n; i++)
-                g->mem.v[i] *= 1048576.0;
+        for (size_t i = 0; i < g->mem.n; i++)
+            g->mem.v[i] *= scale;
     }
-    g->peak = NAN;
-    for (size_t i = 0; i < g->mem.n; i++)
+    g->peak = ma ? ma->peak * scale : NAN;
+    for (size_t i = 0; i < g->mem.n && !ma; i++)
         if (!(g->peak >= g->mem.v[i]))
             g->peak = g->mem.v[i];
     g->capacity = newest(d, g->total);
@@ -419,13 +444,17 @@ static int add_intervals(struct doc *d, const struct ser *steps, const struct se
 }
 
 
-/* Grid of the job's range for the series: at most GP_JOBDOC_MAX_POINTS. */
-static int grid(const struct doc *d, struct gp_eval_range *r)
+/* The step of the series' grid over the job's range: at most
+ * GP_JOBDOC_MAX_POINTS. */
+static int64_t grid_step(const struct doc *d)
 {
     int64_t span = d->t1 - d->t0, step = (span + GP_JOBDOC_MAX_POINTS - 2) / (GP_JOBDOC_MAX_POINTS - 1);
-    if (step < 1000)
-        step = 1000;
-    return gp_eval_range_init(r, d->t0, d->t1, step, NULL, 0);
+    return step < 1000 ? 1000 : step;
+}
+
+static int grid(const struct doc *d, struct gp_eval_range *r)
+{
+    return gp_eval_range_init(r, d->t0, d->t1, grid_step(d), NULL, 0);
 }
 
 /* Sum over series xs of their grid values (MEAN or MAX windows): val/has. */
@@ -664,10 +693,17 @@ static double counter_delta(const struct ser *x, int64_t t0, int64_t t1)
     return b >= a ? b - a : b;
 }
 
+/* Start order; processes that start together by their labels, so the
+ * order does not hang on the backend's series ids. */
 static int gproc_cmp(const void *pa, const void *pb)
 {
     const struct gproc *a = pa, *b = pb;
-    return a->first < b->first ? -1 : a->first > b->first;
+    if (a->first != b->first)
+        return a->first < b->first ? -1 : 1;
+    const struct gp_store_series *x = a->steps, *y = b->steps;
+    size_t n = x->labels_len < y->labels_len ? x->labels_len : y->labels_len;
+    int c = n ? memcmp(x->labels, y->labels, n) : 0;
+    return c ? c : (x->labels_len > y->labels_len) - (x->labels_len < y->labels_len);
 }
 
 /* One reporting process's goodput: its counters' increases between
@@ -807,6 +843,39 @@ static int gather_goodput(struct doc *d, const struct gp_store_series **steps, s
     return GP_OK;
 }
 
+/* Files a GPU family's series s under its GPU (the newest of a name
+ * wins). GP_OK, or GP_ENOMEM for a new GPU. */
+static int add_gpu_series(struct doc *d, const struct gp_store_series *s)
+{
+    struct gpu *g = gpu_of(d, s);
+    if (!g)
+        return lab(s, "gpu").len ? GP_ENOMEM : GP_OK;
+    struct gp_str u = lab(s, "UUID"), mdl = lab(s, "modelName");
+    if (u.len)
+        g->uuid = u;
+    if (mdl.len)
+        g->model = mdl;
+    if (!g->rank.len)
+        g->rank = lab(s, "rank");
+    const struct gp_store_series **slot =
+        name_is(s, "DCGM_FI_PROF_SM_ACTIVE")             ? &g->sm
+        : name_is(s, "DCGM_FI_DEV_GPU_UTIL")             ? &g->util
+        : name_is(s, "DCGM_FI_DEV_FB_USED")              ? &g->fb_used
+        : name_is(s, "DCGM_FI_DEV_FB_FREE")              ? &g->fb_free
+        : name_is(s, "DCGM_FI_DEV_FB_RESERVED")          ? &g->fb_res
+        : name_is(s, "gpulse_gpu_memory_used_bytes")     ? &g->used
+        : name_is(s, "gpulse_gpu_memory_total_bytes")    ? &g->total
+                                                         : NULL;
+    if (slot && (!*slot || s->last_ms > (*slot)->last_ms))
+        *slot = s;
+    return GP_OK;
+}
+
+/* gather's answer when the cluster's aggregates cannot give a figure:
+ * a GPU without activity samples counts its GPU-seconds from its memory
+ * samples' gaps. doc_gather reads the job raw then. */
+#define NEED_RAW 1
+
 /* Reads the job's series and works out every figure into d (the job
  * model's, and the cost and host totals around them). GP_OK, GP_ENOMEM or
  * the store's error; d's arrays are freed by doc_free either way. */
@@ -838,33 +907,14 @@ static int gather(struct doc *d)
         !d->cpu ||
         !d->rss || !d->loss)
         goto out;
+    for (size_t i = 0; i < d->agg.n; i++)
+        if (add_gpu_series(d, &d->agg.a[i].s))
+            goto out;
     for (size_t i = 0; i < d->sel.n; i++) {
         const struct gp_store_series *s = &d->sel.series[i];
         if (name_prefix(s, "DCGM_FI_") || name_prefix(s, "gpulse_gpu_")) {
-            struct gpu *g = gpu_of(d, s);
-            if (!g) {
-                if (lab(s, "gpu").len)
-                    goto out;
-                continue;
-            }
-            struct gp_str u = lab(s, "UUID"), mdl = lab(s, "modelName");
-            if (u.len)
-                g->uuid = u;
-            if (mdl.len)
-                g->model = mdl;
-            if (!g->rank.len)
-                g->rank = lab(s, "rank");
-            const struct gp_store_series **slot =
-                name_is(s, "DCGM_FI_PROF_SM_ACTIVE")             ? &g->sm
-                : name_is(s, "DCGM_FI_DEV_GPU_UTIL")             ? &g->util
-                : name_is(s, "DCGM_FI_DEV_FB_USED")              ? &g->fb_used
-                : name_is(s, "DCGM_FI_DEV_FB_FREE")              ? &g->fb_free
-                : name_is(s, "DCGM_FI_DEV_FB_RESERVED")          ? &g->fb_res
-                : name_is(s, "gpulse_gpu_memory_used_bytes")     ? &g->used
-                : name_is(s, "gpulse_gpu_memory_total_bytes")    ? &g->total
-                                                                 : NULL;
-            if (slot && (!*slot || s->last_ms > (*slot)->last_ms))
-                *slot = s;
+            if (add_gpu_series(d, s))
+                goto out;
         } else if (name_is(s, "gpulse_job_cpu_seconds_total")) {
             if ((rc = ser_read(d->st, s, d->t0, d->t1, &d->cpu[d->ncpu++])))
                 goto out;
@@ -905,6 +955,10 @@ static int gather(struct doc *d)
         const struct gpu *g = &d->g[i];
         mg[i] = (struct gp_jobmodel_gpu){g->seconds, g->act_sum, g->act_w, g->peak, g->capacity,
                                          price_of(d, g), g->idle_s, g->unused_s};
+        if (d->agg.n && !g->act.n && (g->used || g->fb_used)) {
+            rc = NEED_RAW;
+            goto out;
+        }
     }
     struct gp_jobmodel_gpu_figures gf;
     /* the agent said how many GPUs the job held (gpulse_job_gpus) */
@@ -1390,12 +1444,14 @@ static void doc_free(struct doc *d)
     free(d->rk);
     free(d->gpr);
     gp_storage_selection_free(&d->sel);
+    gp_jobdoc_aggs_free(&d->agg);
 }
 
 /* Selects the job's series and gathers its figures into d (doc_free it
- * either way). GP_OK or an error with detail. */
-static int doc_gather(struct doc *d, struct gp_storage *st, const struct gp_jobdoc_in *in, char *err,
-                      size_t errlen)
+ * either way). raw: every series' raw samples, even where the cluster
+ * would aggregate. GP_OK or an error with detail. */
+static int doc_gather(struct doc *d, struct gp_storage *st, const struct gp_jobdoc_in *in, int raw,
+                      char *err, size_t errlen)
 {
     memset(d, 0, sizeof *d);
     d->st = st;
@@ -1408,15 +1464,31 @@ static int doc_gather(struct doc *d, struct gp_storage *st, const struct gp_jobd
         return gp_seterr(err, errlen, GP_ENOMEM, "out of memory building the job document");
     gp_jobmodel_steps_init(d->steps);
     gp_jobmodel_gpus_init(&d->act);
-    struct gp_matcher m;
-    int rc = gp_matcher_init(&m, GP_MATCH_EQ, "job", in->id, err, errlen);
+    struct gp_matcher m[2];
+    int rc = gp_matcher_init(&m[0], GP_MATCH_EQ, "job", in->id, err, errlen);
     if (rc)
         return rc;
-    rc = gp_storage_select(st, &m, 1, d->t0, d->tc, &d->sel);
-    gp_matcher_free(&m);
+    /* Raw samples the cluster would move (gp_storage_pushdown): only the
+     * families that need them, the GPU memory as aggregates. */
+    size_t nm = 1;
+    if (!raw && gp_storage_pushdown(st, m, 1, d->t0) &&
+        !(rc = gp_matcher_init(&m[1], GP_MATCH_RE, "__name__", GP_JOBDOC_RAW_NAMES, err, errlen)))
+        nm = 2;
+    if (nm == 2 && (rc = gp_jobdoc_cluster_memory(st, in->id, d->t0, d->t1, in->series ? grid_step(d) : 0,
+                                                  &d->agg)))
+        rc = gp_seterr(err, errlen, rc, "asking the cluster for the job's GPU memory: %s",
+                       rc == GP_ENET ? gp_storage_last_error() : gp_strerror(rc));
+    if (!rc && (rc = gp_storage_select(st, m, nm, d->t0, d->tc, &d->sel)))
+        gp_seterr(err, errlen, rc, "selecting the job's series: %s", gp_strerror(rc));
+    for (size_t i = 0; i < nm; i++)
+        gp_matcher_free(&m[i]);
     if (rc)
-        return gp_seterr(err, errlen, rc, "selecting the job's series: %s", gp_strerror(rc));
+        return rc;
     rc = gather(d);
+    if (rc == NEED_RAW) {
+        doc_free(d);
+        return doc_gather(d, st, in, 1, err, errlen);
+    }
     if (rc == GP_ENOMEM)
         gp_seterr(err, errlen, rc, "out of memory building the job document");
     else if (rc)
@@ -1430,7 +1502,7 @@ int gp_jobdoc_write(struct gp_storage *st, const struct gp_jobdoc_in *in, struct
     struct doc d;
     size_t mark = out->len;
     int mark_err = out->err;
-    int rc = doc_gather(&d, st, in, err, errlen);
+    int rc = doc_gather(&d, st, in, 0, err, errlen);
     if (!rc && (rc = render(&d, out)))
         gp_seterr(err, errlen, rc, "out of memory building the job document");
     if (!rc && out->err)
@@ -1452,7 +1524,7 @@ int gp_jobdoc_figures(struct gp_storage *st, const struct gp_jobdoc_in *in,
                       struct gp_jobdoc_figures *out, char *err, size_t errlen)
 {
     struct doc d;
-    int rc = doc_gather(&d, st, in, err, errlen);
+    int rc = doc_gather(&d, st, in, 0, err, errlen);
     out->cost = rc ? NAN : d.gf.cost;
     gp_goodput_figures_init(&out->goodput);
     if (!rc && d.ngpr)

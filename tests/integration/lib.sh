@@ -100,6 +100,27 @@ stop_vm() {
     wait "$VM_PID" 2>/dev/null || true
 }
 
+# start_vm_now [FLAGS...]: start_vm, then again with -search.latencyOffset
+# 0s (and FLAGS), so that queries see fresh rows at once (the default
+# hides 30 s); sets VM (its query root) too.
+start_vm_now() {
+    start_vm
+    stop_vm
+    victoria-metrics -httpListenAddr "127.0.0.1:$VM_PORT" -storageDataPath "$TMP/vm" -loggerLevel ERROR \
+        -search.latencyOffset 0s "$@" >>"$TMP/vm.log" 2>&1 &
+    VM_PID=$!
+    PIDS+=("$VM_PID")
+    VM=http://127.0.0.1:$VM_PORT
+    wait_until 30 curl -sf "$VM/health" || fail "victoria-metrics did not restart"
+}
+
+# vm_ranges: how many /api/v1/query_range requests VictoriaMetrics ($VM)
+# has answered.
+vm_ranges() {
+    curl -sf "$VM/metrics" >"$TMP/vm.prom" &&
+        awk '$1 == "vm_http_requests_total{path=\"/api/v1/query_range\"}" {print $2; exit}' "$TMP/vm.prom"
+}
+
 # start_prom_receiver [NAME]: Debian's Prometheus as a remote-write
 # receiver only (no scrapes); sets PROM_PORT, PROM_PID and PROM_URL. A
 # NAME gives a second one its own files ($TMP/prom-NAME*).

@@ -15,13 +15,7 @@
 # MULTI_NAMES=0 runs the same servers without names (each sees only its
 # own window): the test must then fail.
 source "$(dirname "$0")/lib.sh"
-start_vm
-stop_vm # again, so that queries see fresh rows at once (the default hides 30 s)
-victoria-metrics -httpListenAddr "127.0.0.1:$VM_PORT" -storageDataPath "$TMP/vm" -loggerLevel ERROR \
-    -search.latencyOffset 0s -search.disableCache >>"$TMP/vm.log" 2>&1 &
-VM_PID=$!
-PIDS+=("$VM_PID")
-wait_until 30 curl -sf "http://127.0.0.1:$VM_PORT/health" || fail "victoria-metrics did not restart"
+start_vm_now -search.disableCache
 ARGS=(--storage remote --remote-write-url "$VM_URL" --remote-query-url "http://127.0.0.1:$VM_PORT"
     --eval-interval 1s --eval-step 1s --eval-window 60s --self-scrape-interval 0s --jobs-scan-interval 1s
     --detector-overrides "straggler.for=0s,memory_near_exhaustion.for=0s")

@@ -13,14 +13,7 @@
 # bytes (gpulse_storage_remote_answer_bytes_total) are a small part of
 # what the raw samples of that range weigh in JSON.
 source "$(dirname "$0")/lib.sh"
-start_vm
-stop_vm # again, so that queries see fresh rows at once (the default hides 30 s)
-victoria-metrics -httpListenAddr "127.0.0.1:$VM_PORT" -storageDataPath "$TMP/vm" -loggerLevel ERROR \
-    -search.latencyOffset 0s >>"$TMP/vm.log" 2>&1 &
-VM_PID=$!
-PIDS+=("$VM_PID")
-VM=http://127.0.0.1:$VM_PORT
-wait_until 30 curl -sf "$VM/health" || fail "victoria-metrics did not restart"
+start_vm_now
 
 NOW=$(($(date +%s) / 60 * 60))
 T0=$((NOW - 7200))
@@ -45,10 +38,6 @@ wait_until 30 imported || fail "victoria-metrics does not show the 16 imported s
 start_server --storage remote --remote-write-url "$VM_URL" --remote-query-url "$VM" \
     --self-scrape-interval 0s --remote-window 10m
 metric() { curl -sf "$SERVER_URL/metrics" >"$TMP/m.prom" && awk -v n="$1" '$1 == n {print $2; exit}' "$TMP/m.prom"; }
-vm_ranges() {
-    curl -sf "$VM/metrics" >"$TMP/vm.prom" &&
-        awk '$1 == "vm_http_requests_total{path=\"/api/v1/query_range\"}" {print $2; exit}' "$TMP/vm.prom"
-}
 B0=$(metric gpulse_storage_remote_answer_bytes_total)
 P0=$(metric gpulse_storage_remote_pushdowns_total)
 V0=$(vm_ranges)
