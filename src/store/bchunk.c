@@ -92,6 +92,33 @@ static int min_e(double v)
     return MAX_E + 1;
 }
 
+/* A float sum of decimals (a rollup's sum of a minute's samples) carries
+ * the rounding of each addition: 312.457 + ... lands a few ulps off the
+ * decimal it stands for, which then packs as no decimal at all. The
+ * nearest decimal of the fewest digits after the point (0..MAX_E) within
+ * max_ulps of v is what the exact sum was; v itself where there is none
+ * (not finite, zero, or too far from every such decimal). */
+double gp_st_decimal_snap(double v, unsigned max_ulps)
+{
+    if (!isfinite(v) || v == 0)
+        return v;
+    int64_t vb = (int64_t)gp_f64_bits(v);
+    for (int e = 0; e <= MAX_E; e++) {
+        double x = v * p10[e];
+        if (!(x > -EXACT_LIMIT && x < EXACT_LIMIT))
+            return v;
+        int64_t c = llround(x);
+        if (c == 0)
+            continue;
+        double back = (double)c / p10[e];
+        /* same sign (c != 0 keeps v's), so the bit patterns order as the values */
+        int64_t d = (int64_t)gp_f64_bits(back) - vb;
+        if (d >= -(int64_t)max_ulps && d <= (int64_t)max_ulps)
+            return back;
+    }
+    return v;
+}
+
 /* ---- bit writer over a gp_buf ---- */
 
 struct bw {

@@ -398,7 +398,7 @@ int gp_st_rollup_enc_add(struct gp_st_rollup_enc *e, const struct gp_rollup *r)
     e->t[e->n] = r->t;
     e->col[0][e->n] = r->min;
     e->col[1][e->n] = r->max;
-    e->col[2][e->n] = r->sum;
+    e->col[2][e->n] = gp_st_rollup_sum(r);
     e->col[3][e->n] = (double)r->count;
     e->n++;
     return GP_OK;
@@ -477,6 +477,16 @@ void gp_st_rollup_fold(struct gp_rollup *r, double v)
         r->min = v;
     if (r->max != r->max || v > r->max)
         r->max = v;
+}
+
+double gp_st_rollup_sum(const struct gp_rollup *r)
+{
+    /* The exact sum of the minute's decimals rather than the float sum's
+     * rounding noise: it packs as a decimal (a quarter of the series'
+     * sums fell back to Gorilla) and is the truer figure. A float sum of
+     * n terms of one sign is within about n/2 ulps of the exact one. */
+    unsigned ulps = r->count < 2 ? 2u : r->count > 4096 ? 4096u : (unsigned)r->count;
+    return gp_st_decimal_snap(r->sum, ulps);
 }
 
 int gp_st_samples_reserve(struct gp_samples *x, size_t extra)

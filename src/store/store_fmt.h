@@ -41,7 +41,9 @@
  *   of the window: uvarint n, then four length-prefixed block chunks
  *   (uvarint length, bytes) of n samples each, all at the minutes' start
  *   times: min, max, sum and count (as a double). Minima and maxima of
- *   decimal gauges pack as well as the samples do.
+ *   decimal gauges pack as well as the samples do; the sum is written as
+ *   the decimal it stands for (gp_st_decimal_snap within count ulps), so
+ *   it packs as well.
  *
  * All integers little-endian. Every parser bounds-checks before reading
  * and answers GP_EPARSE for anything malformed.
@@ -251,6 +253,10 @@ struct gp_st_bchunk_info {
 };
 int gp_st_bchunk_info(const uint8_t *p, size_t len, struct gp_st_bchunk_info *in);
 
+/* The decimal of the fewest digits after the point (at most 15) within
+ * max_ulps of v, or v where there is none (bchunk.c). */
+double gp_st_decimal_snap(double v, unsigned max_ulps);
+
 /* ---- rollup payloads ---- */
 
 struct gp_st_rollup_enc {
@@ -278,6 +284,10 @@ int gp_st_rollup_decode(const uint8_t *p, size_t n, int64_t mint, int64_t maxt,
 
 /* Folds one raw sample into a minute's rollup (r->count 0: empty). */
 void gp_st_rollup_fold(struct gp_rollup *r, double v);
+/* A folded minute's sum as it is stored and read, from rollup files and
+ * raw samples alike: the decimal the float sum stands for, within count
+ * ulps (gp_st_decimal_snap). */
+double gp_st_rollup_sum(const struct gp_rollup *r);
 
 /* Growth helpers for the public arrays (GP_OK or GP_ENOMEM). */
 int gp_st_samples_reserve(struct gp_samples *x, size_t extra);

@@ -505,15 +505,21 @@ static void brute_rollups(uint32_t k, int64_t t0, size_t n, const double *specia
         if (m + 59999 < from || m > to)
             continue;
         if (r.count && r.t != m) {
+            r.sum = gp_st_rollup_sum(&r);
             gp_st_rollups_push(out, &r);
             r.count = 0;
         }
         r.t = m;
         gp_st_rollup_fold(&r, special ? special[j] : tvalue(k, t));
     }
-    if (r.count)
+    if (r.count) {
+        r.sum = gp_st_rollup_sum(&r);
         gp_st_rollups_push(out, &r);
+    }
 }
+
+/* Power in W from integer mW, so each minute's exact sum is known. */
+static int64_t tmilliwatts(size_t j) { return 250000 + (int64_t)(j * 7919u % 450000u); }
 
 static void check_rollups_equal(const struct gp_rollups *a, const struct gp_rollups *b)
 {
@@ -546,6 +552,13 @@ static void test_rollups_match_brute_force(void)
     treq_build(&r, 100, 1, n, t0, 1000, sp);
     tappend(s, &r);
     treq_free(&r);
+    /* A series of decimals whose float sums are off the decimal sums. */
+    double *pw = malloc(n * sizeof *pw);
+    for (size_t j = 0; j < n; j++)
+        pw[j] = (double)tmilliwatts(j) / 1000;
+    treq_build(&r, 101, 1, n, t0, 1000, pw);
+    tappend(s, &r);
+    treq_free(&r);
     CHECK_INT(gp_store_maintain(s, 1), GP_OK);
     struct gp_store_stats st;
     gp_store_stats(s, &st);
@@ -571,8 +584,23 @@ static void test_rollups_match_brute_force(void)
         check_rollups_equal(&got, &want);
         gp_rollups_free(&got);
         gp_rollups_free(&want);
+        /* From blocks and head alike, a minute's sum is the exact decimal
+         * sum (gp_st_rollup_sum), not the float sum's rounding. */
+        CHECK_INT(gp_store_read_rollups(s, tid(s, 101), ranges[q][0], ranges[q][1], &got), GP_OK);
+        brute_rollups(101, t0, n, pw, ranges[q][0], ranges[q][1], &want);
+        check_rollups_equal(&got, &want);
+        for (size_t i = 0; i < got.n; i++) {
+            int64_t mw = 0;
+            for (size_t j = 0; j < n; j++)
+                if (gp_st_floor(t0 + (int64_t)j * 1000, 60000) == got.r[i].t)
+                    mw += tmilliwatts(j);
+            CHECK_INT(gp_f64_bits(got.r[i].sum), gp_f64_bits((double)mw / 1000));
+        }
+        gp_rollups_free(&got);
+        gp_rollups_free(&want);
     }
     free(sp);
+    free(pw);
     gp_store_close(s);
 }
 

@@ -7,11 +7,14 @@
 #include "lib/buf.h"
 #include "lib/crc32c.h"
 #include "lib/err.h"
+#include "lib/varint.h"
 #include "store/segment.h"
 #include "store/store_fmt.h"
 #include "test.h"
+#include "test_rng.h"
 
 #include <fcntl.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -167,6 +170,99 @@ static void test_rollup_payload_round_trip(void)
     gp_rollups_free(&r);
     gp_buf_free(&out);
     gp_st_rollup_enc_free(&e);
+}
+
+/* What the payload's four chunks (min, max, sum, count) hold. */
+static void rollup_columns(const struct gp_buf *out, struct gp_st_bchunk_info in[4])
+{
+    const uint8_t *p = (const uint8_t *)out->data, *end = p + out->len;
+    uint64_t n, len;
+    CHECK(gp_uvarint_get(&p, end, &n) == 0);
+    for (int i = 0; i < 4; i++) {
+        CHECK(gp_uvarint_get(&p, end, &len) == 0 && len <= (uint64_t)(end - p));
+        CHECK_INT(gp_st_bchunk_info(p, (size_t)len, &in[i]), GP_OK);
+        p += len;
+    }
+    CHECK(p == end);
+}
+
+/* A minute's sum of 1 s power readings in mW as W (312.457): the float
+ * sum lands a few ulps off the decimal it stands for, which packed as no
+ * decimal (the sum column fell back to Gorilla). Written, it is the
+ * exact decimal sum, bit for bit what the integers in mW give, and the
+ * column packs. */
+static void test_rollup_sum_decimal(void)
+{
+    struct gp_test_rng rng = {19};
+    struct gp_st_rollup_enc e;
+    gp_st_rollup_enc_init(&e);
+    enum { MINUTES = 120 };
+    double exact[MINUTES];
+    int off = 0;
+    for (int i = 0; i < MINUTES; i++) {
+        struct gp_rollup r = {.t = 1700000040000LL + i * 60000LL};
+        int64_t mw = 0;
+        for (int k = 0; k < 60; k++) {
+            int64_t x = gp_test_rnd_in(&rng, 250000, 700000);
+            gp_st_rollup_fold(&r, (double)x / 1000);
+            mw += x;
+        }
+        exact[i] = (double)mw / 1000;
+        off += gp_f64_bits(r.sum) != gp_f64_bits(exact[i]);
+        CHECK_INT(gp_st_rollup_enc_add(&e, &r), GP_OK);
+    }
+    CHECK(off > MINUTES / 4); /* the float sums are off: what this test is about */
+    struct gp_buf out;
+    gp_buf_init(&out, 0);
+    CHECK_INT(gp_st_rollup_enc_finish(&e, &out), GP_OK);
+    struct gp_st_bchunk_info col[4];
+    rollup_columns(&out, col);
+    CHECK_INT(col[2].enc, 1);
+    CHECK_INT(col[2].e, 3);
+    CHECK_INT(col[2].nexc, 0);
+    printf("rollups: %zu bytes for %d minutes of mW readings, sum %zu bytes\n", out.len, MINUTES,
+           (size_t)(col[2].head_bytes + (col[2].time_bits + col[2].value_bits + 7) / 8));
+    struct gp_rollups got = {0};
+    CHECK_INT(gp_st_rollup_decode((const uint8_t *)out.data, out.len, INT64_MIN, INT64_MAX, &got),
+              GP_OK);
+    CHECK_INT(got.n, MINUTES);
+    for (int i = 0; i < MINUTES; i++)
+        CHECK_INT(gp_f64_bits(got.r[i].sum), gp_f64_bits(exact[i]));
+    gp_rollups_free(&got);
+    gp_buf_free(&out);
+    gp_st_rollup_enc_free(&e);
+}
+
+/* What the snap moves and what it leaves: never more than max_ulps. */
+static void test_decimal_snap(void)
+{
+    double naive = 0.1 + 0.2;
+    CHECK(naive != 0.3);
+    CHECK_INT(gp_f64_bits(gp_st_decimal_snap(naive, 2)), gp_f64_bits(0.3));
+    CHECK_INT(gp_f64_bits(gp_st_decimal_snap(-naive, 2)), gp_f64_bits(-0.3));
+    CHECK_INT(gp_f64_bits(gp_st_decimal_snap(naive, 0)), gp_f64_bits(naive));
+    /* decimals stay as they are, the coarsest digits first */
+    CHECK_INT(gp_f64_bits(gp_st_decimal_snap(18747.123, 60)), gp_f64_bits(18747.123));
+    CHECK_INT(gp_f64_bits(gp_st_decimal_snap(5e20, 60)), gp_f64_bits(5e20));
+    /* no decimal of 15 digits near: unchanged */
+    double third = 1.0 / 3 * 1e-3;
+    CHECK_INT(gp_f64_bits(gp_st_decimal_snap(third, 4)), gp_f64_bits(third));
+    double specials[] = {0.0, -0.0, INFINITY, -INFINITY, NAN, gp_bits_f64(GP_STALE_NAN_BITS),
+                         4.9e-324, 1e300};
+    for (size_t i = 0; i < sizeof specials / sizeof specials[0]; i++)
+        CHECK_INT(gp_f64_bits(gp_st_decimal_snap(specials[i], 64)), gp_f64_bits(specials[i]));
+    /* random doubles: moved by at most max_ulps, to a value of the same sign */
+    struct gp_test_rng rng = {7};
+    for (int i = 0; i < 100000; i++) {
+        double v = ldexp((double)(gp_test_rnd(&rng) >> 11), (int)gp_test_rnd_in(&rng, -80, 20));
+        if (i & 1)
+            v = -v;
+        unsigned k = (unsigned)gp_test_rnd_in(&rng, 0, 64);
+        double s = gp_st_decimal_snap(v, k);
+        int64_t d = (int64_t)gp_f64_bits(s) - (int64_t)gp_f64_bits(v);
+        CHECK(d >= -(int64_t)k && d <= (int64_t)k);
+        CHECK((s < 0) == (v < 0));
+    }
 }
 
 static void test_rollup_fold(void)
@@ -717,6 +813,8 @@ const struct gp_test gp_tests_store_fmt[] = {
     {"block_damage_rejected", test_block_damage_rejected},
     {"rollup_payload_round_trip", test_rollup_payload_round_trip},
     {"rollup_fold", test_rollup_fold},
+    {"rollup_sum_decimal", test_rollup_sum_decimal},
+    {"decimal_snap", test_decimal_snap},
     {"chunk_record", test_chunk_record},
     {"chunk_record_packed", test_chunk_record_packed},
     {"snapshot_parse", test_snapshot_parse},
