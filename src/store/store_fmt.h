@@ -26,9 +26,11 @@
  *     header  32 bytes: "GPSTORE1", u32 version, u32 kind, i64 mint, i64 maxt
  *     payloads back to back, and (blocks of version 2) before the first
  *     chunk that names it, each time record (see "shared times" below)
- *     index   n entries of 40 bytes, sorted by (id, t_first):
- *             u32 id, u32 CRC-32C of the payload, u64 offset, u32 length,
- *             u32 count, i64 t_first, i64 t_last
+ *     index   n entries, sorted by (id, t_first); version 3, 28 bytes:
+ *             u32 id, u32 CRC-32C of the payload, u48 offset, u32 length,
+ *             u16 count, u32 t_first - mint, u32 t_last - mint;
+ *             versions 1 and 2, 40 bytes: u32 id, u32 CRC, u64 offset,
+ *             u32 length, u32 count, i64 t_first, i64 t_last
  *     footer  24 bytes: u64 index offset, u32 n, u32 CRC-32C over header
  *             and index, "GPSTEND1"
  *   A block's payload is one block chunk (count = samples, up to 65535):
@@ -59,9 +61,12 @@
 #include <stdint.h>
 
 #define GP_ST_FORMAT_VERSION 1u
-/* Block and rollup files: 2 may hold time records and chunks of
- * encoding 2 (shared times, 2026-11-27); 1 does not. Both read. */
-#define GP_ST_BLOCK_VERSION 2u
+/* Block and rollup files (layouts: the top of this file): 2 may hold
+ * time records and chunks of encoding 2 (shared times, 2026-11-27); 1
+ * does not; 3 is 2 with index entries of 28 bytes instead of 40 (a
+ * block's index was 4 % of it). All read; the writer writes 3 where the
+ * window is shorter than 2^32 ms (49 days), else 2. */
+#define GP_ST_BLOCK_VERSION 3u
 
 /* ---- chunk segment records ---- */
 
@@ -128,7 +133,8 @@ int gp_st_snap_parse(const uint8_t *buf, size_t len, struct gp_st_snap_header *h
 #define GP_ST_BF_BLOCK 1u
 #define GP_ST_BF_ROLLUP 2u
 #define GP_ST_BF_HEADER 32u
-#define GP_ST_BF_ENTRY 40u
+#define GP_ST_BF_ENTRY 40u  /* versions 1 and 2 */
+#define GP_ST_BF_ENTRY3 28u /* version 3 */
 #define GP_ST_BF_FOOTER 24u
 
 /* A parsed container over bytes the caller keeps (an mmap). */
@@ -139,6 +145,7 @@ struct gp_st_bfile {
     int64_t mint, maxt;
     const uint8_t *index;
     uint32_t n;
+    uint32_t version, esize; /* esize: bytes of an index entry */
 };
 
 struct gp_st_bentry {
@@ -169,6 +176,8 @@ struct gp_st_bwriter {
     size_t n, cap;
     uint32_t last_id;
     int64_t last_t;
+    int64_t mint, maxt;
+    uint32_t esize;
     int err;
     int errnum; /* errno of a failed write or sync, for the log */
 };
@@ -176,10 +185,16 @@ struct gp_st_bwriter {
 /* Creates path (truncating) and writes the header. GP_OK or GP_EIO. */
 int gp_st_bwriter_open(struct gp_st_bwriter *w, const char *path, uint32_t kind, int64_t mint,
                        int64_t maxt);
+/* The same in a chosen version (2 or 3; GP_EUSAGE for another, or for 3
+ * where the window is 2^32 ms or longer): open picks it, and tests write
+ * the files of older versions with it. */
+int gp_st_bwriter_open_version(struct gp_st_bwriter *w, const char *path, uint32_t kind,
+                               int64_t mint, int64_t maxt, uint32_t version);
 /* Writes bytes that no index entry names (a time record) between the
  * payloads; *off: where they start in the file. GP_OK or GP_EIO. */
 int gp_st_bwriter_raw(struct gp_st_bwriter *w, const void *p, size_t len, uint64_t *off);
-/* Appends one payload. GP_OK, GP_EUSAGE (out of order), GP_ENOMEM, GP_EIO. */
+/* Appends one payload. GP_OK, GP_EUSAGE (out of order, times outside
+ * the window, or a count over 65535 in version 3), GP_ENOMEM, GP_EIO. */
 int gp_st_bwriter_add(struct gp_st_bwriter *w, uint32_t id, uint32_t count, int64_t t_first,
                       int64_t t_last, const void *payload, size_t len);
 /* Writes index and footer, fsyncs and closes. GP_OK or GP_EIO. *size: the file's bytes. */

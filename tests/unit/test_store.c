@@ -435,7 +435,7 @@ static void test_version_1_block_reads(void)
     CHECK_INT(gp_st_bfile_parse(f, fsize, &bf, err, sizeof err), GP_OK);
     CHECK_INT(bf.n, 6); /* 3 series x 2 pieces of 15 minutes */
     struct gp_st_bwriter bw;
-    CHECK_INT(gp_st_bwriter_open(&bw, tmp, GP_ST_BF_BLOCK, bf.mint, bf.maxt), GP_OK);
+    CHECK_INT(gp_st_bwriter_open_version(&bw, tmp, GP_ST_BF_BLOCK, bf.mint, bf.maxt, 2), GP_OK);
     struct gp_st_bchunk_scratch sc = {0};
     struct gp_buf b;
     gp_buf_init(&b, 0);
@@ -475,6 +475,74 @@ static void test_version_1_block_reads(void)
     close(fd);
     free(g);
     CHECK(rename(tmp, path) == 0);
+    s = topen(dir, &o);
+    for (uint32_t k = 0; k < 3; k++) {
+        struct gp_samples x = {0};
+        CHECK_INT(gp_store_read(s, tid(s, k), INT64_MIN, INT64_MAX, &x), GP_OK);
+        CHECK_INT(x.n, 1500);
+        CHECK_INT(x.damaged, 0);
+        for (size_t i = 0; i < x.n; i++) {
+            CHECK_INT(x.t[i], t0 + (int64_t)i * 1000);
+            CHECK_DBL(x.v[i], tvalue(k, x.t[i]), 0);
+        }
+        gp_samples_free(&x);
+    }
+    uint64_t chunks, damaged;
+    gp_store_check_blocks(s, &chunks, &damaged);
+    CHECK_INT(chunks, 6);
+    CHECK_INT(damaged, 0);
+    gp_store_close(s);
+}
+
+/* A store whose block has the index entries of format version 2 (40
+ * bytes, as gpulse wrote before version 3) reads the same: the block
+ * this store compacted, its payloads and time records kept at their
+ * offsets, its index written again in the older layout. */
+static void test_version_2_block_reads(void)
+{
+    const char *dir = gp_test_tmpdir();
+    struct gp_store_options o = {.block_ms = 3600000, .no_background = 1, .no_sync = 1};
+    struct gp_store *s = topen(dir, &o);
+    int64_t w = gp_st_floor(tnow_ms(), 3600000) - 3 * 3600000, t0 = w + 1000;
+    tfill(s, 3, 1500, t0, 300);
+    CHECK_INT(gp_store_maintain(s, 1), GP_OK);
+    gp_store_close(s);
+    char path[1024];
+    size_t fsize;
+    uint8_t *f = tblock_read(dir, path, sizeof path, &fsize);
+    struct gp_st_bfile bf;
+    char err[200];
+    CHECK_INT(gp_st_bfile_parse(f, fsize, &bf, err, sizeof err), GP_OK);
+    CHECK_INT(bf.version, 3);
+    uint64_t ioff = gp_get_le64(f + fsize - GP_ST_BF_FOOTER);
+    size_t size = (size_t)ioff + bf.n * GP_ST_BF_ENTRY + GP_ST_BF_FOOTER;
+    uint8_t *g = malloc(size);
+    CHECK(g);
+    memcpy(g, f, (size_t)ioff);
+    gp_put_le32(g + 8, 2);
+    for (uint32_t i = 0; i < bf.n; i++) {
+        struct gp_st_bentry e;
+        gp_st_bfile_entry(&bf, i, &e);
+        uint8_t *x = g + ioff + (size_t)i * GP_ST_BF_ENTRY;
+        gp_put_le32(x, e.id);
+        gp_put_le32(x + 4, e.crc);
+        gp_put_le64(x + 8, e.off);
+        gp_put_le32(x + 16, e.len);
+        gp_put_le32(x + 20, e.count);
+        gp_put_le64(x + 24, (uint64_t)e.t_first);
+        gp_put_le64(x + 32, (uint64_t)e.t_last);
+    }
+    uint8_t *ft = g + size - GP_ST_BF_FOOTER;
+    memcpy(ft, f + fsize - GP_ST_BF_FOOTER, GP_ST_BF_FOOTER);
+    uint32_t crc = gp_crc32c(gp_crc32c(0, g, GP_ST_BF_HEADER), g + ioff, bf.n * GP_ST_BF_ENTRY);
+    gp_put_le32(ft + 12, crc);
+    CHECK_INT(gp_st_bfile_parse(g, size, &bf, err, sizeof err), GP_OK);
+    CHECK_INT(bf.version, 2);
+    int fd = open(path, O_WRONLY | O_TRUNC);
+    CHECK(fd >= 0 && write(fd, g, size) == (ssize_t)size);
+    close(fd);
+    free(f);
+    free(g);
     s = topen(dir, &o);
     for (uint32_t k = 0; k < 3; k++) {
         struct gp_samples x = {0};
@@ -1049,6 +1117,7 @@ const struct gp_test gp_tests_store[] = {
     {"compaction_cuts_pieces", test_compaction_cuts_pieces},
     {"overlapping_blocks_read_in_order", test_overlapping_blocks_read_in_order},
     {"version_1_block_reads", test_version_1_block_reads},
+    {"version_2_block_reads", test_version_2_block_reads},
     {"special_values_round_trip", test_special_values_round_trip},
     {"ordering_rules_counted", test_ordering_rules_counted},
     {"retried_request_is_duplicate", test_retried_request_is_duplicate},

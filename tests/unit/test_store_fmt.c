@@ -35,13 +35,17 @@ static uint8_t *slurp(const char *path, size_t *len)
     return p;
 }
 
-/* A block of 3 series (series 2 with two chunks) written and read back. */
-static uint8_t *make_block(size_t *len)
+/* A block of 3 series (series 2 with two chunks) written and read back,
+ * in the given container version (0: the writer's choice). */
+static uint8_t *make_block_v(size_t *len, uint32_t version)
 {
     char path[1024];
     snprintf(path, sizeof path, "%s/b.blk", gp_test_tmpdir());
     struct gp_st_bwriter w;
-    CHECK_INT(gp_st_bwriter_open(&w, path, GP_ST_BF_BLOCK, 0, 599999), GP_OK);
+    if (version)
+        CHECK_INT(gp_st_bwriter_open_version(&w, path, GP_ST_BF_BLOCK, 0, 599999, version), GP_OK);
+    else
+        CHECK_INT(gp_st_bwriter_open(&w, path, GP_ST_BF_BLOCK, 0, 599999), GP_OK);
     for (uint32_t id = 1; id <= 3; id++) {
         for (int part = 0; part < (id == 2 ? 2 : 1); part++) {
             struct gp_chunk c;
@@ -64,13 +68,16 @@ static uint8_t *make_block(size_t *len)
     return p;
 }
 
-static void test_block_round_trip(void)
+static void block_round_trip(uint32_t version)
 {
     size_t len;
-    uint8_t *p = make_block(&len);
+    uint8_t *p = make_block_v(&len, version);
     struct gp_st_bfile bf;
     char err[200];
     CHECK_INT(gp_st_bfile_parse(p, len, &bf, err, sizeof err), GP_OK);
+    CHECK_INT(bf.version, version ? version : GP_ST_BLOCK_VERSION);
+    CHECK_INT(bf.esize, bf.version >= 3 ? GP_ST_BF_ENTRY3 : GP_ST_BF_ENTRY);
+    CHECK_INT(len, gp_get_le64(p + len - GP_ST_BF_FOOTER) + 4 * bf.esize + GP_ST_BF_FOOTER);
     CHECK_INT(bf.n, 4);
     CHECK_INT(bf.kind, GP_ST_BF_BLOCK);
     CHECK_INT(bf.maxt, 599999);
@@ -91,23 +98,46 @@ static void test_block_round_trip(void)
     CHECK_INT(gp_chunk_iter_next(&it, &t, &v), 1);
     CHECK_INT(t, 300000);
     CHECK_DBL(v, 20, 0);
+    /* Every entry as written: payloads back to back. */
+    uint64_t off = GP_ST_BF_HEADER;
+    for (uint32_t i = 0; i < 4; i++) {
+        gp_st_bfile_entry(&bf, i, &e);
+        CHECK_INT(e.id, i < 2 ? i + 1 : i);
+        CHECK_INT(e.t_first, i == 2 ? 300000 : 0);
+        CHECK_INT(e.t_last, e.t_first + 99000);
+        CHECK_INT(e.count, 100);
+        CHECK_INT(e.off, off);
+        CHECK_INT(gp_st_bfile_payload(&bf, &e, &pl), GP_OK);
+        off += e.len;
+    }
+    CHECK_INT(off, gp_get_le64(p + len - GP_ST_BF_FOOTER));
     /* A flipped payload byte is caught by the entry's CRC. */
+    gp_st_bfile_entry(&bf, 2, &e);
     p[e.off + 3] ^= 1;
     CHECK_INT(gp_st_bfile_payload(&bf, &e, &pl), GP_EPARSE);
     free(p);
 }
 
-static void test_block_damage_rejected(void)
+/* Version 3 (28-byte index entries) as written now, and version 2 (40
+ * bytes) as older gpulse wrote, read alike. */
+static void test_block_round_trip(void)
+{
+    block_round_trip(0);
+    block_round_trip(3);
+    block_round_trip(2);
+}
+
+static void block_damage_rejected(uint32_t version)
 {
     size_t len;
-    uint8_t *p = make_block(&len);
+    uint8_t *p = make_block_v(&len, version);
     struct gp_st_bfile bf;
     char err[200];
     /* Every truncation. */
     for (size_t n = 0; n < len; n++)
         CHECK_INT(gp_st_bfile_parse(p, n, &bf, err, sizeof err), GP_EPARSE);
     /* Every flipped bit outside the payloads (header, index, footer). */
-    size_t ioff = len - GP_ST_BF_FOOTER - 4 * GP_ST_BF_ENTRY;
+    size_t ioff = len - GP_ST_BF_FOOTER - 4 * (version >= 3 ? GP_ST_BF_ENTRY3 : GP_ST_BF_ENTRY);
     for (size_t i = 0; i < len; i++) {
         if (i >= GP_ST_BF_HEADER && i < ioff)
             continue;
@@ -120,6 +150,63 @@ static void test_block_damage_rejected(void)
     CHECK_INT(gp_st_bfile_parse(p, len, &bf, err, sizeof err), GP_OK);
     free(p);
     CHECK_INT(gp_st_bfile_parse((const uint8_t *)"", 0, &bf, err, sizeof err), GP_EPARSE);
+}
+
+static void test_block_damage_rejected(void)
+{
+    block_damage_rejected(3);
+    block_damage_rejected(2);
+}
+
+/* What version 3's entries can and cannot hold: times as u32 offsets
+ * from mint (a window of 2^32 ms or more is written as version 2), at
+ * most 65535 samples a chunk, nothing outside the window. */
+static void test_block_v3_limits(void)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/l.blk", gp_test_tmpdir());
+    struct gp_st_bwriter w;
+    const uint8_t pl[3] = {1, 2, 3};
+    int64_t mint = -5000, maxt = mint + (int64_t)UINT32_MAX;
+    CHECK_INT(gp_st_bwriter_open_version(&w, path, GP_ST_BF_BLOCK, mint, maxt + 1, 3), GP_EUSAGE);
+    CHECK_INT(gp_st_bwriter_open_version(&w, path, GP_ST_BF_BLOCK, mint, maxt, 4), GP_EUSAGE);
+    CHECK_INT(gp_st_bwriter_open(&w, path, GP_ST_BF_BLOCK, mint, maxt), GP_OK);
+    CHECK_INT(gp_st_bwriter_add(&w, 1, 1, mint - 1, mint, pl, 3), GP_EUSAGE);
+    CHECK_INT(gp_st_bwriter_add(&w, 1, 1, maxt, maxt + 1, pl, 3), GP_EUSAGE);
+    CHECK_INT(gp_st_bwriter_add(&w, 1, 65536, mint, maxt, pl, 3), GP_EUSAGE);
+    CHECK_INT(gp_st_bwriter_add(&w, 1, 0, mint, maxt, pl, 3), GP_EUSAGE);
+    CHECK_INT(gp_st_bwriter_add(&w, 1, 65535, mint, mint, pl, 3), GP_OK);
+    CHECK_INT(gp_st_bwriter_add(&w, 2, 7, -1, maxt, pl, 3), GP_OK);
+    uint64_t size;
+    CHECK_INT(gp_st_bwriter_finish(&w, &size), GP_OK);
+    size_t len;
+    uint8_t *p = slurp(path, &len);
+    struct gp_st_bfile bf;
+    char err[200];
+    CHECK_INT(gp_st_bfile_parse(p, len, &bf, err, sizeof err), GP_OK);
+    CHECK_INT(bf.version, 3);
+    struct gp_st_bentry e;
+    gp_st_bfile_entry(&bf, 0, &e);
+    CHECK_INT(e.count, 65535);
+    CHECK_INT(e.t_first, mint);
+    CHECK_INT(e.t_last, mint);
+    gp_st_bfile_entry(&bf, 1, &e);
+    CHECK_INT(e.count, 7);
+    CHECK_INT(e.t_first, -1);
+    CHECK_INT(e.t_last, maxt);
+    free(p);
+    /* A wider window: version 2, the same entries. */
+    CHECK_INT(gp_st_bwriter_open(&w, path, GP_ST_BF_BLOCK, INT64_MIN, INT64_MAX), GP_OK);
+    CHECK_INT(gp_st_bwriter_add(&w, 1, 70000, INT64_MIN, INT64_MAX, pl, 3), GP_OK);
+    CHECK_INT(gp_st_bwriter_finish(&w, &size), GP_OK);
+    p = slurp(path, &len);
+    CHECK_INT(gp_st_bfile_parse(p, len, &bf, err, sizeof err), GP_OK);
+    CHECK_INT(bf.version, 2);
+    gp_st_bfile_entry(&bf, 0, &e);
+    CHECK_INT(e.count, 70000);
+    CHECK_INT(e.t_first, INT64_MIN);
+    CHECK_INT(e.t_last, INT64_MAX);
+    free(p);
 }
 
 static void test_rollup_payload_round_trip(void)
@@ -630,13 +717,15 @@ static void test_bchunk_shared_times(void)
 
 /* Block files of version 1 (before shared times) still parse; one of a
  * version this gpulse does not know is refused with its number. */
-static void test_block_versions(void)
+/* Each version's header over its layout: version 1 and 2 files share
+ * theirs, 3 has its own; another number is refused by name. */
+static void block_versions(uint32_t written)
 {
     size_t len;
-    uint8_t *p = make_block(&len);
+    uint8_t *p = make_block_v(&len, written);
     struct gp_st_bfile bf;
     char err[200];
-    CHECK_INT(gp_get_le32(p + 8), GP_ST_BLOCK_VERSION);
+    CHECK_INT(gp_get_le32(p + 8), written);
     for (uint32_t ver = 0; ver <= GP_ST_BLOCK_VERSION + 1; ver++) {
         gp_put_le32(p + 8, ver);
         /* the footer's CRC covers the header */
@@ -646,13 +735,19 @@ static void test_block_versions(void)
         gp_put_le32(p + len - GP_ST_BF_FOOTER + 12, crc);
         int rc = gp_st_bfile_parse(p, len, &bf, err, sizeof err);
         if (ver >= 1 && ver <= GP_ST_BLOCK_VERSION) {
-            CHECK_INT(rc, GP_OK);
+            CHECK_INT(rc, (ver >= 3) == (written >= 3) ? GP_OK : GP_EPARSE);
         } else {
             CHECK_INT(rc, GP_EPARSE);
             CHECK_CONTAINS(err, "format version");
         }
     }
     free(p);
+}
+
+static void test_block_versions(void)
+{
+    block_versions(2);
+    block_versions(3);
 }
 
 static void test_bchunk_round_trips(void)
@@ -811,6 +906,7 @@ static void test_floor(void)
 const struct gp_test gp_tests_store_fmt[] = {
     {"block_round_trip", test_block_round_trip},
     {"block_damage_rejected", test_block_damage_rejected},
+    {"block_v3_limits", test_block_v3_limits},
     {"rollup_payload_round_trip", test_rollup_payload_round_trip},
     {"rollup_fold", test_rollup_fold},
     {"rollup_sum_decimal", test_rollup_sum_decimal},
