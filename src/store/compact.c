@@ -369,7 +369,8 @@ static int flush_big(struct builder *b, uint32_t id)
     uint64_t toff;
     int rc = shared_times(b, &toff);
     if (rc == GP_OK)
-        rc = gp_st_bchunk_encode_shared(b->bt, b->bv, b->bn, toff, &b->sc, &b->payload);
+        rc = gp_st_bchunk_encode_block(b->bt, b->bv, b->bn, toff, b->bw.version, &b->sc,
+                                       &b->payload);
     if (rc == GP_OK)
         rc = gp_st_bwriter_add(&b->bw, id, (uint32_t)b->bn, b->bt[0], b->bt[b->bn - 1],
                                b->payload.data, b->payload.len);

@@ -290,6 +290,7 @@ int gp_st_bwriter_open_version(struct gp_st_bwriter *w, const char *path, uint32
     w->fd = -1;
     if ((version != 2 && version != 3) || (version == 3 && !fits_v3(mint, maxt)))
         return GP_EUSAGE;
+    w->version = version;
     w->esize = version == 3 ? GP_ST_BF_ENTRY3 : GP_ST_BF_ENTRY;
     w->mint = mint;
     w->maxt = maxt;

@@ -64,8 +64,9 @@
 /* Block and rollup files (layouts: the top of this file): 2 may hold
  * time records and chunks of encoding 2 (shared times, 2026-11-27); 1
  * does not; 3 is 2 with index entries of 28 bytes instead of 40 (a
- * block's index was 4 % of it). All read; the writer writes 3 where the
- * window is shorter than 2^32 ms (49 days), else 2. */
+ * block's index was 4 % of it) whose chunks may be of value mode 2 (a
+ * constant series: no value stream). All read; the writer writes 3
+ * where the window is shorter than 2^32 ms (49 days), else 2. */
 #define GP_ST_BLOCK_VERSION 3u
 
 /* ---- chunk segment records ---- */
@@ -177,7 +178,7 @@ struct gp_st_bwriter {
     uint32_t last_id;
     int64_t last_t;
     int64_t mint, maxt;
-    uint32_t esize;
+    uint32_t version, esize;
     int err;
     int errnum; /* errno of a failed write or sync, for the log */
 };
@@ -236,14 +237,17 @@ int gp_st_bchunk_decode_window(const uint8_t *p, size_t len, int64_t mint, int64
  * length, body: uvarint n, then the times as in a packed chunk. A chunk
  * of encoding 2 names the record's offset in the file instead of
  * holding the times. gp_st_btimes_encode appends a record of n (1..65535)
- * strictly increasing times to out; gp_st_bchunk_encode_shared appends
+ * strictly increasing times to out; gp_st_bchunk_encode_block appends
  * a chunk of encoding 2 whose times are the record at file offset toff
  * (or a Gorilla chunk, self-contained, where the values are not
- * decimals). Both: GP_OK, GP_EUSAGE, GP_ENOMEM or out->err. */
+ * decimals), as a block file of the given format version holds it: from
+ * version 3, a chunk whose decimals are all one has no value stream
+ * (value mode 2, bchunk.c), which older readers refuse. Both: GP_OK,
+ * GP_EUSAGE, GP_ENOMEM or out->err. */
 int gp_st_btimes_encode(const int64_t *t, size_t n, struct gp_st_bchunk_scratch *sc,
                         struct gp_buf *out);
-int gp_st_bchunk_encode_shared(const int64_t *t, const double *v, size_t n, uint64_t toff,
-                               struct gp_st_bchunk_scratch *sc, struct gp_buf *out);
+int gp_st_bchunk_encode_block(const int64_t *t, const double *v, size_t n, uint64_t toff,
+                              uint32_t version, struct gp_st_bchunk_scratch *sc, struct gp_buf *out);
 /* The decoders above for a chunk at p inside the parsed file bf, which
  * may be of encoding 2 (its time record found in bf, and its CRC
  * checked); full: decode all and check every end, as

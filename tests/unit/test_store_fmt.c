@@ -528,7 +528,8 @@ static void check_window(const uint8_t *p, size_t len, const int64_t *t, const d
 /* The shared-times form of n samples, as a block file holds it: a
  * header's room, the time record, then the chunk naming it (the offset
  * of the chunk in *at). Caller frees b. */
-static void shared_encode(const int64_t *t, const double *v, size_t n, struct gp_buf *b, size_t *at)
+static void shared_encode_v(const int64_t *t, const double *v, size_t n, uint32_t version,
+                            struct gp_buf *b, size_t *at)
 {
     struct gp_st_bchunk_scratch sc = {0};
     gp_buf_init(b, 0);
@@ -536,18 +537,23 @@ static void shared_encode(const int64_t *t, const double *v, size_t n, struct gp
     gp_buf_append(b, hdr, sizeof hdr);
     CHECK_INT(gp_st_btimes_encode(t, n, &sc, b), GP_OK);
     *at = b->len;
-    CHECK_INT(gp_st_bchunk_encode_shared(t, v, n, GP_ST_BF_HEADER, &sc, b), GP_OK);
+    CHECK_INT(gp_st_bchunk_encode_block(t, v, n, GP_ST_BF_HEADER, version, &sc, b), GP_OK);
     gp_st_bchunk_scratch_free(&sc);
+}
+
+static void shared_encode(const int64_t *t, const double *v, size_t n, struct gp_buf *b, size_t *at)
+{
+    shared_encode_v(t, v, n, 2, b, at);
 }
 
 /* The shared-times form decodes to the same samples, whole and by
  * windows, inside its file and nowhere else; every cut of the chunk or
  * of the time record is refused. */
-static void shared_round_trip(const int64_t *t, const double *v, size_t n)
+static void shared_round_trip_v(const int64_t *t, const double *v, size_t n, uint32_t version)
 {
     struct gp_buf b;
     size_t at;
-    shared_encode(t, v, n, &b, &at);
+    shared_encode_v(t, v, n, version, &b, &at);
     uint8_t *f = (uint8_t *)b.data;
     struct gp_st_bfile bf = {.data = f, .len = b.len};
     const uint8_t *p = f + at;
@@ -588,6 +594,86 @@ static void shared_round_trip(const int64_t *t, const double *v, size_t n)
     free(tt);
     free(vv);
     gp_buf_free(&b);
+}
+
+static void shared_round_trip(const int64_t *t, const double *v, size_t n)
+{
+    shared_round_trip_v(t, v, n, 2);
+    shared_round_trip_v(t, v, n, 3);
+}
+
+/* The value mode of the chunk at b + at. */
+static unsigned chunk_mode(const struct gp_buf *b, size_t at)
+{
+    struct gp_st_bchunk_info in;
+    CHECK_INT(gp_st_bchunk_info((const uint8_t *)b->data + at, b->len - at, &in), GP_OK);
+    return in.mode;
+}
+
+/* A series that holds still for a whole chunk (memory used, clocks, XID
+ * and error counters): in a version 3 block no value stream at all
+ * (mode 2), exceptions kept; version 2 blocks and self-contained chunks
+ * (head chunk files) keep the stream, and refuse mode 2. */
+static void test_bchunk_constant(void)
+{
+    enum { N = 900 };
+    int64_t t[N];
+    double v[N];
+    for (size_t i = 0; i < N; i++) {
+        t[i] = 1700000000000LL + (int64_t)i * 1000 + (int64_t)(i * 7 % 5);
+        v[i] = 81559.25;
+    }
+    struct gp_buf b2, b3;
+    size_t at2, at3;
+    shared_encode_v(t, v, N, 2, &b2, &at2);
+    shared_encode_v(t, v, N, 3, &b3, &at3);
+    CHECK_INT(chunk_mode(&b2, at2), 0);
+    CHECK_INT(chunk_mode(&b3, at3), 2);
+    printf("bchunk: constant, %d samples: %zu bytes in version 2, %zu in 3\n", N, b2.len - at2,
+           b3.len - at3);
+    CHECK(b3.len - at3 <= 10); /* encoding, n, offset, e | mode, m0, no exceptions */
+    CHECK(b2.len - at2 >= b3.len - at3 + 20);
+    gp_buf_free(&b2);
+    gp_buf_free(&b3);
+    for (size_t n = 1; n <= 3; n++)
+        shared_round_trip(t, v, n);
+    shared_round_trip(t, v, N);
+    /* exceptions repeat the constant's m and are kept */
+    v[0] = NAN;
+    v[17] = gp_bits_f64(GP_STALE_NAN_BITS);
+    v[N - 1] = -0.0;
+    shared_round_trip(t, v, N);
+    shared_encode_v(t, v, N, 3, &b3, &at3);
+    CHECK_INT(chunk_mode(&b3, at3), 2);
+    gp_buf_free(&b3);
+    /* one value off: a stream again */
+    v[0] = v[17] = v[N - 1] = 81559.25;
+    v[400] = 81559.5;
+    shared_encode_v(t, v, N, 3, &b3, &at3);
+    CHECK(chunk_mode(&b3, at3) != 2);
+    gp_buf_free(&b3);
+    shared_round_trip(t, v, N);
+    /* A self-contained chunk never takes mode 2, and a forged one is
+     * refused: encoding 1, then n, t0, t1 - t0, then e | mode << 4. */
+    v[400] = 81559.25;
+    struct gp_st_bchunk_scratch sc = {0};
+    struct gp_buf c;
+    gp_buf_init(&c, 0);
+    CHECK_INT(gp_st_bchunk_encode(t, v, N, &sc, &c), GP_OK);
+    CHECK_INT((uint8_t)c.data[0], 1);
+    CHECK_INT(chunk_mode(&c, 0), 0);
+    const uint8_t *q = (const uint8_t *)c.data + 1, *end = (const uint8_t *)c.data + c.len;
+    uint64_t u;
+    for (int k = 0; k < 3; k++)
+        CHECK(gp_uvarint_get(&q, end, &u) == 0);
+    uint8_t *mb = (uint8_t *)c.data + (q - (const uint8_t *)c.data);
+    CHECK_INT(*mb >> 4, 0);
+    *mb = (uint8_t)(*mb | 2 << 4);
+    int64_t tt[N];
+    double vv[N];
+    CHECK_INT(gp_st_bchunk_decode((const uint8_t *)c.data, c.len, tt, vv, N), GP_EPARSE);
+    gp_buf_free(&c);
+    gp_st_bchunk_scratch_free(&sc);
 }
 
 /* Encodes n samples, checks the size bound when given, decodes them back
@@ -659,7 +745,7 @@ static void test_bchunk_shared_times(void)
     /* A second series with the same times names the same record. */
     struct gp_st_bchunk_scratch sc = {0};
     size_t at2 = b.len;
-    CHECK_INT(gp_st_bchunk_encode_shared(t, w, N, GP_ST_BF_HEADER, &sc, &b), GP_OK);
+    CHECK_INT(gp_st_bchunk_encode_block(t, w, N, GP_ST_BF_HEADER, 2, &sc, &b), GP_OK);
     const uint8_t *f = (const uint8_t *)b.data;
     CHECK_INT(f[at], 2);
     CHECK_INT(f[at2], 2);
@@ -686,7 +772,7 @@ static void test_bchunk_shared_times(void)
         gp_buf_init(&c, 0);
         gp_buf_append(&c, f, at); /* header room and the record */
         size_t cat = c.len;
-        CHECK_INT(gp_st_bchunk_encode_shared(t, w, N, k == 3 ? at : bad[k], &sc, &c), GP_OK);
+        CHECK_INT(gp_st_bchunk_encode_block(t, w, N, k == 3 ? at : bad[k], 2, &sc, &c), GP_OK);
         struct gp_st_bfile cf = {.data = (const uint8_t *)c.data, .len = c.len};
         CHECK_INT(gp_st_bchunk_decode_in(&cf, cf.data + cat, c.len - cat, INT64_MIN, INT64_MAX, 1, tt, vv, N,
                                          &first),
@@ -701,14 +787,14 @@ static void test_bchunk_shared_times(void)
     gp_buf_append(&c, hdr, sizeof hdr);
     CHECK_INT(gp_st_btimes_encode(t, N - 1, &sc, &c), GP_OK);
     size_t cat = c.len;
-    CHECK_INT(gp_st_bchunk_encode_shared(t, w, N, GP_ST_BF_HEADER, &sc, &c), GP_OK);
+    CHECK_INT(gp_st_bchunk_encode_block(t, w, N, GP_ST_BF_HEADER, 2, &sc, &c), GP_OK);
     struct gp_st_bfile cf = {.data = (const uint8_t *)c.data, .len = c.len};
     CHECK_INT(gp_st_bchunk_decode_in(&cf, cf.data + cat, c.len - cat, INT64_MIN, INT64_MAX, 1, tt, vv, N, &first),
               GP_EPARSE);
     /* Times out of order are refused as by the self-contained encoder. */
     int64_t tb[2] = {5, 5};
     CHECK_INT(gp_st_btimes_encode(tb, 2, &sc, &c), GP_EUSAGE);
-    CHECK_INT(gp_st_bchunk_encode_shared(tb, w, 2, GP_ST_BF_HEADER, &sc, &c), GP_EUSAGE);
+    CHECK_INT(gp_st_bchunk_encode_block(tb, w, 2, GP_ST_BF_HEADER, 2, &sc, &c), GP_EUSAGE);
     gp_buf_free(&c);
     gp_buf_free(&self);
     gp_buf_free(&b);
@@ -917,6 +1003,7 @@ const struct gp_test gp_tests_store_fmt[] = {
     {"bchunk_round_trips", test_bchunk_round_trips},
     {"bchunk_frozen_layout", test_bchunk_frozen_layout},
     {"bchunk_shared_times", test_bchunk_shared_times},
+    {"bchunk_constant", test_bchunk_constant},
     {"block_versions", test_block_versions},
     {"floor", test_floor},
     {0},
