@@ -256,7 +256,7 @@ int gp_store_read_rollups(struct gp_store *s, uint32_t id, int64_t mint, int64_t
             const uint8_t *p;
             int k = gp_st_bfile_payload(&m->bf, &e, &p);
             if (k == GP_OK)
-                k = gp_st_rollup_decode(p, e.len, mint, maxt, out);
+                k = gp_st_rollup_decode(&m->bf, p, e.len, mint, maxt, out);
             if (k == GP_ENOMEM) {
                 rc = k;
                 goto out;

@@ -448,7 +448,8 @@ int gp_st_rollup_enc_add(struct gp_st_rollup_enc *e, const struct gp_rollup *r)
     return GP_OK;
 }
 
-int gp_st_rollup_enc_finish(struct gp_st_rollup_enc *e, struct gp_buf *out)
+int gp_st_rollup_enc_finish(struct gp_st_rollup_enc *e, uint64_t toff, uint32_t version,
+                            struct gp_buf *out)
 {
     if (e->n == 0)
         return GP_EUSAGE;
@@ -458,7 +459,10 @@ int gp_st_rollup_enc_finish(struct gp_st_rollup_enc *e, struct gp_buf *out)
     int rc = GP_OK;
     for (int i = 0; i < 4 && rc == GP_OK; i++) {
         gp_buf_reset(&tmp);
-        rc = gp_st_bchunk_encode(e->t, e->col[i], e->n, &e->sc, &tmp);
+        /* version 3: the minutes once, in the file's time record at toff */
+        rc = version >= 3 ? gp_st_bchunk_encode_block(e->t, e->col[i], e->n, toff, version, &e->sc,
+                                                      &tmp)
+                          : gp_st_bchunk_encode(e->t, e->col[i], e->n, &e->sc, &tmp);
         if (rc == GP_OK) {
             gp_buf_put_uvarint(out, tmp.len);
             gp_buf_append(out, tmp.data, tmp.len);
@@ -468,8 +472,8 @@ int gp_st_rollup_enc_finish(struct gp_st_rollup_enc *e, struct gp_buf *out)
     return rc != GP_OK ? rc : out->err;
 }
 
-int gp_st_rollup_decode(const uint8_t *p, size_t n, int64_t mint, int64_t maxt,
-                        struct gp_rollups *out)
+int gp_st_rollup_decode(const struct gp_st_bfile *bf, const uint8_t *p, size_t n, int64_t mint,
+                        int64_t maxt, struct gp_rollups *out)
 {
     const uint8_t *end = p + n;
     uint64_t cnt, len;
@@ -480,8 +484,10 @@ int gp_st_rollup_decode(const uint8_t *p, size_t n, int64_t mint, int64_t maxt,
     int rc = t && col ? GP_OK : GP_ENOMEM;
     for (int i = 0; i < 4 && rc == GP_OK; i++) {
         int64_t *ti = i == 0 ? t : t + cnt;
+        size_t first;
         if (gp_uvarint_get(&p, end, &len) < 0 || len > (uint64_t)(end - p) ||
-            gp_st_bchunk_decode(p, (size_t)len, ti, col + i * cnt, cnt) != (int)cnt ||
+            gp_st_bchunk_decode_in(bf, p, (size_t)len, INT64_MIN, INT64_MAX, 1, ti, col + i * cnt,
+                                   cnt, &first) != (int)cnt ||
             (i > 0 && memcmp(t, ti, cnt * sizeof *t) != 0))
             rc = GP_EPARSE;
         p += rc == GP_OK ? len : 0;

@@ -42,7 +42,10 @@
  *   the same times shares (version 1: in each chunk; both read). A rollup payload holds one series' minutes
  *   of the window: uvarint n, then four length-prefixed block chunks
  *   (uvarint length, bytes) of n samples each, all at the minutes' start
- *   times: min, max, sum and count (as a double). Minima and maxima of
+ *   times: min, max, sum and count (as a double); in a file of version
+ *   3 chunks of encoding 2 whose times are one time record of the file,
+ *   which every series with the same minutes shares (before: encoding 1,
+ *   the times in each of the four). Minima and maxima of
  *   decimal gauges pack as well as the samples do; the sum is written as
  *   the decimal it stands for (gp_st_decimal_snap within count ulps), so
  *   it packs as well.
@@ -65,8 +68,9 @@
  * time records and chunks of encoding 2 (shared times, 2026-11-27); 1
  * does not; 3 is 2 with index entries of 28 bytes instead of 40 (a
  * block's index was 4 % of it) whose chunks may be of value mode 2 (a
- * constant series: no value stream). All read; the writer writes 3
- * where the window is shorter than 2^32 ms (49 days), else 2. */
+ * constant series: no value stream), and whose rollup payloads name a
+ * time record of the file. All read; the writer writes 3 where the
+ * window is shorter than 2^32 ms (49 days), else 2. */
 #define GP_ST_BLOCK_VERSION 3u
 
 /* ---- chunk segment records ---- */
@@ -290,16 +294,21 @@ void gp_st_rollup_enc_free(struct gp_st_rollup_enc *e);
 /* Adds one minute (t a multiple of 60000, increasing). GP_OK, GP_ETOOBIG
  * (65535 minutes), GP_EUSAGE (not increasing) or GP_ENOMEM. */
 int gp_st_rollup_enc_add(struct gp_st_rollup_enc *e, const struct gp_rollup *r);
-/* Serializes into out (appended). GP_OK or out->err. */
-int gp_st_rollup_enc_finish(struct gp_st_rollup_enc *e, struct gp_buf *out);
+/* Serializes into out (appended), for a rollup file of the given
+ * version: from 3, the chunks name the time record of e's minutes at
+ * file offset toff (gp_st_btimes_encode), else they hold the times.
+ * GP_OK, GP_EUSAGE or out->err. */
+int gp_st_rollup_enc_finish(struct gp_st_rollup_enc *e, uint64_t toff, uint32_t version,
+                            struct gp_buf *out);
 
 /*
- * Decodes a rollup payload, appending the minutes that overlap [mint,
- * maxt] to out. GP_OK, GP_EPARSE or GP_ENOMEM (entries before the
- * problem are kept).
+ * Decodes a rollup payload at p inside the parsed file bf (NULL: a
+ * payload alone, whose chunks cannot name time records), appending the
+ * minutes that overlap [mint, maxt] to out. GP_OK, GP_EPARSE or
+ * GP_ENOMEM (entries before the problem are kept).
  */
-int gp_st_rollup_decode(const uint8_t *p, size_t n, int64_t mint, int64_t maxt,
-                        struct gp_rollups *out);
+int gp_st_rollup_decode(const struct gp_st_bfile *bf, const uint8_t *p, size_t n, int64_t mint,
+                        int64_t maxt, struct gp_rollups *out);
 
 /* Folds one raw sample into a minute's rollup (r->count 0: empty). */
 void gp_st_rollup_fold(struct gp_rollup *r, double v);

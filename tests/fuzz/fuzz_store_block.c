@@ -149,14 +149,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 bchunk(p, e.len);
             }
             else
-                gp_st_rollup_decode(p, e.len, INT64_MIN, INT64_MAX, &r);
+                gp_st_rollup_decode(&bf, p, e.len, INT64_MIN, INT64_MAX, &r);
         }
         if (gp_st_bfile_lower(&bf, UINT32_MAX) > bf.n)
             abort();
     }
     bchunk(data, size);
     r.n = 0;
-    int rc = gp_st_rollup_decode(data, size, INT64_MIN, INT64_MAX, &r);
+    int rc = gp_st_rollup_decode(NULL, data, size, INT64_MIN, INT64_MAX, &r);
     for (size_t i = 1; rc == GP_OK && i < r.n; i++)
         if (r.r[i].t <= r.r[i - 1].t || r.r[i].count == 0)
             abort();

@@ -494,10 +494,61 @@ static void test_version_1_block_reads(void)
     gp_store_close(s);
 }
 
+/* The store's rollup file (beside its one block at bpath) written again
+ * as format version 2 wrote it: each payload's columns with their own
+ * times, 40-byte index entries. */
+static void rollups_as_version_2(const char *bpath)
+{
+    char path[1100], tmp[1200];
+    const char *b = strstr(bpath, "/blocks/");
+    CHECK(b);
+    snprintf(path, sizeof path, "%.*s/rollups/%s", (int)(b - bpath), bpath, b + 8);
+    memcpy(path + strlen(path) - 4, ".rlp", 4);
+    snprintf(tmp, sizeof tmp, "%s.v2", path);
+    int fd = open(path, O_RDONLY);
+    struct stat st;
+    CHECK(fd >= 0 && fstat(fd, &st) == 0);
+    uint8_t *f = malloc((size_t)st.st_size);
+    CHECK(f && pread(fd, f, (size_t)st.st_size, 0) == st.st_size);
+    close(fd);
+    struct gp_st_bfile bf;
+    char err[200];
+    CHECK_INT(gp_st_bfile_parse(f, (size_t)st.st_size, &bf, err, sizeof err), GP_OK);
+    CHECK_INT(bf.version, 3);
+    struct gp_st_bwriter bw;
+    CHECK_INT(gp_st_bwriter_open_version(&bw, tmp, GP_ST_BF_ROLLUP, bf.mint, bf.maxt, 2), GP_OK);
+    struct gp_st_rollup_enc re;
+    gp_st_rollup_enc_init(&re);
+    struct gp_buf out;
+    gp_buf_init(&out, 0);
+    for (uint32_t i = 0; i < bf.n; i++) {
+        struct gp_st_bentry e;
+        const uint8_t *p;
+        gp_st_bfile_entry(&bf, i, &e);
+        CHECK_INT(gp_st_bfile_payload(&bf, &e, &p), GP_OK);
+        struct gp_rollups ru = {0};
+        CHECK_INT(gp_st_rollup_decode(&bf, p, e.len, INT64_MIN, INT64_MAX, &ru), GP_OK);
+        gp_st_rollup_enc_reset(&re);
+        for (size_t k = 0; k < ru.n; k++)
+            CHECK_INT(gp_st_rollup_enc_add(&re, &ru.r[k]), GP_OK);
+        gp_buf_reset(&out);
+        CHECK_INT(gp_st_rollup_enc_finish(&re, 0, 2, &out), GP_OK);
+        CHECK_INT(gp_st_bwriter_add(&bw, e.id, e.count, e.t_first, e.t_last, out.data, out.len), GP_OK);
+        gp_rollups_free(&ru);
+    }
+    uint64_t size;
+    CHECK_INT(gp_st_bwriter_finish(&bw, &size), GP_OK);
+    CHECK(rename(tmp, path) == 0);
+    gp_buf_free(&out);
+    gp_st_rollup_enc_free(&re);
+    free(f);
+}
+
 /* A store whose block has the index entries of format version 2 (40
  * bytes, as gpulse wrote before version 3) reads the same: the block
  * this store compacted, its payloads and time records kept at their
- * offsets, its index written again in the older layout. */
+ * offsets, its index written again in the older layout; its rollup file
+ * re-encoded as version 2 wrote it. */
 static void test_version_2_block_reads(void)
 {
     const char *dir = gp_test_tmpdir();
@@ -506,10 +557,14 @@ static void test_version_2_block_reads(void)
     int64_t w = gp_st_floor(tnow_ms(), 3600000) - 3 * 3600000, t0 = w + 1000;
     tfill(s, 3, 1500, t0, 300);
     CHECK_INT(gp_store_maintain(s, 1), GP_OK);
+    struct gp_rollups want[3] = {{0}};
+    for (uint32_t k = 0; k < 3; k++)
+        CHECK_INT(gp_store_read_rollups(s, tid(s, k), INT64_MIN, INT64_MAX, &want[k]), GP_OK);
     gp_store_close(s);
     char path[1024];
     size_t fsize;
     uint8_t *f = tblock_read(dir, path, sizeof path, &fsize);
+    rollups_as_version_2(path);
     struct gp_st_bfile bf;
     char err[200];
     CHECK_INT(gp_st_bfile_parse(f, fsize, &bf, err, sizeof err), GP_OK);
@@ -554,6 +609,13 @@ static void test_version_2_block_reads(void)
             CHECK_DBL(x.v[i], tvalue(k, x.t[i]), 0);
         }
         gp_samples_free(&x);
+        struct gp_rollups ru = {0};
+        CHECK_INT(gp_store_read_rollups(s, tid(s, k), INT64_MIN, INT64_MAX, &ru), GP_OK);
+        CHECK_INT(ru.n, want[k].n);
+        CHECK(ru.n >= 25);
+        CHECK(memcmp(ru.r, want[k].r, ru.n * sizeof *ru.r) == 0);
+        gp_rollups_free(&ru);
+        gp_rollups_free(&want[k]);
     }
     uint64_t chunks, damaged;
     gp_store_check_blocks(s, &chunks, &damaged);

@@ -226,10 +226,10 @@ static void test_rollup_payload_round_trip(void)
     }
     struct gp_buf out;
     gp_buf_init(&out, 0);
-    CHECK_INT(gp_st_rollup_enc_finish(&e, &out), GP_OK);
+    CHECK_INT(gp_st_rollup_enc_finish(&e, 0, 2, &out), GP_OK);
     printf("rollups: %zu bytes for 50 minutes\n", out.len);
     struct gp_rollups r = {0};
-    CHECK_INT(gp_st_rollup_decode((const uint8_t *)out.data, out.len, INT64_MIN, INT64_MAX, &r),
+    CHECK_INT(gp_st_rollup_decode(NULL, (const uint8_t *)out.data, out.len, INT64_MIN, INT64_MAX, &r),
               GP_OK);
     CHECK_INT(r.n, 50);
     for (int i = 0; i < 50; i++) {
@@ -241,21 +241,102 @@ static void test_rollup_payload_round_trip(void)
     }
     /* A range picks overlapping minutes only. */
     r.n = 0;
-    CHECK_INT(gp_st_rollup_decode((const uint8_t *)out.data, out.len, in[3].t + 59999, in[5].t, &r),
+    CHECK_INT(gp_st_rollup_decode(NULL, (const uint8_t *)out.data, out.len, in[3].t + 59999, in[5].t, &r),
               GP_OK);
     CHECK_INT(r.n, 3);
     CHECK_INT(r.r[0].t, in[3].t);
     /* Every truncation and some garbage are refused. */
     for (size_t n = 0; n < out.len; n++) {
         r.n = 0;
-        CHECK_INT(gp_st_rollup_decode((const uint8_t *)out.data, n, INT64_MIN, INT64_MAX, &r),
+        CHECK_INT(gp_st_rollup_decode(NULL, (const uint8_t *)out.data, n, INT64_MIN, INT64_MAX, &r),
                   GP_EPARSE);
     }
     uint8_t junk[64];
     memset(junk, 0xff, sizeof junk);
-    CHECK_INT(gp_st_rollup_decode(junk, sizeof junk, INT64_MIN, INT64_MAX, &r), GP_EPARSE);
+    CHECK_INT(gp_st_rollup_decode(NULL, junk, sizeof junk, INT64_MIN, INT64_MAX, &r), GP_EPARSE);
     gp_rollups_free(&r);
     gp_buf_free(&out);
+    gp_st_rollup_enc_free(&e);
+}
+
+/* In a rollup file of version 3 the minutes are a time record of the
+ * file that the payload's four chunks name (as block chunks do), and a
+ * constant column (the count, mostly) holds no stream: the same minutes
+ * back, inside the file and nowhere else; every cut refused. */
+static void test_rollup_payload_shared_times(void)
+{
+    struct gp_st_rollup_enc e;
+    gp_st_rollup_enc_init(&e);
+    enum { MINUTES = 120 };
+    struct gp_rollup in[MINUTES];
+    for (int i = 0; i < MINUTES; i++) {
+        in[i] = (struct gp_rollup){
+            .t = 1700000040000LL + (i + i / 50) * 60000LL, /* two gaps */
+            .min = 300 + i % 7 * 0.125,
+            .max = i == 9 ? NAN : 400 + i % 5,
+            .sum = 21000 + i * 0.5,
+            .count = 60,
+        };
+        CHECK_INT(gp_st_rollup_enc_add(&e, &in[i]), GP_OK);
+    }
+    int64_t t[MINUTES];
+    for (int i = 0; i < MINUTES; i++)
+        t[i] = in[i].t;
+    struct gp_buf f, alone;
+    gp_buf_init(&f, 0);
+    gp_buf_init(&alone, 0);
+    uint8_t hdr[GP_ST_BF_HEADER] = {0};
+    gp_buf_append(&f, hdr, sizeof hdr);
+    CHECK_INT(gp_st_btimes_encode(t, MINUTES, &e.sc, &f), GP_OK);
+    size_t at = f.len;
+    CHECK_INT(gp_st_rollup_enc_finish(&e, GP_ST_BF_HEADER, 3, &f), GP_OK);
+    CHECK_INT(gp_st_rollup_enc_finish(&e, 0, 2, &alone), GP_OK);
+    printf("rollups: %zu bytes for %d minutes (time record %zu), %zu with the times in each column\n",
+           f.len - at, MINUTES, at - GP_ST_BF_HEADER, alone.len);
+    CHECK(f.len - at + 40 < alone.len);
+    struct gp_st_bfile bf = {.data = (const uint8_t *)f.data, .len = f.len};
+    const uint8_t *p = bf.data + at;
+    size_t len = f.len - at;
+    struct gp_rollups got = {0};
+    CHECK_INT(gp_st_rollup_decode(&bf, p, len, INT64_MIN, INT64_MAX, &got), GP_OK);
+    CHECK_INT(got.n, MINUTES);
+    for (int i = 0; i < MINUTES; i++) {
+        CHECK_INT(got.r[i].t, in[i].t);
+        CHECK_INT(gp_f64_bits(got.r[i].min), gp_f64_bits(in[i].min));
+        CHECK_INT(gp_f64_bits(got.r[i].max), gp_f64_bits(in[i].max));
+        CHECK_INT(gp_f64_bits(got.r[i].sum), gp_f64_bits(in[i].sum));
+        CHECK_INT(got.r[i].count, 60);
+    }
+    /* the count column: encoding 2, no stream */
+    const uint8_t *q = p, *end = p + len;
+    uint64_t u, cl;
+    CHECK(gp_uvarint_get(&q, end, &u) == 0 && u == MINUTES);
+    for (int c = 0; c < 4; c++) {
+        CHECK(gp_uvarint_get(&q, end, &cl) == 0 && cl <= (uint64_t)(end - q));
+        struct gp_st_bchunk_info ci;
+        CHECK_INT(gp_st_bchunk_info(q, (size_t)cl, &ci), GP_OK);
+        CHECK_INT(ci.enc, 2);
+        if (c == 3)
+            CHECK_INT(ci.mode, 2);
+        q += cl;
+    }
+    /* a window, as the reader asks */
+    got.n = 0;
+    CHECK_INT(gp_st_rollup_decode(&bf, p, len, in[10].t, in[12].t + 1, &got), GP_OK);
+    CHECK_INT(got.n, 3);
+    /* nowhere else: without its file, with its record damaged, cut short */
+    got.n = 0;
+    CHECK_INT(gp_st_rollup_decode(NULL, p, len, INT64_MIN, INT64_MAX, &got), GP_EPARSE);
+    for (size_t n = 0; n < len; n++) {
+        got.n = 0;
+        CHECK_INT(gp_st_rollup_decode(&bf, p, n, INT64_MIN, INT64_MAX, &got), GP_EPARSE);
+    }
+    f.data[GP_ST_BF_HEADER + 5] ^= 8;
+    got.n = 0;
+    CHECK_INT(gp_st_rollup_decode(&bf, p, len, INT64_MIN, INT64_MAX, &got), GP_EPARSE);
+    gp_rollups_free(&got);
+    gp_buf_free(&f);
+    gp_buf_free(&alone);
     gp_st_rollup_enc_free(&e);
 }
 
@@ -301,7 +382,7 @@ static void test_rollup_sum_decimal(void)
     CHECK(off > MINUTES / 4); /* the float sums are off: what this test is about */
     struct gp_buf out;
     gp_buf_init(&out, 0);
-    CHECK_INT(gp_st_rollup_enc_finish(&e, &out), GP_OK);
+    CHECK_INT(gp_st_rollup_enc_finish(&e, 0, 2, &out), GP_OK);
     struct gp_st_bchunk_info col[4];
     rollup_columns(&out, col);
     CHECK_INT(col[2].enc, 1);
@@ -310,7 +391,7 @@ static void test_rollup_sum_decimal(void)
     printf("rollups: %zu bytes for %d minutes of mW readings, sum %zu bytes\n", out.len, MINUTES,
            (size_t)(col[2].head_bytes + (col[2].time_bits + col[2].value_bits + 7) / 8));
     struct gp_rollups got = {0};
-    CHECK_INT(gp_st_rollup_decode((const uint8_t *)out.data, out.len, INT64_MIN, INT64_MAX, &got),
+    CHECK_INT(gp_st_rollup_decode(NULL, (const uint8_t *)out.data, out.len, INT64_MIN, INT64_MAX, &got),
               GP_OK);
     CHECK_INT(got.n, MINUTES);
     for (int i = 0; i < MINUTES; i++)
@@ -996,6 +1077,7 @@ const struct gp_test gp_tests_store_fmt[] = {
     {"rollup_payload_round_trip", test_rollup_payload_round_trip},
     {"rollup_fold", test_rollup_fold},
     {"rollup_sum_decimal", test_rollup_sum_decimal},
+    {"rollup_payload_shared_times", test_rollup_payload_shared_times},
     {"decimal_snap", test_decimal_snap},
     {"chunk_record", test_chunk_record},
     {"chunk_record_packed", test_chunk_record_packed},
