@@ -414,6 +414,37 @@ static void test_overlapping_blocks_read_in_order(void)
     gp_store_close(s);
 }
 
+/* Three series of 1,500 samples at 1 s compacted into one block of a
+ * 1-hour window three hours ago (*t0: the first sample); closed. */
+static void three_series_compacted(const char *dir, struct gp_store_options *o, int64_t *t0)
+{
+    struct gp_store *s = topen(dir, o);
+    *t0 = gp_st_floor(tnow_ms(), 3600000) - 3 * 3600000 + 1000;
+    tfill(s, 3, 1500, *t0, 300);
+    CHECK_INT(gp_store_maintain(s, 1), GP_OK);
+    gp_store_close(s);
+}
+
+/* That store, its block rewritten, reads every sample back, undamaged. */
+static void three_series_read_back(struct gp_store *s, int64_t t0)
+{
+    for (uint32_t k = 0; k < 3; k++) {
+        struct gp_samples x = {0};
+        CHECK_INT(gp_store_read(s, tid(s, k), INT64_MIN, INT64_MAX, &x), GP_OK);
+        CHECK_INT(x.n, 1500);
+        CHECK_INT(x.damaged, 0);
+        for (size_t i = 0; i < x.n; i++) {
+            CHECK_INT(x.t[i], t0 + (int64_t)i * 1000);
+            CHECK_DBL(x.v[i], tvalue(k, x.t[i]), 0);
+        }
+        gp_samples_free(&x);
+    }
+    uint64_t chunks, damaged;
+    gp_store_check_blocks(s, &chunks, &damaged);
+    CHECK_INT(chunks, 6);
+    CHECK_INT(damaged, 0);
+}
+
 /* A store whose block was written before shared times (format version
  * 1: every chunk of encoding 1, with its own times) reads the same:
  * the block is rewritten so, from the one this store compacted. */
@@ -421,11 +452,8 @@ static void test_version_1_block_reads(void)
 {
     const char *dir = gp_test_tmpdir();
     struct gp_store_options o = {.block_ms = 3600000, .no_background = 1, .no_sync = 1};
-    struct gp_store *s = topen(dir, &o);
-    int64_t w = gp_st_floor(tnow_ms(), 3600000) - 3 * 3600000, t0 = w + 1000;
-    tfill(s, 3, 1500, t0, 300);
-    CHECK_INT(gp_store_maintain(s, 1), GP_OK);
-    gp_store_close(s);
+    int64_t t0;
+    three_series_compacted(dir, &o, &t0);
     char path[1024], tmp[1100];
     size_t fsize;
     uint8_t *f = tblock_read(dir, path, sizeof path, &fsize);
@@ -475,22 +503,8 @@ static void test_version_1_block_reads(void)
     close(fd);
     free(g);
     CHECK(rename(tmp, path) == 0);
-    s = topen(dir, &o);
-    for (uint32_t k = 0; k < 3; k++) {
-        struct gp_samples x = {0};
-        CHECK_INT(gp_store_read(s, tid(s, k), INT64_MIN, INT64_MAX, &x), GP_OK);
-        CHECK_INT(x.n, 1500);
-        CHECK_INT(x.damaged, 0);
-        for (size_t i = 0; i < x.n; i++) {
-            CHECK_INT(x.t[i], t0 + (int64_t)i * 1000);
-            CHECK_DBL(x.v[i], tvalue(k, x.t[i]), 0);
-        }
-        gp_samples_free(&x);
-    }
-    uint64_t chunks, damaged;
-    gp_store_check_blocks(s, &chunks, &damaged);
-    CHECK_INT(chunks, 6);
-    CHECK_INT(damaged, 0);
+    struct gp_store *s = topen(dir, &o);
+    three_series_read_back(s, t0);
     gp_store_close(s);
 }
 
@@ -553,10 +567,9 @@ static void test_version_2_block_reads(void)
 {
     const char *dir = gp_test_tmpdir();
     struct gp_store_options o = {.block_ms = 3600000, .no_background = 1, .no_sync = 1};
+    int64_t t0;
+    three_series_compacted(dir, &o, &t0);
     struct gp_store *s = topen(dir, &o);
-    int64_t w = gp_st_floor(tnow_ms(), 3600000) - 3 * 3600000, t0 = w + 1000;
-    tfill(s, 3, 1500, t0, 300);
-    CHECK_INT(gp_store_maintain(s, 1), GP_OK);
     struct gp_rollups want[3] = {{0}};
     for (uint32_t k = 0; k < 3; k++)
         CHECK_INT(gp_store_read_rollups(s, tid(s, k), INT64_MIN, INT64_MAX, &want[k]), GP_OK);
@@ -599,16 +612,8 @@ static void test_version_2_block_reads(void)
     free(f);
     free(g);
     s = topen(dir, &o);
+    three_series_read_back(s, t0);
     for (uint32_t k = 0; k < 3; k++) {
-        struct gp_samples x = {0};
-        CHECK_INT(gp_store_read(s, tid(s, k), INT64_MIN, INT64_MAX, &x), GP_OK);
-        CHECK_INT(x.n, 1500);
-        CHECK_INT(x.damaged, 0);
-        for (size_t i = 0; i < x.n; i++) {
-            CHECK_INT(x.t[i], t0 + (int64_t)i * 1000);
-            CHECK_DBL(x.v[i], tvalue(k, x.t[i]), 0);
-        }
-        gp_samples_free(&x);
         struct gp_rollups ru = {0};
         CHECK_INT(gp_store_read_rollups(s, tid(s, k), INT64_MIN, INT64_MAX, &ru), GP_OK);
         CHECK_INT(ru.n, want[k].n);
@@ -617,10 +622,6 @@ static void test_version_2_block_reads(void)
         gp_rollups_free(&ru);
         gp_rollups_free(&want[k]);
     }
-    uint64_t chunks, damaged;
-    gp_store_check_blocks(s, &chunks, &damaged);
-    CHECK_INT(chunks, 6);
-    CHECK_INT(damaged, 0);
     gp_store_close(s);
 }
 
