@@ -562,7 +562,7 @@ static int sizes_file(struct sizes *z, const char *path, int rollup)
         return fail(path, GP_EPARSE, err);
     }
     z->files[rollup] += len;
-    z->index[rollup] += (uint64_t)bf.n * GP_ST_BF_ENTRY;
+    z->index[rollup] += (uint64_t)bf.n * bf.esize;
     for (uint32_t i = 0; i < bf.n; i++) {
         struct gp_st_bentry e;
         gp_st_bfile_entry(&bf, i, &e);

@@ -27,6 +27,12 @@ static inline double gp_bits_f64(uint64_t u)
     return v;
 }
 
+static inline void gp_put_le16(uint8_t *p, uint16_t v)
+{
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+}
+
 static inline void gp_put_le32(uint8_t *p, uint32_t v)
 {
     for (int i = 0; i < 4; i++)
@@ -38,6 +44,8 @@ static inline void gp_put_le64(uint8_t *p, uint64_t v)
     for (int i = 0; i < 8; i++)
         p[i] = (uint8_t)(v >> (8 * i));
 }
+
+static inline uint16_t gp_get_le16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
 
 static inline uint32_t gp_get_le32(const uint8_t *p)
 {

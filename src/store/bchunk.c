@@ -21,7 +21,11 @@
  *   uvarint  t1 - t0                      (n >= 2)
  *   u8       e | mode << 4                e in 0..15; mode 0: the value
  *                                         stream holds deltas of m,
- *                                         mode 1: deltas of deltas
+ *                                         mode 1: deltas of deltas,
+ *                                         mode 2: every m is m0, and
+ *                                         there is no value stream
+ *                                         (encoding 2 in block files of
+ *                                         version 3 only)
  *   varint   m0 (zigzag)
  *   varint   m1 - m0 (zigzag)             (mode 1, n >= 2)
  *   uvarint  x, then x exceptions: uvarint gap to the index of the
@@ -42,7 +46,9 @@
  * half of a block chunk; compaction writes them once per node and piece.
  *
  * A regular 1 s series costs 7 bits per 32 timestamps; a constant value
- * 7 bits per 32 samples; a percentage moving by a few points 4 bits a
+ * 7 bits per 32 samples (none in mode 2: a third of a GPU's families,
+ * memory used, clocks, XID and error counters, hold still for 15
+ * minutes at a time); a percentage moving by a few points 4 bits a
  * sample. The encoder falls back to Gorilla when more than 1/16 of the
  * values are exceptions. The decoder checks every length and that the
  * stream ends exactly at the end of the bytes.
@@ -90,6 +96,33 @@ static int min_e(double v)
         if (decimal_at(v, e, &m))
             return e;
     return MAX_E + 1;
+}
+
+/* A float sum of decimals (a rollup's sum of a minute's samples) carries
+ * the rounding of each addition: 312.457 + ... lands a few ulps off the
+ * decimal it stands for, which then packs as no decimal at all. The
+ * nearest decimal of the fewest digits after the point (0..MAX_E) within
+ * max_ulps of v is what the exact sum was; v itself where there is none
+ * (not finite, zero, or too far from every such decimal). */
+double gp_st_decimal_snap(double v, unsigned max_ulps)
+{
+    if (!isfinite(v) || v == 0)
+        return v;
+    int64_t vb = (int64_t)gp_f64_bits(v);
+    for (int e = 0; e <= MAX_E; e++) {
+        double x = v * p10[e];
+        if (!(x > -EXACT_LIMIT && x < EXACT_LIMIT))
+            return v;
+        int64_t c = llround(x);
+        if (c == 0)
+            continue;
+        double back = (double)c / p10[e];
+        /* same sign (c != 0 keeps v's), so the bit patterns order as the values */
+        int64_t d = (int64_t)gp_f64_bits(back) - vb;
+        if (d >= -(int64_t)max_ulps && d <= (int64_t)max_ulps)
+            return back;
+    }
+    return v;
 }
 
 /* ---- bit writer over a gp_buf ---- */
@@ -212,7 +245,8 @@ struct vplan {
     size_t nexc;
 };
 
-static int plan_values(const double *v, size_t n, struct gp_st_bchunk_scratch *sc, struct vplan *pl)
+static int plan_values(const double *v, size_t n, int constant_ok, struct gp_st_bchunk_scratch *sc,
+                       struct vplan *pl)
 {
     /* The exponent: the smallest one that 15/16 of the values fit. */
     size_t hist[MAX_E + 2] = {0};
@@ -229,13 +263,18 @@ static int plan_values(const double *v, size_t n, struct gp_st_bchunk_scratch *s
     }
     if (e < 0)
         return -1;
-    /* m per value; exceptions keep the previous m. */
+    /* m per value; exceptions keep the previous m. same: every decimal
+     * has the m of the first (the exceptions' m do not matter). */
     size_t nexc = 0;
-    int64_t prev = 0;
+    int64_t prev = 0, c = 0;
+    int have = 0, same = constant_ok;
     for (size_t i = 0; i < n; i++) {
         int64_t m;
         if (decimal_at(v[i], e, &m)) {
             sc->m[i] = prev = m;
+            same &= !have || m == c;
+            c = have ? c : m;
+            have = 1;
         } else {
             sc->m[i] = prev;
             nexc++;
@@ -243,10 +282,14 @@ static int plan_values(const double *v, size_t n, struct gp_st_bchunk_scratch *s
     }
     if (nexc > allowed)
         return -1;
-    /* Choose deltas or deltas of deltas for the values. */
+    /* Choose no stream at all, deltas or deltas of deltas for the values. */
     int mode = 0;
     uint64_t *u = sc->u;
-    if (n >= 3) {
+    if (same && have) {
+        mode = 2;
+        for (size_t i = 0; i < n; i++)
+            sc->m[i] = c;
+    } else if (n >= 3) {
         for (size_t i = 1; i < n; i++)
             u[i - 1] = zz(sc->m[i] - sc->m[i - 1]);
         uint64_t d1 = packed_bits(u, n - 1);
@@ -307,6 +350,8 @@ static void pack_values(struct bw *b, const struct gp_st_bchunk_scratch *sc, siz
 {
     uint64_t *u = sc->u;
     const int64_t *m = sc->m;
+    if (mode == 2)
+        return;
     if (mode == 0) {
         for (size_t i = 1; i < n; i++)
             u[i - 1] = zz(m[i] - m[i - 1]);
@@ -327,14 +372,14 @@ static int prepare(const int64_t *t, size_t n, struct gp_st_bchunk_scratch *sc)
 
 /* A packed chunk (encoding 1, or 2 with the times at toff when shared),
  * or Gorilla's where the values are not decimals. */
-static int encode(const int64_t *t, const double *v, size_t n, int shared, uint64_t toff,
-                  struct gp_st_bchunk_scratch *sc, struct gp_buf *out)
+static int encode(const int64_t *t, const double *v, size_t n, int shared, int constant_ok,
+                  uint64_t toff, struct gp_st_bchunk_scratch *sc, struct gp_buf *out)
 {
     int rc = prepare(t, n, sc);
     if (rc != GP_OK)
         return rc;
     struct vplan pl;
-    if (plan_values(v, n, sc, &pl) < 0)
+    if (plan_values(v, n, shared && constant_ok, sc, &pl) < 0)
         return encode_gorilla(t, v, n, out);
     gp_buf_putc(out, shared ? 2 : 1);
     gp_buf_put_uvarint(out, n);
@@ -354,13 +399,13 @@ static int encode(const int64_t *t, const double *v, size_t n, int shared, uint6
 int gp_st_bchunk_encode(const int64_t *t, const double *v, size_t n, struct gp_st_bchunk_scratch *sc,
                         struct gp_buf *out)
 {
-    return encode(t, v, n, 0, 0, sc, out);
+    return encode(t, v, n, 0, 0, 0, sc, out);
 }
 
-int gp_st_bchunk_encode_shared(const int64_t *t, const double *v, size_t n, uint64_t toff,
-                               struct gp_st_bchunk_scratch *sc, struct gp_buf *out)
+int gp_st_bchunk_encode_block(const int64_t *t, const double *v, size_t n, uint64_t toff,
+                              uint32_t version, struct gp_st_bchunk_scratch *sc, struct gp_buf *out)
 {
-    return encode(t, v, n, 1, toff, sc, out);
+    return encode(t, v, n, 1, version >= 3, toff, sc, out);
 }
 
 int gp_st_btimes_encode(const int64_t *t, size_t n, struct gp_st_bchunk_scratch *sc,
@@ -570,7 +615,7 @@ static int read_vhead(const uint8_t **q, const uint8_t *end, size_t n, struct vh
     h->mode = **q >> 4;
     (*q)++;
     h->md1 = 0;
-    if (h->mode > 1 || gp_uvarint_get(q, end, &h->m0) < 0)
+    if (h->mode > 2 || gp_uvarint_get(q, end, &h->m0) < 0)
         return GP_EPARSE;
     /* the encoder picks mode 1 for three or more samples only */
     if (h->mode == 1 && (n < 3 || gp_uvarint_get(q, end, &h->md1) < 0))
@@ -675,7 +720,9 @@ static int read_values(struct br *r, const struct vhead *h, size_t n, size_t nt,
         m = (int64_t)((uint64_t)m + (uint64_t)d);
         v[1] = (double)m;
     }
-    size_t v0 = h->mode == 0 ? 1 : 2, g = v0;
+    size_t v0 = h->mode == 0 ? 1 : h->mode == 1 ? 2 : n, g = v0;
+    for (size_t i = 1; h->mode == 2 && i < nt; i++)
+        v[i] = (double)m; /* constant: no stream */
     for (; g < n && (g < nt || full); g += GROUP) {
         size_t k = n - g < GROUP ? n - g : GROUP;
         int w = group_width(r, k);
@@ -767,7 +814,9 @@ static int decode(const struct gp_st_bfile *bf, const uint8_t *p, size_t len, in
         lim = bf->data + bf->len; /* loads may go on past the chunk */
     gp_uvarint_get(&q, end, &u); /* n, checked above */
     if (p[0] == 1) {
-        if (read_thead(&q, end, n, t, &d1) != GP_OK || read_vhead(&q, end, n, &vh) != GP_OK)
+        /* mode 2 only in block files, whose chunks are of encoding 2 */
+        if (read_thead(&q, end, n, t, &d1) != GP_OK || read_vhead(&q, end, n, &vh) != GP_OK ||
+            vh.mode == 2)
             return GP_EPARSE;
         struct br r = {q, (size_t)(end - q), 0, (size_t)(lim - q)};
         if (read_times(&r, n, d1, maxt, full, t, &nt) != GP_OK)

@@ -317,8 +317,8 @@ struct builder {
     double cv[GP_ST_HEAD_SAMPLES];
     int64_t end; /* the window's end: pieces count back from it */
     uint64_t samples, damaged;
-    struct times_table tt;
-    struct gp_buf tbuf; /* one time record being built */
+    struct times_table tt, rtt; /* the block's, the rollup file's */
+    struct gp_buf tbuf;         /* one time record being built */
 };
 
 /* The piece of t: equal for samples that share a block chunk. */
@@ -327,13 +327,13 @@ static int64_t piece(const struct builder *b, int64_t t)
     return gp_st_floor((int64_t)((uint64_t)b->end - 1 - (uint64_t)t), BLOCK_PIECE_MS);
 }
 
-/* *off: the block's time record of the pending chunk's times, written
- * now unless an earlier series had the same times. */
-static int shared_times(struct builder *b, uint64_t *off)
+/* *off: the time record of the n times t in the file w writes (tt: its
+ * table), written now unless an earlier series had the same times. */
+static int shared_times(struct builder *b, struct times_table *tt, struct gp_st_bwriter *w,
+                        const int64_t *t, size_t n, uint64_t *off)
 {
-    struct times_table *tt = &b->tt;
     gp_buf_reset(&b->tbuf);
-    int rc = gp_st_btimes_encode(b->bt, b->bn, &b->sc, &b->tbuf);
+    int rc = gp_st_btimes_encode(t, n, &b->sc, &b->tbuf);
     if (rc != GP_OK)
         return rc;
     const uint8_t *rec = (const uint8_t *)b->tbuf.data;
@@ -350,7 +350,7 @@ static int shared_times(struct builder *b, uint64_t *off)
         *off = sl->off;
         return GP_OK;
     }
-    if ((rc = gp_st_bwriter_raw(&b->bw, rec, len, off)) != GP_OK)
+    if ((rc = gp_st_bwriter_raw(w, rec, len, off)) != GP_OK)
         return rc;
     size_t at = tt->kept.len;
     gp_buf_append(&tt->kept, rec, len);
@@ -367,9 +367,10 @@ static int flush_big(struct builder *b, uint32_t id)
         return GP_OK;
     gp_buf_reset(&b->payload);
     uint64_t toff;
-    int rc = shared_times(b, &toff);
+    int rc = shared_times(b, &b->tt, &b->bw, b->bt, b->bn, &toff);
     if (rc == GP_OK)
-        rc = gp_st_bchunk_encode_shared(b->bt, b->bv, b->bn, toff, &b->sc, &b->payload);
+        rc = gp_st_bchunk_encode_block(b->bt, b->bv, b->bn, toff, b->bw.version, &b->sc,
+                                       &b->payload);
     if (rc == GP_OK)
         rc = gp_st_bwriter_add(&b->bw, id, (uint32_t)b->bn, b->bt[0], b->bt[b->bn - 1],
                                b->payload.data, b->payload.len);
@@ -395,7 +396,12 @@ static int flush_rollups(struct builder *b, uint32_t id)
         gp_buf_reset(&b->payload);
         uint32_t n = b->re.n;
         int64_t last = b->re.t[n - 1];
-        if ((rc = gp_st_rollup_enc_finish(&b->re, &b->payload)) == GP_OK)
+        uint64_t toff = 0;
+        if (b->rw.version >= 3)
+            rc = shared_times(b, &b->rtt, &b->rw, b->re.t, n, &toff);
+        if (rc == GP_OK)
+            rc = gp_st_rollup_enc_finish(&b->re, toff, b->rw.version, &b->payload);
+        if (rc == GP_OK)
             rc = gp_st_bwriter_add(&b->rw, id, n, b->rfirst, last, b->payload.data, b->payload.len);
     }
     gp_st_rollup_enc_reset(&b->re);
@@ -525,6 +531,7 @@ static int compact_window(struct gp_store *s, int64_t mint, int64_t end)
     gp_buf_init(&b->payload, 0);
     gp_buf_init(&b->tbuf, 0);
     gp_buf_init(&b->tt.kept, 0);
+    gp_buf_init(&b->rtt.kept, 0);
     if (!b->bt || !b->bv) {
         rc = GP_ENOMEM;
         goto out;
@@ -619,6 +626,7 @@ out:
         gp_buf_free(&b->payload);
         gp_buf_free(&b->tbuf);
         times_free(&b->tt);
+        times_free(&b->rtt);
     }
     free(b);
     free(bpath);

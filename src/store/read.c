@@ -190,6 +190,13 @@ int gp_store_read(struct gp_store *s, uint32_t id, int64_t mint, int64_t maxt, s
     return rc;
 }
 
+/* A minute folded from raw samples, as a rollup file would give it. */
+static int push_minute(struct gp_rollups *out, struct gp_rollup *r)
+{
+    r->sum = gp_st_rollup_sum(r);
+    return gp_st_rollups_push(out, r);
+}
+
 /* Rollups of [from, to] (whole minutes) computed from raw samples. */
 static int raw_rollups(struct gp_store *s, uint32_t id, int64_t from, int64_t to,
                        struct gp_rollups *out)
@@ -200,14 +207,14 @@ static int raw_rollups(struct gp_store *s, uint32_t id, int64_t from, int64_t to
     for (size_t i = 0; i < x.n && rc != GP_ENOMEM; i++) {
         int64_t m = gp_st_floor(x.t[i], 60000);
         if (r.count && r.t != m) {
-            if (gp_st_rollups_push(out, &r) != GP_OK)
+            if (push_minute(out, &r) != GP_OK)
                 rc = GP_ENOMEM;
             r.count = 0;
         }
         r.t = m;
         gp_st_rollup_fold(&r, x.v[i]);
     }
-    if (r.count && rc != GP_ENOMEM && gp_st_rollups_push(out, &r) != GP_OK)
+    if (r.count && rc != GP_ENOMEM && push_minute(out, &r) != GP_OK)
         rc = GP_ENOMEM;
     if (x.damaged) {
         if (!out->damaged || x.damaged_from < out->damaged_from)
@@ -250,7 +257,7 @@ int gp_store_read_rollups(struct gp_store *s, uint32_t id, int64_t mint, int64_t
             const uint8_t *p;
             int k = gp_st_bfile_payload(&m->bf, &e, &p);
             if (k == GP_OK)
-                k = gp_st_rollup_decode(p, e.len, mint, maxt, out);
+                k = gp_st_rollup_decode(&m->bf, p, e.len, mint, maxt, out);
             if (k == GP_ENOMEM) {
                 rc = k;
                 goto out;

@@ -154,11 +154,13 @@ int gp_st_bfile_parse(const uint8_t *data, size_t len, struct gp_st_bfile *bf, c
     const uint8_t *f = data + len - GP_ST_BF_FOOTER;
     if (memcmp(f + 16, bf_end, 8) != 0)
         return gp_seterr(err, errlen, GP_EPARSE, "bad footer (file cut short?)");
+    bf->version = version;
+    bf->esize = version >= 3 ? GP_ST_BF_ENTRY3 : GP_ST_BF_ENTRY;
     uint64_t ioff = gp_get_le64(f);
     uint32_t n = gp_get_le32(f + 8);
     size_t room = len - GP_ST_BF_FOOTER;
-    if (ioff < GP_ST_BF_HEADER || ioff > room || (room - ioff) / GP_ST_BF_ENTRY != n ||
-        (room - ioff) % GP_ST_BF_ENTRY != 0)
+    if (ioff < GP_ST_BF_HEADER || ioff > room || (room - ioff) / bf->esize != n ||
+        (room - ioff) % bf->esize != 0)
         return gp_seterr(err, errlen, GP_EPARSE, "bad index bounds");
     uint32_t crc = gp_crc32c(0, data, GP_ST_BF_HEADER);
     crc = gp_crc32c(crc, data + ioff, room - ioff);
@@ -184,7 +186,18 @@ int gp_st_bfile_parse(const uint8_t *data, size_t len, struct gp_st_bfile *bf, c
 
 void gp_st_bfile_entry(const struct gp_st_bfile *bf, uint32_t i, struct gp_st_bentry *e)
 {
-    const uint8_t *p = bf->index + (size_t)i * GP_ST_BF_ENTRY;
+    const uint8_t *p = bf->index + (size_t)i * bf->esize;
+    if (bf->esize == GP_ST_BF_ENTRY3) {
+        e->id = gp_get_le32(p);
+        e->crc = gp_get_le32(p + 4);
+        e->off = gp_get_le32(p + 8) | (uint64_t)gp_get_le16(p + 12) << 32;
+        e->len = gp_get_le32(p + 14);
+        e->count = gp_get_le16(p + 18);
+        /* unsigned: a wrap lands before mint, which the parser refuses */
+        e->t_first = (int64_t)((uint64_t)bf->mint + gp_get_le32(p + 20));
+        e->t_last = (int64_t)((uint64_t)bf->mint + gp_get_le32(p + 24));
+        return;
+    }
     e->id = gp_get_le32(p);
     e->crc = gp_get_le32(p + 4);
     e->off = gp_get_le64(p + 8);
@@ -199,7 +212,7 @@ uint32_t gp_st_bfile_lower(const struct gp_st_bfile *bf, uint32_t id)
     uint32_t lo = 0, hi = bf->n;
     while (lo < hi) {
         uint32_t mid = lo + (hi - lo) / 2;
-        if (gp_get_le32(bf->index + (size_t)mid * GP_ST_BF_ENTRY) < id)
+        if (gp_get_le32(bf->index + (size_t)mid * bf->esize) < id)
             lo = mid + 1;
         else
             hi = mid;
@@ -258,11 +271,29 @@ static int bw_write(struct gp_st_bwriter *w, const void *p, size_t n)
     return w->err;
 }
 
+/* Version 3 keeps an entry's times as u32 offsets from mint. */
+static int fits_v3(int64_t mint, int64_t maxt)
+{
+    return mint <= maxt && (uint64_t)maxt - (uint64_t)mint <= UINT32_MAX;
+}
+
 int gp_st_bwriter_open(struct gp_st_bwriter *w, const char *path, uint32_t kind, int64_t mint,
                        int64_t maxt)
 {
+    return gp_st_bwriter_open_version(w, path, kind, mint, maxt, fits_v3(mint, maxt) ? 3u : 2u);
+}
+
+int gp_st_bwriter_open_version(struct gp_st_bwriter *w, const char *path, uint32_t kind,
+                               int64_t mint, int64_t maxt, uint32_t version)
+{
     memset(w, 0, sizeof *w);
     w->fd = -1;
+    if ((version != 2 && version != 3) || (version == 3 && !fits_v3(mint, maxt)))
+        return GP_EUSAGE;
+    w->version = version;
+    w->esize = version == 3 ? GP_ST_BF_ENTRY3 : GP_ST_BF_ENTRY;
+    w->mint = mint;
+    w->maxt = maxt;
     w->buf = malloc(WBUF);
     if (!w->buf)
         return GP_ENOMEM;
@@ -273,7 +304,7 @@ int gp_st_bwriter_open(struct gp_st_bwriter *w, const char *path, uint32_t kind,
         return GP_EIO;
     }
     memcpy(w->header, bf_magic, 8);
-    gp_put_le32(w->header + 8, GP_ST_BLOCK_VERSION);
+    gp_put_le32(w->header + 8, version);
     gp_put_le32(w->header + 12, kind);
     gp_put_le64(w->header + 16, (uint64_t)mint);
     gp_put_le64(w->header + 24, (uint64_t)maxt);
@@ -292,25 +323,38 @@ int gp_st_bwriter_add(struct gp_st_bwriter *w, uint32_t id, uint32_t count, int6
 {
     if (w->err != GP_OK)
         return w->err;
+    int v3 = w->esize == GP_ST_BF_ENTRY3;
     if (id == 0 || id < w->last_id || (id == w->last_id && t_first <= w->last_t) || len == 0 ||
-        len > UINT32_MAX || t_first > t_last)
+        len > UINT32_MAX || t_first > t_last || t_first < w->mint || t_last > w->maxt ||
+        count == 0 || (v3 && count > UINT16_MAX))
         return GP_EUSAGE;
+    if (v3 && w->off >= (uint64_t)1 << 48)
+        return w->err = GP_ETOOBIG;
     if (w->n == w->cap) {
         size_t cap = w->cap ? w->cap * 2 : 1024;
-        uint8_t *p = realloc(w->index, cap * GP_ST_BF_ENTRY);
+        uint8_t *p = realloc(w->index, cap * w->esize);
         if (!p)
             return w->err = GP_ENOMEM;
         w->index = p;
         w->cap = cap;
     }
-    uint8_t *e = w->index + w->n * GP_ST_BF_ENTRY;
+    uint8_t *e = w->index + w->n * w->esize;
     gp_put_le32(e, id);
     gp_put_le32(e + 4, gp_crc32c(0, payload, len));
-    gp_put_le64(e + 8, w->off);
-    gp_put_le32(e + 16, (uint32_t)len);
-    gp_put_le32(e + 20, count);
-    gp_put_le64(e + 24, (uint64_t)t_first);
-    gp_put_le64(e + 32, (uint64_t)t_last);
+    if (v3) {
+        gp_put_le32(e + 8, (uint32_t)w->off);
+        gp_put_le16(e + 12, (uint16_t)(w->off >> 32));
+        gp_put_le32(e + 14, (uint32_t)len);
+        gp_put_le16(e + 18, (uint16_t)count);
+        gp_put_le32(e + 20, (uint32_t)((uint64_t)t_first - (uint64_t)w->mint));
+        gp_put_le32(e + 24, (uint32_t)((uint64_t)t_last - (uint64_t)w->mint));
+    } else {
+        gp_put_le64(e + 8, w->off);
+        gp_put_le32(e + 16, (uint32_t)len);
+        gp_put_le32(e + 20, count);
+        gp_put_le64(e + 24, (uint64_t)t_first);
+        gp_put_le64(e + 32, (uint64_t)t_last);
+    }
     if (bw_write(w, payload, len) != GP_OK)
         return w->err;
     w->n++;
@@ -323,7 +367,7 @@ int gp_st_bwriter_finish(struct gp_st_bwriter *w, uint64_t *size)
 {
     uint64_t ioff = w->off;
     uint8_t footer[GP_ST_BF_FOOTER];
-    size_t ilen = w->n * GP_ST_BF_ENTRY;
+    size_t ilen = w->n * w->esize;
     uint32_t crc = gp_crc32c(0, w->header, GP_ST_BF_HEADER);
     crc = gp_crc32c(crc, w->index, ilen);
     gp_put_le64(footer, ioff);
@@ -398,13 +442,14 @@ int gp_st_rollup_enc_add(struct gp_st_rollup_enc *e, const struct gp_rollup *r)
     e->t[e->n] = r->t;
     e->col[0][e->n] = r->min;
     e->col[1][e->n] = r->max;
-    e->col[2][e->n] = r->sum;
+    e->col[2][e->n] = gp_st_rollup_sum(r);
     e->col[3][e->n] = (double)r->count;
     e->n++;
     return GP_OK;
 }
 
-int gp_st_rollup_enc_finish(struct gp_st_rollup_enc *e, struct gp_buf *out)
+int gp_st_rollup_enc_finish(struct gp_st_rollup_enc *e, uint64_t toff, uint32_t version,
+                            struct gp_buf *out)
 {
     if (e->n == 0)
         return GP_EUSAGE;
@@ -414,7 +459,10 @@ int gp_st_rollup_enc_finish(struct gp_st_rollup_enc *e, struct gp_buf *out)
     int rc = GP_OK;
     for (int i = 0; i < 4 && rc == GP_OK; i++) {
         gp_buf_reset(&tmp);
-        rc = gp_st_bchunk_encode(e->t, e->col[i], e->n, &e->sc, &tmp);
+        /* version 3: the minutes once, in the file's time record at toff */
+        rc = version >= 3 ? gp_st_bchunk_encode_block(e->t, e->col[i], e->n, toff, version, &e->sc,
+                                                      &tmp)
+                          : gp_st_bchunk_encode(e->t, e->col[i], e->n, &e->sc, &tmp);
         if (rc == GP_OK) {
             gp_buf_put_uvarint(out, tmp.len);
             gp_buf_append(out, tmp.data, tmp.len);
@@ -424,8 +472,8 @@ int gp_st_rollup_enc_finish(struct gp_st_rollup_enc *e, struct gp_buf *out)
     return rc != GP_OK ? rc : out->err;
 }
 
-int gp_st_rollup_decode(const uint8_t *p, size_t n, int64_t mint, int64_t maxt,
-                        struct gp_rollups *out)
+int gp_st_rollup_decode(const struct gp_st_bfile *bf, const uint8_t *p, size_t n, int64_t mint,
+                        int64_t maxt, struct gp_rollups *out)
 {
     const uint8_t *end = p + n;
     uint64_t cnt, len;
@@ -436,8 +484,10 @@ int gp_st_rollup_decode(const uint8_t *p, size_t n, int64_t mint, int64_t maxt,
     int rc = t && col ? GP_OK : GP_ENOMEM;
     for (int i = 0; i < 4 && rc == GP_OK; i++) {
         int64_t *ti = i == 0 ? t : t + cnt;
+        size_t first;
         if (gp_uvarint_get(&p, end, &len) < 0 || len > (uint64_t)(end - p) ||
-            gp_st_bchunk_decode(p, (size_t)len, ti, col + i * cnt, cnt) != (int)cnt ||
+            gp_st_bchunk_decode_in(bf, p, (size_t)len, INT64_MIN, INT64_MAX, 1, ti, col + i * cnt,
+                                   cnt, &first) != (int)cnt ||
             (i > 0 && memcmp(t, ti, cnt * sizeof *t) != 0))
             rc = GP_EPARSE;
         p += rc == GP_OK ? len : 0;
@@ -477,6 +527,16 @@ void gp_st_rollup_fold(struct gp_rollup *r, double v)
         r->min = v;
     if (r->max != r->max || v > r->max)
         r->max = v;
+}
+
+double gp_st_rollup_sum(const struct gp_rollup *r)
+{
+    /* The exact sum of the minute's decimals rather than the float sum's
+     * rounding noise: it packs as a decimal (a quarter of the series'
+     * sums fell back to Gorilla) and is the truer figure. A float sum of
+     * n terms of one sign is within about n/2 ulps of the exact one. */
+    unsigned ulps = r->count < 2 ? 2u : r->count > 4096 ? 4096u : (unsigned)r->count;
+    return gp_st_decimal_snap(r->sum, ulps);
 }
 
 int gp_st_samples_reserve(struct gp_samples *x, size_t extra)

@@ -26,9 +26,11 @@
  *     header  32 bytes: "GPSTORE1", u32 version, u32 kind, i64 mint, i64 maxt
  *     payloads back to back, and (blocks of version 2) before the first
  *     chunk that names it, each time record (see "shared times" below)
- *     index   n entries of 40 bytes, sorted by (id, t_first):
- *             u32 id, u32 CRC-32C of the payload, u64 offset, u32 length,
- *             u32 count, i64 t_first, i64 t_last
+ *     index   n entries, sorted by (id, t_first); version 3, 28 bytes:
+ *             u32 id, u32 CRC-32C of the payload, u48 offset, u32 length,
+ *             u16 count, u32 t_first - mint, u32 t_last - mint;
+ *             versions 1 and 2, 40 bytes: u32 id, u32 CRC, u64 offset,
+ *             u32 length, u32 count, i64 t_first, i64 t_last
  *     footer  24 bytes: u64 index offset, u32 n, u32 CRC-32C over header
  *             and index, "GPSTEND1"
  *   A block's payload is one block chunk (count = samples, up to 65535):
@@ -40,8 +42,13 @@
  *   the same times shares (version 1: in each chunk; both read). A rollup payload holds one series' minutes
  *   of the window: uvarint n, then four length-prefixed block chunks
  *   (uvarint length, bytes) of n samples each, all at the minutes' start
- *   times: min, max, sum and count (as a double). Minima and maxima of
- *   decimal gauges pack as well as the samples do.
+ *   times: min, max, sum and count (as a double); in a file of version
+ *   3 chunks of encoding 2 whose times are one time record of the file,
+ *   which every series with the same minutes shares (before: encoding 1,
+ *   the times in each of the four). Minima and maxima of
+ *   decimal gauges pack as well as the samples do; the sum is written as
+ *   the decimal it stands for (gp_st_decimal_snap within count ulps), so
+ *   it packs as well.
  *
  * All integers little-endian. Every parser bounds-checks before reading
  * and answers GP_EPARSE for anything malformed.
@@ -57,9 +64,14 @@
 #include <stdint.h>
 
 #define GP_ST_FORMAT_VERSION 1u
-/* Block and rollup files: 2 may hold time records and chunks of
- * encoding 2 (shared times, 2026-11-27); 1 does not. Both read. */
-#define GP_ST_BLOCK_VERSION 2u
+/* Block and rollup files (layouts: the top of this file): 2 may hold
+ * time records and chunks of encoding 2 (shared times, 2026-11-27); 1
+ * does not; 3 is 2 with index entries of 28 bytes instead of 40 (a
+ * block's index was 4 % of it) whose chunks may be of value mode 2 (a
+ * constant series: no value stream), and whose rollup payloads name a
+ * time record of the file. All read; the writer writes 3 where the
+ * window is shorter than 2^32 ms (49 days), else 2. */
+#define GP_ST_BLOCK_VERSION 3u
 
 /* ---- chunk segment records ---- */
 
@@ -126,7 +138,8 @@ int gp_st_snap_parse(const uint8_t *buf, size_t len, struct gp_st_snap_header *h
 #define GP_ST_BF_BLOCK 1u
 #define GP_ST_BF_ROLLUP 2u
 #define GP_ST_BF_HEADER 32u
-#define GP_ST_BF_ENTRY 40u
+#define GP_ST_BF_ENTRY 40u  /* versions 1 and 2 */
+#define GP_ST_BF_ENTRY3 28u /* version 3 */
 #define GP_ST_BF_FOOTER 24u
 
 /* A parsed container over bytes the caller keeps (an mmap). */
@@ -137,6 +150,7 @@ struct gp_st_bfile {
     int64_t mint, maxt;
     const uint8_t *index;
     uint32_t n;
+    uint32_t version, esize; /* esize: bytes of an index entry */
 };
 
 struct gp_st_bentry {
@@ -167,6 +181,8 @@ struct gp_st_bwriter {
     size_t n, cap;
     uint32_t last_id;
     int64_t last_t;
+    int64_t mint, maxt;
+    uint32_t version, esize;
     int err;
     int errnum; /* errno of a failed write or sync, for the log */
 };
@@ -174,10 +190,16 @@ struct gp_st_bwriter {
 /* Creates path (truncating) and writes the header. GP_OK or GP_EIO. */
 int gp_st_bwriter_open(struct gp_st_bwriter *w, const char *path, uint32_t kind, int64_t mint,
                        int64_t maxt);
+/* The same in a chosen version (2 or 3; GP_EUSAGE for another, or for 3
+ * where the window is 2^32 ms or longer): open picks it, and tests write
+ * the files of older versions with it. */
+int gp_st_bwriter_open_version(struct gp_st_bwriter *w, const char *path, uint32_t kind,
+                               int64_t mint, int64_t maxt, uint32_t version);
 /* Writes bytes that no index entry names (a time record) between the
  * payloads; *off: where they start in the file. GP_OK or GP_EIO. */
 int gp_st_bwriter_raw(struct gp_st_bwriter *w, const void *p, size_t len, uint64_t *off);
-/* Appends one payload. GP_OK, GP_EUSAGE (out of order), GP_ENOMEM, GP_EIO. */
+/* Appends one payload. GP_OK, GP_EUSAGE (out of order, times outside
+ * the window, or a count over 65535 in version 3), GP_ENOMEM, GP_EIO. */
 int gp_st_bwriter_add(struct gp_st_bwriter *w, uint32_t id, uint32_t count, int64_t t_first,
                       int64_t t_last, const void *payload, size_t len);
 /* Writes index and footer, fsyncs and closes. GP_OK or GP_EIO. *size: the file's bytes. */
@@ -219,14 +241,17 @@ int gp_st_bchunk_decode_window(const uint8_t *p, size_t len, int64_t mint, int64
  * length, body: uvarint n, then the times as in a packed chunk. A chunk
  * of encoding 2 names the record's offset in the file instead of
  * holding the times. gp_st_btimes_encode appends a record of n (1..65535)
- * strictly increasing times to out; gp_st_bchunk_encode_shared appends
+ * strictly increasing times to out; gp_st_bchunk_encode_block appends
  * a chunk of encoding 2 whose times are the record at file offset toff
  * (or a Gorilla chunk, self-contained, where the values are not
- * decimals). Both: GP_OK, GP_EUSAGE, GP_ENOMEM or out->err. */
+ * decimals), as a block file of the given format version holds it: from
+ * version 3, a chunk whose decimals are all one has no value stream
+ * (value mode 2, bchunk.c), which older readers refuse. Both: GP_OK,
+ * GP_EUSAGE, GP_ENOMEM or out->err. */
 int gp_st_btimes_encode(const int64_t *t, size_t n, struct gp_st_bchunk_scratch *sc,
                         struct gp_buf *out);
-int gp_st_bchunk_encode_shared(const int64_t *t, const double *v, size_t n, uint64_t toff,
-                               struct gp_st_bchunk_scratch *sc, struct gp_buf *out);
+int gp_st_bchunk_encode_block(const int64_t *t, const double *v, size_t n, uint64_t toff,
+                              uint32_t version, struct gp_st_bchunk_scratch *sc, struct gp_buf *out);
 /* The decoders above for a chunk at p inside the parsed file bf, which
  * may be of encoding 2 (its time record found in bf, and its CRC
  * checked); full: decode all and check every end, as
@@ -251,6 +276,10 @@ struct gp_st_bchunk_info {
 };
 int gp_st_bchunk_info(const uint8_t *p, size_t len, struct gp_st_bchunk_info *in);
 
+/* The decimal of the fewest digits after the point (at most 15) within
+ * max_ulps of v, or v where there is none (bchunk.c). */
+double gp_st_decimal_snap(double v, unsigned max_ulps);
+
 /* ---- rollup payloads ---- */
 
 struct gp_st_rollup_enc {
@@ -265,19 +294,28 @@ void gp_st_rollup_enc_free(struct gp_st_rollup_enc *e);
 /* Adds one minute (t a multiple of 60000, increasing). GP_OK, GP_ETOOBIG
  * (65535 minutes), GP_EUSAGE (not increasing) or GP_ENOMEM. */
 int gp_st_rollup_enc_add(struct gp_st_rollup_enc *e, const struct gp_rollup *r);
-/* Serializes into out (appended). GP_OK or out->err. */
-int gp_st_rollup_enc_finish(struct gp_st_rollup_enc *e, struct gp_buf *out);
+/* Serializes into out (appended), for a rollup file of the given
+ * version: from 3, the chunks name the time record of e's minutes at
+ * file offset toff (gp_st_btimes_encode), else they hold the times.
+ * GP_OK, GP_EUSAGE or out->err. */
+int gp_st_rollup_enc_finish(struct gp_st_rollup_enc *e, uint64_t toff, uint32_t version,
+                            struct gp_buf *out);
 
 /*
- * Decodes a rollup payload, appending the minutes that overlap [mint,
- * maxt] to out. GP_OK, GP_EPARSE or GP_ENOMEM (entries before the
- * problem are kept).
+ * Decodes a rollup payload at p inside the parsed file bf (NULL: a
+ * payload alone, whose chunks cannot name time records), appending the
+ * minutes that overlap [mint, maxt] to out. GP_OK, GP_EPARSE or
+ * GP_ENOMEM (entries before the problem are kept).
  */
-int gp_st_rollup_decode(const uint8_t *p, size_t n, int64_t mint, int64_t maxt,
-                        struct gp_rollups *out);
+int gp_st_rollup_decode(const struct gp_st_bfile *bf, const uint8_t *p, size_t n, int64_t mint,
+                        int64_t maxt, struct gp_rollups *out);
 
 /* Folds one raw sample into a minute's rollup (r->count 0: empty). */
 void gp_st_rollup_fold(struct gp_rollup *r, double v);
+/* A folded minute's sum as it is stored and read, from rollup files and
+ * raw samples alike: the decimal the float sum stands for, within count
+ * ulps (gp_st_decimal_snap). */
+double gp_st_rollup_sum(const struct gp_rollup *r);
 
 /* Growth helpers for the public arrays (GP_OK or GP_ENOMEM). */
 int gp_st_samples_reserve(struct gp_samples *x, size_t extra);

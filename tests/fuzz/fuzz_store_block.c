@@ -44,9 +44,11 @@ static void window(const uint8_t *p, size_t len, int k, int a, int b)
 }
 
 /* The k samples as a container's header, a time record and a chunk of
- * encoding 2 that names it: decoded in that file, they are the same. */
-static void shared(const int64_t *t, const double *v, int k, struct gp_st_bchunk_scratch *sc,
-                   struct gp_buf *b)
+ * encoding 2 that names it, as a block of the given version holds them
+ * (3: a constant series without a value stream): decoded in that file,
+ * they are the same. */
+static void shared(const int64_t *t, const double *v, int k, uint32_t version,
+                   struct gp_st_bchunk_scratch *sc, struct gp_buf *b)
 {
     gp_buf_reset(b);
     uint8_t hdr[GP_ST_BF_HEADER] = {0};
@@ -54,7 +56,7 @@ static void shared(const int64_t *t, const double *v, int k, struct gp_st_bchunk
     if (gp_st_btimes_encode(t, (size_t)k, sc, b) != GP_OK)
         abort();
     size_t at = b->len;
-    if (gp_st_bchunk_encode_shared(t, v, (size_t)k, GP_ST_BF_HEADER, sc, b) != GP_OK)
+    if (gp_st_bchunk_encode_block(t, v, (size_t)k, GP_ST_BF_HEADER, version, sc, b) != GP_OK)
         abort();
     struct gp_st_bfile bf = {.data = (const uint8_t *)b->data, .len = b->len};
     const uint8_t *p = bf.data + at;
@@ -118,7 +120,8 @@ static void bchunk(const uint8_t *p, size_t len)
     for (int i = 0; i < k; i++)
         if (t1[i] != t2[i] || gp_f64_bits(v1[i]) != gp_f64_bits(v2[i]))
             abort();
-    shared(t1, v1, k, &sc, &b);
+    shared(t1, v1, k, 2, &sc, &b);
+    shared(t1, v1, k, 3, &sc, &b);
     gp_buf_free(&b);
     gp_st_bchunk_scratch_free(&sc);
 }
@@ -146,14 +149,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 bchunk(p, e.len);
             }
             else
-                gp_st_rollup_decode(p, e.len, INT64_MIN, INT64_MAX, &r);
+                gp_st_rollup_decode(&bf, p, e.len, INT64_MIN, INT64_MAX, &r);
         }
         if (gp_st_bfile_lower(&bf, UINT32_MAX) > bf.n)
             abort();
     }
     bchunk(data, size);
     r.n = 0;
-    int rc = gp_st_rollup_decode(data, size, INT64_MIN, INT64_MAX, &r);
+    int rc = gp_st_rollup_decode(NULL, data, size, INT64_MIN, INT64_MAX, &r);
     for (size_t i = 1; rc == GP_OK && i < r.n; i++)
         if (r.r[i].t <= r.r[i - 1].t || r.r[i].count == 0)
             abort();

@@ -125,13 +125,18 @@ expect_count "meta.db deleted, rebuilt from the rebuilt series.log" dmg $T0 $NT 
 # 4. A block chunk damaged: the answer says so and lacks only that chunk.
 stop_server
 blk=$(ls "$DATA"/blocks/*.blk | head -1)
-# a byte of the first chunk (the index's first entry: u32 id, u32 crc, u64
-# offset), past the time record that precedes it (store_fmt.h)
+# a byte of the first chunk (the index's first entry: u32 id, u32 crc, then
+# the offset, u48 in format version 3, u64 before), past the time record
+# that precedes it (store_fmt.h)
 at=$(python3 - "$blk" <<'EOF'
 import struct, sys
 b = open(sys.argv[1], "rb").read()
 ioff = struct.unpack_from("<Q", b, len(b) - 24)[0]
-print(struct.unpack_from("<Q", b, ioff + 8)[0] + 2)
+if struct.unpack_from("<I", b, 8)[0] >= 3:
+    lo, hi = struct.unpack_from("<IH", b, ioff + 8)
+    print((lo | hi << 32) + 2)
+else:
+    print(struct.unpack_from("<Q", b, ioff + 8)[0] + 2)
 EOF
 ) || fail "block layout"
 printf '\x5a' | dd of="$blk" bs=1 seek="$at" conv=notrunc 2>/dev/null

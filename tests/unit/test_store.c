@@ -455,6 +455,37 @@ static void test_overlapping_blocks_read_in_order(void)
     gp_store_close(s);
 }
 
+/* Three series of 1,500 samples at 1 s compacted into one block of a
+ * 1-hour window three hours ago (*t0: the first sample); closed. */
+static void three_series_compacted(const char *dir, struct gp_store_options *o, int64_t *t0)
+{
+    struct gp_store *s = topen(dir, o);
+    *t0 = gp_st_floor(tnow_ms(), 3600000) - 3 * 3600000 + 1000;
+    tfill(s, 3, 1500, *t0, 300);
+    CHECK_INT(gp_store_maintain(s, 1), GP_OK);
+    gp_store_close(s);
+}
+
+/* That store, its block rewritten, reads every sample back, undamaged. */
+static void three_series_read_back(struct gp_store *s, int64_t t0)
+{
+    for (uint32_t k = 0; k < 3; k++) {
+        struct gp_samples x = {0};
+        CHECK_INT(gp_store_read(s, tid(s, k), INT64_MIN, INT64_MAX, &x), GP_OK);
+        CHECK_INT(x.n, 1500);
+        CHECK_INT(x.damaged, 0);
+        for (size_t i = 0; i < x.n; i++) {
+            CHECK_INT(x.t[i], t0 + (int64_t)i * 1000);
+            CHECK_DBL(x.v[i], tvalue(k, x.t[i]), 0);
+        }
+        gp_samples_free(&x);
+    }
+    uint64_t chunks, damaged;
+    gp_store_check_blocks(s, &chunks, &damaged);
+    CHECK_INT(chunks, 6);
+    CHECK_INT(damaged, 0);
+}
+
 /* A store whose block was written before shared times (format version
  * 1: every chunk of encoding 1, with its own times) reads the same:
  * the block is rewritten so, from the one this store compacted. */
@@ -462,11 +493,8 @@ static void test_version_1_block_reads(void)
 {
     const char *dir = gp_test_tmpdir();
     struct gp_store_options o = {.block_ms = 3600000, .no_background = 1, .no_sync = 1};
-    struct gp_store *s = topen(dir, &o);
-    int64_t w = gp_st_floor(tnow_ms(), 3600000) - 3 * 3600000, t0 = w + 1000;
-    tfill(s, 3, 1500, t0, 300);
-    CHECK_INT(gp_store_maintain(s, 1), GP_OK);
-    gp_store_close(s);
+    int64_t t0;
+    three_series_compacted(dir, &o, &t0);
     char path[1024], tmp[1100];
     size_t fsize;
     uint8_t *f = tblock_read(dir, path, sizeof path, &fsize);
@@ -476,7 +504,7 @@ static void test_version_1_block_reads(void)
     CHECK_INT(gp_st_bfile_parse(f, fsize, &bf, err, sizeof err), GP_OK);
     CHECK_INT(bf.n, 6); /* 3 series x 2 pieces of 15 minutes */
     struct gp_st_bwriter bw;
-    CHECK_INT(gp_st_bwriter_open(&bw, tmp, GP_ST_BF_BLOCK, bf.mint, bf.maxt), GP_OK);
+    CHECK_INT(gp_st_bwriter_open_version(&bw, tmp, GP_ST_BF_BLOCK, bf.mint, bf.maxt, 2), GP_OK);
     struct gp_st_bchunk_scratch sc = {0};
     struct gp_buf b;
     gp_buf_init(&b, 0);
@@ -516,22 +544,125 @@ static void test_version_1_block_reads(void)
     close(fd);
     free(g);
     CHECK(rename(tmp, path) == 0);
-    s = topen(dir, &o);
-    for (uint32_t k = 0; k < 3; k++) {
-        struct gp_samples x = {0};
-        CHECK_INT(gp_store_read(s, tid(s, k), INT64_MIN, INT64_MAX, &x), GP_OK);
-        CHECK_INT(x.n, 1500);
-        CHECK_INT(x.damaged, 0);
-        for (size_t i = 0; i < x.n; i++) {
-            CHECK_INT(x.t[i], t0 + (int64_t)i * 1000);
-            CHECK_DBL(x.v[i], tvalue(k, x.t[i]), 0);
-        }
-        gp_samples_free(&x);
+    struct gp_store *s = topen(dir, &o);
+    three_series_read_back(s, t0);
+    gp_store_close(s);
+}
+
+/* The store's rollup file (beside its one block at bpath) written again
+ * as format version 2 wrote it: each payload's columns with their own
+ * times, 40-byte index entries. */
+static void rollups_as_version_2(const char *bpath)
+{
+    char path[1100], tmp[1200];
+    const char *b = strstr(bpath, "/blocks/");
+    CHECK(b);
+    snprintf(path, sizeof path, "%.*s/rollups/%s", (int)(b - bpath), bpath, b + 8);
+    memcpy(path + strlen(path) - 4, ".rlp", 4);
+    snprintf(tmp, sizeof tmp, "%s.v2", path);
+    int fd = open(path, O_RDONLY);
+    struct stat st;
+    CHECK(fd >= 0 && fstat(fd, &st) == 0);
+    uint8_t *f = malloc((size_t)st.st_size);
+    CHECK(f && pread(fd, f, (size_t)st.st_size, 0) == st.st_size);
+    close(fd);
+    struct gp_st_bfile bf;
+    char err[200];
+    CHECK_INT(gp_st_bfile_parse(f, (size_t)st.st_size, &bf, err, sizeof err), GP_OK);
+    CHECK_INT(bf.version, 3);
+    struct gp_st_bwriter bw;
+    CHECK_INT(gp_st_bwriter_open_version(&bw, tmp, GP_ST_BF_ROLLUP, bf.mint, bf.maxt, 2), GP_OK);
+    struct gp_st_rollup_enc re;
+    gp_st_rollup_enc_init(&re);
+    struct gp_buf out;
+    gp_buf_init(&out, 0);
+    for (uint32_t i = 0; i < bf.n; i++) {
+        struct gp_st_bentry e;
+        const uint8_t *p;
+        gp_st_bfile_entry(&bf, i, &e);
+        CHECK_INT(gp_st_bfile_payload(&bf, &e, &p), GP_OK);
+        struct gp_rollups ru = {0};
+        CHECK_INT(gp_st_rollup_decode(&bf, p, e.len, INT64_MIN, INT64_MAX, &ru), GP_OK);
+        gp_st_rollup_enc_reset(&re);
+        for (size_t k = 0; k < ru.n; k++)
+            CHECK_INT(gp_st_rollup_enc_add(&re, &ru.r[k]), GP_OK);
+        gp_buf_reset(&out);
+        CHECK_INT(gp_st_rollup_enc_finish(&re, 0, 2, &out), GP_OK);
+        CHECK_INT(gp_st_bwriter_add(&bw, e.id, e.count, e.t_first, e.t_last, out.data, out.len), GP_OK);
+        gp_rollups_free(&ru);
     }
-    uint64_t chunks, damaged;
-    gp_store_check_blocks(s, &chunks, &damaged);
-    CHECK_INT(chunks, 6);
-    CHECK_INT(damaged, 0);
+    uint64_t size;
+    CHECK_INT(gp_st_bwriter_finish(&bw, &size), GP_OK);
+    CHECK(rename(tmp, path) == 0);
+    gp_buf_free(&out);
+    gp_st_rollup_enc_free(&re);
+    free(f);
+}
+
+/* A store whose block has the index entries of format version 2 (40
+ * bytes, as gpulse wrote before version 3) reads the same: the block
+ * this store compacted, its payloads and time records kept at their
+ * offsets, its index written again in the older layout; its rollup file
+ * re-encoded as version 2 wrote it. */
+static void test_version_2_block_reads(void)
+{
+    const char *dir = gp_test_tmpdir();
+    struct gp_store_options o = {.block_ms = 3600000, .no_background = 1, .no_sync = 1};
+    int64_t t0;
+    three_series_compacted(dir, &o, &t0);
+    struct gp_store *s = topen(dir, &o);
+    struct gp_rollups want[3] = {{0}};
+    for (uint32_t k = 0; k < 3; k++)
+        CHECK_INT(gp_store_read_rollups(s, tid(s, k), INT64_MIN, INT64_MAX, &want[k]), GP_OK);
+    gp_store_close(s);
+    char path[1024];
+    size_t fsize;
+    uint8_t *f = tblock_read(dir, path, sizeof path, &fsize);
+    rollups_as_version_2(path);
+    struct gp_st_bfile bf;
+    char err[200];
+    CHECK_INT(gp_st_bfile_parse(f, fsize, &bf, err, sizeof err), GP_OK);
+    CHECK_INT(bf.version, 3);
+    uint64_t ioff = gp_get_le64(f + fsize - GP_ST_BF_FOOTER);
+    size_t size = (size_t)ioff + bf.n * GP_ST_BF_ENTRY + GP_ST_BF_FOOTER;
+    uint8_t *g = malloc(size);
+    CHECK(g);
+    memcpy(g, f, (size_t)ioff);
+    gp_put_le32(g + 8, 2);
+    for (uint32_t i = 0; i < bf.n; i++) {
+        struct gp_st_bentry e;
+        gp_st_bfile_entry(&bf, i, &e);
+        uint8_t *x = g + ioff + (size_t)i * GP_ST_BF_ENTRY;
+        gp_put_le32(x, e.id);
+        gp_put_le32(x + 4, e.crc);
+        gp_put_le64(x + 8, e.off);
+        gp_put_le32(x + 16, e.len);
+        gp_put_le32(x + 20, e.count);
+        gp_put_le64(x + 24, (uint64_t)e.t_first);
+        gp_put_le64(x + 32, (uint64_t)e.t_last);
+    }
+    uint8_t *ft = g + size - GP_ST_BF_FOOTER;
+    memcpy(ft, f + fsize - GP_ST_BF_FOOTER, GP_ST_BF_FOOTER);
+    uint32_t crc = gp_crc32c(gp_crc32c(0, g, GP_ST_BF_HEADER), g + ioff, bf.n * GP_ST_BF_ENTRY);
+    gp_put_le32(ft + 12, crc);
+    CHECK_INT(gp_st_bfile_parse(g, size, &bf, err, sizeof err), GP_OK);
+    CHECK_INT(bf.version, 2);
+    int fd = open(path, O_WRONLY | O_TRUNC);
+    CHECK(fd >= 0 && write(fd, g, size) == (ssize_t)size);
+    close(fd);
+    free(f);
+    free(g);
+    s = topen(dir, &o);
+    three_series_read_back(s, t0);
+    for (uint32_t k = 0; k < 3; k++) {
+        struct gp_rollups ru = {0};
+        CHECK_INT(gp_store_read_rollups(s, tid(s, k), INT64_MIN, INT64_MAX, &ru), GP_OK);
+        CHECK_INT(ru.n, want[k].n);
+        CHECK(ru.n >= 25);
+        CHECK(memcmp(ru.r, want[k].r, ru.n * sizeof *ru.r) == 0);
+        gp_rollups_free(&ru);
+        gp_rollups_free(&want[k]);
+    }
     gp_store_close(s);
 }
 
@@ -546,15 +677,21 @@ static void brute_rollups(uint32_t k, int64_t t0, size_t n, const double *specia
         if (m + 59999 < from || m > to)
             continue;
         if (r.count && r.t != m) {
+            r.sum = gp_st_rollup_sum(&r);
             gp_st_rollups_push(out, &r);
             r.count = 0;
         }
         r.t = m;
         gp_st_rollup_fold(&r, special ? special[j] : tvalue(k, t));
     }
-    if (r.count)
+    if (r.count) {
+        r.sum = gp_st_rollup_sum(&r);
         gp_st_rollups_push(out, &r);
+    }
 }
+
+/* Power in W from integer mW, so each minute's exact sum is known. */
+static int64_t tmilliwatts(size_t j) { return 250000 + (int64_t)(j * 7919u % 450000u); }
 
 static void check_rollups_equal(const struct gp_rollups *a, const struct gp_rollups *b)
 {
@@ -587,6 +724,13 @@ static void test_rollups_match_brute_force(void)
     treq_build(&r, 100, 1, n, t0, 1000, sp);
     tappend(s, &r);
     treq_free(&r);
+    /* A series of decimals whose float sums are off the decimal sums. */
+    double *pw = malloc(n * sizeof *pw);
+    for (size_t j = 0; j < n; j++)
+        pw[j] = (double)tmilliwatts(j) / 1000;
+    treq_build(&r, 101, 1, n, t0, 1000, pw);
+    tappend(s, &r);
+    treq_free(&r);
     CHECK_INT(gp_store_maintain(s, 1), GP_OK);
     struct gp_store_stats st;
     gp_store_stats(s, &st);
@@ -612,8 +756,23 @@ static void test_rollups_match_brute_force(void)
         check_rollups_equal(&got, &want);
         gp_rollups_free(&got);
         gp_rollups_free(&want);
+        /* From blocks and head alike, a minute's sum is the exact decimal
+         * sum (gp_st_rollup_sum), not the float sum's rounding. */
+        CHECK_INT(gp_store_read_rollups(s, tid(s, 101), ranges[q][0], ranges[q][1], &got), GP_OK);
+        brute_rollups(101, t0, n, pw, ranges[q][0], ranges[q][1], &want);
+        check_rollups_equal(&got, &want);
+        for (size_t i = 0; i < got.n; i++) {
+            int64_t mw = 0;
+            for (size_t j = 0; j < n; j++)
+                if (gp_st_floor(t0 + (int64_t)j * 1000, 60000) == got.r[i].t)
+                    mw += tmilliwatts(j);
+            CHECK_INT(gp_f64_bits(got.r[i].sum), gp_f64_bits((double)mw / 1000));
+        }
+        gp_rollups_free(&got);
+        gp_rollups_free(&want);
     }
     free(sp);
+    free(pw);
     gp_store_close(s);
 }
 
@@ -1062,6 +1221,7 @@ const struct gp_test gp_tests_store[] = {
     {"compaction_cuts_pieces", test_compaction_cuts_pieces},
     {"overlapping_blocks_read_in_order", test_overlapping_blocks_read_in_order},
     {"version_1_block_reads", test_version_1_block_reads},
+    {"version_2_block_reads", test_version_2_block_reads},
     {"special_values_round_trip", test_special_values_round_trip},
     {"ordering_rules_counted", test_ordering_rules_counted},
     {"newest_value_kept", test_newest_value_kept},

@@ -7,11 +7,14 @@
 #include "lib/buf.h"
 #include "lib/crc32c.h"
 #include "lib/err.h"
+#include "lib/varint.h"
 #include "store/segment.h"
 #include "store/store_fmt.h"
 #include "test.h"
+#include "test_rng.h"
 
 #include <fcntl.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -32,13 +35,17 @@ static uint8_t *slurp(const char *path, size_t *len)
     return p;
 }
 
-/* A block of 3 series (series 2 with two chunks) written and read back. */
-static uint8_t *make_block(size_t *len)
+/* A block of 3 series (series 2 with two chunks) written and read back,
+ * in the given container version (0: the writer's choice). */
+static uint8_t *make_block_v(size_t *len, uint32_t version)
 {
     char path[1024];
     snprintf(path, sizeof path, "%s/b.blk", gp_test_tmpdir());
     struct gp_st_bwriter w;
-    CHECK_INT(gp_st_bwriter_open(&w, path, GP_ST_BF_BLOCK, 0, 599999), GP_OK);
+    if (version)
+        CHECK_INT(gp_st_bwriter_open_version(&w, path, GP_ST_BF_BLOCK, 0, 599999, version), GP_OK);
+    else
+        CHECK_INT(gp_st_bwriter_open(&w, path, GP_ST_BF_BLOCK, 0, 599999), GP_OK);
     for (uint32_t id = 1; id <= 3; id++) {
         for (int part = 0; part < (id == 2 ? 2 : 1); part++) {
             struct gp_chunk c;
@@ -61,13 +68,16 @@ static uint8_t *make_block(size_t *len)
     return p;
 }
 
-static void test_block_round_trip(void)
+static void block_round_trip(uint32_t version)
 {
     size_t len;
-    uint8_t *p = make_block(&len);
+    uint8_t *p = make_block_v(&len, version);
     struct gp_st_bfile bf;
     char err[200];
     CHECK_INT(gp_st_bfile_parse(p, len, &bf, err, sizeof err), GP_OK);
+    CHECK_INT(bf.version, version ? version : GP_ST_BLOCK_VERSION);
+    CHECK_INT(bf.esize, bf.version >= 3 ? GP_ST_BF_ENTRY3 : GP_ST_BF_ENTRY);
+    CHECK_INT(len, gp_get_le64(p + len - GP_ST_BF_FOOTER) + 4 * bf.esize + GP_ST_BF_FOOTER);
     CHECK_INT(bf.n, 4);
     CHECK_INT(bf.kind, GP_ST_BF_BLOCK);
     CHECK_INT(bf.maxt, 599999);
@@ -88,23 +98,46 @@ static void test_block_round_trip(void)
     CHECK_INT(gp_chunk_iter_next(&it, &t, &v), 1);
     CHECK_INT(t, 300000);
     CHECK_DBL(v, 20, 0);
+    /* Every entry as written: payloads back to back. */
+    uint64_t off = GP_ST_BF_HEADER;
+    for (uint32_t i = 0; i < 4; i++) {
+        gp_st_bfile_entry(&bf, i, &e);
+        CHECK_INT(e.id, i < 2 ? i + 1 : i);
+        CHECK_INT(e.t_first, i == 2 ? 300000 : 0);
+        CHECK_INT(e.t_last, e.t_first + 99000);
+        CHECK_INT(e.count, 100);
+        CHECK_INT(e.off, off);
+        CHECK_INT(gp_st_bfile_payload(&bf, &e, &pl), GP_OK);
+        off += e.len;
+    }
+    CHECK_INT(off, gp_get_le64(p + len - GP_ST_BF_FOOTER));
     /* A flipped payload byte is caught by the entry's CRC. */
+    gp_st_bfile_entry(&bf, 2, &e);
     p[e.off + 3] ^= 1;
     CHECK_INT(gp_st_bfile_payload(&bf, &e, &pl), GP_EPARSE);
     free(p);
 }
 
-static void test_block_damage_rejected(void)
+/* Version 3 (28-byte index entries) as written now, and version 2 (40
+ * bytes) as older gpulse wrote, read alike. */
+static void test_block_round_trip(void)
+{
+    block_round_trip(0);
+    block_round_trip(3);
+    block_round_trip(2);
+}
+
+static void block_damage_rejected(uint32_t version)
 {
     size_t len;
-    uint8_t *p = make_block(&len);
+    uint8_t *p = make_block_v(&len, version);
     struct gp_st_bfile bf;
     char err[200];
     /* Every truncation. */
     for (size_t n = 0; n < len; n++)
         CHECK_INT(gp_st_bfile_parse(p, n, &bf, err, sizeof err), GP_EPARSE);
     /* Every flipped bit outside the payloads (header, index, footer). */
-    size_t ioff = len - GP_ST_BF_FOOTER - 4 * GP_ST_BF_ENTRY;
+    size_t ioff = len - GP_ST_BF_FOOTER - 4 * (version >= 3 ? GP_ST_BF_ENTRY3 : GP_ST_BF_ENTRY);
     for (size_t i = 0; i < len; i++) {
         if (i >= GP_ST_BF_HEADER && i < ioff)
             continue;
@@ -117,6 +150,63 @@ static void test_block_damage_rejected(void)
     CHECK_INT(gp_st_bfile_parse(p, len, &bf, err, sizeof err), GP_OK);
     free(p);
     CHECK_INT(gp_st_bfile_parse((const uint8_t *)"", 0, &bf, err, sizeof err), GP_EPARSE);
+}
+
+static void test_block_damage_rejected(void)
+{
+    block_damage_rejected(3);
+    block_damage_rejected(2);
+}
+
+/* What version 3's entries can and cannot hold: times as u32 offsets
+ * from mint (a window of 2^32 ms or more is written as version 2), at
+ * most 65535 samples a chunk, nothing outside the window. */
+static void test_block_v3_limits(void)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/l.blk", gp_test_tmpdir());
+    struct gp_st_bwriter w;
+    const uint8_t pl[3] = {1, 2, 3};
+    int64_t mint = -5000, maxt = mint + (int64_t)UINT32_MAX;
+    CHECK_INT(gp_st_bwriter_open_version(&w, path, GP_ST_BF_BLOCK, mint, maxt + 1, 3), GP_EUSAGE);
+    CHECK_INT(gp_st_bwriter_open_version(&w, path, GP_ST_BF_BLOCK, mint, maxt, 4), GP_EUSAGE);
+    CHECK_INT(gp_st_bwriter_open(&w, path, GP_ST_BF_BLOCK, mint, maxt), GP_OK);
+    CHECK_INT(gp_st_bwriter_add(&w, 1, 1, mint - 1, mint, pl, 3), GP_EUSAGE);
+    CHECK_INT(gp_st_bwriter_add(&w, 1, 1, maxt, maxt + 1, pl, 3), GP_EUSAGE);
+    CHECK_INT(gp_st_bwriter_add(&w, 1, 65536, mint, maxt, pl, 3), GP_EUSAGE);
+    CHECK_INT(gp_st_bwriter_add(&w, 1, 0, mint, maxt, pl, 3), GP_EUSAGE);
+    CHECK_INT(gp_st_bwriter_add(&w, 1, 65535, mint, mint, pl, 3), GP_OK);
+    CHECK_INT(gp_st_bwriter_add(&w, 2, 7, -1, maxt, pl, 3), GP_OK);
+    uint64_t size;
+    CHECK_INT(gp_st_bwriter_finish(&w, &size), GP_OK);
+    size_t len;
+    uint8_t *p = slurp(path, &len);
+    struct gp_st_bfile bf;
+    char err[200];
+    CHECK_INT(gp_st_bfile_parse(p, len, &bf, err, sizeof err), GP_OK);
+    CHECK_INT(bf.version, 3);
+    struct gp_st_bentry e;
+    gp_st_bfile_entry(&bf, 0, &e);
+    CHECK_INT(e.count, 65535);
+    CHECK_INT(e.t_first, mint);
+    CHECK_INT(e.t_last, mint);
+    gp_st_bfile_entry(&bf, 1, &e);
+    CHECK_INT(e.count, 7);
+    CHECK_INT(e.t_first, -1);
+    CHECK_INT(e.t_last, maxt);
+    free(p);
+    /* A wider window: version 2, the same entries. */
+    CHECK_INT(gp_st_bwriter_open(&w, path, GP_ST_BF_BLOCK, INT64_MIN, INT64_MAX), GP_OK);
+    CHECK_INT(gp_st_bwriter_add(&w, 1, 70000, INT64_MIN, INT64_MAX, pl, 3), GP_OK);
+    CHECK_INT(gp_st_bwriter_finish(&w, &size), GP_OK);
+    p = slurp(path, &len);
+    CHECK_INT(gp_st_bfile_parse(p, len, &bf, err, sizeof err), GP_OK);
+    CHECK_INT(bf.version, 2);
+    gp_st_bfile_entry(&bf, 0, &e);
+    CHECK_INT(e.count, 70000);
+    CHECK_INT(e.t_first, INT64_MIN);
+    CHECK_INT(e.t_last, INT64_MAX);
+    free(p);
 }
 
 static void test_rollup_payload_round_trip(void)
@@ -136,10 +226,10 @@ static void test_rollup_payload_round_trip(void)
     }
     struct gp_buf out;
     gp_buf_init(&out, 0);
-    CHECK_INT(gp_st_rollup_enc_finish(&e, &out), GP_OK);
+    CHECK_INT(gp_st_rollup_enc_finish(&e, 0, 2, &out), GP_OK);
     printf("rollups: %zu bytes for 50 minutes\n", out.len);
     struct gp_rollups r = {0};
-    CHECK_INT(gp_st_rollup_decode((const uint8_t *)out.data, out.len, INT64_MIN, INT64_MAX, &r),
+    CHECK_INT(gp_st_rollup_decode(NULL, (const uint8_t *)out.data, out.len, INT64_MIN, INT64_MAX, &r),
               GP_OK);
     CHECK_INT(r.n, 50);
     for (int i = 0; i < 50; i++) {
@@ -151,22 +241,196 @@ static void test_rollup_payload_round_trip(void)
     }
     /* A range picks overlapping minutes only. */
     r.n = 0;
-    CHECK_INT(gp_st_rollup_decode((const uint8_t *)out.data, out.len, in[3].t + 59999, in[5].t, &r),
+    CHECK_INT(gp_st_rollup_decode(NULL, (const uint8_t *)out.data, out.len, in[3].t + 59999, in[5].t, &r),
               GP_OK);
     CHECK_INT(r.n, 3);
     CHECK_INT(r.r[0].t, in[3].t);
     /* Every truncation and some garbage are refused. */
     for (size_t n = 0; n < out.len; n++) {
         r.n = 0;
-        CHECK_INT(gp_st_rollup_decode((const uint8_t *)out.data, n, INT64_MIN, INT64_MAX, &r),
+        CHECK_INT(gp_st_rollup_decode(NULL, (const uint8_t *)out.data, n, INT64_MIN, INT64_MAX, &r),
                   GP_EPARSE);
     }
     uint8_t junk[64];
     memset(junk, 0xff, sizeof junk);
-    CHECK_INT(gp_st_rollup_decode(junk, sizeof junk, INT64_MIN, INT64_MAX, &r), GP_EPARSE);
+    CHECK_INT(gp_st_rollup_decode(NULL, junk, sizeof junk, INT64_MIN, INT64_MAX, &r), GP_EPARSE);
     gp_rollups_free(&r);
     gp_buf_free(&out);
     gp_st_rollup_enc_free(&e);
+}
+
+/* In a rollup file of version 3 the minutes are a time record of the
+ * file that the payload's four chunks name (as block chunks do), and a
+ * constant column (the count, mostly) holds no stream: the same minutes
+ * back, inside the file and nowhere else; every cut refused. */
+static void test_rollup_payload_shared_times(void)
+{
+    struct gp_st_rollup_enc e;
+    gp_st_rollup_enc_init(&e);
+    enum { MINUTES = 120 };
+    struct gp_rollup in[MINUTES];
+    for (int i = 0; i < MINUTES; i++) {
+        in[i] = (struct gp_rollup){
+            .t = 1700000040000LL + (i + i / 50) * 60000LL, /* two gaps */
+            .min = 300 + i % 7 * 0.125,
+            .max = i == 9 ? NAN : 400 + i % 5,
+            .sum = 21000 + i * 0.5,
+            .count = 60,
+        };
+        CHECK_INT(gp_st_rollup_enc_add(&e, &in[i]), GP_OK);
+    }
+    int64_t t[MINUTES];
+    for (int i = 0; i < MINUTES; i++)
+        t[i] = in[i].t;
+    struct gp_buf f, alone;
+    gp_buf_init(&f, 0);
+    gp_buf_init(&alone, 0);
+    uint8_t hdr[GP_ST_BF_HEADER] = {0};
+    gp_buf_append(&f, hdr, sizeof hdr);
+    CHECK_INT(gp_st_btimes_encode(t, MINUTES, &e.sc, &f), GP_OK);
+    size_t at = f.len;
+    CHECK_INT(gp_st_rollup_enc_finish(&e, GP_ST_BF_HEADER, 3, &f), GP_OK);
+    CHECK_INT(gp_st_rollup_enc_finish(&e, 0, 2, &alone), GP_OK);
+    printf("rollups: %zu bytes for %d minutes (time record %zu), %zu with the times in each column\n",
+           f.len - at, MINUTES, at - GP_ST_BF_HEADER, alone.len);
+    CHECK(f.len - at + 40 < alone.len);
+    struct gp_st_bfile bf = {.data = (const uint8_t *)f.data, .len = f.len};
+    const uint8_t *p = bf.data + at;
+    size_t len = f.len - at;
+    struct gp_rollups got = {0};
+    CHECK_INT(gp_st_rollup_decode(&bf, p, len, INT64_MIN, INT64_MAX, &got), GP_OK);
+    CHECK_INT(got.n, MINUTES);
+    for (int i = 0; i < MINUTES; i++) {
+        CHECK_INT(got.r[i].t, in[i].t);
+        CHECK_INT(gp_f64_bits(got.r[i].min), gp_f64_bits(in[i].min));
+        CHECK_INT(gp_f64_bits(got.r[i].max), gp_f64_bits(in[i].max));
+        CHECK_INT(gp_f64_bits(got.r[i].sum), gp_f64_bits(in[i].sum));
+        CHECK_INT(got.r[i].count, 60);
+    }
+    /* the count column: encoding 2, no stream */
+    const uint8_t *q = p, *end = p + len;
+    uint64_t u, cl;
+    CHECK(gp_uvarint_get(&q, end, &u) == 0 && u == MINUTES);
+    for (int c = 0; c < 4; c++) {
+        CHECK(gp_uvarint_get(&q, end, &cl) == 0 && cl <= (uint64_t)(end - q));
+        struct gp_st_bchunk_info ci;
+        CHECK_INT(gp_st_bchunk_info(q, (size_t)cl, &ci), GP_OK);
+        CHECK_INT(ci.enc, 2);
+        if (c == 3)
+            CHECK_INT(ci.mode, 2);
+        q += cl;
+    }
+    /* a window, as the reader asks */
+    got.n = 0;
+    CHECK_INT(gp_st_rollup_decode(&bf, p, len, in[10].t, in[12].t + 1, &got), GP_OK);
+    CHECK_INT(got.n, 3);
+    /* nowhere else: without its file, with its record damaged, cut short */
+    got.n = 0;
+    CHECK_INT(gp_st_rollup_decode(NULL, p, len, INT64_MIN, INT64_MAX, &got), GP_EPARSE);
+    for (size_t n = 0; n < len; n++) {
+        got.n = 0;
+        CHECK_INT(gp_st_rollup_decode(&bf, p, n, INT64_MIN, INT64_MAX, &got), GP_EPARSE);
+    }
+    f.data[GP_ST_BF_HEADER + 5] ^= 8;
+    got.n = 0;
+    CHECK_INT(gp_st_rollup_decode(&bf, p, len, INT64_MIN, INT64_MAX, &got), GP_EPARSE);
+    gp_rollups_free(&got);
+    gp_buf_free(&f);
+    gp_buf_free(&alone);
+    gp_st_rollup_enc_free(&e);
+}
+
+/* What the payload's four chunks (min, max, sum, count) hold. */
+static void rollup_columns(const struct gp_buf *out, struct gp_st_bchunk_info in[4])
+{
+    const uint8_t *p = (const uint8_t *)out->data, *end = p + out->len;
+    uint64_t n, len;
+    CHECK(gp_uvarint_get(&p, end, &n) == 0);
+    for (int i = 0; i < 4; i++) {
+        CHECK(gp_uvarint_get(&p, end, &len) == 0 && len <= (uint64_t)(end - p));
+        CHECK_INT(gp_st_bchunk_info(p, (size_t)len, &in[i]), GP_OK);
+        p += len;
+    }
+    CHECK(p == end);
+}
+
+/* A minute's sum of 1 s power readings in mW as W (312.457): the float
+ * sum lands a few ulps off the decimal it stands for, which packed as no
+ * decimal (the sum column fell back to Gorilla). Written, it is the
+ * exact decimal sum, bit for bit what the integers in mW give, and the
+ * column packs. */
+static void test_rollup_sum_decimal(void)
+{
+    struct gp_test_rng rng = {19};
+    struct gp_st_rollup_enc e;
+    gp_st_rollup_enc_init(&e);
+    enum { MINUTES = 120 };
+    double exact[MINUTES];
+    int off = 0;
+    for (int i = 0; i < MINUTES; i++) {
+        struct gp_rollup r = {.t = 1700000040000LL + i * 60000LL};
+        int64_t mw = 0;
+        for (int k = 0; k < 60; k++) {
+            int64_t x = gp_test_rnd_in(&rng, 250000, 700000);
+            gp_st_rollup_fold(&r, (double)x / 1000);
+            mw += x;
+        }
+        exact[i] = (double)mw / 1000;
+        off += gp_f64_bits(r.sum) != gp_f64_bits(exact[i]);
+        CHECK_INT(gp_st_rollup_enc_add(&e, &r), GP_OK);
+    }
+    CHECK(off > MINUTES / 4); /* the float sums are off: what this test is about */
+    struct gp_buf out;
+    gp_buf_init(&out, 0);
+    CHECK_INT(gp_st_rollup_enc_finish(&e, 0, 2, &out), GP_OK);
+    struct gp_st_bchunk_info col[4];
+    rollup_columns(&out, col);
+    CHECK_INT(col[2].enc, 1);
+    CHECK_INT(col[2].e, 3);
+    CHECK_INT(col[2].nexc, 0);
+    printf("rollups: %zu bytes for %d minutes of mW readings, sum %zu bytes\n", out.len, MINUTES,
+           (size_t)(col[2].head_bytes + (col[2].time_bits + col[2].value_bits + 7) / 8));
+    struct gp_rollups got = {0};
+    CHECK_INT(gp_st_rollup_decode(NULL, (const uint8_t *)out.data, out.len, INT64_MIN, INT64_MAX, &got),
+              GP_OK);
+    CHECK_INT(got.n, MINUTES);
+    for (int i = 0; i < MINUTES; i++)
+        CHECK_INT(gp_f64_bits(got.r[i].sum), gp_f64_bits(exact[i]));
+    gp_rollups_free(&got);
+    gp_buf_free(&out);
+    gp_st_rollup_enc_free(&e);
+}
+
+/* What the snap moves and what it leaves: never more than max_ulps. */
+static void test_decimal_snap(void)
+{
+    double naive = 0.1 + 0.2;
+    CHECK(naive != 0.3);
+    CHECK_INT(gp_f64_bits(gp_st_decimal_snap(naive, 2)), gp_f64_bits(0.3));
+    CHECK_INT(gp_f64_bits(gp_st_decimal_snap(-naive, 2)), gp_f64_bits(-0.3));
+    CHECK_INT(gp_f64_bits(gp_st_decimal_snap(naive, 0)), gp_f64_bits(naive));
+    /* decimals stay as they are, the coarsest digits first */
+    CHECK_INT(gp_f64_bits(gp_st_decimal_snap(18747.123, 60)), gp_f64_bits(18747.123));
+    CHECK_INT(gp_f64_bits(gp_st_decimal_snap(5e20, 60)), gp_f64_bits(5e20));
+    /* no decimal of 15 digits near: unchanged */
+    double third = 1.0 / 3 * 1e-3;
+    CHECK_INT(gp_f64_bits(gp_st_decimal_snap(third, 4)), gp_f64_bits(third));
+    double specials[] = {0.0, -0.0, INFINITY, -INFINITY, NAN, gp_bits_f64(GP_STALE_NAN_BITS),
+                         4.9e-324, 1e300};
+    for (size_t i = 0; i < sizeof specials / sizeof specials[0]; i++)
+        CHECK_INT(gp_f64_bits(gp_st_decimal_snap(specials[i], 64)), gp_f64_bits(specials[i]));
+    /* random doubles: moved by at most max_ulps, to a value of the same sign */
+    struct gp_test_rng rng = {7};
+    for (int i = 0; i < 100000; i++) {
+        double v = ldexp((double)(gp_test_rnd(&rng) >> 11), (int)gp_test_rnd_in(&rng, -80, 20));
+        if (i & 1)
+            v = -v;
+        unsigned k = (unsigned)gp_test_rnd_in(&rng, 0, 64);
+        double s = gp_st_decimal_snap(v, k);
+        int64_t d = (int64_t)gp_f64_bits(s) - (int64_t)gp_f64_bits(v);
+        CHECK(d >= -(int64_t)k && d <= (int64_t)k);
+        CHECK((s < 0) == (v < 0));
+    }
 }
 
 static void test_rollup_fold(void)
@@ -345,7 +609,8 @@ static void check_window(const uint8_t *p, size_t len, const int64_t *t, const d
 /* The shared-times form of n samples, as a block file holds it: a
  * header's room, the time record, then the chunk naming it (the offset
  * of the chunk in *at). Caller frees b. */
-static void shared_encode(const int64_t *t, const double *v, size_t n, struct gp_buf *b, size_t *at)
+static void shared_encode_v(const int64_t *t, const double *v, size_t n, uint32_t version,
+                            struct gp_buf *b, size_t *at)
 {
     struct gp_st_bchunk_scratch sc = {0};
     gp_buf_init(b, 0);
@@ -353,18 +618,23 @@ static void shared_encode(const int64_t *t, const double *v, size_t n, struct gp
     gp_buf_append(b, hdr, sizeof hdr);
     CHECK_INT(gp_st_btimes_encode(t, n, &sc, b), GP_OK);
     *at = b->len;
-    CHECK_INT(gp_st_bchunk_encode_shared(t, v, n, GP_ST_BF_HEADER, &sc, b), GP_OK);
+    CHECK_INT(gp_st_bchunk_encode_block(t, v, n, GP_ST_BF_HEADER, version, &sc, b), GP_OK);
     gp_st_bchunk_scratch_free(&sc);
+}
+
+static void shared_encode(const int64_t *t, const double *v, size_t n, struct gp_buf *b, size_t *at)
+{
+    shared_encode_v(t, v, n, 2, b, at);
 }
 
 /* The shared-times form decodes to the same samples, whole and by
  * windows, inside its file and nowhere else; every cut of the chunk or
  * of the time record is refused. */
-static void shared_round_trip(const int64_t *t, const double *v, size_t n)
+static void shared_round_trip_v(const int64_t *t, const double *v, size_t n, uint32_t version)
 {
     struct gp_buf b;
     size_t at;
-    shared_encode(t, v, n, &b, &at);
+    shared_encode_v(t, v, n, version, &b, &at);
     uint8_t *f = (uint8_t *)b.data;
     struct gp_st_bfile bf = {.data = f, .len = b.len};
     const uint8_t *p = f + at;
@@ -405,6 +675,86 @@ static void shared_round_trip(const int64_t *t, const double *v, size_t n)
     free(tt);
     free(vv);
     gp_buf_free(&b);
+}
+
+static void shared_round_trip(const int64_t *t, const double *v, size_t n)
+{
+    shared_round_trip_v(t, v, n, 2);
+    shared_round_trip_v(t, v, n, 3);
+}
+
+/* The value mode of the chunk at b + at. */
+static unsigned chunk_mode(const struct gp_buf *b, size_t at)
+{
+    struct gp_st_bchunk_info in;
+    CHECK_INT(gp_st_bchunk_info((const uint8_t *)b->data + at, b->len - at, &in), GP_OK);
+    return in.mode;
+}
+
+/* A series that holds still for a whole chunk (memory used, clocks, XID
+ * and error counters): in a version 3 block no value stream at all
+ * (mode 2), exceptions kept; version 2 blocks and self-contained chunks
+ * (head chunk files) keep the stream, and refuse mode 2. */
+static void test_bchunk_constant(void)
+{
+    enum { N = 900 };
+    int64_t t[N];
+    double v[N];
+    for (size_t i = 0; i < N; i++) {
+        t[i] = 1700000000000LL + (int64_t)i * 1000 + (int64_t)(i * 7 % 5);
+        v[i] = 81559.25;
+    }
+    struct gp_buf b2, b3;
+    size_t at2, at3;
+    shared_encode_v(t, v, N, 2, &b2, &at2);
+    shared_encode_v(t, v, N, 3, &b3, &at3);
+    CHECK_INT(chunk_mode(&b2, at2), 0);
+    CHECK_INT(chunk_mode(&b3, at3), 2);
+    printf("bchunk: constant, %d samples: %zu bytes in version 2, %zu in 3\n", N, b2.len - at2,
+           b3.len - at3);
+    CHECK(b3.len - at3 <= 10); /* encoding, n, offset, e | mode, m0, no exceptions */
+    CHECK(b2.len - at2 >= b3.len - at3 + 20);
+    gp_buf_free(&b2);
+    gp_buf_free(&b3);
+    for (size_t n = 1; n <= 3; n++)
+        shared_round_trip(t, v, n);
+    shared_round_trip(t, v, N);
+    /* exceptions repeat the constant's m and are kept */
+    v[0] = NAN;
+    v[17] = gp_bits_f64(GP_STALE_NAN_BITS);
+    v[N - 1] = -0.0;
+    shared_round_trip(t, v, N);
+    shared_encode_v(t, v, N, 3, &b3, &at3);
+    CHECK_INT(chunk_mode(&b3, at3), 2);
+    gp_buf_free(&b3);
+    /* one value off: a stream again */
+    v[0] = v[17] = v[N - 1] = 81559.25;
+    v[400] = 81559.5;
+    shared_encode_v(t, v, N, 3, &b3, &at3);
+    CHECK(chunk_mode(&b3, at3) != 2);
+    gp_buf_free(&b3);
+    shared_round_trip(t, v, N);
+    /* A self-contained chunk never takes mode 2, and a forged one is
+     * refused: encoding 1, then n, t0, t1 - t0, then e | mode << 4. */
+    v[400] = 81559.25;
+    struct gp_st_bchunk_scratch sc = {0};
+    struct gp_buf c;
+    gp_buf_init(&c, 0);
+    CHECK_INT(gp_st_bchunk_encode(t, v, N, &sc, &c), GP_OK);
+    CHECK_INT((uint8_t)c.data[0], 1);
+    CHECK_INT(chunk_mode(&c, 0), 0);
+    const uint8_t *q = (const uint8_t *)c.data + 1, *end = (const uint8_t *)c.data + c.len;
+    uint64_t u;
+    for (int k = 0; k < 3; k++)
+        CHECK(gp_uvarint_get(&q, end, &u) == 0);
+    uint8_t *mb = (uint8_t *)c.data + (q - (const uint8_t *)c.data);
+    CHECK_INT(*mb >> 4, 0);
+    *mb = (uint8_t)(*mb | 2 << 4);
+    int64_t tt[N];
+    double vv[N];
+    CHECK_INT(gp_st_bchunk_decode((const uint8_t *)c.data, c.len, tt, vv, N), GP_EPARSE);
+    gp_buf_free(&c);
+    gp_st_bchunk_scratch_free(&sc);
 }
 
 /* Encodes n samples, checks the size bound when given, decodes them back
@@ -476,7 +826,7 @@ static void test_bchunk_shared_times(void)
     /* A second series with the same times names the same record. */
     struct gp_st_bchunk_scratch sc = {0};
     size_t at2 = b.len;
-    CHECK_INT(gp_st_bchunk_encode_shared(t, w, N, GP_ST_BF_HEADER, &sc, &b), GP_OK);
+    CHECK_INT(gp_st_bchunk_encode_block(t, w, N, GP_ST_BF_HEADER, 2, &sc, &b), GP_OK);
     const uint8_t *f = (const uint8_t *)b.data;
     CHECK_INT(f[at], 2);
     CHECK_INT(f[at2], 2);
@@ -503,7 +853,7 @@ static void test_bchunk_shared_times(void)
         gp_buf_init(&c, 0);
         gp_buf_append(&c, f, at); /* header room and the record */
         size_t cat = c.len;
-        CHECK_INT(gp_st_bchunk_encode_shared(t, w, N, k == 3 ? at : bad[k], &sc, &c), GP_OK);
+        CHECK_INT(gp_st_bchunk_encode_block(t, w, N, k == 3 ? at : bad[k], 2, &sc, &c), GP_OK);
         struct gp_st_bfile cf = {.data = (const uint8_t *)c.data, .len = c.len};
         CHECK_INT(gp_st_bchunk_decode_in(&cf, cf.data + cat, c.len - cat, INT64_MIN, INT64_MAX, 1, tt, vv, N,
                                          &first),
@@ -518,14 +868,14 @@ static void test_bchunk_shared_times(void)
     gp_buf_append(&c, hdr, sizeof hdr);
     CHECK_INT(gp_st_btimes_encode(t, N - 1, &sc, &c), GP_OK);
     size_t cat = c.len;
-    CHECK_INT(gp_st_bchunk_encode_shared(t, w, N, GP_ST_BF_HEADER, &sc, &c), GP_OK);
+    CHECK_INT(gp_st_bchunk_encode_block(t, w, N, GP_ST_BF_HEADER, 2, &sc, &c), GP_OK);
     struct gp_st_bfile cf = {.data = (const uint8_t *)c.data, .len = c.len};
     CHECK_INT(gp_st_bchunk_decode_in(&cf, cf.data + cat, c.len - cat, INT64_MIN, INT64_MAX, 1, tt, vv, N, &first),
               GP_EPARSE);
     /* Times out of order are refused as by the self-contained encoder. */
     int64_t tb[2] = {5, 5};
     CHECK_INT(gp_st_btimes_encode(tb, 2, &sc, &c), GP_EUSAGE);
-    CHECK_INT(gp_st_bchunk_encode_shared(tb, w, 2, GP_ST_BF_HEADER, &sc, &c), GP_EUSAGE);
+    CHECK_INT(gp_st_bchunk_encode_block(tb, w, 2, GP_ST_BF_HEADER, 2, &sc, &c), GP_EUSAGE);
     gp_buf_free(&c);
     gp_buf_free(&self);
     gp_buf_free(&b);
@@ -534,13 +884,15 @@ static void test_bchunk_shared_times(void)
 
 /* Block files of version 1 (before shared times) still parse; one of a
  * version this gpulse does not know is refused with its number. */
-static void test_block_versions(void)
+/* Each version's header over its layout: version 1 and 2 files share
+ * theirs, 3 has its own; another number is refused by name. */
+static void block_versions(uint32_t written)
 {
     size_t len;
-    uint8_t *p = make_block(&len);
+    uint8_t *p = make_block_v(&len, written);
     struct gp_st_bfile bf;
     char err[200];
-    CHECK_INT(gp_get_le32(p + 8), GP_ST_BLOCK_VERSION);
+    CHECK_INT(gp_get_le32(p + 8), written);
     for (uint32_t ver = 0; ver <= GP_ST_BLOCK_VERSION + 1; ver++) {
         gp_put_le32(p + 8, ver);
         /* the footer's CRC covers the header */
@@ -550,13 +902,19 @@ static void test_block_versions(void)
         gp_put_le32(p + len - GP_ST_BF_FOOTER + 12, crc);
         int rc = gp_st_bfile_parse(p, len, &bf, err, sizeof err);
         if (ver >= 1 && ver <= GP_ST_BLOCK_VERSION) {
-            CHECK_INT(rc, GP_OK);
+            CHECK_INT(rc, (ver >= 3) == (written >= 3) ? GP_OK : GP_EPARSE);
         } else {
             CHECK_INT(rc, GP_EPARSE);
             CHECK_CONTAINS(err, "format version");
         }
     }
     free(p);
+}
+
+static void test_block_versions(void)
+{
+    block_versions(2);
+    block_versions(3);
 }
 
 static void test_bchunk_round_trips(void)
@@ -715,14 +1073,19 @@ static void test_floor(void)
 const struct gp_test gp_tests_store_fmt[] = {
     {"block_round_trip", test_block_round_trip},
     {"block_damage_rejected", test_block_damage_rejected},
+    {"block_v3_limits", test_block_v3_limits},
     {"rollup_payload_round_trip", test_rollup_payload_round_trip},
     {"rollup_fold", test_rollup_fold},
+    {"rollup_sum_decimal", test_rollup_sum_decimal},
+    {"rollup_payload_shared_times", test_rollup_payload_shared_times},
+    {"decimal_snap", test_decimal_snap},
     {"chunk_record", test_chunk_record},
     {"chunk_record_packed", test_chunk_record_packed},
     {"snapshot_parse", test_snapshot_parse},
     {"bchunk_round_trips", test_bchunk_round_trips},
     {"bchunk_frozen_layout", test_bchunk_frozen_layout},
     {"bchunk_shared_times", test_bchunk_shared_times},
+    {"bchunk_constant", test_bchunk_constant},
     {"block_versions", test_block_versions},
     {"floor", test_floor},
     {0},
