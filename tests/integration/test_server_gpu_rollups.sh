@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The GPU page on a window whose raw samples have expired (docs/api.md
-# "Rollups", docs/dashboard.md). 30 minutes of one GPU's history, 3 hours
-# old, written over remote write at 15 s steps, and a sample now (the GPU
+# "Rollups", docs/dashboard.md). 30 minutes of one GPU's history, 5 hours
+# old (so the 2-hour windows holding it ended over an hour ago at any
+# time of day: at 3 hours they had not from :30 to :59 of even hours),
+# written over remote write at 15 s steps, and a sample now (the GPU
 # still reports); the server restarted with retention_raw 1h compacts the
 # history into 1-minute rollups and expires its raw samples. Then:
 # - the PromQL route and rollups=false answer nothing for the old window
@@ -17,7 +19,7 @@ source "$(dirname "$0")/lib.sh"
 start_server
 now_ms() { python3 -c 'import time; print(int(time.time() * 1000))'; }
 now=$(now_ms)
-t0=$(( (now - 3 * 3600000) / 60000 * 60000 + 7000 )) # 7 s past a minute
+t0=$(( (now - 5 * 3600000) / 60000 * 60000 + 7000 )) # 7 s past a minute
 python3 - "$t0" "$now" >"$TMP/samples" <<'PY'
 import sys
 t0, now = int(sys.argv[1]), int(sys.argv[2])
@@ -44,7 +46,7 @@ q() { curl -sf -G "$SERVER_URL/api/v1/query_range" --data-urlencode "$1" --data-
 # background: wait until the raw samples are gone
 wait_until 60 sh -c "curl -sf -G '$SERVER_URL/api/v1/query_range' --data-urlencode 'query=DCGM_FI_DEV_GPU_UTIL$sel' \
     --data-urlencode start=$start --data-urlencode end=$end --data-urlencode step=15 | grep -q '\"result\":\[\]'" ||
-    fail "PromQL reads raw samples 3 h old with retention_raw 1h: $(q "query=DCGM_FI_DEV_GPU_UTIL$sel" | head -c 300)"
+    fail "PromQL reads raw samples 5 h old with retention_raw 1h: $(q "query=DCGM_FI_DEV_GPU_UTIL$sel" | head -c 300)"
 q "match=DCGM_FI_DEV_GPU_UTIL$sel" --data-urlencode rollups=false >"$TMP/raw" || fail "rollups=false failed"
 grep -q '"result":\[\]' "$TMP/raw" || fail "rollups=false read expired raw samples: $(cat "$TMP/raw")"
 for m in DCGM_FI_DEV_GPU_UTIL DCGM_FI_DEV_POWER_USAGE; do
