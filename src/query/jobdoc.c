@@ -701,9 +701,7 @@ static int gproc_cmp(const void *pa, const void *pb)
     if (a->first != b->first)
         return a->first < b->first ? -1 : 1;
     const struct gp_store_series *x = a->steps, *y = b->steps;
-    size_t n = x->labels_len < y->labels_len ? x->labels_len : y->labels_len;
-    int c = n ? memcmp(x->labels, y->labels, n) : 0;
-    return c ? c : (x->labels_len > y->labels_len) - (x->labels_len < y->labels_len);
+    return gp_labels_cmp(x->labels, x->labels_len, y->labels, y->labels_len);
 }
 
 /* One reporting process's goodput: its counters' increases between

@@ -181,9 +181,7 @@ static int cmp_labels_ptr(const void *a, const void *b)
 {
     const struct gp_promapi_series *x = *(const struct gp_promapi_series *const *)a;
     const struct gp_promapi_series *y = *(const struct gp_promapi_series *const *)b;
-    size_t n = x->labels_len < y->labels_len ? x->labels_len : y->labels_len;
-    int c = n ? memcmp(x->labels, y->labels, n) : 0; /* an aggregate's labels may be empty (NULL) */
-    return c ? c : (x->labels_len > y->labels_len) - (x->labels_len < y->labels_len);
+    return gp_labels_cmp(x->labels, x->labels_len, y->labels, y->labels_len);
 }
 
 /* Walks an array of series: matrix entries (with_values) or label sets. */

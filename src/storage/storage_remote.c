@@ -408,9 +408,7 @@ static int series_of(struct remote *r, const char *sel, int64_t qmin, int64_t qm
 static int cmp_series_labels(const void *a, const void *b)
 {
     const struct gp_promapi_series *x = a, *y = b;
-    size_t n = x->labels_len < y->labels_len ? x->labels_len : y->labels_len;
-    int c = memcmp(x->labels, y->labels, n);
-    return c ? c : (x->labels_len > y->labels_len) - (x->labels_len < y->labels_len);
+    return gp_labels_cmp(x->labels, x->labels_len, y->labels, y->labels_len);
 }
 
 static void series_free(struct gp_promapi_series *d)

@@ -219,3 +219,10 @@ uint64_t gp_labels_hash(const uint8_t *p, size_t len)
     uint64_t h = rotl64(a, 1) + rotl64(b, 7) + rotl64(c, 12) + rotl64(d, 18);
     return gp_mix64(h ^ ((uint64_t)len * K2));
 }
+
+int gp_labels_cmp(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
+{
+    size_t n = alen < blen ? alen : blen;
+    int c = n ? memcmp(a, b, n) : 0; /* memcmp wants non-NULL even for 0 bytes */
+    return c ? c : (alen > blen) - (alen < blen);
+}

@@ -30,6 +30,10 @@ int gp_labels_encode(const struct gp_label *l, size_t n, struct gp_buf *out);
  * Any bytes. */
 uint64_t gp_labels_hash(const uint8_t *blob, size_t len);
 
+/* Orders two canonical forms bytewise, the shorter first on a tie; an
+ * empty form (len 0, blob may be NULL) sorts first. */
+int gp_labels_cmp(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen);
+
 struct gp_labels_iter {
     const uint8_t *p, *end;
 };

@@ -306,6 +306,21 @@ static void test_hash_avalanche(void)
     }
 }
 
+/* The order every selection sorts by: bytewise, shorter first on a tie,
+ * and an empty set (an aggregate's, NULL) without touching the pointer. */
+static void test_cmp_order(void)
+{
+    const uint8_t a[] = {1, 2, 3}, b[] = {1, 2, 4};
+    CHECK(gp_labels_cmp(a, 3, b, 3) < 0);
+    CHECK(gp_labels_cmp(b, 3, a, 3) > 0);
+    CHECK(gp_labels_cmp(a, 2, a, 3) < 0);
+    CHECK(gp_labels_cmp(a, 3, a, 2) > 0);
+    CHECK_INT(gp_labels_cmp(a, 3, a, 3), 0);
+    CHECK_INT(gp_labels_cmp(NULL, 0, NULL, 0), 0);
+    CHECK(gp_labels_cmp(NULL, 0, a, 1) < 0);
+    CHECK(gp_labels_cmp(a, 1, NULL, 0) > 0);
+}
+
 const struct gp_test gp_tests_labels[] = {
     {"encode_round_trip", test_encode_round_trip},
     {"encode_long_and_binary_values", test_encode_long_and_binary_values},
@@ -316,5 +331,6 @@ const struct gp_test gp_tests_labels[] = {
     {"hash_pinned", test_hash_pinned},
     {"hash_distribution", test_hash_distribution},
     {"hash_avalanche", test_hash_avalanche},
+    {"cmp_order", test_cmp_order},
     {0},
 };
