@@ -14,9 +14,10 @@
  * In storage: remote, a job reaching before the local window would move
  * every raw sample of every series of the job from the cluster: there the
  * selection takes only the families that need raw samples
- * (GP_JOBDOC_RAW_NAMES) and the GPU memory comes as the cluster's
- * aggregates (jobdoc_cluster.h), which gp_jobdoc_newest and the GPUs read
- * in place of samples. The figures are computed here either way.
+ * (gp_jobdoc_cluster_raw_names) and the others come as the cluster's
+ * aggregates (jobdoc_cluster.h): GPU memory, newest values, counter
+ * totals, which the GPUs, gp_jobdoc_newest and gp_jobdoc_ser_read take in
+ * place of samples. The figures are computed here either way.
  */
 #include "query/jobdoc.h"
 
@@ -46,8 +47,8 @@ struct doc {
     const struct gp_jobdoc_in *in;
     struct gp_jobdoc_src src; /* the store, the range, the aggregates below */
     struct gp_store_selection sel;
-    /* From the cluster (jobdoc_cluster.h): the GPU memory series as
-     * aggregates, sel then holds only GP_JOBDOC_RAW_NAMES. */
+    /* From the cluster (jobdoc_cluster.h): the series of the families it
+     * aggregates; sel then holds only gp_jobdoc_cluster_raw_names. */
     struct gp_jobdoc_aggs agg;
     struct gp_jobdoc_gpus gpus;
     struct gp_jobdoc_ser *cpu, *rss, *loss; /* loss: gpulse_job_loss, what the clients sent */
@@ -66,6 +67,18 @@ struct doc {
     struct cost_out co;
     struct gp_jobdoc_goodput good;   /* jobdoc_goodput.h */
 };
+
+/* The job's series: the cluster's aggregates (none in embedded mode),
+ * then the selection. */
+static size_t nseries(const struct doc *d)
+{
+    return d->agg.n + d->sel.n;
+}
+
+static const struct gp_store_series *series_at(const struct doc *d, size_t i)
+{
+    return i < d->agg.n ? &d->agg.a[i].s : &d->sel.series[i - d->agg.n];
+}
 
 /* The index in in->ranks of series s's node and rank; SIZE_MAX: none. */
 static size_t rank_of(const struct doc *d, const struct gp_store_series *s)
@@ -215,7 +228,8 @@ static int job_cost(struct doc *d, const struct gp_store_series **targets, size_
 
 /* gather's answer when the cluster's aggregates cannot give a figure:
  * a GPU without activity samples counts its GPU-seconds from its memory
- * samples' gaps. doc_gather reads the job raw then. */
+ * samples' gaps; a counter that fell (a reset) adds each value after a
+ * fall. doc_gather reads the job raw then. */
 #define NEED_RAW 1
 
 /* Reads the job's series and works out every figure into d (the job
@@ -231,7 +245,7 @@ static int gather(struct doc *d)
                                  **phases = NULL;
     size_t nsteps = 0, nsecs = 0, nwaits = 0, nsamples = 0, ntokens = 0, nprocs = 0, ntargets = 0,
            nstepnos = 0, nphases = 0;
-    size_t nsel = d->sel.n ? d->sel.n : 1;
+    size_t nsel = nseries(d) ? nseries(d) : 1;
     steps = calloc(nsel, sizeof *steps);
     secs = calloc(nsel, sizeof *secs);
     waits = calloc(nsel, sizeof *waits);
@@ -250,12 +264,14 @@ static int gather(struct doc *d)
         !d->rss || !d->loss)
         goto out;
     for (size_t i = 0; i < d->agg.n; i++)
-        if (gp_jobdoc_gpus_add(&d->gpus, &d->agg.a[i].s))
+        if (d->agg.a[i].resets > 0) { /* its increase needs every sample */
+            rc = NEED_RAW;
             goto out;
-    for (size_t i = 0; i < d->sel.n; i++) {
-        const struct gp_store_series *s = &d->sel.series[i];
+        }
+    for (size_t i = 0; i < nseries(d); i++) {
+        const struct gp_store_series *s = series_at(d, i);
         if (gp_jobdoc_gpu_family(s)) {
-            if (gp_jobdoc_gpus_add(&d->gpus, s))
+            if ((rc = gp_jobdoc_gpus_add(&d->gpus, s)))
                 goto out;
         } else if (gp_jobdoc_name_is(s, "gpulse_job_cpu_seconds_total")) {
             if ((rc = gp_jobdoc_ser_read(&d->src, s, d->src.t0, d->src.t1, &d->cpu[d->ncpu++])))
@@ -304,8 +320,8 @@ static int gather(struct doc *d)
     struct gp_jobmodel_gpu_figures gf;
     /* the agent said how many GPUs the job held (gpulse_job_gpus) */
     bool held_none = false;
-    for (size_t i = 0; i < d->sel.n && !held_none; i++)
-        held_none = gp_jobdoc_name_is(&d->sel.series[i], "gpulse_job_gpus");
+    for (size_t i = 0; i < nseries(d) && !held_none; i++)
+        held_none = gp_jobdoc_name_is(series_at(d, i), "gpulse_job_gpus");
     gp_jobmodel_gpu_figures(&d->act, mg, d->gpus.n, held_none,
                             d->in->prices ? NAN : d->in->price_per_gpu_hour, &gf);
 
@@ -415,8 +431,8 @@ static void model_decl(struct doc *d, struct gp_jobmodel_mfu_in *in)
 {
     in->flops_token = in->flops_sample = NAN;
     in->precision = -1;
-    for (size_t i = 0; i < d->sel.n; i++) {
-        const struct gp_store_series *s = &d->sel.series[i];
+    for (size_t i = 0; i < nseries(d); i++) {
+        const struct gp_store_series *s = series_at(d, i);
         if (!gp_jobdoc_name_is(s, "gpulse_job_model_flops"))
             continue;
         struct gp_str per = gp_jobdoc_lab(s, "per"), prec = gp_jobdoc_lab(s, "precision");
@@ -508,8 +524,8 @@ static void put_rank_mfu(struct doc *d, struct rank_key k, const struct gp_jobmo
     gp_jobmodel_rank_init(&rk);
     double *sums[2] = {&rk.tokens, &rk.samples};
     static const char *const names[2] = {"gpulse_job_tokens_total", "gpulse_job_samples_total"};
-    for (size_t i = 0; i < d->sel.n; i++) {
-        const struct gp_store_series *s = &d->sel.series[i];
+    for (size_t i = 0; i < nseries(d); i++) {
+        const struct gp_store_series *s = series_at(d, i);
         for (int n = 0; n < 2; n++) {
             struct gp_jobdoc_ser x;
             if (!gp_jobdoc_name_is(s, names[n]) || !gp_jobdoc_str_eq(gp_jobdoc_node(s), k.node) || !gp_jobdoc_str_eq(gp_jobdoc_lab(s, "rank"), k.rank) ||
@@ -553,9 +569,9 @@ static int render(struct doc *d, struct gp_buf *b)
     gp_jobdoc_str_or_null(b, (struct gp_str){in->scheme, strlen(in->scheme)});
     /* gpulse run labels its job's info series with the command */
     struct gp_str command = {"", 0};
-    for (size_t i = 0; i < d->sel.n && !command.len; i++)
-        if (gp_jobdoc_name_is(&d->sel.series[i], "gpulse_job_info"))
-            command = gp_jobdoc_lab(&d->sel.series[i], "command");
+    for (size_t i = 0; i < nseries(d) && !command.len; i++)
+        if (gp_jobdoc_name_is(series_at(d, i), "gpulse_job_info"))
+            command = gp_jobdoc_lab(series_at(d, i), "command");
     gp_buf_puts(b, ",\"command\":");
     gp_jobdoc_str_or_null(b, command);
     gp_buf_printf(b, ",\"state\":\"%s\",\"exit_status\":", in->state);
@@ -760,14 +776,16 @@ static int doc_gather(struct doc *d, struct gp_storage *st, const struct gp_jobd
     if (rc)
         return rc;
     /* Raw samples the cluster would move (gp_storage_pushdown): only the
-     * families that need them, the GPU memory as aggregates. */
+     * families that need them, the others as aggregates. */
     size_t nm = 1;
     if (!raw && gp_storage_pushdown(st, m, 1, d->src.t0) &&
-        !(rc = gp_matcher_init(&m[1], GP_MATCH_RE, "__name__", GP_JOBDOC_RAW_NAMES, err, errlen)))
+        !(rc = gp_matcher_init(&m[1], GP_MATCH_RE, "__name__", gp_jobdoc_cluster_raw_names(in->series), err,
+                               errlen)))
         nm = 2;
     int64_t grid = in->series ? gp_jobdoc_grid_step(d->src.t0, d->src.t1) : 0;
-    if (nm == 2 && (rc = gp_jobdoc_cluster_memory(st, in->id, d->src.t0, d->src.t1, grid, &d->agg)))
-        rc = gp_seterr(err, errlen, rc, "asking the cluster for the job's GPU memory: %s",
+    if (nm == 2 && (rc = gp_jobdoc_cluster_read(st, in->id, d->src.t0, d->src.t1, d->src.tc, grid, in->series,
+                                                &d->agg)))
+        rc = gp_seterr(err, errlen, rc, "asking the cluster for the job's aggregates: %s",
                        rc == GP_ENET ? gp_storage_last_error() : gp_strerror(rc));
     if (!rc && (rc = gp_storage_select(st, m, nm, d->src.t0, d->src.tc, &d->sel)))
         gp_seterr(err, errlen, rc, "selecting the job's series: %s", gp_strerror(rc));

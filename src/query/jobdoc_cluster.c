@@ -1,17 +1,27 @@
 /*
- * jobdoc_cluster.c - a job's GPU memory as aggregates the cluster
- * evaluates (jobdoc_cluster.h). Each request is one PromQL range query
+ * jobdoc_cluster.c - a job's series as aggregates the cluster evaluates
+ * (jobdoc_cluster.h). Each request is one PromQL range query
  * (gp_storage_promql_matrix, on an exact grid) joining one term per
- * memory family with `or`; each term puts back the __name__ its window
- * function drops (and the same in gpulse_family, which `or` needs), so
- * the series keep their own labels and the document sorts them out as it
+ * family and figure with `or`; each term puts back the __name__ its
+ * function drops (and the same in gpulse_family, which `or` needs: it
+ * matches label sets without __name__) and names its figure in
+ * gpulse_fig, so one request carries every figure of every family and
+ * the series keep their own labels: the document sorts them out as it
  * sorts raw ones.
  *
- *   peaks   max_over_time(NAME{job="J"}[t1 - t0 + 1ms]) at t1: (t0 - 1ms, t1]
- *   newest  last_over_time(...) at t1, the same span
- *   grid    max_over_time(NAME{job="J"}[STEP]) or NAME{job="J"} * 1 on
- *           t0, t0 + STEP, ...: the charts' windows (t - STEP, t] and the
- *           lookback fallback of an empty one, as gp_eval_raw reads them
+ *   figures  FN(NAME{job="J"}[end - t0 + 1ms]) at end: the samples of
+ *            (t0 - 1ms, end], FN last_over_time, max_over_time,
+ *            min_over_time or resets; end t1 for the document's range,
+ *            the step counters' tc for theirs
+ *   grid     max_over_time(NAME{job="J"}[STEP]) or NAME{job="J"} * 1 on
+ *            t0, t0 + STEP, ... <= t1: the charts' windows (t - STEP, t]
+ *            and the lookback fallback of an empty one, as gp_eval_raw
+ *            reads them
+ *
+ * resets() counts any fall between two samples, as the document's
+ * increase does (Prometheus; VictoriaMetrics also compares the sample
+ * before the range, which can only send a counter back to raw, and from
+ * 1.92 ignores falls under 1e-12 of the value).
  */
 #include "query/jobdoc_cluster.h"
 
@@ -20,23 +30,58 @@
 #include "query/promql_ast.h"
 #include "query/query.h"
 #include "storage/promapi.h"
+#include "store/labels.h"
 
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const mem_names[] = {"DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_FREE",
-                                        "DCGM_FI_DEV_FB_RESERVED", "gpulse_gpu_memory_used_bytes",
-                                        "gpulse_gpu_memory_total_bytes"};
-/* The ones whose peak and chart the document shows (the others give capacity). */
-static int used_name(size_t i) { return i == 0 || i == 3; }
+enum fig { LAST, PEAK, LOW, RESETS, NFIG };
+static const char *const fig_name[NFIG] = {"last", "peak", "low", "resets"};
+static const char *const fig_fn[NFIG] = {"last_over_time", "max_over_time", "min_over_time", "resets"};
+#define F(x) (1u << (x))
+#define COUNTER (F(LAST) | F(PEAK) | F(LOW) | F(RESETS))
 
-enum fig { PEAK, LAST, GRID };
+/* The aggregated families: their figures, whether they are read to tc
+ * (the step counters' range), whether the memory chart shows them, and
+ * whether the charts need their samples (then they are read raw). */
+static const struct fam {
+    const char *name;
+    unsigned figs;
+    int tail, grid, raw_with_charts;
+} fams[] = {
+    {"DCGM_FI_DEV_FB_USED", F(LAST) | F(PEAK), 0, 1, 0},
+    {"DCGM_FI_DEV_FB_FREE", F(LAST), 0, 0, 0},
+    {"DCGM_FI_DEV_FB_RESERVED", F(LAST), 0, 0, 0},
+    {"gpulse_gpu_memory_used_bytes", F(LAST) | F(PEAK), 0, 1, 0},
+    {"gpulse_gpu_memory_total_bytes", F(LAST), 0, 0, 0},
+    {"gpulse_job_processes", F(LAST), 0, 0, 0},
+    {"gpulse_job_target_steps", F(LAST), 0, 0, 0},
+    {"gpulse_job_model_flops", F(LAST), 0, 0, 0},
+    {"gpulse_job_info", F(LAST), 1, 0, 0}, /* its labels: the command */
+    {"gpulse_job_gpus", F(LAST), 1, 0, 0}, /* whether the agent said */
+    {"gpulse_job_samples_total", COUNTER, 1, 0, 0},
+    {"gpulse_job_tokens_total", COUNTER, 1, 0, 0},
+    {"gpulse_job_cpu_seconds_total", COUNTER, 0, 0, 1},
+};
+#define NFAMS (sizeof fams / sizeof *fams)
+
+/* Every gpulse_job_ family jobdoc.c reads is here or aggregated above. */
+#define RAW_ACTIVITY "DCGM_FI_PROF_SM_ACTIVE|DCGM_FI_DEV_GPU_UTIL|"
+#define RAW_JOB "step|steps_total|step_seconds_total|data_wait_seconds_total|phase_seconds_total|" \
+                "resident_memory_bytes|loss"
+
+const char *gp_jobdoc_cluster_raw_names(int charts)
+{
+    return charts ? RAW_ACTIVITY "gpulse_job_(" RAW_JOB "|cpu_seconds_total)"
+                  : RAW_ACTIVITY "gpulse_job_(" RAW_JOB ")";
+}
 
 /* `or` matches label sets without __name__: the families' series of one
  * GPU differ by this label too, or all but the first would be dropped. */
 #define FAMILY "gpulse_family"
+#define FIG "gpulse_fig"
 
 /* NAME{job="J"}[range_ms] (a vector selector with range_ms 0). */
 static void selector(const char *name, const struct gp_matcher *job, int64_t range_ms, struct gp_buf *out)
@@ -55,62 +100,177 @@ static void selector(const char *name, const struct gp_matcher *job, int64_t ran
     gp_promql_format(&sel, out);
 }
 
-static void expr(enum fig f, const struct gp_matcher *job, int64_t range_ms, struct gp_buf *out)
+/* The figures of the families whose range is tail's (both: all), one term
+ * each, over range_ms. */
+static void figures_expr(const struct gp_matcher *job, int64_t range_ms, int tail, int charts,
+                         struct gp_buf *out)
 {
     int first = 1;
-    for (size_t i = 0; i < sizeof mem_names / sizeof *mem_names; i++) {
-        if (f != LAST && !used_name(i))
+    for (size_t i = 0; i < NFAMS; i++) {
+        if ((tail >= 0 && fams[i].tail != tail) || (charts && fams[i].raw_with_charts))
             continue;
-        gp_buf_puts(out, first ? "label_replace(label_replace(" : " or label_replace(label_replace(");
+        for (int f = 0; f < NFIG; f++) {
+            if (!(fams[i].figs & F(f)))
+                continue;
+            gp_buf_puts(out, first ? "" : " or ");
+            first = 0;
+            gp_buf_printf(out, "label_replace(label_replace(label_replace(%s(", fig_fn[f]);
+            selector(fams[i].name, job, range_ms, out);
+            gp_buf_printf(out, "), \"__name__\", \"%s\", \"\", \"\"), \"" FAMILY "\", \"%s\", \"\", \"\"), \"" FIG
+                               "\", \"%s\", \"\", \"\")",
+                          fams[i].name, fams[i].name, fig_name[f]);
+        }
+    }
+}
+
+/* The memory chart: each shown family's peak per window. */
+static void grid_expr(const struct gp_matcher *job, int64_t step, struct gp_buf *out)
+{
+    int first = 1;
+    for (size_t i = 0; i < NFAMS; i++) {
+        if (!fams[i].grid)
+            continue;
+        gp_buf_puts(out, first ? "label_replace(label_replace(max_over_time("
+                               : " or label_replace(label_replace(max_over_time(");
         first = 0;
-        gp_buf_puts(out, f == LAST ? "last_over_time(" : "max_over_time(");
-        selector(mem_names[i], job, range_ms, out);
+        selector(fams[i].name, job, step, out);
         gp_buf_putc(out, ')');
-        if (f == GRID && range_ms < GP_QUERY_LOOKBACK_MS) {
+        if (step < GP_QUERY_LOOKBACK_MS) {
             gp_buf_puts(out, " or ");
-            selector(mem_names[i], job, 0, out);
+            selector(fams[i].name, job, 0, out);
             gp_buf_puts(out, " * 1");
         }
         gp_buf_printf(out, ", \"__name__\", \"%s\", \"\", \"\"), \"" FAMILY "\", \"%s\", \"\", \"\")",
-                      mem_names[i], mem_names[i]);
+                      fams[i].name, fams[i].name);
     }
 }
 
-static int ask(struct gp_storage *st, enum fig f, const struct gp_matcher *job, int64_t range_ms,
-               int64_t start, int64_t end, int64_t step, struct gp_promapi_result *res)
+static int ask(struct gp_storage *st, const struct gp_buf *q, int64_t start, int64_t end, int64_t step,
+               struct gp_promapi_result *res)
 {
     memset(res, 0, sizeof *res);
-    struct gp_buf q;
-    gp_buf_init(&q, 0);
-    expr(f, job, range_ms, &q);
-    if (q.err || !q.data) {
-        gp_buf_free(&q);
+    if (q->err || !q->data)
         return GP_ENOMEM;
-    }
-    struct gp_storage_promql pq = {.query = q.data, .range = 1, .start_ms = start, .end_ms = end,
+    struct gp_storage_promql pq = {.query = q->data, .range = 1, .start_ms = start, .end_ms = end,
                                    .step_ms = step, .exact_grid = 1};
-    int rc = gp_storage_promql_matrix(st, &pq, res);
-    gp_buf_free(&q);
+    return gp_storage_promql_matrix(st, &pq, res);
+}
+
+/* One figure of one series from an answer: its labels without gpulse_fig
+ * (key, owned) and its value at the request's time. */
+struct ent {
+    uint8_t *key;
+    size_t len;
+    int fig;
+    double v;
+    int64_t end; /* the end of its range */
+};
+
+static int ent_cmp(const void *pa, const void *pb)
+{
+    const struct ent *a = pa, *b = pb;
+    return gp_labels_cmp(a->key, a->len, b->key, b->len);
+}
+
+/* x's figure and key into e. GP_OK, GP_ENOMEM, or GP_EPARSE for a
+ * series that is not one of ours (no gpulse_fig). */
+static int ent_of(const struct gp_promapi_series *x, int64_t end, struct ent *e)
+{
+    struct gp_label l[64];
+    size_t n = 0;
+    struct gp_labels_iter it;
+    struct gp_str name, val;
+    e->fig = -1;
+    gp_labels_iter_init(&it, x->labels, x->labels_len);
+    while (gp_labels_next(&it, &name, &val) == 1) {
+        if (name.len == strlen(FIG) && !memcmp(name.ptr, FIG, name.len)) {
+            for (int f = 0; f < NFIG; f++)
+                if (val.len == strlen(fig_name[f]) && !memcmp(val.ptr, fig_name[f], val.len))
+                    e->fig = f;
+        } else if (n < sizeof l / sizeof *l) {
+            l[n++] = (struct gp_label){name, val};
+        } else {
+            return GP_EPARSE;
+        }
+    }
+    if (e->fig < 0)
+        return GP_EPARSE;
+    struct gp_buf b;
+    gp_buf_init(&b, 0);
+    if (gp_labels_encode(l, n, &b) || b.err) {
+        gp_buf_free(&b);
+        return b.err ? GP_ENOMEM : GP_EPARSE;
+    }
+    e->key = (uint8_t *)gp_buf_steal(&b, &e->len);
+    e->v = x->n == 1 && x->t[0] == end ? x->v[0] : NAN;
+    e->end = end;
+    return e->key ? GP_OK : GP_ENOMEM;
+}
+
+static int agg_cmp(const void *pa, const void *pb)
+{
+    const struct gp_jobdoc_agg *a = pa, *b = pb;
+    return gp_labels_cmp(a->s.labels, a->s.labels_len, b->s.labels, b->s.labels_len);
+}
+
+/* The figures of res1 (at end1) and res2 (at end2) into out, one
+ * aggregate per series, sorted by labels. */
+static int collect(struct gp_promapi_result *res[2], const int64_t end[2], int64_t t0,
+                   struct gp_jobdoc_aggs *out)
+{
+    size_t n = 0, k = 0;
+    for (int r = 0; r < 2; r++)
+        n += res[r] ? res[r]->n : 0;
+    struct ent *e = calloc(n ? n : 1, sizeof *e);
+    if (!e)
+        return GP_ENOMEM;
+    int rc = GP_OK;
+    for (int r = 0; r < 2 && !rc; r++)
+        for (size_t i = 0; res[r] && i < res[r]->n && !rc; i++) {
+            rc = ent_of(&res[r]->s[i], end[r], &e[k]);
+            if (rc == GP_EPARSE)
+                rc = GP_OK; /* not ours: left out */
+            else if (!rc)
+                k++;
+        }
+    qsort(e, k, sizeof *e, ent_cmp);
+    if (!rc && k && !(out->a = calloc(k, sizeof *out->a)))
+        rc = GP_ENOMEM;
+    for (size_t i = 0; i < k; i++) {
+        struct gp_jobdoc_agg *a = out->n ? &out->a[out->n - 1] : NULL;
+        if (!rc && (!a || gp_labels_cmp(e[i].key, e[i].len, a->s.labels, a->s.labels_len))) {
+            a = &out->a[out->n++];
+            a->s = (struct gp_store_series){.labels = e[i].key, .labels_len = e[i].len, .first_ms = t0,
+                                            .last_ms = e[i].end};
+            a->last = a->peak = a->low = a->resets = NAN;
+            e[i].key = NULL; /* moved */
+        }
+        if (!rc) {
+            double *dst[NFIG] = {&a->last, &a->peak, &a->low, &a->resets};
+            *dst[e[i].fig] = e[i].v;
+        }
+        free(e[i].key);
+    }
+    free(e);
     return rc;
 }
 
-/* The series of res with labels l, or NULL. */
-static struct gp_promapi_series *find(struct gp_promapi_result *res, const uint8_t *l, size_t len)
+/* Moves each series of the grid answer to its aggregate. */
+static void attach_grid(struct gp_promapi_result *grid, struct gp_jobdoc_aggs *out)
 {
-    for (size_t i = 0; i < res->n; i++)
-        if (res->s[i].labels_len == len && !memcmp(res->s[i].labels, l, len))
-            return &res->s[i];
-    return NULL;
+    for (size_t i = 0; i < grid->n; i++) {
+        struct gp_promapi_series *g = &grid->s[i];
+        struct gp_jobdoc_agg key = {.s = {.labels = g->labels, .labels_len = g->labels_len}};
+        struct gp_jobdoc_agg *a = out->n ? bsearch(&key, out->a, out->n, sizeof *out->a, agg_cmp) : NULL;
+        if (a && !a->t) { /* moved */
+            a->t = g->t, a->v = g->v, a->n = g->n;
+            g->t = NULL, g->v = NULL, g->n = 0;
+        }
+    }
 }
 
-/* The value of a one-point answer's series at t, or NaN. */
-static double at(const struct gp_promapi_series *x, int64_t t)
-{
-    return x && x->n == 1 && x->t[0] == t ? x->v[0] : NAN;
-}
-
-int gp_jobdoc_cluster_memory(struct gp_storage *st, const char *job, int64_t t0, int64_t t1,
-                             int64_t grid_step, struct gp_jobdoc_aggs *out)
+int gp_jobdoc_cluster_read(struct gp_storage *st, const char *job, int64_t t0, int64_t t1, int64_t tc,
+                           int64_t grid_step, int charts, struct gp_jobdoc_aggs *out)
 {
     memset(out, 0, sizeof *out);
     struct gp_matcher jm;
@@ -118,32 +278,36 @@ int gp_jobdoc_cluster_memory(struct gp_storage *st, const char *job, int64_t t0,
     int rc = gp_matcher_init(&jm, GP_MATCH_EQ, "job", job, err, sizeof err);
     if (rc)
         return rc;
-    struct gp_promapi_result last, peak, grid;
-    memset(&peak, 0, sizeof peak);
+    /* the counters' range, to tc even where tc is still to come (the
+     * cluster answers a future time with what it holds; a range ending at
+     * now, VictoriaMetrics leaves out as incomplete) */
+    int64_t te = tc > t1 ? tc : t1;
+    struct gp_promapi_result job_res, tail_res, grid;
+    memset(&tail_res, 0, sizeof tail_res);
     memset(&grid, 0, sizeof grid);
-    rc = ask(st, LAST, &jm, t1 - t0 + 1, t1, t1, 1000, &last);
-    if (!rc && last.n)
-        rc = ask(st, PEAK, &jm, t1 - t0 + 1, t1, t1, 1000, &peak);
-    if (!rc && last.n && grid_step > 0)
-        rc = ask(st, GRID, &jm, grid_step, t0, t0 + (t1 - t0) / grid_step * grid_step, grid_step, &grid);
-    if (!rc && last.n && !(out->a = calloc(last.n, sizeof *out->a)))
-        rc = GP_ENOMEM;
-    for (size_t i = 0; !rc && i < last.n; i++) {
-        struct gp_promapi_series *x = &last.s[i];
-        struct gp_jobdoc_agg *a = &out->a[out->n++];
-        a->s = (struct gp_store_series){.labels = x->labels, .labels_len = x->labels_len,
-                                        .first_ms = t0, .last_ms = t1};
-        a->last = at(x, t1);
-        a->peak = at(find(&peak, x->labels, x->labels_len), t1);
-        struct gp_promapi_series *g = find(&grid, x->labels, x->labels_len);
-        if (g) { /* moved */
-            a->t = g->t, a->v = g->v, a->n = g->n;
-            g->t = NULL, g->v = NULL, g->n = 0;
-        }
-        x->labels = NULL; /* moved */
+    struct gp_buf q;
+    gp_buf_init(&q, 0);
+    figures_expr(&jm, t1 - t0 + 1, te == t1 ? -1 : 0, charts, &q);
+    rc = ask(st, &q, t1, t1, 1000, &job_res);
+    if (!rc && te > t1) {
+        gp_buf_reset(&q);
+        figures_expr(&jm, te - t0 + 1, 1, charts, &q);
+        rc = ask(st, &q, te, te, 1000, &tail_res);
     }
-    gp_promapi_result_free(&last);
-    gp_promapi_result_free(&peak);
+    if (!rc && grid_step > 0 && job_res.n) {
+        gp_buf_reset(&q);
+        grid_expr(&jm, grid_step, &q);
+        rc = ask(st, &q, t0, t0 + (t1 - t0) / grid_step * grid_step, grid_step, &grid);
+    }
+    gp_buf_free(&q);
+    struct gp_promapi_result *res[2] = {&job_res, &tail_res};
+    const int64_t end[2] = {t1, te};
+    if (!rc)
+        rc = collect(res, end, t0, out);
+    if (!rc)
+        attach_grid(&grid, out);
+    gp_promapi_result_free(&job_res);
+    gp_promapi_result_free(&tail_res);
     gp_promapi_result_free(&grid);
     gp_matcher_free(&jm);
     return rc;

@@ -17,6 +17,19 @@ int gp_jobdoc_ser_read(const struct gp_jobdoc_src *src, const struct gp_store_se
 {
     memset(out, 0, sizeof *out);
     out->s = s;
+    const struct gp_jobdoc_agg *a = src->agg ? gp_jobdoc_agg_of(src->agg, s) : NULL;
+    if (a) { /* a counter the cluster summed up: its first and last sample */
+        if (isnan(a->low) || isnan(a->peak))
+            return GP_OK;
+        if (!(out->t = malloc(2 * sizeof *out->t)) || !(out->v = malloc(2 * sizeof *out->v))) {
+            gp_jobdoc_ser_free(out);
+            return GP_ENOMEM;
+        }
+        out->t[0] = a->s.first_ms, out->v[0] = a->low;
+        out->t[1] = a->s.last_ms, out->v[1] = a->peak;
+        out->n = 2;
+        return GP_OK;
+    }
     struct gp_samples smp = {0};
     int rc = gp_storage_read(src->st, s->id, t0, t1, &smp);
     if (rc && rc != GP_EPARSE) {

@@ -42,7 +42,10 @@ struct gp_jobdoc_ser {
 
 /* Reads s over [t0, t1] into out (gp_jobdoc_ser_free it). GP_OK,
  * GP_ENOMEM or the store's error; a series whose blocks fail to parse
- * reads as what was read. */
+ * reads as what was read. A counter the cluster aggregated (without a
+ * reset: jobdoc_cluster.h) reads as its lowest value at the start and
+ * its highest at the end of the range it was asked over, which is all
+ * gp_jobdoc_increase needs of a counter that never fell. */
 int gp_jobdoc_ser_read(const struct gp_jobdoc_src *src, const struct gp_store_series *s, int64_t t0,
                        int64_t t1, struct gp_jobdoc_ser *out);
 void gp_jobdoc_ser_free(struct gp_jobdoc_ser *x);

@@ -9,9 +9,10 @@ samples older than its compaction: it takes them before compacting).
 Per GPU: SM active (0-1, idle stretches below 0.05), FB used / free (MiB,
 one peak), temperature and power (families the job document never reads);
 per rank: steps and step seconds (counters), host CPU seconds, RSS, loss,
-the job's info, start and end. Also long-2 over the same span: 2 GPUs,
-one of them without an activity family (memory only). Prints the number
-of samples of long-1."""
+samples and tokens (counters), processes, model FLOPs, the job's info,
+start and end. Also long-2 over the same span: 2 GPUs, one of them
+without an activity family (memory only); and long-3: one GPU, a tokens
+counter that resets halfway. Prints the number of samples of long-1."""
 import os
 import sys
 
@@ -70,6 +71,10 @@ for r in range(nodes):
     add("gpulse_job_cpu_seconds_total", proc, [(t, round(i * 11.5, 2)) for i, t in enumerate(ts)])
     add("gpulse_job_resident_memory_bytes", proc, [(t, 2e10 + (i % 50) * 1e7) for i, t in enumerate(ts)])
     add("gpulse_job_loss", proc, [(t, round(4 - 3 * i / len(ts), 4)) for i, t in enumerate(ts)])
+    add("gpulse_job_samples_total", proc, [(t, 32 * i) for i, t in enumerate(ts)])
+    add("gpulse_job_tokens_total", proc, [(t, 65536 * i + (i * 37) % 11) for i, t in enumerate(ts)])
+    add("gpulse_job_processes", lab, [(t, 1 + (i // 100) % 2) for i, t in enumerate(ts)])
+    add("gpulse_job_model_flops", dict(proc, per="token", precision="bf16"), [(t, 6.2e9) for t in ts])
 add("gpulse_job_end_time_seconds", {"Hostname": "n0", "rank": "0"}, [(end, end)])
 add("gpulse_job_exit_status", {"Hostname": "n0", "rank": "0"}, [(end, 0)])
 lab = {"Hostname": "m0", "rank": "0"}
@@ -83,5 +88,17 @@ for g in range(2):
     add("DCGM_FI_DEV_FB_FREE", gl, [(t, 80000) for t in ts], "long-2")
 add("gpulse_job_end_time_seconds", lab, [(end, end)], "long-2")
 add("gpulse_job_exit_status", lab, [(end, 0)], "long-2")
+# long-3: one GPU whose process's tokens counter falls back to 0 halfway
+# (a reset: its increase needs every sample)
+lab = {"Hostname": "k0", "rank": "0"}
+add("gpulse_job_info", dict(lab, scheme="gpulse_job", local_rank="0", world_size="1"), [(t, 1) for t in ts], "long-3")
+add("gpulse_job_start_time_seconds", lab, [(t, t0) for t in ts], "long-3")
+add("DCGM_FI_PROF_SM_ACTIVE", dict(lab, gpu="0", UUID="GPU-k0"), [(t, 0.5 + (i % 5) / 10) for i, t in enumerate(ts)],
+    "long-3")
+half = len(ts) // 2
+add("gpulse_job_tokens_total", dict(lab, pid="7"), [(t, 100 * (i if i < half else i - half)) for i, t in enumerate(ts)],
+    "long-3")
+add("gpulse_job_end_time_seconds", lab, [(end, end)], "long-3")
+add("gpulse_job_exit_status", lab, [(end, 0)], "long-3")
 flush()
 print(total)

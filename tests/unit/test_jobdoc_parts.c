@@ -1,7 +1,8 @@
 /*
  * test_jobdoc_parts.c - the job document's parts behind their own
  * interfaces (query/jobdoc_int.h, jobdoc_gpu.h): the per-series
- * arithmetic (counter increase, median gap) and the GPUs: which series
+ * arithmetic (counter increase, median gap), what a cluster's aggregate
+ * reads as in place of samples, and the GPUs: which series
  * file under which GPU, their order, and one GPU's figures read from a
  * store (activity weighted by its gaps, the GPU_UTIL fallback, memory in
  * bytes, capacity from FB used + free + reserved).
@@ -34,6 +35,37 @@ static void test_counter_arithmetic(void)
     CHECK_INT(gp_jobdoc_median_gap(&x), 0);
     x.n = 0;
     CHECK_DBL(gp_jobdoc_increase(&x, 1), 0, 0);
+}
+
+/* A counter the cluster aggregated (remote mode) reads as its lowest
+ * and highest value, whose increase is the raw samples' when it never
+ * fell; its newest value is the cluster's last_over_time; a series that
+ * is not one of the aggregates is read from the store. */
+static void test_aggregate_stand_in(void)
+{
+    int64_t t[4] = {1000, 2000, 3000, 4000};
+    double v[4] = {10, 25, 25, 70};
+    struct gp_jobdoc_ser raw = {.t = t, .v = v, .n = 4};
+    struct gp_jobdoc_agg a[2] = {
+        {.s = {.first_ms = 1000, .last_ms = 4000}, .last = 70, .peak = 70, .low = 10, .resets = 0},
+        {.s = {.first_ms = 1000, .last_ms = 4000}, .last = 5, .peak = NAN, .low = NAN, .resets = NAN},
+    };
+    struct gp_jobdoc_aggs aggs = {a, 2};
+    struct gp_jobdoc_src src = {.agg = &aggs, .t0 = 1000, .t1 = 4000, .tc = 4000};
+    struct gp_jobdoc_ser x;
+    CHECK_INT(gp_jobdoc_ser_read(&src, &a[0].s, 1000, 4000, &x), GP_OK);
+    CHECK_INT(x.n, 2);
+    CHECK(gp_jobdoc_born(&src, &a[0].s));
+    CHECK_DBL(gp_jobdoc_increase(&x, 1), gp_jobdoc_increase(&raw, 1), 0);
+    CHECK_DBL(gp_jobdoc_increase(&x, 0), gp_jobdoc_increase(&raw, 0), 0);
+    gp_jobdoc_ser_free(&x);
+    /* newest only (no lowest/highest asked): no samples, its newest value */
+    CHECK_INT(gp_jobdoc_ser_read(&src, &a[1].s, 1000, 4000, &x), GP_OK);
+    CHECK_INT(x.n, 0);
+    gp_jobdoc_ser_free(&x);
+    CHECK_DBL(gp_jobdoc_newest(&src, &a[1].s), 5, 0);
+    CHECK(!gp_jobdoc_agg_of(&aggs, &(struct gp_store_series){0}));
+    CHECK(gp_jobdoc_agg_of(&aggs, &a[1].s) == &a[1]);
 }
 
 /* A series made of a label blob, for filing (no store). */
@@ -174,6 +206,7 @@ static void test_gpu_read(void)
 
 const struct gp_test gp_tests_jobdoc_parts[] = {
     {"counter_arithmetic", test_counter_arithmetic},
+    {"aggregate_stand_in", test_aggregate_stand_in},
     {"gpus_filing", test_gpus_filing},
     {"gpu_read", test_gpu_read},
     {0},
