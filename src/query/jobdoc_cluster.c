@@ -20,8 +20,8 @@
  *
  * resets() counts any fall between two samples, as the document's
  * increase does (Prometheus; VictoriaMetrics also compares the sample
- * before the range, which can only send a counter back to raw, and from
- * 1.92 ignores falls under 1e-12 of the value).
+ * before the range, which can only send a counter back to raw, and its
+ * newer releases ignore falls under 1e-12 of the value).
  */
 #include "query/jobdoc_cluster.h"
 
