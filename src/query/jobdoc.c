@@ -355,8 +355,8 @@ static int gather(struct doc *d)
                             goto out;
                         }
                         size_t ri = rank_of(d, steps[i]);
-                        rc = add_intervals(d, &x, &y, gp_jobdoc_born(&d->src, steps[i]) && gp_jobdoc_born(&d->src, secs[m]),
-                                           ri == SIZE_MAX ? NULL : &d->rk[ri]);
+                        int from0 = gp_jobdoc_born(&d->src, steps[i]) && gp_jobdoc_born(&d->src, secs[m]);
+                        rc = add_intervals(d, &x, &y, from0, ri == SIZE_MAX ? NULL : &d->rk[ri]);
                         gp_jobdoc_ser_free(&y);
                         if (rc) {
                             gp_jobdoc_ser_free(&x);
@@ -369,7 +369,8 @@ static int gather(struct doc *d)
     double cpu = NAN;
     for (size_t i = 0; i < d->ncpu; i++)
         if (d->cpu[i].n)
-            cpu = (isfinite(cpu) ? cpu : 0) + gp_jobdoc_increase(&d->cpu[i], gp_jobdoc_born(&d->src, d->cpu[i].s));
+            cpu = (isfinite(cpu) ? cpu : 0) +
+                  gp_jobdoc_increase(&d->cpu[i], gp_jobdoc_born(&d->src, d->cpu[i].s));
     double rss_peak = NAN;
     if (d->nrss) {
         int64_t step = 0;
@@ -439,9 +440,10 @@ static void model_decl(struct doc *d, struct gp_jobmodel_mfu_in *in)
         enum gp_precision p;
         if (!gp_precision_parse(prec.ptr, prec.len, &p) || (in->precision >= 0 && (int)p != in->precision))
             continue;
-        double v = gp_jobdoc_newest(&d->src, s), *dst = gp_jobdoc_str_eq(per, (struct gp_str){"token", 5}) ? &in->flops_token
-                                      : gp_jobdoc_str_eq(per, (struct gp_str){"sample", 6}) ? &in->flops_sample
-                                                                                     : NULL;
+        double v = gp_jobdoc_newest(&d->src, s);
+        double *dst = gp_jobdoc_str_eq(per, (struct gp_str){"token", 5})    ? &in->flops_token
+                      : gp_jobdoc_str_eq(per, (struct gp_str){"sample", 6}) ? &in->flops_sample
+                                                                            : NULL;
         if (dst && v > 0 && isnan(*dst)) {
             *dst = v;
             in->precision = (int)p;
@@ -528,7 +530,8 @@ static void put_rank_mfu(struct doc *d, struct rank_key k, const struct gp_jobmo
         const struct gp_store_series *s = series_at(d, i);
         for (int n = 0; n < 2; n++) {
             struct gp_jobdoc_ser x;
-            if (!gp_jobdoc_name_is(s, names[n]) || !gp_jobdoc_str_eq(gp_jobdoc_node(s), k.node) || !gp_jobdoc_str_eq(gp_jobdoc_lab(s, "rank"), k.rank) ||
+            if (!gp_jobdoc_name_is(s, names[n]) || !gp_jobdoc_str_eq(gp_jobdoc_node(s), k.node) ||
+                !gp_jobdoc_str_eq(gp_jobdoc_lab(s, "rank"), k.rank) ||
                 gp_jobdoc_ser_read(&d->src, s, d->src.t0, d->src.tc, &x))
                 continue;
             if (x.n)
@@ -550,7 +553,6 @@ static void put_rank_mfu(struct doc *d, struct rank_key k, const struct gp_jobmo
     gp_buf_puts(b, ",\"mfu_reason\":");
     gp_jobdoc_str_or_null(b, (struct gp_str){m.why, strlen(m.why)});
 }
-
 
 /* Writes the document of a gathered d. GP_OK or GP_ENOMEM (the series). */
 static int render(struct doc *d, struct gp_buf *b)

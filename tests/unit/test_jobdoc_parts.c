@@ -5,9 +5,11 @@
  * reads as in place of samples, and the GPUs: which series
  * file under which GPU, their order, and one GPU's figures read from a
  * store (activity weighted by its gaps, the GPU_UTIL fallback, memory in
- * bytes, capacity from FB used + free + reserved).
+ * bytes, capacity from FB used + free + reserved); which processes
+ * goodput counts.
  */
 #include "lib/err.h"
+#include "query/jobdoc.h"
 #include "query/jobdoc_gpu.h"
 #include "query/jobdoc_int.h"
 #include "rw_batch.h"
@@ -15,6 +17,7 @@
 #include "store_testlib.h"
 #include "test.h"
 
+#include <jansson.h>
 #include <math.h>
 #include <string.h>
 #include <time.h>
@@ -204,10 +207,55 @@ static void test_gpu_read(void)
     gp_storage_close(st);
 }
 
+/* Goodput's processes: one that reported steps and a data wait but no
+ * step seconds is not a reporting process, and its series are not the
+ * next one's (the slot it would have had was once reused with its wait
+ * series still in it). */
+static void test_goodput_processes(void)
+{
+    T0 = ((int64_t)time(NULL) / 60 - 60) * 60000;
+    struct gp_storage *st = sopen_tmp();
+    static struct rw_batch b;
+    memset(&b, 0, sizeof b);
+    double ts[6], steps[6], wait[6], secs[6];
+    for (int i = 0; i < 6; i++) {
+        ts[i] = (double)(T0 + i * 10000) / 1e3;
+        steps[i] = 10 * i, wait[i] = 2 * i, secs[i] = 5 * i;
+    }
+    rw_batch_add(&b, "gpulse_job_steps_total", "job=j;Hostname=n1;rank=0;pid=1", ts, steps, 6);
+    rw_batch_add(&b, "gpulse_job_data_wait_seconds_total", "job=j;Hostname=n1;rank=0;pid=1", ts, wait, 6);
+    rw_batch_add(&b, "gpulse_job_steps_total", "job=j;Hostname=n1;rank=0;pid=2", ts, steps, 6);
+    rw_batch_add(&b, "gpulse_job_step_seconds_total", "job=j;Hostname=n1;rank=0;pid=2", ts, secs, 6);
+    struct gp_batch rq = rw_batch_request(&b);
+    struct gp_append_result res;
+    char err[256];
+    CHECK_INT(gp_storage_append(st, &rq, &res, err, sizeof err), GP_OK);
+    struct gp_jobdoc_rank rank = {.node = "n1", .rank = 0, .local_rank = 0, .world_size = 1};
+    struct gp_jobdoc_in in = {.id = "j", .scheme = "", .state = "finished", .start_ms = T0,
+                              .end_ms = T0 + 50000, .range_end_ms = T0 + 50000, .exit_status = 0,
+                              .ranks = &rank, .nranks = 1};
+    struct gp_buf out;
+    gp_buf_init(&out, 0);
+    CHECK_INT(gp_jobdoc_write(st, &in, &out, err, sizeof err), GP_OK);
+    json_t *doc = json_loads(out.data, 0, NULL);
+    CHECK(doc);
+    json_t *ranks = json_object_get(json_object_get(doc, "goodput"), "ranks");
+    CHECK_INT(json_array_size(ranks), 1);
+    json_t *r = json_array_get(ranks, 0);
+    CHECK_INT(json_integer_value(json_object_get(r, "pid")), 2);
+    json_t *sec = json_object_get(r, "seconds");
+    CHECK_DBL(json_number_value(json_object_get(sec, "data_wait")), 0, 0);
+    CHECK_DBL(json_number_value(json_object_get(sec, "productive")), 25, 1e-9);
+    json_decref(doc);
+    gp_buf_free(&out);
+    gp_storage_close(st);
+}
+
 const struct gp_test gp_tests_jobdoc_parts[] = {
     {"counter_arithmetic", test_counter_arithmetic},
     {"aggregate_stand_in", test_aggregate_stand_in},
     {"gpus_filing", test_gpus_filing},
     {"gpu_read", test_gpu_read},
+    {"goodput_processes", test_goodput_processes},
     {0},
 };
