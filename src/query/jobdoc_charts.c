@@ -49,6 +49,19 @@ static void put_array(struct gp_buf *b, const char *name, const double *v, const
     gp_buf_putc(b, ']');
 }
 
+/* `"t":[...]` (after a comma: comma), the grid's times in seconds since
+ * its start. */
+static void put_times(struct gp_buf *b, const struct gp_eval_range *r, int comma)
+{
+    gp_buf_puts(b, comma ? ",\"t\":[" : "\"t\":[");
+    for (size_t k = 0; k < r->npoints; k++) {
+        if (k)
+            gp_buf_putc(b, ',');
+        gp_jobdoc_num(b, (double)((int64_t)k * r->step_ms) / 1e3);
+    }
+    gp_buf_putc(b, ']');
+}
+
 /* The window of r that time t (ms) ends in: (t - step, t] of point k. */
 static size_t window_of(const struct gp_eval_range *r, int64_t t)
 {
@@ -80,9 +93,7 @@ int gp_jobdoc_charts_write(const struct gp_jobdoc_charts_in *in, struct gp_buf *
         gp_json_str(b, g->node.ptr, g->node.len);
         gp_buf_puts(b, ",\"gpu\":");
         gp_json_str(b, g->gpu.ptr, g->gpu.len);
-        for (size_t k = 0; k < np; k++)
-            acc[k] = (double)((int64_t)k * r.step_ms) / 1e3;
-        put_array(b, "t", acc, NULL, np);
+        put_times(b, &r, 1);
         gp_eval_raw(&r, GP_EVAL_MEAN, g->act.t, g->act.v, g->act.n, tmp, th);
         put_array(b, "activity", tmp, th, np);
         gp_eval_raw(&r, GP_EVAL_MAX, g->mem.t, g->mem.v, g->mem.n, tmp, th);
@@ -103,15 +114,8 @@ int gp_jobdoc_charts_write(const struct gp_jobdoc_charts_in *in, struct gp_buf *
     for (size_t k = 0; k < np; k++) {
         has[k] = acc[k] > 0;
         tmp[k] = has[k] ? tmp[k] / acc[k] : 0;
-        acc[k] = (double)((int64_t)k * r.step_ms) / 1e3;
     }
-    gp_buf_puts(b, "\"t\":[");
-    for (size_t k = 0; k < np; k++) {
-        if (k)
-            gp_buf_putc(b, ',');
-        gp_jobdoc_num(b, acc[k]);
-    }
-    gp_buf_putc(b, ']');
+    put_times(b, &r, 0);
     put_array(b, "seconds", tmp, has, np);
     /* Loss per window: the mean over the reporters that have one there. */
     gp_jobdoc_grid_sum(&r, GP_EVAL_MEAN, in->loss, in->nloss, tmp, has, acc, th);
@@ -125,15 +129,8 @@ int gp_jobdoc_charts_write(const struct gp_jobdoc_charts_in *in, struct gp_buf *
     for (size_t k = 0; k < np; k++)
         tmp[k] = has[k] ? tmp[k] / acc[k] : 0;
     put_array(b, "loss", tmp, has, np);
-    for (size_t k = 0; k < np; k++)
-        acc[k] = (double)((int64_t)k * r.step_ms) / 1e3;
-    gp_buf_puts(b, "},\"host\":{\"t\":[");
-    for (size_t k = 0; k < np; k++) {
-        if (k)
-            gp_buf_putc(b, ',');
-        gp_jobdoc_num(b, acc[k]);
-    }
-    gp_buf_putc(b, ']');
+    gp_buf_puts(b, "},\"host\":{");
+    put_times(b, &r, 0);
     /* CPU cores per window: counter increments that end in it / its length. */
     for (size_t k = 0; k < np; k++)
         acc[k] = 0;
