@@ -78,6 +78,13 @@ const char *gp_jobdoc_cluster_raw_names(int charts)
                   : RAW_ACTIVITY "gpulse_job_(" RAW_JOB ")";
 }
 
+/* The step of a one-point request. At least a minute: VictoriaMetrics
+ * drops a range query's points from now - its latency offset (30 s by
+ * default) to now + step as incomplete where the step is under a minute
+ * (-search.maxStepForPointsAdjustment), and a running job's range ends
+ * now. */
+#define POINT_STEP_MS 3600000
+
 /* `or` matches label sets without __name__: the families' series of one
  * GPU differ by this label too, or all but the first would be dropped. */
 #define FAMILY "gpulse_family"
@@ -279,8 +286,7 @@ int gp_jobdoc_cluster_read(struct gp_storage *st, const char *job, int64_t t0, i
     if (rc)
         return rc;
     /* the counters' range, to tc even where tc is still to come (the
-     * cluster answers a future time with what it holds; a range ending at
-     * now, VictoriaMetrics leaves out as incomplete) */
+     * cluster answers a future time with what it holds) */
     int64_t te = tc > t1 ? tc : t1;
     struct gp_promapi_result job_res, tail_res, grid;
     memset(&tail_res, 0, sizeof tail_res);
@@ -288,11 +294,11 @@ int gp_jobdoc_cluster_read(struct gp_storage *st, const char *job, int64_t t0, i
     struct gp_buf q;
     gp_buf_init(&q, 0);
     figures_expr(&jm, t1 - t0 + 1, te == t1 ? -1 : 0, charts, &q);
-    rc = ask(st, &q, t1, t1, 1000, &job_res);
+    rc = ask(st, &q, t1, t1, POINT_STEP_MS, &job_res);
     if (!rc && te > t1) {
         gp_buf_reset(&q);
         figures_expr(&jm, te - t0 + 1, 1, charts, &q);
-        rc = ask(st, &q, te, te, 1000, &tail_res);
+        rc = ask(st, &q, te, te, POINT_STEP_MS, &tail_res);
     }
     if (!rc && grid_step > 0 && job_res.n) {
         gp_buf_reset(&q);

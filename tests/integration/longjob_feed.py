@@ -11,8 +11,9 @@ one peak), temperature and power (families the job document never reads);
 per rank: steps and step seconds (counters), host CPU seconds, RSS, loss,
 samples and tokens (counters), processes, model FLOPs, the job's info,
 start and end. Also long-2 over the same span: 2 GPUs, one of them
-without an activity family (memory only); and long-3: one GPU, a tokens
-counter that resets halfway. Prints the number of samples of long-1."""
+without an activity family (memory only); long-3: one GPU, a tokens
+counter that resets halfway; long-4: still running (no end). Prints the
+number of samples of long-1."""
 import os
 import sys
 
@@ -100,5 +101,16 @@ add("gpulse_job_tokens_total", dict(lab, pid="7"), [(t, 100 * (i if i < half els
     "long-3")
 add("gpulse_job_end_time_seconds", lab, [(end, end)], "long-3")
 add("gpulse_job_exit_status", lab, [(end, 0)], "long-3")
+# long-4: still running (no end; seen until END_S), one GPU and one process
+lab = {"Hostname": "q0", "rank": "0"}
+add("gpulse_job_info", dict(lab, scheme="gpulse_job", local_rank="0", world_size="1", command="python run.py"),
+    [(t, 1) for t in ts], "long-4")
+add("gpulse_job_start_time_seconds", lab, [(t, t0) for t in ts], "long-4")
+gl = dict(lab, gpu="0", UUID="GPU-q0", modelName="NVIDIA H100 80GB HBM3")
+add("DCGM_FI_PROF_SM_ACTIVE", gl, [(t, 0.25 + (i % 3) / 4) for i, t in enumerate(ts)], "long-4")
+add("DCGM_FI_DEV_FB_USED", gl, [(t, 2000 + (i * 7) % 300) for i, t in enumerate(ts)], "long-4")
+add("DCGM_FI_DEV_FB_FREE", gl, [(t, 79000) for t in ts], "long-4")
+for name, per in (("gpulse_job_tokens_total", 4096), ("gpulse_job_steps_total", 2), ("gpulse_job_step_seconds_total", 7)):
+    add(name, dict(lab, pid="11"), [(t, per * i) for i, t in enumerate(ts)], "long-4")
 flush()
 print(total)

@@ -16,8 +16,9 @@
 # model FLOPs, info, samples and tokens counters; host CPU without
 # series=1: gpulse_storage_remote_samples_read_total). long-2, whose second
 # GPU has memory but no activity series, and long-3, whose tokens counter
-# resets, are read raw and equal too. With the cluster down the document
-# is a 503 that says what failed.
+# resets, are read raw and equal too; long-4, still running (its range
+# ends now), shows the same figures from both. With the cluster down the
+# document is a 503 that says what failed.
 source "$(dirname "$0")/lib.sh"
 start_vm_now
 
@@ -66,6 +67,11 @@ wait_until 30 ended "$REM" long-3 || fail "the remote server does not show long-
 wait_until 30 ended "$EMB" long-3 || fail "the embedded server does not show long-3 finished"
 curl -sf "$REM/api/v1/jobs/long-3" >"$TMP/rem-3.json" || fail "no document of long-3 (remote)"
 curl -sf "$EMB/api/v1/jobs/long-3" >"$TMP/emb-3.json" || fail "no document of long-3 (embedded)"
+# long-4 is running: its range ends now, which the cluster is asked about
+running() { curl -sf "$1/api/v1/jobs/long-4" 2>/dev/null | grep '"state":"running"' >/dev/null; }
+wait_until 30 running "$REM" || fail "the remote server does not show long-4 running"
+curl -sf "$REM/api/v1/jobs/long-4" >"$TMP/rem-4.json" || fail "no document of long-4 (remote)"
+curl -sf "$EMB/api/v1/jobs/long-4" >"$TMP/emb-4.json" || fail "no document of long-4 (embedded)"
 
 python3 - "$TMP" <<'EOF' || fail "the remote document differs from the embedded one"
 import json, sys
@@ -87,6 +93,15 @@ def same(a, b, path):
 for f in ("", "-series", "-2", "-3"):
     rem, emb = (json.load(open("%s/%s%s.json" % (tmp, w, f))) for w in ("rem", "emb"))
     same(rem, emb, "doc" + f)
+# a running job's range ends at each server's own now: what does not hang on it
+rem, emb = (json.load(open("%s/%s-4.json" % (tmp, w)))["data"] for w in ("rem", "emb"))
+assert emb["command"] == "python run.py" and emb["totals"]["tokens"] == 4096 * 720, emb["totals"]
+for k in ("command", "totals.tokens", "totals.steps", "totals.peak_gpu_memory_bytes", "totals.activity_avg",
+          "gpus.0.memory_total_bytes", "gpus.0.gpu_seconds"):
+    a, b = rem, emb
+    for p in k.split("."):
+        a, b = (a[int(p)], b[int(p)]) if isinstance(a, list) else (a[p], b[p])
+    same(a, b, "long-4." + k)
 emb = json.load(open(tmp + "/emb-2.json"))
 assert emb["data"]["gpus"][1]["gpu_seconds"] > 0, emb["data"]["gpus"]
 t3 = json.load(open(tmp + "/emb-3.json"))["data"]["totals"]
@@ -99,7 +114,7 @@ assert t["tokens"] == 2 * 65536 * 720 + 2 * (720 * 37 % 11) and t["samples"] == 
 assert t["host_cpu_seconds"] > 0 and t["mfu"] > 0 and emb["ranks"][0]["processes"] in (1, 2), t
 assert max(max(v for v in g["memory_bytes"] if v is not None) for g in emb["series"]["gpus"]) > 0
 EOF
-note "the remote documents (long-1 with and without series=1; long-2 and long-3, read raw) equal the embedded ones"
+note "the remote documents (long-1 with and without series=1; long-2 and long-3, read raw; running long-4) equal the embedded ones"
 
 [ "$((P1 - P0))" -ge 5 ] || fail "pushdowns counted: $P0 -> $P1 (want 5: 2 for the document, 3 with series=1)"
 # raw samples only of SM active (16 GPUs) and, per rank (2), steps, step
