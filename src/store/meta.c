@@ -373,6 +373,7 @@ static int migrate(struct gp_store *s, char *err, size_t errlen)
         SQLITE_OK)
         goto fail;
     s->sym_meta = 0;
+    s->meta_version = GP_ST_META_VERSION; /* insert_rows writes references */
     if ((rc = insert_rows(s, list, n, &step)) != GP_OK)
         goto fail;
     rc = GP_EIO;
@@ -384,7 +385,6 @@ static int migrate(struct gp_store *s, char *err, size_t errlen)
         goto fail;
     free(list);
     s->sym_meta = s->syms.n;
-    s->meta_version = GP_ST_META_VERSION;
     if (sqlite3_exec(s->db, "VACUUM", NULL, NULL, NULL) != SQLITE_OK)
         gp_log(GP_LOG_WARN, "store", "meta.db: vacuum after the format change failed",
                "error=\"%s\"", sqlite3_errmsg(s->db));
@@ -397,6 +397,7 @@ fail:;
     snprintf(e, sizeof e, "%s: %s", step, rc == GP_EIO ? sqlite3_errmsg(s->db) : gp_strerror(rc));
     abort_txn(s->db);
     s->sym_meta = 0;
+    s->meta_version = 1;
     free(list);
     return gp_seterr(err, errlen, rc == GP_ENOMEM ? rc : GP_EIO,
                      "meta.db: cannot rewrite format 1 as 2: %s", e);
