@@ -15,7 +15,7 @@
  *                                  nlabels x { uvarint name, uvarint value } }
  *
  * A checkpoint appends the symbols above sym_slog, then its series, up to
- * 32 KiB a record. A symbol defined twice (a torn append done again) is
+ * 4 KiB a record. A symbol defined twice (a torn append done again) is
  * the same bytes or damage. Files of older versions hold one record per
  * series, type 1 (GP_ST_SLOG_SERIES: u32 LE id, then the labels blob):
  * still read; the store rewrites such a file in the new form at start
@@ -162,7 +162,7 @@ int gp_st_slog_read(const struct gp_store *s, struct gp_seg_file *f, struct gp_s
     return gp_st_slog_parse(f->data, f->len, syms, fn, ctx, st);
 }
 
-#define SLOG_RECORD (32u << 10) /* payload bytes a record aims at */
+#define SLOG_RECORD (4u << 10) /* payload bytes a record aims at: damage costs one */
 
 /* Records cut from one buffer: where each payload ends. */
 struct cuts {
