@@ -347,22 +347,29 @@ fail:;
     return gp_seterr(err, errlen, rc == GP_ENOMEM ? rc : GP_EIO, "%s", e);
 }
 
+struct gp_wal_series *gp_st_meta_list(const struct gp_store *s, size_t *n)
+{
+    uint32_t max = gp_sindex_max_id(s->idx);
+    struct gp_wal_series *list = malloc((gp_sindex_count(s->idx) + 1) * sizeof *list);
+    *n = 0;
+    for (uint32_t id = 1; list && id <= max && id < s->ser_cap; id++) {
+        size_t l;
+        const uint8_t *b = s->ser[id].exists ? gp_sindex_labels(s->idx, id, &l) : NULL;
+        if (b)
+            list[(*n)++] = (struct gp_wal_series){id, b, l};
+    }
+    return list;
+}
+
 /* Rewrites a meta.db of format 1 (loaded) as format 2: every registered
  * series by reference, in one transaction; then VACUUM gives the freed
  * pages back (a failed VACUUM only leaves the file larger). */
 static int migrate(struct gp_store *s, char *err, size_t errlen)
 {
-    uint32_t max = gp_sindex_max_id(s->idx);
-    struct gp_wal_series *list = malloc((gp_sindex_count(s->idx) + 1) * sizeof *list);
+    size_t n;
+    struct gp_wal_series *list = gp_st_meta_list(s, &n);
     if (!list)
         return gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
-    size_t n = 0;
-    for (uint32_t id = 1; id <= max && id < s->ser_cap; id++) {
-        size_t l;
-        const uint8_t *b = s->ser[id].exists ? gp_sindex_labels(s->idx, id, &l) : NULL;
-        if (b)
-            list[n++] = (struct gp_wal_series){id, b, l};
-    }
     uint64_t before = gp_st_meta_bytes(s);
     const char *step = "begin a transaction";
     int rc = GP_EIO;

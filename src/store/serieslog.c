@@ -276,19 +276,12 @@ int gp_st_slog_rewrite(struct gp_store *s, char *err, size_t errlen)
 {
     gp_st_slog_close(s);
     char *tmp = gp_st_path(s->dir, SLOG_TMP), *path = gp_st_path(s->dir, SLOG_NAME);
-    uint32_t max = gp_sindex_max_id(s->idx);
-    struct gp_wal_series *list = malloc((gp_sindex_count(s->idx) + 1) * sizeof *list);
+    size_t n;
+    struct gp_wal_series *list = gp_st_meta_list(s, &n);
     int rc = GP_OK;
     if (!tmp || !path || !list) {
         rc = gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
         goto out;
-    }
-    size_t n = 0;
-    for (uint32_t id = 1; id <= max && id < s->ser_cap; id++) {
-        size_t l;
-        const uint8_t *b = s->ser[id].exists ? gp_sindex_labels(s->idx, id, &l) : NULL;
-        if (b)
-            list[n++] = (struct gp_wal_series){id, b, l};
     }
     unlink(tmp);
     struct gp_segw *w = NULL;

@@ -277,6 +277,11 @@ int gp_st_meta_set(struct gp_store *s, const char *key, int64_t value);
 void gp_st_meta_close(struct gp_store *s);
 uint64_t gp_st_meta_bytes(const struct gp_store *s);
 
+/* Every registered series in id order, its labels inside the index
+ * (valid while the registry is unchanged); *n set. The caller frees the
+ * list; NULL when out of memory. */
+struct gp_wal_series *gp_st_meta_list(const struct gp_store *s, size_t *n);
+
 /* Enters series id (labels as read back from meta.db, series.log or
  * the WAL) into the index with an empty head. GP_OK, GP_ENOMEM, or
  * another error when the index refuses it (id or labels taken). */
