@@ -836,9 +836,23 @@ static int journal_reconcile(struct gp_store *s, struct rows *j, int jrc,
                "bad_records=%llu conflicting=%zu conflicting_symbols=%ld",
                distinct, js->max_id, db_count, db_max, (unsigned long long)js->bad_records,
                conflict, sym_conflict);
-    if (!missing && !damaged && matched == db_count && !js->old_records) {
-        if ((rc = gp_st_slog_open(s, err, errlen)) != GP_OK)
-            return rc;
+    if (!missing && !damaged && matched == db_count) {
+        /* An older gpulse's journal is rewritten with symbols when it can
+         * be; else it stays as it is (new records are appended after its
+         * own, both read) and the next start tries again. */
+        char rerr[256];
+        if (js->old_records && gp_st_slog_rewrite(s, rerr, sizeof rerr) == GP_OK) {
+            gp_log(GP_LOG_INFO, "store", "series.log of an older gpulse rewritten with symbols",
+                   "series=%zu records_before=%llu", gp_sindex_count(s->idx),
+                   (unsigned long long)js->old_records);
+        } else {
+            if (js->old_records)
+                gp_log(GP_LOG_WARN, "store",
+                       "series.log of an older gpulse kept as it is: it cannot be rewritten now",
+                       "error=\"%s\"", rerr);
+            if ((rc = gp_st_slog_open(s, err, errlen)) != GP_OK)
+                return rc;
+        }
         return mark_journal(s, err, errlen);
     }
     char aside[128] = "";
@@ -856,10 +870,6 @@ static int journal_reconcile(struct gp_store *s, struct rows *j, int jrc,
                "set_aside=%s series=%zu bad_records=%llu conflicting=%zu",
                aside[0] ? aside : "none", gp_sindex_count(s->idx),
                (unsigned long long)js->bad_records, conflict);
-    } else if (!missing && matched == db_count) {
-        gp_log(GP_LOG_INFO, "store", "series.log of an older gpulse rewritten with symbols",
-               "series=%zu records_before=%llu", gp_sindex_count(s->idx),
-               (unsigned long long)js->old_records);
     } else {
         gp_log(missing ? GP_LOG_INFO : GP_LOG_WARN, "store",
                missing ? "series.log created from meta.db"

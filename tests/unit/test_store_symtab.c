@@ -16,8 +16,10 @@
 #include "store/symtab.h"
 #include "store_testlib.h"
 
+#include <errno.h>
 #include <sqlite3.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* The canonical blob of n (name, value) pairs, already sorted. */
 static size_t blob_of(uint8_t *out, const char *const *kv, size_t n)
@@ -310,6 +312,100 @@ static void test_format1_store_read_and_rewritten(void)
     labels_free(&want);
 }
 
+/* series.log.tmp's sync fails (EIO). */
+static int fail_tmp_sync(int fd)
+{
+    char link[64], target[1024];
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    ssize_t n = readlink(link, target, sizeof target - 1);
+    if (n > 0) {
+        target[n] = 0;
+        if (strstr(target, "/series.log.tmp")) {
+            errno = EIO;
+            return -1;
+        }
+    }
+    return fdatasync(fd);
+}
+
+static void meta_exec(const char *dir, const char *sql)
+{
+    char p[1024];
+    snprintf(p, sizeof p, "%s/meta.db", dir);
+    sqlite3 *db;
+    CHECK_INT(sqlite3_open(p, &db), SQLITE_OK);
+    CHECK_INT(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+}
+
+/* Neither copy can be rewritten at the first start (meta.db's
+ * transaction fails, series.log.tmp cannot be synced): the store runs on
+ * both in their old form, adds series to each (labels whole in meta.db,
+ * symbols appended after series.log's old records), and the next start
+ * rewrites both; no series loses its labels on the way. */
+static void test_format1_kept_when_it_cannot_be_rewritten(void)
+{
+    const char *dir = gp_test_tmpdir();
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "cp -r '%s'/. '%s'/", gp_test_data("store-v1"), dir);
+    CHECK_INT(system(cmd), 0);
+    struct labels_by_id want = {0};
+    struct gp_st_slog_stats st;
+    slog_check(dir, &st, &want);
+    meta_exec(dir, "CREATE TRIGGER no_delete BEFORE DELETE ON series "
+                   "BEGIN SELECT RAISE(ABORT, 'injected'); END");
+    struct gp_store_options o = {.no_background = 1,
+                                 .retention_raw_ms = INT64_C(100) * 365 * 86400000,
+                                 .retention_rollup_ms = INT64_C(100) * 365 * 86400000};
+    gp_seg_sys.fdatasync = fail_tmp_sync;
+    struct gp_store *s = topen(dir, &o);
+    gp_seg_sys.fdatasync = fdatasync;
+    struct gp_store_stats ss;
+    gp_store_stats(s, &ss);
+    CHECK_INT(ss.damage, 0);
+    CHECK_INT(ss.series, 160);
+    struct treq r;
+    treq_build(&r, 0, 10, 2, tnow_ms() - 60000, 1000, NULL);
+    CHECK_INT(tappend(s, &r).accepted, 20);
+    treq_free(&r);
+    gp_store_close(s);
+    CHECK_INT(meta_value(dir, "SELECT value FROM meta WHERE key='format'"), 1);
+    CHECK_INT(meta_value(dir, "SELECT count(*) FROM series"), 170);
+    struct labels_by_id now = {0};
+    slog_check(dir, &st, &now);
+    CHECK_INT(st.old_records, 160);
+    CHECK_INT(st.records, 170);
+    CHECK_INT(st.bad_records, 0);
+    labels_free(&now);
+
+    meta_exec(dir, "DROP TRIGGER no_delete");
+    for (int round = 0; round < 2; round++) {
+        s = topen(dir, &o);
+        gp_store_stats(s, &ss);
+        CHECK_INT(ss.damage, round ? GP_STORE_DMG_META_DAMAGED : 0);
+        CHECK_INT(ss.series, 170);
+        CHECK_INT(ss.series_lost, 0);
+        for (uint32_t id = 1; id <= 160; id++) {
+            size_t l;
+            const uint8_t *b = gp_sindex_labels(s->idx, id, &l);
+            CHECK(b && l == want.len[id] && !memcmp(b, want.blob[id], l));
+        }
+        for (uint32_t k = 0; k < 10; k++)
+            CHECK_INT(tid(s, k), 161 + k);
+        gp_store_close(s);
+        CHECK_INT(meta_value(dir, "SELECT value FROM meta WHERE key='format'"), 2);
+        slog_check(dir, &st, &now);
+        CHECK_INT(st.old_records, 0);
+        CHECK_INT(st.records, 170);
+        labels_free(&now);
+        /* then meta.db gone: the rewritten series.log alone */
+        char p[1024];
+        snprintf(p, sizeof p, "%s/meta.db", dir);
+        CHECK_INT(unlink(p), 0);
+    }
+    labels_free(&want);
+}
+
 /* ---- a crash between series.log's sync and meta.db's commit ---- */
 
 /* The checkpoint that registered series k+1.. and their symbols reached
@@ -374,6 +470,7 @@ const struct gp_test gp_tests_store_symtab[] = {
     {"encode_decode_and_conflicts", test_encode_decode_and_conflicts},
     {"series_log_symbol_records_malformed", test_series_log_symbol_records_malformed},
     {"format1_store_read_and_rewritten", test_format1_store_read_and_rewritten},
+    {"format1_kept_when_it_cannot_be_rewritten", test_format1_kept_when_it_cannot_be_rewritten},
     {"journal_symbols_adopted", test_journal_symbols_adopted},
     {0},
 };
