@@ -266,12 +266,19 @@ static void open_and_check(const char *dir, const struct labels_by_id *want, uns
     gp_store_close(s);
 }
 
-static void test_format1_store_read_and_rewritten(void)
+/* A copy of tests/data/store-v1 in the test's directory. */
+static const char *fixture_copy(void)
 {
     const char *dir = gp_test_tmpdir();
     char cmd[2048];
     snprintf(cmd, sizeof cmd, "cp -r '%s'/. '%s'/", gp_test_data("store-v1"), dir);
     CHECK_INT(system(cmd), 0);
+    return dir;
+}
+
+static void test_format1_store_read_and_rewritten(void)
+{
+    const char *dir = fixture_copy();
     off_t meta_before = file_size(dir, "meta.db"), log_before = file_size(dir, "series.log");
     CHECK_INT(meta_value(dir, "SELECT value FROM meta WHERE key='format'"), 1);
     struct labels_by_id want = {0};
@@ -345,10 +352,7 @@ static void meta_exec(const char *dir, const char *sql)
  * rewrites both; no series loses its labels on the way. */
 static void test_format1_kept_when_it_cannot_be_rewritten(void)
 {
-    const char *dir = gp_test_tmpdir();
-    char cmd[2048];
-    snprintf(cmd, sizeof cmd, "cp -r '%s'/. '%s'/", gp_test_data("store-v1"), dir);
-    CHECK_INT(system(cmd), 0);
+    const char *dir = fixture_copy();
     struct labels_by_id want = {0};
     struct gp_st_slog_stats st;
     slog_check(dir, &st, &want);
