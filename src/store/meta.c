@@ -1,6 +1,8 @@
 /*
  * meta.c - meta.db, the store's SQLite database: the series registry
- * (series(id, labels)) and the store format version (meta(key, value)).
+ * (series(id, labels), the labels in their reference form, and
+ * symbols(id, value): symtab.h) and the store format version
+ * (meta(key, value)).
  *
  * Series are inserted by each checkpoint, in one transaction, before the
  * WAL segments that define them are removed. journal_mode=WAL as the
@@ -11,6 +13,13 @@
  *
  * Only the maintenance path (and open/close) touches the connection, so
  * it is opened without SQLite's own mutexes.
+ *
+ * Format 2 (GP_ST_META_VERSION) keeps each series as ~25 bytes of symbol
+ * numbers; a checkpoint inserts the symbols above sym_meta with its
+ * series, in its one transaction. A meta.db of format 1 (labels as
+ * blobs, ~260 bytes a series) is loaded as it is, then rewritten as 2 in
+ * one transaction and vacuumed (migrate): a crash leaves either file
+ * whole.
  *
  * Two copies (serieslog.c): every series committed here was appended to
  * series.log first, so damage to either copy is rebuilt from the other.
@@ -34,6 +43,7 @@
 #include "store/wal.h"
 #include "lib/log.h"
 #include "store/labels.h"
+#include "store/symtab.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -48,7 +58,8 @@ static const char schema[] =
     "PRAGMA journal_mode=WAL;"
     "PRAGMA synchronous=FULL;"
     "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value INTEGER NOT NULL);"
-    "CREATE TABLE IF NOT EXISTS series(id INTEGER PRIMARY KEY, labels BLOB NOT NULL);";
+    "CREATE TABLE IF NOT EXISTS series(id INTEGER PRIMARY KEY, labels BLOB NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS symbols(id INTEGER PRIMARY KEY, value BLOB NOT NULL);";
 
 int gp_st_meta_open(struct gp_store *s, char *err, size_t errlen)
 {
@@ -81,15 +92,17 @@ int gp_st_meta_open(struct gp_store *s, char *err, size_t errlen)
     if (rc == SQLITE_DONE) {
         char sql[96];
         snprintf(sql, sizeof sql, "INSERT INTO meta(key, value) VALUES('format', %u)",
-                 GP_ST_FORMAT_VERSION);
+                 GP_ST_META_VERSION);
         if (sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK)
             return gp_seterr(err, errlen, GP_EIO, "meta.db: %s", sqlite3_errmsg(db));
-    } else if (version > GP_ST_FORMAT_VERSION || version < 1) {
+        version = GP_ST_META_VERSION;
+    } else if (version > GP_ST_META_VERSION || version < 1) {
         return gp_seterr(err, errlen, GP_EUNSUPPORTED,
-                         "%s: store format %lld is not one this gpulse reads (it reads %u); "
+                         "%s: store format %lld is not one this gpulse reads (it reads 1 to %u); "
                          "use the gpulse version that wrote it",
-                         s->dir, (long long)version, GP_ST_FORMAT_VERSION);
+                         s->dir, (long long)version, GP_ST_META_VERSION);
     }
+    s->meta_version = (int)version;
     sqlite3_stmt *ins;
     if (sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO series(id, labels) VALUES(?, ?)", -1, &ins,
                            NULL) != SQLITE_OK)
@@ -151,15 +164,50 @@ int gp_st_meta_register(struct gp_store *s, uint32_t id, const uint8_t *labels, 
     return GP_OK;
 }
 
+/* Loads the symbols table into s->syms (numbers 1, 2, ... in order; a
+ * row out of that order is counted in *bad and skipped). */
+static int load_symbols(struct gp_store *s, uint64_t *bad, char *err, size_t errlen)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(s->db, "SELECT id, value FROM symbols ORDER BY id", -1, &st, NULL) !=
+        SQLITE_OK)
+        return gp_seterr(err, errlen, GP_EIO, "meta.db: %s", sqlite3_errmsg(s->db));
+    int rc = GP_OK, step;
+    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+        sqlite3_int64 id = sqlite3_column_int64(st, 0);
+        const void *v = sqlite3_column_blob(st, 1);
+        size_t n = (size_t)sqlite3_column_bytes(st, 1);
+        int drc = id == (sqlite3_int64)s->syms.n + 1 && v
+                      ? gp_st_syms_define(&s->syms, (uint32_t)id, v, n, UINT32_MAX - 1)
+                      : GP_EPARSE;
+        if (drc == GP_ENOMEM) {
+            rc = gp_seterr(err, errlen, drc, "meta.db: out of memory loading symbols");
+            break;
+        }
+        if (drc != GP_OK)
+            (*bad)++;
+    }
+    if (rc == GP_OK && step != SQLITE_DONE)
+        rc = gp_seterr(err, errlen, GP_EIO, "meta.db: %s", sqlite3_errmsg(s->db));
+    sqlite3_finalize(st);
+    s->sym_meta = s->syms.n;
+    return rc;
+}
+
 int gp_st_meta_load(struct gp_store *s, char *err, size_t errlen)
 {
     sqlite3 *db = s->db;
+    uint64_t bad = 0;
+    int rc = s->meta_version >= 2 ? load_symbols(s, &bad, err, errlen) : GP_OK;
+    if (rc != GP_OK)
+        return rc;
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(db, "SELECT id, labels FROM series ORDER BY id", -1, &st, NULL) !=
         SQLITE_OK)
         return gp_seterr(err, errlen, GP_EIO, "meta.db: %s", sqlite3_errmsg(db));
-    int rc = GP_OK, step;
-    uint64_t bad = 0;
+    struct gp_buf lb;
+    gp_buf_init(&lb, GP_ST_SYM_MAX * 8u);
+    int step;
     while ((step = sqlite3_step(st)) == SQLITE_ROW) {
         sqlite3_int64 id = sqlite3_column_int64(st, 0);
         const uint8_t *blob = sqlite3_column_blob(st, 1);
@@ -167,6 +215,21 @@ int gp_st_meta_load(struct gp_store *s, char *err, size_t errlen)
         if (id <= 0 || id > UINT32_MAX || !blob || id <= gp_sindex_max_id(s->idx)) {
             bad++;
             continue;
+        }
+        if (s->meta_version >= 2) { /* references: the labels they name */
+            const uint8_t *q = blob;
+            gp_buf_reset(&lb);
+            int drc = gp_st_syms_decode(&s->syms, &q, blob + len, &lb);
+            if (drc == GP_ENOMEM) {
+                rc = drc;
+                break;
+            }
+            if (drc != GP_OK || q != blob + len) {
+                bad++;
+                continue;
+            }
+            blob = (const uint8_t *)lb.data;
+            len = lb.len;
         }
         int arc = gp_st_meta_register(s, (uint32_t)id, blob, len);
         if (arc == GP_ENOMEM) {
@@ -179,6 +242,7 @@ int gp_st_meta_load(struct gp_store *s, char *err, size_t errlen)
         }
         s->persisted_max_id = (uint32_t)id;
     }
+    gp_buf_free(&lb);
     if (rc == GP_OK && step != SQLITE_DONE)
         rc = gp_seterr(err, errlen, GP_EIO, "meta.db: %s", sqlite3_errmsg(db));
     else if (rc != GP_OK)
@@ -202,37 +266,148 @@ static void abort_txn(sqlite3 *db)
         sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
 }
 
+/* Inserts the symbols above sym_meta and the series of list, in the
+ * caller's transaction; step names what failed. */
+static int insert_rows(struct gp_store *s, const struct gp_wal_series *list, size_t n,
+                       const char **step)
+{
+    sqlite3_stmt *ins = s->db_insert, *sym = NULL;
+    struct gp_buf b;
+    gp_buf_init(&b, SIZE_MAX / 2);
+    size_t *end = malloc((n ? n : 1) * sizeof *end);
+    int rc = end ? GP_OK : GP_ENOMEM;
+    *step = "encode a series' labels";
+    /* Encode first: new strings get their numbers before symbols go in. */
+    for (size_t i = 0; i < n && rc == GP_OK; i++) {
+        if (s->meta_version >= 2)
+            rc = gp_st_syms_encode(&s->syms, list[i].labels, list[i].labels_len, &b);
+        else /* a format 1 file that could not be migrated: blobs */
+            gp_buf_append(&b, list[i].labels, list[i].labels_len), rc = b.err;
+        end[i] = b.len;
+    }
+    if (rc == GP_OK) {
+        *step = "insert a symbol";
+        rc = sqlite3_prepare_v2(s->db, "INSERT OR REPLACE INTO symbols(id, value) VALUES(?, ?)",
+                                -1, &sym, NULL) == SQLITE_OK
+                 ? GP_OK
+                 : GP_EIO;
+    }
+    for (uint32_t id = s->sym_meta + 1; rc == GP_OK && s->meta_version >= 2 && id <= s->syms.n;
+         id++) {
+        const char *v;
+        size_t vn;
+        if (!gp_st_syms_get(&s->syms, id, &v, &vn))
+            continue;
+        sqlite3_bind_int64(sym, 1, id);
+        sqlite3_bind_blob(sym, 2, v, (int)vn, SQLITE_STATIC);
+        rc = sqlite3_step(sym) == SQLITE_DONE ? GP_OK : GP_EIO;
+        sqlite3_reset(sym);
+    }
+    if (rc == GP_OK)
+        *step = "insert a series";
+    for (size_t i = 0; i < n && rc == GP_OK; i++) {
+        size_t from = i ? end[i - 1] : 0;
+        sqlite3_bind_int64(ins, 1, list[i].id);
+        sqlite3_bind_blob(ins, 2, b.data + from, (int)(end[i] - from), SQLITE_STATIC);
+        rc = sqlite3_step(ins) == SQLITE_DONE ? GP_OK : GP_EIO;
+        sqlite3_reset(ins);
+    }
+    sqlite3_clear_bindings(ins);
+    sqlite3_finalize(sym);
+    free(end);
+    gp_buf_free(&b);
+    return rc;
+}
+
 int gp_st_meta_insert(struct gp_store *s, const struct gp_wal_series *list, size_t n, char *err,
                       size_t errlen)
 {
     sqlite3 *db = s->db;
-    sqlite3_stmt *ins = s->db_insert;
     const char *step = "begin a transaction";
+    int rc = GP_EIO;
     if (sqlite3_exec(db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK)
         goto fail;
-    step = "insert a series";
-    for (size_t i = 0; i < n; i++) {
-        sqlite3_bind_int64(ins, 1, list[i].id);
-        sqlite3_bind_blob(ins, 2, list[i].labels, (int)list[i].labels_len, SQLITE_STATIC);
-        int rc = sqlite3_step(ins);
-        sqlite3_reset(ins);
-        if (rc != SQLITE_DONE)
-            goto fail;
-    }
-    sqlite3_clear_bindings(ins);
+    if ((rc = insert_rows(s, list, n, &step)) != GP_OK)
+        goto fail;
     step = "commit";
+    rc = GP_EIO;
     if (sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
         goto fail;
+    if (s->meta_version >= 2)
+        s->sym_meta = s->syms.n;
     return GP_OK;
 fail:;
     /* The message of the failing statement, before anything else runs. */
     char e[200], q[256];
-    snprintf(e, sizeof e, "%s: %s", step, sqlite3_errmsg(db));
-    sqlite3_clear_bindings(ins);
+    snprintf(e, sizeof e, "%s: %s", step,
+             rc == GP_EIO ? sqlite3_errmsg(db) : gp_strerror(rc));
     abort_txn(db);
     gp_log(GP_LOG_ERROR, "store", "meta.db write failed; nothing of this checkpoint was registered",
            "series=%zu error=%s", n, gp_log_quote(q, sizeof q, e));
-    return gp_seterr(err, errlen, GP_EIO, "%s", e);
+    return gp_seterr(err, errlen, rc == GP_ENOMEM ? rc : GP_EIO, "%s", e);
+}
+
+struct gp_wal_series *gp_st_meta_list(const struct gp_store *s, size_t *n)
+{
+    uint32_t max = gp_sindex_max_id(s->idx);
+    struct gp_wal_series *list = malloc((gp_sindex_count(s->idx) + 1) * sizeof *list);
+    *n = 0;
+    for (uint32_t id = 1; list && id <= max && id < s->ser_cap; id++) {
+        size_t l;
+        const uint8_t *b = s->ser[id].exists ? gp_sindex_labels(s->idx, id, &l) : NULL;
+        if (b)
+            list[(*n)++] = (struct gp_wal_series){id, b, l};
+    }
+    return list;
+}
+
+/* Rewrites a meta.db of format 1 (loaded) as format 2: every registered
+ * series by reference, in one transaction; then VACUUM gives the freed
+ * pages back (a failed VACUUM only leaves the file larger). */
+static int migrate(struct gp_store *s, char *err, size_t errlen)
+{
+    size_t n;
+    struct gp_wal_series *list = gp_st_meta_list(s, &n);
+    if (!list)
+        return gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
+    uint64_t before = gp_st_meta_bytes(s);
+    const char *step = "begin a transaction";
+    int rc = GP_EIO;
+    if (sqlite3_exec(s->db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK)
+        goto fail;
+    step = "delete the old rows";
+    if (sqlite3_exec(s->db, "DELETE FROM series; DELETE FROM symbols", NULL, NULL, NULL) !=
+        SQLITE_OK)
+        goto fail;
+    s->sym_meta = 0;
+    s->meta_version = GP_ST_META_VERSION; /* insert_rows writes references */
+    if ((rc = insert_rows(s, list, n, &step)) != GP_OK)
+        goto fail;
+    rc = GP_EIO;
+    step = "set the format";
+    if (gp_st_meta_set(s, "format", GP_ST_META_VERSION) != GP_OK)
+        goto fail;
+    step = "commit";
+    if (sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+        goto fail;
+    free(list);
+    s->sym_meta = s->syms.n;
+    if (sqlite3_exec(s->db, "VACUUM", NULL, NULL, NULL) != SQLITE_OK)
+        gp_log(GP_LOG_WARN, "store", "meta.db: vacuum after the format change failed",
+               "error=\"%s\"", sqlite3_errmsg(s->db));
+    gp_log(GP_LOG_INFO, "store", "meta.db: labels now kept by reference to symbols (format 2)",
+           "series=%zu symbols=%u bytes_before=%llu bytes_after=%llu", n, s->syms.n,
+           (unsigned long long)before, (unsigned long long)gp_st_meta_bytes(s));
+    return GP_OK;
+fail:;
+    char e[200];
+    snprintf(e, sizeof e, "%s: %s", step, rc == GP_EIO ? sqlite3_errmsg(s->db) : gp_strerror(rc));
+    abort_txn(s->db);
+    s->sym_meta = 0;
+    s->meta_version = 1;
+    free(list);
+    return gp_seterr(err, errlen, rc == GP_ENOMEM ? rc : GP_EIO,
+                     "meta.db: cannot rewrite format 1 as 2: %s", e);
 }
 
 void gp_st_meta_close(struct gp_store *s)
@@ -270,7 +445,6 @@ struct rows {
     struct row *r;
     size_t n, cap;
     int nomem;
-    int borrowed; /* labels point into a buffer the caller keeps (no copies) */
 };
 
 static void rows_push(struct rows *x, sqlite3_int64 id, const void *labels, size_t len)
@@ -287,19 +461,18 @@ static void rows_push(struct rows *x, sqlite3_int64 id, const void *labels, size
         x->r = p;
         x->cap = cap;
     }
-    uint8_t *b = x->borrowed ? (uint8_t *)(uintptr_t)labels : malloc(len);
+    uint8_t *b = malloc(len);
     if (!b) {
         x->nomem = 1;
         return;
     }
-    if (!x->borrowed)
-        memcpy(b, labels, len);
+    memcpy(b, labels, len);
     x->r[x->n++] = (struct row){(uint32_t)id, b, len};
 }
 
 static void rows_free(struct rows *x)
 {
-    for (size_t i = 0; i < x->n && !x->borrowed; i++)
+    for (size_t i = 0; i < x->n; i++)
         free(x->r[i].labels);
     free(x->r);
 }
@@ -310,25 +483,24 @@ static int row_cmp(const void *a, const void *b)
     return x->id < y->id ? -1 : x->id > y->id;
 }
 
-/* The rows SQLite can still read from a damaged registry at path: a scan
- * in id order, and past a page it cannot read, point lookups of the
- * following ids up to the highest id it reports. */
-static void salvage(const char *path, struct rows *out)
+/* Calls fn for each row (id, value) of table that SQLite can still read
+ * from a damaged file: a scan in id order, and past a page it cannot
+ * read, point lookups of the following ids up to the highest id it
+ * reports. */
+static void salvage_table(sqlite3 *db, const char *table, const char *col,
+                          void (*fn)(void *ctx, sqlite3_int64 id, const void *v, size_t n),
+                          void *ctx)
 {
-    sqlite3 *db = NULL;
-    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
-        sqlite3_close(db);
-        return;
-    }
+    char q1[96], q2[128], q3[128];
+    snprintf(q1, sizeof q1, "SELECT max(id) FROM %s", table);
+    snprintf(q2, sizeof q2, "SELECT id, %s FROM %s WHERE id > ?1 ORDER BY id", col, table);
+    snprintf(q3, sizeof q3, "SELECT %s FROM %s WHERE id = ?1", col, table);
     sqlite3_stmt *scan = NULL, *one = NULL, *max = NULL;
     sqlite3_int64 last = 0, top = 0;
-    if (sqlite3_prepare_v2(db, "SELECT max(id) FROM series", -1, &max, NULL) == SQLITE_OK &&
-        sqlite3_step(max) == SQLITE_ROW)
+    if (sqlite3_prepare_v2(db, q1, -1, &max, NULL) == SQLITE_OK && sqlite3_step(max) == SQLITE_ROW)
         top = sqlite3_column_int64(max, 0);
-    if (sqlite3_prepare_v2(db, "SELECT id, labels FROM series WHERE id > ?1 ORDER BY id", -1, &scan,
-                           NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(db, "SELECT labels FROM series WHERE id = ?1", -1, &one, NULL) !=
-            SQLITE_OK)
+    if (sqlite3_prepare_v2(db, q2, -1, &scan, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(db, q3, -1, &one, NULL) != SQLITE_OK)
         goto out;
     for (;;) {
         sqlite3_reset(scan);
@@ -336,10 +508,9 @@ static void salvage(const char *path, struct rows *out)
         int step;
         while ((step = sqlite3_step(scan)) == SQLITE_ROW) {
             last = sqlite3_column_int64(scan, 0);
-            rows_push(out, last, sqlite3_column_blob(scan, 1),
-                      (size_t)sqlite3_column_bytes(scan, 1));
+            fn(ctx, last, sqlite3_column_blob(scan, 1), (size_t)sqlite3_column_bytes(scan, 1));
         }
-        if (step == SQLITE_DONE || out->nomem)
+        if (step == SQLITE_DONE)
             break;
         /* An unreadable page: find the next id that still reads. */
         sqlite3_int64 id = last + 1;
@@ -347,8 +518,7 @@ static void salvage(const char *path, struct rows *out)
             sqlite3_reset(one);
             sqlite3_bind_int64(one, 1, id);
             if (sqlite3_step(one) == SQLITE_ROW) {
-                rows_push(out, id, sqlite3_column_blob(one, 0),
-                          (size_t)sqlite3_column_bytes(one, 0));
+                fn(ctx, id, sqlite3_column_blob(one, 0), (size_t)sqlite3_column_bytes(one, 0));
                 break;
             }
         }
@@ -360,6 +530,61 @@ out:
     sqlite3_finalize(scan);
     sqlite3_finalize(one);
     sqlite3_finalize(max);
+}
+
+struct salvage_ctx {
+    struct rows *out;
+    struct gp_st_syms syms; /* the damaged file's own numbers */
+    int refs;               /* its series rows are references (format 2) */
+    struct gp_buf lb;
+};
+
+static void salvage_symbol(void *ctx, sqlite3_int64 id, const void *v, size_t n)
+{
+    struct salvage_ctx *c = ctx;
+    if (id > 0 && id < UINT32_MAX && v)
+        gp_st_syms_define(&c->syms, (uint32_t)id, v, n, UINT32_MAX - 1);
+}
+
+static void salvage_series(void *ctx, sqlite3_int64 id, const void *v, size_t n)
+{
+    struct salvage_ctx *c = ctx;
+    if (!c->refs || !v) {
+        rows_push(c->out, id, v, n);
+        return;
+    }
+    const uint8_t *q = v, *end = q + n;
+    gp_buf_reset(&c->lb);
+    if (gp_st_syms_decode(&c->syms, &q, end, &c->lb) == GP_OK && q == end)
+        rows_push(c->out, id, c->lb.data, c->lb.len); /* a series whose symbols are lost is not */
+}
+
+/* The series a damaged registry at path still names (labels as blobs,
+ * whichever format it is of). */
+static void salvage(const char *path, struct rows *out)
+{
+    sqlite3 *db = NULL;
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
+        sqlite3_close(db);
+        return;
+    }
+    struct salvage_ctx c = {.out = out};
+    gp_buf_init(&c.lb, GP_ST_SYM_MAX * 8u);
+    sqlite3_stmt *st;
+    /* The format when it reads, else: references when there are symbols. */
+    if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key='format'", -1, &st, NULL) ==
+        SQLITE_OK) {
+        c.refs = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) >= 2 : -1;
+        sqlite3_finalize(st);
+    } else {
+        c.refs = -1;
+    }
+    salvage_table(db, "symbols", "value", salvage_symbol, &c);
+    if (c.refs < 0)
+        c.refs = c.syms.n > 0;
+    salvage_table(db, "series", "labels", salvage_series, &c);
+    gp_st_syms_free(&c.syms);
+    gp_buf_free(&c.lb);
     sqlite3_close(db);
 }
 
@@ -393,10 +618,22 @@ static int meta_missing(const struct gp_store *s)
 }
 
 /* Sets meta.db aside and builds a new one from what still names series. */
-static int meta_rebuild(struct gp_store *s, const char *why, const struct rows *journal, char *err,
-                        size_t errlen)
+static int meta_rebuild(struct gp_store *s, const char *why, const struct rows *journal,
+                        const struct gp_st_syms *jsyms, char *err, size_t errlen)
 {
     gp_st_meta_close(s);
+    /* The new file numbers symbols as series.log does, so the journal
+     * needs no rewrite: its numbers from 1 on, up to the first gap. */
+    gp_st_syms_free(&s->syms);
+    s->sym_meta = 0;
+    for (uint32_t id = 1; id <= jsyms->n; id++) {
+        const char *v;
+        size_t vn;
+        if (!gp_st_syms_get(jsyms, id, &v, &vn))
+            break;
+        if (gp_st_syms_define(&s->syms, id, v, vn, UINT32_MAX - 1) != GP_OK)
+            return gp_seterr(err, errlen, GP_ENOMEM, "meta.db: out of memory rebuilding the registry");
+    }
     char aside[128] = "";
     int rc = gp_st_set_aside(s->dir, "meta.db", aside, sizeof aside);
     if (rc == GP_EIO)
@@ -501,9 +738,42 @@ static int mark_journal(struct gp_store *s, char *err, size_t errlen)
 
 /* Brings the loaded registry and series.log (rows j, read with status
  * jrc and stats js) into agreement; see the top of this file. */
-static int journal_reconcile(struct gp_store *s, struct rows *j, int jrc,
-                             const struct gp_st_slog_stats *js, char *err, size_t errlen)
+/* Takes series.log's symbols above meta.db's (a crash between the
+ * journal's sync and meta.db's commit left them there) and checks that
+ * the two agree on every number both hold. Returns how many numbers
+ * disagree (the journal is then rewritten from the registry's), or -1
+ * when out of memory. */
+static long syms_reconcile(struct gp_store *s, const struct gp_st_syms *js)
 {
+    long conflict = 0;
+    for (uint32_t id = 1; id <= js->n; id++) {
+        const char *v, *w;
+        size_t vn, wn;
+        if (!gp_st_syms_get(js, id, &v, &vn)) {
+            conflict++; /* a gap: a damaged symbol record */
+            continue;
+        }
+        if (gp_st_syms_get(&s->syms, id, &w, &wn)) {
+            conflict += vn != wn || memcmp(v, w, vn);
+            continue;
+        }
+        int rc = id == s->syms.n + 1 ? gp_st_syms_define(&s->syms, id, v, vn, UINT32_MAX - 1)
+                                     : GP_EPARSE;
+        if (rc == GP_ENOMEM)
+            return -1;
+        conflict += rc != GP_OK;
+    }
+    return conflict;
+}
+
+static int journal_reconcile(struct gp_store *s, struct rows *j, int jrc,
+                             const struct gp_st_slog_stats *js, const struct gp_st_syms *jsyms,
+                             char *err, size_t errlen)
+{
+    long sym_conflict = syms_reconcile(s, jsyms);
+    if (sym_conflict < 0)
+        return gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
+    s->sym_slog = sym_conflict ? 0 : jsyms->n;
     if (j->n)
         qsort(j->r, j->n, sizeof *j->r, row_cmp);
     struct gp_wal_series *extra = malloc((j->n ? j->n : 1) * sizeof *extra);
@@ -558,16 +828,31 @@ static int journal_reconcile(struct gp_store *s, struct rows *j, int jrc,
     }
     free(extra);
     int missing = jrc == GP_ENOTFOUND;
-    int damaged = js->bad_records || conflict || (missing && meta_has_journal(s));
+    int damaged =
+        js->bad_records || conflict || sym_conflict || (missing && meta_has_journal(s));
     if (!missing && (matched != db_count || damaged))
         gp_log(GP_LOG_ERROR, "store", "series.log and meta.db disagree",
                "series_log_series=%zu series_log_max_id=%u meta_db_series=%zu meta_db_max_id=%u "
-               "bad_records=%llu conflicting=%zu",
+               "bad_records=%llu conflicting=%zu conflicting_symbols=%ld",
                distinct, js->max_id, db_count, db_max, (unsigned long long)js->bad_records,
-               conflict);
+               conflict, sym_conflict);
     if (!missing && !damaged && matched == db_count) {
-        if ((rc = gp_st_slog_open(s, err, errlen)) != GP_OK)
-            return rc;
+        /* An older gpulse's journal is rewritten with symbols when it can
+         * be; else it stays as it is (new records are appended after its
+         * own, both read) and the next start tries again. */
+        char rerr[256];
+        if (js->old_records && gp_st_slog_rewrite(s, rerr, sizeof rerr) == GP_OK) {
+            gp_log(GP_LOG_INFO, "store", "series.log of an older gpulse rewritten with symbols",
+                   "series=%zu records_before=%llu", gp_sindex_count(s->idx),
+                   (unsigned long long)js->old_records);
+        } else {
+            if (js->old_records)
+                gp_log(GP_LOG_WARN, "store",
+                       "series.log of an older gpulse kept as it is: it cannot be rewritten now",
+                       "error=\"%s\"", rerr);
+            if ((rc = gp_st_slog_open(s, err, errlen)) != GP_OK)
+                return rc;
+        }
         return mark_journal(s, err, errlen);
     }
     char aside[128] = "";
@@ -594,34 +879,45 @@ static int journal_reconcile(struct gp_store *s, struct rows *j, int jrc,
     return GP_OK;
 }
 
-static int meta_start(struct gp_store *s, const struct rows *journal, char *err, size_t errlen);
+static int meta_start(struct gp_store *s, const struct rows *journal,
+                      const struct gp_st_syms *jsyms, char *err, size_t errlen);
 
 int gp_st_meta_start(struct gp_store *s, char *err, size_t errlen)
 {
-    /* The journal's rows point into its file's image, kept until the end. */
-    struct rows j = {.borrowed = 1};
+    /* The journal's rows are copies: labels by reference are decoded
+     * into a scratch buffer one at a time. */
+    struct rows j = {0};
+    struct gp_st_syms jsyms = {0};
     struct gp_seg_file f = {0};
     struct gp_st_slog_stats js;
-    int jrc = gp_st_slog_read(s, &f, journal_row, &j, &js, err, errlen);
+    int jrc = gp_st_slog_read(s, &f, &jsyms, journal_row, &j, &js, err, errlen);
+    gp_seg_file_free(&f);
     int rc;
     if (jrc == GP_ENOMEM || j.nomem)
         rc = gp_seterr(err, errlen, GP_ENOMEM, "series.log: out of memory reading it");
     else if (jrc != GP_OK && jrc != GP_ENOTFOUND)
         rc = jrc; /* unreadable (permissions, I/O): stop as for meta.db */
-    else if ((rc = meta_start(s, &j, err, errlen)) == GP_OK)
-        rc = journal_reconcile(s, &j, jrc, &js, err, errlen);
+    else if ((rc = meta_start(s, &j, &jsyms, err, errlen)) == GP_OK)
+        rc = journal_reconcile(s, &j, jrc, &js, &jsyms, err, errlen);
     rows_free(&j);
-    gp_seg_file_free(&f);
+    gp_st_syms_free(&jsyms);
     return rc;
 }
 
-static int meta_start(struct gp_store *s, const struct rows *journal, char *err, size_t errlen)
+static int meta_start(struct gp_store *s, const struct rows *journal,
+                      const struct gp_st_syms *jsyms, char *err, size_t errlen)
 {
     if (meta_missing(s))
-        return meta_rebuild(s, "meta.db is missing", journal, err, errlen);
+        return meta_rebuild(s, "meta.db is missing", journal, jsyms, err, errlen);
     int rc = gp_st_meta_open(s, err, errlen);
     if (rc == GP_OK)
         rc = gp_st_meta_load(s, err, errlen);
+    if (rc == GP_OK && s->meta_version < (int)GP_ST_META_VERSION) {
+        char merr[256];
+        if (migrate(s, merr, sizeof merr) != GP_OK)
+            gp_log(GP_LOG_WARN, "store", "meta.db stays in format 1 (labels as blobs) until the next start",
+                   "error=\"%s\"", merr);
+    }
     if (rc == GP_OK || rc == GP_EUNSUPPORTED || rc == GP_ENOMEM)
         return rc;
     /* Only damage is rebuilt around; a full disk, a lock or a permission
@@ -641,5 +937,5 @@ static int meta_start(struct gp_store *s, const struct rows *journal, char *err,
     s->persisted_max_id = 0;
     if (gp_sindex_new(&s->idx) != GP_OK)
         return gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
-    return meta_rebuild(s, why, journal, err, errlen);
+    return meta_rebuild(s, why, journal, jsyms, err, errlen);
 }

@@ -60,6 +60,7 @@
 #include <unistd.h>
 
 #define SNAP_WBUF (1u << 20)
+#define SNAP_PACKED (16u << 10) /* payload of a packed record of head.snap */
 
 int gp_st_map_chunk_files = 1;
 
@@ -597,6 +598,9 @@ static int snap_write(struct gp_store *s, struct snapw *w, const struct gp_st_sn
 {
     uint8_t hb[GP_ST_SNAP_HEADER_LEN];
     uint8_t rec[GP_ST_SNAP_SERIES_HDR + GP_ST_HEAD_BYTES];
+    uint8_t packed[SNAP_PACKED + GP_ST_SNAP_PACKED_MAX]; /* series with empty heads */
+    size_t plen = 0;
+    uint32_t prev = 0;
     gp_st_snap_header_encode(hb, h);
     snapw_record(w, GP_ST_SNAP_HEADER, hb, sizeof hb);
     uint64_t count = 0;
@@ -604,16 +608,25 @@ static int snap_write(struct gp_store *s, struct snapw *w, const struct gp_st_sn
         struct gp_st_series *se = &s->ser[id];
         if (!se->exists || !se->has_data)
             continue;
-        gp_st_snap_series_encode(rec, id, se->first, se->newest, se->newest_bits);
+        count++;
         size_t len;
         const uint8_t *b = gp_chunk_bytes(&se->head, &len);
-        if (se->head.count == 0)
-            len = 0;
-        if (len)
-            memcpy(rec + GP_ST_SNAP_SERIES_HDR, b, len);
+        if (se->head.count == 0 || !len) {
+            plen += gp_st_snap_packed_put(packed + plen, prev, id, se->first, se->newest,
+                                          se->newest_bits, h->max_t);
+            prev = id;
+            if (plen >= SNAP_PACKED) {
+                snapw_record(w, GP_ST_SNAP_PACKED, packed, plen);
+                plen = prev = 0;
+            }
+            continue;
+        }
+        gp_st_snap_series_encode(rec, id, se->first, se->newest, se->newest_bits);
+        memcpy(rec + GP_ST_SNAP_SERIES_HDR, b, len);
         snapw_record(w, GP_ST_SNAP_SERIES, rec, GP_ST_SNAP_SERIES_HDR + len);
-        count++;
     }
+    if (plen)
+        snapw_record(w, GP_ST_SNAP_PACKED, packed, plen);
     uint8_t eb[8];
     for (int i = 0; i < 8; i++)
         eb[i] = (uint8_t)(count >> (8 * i));
@@ -695,7 +708,7 @@ int gp_st_checkpoint(struct gp_store *s, int resume)
         goto out;
     }
     struct gp_st_snap_header h = {
-        .version = GP_ST_FORMAT_VERSION,
+        .version = GP_ST_SNAP_VERSION,
         .wal_segment = seg,
         .chunk_file = s->cf[s->ncf - 1].num,
         .max_id = max_id,

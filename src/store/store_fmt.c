@@ -80,6 +80,46 @@ void gp_st_snap_series_encode(uint8_t out[GP_ST_SNAP_SERIES_HDR], uint32_t id, i
     memset(out + 28, 0, 8); /* reserved */
 }
 
+size_t gp_st_snap_packed_put(uint8_t *out, uint32_t prev_id, uint32_t id, int64_t first,
+                             int64_t newest, uint64_t newest_bits, int64_t max_t)
+{
+    uint8_t *p = gp_uvarint_put(out, id - prev_id);
+    p = gp_uvarint_put(p, gp_zigzag((uint64_t)max_t - (uint64_t)newest));
+    p = gp_uvarint_put(p, (uint64_t)newest - (uint64_t)first);
+    gp_put_le64(p, newest_bits);
+    return (size_t)(p + 8 - out);
+}
+
+/* Calls fn for each entry of a packed record; *count adds them. */
+static int snap_packed(const uint8_t *p, size_t n, const struct gp_st_snap_header *h,
+                       int (*fn)(void *arg, const struct gp_st_snap_series *s), void *arg,
+                       uint64_t *count)
+{
+    const uint8_t *end = p + n;
+    uint64_t id = 0;
+    if (n == 0)
+        return GP_EPARSE;
+    while (p < end) {
+        uint64_t d, zz, span;
+        if (gp_uvarint_get(&p, end, &d) || gp_uvarint_get(&p, end, &zz) ||
+            gp_uvarint_get(&p, end, &span) || end - p < 8 || d == 0 || d > h->max_id - id)
+            return GP_EPARSE;
+        id += d;
+        struct gp_st_snap_series s = {.id = (uint32_t)id, .newest_bits = gp_get_le64(p)};
+        p += 8;
+        /* Unsigned arithmetic: any bytes give some times, never overflow. */
+        s.newest = (int64_t)((uint64_t)h->max_t - gp_unzigzag(zz));
+        s.first = (int64_t)((uint64_t)s.newest - span);
+        if (s.first > s.newest)
+            return GP_EPARSE;
+        (*count)++;
+        int rc = fn ? fn(arg, &s) : 0;
+        if (rc)
+            return rc;
+    }
+    return GP_OK;
+}
+
 int gp_st_snap_parse(const uint8_t *buf, size_t len, struct gp_st_snap_header *h,
                      int (*fn)(void *arg, const struct gp_st_snap_series *s), void *arg, char *err,
                      size_t errlen)
@@ -97,9 +137,9 @@ int gp_st_snap_parse(const uint8_t *buf, size_t len, struct gp_st_snap_header *h
     h->max_id = gp_get_le32(p + 12);
     h->compacted_until = (int64_t)gp_get_le64(p + 16);
     h->max_t = (int64_t)gp_get_le64(p + 24);
-    if (h->version != GP_ST_FORMAT_VERSION)
-        return gp_seterr(err, errlen, GP_EPARSE, "snapshot: format version %u, expected %u",
-                         h->version, GP_ST_FORMAT_VERSION);
+    if (h->version < GP_ST_FORMAT_VERSION || h->version > GP_ST_SNAP_VERSION)
+        return gp_seterr(err, errlen, GP_EPARSE, "snapshot: format version %u, expected %u to %u",
+                         h->version, GP_ST_FORMAT_VERSION, GP_ST_SNAP_VERSION);
     for (;;) {
         size_t at = pos;
         rc = gp_seg_parse(buf, len, &pos, &type, &p, &n);
@@ -113,6 +153,14 @@ int gp_st_snap_parse(const uint8_t *buf, size_t len, struct gp_st_snap_header *h
             if (pos != len)
                 return gp_seterr(err, errlen, GP_EPARSE, "snapshot: bytes after the end record");
             return GP_OK;
+        }
+        if (type == GP_ST_SNAP_PACKED && h->version >= 2) {
+            rc = snap_packed(p, n, h, fn, arg, &nseries);
+            if (rc == GP_EPARSE)
+                return gp_seterr(err, errlen, rc, "snapshot: bad packed record at byte %zu", at);
+            if (rc)
+                return rc;
+            continue;
         }
         if (type != GP_ST_SNAP_SERIES || n < GP_ST_SNAP_SERIES_HDR)
             return gp_seterr(err, errlen, GP_EPARSE, "snapshot: unexpected record at byte %zu", at);

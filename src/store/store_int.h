@@ -11,6 +11,7 @@
  *   read.c     select, read, read_rollups, label names and values
  *   meta.c     SQLite: the series registry and the format version
  *   serieslog.c series.log: the registry's second copy (a journal)
+ *   symtab.c   the symbols both copies name labels by
  *   resume.c   the store's clock, pausing writes on a write error and
  *              resuming them once the disk has room again
  *
@@ -29,6 +30,7 @@
 #include "store/series.h"
 #include "store/store.h"
 #include "store/store_fmt.h"
+#include "store/symtab.h"
 #include "store/wal.h"
 
 #include <pthread.h>
@@ -129,6 +131,11 @@ struct gp_store {
     void *db;          /* sqlite3 (maint and open/close only) */
     void *db_insert;   /* sqlite3_stmt */
     struct gp_segw *slog; /* series.log's appender (maint and open/close only) */
+    /* Label symbols of meta.db and series.log (maint and open/close only):
+     * meta.db holds numbers up to sym_meta, series.log up to sym_slog. */
+    struct gp_st_syms syms;
+    uint32_t sym_meta, sym_slog;
+    int meta_version; /* meta.db's store format as opened (GP_ST_META_VERSION after start) */
 
     /* append scratch, reused (steady state allocates nothing) */
     struct gp_buf lbuf;
@@ -251,6 +258,10 @@ int64_t gp_st_raw_floor(const struct gp_store *s);
 void gp_st_data_min(struct gp_store *s);
 
 /* ---- meta.c ---- */
+/* meta.db's store format: 2 keeps label sets by reference to the symbols
+ * table (symtab.h); 1, series' labels as blobs, is read and rewritten as
+ * 2 at start. A gpulse that reads only 1 refuses a store of 2. */
+#define GP_ST_META_VERSION 2u
 /* Opens and loads meta.db; a damaged or missing one is set aside and
  * rebuilt (GP_STORE_DMG_META_DAMAGED). Errors as the two below. */
 int gp_st_meta_start(struct gp_store *s, char *err, size_t errlen);
@@ -266,38 +277,48 @@ int gp_st_meta_set(struct gp_store *s, const char *key, int64_t value);
 void gp_st_meta_close(struct gp_store *s);
 uint64_t gp_st_meta_bytes(const struct gp_store *s);
 
+/* Every registered series in id order, its labels inside the index
+ * (valid while the registry is unchanged); *n set. The caller frees the
+ * list; NULL when out of memory. */
+struct gp_wal_series *gp_st_meta_list(const struct gp_store *s, size_t *n);
+
 /* Enters series id (labels as read back from meta.db, series.log or
  * the WAL) into the index with an empty head. GP_OK, GP_ENOMEM, or
  * another error when the index refuses it (id or labels taken). */
 int gp_st_meta_register(struct gp_store *s, uint32_t id, const uint8_t *labels, size_t len);
 
 /* ---- serieslog.c ---- */
-#define GP_ST_SLOG_SERIES 1 /* record type: u32 LE id, labels blob */
+#define GP_ST_SLOG_SERIES 1  /* record type: u32 LE id, labels blob (before symbols) */
+#define GP_ST_SLOG_SYMBOLS 2 /* a symbol range (symtab.h) */
+#define GP_ST_SLOG_REFS 3    /* repeated { uvarint id, the labels' reference form } */
 struct gp_st_slog_stats {
-    uint64_t records;     /* valid series records */
-    uint64_t bad_records; /* damaged records with valid ones after them */
+    uint64_t records;     /* valid series */
+    uint64_t bad_records; /* damaged records (or series in them) with valid ones after them */
     uint64_t torn_bytes;  /* a torn tail (a crash mid-append) */
+    uint64_t old_records; /* series in records of type 1 (a file of an older gpulse) */
     uint32_t max_id;
 };
-/* Calls fn for each valid record of a series.log image (ids nonzero,
+/* Calls fn for each valid series of a series.log image (ids nonzero,
  * labels valid), stepping over damage; fn's nonzero return stops it and
- * is returned. Pure: the fuzz target uses it. */
-int gp_st_slog_parse(const uint8_t *buf, size_t len,
+ * is returned (also GP_ENOMEM). The file's symbols go into syms (the
+ * caller's, zeroed or not; the caller frees it). The labels handed to fn
+ * are valid during the call only. Pure: the fuzz target uses it. */
+int gp_st_slog_parse(const uint8_t *buf, size_t len, struct gp_st_syms *syms,
                      int (*fn)(void *ctx, const struct gp_wal_series *ws), void *ctx,
                      struct gp_st_slog_stats *st);
-/* Reads DIR/series.log whole into f and parses it (gp_st_slog_parse):
- * the records handed to fn point into f, which the caller frees
- * (gp_seg_file_free, also after an error). GP_OK, GP_ENOTFOUND, GP_EIO
+/* Reads DIR/series.log whole into f and parses it (gp_st_slog_parse);
+ * the caller frees f (gp_seg_file_free, also after an error). GP_OK, GP_ENOTFOUND, GP_EIO
  * or GP_ENOMEM (with detail), or fn's return. */
-int gp_st_slog_read(const struct gp_store *s, struct gp_seg_file *f,
+int gp_st_slog_read(const struct gp_store *s, struct gp_seg_file *f, struct gp_st_syms *syms,
                     int (*fn)(void *ctx, const struct gp_wal_series *ws), void *ctx,
                     struct gp_st_slog_stats *st, char *err, size_t errlen);
 /* Opens the appender (a torn tail is cut and logged). */
 int gp_st_slog_open(struct gp_store *s, char *err, size_t errlen);
-/* Replaces series.log by the whole registry (tmp, sync, rename) and
- * opens the appender. GP_OK, GP_EIO or GP_ENOMEM with detail. */
+/* Replaces series.log by the whole registry and every symbol (tmp, sync,
+ * rename) and opens the appender. GP_OK, GP_EIO or GP_ENOMEM with detail. */
 int gp_st_slog_rewrite(struct gp_store *s, char *err, size_t errlen);
-/* Appends and syncs series (before meta.db commits them). GP_OK, GP_EIO
+/* Appends and syncs series, after the symbols above sym_slog (before
+ * meta.db commits them). GP_OK, GP_EIO
  * (the appender is cut back to its last whole record) or GP_ENOMEM. */
 int gp_st_slog_append(struct gp_store *s, const struct gp_wal_series *list, size_t n, char *err,
                       size_t errlen);

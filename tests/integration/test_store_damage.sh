@@ -105,11 +105,13 @@ expect_count "meta.db damaged (no series' labels lost)" dmg $T0 $NT $LEFT 0
 restart
 expect_count "meta.db rebuilt, restarted" dmg $T0 $NT $LEFT 0
 
-# 3b. series.log, the registry's second copy: a byte in its middle
-# flipped. Set aside and rebuilt from meta.db; then meta.db deleted, and
-# the rebuilt series.log alone names every series again.
+# 3b. series.log, the registry's second copy: a byte of its first record
+# (the symbols the series records after it name; damage to the last
+# record reads as a torn tail) flipped. Set aside and rebuilt from
+# meta.db; then meta.db deleted, and the rebuilt series.log alone names
+# every series again.
 stop_server
-printf '\x5a' | dd of="$DATA/series.log" bs=1 seek=$(( $(stat -c %s "$DATA/series.log") / 2 )) conv=notrunc 2>/dev/null
+printf '\x5a' | dd of="$DATA/series.log" bs=1 seek=12 conv=notrunc 2>/dev/null
 start_server --log-level info
 grep -q 'series.log damaged: set aside; rebuilt from meta.db' "$SERVER_LOG" || fail "no log of the damaged series.log"
 ls "$DATA"/series.log.damaged-* >/dev/null || fail "the damaged series.log was not kept"

@@ -192,11 +192,9 @@ static inline struct gp_append_result sappend(struct gp_storage *s, const struct
     return res;
 }
 
-/* The id of gpu_util{gpu="<k>"} via select, or 0. */
-static inline uint32_t tid(struct gp_store *s, uint32_t k)
+/* The id of the one series selector sel selects, or 0. */
+static inline uint32_t tid_of(struct gp_store *s, const char *sel)
 {
-    char sel[96];
-    snprintf(sel, sizeof sel, "gpu_util{gpu=\"%u\"}", k);
     struct gp_matcher *m;
     size_t nm;
     char err[128];
@@ -207,6 +205,14 @@ static inline uint32_t tid(struct gp_store *s, uint32_t k)
     gp_store_selection_free(&sl);
     gp_matchers_free(m, nm);
     return id;
+}
+
+/* The id of gpu_util{gpu="<k>"} via select, or 0. */
+static inline uint32_t tid(struct gp_store *s, uint32_t k)
+{
+    char sel[96];
+    snprintf(sel, sizeof sel, "gpu_util{gpu=\"%u\"}", k);
+    return tid_of(s, sel);
 }
 
 /* The one block file in dir/blocks: its bytes (caller frees), its path

@@ -584,6 +584,99 @@ static void test_snapshot_parse(void)
     gp_buf_free(&b);
 }
 
+struct snap_seen {
+    int n;
+    struct gp_st_snap_series s[8];
+};
+
+static int keep_series(void *arg, const struct gp_st_snap_series *s)
+{
+    struct snap_seen *x = arg;
+    if (x->n < 8)
+        x->s[x->n] = *s;
+    x->n++;
+    return 0;
+}
+
+/* Version 2: series with empty heads in packed records, times relative
+ * to the header's max_t (either side of it, any distance), ids rising
+ * within a record; the malformed ones refused. */
+static void test_snapshot_packed(void)
+{
+    struct gp_buf b;
+    gp_buf_init(&b, 0);
+    struct gp_st_snap_header h = {GP_ST_SNAP_VERSION, 7, 3, 10, 1000, 5000};
+    uint8_t hb[GP_ST_SNAP_HEADER_LEN], sb[GP_ST_SNAP_SERIES_HDR], pk[4 * GP_ST_SNAP_PACKED_MAX];
+    gp_st_snap_header_encode(hb, &h);
+    rec(&b, GP_ST_SNAP_HEADER, hb, sizeof hb);
+    gp_st_snap_series_encode(sb, 4, 100, 200, 42);
+    rec(&b, GP_ST_SNAP_SERIES, sb, GP_ST_SNAP_SERIES_HDR);
+    size_t n = gp_st_snap_packed_put(pk, 0, 2, 4000, 4999, 7, 5000);
+    n += gp_st_snap_packed_put(pk + n, 2, 5, INT64_MIN, 9000, gp_f64_bits(-1.5), 5000);
+    n += gp_st_snap_packed_put(pk + n, 5, 10, INT64_MAX, INT64_MAX, UINT64_MAX, 5000);
+    CHECK(n <= 3 * GP_ST_SNAP_PACKED_MAX);
+    CHECK_INT(gp_st_snap_packed_put(pk + n, 0, 1, 4000, 4999, 7, 5000), 1 + 1 + 2 + 8);
+    rec(&b, GP_ST_SNAP_PACKED, pk, n);
+    uint8_t eb[8] = {4};
+    rec(&b, GP_ST_SNAP_END, eb, 8);
+    struct gp_st_snap_header got;
+    struct snap_seen seen = {0};
+    char err[200];
+    CHECK_INT(gp_st_snap_parse((const uint8_t *)b.data, b.len, &got, keep_series, &seen, err,
+                               sizeof err),
+              GP_OK);
+    CHECK_INT(seen.n, 4);
+    CHECK(seen.s[1].id == 2 && seen.s[1].first == 4000 && seen.s[1].newest == 4999 &&
+          seen.s[1].newest_bits == 7 && !seen.s[1].chunk);
+    CHECK(seen.s[2].id == 5 && seen.s[2].first == INT64_MIN && seen.s[2].newest == 9000 &&
+          seen.s[2].newest_bits == gp_f64_bits(-1.5));
+    CHECK(seen.s[3].id == 10 && seen.s[3].first == INT64_MAX && seen.s[3].newest == INT64_MAX &&
+          seen.s[3].newest_bits == UINT64_MAX);
+    for (size_t k = 0; k < b.len; k++)
+        CHECK_INT(gp_st_snap_parse((const uint8_t *)b.data, k, &got, NULL, NULL, err, sizeof err),
+                  GP_EPARSE);
+    /* Refused: packed records in a version 1 file; an id past max_id; the
+     * same id twice (a delta of 0); first after newest; an entry cut
+     * short; an empty record. */
+    static const struct {
+        uint32_t version;
+        const char *payload;
+        size_t n;
+    } bad[] = {
+        {1, "\x02\x00\x00\x07\0\0\0\0\0\0\0", 11},
+        {2, "\x0b\x00\x00\x07\0\0\0\0\0\0\0", 11},
+        {2, "\x02\x00\x00\x07\0\0\0\0\0\0\0\x00\x00\x00\x07\0\0\0\0\0\0\0", 22},
+        /* newest - (2^64 - 1) wraps past INT64_MIN: first after newest */
+        {2, "\x02\x00\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01\0\0\0\0\0\0\0\0", 20},
+        {2, "\x02\x00\x00\x07\0\0\0", 7},
+        {2, "", 0},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        struct gp_st_snap_header hv = h;
+        hv.version = bad[i].version;
+        gp_st_snap_header_encode(hb, &hv);
+        gp_buf_reset(&b);
+        rec(&b, GP_ST_SNAP_HEADER, hb, sizeof hb);
+        rec(&b, GP_ST_SNAP_PACKED, (const uint8_t *)bad[i].payload, bad[i].n);
+        eb[0] = 1;
+        rec(&b, GP_ST_SNAP_END, eb, 8);
+        if (gp_st_snap_parse((const uint8_t *)b.data, b.len, &got, NULL, NULL, err, sizeof err) !=
+            GP_EPARSE)
+            gp_test_fail(__FILE__, __LINE__, "bad packed record %zu accepted", i);
+    }
+    /* A version from the future. */
+    h.version = GP_ST_SNAP_VERSION + 1;
+    gp_st_snap_header_encode(hb, &h);
+    gp_buf_reset(&b);
+    rec(&b, GP_ST_SNAP_HEADER, hb, sizeof hb);
+    eb[0] = 0;
+    rec(&b, GP_ST_SNAP_END, eb, 8);
+    CHECK_INT(gp_st_snap_parse((const uint8_t *)b.data, b.len, &got, NULL, NULL, err, sizeof err),
+              GP_EPARSE);
+    CHECK_CONTAINS(err, "format version 3");
+    gp_buf_free(&b);
+}
+
 /* Decodes [mint, maxt] of a chunk of the n samples t, v with the window
  * decoder and checks it against a scan of the samples. */
 static void check_window(const uint8_t *p, size_t len, const int64_t *t, const double *v, size_t n,
@@ -1082,6 +1175,7 @@ const struct gp_test gp_tests_store_fmt[] = {
     {"chunk_record", test_chunk_record},
     {"chunk_record_packed", test_chunk_record_packed},
     {"snapshot_parse", test_snapshot_parse},
+    {"snapshot_packed", test_snapshot_packed},
     {"bchunk_round_trips", test_bchunk_round_trips},
     {"bchunk_frozen_layout", test_bchunk_frozen_layout},
     {"bchunk_shared_times", test_bchunk_shared_times},
