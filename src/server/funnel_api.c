@@ -26,8 +26,10 @@
 #include "lib/json.h"
 #include "query/funnel.h"
 #include "server/gpu_series.h"
+#include "store/labels.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,14 +97,13 @@ static double newest(struct gp_storage *st, struct gp_funnel *f, const struct gp
     return v;
 }
 
-/* The median gap of series c's raw samples just before its last one in
- * [start, end]: the step its rollups' counts stand for; 0 where raw
- * samples are gone. */
-static int raw_step(struct gp_storage *st, const struct gp_srv_cand *c, int64_t start, int64_t end,
-                    int64_t *step)
+/* The median gap of series c's raw samples in the NEWEST_WINDOW_MS up to
+ * hi, its last sample in the range: the step its rollups' counts stand
+ * for; 0 where raw samples are gone. */
+static int raw_step_at(struct gp_storage *st, const struct gp_srv_cand *c, int64_t start, int64_t hi,
+                       int64_t *step)
 {
     *step = 0;
-    int64_t hi = c->s->last_ms < end ? c->s->last_ms : end;
     if (hi < start)
         return GP_OK;
     struct gp_samples smp = {0};
@@ -111,6 +112,12 @@ static int raw_step(struct gp_storage *st, const struct gp_srv_cand *c, int64_t 
                                      hi, &smp, step, &k);
     gp_samples_free(&smp);
     return rc;
+}
+
+static int raw_step(struct gp_storage *st, const struct gp_srv_cand *c, int64_t start, int64_t end,
+                    int64_t *step)
+{
+    return raw_step_at(st, c, start, c->s->last_ms < end ? c->s->last_ms : end, step);
 }
 
 /* Host series (no gpu label) of one name, for owners and job ends. */
@@ -135,6 +142,132 @@ static int user_of(const struct hostset *procs, struct gp_str node, struct gp_st
     return 0;
 }
 
+/* One GPU's (and job's) series chosen for the funnel and what it read. */
+struct pick {
+    size_t cand;          /* in the candidates; SIZE_MAX: none */
+    struct gp_rollups ru; /* its minutes (rollups) */
+    int64_t step;         /* what a sample stands for */
+};
+
+static int cmp_pick_last(const void *a, const void *b)
+{
+    const struct pick *x = *(const struct pick *const *)a, *y = *(const struct pick *const *)b;
+    int64_t p = x->ru.r[x->ru.n - 1].t, q = y->ru.r[y->ru.n - 1].t;
+    return (p > q) - (p < q);
+}
+
+static int cmp_series(const void *a, const void *b)
+{
+    const struct gp_store_series *x = *(const struct gp_store_series *const *)a,
+                                 *y = *(const struct gp_store_series *const *)b;
+    return gp_labels_cmp(x->labels, x->labels_len, y->labels, y->labels_len);
+}
+
+/*
+ * The rollups and steps of each GPU run of c from the cluster
+ * (gp_storage_read_rollups_all: the minutes as PromQL it evaluates),
+ * with nothing but the series' names selected: the run's best series is
+ * the first kind (SM activity) with minutes in the range, of its series
+ * the one with the newest minute; its step the median gap of the raw
+ * samples up to its last, read for the series whose last minute is the
+ * same in one request (gp_storage_select_like) of that minute and the
+ * NEWEST_WINDOW_MS before it
+ * (matched by labels: the local window, which may answer it, has ids of
+ * its own).
+ */
+static int cluster_picks(struct gp_storage *st, const struct gp_srv_cand *c, size_t n,
+                         struct pick *pk, size_t npk, int64_t start, int64_t last)
+{
+    struct gp_store_series *sub = malloc((n ? n : 1) * sizeof *sub);
+    size_t *of = malloc((n ? n : 1) * sizeof *of);
+    struct gp_rollups *ru = calloc(n ? n : 1, sizeof *ru);
+    struct pick **order = malloc((npk ? npk : 1) * sizeof *order);
+    int rc = sub && of && ru && order ? GP_OK : GP_ENOMEM;
+    /* Round k asks for the k-th kind of the runs still without minutes. */
+    for (int kind = 0, more = 1; !rc && more; kind++) {
+        more = 0;
+        size_t m = 0;
+        for (size_t p = 0, i = 0; p < npk; p++) {
+            size_t j = gp_srv_gpu_run(c, n, i, 1);
+            for (size_t k = i; pk[p].cand == SIZE_MAX && k < j; k++) {
+                more |= c[k].kind > kind;
+                if (c[k].kind == kind) {
+                    sub[m] = *c[k].s;
+                    of[m++] = k;
+                }
+            }
+            i = j;
+        }
+        if (!m)
+            continue;
+        struct gp_store_selection ss = {.series = sub, .n = m};
+        rc = gp_storage_read_rollups_all(st, &ss, start, last, ru);
+        for (size_t q = 0, p = 0, i = 0; !rc && q < m; q++) {
+            while (of[q] >= gp_srv_gpu_run(c, n, i, 1)) /* the run of of[q] */
+                i = gp_srv_gpu_run(c, n, i, 1), p++;
+            struct pick *x = &pk[p];
+            if (ru[q].n && (x->cand == SIZE_MAX || ru[q].r[ru[q].n - 1].t > x->ru.r[x->ru.n - 1].t)) {
+                gp_rollups_free(&x->ru);
+                x->cand = of[q];
+                x->ru = ru[q];
+            } else {
+                gp_rollups_free(&ru[q]);
+            }
+            memset(&ru[q], 0, sizeof ru[q]);
+        }
+        if (rc)
+            for (size_t q = 0; q < m; q++)
+                gp_rollups_free(&ru[q]);
+    }
+    /* The steps, by last minute. */
+    size_t no = 0;
+    for (size_t p = 0; !rc && p < npk; p++)
+        if (pk[p].cand != SIZE_MAX)
+            order[no++] = &pk[p];
+    if (no)
+        qsort(order, no, sizeof *order, cmp_pick_last);
+    const struct gp_store_series **il = NULL;
+    for (size_t a = 0, b; !rc && a < no; a = b) {
+        int64_t lm = order[a]->ru.r[order[a]->ru.n - 1].t;
+        for (b = a; b < no && order[b]->ru.r[order[b]->ru.n - 1].t == lm; b++)
+            ;
+        struct gp_store_selection tail = {0};
+        const struct gp_store_series **nil = realloc(il, (b - a > no ? b - a : no) * sizeof *il);
+        if (!nil)
+            rc = GP_ENOMEM;
+        else
+            il = nil;
+        for (size_t q = a; !rc && q < b; q++)
+            il[q - a] = c[order[q]->cand].s;
+        int64_t lo = lm - NEWEST_WINDOW_MS > start ? lm - NEWEST_WINDOW_MS : start;
+        if (!rc)
+            rc = gp_storage_select_like(st, il, b - a, lo, lm + 59999 < last ? lm + 59999 : last,
+                                        &tail);
+        for (size_t k = 0; !rc && k < tail.n; k++)
+            il[k] = &tail.series[k];
+        if (!rc && tail.n)
+            qsort(il, tail.n, sizeof *il, cmp_series);
+        /* the reads below are answered from `tail`, the newest selection */
+        for (size_t q = a; !rc && q < b; q++) {
+            struct gp_srv_cand x = c[order[q]->cand];
+            const struct gp_store_series *key = x.s;
+            const struct gp_store_series **h =
+                tail.n ? bsearch(&key, il, tail.n, sizeof *il, cmp_series) : NULL;
+            if (!h)
+                continue;
+            x.s = *h;
+            rc = raw_step_at(st, &x, start, x.s->last_ms, &order[q]->step);
+        }
+        gp_storage_selection_free(&tail);
+    }
+    free(il);
+    free(sub);
+    free(of);
+    free(ru);
+    free(order);
+    return rc;
+}
+
 static int add_gpus(struct gp_server *s, struct gp_storage *st, struct gp_funnel *f,
                     const struct hostset *procs, char *err, size_t errlen)
 {
@@ -142,45 +275,67 @@ static int add_gpus(struct gp_server *s, struct gp_storage *st, struct gp_funnel
     struct gp_srv_cand *c = NULL;
     size_t n = 0;
     int64_t last = f->rollups ? f->end_ms - 1 : f->end_ms; /* rollups: whole minutes before end */
-    int rc = gp_srv_activity_series(st, f->start_ms, last, &sel, &c, &n, err, errlen);
-    for (size_t i = 0; !rc && i < n;) {
-        size_t j = gp_srv_gpu_run(c, n, i, 1);
-        /* c[i] is the best activity series of this GPU and job: SM first. */
+    /* Rollups the cluster would make from raw samples: it computes them,
+     * and only the series' names are selected here. */
+    struct gp_matcher am;
+    int cluster = f->rollups &&
+                  !gp_matcher_init(&am, GP_MATCH_EQ, "__name__", "DCGM_FI_PROF_SM_ACTIVE", err, errlen);
+    if (cluster) {
+        cluster = gp_storage_pushdown(st, &am, 1, f->start_ms) == 1;
+        gp_matcher_free(&am);
+    }
+    int rc = gp_srv_activity_series(st, f->start_ms, last, cluster ? last : INT64_MIN, &sel, &c, &n,
+                                    err, errlen);
+    size_t npk = 0;
+    for (size_t i = 0; i < n; i = gp_srv_gpu_run(c, n, i, 1))
+        npk++;
+    struct pick *pk = calloc(npk ? npk : 1, sizeof *pk);
+    if (!rc && !pk)
+        rc = GP_ENOMEM;
+    for (size_t p = 0, i = 0; !rc && p < npk; p++, i = gp_srv_gpu_run(c, n, i, 1))
+        pk[p].cand = cluster ? SIZE_MAX : i; /* c[i] is the best of its run: SM first, newest */
+    if (!rc && cluster)
+        rc = cluster_picks(st, c, n, pk, npk, f->start_ms, last);
+    for (size_t p = 0; !rc && p < npk; p++) {
+        if (pk[p].cand == SIZE_MAX)
+            continue;
+        const struct gp_srv_cand *b = &c[pk[p].cand];
         char job[GP_FUNNEL_KEY_LEN], user[GP_FUNNEL_KEY_LEN], team[GP_FUNNEL_KEY_LEN];
-        copy(job, sizeof job, c[i].job);
-        copy(user, sizeof user, gp_srv_label(c[i].s, "user"));
-        copy(team, sizeof team, gp_srv_label(c[i].s, "team"));
-        if (!user[0] && c[i].job.len)
-            user_of(procs, c[i].node, c[i].job, user, sizeof user);
-        double usd_hour = gp_prices_of(&s->prices, c[i].model.ptr, c[i].model.len);
+        copy(job, sizeof job, b->job);
+        copy(user, sizeof user, gp_srv_label(b->s, "user"));
+        copy(team, sizeof team, gp_srv_label(b->s, "team"));
+        if (!user[0] && b->job.len)
+            user_of(procs, b->node, b->job, user, sizeof user);
+        double usd_hour = gp_prices_of(&s->prices, b->model.ptr, b->model.len);
         if (f->rollups) {
-            struct gp_rollups ru = {0};
-            rc = gp_storage_read_rollups(st, c[i].s->id, f->start_ms, f->end_ms - 1, &ru);
-            if (rc == GP_EPARSE)
-                rc = GP_OK; /* a damaged chunk: the rest still counts */
+            if (!cluster) {
+                rc = gp_storage_read_rollups(st, b->s->id, f->start_ms, last, &pk[p].ru);
+                if (rc == GP_EPARSE)
+                    rc = GP_OK; /* a damaged chunk: the rest still counts */
+                if (!rc)
+                    rc = raw_step(st, b, f->start_ms, last, &pk[p].step);
+            }
             struct gp_funnel_gpu_rollups g = {
-                .r = ru.r, .n = ru.n, .unit = gp_srv_activity_unit(&c[i]), .usd_hour = usd_hour,
-                .job = job, .user = user, .team = team};
-            if (!rc)
-                rc = raw_step(st, &c[i], f->start_ms, f->end_ms - 1, &g.step_ms);
+                .r = pk[p].ru.r, .n = pk[p].ru.n, .unit = gp_srv_activity_unit(b),
+                .step_ms = pk[p].step, .usd_hour = usd_hour, .job = job, .user = user, .team = team};
             if (!rc)
                 rc = gp_funnel_add_rollups(f, &g);
-            gp_rollups_free(&ru);
-            i = j;
             continue;
         }
         struct gp_samples smp = {0};
         int64_t step = 0;
         size_t k = 0;
-        rc = gp_srv_activity_samples(st, &c[i], f->start_ms, f->end_ms, &smp, &step, &k);
+        rc = gp_srv_activity_samples(st, b, f->start_ms, f->end_ms, &smp, &step, &k);
         if (!rc && k) {
             struct gp_funnel_gpu g = {.act = smp.v, .n = k, .step_ms = step, .usd_hour = usd_hour,
                                       .job = job, .user = user, .team = team};
             rc = gp_funnel_add(f, &g);
         }
         gp_samples_free(&smp);
-        i = j;
     }
+    for (size_t p = 0; pk && p < npk; p++)
+        gp_rollups_free(&pk[p].ru);
+    free(pk);
     free(c);
     gp_storage_selection_free(&sel);
     return rc;

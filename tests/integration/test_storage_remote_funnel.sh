@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# gp-timeout: 180
+# storage: remote, the fleet funnel over a range reaching before the local
+# window (docs/storage.md "Cost and the funnel"): 3 h of 16 GPUs at 5 s
+# (funnel_feed.py: jobs starting and ending at times of their own, GPUs no
+# job holds, utilization-only and both-family GPUs, idle stretches, minutes
+# on both sides of the idle threshold, a few ms of scrape jitter) written
+# to an embedded server and, through a remote-mode server with a 10 m
+# window, to VictoriaMetrics (Debian's). Checks: the funnel from 1-minute
+# rollups (resolution=1m, what ranges over 6 h and the weekly report read)
+# equals the embedded one, every number within 1e-9 relative; the remote
+# server had VictoriaMetrics compute the minutes (query_range requests,
+# gpulse_storage_remote_pushdowns_total) and moved under half of what the
+# activity series' raw samples weigh in its JSON
+# (gpulse_storage_remote_answer_bytes_total). The raw funnel and
+# /api/v1/cost, read raw (a median gap is no PromQL aggregate), equal the
+# embedded ones too. With the cluster down the funnel is a 503 that says
+# what failed.
+source "$(dirname "$0")/lib.sh"
+start_vm_now
+
+ARGS=(--self-scrape-interval 0s)
+start_server "${ARGS[@]}"
+EMB=$SERVER_URL EMB_PID=$SERVER_PID
+# shellcheck disable=SC2034 # start_server reads it: a data directory of its own
+SERVER_DATA=$TMP/data-remote
+start_server "${ARGS[@]}" --storage remote --remote-write-url "$VM_URL" --remote-query-url "$VM" \
+    --remote-window 10m
+REM=$SERVER_URL
+
+END=$(($(date +%s) / 60 * 60 - 60))
+START=$((END - 3 * 3600))
+N=$(python3 "$ROOT/tests/integration/funnel_feed.py" "$END" 3 16 5 "$EMB" "$REM") ||
+    fail "writing the fleet failed"
+ACT='{__name__=~"DCGM_FI_PROF_SM_ACTIVE|DCGM_FI_DEV_GPU_UTIL"}'
+in_vm() {
+    curl -sf "$VM/internal/force_flush" >/dev/null || true
+    [ "$(curl -sf "$VM/api/v1/query" --data-urlencode "query=sum(count_over_time($ACT[4h]))" \
+        -d "time=$((END + 1))" |
+        python3 -c 'import json,sys; r=json.load(sys.stdin)["data"]["result"]; print(r[0]["value"][1] if r else 0)')" = "$N" ]
+}
+wait_until 60 in_vm || fail "victoria-metrics does not show the $N samples"
+
+metric() { curl -sf "$REM/metrics" >"$TMP/m.prom" && awk -v n="$1" '$1 == n {print $2; exit}' "$TMP/m.prom"; }
+Q="start=$START&end=$END"
+B0=$(metric gpulse_storage_remote_answer_bytes_total)
+P0=$(metric gpulse_storage_remote_pushdowns_total)
+V0=$(vm_ranges)
+curl -sf "$REM/api/v1/fleet/funnel?$Q&resolution=1m" >"$TMP/rem-1m.json" || fail "no funnel from the remote server"
+B1=$(metric gpulse_storage_remote_answer_bytes_total)
+P1=$(metric gpulse_storage_remote_pushdowns_total)
+curl -sf "$REM/api/v1/fleet/funnel?$Q&resolution=raw" >"$TMP/rem-raw.json" || fail "no raw funnel (remote)"
+curl -sf "$REM/api/v1/cost?$Q" >"$TMP/rem-cost.json" || fail "no cost (remote)"
+curl -sf "$REM/api/v1/cost?$Q&by=node" >"$TMP/rem-node.json" || fail "no cost by node (remote)"
+for f in "fleet/funnel?$Q&resolution=1m 1m" "fleet/funnel?$Q&resolution=raw raw" "cost?$Q cost" \
+    "cost?$Q&by=node node"; do
+    curl -sf "$EMB/api/v1/${f% *}" >"$TMP/emb-${f##* }.json" || fail "no ${f% *} from the embedded server"
+done
+
+python3 - "$TMP" <<'EOF' || fail "the remote funnel or cost differs from the embedded one"
+import json, sys
+tmp = sys.argv[1]
+def same(a, b, path):
+    if isinstance(a, dict):
+        assert isinstance(b, dict) and set(a) == set(b), (path, sorted(set(a) ^ set(b)))
+        for k in a:
+            same(a[k], b[k], path + "." + k)
+    elif isinstance(a, list):
+        assert isinstance(b, list) and len(a) == len(b), (path, len(a), len(b) if isinstance(b, list) else b)
+        for i, (x, y) in enumerate(zip(a, b)):
+            same(x, y, "%s[%d]" % (path, i))
+    elif isinstance(a, float) or isinstance(b, float):
+        assert isinstance(a, (int, float)) and isinstance(b, (int, float)) and \
+            abs(a - b) <= 1e-9 * max(1, abs(b)), (path, a, b)
+    else:
+        assert a == b, (path, a, b)
+for f in ("1m", "raw", "cost", "node"):
+    rem, emb = (json.load(open("%s/%s-%s.json" % (tmp, w, f))) for w in ("rem", "emb"))
+    same(rem, emb, f)
+d = json.load(open(tmp + "/emb-1m.json"))["data"]
+h = d["gpu_hours"]
+assert d["resolution"] == "1m" and d["approximate"] and d["active_uncertain_gpu_hours"] > 0, d
+assert h["total"] > h["allocated"] > h["active"] > h["effective"] > 0, h
+assert len(d["idle_cost_by"]["job"]) == 4 and len(d["idle_cost_by"]["team"]) == 2, d["idle_cost_by"]
+assert d["cost"] > d["idle_cost"] > d["idle_cost_unallocated"] > 0, d
+EOF
+note "the remote funnel (1m and raw) and cost (by job and node) equal the embedded ones"
+
+[ "$((P1 - P0))" -ge 2 ] || fail "pushdowns counted: $P0 -> $P1 (want 2: the minutes of both families)"
+vm_saw() { V1=$(vm_ranges) && [ "$((V1 - V0))" -ge 2 ]; }
+wait_until 20 vm_saw || fail "victoria-metrics saw $V0 -> $V1 query_range requests (want 2)"
+RAW=$(curl -sf "$VM/api/v1/query" --data-urlencode "query=$ACT[3h]" -d "time=$END" | wc -c)
+[ "$(((B1 - B0) * 2))" -lt "$RAW" ] ||
+    fail "the funnel moved $((B1 - B0)) bytes, the raw samples of the activity series weigh $RAW"
+note "victoria-metrics computed the minutes (query_range $V0 -> $V1); the funnel moved $((B1 - B0)) bytes, the raw samples weigh $RAW"
+stop_vm
+CODE=$(curl -s -o "$TMP/down.json" -w '%{http_code}' "$REM/api/v1/fleet/funnel?$Q&resolution=1m")
+if [ "$CODE" != 503 ] || ! grep 'remote storage: ' "$TMP/down.json" >/dev/null; then
+    fail "with the cluster down the funnel answered $CODE $(head -c 300 "$TMP/down.json")"
+fi
+note "with the cluster down: 503 $(head -c 200 "$TMP/down.json")"
+stop_server
+SERVER_PID=$EMB_PID
+stop_server
