@@ -201,7 +201,10 @@ static int cluster_picks(struct gp_storage *st, const struct gp_srv_cand *c, siz
         if (!m)
             continue;
         struct gp_store_selection ss = {.series = sub, .n = m};
-        rc = gp_storage_read_rollups_all(st, &ss, start, last, ru);
+        struct gp_srv_cand one = {.kind = kind};
+        double cuts[GP_FUNNEL_CUTS];
+        size_t ncuts = gp_funnel_rollup_cuts(gp_srv_activity_unit(&one), cuts);
+        rc = gp_storage_read_rollups_all(st, &ss, start, last, cuts, ncuts, ru);
         for (size_t q = 0, p = 0, i = 0; !rc && q < m; q++) {
             while (of[q] >= gp_srv_gpu_run(c, n, i, 1)) /* the run of of[q] */
                 i = gp_srv_gpu_run(c, n, i, 1), p++;

@@ -159,12 +159,17 @@ double gp_storage_newest_value(struct gp_storage *s, uint32_t id, int64_t last_m
  * the caller frees each). What gp_storage_read_rollups gives each, but
  * where the reads would move raw samples from the cluster
  * (gp_storage_pushdown) the cluster computes the minutes: one PromQL
- * request per metric name (storage_rollups.c), four numbers a minute
- * instead of every sample. A damaged chunk counts as read. GP_OK,
- * GP_ENOMEM, GP_ENET (out then empty).
+ * request per metric name (storage_rollups.c), a few numbers a minute
+ * instead of every sample. With cuts (ncuts > 0) a minute's min and max
+ * may be its mean (sum / count) where its samples straddle no cut (none
+ * has min < cut <= max): for a caller that needs only on which side of
+ * each cut a minute's samples lie and their sum, the cluster then sends
+ * them only for the minutes that straddle one. A damaged chunk counts as
+ * read. GP_OK, GP_ENOMEM, GP_ENET (out then empty).
  */
 int gp_storage_read_rollups_all(struct gp_storage *s, const struct gp_store_selection *sel,
-                                int64_t mint, int64_t maxt, struct gp_rollups *out);
+                                int64_t mint, int64_t maxt, const double *cuts, size_t ncuts,
+                                struct gp_rollups *out);
 
 /*
  * Selects (as gp_storage_select) the series like x[0..n): matchers of

@@ -11,7 +11,10 @@
  *   label_replace(F_over_time({__name__="N"}[1m] offset 1ms), "gpulse_rollup", "F", "", "")
  *
  * F = count, sum, min, max joined with `or` (the label keeps the four
- * apart: `or` matches label sets without __name__). At T = minute + 1m the
+ * apart: `or` matches label sets without __name__). With cuts, min and
+ * max are asked `and` the minute straddles one, (min < C and max >= C)
+ * `or` ...; the minutes left out get the mean for both, which puts their
+ * samples on the same side of every cut. At T = minute + 1m the
  * window (T - 1ms - 1m, T - 1ms] is the minute [t, t + 59999], the span
  * the store's rollup covers; VictoriaMetrics's windows are left-open as
  * that needs (Prometheus 2 closes them: a sample at t - 1 ms counts in two
@@ -112,19 +115,36 @@ static int merge(struct gp_rollups *ru, const struct gp_promapi_series *x, int f
     return GP_OK;
 }
 
+/* F_over_time({__name__="NAME"}[1m] offset 1ms): one minute at the
+ * minute's end. */
+static void window_fn(struct gp_buf *q, const char *f, const char *name)
+{
+    gp_buf_printf(q, "%s_over_time({__name__=", f);
+    gp_storage_put_quoted(q, name, strlen(name));
+    gp_buf_puts(q, "}[1m] offset 1ms)");
+}
+
 /* One metric name's minutes from the cluster, for the selection's series
  * of that name (idx[0..n), keyed). */
 static int ask_name(struct gp_storage *s, const char *name, int64_t from, int64_t to,
-                    const struct gp_store_selection *sel, struct keyed *kd, size_t n,
-                    struct gp_rollups *out)
+                    const double *cuts, size_t ncuts, const struct gp_store_selection *sel,
+                    struct keyed *kd, size_t n, struct gp_rollups *out)
 {
     struct gp_buf q, keys;
     gp_buf_init(&q, 0);
     gp_buf_init(&keys, 0);
     for (int f = 0; f < 4; f++) {
-        gp_buf_printf(&q, "%slabel_replace(%s_over_time({__name__=", f ? " or " : "", figs[f]);
-        gp_storage_put_quoted(&q, name, strlen(name));
-        gp_buf_printf(&q, "}[1m] offset 1ms), \"" ROLLUP_LABEL "\", \"%s\", \"\", \"\")", figs[f]);
+        gp_buf_puts(&q, f ? " or label_replace(" : "label_replace(");
+        window_fn(&q, figs[f], name);
+        /* min and max only of the minutes that straddle a cut */
+        for (size_t c = 0; f >= 2 && c < ncuts; c++) {
+            gp_buf_puts(&q, c ? " or (" : " and ((");
+            window_fn(&q, "min", name);
+            gp_buf_printf(&q, " < %.17g and ", cuts[c]);
+            window_fn(&q, "max", name);
+            gp_buf_printf(&q, " >= %.17g)%s", cuts[c], c + 1 == ncuts ? ")" : "");
+        }
+        gp_buf_printf(&q, ", \"" ROLLUP_LABEL "\", \"%s\", \"\", \"\")", figs[f]);
     }
     int rc = q.err ? GP_ENOMEM : GP_OK;
     for (size_t i = 0; !rc && i < n; i++) {
@@ -166,7 +186,8 @@ static int ask_name(struct gp_storage *s, const char *name, int64_t from, int64_
 }
 
 int gp_storage_read_rollups_all(struct gp_storage *s, const struct gp_store_selection *sel,
-                                int64_t mint, int64_t maxt, struct gp_rollups *out)
+                                int64_t mint, int64_t maxt, const double *cuts, size_t ncuts,
+                                struct gp_rollups *out)
 {
     memset(out, 0, sel->n * sizeof *out);
     if (mint > maxt || !sel->n)
@@ -214,14 +235,20 @@ int gp_storage_read_rollups_all(struct gp_storage *s, const struct gp_store_sele
             kd[n++].idx = j;
             done[j] = 1;
         }
-        rc = ask_name(s, name, from, to, sel, kd, n, out);
+        rc = ask_name(s, name, from, to, cuts, ncuts, sel, kd, n, out);
     }
-    /* A minute the answer left incomplete (a figure missing) has no count. */
+    /* A minute without a count was not whole in the answer; one without
+     * min and max straddles no cut: its mean stands for both. */
     for (size_t i = 0; !rc && i < sel->n; i++) {
         size_t k = 0;
-        for (size_t j = 0; j < out[i].n; j++)
-            if (out[i].r[j].count)
-                out[i].r[k++] = out[i].r[j];
+        for (size_t j = 0; j < out[i].n; j++) {
+            struct gp_rollup *r = &out[i].r[j];
+            if (!r->count)
+                continue;
+            if (ncuts && isnan(r->min) && isnan(r->max))
+                r->min = r->max = r->sum / (double)r->count;
+            out[i].r[k++] = *r;
+        }
         out[i].n = k;
     }
     free(kd);

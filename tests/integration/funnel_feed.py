@@ -36,7 +36,7 @@ def add(name, labels, samples):
 def act(i, g):
     if (i // 30 + g) % 7 == 0:
         return 0.01 * ((i + g) % 4)  # an idle stretch
-    if (i + g) % 11 == 0:
+    if (i + g) % 97 == 0:
         return 0.04  # a lone idle sample: the minute has both sides
     return round(0.2 + ((i * 7 + g * 13) % 70) / 100, 2)
 
