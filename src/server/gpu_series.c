@@ -231,3 +231,10 @@ int gp_srv_host_series(struct gp_storage *st, const char *const *names, size_t n
 {
     return select_series(st, names, nnames, t0, t1, INT64_MIN, 0, 1, sel, cands, n, err, errlen);
 }
+
+int gp_srv_host_series_since(struct gp_storage *st, const char *const *names, size_t nnames,
+                             int64_t t0, int64_t t1, int64_t since, struct gp_store_selection *sel,
+                             struct gp_srv_cand **cands, size_t *n, char *err, size_t errlen)
+{
+    return select_series(st, names, nnames, t0, t1, since, 0, 1, sel, cands, n, err, errlen);
+}

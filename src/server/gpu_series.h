@@ -52,6 +52,9 @@ int gp_srv_gpu_series_since(struct gp_storage *st, const char *const *names, siz
 int gp_srv_host_series(struct gp_storage *st, const char *const *names, size_t nnames, int64_t t0,
                        int64_t t1, struct gp_store_selection *sel, struct gp_srv_cand **cands,
                        size_t *n, char *err, size_t errlen);
+int gp_srv_host_series_since(struct gp_storage *st, const char *const *names, size_t nnames,
+                             int64_t t0, int64_t t1, int64_t since, struct gp_store_selection *sel,
+                             struct gp_srv_cand **cands, size_t *n, char *err, size_t errlen);
 
 /* Where the run of the same GPU (and job with by_job) as c[i] ends. */
 size_t gp_srv_gpu_run(const struct gp_srv_cand *c, size_t n, size_t i, int by_job);

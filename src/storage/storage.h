@@ -164,8 +164,8 @@ double gp_storage_newest_value(struct gp_storage *s, uint32_t id, int64_t last_m
  * may be its mean (sum / count) where its samples straddle no cut (none
  * has min < cut <= max): for a caller that needs only on which side of
  * each cut a minute's samples lie and their sum, the cluster then sends
- * them only for the minutes that straddle one. A damaged chunk counts as
- * read. GP_OK, GP_ENOMEM, GP_ENET (out then empty).
+ * them only for the minutes that straddle one; cuts with ncuts 0: never
+ * (a caller that needs counts and sums). A damaged chunk counts as read. GP_OK, GP_ENOMEM, GP_ENET (out then empty).
  */
 int gp_storage_read_rollups_all(struct gp_storage *s, const struct gp_store_selection *sel,
                                 int64_t mint, int64_t maxt, const double *cuts, size_t ncuts,

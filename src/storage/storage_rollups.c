@@ -14,7 +14,7 @@
  * apart: `or` matches label sets without __name__). With cuts, min and
  * max are asked `and` the minute straddles one, (min < C and max >= C)
  * `or` ...; the minutes left out get the mean for both, which puts their
- * samples on the same side of every cut. At T = minute + 1m the
+ * samples on the same side of every cut (with no cut, none is asked). At T = minute + 1m the
  * window (T - 1ms - 1m, T - 1ms] is the minute [t, t + 59999], the span
  * the store's rollup covers; VictoriaMetrics's windows are left-open as
  * that needs (Prometheus 2 closes them: a sample at t - 1 ms counts in two
@@ -133,7 +133,7 @@ static int ask_name(struct gp_storage *s, const char *name, int64_t from, int64_
     struct gp_buf q, keys;
     gp_buf_init(&q, 0);
     gp_buf_init(&keys, 0);
-    for (int f = 0; f < 4; f++) {
+    for (int f = 0; f < (cuts && !ncuts ? 2 : 4); f++) {
         gp_buf_puts(&q, f ? " or label_replace(" : "label_replace(");
         window_fn(&q, figs[f], name);
         /* min and max only of the minutes that straddle a cut */
@@ -245,7 +245,7 @@ int gp_storage_read_rollups_all(struct gp_storage *s, const struct gp_store_sele
             struct gp_rollup *r = &out[i].r[j];
             if (!r->count)
                 continue;
-            if (ncuts && isnan(r->min) && isnan(r->max))
+            if (cuts && isnan(r->min) && isnan(r->max))
                 r->min = r->max = r->sum / (double)r->count;
             out[i].r[k++] = *r;
         }

@@ -8,11 +8,14 @@ the grid, as scrapes are) from END_S - HOURS h to END_S.
 Every fourth GPU is never held by a job (idle but for bursts); the
 others are held in jobs of three GPUs (job-K, user uK, team tK % 2),
 each job starting and ending at a time of its own, the GPU's series
-without a job label before and after. Activity (SM active, 0-1) has
+without a job label before and after; odd jobs' series carry no user
+label (the owner is their process's uid), and the process of each GPU
+holds memory while its job runs, job-1's for 5 minutes after its end
+(a zombie). Activity (SM active, 0-1) has
 idle stretches below 0.05 and minutes on both sides of it; GPU 1 reports
 utilization (0-100) only; GPU 2 reports both and a value above 1 now
 and then. Prices come from the model table (H100, A100). Prints the
-number of samples."""
+number of activity samples."""
 import os
 import sys
 
@@ -30,7 +33,7 @@ def add(name, labels, samples):
     global total
     ls = sorted([("__name__", name)] + list(labels.items()))
     batch.append((ls, [(float(v), t) for t, v in samples]))
-    total += len(samples)
+    total += len(samples) if name.startswith("DCGM") else 0
 
 
 def act(i, g):
@@ -47,10 +50,22 @@ for g in range(gpus):
     k = g // 4 * 3 + g % 4 - 1  # the job's number, -1 none
     if g % 4:
         span = (t0 * 1000 + (k * 17 % 40) * 60000, end * 1000 - (k * 23 % 50) * 60000 - 1)
+        held = {"job": "job-%d" % (k // 3), "team": "t%d" % (k // 3 % 2)}
+        if k // 3 % 2 == 0:
+            held["user"] = "u%d" % (k // 3)
         parts = [({}, lambda t: t < span[0]),
-                 ({"job": "job-%d" % (k // 3), "user": "u%d" % (k // 3), "team": "t%d" % (k // 3 % 2)},
-                  lambda t: span[0] <= t <= span[1]),
+                 (held, lambda t: span[0] <= t <= span[1]),
                  ({}, lambda t: t > span[1])]
+        # the job's process on this GPU: its owner (uid), its memory, the
+        # job's end; job-1's process outlives its job by 5 minutes (a zombie)
+        host, job, pid = lab["Hostname"], held["job"], str(1000 + g)
+        proc = {"Hostname": host, "pid": pid, "comm": "train", "job": job}
+        inside = [t for t in ts if span[0] <= t <= span[1] + (300000 if job == "job-1" else 0)]
+        add("gpulse_process_info", dict(proc, uid=str(2000 + k // 3)), [(t, 1) for t in inside])
+        add("gpulse_gpu_process_memory_bytes", dict(proc, gpu=lab["gpu"], UUID=lab["UUID"]),
+            [(t, 1e9 + g) for t in inside])
+        add("gpulse_job_end_time_seconds", {"Hostname": host, "job": job, "gpu_slot": lab["gpu"]},
+            [(t, span[1] / 1000) for t in ts if span[1] < t <= span[1] + 120000])
     else:
         parts = [({}, lambda t: True)]
     for extra, within in parts:

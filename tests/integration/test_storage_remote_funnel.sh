@@ -12,7 +12,9 @@
 # server had VictoriaMetrics compute the minutes (query_range requests,
 # gpulse_storage_remote_pushdowns_total) and moved under half of what the
 # activity series' raw samples weigh in its JSON
-# (gpulse_storage_remote_answer_bytes_total). The raw funnel and
+# (gpulse_storage_remote_answer_bytes_total): the owners (processes' uids)
+# are read as labels only, a zombie's memory from the minutes after its
+# job's end. The raw funnel and
 # /api/v1/cost, read raw (a median gap is no PromQL aggregate), equal the
 # embedded ones too. With the cluster down the funnel is a 503 that says
 # what failed.
@@ -83,6 +85,10 @@ assert d["resolution"] == "1m" and d["approximate"] and d["active_uncertain_gpu_
 assert h["total"] > h["allocated"] > h["active"] > h["effective"] > 0, h
 assert len(d["idle_cost_by"]["job"]) == 4 and len(d["idle_cost_by"]["team"]) == 2, d["idle_cost_by"]
 assert d["cost"] > d["idle_cost"] > d["idle_cost_unallocated"] > 0, d
+users = sorted(u["user"] for u in d["idle_cost_by"]["user"])
+assert users == ["2001", "2003", "u0", "u2"], users  # odd jobs' owners are their processes' uids
+z = d["zombies"]
+assert "job-1" in {x["job"] for x in z} and d["zombie_memory_bytes"] > 0, z
 EOF
 note "the remote funnel (1m and raw) and cost (by job and node) equal the embedded ones"
 
