@@ -17,6 +17,14 @@
  *   long     ranges longer than GP_FUNNEL_RAW_MAX_MS or starting before
  *            the raw retention (or resolution=1m) read each GPU's
  *            1-minute rollups over the whole minutes of the range.
+ *   cluster  where those reads would move raw samples from a remote
+ *            cluster (gp_storage_pushdown; docs/storage.md "Cost and the
+ *            funnel"), the series are selected by name only, the cluster
+ *            computes the rollups (gp_storage_read_rollups_all) and the
+ *            counts of zombies' minutes after their job's end, and only
+ *            the raw tails a figure needs (a step, a newest value) are
+ *            read, one request per distinct last minute (each_tail). The
+ *            funnel's arithmetic is the same either way.
  * Memory: one request's selections and samples, freed before it returns.
  */
 #include "server_int.h"
