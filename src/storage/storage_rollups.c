@@ -90,6 +90,8 @@ static int merge(struct gp_rollups *ru, const struct gp_promapi_series *x, int f
 {
     size_t k = 0;
     for (size_t i = 0; i < x->n; i++) {
+        if (x->t[i] % 60000)
+            continue; /* off the grid of minute ends: not a minute */
         int64_t t = x->t[i] - 60000;
         while (k < ru->n && ru->r[k].t < t)
             k++;
@@ -104,7 +106,7 @@ static int merge(struct gp_rollups *ru, const struct gp_promapi_series *x, int f
         }
         double v = x->v[i];
         if (f == 0)
-            ru->r[k].count = isfinite(v) && v > 0 ? (uint64_t)llround(v) : 0;
+            ru->r[k].count = v >= 1 && v < 1e15 ? (uint64_t)llround(v) : 0; /* NaN: 0 */
         else if (f == 1)
             ru->r[k].sum = v;
         else if (f == 2)
@@ -124,15 +126,68 @@ static void window_fn(struct gp_buf *q, const char *f, const char *name)
     gp_buf_puts(q, "}[1m] offset 1ms)");
 }
 
+int gp_storage_rollups_answer(const struct gp_store_selection *sel, const size_t *idx, size_t n,
+                              const struct gp_promapi_result *res, int means, struct gp_rollups *out)
+{
+    struct keyed *kd = malloc((n ? n : 1) * sizeof *kd);
+    struct gp_buf keys, k;
+    gp_buf_init(&keys, 0);
+    gp_buf_init(&k, 0);
+    int rc = kd ? GP_OK : GP_ENOMEM;
+    for (size_t i = 0; !rc && i < n; i++) {
+        const struct gp_store_series *x = &sel->series[idx[i]];
+        kd[i].idx = idx[i];
+        kd[i].off = keys.len;
+        rc = key_of(x->labels, x->labels_len, &keys);
+        kd[i].len = keys.len - kd[i].off;
+    }
+    if (!rc) { /* the buffer no longer moves */
+        for (size_t i = 0; i < n; i++)
+            kd[i].p = keys.data ? keys.data + kd[i].off : "";
+        if (n)
+            qsort(kd, n, sizeof *kd, keyed_cmp);
+    }
+    for (size_t i = 0; !rc && i < res->n; i++) {
+        int f = fig_of(&res->s[i]);
+        if (f < 0)
+            continue; /* not a figure asked for */
+        k.len = 0;
+        if ((rc = key_of(res->s[i].labels, res->s[i].labels_len, &k)))
+            break;
+        struct keyed want = {.p = k.data ? k.data : "", .len = k.len};
+        struct keyed *hit = n ? bsearch(&want, kd, n, sizeof *kd, keyed_cmp) : NULL;
+        if (hit) /* else a series the selection does not hold */
+            rc = merge(&out[hit->idx], &res->s[i], f);
+    }
+    /* A minute without a count was not whole in the answer; one without
+     * min and max straddles no cut: its mean stands for both. */
+    for (size_t i = 0; !rc && i < n; i++) {
+        struct gp_rollups *ru = &out[idx[i]];
+        size_t m = 0;
+        for (size_t j = 0; j < ru->n; j++) {
+            struct gp_rollup *r = &ru->r[j];
+            if (!r->count)
+                continue;
+            if (means && isnan(r->min) && isnan(r->max))
+                r->min = r->max = r->sum / (double)r->count;
+            ru->r[m++] = *r;
+        }
+        ru->n = m;
+    }
+    free(kd);
+    gp_buf_free(&keys);
+    gp_buf_free(&k);
+    return rc;
+}
+
 /* One metric name's minutes from the cluster, for the selection's series
- * of that name (idx[0..n), keyed). */
+ * of that name (idx[0..n)). */
 static int ask_name(struct gp_storage *s, const char *name, int64_t from, int64_t to,
                     const double *cuts, size_t ncuts, const struct gp_store_selection *sel,
-                    struct keyed *kd, size_t n, struct gp_rollups *out)
+                    const size_t *idx, size_t n, struct gp_rollups *out)
 {
-    struct gp_buf q, keys;
+    struct gp_buf q;
     gp_buf_init(&q, 0);
-    gp_buf_init(&keys, 0);
     for (int f = 0; f < (cuts && !ncuts ? 2 : 4); f++) {
         gp_buf_puts(&q, f ? " or label_replace(" : "label_replace(");
         window_fn(&q, figs[f], name);
@@ -147,41 +202,16 @@ static int ask_name(struct gp_storage *s, const char *name, int64_t from, int64_
         gp_buf_printf(&q, ", \"" ROLLUP_LABEL "\", \"%s\", \"\", \"\")", figs[f]);
     }
     int rc = q.err ? GP_ENOMEM : GP_OK;
-    for (size_t i = 0; !rc && i < n; i++) {
-        const struct gp_store_series *x = &sel->series[kd[i].idx];
-        kd[i].off = keys.len;
-        rc = key_of(x->labels, x->labels_len, &keys);
-        kd[i].len = keys.len - kd[i].off;
-    }
     struct gp_promapi_result res = {0};
     if (!rc) {
         struct gp_storage_promql pq = {.query = q.data, .range = 1, .start_ms = from + 60000,
                                        .end_ms = to + 60000, .step_ms = 60000, .exact_grid = 1};
         rc = gp_storage_promql_matrix(s, &pq, &res);
     }
-    if (!rc) { /* the buffer no longer moves */
-        for (size_t i = 0; i < n; i++)
-            kd[i].p = keys.data + kd[i].off;
-        qsort(kd, n, sizeof *kd, keyed_cmp);
-    }
-    struct gp_buf k;
-    gp_buf_init(&k, 0);
-    for (size_t i = 0; !rc && i < res.n; i++) {
-        int f = fig_of(&res.s[i]);
-        if (f < 0)
-            continue;
-        k.len = 0;
-        if ((rc = key_of(res.s[i].labels, res.s[i].labels_len, &k)))
-            break;
-        struct keyed want = {.p = k.data, .len = k.len};
-        struct keyed *hit = bsearch(&want, kd, n, sizeof *kd, keyed_cmp);
-        if (hit)
-            rc = merge(&out[hit->idx], &res.s[i], f);
-    }
-    gp_buf_free(&k);
+    if (!rc)
+        rc = gp_storage_rollups_answer(sel, idx, n, &res, cuts != NULL, out);
     gp_promapi_result_free(&res);
     gp_buf_free(&q);
-    gp_buf_free(&keys);
     return rc;
 }
 
@@ -192,9 +222,9 @@ int gp_storage_read_rollups_all(struct gp_storage *s, const struct gp_store_sele
     memset(out, 0, sel->n * sizeof *out);
     if (mint > maxt || !sel->n)
         return GP_OK;
-    struct keyed *kd = calloc(sel->n, sizeof *kd);
+    size_t *idx = calloc(sel->n, sizeof *idx);
     char *done = calloc(sel->n, 1);
-    int rc = kd && done ? GP_OK : GP_ENOMEM;
+    int rc = idx && done ? GP_OK : GP_ENOMEM;
     int64_t from, to;
     gp_storage_rollup_span(mint, maxt, &from, &to);
     to -= 59999;
@@ -232,26 +262,12 @@ int gp_storage_read_rollups_all(struct gp_storage *s, const struct gp_store_sele
                                           "__name__", &o) ||
                 o.len != nm.len || memcmp(o.ptr, nm.ptr, nm.len))
                 continue;
-            kd[n++].idx = j;
+            idx[n++] = j;
             done[j] = 1;
         }
-        rc = ask_name(s, name, from, to, cuts, ncuts, sel, kd, n, out);
+        rc = ask_name(s, name, from, to, cuts, ncuts, sel, idx, n, out);
     }
-    /* A minute without a count was not whole in the answer; one without
-     * min and max straddles no cut: its mean stands for both. */
-    for (size_t i = 0; !rc && i < sel->n; i++) {
-        size_t k = 0;
-        for (size_t j = 0; j < out[i].n; j++) {
-            struct gp_rollup *r = &out[i].r[j];
-            if (!r->count)
-                continue;
-            if (cuts && isnan(r->min) && isnan(r->max))
-                r->min = r->max = r->sum / (double)r->count;
-            out[i].r[k++] = *r;
-        }
-        out[i].n = k;
-    }
-    free(kd);
+    free(idx);
     free(done);
     if (rc) {
         for (size_t i = 0; i < sel->n; i++)
