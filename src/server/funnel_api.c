@@ -192,6 +192,26 @@ static int cmp_lm(const void *a, const void *b)
 /* fn(arg, i, s): s is x[i] as a selection of its tail holds it. */
 typedef int (*tail_fn)(void *arg, size_t i, const struct gp_store_series *s);
 
+/* fn for series x, which a tail's selection does not hold (the local
+ * window answered it, and x is another server's): its own samples of
+ * [lo, hi], read where x was selected, give its first and last. */
+static int alone(struct gp_storage *st, const struct gp_store_series *x, int64_t lo, int64_t hi,
+                 tail_fn fn, void *arg, size_t i)
+{
+    struct gp_samples smp = {0};
+    int rc = gp_storage_read(st, x->id, lo, hi, &smp);
+    if (rc == GP_EPARSE)
+        rc = GP_OK;
+    if (!rc && smp.n) {
+        struct gp_store_series y = *x;
+        y.first_ms = smp.t[0];
+        y.last_ms = smp.t[smp.n - 1];
+        rc = fn(arg, i, &y);
+    }
+    gp_samples_free(&smp);
+    return rc;
+}
+
 /*
  * The raw tails of series x[0..n) whose last minute in the range is
  * lm[i]: one request (gp_storage_select_like) per distinct minute, over
@@ -217,9 +237,9 @@ static int each_tail(struct gp_storage *st, const struct gp_store_series *const 
         for (b = a; b < n && o[b].lm == o[a].lm; b++)
             grp[b - a] = x[o[b].i];
         int64_t lo = o[a].lm - back > start ? o[a].lm - back : start;
+        int64_t qmax = o[a].lm + 59999 < last ? o[a].lm + 59999 : last + PAST_END_MS;
         struct gp_store_selection tail = {0};
-        rc = gp_storage_select_like(st, grp, b - a, lo,
-                                    o[a].lm + 59999 < last ? o[a].lm + 59999 : last + PAST_END_MS, &tail);
+        rc = gp_storage_select_like(st, grp, b - a, lo, qmax, &tail);
         const struct gp_store_series **nh =
             rc ? NULL : realloc(held, (tail.n ? tail.n : 1) * sizeof *held);
         if (!rc && !nh)
@@ -234,8 +254,7 @@ static int each_tail(struct gp_storage *st, const struct gp_store_series *const 
         for (size_t q = a; !rc && q < b; q++) {
             const struct gp_store_series **h =
                 tail.n ? bsearch(&x[o[q].i], held, tail.n, sizeof *held, cmp_series) : NULL;
-            if (h)
-                rc = fn(arg, o[q].i, *h);
+            rc = h ? fn(arg, o[q].i, *h) : alone(st, x[o[q].i], lo, qmax, fn, arg, o[q].i);
         }
         gp_storage_selection_free(&tail);
     }

@@ -15,7 +15,8 @@ holds memory while its job runs, job-1's for 5 minutes after its end
 idle stretches below 0.05 and minutes on both sides of it; GPU 1 reports
 utilization (0-100) only; GPU 2 reports both and a value above 1 now
 and then. Prices come from the model table (H100, A100). Prints the
-number of activity samples."""
+number of activity samples. FIRST_GPU=K in the environment numbers the
+GPUs from K (another part of the same fleet)."""
 import os
 import sys
 
@@ -44,7 +45,8 @@ def act(i, g):
     return round(0.2 + ((i * 7 + g * 13) % 70) / 100, 2)
 
 
-for g in range(gpus):
+first = int(os.environ.get("FIRST_GPU", "0"))
+for g in range(first, first + gpus):
     lab = {"Hostname": "n%d" % (g // 8), "gpu": str(g % 8), "UUID": "GPU-%04d" % g,
            "modelName": "NVIDIA H100 80GB HBM3" if g % 3 else "NVIDIA A100-SXM4-80GB"}
     k = g // 4 * 3 + g % 4 - 1  # the job's number, -1 none
