@@ -32,12 +32,17 @@ REM=$SERVER_URL
 
 END=$(($(date +%s) / 60 * 60 - 60))
 START=$((END - 3 * 3600))
-N=$(python3 "$ROOT/tests/integration/funnel_feed.py" "$END" 3 16 5 "$EMB" "$REM") ||
-    fail "writing the fleet failed"
-# a GPU another writer puts into the cluster: not in the remote server's
-# window, though its last minutes are within the window's span
-N=$((N + $(FIRST_GPU=16 python3 "$ROOT/tests/integration/funnel_feed.py" "$END" 3 1 5 "$EMB" "$VM"))) ||
-    fail "writing the other GPU failed"
+# GPUs 0-15 through the remote server; GPU 16 put into the cluster by
+# another writer (not in the remote server's window, though its last
+# minutes are within the window's span); all 17 to the embedded server in
+# one request (it takes samples older than its raw retention only before
+# it compacts)
+N=$(python3 "$ROOT/tests/integration/funnel_feed.py" "$END" 3 17 5 "$EMB") ||
+    fail "writing the fleet to the embedded server failed"
+python3 "$ROOT/tests/integration/funnel_feed.py" "$END" 3 16 5 "$REM" >/dev/null ||
+    fail "writing the fleet through the remote server failed"
+FIRST_GPU=16 python3 "$ROOT/tests/integration/funnel_feed.py" "$END" 3 1 5 "$VM" >/dev/null ||
+    fail "writing GPU 16 to the cluster failed"
 ACT='{__name__=~"DCGM_FI_PROF_SM_ACTIVE|DCGM_FI_DEV_GPU_UTIL"}'
 in_vm() {
     curl -sf "$VM/internal/force_flush" >/dev/null || true
