@@ -15,9 +15,15 @@
 # instead imports one job of --gpus GPUs over the --hours ending a minute
 # ago (tests/integration/longjob_feed.py: 5 DCGM families a GPU and the
 # ranks' own series) and asks for its document, without and with
-# series=1 (the report's). Not part of the test suite.
+# series=1 (the report's). --funnel imports a fleet's activity over the
+# --hours ending a minute ago (tests/integration/funnel_feed.py: jobs of
+# 3 GPUs starting and ending apart, GPUs no job holds, their processes)
+# and asks for the fleet funnel from 1-minute rollups (resolution=1m,
+# what ranges over 6 h and the weekly report read); --cost the same
+# fleet's /api/v1/cost by job (read raw: a median gap is no aggregate).
+# Not part of the test suite.
 #
-# usage: bench/storage_pushdown.sh [--job] [--gpus N] [--hours H] [--every S] [--n N] [--bin PATH] [--base PATH]
+# usage: bench/storage_pushdown.sh [--job|--funnel|--cost] [--gpus N] [--hours H] [--every S] [--n N] [--bin PATH] [--base PATH]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GPUS=64
@@ -27,16 +33,18 @@ N=5
 BIN=build/rel/gpulse
 BASE=
 JOB=0
+FLEET=
 while [ $# -gt 0 ]; do
     case $1 in
     --job) JOB=1; shift ;;
+    --funnel | --cost) JOB=1; FLEET=${1#--}; shift ;;
     --gpus) GPUS=$2; shift 2 ;;
     --hours) HOURS=$2; shift 2 ;;
     --every) EVERY=$2; shift 2 ;;
     --n) N=$2; shift 2 ;;
     --bin) BIN=$2; shift 2 ;;
     --base) BASE=$2; shift 2 ;;
-    *) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+    *) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
     esac
 done
 [ "$BIN" != build/rel/gpulse ] || make -s build/rel/gpulse
@@ -54,7 +62,23 @@ PIDS+=($!)
 up "$VM/health"
 END=$(($(date +%s) / 60 * 60 - 1800))
 START=$((END - HOURS * 3600))
-if [ "$JOB" = 1 ]; then
+if [ -n "$FLEET" ]; then
+    END=$(($(date +%s) / 60 * 60 - 60))
+    START=$((END - HOURS * 3600))
+    NS=$(python3 tests/integration/funnel_feed.py "$END" "$HOURS" "$GPUS" "$EVERY" "$VM")
+    echo "imported $NS activity samples: $GPUS GPUs (and their processes), every $EVERY s, $HOURS h ending a minute ago"
+    seen() {
+        curl -sf "$VM/internal/force_flush" >/dev/null || true
+        [ "$(curl -sf "$VM/api/v1/query" -d "time=$((END + 1))" --data-urlencode \
+            "query=sum(count_over_time({__name__=~\"DCGM_FI_PROF_SM_ACTIVE|DCGM_FI_DEV_GPU_UTIL\"}[$((HOURS + 1))h]))" |
+            python3 -c 'import json,sys; r=json.load(sys.stdin)["data"]["result"]; print(r[0]["value"][1] if r else 0)')" = "$NS" ]
+    }
+    if [ "$FLEET" = funnel ]; then
+        QUERIES=("funnel, 1m rollups|/api/v1/fleet/funnel?start=$START&end=$END&resolution=1m")
+    else
+        QUERIES=("cost by job (raw)|/api/v1/cost?start=$START&end=$END")
+    fi
+elif [ "$JOB" = 1 ]; then
     END=$(($(date +%s) / 60 * 60 - 60))
     NS=$(python3 tests/integration/longjob_feed.py "$END" "$HOURS" "$GPUS" "$EVERY" 8 "$VM")
     echo "imported $NS samples: one job of $GPUS GPUs, every $EVERY s, $HOURS h ending a minute ago"
@@ -103,7 +127,7 @@ run() { # NAME BIN
         --storage remote --remote-write-url "$VM/api/v1/write" --remote-query-url "$VM" >"$TMP/$1.log" 2>&1 &
     PIDS+=($!)
     up "$url/api/v1/health"
-    [ "$JOB" = 0 ] || up "$url/api/v1/jobs/long-1"
+    [ "$JOB" = 0 ] || [ -n "$FLEET" ] || up "$url/api/v1/jobs/long-1"
     for q in "${QUERIES[@]}"; do
         local label=${q%%|*} rest=${q#*|} times=() b0 b1 s0 s1
         local match=${rest%%|*} args=${rest#*|}

@@ -155,6 +155,16 @@ static int minute_split(const struct gp_rollup *r, double unit, double *idle, do
     return est;
 }
 
+size_t gp_funnel_rollup_cuts(double unit, double cuts[GP_FUNNEL_CUTS])
+{
+    unit = unit > 0 ? unit : 1;
+    /* minute_split's breakpoints: the clamp to 0-1 and the idle threshold */
+    cuts[0] = 0;
+    cuts[1] = GP_JOBMODEL_IDLE_ACTIVITY * unit;
+    cuts[2] = unit;
+    return GP_FUNNEL_CUTS;
+}
+
 int gp_funnel_add_rollups(struct gp_funnel *f, const struct gp_funnel_gpu_rollups *g)
 {
     f->rollups = true;

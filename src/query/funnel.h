@@ -129,6 +129,14 @@ int gp_funnel_add_rollups(struct gp_funnel *f, const struct gp_funnel_gpu_rollup
  * minute. 0 when there is no sample. *exact: those counts were all equal. */
 int64_t gp_funnel_rollup_step(const struct gp_rollup *r, size_t n, bool *exact);
 
+/* The values, in a series' own unit (a value / unit is the compute
+ * fraction), on whose sides a minute's split depends: 0, the idle
+ * threshold and 1. A minute whose samples straddle none of them
+ * (gp_storage_read_rollups_all's cuts) splits the same whatever its min
+ * and max within that side. Returns how many (GP_FUNNEL_CUTS). */
+#define GP_FUNNEL_CUTS 3
+size_t gp_funnel_rollup_cuts(double unit, double cuts[GP_FUNNEL_CUTS]);
+
 /* Whether a process holding memory_bytes at seen_ms is a zombie of a job
  * that reported its end at job_end_s (NaN: never). */
 bool gp_funnel_is_zombie(double memory_bytes, int64_t seen_ms, double job_end_s);

@@ -182,11 +182,11 @@ static int group_cmp(const void *pa, const void *pb)
     return gp_srv_rw_cmp(a->key, b->key);
 }
 
-int gp_srv_activity_series(struct gp_storage *st, int64_t start, int64_t end,
+int gp_srv_activity_series(struct gp_storage *st, int64_t start, int64_t end, int64_t since,
                            struct gp_store_selection *sel, struct gp_srv_cand **c, size_t *n,
                            char *err, size_t errlen)
 {
-    return gp_srv_gpu_series(st, fleet_names, 2, start, end, 1, sel, c, n, err, errlen);
+    return gp_srv_gpu_series_since(st, fleet_names, 2, start, end, since, 1, sel, c, n, err, errlen);
 }
 
 int gp_srv_range(const struct gp_http_request *req, struct gp_http_response *resp, int64_t *start,
@@ -267,7 +267,7 @@ static void do_cost(struct gp_server *s, struct gp_storage *st, const struct gp_
     struct gp_srv_cand *c = NULL;
     struct group *gr = NULL;
     size_t n = 0, ng = 0;
-    int rc = gp_srv_activity_series(st, start, end, &sel, &c, &n, err, sizeof err);
+    int rc = gp_srv_activity_series(st, start, end, INT64_MIN, &sel, &c, &n, err, sizeof err);
     if (!rc && n) {
         gr = calloc(n, sizeof *gr);
         if (!gr)

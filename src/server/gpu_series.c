@@ -149,7 +149,7 @@ size_t gp_srv_gpu_run(const struct gp_srv_cand *c, size_t n, size_t i, int by_jo
 /* hosts: the series without a `gpu` label, named by instance when
  * neither host label is there; else those with one. */
 static int select_series(struct gp_storage *st, const char *const *names, size_t nnames, int64_t t0,
-                         int64_t t1, int by_job, int hosts, struct gp_store_selection *sel,
+                         int64_t t1, int64_t since, int by_job, int hosts, struct gp_store_selection *sel,
                          struct gp_srv_cand **cands, size_t *n, char *err, size_t errlen)
 {
     *cands = NULL;
@@ -167,7 +167,7 @@ static int select_series(struct gp_storage *st, const char *const *names, size_t
     gp_buf_free(&re);
     if (rc)
         return rc;
-    rc = gp_storage_select(st, &m, 1, t0, t1, sel);
+    rc = gp_storage_select_since(st, &m, 1, t0, t1, since, sel);
     gp_matcher_free(&m);
     if (rc)
         return rc;
@@ -214,12 +214,27 @@ int gp_srv_gpu_series(struct gp_storage *st, const char *const *names, size_t nn
                       int64_t t1, int by_job, struct gp_store_selection *sel,
                       struct gp_srv_cand **cands, size_t *n, char *err, size_t errlen)
 {
-    return select_series(st, names, nnames, t0, t1, by_job, 0, sel, cands, n, err, errlen);
+    return select_series(st, names, nnames, t0, t1, INT64_MIN, by_job, 0, sel, cands, n, err, errlen);
+}
+
+int gp_srv_gpu_series_since(struct gp_storage *st, const char *const *names, size_t nnames,
+                            int64_t t0, int64_t t1, int64_t since, int by_job,
+                            struct gp_store_selection *sel, struct gp_srv_cand **cands, size_t *n,
+                            char *err, size_t errlen)
+{
+    return select_series(st, names, nnames, t0, t1, since, by_job, 0, sel, cands, n, err, errlen);
 }
 
 int gp_srv_host_series(struct gp_storage *st, const char *const *names, size_t nnames, int64_t t0,
                        int64_t t1, struct gp_store_selection *sel, struct gp_srv_cand **cands,
                        size_t *n, char *err, size_t errlen)
 {
-    return select_series(st, names, nnames, t0, t1, 0, 1, sel, cands, n, err, errlen);
+    return select_series(st, names, nnames, t0, t1, INT64_MIN, 0, 1, sel, cands, n, err, errlen);
+}
+
+int gp_srv_host_series_since(struct gp_storage *st, const char *const *names, size_t nnames,
+                             int64_t t0, int64_t t1, int64_t since, struct gp_store_selection *sel,
+                             struct gp_srv_cand **cands, size_t *n, char *err, size_t errlen)
+{
+    return select_series(st, names, nnames, t0, t1, since, 0, 1, sel, cands, n, err, errlen);
 }

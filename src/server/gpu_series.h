@@ -40,10 +40,21 @@ int gp_srv_gpu_series(struct gp_storage *st, const char *const *names, size_t nn
                       int64_t t1, int by_job, struct gp_store_selection *sel,
                       struct gp_srv_cand **cands, size_t *n, char *err, size_t errlen);
 
+/* As gp_srv_gpu_series for a caller that reads only samples at or after
+ * since (gp_storage_select_since: remote, the others' samples are not
+ * fetched and their last_ms is a bound, since - 1). */
+int gp_srv_gpu_series_since(struct gp_storage *st, const char *const *names, size_t nnames,
+                            int64_t t0, int64_t t1, int64_t since, int by_job,
+                            struct gp_store_selection *sel, struct gp_srv_cand **cands, size_t *n,
+                            char *err, size_t errlen);
+
 /* As gp_srv_gpu_series for the series without a `gpu` label. */
 int gp_srv_host_series(struct gp_storage *st, const char *const *names, size_t nnames, int64_t t0,
                        int64_t t1, struct gp_store_selection *sel, struct gp_srv_cand **cands,
                        size_t *n, char *err, size_t errlen);
+int gp_srv_host_series_since(struct gp_storage *st, const char *const *names, size_t nnames,
+                             int64_t t0, int64_t t1, int64_t since, struct gp_store_selection *sel,
+                             struct gp_srv_cand **cands, size_t *n, char *err, size_t errlen);
 
 /* Where the run of the same GPU (and job with by_job) as c[i] ends. */
 size_t gp_srv_gpu_run(const struct gp_srv_cand *c, size_t n, size_t i, int by_job);

@@ -254,13 +254,14 @@ void gp_srv_handle_cost(struct gp_server *s, struct gp_storage *st, enum gp_srv_
 /* The range routes' start=/end= (RFC 3339 or epoch seconds; end defaults
  * to now, start to end - 1d; at most 31 days): 1, or 0 after answering
  * 400. The GPUs' activity series in a range (SM activity, else
- * utilization), sorted by GPU and job (gp_srv_gpu_series), and one
+ * utilization), sorted by GPU and job (gp_srv_gpu_series; since as
+ * gp_srv_gpu_series_since, INT64_MIN: every sample), and one
  * series' samples in it: NaNs dropped, utilization as a fraction, *n
  * left, *step their median gap (ms; 0 with one sample). */
 struct gp_srv_cand;
 int gp_srv_range(const struct gp_http_request *req, struct gp_http_response *resp, int64_t *start,
                  int64_t *end);
-int gp_srv_activity_series(struct gp_storage *st, int64_t start, int64_t end,
+int gp_srv_activity_series(struct gp_storage *st, int64_t start, int64_t end, int64_t since,
                            struct gp_store_selection *sel, struct gp_srv_cand **c, size_t *n,
                            char *err, size_t errlen);
 int gp_srv_activity_samples(struct gp_storage *st, const struct gp_srv_cand *c, int64_t start,

@@ -5,6 +5,7 @@
 #include "storage/storage_int.h"
 
 #include "lib/err.h"
+#include "store/labels.h"
 #include "store/store_fmt.h"
 
 #include <stdlib.h>
@@ -213,4 +214,91 @@ int gp_storage_rollups_of(const struct gp_samples *x, int64_t mint, int64_t maxt
     if (r.count && gp_st_rollups_push(out, &r) != GP_OK)
         return GP_ENOMEM;
     return GP_OK;
+}
+
+/* Appends v as a regular expression matching exactly v. */
+static void re_literal(struct gp_buf *b, const char *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (v[i] && strchr("\\.+*?()|[]{}^$", v[i]))
+            gp_buf_putc(b, '\\');
+        gp_buf_putc(b, v[i]);
+    }
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    const struct gp_str *x = a, *y = b;
+    size_t n = x->len < y->len ? x->len : y->len;
+    int c = n ? memcmp(x->ptr, y->ptr, n) : 0;
+    return c ? c : (x->len > y->len) - (x->len < y->len);
+}
+
+int gp_storage_select_like(struct gp_storage *s, const struct gp_store_series *const *x, size_t n,
+                           int64_t mint, int64_t maxt, struct gp_store_selection *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!n)
+        return GP_OK;
+    struct gp_matcher m[GP_SELECT_LIKE_LABELS];
+    size_t nm = 0;
+    struct gp_str *vals = malloc(n * sizeof *vals);
+    struct gp_buf name, re;
+    gp_buf_init(&name, 0);
+    gp_buf_init(&re, 0);
+    int rc = vals ? GP_OK : GP_ENOMEM;
+    struct gp_labels_iter it;
+    struct gp_str ln, lv;
+    gp_labels_iter_init(&it, x[0]->labels, x[0]->labels_len);
+    while (!rc && nm < GP_SELECT_LIKE_LABELS && gp_labels_next(&it, &ln, &lv) == 1) {
+        name.len = 0;
+        gp_buf_append(&name, ln.ptr, ln.len);
+        gp_buf_putc(&name, '\0');
+        if (name.err) {
+            rc = GP_ENOMEM;
+            break;
+        }
+        size_t k = 0;
+        for (size_t i = 0; i < n && gp_labels_get(x[i]->labels, x[i]->labels_len, name.data, &vals[k]) == 1; i++)
+            k++;
+        if (k < n)
+            continue; /* not every series has it: no matcher */
+        qsort(vals, k, sizeof *vals, cmp_str);
+        size_t u = 1;
+        for (size_t i = 1; i < k; i++)
+            if (cmp_str(&vals[i], &vals[u - 1]))
+                vals[u++] = vals[i];
+        re.len = 0;
+        for (size_t i = 0; i < u; i++) {
+            if (i)
+                gp_buf_putc(&re, '|');
+            re_literal(&re, vals[i].ptr, vals[i].len);
+        }
+        gp_buf_putc(&re, '\0');
+        if (re.err) {
+            rc = GP_ENOMEM;
+            break;
+        }
+        if (re.len > GP_SELECT_LIKE_RE_MAX)
+            continue; /* too many values: a wider selection */
+        char err[64];
+        if (u == 1) {
+            re.len = 0;
+            gp_buf_append(&re, vals[0].ptr, vals[0].len);
+            gp_buf_putc(&re, '\0');
+        }
+        rc = re.err ? GP_ENOMEM
+                    : gp_matcher_init(&m[nm], u == 1 ? GP_MATCH_EQ : GP_MATCH_RE, name.data, re.data,
+                                      err, sizeof err);
+        if (!rc)
+            nm++;
+    }
+    if (!rc)
+        rc = gp_storage_select(s, m, nm, mint, maxt, out);
+    for (size_t i = 0; i < nm; i++)
+        gp_matcher_free(&m[i]);
+    free(vals);
+    gp_buf_free(&name);
+    gp_buf_free(&re);
+    return rc;
 }

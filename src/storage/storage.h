@@ -21,6 +21,8 @@
  *   storage_window.c    the remote backend's local window: the recent
  *                       writes in an embedded store, answering recent reads
  *   storage_refill.c    the window's refill from the cluster at start
+ *   storage_rollups.c   a selection's 1-minute rollups at once, computed by
+ *                       the cluster where they would move raw samples
  *
  * Series ids: the embedded store names series by its own ids; the remote
  * backend hands out ids of its own, stable for the life of the process,
@@ -150,6 +152,37 @@ int gp_storage_read_rollups(struct gp_storage *s, uint32_t id, int64_t mint, int
                             struct gp_rollups *out);
 double gp_storage_newest_value(struct gp_storage *s, uint32_t id, int64_t last_ms,
                                int64_t lookback_ms, struct gp_samples *scratch);
+
+/*
+ * The 1-minute rollups of every series of sel for the minutes that
+ * overlap [mint, maxt], into out[0..sel->n) (parallel to sel->series;
+ * the caller frees each). What gp_storage_read_rollups gives each, but
+ * where the reads would move raw samples from the cluster
+ * (gp_storage_pushdown) the cluster computes the minutes: one PromQL
+ * request per metric name (storage_rollups.c), a few numbers a minute
+ * instead of every sample. With cuts (ncuts > 0) a minute's min and max
+ * may be its mean (sum / count) where its samples straddle no cut (none
+ * has min < cut <= max): for a caller that needs only on which side of
+ * each cut a minute's samples lie and their sum, the cluster then sends
+ * them only for the minutes that straddle one; cuts with ncuts 0: never
+ * (a caller that needs counts and sums). A damaged chunk counts as read. GP_OK, GP_ENOMEM, GP_ENET (out then empty).
+ */
+int gp_storage_read_rollups_all(struct gp_storage *s, const struct gp_store_selection *sel,
+                                int64_t mint, int64_t maxt, const double *cuts, size_t ncuts,
+                                struct gp_rollups *out);
+
+/*
+ * Selects (as gp_storage_select) the series like x[0..n): matchers of
+ * every label all of them carry, `=` where they agree, `=~` of the values
+ * where they differ (left out past GP_SELECT_LIKE_RE_MAX bytes): those
+ * series and perhaps a few more (the caller matches by labels). What a
+ * caller uses to read a handful of known series in one request rather
+ * than one each. n 0: an empty selection.
+ */
+#define GP_SELECT_LIKE_LABELS 32
+#define GP_SELECT_LIKE_RE_MAX 8192
+int gp_storage_select_like(struct gp_storage *s, const struct gp_store_series *const *x, size_t n,
+                           int64_t mint, int64_t maxt, struct gp_store_selection *out);
 
 /* As gp_store_label_names / gp_store_label_values, plus GP_ENET, over
  * the series with samples in [start_ms, end_ms] (INT64_MIN and INT64_MAX:

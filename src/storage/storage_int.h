@@ -107,6 +107,16 @@ void gp_rwin_refill(struct gp_rwin *w, const char *server_name, const struct gp_
 /* 1 when rc is this thread's last request refused by the cluster for the
  * number of series or samples it touches (a 422 saying so). */
 int gp_storage_remote_refused(int rc);
+/* storage_rollups.c: the minutes of a rollups answer (series labelled
+ * gpulse_rollup="count"|"sum"|"min"|"max", points at minute ends) into
+ * out[idx[i]] for the series sel->series[idx[0..n)] of one metric name,
+ * matched by their labels without __name__; figures of other series or
+ * names are left out, and so are minutes without a count; means: a
+ * minute without min and max gets its mean for both. Pure (the fuzz
+ * target's). GP_OK or GP_ENOMEM. */
+struct gp_promapi_result;
+int gp_storage_rollups_answer(const struct gp_store_selection *sel, const size_t *idx, size_t n,
+                              const struct gp_promapi_result *res, int means, struct gp_rollups *out);
 /* Appends s as a PromQL string literal. */
 void gp_storage_put_quoted(struct gp_buf *b, const char *s, size_t n);
 

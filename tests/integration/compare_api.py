@@ -37,6 +37,8 @@ def norm(x):
 
 
 def diff(a, b, path="$"):
+    if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (a, b)) and type(a) != type(b):
+        a, b = float(a), float(b)  # 2 and 2.0000000000001: one number printed two ways
     if type(a) != type(b):
         return f"{path}: {json.dumps(a)[:200]} != {json.dumps(b)[:200]}"
     if isinstance(a, dict):

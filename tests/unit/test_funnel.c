@@ -313,7 +313,50 @@ static void test_report(void)
     gp_funnel_free(&f);
 }
 
+/* gp_funnel_rollup_cuts: a minute whose samples straddle no cut (all
+ * idle or all busy, all within 0-1 or all outside on one side) splits
+ * the same with its mean for min and max, what the remote backend sends
+ * for such minutes; some that straddle one need both. */
+static void test_rollup_cuts(void)
+{
+    int differ = 0;
+    for (int unit = 1; unit <= 100; unit += 99) {
+        double cuts[GP_FUNNEL_CUTS];
+        CHECK_INT((int)gp_funnel_rollup_cuts(unit, cuts), GP_FUNNEL_CUTS);
+        CHECK(cuts[0] == 0 && cuts[1] == 0.05 * unit && cuts[2] == unit);
+        /* minutes of 4 samples: lo..hi, evenly spread (all times unit) */
+        static const double m[][2] = {{0, 0.04}, {0.01, 0.049}, {0.05, 0.9}, {0.3, 1}, {1.2, 1.5},
+                                      {-0.3, -0.1}, {0.2, 0.2}, {0.01, 0.9}, {-0.1, 0.3}, {0.5, 1.3}};
+        for (size_t k = 0; k < sizeof m / sizeof m[0]; k++) {
+            struct gp_rollup r = {.t = 0, .min = m[k][0] * unit, .max = m[k][1] * unit, .count = 4};
+            r.sum = (m[k][0] + m[k][0] + m[k][1] + m[k][1]) * unit; /* two at each end */
+            int straddles = 0;
+            for (size_t c = 0; c < GP_FUNNEL_CUTS; c++)
+                straddles |= r.min < cuts[c] && cuts[c] <= r.max;
+            struct gp_rollup mean = r;
+            mean.min = mean.max = r.sum / (double)r.count;
+            struct gp_funnel a, b;
+            gp_funnel_init(&a, 0, 60000);
+            gp_funnel_init(&b, 0, 60000);
+            struct gp_funnel_gpu_rollups ga = {&r, 1, unit, 15000, 3.6, "j", "", ""},
+                                         gb = {&mean, 1, unit, 15000, 3.6, "j", "", ""};
+            CHECK_INT(gp_funnel_add_rollups(&a, &ga), GP_OK);
+            CHECK_INT(gp_funnel_add_rollups(&b, &gb), GP_OK);
+            int same = a.active_s == b.active_s && a.effective_s == b.effective_s &&
+                       a.uncertain_s == b.uncertain_s && a.allocated.cost_idle == b.allocated.cost_idle;
+            if (!straddles && !same)
+                gp_test_fail(__FILE__, __LINE__, "unit %d minute %g..%g straddles no cut but splits "
+                             "otherwise with its mean", unit, m[k][0], m[k][1]);
+            differ += straddles && !same;
+            gp_funnel_free(&a);
+            gp_funnel_free(&b);
+        }
+    }
+    CHECK_INT(differ, 2 * 3); /* 0.01..0.9, -0.1..0.3, 0.5..1.3 need their min and max */
+}
+
 const struct gp_test gp_tests_funnel[] = {
+    {"rollup_cuts", test_rollup_cuts},
     {"stages", test_stages},
     {"groups", test_groups},
     {"empty", test_empty},
