@@ -635,6 +635,31 @@ static void test_render_json(void)
     gp_storage_close(s);
 }
 
+/* A matrix's series share the steps' time texts (formatted once per
+ * point index): a series with gaps, or with other times at the same
+ * index, must still get its own. Values of each formatting path. */
+static void test_render_matrix_times(void)
+{
+    int64_t t1[] = {1000, 16000, 31000, 46000};
+    int64_t t2[] = {16000, 31000, 46000};          /* a step later at each index */
+    int64_t t3[] = {1000, 16500, 31000, -2000001}; /* a fraction; a negative time */
+    int64_t t4[] = {1000, 16000, 31000, 46000, 61000};
+    double v1[] = {1, 99.125, -0.00390625, 1e21};
+    double v2[] = {1e-7, NAN, -INFINITY};
+    double v3[] = {0.1, 123456.789, -0.0, 5e-324};
+    double v4[] = {2, 3, 4, 5, 6};
+    struct gp_promql_series ser[] = {
+        {NULL, 0, t1, v1, 4}, {NULL, 0, t2, v2, 3}, {NULL, 0, t3, v3, 4}, {NULL, 0, t4, v4, 5}};
+    struct gp_promql_result r = {.type = GP_PROMQL_MATRIX, .series = ser, .n = 4};
+    CHECK_STR(render(&r),
+              "{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":["
+              "{\"metric\":{},\"values\":[[1,\"1\"],[16,\"99.125\"],[31,\"-0.00390625\"],[46,\"1e+21\"]]},"
+              "{\"metric\":{},\"values\":[[16,\"1e-07\"],[31,\"NaN\"],[46,\"-Inf\"]]},"
+              "{\"metric\":{},\"values\":[[1,\"0.1\"],[16.500,\"123456.789\"],[31,\"-0\"],"
+              "[-2000.001,\"5e-324\"]]},"
+              "{\"metric\":{},\"values\":[[1,\"2\"],[16,\"3\"],[31,\"4\"],[46,\"5\"],[61,\"6\"]]}]}}");
+}
+
 static void test_error_types(void)
 {
     int st = 0;
@@ -917,6 +942,7 @@ const struct gp_test gp_tests_promql_eval[] = {
     {"range_matches_instant", test_range_matches_instant},
     {"render_numbers", test_render_numbers},
     {"render_json", test_render_json},
+    {"render_matrix_times", test_render_matrix_times},
     {"error_types", test_error_types},
     {0},
 };
