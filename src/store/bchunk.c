@@ -721,10 +721,12 @@ static int read_times(struct br *r, size_t n, uint64_t d1, int64_t maxt, int ful
  * leave it. Only successful decodes of every time are kept, so a hit
  * also stands for the checks a decode makes. */
 
-/* 16 slots of up to 1,024 times (a head chunk holds 480): at most
+/* 16 sets of 2 slots, the older one replaced (a 1-hour read of a 1 s
+ * series spans 9 head chunks; with one slot a place, many were lost to
+ * collisions), of up to 512 times (a head chunk holds 480): at most
  * 280 kB for a thread that serves queries, freed when it ends. A block's
  * longer chunks share their times in a record of the file already. */
-enum { TC_SLOTS = 16, TC_MIN_N = 64, TC_MAX_N = 1024 };
+enum { TC_SETS = 16, TC_WAYS = 2, TC_MIN_N = 64, TC_MAX_N = 512 };
 
 struct tc_slot {
     size_t n, nbits;
@@ -733,6 +735,12 @@ struct tc_slot {
     int64_t *t;     /* n times */
     uint8_t *bits;  /* the stream's (nbits + 7) / 8 bytes, spare bits zeroed */
     size_t cap;     /* of t, in times; bits holds cap * 9 bytes */
+    uint64_t used;  /* the thread's clock when last used */
+};
+
+struct tc {
+    uint64_t clock;
+    struct tc_slot slot[TC_SETS * TC_WAYS];
 };
 
 static pthread_key_t tc_key;
@@ -741,10 +749,10 @@ static int tc_ok;
 
 static void tc_free(void *p)
 {
-    struct tc_slot *c = p;
-    for (size_t i = 0; c && i < TC_SLOTS; i++) {
-        free(c[i].t);
-        free(c[i].bits);
+    struct tc *c = p;
+    for (size_t i = 0; c && i < TC_SETS * TC_WAYS; i++) {
+        free(c->slot[i].t);
+        free(c->slot[i].bits);
     }
     free(c);
 }
@@ -752,13 +760,13 @@ static void tc_free(void *p)
 static void tc_init(void) { tc_ok = pthread_key_create(&tc_key, tc_free) == 0; }
 
 /* This thread's slots, made on first use; NULL without memory. */
-static struct tc_slot *tc_get(void)
+static struct tc *tc_get(void)
 {
     pthread_once(&tc_once, tc_init);
     if (!tc_ok)
         return NULL;
-    struct tc_slot *c = pthread_getspecific(tc_key);
-    if (!c && (c = calloc(TC_SLOTS, sizeof *c)) != NULL && pthread_setspecific(tc_key, c) != 0) {
+    struct tc *c = pthread_getspecific(tc_key);
+    if (!c && (c = calloc(1, sizeof *c)) != NULL && pthread_setspecific(tc_key, c) != 0) {
         free(c);
         c = NULL;
     }
@@ -776,17 +784,23 @@ static uint8_t tc_tail(const uint8_t *p, size_t nbits)
 static int read_times_cached(struct br *r, size_t n, uint64_t d1, int64_t maxt, int full,
                              int64_t *t, size_t *ntp)
 {
-    struct tc_slot *c;
+    struct tc *c;
     if (n < TC_MIN_N || n > TC_MAX_N || r->pos != 0 || !(c = tc_get()))
         return read_times(r, n, d1, maxt, full, t, ntp);
     /* Equal bytes as far as the kept stream went, with the same n, t0
      * and first delta: a decode would read just those bits (the widths
      * say where each group ends) and find the same times. */
     uint64_t h = ((uint64_t)t[0] * 0x9E3779B97F4A7C15u) ^ (n * 0xC2B2AE3D27D4EB4Fu) ^ d1;
-    struct tc_slot *e = &c[(h >> 32) % TC_SLOTS];
-    if (e->n == n && e->t0 == t[0] && e->d1 == d1 && e->nbits <= r->len * 8 &&
-        memcmp(e->bits, r->p, e->nbits >> 3) == 0 &&
-        (!(e->nbits & 7) || e->bits[e->nbits >> 3] == tc_tail(r->p, e->nbits))) {
+    struct tc_slot *set = &c->slot[(h >> 32) % TC_SETS * TC_WAYS], *e = NULL;
+    for (size_t w = 0; w < TC_WAYS && !e; w++) {
+        struct tc_slot *x = &set[w];
+        if (x->n == n && x->t0 == t[0] && x->d1 == d1 && x->nbits <= r->len * 8 &&
+            memcmp(x->bits, r->p, x->nbits >> 3) == 0 &&
+            (!(x->nbits & 7) || x->bits[x->nbits >> 3] == tc_tail(r->p, x->nbits)))
+            e = x;
+    }
+    if (e) {
+        e->used = ++c->clock;
         memcpy(t, e->t, n * sizeof *t);
         r->pos = e->nbits;
         size_t nt = 0, hi = n; /* the first past maxt: times increase */
@@ -804,6 +818,11 @@ static int read_times_cached(struct br *r, size_t n, uint64_t d1, int64_t maxt, 
     if (rc != GP_OK || (*ntp != n && !full))
         return rc; /* kept only when every time was decoded (full decodes all) */
     size_t nbits = r->pos, whole = nbits >> 3; /* read_times ends where the times do */
+    e = &set[0];
+    for (size_t w = 1; w < TC_WAYS; w++)
+        if (set[w].used < e->used)
+            e = &set[w];
+    e->used = ++c->clock;
     if (e->cap < n) {
         int64_t *nt = realloc(e->t, n * sizeof *nt);
         if (nt)

@@ -710,6 +710,20 @@ static void test_many_series(void)
     CHECK_STR(pt_inst_lim(s, V("many"), t, &lim),
               "error: query processing would load too many samples into memory in query "
               "execution");
+    /* An odd count read in pairs (avg_over_time), one thread from each
+     * end: every series computed once, in its place. */
+    for (int k = 0; k < 71; k++) {
+        snprintf(sel, sizeof sel, "odd{k=\"%03d\"}", k);
+        pt_line(s, sel, T0, 15000, 40, 7 * k, 1);
+    }
+    e = F(GP_PQ_F_AVG_OVER_TIME, 1, M("odd", MIN));
+    CHECK_INT(gp_promql_instant(s, e, t, NULL, &res, err, sizeof err), GP_OK);
+    CHECK_INT(res.n, 71);
+    for (size_t k = 0; k < res.n; k++) /* samples 16..20 in [t - 1m, t] */
+        CHECK_DBL(res.series[k].v[0], 7.0 * (double)k + 18, 0);
+    gp_promql_result_free(&res);
+    CHECK_STR(pt_inst(s, A(GP_PQ_A_COUNT, V("odd"), NULL, 0, NULL), t), "{} 71");
+    gp_promql_free(e);
     gp_storage_close(s);
 }
 
