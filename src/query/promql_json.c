@@ -257,13 +257,15 @@ static void time_cache_free(struct time_cache *c)
     free(c->len);
 }
 
-/* [t,"v"] (after a comma unless first), written straight into b. */
+/* [t,"v"] (after a comma unless first), written straight into b where
+ * it has room for any point, else appended as gp_buf_append does (which
+ * grows b, or stops at its cap exactly where it would have). */
 static void put_point(struct gp_buf *b, struct time_cache *tc, size_t k, int first, int64_t t,
                       double v)
 {
-    if (gp_buf_reserve(b, POINT_MAX))
-        return;
-    char *o = b->data + b->len;
+    char tmp[POINT_MAX];
+    int direct = !b->err && b->data && b->cap - b->len > POINT_MAX;
+    char *o = direct ? b->data + b->len : tmp;
     size_t n = 0;
     if (!first)
         o[n++] = ',';
@@ -283,6 +285,10 @@ static void put_point(struct gp_buf *b, struct time_cache *tc, size_t k, int fir
     n += fmt_value(v, o + n);
     o[n++] = '"';
     o[n++] = ']';
+    if (!direct) {
+        gp_buf_append(b, tmp, n);
+        return;
+    }
     b->len += n;
     b->data[b->len] = '\0';
 }

@@ -658,6 +658,17 @@ static void test_render_matrix_times(void)
               "{\"metric\":{},\"values\":[[1,\"0.1\"],[16.500,\"123456.789\"],[31,\"-0\"],"
               "[-2000.001,\"5e-324\"]]},"
               "{\"metric\":{},\"values\":[[1,\"2\"],[16,\"3\"],[31,\"4\"],[46,\"5\"],[61,\"6\"]]}]}}");
+    /* A buffer's cap holds as before: an answer of exactly its size fits,
+     * one byte more does not. */
+    size_t len = strlen(render(&r));
+    struct gp_buf b;
+    gp_buf_init(&b, len);
+    CHECK_INT(gp_promql_render(&r, &b), GP_OK);
+    CHECK_INT(b.len, len);
+    gp_buf_free(&b);
+    gp_buf_init(&b, len - 1);
+    CHECK_INT(gp_promql_render(&r, &b), GP_ETOOBIG);
+    gp_buf_free(&b);
 }
 
 static void test_error_types(void)
