@@ -299,13 +299,15 @@ size_t gp_json_format_double(double v, char *out)
      * decimal is what format_exact prints, without 128-bit arithmetic. */
     double s = a * 256.0;
     if (a >= 1e-3 && a < 1e7 && s == floor(s)) {
-        uint64_t u = (uint64_t)s, fr = (u & 255) * 390625; /* 1/256 = 0.00390625 */
+        /* k/256 = m/2^(8-z) with m = k >> z odd (k != 0: the integers
+         * returned above) = m*5^(8-z) / 10^(8-z): exactly 8 - z
+         * fraction digits, the last not 0 (m*5^j is odd). */
+        static const uint32_t pow5[] = {1, 5, 25, 125, 625, 3125, 15625, 78125, 390625};
+        uint64_t u = (uint64_t)s;
+        unsigned k = (unsigned)(u & 255), z = (unsigned)__builtin_ctz(k);
+        int nf = 8 - (int)z;
+        uint64_t fr = (uint64_t)(k >> z) * pow5[nf];
         char tmp[24], *end = tmp + sizeof tmp, *p = end;
-        int nf = 8;
-        while (fr % 10 == 0) { /* fr != 0: the integers returned above */
-            fr /= 10;
-            nf--;
-        }
         for (int i = 0; i < nf; i++, fr /= 10)
             *--p = (char)('0' + fr % 10);
         *--p = '.';

@@ -292,16 +292,30 @@ void gp_pq_window_at(const struct gp_pq_ctx *c, const struct gp_pq_when *w, int6
                      const struct gp_pq_grid *g, size_t k, const int64_t *t, size_t n, size_t *lo,
                      size_t *hi, int64_t *from, int64_t *to);
 /* The first of t[p..n) (increasing) past at. A step usually moves as
- * many samples as the one before (hint): two loads confirm that; else a
- * gallop from p and a binary search. A sample-by-sample scan was a tenth
- * of an avg-by query over 1 s samples at 15 s steps. Any hint is safe.
+ * many samples as the one before (hint), give or take a few: a short
+ * walk from there finds it; else a gallop from p and a binary search. A
+ * sample-by-sample scan was a tenth of an avg-by query over 1 s samples
+ * at 15 s steps. Any hint is safe.
  * Inline: it runs once per step of every series. */
 static inline size_t gp_pq_first_past(const int64_t *t, size_t p, size_t n, int64_t at, size_t hint)
 {
     if (p >= n || t[p] > at)
         return p;
-    if (hint > 0 && hint < n - p && t[p + hint - 1] <= at && t[p + hint] > at)
-        return p + hint;
+    if (hint > 0 && hint < n - p) {
+        /* Jittered samples move a step one more or one fewer than the
+         * step before: walk a few from the guess, either way. t[p] <= at,
+         * so walking back stops at p + 1 at the latest. */
+        size_t q = p + hint;
+        if (t[q - 1] <= at) {
+            for (int i = 0; i < 4; i++, q++)
+                if (q == n || t[q] > at)
+                    return q;
+        } else {
+            for (int i = 0; i < 4; i++)
+                if (t[--q - 1] <= at)
+                    return q;
+        }
+    }
     size_t lo = p, hi = n, step = 1; /* t[lo] <= at, and t[hi] > at or hi == n */
     while (lo + step < n && t[lo + step] <= at) {
         lo += step;

@@ -206,20 +206,91 @@ static void put_time(struct gp_buf *b, int64_t t)
     gp_buf_append(b, tmp, fmt_time(t, tmp));
 }
 
-/* [t,"v"], built in one buffer and appended once. */
-static void put_point(struct gp_buf *b, int64_t t, double v)
+/* The most one point takes: [, a time (24), ",", a value (gp_pq_fmt_float
+ * writes at most 400), "]" and a separating comma. */
+#define POINT_MAX 440
+
+/* A point's value in the JSON form into out (POINT_MAX - 40 bytes):
+ * the length. The usual range goes straight to json.c's formatter, which
+ * writes fixed notation there (gp_pq_fmt_float's fast path, without its
+ * copy and strlen). */
+static size_t fmt_value(double v, char *out)
 {
-    char tmp[440];
+    double a = fabs(v);
+    if (a >= 1e-3 && a < 1e15)
+        return gp_json_format_double(v, out);
+    gp_pq_fmt_float(v, 1, out, POINT_MAX - 40);
+    return strlen(out);
+}
+
+/* The times of a matrix's points, formatted once: the series of a range
+ * query share the steps, so point k of every series mostly has the time
+ * point k of the first had. A slot is only a cache: a point whose time
+ * differs formats its own (and keeps it for the next series). */
+struct time_cache {
+    size_t cap;
+    int64_t *t;
+    char (*text)[24];
+    uint8_t *len;
+};
+
+static void time_cache_init(struct time_cache *c, const struct gp_promql_result *r)
+{
+    memset(c, 0, sizeof *c);
+    size_t cap = 0;
+    for (size_t i = 0; r->type == GP_PROMQL_MATRIX && i < r->n; i++)
+        if (r->series[i].n > cap)
+            cap = r->series[i].n;
+    if (!cap)
+        return;
+    c->t = malloc(cap * sizeof *c->t);
+    c->text = malloc(cap * sizeof *c->text);
+    c->len = calloc(cap, 1); /* 0: an empty slot */
+    if (c->t && c->text && c->len)
+        c->cap = cap;
+}
+
+static void time_cache_free(struct time_cache *c)
+{
+    free(c->t);
+    free(c->text);
+    free(c->len);
+}
+
+/* [t,"v"] (after a comma unless first), written straight into b where
+ * it has room for any point, else appended as gp_buf_append does (which
+ * grows b, or stops at its cap exactly where it would have). */
+static void put_point(struct gp_buf *b, struct time_cache *tc, size_t k, int first, int64_t t,
+                      double v)
+{
+    char tmp[POINT_MAX];
+    int direct = !b->err && b->data && b->cap - b->len > POINT_MAX;
+    char *o = direct ? b->data + b->len : tmp;
     size_t n = 0;
-    tmp[n++] = '[';
-    n += fmt_time(t, tmp + n);
-    tmp[n++] = ',';
-    tmp[n++] = '"';
-    gp_pq_fmt_float(v, 1, tmp + n, 400);
-    n += strlen(tmp + n);
-    tmp[n++] = '"';
-    tmp[n++] = ']';
-    gp_buf_append(b, tmp, n);
+    if (!first)
+        o[n++] = ',';
+    o[n++] = '[';
+    if (k < tc->cap) {
+        if (!tc->len[k] || tc->t[k] != t) {
+            tc->t[k] = t;
+            tc->len[k] = (uint8_t)fmt_time(t, tc->text[k]);
+        }
+        memcpy(o + n, tc->text[k], tc->len[k]);
+        n += tc->len[k];
+    } else {
+        n += fmt_time(t, o + n);
+    }
+    o[n++] = ',';
+    o[n++] = '"';
+    n += fmt_value(v, o + n);
+    o[n++] = '"';
+    o[n++] = ']';
+    if (!direct) {
+        gp_buf_append(b, tmp, n);
+        return;
+    }
+    b->len += n;
+    b->data[b->len] = '\0';
 }
 
 static int put_metric(struct gp_buf *b, const struct gp_promql_series *s)
@@ -236,10 +307,12 @@ int gp_promql_render(const struct gp_promql_result *r, struct gp_buf *out)
 {
     static const char *types[] = {"scalar", "vector", "matrix", "string"};
     int rc = GP_OK;
+    struct time_cache tc;
+    time_cache_init(&tc, r);
     gp_buf_printf(out, "{\"status\":\"success\",\"data\":{\"resultType\":\"%s\",\"result\":",
                   types[r->type]);
     switch (r->type) {
-    case GP_PROMQL_SCALAR: put_point(out, r->t, r->scalar); break;
+    case GP_PROMQL_SCALAR: put_point(out, &tc, 0, 1, r->t, r->scalar); break;
     case GP_PROMQL_STRING:
         gp_buf_putc(out, '[');
         put_time(out, r->t);
@@ -258,16 +331,13 @@ int gp_promql_render(const struct gp_promql_result *r, struct gp_buf *out)
             if (r->type == GP_PROMQL_VECTOR) {
                 gp_buf_puts(out, ",\"value\":");
                 if (s->n)
-                    put_point(out, s->t[0], s->v[0]);
+                    put_point(out, &tc, 0, 1, s->t[0], s->v[0]);
                 else
                     gp_buf_puts(out, "null");
             } else {
                 gp_buf_puts(out, ",\"values\":[");
-                for (size_t k = 0; k < s->n; k++) {
-                    if (k)
-                        gp_buf_putc(out, ',');
-                    put_point(out, s->t[k], s->v[k]);
-                }
+                for (size_t k = 0; k < s->n; k++)
+                    put_point(out, &tc, k, k == 0, s->t[k], s->v[k]);
                 gp_buf_putc(out, ']');
             }
             gp_buf_putc(out, '}');
@@ -290,6 +360,7 @@ int gp_promql_render(const struct gp_promql_result *r, struct gp_buf *out)
         gp_buf_putc(out, ']');
     }
     gp_buf_putc(out, '}');
+    time_cache_free(&tc);
     if (rc != GP_OK)
         return rc;
     return out->err;

@@ -10,8 +10,9 @@
  * range source, so a range query holds one series' samples at a time.
  * With 32 series or more, the series of a selection are read and
  * computed on two threads (gp_pq_sel_each: the store takes any number of
- * readers), each result placed by the series' place in label order, so
- * the answer does not depend on which thread read what. A kernel that
+ * readers), one from each end of the label order, each result placed by
+ * the series' place in it, so the answer does not depend on which thread
+ * read what. A kernel that
  * gains from two independent series at once (avg_over_time) takes them in
  * pairs. A range selector read this way also computes, from the same
  * samples, an instant selector of the same series that the query
@@ -254,19 +255,35 @@ static int each_read(struct each_run *e, size_t i, struct gp_samples *smp, char 
     return GP_OK;
 }
 
+/* One reader of a run: the first thread takes the series from the front
+ * of the label order, the second from the back, each claiming from one
+ * count (so they meet wherever the work divides): each reads a node's
+ * series one after the other, as the store's cache of decoded times
+ * (bchunk.c) wants, where taking turns would split every node's series
+ * between the two. */
+struct each_side {
+    struct each_run *e;
+    int back;
+};
+
 static void *each_work(void *p)
 {
-    struct each_run *e = p;
+    struct each_side *side = p;
+    struct each_run *e = side->e;
     struct gp_samples smp[2];
     memset(smp, 0, sizeof smp);
     char err[512];
-    size_t take = e->pair ? 2 : 1, n = e->r->sel.n;
+    size_t take = e->pair ? 2 : 1, n = e->r->sel.n, done = 0;
     for (;;) {
         if (atomic_load(&e->stop))
             break;
-        size_t i = atomic_fetch_add(&e->next, take);
-        if (i >= n)
+        size_t claim = atomic_fetch_add(&e->next, take);
+        if (claim >= n)
             break;
+        /* the claims of both add up to n at most: the ends never cross */
+        size_t got = n - claim < take ? n - claim : take;
+        size_t i = side->back ? n - done - got : done;
+        done += got;
         if (gp_pq_now_ns() > e->c->deadline_ns) {
             each_fail(e, GP_PROMQL_ETIMEOUT, "query timed out in expression evaluation");
             break;
@@ -274,7 +291,7 @@ static void *each_work(void *p)
         if (each_read(e, i, &smp[0], err, sizeof err) != GP_OK)
             break;
         int rc;
-        if (take == 2 && i + 1 < n) {
+        if (got == 2) {
             if (each_read(e, i + 1, &smp[1], err, sizeof err) != GP_OK)
                 break;
             int64_t *t[2] = {smp[0].t, smp[1].t};
@@ -311,10 +328,11 @@ int gp_pq_sel_each(struct gp_pq_ctx *c, struct gp_pq_sel_read *r, gp_pq_series_f
     /* The store takes any number of readers; the remote backend keeps its
      * last error per thread, so it reads on this one. */
     pthread_t th;
+    struct each_side front = {&e, 0}, back = {&e, 1};
     int two = r->sel.n >= PARALLEL_MIN_SERIES &&
               gp_storage_kind(c->s) == GP_STORAGE_EMBEDDED &&
-              pthread_create(&th, NULL, each_work, &e) == 0;
-    each_work(&e);
+              pthread_create(&th, NULL, each_work, &back) == 0;
+    each_work(&front);
     if (two)
         pthread_join(th, NULL);
     pthread_mutex_destroy(&e.mu);

@@ -262,8 +262,117 @@ static void test_wide_groups_reached(void)
     gp_st_bchunk_scratch_free(&sc);
 }
 
+/* Encodes n samples into b (reset first). */
+static void encode(const int64_t *t, const double *v, size_t n, struct gp_st_bchunk_scratch *sc,
+                   struct gp_buf *b)
+{
+    gp_buf_reset(b);
+    CHECK_INT(gp_st_bchunk_encode(t, v, n, sc, b), GP_OK);
+    CHECK_INT(((const uint8_t *)b->data)[0], 1);
+}
+
+/* The decoder keeps the times of the chunks a thread decoded last and
+ * copies them for a chunk whose time stream has the same bytes (a node's
+ * GPUs share its scrape times). Chunks alike in everything but a few
+ * times, in a few bits at the stream's end, or in their values, decoded
+ * in turn, each give their own samples; a cut copy of a kept chunk is
+ * refused; a window after a whole decode counts its own samples. */
+static void test_time_cache(void)
+{
+    rng.state = 19;
+    enum { N = 480, KINDS = 6 };
+    struct gp_st_bchunk_scratch sc = {0};
+    static int64_t t[KINDS][N], tt[N];
+    static double v[KINDS][N], vv[N];
+    struct gp_buf b[KINDS];
+    make_times(TS_JITTER, N, t[0]);
+    for (int k = 0; k < KINDS; k++) {
+        if (k)
+            memcpy(t[k], t[0], sizeof t[0]);
+        make_values(k % 2 ? V_POWER : V_UTIL, N, v[k]);
+    }
+    t[1][N - 1] += 2;        /* the last time: the stream's last bits */
+    t[2][200] += 1;          /* a time in the middle: two delta-of-deltas */
+    t[3][2] -= 1;            /* the first delta-of-delta */
+    for (size_t i = 300; i < N; i++)
+        t[4][i] += 1;        /* one step longer from sample 300 on */
+    /* 5: the times of 0, other values (the hit) */
+    for (int k = 0; k < KINDS; k++) {
+        gp_buf_init(&b[k], 0);
+        encode(t[k], v[k], N, &sc, &b[k]);
+    }
+    for (int round = 0; round < 3; round++)
+        for (int k = 0; k < KINDS; k++) {
+            int j = round == 1 ? KINDS - 1 - k : k;
+            memset(tt, 0x5a, sizeof tt);
+            CHECK_INT(gp_st_bchunk_decode((const uint8_t *)b[j].data, b[j].len, tt, vv, N), N);
+            same("cached times", N, j, round, t[j], v[j], tt, vv, 0, N);
+            size_t first = 999;
+            int64_t to = t[j][N / 2];
+            CHECK_INT(gp_st_bchunk_decode_window((const uint8_t *)b[j].data, b[j].len, t[j][10], to,
+                                                 tt, vv, N, &first),
+                      N / 2 + 1);
+            CHECK_INT(first, 10);
+            same("cached times, a window", N, j, round, t[j], v[j], tt, vv, 10, N / 2 + 1);
+        }
+    /* A chunk decoded first by a window that ends halfway (its later
+     * times not decoded), then whole. */
+    for (size_t i = 0; i < N; i++)
+        t[1][i] = t[0][i] + 3600000;
+    encode(t[1], v[1], N, &sc, &b[1]);
+    size_t first1;
+    CHECK_INT(gp_st_bchunk_decode_window((const uint8_t *)b[1].data, b[1].len, INT64_MIN,
+                                         t[1][N / 2], tt, vv, N, &first1),
+              N / 2 + 1);
+    memset(tt, 0x5a, sizeof tt);
+    CHECK_INT(gp_st_bchunk_decode((const uint8_t *)b[1].data, b[1].len, tt, vv, N), N);
+    same("whole after a window", N, 1, 0, t[1], v[1], tt, vv, 0, N);
+    /* Cut copies of a kept chunk, through its times and into its values,
+     * whole and by a window (which does not check the stream's end). */
+    const uint8_t *p = (const uint8_t *)b[0].data;
+    CHECK_INT(gp_st_bchunk_decode(p, b[0].len, tt, vv, N), N);
+    for (size_t len = 1; len < b[0].len; len += len < 40 ? 1 : 7) {
+        size_t first;
+        CHECK_INT(gp_st_bchunk_decode(p, len, tt, vv, N), GP_EPARSE);
+        CHECK_INT(gp_st_bchunk_decode_window(p, len, INT64_MIN, INT64_MAX, tt, vv, N, &first),
+                  GP_EPARSE);
+    }
+    CHECK_INT(gp_st_bchunk_decode(p, b[0].len, tt, vv, N), N);
+    same("cached times after cut copies", N, 0, 0, t[0], v[0], tt, vv, 0, N);
+    /* Two chunks whose bytes differ only in the time stream's last,
+     * partial byte (the bits past the stream there are the values'). */
+    struct gp_st_bchunk_info in0;
+    CHECK_INT(gp_st_bchunk_info(p, b[0].len, &in0), GP_OK);
+    int found = 0;
+    /* a power of two moves the last delta-of-delta's top bits, the
+     * stream's last ones */
+    for (int j = 0; j < 40 && !found && (in0.time_bits & 7); j++) {
+        memcpy(t[1], t[0], sizeof t[0]);
+        t[1][N - 1] += (j % 2 ? -1 : 1) * ((int64_t)1 << (j / 2));
+        encode(t[1], v[0], N, &sc, &b[1]);
+        const uint8_t *q = (const uint8_t *)b[1].data;
+        size_t last = in0.head_bytes + (size_t)(in0.time_bits >> 3), diff = 0, at = 0;
+        for (size_t i = 0; b[1].len == b[0].len && i < b[0].len; i++)
+            if (p[i] != q[i])
+                diff++, at = i;
+        if (b[1].len != b[0].len || diff != 1 || at != last)
+            continue;
+        found = 1;
+        for (int round = 0; round < 2; round++)
+            for (int k = 0; k < 2; k++) {
+                CHECK_INT(gp_st_bchunk_decode((const uint8_t *)b[k].data, b[k].len, tt, vv, N), N);
+                same("times apart in the last byte", N, k, round, t[k], v[0], tt, vv, 0, N);
+            }
+    }
+    CHECK(found);
+    for (int k = 0; k < KINDS; k++)
+        gp_buf_free(&b[k]);
+    gp_st_bchunk_scratch_free(&sc);
+}
+
 const struct gp_test gp_tests_bchunk_decode[] = {
     {"every_length", test_every_length},
     {"wide_groups_reached", test_wide_groups_reached},
+    {"time_cache", test_time_cache},
     {0},
 };

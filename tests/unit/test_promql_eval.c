@@ -635,6 +635,42 @@ static void test_render_json(void)
     gp_storage_close(s);
 }
 
+/* A matrix's series share the steps' time texts (formatted once per
+ * point index): a series with gaps, or with other times at the same
+ * index, must still get its own. Values of each formatting path. */
+static void test_render_matrix_times(void)
+{
+    int64_t t1[] = {1000, 16000, 31000, 46000};
+    int64_t t2[] = {16000, 31000, 46000};          /* a step later at each index */
+    int64_t t3[] = {1000, 16500, 31000, -2000001}; /* a fraction; a negative time */
+    int64_t t4[] = {1000, 16000, 31000, 46000, 61000};
+    double v1[] = {1, 99.125, -0.00390625, 1e21};
+    double v2[] = {1e-7, NAN, -INFINITY};
+    double v3[] = {0.1, 123456.789, -0.0, 5e-324};
+    double v4[] = {2, 3, 4, 5, 6};
+    struct gp_promql_series ser[] = {
+        {NULL, 0, t1, v1, 4}, {NULL, 0, t2, v2, 3}, {NULL, 0, t3, v3, 4}, {NULL, 0, t4, v4, 5}};
+    struct gp_promql_result r = {.type = GP_PROMQL_MATRIX, .series = ser, .n = 4};
+    CHECK_STR(render(&r),
+              "{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":["
+              "{\"metric\":{},\"values\":[[1,\"1\"],[16,\"99.125\"],[31,\"-0.00390625\"],[46,\"1e+21\"]]},"
+              "{\"metric\":{},\"values\":[[16,\"1e-07\"],[31,\"NaN\"],[46,\"-Inf\"]]},"
+              "{\"metric\":{},\"values\":[[1,\"0.1\"],[16.500,\"123456.789\"],[31,\"-0\"],"
+              "[-2000.001,\"5e-324\"]]},"
+              "{\"metric\":{},\"values\":[[1,\"2\"],[16,\"3\"],[31,\"4\"],[46,\"5\"],[61,\"6\"]]}]}}");
+    /* A buffer's cap holds as before: an answer of exactly its size fits,
+     * one byte more does not. */
+    size_t len = strlen(render(&r));
+    struct gp_buf b;
+    gp_buf_init(&b, len);
+    CHECK_INT(gp_promql_render(&r, &b), GP_OK);
+    CHECK_INT(b.len, len);
+    gp_buf_free(&b);
+    gp_buf_init(&b, len - 1);
+    CHECK_INT(gp_promql_render(&r, &b), GP_ETOOBIG);
+    gp_buf_free(&b);
+}
+
 static void test_error_types(void)
 {
     int st = 0;
@@ -685,6 +721,20 @@ static void test_many_series(void)
     CHECK_STR(pt_inst_lim(s, V("many"), t, &lim),
               "error: query processing would load too many samples into memory in query "
               "execution");
+    /* An odd count read in pairs (avg_over_time), one thread from each
+     * end: every series computed once, in its place. */
+    for (int k = 0; k < 71; k++) {
+        snprintf(sel, sizeof sel, "odd{k=\"%03d\"}", k);
+        pt_line(s, sel, T0, 15000, 40, 7 * k, 1);
+    }
+    e = F(GP_PQ_F_AVG_OVER_TIME, 1, M("odd", MIN));
+    CHECK_INT(gp_promql_instant(s, e, t, NULL, &res, err, sizeof err), GP_OK);
+    CHECK_INT(res.n, 71);
+    for (size_t k = 0; k < res.n; k++) /* samples 16..20 in [t - 1m, t] */
+        CHECK_DBL(res.series[k].v[0], 7.0 * (double)k + 18, 0);
+    gp_promql_result_free(&res);
+    CHECK_STR(pt_inst(s, A(GP_PQ_A_COUNT, V("odd"), NULL, 0, NULL), t), "{} 71");
+    gp_promql_free(e);
     gp_storage_close(s);
 }
 
@@ -917,6 +967,7 @@ const struct gp_test gp_tests_promql_eval[] = {
     {"range_matches_instant", test_range_matches_instant},
     {"render_numbers", test_render_numbers},
     {"render_json", test_render_json},
+    {"render_matrix_times", test_render_matrix_times},
     {"error_types", test_error_types},
     {0},
 };

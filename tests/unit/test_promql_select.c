@@ -76,7 +76,9 @@ static void test_cursor_matches_bisection(void)
                              round % SHAPES, n, (long long)step, (long long)(at - T0), q, want);
             guessed += moved > 0 && q - p == moved;
             /* Any hint gives the same answer. */
-            size_t bad[] = {0, 1, moved + 1, moved ? moved - 1 : 2, n - p, n - p + 1, (size_t)rnd_in(0, NMAX)};
+            size_t bad[] = {0, 1, moved + 1, moved ? moved - 1 : 2, moved + 4, moved + 5,
+                            moved > 4 ? moved - 4 : 3, moved > 5 ? moved - 5 : 4, n - p, n - p + 1,
+                            (size_t)rnd_in(0, NMAX)};
             for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
                 CHECK_INT(gp_pq_first_past(t, p, n, at, bad[i]), want);
             moved = q - p;
