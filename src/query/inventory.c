@@ -62,12 +62,15 @@ struct row {
     uint32_t gpu;  /* its GPU, NONE: not about a GPU (no node or gpu label) */
     uint32_t next; /* the GPU's next series by id, NONE: the last */
     uint32_t uuid, model, driver, vendor, profile; /* interned, 0: absent */
+    uint32_t name, job, rank, reason;              /* the same, for the fleet's tiles */
     uint8_t mem, simulated;
-    uint64_t gen;    /* the request that selected it last */
-    int64_t last_ms; /* its newest sample, as that request saw it */
+    uint64_t gen;              /* the request that selected it last */
+    int64_t first_ms, last_ms; /* its oldest and newest sample, as that request saw them */
 };
 
-/* One GPU: (node, gpu, MIG instance) and its series in id order. */
+/* One GPU: (node, gpu, MIG instance) and its series in id order; node
+ * 0 (the series have a gpu label but no host label) is a GPU of the
+ * fleet's tiles (gp_inventory_each_gpu) only. */
 struct igpu {
     uint32_t node, gpu, mig; /* interned */
     uint32_t head, tail;     /* rows */
@@ -160,6 +163,28 @@ static uint64_t str_hash(const struct gp_inventory *inv, uint32_t i)
     return fnv(FNV0, inv->arena + inv->str[i].off, inv->str[i].len);
 }
 
+/* Where string v is in the table of interned strings, or the empty
+ * slot it would take (the table has room). */
+static size_t str_slot(const struct gp_inventory *inv, struct gp_str v)
+{
+    size_t k = fnv(FNV0, v.ptr, v.len) & (inv->strs.cap - 1);
+    for (; inv->strs.slot[k]; k = (k + 1) & (inv->strs.cap - 1)) {
+        uint32_t i = inv->strs.slot[k] - 1;
+        if (inv->str[i].len == v.len && !memcmp(inv->arena + inv->str[i].off, v.ptr, v.len))
+            break;
+    }
+    return k;
+}
+
+/* The index of string v, NONE when it was never interned. */
+static uint32_t find_str(const struct gp_inventory *inv, struct gp_str v)
+{
+    if (!inv->strs.cap)
+        return NONE;
+    size_t k = str_slot(inv, v);
+    return inv->strs.slot[k] ? inv->strs.slot[k] - 1 : NONE;
+}
+
 /* The index of string v, added when new; NONE when out of memory. */
 static uint32_t intern(struct gp_inventory *inv, struct gp_str v)
 {
@@ -176,13 +201,9 @@ static uint32_t intern(struct gp_inventory *inv, struct gp_str v)
         return 0;
     if (table_room(&inv->strs, inv->nstr, str_hash, inv))
         return NONE;
-    uint64_t h = fnv(FNV0, v.ptr, v.len);
-    size_t k = h & (inv->strs.cap - 1);
-    for (; inv->strs.slot[k]; k = (k + 1) & (inv->strs.cap - 1)) {
-        uint32_t i = inv->strs.slot[k] - 1;
-        if (inv->str[i].len == v.len && !memcmp(inv->arena + inv->str[i].off, v.ptr, v.len))
-            return i;
-    }
+    size_t k = str_slot(inv, v);
+    if (inv->strs.slot[k])
+        return inv->strs.slot[k] - 1;
     if (grow_array((void **)&inv->str, &inv->cap_str, inv->nstr + 1, sizeof *inv->str))
         return NONE;
     if (inv->arena_len + v.len + 1 > inv->arena_cap) {
@@ -290,7 +311,8 @@ static int add_row(struct gp_inventory *inv, const struct gp_store_series *se, s
 {
     struct gp_str node = {NULL, 0}, host = {NULL, 0}, gpu = {NULL, 0}, mig = {NULL, 0};
     struct gp_str name = {"", 0}, uuid = {"", 0}, model = {"", 0}, driver = {"", 0},
-                  vendor = {"", 0}, profile = {"", 0}, simulated = {"", 0}, ln, lv;
+                  vendor = {"", 0}, profile = {"", 0}, simulated = {"", 0}, job = {"", 0},
+                  rank = {"", 0}, reason = {"", 0}, ln, lv;
 #define W(n, d) {n, sizeof n - 1, d}
     const struct {
         const char *name;
@@ -300,7 +322,8 @@ static int add_row(struct gp_inventory *inv, const struct gp_store_series *se, s
                 W("GPU_I_ID", &mig),     W("__name__", &name),     W("UUID", &uuid),
                 W("modelName", &model),  W("DCGM_FI_DRIVER_VERSION", &driver),
                 W("vendor", &vendor),    W("GPU_I_PROFILE", &profile),
-                W("simulated", &simulated)};
+                W("simulated", &simulated), W("job", &job), W("rank", &rank),
+                W("reason", &reason)};
 #undef W
     struct gp_labels_iter it;
     gp_labels_iter_init(&it, se->labels, se->labels_len);
@@ -321,16 +344,18 @@ static int add_row(struct gp_inventory *inv, const struct gp_store_series *se, s
     if (grow_array((void **)&inv->rows, &inv->cap_rows, inv->nrows + 1, sizeof *inv->rows))
         return GP_ENOMEM;
     struct row x = {.id = se->id, .gpu = NONE, .next = NONE};
-    if (node.ptr && gpu.ptr) { /* else not about a GPU: kept, to be skipped */
-        uint32_t s[8] = {intern(inv, node), intern(inv, gpu),   intern(inv, mig),
-                         intern(inv, uuid), intern(inv, model), intern(inv, driver),
-                         intern(inv, vendor), intern(inv, profile)};
-        for (size_t k = 0; k < 8; k++)
+    if (gpu.ptr) { /* else not about a GPU: kept, to be skipped */
+        uint32_t s[12] = {intern(inv, node),    intern(inv, gpu),     intern(inv, mig),    intern(inv, uuid),
+                          intern(inv, model),   intern(inv, driver), intern(inv, vendor),
+                          intern(inv, profile), intern(inv, name),   intern(inv, job),
+                          intern(inv, rank),    intern(inv, reason)};
+        for (size_t k = 0; k < 12; k++)
             if (s[k] == NONE)
                 return GP_ENOMEM;
         if ((x.gpu = gpu_of(inv, s[0], s[1], s[2])) == NONE)
             return GP_ENOMEM;
         x.uuid = s[3], x.model = s[4], x.driver = s[5], x.vendor = s[6], x.profile = s[7];
+        x.name = s[8], x.job = s[9], x.rank = s[10], x.reason = s[11];
         x.simulated = str_is(simulated, "true");
         x.mem = str_is(name, "gpulse_gpu_memory_total_bytes") ? MEM_TOTAL
                 : str_is(name, "DCGM_FI_DEV_FB_USED")         ? MEM_FB_USED
@@ -367,6 +392,7 @@ static int visit(void *arg, const struct gp_store_series *se)
     if (r) {
         inv->seen += r->gen != inv->gen;
         r->gen = inv->gen;
+        r->first_ms = se->first_ms;
         r->last_ms = se->last_ms;
     }
     return 0;
@@ -585,6 +611,13 @@ static int refresh(struct gp_inventory *inv, struct gp_storage *st, char *err, s
     return GP_OK;
 }
 
+/* Drops the cache once rows no request selects outnumber the live ones. */
+static void prune(struct gp_inventory *inv)
+{
+    if (inv->nrows - inv->seen > inv->seen + STALE_SLACK)
+        reset(inv);
+}
+
 static void put_str_or_null(struct gp_buf *out, struct gp_str v)
 {
     if (v.len)
@@ -683,7 +716,8 @@ static int inventory(struct gp_inventory *inv, struct gp_storage *st, int nodes,
         goto done;
     }
     for (uint32_t i = 0; i < inv->ngpus; i++)
-        ngpus += (size_t)build_gpu(st, inv, &inv->gpus[inv->order[i]], &gpus[ngpus], &smp);
+        if (inv->gpus[inv->order[i]].node) /* a GPU without a host is not in the inventory */
+            ngpus += (size_t)build_gpu(st, inv, &inv->gpus[inv->order[i]], &gpus[ngpus], &smp);
     gp_buf_puts(out, "{\"status\":\"success\",\"data\":[");
     for (size_t i = 0; i < ngpus;) {
         size_t j = i + 1;
@@ -703,8 +737,7 @@ static int inventory(struct gp_inventory *inv, struct gp_storage *st, int nodes,
     gp_buf_puts(out, "]}");
     if (out->err)
         rc = gp_seterr(err, errlen, out->err, "writing the inventory: %s", gp_strerror(out->err));
-    if (inv->nrows - inv->seen > inv->seen + STALE_SLACK)
-        reset(inv);
+    prune(inv);
 done:
     if (rc) {
         out->len = mark_len;
@@ -718,22 +751,44 @@ done:
     return rc;
 }
 
-/* Under inv's lock; without one, a cache for this request alone. */
-static int answer(struct gp_inventory *inv, struct gp_storage *st, int nodes, struct gp_buf *out,
-                  char *err, size_t errlen)
+typedef int (*use_fn)(struct gp_inventory *inv, struct gp_storage *st, void *ctx, char *err,
+                      size_t errlen);
+
+/* fn(inv) under inv's lock; without one, with a cache for this request
+ * alone. */
+static int with_inventory(struct gp_inventory *inv, struct gp_storage *st, use_fn fn, void *ctx,
+                          char *err, size_t errlen)
 {
     if (!inv) {
         struct gp_inventory *tmp;
         if (gp_inventory_new(&tmp))
             return gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
-        int rc = inventory(tmp, st, nodes, out, err, errlen);
+        int rc = fn(tmp, st, ctx, err, errlen);
         gp_inventory_free(tmp);
         return rc;
     }
     pthread_mutex_lock(&inv->mu);
-    int rc = inventory(inv, st, nodes, out, err, errlen);
+    int rc = fn(inv, st, ctx, err, errlen);
     pthread_mutex_unlock(&inv->mu);
     return rc;
+}
+
+struct doc {
+    int nodes;
+    struct gp_buf *out;
+};
+
+static int use_doc(struct gp_inventory *inv, struct gp_storage *st, void *ctx, char *err, size_t errlen)
+{
+    struct doc *d = ctx;
+    return inventory(inv, st, d->nodes, d->out, err, errlen);
+}
+
+static int answer(struct gp_inventory *inv, struct gp_storage *st, int nodes, struct gp_buf *out,
+                  char *err, size_t errlen)
+{
+    struct doc d = {nodes, out};
+    return with_inventory(inv, st, use_doc, &d, err, errlen);
 }
 
 int gp_query_nodes(struct gp_inventory *inv, struct gp_storage *s, struct gp_buf *out, char *err,
@@ -746,4 +801,106 @@ int gp_query_gpus(struct gp_inventory *inv, struct gp_storage *s, struct gp_buf 
                   size_t errlen)
 {
     return answer(inv, s, 0, out, err, errlen);
+}
+
+static int use_warm(struct gp_inventory *inv, struct gp_storage *st, void *ctx, char *err, size_t errlen)
+{
+    (void)ctx;
+    int rc = refresh(inv, st, err, errlen);
+    if (!rc)
+        prune(inv);
+    return rc;
+}
+
+int gp_inventory_warm(struct gp_inventory *inv, struct gp_storage *st, char *err, size_t errlen)
+{
+    return with_inventory(inv, st, use_warm, NULL, err, errlen);
+}
+
+/* Calls fn for each GPU with a series named in kind_of (by string index)
+ * and a sample in [t0, t1], then fn(arg, NULL). */
+static int each_gpu(const struct gp_inventory *inv, const int8_t *kind_of, int64_t t0, int64_t t1,
+                    gp_inventory_gpu_fn fn, void *arg)
+{
+    struct gp_inv_series *ser = NULL;
+    uint32_t cap = 0;
+    int rc = GP_OK;
+    for (uint32_t g = 0; !rc && g < inv->ngpus; g++) {
+        const struct igpu *x = &inv->gpus[g];
+        uint32_t n = 0;
+        for (uint32_t i = x->head; i != NONE; i = inv->rows[i].next) {
+            const struct row *r = &inv->rows[i];
+            /* the store's test of a series in range (gp_store_select) */
+            if (r->gen != inv->gen || kind_of[r->name] < 0 || r->last_ms < r->first_ms ||
+                r->last_ms < t0 || r->first_ms > t1)
+                continue;
+            if (grow_array((void **)&ser, &cap, n + 1, sizeof *ser)) {
+                rc = GP_ENOMEM;
+                break;
+            }
+            struct gp_inv_series y = {r->id,
+                                      kind_of[r->name],
+                                      r->last_ms,
+                                      str_of(inv, r->job),
+                                      str_of(inv, r->model),
+                                      str_of(inv, r->rank),
+                                      str_of(inv, r->uuid),
+                                      str_of(inv, r->reason)};
+            /* by kind, newest first; equal ones in id order (the list's) */
+            uint32_t k = n++;
+            for (; k && (ser[k - 1].kind > y.kind ||
+                         (ser[k - 1].kind == y.kind && ser[k - 1].last_ms < y.last_ms));
+                 k--)
+                ser[k] = ser[k - 1];
+            ser[k] = y;
+        }
+        if (!rc && n) {
+            struct gp_inv_gpu v = {str_of(inv, x->node), str_of(inv, x->gpu), str_of(inv, x->mig),
+                                   ser, n};
+            rc = fn(arg, &v);
+        }
+    }
+    if (!rc)
+        rc = fn(arg, NULL);
+    free(ser);
+    return rc;
+}
+
+struct visit_gpus {
+    const char *const *names;
+    size_t nnames;
+    int64_t t0, t1;
+    gp_inventory_gpu_fn fn;
+    void *arg;
+};
+
+static int use_gpus(struct gp_inventory *inv, struct gp_storage *st, void *ctx, char *err, size_t errlen)
+{
+    const struct visit_gpus *v = ctx;
+    int rc = refresh(inv, st, err, errlen);
+    if (rc)
+        return rc;
+    int8_t *kind_of = malloc(inv->nstr ? inv->nstr : 1);
+    if (!kind_of)
+        return gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
+    memset(kind_of, -1, inv->nstr ? inv->nstr : 1);
+    for (size_t k = 0; k < v->nnames && k < INT8_MAX; k++) {
+        uint32_t i = find_str(inv, (struct gp_str){v->names[k], strlen(v->names[k])});
+        if (i != NONE && kind_of[i] < 0)
+            kind_of[i] = (int8_t)k;
+    }
+    rc = each_gpu(inv, kind_of, v->t0, v->t1, v->fn, v->arg);
+    free(kind_of);
+    if (rc == GP_ENOMEM)
+        rc = gp_seterr(err, errlen, rc, "out of memory");
+    prune(inv);
+    return rc;
+}
+
+int gp_inventory_each_gpu(struct gp_inventory *inv, struct gp_storage *st, const char *const *names,
+                          size_t nnames, int64_t t0, int64_t t1, gp_inventory_gpu_fn fn, void *arg,
+                          char *err, size_t errlen)
+{
+    struct visit_gpus v = {names, nnames, t0, t1, fn, arg};
+    return with_inventory(inv, st, use_gpus, &v, err, errlen);
 }
