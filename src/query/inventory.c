@@ -176,15 +176,6 @@ static size_t str_slot(const struct gp_inventory *inv, struct gp_str v)
     return k;
 }
 
-/* The index of string v, NONE when it was never interned. */
-static uint32_t find_str(const struct gp_inventory *inv, struct gp_str v)
-{
-    if (!inv->strs.cap)
-        return NONE;
-    size_t k = str_slot(inv, v);
-    return inv->strs.slot[k] ? inv->strs.slot[k] - 1 : NONE;
-}
-
 /* The index of string v, added when new; NONE when out of memory. */
 static uint32_t intern(struct gp_inventory *inv, struct gp_str v)
 {
@@ -586,13 +577,19 @@ static int build_gpu(struct gp_storage *st, const struct gp_inventory *inv, cons
 }
 
 /* Brings inv up to date with the GPU series of st now. */
-static int refresh(struct gp_inventory *inv, struct gp_storage *st, char *err, size_t errlen)
+/* Makes inv the cache of st's series (forgetting another storage's). */
+static void attach(struct gp_inventory *inv, struct gp_storage *st)
 {
     if (inv->st != st)
         reset(inv);
     inv->st = st;
-    inv->gen++;
     inv->err = GP_OK;
+}
+
+static int refresh(struct gp_inventory *inv, struct gp_storage *st, char *err, size_t errlen)
+{
+    attach(inv, st);
+    inv->gen++;
     inv->seen = 0;
     struct gp_matcher m;
     int rc = gp_matcher_init(&m, GP_MATCH_RE, "__name__", "DCGM_FI_.*|gpulse_gpu_.*", err, errlen);
@@ -817,27 +814,63 @@ int gp_inventory_warm(struct gp_inventory *inv, struct gp_storage *st, char *err
     return with_inventory(inv, st, use_warm, NULL, err, errlen);
 }
 
-/* Calls fn for each GPU with a series named in kind_of (by string index)
- * and a sample in [t0, t1], then fn(arg, NULL). */
-static int each_gpu(const struct gp_inventory *inv, const int8_t *kind_of, int64_t t0, int64_t t1,
+/* A visit for the fleet's tiles: the rows of the series selected, in
+ * the selection's order. Rows it adds wait for the next refresh to be
+ * marked selected; it marks none, so the inventory's answers and
+ * pruning see only their own visits. */
+struct tiles {
+    struct gp_inventory *inv;
+    uint32_t *sel;
+    uint32_t n, cap;
+};
+
+static int visit_tiles(void *arg, const struct gp_store_series *se)
+{
+    struct tiles *t = arg;
+    struct gp_inventory *inv = t->inv;
+    struct row *r = find_row(inv, se->id);
+    if (!r && !se->labels)
+        return !inv->err;
+    if (!r && !inv->err)
+        inv->err = add_row(inv, se, &r);
+    if (!r || r->gpu == NONE || inv->err)
+        return 0;
+    if (grow_array((void **)&t->sel, &t->cap, t->n + 1, sizeof *t->sel)) {
+        inv->err = GP_ENOMEM;
+        return 0;
+    }
+    r->first_ms = se->first_ms;
+    r->last_ms = se->last_ms;
+    t->sel[t->n++] = (uint32_t)(r - inv->rows);
+    return 0;
+}
+
+/* Calls fn for each GPU of the rows t selected (kind_of: each name's
+ * kind by string index), then fn(arg, NULL). */
+static int each_gpu(const struct gp_inventory *inv, const struct tiles *t, const int8_t *kind_of,
                     gp_inventory_gpu_fn fn, void *arg)
 {
+    /* the rows by GPU, each GPU's in selection order (a counting sort) */
+    uint32_t *at = calloc((size_t)inv->ngpus + 1, sizeof *at);
+    uint32_t *by = malloc((t->n ? t->n : 1) * sizeof *by);
     struct gp_inv_series *ser = NULL;
     uint32_t cap = 0;
-    int rc = GP_OK;
-    for (uint32_t g = 0; !rc && g < inv->ngpus; g++) {
-        const struct igpu *x = &inv->gpus[g];
+    int rc = at && by ? GP_OK : GP_ENOMEM;
+    for (uint32_t i = 0; !rc && i < t->n; i++)
+        at[inv->rows[t->sel[i]].gpu + 1]++;
+    for (uint32_t g = 0; !rc && g < inv->ngpus; g++)
+        at[g + 1] += at[g];
+    for (uint32_t i = 0; !rc && i < t->n; i++)
+        by[at[inv->rows[t->sel[i]].gpu]++] = t->sel[i];
+    /* at[g] is now where GPU g + 1 starts */
+    for (uint32_t g = 0, from = 0; !rc && g < inv->ngpus; from = at[g++]) {
         uint32_t n = 0;
-        for (uint32_t i = x->head; i != NONE; i = inv->rows[i].next) {
-            const struct row *r = &inv->rows[i];
-            /* the store's test of a series in range (gp_store_select) */
-            if (r->gen != inv->gen || kind_of[r->name] < 0 || r->last_ms < r->first_ms ||
-                r->last_ms < t0 || r->first_ms > t1)
-                continue;
-            if (grow_array((void **)&ser, &cap, n + 1, sizeof *ser)) {
-                rc = GP_ENOMEM;
-                break;
-            }
+        if (at[g] > from && grow_array((void **)&ser, &cap, at[g] - from, sizeof *ser)) {
+            rc = GP_ENOMEM;
+            break;
+        }
+        for (uint32_t i = from; i < at[g]; i++) {
+            const struct row *r = &inv->rows[by[i]];
             struct gp_inv_series y = {r->id,
                                       kind_of[r->name],
                                       r->last_ms,
@@ -846,7 +879,9 @@ static int each_gpu(const struct gp_inventory *inv, const int8_t *kind_of, int64
                                       str_of(inv, r->rank),
                                       str_of(inv, r->uuid),
                                       str_of(inv, r->reason)};
-            /* by kind, newest first; equal ones in id order (the list's) */
+            if (y.kind < 0)
+                continue;
+            /* by kind, newest first; equal ones in selection order */
             uint32_t k = n++;
             for (; k && (ser[k - 1].kind > y.kind ||
                          (ser[k - 1].kind == y.kind && ser[k - 1].last_ms < y.last_ms));
@@ -854,7 +889,8 @@ static int each_gpu(const struct gp_inventory *inv, const int8_t *kind_of, int64
                 ser[k] = ser[k - 1];
             ser[k] = y;
         }
-        if (!rc && n) {
+        if (n) {
+            const struct igpu *x = &inv->gpus[g];
             struct gp_inv_gpu v = {str_of(inv, x->node), str_of(inv, x->gpu), str_of(inv, x->mig),
                                    ser, n};
             rc = fn(arg, &v);
@@ -863,6 +899,8 @@ static int each_gpu(const struct gp_inventory *inv, const int8_t *kind_of, int64
     if (!rc)
         rc = fn(arg, NULL);
     free(ser);
+    free(by);
+    free(at);
     return rc;
 }
 
@@ -877,23 +915,42 @@ struct visit_gpus {
 static int use_gpus(struct gp_inventory *inv, struct gp_storage *st, void *ctx, char *err, size_t errlen)
 {
     const struct visit_gpus *v = ctx;
-    int rc = refresh(inv, st, err, errlen);
+    if (v->nnames > INT8_MAX)
+        return gp_seterr(err, errlen, GP_EUSAGE, "more than 127 metric names");
+    struct gp_matcher m;
+    int rc = gp_query_names_matcher(&m, v->names, v->nnames, err, errlen);
     if (rc)
         return rc;
-    int8_t *kind_of = malloc(inv->nstr ? inv->nstr : 1);
-    if (!kind_of)
-        return gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
-    memset(kind_of, -1, inv->nstr ? inv->nstr : 1);
-    for (size_t k = 0; k < v->nnames && k < INT8_MAX; k++) {
-        uint32_t i = find_str(inv, (struct gp_str){v->names[k], strlen(v->names[k])});
-        if (i != NONE && kind_of[i] < 0)
-            kind_of[i] = (int8_t)k;
+    attach(inv, st);
+    /* the names' strings first: a kind per string index after the visit */
+    uint32_t *name_of = malloc((v->nnames ? v->nnames : 1) * sizeof *name_of);
+    for (size_t k = 0; name_of && k < v->nnames; k++)
+        if ((name_of[k] = intern(inv, (struct gp_str){v->names[k], strlen(v->names[k])})) == NONE)
+            inv->err = GP_ENOMEM;
+    struct tiles t = {inv, NULL, 0, 0};
+    int8_t *kind_of = NULL;
+    if (!name_of)
+        inv->err = GP_ENOMEM;
+    if (!inv->err)
+        rc = gp_storage_select_each(st, &m, 1, v->t0, v->t1, visit_tiles, &t);
+    gp_matcher_free(&m);
+    if (rc) {
+        reset(inv); /* a visit may have stopped half way */
+        rc = gp_seterr(err, errlen, rc, "selecting GPU series: %s", gp_strerror(rc));
+    } else if (inv->err || !(kind_of = malloc(inv->nstr))) {
+        reset(inv);
+        rc = gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
+    } else {
+        memset(kind_of, -1, inv->nstr);
+        for (size_t k = v->nnames; k-- > 0;) /* the first of equal names wins */
+            kind_of[name_of[k]] = (int8_t)k;
+        rc = each_gpu(inv, &t, kind_of, v->fn, v->arg);
+        if (rc == GP_ENOMEM)
+            rc = gp_seterr(err, errlen, rc, "out of memory");
     }
-    rc = each_gpu(inv, kind_of, v->t0, v->t1, v->fn, v->arg);
     free(kind_of);
-    if (rc == GP_ENOMEM)
-        rc = gp_seterr(err, errlen, rc, "out of memory");
-    prune(inv);
+    free(name_of);
+    free(t.sel);
     return rc;
 }
 
@@ -903,4 +960,17 @@ int gp_inventory_each_gpu(struct gp_inventory *inv, struct gp_storage *st, const
 {
     struct visit_gpus v = {names, nnames, t0, t1, fn, arg};
     return with_inventory(inv, st, use_gpus, &v, err, errlen);
+}
+
+int gp_query_names_matcher(struct gp_matcher *m, const char *const *names, size_t n, char *err,
+                           size_t errlen)
+{
+    struct gp_buf re;
+    gp_buf_init(&re, 0);
+    for (size_t i = 0; i < n; i++)
+        gp_buf_printf(&re, "%s%s", i ? "|" : "", names[i]);
+    int rc = re.err ? gp_seterr(err, errlen, GP_ENOMEM, "out of memory")
+                    : gp_matcher_init(m, GP_MATCH_RE, "__name__", re.data, err, errlen);
+    gp_buf_free(&re);
+    return rc;
 }

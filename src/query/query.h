@@ -195,6 +195,11 @@ int gp_inventory_each_gpu(struct gp_inventory *inv, struct gp_storage *s, const 
                           size_t nnames, int64_t t0, int64_t t1, gp_inventory_gpu_fn fn, void *arg,
                           char *err, size_t errlen);
 
+/* m: __name__ =~ "names[0]|names[1]|..." (names are literal metric
+ * names). GP_OK, GP_ENOMEM, or gp_matcher_init's error with detail. */
+int gp_query_names_matcher(struct gp_matcher *m, const char *const *names, size_t n, char *err,
+                           size_t errlen);
+
 /* {"status":"error","errorType":type,"error":msg}, as Prometheus answers. */
 void gp_query_error(struct gp_buf *out, const char *type, const char *msg);
 

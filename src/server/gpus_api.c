@@ -195,7 +195,9 @@ static void count_alert(void *ctx, const struct gp_obs_key *k, enum gp_alert_sta
 
 void gp_srv_put_num(struct gp_buf *b, const char *name, double v)
 {
-    gp_buf_printf(b, ",\"%s\":", name);
+    gp_buf_puts(b, ",\""); /* not printf: 11 numbers a GPU */
+    gp_buf_puts(b, name);
+    gp_buf_puts(b, "\":");
     if (isfinite(v))
         gp_buf_put_double(b, v);
     else
@@ -204,7 +206,9 @@ void gp_srv_put_num(struct gp_buf *b, const char *name, double v)
 
 static void put_str(struct gp_buf *b, const char *name, struct gp_str v, int null_if_empty)
 {
-    gp_buf_printf(b, ",\"%s\":", name);
+    gp_buf_puts(b, ",\"");
+    gp_buf_puts(b, name);
+    gp_buf_puts(b, "\":");
     if (!v.len && null_if_empty)
         gp_buf_puts(b, "null");
     else
