@@ -86,6 +86,7 @@ struct gp_inventory {
     pthread_mutex_t mu;
     const struct gp_storage *st; /* whose series ids the rows are */
     uint64_t gen;
+    uint64_t label_reads; /* label sets parsed over the inventory's life */
     int err;       /* GP_ENOMEM when the current visit could not keep a series */
     uint32_t seen; /* rows the current request selected */
     /* interned strings, NUL-separated in arena; 0 is "" */
@@ -356,6 +357,7 @@ static int add_row(struct gp_inventory *inv, const struct gp_store_series *se, s
     }
     uint32_t r = inv->nrows++;
     inv->rows[r] = x;
+    inv->label_reads++;
     if (x.id < DENSE_IDS) {
         inv->dense[x.id] = r + 1;
     } else {
@@ -403,10 +405,11 @@ static void reset(struct gp_inventory *inv)
     free(inv->by_key.slot);
     free(inv->order);
     pthread_mutex_t mu = inv->mu;
-    uint64_t gen = inv->gen;
+    uint64_t gen = inv->gen, reads = inv->label_reads;
     memset(inv, 0, sizeof *inv);
     inv->mu = mu;
     inv->gen = gen;
+    inv->label_reads = reads;
 }
 
 int gp_inventory_new(struct gp_inventory **out)
@@ -807,6 +810,15 @@ static int use_warm(struct gp_inventory *inv, struct gp_storage *st, void *ctx, 
     if (!rc)
         prune(inv);
     return rc;
+}
+
+void gp_inventory_stats(struct gp_inventory *inv, struct gp_inventory_stats *out)
+{
+    pthread_mutex_lock(&inv->mu);
+    out->label_reads = inv->label_reads;
+    out->series = inv->nrows;
+    out->gpus = inv->ngpus;
+    pthread_mutex_unlock(&inv->mu);
 }
 
 int gp_inventory_warm(struct gp_inventory *inv, struct gp_storage *st, char *err, size_t errlen)

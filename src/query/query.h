@@ -166,6 +166,13 @@ int gp_query_gpus(struct gp_inventory *inv, struct gp_storage *s, struct gp_buf 
  */
 int gp_inventory_warm(struct gp_inventory *inv, struct gp_storage *s, char *err, size_t errlen);
 
+/* What inv holds: label sets parsed over its life, series and GPUs kept. */
+struct gp_inventory_stats {
+    uint64_t label_reads;
+    uint32_t series, gpus;
+};
+void gp_inventory_stats(struct gp_inventory *inv, struct gp_inventory_stats *out);
+
 /* One series of a GPU (gp_inventory_each_gpu); strings as the GPU's. */
 struct gp_inv_series {
     uint32_t id;
