@@ -1,6 +1,7 @@
 #include "lib/buf.h"
 #include "lib/err.h"
 #include "test.h"
+#include "test_rng.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -54,15 +55,6 @@ static void reference_double(char *out, size_t len, double v)
     }
 }
 
-static uint64_t rnd_state = 88172645463325252ULL;
-static uint64_t rnd(void)
-{
-    rnd_state ^= rnd_state << 13;
-    rnd_state ^= rnd_state >> 7;
-    rnd_state ^= rnd_state << 17;
-    return rnd_state;
-}
-
 /* The short-decimal path writes exactly what printf would: readings of
  * few digits, their neighbours one ulp away, the edges of the path's
  * range, and arbitrary doubles. */
@@ -71,6 +63,8 @@ static void test_doubles_as_printf(void)
     struct gp_buf b;
     gp_buf_init(&b, 0);
     char want[40];
+    struct gp_test_rng rng = {20261127};
+#define rnd() gp_test_rnd(&rng)
     for (int i = 0; i < 400000; i++) {
         double v;
         uint64_t r = rnd();
@@ -106,6 +100,7 @@ static void test_doubles_as_printf(void)
         if (strcmp(b.data, want))
             gp_test_fail(__FILE__, __LINE__, "%.17g: wrote %s, printf %s", v, b.data, want);
     }
+#undef rnd
     const struct {
         double v;
         const char *s;
