@@ -10,7 +10,7 @@
  *   1. Select the GPU series: __name__ =~ "DCGM_FI_.*|gpulse_gpu_.*".
  *   2. One row per series keyed by (node, gpu, MIG instance); node is the
  *      Hostname label, or hostname (dcgm-exporter's newer spelling).
- *      Series without a node or gpu label are not about a GPU: skipped.
+ *      Series without a node or gpu label are not in the inventory.
  *   3. Sort the rows; each run of equal keys is one GPU. Its identity
  *      labels (UUID, modelName, DCGM_FI_DRIVER_VERSION, vendor) come
  *      from its newest series carrying them, so a driver upgrade shows
@@ -28,6 +28,16 @@
  * parses only the series it has not met, and reads the memory series'
  * newest values; a copy of every label set and a walk of each per
  * request were most of its time at 2,048 GPUs.
+ *
+ * The same cache serves the dashboard's tiles (/api/v1/fleet/gpus,
+ * gp_inventory_each_gpu): each row also keeps its name, job, rank and
+ * clock-event reason, and a GPU may lack a host label there. That visit
+ * selects only the tiles' metrics in their 5-minute window (a seventh
+ * of the GPU series) and groups them by GPU with a counting sort; it
+ * marks no row selected, so the inventory's own answers and pruning
+ * follow only its own visits. gp_inventory_warm is the same visit as a
+ * request's without the answer: the server runs it in the background
+ * (at start-up, then every few seconds), so requests meet few new series.
  */
 #include "query/query.h"
 
@@ -59,13 +69,13 @@ enum { MEM_NO, MEM_TOTAL, MEM_FB_USED, MEM_FB_FREE, MEM_FB_RESERVED };
 /* One GPU series: what the inventory reads of its labels, taken once. */
 struct row {
     uint32_t id;
-    uint32_t gpu;  /* its GPU, NONE: not about a GPU (no node or gpu label) */
+    uint32_t gpu;  /* its GPU, NONE: not about a GPU (no gpu label) */
     uint32_t next; /* the GPU's next series by id, NONE: the last */
     uint32_t uuid, model, driver, vendor, profile; /* interned, 0: absent */
     uint32_t name, job, rank, reason;              /* the same, for the fleet's tiles */
     uint8_t mem, simulated;
-    uint64_t gen;              /* the request that selected it last */
-    int64_t first_ms, last_ms; /* its oldest and newest sample, as that request saw them */
+    uint64_t gen;    /* the request that selected it last */
+    int64_t last_ms; /* its newest sample, as the last visit saw it */
 };
 
 /* One GPU: (node, gpu, MIG instance) and its series in id order; node
@@ -337,8 +347,9 @@ static int add_row(struct gp_inventory *inv, const struct gp_store_series *se, s
         return GP_ENOMEM;
     struct row x = {.id = se->id, .gpu = NONE, .next = NONE};
     if (gpu.ptr) { /* else not about a GPU: kept, to be skipped */
-        uint32_t s[12] = {intern(inv, node),    intern(inv, gpu),     intern(inv, mig),    intern(inv, uuid),
-                          intern(inv, model),   intern(inv, driver), intern(inv, vendor),
+        uint32_t s[12] = {intern(inv, node),    intern(inv, gpu),    intern(inv, mig),
+                          intern(inv, uuid),    intern(inv, model),  intern(inv, driver),
+                          intern(inv, vendor),
                           intern(inv, profile), intern(inv, name),   intern(inv, job),
                           intern(inv, rank),    intern(inv, reason)};
         for (size_t k = 0; k < 12; k++)
@@ -385,7 +396,6 @@ static int visit(void *arg, const struct gp_store_series *se)
     if (r) {
         inv->seen += r->gen != inv->gen;
         r->gen = inv->gen;
-        r->first_ms = se->first_ms;
         r->last_ms = se->last_ms;
     }
     return 0;
@@ -579,7 +589,6 @@ static int build_gpu(struct gp_storage *st, const struct gp_inventory *inv, cons
     return 1;
 }
 
-/* Brings inv up to date with the GPU series of st now. */
 /* Makes inv the cache of st's series (forgetting another storage's). */
 static void attach(struct gp_inventory *inv, struct gp_storage *st)
 {
@@ -589,6 +598,7 @@ static void attach(struct gp_inventory *inv, struct gp_storage *st)
     inv->err = GP_OK;
 }
 
+/* Brings inv up to date with the GPU series of st now. */
 static int refresh(struct gp_inventory *inv, struct gp_storage *st, char *err, size_t errlen)
 {
     attach(inv, st);
@@ -851,7 +861,6 @@ static int visit_tiles(void *arg, const struct gp_store_series *se)
         inv->err = GP_ENOMEM;
         return 0;
     }
-    r->first_ms = se->first_ms;
     r->last_ms = se->last_ms;
     t->sel[t->n++] = (uint32_t)(r - inv->rows);
     return 0;
