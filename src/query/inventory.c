@@ -99,6 +99,7 @@ struct gp_inventory {
     uint64_t label_reads; /* label sets parsed over the inventory's life */
     int err;       /* GP_ENOMEM when the current visit could not keep a series */
     uint32_t seen; /* rows the current request selected */
+    uint32_t budget, skipped; /* label sets the visit may still read; series it left */
     /* interned strings, NUL-separated in arena; 0 is "" */
     char *arena;
     size_t arena_len, arena_cap;
@@ -389,10 +390,14 @@ static int visit(void *arg, const struct gp_store_series *se)
 {
     struct gp_inventory *inv = arg;
     struct row *r = find_row(inv, se->id);
+    if (!r && !inv->budget) {
+        inv->skipped++;
+        return 0;
+    }
     if (!r && !se->labels)
         return !inv->err;
-    if (!r && !inv->err)
-        inv->err = add_row(inv, se, &r);
+    if (!r && !inv->err && !(inv->err = add_row(inv, se, &r)))
+        inv->budget--;
     if (r) {
         inv->seen += r->gen != inv->gen;
         r->gen = inv->gen;
@@ -598,12 +603,16 @@ static void attach(struct gp_inventory *inv, struct gp_storage *st)
     inv->err = GP_OK;
 }
 
-/* Brings inv up to date with the GPU series of st now. */
-static int refresh(struct gp_inventory *inv, struct gp_storage *st, char *err, size_t errlen)
+/* Brings inv up to date with the GPU series of st now, reading at most
+ * budget label sets (inv->skipped counts the series left for later). */
+static int refresh_some(struct gp_inventory *inv, struct gp_storage *st, uint32_t budget, char *err,
+                        size_t errlen)
 {
     attach(inv, st);
     inv->gen++;
     inv->seen = 0;
+    inv->budget = budget;
+    inv->skipped = 0;
     struct gp_matcher m;
     int rc = gp_matcher_init(&m, GP_MATCH_RE, "__name__", "DCGM_FI_.*|gpulse_gpu_.*", err, errlen);
     if (rc)
@@ -619,6 +628,11 @@ static int refresh(struct gp_inventory *inv, struct gp_storage *st, char *err, s
         return gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
     }
     return GP_OK;
+}
+
+static int refresh(struct gp_inventory *inv, struct gp_storage *st, char *err, size_t errlen)
+{
+    return refresh_some(inv, st, UINT32_MAX, err, errlen);
 }
 
 /* Drops the cache once rows no request selects outnumber the live ones. */
@@ -815,9 +829,10 @@ int gp_query_gpus(struct gp_inventory *inv, struct gp_storage *s, struct gp_buf 
 
 static int use_warm(struct gp_inventory *inv, struct gp_storage *st, void *ctx, char *err, size_t errlen)
 {
-    (void)ctx;
-    int rc = refresh(inv, st, err, errlen);
-    if (!rc)
+    uint32_t *slice_left = ctx; /* in: the slice; out: the series left */
+    int rc = refresh_some(inv, st, *slice_left, err, errlen);
+    *slice_left = inv->skipped;
+    if (!rc && !inv->skipped)
         prune(inv);
     return rc;
 }
@@ -831,9 +846,21 @@ void gp_inventory_stats(struct gp_inventory *inv, struct gp_inventory_stats *out
     pthread_mutex_unlock(&inv->mu);
 }
 
-int gp_inventory_warm(struct gp_inventory *inv, struct gp_storage *st, char *err, size_t errlen)
+int gp_inventory_warm(struct gp_inventory *inv, struct gp_storage *st, uint32_t slice, char *err,
+                      size_t errlen)
 {
-    return with_inventory(inv, st, use_warm, NULL, err, errlen);
+    if (!inv || !slice)
+        return gp_seterr(err, errlen, GP_EUSAGE, "warming the inventory: no inventory or slice");
+    uint32_t left;
+    int rc;
+    /* slices, the locks let go between them: a cold start's 400,000
+     * label sets do not hold ingest (the store's lock) or requests for
+     * the quarter second they take in one go */
+    do {
+        left = slice;
+        rc = with_inventory(inv, st, use_warm, &left, err, errlen);
+    } while (!rc && left);
+    return rc;
 }
 
 /* A visit for the fleet's tiles: the rows of the series selected, in

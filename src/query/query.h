@@ -161,10 +161,13 @@ int gp_query_gpus(struct gp_inventory *inv, struct gp_storage *s, struct gp_buf 
 /*
  * Brings inv up to date with the GPU series of s now, so that the next
  * request reads no label set it has not met: the server calls it at
- * start-up and every few seconds after (gpus_api.c). GP_OK, GP_ENOMEM, or
- * the store's error with detail.
+ * start-up and every few seconds after (gpus_api.c). It reads at most
+ * slice (> 0) new label sets under one hold of the store's and inv's
+ * locks, letting both go between slices. GP_OK, GP_EUSAGE, GP_ENOMEM,
+ * or the store's error with detail.
  */
-int gp_inventory_warm(struct gp_inventory *inv, struct gp_storage *s, char *err, size_t errlen);
+int gp_inventory_warm(struct gp_inventory *inv, struct gp_storage *s, uint32_t slice, char *err,
+                      size_t errlen);
 
 /* What inv holds: label sets parsed over its life, series and GPUs kept. */
 struct gp_inventory_stats {
