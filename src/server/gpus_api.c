@@ -336,9 +336,11 @@ static void warm(void *arg)
 {
     struct gp_server *s = arg;
     struct gp_storage *st = gp_srv_store(s);
-    /* Remote without a local window, a pass would be a cluster query of
-     * every GPU series: requests alone pay for that. */
-    if (!st || (gp_storage_kind(st) == GP_STORAGE_REMOTE && s->cfg.remote_window_ms <= 0))
+    /* Remote, where the local window does not hold the inventory's
+     * lookback (no window, or its refill after a restart failed), a pass
+     * would be a cluster query of every GPU series: requests alone pay
+     * for that. */
+    if (!st || gp_storage_pushdown(st, NULL, 0, gp_wall_ms() - s->cfg.remote_lookback_ms))
         return;
     char err[256] = "";
     int rc = gp_inventory_warm(s->inventory, st, WARM_SLICE, err, sizeof err);
