@@ -5,7 +5,8 @@
 # 127.0.0.1), optionally for a second binary (--before) on the same
 # writes: one simulated agent pushes to every server, so both builds
 # answer for the same series. After --fill seconds each route is asked
-# --n times per server (curl's total time: median and p95, ms), and the
+# --n times per server, the servers taking turns (curl's total time:
+# median and p95, ms), and the
 # answers of the two builds are compared (identical, or the route is
 # named; /api/v1/fleet too, which shares fleet/gpus's selection). Then
 # each server is restarted on its data and, --settle seconds after it
@@ -61,11 +62,20 @@ server() { # NAME BIN ARGS...: started (again, on its port and data, when known)
 # ms of one request to URL
 once() { curl -s -o /dev/null -w '%{time_total}\n' "$1" | awk '{printf "%7.1f", $1 * 1000}'; }
 
-# ms of N requests to URL: "median / p95"
-timing() {
-    local ts
-    ts=$(for _ in $(seq "$N"); do curl -s -o /dev/null -w '%{time_total}\n' "$1"; done | sort -g)
-    echo "$ts" | awk -v n="$N" '{a[NR] = $1 * 1000} END {printf "%7.1f / %7.1f", a[int((n + 1) / 2)], a[int(n * 0.95 + 0.999)]}'
+# ms of N requests to route $1 on every server, taking turns (a tick's
+# ingest then slows each server's requests alike): "median / p95" each
+timings() {
+    local i k
+    for k in "${!URLS[@]}"; do : >"$TMP/t$k"; done
+    for i in $(seq "$N"); do
+        for k in "${!URLS[@]}"; do
+            curl -s -o /dev/null -w '%{time_total}\n' "${URLS[$k]}$1" >>"$TMP/t$k"
+        done
+    done
+    for k in "${!URLS[@]}"; do
+        sort -g "$TMP/t$k" | awk -v n="$N" '{a[NR] = $1 * 1000}
+            END {printf " %7.1f / %7.1f", a[int((n + 1) / 2)], a[int(n * 0.95 + 0.999)]}'
+    done
 }
 
 # The answers of server i and j to route r, equal after 3 tries (ticks
@@ -139,7 +149,7 @@ run_size() { # SPEC
     echo "$hdr"
     for r in /api/v1/gpus /api/v1/nodes /api/v1/fleet/gpus; do
         row=$(printf '%-20s' "$r")
-        for u in "${URLS[@]}"; do row+=" $(timing "$u$r")"; done
+        row+=$(timings "$r")
         echo "$row"
     done
     if [ -n "$BEFORE" ]; then
