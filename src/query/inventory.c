@@ -31,7 +31,8 @@
  *
  * The same cache serves the dashboard's tiles (/api/v1/fleet/gpus,
  * gp_inventory_each_gpu): each row also keeps its name, job, rank and
- * clock-event reason, and a GPU may lack a host label there. That visit
+ * clock-event reason (in an array beside the rows), and a GPU may lack
+ * a host label there. That visit
  * selects only the tiles' metrics in their 5-minute window (a seventh
  * of the GPU series) and groups them by GPU with a counting sort; it
  * marks no row selected, so the inventory's own answers and pruning
@@ -72,10 +73,16 @@ struct row {
     uint32_t gpu;  /* its GPU, NONE: not about a GPU (no gpu label) */
     uint32_t next; /* the GPU's next series by id, NONE: the last */
     uint32_t uuid, model, driver, vendor, profile; /* interned, 0: absent */
-    uint32_t name, job, rank, reason;              /* the same, for the fleet's tiles */
     uint8_t mem, simulated;
     uint64_t gen;    /* the request that selected it last */
     int64_t last_ms; /* its newest sample, as the last visit saw it */
+};
+
+/* What the fleet's tiles read of a row's labels besides (interned), kept
+ * beside the rows (tiles[r]) so that the inventory's walks of the rows
+ * touch no more memory than before the tiles shared them. */
+struct tile {
+    uint32_t name, job, rank, reason;
 };
 
 /* One GPU: (node, gpu, MIG instance) and its series in id order; node
@@ -110,6 +117,8 @@ struct gp_inventory {
     struct table strs;
     struct row *rows;
     uint32_t nrows, cap_rows;
+    struct tile *tiles; /* per row, cap_tiles of them */
+    uint32_t cap_tiles;
     uint32_t *dense, cap_dense; /* row + 1 by id, for ids below DENSE_IDS */
     struct table by_id;         /* the others (the remote backend's own ids) */
     struct igpu *gpus;
@@ -344,9 +353,11 @@ static int add_row(struct gp_inventory *inv, const struct gp_store_series *se, s
         return GP_ENOMEM;
     if (inv->cap_dense > cap)
         memset(inv->dense + cap, 0, (inv->cap_dense - cap) * sizeof *inv->dense);
-    if (grow_array((void **)&inv->rows, &inv->cap_rows, inv->nrows + 1, sizeof *inv->rows))
+    if (grow_array((void **)&inv->rows, &inv->cap_rows, inv->nrows + 1, sizeof *inv->rows) ||
+        grow_array((void **)&inv->tiles, &inv->cap_tiles, inv->nrows + 1, sizeof *inv->tiles))
         return GP_ENOMEM;
     struct row x = {.id = se->id, .gpu = NONE, .next = NONE};
+    struct tile tl = {0, 0, 0, 0};
     if (gpu.ptr) { /* else not about a GPU: kept, to be skipped */
         uint32_t s[12] = {intern(inv, node),    intern(inv, gpu),    intern(inv, mig),
                           intern(inv, uuid),    intern(inv, model),  intern(inv, driver),
@@ -359,7 +370,7 @@ static int add_row(struct gp_inventory *inv, const struct gp_store_series *se, s
         if ((x.gpu = gpu_of(inv, s[0], s[1], s[2])) == NONE)
             return GP_ENOMEM;
         x.uuid = s[3], x.model = s[4], x.driver = s[5], x.vendor = s[6], x.profile = s[7];
-        x.name = s[8], x.job = s[9], x.rank = s[10], x.reason = s[11];
+        tl = (struct tile){s[8], s[9], s[10], s[11]};
         x.simulated = str_is(simulated, "true");
         x.mem = str_is(name, "gpulse_gpu_memory_total_bytes") ? MEM_TOTAL
                 : str_is(name, "DCGM_FI_DEV_FB_USED")         ? MEM_FB_USED
@@ -369,6 +380,7 @@ static int add_row(struct gp_inventory *inv, const struct gp_store_series *se, s
     }
     uint32_t r = inv->nrows++;
     inv->rows[r] = x;
+    inv->tiles[r] = tl;
     inv->label_reads++;
     if (x.id < DENSE_IDS) {
         inv->dense[x.id] = r + 1;
@@ -414,6 +426,7 @@ static void reset(struct gp_inventory *inv)
     free(inv->str);
     free(inv->strs.slot);
     free(inv->rows);
+    free(inv->tiles);
     free(inv->dense);
     free(inv->by_id.slot);
     free(inv->gpus);
@@ -919,14 +932,15 @@ static int each_gpu(const struct gp_inventory *inv, const struct tiles *t, const
         }
         for (uint32_t i = from; i < at[g]; i++) {
             const struct row *r = &inv->rows[by[i]];
+            const struct tile *tl = &inv->tiles[by[i]];
             struct gp_inv_series y = {r->id,
-                                      kind_of[r->name],
+                                      kind_of[tl->name],
                                       r->last_ms,
-                                      str_of(inv, r->job),
+                                      str_of(inv, tl->job),
                                       str_of(inv, r->model),
-                                      str_of(inv, r->rank),
+                                      str_of(inv, tl->rank),
                                       str_of(inv, r->uuid),
-                                      str_of(inv, r->reason)};
+                                      str_of(inv, tl->reason)};
             if (y.kind < 0)
                 continue;
             /* by kind, newest first; equal ones in selection order */
