@@ -10,7 +10,7 @@
  *   1. Select the GPU series: __name__ =~ "DCGM_FI_.*|gpulse_gpu_.*".
  *   2. One row per series keyed by (node, gpu, MIG instance); node is the
  *      Hostname label, or hostname (dcgm-exporter's newer spelling).
- *      Series without a node or gpu label are not about a GPU: skipped.
+ *      Series without a node or gpu label are not in the inventory.
  *   3. Sort the rows; each run of equal keys is one GPU. Its identity
  *      labels (UUID, modelName, DCGM_FI_DRIVER_VERSION, vendor) come
  *      from its newest series carrying them, so a driver upgrade shows
@@ -28,6 +28,17 @@
  * parses only the series it has not met, and reads the memory series'
  * newest values; a copy of every label set and a walk of each per
  * request were most of its time at 2,048 GPUs.
+ *
+ * The same cache serves the dashboard's tiles (/api/v1/fleet/gpus,
+ * gp_inventory_each_gpu): each row also keeps its name, job, rank and
+ * clock-event reason (in an array beside the rows), and a GPU may lack
+ * a host label there. That visit
+ * selects only the tiles' metrics in their 5-minute window (a seventh
+ * of the GPU series) and groups them by GPU with a counting sort; it
+ * marks no row selected, so the inventory's own answers and pruning
+ * follow only its own visits. gp_inventory_warm is the same visit as a
+ * request's without the answer: the server runs it in the background
+ * (at start-up, then every few seconds), so requests meet few new series.
  */
 #include "query/query.h"
 
@@ -59,15 +70,24 @@ enum { MEM_NO, MEM_TOTAL, MEM_FB_USED, MEM_FB_FREE, MEM_FB_RESERVED };
 /* One GPU series: what the inventory reads of its labels, taken once. */
 struct row {
     uint32_t id;
-    uint32_t gpu;  /* its GPU, NONE: not about a GPU (no node or gpu label) */
+    uint32_t gpu;  /* its GPU, NONE: not about a GPU (no gpu label) */
     uint32_t next; /* the GPU's next series by id, NONE: the last */
     uint32_t uuid, model, driver, vendor, profile; /* interned, 0: absent */
     uint8_t mem, simulated;
     uint64_t gen;    /* the request that selected it last */
-    int64_t last_ms; /* its newest sample, as that request saw it */
+    int64_t last_ms; /* its newest sample, as the last visit saw it */
 };
 
-/* One GPU: (node, gpu, MIG instance) and its series in id order. */
+/* What the fleet's tiles read of a row's labels besides (interned), kept
+ * beside the rows (tiles[r]) so that the inventory's walks of the rows
+ * touch no more memory than before the tiles shared them. */
+struct tile {
+    uint32_t name, job, rank, reason;
+};
+
+/* One GPU: (node, gpu, MIG instance) and its series in id order; node
+ * 0 (the series have a gpu label but no host label) is a GPU of the
+ * fleet's tiles (gp_inventory_each_gpu) only. */
 struct igpu {
     uint32_t node, gpu, mig; /* interned */
     uint32_t head, tail;     /* rows */
@@ -83,8 +103,10 @@ struct gp_inventory {
     pthread_mutex_t mu;
     const struct gp_storage *st; /* whose series ids the rows are */
     uint64_t gen;
+    uint64_t label_reads; /* label sets parsed over the inventory's life */
     int err;       /* GP_ENOMEM when the current visit could not keep a series */
     uint32_t seen; /* rows the current request selected */
+    uint32_t budget, skipped; /* label sets the visit may still read; series it left */
     /* interned strings, NUL-separated in arena; 0 is "" */
     char *arena;
     size_t arena_len, arena_cap;
@@ -95,6 +117,8 @@ struct gp_inventory {
     struct table strs;
     struct row *rows;
     uint32_t nrows, cap_rows;
+    struct tile *tiles; /* per row, cap_tiles of them */
+    uint32_t cap_tiles;
     uint32_t *dense, cap_dense; /* row + 1 by id, for ids below DENSE_IDS */
     struct table by_id;         /* the others (the remote backend's own ids) */
     struct igpu *gpus;
@@ -160,6 +184,19 @@ static uint64_t str_hash(const struct gp_inventory *inv, uint32_t i)
     return fnv(FNV0, inv->arena + inv->str[i].off, inv->str[i].len);
 }
 
+/* Where string v is in the table of interned strings, or the empty
+ * slot it would take (the table has room). */
+static size_t str_slot(const struct gp_inventory *inv, struct gp_str v)
+{
+    size_t k = fnv(FNV0, v.ptr, v.len) & (inv->strs.cap - 1);
+    for (; inv->strs.slot[k]; k = (k + 1) & (inv->strs.cap - 1)) {
+        uint32_t i = inv->strs.slot[k] - 1;
+        if (inv->str[i].len == v.len && !memcmp(inv->arena + inv->str[i].off, v.ptr, v.len))
+            break;
+    }
+    return k;
+}
+
 /* The index of string v, added when new; NONE when out of memory. */
 static uint32_t intern(struct gp_inventory *inv, struct gp_str v)
 {
@@ -176,13 +213,9 @@ static uint32_t intern(struct gp_inventory *inv, struct gp_str v)
         return 0;
     if (table_room(&inv->strs, inv->nstr, str_hash, inv))
         return NONE;
-    uint64_t h = fnv(FNV0, v.ptr, v.len);
-    size_t k = h & (inv->strs.cap - 1);
-    for (; inv->strs.slot[k]; k = (k + 1) & (inv->strs.cap - 1)) {
-        uint32_t i = inv->strs.slot[k] - 1;
-        if (inv->str[i].len == v.len && !memcmp(inv->arena + inv->str[i].off, v.ptr, v.len))
-            return i;
-    }
+    size_t k = str_slot(inv, v);
+    if (inv->strs.slot[k])
+        return inv->strs.slot[k] - 1;
     if (grow_array((void **)&inv->str, &inv->cap_str, inv->nstr + 1, sizeof *inv->str))
         return NONE;
     if (inv->arena_len + v.len + 1 > inv->arena_cap) {
@@ -290,7 +323,8 @@ static int add_row(struct gp_inventory *inv, const struct gp_store_series *se, s
 {
     struct gp_str node = {NULL, 0}, host = {NULL, 0}, gpu = {NULL, 0}, mig = {NULL, 0};
     struct gp_str name = {"", 0}, uuid = {"", 0}, model = {"", 0}, driver = {"", 0},
-                  vendor = {"", 0}, profile = {"", 0}, simulated = {"", 0}, ln, lv;
+                  vendor = {"", 0}, profile = {"", 0}, simulated = {"", 0}, job = {"", 0},
+                  rank = {"", 0}, reason = {"", 0}, ln, lv;
 #define W(n, d) {n, sizeof n - 1, d}
     const struct {
         const char *name;
@@ -300,7 +334,8 @@ static int add_row(struct gp_inventory *inv, const struct gp_store_series *se, s
                 W("GPU_I_ID", &mig),     W("__name__", &name),     W("UUID", &uuid),
                 W("modelName", &model),  W("DCGM_FI_DRIVER_VERSION", &driver),
                 W("vendor", &vendor),    W("GPU_I_PROFILE", &profile),
-                W("simulated", &simulated)};
+                W("simulated", &simulated), W("job", &job), W("rank", &rank),
+                W("reason", &reason)};
 #undef W
     struct gp_labels_iter it;
     gp_labels_iter_init(&it, se->labels, se->labels_len);
@@ -318,19 +353,24 @@ static int add_row(struct gp_inventory *inv, const struct gp_store_series *se, s
         return GP_ENOMEM;
     if (inv->cap_dense > cap)
         memset(inv->dense + cap, 0, (inv->cap_dense - cap) * sizeof *inv->dense);
-    if (grow_array((void **)&inv->rows, &inv->cap_rows, inv->nrows + 1, sizeof *inv->rows))
+    if (grow_array((void **)&inv->rows, &inv->cap_rows, inv->nrows + 1, sizeof *inv->rows) ||
+        grow_array((void **)&inv->tiles, &inv->cap_tiles, inv->nrows + 1, sizeof *inv->tiles))
         return GP_ENOMEM;
     struct row x = {.id = se->id, .gpu = NONE, .next = NONE};
-    if (node.ptr && gpu.ptr) { /* else not about a GPU: kept, to be skipped */
-        uint32_t s[8] = {intern(inv, node), intern(inv, gpu),   intern(inv, mig),
-                         intern(inv, uuid), intern(inv, model), intern(inv, driver),
-                         intern(inv, vendor), intern(inv, profile)};
-        for (size_t k = 0; k < 8; k++)
+    struct tile tl = {0, 0, 0, 0};
+    if (gpu.ptr) { /* else not about a GPU: kept, to be skipped */
+        uint32_t s[12] = {intern(inv, node),    intern(inv, gpu),    intern(inv, mig),
+                          intern(inv, uuid),    intern(inv, model),  intern(inv, driver),
+                          intern(inv, vendor),
+                          intern(inv, profile), intern(inv, name),   intern(inv, job),
+                          intern(inv, rank),    intern(inv, reason)};
+        for (size_t k = 0; k < 12; k++)
             if (s[k] == NONE)
                 return GP_ENOMEM;
         if ((x.gpu = gpu_of(inv, s[0], s[1], s[2])) == NONE)
             return GP_ENOMEM;
         x.uuid = s[3], x.model = s[4], x.driver = s[5], x.vendor = s[6], x.profile = s[7];
+        tl = (struct tile){s[8], s[9], s[10], s[11]};
         x.simulated = str_is(simulated, "true");
         x.mem = str_is(name, "gpulse_gpu_memory_total_bytes") ? MEM_TOTAL
                 : str_is(name, "DCGM_FI_DEV_FB_USED")         ? MEM_FB_USED
@@ -340,6 +380,8 @@ static int add_row(struct gp_inventory *inv, const struct gp_store_series *se, s
     }
     uint32_t r = inv->nrows++;
     inv->rows[r] = x;
+    inv->tiles[r] = tl;
+    inv->label_reads++;
     if (x.id < DENSE_IDS) {
         inv->dense[x.id] = r + 1;
     } else {
@@ -360,10 +402,14 @@ static int visit(void *arg, const struct gp_store_series *se)
 {
     struct gp_inventory *inv = arg;
     struct row *r = find_row(inv, se->id);
+    if (!r && !inv->budget) {
+        inv->skipped++;
+        return 0;
+    }
     if (!r && !se->labels)
         return !inv->err;
-    if (!r && !inv->err)
-        inv->err = add_row(inv, se, &r);
+    if (!r && !inv->err && !(inv->err = add_row(inv, se, &r)))
+        inv->budget--;
     if (r) {
         inv->seen += r->gen != inv->gen;
         r->gen = inv->gen;
@@ -380,16 +426,18 @@ static void reset(struct gp_inventory *inv)
     free(inv->str);
     free(inv->strs.slot);
     free(inv->rows);
+    free(inv->tiles);
     free(inv->dense);
     free(inv->by_id.slot);
     free(inv->gpus);
     free(inv->by_key.slot);
     free(inv->order);
     pthread_mutex_t mu = inv->mu;
-    uint64_t gen = inv->gen;
+    uint64_t gen = inv->gen, reads = inv->label_reads;
     memset(inv, 0, sizeof *inv);
     inv->mu = mu;
     inv->gen = gen;
+    inv->label_reads = reads;
 }
 
 int gp_inventory_new(struct gp_inventory **out)
@@ -559,15 +607,25 @@ static int build_gpu(struct gp_storage *st, const struct gp_inventory *inv, cons
     return 1;
 }
 
-/* Brings inv up to date with the GPU series of st now. */
-static int refresh(struct gp_inventory *inv, struct gp_storage *st, char *err, size_t errlen)
+/* Makes inv the cache of st's series (forgetting another storage's). */
+static void attach(struct gp_inventory *inv, struct gp_storage *st)
 {
     if (inv->st != st)
         reset(inv);
     inv->st = st;
-    inv->gen++;
     inv->err = GP_OK;
+}
+
+/* Brings inv up to date with the GPU series of st now, reading at most
+ * budget label sets (inv->skipped counts the series left for later). */
+static int refresh_some(struct gp_inventory *inv, struct gp_storage *st, uint32_t budget, char *err,
+                        size_t errlen)
+{
+    attach(inv, st);
+    inv->gen++;
     inv->seen = 0;
+    inv->budget = budget;
+    inv->skipped = 0;
     struct gp_matcher m;
     int rc = gp_matcher_init(&m, GP_MATCH_RE, "__name__", "DCGM_FI_.*|gpulse_gpu_.*", err, errlen);
     if (rc)
@@ -583,6 +641,18 @@ static int refresh(struct gp_inventory *inv, struct gp_storage *st, char *err, s
         return gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
     }
     return GP_OK;
+}
+
+static int refresh(struct gp_inventory *inv, struct gp_storage *st, char *err, size_t errlen)
+{
+    return refresh_some(inv, st, UINT32_MAX, err, errlen);
+}
+
+/* Drops the cache once rows no request selects outnumber the live ones. */
+static void prune(struct gp_inventory *inv)
+{
+    if (inv->nrows - inv->seen > inv->seen + STALE_SLACK)
+        reset(inv);
 }
 
 static void put_str_or_null(struct gp_buf *out, struct gp_str v)
@@ -683,7 +753,8 @@ static int inventory(struct gp_inventory *inv, struct gp_storage *st, int nodes,
         goto done;
     }
     for (uint32_t i = 0; i < inv->ngpus; i++)
-        ngpus += (size_t)build_gpu(st, inv, &inv->gpus[inv->order[i]], &gpus[ngpus], &smp);
+        if (inv->gpus[inv->order[i]].node) /* a GPU without a host is not in the inventory */
+            ngpus += (size_t)build_gpu(st, inv, &inv->gpus[inv->order[i]], &gpus[ngpus], &smp);
     gp_buf_puts(out, "{\"status\":\"success\",\"data\":[");
     for (size_t i = 0; i < ngpus;) {
         size_t j = i + 1;
@@ -703,8 +774,7 @@ static int inventory(struct gp_inventory *inv, struct gp_storage *st, int nodes,
     gp_buf_puts(out, "]}");
     if (out->err)
         rc = gp_seterr(err, errlen, out->err, "writing the inventory: %s", gp_strerror(out->err));
-    if (inv->nrows - inv->seen > inv->seen + STALE_SLACK)
-        reset(inv);
+    prune(inv);
 done:
     if (rc) {
         out->len = mark_len;
@@ -718,22 +788,44 @@ done:
     return rc;
 }
 
-/* Under inv's lock; without one, a cache for this request alone. */
-static int answer(struct gp_inventory *inv, struct gp_storage *st, int nodes, struct gp_buf *out,
-                  char *err, size_t errlen)
+typedef int (*use_fn)(struct gp_inventory *inv, struct gp_storage *st, void *ctx, char *err,
+                      size_t errlen);
+
+/* fn(inv) under inv's lock; without one, with a cache for this request
+ * alone. */
+static int with_inventory(struct gp_inventory *inv, struct gp_storage *st, use_fn fn, void *ctx,
+                          char *err, size_t errlen)
 {
     if (!inv) {
         struct gp_inventory *tmp;
         if (gp_inventory_new(&tmp))
             return gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
-        int rc = inventory(tmp, st, nodes, out, err, errlen);
+        int rc = fn(tmp, st, ctx, err, errlen);
         gp_inventory_free(tmp);
         return rc;
     }
     pthread_mutex_lock(&inv->mu);
-    int rc = inventory(inv, st, nodes, out, err, errlen);
+    int rc = fn(inv, st, ctx, err, errlen);
     pthread_mutex_unlock(&inv->mu);
     return rc;
+}
+
+struct doc {
+    int nodes;
+    struct gp_buf *out;
+};
+
+static int use_doc(struct gp_inventory *inv, struct gp_storage *st, void *ctx, char *err, size_t errlen)
+{
+    struct doc *d = ctx;
+    return inventory(inv, st, d->nodes, d->out, err, errlen);
+}
+
+static int answer(struct gp_inventory *inv, struct gp_storage *st, int nodes, struct gp_buf *out,
+                  char *err, size_t errlen)
+{
+    struct doc d = {nodes, out};
+    return with_inventory(inv, st, use_doc, &d, err, errlen);
 }
 
 int gp_query_nodes(struct gp_inventory *inv, struct gp_storage *s, struct gp_buf *out, char *err,
@@ -746,4 +838,201 @@ int gp_query_gpus(struct gp_inventory *inv, struct gp_storage *s, struct gp_buf 
                   size_t errlen)
 {
     return answer(inv, s, 0, out, err, errlen);
+}
+
+static int use_warm(struct gp_inventory *inv, struct gp_storage *st, void *ctx, char *err, size_t errlen)
+{
+    uint32_t *slice_left = ctx; /* in: the slice; out: the series left */
+    int rc = refresh_some(inv, st, *slice_left, err, errlen);
+    *slice_left = inv->skipped;
+    if (!rc && !inv->skipped)
+        prune(inv);
+    return rc;
+}
+
+void gp_inventory_stats(struct gp_inventory *inv, struct gp_inventory_stats *out)
+{
+    pthread_mutex_lock(&inv->mu);
+    out->label_reads = inv->label_reads;
+    out->series = inv->nrows;
+    out->gpus = inv->ngpus;
+    pthread_mutex_unlock(&inv->mu);
+}
+
+int gp_inventory_warm(struct gp_inventory *inv, struct gp_storage *st, uint32_t slice, char *err,
+                      size_t errlen)
+{
+    if (!inv || !slice)
+        return gp_seterr(err, errlen, GP_EUSAGE, "warming the inventory: no inventory or slice");
+    uint32_t left;
+    int rc;
+    /* slices, the locks let go between them: a cold start's 400,000
+     * label sets do not hold ingest (the store's lock) or requests for
+     * the quarter second they take in one go */
+    do {
+        left = slice;
+        rc = with_inventory(inv, st, use_warm, &left, err, errlen);
+    } while (!rc && left);
+    return rc;
+}
+
+/* A visit for the fleet's tiles: the rows of the series selected, in
+ * the selection's order. Rows it adds wait for the next refresh to be
+ * marked selected; it marks none, so the inventory's answers and
+ * pruning see only their own visits. */
+struct tiles {
+    struct gp_inventory *inv;
+    uint32_t *sel;
+    uint32_t n, cap;
+};
+
+static int visit_tiles(void *arg, const struct gp_store_series *se)
+{
+    struct tiles *t = arg;
+    struct gp_inventory *inv = t->inv;
+    struct row *r = find_row(inv, se->id);
+    if (!r && !se->labels)
+        return !inv->err;
+    if (!r && !inv->err)
+        inv->err = add_row(inv, se, &r);
+    if (!r || r->gpu == NONE || inv->err)
+        return 0;
+    if (grow_array((void **)&t->sel, &t->cap, t->n + 1, sizeof *t->sel)) {
+        inv->err = GP_ENOMEM;
+        return 0;
+    }
+    r->last_ms = se->last_ms;
+    t->sel[t->n++] = (uint32_t)(r - inv->rows);
+    return 0;
+}
+
+/* Calls fn for each GPU of the rows t selected (kind_of: each name's
+ * kind by string index), then fn(arg, NULL). */
+static int each_gpu(const struct gp_inventory *inv, const struct tiles *t, const int8_t *kind_of,
+                    gp_inventory_gpu_fn fn, void *arg)
+{
+    /* the rows by GPU, each GPU's in selection order (a counting sort) */
+    uint32_t *at = calloc((size_t)inv->ngpus + 1, sizeof *at);
+    uint32_t *by = malloc((t->n ? t->n : 1) * sizeof *by);
+    struct gp_inv_series *ser = NULL;
+    uint32_t cap = 0;
+    int rc = at && by ? GP_OK : GP_ENOMEM;
+    for (uint32_t i = 0; !rc && i < t->n; i++)
+        at[inv->rows[t->sel[i]].gpu + 1]++;
+    for (uint32_t g = 0; !rc && g < inv->ngpus; g++)
+        at[g + 1] += at[g];
+    for (uint32_t i = 0; !rc && i < t->n; i++)
+        by[at[inv->rows[t->sel[i]].gpu]++] = t->sel[i];
+    /* at[g] is now where GPU g + 1 starts */
+    for (uint32_t g = 0, from = 0; !rc && g < inv->ngpus; from = at[g++]) {
+        uint32_t n = 0;
+        if (at[g] > from && grow_array((void **)&ser, &cap, at[g] - from, sizeof *ser)) {
+            rc = GP_ENOMEM;
+            break;
+        }
+        for (uint32_t i = from; i < at[g]; i++) {
+            const struct row *r = &inv->rows[by[i]];
+            const struct tile *tl = &inv->tiles[by[i]];
+            struct gp_inv_series y = {r->id,
+                                      kind_of[tl->name],
+                                      r->last_ms,
+                                      str_of(inv, tl->job),
+                                      str_of(inv, r->model),
+                                      str_of(inv, tl->rank),
+                                      str_of(inv, r->uuid),
+                                      str_of(inv, tl->reason)};
+            if (y.kind < 0)
+                continue;
+            /* by kind, newest first; equal ones in selection order */
+            uint32_t k = n++;
+            for (; k && (ser[k - 1].kind > y.kind ||
+                         (ser[k - 1].kind == y.kind && ser[k - 1].last_ms < y.last_ms));
+                 k--)
+                ser[k] = ser[k - 1];
+            ser[k] = y;
+        }
+        if (n) {
+            const struct igpu *x = &inv->gpus[g];
+            struct gp_inv_gpu v = {str_of(inv, x->node), str_of(inv, x->gpu), str_of(inv, x->mig),
+                                   ser, n};
+            rc = fn(arg, &v);
+        }
+    }
+    if (!rc)
+        rc = fn(arg, NULL);
+    free(ser);
+    free(by);
+    free(at);
+    return rc;
+}
+
+struct visit_gpus {
+    const char *const *names;
+    size_t nnames;
+    int64_t t0, t1;
+    gp_inventory_gpu_fn fn;
+    void *arg;
+};
+
+static int use_gpus(struct gp_inventory *inv, struct gp_storage *st, void *ctx, char *err, size_t errlen)
+{
+    const struct visit_gpus *v = ctx;
+    if (v->nnames > INT8_MAX)
+        return gp_seterr(err, errlen, GP_EUSAGE, "more than 127 metric names");
+    struct gp_matcher m;
+    int rc = gp_query_names_matcher(&m, v->names, v->nnames, err, errlen);
+    if (rc)
+        return rc;
+    attach(inv, st);
+    /* the names' strings first: a kind per string index after the visit */
+    uint32_t *name_of = malloc((v->nnames ? v->nnames : 1) * sizeof *name_of);
+    for (size_t k = 0; name_of && k < v->nnames; k++)
+        if ((name_of[k] = intern(inv, (struct gp_str){v->names[k], strlen(v->names[k])})) == NONE)
+            inv->err = GP_ENOMEM;
+    struct tiles t = {inv, NULL, 0, 0};
+    int8_t *kind_of = NULL;
+    if (!name_of)
+        inv->err = GP_ENOMEM;
+    if (!inv->err)
+        rc = gp_storage_select_each(st, &m, 1, v->t0, v->t1, visit_tiles, &t);
+    gp_matcher_free(&m);
+    if (rc) {
+        reset(inv); /* a visit may have stopped half way */
+        rc = gp_seterr(err, errlen, rc, "selecting GPU series: %s", gp_strerror(rc));
+    } else if (inv->err || !(kind_of = malloc(inv->nstr))) {
+        reset(inv);
+        rc = gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
+    } else {
+        memset(kind_of, -1, inv->nstr);
+        for (size_t k = v->nnames; k-- > 0;) /* the first of equal names wins */
+            kind_of[name_of[k]] = (int8_t)k;
+        rc = each_gpu(inv, &t, kind_of, v->fn, v->arg);
+        if (rc == GP_ENOMEM)
+            rc = gp_seterr(err, errlen, rc, "out of memory");
+    }
+    free(kind_of);
+    free(name_of);
+    free(t.sel);
+    return rc;
+}
+
+int gp_inventory_each_gpu(struct gp_inventory *inv, struct gp_storage *st, const char *const *names,
+                          size_t nnames, int64_t t0, int64_t t1, gp_inventory_gpu_fn fn, void *arg,
+                          char *err, size_t errlen)
+{
+    struct visit_gpus v = {names, nnames, t0, t1, fn, arg};
+    return with_inventory(inv, st, use_gpus, &v, err, errlen);
+}
+
+int gp_query_names_matcher(struct gp_matcher *m, const char *const *names, size_t n, char *err,
+                           size_t errlen)
+{
+    struct gp_buf re;
+    gp_buf_init(&re, 0);
+    for (size_t i = 0; i < n; i++)
+        gp_buf_printf(&re, "%s%s", i ? "|" : "", names[i]);
+    int rc = re.err ? gp_seterr(err, errlen, GP_ENOMEM, "out of memory")
+                    : gp_matcher_init(m, GP_MATCH_RE, "__name__", re.data, err, errlen);
+    gp_buf_free(&re);
+    return rc;
 }

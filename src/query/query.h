@@ -158,6 +158,58 @@ int gp_query_nodes(struct gp_inventory *inv, struct gp_storage *s, struct gp_buf
 int gp_query_gpus(struct gp_inventory *inv, struct gp_storage *s, struct gp_buf *out, char *err,
                   size_t errlen);
 
+/*
+ * Brings inv up to date with the GPU series of s now, so that the next
+ * request reads no label set it has not met: the server calls it at
+ * start-up and every few seconds after (gpus_api.c). It reads at most
+ * slice (> 0) new label sets under one hold of the store's and inv's
+ * locks, letting both go between slices. GP_OK, GP_EUSAGE, GP_ENOMEM,
+ * or the store's error with detail.
+ */
+int gp_inventory_warm(struct gp_inventory *inv, struct gp_storage *s, uint32_t slice, char *err,
+                      size_t errlen);
+
+/* What inv holds: label sets parsed over its life, series and GPUs kept. */
+struct gp_inventory_stats {
+    uint64_t label_reads;
+    uint32_t series, gpus;
+};
+void gp_inventory_stats(struct gp_inventory *inv, struct gp_inventory_stats *out);
+
+/* One series of a GPU (gp_inventory_each_gpu); strings as the GPU's. */
+struct gp_inv_series {
+    uint32_t id;
+    int kind; /* index of its name in the names asked for */
+    int64_t last_ms;
+    struct gp_str job, model, rank, uuid, reason; /* labels; "" absent */
+};
+/* A GPU: (Hostname or hostname, gpu, GPU_I_ID), "" when absent, and its
+ * series, by kind, newest first (equal ones in id order). */
+struct gp_inv_gpu {
+    struct gp_str node, gpu, mig;
+    const struct gp_inv_series *series;
+    size_t n;
+};
+/* Called per GPU, then once with NULL; nonzero stops (and is returned).
+ * Every string is valid until the call with NULL returns. */
+typedef int (*gp_inventory_gpu_fn)(void *arg, const struct gp_inv_gpu *g);
+
+/*
+ * The fleet's tiles (/api/v1/fleet/gpus) from inv's cache: calls fn for
+ * each GPU (in no set order) with its series named in names[0..nnames)
+ * (at most 127) that have a sample in [t0, t1], as gp_storage_select
+ * would select them; GPUs with none are left out. GP_OK, GP_ENOMEM, the
+ * store's error with detail, or fn's.
+ */
+int gp_inventory_each_gpu(struct gp_inventory *inv, struct gp_storage *s, const char *const *names,
+                          size_t nnames, int64_t t0, int64_t t1, gp_inventory_gpu_fn fn, void *arg,
+                          char *err, size_t errlen);
+
+/* m: __name__ =~ "names[0]|names[1]|..." (names are literal metric
+ * names). GP_OK, GP_ENOMEM, or gp_matcher_init's error with detail. */
+int gp_query_names_matcher(struct gp_matcher *m, const char *const *names, size_t n, char *err,
+                           size_t errlen);
+
 /* {"status":"error","errorType":type,"error":msg}, as Prometheus answers. */
 void gp_query_error(struct gp_buf *out, const char *type, const char *msg);
 

@@ -6,6 +6,7 @@
 
 #include "lib/buf.h"
 #include "lib/err.h"
+#include "query/query.h"
 #include "store/labels.h"
 #include "store/matcher.h"
 
@@ -154,17 +155,8 @@ static int select_series(struct gp_storage *st, const char *const *names, size_t
 {
     *cands = NULL;
     *n = 0;
-    struct gp_buf re;
-    gp_buf_init(&re, 0);
-    for (size_t i = 0; i < nnames; i++)
-        gp_buf_printf(&re, "%s%s", i ? "|" : "", names[i]);
-    if (re.err) {
-        gp_buf_free(&re);
-        return GP_ENOMEM;
-    }
     struct gp_matcher m;
-    int rc = gp_matcher_init(&m, GP_MATCH_RE, "__name__", re.data, err, errlen);
-    gp_buf_free(&re);
+    int rc = gp_query_names_matcher(&m, names, nnames, err, errlen);
     if (rc)
         return rc;
     rc = gp_storage_select_since(st, &m, 1, t0, t1, since, sel);

@@ -1,7 +1,8 @@
 /*
  * gpu_series.h - the series of each GPU now, for the fleet routes
- * (cost_api.c's /api/v1/fleet and /api/v1/cost, gpus_api.c's
- * /api/v1/fleet/gpus): one selection of every wanted metric name for
+ * (cost_api.c's /api/v1/fleet and /api/v1/cost; gpus_api.c's
+ * /api/v1/fleet/gpus reads the inventory's cache instead, query.h
+ * gp_inventory_each_gpu, and uses only the comparator): one selection of every wanted metric name for
  * all GPUs at once, each series tagged with its GPU's labels and the
  * index of its name, sorted so that each GPU's series are together, by
  * name index, newest first. Selecting once for the whole fleet (not per

@@ -5,10 +5,15 @@
  * below within the last 5 minutes, whether its clocks are held down, and
  * a badge of its active alerts. Filters: node=, job=, model= (exact).
  *
- * Speed: one selection of every metric for all GPUs (gpu_series.h), then
- * per GPU the newest finite value of its newest series of each metric;
- * GPUs a filter leaves out are never read. The alert badges come from the
- * alerts in memory, matched to GPUs by binary search.
+ * Speed: the GPUs and their series come from the inventory's cache
+ * (query.h gp_inventory_each_gpu: labels read once per series for the
+ * server's life, not per request; at 4,096 GPUs the selection's copy of
+ * every label set and its parse were most of this route), then per GPU
+ * the newest finite value of its newest series of each metric; GPUs a
+ * filter leaves out are never read. The alert badges come from the
+ * alerts in memory, matched to GPUs by binary search. A thread keeps the
+ * cache warm (gp_srv_inventory_warm_start): the first request after a
+ * start, or after a thousand GPUs' series appeared, reads no label set.
  *
  * Units: DCGM's FB_* are MiB; gpulse's own memory series are bytes and
  * win when both are there. Utilization (%) becomes a fraction.
@@ -19,6 +24,8 @@
 #include "lib/clock.h"
 #include "lib/err.h"
 #include "lib/json.h"
+#include "lib/log.h"
+#include "query/query.h"
 #include "server/gpu_series.h"
 
 #include <math.h>
@@ -30,6 +37,14 @@
  * is a former label set (another job), not the GPU now. */
 #define GPUS_REASON_STALE_MS 30000
 #define MIB 1048576.0
+/* How often the inventory's cache is brought up with the store: a
+ * fleet's new series (a thousand GPUs' first tick) are parsed within this
+ * of their arrival instead of by the next request. A pass over a warm
+ * cache costs a few ms at 4,096 GPUs. */
+#define WARM_INTERVAL_MS 5000
+/* New label sets read under one hold of the store's lock: about 10 ms of
+ * parsing, so a cold start's pass does not stall ingest. */
+#define WARM_SLICE 16384
 
 #define GPU_METRICS(X)                                          \
     X(UTIL, "DCGM_FI_DEV_GPU_UTIL")                             \
@@ -61,8 +76,7 @@ static const char *const metric_names[M_COUNT] = {
 };
 
 struct gpu_row {
-    const struct gp_srv_cand *who; /* its newest series: identity, job, rank */
-    struct gp_str rank, uuid;
+    struct gp_str node, gpu, mig, model, job, rank, uuid; /* of its newest series */
     double v[M_COUNT];
     int throttled;                 /* -1: no clock-event series */
     int64_t last_seen;
@@ -94,51 +108,54 @@ static int gpu_cmp(struct gp_str a, struct gp_str b)
 static int row_cmp(const void *pa, const void *pb)
 {
     const struct gpu_row *a = pa, *b = pb;
-    int c = gp_srv_rw_cmp(a->who->node, b->who->node);
+    int c = gp_srv_rw_cmp(a->node, b->node);
     if (!c)
-        c = gpu_cmp(a->who->gpu, b->who->gpu);
-    return c ? c : gp_srv_rw_cmp(a->who->mig, b->who->mig);
+        c = gpu_cmp(a->gpu, b->gpu);
+    return c ? c : gp_srv_rw_cmp(a->mig, b->mig);
 }
 
-/* Reads the GPU c[i..j) into row; 0 when a filter leaves it out. */
-static int read_gpu(struct gp_storage *st, const struct gp_srv_cand *c, size_t i, size_t j,
+/* Reads GPU g into row; 0 when a filter leaves it out. */
+static int read_gpu(struct gp_storage *st, const struct gp_inv_gpu *g,
                     const struct gp_srv_gpu_filter *f, struct gp_samples *scratch,
                     struct gpu_row *row)
 {
-    const struct gp_srv_cand *who = &c[i];
+    const struct gp_inv_series *c = g->series, *who = &c[0];
     int64_t reasons_newest = INT64_MIN;
-    for (size_t k = i; k < j; k++) {
-        if (c[k].s->last_ms > who->s->last_ms)
+    for (size_t k = 0; k < g->n; k++) {
+        if (c[k].last_ms > who->last_ms)
             who = &c[k];
-        if (c[k].kind == M_REASONS && c[k].s->last_ms > reasons_newest)
-            reasons_newest = c[k].s->last_ms;
+        if (c[k].kind == M_REASONS && c[k].last_ms > reasons_newest)
+            reasons_newest = c[k].last_ms;
     }
-    if ((f->node && !str_eq(who->node, f->node)) || (f->job && !str_eq(who->job, f->job)) ||
+    if ((f->node && !str_eq(g->node, f->node)) || (f->job && !str_eq(who->job, f->job)) ||
         (f->model && !str_eq(who->model, f->model)))
         return 0;
     memset(row, 0, sizeof *row);
-    row->who = who;
-    row->rank = gp_srv_label(who->s, "rank");
-    row->uuid = gp_srv_label(who->s, "UUID");
-    row->last_seen = who->s->last_ms;
+    row->node = g->node;
+    row->gpu = g->gpu;
+    row->mig = g->mig;
+    row->model = who->model;
+    row->job = who->job;
+    row->rank = who->rank;
+    row->uuid = who->uuid;
+    row->last_seen = who->last_ms;
     row->throttled = -1;
     row->severity = -1;
     for (size_t m = 0; m < M_COUNT; m++)
         row->v[m] = NAN;
-    for (size_t k = i; k < j; k++) {
-        const struct gp_srv_cand *x = &c[k];
+    for (size_t k = 0; k < g->n; k++) {
+        const struct gp_inv_series *x = &c[k];
         if (x->kind == M_REASONS) {
-            if (x->s->last_ms < reasons_newest - GPUS_REASON_STALE_MS)
+            if (x->last_ms < reasons_newest - GPUS_REASON_STALE_MS)
                 continue;
-            double v = gp_storage_newest_value(st, x->s->id, x->s->last_ms, GPUS_LOOKBACK_MS, scratch);
-            struct gp_str why = gp_srv_label(x->s, "reason");
+            double v = gp_storage_newest_value(st, x->id, x->last_ms, GPUS_LOOKBACK_MS, scratch);
             if (row->throttled < 0)
                 row->throttled = 0;
-            if (v >= 0.5 && !str_eq(why, "gpu_idle") && !str_eq(why, "applications_clocks_setting"))
+            if (v >= 0.5 && !str_eq(x->reason, "gpu_idle") &&
+                !str_eq(x->reason, "applications_clocks_setting"))
                 row->throttled = 1;
         } else if (isnan(row->v[x->kind])) { /* newest series first: the first finite wins */
-            row->v[x->kind] =
-                gp_storage_newest_value(st, x->s->id, x->s->last_ms, GPUS_LOOKBACK_MS, scratch);
+            row->v[x->kind] = gp_storage_newest_value(st, x->id, x->last_ms, GPUS_LOOKBACK_MS, scratch);
         }
     }
     return 1;
@@ -160,16 +177,16 @@ static void count_alert(void *ctx, const struct gp_obs_key *k, enum gp_alert_sta
     size_t lo = 0, hi = b->n;
     while (lo < hi) { /* the first row not before (node, gpu) */
         size_t mid = lo + (hi - lo) / 2;
-        int c = gp_srv_rw_cmp(b->rows[mid].who->node, node);
+        int c = gp_srv_rw_cmp(b->rows[mid].node, node);
         if (!c)
-            c = gpu_cmp(b->rows[mid].who->gpu, gpu);
+            c = gpu_cmp(b->rows[mid].gpu, gpu);
         if (c < 0)
             lo = mid + 1;
         else
             hi = mid;
     }
-    for (size_t i = lo; i < b->n && !gp_srv_rw_cmp(b->rows[i].who->node, node) &&
-                        !gp_srv_rw_cmp(b->rows[i].who->gpu, gpu);
+    for (size_t i = lo; i < b->n && !gp_srv_rw_cmp(b->rows[i].node, node) &&
+                        !gp_srv_rw_cmp(b->rows[i].gpu, gpu);
          i++) {
         struct gpu_row *r = &b->rows[i];
         r->firing += state == GP_ALERT_FIRING;
@@ -181,7 +198,9 @@ static void count_alert(void *ctx, const struct gp_obs_key *k, enum gp_alert_sta
 
 void gp_srv_put_num(struct gp_buf *b, const char *name, double v)
 {
-    gp_buf_printf(b, ",\"%s\":", name);
+    gp_buf_puts(b, ",\""); /* not printf: 11 numbers a GPU */
+    gp_buf_puts(b, name);
+    gp_buf_puts(b, "\":");
     if (isfinite(v))
         gp_buf_put_double(b, v);
     else
@@ -190,7 +209,9 @@ void gp_srv_put_num(struct gp_buf *b, const char *name, double v)
 
 static void put_str(struct gp_buf *b, const char *name, struct gp_str v, int null_if_empty)
 {
-    gp_buf_printf(b, ",\"%s\":", name);
+    gp_buf_puts(b, ",\"");
+    gp_buf_puts(b, name);
+    gp_buf_puts(b, "\":");
     if (!v.len && null_if_empty)
         gp_buf_puts(b, "null");
     else
@@ -201,12 +222,12 @@ static void row_json(struct gp_buf *b, const struct gpu_row *r)
 {
     const double *v = r->v;
     gp_buf_puts(b, "{\"node\":");
-    gp_json_str(b, r->who->node.ptr, r->who->node.len);
-    put_str(b, "gpu", r->who->gpu, 0);
-    put_str(b, "mig", r->who->mig, 1);
+    gp_json_str(b, r->node.ptr, r->node.len);
+    put_str(b, "gpu", r->gpu, 0);
+    put_str(b, "mig", r->mig, 1);
     put_str(b, "uuid", r->uuid, 1);
-    put_str(b, "model", r->who->model, 1);
-    put_str(b, "job", r->who->job, 1);
+    put_str(b, "model", r->model, 1);
+    put_str(b, "job", r->job, 1);
     put_str(b, "rank", r->rank, 1);
     gp_srv_put_num(b, "util", v[M_UTIL] / 100.0);
     gp_srv_put_num(b, "sm_active", v[M_SM]);
@@ -229,45 +250,60 @@ static void row_json(struct gp_buf *b, const struct gpu_row *r)
         gp_buf_puts(b, "null}}");
 }
 
+/* One request: the rows read per GPU, written once all are in. */
+struct fleet {
+    struct gp_server *s;
+    struct gp_storage *st;
+    const struct gp_srv_gpu_filter *f;
+    struct gp_buf *out;
+    int64_t now;
+    struct gp_samples scratch;
+    struct gpu_row *rows;
+    size_t n, cap;
+};
+
+static int fleet_gpu(void *arg, const struct gp_inv_gpu *g)
+{
+    struct fleet *x = arg;
+    if (g) {
+        if (x->n == x->cap) {
+            size_t nc = x->cap ? 2 * x->cap : 256;
+            struct gpu_row *r = realloc(x->rows, nc * sizeof *r);
+            if (!r)
+                return GP_ENOMEM;
+            x->rows = r;
+            x->cap = nc;
+        }
+        x->n += (size_t)read_gpu(x->st, g, x->f, &x->scratch, &x->rows[x->n]);
+        return GP_OK;
+    }
+    /* all in: the strings stay valid until this returns */
+    if (x->n)
+        qsort(x->rows, x->n, sizeof *x->rows, row_cmp);
+    struct badges b = {x->rows, x->n};
+    if (x->s->alerts)
+        gp_alerts_each_active(x->s->alerts, count_alert, &b);
+    gp_buf_puts(x->out, "{\"time\":");
+    gp_json_time(x->out, x->now);
+    gp_buf_puts(x->out, ",\"gpus\":[");
+    for (size_t i = 0; i < x->n; i++) {
+        if (i)
+            gp_buf_putc(x->out, ',');
+        row_json(x->out, &x->rows[i]);
+    }
+    gp_buf_puts(x->out, "]}");
+    return GP_OK;
+}
+
 int gp_srv_fleet_gpus_data(struct gp_server *s, struct gp_storage *st,
                            const struct gp_srv_gpu_filter *f, struct gp_buf *out, char *err,
                            size_t errlen)
 {
-    int64_t now = gp_wall_ms();
-    struct gp_store_selection sel = {0};
-    struct gp_srv_cand *c = NULL;
-    struct gpu_row *rows = NULL;
-    struct gp_samples scratch = {0};
-    size_t n = 0, nrows = 0;
-    int rc = gp_srv_gpu_series(st, metric_names, M_COUNT, now - GPUS_LOOKBACK_MS, now, 0, &sel, &c,
-                               &n, err, errlen);
-    if (!rc && n && !(rows = calloc(n, sizeof *rows)))
-        rc = gp_seterr(err, errlen, GP_ENOMEM, "out of memory");
-    for (size_t i = 0; !rc && i < n;) {
-        size_t j = gp_srv_gpu_run(c, n, i, 0);
-        nrows += (size_t)read_gpu(st, c, i, j, f, &scratch, &rows[nrows]);
-        i = j;
-    }
-    if (!rc) {
-        if (nrows)
-            qsort(rows, nrows, sizeof *rows, row_cmp);
-        struct badges b = {rows, nrows};
-        if (s->alerts)
-            gp_alerts_each_active(s->alerts, count_alert, &b);
-        gp_buf_puts(out, "{\"time\":");
-        gp_json_time(out, now);
-        gp_buf_puts(out, ",\"gpus\":[");
-        for (size_t i = 0; i < nrows; i++) {
-            if (i)
-                gp_buf_putc(out, ',');
-            row_json(out, &rows[i]);
-        }
-        gp_buf_puts(out, "]}");
-    }
-    gp_samples_free(&scratch);
-    free(rows);
-    free(c);
-    gp_storage_selection_free(&sel);
+    struct fleet x = {.s = s, .st = st, .f = f, .out = out, .now = gp_wall_ms()};
+    int rc = gp_inventory_each_gpu(s->inventory, st, metric_names, M_COUNT, x.now - GPUS_LOOKBACK_MS,
+                                   x.now, fleet_gpu, &x, err, errlen);
+    gp_samples_free(&x.scratch);
+    free(x.rows);
     return rc;
 }
 
@@ -294,4 +330,33 @@ void gp_srv_handle_fleet_gpus(struct gp_server *s, struct gp_storage *st,
     else if (resp->body.err)
         gp_srv_bad(resp, 400, "bad_data", "the answer is larger than %zu bytes: filter it",
                    resp->body.max);
+}
+
+static void warm(void *arg)
+{
+    struct gp_server *s = arg;
+    struct gp_storage *st = gp_srv_store(s);
+    /* Remote, where the local window does not hold the inventory's
+     * lookback (no window, or its refill after a restart failed), a pass
+     * would be a cluster query of every GPU series: requests alone pay
+     * for that. */
+    if (!st || gp_storage_pushdown(st, NULL, 0, gp_wall_ms() - s->cfg.remote_lookback_ms))
+        return;
+    char err[256] = "";
+    int rc = gp_inventory_warm(s->inventory, st, WARM_SLICE, err, sizeof err);
+    if (rc && !s->inventory_warm_failed)
+        gp_log(GP_LOG_WARN, "inventory", "cannot bring the inventory up to date", "err=\"%s\"", err);
+    else if (!rc && s->inventory_warm_failed)
+        gp_log(GP_LOG_INFO, "inventory", "inventory up to date again", "%s", "");
+    s->inventory_warm_failed = rc != GP_OK;
+}
+
+int gp_srv_inventory_warm_start(struct gp_server *s)
+{
+    return gp_periodic_start(&s->inventory_warm, WARM_INTERVAL_MS, 1, warm, s);
+}
+
+void gp_srv_inventory_warm_stop(struct gp_server *s)
+{
+    gp_periodic_stop(&s->inventory_warm);
 }

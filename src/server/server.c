@@ -646,6 +646,10 @@ int gp_server_start(struct gp_server **out, const struct gp_server_config *c, ch
         gp_seterr(err, errlen, rc, "cannot start the self-scrape thread");
         goto fail;
     }
+    if ((rc = gp_srv_inventory_warm_start(s))) {
+        gp_seterr(err, errlen, rc, "cannot start the inventory thread");
+        goto fail;
+    }
     if ((rc = gp_srv_funnel_report_start(s, err, errlen)))
         goto fail;
     if ((rc = gp_srv_meta_forward_start(s))) {
@@ -668,6 +672,7 @@ void gp_server_stop(struct gp_server *s)
         return;
     gp_srv_self_stop(s); /* it renders from the HTTP server and appends to the store */
     gp_srv_funnel_report_stop(s); /* it reads the store */
+    gp_srv_inventory_warm_stop(s); /* it reads the store */
     gp_srv_meta_forward_stop(s);  /* it writes to the store */
     gp_srv_stream_close(s); /* open streams end, or stopping would wait for them */
     gp_http_stop(s->http); /* waits for running handlers */

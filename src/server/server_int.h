@@ -17,6 +17,7 @@
 #include "server/server.h"
 #include "storage/storage.h"
 #include "lib/metric_sink.h"
+#include "lib/periodic.h"
 
 #include <pthread.h>
 #include <stdint.h>
@@ -169,6 +170,8 @@ struct gp_server {
     struct gp_srv_preflight preflight; /* gpulse check's results by node */
     struct gp_srv_meta *meta; /* remote write's metric metadata (metadata.h); set with the store */
     struct gp_inventory *inventory; /* /api/v1/gpus and /nodes' cache (query.h); set with the store */
+    struct gp_periodic inventory_warm; /* keeps it warm (gpus_api.c) */
+    int inventory_warm_failed;         /* its last pass failed (logged once) */
     double gpu_hour_price;  /* USD, 0 when not configured */
     struct gp_rem *rem;     /* remediation hooks and their audit log; set with the store */
     struct gp_prices prices; /* per model (query/cost.h); read-only once open */
@@ -351,6 +354,11 @@ int gp_srv_fleet_gpus_data(struct gp_server *s, struct gp_storage *st,
                            size_t errlen);
 void gp_srv_handle_fleet_gpus(struct gp_server *s, struct gp_storage *st,
                               const struct gp_http_request *req, struct gp_http_response *resp);
+/* gpus_api.c: the thread that keeps the inventory's cache up with the
+ * store (at once, then every few seconds; after the store is published;
+ * stop before it closes; accepts none). GP_OK or GP_ENOMEM. */
+int gp_srv_inventory_warm_start(struct gp_server *s);
+void gp_srv_inventory_warm_stop(struct gp_server *s);
 /* `,"name":v` (null when v is not finite), for the fleet documents (gpus_api.c). */
 void gp_srv_put_num(struct gp_buf *b, const char *name, double v);
 /* hosts.c: the fleet's `hosts` array (each node's host figures now, seen

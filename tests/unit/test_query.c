@@ -1088,10 +1088,73 @@ static char *inventory_text(struct gp_inventory *inv, struct gp_storage *s, int 
     return out.data;
 }
 
-/* The kept inventory answers as one built from scratch, both documents;
- * returns the GPUs' answer (to free). */
+/* gp_inventory_each_gpu's GPUs, one line each (sorted: its order is not
+ * set), each with its series in the order given. */
+struct tiles_dump {
+    char *line[64];
+    size_t n;
+    int ended;
+};
+
+static int dump_gpu(void *arg, const struct gp_inv_gpu *g)
+{
+    struct tiles_dump *d = arg;
+    if (!g) {
+        d->ended++;
+        return GP_OK;
+    }
+    struct gp_buf b;
+    gp_buf_init(&b, 0);
+    gp_buf_printf(&b, "%.*s/%.*s/%.*s:", (int)g->node.len, g->node.ptr, (int)g->gpu.len, g->gpu.ptr,
+                  (int)g->mig.len, g->mig.ptr);
+    for (size_t i = 0; i < g->n; i++) {
+        const struct gp_inv_series *x = &g->series[i];
+        gp_buf_printf(&b, " %d@%lld{%.*s,%.*s,%.*s,%.*s,%.*s}", x->kind, (long long)x->last_ms,
+                      (int)x->job.len, x->job.ptr, (int)x->model.len, x->model.ptr, (int)x->rank.len,
+                      x->rank.ptr, (int)x->uuid.len, x->uuid.ptr, (int)x->reason.len, x->reason.ptr);
+    }
+    CHECK(d->n < 64);
+    d->line[d->n++] = b.data;
+    return GP_OK;
+}
+
+static int line_cmp(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The tiles of inv (NULL: built for the call) in [t0, t1], as text to free. */
+static char *tiles_text(struct gp_inventory *inv, struct gp_storage *s, int64_t t0, int64_t t1)
+{
+    static const char *const names[] = {"DCGM_FI_DEV_GPU_UTIL", "gpulse_gpu_memory_total_bytes",
+                                        "DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_FB_USED",
+                                        "gpulse_gpu_lost", "gpulse_gpu_memory_total_bytes"};
+    struct tiles_dump d = {.n = 0};
+    char err[256] = "";
+    if (gp_inventory_each_gpu(inv, s, names, 6, t0, t1, dump_gpu, &d, err, sizeof err))
+        gp_test_fail(__FILE__, __LINE__, "tiles: %s", err);
+    CHECK_INT(d.ended, 1);
+    qsort(d.line, d.n, sizeof *d.line, line_cmp);
+    struct gp_buf b;
+    gp_buf_init(&b, 0);
+    for (size_t i = 0; i < d.n; i++) {
+        gp_buf_printf(&b, "%s\n", d.line[i]);
+        free(d.line[i]);
+    }
+    gp_buf_puts(&b, "");
+    return b.data;
+}
+
+/* The kept inventory answers as one built from scratch, both documents
+ * and the fleet's tiles; returns the GPUs' answer (to free). */
 static char *inventory_same(struct gp_inventory *inv, struct gp_storage *s)
 {
+    for (int64_t t0 = INT64_MIN; t0 != 1; t0 = t0 == INT64_MIN ? base_ms() + 5500 : 1) {
+        char *kept = tiles_text(inv, s, t0, INT64_MAX), *fresh = tiles_text(NULL, s, t0, INT64_MAX);
+        CHECK_STR(kept, fresh);
+        free(kept);
+        free(fresh);
+    }
     for (int nodes = 1; nodes >= 0; nodes--) {
         char *kept = inventory_text(inv, s, nodes), *fresh = inventory_text(NULL, s, nodes);
         CHECK_STR(kept, fresh);
@@ -1108,6 +1171,7 @@ static char *inventory_same(struct gp_inventory *inv, struct gp_storage *s)
  * seen, the newest series' identity), and another storage. */
 static void test_inventory_kept(void)
 {
+    char err0[256];
     struct gp_inventory *inv;
     CHECK_INT(gp_inventory_new(&inv), GP_OK);
     struct gp_storage *s = open_store();
@@ -1136,7 +1200,26 @@ static void test_inventory_kept(void)
     put_one(s, first, b + 23000, 5);
     const char *nogpu[] = {"__name__=DCGM_FI_DEV_GPU_UTIL", "Hostname=e", NULL};
     put_one(s, nogpu, b + 23000, 1);
+    /* a gpu without a host: a tile, not in the inventory */
+    const char *nohost[] = {"__name__=DCGM_FI_DEV_GPU_UTIL", "gpu=7", "job=j", "rank=2", NULL};
+    put_one(s, nohost, b + 23000, 1);
     a = inventory_same(inv, s);
+    CHECK(strstr(a, "\"node\":\"\"") == NULL);
+    char *t = tiles_text(inv, s, INT64_MIN, INT64_MAX);
+    CHECK_CONTAINS(t, "/7/: 0@");
+    CHECK_CONTAINS(t, "{j,,2,,}");
+    /* b/0: FB_USED (kind 3) only, gpulse_gpu_memory_total_bytes once
+     * (kind 1, its first place); a/0: util, memory, temperature, by kind */
+    CHECK_CONTAINS(t, "b/0/: 3@");
+    char *a0 = strstr(t, "a/0/: 0@");
+    CHECK(a0 && strstr(a0, " 1@") && strstr(a0, " 2@") && strstr(a0, " 1@") < strstr(a0, " 2@"));
+    CHECK(strstr(t, "e//") == NULL && strstr(t, "d//") == NULL); /* no gpu label: not a tile */
+    free(t);
+    /* only series with a sample from b + 5500 on */
+    t = tiles_text(inv, s, b + 5500, INT64_MAX);
+    CHECK(strstr(t, "b/0/:") == NULL);
+    CHECK_CONTAINS(t, "b/0/1: 3@");
+    free(t);
     CHECK(strstr(a, "{\"node\":\"0first\",\"gpu\":\"0\"") == a + strlen("{\"status\":\"success\",\"data\":["));
     CHECK_CONTAINS(a, "\"gpu\":\"0\",\"uuid\":\"GPU-a0\",\"model\":\"NVIDIA H100 80GB HBM3\","
                       "\"memory_bytes\":40000000000");
@@ -1145,6 +1228,28 @@ static void test_inventory_kept(void)
     char *g1 = strstr(a, "GPU-a1"), *g2at = strstr(a, "GPU-a2"), *g10 = strstr(a, "GPU-a10");
     CHECK(g1 && g2at && g10 && g1 < g2at && g2at < g10);
     free(a);
+    struct gp_inventory_stats is;
+    gp_inventory_stats(inv, &is);
+    CHECK(is.label_reads >= is.series && is.series > 0 && is.gpus > 0);
+    uint64_t reads = is.label_reads;
+    free(inventory_same(inv, s)); /* met series: no label set read again */
+    gp_inventory_stats(inv, &is);
+    CHECK_INT(is.label_reads, reads);
+    /* Warmed in slices of 2 label sets: every one of the 18 series read
+     * once (nine slices, then a pass that finds none left), then
+     * the answers read none and equal ones built from scratch. */
+    struct gp_inventory *warm;
+    CHECK_INT(gp_inventory_new(&warm), GP_OK);
+    CHECK_INT(gp_inventory_warm(warm, s, 0, err0, sizeof err0), GP_EUSAGE);
+    CHECK_INT(gp_inventory_warm(warm, s, 2, err0, sizeof err0), GP_OK);
+    gp_inventory_stats(warm, &is);
+    CHECK_INT(is.label_reads, 18);
+    CHECK_INT(is.series, 18);
+    free(inventory_same(warm, s));
+    CHECK_INT(gp_inventory_warm(warm, s, 2, err0, sizeof err0), GP_OK);
+    gp_inventory_stats(warm, &is);
+    CHECK_INT(is.label_reads, 18);
+    gp_inventory_free(warm);
     /* Another storage: nothing of the first one's series is kept. */
     char dir[1024];
     snprintf(dir, sizeof dir, "%s/other", gp_test_tmpdir());

@@ -14,6 +14,7 @@
 #include "lib/clock.h"
 #include "lib/err.h"
 #include "net/http.h"
+#include "query/query.h"
 #include "server/server.h"
 #include "server/server_int.h"
 #include "server/web_assets.h"
@@ -406,6 +407,58 @@ static json_t *host_of(json_t *hosts, const char *node)
  * from its gpulse_host_* series, named by Hostname, hostname, instance or
  * nothing; counters as rates (resets counted from zero), the newest of
  * two series of one figure, nulls where a figure is missing. */
+/* The inventory's label reads so far (gp_inventory_stats). */
+static uint64_t label_reads(struct gp_server *s)
+{
+    struct gp_inventory_stats st;
+    gp_inventory_stats(s->inventory, &st);
+    return st.label_reads;
+}
+
+/* Waits up to ms for the inventory to have read at least want label sets. */
+static uint64_t reads_reach(struct gp_server *s, uint64_t want, int ms)
+{
+    uint64_t n = label_reads(s);
+    for (int i = 0; i < ms / 20 && n < want; i++) {
+        usleep(20000);
+        n = label_reads(s);
+    }
+    return n;
+}
+
+/* The inventory is built in the background: after a restart before any
+ * request, and for series that arrive later within a pass of the
+ * thread; the requests that follow read no label set. */
+static void test_inventory_warm(void)
+{
+    struct gp_server *s = start_with("");
+    write_fleet(s, 60);
+    gp_server_stop(s);
+    s = start_with("");
+    /* write_fleet's 22 series, all named like GPU series */
+    uint64_t n = reads_reach(s, 22, 3000);
+    if (n != 22)
+        gp_test_fail(__FILE__, __LINE__, "after the start the inventory read %llu label sets, want 22",
+                     (unsigned long long)n);
+    json_t *g = gpus_of(s, "");
+    CHECK_INT(json_array_size(g), 5);
+    json_decref(g);
+    CHECK_INT(srv_request(s, "GET", "/api/v1/gpus", NULL, "r-tok")->status, 200);
+    CHECK_INT(label_reads(s), 22);
+    /* a new GPU: read by the thread, not by the request */
+    static struct rw_batch b;
+    memset(&b, 0, sizeof b);
+    add(&b, "DCGM_FI_DEV_GPU_TEMP", "Hostname=n9;gpu=0;" H100, 33);
+    srv_write(s, b.s, b.n);
+    n = reads_reach(s, 23, 8000);
+    CHECK_INT(n, 23);
+    g = gpus_of(s, "?node=n9");
+    CHECK_INT(json_array_size(g), 1);
+    json_decref(g);
+    CHECK_INT(label_reads(s), 23);
+    gp_server_stop(s);
+}
+
 static void test_fleet_hosts(void)
 {
     struct gp_server *s = start_with("");
@@ -1036,6 +1089,7 @@ const struct gp_test gp_tests_server_dashboard[] = {
     {"web_assets", test_web_assets},
     {"fleet_gpus", test_fleet_gpus},
     {"fleet_hosts", test_fleet_hosts},
+    {"inventory_warm", test_inventory_warm},
     {"stream", test_stream},
     {"stream_drops", test_stream_drops},
     {"ack", test_ack},
