@@ -168,12 +168,19 @@ static int samples_of(json_t *vals, struct gp_promapi_series *s, size_t *total, 
         if (!isfinite(ms) || fabs(ms) >= MAX_T_MS)
             return gp_seterr(err, errlen, GP_EPARSE, "a sample's time is out of range");
         int64_t t = (int64_t)llround(ms);
-        if (s->n && t <= s->t[s->n - 1])
+        if (s->n && t < s->t[s->n - 1])
             return gp_seterr(err, errlen, GP_EPARSE, "a series' samples are not in increasing time");
-        if (!value_of(json_array_get(pt, 1), &s->v[s->n]))
+        /* Two samples at one time: VictoriaMetrics without deduplication
+         * keeps both when two writers (an HA pair of servers) send the same
+         * series. Keep the later one; refusing the answer would send every
+         * read of the window to the cluster. */
+        size_t at = s->n && t == s->t[s->n - 1] ? s->n - 1 : s->n;
+        if (!value_of(json_array_get(pt, 1), &s->v[at]))
             return gp_seterr(err, errlen, GP_EPARSE, "a sample's value is not a number in a string");
-        s->t[s->n++] = t;
+        s->t[at] = t;
+        s->n = at + 1;
     }
+    *total -= n - s->n; /* the samples kept */
     return GP_OK;
 }
 

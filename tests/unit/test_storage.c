@@ -78,6 +78,16 @@ static void test_matrix_parses(void)
                       "{\"metric\":{},\"values\":[]},{\"metric\":{\"x\":\"\"},\"values\":[]}]}}";
     CHECK_INT(gp_promapi_parse_matrix(two, strlen(two), &r, err, sizeof err), GP_EPARSE); /* twice */
     gp_promapi_result_free(&r);
+    /* two writers of one series into a VictoriaMetrics without deduplication:
+     * one sample per time, the later kept; going back in time is still refused */
+    const char *dup = "{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":["
+                      "{\"metric\":{\"a\":\"b\"},\"values\":[[1,\"1\"],[1,\"2\"],[2,\"3\"],[2,\"3\"],"
+                      "[3,\"4\"]]}]}}";
+    CHECK_INT(gp_promapi_parse_matrix(dup, strlen(dup), &r, err, sizeof err), GP_OK);
+    CHECK(r.n == 1 && r.s[0].n == 3 && r.nsamples == 3);
+    CHECK(r.s[0].t[0] == 1000 && r.s[0].t[1] == 2000 && r.s[0].t[2] == 3000);
+    CHECK(r.s[0].v[0] == 2 && r.s[0].v[1] == 3 && r.s[0].v[2] == 4);
+    gp_promapi_result_free(&r);
 }
 
 static void strs_cb(void *arg, const char *s, size_t n)
@@ -138,7 +148,6 @@ static void test_malformed_refused(void)
         "{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":[{\"metric\":{\"a\":\"b\"},\"values\":[[1,\"\"]]}]}}",
         "{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":[{\"metric\":{\"a\":\"b\"},\"values\":[[1e300,\"1\"]]}]}}",
         "{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":[{\"metric\":{\"a\":\"b\"},\"values\":[[2,\"1\"],[1,\"1\"]]}]}}",
-        "{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":[{\"metric\":{\"a\":\"b\"},\"values\":[[1,\"1\"],[1,\"2\"]]}]}}",
         "{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":[{\"metric\":{\"a\":\"b\"},\"values\":[]},{\"metric\":{\"a\":\"b\"},\"values\":[]}]}}",
         "{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":[{\"metric\":{\"a\":\"b\",\"a\":\"c\"},\"values\":[]}]}}",
         "{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":[{\"metric\":{\"\":\"b\"},\"values\":[]}]}}",
