@@ -120,6 +120,7 @@ int gp_st_head_cut(struct gp_store *s, uint32_t id)
     int rc = gp_st_ref_push(s, id, &r);
     if (rc != GP_OK)
         return rc; /* the record is written but unreferenced: the WAL still covers it */
+    gp_st_hcache_drop(s, se);
     gp_chunk_reset(c);
     return GP_OK;
 }

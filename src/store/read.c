@@ -8,9 +8,10 @@
  * samples live in three places, oldest first: blocks (mapped files, one
  * or more chunks per series per window, found by binary search in the
  * block's index), closed chunks in chunk files (mapped, see persist.c),
- * and the open head chunk. They never overlap, since a window's data moves to its
- * block in one locked step; a reader still emits only increasing times,
- * so a damaged source cannot produce disorder.
+ * and the open head chunk (kept decoded between reads, hcache.c). They
+ * never overlap, since a window's data moves to its block in one locked
+ * step; a reader still emits only increasing times, so a damaged source
+ * cannot produce disorder.
  */
 #include "store/store_int.h"
 
@@ -175,9 +176,13 @@ static int read_locked(struct gp_store *s, uint32_t id, int64_t mint, int64_t ma
     }
     if (se->head.count && se->head.t_first <= maxt && se->head.t_last >= mint &&
         rc != GP_ENOMEM) {
-        size_t len;
-        const uint8_t *p = gp_chunk_bytes(&se->head, &len);
-        rc = worse(rc, emit_chunk(p, len, 0, mint, maxt, &last, out));
+        k = gp_st_hcache_emit(s, &s->ser[id], mint, maxt, &last, out);
+        if (k == 1) {
+            size_t len;
+            const uint8_t *p = gp_chunk_bytes(&se->head, &len);
+            k = emit_chunk(p, len, 0, mint, maxt, &last, out);
+        }
+        rc = worse(rc, k);
     }
     return rc;
 }

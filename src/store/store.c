@@ -521,6 +521,7 @@ void gp_store_close(struct gp_store *s)
     gp_st_slog_close(s);
     gp_st_syms_free(&s->syms);
     for (size_t i = 0; i < s->ser_cap; i++) {
+        gp_st_hcache_drop(s, &s->ser[i]);
         gp_chunk_free(&s->ser[i].head);
         free(s->ser[i].refs);
     }

@@ -67,6 +67,7 @@ struct gp_st_series {
     uint8_t exists;   /* the id names a series (ids can have gaps) */
     uint8_t has_data;
     uint8_t newest_known; /* newest_bits is the value at newest (an append or the snapshot set both) */
+    struct gp_st_hcache *hc; /* head's samples decoded (hcache.c); NULL: none kept */
 };
 
 /* A chunk file. */
@@ -165,6 +166,7 @@ struct gp_store {
     unsigned damage;
     uint64_t series_lost, wal_corrupt, wal_recovered;
     uint64_t damaged_reads; /* atomic: readers hold the lock for reading only */
+    size_t hc_bytes;        /* atomic: the hcache.c entries' bytes */
     uint32_t *unk;          /* ids met at open that no series names (open only) */
     size_t nunk, capunk;
 
@@ -186,6 +188,26 @@ int gp_st_ser_reserve(struct gp_store *s, uint32_t id);
 int gp_st_set_aside(const char *dir, const char *name, char *out, size_t outlen);
 /* Notes an id with data but no series at open (counted as lost). */
 void gp_st_unknown_id(struct gp_store *s, uint32_t id);
+
+/* ---- hcache.c ---- */
+/* The decoded open head chunks kept between reads: at most this many
+ * bytes in all (~2,100 series at 7.7 kB; hcache.c). */
+#define GP_ST_HCACHE_MAX ((size_t)16 << 20)
+struct gp_st_hcache {
+    int busy;                /* atomic: a reader holds the entry */
+    size_t n;                /* samples decoded into t, v */
+    struct gp_chunk_iter it; /* where decoding stopped; data re-pointed each read */
+    int64_t t[GP_ST_HEAD_SAMPLES];
+    double v[GP_ST_HEAD_SAMPLES];
+};
+/* Appends the samples of se's head chunk in [mint, maxt] newer than
+ * *last from the series' kept decode, first decoding what was appended
+ * since the last read (read lock held). GP_OK, GP_ENOMEM, or 1 when
+ * nothing is kept or the chunk did not decode: the caller decodes it. */
+int gp_st_hcache_emit(struct gp_store *s, struct gp_st_series *se, int64_t mint, int64_t maxt,
+                      int64_t *last, struct gp_samples *out);
+/* Frees se's kept decode (write lock held: its head chunk is cut). */
+void gp_st_hcache_drop(struct gp_store *s, struct gp_st_series *se);
 
 /* ---- head.c ---- */
 /* Appends one sample known to be newer than the series' newest, cutting
