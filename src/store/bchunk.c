@@ -723,10 +723,14 @@ static int read_times(struct br *r, size_t n, uint64_t d1, int64_t maxt, int ful
 
 /* 16 sets of 2 slots, the older one replaced (a 1-hour read of a 1 s
  * series spans 9 head chunks; with one slot a place, many were lost to
- * collisions), of up to 512 times (a head chunk holds 480): at most
- * 280 kB for a thread that serves queries, freed when it ends. A block's
- * longer chunks share their times in a record of the file already. */
-enum { TC_SETS = 16, TC_WAYS = 2, TC_MIN_N = 64, TC_MAX_N = 512 };
+ * collisions), of up to 1,024 times: a head chunk holds 480, and a
+ * block's 15-minute piece of a 1 s series 900, whose time record the
+ * node's series share (kept out, they were decoded again for each: a
+ * third of the blocks' avg-by query). A slot holds its times (8 bytes
+ * each) and their stream's bytes (a few bits a time for scrape times,
+ * 9 bytes at worst): ~270 kB for a thread that serves queries, 560 kB at
+ * worst, freed when it ends. */
+enum { TC_SETS = 16, TC_WAYS = 2, TC_MIN_N = 64, TC_MAX_N = 1024 };
 
 struct tc_slot {
     size_t n, nbits;
@@ -734,7 +738,8 @@ struct tc_slot {
     uint64_t d1;
     int64_t *t;     /* n times */
     uint8_t *bits;  /* the stream's (nbits + 7) / 8 bytes, spare bits zeroed */
-    size_t cap;     /* of t, in times; bits holds cap * 9 bytes */
+    size_t cap;     /* of t, in times */
+    size_t bcap;    /* of bits, in bytes */
     uint64_t used;  /* the thread's clock when last used */
 };
 
@@ -823,22 +828,20 @@ static int read_times_cached(struct br *r, size_t n, uint64_t d1, int64_t maxt, 
         if (set[w].used < e->used)
             e = &set[w];
     e->used = ++c->clock;
+    e->n = 0; /* a slot that fails to grow is only empty */
     if (e->cap < n) {
         int64_t *nt = realloc(e->t, n * sizeof *nt);
-        if (nt)
-            e->t = nt;
-        uint8_t *nb = realloc(e->bits, n * 9);
-        if (nb)
-            e->bits = nb;
-        if (!nt || !nb) {
-            e->n = 0; /* a slot half grown is only empty */
+        if (!nt)
             return rc;
-        }
+        e->t = nt;
         e->cap = n;
     }
-    if (whole + 1 > e->cap * 9) { /* wider than 64 bits a time: not kept */
-        e->n = 0;
-        return rc;
+    if (e->bcap < whole + 1) {
+        uint8_t *nb = realloc(e->bits, whole + 1);
+        if (!nb)
+            return rc;
+        e->bits = nb;
+        e->bcap = whole + 1;
     }
     memcpy(e->t, t, n * sizeof *t);
     memcpy(e->bits, r->p, whole);

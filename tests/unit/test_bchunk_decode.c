@@ -277,13 +277,14 @@ static void encode(const int64_t *t, const double *v, size_t n, struct gp_st_bch
  * times, in a few bits at the stream's end, or in their values, decoded
  * in turn, each give their own samples; a cut copy of a kept chunk is
  * refused; a window after a whole decode counts its own samples. */
-static void test_time_cache(void)
+static void time_cache(size_t N)
 {
     rng.state = 19;
-    enum { N = 480, KINDS = 6 };
+    enum { ROWS = 1024, KINDS = 6 };
+    CHECK(N <= ROWS);
     struct gp_st_bchunk_scratch sc = {0};
-    static int64_t t[KINDS][N], tt[N];
-    static double v[KINDS][N], vv[N];
+    static int64_t t[KINDS][ROWS], tt[ROWS];
+    static double v[KINDS][ROWS], vv[ROWS];
     struct gp_buf b[KINDS];
     make_times(TS_JITTER, N, t[0]);
     for (int k = 0; k < KINDS; k++) {
@@ -368,6 +369,14 @@ static void test_time_cache(void)
     for (int k = 0; k < KINDS; k++)
         gp_buf_free(&b[k]);
     gp_st_bchunk_scratch_free(&sc);
+}
+
+/* At a head chunk's size, then at a block's 15-minute piece of a 1 s
+ * series (900: the kept slots grow). */
+static void test_time_cache(void)
+{
+    time_cache(480);
+    time_cache(900);
 }
 
 const struct gp_test gp_tests_bchunk_decode[] = {
